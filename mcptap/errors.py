@@ -1,0 +1,30 @@
+"""mcptap's own exceptions (level 0, stdlib only).
+
+Peer misbehaviour is never an exception: it becomes a Finding. These errors are
+for mcptap's own failures (bad arguments, unreadable captures, spawn failures).
+"""
+
+
+class McptapError(Exception):
+    """Base class of every error mcptap raises on purpose."""
+
+
+class CaptureReadError(McptapError):
+    """A capture file cannot be read: missing, not a capture, unsupported version,
+    or a corrupt record before the last line. Message names the file and line."""
+
+
+class CaptureWriteError(McptapError):
+    """A capture record could not be written (disk full, permissions)."""
+
+
+class SpawnError(McptapError):
+    """The server command could not be started (not found, not executable)."""
+
+
+class UpstreamError(McptapError):
+    """The upstream HTTP server could not be reached (refused, TLS, timeout)."""
+
+
+class FilterSyntaxError(McptapError):
+    """A filter expression could not be parsed; message gives the column."""

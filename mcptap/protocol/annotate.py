@@ -1,0 +1,426 @@
+"""The annotator: one façade over framing facts, JSON-RPC classification,
+pairing, lifecycle and capability rules (pure, sans-IO, deterministic).
+
+Feed it frames in the order the tap saw them; it returns one annotated
+``Message`` per frame. The same frames fed again (``mcptap check`` re-reading a
+capture) give the same annotations, so rules can improve and old captures be
+re-judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
+from mcptap.protocol import rules
+from mcptap.protocol.codes import finding
+from mcptap.protocol.jsonrpc import Classified, classify
+from mcptap.protocol.lifecycle import SessionState, advance, allowed, request_meta
+from mcptap.protocol.pairing import Pairing, Pending
+
+try:  # the capability tables are optional at import so a broken table never kills a relay
+    from mcptap.protocol import capabilities as _caps
+except Exception:  # noqa: BLE001  # pragma: no cover
+    _caps = None  # type: ignore[assignment]
+
+LARGE_MESSAGE = 1 << 20
+C2S, S2C = Direction.C2S, Direction.S2C
+
+
+class Annotator:
+    """Annotate the messages of one capture (any number of sessions).
+
+    ``transport``: "stdio" or "http" (framing findings apply to stdio only).
+    ``large_message``: size in bytes above which ``framing.large_message`` is
+    raised (default 1 MiB).
+    """
+
+    def __init__(self, transport: str = "stdio", large_message: int = LARGE_MESSAGE) -> None:
+        self.transport = transport
+        self.large_message = large_message
+        self.pairing = Pairing()
+        self._sessions: dict[Any, SessionState] = {}
+        self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
+
+    # -- state ------------------------------------------------------------------
+    def session(self, session: Any = None) -> SessionState:
+        st = self._sessions.get(session)
+        if st is None:
+            st = self._sessions[session] = SessionState()
+        return st
+
+    def sessions(self) -> dict[Any, SessionState]:
+        return dict(self._sessions)
+
+    def assume(self, phase: Phase | str | None = None, revision: str | None = None, session: Any = None,
+               client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None) -> None:
+        """Start mid-session: the capture began after the handshake. Unknown
+        capabilities stay None (no capability findings)."""
+        st = self.session(session)
+        if phase is not None:
+            st.phase = Phase(phase)
+        rev = rules.normalize_revision(revision)
+        if rev is not None:
+            st.revision = rev
+            st.era = "modern" if rules.is_modern(rev) else "legacy"
+            if st.era == "modern":
+                st.phase = Phase.STATELESS
+        st.client_caps = client_caps
+        st.server_caps = server_caps
+
+    def rename_session(self, old: Any, new: Any) -> None:
+        """The session id became known (HTTP initialize response): move state."""
+        if old == new:
+            return
+        st = self._sessions.pop(old, None)
+        if st is not None and new not in self._sessions:
+            self._sessions[new] = st
+        self.pairing.rename_session(old, new)
+
+    def pending(self) -> list[Pending]:
+        return self.pairing.pending()
+
+    # -- feeding ------------------------------------------------------------------
+    def feed(self, frame: Frame, seq: int, t_us: int, direction: Direction, session: Any = None,
+             transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
+        """Annotate one frame. ``seq``: its record number; ``t_us``: µs since
+        capture start when its last byte arrived; ``transport``: transport facts
+        stored with the message (HTTP exchange etc.; key ``exchange`` is used as
+        a pairing hint); ``extra``: findings the transport already made."""
+        value = frame.value
+        cls = classify(value)
+        msg = Message(seq=seq, t_us=t_us, direction=direction, raw=frame.raw, value=value, kind=cls.kind,
+                      session=session, id=cls.id, has_id=cls.has_id, method=cls.method,
+                      offset=frame.offset, terminated=frame.terminated, transport=transport)
+        out = msg.findings
+        out.extend(extra)
+        if self.transport == "stdio":
+            self._framing(frame, msg)
+        elif len(frame.raw) > self.large_message:
+            out.append(finding("framing.large_message", f"{len(frame.raw)} bytes in one message"))
+        st = self.session(session)
+        msg.phase = st.phase
+        msg.revision = st.revision
+        exchange = transport.get("exchange") if transport else None
+        if cls.kind is Kind.NON_JSON:
+            self._non_json(frame, msg)
+            self._last_unparsed[(session, direction)] = msg
+            return msg
+        if cls.kind is Kind.BATCH:
+            self._batch(msg, st, exchange)
+            return msg
+        out.extend(cls.findings)
+        if cls.kind is Kind.INVALID:
+            if self.transport == "stdio":
+                out.append(finding("framing.non_jsonrpc_line", f"{direction.value} line is JSON but not a JSON-RPC message"))
+            self._last_unparsed[(session, direction)] = msg
+            return msg
+        pair_seq, latency, _ = self._one(msg, st, cls, value, exchange, None)
+        msg.pair, msg.latency_us = pair_seq, latency
+        return msg
+
+    # -- framing facts (stdio) ------------------------------------------------------
+    def _framing(self, frame: Frame, msg: Message) -> None:
+        raw = frame.raw
+        out = msg.findings
+        d = msg.direction.value
+        if frame.lines > 1 and frame.value is not UNPARSED:
+            out.append(finding("framing.multiline_json", f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
+                               {"lines": frame.lines}))
+        if raw.endswith(b"\r\n"):
+            out.append(finding("framing.crlf", f"{d} line ends in CR LF"))
+        if raw.startswith(b"\xef\xbb\xbf"):
+            out.append(finding("framing.bom", f"{d} message starts with a UTF-8 byte order mark"))
+        if frame.invalid_utf8:
+            offs = list(frame.invalid_utf8)
+            out.append(finding("framing.invalid_utf8",
+                               f"invalid UTF-8 at byte offsets {offs} of the {d} line ({', '.join('0x%02X' % raw[o] for o in offs[:8])})",
+                               {"offsets": offs}))
+        if len(raw) > self.large_message:
+            out.append(finding("framing.large_message", f"{len(raw)} bytes on one {d} line (hosts and bridges have limits of 64 KiB, 1 MiB, 4 MiB)",
+                               {"bytes": len(raw)}))
+        if not frame.terminated:
+            out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
+
+    def _non_json(self, frame: Frame, msg: Message) -> None:
+        d = msg.direction.value
+        if self.transport != "stdio":
+            msg.findings.append(finding("sse.data_not_jsonrpc" if (msg.transport or {}).get("sse") else "jsonrpc.invalid_message",
+                                        f"{d} payload is not JSON"))
+            return
+        text = frame.raw.strip(b"\r\n \t")
+        if not text:
+            msg.findings.append(finding("framing.empty_line", f"blank {d} line"))
+            return
+        where = f"phase {msg.phase.value}" if msg.phase else "start"
+        who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
+        msg.findings.append(finding("framing.non_jsonrpc_line", f"{d} line is not JSON ({where}): {who}",
+                                    {"preview": frame.raw[:80].decode("utf-8", "replace")}))
+
+    # -- batches --------------------------------------------------------------------
+    def _batch(self, msg: Message, st: SessionState, exchange: Any) -> None:
+        value = msg.value
+        rev = st.revision
+        n = len(value)
+        if rules.batching_allowed(rev):
+            msg.findings.append(finding("framing.batch", f"JSON-RPC batch of {n} (legal in 2025-03-26)", {"size": n}, severity=Severity.INFO))
+        else:
+            why = f"negotiated {rev}: batching exists only in 2025-03-26" if rev else "batching exists only in 2025-03-26"
+            msg.findings.append(finding("framing.batch", f"top-level JSON array of {n} messages; {why}", {"size": n}))
+        members: list[Member] = []
+        for i, item in enumerate(value):
+            cls = classify(item)
+            m = Member(i, cls.kind, cls.id if cls.has_id else None, cls.method)
+            for f in cls.findings:
+                msg.findings.append(Finding(f.code, f.severity, f"member {i}: {f.message}", f.data))
+            if cls.kind in (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR):
+                if cls.method == "initialize":
+                    msg.findings.append(finding("framing.initialize_in_batch", "initialize MUST NOT be inside a JSON-RPC batch"))
+                m.pair, m.latency_us, _ = self._one(msg, st, cls, item, exchange, i)
+            members.append(m)
+        msg.members = members
+        self._last_unparsed[(msg.session, msg.direction)] = msg
+
+    # -- one JSON-RPC message ------------------------------------------------------------
+    def _one(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any,
+             member: int | None) -> tuple[int | None, int | None, Pending | None]:
+        kind, method, sender = cls.kind, cls.method, msg.direction
+        out = msg.findings
+        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+            params = value.get("params")
+            self._era(msg, st, kind, method, params)
+            if kind is Kind.REQUEST:
+                self._request(msg, st, cls, params, exchange, member)
+            else:
+                self._notification(msg, st, method, params)
+            self._capabilities(msg, st, kind, method, params)
+            return None, None, None
+        # response or error
+        if not cls.has_id or cls.id is None:
+            return self._null_id_error(msg, value)
+        p, fs = self.pairing.response(msg.session, sender, cls.id, exchange)
+        out.extend(fs)
+        if p is None:
+            return None, None, None
+        if p.revision is not None and st.era == "modern":
+            msg.revision = p.revision
+        if p.cancelled:
+            modern = rules.is_modern(p.revision or st.revision)
+            out.append(finding("jsonrpc.response_after_cancel",
+                               f"response to request #{p.seq} ({p.method}) after it was cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
+                               severity=Severity.ERROR if modern else None))
+        if p.method == "initialize" and sender is S2C:
+            self._initialize_response(msg, st, kind, value)
+        elif p.method == "server/discover" and sender is S2C:
+            self._discover_response(msg, st, kind, value)
+        if kind is Kind.RESPONSE and _caps is not None and isinstance(value.get("result"), dict) and p.method:
+            client_caps = st.client_caps
+            if st.era == "modern":
+                client_caps = request_meta(p.params)[1]
+            try:
+                out.extend(_caps.check_result(p.method, value["result"], p.params if isinstance(p.params, dict) else None,
+                                              msg.revision, client_caps, st.server_caps))
+            except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
+                out.append(Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_result: {exc!r}"))
+        return p.seq, msg.t_us - p.t_us, p
+
+    def _null_id_error(self, msg: Message, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
+        """Error response without a usable id: legitimate only as the answer to
+        input the peer could not parse (-32700) or read as a request (-32600)."""
+        err = value.get("error") if isinstance(value, dict) else None
+        code = err.get("code") if isinstance(err, dict) else None
+        prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
+        if msg.kind is Kind.ERROR and code in (-32700, -32600):
+            msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with id null: correct rejection of unreadable input"
+                                        + (f" (#{prev.seq})" if prev else ""), severity=Severity.INFO))
+            if prev is not None:
+                if prev.members:  # batch rejected as a whole: its requests are answered
+                    for p in self.pairing.pending():
+                        if p.seq == prev.seq:
+                            self.pairing.complete(p)
+                return prev.seq, msg.t_us - prev.t_us, None
+            return None, None, None
+        open_reqs = [p for p in self.pairing.pending() if p.session == msg.session and p.direction is msg.direction.peer]
+        msg.findings.append(finding("jsonrpc.error_id_null",
+                                    f"error{f' {code}' if code is not None else ''} with id null/absent answers no request"
+                                    + (f"; requests {', '.join(repr(p.id) for p in open_reqs[:5])} stay unanswered" if open_reqs else ""),
+                                    {"open": [p.seq for p in open_reqs[:20]]}))
+        return None, None, None
+
+    # -- eras and lifecycle ----------------------------------------------------------------
+    def _era(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
+        sender = msg.direction
+        if sender is C2S and kind is Kind.REQUEST:
+            v, _, _ = request_meta(params)
+            modern_meta = rules.is_modern(rules.normalize_revision(v))
+            if method == "initialize":
+                if st.era == "modern":
+                    # dual-era server: initialize switches this session to legacy semantics
+                    st.phase = Phase.BEFORE_INITIALIZE
+                    msg.phase = st.phase
+                st.era = "legacy"
+            elif st.era is None and modern_meta:
+                if method == "server/discover" and st.phase is Phase.BEFORE_INITIALIZE:
+                    msg.findings.append(finding("lifecycle.era_probe", "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
+                    msg.revision = rules.normalize_revision(v)
+                    return
+                st.era = "modern"
+            if st.era == "modern":
+                st.phase = Phase.STATELESS
+                msg.phase = Phase.STATELESS
+                rev = rules.normalize_revision(v)
+                if v is not None and rev is None:
+                    msg.findings.append(finding("lifecycle.unknown_protocol_version", f"request _meta names protocol revision {v!r}"))
+                msg.revision = rev or v
+                st.revision = msg.revision
+                return
+        if st.era == "modern":
+            msg.phase = Phase.STATELESS
+            return
+        code = allowed(st.phase, sender, kind, method)
+        if code is None:
+            return
+        if code == "lifecycle.initialized_missing":
+            if st.initialized_missing_reported:
+                return
+            st.initialized_missing_reported = True
+            msg.findings.append(finding(code, f"client sent {method} before notifications/initialized (MUST follow the initialize response)"))
+            return
+        if code == "lifecycle.message_before_initialize" and st.era is None and sender is C2S and self.transport == "http":
+            return  # HTTP: the tap may have joined a session that was initialized before it started
+        what = "request" if kind is Kind.REQUEST else "notification"
+        text = {
+            "lifecycle.message_before_initialize": f"client {what} {method} before initialize",
+            "lifecycle.message_before_initialize_response": f"server {what} {method} before it answered initialize (refers to capabilities not yet negotiated)",
+            "lifecycle.client_request_before_initialize_response": f"client request {method} before the initialize response (SHOULD only ping)",
+            "lifecycle.server_request_before_initialized": f"server request {method} before notifications/initialized (SHOULD only ping and log)",
+        }[code]
+        msg.findings.append(finding(code, text))
+
+    def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
+        method = cls.method
+        token = None
+        if isinstance(params, dict):
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and "progressToken" in meta:
+                token = meta["progressToken"]
+        modern = st.era == "modern"
+        if modern and msg.direction is C2S:
+            _, _, complete = request_meta(params)
+            if not complete:
+                msg.findings.append(finding("lifecycle.meta_missing",
+                                            f"{method}: 2026-07-28 requests MUST carry _meta io.modelcontextprotocol/protocolVersion and clientCapabilities"))
+        if modern and msg.direction is S2C:
+            msg.findings.append(finding("lifecycle.wrong_era", f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
+        if method == "initialize" and msg.direction is C2S:
+            if st.phase in (Phase.INITIALIZED, Phase.OPERATING):
+                msg.findings.append(finding("lifecycle.reinitialize", "initialize on a session that is already initialized"))
+            if isinstance(params, dict):
+                caps = params.get("capabilities")
+                st.client_caps = caps if isinstance(caps, dict) else {}
+                pv = params.get("protocolVersion")
+                st.offered = pv if isinstance(pv, str) else None
+                st.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
+            st.initialize_seq = msg.seq
+            advance(st, C2S, "initialize")
+        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, msg.session, token, exchange=exchange, member=member,
+                    revision=msg.revision, params=params)
+        msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
+
+    def _notification(self, msg: Message, st: SessionState, method: str | None, params: Any) -> None:
+        sender = msg.direction
+        if method == "notifications/initialized" and sender is C2S:
+            advance(st, C2S, "initialized")
+            return
+        if not isinstance(params, dict):
+            return
+        if method == "notifications/cancelled":
+            if "requestId" in params:
+                _, fs = self.pairing.cancel(msg.session, sender, params["requestId"])
+                msg.findings.extend(fs)
+        elif method == "notifications/progress":
+            if "progressToken" in params:
+                _, fs = self.pairing.progress(msg.session, sender, params["progressToken"], params.get("progress"))
+                msg.findings.extend(fs)
+
+    def _initialize_response(self, msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
+        if kind is Kind.ERROR:
+            advance(st, S2C, "initialize_error")
+            err = value.get("error") if isinstance(value.get("error"), dict) else {}
+            msg.findings.append(finding("lifecycle.initialize_failed", f"initialize failed: {err.get('code')} {err.get('message')!r}"))
+            return
+        result = value.get("result")
+        if not isinstance(result, dict):
+            return
+        caps = result.get("capabilities")
+        st.server_caps = caps if isinstance(caps, dict) else {}
+        st.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else None
+        pv = result.get("protocolVersion")
+        rev = rules.normalize_revision(pv)
+        if rev is None:
+            msg.findings.append(finding("lifecycle.unknown_protocol_version", f"server negotiated protocol revision {pv!r}, unknown to mcptap"))
+        elif st.offered is not None and pv != st.offered:
+            msg.findings.append(finding("lifecycle.version_not_offered", f"client offered {st.offered}, server answered {pv} (counter-offer: the client SHOULD disconnect if it does not support it)"))
+        st.revision = rev or (pv if isinstance(pv, str) else None)
+        st.era = "legacy"
+        msg.revision = st.revision
+        advance(st, S2C, "initialize_result")
+
+    def _discover_response(self, msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
+        if kind is Kind.RESPONSE and isinstance(value.get("result"), dict):
+            caps = value["result"].get("capabilities")
+            if isinstance(caps, dict):
+                st.server_caps = caps
+            if st.era is None:
+                st.era = "modern"
+                st.phase = Phase.STATELESS
+
+    # -- capabilities ------------------------------------------------------------------
+    def _capabilities(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
+        if _caps is None or method is None:
+            return
+        if st.era == "modern":
+            client_caps = request_meta(params)[1] if msg.direction is C2S else None
+            server_caps = st.server_caps
+            if msg.direction is C2S and client_caps is None:
+                client_caps = None
+        else:
+            if st.phase in (Phase.BEFORE_INITIALIZE, Phase.INITIALIZING) and method not in ("initialize", "ping"):
+                client_caps = server_caps = None  # not negotiated yet: lifecycle findings cover it
+            else:
+                client_caps, server_caps = st.client_caps, st.server_caps
+        try:
+            msg.findings.extend(_caps.check_message(method, kind, msg.direction, params if isinstance(params, dict) else None,
+                                                    msg.revision, client_caps, server_caps))
+        except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
+            msg.findings.append(Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_message: {exc!r}"))
+
+    # -- end of streams -------------------------------------------------------------------
+    def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
+        """A stream closed. stdio: when the server's stdout closes, requests the
+        client is still waiting for will never be answered."""
+        st = self.session(session)
+        if st.phase is not Phase.STATELESS:
+            st.phase = Phase.CLOSING
+        if direction is not S2C:
+            return []
+        lost = [p for p in self.pairing.pending() if p.direction is C2S and p.session == session and not p.reported]
+        if not lost:
+            return []
+        for p in lost:
+            p.reported = True
+        return [finding("lifecycle.eof_with_pending_requests",
+                        f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
+                        {"pending": [p.describe() for p in lost]})]
+
+    def finish(self, t_us: int) -> list[Finding]:
+        """End of capture: every request still pending and not yet reported."""
+        out = []
+        for p in self.pairing.pending():
+            if p.reported:
+                continue
+            p.reported = True
+            out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
+                               p.describe()))
+        return out

@@ -1,0 +1,188 @@
+"""The one table of finding codes: severity, one-line meaning, spec source.
+
+Every Finding mcptap emits uses a code from ``CODES``; ``docs/findings.md`` is
+generated from this table (``python -m mcptap.protocol.codes > docs/findings.md``)
+and a test keeps the two in sync. Severities (cases/FORMAT-bug-cases.md):
+error = breaks a MUST of the negotiated revision or breaks real peers;
+warn = SHOULD or interoperability hazard; info = context. A rule may raise or
+lower the default for a revision (e.g. ``framing.batch`` is legal in 2025-03-26).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcptap.model import Finding, Severity
+
+ERROR, WARN, INFO = Severity.ERROR, Severity.WARN, Severity.INFO
+
+T = "basic/transports"
+LC = "basic/lifecycle"
+BI = "basic/index"
+CN = "basic/utilities/cancellation"
+PR = "basic/utilities/progress"
+JR = "JSON-RPC 2.0 §5"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One finding code: ``code`` (family.name), default ``severity``,
+    ``meaning`` (one line) and ``source`` (spec page, relative to a revision)."""
+
+    code: str
+    severity: Severity
+    meaning: str
+    source: str
+
+
+_TABLE: list[tuple[str, Severity, str, str]] = [
+    # framing (stdio)
+    ("framing.non_jsonrpc_line", ERROR, "stdio line that is not JSON, or JSON that is not a JSON-RPC object", T + " stdio: server MUST NOT write non-MCP output to stdout"),
+    ("framing.empty_line", WARN, "blank or whitespace-only stdio line", T + " stdio"),
+    ("framing.multiline_json", ERROR, "one JSON message spread over several stdio lines (embedded newlines)", T + " stdio: messages MUST NOT contain embedded newlines"),
+    ("framing.crlf", WARN, "stdio line terminated by CR LF", T + " stdio"),
+    ("framing.bom", WARN, "UTF-8 byte order mark in front of a message", T + " stdio (2025-03-26+: MUST be UTF-8)"),
+    ("framing.invalid_utf8", ERROR, "bytes that are not valid UTF-8 (offsets in the finding)", T + " stdio (2025-03-26+: MUST be UTF-8)"),
+    ("framing.batch", ERROR, "top-level JSON array (legal only in 2025-03-26)", BI + " Batching (2025-03-26); removed 2025-06-18 changelog"),
+    ("framing.initialize_in_batch", ERROR, "initialize inside a JSON-RPC batch", "2025-03-26 " + LC),
+    ("framing.large_message", WARN, "message above a size threshold (default 1 MiB): interop hazard, never a relay limit", "interop (cases/B05)"),
+    ("framing.unterminated_line", WARN, "stream ended with bytes after the last newline", T + " stdio"),
+    # JSON-RPC envelope and pairing
+    ("jsonrpc.invalid_version", ERROR, "jsonrpc member missing or not exactly \"2.0\"", JR),
+    ("jsonrpc.invalid_id", ERROR, "request id that is not a string or an integer (null, bool, float, object)", BI + " Requests: id MUST be string or integer, not null"),
+    ("jsonrpc.invalid_message", ERROR, "JSON object that is neither request, notification nor response", JR),
+    ("jsonrpc.result_and_error", ERROR, "response with both result and error, or neither", BI + " Responses"),
+    ("jsonrpc.invalid_error_object", ERROR, "error member without integer code or string message", BI + " Responses"),
+    ("jsonrpc.params_not_object", ERROR, "params present but not a JSON object", BI + " (MCP params are objects)"),
+    ("jsonrpc.result_not_object", ERROR, "result that is not a JSON object", BI + " Responses"),
+    ("jsonrpc.notification_with_id", ERROR, "notification method sent with an id (receivers will answer it)", BI + " Notifications"),
+    ("jsonrpc.id_type_mismatch", ERROR, "response id equal in digits but not in JSON type to the request id", JR + ": id MUST be the same as the request's"),
+    ("jsonrpc.error_id_null", ERROR, "error response with id null/absent (legit only after unparseable input)", BI + " Responses (2025-11-25: id optional only for malformed requests)"),
+    ("jsonrpc.response_for_completed_id", ERROR, "second response for an id that was already answered", BI + " Responses"),
+    ("jsonrpc.duplicate_id_in_flight", ERROR, "request id reused while an earlier request with that id is pending", BI + " Requests: id MUST NOT be reused"),
+    ("jsonrpc.ambiguous_pairing", WARN, "response could belong to more than one pending request", "mcptap pairing"),
+    ("jsonrpc.unmatched_response", ERROR, "response whose id matches no request the tap saw", BI + " Responses"),
+    ("jsonrpc.unanswered_request", ERROR, "request never answered by end of stream/session", BI + " Requests: receiver MUST respond"),
+    ("jsonrpc.response_after_cancel", WARN, "response to a request the sender had cancelled", CN + ": receiver SHOULD NOT respond"),
+    ("jsonrpc.response_to_notification", ERROR, "response whose id matches only a notification", BI + " Notifications: receiver MUST NOT respond"),
+    ("jsonrpc.nonstandard_error_code", INFO, "error code outside JSON-RPC/MCP conventions (e.g. 0)", JR + " error codes; MCP basic/index error codes"),
+    ("jsonrpc.id_reused", WARN, "id reused after completion within one session (e.g. transport-level retry)", BI + " Requests (legacy: unique per session)"),
+    # lifecycle
+    ("lifecycle.message_before_initialize", ERROR, "message other than initialize/ping before the session was initialized", LC + " Initialization MUST be the first interaction"),
+    ("lifecycle.message_before_initialize_response", WARN, "server message before it answered initialize", LC + " Initialization"),
+    ("lifecycle.client_request_before_initialize_response", WARN, "client request other than ping before the initialize response", LC + " Initialization: client SHOULD NOT"),
+    ("lifecycle.server_request_before_initialized", WARN, "server request (other than ping) before notifications/initialized", LC + " Initialization: server SHOULD NOT"),
+    ("lifecycle.request_before_initialized_ack", INFO, "client request before its initialized notification was acknowledged (HTTP ordering hazard)", LC + " + " + T + " Streamable HTTP"),
+    ("lifecycle.initialized_missing", WARN, "client operated without sending notifications/initialized", LC + " Initialization: client MUST send initialized"),
+    ("lifecycle.reinitialize", ERROR, "second initialize on an initialized session", LC),
+    ("lifecycle.version_not_offered", WARN, "server answered initialize with a protocolVersion the client did not request (counter-offer)", LC + " Version Negotiation"),
+    ("lifecycle.unknown_protocol_version", WARN, "protocol revision that mcptap does not know", BI + " versioning"),
+    ("lifecycle.initialize_failed", WARN, "initialize answered with an error", LC + " Error handling"),
+    ("lifecycle.eof_with_pending_requests", ERROR, "stream closed while requests are pending (list them)", LC + " Shutdown"),
+    ("lifecycle.session_terminated", WARN, "server ended the session (404 on a known session id, etc.)", T + " Session Management"),
+    ("lifecycle.new_session", INFO, "a new session starts: capture segment boundary", LC),
+    ("lifecycle.era_probe", INFO, "2026-07-28 dual-era probe (server/discover) before initialize", "2026-07-28 basic/versioning"),
+    ("lifecycle.meta_missing", ERROR, "2026-07-28 request without the required _meta protocolVersion / clientCapabilities", "2026-07-28 basic/index _meta"),
+    ("lifecycle.result_type_missing", WARN, "2026-07-28 result without resultType (read as complete)", "2026-07-28 basic/index ResultType"),
+    ("lifecycle.result_type_invalid", ERROR, "2026-07-28 result with an unknown resultType, or input_required on a method that may not return it", "2026-07-28 basic/patterns/mrtr"),
+    ("lifecycle.input_required_invalid", ERROR, "2026-07-28 InputRequiredResult with neither inputRequests nor requestState, or an embedded input request that is not one", "2026-07-28 basic/patterns/mrtr"),
+    ("lifecycle.wrong_era", ERROR, "message that does not exist in the session's era (e.g. initialize in a 2026-07-28 request, a response on 2026-07-28 stdio from the client)", "2026-07-28 changelog"),
+    # capabilities and methods
+    ("capability.not_negotiated", ERROR, "message that needs a capability the other side did not declare", "server/* and client/* capability pages; " + LC + " Capability Negotiation"),
+    ("capability.unknown_method", WARN, "method not defined by the negotiated revision", "schema/<revision>"),
+    ("capability.wrong_direction", ERROR, "method sent by the side that may not send it (e.g. a server sending tools/call)", "schema/<revision> ClientRequest/ServerRequest unions"),
+    ("capability.not_in_revision", WARN, "method that exists in other revisions, not in the negotiated one", "schema/<revision>"),
+    # cancellation and progress
+    ("cancel.request", INFO, "notifications/cancelled for a pending request", CN),
+    ("cancel.after_response", INFO, "cancel for a request that was already answered (allowed race)", CN + " Timing considerations"),
+    ("cancel.unknown_request", INFO, "cancel for an id never issued in that direction", CN + ": SHOULD be ignored"),
+    ("cancel.initialize_forbidden", ERROR, "cancel that targets initialize", CN + ": initialize MUST NOT be cancelled"),
+    ("progress.after_completion", ERROR, "progress for a request already answered", PR),
+    ("progress.unknown_token", ERROR, "progress token not provided by any active request", PR),
+    ("progress.not_increasing", ERROR, "progress value did not increase", PR + ": progress MUST increase"),
+    ("progress.duplicate_token", ERROR, "progress token already used by another active request", PR + ": tokens MUST be unique across active requests"),
+    # SSE
+    ("sse.priming_event", INFO, "event with an id and empty data (2025-11-25 priming)", "2025-11-25 " + T + " Streamable HTTP"),
+    ("sse.retry", INFO, "retry field seen", "WHATWG HTML server-sent events"),
+    ("sse.comment", INFO, "comment line(s), e.g. keep-alive", "WHATWG HTML server-sent events"),
+    ("sse.multiline_data", INFO, "event with several data: lines", "WHATWG HTML server-sent events"),
+    ("sse.crlf", WARN, "SSE lines ended with CR LF or CR", "WHATWG HTML server-sent events"),
+    ("sse.event_split_across_chunks", INFO, "event spanning several network chunks", "WHATWG HTML server-sent events"),
+    ("sse.data_not_jsonrpc", ERROR, "data payload that is not a JSON-RPC message", T + " Streamable HTTP"),
+    ("sse.unterminated_event_at_eof", WARN, "stream ended inside an event (no blank line)", "WHATWG HTML server-sent events"),
+    ("sse.connection_closed_mid_stream", ERROR, "connection closed before the response arrived", T + " Streamable HTTP"),
+    ("sse.stream_closed_without_response", ERROR, "response stream for a request ended without its response", T + " Streamable HTTP: SHOULD NOT close before the response"),
+    ("sse.compressed_stream", WARN, "Content-Encoding on text/event-stream", "interop"),
+    ("sse.endpoint_event", INFO, "legacy HTTP+SSE endpoint event (and its resolved URL)", "2024-11-05 " + T + " HTTP with SSE"),
+    ("sse.endpoint_prefix_ambiguous", WARN, "root-relative endpoint while the stream URL has a path prefix", "2024-11-05 " + T + " HTTP with SSE"),
+    ("sse.endpoint_foreign_origin", ERROR, "endpoint URL on an origin other than the tap's: traffic will bypass the tap", "2024-11-05 " + T + " HTTP with SSE"),
+    # HTTP
+    ("http.ack_status_not_202", ERROR, "notification/response POST answered with a status other than 202", T + " Streamable HTTP: MUST return 202 Accepted"),
+    ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
+    ("http.ack_content_type_unexpected", WARN, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),
+    ("http.session_rejected_not_404", ERROR, "known session id rejected with something other than 404", T + " Session Management"),
+    ("http.get_stream_refused_not_405", WARN, "GET stream refused with a status other than 405", T + " Listening for messages"),
+    ("http.get_retried_after_405", WARN, "client re-issues GET after a 405", T + " Listening for messages"),
+    ("http.get_accept_missing_event_stream", WARN, "GET whose Accept does not name text/event-stream", T + " Listening for messages"),
+    ("http.post_accept_incomplete", WARN, "POST whose Accept does not name both application/json and text/event-stream", T + " Sending messages"),
+    ("http.stream_resumed", INFO, "GET with Last-Event-ID continuing an earlier stream", T + " Resumability"),
+    ("http.resume_without_last_event_id", WARN, "reconnect after a mid-stream close without Last-Event-ID", T + " Resumability"),
+    ("http.media_type_rejected", ERROR, "server rejected a valid media type (parameters/case)", "RFC 9110 §8.3.1"),
+    ("http.unexpected_content_type", ERROR, "request answered with a content type other than JSON or SSE", T + " Sending messages"),
+    ("http.content_type_params", INFO, "Content-Type with parameters or unusual case (informational)", "RFC 9110 §8.3.1"),
+    ("http.protocol_version_rejected_at_initialize", ERROR, "initialize refused because of the version header", "2025-06-18 " + T + " Protocol Version Header"),
+    ("http.protocol_version_header_mismatch", ERROR, "MCP-Protocol-Version differs from the negotiated version (or from _meta in 2026-07-28)", "2025-06-18 " + T + " Protocol Version Header"),
+    ("http.protocol_version_header_missing", ERROR, "header missing where required", "2025-06-18 " + T + " Protocol Version Header"),
+    ("http.legacy_post_not_found", ERROR, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
+    ("http.content_encoding", INFO, "compressed body (decoded for analysis)", "RFC 9110 §8.4"),
+    ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
+    ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),
+    ("http.conn_closed_idle", INFO, "connection closed while idle", "RFC 9112 §9.6"),
+    ("http.request_lost_on_closed_connection", ERROR, "request written to a connection that the peer had closed", "RFC 9112 §9.6"),
+    ("http.upstream_failed", ERROR, "upstream unreachable (refused, TLS, timeout): the client got 502", "mcptap"),
+    ("http.origin_rejected", WARN, "request with an Origin header rejected, or a non-loopback Origin accepted", T + " Security Warning: MUST validate Origin"),
+    # process (stdio)
+    ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),
+    ("process.exit", INFO, "server process exit (code or signal, time since stdin EOF)", LC + " Shutdown (stdio)"),
+    ("process.stderr_volume", INFO, "large stderr output (bytes per request / per interval)", T + " stdio: stderr MAY carry logs"),
+    ("process.stderr_unterminated", INFO, "stderr data without newline", T + " stdio"),
+    ("process.stderr_backpressure", WARN, "host stopped draining the tap's stderr; tap is buffering/dropping", "mcptap"),
+    ("process.no_exit_after_stdin_eof", WARN, "server still alive N s after stdin EOF", LC + " Shutdown (stdio): server SHOULD exit"),
+    ("process.signal_forwarded", INFO, "tap forwarded a signal to the server's process group", "mcptap"),
+    ("process.exited_but_stdout_open", WARN, "direct child exited but stdout still open (orphaned descendant)", "mcptap"),
+    ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
+]
+
+CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}
+
+
+def finding(code: str, message: str, data: dict[str, Any] | None = None, severity: Severity | None = None) -> Finding:
+    """Build a Finding with the table's default severity (or ``severity``).
+    Raises KeyError for a code that is not in the table (a bug in mcptap)."""
+    return Finding(code, severity or CODES[code].severity, message, data)
+
+
+def markdown() -> str:
+    """docs/findings.md, generated from the table."""
+    lines = [
+        "# Finding codes",
+        "",
+        "Generated from `mcptap/protocol/codes.py` (`python -m mcptap.protocol.codes > docs/findings.md`); do not edit by hand.",
+        "",
+        "Severity: **error** breaks a MUST of the negotiated revision or breaks real peers; "
+        "**warn** is a SHOULD or an interoperability hazard; **info** is context. Rules may adjust the "
+        "default per revision (shown where it applies in the finding's message).",
+        "",
+        "| code | default severity | meaning | spec source |",
+        "|---|---|---|---|",
+    ]
+    for c in CODES.values():
+        lines.append(f"| `{c.code}` | {c.severity.value} | {c.meaning} | {c.source} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    sys.stdout.write(markdown())

@@ -1,0 +1,124 @@
+"""Classify one parsed payload as a JSON-RPC 2.0 message (pure; never raises).
+
+Source: JSON-RPC 2.0 §4-§6 as MCP constrains it (spec basic/index "Messages"):
+``jsonrpc`` is exactly "2.0"; request ids are strings or integers (never null,
+bool or float); a response has exactly one of ``result`` / ``error``; params and
+results are objects; an error has an integer ``code`` and a string ``message``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptap.model import UNPARSED, Finding, Kind
+from mcptap.protocol.codes import finding
+
+#: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
+STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
+
+
+@dataclass(slots=True)
+class Classified:
+    """Result of ``classify``: ``kind``; ``id`` (any JSON value) and ``has_id``
+    (to tell a missing id from ``null``); ``method``; envelope ``findings``."""
+
+    kind: Kind
+    id: Any = None
+    has_id: bool = False
+    method: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def valid_request_id(v: Any) -> bool:
+    """MCP request ids: string or integer (bool is not an integer here)."""
+    return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def id_key(v: Any) -> tuple[str, Any]:
+    """Exact pairing key of an id: JSON type tag and value (``"1"`` ≠ ``1``)."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, int):
+        return ("n", v)
+    if isinstance(v, float):
+        return ("n", int(v)) if v.is_integer() else ("f", v)
+    if isinstance(v, str):
+        return ("s", v)
+    return ("o", repr(v))
+
+
+def loose_id_key(v: Any) -> str:
+    """Type-blind key: ``"1"`` and ``1`` collide (jsonrpc.id_type_mismatch)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return str(v)
+
+
+def nonstandard_error_code(code: int) -> bool:
+    """True for codes outside JSON-RPC/MCP conventions: 0, or inside the
+    JSON-RPC reserved range (-32768..-32100) without a predefined meaning.
+    -32099..-32000 is the implementation-defined server range MCP uses
+    (-32002, -32042, -32020..-32022)."""
+    if code == 0:
+        return True
+    return -32768 <= code <= -32100 and code not in STANDARD_ERROR_CODES
+
+
+def classify(value: Any) -> Classified:
+    """Classify one parsed JSON value (not a batch member list: for a top-level
+    array return Kind.BATCH and classify members separately)."""
+    if value is UNPARSED:
+        return Classified(Kind.NON_JSON)
+    if isinstance(value, list):
+        return Classified(Kind.BATCH)
+    if not isinstance(value, dict):
+        return Classified(Kind.INVALID, findings=[finding("jsonrpc.invalid_message", f"JSON {type(value).__name__} is not a JSON-RPC message object")])
+    out: list[Finding] = []
+    has_id = "id" in value
+    mid = value.get("id")
+    method = value.get("method")
+    if value.get("jsonrpc") != "2.0":
+        out.append(finding("jsonrpc.invalid_version", f"jsonrpc member is {value.get('jsonrpc')!r}, must be \"2.0\""))
+    if method is not None:
+        if not isinstance(method, str):
+            out.append(finding("jsonrpc.invalid_message", f"method is a {type(method).__name__}, must be a string"))
+            return Classified(Kind.INVALID, mid, has_id, None, out)
+        params = value.get("params")
+        if "params" in value and not isinstance(params, dict):
+            out.append(finding("jsonrpc.params_not_object", f"{method}: params is {type(params).__name__}, MCP params are objects"))
+        if "result" in value or "error" in value:
+            out.append(finding("jsonrpc.invalid_message", f"{method}: a message with a method must not carry result/error"))
+        if has_id:
+            if not valid_request_id(mid):
+                out.append(finding("jsonrpc.invalid_id", f"{method}: request id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+            if method.startswith("notifications/"):
+                out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {mid!r}"))
+            return Classified(Kind.REQUEST, mid, True, method, out)
+        return Classified(Kind.NOTIFICATION, None, False, method, out)
+    has_result = "result" in value
+    has_error = "error" in value
+    if not has_result and not has_error:
+        out.append(finding("jsonrpc.invalid_message", "object has neither method nor result nor error"))
+        return Classified(Kind.INVALID, mid, has_id, None, out)
+    if has_result and has_error:
+        out.append(finding("jsonrpc.result_and_error", "response carries both result and error"))
+    if has_error and not has_result:
+        err = value["error"]
+        if not isinstance(err, dict) or not (isinstance(err.get("code"), int) and not isinstance(err.get("code"), bool)) or not isinstance(err.get("message"), str):
+            out.append(finding("jsonrpc.invalid_error_object", f"error member {_short(err)} needs an integer code and a string message"))
+        elif nonstandard_error_code(err["code"]):
+            out.append(finding("jsonrpc.nonstandard_error_code", f"error code {err['code']} is outside the JSON-RPC reserved and application conventions"))
+        kind = Kind.ERROR
+    else:
+        if not isinstance(value["result"], dict):
+            out.append(finding("jsonrpc.result_not_object", f"result is {type(value['result']).__name__}, MCP results are objects"))
+        kind = Kind.RESPONSE
+    if has_id and mid is not None and not valid_request_id(mid):
+        out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+    return Classified(kind, mid, has_id, None, out)
+
+
+def _short(v: Any, n: int = 60) -> str:
+    s = repr(v)
+    return s if len(s) <= n else s[: n - 1] + "…"

@@ -1,0 +1,246 @@
+"""Request/response correlation by (session, requester direction, id) — pure.
+
+Sources: JSON-RPC 2.0 §5 (a response carries its request's id); spec basic/index
+(ids unique per session in 2024-11-05 … 2025-11-25; in 2026-07-28 unique among
+the sender's *outstanding* requests); basic/utilities/cancellation and progress.
+
+Memory stays flat over long sessions: completed requests are remembered in a
+bounded window (``DONE_WINDOW`` per table) for duplicate-response, late-cancel
+and id-reuse detection; older ones are forgotten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcptap.model import Direction, Finding, Severity
+from mcptap.protocol.codes import finding
+from mcptap.protocol.jsonrpc import id_key, loose_id_key
+
+DONE_WINDOW = 4096
+
+
+@dataclass(slots=True)
+class Pending:
+    """One request awaiting its response. ``direction``: the requester's;
+    ``t_us``: when it was sent (µs since capture start); ``exchange``: the HTTP
+    exchange that carried it (None on stdio); ``member``: batch index or None."""
+
+    seq: int
+    t_us: int
+    direction: Direction
+    id: Any
+    method: str | None
+    session: str | None = None
+    token: Any = None
+    cancelled: bool = False
+    exchange: Any = None
+    member: int | None = None
+    reported: bool = False
+    revision: str | None = None
+    params: Any = None
+    last_progress: float | None = None
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
+        if self.session is not None:
+            d["session"] = self.session
+        return d
+
+
+Key = tuple[Any, Direction, Any]
+
+
+class _Window:
+    """Insertion-ordered dict bounded to ``limit`` entries (oldest evicted)."""
+
+    __slots__ = ("d", "limit")
+
+    def __init__(self, limit: int = DONE_WINDOW) -> None:
+        self.d: dict[Any, Any] = {}
+        self.limit = limit
+
+    def add(self, k: Any, v: Any) -> None:
+        d = self.d
+        d.pop(k, None)
+        d[k] = v
+        if len(d) > self.limit:
+            del d[next(iter(d))]
+
+    def get(self, k: Any) -> Any:
+        return self.d.get(k)
+
+
+class Pairing:
+    """The correlation table of one capture (all sessions).
+
+    Every method returns findings (list[Finding]) and never raises on peer
+    input. Directions are the *sender's* of the message being handled.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[Key, list[Pending]] = {}
+        self._loose: dict[Key, list[Pending]] = {}
+        self._done = _Window()
+        self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
+        self._done_tokens = _Window()
+
+    # -- requests -------------------------------------------------------------
+    def request(self, p: Pending, unique_per_session: bool) -> list[Finding]:
+        """Register request ``p``. ``unique_per_session``: legacy revisions
+        forbid reusing an id even after it was answered."""
+        out: list[Finding] = []
+        k = (p.session, p.direction, id_key(p.id))
+        lst = self._pending.get(k)
+        if lst:
+            first = lst[0]
+            out.append(finding("jsonrpc.duplicate_id_in_flight",
+                               f"id {p.id!r} already in flight from the {p.direction.sender} (request #{first.seq} {first.method})",
+                               {"other_seq": first.seq}))
+            lst.append(p)
+        else:
+            self._pending[k] = [p]
+            if unique_per_session:
+                prev = self._done.get(k)
+                if prev is not None:
+                    out.append(finding("jsonrpc.id_reused", f"id {p.id!r} was already used by request #{prev.seq} ({prev.method}) in this session",
+                                       {"other_seq": prev.seq}))
+        self._loose.setdefault((p.session, p.direction, loose_id_key(p.id)), []).append(p)
+        if p.token is not None:
+            tk = (p.session, p.direction, id_key(p.token))
+            other = self._tokens.get(tk)
+            if other is not None:
+                out.append(finding("progress.duplicate_token", f"progress token {p.token!r} is already used by active request #{other.seq}",
+                                   {"other_seq": other.seq}))
+            self._tokens[tk] = p
+        return out
+
+    def _remove(self, p: Pending) -> None:
+        k = (p.session, p.direction, id_key(p.id))
+        lst = self._pending.get(k)
+        if lst is not None:
+            try:
+                lst.remove(p)
+            except ValueError:
+                pass
+            if not lst:
+                del self._pending[k]
+        lk = (p.session, p.direction, loose_id_key(p.id))
+        ll = self._loose.get(lk)
+        if ll is not None:
+            try:
+                ll.remove(p)
+            except ValueError:
+                pass
+            if not ll:
+                del self._loose[lk]
+        self._done.add(k, p)
+        if p.token is not None:
+            tk = (p.session, p.direction, id_key(p.token))
+            if self._tokens.get(tk) is p:
+                del self._tokens[tk]
+            self._done_tokens.add(tk, p)
+
+    def complete(self, p: Pending) -> None:
+        """Mark ``p`` answered (e.g. a batch rejected as a whole)."""
+        self._remove(p)
+
+    # -- responses ------------------------------------------------------------
+    def response(self, session: Any, responder: Direction, rid: Any, exchange: Any = None) -> tuple[Pending | None, list[Finding]]:
+        """Find and close the request answered by a response from ``responder``
+        with id ``rid``. Returns (request or None, findings)."""
+        requester = responder.peer
+        k = (session, requester, id_key(rid))
+        lst = self._pending.get(k)
+        if lst:
+            out: list[Finding] = []
+            p = lst[0]
+            if len(lst) > 1:
+                by_ex = [q for q in lst if exchange is not None and q.exchange == exchange]
+                if by_ex:
+                    p = by_ex[0]
+                out.append(finding("jsonrpc.ambiguous_pairing",
+                                   f"response id {rid!r} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); paired with #{p.seq}"
+                                   + (" by HTTP exchange" if by_ex else " (oldest)"),
+                                   {"candidates": [q.seq for q in lst]}))
+            self._remove(p)
+            return p, out
+        prev = self._done.get(k)
+        if prev is not None:
+            return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {rid!r} was already answered",
+                                  {"request_seq": prev.seq})]
+        ll = self._loose.get((session, requester, loose_id_key(rid)))
+        if ll:
+            p = ll[0]
+            self._remove(p)
+            return p, [finding("jsonrpc.id_type_mismatch",
+                               f"response id {rid!r} ({_jtype(rid)}) answers request #{p.seq} whose id is {p.id!r} ({_jtype(p.id)}): ids must be identical; strict clients never resolve this call",
+                               {"request_id": p.id, "response_id": rid})]
+        return None, [finding("jsonrpc.unmatched_response", f"response id {rid!r} matches no request the {requester.sender} sent")]
+
+    # -- cancellation and progress --------------------------------------------
+    def cancel(self, session: Any, sender: Direction, rid: Any) -> tuple[Pending | None, list[Finding]]:
+        """notifications/cancelled from ``sender`` for its own request ``rid``."""
+        k = (session, sender, id_key(rid))
+        lst = self._pending.get(k)
+        if lst:
+            p = lst[0]
+            if p.method == "initialize":
+                return p, [finding("cancel.initialize_forbidden", f"notifications/cancelled targets initialize (request #{p.seq}): initialize MUST NOT be cancelled")]
+            p.cancelled = True
+            return p, [finding("cancel.request", f"request #{p.seq} ({p.method}) cancelled while in flight", {"request_seq": p.seq})]
+        prev = self._done.get(k)
+        if prev is not None:
+            if prev.method == "initialize":
+                return prev, [finding("cancel.initialize_forbidden", f"notifications/cancelled targets initialize (request #{prev.seq}): initialize MUST NOT be cancelled")]
+            return prev, [finding("cancel.after_response", f"request #{prev.seq} ({prev.method}) was already answered (allowed race)", {"request_seq": prev.seq})]
+        return None, [finding("cancel.unknown_request", f"no request with id {rid!r} was issued by the {sender.sender}")]
+
+    def progress(self, session: Any, sender: Direction, token: Any, value: Any) -> tuple[Pending | None, list[Finding]]:
+        """notifications/progress from ``sender`` for a token its peer issued."""
+        tk = (session, sender.peer, id_key(token))
+        p = self._tokens.get(tk)
+        if p is None:
+            prev = self._done_tokens.get(tk)
+            if prev is not None:
+                return prev, [finding("progress.after_completion", f"progress for token {token!r} after request #{prev.seq} ({prev.method}) completed")]
+            return None, [finding("progress.unknown_token", f"progress token {token!r} belongs to no active request from the {sender.peer.sender}")]
+        out: list[Finding] = []
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if p.last_progress is not None and value <= p.last_progress:
+                out.append(finding("progress.not_increasing", f"progress {value} after {p.last_progress} for token {token!r}: MUST increase"))
+            p.last_progress = value
+        return p, out
+
+    # -- inspection -------------------------------------------------------------
+    def pending(self) -> list[Pending]:
+        """All requests still awaiting a response, oldest first."""
+        out = [p for lst in self._pending.values() for p in lst]
+        out.sort(key=lambda p: p.seq)
+        return out
+
+    def rename_session(self, old: Any, new: Any) -> None:
+        """Re-key every open entry of session ``old`` as ``new`` (HTTP: the
+        Mcp-Session-Id is learnt from the initialize response)."""
+        for table in (self._pending, self._loose):
+            for k in [k for k in table if k[0] == old]:
+                lst = table.pop(k)
+                for p in lst:
+                    p.session = new
+                table.setdefault((new,) + k[1:], []).extend(lst)
+        for k in [k for k in self._tokens if k[0] == old]:
+            self._tokens[(new,) + k[1:]] = self._tokens.pop(k)
+
+
+def _jtype(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "null" if v is None else type(v).__name__
+
+
+_ = Severity  # re-exported for callers that adjust severities

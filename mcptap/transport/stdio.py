@@ -1,0 +1,455 @@
+"""The stdio tap (trio): spawn the server, relay bytes both ways, record a copy.
+
+    host stdin  ──► [c2s pump] ──► server stdin        then rec.stdio_bytes(C2S, chunk)
+    host stdout ◄── [s2c pump] ◄── server stdout       then rec.stdio_bytes(S2C, chunk)
+    host stderr ◄── [bounded buffer] ◄── server stderr  rec.stderr(chunk) on read
+
+Forwarding comes first: a pump writes each chunk (up to ``CHUNK`` bytes, as read)
+on before the Recorder sees it, and never waits for a full line, a parse or a
+disk write. The Recorder is called synchronously after forwarding; if it raises
+(a bug in mcptap), recording stops and the relay goes on (design principles 1-3).
+
+Process handling (spec basic/transports stdio, lifecycle Shutdown):
+
+* the server starts in a new session / process group, so a terminal's Ctrl-C
+  reaches it once, forwarded by us; SIGINT, SIGTERM and SIGHUP received by
+  mcptap are sent to that process group; on Linux the child also gets
+  ``PR_SET_PDEATHSIG=SIGTERM`` so a SIGKILLed mcptap leaves no server behind;
+* host stdin EOF → close the server's stdin; after ``grace`` s SIGTERM to the
+  group; after another ``grace`` s SIGKILL;
+* the server exited → its remaining stdout is delivered, then our stdout is
+  closed, then the tap returns the exit code (128+N for signal N);
+* a command that cannot start → ``exit_code`` 127 (not found) or 126 (found but
+  not executable), like a shell.
+
+Host file descriptors: 0 and 1 are dup'ed and wrapped in ``trio.lowlevel.FdStream``,
+which sets O_NONBLOCK on the *open file description* (shared with every process
+holding the same pipe end; restored when the stream closes). On a terminal that
+description is shared with the shell and its other jobs, so a tty is served by
+blocking reads/writes in a worker thread instead. Host stderr (fd 2, the fd most
+often shared: terminals, a host's log pipe) is always written from a worker
+thread with blocking writes; a bounded buffer (``STDERR_BUFFER``) decouples it
+from the server's stderr so a host that stops draining stderr can never block the
+server (cases/B24): overflow is dropped for the terminal, still recorded, and
+reported as ``process.stderr_backpressure``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from mcptap.model import Direction
+
+CHUNK = 64 * 1024
+STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
+ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
+STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+@dataclass(slots=True)
+class TapResult:
+    """Outcome of one stdio tap. ``exit_code``: what mcptap should exit with
+    (server code, 128+N if killed by signal N, 127/126 spawn failure);
+    ``signal``: N or None; ``spawn_error``: one-line reason or None;
+    ``recorder_error``: set when the Recorder raised and recording stopped;
+    ``stderr_dropped``: server stderr bytes not shown on the host's stderr."""
+
+    exit_code: int
+    signal: int | None = None
+    spawn_error: str | None = None
+    recorder_error: str | None = None
+    stderr_dropped: int = 0
+
+
+class _BlockingFdStream(trio.abc.HalfCloseableStream):
+    """Blocking I/O on a dup'ed fd in a worker thread: never touches O_NONBLOCK."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await trio.to_thread.run_sync(os.read, self.fd, max_bytes or CHUNK, abandon_on_cancel=True)
+        except OSError as exc:
+            if exc.errno == errno.EIO:          # terminal hung up
+                return b""
+            raise trio.BrokenResourceError(str(exc)) from exc
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = await trio.to_thread.run_sync(os.write, self.fd, view, abandon_on_cancel=True)
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+            view = view[n:]
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+        await trio.lowlevel.checkpoint()
+
+
+def _host_stream(fd: int, threaded: bool = False) -> trio.abc.HalfCloseableStream:
+    dup = os.dup(fd)
+    if threaded or os.isatty(fd):
+        return _BlockingFdStream(dup)
+    return trio.lowlevel.FdStream(dup)
+
+
+def _detach_fd(fd: int) -> None:
+    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
+    our process keeps a valid fd 0/1 (Python may still touch them)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _child_setup(parent: int) -> Callable[[], None] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def setup() -> None:  # runs in the child between fork and exec
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)      # PR_SET_PDEATHSIG
+        if os.getppid() != parent:                  # parent already gone
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return setup
+
+
+def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
+    """Start ``argv`` in a new session with three pipes.
+
+    Returns ``(popen, stdin_w, stdout_r, stderr_r)`` (our ends, close-on-exec).
+    Raises OSError from exec (ENOENT, EACCES, ENOEXEC, ...). Runs in the main
+    thread on purpose: PDEATHSIG fires when the *thread* that forked exits.
+    """
+    pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
+    try:
+        popen = subprocess.Popen(
+            list(argv), stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True,
+            close_fds=True, preexec_fn=_child_setup(os.getpid()),
+        )
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    return popen, in_w, out_r, err_r
+
+
+def spawn_exit_code(exc: OSError) -> int:
+    """127 when the command does not exist, 126 otherwise (like a shell)."""
+    return 127 if exc.errno == errno.ENOENT else 126
+
+
+class StdioTap:
+    """One run of the stdio tap. ``rec``: the Recorder (see docs/internals.md);
+    ``argv``: the command; ``shown_argv``: argv as recorded (secrets scrubbed);
+    ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: where
+    mcptap's own one-line messages go before the relay starts (stderr)."""
+
+    def __init__(self, argv: Sequence[str], rec: Any, *, grace: float = 5.0,
+                 shown_argv: Sequence[str] | None = None, say: Callable[[str], None] | None = None) -> None:
+        self.argv = list(argv)
+        self.shown_argv = list(shown_argv if shown_argv is not None else argv)
+        self.rec = rec
+        self.grace = grace
+        self._say_direct = say or (lambda line: sys.stderr.write(line + "\n"))
+        self.result = TapResult(exit_code=0)
+        self._pgid = 0
+        self._exited = trio.Event()
+        self._stdout_done = trio.Event()
+        self._stderr_read_done = trio.Event()
+        self._stdin_eof_at: float | None = None
+        self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
+        self._err_buffered = 0
+        self._err_overflowing = False
+        self._relay_started = False
+
+    # -- recorder guard ------------------------------------------------------
+
+    def _rec(self, method: str, *args: Any, **fields: Any) -> None:
+        if self.result.recorder_error is not None:
+            return
+        try:
+            getattr(self.rec, method)(*args, **fields)
+        except Exception as exc:  # noqa: BLE001 - a recorder bug must not kill the relay
+            self.result.recorder_error = f"{type(exc).__name__}: {exc}"
+            self.say(f"recording stopped ({self.result.recorder_error}); the relay continues")
+            try:
+                self.rec.record("gap", reason=f"recorder failed: {self.result.recorder_error}")
+            except Exception:  # noqa: BLE001
+                pass
+
+    def say(self, line: str) -> None:
+        """One mcptap message line on stderr (through the stderr buffer once relaying)."""
+        text = f"mcptap: {line}"
+        if self._relay_started:
+            self._stderr_out(text.encode("utf-8", "replace") + b"\n")
+        else:
+            self._say_direct(text)
+
+    # -- entry ---------------------------------------------------------------
+
+    async def run(self) -> TapResult:
+        """Spawn, relay until the server exited and its output is delivered;
+        returns the TapResult. Never raises for peer behaviour."""
+        with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
+            try:
+                popen, in_w, out_r, err_r = spawn(self.argv)
+            except OSError as exc:
+                self.result.exit_code = spawn_exit_code(exc)
+                self.result.spawn_error = f"cannot run {self.argv[0]!r}: {exc.strerror or exc}"
+                self._rec("process", "spawn_failed", argv=self.shown_argv, error=exc.strerror or str(exc),
+                          errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=self.result.exit_code)
+                self.say(self.result.spawn_error)
+                return self.result
+            self._pgid = popen.pid
+            self._rec("process", "spawn", pid=popen.pid, argv=self.shown_argv)
+            child_in = trio.lowlevel.FdStream(in_w)
+            child_out = trio.lowlevel.FdStream(out_r)
+            child_err = trio.lowlevel.FdStream(err_r)
+            host_in, host_out = _host_stream(0), _host_stream(1)
+            host_err = _host_stream(2, threaded=True)
+            self._relay_started = True
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._forward_signals, signals)
+                    nursery.start_soon(self._c2s, host_in, child_in, nursery)
+                    nursery.start_soon(self._s2c, child_out, host_out)
+                    nursery.start_soon(self._stderr_reader, child_err)
+                    nursery.start_soon(self._stderr_writer, host_err)
+                    await self._wait_exit(popen)
+                    await self._finish(host_out)
+                    nursery.cancel_scope.cancel()
+            finally:
+                self._relay_started = False
+                for stream in (child_in, child_out, child_err, host_in, host_out, host_err):
+                    await _quiet_close(stream)
+        return self.result
+
+    # -- process -------------------------------------------------------------
+
+    async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
+        pid = popen.pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = -1
+        try:
+            if pidfd >= 0:
+                await trio.lowlevel.wait_readable(pidfd)
+                _, status = os.waitpid(pid, 0)
+            else:
+                _, status = await trio.to_thread.run_sync(os.waitpid, pid, 0, abandon_on_cancel=True)
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+        code = os.waitstatus_to_exitcode(status)
+        popen.returncode = code                 # keep Popen from reaping a reused pid
+        fields: dict[str, Any] = {"pid": pid}
+        if code < 0:
+            self.result.signal = -code
+            self.result.exit_code = 128 - code
+            fields["signal"] = _signame(-code)
+        else:
+            self.result.exit_code = code
+            fields["code"] = code
+        if self._stdin_eof_at is not None:
+            fields["since_stdin_eof_s"] = round(trio.current_time() - self._stdin_eof_at, 3)
+        self._exit_fields = fields
+        self._exited.set()
+
+    def _signal_group(self, signum: int, reason: str) -> None:
+        try:
+            os.killpg(self._pgid, signum)
+            delivered = True
+        except ProcessLookupError:
+            delivered = False
+        except PermissionError:
+            delivered = False
+        self._rec("process", "signal", signal=_signame(signum), reason=reason, pgid=self._pgid, delivered=delivered)
+
+    async def _forward_signals(self, signals: Any) -> None:
+        async for signum in signals:
+            self._signal_group(signum, "forwarded")
+
+    async def _after_stdin_eof(self) -> None:
+        """Shutdown sequence of the spec: stdin closed → grace → SIGTERM → grace → SIGKILL
+        (to the process group; continues if an orphan still holds stdout)."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            with trio.move_on_after(self.grace):
+                await self._exited.wait()
+                await self._stdout_done.wait()
+                return
+            if signum == signal.SIGTERM:
+                self._rec("process", "no_exit_after_stdin_eof", seconds=self.grace)
+            self._signal_group(signum, "shutdown")
+
+    async def _finish(self, host_out: trio.abc.HalfCloseableStream) -> None:
+        with trio.move_on_after(ORPHAN_WAIT):
+            await self._stdout_done.wait()
+        if not self._stdout_done.is_set():
+            self._rec("process", "exited_but_stdout_open", pid=self._pgid)
+            await self._stdout_done.wait()
+        await _quiet_close(host_out)
+        _detach_fd(1)
+        with trio.move_on_after(STDERR_FLUSH_WAIT):
+            await self._stderr_read_done.wait()
+        fields = dict(self._exit_fields)
+        if self.result.stderr_dropped:
+            fields["stderr_dropped"] = self.result.stderr_dropped
+        self._rec("process", "exit", **fields)
+        self._err_send.close()
+        with trio.move_on_after(STDERR_FLUSH_WAIT):
+            while self._err_buffered and not self._host_err_broken:
+                await trio.sleep(0.01)
+
+    # -- pumps ---------------------------------------------------------------
+
+    async def _c2s(self, host_in: Any, child_in: Any, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                data = await host_in.receive_some(CHUNK)
+            except _BROKEN:
+                data = b""
+            if not data:
+                break
+            try:
+                await child_in.send_all(data)
+            except _BROKEN:
+                # the server closed its stdin: stop reading, so the host gets
+                # EPIPE on its next write, as it would talking to the server directly
+                self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data))
+                await _quiet_close(host_in)
+                _detach_fd(0)
+                return
+            self._rec("stdio_bytes", Direction.C2S, data)
+        await _quiet_close(child_in)
+        self._stdin_eof_at = trio.current_time()
+        self._rec("stdio_eof", Direction.C2S)
+        nursery.start_soon(self._after_stdin_eof)
+
+    async def _s2c(self, child_out: Any, host_out: Any) -> None:
+        try:
+            while True:
+                try:
+                    data = await child_out.receive_some(CHUNK)
+                except _BROKEN:
+                    data = b""
+                if not data:
+                    self._rec("stdio_eof", Direction.S2C)
+                    return
+                try:
+                    await host_out.send_all(data)
+                except _BROKEN:
+                    # the host closed our stdout: close the server's, so it gets
+                    # EPIPE/SIGPIPE like a direct pipe would give it
+                    self._rec("process", "stdout_closed_by_host", undelivered_bytes=len(data))
+                    await _quiet_close(child_out)
+                    return
+                self._rec("stdio_bytes", Direction.S2C, data)
+        finally:
+            self._stdout_done.set()
+
+    async def _stderr_reader(self, child_err: Any) -> None:
+        try:
+            while True:
+                try:
+                    data = await child_err.receive_some(CHUNK)
+                except _BROKEN:
+                    data = b""
+                if not data:
+                    return
+                self._rec("stderr", data)
+                self._stderr_out(data)
+        finally:
+            self._stderr_read_done.set()
+
+    _host_err_broken = False
+
+    def _stderr_out(self, data: bytes) -> None:
+        """Queue bytes for the host's stderr; never blocks."""
+        if self._host_err_broken:
+            return
+        if self._err_buffered + len(data) > STDERR_BUFFER:
+            self.result.stderr_dropped += len(data)
+            if not self._err_overflowing:
+                self._err_overflowing = True
+                self._rec("process", "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered)
+            return
+        try:
+            self._err_send.send_nowait(data)
+        except (trio.ClosedResourceError, trio.WouldBlock):
+            return
+        self._err_buffered += len(data)
+
+    async def _stderr_writer(self, host_err: Any) -> None:
+        async for data in self._err_recv:
+            parts, size = [data], len(data)
+            while size < CHUNK:                     # coalesce a flood into fewer writes
+                try:
+                    more = self._err_recv.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                parts.append(more)
+                size += len(more)
+            if not self._host_err_broken:
+                try:
+                    await host_err.send_all(b"".join(parts) if len(parts) > 1 else data)
+                except _BROKEN:
+                    self._host_err_broken = True
+            self._err_buffered -= size
+            if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
+                self._err_overflowing = False
+                self._rec("process", "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
+
+
+async def _quiet_close(stream: Any) -> None:
+    try:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+    except (OSError, trio.TrioInternalError, trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+def _signame(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)
+
+
+async def run_stdio_tap(argv: Sequence[str], rec: Any, *, grace: float = 5.0,
+                        shown_argv: Sequence[str] | None = None,
+                        say: Callable[[str], None] | None = None) -> TapResult:
+    """Run the stdio tap on this process's fds 0/1/2 (see the module docstring)."""
+    return await StdioTap(argv, rec, grace=grace, shown_argv=shown_argv, say=say).run()

@@ -1,0 +1,206 @@
+"""SSE parser: WHATWG rules, exact byte accounting, chunking independence."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcptap.protocol.sse import SSEParser, parse_all
+
+
+def feed(chunks: list[bytes]) -> list:
+    p = SSEParser()
+    out = []
+    for c in chunks:
+        out += p.receive_data(c)
+    return out + p.receive_data(b"")
+
+
+def sans_chunks(events) -> list:
+    return [dataclasses.replace(e, chunks=0) for e in events]
+
+
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    cuts = sorted({c for c in cuts if 0 < c < len(data)})
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+
+
+# -- WHATWG field rules ----------------------------------------------------------
+
+def test_basic_event_and_defaults():
+    (ev,) = parse_all(b"data: {\"a\":1}\n\n")
+    assert ev.type == "message" and ev.data == '{"a":1}' and ev.dispatched
+    assert ev.id is None and ev.last_event_id == "" and ev.retry is None
+    assert (ev.start, ev.end, ev.raw) == (0, 15, b"data: {\"a\":1}\n\n")
+
+
+def test_named_event_multiline_data_joined_with_lf():
+    (ev,) = parse_all(b"event: endpoint\ndata: a\ndata:b\ndata:  c\n\n")
+    assert ev.type == "endpoint"
+    assert ev.data == "a\nb\n c"       # exactly one leading space is dropped
+    assert ev.multiline and ev.data_lines == 3
+
+
+def test_field_without_colon_has_empty_value():
+    (ev,) = parse_all(b"data\ndata\n\n")
+    assert ev.data == "\n" and ev.data_lines == 2
+
+
+def test_crlf_and_cr_line_ends():
+    evs = parse_all(b"data: a\r\ndata: b\r\n\r\ndata: c\rdata: d\r\r")
+    assert [e.data for e in evs] == ["a\nb", "c\nd"]
+    assert all(e.cr and e.terminated for e in evs)
+    assert not parse_all(b"data: x\n\n")[0].cr
+
+
+def test_cr_at_chunk_end_followed_by_lf():
+    # the LF in the second chunk completes the CR LF, it is not a blank line
+    evs = feed([b"data: a\r", b"\ndata: b\r\n\r", b"\n"])
+    assert len(evs) == 1
+    assert evs[0].data == "a\nb" and evs[0].raw == b"data: a\r\ndata: b\r\n\r\n"
+    assert evs[0].chunks == 3
+
+
+def test_cr_blank_line_held_until_next_byte():
+    p = SSEParser()
+    assert p.receive_data(b"data: a\r\r") == []       # LF may still follow
+    evs = p.receive_data(b"data: b\n\n")
+    assert [e.raw for e in evs] == [b"data: a\r\r", b"data: b\n\n"]
+    assert evs[0].chunks == 1 and evs[1].start == 9
+
+
+def test_cr_blank_line_flushed_at_eof():
+    p = SSEParser()
+    assert p.receive_data(b"data: a\r\r") == []
+    (ev,) = p.receive_data(b"")
+    assert ev.terminated and ev.data == "a"
+
+
+def test_comments_and_keepalive_not_dispatched():
+    evs = parse_all(b": keep-alive\n\n:x\ndata: 1\n\n")
+    assert evs[0].comments == ("keep-alive",) and not evs[0].dispatched
+    assert evs[1].comments == ("x",) and evs[1].dispatched
+
+
+def test_leading_bom_ignored_once():
+    (ev,) = parse_all(b"\xef\xbb\xbfdata: x\n\n")
+    assert ev.data == "x" and ev.bom
+    evs = parse_all(b"\xef\xbb\xbf\xef\xbb\xbfdata: x\n\n")
+    assert evs[0].data_lines == 0 and evs[0].unknown_fields == ("\ufeffdata",)
+
+
+def test_bom_alone_on_first_line_is_a_blank_line():
+    evs = parse_all(b"\xef\xbb\xbf\ndata: x\n\n")
+    assert [e.raw for e in evs] == [b"\xef\xbb\xbf\n", b"data: x\n\n"]
+    assert evs[0].blank
+
+
+def test_id_persists_and_nul_id_ignored():
+    evs = parse_all(b"id: 7\ndata: a\n\ndata: b\n\nid: x\x00y\ndata: c\n\nid\ndata: d\n\n")
+    assert [e.id for e in evs] == ["7", None, None, ""]
+    assert [e.last_event_id for e in evs] == ["7", "7", "7", ""]
+    assert evs[2].id_ignored
+
+
+def test_priming_event():
+    (ev,) = parse_all(b"id: ev-0\nretry: 1500\ndata: \n\n")
+    assert ev.priming and ev.dispatched and ev.data == "" and ev.retry == 1500
+
+
+def test_retry_must_be_digits():
+    (ev,) = parse_all(b"retry: 15s\ndata: x\n\n")
+    assert ev.retry is None and ev.retry_invalid
+
+
+def test_unknown_fields_kept():
+    (ev,) = parse_all(b"foo: bar\ndata: x\n\n")
+    assert ev.unknown_fields == ("foo",)
+
+
+def test_unterminated_event_at_eof_flagged():
+    evs = parse_all(b"data: {\"id\":7}\n\ndata: {\"id\":8}\n")
+    assert evs[0].terminated and not evs[1].terminated
+    assert evs[1].data == '{"id":8}' and not evs[1].dispatched
+
+
+def test_unterminated_id_does_not_update_last_event_id():
+    p = SSEParser()
+    p.receive_data(b"id: 1\ndata: a\n\nid: 2\ndata: b")
+    (ev,) = p.receive_data(b"")
+    assert ev.id == "2" and p.last_event_id == "1"
+
+
+def test_event_split_across_chunks_counts_chunks():
+    chunks = [b"event: message\ndata: {\"x\":\"first half ", b"second half\"}\n", b"\n"]
+    (ev,) = feed(chunks)
+    assert ev.chunks == 3 and ev.data == '{"x":"first half second half"}'
+
+
+def test_invalid_utf8_replaced_and_flagged():
+    (ev,) = parse_all(b"data: \xff\xfe\n\n")
+    assert ev.invalid_utf8 and ev.data == "\ufffd\ufffd"
+
+
+def test_blank_lines_are_their_own_blocks():
+    evs = parse_all(b"data: a\n\n\n\n")
+    assert [e.raw for e in evs] == [b"data: a\n\n", b"\n", b"\n"]
+    assert [e.blank for e in evs] == [False, True, True]
+
+
+def test_large_event_in_many_chunks():
+    payload = b"x" * 300_000
+    data = b"data: " + payload + b"\n\n"
+    evs = feed([data[i:i + 4096] for i in range(0, len(data), 4096)])
+    assert len(evs) == 1 and len(evs[0].data) == 300_000 and evs[0].chunks == len(range(0, len(data), 4096))
+
+
+def test_after_eof_nothing_more():
+    p = SSEParser()
+    p.receive_data(b"data: a\n\n")
+    p.receive_data(b"")
+    assert p.receive_data(b"data: b\n\n") == []
+
+
+# -- properties ------------------------------------------------------------------
+
+_sse_ish = st.lists(
+    st.sampled_from([b"data:", b"data: ", b"event: x", b"id: 1", b"id: \x00", b"retry: 10", b":c",
+                     b"\n", b"\r", b"\r\n", b"{}", b"\xef\xbb\xbf", b"\xff", b"x", b"data"]),
+    max_size=40,
+).map(b"".join)
+
+_streams = st.one_of(st.binary(max_size=300), _sse_ish)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_streams, cuts=st.lists(st.integers(0, 300), max_size=12))
+def test_any_chunking_gives_same_events(data, cuts):
+    whole = parse_all(data)
+    assert sans_chunks(feed(split_at(data, cuts))) == sans_chunks(whole)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_streams)
+def test_one_byte_at_a_time(data):
+    assert sans_chunks(feed([data[i:i + 1] for i in range(len(data))])) == sans_chunks(parse_all(data))
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_streams, cuts=st.lists(st.integers(0, 300), max_size=12))
+def test_raw_concatenation_and_offsets(data, cuts):
+    evs = feed(split_at(data, cuts))
+    assert b"".join(e.raw for e in evs) == data
+    pos = 0
+    for e in evs:
+        assert e.start == pos and e.end == pos + len(e.raw) and e.raw
+        pos = e.end
+    # only the last block may be unterminated
+    assert all(e.terminated for e in evs[:-1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=50), max_size=10))
+def test_arbitrary_bytes_never_raise(chunks):
+    feed(chunks)
