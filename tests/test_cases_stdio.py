@@ -26,8 +26,8 @@ def record_wire(w: Wire, path) -> tuple[list[dict[str, Any]], dict[int, list[dic
     now = {"t": 0}
     rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["case", w.case]}, clock=lambda: now["t"])
     if w.context:
-        rec.annotator.assume(phase=w.context.get("phase", "operating").split(" ")[0] if "initializ" not in w.context.get("phase", "") else "initialized",
-                             revision=w.context.get("protocolVersion"))
+        phase = w.context.get("phase", "operating")
+        rec.assume(phase="initialized" if phase.startswith("initializ") else phase, revision=w.context.get("protocolVersion"))
     owner: dict[int, int] = {}          # record seq -> wire seq (non-message records)
     for e in w.events:
         now["t"] = int(e.t_ms * 1000)
@@ -102,6 +102,20 @@ def test_stdio_case_pairs(w: Wire, tmp_path) -> None:
                 if "pair" in m:
                     pairs.add((m["pair"], m.get("id")))
         assert any(ps in req_seqs for ps, _ in pairs), f"{w.case}: response at wire {p['res']} not paired with wire {p['req']} ({pairs})"
+
+
+def test_reannotation_reproduces_the_recorded_annotations(tmp_path) -> None:
+    """check/show re-annotate from raw bytes: same rules, same findings and pairs."""
+    from mcptap.capture import CaptureStream
+    from mcptap.recorder import reannotate
+
+    for w in STDIO:
+        path = tmp_path / f"{w.case}-{w.name}.jsonl"
+        records, _ = record_wire(w, path)
+        stream = CaptureStream(str(path))
+        again = list(reannotate(stream.header, stream))
+        key = lambda r: (r["seq"], r["type"], r.get("findings"), r.get("pair"), r.get("members"), r.get("phase"))  # noqa: E731
+        assert [key(r) for r in again] == [key(r) for r in records], f"{w.case}/{w.name}"
 
 
 def test_every_stdio_byte_is_in_the_capture(tmp_path) -> None:

@@ -48,6 +48,7 @@ from typing import Any
 import trio
 
 from mcptap.model import Direction
+from mcptap.protocol.codes import finding
 
 CHUNK = 64 * 1024
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
@@ -229,7 +230,9 @@ class StdioTap:
                 self.result.exit_code = spawn_exit_code(exc)
                 self.result.spawn_error = f"cannot run {self.argv[0]!r}: {exc.strerror or exc}"
                 self._rec("process", "spawn_failed", argv=self.shown_argv, error=exc.strerror or str(exc),
-                          errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=self.result.exit_code)
+                          errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=self.result.exit_code,
+                          findings=[finding("process.spawn_failed", self.result.spawn_error,
+                                            {"exit_code": self.result.exit_code})])
                 self.say(self.result.spawn_error)
                 return self.result
             self._pgid = popen.pid
@@ -279,7 +282,8 @@ class StdioTap:
         if code < 0:
             self.result.signal = -code
             self.result.exit_code = 128 - code
-            fields["signal"] = _signame(-code)
+            fields["signal"] = -code
+            fields["signal_name"] = _signame(-code)
         else:
             self.result.exit_code = code
             fields["code"] = code
@@ -296,7 +300,11 @@ class StdioTap:
             delivered = False
         except PermissionError:
             delivered = False
-        self._rec("process", "signal", signal=_signame(signum), reason=reason, pgid=self._pgid, delivered=delivered)
+        fs = []
+        if reason == "forwarded":
+            fs.append(finding("process.signal_forwarded", f"mcptap received {_signame(signum)} and forwarded it to the server's process group",
+                              {"signal": _signame(signum)}))
+        self._rec("process", "signal", signal=_signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
 
     async def _forward_signals(self, signals: Any) -> None:
         async for signum in signals:
@@ -311,14 +319,17 @@ class StdioTap:
                 await self._stdout_done.wait()
                 return
             if signum == signal.SIGTERM:
-                self._rec("process", "no_exit_after_stdin_eof", seconds=self.grace)
+                self._rec("process", "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
+                    "process.no_exit_after_stdin_eof", f"server still running {self.grace:g} s after its stdin was closed: sending SIGTERM",
+                    {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
 
     async def _finish(self, host_out: trio.abc.HalfCloseableStream) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
-            self._rec("process", "exited_but_stdout_open", pid=self._pgid)
+            self._rec("process", "exited_but_stdout_open", pid=self._pgid, findings=[finding(
+                "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
         await _quiet_close(host_out)
         _detach_fd(1)
@@ -327,7 +338,7 @@ class StdioTap:
         fields = dict(self._exit_fields)
         if self.result.stderr_dropped:
             fields["stderr_dropped"] = self.result.stderr_dropped
-        self._rec("process", "exit", **fields)
+        self._rec("exit", **fields)
         self._err_send.close()
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             while self._err_buffered and not self._host_err_broken:
@@ -404,7 +415,9 @@ class StdioTap:
             self.result.stderr_dropped += len(data)
             if not self._err_overflowing:
                 self._err_overflowing = True
-                self._rec("process", "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered)
+                self._rec("process", "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
+                    "process.stderr_backpressure", f"the host is not draining mcptap's stderr: {self._err_buffered} bytes buffered, "
+                    "further server stderr is recorded but not shown until it drains")])
             return
         try:
             self._err_send.send_nowait(data)

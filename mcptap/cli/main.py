@@ -1,0 +1,70 @@
+"""The ``mcptap`` command group (entry point ``mcptap.cli.main:main``).
+
+Each command lives in its own module ``mcptap/cli/<name>.py`` and exposes
+``command`` (a ``click.Command``); this module adds it to the group. A command
+module that does not exist (yet) is skipped; one that exists but fails to
+import is replaced by a stub that reports the import error when invoked, so
+one broken command never takes the whole CLI (and ``mcptap record``) down.
+Command modules must not import this module (it may run as ``__main__``).
+
+Exit codes: 0 ok, 1 differences/findings (diff, check), 2 usage or mcptap
+error; ``record`` exits with the server's own status (see record.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from mcptap import __version__
+
+#: Command modules, in help order.
+COMMAND_MODULES = ("record", "show", "check", "replay", "diff", "demo")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcptap")
+def mcptap() -> None:
+    """mcptap: a transparent recording proxy (tap) for the Model Context Protocol."""
+
+
+def _broken(name: str, error: str) -> click.Command:
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+                   help=f"(unavailable: {error})", add_help_option=False)
+    def stub() -> None:
+        click.echo(f"mcptap: the {name} command failed to load: {error}", err=True)
+        sys.exit(2)
+
+    return stub
+
+
+def _load_commands(group: click.Group) -> None:
+    for name in COMMAND_MODULES:
+        modname = f"mcptap.cli.{name}"
+        try:
+            module = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:
+                continue
+            group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
+            continue
+        except Exception as exc:  # noqa: BLE001 - keep the other commands usable
+            group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
+            continue
+        command = getattr(module, "command", None)
+        if isinstance(command, click.Command):
+            group.add_command(command, command.name or name)
+
+
+_load_commands(mcptap)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point."""
+    mcptap.main(args=argv, prog_name="mcptap")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+"""The recorder: forwarded bytes in, capture records out (synchronous, sans-IO
+apart from the capture writer; the clock is injected).
+
+Transports call it *after* they forwarded a chunk, so nothing here can delay,
+change or reorder the relayed stream. It owns the record sequence number, the
+per-direction framers, byte counts and SHA-256 digests of the forwarded bytes,
+the annotator and the capture writer, and writes the ``end`` record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+from mcptap import __version__
+from mcptap.capture import CaptureWriter, encode_bytes, header_record, message_record
+from mcptap.model import Direction, Finding, Frame, Message, Severity
+from mcptap.protocol.annotate import Annotator
+from mcptap.protocol.codes import finding
+from mcptap.protocol.framing import NewlineFramer, parse_json
+
+C2S, S2C = Direction.C2S, Direction.S2C
+
+#: stderr bytes between two protocol messages above which process.stderr_volume
+#: is raised (cases/B24: a host that never reads stderr blocks the server at
+#: the 64 KiB pipe buffer; 256 KiB in one interval is worth a look).
+STDERR_VOLUME = 256 * 1024
+
+
+def monotonic_us_clock() -> Callable[[], int]:
+    """A clock returning µs since its creation (int, monotonic)."""
+    t0 = time.monotonic_ns()
+    return lambda: (time.monotonic_ns() - t0) // 1000
+
+
+class _Stream:
+    __slots__ = ("bytes", "sha", "messages")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.sha = hashlib.sha256()
+        self.messages = 0
+
+    def json(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "messages": self.messages}
+
+
+class Recorder:
+    """Record one tapped connection (stdio) or proxy (HTTP) into a capture.
+
+    ``writer``: a CaptureWriter or None (analyse only). ``transport``: "stdio"
+    or "http". ``target``: header target (argv scrubbed, or URL without
+    credentials). ``clock``: returns µs since capture start (int).
+    ``on_message``: optional callback for each annotated Message (live views).
+    """
+
+    def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None,
+                 clock: Callable[[], int] | None = None, annotator: Annotator | None = None,
+                 on_message: Callable[[Message], None] | None = None, header_extra: dict[str, Any] | None = None) -> None:
+        self.writer = writer
+        self.transport = transport
+        self.clock = clock or monotonic_us_clock()
+        self.annotator = annotator or Annotator(transport)
+        self.on_message = on_message
+        self.seq = 0
+        self._eol = b"\n" if transport == "stdio" else b""
+        self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
+        self.streams = {C2S: _Stream(), S2C: _Stream()}
+        self.stderr_stream = _Stream()
+        self._stderr_interval = 0
+        self._stderr_volume_flagged = False
+        self._stderr_unterminated_flagged = False
+        self.severities = {Severity.ERROR: 0, Severity.WARN: 0, Severity.INFO: 0}
+        self.codes: dict[str, int] = {}
+        self.closed = False
+        self.end: dict[str, Any] | None = None
+        if writer is not None:
+            started = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            writer.write(header_record(transport, target or {}, started, __version__, **(header_extra or {})))
+            writer.flush()
+
+    # -- bookkeeping --------------------------------------------------------------
+    def _next(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def _count(self, findings: Iterable[Finding]) -> None:
+        for f in findings:
+            self.severities[f.severity] += 1
+            self.codes[f.code] = self.codes.get(f.code, 0) + 1
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        if self.writer is not None:
+            self.writer.write(rec)
+
+    def _flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def _emit(self, frame: Frame, direction: Direction, t: int, session: Any = None,
+              transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
+        msg = self.annotator.feed(frame, self._next(), t, direction, session, transport, extra)
+        self.streams[direction].messages += 1
+        if msg.kind.value in ("request", "notification", "response", "error", "batch"):
+            self._stderr_interval = 0
+            self._stderr_volume_flagged = False
+        if msg.findings:
+            self._count(msg.findings)
+        self._write(message_record(msg, self._eol))
+        if self.on_message is not None:
+            self.on_message(msg)
+        return msg
+
+    # -- stdio ----------------------------------------------------------------------
+    def stdio_bytes(self, direction: Direction, data: bytes) -> list[Message]:
+        """A chunk was forwarded in ``direction``: count, digest, frame,
+        annotate and write it. Returns the messages completed by the chunk."""
+        t = self.clock()
+        s = self.streams[direction]
+        s.bytes += len(data)
+        s.sha.update(data)
+        frames = self._framers[direction].receive_data(data)
+        out = [self._emit(f, direction, t) for f in frames]
+        self._flush()
+        return out
+
+    def stdio_eof(self, direction: Direction) -> list[Message]:
+        """``direction``'s stream closed: flush a partial last line, record the
+        eof and what it means (pending requests)."""
+        t = self.clock()
+        out = [self._emit(f, direction, t) for f in self._framers[direction].receive_data(b"")]
+        fs = self.annotator.eof(direction, t)
+        self.record("eof", dir=direction.value, findings=fs)
+        return out
+
+    def stderr(self, data: bytes) -> None:
+        """A chunk of server stderr was passed through."""
+        t = self.clock()
+        s = self.stderr_stream
+        s.bytes += len(data)
+        s.sha.update(data)
+        s.messages += 1
+        fs: list[Finding] = []
+        self._stderr_interval += len(data)
+        if self._stderr_interval >= STDERR_VOLUME and not self._stderr_volume_flagged:
+            self._stderr_volume_flagged = True
+            pend = [p for p in self.annotator.pending() if p.direction is C2S]
+            during = f" during {pend[0].method} (#{pend[0].seq})" if pend else ""
+            fs.append(finding("process.stderr_volume", f"{self._stderr_interval} bytes of stderr since the last protocol message{during} (a host that does not drain stderr blocks the server at 64 KiB)",
+                              {"bytes": self._stderr_interval}))
+        if b"\n" not in data and not self._stderr_unterminated_flagged:
+            self._stderr_unterminated_flagged = True
+            fs.append(finding("process.stderr_unterminated", "stderr data without a newline (e.g. CR progress output): forwarded and stored as-is"))
+        rec: dict[str, Any] = {"type": "stderr", "seq": self._next(), "t_us": t}
+        encode_bytes(data, "data", rec)
+        if fs:
+            rec["findings"] = [f.to_json() for f in fs]
+            self._count(fs)
+        self._write(rec)
+        self._flush()
+
+    def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
+        """A process event: spawn, spawn_failed, signal, exit, stdin_closed, kill."""
+        return self.record("process", event=event, findings=list(findings), **fields)
+
+    def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int:
+        """The server process ended (``code``, or killed by ``signal``).
+        Records process.exit, noting requests still pending (a status 0 with a
+        pending request looks clean but is a crashed read loop, cases/B03)."""
+        pend = [p for p in self.annotator.pending() if p.direction is C2S]
+        how = f"signal {signal}" if signal is not None else f"status {code}"
+        text = f"server exited with {how}"
+        if pend:
+            text += f" while {len(pend)} request(s) were pending ({', '.join(f'#{p.seq} {p.method}' for p in pend[:5])})"
+        f = finding("process.exit", text, {"code": code, "signal": signal, "pending": len(pend)})
+        return self.process("exit", findings=[f], code=code, signal=signal, **fields)
+
+    # -- HTTP -----------------------------------------------------------------------------
+    def forwarded(self, direction: Direction, data: bytes) -> None:
+        """Count and digest bytes forwarded in ``direction`` (HTTP heads and bodies)."""
+        s = self.streams[direction]
+        s.bytes += len(data)
+        s.sha.update(data)
+
+    def frame(self, direction: Direction, raw: bytes, session: Any = None, transport: dict[str, Any] | None = None,
+              extra: Iterable[Finding] = (), value: Any = None, t_us: int | None = None) -> Message:
+        """Record one already-framed payload (a JSON body, an SSE event's data)."""
+        t = self.clock() if t_us is None else t_us
+        if value is None:
+            value, bad = parse_json(raw)
+        else:
+            bad = ()
+        msg = self._emit(Frame(raw, 0, True, value, bad), direction, t, session, transport, extra)
+        self._flush()
+        return msg
+
+    # -- generic --------------------------------------------------------------------------
+    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int:  # noqa: A002
+        """Write any other record (``http``, ``gap``, ``eof``, …); returns its seq."""
+        seq = self._next()
+        rec: dict[str, Any] = {"type": type, "seq": seq, "t_us": self.clock()}
+        rec.update(fields)
+        fs = list(findings)
+        if fs:
+            rec["findings"] = [f.to_json() for f in fs]
+            self._count(fs)
+        self._write(rec)
+        self._flush()
+        return seq
+
+    def assume(self, **state: Any) -> None:
+        """Declare state that precedes the capture (it started mid-session):
+        ``phase``, ``revision``, ``session``, ``client_caps``, ``server_caps``.
+        Written as a ``context`` record so re-annotation sees the same state."""
+        self.annotator.assume(**state)
+        self.record("context", state=state)
+
+    # -- re-annotation (mcptap check / show) -------------------------------------------
+    def replay(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        """Re-annotate one record of an existing capture with today's rules.
+
+        Message records are re-fed as frames (same seq, time, direction,
+        session and transport facts); eof, stderr and process-exit records
+        re-derive their findings. Returns the re-annotated record (dict), or
+        None for records that carry nothing to re-annotate (header).
+        """
+        from mcptap.capture import message_from_record  # local: avoid a cycle at import
+
+        typ = rec.get("type")
+        seq = rec.get("seq")
+        if isinstance(seq, int):
+            self.seq = seq - 1
+        if typ == "message":
+            old = message_from_record(rec)
+            raw = old.raw
+            if self.transport == "stdio":
+                value, bad = parse_json(raw)
+                terminated = raw.endswith(b"\n")
+                lines = raw.count(b"\n") + (0 if terminated else 1)
+                frame = Frame(raw, old.offset, terminated, value, bad, max(1, lines))
+            else:
+                frame = Frame(raw, old.offset, True, old.value, ())
+            self.streams[old.direction].bytes += len(old.raw)
+            self.streams[old.direction].sha.update(old.raw)
+            msg = self.annotator.feed(frame, self._next(), old.t_us, old.direction, old.session, old.transport,
+                                      [f for f in old.findings if f.code.split(".")[0] in ("http", "sse")])
+            self.streams[old.direction].messages += 1
+            self._count(msg.findings)
+            return message_record(msg, self._eol)
+        if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
+            fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0))
+            self._count(fs)
+            out = {k: v for k, v in rec.items() if k != "findings"}
+            if fs:
+                out["findings"] = [f.to_json() for f in fs]
+            return out
+        if typ == "header":
+            return None
+        if typ == "context" and isinstance(rec.get("state"), dict):
+            self.annotator.assume(**rec["state"])
+            return rec
+        if rec.get("findings"):
+            self._count(Finding.from_json(f) for f in rec["findings"])
+        return rec
+
+    def close(self, exit_code: int | None = None, **extra: Any) -> dict[str, Any]:
+        """Write the ``end`` record (idempotent) and close the writer.
+        Returns the end record (dict)."""
+        if self.closed:
+            return self.end or {}
+        self.closed = True
+        t = self.clock()
+        for d in (C2S, S2C):
+            for f in self._framers[d].receive_data(b""):
+                self._emit(f, d, t)
+        fs = self.annotator.finish(t)
+        self._count(fs)
+        end: dict[str, Any] = {
+            "type": "end", "seq": self._next(), "t_us": t,
+            "c2s": self.streams[C2S].json(), "s2c": self.streams[S2C].json(),
+            "findings": {k.value: v for k, v in self.severities.items()},
+            "codes": dict(sorted(self.codes.items())),
+            "pending": [p.describe() for p in self.annotator.pending()],
+        }
+        if self.transport == "stdio":
+            end["stderr"] = self.stderr_stream.json()
+        if fs:
+            end["unanswered"] = [f.to_json() for f in fs]
+        if exit_code is not None:
+            end["exit_code"] = exit_code
+        end.update(extra)
+        w = self.writer
+        if w is not None:
+            w.flush()
+            if w.failed is not None:
+                end["capture_error"] = w.failed
+                end["dropped_records"] = w.dropped
+            w.write(end)
+            w.close()
+        self.end = end
+        return end
+
+
+def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Re-annotate a capture's records (after its header) with the current
+    rules, streaming: yields each re-annotated record, then a fresh ``end``
+    record (the original end's exit code and extra fields are kept)."""
+    state = {"t": 0}
+    rec = Recorder(None, header.get("transport", "stdio"), clock=lambda: state["t"])
+    old_end: dict[str, Any] | None = None
+    for r in records:
+        if isinstance(r.get("t_us"), int):
+            state["t"] = r["t_us"]
+        if r.get("type") == "end":
+            old_end = r
+            continue
+        out = rec.replay(r)
+        if out is not None:
+            yield out
+    if old_end is not None:
+        rec.seq = old_end.get("seq", rec.seq + 1) - 1
+    keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
+    end = rec.close(**keep)
+    if old_end is None:
+        end["incomplete"] = True
+    yield end
