@@ -17,7 +17,7 @@ from typing import Any
 
 from mcptap import __version__
 from mcptap.capture import CaptureWriter, encode_bytes, header_record, message_record
-from mcptap.model import Direction, Finding, Frame, Message, Severity
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Message, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import NewlineFramer, parse_json
@@ -118,6 +118,8 @@ class Recorder:
     def stdio_bytes(self, direction: Direction, data: bytes) -> list[Message]:
         """A chunk was forwarded in ``direction``: count, digest, frame,
         annotate and write it. Returns the messages completed by the chunk."""
+        if not data:
+            return []  # b"" means EOF to the framer; EOF is stdio_eof()
         t = self.clock()
         s = self.streams[direction]
         s.bytes += len(data)
@@ -186,10 +188,11 @@ class Recorder:
         s.sha.update(data)
 
     def frame(self, direction: Direction, raw: bytes, session: Any = None, transport: dict[str, Any] | None = None,
-              extra: Iterable[Finding] = (), value: Any = None, t_us: int | None = None) -> Message:
-        """Record one already-framed payload (a JSON body, an SSE event's data)."""
+              extra: Iterable[Finding] = (), value: Any = UNPARSED, t_us: int | None = None) -> Message:
+        """Record one already-framed payload (a JSON body, an SSE event's data).
+        ``value``: the parsed JSON if the caller already has it."""
         t = self.clock() if t_us is None else t_us
-        if value is None:
+        if value is UNPARSED:
             value, bad = parse_json(raw)
         else:
             bad = ()

@@ -117,7 +117,8 @@ class NewlineFramer:
                     self._buf.clear()
                     self._line(raw, self._base, False, out)
                     self._base += len(raw)
-                self._release_held(out)
+                while self._held:  # a released line may start a new hold
+                    self._release_held(out)
             return out
         if self._eof:
             return out

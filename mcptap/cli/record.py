@@ -1,0 +1,101 @@
+"""``mcptap record [-o FILE] [--grace S] [--quiet] [--strict-capture] -- CMD ARGS…``
+
+Spawn an MCP stdio server, relay the host's stdin/stdout to it byte-exact, pass
+its stderr through and record everything into a capture (docs/capture-format.md).
+
+Exit status: the server's own (128+N when it was killed by signal N), so a host
+sees exactly what it would see without the tap; 127/126 when CMD cannot be run
+(not found / not executable), like a shell; 2 for a usage error.
+
+Capture problems never stop the relay (design principle 2). When the capture is
+incomplete (cannot be created, disk full, recorder failure) mcptap says so on
+stderr, the capture says so (``capture_error`` / ``dropped_records`` in the end
+record, or a ``gap`` record), and with ``--strict-capture`` the exit status is 74
+(EX_IOERR) instead of the server's — for CI, where a missing capture must fail the
+job; hosts keep the default so a full disk never looks like a server crash.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+import trio
+
+from mcptap.capture import CaptureWriter
+from mcptap.errors import CaptureWriteError
+from mcptap.paths import default_capture_path
+from mcptap.redact import scrub_argv
+from mcptap.transport.recorder import Recorder
+from mcptap.transport.stdio import run_stdio_tap
+
+EX_IOERR = 74
+
+
+def _say(line: str) -> None:
+    click.echo(f"mcptap: {line}", err=True)
+
+
+@click.command(
+    "record",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    short_help="Tap a stdio MCP server: relay byte-exact and record.",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Capture file (default: the capture directory, see MCPTAP_DIR).")
+@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Seconds between closing the server's stdin, SIGTERM and SIGKILL.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
+@click.option("--strict-capture", is_flag=True,
+              help=f"Exit {EX_IOERR} if the capture is incomplete (default: the server's exit status).")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.pass_context
+def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, strict_capture: bool,
+            cmd: tuple[str, ...]) -> None:
+    """Run CMD as an MCP stdio server and record the session.
+
+    Put this in a host's server config in place of the server command, e.g.
+    "command": "mcptap", "args": ["record", "--", "python", "server.py"].
+    Only the server's bytes reach stdout; mcptap's messages go to stderr.
+    """
+    argv = list(cmd)
+    shown = scrub_argv(argv)
+    writer: CaptureWriter | None = None
+    problem: str | None = None
+    path = output
+    try:
+        path = str(output or default_capture_path(argv))
+        writer = CaptureWriter.open(path)
+    except CaptureWriteError as exc:
+        problem = str(exc)
+    except OSError as exc:
+        problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
+    if problem is not None:
+        if strict_capture:
+            _say(f"{problem}; not starting the server (--strict-capture)")
+            ctx.exit(EX_IOERR)
+        _say(f"{problem}; relaying WITHOUT recording")
+    elif not quiet:
+        _say(f"recording to {path}")
+
+    rec = Recorder(writer, "stdio", target={"argv": shown})
+    result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
+
+    extra = {}
+    if result.recorder_error:
+        extra["recorder_error"] = result.recorder_error
+    try:
+        rec.close(exit_code=result.exit_code, **extra)
+    except Exception as exc:  # noqa: BLE001 - the session is over; report, don't trace
+        problem = problem or f"cannot finish the capture: {type(exc).__name__}: {exc}"
+    if writer is not None and writer.failed is not None:
+        problem = f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}"
+    elif result.recorder_error and problem is None:
+        problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
+    if problem is not None and writer is not None:
+        _say(problem)
+    sys.stderr.flush()
+    if problem is not None and strict_capture:
+        ctx.exit(EX_IOERR)
+    ctx.exit(result.exit_code)

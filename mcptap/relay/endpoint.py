@@ -1,0 +1,160 @@
+"""Rewriting of the legacy HTTP+SSE ``endpoint`` event in a forwarded stream (pure).
+
+Spec 2024-11-05 basic/transports "HTTP with SSE": the server's first SSE event
+is ``event: endpoint`` whose data is the URI the client must POST to. When that
+URI is absolute and names the upstream's own origin, a host would POST straight
+to the upstream and bypass the tap (cases/B21 wire-absolute); the tap then
+rewrites the origin so the POSTs come through it. This is the only place where
+the relay changes bytes, and it changes only the data line(s) of that event.
+
+The rewriter sits on the forwarding path, so it holds back as little as
+possible: every byte is forwarded at once except, inside a block whose
+``event: endpoint`` line has been seen completely, the rest of that block until
+its blank line (bounded by ``HOLD_LIMIT``: beyond it the held bytes are released
+unchanged). A block that puts ``data`` before ``event: endpoint`` cannot be
+rewritten (its data is already forwarded); the capture's findings say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+HOLD_LIMIT = 64 * 1024
+_BOM = b"\xef\xbb\xbf"
+
+
+class EndpointRewriter:
+    """Per SSE response body. ``rewrite(data) -> new data | None`` decides the
+    new endpoint value (None: keep). ``feed(chunk)`` returns the bytes to
+    forward now; ``flush()`` at the end of the body returns whatever is held.
+    ``rewrites`` collects ``(original, rewritten)`` pairs; ``gave_up`` counts
+    endpoint blocks released unchanged because they exceeded ``HOLD_LIMIT``."""
+
+    def __init__(self, rewrite: Callable[[str], str | None]) -> None:
+        self._rewrite = rewrite
+        self._line = bytearray()      # head of the current line (classification only)
+        self._after_cr = False        # last byte was a CR line end: an LF next is part of it
+        self._first = True            # start of stream (BOM)
+        self._holding = False
+        self._held = bytearray()
+        self._line_has_bytes = False
+        self.rewrites: list[tuple[str, str]] = []
+        self.gave_up = 0
+
+    def feed(self, data: bytes) -> bytes:
+        out = bytearray()
+        start = 0                      # data[start:i] not yet routed to out/held
+        i = 0
+        n = len(data)
+        while i < n:
+            b = data[i]
+            if self._after_cr:
+                self._after_cr = False
+                if b == 0x0A:
+                    i += 1
+                    continue
+            if b == 0x0A or b == 0x0D:
+                self._after_cr = b == 0x0D
+                i += 1
+                if self._holding:
+                    if not self._line_has_bytes:
+                        # blank line: the endpoint block is complete
+                        self._held += data[start:i]
+                        start = i
+                        # an LF completing this CR LF may follow; it is forwarded unchanged
+                        out += self._release(rewrite=True)
+                    elif len(self._held) + (i - start) > HOLD_LIMIT:
+                        self._held += data[start:i]
+                        start = i
+                        self.gave_up += 1
+                        out += self._release(rewrite=False)
+                else:
+                    if self._line_has_bytes and self._is_endpoint_line(bytes(self._line)):
+                        out += data[start:i]
+                        start = i
+                        self._holding = True
+                        self._held.clear()
+                    elif not self._line_has_bytes:
+                        pass
+                self._line.clear()
+                self._line_has_bytes = False
+                continue
+            self._line_has_bytes = True
+            if len(self._line) < 64:
+                self._line.append(b)
+            i += 1
+        if self._holding:
+            self._held += data[start:]
+            if len(self._held) > HOLD_LIMIT:
+                self.gave_up += 1
+                out += self._release(rewrite=False)
+        else:
+            out += data[start:]
+        return bytes(out)
+
+    def flush(self) -> bytes:
+        """End of body: release held bytes unchanged."""
+        return self._release(rewrite=False) if self._holding else b""
+
+    def _is_endpoint_line(self, line: bytes) -> bool:
+        if self._first:
+            self._first = False
+            if line.startswith(_BOM):
+                line = line[3:]
+        name, colon, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        return name == b"event" and bool(colon) and value == b"endpoint"
+
+    def _release(self, rewrite: bool) -> bytes:
+        held = bytes(self._held)
+        self._held.clear()
+        self._holding = False
+        if rewrite:
+            new = self._rewrite_block(held)
+            if new is not None:
+                return new
+        return held
+
+    def _rewrite_block(self, block: bytes) -> bytes | None:
+        """Replace the single ``data`` line's value; None when not applicable."""
+        lines = _split_lines(block)
+        data_idx = [k for k, (content, _) in enumerate(lines) if content.split(b":", 1)[0] == b"data"]
+        if len(data_idx) != 1:
+            return None
+        content, eol = lines[data_idx[0]]
+        _, colon, value = content.partition(b":")
+        space = b" " if value.startswith(b" ") else b""
+        value = value[len(space):]
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        new = self._rewrite(text)
+        if new is None or new == text:
+            return None
+        self.rewrites.append((text, new))
+        lines[data_idx[0]] = (b"data" + colon + space + new.encode("utf-8"), eol)
+        return b"".join(c + e for c, e in lines)
+
+
+def _split_lines(block: bytes) -> list[tuple[bytes, bytes]]:
+    """Split into (content, line end) pairs; CR LF, LF and CR all end a line."""
+    out: list[tuple[bytes, bytes]] = []
+    i = 0
+    start = 0
+    n = len(block)
+    while i < n:
+        b = block[i]
+        if b == 0x0D:
+            end = i + 2 if i + 1 < n and block[i + 1] == 0x0A else i + 1
+            out.append((block[start:i], block[i:end]))
+            i = start = end
+        elif b == 0x0A:
+            out.append((block[start:i], block[i:i + 1]))
+            i = start = i + 1
+        else:
+            i += 1
+    if start < n:
+        out.append((block[start:], b""))
+    return out

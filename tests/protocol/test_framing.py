@@ -1,0 +1,98 @@
+"""NewlineFramer: whole, one byte at a time, any chunking, arbitrary bytes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcptap.model import UNPARSED
+from mcptap.protocol.framing import NewlineFramer, parse_json
+
+
+def frames_of(chunks: list[bytes]) -> list[tuple[bytes, int, bool, int]]:
+    f = NewlineFramer()
+    out = []
+    for c in chunks:
+        out += f.receive_data(c)
+    out += f.receive_data(b"")
+    return [(x.raw, x.offset, x.terminated, x.lines) for x in out]
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    cuts = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, prev = [], 0
+    for c in cuts + [len(data)]:
+        pieces.append(data[prev:c])
+        prev = c
+    return [p for p in pieces if p]
+
+
+lines = st.one_of(
+    st.just(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),
+    st.just(b'{"jsonrpc":"2.0","id":1,"result":{}}\r\n'),
+    st.just(b"banner text\n"),
+    st.just(b'{\n  "jsonrpc": "2.0",\n  "id": 2,\n  "result": {}\n}\n'),
+    st.just(b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n"),
+    st.just(b'{"a":"\xe9\x93"}\n'),
+    st.just(b"[1,2]\n"),
+    st.just(b"{ broken\n"),
+    st.just(b"\n"),
+    st.binary(max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(lines, max_size=12), st.lists(st.integers(min_value=0), max_size=12))
+def test_any_chunking_gives_the_same_frames(parts: list[bytes], cuts: list[int]) -> None:
+    data = b"".join(parts)
+    whole = frames_of([data])
+    assert frames_of(split(data, cuts)) == whole
+    assert frames_of([data[i:i + 1] for i in range(len(data))]) == whole
+    assert b"".join(r for r, *_ in whole) == data
+    offs = [o for _, o, *_ in whole]
+    assert offs == sorted(offs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise_and_are_all_framed(data: bytes) -> None:
+    frames = frames_of([data])
+    assert b"".join(r for r, *_ in frames) == data
+
+
+def test_pretty_printed_json_is_recovered_as_one_frame() -> None:
+    data = b'{\n  "jsonrpc": "2.0",\n  "id": 2,\n  "result": {"x": [1,\n 2]}\n}\n{"jsonrpc":"2.0","id":3,"result":{}}\n'
+    f = NewlineFramer()
+    out = f.receive_data(data) + f.receive_data(b"")
+    assert [x.lines for x in out] == [6, 1]
+    assert out[0].value == {"jsonrpc": "2.0", "id": 2, "result": {"x": [1, 2]}}
+
+
+def test_garbage_brace_line_does_not_swallow_the_next_message() -> None:
+    f = NewlineFramer()
+    out = f.receive_data(b'{ not json\n{"jsonrpc":"2.0","id":1,"result":{}}\n')
+    assert [x.value is UNPARSED for x in out] == [True, False]
+
+
+def test_a_16_mib_line_in_64_kib_chunks_is_one_frame_scanned_once() -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"result":{"t":"' + b"x" * (16 << 20) + b'"}}\n'
+    f = NewlineFramer()
+    out = []
+    for i in range(0, len(body), 65536):
+        out += f.receive_data(body[i:i + 65536])
+    assert len(out) == 1 and out[0].raw == body and out[0].value["id"] == 1
+    assert f.buffered == 0
+
+
+def test_final_line_without_newline_is_flushed_at_eof() -> None:
+    f = NewlineFramer()
+    assert f.receive_data(b'{"jsonrpc":"2.0","method":"x"}') == []
+    (last,) = f.receive_data(b"")
+    assert not last.terminated and last.value["method"] == "x"
+
+
+def test_parse_json_reads_ids_through_invalid_utf8_and_bom() -> None:
+    v, bad = parse_json(b'{"id":4,"x":"caf\xe9"}\n')
+    assert v["id"] == 4 and bad == (16,)
+    v, bad = parse_json(b'\xef\xbb\xbf{"id":5}\n')
+    assert v == {"id": 5} and bad == ()

@@ -1,0 +1,71 @@
+"""Architecture guard: a module imports only from its own level or below, trio
+only in transports/replay runner, click only in the CLI (docs/internals.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "mcptap"
+
+LEVELS = {
+    "mcptap.errors": 0, "mcptap.model": 0, "mcptap": 0,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.recorder": 1, "mcptap.redact": 1, "mcptap.paths": 1,
+    "mcptap.relay": 2,
+    "mcptap.diff": 3, "mcptap.render": 3, "mcptap.check": 3, "mcptap.report": 3, "mcptap.replay.plan": 3, "mcptap.replay.compare": 3,
+    "mcptap.demo": 3,
+    "mcptap.transport": 4, "mcptap.replay": 4,
+    "mcptap.cli": 5,
+}
+
+
+def level(mod: str) -> int:
+    best, n = None, -1
+    for prefix, lv in LEVELS.items():
+        if (mod == prefix or mod.startswith(prefix + ".")) and len(prefix) > n:
+            best, n = lv, len(prefix)
+    assert best is not None, f"module {mod} has no level in tests/test_layering.py"
+    return best
+
+
+def modules():
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), p
+
+
+def imports(path: Path, mod: str):
+    tree = ast.parse(path.read_text())
+    pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                yield ".".join(base + ([node.module] if node.module else []))
+            elif node.module:
+                yield node.module
+
+
+def test_levels_and_third_party_placement() -> None:
+    bad = []
+    for mod, path in modules():
+        lv = level(mod)
+        for imp in imports(path, mod):
+            top = imp.split(".")[0]
+            if top == "mcptap" and imp != "mcptap":
+                if level(imp) > lv:
+                    bad.append(f"{mod} (level {lv}) imports {imp} (level {level(imp)})")
+            elif top == "trio" and lv < 4:
+                bad.append(f"{mod} imports trio (only transports and the replay runner may)")
+            elif top == "click" and lv < 5:
+                bad.append(f"{mod} imports click (only mcptap.cli may)")
+            elif top == "h11" and not (mod.startswith("mcptap.relay") or lv >= 4):
+                bad.append(f"{mod} imports h11 (only relay/ and transports may)")
+    assert not bad, "\n".join(bad)

@@ -1,0 +1,294 @@
+"""The stdio tap end to end: mcptap runs as a subprocess around real server
+processes (small Python scripts, coreutils), no OS mocks.
+
+Timeouts below are hang guards, not timing assertions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mcptap.capture import read_capture
+
+ROOT = Path(__file__).resolve().parents[2]
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main", "record"]
+PY = sys.executable
+HANG = 30  # s, hang guard for one tap run
+
+ECHO_RAW = """
+import os
+while True:
+    data = os.read(0, 65536)
+    if not data:
+        break
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+"""
+
+TRAP = """
+import os, signal, sys, time
+def handler(signum, frame):
+    os.write(1, f"got {signal.Signals(signum).name}\\n".encode())
+    os._exit(10 + signum)
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, handler)
+os.write(1, b"ready\\n")
+while True:
+    time.sleep(1)
+"""
+
+COUNT_SIGINT = """
+import os, signal, time
+seen = []
+signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+os.write(1, b"ready\\n")
+while not seen:
+    time.sleep(0.01)
+time.sleep(0.5)     # a second, duplicate SIGINT would land here
+os.write(1, f"sigint x{len(seen)}\\n".encode())
+"""
+
+STUBBORN = """
+import os, signal, time
+signal.signal(signal.SIGTERM, lambda s, f: os.write(1, b"term ignored\\n"))
+os.write(1, b"ready\\n")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def script(tmp_path: Path, name: str, body: str) -> str:
+    p = tmp_path / name
+    p.write_text(body)
+    return str(p)
+
+
+def tap(tmp_path: Path, *cmd: str, opts: tuple[str, ...] = (), **kw) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, MCPTAP_DIR=str(tmp_path / "caps"))
+    return subprocess.Popen([*MCPTAP, "-o", str(tmp_path / "cap.jsonl"), "--quiet", *opts, "--", *cmd],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, **kw)
+
+
+def records(tmp_path: Path, type_: str | None = None, event: str | None = None) -> list[dict]:
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    out = [r for r in cap.records if type_ is None or r["type"] == type_]
+    return [r for r in out if event is None or r.get("event") == event]
+
+
+def end_record(tmp_path: Path) -> dict:
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    assert cap.end is not None
+    return cap.end
+
+
+def codes(recs: list[dict]) -> set[str]:
+    return {f["code"] for r in recs for f in r.get("findings", ())}
+
+
+def readline(stream, limit: float = HANG) -> bytes:
+    """Read one line from a pipe with a hang guard."""
+    out: list[bytes] = []
+    t = threading.Thread(target=lambda: out.append(stream.readline()), daemon=True)
+    t.start()
+    t.join(limit)
+    assert out, "no line from the tap"
+    return out[0]
+
+
+# -- bytes ------------------------------------------------------------------
+
+def test_binary_round_trip_is_byte_exact_both_ways(tmp_path: Path) -> None:
+    rnd = os.urandom(1 << 20)
+    payload = b'{"jsonrpc":"2.0","method":"x"}\n' + rnd + b"\r\n\n\x00\xff" + b"tail without newline"
+    p = tap(tmp_path, PY, "-c", ECHO_RAW)
+    out, err = p.communicate(payload, timeout=HANG)
+    assert p.returncode == 0, err
+    assert out == payload
+    assert err == b""
+    end = end_record(tmp_path)
+    digest = hashlib.sha256(payload).hexdigest()
+    assert end["c2s"]["bytes"] == end["s2c"]["bytes"] == len(payload)
+    assert end["c2s"]["sha256"] == end["s2c"]["sha256"] == digest
+
+
+def test_16_mib_line_relayed_whole(tmp_path: Path) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"result":{"blob":"' + b"a" * (16 << 20) + b'"}}\n'
+    p = tap(tmp_path, PY, "-c", ECHO_RAW)
+    out, _ = p.communicate(line, timeout=HANG * 2)
+    assert p.returncode == 0
+    assert len(out) == len(line) and out == line
+    msgs = records(tmp_path, "message")
+    assert [m["dir"] for m in msgs] == ["c2s", "s2c"]
+
+
+def test_stdout_carries_only_server_bytes_and_stderr_passes_through(tmp_path: Path) -> None:
+    body = "import sys; sys.stderr.buffer.write(b'log line\\n\\xff\\x00progress 10%\\r'); sys.stderr.flush(); sys.stdout.buffer.write(b'ONLY THIS')"
+    env = dict(os.environ, MCPTAP_DIR=str(tmp_path / "caps"))
+    # no --quiet: mcptap's own "recording to" line must go to stderr, never stdout
+    p = subprocess.run([*MCPTAP, "--", PY, "-c", body], input=b"", capture_output=True, env=env, timeout=HANG, cwd=ROOT)
+    assert p.returncode == 0
+    assert p.stdout == b"ONLY THIS"
+    assert p.stderr.startswith(b"mcptap: recording to ")
+    assert b"log line\n\xff\x00progress 10%\r" in p.stderr
+
+
+def test_stderr_recorded_exactly(tmp_path: Path) -> None:
+    blob = bytes(range(256)) * 40
+    body = f"import sys; sys.stderr.buffer.write({blob!r}); sys.stderr.flush()"
+    p = tap(tmp_path, PY, "-c", body)
+    out, err = p.communicate(b"", timeout=HANG)
+    assert (p.returncode, out, err) == (0, b"", blob)
+    end = end_record(tmp_path)
+    assert end["stderr"]["bytes"] == len(blob)
+    assert end["stderr"]["sha256"] == hashlib.sha256(blob).hexdigest()
+
+
+# -- exit status ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "code"), [
+    ("import sys; sys.exit(0)", 0),
+    ("import sys; sys.exit(7)", 7),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 128 + 9),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 128 + 15),
+])
+def test_exit_code_is_the_servers(tmp_path: Path, body: str, code: int) -> None:
+    p = tap(tmp_path, PY, "-c", body)
+    p.communicate(b"", timeout=HANG)
+    assert p.returncode == code
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    if code > 128:
+        assert exit_rec["signal"] == code - 128
+    else:
+        assert exit_rec["code"] == code
+    assert end_record(tmp_path)["exit_code"] == code
+
+
+def test_server_exit_ends_the_tap_while_host_stdin_still_open(tmp_path: Path) -> None:
+    big = b"z" * (3 << 20)
+    body = f"import os; v = memoryview(b'z' * {len(big)})\nwhile v: v = v[os.write(1, v):]"
+    p = tap(tmp_path, PY, "-c", body)
+    data = p.stdout.read()          # stdin stays open: the tap must not wait for it
+    assert p.wait(timeout=HANG) == 0
+    assert data == big              # everything the server wrote is delivered before exit
+    p.stdin.close()
+    assert "since_stdin_eof_s" not in records(tmp_path, "process", "exit")[0]
+
+
+def test_host_closing_stdout_gives_server_sigpipe(tmp_path: Path) -> None:
+    p = tap(tmp_path, "yes")
+    assert p.stdout.read(100_000)
+    p.stdout.close()
+    assert p.wait(timeout=HANG) == 128 + signal.SIGPIPE
+    assert records(tmp_path, "process", "stdout_closed_by_host")
+
+
+def test_server_closing_stdin_gives_host_epipe(tmp_path: Path) -> None:
+    body = "import os, time; os.close(0); os.write(1, b'closed\\n'); time.sleep(3)"
+    p = tap(tmp_path, PY, "-c", body)
+    assert readline(p.stdout) == b"closed\n"
+    deadline = time.monotonic() + HANG
+    with pytest.raises(BrokenPipeError):
+        while time.monotonic() < deadline:
+            p.stdin.write(b'{"jsonrpc":"2.0","method":"x"}\n')
+            p.stdin.flush()
+            time.sleep(0.01)
+    p.wait(timeout=HANG)
+    assert records(tmp_path, "process", "stdin_closed_by_server")
+
+
+def test_orphan_holding_stdout_is_relayed_and_flagged(tmp_path: Path) -> None:
+    p = tap(tmp_path, "sh", "-c", "(sleep 1.5; echo late) & echo early")
+    out, _ = p.communicate(timeout=HANG)
+    assert out == b"early\nlate\n"
+    assert p.returncode == 0
+    assert "process.exited_but_stdout_open" in codes(records(tmp_path, "process"))
+
+
+# -- signals and shutdown ------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_are_forwarded_to_the_server(tmp_path: Path, sig: signal.Signals) -> None:
+    p = tap(tmp_path, PY, "-c", TRAP)
+    assert readline(p.stdout) == b"ready\n"
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=HANG)
+    assert out == f"got {sig.name}\n".encode()
+    assert p.returncode == 10 + sig
+    (rec,) = records(tmp_path, "process", "signal")
+    assert (rec["signal"], rec["reason"]) == (sig.name, "forwarded")
+    assert "process.signal_forwarded" in codes([rec])
+
+
+def test_terminal_ctrl_c_reaches_the_server_once(tmp_path: Path) -> None:
+    # a terminal sends SIGINT to the whole foreground process group
+    p = tap(tmp_path, PY, "-c", COUNT_SIGINT, start_new_session=True)
+    assert readline(p.stdout) == b"ready\n"
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=HANG)
+    assert out == b"sigint x1\n"
+    assert p.returncode == 0
+
+
+def test_stdin_eof_closes_server_stdin(tmp_path: Path) -> None:
+    body = "import sys, os; data = sys.stdin.buffer.read(); os.write(1, b'eof after %d bytes\\n' % len(data))"
+    p = tap(tmp_path, PY, "-c", body)
+    out, _ = p.communicate(b"abc", timeout=HANG)
+    assert out == b"eof after 3 bytes\n"
+    assert p.returncode == 0
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    assert exit_rec["since_stdin_eof_s"] >= 0
+    assert not records(tmp_path, "process", "signal")
+    assert [r["dir"] for r in records(tmp_path, "eof")] == ["c2s", "s2c"]
+
+
+def test_server_ignoring_eof_gets_sigterm_after_grace(tmp_path: Path) -> None:
+    body = "import time\nwhile True: time.sleep(1)"
+    p = tap(tmp_path, PY, "-c", body, opts=("--grace", "0.2"))
+    p.communicate(b"", timeout=HANG)
+    assert p.returncode == 128 + signal.SIGTERM
+    sigs = records(tmp_path, "process", "signal")
+    assert [(r["signal"], r["reason"]) for r in sigs] == [("SIGTERM", "shutdown")]
+    assert "process.no_exit_after_stdin_eof" in codes(records(tmp_path, "process"))
+
+
+def test_server_ignoring_eof_and_sigterm_gets_sigkill(tmp_path: Path) -> None:
+    p = tap(tmp_path, PY, "-c", STUBBORN, opts=("--grace", "0.2"))
+    assert readline(p.stdout) == b"ready\n"
+    p.stdin.close()
+    out = p.stdout.read()
+    assert p.wait(timeout=HANG) == 128 + signal.SIGKILL
+    assert out == b"term ignored\n"
+    sigs = records(tmp_path, "process", "signal")
+    assert [r["signal"] for r in sigs] == ["SIGTERM", "SIGKILL"]
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    assert exit_rec["signal"] == signal.SIGKILL
+    assert exit_rec["since_stdin_eof_s"] >= 0.4
+
+
+# -- stderr backpressure -------------------------------------------------------
+
+def test_host_not_draining_stderr_never_blocks_the_server(tmp_path: Path) -> None:
+    n = 4 << 20
+    body = f"import os\nv = memoryview(b'E' * {n})\nwhile v: v = v[os.write(2, v):]\nos.write(1, b'done\\n')"
+    p = tap(tmp_path, PY, "-c", body)
+    # read stdout only; mcptap's stderr pipe stays full until the tap exits
+    assert readline(p.stdout) == b"done\n"
+    p.stdin.close()
+    assert p.wait(timeout=HANG) == 0
+    shown = p.stderr.read()
+    assert 0 < len(shown) < n
+    end = end_record(tmp_path)
+    assert end["stderr"]["bytes"] == n                  # everything recorded
+    assert "process.stderr_backpressure" in codes(records(tmp_path, "process"))
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    assert exit_rec["stderr_dropped"] > 0
