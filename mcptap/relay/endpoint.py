@@ -68,14 +68,12 @@ class EndpointRewriter:
                         start = i
                         self.gave_up += 1
                         out += self._release(rewrite=False)
-                else:
-                    if self._line_has_bytes and self._is_endpoint_line(bytes(self._line)):
-                        out += data[start:i]
-                        start = i
-                        self._holding = True
-                        self._held.clear()
-                    elif not self._line_has_bytes:
-                        pass
+                elif self._line_has_bytes and self._is_endpoint_line(bytes(self._line)):
+                    out += data[start:i]
+                    start = i
+                    self._holding = True
+                    self._held.clear()
+                self._first = False
                 self._line.clear()
                 self._line_has_bytes = False
                 continue
@@ -97,10 +95,8 @@ class EndpointRewriter:
         return self._release(rewrite=False) if self._holding else b""
 
     def _is_endpoint_line(self, line: bytes) -> bool:
-        if self._first:
-            self._first = False
-            if line.startswith(_BOM):
-                line = line[3:]
+        if self._first and line.startswith(_BOM):
+            line = line[3:]
         name, colon, value = line.partition(b":")
         if value.startswith(b" "):
             value = value[1:]

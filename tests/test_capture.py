@@ -1,0 +1,116 @@
+"""Capture format v1: round trip, frozen samples, damaged files, permissions."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mcptap.capture import CaptureStream, CaptureWriter, message_from_record, message_record, read_capture
+from mcptap.errors import CaptureReadError
+from mcptap.model import UNPARSED, Direction, Kind, Message
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_frozen_v1_sample_still_loads() -> None:
+    cap = read_capture(str(DATA / "capture-v1-sample.jsonl"))
+    assert cap.header["version"] == 1 and cap.end is not None and not cap.truncated
+    msgs = cap.messages()
+    assert [m.method for m in msgs if m.kind is Kind.REQUEST][:2] == ["initialize", "tools/call"]
+    # the response to the cancelled request 21 is paired and flagged
+    late = next(m for m in msgs if m.id == 21 and m.kind is Kind.ERROR)
+    assert late.pair is not None and "jsonrpc.response_after_cancel" in late.codes
+
+
+def _msg(raw: bytes, value) -> Message:
+    return Message(seq=1, t_us=5, direction=Direction.S2C, raw=raw, value=value, kind=Kind.RESPONSE)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jsonrpc":"2.0","id":1,"result":{}}\n',          # canonical: json only
+    b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n',     # spaces: raw kept
+    b'{"jsonrpc":"2.0","id":1,"result":{}}\r\n',        # CRLF
+    b'{"x":"\xe9"}\n',                                  # invalid UTF-8: base64
+    b"banner\n",
+    b'{"v":1.0}\n',                                     # float formatting differs
+])
+def test_message_record_round_trips_exact_bytes(raw: bytes) -> None:
+    from mcptap.protocol.framing import parse_json
+
+    value, _ = parse_json(raw)
+    rec = orjson.loads(orjson.dumps(message_record(_msg(raw, value))))
+    assert message_from_record(rec).raw == raw
+    if raw == b'{"jsonrpc":"2.0","id":1,"result":{}}\n':
+        assert "raw" not in rec and "raw_b64" not in rec
+    if raw.startswith(b'{"x"'):
+        assert "raw_b64" in rec
+
+
+def _write(path: Path, n: int = 3) -> None:
+    w = CaptureWriter.open(str(path))
+    w.write({"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "t", "started": "x", "transport": "stdio", "target": {}})
+    for i in range(n):
+        w.write(message_record(_msg(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % i, {"jsonrpc": "2.0", "id": i, "result": {}})))
+    w.close()
+
+
+def test_capture_files_are_owner_only(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    _write(p)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
+
+
+def test_truncated_last_line_is_accepted_and_reported(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    _write(p)
+    data = p.read_bytes()
+    p.write_bytes(data[:-10])
+    cap = read_capture(str(p))
+    assert cap.truncated and len(cap.records) == 2 and cap.end is None
+
+
+def test_corrupt_middle_line_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    _write(p)
+    lines = p.read_bytes().split(b"\n")
+    lines[2] = b"{garbage"
+    p.write_bytes(b"\n".join(lines))
+    with pytest.raises(CaptureReadError, match=r"c.jsonl:3"):
+        read_capture(str(p))
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"", "empty"),
+    (b"hello\n", "not an mcptap capture"),
+    (b'{"type":"header","format":"mcptap-capture","version":99}\n', "version 99 is not supported"),
+])
+def test_not_a_capture(tmp_path: Path, content: bytes, match: str) -> None:
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(content)
+    with pytest.raises(CaptureReadError, match=match):
+        CaptureStream(str(p))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CaptureReadError, match="cannot open"):
+        read_capture(str(tmp_path / "nope.jsonl"))
+
+
+def test_disk_full_never_raises_into_the_relay(tmp_path: Path) -> None:
+    fd = os.open("/dev/full", os.O_WRONLY)
+    w = CaptureWriter(fd, "/dev/full")
+    w.write({"type": "x"})
+    w.flush()
+    w.write({"type": "y"})
+    w.flush()
+    assert w.failed and w.dropped == 2
+    w.close()
+
+
+def test_unparsed_value_is_stored_as_raw() -> None:
+    rec = message_record(_msg(b"not json\n", UNPARSED))
+    assert rec["raw"] == "not json\n" and "json" not in rec
