@@ -284,7 +284,7 @@ class Recorder:
         end: dict[str, Any] = {
             "type": "end", "seq": self._next(), "t_us": t,
             "c2s": self.streams[C2S].json(), "s2c": self.streams[S2C].json(),
-            "findings": {k.value: v for k, v in self.severities.items()},
+            "severities": {k.value: v for k, v in self.severities.items()},
             "codes": dict(sorted(self.codes.items())),
             "pending": [p.describe() for p in self.annotator.pending()],
         }

@@ -22,8 +22,8 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
 * well-known token shapes anywhere (GitHub ``ghp_…``/``github_pat_…``, OpenAI-style
   ``sk-…``, Slack ``xox?-…``, AWS ``AKIA…``, JWTs ``eyJ….….…``).
 
-A name is secret-like when one of its words is in ``SECRET_WORDS`` (or it
-contains ``apikey``/``accesskey``/…) and its last word is not a word that
+A name is secret-like when one of its words is in ``SECRET_WORDS`` (or ends
+in ``token``/``apikey``/…) and its last word is not a word that
 names a *reference* to a secret (``--token-file PATH``, ``KEY_ID=…``).
 """
 
@@ -33,12 +33,14 @@ import hashlib
 import re
 
 SECRET_WORDS = frozenset({
-    "token", "tokens", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
+    "token", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
     "key", "apikey", "auth", "authorization", "credential", "credentials", "cookie", "cookies",
     "sig", "signature", "bearer", "pat", "jwt", "session", "sessionid", "private",
 })
-#: Substrings that make a name secret-like even when glued into one word.
-SECRET_FRAGMENTS = ("apikey", "accesskey", "secretkey", "privatekey", "token", "secret", "password", "passwd")
+#: Word endings/beginnings that make a glued word secret-like (``authtoken``,
+#: ``APIKEY``, ``secretvalue``) without catching ``max_tokens`` or ``monkey``.
+SECRET_SUFFIXES = ("token", "secret", "password", "passwd", "apikey", "accesskey", "secretkey", "privatekey")
+SECRET_PREFIXES = ("apikey", "secret", "password", "passwd")
 #: Last words that name where a secret lives, not the secret itself.
 REFERENCE_WORDS = frozenset({"file", "path", "dir", "name", "type", "id", "env", "var", "length", "len", "size", "url", "header"})
 
@@ -73,10 +75,7 @@ def is_secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORD_SPLIT.split(name) if w]
     if not words or words[-1] in REFERENCE_WORDS:
         return False
-    if any(w in SECRET_WORDS for w in words):
-        return True
-    glued = "".join(words)
-    return any(f in glued for f in SECRET_FRAGMENTS)
+    return any(w in SECRET_WORDS or w.endswith(SECRET_SUFFIXES) or w.startswith(SECRET_PREFIXES) for w in words)
 
 
 def scrub_url(url: str) -> str:

@@ -375,6 +375,8 @@ class Annotator:
             if st.era is None:
                 st.era = "modern"
                 st.phase = Phase.STATELESS
+            if st.era == "modern":
+                msg.phase = Phase.STATELESS
 
     # -- capabilities ------------------------------------------------------------------
     def _capabilities(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:

@@ -174,8 +174,9 @@ def spawn_exit_code(exc: OSError) -> int:
 class StdioTap:
     """One run of the stdio tap. ``rec``: the Recorder (see docs/internals.md);
     ``argv``: the command; ``shown_argv``: argv as recorded (secrets scrubbed);
-    ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: where
-    mcptap's own one-line messages go before the relay starts (stderr)."""
+    ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: called
+    with mcptap's own one-line messages (no "mcptap: " prefix) before the relay
+    starts; during the relay they go through the stderr buffer."""
 
     def __init__(self, argv: Sequence[str], rec: Any, *, grace: float = 5.0,
                  shown_argv: Sequence[str] | None = None, say: Callable[[str], None] | None = None) -> None:
@@ -183,7 +184,7 @@ class StdioTap:
         self.shown_argv = list(shown_argv if shown_argv is not None else argv)
         self.rec = rec
         self.grace = grace
-        self._say_direct = say or (lambda line: sys.stderr.write(line + "\n"))
+        self._say_direct = say or (lambda line: sys.stderr.write(f"mcptap: {line}\n"))
         self.result = TapResult(exit_code=0)
         self._pgid = 0
         self._exited = trio.Event()
@@ -212,11 +213,10 @@ class StdioTap:
 
     def say(self, line: str) -> None:
         """One mcptap message line on stderr (through the stderr buffer once relaying)."""
-        text = f"mcptap: {line}"
         if self._relay_started:
-            self._stderr_out(text.encode("utf-8", "replace") + b"\n")
+            self._stderr_out(f"mcptap: {line}\n".encode("utf-8", "replace"))
         else:
-            self._say_direct(text)
+            self._say_direct(line)
 
     # -- entry ---------------------------------------------------------------
 

@@ -1,0 +1,142 @@
+"""``mcptap record`` as a user runs it: capture location, permissions, secrets,
+bad commands, capture failures. mcptap runs as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcptap.capture import read_capture
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+HANG = 30
+ECHO = "import sys\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()"
+SECRET = "hunter2-very-secret"
+NAME = re.compile(r"^\d{8}T\d{6}Z-[A-Za-z0-9._-]+-\d+\.jsonl$")
+
+
+def run(args: list[str], env_extra: dict[str, str] | None = None, drop: tuple[str, ...] = (), input: bytes = b"",
+        cwd: str | Path = "/", **kw) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])     # cwd is "/" on purpose
+    env.update(env_extra or {})
+    return subprocess.run([*MCPTAP, *args], input=input, capture_output=True, env=env, cwd=cwd, timeout=HANG, **kw)
+
+
+def recorded_path(stderr: bytes) -> Path:
+    m = re.search(rb"^mcptap: recording to (.+)$", stderr, re.M)
+    assert m, stderr
+    return Path(m.group(1).decode())
+
+
+def test_default_capture_dir_from_any_cwd(tmp_path: Path) -> None:
+    data = tmp_path / "xdg"
+    p = run(["record", "--", sys.executable, "-c", ECHO], {"XDG_DATA_HOME": str(data)}, drop=("MCPTAP_DIR",),
+            input=b'{"jsonrpc":"2.0","method":"x"}\n')
+    assert p.returncode == 0, p.stderr
+    path = recorded_path(p.stderr)
+    assert path.parent == data / "mcptap" / "captures"
+    assert NAME.match(path.name) and path.exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert p.stdout == b'{"jsonrpc":"2.0","method":"x"}\n'
+
+
+def test_mcptap_dir_override_and_server_name(tmp_path: Path) -> None:
+    server = tmp_path / "weather_server.py"
+    server.write_text(ECHO)
+    p = run(["record", "--", sys.executable, "-u", str(server)], {"MCPTAP_DIR": str(tmp_path / "caps")})
+    assert p.returncode == 0
+    path = recorded_path(p.stderr)
+    assert path.parent == tmp_path / "caps"
+    assert "-weather_server-" in path.name
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert read_capture(str(path)).end is not None
+
+
+def test_quiet_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "my.jsonl"
+    p = run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO], {"MCPTAP_DIR": str(tmp_path / "caps")})
+    assert (p.returncode, p.stderr) == (0, b"")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert not (tmp_path / "caps").exists()
+
+
+def test_command_without_double_dash_keeps_its_options(tmp_path: Path) -> None:
+    p = run(["record", "-q", "-o", str(tmp_path / "c.jsonl"), sys.executable, "-u", "-c", "print('hi')"])
+    assert (p.returncode, p.stdout) == (0, b"hi\n")
+
+
+def test_secrets_in_argv_never_reach_the_capture(tmp_path: Path) -> None:
+    out = tmp_path / "c.jsonl"
+    p = run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO, "--token", SECRET,
+             f"https://bob:{SECRET}@example.com/?api_key={SECRET}"])
+    assert p.returncode == 0
+    assert SECRET.encode() not in out.read_bytes()
+    cap = read_capture(str(out))
+    argv = cap.header["target"]["argv"]
+    assert argv[3] == "--token" and argv[4].startswith("«redacted:sha256:")
+    (spawn,) = [r for r in cap.records if r.get("event") == "spawn"]
+    assert spawn["argv"] == argv
+
+
+@pytest.mark.parametrize(("make", "code", "words"), [
+    (lambda d: str(d / "no-such-server"), 127, b"No such file or directory"),
+    (lambda d: "definitely-not-a-command-mcptap", 127, b"No such file or directory"),
+    (lambda d: (d / "plain.txt").write_text("x") and str(d / "plain.txt"), 126, b"Permission denied"),
+    (lambda d: str(d), 126, b"Permission denied"),
+])
+def test_bad_command_exits_like_a_shell(tmp_path: Path, make, code: int, words: bytes) -> None:
+    cmd = make(tmp_path)
+    out = tmp_path / "c.jsonl"
+    p = run(["record", "-q", "-o", str(out), "--", cmd, "arg"])
+    assert p.returncode == code
+    assert p.stdout == b""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(b"mcptap: cannot run ") and words in lines[0]
+    cap = read_capture(str(out))
+    (failed,) = [r for r in cap.records if r["type"] == "process"]
+    assert failed["event"] == "spawn_failed"
+    assert [f["code"] for f in failed["findings"]] == ["process.spawn_failed"]
+    assert cap.end is not None and cap.end["exit_code"] == code
+
+
+def test_uncreatable_capture_still_relays(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env = {"MCPTAP_DIR": str(blocker / "caps")}
+    p = run(["record", "--", sys.executable, "-c", ECHO + "\nsys.exit(3)"], env, input=b"hello\n")
+    assert (p.returncode, p.stdout) == (3, b"hello\n")
+    assert b"relaying WITHOUT recording" in p.stderr
+    strict = run(["record", "--strict-capture", "--", sys.executable, "-c", "print('started')"], env)
+    assert (strict.returncode, strict.stdout) == (74, b"")
+
+
+def _small_fsize() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+
+@pytest.mark.parametrize(("opts", "code"), [((), 0), (("--strict-capture",), 74)])
+def test_capture_write_failure_never_breaks_the_relay(tmp_path: Path, opts: tuple[str, ...], code: int) -> None:
+    # RLIMIT_FSIZE makes the capture file "full" after 3000 bytes (EFBIG), like a full disk
+    lines = b"".join(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}\n' % i for i in range(300))
+    out = tmp_path / "c.jsonl"
+    p = run(["record", "-q", "-o", str(out), *opts, "--", sys.executable, "-c", ECHO], input=lines, preexec_fn=_small_fsize)
+    assert p.stdout == lines
+    assert p.returncode == code
+    assert b"capture incomplete" in p.stderr
+    cap = read_capture(str(out))
+    assert cap.end is None          # the end record could not be written: readers see it
+
+
+def test_help_lists_record_and_usage_errors_exit_2() -> None:
+    p = run(["--help"])
+    assert p.returncode == 0 and b"record" in p.stdout
+    assert run(["record"]).returncode == 2
