@@ -1,0 +1,462 @@
+"""The demo MCP server: ``python -m mcptap.demo.server`` (stdlib only).
+
+Transport (spec 2025-11-25 basic/transports "stdio"): newline-delimited
+JSON-RPC 2.0 on stdin/stdout, one UTF-8 message per line without embedded
+newlines; nothing but MCP messages on stdout; log lines on stderr. The server
+exits with status 0 when its stdin reaches EOF (basic/lifecycle "Shutdown").
+
+Lifecycle (basic/lifecycle): ``initialize`` must come first (other requests but
+``ping`` get -32600 until then); the server echoes the client's protocolVersion
+when it is one of ``SUPPORTED_VERSIONS`` (2024-11-05 … 2025-11-25) and
+counter-offers 2025-11-25 otherwise. Fields a negotiated revision does not
+define (``title``, ``outputSchema``, ``structuredContent``, ``instructions``,
+progress ``message``) are left out for that revision.
+
+Capabilities: ``tools`` (listChanged), ``resources``, ``prompts``, ``logging``.
+
+* tools: ``echo {text}``, ``add {a, b}`` (structured output), ``slow_count
+  {count, interval_ms}`` (``notifications/progress`` when the request carries
+  ``_meta.progressToken``; stops silently on ``notifications/cancelled``),
+  ``fail {message?}`` (a result with ``isError: true``). Unknown tool: -32602;
+  bad arguments: a tool error result (2025-11-25 server/tools "Error Handling").
+* resources: ``demo://greeting`` (text), ``demo://about.json`` (JSON), the
+  template ``demo://echo/{text}``; unknown URI: -32002 with ``data.uri``.
+* prompts: ``greet {name, style?}``; unknown prompt or missing argument: -32602.
+* logging: ``logging/setLevel``; once a level is set, ``slow_count`` logs
+  through ``notifications/message``.
+* ``ping`` answers ``{}``; unknown methods -32601; unparseable lines -32700 and
+  non-request JSON -32600, both without ``id`` (2025-11-25 schema: the id of an
+  error response may be omitted only when it could not be read). Notifications
+  are never answered.
+
+Concurrency: the main thread reads stdin and answers requests inline, except
+``slow_count``, which runs in a worker thread so ``ping`` and cancellation stay
+responsive. Every write holds one lock; a request's ``cancelled`` flag is set
+and tested under that lock, so once a cancellation has been read nothing more
+is written for that request (basic/utilities/cancellation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import unquote
+
+from mcptap import __version__
+from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+RESOURCE_NOT_FOUND = -32002
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+NAME = "mcptap-demo-server"
+
+
+class RpcError(Exception):
+    """A JSON-RPC error to answer a request with."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class ToolError(Exception):
+    """A tool execution error: answered as a result with ``isError: true``."""
+
+
+@dataclass(slots=True)
+class Job:
+    """One request answered from a worker thread (``slow_count``)."""
+
+    id: str | int
+    token: str | int | None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+def since(revision: str | None, first: str) -> bool:
+    """True when the negotiated ``revision`` includes a feature added in ``first``
+    (ISO dates compare as strings)."""
+    return revision is not None and revision >= first
+
+
+def _valid_id(value: Any) -> bool:
+    # MCP request ids are strings or integers; never null, booleans or floats.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+# -- the catalogue -------------------------------------------------------------------
+
+TOOLS: list[dict[str, Any]] = [
+    {"name": "echo", "title": "Echo", "description": "Return the given text unchanged.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "description": "Text to echo."}},
+                     "required": ["text"], "additionalProperties": False}},
+    {"name": "add", "title": "Add", "description": "Add two numbers; the sum comes back as structured content.",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                     "required": ["a", "b"], "additionalProperties": False},
+     "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}},
+    {"name": "slow_count", "title": "Slow count",
+     "description": "Count from 1 to count, one step every interval_ms milliseconds, reporting progress "
+                    "when the request carries a progressToken. Honours notifications/cancelled.",
+     "inputSchema": {"type": "object", "properties": {
+         "count": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
+         "interval_ms": {"type": "integer", "minimum": 0, "maximum": 5000, "default": 200}},
+         "additionalProperties": False}},
+    {"name": "fail", "title": "Fail", "description": "Always fails: returns a tool result with isError true.",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "additionalProperties": False}},
+]
+
+RESOURCES: dict[str, tuple[dict[str, Any], str]] = {
+    "demo://greeting": ({"uri": "demo://greeting", "name": "greeting", "title": "Greeting",
+                         "description": "A short plain-text greeting.", "mimeType": "text/plain"},
+                        "Hello from the mcptap demo server!"),
+    "demo://about.json": ({"uri": "demo://about.json", "name": "about", "title": "About this server",
+                           "description": "Name, version and protocol revision as JSON.", "mimeType": "application/json"},
+                          json.dumps({"name": NAME, "version": __version__, "protocolVersion": PROTOCOL_VERSION})),
+}
+TEMPLATE_PREFIX = "demo://echo/"
+TEMPLATES = [{"uriTemplate": TEMPLATE_PREFIX + "{text}", "name": "echo", "title": "Echo resource",
+              "description": "A text resource whose content is the (percent-decoded) last URI segment.",
+              "mimeType": "text/plain"}]
+
+PROMPTS = [{"name": "greet", "title": "Greet someone", "description": "Ask the model to greet a person.",
+            "arguments": [{"name": "name", "description": "Who to greet.", "required": True},
+                          {"name": "style", "description": "How (e.g. formal, pirate).", "required": False}]}]
+
+
+class Server:
+    """One MCP session over a pair of byte streams.
+
+    ``write``: sends one complete line of bytes to the client (stdout);
+    ``log``: writes one human-readable line to stderr.
+    """
+
+    def __init__(self, write: Callable[[bytes], None], log: Callable[[str], None]) -> None:
+        self._write = write
+        self._log = log
+        self._lock = threading.Lock()
+        self._jobs: dict[tuple[bool, Any], Job] = {}
+        self.revision: str | None = None       # negotiated in initialize
+        self.initialized = False               # notifications/initialized received
+        self.log_level: str | None = None      # set by logging/setLevel
+        self.closed = False                    # stdout is gone
+
+    # -- output ------------------------------------------------------------------------
+    def send(self, message: dict[str, Any], job: Job | None = None) -> bool:
+        """Write one message; for ``job``, only while it is not cancelled.
+        Returns False when nothing was written."""
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        with self._lock:
+            if self.closed or (job is not None and job.cancelled.is_set()):
+                return False
+            try:
+                self._write(line)
+            except (BrokenPipeError, OSError):
+                self.closed = True
+                return False
+            return True
+
+    def respond(self, rid: Any, result: dict[str, Any], job: Job | None = None) -> bool:
+        return self.send({"jsonrpc": "2.0", "id": rid, "result": result}, job)
+
+    def error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
+        err: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            err["data"] = data
+        msg: dict[str, Any] = {"jsonrpc": "2.0"}
+        if rid is not None:
+            msg["id"] = rid
+        msg["error"] = err
+        self.send(msg)
+
+    def notify(self, method: str, params: dict[str, Any], job: Job | None = None) -> bool:
+        return self.send({"jsonrpc": "2.0", "method": method, "params": params}, job)
+
+    def log_message(self, level: str, data: Any, job: Job | None = None) -> None:
+        """``notifications/message`` at ``level``, if the client asked for it."""
+        if self.log_level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
+            self.notify("notifications/message", {"level": level, "logger": "demo", "data": data}, job)
+
+    # -- input -------------------------------------------------------------------------
+    def handle_line(self, line: bytes) -> None:
+        """Handle one line read from stdin (never raises on client input)."""
+        if not line.strip():
+            return
+        try:
+            msg = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.error(None, PARSE_ERROR, "Parse error", {"detail": str(exc)[:200]})
+            return
+        if not isinstance(msg, dict):
+            # A JSON array is a batch: part of 2025-03-26 only, and not supported here.
+            self.error(None, INVALID_REQUEST, "Invalid Request: expected one JSON-RPC object per line")
+            return
+        rid = msg.get("id")
+        method = msg.get("method")
+        readable_id = "id" in msg and _valid_id(rid)
+        if msg.get("jsonrpc") != "2.0" or ("method" in msg and not isinstance(method, str)):
+            self.error(rid if readable_id else None, INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0" and method a string')
+            return
+        if method is None:
+            if ("result" in msg or "error" in msg) and "id" in msg:
+                self._log(f"ignoring a response (id {rid!r}): this server sends no requests")
+            else:
+                self.error(rid if readable_id else None, INVALID_REQUEST, "Invalid Request: neither request, notification nor response")
+            return
+        if "id" not in msg:
+            self.handle_notification(method, msg.get("params"))
+        elif not readable_id:
+            self.error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        else:
+            self.handle_request(rid, method, msg.get("params"))
+
+    def handle_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/initialized":
+            self.initialized = True
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            rid = params.get("requestId")
+            with self._lock:
+                job = self._jobs.pop((isinstance(rid, str), rid), None) if _valid_id(rid) else None
+                if job is not None:
+                    job.cancelled.set()
+            if job is not None:
+                self._log(f"request {rid!r} cancelled ({params.get('reason') or 'no reason given'})")
+        # Anything else (roots/list_changed, unknown notifications) needs no action;
+        # notifications are never answered.
+
+    def handle_request(self, rid: str | int, method: str, params: Any) -> None:
+        handler = self.HANDLERS.get(method)
+        if handler is None:
+            self.error(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
+            return
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            self.error(rid, INVALID_PARAMS, "Invalid params: params must be an object")
+            return
+        if self.revision is None and method not in ("initialize", "ping"):
+            self.error(rid, INVALID_REQUEST, f"Invalid Request: {method} before initialize")
+            return
+        try:
+            result = handler(self, rid, params)
+        except RpcError as exc:
+            self.error(rid, exc.code, exc.message, exc.data)
+            return
+        if result is not None:  # None: a worker thread answers
+            self.respond(rid, result)
+
+    def close(self) -> None:
+        """stdin reached EOF: abandon work in flight (nobody will read it)."""
+        with self._lock:
+            for job in self._jobs.values():
+                job.cancelled.set()
+            self._jobs.clear()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _initialize(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        if self.revision is not None:
+            raise RpcError(INVALID_REQUEST, "Invalid Request: the session is already initialized")
+        offered = params.get("protocolVersion")
+        if not isinstance(offered, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a string")
+        self.revision = offered if offered in SUPPORTED_VERSIONS else PROTOCOL_VERSION
+        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        self._log(f"initialize from {client.get('name', '?')} {client.get('version', '')}: "
+                  f"offered {offered}, answering {self.revision}")
+        info: dict[str, Any] = {"name": NAME, "version": __version__}
+        if since(self.revision, "2025-06-18"):
+            info["title"] = "mcptap demo server"
+        result: dict[str, Any] = {
+            "protocolVersion": self.revision,
+            "capabilities": {"logging": {}, "prompts": {}, "resources": {}, "tools": {"listChanged": True}},
+            "serverInfo": info,
+        }
+        if since(self.revision, "2025-03-26"):
+            result["instructions"] = "A demo server: try the echo, add, slow_count and fail tools."
+        return result
+
+    def _ping(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _set_level(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
+        self.log_level = level
+        return {}
+
+    # -- listing -----------------------------------------------------------------------
+    def _page(self, params: dict[str, Any], key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        # Everything fits on one page, so this server never issues a cursor and
+        # any cursor a client sends is invalid (server/utilities/pagination).
+        if params.get("cursor") is not None:
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        return {key: [self._for_revision(item) for item in items]}
+
+    def _for_revision(self, item: dict[str, Any]) -> dict[str, Any]:
+        if since(self.revision, "2025-06-18"):
+            return item
+        return {k: v for k, v in item.items() if k not in ("title", "outputSchema")}
+
+    def _tools_list(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return self._page(params, "tools", TOOLS)
+
+    def _resources_list(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return self._page(params, "resources", [meta for meta, _ in RESOURCES.values()])
+
+    def _templates_list(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return self._page(params, "resourceTemplates", TEMPLATES)
+
+    def _prompts_list(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return self._page(params, "prompts", PROMPTS)
+
+    # -- resources and prompts -----------------------------------------------------------
+    def _resources_read(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        if uri in RESOURCES:
+            meta, text = RESOURCES[uri]
+        elif uri.startswith(TEMPLATE_PREFIX) and "/" not in uri[len(TEMPLATE_PREFIX):]:
+            meta, text = {"mimeType": "text/plain"}, unquote(uri[len(TEMPLATE_PREFIX):])
+        else:
+            raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        return {"contents": [{"uri": uri, "mimeType": meta["mimeType"], "text": text}]}
+
+    def _prompts_get(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("name") != "greet":
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.get('name')!r}")
+        args = params.get("arguments") or {}
+        if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
+            raise RpcError(INVALID_PARAMS, "Invalid params: prompt arguments must be an object of strings")
+        if not args.get("name"):
+            raise RpcError(INVALID_PARAMS, "Invalid params: missing required argument 'name'")
+        style = f" in a {args['style']} style" if args.get("style") else ""
+        return {"description": "Greet someone",
+                "messages": [{"role": "user", "content": _text(f"Please greet {args['name']}{style}.")}]}
+
+    # -- tools ---------------------------------------------------------------------------
+    def _tools_call(self, rid: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+        name = params.get("name")
+        args = params.get("arguments")
+        if args is None:
+            args = {}
+        if name not in ("echo", "add", "slow_count", "fail"):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        if not isinstance(args, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        try:
+            if name == "slow_count":
+                return self._start_slow_count(rid, params, args)
+            if name == "echo":
+                return self._echo(args)
+            if name == "add":
+                return self._add(args)
+            raise ToolError(args.get("message") or "the fail tool always fails (as designed)")
+        except ToolError as exc:
+            return {"content": [_text(str(exc))], "isError": True}
+
+    @staticmethod
+    def _echo(args: dict[str, Any]) -> dict[str, Any]:
+        text = args.get("text")
+        if not isinstance(text, str) or set(args) - {"text"}:
+            raise ToolError("echo takes one argument: text (a string)")
+        return {"content": [_text(text)]}
+
+    def _add(self, args: dict[str, Any]) -> dict[str, Any]:
+        a, b = args.get("a"), args.get("b")
+        if set(args) - {"a", "b"} or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+            raise ToolError("add takes two numbers: a and b")
+        total = a + b
+        # With an outputSchema the structured result is required; the same JSON as
+        # text keeps clients that only read content working (server/tools "Structured Content").
+        result: dict[str, Any] = {"content": [_text(json.dumps({"sum": total}))]}
+        if since(self.revision, "2025-06-18"):
+            result["structuredContent"] = {"sum": total}
+        return result
+
+    def _start_slow_count(self, rid: Any, params: dict[str, Any], args: dict[str, Any]) -> None:
+        count, interval = args.get("count", 5), args.get("interval_ms", 200)
+        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (count, interval))
+        if set(args) - {"count", "interval_ms"} or not ok or not 1 <= count <= 100 or not 0 <= interval <= 5000:
+            raise ToolError("slow_count takes count (1..100) and interval_ms (0..5000), both integers")
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        job = Job(rid, token if _valid_id(token) else None)
+        with self._lock:
+            self._jobs[(isinstance(rid, str), rid)] = job
+        threading.Thread(target=self._slow_count, args=(job, count, interval / 1000), daemon=True,
+                         name=f"slow_count-{rid}").start()
+        return None
+
+    def _slow_count(self, job: Job, count: int, interval: float) -> None:
+        try:
+            self.log_message("info", f"slow_count: counting to {count}", job)
+            for i in range(1, count + 1):
+                if job.cancelled.wait(interval):
+                    return
+                if job.token is not None:
+                    params: dict[str, Any] = {"progressToken": job.token, "progress": i, "total": count}
+                    if since(self.revision, "2025-03-26"):
+                        params["message"] = f"counted {i} of {count}"
+                    self.notify("notifications/progress", params, job)
+            self.respond(job.id, {"content": [_text(f"counted to {count}")]}, job)
+        finally:
+            with self._lock:
+                if self._jobs.get((isinstance(job.id, str), job.id)) is job:
+                    del self._jobs[(isinstance(job.id, str), job.id)]
+
+    HANDLERS: dict[str, Callable[["Server", Any, dict[str, Any]], dict[str, Any] | None]] = {
+        "initialize": _initialize,
+        "ping": _ping,
+        "logging/setLevel": _set_level,
+        "tools/list": _tools_list,
+        "tools/call": _tools_call,
+        "resources/list": _resources_list,
+        "resources/templates/list": _templates_list,
+        "resources/read": _resources_read,
+        "prompts/list": _prompts_list,
+        "prompts/get": _prompts_get,
+    }
+
+
+def _write_fd(fd: int) -> Callable[[bytes], None]:
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    return write
+
+
+def main() -> int:
+    """Serve one session on stdin/stdout; returns the exit status (0)."""
+    def log(line: str) -> None:
+        try:
+            sys.stderr.write(f"demo-server: {line}\n")
+            sys.stderr.flush()
+        except OSError:
+            pass
+
+    # Raw fd writes: no buffer to flush at exit, so a closed pipe cannot turn
+    # into a traceback on the way out.
+    server = Server(_write_fd(sys.stdout.fileno()), log)
+    log(f"ready (pid {os.getpid()}, protocol {PROTOCOL_VERSION})")
+    try:
+        for line in sys.stdin.buffer:
+            server.handle_line(line)
+    except KeyboardInterrupt:
+        server.close()
+        return 130
+    server.close()
+    log("stdin closed: exiting")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
