@@ -49,54 +49,104 @@ def _error(expr: str, column: int, text: str) -> FilterSyntaxError:
     return exc
 
 
-# -- tokens -------------------------------------------------------------------------
+# -- lexer ---------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class _Tok:
-    kind: str      # "op" (~x), "word", "(", ")", "&", "|", "!"
+    kind: str      # "op" (~name), "word", "(", ")", "&", "|", "!"
     text: str      # unquoted text
     raw: str       # source text, quotes kept (~j compares JSON literals)
     col: int       # 1-based column of the first character
 
 
-def _tokenize(expr: str) -> list[_Tok]:
-    out: list[_Tok] = []
-    i, n = 0, len(expr)
-    while i < n:
-        c = expr[i]
-        if c.isspace():
-            i += 1
-            continue
+_OP_NAME = re.compile(r"~[A-Za-z0-9_]*")
+
+
+class _Lexer:
+    """Context-dependent: an operator's argument runs to the next whitespace
+    (quotes group, balanced parentheses stay inside, so ``~m (call|list)``
+    works); elsewhere ``( ) & | !`` are operators and words stop at them."""
+
+    def __init__(self, expr: str) -> None:
+        self.expr = expr
+        self.pos = 0
+        self._peeked: _Tok | None = None
+
+    def _skip_ws(self) -> None:
+        while self.pos < len(self.expr) and self.expr[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> _Tok | None:
+        if self._peeked is None:
+            self._peeked = self._next()
+        return self._peeked
+
+    def take(self) -> _Tok:
+        t = self.peek()
+        assert t is not None
+        self._peeked = None
+        return t
+
+    def _next(self) -> _Tok | None:
+        self._skip_ws()
+        e, i = self.expr, self.pos
+        if i >= len(e):
+            return None
+        c = e[i]
         if c in _SPECIAL:
-            out.append(_Tok(c, c, c, i + 1))
-            i += 1
-            continue
-        start = i
+            self.pos += 1
+            return _Tok(c, c, c, i + 1)
+        if c == "~":
+            m = _OP_NAME.match(e, i)
+            assert m is not None
+            self.pos = m.end()
+            return _Tok("op", m.group(0), m.group(0), i + 1)
+        return self._word(stop=_SPECIAL, balance=False)
+
+    def argument(self) -> _Tok | None:
+        """The argument of the operator just taken (None at end of input or
+        before an operator character)."""
+        assert self._peeked is None
+        self._skip_ws()
+        if self.pos >= len(self.expr) or self.expr[self.pos] in ")&|":
+            return None
+        return self._word(stop="", balance=True)
+
+    def _word(self, stop: str, balance: bool) -> _Tok:
+        e, n = self.expr, len(self.expr)
+        start = i = self.pos
+        depth = 0
         text: list[str] = []
-        while i < n and not expr[i].isspace() and (expr[i] not in _SPECIAL or i == start and False):
-            ch = expr[i]
+        while i < n and not e[i].isspace():
+            ch = e[i]
+            if ch in stop:
+                break
+            if balance:
+                if ch == "(":
+                    depth += 1
+                elif ch == ")":
+                    if depth == 0:
+                        break
+                    depth -= 1
             if ch in "\"'":
-                quote, j = ch, i + 1
-                while j < n and expr[j] != quote:
-                    if expr[j] == "\\" and j + 1 < n:
+                j = i + 1
+                while j < n and e[j] != ch:
+                    if e[j] == "\\" and j + 1 < n:
                         j += 1
-                    text.append(expr[j])
+                    text.append(e[j])
                     j += 1
                 if j >= n:
-                    raise _error(expr, i + 1, f"unterminated {quote} string")
+                    raise _error(e, i + 1, f"unterminated {ch} string")
                 i = j + 1
                 continue
             if ch == "\\" and i + 1 < n:
-                text.append(expr[i + 1])
+                text.append(e[i + 1])
                 i += 2
                 continue
             text.append(ch)
             i += 1
-        raw = expr[start:i]
-        word = "".join(text)
-        kind = "op" if raw.startswith("~") else "word"
-        out.append(_Tok(kind, word, raw, start + 1))
-    return out
+        self.pos = i
+        return _Tok("word", "".join(text), e[start:i], start + 1)
 
 
 # -- parser (recursive descent: or > and > not > atom) ---------------------------
@@ -104,27 +154,24 @@ def _tokenize(expr: str) -> list[_Tok]:
 class _Parser:
     def __init__(self, expr: str) -> None:
         self.expr = expr
-        self.toks = _tokenize(expr)
-        self.i = 0
+        self.lex = _Lexer(expr)
 
     def peek(self) -> _Tok | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
+        return self.lex.peek()
 
     def take(self) -> _Tok:
-        t = self.toks[self.i]
-        self.i += 1
-        return t
+        return self.lex.take()
 
     def end_col(self) -> int:
         return len(self.expr) + 1
 
     def parse(self) -> Pred:
-        if not self.toks:
+        if self.peek() is None:
             raise _error(self.expr, 1, "empty filter")
         p = self.or_()
         t = self.peek()
         if t is not None:
-            raise _error(self.expr, t.col, f"unexpected {t.raw!r}" + (" (missing '('?)" if t.kind == ")" else ""))
+            raise _error(self.expr, t.col, f"unexpected {t.raw!r}" + (" (no matching '(')" if t.kind == ")" else ""))
         return p
 
     def or_(self) -> Pred:
@@ -173,7 +220,7 @@ class _Parser:
             return _text(t.text)  # a bare word searches the message text, like ~t
         op = t.raw
         if op not in _ALL_OPS:
-            near = difflib_close(op)
+            near = _close_op(op)
             raise _error(self.expr, t.col, f"unknown filter {op!r}" + (f" (did you mean {near}?)" if near else ""))
         if op in _KINDS:
             kinds = _KINDS[op]
@@ -181,10 +228,9 @@ class _Parser:
         if op in _DIRS:
             d = _DIRS[op]
             return lambda r, q: r.get("type") == "message" and r.get("dir") == d
-        arg = self.peek()
-        if arg is None or arg.kind != "word":
-            raise _error(self.expr, arg.col if arg else self.end_col(), f"{op} needs an argument")
-        self.take()
+        arg = self.lex.argument()
+        if arg is None:
+            raise _error(self.expr, self.lex.pos + 1, f"{op} needs an argument")
         try:
             return _BUILDERS[op](arg)
         except _ArgError as exc:
@@ -197,7 +243,7 @@ class _ArgError(Exception):
         self.offset = offset
 
 
-def difflib_close(op: str) -> str | None:
+def _close_op(op: str) -> str | None:
     import difflib
 
     m = difflib.get_close_matches(op, sorted(_ALL_OPS), n=1, cutoff=0.5)
@@ -286,7 +332,7 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _finding_code(t: _Tok) -> Pred:
     pat = t.text
-    if not any(c in pat for c in "*?[.") :
+    if not any(c in pat for c in "*?[."):
         pat += ".*"                     # a bare family name: ~f lifecycle
     match = _glob(pat)
     return lambda r, q: any(match(f.get("code", "")) for f in record_findings(r))
@@ -353,26 +399,41 @@ def message_json(r: dict[str, Any]) -> Any:
 
 
 _JOPS = ("!=", ">=", "<=", "~=", "=", ">", "<")
-_PATH_PART = re.compile(r"[^.\[\]]+|\[(\d+|\*)\]")
 
 
 def _parse_path(path: str) -> list[str | int]:
+    """``params.name``, ``result.content[0].text``, ``result.content.0.text``,
+    ``params.*`` -> list of keys / indexes / "*"."""
     out: list[str | int] = []
-    pos = 0
-    for m in _PATH_PART.finditer(path):
-        if m.start() != pos and path[pos] != ".":
-            raise _ArgError(f"bad JSON path {path!r}", pos)
-        pos = m.end()
-        if pos < len(path) and path[pos] == ".":
-            pos += 1
-        g = m.group(1)
-        if g is not None:
-            out.append("*" if g == "*" else int(g))
+    i, n = 0, len(path)
+    if not path:
+        raise _ArgError("empty JSON path")
+    while i < n:
+        if path[i] == "[":
+            j = path.find("]", i)
+            if j < 0:
+                raise _ArgError("unclosed '[' in JSON path", i)
+            inner = path[i + 1:j]
+            if inner == "*":
+                out.append("*")
+            elif inner.lstrip("-").isdigit():
+                out.append(int(inner))
+            else:
+                raise _ArgError("index in [] must be a number or *", i + 1)
+            i = j + 1
         else:
-            word = m.group(0)
-            out.append(int(word) if word.isdigit() else word)
-    if not out or pos != len(path):
-        raise _ArgError(f"bad JSON path {path!r}", min(pos, len(path)))
+            j = i
+            while j < n and path[j] not in ".[":
+                j += 1
+            seg = path[i:j]
+            if not seg:
+                raise _ArgError("empty segment in JSON path", i)
+            out.append(int(seg) if seg.isdigit() else seg)
+            i = j
+        if i < n and path[i] == ".":
+            i += 1
+            if i == n:
+                raise _ArgError("JSON path ends with '.'", i)
     return out
 
 
@@ -443,7 +504,10 @@ def _same(v: Any, want: Any) -> bool:
 
 
 def _unquote(s: str) -> str:
-    return "".join(t.text for t in _tokenize(s)) if s and any(c in s for c in "\"'\\") else s
+    if not s or not any(c in s for c in "\"'\\"):
+        return s
+    lex = _Lexer(s)
+    return lex._word(stop="", balance=False).text
 
 
 _BUILDERS: dict[str, Callable[[_Tok], Pred]] = {

@@ -82,3 +82,43 @@ def wires(transport: str) -> list[Wire]:
             if w.events and w.events[0].raw.get("transport") == transport:
                 out.append(w)
     return out
+
+
+HTTP_ONLY_PREFIXES = ("http.", "sse.", "lifecycle.session_terminated", "lifecycle.request_before_initialized_ack")
+
+
+def _payloads(body: bytes) -> list[bytes]:
+    """JSON-RPC payloads in an HTTP body: the JSON body itself, or each SSE
+    event's joined data lines."""
+    text = body.replace(b"\r\n", b"\n")
+    if not (text.startswith(b"event:") or text.startswith(b"data:") or text.startswith(b"id:") or text.startswith(b":")):
+        return [body] if body.strip() else []
+    out = []
+    for block in text.split(b"\n\n"):
+        data = [ln[5:].lstrip(b" ") for ln in block.split(b"\n") if ln.startswith(b"data:")]
+        if data and any(data):
+            out.append(b"\n".join(data))
+    return out
+
+
+def as_stdio(w: Wire) -> Wire:
+    """The same JSON-RPC traffic as an HTTP wire, carried over stdio (one line
+    per payload, same wire seqs). Expected HTTP-only findings are dropped, and
+    pairs decided "by exchange" (no exchange on stdio) are left out."""
+    events = []
+    for e in w.events:
+        if e.kind == "request" and e.data:
+            sep = e.data.find(b"\r\n\r\n")
+            body = e.data[sep + 4:] if sep >= 0 else e.data.split(b"\n\n", 1)[-1]
+            for p in _payloads(body):
+                events.append(WireEvent(e.seq, e.t_ms, "bytes", "c2s", p + b"\n", {"transport": "stdio"}))
+        elif e.kind == "response_body" and e.data:
+            for p in _payloads(e.data):
+                events.append(WireEvent(e.seq, e.t_ms, "bytes", "s2c", p + b"\n", {"transport": "stdio"}))
+    exp = dict(w.expected)
+    exp["annotations"] = [a for a in w.expected["annotations"] if a["wire"] == w.name and not a["code"].startswith(HTTP_ONLY_PREFIXES)]
+    mine = [p for p in w.expected["pairs"] if p["wire"] == w.name]
+    ambiguous = {repr(p["id"]) for p in mine if "exchange" in p["match"]}
+    exp["pairs"] = [p for p in mine if repr(p["id"]) not in ambiguous]
+    return Wire(w.case, w.name + "-as-stdio", events, w.context, {**exp, "annotations": [{**a, "wire": w.name + "-as-stdio"} for a in exp["annotations"]],
+                                                                    "pairs": [{**p, "wire": w.name + "-as-stdio"} for p in exp["pairs"]]})

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from casefiles import CASES, Wire, wires
+from casefiles import CASES, Wire, as_stdio, wires
 from mcptap.capture import CaptureWriter, message_from_record, read_capture
 from mcptap.model import Direction
 from mcptap.transport.recorder import Recorder
 
-STDIO = wires("stdio")
+# B09 and B10 are HTTP transcripts; their JSON-RPC faults are transport-neutral,
+# so the same payloads are also checked over stdio.
+STDIO = wires("stdio") + [as_stdio(w) for w in wires("http") if w.case in ("B09", "B10")]
 pytestmark = pytest.mark.skipif(not STDIO, reason=f"handed cases not found at {CASES}")
 
 
