@@ -220,12 +220,21 @@ def main() -> None:
         "mcptap": [PY, "-m", "mcptap.cli.main", "record", "-q", "-o", str(capture), "--", *srv],
     }
     results: dict[str, dict[str, float]] = {}
-    for name in args.only:
-        peer = Peer(configs[name])
+    peers = {name: Peer(configs[name]) for name in args.only}
+    lats: dict[str, list[float]] = {name: [] for name in peers}
+    for peer in peers.values():
         peer.handshake()
         peer.rtts(500)                                     # warm-up
-        lat = peer.rtts(args.rtt)
+    # interleave blocks of round trips so machine noise hits every config alike
+    blocks = 10
+    for i in range(blocks):
+        for name, peer in peers.items():
+            lats[name] += peer.rtts(args.rtt // blocks + (1 if i < args.rtt % blocks else 0))
+    for name, peer in peers.items():
+        lat = lats[name]
         r = results[name] = {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "mean": statistics.fmean(lat)}
+    for name, peer in peers.items():
+        r = results[name]
         dt = peer.flood(args.flood)
         r["flood"] = args.flood / dt
         if name != "direct":
@@ -243,7 +252,7 @@ def main() -> None:
         print(f"{name:7s} done: rtt p50 {r['p50']:.1f} µs, flood {r['flood']:,.0f} msg/s", file=sys.stderr)
 
     base = results.get("direct")
-    print(f"\nround trips: {args.rtt} (after 500 warm-up); flood: {args.flood:,} s2c notifications; big: {args.big:,} bytes each way")
+    print(f"\nround trips: {args.rtt} per config, interleaved in 10 blocks (after 500 warm-up); flood: {args.flood:,} s2c notifications; big: {args.big:,} bytes each way")
     print(f"{'config':8s} {'p50 µs':>8s} {'p99 µs':>8s} {'+p50':>7s} {'+p99':>7s} {'flood msg/s':>12s} {'big MB/s':>9s} {'HWM MiB':>8s} {'HWM@big':>8s}")
     for name, r in results.items():
         add50 = r["p50"] - base["p50"] if base else float("nan")

@@ -27,7 +27,7 @@ from mcptap.capture import CaptureWriter
 from mcptap.errors import CaptureWriteError
 from mcptap.paths import default_capture_path
 from mcptap.redact import scrub_argv
-from mcptap.transport.recorder import Recorder
+from mcptap.recorder import Recorder
 from mcptap.transport.stdio import run_stdio_tap
 
 EX_IOERR = 74

@@ -69,7 +69,9 @@ class Call:
         SessionError on timeout or a malformed response."""
         if not self.done.wait(timeout):
             raise SessionError(f"{self.method} (id {self.id}): no response within {timeout:g} s")
-        resp = self.response or {}
+        resp = self.response
+        if resp is None:
+            raise SessionError(f"{self.method} (id {self.id}): the server closed its stdout without answering")
         if "error" in resp:
             err = resp["error"] if isinstance(resp["error"], dict) else {}
             raise RpcError(err.get("code"), err.get("message"), err.get("data"))
@@ -94,7 +96,8 @@ class Connection:
         self._ids = itertools.count(1)
         self._calls: dict[int, Call] = {}
         self._tokens: dict[str, Call] = {}
-        self._cancelled: set[int] = set()
+        self._cancelled: dict[int, Call] = {}
+        self.eof = False                                 # the server closed its stdout
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="demo-client-reader", daemon=True)
         self._reader.start()
@@ -104,8 +107,10 @@ class Connection:
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         with self._lock:
             try:
-                self.proc.stdin.write(line)  # type: ignore[union-attr]
-            except (BrokenPipeError, OSError) as exc:
+                view = memoryview(line)
+                while view:  # unbuffered pipe: a write may be partial
+                    view = view[self.proc.stdin.write(view):]  # type: ignore[union-attr]
+            except (BrokenPipeError, OSError, ValueError) as exc:
                 raise SessionError(f"cannot write to the server: {exc}") from None
 
     def request(self, method: str, params: dict[str, Any] | None = None, progress: bool = False) -> Call:
@@ -118,9 +123,15 @@ class Connection:
             self._tokens[call.token] = call
         if params is not None:
             msg["params"] = params
+        if self.eof:
+            raise SessionError("the server has closed its stdout")
         self._calls[call.id] = call
         self.sent["requests"] += 1
-        self._send(msg)
+        try:
+            self._send(msg)
+        except SessionError:
+            del self._calls[call.id]
+            raise
         return call
 
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = TIMEOUT) -> dict[str, Any]:
@@ -141,7 +152,7 @@ class Connection:
         if self._calls.pop(call.id, None) is None:
             return  # already answered: nothing to cancel
         # Its token stays known: progress already on the wire is an allowed race too.
-        self._cancelled.add(call.id)
+        self._cancelled[call.id] = call
         self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
 
     # -- receiving (reader thread) -------------------------------------------------------
@@ -152,27 +163,37 @@ class Connection:
             except (ValueError, UnicodeDecodeError):
                 self.problems.append(f"server wrote a non-JSON line to stdout: {line[:80]!r}")
                 continue
-            if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-                self.problems.append(f"server wrote something that is not a JSON-RPC 2.0 message: {line[:80]!r}")
-            elif "method" in msg:
-                if "id" in msg:
-                    self._server_request(msg)
+            try:
+                if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+                    self.problems.append(f"server wrote something that is not a JSON-RPC 2.0 message: {line[:80]!r}")
+                elif "method" in msg:
+                    if "id" in msg:
+                        self._server_request(msg)
+                    else:
+                        self._notification(msg)
                 else:
-                    self._notification(msg)
-            else:
-                self._response(msg)
+                    self._response(msg)
+            except Exception as exc:  # noqa: BLE001 - a malformed message must not kill the reader
+                self.problems.append(f"cannot handle {line[:80]!r}: {type(exc).__name__}: {exc}")
+        # stdout closed: nothing pending can be answered any more; wake the waiters.
+        self.eof = True
+        for rid in list(self._calls):
+            self._calls.pop(rid).done.set()
 
     def _response(self, msg: dict[str, Any]) -> None:
-        call = self._calls.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None
-        if call is None and msg.get("id") in self._cancelled:
-            return  # a late answer to a cancelled request: allowed race, ignored
+        rid = msg.get("id")
+        ours = isinstance(rid, int) and not isinstance(rid, bool)  # we only send integer ids
+        call = self._calls.pop(rid, None) if ours else None
+        if call is None and ours and rid in self._cancelled:
+            late = self._cancelled.pop(rid)  # answer crossed our cancellation: allowed race
+            self._tokens.pop(late.token, None)
+            return
         if call is None:
-            self.problems.append(f"response with unknown id {msg.get('id')!r}: {json.dumps(msg)[:120]}")
+            self.problems.append(f"response with unknown id {rid!r}: {json.dumps(msg)[:120]}")
             return
         if ("result" in msg) == ("error" in msg):
             self.problems.append(f"response to {call.method} (id {call.id}) must carry exactly one of result and error")
-        if call.token is not None:
-            self._tokens.pop(call.token, None)
+        self._tokens.pop(call.token, None)
         call.response = msg
         call.done.set()
 
@@ -181,7 +202,8 @@ class Connection:
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         if msg["method"] != "notifications/progress":
             return
-        call = self._tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
+        token = params.get("progressToken")
+        call = self._tokens.get(token) if isinstance(token, str) else None
         if call is None:
             self.problems.append(f"progress for a token of no active request: {params.get('progressToken')!r}")
             return
@@ -201,28 +223,27 @@ class Connection:
 
     # -- shutdown ------------------------------------------------------------------------
     def close(self, wait: float = EXIT_WAIT) -> int:
-        """Close the server's stdin, wait; then SIGTERM, wait; then SIGKILL
-        (basic/lifecycle "Shutdown", stdio). Returns the exit status
-        (negative: killed by that signal)."""
+        """Close the server's stdin and wait; then SIGTERM and wait; then
+        SIGKILL (basic/lifecycle "Shutdown", stdio). Returns the exit status
+        (negative: killed by that signal). Having to signal is a problem; a
+        request still unanswered raises from its ``Call.result()``."""
+        with self._lock:
+            try:
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
         try:
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
-        for step in (None, self.proc.terminate, self.proc.kill):
-            if step is not None:
-                self.problems.append(f"server still running {wait:g} s after "
-                                     + ("its stdin was closed: SIGTERM" if step == self.proc.terminate else "SIGTERM: SIGKILL"))
-                step()
+            code = self.proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            self.problems.append(f"server still running {wait:g} s after its stdin was closed: SIGTERM")
+            self.proc.terminate()
             try:
                 code = self.proc.wait(wait)
-                break
             except subprocess.TimeoutExpired:
-                continue
-        else:
-            code = self.proc.wait()
+                self.problems.append(f"server still running {wait:g} s after SIGTERM: SIGKILL")
+                self.proc.kill()
+                code = self.proc.wait()
         self._reader.join(wait)
-        for call in self._calls.values():
-            self.problems.append(f"{call.method} (id {call.id}) was never answered")
         return code
 
 
@@ -357,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     if code != 0:
         problems.append(f"server exited with status {code}")
     say(f"closed the server's stdin; it exited with status {code}")
-    summary = (f"{conn.sent['requests']} requests, {conn.sent['notifications']} notifications sent, "
-               f"{len(conn.notifications)} received, {time.monotonic() - started:.2f} s")
+    summary = (f"sent {conn.sent['requests']} requests and {conn.sent['notifications']} notification(s), "
+               f"received {len(conn.notifications)} notification(s), {time.monotonic() - started:.2f} s")
     if problems:
         for p in problems:
             print(f"demo-client: PROBLEM: {p}", file=sys.stderr)

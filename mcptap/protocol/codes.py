@@ -117,6 +117,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.endpoint_event", INFO, "legacy HTTP+SSE endpoint event (and its resolved URL)", "2024-11-05 " + T + " HTTP with SSE"),
     ("sse.endpoint_prefix_ambiguous", WARN, "root-relative endpoint while the stream URL has a path prefix", "2024-11-05 " + T + " HTTP with SSE"),
     ("sse.endpoint_foreign_origin", ERROR, "endpoint URL on an origin other than the tap's: traffic will bypass the tap", "2024-11-05 " + T + " HTTP with SSE"),
+    ("sse.endpoint_rewritten", INFO, "tap rewrote an endpoint naming the upstream origin to its own origin (original and new value in the finding)", "2024-11-05 " + T + " HTTP with SSE; mcptap"),
     # HTTP
     ("http.ack_status_not_202", ERROR, "notification/response POST answered with a status other than 202", T + " Streamable HTTP: MUST return 202 Accepted"),
     ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
@@ -152,6 +153,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("process.signal_forwarded", INFO, "tap forwarded a signal to the server's process group", "mcptap"),
     ("process.exited_but_stdout_open", WARN, "direct child exited but stdout still open (orphaned descendant)", "mcptap"),
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
+    ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
+    ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, or is still recording)", "mcptap capture format"),
 ]
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}

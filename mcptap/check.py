@@ -1,0 +1,338 @@
+"""``mcptap check``: re-judge captures with today's rules (level 3, pure consumer).
+
+A capture's annotations are a cache (design principle 4): ``check`` re-reads
+the raw bytes of every message and re-annotates them with the current rules
+(:func:`mcptap.recorder.reannotate`), streaming, so memory stays flat however
+long the capture is. Findings are grouped by code, with counts and the first
+places (record seq, time, line in the capture file) they occur.
+
+The capture itself can be at fault: a cut last line (``capture.truncated``),
+no end record (``capture.incomplete``: mcptap was killed, or is still
+recording) and ``gap`` records / an end record with ``capture_error``
+(``capture.gap``) become findings like any other.
+
+Exit status (:meth:`CheckReport.status`): 2 when a capture could not be read
+(``CaptureReadError``), else 1 when a finding at or above ``fail_on`` exists,
+else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptap.capture import CaptureStream
+from mcptap.errors import CaptureReadError
+from mcptap.filters import record_findings
+from mcptap.protocol.codes import CODES, finding
+from mcptap.recorder import reannotate
+
+FAIL_ON = ("error", "warn", "info", "never")
+_RANK = {"info": 0, "warn": 1, "error": 2}
+
+
+# -- the re-annotated stream -------------------------------------------------------
+
+class Reannotated:
+    """The re-annotated records of one capture, in order (streaming).
+
+    Iterate to get record dicts (docs/capture-format.md) as today's rules
+    annotate them; the last one is a fresh ``end`` record whose ``capture``
+    list holds findings about the capture file itself. While iterating,
+    ``line`` is the 1-based line of the current record in the capture file
+    (None for a synthesized end record). ``header`` is the header record.
+    Raises CaptureReadError (from the reader) on a corrupt record.
+    """
+
+    def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
+                 truncated: Callable[[], bool] = lambda: False) -> None:
+        self.header = header
+        self.path = path
+        self.line: int | None = 1
+        self._records = records
+        self._truncated = truncated
+        self._src_line = 1
+        self._src_done = False
+        self._had_end = False
+
+    @classmethod
+    def open(cls, path: str) -> "Reannotated":
+        """Open a capture file. Raises CaptureReadError (missing, not a capture,
+        unsupported version)."""
+        stream = CaptureStream(path)
+        return cls(stream.header, stream, path, lambda: stream.truncated)
+
+    def _source(self) -> Iterator[dict[str, Any]]:
+        for r in self._records:
+            self._src_line += 1
+            if r.get("type") == "end":
+                self._had_end = True
+            yield r
+        self._src_done = True
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for rec in reannotate(self.header, self._source()):
+            typ = rec.get("type")
+            if typ == "end":
+                self.line = self._src_line if self._had_end else None
+                rec["capture"] = self._capture_findings(rec)
+            else:
+                self.line = self._src_line
+                if typ == "gap" and not rec.get("findings"):
+                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}").to_json()])
+            yield rec
+
+    def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        if self._truncated():
+            out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
+        if not self._had_end:
+            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, or is still recording; pending requests may still be answered"))
+        if end.get("capture_error") or end.get("dropped_records"):
+            out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
+                               {"dropped_records": end.get("dropped_records", 0)}))
+        return [f.to_json() for f in out]
+
+
+def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every finding a re-annotated record carries (end: unanswered requests
+    and capture findings too)."""
+    fs = record_findings(rec)
+    if rec.get("type") == "end" and rec.get("capture"):
+        return list(fs) + rec["capture"]
+    return fs
+
+
+# -- grouping ---------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Place:
+    """Where one finding occurred: record ``seq``, ``t_us`` (µs since capture
+    start), ``line`` in the capture file, the message's ``dir`` and ``method``
+    (a response: its request's method), and the finding's ``message``."""
+
+    seq: int | None
+    t_us: int | None
+    line: int | None
+    message: str
+    dir: str | None = None
+    method: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"seq": self.seq, "t_us": self.t_us, "line": self.line, "message": self.message}
+        if self.dir:
+            d["dir"] = self.dir
+        if self.method:
+            d["method"] = self.method
+        return d
+
+
+@dataclass(slots=True)
+class CodeGroup:
+    """All findings of one ``code`` in a capture: ``count``, the highest
+    ``severity`` seen (a rule may lower a code's default for a revision),
+    counts per severity and the first ``places``."""
+
+    code: str
+    severity: str
+    count: int = 0
+    by_severity: dict[str, int] = field(default_factory=dict)
+    places: list[Place] = field(default_factory=list)
+
+    @property
+    def meaning(self) -> str:
+        c = CODES.get(self.code)
+        return c.meaning if c else ""
+
+    @property
+    def source(self) -> str:
+        c = CODES.get(self.code)
+        return c.source if c else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "count": self.count, "by_severity": self.by_severity,
+                "meaning": self.meaning, "source": self.source, "first": [p.to_json() for p in self.places]}
+
+
+@dataclass(slots=True)
+class CaptureReport:
+    """The result of checking one capture. ``error``: the CaptureReadError
+    text when it could not be read (then the rest is partial)."""
+
+    path: str
+    transport: str | None = None
+    started: str | None = None
+    messages: int = 0
+    records: int = 0
+    duration_us: int = 0
+    complete: bool = False
+    truncated: bool = False
+    groups: dict[str, CodeGroup] = field(default_factory=dict)
+    severities: dict[str, int] = field(default_factory=lambda: {"error": 0, "warn": 0, "info": 0})
+    error: str | None = None
+
+    def sorted_groups(self) -> list[CodeGroup]:
+        """Groups, most severe first, then by count (descending), then code."""
+        return sorted(self.groups.values(), key=lambda g: (-_RANK.get(g.severity, 0), -g.count, g.code))
+
+    def worst(self) -> str | None:
+        for s in ("error", "warn", "info"):
+            if self.severities.get(s):
+                return s
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path, "transport": self.transport, "started": self.started,
+                             "messages": self.messages, "records": self.records, "duration_us": self.duration_us,
+                             "complete": self.complete, "truncated": self.truncated, "findings": dict(self.severities),
+                             "codes": [g.to_json() for g in self.sorted_groups()]}
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """The result of ``mcptap check`` over one or more captures."""
+
+    captures: list[CaptureReport]
+    fail_on: str = "error"
+
+    def failing(self, cap: CaptureReport) -> int:
+        """How many of ``cap``'s findings are at or above ``fail_on``."""
+        if self.fail_on == "never":
+            return 0
+        rank = _RANK[self.fail_on]
+        return sum(n for s, n in cap.severities.items() if _RANK[s] >= rank)
+
+    def status(self) -> int:
+        """2 if a capture was unreadable, 1 if a finding at or above
+        ``fail_on`` exists, else 0."""
+        if any(c.error is not None for c in self.captures):
+            return 2
+        return 1 if any(self.failing(c) for c in self.captures) else 0
+
+    def totals(self) -> dict[str, int]:
+        out = {"error": 0, "warn": 0, "info": 0}
+        for c in self.captures:
+            for s, n in c.severities.items():
+                out[s] += n
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fail_on": self.fail_on, "status": self.status(), "findings": self.totals(),
+                "captures": [c.to_json() for c in self.captures]}
+
+
+def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
+    """Consume a re-annotated stream and group its findings. ``keep``: how
+    many first places to keep per code. Raises CaptureReadError."""
+    rep = CaptureReport(path, ra.header.get("transport"), ra.header.get("started"))
+    groups = rep.groups
+    sev = rep.severities
+    methods: dict[int, str | None] = {}       # open request seq -> method (for response places)
+    for rec in ra:
+        rep.records += 1
+        typ = rec.get("type")
+        t = rec.get("t_us")
+        if isinstance(t, int) and t > rep.duration_us:
+            rep.duration_us = t
+        if typ == "message":
+            rep.messages += 1
+            kind = rec.get("kind")
+            if kind == "request":
+                methods[rec["seq"]] = rec.get("method")
+            elif "pair" in rec:
+                methods.pop(rec["pair"], None)
+        elif typ == "end":
+            rep.complete = not any(f["code"] == "capture.incomplete" for f in rec.get("capture", ()))
+            rep.truncated = any(f["code"] == "capture.truncated" for f in rec.get("capture", ()))
+        fs = all_findings(rec)
+        if not fs:
+            continue
+        for f in fs:
+            code = f.get("code", "?")
+            s = f.get("severity", "info")
+            if s not in sev:
+                s = "info"
+            sev[s] += 1
+            g = groups.get(code)
+            if g is None:
+                g = groups[code] = CodeGroup(code, s)
+            elif _RANK[s] > _RANK[g.severity]:
+                g.severity = s
+            g.count += 1
+            g.by_severity[s] = g.by_severity.get(s, 0) + 1
+            if len(g.places) < keep:
+                method = rec.get("method")
+                if method is None and "pair" in rec:
+                    method = methods.get(rec["pair"])
+                if typ == "end" and isinstance(f.get("data"), dict):
+                    method = f["data"].get("method", method)
+                g.places.append(Place(rec.get("seq"), t if isinstance(t, int) else None, ra.line, f.get("message", ""),
+                                      rec.get("dir"), method))
+    return rep
+
+
+def check_capture(path: str, keep: int = 3) -> CaptureReport:
+    """Re-annotate and group one capture file. Raises CaptureReadError."""
+    return check_stream(Reannotated.open(path), path, keep)
+
+
+def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3) -> CheckReport:
+    """Check every capture; an unreadable one is reported (``error``), the
+    others still checked. ``fail_on``: error | warn | info | never."""
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"fail_on must be one of {FAIL_ON}")
+    caps = []
+    for p in paths:
+        try:
+            caps.append(check_capture(p, keep))
+        except CaptureReadError as exc:
+            caps.append(CaptureReport(p, error=str(exc)))
+    return CheckReport(caps, fail_on)
+
+
+# -- text output ------------------------------------------------------------------------
+
+def _secs(t_us: int | None) -> str:
+    return "?" if t_us is None else f"{t_us / 1e6:.3f}s"
+
+
+def format_text(report: CheckReport, style: Callable[[str, str], str] | None = None) -> Iterator[str]:
+    """The human report, one line per string. ``style(text, role)`` colours
+    (roles: error, warn, info, ok, bold, dim); None for plain text."""
+    st = style or (lambda text, role: text)
+    for cap in report.captures:
+        if cap.error is not None:
+            yield st(f"{cap.path}: cannot check: {cap.error}", "error")
+            continue
+        state = "complete" if cap.complete else "INCOMPLETE"
+        if cap.truncated:
+            state += ", truncated"
+        counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
+        yield st(f"{cap.path}", "bold") + f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}"
+        for g in cap.sorted_groups():
+            where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
+            more = "" if g.count <= len(g.places) else ", …"
+            yield f"  {st(f'{g.severity:<5}', g.severity)} {g.code} ×{g.count}  first {where}{more}"
+            if g.places:
+                first = g.places[0]
+                what = f"{first.method}: " if first.method and first.method not in first.message else ""
+                yield st(f"        {what}{first.message}", "dim")
+        if not cap.groups:
+            yield "  " + st("no findings", "ok")
+    totals = report.totals()
+    status = report.status()
+    if status == 2:
+        verdict = st("ERROR", "error") + " (a capture could not be read)"
+    elif report.fail_on == "never":
+        verdict = st("PASS", "ok") + " (--fail-on never)"
+    elif status == 1:
+        n = sum(report.failing(c) for c in report.captures)
+        verdict = st("FAIL", "error") + f" ({n} finding(s) at or above {report.fail_on})"
+    else:
+        verdict = st("PASS", "ok") + f" (nothing at or above {report.fail_on})"
+    yield f"{len(report.captures)} capture(s): {totals['error']} error, {totals['warn']} warn, {totals['info']} info: {verdict}"
+

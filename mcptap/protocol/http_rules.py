@@ -1,0 +1,330 @@
+"""HTTP and SSE findings (``http.*``, ``sse.*``) from per-exchange facts (pure).
+
+Sources: spec basic/transports (2024-11-05 "HTTP with SSE"; 2025-03-26 …
+2025-11-25 "Streamable HTTP"; 2026-07-28 transports/streamable-http), WHATWG
+HTML §9.2 (server-sent events), RFC 9110/9112. Facts arrive as plain values
+(status, header lists, the JSON-RPC kinds a POST carried, the session's
+negotiated revision); the observer decides where the findings are stored.
+Stateless functions here; cross-exchange memory lives in ``HttpRules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from mcptap.model import Finding, Severity
+from mcptap.protocol import rules
+from mcptap.protocol.codes import finding
+from mcptap.protocol.sse import SSEEvent
+
+INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
+Headers = list[tuple[bytes, bytes]]
+
+#: Content codings the observer decodes for analysis (stdlib zlib).
+DECODABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+VERSION_HEADER_SINCE = "2025-06-18"
+
+
+def header(headers: Headers | None, name: str) -> str | None:
+    """First value of ``name`` (case-insensitive) as str, or None."""
+    if not headers:
+        return None
+    key = name.lower().encode("latin-1")
+    for n, v in headers:
+        if n.lower() == key:
+            return v.decode("latin-1")
+    return None
+
+
+def media_type(value: str | None) -> tuple[str, bool]:
+    """``(type/subtype lowercased, unusual)``; ``unusual`` is True when the
+    value has parameters other than ``charset=utf-8`` or is not lower case."""
+    if not value:
+        return "", False
+    base, _, params = value.partition(";")
+    t = base.strip()
+    extra = [p.strip() for p in params.split(";") if p.strip() and p.strip().lower().replace(" ", "") != "charset=utf-8"]
+    return t.lower(), bool(extra) or t != t.lower()
+
+
+def accepts(value: str | None, wanted: str) -> bool:
+    """Whether an Accept header names ``wanted`` (exactly, any case, any params)."""
+    if not value:
+        return False
+    return any(part.split(";")[0].strip().lower() == wanted for part in value.split(","))
+
+
+def _at_least(rev: str | None, floor: str) -> bool:
+    r = rules.normalize_revision(rev)
+    return r is not None and rules.REVISIONS.index(r) >= rules.REVISIONS.index(floor)
+
+
+@dataclass(slots=True)
+class Exchange:
+    """Facts of one HTTP exchange as far as known.
+
+    ``body_kinds``: JSON-RPC kinds carried by a POST body ("request",
+    "notification", "response", "error", "invalid", "non_json"); ``methods``:
+    request/notification methods in it; ``meta_version``: the 2026-07-28
+    ``_meta`` protocol version of its request; ``revision``: the session's
+    negotiated revision when the request was sent; ``legacy``: part of the
+    2024-11-05 HTTP+SSE transport (POST to an advertised endpoint).
+    """
+
+    method: str
+    target: str
+    req_headers: Headers
+    session: str | None = None
+    legacy: bool = False
+    body_kinds: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    meta_version: str | None = None
+    revision: str | None = None
+    status: int | None = None
+    resp_headers: Headers | None = None
+
+    @property
+    def has_request(self) -> bool:
+        return "request" in self.body_kinds
+
+    @property
+    def is_ack(self) -> bool:
+        """A Streamable HTTP POST of only notifications and/or responses."""
+        return (self.method == "POST" and not self.legacy and bool(self.body_kinds)
+                and all(k in ("notification", "response", "error") for k in self.body_kinds))
+
+    @property
+    def is_initialize(self) -> bool:
+        return "initialize" in self.methods
+
+
+# -- request head ---------------------------------------------------------------------
+
+def request_findings(ex: Exchange) -> list[Finding]:
+    """Findings on the request alone (Accept, media type, version header)."""
+    out: list[Finding] = []
+    h = ex.req_headers
+    accept = header(h, "accept")
+    if ex.method == "POST" and not ex.legacy and ex.body_kinds:
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            out.append(finding("http.post_accept_incomplete", f"POST Accept is {accept!r}: it MUST name application/json and text/event-stream"))
+    if ex.method == "GET" and not accepts(accept, "text/event-stream"):
+        out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {accept!r}: it MUST name text/event-stream"))
+    ctype = header(h, "content-type")
+    if ctype is not None and media_type(ctype)[1]:
+        out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
+    out.extend(version_header_findings(ex))
+    return out
+
+
+def version_header_findings(ex: Exchange) -> list[Finding]:
+    """MCP-Protocol-Version checks (2025-06-18+: every request after initialize;
+    2026-07-28: every POST, equal to the request's ``_meta`` version)."""
+    if ex.legacy or ex.is_initialize or ex.method not in ("POST", "GET", "DELETE"):
+        return []
+    got = header(ex.req_headers, "mcp-protocol-version")
+    if ex.meta_version is not None and rules.is_modern(ex.meta_version):
+        if got is None:
+            return [finding("http.protocol_version_header_missing", f"2026-07-28 POST without MCP-Protocol-Version (_meta says {ex.meta_version})")]
+        if got != ex.meta_version:
+            return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {ex.meta_version!r}")]
+        return []
+    rev = ex.revision
+    if rev is None or rules.is_modern(rev) or not _at_least(rev, VERSION_HEADER_SINCE):
+        return []
+    if got is None:
+        return [finding("http.protocol_version_header_missing", f"{ex.method} without MCP-Protocol-Version on a {rev} session (MUST after initialize)")]
+    if got != rev:
+        return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {got!r} but the session negotiated {rev}")]
+    return []
+
+
+# -- response head ----------------------------------------------------------------------
+
+def response_findings(ex: Exchange) -> list[Finding]:
+    """Findings on the response head (status, Content-Type, encodings)."""
+    out: list[Finding] = []
+    st = ex.status or 0
+    rh = ex.resp_headers or []
+    sid = ex.session
+    ctype = header(rh, "content-type")
+    mt, unusual = media_type(ctype)
+    if ex.is_ack and 200 <= st < 300 and st != 202:
+        out.append(finding("http.ack_status_not_202", f"{st} for a POST of {'/'.join(sorted(set(ex.body_kinds)))}s only: the server MUST answer 202 Accepted",
+                           severity=WARN))
+    if ex.method == "POST" and not ex.legacy and ex.has_request and 200 <= st < 300 and st != 202 \
+            and mt not in ("application/json", "text/event-stream"):
+        out.append(finding("http.unexpected_content_type", f"request answered {st} with Content-Type {ctype!r}: MUST be application/json or text/event-stream"))
+    if ctype is not None and unusual and mt in ("application/json", "text/event-stream"):
+        out.append(finding("http.content_type_params", f"response Content-Type {ctype!r} has parameters or unusual case"))
+    if st == 404 and sid is not None and not ex.legacy:
+        out.append(finding("lifecycle.session_terminated", f"404 for session {sid}: the server ended the session; the client MUST start over with initialize"))
+    elif sid is not None and st in (400, 410) and not ex.legacy and _mentions_session(ex):
+        out.append(finding("http.session_rejected_not_404", f"{st} for session {sid}: an ended session MUST be answered 404"))
+    if ex.legacy and ex.method == "POST" and st >= 400:
+        out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}", severity=WARN))
+    if st == 403 and header(ex.req_headers, "origin") is not None:
+        out.append(finding("http.origin_rejected", f"403 for Origin {header(ex.req_headers, 'origin')!r}"))
+    if st in (406, 415):
+        bad = [v for v in (header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")) if v and media_type(v.split(",")[0])[1]]
+        if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
+                   and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
+            out.append(finding("http.media_type_rejected", f"{st} although the request's media types are valid ({', '.join(repr(b) for b in bad) or 'Accept names both types'})"))
+    if ex.is_initialize and st == 400 and header(ex.req_headers, "mcp-protocol-version") is not None:
+        out.append(finding("http.protocol_version_rejected_at_initialize",
+                           f"initialize refused with 400 while it carried MCP-Protocol-Version {header(ex.req_headers, 'mcp-protocol-version')!r}"))
+    if ex.method == "GET" and accepts(header(ex.req_headers, "accept"), "text/event-stream") and st != 405 \
+            and (st in (406, 501) or (st == 404 and sid is None)):
+        out.append(finding("http.get_stream_refused_not_405", f"GET stream refused with {st}: a server without a GET stream answers 405"))
+    enc = (header(rh, "content-encoding") or "").strip().lower()
+    if enc and enc != "identity":
+        if mt == "text/event-stream":
+            out.append(finding("sse.compressed_stream", f"Content-Encoding {enc} on an event stream: intermediaries and clients may buffer or fail to decode"))
+        if enc in DECODABLE:
+            out.append(finding("http.content_encoding", f"{enc}-encoded body (decoded for analysis, forwarded as is)"))
+        else:
+            out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
+    return out
+
+
+def _mentions_session(ex: Exchange) -> bool:
+    return False  # without the body the reason of a 400 is unknown; kept narrow on purpose
+
+
+def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
+    """Findings on a finished notification/response acknowledgement."""
+    st = ex.status or 0
+    if not ex.is_ack or not (200 <= st < 300):
+        return []
+    ctype = header(ex.resp_headers, "content-type")
+    if body_len:
+        preview = body[:40].decode("utf-8", "replace")
+        return [finding("http.ack_body_not_empty", f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
+                        severity=WARN)]
+    if ctype is not None and st == 202:
+        return [finding("http.ack_content_type_unexpected", f"Content-Type {ctype!r} on a body-less 202", severity=INFO)]
+    return []
+
+
+# -- SSE events ---------------------------------------------------------------------------
+
+def sse_findings(ev: SSEEvent) -> list[Finding]:
+    """Per-event findings (framing facts; WHATWG rules are all valid SSE)."""
+    out: list[Finding] = []
+    if ev.priming:
+        out.append(finding("sse.priming_event", f"event id {ev.id!r} with empty data (priming): not a message, not an error"))
+    if ev.retry is not None:
+        out.append(finding("sse.retry", f"retry {ev.retry} ms", {"retry_ms": ev.retry}))
+    if ev.comments:
+        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({ev.comments[0][:30]!r}): keep-alive, ignored by clients"))
+    if ev.multiline:
+        out.append(finding("sse.multiline_data", f"{ev.data_lines} data lines joined with LF"))
+    if ev.cr:
+        out.append(finding("sse.crlf", "lines end in CR LF or CR (valid SSE; naive parsers split on LF only)", severity=INFO))
+    if ev.chunks > 1:
+        out.append(finding("sse.event_split_across_chunks", f"event spans {ev.chunks} network chunks"))
+    if not ev.terminated and not ev.blank:
+        out.append(finding("sse.unterminated_event_at_eof", "stream ended inside an event (no blank line): WHATWG clients discard it"
+                           + (" — its data would have been a message" if ev.data_lines else "")))
+    return out
+
+
+def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_origin: str, rewritten: str | None) -> tuple[list[Finding], str]:
+    """The legacy ``endpoint`` event: where a client will POST. ``stream_url``:
+    absolute URL of the GET as the client addressed the tap. Returns
+    (findings, resolved URL as the client will use it)."""
+    target = rewritten if rewritten is not None else data
+    resolved = urljoin(stream_url, target.strip())
+    out = [finding("sse.endpoint_event", f"legacy HTTP+SSE endpoint {data!r} resolves to {resolved}"
+                   + (f" (rewritten by the tap to {rewritten})" if rewritten is not None else ""),
+                   {"data": data, "resolved": resolved, **({"rewritten": rewritten} if rewritten is not None else {})})]
+    if rewritten is not None:
+        out.append(finding("sse.endpoint_rewritten", f"endpoint named the upstream origin {upstream_origin}: rewritten to the tap's origin so POSTs are recorded"))
+    stream_path = urlsplit(stream_url).path
+    prefix = stream_path.rsplit("/", 1)[0]
+    if target.startswith("/") and not target.startswith("//") and prefix and not target.startswith(prefix + "/"):
+        out.append(finding("sse.endpoint_prefix_ambiguous", f"root-relative endpoint {target!r} while the stream URL has the path prefix {prefix!r}: "
+                           "the POSTs leave the prefix (some clients keep it)", severity=INFO))
+    r = urlsplit(resolved)
+    origin = f"{r.scheme}://{r.netloc}".lower()
+    if origin != tap_origin.lower():
+        where = "the upstream's own origin" if origin == upstream_origin.lower() else f"origin {origin}"
+        out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages",
+                           severity=WARN))
+    return out, resolved
+
+
+# -- cross-exchange memory -------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _SessionMemory:
+    refused_get: set[str] = field(default_factory=set)    # paths answered 405 to a GET
+    retried_flagged: bool = False
+    broken: dict[int, dict[str, Any]] = field(default_factory=dict)   # exchange -> stream facts
+    initialized_open: set[int] = field(default_factory=set)           # exchanges carrying notifications/initialized
+
+
+class HttpRules:
+    """Findings that need more than one exchange (retries, resumption, the
+    initialized-ack race). Keyed by session (Mcp-Session-Id, or None)."""
+
+    def __init__(self) -> None:
+        self._s: dict[Any, _SessionMemory] = {}
+
+    def _m(self, session: Any) -> _SessionMemory:
+        m = self._s.get(session)
+        if m is None:
+            m = self._s[session] = _SessionMemory()
+        return m
+
+    def on_request(self, exchange: int, ex: Exchange) -> list[Finding]:
+        m = self._m(ex.session)
+        out: list[Finding] = []
+        path = ex.target.split("?", 1)[0]
+        if ex.method == "GET":
+            if path in m.refused_get and not m.retried_flagged:
+                m.retried_flagged = True
+                out.append(finding("http.get_retried_after_405", f"GET {path} again after the server answered 405 (no GET stream is offered)"))
+            last = header(ex.req_headers, "last-event-id")
+            if last is not None:
+                src = next((e for e, b in m.broken.items() if last in b["ids"]), None)
+                out.append(finding("http.stream_resumed", f"GET with Last-Event-ID {last!r}"
+                                   + (f" continues exchange {src}'s stream" if src is not None else ""),
+                                   {"last_event_id": last, **({"resumes_exchange": src} if src is not None else {})}))
+                if src is not None:
+                    m.broken.pop(src, None)
+            elif m.broken:
+                src, b = next(iter(m.broken.items()))
+                pend = b.get("pending") or []
+                out.append(finding("http.resume_without_last_event_id",
+                                   f"reconnect after exchange {src}'s stream broke, without Last-Event-ID"
+                                   + (f": request(s) {', '.join(repr(p) for p in pend)} cannot be redelivered" if pend else ""),
+                                   {"broken_exchange": src}))
+                m.broken.clear()
+        if ex.method == "POST" and "notifications/initialized" in ex.methods:
+            m.initialized_open.add(exchange)
+        elif ex.method == "POST" and ex.has_request and m.initialized_open:
+            out.append(finding("lifecycle.request_before_initialized_ack",
+                               f"request sent before the acknowledgement of notifications/initialized (exchange {min(m.initialized_open)}): "
+                               "allowed, but the server may see it first"))
+        return out
+
+    def on_response(self, exchange: int, ex: Exchange) -> None:
+        m = self._m(ex.session)
+        m.initialized_open.discard(exchange)
+        if ex.method == "GET" and ex.status == 405:
+            m.refused_get.add(ex.target.split("?", 1)[0])
+
+    def on_end(self, exchange: int, ex: Exchange) -> None:
+        self._m(ex.session).initialized_open.discard(exchange)
+
+    def stream_broken(self, exchange: int, session: Any, ids: list[str], pending: list[Any]) -> None:
+        """An SSE stream lost its connection before it ended (resumable if it had ids)."""
+        if ids:
+            self._m(session).broken[exchange] = {"ids": set(ids), "pending": pending}
+
+    def session_renamed(self, old: Any, new: Any) -> None:
+        if old in self._s and new not in self._s:
+            self._s[new] = self._s.pop(old)
