@@ -89,6 +89,8 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
         rec["eol"] = eol.decode("ascii")
     if msg.findings:
         rec["findings"] = [f.to_json() for f in msg.findings]
+    if msg.link is not None:
+        rec["link"] = msg.link
     if msg.members is not None:
         rec["members"] = [_member_json(m) for m in msg.members]
     if msg.transport:
@@ -130,7 +132,7 @@ def message_from_record(rec: dict[str, Any]) -> Message:
             method=rec.get("method"), pair=rec.get("pair"), latency_us=rec.get("latency_us"),
             phase=Phase(rec["phase"]) if rec.get("phase") else None, revision=rec.get("rev"),
             findings=[Finding.from_json(f) for f in rec.get("findings", ())], members=members,
-            offset=rec.get("offset", 0), transport=rec.get("transport"),
+            offset=rec.get("offset", 0), transport=rec.get("transport"), link=rec.get("link"),
         )
     except (KeyError, ValueError) as exc:
         raise CaptureReadError(f"message record seq {rec.get('seq')} is malformed: {exc}") from None

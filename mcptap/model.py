@@ -150,7 +150,8 @@ class Message:
     capture start (monotonic, int); ``pair``: for a response, the seq of its
     request; ``latency_us``: response time minus request time (µs).
     ``value`` is the parsed JSON (UNPARSED for non-JSON); ``has_id`` tells an
-    absent id from ``"id": null``.
+    absent id from ``"id": null``. ``link``: for notifications/cancelled and
+    notifications/progress, the seq of the request they refer to.
     """
 
     seq: int
@@ -169,6 +170,7 @@ class Message:
     revision: str | None = None
     findings: list[Finding] = field(default_factory=list)
     members: list[Member] | None = None
+    link: int | None = None
     offset: int = 0
     terminated: bool = True
     transport: dict[str, Any] | None = None

@@ -337,12 +337,16 @@ class Annotator:
             return
         if method == "notifications/cancelled":
             if "requestId" in params:
-                _, fs = self.pairing.cancel(msg.session, sender, params["requestId"])
+                p, fs = self.pairing.cancel(msg.session, sender, params["requestId"])
                 msg.findings.extend(fs)
+                if p is not None:
+                    msg.link = p.seq
         elif method == "notifications/progress":
             if "progressToken" in params:
-                _, fs = self.pairing.progress(msg.session, sender, params["progressToken"], params.get("progress"))
+                p, fs = self.pairing.progress(msg.session, sender, params["progressToken"], params.get("progress"))
                 msg.findings.extend(fs)
+                if p is not None:
+                    msg.link = p.seq
 
     def _initialize_response(self, msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
         if kind is Kind.ERROR:

@@ -149,7 +149,7 @@ def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
     Raises OSError from exec (ENOENT, EACCES, ENOEXEC, ...). Runs in the main
     thread on purpose: PDEATHSIG fires when the *thread* that forked exits.
     """
-    pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]
+    pipes = [os.pipe() for _ in range(3)]          # non-inheritable (PEP 446)
     (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
     try:
         popen = subprocess.Popen(
@@ -360,6 +360,7 @@ class StdioTap:
                 # the server closed its stdin: stop reading, so the host gets
                 # EPIPE on its next write, as it would talking to the server directly
                 self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data))
+                self._rec("stdio_eof", Direction.C2S)
                 await _quiet_close(host_in)
                 _detach_fd(0)
                 return

@@ -100,6 +100,8 @@ async def test_handshake_era_session_through_the_tap(tmp_path: Path) -> None:
     assert {r["phase"] for r in later} == {"operating"}
     progress = [r for r in msgs if r.get("method") == "notifications/progress"]
     assert len(progress) == 3 and all(not r.get("findings") for r in progress)
+    slow_call = next(r for r in msgs if r.get("method") == "tools/call" and r["json"]["params"]["name"] == "slow")
+    assert {r["link"] for r in progress} == {slow_call["seq"]}
     boom = next(r for r in msgs if r["dir"] == "s2c" and r.get("json", {}).get("result", {}).get("isError"))
     assert boom["kind"] == "response"
 

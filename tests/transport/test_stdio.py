@@ -292,3 +292,33 @@ def test_host_not_draining_stderr_never_blocks_the_server(tmp_path: Path) -> Non
     assert "process.stderr_backpressure" in codes(records(tmp_path, "process"))
     (exit_rec,) = records(tmp_path, "process", "exit")
     assert exit_rec["stderr_dropped"] > 0
+
+
+# -- terminals -------------------------------------------------------------------
+
+def test_terminal_stdio_never_made_nonblocking(tmp_path: Path) -> None:
+    # On a tty, fds 0/1 share one open file description with the shell: the tap
+    # must not set O_NONBLOCK on it (it would break the shell and other jobs).
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        body = "import os, sys; os.write(1, b'ready\\n'); data = sys.stdin.buffer.read(); os.write(1, b'got %d\\n' % len(data))"
+        env = dict(os.environ, MCPTAP_DIR=str(tmp_path / "caps"))
+        p = subprocess.Popen([*MCPTAP, "-q", "-o", str(tmp_path / "cap.jsonl"), "--", PY, "-c", body],
+                             stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+        seen = b""
+        deadline = time.monotonic() + HANG
+        while b"ready" not in seen and time.monotonic() < deadline:
+            seen += os.read(master, 1024)
+        assert b"ready" in seen
+        assert os.get_blocking(slave), "the tap set O_NONBLOCK on the terminal"
+        os.write(master, b"abc\n\x04")          # a line, then Ctrl-D: EOF on the tap's stdin
+        assert p.wait(timeout=HANG) == 0
+        while b"got" not in seen and time.monotonic() < deadline:
+            seen += os.read(master, 1024)
+        assert b"got 4" in seen
+        assert os.get_blocking(slave)
+    finally:
+        os.close(master)
+        os.close(slave)

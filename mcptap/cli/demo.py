@@ -1,0 +1,106 @@
+"""``mcptap demo [-o FILE]``: record a real MCP session through the tap and show it.
+
+Runs the built-in demo client (:mod:`mcptap.demo.client`) against the built-in
+demo server (:mod:`mcptap.demo.server`) with the real tap in between:
+
+    demo client ──stdin──► mcptap record -o FILE -- python -m mcptap.demo.server
+                ◄─stdout──
+
+then prints the capture's timeline and where the capture is. Needs nothing but
+mcptap itself. Exit status: 0 the session went as the spec says and the capture
+has no error or warn finding; 1 otherwise; 2 the capture could not be read.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcptap.capture import Capture, read_capture
+from mcptap.demo.client import main as run_client
+from mcptap.errors import CaptureReadError
+from mcptap.paths import default_capture_path
+
+SERVER = [sys.executable, "-m", "mcptap.demo.server"]
+
+
+def _capture_path(output: str | None) -> str:
+    if output:
+        return output
+    try:
+        return str(default_capture_path(SERVER))
+    except OSError:
+        # No writable data directory (read-only home, sandbox): the demo still runs.
+        return str(Path(tempfile.mkdtemp(prefix="mcptap-demo-")) / "demo.jsonl")
+
+
+def _findings(cap: Capture) -> dict[str, int]:
+    counts = {"error": 0, "warn": 0, "info": 0}
+    for rec in cap.records:
+        for key in ("findings", "unanswered"):
+            fs = rec.get(key)
+            if isinstance(fs, list):
+                for f in fs:
+                    sev = f.get("severity") if isinstance(f, dict) else None
+                    if sev in counts:
+                        counts[sev] += 1
+    return counts
+
+
+def _listing(cap: Capture) -> str:
+    """One line a message: seq, time, direction, kind, method or id, pairing, findings."""
+    lines = []
+    for rec in cap.records:
+        if rec.get("type") != "message":
+            continue
+        arrow = "client → server" if rec.get("dir") == "c2s" else "server → client"
+        what = rec.get("method") or ""
+        if "id" in rec:
+            what = f"{what} id={rec['id']!r}".strip()
+        pair = f"  (answers #{rec['pair']}, {rec['latency_us'] / 1000:.1f} ms)" if rec.get("pair") is not None else ""
+        fs = "".join(f"  [{f['severity']} {f['code']}]" for f in rec.get("findings", ()) if isinstance(f, dict))
+        lines.append(f"#{rec['seq']:<3} {rec['t_us'] / 1000:8.1f} ms  {arrow}  {rec.get('kind', '?'):<12} {what}{pair}{fs}")
+    return "\n".join(lines)
+
+
+def _render(cap: Capture) -> str:
+    """The ``mcptap show`` timeline when the renderer is available, else a plain listing."""
+    try:
+        from mcptap import render
+    except ImportError:
+        return _listing(cap)
+    timeline: Any = getattr(render, "render_timeline", None) or getattr(render, "timeline", None)
+    if timeline is None:
+        return _listing(cap)
+    return str(timeline(cap))
+
+
+@click.command("demo", short_help="Record a real session between built-in demo peers and show it.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Capture file (default: a new file in the capture directory, see MCPTAP_DIR).")
+@click.pass_context
+def command(ctx: click.Context, output: str | None) -> None:
+    """Run the built-in demo client against the built-in demo server through
+    `mcptap record`, then show the capture. Needs nothing but mcptap."""
+    path = _capture_path(output)
+    tap = [sys.executable, "-m", "mcptap.cli.main", "record", "--quiet", "-o", path, "--", *SERVER]
+    click.echo(f"mcptap demo: demo client → mcptap record → demo server; capture: {path}", err=True)
+    status = run_client(["--", *tap])
+    sys.stderr.flush()
+    try:
+        cap = read_capture(path)
+    except CaptureReadError as exc:
+        click.echo(f"mcptap: demo: {exc}", err=True)
+        ctx.exit(2)
+    click.echo(_render(cap))
+    counts = _findings(cap)
+    click.echo(f"\ncapture: {path}")
+    click.echo(f"findings: {counts['error']} error, {counts['warn']} warn, {counts['info']} info")
+    click.echo(f"next: mcptap show {path}   |   mcptap check {path}")
+    if status != 0 or cap.end is None or counts["error"] or counts["warn"]:
+        click.echo("mcptap: demo: the session did not go cleanly (see above)", err=True)
+        ctx.exit(1)
