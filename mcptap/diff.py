@@ -372,9 +372,6 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
-    a_keys = [a.labels[x] for x in range(len(a.labels))]
-    b_keys = [b.labels[x] for x in range(len(b.labels))]
-    a_label_of = {}
     for i, j in align(a.key, b.key):
         if i is None:
             counts[NEW] += 1
@@ -390,14 +387,13 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         if len(detail) < DETAIL_LIMIT:
             detail.append((i, j))
     report.counts = counts
-    del a_label_of
     if not detail:
         return
     want_a = {s for i, _ in detail if i is not None for s in (a.req_seq[i], a.resp_seq[i]) if s >= 0}
     want_b = {s for _, j in detail if j is not None for s in (b.req_seq[j], b.resp_seq[j]) if s >= 0}
     ma, mb = _fetch(a.path, want_a), _fetch(b.path, want_b)
     for i, j in detail:
-        lab = a_keys[a.label[i]] if i is not None else b_keys[b.label[j]]  # type: ignore[index]
+        lab = a.labels[a.label[i]] if i is not None else b.labels[b.label[j]]  # type: ignore[index]
         method = lab.split(" ")[1] if lab.startswith("s2c ") else lab.split(" ")[0]
         ra = _request_and_response(a, i, ma) if i is not None else (None, None)
         rb = _request_and_response(b, j, mb) if j is not None else (None, None)
@@ -420,8 +416,6 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         else:
             text = f"{lab}: " + ", ".join(p.path for p in v.paths[:6]) + (" …" if len(v.paths) > 6 else "")
         report.items.append(Item("exchanges", "changed", lab, text, False, {**where, **v.to_json()}))
-    for name, n in ((MISSING, counts[MISSING]), (NEW, counts[NEW]), (CHANGED, counts[CHANGED] + counts[ERROR_CHANGED])):
-        pass
     shown = len(detail)
     total = counts[CHANGED] + counts[ERROR_CHANGED] + counts[MISSING] + counts[NEW]
     if total > shown:
@@ -464,17 +458,63 @@ def _notifications(a: Side, b: Side, report: DiffReport) -> None:
 
 
 def _latency(a: Side, b: Side, threshold: float, report: DiffReport) -> None:
+    """One item per method whose p50/p90/p99 moved by more than ``threshold``
+    percent (and 1 ms); p90/p99 only with at least 10 samples on both sides."""
     for lab, lid in a.label_ids.items():
         la = a.latency.get(lid)
         lb_id = b.label_ids.get(lab)
         lb = b.latency.get(lb_id) if lb_id is not None else None
         if not la or not lb:
             continue
-        for p in (50, 90, 99):
+        shifts = []
+        for p in (50, 90, 99) if min(len(la), len(lb)) >= 10 else (50,):
             va, vb = _pct(la, p), _pct(lb, p)
             if abs(vb - va) < MIN_LATENCY_SHIFT_US or va <= 0:
                 continue
             pct = (vb - va) * 100.0 / va
             if abs(pct) > threshold:
-                report.items.append(Item("latency", "shift", lab, f"{lab} p{p}: {va / 1000:.1f} ms -> {vb / 1000:.1f} ms ({pct:+.0f}%)",
-                                         False, {"percentile": p, "a_us": va, "b_us": vb, "percent": round(pct, 1)}))
+                shifts.append({"percentile": p, "a_us": va, "b_us": vb, "percent": round(pct, 1)})
+        if shifts:
+            text = ", ".join(f"p{s['percentile']} {s['a_us'] / 1000:.1f} -> {s['b_us'] / 1000:.1f} ms ({s['percent']:+.0f}%)" for s in shifts)
+            report.items.append(Item("latency", "shift", lab, f"{lab} latency: {text}", False,
+                                     {"shifts": shifts, "samples": [len(la), len(lb)]}))
+
+
+# -- text rendering -----------------------------------------------------------------------
+
+_SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
+             "exchanges", "findings", "notifications", "latency")
+_MARK = {"added": "+", "new": "+", "removed": "-", "resolved": "-", "changed": "~", "shift": "~"}
+_COLOUR = {"+": "32", "-": "31", "~": "33", "!": "1;31"}
+
+
+def render_text(report: DiffReport, color: bool = False) -> str:
+    """The report as text lines (ANSI colours when ``color``); ends with a
+    one-line summary. Breaking changes are marked ``!``."""
+    def paint(code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    lines = [f"A: {report.a}", f"B: {report.b}"]
+    by: dict[str, list[Item]] = {}
+    for it in report.items:
+        by.setdefault(it.section, []).append(it)
+    for section in _SECTIONS + tuple(s for s in by if s not in _SECTIONS):
+        items = by.get(section)
+        if not items:
+            continue
+        lines.append(paint("1", section))
+        for it in items:
+            mark = _MARK.get(it.kind, "~")
+            text = f"  {mark} {it.detail}"
+            if it.breaking:
+                text = f"  ! {it.detail}  [breaking]"
+            lines.append(paint(_COLOUR["!" if it.breaking else mark], text))
+    c = report.counts
+    summary = (f"{c.get(MATCH, 0)} exchanges match, {c.get(CHANGED, 0)} changed, {c.get(ERROR_CHANGED, 0)} error-changed, "
+               f"{c.get(MISSING, 0)} only in A, {c.get(NEW, 0)} only in B")
+    if report.different:
+        summary += f"; {len(report.items)} difference(s), {report.breaking} breaking"
+    else:
+        summary += "; no differences"
+    lines.append(summary)
+    return "\n".join(lines) + "\n"

@@ -307,12 +307,14 @@ class Recorder:
         return end
 
 
-def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True) -> Iterator[dict[str, Any]]:
     """Re-annotate a capture's records (after its header) with the current
     rules, streaming: yields each re-annotated record, then a fresh ``end``
-    record (the original end's exit code and extra fields are kept)."""
+    record (the original end's exit code and extra fields are kept).
+    ``shapes``: include schema shape checks (protocol/shapes.py)."""
     state = {"t": 0}
-    rec = Recorder(None, header.get("transport", "stdio"), clock=lambda: state["t"])
+    transport = header.get("transport", "stdio")
+    rec = Recorder(None, transport, clock=lambda: state["t"], annotator=Annotator(transport, shapes=shapes))
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):

@@ -57,82 +57,40 @@ def _idtext(v: Any) -> str:
 
 # -- request context -----------------------------------------------------------------
 
-def id_key(v: Any) -> tuple[str, Any]:
-    # same JSON-type-aware key as the pairing table: "1" and 1 are different ids
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, float)):
-        return ("n", v)
-    if isinstance(v, str):
-        return ("s", v)
-    return ("o", repr(v))
-
-
 class Tracker:
     """Links records to the request they belong to, for display and filters.
 
     ``feed(record) -> request info or None``: for a response its request
-    (via ``pair``), for ``notifications/progress`` the request that issued the
-    token, for ``notifications/cancelled`` the cancelled request. Request info
-    is a dict ``{"seq", "method", "tool", "id", "dir"}``. Only open requests are
-    held (answered ones are dropped), so memory follows concurrency.
+    (via ``pair``); for ``notifications/progress`` and
+    ``notifications/cancelled`` the request named by their ``link``. Request
+    info is a dict ``{"seq", "method", "tool", "id"}``. Only open requests are
+    held (answered ones are dropped), so memory follows concurrency, not length.
     """
 
-    __slots__ = ("_open", "_by_id", "_tokens")
+    __slots__ = ("_open",)
 
     def __init__(self) -> None:
         self._open: dict[int, dict[str, Any]] = {}
-        self._by_id: dict[tuple[Any, str, Any], int] = {}
-        self._tokens: dict[tuple[Any, str, Any], int] = {}
 
     def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         if rec.get("type") != "message":
             return None
         kind = rec.get("kind")
         if kind == "request":
-            return self._request(rec)
+            info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id")}
+            self._open[rec["seq"]] = info
+            return info
         if kind in ("response", "error"):
             pair = rec.get("pair")
-            if pair is None:
-                return None
-            info = self._open.pop(pair, None)
-            if info is not None:
-                self._by_id.pop((info["session"], info["dir"], id_key(info["id"])), None)
-                if info.get("token") is not None:
-                    self._tokens.pop((info["session"], info["dir"], id_key(info["token"])), None)
-            return info
-        if kind == "notification":
-            method = rec.get("method")
-            if method == "notifications/progress" or method == "notifications/cancelled":
-                v = message_json(rec)
-                params = v.get("params") if isinstance(v, dict) else None
-                if not isinstance(params, dict):
-                    return None
-                s = rec.get("session")
-                if method == "notifications/progress":
-                    requester = "s2c" if rec.get("dir") == "c2s" else "c2s"
-                    seq = self._tokens.get((s, requester, id_key(params.get("progressToken"))))
-                else:
-                    seq = self._by_id.get((s, rec.get("dir"), id_key(params.get("requestId"))))
-                return self._open.get(seq) if seq is not None else None
+            return None if pair is None else self._open.pop(pair, None) or {"seq": pair, "method": None, "tool": None}
+        link = rec.get("link")
+        if link is not None:
+            return self._open.get(link) or {"seq": link, "method": None, "tool": None}
         if kind == "batch":
             for m in rec.get("members", ()):
                 if m.get("pair") is not None:
                     self._open.pop(m["pair"], None)
         return None
-
-    def _request(self, rec: dict[str, Any]) -> dict[str, Any]:
-        v = message_json(rec)
-        params = v.get("params") if isinstance(v, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id"),
-                "dir": rec.get("dir"), "session": rec.get("session"), "token": token}
-        self._open[rec["seq"]] = info
-        self._by_id[(info["session"], info["dir"], id_key(info["id"]))] = rec["seq"]
-        if token is not None:
-            self._tokens[(info["session"], info["dir"], id_key(token))] = rec["seq"]
-        return info
 
 
 # -- latency histogram -----------------------------------------------------------------
@@ -319,3 +277,206 @@ def _is_tool_error(rec: dict[str, Any], is_tool: bool) -> bool:
     v = message_json(rec)
     res = v.get("result") if isinstance(v, dict) else None
     return isinstance(res, dict) and res.get("isError") is True
+
+
+# -- timeline ------------------------------------------------------------------------------
+
+def _what(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
+    kind = rec.get("kind")
+    method = rec.get("method")
+    if kind == "request":
+        tool = tool_of(rec)
+        return f"{method}{' ' + tool if tool else ''} id={_idtext(rec.get('id'))}"
+    if kind == "notification":
+        v = message_json(rec)
+        params = v.get("params") if isinstance(v, dict) else None
+        params = params if isinstance(params, dict) else {}
+        extra = ""
+        if method == "notifications/progress":
+            total = params.get("total")
+            extra = f" {params.get('progress')}{'/' + str(total) if total is not None else ''}"
+        elif method == "notifications/cancelled":
+            reason = params.get("reason")
+            extra = f" id={_idtext(params.get('requestId'))}" + (f" ({reason})" if isinstance(reason, str) else "")
+        elif method == "notifications/message":
+            extra = f" {params.get('level', '')} {_short(str(params.get('data', '')), 40)}"
+        if req is not None:
+            extra += f" → #{req['seq']}"
+        return f"{method}{extra}"
+    if kind in ("response", "error"):
+        head = ""
+        if req is not None and req.get("method"):
+            head = f"{req.get('method')}{' ' + req['tool'] if req.get('tool') else ''} "
+        text = f"{head}id={_idtext(rec.get('id'))}" if "id" in rec else head + "(no id)"
+        if kind == "error":
+            v = message_json(rec)
+            err = v.get("error") if isinstance(v, dict) else None
+            if isinstance(err, dict):
+                text += f" error {err.get('code')} {_short(str(err.get('message', '')), 40)}"
+        elif req is not None and req.get("tool") and _is_tool_error(rec, True):
+            text += " isError"
+        return text
+    if kind == "batch":
+        members = rec.get("members") or []
+        return f"batch of {len(members)}: " + ", ".join(m.get("method") or m.get("kind", "?") for m in members[:4]) + (" …" if len(members) > 4 else "")
+    return repr(_short(message_text(rec).rstrip("\r\n"), 60))
+
+
+def _other(rec: dict[str, Any]) -> str:
+    typ = rec.get("type")
+    if typ == "stderr":
+        text = message_text(rec)
+        return f"stderr   {_short(text.rstrip(chr(10)), 70)!r} ({len(text.encode('utf-8', 'replace'))} B)"
+    if typ == "eof":
+        return "eof      " + ("client closed the server's stdin" if rec.get("dir") == "c2s" else "server closed its stdout") if rec.get("dir") in ("c2s", "s2c") else f"eof {rec.get('dir')}"
+    if typ == "process":
+        ev = rec.get("event", "?")
+        bits = [f"{k}={rec[k]}" for k in ("code", "signal", "pid") if rec.get(k) is not None]
+        return f"process  {ev} {' '.join(bits)}".rstrip()
+    if typ == "context":
+        state = rec.get("state") or {}
+        return "context  assumed " + " ".join(f"{k}={v}" for k, v in state.items() if not isinstance(v, dict))
+    if typ == "gap":
+        return f"gap      {rec.get('reason', '')}"
+    skip = {"type", "seq", "t_us", "findings"}
+    bits = [f"{k}={v}" for k, v in rec.items() if k not in skip and isinstance(v, (str, int, float))][:6]
+    return f"{typ:<8} {' '.join(bits)}"
+
+
+def _findings_lines(fs: list[dict[str, Any]], st: Style) -> Iterator[str]:
+    for f in fs:
+        s = f.get("severity", "info")
+        yield st(f"{'':>17}{_SEV_MARK.get(s, '?')} {s:<5} {f.get('code')}: {f.get('message', '')}", s if s != "info" else "dim")
+
+
+def _codes(fs: list[dict[str, Any]], st: Style) -> str:
+    return " ".join(st(f"{_SEV_MARK.get(f.get('severity'), '?')} {f.get('code')}", f.get("severity", "info")) for f in fs)
+
+
+COLUMNS = f"{'seq':>6} {'time':>9}  {'dir':<5}  {'kind':<5}  {'what':<44} {'pair':<15} {'phase':<12} findings"
+
+
+def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style = _plain) -> str:
+    """One timeline line for one record (no findings detail)."""
+    st = style
+    t = rec.get("t_us")
+    head = f"{rec.get('seq', ''):>6} {(t or 0) / 1e6:>8.3f}s"
+    fs = record_findings(rec)
+    if rec.get("type") != "message":
+        return f"{head}  {st(_other(rec), 'dim')}" + (f"  {_codes(fs, st)}" if fs else "")
+    d = rec.get("dir", "")
+    pair = f"↩ #{rec['pair']} {fmt_us(rec.get('latency_us'))}" if rec.get("pair") is not None else ""
+    what = _short(_what(rec, req), 44)
+    kind = _KIND.get(rec.get("kind", ""), rec.get("kind", ""))
+    line = f"{head}  {st(_ARROW.get(d, d), d)}  {kind:<5}  {what:<44} {pair:<15} {rec.get('phase') or '':<12}"
+    return (line + " " + _codes(fs, st)) if fs else line.rstrip()
+
+
+def _header_lines(header: dict[str, Any], path: str | None, st: Style) -> Iterator[str]:
+    target = header.get("target") or {}
+    where = " ".join(target["argv"]) if isinstance(target.get("argv"), list) else target.get("url", "")
+    yield st(f"{path or 'capture'}", "bold") + f"  {header.get('transport', '?')}  started {header.get('started', '?')}  {where}".rstrip()
+
+
+def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None, style: Style | None = None,
+             details: bool = True, summary: bool = True, path: str | None = None) -> Iterator[str]:
+    """The text timeline: a header line, one line per record that passes
+    ``flt`` (with an indented line per finding when ``details``), then the
+    summary of the shown records (bytes and pending requests from the end
+    record). Yields lines without newline."""
+    st = style or _plain
+    tracker = Tracker()
+    summ = Summary()
+    yield from _header_lines(header, path, st)
+    yield st(COLUMNS, "dim")
+    for rec in records:
+        req = tracker.feed(rec)
+        if rec.get("type") == "end":
+            summ.feed(rec, req)
+            for f in rec.get("capture") or ():
+                yield st(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}", f.get("severity", "info"))
+            if details:
+                yield from _findings_lines(rec.get("unanswered") or [], st)
+            continue
+        if flt is not None and not flt(rec, req):
+            continue
+        summ.feed(rec, req)
+        yield timeline_line(rec, req, st)
+        if details:
+            fs = record_findings(rec)
+            if fs:
+                yield from _findings_lines(fs, st)
+    if summary:
+        yield ""
+        yield from summ.lines(st)
+
+
+# -- JSON lines -----------------------------------------------------------------------
+
+def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None) -> Iterator[str]:
+    """JSON Lines: the header, every re-annotated record that passes ``flt``
+    (responses, progress and cancellations gain ``request``: ``{seq, method,
+    tool}`` of the request they belong to), the end record, then a
+    ``{"type": "summary", …}`` object. One JSON object per string."""
+    dumps = orjson.dumps
+    tracker = Tracker()
+    summ = Summary()
+    yield dumps(header).decode()
+    for rec in records:
+        req = tracker.feed(rec)
+        if rec.get("type") != "end" and flt is not None and not flt(rec, req):
+            continue
+        summ.feed(rec, req)
+        if req is not None and rec.get("kind") != "request":
+            rec = dict(rec, request={"seq": req["seq"], "method": req.get("method"), "tool": req.get("tool")})
+        yield dumps(rec).decode()
+    yield dumps(summ.to_json()).decode()
+
+
+# -- Mermaid --------------------------------------------------------------------------------
+
+def _mm(text: str) -> str:
+    # Mermaid entity codes: '#' starts one, ';' ends a statement, '<' '>' read as HTML
+    return (text.replace("#", "#35;").replace(";", "#59;").replace("<", "#60;").replace(">", "#62;")
+            .replace("\r", " ").replace("\n", " "))
+
+
+def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None,
+            notes: str = "warn") -> Iterator[str]:
+    """A Mermaid ``sequenceDiagram``: one arrow per message (``->>`` request,
+    ``-)`` notification, ``-->>`` result, ``--x`` error, ``--)`` non-JSON
+    output), notes for findings at or above ``notes`` (error|warn|info|never),
+    eof and process exit."""
+    rank = _RANK.get(notes, 99)
+    tracker = Tracker()
+    yield "sequenceDiagram"
+    yield "    participant C as Client"
+    yield "    participant S as Server"
+    for rec in records:
+        req = tracker.feed(rec)
+        typ = rec.get("type")
+        if typ == "end":
+            fs = (rec.get("unanswered") or []) + (rec.get("capture") or [])
+        elif flt is not None and not flt(rec, req):
+            continue
+        else:
+            fs = record_findings(rec)
+        seq = rec.get("seq")
+        if typ == "message":
+            d = rec.get("dir")
+            a, b = ("C", "S") if d == "c2s" else ("S", "C")
+            kind = rec.get("kind")
+            arrow = {"request": "->>", "notification": "-)", "response": "-->>", "error": "--x", "batch": "->>"}.get(kind, "--)")
+            label = _what(rec, req)
+            if kind in ("response", "error") and rec.get("latency_us") is not None:
+                label += f" ({fmt_us(rec['latency_us'])})"
+            yield f"    {a}{arrow}{b}: {_mm(f'{seq} {label}')}"
+        elif typ == "eof":
+            who = "C" if rec.get("dir") == "c2s" else "S"
+            yield f"    Note over {who}: {_mm(f'{seq} eof')}"
+        elif typ == "process" and rec.get("event") == "exit":
+            how = f"signal {rec['signal']}" if rec.get("signal") is not None else f"status {rec.get('code')}"
+            yield f"    Note over S: {_mm(f'{seq} exit {how}')}"
+        for f in fs:
+            if _RANK.get(f.get("severity"), 0) >= rank:
+                yield f"    Note over C,S: {_mm(_SEV_MARK.get(f.get('severity'), '?') + ' ' + str(f.get('code')))}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -24,8 +23,16 @@ from mcptap.capture import Capture, read_capture
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
 from mcptap.paths import default_capture_path
+from mcptap.render import timeline
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
+_COLOURS = {"error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "blue"},
+            "c2s": {"fg": "cyan"}, "s2c": {"fg": "magenta"}, "dim": {"dim": True}, "bold": {"bold": True},
+            "ok": {"fg": "green"}}
+
+
+def _style(text: str, role: str) -> str:
+    return click.style(text, **_COLOURS.get(role, {}))
 
 
 def _capture_path(output: str | None) -> str:
@@ -51,34 +58,6 @@ def _findings(cap: Capture) -> dict[str, int]:
     return counts
 
 
-def _listing(cap: Capture) -> str:
-    """One line a message: seq, time, direction, kind, method or id, pairing, findings."""
-    lines = []
-    for rec in cap.records:
-        if rec.get("type") != "message":
-            continue
-        arrow = "client → server" if rec.get("dir") == "c2s" else "server → client"
-        what = rec.get("method") or ""
-        if "id" in rec:
-            what = f"{what} id={rec['id']!r}".strip()
-        pair = f"  (answers #{rec['pair']}, {rec['latency_us'] / 1000:.1f} ms)" if rec.get("pair") is not None else ""
-        fs = "".join(f"  [{f['severity']} {f['code']}]" for f in rec.get("findings", ()) if isinstance(f, dict))
-        lines.append(f"#{rec['seq']:<3} {rec['t_us'] / 1000:8.1f} ms  {arrow}  {rec.get('kind', '?'):<12} {what}{pair}{fs}")
-    return "\n".join(lines)
-
-
-def _render(cap: Capture) -> str:
-    """The ``mcptap show`` timeline when the renderer is available, else a plain listing."""
-    try:
-        from mcptap import render
-    except ImportError:
-        return _listing(cap)
-    timeline: Any = getattr(render, "render_timeline", None) or getattr(render, "timeline", None)
-    if timeline is None:
-        return _listing(cap)
-    return str(timeline(cap))
-
-
 @click.command("demo", short_help="Record a real session between built-in demo peers and show it.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Capture file (default: a new file in the capture directory, see MCPTAP_DIR).")
@@ -96,10 +75,11 @@ def command(ctx: click.Context, output: str | None) -> None:
     except CaptureReadError as exc:
         click.echo(f"mcptap: demo: {exc}", err=True)
         ctx.exit(2)
-    click.echo(_render(cap))
+    colour = sys.stdout.isatty()
+    for line in timeline(cap.records, cap.header, style=_style if colour else None, path=path):
+        click.echo(line)
     counts = _findings(cap)
     click.echo(f"\ncapture: {path}")
-    click.echo(f"findings: {counts['error']} error, {counts['warn']} warn, {counts['info']} info")
     click.echo(f"next: mcptap show {path}   |   mcptap check {path}")
     if status != 0 or cap.end is None or counts["error"] or counts["warn"]:
         click.echo("mcptap: demo: the session did not go cleanly (see above)", err=True)

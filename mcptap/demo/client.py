@@ -98,6 +98,7 @@ class Connection:
         self._tokens: dict[str, Call] = {}
         self._cancelled: dict[int, Call] = {}
         self.eof = False                                 # the server closed its stdout
+        self.late_responses: list[dict[str, Any]] = []   # answers to requests we had cancelled
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="demo-client-reader", daemon=True)
         self._reader.start()
@@ -187,6 +188,7 @@ class Connection:
         if call is None and ours and rid in self._cancelled:
             late = self._cancelled.pop(rid)  # answer crossed our cancellation: allowed race
             self._tokens.pop(late.token, None)
+            self.late_responses.append(msg)
             return
         if call is None:
             self.problems.append(f"response with unknown id {rid!r}: {json.dumps(msg)[:120]}")

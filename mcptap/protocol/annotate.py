@@ -14,6 +14,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
 from mcptap.protocol import rules
+from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import SessionState, advance, allowed, request_meta
@@ -33,11 +34,14 @@ class Annotator:
 
     ``transport``: "stdio" or "http" (framing findings apply to stdio only).
     ``large_message``: size in bytes above which ``framing.large_message`` is
-    raised (default 1 MiB).
+    raised (default 1 MiB). ``shapes``: also validate params and results
+    against the official wire types (protocol/shapes.py; slower to load, used
+    by check and show, not by the live tap).
     """
 
-    def __init__(self, transport: str = "stdio", large_message: int = LARGE_MESSAGE) -> None:
+    def __init__(self, transport: str = "stdio", large_message: int = LARGE_MESSAGE, shapes: bool = False) -> None:
         self.transport = transport
+        self.shapes = shapes
         self.large_message = large_message
         self.pairing = Pairing()
         self._sessions: dict[Any, SessionState] = {}
@@ -195,6 +199,8 @@ class Annotator:
             else:
                 self._notification(msg, st, method, params)
             self._capabilities(msg, st, kind, method, params)
+            if self.shapes and method is not None:
+                out.extend(_shapes.check(sender, kind, method, params, msg.revision))
             return None, None, None
         # response or error
         if not cls.has_id or cls.id is None:
@@ -214,6 +220,8 @@ class Annotator:
             self._initialize_response(msg, st, kind, value)
         elif p.method == "server/discover" and sender is S2C:
             self._discover_response(msg, st, kind, value)
+        if self.shapes and kind is Kind.RESPONSE and p.method:
+            out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
         if kind is Kind.RESPONSE and _caps is not None and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":

@@ -93,6 +93,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capability.unknown_method", WARN, "method not defined by the negotiated revision", "schema/<revision>"),
     ("capability.wrong_direction", ERROR, "method sent by the side that may not send it (e.g. a server sending tools/call)", "schema/<revision> ClientRequest/ServerRequest unions"),
     ("capability.not_in_revision", WARN, "method that exists in other revisions, not in the negotiated one", "schema/<revision>"),
+    # shapes (official wire types, mcp-types)
+    ("shape.invalid_params", ERROR, "request/notification params that do not match the revision's schema", "schema/<revision> (via the official mcp-types wire models)"),
+    ("shape.invalid_result", ERROR, "result that does not match the revision's schema for its method", "schema/<revision> (via the official mcp-types wire models)"),
     # cancellation and progress
     ("cancel.request", INFO, "notifications/cancelled for a pending request", CN),
     ("cancel.after_response", INFO, "cancel for a request that was already answered (allowed race)", CN + " Timing considerations"),

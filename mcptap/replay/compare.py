@@ -13,7 +13,7 @@ Verdicts (one per exchange):
 * ``NEW`` — the new side has an exchange the original did not;
 * ``SKIPPED`` — replay did not send it (side-effect policy).
 
-Volatile fields (never compared): any ``_meta`` object, progress tokens,
+Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,
 session ids, cursors, task ids, request state, elicitation ids, and string
 values shaped like timestamps (ISO 8601) or UUIDs. ``--ignore PATH`` adds more:
 a dotted path over the JSON-RPC message (``result.structuredContent.now``)
@@ -146,6 +146,11 @@ class Masker:
             out = None
             for k, v in value.items():
                 nv = v
+                if k == "_meta":          # metadata, not content: its presence is volatile too
+                    if out is None:
+                        out = dict(value)
+                    del out[k]
+                    continue
                 if k in VOLATILE_KEYS:
                     nv = MASKED
                 else:
@@ -190,6 +195,8 @@ class Masker:
     def fingerprint(self, value: Any, method: str | None = None, root: str = "result") -> int:
         if isinstance(value, dict) and "_meta" in value:
             value = {k: v for k, v in value.items() if k != "_meta"}
+        if value == {}:
+            value = None                  # absent params and empty params are the same request
         try:
             data = orjson.dumps(value, option=_SORT)
         except (TypeError, orjson.JSONEncodeError):

@@ -22,16 +22,12 @@ Process handling (spec basic/transports stdio, lifecycle Shutdown):
 * a command that cannot start → ``exit_code`` 127 (not found) or 126 (found but
   not executable), like a shell.
 
-Host file descriptors: 0 and 1 are dup'ed and wrapped in ``trio.lowlevel.FdStream``,
-which sets O_NONBLOCK on the *open file description* (shared with every process
-holding the same pipe end; restored when the stream closes). On a terminal that
-description is shared with the shell and its other jobs, so a tty is served by
-blocking reads/writes in a worker thread instead. Host stderr (fd 2, the fd most
-often shared: terminals, a host's log pipe) is always written from a worker
-thread with blocking writes; a bounded buffer (``STDERR_BUFFER``) decouples it
-from the server's stderr so a host that stops draining stderr can never block the
-server (cases/B24): overflow is dropped for the terminal, still recorded, and
-reported as ``process.stderr_backpressure``.
+Host fds: see ``stdio_os`` (FdStream on pipes; blocking I/O in a worker thread
+for a tty and for fd 2, so O_NONBLOCK never leaks onto a shared terminal). A
+bounded buffer (``STDERR_BUFFER``) decouples the server's stderr from the host's:
+a host that stops draining stderr can never block the server (cases/B24);
+overflow is dropped for the terminal, still recorded, and reported as
+``process.stderr_backpressure``.
 """
 
 from __future__ import annotations
@@ -49,8 +45,8 @@ import trio
 
 from mcptap.model import Direction
 from mcptap.protocol.codes import finding
+from mcptap.transport.stdio_os import CHUNK, detach_fd, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 
-CHUNK = 64 * 1024
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
@@ -71,104 +67,6 @@ class TapResult:
     spawn_error: str | None = None
     recorder_error: str | None = None
     stderr_dropped: int = 0
-
-
-class _BlockingFdStream(trio.abc.HalfCloseableStream):
-    """Blocking I/O on a dup'ed fd in a worker thread: never touches O_NONBLOCK."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        try:
-            return await trio.to_thread.run_sync(os.read, self.fd, max_bytes or CHUNK, abandon_on_cancel=True)
-        except OSError as exc:
-            if exc.errno == errno.EIO:          # terminal hung up
-                return b""
-            raise trio.BrokenResourceError(str(exc)) from exc
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                n = await trio.to_thread.run_sync(os.write, self.fd, view, abandon_on_cancel=True)
-            except OSError as exc:
-                raise trio.BrokenResourceError(str(exc)) from exc
-            view = view[n:]
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-    async def send_eof(self) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        if self.fd >= 0:
-            fd, self.fd = self.fd, -1
-            os.close(fd)
-        await trio.lowlevel.checkpoint()
-
-
-def _host_stream(fd: int, threaded: bool = False) -> trio.abc.HalfCloseableStream:
-    dup = os.dup(fd)
-    if threaded or os.isatty(fd):
-        return _BlockingFdStream(dup)
-    return trio.lowlevel.FdStream(dup)
-
-
-def _detach_fd(fd: int) -> None:
-    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
-    our process keeps a valid fd 0/1 (Python may still touch them)."""
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, fd)
-        os.close(null)
-    except OSError:
-        pass
-
-
-def _child_setup(parent: int) -> Callable[[], None] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def setup() -> None:  # runs in the child between fork and exec
-        prctl(1, int(signal.SIGTERM), 0, 0, 0)      # PR_SET_PDEATHSIG
-        if os.getppid() != parent:                  # parent already gone
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return setup
-
-
-def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
-    """Start ``argv`` in a new session with three pipes.
-
-    Returns ``(popen, stdin_w, stdout_r, stderr_r)`` (our ends, close-on-exec).
-    Raises OSError from exec (ENOENT, EACCES, ENOEXEC, ...). Runs in the main
-    thread on purpose: PDEATHSIG fires when the *thread* that forked exits.
-    """
-    pipes = [os.pipe() for _ in range(3)]          # non-inheritable (PEP 446)
-    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
-    try:
-        popen = subprocess.Popen(
-            list(argv), stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True,
-            close_fds=True, preexec_fn=_child_setup(os.getpid()),
-        )
-    except BaseException:
-        for fd in (in_w, out_r, err_r):
-            os.close(fd)
-        raise
-    finally:
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
-    return popen, in_w, out_r, err_r
-
-
-def spawn_exit_code(exc: OSError) -> int:
-    """127 when the command does not exist, 126 otherwise (like a shell)."""
-    return 127 if exc.errno == errno.ENOENT else 126
 
 
 class StdioTap:
@@ -240,8 +138,8 @@ class StdioTap:
             child_in = trio.lowlevel.FdStream(in_w)
             child_out = trio.lowlevel.FdStream(out_r)
             child_err = trio.lowlevel.FdStream(err_r)
-            host_in, host_out = _host_stream(0), _host_stream(1)
-            host_err = _host_stream(2, threaded=True)
+            host_in, host_out = host_stream(0), host_stream(1)
+            host_err = host_stream(2, threaded=True)
             self._relay_started = True
             try:
                 async with trio.open_nursery() as nursery:
@@ -256,34 +154,20 @@ class StdioTap:
             finally:
                 self._relay_started = False
                 for stream in (child_in, child_out, child_err, host_in, host_out, host_err):
-                    await _quiet_close(stream)
+                    await quiet_close(stream)
         return self.result
 
     # -- process -------------------------------------------------------------
 
     async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
         pid = popen.pid
-        try:
-            pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            pidfd = -1
-        try:
-            if pidfd >= 0:
-                await trio.lowlevel.wait_readable(pidfd)
-                _, status = os.waitpid(pid, 0)
-            else:
-                _, status = await trio.to_thread.run_sync(os.waitpid, pid, 0, abandon_on_cancel=True)
-        finally:
-            if pidfd >= 0:
-                os.close(pidfd)
-        code = os.waitstatus_to_exitcode(status)
-        popen.returncode = code                 # keep Popen from reaping a reused pid
+        code = await wait_exit(popen)
         fields: dict[str, Any] = {"pid": pid}
         if code < 0:
             self.result.signal = -code
             self.result.exit_code = 128 - code
             fields["signal"] = -code
-            fields["signal_name"] = _signame(-code)
+            fields["signal_name"] = signame(-code)
         else:
             self.result.exit_code = code
             fields["code"] = code
@@ -302,9 +186,9 @@ class StdioTap:
             delivered = False
         fs = []
         if reason == "forwarded":
-            fs.append(finding("process.signal_forwarded", f"mcptap received {_signame(signum)} and forwarded it to the server's process group",
-                              {"signal": _signame(signum)}))
-        self._rec("process", "signal", signal=_signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
+            fs.append(finding("process.signal_forwarded", f"mcptap received {signame(signum)} and forwarded it to the server's process group",
+                              {"signal": signame(signum)}))
+        self._rec("process", "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
 
     async def _forward_signals(self, signals: Any) -> None:
         async for signum in signals:
@@ -331,8 +215,8 @@ class StdioTap:
             self._rec("process", "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
-        await _quiet_close(host_out)
-        _detach_fd(1)
+        await quiet_close(host_out)
+        detach_fd(1)
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             await self._stderr_read_done.wait()
         fields = dict(self._exit_fields)
@@ -361,11 +245,11 @@ class StdioTap:
                 # EPIPE on its next write, as it would talking to the server directly
                 self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data))
                 self._rec("stdio_eof", Direction.C2S)
-                await _quiet_close(host_in)
-                _detach_fd(0)
+                await quiet_close(host_in)
+                detach_fd(0)
                 return
             self._rec("stdio_bytes", Direction.C2S, data)
-        await _quiet_close(child_in)
+        await quiet_close(child_in)
         self._stdin_eof_at = trio.current_time()
         self._rec("stdio_eof", Direction.C2S)
         nursery.start_soon(self._after_stdin_eof)
@@ -386,7 +270,7 @@ class StdioTap:
                     # the host closed our stdout: close the server's, so it gets
                     # EPIPE/SIGPIPE like a direct pipe would give it
                     self._rec("process", "stdout_closed_by_host", undelivered_bytes=len(data))
-                    await _quiet_close(child_out)
+                    await quiet_close(child_out)
                     return
                 self._rec("stdio_bytes", Direction.S2C, data)
         finally:
@@ -445,21 +329,6 @@ class StdioTap:
             if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
                 self._err_overflowing = False
                 self._rec("process", "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
-
-
-async def _quiet_close(stream: Any) -> None:
-    try:
-        with trio.CancelScope(shield=True):
-            await stream.aclose()
-    except (OSError, trio.TrioInternalError, trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-
-
-def _signame(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return str(signum)
 
 
 async def run_stdio_tap(argv: Sequence[str], rec: Any, *, grace: float = 5.0,

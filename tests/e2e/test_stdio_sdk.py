@@ -74,6 +74,13 @@ def check_capture(path: Path) -> list[dict]:
         raw = b"".join(message_from_record(r).raw for r in msgs if r["dir"] == d)
         assert cap.end[d]["sha256"] == hashlib.sha256(raw).hexdigest()
         assert cap.end[d]["bytes"] == len(raw) > 0
+    # today's full rules, including schema shape checks, agree: no errors, no warnings
+    from mcptap.capture import CaptureStream
+    from mcptap.recorder import reannotate
+
+    stream = CaptureStream(str(path))
+    again = [(r["seq"], f) for r in reannotate(stream.header, stream, shapes=True) for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] != "info"]
+    assert again == [], again
     return msgs
 
 

@@ -29,7 +29,7 @@ def ask_model():
 
 
 def build(version: str) -> MCPServer:
-    app = MCPServer(name="replay-demo", version="1.0" if version == "v1" else "2.0")
+    app = MCPServer(name="replay-demo", version="1.0")
 
     @app.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def add(a: int, b: int) -> int:

@@ -1,0 +1,59 @@
+"""``mcptap check [--fail-on error|warn|info|never] [--format text|json|sarif|junit] CAPTURE…``
+
+Re-annotate each capture from its raw bytes with today's rules and report the
+findings grouped by code, with counts and the first places they occur.
+
+Exit status: 0 nothing at or above ``--fail-on`` (default error); 1 at least
+one such finding; 2 mcptap's own error (a capture that cannot be read: the
+reason goes to stderr, the other captures are still checked).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mcptap.check import FAIL_ON, run_check
+from mcptap.cli.show import output_lines, styler
+
+
+@click.command("check", short_help="Re-judge captures with today's rules; CI exit status.")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
+              help="Exit 1 when a finding at or above this severity exists.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "sarif", "junit")), default="text", show_default=True,
+              help="Report format (sarif: SARIF 2.1.0; junit: JUnit XML).")
+@click.option("--places", type=click.IntRange(min=1), default=None,
+              help="First places kept per finding code [default: 3; 20 for sarif/junit].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("--color/--no-color", default=None, help="Colour the text report [default: when stdout is a terminal and NO_COLOR is unset].")
+@click.pass_context
+def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
+            output: str | None, color: bool | None) -> None:
+    """Check CAPTURE files: findings by code, counts, first places, exit status."""
+    keep = places or (20 if fmt in ("sarif", "junit") else 3)
+    report = run_check(captures, fail_on, keep)
+    for cap in report.captures:
+        if cap.error is not None:
+            click.echo(f"mcptap: {cap.error}", err=True)
+    if fmt == "text":
+        from mcptap.check import format_text
+
+        lines = format_text(report, styler(color if output is None else False))
+    elif fmt == "json":
+        import orjson
+
+        lines = iter([orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()])
+    elif fmt == "sarif":
+        from mcptap.report import sarif_json
+
+        lines = iter([sarif_json(report)])
+    else:
+        from mcptap.report import junit_xml
+
+        lines = iter([junit_xml(report)])
+    output_lines(lines, output)
+    sys.stderr.flush()
+    ctx.exit(report.status())

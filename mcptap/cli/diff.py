@@ -1,0 +1,47 @@
+"""``mcptap diff A B [--ignore PATH]… [--format text|json] [--latency-threshold PCT]``
+
+Semantic diff of two captures (see mcptap/diff.py): negotiated revision,
+capabilities, serverInfo, tools/resources/prompts (breaking changes marked),
+exchange results and error codes with JSON paths, findings new in B or
+resolved, latency percentile shifts beyond PCT percent.
+
+Exit status: 0 no differences, 1 differences, 2 error (unreadable capture,
+bad option).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+
+from mcptap.diff import diff_captures, render_text
+from mcptap.errors import McptapError
+
+
+@click.command("diff", short_help="Semantic diff of two captures; exit 1 when they differ.")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH",
+              help="Also ignore this JSON path (e.g. result.structuredContent.now, tools/call:result.content[*].text; "
+                   "* = one segment, ** = any). Repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--latency-threshold", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="Report per-method latency percentiles (p50/p90/p99) that moved by more than PCT percent.")
+@click.option("--color/--no-color", default=None, help="Colour the text output (default: when stdout is a terminal).")
+@click.pass_context
+def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: str, latency_threshold: float | None,
+            color: bool | None) -> None:
+    """Compare capture A (before) with capture B (after)."""
+    try:
+        report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
+    except (McptapError, ValueError) as exc:
+        click.echo(f"mcptap: {exc}", err=True)
+        ctx.exit(2)
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    else:
+        use_color = sys.stdout.isatty() if color is None else color
+        click.echo(render_text(report, color=use_color), nl=False, color=use_color)
+    ctx.exit(1 if report.different else 0)

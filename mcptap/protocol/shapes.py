@@ -1,0 +1,110 @@
+"""Shape checks of params and results against the official MCP wire types.
+
+The types come from ``mcp-types`` (the official SDK's per-revision wire
+models, ``mcp_types.methods``): requests, notifications and results keyed by
+(method, revision). Per that package, pre-2026 revisions are validated
+against the 2025-11-25 schema era, so for 2024-11-05 … 2025-06-18 a mismatch
+is reported as a warning (the older schema may allow it), for 2025-11-25 and
+2026-07-28 as an error.
+
+Loaded lazily (pydantic costs ~0.25 s to import): ``mcptap check`` and
+``show`` use it; the live recorder does not, so a tap never stalls a session.
+Results are cached by (surface, method, revision, payload bytes), so repeated
+identical messages are validated once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from mcptap.model import Direction, Finding, Kind, Severity
+from mcptap.protocol.codes import finding
+
+_M: Any = None
+_LOADED = False
+_CACHE: dict[tuple[Any, ...], tuple[str, ...]] = {}
+_CACHE_MAX = 8192
+EXACT_ERAS = frozenset({"2025-11-25", "2026-07-28"})
+
+
+def available() -> bool:
+    """True when the official wire types can be imported."""
+    global _M, _LOADED
+    if not _LOADED:
+        _LOADED = True
+        try:
+            from mcp_types import methods as m
+
+            _M = m
+        except Exception:  # noqa: BLE001 - optional dependency
+            _M = None
+    return _M is not None
+
+
+def _surface(direction: Direction, kind: Kind) -> Any:
+    m = _M
+    if kind is Kind.REQUEST:
+        return m.CLIENT_REQUESTS if direction is Direction.C2S else m.SERVER_REQUESTS
+    if kind is Kind.NOTIFICATION:
+        return m.CLIENT_NOTIFICATIONS if direction is Direction.C2S else m.SERVER_NOTIFICATIONS
+    # a response's shape is fixed by who answers: the server answers client requests
+    return m.SERVER_RESULTS if direction is Direction.S2C else m.CLIENT_RESULTS
+
+
+def _errors(model: Any, body: Any) -> tuple[str, ...]:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        if hasattr(model, "model_validate"):
+            model.model_validate(body, by_name=False)
+        else:  # a Union of result models
+            TypeAdapter(model).validate_python(body)
+    except ValidationError as exc:
+        out = []
+        for e in exc.errors()[:5]:
+            loc = ".".join(str(x) for x in e.get("loc", ()))
+            out.append(f"{loc or '(root)'}: {e.get('msg')}")
+        return tuple(out)
+    return ()
+
+
+def check(direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None) -> list[Finding]:
+    """Validate ``payload`` (params for a request/notification, the result for
+    a response to ``method``) for ``revision``. Unknown method/revision pairs
+    are left to the capability rules (no finding here). Never raises."""
+    if revision is None or not available():
+        return []
+    surface = _surface(direction, kind)
+    model = surface.get((method, revision))
+    if model is None:
+        return []
+    try:
+        key = (id(surface), method, revision, orjson.dumps(payload))
+    except (TypeError, orjson.JSONEncodeError):
+        return []
+    errs = _CACHE.get(key)
+    if errs is None:
+        if kind in (Kind.REQUEST, Kind.NOTIFICATION):
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+            if kind is Kind.REQUEST:
+                body["id"] = 0
+            if payload is not None:
+                body["params"] = payload
+        else:
+            body = payload
+        try:
+            errs = _errors(model, body)
+        except Exception as exc:  # noqa: BLE001 - a validator bug must not lose the message
+            errs = (f"validator error: {exc!r}",)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = errs
+    if not errs:
+        return []
+    sev = Severity.ERROR if revision in EXACT_ERAS else Severity.WARN
+    what = "result" if kind is Kind.RESPONSE else "params"
+    code = "shape.invalid_result" if kind is Kind.RESPONSE else "shape.invalid_params"
+    era = "" if revision in EXACT_ERAS else " (checked against the 2025-11-25 schema era)"
+    return [finding(code, f"{method} {what} do not match the {revision} schema{era}: " + "; ".join(errs), {"errors": list(errs)}, severity=sev)]

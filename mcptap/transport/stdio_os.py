@@ -1,0 +1,161 @@
+"""OS plumbing of the stdio tap (trio, POSIX): the server process and the host's fds.
+
+* ``spawn``: the server in a new session / process group with three pipes, in
+  the main thread (``PR_SET_PDEATHSIG`` fires when the *thread* that forked
+  exits, and ``trio.lowlevel.open_process`` forks from a worker thread);
+* ``wait_exit``: reap the child through a pidfd (Linux ≥ 5.3), else a thread;
+* ``host_stream``: a trio stream on a dup of fd 0/1/2. ``trio.lowlevel.FdStream``
+  sets O_NONBLOCK on the *open file description*, which is shared with every
+  process holding the same pipe end (restored when the stream closes). On a
+  terminal that description is shared with the shell and its other jobs, so a
+  tty, and fd 2 always, get ``_BlockingFdStream``: blocking I/O in a worker thread.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+
+CHUNK = 64 * 1024
+
+
+class _BlockingFdStream(trio.abc.HalfCloseableStream):
+    """Blocking I/O on a dup'ed fd in a worker thread: never touches O_NONBLOCK."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await trio.to_thread.run_sync(os.read, self.fd, max_bytes or CHUNK, abandon_on_cancel=True)
+        except OSError as exc:
+            if exc.errno == errno.EIO:          # terminal hung up
+                return b""
+            raise trio.BrokenResourceError(str(exc)) from exc
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = await trio.to_thread.run_sync(os.write, self.fd, view, abandon_on_cancel=True)
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+            view = view[n:]
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+        await trio.lowlevel.checkpoint()
+
+
+def host_stream(fd: int, threaded: bool = False) -> trio.abc.HalfCloseableStream:
+    dup = os.dup(fd)
+    if threaded or os.isatty(fd):
+        return _BlockingFdStream(dup)
+    return trio.lowlevel.FdStream(dup)
+
+
+def detach_fd(fd: int) -> None:
+    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
+    our process keeps a valid fd 0/1 (Python may still touch them)."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _child_setup(parent: int) -> Callable[[], None] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def setup() -> None:  # runs in the child between fork and exec
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)      # PR_SET_PDEATHSIG
+        if os.getppid() != parent:                  # parent already gone
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return setup
+
+
+def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
+    """Start ``argv`` in a new session with three pipes.
+
+    Returns ``(popen, stdin_w, stdout_r, stderr_r)`` (our ends, close-on-exec).
+    Raises OSError from exec (ENOENT, EACCES, ENOEXEC, ...). Runs in the main
+    thread on purpose: PDEATHSIG fires when the *thread* that forked exits.
+    """
+    pipes = [os.pipe() for _ in range(3)]          # non-inheritable (PEP 446)
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
+    try:
+        popen = subprocess.Popen(
+            list(argv), stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True,
+            close_fds=True, preexec_fn=_child_setup(os.getpid()),
+        )
+    except BaseException:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+    return popen, in_w, out_r, err_r
+
+
+def spawn_exit_code(exc: OSError) -> int:
+    """127 when the command does not exist, 126 otherwise (like a shell)."""
+    return 127 if exc.errno == errno.ENOENT else 126
+
+
+async def wait_exit(popen: subprocess.Popen[bytes]) -> int:
+    """Wait for the child to end and reap it. Returns its exit code, or -N
+    when it was killed by signal N (``os.waitstatus_to_exitcode``)."""
+    pid = popen.pid
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    try:
+        if pidfd >= 0:
+            await trio.lowlevel.wait_readable(pidfd)
+            _, status = os.waitpid(pid, 0)
+        else:
+            _, status = await trio.to_thread.run_sync(os.waitpid, pid, 0, abandon_on_cancel=True)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+    code = os.waitstatus_to_exitcode(status)
+    popen.returncode = code                 # keep Popen from reaping a reused pid
+    return code
+
+
+async def quiet_close(stream: Any) -> None:
+    try:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+    except (OSError, trio.TrioInternalError, trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+def signame(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)
