@@ -109,18 +109,20 @@ def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
 @dataclass(slots=True)
 class Place:
     """Where one finding occurred: record ``seq``, ``t_us`` (µs since capture
-    start), ``line`` in the capture file, the message's ``dir`` and ``method``
-    (a response: its request's method), and the finding's ``message``."""
+    start), ``line`` in the capture file, the finding's ``message`` and
+    ``severity``, the message's ``dir`` and ``method`` (a response: its
+    request's method)."""
 
     seq: int | None
     t_us: int | None
     line: int | None
     message: str
+    severity: str = "info"
     dir: str | None = None
     method: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"seq": self.seq, "t_us": self.t_us, "line": self.line, "message": self.message}
+        d: dict[str, Any] = {"seq": self.seq, "t_us": self.t_us, "line": self.line, "severity": self.severity, "message": self.message}
         if self.dir:
             d["dir"] = self.dir
         if self.method:
@@ -270,7 +272,7 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
                     method = methods.get(rec["pair"])
                 if typ == "end" and isinstance(f.get("data"), dict):
                     method = f["data"].get("method", method)
-                g.places.append(Place(rec.get("seq"), t if isinstance(t, int) else None, ra.line, f.get("message", ""),
+                g.places.append(Place(rec.get("seq"), t if isinstance(t, int) else None, ra.line, f.get("message", ""), s,
                                       rec.get("dir"), method))
     return rep
 

@@ -121,18 +121,20 @@ class Connection:
         if progress:
             call.token = f"progress-{call.id}"
             params = {**(params or {}), "_meta": {"progressToken": call.token}}
-            self._tokens[call.token] = call
         if params is not None:
             msg["params"] = params
-        if self.eof:
-            raise SessionError("the server has closed its stdout")
         self._calls[call.id] = call
-        self.sent["requests"] += 1
         try:
+            # eof is tested after registering: a reader that ends later still wakes this call.
+            if self.eof:
+                raise SessionError("the server has closed its stdout")
             self._send(msg)
         except SessionError:
-            del self._calls[call.id]
+            self._calls.pop(call.id, None)
             raise
+        if call.token is not None:
+            self._tokens[call.token] = call
+        self.sent["requests"] += 1
         return call
 
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = TIMEOUT) -> dict[str, Any]:

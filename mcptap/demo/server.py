@@ -240,7 +240,7 @@ class Server:
         if not isinstance(params, dict):
             self.error(rid, INVALID_PARAMS, "Invalid params: params must be an object")
             return
-        if False:
+        if self.revision is None and method not in ("initialize", "ping"):
             self.error(rid, INVALID_REQUEST, f"Invalid Request: {method} before initialize")
             return
         try:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
-from mcptap.protocol import rules
+from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
@@ -46,6 +46,8 @@ class Annotator:
         self.pairing = Pairing()
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
+        self._cursors = conventions.Cursors()
+        self._assumed: set[Any] = set()
 
     # -- state ------------------------------------------------------------------
     def session(self, session: Any = None) -> SessionState:
@@ -62,6 +64,7 @@ class Annotator:
         """Start mid-session: the capture began after the handshake. Unknown
         capabilities stay None (no capability findings)."""
         st = self.session(session)
+        self._assumed.add(session)
         if phase is not None:
             st.phase = Phase(phase)
         rev = rules.normalize_revision(revision)
@@ -222,6 +225,15 @@ class Annotator:
             self._discover_response(msg, st, kind, value)
         if self.shapes and kind is Kind.RESPONSE and p.method:
             out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
+        if kind is Kind.RESPONSE:
+            result = value.get("result")
+            self._cursors.result(msg.session, p.method, result)
+            if isinstance(p.params, dict) and "task" in p.params:
+                tid = conventions.task_id_of(result)
+                if tid is not None:
+                    self.pairing.keep_token(p, tid)
+        elif isinstance(value.get("error"), dict):
+            out.extend(conventions.error_code(value["error"].get("code"), msg.revision))
         if kind is Kind.RESPONSE and _caps is not None and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
@@ -332,6 +344,7 @@ class Annotator:
                 st.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
             st.initialize_seq = msg.seq
             advance(st, C2S, "initialize")
+        msg.findings.extend(self._cursors.request(msg.session, method, params, msg.session not in self._assumed))
         p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, msg.session, token, exchange=exchange, member=member,
                     revision=msg.revision, params=params)
         msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
@@ -349,6 +362,9 @@ class Annotator:
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
+        elif method == "notifications/tasks/status":
+            if params.get("status") in conventions.TERMINAL_TASK_STATES:
+                self.pairing.release_task(msg.session, params.get("taskId"))
         elif method == "notifications/progress":
             if "progressToken" in params:
                 p, fs = self.pairing.progress(msg.session, sender, params["progressToken"], params.get("progress"))

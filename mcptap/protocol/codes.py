@@ -67,6 +67,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("jsonrpc.response_after_cancel", WARN, "response to a request the sender had cancelled", CN + ": receiver SHOULD NOT respond"),
     ("jsonrpc.response_to_notification", ERROR, "response whose id matches only a notification", BI + " Notifications: receiver MUST NOT respond"),
     ("jsonrpc.nonstandard_error_code", INFO, "error code outside JSON-RPC/MCP conventions (e.g. 0)", JR + " error codes; MCP basic/index error codes"),
+    ("jsonrpc.error_code_not_in_revision", WARN, "MCP error code used under a revision that does not define it (e.g. -32042 before 2025-11-25)", BI + " error codes (per revision)"),
+    ("pagination.unknown_cursor", WARN, "paginated request with a cursor the server never returned in this session", "server/utilities/pagination: cursors are opaque, session-scoped"),
     ("jsonrpc.id_reused", WARN, "id reused after completion within one session (e.g. transport-level retry)", BI + " Requests (legacy: unique per session)"),
     # lifecycle
     ("lifecycle.message_before_initialize", ERROR, "message other than initialize/ping before the session was initialized", LC + " Initialization MUST be the first interaction"),

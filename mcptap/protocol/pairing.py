@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcptap.model import Direction, Finding, Severity
+from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import id_key, loose_id_key
 
@@ -85,6 +85,7 @@ class Pairing:
         self._done = _Window()
         self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
         self._done_tokens = _Window()
+        self._tasks: dict[tuple[Any, Any], Any] = {}
 
     # -- requests -------------------------------------------------------------
     def request(self, p: Pending, unique_per_session: bool) -> list[Finding]:
@@ -141,6 +142,23 @@ class Pairing:
             if self._tokens.get(tk) is p:
                 del self._tokens[tk]
             self._done_tokens.add(tk, p)
+
+    def keep_token(self, p: Pending, task_id: str) -> None:
+        """2025-11-25 tasks: the answered request ``p`` created task ``task_id``;
+        its progress token stays valid until the task is terminal."""
+        if p.token is None:
+            return
+        tk = (p.session, p.direction, id_key(p.token))
+        self._tokens[tk] = p
+        self._tasks[(p.session, task_id)] = tk
+
+    def release_task(self, session: Any, task_id: Any) -> None:
+        """The task reached a terminal status: its progress token expires."""
+        tk = self._tasks.pop((session, task_id), None)
+        if tk is not None:
+            p = self._tokens.pop(tk, None)
+            if p is not None:
+                self._done_tokens.add(tk, p)
 
     def complete(self, p: Pending) -> None:
         """Mark ``p`` answered (e.g. a batch rejected as a whole)."""
@@ -242,5 +260,3 @@ def _jtype(v: Any) -> str:
         return "string"
     return "null" if v is None else type(v).__name__
 
-
-_ = Severity  # re-exported for callers that adjust severities

@@ -140,3 +140,29 @@ def test_help_lists_record_and_usage_errors_exit_2() -> None:
     p = run(["--help"])
     assert p.returncode == 0 and b"record" in p.stdout
     assert run(["record"]).returncode == 2
+
+
+@pytest.mark.parametrize(("argv", "name"), [
+    (["python", "-u", "/srv/weather_server.py", "--port", "1"], "weather_server"),
+    (["python3.11", "-m", "my_pkg.server"], "my_pkg.server"),
+    (["npx", "-y", "@modelcontextprotocol/server-everything@1.2.0", "stdio"], "server-everything"),
+    (["uv", "run", "--directory", "/x", "srv.py"], "srv"),
+    (["/opt/bin/git-mcp"], "git-mcp"),
+    (["node"], "node"),
+    (["sh", "-c", "exec thing"], "sh"),
+    (["we ird/na me!*"], "na-me"),
+    ([], "server"),
+])
+def test_server_name_from_argv(argv: list[str], name: str) -> None:
+    from mcptap.paths import server_name
+
+    assert server_name(argv) == name
+
+
+def test_capture_name_is_utc_and_sortable() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from mcptap.paths import capture_name
+
+    t = datetime(2026, 11, 29, 20, 5, 7, tzinfo=timezone(timedelta(hours=2)))
+    assert capture_name(["python", "s.py"], t, 42) == "20261129T180507Z-s-42.jsonl"

@@ -1,0 +1,90 @@
+"""Cross-message conventions: error codes per revision, pagination cursors,
+2025-11-25 task-bound progress tokens (pure).
+
+Sources: ``mcp-methods.json`` ``error_codes`` (which revision defines which
+MCP error code); spec server/utilities/pagination (cursors are opaque, come
+only from ``nextCursor``, must not outlive the session); 2025-11-25
+basic/utilities/tasks and progress (a task-augmented request's progress token
+stays valid until the task is terminal).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from mcptap.model import Finding, Severity
+from mcptap.protocol.codes import finding
+from mcptap.protocol.rules import normalize_revision
+
+PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
+TERMINAL_TASK_STATES = frozenset({"completed", "failed", "cancelled"})
+_CURSOR_WINDOW = 1024
+
+
+@lru_cache(maxsize=1)
+def _error_codes() -> dict[int, tuple[str, frozenset[str]]]:
+    data = json.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_text())
+    out = {}
+    for e in data["error_codes"]:
+        if "example" in e["name"]:
+            continue
+        out[e["code"]] = (e["name"], frozenset(normalize_revision(v) for v in e["versions"]))
+    return out
+
+
+def error_code(code: Any, revision: str | None) -> list[Finding]:
+    """An MCP-defined error code used under a revision that does not define it
+    (e.g. -32042 before 2025-11-25, -32021 on a legacy session, -32002 on
+    2026-07-28 where resource-not-found is -32602)."""
+    rev = normalize_revision(revision)
+    if rev is None or not isinstance(code, int):
+        return []
+    known = _error_codes().get(code)
+    if known is None or rev in known[1]:
+        return []
+    name, versions = known
+    if code == -32002:
+        return [finding("jsonrpc.error_code_not_in_revision", f"-32002 ({name}) on {rev}: resource not found is -32602 there (clients SHOULD still accept -32002)",
+                        {"code": code}, severity=Severity.INFO)]
+    return [finding("jsonrpc.error_code_not_in_revision", f"error code {code} ({name}) is defined only in {', '.join(sorted(versions))}, not in {rev}",
+                    {"code": code})]
+
+
+class Cursors:
+    """Pagination cursors the server handed out, per (session, method)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[Any, str], dict[str, None]] = {}
+
+    def result(self, session: Any, method: str | None, result: Any) -> None:
+        if method not in PAGINATED or not isinstance(result, dict):
+            return
+        cur = result.get("nextCursor")
+        if isinstance(cur, str):
+            d = self._seen.setdefault((session, method), {})
+            d[cur] = None
+            if len(d) > _CURSOR_WINDOW:
+                del d[next(iter(d))]
+
+    def request(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+        """A paginated request: its cursor must be one the server returned in
+        this session (only judged when the capture saw the session start)."""
+        if method not in PAGINATED or not from_start or not isinstance(params, dict) or "cursor" not in params:
+            return []
+        cur = params["cursor"]
+        if cur is None:
+            return []
+        if cur not in self._seen.get((session, method), ()):
+            return [finding("pagination.unknown_cursor", f"{method} with cursor {str(cur)[:40]!r} that the server never returned as nextCursor in this session (cursors are opaque and session-scoped)")]
+        return []
+
+
+def task_id_of(result: Any) -> str | None:
+    """taskId of a 2025-11-25 CreateTaskResult (``{"task": {"taskId": …}}``)."""
+    if isinstance(result, dict) and isinstance(result.get("task"), dict):
+        tid = result["task"].get("taskId")
+        return tid if isinstance(tid, str) else None
+    return None

@@ -1,0 +1,279 @@
+"""The HTTP tap (trio): a reverse proxy in front of one MCP server URL.
+
+    client ──► [client reader] ──► relay.client_data ──► upstream socket (per client conn)
+    client ◄── relay.upstream_data ◄── [upstream reader] ◄── upstream socket
+
+All protocol logic is in ``relay/http.py`` (h11); this module only executes
+its commands: it connects (plain TCP or TLS with the system trust store, or
+``cacert``), sends, closes, and afterwards hands the same list to the
+``HttpObserver``, which writes the capture. Bytes are written by the task that
+read them, before anything is recorded, so a slow client slows the upstream
+reader (TCP backpressure) and nothing is buffered beyond one read.
+
+Listening: 127.0.0.1 by default; port 0 picks a free port; a non-loopback
+address needs ``allow_remote=True`` (design principle 8). Upstream failures
+become a 502 for that request (recorded as ``http.upstream_failed``); the tap
+keeps serving. A recorder failure (an mcptap bug) stops recording, never the
+relay.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from mcptap.errors import McptapError
+from mcptap.relay import http as r
+from mcptap.relay.http_observe import HttpObserver
+
+CHUNK = 64 * 1024
+_IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError)
+
+
+@dataclass(slots=True)
+class HttpTapConfig:
+    """Options of ``mcptap record --upstream URL``.
+
+    ``listen_host``/``listen_port``: where to listen (port 0: any free port);
+    ``allow_remote``: permit a non-loopback listen address; ``keep_host``:
+    forward the client's Host header; ``rewrite_endpoint``: rewrite legacy
+    endpoint events that name the upstream origin; ``cacert``: PEM file of CA
+    certificates for an https upstream (default: system trust store);
+    ``record_secrets``: store credentials in clear; ``connect_timeout``: s.
+    """
+
+    upstream: str
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 0
+    allow_remote: bool = False
+    keep_host: bool = False
+    rewrite_endpoint: bool = True
+    cacert: str | None = None
+    record_secrets: bool = False
+    connect_timeout: float = 10.0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_config(cfg: HttpTapConfig) -> r.Upstream:
+    """Validate options; raises McptapError with a one-line reason."""
+    try:
+        up = r.Upstream.parse(cfg.upstream)
+    except ValueError as exc:
+        raise McptapError(str(exc)) from None
+    if not is_loopback(cfg.listen_host) and not cfg.allow_remote:
+        raise McptapError(f"refusing to listen on non-loopback address {cfg.listen_host} (pass --allow-remote to expose the tap)")
+    if not 0 <= cfg.listen_port <= 65535:
+        raise McptapError(f"invalid listen port {cfg.listen_port}")
+    if cfg.cacert is not None:
+        try:
+            ssl.create_default_context(cafile=cfg.cacert)
+        except (OSError, ssl.SSLError) as exc:
+            raise McptapError(f"cannot load --cacert {cfg.cacert}: {exc}") from None
+    return up
+
+
+@dataclass(slots=True)
+class _ConnIO:
+    cid: int
+    client: trio.abc.Stream
+    nursery: trio.Nursery
+    client_lock: trio.Lock = field(default_factory=trio.Lock)
+    up_lock: trio.Lock = field(default_factory=trio.Lock)
+    up: trio.abc.Stream | None = None
+    gen: int = 0
+    up_failed: bool = False
+    closed: bool = False
+
+
+class HttpTap:
+    """One running HTTP tap. ``rec``: the Recorder (or None: relay only);
+    ``say``: receives mcptap's own one-line messages (default: ignored)."""
+
+    def __init__(self, cfg: HttpTapConfig, rec: Any, say: Callable[[str], None] | None = None) -> None:
+        self.cfg = cfg
+        self.upstream = check_config(cfg)
+        self.rec = rec
+        self.say = say or (lambda msg: None)
+        self.relay: r.HttpRelay | None = None
+        self.observer: HttpObserver | None = None
+        self.url: str | None = None
+        self.connections = 0
+        self._ssl: ssl.SSLContext | None = None
+        if self.upstream.scheme == "https":
+            self._ssl = ssl.create_default_context(cafile=cfg.cacert)
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen and relay until cancelled. ``task_status.started(url)`` gets
+        the URL clients should use (tap origin + the upstream's path)."""
+        cfg = self.cfg
+        try:
+            listeners = await trio.open_tcp_listeners(cfg.listen_port, host=cfg.listen_host)
+        except OSError as exc:
+            raise McptapError(f"cannot listen on {cfg.listen_host}:{cfg.listen_port}: {exc.strerror or exc}") from None
+        sock = listeners[0].socket
+        port = sock.getsockname()[1]
+        host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"
+        authority = f"{host}:{port}"
+        self.relay = r.HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
+                                 listen_authority=authority)
+        if self.rec is not None:
+            self.observer = HttpObserver(self.rec, self.upstream, listen_authority=authority, record_secrets=cfg.record_secrets)
+        self.url = f"http://{authority}{self.upstream.path}"
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._handle, listeners)
+            task_status.started(self.url)
+
+    # -- recording -----------------------------------------------------------------
+    def _observe(self, items: list[Any]) -> None:
+        obs = self.observer
+        if obs is None or not items:
+            return
+        try:
+            obs.handle(items)
+        except Exception as exc:  # noqa: BLE001 - an mcptap bug must not break the relay
+            self.observer = None
+            self.say(f"recording stopped after an internal error: {exc!r} (the relay goes on)")
+
+    # -- one client connection ---------------------------------------------------------
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        relay = self.relay
+        assert relay is not None
+        self.connections += 1
+        try:
+            peer = "%s:%s" % stream.socket.getpeername()[:2]
+        except OSError:
+            peer = None
+        cid, items = relay.client_opened(peer)
+        self._observe(items)
+        try:
+            async with trio.open_nursery() as nursery:
+                c = _ConnIO(cid, stream, nursery)
+                while not c.closed:
+                    try:
+                        data = await stream.receive_some(CHUNK)
+                    except _IO_ERRORS:
+                        data = b""
+                    await self._run(c, relay.client_data(cid, data))
+                    if not data:
+                        break
+                await self._close_upstream(c)
+        finally:
+            self.connections -= 1
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stream)
+
+    async def _run(self, c: _ConnIO, items: list[Any]) -> None:
+        """Execute commands in order, then record; failures feed back into the relay."""
+        relay = self.relay
+        assert relay is not None
+        follow: list[Any] = []
+        for it in items:
+            t = type(it)
+            if t is r.SendClient:
+                if c.closed:
+                    continue
+                try:
+                    async with c.client_lock:
+                        await c.client.send_all(it.data)
+                except _IO_ERRORS:
+                    follow += relay.client_data(c.cid, b"")
+            elif t is r.SendUpstream:
+                if it.gen != c.gen or c.up is None:
+                    continue
+                try:
+                    async with c.up_lock:
+                        await c.up.send_all(it.data)
+                except _IO_ERRORS as exc:
+                    follow += relay.upstream_failed(c.cid, it.gen, f"write failed: {_describe(exc)}")
+            elif t is r.OpenUpstream:
+                await self._close_upstream(c)
+                c.gen = it.gen
+                try:
+                    c.up = await self._connect()
+                except Exception as exc:  # noqa: BLE001 - every connect failure becomes a 502
+                    c.up = None
+                    follow += relay.upstream_failed(c.cid, it.gen, _describe(exc))
+                else:
+                    c.nursery.start_soon(self._upstream_reader, c, it.gen, c.up)
+            elif t is r.CloseUpstream:
+                if it.gen == c.gen:
+                    await self._close_upstream(c)
+            elif t is r.CloseClient:
+                c.closed = True
+                if it.abort:
+                    await trio.aclose_forcefully(c.client)
+                else:
+                    with trio.move_on_after(5):
+                        async with c.client_lock:
+                            await _graceful_close(c.client)
+                await self._close_upstream(c)
+        self._observe(items)
+        if follow:
+            await self._run(c, follow)
+
+    async def _connect(self) -> trio.abc.Stream:
+        up = self.upstream
+        with trio.fail_after(self.cfg.connect_timeout):
+            tcp = await trio.open_tcp_stream(up.host, up.port)
+            if self._ssl is None:
+                return tcp
+            tls = trio.SSLStream(tcp, self._ssl, server_hostname=up.host, https_compatible=True)
+            try:
+                await tls.do_handshake()
+            except BaseException:
+                await trio.aclose_forcefully(tcp)
+                raise
+            return tls
+
+    async def _upstream_reader(self, c: _ConnIO, gen: int, stream: trio.abc.Stream) -> None:
+        relay = self.relay
+        assert relay is not None
+        while True:
+            try:
+                data = await stream.receive_some(CHUNK)
+            except trio.ClosedResourceError:
+                return            # we closed it
+            except _IO_ERRORS:
+                data = b""        # reset by the upstream: same as a close for the client
+            if gen != c.gen:
+                return
+            await self._run(c, relay.upstream_data(c.cid, gen, data))
+            if not data:
+                return
+
+    async def _close_upstream(self, c: _ConnIO) -> None:
+        up, c.up = c.up, None
+        if up is not None:
+            await trio.aclose_forcefully(up)
+
+
+async def _graceful_close(stream: trio.abc.Stream) -> None:
+    try:
+        await stream.aclose()
+    except _IO_ERRORS:
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, trio.TooSlowError):
+        return "timed out"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed: {exc.verify_message or exc}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS error: {exc.reason or exc}"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc) or type(exc).__name__
+    return str(exc) or type(exc).__name__
