@@ -29,7 +29,7 @@ from mcptap.protocol.codes import CODES, finding
 from mcptap.recorder import reannotate
 
 FAIL_ON = ("error", "warn", "info", "never")
-_RANK = {"info": 0, "warn": 1, "error": 2}
+SEVERITY_RANK = _RANK = {"info": 0, "warn": 1, "error": 2}
 
 
 # -- the re-annotated stream -------------------------------------------------------

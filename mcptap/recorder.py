@@ -287,6 +287,7 @@ class Recorder:
             "severities": {k.value: v for k, v in self.severities.items()},
             "codes": dict(sorted(self.codes.items())),
             "pending": [p.describe() for p in self.annotator.pending()],
+            "cancelled_unanswered": [p.describe() for p in self.annotator.pairing.pending() if p.cancelled],
         }
         if self.transport == "stdio":
             end["stderr"] = self.stderr_stream.json()

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.check import _RANK, CaptureReport, CheckReport, CodeGroup
+from mcptap.check import SEVERITY_RANK as _RANK, CaptureReport, CheckReport, CodeGroup
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warn": "warning", "info": "note"}

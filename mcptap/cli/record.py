@@ -18,6 +18,7 @@ job; hosts keep the default so a full disk never looks like a server crash.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 
 import click
@@ -66,6 +67,9 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
     path = output
     try:
         path = str(output or default_capture_path(argv))
+        if os.path.exists(path) and not os.path.isfile(path):
+            # never open (and chmod 0600) a device or fifo, e.g. -o /dev/null as root
+            raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
         writer = CaptureWriter.open(path)
     except CaptureWriteError as exc:
         problem = str(exc)

@@ -123,17 +123,19 @@ class Connection:
             params = {**(params or {}), "_meta": {"progressToken": call.token}}
         if params is not None:
             msg["params"] = params
+        # Registered before sending (the answer may beat this thread back); eof is
+        # tested after registering, so a reader that ends later still wakes the call.
         self._calls[call.id] = call
+        if call.token is not None:
+            self._tokens[call.token] = call
         try:
-            # eof is tested after registering: a reader that ends later still wakes this call.
             if self.eof:
                 raise SessionError("the server has closed its stdout")
             self._send(msg)
         except SessionError:
             self._calls.pop(call.id, None)
+            self._tokens.pop(call.token, None)
             raise
-        if call.token is not None:
-            self._tokens[call.token] = call
         self.sent["requests"] += 1
         return call
 

@@ -86,7 +86,9 @@ class Annotator:
         self.pairing.rename_session(old, new)
 
     def pending(self) -> list[Pending]:
-        return self.pairing.pending()
+        """Requests still awaiting a response, cancelled ones excluded (the
+        receiver SHOULD NOT answer those)."""
+        return [p for p in self.pairing.pending() if not p.cancelled]
 
     # -- feeding ------------------------------------------------------------------
     def feed(self, frame: Frame, seq: int, t_us: int, direction: Direction, session: Any = None,
@@ -435,7 +437,8 @@ class Annotator:
             st.phase = Phase.CLOSING
         if direction is not S2C:
             return []
-        lost = [p for p in self.pairing.pending() if p.direction is C2S and p.session == session and not p.reported]
+        # a cancelled request SHOULD stay unanswered (cancellation spec): not lost
+        lost = [p for p in self.pairing.pending() if p.direction is C2S and p.session == session and not p.reported and not p.cancelled]
         if not lost:
             return []
         for p in lost:
@@ -448,7 +451,7 @@ class Annotator:
         """End of capture: every request still pending and not yet reported."""
         out = []
         for p in self.pairing.pending():
-            if p.reported:
+            if p.reported or p.cancelled:
                 continue
             p.reported = True
             out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",

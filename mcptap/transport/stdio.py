@@ -45,7 +45,7 @@ import trio
 
 from mcptap.model import Direction
 from mcptap.protocol.codes import finding
-from mcptap.transport.stdio_os import CHUNK, detach_fd, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_os import CHUNK, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
@@ -89,6 +89,7 @@ class StdioTap:
         self._stdout_done = trio.Event()
         self._stderr_read_done = trio.Event()
         self._stdin_eof_at: float | None = None
+        self._exit_fields: dict[str, Any] = {}
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
         self._err_overflowing = False
@@ -121,14 +122,17 @@ class StdioTap:
     async def run(self) -> TapResult:
         """Spawn, relay until the server exited and its output is delivered;
         returns the TapResult. Never raises for peer behaviour."""
+        ensure_std_fds()
         with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
             try:
                 popen, in_w, out_r, err_r = spawn(self.argv)
-            except OSError as exc:
-                self.result.exit_code = spawn_exit_code(exc)
-                self.result.spawn_error = f"cannot run {self.argv[0]!r}: {exc.strerror or exc}"
-                self._rec("process", "spawn_failed", argv=self.shown_argv, error=exc.strerror or str(exc),
-                          errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=self.result.exit_code,
+            except (OSError, ValueError) as exc:          # ValueError: NUL byte in argv
+                errnum = getattr(exc, "errno", None) or 0
+                reason = getattr(exc, "strerror", None) or str(exc)
+                self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
+                self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
+                self._rec("process", "spawn_failed", argv=self.shown_argv, error=reason,
+                          errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
                           findings=[finding("process.spawn_failed", self.result.spawn_error,
                                             {"exit_code": self.result.exit_code})])
                 self.say(self.result.spawn_error)
@@ -180,9 +184,7 @@ class StdioTap:
         try:
             os.killpg(self._pgid, signum)
             delivered = True
-        except ProcessLookupError:
-            delivered = False
-        except PermissionError:
+        except (ProcessLookupError, PermissionError):     # group already gone
             delivered = False
         fs = []
         if reason == "forwarded":

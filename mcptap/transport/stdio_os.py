@@ -69,6 +69,19 @@ def host_stream(fd: int, threaded: bool = False) -> trio.abc.HalfCloseableStream
     return trio.lowlevel.FdStream(dup)
 
 
+def ensure_std_fds() -> None:
+    """Open /dev/null on any of fds 0-2 that is closed, before pipes are made:
+    otherwise a pipe could land on fd 0/1/2 and be mistaken for the host's."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def detach_fd(fd: int) -> None:
     """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
     our process keeps a valid fd 0/1 (Python may still touch them)."""

@@ -119,6 +119,14 @@ def test_uncreatable_capture_still_relays(tmp_path: Path) -> None:
     assert (strict.returncode, strict.stdout) == (74, b"")
 
 
+def test_output_that_is_not_a_regular_file_is_refused() -> None:
+    before = os.stat("/dev/null").st_mode
+    p = run(["record", "-o", "/dev/null", "--", sys.executable, "-c", "print('ok')"])
+    assert (p.returncode, p.stdout) == (0, b"ok\n")
+    assert b"not a regular file; relaying WITHOUT recording" in p.stderr
+    assert os.stat("/dev/null").st_mode == before
+
+
 def _small_fsize() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
 

@@ -74,3 +74,21 @@ def test_plain_request_progress_after_response_is_flagged() -> None:
     ])
     assert codes[4] == [] and codes[5] == ["progress.not_increasing"]
     assert codes[7] == ["progress.after_completion"] and codes[8] == ["progress.unknown_token"]
+
+
+def test_cancelled_request_left_unanswered_is_not_lost() -> None:
+    from mcptap.protocol.annotate import Annotator as A
+
+    ann = A()
+    lines = HANDSHAKE + [
+        (C2S, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}'),
+        (C2S, '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}'),
+        (C2S, '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}'),
+    ]
+    for i, (d, text) in enumerate(lines, 1):
+        raw = text.encode() + b"\n"
+        v, bad = parse_json(raw)
+        ann.feed(Frame(raw, 0, True, v, bad), i, i, d)
+    (f,) = ann.eof(S2C, 100)
+    assert f.code == "lifecycle.eof_with_pending_requests" and [p["id"] for p in f.data["pending"]] == [3]
+    assert [p.id for p in ann.pending()] == [3]
