@@ -272,7 +272,7 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
                     method = methods.get(rec["pair"])
                 if typ == "end" and isinstance(f.get("data"), dict):
                     method = f["data"].get("method", method)
-                g.places.append(Place(rec.get("seq"), t if isinstance(t, int) else None, ra.line, f.get("message", ""), s,
+                g.places.append(Place(rec.get("seq") if typ != "end" else None, t if isinstance(t, int) else None, ra.line, f.get("message", ""), s,
                                       rec.get("dir"), method))
     return rep
 

@@ -88,7 +88,7 @@ def _assume(rec: Recorder, w: Wire) -> None:
     sid = ctx.get("sessionId")
     rec.assume(phase="initialized" if phase.startswith("initializ") else phase, revision=ctx.get("protocolVersion"), session=sid)
     for p in ctx.get("pending_s2c_requests", ()):
-        rec.annotator.pairing.request(Pending(0, 0, Direction.S2C, p["id"], p.get("method"), sid))
+        rec.annotator.pairing.request(Pending(0, 0, Direction.S2C, p["id"], p.get("method"), sid), True)
 
 
 async def run_wire(w: Wire, path: str, **cfg: Any) -> Result:

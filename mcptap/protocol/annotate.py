@@ -236,7 +236,7 @@ class Annotator:
                     self.pairing.keep_token(p, tid)
         elif isinstance(value.get("error"), dict):
             out.extend(conventions.error_code(value["error"].get("code"), msg.revision))
-        if kind is Kind.RESPONSE and _caps is not None and isinstance(value.get("result"), dict) and p.method:
+        if kind is Kind.RESPONSE and _caps is not None and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
                 client_caps = request_meta(p.params)[1]
@@ -273,7 +273,7 @@ class Annotator:
     # -- eras and lifecycle ----------------------------------------------------------------
     def _era(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
         sender = msg.direction
-        if sender is C2S and kind is Kind.REQUEST:
+        if sender is C2S and kind is Kind.REQUEST and (st.era != "legacy" or method == "initialize"):
             v, _, _ = request_meta(params)
             modern_meta = rules.is_modern(rules.normalize_revision(v))
             if method == "initialize":

@@ -1,0 +1,392 @@
+"""The replay plan (pure, level 3): from a capture, the client side as a script.
+
+``build_plan(header, records, allow_side_effects=False) -> Plan``;
+``plan_from_path(path, ...)`` streams a capture file.
+
+A :class:`Plan` holds, in original order, one :class:`Step` per c2s request,
+notification or batch, with:
+
+* ``waits`` — steps whose responses the original client had received before it
+  sent this one (record order). The runner waits for their live responses
+  first; requests that overlapped in the original are sent without waiting and
+  so overlap again. ``group`` numbers the runs of steps sent back to back.
+* ``carry`` — values the server minted in an earlier answer and the client
+  echoed here (``nextCursor`` → ``cursor``, ``requestState``, ``taskId``…):
+  the JSON path here, the source step, and the path in its response. The runner
+  substitutes the live server's value.
+* ``retry_of`` — 2026-07-28 input-required rounds: the step whose
+  ``input_required`` result this request answers. The runner rebuilds
+  ``inputResponses`` from the live ``inputRequests`` (answered from the
+  capture's answers, by method and params).
+* ``skip`` — why the step is not sent: a ``tools/call`` of a tool that the
+  recorded ``tools/list`` does not mark ``readOnlyHint: true``, or marks
+  ``destructiveHint: true`` (unknown tools count as side-effecting), unless
+  ``allow_side_effects``; and every round or cancel that belongs to a skipped
+  request.
+
+The :class:`AnswerBook` holds the client's answers to server requests
+(``sampling/createMessage``, ``elicitation/create``, ``roots/list``, ``ping``),
+legacy JSON-RPC responses and 2026-07-28 ``inputResponses`` alike, to answer
+the live server's requests matched by method and masked params (then by
+method alone, first come first served).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptap.capture import CaptureStream
+from mcptap.protocol.framing import parse_json
+from mcptap.replay.compare import Masker
+
+#: Keys of values a server mints that a client echoes back later.
+CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
+_SIDE_EFFECT_FREE = frozenset({"initialize", "ping", "server/discover", "tools/list", "resources/list", "resources/read",
+                               "resources/templates/list", "prompts/list", "prompts/get", "completion/complete"})
+
+
+@dataclass(slots=True)
+class Carry:
+    """Substitute, at ``path`` of this step's message, the value found at
+    ``source_path`` of step ``source``'s live response (``value``: the original)."""
+
+    path: tuple[Any, ...]
+    source: int
+    source_path: tuple[Any, ...]
+    value: Any
+
+
+@dataclass(slots=True)
+class ServerRequest:
+    """A request the server sent in the original session (legacy era), with
+    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None)."""
+
+    seq: int
+    method: str
+    params: Any
+    answer: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Step:
+    """One c2s message of the original session (see module docstring).
+    ``message``: the original JSON-RPC object (a list for a batch);
+    ``response``: the original response object (None: never answered)."""
+
+    index: int
+    seq: int
+    kind: str                       # request | notification | batch
+    method: str | None
+    message: Any
+    session: Any = None
+    orig_id: Any = None
+    t_us: int = 0
+    waits: list[int] = field(default_factory=list)
+    group: int = 0
+    skip: str | None = None
+    carry: list[Carry] = field(default_factory=list)
+    retry_of: int | None = None
+    cancel_of: int | None = None
+    response: Any = None
+    response_seq: int | None = None
+    latency_us: int | None = None
+    label: str = ""
+
+    @property
+    def params(self) -> Any:
+        return self.message.get("params") if isinstance(self.message, dict) else None
+
+
+class AnswerBook:
+    """The client's recorded answers to server requests, FIFO per key."""
+
+    def __init__(self, masker: Masker | None = None) -> None:
+        self.masker = masker or Masker()
+        self._exact: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self._by_method: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, method: str, params: Any, answer: dict[str, Any]) -> None:
+        key = (method, self.masker.fingerprint(params, method, "params"))
+        self._exact.setdefault(key, []).append(answer)
+        self._by_method.setdefault(method, []).append(answer)
+
+    def take(self, method: str, params: Any) -> dict[str, Any] | None:
+        """The answer for a live server request (``{"result": …}`` or
+        ``{"error": …}``), or None when the capture has none for ``method``.
+        An exact match is consumed; a method-only match is reused if it is the last."""
+        key = (method, self.masker.fingerprint(params, method, "params"))
+        exact = self._exact.get(key)
+        if exact:
+            ans = exact.pop(0) if len(exact) > 1 else exact[0]
+            return ans
+        same = self._by_method.get(method)
+        if same:
+            return same[0]
+        if method == "ping":
+            return {"result": {}}
+        return None
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_method.values())
+
+
+@dataclass
+class Plan:
+    """A capture's client side, ready to run. ``era``: "legacy" (initialize
+    handshake) or "modern" (2026-07-28); ``server_requests``: what the server
+    asked in the original session, in order (for comparison)."""
+
+    header: dict[str, Any]
+    steps: list[Step] = field(default_factory=list)
+    answers: AnswerBook = field(default_factory=AnswerBook)
+    server_requests: list[ServerRequest] = field(default_factory=list)
+    tools: dict[str, Any] = field(default_factory=dict)
+    era: str | None = None
+    revision: str | None = None
+    transport: str = "stdio"
+    duration_us: int = 0
+    sessions: list[Any] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[Step]:
+        return [s for s in self.steps if s.skip]
+
+
+def tool_is_safe(annotations: Any) -> bool:
+    """Replay may call a tool only when it is declared read-only and not destructive."""
+    if not isinstance(annotations, dict):
+        return False
+    return annotations.get("readOnlyHint") is True and annotations.get("destructiveHint") is not True
+
+
+def _label(method: str | None, params: Any) -> str:
+    if method in ("tools/call", "prompts/get") and isinstance(params, dict) and isinstance(params.get("name"), str):
+        return f"{method} {params['name']}"
+    if method == "resources/read" and isinstance(params, dict) and isinstance(params.get("uri"), str):
+        return f"{method} {params['uri']}"
+    return method or "?"
+
+
+def _json(rec: dict[str, Any]) -> Any:
+    if "json" in rec:
+        return rec["json"]
+    raw = rec.get("raw")
+    return parse_json(raw.encode("utf-8"))[0] if isinstance(raw, str) else None
+
+
+def _walk(value: Any, path: tuple[Any, ...], depth: int = 0) -> Iterable[tuple[tuple[Any, ...], Any]]:
+    """(path, value) of every string leaf (bounded depth)."""
+    if depth > 8:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "_meta":
+                continue
+            yield from _walk(v, path + (k,), depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, path + (i,), depth + 1)
+    elif isinstance(value, str) and value:
+        yield path, value
+
+
+def _minted(value: Any, path: tuple[Any, ...], depth: int = 0) -> Iterable[tuple[tuple[Any, ...], Any]]:
+    """(path, value) of CARRY_KEYS string values in a response."""
+    if depth > 6:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in CARRY_KEYS and isinstance(v, (str, int)) and not isinstance(v, bool):
+                yield path + (k,), v
+            elif isinstance(v, (dict, list)) and k != "_meta":
+                yield from _minted(v, path + (k,), depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:100]):
+            yield from _minted(v, path + (i,), depth + 1)
+
+
+class _Builder:
+    def __init__(self, header: dict[str, Any], allow_side_effects: bool, masker: Masker) -> None:
+        self.plan = Plan(header, answers=AnswerBook(masker), transport=header.get("transport", "stdio"))
+        self.allow = allow_side_effects
+        self.by_seq: dict[Any, int] = {}            # original request seq (, id) -> step index
+        self.answered: list[int] = []               # answered since the last step was planned
+        self.minted: dict[Any, tuple[int, tuple[Any, ...]]] = {}
+        self.srv_by_seq: dict[Any, ServerRequest] = {}
+        self.input_required: dict[tuple[Any, str], int] = {}   # (session, label) -> step with input_required
+        self.last_id: dict[tuple[Any, Any], int] = {}
+        self.group = 0
+
+    def c2s(self, rec: dict[str, Any], value: Any) -> None:
+        kind = rec.get("kind")
+        if kind in ("response", "error"):
+            srv = self.srv_by_seq.pop(rec.get("pair"), None)
+            if srv is not None and isinstance(value, dict):
+                srv.answer = {"error": value["error"]} if "error" in value else {"result": value.get("result")}
+                self.plan.answers.add(srv.method, srv.params, srv.answer)
+            return
+        if kind not in ("request", "notification", "batch"):
+            return                                   # stray client bytes are not replayed
+        plan = self.plan
+        method = rec.get("method")
+        params = value.get("params") if isinstance(value, dict) else None
+        step = Step(len(plan.steps), rec["seq"], kind, method, value, rec.get("session"),
+                    value.get("id") if kind == "request" and isinstance(value, dict) else None,
+                    rec.get("t_us", 0), label=_label(method, params) if kind != "batch" else "batch")
+        if self.answered:
+            step.waits = self.answered
+            self.answered = []
+            self.group += 1
+        step.group = self.group
+        if step.session not in plan.sessions:
+            plan.sessions.append(step.session)
+        if kind == "request":
+            self.by_seq[step.seq] = step.index
+            self.last_id[(step.session, _hid(step.orig_id))] = step.index
+            self._retry(step, params)
+            self._policy(step, params)
+        elif kind == "batch" and isinstance(value, list):
+            for m in rec.get("members") or []:
+                item = value[m["index"]] if m.get("index", 0) < len(value) else None
+                if m.get("kind") == "request" and isinstance(item, dict):
+                    self.by_seq[(step.seq, _hid(item.get("id")))] = step.index
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            target = self.last_id.get((step.session, _hid(params.get("requestId"))))
+            step.cancel_of = target
+            if target is not None and plan.steps[target].skip:
+                step.skip = "cancels a request that is not replayed"
+        if rec.get("rev") and plan.revision is None:
+            plan.revision = rec["rev"]
+        if plan.era is None and method == "initialize":
+            plan.era = "legacy"
+        elif plan.era is None and rec.get("phase") == "stateless":
+            plan.era = "modern"
+        if self.minted and kind != "batch":
+            for path, v in _walk(params, ("params",)):
+                src = self.minted.get(v)
+                if src is not None:
+                    step.carry.append(Carry(path, src[0], src[1], v))
+        plan.steps.append(step)
+
+    def _retry(self, step: Step, params: Any) -> None:
+        key = (step.session, step.label)
+        prev = self.input_required.pop(key, None)
+        if prev is not None and isinstance(params, dict) and ("inputResponses" in params or "requestState" in params):
+            step.retry_of = prev
+            if self.plan.steps[prev].skip:
+                step.skip = "answers a request that is not replayed"
+
+    def _policy(self, step: Step, params: Any) -> None:
+        if step.skip or self.allow or step.method != "tools/call":
+            return
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = self.plan.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            step.skip = f"tool {name!r} has no recorded annotations (may have side effects; --allow-side-effects)"
+        elif not tool_is_safe(tool.get("annotations")):
+            step.skip = f"tool {name!r} is not declared read-only or is destructive (--allow-side-effects)"
+
+    def s2c(self, rec: dict[str, Any], value: Any) -> None:
+        kind = rec.get("kind")
+        plan = self.plan
+        if kind == "request" and isinstance(value, dict):
+            srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"))
+            plan.server_requests.append(srv)
+            self.srv_by_seq[rec["seq"]] = srv
+            return
+        if kind == "batch" and isinstance(value, list):
+            for m in rec.get("members") or []:
+                item = value[m["index"]] if m.get("index", 0) < len(value) else None
+                if m.get("kind") in ("response", "error") and isinstance(item, dict):
+                    self._response(rec, m.get("pair"), item, m.get("latency_us"))
+            return
+        if kind in ("response", "error") and isinstance(value, dict):
+            self._response(rec, rec.get("pair"), value, rec.get("latency_us"))
+
+    def _response(self, rec: dict[str, Any], pair: Any, value: dict[str, Any], latency: Any) -> None:
+        idx = self.by_seq.pop(pair, None)
+        if idx is None:
+            idx = self.by_seq.pop((pair, _hid(value.get("id"))), None)
+        if idx is None:
+            return
+        step = self.plan.steps[idx]
+        if step.kind == "batch":
+            step.response = (step.response or []) + [value]
+        else:
+            step.response = value
+            step.latency_us = latency
+        step.response_seq = rec["seq"]
+        if idx not in self.answered:
+            self.answered.append(idx)
+        result = value.get("result")
+        if isinstance(result, dict):
+            if step.method == "tools/list":
+                for t in result.get("tools") or []:
+                    if isinstance(t, dict) and isinstance(t.get("name"), str):
+                        self.plan.tools[t["name"]] = t
+            for path, v in _minted(result, ("result",)):
+                self.minted[v] = (idx, path)
+            if result.get("resultType") == "input_required":
+                self.input_required[(step.session, step.label)] = idx
+                reqs = result.get("inputRequests")
+                step_resp = idx
+                self._pending_inputs = (step_resp, reqs if isinstance(reqs, dict) else {})
+
+    def inputs_answered(self, step: Step) -> None:
+        """A retry round carries the client's inputResponses: file them as answers."""
+        pending = getattr(self, "_pending_inputs", None)
+        params = step.params
+        if step.retry_of is None or pending is None or pending[0] != step.retry_of or not isinstance(params, dict):
+            return
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            return
+        for key, req in pending[1].items():
+            if isinstance(req, dict) and key in responses:
+                self.plan.answers.add(str(req.get("method")), req.get("params"), {"result": responses[key]})
+
+
+def _hid(v: Any) -> Any:
+    return v if isinstance(v, (int, str)) else repr(v)
+
+
+def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_side_effects: bool = False,
+               masker: Masker | None = None) -> Plan:
+    """Plan the replay of a capture (its header and the records after it).
+
+    The side-effect policy needs the tool annotations, which the capture may
+    only show after a call (or never): records are read twice in effect —
+    once here into a list of c2s/s2c messages, then planned — so keep the
+    records iterable cheap (``CaptureStream``)."""
+    masker = masker or Masker()
+    msgs = [(r, _json(r)) for r in records if r.get("type") == "message"]
+    tools: dict[str, Any] = {}
+    for r, v in msgs:
+        if r.get("dir") == "s2c" and isinstance(v, dict) and isinstance(v.get("result"), dict):
+            for t in v["result"].get("tools") or []:
+                if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
+                    tools[t["name"]] = t
+    b = _Builder(header, allow_side_effects, masker)
+    b.plan.tools = tools
+    last_t = 0
+    for r, v in msgs:
+        last_t = max(last_t, r.get("t_us", 0) or 0)
+        if r.get("dir") == "c2s":
+            b.c2s(r, v)
+            if b.plan.steps and b.plan.steps[-1].seq == r.get("seq"):
+                b.inputs_answered(b.plan.steps[-1])
+        else:
+            b.s2c(r, v)
+    plan = b.plan
+    plan.tools = tools
+    first = plan.steps[0].t_us if plan.steps else 0
+    plan.duration_us = max(0, last_t - first)
+    return plan
+
+
+def plan_from_path(path: str, allow_side_effects: bool = False, masker: Masker | None = None) -> Plan:
+    """Plan the replay of the capture at ``path``. Raises CaptureReadError."""
+    stream = CaptureStream(path)
+    return build_plan(stream.header, stream, allow_side_effects, masker)

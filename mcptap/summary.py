@@ -1,0 +1,268 @@
+"""Request context and summary statistics over capture records (level 3).
+
+Used by ``mcptap show`` (mcptap/render.py): :class:`Tracker` links each
+response, progress and cancellation to its request; :class:`Summary` counts
+messages per direction, method and tool with latency percentiles
+(:class:`Latencies`, a bounded histogram), findings, bytes and pending
+requests. Memory is bounded by open requests and distinct methods/tools,
+never by the length of the capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from mcptap.filters import message_json, message_text, record_findings, tool_of
+
+Style = Callable[[str, str], str]
+
+
+def plain(text: str, role: str) -> str:
+    return text
+
+
+def fmt_us(us: int | float | None) -> str:
+    """A duration in µs as ``850µs``, ``35.0ms`` or ``2.40s``."""
+    if us is None:
+        return "?"
+    if us < 1000:
+        return f"{int(us)}µs"
+    if us < 1_000_000:
+        return f"{us / 1000:.1f}ms"
+    return f"{us / 1e6:.2f}s"
+
+
+def shorten(s: str, n: int) -> str:
+    s = s.replace("\r", "\\r").replace("\n", "\\n")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def id_text(v: Any) -> str:
+    return repr(v) if isinstance(v, str) else orjson.dumps(v).decode()
+
+
+# -- request context -----------------------------------------------------------------
+
+class Tracker:
+    """Links records to the request they belong to, for display and filters.
+
+    ``feed(record) -> request info or None``: for a response its request
+    (via ``pair``); for ``notifications/progress`` and
+    ``notifications/cancelled`` the request named by their ``link``. Request
+    info is a dict ``{"seq", "method", "tool", "id"}``. Only open requests are
+    held (answered ones are dropped), so memory follows concurrency, not length.
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: dict[int, dict[str, Any]] = {}
+
+    def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        if rec.get("type") != "message":
+            return None
+        kind = rec.get("kind")
+        if kind == "request":
+            info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id")}
+            self._open[rec["seq"]] = info
+            return info
+        if kind in ("response", "error"):
+            pair = rec.get("pair")
+            return None if pair is None else self._open.pop(pair, None) or {"seq": pair, "method": None, "tool": None}
+        link = rec.get("link")
+        if link is not None:
+            return self._open.get(link) or {"seq": link, "method": None, "tool": None}
+        if kind == "batch":
+            for m in rec.get("members", ()):
+                if m.get("pair") is not None:
+                    self._open.pop(m["pair"], None)
+        return None
+
+
+# -- latency histogram -----------------------------------------------------------------
+
+def _bucket(us: int) -> int:
+    # exact below 1 ms, 3 significant digits above: bounded size, <1 % error
+    if us < 1000:
+        return us
+    e = 10 ** (len(str(us)) - 3)
+    return us // e * e
+
+
+class Latencies:
+    """Latency distribution in bounded memory (exact below 1 ms, else to 3
+    significant digits). ``add(us)``; ``percentile(p)`` (0-100) in µs."""
+
+    __slots__ = ("counts", "n", "max")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.n = 0
+        self.max = 0
+
+    def add(self, us: int) -> None:
+        b = _bucket(us)
+        self.counts[b] = self.counts.get(b, 0) + 1
+        self.n += 1
+        if us > self.max:
+            self.max = us
+
+    def percentile(self, p: float) -> int | None:
+        if not self.n:
+            return None
+        rank = max(1, -(-self.n * p // 100))   # nearest-rank method
+        seen = 0
+        for b in sorted(self.counts):
+            seen += self.counts[b]
+            if seen >= rank:
+                return min(b, self.max)
+        return self.max
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.n, "p50_us": self.percentile(50), "p90_us": self.percentile(90),
+                "p99_us": self.percentile(99), "max_us": self.max if self.n else None}
+
+
+# -- summary ------------------------------------------------------------------------------
+
+class _Stat:
+    __slots__ = ("c2s", "s2c", "errors", "lat")
+
+    def __init__(self) -> None:
+        self.c2s = 0
+        self.s2c = 0
+        self.errors = 0
+        self.lat = Latencies()
+
+
+class Summary:
+    """Counts over the records fed: messages per direction and kind, per
+    method (requests + notifications; responses count towards their request's
+    latency and errors), per tool (``tools/call``), findings by severity and
+    code; from the end record: bytes per direction and pending requests."""
+
+    def __init__(self) -> None:
+        self.messages = {"c2s": 0, "s2c": 0}
+        self.kinds: dict[str, int] = {}
+        self.methods: dict[str, _Stat] = {}
+        self.tools: dict[str, _Stat] = {}
+        self.severities = {"error": 0, "warn": 0, "info": 0}
+        self.codes: dict[str, int] = {}
+        self.first_us: int | None = None
+        self.last_us = 0
+        self.end: dict[str, Any] | None = None
+        self.stderr_bytes = 0
+
+    def feed(self, rec: dict[str, Any], req: dict[str, Any] | None) -> None:
+        typ = rec.get("type")
+        t = rec.get("t_us")
+        if isinstance(t, int):
+            if self.first_us is None:
+                self.first_us = t
+            if t > self.last_us:
+                self.last_us = t
+        for f in record_findings(rec) + (rec.get("capture") or [] if typ == "end" else []):
+            s = f.get("severity")
+            if s in self.severities:
+                self.severities[s] += 1
+            c = f.get("code", "?")
+            self.codes[c] = self.codes.get(c, 0) + 1
+        if typ == "end":
+            self.end = rec
+            return
+        if typ == "stderr":
+            self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
+            return
+        if typ != "message":
+            return
+        d = rec.get("dir", "c2s")
+        self.messages[d] = self.messages.get(d, 0) + 1
+        kind = rec.get("kind", "?")
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        method = rec.get("method")
+        if method is not None and kind in ("request", "notification"):
+            st = self.methods.get(method)
+            if st is None:
+                st = self.methods[method] = _Stat()
+            if d == "c2s":
+                st.c2s += 1
+            else:
+                st.s2c += 1
+            tool = tool_of(rec)
+            if tool is not None:
+                ts = self.tools.get(tool)
+                if ts is None:
+                    ts = self.tools[tool] = _Stat()
+                ts.c2s += 1
+        elif kind in ("response", "error") and req is not None:
+            lat = rec.get("latency_us")
+            for table, key in ((self.methods, req.get("method")), (self.tools, req.get("tool"))):
+                if key is None:
+                    continue
+                st = table.get(key)
+                if st is None:
+                    st = table[key] = _Stat()
+                if isinstance(lat, int):
+                    st.lat.add(lat)
+                if kind == "error" or is_tool_error(rec, table is self.tools):
+                    st.errors += 1
+
+    def to_json(self) -> dict[str, Any]:
+        end = self.end or {}
+        out: dict[str, Any] = {
+            "type": "summary",
+            "messages": dict(self.messages), "kinds": dict(sorted(self.kinds.items())),
+            "duration_us": self.last_us - (self.first_us or 0),
+            "methods": {m: {"c2s": s.c2s, "s2c": s.s2c, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.methods.items())},
+            "tools": {m: {"calls": s.c2s, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.tools.items())},
+            "findings": dict(self.severities), "codes": dict(sorted(self.codes.items())),
+            "bytes": {d: (end.get(d) or {}).get("bytes") for d in ("c2s", "s2c")},
+            "pending": end.get("pending", []),
+            "complete": bool(self.end) and not any(f.get("code") == "capture.incomplete" for f in end.get("capture", ())),
+        }
+        if isinstance(end.get("stderr"), dict) or self.stderr_bytes:
+            out["bytes"]["stderr"] = max(self.stderr_bytes, (end.get("stderr") or {}).get("bytes") or 0)
+        if "exit_code" in end:
+            out["exit_code"] = end["exit_code"]
+        return out
+
+    def lines(self, style: Style = plain) -> Iterator[str]:
+        j = self.to_json()
+        st = style
+        m = j["messages"]
+        yield st("Summary", "bold")
+        yield (f"  {m.get('c2s', 0) + m.get('s2c', 0)} messages (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}) over {fmt_us(j['duration_us'])}"
+               + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
+        b = j["bytes"]
+        yield "  bytes: " + ", ".join(f"{k} {v:,}" for k, v in b.items() if v is not None) if any(v is not None for v in b.values()) else "  bytes: unknown (no end record)"
+        if j["methods"]:
+            yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            for name, s in j["methods"].items():
+                lat = s["latency"]
+                yield (f"  {shorten(name, 34):<34} {s['c2s']:>6} {s['s2c']:>6} {s['errors']:>5} "
+                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+        if j["tools"]:
+            yield st(f"  {'tool':<34} {'calls':>6} {'':>6} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            for name, s in j["tools"].items():
+                lat = s["latency"]
+                yield (f"  {shorten(name, 34):<34} {s['calls']:>6} {'':>6} {s['errors']:>5} "
+                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+        if j["pending"]:
+            yield st(f"  pending at end: {len(j['pending'])}", "warn")
+            for p in j["pending"][:20]:
+                yield f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the {'client' if p.get('dir') == 'c2s' else 'server'}"
+        f = j["findings"]
+        yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
+        if not j["complete"]:
+            yield st("  capture incomplete: no end record (mcptap killed, or still recording)", "warn")
+
+
+def is_tool_error(rec: dict[str, Any], is_tool: bool) -> bool:
+    if not is_tool or rec.get("kind") != "response":
+        return False
+    v = message_json(rec)
+    res = v.get("result") if isinstance(v, dict) else None
+    return isinstance(res, dict) and res.get("isError") is True
