@@ -77,7 +77,10 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
     if value is not UNPARSED:
         rec["json"] = value
         try:
-            exact = _dumps(value) + eol == raw
+            dumped = _dumps(value)
+            n = len(dumped)
+            # compare in place: no copy of a 16 MiB message just to check it
+            exact = len(raw) == n + len(eol) and raw.endswith(eol) and memoryview(raw)[:n] == dumped
         except (TypeError, orjson.JSONEncodeError):
             exact = False
             del rec["json"]
@@ -157,6 +160,7 @@ class CaptureWriter:
         self._buf: list[bytes] = []
         self.failed: str | None = None
         self.dropped = 0
+        self._unreported = 0
         self.written_bytes = 0
         self.closed = False
 
@@ -186,22 +190,45 @@ class CaptureWriter:
         self._buf.append(line)
 
     def flush(self) -> None:
+        """Write queued records. After a failed write (disk full) the records
+        are counted as dropped; every later flush tries again, and the first
+        write that succeeds is preceded by a ``gap`` record saying how many
+        records were lost and why. Never raises."""
         if not self._buf or self.closed:
             return
-        data = b"".join(self._buf)
+        data = b"".join(self._buf) if len(self._buf) > 1 else self._buf[0]
+        n_records = len(self._buf)
         self._buf.clear()
-        if self.failed is not None:
-            self.dropped += data.count(b"\n")
-            return
+        if self.failed is not None and self._unreported:
+            gap = _dumps({"type": "gap", "seq": None, "reason": f"capture write failed: {self.failed}",
+                          "dropped_records": self._unreported}, option=orjson.OPT_APPEND_NEWLINE)
+            if self._write_all(gap):
+                self._unreported = 0
+            else:
+                self.dropped += n_records
+                self._unreported += n_records
+                return
+        if not self._write_all(data):
+            self.dropped += n_records
+            self._unreported += n_records
+
+    def _write_all(self, data: bytes) -> bool:
+        view = memoryview(data)
         try:
-            view = memoryview(data)
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
                 self.written_bytes += n
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
-            self.dropped += bytes(view).count(b"\n")
+            if len(view) != len(data):
+                # a partial record is on disk: end it so the next record starts on its own line
+                try:
+                    os.write(self._fd, b"\n")
+                except OSError:
+                    pass
+            return False
+        return True
 
     def close(self) -> None:
         if self.closed:

@@ -240,13 +240,13 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
         t = rec.get("t_us")
         if isinstance(t, int) and t > rep.duration_us:
             rep.duration_us = t
+        method = rec.get("method")
         if typ == "message":
             rep.messages += 1
-            kind = rec.get("kind")
-            if kind == "request":
-                methods[rec["seq"]] = rec.get("method")
+            if rec.get("kind") == "request":
+                methods[rec["seq"]] = method
             elif "pair" in rec:
-                methods.pop(rec["pair"], None)
+                method = methods.pop(rec["pair"], None)
         elif typ == "end":
             rep.complete = not any(f["code"] == "capture.incomplete" for f in rec.get("capture", ()))
             rep.truncated = any(f["code"] == "capture.truncated" for f in rec.get("capture", ()))
@@ -267,13 +267,11 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
             g.count += 1
             g.by_severity[s] = g.by_severity.get(s, 0) + 1
             if len(g.places) < keep:
-                method = rec.get("method")
-                if method is None and "pair" in rec:
-                    method = methods.get(rec["pair"])
+                where = method
                 if typ == "end" and isinstance(f.get("data"), dict):
-                    method = f["data"].get("method", method)
-                g.places.append(Place(rec.get("seq") if typ != "end" else None, t if isinstance(t, int) else None, ra.line, f.get("message", ""), s,
-                                      rec.get("dir"), method))
+                    where = f["data"].get("method", method)
+                g.places.append(Place(rec.get("seq") if typ != "end" else None, t if isinstance(t, int) else None, ra.line,
+                                      f.get("message", ""), s, rec.get("dir"), where))
     return rep
 
 

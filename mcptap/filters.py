@@ -492,7 +492,12 @@ def _json_path(t: _Tok) -> Pred:
         test = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and cmp(v, want)  # noqa: E731
 
     if op == "!=":
-        return lambda r, q: r.get("type") == "message" and not any(test(v) for v in _walk(message_json(r), path))
+        def differs(r: dict[str, Any], q: dict[str, Any] | None) -> bool:
+            if r.get("type") != "message":
+                return False
+            vals = _walk(message_json(r), path)
+            return bool(vals) and not any(test(v) for v in vals)
+        return differs
     return lambda r, q: r.get("type") == "message" and any(test(v) for v in _walk(message_json(r), path))
 
 

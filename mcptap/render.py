@@ -150,6 +150,7 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
                 yield from _findings_lines(rec.get("unanswered") or [], st)
             continue
         if flt is not None and not flt(rec, req):
+            summ.skip(rec)
             continue
         summ.feed(rec, req)
         yield timeline_line(rec, req, st)
@@ -176,6 +177,7 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     for rec in records:
         req = tracker.feed(rec)
         if rec.get("type") != "end" and flt is not None and not flt(rec, req):
+            summ.skip(rec)
             continue
         summ.feed(rec, req)
         if req is not None and rec.get("kind") != "request":
@@ -233,3 +235,12 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
         for f in fs:
             if _RANK.get(f.get("severity"), 0) >= rank:
                 yield f"    Note over C,S: {_mm(_SEV_MARK.get(f.get('severity'), '?') + ' ' + str(f.get('code')))}"
+
+
+def render_timeline(cap: Any, flt: Filter | None = None, style: Style | None = None) -> str:
+    """The timeline of an in-memory ``capture.Capture`` as one string,
+    re-annotated with today's rules (used by ``mcptap demo``)."""
+    from mcptap.check import Reannotated
+
+    ra = Reannotated(cap.header, cap.records, cap.path, lambda: cap.truncated)
+    return "\n".join(timeline(ra, cap.header, flt, style, path=cap.path))

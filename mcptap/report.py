@@ -174,4 +174,4 @@ def junit_xml(report: CheckReport) -> str:
     root.set("failures", str(failures))
     root.set("errors", str(errors))
     ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True).replace("<?xml version='1.0' encoding='unicode'?>", '<?xml version="1.0" encoding="UTF-8"?>')
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

@@ -151,17 +151,22 @@ class Summary:
         self.tools: dict[str, _Stat] = {}
         self.severities = {"error": 0, "warn": 0, "info": 0}
         self.codes: dict[str, int] = {}
-        self.first_us: int | None = None
         self.last_us = 0
         self.end: dict[str, Any] | None = None
         self.stderr_bytes = 0
+        self.shown = 0
+        self.hidden = 0
+
+    def skip(self, rec: dict[str, Any]) -> None:
+        """A record the filter hid: only capture-wide byte counts use it."""
+        self.hidden += 1
+        if rec.get("type") == "stderr":
+            self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
 
     def feed(self, rec: dict[str, Any], req: dict[str, Any] | None) -> None:
         typ = rec.get("type")
         t = rec.get("t_us")
         if isinstance(t, int):
-            if self.first_us is None:
-                self.first_us = t
             if t > self.last_us:
                 self.last_us = t
         for f in record_findings(rec) + (rec.get("capture") or [] if typ == "end" else []):
@@ -173,6 +178,7 @@ class Summary:
         if typ == "end":
             self.end = rec
             return
+        self.shown += 1
         if typ == "stderr":
             self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
             return
@@ -215,7 +221,7 @@ class Summary:
         out: dict[str, Any] = {
             "type": "summary",
             "messages": dict(self.messages), "kinds": dict(sorted(self.kinds.items())),
-            "duration_us": self.last_us - (self.first_us or 0),
+            "duration_us": max(self.last_us, end.get("t_us") or 0),
             "methods": {m: {"c2s": s.c2s, "s2c": s.s2c, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.methods.items())},
             "tools": {m: {"calls": s.c2s, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.tools.items())},
             "findings": dict(self.severities), "codes": dict(sorted(self.codes.items())),
@@ -227,13 +233,15 @@ class Summary:
             out["bytes"]["stderr"] = max(self.stderr_bytes, (end.get("stderr") or {}).get("bytes") or 0)
         if "exit_code" in end:
             out["exit_code"] = end["exit_code"]
+        if self.hidden:
+            out["filtered"] = {"shown": self.shown, "hidden": self.hidden}
         return out
 
     def lines(self, style: Style = plain) -> Iterator[str]:
         j = self.to_json()
         st = style
         m = j["messages"]
-        yield st("Summary", "bold")
+        yield st("Summary", "bold") + (f" of the {self.shown} records the filter shows ({self.hidden} hidden)" if self.hidden else "")
         yield (f"  {m.get('c2s', 0) + m.get('s2c', 0)} messages (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
         b = j["bytes"]

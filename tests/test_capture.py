@@ -111,6 +111,25 @@ def test_disk_full_never_raises_into_the_relay(tmp_path: Path) -> None:
     w.close()
 
 
+def test_writes_resume_after_a_failure_with_a_gap_record(tmp_path: Path) -> None:
+    p = tmp_path / "c.jsonl"
+    w = CaptureWriter.open(str(p))
+    w.write({"type": "header", "format": "mcptap-capture", "version": 1})
+    w.flush()
+    real = w._fd
+    w._fd = os.open("/dev/full", os.O_WRONLY)       # the disk fills up
+    w.write({"type": "message", "seq": 1})
+    w.write({"type": "message", "seq": 2})
+    w.flush()
+    os.close(w._fd)
+    w._fd = real                                     # space again
+    w.write({"type": "end", "seq": 3})
+    w.close()
+    recs = [orjson.loads(x) for x in p.read_bytes().splitlines()]
+    assert [r["type"] for r in recs] == ["header", "gap", "end"]
+    assert recs[1]["dropped_records"] == 2 and "No space" in recs[1]["reason"]
+
+
 def test_unparsed_value_is_stored_as_raw() -> None:
     rec = message_record(_msg(b"not json\n", UNPARSED))
     assert rec["raw"] == "not json\n" and "json" not in rec

@@ -164,8 +164,10 @@ class Annotator:
             return
         where = f"phase {msg.phase.value}" if msg.phase else "start"
         who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
-        msg.findings.append(finding("framing.non_jsonrpc_line", f"{d} line is not JSON ({where}): {who}",
-                                    {"preview": frame.raw[:80].decode("utf-8", "replace")}))
+        n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
+        what = f"{n} {d} lines are" if n > 1 else f"{d} line is"
+        msg.findings.append(finding("framing.non_jsonrpc_line", f"{what} not JSON ({where}): {who}",
+                                    {"preview": frame.raw[:80].decode("utf-8", "replace"), "lines": n}))
 
     # -- batches --------------------------------------------------------------------
     def _batch(self, msg: Message, st: SessionState, exchange: Any) -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import re
+
 import orjson
 
 from mcptap.model import UNPARSED, Frame
@@ -33,6 +35,9 @@ BOM = b"\xef\xbb\xbf"
 #: released as separate non-JSON frames.
 JOIN_MAX_BYTES = 1 << 20
 JOIN_MAX_LINES = 10_000
+
+
+_JSON_FIRST = frozenset(bytes([c]) for c in b'{["-0123456789tfn')
 
 
 def bad_utf8_offsets(data: bytes, limit: int = 64) -> tuple[int, ...]:
@@ -54,6 +59,9 @@ def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
     replaced by U+FFFD (so ids stay readable, cases/B06), trailing CR/LF is JSON
     whitespace. Returns ``(value or UNPARSED, invalid_utf8_offsets)``; never raises."""
     body = raw[3:] if raw.startswith(BOM) else raw
+    first = body.lstrip(b" \t\r\n")[:1]
+    if first and first not in _JSON_FIRST:
+        return UNPARSED, ()  # cheap exit for log lines and banners
     try:
         return orjson.loads(body), ()
     except orjson.JSONDecodeError:
@@ -92,7 +100,7 @@ class NewlineFramer:
     this framer saw.
     """
 
-    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof")
+    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts")
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -101,6 +109,8 @@ class NewlineFramer:
         self._held: list[Frame] = []
         self._held_bytes = 0
         self._eof = False
+        self._depth = 0
+        self._starts: list[tuple[int, int]] = []   # (held index, depth before) of value openers
 
     @property
     def buffered(self) -> int:
@@ -117,9 +127,8 @@ class NewlineFramer:
                     self._buf.clear()
                     self._line(raw, self._base, False, out)
                     self._base += len(raw)
-                while self._held:  # a released line may start a new hold
-                    self._release_held(out)
-            return out
+                self._release_held(out)
+            return _coalesce(out) if len(out) > 1 else out
         if self._eof:
             return out
         buf = self._buf
@@ -147,51 +156,137 @@ class NewlineFramer:
             self._buf = bytearray(rest)
             self._scan = len(rest)
             self._base = base + start
-        return out
+        return _coalesce(out) if len(out) > 1 else out
 
     # -- one complete line -------------------------------------------------
     def _line(self, raw: bytes, offset: int, terminated: bool, out: list[Frame]) -> None:
         if self._held:
-            if _looks_like_json_start(raw):
-                alone, _ = parse_json(raw)
-                if isinstance(alone, dict):
-                    # a complete message on its own: the held lines were garbage
-                    self._release_held(out)
-                    self._line(raw, offset, terminated, out)
-                    return
-            self._held.append(Frame(raw, offset, terminated))
-            self._held_bytes += len(raw)
-            if _looks_like_json_end(raw):
-                joined = b"".join(f.raw for f in self._held)
-                value, bad = parse_json(joined)
-                if value is not UNPARSED:
-                    first = self._held[0]
-                    out.append(Frame(joined, first.offset, terminated, value, bad, len(self._held)))
-                    self._held.clear()
-                    self._held_bytes = 0
-                    return
-            if self._held_bytes > JOIN_MAX_BYTES or len(self._held) > JOIN_MAX_LINES:
-                self._release_held(out)
-            elif not terminated:
-                self._release_held(out)
+            self._held_line(raw, offset, terminated, out)
             return
         value, bad = parse_json(raw)
         if value is UNPARSED and terminated and _looks_like_json_start(raw):
-            self._held.append(Frame(raw, offset, terminated, UNPARSED, bad))
-            self._held_bytes = len(raw)
-            return
+            d = _depth_delta(raw)
+            if d > 0:
+                self._held.append(Frame(raw, offset, terminated, UNPARSED, bad))
+                self._held_bytes = len(raw)
+                self._depth = d
+                self._starts = [(0, 0)]
+                return
         out.append(Frame(raw, offset, terminated, value, bad))
 
-    def _release_held(self, out: list[Frame]) -> None:
-        """Give up on joining: each held line becomes its own frame, except that
-        a held line that starts a JSON value is re-examined (it may open the
-        next multi-line message)."""
-        held = self._held
-        if not held:
-            return
-        self._held = []
-        self._held_bytes = 0
-        first, rest = held[0], held[1:]
-        out.append(Frame(first.raw, first.offset, first.terminated, UNPARSED, bad_utf8_offsets(first.raw)))
-        for f in rest:
-            self._line(f.raw, f.offset, f.terminated, out)
+    def _held_line(self, raw: bytes, offset: int, terminated: bool, out: list[Frame]) -> None:
+        """Multi-line recovery (cases/B02). Held lines are tracked with a
+        string-aware bracket depth; each line that opens a value records the
+        depth before it. When a line brings the depth back to such a recorded
+        depth, the lines from that opener are parsed once; a JSON-RPC object
+        (or batch) ends the hold. Linear in the input: nothing is re-scanned
+        when a hold is abandoned."""
+        if _looks_like_json_start(raw):
+            alone, _ = parse_json(raw)
+            if isinstance(alone, dict):
+                # a complete message on its own: the held lines were garbage
+                self._release_held(out)
+                self._line(raw, offset, terminated, out)
+                return
+            if _depth_delta(raw) > 0:
+                self._starts.append((len(self._held), self._depth))
+        self._held.append(Frame(raw, offset, terminated))
+        self._held_bytes += len(raw)
+        self._depth += _depth_delta(raw)
+        depth = self._depth
+        for i in range(len(self._starts) - 1, -1, -1):
+            idx, before = self._starts[i]
+            if before != depth:
+                continue
+            del self._starts[i:]
+            span = self._held[idx:]
+            joined = b"".join(f.raw for f in span)
+            value, bad = parse_json(joined)
+            if _is_jsonrpc(value):
+                self._release_held(out, upto=idx)
+                first = span[0]
+                out.append(Frame(joined, first.offset, terminated, value, bad, len(span)))
+                self._held.clear()
+                self._held_bytes = 0
+                self._starts = []
+                return
+            break
+        if depth <= 0 or not self._starts or not terminated or self._held_bytes > JOIN_MAX_BYTES or len(self._held) > JOIN_MAX_LINES:
+            self._release_held(out)
+
+    def _release_held(self, out: list[Frame], upto: int | None = None) -> None:
+        """Give up on joining ``held[:upto]`` (all when None): each line
+        becomes its own non-JSON frame (runs coalesced), never re-scanned."""
+        held = self._held if upto is None else self._held[:upto]
+        if upto is None:
+            self._held = []
+            self._held_bytes = 0
+            self._starts = []
+            self._depth = 0
+        for f in held:
+            self._line_unparsed(f, out)
+
+    def _line_unparsed(self, f: Frame, out: list[Frame]) -> None:
+        value, bad = parse_json(f.raw)
+        out.append(Frame(f.raw, f.offset, f.terminated, value, bad))
+
+
+_STRINGS = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+
+
+def _depth_delta(line: bytes) -> int:
+    """Net bracket depth change of one line, ignoring brackets inside JSON
+    strings (JSON strings never span lines)."""
+    if b'"' in line:
+        line = _STRINGS.sub(b"", line)
+    return line.count(b"{") + line.count(b"[") - line.count(b"}") - line.count(b"]")
+
+
+def _is_jsonrpc(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "jsonrpc" in value or "method" in value or "result" in value or "error" in value
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, dict) and ("jsonrpc" in v or "method" in v) for v in value)
+    return False
+
+
+#: A run of non-JSON lines is cut into frames of at most this many bytes.
+RUN_MAX_BYTES = 64 * 1024
+
+
+def _coalesce(frames: list[Frame]) -> list[Frame]:
+    """Merge adjacent non-JSON lines delivered by one read into one frame (a
+    chatty server logging to stdout gives one record and one finding per read,
+    not per line). JSON frames are never merged, so every message's frame is
+    the same whatever the chunking; only the grouping of garbage lines may
+    follow the reads."""
+    out: list[Frame] = []
+    run: list[Frame] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            raw = b"".join(f.raw for f in run)
+            bad: list[int] = []
+            pos = 0
+            for f in run:
+                bad.extend(o + pos for o in f.invalid_utf8)
+                pos += len(f.raw)
+            out.append(Frame(raw, run[0].offset, run[-1].terminated, UNPARSED, tuple(bad[:64]), sum(f.lines for f in run)))
+        run.clear()
+
+    size = 0
+    for f in frames:
+        if f.value is UNPARSED and f.lines == 1:
+            if size + len(f.raw) > RUN_MAX_BYTES:
+                flush()
+                size = 0
+            run.append(f)
+            size += len(f.raw)
+        else:
+            flush()
+            size = 0
+            out.append(f)
+    flush()
+    return out

@@ -191,7 +191,7 @@ class ResponseEnded:
     """The exchange is over. ``how``: "complete", "upstream_closed" (EOF before
     or during the response), "upstream_failed" (connect/TLS/IO error: the client
     got a 502 if nothing was sent yet), "bad_response" (unparseable upstream
-    response: 502), "client_closed" (the client went away first).
+    response: 502), "client_closed" (the client went away first), "tap_stopped".
     ``detail``: one line; ``reused``: the upstream connection had served an
     earlier exchange; ``sent_502``: the tap answered instead of the upstream."""
     exchange: int
@@ -615,7 +615,24 @@ class HttpRelay:
             c.ex = None
             self._close_client(c, out, abort=False)
 
-    # -- introspection -------------------------------------------------------------------
+    # -- end ---------------------------------------------------------------------------
+    def shutdown(self) -> list[Any]:
+        """The tap stops: end every open exchange (``how="tap_stopped"``) and
+        close every connection. Returns facts and close commands."""
+        out: list[Any] = []
+        for c in list(self._conns.values()):
+            ex = c.ex
+            busy = ex is not None and not (ex.resp_done and ex.req_done)
+            if ex is not None and not ex.resp_done:
+                out.append(ResponseEnded(ex.id, c.id, "tap_stopped", "mcptap stopped during the exchange", ex.reused,
+                                         response_started=ex.resp_started))
+            if c.up is not None:
+                out.append(CloseUpstream(c.id, c.gen, abort=busy))
+                c.up = None
+            out.append(ConnClosed(c.id, "tap", idle=not busy))
+            self._close_client(c, out, abort=busy)
+        return out
+
     def open_connections(self) -> int:
         return len(self._conns)
 

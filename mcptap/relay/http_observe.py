@@ -71,6 +71,7 @@ class _Ex:
     ids: list[str] = field(default_factory=list)
     rewrites: list[tuple[str, str]] = field(default_factory=list)
     response_started: bool = False
+    cr_seen: bool = False
 
     @property
     def session(self) -> Any:
@@ -276,6 +277,10 @@ class HttpObserver:
         if ev.id:
             e.ids.append(ev.id)
         fs = sse_findings(ev)
+        if ev.cr:
+            if e.cr_seen:      # once per stream: SDKs on sse-starlette end every line with CR LF
+                fs = [f for f in fs if f.code != "sse.crlf"]
+            e.cr_seen = True
         info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": len(ev.raw)}
         if ev.id is not None:
             info["id"] = ev.id
@@ -381,6 +386,8 @@ class HttpObserver:
         how = it.how
         if how in ("upstream_failed", "bad_response"):
             return [finding("http.upstream_failed", f"{it.detail}" + (" (the client got 502)" if it.sent_502 else ""))]
+        if how == "tap_stopped":
+            return []
         pend = self._pending_of(e)
         ids = ", ".join(repr(p.id) for p in pend)
         if how == "upstream_closed":

@@ -15,7 +15,9 @@ Verdicts (one per exchange):
 
 Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,
 session ids, cursors, task ids, request state, elicitation ids, and string
-values shaped like timestamps (ISO 8601) or UUIDs. ``--ignore PATH`` adds more:
+values shaped like timestamps (ISO 8601) or UUIDs. The keys of 2026-07-28
+``inputRequests`` / ``inputResponses`` are the server's opaque names: only
+the requests themselves are compared. ``--ignore PATH`` adds more:
 a dotted path over the JSON-RPC message (``result.structuredContent.now``)
 where ``*`` matches one segment, ``**`` any number, ``[*]`` any list index and
 ``[3]`` one; ``METHOD:`` in front limits it to one method
@@ -40,10 +42,12 @@ VOLATILE_KEYS = frozenset({
     "elicitationId", "subscriptionId", "timestamp", "createdAt", "lastUpdatedAt", "requestId",
 })
 MASKED = "<masked>"
+#: Maps keyed by opaque server-chosen names (2026-07-28 input rounds): compared as a list of values.
+OPAQUE_KEYED = frozenset({"inputRequests", "inputResponses"})
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 #: Prefilter on serialized JSON: when it does not match, nothing needs masking.
-_HINT = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(VOLATILE_KEYS)) + rb')"'
+_HINT = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(VOLATILE_KEYS | OPAQUE_KEYED)) + rb')"'
                    rb'|"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"')
 _SORT = orjson.OPT_SORT_KEYS
 MAX_PATHS = 25
@@ -160,6 +164,9 @@ class Masker:
                         sub, hit = _advance(states, self.patterns, k)
                     if hit:
                         nv = MASKED
+                    elif k in OPAQUE_KEYED and isinstance(v, dict):
+                        vals = [self._mask(x, sub) for x in v.values()]
+                        nv = sorted(vals, key=lambda x: orjson.dumps(x, option=_SORT))
                     elif isinstance(v, (dict, list)):
                         nv = self._mask(v, sub)
                     elif isinstance(v, str) and _volatile_value(v):
@@ -364,3 +371,97 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
     if ma == mb:
         return Verdict(MATCH, code_a=ca, code_b=cb)
     return Verdict(CHANGED, json_diff(ma, mb, ka), ca, cb)
+
+
+# -- a whole replay -------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ExchangeResult:
+    """One line of the replay report. ``step``: plan step index (None for a
+    server request); ``seq``: the original record seq (None for NEW);
+    latencies in µs; ``note``: why it was skipped / not answered."""
+
+    label: str
+    status: str
+    step: int | None = None
+    seq: int | None = None
+    verdict: Verdict | None = None
+    latency_a_us: int | None = None
+    latency_b_us: int | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"label": self.label, "status": self.status, "step": self.step, "seq": self.seq}
+        if self.verdict is not None and self.verdict.paths:
+            d["paths"] = [p.to_json() for p in self.verdict.paths]
+        if self.verdict is not None and (self.verdict.code_a is not None or self.verdict.code_b is not None):
+            d["error_codes"] = [self.verdict.code_a, self.verdict.code_b]
+        if self.latency_a_us is not None or self.latency_b_us is not None:
+            d["latency_us"] = [self.latency_a_us, self.latency_b_us]
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+def _by_id(responses: Any) -> dict[Any, Any]:
+    return {repr(r.get("id")): r for r in responses or () if isinstance(r, dict)}
+
+
+def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequence[Any], notes: dict[int, str],
+                   masker: Masker | None = None) -> list[ExchangeResult]:
+    """Verdicts for a replay: one per c2s request (and batch member) of
+    ``plan`` in order, then one per server request (original matched with live
+    by method and masked params, in order). ``live``: step index -> live
+    response object (None: unanswered; a step absent: not sent), each with
+    ``response`` and ``latency_us`` attributes; ``live_server_requests``:
+    objects with ``method`` and ``params``."""
+    masker = masker or Masker()
+    out: list[ExchangeResult] = []
+    for step in plan.steps:
+        if step.kind == "notification":
+            continue
+        lv = live.get(step.index)
+        note = notes.get(step.index)
+        if step.skip:
+            out.append(ExchangeResult(step.label, SKIPPED, step.index, step.seq, note=step.skip))
+            continue
+        if lv is None:
+            out.append(ExchangeResult(step.label, MISSING, step.index, step.seq, Verdict(MISSING), step.latency_us, None, note or "not sent"))
+            continue
+        if step.kind == "batch":
+            orig, new = _by_id(step.response), _by_id(lv.response)
+            for item in step.message if isinstance(step.message, list) else ():
+                if not isinstance(item, dict) or "method" not in item or "id" not in item:
+                    continue
+                k = repr(item["id"])
+                v = compare_responses(orig.get(k), new.get(k), item.get("method"), masker)
+                out.append(ExchangeResult(f"batch {item.get('method')}", v.status, step.index, step.seq, v, None, lv.latency_us,
+                                          note if v.status in (MISSING, NEW) else None))
+            continue
+        v = compare_responses(step.response, lv.response, step.method, masker)
+        if step.response is None and lv.response is None:
+            note = note or "unanswered in both sessions"
+        out.append(ExchangeResult(step.label, v.status, step.index, step.seq, v, step.latency_us, lv.latency_us,
+                                  note if v.status in (MISSING, NEW) or lv.response is None else None))
+    # server requests: legacy s2c requests and 2026-07-28 input requests, matched by method + masked params
+    orig_reqs = [(r.method, r.params, r.seq) for r in plan.server_requests]
+    for step in plan.steps:                           # 2026-07-28 input requests of the original session
+        res = step.response.get("result") if isinstance(step.response, dict) else None
+        if isinstance(res, dict) and res.get("resultType") == "input_required" and isinstance(res.get("inputRequests"), dict):
+            for req in res["inputRequests"].values():
+                if isinstance(req, dict):
+                    orig_reqs.append((str(req.get("method")), req.get("params"), step.response_seq))
+    pool: dict[tuple[str, int], list[Any]] = {}
+    for r in live_server_requests:
+        pool.setdefault((r.method, masker.fingerprint(r.params, r.method, "params")), []).append(r)
+    for method, params, seq in orig_reqs:
+        key = (method, masker.fingerprint(params, method, "params"))
+        if pool.get(key):
+            pool[key].pop(0)
+            out.append(ExchangeResult(f"s2c {method}", MATCH, None, seq))
+        else:
+            out.append(ExchangeResult(f"s2c {method}", MISSING, None, seq, Verdict(MISSING), note="the live server did not make this request"))
+    for entries in pool.values():
+        for r in entries:
+            out.append(ExchangeResult(f"s2c {r.method}", NEW, None, None, Verdict(NEW), note=f"answered: {r.how}"))
+    return out

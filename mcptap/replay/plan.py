@@ -104,29 +104,40 @@ class AnswerBook:
 
     def __init__(self, masker: Masker | None = None) -> None:
         self.masker = masker or Masker()
-        self._exact: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        self._by_method: dict[str, list[dict[str, Any]]] = {}
+        self._exact: dict[tuple[str, int], list[list[Any]]] = {}
+        self._by_method: dict[str, list[list[Any]]] = {}
 
     def add(self, method: str, params: Any, answer: dict[str, Any]) -> None:
+        entry = [answer, False]                      # [answer, used]
         key = (method, self.masker.fingerprint(params, method, "params"))
-        self._exact.setdefault(key, []).append(answer)
-        self._by_method.setdefault(method, []).append(answer)
+        self._exact.setdefault(key, []).append(entry)
+        self._by_method.setdefault(method, []).append(entry)
 
-    def take(self, method: str, params: Any) -> dict[str, Any] | None:
+    @staticmethod
+    def _next(entries: list[list[Any]] | None) -> dict[str, Any] | None:
+        if not entries:
+            return None
+        for e in entries:
+            if not e[1]:
+                e[1] = True
+                return e[0]
+        return entries[-1][0]                        # asked more often than recorded: repeat the last
+
+    def take(self, method: str, params: Any) -> tuple[dict[str, Any] | None, str]:
         """The answer for a live server request (``{"result": …}`` or
-        ``{"error": …}``), or None when the capture has none for ``method``.
-        An exact match is consumed; a method-only match is reused if it is the last."""
+        ``{"error": …}``) and how it was found: ``"exact"`` (same method and
+        masked params), ``"method"`` (same method), ``"default"`` (ping) or
+        ``"none"`` (the capture has no answer for ``method``)."""
         key = (method, self.masker.fingerprint(params, method, "params"))
-        exact = self._exact.get(key)
-        if exact:
-            ans = exact.pop(0) if len(exact) > 1 else exact[0]
-            return ans
-        same = self._by_method.get(method)
-        if same:
-            return same[0]
+        ans = self._next(self._exact.get(key))
+        if ans is not None:
+            return ans, "exact"
+        ans = self._next(self._by_method.get(method))
+        if ans is not None:
+            return ans, "method"
         if method == "ping":
-            return {"result": {}}
-        return None
+            return {"result": {}}, "default"
+        return None, "none"
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_method.values())
@@ -277,6 +288,12 @@ class _Builder:
             step.retry_of = prev
             if self.plan.steps[prev].skip:
                 step.skip = "answers a request that is not replayed"
+            responses = params.get("inputResponses")
+            asked = self.plan.steps[prev].response["result"].get("inputRequests")
+            if isinstance(responses, dict) and isinstance(asked, dict):
+                for k, req in asked.items():
+                    if isinstance(req, dict) and k in responses:
+                        self.plan.answers.add(str(req.get("method")), req.get("params"), {"result": responses[k]})
 
     def _policy(self, step: Step, params: Any) -> None:
         if step.skip or self.allow or step.method != "tools/call":
@@ -330,22 +347,6 @@ class _Builder:
                 self.minted[v] = (idx, path)
             if result.get("resultType") == "input_required":
                 self.input_required[(step.session, step.label)] = idx
-                reqs = result.get("inputRequests")
-                step_resp = idx
-                self._pending_inputs = (step_resp, reqs if isinstance(reqs, dict) else {})
-
-    def inputs_answered(self, step: Step) -> None:
-        """A retry round carries the client's inputResponses: file them as answers."""
-        pending = getattr(self, "_pending_inputs", None)
-        params = step.params
-        if step.retry_of is None or pending is None or pending[0] != step.retry_of or not isinstance(params, dict):
-            return
-        responses = params.get("inputResponses")
-        if not isinstance(responses, dict):
-            return
-        for key, req in pending[1].items():
-            if isinstance(req, dict) and key in responses:
-                self.plan.answers.add(str(req.get("method")), req.get("params"), {"result": responses[key]})
 
 
 def _hid(v: Any) -> Any:
@@ -356,10 +357,9 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
                masker: Masker | None = None) -> Plan:
     """Plan the replay of a capture (its header and the records after it).
 
-    The side-effect policy needs the tool annotations, which the capture may
-    only show after a call (or never): records are read twice in effect —
-    once here into a list of c2s/s2c messages, then planned — so keep the
-    records iterable cheap (``CaptureStream``)."""
+    Message records are held while planning: the side-effect policy needs
+    every recorded ``tools/list`` before the first call is judged (a client
+    may call a tool it listed in an earlier session, or list after calling)."""
     masker = masker or Masker()
     msgs = [(r, _json(r)) for r in records if r.get("type") == "message"]
     tools: dict[str, Any] = {}
@@ -375,8 +375,6 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
         last_t = max(last_t, r.get("t_us", 0) or 0)
         if r.get("dir") == "c2s":
             b.c2s(r, v)
-            if b.plan.steps and b.plan.steps[-1].seq == r.get("seq"):
-                b.inputs_answered(b.plan.steps[-1])
         else:
             b.s2c(r, v)
     plan = b.plan

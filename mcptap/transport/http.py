@@ -132,9 +132,13 @@ class HttpTap:
         if self.rec is not None:
             self.observer = HttpObserver(self.rec, self.upstream, listen_authority=authority, record_secrets=cfg.record_secrets)
         self.url = f"http://{authority}{self.upstream.path}"
-        async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, self._handle, listeners)
-            task_status.started(self.url)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(trio.serve_listeners, self._handle, listeners)
+                task_status.started(self.url)
+        finally:
+            # record how the exchanges still open ended (the connections close with the nursery)
+            self._observe([it for it in self.relay.shutdown() if not isinstance(it, (r.CloseClient, r.CloseUpstream))])
 
     # -- recording -----------------------------------------------------------------
     def _observe(self, items: list[Any]) -> None:
@@ -180,47 +184,50 @@ class HttpTap:
         relay = self.relay
         assert relay is not None
         follow: list[Any] = []
-        for it in items:
-            t = type(it)
-            if t is r.SendClient:
-                if c.closed:
-                    continue
-                try:
-                    async with c.client_lock:
-                        await c.client.send_all(it.data)
-                except _IO_ERRORS:
-                    follow += relay.client_data(c.cid, b"")
-            elif t is r.SendUpstream:
-                if it.gen != c.gen or c.up is None:
-                    continue
-                try:
-                    async with c.up_lock:
-                        await c.up.send_all(it.data)
-                except _IO_ERRORS as exc:
-                    follow += relay.upstream_failed(c.cid, it.gen, f"write failed: {_describe(exc)}")
-            elif t is r.OpenUpstream:
-                await self._close_upstream(c)
-                c.gen = it.gen
-                try:
-                    c.up = await self._connect()
-                except Exception as exc:  # noqa: BLE001 - every connect failure becomes a 502
-                    c.up = None
-                    follow += relay.upstream_failed(c.cid, it.gen, _describe(exc))
-                else:
-                    c.nursery.start_soon(self._upstream_reader, c, it.gen, c.up)
-            elif t is r.CloseUpstream:
-                if it.gen == c.gen:
-                    await self._close_upstream(c)
-            elif t is r.CloseClient:
-                c.closed = True
-                if it.abort:
-                    await trio.aclose_forcefully(c.client)
-                else:
-                    with trio.move_on_after(5):
+        try:
+            for it in items:
+                t = type(it)
+                if t is r.SendClient:
+                    if c.closed:
+                        continue
+                    try:
                         async with c.client_lock:
-                            await _graceful_close(c.client)
-                await self._close_upstream(c)
-        self._observe(items)
+                            await c.client.send_all(it.data)
+                    except _IO_ERRORS:
+                        follow += relay.client_data(c.cid, b"")
+                elif t is r.SendUpstream:
+                    if it.gen != c.gen or c.up is None:
+                        continue
+                    try:
+                        async with c.up_lock:
+                            await c.up.send_all(it.data)
+                    except _IO_ERRORS as exc:
+                        follow += relay.upstream_failed(c.cid, it.gen, f"write failed: {_describe(exc)}")
+                elif t is r.OpenUpstream:
+                    await self._close_upstream(c)
+                    c.gen = it.gen
+                    try:
+                        c.up = await self._connect()
+                    except Exception as exc:  # noqa: BLE001 - every connect failure becomes a 502
+                        c.up = None
+                        follow += relay.upstream_failed(c.cid, it.gen, _describe(exc))
+                    else:
+                        c.nursery.start_soon(self._upstream_reader, c, it.gen, c.up)
+                elif t is r.CloseUpstream:
+                    if it.gen == c.gen:
+                        await self._close_upstream(c)
+                elif t is r.CloseClient:
+                    c.closed = True
+                    if it.abort:
+                        await trio.aclose_forcefully(c.client)
+                    else:
+                        with trio.move_on_after(5):
+                            async with c.client_lock:
+                                await _graceful_close(c.client)
+                    await self._close_upstream(c)
+        finally:
+            # recorded even when cancelled mid-way (tap stopping): the capture must say how exchanges ended
+            self._observe(items)
         if follow:
             await self._run(c, follow)
 
@@ -268,6 +275,8 @@ async def _graceful_close(stream: trio.abc.Stream) -> None:
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, trio.BrokenResourceError) and exc.__cause__ is not None:
+        exc = exc.__cause__        # trio wraps TLS handshake failures
     if isinstance(exc, trio.TooSlowError):
         return "timed out"
     if isinstance(exc, ssl.SSLCertVerificationError):

@@ -10,12 +10,23 @@ from mcptap.protocol.framing import NewlineFramer, parse_json
 
 
 def frames_of(chunks: list[bytes]) -> list[tuple[bytes, int, bool, int]]:
+    """Frames as (raw, offset, terminated, lines); runs of non-JSON lines (which
+    are grouped per read) are expanded back into single lines."""
     f = NewlineFramer()
     out = []
     for c in chunks:
         out += f.receive_data(c)
     out += f.receive_data(b"")
-    return [(x.raw, x.offset, x.terminated, x.lines) for x in out]
+    flat = []
+    for x in out:
+        if x.value is UNPARSED and x.lines > 1:
+            off = x.offset
+            for ln in x.raw.splitlines(keepends=True):
+                flat.append((ln, off, ln.endswith(b"\n"), 1))
+                off += len(ln)
+        else:
+            flat.append((x.raw, x.offset, x.terminated, x.lines))
+    return flat
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -96,3 +107,26 @@ def test_parse_json_reads_ids_through_invalid_utf8_and_bom() -> None:
     assert v["id"] == 4 and bad == (16,)
     v, bad = parse_json(b'\xef\xbb\xbf{"id":5}\n')
     assert v == {"id": 5} and bad == ()
+
+
+def test_a_chatty_server_gives_one_frame_per_read_not_per_line() -> None:
+    f = NewlineFramer()
+    out = f.receive_data(b"log line\n" * 1000 + b'{"jsonrpc":"2.0","id":1,"result":{}}\n' + b"more\n" * 3)
+    assert [x.lines for x in out] == [1000, 1, 3]
+    assert out[0].value is UNPARSED and out[1].value["id"] == 1
+
+
+def test_random_binary_is_framed_in_linear_time() -> None:
+    import random
+    import time
+
+    data = random.Random(7).randbytes(1 << 20)
+    f = NewlineFramer()
+    t = time.process_time()
+    out = []
+    for i in range(0, len(data), 65536):
+        out += f.receive_data(data[i:i + 65536])
+    out += f.receive_data(b"")
+    assert b"".join(x.raw for x in out) == data
+    # not a timing assertion on speed, a guard against quadratic rescans (was 5 s)
+    assert time.process_time() - t < 3.0

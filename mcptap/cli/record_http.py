@@ -1,0 +1,168 @@
+"""``mcptap record --upstream URL [--listen HOST:PORT] …``: the HTTP tap's CLI part.
+
+The ``record`` command (cli/record.py) owns ``-o``, ``--quiet`` and
+``--strict-capture``; it decorates itself with ``http_options`` and, when
+``--upstream`` is given (and no CMD), returns ``run_http_record(...)``'s exit
+status. mcptap then listens (127.0.0.1, a free port unless ``--listen`` says
+otherwise), prints ``mcptap: listening on URL`` on stderr and relays until
+SIGINT/SIGTERM; the capture is finished on the way out.
+
+Exit status: 0 after a signal; 2 for a usage error (bad URL, non-loopback
+listen without ``--allow-remote``, port in use, unreadable ``--cacert``); 74
+with ``--strict-capture`` when the capture is incomplete. Upstream failures
+never change it: the affected request got a 502 and the capture records why.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import click
+import trio
+
+from mcptap.capture import CaptureWriter
+from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.paths import default_capture_path
+from mcptap.recorder import Recorder
+from mcptap.redact import scrub_url
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+EX_USAGE, EX_IOERR = 2, 74
+
+
+def _say(line: str) -> None:
+    click.echo(f"mcptap: {line}", err=True)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT``, ``PORT`` or ``HOST`` → (host, port).
+    Raises click.BadParameter."""
+    v = value.strip()
+    host, port = "127.0.0.1", "0"
+    if v.startswith("["):
+        h, _, rest = v[1:].partition("]")
+        host, port = h, rest.lstrip(":") or "0"
+    elif v.isdigit():
+        port = v
+    elif v.count(":") == 1:
+        h, port = v.split(":")
+        host = h or host
+    elif v:
+        host = v
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT (port 0-65535)", param_hint="--listen")
+    return host, int(port)
+
+
+def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the HTTP tap options to a click command (keyword names as below)."""
+    opts = [
+        click.option("--upstream", metavar="URL", default=None,
+                     help="Tap an HTTP MCP server (Streamable HTTP or legacy HTTP+SSE) at URL instead of running a command."),
+        click.option("--listen", "listen", metavar="HOST:PORT", default="127.0.0.1:0", show_default=True,
+                     help="Where the tap listens (port 0: a free port; the URL is printed on stderr)."),
+        click.option("--allow-remote", is_flag=True, help="Allow listening on a non-loopback address."),
+        click.option("--keep-host", is_flag=True, help="Forward the client's Host header (default: the upstream's)."),
+        click.option("--no-endpoint-rewrite", is_flag=True,
+                     help="Forward legacy endpoint events verbatim even when they name the upstream origin."),
+        click.option("--cacert", type=click.Path(dir_okay=False, exists=True), default=None,
+                     help="PEM CA bundle for an https upstream (default: the system trust store)."),
+        click.option("--record-secrets", is_flag=True,
+                     help="Store credentials (Authorization, cookies, API keys) in clear in the capture."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+                     help="Seconds to wait for the upstream connection."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote: bool = False, keep_host: bool = False,
+                    no_endpoint_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
+                    connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
+                    strict_capture: bool = False, ready: Callable[[str], None] | None = None, **_ignored: Any) -> int:
+    """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
+    ``ready(url)`` is called once listening (tests)."""
+    try:
+        host, port = parse_listen(listen)
+    except click.BadParameter as exc:
+        _say(exc.format_message())
+        return EX_USAGE
+    cfg = HttpTapConfig(upstream=upstream, listen_host=host, listen_port=port, allow_remote=allow_remote, keep_host=keep_host,
+                        rewrite_endpoint=not no_endpoint_rewrite, cacert=cacert, record_secrets=record_secrets,
+                        connect_timeout=connect_timeout)
+    shown = upstream if record_secrets else scrub_url(upstream)
+    try:
+        tap = HttpTap(cfg, None, say=_say)
+    except McptapError as exc:
+        _say(str(exc))
+        return EX_USAGE
+    writer, problem, path = _open_capture(output, tap)
+    if problem is not None:
+        if strict_capture:
+            _say(f"{problem}; not starting (--strict-capture)")
+            return EX_IOERR
+        _say(f"{problem}; relaying WITHOUT recording")
+    rec = Recorder(writer, "http", target={"url": shown})
+    tap.rec = rec
+    try:
+        trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
+    except McptapError as exc:
+        rec.close(exit_code=EX_USAGE)
+        _say(str(exc))
+        return EX_USAGE
+    rec.close(exit_code=0)
+    if writer is not None and writer.failed is not None:
+        _say(f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
+        if strict_capture:
+            return EX_IOERR
+    return 0
+
+
+def _open_capture(output: str | None, tap: HttpTap) -> tuple[CaptureWriter | None, str | None, str | None]:
+    up = tap.upstream
+    path = output
+    try:
+        path = str(output or default_capture_path([f"http-{up.host}-{up.port}"]))
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
+        return CaptureWriter.open(path), None, path
+    except CaptureWriteError as exc:
+        return None, str(exc), path
+    except OSError as exc:
+        return None, f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})", path
+
+
+async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready: Callable[[str], None] | None) -> None:
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(tap.serve)
+        _say(f"listening on {url} -> {shown}")
+        if not quiet and path:
+            _say(f"recording to {path}")
+        if ready is not None:
+            ready(url)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+
+
+@click.command("record-http")
+@http_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Capture file.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
+@click.option("--strict-capture", is_flag=True, help=f"Exit {EX_IOERR} if the capture is incomplete.")
+def standalone(**opts: Any) -> None:
+    """The HTTP tap alone (``python -m mcptap.cli.record_http --upstream URL``);
+    ``mcptap record --upstream URL`` is the same with the record command's options."""
+    if not opts.get("upstream"):
+        raise click.UsageError("--upstream URL is required")
+    raise SystemExit(run_http_record(**opts))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    standalone()

@@ -1,0 +1,184 @@
+"""``mcptap replay CAPTURE (-- CMD… | --url URL) [-o NEW] [--allow-side-effects] [--ignore PATH]…``
+
+Play the client side of CAPTURE against a (new build of a) server and report,
+exchange by exchange, what changed (see mcptap/replay/*). The new session is
+recorded as a normal capture (``-o``, default: the capture directory).
+
+Exit status: 0 every replayed exchange matches (skipped ones aside), 1
+something changed (a result, an error, a missing or new exchange), 2 mcptap
+could not replay (unreadable capture, server cannot be started or reached).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import click
+import orjson
+import trio
+
+from mcptap.capture import CaptureWriter
+from mcptap.diff_surface import SURFACE_METHODS, Surface, compare_surface
+from mcptap.errors import McptapError
+from mcptap.paths import default_capture_path
+from mcptap.recorder import Recorder
+from mcptap.redact import scrub_argv, scrub_url
+from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, ExchangeResult, Masker, compare_replay
+from mcptap.replay.plan import Plan, plan_from_path
+from mcptap.replay.runner import ReplayResult, Replayer, StdioLink
+
+_COLOUR = {MATCH: "green", CHANGED: "yellow", ERROR_CHANGED: "red", MISSING: "red", NEW: "magenta", SKIPPED: "bright_black"}
+
+
+def _say(line: str) -> None:
+    click.echo(f"mcptap: {line}", err=True)
+
+
+def surface_of(plan: Plan, responses: dict[int, Any] | None) -> Surface:
+    """The server surface seen in the original session (``responses`` None)
+    or in the live one (step index -> live response)."""
+    s = Surface()
+    for step in plan.steps:
+        if step.method not in SURFACE_METHODS:
+            continue
+        resp = step.response if responses is None else responses.get(step.index)
+        if isinstance(resp, dict) and isinstance(resp.get("result"), dict):
+            s.feed(step.method, step.params, resp["result"])
+    s.note_revision(plan.revision)
+    return s
+
+
+def _ms(us: int | None) -> str:
+    return "-" if us is None else f"{us / 1000:.1f} ms"
+
+
+def _line(r: ExchangeResult, color: bool) -> str:
+    where = f"#{r.seq}" if r.seq is not None else "new"
+    text = f"  {where:>7}  {r.label[:44]:<44}  {r.status:<13}"
+    detail = ""
+    if r.verdict is not None and r.verdict.paths and r.status in (CHANGED, ERROR_CHANGED):
+        p = r.verdict.paths[0]
+        if r.status == ERROR_CHANGED:
+            detail = f"{_short(p.a)} -> {_short(p.b)}"
+        else:
+            detail = ", ".join(f"{c.path}: {_short(c.a)} -> {_short(c.b)}" if c.kind == "changed" else f"{c.path} {c.kind}"
+                               for c in r.verdict.paths[:3]) + (" …" if len(r.verdict.paths) > 3 else "")
+    elif r.note:
+        detail = r.note
+    elif r.status == MATCH and r.latency_b_us is not None:
+        detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
+    line = f"{text}  {detail}".rstrip()
+    return click.style(line, fg=_COLOUR.get(r.status)) if color else line
+
+
+def _short(v: Any, n: int = 60) -> str:
+    text = v if isinstance(v, str) else orjson.dumps(v).decode() if v is not None else "absent"
+    text = repr(text) if isinstance(v, str) else text
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None) -> dict[str, Any]:
+    counts = {k: 0 for k in (MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED)}
+    for r in rows:
+        counts[r.status] += 1
+    return {"capture": capture, "era": result.plan.era, "revision": result.plan.revision, "counts": counts,
+            "duration_s": round(result.duration_s, 6), "original_duration_s": result.plan.duration_us / 1e6,
+            "server_exit": result.exit_code, "error": result.error,
+            "exchanges": [r.to_json() for r in rows], "surface": [it.to_json() for it in surface_items]}
+
+
+def _link(url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float, headers: tuple[str, ...]) -> tuple[Any, Recorder]:
+    if url:
+        from mcptap.replay.http_client import HttpLink
+
+        rec = rec_for("http", {"url": scrub_url(url)})
+        return HttpLink(url, rec, extra_headers=_headers(headers)), rec
+    shown = scrub_argv(list(cmd))
+    rec = rec_for("stdio", {"argv": shown})
+    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec
+
+
+def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for h in items:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{h!r} is not 'Name: value'", param_hint="--header")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+@click.command("replay", context_settings={"ignore_unknown_options": True},
+               short_help="Replay a capture's client side against a server; report what changed.")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Capture file for the new session (default: the capture directory).")
+@click.option("--allow-side-effects", is_flag=True,
+              help="Also call tools not declared readOnlyHint: true (or declared destructiveHint: true).")
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH", help="Also ignore this JSON path when comparing (repeatable).")
+@click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+              help="Seconds to wait for one answer.")
+@click.option("--grace", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="stdio: seconds between closing stdin, SIGTERM and SIGKILL at the end.")
+@click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="HTTP: extra request header (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--color/--no-color", default=None, help="Colour the text report (default: when stdout is a terminal).")
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
+@click.pass_context
+def command(ctx: click.Context, capture: str, url: str | None, output: str | None, allow_side_effects: bool,
+            ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], fmt: str, color: bool | None,
+            cmd: tuple[str, ...]) -> None:
+    """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP)."""
+    if bool(url) == bool(cmd):
+        _say("give exactly one server: -- CMD ARGS... or --url URL")
+        ctx.exit(2)
+    try:
+        masker = Masker(ignore)
+        plan = plan_from_path(capture, allow_side_effects=allow_side_effects, masker=masker)
+    except (McptapError, ValueError) as exc:
+        _say(str(exc))
+        ctx.exit(2)
+    if not plan.steps:
+        _say(f"{capture}: no client messages to replay")
+        ctx.exit(2)
+    try:
+        path = str(output or default_capture_path(list(cmd) or [url or "http"]))
+        writer = CaptureWriter.open(path)
+    except (McptapError, OSError) as exc:
+        _say(f"cannot create the new capture: {exc}")
+        ctx.exit(2)
+
+    def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
+        return Recorder(writer, transport, target=target, header_extra={"replay_of": capture})
+
+    link, rec = _link(url, cmd, rec_for, grace, headers)
+    result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout).run))
+    rec.close(exit_code=result.exit_code, **({"replay_error": result.error} if result.error else {}))
+    if result.error:
+        _say(result.error)
+        ctx.exit(2)
+    responses = result.responses()
+    rows = compare_replay(plan, result.live, result.server_requests, result.notes, masker)
+    items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
+    changed = any(r.status not in (MATCH, SKIPPED) for r in rows)
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(report_json(result, rows, items, path), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+    else:
+        use_color = sys.stdout.isatty() if color is None else color
+        target = url or " ".join(scrub_argv(list(cmd)))
+        click.echo(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})")
+        for r in rows:
+            click.echo(_line(r, use_color), color=use_color)
+        if items:
+            click.echo("surface:")
+            for it in items:
+                mark = "!" if it.breaking else "~"
+                click.echo(f"  {mark} {it.detail}" + ("  [breaking]" if it.breaking else ""))
+        counts = report_json(result, rows, items, path)["counts"]
+        click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
+                   + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
+        click.echo(f"new capture: {path}")
+    ctx.exit(1 if changed else 0)

@@ -1,0 +1,423 @@
+"""The replay runner (trio): drive a Plan against a live server and record it.
+
+    Replayer(plan, link).run() -> ReplayResult
+
+The Replayer sends each step's message in order, first waiting (up to
+``timeout`` seconds from when it was sent) for the live responses of the steps
+the original client had waited for; fresh JSON-RPC ids replace the original
+ones (same JSON type); carried values (cursors, request state, task ids) are
+taken from live answers; 2026-07-28 input rounds get ``inputResponses`` rebuilt
+from the live ``inputRequests``; live server requests (sampling, elicitation,
+roots, ping) are answered from the capture's AnswerBook.
+
+A *link* moves JSON-RPC values and records them through a Recorder, so the new
+session is itself a normal capture: :class:`StdioLink` (spawn ``CMD``; here) or
+``http_client.HttpLink`` (Streamable HTTP). Link interface::
+
+    await link.start(nursery, deliver, closed)  # deliver(value, session) async; closed() sync
+    await link.send(value, session)             # one c2s message (never waits for its answer)
+    await link.aclose()                         # end the session (stdin EOF / DELETE)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import trio
+
+from mcptap.errors import SpawnError
+from mcptap.model import UNPARSED, Direction
+from mcptap.replay.plan import Plan, Step
+
+C2S, S2C = Direction.C2S, Direction.S2C
+CHUNK = 64 * 1024
+Deliver = Callable[[Any, Any], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Live:
+    """One sent step: its fresh id, when it was sent (trio clock, s), the
+    live response (None until answered) and its latency (µs)."""
+
+    step: int
+    live_id: Any
+    sent_at: float
+    response: Any = None
+    latency_us: int | None = None
+    done: trio.Event = field(default_factory=trio.Event)
+    note: str | None = None
+    batch: list[Any] | None = None          # batch: original ids of its requests, in order
+    parts: dict[Any, Any] | None = None     # batch: answers so far, by original id
+
+
+@dataclass(slots=True)
+class LiveServerRequest:
+    """A request the live server made and how replay answered it
+    (``how``: exact / method / default / none)."""
+
+    method: str
+    params: Any
+    how: str
+
+
+@dataclass
+class ReplayResult:
+    """What happened: ``live`` by step index; ``notes`` by step index (why a
+    step was not sent or had no answer); ``error``: mcptap's own failure
+    (spawn failed, connection refused) or None; ``duration_s``."""
+
+    plan: Plan
+    live: dict[int, Live] = field(default_factory=dict)
+    server_requests: list[LiveServerRequest] = field(default_factory=list)
+    notes: dict[int, str] = field(default_factory=dict)
+    error: str | None = None
+    exit_code: int | None = None
+    duration_s: float = 0.0
+
+    def responses(self) -> dict[int, Any]:
+        return {i: lv.response for i, lv in self.live.items()}
+
+
+def _get(value: Any, path: Sequence[Any]) -> Any:
+    for p in path:
+        if isinstance(value, dict) and isinstance(p, str) and p in value:
+            value = value[p]
+        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
+            value = value[p]
+        else:
+            return _MISSING
+    return value
+
+
+def _set(value: Any, path: Sequence[Any], new: Any) -> bool:
+    for p in path[:-1]:
+        value = _get(value, (p,))
+        if value is _MISSING:
+            return False
+    last = path[-1]
+    if isinstance(value, dict) or isinstance(value, list) and isinstance(last, int) and last < len(value):
+        value[last] = new
+        return True
+    return False
+
+
+_MISSING = object()
+
+
+class Replayer:
+    """Run ``plan`` over ``link``. ``timeout``: seconds to wait for one answer."""
+
+    def __init__(self, plan: Plan, link: Any, timeout: float = 30.0) -> None:
+        self.plan = plan
+        self.link = link
+        self.timeout = timeout
+        self.result = ReplayResult(plan)
+        self._by_live_id: dict[Any, tuple[Live, Any]] = {}
+        self._next_id = 0
+        self._closed = False
+        self._inherited: list[int] = []
+
+    # -- ids and messages ---------------------------------------------------------------
+    def _fresh(self, orig: Any) -> Any:
+        self._next_id += 1
+        return str(self._next_id) if isinstance(orig, str) else self._next_id
+
+    def _build(self, step: Step) -> Any:
+        """The live message for ``step``, or None when it must not be sent (note set)."""
+        msg = orjson.loads(orjson.dumps(step.message))
+        notes = self.result.notes
+        for c in step.carry:
+            src = self.result.live.get(c.source)
+            live_val = _get(src.response, c.source_path) if src is not None and src.response is not None else _MISSING
+            if live_val is _MISSING:
+                notes[step.index] = f"live answer of #{self.plan.steps[c.source].seq} has no {'.'.join(map(str, c.source_path))}; original value sent"
+            else:
+                _set(msg, c.path, live_val)
+        if step.retry_of is not None and not self._retry(step, msg):
+            return None
+        if step.cancel_of is not None:
+            target = self.result.live.get(step.cancel_of)
+            if target is None:
+                notes[step.index] = "cancels a request that was not sent"
+                return None
+            msg["params"]["requestId"] = target.live_id
+        return msg
+
+    def _retry(self, step: Step, msg: dict[str, Any]) -> bool:
+        prev = self.result.live.get(step.retry_of)  # type: ignore[arg-type]
+        result = prev.response.get("result") if prev is not None and isinstance(prev.response, dict) else None
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            self.result.notes[step.index] = "not sent: the live server did not ask for input in the previous round"
+            return False
+        params = msg.setdefault("params", {})
+        asked = result.get("inputRequests")
+        if isinstance(asked, dict):
+            answers = {}
+            for key, req in asked.items():
+                if not isinstance(req, dict):
+                    continue
+                ans, how = self.plan.answers.take(str(req.get("method")), req.get("params"))
+                self.result.server_requests.append(LiveServerRequest(str(req.get("method")), req.get("params"), how))
+                if ans is not None and "result" in ans:
+                    answers[key] = ans["result"]
+            params["inputResponses"] = answers
+        else:
+            params.pop("inputResponses", None)
+        if "requestState" in result:
+            params["requestState"] = result["requestState"]
+        else:
+            params.pop("requestState", None)
+        return True
+
+    # -- incoming ------------------------------------------------------------------------
+    async def deliver(self, value: Any, session: Any = None) -> None:
+        """One s2c JSON value from the link (a message or a batch)."""
+        for v in value if isinstance(value, list) else (value,):
+            if not isinstance(v, dict):
+                continue
+            if "method" in v:
+                if "id" in v:
+                    await self._server_request(v, session)
+                continue
+            if "id" in v and ("result" in v or "error" in v):
+                self._response(v)
+
+    def _response(self, v: dict[str, Any]) -> None:
+        entry = self._by_live_id.get(_hkey(v.get("id")))
+        if entry is None:
+            return
+        live, member = entry
+        now = trio.current_time()
+        if member is None:
+            if live.response is None:
+                live.response = v
+                live.latency_us = int((now - live.sent_at) * 1e6)
+                live.done.set()
+            return
+        # batch member: keep the answer under its original id; done when all are in
+        assert live.parts is not None and live.batch is not None
+        live.parts[_hkey(member)] = {**v, "id": member}
+        if len(live.parts) == len(live.batch) and not live.done.is_set():
+            live.response = [live.parts[_hkey(o)] for o in live.batch]
+            live.latency_us = int((now - live.sent_at) * 1e6)
+            live.done.set()
+
+    async def _server_request(self, v: dict[str, Any], session: Any) -> None:
+        method = str(v.get("method"))
+        ans, how = self.plan.answers.take(method, v.get("params"))
+        self.result.server_requests.append(LiveServerRequest(method, v.get("params"), how))
+        if ans is None:
+            ans = {"error": {"code": -32601, "message": f"mcptap replay: the capture has no answer to {method}"}}
+        await self.link.send({"jsonrpc": "2.0", "id": v.get("id"), **ans}, session)
+
+    def closed(self) -> None:
+        """The link ended (server exited, connection lost): nothing more will come."""
+        self._closed = True
+        for live in self.result.live.values():
+            if not live.done.is_set():
+                live.note = live.note or "the server closed the connection before answering"
+                live.done.set()
+
+    # -- driving -------------------------------------------------------------------------
+    async def _wait(self, live: Live) -> None:
+        if live.done.is_set():
+            return
+        with trio.move_on_at(live.sent_at + self.timeout):
+            await live.done.wait()
+        if not live.done.is_set():
+            live.note = f"no answer within {self.timeout:g} s"
+            live.done.set()
+
+    async def _send(self, step: Step) -> None:
+        # a step not sent passes its waits on: what it waited for, the next one must too
+        waits = self._inherited + step.waits
+        if step.skip:
+            self.result.notes[step.index] = step.skip
+            self._inherited = waits
+            return
+        self._inherited = []
+        for w in waits:
+            live = self.result.live.get(w)
+            if live is not None:
+                await self._wait(live)
+        if self._closed:
+            self.result.notes.setdefault(step.index, "not sent: the server had closed the connection")
+            return
+        msg = self._build(step)
+        if msg is None:
+            return
+        live = None
+        if step.kind == "request":
+            live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
+            msg["id"] = live.live_id
+            self._by_live_id[_hkey(live.live_id)] = (live, None)
+        elif step.kind == "batch" and isinstance(msg, list):
+            live = Live(step.index, None, trio.current_time(), batch=[], parts={})
+            for item in msg:
+                if isinstance(item, dict) and "method" in item and "id" in item:
+                    orig = item["id"]
+                    item["id"] = self._fresh(orig)
+                    self._by_live_id[_hkey(item["id"])] = (live, orig)
+                    live.batch.append(orig)  # type: ignore[union-attr]
+            if not live.batch:
+                live.done.set()
+        if live is not None:
+            self.result.live[step.index] = live
+        await self.link.send(msg, step.session)
+
+    async def run(self) -> ReplayResult:
+        """Replay every step, wait for outstanding answers, end the session."""
+        t0 = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            try:
+                await self.link.start(nursery, self.deliver, self.closed)
+            except SpawnError as exc:
+                self.result.error = str(exc)
+                return self.result
+            except OSError as exc:
+                self.result.error = f"cannot reach the server: {exc.strerror or exc}"
+                return self.result
+            for step in self.plan.steps:
+                await self._send(step)
+            for idx, live in self.result.live.items():
+                if self.plan.steps[idx].response is not None:
+                    await self._wait(live)
+            await self.link.aclose()
+            nursery.cancel_scope.cancel()
+        self.result.duration_s = trio.current_time() - t0
+        self.result.exit_code = getattr(self.link, "exit_code", None)
+        self.result.error = self.result.error or getattr(self.link, "error", None)
+        for idx, live in self.result.live.items():
+            if live.note and idx not in self.result.notes:
+                self.result.notes[idx] = live.note
+        return self.result
+
+
+def _hkey(v: Any) -> Any:
+    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) else ("r", repr(v))
+
+
+# -- stdio ---------------------------------------------------------------------------------
+
+class StdioLink:
+    """Spawn ``argv`` (new session, PDEATHSIG, like ``mcptap record``) and talk
+    newline-delimited JSON-RPC to it; every byte goes through ``rec``.
+    ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL at the end."""
+
+    def __init__(self, argv: Sequence[str], rec: Any, grace: float = 2.0, shown_argv: Sequence[str] | None = None) -> None:
+        self.argv = list(argv)
+        self.shown = list(shown_argv or argv)
+        self.rec = rec
+        self.grace = grace
+        self.exit_code: int | None = None
+        self.error: str | None = None
+        self._send_ch, self._recv_ch = trio.open_memory_channel[bytes](float("inf"))
+        self._exited = trio.Event()
+        self._out_done = trio.Event()
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
+        from mcptap.transport.stdio import spawn, spawn_exit_code
+
+        try:
+            popen, in_w, out_r, err_r = spawn(self.argv)
+        except OSError as exc:
+            self.rec.process("spawn_failed", argv=self.shown, error=exc.strerror or str(exc),
+                             errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=spawn_exit_code(exc))
+            raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
+        self._popen = popen
+        self.rec.process("spawn", pid=popen.pid, argv=self.shown)
+        nursery.start_soon(self._writer, trio.lowlevel.FdStream(in_w))
+        nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r), deliver, closed)
+        nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
+        nursery.start_soon(self._wait_exit, popen)
+
+    async def send(self, value: Any, session: Any = None) -> None:
+        self._send_ch.send_nowait(orjson.dumps(value) + b"\n")
+
+    async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
+        async with stdin:
+            async for line in self._recv_ch:
+                try:
+                    await stdin.send_all(line)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break
+                self.rec.stdio_bytes(C2S, line)
+        self.rec.stdio_eof(C2S)
+
+    async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
+        async with stdout:
+            while True:
+                try:
+                    chunk = await stdout.receive_some(CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    chunk = b""
+                if not chunk:
+                    break
+                for msg in self.rec.stdio_bytes(S2C, chunk):
+                    if msg.value is not UNPARSED:
+                        await deliver(msg.value, None)
+        for msg in self.rec.stdio_eof(S2C):
+            if msg.value is not UNPARSED:
+                await deliver(msg.value, None)
+        self._out_done.set()
+        closed()
+
+    async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
+        async with stream:
+            while True:
+                try:
+                    chunk = await stream.receive_some(CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    return
+                if not chunk:
+                    return
+                self.rec.stderr(chunk)
+
+    async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
+        try:
+            pidfd = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):
+            pidfd = -1
+        try:
+            if pidfd >= 0:
+                await trio.lowlevel.wait_readable(pidfd)
+                _, status = os.waitpid(popen.pid, 0)
+            else:
+                _, status = await trio.to_thread.run_sync(os.waitpid, popen.pid, 0, abandon_on_cancel=True)
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+        code = os.waitstatus_to_exitcode(status)
+        popen.returncode = code
+        self.exit_code = code if code >= 0 else 128 - code
+        if code < 0:
+            self.rec.exit(signal=-code, pid=popen.pid)
+        else:
+            self.rec.exit(code=code, pid=popen.pid)
+        self._exited.set()
+
+    async def aclose(self) -> None:
+        """Close the server's stdin, wait ``grace`` s, SIGTERM its group, then SIGKILL."""
+        self._send_ch.close()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with trio.move_on_after(self.grace):
+                await self._exited.wait()
+            if self._exited.is_set() or self._popen is None:
+                break
+            try:
+                os.killpg(self._popen.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.rec.process("signal", signal=int(sig), reason="replay finished")
+        with trio.move_on_after(self.grace):
+            await self._exited.wait()
+        with trio.move_on_after(1.0):
+            await self._out_done.wait()

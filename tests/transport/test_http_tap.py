@@ -1,0 +1,226 @@
+"""The trio HTTP tap against small fake upstreams: 502 and recovery, many
+concurrent connections, credential redaction, TLS with --cacert, endpoint
+rewriting, loopback-only listening."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import h11
+import pytest
+import trio
+
+from mcptap.capture import CaptureWriter, read_capture
+from mcptap.errors import McptapError
+from mcptap.recorder import Recorder
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+
+async def fake_mcp(stream: trio.abc.Stream) -> None:
+    """Answers each JSON-RPC request POST with application/json, notifications with 202."""
+    conn = h11.Connection(h11.SERVER)
+    body = b""
+    try:
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                if not data:
+                    return
+                continue
+            if isinstance(ev, h11.Request):
+                req, body = ev, b""
+            elif isinstance(ev, h11.Data):
+                body += ev.data
+            elif isinstance(ev, h11.EndOfMessage):
+                if req.method == b"GET":
+                    head = h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])
+                    ev_bytes = b"event: endpoint\ndata: " + stream_origin.encode() + b"/messages?session_id=s1\n\n"
+                    await stream.send_all(conn.send(head) + conn.send(h11.Data(data=ev_bytes)))
+                    await trio.sleep_forever()
+                msg = json.loads(body)
+                if "id" in msg and "method" in msg:
+                    out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params"),
+                                                                                    "auth": dict(req.headers).get(b"authorization", b"").decode()}}).encode()
+                    resp = h11.Response(status_code=200, headers=[("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
+                    await stream.send_all(conn.send(resp) + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
+                else:
+                    await stream.send_all(conn.send(h11.Response(status_code=202, headers=[("Content-Length", "0")])) + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+            elif isinstance(ev, h11.ConnectionClosed):
+                return
+    except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
+        return
+
+
+stream_origin = ""
+
+
+@asynccontextmanager
+async def upstream_server(handler=fake_mcp, ssl_context=None):
+    async with trio.open_nursery() as n:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        if ssl_context is not None:
+            listeners = [trio.SSLListener(lst, ssl_context, https_compatible=True) for lst in listeners]
+        await n.start(trio.serve_listeners, handler, listeners)
+        yield port
+        n.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def tap(tmp_path: Path, **cfg):
+    rec = Recorder(CaptureWriter.open(str(tmp_path / "cap.jsonl")), "http", {"url": cfg["upstream"]})
+    async with trio.open_nursery() as n:
+        t = HttpTap(HttpTapConfig(**cfg), rec)
+        url = await n.start(t.serve)
+        yield url, rec
+        n.cancel_scope.cancel()
+    rec.close()
+
+
+async def post(url: str, body: dict, headers: list | None = None, conn: trio.abc.Stream | None = None) -> tuple[int, bytes]:
+    host, rest = url.split("//")[1].split("/", 1)
+    h, p = host.split(":")
+    s = conn or await trio.open_tcp_stream(h, int(p))
+    c = h11.Connection(h11.CLIENT)
+    data = json.dumps(body).encode()
+    hdrs = [("Host", host), ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", str(len(data)))] + (headers or [])
+    await s.send_all(c.send(h11.Request(method="POST", target="/" + rest, headers=hdrs)) + c.send(h11.Data(data=data)) + c.send(h11.EndOfMessage()))
+    status, out = 0, b""
+    while True:
+        ev = c.next_event()
+        if ev is h11.NEED_DATA:
+            c.receive_data(await s.receive_some(65536))
+        elif isinstance(ev, h11.Response):
+            status = ev.status_code
+        elif isinstance(ev, h11.Data):
+            out += ev.data
+        elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+            break
+    if conn is None:
+        await s.aclose()
+    return status, out
+
+
+def records(tmp_path: Path) -> list[dict]:
+    return read_capture(str(tmp_path / "cap.jsonl")).records
+
+
+async def test_unreachable_upstream_gives_502_and_tap_keeps_serving(tmp_path):
+    with trio.socket.socket() as s:
+        await s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]          # bound, not listening: connection refused
+        async with tap(tmp_path, upstream=f"http://127.0.0.1:{dead}/mcp") as (url, rec):
+            for _ in range(2):
+                st, body = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+                assert st == 502 and b"unreachable" in body
+    recs = records(tmp_path)
+    fails = [f for r in recs for f in r.get("findings", ()) if f["code"] == "http.upstream_failed"]
+    assert len(fails) == 2 and all(f["severity"] == "error" for f in fails)
+
+
+async def test_many_concurrent_connections(tmp_path):
+    async with upstream_server() as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        results = {}
+
+        async def one(i: int) -> None:
+            h, p = url.split("//")[1].split("/")[0].split(":")
+            s = await trio.open_tcp_stream(h, int(p))
+            for k in range(3):                      # keep-alive: 3 requests on one connection
+                st, body = await post(url, {"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": {"n": i}}, conn=s)
+                results[(i, k)] = (st, json.loads(body)["result"]["echo"]["n"])
+            await s.aclose()
+
+        async with trio.open_nursery() as n:
+            for i in range(60):
+                n.start_soon(one, i)
+    assert results == {(i, k): (200, i) for i in range(60) for k in range(3)}
+    recs = records(tmp_path)
+    msgs = [r for r in recs if r["type"] == "message"]
+    assert len(msgs) == 360
+    assert all("pair" in r for r in msgs if r["dir"] == "s2c")
+    # each response paired with the request of its own exchange, though ids repeat across clients
+    by_seq = {r["seq"]: r for r in msgs}
+    assert all(by_seq[r["pair"]]["transport"]["exchange"] == r["transport"]["exchange"] for r in msgs if r["dir"] == "s2c")
+
+
+async def test_credentials_redacted_unless_asked(tmp_path):
+    for secrets in (False, True):
+        d = tmp_path / str(secrets)
+        d.mkdir()
+        async with upstream_server() as port, tap(d, upstream=f"http://127.0.0.1:{port}/mcp", record_secrets=secrets) as (url, rec):
+            st, body = await post(url + "?api_key=k123", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                  [("Authorization", "Bearer s3cr3t-token"), ("Cookie", "sid=abc; theme=dark")])
+            assert json.loads(body)["result"]["auth"] == "Bearer s3cr3t-token"    # forwarded unchanged
+        req = next(r for r in records(d) if r.get("event") == "request")
+        hdrs = dict(req["headers"])
+        if secrets:
+            assert hdrs["Authorization"] == "Bearer s3cr3t-token" and "k123" in req["target"]
+        else:
+            assert "s3cr3t" not in json.dumps([r for r in records(d) if r["type"] != "message"])  # the echo body is the server's business
+            assert hdrs["Authorization"].startswith("Bearer «redacted:sha256:") and "s3cr3t" not in hdrs["Authorization"]
+            assert hdrs["Cookie"].startswith("sid=«redacted:sha256:") and "theme=«" in hdrs["Cookie"]
+            assert "k123" not in req["target"]
+
+
+def _make_cert(tmp_path: Path) -> tuple[Path, Path]:
+    key, crt = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt), "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return key, crt
+
+
+async def test_https_upstream_with_cacert(tmp_path):
+    import ssl
+    try:
+        key, crt = _make_cert(tmp_path)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("openssl not available")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(crt), str(key))
+    async with upstream_server(ssl_context=ctx) as port:
+        async with tap(tmp_path, upstream=f"https://127.0.0.1:{port}/mcp", cacert=str(crt)) as (url, rec):
+            st, body = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert st == 200 and json.loads(body)["id"] == 1
+        d = tmp_path / "untrusted"
+        d.mkdir()
+        async with tap(d, upstream=f"https://127.0.0.1:{port}/mcp") as (url, rec):
+            st, body = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert st == 502 and b"certificate" in body
+
+
+async def test_endpoint_naming_upstream_origin_is_rewritten(tmp_path):
+    global stream_origin
+    async with upstream_server() as port:
+        stream_origin = f"http://127.0.0.1:{port}"
+        async with tap(tmp_path, upstream=f"http://127.0.0.1:{port}/sse") as (url, rec):
+            host = url.split("//")[1].split("/")[0]
+            s = await trio.open_tcp_stream(host.split(":")[0], int(host.split(":")[1]))
+            await s.send_all(f"GET /sse HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+            got = b""
+            while b"session_id=s1" not in got:
+                got += await s.receive_some(65536)
+            assert f"data: http://{host}/messages?session_id=s1".encode() in got and stream_origin.encode() not in got
+            st, _ = await post(f"http://{host}/messages?session_id=s1", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+            await s.aclose()
+    recs = records(tmp_path)
+    ep = next(r for r in recs if r.get("event") == "sse")
+    assert ep["endpoint"]["rewritten"] == f"http://{host}/messages?session_id=s1"
+    codes = [f["code"] for f in ep["findings"]]
+    assert "sse.endpoint_rewritten" in codes and "sse.endpoint_foreign_origin" not in codes
+    init = next(r for r in recs if r["type"] == "message" and r.get("method") == "initialize")
+    assert init["session"] == "s1"
+
+
+def test_non_loopback_listen_needs_allow_remote():
+    with pytest.raises(McptapError, match="non-loopback"):
+        HttpTap(HttpTapConfig(upstream="http://127.0.0.1:1/mcp", listen_host="0.0.0.0"), None)
+    HttpTap(HttpTapConfig(upstream="http://127.0.0.1:1/mcp", listen_host="0.0.0.0", allow_remote=True), None)
+    with pytest.raises(McptapError, match="http:// or https://"):
+        HttpTap(HttpTapConfig(upstream="ftp://x/"), None)
