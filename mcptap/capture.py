@@ -58,7 +58,7 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
     ``eol``: the terminator the transport normally appends (``b"\\n"`` on stdio,
     ``b""`` for HTTP payloads); it decides whether ``json`` alone is lossless.
     """
-    rec: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": msg.direction.value, "kind": msg.kind.value}
+    rec: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": msg.direction._value_, "kind": msg.kind._value_}
     if msg.session is not None:
         rec["session"] = msg.session
     if msg.has_id:
@@ -69,7 +69,7 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
         rec["pair"] = msg.pair
         rec["latency_us"] = msg.latency_us
     if msg.phase is not None:
-        rec["phase"] = msg.phase.value
+        rec["phase"] = msg.phase._value_
     if msg.revision is not None:
         rec["rev"] = msg.revision
     value = msg.value

@@ -17,7 +17,7 @@ from typing import Any
 
 from mcptap import __version__
 from mcptap.capture import CaptureWriter, encode_bytes, header_record, message_record
-from mcptap.model import UNPARSED, Direction, Finding, Frame, Message, Severity
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import NewlineFramer, parse_json
@@ -104,7 +104,7 @@ class Recorder:
               transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
         msg = self.annotator.feed(frame, self._next(), t, direction, session, transport, extra)
         self.streams[direction].messages += 1
-        if msg.kind.value in ("request", "notification", "response", "error", "batch"):
+        if msg.kind is not Kind.NON_JSON and msg.kind is not Kind.INVALID:
             self._stderr_interval = 0
             self._stderr_volume_flagged = False
         if msg.findings:

@@ -133,7 +133,7 @@ class Annotator:
     def _framing(self, frame: Frame, msg: Message) -> None:
         raw = frame.raw
         out = msg.findings
-        d = msg.direction.value
+        d = msg.direction._value_
         if frame.lines > 1 and frame.value is not UNPARSED:
             out.append(finding("framing.multiline_json", f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
                                {"lines": frame.lines}))
@@ -153,7 +153,7 @@ class Annotator:
             out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
 
     def _non_json(self, frame: Frame, msg: Message) -> None:
-        d = msg.direction.value
+        d = msg.direction._value_
         if self.transport != "stdio":
             msg.findings.append(finding("sse.data_not_jsonrpc" if (msg.transport or {}).get("sse") else "jsonrpc.invalid_message",
                                         f"{d} payload is not JSON"))
