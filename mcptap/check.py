@@ -46,8 +46,9 @@ class Reannotated:
     """
 
     def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
-                 truncated: Callable[[], bool] = lambda: False) -> None:
+                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True) -> None:
         self.header = header
+        self.shapes = shapes
         self.path = path
         self.line: int | None = 1
         self._records = records
@@ -57,11 +58,12 @@ class Reannotated:
         self._had_end = False
 
     @classmethod
-    def open(cls, path: str) -> "Reannotated":
-        """Open a capture file. Raises CaptureReadError (missing, not a capture,
-        unsupported version)."""
+    def open(cls, path: str, shapes: bool = True) -> "Reannotated":
+        """Open a capture file. ``shapes``: include schema shape checks
+        (protocol/shapes.py). Raises CaptureReadError (missing, not a
+        capture, unsupported version)."""
         stream = CaptureStream(path)
-        return cls(stream.header, stream, path, lambda: stream.truncated)
+        return cls(stream.header, stream, path, lambda: stream.truncated, shapes)
 
     def _source(self) -> Iterator[dict[str, Any]]:
         for r in self._records:
@@ -72,7 +74,7 @@ class Reannotated:
         self._src_done = True
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for rec in reannotate(self.header, self._source()):
+        for rec in reannotate(self.header, self._source(), shapes=self.shapes):
             typ = rec.get("type")
             if typ == "end":
                 self.line = self._src_line if self._had_end else None
@@ -275,20 +277,21 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
     return rep
 
 
-def check_capture(path: str, keep: int = 3) -> CaptureReport:
+def check_capture(path: str, keep: int = 3, shapes: bool = True) -> CaptureReport:
     """Re-annotate and group one capture file. Raises CaptureReadError."""
-    return check_stream(Reannotated.open(path), path, keep)
+    return check_stream(Reannotated.open(path, shapes), path, keep)
 
 
-def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3) -> CheckReport:
+def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shapes: bool = True) -> CheckReport:
     """Check every capture; an unreadable one is reported (``error``), the
-    others still checked. ``fail_on``: error | warn | info | never."""
+    others still checked. ``fail_on``: error | warn | info | never;
+    ``shapes``: include schema shape checks."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"fail_on must be one of {FAIL_ON}")
     caps = []
     for p in paths:
         try:
-            caps.append(check_capture(p, keep))
+            caps.append(check_capture(p, keep, shapes))
         except CaptureReadError as exc:
             caps.append(CaptureReport(p, error=str(exc)))
     return CheckReport(caps, fail_on)

@@ -146,10 +146,11 @@ def stateless() -> list[tuple]:
             "io.modelcontextprotocol/clientCapabilities": {}}
     return [
         (0, "c2s", req(1, "server/discover", {"_meta": meta})),
-        (20_000, "s2c", res(1, {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+        (20_000, "s2c", res(1, {"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "supportedVersions": ["2026-07-28"],
                                 "capabilities": {"tools": {}}, "serverInfo": {"name": "example-server", "version": "2.0.0"}})),
         (30_000, "c2s", req(2, "tools/list", {"_meta": meta})),
-        (45_000, "s2c", res(2, {"resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})),
+        (45_000, "s2c", res(2, {"resultType": "complete", "ttlMs": 60_000, "cacheScope": "public",
+                                "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})),
         (50_000, "c2s", req(3, "tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta})),
         (62_000, "s2c", res(3, {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]})),
         (70_000, "c2s", req(4, "tools/call", {"name": "echo", "arguments": {"text": "no meta"}})),

@@ -75,23 +75,28 @@ def test_same_scenario_with_other_ids_and_timing_has_no_differences(exs: list[Ex
 
 
 @FAST
-@given(scenarios, st.data())
-def test_a_planted_result_change_is_reported_with_its_path(exs: list[Ex], data: st.DataObject) -> None:
-    k = data.draw(st.integers(0, len(exs) - 1))
+@given(scenarios, st.data(), eras)
+def test_planted_result_changes_are_each_reported_with_their_path(exs: list[Ex], data: st.DataObject, era: str) -> None:
+    planted = data.draw(st.sets(st.integers(0, len(exs) - 1), min_size=1))
     changed = copy.deepcopy(exs)
-    changed[k] = Ex(exs[k].method, exs[k].params, {"planted": True})
+    for k in planted:
+        changed[k] = Ex(exs[k].method, exs[k].params, {"planted": k})
     with tempfile.TemporaryDirectory() as tmp:
-        pa, pb = _pair(tmp, exs, changed)
+        pa, pb = _pair(tmp, exs, changed, era=era)
         r = diff_captures(pa, pb)
         items = [it for it in r.items if it.section == "exchanges"]
-        assert len(items) == 1, render_text(r)
-        assert r.counts["CHANGED"] + r.counts["ERROR-CHANGED"] == 1
-        assert r.counts["MATCH"] == len(exs) + 1
-        assert items[0].data["a_seq"] is not None and items[0].data["b_seq"] is not None
-        if exs[k].error is None:
-            assert any(p["path"] == "result.planted" for p in items[0].data["paths"])
-        else:
-            assert items[0].data["status"] == "ERROR-CHANGED"
+        assert r.items == items, render_text(r)
+        assert len(items) == len(planted)
+        assert r.counts["CHANGED"] + r.counts["ERROR-CHANGED"] == len(planted)
+        assert r.counts["MATCH"] == len(exs) + 2 - len(planted)
+        # each item points at a planted exchange (request seqs of A's exchanges in order)
+        a_seqs = sorted(it.data["a_seq"] for it in items)
+        assert len(set(a_seqs)) == len(planted)
+        for it in items:
+            if it.data["status"] == "CHANGED":
+                assert any(p["path"] == "result.planted" for p in it.data["paths"])
+            else:
+                assert it.data["error_codes"][1] is None         # an error became a result
 
 
 @FAST

@@ -29,12 +29,13 @@ from mcptap.cli.show import output_lines, styler
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("--color/--no-color", default=None, help="Colour the text report [default: when stdout is a terminal and NO_COLOR is unset].")
+@click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
 @click.pass_context
 def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
-            output: str | None, color: bool | None) -> None:
+            output: str | None, color: bool | None, no_shapes: bool) -> None:
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
-    report = run_check(captures, fail_on, keep)
+    report = run_check(captures, fail_on, keep, shapes=not no_shapes)
     for cap in report.captures:
         if cap.error is not None:
             click.echo(f"mcptap: {cap.error}", err=True)

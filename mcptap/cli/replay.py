@@ -89,12 +89,13 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
             "exchanges": [r.to_json() for r in rows], "surface": [it.to_json() for it in surface_items]}
 
 
-def _link(url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float, headers: tuple[str, ...]) -> tuple[Any, Recorder]:
+def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
+          headers: list[tuple[str, str]]) -> tuple[Any, Recorder]:
     if url:
         from mcptap.replay.http_client import HttpLink
 
         rec = rec_for("http", {"url": scrub_url(url)})
-        return HttpLink(url, rec, extra_headers=_headers(headers)), rec
+        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec
     shown = scrub_argv(list(cmd))
     rec = rec_for("stdio", {"argv": shown})
     return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec
@@ -135,6 +136,10 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if bool(url) == bool(cmd):
         _say("give exactly one server: -- CMD ARGS... or --url URL")
         ctx.exit(2)
+    extra_headers = _headers(headers)
+    if url and not url.startswith(("http://", "https://")):
+        _say(f"--url {url!r}: expected an http:// or https:// URL")
+        ctx.exit(2)
     try:
         masker = Masker(ignore)
         plan = plan_from_path(capture, allow_side_effects=allow_side_effects, masker=masker)
@@ -154,7 +159,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
         return Recorder(writer, transport, target=target, header_extra={"replay_of": capture})
 
-    link, rec = _link(url, cmd, rec_for, grace, headers)
+    link, rec = _link(plan, url, cmd, rec_for, grace, extra_headers)
     result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout).run))
     rec.close(exit_code=result.exit_code, **({"replay_error": result.error} if result.error else {}))
     if result.error:

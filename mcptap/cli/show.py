@@ -56,7 +56,7 @@ def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool
                 fp.write(line)
                 fp.write("\n")
         return
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer      # bytes: UTF-8 whatever the locale says
     batch: list[str] = []
     try:
         for line in lines:
@@ -166,9 +166,10 @@ class Follower:
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
 @click.option("--color/--no-color", default=None, help="Colour [default: when stdout is a terminal and NO_COLOR is unset].")
+@click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
 @click.pass_context
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
-            oneline: bool, no_summary: bool, color: bool | None) -> None:
+            oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool) -> None:
     """Show CAPTURE (default: the newest capture) as a timeline."""
     from mcptap import render
     from mcptap.check import Reannotated
@@ -187,10 +188,10 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         if follow:
             follower = Follower(path, poll)
             fol = follower
-            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated)
+            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes)
             previous = signal.signal(signal.SIGINT, lambda *_: setattr(fol, "stop", True))
         else:
-            ra = Reannotated.open(path)
+            ra = Reannotated.open(path, shapes=not no_shapes)
     except CaptureReadError as exc:
         click.echo(f"mcptap: {exc}", err=True)
         ctx.exit(2)

@@ -208,6 +208,44 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     return []
 
 
+def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool, reused: bool, sent_502: bool, sse: bool,
+                 event_ids: list[str], response_bytes: int, pending: list[tuple[int, Any, bool]]) -> list[Finding]:
+    """How an exchange ended (``how`` as in relay ``ResponseEnded``): lost or
+    broken responses. ``pending``: (seq, id, modern) of the requests this
+    exchange carried that are still unanswered; ``event_ids``: SSE ids seen."""
+    if how in ("upstream_failed", "bad_response"):
+        return [finding("http.upstream_failed", detail + (" (the client got 502)" if sent_502 else ""))]
+    if how == "tap_stopped":
+        return []
+    ids = ", ".join(repr(i) for _, i, _ in pending)
+    if how == "upstream_closed":
+        if not response_started:
+            if reused:
+                return [finding("http.request_lost_on_closed_connection",
+                                "the upstream closed its kept-alive connection as the request arrived: the request was lost "
+                                "(the client's connection was closed the same way)")]
+            return [finding("sse.connection_closed_mid_stream", "upstream closed the connection before responding"
+                            + (f"; request(s) {ids} pending" if pending else ""))]
+        cl = header(ex.resp_headers, "content-length")
+        if cl is not None and cl.isdigit() and response_bytes < int(cl):
+            return [finding("http.body_shorter_than_content_length", f"body ended after {response_bytes} of {cl} bytes")]
+        if sse and event_ids:
+            return [finding("sse.connection_closed_mid_stream",
+                            f"upstream closed the connection mid-stream after event id {event_ids[-1]!r} (resumable with Last-Event-ID, 2025-11-25 polling)"
+                            + (f"; request(s) {ids} still pending" if pending else ""), severity=INFO)]
+        if sse:
+            return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-stream (no event id: not resumable)"
+                            + (f"; request(s) {ids} lost" if pending else ""))]
+        return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-response")]
+    if sse and ex.method == "POST" and not ex.legacy and pending:
+        if how == "client_closed" and any(m for _, _, m in pending):
+            return []      # 2026-07-28: closing the response stream is the cancellation
+        who = "the client closed it" if how == "client_closed" else "the server ended it"
+        return [finding("sse.stream_closed_without_response", f"response stream ended ({who}) without the response to request(s) {ids}",
+                        {"pending": [s for s, _, _ in pending]})]
+    return []
+
+
 # -- SSE events ---------------------------------------------------------------------------
 
 def sse_findings(ev: SSEEvent) -> list[Finding]:

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from mcptap.model import Direction, Finding, Kind, Severity
+from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, header, media_type, request_findings, \
-    response_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, endpoint_findings, header, media_type, \
+    request_findings, response_findings, sse_findings
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.sse import SSEEvent, SSEParser
@@ -382,41 +382,12 @@ class HttpObserver:
         return [p for p in self.rec.annotator.pending() if p.exchange == e.id and p.direction is C2S]
 
     def _end_findings(self, e: _Ex, it: r.ResponseEnded) -> list[Finding]:
-        facts = e.facts
-        how = it.how
-        if how in ("upstream_failed", "bad_response"):
-            return [finding("http.upstream_failed", f"{it.detail}" + (" (the client got 502)" if it.sent_502 else ""))]
-        if how == "tap_stopped":
-            return []
-        pend = self._pending_of(e)
-        ids = ", ".join(repr(p.id) for p in pend)
-        if how == "upstream_closed":
-            if not it.response_started:
-                if it.reused:
-                    return [finding("http.request_lost_on_closed_connection",
-                                    "the upstream closed its kept-alive connection as the request arrived: the request was lost (the client's connection was closed the same way)")]
-                return [finding("sse.connection_closed_mid_stream", "upstream closed the connection before responding"
-                                + (f"; request(s) {ids} pending" if pend else ""))]
-            cl = header(facts.resp_headers, "content-length")
-            if cl is not None and cl.isdigit() and e.resp_bytes < int(cl):
-                return [finding("http.body_shorter_than_content_length", f"body ended after {e.resp_bytes} of {cl} bytes")]
-            if e.mode == "sse":
-                self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
-                if e.ids:
-                    return [finding("sse.connection_closed_mid_stream",
-                                    f"upstream closed the connection mid-stream after event id {e.ids[-1]!r} (resumable with Last-Event-ID, 2025-11-25 polling)"
-                                    + (f"; request(s) {ids} still pending" if pend else ""), severity=Severity.INFO)]
-                return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-stream (no event id: not resumable)"
-                                + (f"; request(s) {ids} lost" if pend else ""))]
-            return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-response")]
-        if e.mode == "sse" and e.method == "POST" and not facts.legacy and pend:
-            modern = any(is_modern(p.revision) for p in pend)
-            if how == "client_closed" and modern:
-                return []      # 2026-07-28: closing the response stream is the cancellation
-            who = "the client closed it" if how == "client_closed" else "the server ended it"
-            return [finding("sse.stream_closed_without_response", f"response stream ended ({who}) without the response to request(s) {ids}",
-                            {"pending": [p.seq for p in pend]})]
-        return []
+        pend = [] if it.how == "tap_stopped" else self._pending_of(e)
+        if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
+            self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
+        return end_findings(e.facts, it.how, it.detail, response_started=it.response_started, reused=it.reused,
+                            sent_502=it.sent_502, sse=e.mode == "sse", event_ids=e.ids, response_bytes=e.resp_bytes,
+                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
         fs: list[Finding] = []

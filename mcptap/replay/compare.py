@@ -440,7 +440,7 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
             continue
         v = compare_responses(step.response, lv.response, step.method, masker)
         if step.response is None and lv.response is None:
-            note = note or "unanswered in both sessions"
+            note = "unanswered in both sessions"
         out.append(ExchangeResult(step.label, v.status, step.index, step.seq, v, step.latency_us, lv.latency_us,
                                   note if v.status in (MISSING, NEW) or lv.response is None else None))
     # server requests: legacy s2c requests and 2026-07-28 input requests, matched by method + masked params

@@ -159,6 +159,7 @@ class Plan:
     transport: str = "stdio"
     duration_us: int = 0
     sessions: list[Any] = field(default_factory=list)
+    http_get: bool = False              # the original HTTP client opened a GET stream for server messages
 
     @property
     def skipped(self) -> list[Step]:
@@ -361,7 +362,14 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
     every recorded ``tools/list`` before the first call is judged (a client
     may call a tool it listed in an earlier session, or list after calling)."""
     masker = masker or Masker()
-    msgs = [(r, _json(r)) for r in records if r.get("type") == "message"]
+    msgs = []
+    http_get = False
+    for r in records:
+        typ = r.get("type")
+        if typ == "message":
+            msgs.append((r, _json(r)))
+        elif typ == "http" and r.get("event") == "request" and r.get("method") == "GET":
+            http_get = True
     tools: dict[str, Any] = {}
     for r, v in msgs:
         if r.get("dir") == "s2c" and isinstance(v, dict) and isinstance(v.get("result"), dict):
@@ -379,6 +387,7 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
             b.s2c(r, v)
     plan = b.plan
     plan.tools = tools
+    plan.http_get = http_get
     first = plan.steps[0].t_us if plan.steps else 0
     plan.duration_us = max(0, last_t - first)
     return plan

@@ -115,3 +115,56 @@ def test_replay_against_a_server_that_dies_reports_missing(recorded: dict[str, P
     code, report = _replay(recorded["legacy"], tmp_path / "dead.jsonl", "--", sys.executable, "-c", "pass")
     assert code == 1
     assert {r["status"] for r in report["exchanges"] if r["status"] != "SKIPPED"} == {"MISSING"}
+
+
+# -- Streamable HTTP ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def recorded_http(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same scenario over Streamable HTTP through the real HTTP tap."""
+    out = {}
+    d = tmp_path_factory.mktemp("http-captures")
+    for era in ERAS:
+        path = d / f"{era}.jsonl"
+        proc = _run([sys.executable, str(HERE / "http_record.py"), era, str(path), "v1"])
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        out[era] = path
+    return out
+
+
+async def _replay_url(capture: Path, out: Path, version: str) -> tuple[int, dict]:
+    import trio
+
+    sys.path.insert(0, str(HERE))
+    from http_record import http_server
+
+    async with http_server(version) as url:
+        proc = await trio.run_process([*MCPTAP, "replay", str(capture), "-o", str(out), "--format", "json", "--url", url],
+                                      capture_stdout=True, capture_stderr=True, check=False)
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    return proc.returncode, orjson.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_replay_same_build_matches_and_v2_shows_the_three_changes(recorded_http: dict[str, Path], tmp_path: Path, era: str) -> None:
+    from mcptap.capture import read_capture
+
+    code, report = await _replay_url(recorded_http[era], tmp_path / "v1.jsonl", "v1")
+    assert code == 0 and _not_matching(report) == {}
+    statuses = {r["label"]: r["status"] for r in report["exchanges"]}
+    assert statuses["s2c elicitation/create"] == statuses["s2c sampling/createMessage"] == "MATCH"
+    new = read_capture(str(tmp_path / "v1.jsonl"))
+    assert new.header["transport"] == "http" and new.end is not None
+    assert not [f for m in new.messages() for f in m.findings if f.severity.value == "error"]
+    if era == "legacy":                                   # the live session id was minted and carried
+        sessions = {m.session for m in new.messages()}
+        assert len(sessions) == 1 and None not in sessions
+    code, report = await _replay_url(recorded_http[era], tmp_path / "v2.jsonl", "v2")
+    assert code == 1
+    handshake = "initialize" if era == "legacy" else "server/discover"
+    assert set(_not_matching(report)) == {handshake, "tools/list", "tools/call greet"}
+
+
+async def test_stdio_capture_replays_over_http(recorded: dict[str, Path], tmp_path: Path) -> None:
+    code, report = await _replay_url(recorded["modern"], tmp_path / "x.jsonl", "v1")
+    assert code == 0 and _not_matching(report) == {}

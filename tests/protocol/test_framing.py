@@ -21,7 +21,7 @@ def frames_of(chunks: list[bytes]) -> list[tuple[bytes, int, bool, int]]:
     for x in out:
         if x.value is UNPARSED and x.lines > 1:
             off = x.offset
-            for ln in x.raw.splitlines(keepends=True):
+            for ln in [p + b"\n" for p in x.raw.split(b"\n")[:-1]] + ([x.raw.rsplit(b"\n", 1)[-1]] if not x.raw.endswith(b"\n") else []):
                 flat.append((ln, off, ln.endswith(b"\n"), 1))
                 off += len(ln)
         else:

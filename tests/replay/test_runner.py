@@ -38,6 +38,10 @@ class FakeLink:
 
     async def send(self, msg: Any, session: Any = None) -> None:
         self.received.append(msg)
+        if isinstance(msg, list):                     # a batch: answer all members in one array
+            out = [{"jsonrpc": "2.0", "id": m["id"], "result": self.handle(m, {})} for m in reversed(msg) if "id" in m]
+            self.nursery.start_soon(self.deliver, out, None)
+            return
         if "method" not in msg:                       # the client's answer to our request
             self.answer_values[msg["id"]] = msg
             self.answers[msg["id"]].set()
@@ -226,3 +230,28 @@ async def test_stdio_link_records_a_normal_capture(tmp_path: Path) -> None:
     assert cap.end is not None and cap.end["exit_code"] == 0
     events = [r.get("event") for r in cap.records if r["type"] == "process"]
     assert events[0] == "spawn" and "exit" in events
+
+
+async def test_batch_and_cancel_are_replayed_with_mapped_ids(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    handshake(t)
+    t.send(C2S, [req(10, "ping"), req(11, "resources/list"), {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}])
+    t.send(S2C, [res(11, {"resources": [{"uri": "r://first", "name": "r"}], "nextCursor": "X"}), res(10, {})])
+    t.send(C2S, req(12, "tools/call", {"name": "add", "arguments": {}}))
+    t.send(C2S, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 12}})
+    t.close()
+
+    def never_calls(msg: dict[str, Any], ctx: dict[str, Any]) -> Any:
+        return None if msg["method"] == "tools/call" else echo_server(msg, ctx)
+
+    link = FakeLink(never_calls)
+    plan, result, rows = await _replay(path, link, timeout=0.5)
+    assert [(r.label, r.status) for r in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH"), ("batch ping", "MATCH"),
+                                                    ("batch resources/list", "MATCH"), ("tools/call add", "MATCH")]
+    batch = next(m for m in link.received if isinstance(m, list))
+    assert [m.get("id") for m in batch] == [3, 4, None]
+    cancel = link.received[-1]
+    call = next(m for m in link.received if isinstance(m, dict) and m.get("method") == "tools/call")
+    assert cancel["method"] == "notifications/cancelled" and cancel["params"]["requestId"] == call["id"] == 5
+    assert rows[-1].note == "unanswered in both sessions"

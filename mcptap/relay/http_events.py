@@ -1,0 +1,191 @@
+"""Values exchanged between the HTTP proxy core and its transport (pure, no h11).
+
+``Upstream`` names the target; *commands* tell the transport what I/O to do
+(``SendClient``, ``CloseClient``, ``OpenUpstream``, ``SendUpstream``,
+``CloseUpstream``); *facts* tell the observer what happened (``RequestStarted``
+… ``ConnClosed``). ``relay/http.py`` produces them, ``transport/http.py``
+executes the commands, ``relay/http_observe.py`` records the facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+Headers = list[tuple[bytes, bytes]]
+
+# -- target ---------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where the tap forwards to. ``scheme``: "http" or "https"; ``path``: the
+    URL's path (informational: request targets are forwarded unchanged)."""
+
+    scheme: str
+    host: str
+    port: int
+    path: str = "/"
+
+    @classmethod
+    def parse(cls, url: str) -> "Upstream":
+        """Parse ``http[s]://host[:port][/path]``. Raises ValueError with a
+        one-line reason. User info in the URL is ignored (never forwarded)."""
+        try:
+            u = urlsplit(url)
+            port = u.port
+        except ValueError as exc:
+            raise ValueError(f"invalid upstream URL {url!r}: {exc}") from None
+        if u.scheme not in ("http", "https"):
+            raise ValueError(f"upstream URL must start with http:// or https:// (got {url!r})")
+        if not u.hostname:
+            raise ValueError(f"upstream URL has no host: {url!r}")
+        return cls(u.scheme, u.hostname, port or (443 if u.scheme == "https" else 80), u.path or "/")
+
+    @property
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        return f"{self.scheme}://{self.authority}"
+
+
+def same_origin(url: str, up: Upstream) -> bool:
+    """True when absolute ``url`` has the upstream's scheme, host and port."""
+    try:
+        u = urlsplit(url)
+        port = u.port or (443 if u.scheme == "https" else 80 if u.scheme == "http" else None)
+    except ValueError:
+        return False
+    return u.scheme.lower() == up.scheme and (u.hostname or "").lower() == up.host.lower() and port == up.port
+
+
+# -- commands (I/O for the transport) ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SendClient:
+    conn: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CloseClient:
+    """Close the client connection (after sending what was queued). ``abort``:
+    the response is incomplete (the client must see a broken connection)."""
+    conn: int
+    abort: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OpenUpstream:
+    """Connect upstream connection ``gen`` for client connection ``conn``; then
+    call ``upstream_data(conn, gen, …)`` / ``upstream_failed(conn, gen, …)``.
+    SendUpstream commands for it may follow before the connect completes."""
+    conn: int
+    gen: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendUpstream:
+    conn: int
+    gen: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CloseUpstream:
+    conn: int
+    gen: int
+    abort: bool = False
+
+
+# -- facts (for the observer) ---------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class RequestStarted:
+    """A request head from the client. ``headers``: as received (raw case);
+    ``host_rewritten``: the Host value sent upstream differs."""
+    exchange: int
+    conn: int
+    method: str
+    target: str
+    http_version: str
+    headers: Headers
+    reused: bool
+    host_rewritten: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBody:
+    exchange: int
+    conn: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEnded:
+    exchange: int
+    conn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseStarted:
+    """A response head from the upstream (``informational``: 1xx)."""
+    exchange: int
+    conn: int
+    status: int
+    reason: str
+    headers: Headers
+    informational: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseBody:
+    """One body chunk as received from the upstream (transfer framing removed,
+    content coding kept; before any endpoint rewrite)."""
+    exchange: int
+    conn: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointRewritten:
+    exchange: int
+    conn: int
+    original: str
+    rewritten: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseEnded:
+    """The exchange is over. ``how``: "complete", "upstream_closed" (EOF before
+    or during the response), "upstream_failed" (connect/TLS/IO error: the client
+    got a 502 if nothing was sent yet), "bad_response" (unparseable upstream
+    response: 502), "client_closed" (the client went away first), "tap_stopped".
+    ``detail``: one line; ``reused``: the upstream connection had served an
+    earlier exchange; ``sent_502``: the tap answered instead of the upstream."""
+    exchange: int
+    conn: int
+    how: str
+    detail: str = ""
+    reused: bool = False
+    sent_502: bool = False
+    response_started: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConnClosed:
+    """A connection closed outside an exchange. ``side``: "client" or
+    "upstream"; ``idle``: no exchange was in progress."""
+    conn: int
+    side: str
+    idle: bool = True
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOpened:
+    conn: int
+    peer: str | None = None

@@ -1,0 +1,347 @@
+"""Replay over Streamable HTTP: a small h11 client on trio and the HttpLink.
+
+``HttpLink(url, rec, extra_headers=(), tools=None)`` implements the runner's
+link interface (see runner.py). Each c2s message is one POST to ``url`` with
+``Accept: application/json, text/event-stream``:
+
+* a request's answer is read from a JSON body or an SSE stream (server
+  requests and notifications on that stream are delivered too, then the
+  response); the POST for the next message starts once this one's request has
+  been written, so requests that overlapped in the original overlap again;
+* notifications and the client's answers to server requests are POSTed and
+  their ``202`` awaited before the next message (order as the client sent it);
+* ``Mcp-Session-Id`` from a live answer is mapped to the original session and
+  sent on that session's later requests; ``MCP-Protocol-Version`` carries the
+  negotiated revision (2025-06-18+), or the request's ``_meta`` revision on
+  2026-07-28, where ``Mcp-Method`` / ``Mcp-Name`` / ``Mcp-Param-*`` are added
+  (spec 2026-07-28 basic/transports/streamable-http, "Required request headers");
+* an HTTP error without a JSON-RPC body is delivered to the runner (never
+  recorded as a message) as an error whose code is the HTTP status, so the
+  report shows it as ERROR-CHANGED;
+* with ``listen=True`` (the original client had one), a GET stream is opened
+  for each new legacy session, so server messages unrelated to a POST arrive;
+* at the end, each legacy session is closed with ``DELETE``.
+
+Everything crossing the wire is recorded through the Recorder (``http``
+records for heads, ``message`` records for JSON-RPC payloads, credentials
+redacted), so the new session is a normal HTTP capture.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import h11
+import orjson
+import trio
+
+from mcptap.model import Direction
+from mcptap.protocol.framing import parse_json
+from mcptap.protocol.lifecycle import META_VERSION
+from mcptap.protocol.sse import SSEParser
+from mcptap.redact import is_secret_name
+from mcptap.relay.http_observe import SECRET_HEADERS, redact_header
+from mcptap.replay.runner import Deliver
+
+C2S, S2C = Direction.C2S, Direction.S2C
+CHUNK = 64 * 1024
+_IO = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError, h11.ProtocolError)
+
+
+class _Conn:
+    __slots__ = ("stream", "h11", "id")
+
+    def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.id = cid
+
+    async def next_event(self) -> Any:
+        while True:
+            ev = self.h11.next_event()
+            if ev is h11.NEED_DATA:
+                data = await self.stream.receive_some(CHUNK)
+                self.h11.receive_data(data)
+                continue
+            return ev
+
+
+def header_value(v: str) -> str:
+    """A 2026-07-28 ``Mcp-*`` header value: as is when plain printable ASCII
+    without edge whitespace, else ``=?base64?…?=`` of its UTF-8."""
+    if v and v.isascii() and v.isprintable() and v == v.strip() and not (v.startswith("=?") and v.endswith("?=")):
+        return v
+    return "=?base64?" + base64.b64encode(v.encode("utf-8")).decode("ascii") + "?="
+
+
+class HttpLink:
+    """Talk Streamable HTTP to ``url`` (see module docstring). ``tools``: the
+    recorded tool definitions (for ``x-mcp-header`` arguments)."""
+
+    def __init__(self, url: str, rec: Any, extra_headers: Sequence[tuple[str, str]] = (), tools: dict[str, Any] | None = None,
+                 connect_timeout: float = 10.0, listen: bool = False) -> None:
+        u = urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.tls = u.scheme == "https"
+        self.host = u.hostname
+        self.port = u.port or (443 if self.tls else 80)
+        self.authority = u.netloc.rpartition("@")[2]
+        self.target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        self.rec = rec
+        self.extra = list(extra_headers)
+        self.tools = tools or {}
+        self.connect_timeout = connect_timeout
+        self.listen = listen
+        self.sessions: dict[Any, str] = {}           # original session -> live Mcp-Session-Id
+        self.versions: dict[Any, str] = {}           # original session -> negotiated revision
+        self._idle: list[_Conn] = []
+        self._conns = 0
+        self._exchanges = 0
+        self.error: str | None = None
+        self.exit_code: int | None = None
+
+    # -- connections ---------------------------------------------------------------------
+    async def _connect(self) -> _Conn:
+        with trio.fail_after(self.connect_timeout):
+            stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
+            if self.tls:
+                stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=self.host, https_compatible=True)
+                await stream.do_handshake()
+        self._conns += 1
+        return _Conn(stream, self._conns)
+
+    async def _conn(self) -> _Conn:
+        while self._idle:
+            c = self._idle.pop()
+            if c.h11.our_state is h11.IDLE:
+                return c
+            await _close(c)
+        return await self._connect()
+
+    async def _release(self, c: _Conn) -> None:
+        if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
+            try:
+                c.h11.start_next_cycle()
+                self._idle.append(c)
+                return
+            except h11.LocalProtocolError:
+                pass
+        await _close(c)
+
+    # -- link interface -------------------------------------------------------------------
+    async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
+        self.nursery, self.deliver, self.closed = nursery, deliver, closed
+        try:
+            self._idle.append(await self._connect())
+        except trio.TooSlowError:
+            raise OSError(f"connecting to {self.authority} timed out") from None
+
+    async def send(self, value: Any, session: Any = None) -> None:
+        if _has_request(value):
+            await self.nursery.start(self._post, value, session)
+        else:
+            await self._post(value, session)
+
+    async def aclose(self) -> None:
+        for orig, sid in list(self.sessions.items()):
+            if orig in self.versions:                 # a handshake-era session: end it
+                try:
+                    await self._delete(sid)
+                except _IO:
+                    pass
+        for c in self._idle:
+            await _close(c)
+        self._idle.clear()
+
+    # -- one exchange ---------------------------------------------------------------------
+    def _headers(self, value: Any, session: Any) -> list[tuple[str, str]]:
+        h = [("Host", self.authority), ("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json"),
+             ("User-Agent", "mcptap-replay")]
+        sid = self.sessions.get(session)
+        if sid is not None:
+            h.append(("Mcp-Session-Id", sid))
+        msg = value if isinstance(value, dict) else None
+        params = msg.get("params") if msg else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        modern = isinstance(meta, dict) and isinstance(meta.get(META_VERSION), str)
+        if modern:
+            h.append(("MCP-Protocol-Version", meta[META_VERSION]))  # type: ignore[index]
+            if "method" in msg and "id" in msg:  # type: ignore[operator]
+                h.append(("Mcp-Method", header_value(str(msg["method"]))))  # type: ignore[index]
+                name = params.get("uri") if msg["method"] == "resources/read" else params.get("name")  # type: ignore[union-attr,index]
+                if msg["method"] in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):  # type: ignore[index]
+                    h.append(("Mcp-Name", header_value(name)))
+                if msg["method"] == "tools/call":  # type: ignore[index]
+                    h.extend(self._param_headers(params))
+        elif session in self.versions and self.versions[session] >= "2025-06-18":
+            h.append(("MCP-Protocol-Version", self.versions[session]))
+        h.extend(self.extra)
+        return h
+
+    def _param_headers(self, params: dict[str, Any]) -> list[tuple[str, str]]:
+        tool = self.tools.get(params.get("name"))
+        props = ((tool or {}).get("inputSchema") or {}).get("properties") or {}
+        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        out = []
+        for arg, schema in props.items():
+            if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str) and arg in args:
+                v = args[arg]
+                out.append((f"Mcp-Param-{schema['x-mcp-header']}", header_value(v if isinstance(v, str) else orjson.dumps(v).decode())))
+        return out
+
+    def _record_heads(self, event: str, ex: int, c: _Conn, **fields: Any) -> None:
+        if "headers" in fields:
+            fields["headers"] = [[n, redact_header(n.lower(), v) if n.lower() in SECRET_HEADERS or is_secret_name(n) else v]
+                                 for n, v in fields["headers"]]
+        self.rec.record("http", event=event, exchange=ex, conn=c.id, **fields)
+
+    async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        body = orjson.dumps(value)
+        headers = self._headers(value, session)
+        self._exchanges += 1
+        ex = self._exchanges
+        started = False
+        try:
+            c = await self._conn()
+            t0 = trio.current_time()
+            await c.stream.send_all(c.h11.send(h11.Request(method="POST", target=self.target, headers=headers + [("Content-Length", str(len(body)))])))
+            await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
+            self.rec.forwarded(C2S, body)
+            self._record_heads("request", ex, c, method="POST", target=self.target, headers=headers)
+            transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.target, "stream": "post"}
+            live_sid = self.sessions.get(session)
+            deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
+            if not deferred:
+                self.rec.frame(C2S, body, session=live_sid, transport=transport, value=value)
+            task_status.started()
+            started = True
+            resp = await c.next_event()
+            while isinstance(resp, h11.InformationalResponse):
+                resp = await c.next_event()
+            rh = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers]
+            sid = next((v for n, v in rh if n.lower() == "mcp-session-id"), None)
+            if sid is not None and session not in self.sessions:
+                self.sessions[session] = sid
+            live_sid = self.sessions.get(session)
+            if deferred:
+                self.rec.frame(C2S, body, session=live_sid, transport=transport, value=value)
+            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=rh,
+                               latency_us=int((trio.current_time() - t0) * 1e6), **({"session": live_sid} if live_sid else {}))
+            ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
+            await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
+            self._record_heads("end", ex, c, how="complete")
+            await self._release(c)
+        except _IO as exc:
+            self.rec.record("http", event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            if not started:
+                task_status.started()
+            if self._exchanges == ex and not self.sessions and ex == 1:
+                self.error = f"cannot reach {self.url}: {exc}"
+            await self._synthetic(value, 0, f"connection failed: {exc}")
+
+    async def _body(self, c: _Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
+        parser = SSEParser() if ctype == "text/event-stream" else None
+        buf = bytearray()
+        got_json = False
+        while True:
+            ev = await c.next_event()
+            if isinstance(ev, h11.Data):
+                self.rec.forwarded(S2C, bytes(ev.data))
+                if parser is None:
+                    buf += ev.data
+                    continue
+                for sse in parser.receive_data(bytes(ev.data)):
+                    if sse.dispatched and sse.data:
+                        got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}})
+            elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+                break
+        if parser is not None:
+            for sse in parser.receive_data(b""):
+                if sse.dispatched and sse.data:
+                    got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}})
+        elif buf:
+            got_json = await self._payload(bytes(buf), session, live_sid, transport)
+        if status >= 400 and not got_json:
+            await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
+
+    async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
+        msg = self.rec.frame(S2C, raw, session=live_sid, transport=transport)
+        value = msg.value if isinstance(msg.value, (dict, list)) else parse_json(raw)[0]
+        if not isinstance(value, (dict, list)):
+            return False
+        self._note_version(value, session)
+        await self.deliver(value, session)
+        return True
+
+    def _note_version(self, value: Any, session: Any) -> None:
+        res = value.get("result") if isinstance(value, dict) else None
+        if isinstance(res, dict) and isinstance(res.get("protocolVersion"), str) and "serverInfo" in res:
+            self.versions[session] = res["protocolVersion"]
+            sid = self.sessions.get(session)
+            if self.listen and sid is not None:
+                self.nursery.start_soon(self._get_stream, session, sid)
+
+    async def _synthetic(self, value: Any, status: int, text: str) -> None:
+        """Tell the runner a request failed at the HTTP level (not recorded as a message)."""
+        for v in value if isinstance(value, list) else (value,):
+            if isinstance(v, dict) and "method" in v and "id" in v:
+                await self.deliver({"jsonrpc": "2.0", "id": v["id"], "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}}, None)
+
+    async def _get_stream(self, session: Any, sid: str) -> None:
+        """The session's GET stream (server requests and notifications not tied to a POST)."""
+        self._exchanges += 1
+        ex = self._exchanges
+        try:
+            c = await self._connect()
+            headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Mcp-Session-Id", sid), *self.extra]
+            version = self.versions.get(session)
+            if version is not None and version >= "2025-06-18":
+                headers.append(("MCP-Protocol-Version", version))
+            await c.stream.send_all(c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
+            self._record_heads("request", ex, c, method="GET", target=self.target, headers=headers, session=sid)
+            resp = await c.next_event()
+            while isinstance(resp, h11.InformationalResponse):
+                resp = await c.next_event()
+            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"),
+                               headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers], session=sid)
+            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": self.target, "stream": "get", "status": resp.status_code}
+            ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "").split(";")[0].strip().lower()
+            if resp.status_code == 200 and ctype == "text/event-stream":
+                await self._body(c, resp.status_code, ctype, None, session, sid, transport)
+            await _close(c)
+        except _IO as exc:
+            self.rec.record("http", event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+
+    async def _delete(self, sid: str) -> None:
+        c = await self._conn()
+        headers = [("Host", self.authority), ("Mcp-Session-Id", sid), ("Content-Length", "0"), *self.extra]
+        self._exchanges += 1
+        ex = self._exchanges
+        await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
+        self._record_heads("request", ex, c, method="DELETE", target=self.target, headers=headers)
+        with trio.move_on_after(5):
+            resp = await c.next_event()
+            while not isinstance(resp, h11.Response):
+                resp = await c.next_event()
+            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=[])
+            while not isinstance(await c.next_event(), (h11.EndOfMessage, h11.ConnectionClosed)):
+                pass
+        await self._release(c)
+
+
+def _has_request(value: Any) -> bool:
+    items = value if isinstance(value, list) else (value,)
+    return any(isinstance(v, dict) and "method" in v and "id" in v for v in items)
+
+
+async def _close(c: _Conn) -> None:
+    try:
+        await c.stream.aclose()
+    except _IO:
+        pass

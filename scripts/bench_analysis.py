@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Throughput and memory of `mcptap check` and `mcptap show` on big captures.
+
+Generates a synthetic stdio capture of N messages (default 1,000,000: a
+handshake, then tools/call requests with varying arguments, a progress
+notification every tenth call, and their responses), then runs
+`mcptap check` and `mcptap show --format json` on it as subprocesses and prints
+messages/s and peak RSS (from wait4, per child). Memory must be flat: the
+same command on a capture 10x smaller should peak at about the same RSS.
+
+    .venv/bin/python scripts/bench_analysis.py                 # 1,000,000 and 100,000 messages
+    .venv/bin/python scripts/bench_analysis.py -n 200000 --small 20000
+    .venv/bin/python scripts/bench_analysis.py --profile 50000 # cProfile of the re-annotation path
+    .venv/bin/python scripts/bench_analysis.py --no-shapes     # without schema shape checks
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = 100_000  # messages/s
+
+
+def generate(path: Path, n: int) -> int:
+    """Write a capture with ``n`` message records; returns the message count."""
+    dumps = orjson.dumps
+    seq = 0
+    t = 0
+    count = 0
+
+    def msg(d: str, kind: str, obj: dict) -> bytes:
+        nonlocal seq, t, count
+        seq += 1
+        t += 50
+        count += 1
+        rec = {"type": "message", "seq": seq, "t_us": t, "dir": d, "kind": kind, "json": obj}
+        return dumps(rec) + b"\n"
+
+    with open(path, "wb") as fp:
+        fp.write(dumps({"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "bench",
+                        "started": "2026-01-01T00:00:00Z", "transport": "stdio", "target": {"argv": ["bench"]}}) + b"\n")
+        buf = [
+            msg("c2s", "request", {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                   "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}),
+            msg("s2c", "response", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                                                           "serverInfo": {"name": "b", "version": "1"}}}),
+            msg("c2s", "notification", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ]
+        i = 0
+        while count < n:
+            i += 1
+            params: dict = {"name": "echo" if i % 3 else "add", "arguments": {"text": f"message {i}", "n": i}}
+            progress = i % 10 == 0
+            if progress:
+                params["_meta"] = {"progressToken": i}
+            buf.append(msg("c2s", "request", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}))
+            if progress and count < n:
+                buf.append(msg("s2c", "notification", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                                       "params": {"progressToken": i, "progress": 1, "total": 1}}))
+            if count < n:
+                buf.append(msg("s2c", "response", {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"message {i}"}]}}))
+            if len(buf) >= 10_000:
+                fp.write(b"".join(buf))
+                buf.clear()
+        seq += 1
+        buf.append(dumps({"type": "eof", "seq": seq, "t_us": t, "dir": "c2s"}) + b"\n")
+        seq += 1
+        buf.append(dumps({"type": "eof", "seq": seq, "t_us": t, "dir": "s2c"}) + b"\n")
+        seq += 1
+        buf.append(dumps({"type": "end", "seq": seq, "t_us": t}) + b"\n")
+        fp.write(b"".join(buf))
+    return count
+
+
+def measure(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Run ``mcptap ARGS`` with stdout to /dev/null: (seconds, peak RSS KiB, exit status)."""
+    t0 = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=ROOT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def profile(n: int, shapes: bool) -> None:
+    import cProfile
+    import pstats
+
+    from mcptap.check import Reannotated, check_stream
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "p.jsonl"
+        generate(path, n)
+        ra = Reannotated.open(str(path), shapes=shapes)
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        check_stream(ra, str(path))
+        prof.disable()
+        print(f"{n:,} messages in {time.perf_counter() - t0:.1f}s under the profiler (shapes={shapes})")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=1_000_000, help="messages in the big capture")
+    ap.add_argument("--small", type=int, default=100_000, help="messages in the small capture (memory flatness)")
+    ap.add_argument("--profile", type=int, metavar="N", help="profile check on an N-message capture and exit")
+    ap.add_argument("--no-shapes", action="store_true", help="pass --no-shapes (skip schema shape checks)")
+    args = ap.parse_args()
+    if args.profile:
+        profile(args.profile, not args.no_shapes)
+        return 0
+    env = dict(os.environ, NO_COLOR="1")
+    extra = ["--no-shapes"] if args.no_shapes else []
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for n in (args.small, args.n):
+            path = Path(d) / f"bench-{n}.jsonl"
+            t0 = time.perf_counter()
+            count = generate(path, n)
+            gen = time.perf_counter() - t0
+            size = path.stat().st_size
+            print(f"generated {count:,} messages ({size / 2**20:.0f} MiB) in {gen:.1f}s", flush=True)
+            for label, cli in (("check", ["check", "--fail-on", "never", *extra, str(path)]),
+                               ("show --format json", ["show", "--format", "json", *extra, str(path)])):
+                secs, rss, status = measure(cli, env)
+                rows.append((label, count, secs, count / secs, rss))
+                print(f"  {label:<20} {secs:7.1f}s  {count / secs:>9,.0f} msg/s  peak RSS {rss / 1024:6.0f} MiB  exit {status}", flush=True)
+            path.unlink()
+    by = {(label, n): (rate, rss) for label, n, _, rate, rss in rows}
+    print()
+    for label in ("check", "show --format json"):
+        (rs, ms), (rb, mb) = by[(label, rows[0][1])], by[(label, rows[-1][1])]
+        verdict = "flat" if mb < ms * 1.25 + 10 * 1024 else "GROWS"
+        speed = "meets" if rb >= TARGET else "BELOW"
+        print(f"{label:<20} {rb:>9,.0f} msg/s ({speed} the {TARGET:,} msg/s target); peak RSS {ms / 1024:.0f} -> {mb / 1024:.0f} MiB "
+              f"for {rows[0][1]:,} -> {rows[-1][1]:,} messages: memory {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

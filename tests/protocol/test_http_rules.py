@@ -1,0 +1,134 @@
+"""http.* / sse.* rules on plain facts."""
+
+from __future__ import annotations
+
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, media_type, request_findings, \
+    response_findings, sse_findings
+from mcptap.protocol.sse import parse_all
+
+ACCEPT_BOTH = (b"Accept", b"application/json, text/event-stream")
+
+
+def codes(fs):
+    return [f.code for f in fs]
+
+
+def ex(method="POST", headers=(ACCEPT_BOTH,), kinds=("request",), methods=("tools/list",), **kw):
+    return Exchange(method, "/mcp", list(headers), body_kinds=kinds, methods=methods, **kw)
+
+
+def test_media_type():
+    assert media_type("application/json") == ("application/json", False)
+    assert media_type("application/json; charset=utf-8") == ("application/json", False)
+    assert media_type("Application/JSON") == ("application/json", True)
+    assert media_type("text/event-stream; q=1") == ("text/event-stream", True)
+
+
+def test_accept_rules():
+    assert codes(request_findings(ex(headers=[(b"Accept", b"application/json")]))) == ["http.post_accept_incomplete"]
+    assert codes(request_findings(ex())) == []
+    assert codes(request_findings(ex("GET", [(b"Accept", b"*/*")], kinds=(), methods=()))) == ["http.get_accept_missing_event_stream"]
+    assert codes(request_findings(ex(headers=[(b"Accept", b"*/*")], legacy=True))) == []   # legacy POSTs: no rule
+
+
+def test_protocol_version_header():
+    assert codes(request_findings(ex(revision="2025-06-18"))) == ["http.protocol_version_header_missing"]
+    assert codes(request_findings(ex(revision="2025-03-26"))) == []          # header exists from 2025-06-18
+    assert codes(request_findings(ex(headers=[ACCEPT_BOTH, (b"MCP-Protocol-Version", b"2025-03-26")], revision="2025-06-18"))) == [
+        "http.protocol_version_header_mismatch"]
+    assert codes(request_findings(ex(methods=("initialize",), revision="2025-06-18"))) == []    # initialize may lack it
+    assert codes(request_findings(ex(meta_version="2026-07-28"))) == ["http.protocol_version_header_missing"]
+    assert codes(request_findings(ex(headers=[ACCEPT_BOTH, (b"mcp-protocol-version", b"2026-07-28")], meta_version="2026-07-28"))) == []
+
+
+def test_ack_rules():
+    n = ex(kinds=("notification",), methods=("notifications/initialized",))
+    n.status, n.resp_headers = 202, []
+    assert codes(response_findings(n)) == [] and codes(ack_findings(n, b"", 0)) == []
+    n.status = 204
+    assert codes(response_findings(n)) == ["http.ack_status_not_202"]
+    n.status = 400                       # a refusal is allowed
+    assert codes(response_findings(n)) == []
+    n.status, n.resp_headers = 202, [(b"Content-Type", b"application/json")]
+    assert codes(ack_findings(n, b"null", 4)) == ["http.ack_body_not_empty"]
+    assert codes(ack_findings(n, b"", 0)) == ["http.ack_content_type_unexpected"]
+    legacy = ex(kinds=("notification",), legacy=True)
+    legacy.status, legacy.resp_headers = 202, [(b"Content-Type", b"text/plain")]
+    assert codes(ack_findings(legacy, b"Accepted", 8)) == []
+
+
+def test_response_rules():
+    r = ex()
+    r.status, r.resp_headers = 200, [(b"Content-Type", b"text/html")]
+    assert codes(response_findings(r)) == ["http.unexpected_content_type"]
+    r.resp_headers = [(b"Content-Type", b"text/event-stream"), (b"Content-Encoding", b"gzip")]
+    assert codes(response_findings(r)) == ["sse.compressed_stream", "http.content_encoding"]
+    r.resp_headers = [(b"Content-Type", b"application/json"), (b"Content-Encoding", b"br")]
+    assert codes(response_findings(r)) == ["http.undecodable_encoding"]
+    s = ex(session="S1")
+    s.status, s.resp_headers = 404, []
+    assert codes(response_findings(s)) == ["lifecycle.session_terminated"]
+    g = ex("GET", [(b"Accept", b"text/event-stream")], kinds=(), methods=())
+    g.status, g.resp_headers = 501, []
+    assert codes(response_findings(g)) == ["http.get_stream_refused_not_405"]
+    g.status = 405
+    assert codes(response_findings(g)) == []
+    i = ex(headers=[ACCEPT_BOTH, (b"MCP-Protocol-Version", b"2025-06-18")], methods=("initialize",))
+    i.status, i.resp_headers = 400, []
+    assert codes(response_findings(i)) == ["http.protocol_version_rejected_at_initialize"]
+
+
+def test_sse_findings():
+    (ev,) = parse_all(b"id: 1\r\nretry: 10\r\ndata:\r\n\r\n")
+    assert codes(sse_findings(ev)) == ["sse.priming_event", "sse.retry", "sse.crlf"]
+    (ev,) = parse_all(b"data: x\n")
+    assert codes(sse_findings(ev)) == ["sse.unterminated_event_at_eof"]
+
+
+def test_endpoint_findings():
+    fs, url = endpoint_findings("/messages/?s=1", "http://127.0.0.1:8931/tools/sse", "http://127.0.0.1:8931", "http://10.0.0.7:9000", None)
+    assert url == "http://127.0.0.1:8931/messages/?s=1"
+    assert codes(fs) == ["sse.endpoint_event", "sse.endpoint_prefix_ambiguous"]
+    fs, _ = endpoint_findings("/tools/messages/?s=1", "http://127.0.0.1:8931/tools/sse", "http://127.0.0.1:8931", "http://10.0.0.7:9000", None)
+    assert codes(fs) == ["sse.endpoint_event"]
+    fs, _ = endpoint_findings("http://10.0.0.7:9000/m", "http://127.0.0.1:8931/sse", "http://127.0.0.1:8931", "http://10.0.0.7:9000", None)
+    assert "sse.endpoint_foreign_origin" in codes(fs)
+    fs, _ = endpoint_findings("http://10.0.0.7:9000/m", "http://127.0.0.1:8931/sse", "http://127.0.0.1:8931", "http://10.0.0.7:9000",
+                              "http://127.0.0.1:8931/m")
+    assert codes(fs) == ["sse.endpoint_event", "sse.endpoint_rewritten"]
+
+
+def test_cross_exchange_rules():
+    rules = HttpRules()
+    get = ex("GET", [(b"Accept", b"text/event-stream")], kinds=(), methods=(), session="S")
+    get.status = 405
+    assert rules.on_request(1, get) == []
+    rules.on_response(1, get)
+    assert codes(rules.on_request(2, get)) == ["http.get_retried_after_405"]
+    init = ex(kinds=("notification",), methods=("notifications/initialized",), session="S")
+    assert rules.on_request(3, init) == []
+    assert codes(rules.on_request(4, ex(session="S"))) == ["lifecycle.request_before_initialized_ack"]
+    rules.on_response(3, init)
+    assert rules.on_request(5, ex(session="S")) == []
+    rules.stream_broken(6, "S", ["e1", "e2"], [12])
+    resume = ex("GET", [(b"Accept", b"text/event-stream"), (b"Last-Event-ID", b"e2")], kinds=(), methods=(), session="S")
+    assert codes(rules.on_request(7, resume)) == ["http.stream_resumed"]
+    rules.stream_broken(8, "S", ["e3"], [13])
+    plain = ex("GET", [(b"Accept", b"text/event-stream")], kinds=(), methods=(), session="S")
+    assert codes(rules.on_request(9, plain)) == ["http.resume_without_last_event_id"]
+
+
+def test_end_findings():
+    from mcptap.protocol.http_rules import end_findings
+    kw = dict(detail="", response_started=False, reused=True, sent_502=False, sse=False, event_ids=[], response_bytes=0, pending=[])
+    assert codes(end_findings(ex(), "upstream_closed", **kw)) == ["http.request_lost_on_closed_connection"]
+    r = ex()
+    r.resp_headers = [(b"Content-Length", b"10")]
+    assert codes(end_findings(r, "upstream_closed", **{**kw, "response_started": True, "response_bytes": 4})) == ["http.body_shorter_than_content_length"]
+    sse = {**kw, "response_started": True, "sse": True, "pending": [(3, 7, False)]}
+    f = end_findings(ex(), "upstream_closed", **{**sse, "event_ids": ["e1"]})
+    assert codes(f) == ["sse.connection_closed_mid_stream"] and f[0].severity.value == "info"
+    assert end_findings(ex(), "upstream_closed", **sse)[0].severity.value == "error"
+    assert codes(end_findings(ex(), "complete", **sse)) == ["sse.stream_closed_without_response"]
+    assert end_findings(ex(), "client_closed", **{**sse, "pending": [(3, 7, True)]}) == []     # 2026-07-28 cancellation
+    assert codes(end_findings(ex(), "upstream_failed", **{**kw, "detail": "refused", "sent_502": True})) == ["http.upstream_failed"]

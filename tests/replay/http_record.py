@@ -1,0 +1,66 @@
+"""Record an SDK client session over Streamable HTTP through the real HTTP tap
+(in process) — ``python http_record.py ERA OUT SERVER_VERSION`` — and helpers
+to run the SDK server over HTTP on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+import trio
+
+from mcptap.capture import CaptureWriter
+from mcptap.recorder import Recorder
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def http_server(version: str) -> AsyncIterator[str]:
+    """The SDK test server (tests/replay/sdk_server.py) on HTTP; yields its MCP URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_server.py"), version, "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with trio.fail_after(30):
+            while True:
+                try:
+                    s = await trio.open_tcp_stream("127.0.0.1", port)
+                    await s.aclose()
+                    break
+                except OSError:
+                    assert proc.poll() is None, "SDK server died at start"
+                    await trio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def record_http(era: str, out: str, version: str) -> None:
+    """The SDK client scenario (sdk_client.py) through the HTTP tap into ``out``."""
+    async with http_server(version) as upstream:
+        rec = Recorder(CaptureWriter.open(out), "http", {"url": upstream})
+        async with trio.open_nursery() as nursery:
+            tap = HttpTap(HttpTapConfig(upstream=upstream), rec, say=lambda line: None)
+            url = await nursery.start(tap.serve)
+            proc = await trio.run_process([sys.executable, str(HERE / "sdk_client.py"), era, "--url", url],
+                                          capture_stdout=True, capture_stderr=True, check=False)
+            assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+            nursery.cancel_scope.cancel()
+        rec.close()
+
+
+if __name__ == "__main__":
+    trio.run(record_http, sys.argv[1], sys.argv[2], sys.argv[3])
