@@ -19,7 +19,7 @@ from mcptap import __version__
 from mcptap.capture import CaptureWriter, encode_bytes, header_record, message_record
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import finding
+from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.framing import NewlineFramer, parse_json
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -249,7 +249,7 @@ class Recorder:
             self.streams[old.direction].bytes += len(old.raw)
             self.streams[old.direction].sha.update(old.raw)
             msg = self.annotator.feed(frame, self._next(), old.t_us, old.direction, old.session, old.transport,
-                                      [f for f in old.findings if f.code.split(".")[0] in ("http", "sse")])
+                                      [f for f in old.findings if transport_made(f.code)])
             self.streams[old.direction].messages += 1
             self._count(msg.findings)
             return message_record(msg, self._eol)

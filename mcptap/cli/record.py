@@ -25,6 +25,7 @@ import click
 import trio
 
 from mcptap.capture import CaptureWriter
+from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
 from mcptap.paths import default_capture_path
 from mcptap.redact import scrub_argv
@@ -41,7 +42,7 @@ def _say(line: str) -> None:
 @click.command(
     "record",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-    short_help="Tap a stdio MCP server: relay byte-exact and record.",
+    short_help="Tap an MCP server (stdio command or HTTP upstream) and record.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")
@@ -50,16 +51,27 @@ def _say(line: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True,
               help=f"Exit {EX_IOERR} if the capture is incomplete (default: the server's exit status).")
-@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@http_options
+@click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, strict_capture: bool,
-            cmd: tuple[str, ...]) -> None:
-    """Run CMD as an MCP stdio server and record the session.
+            cmd: tuple[str, ...], upstream: str | None, **http_kwargs: object) -> None:
+    """Record an MCP session: run CMD as a stdio server, or proxy --upstream URL.
 
-    Put this in a host's server config in place of the server command, e.g.
-    "command": "mcptap", "args": ["record", "--", "python", "server.py"].
+    stdio: put this in a host's server config in place of the server command,
+    e.g. "command": "mcptap", "args": ["record", "--", "python", "server.py"].
     Only the server's bytes reach stdout; mcptap's messages go to stderr.
+
+    HTTP: `mcptap record --upstream http://host/mcp` listens on 127.0.0.1 (a free
+    port unless --listen says otherwise), prints its URL on stderr and forwards
+    to the upstream until interrupted.
     """
+    if upstream is not None:
+        if cmd:
+            raise click.UsageError("give either --upstream URL or -- CMD, not both")
+        ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture, **http_kwargs))
+    if not cmd:
+        raise click.UsageError("nothing to tap: give -- CMD [ARGS]... (stdio) or --upstream URL (HTTP)")
     argv = list(cmd)
     shown = scrub_argv(argv)
     writer: CaptureWriter | None = None

@@ -85,6 +85,12 @@ class Annotator:
             self._sessions[new] = st
         self.pairing.rename_session(old, new)
 
+    def transport_cancel(self, p: Pending, why: str) -> Finding:
+        """The transport cancelled request ``p`` (2026-07-28 Streamable HTTP:
+        the client closing the response stream IS the cancellation)."""
+        p.cancelled = True
+        return finding("cancel.request", f"request #{p.seq} ({p.method}) cancelled: {why}", {"request_seq": p.seq, "by": "transport"})
+
     def pending(self) -> list[Pending]:
         """Requests still awaiting a response, cancelled ones excluded (the
         receiver SHOULD NOT answer those)."""

@@ -112,7 +112,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.retry", INFO, "retry field seen", "WHATWG HTML server-sent events"),
     ("sse.comment", INFO, "comment line(s), e.g. keep-alive", "WHATWG HTML server-sent events"),
     ("sse.multiline_data", INFO, "event with several data: lines", "WHATWG HTML server-sent events"),
-    ("sse.crlf", WARN, "SSE lines ended with CR LF or CR", "WHATWG HTML server-sent events"),
+    ("sse.crlf", INFO, "SSE lines ended with CR LF or CR", "WHATWG HTML server-sent events"),
     ("sse.event_split_across_chunks", INFO, "event spanning several network chunks", "WHATWG HTML server-sent events"),
     ("sse.data_not_jsonrpc", ERROR, "data payload that is not a JSON-RPC message", T + " Streamable HTTP"),
     ("sse.unterminated_event_at_eof", WARN, "stream ended inside an event (no blank line)", "WHATWG HTML server-sent events"),
@@ -120,13 +120,13 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.stream_closed_without_response", ERROR, "response stream for a request ended without its response", T + " Streamable HTTP: SHOULD NOT close before the response"),
     ("sse.compressed_stream", WARN, "Content-Encoding on text/event-stream", "interop"),
     ("sse.endpoint_event", INFO, "legacy HTTP+SSE endpoint event (and its resolved URL)", "2024-11-05 " + T + " HTTP with SSE"),
-    ("sse.endpoint_prefix_ambiguous", WARN, "root-relative endpoint while the stream URL has a path prefix", "2024-11-05 " + T + " HTTP with SSE"),
-    ("sse.endpoint_foreign_origin", ERROR, "endpoint URL on an origin other than the tap's: traffic will bypass the tap", "2024-11-05 " + T + " HTTP with SSE"),
+    ("sse.endpoint_prefix_ambiguous", INFO, "root-relative endpoint while the stream URL has a path prefix", "2024-11-05 " + T + " HTTP with SSE"),
+    ("sse.endpoint_foreign_origin", WARN, "endpoint URL on an origin other than the tap's: traffic will bypass the tap", "2024-11-05 " + T + " HTTP with SSE"),
     ("sse.endpoint_rewritten", INFO, "tap rewrote an endpoint naming the upstream origin to its own origin (original and new value in the finding)", "2024-11-05 " + T + " HTTP with SSE; mcptap"),
     # HTTP
-    ("http.ack_status_not_202", ERROR, "notification/response POST answered with a status other than 202", T + " Streamable HTTP: MUST return 202 Accepted"),
+    ("http.ack_status_not_202", WARN, "notification/response POST answered with a status other than 202", T + " Streamable HTTP: MUST return 202 Accepted"),
     ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
-    ("http.ack_content_type_unexpected", WARN, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),
+    ("http.ack_content_type_unexpected", INFO, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),
     ("http.session_rejected_not_404", ERROR, "known session id rejected with something other than 404", T + " Session Management"),
     ("http.get_stream_refused_not_405", WARN, "GET stream refused with a status other than 405", T + " Listening for messages"),
     ("http.get_retried_after_405", WARN, "client re-issues GET after a 405", T + " Listening for messages"),
@@ -140,7 +140,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.protocol_version_rejected_at_initialize", ERROR, "initialize refused because of the version header", "2025-06-18 " + T + " Protocol Version Header"),
     ("http.protocol_version_header_mismatch", ERROR, "MCP-Protocol-Version differs from the negotiated version (or from _meta in 2026-07-28)", "2025-06-18 " + T + " Protocol Version Header"),
     ("http.protocol_version_header_missing", ERROR, "header missing where required", "2025-06-18 " + T + " Protocol Version Header"),
-    ("http.legacy_post_not_found", ERROR, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
+    ("http.legacy_post_not_found", WARN, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
     ("http.content_encoding", INFO, "compressed body (decoded for analysis)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
     ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),
@@ -163,6 +163,16 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
 ]
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}
+
+#: Codes the transports decide (HTTP exchange facts, SSE framing, process
+#: events): re-annotation keeps them as recorded, since a capture holds their
+#: evidence only partly. Everything else is recomputed from the message bytes.
+TRANSPORT_FAMILIES = ("http.", "sse.", "process.", "capture.")
+TRANSPORT_CODES = frozenset({"lifecycle.request_before_initialized_ack", "lifecycle.session_terminated"})
+
+
+def transport_made(code: str) -> bool:
+    return code.startswith(TRANSPORT_FAMILIES) or code in TRANSPORT_CODES
 
 
 def finding(code: str, message: str, data: dict[str, Any] | None = None, severity: Severity | None = None) -> Finding:

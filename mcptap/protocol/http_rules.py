@@ -152,8 +152,7 @@ def response_findings(ex: Exchange) -> list[Finding]:
     ctype = header(rh, "content-type")
     mt, unusual = media_type(ctype)
     if ex.is_ack and 200 <= st < 300 and st != 202:
-        out.append(finding("http.ack_status_not_202", f"{st} for a POST of {'/'.join(sorted(set(ex.body_kinds)))}s only: the server MUST answer 202 Accepted",
-                           severity=WARN))
+        out.append(finding("http.ack_status_not_202", f"{st} for a POST of {'/'.join(sorted(set(ex.body_kinds)))}s only: the server MUST answer 202 Accepted"))
     if ex.method == "POST" and not ex.legacy and ex.has_request and 200 <= st < 300 and st != 202 \
             and mt not in ("application/json", "text/event-stream"):
         out.append(finding("http.unexpected_content_type", f"request answered {st} with Content-Type {ctype!r}: MUST be application/json or text/event-stream"))
@@ -164,7 +163,7 @@ def response_findings(ex: Exchange) -> list[Finding]:
     elif sid is not None and st in (400, 410) and not ex.legacy and _mentions_session(ex):
         out.append(finding("http.session_rejected_not_404", f"{st} for session {sid}: an ended session MUST be answered 404"))
     if ex.legacy and ex.method == "POST" and st >= 400:
-        out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}", severity=WARN))
+        out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}"))
     if st == 403 and header(ex.req_headers, "origin") is not None:
         out.append(finding("http.origin_rejected", f"403 for Origin {header(ex.req_headers, 'origin')!r}"))
     if st in (406, 415):
@@ -204,7 +203,7 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
         return [finding("http.ack_body_not_empty", f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
                         severity=WARN)]
     if ctype is not None and st == 202:
-        return [finding("http.ack_content_type_unexpected", f"Content-Type {ctype!r} on a body-less 202", severity=INFO)]
+        return [finding("http.ack_content_type_unexpected", f"Content-Type {ctype!r} on a body-less 202")]
     return []
 
 
@@ -260,7 +259,7 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
     if ev.multiline:
         out.append(finding("sse.multiline_data", f"{ev.data_lines} data lines joined with LF"))
     if ev.cr:
-        out.append(finding("sse.crlf", "lines end in CR LF or CR (valid SSE; naive parsers split on LF only)", severity=INFO))
+        out.append(finding("sse.crlf", "lines end in CR LF or CR (valid SSE; naive parsers split on LF only)"))
     if ev.chunks > 1:
         out.append(finding("sse.event_split_across_chunks", f"event spans {ev.chunks} network chunks"))
     if not ev.terminated and not ev.blank:
@@ -284,13 +283,12 @@ def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_orig
     prefix = stream_path.rsplit("/", 1)[0]
     if target.startswith("/") and not target.startswith("//") and prefix and not target.startswith(prefix + "/"):
         out.append(finding("sse.endpoint_prefix_ambiguous", f"root-relative endpoint {target!r} while the stream URL has the path prefix {prefix!r}: "
-                           "the POSTs leave the prefix (some clients keep it)", severity=INFO))
+                           "the POSTs leave the prefix (some clients keep it)"))
     r = urlsplit(resolved)
     origin = f"{r.scheme}://{r.netloc}".lower()
     if origin != tap_origin.lower():
         where = "the upstream's own origin" if origin == upstream_origin.lower() else f"origin {origin}"
-        out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages",
-                           severity=WARN))
+        out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages"))
     return out, resolved
 
 

@@ -385,7 +385,11 @@ class HttpObserver:
         pend = [] if it.how == "tap_stopped" else self._pending_of(e)
         if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
             self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
-        return end_findings(e.facts, it.how, it.detail, response_started=it.response_started, reused=it.reused,
+        cancels: list[Finding] = []
+        if it.how == "client_closed" and e.mode == "sse":
+            cancels = [self.rec.annotator.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
+                       for p in pend if is_modern(p.revision)]
+        return cancels + end_findings(e.facts, it.how, it.detail, response_started=it.response_started, reused=it.reused,
                             sent_502=it.sent_502, sse=e.mode == "sse", event_ids=e.ids, response_bytes=e.resp_bytes,
                             pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
 

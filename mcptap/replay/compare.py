@@ -379,7 +379,8 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
 class ExchangeResult:
     """One line of the replay report. ``step``: plan step index (None for a
     server request); ``seq``: the original record seq (None for NEW);
-    latencies in µs; ``note``: why it was skipped / not answered."""
+    latencies in µs; ``note``: why it was skipped / not answered;
+    ``live_id``: the fresh JSON-RPC id the request was sent with."""
 
     label: str
     status: str
@@ -389,9 +390,12 @@ class ExchangeResult:
     latency_a_us: int | None = None
     latency_b_us: int | None = None
     note: str | None = None
+    live_id: Any = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"label": self.label, "status": self.status, "step": self.step, "seq": self.seq}
+        if self.live_id is not None:
+            d["live_id"] = self.live_id
         if self.verdict is not None and self.verdict.paths:
             d["paths"] = [p.to_json() for p in self.verdict.paths]
         if self.verdict is not None and (self.verdict.code_a is not None or self.verdict.code_b is not None):
@@ -442,7 +446,7 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
         if step.response is None and lv.response is None:
             note = "unanswered in both sessions"
         out.append(ExchangeResult(step.label, v.status, step.index, step.seq, v, step.latency_us, lv.latency_us,
-                                  note if v.status in (MISSING, NEW) or lv.response is None else None))
+                                  note if v.status in (MISSING, NEW) or lv.response is None else None, lv.live_id))
     # server requests: legacy s2c requests and 2026-07-28 input requests, matched by method + masked params
     orig_reqs = [(r.method, r.params, r.seq) for r in plan.server_requests]
     for step in plan.steps:                           # 2026-07-28 input requests of the original session

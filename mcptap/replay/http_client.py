@@ -49,7 +49,7 @@ from mcptap.replay.runner import Deliver
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
-_IO = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError, h11.ProtocolError)
+_IO = (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError, ssl.SSLError, h11.ProtocolError)
 
 
 class _Conn:
@@ -141,6 +141,8 @@ class HttpLink:
             self._idle.append(await self._connect())
         except trio.TooSlowError:
             raise OSError(f"connecting to {self.authority} timed out") from None
+        except ssl.SSLError as exc:
+            raise OSError(f"TLS with {self.authority} failed: {exc}") from None
 
     async def send(self, value: Any, session: Any = None) -> None:
         if _has_request(value):
@@ -241,9 +243,7 @@ class HttpLink:
             self.rec.record("http", event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
             if not started:
                 task_status.started()
-            if self._exchanges == ex and not self.sessions and ex == 1:
-                self.error = f"cannot reach {self.url}: {exc}"
-            await self._synthetic(value, 0, f"connection failed: {exc}")
+            await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
 
     async def _body(self, c: _Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
         parser = SSEParser() if ctype == "text/event-stream" else None
