@@ -66,6 +66,7 @@ class Side:
     path: str
     header: dict[str, Any] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
+    label_methods: list[str] = field(default_factory=list)
     label_ids: dict[str, int] = field(default_factory=dict)
     label: array = field(default_factory=lambda: array("l"))
     key: array = field(default_factory=lambda: array("q"))
@@ -108,6 +109,7 @@ def summarize(path: str, masker: Masker) -> Side:
         if lid is None:
             lid = label_ids[lab] = len(labels)
             labels.append(lab)
+            side.label_methods.append(method if isinstance(method, str) else "?")
         idx = len(a_key)
         a_label.append(lid)
         a_key.append(hash((lab, fp(params, method, "params"))))
@@ -131,7 +133,7 @@ def summarize(path: str, masker: Masker) -> Side:
         if idx is None:
             return None
         lid = a_label[idx]
-        method = labels[lid].split(" ")[0]
+        method = side.label_methods[lid]
         a_resp[idx] = seq
         if "error" in value:
             err = value["error"]
@@ -179,7 +181,7 @@ def summarize(path: str, masker: Masker) -> Side:
             if isinstance(value, dict) and rec.get("pair") is not None:
                 lid = add_response(seq, rec["pair"], value, rec.get("latency_us"))
                 if lid is not None:
-                    subject = labels[lid].split(" ")[0]
+                    subject = side.label_methods[lid]
         elif kind == "notification":
             notes[(d, subject)] += 1
         elif kind == "batch":
@@ -394,7 +396,7 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     ma, mb = _fetch(a.path, want_a), _fetch(b.path, want_b)
     for i, j in detail:
         lab = a.labels[a.label[i]] if i is not None else b.labels[b.label[j]]  # type: ignore[index]
-        method = lab.split(" ")[1] if lab.startswith("s2c ") else lab.split(" ")[0]
+        method = a.label_methods[a.label[i]] if i is not None else b.label_methods[b.label[j]]  # type: ignore[index]
         ra = _request_and_response(a, i, ma) if i is not None else (None, None)
         rb = _request_and_response(b, j, mb) if j is not None else (None, None)
         where = {"a_seq": a.req_seq[i] if i is not None else None, "b_seq": b.req_seq[j] if j is not None else None}

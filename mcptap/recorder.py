@@ -15,14 +15,19 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
+
 from mcptap import __version__
-from mcptap.capture import CaptureWriter, encode_bytes, header_record, message_record
+from mcptap.capture import CaptureWriter, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.framing import NewlineFramer, parse_json
 
 C2S, S2C = Direction.C2S, Direction.S2C
+_DIRS = {"c2s": C2S, "s2c": S2C}
+_dumps = orjson.dumps
 
 #: stderr bytes between two protocol messages above which process.stderr_volume
 #: is raised (cases/B24: a host that never reads stderr blocks the server at
@@ -230,29 +235,12 @@ class Recorder:
         re-derive their findings. Returns the re-annotated record (dict), or
         None for records that carry nothing to re-annotate (header).
         """
-        from mcptap.capture import message_from_record  # local: avoid a cycle at import
-
         typ = rec.get("type")
         seq = rec.get("seq")
         if isinstance(seq, int):
             self.seq = seq - 1
         if typ == "message":
-            old = message_from_record(rec)
-            raw = old.raw
-            if self.transport == "stdio":
-                value, bad = parse_json(raw)
-                terminated = raw.endswith(b"\n")
-                lines = raw.count(b"\n") + (0 if terminated else 1)
-                frame = Frame(raw, old.offset, terminated, value, bad, max(1, lines))
-            else:
-                frame = Frame(raw, old.offset, True, old.value, ())
-            self.streams[old.direction].bytes += len(old.raw)
-            self.streams[old.direction].sha.update(old.raw)
-            msg = self.annotator.feed(frame, self._next(), old.t_us, old.direction, old.session, old.transport,
-                                      [f for f in old.findings if transport_made(f.code)])
-            self.streams[old.direction].messages += 1
-            self._count(msg.findings)
-            return message_record(msg, self._eol)
+            return self._replay_message(rec)
         if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
             fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0))
             self._count(fs)
@@ -268,6 +256,38 @@ class Recorder:
         if rec.get("findings"):
             self._count(Finding.from_json(f) for f in rec["findings"])
         return rec
+
+    def _replay_message(self, rec: dict[str, Any]) -> dict[str, Any]:
+        direction = _DIRS.get(rec.get("dir"))
+        if direction is None:
+            raise CaptureReadError(f"message record seq {rec.get('seq')} has no valid dir")
+        raw = decode_bytes(rec, "raw")
+        stdio = self.transport == "stdio"
+        if raw is None:
+            if "json" not in rec:
+                raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
+            value = rec["json"]
+            eol = rec.get("eol", "\n")
+            raw = _dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
+            # exact canonical JSON: valid UTF-8, one line, terminated as eol says
+            frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
+        elif stdio:
+            value, bad = parse_json(raw)
+            terminated = raw.endswith(b"\n")
+            lines = raw.count(b"\n") + (0 if terminated else 1)
+            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines))
+        else:
+            value = rec["json"] if "json" in rec else parse_json(raw)[0]
+            frame = Frame(raw, rec.get("offset", 0), True, value, ())
+        s = self.streams[direction]
+        s.bytes += len(raw)
+        s.sha.update(raw)
+        s.messages += 1
+        kept = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
+        msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
+        if msg.findings:
+            self._count(msg.findings)
+        return message_record(msg, self._eol)
 
     def close(self, exit_code: int | None = None, **extra: Any) -> dict[str, Any]:
         """Write the ``end`` record (idempotent) and close the writer.

@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 
 from mcptap.filters import Filter, message_json, message_text, record_findings, tool_of
-from mcptap.summary import Style, Summary, Tracker, id_text, is_tool_error, plain, shorten, fmt_us
+from mcptap.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
+
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
          "invalid": "inval", "non_json": "text"}

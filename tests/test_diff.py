@@ -80,7 +80,7 @@ def test_planted_result_changes_are_each_reported_with_their_path(exs: list[Ex],
     planted = data.draw(st.sets(st.integers(0, len(exs) - 1), min_size=1))
     changed = copy.deepcopy(exs)
     for k in planted:
-        changed[k] = Ex(exs[k].method, exs[k].params, {"planted": k})
+        changed[k] = Ex(exs[k].method, exs[k].params, {"planted": k, **({"resultType": "complete"} if era == "modern" else {})})
     with tempfile.TemporaryDirectory() as tmp:
         pa, pb = _pair(tmp, exs, changed, era=era)
         r = diff_captures(pa, pb)

@@ -53,14 +53,20 @@ def _surface(direction: Direction, kind: Kind) -> Any:
     return m.SERVER_RESULTS if direction is Direction.S2C else m.CLIENT_RESULTS
 
 
+_ADAPTERS: dict[Any, Any] = {}
+
+
 def _errors(model: Any, body: Any) -> tuple[str, ...]:
     from pydantic import TypeAdapter, ValidationError
 
     try:
         if hasattr(model, "model_validate"):
             model.model_validate(body, by_name=False)
-        else:  # a Union of result models
-            TypeAdapter(model).validate_python(body)
+        else:  # a Union of result models: build its adapter once
+            ad = _ADAPTERS.get(model)
+            if ad is None:
+                ad = _ADAPTERS[model] = TypeAdapter(model)
+            ad.validate_python(body)
     except ValidationError as exc:
         out = []
         for e in exc.errors()[:5]:

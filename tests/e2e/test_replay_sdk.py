@@ -6,10 +6,8 @@ completions capability) and official-SDK clients recorded through mcptap
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson

@@ -90,7 +90,8 @@ def write_capture(path: str, exchanges: list[Ex], *, era: str = "legacy", caps: 
                                                              "ttlMs": 0, "cacheScope": "public", "_meta": {"io.modelcontextprotocol/serverInfo": info}}}, t_step)
     n += 1
     tape.send(C2S, {"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": meta(None)}, t_step)
-    tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": {"tools": tools}}, t_step)
+    listed = {"tools": tools, **({"resultType": "complete", "ttlMs": 0, "cacheScope": "public"} if era == "modern" else {})}
+    tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": listed}, t_step)
     srv_id = 1000
     for i, ex in enumerate(exchanges):
         if stray and i in stray:
@@ -104,7 +105,10 @@ def write_capture(path: str, exchanges: list[Ex], *, era: str = "legacy", caps: 
         if ex.error is not None:
             tape.send(S2C, {"jsonrpc": "2.0", "id": n, "error": ex.error}, ex.latency)
         else:
-            tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": ex.result if ex.result is not None else {}}, ex.latency)
+            result = ex.result if ex.result is not None else {}
+            if era == "modern" and isinstance(result, dict):
+                result = {"resultType": "complete", **result}
+            tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": result}, ex.latency)
     return tape.close()
 
 
