@@ -75,6 +75,7 @@ class Annotator:
                 st.phase = Phase.STATELESS
         st.client_caps = client_caps
         st.server_caps = server_caps
+        st.cap_cache.clear()
 
     def rename_session(self, old: Any, new: Any) -> None:
         """The session id became known (HTTP initialize response): move state."""
@@ -349,6 +350,7 @@ class Annotator:
             if isinstance(params, dict):
                 caps = params.get("capabilities")
                 st.client_caps = caps if isinstance(caps, dict) else {}
+                st.cap_cache.clear()
                 pv = params.get("protocolVersion")
                 st.offered = pv if isinstance(pv, str) else None
                 st.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
@@ -393,6 +395,7 @@ class Annotator:
             return
         caps = result.get("capabilities")
         st.server_caps = caps if isinstance(caps, dict) else {}
+        st.cap_cache.clear()
         st.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else None
         pv = result.get("protocolVersion")
         rev = rules.normalize_revision(pv)
@@ -410,6 +413,7 @@ class Annotator:
             caps = value["result"].get("capabilities")
             if isinstance(caps, dict):
                 st.server_caps = caps
+                st.cap_cache.clear()
             if st.era is None:
                 st.era = "modern"
                 st.phase = Phase.STATELESS
@@ -423,18 +427,28 @@ class Annotator:
         if st.era == "modern":
             client_caps = request_meta(params)[1] if msg.direction is C2S else None
             server_caps = st.server_caps
-            if msg.direction is C2S and client_caps is None:
-                client_caps = None
+            key = None  # capabilities come with each request: nothing to reuse
         else:
             if st.phase in (Phase.BEFORE_INITIALIZE, Phase.INITIALIZING) and method not in ("initialize", "ping"):
                 client_caps = server_caps = None  # not negotiated yet: lifecycle findings cover it
             else:
                 client_caps, server_caps = st.client_caps, st.server_caps
+            # the verdict depends on params only for methods with conditional gates
+            rule = rules.method_rule(method, msg.revision)
+            key = (method, kind, msg.direction, msg.revision, client_caps is None) if rule is None or not rule.conditional else None
+            if key is not None:
+                hit = st.cap_cache.get(key)
+                if hit is not None:
+                    msg.findings.extend(hit)
+                    return
         try:
-            msg.findings.extend(_caps.check_message(method, kind, msg.direction, params if isinstance(params, dict) else None,
-                                                    msg.revision, client_caps, server_caps))
+            found = _caps.check_message(method, kind, msg.direction, params if isinstance(params, dict) else None,
+                                        msg.revision, client_caps, server_caps)
         except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
-            msg.findings.append(Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_message: {exc!r}"))
+            found = [Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_message: {exc!r}")]
+        if key is not None:
+            st.cap_cache[key] = tuple(found)
+        msg.findings.extend(found)
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:

@@ -11,7 +11,7 @@ dual-era client probes with it before falling back to ``initialize``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.model import Direction, Kind, Phase
@@ -68,6 +68,9 @@ class SessionState:
     server_info: dict[str, Any] | None = None
     initialize_seq: int | None = None
     initialized_missing_reported: bool = False
+    #: capability verdicts per (method, kind, sender, revision, caps known);
+    #: cleared whenever the negotiated capabilities change
+    cap_cache: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
 
 def allowed(phase: Phase, sender: Direction, kind: Kind, method: str | None) -> str | None:

@@ -81,7 +81,6 @@ class Pairing:
 
     def __init__(self) -> None:
         self._pending: dict[Key, list[Pending]] = {}
-        self._loose: dict[Key, list[Pending]] = {}
         self._done = _Window()
         self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
         self._done_tokens = _Window()
@@ -107,7 +106,6 @@ class Pairing:
                 if prev is not None:
                     out.append(finding("jsonrpc.id_reused", f"id {p.id!r} was already used by request #{prev.seq} ({prev.method}) in this session",
                                        {"other_seq": prev.seq}))
-        self._loose.setdefault((p.session, p.direction, loose_id_key(p.id)), []).append(p)
         if p.token is not None:
             tk = (p.session, p.direction, id_key(p.token))
             other = self._tokens.get(tk)
@@ -127,15 +125,6 @@ class Pairing:
                 pass
             if not lst:
                 del self._pending[k]
-        lk = (p.session, p.direction, loose_id_key(p.id))
-        ll = self._loose.get(lk)
-        if ll is not None:
-            try:
-                ll.remove(p)
-            except ValueError:
-                pass
-            if not ll:
-                del self._loose[lk]
         self._done.add(k, p)
         if p.token is not None:
             tk = (p.session, p.direction, id_key(p.token))
@@ -188,8 +177,12 @@ class Pairing:
         if prev is not None:
             return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {rid!r} was already answered",
                                   {"request_seq": prev.seq})]
-        ll = self._loose.get((session, requester, loose_id_key(rid)))
+        # rare path: "1" vs 1 — scan the open requests of that requester
+        loose = loose_id_key(rid)
+        ll = [q for (ses, d, _), lst in self._pending.items() if ses == session and d is requester
+              for q in lst if loose_id_key(q.id) == loose]
         if ll:
+            ll.sort(key=lambda q: q.seq)
             p = ll[0]
             self._remove(p)
             return p, [finding("jsonrpc.id_type_mismatch",
@@ -241,12 +234,12 @@ class Pairing:
     def rename_session(self, old: Any, new: Any) -> None:
         """Re-key every open entry of session ``old`` as ``new`` (HTTP: the
         Mcp-Session-Id is learnt from the initialize response)."""
-        for table in (self._pending, self._loose):
-            for k in [k for k in table if k[0] == old]:
-                lst = table.pop(k)
-                for p in lst:
-                    p.session = new
-                table.setdefault((new,) + k[1:], []).extend(lst)
+        table = self._pending
+        for k in [k for k in table if k[0] == old]:
+            lst = table.pop(k)
+            for p in lst:
+                p.session = new
+            table.setdefault((new,) + k[1:], []).extend(lst)
         for k in [k for k in self._tokens if k[0] == old]:
             self._tokens[(new,) + k[1:]] = self._tokens.pop(k)
 

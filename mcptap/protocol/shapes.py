@@ -15,6 +15,7 @@ identical messages are validated once.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
@@ -36,7 +37,10 @@ def available() -> bool:
         _LOADED = True
         try:
             from mcp_types import methods as m
+            from pydantic import ValidationError
 
+            global _ValidationError
+            _ValidationError = ValidationError
             _M = m
         except Exception:  # noqa: BLE001 - optional dependency
             _M = None
@@ -53,21 +57,28 @@ def _surface(direction: Direction, kind: Kind) -> Any:
     return m.SERVER_RESULTS if direction is Direction.S2C else m.CLIENT_RESULTS
 
 
-_ADAPTERS: dict[Any, Any] = {}
+_VALIDATE: dict[Any, Any] = {}
+_ValidationError: Any = None
+
+
+def _validator(model: Any) -> Any:
+    """The validating callable of a wire model or a Union of them (built once)."""
+    v = _VALIDATE.get(model)
+    if v is None:
+        from pydantic import TypeAdapter
+
+        if hasattr(model, "model_validate"):
+            v = functools.partial(model.model_validate, by_name=False)
+        else:
+            v = TypeAdapter(model).validate_python
+        _VALIDATE[model] = v
+    return v
 
 
 def _errors(model: Any, body: Any) -> tuple[str, ...]:
-    from pydantic import TypeAdapter, ValidationError
-
     try:
-        if hasattr(model, "model_validate"):
-            model.model_validate(body, by_name=False)
-        else:  # a Union of result models: build its adapter once
-            ad = _ADAPTERS.get(model)
-            if ad is None:
-                ad = _ADAPTERS[model] = TypeAdapter(model)
-            ad.validate_python(body)
-    except ValidationError as exc:
+        _validator(model)(body)
+    except _ValidationError as exc:
         out = []
         for e in exc.errors()[:5]:
             loc = ".".join(str(x) for x in e.get("loc", ()))
