@@ -11,6 +11,7 @@ and id-reuse detection; older ones are forgotten.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,23 +51,26 @@ class Pending:
 
 
 Key = tuple[Any, Direction, Any]
+_PEER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 
 
 class _Window:
-    """Insertion-ordered dict bounded to ``limit`` entries (oldest evicted)."""
+    """Mapping bounded to ``limit`` entries, oldest evicted first (O(1): a
+    plain dict would rescan its deleted head on every eviction)."""
 
     __slots__ = ("d", "limit")
 
     def __init__(self, limit: int = DONE_WINDOW) -> None:
-        self.d: dict[Any, Any] = {}
+        self.d: OrderedDict[Any, Any] = OrderedDict()
         self.limit = limit
 
     def add(self, k: Any, v: Any) -> None:
         d = self.d
-        d.pop(k, None)
+        if k in d:
+            d.move_to_end(k)
         d[k] = v
         if len(d) > self.limit:
-            del d[next(iter(d))]
+            d.popitem(last=False)
 
     def get(self, k: Any) -> Any:
         return self.d.get(k)
@@ -157,7 +161,7 @@ class Pairing:
     def response(self, session: Any, responder: Direction, rid: Any, exchange: Any = None) -> tuple[Pending | None, list[Finding]]:
         """Find and close the request answered by a response from ``responder``
         with id ``rid``. Returns (request or None, findings)."""
-        requester = responder.peer
+        requester = _PEER[responder]
         k = (session, requester, id_key(rid))
         lst = self._pending.get(k)
         if lst:
