@@ -15,7 +15,7 @@ import pytest
 from casefiles import CASES, Wire, as_stdio, wires
 from mcptap.capture import CaptureWriter, message_from_record, read_capture
 from mcptap.model import Direction
-from mcptap.transport.recorder import Recorder
+from mcptap.recorder import Recorder
 
 # B09 and B10 are HTTP transcripts; their JSON-RPC faults are transport-neutral,
 # so the same payloads are also checked over stdio.

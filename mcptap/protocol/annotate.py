@@ -17,7 +17,7 @@ from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
-from mcptap.protocol.lifecycle import SessionState, advance, allowed, request_meta
+from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_response, request_meta
 from mcptap.protocol.pairing import Pairing, Pending
 
 try:  # the capability tables are optional at import so a broken table never kills a relay
@@ -207,7 +207,7 @@ class Annotator:
         out = msg.findings
         if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
             params = value.get("params")
-            self._era(msg, st, kind, method, params)
+            era_and_phase(msg, st, kind, method, params, self.transport)
             if kind is Kind.REQUEST:
                 self._request(msg, st, cls, params, exchange, member)
             else:
@@ -231,9 +231,9 @@ class Annotator:
                                f"response to request #{p.seq} ({p.method}) after it was cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
                                severity=Severity.ERROR if modern else None))
         if p.method == "initialize" and sender is S2C:
-            self._initialize_response(msg, st, kind, value)
+            initialize_response(msg, st, kind, value)
         elif p.method == "server/discover" and sender is S2C:
-            self._discover_response(msg, st, kind, value)
+            discover_response(msg, st, kind, value)
         if self.shapes and kind is Kind.RESPONSE and p.method:
             out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
         if kind is Kind.RESPONSE:
@@ -280,55 +280,6 @@ class Annotator:
         return None, None, None
 
     # -- eras and lifecycle ----------------------------------------------------------------
-    def _era(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
-        sender = msg.direction
-        if sender is C2S and kind is Kind.REQUEST and (st.era != "legacy" or method == "initialize"):
-            v, _, _ = request_meta(params)
-            modern_meta = rules.is_modern(rules.normalize_revision(v))
-            if method == "initialize":
-                if st.era == "modern":
-                    # dual-era server: initialize switches this session to legacy semantics
-                    st.phase = Phase.BEFORE_INITIALIZE
-                    msg.phase = st.phase
-                st.era = "legacy"
-            elif st.era is None and modern_meta:
-                if method == "server/discover" and st.phase is Phase.BEFORE_INITIALIZE:
-                    msg.findings.append(finding("lifecycle.era_probe", "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
-                    msg.revision = rules.normalize_revision(v)
-                    return
-                st.era = "modern"
-            if st.era == "modern":
-                st.phase = Phase.STATELESS
-                msg.phase = Phase.STATELESS
-                rev = rules.normalize_revision(v)
-                if v is not None and rev is None:
-                    msg.findings.append(finding("lifecycle.unknown_protocol_version", f"request _meta names protocol revision {v!r}"))
-                msg.revision = rev or v
-                st.revision = msg.revision
-                return
-        if st.era == "modern":
-            msg.phase = Phase.STATELESS
-            return
-        code = allowed(st.phase, sender, kind, method)
-        if code is None:
-            return
-        if code == "lifecycle.initialized_missing":
-            if st.initialized_missing_reported:
-                return
-            st.initialized_missing_reported = True
-            msg.findings.append(finding(code, f"client sent {method} before notifications/initialized (MUST follow the initialize response)"))
-            return
-        if code == "lifecycle.message_before_initialize" and st.era is None and sender is C2S and self.transport == "http":
-            return  # HTTP: the tap may have joined a session that was initialized before it started
-        what = "request" if kind is Kind.REQUEST else "notification"
-        text = {
-            "lifecycle.message_before_initialize": f"client {what} {method} before initialize",
-            "lifecycle.message_before_initialize_response": f"server {what} {method} before it answered initialize (refers to capabilities not yet negotiated)",
-            "lifecycle.client_request_before_initialize_response": f"client request {method} before the initialize response (SHOULD only ping)",
-            "lifecycle.server_request_before_initialized": f"server request {method} before notifications/initialized (SHOULD only ping and log)",
-        }[code]
-        msg.findings.append(finding(code, text))
-
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
         method = cls.method
         token = None
@@ -383,42 +334,6 @@ class Annotator:
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
-
-    def _initialize_response(self, msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
-        if kind is Kind.ERROR:
-            advance(st, S2C, "initialize_error")
-            err = value.get("error") if isinstance(value.get("error"), dict) else {}
-            msg.findings.append(finding("lifecycle.initialize_failed", f"initialize failed: {err.get('code')} {err.get('message')!r}"))
-            return
-        result = value.get("result")
-        if not isinstance(result, dict):
-            return
-        caps = result.get("capabilities")
-        st.server_caps = caps if isinstance(caps, dict) else {}
-        st.cap_cache.clear()
-        st.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else None
-        pv = result.get("protocolVersion")
-        rev = rules.normalize_revision(pv)
-        if rev is None:
-            msg.findings.append(finding("lifecycle.unknown_protocol_version", f"server negotiated protocol revision {pv!r}, unknown to mcptap"))
-        elif st.offered is not None and pv != st.offered:
-            msg.findings.append(finding("lifecycle.version_not_offered", f"client offered {st.offered}, server answered {pv} (counter-offer: the client SHOULD disconnect if it does not support it)"))
-        st.revision = rev or (pv if isinstance(pv, str) else None)
-        st.era = "legacy"
-        msg.revision = st.revision
-        advance(st, S2C, "initialize_result")
-
-    def _discover_response(self, msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
-        if kind is Kind.RESPONSE and isinstance(value.get("result"), dict):
-            caps = value["result"].get("capabilities")
-            if isinstance(caps, dict):
-                st.server_caps = caps
-                st.cap_cache.clear()
-            if st.era is None:
-                st.era = "modern"
-                st.phase = Phase.STATELESS
-            if st.era == "modern":
-                msg.phase = Phase.STATELESS
 
     # -- capabilities ------------------------------------------------------------------
     def _capabilities(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:

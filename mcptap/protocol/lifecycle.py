@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.model import Direction, Kind, Phase
+from mcptap.model import Direction, Kind, Message, Phase
+from mcptap.protocol import rules
+from mcptap.protocol.codes import finding
 
 C2S, S2C = Direction.C2S, Direction.S2C
 REQ, NOTE = Kind.REQUEST, Kind.NOTIFICATION
@@ -98,3 +100,98 @@ def request_meta(params: Any) -> tuple[str | None, dict[str, Any] | None, bool]:
     v = meta.get(META_VERSION)
     caps = meta.get(META_CLIENT_CAPS)
     return (v if isinstance(v, str) else None), (caps if isinstance(caps, dict) else None), (META_VERSION in meta and META_CLIENT_CAPS in meta)
+
+
+# -- applying the tables to messages -------------------------------------------
+
+def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any, transport: str) -> None:
+    """Decide the session's era from a message and check that the message may
+    be sent in the current phase (table ALLOWED); sets ``msg.phase`` and
+    ``msg.revision`` for stateless messages. Findings go to ``msg.findings``."""
+    sender = msg.direction
+    if sender is C2S and kind is Kind.REQUEST and (st.era != "legacy" or method == "initialize"):
+        v, _, _ = request_meta(params)
+        modern_meta = rules.is_modern(rules.normalize_revision(v))
+        if method == "initialize":
+            if st.era == "modern":
+                # dual-era server: initialize switches this session to legacy semantics
+                st.phase = Phase.BEFORE_INITIALIZE
+                msg.phase = st.phase
+            st.era = "legacy"
+        elif st.era is None and modern_meta:
+            if method == "server/discover" and st.phase is Phase.BEFORE_INITIALIZE:
+                msg.findings.append(finding("lifecycle.era_probe", "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
+                msg.revision = rules.normalize_revision(v)
+                return
+            st.era = "modern"
+        if st.era == "modern":
+            st.phase = Phase.STATELESS
+            msg.phase = Phase.STATELESS
+            rev = rules.normalize_revision(v)
+            if v is not None and rev is None:
+                msg.findings.append(finding("lifecycle.unknown_protocol_version", f"request _meta names protocol revision {v!r}"))
+            msg.revision = rev or v
+            st.revision = msg.revision
+            return
+    if st.era == "modern":
+        msg.phase = Phase.STATELESS
+        return
+    code = allowed(st.phase, sender, kind, method)
+    if code is None:
+        return
+    if code == "lifecycle.initialized_missing":
+        if st.initialized_missing_reported:
+            return
+        st.initialized_missing_reported = True
+        msg.findings.append(finding(code, f"client sent {method} before notifications/initialized (MUST follow the initialize response)"))
+        return
+    if code == "lifecycle.message_before_initialize" and st.era is None and sender is C2S and transport == "http":
+        return  # HTTP: the tap may have joined a session that was initialized before it started
+    what = "request" if kind is Kind.REQUEST else "notification"
+    text = {
+        "lifecycle.message_before_initialize": f"client {what} {method} before initialize",
+        "lifecycle.message_before_initialize_response": f"server {what} {method} before it answered initialize (refers to capabilities not yet negotiated)",
+        "lifecycle.client_request_before_initialize_response": f"client request {method} before the initialize response (SHOULD only ping)",
+        "lifecycle.server_request_before_initialized": f"server request {method} before notifications/initialized (SHOULD only ping and log)",
+    }[code]
+    msg.findings.append(finding(code, text))
+
+
+def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
+    """The server answered initialize: negotiated revision, capabilities, phase."""
+    if kind is Kind.ERROR:
+        advance(st, S2C, "initialize_error")
+        err = value.get("error") if isinstance(value.get("error"), dict) else {}
+        msg.findings.append(finding("lifecycle.initialize_failed", f"initialize failed: {err.get('code')} {err.get('message')!r}"))
+        return
+    result = value.get("result")
+    if not isinstance(result, dict):
+        return
+    caps = result.get("capabilities")
+    st.server_caps = caps if isinstance(caps, dict) else {}
+    st.cap_cache.clear()
+    st.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else None
+    pv = result.get("protocolVersion")
+    rev = rules.normalize_revision(pv)
+    if rev is None:
+        msg.findings.append(finding("lifecycle.unknown_protocol_version", f"server negotiated protocol revision {pv!r}, unknown to mcptap"))
+    elif st.offered is not None and pv != st.offered:
+        msg.findings.append(finding("lifecycle.version_not_offered", f"client offered {st.offered}, server answered {pv} (counter-offer: the client SHOULD disconnect if it does not support it)"))
+    st.revision = rev or (pv if isinstance(pv, str) else None)
+    st.era = "legacy"
+    msg.revision = st.revision
+    advance(st, S2C, "initialize_result")
+
+
+def discover_response(msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
+    """A server/discover result: server capabilities; the session is stateless."""
+    if kind is Kind.RESPONSE and isinstance(value.get("result"), dict):
+        caps = value["result"].get("capabilities")
+        if isinstance(caps, dict):
+            st.server_caps = caps
+            st.cap_cache.clear()
+        if st.era is None:
+            st.era = "modern"
+            st.phase = Phase.STATELESS
+        if st.era == "modern":
+            msg.phase = Phase.STATELESS

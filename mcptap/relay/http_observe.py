@@ -20,7 +20,7 @@ session id that response assigns, so the capture never needs a rename.
 ``rec`` needs: ``clock()``, ``forwarded(dir, bytes)``, ``frame(dir, raw,
 session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
 **fields)`` and ``annotator`` (``sessions()``, ``pending()``) — the
-``transport/recorder.Recorder`` API.
+``mcptap.recorder.Recorder`` API.
 """
 
 from __future__ import annotations
