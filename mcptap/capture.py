@@ -319,8 +319,11 @@ class CaptureStream:
                 except orjson.JSONDecodeError:
                     pending = line
                     continue
-                if not isinstance(rec, dict) or "type" not in rec:
+                if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
                     raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
+                bad = _malformed(rec)
+                if bad is not None:
+                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt {rec['type']} record: {bad}")
                 if self.version != VERSION:
                     rec = _migrate(rec, self.version)
                 if rec["type"] == "end":
@@ -335,6 +338,44 @@ class CaptureStream:
 
     def close(self) -> None:
         self._fp.close()
+
+
+_B64 = __import__("re").compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _malformed(rec: dict[str, Any]) -> str | None:
+    """What is wrong with a record's field types, or None (cheap checks, so
+    consumers can trust them; peer bytes themselves are never judged here)."""
+    seq = rec.get("seq")
+    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+        return f"seq {seq!r} is not an integer"
+    t = rec.get("t_us")
+    if t is not None and (not isinstance(t, int) or isinstance(t, bool)):
+        return f"t_us {t!r} is not an integer"
+    if rec["type"] == "message":
+        if rec.get("dir") not in ("c2s", "s2c"):
+            return f"dir {rec.get('dir')!r} is not c2s or s2c"
+        if not isinstance(seq, int):
+            return "message without seq"
+        for key in ("raw", "raw_b64", "session", "method", "eol"):
+            v = rec.get(key)
+            if v is not None and not isinstance(v, str):
+                return f"{key} is a {type(v).__name__}, not a string"
+        if "raw_b64" in rec and (len(rec["raw_b64"]) % 4 or not _B64.fullmatch(rec["raw_b64"])):
+            return "raw_b64 is not base64"
+        if "raw" not in rec and "raw_b64" not in rec and "json" not in rec:
+            return "neither json nor raw bytes"
+        if not isinstance(rec.get("kind"), str):
+            return "kind missing"
+        f = rec.get("findings")
+        if f is not None and not (isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
+            return "findings is not a list of {code, severity, message}"
+    elif rec["type"] == "stderr":
+        for key in ("data", "data_b64"):
+            v = rec.get(key)
+            if v is not None and not isinstance(v, str):
+                return f"{key} is a {type(v).__name__}, not a string"
+    return None
 
 
 def read_capture(path: str) -> Capture:

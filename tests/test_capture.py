@@ -133,3 +133,20 @@ def test_writes_resume_after_a_failure_with_a_gap_record(tmp_path: Path) -> None
 def test_unparsed_value_is_stored_as_raw() -> None:
     rec = message_record(_msg(b"not json\n", UNPARSED))
     assert rec["raw"] == "not json\n" and "json" not in rec
+
+
+@pytest.mark.parametrize("bad,why", [
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":5,"kind":"request","raw":5}', "raw is a int"),
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":"abc","kind":"request","raw":"x"}', "t_us 'abc'"),
+    ('{"type":"message","seq":"x"}', "seq 'x'"),
+    ('{"type":"message","seq":3,"dir":"up","t_us":1,"kind":"request","raw":"x"}', "dir 'up'"),
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":1,"kind":"request","raw_b64":"!!!"}', "not base64"),
+])
+def test_corrupt_field_types_name_file_and_line(tmp_path: Path, bad: str, why: str) -> None:
+    p = tmp_path / "c.jsonl"
+    _write(p)
+    lines = p.read_bytes().split(b"\n")
+    lines.insert(2, bad.encode())
+    p.write_bytes(b"\n".join(lines))
+    with pytest.raises(CaptureReadError, match=rf"c.jsonl:3: corrupt message record: .*{why}"):
+        read_capture(str(p))

@@ -62,8 +62,16 @@ _load_commands(mcptap)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point."""
-    mcptap.main(args=argv, prog_name="mcptap")
+    """Console entry point. An McptapError that escapes a command (a bug in
+    its error handling, or a capture that turns out corrupt half-way) is still
+    one line on stderr and exit status 2, never a traceback."""
+    from mcptap.errors import McptapError
+
+    try:
+        mcptap.main(args=argv, prog_name="mcptap")
+    except McptapError as exc:
+        click.echo(f"mcptap: {exc}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -111,9 +111,12 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     tap.rec = rec
     try:
         trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
-    except McptapError as exc:
+    except (McptapError, BaseExceptionGroup) as exc:
+        ours = _our_error(exc)
+        if ours is None:
+            raise
         rec.close(exit_code=EX_USAGE)
-        _say(str(exc))
+        _say(str(ours))
         return EX_USAGE
     rec.close(exit_code=0)
     if writer is not None and writer.failed is not None:
@@ -121,6 +124,18 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         if strict_capture:
             return EX_IOERR
     return 0
+
+
+def _our_error(exc: BaseException) -> McptapError | None:
+    """Our own error, possibly wrapped by trio nurseries in exception groups."""
+    if isinstance(exc, McptapError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _our_error(sub)
+            if found is not None:
+                return found
+    return None
 
 
 def _open_capture(output: str | None, tap: HttpTap) -> tuple[CaptureWriter | None, str | None, str | None]:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from mcptap.cli.errors import Fail
 import orjson
 
 from mcptap.errors import CaptureReadError, FilterSyntaxError
@@ -51,10 +53,13 @@ def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool
     """Write lines (newline added) to ``path`` or stdout, in batches. A closed
     pipe (``| head``) ends the output quietly."""
     if path is not None:
-        with open(path, "w", encoding="utf-8") as fp:
-            for line in lines:
-                fp.write(line)
-                fp.write("\n")
+        try:
+            with open(path, "w", encoding="utf-8") as fp:
+                for line in lines:
+                    fp.write(line)
+                    fp.write("\n")
+        except OSError as exc:
+            raise Fail(f"cannot write {path}: {exc.strerror or exc}") from None
         return
     out = sys.stdout.buffer      # bytes: UTF-8 whatever the locale says
     batch: list[str] = []

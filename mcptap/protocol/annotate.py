@@ -47,6 +47,7 @@ class Annotator:
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._cursors = conventions.Cursors()
+        self._scope: Any = None
         self._assumed: set[Any] = set()
 
     # -- state ------------------------------------------------------------------
@@ -119,6 +120,11 @@ class Annotator:
         msg.phase = st.phase
         msg.revision = st.revision
         exchange = transport.get("exchange") if transport else None
+        # Pairing scope: the session. HTTP traffic without Mcp-Session-Id is
+        # stateless: each POST carries its request and gets its answers on its
+        # own response, and independent clients may reuse ids, so each exchange
+        # is its own scope (spec 2026-07-28 HTTP; legacy stateless servers).
+        self._scope = ("exchange", exchange) if session is None and exchange is not None and self.transport == "http" else session
         if cls.kind is Kind.NON_JSON:
             self._non_json(frame, msg)
             self._last_unparsed[(session, direction)] = msg
@@ -219,7 +225,7 @@ class Annotator:
         # response or error
         if not cls.has_id or cls.id is None:
             return self._null_id_error(msg, value)
-        p, fs = self.pairing.response(msg.session, sender, cls.id, exchange)
+        p, fs = self.pairing.response(self._scope, sender, cls.id, exchange)
         out.extend(fs)
         if p is None:
             return None, None, None
@@ -272,7 +278,7 @@ class Annotator:
                             self.pairing.complete(p)
                 return prev.seq, msg.t_us - prev.t_us, None
             return None, None, None
-        open_reqs = [p for p in self.pairing.pending() if p.session == msg.session and p.direction is msg.direction.peer]
+        open_reqs = [p for p in self.pairing.pending() if p.session == self._scope and p.direction is msg.direction.peer]
         msg.findings.append(finding("jsonrpc.error_id_null",
                                     f"error{f' {code}' if code is not None else ''} with id null/absent answers no request"
                                     + (f"; requests {', '.join(repr(p.id) for p in open_reqs[:5])} stay unanswered" if open_reqs else ""),
@@ -308,7 +314,7 @@ class Annotator:
             st.initialize_seq = msg.seq
             advance(st, C2S, "initialize")
         msg.findings.extend(self._cursors.request(msg.session, method, params, msg.session not in self._assumed))
-        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, msg.session, token, exchange=exchange, member=member,
+        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, exchange=exchange, member=member,
                     revision=msg.revision, params=params)
         msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
 
@@ -321,16 +327,16 @@ class Annotator:
             return
         if method == "notifications/cancelled":
             if "requestId" in params:
-                p, fs = self.pairing.cancel(msg.session, sender, params["requestId"])
+                p, fs = self.pairing.cancel(self._scope, sender, params["requestId"])
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
         elif method == "notifications/tasks/status":
             if params.get("status") in conventions.TERMINAL_TASK_STATES:
-                self.pairing.release_task(msg.session, params.get("taskId"))
+                self.pairing.release_task(self._scope, params.get("taskId"))
         elif method == "notifications/progress":
             if "progressToken" in params:
-                p, fs = self.pairing.progress(msg.session, sender, params["progressToken"], params.get("progress"))
+                p, fs = self.pairing.progress(self._scope, sender, params["progressToken"], params.get("progress"))
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq

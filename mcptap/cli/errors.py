@@ -1,0 +1,15 @@
+"""CLI error reporting: one line on stderr, exit status 2 (mcptap's own error)."""
+
+from __future__ import annotations
+
+import click
+
+
+class Fail(click.ClickException):
+    """A user-facing failure of mcptap itself (unwritable output, unreadable
+    capture…): printed as ``mcptap: MESSAGE``, exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+        click.echo(f"mcptap: {self.format_message()}", err=True)
