@@ -59,6 +59,9 @@ class _Exchange:
     forward: bool = True          # request body still goes upstream
     rewriter: EndpointRewriter | None = None
     rewrites_seen: int = 0
+    #: a 502 decided before the client finished sending its request: sent once
+    #: the request body is read, so the capture keeps the request (detail, how)
+    pending_502: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -141,6 +144,11 @@ class HttpRelay:
                     out.append(RequestEnded(ex.id, c.id))
                     if ex.forward:
                         self._send_up(c, h11.EndOfMessage(headers=_strip_hop(ev.headers.raw_items())), out)
+                    elif ex.pending_502 is not None:
+                        detail, how = ex.pending_502
+                        ex.pending_502 = None
+                        self._bad_gateway(c, ex, detail, how, out)
+                        return
                 self._cycle(c, out)
             elif t is h11.ConnectionClosed:
                 self._client_gone(c, "", out)
@@ -300,6 +308,9 @@ class HttpRelay:
 
     def _bad_gateway(self, c: _Conn, ex: _Exchange, detail: str, how: str, out: list[Any]) -> None:
         ex.forward = False
+        if not ex.req_done:
+            ex.pending_502 = (detail, how)
+            return
         body = f"mcptap: {detail}\n".encode("utf-8", "replace")
         ok = c.client.our_state is h11.SEND_RESPONSE
         if ok:

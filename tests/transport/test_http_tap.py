@@ -125,6 +125,29 @@ async def test_unreachable_upstream_gives_502_and_tap_keeps_serving(tmp_path):
     assert len(fails) == 2 and all(f["severity"] == "error" for f in fails)
 
 
+async def test_request_body_sent_after_the_headers_is_recorded_when_upstream_is_down(tmp_path):
+    """The 502 waits for the request body, so the capture keeps the request."""
+    with trio.socket.socket() as s:
+        await s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+        async with tap(tmp_path, upstream=f"http://127.0.0.1:{dead}/mcp") as (url, rec):
+            h, p = url.split("//")[1].split("/")[0].split(":")
+            stream = await trio.open_tcp_stream(h, int(p))
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode()
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body))
+            await trio.sleep(0.3)              # the upstream connect fails meanwhile
+            await stream.send_all(body)
+            got = b""
+            with trio.move_on_after(5):
+                while chunk := await stream.receive_some(65536):
+                    got += chunk
+            await stream.aclose()
+    assert got.startswith(b"HTTP/1.1 502")
+    msgs = [r for r in records(tmp_path) if r["type"] == "message"]
+    assert [(m["dir"], m.get("id"), m.get("method")) for m in msgs] == [("c2s", 7, "tools/list")]
+
+
 async def test_many_concurrent_connections(tmp_path):
     async with upstream_server() as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
         results = {}
