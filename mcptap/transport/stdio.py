@@ -147,7 +147,7 @@ class StdioTap:
             self._relay_started = True
             try:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._forward_signals, signals)
+                    nursery.start_soon(self._forward_signals, signals, nursery)
                     nursery.start_soon(self._c2s, host_in, child_in, nursery)
                     nursery.start_soon(self._s2c, child_out, host_out)
                     nursery.start_soon(self._stderr_reader, child_err)
@@ -192,9 +192,27 @@ class StdioTap:
                               {"signal": signame(signum)}))
         self._rec("process", "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
 
-    async def _forward_signals(self, signals: Any) -> None:
+    async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
+        """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
+        ignore them (or wait for stdin EOF that a host never sends), so a
+        second signal escalates: SIGTERM, then SIGKILL after --grace; a third
+        kills at once. The first is always only forwarded (the server decides)."""
+        received = 0
         async for signum in signals:
+            received += 1
             self._signal_group(signum, "forwarded")
+            if received == 2:
+                self.say(f"{signame(signum)} again: stopping the server (SIGTERM, SIGKILL after {self.grace:g} s)")
+                nursery.start_soon(self._escalate)
+            elif received >= 3:
+                self._signal_group(signal.SIGKILL, "escalation")
+
+    async def _escalate(self) -> None:
+        self._signal_group(signal.SIGTERM, "escalation")
+        with trio.move_on_after(self.grace):
+            await self._exited.wait()
+            return
+        self._signal_group(signal.SIGKILL, "escalation")
 
     async def _after_stdin_eof(self) -> None:
         """Shutdown sequence of the spec: stdin closed → grace → SIGTERM → grace → SIGKILL

@@ -239,6 +239,29 @@ def test_terminal_ctrl_c_reaches_the_server_once(tmp_path: Path) -> None:
     assert p.returncode == 0
 
 
+IGNORE_ALL = """
+import os, signal, time
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+os.write(1, b"ready\\n")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_second_signal_escalates_while_the_host_keeps_stdin_open(tmp_path: Path) -> None:
+    p = tap(tmp_path, PY, "-c", IGNORE_ALL, opts=("--grace", "0.2"))
+    assert readline(p.stdout) == b"ready\n"
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert p.poll() is None                      # the first one is only forwarded
+    p.send_signal(signal.SIGINT)                 # stdin still open: escalate
+    assert p.wait(timeout=HANG) == 128 + signal.SIGKILL
+    p.stdin.close()
+    sigs = [(r["signal"], r["reason"]) for r in records(tmp_path, "process", "signal")]
+    assert sigs == [("SIGINT", "forwarded"), ("SIGINT", "forwarded"), ("SIGTERM", "escalation"), ("SIGKILL", "escalation")]
+
+
 def test_stdin_eof_closes_server_stdin(tmp_path: Path) -> None:
     body = "import sys, os; data = sys.stdin.buffer.read(); os.write(1, b'eof after %d bytes\\n' % len(data))"
     p = tap(tmp_path, PY, "-c", body)
