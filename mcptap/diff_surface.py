@@ -155,6 +155,11 @@ def _caps(a: dict[str, Any] | None, b: dict[str, Any] | None, who: str, out: lis
                 va, vb = fa.get(p), fb.get(p)
                 if va == vb:
                     continue
+                # {} on one side and sub-keys on the other is the same object growing or
+                # shrinking: its keys are reported, the container itself is not "dropped"
+                if (va == {} and p not in fb and any(q.startswith(p + ".") for q in fb)) or \
+                        (vb == {} and p not in fa and any(q.startswith(p + ".") for q in fa)):
+                    continue
                 narrowed = who == "server" and (p not in fb or va is True and vb is not True)
                 kind = "removed" if p not in fb else "added" if p not in fa else "changed"
                 out.append(Item(section, kind, f"{who}.{p}", f"{who} capability {p}: {va!r} -> {vb!r}", narrowed, {"a": va, "b": vb}))

@@ -239,3 +239,14 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl").write_text("not a capture\n")
     bad = runner.invoke(diff_command, [pa, str(tmp_path / "junk.jsonl")])
     assert bad.exit_code == 2 and "not an mcptap capture" in bad.output
+
+
+def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
+    from mcptap.diff_surface import _caps
+
+    out = []
+    _caps({"prompts": {}, "tools": {"listChanged": True}}, {"prompts": {"listChanged": False}, "tools": {}}, "server", out)
+    texts = [(i.kind, i.subject, i.breaking) for i in out]
+    assert ("removed", "server.prompts", True) not in texts
+    assert ("added", "server.prompts.listChanged", False) in texts
+    assert ("removed", "server.tools.listChanged", True) in texts
