@@ -90,7 +90,7 @@ class Reannotated:
         if self._truncated():
             out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
         if not self._had_end:
-            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, or is still recording; pending requests may still be answered"))
+            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not judged"))
         if end.get("capture_error") or end.get("dropped_records"):
             out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
                                {"dropped_records": end.get("dropped_records", 0)}))

@@ -289,8 +289,10 @@ class Recorder:
             self._count(msg.findings)
         return message_record(msg, self._eol)
 
-    def close(self, exit_code: int | None = None, **extra: Any) -> dict[str, Any]:
+    def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """Write the ``end`` record (idempotent) and close the writer.
+        ``incomplete``: the traffic was cut short (re-annotating a capture
+        without end record), so open requests are not judged unanswered.
         Returns the end record (dict)."""
         if self.closed:
             return self.end or {}
@@ -299,7 +301,7 @@ class Recorder:
         for d in (C2S, S2C):
             for f in self._framers[d].receive_data(b""):
                 self._emit(f, d, t)
-        fs = self.annotator.finish(t)
+        fs = self.annotator.finish(t, complete=not incomplete)
         self._count(fs)
         end: dict[str, Any] = {
             "type": "end", "seq": self._next(), "t_us": t,
@@ -349,7 +351,7 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     if old_end is not None:
         rec.seq = old_end.get("seq", rec.seq + 1) - 1
     keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
-    end = rec.close(**keep)
+    end = rec.close(incomplete=old_end is None, **keep)
     if old_end is None:
         end["incomplete"] = True
     yield end

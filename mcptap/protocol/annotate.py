@@ -390,13 +390,19 @@ class Annotator:
                         f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
                         {"pending": [p.describe() for p in lost]})]
 
-    def finish(self, t_us: int) -> list[Finding]:
-        """End of capture: every request still pending and not yet reported."""
+    def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
+        """End of capture: every request still pending and not yet reported.
+        ``complete=False`` (the capture was cut short): reported as info, the
+        answers may simply not have been recorded."""
         out = []
         for p in self.pairing.pending():
             if p.reported or p.cancelled:
                 continue
             p.reported = True
-            out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
-                               p.describe()))
+            if complete:
+                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
+                                   p.describe()))
+            else:
+                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} has no answer in the capture, which was cut short",
+                                   p.describe(), severity=Severity.INFO))
         return out

@@ -159,7 +159,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("process.exited_but_stdout_open", WARN, "direct child exited but stdout still open (orphaned descendant)", "mcptap"),
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
-    ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, or is still recording)", "mcptap capture format"),
+    ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
 ]
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}
