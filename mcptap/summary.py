@@ -114,6 +114,8 @@ class Latencies:
         if not self.n:
             return None
         rank = max(1, -(-self.n * p // 100))   # nearest-rank method
+        if rank >= self.n:
+            return self.max                     # the top rank is the maximum, known exactly
         seen = 0
         for b in sorted(self.counts):
             seen += self.counts[b]
