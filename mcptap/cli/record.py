@@ -35,6 +35,17 @@ from mcptap.transport.stdio import run_stdio_tap
 EX_IOERR = 74
 
 
+def _is_capture_or_empty(path: str) -> bool:
+    """True for an empty file or one that starts with an mcptap capture header
+    (re-recording over the previous session's capture is the common case)."""
+    try:
+        with open(path, "rb") as fp:
+            head = fp.read(200)
+    except OSError:
+        return True          # unreadable: CaptureWriter.open reports the real problem
+    return not head or head.startswith(b'{"type":"header","format":"mcptap-capture"')
+
+
 def _say(line: str) -> None:
     click.echo(f"mcptap: {line}", err=True)
 
@@ -72,6 +83,11 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
         ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture, **http_kwargs))
     if not cmd:
         raise click.UsageError("nothing to tap: give -- CMD [ARGS]... (stdio) or --upstream URL (HTTP)")
+    given = [name for name in http_kwargs if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} applies to the HTTP tap (--upstream URL), not to a stdio command")
+    if output and os.path.isfile(output) and not _is_capture_or_empty(output):
+        raise click.UsageError(f"-o {output}: the file exists and is not an mcptap capture; refusing to overwrite it")
     argv = list(cmd)
     shown = scrub_argv(argv)
     writer: CaptureWriter | None = None

@@ -174,3 +174,24 @@ def test_capture_name_is_utc_and_sortable() -> None:
 
     t = datetime(2026, 11, 29, 20, 5, 7, tzinfo=timezone(timedelta(hours=2)))
     assert capture_name(["python", "s.py"], t, 42) == "20261129T180507Z-s-42.jsonl"
+
+
+def test_refuses_to_overwrite_a_file_that_is_not_a_capture(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-o", str(notes), "--", "true"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 2 and b"not an mcptap capture" in p.stderr
+    assert notes.read_text() == "my notes\n"
+
+
+def test_http_options_are_rejected_for_a_stdio_command(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--listen", "127.0.0.1:0", "-o", str(tmp_path / "c.jsonl"),
+                        "--", "true"], capture_output=True, timeout=30)
+    assert p.returncode == 2 and b"--listen applies to the HTTP tap" in p.stderr
