@@ -46,9 +46,10 @@ class Reannotated:
     """
 
     def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
-                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True) -> None:
+                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True, light: bool = False) -> None:
         self.header = header
         self.shapes = shapes
+        self.light = light
         self.path = path
         self.line: int | None = 1
         self._records = records
@@ -58,12 +59,13 @@ class Reannotated:
         self._had_end = False
 
     @classmethod
-    def open(cls, path: str, shapes: bool = True) -> "Reannotated":
+    def open(cls, path: str, shapes: bool = True, light: bool = False) -> "Reannotated":
         """Open a capture file. ``shapes``: include schema shape checks
-        (protocol/shapes.py). Raises CaptureReadError (missing, not a
+        (protocol/shapes.py); ``light``: annotation-only message records
+        (see recorder.reannotate). Raises CaptureReadError (missing, not a
         capture, unsupported version)."""
         stream = CaptureStream(path)
-        return cls(stream.header, stream, path, lambda: stream.truncated, shapes)
+        return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light)
 
     def _source(self) -> Iterator[dict[str, Any]]:
         for r in self._records:
@@ -74,7 +76,7 @@ class Reannotated:
         self._src_done = True
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for rec in reannotate(self.header, self._source(), shapes=self.shapes):
+        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light):
             typ = rec.get("type")
             if typ == "end":
                 self.line = self._src_line if self._had_end else None
@@ -279,7 +281,7 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
 
 def check_capture(path: str, keep: int = 3, shapes: bool = True) -> CaptureReport:
     """Re-annotate and group one capture file. Raises CaptureReadError."""
-    return check_stream(Reannotated.open(path, shapes), path, keep)
+    return check_stream(Reannotated.open(path, shapes, light=True), path, keep)
 
 
 def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shapes: bool = True) -> CheckReport:

@@ -82,6 +82,8 @@ class Recorder:
         self.codes: dict[str, int] = {}
         self.closed = False
         self.end: dict[str, Any] | None = None
+        #: replay() returns annotation-only message records (no bytes, no json)
+        self.light = False
         if writer is not None:
             started = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
             writer.write(header_record(transport, target or {}, started, __version__, **(header_extra or {})))
@@ -287,6 +289,21 @@ class Recorder:
         msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
         if msg.findings:
             self._count(msg.findings)
+        if self.light:
+            # annotations only (check): no bytes, no payload
+            out: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": direction._value_, "kind": msg.kind._value_}
+            if msg.method is not None:
+                out["method"] = msg.method
+            if msg.has_id:
+                out["id"] = msg.id
+            if msg.pair is not None:
+                out["pair"] = msg.pair
+                out["latency_us"] = msg.latency_us
+            if msg.session is not None:
+                out["session"] = msg.session
+            if msg.findings:
+                out["findings"] = [f.to_json() for f in msg.findings]
+            return out
         return message_record(msg, self._eol)
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
@@ -330,14 +347,19 @@ class Recorder:
         return end
 
 
-def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True) -> Iterator[dict[str, Any]]:
+def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
+               light: bool = False) -> Iterator[dict[str, Any]]:
     """Re-annotate a capture's records (after its header) with the current
     rules, streaming: yields each re-annotated record, then a fresh ``end``
     record (the original end's exit code and extra fields are kept).
-    ``shapes``: include schema shape checks (protocol/shapes.py)."""
+    ``shapes``: include schema shape checks (protocol/shapes.py).
+    ``light``: message records carry annotations only (seq, t_us, dir, kind,
+    method, id, pair, latency, session, findings), for consumers that do not
+    need the bytes (check)."""
     state = {"t": 0}
     transport = header.get("transport", "stdio")
     rec = Recorder(None, transport, clock=lambda: state["t"], annotator=Annotator(transport, shapes=shapes))
+    rec.light = light
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):
