@@ -283,7 +283,8 @@ class Recorder:
             frame = Frame(raw, rec.get("offset", 0), True, value, ())
         s = self.streams[direction]
         s.bytes += len(raw)
-        s.sha.update(raw)
+        if not self.light:
+            s.sha.update(raw)
         s.messages += 1
         kept = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
         msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)

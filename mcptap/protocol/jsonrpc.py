@@ -37,6 +37,11 @@ def valid_request_id(v: Any) -> bool:
 
 def id_key(v: Any) -> tuple[str, Any]:
     """Exact pairing key of an id: JSON type tag and value (``"1"`` ≠ ``1``)."""
+    t = type(v)
+    if t is int:
+        return ("n", v)
+    if t is str:
+        return ("s", v)
     if isinstance(v, bool):
         return ("b", v)
     if isinstance(v, int):

@@ -42,6 +42,7 @@ class Pending:
     revision: str | None = None
     params: Any = None
     last_progress: float | None = None
+    key: Any = None               # (session, direction, id_key) once registered
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
@@ -95,7 +96,7 @@ class Pairing:
         """Register request ``p``. ``unique_per_session``: legacy revisions
         forbid reusing an id even after it was answered."""
         out: list[Finding] = []
-        k = (p.session, p.direction, id_key(p.id))
+        k = p.key = (p.session, p.direction, id_key(p.id))
         lst = self._pending.get(k)
         if lst:
             first = lst[0]
@@ -120,7 +121,7 @@ class Pairing:
         return out
 
     def _remove(self, p: Pending) -> None:
-        k = (p.session, p.direction, id_key(p.id))
+        k = p.key if p.key is not None and p.key[0] == p.session else (p.session, p.direction, id_key(p.id))
         lst = self._pending.get(k)
         if lst is not None:
             try:
