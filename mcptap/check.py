@@ -46,10 +46,12 @@ class Reannotated:
     """
 
     def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
-                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True, light: bool = False) -> None:
+                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True, light: bool = False,
+                 reuse: bool = True) -> None:
         self.header = header
         self.shapes = shapes
         self.light = light
+        self.reuse = reuse
         self.path = path
         self.line: int | None = 1
         self._records = records
@@ -59,13 +61,13 @@ class Reannotated:
         self._had_end = False
 
     @classmethod
-    def open(cls, path: str, shapes: bool = True, light: bool = False) -> "Reannotated":
+    def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> "Reannotated":
         """Open a capture file. ``shapes``: include schema shape checks
         (protocol/shapes.py); ``light``: annotation-only message records
         (see recorder.reannotate). Raises CaptureReadError (missing, not a
         capture, unsupported version)."""
         stream = CaptureStream(path)
-        return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light)
+        return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
 
     def _source(self) -> Iterator[dict[str, Any]]:
         for r in self._records:
@@ -76,7 +78,7 @@ class Reannotated:
         self._src_done = True
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light):
+        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
             typ = rec.get("type")
             if typ == "end":
                 self.line = self._src_line if self._had_end else None
@@ -279,12 +281,13 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
     return rep
 
 
-def check_capture(path: str, keep: int = 3, shapes: bool = True) -> CaptureReport:
+def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = True) -> CaptureReport:
     """Re-annotate and group one capture file. Raises CaptureReadError."""
-    return check_stream(Reannotated.open(path, shapes, light=True), path, keep)
+    return check_stream(Reannotated.open(path, shapes, light=True, reuse=reuse), path, keep)
 
 
-def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shapes: bool = True) -> CheckReport:
+def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shapes: bool = True,
+              reuse: bool = True) -> CheckReport:
     """Check every capture; an unreadable one is reported (``error``), the
     others still checked. ``fail_on``: error | warn | info | never;
     ``shapes``: include schema shape checks."""
@@ -293,7 +296,7 @@ def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shape
     caps = []
     for p in paths:
         try:
-            caps.append(check_capture(p, keep, shapes))
+            caps.append(check_capture(p, keep, shapes, reuse))
         except CaptureReadError as exc:
             caps.append(CaptureReport(p, error=str(exc)))
     return CheckReport(caps, fail_on)

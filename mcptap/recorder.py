@@ -23,6 +23,7 @@ from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
+from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -86,7 +87,8 @@ class Recorder:
         self.light = False
         if writer is not None:
             started = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-            writer.write(header_record(transport, target or {}, started, __version__, **(header_extra or {})))
+            extra = {"rules": rules_fingerprint(), **(header_extra or {})}
+            writer.write(header_record(transport, target or {}, started, __version__, **extra))
             writer.flush()
 
     # -- bookkeeping --------------------------------------------------------------
@@ -349,14 +351,21 @@ class Recorder:
 
 
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
-               light: bool = False) -> Iterator[dict[str, Any]]:
+               light: bool = False, reuse: bool = True) -> Iterator[dict[str, Any]]:
     """Re-annotate a capture's records (after its header) with the current
     rules, streaming: yields each re-annotated record, then a fresh ``end``
     record (the original end's exit code and extra fields are kept).
     ``shapes``: include schema shape checks (protocol/shapes.py).
     ``light``: message records carry annotations only (seq, t_us, dir, kind,
     method, id, pair, latency, session, findings), for consumers that do not
-    need the bytes (check)."""
+    need the bytes (check). ``reuse``: a capture written under the current
+    rules fingerprint keeps its recorded annotations (they are what the rules
+    compute; see protocol/fingerprint.py) and only gains shape checks; False
+    re-annotates everything (a hand-edited capture)."""
+    fp = header.get("rules")
+    if reuse and fp and fp == rules_fingerprint():
+        yield from _reuse_annotations(header, records, shapes, light)
+        return
     state = {"t": 0}
     transport = header.get("transport", "stdio")
     rec = Recorder(None, transport, clock=lambda: state["t"], annotator=Annotator(transport, shapes=shapes))
@@ -378,3 +387,80 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     if old_end is None:
         end["incomplete"] = True
     yield end
+
+
+def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool,
+                       light: bool) -> Iterator[dict[str, Any]]:
+    """Re-annotation of a capture written under the current rules: its
+    recorded annotations are what the rules would compute again, so they are
+    kept; schema shape checks (never run live) are added. A capture without an
+    end record falls back to full re-annotation for its tail judgement."""
+    from mcptap.protocol import shapes as shape_rules
+
+    methods: dict[int, str | None] = {}        # open requests: seq -> method
+    last_seq, last_t = 0, 0
+    severities = {"error": 0, "warn": 0, "info": 0}
+    codes: dict[str, int] = {}
+    end: dict[str, Any] | None = None
+
+    def count(fs: Iterable[dict[str, Any]]) -> None:
+        for f in fs:
+            sev = f.get("severity", "info")
+            severities[sev] = severities.get(sev, 0) + 1
+            codes[f["code"]] = codes.get(f["code"], 0) + 1
+
+    for r in records:
+        typ = r.get("type")
+        if typ == "end":
+            end = r
+            continue
+        if typ == "message":
+            kind = r.get("kind")
+            if kind == "request":
+                methods[r["seq"]] = r.get("method")
+            if shapes:
+                extra: list[Finding] = []
+                value = r.get("json", UNPARSED)
+                if value is UNPARSED and ("raw" in r or "raw_b64" in r):
+                    value = parse_json(decode_bytes(r, "raw") or b"")[0]
+                d = _DIRS[r["dir"]]
+                rev = r.get("rev")
+                if isinstance(value, dict):
+                    if kind in ("request", "notification") and isinstance(r.get("method"), str):
+                        extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), rev)
+                    elif kind == "response" and "pair" in r:
+                        m = methods.pop(r["pair"], None)
+                        if m is not None:
+                            extra = shape_rules.check(d, Kind.RESPONSE, m, value.get("result"), rev)
+                elif kind in ("response", "error") and "pair" in r:
+                    methods.pop(r["pair"], None)
+                if extra:
+                    r = dict(r)
+                    r["findings"] = list(r.get("findings", ())) + [f.to_json() for f in extra]
+            elif kind in ("response", "error") and "pair" in r:
+                methods.pop(r["pair"], None)
+            if light:
+                r = {k: v for k, v in r.items() if k in _LIGHT_KEYS}
+        fs = r.get("findings")
+        if fs:
+            count(fs)
+        if isinstance(r.get("seq"), int):
+            last_seq, last_t = r["seq"], r.get("t_us", last_t)
+        yield r
+    if end is None:
+        # cut short: what is still open has no answer in the capture (info, as the full path says)
+        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {m} has no answer in the capture, which was cut short",
+                      {"seq": seq, "method": m}, severity=Severity.INFO).to_json() for seq, m in methods.items()]
+        count(fs)
+        yield {"type": "end", "seq": last_seq + 1, "t_us": last_t, "severities": severities, "codes": dict(sorted(codes.items())),
+               "pending": [{"seq": seq, "method": m} for seq, m in methods.items()], "unanswered": fs, "incomplete": True}
+        return
+    out = dict(end)
+    for f in end.get("unanswered", ()):
+        count([f])
+    out["severities"] = severities
+    out["codes"] = dict(sorted(codes.items()))
+    yield out
+
+
+_LIGHT_KEYS = frozenset({"type", "seq", "t_us", "dir", "kind", "method", "id", "pair", "latency_us", "session", "findings"})

@@ -12,6 +12,8 @@ same command on a capture 10x smaller should peak at about the same RSS.
     .venv/bin/python scripts/bench_analysis.py -n 200000 --small 20000
     .venv/bin/python scripts/bench_analysis.py --profile 50000 # cProfile of the re-annotation path
     .venv/bin/python scripts/bench_analysis.py --no-shapes     # without schema shape checks
+    .venv/bin/python scripts/bench_analysis.py --recorded      # captures written by a real Recorder
+                                                               # (same rules: annotations reused, shapes added)
 """
 
 from __future__ import annotations
@@ -81,6 +83,34 @@ def generate(path: Path, n: int) -> int:
     return count
 
 
+def generate_recorded(path: Path, n: int) -> int:
+    """The same traffic written the way `mcptap record` writes it: the bytes
+    go through a real Recorder (annotations and the rules fingerprint are
+    real), so `check`/`show` may reuse the recorded annotations."""
+    sys.path.insert(0, str(ROOT))
+    from mcptap.capture import CaptureWriter
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+
+    tmp = path.with_suffix(".raw.jsonl")
+    count = generate(tmp, n)
+    t = {"v": 0}
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench"]}, clock=lambda: t["v"])
+    dirs = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+    with open(tmp, "rb") as fp:
+        fp.readline()
+        for line in fp:
+            r = orjson.loads(line)
+            if r["type"] == "message":
+                t["v"] = r["t_us"]
+                rec.stdio_bytes(dirs[r["dir"]], orjson.dumps(r["json"]) + b"\n")
+            elif r["type"] == "eof":
+                rec.stdio_eof(dirs[r["dir"]])
+    rec.close(exit_code=0)
+    tmp.unlink()
+    return count
+
+
 def measure(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
     """Run ``mcptap ARGS`` with stdout to /dev/null: (seconds, peak RSS KiB, exit status)."""
     t0 = time.perf_counter()
@@ -115,6 +145,9 @@ def main() -> int:
     ap.add_argument("--small", type=int, default=100_000, help="messages in the small capture (memory flatness)")
     ap.add_argument("--profile", type=int, metavar="N", help="profile check on an N-message capture and exit")
     ap.add_argument("--no-shapes", action="store_true", help="pass --no-shapes (skip schema shape checks)")
+    ap.add_argument("--recorded", action="store_true",
+                    help="generate the captures through a real Recorder, as `mcptap record` writes them "
+                         "(check/show then reuse the recorded annotations and add shape checks)")
     args = ap.parse_args()
     if args.profile:
         profile(args.profile, not args.no_shapes)
@@ -126,7 +159,7 @@ def main() -> int:
         for n in (args.small, args.n):
             path = Path(d) / f"bench-{n}.jsonl"
             t0 = time.perf_counter()
-            count = generate(path, n)
+            count = generate_recorded(path, n) if args.recorded else generate(path, n)
             gen = time.perf_counter() - t0
             size = path.stat().st_size
             print(f"generated {count:,} messages ({size / 2**20:.0f} MiB) in {gen:.1f}s", flush=True)

@@ -105,6 +105,15 @@ def test_check_uses_todays_rules_not_the_stored_annotations(tmp_path: Path) -> N
                 del rec["findings"]
         out.append(orjson.dumps(rec))
     path.write_bytes(b"\n".join(out) + b"\n")
+    # a hand edit under the current rules fingerprint: --full re-annotates from the bytes
+    rep = check_capture(str(path), reuse=False)
+    assert "framing.bom" not in rep.groups
+    assert "jsonrpc.id_type_mismatch" in rep.groups
+    # an older mcptap's capture (another rules fingerprint) is always re-annotated
+    lines = path.read_bytes().splitlines()
+    head = orjson.loads(lines[0])
+    head["rules"] = "sha256:0000000000000000"
+    path.write_bytes(b"\n".join([orjson.dumps(head)] + lines[1:]) + b"\n")
     rep = check_capture(str(path))
     assert "framing.bom" not in rep.groups
     assert "jsonrpc.id_type_mismatch" in rep.groups

@@ -30,12 +30,14 @@ from mcptap.cli.show import output_lines, styler
               help="Write the report to this file instead of stdout.")
 @click.option("--color/--no-color", default=None, help="Colour the text report [default: when stdout is a terminal and NO_COLOR is unset].")
 @click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
+@click.option("--full", is_flag=True, help="Re-annotate every message even if the capture was written under this mcptap's rules "
+              "(recorded annotations are otherwise reused; use for hand-edited captures).")
 @click.pass_context
 def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
-            output: str | None, color: bool | None, no_shapes: bool) -> None:
+            output: str | None, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
-    report = run_check(captures, fail_on, keep, shapes=not no_shapes)
+    report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
     for cap in report.captures:
         if cap.error is not None:
             click.echo(f"mcptap: {cap.error}", err=True)

@@ -172,9 +172,10 @@ class Follower:
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
 @click.option("--color/--no-color", default=None, help="Colour [default: when stdout is a terminal and NO_COLOR is unset].")
 @click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
+@click.option("--full", is_flag=True, help="Re-annotate every message even if the capture was written under this mcptap's rules.")
 @click.pass_context
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
-            oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool) -> None:
+            oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Show CAPTURE (default: the newest capture) as a timeline."""
     from mcptap import render
     from mcptap.check import Reannotated
@@ -193,10 +194,10 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         if follow:
             follower = Follower(path, poll)
             fol = follower
-            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes)
+            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=not full)
             previous = signal.signal(signal.SIGINT, lambda *_: setattr(fol, "stop", True))
         else:
-            ra = Reannotated.open(path, shapes=not no_shapes)
+            ra = Reannotated.open(path, shapes=not no_shapes, reuse=not full)
     except CaptureReadError as exc:
         click.echo(f"mcptap: {exc}", err=True)
         ctx.exit(2)

@@ -1,0 +1,35 @@
+"""Fingerprint of the annotation rules (pure; reads this package's own files).
+
+A capture records the fingerprint of the rules that annotated it (header
+field ``rules``). Annotations are a cache (design principle 4): when a
+capture's fingerprint equals the running mcptap's, re-annotating it would
+reproduce the recorded annotations exactly, so ``check``/``show`` reuse them
+and only add what the live tap does not compute (schema shape checks). Any
+change to a rule module or to the method table changes the fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from importlib import resources
+
+#: Modules whose code decides annotations (besides the data table).
+_RULE_MODULES = ("annotate", "capabilities", "codes", "conventions", "framing", "jsonrpc", "lifecycle",
+                 "pairing", "rules", "http_rules", "sse")
+
+
+@lru_cache(maxsize=1)
+def rules_fingerprint() -> str:
+    """``sha256:<16 hex>`` over the rule modules' source and the method table;
+    ``""`` when the sources cannot be read (then no capture matches)."""
+    h = hashlib.sha256()
+    pkg = resources.files("mcptap.protocol")
+    try:
+        for name in _RULE_MODULES:
+            h.update(pkg.joinpath(f"{name}.py").read_bytes())
+        h.update(pkg.joinpath("data/mcp-methods.json").read_bytes())
+        h.update(resources.files("mcptap").joinpath("recorder.py").read_bytes())
+    except (OSError, FileNotFoundError):
+        return ""
+    return "sha256:" + h.hexdigest()[:16]

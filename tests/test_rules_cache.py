@@ -1,0 +1,69 @@
+"""Annotations are a cache: a capture written under the current rules is not
+re-annotated from scratch; the recorded annotations (plus schema shape checks)
+must equal what full re-annotation computes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from casefiles import CASES, wires
+from mcptap.capture import CaptureStream
+from mcptap.protocol.fingerprint import rules_fingerprint
+from mcptap.recorder import reannotate
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_cases_stdio import record_wire  # noqa: E402
+
+STDIO = wires("stdio")
+
+
+def _both(path: Path, light: bool):
+    s1 = CaptureStream(str(path))
+    assert s1.header["rules"] == rules_fingerprint() != ""
+    fast = list(reannotate(s1.header, s1, shapes=True, light=light))
+    s2 = CaptureStream(str(path))
+    header = dict(s2.header, rules="sha256:something-else")
+    full = list(reannotate(header, s2, shapes=True, light=light))
+    return fast, full
+
+
+def key(r):
+    return (r.get("type"), r.get("seq"), sorted((f["code"], f["severity"]) for f in r.get("findings", ())), r.get("pair"))
+
+
+@pytest.mark.skipif(not STDIO, reason=f"handed cases not found at {CASES}")
+@pytest.mark.parametrize("light", [False, True])
+def test_fast_path_equals_full_reannotation(tmp_path: Path, light: bool) -> None:
+    for w in STDIO:
+        path = tmp_path / f"{w.case}-{w.name}.jsonl"
+        record_wire(w, path)
+        fast, full = _both(path, light)
+        assert [key(r) for r in fast if r["type"] != "end"] == [key(r) for r in full if r["type"] != "end"], f"{w.case}/{w.name}"
+        assert fast[-1]["severities"] == full[-1]["severities"], f"{w.case}/{w.name}"
+
+
+def test_sdk_session_fast_path_adds_shape_checks(tmp_path: Path) -> None:
+    """A capture with a planted shape error: the fast path must still find it."""
+    from mcptap.capture import CaptureWriter
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+
+    path = tmp_path / "c.jsonl"
+    t = {"v": 0}
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
+    for d, line in [
+        (Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
+        (Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
+        (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
+        (Direction.C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'),
+        (Direction.S2C, b'{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"x"}]}}\n'),
+    ]:
+        t["v"] += 10
+        rec.stdio_bytes(d, line)
+    rec.close(exit_code=0)
+    fast, full = _both(path, light=True)
+    assert [key(r) for r in fast] == [key(r) for r in full]
+    assert any(f["code"] == "shape.invalid_result" for r in fast for f in r.get("findings", ()))
