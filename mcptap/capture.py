@@ -27,6 +27,11 @@ from mcptap.protocol.framing import parse_json
 FORMAT = "mcptap-capture"
 VERSION = 1
 
+#: Messages larger than this are stored as raw bytes only (no ``json``): the
+#: bytes are the truth, and a 16 MiB message is not encoded twice. Readers
+#: parse ``raw`` when ``json`` is absent.
+RAW_ONLY_ABOVE = 1 << 20
+
 _dumps = orjson.dumps
 
 
@@ -74,7 +79,7 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
         rec["rev"] = msg.revision
     value = msg.value
     raw = msg.raw
-    if value is not UNPARSED:
+    if value is not UNPARSED and len(raw) <= RAW_ONLY_ABOVE:
         rec["json"] = value
         try:
             dumped = _dumps(value)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.capture import CaptureWriter, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.capture import RAW_ONLY_ABOVE, CaptureWriter, decode_bytes, encode_bytes, header_record, message_record
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
@@ -118,6 +118,10 @@ class Recorder:
             self._stderr_volume_flagged = False
         if msg.findings:
             self._count(msg.findings)
+        if len(frame.raw) > RAW_ONLY_ABOVE:
+            # annotated: the parsed copy of a multi-MiB message is not needed any more
+            # (the record keeps the raw bytes), so it is freed before the record is built
+            frame.value = msg.value = UNPARSED
         self._write(message_record(msg, self._eol))
         if self.on_message is not None:
             self.on_message(msg)

@@ -37,6 +37,15 @@ JOIN_MAX_BYTES = 1 << 20
 JOIN_MAX_LINES = 10_000
 
 
+_LEAD_WS = re.compile(rb"[ \t\r\n]*")
+
+
+def _first_byte(data: bytes) -> bytes:
+    """The first non-whitespace byte (b"" if none), without copying ``data``."""
+    i = _LEAD_WS.match(data).end()
+    return data[i:i + 1]
+
+
 _JSON_FIRST = frozenset(bytes([c]) for c in b'{["-0123456789tfn')
 
 
@@ -59,7 +68,7 @@ def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
     replaced by U+FFFD (so ids stay readable, cases/B06), trailing CR/LF is JSON
     whitespace. Returns ``(value or UNPARSED, invalid_utf8_offsets)``; never raises."""
     body = raw[3:] if raw.startswith(BOM) else raw
-    first = body.lstrip(b" \t\r\n")[:1]
+    first = _first_byte(body)
     if first and first not in _JSON_FIRST:
         return UNPARSED, ()  # cheap exit for log lines and banners
     try:
@@ -81,14 +90,15 @@ def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
 
 
 def _looks_like_json_start(line: bytes) -> bool:
-    s = line.lstrip(b" \t\r\n")
+    i = _LEAD_WS.match(line).end()
+    s = line[i:i + 8]   # the head only: never copy a 16 MiB line
     if s.startswith(BOM):
         s = s[3:].lstrip()
     return s[:1] in (b"{", b"[")
 
 
 def _looks_like_json_end(line: bytes) -> bool:
-    return line.rstrip(b" \t\r\n")[-1:] in (b"}", b"]")
+    return line[-8:].rstrip(b" \t\r\n")[-1:] in (b"}", b"]")
 
 
 class NewlineFramer:
@@ -142,9 +152,11 @@ class NewlineFramer:
             start = 0
             pos = data.find(b"\n")
         base = self._base
+        lines: list[tuple[bytes, int]] = []
         while pos != -1:
             end = pos + 1
-            self._line(bytes(buf[start:end]), base + start, True, out)
+            # one copy out of the buffer (slicing a bytearray then bytes() would copy twice)
+            lines.append((bytes(memoryview(buf)[start:end]) if buf is not data else buf[start:end], base + start))
             start = end
             pos = buf.find(b"\n", start)
         if start == 0:
@@ -156,6 +168,9 @@ class NewlineFramer:
             self._buf = bytearray(rest)
             self._scan = len(rest)
             self._base = base + start
+        del buf  # a completed multi-MiB line is freed before it is parsed
+        for raw, off in lines:
+            self._line(raw, off, True, out)
         return _coalesce(out) if len(out) > 1 else out
 
     # -- one complete line -------------------------------------------------
