@@ -29,6 +29,10 @@ Capabilities: ``tools`` (listChanged), ``resources``, ``prompts``, ``logging``.
   error response may be omitted only when it could not be read). Notifications
   are never answered.
 
+The descriptors and the pure tool/resource/prompt answers live in
+:mod:`mcptap.demo.catalogue`; this module owns the session, the dispatch and
+the threads (the catalogue's names stay importable from here).
+
 Concurrency: the main thread reads stdin and answers requests inline, except
 ``slow_count``, which runs in a worker thread so ``ping`` and cancellation stay
 responsive. Every write holds one lock; a request's ``cancelled`` flag is set
@@ -44,27 +48,19 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
-from urllib.parse import unquote
 
 from mcptap import __version__
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from mcptap.demo.catalogue import (INVALID_PARAMS, NAME, PROMPTS, RESOURCE_NOT_FOUND, RESOURCES, TEMPLATE_PREFIX,
+                                   TEMPLATES, TOOLS, RpcError, ToolError, add, echo, for_revision, get_prompt,
+                                   read_resource, since, slow_count_args, text_content)
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-RESOURCE_NOT_FOUND = -32002
+__all__ = ["INVALID_PARAMS", "INVALID_REQUEST", "LOG_LEVELS", "METHOD_NOT_FOUND", "NAME", "PARSE_ERROR", "PROMPTS",
+           "RESOURCES", "RESOURCE_NOT_FOUND", "TEMPLATES", "TEMPLATE_PREFIX", "TOOLS", "Job", "RpcError", "Server",
+           "ToolError", "main", "since"]
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-NAME = "mcptap-demo-server"
-
-
-class RpcError(Exception):
-    """A JSON-RPC error to answer a request with."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-
-class ToolError(Exception):
-    """A tool execution error: answered as a result with ``isError: true``."""
 
 
 @dataclass(slots=True)
@@ -76,58 +72,9 @@ class Job:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def since(revision: str | None, first: str) -> bool:
-    """True when the negotiated ``revision`` includes a feature added in ``first``
-    (ISO dates compare as strings)."""
-    return revision is not None and revision >= first
-
-
 def _valid_id(value: Any) -> bool:
     # MCP request ids are strings or integers; never null, booleans or floats.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-# -- the catalogue -------------------------------------------------------------------
-
-TOOLS: list[dict[str, Any]] = [
-    {"name": "echo", "title": "Echo", "description": "Return the given text unchanged.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "description": "Text to echo."}},
-                     "required": ["text"], "additionalProperties": False}},
-    {"name": "add", "title": "Add", "description": "Add two numbers; the sum comes back as structured content.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                     "required": ["a", "b"], "additionalProperties": False},
-     "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}},
-    {"name": "slow_count", "title": "Slow count",
-     "description": "Count from 1 to count, one step every interval_ms milliseconds, reporting progress "
-                    "when the request carries a progressToken. Honours notifications/cancelled.",
-     "inputSchema": {"type": "object", "properties": {
-         "count": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
-         "interval_ms": {"type": "integer", "minimum": 0, "maximum": 5000, "default": 200}},
-         "additionalProperties": False}},
-    {"name": "fail", "title": "Fail", "description": "Always fails: returns a tool result with isError true.",
-     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "additionalProperties": False}},
-]
-
-RESOURCES: dict[str, tuple[dict[str, Any], str]] = {
-    "demo://greeting": ({"uri": "demo://greeting", "name": "greeting", "title": "Greeting",
-                         "description": "A short plain-text greeting.", "mimeType": "text/plain"},
-                        "Hello from the mcptap demo server!"),
-    "demo://about.json": ({"uri": "demo://about.json", "name": "about", "title": "About this server",
-                           "description": "Name, version and protocol revision as JSON.", "mimeType": "application/json"},
-                          json.dumps({"name": NAME, "version": __version__, "protocolVersion": PROTOCOL_VERSION})),
-}
-TEMPLATE_PREFIX = "demo://echo/"
-TEMPLATES = [{"uriTemplate": TEMPLATE_PREFIX + "{text}", "name": "echo", "title": "Echo resource",
-              "description": "A text resource whose content is the (percent-decoded) last URI segment.",
-              "mimeType": "text/plain"}]
-
-PROMPTS = [{"name": "greet", "title": "Greet someone", "description": "Ask the model to greet a person.",
-            "arguments": [{"name": "name", "description": "Who to greet.", "required": True},
-                          {"name": "style", "description": "How (e.g. formal, pirate).", "required": False}]}]
 
 
 class Server:
@@ -297,12 +244,7 @@ class Server:
         # any cursor a client sends is invalid (server/utilities/pagination).
         if params.get("cursor") is not None:
             raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor")
-        return {key: [self._for_revision(item) for item in items]}
-
-    def _for_revision(self, item: dict[str, Any]) -> dict[str, Any]:
-        if since(self.revision, "2025-06-18"):
-            return item
-        return {k: v for k, v in item.items() if k not in ("title", "outputSchema")}
+        return {key: [for_revision(item, self.revision) for item in items]}
 
     def _tools_list(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
         return self._page(params, "tools", TOOLS)
@@ -318,28 +260,10 @@ class Server:
 
     # -- resources and prompts -----------------------------------------------------------
     def _resources_read(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: uri must be a string")
-        if uri in RESOURCES:
-            meta, text = RESOURCES[uri]
-        elif uri.startswith(TEMPLATE_PREFIX) and "/" not in uri[len(TEMPLATE_PREFIX):]:
-            meta, text = {"mimeType": "text/plain"}, unquote(uri[len(TEMPLATE_PREFIX):])
-        else:
-            raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
-        return {"contents": [{"uri": uri, "mimeType": meta["mimeType"], "text": text}]}
+        return read_resource(params)
 
     def _prompts_get(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        if params.get("name") != "greet":
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.get('name')!r}")
-        args = params.get("arguments") or {}
-        if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
-            raise RpcError(INVALID_PARAMS, "Invalid params: prompt arguments must be an object of strings")
-        if not args.get("name"):
-            raise RpcError(INVALID_PARAMS, "Invalid params: missing required argument 'name'")
-        style = f" in a {args['style']} style" if args.get("style") else ""
-        return {"description": "Greet someone",
-                "messages": [{"role": "user", "content": _text(f"Please greet {args['name']}{style}.")}]}
+        return get_prompt(params)
 
     # -- tools ---------------------------------------------------------------------------
     def _tools_call(self, rid: Any, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -355,37 +279,15 @@ class Server:
             if name == "slow_count":
                 return self._start_slow_count(rid, params, args)
             if name == "echo":
-                return self._echo(args)
+                return echo(args)
             if name == "add":
-                return self._add(args)
+                return add(args, self.revision)
             raise ToolError(args.get("message") or "the fail tool always fails (as designed)")
         except ToolError as exc:
-            return {"content": [_text(str(exc))], "isError": True}
-
-    @staticmethod
-    def _echo(args: dict[str, Any]) -> dict[str, Any]:
-        text = args.get("text")
-        if not isinstance(text, str) or set(args) - {"text"}:
-            raise ToolError("echo takes one argument: text (a string)")
-        return {"content": [_text(text)]}
-
-    def _add(self, args: dict[str, Any]) -> dict[str, Any]:
-        a, b = args.get("a"), args.get("b")
-        if set(args) - {"a", "b"} or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
-            raise ToolError("add takes two numbers: a and b")
-        total = a + b
-        # With an outputSchema the structured result is required; the same JSON as
-        # text keeps clients that only read content working (server/tools "Structured Content").
-        result: dict[str, Any] = {"content": [_text(json.dumps({"sum": total}))]}
-        if since(self.revision, "2025-06-18"):
-            result["structuredContent"] = {"sum": total}
-        return result
+            return {"content": [text_content(str(exc))], "isError": True}
 
     def _start_slow_count(self, rid: Any, params: dict[str, Any], args: dict[str, Any]) -> None:
-        count, interval = args.get("count", 5), args.get("interval_ms", 200)
-        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (count, interval))
-        if set(args) - {"count", "interval_ms"} or not ok or not 1 <= count <= 100 or not 0 <= interval <= 5000:
-            raise ToolError("slow_count takes count (1..100) and interval_ms (0..5000), both integers")
+        count, interval = slow_count_args(args)
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         job = Job(rid, token if _valid_id(token) else None)
@@ -406,7 +308,7 @@ class Server:
                     if since(self.revision, "2025-03-26"):
                         params["message"] = f"counted {i} of {count}"
                     self.notify("notifications/progress", params, job)
-            self.respond(job.id, {"content": [_text(f"counted to {count}")]}, job)
+            self.respond(job.id, {"content": [text_content(f"counted to {count}")]}, job)
         finally:
             with self._lock:
                 if self._jobs.get((isinstance(job.id, str), job.id)) is job:

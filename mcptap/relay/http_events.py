@@ -39,7 +39,14 @@ class Upstream:
             raise ValueError(f"upstream URL must start with http:// or https:// (got {url!r})")
         if not u.hostname:
             raise ValueError(f"upstream URL has no host: {url!r}")
-        return cls(u.scheme, u.hostname, port or (443 if u.scheme == "https" else 80), u.path or "/")
+        host = u.hostname
+        if not host.isascii():
+            # the Host header and TLS SNI need the ASCII (IDNA) form of the name
+            try:
+                host = host.encode("idna").decode("ascii")
+            except UnicodeError:
+                raise ValueError(f"upstream host {u.hostname!r} is not a valid international domain name") from None
+        return cls(u.scheme, host, port or (443 if u.scheme == "https" else 80), u.path or "/")
 
     @property
     def authority(self) -> str:

@@ -11,11 +11,14 @@ and facts, after the transport executed the commands) and
   ``transport = {exchange, conn, method, path, status, stream, sse}``,
 * attaches ``http.*`` / ``sse.*`` findings from ``protocol/http_rules``.
 
-Sessions: the key is the ``Mcp-Session-Id`` request header, or for the legacy
-HTTP+SSE transport the endpoint's ``session_id``/``sessionId`` (else its
-path), or None (stateless traffic: one logical client). An ``initialize`` POST
-without a session header is framed when its response head arrives, under the
-session id that response assigns, so the capture never needs a rename.
+Sessions (``relay/http_sessions.py``): the key is the ``Mcp-Session-Id``
+request header, or for the legacy HTTP+SSE transport the endpoint's
+``session_id``/``sessionId`` (else its path), or None (stateless traffic: one
+logical client). An ``initialize`` POST without a session header is framed when
+its response head arrives, under the session id that response assigns, so the
+capture never needs a rename. Credentials in heads and targets are redacted by
+``relay/http_credentials.py``; per-exchange state and body decoding live in
+``relay/http_observe_state.py``.
 
 ``rec`` needs: ``clock()``, ``forwarded(dir, bytes)``, ``frame(dir, raw,
 session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
@@ -26,60 +29,24 @@ session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, endpoint_findings, header, media_type, \
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, endpoint_findings, header, \
     request_findings, response_findings, sse_findings
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
-from mcptap.protocol.sse import SSEEvent, SSEParser
-from mcptap.redact import is_secret_name, placeholder, scrub_url
+from mcptap.protocol.sse import SSEEvent
 from mcptap.relay import http as r
+from mcptap.relay.http_credentials import SECRET_HEADERS, headers_json, record_target, redact_header  # noqa: F401  (re-exported)
+from mcptap.relay.http_observe_state import ObservedExchange
+from mcptap.relay.http_sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"})
 ACK_BODY_KEEP = 256
-
-
-@dataclass(slots=True)
-class _Ex:
-    id: int
-    conn: int
-    method: str
-    target: str
-    host: str | None
-    facts: Exchange
-    t0: int
-    body: bytearray = field(default_factory=bytearray)
-    req_end_t: int = 0
-    deferred: tuple[bytes, Any, list[Finding]] | None = None
-    mode: str = "none"               # json | sse | other
-    decoder: Any = None
-    undecodable: bool = False
-    parser: SSEParser | None = None
-    resp_body: bytearray = field(default_factory=bytearray)
-    resp_bytes: int = 0
-    req_bytes: int = 0
-    chunks: int = 0
-    events: int = 0
-    ids: list[str] = field(default_factory=list)
-    rewrites: list[tuple[str, str]] = field(default_factory=list)
-    response_started: bool = False
-    cr_seen: bool = False
-
-    @property
-    def session(self) -> Any:
-        return self.facts.session
-
-    @property
-    def stream(self) -> str:
-        return "get" if self.method == "GET" else "post"
 
 
 class HttpObserver:
@@ -97,8 +64,8 @@ class HttpObserver:
         self.listen_authority = listen_authority
         self.record_secrets = record_secrets
         self.rules = HttpRules()
-        self._ex: dict[int, _Ex] = {}
-        self._legacy: dict[str, str] = {}      # endpoint "path?query" -> session key
+        self._ex: dict[int, ObservedExchange] = {}
+        self._sessions = SessionKeys()
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
 
     # -- dispatch ------------------------------------------------------------------------
@@ -133,22 +100,16 @@ class HttpObserver:
     # -- helpers ---------------------------------------------------------------------------
     def headers_json(self, headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
         """Headers for a record: str pairs, credentials redacted unless asked."""
-        out = []
-        for n, v in headers:
-            name, value = n.decode("latin-1"), v.decode("latin-1")
-            if not self.record_secrets and (name.lower() in SECRET_HEADERS or is_secret_name(name)):
-                value = redact_header(name.lower(), value)
-            out.append([name, value])
-        return out
+        return headers_json(headers, self.record_secrets)
 
     def _target(self, target: str) -> str:
-        return target if self.record_secrets else scrub_url(target)
+        return record_target(target, self.record_secrets)
 
     def _revision(self, session: Any) -> str | None:
         st = self.rec.annotator.sessions().get(session)
         return st.revision if st is not None else None
 
-    def _transport(self, e: _Ex, **extra: Any) -> dict[str, Any]:
+    def _transport(self, e: ObservedExchange, **extra: Any) -> dict[str, Any]:
         d: dict[str, Any] = {"exchange": e.id, "conn": e.conn, "method": e.method, "path": self._target(e.target), "stream": e.stream}
         if e.facts.status is not None:
             d["status"] = e.facts.status
@@ -158,11 +119,10 @@ class HttpObserver:
     # -- requests --------------------------------------------------------------------------
     def _request_started(self, it: r.RequestStarted) -> None:
         h = it.headers
-        sid = header(h, "mcp-session-id")
-        legacy_key = self._legacy.get(it.target) if it.method == "POST" else None
+        session, legacy = self._sessions.of_request(it.method, it.target, h)
         host = header(h, "host")
-        facts = Exchange(it.method, it.target, h, session=legacy_key if legacy_key is not None else sid, legacy=legacy_key is not None)
-        e = _Ex(it.exchange, it.conn, it.method, it.target, host, facts, self.rec.clock())
+        facts = Exchange(it.method, it.target, h, session=session, legacy=legacy)
+        e = ObservedExchange(it.exchange, it.conn, it.method, it.target, host, facts, self.rec.clock())
         self._ex[it.exchange] = e
         fs: list[Finding] = []
         if it.method != "POST":
@@ -207,10 +167,10 @@ class HttpObserver:
             return
         self._frame_c2s(e, body, value, fs, e.req_end_t)
 
-    def _frame_c2s(self, e: _Ex, body: bytes, value: Any, fs: list[Finding], t: int) -> None:
+    def _frame_c2s(self, e: ObservedExchange, body: bytes, value: Any, fs: list[Finding], t: int) -> None:
         self.rec.frame(C2S, body, session=e.session, transport=self._transport(e), extra=fs, value=value, t_us=t)
 
-    def _release_deferred(self, e: _Ex, session: Any) -> None:
+    def _release_deferred(self, e: ObservedExchange, session: Any) -> None:
         if e.deferred is not None:
             body, value, fs = e.deferred
             e.deferred = None
@@ -228,23 +188,12 @@ class HttpObserver:
             self.rec.record("http", informational=True, **fields)
             return
         facts = e.facts
-        sid = header(it.headers, "mcp-session-id")
-        self._release_deferred(e, sid if sid is not None else facts.session)
+        self._release_deferred(e, self._sessions.assigned(it.headers, facts.session))
         facts.status, facts.resp_headers = it.status, it.headers
         e.response_started = True
         fs = response_findings(facts)
         self.rules.on_response(e.id, facts)
-        mt, _ = media_type(header(it.headers, "content-type"))
-        enc = (header(it.headers, "content-encoding") or "").strip().lower()
-        if enc and enc != "identity":
-            e.decoder = _decoder(enc)
-            e.undecodable = e.decoder is None
-        if mt == "text/event-stream":
-            e.mode, e.parser = "sse", SSEParser()
-        elif mt == "application/json" or mt.endswith("+json"):
-            e.mode = "json"
-        else:
-            e.mode = "other"
+        e.start_body(it.headers)
         if facts.session is not None:
             fields["session"] = facts.session
         self.rec.record("http", findings=fs, **fields)
@@ -272,7 +221,7 @@ class HttpObserver:
         elif len(e.resp_body) < ACK_BODY_KEEP:
             e.resp_body += data[:ACK_BODY_KEEP]
 
-    def _sse_event(self, e: _Ex, ev: SSEEvent) -> None:
+    def _sse_event(self, e: ObservedExchange, ev: SSEEvent) -> None:
         e.events += 1
         if ev.id:
             e.ids.append(ev.id)
@@ -308,14 +257,14 @@ class HttpObserver:
             info["comments"] = list(ev.comments)
         self._sse_record(e, info, fs)
 
-    def _sse_record(self, e: _Ex, info: dict[str, Any], fs: list[Finding], **extra: Any) -> None:
+    def _sse_record(self, e: ObservedExchange, info: dict[str, Any], fs: list[Finding], **extra: Any) -> None:
         fields: dict[str, Any] = {"event": "sse", "exchange": e.id, "conn": e.conn, "sse": info}
         if e.session is not None:
             fields["session"] = e.session
         fields.update(extra)
         self.rec.record("http", findings=fs, **fields)
 
-    def _endpoint(self, e: _Ex, ev: SSEEvent, fs: list[Finding], info: dict[str, Any]) -> None:
+    def _endpoint(self, e: ObservedExchange, ev: SSEEvent, fs: list[Finding], info: dict[str, Any]) -> None:
         rewritten = None
         pend = self._pending_rewrites.get(e.id)
         if pend:
@@ -326,13 +275,8 @@ class HttpObserver:
                     break
         tap_origin = f"http://{e.host or self.listen_authority}"
         efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
-        u = urlsplit(resolved)
-        if f"{u.scheme}://{u.netloc}".lower() == tap_origin.lower():
-            key_target = u.path + (f"?{u.query}" if u.query else "")
-            q = parse_qs(u.query)
-            sid = (q.get("session_id") or q.get("sessionId") or [None])[0]
-            key = sid or key_target
-            self._legacy[key_target] = key
+        key = self._sessions.bind_endpoint(resolved, tap_origin)
+        if key is not None:
             e.facts.session = key
             e.facts.legacy = True
         endpoint = {"data": ev.data, "resolved": resolved}
@@ -378,10 +322,10 @@ class HttpObserver:
             fields["session"] = e.session
         self.rec.record("http", findings=fs, **fields)
 
-    def _pending_of(self, e: _Ex) -> list[Any]:
+    def _pending_of(self, e: ObservedExchange) -> list[Any]:
         return [p for p in self.rec.annotator.pending() if p.exchange == e.id and p.direction is C2S]
 
-    def _end_findings(self, e: _Ex, it: r.ResponseEnded) -> list[Finding]:
+    def _end_findings(self, e: ObservedExchange, it: r.ResponseEnded) -> list[Finding]:
         pend = [] if it.how == "tap_stopped" else self._pending_of(e)
         if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
             self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
@@ -403,14 +347,6 @@ class HttpObserver:
         self.rec.record("http", findings=fs, **fields)
 
 
-def _decoder(enc: str) -> Any:
-    if enc in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if enc == "deflate":
-        return zlib.decompressobj()
-    return None
-
-
 def _canonical(ev: SSEEvent) -> bytes:
     """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
     lines = []
@@ -422,22 +358,3 @@ def _canonical(ev: SSEEvent) -> bytes:
     if ev.retry is not None:
         lines.append(f"retry: {ev.retry}")
     return ("\n".join(lines) + "\n\n").encode("utf-8")
-
-
-def redact_header(name: str, value: str) -> str:
-    """Stable placeholder for a credential header value; keeps the auth scheme
-    and cookie names visible."""
-    if name in ("cookie",):
-        return "; ".join(_redact_pair(p.strip()) for p in value.split(";") if p.strip())
-    if name == "set-cookie":
-        first, sep, attrs = value.partition(";")
-        return _redact_pair(first.strip()) + (sep + attrs if sep else "")
-    scheme, sep, rest = value.partition(" ")
-    if sep and rest and scheme.lower() in ("bearer", "basic", "token", "digest", "negotiate"):
-        return f"{scheme} {placeholder(rest)}"
-    return placeholder(value)
-
-
-def _redact_pair(pair: str) -> str:
-    k, eq, v = pair.partition("=")
-    return f"{k}={placeholder(v)}" if eq else placeholder(pair)

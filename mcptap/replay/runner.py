@@ -11,8 +11,8 @@ from the live ``inputRequests``; live server requests (sampling, elicitation,
 roots, ping) are answered from the capture's AnswerBook.
 
 A *link* moves JSON-RPC values and records them through a Recorder, so the new
-session is itself a normal capture: :class:`StdioLink` (spawn ``CMD``; here) or
-``http_client.HttpLink`` (Streamable HTTP). Link interface::
+session is itself a normal capture: ``stdio_link.StdioLink`` (spawn ``CMD``;
+re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface::
 
     await link.start(nursery, deliver, closed)  # deliver(value, session) async; closed() sync
     await link.send(value, session)             # one c2s message (never waits for its answer)
@@ -21,11 +21,7 @@ session is itself a normal capture: :class:`StdioLink` (spawn ``CMD``; here) or
 
 from __future__ import annotations
 
-import errno
-import os
-import signal
-import subprocess
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,12 +29,10 @@ import orjson
 import trio
 
 from mcptap.errors import SpawnError
-from mcptap.model import UNPARSED, Direction
 from mcptap.replay.plan import Plan, Step
+from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 
-C2S, S2C = Direction.C2S, Direction.S2C
-CHUNK = 64 * 1024
-Deliver = Callable[[Any, Any], Awaitable[None]]
+__all__ = ["C2S", "S2C", "CHUNK", "Deliver", "Live", "LiveServerRequest", "ReplayResult", "Replayer", "StdioLink"]
 
 
 @dataclass(slots=True)
@@ -302,122 +296,3 @@ class Replayer:
 
 def _hkey(v: Any) -> Any:
     return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) else ("r", repr(v))
-
-
-# -- stdio ---------------------------------------------------------------------------------
-
-class StdioLink:
-    """Spawn ``argv`` (new session, PDEATHSIG, like ``mcptap record``) and talk
-    newline-delimited JSON-RPC to it; every byte goes through ``rec``.
-    ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL at the end."""
-
-    def __init__(self, argv: Sequence[str], rec: Any, grace: float = 2.0, shown_argv: Sequence[str] | None = None) -> None:
-        self.argv = list(argv)
-        self.shown = list(shown_argv or argv)
-        self.rec = rec
-        self.grace = grace
-        self.exit_code: int | None = None
-        self.error: str | None = None
-        self._send_ch, self._recv_ch = trio.open_memory_channel[bytes](float("inf"))
-        self._exited = trio.Event()
-        self._out_done = trio.Event()
-        self._popen: subprocess.Popen[bytes] | None = None
-
-    async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
-        from mcptap.transport.stdio import spawn, spawn_exit_code
-
-        try:
-            popen, in_w, out_r, err_r = spawn(self.argv)
-        except OSError as exc:
-            self.rec.process("spawn_failed", argv=self.shown, error=exc.strerror or str(exc),
-                             errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=spawn_exit_code(exc))
-            raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
-        self._popen = popen
-        self.rec.process("spawn", pid=popen.pid, argv=self.shown)
-        nursery.start_soon(self._writer, trio.lowlevel.FdStream(in_w))
-        nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r), deliver, closed)
-        nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
-        nursery.start_soon(self._wait_exit, popen)
-
-    async def send(self, value: Any, session: Any = None) -> None:
-        self._send_ch.send_nowait(orjson.dumps(value) + b"\n")
-
-    async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
-        async with stdin:
-            async for line in self._recv_ch:
-                try:
-                    await stdin.send_all(line)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    break
-                self.rec.stdio_bytes(C2S, line)
-        self.rec.stdio_eof(C2S)
-
-    async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
-        async with stdout:
-            while True:
-                try:
-                    chunk = await stdout.receive_some(CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    chunk = b""
-                if not chunk:
-                    break
-                for msg in self.rec.stdio_bytes(S2C, chunk):
-                    if msg.value is not UNPARSED:
-                        await deliver(msg.value, None)
-        for msg in self.rec.stdio_eof(S2C):
-            if msg.value is not UNPARSED:
-                await deliver(msg.value, None)
-        self._out_done.set()
-        closed()
-
-    async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
-        async with stream:
-            while True:
-                try:
-                    chunk = await stream.receive_some(CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    return
-                if not chunk:
-                    return
-                self.rec.stderr(chunk)
-
-    async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
-        try:
-            pidfd = os.pidfd_open(popen.pid)
-        except (AttributeError, OSError):
-            pidfd = -1
-        try:
-            if pidfd >= 0:
-                await trio.lowlevel.wait_readable(pidfd)
-                _, status = os.waitpid(popen.pid, 0)
-            else:
-                _, status = await trio.to_thread.run_sync(os.waitpid, popen.pid, 0, abandon_on_cancel=True)
-        finally:
-            if pidfd >= 0:
-                os.close(pidfd)
-        code = os.waitstatus_to_exitcode(status)
-        popen.returncode = code
-        self.exit_code = code if code >= 0 else 128 - code
-        if code < 0:
-            self.rec.exit(signal=-code, pid=popen.pid)
-        else:
-            self.rec.exit(code=code, pid=popen.pid)
-        self._exited.set()
-
-    async def aclose(self) -> None:
-        """Close the server's stdin, wait ``grace`` s, SIGTERM its group, then SIGKILL."""
-        self._send_ch.close()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with trio.move_on_after(self.grace):
-                await self._exited.wait()
-            if self._exited.is_set() or self._popen is None:
-                break
-            try:
-                os.killpg(self._popen.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.rec.process("signal", signal=int(sig), reason="replay finished")
-        with trio.move_on_after(self.grace):
-            await self._exited.wait()
-        with trio.move_on_after(1.0):
-            await self._out_done.wait()

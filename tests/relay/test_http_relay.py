@@ -158,3 +158,13 @@ def test_shutdown_ends_open_exchanges(relay):
     relay.upstream_data(cid, 1, SSE_HEAD)
     items = relay.shutdown()
     assert of(items, r.ResponseEnded)[0].how == "tap_stopped" and relay.open_connections() == 0
+
+
+def test_international_upstream_host_is_idna_encoded() -> None:
+    from mcptap.relay.http_events import Upstream
+
+    assert Upstream.parse("http://exämple.org/mcp").host == "xn--exmple-cua.org"
+    import pytest as _pytest
+
+    with _pytest.raises(ValueError, match="international domain name"):
+        Upstream.parse("http://" + "ä" * 70 + ".org/")

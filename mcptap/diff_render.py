@@ -1,0 +1,54 @@
+"""Text rendering of a ``DiffReport`` (pure, level 3).
+
+``render_text(report, color=False) -> str``: one block per section (protocol,
+capabilities, serverInfo, tools, ..., latency), ``+`` / ``-`` / ``~`` marks,
+``!`` for breaking changes, ANSI colours when ``color``, then a one-line
+summary of exchange verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcptap.diff_surface import Item
+from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
+
+if TYPE_CHECKING:
+    from mcptap.diff import DiffReport
+
+_SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
+             "exchanges", "findings", "notifications", "latency")
+_MARK = {"added": "+", "new": "+", "removed": "-", "resolved": "-", "changed": "~", "shift": "~"}
+_COLOUR = {"+": "32", "-": "31", "~": "33", "!": "1;31"}
+
+
+def render_text(report: DiffReport, color: bool = False) -> str:
+    """The report as text lines (ANSI colours when ``color``); ends with a
+    one-line summary. Breaking changes are marked ``!``."""
+    def paint(code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    lines = [f"A: {report.a}", f"B: {report.b}"]
+    by: dict[str, list[Item]] = {}
+    for it in report.items:
+        by.setdefault(it.section, []).append(it)
+    for section in _SECTIONS + tuple(s for s in by if s not in _SECTIONS):
+        items = by.get(section)
+        if not items:
+            continue
+        lines.append(paint("1", section))
+        for it in items:
+            mark = _MARK.get(it.kind, "~")
+            text = f"  {mark} {it.detail}"
+            if it.breaking:
+                text = f"  ! {it.detail}  [breaking]"
+            lines.append(paint(_COLOUR["!" if it.breaking else mark], text))
+    c = report.counts
+    summary = (f"{c.get(MATCH, 0)} exchanges match, {c.get(CHANGED, 0)} changed, {c.get(ERROR_CHANGED, 0)} error-changed, "
+               f"{c.get(MISSING, 0)} only in A, {c.get(NEW, 0)} only in B")
+    if report.different:
+        summary += f"; {len(report.items)} difference(s), {report.breaking} breaking"
+    else:
+        summary += "; no differences"
+    lines.append(summary)
+    return "\n".join(lines) + "\n"

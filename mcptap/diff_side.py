@@ -1,0 +1,238 @@
+"""Streaming per-exchange summaries of one capture, for ``diff`` (pure, level 3).
+
+``summarize(path, masker) -> Side``: the capture is streamed once
+(``CaptureStream``) into compact arrays, one entry per exchange in request
+order: key hash (direction, method, tool/prompt/resource name and masked
+params), outcome hash (masked result or error), status (``NO_ANSWER`` /
+``RESULT`` / ``ERROR``), error code and record seqs; plus the server surface
+(``diff_surface.Surface``), finding counts, notification methods and latencies
+per label. Whole messages are not kept.
+
+``fetch(path, wanted) -> {seq: JSON}`` is the second, selective pass that
+re-reads only the records ``diff`` wants to show; ``request_and_response(side,
+idx, msgs)`` picks one exchange's request and response out of its result
+(batch members included). Both raise CaptureReadError.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptap.capture import CaptureStream
+from mcptap.diff_surface import SURFACE_METHODS, Surface
+from mcptap.protocol.framing import parse_json
+from mcptap.replay.mask import Masker
+
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
+         "resources/unsubscribe": "uri"}
+NO_ANSWER, RESULT, ERROR = 0, 1, 2
+
+
+def _label(direction: str, method: str, params: Any) -> str:
+    key = NAMED.get(method)
+    if key and isinstance(params, dict) and isinstance(params.get(key), str):
+        return f"{method} {params[key]}" if direction == "c2s" else f"s2c {method} {params[key]}"
+    return method if direction == "c2s" else f"s2c {method}"
+
+
+def _json(rec: dict[str, Any]) -> Any:
+    if "json" in rec:
+        return rec["json"]
+    raw = rec.get("raw")
+    if isinstance(raw, str):
+        return parse_json(raw.encode("utf-8"))[0]
+    return None
+
+
+@dataclass
+class Side:
+    """Summary of one capture (see module docstring). Arrays are indexed by
+    exchange number, in request order."""
+
+    path: str
+    header: dict[str, Any] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    label_methods: list[str] = field(default_factory=list)
+    label_ids: dict[str, int] = field(default_factory=dict)
+    label: array = field(default_factory=lambda: array("l"))
+    key: array = field(default_factory=lambda: array("q"))
+    out: array = field(default_factory=lambda: array("q"))
+    status: array = field(default_factory=lambda: array("b"))
+    code: array = field(default_factory=lambda: array("q"))
+    req_seq: array = field(default_factory=lambda: array("q"))
+    resp_seq: array = field(default_factory=lambda: array("q"))
+    batch_member: dict[int, int] = field(default_factory=dict)
+    latency: dict[int, array] = field(default_factory=dict)
+    surface: Surface = field(default_factory=Surface)
+    findings: Counter = field(default_factory=Counter)
+    notifications: Counter = field(default_factory=Counter)
+    messages: int = 0
+    stray: int = 0
+    truncated: bool = False
+    complete: bool = True
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+def summarize(path: str, masker: Masker) -> Side:
+    """Stream one capture into a Side. Raises CaptureReadError."""
+    stream = CaptureStream(path)
+    side = Side(path, stream.header)
+    pending: dict[Any, int] = {}
+    surface_params: dict[int, Any] = {}
+    fp = masker.fingerprint
+    label_ids, labels = side.label_ids, side.labels
+    a_label, a_key, a_out, a_status, a_code, a_req, a_resp = (side.label, side.key, side.out, side.status, side.code,
+                                                              side.req_seq, side.resp_seq)
+    findings, notes = side.findings, side.notifications
+
+    def add_request(seq: int, d: str, value: Any, member: int | None) -> None:
+        method = value.get("method")
+        params = value.get("params")
+        lab = _label(d, method, params)
+        lid = label_ids.get(lab)
+        if lid is None:
+            lid = label_ids[lab] = len(labels)
+            labels.append(lab)
+            side.label_methods.append(method if isinstance(method, str) else "?")
+        idx = len(a_key)
+        a_label.append(lid)
+        a_key.append(hash((lab, fp(params, method, "params"))))
+        a_out.append(0)
+        a_status.append(NO_ANSWER)
+        a_code.append(0)
+        a_req.append(seq)
+        a_resp.append(-1)
+        if member is None:
+            pending[seq] = idx
+        else:
+            pending[(seq, _hid(value.get("id")))] = idx
+            side.batch_member[idx] = member
+        if method in SURFACE_METHODS:
+            surface_params[idx] = params
+
+    def add_response(seq: int, pair: Any, value: Any, t_lat: Any) -> int | None:
+        idx = pending.pop(pair, None)
+        if idx is None:
+            idx = pending.pop((pair, _hid(value.get("id"))), None)
+        if idx is None:
+            return None
+        lid = a_label[idx]
+        method = side.label_methods[lid]
+        a_resp[idx] = seq
+        if "error" in value:
+            err = value["error"]
+            a_status[idx] = ERROR
+            c = err.get("code") if isinstance(err, dict) else None
+            a_code[idx] = c if isinstance(c, int) and -(1 << 62) < c < (1 << 62) else 0
+            a_out[idx] = fp(err, method, "error")
+        else:
+            a_status[idx] = RESULT
+            result = value.get("result")
+            a_out[idx] = fp(result, method, "result")
+            if method in SURFACE_METHODS:
+                side.surface.feed(method, surface_params.pop(idx, None), result)
+        if isinstance(t_lat, int):
+            lat = side.latency.get(lid)
+            if lat is None:
+                lat = side.latency[lid] = array("q")
+            lat.append(t_lat)
+        return lid
+
+    for rec in stream:
+        typ = rec.get("type")
+        fs = rec.get("findings")
+        if typ != "message":
+            if typ == "end":
+                fs = rec.get("unanswered")
+            if fs:
+                for f in fs:
+                    if f.get("severity") != "info":
+                        findings[(f.get("code"), typ)] += 1
+            continue
+        side.messages += 1
+        kind = rec.get("kind")
+        d = rec.get("dir")
+        seq = rec.get("seq")
+        subject = rec.get("method")
+        if kind == "request":
+            value = _json(rec)
+            if isinstance(value, dict):
+                add_request(seq, d, value, None)
+                if d == "c2s" and rec.get("rev"):
+                    side.surface.note_revision(rec["rev"])
+        elif kind == "response" or kind == "error":
+            value = _json(rec)
+            if isinstance(value, dict) and rec.get("pair") is not None:
+                lid = add_response(seq, rec["pair"], value, rec.get("latency_us"))
+                if lid is not None:
+                    subject = side.label_methods[lid]
+        elif kind == "notification":
+            notes[(d, subject)] += 1
+        elif kind == "batch":
+            value = _json(rec)
+            members = rec.get("members") or []
+            for m in members:
+                i = m.get("index")
+                item = value[i] if isinstance(value, list) and isinstance(i, int) and i < len(value) else None
+                if not isinstance(item, dict):
+                    continue
+                mk = m.get("kind")
+                if mk == "request":
+                    add_request(seq, d, item, i)
+                elif mk in ("response", "error") and m.get("pair") is not None:
+                    add_response(seq, m["pair"], item, m.get("latency_us"))
+                elif mk == "notification":
+                    notes[(d, m.get("method"))] += 1
+        else:
+            side.stray += 1
+        if fs:
+            for f in fs:
+                if f.get("severity") != "info":
+                    findings[(f.get("code"), subject or kind)] += 1
+    side.truncated = stream.truncated
+    side.complete = stream.end is not None
+    return side
+
+
+def _hid(v: Any) -> Any:
+    return v if isinstance(v, (int, str)) else repr(v)
+
+
+def fetch(path: str, wanted: set[int]) -> dict[int, Any]:
+    """Second pass: the parsed JSON of the message records whose seq is wanted."""
+    out: dict[int, Any] = {}
+    if not wanted:
+        return out
+    for rec in CaptureStream(path):
+        s = rec.get("seq")
+        if s in wanted and rec.get("type") == "message":
+            out[s] = _json(rec)
+            if len(out) == len(wanted):
+                break
+    return out
+
+
+def _member(value: Any, member: int | None, rid: Any = None) -> Any:
+    if isinstance(value, list):
+        if member is not None:
+            return value[member] if member < len(value) else None
+        for v in value:
+            if isinstance(v, dict) and v.get("id") == rid:
+                return v
+        return None
+    return value
+
+
+def request_and_response(side: Side, idx: int, msgs: dict[int, Any]) -> tuple[Any, Any]:
+    """(request, response) JSON-RPC objects of exchange ``idx`` of ``side`` out of
+    ``fetch``'s ``msgs`` (batch members picked out; None when absent)."""
+    req = _member(msgs.get(side.req_seq[idx]), side.batch_member.get(idx))
+    rid = req.get("id") if isinstance(req, dict) else None
+    rs = side.resp_seq[idx]
+    resp = _member(msgs.get(rs), None, rid) if rs >= 0 else None
+    return req, resp

@@ -1,0 +1,94 @@
+"""What the HTTP relay changes on the way through (pure, no I/O, no h11 state).
+
+RFC 9110 §7.6.1 (hop-by-hop fields) and §7.2 (Host):
+
+* ``strip_hop`` drops ``Connection``, the fields it names, ``Keep-Alive``,
+  ``Proxy-Connection``, ``TE`` and ``Upgrade``; ``Content-Length`` and
+  ``Transfer-Encoding`` stay, so the body framing is unchanged;
+* ``upstream_headers`` also sets ``Host`` to the upstream's authority (unless
+  ``keep_host``), keeps only the first Host field and adds one when missing;
+* ``wants_endpoint_rewrite`` / ``endpoint_rewrite_fn`` decide whether and how a
+  legacy HTTP+SSE ``endpoint`` event naming the upstream's own origin is pointed
+  back at the tap (the bytes are rewritten by ``relay/endpoint.py``).
+
+Everything else (names, case, order, values) is passed on unchanged.
+
+Shapes: header lists are ``[(name, value), …]`` of raw ``bytes`` in wire order
+and case (``http_events.Headers``); any iterable of pairs is accepted as input.
+Nothing here raises on peer input. ``upstream_headers`` raises
+UnicodeEncodeError for a non-ASCII upstream authority (``Upstream.parse`` does
+not IDNA-encode host names, so ``http://exämple.org`` gets that far).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+from mcptap.relay.http_events import Headers, Upstream, same_origin
+
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade"})
+
+
+def strip_hop(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+    """Drop hop-by-hop fields and those named by Connection (RFC 9110 §7.6.1)."""
+    items = list(raw)
+    named = set()
+    for n, v in items:
+        if n.lower() == b"connection":
+            named.update(t.strip().lower() for t in v.split(b","))
+    return [(n, v) for n, v in items if n.lower() not in HOP_BY_HOP and n.lower() not in named]
+
+
+def request_host(raw: Headers) -> str | None:
+    """The first ``Host`` value the client sent (latin-1 decoded), or None."""
+    return next((v.decode("latin-1") for n, v in raw if n.lower() == b"host"), None)
+
+
+def upstream_headers(raw: Headers, authority: str, keep_host: bool) -> tuple[Headers, bool]:
+    """Request headers as sent upstream: hop-by-hop fields dropped, one Host
+    (``authority``, or the client's own when ``keep_host``; inserted first when
+    the client sent none). Returns (headers, Host value differs from the
+    client's)."""
+    out: Headers = []
+    auth = authority.encode("ascii")
+    rewritten = False
+    have_host = False
+    for name, value in strip_hop(raw):
+        if name.lower() == b"host":
+            if have_host:
+                continue
+            have_host = True
+            if not keep_host and value != auth:
+                value = auth
+                rewritten = True
+        out.append((name, value))
+    if not have_host:
+        out.insert(0, (b"Host", auth))
+        rewritten = True
+    return out, rewritten
+
+
+def wants_endpoint_rewrite(method: bytes, status: int, raw: Headers) -> bool:
+    """True for a response that may carry the legacy ``endpoint`` event: a 200
+    to a GET whose media type is ``text/event-stream`` and that has no
+    Content-Length (rewriting would change a declared length)."""
+    if method != b"GET" or status != 200:
+        return False
+    ctype = next((v for n, v in raw if n.lower() == b"content-type"), b"")
+    has_length = any(n.lower() == b"content-length" for n, _ in raw)
+    return ctype.split(b";")[0].strip().lower() == b"text/event-stream" and not has_length
+
+
+def endpoint_rewrite_fn(up: Upstream, authority: str) -> Callable[[str], str | None]:
+    """The ``rewrite`` callback for ``EndpointRewriter``: an endpoint URL with
+    the upstream's origin gets ``http://{authority}`` instead (path, query and
+    fragment kept); any other value is kept (None)."""
+
+    def rewrite(data: str) -> str | None:
+        if not same_origin(data, up):
+            return None
+        u = urlsplit(data)
+        return urlunsplit(("http", authority, u.path, u.query, u.fragment))
+
+    return rewrite

@@ -1,0 +1,59 @@
+"""Which MCP session an observed HTTP exchange belongs to (pure).
+
+The session key of an exchange is:
+
+* Streamable HTTP: the ``Mcp-Session-Id`` request header (spec 2025-03-26 …
+  2025-11-25 basic/transports, sessions); the response to ``initialize``
+  assigns it, so an ``initialize`` POST sent without one takes the id from its
+  response head (``assigned``);
+* legacy HTTP+SSE (spec 2024-11-05): the ``session_id``/``sessionId`` query
+  parameter of the endpoint URI the server announced on its GET stream, else
+  the endpoint's ``path?query``; POSTs to that exact target belong to it;
+* None otherwise (stateless traffic: one logical client).
+
+``SessionKeys`` remembers the legacy endpoints of one tap. Shapes: request
+targets and endpoint keys are ``str`` (``path`` or ``path?query``); headers are
+``[(name, value), …]`` raw ``bytes``. Nothing here raises on peer input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from mcptap.protocol.http_rules import Headers, header
+
+
+class SessionKeys:
+    """Session keys of one tap's exchanges (see module doc)."""
+
+    def __init__(self) -> None:
+        self._legacy: dict[str, str] = {}      # endpoint "path?query" -> session key
+
+    def of_request(self, method: str, target: str, headers: Headers) -> tuple[Any, bool]:
+        """(session key or None, is a POST to a legacy HTTP+SSE endpoint)."""
+        sid = header(headers, "mcp-session-id")
+        legacy_key = self._legacy.get(target) if method == "POST" else None
+        return (legacy_key if legacy_key is not None else sid), legacy_key is not None
+
+    @staticmethod
+    def assigned(resp_headers: Headers, current: Any) -> Any:
+        """The session of an exchange once its response head arrived: the
+        response's ``Mcp-Session-Id`` if any, else ``current``."""
+        sid = header(resp_headers, "mcp-session-id")
+        return sid if sid is not None else current
+
+    def bind_endpoint(self, resolved: str, tap_origin: str) -> str | None:
+        """A legacy ``endpoint`` event announced absolute URI ``resolved``: when
+        it points at the tap (``tap_origin`` = ``http://host:port``, compared
+        case-insensitively), remember it and return its session key; else None
+        (the client would POST elsewhere, so nothing to correlate)."""
+        u = urlsplit(resolved)
+        if f"{u.scheme}://{u.netloc}".lower() != tap_origin.lower():
+            return None
+        key_target = u.path + (f"?{u.query}" if u.query else "")
+        q = parse_qs(u.query)
+        sid = (q.get("session_id") or q.get("sessionId") or [None])[0]
+        key = sid or key_target
+        self._legacy[key_target] = key
+        return key

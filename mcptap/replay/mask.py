@@ -1,0 +1,200 @@
+"""Volatile-field masking for comparing two answers to the same request (pure, level 3).
+
+``Masker(ignore=()).mask(value, method, root) -> value`` and
+``Masker.fingerprint(value, method, root) -> int`` (used by ``replay.compare``,
+``replay.plan`` and ``diff``).
+
+Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,
+session ids, cursors, task ids, request state, elicitation ids, and string
+values shaped like timestamps (ISO 8601) or UUIDs. The keys of 2026-07-28
+``inputRequests`` / ``inputResponses`` are the server's opaque names: only
+the requests themselves are compared. ``--ignore PATH`` adds more:
+a dotted path over the JSON-RPC message (``result.structuredContent.now``)
+where ``*`` matches one segment, ``**`` any number, ``[*]`` any list index and
+``[3]`` one; ``METHOD:`` in front limits it to one method
+(``tools/call:result.content``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+#: Keys whose values a server (or client) mints afresh on every run.
+VOLATILE_KEYS = frozenset({
+    "_meta", "progressToken", "sessionId", "requestState", "nextCursor", "cursor", "taskId",
+    "elicitationId", "subscriptionId", "timestamp", "createdAt", "lastUpdatedAt", "requestId",
+})
+MASKED = "<masked>"
+#: Maps keyed by opaque server-chosen names (2026-07-28 input rounds): compared as a list of values.
+OPAQUE_KEYED = frozenset({"inputRequests", "inputResponses"})
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+#: Prefilter on serialized JSON: when it does not match, nothing needs masking.
+_HINT = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(VOLATILE_KEYS | OPAQUE_KEYED)) + rb')"'
+                   rb'|"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"')
+_SORT = orjson.OPT_SORT_KEYS
+
+
+def _volatile_value(v: str) -> bool:
+    return len(v) >= 16 and (bool(_TIMESTAMP.match(v)) or bool(_UUID.match(v)))
+
+
+# -- ignore patterns ------------------------------------------------------------
+
+_SEG = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """One compiled ``--ignore`` path: ``method`` (or None for any) and its segments."""
+
+    method: str | None
+    segments: tuple[str, ...]
+    text: str
+
+
+def parse_ignore(text: str) -> Pattern:
+    """Compile an ``--ignore`` path. Raises ValueError on an empty path."""
+    method = None
+    body = text.strip()
+    if ":" in body.split(".")[0] and not body.startswith("["):
+        method, body = body.split(":", 1)
+    segs = []
+    for m in _SEG.finditer(body):
+        segs.append(f"[{m.group(1)}]" if m.group(1) is not None else m.group(2))
+    if not segs:
+        raise ValueError(f"empty ignore path {text!r}")
+    return Pattern(method, tuple(segs), text)
+
+
+def _seg_match(pat: str, seg: str) -> bool:
+    if pat == seg:
+        return True
+    if pat == "*":
+        return not seg.startswith("[")
+    if pat == "[*]":
+        return seg.startswith("[")
+    return False
+
+
+def _advance(states: frozenset[tuple[int, int]], pats: Sequence[Pattern], seg: str) -> tuple[frozenset[tuple[int, int]], bool]:
+    """NFA step over one path segment. Returns (next states, a pattern ended here)."""
+    out: set[tuple[int, int]] = set()
+    hit = False
+    todo = list(states)
+    seen = set(todo)
+    while todo:
+        pi, k = todo.pop()
+        segs = pats[pi].segments
+        if k < len(segs) and segs[k] == "**":
+            if (pi, k + 1) not in seen:       # ** matching zero segments
+                seen.add((pi, k + 1))
+                todo.append((pi, k + 1))
+            out.add((pi, k))                  # ** eating this segment
+            if k + 1 == len(segs):
+                hit = True
+            continue
+        if k < len(segs) and _seg_match(segs[k], seg):
+            if k + 1 == len(segs):
+                hit = True
+            else:
+                out.add((pi, k + 1))
+    return frozenset(out), hit
+
+
+class Masker:
+    """Masks volatile fields (and ``--ignore`` paths) out of JSON values.
+
+    ``mask(value, method, root)``: a copy of ``value`` with volatile parts
+    replaced by ``"<masked>"`` (``value`` itself when nothing was masked).
+    ``root`` names ``value``'s place in the message (``"result"``, ``"params"``,
+    ``"error"``) so ignore paths can start from the message envelope.
+    ``fingerprint(value, method, root)``: a hash of the masked value (int),
+    fast when nothing is volatile (one serialization and one regex scan).
+    """
+
+    def __init__(self, ignore: Iterable[str | Pattern] = ()) -> None:
+        self.patterns = [p if isinstance(p, Pattern) else parse_ignore(p) for p in ignore]
+
+    def _states(self, method: str | None, root: str) -> frozenset[tuple[int, int]]:
+        live = frozenset((i, 0) for i, p in enumerate(self.patterns) if p.method is None or p.method == method)
+        if not live:
+            return live
+        st, _ = _advance(live, self.patterns, root)
+        return st
+
+    def mask(self, value: Any, method: str | None = None, root: str = "result") -> Any:
+        states = self._states(method, root) if self.patterns else frozenset()
+        return self._mask(value, states)
+
+    def _mask(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:
+        if isinstance(value, dict):
+            out = None
+            for k, v in value.items():
+                nv = v
+                if k == "_meta":          # metadata, not content: its presence is volatile too
+                    if out is None:
+                        out = dict(value)
+                    del out[k]
+                    continue
+                if k in VOLATILE_KEYS:
+                    nv = MASKED
+                else:
+                    sub = states
+                    hit = False
+                    if states:
+                        sub, hit = _advance(states, self.patterns, k)
+                    if hit:
+                        nv = MASKED
+                    elif k in OPAQUE_KEYED and isinstance(v, dict):
+                        vals = [self._mask(x, sub) for x in v.values()]
+                        nv = sorted(vals, key=lambda x: orjson.dumps(x, option=_SORT))
+                    elif isinstance(v, (dict, list)):
+                        nv = self._mask(v, sub)
+                    elif isinstance(v, str) and _volatile_value(v):
+                        nv = MASKED
+                if nv is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = nv
+            return value if out is None else out
+        if isinstance(value, list):
+            outl = None
+            for i, v in enumerate(value):
+                sub = states
+                hit = False
+                if states:
+                    sub, hit = _advance(states, self.patterns, f"[{i}]")
+                nv = v
+                if hit:
+                    nv = MASKED
+                elif isinstance(v, (dict, list)):
+                    nv = self._mask(v, sub)
+                elif isinstance(v, str) and _volatile_value(v):
+                    nv = MASKED
+                if nv is not v:
+                    if outl is None:
+                        outl = list(value)
+                    outl[i] = nv
+            return value if outl is None else outl
+        if isinstance(value, str) and _volatile_value(value):
+            return MASKED
+        return value
+
+    def fingerprint(self, value: Any, method: str | None = None, root: str = "result") -> int:
+        if isinstance(value, dict) and "_meta" in value:
+            value = {k: v for k, v in value.items() if k != "_meta"}
+        if value == {}:
+            value = None                  # absent params and empty params are the same request
+        try:
+            data = orjson.dumps(value, option=_SORT)
+        except (TypeError, orjson.JSONEncodeError):
+            return hash(repr(value))
+        if not self.patterns and _HINT.search(data) is None:
+            return hash(data)
+        return hash(orjson.dumps(self.mask(value, method, root), option=_SORT))

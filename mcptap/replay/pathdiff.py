@@ -1,0 +1,115 @@
+"""JSON-path differences between two JSON values (pure, level 3).
+
+``json_diff(a, b, path="", limit=MAX_PATHS) -> list[PathChange]``: paths such as
+``result.content[0].text`` or ``result.tools[name=echo]`` (lists of objects with
+a unique ``name`` / ``uri`` / ``uriTemplate`` are compared by that key, other
+lists by index). Used by ``replay.compare`` for CHANGED verdicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+MAX_PATHS = 25
+
+
+@dataclass(frozen=True, slots=True)
+class PathChange:
+    """One difference: ``path`` (``result.tools[name=echo]``), ``kind``
+    (``added`` / ``removed`` / ``changed``) and the two values (None when absent)."""
+
+    path: str
+    kind: str
+    a: Any = None
+    b: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path, "kind": self.kind}
+        if self.kind != "added":
+            d["a"] = _preview(self.a)
+        if self.kind != "removed":
+            d["b"] = _preview(self.b)
+        return d
+
+
+def _preview(v: Any, limit: int = 200) -> Any:
+    if isinstance(v, (dict, list)):
+        text = orjson.dumps(v).decode()
+        return v if len(text) <= limit else text[:limit] + "…"
+    if isinstance(v, str) and len(v) > limit:
+        return v[:limit] + "…"
+    return v
+
+
+_LIST_KEYS = ("name", "uri", "uriTemplate")
+
+
+def _list_key(a: list[Any], b: list[Any]) -> str | None:
+    """The key that identifies members of both lists (tools by name...), if any."""
+    items = a + b
+    if not items or not all(isinstance(x, dict) for x in items):
+        return None
+    for k in _LIST_KEYS:
+        va = [x.get(k) for x in a]
+        vb = [x.get(k) for x in b]
+        if all(isinstance(v, str) for v in va + vb) and len(set(va)) == len(va) and len(set(vb)) == len(vb):
+            return k
+    return None
+
+
+def json_diff(a: Any, b: Any, path: str = "", limit: int = MAX_PATHS) -> list[PathChange]:
+    """Differences between two JSON values as path changes (at most ``limit``).
+    Lists of objects with a unique ``name``/``uri``/``uriTemplate`` are
+    compared by that key, other lists by index."""
+    out: list[PathChange] = []
+    _diff(a, b, path, out, limit)
+    return out
+
+
+def _diff(a: Any, b: Any, path: str, out: list[PathChange], limit: int) -> None:
+    if len(out) >= limit or a == b and type(a) is type(b):
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in a:
+            if len(out) >= limit:
+                return
+            p = f"{path}.{k}" if path else str(k)
+            if k not in b:
+                out.append(PathChange(p, "removed", a[k], None))
+            else:
+                _diff(a[k], b[k], p, out, limit)
+        for k in b:
+            if k not in a and len(out) < limit:
+                out.append(PathChange(f"{path}.{k}" if path else str(k), "added", None, b[k]))
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        key = _list_key(a, b)
+        if key is not None:
+            da = {x[key]: x for x in a}
+            db = {x[key]: x for x in b}
+            for k, v in da.items():
+                p = f"{path}[{key}={k}]"
+                if k not in db:
+                    if len(out) < limit:
+                        out.append(PathChange(p, "removed", v, None))
+                else:
+                    _diff(v, db[k], p, out, limit)
+            for k, v in db.items():
+                if k not in da and len(out) < limit:
+                    out.append(PathChange(f"{path}[{key}={k}]", "added", None, v))
+            return
+        for i in range(max(len(a), len(b))):
+            if len(out) >= limit:
+                return
+            p = f"{path}[{i}]"
+            if i >= len(b):
+                out.append(PathChange(p, "removed", a[i], None))
+            elif i >= len(a):
+                out.append(PathChange(p, "added", None, b[i]))
+            else:
+                _diff(a[i], b[i], p, out, limit)
+        return
+    out.append(PathChange(path or "$", "changed", a, b))
