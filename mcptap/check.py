@@ -26,7 +26,7 @@ from mcptap.capture import CaptureStream
 from mcptap.errors import CaptureReadError
 from mcptap.filters import record_findings
 from mcptap.protocol.codes import CODES, finding
-from mcptap.recorder import reannotate
+from mcptap.reannotate import reannotate
 
 FAIL_ON = ("error", "warn", "info", "never")
 SEVERITY_RANK = _RANK = {"info": 0, "warn": 1, "error": 2}

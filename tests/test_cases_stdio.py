@@ -109,7 +109,7 @@ def test_stdio_case_pairs(w: Wire, tmp_path) -> None:
 def test_reannotation_reproduces_the_recorded_annotations(tmp_path) -> None:
     """check/show re-annotate from raw bytes: same rules, same findings and pairs."""
     from mcptap.capture import CaptureStream
-    from mcptap.recorder import reannotate
+    from mcptap.reannotate import reannotate
 
     for w in STDIO:
         path = tmp_path / f"{w.case}-{w.name}.jsonl"

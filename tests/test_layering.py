@@ -10,7 +10,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 
 LEVELS = {
     "mcptap.errors": 0, "mcptap.model": 0, "mcptap": 0,
-    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.recorder": 1, "mcptap.redact": 1, "mcptap.paths": 1,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
     "mcptap.filter_parse": 1,
     "mcptap.relay": 2,
     "mcptap.diff": 3, "mcptap.diff_surface": 3, "mcptap.summary": 3, "mcptap.render": 3, "mcptap.summary": 3, "mcptap.check": 3, "mcptap.report": 3, "mcptap.replay.plan": 3, "mcptap.replay.compare": 3,

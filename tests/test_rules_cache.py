@@ -12,7 +12,7 @@ import pytest
 from casefiles import CASES, wires
 from mcptap.capture import CaptureStream
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.recorder import reannotate
+from mcptap.reannotate import reannotate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_cases_stdio import record_wire  # noqa: E402

@@ -76,7 +76,7 @@ def check_capture(path: Path) -> list[dict]:
         assert cap.end[d]["bytes"] == len(raw) > 0
     # today's full rules, including schema shape checks, agree: no errors, no warnings
     from mcptap.capture import CaptureStream
-    from mcptap.recorder import reannotate
+    from mcptap.reannotate import reannotate
 
     stream = CaptureStream(str(path))
     again = [(r["seq"], f) for r in reannotate(stream.header, stream, shapes=True) for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] != "info"]
