@@ -51,8 +51,11 @@ class HttpRelay:
     """
 
     def __init__(self, upstream: Upstream, keep_host: bool = False, rewrite_endpoint: bool = True,
-                 listen_authority: str = "127.0.0.1") -> None:
+                 listen_authority: str = "127.0.0.1", allowed_hosts: frozenset[str] | None = None) -> None:
         self.upstream = upstream
+        #: Host names (lower-case, IPv6 in brackets) the tap serves; None: any.
+        #: A loopback tap refuses others with 403 (DNS rebinding protection).
+        self.allowed_hosts = allowed_hosts
         self.keep_host = keep_host
         self.rewrite_endpoint = rewrite_endpoint
         self.listen_authority = listen_authority

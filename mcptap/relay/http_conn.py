@@ -51,7 +51,7 @@ class ExchangeState:
     rewrites_seen: int = 0
     #: a 502 decided before the client finished sending its request: sent once
     #: the request body is read, so the capture keeps the request (detail, how)
-    pending_502: tuple[str, str] | None = None
+    pending_502: tuple[int, bytes, str, str] | None = None
 
 
 def tap_response(status: int, reason: bytes, text: str) -> list[Any]:
@@ -118,9 +118,9 @@ class ConnRelay:
                     if ex.forward:
                         self._send_up(h11.EndOfMessage(headers=strip_hop(ev.headers.raw_items())), out)
                     elif ex.pending_502 is not None:
-                        detail, how = ex.pending_502
+                        status, reason, detail, how = ex.pending_502
                         ex.pending_502 = None
-                        self._bad_gateway(ex, detail, how, out)
+                        self._refuse(ex, status, reason, detail, how, out)
                         return
                 self._cycle(out)
             elif t is h11.ConnectionClosed:
@@ -131,6 +131,15 @@ class ConnRelay:
         raw = list(ev.headers.raw_items())
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
+        allowed = self.relay.allowed_hosts
+        if allowed is not None and _host_name(ex.host_in) not in allowed:
+            # DNS rebinding: a web page whose name resolves to 127.0.0.1 must not reach the
+            # upstream through the tap (the tap rewrites Host, hiding the page's name from it)
+            out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
+                                      ev.http_version.decode("latin-1"), raw, False, False))
+            self._refuse(ex, 403, b"Forbidden", f"Host {ex.host_in!r} is not a loopback name; refused (DNS rebinding "
+                         "protection; --allow-remote lifts it)", "host_rejected", out)
+            return
         up_headers, rewritten = upstream_headers(raw, self.relay.upstream.authority, self.relay.keep_host)
         if self.up is None or self.up.our_state is not h11.IDLE or self.up_eof:
             if self.up is not None:
@@ -248,13 +257,18 @@ class ConnRelay:
             self._close_client(out, abort=True)
 
     def _bad_gateway(self, ex: ExchangeState, detail: str, how: str, out: list[Any]) -> None:
+        self._refuse(ex, 502, b"Bad Gateway", detail, how, out)
+
+    def _refuse(self, ex: ExchangeState, status: int, reason: bytes, detail: str, how: str, out: list[Any]) -> None:
+        """Answer the exchange from the tap itself (502 upstream failure, 403
+        refused Host), once the request body is read so the capture keeps it."""
         ex.forward = False
         if not ex.req_done:
-            ex.pending_502 = (detail, how)
+            ex.pending_502 = (status, reason, detail, how)
             return
         ok = self.client.our_state is h11.SEND_RESPONSE
         if ok:
-            head, body, end = tap_response(502, b"Bad Gateway", f"mcptap: {detail}\n")
+            head, body, end = tap_response(status, reason, f"mcptap: {detail}\n")
             ok = self._send_client(head, out)
             ok = ok and self._send_client(body, out) and self._send_client(end, out)
         ex.resp_done = True
@@ -397,3 +411,13 @@ class ConnRelay:
             self.up = None
         out.append(ConnClosed(self.id, "tap", idle=not busy))
         self._close_client(out, abort=busy)
+
+
+def _host_name(host: str | None) -> str:
+    """The name part of a Host header value, lower-case, brackets kept for IPv6."""
+    if not host:
+        return ""
+    h = host.strip().lower()
+    if h.startswith("["):
+        return h[: h.find("]") + 1] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h

@@ -58,6 +58,14 @@ class HttpTapConfig:
     connect_timeout: float = 10.0
 
 
+#: Host header names a loopback tap answers to (plus its own listen address).
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def _bracket(host: str) -> str:
+    return f"[{host.lower()}]" if ":" in host and not host.startswith("[") else host.lower()
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -128,7 +136,8 @@ class HttpTap:
         host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"
         authority = f"{host}:{port}"
         self.relay = r.HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
-                                 listen_authority=authority)
+                                 listen_authority=authority,
+                                 allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {_bracket(cfg.listen_host)})
         if self.rec is not None:
             self.observer = HttpObserver(self.rec, self.upstream, listen_authority=authority, record_secrets=cfg.record_secrets)
         self.url = f"http://{authority}{self.upstream.path}"

@@ -134,7 +134,7 @@ async def test_request_body_sent_after_the_headers_is_recorded_when_upstream_is_
             h, p = url.split("//")[1].split("/")[0].split(":")
             stream = await trio.open_tcp_stream(h, int(p))
             body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode()
-            await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                   b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body))
             await trio.sleep(0.3)              # the upstream connect fails meanwhile
             await stream.send_all(body)
@@ -146,6 +146,31 @@ async def test_request_body_sent_after_the_headers_is_recorded_when_upstream_is_
     assert got.startswith(b"HTTP/1.1 502")
     msgs = [r for r in records(tmp_path) if r["type"] == "message"]
     assert [(m["dir"], m.get("id"), m.get("method")) for m in msgs] == [("c2s", 7, "tools/list")]
+
+
+async def test_foreign_host_is_refused_by_a_loopback_tap(tmp_path):
+    """DNS rebinding: evil.example resolving to 127.0.0.1 must not reach the upstream."""
+    async with upstream_server() as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        h, p = url.split("//")[1].split("/")[0].split(":")
+        for host, want in ((b"evil.example:%s" % p.encode(), b"HTTP/1.1 403"), (b"localhost:%s" % p.encode(), b"HTTP/1.1 200")):
+            stream = await trio.open_tcp_stream(h, int(p))
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+            await stream.send_all(b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+                                  b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            got = b""
+            with trio.move_on_after(5):
+                while not got.endswith(b"}") and not b"refused" in got:
+                    chunk = await stream.receive_some(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+            await stream.aclose()
+            assert got.startswith(want), (host, got[:80])
+    recs = records(tmp_path)
+    refused = [f for r in recs for f in r.get("findings", ()) if f["code"] == "http.host_rejected"]
+    assert len(refused) == 1 and "evil.example" in refused[0]["message"]
+    # the refused request is still in the capture
+    assert sum(1 for r in recs if r["type"] == "message" and r["dir"] == "c2s") == 2
 
 
 async def test_many_concurrent_connections(tmp_path):
