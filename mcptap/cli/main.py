@@ -14,6 +14,7 @@ error; ``record`` exits with the server's own status (see record.py).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -68,9 +69,35 @@ def main(argv: list[str] | None = None) -> None:
     from mcptap.errors import McptapError
 
     try:
-        mcptap.main(args=argv, prog_name="mcptap")
+        try:
+            mcptap.main(args=argv, prog_name="mcptap", standalone_mode=False)
+        finally:
+            sys.stdout.flush()
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("mcptap: interrupted", err=True)
+        sys.exit(130)
     except McptapError as exc:
         click.echo(f"mcptap: {exc}", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        # `mcptap show … | head`: the reader left; not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's final flush
+        except OSError:
+            pass
+        sys.exit(0)
+    except OSError as exc:
+        # our own output could not be written (disk full, closed terminal)
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        click.echo(f"mcptap: cannot write output: {exc.strerror or exc}", err=True)
         sys.exit(2)
 
 
