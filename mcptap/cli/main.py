@@ -70,9 +70,13 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         try:
-            mcptap.main(args=argv, prog_name="mcptap", standalone_mode=False)
+            # standalone_mode=False: click returns ctx.exit()'s code instead of exiting,
+            # so output errors can be reported here as one line
+            rc = mcptap.main(args=argv, prog_name="mcptap", standalone_mode=False)
         finally:
             sys.stdout.flush()
+        if isinstance(rc, int) and not isinstance(rc, bool):
+            sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
