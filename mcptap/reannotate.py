@@ -76,6 +76,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
     from mcptap.protocol import shapes as shape_rules
 
     methods: dict[int, str | None] = {}        # open requests: seq -> method
+    opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
     last_seq, last_t = 0, 0
     severities = {"error": 0, "warn": 0, "info": 0}
     codes: dict[str, int] = {}
@@ -96,27 +97,25 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
             kind = r.get("kind")
             if kind == "request":
                 methods[r["seq"]] = r.get("method")
+                opened[r["seq"]] = {"seq": r["seq"], "dir": r["dir"], "id": r.get("id"), "method": r.get("method"),
+                                    **({"session": r["session"]} if "session" in r else {})}
+            answered = methods.pop(r["pair"], None) if kind in ("response", "error") and "pair" in r else None
+            if kind in ("response", "error") and "pair" in r:
+                opened.pop(r["pair"], None)
             if shapes:
                 extra: list[Finding] = []
                 value = r.get("json", UNPARSED)
                 if value is UNPARSED and ("raw" in r or "raw_b64" in r):
                     value = parse_json(decode_bytes(r, "raw") or b"")[0]
-                d = _DIRS[r["dir"]]
-                rev = r.get("rev")
                 if isinstance(value, dict):
+                    d = _DIRS[r["dir"]]
                     if kind in ("request", "notification") and isinstance(r.get("method"), str):
-                        extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), rev)
-                    elif kind == "response" and "pair" in r:
-                        m = methods.pop(r["pair"], None)
-                        if m is not None:
-                            extra = shape_rules.check(d, Kind.RESPONSE, m, value.get("result"), rev)
-                elif kind in ("response", "error") and "pair" in r:
-                    methods.pop(r["pair"], None)
+                        extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), r.get("rev"))
+                    elif kind == "response" and answered is not None:
+                        extra = shape_rules.check(d, Kind.RESPONSE, answered, value.get("result"), r.get("rev"))
                 if extra:
                     r = dict(r)
                     r["findings"] = list(r.get("findings", ())) + [f.to_json() for f in extra]
-            elif kind in ("response", "error") and "pair" in r:
-                methods.pop(r["pair"], None)
             if light:
                 r = {k: v for k, v in r.items() if k in _LIGHT_KEYS}
         fs = r.get("findings")
@@ -127,11 +126,11 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
         yield r
     if end is None:
         # cut short: what is still open has no answer in the capture (info, as the full path says)
-        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {m} has no answer in the capture, which was cut short",
-                      {"seq": seq, "method": m}, severity=Severity.INFO).to_json() for seq, m in methods.items()]
+        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={p['id']!r} has no answer in the capture, which was cut short",
+                      p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
         count(fs)
         yield {"type": "end", "seq": last_seq + 1, "t_us": last_t, "severities": severities, "codes": dict(sorted(codes.items())),
-               "pending": [{"seq": seq, "method": m} for seq, m in methods.items()], "unanswered": fs, "incomplete": True}
+               "pending": list(opened.values()), "unanswered": fs, "incomplete": True}
         return
     out = dict(end)
     for f in end.get("unanswered", ()):

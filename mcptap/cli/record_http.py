@@ -103,10 +103,10 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         return EX_USAGE
     writer, problem, path = _open_capture(output, tap)
     if problem is not None:
-        if strict_capture:
-            _say(f"{problem}; not starting (--strict-capture)")
-            return EX_IOERR
-        _say(f"{problem}; relaying WITHOUT recording")
+        # unlike the stdio tap, no host's session depends on this proxy starting:
+        # a tap that cannot record is refused rather than run blind
+        _say(f"{problem}; not starting")
+        return EX_IOERR if strict_capture else EX_USAGE
     rec = Recorder(writer, "http", target={"url": shown})
     tap.rec = rec
     try:

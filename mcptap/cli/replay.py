@@ -12,6 +12,7 @@ could not replay (unreadable capture, server cannot be started or reached).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Any
 
@@ -151,6 +152,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         ctx.exit(2)
     try:
         path = str(output or default_capture_path(list(cmd) or [url or "http"]))
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise McptapError(f"{path}: not a regular file")
         writer = CaptureWriter.open(path)
     except (McptapError, OSError) as exc:
         _say(f"cannot create the new capture: {exc}")
@@ -186,4 +189,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
         click.echo(f"new capture: {path}")
+    if writer.failed is not None:
+        # the comparison stands, but the new capture is not whole: say so, and fail
+        _say(f"new capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
+        ctx.exit(2)
     ctx.exit(1 if changed else 0)

@@ -18,7 +18,7 @@ from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_response, request_meta
-from mcptap.protocol.pairing import Pairing, Pending
+from mcptap.protocol.pairing import Pairing, Pending, _Window
 
 try:  # the capability tables are optional at import so a broken table never kills a relay
     from mcptap.protocol import capabilities as _caps
@@ -48,10 +48,19 @@ class Annotator:
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._cursors = conventions.Cursors()
         self._scope: Any = None
+        self._exchanges = _Window(4096)
         self._assumed: set[Any] = set()
 
     # -- state ------------------------------------------------------------------
     def session(self, session: Any = None) -> SessionState:
+        """The state of ``session`` (a session id, None on stdio, or an
+        ("exchange", n) scope for stateless HTTP, kept in a bounded window)."""
+        if isinstance(session, tuple):
+            st = self._exchanges.get(session)
+            if st is None:
+                st = SessionState(standalone=True)
+                self._exchanges.add(session, st)
+            return st
         st = self._sessions.get(session)
         if st is None:
             st = self._sessions[session] = SessionState()
@@ -87,6 +96,11 @@ class Annotator:
             self._sessions[new] = st
         self.pairing.rename_session(old, new)
 
+    def transport_answered(self, p: Pending) -> None:
+        """The tap itself answered request ``p`` (HTTP 403 refused Host, 502
+        upstream failure): it is no longer awaiting the server."""
+        self.pairing.complete(p)
+
     def transport_cancel(self, p: Pending, why: str) -> Finding:
         """The transport cancelled request ``p`` (2026-07-28 Streamable HTTP:
         the client closing the response stream IS the cancellation)."""
@@ -116,15 +130,16 @@ class Annotator:
             self._framing(frame, msg)
         elif len(frame.raw) > self.large_message:
             out.append(finding("framing.large_message", f"{len(frame.raw)} bytes in one message"))
-        st = self.session(session)
+        exchange = transport.get("exchange") if transport else None
+        # Scope: the session. HTTP traffic without Mcp-Session-Id is stateless:
+        # each POST carries its request and gets its answers on its own
+        # response, independent clients (of either era) may reuse ids, and the
+        # server keeps no state between POSTs, so each exchange is its own scope
+        # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers).
+        self._scope = ("exchange", exchange) if session is None and exchange is not None and self.transport == "http" else session
+        st = self.session(self._scope)
         msg.phase = st.phase
         msg.revision = st.revision
-        exchange = transport.get("exchange") if transport else None
-        # Pairing scope: the session. HTTP traffic without Mcp-Session-Id is
-        # stateless: each POST carries its request and gets its answers on its
-        # own response, and independent clients may reuse ids, so each exchange
-        # is its own scope (spec 2026-07-28 HTTP; legacy stateless servers).
-        self._scope = ("exchange", exchange) if session is None and exchange is not None and self.transport == "http" else session
         if cls.kind is Kind.NON_JSON:
             self._non_json(frame, msg)
             self._last_unparsed[(session, direction)] = msg

@@ -70,6 +70,9 @@ class SessionState:
     server_info: dict[str, Any] | None = None
     initialize_seq: int | None = None
     initialized_missing_reported: bool = False
+    #: a stateless HTTP exchange: whatever lifecycle the client went through
+    #: happened elsewhere, so phase rules do not apply (only initialize does)
+    standalone: bool = False
     #: capability verdicts per (method, kind, sender, revision, caps known);
     #: cleared whenever the negotiated capabilities change
     cap_cache: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
@@ -135,6 +138,8 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
             return
     if st.era == "modern":
         msg.phase = Phase.STATELESS
+        return
+    if st.standalone and st.phase is Phase.BEFORE_INITIALIZE:
         return
     code = allowed(st.phase, sender, kind, method)
     if code is None:

@@ -329,6 +329,9 @@ class HttpObserver:
         pend = [] if it.how == "tap_stopped" else self._pending_of(e)
         if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
             self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
+        if it.how in ("host_rejected", "upstream_failed", "bad_response") and not it.response_started:
+            for p in pend:
+                self.rec.annotator.transport_answered(p)   # the tap answered (403/502)
         cancels: list[Finding] = []
         if it.how == "client_closed" and e.mode == "sse":
             cancels = [self.rec.annotator.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")

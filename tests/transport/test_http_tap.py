@@ -123,6 +123,9 @@ async def test_unreachable_upstream_gives_502_and_tap_keeps_serving(tmp_path):
     recs = records(tmp_path)
     fails = [f for r in recs for f in r.get("findings", ()) if f["code"] == "http.upstream_failed"]
     assert len(fails) == 2 and all(f["severity"] == "error" for f in fails)
+    # the tap answered them (502): not also "unanswered"
+    end = recs[-1]
+    assert end["type"] == "end" and end["pending"] == [] and "unanswered" not in end
 
 
 async def test_request_body_sent_after_the_headers_is_recorded_when_upstream_is_down(tmp_path):
