@@ -232,7 +232,7 @@ async def test_real_sdk_session_checks_clean_and_shows_its_tools(tmp_path: Path)
     from mcp.client.stdio import StdioServerParameters
 
     cap = tmp_path / "sdk.jsonl"
-    async with Client(StdioServerParameters(command=sys.executable, args=tap(cap, E2E / "sdk_stdio_server.py")), mode="legacy") as client:
+    async with Client(StdioServerParameters(command=sys.executable, args=tap(cap, E2E / "sdk_server.py")), mode="legacy") as client:
         await client.call_tool("echo", {"text": "hi"})
         await client.call_tool("slow", {"steps": 2}, progress_callback=lambda p, t, m: None)
     r = run("check", "--fail-on", "warn", str(cap))

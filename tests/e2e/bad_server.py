@@ -28,9 +28,13 @@ def main() -> None:
         msg = json.loads(line)
         method, mid = msg.get("method"), msg.get("id")
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": msg["params"]["protocolVersion"],
-                                                          "capabilities": {"tools": {}}, "serverInfo": {"name": "bad", "version": "0.1"}}})
-            send({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"})
+            # one write: the tap must see roots/list before the client's initialized
+            # (two writes race with the client's answer across the two pipes)
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bad", "version": "0.1"}}}, separators=(",", ":")) + "\n"
+                + json.dumps({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
         elif method == "notifications/initialized":
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             # both pings written before the client can answer the first

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
+from peers import free_port, listening
 from mcptap.capture import CaptureWriter, read_capture
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -54,32 +54,12 @@ def ensure_everything() -> Path:
     return pre
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @asynccontextmanager
 async def everything(mode: str):
     pre = ensure_everything()
     port = free_port()
-    proc = subprocess.Popen(["node", "--require", str(pre), str(PKG), mode], env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(30):
-            while True:
-                try:
-                    s = await trio.open_tcp_stream("127.0.0.1", port)
-                    await s.aclose()
-                    break
-                except OSError:
-                    assert proc.poll() is None, "server-everything died at start"
-                    await trio.sleep(0.1)
+    async with listening(["node", "--require", str(pre), str(PKG), mode], port, env={**os.environ, "PORT": str(port)}):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @asynccontextmanager

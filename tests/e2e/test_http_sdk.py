@@ -7,8 +7,6 @@ message, paired, with no error findings, and digests of what crossed the tap.
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,12 +16,13 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
+from peers import free_port, listening
 from mcptap.capture import CaptureWriter, read_capture
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 
 pytestmark = pytest.mark.e2e
-SERVER = Path(__file__).parent / "sdk_http_server.py"
+SERVER = Path(__file__).parent / "sdk_server.py"
 
 EXPECTED = {
     "tools": ["add", "boom", "echo", "slow"], "echo": "héllo ☕", "add": "42", "slow": "counted to 3",
@@ -32,30 +31,11 @@ EXPECTED = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @asynccontextmanager
 async def sdk_server(*args: str):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(20):
-            while True:
-                try:
-                    s = await trio.open_tcp_stream("127.0.0.1", port)
-                    await s.aclose()
-                    break
-                except OSError:
-                    assert proc.poll() is None, "SDK server died at start"
-                    await trio.sleep(0.05)
+    async with listening([sys.executable, str(SERVER), str(port), *args], port):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(5)
 
 
 @asynccontextmanager

@@ -25,7 +25,7 @@ HERE = Path(__file__).parent
 def tapped(capture: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mcptap.cli.main", "record", "--quiet", "-o", str(capture), "--", sys.executable, str(HERE / "sdk_stdio_server.py")],
+        args=["-m", "mcptap.cli.main", "record", "--quiet", "-o", str(capture), "--", sys.executable, str(HERE / "sdk_server.py")],
     )
 
 

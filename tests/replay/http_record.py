@@ -4,14 +4,17 @@ to run the SDK server over HTTP on a free loopback port."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
 import trio
+
+import sys as _sys
+
+_sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from peers import free_port, listening  # noqa: E402
 
 from mcptap.capture import CaptureWriter
 from mcptap.recorder import Recorder
@@ -20,32 +23,13 @@ from mcptap.transport.http import HttpTap, HttpTapConfig
 HERE = Path(__file__).resolve().parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @asynccontextmanager
 async def http_server(version: str) -> AsyncIterator[str]:
     """The SDK test server (tests/replay/sdk_server.py) on HTTP; yields its MCP URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_server.py"), version, "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(30):
-            while True:
-                try:
-                    s = await trio.open_tcp_stream("127.0.0.1", port)
-                    await s.aclose()
-                    break
-                except OSError:
-                    assert proc.poll() is None, "SDK server died at start"
-                    await trio.sleep(0.05)
+    async with listening([sys.executable, str(HERE / "sdk_server.py"), version, "--http", str(port)], port):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 async def record_http(era: str, out: str, version: str) -> None:

@@ -1,10 +1,12 @@
-"""A well-behaved MCP server on the official SDK (mcp 2.x MCPServer) over HTTP.
+"""A well-behaved MCP server on the official SDK (mcp 2.x MCPServer).
 
-    python sdk_http_server.py PORT streamable-http [--json] [--stateless]
-    python sdk_http_server.py PORT sse
+    python sdk_server.py                                      # stdio
+    python sdk_server.py PORT streamable-http [--json] [--stateless]
+    python sdk_server.py PORT sse                             # legacy HTTP+SSE
 
 Tools: echo, add, slow (progress notifications), boom (isError result); a
-resource and a prompt. Listens on 127.0.0.1 only. Used by tests/e2e/test_http_sdk.py.
+resource and a prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
+HTTP end-to-end tests through `mcptap record`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 
-app = MCPServer(name="e2e-http-server", version="1.0.0")
+app = MCPServer(name="e2e-sdk-server", version="1.0.0")
 
 
 @app.tool()
@@ -55,11 +57,11 @@ def summarize(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    port = int(sys.argv[1])
-    transport = sys.argv[2]
-    flags = set(sys.argv[3:])
-    if transport == "sse":
-        app.run("sse", host="127.0.0.1", port=port)
+    if len(sys.argv) < 3:
+        app.run("stdio")
+    elif sys.argv[2] == "sse":
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
     else:
-        app.run("streamable-http", host="127.0.0.1", port=port, json_response="--json" in flags,
+        flags = set(sys.argv[3:])
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
                 stateless_http="--stateless" in flags)
