@@ -73,11 +73,14 @@ class StdioLink:
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:
             async for line in self._recv_ch:
+                # recorded before the write: the write may yield to the reader task,
+                # which must not record the answer before its request
+                self.rec.stdio_bytes(C2S, line)
                 try:
                     await stdin.send_all(line)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    self.rec.process("stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
                     break
-                self.rec.stdio_bytes(C2S, line)
         self.rec.stdio_eof(C2S)
 
     async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:

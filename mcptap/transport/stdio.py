@@ -32,6 +32,7 @@ overflow is dropped for the terminal, still recorded, and reported as
 
 from __future__ import annotations
 
+import collections
 import errno
 import os
 import signal
@@ -85,6 +86,7 @@ class StdioTap:
         self._say_direct = say or (lambda line: sys.stderr.write(f"mcptap: {line}\n"))
         self.result = TapResult(exit_code=0)
         self._pgid = 0
+        self._queue: collections.deque[list[Any]] = collections.deque()
         self._exited = trio.Event()
         self._stdout_done = trio.Event()
         self._stderr_read_done = trio.Event()
@@ -97,7 +99,36 @@ class StdioTap:
 
     # -- recorder guard ------------------------------------------------------
 
+    # Recording order. The relay writes a chunk on, then records it; a write
+    # may yield to the other direction's task, which could then record the
+    # server's answer before the request it answers. So each forwarded chunk
+    # is queued (an O(1) append) BEFORE it is written, and the queue is drained
+    # in order after: the capture keeps causal order and forwarding waits for
+    # no analysis.
+    def _observe(self, method: str, *args: Any, **fields: Any) -> list[Any]:
+        item = [method, args, fields]
+        self._queue.append(item)
+        return item
+
+    def _withdraw(self, item: list[Any]) -> bool:
+        """Take a queued chunk back (its write failed); False if already recorded."""
+        for i, x in enumerate(self._queue):
+            if x is item:
+                del self._queue[i]
+                return True
+        return False
+
+    def _drain(self) -> None:
+        q = self._queue
+        while q:
+            method, args, fields = q.popleft()
+            self._rec_now(method, *args, **fields)
+
     def _rec(self, method: str, *args: Any, **fields: Any) -> None:
+        self._observe(method, *args, **fields)
+        self._drain()
+
+    def _rec_now(self, method: str, *args: Any, **fields: Any) -> None:
         if self.result.recorder_error is not None:
             return
         try:
@@ -258,17 +289,19 @@ class StdioTap:
                 data = b""
             if not data:
                 break
+            item = self._observe("stdio_bytes", Direction.C2S, data)
             try:
                 await child_in.send_all(data)
             except _BROKEN:
                 # the server closed its stdin: stop reading, so the host gets
                 # EPIPE on its next write, as it would talking to the server directly
-                self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data))
+                recorded = not self._withdraw(item)
+                self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data), recorded_anyway=recorded)
                 self._rec("stdio_eof", Direction.C2S)
                 await quiet_close(host_in)
                 detach_fd(0)
                 return
-            self._rec("stdio_bytes", Direction.C2S, data)
+            self._drain()
         await quiet_close(child_in)
         self._stdin_eof_at = trio.current_time()
         self._rec("stdio_eof", Direction.C2S)
@@ -284,15 +317,17 @@ class StdioTap:
                 if not data:
                     self._rec("stdio_eof", Direction.S2C)
                     return
+                item = self._observe("stdio_bytes", Direction.S2C, data)
                 try:
                     await host_out.send_all(data)
                 except _BROKEN:
                     # the host closed our stdout: close the server's, so it gets
                     # EPIPE/SIGPIPE like a direct pipe would give it
-                    self._rec("process", "stdout_closed_by_host", undelivered_bytes=len(data))
+                    recorded = not self._withdraw(item)
+                    self._rec("process", "stdout_closed_by_host", undelivered_bytes=len(data), recorded_anyway=recorded)
                     await quiet_close(child_out)
                     return
-                self._rec("stdio_bytes", Direction.S2C, data)
+                self._drain()
         finally:
             self._stdout_done.set()
 
