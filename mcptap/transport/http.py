@@ -19,6 +19,8 @@ relay.
 
 from __future__ import annotations
 
+import collections
+
 import ipaddress
 import ssl
 from collections.abc import Callable
@@ -119,6 +121,8 @@ class HttpTap:
         self.observer: HttpObserver | None = None
         self.url: str | None = None
         self.connections = 0
+        #: facts waiting to be recorded, in relay order (see _run)
+        self._obs_queue: collections.deque[list[Any]] = collections.deque()
         self._ssl: ssl.SSLContext | None = None
         if self.upstream.scheme == "https":
             self._ssl = ssl.create_default_context(cafile=cfg.cacert)
@@ -189,9 +193,15 @@ class HttpTap:
                 await trio.aclose_forcefully(stream)
 
     async def _run(self, c: _ConnIO, items: list[Any]) -> None:
-        """Execute commands in order, then record; failures feed back into the relay."""
+        """Execute commands in order, then record; failures feed back into the relay.
+
+        The facts are queued before the writes and recorded after them: a write
+        may yield to another task (the upstream reader), which must not record
+        a response before the request it answers; draining the queue in order
+        keeps the capture causal without delaying forwarding for analysis."""
         relay = self.relay
         assert relay is not None
+        self._obs_queue.append(items)
         follow: list[Any] = []
         try:
             for it in items:
@@ -236,7 +246,9 @@ class HttpTap:
                     await self._close_upstream(c)
         finally:
             # recorded even when cancelled mid-way (tap stopping): the capture must say how exchanges ended
-            self._observe(items)
+            q = self._obs_queue
+            while q:
+                self._observe(q.popleft())
         if follow:
             await self._run(c, follow)
 
