@@ -18,7 +18,7 @@ from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_response, request_meta
-from mcptap.protocol.pairing import Pairing, Pending, _Window
+from mcptap.protocol.pairing import Pairing, Pending, BoundedMap
 
 try:  # the capability tables are optional at import so a broken table never kills a relay
     from mcptap.protocol import capabilities as _caps
@@ -48,7 +48,7 @@ class Annotator:
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._cursors = conventions.Cursors()
         self._scope: Any = None
-        self._exchanges = _Window(4096)
+        self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
 
     # -- state ------------------------------------------------------------------

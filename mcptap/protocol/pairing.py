@@ -55,7 +55,7 @@ Key = tuple[Any, Direction, Any]
 _PEER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 
 
-class _Window:
+class BoundedMap:
     """Mapping bounded to ``limit`` entries, oldest evicted first (O(1): a
     plain dict would rescan its deleted head on every eviction)."""
 
@@ -86,9 +86,9 @@ class Pairing:
 
     def __init__(self) -> None:
         self._pending: dict[Key, list[Pending]] = {}
-        self._done = _Window()
+        self._done = BoundedMap()
         self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
-        self._done_tokens = _Window()
+        self._done_tokens = BoundedMap()
         self._tasks: dict[tuple[Any, Any], Any] = {}
 
     # -- requests -------------------------------------------------------------
