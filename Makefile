@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test bench conformance clean
+.PHONY: install demo test bench bench-stdio bench-http bench-analysis bench-replay conformance clean
 
 $(BIN)/mcptap: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,8 +19,20 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
-bench: install
+bench: bench-stdio bench-http bench-analysis bench-replay
+
+bench-stdio: install
 	$(BIN)/python scripts/bench_stdio.py
+
+bench-http: install
+	$(BIN)/python scripts/bench_http.py
+
+bench-analysis: install
+	$(BIN)/python scripts/bench_analysis.py
+	$(BIN)/python scripts/bench_analysis.py --recorded
+
+bench-replay: install
+	$(BIN)/python scripts/bench_replay.py
 
 conformance: install
 	bash scripts/conformance.sh
