@@ -261,6 +261,12 @@ class Recorder:
         if typ == "context" and isinstance(rec.get("state"), dict):
             self.annotator.assume(**rec["state"])
             return rec
+        if typ == "stderr":
+            data = decode_bytes(rec, "data") or b""
+            s = self.stderr_stream
+            s.bytes += len(data)
+            s.sha.update(data)
+            s.messages += 1
         if rec.get("findings"):
             self._count(Finding.from_json(f) for f in rec["findings"])
         return rec

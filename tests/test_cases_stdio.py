@@ -133,3 +133,16 @@ def test_every_stdio_byte_is_in_the_capture(tmp_path) -> None:
             assert raw == w.stream(d), f"{w.case}/{w.name} {d}"
             assert end[d]["sha256"] == hashlib.sha256(raw).hexdigest()
             assert end[d]["bytes"] == len(raw)
+
+
+def test_reannotated_end_counts_stderr_like_the_recorded_one(tmp_path) -> None:
+    from mcptap.capture import CaptureStream
+    from mcptap.reannotate import reannotate
+
+    w = next(w for w in STDIO if w.case == "B24")
+    path = tmp_path / "b24.jsonl"
+    records, _ = record_wire(w, path)
+    stream = CaptureStream(str(path))
+    header = dict(stream.header, rules="sha256:other")        # force the full path
+    again = list(reannotate(header, stream, shapes=False))
+    assert again[-1]["stderr"] == records[-1]["stderr"] and records[-1]["stderr"]["bytes"] == 262182
