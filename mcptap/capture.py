@@ -57,11 +57,13 @@ def decode_bytes(rec: dict[str, Any], key: str) -> bytes | None:
     return None
 
 
-def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
+def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False) -> dict[str, Any]:
     """The ``message`` record of one annotated Message (a dict ready for dumps).
 
     ``eol``: the terminator the transport normally appends (``b"\\n"`` on stdio,
     ``b""`` for HTTP payloads); it decides whether ``json`` alone is lossless.
+    ``canonical``: the caller knows ``raw == dumps(json) + eol`` (it rebuilt
+    the bytes from ``json``), so the check is skipped.
     """
     rec: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": msg.direction._value_, "kind": msg.kind._value_}
     if msg.session is not None:
@@ -82,10 +84,13 @@ def message_record(msg: Message, eol: bytes = b"\n") -> dict[str, Any]:
     if value is not UNPARSED and len(raw) <= RAW_ONLY_ABOVE:
         rec["json"] = value
         try:
-            dumped = _dumps(value)
-            n = len(dumped)
-            # compare in place: no copy of a 16 MiB message just to check it
-            exact = len(raw) == n + len(eol) and raw.endswith(eol) and memoryview(raw)[:n] == dumped
+            if canonical:
+                exact = True
+            else:
+                dumped = _dumps(value)
+                n = len(dumped)
+                # compare in place: no copy of a 16 MiB message just to check it
+                exact = len(raw) == n + len(eol) and raw.endswith(eol) and memoryview(raw)[:n] == dumped
         except (TypeError, orjson.JSONEncodeError):
             exact = False
             del rec["json"]

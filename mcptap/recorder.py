@@ -277,6 +277,7 @@ class Recorder:
             raise CaptureReadError(f"message record seq {rec.get('seq')} has no valid dir")
         raw = decode_bytes(rec, "raw")
         stdio = self.transport == "stdio"
+        canonical = False
         if raw is None:
             if "json" not in rec:
                 raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
@@ -285,6 +286,7 @@ class Recorder:
             raw = _dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
             # exact canonical JSON: valid UTF-8, one line, terminated as eol says
             frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
+            canonical = True
         elif stdio:
             value, bad = parse_json(raw)
             terminated = raw.endswith(b"\n")
@@ -317,7 +319,7 @@ class Recorder:
             if msg.findings:
                 out["findings"] = [f.to_json() for f in msg.findings]
             return out
-        return message_record(msg, self._eol)
+        return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value)
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """Write the ``end`` record (idempotent) and close the writer.
