@@ -36,6 +36,7 @@ from mcptap.diff_render import render_text
 from mcptap.diff_side import ERROR, NAMED, Side, fetch, request_and_response, summarize
 from mcptap.diff_surface import Item, compare_surface
 from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, Masker, compare_responses
+from mcptap.replay.pathdiff import json_diff
 
 __all__ = ["DETAIL_LIMIT", "DIFFLIB_LIMIT", "WINDOW", "MIN_LATENCY_SHIFT_US", "NAMED", "Side", "summarize", "align",
            "DiffReport", "diff_captures", "render_text"]
@@ -44,10 +45,11 @@ DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missin
 MIN_LATENCY_SHIFT_US = 1000  # shifts smaller than 1 ms are noise, whatever the percentage
 
 
-def align(a: Sequence[int], b: Sequence[int]) -> Iterator[tuple[int | None, int | None]]:
+def align(a: Sequence[int], b: Sequence[int], coarse_a: Sequence[Any] | None = None,
+          coarse_b: Sequence[Any] | None = None) -> Iterator[tuple[int | None, int | None]]:
     """``diff_align.align`` with this module's ``DIFFLIB_LIMIT`` and ``WINDOW``
     (read at call time, so tuning them here still takes effect)."""
-    return diff_align.align(a, b, DIFFLIB_LIMIT, WINDOW)
+    return diff_align.align(a, b, DIFFLIB_LIMIT, WINDOW, coarse_a, coarse_b)
 
 
 @dataclass
@@ -102,11 +104,16 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
-    for i, j in align(a.key, b.key):
+    # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
+    coarse_a = [a.labels[x] for x in a.label]
+    coarse_b = [b.labels[x] for x in b.label]
+    for i, j in align(a.key, b.key, coarse_a, coarse_b):
         if i is None:
             counts[NEW] += 1
         elif j is None:
             counts[MISSING] += 1
+        elif a.key[i] != b.key[j]:
+            counts[CHANGED] += 1             # the request itself changed (arguments)
         elif a.status[i] == b.status[j] and a.out[i] == b.out[j]:
             counts[MATCH] += 1
             continue
@@ -137,6 +144,14 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
                                      {**where, "params": _params(ra[0])}))
             continue
         v = compare_responses(ra[1], rb[1], method, masker)
+        if a.key[i] != b.key[j]:
+            req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
+            text = f"{lab}: request " + ", ".join(p.path for p in req[:6]) + (" …" if len(req) > 6 else "")
+            if v.status != MATCH:
+                text += "; response " + (", ".join(p.path for p in v.paths[:4]) if v.paths else v.status.lower())
+            report.items.append(Item("exchanges", "changed", lab, text, False,
+                                     {**where, "request_paths": [p.to_json() for p in req], **v.to_json()}))
+            continue
         if v.status == MATCH:
             continue                        # hash collision or masking subtlety: the full compare wins
         if v.status == ERROR_CHANGED:

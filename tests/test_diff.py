@@ -250,3 +250,34 @@ def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
     assert ("removed", "server.prompts", True) not in texts
     assert ("added", "server.prompts.listChanged", False) in texts
     assert ("removed", "server.tools.listChanged", True) in texts
+
+
+def test_same_call_with_changed_arguments_is_reported_as_changed(tmp_path) -> None:
+    """Not "only in A" + "only in B": the tools/call of the same tool is paired
+    and the changed argument is named by its path."""
+    from mcptap.capture import CaptureWriter
+    from mcptap.diff import diff_captures
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+
+    def rec(path, text):
+        t = {"v": 0}
+        r = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
+        for d, line in [
+            (Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
+            (Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
+            (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
+            (Direction.C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}\n' % text),
+            (Direction.S2C, b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"%s"}]}}\n' % text),
+        ]:
+            t["v"] += 10
+            r.stdio_bytes(d, line)
+        r.close(exit_code=0)
+
+    rec(tmp_path / "a.jsonl", b"one")
+    rec(tmp_path / "b.jsonl", b"two")
+    rep = diff_captures(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
+    ex = [i for i in rep.items if i.section == "exchanges"]
+    assert [i.kind for i in ex] == ["changed"], [i.detail for i in ex]
+    assert "params.arguments.text" in ex[0].detail and "result.content[0].text" in ex[0].detail
+    assert rep.counts["CHANGED"] == 1 and rep.counts["MISSING"] == rep.counts["NEW"] == 0
