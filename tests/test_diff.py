@@ -255,27 +255,13 @@ def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
 def test_same_call_with_changed_arguments_is_reported_as_changed(tmp_path) -> None:
     """Not "only in A" + "only in B": the tools/call of the same tool is paired
     and the changed argument is named by its path."""
-    from mcptap.capture import CaptureWriter
     from mcptap.diff import diff_captures
-    from mcptap.model import Direction
-    from mcptap.recorder import Recorder
+    from scripted import c2s, handshake, record, req, res, s2c
 
-    def rec(path, text):
-        t = {"v": 0}
-        r = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
-        for d, line in [
-            (Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
-            (Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
-            (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
-            (Direction.C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}\n' % text),
-            (Direction.S2C, b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"%s"}]}}\n' % text),
-        ]:
-            t["v"] += 10
-            r.stdio_bytes(d, line)
-        r.close(exit_code=0)
-
-    rec(tmp_path / "a.jsonl", b"one")
-    rec(tmp_path / "b.jsonl", b"two")
+    for name, text in (("a.jsonl", "one"), ("b.jsonl", "two")):
+        record(tmp_path / name, handshake("2025-11-25", {"tools": {}}) + [
+            c2s(req(2, "tools/call", {"name": "echo", "arguments": {"text": text}})),
+            s2c(res(2, {"content": [{"type": "text", "text": text}]}))])
     rep = diff_captures(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
     ex = [i for i in rep.items if i.section == "exchanges"]
     assert [i.kind for i in ex] == ["changed"], [i.detail for i in ex]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from casefiles import CASES, wires
+from scripted import c2s, err, handshake, record, req, res, s2c
 from mcptap.capture import CaptureStream
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.reannotate import reannotate
@@ -47,49 +48,17 @@ def test_fast_path_equals_full_reannotation(tmp_path: Path, light: bool) -> None
 
 def test_sdk_session_fast_path_adds_shape_checks(tmp_path: Path) -> None:
     """A capture with a planted shape error: the fast path must still find it."""
-    from mcptap.capture import CaptureWriter
-    from mcptap.model import Direction
-    from mcptap.recorder import Recorder
-
-    path = tmp_path / "c.jsonl"
-    t = {"v": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
-    for d, line in [
-        (Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
-        (Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
-        (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
-        (Direction.C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'),
-        (Direction.S2C, b'{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"x"}]}}\n'),
-    ]:
-        t["v"] += 10
-        rec.stdio_bytes(d, line)
-    rec.close(exit_code=0)
+    path = record(tmp_path / "c.jsonl", handshake("2025-11-25", {"tools": {}}) + [
+        c2s(req(2, "tools/list")), s2c(res(2, {"tools": [{"name": "x"}]}))])       # inputSchema missing
     fast, full = _both(path, light=True)
     assert [key(r) for r in fast] == [key(r) for r in full]
     assert any(f["code"] == "shape.invalid_result" for r in fast for f in r.get("findings", ()))
 
 
 def test_cut_short_capture_lists_open_requests_like_the_full_path(tmp_path: Path) -> None:
-    from mcptap.capture import CaptureWriter
-    from mcptap.model import Direction
-    from mcptap.recorder import Recorder
-
-    path = tmp_path / "c.jsonl"
-    t = {"v": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
-    for d, line in [
-        (Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
-        (Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
-        (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
-        (Direction.C2S, b'{"jsonrpc":"2.0","id":"a","method":"tools/list"}\n'),
-        (Direction.C2S, b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}\n'),
-        (Direction.S2C, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}\n'),
-    ]:
-        t["v"] += 10
-        rec.stdio_bytes(d, line)
-    rec.close(exit_code=0)
-    lines = path.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines[:-1]))            # killed before the end record
+    path = record(tmp_path / "c.jsonl", handshake("2025-11-25", {"tools": {}}) + [
+        c2s(req("a", "tools/list")), c2s(req(3, "tools/call", {"name": "x"})), s2c(err(3, -32602, "no"))],
+        end=False)                                                              # killed before the end record
     fast, full = _both(path, light=False)
     pick = lambda end: [(p["seq"], p["dir"], p["id"], p["method"]) for p in end["pending"]]  # noqa: E731
     assert pick(fast[-1]) == pick(full[-1]) == [(4, "c2s", "a", "tools/list")]
