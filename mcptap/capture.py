@@ -57,14 +57,10 @@ def decode_bytes(rec: dict[str, Any], key: str) -> bytes | None:
     return None
 
 
-def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False) -> dict[str, Any]:
-    """The ``message`` record of one annotated Message (a dict ready for dumps).
-
-    ``eol``: the terminator the transport normally appends (``b"\\n"`` on stdio,
-    ``b""`` for HTTP payloads); it decides whether ``json`` alone is lossless.
-    ``canonical``: the caller knows ``raw == dumps(json) + eol`` (it rebuilt
-    the bytes from ``json``), so the check is skipped.
-    """
+def annotation_record(msg: Message, findings: bool = False) -> dict[str, Any]:
+    """The identifying and pairing fields of a ``message`` record (type, seq,
+    t_us, dir, kind, session, id, method, pair, latency_us), plus the findings
+    when ``findings``: what annotation-only consumers (check) need."""
     rec: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": msg.direction._value_, "kind": msg.kind._value_}
     if msg.session is not None:
         rec["session"] = msg.session
@@ -75,6 +71,20 @@ def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False) ->
     if msg.pair is not None:
         rec["pair"] = msg.pair
         rec["latency_us"] = msg.latency_us
+    if findings and msg.findings:
+        rec["findings"] = [f.to_json() for f in msg.findings]
+    return rec
+
+
+def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False) -> dict[str, Any]:
+    """The ``message`` record of one annotated Message (a dict ready for dumps).
+
+    ``eol``: the terminator the transport normally appends (``b"\\n"`` on stdio,
+    ``b""`` for HTTP payloads); it decides whether ``json`` alone is lossless.
+    ``canonical``: the caller knows ``raw == dumps(json) + eol`` (it rebuilt
+    the bytes from ``json``), so the check is skipped.
+    """
+    rec = annotation_record(msg)
     if msg.phase is not None:
         rec["phase"] = msg.phase._value_
     if msg.revision is not None:

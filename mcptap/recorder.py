@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.capture import RAW_ONLY_ABOVE, CaptureWriter, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.capture import RAW_ONLY_ABOVE, CaptureWriter, annotation_record, decode_bytes, encode_bytes, header_record, message_record
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
@@ -305,20 +305,7 @@ class Recorder:
         if msg.findings:
             self._count(msg.findings)
         if self.light:
-            # annotations only (check): no bytes, no payload
-            out: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": direction._value_, "kind": msg.kind._value_}
-            if msg.method is not None:
-                out["method"] = msg.method
-            if msg.has_id:
-                out["id"] = msg.id
-            if msg.pair is not None:
-                out["pair"] = msg.pair
-                out["latency_us"] = msg.latency_us
-            if msg.session is not None:
-                out["session"] = msg.session
-            if msg.findings:
-                out["findings"] = [f.to_json() for f in msg.findings]
-            return out
+            return annotation_record(msg, findings=True)  # check needs no bytes, no payload
         return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value)
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 
 from peers import free_port, listening
+from sdk_scenario import EXPECTED, drive
 from mcptap.capture import CaptureWriter, read_capture
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -24,11 +25,6 @@ from mcptap.transport.http import HttpTap, HttpTapConfig
 pytestmark = pytest.mark.e2e
 SERVER = Path(__file__).parent / "sdk_server.py"
 
-EXPECTED = {
-    "tools": ["add", "boom", "echo", "slow"], "echo": "héllo ☕", "add": "42", "slow": "counted to 3",
-    "boom_is_error": True, "resources": ["e2e://greeting"], "resource_text": "hello from the resource",
-    "prompts": ["summarize"], "prompt_text": "Summarize MCP in one line.",
-}
 
 
 @asynccontextmanager
@@ -47,26 +43,6 @@ async def tapped(upstream: str, capture: Path):
         yield url, tap
         nursery.cancel_scope.cancel()
     rec.close()
-
-
-async def drive(client: Client) -> dict:
-    out: dict = {}
-    progress: list[float] = []
-
-    async def on_progress(p: float, total: float | None, message: str | None) -> None:
-        progress.append(p)
-
-    tools = await client.list_tools()
-    out["tools"] = sorted(t.name for t in tools.tools)
-    out["echo"] = (await client.call_tool("echo", {"text": "héllo ☕"})).content[0].text
-    out["add"] = (await client.call_tool("add", {"a": 2, "b": 40})).content[0].text
-    out["slow"] = (await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)).content[0].text
-    out["boom_is_error"] = (await client.call_tool("boom", {})).is_error
-    out["resources"] = [str(x.uri) for x in (await client.list_resources()).resources]
-    out["resource_text"] = (await client.read_resource("e2e://greeting")).contents[0].text
-    out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
-    out["prompt_text"] = (await client.get_prompt("summarize", {"topic": "MCP"})).messages[0].content.text
-    return out, progress
 
 
 def check_capture(path: Path) -> tuple[list[dict], list[dict]]:

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from sdk_scenario import EXPECTED, drive
 from mcptap.capture import message_from_record, read_capture
 
 pytestmark = pytest.mark.e2e
@@ -27,35 +28,6 @@ def tapped(capture: Path) -> StdioServerParameters:
         command=sys.executable,
         args=["-m", "mcptap.cli.main", "record", "--quiet", "-o", str(capture), "--", sys.executable, str(HERE / "sdk_server.py")],
     )
-
-
-async def drive(client: Client) -> dict:
-    out: dict = {}
-    progress: list[float] = []
-
-    async def on_progress(p: float, total: float | None, message: str | None) -> None:
-        progress.append(p)
-
-    tools = await client.list_tools()
-    out["tools"] = sorted(t.name for t in tools.tools)
-    r = await client.call_tool("echo", {"text": "héllo ☕"})
-    out["echo"] = r.content[0].text
-    r = await client.call_tool("add", {"a": 2, "b": 40})
-    out["add"] = r.content[0].text
-    r = await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)
-    out["slow"] = r.content[0].text
-    out["progress"] = progress
-    r = await client.call_tool("boom", {})
-    out["boom_is_error"] = r.is_error
-    res = await client.list_resources()
-    out["resources"] = [str(x.uri) for x in res.resources]
-    rr = await client.read_resource("e2e://greeting")
-    out["resource_text"] = rr.contents[0].text
-    pr = await client.list_prompts()
-    out["prompts"] = [p.name for p in pr.prompts]
-    gp = await client.get_prompt("summarize", {"topic": "MCP"})
-    out["prompt_text"] = gp.messages[0].content.text
-    return out
 
 
 def check_capture(path: Path) -> list[dict]:
@@ -84,19 +56,14 @@ def check_capture(path: Path) -> list[dict]:
     return msgs
 
 
-EXPECTED = {
-    "tools": ["add", "boom", "echo", "slow"], "echo": "héllo ☕", "add": "42", "slow": "counted to 3",
-    "progress": [1.0, 2.0, 3.0], "boom_is_error": True, "resources": ["e2e://greeting"],
-    "resource_text": "hello from the resource", "prompts": ["summarize"], "prompt_text": "Summarize MCP in one line.",
-}
 
 
 async def test_handshake_era_session_through_the_tap(tmp_path: Path) -> None:
     cap = tmp_path / "legacy.jsonl"
     async with Client(tapped(cap), mode="legacy") as client:
-        got = await drive(client)
+        got, progress = await drive(client)
         await client.send_ping()
-    assert got == EXPECTED
+    assert got == EXPECTED and progress == [1.0, 2.0, 3.0]
     msgs = check_capture(cap)
     methods = [r.get("method") for r in msgs if r["dir"] == "c2s"]
     assert methods[:2] == ["initialize", "notifications/initialized"]
@@ -117,8 +84,8 @@ async def test_stateless_2026_07_28_session_through_the_tap(tmp_path: Path) -> N
     cap = tmp_path / "modern.jsonl"
     async with Client(tapped(cap)) as client:
         assert client.protocol_version == "2026-07-28"
-        got = await drive(client)
-    assert got == EXPECTED
+        got, progress = await drive(client)
+    assert got == EXPECTED and progress == [1.0, 2.0, 3.0]
     msgs = check_capture(cap)
     assert msgs[0]["method"] == "server/discover"
     assert not any(r.get("method") == "initialize" for r in msgs)
