@@ -44,7 +44,7 @@ from mcptap.protocol.framing import parse_json
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
 from mcptap.redact import is_secret_name
-from mcptap.relay.http_observe import SECRET_HEADERS, redact_header
+from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
 from mcptap.replay.runner import Deliver
 
 C2S, S2C = Direction.C2S, Direction.S2C

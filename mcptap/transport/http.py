@@ -3,7 +3,7 @@
     client ──► [client reader] ──► relay.client_data ──► upstream socket (per client conn)
     client ◄── relay.upstream_data ◄── [upstream reader] ◄── upstream socket
 
-All protocol logic is in ``relay/http.py`` (h11); this module only executes
+All protocol logic is in ``relay/http/`` (h11); this module only executes
 its commands: it connects (plain TCP or TLS with the system trust store, or
 ``cacert``), sends, closes, and afterwards hands the same list to the
 ``HttpObserver``, which writes the capture. Bytes are written by the task that
@@ -30,8 +30,9 @@ from typing import Any
 import trio
 
 from mcptap.errors import McptapError
-from mcptap.relay import http as r
-from mcptap.relay.http_observe import HttpObserver
+from mcptap.relay.http import events as r
+from mcptap.relay.http.proxy import HttpRelay
+from mcptap.relay.http.observe import HttpObserver
 
 CHUNK = 64 * 1024
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError)
@@ -117,7 +118,7 @@ class HttpTap:
         self.upstream = check_config(cfg)
         self.rec = rec
         self.say = say or (lambda msg: None)
-        self.relay: r.HttpRelay | None = None
+        self.relay: HttpRelay | None = None
         self.observer: HttpObserver | None = None
         self.url: str | None = None
         self.connections = 0
@@ -139,7 +140,7 @@ class HttpTap:
         port = sock.getsockname()[1]
         host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"
         authority = f"{host}:{port}"
-        self.relay = r.HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
+        self.relay = HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
                                  listen_authority=authority,
                                  allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {_bracket(cfg.listen_host)})
         if self.rec is not None:

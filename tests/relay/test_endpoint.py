@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.relay.endpoint import HOLD_LIMIT, EndpointRewriter
+from mcptap.relay.http.endpoint import HOLD_LIMIT, EndpointRewriter
 
 UP = "http://10.0.0.7:9000"
 

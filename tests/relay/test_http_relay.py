@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcptap.relay import http as r
+from mcptap.relay.http import events as r
+from mcptap.relay.http.proxy import HttpRelay
 
 POST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nContent-Type: application/json\r\n"
         b"Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\n{}")
@@ -25,7 +26,7 @@ def sent_client(items):
 
 @pytest.fixture
 def relay():
-    return r.HttpRelay(r.Upstream.parse("http://10.0.0.7:9000/mcp"))
+    return HttpRelay(r.Upstream.parse("http://10.0.0.7:9000/mcp"))
 
 
 def test_upstream_url_parsing():
@@ -161,7 +162,7 @@ def test_shutdown_ends_open_exchanges(relay):
 
 
 def test_international_upstream_host_is_idna_encoded() -> None:
-    from mcptap.relay.http_events import Upstream
+    from mcptap.relay.http.events import Upstream
 
     assert Upstream.parse("http://exämple.org/mcp").host == "xn--exmple-cua.org"
     import pytest as _pytest

@@ -7,7 +7,7 @@ upstream (1:1, opened lazily on the first request, re-opened under a new
 and request/response ordering mirror the client's connection. At most one
 exchange (``ExchangeState``) is in flight; a keep-alive cycle starts the next.
 
-Methods append commands and facts (``relay/http_events.py``) to the ``out`` list
+Methods append commands and facts (``relay/http/events.py``) to the ``out`` list
 they are given, in execution order, and never raise on peer input: invalid
 request bytes get a 400 (when still possible) and a close; an unreachable or
 unparseable upstream before the response head gets a 502 once the request body
@@ -19,19 +19,29 @@ needed), which drops the connection once ``closed`` is set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import h11
 
-from mcptap.relay.endpoint import EndpointRewriter
-from mcptap.relay.http_events import (
+from mcptap.relay.http.endpoint import EndpointRewriter
+from mcptap.relay.http.events import (
     CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, OpenUpstream, RequestBody, RequestEnded, RequestStarted,
-    ResponseBody, ResponseEnded, ResponseStarted, SendClient, SendUpstream,
+    ResponseBody, ResponseEnded, ResponseStarted, SendClient, SendUpstream, Upstream,
 )
-from mcptap.relay.http_rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
+from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
-if TYPE_CHECKING:
-    from mcptap.relay.http import HttpRelay
+
+class RelaySettings(Protocol):
+    """What a connection reads from the relay that owns it (``proxy.HttpRelay``),
+    read when needed so a changed setting affects the next request/response."""
+
+    upstream: Upstream
+    allowed_hosts: frozenset[str] | None
+    keep_host: bool
+    rewrite_endpoint: bool
+    listen_authority: str
+
+    def next_exchange_id(self) -> int: ...
 
 MAX_HEAD = 1 << 20      # h11 max_incomplete_event_size, both sides
 
@@ -69,7 +79,7 @@ class ConnRelay:
     ``id``: the conn id in every command and fact; ``gen``: the current
     upstream connection's generation (commands for older ones are stale)."""
 
-    def __init__(self, relay: HttpRelay, cid: int) -> None:
+    def __init__(self, relay: RelaySettings, cid: int) -> None:
         self.relay = relay
         self.id = cid
         self.client = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)

@@ -11,14 +11,14 @@ and facts, after the transport executed the commands) and
   ``transport = {exchange, conn, method, path, status, stream, sse}``,
 * attaches ``http.*`` / ``sse.*`` findings from ``protocol/http_rules``.
 
-Sessions (``relay/http_sessions.py``): the key is the ``Mcp-Session-Id``
+Sessions (``relay/http/sessions.py``): the key is the ``Mcp-Session-Id``
 request header, or for the legacy HTTP+SSE transport the endpoint's
 ``session_id``/``sessionId`` (else its path), or None (stateless traffic: one
 logical client). An ``initialize`` POST without a session header is framed when
 its response head arrives, under the session id that response assigns, so the
 capture never needs a rename. Credentials in heads and targets are redacted by
-``relay/http_credentials.py``; per-exchange state and body decoding live in
-``relay/http_observe_state.py``.
+``relay/http/credentials.py``; per-exchange state and body decoding live in
+``relay/http/observe_state.py``.
 
 ``rec`` needs: ``clock()``, ``forwarded(dir, bytes)``, ``frame(dir, raw,
 session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
@@ -39,10 +39,10 @@ from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_fi
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.sse import SSEEvent
-from mcptap.relay import http as r
-from mcptap.relay.http_credentials import SECRET_HEADERS, headers_json, record_target, redact_header  # noqa: F401  (re-exported)
-from mcptap.relay.http_observe_state import ObservedExchange
-from mcptap.relay.http_sessions import SessionKeys
+from mcptap.relay.http import events as r
+from mcptap.relay.http.credentials import headers_json, record_target
+from mcptap.relay.http.observe_state import ObservedExchange
+from mcptap.relay.http.sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
 META_VERSION = "io.modelcontextprotocol/protocolVersion"

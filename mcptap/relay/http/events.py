@@ -3,8 +3,8 @@
 ``Upstream`` names the target; *commands* tell the transport what I/O to do
 (``SendClient``, ``CloseClient``, ``OpenUpstream``, ``SendUpstream``,
 ``CloseUpstream``); *facts* tell the observer what happened (``RequestStarted``
-… ``ConnClosed``). ``relay/http.py`` produces them, ``transport/http.py``
-executes the commands, ``relay/http_observe.py`` records the facts.
+… ``ConnClosed``). ``relay/http/proxy.py`` produces them, ``transport/http.py``
+executes the commands, ``relay/http/observe.py`` records the facts.
 """
 
 from __future__ import annotations

@@ -10,15 +10,14 @@ records; the transport passes them on after it has forwarded the bytes.
 ``HttpRelay`` holds the tap's settings, allocates connection and exchange ids
 and routes each event to the connection's ``ConnRelay``; the modules behind it:
 
-* ``relay/http_conn.py``: the per-connection h11 state machine (1:1 upstream
+* ``relay/http/conn.py``: the per-connection h11 state machine (1:1 upstream
   connection, keep-alive cycles, 400/502 answers, broken-connection mirroring);
-* ``relay/http_rewrite.py``: what changes on the way (hop-by-hop fields
+* ``relay/http/rewrite.py``: what changes on the way (hop-by-hop fields
   dropped, ``Host`` set to the upstream's authority unless ``keep_host``, the
   legacy HTTP+SSE ``endpoint`` URL pointed back at the tap, RFC 9110 §7.6.1,
   §7.2); everything else (names, case, order, reason phrase, body bytes) is
   passed on unchanged, chunk by chunk, never buffered whole;
-* ``relay/http_events.py``: ``Upstream``, the commands and the facts (all
-  re-exported here: callers use ``mcptap.relay.http.X``).
+* ``relay/http/events.py``: ``Upstream``, the commands and the facts.
 
 When the upstream cannot be reached the client gets a 502 with a one-line
 reason; when the upstream closes mid-response the client connection is closed
@@ -29,12 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptap.relay.http_conn import ConnRelay
-from mcptap.relay.http_events import (  # noqa: F401  (re-exported: callers use mcptap.relay.http.X)
-    Upstream, same_origin, SendClient, CloseClient, OpenUpstream, SendUpstream, CloseUpstream, RequestStarted,
-    RequestBody, RequestEnded, ResponseStarted, ResponseBody, EndpointRewritten, ResponseEnded, ConnClosed, ClientOpened, Headers,
-)
-from mcptap.relay.http_rewrite import HOP_BY_HOP  # noqa: F401  (re-exported)
+from mcptap.relay.http.conn import ConnRelay
+from mcptap.relay.http.events import ClientOpened, Upstream
 
 
 class HttpRelay:

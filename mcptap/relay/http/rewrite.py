@@ -9,7 +9,7 @@ RFC 9110 §7.6.1 (hop-by-hop fields) and §7.2 (Host):
   ``keep_host``), keeps only the first Host field and adds one when missing;
 * ``wants_endpoint_rewrite`` / ``endpoint_rewrite_fn`` decide whether and how a
   legacy HTTP+SSE ``endpoint`` event naming the upstream's own origin is pointed
-  back at the tap (the bytes are rewritten by ``relay/endpoint.py``).
+  back at the tap (the bytes are rewritten by ``relay/http/endpoint.py``).
 
 Everything else (names, case, order, values) is passed on unchanged.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
-from mcptap.relay.http_events import Headers, Upstream, same_origin
+from mcptap.relay.http.events import Headers, Upstream, same_origin
 
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade"})
 
