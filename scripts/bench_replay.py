@@ -114,7 +114,7 @@ def generate(path: Path, messages: int, seed: int, plant: int = 0) -> None:
 
 CHILD = r"""
 import resource, sys, time, json
-from mcptap.diff import diff_captures
+from mcptap.diff.captures import diff_captures
 t = time.perf_counter()
 r = diff_captures(sys.argv[1], sys.argv[2])
 dt = time.perf_counter() - t
@@ -127,7 +127,7 @@ def bench_diff(messages: int, work: Path) -> None:
     a, b = work / "a.jsonl", work / "b.jsonl"
     generate(a, messages, 1)
     generate(b, messages, 2, plant=max(1, messages // 20))     # ~10 planted changes: the detail pass runs too
-    base = subprocess.run([sys.executable, "-c", "import resource, mcptap.diff; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"],
+    base = subprocess.run([sys.executable, "-c", "import resource, mcptap.diff.captures; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"],
                           capture_output=True, text=True, cwd=ROOT)
     out = json.loads(subprocess.run([sys.executable, "-c", CHILD, str(a), str(b)], capture_output=True, text=True, check=True, cwd=ROOT).stdout)
     rate = out["messages"] / out["seconds"]

@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcptap.cli.diff import command as diff_command
-from mcptap.diff import align, diff_captures, render_text
-from mcptap.replay.compare import Masker, json_diff
+from mcptap.compare.mask import Masker
+from mcptap.compare.paths import json_diff
+from mcptap.diff.captures import align, diff_captures
+from mcptap.diff.render import render_text
 from replay.capgen import CAPS, TOOLS, Ex, write_capture, text_result
 
 # -- generated scenarios ----------------------------------------------------------------
@@ -215,7 +217,7 @@ def test_align_is_an_order_preserving_matching(a: list[int], b: list[int]) -> No
 
 
 def test_align_large_middle_uses_windowed_resync(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcptap.diff as d
+    import mcptap.diff.captures as d
 
     monkeypatch.setattr(d, "DIFFLIB_LIMIT", 10)
     a = list(itertools.islice(itertools.cycle(range(7)), 500))
@@ -242,7 +244,7 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
 
 
 def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
-    from mcptap.diff_surface import _caps
+    from mcptap.diff.surface import _caps
 
     out = []
     _caps({"prompts": {}, "tools": {"listChanged": True}}, {"prompts": {"listChanged": False}, "tools": {}}, "server", out)
@@ -255,7 +257,7 @@ def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
 def test_same_call_with_changed_arguments_is_reported_as_changed(tmp_path) -> None:
     """Not "only in A" + "only in B": the tools/call of the same tool is paired
     and the changed argument is named by its path."""
-    from mcptap.diff import diff_captures
+    from mcptap.diff.captures import diff_captures
     from scripted import c2s, handshake, record, req, res, s2c
 
     for name, text in (("a.jsonl", "one"), ("b.jsonl", "two")):

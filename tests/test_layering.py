@@ -8,14 +8,16 @@ from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "mcptap"
 
+#: module (or package) prefix -> level; the longest matching prefix wins.
+#: A new module or package: add ONE line here (level 0 stdlib types, 1 pure core,
+#: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
-    "mcptap.errors": 0, "mcptap.model": 0, "mcptap": 0,
-    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
-    "mcptap.filter_parse": 1,
+    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.filter_parse": 1,
+    "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
     "mcptap.relay": 2,
-    "mcptap.diff": 3, "mcptap.diff_surface": 3, "mcptap.summary": 3, "mcptap.render": 3, "mcptap.summary": 3, "mcptap.check": 3, "mcptap.report": 3, "mcptap.replay.plan": 3, "mcptap.replay.compare": 3,
-    "mcptap.diff_side": 3, "mcptap.diff_align": 3, "mcptap.diff_render": 3, "mcptap.replay.mask": 3, "mcptap.replay.pathdiff": 3,
-    "mcptap.demo": 3,
+    "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.summary": 3, "mcptap.render": 3, "mcptap.check": 3,
+    "mcptap.report": 3, "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3,
     "mcptap.transport": 4, "mcptap.replay": 4,
     "mcptap.cli": 5,
 }
@@ -71,3 +73,51 @@ def test_levels_and_third_party_placement() -> None:
             elif top == "h11" and not (mod.startswith("mcptap.relay") or lv >= 4):
                 bad.append(f"{mod} imports h11 (only relay/ and transports may)")
     assert not bad, "\n".join(bad)
+
+
+def _resolve(imp: str, known: set[str]) -> str | None:
+    """The mcptap module an import names (``from pkg import mod`` names ``pkg.mod``)."""
+    while imp and imp not in known:
+        imp = imp.rpartition(".")[0]
+    return imp or None
+
+
+def test_no_import_cycles() -> None:
+    """No cycle among mcptap modules, counting every import (module level,
+    function level and ``TYPE_CHECKING``): a cycle means two modules are one."""
+    paths = dict(modules())
+    known = set(paths)
+    graph: dict[str, set[str]] = {}
+    for mod, path in paths.items():
+        deps = set()
+        tree = ast.parse(path.read_text())
+        for imp in imports(path, mod):
+            if imp.split(".")[0] != "mcptap":
+                continue
+            deps.add(_resolve(imp, known))
+        for node in ast.walk(tree):   # ``from mcptap.x import y`` where y is a module
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mcptap") and not node.level:
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in known:
+                        deps.add(f"{node.module}.{a.name}")
+        # a package's __init__ is imported first by any of its modules: not a dependency edge
+        graph[mod] = {d for d in deps if d and d != mod and d != "mcptap" and not mod.startswith(d + ".")}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)

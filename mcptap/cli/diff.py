@@ -1,6 +1,6 @@
 """``mcptap diff A B [--ignore PATH]… [--format text|json] [--latency-threshold PCT]``
 
-Semantic diff of two captures (see mcptap/diff.py): negotiated revision,
+Semantic diff of two captures (see mcptap/diff/): negotiated revision,
 capabilities, serverInfo, tools/resources/prompts (breaking changes marked),
 exchange results and error codes with JSON paths, findings new in B or
 resolved, latency percentile shifts beyond PCT percent.
@@ -16,7 +16,8 @@ import sys
 import click
 import orjson
 
-from mcptap.diff import diff_captures, render_text
+from mcptap.diff.captures import diff_captures
+from mcptap.diff.render import render_text
 from mcptap.errors import McptapError
 
 

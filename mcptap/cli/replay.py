@@ -21,12 +21,14 @@ import orjson
 import trio
 
 from mcptap.capture import CaptureWriter
-from mcptap.diff_surface import SURFACE_METHODS, Surface, compare_surface
+from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_url
-from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, ExchangeResult, Masker, compare_replay
+from mcptap.compare.mask import Masker
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
+from mcptap.replay.compare import ExchangeResult, compare_replay
 from mcptap.replay.plan import Plan, plan_from_path
 from mcptap.replay.runner import ReplayResult, Replayer, StdioLink
 

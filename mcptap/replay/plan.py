@@ -39,7 +39,7 @@ from typing import Any
 
 from mcptap.capture import CaptureStream
 from mcptap.protocol.framing import parse_json
-from mcptap.replay.compare import Masker
+from mcptap.compare.mask import Masker
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})

@@ -8,13 +8,9 @@ summary of exchange verdicts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from mcptap.diff_surface import Item
-from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
-
-if TYPE_CHECKING:
-    from mcptap.diff import DiffReport
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
+from mcptap.diff.report import DiffReport
+from mcptap.diff.surface import Item
 
 _SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
              "exchanges", "findings", "notifications", "latency")

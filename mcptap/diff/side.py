@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.capture import CaptureStream
-from mcptap.diff_surface import SURFACE_METHODS, Surface
+from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.protocol.framing import parse_json
-from mcptap.replay.mask import Masker
+from mcptap.compare.mask import Masker
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}

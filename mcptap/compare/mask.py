@@ -1,7 +1,7 @@
 """Volatile-field masking for comparing two answers to the same request (pure, level 3).
 
 ``Masker(ignore=()).mask(value, method, root) -> value`` and
-``Masker.fingerprint(value, method, root) -> int`` (used by ``replay.compare``,
+``Masker.fingerprint(value, method, root) -> int`` (used by ``compare.verdict``,
 ``replay.plan`` and ``diff``).
 
 Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,

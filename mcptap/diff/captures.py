@@ -3,22 +3,21 @@
 ``diff_captures(a, b, ignore=(), latency_threshold=None) -> DiffReport``
 
 1. Each capture is streamed once (``CaptureStream``) into a ``Side``
-   (:mod:`mcptap.diff_side`): per-exchange summaries in compact arrays (key hash of direction, method,
+   (:mod:`mcptap.diff.side`): per-exchange summaries in compact arrays (key hash of direction, method,
    tool/prompt/resource name and masked params; outcome hash of the masked
    result or error; error code; record seqs), the server surface
    (``diff_surface.Surface``), finding counts, notification methods and
    latencies per method. Whole messages are not kept.
-2. The two exchange-key sequences are aligned (:mod:`mcptap.diff_align`:
+2. The two exchange-key sequences are aligned (:mod:`mcptap.diff.align`:
    common prefix and suffix, then ``difflib`` on a small middle or a windowed
    re-synchronisation on a large one), so inserted/removed exchanges and stray
    non-JSON lines do not shift everything after them.
 3. Aligned exchanges whose outcome hashes differ, and unaligned ones, are
    re-read (second streaming pass over only those seqs, at most
-   ``DETAIL_LIMIT``) and compared with ``replay.compare`` to get JSON paths.
+   ``DETAIL_LIMIT``) and compared with :mod:`mcptap.compare` to get JSON paths.
 
-This module compares the two Sides and builds the :class:`DiffReport`;
-``render_text`` (:mod:`mcptap.diff_render`) prints it. ``Side``,
-``summarize``, ``align`` and ``render_text`` stay importable from here.
+This module compares the two Sides and builds the :class:`~mcptap.diff.report.DiffReport`;
+``render_text`` (:mod:`mcptap.diff.render`) prints it.
 
 Exit semantics for the CLI: ``report.different`` -> 1, else 0.
 """
@@ -30,16 +29,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap import diff_align
-from mcptap.diff_align import DIFFLIB_LIMIT, WINDOW
-from mcptap.diff_render import render_text
-from mcptap.diff_side import ERROR, NAMED, Side, fetch, request_and_response, summarize
-from mcptap.diff_surface import Item, compare_surface
-from mcptap.replay.compare import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, Masker, compare_responses
-from mcptap.replay.pathdiff import json_diff
-
-__all__ = ["DETAIL_LIMIT", "DIFFLIB_LIMIT", "WINDOW", "MIN_LATENCY_SHIFT_US", "NAMED", "Side", "summarize", "align",
-           "DiffReport", "diff_captures", "render_text"]
+from mcptap.diff import align as diff_align
+from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
+from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
+from mcptap.diff.surface import Item, compare_surface
+from mcptap.compare.mask import Masker
+from mcptap.compare.paths import json_diff
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses
+from mcptap.diff.report import DiffReport
 
 DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missing or new
 MIN_LATENCY_SHIFT_US = 1000  # shifts smaller than 1 ms are noise, whatever the percentage
@@ -50,30 +47,6 @@ def align(a: Sequence[int], b: Sequence[int], coarse_a: Sequence[Any] | None = N
     """``diff_align.align`` with this module's ``DIFFLIB_LIMIT`` and ``WINDOW``
     (read at call time, so tuning them here still takes effect)."""
     return diff_align.align(a, b, DIFFLIB_LIMIT, WINDOW, coarse_a, coarse_b)
-
-
-@dataclass
-class DiffReport:
-    """Result of ``diff_captures``. ``items``: every difference (Item);
-    ``counts``: exchanges by verdict; ``stats``: per-side facts."""
-
-    a: str
-    b: str
-    items: list[Item] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def different(self) -> bool:
-        return bool(self.items)
-
-    @property
-    def breaking(self) -> int:
-        return sum(1 for it in self.items if it.breaking)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "different": self.different, "breaking": self.breaking,
-                "exchanges": self.counts, "stats": self.stats, "items": [it.to_json() for it in self.items]}
 
 
 def _pct(values: array, p: float) -> int:

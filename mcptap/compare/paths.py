@@ -3,7 +3,7 @@
 ``json_diff(a, b, path="", limit=MAX_PATHS) -> list[PathChange]``: paths such as
 ``result.content[0].text`` or ``result.tools[name=echo]`` (lists of objects with
 a unique ``name`` / ``uri`` / ``uriTemplate`` are compared by that key, other
-lists by index). Used by ``replay.compare`` for CHANGED verdicts.
+lists by index). Used by ``compare.verdict`` for CHANGED verdicts.
 """
 
 from __future__ import annotations
