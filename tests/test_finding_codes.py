@@ -24,6 +24,11 @@ MODERN = [c2s(req(1, "server/discover", {"_meta": META})),
 CALL = {"name": "echo", "arguments": {}}
 MCALL = {"name": "echo", "arguments": {}, "_meta": META}
 BIG = 1 << 20
+TOOLS = [c2s(req(2, "tools/list")),
+         s2c(res(2, {"tools": [{"name": "w", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+                                "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}, "additionalProperties": False}}]}))]
+W = {"name": "w", "arguments": {"city": "Oslo"}}
+PAGE = {"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}
 
 Steps = list[tuple[str, Any]]
 
@@ -96,6 +101,24 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "capability.unknown_method": (H + [c2s(req(2, "vendor/frobnicate"))], H + [c2s(req(2, "tools/list"))]),
     "capability.wrong_direction": (H + [s2c(req(7, "tools/call", CALL))], H + [c2s(req(7, "tools/call", CALL))]),
     "capability.not_in_revision": (H + [c2s(req(2, "tasks/get", {"taskId": "t1"}))], handshake("2025-11-25", {"tasks": {"requests": {"tools": {"call": {}}}}, "tools": {}}) + [c2s(req(2, "tools/list"))]),
+    "capability.declared_but_unsupported": (H + [c2s(req(2, "logging/setLevel", {"level": "debug"})), s2c(err(2, -32601, "Method not found"))],
+                                            handshake(server_caps={"tools": {}}) + [c2s(req(2, "logging/setLevel", {"level": "debug"})), s2c(err(2, -32601, "Method not found"))]),
+    "capability.not_subscribed": (handshake(server_caps={"resources": {"subscribe": True}}) + [c2s(req(2, "resources/subscribe", {"uri": "file:///a"})), s2c(res(2)),
+                                                                                                c2s(req(3, "resources/unsubscribe", {"uri": "file:///a"})), s2c(res(3)),
+                                                                                                s2c(note("notifications/resources/updated", {"uri": "file:///a"}))],
+                                  handshake(server_caps={"resources": {"subscribe": True}}) + [c2s(req(2, "resources/subscribe", {"uri": "file:///a"})), s2c(res(2)),
+                                                                                               s2c(note("notifications/resources/updated", {"uri": "file:///a"}))]),
+    # tool contracts
+    "tool.arguments_invalid": (H + TOOLS + [c2s(req(3, "tools/call", {"name": "w", "arguments": {"city": 5}}))],
+                               H + TOOLS + [c2s(req(3, "tools/call", {"name": "w", "arguments": {"city": "Oslo"}}))]),
+    "tool.structured_content_missing": (H + TOOLS + [c2s(req(3, "tools/call", W)), s2c(res(3, {"content": []}))],
+                                        H + TOOLS + [c2s(req(3, "tools/call", W)), s2c(res(3, {"content": [], "isError": True}))]),
+    "tool.structured_content_invalid": (H + TOOLS + [c2s(req(3, "tools/call", W)), s2c(res(3, {"content": [], "structuredContent": {"t": 1, "x": 2}}))],
+                                        H + TOOLS + [c2s(req(3, "tools/call", W)), s2c(res(3, {"content": [], "structuredContent": {"t": 1}}))]),
+    # pagination
+    "pagination.cursor_not_advancing": (H + [c2s(req(2, "tools/list")), s2c(res(2, PAGE)), c2s(req(3, "tools/list", {"cursor": "p2"})), s2c(res(3, PAGE))],
+                                        H + [c2s(req(2, "tools/list")), s2c(res(2, PAGE)), c2s(req(3, "tools/list", {"cursor": "p2"})),
+                                             s2c(res(3, {**PAGE, "tools": [{"name": "b", "inputSchema": {"type": "object"}}]}))]),
     # cancellation and progress
     "cancel.request": (H + [c2s(req(2, "tools/call", CALL)), c2s(note("notifications/cancelled", {"requestId": 2}))],
                        H + [c2s(req(2, "tools/call", CALL)), s2c(res(2, {"content": []})), c2s(note("notifications/cancelled", {"requestId": 2}))]),
@@ -133,7 +156,7 @@ NOT_HERE: dict[str, str] = {
     "jsonrpc.response_to_notification": "not raised by the annotator yet (a response whose id only a notification used is an unmatched response)",
     "lifecycle.request_before_initialized_ack": "HTTP ordering hazard: raised by the HTTP tap (tests/test_cases_http.py)",
     "lifecycle.session_terminated": "HTTP session management: HTTP tap",
-    "lifecycle.new_session": "HTTP session boundary: HTTP tap",
+    "lifecycle.new_session": "HTTP session boundary: HTTP tap (tests/relay/test_session_book.py)",
     "process.spawn_failed": "stdio transport (tests/cli/test_show_check.py checks it through `mcptap record` + `check`)",
     "process.stderr_backpressure": "stdio transport with a host that does not drain stderr (tests/transport)",
     "process.no_exit_after_stdin_eof": "stdio transport timing (tests/transport)",

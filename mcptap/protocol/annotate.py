@@ -14,10 +14,12 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
 from mcptap.protocol import conventions, rules
+from mcptap.protocol.contracts import Contracts
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import Classified, classify
-from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_response, request_meta
+from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_request, initialize_response, \
+    reinitialize_response, request_meta
 from mcptap.protocol.pairing import Pairing, Pending, BoundedMap
 
 try:  # the capability tables are optional at import so a broken table never kills a relay
@@ -46,7 +48,7 @@ class Annotator:
         self.pairing = Pairing()
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
-        self._cursors = conventions.Cursors()
+        self._contracts = Contracts()
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
@@ -252,20 +254,30 @@ class Annotator:
                                f"response to request #{p.seq} ({p.method}) after it was cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
                                severity=Severity.ERROR if modern else None))
         if p.method == "initialize" and sender is S2C:
-            initialize_response(msg, st, kind, value)
+            if p.seq == st.initialize_seq:
+                initialize_response(msg, st, kind, value)
+            else:   # a duplicate initialize: only its success changes a session
+                assigned = (msg.transport or {}).get("session_assigned")
+                new = self.session(assigned) if assigned is not None and assigned != msg.session else None
+                reinitialize_response(msg, st, new, kind, value, p.params)
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
         if self.shapes and kind is Kind.RESPONSE and p.method:
             out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
         if kind is Kind.RESPONSE:
             result = value.get("result")
-            self._cursors.result(msg.session, p.method, result)
+            if p.direction is C2S:
+                out.extend(self._contracts.result(msg.session, p.method, p.params, result, msg.revision))
             if isinstance(p.params, dict) and "task" in p.params:
                 tid = conventions.task_id_of(result)
                 if tid is not None:
                     self.pairing.keep_token(p, tid)
         elif isinstance(value.get("error"), dict):
-            out.extend(conventions.error_code(value["error"].get("code"), msg.revision))
+            code = value["error"].get("code")
+            out.extend(conventions.error_code(code, msg.revision))
+            if code == -32601 and _caps is not None and p.method:
+                client_caps = request_meta(p.params)[1] if st.era == "modern" else st.client_caps
+                out.extend(_caps.declared_but_unsupported(p.method, p.direction, msg.revision, client_caps, st.server_caps, "-32601 (method not found)"))
         if kind is Kind.RESPONSE and _caps is not None and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
@@ -317,18 +329,9 @@ class Annotator:
         if modern and msg.direction is S2C:
             msg.findings.append(finding("lifecycle.wrong_era", f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
         if method == "initialize" and msg.direction is C2S:
-            if st.phase in (Phase.INITIALIZED, Phase.OPERATING):
-                msg.findings.append(finding("lifecycle.reinitialize", "initialize on a session that is already initialized"))
-            if isinstance(params, dict):
-                caps = params.get("capabilities")
-                st.client_caps = caps if isinstance(caps, dict) else {}
-                st.cap_cache.clear()
-                pv = params.get("protocolVersion")
-                st.offered = pv if isinstance(pv, str) else None
-                st.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
-            st.initialize_seq = msg.seq
-            advance(st, C2S, "initialize")
-        msg.findings.extend(self._cursors.request(msg.session, method, params, msg.session not in self._assumed))
+            initialize_request(msg, st, params)
+        if msg.direction is C2S:
+            msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed))
         p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, exchange=exchange, member=member,
                     revision=msg.revision, params=params)
         msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
@@ -340,6 +343,8 @@ class Annotator:
             return
         if not isinstance(params, dict):
             return
+        if sender is S2C and method == "notifications/resources/updated" and st.era != "modern":
+            msg.findings.extend(self._contracts.notification(msg.session, method, params, msg.session not in self._assumed))
         if method == "notifications/cancelled":
             if "requestId" in params:
                 p, fs = self.pairing.cancel(self._scope, sender, params["requestId"])

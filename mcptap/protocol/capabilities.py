@@ -198,6 +198,27 @@ def _check_gates(rule: MethodRule, method: str, direction: Direction, params: An
     return out
 
 
+def declared_but_unsupported(method: str, requester: Direction, revision: str | None, client_caps: dict | None,
+                             server_caps: dict | None, how: str) -> list[Finding]:
+    """A ``method`` request from ``requester`` answered ``how`` (-32601, or an
+    HTTP error without a JSON-RPC response) although the receiver declared the
+    capability that promises the method (2025-06-18+ basic/lifecycle: both
+    parties MUST respect the negotiated capabilities) ->
+    ``capability.declared_but_unsupported`` (warn). Unknown capabilities
+    (None) or ungated methods: []."""
+    rule = rules.method_rule(method, rules.normalize_revision(revision))
+    if rule is None or rule.gate is None or rule.declared_by not in ("receiver", "both"):
+        return []
+    receiver = requester.peer
+    caps = server_caps if receiver is Direction.S2C else client_caps
+    if caps is None or not _declared(caps, rule.gate):
+        return []
+    path = _dotted(rule.gate)
+    return [finding("capability.declared_but_unsupported",
+                    f"{method} answered {how} although the {_PARTY[receiver]} declared capabilities.{path}: peers that rely on the declaration fail here",
+                    {"method": method, "capability": path})]
+
+
 def _not_negotiated(method: str, gate: tuple[str, ...], party: Direction, rev: str | None,
                     cond: Conditional | None, via: tuple[str, Any] | None) -> Finding:
     strength = rules.capability_strength(rev)

@@ -69,6 +69,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("jsonrpc.nonstandard_error_code", INFO, "error code outside JSON-RPC/MCP conventions (e.g. 0)", JR + " error codes; MCP basic/index error codes"),
     ("jsonrpc.error_code_not_in_revision", WARN, "MCP error code used under a revision that does not define it (e.g. -32042 before 2025-11-25)", BI + " error codes (per revision)"),
     ("pagination.unknown_cursor", WARN, "paginated request with a cursor the server never returned in this session", "server/utilities/pagination: cursors are opaque, session-scoped"),
+    ("pagination.cursor_not_advancing", WARN, "paginated result that answers a cursor with the same page and the same nextCursor again (a client that follows it never ends)", "server/utilities/pagination: a missing nextCursor ends the results; 2026-07-28: \"\" is a cursor"),
     ("jsonrpc.id_reused", WARN, "id reused after completion within one session (e.g. transport-level retry)", BI + " Requests (legacy: unique per session)"),
     # lifecycle
     ("lifecycle.message_before_initialize", ERROR, "message other than initialize/ping before the session was initialized", LC + " Initialization MUST be the first interaction"),
@@ -95,6 +96,12 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capability.unknown_method", WARN, "method not defined by the negotiated revision", "schema/<revision>"),
     ("capability.wrong_direction", ERROR, "method sent by the side that may not send it (e.g. a server sending tools/call)", "schema/<revision> ClientRequest/ServerRequest unions"),
     ("capability.not_in_revision", WARN, "method that exists in other revisions, not in the negotiated one", "schema/<revision>"),
+    ("capability.declared_but_unsupported", WARN, "method whose capability the receiver declared, answered -32601 or with a non-JSON-RPC HTTP error", LC + " Operation: parties MUST respect the negotiated capabilities"),
+    ("capability.not_subscribed", WARN, "notifications/resources/updated for a URI the client never subscribed to, or unsubscribed from", "server/resources Subscriptions"),
+    # tool contracts (tools/list schemas)
+    ("tool.arguments_invalid", WARN, "tools/call arguments that do not match the tool's inputSchema", "2025-06-18+ server/tools: inputSchema (JSON Schema, 2020-12 unless $schema)"),
+    ("tool.structured_content_missing", ERROR, "successful result of a tool with an outputSchema, without structuredContent", "2025-06-18+ server/tools Output Schema: servers MUST provide structured results"),
+    ("tool.structured_content_invalid", ERROR, "structuredContent that does not conform to the tool's outputSchema", "2025-06-18+ server/tools Output Schema: MUST conform"),
     # shapes (official wire types, mcp-types)
     ("shape.invalid_params", ERROR, "request/notification params that do not match the revision's schema", "schema/<revision> (via the official mcp-types wire models)"),
     ("shape.invalid_result", ERROR, "result that does not match the revision's schema for its method", "schema/<revision> (via the official mcp-types wire models)"),
@@ -128,6 +135,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
     ("http.ack_content_type_unexpected", INFO, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),
     ("http.session_rejected_not_404", ERROR, "known session id rejected with something other than 404", T + " Session Management"),
+    ("http.session_id_missing", ERROR, "request without the Mcp-Session-Id that the initialize response assigned", T + " Session Management: clients MUST include it on all subsequent requests"),
+    ("http.session_id_reissued", WARN, "initialize on a live session answered with a different Mcp-Session-Id: two sessions for one client", T + " Session Management"),
     ("http.get_stream_refused_not_405", WARN, "GET stream refused with a status other than 405", T + " Listening for messages"),
     ("http.get_retried_after_405", WARN, "client re-issues GET after a 405", T + " Listening for messages"),
     ("http.get_accept_missing_event_stream", WARN, "GET whose Accept does not name text/event-stream", T + " Listening for messages"),

@@ -1,9 +1,8 @@
-"""Cross-message conventions: error codes per revision, pagination cursors,
-2025-11-25 task-bound progress tokens (pure).
+"""Cross-message conventions: error codes per revision, 2025-11-25 task-bound
+progress tokens (pure). Pagination cursors live in ``contracts.py``.
 
 Sources: ``mcp-methods.json`` ``error_codes`` (which revision defines which
-MCP error code); spec server/utilities/pagination (cursors are opaque, come
-only from ``nextCursor``, must not outlive the session); 2025-11-25
+MCP error code); 2025-11-25
 basic/utilities/tasks and progress (a task-augmented request's progress token
 stays valid until the task is terminal).
 """
@@ -19,9 +18,7 @@ from mcptap.model import Finding, Severity
 from mcptap.protocol.codes import finding
 from mcptap.protocol.rules import normalize_revision
 
-PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
 TERMINAL_TASK_STATES = frozenset({"completed", "failed", "cancelled"})
-_CURSOR_WINDOW = 1024
 
 
 @lru_cache(maxsize=1)
@@ -51,35 +48,6 @@ def error_code(code: Any, revision: str | None) -> list[Finding]:
                         {"code": code}, severity=Severity.INFO)]
     return [finding("jsonrpc.error_code_not_in_revision", f"error code {code} ({name}) is defined only in {', '.join(sorted(versions))}, not in {rev}",
                     {"code": code})]
-
-
-class Cursors:
-    """Pagination cursors the server handed out, per (session, method)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[Any, str], dict[str, None]] = {}
-
-    def result(self, session: Any, method: str | None, result: Any) -> None:
-        if method not in PAGINATED or not isinstance(result, dict):
-            return
-        cur = result.get("nextCursor")
-        if isinstance(cur, str):
-            d = self._seen.setdefault((session, method), {})
-            d[cur] = None
-            if len(d) > _CURSOR_WINDOW:
-                del d[next(iter(d))]
-
-    def request(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
-        """A paginated request: its cursor must be one the server returned in
-        this session (only judged when the capture saw the session start)."""
-        if method not in PAGINATED or not from_start or not isinstance(params, dict) or "cursor" not in params:
-            return []
-        cur = params["cursor"]
-        if cur is None:
-            return []
-        if cur not in self._seen.get((session, method), ()):
-            return [finding("pagination.unknown_cursor", f"{method} with cursor {str(cur)[:40]!r} that the server never returned as nextCursor in this session (cursors are opaque and session-scoped)")]
-        return []
 
 
 def task_id_of(result: Any) -> str | None:

@@ -162,6 +162,50 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
     msg.findings.append(finding(code, text))
 
 
+def _offer(st: SessionState, params: Any) -> None:
+    """The client's side of a handshake (initialize params) into ``st``."""
+    if isinstance(params, dict):
+        caps = params.get("capabilities")
+        st.client_caps = caps if isinstance(caps, dict) else {}
+        st.cap_cache.clear()
+        pv = params.get("protocolVersion")
+        st.offered = pv if isinstance(pv, str) else None
+        st.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
+
+
+def initialize_request(msg: Message, st: SessionState, params: Any) -> None:
+    """A client ``initialize``. On a session whose handshake already succeeded
+    it is a duplicate (``lifecycle.reinitialize``) and changes nothing: only
+    its successful response may (``reinitialize_response``)."""
+    if st.phase in (Phase.INITIALIZED, Phase.OPERATING):
+        msg.findings.append(finding("lifecycle.reinitialize", "initialize on a session that is already initialized"
+                                    + (f" (handshake at #{st.initialize_seq})" if st.initialize_seq is not None else "")))
+        return
+    _offer(st, params)
+    st.initialize_seq = msg.seq
+    advance(st, C2S, "initialize")
+
+
+def reinitialize_response(msg: Message, st: SessionState, new: SessionState | None, kind: Kind, value: dict[str, Any], params: Any) -> None:
+    """The answer to a duplicate ``initialize`` (request params ``params``).
+    Rejected: the first negotiation stays in force, nothing to report (the
+    rejection is correct). Accepted: ``new`` is the session the response
+    assigned (HTTP: a new Mcp-Session-Id), whose handshake this is, and ``st``
+    keeps its own revision and capabilities; with ``new`` None the peers
+    renegotiated the same session (stdio), which then takes the new terms."""
+    if kind is not Kind.RESPONSE or not isinstance(value.get("result"), dict):
+        return
+    target = new if new is not None else st
+    _offer(target, params)
+    target.initialize_seq = msg.seq
+    if new is not None:
+        new.phase = Phase.INITIALIZING
+    initialize_response(msg, target, kind, value)
+    where = f"session {msg.transport.get('session_assigned')}" if new is not None and msg.transport else "this session"
+    msg.findings.append(finding("lifecycle.new_session", f"the server accepted a second initialize: its negotiation ({target.revision}) belongs to {where}"
+                                + ("; the first session keeps its own" if new is not None else ", replacing the first")))
+
+
 def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
     """The server answered initialize: negotiated revision, capabilities, phase."""
     if kind is Kind.ERROR:

@@ -38,6 +38,7 @@ from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_fi
     request_findings, response_findings, sse_findings
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
+from mcptap.protocol.session_book import SessionBook
 from mcptap.protocol.sse import SSEEvent
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
@@ -66,6 +67,7 @@ class HttpObserver:
         self.rules = HttpRules()
         self._ex: dict[int, ObservedExchange] = {}
         self._sessions = SessionKeys()
+        self._book = SessionBook()
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
 
     # -- dispatch ------------------------------------------------------------------------
@@ -113,6 +115,8 @@ class HttpObserver:
         d: dict[str, Any] = {"exchange": e.id, "conn": e.conn, "method": e.method, "path": self._target(e.target), "stream": e.stream}
         if e.facts.status is not None:
             d["status"] = e.facts.status
+        if e.assigned is not None:
+            d["session_assigned"] = e.assigned
         d.update(extra)
         return d
 
@@ -127,7 +131,7 @@ class HttpObserver:
         fs: list[Finding] = []
         if it.method != "POST":
             facts.revision = self._revision(facts.session)
-            fs = request_findings(facts) + self.rules.on_request(e.id, facts)
+            fs = request_findings(facts) + self.rules.on_request(e.id, facts) + self._book.on_request(facts)
         fields: dict[str, Any] = {"event": "request", "exchange": e.id, "conn": e.conn, "method": it.method,
                                   "target": self._target(it.target), "version": it.http_version, "headers": self.headers_json(h)}
         if facts.session is not None:
@@ -161,7 +165,7 @@ class HttpObserver:
                     meta = m[META_VERSION]
         facts.body_kinds, facts.methods, facts.meta_version = tuple(kinds), tuple(methods), meta
         facts.revision = self._revision(facts.session)
-        fs = request_findings(facts) + self.rules.on_request(e.id, facts)
+        fs = request_findings(facts) + self.rules.on_request(e.id, facts) + self._book.on_request(facts)
         if facts.is_initialize and facts.session is None and not facts.legacy:
             e.deferred = (body, value, fs)
             return
@@ -188,10 +192,14 @@ class HttpObserver:
             self.rec.record("http", informational=True, **fields)
             return
         facts = e.facts
+        req_session = facts.session
         self._release_deferred(e, self._sessions.assigned(it.headers, facts.session))
         facts.status, facts.resp_headers = it.status, it.headers
         e.response_started = True
-        fs = response_findings(facts)
+        fs, assigned = self._book.on_response(facts, req_session)
+        if assigned is not None and req_session is not None:
+            e.assigned = assigned      # the body's negotiation belongs to the new session
+        fs += response_findings(facts)
         self.rules.on_response(e.id, facts)
         e.start_body(it.headers)
         if facts.session is not None:

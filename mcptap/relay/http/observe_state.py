@@ -54,6 +54,7 @@ class ObservedExchange:
     ids: list[str] = field(default_factory=list)
     rewrites: list[tuple[str, str]] = field(default_factory=list)
     response_started: bool = False
+    assigned: str | None = None      # a different Mcp-Session-Id the response assigned
     cr_seen: bool = False
 
     @property

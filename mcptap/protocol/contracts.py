@@ -1,0 +1,259 @@
+"""What a server promised earlier in a session, checked against what it does
+later (pure): pagination cursors, tool input/output schemas from ``tools/list``,
+resource subscriptions.
+
+Sources: spec server/utilities/pagination (cursors are opaque, come only from
+``nextCursor``, are session-scoped; a client stops when ``nextCursor`` is
+absent; 2026-07-28: ``""`` is a cursor like any other); server/tools
+(2025-06-18+: ``inputSchema`` and ``outputSchema`` are JSON Schemas, 2020-12
+unless ``$schema`` says otherwise; a successful result of a tool with an output
+schema MUST carry ``structuredContent`` conforming to it; ``isError`` results
+are exempt); server/resources (``notifications/resources/updated`` follows a
+``resources/subscribe`` for that URI).
+
+State is per session key (the annotator's ``msg.session``: a session id, or
+None on stdio and stateless HTTP) and bounded. JSON Schema validation uses the
+``jsonschema`` library, imported on first use; each schema is compiled once and
+shared by every tool and session that declares the same schema.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+from mcptap.model import Finding
+from mcptap.protocol.codes import finding
+from mcptap.protocol.rules import normalize_revision, REVISIONS
+
+PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
+_WINDOW = 1024
+#: revisions that define outputSchema / structuredContent (server/tools)
+_STRUCTURED_SINCE = "2025-06-18"
+_NOT_PAGE = ("nextCursor", "_meta")
+
+
+def _bounded_set(d: OrderedDict[Any, Any], k: Any, v: Any, limit: int = _WINDOW) -> None:
+    d[k] = v
+    d.move_to_end(k)
+    if len(d) > limit:
+        d.popitem(last=False)
+
+
+def _page_digest(result: dict[str, Any]) -> bytes:
+    """The page's content without its cursor and _meta (key order ignored)."""
+    try:
+        return orjson.dumps({k: v for k, v in result.items() if k not in _NOT_PAGE}, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(result).encode()
+
+
+class _Schemas:
+    """Compiled JSON Schema validators, keyed by the schema's canonical JSON."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[bytes, Any] = OrderedDict()
+
+    def validator(self, schema: Any) -> Any:
+        """A validator object, or None when the schema is not usable (not an
+        object, unknown dialect, invalid schema): then nothing is judged."""
+        if not isinstance(schema, dict):
+            return None
+        try:
+            key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            return None
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        v = _compile(schema)
+        _bounded_set(self._cache, key, v, 256)
+        return v
+
+
+def _compile(schema: dict[str, Any]) -> Any:
+    try:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+    except ImportError:  # pragma: no cover - jsonschema is a runtime dependency
+        return None
+    try:
+        cls = validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except (SchemaError, Exception):  # noqa: BLE001 - a peer's odd schema must never raise
+        return None
+
+
+def _errors(validator: Any, instance: Any) -> list[str]:
+    """Up to three validation messages (``path: message``), [] when valid."""
+    try:
+        errs = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))[:3]
+    except Exception:  # noqa: BLE001 - unresolvable $ref and the like: not judged
+        return []
+    out = []
+    for e in errs:
+        path = "/".join(str(p) for p in e.absolute_path)
+        msg = e.message if len(e.message) <= 160 else e.message[:159] + "…"
+        out.append(f"{path or '(root)'}: {msg}")
+    return out
+
+
+def _structured(revision: str | None) -> bool:
+    rev = normalize_revision(revision)
+    return rev is None or REVISIONS.index(rev) >= REVISIONS.index(_STRUCTURED_SINCE)
+
+
+class Contracts:
+    """Per-session promises and their checks (see module doc).
+
+    ``request(session, method, params, from_start)`` and
+    ``result(session, method, request_params, result, revision)`` return
+    findings for a client request and for the result answering it;
+    ``notification(session, method, params, from_start)`` for a server
+    notification. ``from_start``: the capture saw this session begin, so what
+    it did not see never happened (cursors, subscriptions)."""
+
+    def __init__(self) -> None:
+        self._cursors: OrderedDict[tuple[Any, str], OrderedDict[str, bytes]] = OrderedDict()
+        self._loops: OrderedDict[tuple[Any, str, str], int] = OrderedDict()
+        self._tools: OrderedDict[Any, dict[str, tuple[Any, Any]]] = OrderedDict()
+        self._subs: OrderedDict[Any, OrderedDict[str, None]] = OrderedDict()
+        self._schemas = _Schemas()
+
+    # -- client requests -----------------------------------------------------------
+    def request(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+        if not isinstance(params, dict):
+            return []
+        if method in PAGINATED:
+            return self._cursor_request(session, method, params, from_start)
+        if method == "tools/call":
+            return self._arguments(session, params)
+        if method == "resources/subscribe":
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                subs = self._subs.get(session)
+                if subs is None:
+                    subs = OrderedDict()
+                    _bounded_set(self._subs, session, subs, 256)
+                _bounded_set(subs, uri, None)
+        return []
+
+    def _cursor_request(self, session: Any, method: str, params: dict[str, Any], from_start: bool) -> list[Finding]:
+        if not from_start or "cursor" not in params:
+            return []
+        cur = params["cursor"]
+        if cur is None:
+            return []
+        if cur not in self._cursors.get((session, method), ()):
+            return [finding("pagination.unknown_cursor", f"{method} with cursor {str(cur)[:40]!r} that the server never returned as nextCursor in this session (cursors are opaque and session-scoped)")]
+        return []
+
+    def _arguments(self, session: Any, params: dict[str, Any]) -> list[Finding]:
+        tools = self._tools.get(session)
+        name = params.get("name")
+        if tools is None or not isinstance(name, str) or name not in tools:
+            return []
+        schema = tools[name][0]
+        v = self._schemas.validator(schema)
+        if v is None:
+            return []
+        args = params.get("arguments")
+        errs = _errors(v, {} if args is None else args)
+        if not errs:
+            return []
+        return [finding("tool.arguments_invalid", f"tools/call {name}: arguments do not match the tool's inputSchema: {'; '.join(errs)}",
+                        {"tool": name, "errors": errs})]
+
+    # -- results ---------------------------------------------------------------------
+    def result(self, session: Any, method: str | None, req_params: Any, result: Any, revision: str | None) -> list[Finding]:
+        if not isinstance(result, dict):
+            return []
+        if method in PAGINATED:
+            out = self._page(session, method, req_params, result)
+            if method == "tools/list":
+                self._remember_tools(session, result, req_params)
+            return out
+        if method == "tools/call":
+            return self._structured(session, req_params, result, revision)
+        if method == "resources/unsubscribe" and isinstance(req_params, dict):
+            subs = self._subs.get(session)
+            if subs is not None:
+                subs.pop(req_params.get("uri"), None)  # type: ignore[arg-type]
+        return []
+
+    def _page(self, session: Any, method: str, req_params: Any, result: dict[str, Any]) -> list[Finding]:
+        nxt = result.get("nextCursor")
+        if not isinstance(nxt, str):
+            return []
+        digest = _page_digest(result)
+        key = (session, method)
+        seen = self._cursors.get(key)
+        if seen is None:
+            seen = OrderedDict()
+            _bounded_set(self._cursors, key, seen, 256)
+        cur = req_params.get("cursor") if isinstance(req_params, dict) else None
+        out: list[Finding] = []
+        if cur == nxt and seen.get(nxt) == digest:
+            lk = (session, method, nxt)
+            n = self._loops.get(lk, 1) + 1
+            _bounded_set(self._loops, lk, n)
+            out.append(finding("pagination.cursor_not_advancing",
+                               f"{method} cursor {nxt[:40]!r} answered with the same page and nextCursor {nxt[:40]!r} again "
+                               f"({n} identical pages): a client that follows nextCursor never terminates",
+                               {"method": method, "cursor": nxt, "pages": n}))
+        _bounded_set(seen, nxt, digest)
+        return out
+
+    def _remember_tools(self, session: Any, result: dict[str, Any], req_params: Any) -> None:
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return
+        first_page = not (isinstance(req_params, dict) and req_params.get("cursor") is not None)
+        known = self._tools.get(session)
+        if known is None or first_page:
+            known = {}
+            _bounded_set(self._tools, session, known, 256)
+        for t in tools:
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                known[t["name"]] = (t.get("inputSchema"), t.get("outputSchema"))
+
+    def _structured(self, session: Any, req_params: Any, result: dict[str, Any], revision: str | None) -> list[Finding]:
+        if result.get("isError") is True or result.get("resultType", "complete") != "complete" or not _structured(revision):
+            return []
+        tools = self._tools.get(session)
+        name = req_params.get("name") if isinstance(req_params, dict) else None
+        if tools is None or not isinstance(name, str) or name not in tools:
+            return []
+        schema = tools[name][1]
+        if not isinstance(schema, dict):
+            return []
+        if "structuredContent" not in result:
+            return [finding("tool.structured_content_missing",
+                            f"tools/call {name}: the tool declared an outputSchema, but the successful result has no structuredContent",
+                            {"tool": name})]
+        v = self._schemas.validator(schema)
+        if v is None:
+            return []
+        errs = _errors(v, result["structuredContent"])
+        if not errs:
+            return []
+        return [finding("tool.structured_content_invalid", f"tools/call {name}: structuredContent does not match the outputSchema: {'; '.join(errs)}",
+                        {"tool": name, "errors": errs})]
+
+    # -- server notifications -------------------------------------------------------------
+    def notification(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+        if method != "notifications/resources/updated" or not from_start or not isinstance(params, dict):
+            return []
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            return []
+        subs = self._subs.get(session)
+        if subs is not None and uri in subs:
+            return []
+        return [finding("capability.not_subscribed",
+                        f"notifications/resources/updated for {uri[:80]!r}, which the client has not subscribed to (or unsubscribed from)",
+                        {"uri": uri})]

@@ -1,0 +1,93 @@
+"""Streamable HTTP session bookkeeping across exchanges (pure).
+
+Source: spec basic/transports, Session Management (2025-03-26 … 2025-11-25):
+a server MAY assign a session id in the ``Mcp-Session-Id`` header of the
+response carrying the ``initialize`` result; the client MUST then send it on
+all subsequent HTTP requests (POST, GET, DELETE); a server that ended a
+session answers its id with 404, after which the client starts a new session
+with a fresh ``initialize``. 2026-07-28 has no sessions: requests carrying a
+2026-07-28 ``_meta`` protocol version are never judged here.
+
+``SessionBook`` remembers which ids the server assigned, on which endpoint
+path, and which ended. Inputs are ``http_rules.Exchange`` facts; outputs are
+findings. Memory is bounded (``LIMIT`` sessions).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from mcptap.model import Finding
+from mcptap.protocol import rules
+from mcptap.protocol.codes import finding
+from mcptap.protocol.http_rules import Exchange, header
+
+LIMIT = 4096
+
+
+def _path(target: str) -> str:
+    return target.split("?", 1)[0]
+
+
+class SessionBook:
+    """Session ids one tap has seen assigned (see module doc)."""
+
+    def __init__(self) -> None:
+        self._live: OrderedDict[str, str] = OrderedDict()      # session id -> endpoint path
+        self._paths: dict[str, int] = {}                       # endpoint path -> ids assigned there
+        self._ended: OrderedDict[str, None] = OrderedDict()
+
+    def _remember(self, sid: str, path: str) -> None:
+        self._live[sid] = path
+        self._live.move_to_end(sid)
+        self._paths[path] = self._paths.get(path, 0) + 1
+        if len(self._live) > LIMIT:
+            self._live.popitem(last=False)
+
+    def on_request(self, ex: Exchange) -> list[Finding]:
+        """A request whose body (for a POST) is known: ``http.session_id_missing``
+        when it carries no session id on an endpoint where the server assigned
+        one, unless it starts a session (``initialize``) or is 2026-07-28."""
+        if ex.session is not None or ex.legacy or ex.method not in ("POST", "GET", "DELETE"):
+            return []
+        if ex.is_initialize or (ex.meta_version is not None and rules.is_modern(ex.meta_version)):
+            return []
+        if "server/discover" in ex.methods:
+            return []
+        path = _path(ex.target)
+        if not self._paths.get(path):
+            return []
+        what = ex.methods[0] if ex.methods else ex.method
+        return [finding("http.session_id_missing",
+                        f"{ex.method} {path} ({what}) without Mcp-Session-Id, although the server assigned one at initialize: "
+                        "the client MUST send it on every later request")]
+
+    def on_response(self, ex: Exchange, req_session: str | None) -> tuple[list[Finding], str | None]:
+        """A final response head; ``req_session``: the session id the request
+        carried. Returns (findings, the session id the response assigns when
+        it differs from ``req_session``, else None)."""
+        sid = header(ex.resp_headers, "mcp-session-id")
+        status = ex.status or 0
+        if req_session is not None and status == 404:
+            self._live.pop(req_session, None)
+            self._ended[req_session] = None
+            if len(self._ended) > LIMIT:
+                self._ended.popitem(last=False)
+        if sid is None or sid == req_session or not (200 <= status < 300) or ex.legacy:
+            return [], None
+        out: list[Finding] = []
+        path = _path(ex.target)
+        if req_session is not None and ex.is_initialize and req_session in self._live:
+            out.append(finding("http.session_id_reissued",
+                               f"initialize on the live session {req_session} answered with a new Mcp-Session-Id {sid}: "
+                               "two sessions for one client (a duplicate initialize MUST be rejected, reference SDKs answer 400)",
+                               {"session": req_session, "assigned": sid}))
+        elif ex.is_initialize and self._paths.get(path):
+            out.append(finding("lifecycle.new_session", f"initialize answered with session {sid}: a new session on {path}", {"session": sid}))
+        if ex.is_initialize:
+            self._remember(sid, path)
+        return out, sid
+
+    def ended(self, sid: str | None) -> bool:
+        """Whether the server ended session ``sid`` (answered it with 404)."""
+        return sid is not None and sid in self._ended
