@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.capture import CaptureStream
+from mcptap.capture.reader import CaptureStream
 from mcptap.errors import CaptureReadError
 from mcptap.filters import record_findings
 from mcptap.protocol.codes import CODES, finding

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from mcptap.capture import decode_bytes
+from mcptap.capture.format import decode_bytes
 from mcptap.model import UNPARSED, Finding, Kind, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding

@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.capture import RAW_ONLY_ABOVE, CaptureWriter, annotation_record, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.capture.format import RAW_ONLY_ABOVE, annotation_record, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator

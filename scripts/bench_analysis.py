@@ -88,7 +88,7 @@ def generate_recorded(path: Path, n: int) -> int:
     go through a real Recorder (annotations and the rules fingerprint are
     real), so `check`/`show` may reuse the recorded annotations."""
     sys.path.insert(0, str(ROOT))
-    from mcptap.capture import CaptureWriter
+    from mcptap.capture.writer import CaptureWriter
     from mcptap.model import Direction
     from mcptap.recorder import Recorder
 

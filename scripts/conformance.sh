@@ -78,7 +78,7 @@ echo "direct: $(tail -1 "$OUT/direct.txt")"
 echo "tapped: $(tail -1 "$OUT/tapped.txt")"
 "$PY" - "$OUT/tap.jsonl" <<'EOF'
 import sys
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 c = read_capture(sys.argv[1])
 end = c.end or {}
 print(f"capture: {sum(1 for r in c.records if r['type'] == 'message')} messages, findings {end.get('severities')}, codes {end.get('codes')}")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from mcptap.capture import CaptureWriter  # noqa: E402
+from mcptap.capture.writer import CaptureWriter  # noqa: E402
 from mcptap.model import Direction  # noqa: E402
 from mcptap.recorder import Recorder  # noqa: E402
 

@@ -15,7 +15,8 @@ from typing import Any
 import trio
 
 from casefiles import Wire
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.protocol.pairing import Pending
 from mcptap.recorder import Recorder

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptap.capture import CaptureStream, CaptureWriter, message_from_record, message_record, read_capture
+from mcptap.capture.format import message_from_record, message_record
+from mcptap.capture.reader import CaptureStream, read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Kind, Message
 

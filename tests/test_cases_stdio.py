@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from casefiles import CASES, Wire, as_stdio, wires
-from mcptap.capture import CaptureWriter, message_from_record, read_capture
+from mcptap.capture.format import message_from_record
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 
@@ -108,7 +110,7 @@ def test_stdio_case_pairs(w: Wire, tmp_path) -> None:
 
 def test_reannotation_reproduces_the_recorded_annotations(tmp_path) -> None:
     """check/show re-annotate from raw bytes: same rules, same findings and pairs."""
-    from mcptap.capture import CaptureStream
+    from mcptap.capture.reader import CaptureStream
     from mcptap.reannotate import reannotate
 
     for w in STDIO:
@@ -136,7 +138,7 @@ def test_every_stdio_byte_is_in_the_capture(tmp_path) -> None:
 
 
 def test_reannotated_end_counts_stderr_like_the_recorded_one(tmp_path) -> None:
-    from mcptap.capture import CaptureStream
+    from mcptap.capture.reader import CaptureStream
     from mcptap.reannotate import reannotate
 
     w = next(w for w in STDIO if w.case == "B24")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.capture import Capture, message_from_record, read_capture
+from mcptap.capture.format import message_from_record
+from mcptap.capture.reader import Capture, read_capture
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from mcptap.demo.client import Connection, RpcError, run_script
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 from mcptap.check import Reannotated
 from mcptap.filters import compile_filter
 from mcptap.render import json_lines, mermaid, render_timeline, timeline, timeline_line

@@ -11,7 +11,7 @@ import pytest
 
 from casefiles import CASES, wires
 from scripted import c2s, err, handshake, record, req, res, s2c
-from mcptap.capture import CaptureStream
+from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.reannotate import reannotate
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from mcptap.capture import Capture, read_capture
+from mcptap.capture.reader import Capture, read_capture
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
 from mcptap.paths import default_capture_path

@@ -24,7 +24,7 @@ import sys
 import click
 import trio
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
 from mcptap.paths import default_capture_path

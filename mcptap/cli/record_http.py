@@ -24,7 +24,7 @@ from typing import Any
 import click
 import trio
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder

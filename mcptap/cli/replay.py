@@ -20,7 +20,7 @@ import click
 import orjson
 import trio
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.paths import default_capture_path

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.capture import CaptureStream
+from mcptap.capture.reader import CaptureStream
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.protocol.framing import parse_json
 from mcptap.compare.mask import Masker

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.capture import CaptureStream
+from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.framing import parse_json
 from mcptap.compare.mask import Masker
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 HANG = 30

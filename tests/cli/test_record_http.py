@@ -12,7 +12,7 @@ import time
 import pytest
 import trio
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "transport"))
 from test_http_tap import fake_mcp, post, upstream_server  # noqa: E402

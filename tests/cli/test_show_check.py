@@ -188,7 +188,7 @@ def test_golden_output(name: str) -> None:
 
 def _traffic(path: Path) -> list[tuple]:
     """What a capture recorded, without the annotations (those follow the rules of the day)."""
-    from mcptap.capture import message_from_record
+    from mcptap.capture.format import message_from_record
 
     out = []
     for line in path.read_bytes().splitlines():

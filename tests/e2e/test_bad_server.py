@@ -13,7 +13,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from casefiles import CASES, Wire, wires
-from mcptap.capture import message_from_record, read_capture
+from mcptap.capture.format import message_from_record
+from mcptap.capture.reader import read_capture
 
 STDIO = wires("stdio")
 HERE = Path(__file__).parent

@@ -21,7 +21,8 @@ from mcp import Client
 from mcp.client.sse import sse_client
 
 from peers import free_port, listening
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 

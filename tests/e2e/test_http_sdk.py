@@ -18,7 +18,8 @@ from mcp.client.sse import sse_client
 
 from peers import free_port, listening
 from sdk_scenario import EXPECTED, drive
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 

@@ -145,7 +145,7 @@ async def _replay_url(capture: Path, out: Path, version: str) -> tuple[int, dict
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_http_replay_same_build_matches_and_v2_shows_the_three_changes(recorded_http: dict[str, Path], tmp_path: Path, era: str) -> None:
-    from mcptap.capture import read_capture
+    from mcptap.capture.reader import read_capture
 
     code, report = await _replay_url(recorded_http[era], tmp_path / "v1.jsonl", "v1")
     assert code == 0 and _not_matching(report) == {}

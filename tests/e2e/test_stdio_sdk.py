@@ -17,7 +17,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from sdk_scenario import EXPECTED, drive
-from mcptap.capture import message_from_record, read_capture
+from mcptap.capture.format import message_from_record
+from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent
@@ -47,7 +48,7 @@ def check_capture(path: Path) -> list[dict]:
         assert cap.end[d]["sha256"] == hashlib.sha256(raw).hexdigest()
         assert cap.end[d]["bytes"] == len(raw) > 0
     # today's full rules, including schema shape checks, agree: no errors, no warnings
-    from mcptap.capture import CaptureStream
+    from mcptap.capture.reader import CaptureStream
     from mcptap.reannotate import reannotate
 
     stream = CaptureStream(str(path))

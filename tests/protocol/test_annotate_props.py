@@ -8,7 +8,9 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.capture import CaptureWriter, message_from_record, read_capture
+from mcptap.capture.format import message_from_record
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 

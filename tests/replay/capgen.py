@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 

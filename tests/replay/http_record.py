@@ -16,7 +16,7 @@ import sys as _sys
 _sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from peers import free_port, listening  # noqa: E402
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 

@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 import trio
 
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path

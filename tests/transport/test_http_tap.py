@@ -13,7 +13,8 @@ import h11
 import pytest
 import trio
 
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main", "record"]

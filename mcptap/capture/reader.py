@@ -1,0 +1,152 @@
+"""Reading captures: ``CaptureStream`` (streaming), ``read_capture`` (whole).
+
+Readers accept a truncated last line (mcptap was killed mid-write) and report
+it (``truncated``); any other damage raises ``CaptureReadError``, the one error
+type of capture reading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
+from mcptap.errors import CaptureReadError
+from mcptap.model import Message
+
+
+@dataclass(slots=True)
+class Capture:
+    """A whole capture in memory: ``header`` dict, ``records`` (all records
+    after the header, end included), ``end`` dict or None (mcptap did not end
+    normally), ``truncated`` (last line cut), ``path``."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+    truncated: bool = False
+    path: str | None = None
+
+    def messages(self) -> list[Message]:
+        return [message_from_record(r) for r in self.records if r.get("type") == "message"]
+
+
+class CaptureStream:
+    """Streaming reader: iterate records without holding the file in memory.
+
+    ``header`` is read on construction; iterating yields every later record as
+    a dict (migrated to the current version). After iteration ``truncated`` and
+    ``end`` are set. Raises CaptureReadError (missing file, not a capture,
+    unsupported version, corrupt line other than the last)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._fp = open(path, "rb")  # noqa: SIM115 - closed in __iter__/close
+        except OSError as exc:
+            raise CaptureReadError(f"cannot open capture {path}: {exc.strerror or exc}") from None
+        first = self._fp.readline()
+        if not first:
+            self._fp.close()
+            raise CaptureReadError(f"{path}: empty file, not an mcptap capture")
+        try:
+            header = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            self._fp.close()
+            raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON)") from None
+        if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
+            self._fp.close()
+            raise CaptureReadError(f"{path}:1: not an mcptap capture (no {FORMAT} header)")
+        version = header.get("version")
+        if not isinstance(version, int) or version < 1 or version > VERSION:
+            self._fp.close()
+            raise CaptureReadError(f"{path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
+        self.version = version
+        self.header = header
+        self.truncated = False
+        self.end: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        fp = self._fp
+        lineno = 1
+        try:
+            pending: bytes | None = None
+            for line in fp:
+                lineno += 1
+                if pending is not None:
+                    raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)")
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    pending = line
+                    continue
+                if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+                    raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
+                bad = _malformed(rec)
+                if bad is not None:
+                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt {rec['type']} record: {bad}")
+                if self.version != VERSION:
+                    rec = migrate(rec, self.version)
+                if rec["type"] == "end":
+                    self.end = rec
+                yield rec
+            if pending is not None:
+                if pending.endswith(b"\n"):
+                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON)")
+                self.truncated = True
+        finally:
+            fp.close()
+
+    def close(self) -> None:
+        self._fp.close()
+
+
+_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _malformed(rec: dict[str, Any]) -> str | None:
+    """What is wrong with a record's field types, or None (cheap checks, so
+    consumers can trust them; peer bytes themselves are never judged here)."""
+    seq = rec.get("seq")
+    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+        return f"seq {seq!r} is not an integer"
+    t = rec.get("t_us")
+    if t is not None and (not isinstance(t, int) or isinstance(t, bool)):
+        return f"t_us {t!r} is not an integer"
+    if rec["type"] == "message":
+        if rec.get("dir") not in ("c2s", "s2c"):
+            return f"dir {rec.get('dir')!r} is not c2s or s2c"
+        if not isinstance(seq, int):
+            return "message without seq"
+        for key in ("raw", "raw_b64", "session", "method", "eol"):
+            v = rec.get(key)
+            if v is not None and not isinstance(v, str):
+                return f"{key} is a {type(v).__name__}, not a string"
+        if "raw_b64" in rec and (len(rec["raw_b64"]) % 4 or not _B64.fullmatch(rec["raw_b64"])):
+            return "raw_b64 is not base64"
+        if "raw" not in rec and "raw_b64" not in rec and "json" not in rec:
+            return "neither json nor raw bytes"
+        if not isinstance(rec.get("kind"), str):
+            return "kind missing"
+        f = rec.get("findings")
+        if f is not None and not (isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
+            return "findings is not a list of {code, severity, message}"
+    elif rec["type"] == "stderr":
+        for key in ("data", "data_b64"):
+            v = rec.get(key)
+            if v is not None and not isinstance(v, str):
+                return f"{key} is a {type(v).__name__}, not a string"
+    return None
+
+
+def read_capture(path: str) -> Capture:
+    """Read a whole capture. Raises CaptureReadError."""
+    stream = CaptureStream(path)
+    records = list(stream)
+    return Capture(stream.header, records, stream.end, stream.truncated, path)
+
+
