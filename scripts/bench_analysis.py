@@ -124,7 +124,8 @@ def profile(n: int, shapes: bool) -> None:
     import cProfile
     import pstats
 
-    from mcptap.check import Reannotated, check_stream
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.check.report import check_stream
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "p.jsonl"

@@ -1,4 +1,4 @@
-"""mcptap/check.py: re-annotation from raw bytes, grouping by code with counts
+"""mcptap/check/: re-annotation from raw bytes, grouping by code with counts
 and first places, capture damage as findings, exit status."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptap.check import CheckReport, Reannotated, check_capture, format_text, run_check
+from mcptap.check.reannotated import Reannotated
+from mcptap.check.report import CheckReport, check_capture, run_check
+from mcptap.check.text import format_text
 from mcptap.errors import CaptureReadError
 from scripted import c2s, handshake, note, record, req, res, s2c
 

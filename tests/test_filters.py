@@ -1,4 +1,4 @@
-"""The filter language (mcptap/filters.py, docs/filters.md): every operator,
+"""The filter language (mcptap/filters/, docs/filters.md): every operator,
 the combinators, request context for responses, and syntax errors with columns."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.errors import FilterSyntaxError
-from mcptap.filters import compile_filter, record_findings
+from mcptap.capture.fields import record_findings
+from mcptap.filters.operators import compile_filter
 
 CALL = {"type": "message", "seq": 5, "t_us": 100, "dir": "c2s", "kind": "request", "id": 3, "method": "tools/call",
         "phase": "operating", "session": "sess-A",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcptap.check import check_capture
+from mcptap.check.report import check_capture
 from mcptap.protocol.codes import CODES, markdown
 from scripted import META, c2s, err, handshake, note, record, req, res, s2c
 
@@ -147,7 +147,7 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "process.exit": (H + [("exit", 0)], H + [("eof", "s2c")]),
     "process.stderr_volume": (H + [("err", b"x" * (300 * 1024) + b"\n")], H + [("err", b"x" * (200 * 1024) + b"\n"), s2c(LOG), ("err", b"x" * (200 * 1024) + b"\n")]),
     "process.stderr_unterminated": (H + [("err", b"50%\r")], H + [("err", b"50%\n")]),
-    # the capture itself (mcptap/check.py)
+    # the capture itself (mcptap/check/reannotated.py)
     "capture.gap": (H + [("gap", "disk full")], H),
 }
 

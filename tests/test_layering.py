@@ -13,11 +13,11 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
     "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0,
-    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1, "mcptap.filter_parse": 1,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1,
     "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
     "mcptap.relay": 2,
-    "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.summary": 3, "mcptap.render": 3, "mcptap.check": 3,
-    "mcptap.report": 3, "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3,
+    "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
+    "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3,
     "mcptap.transport": 4, "mcptap.replay": 4,
     "mcptap.cli": 5,
 }

@@ -1,4 +1,4 @@
-"""mcptap/render.py and mcptap/summary.py: timeline lines, request context,
+"""mcptap/show/render.py and mcptap/show/summary.py: timeline lines, request context,
 summary statistics, JSON lines and Mermaid output."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from mcptap.capture.reader import read_capture
-from mcptap.check import Reannotated
-from mcptap.filters import compile_filter
-from mcptap.render import json_lines, mermaid, render_timeline, timeline, timeline_line
-from mcptap.summary import Latencies, Summary, Tracker, fmt_us
+from mcptap.check.reannotated import Reannotated
+from mcptap.filters.operators import compile_filter
+from mcptap.show.render import json_lines, mermaid, render_timeline, timeline, timeline_line
+from mcptap.show.summary import Latencies, Summary, Tracker, fmt_us
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 
 H = handshake()

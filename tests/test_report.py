@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 and JUnit XML output of `mcptap check` (mcptap/report.py).
+"""SARIF 2.1.0 and JUnit XML output of `mcptap check` (mcptap/check/sarif.py, junit.py).
 
 SARIF is validated against the official OASIS schema
 (tests/data/sarif-schema-2.1.0.json: the errata01 sarif-schema-2.1.0.json,
@@ -14,8 +14,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mcptap.check import run_check
-from mcptap.report import junit_xml, sarif, sarif_json
+from mcptap.check.report import run_check
+from mcptap.check.junit import junit_xml
+from mcptap.check.sarif import sarif, sarif_json
 from scripted import c2s, handshake, record, req, res, s2c
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from mcptap.check import FAIL_ON, run_check
+from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli.show import output_lines, styler
 
 
@@ -42,7 +42,7 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
         if cap.error is not None:
             click.echo(f"mcptap: {cap.error}", err=True)
     if fmt == "text":
-        from mcptap.check import format_text
+        from mcptap.check.text import format_text
 
         lines = format_text(report, styler(color if output is None else False))
     elif fmt == "json":
@@ -50,11 +50,11 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
 
         lines = iter([orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()])
     elif fmt == "sarif":
-        from mcptap.report import sarif_json
+        from mcptap.check.sarif import sarif_json
 
         lines = iter([sarif_json(report)])
     else:
-        from mcptap.report import junit_xml
+        from mcptap.check.junit import junit_xml
 
         lines = iter([junit_xml(report)])
     output_lines(lines, output)

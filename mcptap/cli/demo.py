@@ -23,7 +23,7 @@ from mcptap.capture.reader import Capture, read_capture
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
 from mcptap.paths import default_capture_path
-from mcptap.render import timeline
+from mcptap.show.render import timeline
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
 _COLOURS = {"error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "blue"},

@@ -44,7 +44,7 @@ def use_color(flag: bool | None) -> bool:
 
 
 def styler(flag: bool | None) -> Any:
-    """A ``style(text, role)`` callable for mcptap.render / mcptap.check, or None."""
+    """A ``style(text, role)`` callable for mcptap.show.render / mcptap.check.text, or None."""
     if not use_color(flag):
         return None
     return lambda text, role: click.style(text, **ROLES.get(role, {}))
@@ -114,9 +114,9 @@ def newest_capture() -> Path:
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
             oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Show CAPTURE (default: the newest capture) as a timeline."""
-    from mcptap import render
-    from mcptap.check import Reannotated
-    from mcptap.filters import compile_filter
+    from mcptap.show import render
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.filters.operators import compile_filter
 
     flt = None
     if expr is not None:

@@ -1,4 +1,4 @@
-"""``mcptap check``: re-judge captures with today's rules (level 3, pure consumer).
+"""``mcptap check``: re-judge captures and group their findings with today's rules (level 3, pure consumer).
 
 A capture's annotations are a cache (design principle 4): ``check`` re-reads
 the raw bytes of every message and re-annotates them with the current rules
@@ -18,99 +18,17 @@ else 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.capture.reader import CaptureStream
+from mcptap.check.reannotated import Reannotated, all_findings
 from mcptap.errors import CaptureReadError
-from mcptap.filters import record_findings
-from mcptap.protocol.codes import CODES, finding
-from mcptap.reannotate import reannotate
+from mcptap.protocol.codes import CODES
 
 FAIL_ON = ("error", "warn", "info", "never")
 SEVERITY_RANK = _RANK = {"info": 0, "warn": 1, "error": 2}
 
-
-# -- the re-annotated stream -------------------------------------------------------
-
-class Reannotated:
-    """The re-annotated records of one capture, in order (streaming).
-
-    Iterate to get record dicts (docs/capture-format.md) as today's rules
-    annotate them; the last one is a fresh ``end`` record whose ``capture``
-    list holds findings about the capture file itself. While iterating,
-    ``line`` is the 1-based line of the current record in the capture file
-    (None for a synthesized end record). ``header`` is the header record.
-    Raises CaptureReadError (from the reader) on a corrupt record.
-    """
-
-    def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
-                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True, light: bool = False,
-                 reuse: bool = True) -> None:
-        self.header = header
-        self.shapes = shapes
-        self.light = light
-        self.reuse = reuse
-        self.path = path
-        self.line: int | None = 1
-        self._records = records
-        self._truncated = truncated
-        self._src_line = 1
-        self._src_done = False
-        self._had_end = False
-
-    @classmethod
-    def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> "Reannotated":
-        """Open a capture file. ``shapes``: include schema shape checks
-        (protocol/shapes.py); ``light``: annotation-only message records
-        (see recorder.reannotate). Raises CaptureReadError (missing, not a
-        capture, unsupported version)."""
-        stream = CaptureStream(path)
-        return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
-
-    def _source(self) -> Iterator[dict[str, Any]]:
-        for r in self._records:
-            self._src_line += 1
-            if r.get("type") == "end":
-                self._had_end = True
-            yield r
-        self._src_done = True
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
-            typ = rec.get("type")
-            if typ == "end":
-                self.line = self._src_line if self._had_end else None
-                rec["capture"] = self._capture_findings(rec)
-            else:
-                self.line = self._src_line
-                if typ == "gap" and not rec.get("findings"):
-                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}").to_json()])
-            yield rec
-
-    def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
-        out = []
-        if self._truncated():
-            out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
-        if not self._had_end:
-            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not judged"))
-        if end.get("capture_error") or end.get("dropped_records"):
-            out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
-                               {"dropped_records": end.get("dropped_records", 0)}))
-        return [f.to_json() for f in out]
-
-
-def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every finding a re-annotated record carries (end: unanswered requests
-    and capture findings too)."""
-    fs = record_findings(rec)
-    if rec.get("type") == "end" and rec.get("capture"):
-        return list(fs) + rec["capture"]
-    return fs
-
-
-# -- grouping ---------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class Place:
@@ -301,46 +219,4 @@ def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shape
             caps.append(CaptureReport(p, error=str(exc)))
     return CheckReport(caps, fail_on)
 
-
-# -- text output ------------------------------------------------------------------------
-
-def _secs(t_us: int | None) -> str:
-    return "?" if t_us is None else f"{t_us / 1e6:.3f}s"
-
-
-def format_text(report: CheckReport, style: Callable[[str, str], str] | None = None) -> Iterator[str]:
-    """The human report, one line per string. ``style(text, role)`` colours
-    (roles: error, warn, info, ok, bold, dim); None for plain text."""
-    st = style or (lambda text, role: text)
-    for cap in report.captures:
-        if cap.error is not None:
-            yield st(f"{cap.path}: cannot check: {cap.error}", "error")
-            continue
-        state = "complete" if cap.complete else "INCOMPLETE"
-        if cap.truncated:
-            state += ", truncated"
-        counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
-        yield st(f"{cap.path}", "bold") + f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}"
-        for g in cap.sorted_groups():
-            where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
-            more = "" if g.count <= len(g.places) else ", …"
-            yield f"  {st(f'{g.severity:<5}', g.severity)} {g.code} ×{g.count}  first {where}{more}"
-            if g.places:
-                first = g.places[0]
-                what = f"{first.method}: " if first.method and first.method not in first.message else ""
-                yield st(f"        {what}{first.message}", "dim")
-        if not cap.groups:
-            yield "  " + st("no findings", "ok")
-    totals = report.totals()
-    status = report.status()
-    if status == 2:
-        verdict = st("ERROR", "error") + " (a capture could not be read)"
-    elif report.fail_on == "never":
-        verdict = st("PASS", "ok") + " (--fail-on never)"
-    elif status == 1:
-        n = sum(report.failing(c) for c in report.captures)
-        verdict = st("FAIL", "error") + f" ({n} finding(s) at or above {report.fail_on})"
-    else:
-        verdict = st("PASS", "ok") + f" (nothing at or above {report.fail_on})"
-    yield f"{len(report.captures)} capture(s): {totals['error']} error, {totals['warn']} warn, {totals['info']} info: {verdict}"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.filters import message_json, message_text, record_findings, tool_of
+from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 
 Style = Callable[[str, str], str]
 

@@ -17,10 +17,9 @@ a progress notification's or a cancellation's): ``{"seq", "method", "tool"}``.
 Bad input raises :class:`~mcptap.errors.FilterSyntaxError` whose ``column``
 (1-based) points at the offending character.
 
-This module is the public entry and the meaning of every operator (the
-predicates, and the record accessors ``message_text``, ``message_json``,
-``tool_of``, ``record_findings`` that render and summary share); the grammar
-(lexer, parser, error columns) lives in :mod:`mcptap.filter_parse`.
+This module is the public entry and the meaning of every operator; the
+record accessors it shares with show and check are :mod:`mcptap.capture.fields`,
+the grammar (lexer, parser, error columns) :mod:`mcptap.filters.parse`.
 """
 
 from __future__ import annotations
@@ -32,11 +31,9 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.errors import FilterSyntaxError
-from mcptap.filter_parse import ArgError, Pred, Tok, parse, unquote
-
-__all__ = ["Filter", "FilterSyntaxError", "Pred", "compile_filter", "message_json", "message_text",
-           "record_findings", "tool_of"]
+from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
 
 _SEV_RANK = {"info": 0, "warn": 1, "warning": 1, "error": 2}
 _KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}
@@ -71,16 +68,6 @@ def _method(t: Tok) -> Pred:
     return p
 
 
-def tool_of(r: dict[str, Any]) -> str | None:
-    """The tool name of a ``tools/call`` request record (params.name), else None."""
-    if r.get("method") != "tools/call":
-        return None
-    v = message_json(r)
-    params = v.get("params") if isinstance(v, dict) else None
-    name = params.get("name") if isinstance(params, dict) else None
-    return name if isinstance(name, str) else None
-
-
 def _tool(t: Tok) -> Pred:
     match = _glob(t.text)
 
@@ -110,17 +97,6 @@ def _field_glob(key: str) -> Callable[[Tok], Pred]:
         match = _glob(t.text)
         return lambda r, q: isinstance(r.get(key), str) and match(r[key])
     return build
-
-
-def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings a record carries: ``findings`` (a list) on most records,
-    ``unanswered`` on the end record (whose ``findings`` holds counts)."""
-    fs = r.get("findings")
-    if isinstance(fs, list):
-        return fs
-    if r.get("type") == "end" and isinstance(r.get("unanswered"), list):
-        return r["unanswered"]
-    return []
 
 
 def _finding_code(t: Tok) -> Pred:
@@ -156,39 +132,9 @@ def _latency(t: Tok) -> Pred:
     return lambda r, q: isinstance(r.get("latency_us"), int) and cmp(r["latency_us"], bound)
 
 
-def message_text(r: dict[str, Any]) -> str:
-    """The record's payload as text: a message's exact bytes (decoded with
-    replacement), a stderr record's data; "" for other records."""
-    if "raw" in r:
-        return r["raw"]
-    if "json" in r:
-        return orjson.dumps(r["json"]).decode()
-    if "data" in r and isinstance(r["data"], str):
-        return r["data"]
-    for k in ("raw_b64", "data_b64"):
-        if k in r:
-            import base64
-
-            return base64.b64decode(r[k]).decode("utf-8", "replace")
-    return ""
-
-
 def _text(s: str) -> Pred:
     needle = s.lower()
     return lambda r, q: needle in message_text(r).lower()
-
-
-def message_json(r: dict[str, Any]) -> Any:
-    """The parsed JSON of a message record (its ``json``, or its raw bytes
-    parsed), or None."""
-    if "json" in r:
-        return r["json"]
-    if r.get("type") != "message" or "raw" not in r:
-        return None
-    try:
-        return orjson.loads(r["raw"])
-    except orjson.JSONDecodeError:
-        return None
 
 
 _JOPS = ("!=", ">=", "<=", "~=", "=", ">", "<")

@@ -21,8 +21,9 @@ from typing import Any
 
 import orjson
 
-from mcptap.filters import Filter, message_json, message_text, record_findings, tool_of
-from mcptap.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
+from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
+from mcptap.filters.operators import Filter
+from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
@@ -241,7 +242,7 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
 def render_timeline(cap: Any, flt: Filter | None = None, style: Style | None = None) -> str:
     """The timeline of an in-memory ``capture.Capture`` as one string,
     re-annotated with today's rules (used by ``mcptap demo``)."""
-    from mcptap.check import Reannotated
+    from mcptap.check.reannotated import Reannotated
 
     ra = Reannotated(cap.header, cap.records, cap.path, lambda: cap.truncated)
     return "\n".join(timeline(ra, cap.header, flt, style, path=cap.path))

@@ -1,0 +1,69 @@
+"""The JUnit XML ``mcptap check`` report (level 3).
+
+JUnit XML (the de-facto Ant/Surefire schema CI systems read): one
+``testsuite`` per capture; one ``testcase`` per finding code, failed when its
+severity is at or above ``--fail-on``; a ``capture readable`` testcase that
+errors when the capture cannot be read.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+
+from mcptap import __version__
+from mcptap.check.report import SEVERITY_RANK as _RANK, CaptureReport, CheckReport
+
+
+def _suite(cap: CaptureReport, report: CheckReport) -> ET.Element:
+    suite = ET.Element("testsuite", name=cap.path)
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("transport", cap.transport), ("started", cap.started), ("fail_on", report.fail_on),
+                 ("messages", cap.messages), ("complete", cap.complete)):
+        if v is not None:
+            ET.SubElement(props, "property", name=k, value=str(v).lower() if isinstance(v, bool) else str(v))
+    classname = "mcptap." + os.path.basename(cap.path).rsplit(".", 1)[0].replace(".", "_")
+    tests = failures = errors = 0
+    readable = ET.SubElement(suite, "testcase", classname=classname, name="capture readable", time="0")
+    tests += 1
+    if cap.error is not None:
+        err = ET.SubElement(readable, "error", type="CaptureReadError", message=cap.error)
+        err.text = cap.error
+        errors += 1
+    threshold = None if report.fail_on == "never" else _RANK[report.fail_on]
+    for g in cap.sorted_groups():
+        tc = ET.SubElement(suite, "testcase", classname=f"{classname}.{g.code.split('.', 1)[0]}", name=g.code, time="0")
+        tests += 1
+        detail = "\n".join(f"#{p.seq} at {p.t_us / 1e6 if p.t_us is not None else 0:.3f}s (line {p.line}): {p.severity}: {p.message}" for p in g.places)
+        if g.count > len(g.places):
+            detail += f"\n… {g.count - len(g.places)} more"
+        if threshold is not None and _RANK[g.severity] >= threshold:
+            fail = ET.SubElement(tc, "failure", type=g.severity, message=f"{g.count} × {g.code} ({g.severity}): {g.meaning}")
+            fail.text = detail
+            failures += 1
+        else:
+            out = ET.SubElement(tc, "system-out")
+            out.text = f"{g.count} × {g.code} ({g.severity}, below --fail-on {report.fail_on}): {g.meaning}\n{detail}"
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    suite.set("skipped", "0")
+    suite.set("time", f"{cap.duration_us / 1e6:.6f}")
+    return suite
+
+
+def junit_xml(report: CheckReport) -> str:
+    """The JUnit XML document (text, with XML declaration) for ``report``."""
+    root = ET.Element("testsuites", name="mcptap check")
+    tests = failures = errors = 0
+    for cap in report.captures:
+        s = _suite(cap, report)
+        root.append(s)
+        tests += int(s.get("tests", "0"))
+        failures += int(s.get("failures", "0"))
+        errors += int(s.get("errors", "0"))
+    root.set("tests", str(tests))
+    root.set("failures", str(failures))
+    root.set("errors", str(errors))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

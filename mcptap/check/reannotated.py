@@ -1,0 +1,93 @@
+"""The re-annotated record stream of one capture (level 3): today's rules over
+the capture's raw bytes, plus findings about the capture file itself.
+
+``Reannotated.open(path) -> Reannotated``; iterate for record dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from mcptap.capture.fields import record_findings
+from mcptap.capture.reader import CaptureStream
+from mcptap.protocol.codes import finding
+from mcptap.reannotate import reannotate
+
+
+class Reannotated:
+    """The re-annotated records of one capture, in order (streaming).
+
+    Iterate to get record dicts (docs/capture-format.md) as today's rules
+    annotate them; the last one is a fresh ``end`` record whose ``capture``
+    list holds findings about the capture file itself. While iterating,
+    ``line`` is the 1-based line of the current record in the capture file
+    (None for a synthesized end record). ``header`` is the header record.
+    Raises CaptureReadError (from the reader) on a corrupt record.
+    """
+
+    def __init__(self, header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None,
+                 truncated: Callable[[], bool] = lambda: False, shapes: bool = True, light: bool = False,
+                 reuse: bool = True) -> None:
+        self.header = header
+        self.shapes = shapes
+        self.light = light
+        self.reuse = reuse
+        self.path = path
+        self.line: int | None = 1
+        self._records = records
+        self._truncated = truncated
+        self._src_line = 1
+        self._src_done = False
+        self._had_end = False
+
+    @classmethod
+    def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> "Reannotated":
+        """Open a capture file. ``shapes``: include schema shape checks
+        (protocol/shapes.py); ``light``: annotation-only message records
+        (see recorder.reannotate). Raises CaptureReadError (missing, not a
+        capture, unsupported version)."""
+        stream = CaptureStream(path)
+        return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
+
+    def _source(self) -> Iterator[dict[str, Any]]:
+        for r in self._records:
+            self._src_line += 1
+            if r.get("type") == "end":
+                self._had_end = True
+            yield r
+        self._src_done = True
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
+            typ = rec.get("type")
+            if typ == "end":
+                self.line = self._src_line if self._had_end else None
+                rec["capture"] = self._capture_findings(rec)
+            else:
+                self.line = self._src_line
+                if typ == "gap" and not rec.get("findings"):
+                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}").to_json()])
+            yield rec
+
+    def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        if self._truncated():
+            out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
+        if not self._had_end:
+            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not judged"))
+        if end.get("capture_error") or end.get("dropped_records"):
+            out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
+                               {"dropped_records": end.get("dropped_records", 0)}))
+        return [f.to_json() for f in out]
+
+
+def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every finding a re-annotated record carries (end: unanswered requests
+    and capture findings too)."""
+    fs = record_findings(rec)
+    if rec.get("type") == "end" and rec.get("capture"):
+        return list(fs) + rec["capture"]
+    return fs
+
+

@@ -1,0 +1,50 @@
+"""The human ``mcptap check`` report (level 3): ``format_text(report, style)``
+yields lines; colours come from the caller's ``style(text, role)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from mcptap.check.report import CheckReport
+
+
+def _secs(t_us: int | None) -> str:
+    return "?" if t_us is None else f"{t_us / 1e6:.3f}s"
+
+
+def format_text(report: CheckReport, style: Callable[[str, str], str] | None = None) -> Iterator[str]:
+    """The human report, one line per string. ``style(text, role)`` colours
+    (roles: error, warn, info, ok, bold, dim); None for plain text."""
+    st = style or (lambda text, role: text)
+    for cap in report.captures:
+        if cap.error is not None:
+            yield st(f"{cap.path}: cannot check: {cap.error}", "error")
+            continue
+        state = "complete" if cap.complete else "INCOMPLETE"
+        if cap.truncated:
+            state += ", truncated"
+        counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
+        yield st(f"{cap.path}", "bold") + f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}"
+        for g in cap.sorted_groups():
+            where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
+            more = "" if g.count <= len(g.places) else ", …"
+            yield f"  {st(f'{g.severity:<5}', g.severity)} {g.code} ×{g.count}  first {where}{more}"
+            if g.places:
+                first = g.places[0]
+                what = f"{first.method}: " if first.method and first.method not in first.message else ""
+                yield st(f"        {what}{first.message}", "dim")
+        if not cap.groups:
+            yield "  " + st("no findings", "ok")
+    totals = report.totals()
+    status = report.status()
+    if status == 2:
+        verdict = st("ERROR", "error") + " (a capture could not be read)"
+    elif report.fail_on == "never":
+        verdict = st("PASS", "ok") + " (--fail-on never)"
+    elif status == 1:
+        n = sum(report.failing(c) for c in report.captures)
+        verdict = st("FAIL", "error") + f" ({n} finding(s) at or above {report.fail_on})"
+    else:
+        verdict = st("PASS", "ok") + f" (nothing at or above {report.fail_on})"
+    yield f"{len(report.captures)} capture(s): {totals['error']} error, {totals['warn']} warn, {totals['info']} info: {verdict}"
+
