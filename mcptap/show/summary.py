@@ -1,6 +1,6 @@
 """Request context and summary statistics over capture records (level 3).
 
-Used by ``mcptap show`` (mcptap/render.py): :class:`Tracker` links each
+Used by ``mcptap show`` (mcptap/show/render.py): :class:`Tracker` links each
 response, progress and cancellation to its request; :class:`Summary` counts
 messages per direction, method and tool with latency percentiles
 (:class:`Latencies`, a bounded histogram), findings, bytes and pending
