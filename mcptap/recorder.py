@@ -129,9 +129,10 @@ class Recorder:
         return msg
 
     # -- stdio ----------------------------------------------------------------------
-    def stdio_bytes(self, direction: Direction, data: bytes) -> list[Message]:
+    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = ()) -> list[Message]:
         """A chunk was forwarded in ``direction``: count, digest, frame,
-        annotate and write it. Returns the messages completed by the chunk."""
+        annotate and write it. Returns the messages completed by the chunk.
+        ``extra``: findings of the sender's own (``serve.*``) for the first of them."""
         if not data:
             return []  # b"" means EOF to the framer; EOF is stdio_eof()
         t = self.clock()
@@ -139,7 +140,7 @@ class Recorder:
         s.bytes += len(data)
         s.sha.update(data)
         frames = self._framers[direction].receive_data(data)
-        out = [self._emit(f, direction, t) for f in frames]
+        out = [self._emit(f, direction, t, extra=extra if i == 0 else ()) for i, f in enumerate(frames)]
         self._flush()
         return out
 

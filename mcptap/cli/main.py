@@ -22,7 +22,7 @@ import click
 from mcptap import __version__
 
 #: Command modules, in help order.
-COMMAND_MODULES = ("record", "show", "check", "replay", "diff", "demo")
+COMMAND_MODULES = ("record", "show", "check", "replay", "serve", "diff", "demo")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

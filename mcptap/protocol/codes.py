@@ -167,6 +167,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("process.no_exit_after_stdin_eof", WARN, "server still alive N s after stdin EOF", LC + " Shutdown (stdio): server SHOULD exit"),
     ("process.signal_forwarded", INFO, "tap forwarded a signal to the server's process group", "mcptap"),
     ("process.exited_but_stdout_open", WARN, "direct child exited but stdout still open (orphaned descendant)", "mcptap"),
+    # serve (the mock server's own capture)
+    ("serve.no_recorded_answer", WARN, "mcptap serve had no recorded answer for a client request and answered with an error (-32601 unknown method, -32602 other params)", "mcptap serve"),
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
@@ -177,7 +179,7 @@ CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}
 #: Codes the transports decide (HTTP exchange facts, SSE framing, process
 #: events): re-annotation keeps them as recorded, since a capture holds their
 #: evidence only partly. Everything else is recomputed from the message bytes.
-TRANSPORT_FAMILIES = ("http.", "sse.", "process.", "capture.")
+TRANSPORT_FAMILIES = ("http.", "sse.", "process.", "capture.", "serve.")
 TRANSPORT_CODES = frozenset({"lifecycle.request_before_initialized_ack", "lifecycle.session_terminated"})
 
 

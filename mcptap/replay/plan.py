@@ -40,6 +40,7 @@ from typing import Any
 from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.framing import parse_json
 from mcptap.compare.mask import Masker
+from mcptap.compare.match import Matcher
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -100,47 +101,32 @@ class Step:
 
 
 class AnswerBook:
-    """The client's recorded answers to server requests, FIFO per key."""
+    """The client's recorded answers to server requests, FIFO per key
+    (the shared :class:`~mcptap.compare.match.Matcher`, falling back to the
+    same method with other params)."""
 
     def __init__(self, masker: Masker | None = None) -> None:
         self.masker = masker or Masker()
-        self._exact: dict[tuple[str, int], list[list[Any]]] = {}
-        self._by_method: dict[str, list[list[Any]]] = {}
+        self._matcher: Matcher[dict[str, Any]] = Matcher(self.masker)
 
     def add(self, method: str, params: Any, answer: dict[str, Any]) -> None:
-        entry = [answer, False]                      # [answer, used]
-        key = (method, self.masker.fingerprint(params, method, "params"))
-        self._exact.setdefault(key, []).append(entry)
-        self._by_method.setdefault(method, []).append(entry)
-
-    @staticmethod
-    def _next(entries: list[list[Any]] | None) -> dict[str, Any] | None:
-        if not entries:
-            return None
-        for e in entries:
-            if not e[1]:
-                e[1] = True
-                return e[0]
-        return entries[-1][0]                        # asked more often than recorded: repeat the last
+        self._matcher.add(method, params, answer)
 
     def take(self, method: str, params: Any) -> tuple[dict[str, Any] | None, str]:
         """The answer for a live server request (``{"result": …}`` or
         ``{"error": …}``) and how it was found: ``"exact"`` (same method and
-        masked params), ``"method"`` (same method), ``"default"`` (ping) or
+        masked params), ``"method"`` (same method), ``"reused"`` (asked more
+        often than recorded: the last answer again), ``"default"`` (ping) or
         ``"none"`` (the capture has no answer for ``method``)."""
-        key = (method, self.masker.fingerprint(params, method, "params"))
-        ans = self._next(self._exact.get(key))
+        ans, how = self._matcher.take(method, params, by_method=True)
         if ans is not None:
-            return ans, "exact"
-        ans = self._next(self._by_method.get(method))
-        if ans is not None:
-            return ans, "method"
+            return ans, how
         if method == "ping":
             return {"result": {}}, "default"
         return None, "none"
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._by_method.values())
+        return len(self._matcher)
 
 
 @dataclass

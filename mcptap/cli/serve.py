@@ -1,0 +1,101 @@
+"""``mcptap serve CAPTURE [--listen HOST:PORT] [--strict] [--latency recorded] [--speed X] [-o FILE]``
+
+Play the server side of CAPTURE to a client: over stdio (the mock *is* the
+server command a host runs) or, with ``--listen``, over Streamable HTTP (or the
+legacy HTTP+SSE transport when the capture is one). See mcptap/serve/.
+
+Exit status: 0 when the client's session ended (stdin EOF; SIGINT/SIGTERM for
+HTTP), 2 when the capture cannot be served (not a capture, no recorded server
+messages, port busy, unwritable ``-o``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any
+
+import click
+import trio
+
+from mcptap.capture import CaptureWriter
+from mcptap.errors import McptapError
+from mcptap.recorder import Recorder
+from mcptap.compare.mask import Masker
+from mcptap.serve.core import ServeCore
+from mcptap.serve.script import Script, script_from_path
+
+
+def _say(line: str) -> None:
+    click.echo(f"mcptap: {line}", err=True)
+
+
+def load_script(capture: str) -> Script:
+    """The capture's server side. Raises McptapError (unreadable, not a
+    capture, nothing recorded from the server)."""
+    script = script_from_path(capture)
+    if not script.answers:
+        raise McptapError(f"{capture}: no recorded server messages to serve (empty capture?)")
+    return script
+
+
+def _recorder(output: str | None, transport: str, capture: str, target: dict[str, Any]) -> Recorder | None:
+    if output is None:
+        return None
+    if os.path.exists(output) and not os.path.isfile(output):
+        raise McptapError(f"{output}: not a regular file")
+    try:
+        writer = CaptureWriter.open(output)
+    except OSError as exc:
+        raise McptapError(f"cannot create {output}: {exc.strerror or exc}") from None
+    return Recorder(writer, transport, target=target, header_extra={"served_from": capture})
+
+
+@click.command("serve", short_help="Serve a capture's server side to a client (a mock MCP server).")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("--listen", metavar="HOST:PORT", default=None,
+              help="Serve over HTTP here (port 0: a free port; the URL is printed on stderr) instead of stdio.")
+@click.option("--allow-remote", is_flag=True, help="Allow --listen on a non-loopback address.")
+@click.option("--strict", is_flag=True, help="Match requests on their exact params (only _meta.progressToken ignored); "
+              "no answer is repeated once the recorded ones are used.")
+@click.option("--latency", type=click.Choice(["none", "recorded"]), default="none", show_default=True,
+              help="Answer at once, or after the recorded delays.")
+@click.option("--speed", type=click.FloatRange(min=0.001), default=None,
+              help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
+@click.option("--ignore", "ignore", multiple=True, metavar="PATH", help="Also ignore this params path when matching (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Record the mock's own session (findings for requests it could not answer).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr at the end.")
+@click.pass_context
+def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: bool, strict: bool, latency: str,
+            speed: float | None, ignore: tuple[str, ...], output: str | None, quiet: bool) -> None:
+    """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
+    try:
+        script = load_script(capture)
+        core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
+                         speed=speed or 1.0, masker=Masker(ignore))
+    except (McptapError, ValueError) as exc:
+        _say(str(exc))
+        ctx.exit(2)
+    if listen is not None:
+        from mcptap.cli.serve_http import run_http
+
+        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet, say=_say))
+    try:
+        rec = _recorder(output, "stdio", capture, {"served_from": capture})
+    except McptapError as exc:
+        _say(str(exc))
+        ctx.exit(2)
+    from mcptap.serve.stdio import serve_stdio
+
+    result = trio.run(functools.partial(serve_stdio, core, rec))
+    if rec is not None:
+        rec.close(exit_code=0)
+    if not quiet and result.unanswered:
+        _say(f"{len(result.unanswered)} request(s) had no recorded answer: " + "; ".join(result.unanswered[:5]))
+    sys.stdout.flush()
+    ctx.exit(0)
+
+
+__all__ = ["command", "load_script"]

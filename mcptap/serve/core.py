@@ -1,0 +1,212 @@
+"""The serving core (pure, sans-IO, level 3): client messages in, the
+recorded server's messages out.
+
+    core = ServeCore(script, strict=False, latency=False, speed=1.0)
+    live = core.open()                       # one live session (a stdio connection, an HTTP session)
+    outs = core.receive(live, value)         # value: one parsed JSON-RPC message or a batch
+    for out in outs: ...                     # send out.value after out.delay_s, on out.via
+
+A live request is matched (``compare.match.Matcher``: method and normalised
+params, FIFO among equals, the live session's recorded session first) to a
+recorded one; its recorded answer gets the live id, its progress
+notifications the live progress token, and everything else the server sent
+because of it (log messages, server requests, list_changed) comes out in
+recorded order. A live answer to a replayed server request releases what the
+server sent after the recorded answer. ``initialize`` and ``server/discover``
+are answered with the recorded result whatever client info arrives, and bind
+the live session to that recorded session.
+
+A request with no recorded answer gets an error: -32601 when the capture has
+no request of that method, -32602 naming the method otherwise (``ping`` is
+always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
+finding for the mock's own capture.
+
+Timing: ``delay_s`` is 0 unless ``latency`` (then the recorded delay after the
+triggering client message, divided by ``speed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptap.model import Finding
+from mcptap.protocol.codes import finding
+from mcptap.compare.mask import Masker
+from mcptap.compare.match import HANDSHAKE_METHODS, Matcher
+from mcptap.serve.script import Emission, Recorded, Script
+
+
+@dataclass(slots=True)
+class Out:
+    """One message to send. ``via``: (HTTP) the live id of the request whose
+    response stream carries it, or None for the session's standalone stream;
+    ``answers``: the live id this message is the response to (None otherwise);
+    ``request``: the live id of the request it belongs to (response, progress)."""
+
+    value: Any
+    delay_s: float = 0.0
+    via: Any = None
+    answers: Any = None
+    request: Any = None
+    finding: Finding | None = None
+    mode: str | None = None             # HTTP: recorded response mode of the request it answers
+    status: int | None = None
+
+
+@dataclass
+class LiveSession:
+    """One live client session: the recorded session it plays (``group``),
+    live ids and progress tokens by recorded request seq, server requests
+    waiting for the client's answer (by id), cancelled live request ids."""
+
+    group: int | None = None
+    live_ids: dict[int, Any] = field(default_factory=dict)
+    tokens: dict[int, Any] = field(default_factory=dict)
+    waiting: dict[Any, int] = field(default_factory=dict)
+    cancelled: set[Any] = field(default_factory=set)
+    unanswered: list[str] = field(default_factory=list)
+
+
+def hkey(v: Any) -> Any:
+    """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
+    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else ("r", repr(v))
+
+
+class ServeCore:
+    """Play ``script``'s server side (see module docstring)."""
+
+    def __init__(self, script: Script, strict: bool = False, latency: bool = False, speed: float = 1.0,
+                 masker: Masker | None = None) -> None:
+        self.script = script
+        self.latency = latency
+        self.speed = speed if speed > 0 else 1.0
+        self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
+        self.notifications: Matcher[Recorded] = Matcher(masker, strict=strict)
+        for s in script.sessions:
+            for r in s.items:
+                if r.kind == "request" and r.method is not None:
+                    self.requests.add(r.method, r.params, r, s.index)
+                elif r.kind == "notification" and r.method is not None:
+                    self.notifications.add(r.method, r.params, r, s.index)
+                elif r.kind == "batch" and isinstance(r.value, list):
+                    pass                              # members are matched one by one (see receive)
+        self._batch_members(script)
+
+    def _batch_members(self, script: Script) -> None:
+        # a recorded batch: each member request is answered by the member of the recorded answer batch
+        for s in script.sessions:
+            for r in s.items:
+                if r.kind != "batch" or not isinstance(r.value, list):
+                    continue
+                answers = {hkey(v.get("id")): v for e in r.emits if isinstance(e.value, list) for v in e.value if isinstance(v, dict)}
+                for item in r.value:
+                    if isinstance(item, dict) and isinstance(item.get("method"), str) and "id" in item:
+                        ans = answers.get(hkey(item["id"]))
+                        sub = Recorded(r.seq, "request", item["method"], item, s.index, r.t_us, status=r.status, mode=r.mode)
+                        if ans is not None:
+                            sub.emits.append(Emission(r.seq, ans, "response", 0, pair=r.seq))
+                        self.requests.add(item["method"], item.get("params"), sub, s.index)
+
+    def open(self) -> LiveSession:
+        """A new live session; server messages recorded before the first client
+        message are emitted when it arrives (``opening``)."""
+        return LiveSession()
+
+    def opening(self, live: LiveSession, index: int = 0) -> list[Out]:
+        """Server messages recorded before any client message of session ``index``."""
+        if index >= len(self.script.sessions):
+            return []
+        return self._expand(self.script.sessions[index].opening, live, None)
+
+    # -- incoming ---------------------------------------------------------------------
+    def receive(self, live: LiveSession, value: Any) -> list[Out]:
+        """One parsed client message (or a batch: its members one by one)."""
+        if isinstance(value, list):
+            out: list[Out] = []
+            for v in value:
+                out.extend(self.receive(live, v))
+            return out
+        if not isinstance(value, dict):
+            return []
+        method = value.get("method")
+        if isinstance(method, str):
+            if "id" in value:
+                return self._request(live, method, value)
+            return self._notification(live, method, value)
+        if "id" in value and ("result" in value or "error" in value):
+            seq = live.waiting.pop(hkey(value["id"]), None)
+            answer = self.script.answer_to.get(seq) if seq is not None else None
+            return self._expand(answer.emits, live, None) if answer is not None else []
+        return []
+
+    def _request(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
+        params = msg.get("params")
+        item, _how = self.requests.take(method, params, live.group)
+        lid = msg["id"]
+        if item is None:
+            return [self._no_answer(live, method, lid)]
+        if live.group is None or method in HANDSHAKE_METHODS:
+            live.group = item.group
+        live.live_ids[item.seq] = lid
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and "progressToken" in meta:
+            live.tokens[item.seq] = meta["progressToken"]
+        else:
+            live.tokens.pop(item.seq, None)
+        out = self._expand(item.emits, live, lid)
+        for o in out:
+            if o.answers == lid:
+                o.mode, o.status = item.mode, item.status
+        return out
+
+    def _no_answer(self, live: LiveSession, method: str, lid: Any) -> Out:
+        if method == "ping":
+            return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
+        if self.requests.knows(method):
+            err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
+            why = f"{method}: the capture has no answer for these params"
+        else:
+            err = {"code": -32601, "message": f"Method not found: {method} (mcptap serve: not in the capture)"}
+            why = f"{method}: the capture has no request of this method"
+        live.unanswered.append(why)
+        f = finding("serve.no_recorded_answer", f"mock answered with an error: {why}", {"method": method, "code": err["code"]})
+        return Out({"jsonrpc": "2.0", "id": lid, "error": err}, answers=lid, request=lid, finding=f)
+
+    def _notification(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
+        params = msg.get("params")
+        if method == "notifications/cancelled" and isinstance(params, dict) and "requestId" in params:
+            live.cancelled.add(hkey(params["requestId"]))
+        item, how = self.notifications.take(method, params, live.group)
+        if item is None or how == "reused":
+            return []                                 # only the recorded ones trigger what followed them
+        return self._expand(item.emits, live, None)
+
+    # -- outgoing ---------------------------------------------------------------------
+    def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any) -> list[Out]:
+        out = []
+        for e in emits:
+            value = e.value
+            answers = request = None
+            if e.pair is not None and isinstance(value, dict):
+                if e.pair not in live.live_ids:
+                    continue                          # the live client never sent that request
+                answers = request = live.live_ids[e.pair]
+                value = {**value, "id": answers}
+            elif e.link is not None and isinstance(value, dict):
+                if value.get("method") == "notifications/progress":
+                    token = live.tokens.get(e.link)
+                    if token is None:
+                        continue                      # the live request asked for no progress
+                    value = {**value, "params": {**(value.get("params") or {}), "progressToken": token}}
+                request = live.live_ids.get(e.link)
+            if isinstance(value, dict) and "method" in value and "id" in value:
+                live.waiting[hkey(value["id"])] = e.seq
+            via = None
+            if e.stream != "get":
+                via = live.live_ids.get(e.opener) if e.opener is not None else None
+                if via is None:
+                    via = request if request is not None else trigger
+            delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
+            out.append(Out(value, delay, via, answers, request))
+        return out

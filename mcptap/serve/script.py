@@ -1,0 +1,276 @@
+"""The serve script (pure, level 3): a capture's server side, ready to play.
+
+``build_script(header, records) -> Script``; ``script_from_path(path)``
+streams a capture file (raises CaptureReadError).
+
+Each recorded session (HTTP ``Mcp-Session-Id``; on stdio a new segment starts
+at every ``initialize`` after the first) becomes a :class:`SessionScript`: its
+client messages in order (:class:`Recorded`), each with the server messages
+(:class:`Emission`) the recording shows the server sent *because of* it, with
+the recorded delay after it. The anchor of a server message is:
+
+* for a response (or a progress / cancel notification) to request R: R, or the
+  client's latest answer to a server request if that came after R (a tool that
+  asked the client for sampling answered once it had the answer);
+* for anything else (log messages, list_changed, server requests): the latest
+  client message before it;
+* nothing (``SessionScript.opening``): server messages before the client's first.
+
+HTTP facts kept per client message: the recorded status of its POST and
+whether the answer came as JSON or as an SSE stream; per server message the
+stream it travelled on (the POST of which recorded request, or the GET
+stream). ``Script`` also says whether sessions had ids, whether GET streams
+were served, and whether the capture is the legacy HTTP+SSE transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcptap.capture import CaptureStream
+from mcptap.protocol.framing import parse_json
+
+
+@dataclass(slots=True)
+class Emission:
+    """One recorded server message. ``delay_us``: after its anchor (recorded);
+    ``pair``/``link``: recorded seq of the request it answers / reports on;
+    ``stream``: ``"post"``, ``"get"`` or None (stdio); ``opener``: recorded seq
+    of the client request whose POST stream carried it."""
+
+    seq: int
+    value: Any
+    kind: str
+    delay_us: int
+    pair: int | None = None
+    link: int | None = None
+    stream: str | None = None
+    opener: int | None = None
+
+
+@dataclass(slots=True)
+class Recorded:
+    """One recorded client message (request, notification, batch, or an answer
+    to a server request: kind ``answer`` with ``answers`` the server request's
+    seq) and the server messages anchored to it, in recorded order."""
+
+    seq: int
+    kind: str
+    method: str | None
+    value: Any
+    group: int
+    t_us: int
+    emits: list[Emission] = field(default_factory=list)
+    answers: int | None = None
+    exchange: Any = None
+    status: int | None = None
+    mode: str | None = None            # HTTP: "json" or "sse" (how its POST was answered)
+
+    @property
+    def params(self) -> Any:
+        return self.value.get("params") if isinstance(self.value, dict) else None
+
+
+@dataclass(slots=True)
+class SessionScript:
+    """One recorded session: ``key`` (its recorded id; stdio: None), client
+    messages in order, server messages before the first client message."""
+
+    index: int
+    key: Any
+    items: list[Recorded] = field(default_factory=list)
+    opening: list[Emission] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return sum(1 for r in self.items if r.kind == "request")
+
+
+@dataclass
+class Script:
+    """A capture's server side (see module docstring). ``answer_to``: the
+    client's recorded answer by the seq of the server request it answers."""
+
+    header: dict[str, Any]
+    transport: str = "stdio"
+    sessions: list[SessionScript] = field(default_factory=list)
+    answer_to: dict[int, Recorded] = field(default_factory=dict)
+    stateful: bool = False              # HTTP: the server assigned Mcp-Session-Id
+    get_stream: bool = False            # HTTP: a GET stream was answered 200 text/event-stream
+    legacy_sse: bool = False            # the 2024-11-05 HTTP+SSE transport
+    post_path: str = "/mcp"
+    sse_path: str = "/sse"
+    endpoint_path: str = "/messages/"
+    statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
+
+    @property
+    def answers(self) -> int:
+        """Recorded server messages (responses and others) in all sessions."""
+        return sum(len(r.emits) for s in self.sessions for r in s.items) + sum(len(s.opening) for s in self.sessions)
+
+
+def _json(rec: dict[str, Any]) -> Any:
+    if "json" in rec:
+        return rec["json"]
+    raw = rec.get("raw")
+    return parse_json(raw.encode("utf-8"))[0] if isinstance(raw, str) else None
+
+
+class _Session:
+    __slots__ = ("script", "by_seq", "last_c2s", "last_answer")
+
+    def __init__(self, script: SessionScript) -> None:
+        self.script = script
+        self.by_seq: dict[int, Recorded] = {}
+        self.last_c2s: Recorded | None = None
+        self.last_answer: Recorded | None = None
+
+
+class _Builder:
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.script = Script(header, transport=header.get("transport", "stdio"))
+        self.sessions: dict[Any, _Session] = {}
+        self.stdio_current: _Session | None = None
+        self.stdio_initialized = False
+        self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
+        self.exchanges: dict[Any, dict[str, Any]] = {}
+        self.by_exchange: dict[Any, list[Recorded]] = {}
+
+    def _new(self, key: Any) -> _Session:
+        s = _Session(SessionScript(len(self.script.sessions), key))
+        self.script.sessions.append(s.script)
+        return s
+
+    def _session(self, rec: dict[str, Any], value: Any) -> _Session:
+        if self.script.transport != "stdio":
+            key = rec.get("session")
+            s = self.sessions.get(key)
+            if s is None:
+                s = self.sessions[key] = self._new(key)
+            return s
+        starts = rec.get("dir") == "c2s" and isinstance(value, dict) and value.get("method") == "initialize" and "id" in value
+        if self.stdio_current is None or (starts and self.stdio_initialized):
+            self.stdio_current = self._new(None)
+            self.stdio_initialized = False
+        if starts:
+            self.stdio_initialized = True
+        return self.stdio_current
+
+    def message(self, rec: dict[str, Any]) -> None:
+        value = _json(rec)
+        if value is None:
+            return
+        s = self._session(rec, value)
+        if rec.get("dir") == "c2s":
+            self._c2s(s, rec, value)
+        else:
+            self._s2c(s, rec, value)
+
+    def _c2s(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
+        kind = rec.get("kind")
+        tr = rec.get("transport") or {}
+        exchange = tr.get("exchange")
+        if kind in ("response", "error"):
+            r = Recorded(rec["seq"], "answer", None, value, s.script.index, rec.get("t_us", 0), answers=rec.get("pair"), exchange=exchange)
+            if r.answers is not None:
+                self.script.answer_to[r.answers] = r
+            s.last_answer = r
+        elif kind in ("request", "notification", "batch"):
+            r = Recorded(rec["seq"], kind, rec.get("method"), value, s.script.index, rec.get("t_us", 0), exchange=exchange)
+            if kind == "request":
+                s.by_seq[r.seq] = r
+                if exchange is not None:
+                    self.openers.setdefault(exchange, r.seq)
+        else:
+            return                                   # stray client bytes: nothing to answer
+        if exchange is not None:
+            self.by_exchange.setdefault(exchange, []).append(r)
+        s.script.items.append(r)
+        s.last_c2s = r
+
+    def _s2c(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
+        kind = rec.get("kind", "")
+        tr = rec.get("transport") or {}
+        pair, link = rec.get("pair"), rec.get("link")
+        own = s.by_seq.get(pair if kind in ("response", "error") else link) if (pair or link) else None
+        anchor = s.last_c2s
+        if own is not None:
+            anchor = own
+            if s.last_answer is not None and s.last_answer.seq > own.seq:
+                anchor = s.last_answer
+        exchange = tr.get("exchange")
+        stream = tr.get("stream") or ("post" if exchange is not None and self.script.transport != "stdio" else None)
+        e = Emission(rec["seq"], value, kind, 0, pair if kind in ("response", "error") else None,
+                     link if kind == "notification" else None, stream, self.openers.get(exchange))
+        t = rec.get("t_us", 0)
+        if anchor is None:
+            e.delay_us = max(0, t - (s.script.opening[0].delay_us if s.script.opening else t))
+            s.script.opening.append(e)
+        else:
+            e.delay_us = max(0, t - anchor.t_us)
+            anchor.emits.append(e)
+
+    def http(self, rec: dict[str, Any]) -> None:
+        ev = rec.get("event")
+        ex = rec.get("exchange")
+        facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
+        if ev == "request":
+            facts["method"] = rec.get("method")
+            facts["target"] = rec.get("target")
+        elif ev == "response" and not rec.get("informational"):
+            facts["status"] = rec.get("status")
+            for name, val in rec.get("headers") or []:
+                low = str(name).lower()
+                if low == "content-type":
+                    facts["ctype"] = str(val).split(";")[0].strip().lower()
+                elif low == "mcp-session-id":
+                    self.script.stateful = True
+        elif ev == "sse" and isinstance(rec.get("endpoint"), dict):
+            self.script.legacy_sse = True
+            data = rec["endpoint"].get("data")
+            if isinstance(data, str):
+                self.script.endpoint_path = urlsplit(data).path or "/messages/"
+
+    def finish(self) -> Script:
+        sc = self.script
+        post_path = None
+        for ex, facts in self.exchanges.items():
+            method, target = facts.get("method"), facts.get("target")
+            path = urlsplit(target).path if isinstance(target, str) else None
+            if method == "GET" and path:
+                if facts.get("status") == 200 and facts.get("ctype") == "text/event-stream":
+                    sc.get_stream = True
+                    if sc.legacy_sse:
+                        sc.sse_path = path
+                sc.statuses.setdefault("get", facts.get("status") or 405)
+            elif method == "DELETE":
+                sc.statuses.setdefault("delete", facts.get("status") or 200)
+            elif method == "POST" and path and post_path is None:
+                post_path = path
+            for r in self.by_exchange.get(ex, ()):
+                r.status = facts.get("status")
+                r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
+        if post_path and not sc.legacy_sse:
+            sc.post_path = post_path
+        return sc
+
+
+def build_script(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Script:
+    """The server side of a capture (its header and the records after it)."""
+    b = _Builder(header)
+    for r in records:
+        typ = r.get("type")
+        if typ == "message":
+            b.message(r)
+        elif typ == "http":
+            b.http(r)
+    return b.finish()
+
+
+def script_from_path(path: str) -> Script:
+    """The server side of the capture at ``path``. Raises CaptureReadError."""
+    stream = CaptureStream(path)
+    return build_script(stream.header, stream)

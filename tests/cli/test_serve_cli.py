@@ -1,0 +1,71 @@
+"""`mcptap serve` on the command line: raw JSON-RPC lines over stdio, bad input
+as one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from mcptap.capture import read_capture
+from scripted import c2s, handshake, record, req, res, s2c
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+
+
+def _serve(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*MCPTAP, "serve", *args], input=stdin, capture_output=True, timeout=60)
+
+
+def test_serves_recorded_answers_over_stdio_and_records_its_own_session(tmp_path: Path) -> None:
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []}))])
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                        "clientInfo": {"name": "x", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "prompts/list"},
+    ]
+    own = tmp_path / "own.jsonl"
+    proc = _serve(str(cap), "-o", str(own), stdin=b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    assert proc.returncode == 0, proc.stderr
+    out = [orjson.loads(x) for x in proc.stdout.splitlines()]
+    assert [o["id"] for o in out] == [1, "b", 3]
+    assert out[0]["result"]["serverInfo"] == {"name": "s", "version": "1"} and out[1]["result"] == {"tools": []}
+    assert out[2]["error"]["code"] == -32601
+    assert proc.stderr.decode().count("\n") == 1 and "prompts/list" in proc.stderr.decode()
+    mine = read_capture(str(own))
+    assert mine.header["served_from"] == str(cap) and mine.end is not None
+    assert [f["code"] for r in mine.records if r.get("dir") == "s2c" for f in r.get("findings", ()) if f["code"].startswith("serve.")] \
+        == ["serve.no_recorded_answer"]
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[bytes], *words: str) -> None:
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.startswith("mcptap: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and all(w in err for w in words), err
+    assert proc.stdout == b""
+
+
+def test_a_file_that_is_not_a_capture_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello\n")
+    _one_line_error(_serve(str(bad)), "not an mcptap capture")
+    _one_line_error(_serve(str(tmp_path / "missing.jsonl")), "cannot open")
+
+
+def test_an_empty_capture_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    _one_line_error(_serve(str(empty)), "empty")
+    nothing = record(tmp_path / "nothing.jsonl", [])
+    _one_line_error(_serve(str(nothing)), "no recorded server messages")
+    only_client = record(tmp_path / "client.jsonl", [c2s(req(1, "tools/list"))])
+    _one_line_error(_serve(str(only_client)), "no recorded server messages")
+
+
+def test_unwritable_output_is_an_error(tmp_path: Path) -> None:
+    cap = record(tmp_path / "c.jsonl", [*handshake()])
+    _one_line_error(_serve(str(cap), "-o", str(cap / "under-a-file.jsonl")), "cannot create")

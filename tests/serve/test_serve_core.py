@@ -1,0 +1,166 @@
+"""The serve core (pure): matching, FIFO among equals, progress tokens, server
+requests waiting for the client's answer, errors for requests with no answer,
+strict matching, recorded delays, sessions — on captures made by the real Recorder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptap.compare.match import Matcher
+from mcptap.serve.core import ServeCore
+from mcptap.serve.script import script_from_path
+from scripted import c2s, handshake, note, record, req, res, s2c
+
+
+def _core(path: Path, **kw: Any) -> ServeCore:
+    return ServeCore(script_from_path(str(path)), **kw)
+
+
+def _call(name: str, args: dict[str, Any], token: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": args}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return params
+
+
+@pytest.fixture
+def cap(tmp_path: Path) -> Path:
+    return record(tmp_path / "c.jsonl", [
+        *handshake(),
+        c2s(req(2, "tools/call", _call("add", {"a": 1, "b": 2}))),
+        s2c(res(2, {"content": [{"type": "text", "text": "3"}]})),
+        c2s(req(3, "tools/call", _call("add", {"a": 1, "b": 2}))),
+        s2c(res(3, {"content": [{"type": "text", "text": "3 again"}]})),
+        c2s(req(4, "tools/call", _call("slow", {}, token="tok-4"))),
+        s2c(note("notifications/progress", {"progressToken": "tok-4", "progress": 1, "total": 2})),
+        s2c(note("notifications/message", {"level": "info", "data": "working"})),
+        s2c(req(0, "sampling/createMessage", {"messages": [], "maxTokens": 5})),
+        c2s(res(0, {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})),
+        s2c(note("notifications/progress", {"progressToken": "tok-4", "progress": 2, "total": 2})),
+        s2c(res(4, {"content": [{"type": "text", "text": "done"}]})),
+        s2c(note("notifications/tools/list_changed")),
+    ])
+
+
+def _init(core: ServeCore, live: Any) -> None:
+    out = core.receive(live, {"jsonrpc": "2.0", "id": "a", "method": "initialize",
+                              "params": {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+                                         "clientInfo": {"name": "other client", "version": "9"}}})
+    assert [o.value["result"]["serverInfo"]["name"] for o in out] == ["s"] and out[0].value["id"] == "a"
+    assert core.receive(live, {"jsonrpc": "2.0", "method": "notifications/initialized"}) == []
+
+
+def test_identical_calls_get_their_recorded_answers_in_order_then_the_last_again(cap: Path) -> None:
+    core = _core(cap)
+    live = core.open()
+    _init(core, live)
+    texts = []
+    for i in (10, 11, 12):
+        out = core.receive(live, {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": _call("add", {"b": 2, "a": 1})})
+        assert [o.value["id"] for o in out] == [i]
+        texts.append(out[0].value["result"]["content"][0]["text"])
+    assert texts == ["3", "3 again", "3 again"]
+
+
+def test_progress_log_and_a_server_request_come_at_their_recorded_place(cap: Path) -> None:
+    core = _core(cap)
+    live = core.open()
+    _init(core, live)
+    out = core.receive(live, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": _call("slow", {}, token=99)})
+    assert [o.value.get("method") for o in out] == ["notifications/progress", "notifications/message", "sampling/createMessage"]
+    assert out[0].value["params"]["progressToken"] == 99           # the live token, not "tok-4"
+    assert all(o.via == 7 for o in out)
+    # the answer and what followed it wait for the client's answer to the sampling request
+    sid = out[2].value["id"]
+    after = core.receive(live, {"jsonrpc": "2.0", "id": sid, "result": {"role": "assistant", "content": {"type": "text", "text": "?"}, "model": "x"}})
+    assert [o.value.get("method", "response") for o in after] == ["notifications/progress", "response", "notifications/tools/list_changed"]
+    assert after[0].value["params"]["progressToken"] == 99 and after[1].value["id"] == 7 and after[1].answers == 7
+    assert after[1].value["result"]["content"][0]["text"] == "done"
+
+
+def test_no_progress_when_the_live_request_asks_for_none(cap: Path) -> None:
+    core = _core(cap)
+    live = core.open()
+    _init(core, live)
+    out = core.receive(live, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": _call("slow", {})})
+    assert [o.value.get("method") for o in out] == ["notifications/message", "sampling/createMessage"]
+
+
+def test_requests_without_an_answer_get_errors_and_findings(cap: Path) -> None:
+    core = _core(cap)
+    live = core.open()
+    _init(core, live)
+    unknown = core.receive(live, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})[0]
+    assert unknown.value["error"]["code"] == -32601 and "resources/list" in unknown.value["error"]["message"]
+    other = core.receive(live, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": _call("add", {"a": 5, "b": 2})})[0]
+    assert other.value["error"]["code"] == -32602 and "tools/call" in other.value["error"]["message"]
+    assert unknown.finding is not None and other.finding is not None
+    assert unknown.finding.code == other.finding.code == "serve.no_recorded_answer"
+    assert len(live.unanswered) == 2
+    ping = core.receive(live, {"jsonrpc": "2.0", "id": 3, "method": "ping"})[0]
+    assert ping.value == {"jsonrpc": "2.0", "id": 3, "result": {}} and ping.finding is None
+
+
+def test_strict_needs_exact_params_and_does_not_repeat(cap: Path) -> None:
+    core = _core(cap, strict=True)
+    live = core.open()
+    _init(core, live)
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2}, token="x")}
+    assert "result" in core.receive(live, call)[0].value            # progressToken ignored
+    assert "result" in core.receive(live, call)[0].value
+    assert core.receive(live, call)[0].value["error"]["code"] == -32602
+
+
+def test_recorded_delays_scaled_by_speed(cap: Path) -> None:
+    core = _core(cap, latency=True, speed=2.0)
+    live = core.open()
+    _init(core, live)
+    out = core.receive(live, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": _call("slow", {}, token=1)})
+    # the scripted clock advances 1 ms a step: 1, 2, 3 ms after the call, halved
+    assert [o.delay_s for o in out] == pytest.approx([0.0005, 0.001, 0.0015])
+
+
+def test_each_live_session_plays_its_own_recorded_session(tmp_path: Path) -> None:
+    # a stdio capture with two handshakes: two recorded sessions with different answers
+    path = record(tmp_path / "two.jsonl", [
+        *handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": [{"name": "one"}]})),
+        *handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": [{"name": "two"}]})),
+    ])
+    script = script_from_path(str(path))
+    assert len(script.sessions) == 2
+    core = ServeCore(script)
+    names = []
+    for _ in range(2):
+        live = core.open()
+        _init(core, live)
+        names.append(core.receive(live, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"})[0].value["result"]["tools"][0]["name"])
+    assert names == ["one", "two"]
+
+
+# -- the matcher --------------------------------------------------------------------------
+
+def test_matcher_ignores_meta_and_volatile_fields_and_prefers_the_group() -> None:
+    m: Matcher[str] = Matcher()
+    m.add("tools/call", {"name": "t", "arguments": {"at": "2026-01-01T00:00:00Z"}}, "g0", group=0)
+    m.add("tools/call", {"name": "t", "arguments": {"at": "2026-02-02T00:00:00Z"}}, "g1", group=1)
+    live = {"name": "t", "arguments": {"at": "2027-03-03T10:00:00Z"}, "_meta": {"progressToken": 5}}
+    assert m.take("tools/call", live, group=1) == ("g1", "exact")
+    assert m.take("tools/call", live, group=1) == ("g0", "exact")
+    assert m.take("tools/call", live, group=1) == ("g1", "reused")
+    assert m.take("tools/list", None) == (None, "none")
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=12))
+def test_matcher_is_fifo_per_key(keys: list[str]) -> None:
+    m: Matcher[tuple[str, int]] = Matcher()
+    for i, k in enumerate(keys):
+        m.add("x", {"k": k}, (k, i))
+    for k in "abc":
+        expected = [(kk, i) for i, kk in enumerate(keys) if kk == k]
+        got = [m.take("x", {"k": k}, group=None)[0] for _ in expected]
+        assert got == expected
