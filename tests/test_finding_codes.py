@@ -164,6 +164,7 @@ NOT_HERE: dict[str, str] = {
     "process.exited_but_stdout_open": "stdio transport with an orphaned grandchild (tests/transport)",
     "capture.truncated": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "capture.incomplete": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
+    "serve.no_recorded_answer": "raised by mcptap serve itself: tests/serve, tests/cli/test_serve_cli.py, tests/e2e/test_serve_sdk.py",
 }
 #: code families owned by other modules with their own tests
 OTHER_FAMILIES = ("sse.", "http.", "shape.", "pagination.", "jsonrpc.error_code_not_in_revision")
