@@ -19,7 +19,7 @@ from typing import Any
 import click
 import trio
 
-from mcptap.capture import CaptureWriter
+from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
 from mcptap.compare.mask import Masker

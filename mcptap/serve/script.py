@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcptap.capture import CaptureStream
+from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.framing import parse_json
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 from scripted import c2s, handshake, record, req, res, s2c
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]

@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from sdk_scenario import EXPECTED, drive
-from mcptap.capture import read_capture
+from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent
