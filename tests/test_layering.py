@@ -12,7 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: A new module or package: add ONE line here (level 0 stdlib types, 1 pure core,
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
-    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0,
+    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1,
     "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
     "mcptap.relay": 2,

@@ -68,6 +68,8 @@ class CaptureStream:
         self.version = version
         self.header = header
         self.truncated = False
+        #: records cut by a failed write, each followed by the gap record saying so
+        self.cut_records = 0
         self.end: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -77,13 +79,20 @@ class CaptureStream:
             pending: bytes | None = None
             for line in fp:
                 lineno += 1
-                if pending is not None:
-                    raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)")
                 try:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
+                    if pending is not None:
+                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)") from None
                     pending = line
                     continue
+                if pending is not None:
+                    # a record cut by a failed write (disk full) that could not be
+                    # truncated away: the writer's gap record follows it and says so
+                    if not (isinstance(rec, dict) and rec.get("type") == "gap"):
+                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)")
+                    pending = None
+                    self.cut_records += 1
                 if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
                     raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
                 bad = _malformed(rec)

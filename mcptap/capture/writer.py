@@ -33,6 +33,9 @@ class CaptureWriter:
         self._unreported = 0
         self.written_bytes = 0
         self.closed = False
+        #: a cut record could neither be truncated away nor ended: the next
+        #: write starts with a newline
+        self._open_line = False
 
     @classmethod
     def open(cls, path: str) -> "CaptureWriter":
@@ -63,7 +66,8 @@ class CaptureWriter:
         """Write queued records. After a failed write (disk full) the records
         are counted as dropped; every later flush tries again, and the first
         write that succeeds is preceded by a ``gap`` record saying how many
-        records were lost and why. Never raises."""
+        records were lost and why. A record is never left cut on disk with the
+        next one glued to it (see ``_write_all``). Never raises."""
         if not self._buf or self.closed:
             return
         data = b"".join(self._buf) if len(self._buf) > 1 else self._buf[0]
@@ -72,33 +76,57 @@ class CaptureWriter:
         if self.failed is not None and self._unreported:
             gap = _dumps({"type": "gap", "seq": None, "reason": f"capture write failed: {self.failed}",
                           "dropped_records": self._unreported}, option=orjson.OPT_APPEND_NEWLINE)
-            if self._write_all(gap):
+            if self._write_all(gap) == 1:
                 self._unreported = 0
             else:
                 self.dropped += n_records
                 self._unreported += n_records
                 return
-        if not self._write_all(data):
-            self.dropped += n_records
-            self._unreported += n_records
+        lost = n_records - self._write_all(data)
+        self.dropped += lost
+        self._unreported += lost
 
-    def _write_all(self, data: bytes) -> bool:
+    def _write_all(self, data: bytes) -> int:
+        """Write whole lines; returns how many complete lines (records) are on
+        disk. On a failed write (ENOSPC, EIO) the file is cut back to the last
+        complete line (ftruncate: it frees space, so it works on a full disk);
+        where it cannot be cut (a pipe) the partial line is ended with a
+        newline now or, failing that, before the next write, so the partial
+        record is one unreadable line of its own and never swallows the next."""
         view = memoryview(data)
+        done = 0
         try:
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
+            if self._open_line:
+                self._write(b"\n")
+                self._open_line = False
+            while done < len(data):
+                n = self._write(view[done:])
+                done += n
                 self.written_bytes += n
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
-            if len(view) != len(data):
-                # a partial record is on disk: end it so the next record starts on its own line
-                try:
-                    os.write(self._fd, b"\n")
-                except OSError:
-                    pass
-            return False
-        return True
+            if done:
+                self._cut(data, done)
+            return data.count(b"\n", 0, done)
+        return data.count(b"\n")
+
+    def _cut(self, data: bytes, done: int) -> None:
+        keep = data.rfind(b"\n", 0, done) + 1       # bytes of whole lines written
+        if keep == done:
+            return
+        try:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size - (done - keep))
+            self.written_bytes -= done - keep
+            return
+        except OSError:
+            pass
+        try:
+            self._write(b"\n")
+        except OSError:
+            self._open_line = True
+
+    def _write(self, data: bytes | memoryview) -> int:
+        return os.write(self._fd, data)
 
     def close(self) -> None:
         if self.closed:

@@ -67,7 +67,8 @@ class Reannotated:
             else:
                 self.line = self._src_line
                 if typ == "gap" and not rec.get("findings"):
-                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}").to_json()])
+                    lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
+                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()])
             yield rec
 
     def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,33 +6,39 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from mcptap.check.report import CheckReport
+from mcptap.escape import escape_controls as esc
 
 
 def _secs(t_us: int | None) -> str:
     return "?" if t_us is None else f"{t_us / 1e6:.3f}s"
 
 
-def format_text(report: CheckReport, style: Callable[[str, str], str] | None = None) -> Iterator[str]:
+def format_text(report: CheckReport, style: Callable[[str, str], str] | None = None,
+                errors_shown: bool = False) -> Iterator[str]:
     """The human report, one line per string. ``style(text, role)`` colours
-    (roles: error, warn, info, ok, bold, dim); None for plain text."""
+    (roles: error, warn, info, ok, bold, dim); None for plain text.
+    ``errors_shown``: read errors were already printed (stderr, same
+    terminal), so an unreadable capture's line does not repeat the reason.
+    Peer text (methods, finding messages) is escaped (mcptap.escape)."""
     st = style or (lambda text, role: text)
     for cap in report.captures:
         if cap.error is not None:
-            yield st(f"{cap.path}: cannot check: {cap.error}", "error")
+            why = "unreadable (the reason is above)" if errors_shown else cap.error
+            yield st(esc(f"{cap.path}: cannot check: {why}"), "error")
             continue
         state = "complete" if cap.complete else "INCOMPLETE"
         if cap.truncated:
             state += ", truncated"
         counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
-        yield st(f"{cap.path}", "bold") + f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}"
+        yield st(esc(cap.path), "bold") + esc(f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
         for g in cap.sorted_groups():
             where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"
-            yield f"  {st(f'{g.severity:<5}', g.severity)} {g.code} ×{g.count}  first {where}{more}"
+            yield f"  {st(esc(f'{g.severity:<5}'), g.severity)} {esc(g.code)} ×{g.count}  first {where}{more}"
             if g.places:
                 first = g.places[0]
                 what = f"{first.method}: " if first.method and first.method not in first.message else ""
-                yield st(f"        {what}{first.message}", "dim")
+                yield st(esc(f"        {what}{first.message}"), "dim")
         if not cap.groups:
             yield "  " + st("no findings", "ok")
     totals = report.totals()

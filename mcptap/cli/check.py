@@ -16,6 +16,7 @@ import click
 
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli.show import output_lines, styler
+from mcptap.escape import escape_controls
 
 
 @click.command("check", short_help="Re-judge captures with today's rules; CI exit status.")
@@ -40,11 +41,11 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
     report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
     for cap in report.captures:
         if cap.error is not None:
-            click.echo(f"mcptap: {cap.error}", err=True)
+            click.echo(f"mcptap: {escape_controls(str(cap.error))}", err=True)
     if fmt == "text":
         from mcptap.check.text import format_text
 
-        lines = format_text(report, styler(color if output is None else False))
+        lines = format_text(report, styler(color if output is None else False), errors_shown=output is None)
     elif fmt == "json":
         import orjson
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import sys
 
 import click
+
 import orjson
 
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import McptapError
+from mcptap.escape import escape_controls
 
 
 @click.command("diff", short_help="Semantic diff of two captures; exit 1 when they differ.")
@@ -38,7 +40,7 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
     try:
         report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
     except (McptapError, ValueError) as exc:
-        click.echo(f"mcptap: {exc}", err=True)
+        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from mcptap.escape import escape_controls
+
 
 class Fail(click.ClickException):
     """A user-facing failure of mcptap itself (unwritable output, unreadable
@@ -12,4 +14,4 @@ class Fail(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
-        click.echo(f"mcptap: {self.format_message()}", err=True)
+        click.echo(f"mcptap: {escape_controls(self.format_message())}", err=True)

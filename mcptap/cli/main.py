@@ -20,6 +20,7 @@ import sys
 import click
 
 from mcptap import __version__
+from mcptap.escape import escape_controls
 
 #: Command modules, in help order.
 COMMAND_MODULES = ("record", "show", "check", "replay", "serve", "diff", "demo")
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("mcptap: interrupted", err=True)
         sys.exit(130)
     except McptapError as exc:
-        click.echo(f"mcptap: {exc}", err=True)
+        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         sys.exit(2)
     except BrokenPipeError:
         # `mcptap show … | head`: the reader left; not an error of ours

@@ -22,11 +22,13 @@ import os
 import sys
 
 import click
+
 import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
+from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
 from mcptap.redact import scrub_argv
 from mcptap.recorder import Recorder
@@ -47,7 +49,7 @@ def _is_capture_or_empty(path: str) -> bool:
 
 
 def _say(line: str) -> None:
-    click.echo(f"mcptap: {line}", err=True)
+    click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
 
 @click.command(

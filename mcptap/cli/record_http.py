@@ -22,10 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
 import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
@@ -35,7 +37,7 @@ EX_USAGE, EX_IOERR = 2, 74
 
 
 def _say(line: str) -> None:
-    click.echo(f"mcptap: {line}", err=True)
+    click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
 
 def parse_listen(value: str) -> tuple[str, int]:

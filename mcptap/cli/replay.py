@@ -23,6 +23,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
+from mcptap.escape import escape_controls as esc
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_url
@@ -36,7 +37,7 @@ _COLOUR = {MATCH: "green", CHANGED: "yellow", ERROR_CHANGED: "red", MISSING: "re
 
 
 def _say(line: str) -> None:
-    click.echo(f"mcptap: {line}", err=True)
+    click.echo(f"mcptap: {esc(line)}", err=True)
 
 
 def surface_of(plan: Plan, responses: dict[int, Any] | None) -> Surface:
@@ -72,7 +73,7 @@ def _line(r: ExchangeResult, color: bool) -> str:
         detail = r.note
     elif r.status == MATCH and r.latency_b_us is not None:
         detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
-    line = f"{text}  {detail}".rstrip()
+    line = esc(f"{text}  {detail}".rstrip())
     return click.style(line, fg=_COLOUR.get(r.status)) if color else line
 
 
@@ -179,18 +180,18 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     else:
         use_color = sys.stdout.isatty() if color is None else color
         target = url or " ".join(scrub_argv(list(cmd)))
-        click.echo(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})")
+        click.echo(esc(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})"))
         for r in rows:
             click.echo(_line(r, use_color), color=use_color)
         if items:
             click.echo("surface:")
             for it in items:
                 mark = "!" if it.breaking else "~"
-                click.echo(f"  {mark} {it.detail}" + ("  [breaking]" if it.breaking else ""))
+                click.echo(f"  {mark} {esc(it.detail)}" + ("  [breaking]" if it.breaking else ""))
         counts = report_json(result, rows, items, path)["counts"]
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
-        click.echo(f"new capture: {path}")
+        click.echo(esc(f"new capture: {path}"))
     if writer.failed is not None:
         # the comparison stands, but the new capture is not whole: say so, and fail
         _say(f"new capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")

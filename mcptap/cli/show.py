@@ -26,6 +26,7 @@ from mcptap.cli.errors import Fail
 import orjson
 
 from mcptap.errors import CaptureReadError, FilterSyntaxError
+from mcptap.escape import escape_controls
 
 ROLES: dict[str, dict[str, Any]] = {
     "error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "cyan"},
@@ -123,7 +124,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         try:
             flt = compile_filter(expr)
         except FilterSyntaxError as exc:
-            click.echo(f"mcptap: {exc}", err=True)
+            click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
             ctx.exit(2)
     path = capture or str(newest_capture())
     follower: Follower | None = None
@@ -136,7 +137,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         else:
             ra = Reannotated.open(path, shapes=not no_shapes, reuse=not full)
     except CaptureReadError as exc:
-        click.echo(f"mcptap: {exc}", err=True)
+        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)
     if fmt == "json":
         lines = render.json_lines(ra, ra.header, flt)
@@ -147,7 +148,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     try:
         output_lines(lines, flush_each=follow)
     except CaptureReadError as exc:
-        click.echo(f"mcptap: {exc}", err=True)
+        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)
     finally:
         if follower is not None:

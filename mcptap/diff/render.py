@@ -11,6 +11,7 @@ from __future__ import annotations
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
 from mcptap.diff.report import DiffReport
 from mcptap.diff.surface import Item
+from mcptap.escape import escape_controls as esc
 
 _SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
              "exchanges", "findings", "notifications", "latency")
@@ -24,7 +25,7 @@ def render_text(report: DiffReport, color: bool = False) -> str:
     def paint(code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
-    lines = [f"A: {report.a}", f"B: {report.b}"]
+    lines = [esc(f"A: {report.a}"), esc(f"B: {report.b}")]
     by: dict[str, list[Item]] = {}
     for it in report.items:
         by.setdefault(it.section, []).append(it)
@@ -32,12 +33,12 @@ def render_text(report: DiffReport, color: bool = False) -> str:
         items = by.get(section)
         if not items:
             continue
-        lines.append(paint("1", section))
+        lines.append(paint("1", esc(section)))
         for it in items:
             mark = _MARK.get(it.kind, "~")
-            text = f"  {mark} {it.detail}"
+            text = f"  {mark} {esc(it.detail)}"
             if it.breaking:
-                text = f"  ! {it.detail}  [breaking]"
+                text = f"  ! {esc(it.detail)}  [breaking]"
             lines.append(paint(_COLOUR["!" if it.breaking else mark], text))
     c = report.counts
     summary = (f"{c.get(MATCH, 0)} exchanges match, {c.get(CHANGED, 0)} changed, {c.get(ERROR_CHANGED, 0)} error-changed, "

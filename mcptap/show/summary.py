@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
+from mcptap.escape import escape_controls
 
 Style = Callable[[str, str], str]
 
@@ -36,7 +37,8 @@ def fmt_us(us: int | float | None) -> str:
 
 
 def shorten(s: str, n: int) -> str:
-    s = s.replace("\r", "\\r").replace("\n", "\\n")
+    """``s`` with its control characters escaped (mcptap.escape), cut to ``n`` characters."""
+    s = escape_controls(s)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -263,7 +265,7 @@ class Summary:
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
-                yield f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the {'client' if p.get('dir') == 'c2s' else 'server'}"
+                yield escape_controls(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the {'client' if p.get('dir') == 'c2s' else 'server'}")
         f = j["findings"]
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
         if not j["complete"]:

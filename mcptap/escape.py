@@ -1,0 +1,50 @@
+"""Make peer-controlled text safe to print on a terminal (level 0, pure).
+
+A peer decides method names, tool names, error messages, stderr, ids and
+session ids. Printed raw, an ``ESC [1A ESC [2K CR`` in a method name moves the
+cursor up and erases the finding about it: a server could hide its own
+misbehaviour from ``show`` and ``check``. Every human-readable renderer passes
+peer text through :func:`escape_controls` before it reaches a line, and adds
+its own colour codes only afterwards.
+
+What is escaped: every C0 control (U+0000–U+001F, including TAB, CR and LF),
+DEL and every C1 control (U+007F–U+009F: U+009B is a one-byte CSI on some
+terminals), the Unicode line and paragraph separators and the bidirectional
+formatting characters (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069, the
+"Trojan Source" reordering characters). They become Python-style escapes:
+``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``. Other text, including
+non-ASCII letters and emoji, is left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+#: Characters a terminal or a bidi-aware renderer acts on instead of printing.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _one(m: re.Match[str]) -> str:
+    c = m.group()
+    named = _NAMED.get(c)
+    if named is not None:
+        return named
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every terminal control and bidi formatting character
+    replaced by a visible escape (``"a\\x1b[2K"`` → ``"a\\\\x1b[2K"``).
+    Pure, total (any ``str``), idempotent on its own output; text without such
+    characters is returned unchanged (the same object)."""
+    if CONTROLS.search(text) is None:
+        return text
+    return CONTROLS.sub(_one, text)
+
+
+def has_controls(text: str) -> bool:
+    """True when ``text`` holds a character :func:`escape_controls` escapes."""
+    return CONTROLS.search(text) is not None

@@ -1,0 +1,153 @@
+"""Disk full, then free again (issue 9 item 1; reproducer ../shared/repro/disk-full-then-free.sh).
+
+A write that fails half-way must never leave a record cut mid-line with the
+next record glued on: the capture stays readable, the lost records are a
+``gap`` record, and ``check --fail-on error`` fails on it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+REPRO = "disk-full-then-free.sh"
+
+
+class FlakyDisk(CaptureWriter):
+    """A writer whose disk takes ``room`` more bytes, then fails with ENOSPC
+    (a partial write first, as a real file system does), until ``free()``."""
+
+    def __init__(self, fd: int, room: int, truncate_ok: bool = True) -> None:
+        super().__init__(fd)
+        self.room = room
+        self.truncate_ok = truncate_ok
+
+    def _write(self, data: bytes | memoryview) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = min(len(data), self.room)
+        self.room -= n
+        return os.write(self._fd, data[:n])
+
+    def free(self) -> None:
+        self.room = 1 << 30
+
+
+def _lines(path: Path) -> list[dict]:
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("room", [0, 1, 17, 40, 41, 95, 130])
+def test_a_failed_write_never_glues_records(tmp_path: Path, room: int) -> None:
+    p = tmp_path / "c.jsonl"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    w = FlakyDisk(fd, room)
+    for i in range(3):
+        w.write({"type": "message", "seq": i + 1, "pad": "x" * 20})
+    w.flush()                                   # fails somewhere inside the batch
+    w.free()
+    w.write({"type": "message", "seq": 4})
+    w.close()
+    recs = _lines(p)                            # every line is a whole record
+    seqs = [r["seq"] for r in recs if r["type"] == "message"]
+    gaps = [r for r in recs if r["type"] == "gap"]
+    assert len(gaps) == 1 and gaps[0]["dropped_records"] == 3 - (len(seqs) - 1)
+    assert seqs == [*range(1, len(seqs)), 4]
+    assert recs[-1]["seq"] == 4 and w.dropped == gaps[0]["dropped_records"]
+
+
+def test_a_cut_record_that_cannot_be_truncated_is_skipped_by_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "c.jsonl"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    w = FlakyDisk(fd, 0)
+    w.room = 0
+    os.write(fd, orjson.dumps({"type": "header", "format": "mcptap-capture", "version": 1}) + b"\n")
+    w.room = 10
+    monkeypatch.setattr(os, "ftruncate", lambda *a: (_ for _ in ()).throw(OSError(errno.EINVAL, "not a file")))
+    w.write({"type": "message", "seq": 1, "dir": "c2s", "kind": "request", "json": {}})
+    w.flush()                                   # 10 bytes written, the repair newline fails too
+    w.free()
+    w.write({"type": "end", "seq": 2})
+    w.close()
+    text = p.read_bytes()
+    assert b'{"type":"m\n{"type":"gap"' in text          # cut line ended before the gap record
+    cap = read_capture(str(p))
+    assert [r["type"] for r in cap.records] == ["gap", "end"]
+
+
+def _try_mount(where: Path) -> str | None:
+    if shutil.which("mount") is None:
+        return "no mount command"
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        return f"mounting a tmpfs is not allowed here: {r.stderr.decode(errors='replace').strip()}"
+    return None
+
+
+@pytest.fixture
+def tiny_disk() -> Iterator[Path]:
+    where = Path(tempfile.mkdtemp(prefix="mcptap-tiny-"))
+    why = _try_mount(where)
+    if why is not None:
+        where.rmdir()
+        pytest.skip(why)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_disk_full_then_free_on_a_real_tmpfs(tiny_disk: Path) -> None:
+    """The reproducer, end to end: a 1 MiB tmpfs fills up while mcptap records,
+    then space comes back; the relay is unharmed and the capture says what it lost."""
+    fill = tiny_disk / "fill"
+    fill.write_bytes(b"\0" * 900_000)
+    cap = tiny_disk / "cap.jsonl"
+    proc = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(cap), "--", "cat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    n = 2000
+    for i in range(n):
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"n":%d}}\n' % i)
+    proc.stdin.flush()
+    relayed = b""
+    while relayed.count(b"\n") < n:
+        chunk = proc.stdout.read1(65536)
+        assert chunk, "relay ended early"
+        relayed += chunk
+    deadline = time.monotonic() + 60
+    while os.statvfs(tiny_disk).f_bavail > 0:           # wait until the disk really is full
+        assert time.monotonic() < deadline, "the disk never filled up"
+        time.sleep(0.05)
+    fill.unlink()
+    last = b'{"jsonrpc":"2.0","method":"notifications/last"}\n'
+    out, err = proc.communicate(last, timeout=60)
+    relayed += out
+    assert relayed.count(b"\n") == n + 1 and relayed.endswith(last)       # the relay is unharmed
+    assert b"capture incomplete" in err and b"records lost" in err
+    capture = read_capture(str(cap))                                        # readable, every line whole
+    gaps = [r for r in capture.records if r["type"] == "gap"]
+    assert gaps and all(g["dropped_records"] > 0 for g in gaps)
+    assert capture.end is not None and capture.end["dropped_records"] == sum(g["dropped_records"] for g in gaps)
+    methods = [r.get("method") for r in capture.records if r["type"] == "message"]
+    assert methods[-1] == "notifications/last"
+    for line in cap.read_bytes().splitlines():
+        assert line.count(b'"type":') >= 1 and orjson.loads(line)
+    check = subprocess.run([*MCPTAP, "check", "--fail-on", "error", str(cap)], capture_output=True, timeout=60)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert b"capture.gap" in check.stdout and b"records lost" in check.stdout

@@ -1,0 +1,113 @@
+"""Terminal escapes (issue 9 item 4; reproducer ../shared/repro/terminal-escapes.sh).
+
+Peer-controlled text (method and tool names, error messages, stderr, ids,
+findings quoting them) must never reach a human-readable output raw: one pure
+function, mcptap.escape.escape_controls, is used by every renderer (show,
+check, diff, replay reports, error lines quoting peer text).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptap.escape import CONTROLS, escape_controls
+from tests.scripted import c2s, err, handshake, note, record, req, res, s2c
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+REPRO = "terminal-escapes.sh"
+
+#: what a hostile peer puts in its strings: cursor up, erase line, CR, C1 CSI, bidi override, BEL, NUL
+EVIL = "\x1b[1A\x1b[2K\r\x9b2J\u202e\x07\x00\u2028"
+# every control the output may legitimately hold: the newline between lines (colour is off)
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_escapes_named_and_numbered() -> None:
+    assert escape_controls("a\x1b[2K\rb\tc\n") == "a\\x1b[2K\\rb\\tc\\n"
+    assert escape_controls("\x9b\x7f\x00") == "\\x9b\\x7f\\x00"
+    assert escape_controls("abc\u202eevil") == "abc\\u202eevil"
+    plain = "tools/call — é 😀 ✖"
+    assert escape_controls(plain) is plain
+
+
+@given(st.text())
+def test_escaped_text_has_no_controls_and_is_stable(text: str) -> None:
+    out = escape_controls(text)
+    assert CONTROLS.search(out) is None
+    assert escape_controls(out) == out
+    if CONTROLS.search(text) is None:
+        assert out == text
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    tool = f"rm_rf{EVIL}safe_tool"
+    steps = [
+        *handshake(),
+        c2s(req(2, "tools/list")),
+        s2c(res(2, {"tools": [{"name": tool, "description": EVIL, "inputSchema": {"type": "object"}}]})),
+        c2s(req(3, "tools/call", {"name": tool, "arguments": {"x": EVIL}})),
+        s2c(err(3, -32000, f"boom{EVIL}")),
+        c2s(req(f"id{EVIL}", f"x{EVIL}ok")),
+        s2c(note("notifications/message", {"level": "info", "data": EVIL})),
+        s2c(f"not json {EVIL}\n".encode()),
+        ("err", f"stderr {EVIL}\n".encode()),
+        c2s(req(5, "tools/call", {"name": tool})),
+        ("eof", "c2s"),
+        ("exit", 3),
+    ]
+    return record(tmp_path / f"evil{EVIL[:4]}.jsonl".replace("\x1b", "E").replace("\r", "R"), steps)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, NO_COLOR="1")
+    return subprocess.run([*MCPTAP, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("args", [("show",), ("show", "--format", "mermaid"), ("show", "--oneline"), ("check",),
+                                  ("check", "--places", "20")])
+def test_show_and_check_never_print_peer_controls(hostile: Path, args: tuple[str, ...]) -> None:
+    p = _run(*args, str(hostile))
+    assert p.returncode in (0, 1), p.stderr
+    assert "rm_rf" in p.stdout or "x\\x1b" in p.stdout
+    assert RAW_CONTROL.search(p.stdout) is None, p.stdout
+    assert RAW_CONTROL.search(p.stderr) is None
+    assert "\\x1b[1A" in p.stdout
+
+
+def test_diff_never_prints_peer_controls(hostile: Path, tmp_path: Path) -> None:
+    other = record(tmp_path / "other.jsonl", [*handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []}))])
+    p = _run("diff", str(hostile), str(other))
+    assert p.returncode == 1, p.stderr
+    assert "rm_rf\\x1b[1A" in p.stdout
+    assert RAW_CONTROL.search(p.stdout) is None, p.stdout
+
+
+def test_replay_report_lines_escape_peer_text() -> None:
+    from mcptap.cli.replay import _line
+    from mcptap.compare.verdict import CHANGED
+    from mcptap.replay.compare import ExchangeResult
+
+    fields = {f: None for f in ExchangeResult.__dataclass_fields__}
+    fields.update(seq=3, label=f"tools/call rm_rf{EVIL}", status=CHANGED, note=f"server said {EVIL}")
+    line = _line(ExchangeResult(**fields), color=False)
+    assert RAW_CONTROL.search(line) is None and "rm_rf\\x1b[1A" in line
+
+
+def test_error_lines_quoting_peer_text_are_escaped(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type":"header","format":"mcptap-capture","version":1}\n{"type":"message\x1b[2K","seq":1}\nxx\x1b[2K\n{}\n')
+    for path in (bad, tmp_path / f"gone{EVIL[:-2]}.jsonl"):
+        for cmd in ("check", "show"):
+            p = _run(cmd, str(path))
+            assert p.returncode == 2
+            assert "mcptap:" in p.stderr and RAW_CONTROL.search(p.stderr) is None, p.stderr
+            assert RAW_CONTROL.search(p.stdout) is None, p.stdout
