@@ -156,6 +156,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.conn_closed_idle", INFO, "connection closed while idle", "RFC 9112 §9.6"),
     ("http.request_lost_on_closed_connection", ERROR, "request written to a connection that the peer had closed", "RFC 9112 §9.6"),
     ("http.host_rejected", WARN, "request whose Host is not a loopback name refused by a loopback tap (DNS rebinding protection)", T + " Security Warning; mcptap"),
+    ("http.request_rejected", ERROR, "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo): the tap answered 400 and closed", "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4"),
     ("http.upstream_failed", ERROR, "upstream unreachable (refused, TLS, timeout): the client got 502", "mcptap"),
     ("http.origin_rejected", WARN, "request with an Origin header rejected, or a non-loopback Origin accepted", T + " Security Warning: MUST validate Origin"),
     # process (stdio)

@@ -28,6 +28,7 @@ from mcptap.relay.http.events import (
     CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, OpenUpstream, RequestBody, RequestEnded, RequestStarted,
     ResponseBody, ResponseEnded, ResponseStarted, SendClient, SendUpstream, Upstream,
 )
+from mcptap.relay.http.guard import request_problem
 from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
 
@@ -141,6 +142,13 @@ class ConnRelay:
         raw = list(ev.headers.raw_items())
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
+        problem = request_problem(raw, bytes(ev.http_version))
+        if problem is not None:
+            # never forwarded: the upstream could frame it differently from the tap (smuggling)
+            out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
+                                      ev.http_version.decode("latin-1"), raw, False, False))
+            self._refuse(ex, 400, b"Bad Request", problem, "request_rejected", out)
+            return
         allowed = self.relay.allowed_hosts
         if allowed is not None and _host_name(ex.host_in) not in allowed:
             # DNS rebinding: a web page whose name resolves to 127.0.0.1 must not reach the

@@ -31,6 +31,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from mcptap.capture.format import encode_bytes
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
@@ -147,6 +148,12 @@ class HttpObserver:
         if e is None:
             return
         e.req_end_t = self.rec.clock()
+        if e.method != "POST" and e.body:
+            # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
+            fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
+            encode_bytes(bytes(e.body), "body", fields)
+            e.body = bytearray()
+            self.rec.record("http", **fields)
         if e.method != "POST" or not e.body:
             return
         body = bytes(e.body)
@@ -337,7 +344,7 @@ class HttpObserver:
         pend = [] if it.how == "tap_stopped" else self._pending_of(e)
         if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
             self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
-        if it.how in ("host_rejected", "upstream_failed", "bad_response") and not it.response_started:
+        if it.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not it.response_started:
             for p in pend:
                 self.rec.annotator.transport_answered(p)   # the tap answered (403/502)
         cancels: list[Finding] = []

@@ -1,0 +1,61 @@
+"""Requests an intermediary must not forward (pure, no I/O, no h11 state).
+
+The tap re-frames every request it forwards, so a request whose framing or
+target host two HTTP implementations could read differently would let the
+upstream see a request the capture never recorded (request smuggling). Such a
+request is answered 400 by the tap, recorded (``http.request_rejected``) and
+never forwarded; the connection is closed after the answer:
+
+* both ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 §6.1: "a server
+  MAY reject … Regardless, the server MUST close the connection"; §6.3 item 3:
+  an intermediary forwarding it would otherwise have to drop Content-Length);
+* more than one ``Transfer-Encoding`` field line, or ``Content-Length`` field
+  lines that disagree (RFC 9112 §6.3 item 5; h11 already refuses most of these);
+* no ``Host``, more than one ``Host`` field line, or a Host value that is not
+  ``uri-host [":" port]``, e.g. one carrying userinfo
+  (``127.0.0.1:1@evil.example``; RFC 9112 §3.2 "MUST respond with a 400",
+  RFC 9110 §4.2.4 userinfo is an error).
+
+Shapes: ``raw`` is ``[(name, value), …]`` of raw ``bytes`` as h11 parsed them.
+Returns one line of text (for the 400 body and the capture), or None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+#: RFC 3986 host [":" port]: IP-literal, or reg-name / IPv4 (unreserved, pct-encoded, sub-delims)
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\]|"
+                   rb"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?")
+
+
+def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1") -> str | None:
+    """Why a request with these header fields must not be forwarded, or None."""
+    hosts: list[bytes] = []
+    lengths: list[bytes] = []
+    te = 0
+    for name, value in raw:
+        n = name.lower()
+        if n == b"host":
+            hosts.append(value)
+        elif n == b"content-length":
+            lengths.append(value)
+        elif n == b"transfer-encoding":
+            te += 1
+    if te and lengths:
+        return "request has both Content-Length and Transfer-Encoding (ambiguous framing, RFC 9112 §6.1); not forwarded"
+    if te > 1:
+        return "request has more than one Transfer-Encoding field (RFC 9112 §6.3); not forwarded"
+    if len({v.strip() for v in lengths}) > 1:
+        return "request has conflicting Content-Length fields (RFC 9112 §6.3); not forwarded"
+    if len(hosts) > 1:
+        return "request has more than one Host field (RFC 9112 §3.2); not forwarded"
+    if not hosts:
+        return None if http_version == b"1.0" else "request has no Host field (RFC 9112 §3.2); not forwarded"
+    host = hosts[0]
+    if b"@" in host:
+        return f"Host {host.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+    if _HOST.fullmatch(host) is None:
+        return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
+    return None

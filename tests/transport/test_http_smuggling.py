@@ -1,0 +1,280 @@
+"""Request smuggling through the HTTP tap (issue 9 item 3; reproducer
+../shared/repro/cl-te-smuggling.py).
+
+The tap must never forward ambiguous framing (RFC 9112 §6.1, §6.3) nor a Host
+carrying userinfo; and whatever the client sends, the upstream only ever
+receives requests that the capture records, byte for byte (request line,
+headers as the tap documents it rewrites them, decoded body).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcptap.capture.format import decode_bytes, message_from_record
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+from mcptap.recorder import Recorder
+from mcptap.relay.http.guard import request_problem
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+REPRO = "cl-te-smuggling.py"
+HIDDEN = b"POST /admin HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n"
+
+
+@pytest.mark.parametrize(("headers", "why"), [
+    ([(b"Host", b"a"), (b"Content-Length", b"4"), (b"Transfer-Encoding", b"chunked")], "both Content-Length and Transfer-Encoding"),
+    ([(b"Host", b"a"), (b"Transfer-Encoding", b"chunked"), (b"Transfer-Encoding", b"chunked")], "more than one Transfer-Encoding"),
+    ([(b"Host", b"a"), (b"Content-Length", b"4"), (b"Content-Length", b"5")], "conflicting Content-Length"),
+    ([(b"Host", b"a"), (b"Host", b"b")], "more than one Host"),
+    ([], "no Host"),
+    ([(b"Host", b"127.0.0.1:1@evil.example")], "userinfo"),
+    ([(b"Host", b"a b")], "not a valid host"),
+    ([(b"Host", b"a/b")], "not a valid host"),
+])
+def test_requests_an_intermediary_must_not_forward(headers: list[tuple[bytes, bytes]], why: str) -> None:
+    problem = request_problem(headers)
+    assert problem is not None and why in problem
+
+
+@pytest.mark.parametrize("host", [b"127.0.0.1", b"127.0.0.1:8080", b"localhost:1", b"[::1]:80", b"example.com", b"xn--e-ufa.org:"])
+def test_ordinary_requests_pass(host: bytes) -> None:
+    assert request_problem([(b"Host", host), (b"Content-Length", b"4"), (b"Content-Length", b"4")]) is None
+    assert request_problem([(b"Host", host), (b"Transfer-Encoding", b"chunked")]) is None
+
+
+# -- a strict upstream that logs exactly what it received ------------------------------
+
+@dataclass
+class UpRequest:
+    method: bytes
+    target: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes | None      # None: cut (the client left mid-body)
+    framing: str            # "length", "chunked", "none"
+
+
+@dataclass
+class Upstream:
+    raw: list[bytes] = field(default_factory=list)        # bytes per upstream connection
+
+    async def handler(self, stream: trio.SocketStream) -> None:
+        i = len(self.raw)
+        self.raw.append(b"")
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                self.raw[i] += data
+                # answer every complete request (the tap waits for a response before the next)
+                while self._answered(i) < len(parse_requests(self.raw[i])[0]):
+                    self._count[i] = self._answered(i) + 1
+                    await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+    def __post_init__(self) -> None:
+        self._count: dict[int, int] = {}
+
+    def _answered(self, i: int) -> int:
+        return self._count.get(i, 0)
+
+    def requests(self) -> list[UpRequest]:
+        out: list[UpRequest] = []
+        for data in self.raw:
+            reqs, rest = parse_requests(data)
+            out += reqs
+            if b"\r\n\r\n" in rest:
+                # the client went away mid-body: the head was forwarded, the body is cut
+                lines = rest.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+                method, target, _version = lines[0].split(b" ")
+                headers = [(n, v.strip()) for n, v in (ln.split(b":", 1) for ln in lines[1:])]
+                names = [n.lower() for n, _ in headers]
+                assert not (b"content-length" in names and b"transfer-encoding" in names), f"ambiguous framing forwarded: {rest!r}"
+                out.append(UpRequest(method, target, headers, None, "cut"))
+        return out
+
+
+def parse_requests(data: bytes) -> tuple[list[UpRequest], bytes]:
+    """Requests in ``data`` as a strict RFC 9112 server frames them; asserts
+    that no request had ambiguous framing."""
+    out: list[UpRequest] = []
+    while b"\r\n\r\n" in data:
+        head, rest = data.split(b"\r\n\r\n", 1)
+        lines = head.split(b"\r\n")
+        method, target, _version = lines[0].split(b" ")
+        headers = [(n, v.strip()) for n, v in (ln.split(b":", 1) for ln in lines[1:])]
+        names = [n.lower() for n, _ in headers]
+        assert not (b"content-length" in names and b"transfer-encoding" in names), f"ambiguous framing forwarded: {head!r}"
+        assert names.count(b"host") == 1, f"upstream got {names.count(b'host')} Host fields: {head!r}"
+        if b"transfer-encoding" in names:
+            body, pos = b"", 0
+            while True:
+                end = rest.find(b"\r\n", pos)
+                if end < 0:
+                    return out, data
+                size = int(rest[pos:end].split(b";")[0], 16)
+                if size == 0:
+                    trailer_end = rest.find(b"\r\n\r\n", end)
+                    if rest[end:end + 4] == b"\r\n\r\n":
+                        trailer_end = end
+                    if trailer_end < 0:
+                        return out, data
+                    rest = rest[trailer_end + 4:]
+                    break
+                if len(rest) < end + 2 + size + 2:
+                    return out, data
+                body += rest[end + 2:end + 2 + size]
+                pos = end + 2 + size + 2
+            framing = "chunked"
+        elif b"content-length" in names:
+            n = int(dict((k.lower(), v) for k, v in headers)[b"content-length"])
+            if len(rest) < n:
+                return out, data
+            body, rest = rest[:n], rest[n:]
+            framing = "length"
+        else:
+            body, framing = b"", "none"
+        out.append(UpRequest(method, target, headers, body, framing))
+        data = rest
+    return out, data
+
+
+async def run_through_tap(tmp_path: Path, client_bytes: bytes) -> tuple[list[dict[str, Any]], list[UpRequest], bytes]:
+    up = Upstream()
+    path = tmp_path / "fuzz.jsonl"
+    async with trio.open_nursery() as n:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await n.start(trio.serve_listeners, up.handler, listeners)
+        rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "x"})
+        tap = HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp"), rec)
+        url = await n.start(tap.serve)
+        host, tport = url.split("//")[1].split("/")[0].split(":")
+        s = await trio.open_tcp_stream(host, int(tport))
+        await s.send_all(client_bytes)
+        await s.send_eof()
+        answer = b""
+        with trio.fail_after(20):
+            while chunk := await s.receive_some(65536):
+                answer += chunk
+        await s.aclose()
+        before = -1
+        while before != rec.seq:                    # let the recorder catch up
+            before = rec.seq
+            await trio.sleep(0.05)
+        n.cancel_scope.cancel()
+    rec.close()
+    return read_capture(str(path)).records, up.requests(), answer
+
+
+def captured_requests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Forwarded requests in the capture: request line, headers and body bytes."""
+    bodies: dict[int, bytes] = {}
+    for r in records:
+        if r["type"] == "http" and r.get("event") == "request_body":
+            bodies[r["exchange"]] = decode_bytes(r, "body") or b""
+        if r["type"] == "message" and r["dir"] == "c2s" and isinstance(r.get("transport"), dict):
+            ex = r["transport"].get("exchange")
+            bodies[ex] = bodies.get(ex, b"") + message_from_record(r).raw
+    rejected = {r["exchange"] for r in records if r["type"] == "http" and r.get("event") == "end"
+                and r.get("how") in ("request_rejected", "host_rejected")}
+    return [dict(r, body=bodies.get(r["exchange"], b"")) for r in records
+            if r["type"] == "http" and r.get("event") == "request" and r["exchange"] not in rejected]
+
+
+def assert_upstream_saw_only_captured(records: list[dict[str, Any]], got: list[UpRequest]) -> None:
+    want = captured_requests(records)
+    assert len(got) <= len(want), f"upstream served {len(got)} requests, the capture has {len(want)}"
+    for u, c in zip(got, want):
+        assert (u.method.decode(), u.target.decode()) == (c["method"], c["target"])
+        sent = [(n.lower(), v) for n, v in u.headers if n.lower() != b"host"]
+        recorded = [(n.lower().encode(), v.encode("latin-1")) for n, v in c["headers"]
+                    if n.lower() not in ("host", "connection", "keep-alive", "te", "upgrade", "proxy-connection")]
+        assert sent == recorded
+        if u.body is None:
+            continue
+        assert u.body == c["body"]
+
+
+def test_the_reproducer_is_refused_and_nothing_hidden_reaches_the_upstream(tmp_path: Path) -> None:
+    smuggled = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + b"%x\r\n%s\r\n0\r\n\r\n" % (len(HIDDEN), HIDDEN))
+    records, got, answer = trio.run(run_through_tap, tmp_path, smuggled)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in answer
+    assert got == []
+    codes = [f["code"] for r in records for f in r.get("findings", ())]
+    assert "http.request_rejected" in codes
+    ends = [r for r in records if r["type"] == "http" and r.get("event") == "end"]
+    assert ends and ends[0]["how"] == "request_rejected"
+
+
+def test_host_with_userinfo_is_refused(tmp_path: Path) -> None:
+    req = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:1@evil.example\r\nContent-Length: 2\r\n\r\n{}"
+    records, got, answer = trio.run(run_through_tap, tmp_path, req)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"userinfo" in answer
+    assert got == []
+
+
+# -- the fuzz test ------------------------------------------------------------------------------
+
+_token = st.sampled_from([b"POST", b"GET", b"DELETE", b"PO ST", b"post", b""])
+_target = st.sampled_from([b"/mcp", b"/mcp?x=1", b"/admin", b"*", b"http://127.0.0.1/mcp", b"/m cp", b""])
+_host = st.sampled_from([b"127.0.0.1", b"localhost:1", b"127.0.0.1:1@evil.example", b"evil.example", b"a b", b""])
+_body = st.sampled_from([b"", b"{}", b'{"jsonrpc":"2.0","id":1,"method":"ping"}', HIDDEN, b"not json", b"0\r\n\r\n"])
+_framing = st.sampled_from(["cl", "te", "cl+te", "te+cl", "te,te", "cl,cl", "cl!=cl", "none", "te-identity", "cl-bad", "te-bad-chunk"])
+_extra = st.lists(st.sampled_from([(b"Connection", b"close"), (b"Connection", b"keep-alive, X-Foo"), (b"X-Foo", b"1"),
+                                   (b"Transfer-Encoding", b" chunked"), (b"Content-Length", b"+2"), (b"Host", b"127.0.0.1"),
+                                   (b"Content-Type", b"application/json"), (b"Te", b"trailers"), (b" Bad", b"x")]), max_size=2)
+
+
+def _one_request(method: bytes, target: bytes, host: bytes, body: bytes, framing: str,
+                 extra: list[tuple[bytes, bytes]], version: bytes) -> bytes:
+    hdrs: list[tuple[bytes, bytes]] = [(b"Host", host)] if host or version == b"HTTP/1.1" else []
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n"
+    cl = str(len(body)).encode()
+    payload = body
+    if framing == "cl":
+        hdrs.append((b"Content-Length", cl))
+    elif framing in ("te", "te-identity"):
+        hdrs.append((b"Transfer-Encoding", b"chunked" if framing == "te" else b"identity"))
+        payload = chunked if framing == "te" else body
+    elif framing in ("cl+te", "te+cl"):
+        pair = [(b"Content-Length", cl), (b"Transfer-Encoding", b"chunked")]
+        hdrs += pair if framing == "cl+te" else pair[::-1]
+        payload = chunked
+    elif framing == "te,te":
+        hdrs += [(b"Transfer-Encoding", b"chunked"), (b"Transfer-Encoding", b"chunked")]
+        payload = chunked
+    elif framing == "cl,cl":
+        hdrs += [(b"Content-Length", cl), (b"Content-Length", cl)]
+    elif framing == "cl!=cl":
+        hdrs += [(b"Content-Length", cl), (b"Content-Length", str(len(body) + 1).encode())]
+    elif framing == "cl-bad":
+        hdrs.append((b"Content-Length", b"-" + cl))
+    elif framing == "te-bad-chunk":
+        hdrs.append((b"Transfer-Encoding", b"chunked"))
+        payload = b"zz\r\n" + body + b"\r\n0\r\n\r\n"
+    else:
+        payload = b""
+    head = method + b" " + target + b" " + version + b"\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in hdrs + extra)
+    return head + b"\r\n" + payload
+
+
+_request = st.builds(_one_request, _token, _target, _host, _body, _framing, _extra,
+                     st.sampled_from([b"HTTP/1.1", b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(_request, min_size=1, max_size=4), st.binary(max_size=8))
+def test_fuzz_upstream_only_receives_what_the_capture_records(tmp_path: Path, requests: list[bytes], tail: bytes) -> None:
+    records, got, _answer = trio.run(run_through_tap, tmp_path, b"".join(requests) + tail)
+    assert_upstream_saw_only_captured(records, got)
