@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
+from collections.abc import Callable
 import sys
 from typing import Any
 
@@ -52,6 +54,48 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
     return Recorder(writer, transport, target=target, header_extra={"served_from": capture})
 
 
+def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
+             ready: Callable[[str], None] | None = None) -> int:
+    """Serve over HTTP until SIGINT/SIGTERM; returns the exit status (0, or 2
+    when the mock cannot listen or record). ``ready(url)``: called once listening."""
+    from mcptap.cli.record_http import parse_listen
+    from mcptap.serve.http import HttpMock
+
+    try:
+        host, port = parse_listen(listen)
+        mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
+        mock.rec = _recorder(output, "http", capture, {"served_from": capture})
+    except click.BadParameter as exc:
+        _say(exc.format_message())
+        return 2
+    except McptapError as exc:
+        _say(str(exc))
+        return 2
+
+    async def main() -> None:
+        await mock.bind()
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(mock.serve)
+            _say(f"serving {capture} on {url}")
+            if ready is not None:
+                ready(url)
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main)
+    except McptapError as exc:
+        _say(str(exc))
+        if mock.rec is not None:
+            mock.rec.close(exit_code=2)
+        return 2
+    if mock.rec is not None:
+        mock.rec.close(exit_code=0)
+    return 0
+
+
 @click.command("serve", short_help="Serve a capture's server side to a client (a mock MCP server).")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", default=None,
@@ -79,9 +123,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         _say(str(exc))
         ctx.exit(2)
     if listen is not None:
-        from mcptap.cli.serve_http import run_http
-
-        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet, say=_say))
+        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output))
     try:
         rec = _recorder(output, "stdio", capture, {"served_from": capture})
     except McptapError as exc:

@@ -1,0 +1,354 @@
+"""``mcptap serve CAPTURE --listen HOST:PORT``: the mock over HTTP (trio + h11, level 4).
+
+    server = HttpMock(core, rec, host="127.0.0.1", port=0, say=print)
+    url = await nursery.start(server.serve)      # raises McptapError (port busy, non-loopback)
+
+Streamable HTTP (any revision) unless the capture is the legacy HTTP+SSE
+transport. What the recording shows is what the client gets:
+
+* POST with requests: the answer as one JSON body, or as an SSE stream that
+  carries the server's messages sent because of them (progress, logs,
+  sampling / elicitation / roots requests) before the response, as the
+  recorded exchange did (a capture from stdio: SSE when anything precedes the
+  response); the recorded HTTP status;
+* POST with only notifications or answers: ``202 Accepted``;
+* sessions: when the recorded server assigned ``Mcp-Session-Id``, the mock
+  mints a fresh one at each ``initialize`` and requires it afterwards (400
+  without, 404 for an unknown one; ``DELETE`` ends it); otherwise all traffic
+  is one stateless session;
+* GET: an SSE stream for server messages not tied to a request when the
+  recorded server offered one, else the recorded refusal (405);
+* legacy HTTP+SSE: ``GET`` on the recorded SSE path opens a session whose
+  ``endpoint`` event names the recorded POST path with a fresh
+  ``session_id``; POSTs there get ``202`` and every answer travels on the SSE stream.
+
+A loopback mock answers only loopback ``Host`` names (DNS rebinding). With a
+Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
+request/response records and a ``message`` record per JSON-RPC payload).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import h11
+import orjson
+import trio
+
+from mcptap.errors import McptapError
+from mcptap.model import Direction
+from mcptap.serve.core import Out, ServeCore, hkey
+from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.transport.http import LOOPBACK_NAMES, is_loopback
+
+C2S, S2C = Direction.C2S, Direction.S2C
+CHUNK = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024
+_IO = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, h11.ProtocolError)
+
+
+class _Conn:
+    def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.SERVER)
+        self.id = cid
+
+    async def next_event(self) -> Any:
+        while True:
+            ev = self.h11.next_event()
+            if ev is h11.NEED_DATA:
+                self.h11.receive_data(await self.stream.receive_some(CHUNK))
+                continue
+            return ev
+
+    async def send(self, *events: Any) -> None:
+        data = b"".join(self.h11.send(e) or b"" for e in events)
+        await self.stream.send_all(data)
+
+
+class HttpMock:
+    """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
+
+    def __init__(self, core: ServeCore, rec: Any = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
+                 say: Callable[[str], None] | None = None) -> None:
+        if not is_loopback(host) and not allow_remote:
+            raise McptapError(f"refusing to listen on non-loopback address {host} (pass --allow-remote)")
+        self.core = core
+        self.script = core.script
+        self.rec = rec
+        self.host, self.port = host, port
+        self.allow_remote = allow_remote
+        self.say = say or (lambda line: None)
+        self.sessions: dict[str, MockSession] = {}
+        self.stateless = MockSession(core.open())
+        self.url: str | None = None
+        self._conns = 0
+        self._exchanges = 0
+        self.nursery: trio.Nursery
+
+    async def bind(self) -> str:
+        """Open the listening socket (before serving, so a busy port is an
+        error of its own). Returns the URL. Raises McptapError."""
+        try:
+            self._listeners = await trio.open_tcp_listeners(self.port, host=self.host)
+        except OSError as exc:
+            raise McptapError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
+        port = self._listeners[0].socket.getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.authority = f"{host}:{port}"
+        path = self.script.sse_path if self.script.legacy_sse else self.script.post_path
+        self.url = f"http://{self.authority}{path}"
+        self._hosts = LOOPBACK_NAMES | {host.lower()}
+        return self.url
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen (``bind`` first if not done) and serve until cancelled;
+        ``task_status.started(url)``."""
+        if self.url is None:
+            await self.bind()
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            await nursery.start(trio.serve_listeners, self._handle, self._listeners)
+            task_status.started(self.url)
+
+    # -- connections --------------------------------------------------------------------
+    async def _handle(self, stream: trio.abc.Stream) -> None:
+        self._conns += 1
+        c = _Conn(stream, self._conns)
+        try:
+            while True:
+                ev = await c.next_event()
+                if isinstance(ev, h11.ConnectionClosed) or not isinstance(ev, h11.Request):
+                    break
+                body = bytearray()
+                while True:
+                    e = await c.next_event()
+                    if isinstance(e, h11.Data):
+                        body += e.data
+                        if len(body) > MAX_BODY:
+                            await self._plain(c, 413, b"request body too large")
+                            return
+                    elif isinstance(e, h11.EndOfMessage):
+                        break
+                    elif isinstance(e, h11.ConnectionClosed):
+                        return
+                await self._request(c, ev, bytes(body))
+                if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
+                    c.h11.start_next_cycle()
+                else:
+                    break
+        except _IO:
+            pass
+        finally:
+            try:
+                await stream.aclose()
+            except _IO:
+                pass
+
+    def _header(self, req: h11.Request, name: bytes) -> str | None:
+        for n, v in req.headers:
+            if n == name:
+                return v.decode("latin-1")
+        return None
+
+    async def _request(self, c: _Conn, req: h11.Request, body: bytes) -> None:
+        self._exchanges += 1
+        ex = self._exchanges
+        method = req.method.decode("ascii", "replace")
+        target = req.target.decode("latin-1")
+        host = (self._header(req, b"host") or "").lower()
+        if self.rec is not None:
+            self.rec.record("http", event="request", exchange=ex, conn=c.id, method=method, target=target,
+                            headers=[[n.decode("latin-1"), v.decode("latin-1")] for n, v in req.headers])
+        if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
+            await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
+            return
+        path = urlsplit(target).path
+        if self.script.legacy_sse:
+            if method == "GET" and path == self.script.sse_path:
+                await self._legacy_stream(c, ex)
+            elif method == "POST":
+                await self._legacy_post(c, ex, target, body)
+            else:
+                await self._plain(c, 405 if method != "GET" else 404, b"", ex)
+            return
+        if method == "POST":
+            await self._post(c, ex, req, body)
+        elif method == "GET":
+            await self._get(c, ex, req)
+        elif method == "DELETE":
+            ms = self.sessions.pop(self._header(req, b"mcp-session-id") or "", None)
+            if ms is not None:
+                ms.closed = True
+            await self._plain(c, self.script.statuses.get("delete", 200) if ms is not None else 404, b"", ex)
+        else:
+            await self._plain(c, 405, b"", ex)
+
+    # -- responses ----------------------------------------------------------------------
+    async def _plain(self, c: _Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
+                     ctype: str = "text/plain") -> None:
+        hs = [("Content-Length", str(len(body))), *(headers or [])]
+        if body:
+            hs.append(("Content-Type", ctype))
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+
+    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
+        if self.rec is not None and ex is not None:
+            self.rec.record("http", event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+
+    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None) -> None:
+        if self.rec is not None:
+            self.rec.frame(direction, raw, session=ms.sid, transport={"exchange": ex, "stream": stream},
+                           extra=(out.finding,) if out is not None and out.finding is not None else ())
+
+    def _session_for(self, req: h11.Request, value: Any) -> tuple[MockSession | None, int, bytes]:
+        if not self.script.stateful:
+            return self.stateless, 0, b""
+        sid = self._header(req, b"mcp-session-id")
+        first = value[0] if isinstance(value, list) and value else value
+        if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
+            sid = secrets.token_hex(16)
+            ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+            return ms, 0, b""
+        if sid is None:
+            return None, 400, b"Bad Request: Mcp-Session-Id header is required"
+        ms = self.sessions.get(sid)
+        if ms is None:
+            return None, 404, b"Not Found: unknown session"
+        return ms, 0, b""
+
+    async def _post(self, c: _Conn, ex: int, req: h11.Request, body: bytes) -> None:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+            await self._plain(c, 400, orjson.dumps(err), ex, ctype="application/json")
+            return
+        ms, status, why = self._session_for(req, value)
+        if ms is None:
+            await self._plain(c, status, why, ex)
+            return
+        self._record_msg(C2S, body, ms, ex, "post")
+        items = value if isinstance(value, list) else [value]
+        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and "id" in v]
+        extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
+        if not ids:
+            ms.dispatch(self.core.receive(ms.live, value), self.nursery)
+            await self._plain(c, 202, b"", ex, extra)
+            return
+        st = ms.open_post(ids)
+        try:
+            outs = self.core.receive(ms.live, value)
+            mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
+            mode = next((o.mode for o in mine if o.mode), None)
+            status = next((o.status for o in mine if o.status), None) or 200
+            if mode is None:
+                mode = "sse" if any(o.answers is None and o.via is not None and hkey(o.via) in st.ids for o in outs) else "json"
+            ms.dispatch(outs, self.nursery)
+            if mode == "json" or isinstance(value, list):
+                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list))
+            else:
+                await self._sse(c, ex, ms, st, status, extra, "post")
+        finally:
+            ms.close_post(st)
+
+    async def _json_answer(self, c: _Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
+                           extra: list[tuple[str, str]], batch: bool) -> None:
+        answers = []
+        while st.ids:
+            out = await st.receive()
+            if out.answers is not None and hkey(out.answers) in st.ids:
+                st.ids.discard(hkey(out.answers))
+                answers.append(out)
+            # anything else on a JSON-mode POST has no stream to travel on: the GET stream gets it
+            elif ms.standalone is not None:
+                ms.standalone.put(out)
+        for out in answers:
+            self._record_msg(S2C, orjson.dumps(out.value), ms, ex, "post", out)
+        body = orjson.dumps([o.value for o in answers] if batch else answers[0].value)
+        await self._plain(c, status, body, ex, extra, ctype="application/json")
+
+    async def _sse(self, c: _Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
+                   stream: str, first: bytes = b"") -> None:
+        hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs))
+        if first:
+            await c.send(h11.Data(data=first))
+        closed = False
+
+        async def watch(n: trio.Nursery) -> None:
+            # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
+            nonlocal closed
+            try:
+                data = await c.stream.receive_some(CHUNK)
+            except _IO:
+                data = b""
+            if data:
+                c.h11.receive_data(data)
+                return
+            closed = True
+            n.cancel_scope.cancel()
+
+        async with trio.open_nursery() as n:
+            n.start_soon(watch, n)
+            while stream == "get" or st.ids:
+                out = await st.receive()
+                if out.answers is not None:
+                    st.ids.discard(hkey(out.answers))
+                data = orjson.dumps(out.value)
+                self._record_msg(S2C, data, ms, ex, stream, out)
+                await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
+            n.cancel_scope.cancel()
+        if closed:
+            raise trio.ClosedResourceError("the client closed the stream")
+        await c.send(h11.EndOfMessage())
+
+    async def _get(self, c: _Conn, ex: int, req: h11.Request) -> None:
+        ms, status, why = self._session_for(req, None)
+        if ms is None:
+            await self._plain(c, status, why, ex)
+            return
+        if not self.script.get_stream:
+            await self._plain(c, self.script.statuses.get("get", 405), b"", ex)
+            return
+        st = ms.open_standalone()
+        try:
+            await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get")
+        finally:
+            ms.close_standalone(st)
+
+    # -- legacy HTTP+SSE ------------------------------------------------------------------
+    async def _legacy_stream(self, c: _Conn, ex: int) -> None:
+        sid = secrets.token_hex(16)
+        ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+        endpoint = f"{self.script.endpoint_path}?session_id={sid}"
+        if self.rec is not None:
+            self.rec.record("http", event="sse", exchange=ex, endpoint={"data": endpoint})
+        st = ms.open_standalone()
+        try:
+            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
+        finally:
+            ms.close_standalone(st)
+            self.sessions.pop(ms.sid, None)
+
+    async def _legacy_post(self, c: _Conn, ex: int, target: str, body: bytes) -> None:
+        q = parse_qs(urlsplit(target).query)
+        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
+        ms = self.sessions.get(sid)
+        if ms is None:
+            await self._plain(c, 404, b"Could not find session", ex)
+            return
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            await self._plain(c, 400, b"Could not parse message", ex)
+            return
+        self._record_msg(C2S, body, ms, ex, "post")
+        await self._plain(c, 202, b"Accepted", ex)
+        ms.dispatch(self.core.receive(ms.live, value), self.nursery)
+

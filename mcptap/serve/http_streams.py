@@ -1,0 +1,106 @@
+"""Where the HTTP mock's answers go (trio, level 4): live HTTP sessions and
+their open response streams.
+
+A :class:`MockSession` is one live session (one ``Mcp-Session-Id``, one
+legacy SSE connection, or all stateless traffic). Each POST that carries
+requests opens a :class:`ResponseStream` registered under the live ids of its
+requests; the core's outputs (:class:`~mcptap.serve.core.Out`) are routed by
+``out.via`` to that stream, else to the session's standalone stream (the GET
+stream, or the legacy SSE connection), and wait in a backlog while none is
+open. Outputs with a delay are routed by one task per triggering message at
+their time, in order; a cancelled request's delayed answers are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from mcptap.serve.core import LiveSession, Out, hkey
+
+
+class ResponseStream:
+    """The response of one POST with requests: outputs arrive on ``receive``;
+    ``ids``: live ids (hkey) still to be answered."""
+
+    def __init__(self, ids: set[Any]) -> None:
+        self.ids = ids
+        self._send, self._recv = trio.open_memory_channel[Out](float("inf"))
+
+    def put(self, out: Out) -> None:
+        try:
+            self._send.send_nowait(out)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def receive(self) -> Out:
+        return await self._recv.receive()
+
+    def close(self) -> None:
+        self._send.close()
+
+
+@dataclass
+class MockSession:
+    """One live HTTP session of the mock (see module docstring)."""
+
+    live: LiveSession
+    sid: str | None = None
+    streams: dict[Any, ResponseStream] = field(default_factory=dict)
+    standalone: ResponseStream | None = None
+    backlog: list[Out] = field(default_factory=list)
+    closed: bool = False
+
+    def open_post(self, ids: list[Any]) -> ResponseStream:
+        st = ResponseStream({hkey(i) for i in ids})
+        for i in ids:
+            self.streams[hkey(i)] = st
+        return st
+
+    def close_post(self, st: ResponseStream) -> None:
+        for k in [k for k, v in self.streams.items() if v is st]:
+            del self.streams[k]
+        st.close()
+
+    def open_standalone(self) -> ResponseStream:
+        if self.standalone is not None:
+            self.standalone.close()
+        st = self.standalone = ResponseStream(set())
+        for out in self.backlog:
+            st.put(out)
+        self.backlog.clear()
+        return st
+
+    def close_standalone(self, st: ResponseStream) -> None:
+        if self.standalone is st:
+            self.standalone = None
+        st.close()
+
+    def route(self, out: Out) -> None:
+        """Send ``out`` where it belongs (see module docstring)."""
+        target = self.streams.get(hkey(out.via)) if out.via is not None else None
+        if target is None and out.answers is not None:
+            target = self.streams.get(hkey(out.answers))
+        if target is None:
+            target = self.standalone
+        if target is None:
+            self.backlog.append(out)
+        else:
+            target.put(out)
+
+    def dispatch(self, outs: list[Out], nursery: trio.Nursery) -> None:
+        """Route ``outs`` now, or (any delay) from a task at their times."""
+        if all(o.delay_s <= 0 for o in outs):
+            for o in outs:
+                self.route(o)
+        elif outs:
+            nursery.start_soon(self._later, outs, trio.current_time())
+
+    async def _later(self, outs: list[Out], t0: float) -> None:
+        for o in outs:
+            await trio.sleep_until(t0 + o.delay_s)
+            if o.request is not None and hkey(o.request) in self.live.cancelled:
+                continue
+            self.route(o)
