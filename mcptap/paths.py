@@ -82,18 +82,29 @@ def server_name(argv: Sequence[str]) -> str:
     return name or "server"
 
 
-def capture_name(argv: Sequence[str], now: datetime, pid: int) -> str:
+def safe_name(name: str) -> str:
+    """``name`` (e.g. a host's server key, ``--name``) as a file-name-safe
+    word: runs of other characters than ``A-Za-z0-9._-`` become ``-``, at most
+    40 characters; ``server`` when nothing is left."""
+    return _UNSAFE.sub("-", name).strip("-.")[:40] or "server"
+
+
+def capture_name(argv: Sequence[str], now: datetime, pid: int, name: str | None = None) -> str:
     """``YYYYMMDDTHHMMSSZ-<server-name>-<pid>.jsonl`` for a start time ``now``
-    (aware or naive-UTC datetime)."""
+    (aware or naive-UTC datetime); ``name`` (made safe) replaces the name
+    guessed from ``argv``."""
     if now.tzinfo is not None:
         now = now.astimezone(timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{server_name(argv)}-{pid}.jsonl"
+    word = safe_name(name) if name else server_name(argv)
+    return f"{now:%Y%m%dT%H%M%SZ}-{word}-{pid}.jsonl"
 
 
 def default_capture_path(argv: Sequence[str], now: datetime | None = None, pid: int | None = None,
-                         env: Mapping[str, str] | None = None) -> Path:
-    """Absolute path for a new capture of ``argv``; creates the directory
+                         env: Mapping[str, str] | None = None, *, directory: str | os.PathLike[str] | None = None,
+                         name: str | None = None) -> Path:
+    """Absolute path for a new capture of ``argv`` in ``directory`` (default:
+    ``capture_dir(env)``), named by ``name`` when given; creates the directory
     (mode 0700) if needed. Raises OSError if it cannot be created."""
-    directory = capture_dir(env)
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return directory / capture_name(argv, now or datetime.now(timezone.utc), os.getpid() if pid is None else pid)
+    where = Path(directory).expanduser().absolute() if directory is not None else capture_dir(env)
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return where / capture_name(argv, now or datetime.now(timezone.utc), os.getpid() if pid is None else pid, name)

@@ -14,12 +14,12 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 LEVELS = {
     "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1,
-    "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1,
+    "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
-    "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3,
+    "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3, "mcptap.hosts": 3,
     "mcptap.transport": 4, "mcptap.replay": 4,
-    "mcptap.cli": 5,
+    "mcptap.cli": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.core": 3,
 }
 

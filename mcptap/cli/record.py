@@ -26,6 +26,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli.capture_dir import apply_keep, capture_options
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
 from mcptap.escape import escape_controls
@@ -64,11 +65,13 @@ def _say(line: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True,
               help=f"Exit {EX_IOERR} if the capture is incomplete (default: the server's exit status).")
+@capture_options
 @http_options
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, strict_capture: bool,
-            cmd: tuple[str, ...], upstream: str | None, **http_kwargs: object) -> None:
+            cmd: tuple[str, ...], upstream: str | None, capture_dir: str | None, name: str | None, keep: int | None,
+            **http_kwargs: object) -> None:
     """Record an MCP session: run CMD as a stdio server, or proxy --upstream URL.
 
     stdio: put this in a host's server config in place of the server command,
@@ -79,10 +82,13 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
     port unless --listen says otherwise), prints its URL on stderr and forwards
     to the upstream until interrupted.
     """
+    if output is not None and (capture_dir is not None or keep is not None):
+        raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
     if upstream is not None:
         if cmd:
             raise click.UsageError("give either --upstream URL or -- CMD, not both")
-        ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture, **http_kwargs))
+        ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture,
+                                 capture_dir=capture_dir, name=name, keep=keep, **http_kwargs))
     if not cmd:
         raise click.UsageError("nothing to tap: give -- CMD [ARGS]... (stdio) or --upstream URL (HTTP)")
     given = [name for name in http_kwargs if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
@@ -96,7 +102,7 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
     problem: str | None = None
     path = output
     try:
-        path = str(output or default_capture_path(argv))
+        path = str(output or default_capture_path(argv, directory=capture_dir, name=name))
         if os.path.exists(path) and not os.path.isfile(path):
             # never open (and chmod 0600) a device or fifo, e.g. -o /dev/null as root
             raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
@@ -110,10 +116,12 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
             _say(f"{problem}; not starting the server (--strict-capture)")
             ctx.exit(EX_IOERR)
         _say(f"{problem}; relaying WITHOUT recording")
-    elif not quiet:
-        _say(f"recording to {path}")
+    else:
+        if not quiet:
+            _say(f"recording to {path}")
+        apply_keep(path, name, argv, keep, _say, quiet)
 
-    rec = Recorder(writer, "stdio", target={"argv": shown})
+    rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
 
     extra = {}

@@ -86,7 +86,8 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote: bool = False, keep_host: bool = False,
                     no_endpoint_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
                     connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
-                    strict_capture: bool = False, ready: Callable[[str], None] | None = None, **_ignored: Any) -> int:
+                    strict_capture: bool = False, ready: Callable[[str], None] | None = None,
+                    capture_dir: str | None = None, name: str | None = None, keep: int | None = None, **_ignored: Any) -> int:
     """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
     ``ready(url)`` is called once listening (tests)."""
     try:
@@ -103,13 +104,17 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     except McptapError as exc:
         _say(str(exc))
         return EX_USAGE
-    writer, problem, path = _open_capture(output, tap)
+    writer, problem, path = _open_capture(output, tap, capture_dir, name)
     if problem is not None:
         # unlike the stdio tap, no host's session depends on this proxy starting:
         # a tap that cannot record is refused rather than run blind
         _say(f"{problem}; not starting")
         return EX_IOERR if strict_capture else EX_USAGE
-    rec = Recorder(writer, "http", target={"url": shown})
+    if path is not None and keep is not None:
+        from mcptap.cli.capture_dir import apply_keep
+
+        apply_keep(path, name, [_default_argv(tap)], keep, _say, quiet)
+    rec = Recorder(writer, "http", target={"url": shown}, header_extra={"name": name} if name else None)
     tap.rec = rec
     try:
         trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
@@ -140,11 +145,15 @@ def _our_error(exc: BaseException) -> McptapError | None:
     return None
 
 
-def _open_capture(output: str | None, tap: HttpTap) -> tuple[CaptureWriter | None, str | None, str | None]:
-    up = tap.upstream
+def _default_argv(tap: HttpTap) -> str:
+    return f"http-{tap.upstream.host}-{tap.upstream.port}"
+
+
+def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = None,
+                  name: str | None = None) -> tuple[CaptureWriter | None, str | None, str | None]:
     path = output
     try:
-        path = str(output or default_capture_path([f"http-{up.host}-{up.port}"]))
+        path = str(output or default_capture_path([_default_argv(tap)], directory=capture_dir, name=name))
         if os.path.exists(path) and not os.path.isfile(path):
             raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
         return CaptureWriter.open(path), None, path

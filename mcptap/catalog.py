@@ -1,0 +1,279 @@
+"""The captures in a directory: what each one is, without reading it whole
+(``mcptap ls``), and which ones retention removes (``mcptap prune``,
+``mcptap record --keep``).
+
+A capture's summary comes from its first line (the header), its last line
+(the end record, found by seeking back from the end of the file) and, for the
+protocol revision, the first record within the first 64 KiB that carries
+``rev``: listing a directory of multi-gigabyte captures costs a few reads
+each. Only files whose first bytes are an mcptap capture header count as
+captures; nothing else in the directory is listed or ever deleted.
+
+Level 1: file reads, and ``os.kill(pid, 0)`` to tell a capture still being
+written (its mcptap process, the pid in the file name, is alive) from one cut
+short. No clock: callers pass ``now``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mcptap.paths import safe_name, server_name
+
+HEADER_PREFIX = b'{"type":"header","format":"mcptap-capture"'
+HEAD_SCAN = 64 * 1024           # bytes read from the start to find the revision
+_TAIL_STEP = 64 * 1024
+_TAIL_MAX = 64 * 1024 * 1024    # an end record is small; a last line longer than this is not one
+_FILE_PID = re.compile(r"-(\d+)\.jsonl$")
+_FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl$")
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+#: Status words: the capture ended normally / has no end record and its mcptap
+#: is gone / has no end record and its mcptap still runs.
+COMPLETE, TRUNCATED, RECORDING = "complete", "truncated", "recording"
+
+
+@dataclass(frozen=True)
+class CaptureInfo:
+    """One capture file, as ``mcptap ls`` shows it.
+
+    ``messages``: messages forwarded (both directions), from the end record;
+    None when there is none. ``severities``: finding counts by severity from
+    the end record (empty without one). ``status``: COMPLETE, TRUNCATED or
+    RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
+    """
+
+    path: str
+    started: str
+    name: str
+    transport: str
+    revision: str | None
+    messages: int | None
+    severities: dict[str, int]
+    status: str
+    size: int
+    mtime: float
+    exit_code: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def no_traffic(self) -> bool:
+        """True when the capture ended and no message crossed the tap
+        (the host never spoke, or the server failed to start)."""
+        return self.status == COMPLETE and self.messages == 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "started": self.started, "name": self.name, "transport": self.transport,
+            "revision": self.revision, "messages": self.messages, "severities": self.severities,
+            "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
+        }
+
+
+def _last_line(fp: Any, size: int) -> bytes | None:
+    """The last line of the file without its newline, read backwards from the
+    end; None when the file is empty or does not end with a newline (the last
+    record was cut short) or the line is implausibly long for an end record."""
+    if size == 0:
+        return None
+    fp.seek(size - 1)
+    if fp.read(1) != b"\n":
+        return None
+    pos = size - 1                 # the final newline's offset; the line ends here
+    buf = b""
+    while pos > 0 and len(buf) < _TAIL_MAX:
+        step = min(_TAIL_STEP, pos)
+        pos -= step
+        fp.seek(pos)
+        buf = fp.read(step) + buf
+        nl = buf.rfind(b"\n")
+        if nl >= 0:
+            return buf[nl + 1:]
+    return buf if pos == 0 else None
+
+
+def _revision(head: bytes) -> str | None:
+    for line in head.split(b"\n")[1:-1]:      # skip the header; the last piece may be cut
+        if b'"rev":' not in line:
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        rev = rec.get("rev") if isinstance(rec, dict) else None
+        if isinstance(rev, str):
+            return rev
+    return None
+
+
+def _pid_alive(path: str) -> bool:
+    m = _FILE_PID.search(path)
+    if not m:
+        return False
+    try:
+        os.kill(int(m.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True                 # alive, owned by someone else
+    except (OSError, OverflowError, ValueError):
+        return False
+    return True
+
+
+def _name(header: dict[str, Any], path: str) -> str:
+    """The server name: the header's (``record --name``), else the one in the
+    file name (``YYYYMMDDTHHMMSSZ-NAME-PID.jsonl``), else guessed from the
+    target."""
+    name = header.get("name")
+    if isinstance(name, str) and name:
+        return safe_name(name)
+    m = _FILE_NAME.match(os.path.basename(path))
+    if m:
+        return m.group(1)
+    target = header.get("target") if isinstance(header.get("target"), dict) else {}
+    argv = target.get("argv")
+    if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+        return server_name(argv)
+    upstream = target.get("url") or target.get("upstream")
+    if isinstance(upstream, str):
+        host = upstream.split("://", 1)[-1].split("/", 1)[0]
+        return safe_name(host)
+    return "?"
+
+
+def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
+    """Summary of the capture at ``path``; None when it is not an mcptap
+    capture (or cannot be read). Never raises for a damaged capture: what
+    cannot be read is shown as unknown."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fp:
+            st = os.fstat(fp.fileno())
+            head = fp.read(HEAD_SCAN)
+            if not head.startswith(HEADER_PREFIX):
+                return None
+            first = head.split(b"\n", 1)[0]
+            last = _last_line(fp, st.st_size)
+    except OSError:
+        return None
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        header = {}
+    if not isinstance(header, dict):
+        header = {}
+    end: dict[str, Any] | None = None
+    if last is not None and last != first:
+        try:
+            rec = orjson.loads(last)
+        except orjson.JSONDecodeError:
+            rec = None
+        if isinstance(rec, dict) and rec.get("type") == "end":
+            end = rec
+    messages = None
+    severities: dict[str, int] = {}
+    exit_code = None
+    if end is not None:
+        messages = sum(int(end.get(d, {}).get("messages", 0) or 0) for d in ("c2s", "s2c") if isinstance(end.get(d), dict))
+        sev = end.get("severities")
+        if isinstance(sev, dict):
+            severities = {k: int(v) for k, v in sev.items() if isinstance(v, int) and v}
+        code = end.get("exit_code")
+        exit_code = code if isinstance(code, int) else None
+        status = COMPLETE
+    else:
+        status = RECORDING if _pid_alive(p) else TRUNCATED
+    return CaptureInfo(
+        path=os.path.abspath(p), started=str(header.get("started", "?")), name=_name(header, p),
+        transport=str(header.get("transport", "?")), revision=_revision(head), messages=messages,
+        severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
+    )
+
+
+def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
+    """Every capture (``*.jsonl``) directly in ``directory``, newest first
+    (start time, then modification time). A missing directory is empty."""
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    out = []
+    for n in names:
+        if not n.endswith(".jsonl"):
+            continue
+        full = os.path.join(directory, n)
+        if not os.path.isfile(full):
+            continue
+        info = read_info(full)
+        if info is not None:
+            out.append(info)
+    out.sort(key=lambda i: (i.started, i.mtime, i.path), reverse=True)
+    return out
+
+
+def parse_age(text: str) -> float:
+    """``90``, ``90s``, ``15m``, ``12h``, ``7d``, ``2w`` → seconds.
+    Raises ValueError for anything else."""
+    m = _AGE.match(text)
+    if not m:
+        raise ValueError(f"{text!r}: expected a number with an optional unit s, m, h, d or w (e.g. 7d)")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def select_prune(infos: Sequence[CaptureInfo], now: float, older_than: float | None = None,
+                 keep: int | None = None) -> list[CaptureInfo]:
+    """The captures retention removes (pure).
+
+    ``older_than``: seconds; a capture whose last write (mtime) is older goes.
+    ``keep``: the ``keep`` newest captures of each server name always stay.
+    With only ``keep``, everything but those goes. Captures still being
+    recorded never go.
+    """
+    by_name: dict[str, list[CaptureInfo]] = {}
+    for info in sorted(infos, key=lambda i: (i.started, i.mtime, i.path), reverse=True):
+        by_name.setdefault(info.name, []).append(info)
+    doomed = []
+    for group in by_name.values():
+        for rank, info in enumerate(group):
+            if info.status == RECORDING:
+                continue
+            if keep is not None and rank < keep:
+                continue
+            if older_than is not None and now - info.mtime <= older_than:
+                continue
+            if older_than is None and keep is None:
+                continue
+            doomed.append(info)
+    return doomed
+
+
+def remove(infos: Iterable[CaptureInfo]) -> list[tuple[CaptureInfo, str | None]]:
+    """Delete the files; returns (info, error or None) for each."""
+    done = []
+    for info in infos:
+        try:
+            os.unlink(info.path)
+            done.append((info, None))
+        except FileNotFoundError:
+            done.append((info, None))
+        except OSError as exc:
+            done.append((info, exc.strerror or str(exc)))
+    return done
+
+
+def keep_newest(directory: str | os.PathLike[str], name: str, keep: int, current: str) -> list[tuple[CaptureInfo, str | None]]:
+    """``record --keep N``: remove all but the ``keep`` newest captures of
+    server ``name`` in ``directory``; the capture being written (``current``)
+    always counts as one of them and is never removed."""
+    infos = [i for i in scan(directory) if i.name == name]
+    cur = os.path.abspath(current)
+    others = [i for i in infos if i.path != cur]
+    return remove(select_prune(others, now=0.0, keep=max(keep - 1, 0)))

@@ -1,0 +1,54 @@
+"""Capture naming and retention options shared by ``record`` (stdio and
+HTTP): ``--dir DIR``, ``--name NAME``, ``--keep N``.
+
+They travel as arguments, never as environment, because hosts start servers
+with a filtered environment (``mcptap wrap`` writes them into the host's
+configuration). ``--keep N`` runs once the new capture exists: the N newest
+captures of this server name in the directory stay (the new one among them),
+older ones are deleted; captures still being written are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from mcptap.catalog import keep_newest
+from mcptap.paths import safe_name, server_name
+
+
+def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--dir`` (keyword ``capture_dir``), ``--name`` and ``--keep``."""
+    opts = [
+        click.option("--dir", "capture_dir", type=click.Path(file_okay=False), default=None,
+                     help="Directory for the capture (default: MCPTAP_DIR or the user data directory)."),
+        click.option("--name", default=None, metavar="NAME",
+                     help="Server name for the capture file name and `mcptap ls` (default: guessed from the command)."),
+        click.option("--keep", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Keep only the N newest captures of this server name in the directory."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | None, say: Callable[[str], None],
+               quiet: bool) -> None:
+    """Retention after the capture at ``path`` was created (never raises)."""
+    if keep is None:
+        return
+    word = safe_name(name) if name else server_name(argv)
+    try:
+        done = keep_newest(os.path.dirname(path), word, keep, path)
+    except OSError as exc:
+        say(f"--keep: cannot list {os.path.dirname(path)}: {exc.strerror or exc}")
+        return
+    failed = [(i, err) for i, err in done if err]
+    for info, err in failed:
+        say(f"--keep: cannot remove {info.path}: {err}")
+    removed = len(done) - len(failed)
+    if removed and not quiet:
+        say(f"removed {removed} older capture{'s' if removed != 1 else ''} of {word} (--keep {keep})")

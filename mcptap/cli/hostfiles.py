@@ -1,0 +1,192 @@
+"""File handling for ``mcptap wrap`` / ``unwrap``: which file, reading it,
+and writing it back safely, with its backup and its sidecar.
+
+* The configuration is read as UTF-8 bytes and written back only when its
+  text changed, atomically (a temporary file in the same directory, the
+  original's permission bits, ``os.replace`` onto the real path so a
+  symlinked dotfile stays a symlink), and only if nobody rewrote it since we
+  read it (hosts such as Claude Code rewrite their file while running).
+* Before the first change mcptap ever makes, the original is copied to
+  ``FILE.mcptap-backup`` (never overwritten afterwards).
+* The wrap memo lives in ``FILE.mcptap-wrap.json`` (mcptap/hosts/wrap.py);
+  it is removed when the last wrapped server is unwrapped.
+
+Every problem is a ``Fail`` (one line, exit 2) raised before anything is
+written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcptap.cli.errors import Fail
+from mcptap.hosts.dialects import DIALECTS, Dialect, detect
+from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.locations import HOSTS, default_path
+from mcptap.hosts.wrap import Outcome, check_memo
+
+SIDECAR_SUFFIX = ".mcptap-wrap.json"
+BACKUP_SUFFIX = ".mcptap-backup"
+
+
+def config_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--host``, ``--config``, ``--dialect``, ``--dry-run`` and ``SERVER...``."""
+    opts = [
+        click.option("--host", type=click.Choice(list(HOSTS)), default=None,
+                     help="Use this host's user configuration file (see docs/hosts.md)."),
+        click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
+                     help="Configuration file to change (its dialect is detected from its content)."),
+        click.option("--dialect", type=click.Choice(list(DIALECTS)), default=None,
+                     help="Dialect of --config when detection is not wanted."),
+        click.option("-n", "--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing."),
+        click.argument("servers", nargs=-1, metavar="[SERVER]..."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+@dataclass
+class ConfigFile:
+    path: str          # as the user named it
+    real: str          # symlinks resolved: what gets replaced
+    raw: bytes
+    text: str
+    dialect: Dialect
+    memo: dict[str, Any] | None
+
+    @property
+    def sidecar(self) -> str:
+        return self.real + SIDECAR_SUFFIX
+
+    @property
+    def backup(self) -> str:
+        return self.real + BACKUP_SUFFIX
+
+
+def locate(host: str | None, config: str | None) -> str:
+    if config is not None:
+        return config
+    if host is None:
+        raise click.UsageError("give --host NAME or --config FILE")
+    try:
+        return default_path(host, sys.platform, str(Path.home()), os.environ)
+    except ConfigError as exc:
+        raise Fail(str(exc)) from None
+
+
+def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool) -> ConfigFile:
+    """Read and check the configuration and its sidecar. Raises Fail."""
+    path = locate(host, config)
+    real = os.path.realpath(path)
+    try:
+        with open(real, "rb") as fp:
+            raw = fp.read()
+    except FileNotFoundError:
+        raise Fail(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise Fail(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise Fail(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Fail(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        if dialect_name is not None:
+            dialect = DIALECTS[dialect_name]
+        elif host is not None:
+            dialect = HOSTS[host].dialect
+        else:
+            dialect = detect(text, os.path.basename(real))
+        dialect.servers(text)                      # parses: a syntax error stops here
+    except ConfigError as exc:
+        raise Fail(f"{path}: {exc}") from None
+    if need_write:
+        if not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o200:
+            raise Fail(f"{path}: the file is read-only")
+        if not os.access(os.path.dirname(real) or ".", os.W_OK):
+            raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
+    memo = None
+    sidecar = real + SIDECAR_SUFFIX
+    if os.path.exists(sidecar):
+        try:
+            with open(sidecar, "rb") as fp:
+                memo = check_memo(json.loads(fp.read().decode("utf-8")))
+        except (OSError, ValueError, ConfigError) as exc:
+            raise Fail(f"{sidecar}: {exc}") from None
+    return ConfigFile(path, real, raw, text, dialect, memo)
+
+
+def diff(cf: ConfigFile, new_text: str) -> str:
+    """Unified diff of the configuration before and after (may be empty)."""
+    lines = difflib.unified_diff(cf.text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                                 fromfile=cf.path, tofile=f"{cf.path} (mcptap)")
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _atomic_write(path: str, data: bytes, mode: int) -> None:
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.mcptap-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fchmod(fp.fileno(), mode)
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
+    if outcome.memo["servers"]:
+        data = (json.dumps(outcome.memo, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        _atomic_write(cf.sidecar, data, 0o600)      # it holds the original args, secrets included
+    elif os.path.exists(cf.sidecar):
+        os.unlink(cf.sidecar)
+
+
+def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
+    """Write the new configuration (and backup, sidecar). ``memo_first``
+    (wrap): the sidecar is written before the configuration, so a wrapped
+    entry never lacks its record; unwrap writes the configuration first.
+    Returns the backup path when this run created it. Raises Fail; the
+    configuration is then unchanged."""
+    try:
+        if outcome.text == cf.text:
+            if outcome.memo["servers"] != (cf.memo or {}).get("servers", {}):
+                _write_memo(cf, outcome)
+            return None
+        mode = os.stat(cf.real).st_mode & 0o7777
+        with open(cf.real, "rb") as fp:
+            if fp.read() != cf.raw:
+                raise Fail(f"{cf.path}: the file changed while mcptap was working on it (a host rewrote it?); nothing written, try again")
+        made_backup = None
+        if not os.path.exists(cf.backup):
+            _atomic_write(cf.backup, cf.raw, mode)
+            made_backup = cf.backup
+        if memo_first:
+            _write_memo(cf, outcome)
+        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode)
+        if not memo_first:
+            _write_memo(cf, outcome)
+    except OSError as exc:
+        raise Fail(f"{cf.path}: cannot write: {exc.strerror or exc} ({exc.filename or cf.path})") from None
+    return made_backup

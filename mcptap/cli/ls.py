@@ -1,0 +1,111 @@
+"""``mcptap ls [--dir DIR] [--format text|json]``: the captures in the
+capture directory, newest first, one line each.
+
+Text columns: start time (UTC), server name, transport, protocol revision,
+messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
+(``complete``, ``truncated``: no end record and its mcptap is gone,
+``recording``: still being written; ``no traffic`` when a complete capture
+holds no message, e.g. the server failed to start), size, path. JSON: one
+object per line (``mcptap.catalog.CaptureInfo.as_json``). Only each file's
+header, end record and first 64 KiB are read. Peer-controlled text (names,
+paths, revisions) never reaches the terminal with its control characters.
+
+Exit status: 0 (an empty or missing directory lists nothing); 2 when DIR is
+not a directory.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+import orjson
+
+from mcptap.catalog import CaptureInfo, scan
+from mcptap.paths import capture_dir
+
+_SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
+
+
+def printable(text: str) -> str:
+    """``text`` with control and other non-printable characters escaped
+    (``\\x1b``, ``\\u202e``), safe to print on a terminal."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def human_size(n: int) -> str:
+    """Bytes as ``512B``, ``12.3K``, ``4.0M``, ``1.2G`` (powers of 1024)."""
+    size = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if size < 1024 or unit == "G":
+            return f"{int(size)}B" if unit == "B" else f"{size:.1f}{unit}"
+        size /= 1024
+    return f"{size:.1f}T"  # pragma: no cover
+
+
+def _started(s: str) -> str:
+    # 2026-12-01T01:02:03.123456Z -> 2026-12-01 01:02:03Z
+    if len(s) >= 19 and s[10] == "T":
+        return f"{s[:10]} {s[11:19]}Z"
+    return s
+
+
+def _findings(info: CaptureInfo) -> str:
+    parts = [f"{info.severities[k]}{letter}" for k, letter in _SEV if info.severities.get(k)]
+    if info.messages is None and not parts:
+        return "?"
+    return " ".join(parts) or "-"
+
+
+def _status(info: CaptureInfo) -> str:
+    return f"{info.status}, no traffic" if info.no_traffic else info.status
+
+
+def text_lines(infos: list[CaptureInfo]) -> list[str]:
+    """The table (header line first) for ``infos`` in the given order."""
+    rows = [("STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "FINDINGS", "STATUS", "SIZE", "PATH")]
+    for i in infos:
+        rows.append((
+            printable(_started(i.started)), printable(i.name), printable(i.transport), printable(i.revision or "-"),
+            "?" if i.messages is None else str(i.messages), _findings(i), _status(i), human_size(i.size), printable(i.path),
+        ))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
+    right = {4, 7}
+    out = []
+    for r in rows:
+        cells = [r[c].rjust(widths[c]) if c in right else r[c].ljust(widths[c]) for c in range(len(widths))]
+        out.append("  ".join(cells + [r[-1]]))
+    return out
+
+
+@click.command("ls", short_help="List the captures in the capture directory, newest first.")
+@click.option("--dir", "directory", type=click.Path(), default=None,
+              help="Capture directory (default: MCPTAP_DIR or the user data directory).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: an aligned table; json: one JSON object per capture and line.")
+def command(directory: str | None, fmt: str) -> None:
+    """List captures newest first: start time, server name, transport,
+    protocol revision, messages, findings by severity, status, size, path."""
+    where = directory if directory is not None else str(capture_dir())
+    if os.path.exists(where) and not os.path.isdir(where):
+        raise click.UsageError(f"{where}: not a directory")
+    infos = scan(where)
+    if fmt == "json":
+        for info in infos:
+            click.echo(orjson.dumps(info.as_json()).decode())
+        return
+    if not infos:
+        click.echo(f"mcptap: no captures in {printable(where)}", err=True)
+        return
+    for line in text_lines(infos):
+        click.echo(line)

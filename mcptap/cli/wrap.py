@@ -1,0 +1,88 @@
+"""``mcptap wrap [--host NAME | --config FILE] [--dir DIR] [--keep N] [--http]
+[--dry-run] [SERVER]...``: make a host start ``mcptap record`` in front of
+its MCP servers.
+
+Every stdio entry (or the named ones) of the host's configuration gets
+``"command": "<absolute path of mcptap>"`` and ``"args": ["record", "--dir",
+DIR, "--name", SERVER, "--", <original command and args>]``; nothing else in
+the file changes (mcptap/hosts/wrap.py). URL entries stay untouched unless
+``--http``: then they point at a local tap and mcptap prints the command that
+starts it. ``mcptap unwrap`` undoes it byte for byte.
+
+Exit status: 0 (also when everything was already wrapped); 2 for a usage
+error, a configuration that does not parse, a server name not in it, a
+read-only file — the file is then untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from mcptap.cli.errors import Fail
+from mcptap.cli.hostfiles import config_options, diff, load, save
+from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
+from mcptap.paths import capture_dir
+
+
+def launcher(override: str | None = None) -> tuple[str, ...]:
+    """The absolute argv a host runs to start this mcptap: ``override``, else
+    the ``mcptap`` script installed beside this interpreter (pip, pipx, uv
+    tool), else ``<this python> -m mcptap``. Symlinks are not resolved: a
+    virtual environment's interpreter must be called by its own path."""
+    if override is not None:
+        return (os.path.abspath(os.path.expanduser(override)),)
+    exe = os.path.abspath(sys.executable)
+    script = Path(exe).parent / ("mcptap.exe" if sys.platform.startswith("win") else "mcptap")
+    if script.is_file() and os.access(script, os.X_OK):
+        return (str(script),)
+    return (exe, "-m", "mcptap")
+
+
+def report(outcome: Outcome, dry_run: bool) -> None:
+    """One stderr line per server; commands the user must run on stdout."""
+    for note in outcome.notes:
+        verb = {"wrapped": "would wrap" if dry_run else "wrapped", "rewrapped": "would re-wrap" if dry_run else "re-wrapped",
+                "restored": "would restore" if dry_run else "restored",
+                "restored-args": "would restore" if dry_run else "restored"}.get(note.action, note.action.replace("-", " "))
+        click.echo(f"mcptap: {note.name}: {verb}" + (f": {note.detail}" if note.detail else ""), err=True)
+        if note.command:
+            click.echo(shlex.join(note.command))
+
+
+@click.command("wrap", short_help="Make a host start its MCP servers through `mcptap record`.")
+@config_options
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="Capture directory written into each entry (default: MCPTAP_DIR or the user data directory).")
+@click.option("--keep", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Pass --keep N to record: keep only the N newest captures of each server.")
+@click.option("--http", "http", is_flag=True, help="Also wrap URL entries: point them at a local tap on a stable port.")
+@click.option("--mcptap", "mcptap_path", type=click.Path(dir_okay=False), default=None,
+              help="The mcptap executable the host runs (default: this installation's, by absolute path).")
+def command(host: str | None, config: str | None, dialect: str | None, dry_run: bool, servers: tuple[str, ...],
+            directory: str | None, keep: int | None, http: bool, mcptap_path: str | None) -> None:
+    """Wrap the stdio servers (all, or each SERVER) of a host configuration
+    so that the host runs `mcptap record --dir DIR --name SERVER -- <original>`.
+    Idempotent; `mcptap unwrap` restores the original bytes."""
+    cf = load(host, config, dialect, need_write=not dry_run)
+    where = os.path.abspath(os.path.expanduser(directory)) if directory else str(capture_dir())
+    spec = WrapSpec(launcher(mcptap_path), where, keep=keep, http=http)
+    try:
+        outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
+    except ConfigError as exc:
+        raise Fail(f"{cf.path}: {exc}") from None
+    report(outcome, dry_run)
+    if dry_run:
+        click.echo(diff(cf, outcome.text), nl=False)
+        return
+    backup = save(cf, outcome, memo_first=True)
+    if outcome.text != cf.text:
+        click.echo(f"mcptap: wrote {cf.path}" + (f" (original saved as {backup})" if backup else "")
+                   + "; restart the host to apply", err=True)
+    else:
+        click.echo(f"mcptap: {cf.path} unchanged", err=True)

@@ -1,0 +1,16 @@
+"""Host configurations (level 3, pure): the dialects MCP hosts use to list
+their servers, and wrapping their stdio (or, on request, URL) entries so the
+host starts ``mcptap record`` in front of each server, and unwrapping them
+again byte for byte.
+
+* ``jsonc``: position-tracking JSON-with-comments reader (span splicing).
+* ``dialects``: ``mcpServers`` JSON (Claude Desktop, Claude Code, Cursor,
+  Windsurf, Gemini CLI), VS Code ``servers`` (JSONC), Zed
+  ``context_servers``, Codex ``[mcp_servers.NAME]`` TOML; detection.
+* ``wrap``: the wrap/unwrap engine and its memo (kept in a sidecar file by
+  the CLI).
+* ``locations``: each host's default configuration file per OS.
+
+No file I/O here: the CLI (``mcptap/cli/wrap.py``, ``cli/hostfiles.py``)
+reads and writes files, backups and sidecars.
+"""

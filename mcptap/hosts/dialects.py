@@ -1,0 +1,297 @@
+"""The configuration dialects of MCP hosts: how each lists its servers, and
+how one entry's command, arguments or URL are replaced without touching any
+other byte of the file.
+
+* ``mcpServers`` JSON — Claude Desktop, Claude Code (``.mcp.json``, and the
+  user-scope ``mcpServers`` of ``~/.claude.json``), Cursor, Windsurf, Gemini
+  CLI: ``{"mcpServers": {NAME: {"command", "args", "env", …}}}``; URL
+  entries use ``url``, ``httpUrl`` (Gemini CLI) or ``serverUrl`` (Windsurf).
+* VS Code ``mcp.json`` — JSONC, ``{"servers": {NAME: {"type": "stdio",
+  "command", "args", …}}, "inputs": […]}``; also ``{"mcp": {"servers": …}}``
+  in a VS Code ``settings.json``.
+* Zed ``settings.json`` — JSONC, ``{"context_servers": {NAME: {"command",
+  "args", "env"}}}``, and the older ``"command": {"path", "args", "env"}``.
+* Codex ``config.toml`` — ``[mcp_servers.NAME]`` tables (or inline tables,
+  or dotted keys) with ``command``, ``args``, ``url`` (tomlkit keeps every
+  other byte).
+
+Sources for each host: docs/hosts.md. Pure; raises ConfigError /
+ConfigSyntaxError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from mcptap.hosts import jsonc
+from mcptap.hosts.errors import ConfigError, ConfigSyntaxError
+
+URL_KEYS = ("url", "httpUrl", "serverUrl")
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """One server of a configuration, as far as wrapping cares.
+
+    ``command``/``args``: a stdio entry (``args`` None when the key is
+    absent). ``url``/``url_key``: a URL entry. Neither: an entry mcptap
+    leaves alone (an extension-provided server, a disabled stub).
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] | None = None
+    url: str | None = None
+    url_key: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``stdio``, ``url`` or ``other``."""
+        if self.command is not None:
+            return "stdio"
+        if self.url is not None:
+            return "url"
+        return "other"
+
+
+class Dialect:
+    """Interface: ``servers(text)`` in file order; ``set_stdio`` /
+    ``set_url`` return the new text with one entry changed."""
+
+    name = "?"
+    label = "?"
+
+    def servers(self, text: str) -> dict[str, ServerEntry]:
+        raise NotImplementedError
+
+    def set_stdio(self, text: str, name: str, command: str, args: Sequence[str]) -> str:
+        raise NotImplementedError
+
+    def set_url(self, text: str, name: str, url: str) -> str:
+        raise NotImplementedError
+
+
+def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
+    if node is None:
+        return None
+    value = jsonc.to_python(node)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: args is not a list of strings")
+    return tuple(value)
+
+
+class JsonDialect(Dialect):
+    """A JSON/JSONC dialect whose servers live in the object at ``path``."""
+
+    def __init__(self, name: str, label: str, path: tuple[str, ...]) -> None:
+        self.name = name
+        self.label = label
+        self.path = path
+
+    # -- reading -----------------------------------------------------------------
+    def _container(self, root: jsonc.Node) -> jsonc.Object | None:
+        if not isinstance(root, jsonc.Object):
+            raise ConfigError("the top level is not a JSON object")
+        node: jsonc.Node = root
+        for key in self.path:
+            if not isinstance(node, jsonc.Object):
+                return None
+            member = node.get(key)
+            if member is None:
+                return None
+            node = member.value
+        if not isinstance(node, jsonc.Object):
+            raise ConfigError(f"{'.'.join(self.path)} is not an object")
+        return node
+
+    def _entries(self, text: str) -> dict[str, jsonc.Object]:
+        container = self._container(jsonc.parse(text))
+        out: dict[str, jsonc.Object] = {}
+        if container is None:
+            return out
+        for m in container.members:
+            out.pop(m.key, None)             # a duplicate key: the last one counts
+            if isinstance(m.value, jsonc.Object):
+                out[m.key] = m.value
+        return out
+
+    @staticmethod
+    def _stdio_parts(entry: jsonc.Object) -> tuple[jsonc.Scalar, jsonc.Object, jsonc.Member | None] | None:
+        """(command string node, the object holding args, its args member)."""
+        cmd = entry.get("command")
+        if cmd is None:
+            return None
+        if isinstance(cmd.value, jsonc.Scalar) and isinstance(cmd.value.value, str):
+            return cmd.value, entry, entry.get("args")
+        if isinstance(cmd.value, jsonc.Object):        # Zed before 0.19x: "command": {"path", "args", "env"}
+            path = cmd.value.get("path")
+            if path is not None and isinstance(path.value, jsonc.Scalar) and isinstance(path.value.value, str):
+                return path.value, cmd.value, cmd.value.get("args")
+        return None
+
+    def servers(self, text: str) -> dict[str, ServerEntry]:
+        out = {}
+        for name, entry in self._entries(text).items():
+            parts = self._stdio_parts(entry)
+            if parts is not None:
+                cmd, _, args = parts
+                out[name] = ServerEntry(name, command=cmd.value, args=_string_list(args.value if args else None, name))
+                continue
+            for key in URL_KEYS:
+                m = entry.get(key)
+                if m is not None and isinstance(m.value, jsonc.Scalar) and isinstance(m.value.value, str):
+                    out[name] = ServerEntry(name, url=m.value.value, url_key=key)
+                    break
+            else:
+                out[name] = ServerEntry(name)
+        return out
+
+    # -- writing -----------------------------------------------------------------
+    def _entry(self, text: str, name: str) -> jsonc.Object:
+        entry = self._entries(text).get(name)
+        if entry is None:
+            raise ConfigError(f"no server named {name!r}")
+        return entry
+
+    def set_stdio(self, text: str, name: str, command: str, args: Sequence[str]) -> str:
+        parts = self._stdio_parts(self._entry(text, name))
+        if parts is None:
+            raise ConfigError(f"{name}: not a stdio entry")
+        cmd, holder, args_member = parts
+        edits = [(cmd.start, cmd.end, jsonc.dumps(command))]
+        if args_member is not None:
+            edits.append((args_member.value.start, args_member.value.end, jsonc.dumps(list(args))))
+        else:
+            at, piece = _insertion(text, holder, "args", jsonc.dumps(list(args)))
+            edits.append((at, at, piece))
+        return _splice(text, edits)
+
+    def set_url(self, text: str, name: str, url: str) -> str:
+        entry = self._entry(text, name)
+        for key in URL_KEYS:
+            m = entry.get(key)
+            if m is not None and isinstance(m.value, jsonc.Scalar) and isinstance(m.value.value, str):
+                return _splice(text, [(m.value.start, m.value.end, jsonc.dumps(url))])
+        raise ConfigError(f"{name}: not a URL entry")
+
+
+def _insertion(text: str, obj: jsonc.Object, key: str, value: str) -> tuple[int, str]:
+    """Where and what to insert to add ``"key": value`` as the last member of
+    ``obj``: right after the last member's value, a comma and the same line
+    break and indentation as that member (or one space when it shares its
+    line with the previous token)."""
+    if not obj.members:
+        return obj.start + 1, f"{jsonc.dumps(key)}: {value}"
+    last = obj.members[-1]
+    nl = text.rfind("\n", obj.start, last.start)
+    sep = " "
+    if nl >= 0 and not text[nl + 1:last.start].strip():
+        crlf = nl > 0 and text[nl - 1] == "\r"
+        sep = ("\r\n" if crlf else "\n") + text[nl + 1:last.start]
+    return last.value.end, f",{sep}{jsonc.dumps(key)}: {value}"
+
+
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+class CodexToml(Dialect):
+    """Codex ``config.toml``: ``mcp_servers.NAME`` tables."""
+
+    name = "codex"
+    label = "Codex config.toml ([mcp_servers.NAME])"
+
+    @staticmethod
+    def _doc(text: str) -> Any:
+        try:
+            return tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError as exc:
+            raise ConfigSyntaxError(str(exc)) from None
+
+    @staticmethod
+    def _tables(doc: Any) -> dict[str, Any]:
+        servers = doc.get("mcp_servers")
+        if servers is None:
+            return {}
+        if not isinstance(servers, dict):
+            raise ConfigError("mcp_servers is not a table")
+        return {str(k): v for k, v in servers.items() if isinstance(v, dict)}
+
+    def servers(self, text: str) -> dict[str, ServerEntry]:
+        out = {}
+        for name, tbl in self._tables(self._doc(text)).items():
+            cmd = tbl.get("command")
+            if isinstance(cmd, str):
+                args = tbl.get("args")
+                if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
+                    raise ConfigError(f"{name}: args is not a list of strings")
+                out[name] = ServerEntry(name, command=str(cmd), args=None if args is None else tuple(str(a) for a in args))
+            elif isinstance(tbl.get("url"), str):
+                out[name] = ServerEntry(name, url=str(tbl["url"]), url_key="url")
+            else:
+                out[name] = ServerEntry(name)
+        return out
+
+    def _table(self, doc: Any, name: str) -> Any:
+        tbl = self._tables(doc).get(name)
+        if tbl is None:
+            raise ConfigError(f"no server named {name!r}")
+        return tbl
+
+    def set_stdio(self, text: str, name: str, command: str, args: Sequence[str]) -> str:
+        doc = self._doc(text)
+        tbl = self._table(doc, name)
+        tbl["command"] = command
+        tbl["args"] = list(args)
+        return str(doc.as_string())
+
+    def set_url(self, text: str, name: str, url: str) -> str:
+        doc = self._doc(text)
+        self._table(doc, name)["url"] = url
+        return str(doc.as_string())
+
+
+MCP_SERVERS = JsonDialect("mcpServers", 'JSON "mcpServers" (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI)', ("mcpServers",))
+VSCODE = JsonDialect("vscode", 'VS Code mcp.json ("servers")', ("servers",))
+VSCODE_SETTINGS = JsonDialect("vscode-settings", 'VS Code settings.json ("mcp": {"servers"})', ("mcp", "servers"))
+ZED = JsonDialect("zed", 'Zed settings.json ("context_servers")', ("context_servers",))
+CODEX = CodexToml()
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (MCP_SERVERS, VSCODE, VSCODE_SETTINGS, ZED, CODEX)}
+
+
+def detect(text: str, filename: str = "") -> Dialect:
+    """The dialect of a configuration, from its content (a ``.toml`` name or
+    a ``mcp_servers`` table means Codex; otherwise the JSON object's
+    ``mcpServers``, ``servers``, ``context_servers`` or ``mcp.servers``).
+    Raises ConfigSyntaxError when it parses as neither, ConfigError when no
+    server section is found."""
+    if filename.endswith(".toml"):
+        CODEX._doc(text)
+        return CODEX
+    try:
+        root = jsonc.parse(text)
+    except ConfigSyntaxError as json_error:
+        try:
+            doc = tomlkit.parse(text)
+        except tomlkit.exceptions.ParseError:
+            raise json_error from None
+        if "mcp_servers" in doc:
+            return CODEX
+        raise json_error from None
+    if not isinstance(root, jsonc.Object):
+        raise ConfigError("the top level is not a JSON object")
+    for key, dialect in (("mcpServers", MCP_SERVERS), ("servers", VSCODE), ("context_servers", ZED)):
+        if root.get(key) is not None:
+            return dialect
+    mcp = root.get("mcp")
+    if mcp is not None and isinstance(mcp.value, jsonc.Object) and mcp.value.get("servers") is not None:
+        return VSCODE_SETTINGS
+    raise ConfigError("no MCP server section found (mcpServers, servers, context_servers, mcp.servers or [mcp_servers])")

@@ -1,0 +1,289 @@
+"""Wrap and unwrap the servers of a host configuration (pure).
+
+Wrapping a stdio entry replaces its command and arguments::
+
+    "command": "python", "args": ["server.py"]
+ →  "command": "/abs/.venv/bin/mcptap",
+    "args": ["record", "--dir", "/abs/captures", "--name", "NAME", "--", "python", "server.py"]
+
+Everything mcptap needs travels in the arguments, because hosts start servers
+with a filtered environment; the launcher is an absolute path because hosts do
+not share the user's PATH. ``env``, ``cwd``, ``type`` and every other field
+stay as they are (the host passes them to mcptap, and mcptap to the server).
+With ``http=True`` a URL entry is pointed at a local tap on a port derived
+from the server name (the same on every run), and the note for it carries the
+one command that starts that tap.
+
+The memo. For each wrapped server the memo keeps the smallest text change
+wrapping made (``before`` → ``after``, the differing span of the file) and the
+original command/arguments or URL. ``unwrap`` puts ``before`` back where
+``after`` is (found exactly once in the file), so it restores the original
+bytes even after the user edited other parts of the file; when ``after`` is
+no longer there (the entry itself was edited) it restores the original
+command and arguments from the wrapped arguments themselves (or the URL from
+the memo), keeping the user's edits. No host documents that it tolerates
+unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
+memo in a sidecar file beside the configuration, never in the entry.
+
+Wrapping is idempotent: an entry already wrapped the same way is left alone;
+one wrapped differently (another ``--dir``) is unwrapped and wrapped again.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mcptap.hosts.dialects import Dialect, ServerEntry
+from mcptap.hosts.errors import ConfigError
+
+MEMO_FORMAT = "mcptap-wrap"
+MEMO_VERSION = 1
+#: Ports for --http taps: 41000..48999, picked from the server name.
+PORT_BASE, PORT_SPAN = 41000, 8000
+_MODULES = ("mcptap", "mcptap.cli.main")
+#: `mcptap record` options that take a value (stdio forms).
+_VALUED = frozenset({"--dir", "--name", "--keep", "-o", "--output", "--grace"})
+
+
+@dataclass(frozen=True)
+class WrapSpec:
+    """How to wrap. ``launcher``: the absolute argv that runs mcptap
+    (``("/venv/bin/mcptap",)`` or ``("/venv/bin/python", "-m", "mcptap")``).
+    ``directory``: absolute capture directory. ``keep``: ``record --keep``.
+    ``http``: also wrap URL entries."""
+
+    launcher: tuple[str, ...]
+    directory: str
+    keep: int | None = None
+    http: bool = False
+
+
+@dataclass(frozen=True)
+class Note:
+    """What happened to one server: ``action`` is ``wrapped``, ``rewrapped``,
+    ``unchanged``, ``skipped``, ``restored`` (exact), ``restored-args``
+    (from the wrapped arguments), ``not-wrapped`` or ``failed``; ``detail``
+    a human sentence; ``command`` a command the user must run (--http)."""
+
+    name: str
+    action: str
+    detail: str = ""
+    command: tuple[str, ...] | None = None
+
+
+@dataclass
+class Outcome:
+    """The new text, the new memo (a JSON-able dict) and one note per server."""
+
+    text: str
+    memo: dict[str, Any]
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(n.action in ("wrapped", "rewrapped", "restored", "restored-args") for n in self.notes)
+
+
+def empty_memo() -> dict[str, Any]:
+    return {"format": MEMO_FORMAT, "version": MEMO_VERSION, "servers": {}}
+
+
+def check_memo(memo: Any) -> dict[str, Any]:
+    """A memo as read from a sidecar, validated; raises ConfigError."""
+    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or not isinstance(memo.get("servers"), dict):
+        raise ConfigError("the sidecar file is not an mcptap wrap record")
+    if memo.get("version") != MEMO_VERSION:
+        raise ConfigError(f"the sidecar file has version {memo.get('version')!r}; this mcptap reads version {MEMO_VERSION}")
+    return memo
+
+
+# -- the wrapped command line --------------------------------------------------------
+
+
+def wrapped_argv(spec: WrapSpec, name: str, command: str, args: Sequence[str]) -> tuple[str, list[str]]:
+    """(command, args) of the wrapped entry for server ``name``."""
+    opts = ["record", "--dir", spec.directory, "--name", name]
+    if spec.keep is not None:
+        opts += ["--keep", str(spec.keep)]
+    return spec.launcher[0], [*spec.launcher[1:], *opts, "--", command, *args]
+
+
+def parse_wrapped(command: str, args: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(original command, original args) when ``command args`` is mcptap
+    recording a stdio server (``mcptap record … -- CMD ARGS``, or
+    ``python -m mcptap record … -- CMD ARGS``); None otherwise."""
+    rest = list(args)
+    base = posixpath.basename(command.replace("\\", "/")).lower()
+    if base.startswith("mcptap"):
+        pass
+    elif len(rest) >= 2 and rest[0] == "-m" and rest[1] in _MODULES:
+        rest = rest[2:]
+    else:
+        return None
+    if not rest or rest[0] != "record":
+        return None
+    i = 1
+    while i < len(rest) and rest[i] != "--":
+        i += 2 if rest[i] in _VALUED else 1      # "--name --" names a server "--"
+    after = rest[i + 1:]
+    if not after:
+        return None
+    return after[0], after[1:]
+
+
+def tap_port(name: str) -> int:
+    """The local port of the --http tap for server ``name`` (stable)."""
+    return PORT_BASE + zlib.crc32(name.encode("utf-8")) % PORT_SPAN
+
+
+def tap_url(name: str, upstream: str) -> str:
+    """The URL a host uses to reach the tap of ``upstream``: the tap's origin
+    and the upstream's path and query."""
+    parts = urlsplit(upstream)
+    return urlunsplit(("http", f"127.0.0.1:{tap_port(name)}", parts.path or "/", parts.query, ""))
+
+
+def tap_command(spec: WrapSpec, name: str, upstream: str) -> tuple[str, ...]:
+    """The command that starts the tap for a --http wrapped server."""
+    opts = ["record", "--upstream", upstream, "--listen", f"127.0.0.1:{tap_port(name)}", "--dir", spec.directory, "--name", name]
+    if spec.keep is not None:
+        opts += ["--keep", str(spec.keep)]
+    return (*spec.launcher, *opts)
+
+
+# -- the memo's text change ------------------------------------------------------------
+
+
+def text_change(old: str, new: str) -> tuple[str, str]:
+    """(before, after): the differing middle of ``old`` and ``new``, widened
+    until ``after`` occurs exactly once in ``new``."""
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
+        s += 1
+    while True:
+        before, after = old[p:len(old) - s], new[p:len(new) - s]
+        if after and new.count(after) == 1:
+            return before, after
+        if p == 0 and s == 0:
+            return before, after
+        p, s = max(p - 16, 0), max(s - 16, 0)
+
+
+# -- wrap / unwrap ------------------------------------------------------------------------
+
+
+def _select(entries: dict[str, ServerEntry], names: Iterable[str]) -> list[ServerEntry]:
+    wanted = list(dict.fromkeys(names))
+    missing = [n for n in wanted if n not in entries]
+    if missing:
+        have = ", ".join(entries) or "none"
+        raise ConfigError(f"no server named {missing[0]!r} in this configuration (servers: {have})")
+    return [entries[n] for n in wanted] if wanted else list(entries.values())
+
+
+def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpec, names: Iterable[str] = ()) -> Outcome:
+    """Wrap the named servers (default: all) of ``text``. Raises ConfigError
+    for a name not in the configuration or a malformed entry."""
+    out = Outcome(text, _copy(memo))
+    for entry in _select(dialect.servers(text), names):
+        _wrap_one(dialect, out, entry, spec)
+    return out
+
+
+def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = ()) -> Outcome:
+    """Undo ``wrap`` for the named servers (default: all)."""
+    out = Outcome(text, _copy(memo))
+    for entry in _select(dialect.servers(text), names):
+        out.notes.append(_unwrap_one(dialect, out, entry))
+    return out
+
+
+def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
+    base = empty_memo() if memo is None else check_memo(memo)
+    return {**base, "servers": dict(base["servers"])}
+
+
+def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec) -> None:
+    name = entry.name
+    records = out.memo["servers"]
+    if entry.kind == "other":
+        out.notes.append(Note(name, "skipped", "no command or URL (nothing mcptap can start)"))
+        return
+    if entry.kind == "url":
+        rec = records.get(name)
+        wrapped = rec is not None and rec.get("kind") == "url" and entry.url == tap_url(name, rec["original"]["url"])
+        if not spec.http:
+            out.notes.append(Note(name, "unchanged" if wrapped else "skipped",
+                                  "URL entry points at its tap" if wrapped else "a URL entry (--http wraps it through a local tap)"))
+            return
+        upstream = rec["original"]["url"] if wrapped and rec else entry.url
+        assert upstream is not None
+        cmd = tap_command(spec, name, upstream)
+        if wrapped:
+            out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:", cmd))
+            return
+        new = dialect.set_url(out.text, name, tap_url(name, upstream))
+        before, after = text_change(out.text, new)
+        records[name] = {"kind": "url", "before": before, "after": after,
+                         "original": {"url": upstream, "key": entry.url_key}}
+        out.text = new
+        out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream)}; start the tap with:", cmd))
+        return
+    assert entry.command is not None
+    args = list(entry.args or ())
+    action = "wrapped"
+    original = parse_wrapped(entry.command, args)
+    if original is not None:
+        want = wrapped_argv(spec, name, *original)
+        if (entry.command, args) == want:
+            out.notes.append(Note(name, "unchanged", "already wrapped"))
+            return
+        _unwrap_one(dialect, out, entry)
+        action = "rewrapped"
+        entry = dialect.servers(out.text)[name]
+        assert entry.command is not None
+        args = list(entry.args or ())
+    command, wargs = wrapped_argv(spec, name, entry.command, args)
+    new = dialect.set_stdio(out.text, name, command, wargs)
+    before, after = text_change(out.text, new)
+    records[name] = {"kind": "stdio", "before": before, "after": after,
+                     "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)}}
+    out.text = new
+    out.notes.append(Note(name, action, f"records into {spec.directory}"))
+
+
+def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
+    name = entry.name
+    rec = out.memo["servers"].get(name)
+    if rec is not None and rec["after"] and out.text.count(rec["after"]) == 1:
+        out.text = out.text.replace(rec["after"], rec["before"], 1)
+        del out.memo["servers"][name]
+        return Note(name, "restored", "original entry restored exactly")
+    if entry.kind == "stdio":
+        assert entry.command is not None
+        original = parse_wrapped(entry.command, entry.args or ())
+        if original is None:
+            out.memo["servers"].pop(name, None)
+            return Note(name, "not-wrapped")
+        out.text = dialect.set_stdio(out.text, name, original[0], original[1])
+        out.memo["servers"].pop(name, None)
+        why = "the entry was edited after wrapping" if rec is not None else "no wrap record in the sidecar"
+        return Note(name, "restored-args", f"command and args restored from the wrapped arguments ({why}); the rest of the entry is as it is now")
+    if entry.kind == "url" and rec is not None and rec.get("kind") == "url":
+        upstream = rec["original"]["url"]
+        if entry.url == tap_url(name, upstream):
+            out.text = dialect.set_url(out.text, name, upstream)
+            del out.memo["servers"][name]
+            return Note(name, "restored-args", "URL restored (the entry was edited after wrapping)")
+        del out.memo["servers"][name]
+        return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
+    return Note(name, "not-wrapped")

@@ -1,0 +1,107 @@
+"""`mcptap ls`, `mcptap prune`, `record --dir/--name/--keep`: listing from
+header and end record only, status words, no-traffic captures, control
+characters, retention that never touches non-captures or live captures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcptap.catalog import COMPLETE, RECORDING, TRUNCATED, parse_age, read_info, scan, select_prune
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+#: answers initialize (so the capture has a negotiated revision), ignores the rest
+ECHO = ("import sys\nfor line in sys.stdin:\n if 'initialize' in line: print('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":"
+        "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"s\",\"version\":\"1\"}}}', flush=True)")
+INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},'
+        b'"clientInfo":{"name":"t","version":"1"}}}\n')
+
+
+def run(*args: str, input: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*MCPTAP, *args], input=input, capture_output=True, timeout=60)
+
+
+def record(d: Path, *opts: str, input: bytes = b"") -> Path:
+    p = run("record", "--dir", str(d), *opts, "--", sys.executable, "-c", ECHO, input=input)
+    assert p.returncode == 0, p.stderr
+    return Path(p.stderr.decode().split("recording to ", 1)[1].split("\n", 1)[0])
+
+
+def test_record_dir_name_and_ls(tmp_path: Path) -> None:
+    d = tmp_path / "caps"
+    a = record(d, "--name", "my server", input=INIT)
+    b = record(d, input=b"")
+    assert a.parent == d and a.name.split("-", 1)[1].startswith("my-server-")
+    assert b.name.split("-", 1)[1].startswith("python-") or "-c" not in b.name
+    p = run("ls", "--dir", str(d), "--format", "json")
+    rows = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [r["path"] for r in rows] == [str(b), str(a)]            # newest first
+    assert rows[1]["name"] == "my-server" and rows[1]["messages"] == 2 and rows[1]["revision"] == "2025-06-18"
+    assert rows[0]["no_traffic"] and rows[0]["messages"] == 0 and rows[0]["status"] == COMPLETE
+    text = run("ls", "--dir", str(d)).stdout.decode().splitlines()
+    assert text[0].split() == ["STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "FINDINGS", "STATUS", "SIZE", "PATH"]
+    assert "complete, no traffic" in text[1] and "2025-06-18" in text[2] and str(a) in text[2]
+
+
+def test_truncated_recording_and_non_captures(tmp_path: Path) -> None:
+    d = tmp_path
+    full = record(d, input=INIT)
+    lines = full.read_bytes().splitlines(keepends=True)
+    cut = d / "20260101T000000Z-cut-999999999.jsonl"
+    cut.write_bytes(b"".join(lines[:-1]) + lines[-1][:10])          # killed mid-write
+    live = d / f"20260101T000001Z-live-{os.getpid()}.jsonl"           # our pid: alive
+    live.write_bytes(b"".join(lines[:-1]))
+    (d / "notes.jsonl").write_text('{"hello": 1}\n')
+    (d / "readme.txt").write_text("x")
+    infos = {i.name: i for i in scan(d)}
+    assert len(infos) == 3 and {"cut", "live"} < set(infos)
+    assert infos["cut"].status == TRUNCATED and infos["cut"].messages is None
+    assert infos["live"].status == RECORDING
+    assert read_info(d / "notes.jsonl") is None
+    # prune never removes a live capture or a non-capture
+    p = run("prune", "--dir", str(d), "--keep", "0")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(d)) == sorted([live.name, "notes.jsonl", "readme.txt"])
+
+
+def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    record(tmp_path, "--name", "ok", input=INIT)
+    (path,) = tmp_path.iterdir()
+    data = path.read_bytes().replace(b'"name":"ok"', b'"name":"\\u001b[31mred\\u0007"', 1)
+    path.write_bytes(data)
+    out = run("ls", "--dir", str(tmp_path)).stdout
+    assert b"\x1b" not in out and b"\x07" not in out
+
+
+def test_record_keep(tmp_path: Path) -> None:
+    made = [record(tmp_path, "--name", "srv", "--keep", "2") for _ in range(3)]
+    other = record(tmp_path, "--name", "other", "--keep", "2")
+    assert sorted(tmp_path.iterdir()) == sorted([made[1], made[2], other])
+    p = run("record", "-o", str(tmp_path / "x.jsonl"), "--keep", "2", "--", "true")
+    assert p.returncode == 2 and b"--keep" in p.stderr
+
+
+def test_prune_by_age_keeps_newest_per_name(tmp_path: Path) -> None:
+    paths = [record(tmp_path, "--name", n) for n in ("a", "a", "a", "b")]
+    old = time.time() - 10 * 86400
+    for p in paths:
+        os.utime(p, (old, old))
+    dry = run("prune", "--dir", str(tmp_path), "--older-than", "7d", "--keep", "1", "-n")
+    assert dry.returncode == 0 and dry.stdout.decode().count("would remove") == 2
+    assert len(list(tmp_path.iterdir())) == 4
+    assert run("prune", "--dir", str(tmp_path), "--older-than", "7d", "--keep", "1").returncode == 0
+    assert sorted(tmp_path.iterdir()) == sorted([paths[2], paths[3]])
+    assert run("prune", "--dir", str(tmp_path), "--older-than", "30d").returncode == 0
+    assert len(list(tmp_path.iterdir())) == 2
+    bad = run("prune", "--dir", str(tmp_path), "--older-than", "soon")
+    assert bad.returncode == 2 and b"soon" in bad.stderr
+    assert run("prune", "--dir", str(tmp_path)).returncode == 2
+
+
+def test_select_prune_and_parse_age() -> None:
+    assert parse_age("90") == 90 and parse_age("15m") == 900 and parse_age("2w") == 14 * 86400 and parse_age("1.5h") == 5400
+    assert select_prune([], now=0, older_than=1) == []

@@ -1,0 +1,147 @@
+"""`mcptap wrap` / `unwrap` as a user runs them: --host default files,
+--dry-run diff, backups, sidecar, bad input (exit 2, file untouched), --http."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+CONFIG = """{
+  "mcpServers": {
+    "time": {"command": "uvx", "args": ["mcp-server-time"]},
+    "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+    "remote": {"url": "https://example.com/mcp"}
+  }
+}
+"""
+
+
+def run(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if home is not None:
+        env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    return subprocess.run([*MCPTAP, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Path:
+    p = tmp_path / "mcp.json"
+    p.write_text(CONFIG)
+    return p
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(cfg: Path) -> None:
+    p = run("wrap", "--config", str(cfg), "--dir", "/caps", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"--- {cfg}\n+++ {cfg} (mcptap)\n")
+    assert '-    "time": {"command": "uvx"' in p.stdout and '"--name", "time", "--", "uvx", "mcp-server-time"' in p.stdout
+    assert "time: would wrap" in p.stderr and "remote: skipped" in p.stderr
+    assert cfg.read_text() == CONFIG
+    assert sorted(os.listdir(cfg.parent)) == ["mcp.json"]
+
+
+def test_named_servers_backup_sidecar_and_unwrap(cfg: Path) -> None:
+    mode = 0o640
+    cfg.chmod(mode)
+    p = run("wrap", "--config", str(cfg), "--dir", "/caps", "files")
+    assert p.returncode == 0, p.stderr
+    servers = json.loads(cfg.read_text())["mcpServers"]
+    assert servers["time"] == {"command": "uvx", "args": ["mcp-server-time"]}
+    assert servers["files"]["args"][:5] == ["record", "--dir", "/caps", "--name", "files"]
+    assert stat.S_IMODE(cfg.stat().st_mode) == mode
+    backup = cfg.with_name("mcp.json.mcptap-backup")
+    sidecar = cfg.with_name("mcp.json.mcptap-wrap.json")
+    assert backup.read_text() == CONFIG
+    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+    assert set(json.loads(sidecar.read_text())["servers"]) == {"files"}
+    # a second wrap (all servers) keeps the first backup, records both
+    wrapped_once = cfg.read_text()
+    assert run("wrap", "--config", str(cfg), "--dir", "/caps").returncode == 0
+    assert backup.read_text() == CONFIG and cfg.read_text() != wrapped_once
+    assert set(json.loads(sidecar.read_text())["servers"]) == {"files", "time"}
+    p = run("unwrap", "--config", str(cfg), "time")
+    assert p.returncode == 0 and "time: restored" in p.stderr
+    assert set(json.loads(sidecar.read_text())["servers"]) == {"files"}
+    assert run("unwrap", "--config", str(cfg)).returncode == 0
+    assert cfg.read_text() == CONFIG and not sidecar.exists()
+
+
+def test_host_default_file(tmp_path: Path) -> None:
+    cursor = tmp_path / ".cursor" / "mcp.json"
+    cursor.parent.mkdir()
+    cursor.write_text(CONFIG)
+    p = run("wrap", "--host", "cursor", "--dir", str(tmp_path / "caps"), home=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(cursor.read_text())["mcpServers"]["time"]["args"][-2:] == ["uvx", "mcp-server-time"]
+    zed = tmp_path / ".config" / "zed" / "settings.json"
+    p = run("wrap", "--host", "zed", home=tmp_path)
+    assert p.returncode == 2 and p.stderr == f"mcptap: {zed}: no such file\n"
+
+
+def test_symlinked_config_stays_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "mcp.json"
+    real.parent.mkdir()
+    real.write_text(CONFIG)
+    link = tmp_path / "mcp.json"
+    link.symlink_to(real)
+    assert run("wrap", "--config", str(link), "--dir", "/caps").returncode == 0
+    assert link.is_symlink() and "record" in real.read_text()
+    assert run("unwrap", "--config", str(link)).returncode == 0
+    assert real.read_text() == CONFIG
+
+
+@pytest.mark.parametrize("content, args, message", [
+    ('{"mcpServers": {"a": {"command": "x"}', (), "unterminated object at line 1"),
+    (CONFIG, ("nope",), "no server named 'nope' in this configuration (servers: time, files, remote)"),
+    ('{"theme": 1}', (), "no MCP server section found"),
+    (b"\xff\xfe{}", (), "not UTF-8 text"),
+])
+def test_bad_input_is_one_line_exit_2_file_untouched(tmp_path: Path, content: str | bytes, args: tuple[str, ...], message: str) -> None:
+    p = tmp_path / "c.json"
+    raw = content.encode() if isinstance(content, str) else content
+    p.write_bytes(raw)
+    for cmd in ("wrap", "unwrap"):
+        r = run(cmd, "--config", str(p), *args)
+        assert r.returncode == 2, r
+        assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr
+        assert p.read_bytes() == raw and os.listdir(tmp_path) == ["c.json"]
+
+
+def test_read_only_file(cfg: Path) -> None:
+    cfg.chmod(0o444)
+    r = run("wrap", "--config", str(cfg))
+    assert r.returncode == 2 and r.stderr == f"mcptap: {cfg}: the file is read-only\n"
+    assert cfg.read_text() == CONFIG
+    # a dry run only reads
+    assert run("wrap", "--config", str(cfg), "--dry-run").returncode == 0
+
+
+def test_usage_errors() -> None:
+    r = run("wrap")
+    assert r.returncode == 2 and "give --host NAME or --config FILE" in r.stderr
+    r = run("wrap", "--host", "notepad")
+    assert r.returncode == 2 and "notepad" in r.stderr
+
+
+def test_http_prints_the_tap_command(cfg: Path) -> None:
+    r = run("wrap", "--config", str(cfg), "--dir", "/caps", "--http", "remote")
+    assert r.returncode == 0, r.stderr
+    url = json.loads(cfg.read_text())["mcpServers"]["remote"]["url"]
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+    port = url.split(":")[2].split("/")[0]
+    (line,) = r.stdout.splitlines()
+    assert line.endswith(f"record --upstream https://example.com/mcp --listen 127.0.0.1:{port} --dir /caps --name remote")
+    assert run("unwrap", "--config", str(cfg)).returncode == 0
+    assert cfg.read_text() == CONFIG
+
+
+def test_python_m_mcptap_runs_the_cli() -> None:
+    r = subprocess.run([sys.executable, "-m", "mcptap", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("mcptap")
