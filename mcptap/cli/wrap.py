@@ -25,6 +25,7 @@ import click
 
 from mcptap.cli.errors import Fail
 from mcptap.cli.hostfiles import config_options, diff, load, save
+from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
 from mcptap.paths import capture_dir
@@ -50,7 +51,7 @@ def report(outcome: Outcome, dry_run: bool) -> None:
         verb = {"wrapped": "would wrap" if dry_run else "wrapped", "rewrapped": "would re-wrap" if dry_run else "re-wrapped",
                 "restored": "would restore" if dry_run else "restored",
                 "restored-args": "would restore" if dry_run else "restored"}.get(note.action, note.action.replace("-", " "))
-        click.echo(f"mcptap: {note.name}: {verb}" + (f": {note.detail}" if note.detail else ""), err=True)
+        click.echo(f"mcptap: {printable(note.name)}: {verb}" + (f": {printable(note.detail)}" if note.detail else ""), err=True)
         if note.command:
             click.echo(shlex.join(note.command))
 
