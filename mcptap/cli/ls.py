@@ -22,25 +22,16 @@ import click
 import orjson
 
 from mcptap.catalog import CaptureInfo, scan
+from mcptap.escape import escape_controls
 from mcptap.paths import capture_dir
 
 _SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
 
 
 def printable(text: str) -> str:
-    """``text`` with control and other non-printable characters escaped
-    (``\\x1b``, ``\\u202e``), safe to print on a terminal."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
-    return "".join(out)
+    """``text`` safe for a terminal (mcptap/escape.py: controls and bidi
+    formatting characters become visible escapes)."""
+    return escape_controls(text)
 
 
 def human_size(n: int) -> str:
