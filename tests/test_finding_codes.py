@@ -165,6 +165,8 @@ NOT_HERE: dict[str, str] = {
     "capture.truncated": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "capture.incomplete": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "serve.no_recorded_answer": "raised by mcptap serve itself: tests/serve, tests/cli/test_serve_cli.py, tests/e2e/test_serve_sdk.py",
+    "capture.digest_mismatch": "an edited capture, not traffic: tests/test_integrity.py",
+    "capture.out_of_sequence": "an edited capture, not traffic: tests/test_integrity.py",
 }
 #: code families owned by other modules with their own tests
 OTHER_FAMILIES = ("sse.", "http.", "shape.", "pagination.", "jsonrpc.error_code_not_in_revision")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.fields import record_findings
+from mcptap.capture.integrity import Integrity
 from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import reannotate
@@ -40,6 +41,7 @@ class Reannotated:
         self._src_line = 1
         self._src_done = False
         self._had_end = False
+        self._integrity = Integrity(header.get("transport"))
 
     @classmethod
     def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> "Reannotated":
@@ -53,6 +55,7 @@ class Reannotated:
     def _source(self) -> Iterator[dict[str, Any]]:
         for r in self._records:
             self._src_line += 1
+            self._integrity.feed(r)
             if r.get("type") == "end":
                 self._had_end = True
             yield r
@@ -80,6 +83,7 @@ class Reannotated:
         if end.get("capture_error") or end.get("dropped_records"):
             out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
                                {"dropped_records": end.get("dropped_records", 0)}))
+        out += self._integrity.findings()
         return [f.to_json() for f in out]
 
 

@@ -173,6 +173,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
+    ("capture.digest_mismatch", ERROR, "the message records do not hold what the end record says was relayed (count, bytes or SHA-256): the capture was edited or records were removed", "mcptap capture format"),
+    ("capture.out_of_sequence", ERROR, "record sequence numbers go backwards, repeat, or skip without a gap record: records were reordered, duplicated or removed", "mcptap capture format"),
 ]
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}

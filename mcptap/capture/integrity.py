@@ -1,0 +1,132 @@
+"""A capture proves itself (pure, level 1): record order and forwarded-byte digests.
+
+The end record states, per direction, how many messages and bytes the tap
+forwarded and the SHA-256 of those bytes (``recorder._Stream``). On stdio the
+message records hold exactly those bytes (their ``raw``, or ``json`` + ``eol``),
+so re-hashing them must give the same digest: a capture whose relayed bytes
+were edited, or whose message records were removed or added, does not. On HTTP
+the digest also covers request and response heads, which the capture keeps
+only in parsed (and redacted) form, so only the message counts are compared.
+
+:class:`Integrity` is fed every record after the header, in file order, and
+returns findings (``capture.digest_mismatch``, ``capture.out_of_sequence``,
+both errors) once the end record has been seen. Records lost to a write
+failure are announced by ``gap`` records: they explain a hole in the sequence
+numbers and make the digests unverifiable (``capture.gap`` already says so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from mcptap.capture.format import decode_bytes
+from mcptap.model import Finding
+from mcptap.protocol.codes import finding
+
+_DIRS = ("c2s", "s2c")
+
+
+class _Tally:
+    __slots__ = ("bytes", "sha", "messages")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.sha = hashlib.sha256()
+        self.messages = 0
+
+    def add(self, data: bytes) -> None:
+        self.bytes += len(data)
+        self.sha.update(data)
+        self.messages += 1
+
+
+class Integrity:
+    """Check one capture's records against its own end record (see module doc).
+
+    ``transport``: the header's transport (``"stdio"`` hashes bytes, others
+    count messages only). ``feed(record)`` for every record after the header;
+    ``findings()`` at the end (a list of Finding, empty when the capture holds
+    together or has no end record)."""
+
+    def __init__(self, transport: str | None) -> None:
+        self.bytes_verifiable = transport == "stdio"
+        self.tally = {d: _Tally() for d in _DIRS}
+        self.stderr = _Tally()
+        self.end: dict[str, Any] | None = None
+        self.gaps = 0
+        self._last_seq: int | None = None
+        self._gap_since_last = False
+        self._order: list[Finding] = []
+
+    def feed(self, rec: dict[str, Any]) -> None:
+        typ = rec.get("type")
+        if typ == "gap":
+            self.gaps += 1
+            self._gap_since_last = True
+        seq = rec.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            self._check_seq(seq, typ)
+        if self.end is not None and typ != "end":
+            self._order.append(finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record"))
+        if typ == "message":
+            d = rec.get("dir")
+            if d in self.tally:
+                self.tally[d].add(self._bytes(rec) if self.bytes_verifiable else b"")
+        elif typ == "stderr":
+            self.stderr.add(decode_bytes(rec, "data") or b"")
+        elif typ == "end":
+            self.end = rec
+
+    def _check_seq(self, seq: int, typ: Any) -> None:
+        last = self._last_seq
+        if last is not None and len(self._order) < 5:
+            if seq <= last:
+                self._order.append(finding("capture.out_of_sequence",
+                                           f"{typ} record seq {seq} comes after seq {last}: records were reordered or duplicated"))
+            elif seq != last + 1 and not self._gap_since_last:
+                self._order.append(finding("capture.out_of_sequence",
+                                           f"records seq {last + 1}..{seq - 1} are missing and no gap record says why: records were removed"))
+        self._last_seq = seq if last is None else max(seq, last)
+        self._gap_since_last = False
+
+    @staticmethod
+    def _bytes(rec: dict[str, Any]) -> bytes:
+        raw = decode_bytes(rec, "raw")
+        if raw is not None:
+            return raw
+        try:
+            return orjson.dumps(rec.get("json")) + str(rec.get("eol", "\n")).encode("utf-8")
+        except (TypeError, orjson.JSONEncodeError):
+            return b""
+
+    def findings(self) -> list[Finding]:
+        out = list(self._order)
+        end = self.end
+        if end is None or self.gaps or end.get("dropped_records"):
+            return out
+        for d in _DIRS:
+            said = end.get(d)
+            if not isinstance(said, dict):
+                continue
+            out += self._compare(d, self.tally[d], said)
+        said = end.get("stderr")
+        if isinstance(said, dict):
+            out += self._compare("stderr", self.stderr, said, what="stderr chunk")
+        return out
+
+    def _compare(self, name: str, got: _Tally, said: dict[str, Any], what: str = "message") -> list[Finding]:
+        if said.get("messages") is not None and said.get("messages") != got.messages:
+            return [finding("capture.digest_mismatch",
+                            f"{name}: the capture holds {got.messages} {what} records, its end record says {said.get('messages')}: records were added or removed",
+                            {"dir": name, "records": got.messages, "end": said.get("messages")})]
+        if not self.bytes_verifiable:
+            return []
+        if said.get("bytes") is not None and said.get("bytes") != got.bytes or said.get("sha256") not in (None, got.sha.hexdigest()):
+            return [finding("capture.digest_mismatch",
+                            f"{name}: the {what} records hold {got.bytes} bytes with SHA-256 {got.sha.hexdigest()[:16]}…, "
+                            f"the end record says {said.get('bytes')} bytes, {str(said.get('sha256'))[:16]}…: the relayed bytes were edited",
+                            {"dir": name, "bytes": got.bytes, "sha256": got.sha.hexdigest(), "end": {"bytes": said.get("bytes"), "sha256": said.get("sha256")}})]
+        return []
