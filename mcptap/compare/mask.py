@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from mcptap.compare.depth import bounded
+
 #: Keys whose values a server (or client) mints afresh on every run.
 VOLATILE_KEYS = frozenset({
     "_meta", "progressToken", "sessionId", "requestState", "nextCursor", "cursor", "taskId",
@@ -129,6 +131,7 @@ class Masker:
         return st
 
     def mask(self, value: Any, method: str | None = None, root: str = "result") -> Any:
+        value = bounded(value)
         states = self._states(method, root) if self.patterns else frozenset()
         return self._mask(value, states)
 
@@ -187,6 +190,7 @@ class Masker:
         return value
 
     def fingerprint(self, value: Any, method: str | None = None, root: str = "result") -> int:
+        value = bounded(value)
         if isinstance(value, dict) and "_meta" in value:
             value = {k: v for k, v in value.items() if k != "_meta"}
         if value == {}:

@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from mcptap.compare.depth import bounded
+
 MAX_PATHS = 25
 
 
@@ -65,7 +67,7 @@ def json_diff(a: Any, b: Any, path: str = "", limit: int = MAX_PATHS) -> list[Pa
     Lists of objects with a unique ``name``/``uri``/``uriTemplate`` are
     compared by that key, other lists by index."""
     out: list[PathChange] = []
-    _diff(a, b, path, out, limit)
+    _diff(bounded(a), bounded(b), path, out, limit)
     return out
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import PathChange, json_diff
 
@@ -69,6 +70,7 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
     """Compare the original response message ``a`` with the new one ``b``
     (JSON-RPC response objects, or None when absent)."""
     masker = masker or Masker()
+    a, b = bounded(a), bounded(b)
     if a is None and b is None:
         return Verdict(MATCH)
     if b is None:

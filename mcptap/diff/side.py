@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.capture.reader import CaptureStream
+from mcptap.compare.depth import bounded
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.protocol.framing import parse_json
 from mcptap.compare.mask import Masker
@@ -40,10 +41,10 @@ def _label(direction: str, method: str, params: Any) -> str:
 
 def _json(rec: dict[str, Any]) -> Any:
     if "json" in rec:
-        return rec["json"]
+        return bounded(rec["json"])
     raw = rec.get("raw")
     if isinstance(raw, str):
-        return parse_json(raw.encode("utf-8"))[0]
+        return bounded(parse_json(raw.encode("utf-8"))[0])
     return None
 
 

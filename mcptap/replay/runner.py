@@ -125,8 +125,13 @@ class Replayer:
 
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
-        msg = orjson.loads(orjson.dumps(step.message))
         notes = self.result.notes
+        try:
+            msg = orjson.loads(orjson.dumps(step.message))
+        except (TypeError, orjson.JSONEncodeError):
+            # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
+            notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
+            return None
         for c in step.carry:
             src = self.result.live.get(c.source)
             live_val = _get(src.response, c.source_path) if src is not None and src.response is not None else _MISSING
