@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test bench bench-stdio bench-http bench-analysis bench-replay conformance clean
+.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay conformance clean
 
 $(BIN)/mcptap: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,13 @@ demo: install
 	$(BIN)/mcptap demo
 
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: bench-stdio bench-http bench-analysis bench-replay
 

@@ -87,7 +87,7 @@ def _last_line(fp: Any, size: int) -> bytes | None:
     if fp.read(1) != b"\n":
         return None
     pos = size - 1                 # the final newline's offset; the line ends here
-    buf = b""
+    buf: bytes = b""
     while pos > 0 and len(buf) < _TAIL_MAX:
         step = min(_TAIL_STEP, pos)
         pos -= step
@@ -138,7 +138,8 @@ def _name(header: dict[str, Any], path: str) -> str:
     m = _FILE_NAME.match(os.path.basename(path))
     if m:
         return m.group(1)
-    target = header.get("target") if isinstance(header.get("target"), dict) else {}
+    target = header.get("target")
+    target = target if isinstance(target, dict) else {}
     argv = target.get("argv")
     if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
         return server_name(argv)
@@ -257,7 +258,7 @@ def select_prune(infos: Sequence[CaptureInfo], now: float, older_than: float | N
 
 def remove(infos: Iterable[CaptureInfo]) -> list[tuple[CaptureInfo, str | None]]:
     """Delete the files; returns (info, error or None) for each."""
-    done = []
+    done: list[tuple[CaptureInfo, str | None]] = []
     for info in infos:
         try:
             os.unlink(info.path)

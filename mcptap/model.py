@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class Direction(str, enum.Enum):
+class Direction(enum.StrEnum):
     """Who sent the bytes: the client (host) or the server."""
 
     C2S = "c2s"
     S2C = "s2c"
 
     @property
-    def peer(self) -> "Direction":
+    def peer(self) -> Direction:
         return Direction.S2C if self is Direction.C2S else Direction.C2S
 
     @property
@@ -29,7 +29,7 @@ class Direction(str, enum.Enum):
         return "client" if self is Direction.C2S else "server"
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     """error = breaks a MUST of the negotiated revision or breaks real peers;
     warn = SHOULD or interoperability hazard; info = context."""
 
@@ -45,7 +45,7 @@ class Severity(str, enum.Enum):
 _SEVERITY_RANK = {Severity.INFO: 0, Severity.WARN: 1, Severity.ERROR: 2}
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
     """JSON-RPC classification of one payload (spec 2025-11-25 basic/index)."""
 
     REQUEST = "request"
@@ -57,7 +57,7 @@ class Kind(str, enum.Enum):
     NON_JSON = "non_json"          # not JSON at all (banner, log line, blank line)
 
 
-class Phase(str, enum.Enum):
+class Phase(enum.StrEnum):
     """Lifecycle phase a message was sent in (spec lifecycle pages).
 
     Stateful era (2024-11-05 … 2025-11-25): before_initialize → initializing
@@ -91,7 +91,7 @@ class Finding:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Finding":
+    def from_json(cls, d: dict[str, Any]) -> Finding:
         return cls(d["code"], Severity(d["severity"]), d.get("message", ""), d.get("data"))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ENV_DIR = "MCPTAP_DIR"
@@ -94,7 +94,7 @@ def capture_name(argv: Sequence[str], now: datetime, pid: int, name: str | None 
     (aware or naive-UTC datetime); ``name`` (made safe) replaces the name
     guessed from ``argv``."""
     if now.tzinfo is not None:
-        now = now.astimezone(timezone.utc)
+        now = now.astimezone(UTC)
     word = safe_name(name) if name else server_name(argv)
     return f"{now:%Y%m%dT%H%M%SZ}-{word}-{pid}.jsonl"
 
@@ -107,4 +107,4 @@ def default_capture_path(argv: Sequence[str], now: datetime | None = None, pid: 
     (mode 0700) if needed. Raises OSError if it cannot be created."""
     where = Path(directory).expanduser().absolute() if directory is not None else capture_dir(env)
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return where / capture_name(argv, now or datetime.now(timezone.utc), os.getpid() if pid is None else pid, name)
+    return where / capture_name(argv, now or datetime.now(UTC), os.getpid() if pid is None else pid, name)

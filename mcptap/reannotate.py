@@ -28,6 +28,7 @@ from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json
 from mcptap.recorder import _DIRS, Recorder
 
+
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
                light: bool = False, reuse: bool = True) -> Iterator[dict[str, Any]]:
     """Re-annotate a capture's records (after its header) with the current

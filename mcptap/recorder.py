@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -87,7 +87,7 @@ class Recorder:
         #: replay() returns annotation-only message records (no bytes, no json)
         self.light = False
         if writer is not None:
-            started = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
             writer.write(header_record(transport, target or {}, started, __version__, **extra))
             writer.flush()
@@ -166,7 +166,9 @@ class Recorder:
             self._stderr_volume_flagged = True
             pend = [p for p in self.annotator.pending() if p.direction is C2S]
             during = f" during {pend[0].method} (#{pend[0].seq})" if pend else ""
-            fs.append(finding("process.stderr_volume", f"{self._stderr_interval} bytes of stderr since the last protocol message{during} (a host that does not drain stderr blocks the server at 64 KiB)",
+            fs.append(finding("process.stderr_volume",
+                              f"{self._stderr_interval} bytes of stderr since the last protocol message{during} (a host that does not drain stderr blocks the "
+                              "server at 64 KiB)",
                               {"bytes": self._stderr_interval}))
         if b"\n" not in data and not self._stderr_unterminated_flagged:
             self._stderr_unterminated_flagged = True
@@ -216,7 +218,7 @@ class Recorder:
         return msg
 
     # -- generic --------------------------------------------------------------------------
-    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int:  # noqa: A002
+    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
         """Write any other record (``http``, ``gap``, ``eof``, …); returns its seq."""
         seq = self._next()
         rec: dict[str, Any] = {"type": type, "seq": seq, "t_us": self.clock()}
@@ -274,7 +276,7 @@ class Recorder:
         return rec
 
     def _replay_message(self, rec: dict[str, Any]) -> dict[str, Any]:
-        direction = _DIRS.get(rec.get("dir"))
+        direction = _DIRS.get(rec.get("dir") or "")
         if direction is None:
             raise CaptureReadError(f"message record seq {rec.get('seq')} has no valid dir")
         raw = decode_bytes(rec, "raw")

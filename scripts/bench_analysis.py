@@ -173,7 +173,7 @@ def main() -> int:
     by = {(label, n): (rate, rss) for label, n, _, rate, rss in rows}
     print()
     for label in ("check", "show --format json"):
-        (rs, ms), (rb, mb) = by[(label, rows[0][1])], by[(label, rows[-1][1])]
+        (_rs, ms), (rb, mb) = by[(label, rows[0][1])], by[(label, rows[-1][1])]
         verdict = "flat" if mb < ms * 1.25 + 10 * 1024 else "GROWS"
         speed = "meets" if rb >= TARGET else "BELOW"
         print(f"{label:<20} {rb:>9,.0f} msg/s ({speed} the {TARGET:,} msg/s target); peak RSS {ms / 1024:.0f} -> {mb / 1024:.0f} MiB "

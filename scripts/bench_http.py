@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,7 +69,7 @@ class Client:
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
 
-    async def __aenter__(self) -> "Client":
+    async def __aenter__(self) -> Client:
         self.s = await trio.open_tcp_stream(self.host, self.port)
         self.c = h11.Connection(h11.CLIENT)
         return self

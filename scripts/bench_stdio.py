@@ -230,7 +230,7 @@ def main() -> None:
     for i in range(blocks):
         for name, peer in peers.items():
             lats[name] += peer.rtts(args.rtt // blocks + (1 if i < args.rtt % blocks else 0))
-    for name, peer in peers.items():
+    for name in peers:
         lat = lats[name]
         r = results[name] = {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "mean": statistics.fmean(lat)}
     for name, peer in peers.items():
@@ -252,7 +252,8 @@ def main() -> None:
         print(f"{name:7s} done: rtt p50 {r['p50']:.1f} µs, flood {r['flood']:,.0f} msg/s", file=sys.stderr)
 
     base = results.get("direct")
-    print(f"\nround trips: {args.rtt} per config, interleaved in 10 blocks (after 500 warm-up); flood: {args.flood:,} s2c notifications; big: {args.big:,} bytes each way")
+    print(f"\nround trips: {args.rtt} per config, interleaved in 10 blocks (after 500 warm-up); flood: {args.flood:,} s2c notifications; big: {args.big:,} "
+          "bytes each way")
     print(f"{'config':8s} {'p50 µs':>8s} {'p99 µs':>8s} {'+p50':>7s} {'+p99':>7s} {'flood msg/s':>12s} {'big MB/s':>9s} {'HWM MiB':>8s} {'HWM@big':>8s}")
     for name, r in results.items():
         add50 = r["p50"] - base["p50"] if base else float("nan")

@@ -18,7 +18,7 @@ from mcptap.compare.mask import Masker
 from mcptap.compare.paths import json_diff
 from mcptap.diff.captures import align, diff_captures
 from mcptap.diff.render import render_text
-from replay.capgen import CAPS, TOOLS, Ex, write_capture, text_result
+from replay.capgen import CAPS, TOOLS, Ex, text_result, write_capture
 
 # -- generated scenarios ----------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.errors import FilterSyntaxError
 from mcptap.capture.fields import record_findings
+from mcptap.errors import FilterSyntaxError
 from mcptap.filters.operators import compile_filter
 
 CALL = {"type": "message", "seq": 5, "t_us": 100, "dir": "c2s", "kind": "request", "id": 3, "method": "tools/call",

@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mcptap.check.report import run_check
 from mcptap.check.junit import junit_xml
+from mcptap.check.report import run_check
 from mcptap.check.sarif import sarif, sarif_json
 from scripted import c2s, handshake, record, req, res, s2c
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from casefiles import CASES, wires
-from scripted import c2s, err, handshake, record, req, res, s2c
 from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.reannotate import reannotate
+from scripted import c2s, err, handshake, record, req, res, s2c
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_cases_stdio import record_wire  # noqa: E402
+from test_cases_stdio import record_wire
 
 STDIO = wires("stdio")
 

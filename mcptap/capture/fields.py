@@ -17,7 +17,8 @@ def message_text(r: dict[str, Any]) -> str:
     """The record's payload as text: a message's exact bytes (decoded with
     replacement), a stderr record's data; "" for other records."""
     if "raw" in r:
-        return r["raw"]
+        raw: str = r["raw"]
+        return raw
     if "json" in r:
         return orjson.dumps(r["json"]).decode()
     if "data" in r and isinstance(r["data"], str):
@@ -57,6 +58,7 @@ def record_findings(r: dict[str, Any]) -> list[dict[str, Any]]:
     fs = r.get("findings")
     if isinstance(fs, list):
         return fs
-    if r.get("type") == "end" and isinstance(r.get("unanswered"), list):
-        return r["unanswered"]
+    unanswered = r.get("unanswered")
+    if r.get("type") == "end" and isinstance(unanswered, list):
+        return unanswered
     return []

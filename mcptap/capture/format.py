@@ -45,7 +45,7 @@ def encode_bytes(data: bytes, key: str, rec: dict[str, Any]) -> None:
 
 def decode_bytes(rec: dict[str, Any], key: str) -> bytes | None:
     """Inverse of ``encode_bytes``; None when neither field is present."""
-    v = rec.get(key)
+    v: str | None = rec.get(key)
     if v is not None:
         return v.encode("utf-8")
     b = rec.get(key + "_b64")

@@ -120,7 +120,8 @@ class Integrity:
     def _compare(self, name: str, got: _Tally, said: dict[str, Any], what: str = "message") -> list[Finding]:
         if said.get("messages") is not None and said.get("messages") != got.messages:
             return [finding("capture.digest_mismatch",
-                            f"{name}: the capture holds {got.messages} {what} records, its end record says {said.get('messages')}: records were added or removed",
+                            f"{name}: the capture holds {got.messages} {what} records, its end record says {said.get('messages')}: records were added or "
+                            "removed",
                             {"dir": name, "records": got.messages, "end": said.get("messages")})]
         if not self.bytes_verifiable:
             return []
@@ -128,5 +129,6 @@ class Integrity:
             return [finding("capture.digest_mismatch",
                             f"{name}: the {what} records hold {got.bytes} bytes with SHA-256 {got.sha.hexdigest()[:16]}…, "
                             f"the end record says {said.get('bytes')} bytes, {str(said.get('sha256'))[:16]}…: the relayed bytes were edited",
-                            {"dir": name, "bytes": got.bytes, "sha256": got.sha.hexdigest(), "end": {"bytes": said.get("bytes"), "sha256": said.get("sha256")}})]
+                            {"dir": name, "bytes": got.bytes, "sha256": got.sha.hexdigest(),
+                             "end": {"bytes": said.get("bytes"), "sha256": said.get("sha256")}})]
         return []

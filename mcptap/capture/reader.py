@@ -46,7 +46,7 @@ class CaptureStream:
     def __init__(self, path: str) -> None:
         self.path = path
         try:
-            self._fp = open(path, "rb")  # noqa: SIM115 - closed in __iter__/close
+            self._fp = open(path, "rb")  # closed in __iter__ / close
         except OSError as exc:
             raise CaptureReadError(f"cannot open capture {path}: {exc.strerror or exc}") from None
         first = self._fp.readline()

@@ -38,7 +38,7 @@ class CaptureWriter:
         self._open_line = False
 
     @classmethod
-    def open(cls, path: str) -> "CaptureWriter":
+    def open(cls, path: str) -> CaptureWriter:
         try:
             parent = os.path.dirname(os.path.abspath(path))
             os.makedirs(parent, mode=0o700, exist_ok=True)
@@ -49,7 +49,7 @@ class CaptureWriter:
         return cls(fd, path)
 
     @classmethod
-    def to_file(cls, fp: IO[bytes]) -> "CaptureWriter":
+    def to_file(cls, fp: IO[bytes]) -> CaptureWriter:
         """Write to an already-open binary file (tests, stdout pipes)."""
         return cls(fp.fileno(), getattr(fp, "name", None))
 

@@ -44,7 +44,7 @@ class Reannotated:
         self._integrity = Integrity(header.get("transport"))
 
     @classmethod
-    def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> "Reannotated":
+    def open(cls, path: str, shapes: bool = True, light: bool = False, reuse: bool = True) -> Reannotated:
         """Open a capture file. ``shapes``: include schema shape checks
         (protocol/shapes.py); ``light``: annotation-only message records
         (see recorder.reannotate). Raises CaptureReadError (missing, not a
@@ -71,7 +71,8 @@ class Reannotated:
                 self.line = self._src_line
                 if typ == "gap" and not rec.get("findings"):
                     lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
-                    rec = dict(rec, findings=[finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()])
+                    rec = dict(rec, findings=[finding("capture.gap",
+                                                      f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()])
             yield rec
 
     def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,7 +80,9 @@ class Reannotated:
         if self._truncated():
             out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
         if not self._had_end:
-            out.append(finding("capture.incomplete", "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not judged"))
+            out.append(finding("capture.incomplete",
+                               "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not "
+                               "judged"))
         if end.get("capture_error") or end.get("dropped_records"):
             out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
                                {"dropped_records": end.get("dropped_records", 0)}))
@@ -91,8 +94,9 @@ def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
     """Every finding a re-annotated record carries (end: unanswered requests
     and capture findings too)."""
     fs = record_findings(rec)
-    if rec.get("type") == "end" and rec.get("capture"):
-        return list(fs) + rec["capture"]
+    capture = rec.get("capture")
+    if rec.get("type") == "end" and capture:
+        return list(fs) + list(capture)
     return fs
 
 

@@ -13,7 +13,6 @@ info→note. An unreadable capture becomes a tool execution notification and
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
 from typing import Any
 
 import orjson

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -26,7 +27,7 @@ from mcptap.paths import default_capture_path
 from mcptap.show.render import timeline
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
-_COLOURS = {"error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "blue"},
+_COLOURS: dict[str, dict[str, Any]] = {"error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "blue"},
             "c2s": {"fg": "cyan"}, "s2c": {"fg": "magenta"}, "dim": {"dim": True}, "bold": {"bold": True},
             "ok": {"fg": "green"}}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 
 import click
-
 import orjson
 
 from mcptap.diff.captures import diff_captures

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 import click
 
 from mcptap.escape import escape_controls
@@ -13,5 +15,5 @@ class Fail(click.ClickException):
 
     exit_code = 2
 
-    def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"mcptap: {escape_controls(self.format_message())}", err=True)

@@ -92,14 +92,14 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         # `mcptap show … | head`: the reader left; not an error of ours
         try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's final flush
+            sys.stdout = open(os.devnull, "w")  # silence the interpreter's final flush
         except OSError:
             pass
         sys.exit(0)
     except OSError as exc:
         # our own output could not be written (disk full, closed terminal)
         try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
         click.echo(f"mcptap: cannot write output: {exc.strerror or exc}", err=True)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from typing import Any
 
 import click
-
 import trio
 
 from mcptap.capture.writer import CaptureWriter
@@ -31,8 +31,8 @@ from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
 from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
-from mcptap.redact import scrub_argv
 from mcptap.recorder import Recorder
+from mcptap.redact import scrub_argv
 from mcptap.transport.stdio import run_stdio_tap
 
 EX_IOERR = 74
@@ -69,9 +69,9 @@ def _say(line: str) -> None:
 @http_options
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
-def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, strict_capture: bool,
+def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool, strict_capture: bool,
             cmd: tuple[str, ...], upstream: str | None, capture_dir: str | None, name: str | None, keep: int | None,
-            **http_kwargs: object) -> None:
+            **http_kwargs: Any) -> None:
     """Record an MCP session: run CMD as a stdio server, or proxy --upstream URL.
 
     stdio: put this in a host's server config in place of the server command,
@@ -119,12 +119,13 @@ def command(ctx: click.Context, output: str | None, grace: float, quiet: bool, s
     else:
         if not quiet:
             _say(f"recording to {path}")
+        assert path is not None         # set whenever no problem was reported
         apply_keep(path, name, argv, keep, _say, quiet)
 
     rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
 
-    extra = {}
+    extra: dict[str, Any] = {}
     if result.recorder_error:
         extra["recorder_error"] = result.recorder_error
     try:

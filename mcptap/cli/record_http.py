@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-
 import trio
 
 from mcptap.capture.writer import CaptureWriter

@@ -21,17 +21,17 @@ import orjson
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.compare.mask import Masker
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls as esc
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_url
-from mcptap.compare.mask import Masker
-from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
 from mcptap.replay.compare import ExchangeResult, compare_replay
 from mcptap.replay.plan import Plan, plan_from_path
-from mcptap.replay.runner import ReplayResult, Replayer, StdioLink
+from mcptap.replay.runner import Replayer, ReplayResult, StdioLink
 
 _COLOUR = {MATCH: "green", CHANGED: "yellow", ERROR_CHANGED: "red", MISSING: "red", NEW: "magenta", SKIPPED: "bright_black"}
 
@@ -167,7 +167,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
 
     link, rec = _link(plan, url, cmd, rec_for, grace, extra_headers)
     result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout).run))
-    rec.close(exit_code=result.exit_code, **({"replay_error": result.error} if result.error else {}))
+    extra: dict[str, Any] = {"replay_error": result.error} if result.error else {}
+    rec.close(exit_code=result.exit_code, **extra)
     if result.error:
         _say(result.error)
         ctx.exit(2)

@@ -14,17 +14,17 @@ from __future__ import annotations
 import functools
 import os
 import signal
-from collections.abc import Callable
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.compare.mask import Masker
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
-from mcptap.compare.mask import Masker
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
 

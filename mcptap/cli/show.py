@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,6 @@ import click
 
 from mcptap.capture.follow import Follower
 from mcptap.cli.errors import Fail
-import orjson
-
 from mcptap.errors import CaptureReadError, FilterSyntaxError
 from mcptap.escape import escape_controls
 
@@ -115,9 +112,9 @@ def newest_capture() -> Path:
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
             oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Show CAPTURE (default: the newest capture) as a timeline."""
-    from mcptap.show import render
     from mcptap.check.reannotated import Reannotated
     from mcptap.filters.operators import compile_filter
+    from mcptap.show import render
 
     flt = None
     if expr is not None:

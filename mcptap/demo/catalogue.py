@@ -17,7 +17,7 @@ server/tools "Error Handling").
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import unquote
 
 from mcptap import __version__
@@ -138,11 +138,15 @@ def echo(args: dict[str, Any]) -> dict[str, Any]:
     return {"content": [text_content(text)]}
 
 
+def _number(v: Any) -> TypeGuard[int | float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def add(args: dict[str, Any], revision: str | None) -> dict[str, Any]:
     """The ``add`` tool's result (``structuredContent`` from 2025-06-18 on).
     Raises ToolError on bad arguments."""
     a, b = args.get("a"), args.get("b")
-    if set(args) - {"a", "b"} or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+    if set(args) - {"a", "b"} or not _number(a) or not _number(b):
         raise ToolError("add takes two numbers: a and b")
     total = a + b
     # With an outputSchema the structured result is required; the same JSON as

@@ -29,8 +29,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from mcptap import __version__
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
@@ -134,7 +135,7 @@ class Connection:
             self._send(msg)
         except SessionError:
             self._calls.pop(call.id, None)
-            self._tokens.pop(call.token, None)
+            self._drop_token(call)
             raise
         self.sent["requests"] += 1
         return call
@@ -185,13 +186,17 @@ class Connection:
         for rid in list(self._calls):
             self._calls.pop(rid).done.set()
 
+    def _drop_token(self, call: Call) -> None:
+        if call.token is not None:
+            self._tokens.pop(call.token, None)
+
     def _response(self, msg: dict[str, Any]) -> None:
         rid = msg.get("id")
         ours = isinstance(rid, int) and not isinstance(rid, bool)  # we only send integer ids
-        call = self._calls.pop(rid, None) if ours else None
-        if call is None and ours and rid in self._cancelled:
+        call = self._calls.pop(rid, None) if isinstance(rid, int) and ours else None
+        if call is None and isinstance(rid, int) and ours and rid in self._cancelled:
             late = self._cancelled.pop(rid)  # answer crossed our cancellation: allowed race
-            self._tokens.pop(late.token, None)
+            self._drop_token(late)
             self.late_responses.append(msg)
             return
         if call is None:
@@ -199,13 +204,14 @@ class Connection:
             return
         if ("result" in msg) == ("error" in msg):
             self.problems.append(f"response to {call.method} (id {call.id}) must carry exactly one of result and error")
-        self._tokens.pop(call.token, None)
+        self._drop_token(call)
         call.response = msg
         call.done.set()
 
     def _notification(self, msg: dict[str, Any]) -> None:
         self.notifications.append(msg)
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = msg.get("params")
+        params = params if isinstance(params, dict) else {}
         if msg["method"] != "notifications/progress":
             return
         token = params.get("progressToken")
@@ -279,8 +285,10 @@ def run_script(conn: Connection, say: Callable[[str], None], offer: str = PROTOC
     except SessionError as exc:
         return [f"initialize: {exc}"]
     version = init.get("protocolVersion")
-    info = init.get("serverInfo") if isinstance(init.get("serverInfo"), dict) else {}
-    caps = init.get("capabilities") if isinstance(init.get("capabilities"), dict) else {}
+    info = init.get("serverInfo")
+    info = info if isinstance(info, dict) else {}
+    caps = init.get("capabilities")
+    caps = caps if isinstance(caps, dict) else {}
     if version not in SUPPORTED_VERSIONS:
         # basic/lifecycle "Version Negotiation": a client that does not support
         # the server's version SHOULD disconnect.

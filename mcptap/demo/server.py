@@ -46,14 +46,32 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, TypeGuard
 
 from mcptap import __version__
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
-from mcptap.demo.catalogue import (INVALID_PARAMS, NAME, PROMPTS, RESOURCE_NOT_FOUND, RESOURCES, TEMPLATE_PREFIX,
-                                   TEMPLATES, TOOLS, RpcError, ToolError, add, echo, for_revision, get_prompt,
-                                   read_resource, since, slow_count_args, text_content)
+from mcptap.demo.catalogue import (
+    INVALID_PARAMS,
+    NAME,
+    PROMPTS,
+    RESOURCE_NOT_FOUND,
+    RESOURCES,
+    TEMPLATE_PREFIX,
+    TEMPLATES,
+    TOOLS,
+    RpcError,
+    ToolError,
+    add,
+    echo,
+    for_revision,
+    get_prompt,
+    read_resource,
+    since,
+    slow_count_args,
+    text_content,
+)
 
 __all__ = ["INVALID_PARAMS", "INVALID_REQUEST", "LOG_LEVELS", "METHOD_NOT_FOUND", "NAME", "PARSE_ERROR", "PROMPTS",
            "RESOURCES", "RESOURCE_NOT_FOUND", "TEMPLATES", "TEMPLATE_PREFIX", "TOOLS", "Job", "RpcError", "Server",
@@ -72,7 +90,7 @@ class Job:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-def _valid_id(value: Any) -> bool:
+def _valid_id(value: Any) -> TypeGuard[str | int]:
     # MCP request ids are strings or integers; never null, booleans or floats.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -158,7 +176,7 @@ class Server:
             return
         if "id" not in msg:
             self.handle_notification(method, msg.get("params"))
-        elif not readable_id:
+        elif not _valid_id(rid):
             self.error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
         else:
             self.handle_request(rid, method, msg.get("params"))
@@ -213,7 +231,8 @@ class Server:
         if not isinstance(offered, str):
             raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a string")
         self.revision = offered if offered in SUPPORTED_VERSIONS else PROTOCOL_VERSION
-        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        client = params.get("clientInfo")
+        client = client if isinstance(client, dict) else {}
         self._log(f"initialize from {client.get('name', '?')} {client.get('version', '')}: "
                   f"offered {offered}, answering {self.revision}")
         info: dict[str, Any] = {"name": NAME, "version": __version__}
@@ -277,7 +296,8 @@ class Server:
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         try:
             if name == "slow_count":
-                return self._start_slow_count(rid, params, args)
+                self._start_slow_count(rid, params, args)
+                return None
             if name == "echo":
                 return echo(args)
             if name == "add":
@@ -314,7 +334,7 @@ class Server:
                 if self._jobs.get((isinstance(job.id, str), job.id)) is job:
                     del self._jobs[(isinstance(job.id, str), job.id)]
 
-    HANDLERS: dict[str, Callable[["Server", Any, dict[str, Any]], dict[str, Any] | None]] = {
+    HANDLERS: dict[str, Callable[[Server, Any, dict[str, Any]], dict[str, Any] | None]] = {
         "initialize": _initialize,
         "ping": _ping,
         "logging/setLevel": _set_level,

@@ -93,13 +93,13 @@ def _align_window(a: Sequence[int], b: Sequence[int], i: int, n: int, j: int, m:
         first_b: dict[int, int] = {}
         for dj in range(min(window, m - j)):
             first_b.setdefault(b[j + dj], dj)
-        best = None
+        best: tuple[int, int] | None = None
         for di in range(min(window, n - i)):
             if best is not None and di >= best[0] + best[1]:
                 break
-            dj = first_b.get(a[i + di])
-            if dj is not None and (best is None or di + dj < best[0] + best[1]):
-                best = (di, dj)
+            hit = first_b.get(a[i + di])
+            if hit is not None and (best is None or di + hit < best[0] + best[1]):
+                best = (di, hit)
         if best is None:
             yield i, None
             yield None, j

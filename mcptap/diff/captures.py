@@ -26,17 +26,16 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.diff import align as diff_align
-from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
-from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
-from mcptap.diff.surface import Item, compare_surface
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import json_diff
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses
+from mcptap.diff import align as diff_align
+from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
+from mcptap.diff.side import ERROR, Side, fetch, request_and_response, summarize
+from mcptap.diff.surface import Item, compare_surface
 
 DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missing or new
 MIN_LATENCY_SHIFT_US = 1000  # shifts smaller than 1 ms are noise, whatever the percentage
@@ -49,7 +48,7 @@ def align(a: Sequence[int], b: Sequence[int], coarse_a: Sequence[Any] | None = N
     return diff_align.align(a, b, DIFFLIB_LIMIT, WINDOW, coarse_a, coarse_b)
 
 
-def _pct(values: array, p: float) -> int:
+def _pct(values: array[int], p: float) -> int:
     s = sorted(values)
     k = max(0, min(len(s) - 1, int(round(p / 100 * len(s) + 0.5)) - 1))
     return s[k]

@@ -23,9 +23,9 @@ from typing import Any
 
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
+from mcptap.compare.mask import Masker
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.protocol.framing import parse_json
-from mcptap.compare.mask import Masker
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}
@@ -58,18 +58,18 @@ class Side:
     labels: list[str] = field(default_factory=list)
     label_methods: list[str] = field(default_factory=list)
     label_ids: dict[str, int] = field(default_factory=dict)
-    label: array = field(default_factory=lambda: array("l"))
-    key: array = field(default_factory=lambda: array("q"))
-    out: array = field(default_factory=lambda: array("q"))
-    status: array = field(default_factory=lambda: array("b"))
-    code: array = field(default_factory=lambda: array("q"))
-    req_seq: array = field(default_factory=lambda: array("q"))
-    resp_seq: array = field(default_factory=lambda: array("q"))
+    label: array[int] = field(default_factory=lambda: array("l"))
+    key: array[int] = field(default_factory=lambda: array("q"))
+    out: array[int] = field(default_factory=lambda: array("q"))
+    status: array[int] = field(default_factory=lambda: array("b"))
+    code: array[int] = field(default_factory=lambda: array("q"))
+    req_seq: array[int] = field(default_factory=lambda: array("q"))
+    resp_seq: array[int] = field(default_factory=lambda: array("q"))
     batch_member: dict[int, int] = field(default_factory=dict)
-    latency: dict[int, array] = field(default_factory=dict)
+    latency: dict[int, array[int]] = field(default_factory=dict)
     surface: Surface = field(default_factory=Surface)
-    findings: Counter = field(default_factory=Counter)
-    notifications: Counter = field(default_factory=Counter)
+    findings: Counter[tuple[Any, Any]] = field(default_factory=Counter)
+    notifications: Counter[tuple[Any, Any]] = field(default_factory=Counter)
     messages: int = 0
     stray: int = 0
     truncated: bool = False
@@ -157,8 +157,8 @@ def summarize(path: str, masker: Masker) -> Side:
             continue
         side.messages += 1
         kind = rec.get("kind")
-        d = rec.get("dir")
-        seq = rec.get("seq")
+        d: str = rec["dir"]          # the reader checked seq and dir of every message
+        seq: int = rec["seq"]
         subject = rec.get("method")
         if kind == "request":
             value = _json(rec)

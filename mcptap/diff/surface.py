@@ -77,7 +77,8 @@ class Surface:
             if self.server_caps is not None:
                 return                      # first session wins (HTTP captures may hold several)
             self.revision = result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else self.revision
-            self.server_caps = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+            v = result.get("capabilities")
+            self.server_caps = v if isinstance(v, dict) else {}
             self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else None
             self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
             if isinstance(params, dict):
@@ -87,7 +88,8 @@ class Surface:
             return
         if method == "server/discover":
             if self.server_caps is None:
-                self.server_caps = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+                v = result.get("capabilities")
+                self.server_caps = v if isinstance(v, dict) else {}
                 sv = result.get("supportedVersions")
                 self.supported_versions = sv if isinstance(sv, list) else None
                 self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
@@ -165,6 +167,14 @@ def _caps(a: dict[str, Any] | None, b: dict[str, Any] | None, who: str, out: lis
                 out.append(Item(section, kind, f"{who}.{p}", f"{who} capability {p}: {va!r} -> {vb!r}", narrowed, {"a": va, "b": vb}))
 
 
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _set(v: Any) -> set[Any]:
+    return set(v) if isinstance(v, list) else set()
+
+
 def _type(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return None
@@ -172,7 +182,7 @@ def _type(schema: Any) -> Any:
     if t is None and "$ref" in schema:
         return schema["$ref"]
     if t is None and ("anyOf" in schema or "oneOf" in schema):
-        return [_type(s) for s in schema.get("anyOf", schema.get("oneOf", []))]
+        return [_type(s) for s in schema.get("anyOf", schema.get("oneOf", [])) or ()]
     return t
 
 
@@ -192,10 +202,8 @@ def _schema(a: Any, b: Any, where: str, output: bool, out: list[tuple[str, bool]
     if isinstance(ea, list) and isinstance(eb, list) and ea != eb:
         gone = [v for v in (ea if not output else eb) if v not in (eb if not output else ea)]
         out.append((f"{where}: enum {ea!r} -> {eb!r}", bool(gone)))
-    pa = a.get("properties") if isinstance(a.get("properties"), dict) else {}
-    pb = b.get("properties") if isinstance(b.get("properties"), dict) else {}
-    ra = set(a.get("required") or []) if isinstance(a.get("required"), list) else set()
-    rb = set(b.get("required") or []) if isinstance(b.get("required"), list) else set()
+    pa, pb = _dict(a.get("properties")), _dict(b.get("properties"))
+    ra, rb = _set(a.get("required")), _set(b.get("required"))
     for name in pa:
         if name not in pb:
             out.append((f"{where}.{name}: property removed", True))

@@ -32,7 +32,6 @@ from typing import Any
 import orjson
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
-from mcptap.errors import FilterSyntaxError
 from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
 
 _SEV_RANK = {"info": 0, "warn": 1, "warning": 1, "error": 2}
@@ -111,7 +110,7 @@ def _severity(t: Tok) -> Pred:
     rank = _SEV_RANK.get(t.text.lower())
     if rank is None:
         raise ArgError(f"severity must be error, warn or info, not {t.text!r}")
-    return lambda r, q: any(_SEV_RANK.get(f.get("severity"), -1) >= rank for f in record_findings(r))
+    return lambda r, q: any(_SEV_RANK.get(f.get("severity") or "", -1) >= rank for f in record_findings(r))
 
 
 _LAT = re.compile(r"^(>=|<=|>|<|=|==)?\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s)?$")
@@ -179,7 +178,7 @@ def _parse_path(path: str) -> list[str | int]:
 def _walk(v: Any, path: list[str | int]) -> list[Any]:
     cur = [v]
     for part in path:
-        nxt = []
+        nxt: list[Any] = []
         for x in cur:
             if part == "*":
                 if isinstance(x, dict):

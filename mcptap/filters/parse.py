@@ -198,7 +198,8 @@ class _Parser:
             parts.append(self.and_())
         if len(parts) == 1:
             return parts[0]
-        return lambda r, q, ps=tuple(parts): any(p(r, q) for p in ps)
+        ps = tuple(parts)
+        return lambda r, q: any(p(r, q) for p in ps)
 
     def and_(self) -> Pred:
         parts = [self.not_()]
@@ -208,7 +209,8 @@ class _Parser:
             parts.append(self.not_())
         if len(parts) == 1:
             return parts[0]
-        return lambda r, q, ps=tuple(parts): all(p(r, q) for p in ps)
+        ps = tuple(parts)
+        return lambda r, q: all(p(r, q) for p in ps)
 
     def not_(self) -> Pred:
         t = self.peek()

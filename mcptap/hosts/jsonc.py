@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from mcptap.hosts.errors import ConfigSyntaxError
 
@@ -34,7 +34,7 @@ class Member:
 
     key: str
     start: int
-    value: "Node"
+    value: Node
 
 
 @dataclass
@@ -56,10 +56,10 @@ class Object:
 class Array:
     start: int
     end: int
-    items: list["Node"] = field(default_factory=list)
+    items: list[Node] = field(default_factory=list)
 
 
-Node = Union[Scalar, Object, Array]
+Node = Scalar | Object | Array
 
 _WS = " \t\r\n\ufeff"
 _NUMBER_CHARS = frozenset("+-0123456789.eE")

@@ -252,6 +252,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         entry = dialect.servers(out.text)[name]
         assert entry.command is not None
         args = list(entry.args or ())
+    assert entry.command is not None
     command, wargs = wrapped_argv(spec, name, entry.command, args)
     new = dialect.set_stdio(out.text, name, command, wargs)
     before, after = text_change(out.text, new)

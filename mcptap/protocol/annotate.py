@@ -14,13 +14,21 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
 from mcptap.protocol import conventions, rules
-from mcptap.protocol.contracts import Contracts
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
+from mcptap.protocol.contracts import Contracts
 from mcptap.protocol.jsonrpc import Classified, classify
-from mcptap.protocol.lifecycle import SessionState, advance, discover_response, era_and_phase, initialize_request, initialize_response, \
-    reinitialize_response, request_meta
-from mcptap.protocol.pairing import Pairing, Pending, BoundedMap
+from mcptap.protocol.lifecycle import (
+    SessionState,
+    advance,
+    discover_response,
+    era_and_phase,
+    initialize_request,
+    initialize_response,
+    reinitialize_response,
+    request_meta,
+)
+from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
 try:  # the capability tables are optional at import so a broken table never kills a relay
     from mcptap.protocol import capabilities as _caps
@@ -58,7 +66,7 @@ class Annotator:
         """The state of ``session`` (a session id, None on stdio, or an
         ("exchange", n) scope for stateless HTTP, kept in a bounded window)."""
         if isinstance(session, tuple):
-            st = self._exchanges.get(session)
+            st: SessionState | None = self._exchanges.get(session)
             if st is None:
                 st = SessionState(standalone=True)
                 self._exchanges.add(session, st)
@@ -165,7 +173,8 @@ class Annotator:
         out = msg.findings
         d = msg.direction._value_
         if frame.lines > 1 and frame.value is not UNPARSED:
-            out.append(finding("framing.multiline_json", f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
+            out.append(finding("framing.multiline_json",
+                               f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
                                {"lines": frame.lines}))
         if raw.endswith(b"\r\n"):
             out.append(finding("framing.crlf", f"{d} line ends in CR LF"))
@@ -174,7 +183,7 @@ class Annotator:
         if frame.invalid_utf8:
             offs = list(frame.invalid_utf8)
             out.append(finding("framing.invalid_utf8",
-                               f"invalid UTF-8 at byte offsets {offs} of the {d} line ({', '.join('0x%02X' % raw[o] for o in offs[:8])})",
+                               f"invalid UTF-8 at byte offsets {offs} of the {d} line ({', '.join(f'0x{raw[o]:02X}' for o in offs[:8])})",
                                {"offsets": offs}))
         if len(raw) > self.large_message:
             out.append(finding("framing.large_message", f"{len(raw)} bytes on one {d} line (hosts and bridges have limits of 64 KiB, 1 MiB, 4 MiB)",
@@ -251,7 +260,8 @@ class Annotator:
         if p.cancelled:
             modern = rules.is_modern(p.revision or st.revision)
             out.append(finding("jsonrpc.response_after_cancel",
-                               f"response to request #{p.seq} ({p.method}) after it was cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
+                               f"response to request #{p.seq} ({p.method}) after it was "
+                               "cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
                                severity=Severity.ERROR if modern else None))
         if p.method == "initialize" and sender is S2C:
             if p.seq == st.initialize_seq:
@@ -327,7 +337,8 @@ class Annotator:
                 msg.findings.append(finding("lifecycle.meta_missing",
                                             f"{method}: 2026-07-28 requests MUST carry _meta io.modelcontextprotocol/protocolVersion and clientCapabilities"))
         if modern and msg.direction is S2C:
-            msg.findings.append(finding("lifecycle.wrong_era", f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
+            msg.findings.append(finding("lifecycle.wrong_era",
+                                        f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
         if method == "initialize" and msg.direction is C2S:
             initialize_request(msg, st, params)
         if msg.direction is C2S:

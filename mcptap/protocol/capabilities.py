@@ -17,7 +17,8 @@ SHOULD (2024-11-05, 2025-03-26) -> warn, MUST (2025-06-18+) -> error
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol import rules
@@ -33,10 +34,10 @@ def check_message(
     method: str,
     kind: Kind,
     direction: Direction,
-    params: dict | None,
+    params: dict[str, Any] | None,
     revision: str | None,
-    client_caps: dict | None,
-    server_caps: dict | None,
+    client_caps: dict[str, Any] | None,
+    server_caps: dict[str, Any] | None,
 ) -> list[Finding]:
     """Findings for one JSON-RPC request or notification ``method`` sent in
     ``direction`` (the sender), under ``revision`` (None/unknown: the union over
@@ -81,11 +82,11 @@ def check_message(
 
 def check_result(
     method: str,
-    result: dict,
-    request_params: dict | None,
+    result: dict[str, Any],
+    request_params: dict[str, Any] | None,
     revision: str | None,
-    client_caps: dict | None,
-    server_caps: dict | None,
+    client_caps: dict[str, Any] | None,
+    server_caps: dict[str, Any] | None,
 ) -> list[Finding]:
     """Findings for the result of a ``method`` request (2026-07-28 only; other
     revisions: []). ``client_caps``: that request's clientCapabilities (None:
@@ -141,7 +142,7 @@ def check_result(
 
 
 def _check_input_required(method: str, result: Mapping[str, Any], rev: str | None,
-                          client_caps: dict | None) -> list[Finding]:
+                          client_caps: dict[str, Any] | None) -> list[Finding]:
     requests = result.get("inputRequests")
     if requests is None and result.get("requestState") is None:
         return [finding(
@@ -171,12 +172,12 @@ def _check_input_required(method: str, result: Mapping[str, Any], rev: str | Non
             ))
             continue
         params = ir.get("params")
-        out.extend(_check_gates(rule, inner, Direction.S2C, params, rev, caps, via=(method, key)))
+        out.extend(_check_gates(rule, str(inner), Direction.S2C, params, rev, caps, via=(method, key)))
     return out
 
 
 def _check_gates(rule: MethodRule, method: str, direction: Direction, params: Any, rev: str | None,
-                 caps: Mapping[Direction, dict | None], via: tuple[str, Any] | None = None) -> list[Finding]:
+                 caps: Mapping[Direction, dict[str, Any] | None], via: tuple[str, Any] | None = None) -> list[Finding]:
     out: list[Finding] = []
     missing_base: list[tuple[str, ...]] = []
     if rule.gate is not None and rule.declared_by is not None:
@@ -198,8 +199,8 @@ def _check_gates(rule: MethodRule, method: str, direction: Direction, params: An
     return out
 
 
-def declared_but_unsupported(method: str, requester: Direction, revision: str | None, client_caps: dict | None,
-                             server_caps: dict | None, how: str) -> list[Finding]:
+def declared_but_unsupported(method: str, requester: Direction, revision: str | None, client_caps: dict[str, Any] | None,
+                             server_caps: dict[str, Any] | None, how: str) -> list[Finding]:
     """A ``method`` request from ``requester`` answered ``how`` (-32601, or an
     HTTP error without a JSON-RPC response) although the receiver declared the
     capability that promises the method (2025-06-18+ basic/lifecycle: both
@@ -242,7 +243,7 @@ def _not_negotiated(method: str, gate: tuple[str, ...], party: Direction, rev: s
     )
 
 
-def _not_in_revision(method: str, rev: str) -> Finding:
+def _not_in_revision(method: str, rev: str | None) -> Finding:
     revs = rules.revisions_of(method)
     span = revs[0] if len(revs) == 1 else f"{revs[0]} … {revs[-1]}"
     data = {"method": method, "revision": rev, "defined_in": list(revs)}
@@ -294,7 +295,7 @@ def _declared_cond(caps: Any, cond: Conditional) -> bool:
     return False
 
 
-def _client_caps_from(params: Any) -> dict | None:
+def _client_caps_from(params: Any) -> dict[str, Any] | None:
     meta = params.get("_meta") if isinstance(params, Mapping) else None
     caps = meta.get(CLIENT_CAPS_META) if isinstance(meta, Mapping) else None
     return caps if isinstance(caps, dict) else None

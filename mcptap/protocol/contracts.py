@@ -26,7 +26,7 @@ import orjson
 
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
-from mcptap.protocol.rules import normalize_revision, REVISIONS
+from mcptap.protocol.rules import REVISIONS, normalize_revision
 
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
 _WINDOW = 1024
@@ -149,7 +149,9 @@ class Contracts:
         if cur is None:
             return []
         if cur not in self._cursors.get((session, method), ()):
-            return [finding("pagination.unknown_cursor", f"{method} with cursor {str(cur)[:40]!r} that the server never returned as nextCursor in this session (cursors are opaque and session-scoped)")]
+            return [finding("pagination.unknown_cursor",
+                            f"{method} with cursor {str(cur)[:40]!r} that the server never returned as nextCursor in this session (cursors are opaque and "
+                            "session-scoped)")]
         return []
 
     def _arguments(self, session: Any, params: dict[str, Any]) -> list[Finding]:

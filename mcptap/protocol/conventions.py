@@ -24,11 +24,12 @@ TERMINAL_TASK_STATES = frozenset({"completed", "failed", "cancelled"})
 @lru_cache(maxsize=1)
 def _error_codes() -> dict[int, tuple[str, frozenset[str]]]:
     data = json.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_text())
-    out = {}
+    out: dict[int, tuple[str, frozenset[str]]] = {}
     for e in data["error_codes"]:
         if "example" in e["name"]:
             continue
-        out[e["code"]] = (e["name"], frozenset(normalize_revision(v) for v in e["versions"]))
+        revs = (normalize_revision(v) for v in e["versions"])
+        out[e["code"]] = (e["name"], frozenset(r for r in revs if r is not None))
     return out
 
 
@@ -44,7 +45,8 @@ def error_code(code: Any, revision: str | None) -> list[Finding]:
         return []
     name, versions = known
     if code == -32002:
-        return [finding("jsonrpc.error_code_not_in_revision", f"-32002 ({name}) on {rev}: resource not found is -32602 there (clients SHOULD still accept -32002)",
+        return [finding("jsonrpc.error_code_not_in_revision",
+                        f"-32002 ({name}) on {rev}: resource not found is -32602 there (clients SHOULD still accept -32002)",
                         {"code": code}, severity=Severity.INFO)]
     return [finding("jsonrpc.error_code_not_in_revision", f"error code {code} ({name}) is defined only in {', '.join(sorted(versions))}, not in {rev}",
                     {"code": code})]

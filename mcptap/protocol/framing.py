@@ -21,9 +21,8 @@ line arriving in 64 KiB chunks is scanned once).
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import orjson
 
@@ -42,7 +41,8 @@ _LEAD_WS = re.compile(rb"[ \t\r\n]*")
 
 def _first_byte(data: bytes) -> bytes:
     """The first non-whitespace byte (b"" if none), without copying ``data``."""
-    i = _LEAD_WS.match(data).end()
+    m = _LEAD_WS.match(data)    # always matches (maybe empty)
+    i = m.end() if m is not None else 0
     return data[i:i + 1]
 
 
@@ -90,7 +90,8 @@ def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
 
 
 def _looks_like_json_start(line: bytes) -> bool:
-    i = _LEAD_WS.match(line).end()
+    m = _LEAD_WS.match(line)
+    i = m.end() if m is not None else 0
     s = line[i:i + 8]   # the head only: never copy a 16 MiB line
     if s.startswith(BOM):
         s = s[3:].lstrip()
@@ -141,7 +142,7 @@ class NewlineFramer:
             return _coalesce(out) if len(out) > 1 else out
         if self._eof:
             return out
-        buf = self._buf
+        buf: bytes | bytearray = self._buf
         if buf:
             buf += data
             start = 0
@@ -156,7 +157,7 @@ class NewlineFramer:
         while pos != -1:
             end = pos + 1
             # one copy out of the buffer (slicing a bytearray then bytes() would copy twice)
-            lines.append((bytes(memoryview(buf)[start:end]) if buf is not data else buf[start:end], base + start))
+            lines.append((bytes(memoryview(buf)[start:end]) if buf is not data else data[start:end], base + start))
             start = end
             pos = buf.find(b"\n", start)
         if start == 0:

@@ -170,7 +170,8 @@ def response_findings(ex: Exchange) -> list[Finding]:
         bad = [v for v in (header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")) if v and media_type(v.split(",")[0])[1]]
         if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
                    and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
-            out.append(finding("http.media_type_rejected", f"{st} although the request's media types are valid ({', '.join(repr(b) for b in bad) or 'Accept names both types'})"))
+            out.append(finding("http.media_type_rejected",
+                               f"{st} although the request's media types are valid ({', '.join(repr(b) for b in bad) or 'Accept names both types'})"))
     if ex.is_initialize and st == 400 and header(ex.req_headers, "mcp-protocol-version") is not None:
         out.append(finding("http.protocol_version_rejected_at_initialize",
                            f"initialize refused with 400 while it carried MCP-Protocol-Version {header(ex.req_headers, 'mcp-protocol-version')!r}"))
@@ -200,7 +201,8 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     ctype = header(ex.resp_headers, "content-type")
     if body_len:
         preview = body[:40].decode("utf-8", "replace")
-        return [finding("http.ack_body_not_empty", f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
+        return [finding("http.ack_body_not_empty",
+                        f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
                         severity=WARN)]
     if ctype is not None and st == 202:
         return [finding("http.ack_content_type_unexpected", f"Content-Type {ctype!r} on a body-less 202")]
@@ -282,7 +284,8 @@ def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_orig
                    + (f" (rewritten by the tap to {rewritten})" if rewritten is not None else ""),
                    {"data": data, "resolved": resolved, **({"rewritten": rewritten} if rewritten is not None else {})})]
     if rewritten is not None:
-        out.append(finding("sse.endpoint_rewritten", f"endpoint named the upstream origin {upstream_origin}: rewritten to the tap's origin so POSTs are recorded"))
+        out.append(finding("sse.endpoint_rewritten",
+                           f"endpoint named the upstream origin {upstream_origin}: rewritten to the tap's origin so POSTs are recorded"))
     stream_path = urlsplit(stream_url).path
     prefix = stream_path.rsplit("/", 1)[0]
     if target.startswith("/") and not target.startswith("//") and prefix and not target.startswith(prefix + "/"):

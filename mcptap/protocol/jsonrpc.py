@@ -110,7 +110,8 @@ def classify(value: Any) -> Classified:
         out.append(finding("jsonrpc.result_and_error", "response carries both result and error"))
     if has_error and not has_result:
         err = value["error"]
-        if not isinstance(err, dict) or not (isinstance(err.get("code"), int) and not isinstance(err.get("code"), bool)) or not isinstance(err.get("message"), str):
+        if not isinstance(err, dict) or not (isinstance(err.get("code"), int) and not isinstance(err.get("code"), bool)) or not isinstance(err.get("message"),
+                                                                                                                                           str):
             out.append(finding("jsonrpc.invalid_error_object", f"error member {_short(err)} needs an integer code and a string message"))
         elif nonstandard_error_code(err["code"]):
             out.append(finding("jsonrpc.nonstandard_error_code", f"error code {err['code']} is outside the JSON-RPC reserved and application conventions"))

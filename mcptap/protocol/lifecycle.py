@@ -123,7 +123,8 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
             st.era = "legacy"
         elif st.era is None and modern_meta:
             if method == "server/discover" and st.phase is Phase.BEFORE_INITIALIZE:
-                msg.findings.append(finding("lifecycle.era_probe", "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
+                msg.findings.append(finding("lifecycle.era_probe",
+                                            "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
                 msg.revision = rules.normalize_revision(v)
                 return
             st.era = "modern"
@@ -210,7 +211,8 @@ def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[
     """The server answered initialize: negotiated revision, capabilities, phase."""
     if kind is Kind.ERROR:
         advance(st, S2C, "initialize_error")
-        err = value.get("error") if isinstance(value.get("error"), dict) else {}
+        e = value.get("error")
+        err = e if isinstance(e, dict) else {}
         msg.findings.append(finding("lifecycle.initialize_failed", f"initialize failed: {err.get('code')} {err.get('message')!r}"))
         return
     result = value.get("result")
@@ -225,7 +227,9 @@ def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[
     if rev is None:
         msg.findings.append(finding("lifecycle.unknown_protocol_version", f"server negotiated protocol revision {pv!r}, unknown to mcptap"))
     elif st.offered is not None and pv != st.offered:
-        msg.findings.append(finding("lifecycle.version_not_offered", f"client offered {st.offered}, server answered {pv} (counter-offer: the client SHOULD disconnect if it does not support it)"))
+        msg.findings.append(finding("lifecycle.version_not_offered",
+                                    f"client offered {st.offered}, server answered {pv} (counter-offer: the client SHOULD disconnect if it does not support "
+                                    "it)"))
     st.revision = rev or (pv if isinstance(pv, str) else None)
     st.era = "legacy"
     msg.revision = st.revision

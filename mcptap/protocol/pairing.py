@@ -173,7 +173,8 @@ class Pairing:
                 if by_ex:
                     p = by_ex[0]
                 out.append(finding("jsonrpc.ambiguous_pairing",
-                                   f"response id {rid!r} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); paired with #{p.seq}"
+                                   f"response id {rid!r} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); "
+                                   f"paired with #{p.seq}"
                                    + (" by HTTP exchange" if by_ex else " (oldest)"),
                                    {"candidates": [q.seq for q in lst]}))
             self._remove(p)
@@ -191,7 +192,8 @@ class Pairing:
             p = ll[0]
             self._remove(p)
             return p, [finding("jsonrpc.id_type_mismatch",
-                               f"response id {rid!r} ({_jtype(rid)}) answers request #{p.seq} whose id is {p.id!r} ({_jtype(p.id)}): ids must be identical; strict clients never resolve this call",
+                               f"response id {rid!r} ({_jtype(rid)}) answers request #{p.seq} whose id is {p.id!r} ({_jtype(p.id)}): ids must be identical; "
+                               "strict clients never resolve this call",
                                {"request_id": p.id, "response_id": rid})]
         return None, [finding("jsonrpc.unmatched_response", f"response id {rid!r} matches no request the {requester.sender} sent")]
 
@@ -203,14 +205,17 @@ class Pairing:
         if lst:
             p = lst[0]
             if p.method == "initialize":
-                return p, [finding("cancel.initialize_forbidden", f"notifications/cancelled targets initialize (request #{p.seq}): initialize MUST NOT be cancelled")]
+                return p, [finding("cancel.initialize_forbidden",
+                                   f"notifications/cancelled targets initialize (request #{p.seq}): initialize MUST NOT be cancelled")]
             p.cancelled = True
             return p, [finding("cancel.request", f"request #{p.seq} ({p.method}) cancelled while in flight", {"request_seq": p.seq})]
         prev = self._done.get(k)
         if prev is not None:
             if prev.method == "initialize":
-                return prev, [finding("cancel.initialize_forbidden", f"notifications/cancelled targets initialize (request #{prev.seq}): initialize MUST NOT be cancelled")]
-            return prev, [finding("cancel.after_response", f"request #{prev.seq} ({prev.method}) was already answered (allowed race)", {"request_seq": prev.seq})]
+                return prev, [finding("cancel.initialize_forbidden",
+                                      f"notifications/cancelled targets initialize (request #{prev.seq}): initialize MUST NOT be cancelled")]
+            return prev, [finding("cancel.after_response", f"request #{prev.seq} ({prev.method}) was already answered (allowed race)",
+                                  {"request_seq": prev.seq})]
         return None, [finding("cancel.unknown_request", f"no request with id {rid!r} was issued by the {sender.sender}")]
 
     def progress(self, session: Any, sender: Direction, token: Any, value: Any) -> tuple[Pending | None, list[Finding]]:

@@ -14,10 +14,11 @@ over every revision (the most permissive rule).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
@@ -166,12 +167,13 @@ def _override(entry: dict[str, Any], version: str) -> dict[str, Any]:
     while "same_as" in o and o["same_as"] not in seen:
         seen.add(o["same_as"])
         o = overrides.get(o["same_as"], {})
-    return o
+    out: dict[str, Any] = o
+    return out
 
 
 def _rule_for(entry: dict[str, Any], version: str, rev: str) -> MethodRule:
     o = _override(entry, version)
-    f = {k: o[k] if k in o else entry.get(k) for k in _OVERRIDABLE}
+    f: dict[str, Any] = {k: o[k] if k in o else entry.get(k) for k in _OVERRIDABLE}
     conds = tuple(
         _conditional(c) for c in entry.get("conditional_capabilities", ())
         if rev in {normalize_revision(v) for v in c.get("versions", (version,))}
@@ -206,10 +208,15 @@ def _union(rules: list[MethodRule]) -> MethodRule:
 
 
 def _load() -> dict[str, Any]:
-    return orjson.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_bytes())
+    table: dict[str, Any] = orjson.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_bytes())
+    return table
 
 
-def _build(table: dict[str, Any]):
+_Built = tuple[dict[str, Mapping[str, "MethodRule"]], Mapping[str, "MethodRule"], Mapping[str, tuple[str, ...]], dict[str, str],
+               frozenset[str], dict[str, tuple[str, ...]]]
+
+
+def _build(table: dict[str, Any]) -> _Built:
     per_rev: dict[str, dict[str, MethodRule]] = {r: {} for r in REVISIONS}
     for entry in table["methods"]:
         for version in entry["versions"]:
@@ -222,20 +229,22 @@ def _build(table: dict[str, Any]):
     names = sorted({m for rules in per_rev.values() for m in rules})
     revisions_of = {m: tuple(r for r in REVISIONS if m in per_rev[r]) for m in names}
     union = {m: _union([per_rev[r][m] for r in revisions_of[m]]) for m in names}
-    strength = {}
+    strength: dict[str, str] = {}
     for version, text in table["_legend"]["capability_enforcement_strength"].items():
         rev = normalize_revision(version)
         if rev is not None and version == rev:
             strength[rev] = "MUST" if text.startswith("MUST") else "SHOULD"
-    input_required = frozenset(
+    input_required: frozenset[str] = frozenset(
         e["method"] for e in table["methods"] if "may return InputRequiredResult" in e.get("notes", "")
     )
     ext_types: dict[str, tuple[str, ...]] = {}
     for e in table["methods"]:
         if e.get("scope") == "extension":
             for t in re.findall(r"resultType '(\w+)'", e.get("notes", "")):
-                ext_types[t] = gate_path(e["receiver_capability"], e["sub_capability"])  # type: ignore[assignment]
-    frozen = {r: MappingProxyType(per_rev[r]) for r in REVISIONS}
+                path = gate_path(e["receiver_capability"], e["sub_capability"])
+                if path is not None:
+                    ext_types[t] = path
+    frozen: dict[str, Mapping[str, MethodRule]] = {r: MappingProxyType(per_rev[r]) for r in REVISIONS}
     return frozen, MappingProxyType(union), MappingProxyType(revisions_of), strength, input_required, ext_types
 
 

@@ -65,7 +65,7 @@ class _Conn:
             ev = self.h11.next_event()
             if ev is h11.NEED_DATA:
                 data = await self.stream.receive_some(CHUNK)
-                self.h11.receive_data(data)
+                self.h11.receive_data(bytes(data))
                 continue
             return ev
 
@@ -168,18 +168,20 @@ class HttpLink:
         sid = self.sessions.get(session)
         if sid is not None:
             h.append(("Mcp-Session-Id", sid))
-        msg = value if isinstance(value, dict) else None
-        params = msg.get("params") if msg else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        modern = isinstance(meta, dict) and isinstance(meta.get(META_VERSION), str)
-        if modern:
-            h.append(("MCP-Protocol-Version", meta[META_VERSION]))  # type: ignore[index]
-            if "method" in msg and "id" in msg:  # type: ignore[operator]
-                h.append(("Mcp-Method", header_value(str(msg["method"]))))  # type: ignore[index]
-                name = params.get("uri") if msg["method"] == "resources/read" else params.get("name")  # type: ignore[union-attr,index]
-                if msg["method"] in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):  # type: ignore[index]
+        msg: dict[str, Any] = value if isinstance(value, dict) else {}
+        params = msg.get("params")
+        params = params if isinstance(params, dict) else {}
+        meta = params.get("_meta")
+        version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+        if isinstance(version, str):
+            h.append(("MCP-Protocol-Version", version))
+            if "method" in msg and "id" in msg:
+                method = msg["method"]
+                h.append(("Mcp-Method", header_value(str(method))))
+                name = params.get("uri") if method == "resources/read" else params.get("name")
+                if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
                     h.append(("Mcp-Name", header_value(name)))
-                if msg["method"] == "tools/call":  # type: ignore[index]
+                if method == "tools/call":
                     h.extend(self._param_headers(params))
         elif session in self.versions and self.versions[session] >= "2025-06-18":
             h.append(("MCP-Protocol-Version", self.versions[session]))
@@ -187,9 +189,11 @@ class HttpLink:
         return h
 
     def _param_headers(self, params: dict[str, Any]) -> list[tuple[str, str]]:
-        tool = self.tools.get(params.get("name"))
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
         props = ((tool or {}).get("inputSchema") or {}).get("properties") or {}
-        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        args = params.get("arguments")
+        args = args if isinstance(args, dict) else {}
         out = []
         for arg, schema in props.items():
             if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str) and arg in args:

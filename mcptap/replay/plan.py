@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.capture.reader import CaptureStream
-from mcptap.protocol.framing import parse_json
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
+from mcptap.protocol.framing import parse_json
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})

@@ -52,7 +52,7 @@ class StdioLink:
         self._popen: subprocess.Popen[bytes] | None = None
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
-        from mcptap.transport.stdio import spawn, spawn_exit_code
+        from mcptap.transport.stdio_os import spawn, spawn_exit_code
 
         try:
             popen, in_w, out_r, err_r = spawn(self.argv)

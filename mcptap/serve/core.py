@@ -30,10 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.model import Finding
-from mcptap.protocol.codes import finding
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, Matcher
+from mcptap.model import Finding
+from mcptap.protocol.codes import finding
 from mcptap.serve.script import Emission, Recorded, Script
 
 

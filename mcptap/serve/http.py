@@ -60,7 +60,7 @@ class _Conn:
         while True:
             ev = self.h11.next_event()
             if ev is h11.NEED_DATA:
-                self.h11.receive_data(await self.stream.receive_some(CHUNK))
+                self.h11.receive_data(bytes(await self.stream.receive_some(CHUNK)))
                 continue
             return ev
 
@@ -212,8 +212,8 @@ class HttpMock:
         first = value[0] if isinstance(value, list) and value else value
         if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
             sid = secrets.token_hex(16)
-            ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
-            return ms, 0, b""
+            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+            return new, 0, b""
         if sid is None:
             return None, 400, b"Bad Request: Mcp-Session-Id header is required"
         ms = self.sessions.get(sid)
@@ -289,7 +289,7 @@ class HttpMock:
             except _IO:
                 data = b""
             if data:
-                c.h11.receive_data(data)
+                c.h11.receive_data(bytes(data))
                 return
             closed = True
             n.cancel_scope.cancel()
@@ -334,7 +334,8 @@ class HttpMock:
             await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
         finally:
             ms.close_standalone(st)
-            self.sessions.pop(ms.sid, None)
+            if ms.sid is not None:
+                self.sessions.pop(ms.sid, None)
 
     async def _legacy_post(self, c: _Conn, ex: int, target: str, body: bytes) -> None:
         q = parse_qs(urlsplit(target).query)

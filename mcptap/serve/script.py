@@ -195,7 +195,8 @@ class _Builder:
         kind = rec.get("kind", "")
         tr = rec.get("transport") or {}
         pair, link = rec.get("pair"), rec.get("link")
-        own = s.by_seq.get(pair if kind in ("response", "error") else link) if (pair or link) else None
+        ref = pair if kind in ("response", "error") else link
+        own = s.by_seq.get(ref) if isinstance(ref, int) else None
         anchor = s.last_c2s
         if own is not None:
             anchor = own

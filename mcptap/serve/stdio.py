@@ -109,7 +109,7 @@ class StdioServer:
                         chunk = await host_in.receive_some(CHUNK)
                     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                         chunk = b""
-                    for value in self._values(chunk):
+                    for value in self._values(bytes(chunk)):
                         self.result.received += 1
                         self._queue(self.core.receive(self.live, value), nursery)
                     if not chunk:

@@ -89,7 +89,9 @@ def _other_raw(rec: dict[str, Any]) -> str:
         text = message_text(rec)
         return f"stderr   {shorten(repr(text.rstrip(chr(10))), 70)} ({len(text.encode('utf-8', 'replace'))} B)"
     if typ == "eof":
-        return "eof      " + ("client closed the server's stdin" if rec.get("dir") == "c2s" else "server closed its stdout") if rec.get("dir") in ("c2s", "s2c") else f"eof {rec.get('dir')}"
+        if rec.get("dir") not in ("c2s", "s2c"):
+            return f"eof {rec.get('dir')}"
+        return "eof      " + ("client closed the server's stdin" if rec.get("dir") == "c2s" else "server closed its stdout")
     if typ == "process":
         ev = rec.get("event", "?")
         bits = [f"{k}={rec[k]}" for k in ("code", "signal", "pid") if rec.get(k) is not None]
@@ -111,7 +113,7 @@ def _findings_lines(fs: list[dict[str, Any]], st: Style) -> Iterator[str]:
 
 
 def _codes(fs: list[dict[str, Any]], st: Style) -> str:
-    return " ".join(st(esc(f"{_SEV_MARK.get(f.get('severity'), '?')} {f.get('code')}"), f.get("severity", "info")) for f in fs)
+    return " ".join(st(esc(f"{_SEV_MARK.get(f.get('severity') or '', '?')} {f.get('code')}"), f.get("severity", "info")) for f in fs)
 
 
 COLUMNS = f"{'seq':>6} {'time':>9}  {'dir':<5}  {'kind':<5}  {'what':<44} {'pair':<15} {'phase':<12} findings"
@@ -156,7 +158,8 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
         if rec.get("type") == "end":
             summ.feed(rec, req)
             for f in rec.get("capture") or ():
-                yield st(esc(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}"), f.get("severity", "info"))
+                yield st(esc(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}"),
+                         f.get("severity", "info"))
             if details:
                 yield from _findings_lines(rec.get("unanswered") or [], st)
             continue
@@ -232,7 +235,7 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
             d = rec.get("dir")
             a, b = ("C", "S") if d == "c2s" else ("S", "C")
             kind = rec.get("kind")
-            arrow = {"request": "->>", "notification": "-)", "response": "-->>", "error": "--x", "batch": "->>"}.get(kind, "--)")
+            arrow = {"request": "->>", "notification": "-)", "response": "-->>", "error": "--x", "batch": "->>"}.get(kind or "", "--)")
             label = _what(rec, req)
             if kind in ("response", "error") and rec.get("latency_us") is not None:
                 label += f" ({fmt_us(rec['latency_us'])})"

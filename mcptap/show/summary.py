@@ -90,7 +90,7 @@ def _bucket(us: int) -> int:
     # exact below 1 ms, 3 significant digits above: bounded size, <1 % error
     if us < 1000:
         return us
-    e = 10 ** (len(str(us)) - 3)
+    e: int = 10 ** (len(str(us)) - 3)
     return us // e * e
 
 
@@ -249,7 +249,8 @@ class Summary:
         yield (f"  {m.get('c2s', 0) + m.get('s2c', 0)} messages (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
         b = j["bytes"]
-        yield "  bytes: " + ", ".join(f"{k} {v:,}" for k, v in b.items() if v is not None) if any(v is not None for v in b.values()) else "  bytes: unknown (no end record)"
+        yield "  bytes: " + ", ".join(f"{k} {v:,}" for k,
+                                      v in b.items() if v is not None) if any(v is not None for v in b.values()) else "  bytes: unknown (no end record)"
         if j["methods"]:
             yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
             for name, s in j["methods"].items():
@@ -265,7 +266,8 @@ class Summary:
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
-                yield escape_controls(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the {'client' if p.get('dir') == 'c2s' else 'server'}")
+                yield escape_controls(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the "
+                                      f"{'client' if p.get('dir') == 'c2s' else 'server'}")
         f = j["findings"]
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
         if not j["complete"]:

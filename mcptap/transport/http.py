@@ -20,7 +20,6 @@ relay.
 from __future__ import annotations
 
 import collections
-
 import ipaddress
 import ssl
 from collections.abc import Callable
@@ -31,8 +30,8 @@ import trio
 
 from mcptap.errors import McptapError
 from mcptap.relay.http import events as r
-from mcptap.relay.http.proxy import HttpRelay
 from mcptap.relay.http.observe import HttpObserver
+from mcptap.relay.http.proxy import HttpRelay
 
 CHUNK = 64 * 1024
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError)
@@ -171,7 +170,7 @@ class HttpTap:
         assert relay is not None
         self.connections += 1
         try:
-            peer = "%s:%s" % stream.socket.getpeername()[:2]
+            peer = "{}:{}".format(*stream.socket.getpeername()[:2])
         except OSError:
             peer = None
         cid, items = relay.client_opened(peer)
@@ -279,7 +278,7 @@ class HttpTap:
                 data = b""        # reset by the upstream: same as a close for the client
             if gen != c.gen:
                 return
-            await self._run(c, relay.upstream_data(c.cid, gen, data))
+            await self._run(c, relay.upstream_data(c.cid, gen, bytes(data)))
             if not data:
                 return
 

@@ -259,7 +259,7 @@ class StdioTap:
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
 
-    async def _finish(self, host_out: trio.abc.HalfCloseableStream) -> None:
+    async def _finish(self, host_out: trio.abc.Stream) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():

@@ -62,7 +62,7 @@ class _BlockingFdStream(trio.abc.HalfCloseableStream):
         await trio.lowlevel.checkpoint()
 
 
-def host_stream(fd: int, threaded: bool = False) -> trio.abc.HalfCloseableStream:
+def host_stream(fd: int, threaded: bool = False) -> trio.abc.Stream:
     dup = os.dup(fd)
     if threaded or os.isatty(fd):
         return _BlockingFdStream(dup)

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import trio
@@ -15,7 +14,7 @@ import trio
 from mcptap.capture.reader import read_capture
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "transport"))
-from test_http_tap import fake_mcp, post, upstream_server  # noqa: E402
+from test_http_tap import fake_mcp, post, upstream_server
 
 CMD = [sys.executable, "-m", "mcptap.cli.record_http"]
 

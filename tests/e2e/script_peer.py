@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from casefiles import load_wire  # noqa: E402
+from casefiles import load_wire
 
 
 def read_exact(n: int) -> bytes:

@@ -20,11 +20,11 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from peers import free_port, listening
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,12 +16,12 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from peers import free_port, listening
-from sdk_scenario import EXPECTED, drive
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
+from sdk_scenario import EXPECTED, drive
 
 pytestmark = pytest.mark.e2e
 SERVER = Path(__file__).parent / "sdk_server.py"

@@ -18,12 +18,12 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from peers import free_port, listening
-from serve_scenario import steps
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
+from serve_scenario import steps
 
 pytestmark = pytest.mark.e2e
 SERVER = Path(__file__).parent / "sdk_server.py"

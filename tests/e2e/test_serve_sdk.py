@@ -15,9 +15,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from mcptap.capture.reader import read_capture
 from sdk_scenario import EXPECTED
 from serve_scenario import steps
-from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent

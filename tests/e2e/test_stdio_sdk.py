@@ -16,9 +16,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from sdk_scenario import EXPECTED, drive
 from mcptap.capture.format import message_from_record
 from mcptap.capture.reader import read_capture
+from sdk_scenario import EXPECTED, drive
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent
@@ -52,7 +52,8 @@ def check_capture(path: Path) -> list[dict]:
     from mcptap.reannotate import reannotate
 
     stream = CaptureStream(str(path))
-    again = [(r["seq"], f) for r in reannotate(stream.header, stream, shapes=True) for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] != "info"]
+    again = [(r["seq"], f) for r in reannotate(stream.header, stream,
+                                               shapes=True) for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] != "info"]
     assert again == [], again
     return msgs
 

@@ -317,7 +317,11 @@ def toml_configs(draw: Any) -> tuple[str, dialects.Dialect]:
                 continue
             if k in ("httpUrl", "serverUrl"):
                 k = "url"
-            val = toml_string(v) if isinstance(v, str) else "[" + draw(st.sampled_from([", ", ","])).join(toml_string(a) for a in v) + draw(st.sampled_from(["", ","])) + "]"
+            if isinstance(v, str):
+                val = toml_string(v)
+            else:
+                sep, trailing = draw(st.sampled_from([", ", ","])), draw(st.sampled_from(["", ","]))
+                val = "[" + sep.join(toml_string(a) for a in v) + trailing + "]"
             kv.append((k, val))
         if style == "inline":
             lines.append(f"[mcp_servers]\n{name} = {{ " + ", ".join(f"{k} = {v}" for k, v in kv) + " }\n" if kv else "")

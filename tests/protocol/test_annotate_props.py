@@ -3,8 +3,6 @@ capture reproduces every byte (property tests)."""
 
 from __future__ import annotations
 
-import io
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,9 +12,11 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 
+KEYS = ["jsonrpc", "id", "method", "params", "result", "error", "code", "message", "_meta",
+        "progressToken", "requestId", "progress", "capabilities", "protocolVersion"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "code", "message", "_meta", "progressToken", "requestId", "progress", "capabilities", "protocolVersion"]), c, max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(KEYS), c, max_size=5),
     max_leaves=12,
 )
 

@@ -35,7 +35,8 @@ def run(lines: list[tuple[Direction, str]], **kw) -> list[list[str]]:
 
 HANDSHAKE = [
     (C2S, '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}'),
-    (S2C, '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"s","version":"1"}}}'),
+    (S2C,
+     '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"s","version":"1"}}}'),
     (C2S, '{"jsonrpc":"2.0","method":"notifications/initialized"}'),
 ]
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, media_type, request_findings, \
-    response_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, media_type, request_findings, response_findings, sse_findings
 from mcptap.protocol.sse import parse_all
 
 ACCEPT_BOTH = (b"Accept", b"application/json, text/event-stream")

@@ -20,8 +20,8 @@ def feed(ann, d, text, seq, session=None, exchange=None):
 
 def test_two_stateless_clients_reusing_an_id_pair_by_exchange() -> None:
     ann = Annotator("http")
-    a = feed(ann, C2S, '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{%s}}' % META, 1, exchange=1)
-    b = feed(ann, C2S, '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{%s}}' % META, 2, exchange=2)
+    a = feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}', 1, exchange=1)
+    b = feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}', 2, exchange=2)
     rb = feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}', 3, exchange=2)
     ra = feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}', 4, exchange=1)
     assert a.codes == [] and b.codes == []
@@ -40,9 +40,12 @@ def test_same_session_reusing_an_id_in_flight_is_still_flagged() -> None:
 def test_stateless_clients_of_both_eras_do_not_mix_their_lifecycles() -> None:
     """A 2026-07-28 client and a handshake-era client on one stateless endpoint."""
     ann = Annotator("http")
-    a = feed(ann, C2S, '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{%s}}' % META, 1, exchange=1)
-    b = feed(ann, C2S, '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}', 2, exchange=2)
-    c = feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}', 3, exchange=2)
+    a = feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}', 1, exchange=1)
+    b = feed(ann, C2S,
+             '{"jsonrpc":"2.0","id":1,"method":"initialize",'
+             '"params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}', 2, exchange=2)
+    c = feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}', 3,
+             exchange=2)
     d = feed(ann, C2S, '{"jsonrpc":"2.0","method":"notifications/initialized"}', 4, exchange=3)
     e = feed(ann, S2C, '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}', 5, exchange=4)
     codes = [m.codes for m in (a, b, c, d)]

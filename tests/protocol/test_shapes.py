@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from mcptap.model import Direction, Kind, Severity
+from mcptap.model import Direction, Frame, Kind, Severity
 from mcptap.protocol import shapes
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.framing import parse_json
-from mcptap.model import Frame
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -38,7 +37,8 @@ def _feed(ann: Annotator, d: Direction, raw: bytes, seq: int):
 
 def test_annotator_applies_shapes_only_when_asked() -> None:
     lines = [
-        (C2S, b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
+        (C2S,
+         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'),
         (S2C, b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'),
         (C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
         (C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'),

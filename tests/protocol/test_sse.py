@@ -24,7 +24,7 @@ def sans_chunks(events) -> list:
 
 def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     cuts = sorted({c for c in cuts if 0 < c < len(data)})
-    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)], strict=False)]
 
 
 # -- WHATWG field rules ----------------------------------------------------------

@@ -51,7 +51,8 @@ class Ex:
 
 
 TOOLS = [
-    {"name": "add", "description": "Add.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+    {"name": "add", "description": "Add.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                                           "required": ["a", "b"]},
      "annotations": {"readOnlyHint": True}},
     {"name": "wipe", "description": "Delete.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
      "annotations": {"destructiveHint": True}},
@@ -86,8 +87,9 @@ def write_capture(path: str, exchanges: list[Ex], *, era: str = "legacy", caps: 
         tape.send(C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"}, t_step)
     else:
         tape.send(C2S, {"jsonrpc": "2.0", "id": n, "method": "server/discover", "params": meta(None)}, t_step)
-        tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": {"supportedVersions": [MODERN], "capabilities": caps, "resultType": "complete",
-                                                             "ttlMs": 0, "cacheScope": "public", "_meta": {"io.modelcontextprotocol/serverInfo": info}}}, t_step)
+        result = {"supportedVersions": [MODERN], "capabilities": caps, "resultType": "complete",
+                  "ttlMs": 0, "cacheScope": "public", "_meta": {"io.modelcontextprotocol/serverInfo": info}}
+        tape.send(S2C, {"jsonrpc": "2.0", "id": n, "result": result}, t_step)
     n += 1
     tape.send(C2S, {"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": meta(None)}, t_step)
     listed = {"tools": tools, **({"resultType": "complete", "ttlMs": 0, "cacheScope": "public"} if era == "modern" else {})}

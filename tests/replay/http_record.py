@@ -5,20 +5,18 @@ to run the SDK server over HTTP on a free loopback port."""
 from __future__ import annotations
 
 import sys
+import sys as _sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 import trio
 
-import sys as _sys
-
 _sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from peers import free_port, listening  # noqa: E402
-
 from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
 
 HERE = Path(__file__).resolve().parent
 

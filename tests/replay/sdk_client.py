@@ -19,15 +19,15 @@ from mcp.types import CreateMessageResult, ElicitResult, TextContent
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o"]
 
 
-async def sampling(ctx, params):  # noqa: ANN001, ANN201
+async def sampling(ctx, params):
     return CreateMessageResult(role="assistant", content=TextContent(type="text", text="banana"), model="fake")
 
 
-async def elicit(ctx, params):  # noqa: ANN001, ANN201
+async def elicit(ctx, params):
     return ElicitResult(action="accept", content={"colour": "blue"})
 
 
-async def scenario(call) -> None:  # noqa: ANN001
+async def scenario(call) -> None:
     await call("list_tools")
     await call("call_tool", "add", {"a": 1, "b": 2})
     await call("call_tool", "greet", {"name": "Ann"})

@@ -70,7 +70,7 @@ def build(version: str) -> MCPServer:
 
     if version == "v1":
         @app.completion()
-        async def complete(ref, argument, context):  # noqa: ANN001
+        async def complete(ref, argument, context):
             return None
 
     return app

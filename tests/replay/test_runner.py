@@ -124,7 +124,8 @@ async def test_server_requests_answered_from_the_capture(tmp_path: Path) -> None
     t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {}}))
     t.send(S2C, {"jsonrpc": "2.0", "id": 0, **ask})
     t.send(C2S, res(0, {"action": "accept", "content": {"colour": "red"}}))
-    t.send(S2C, res(2, {"content": [{"type": "text", "text": '{"elicitation/create":{"jsonrpc":"2.0","id":"srv-3-0","result":{"action":"accept","content":{"colour":"red"}}}}'}]}))
+    answer = '{"elicitation/create":{"jsonrpc":"2.0","id":"srv-3-0","result":{"action":"accept","content":{"colour":"red"}}}}'
+    t.send(S2C, res(2, {"content": [{"type": "text", "text": answer}]}))
     t.close()
     link = FakeLink(echo_server, asks=[ask, {"method": "roots/list", "params": {}}])
     plan, result, rows = await _replay(path, link)
@@ -226,7 +227,8 @@ async def test_stdio_link_records_a_normal_capture(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.error is None
     cap = read_capture(out)
     msgs = cap.messages()
-    assert [(m.direction.value, m.method or m.kind.value) for m in msgs][:3] == [("c2s", "initialize"), ("s2c", "response"), ("c2s", "notifications/initialized")]
+    assert [(m.direction.value, m.method or m.kind.value) for m in msgs][:3] == [("c2s", "initialize"), ("s2c", "response"),
+                                                                                 ("c2s", "notifications/initialized")]
     assert any("framing.non_jsonrpc_line" in m.codes for m in msgs)           # the stray log line, annotated
     assert cap.end is not None and cap.end["exit_code"] == 0
     events = [r.get("event") for r in cap.records if r["type"] == "process"]

@@ -194,7 +194,7 @@ def captured_requests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def assert_upstream_saw_only_captured(records: list[dict[str, Any]], got: list[UpRequest]) -> None:
     want = captured_requests(records)
     assert len(got) <= len(want), f"upstream served {len(got)} requests, the capture has {len(want)}"
-    for u, c in zip(got, want):
+    for u, c in zip(got, want, strict=False):
         assert (u.method.decode(), u.target.decode()) == (c["method"], c["target"])
         sent = [(n.lower(), v) for n, v in u.headers if n.lower() != b"host"]
         recorded = [(n.lower().encode(), v.encode("latin-1")) for n, v in c["headers"]

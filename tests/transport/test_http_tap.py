@@ -163,7 +163,7 @@ async def test_foreign_host_is_refused_by_a_loopback_tap(tmp_path):
                                   b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             got = b""
             with trio.move_on_after(5):
-                while not got.endswith(b"}") and not b"refused" in got:
+                while not got.endswith(b"}") and b"refused" not in got:
                     chunk = await stream.receive_some(65536)
                     if not chunk:
                         break

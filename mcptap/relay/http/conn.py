@@ -25,8 +25,20 @@ import h11
 
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import (
-    CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, OpenUpstream, RequestBody, RequestEnded, RequestStarted,
-    ResponseBody, ResponseEnded, ResponseStarted, SendClient, SendUpstream, Upstream,
+    CloseClient,
+    CloseUpstream,
+    ConnClosed,
+    EndpointRewritten,
+    OpenUpstream,
+    RequestBody,
+    RequestEnded,
+    RequestStarted,
+    ResponseBody,
+    ResponseEnded,
+    ResponseStarted,
+    SendClient,
+    SendUpstream,
+    Upstream,
 )
 from mcptap.relay.http.guard import request_problem
 from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
@@ -111,17 +123,16 @@ class ConnRelay:
                 return
             if ev is h11.NEED_DATA or ev is h11.PAUSED:
                 return
-            t = type(ev)
-            if t is h11.Request:
+            if isinstance(ev, h11.Request):
                 self._on_request(ev, out)
-            elif t is h11.Data:
+            elif isinstance(ev, h11.Data):
                 ex = self.ex
                 data = bytes(ev.data)
                 if ex is not None:
                     out.append(RequestBody(ex.id, self.id, data))
                     if ex.forward:
                         self._send_up(h11.Data(data=data), out)
-            elif t is h11.EndOfMessage:
+            elif isinstance(ev, h11.EndOfMessage):
                 ex = self.ex
                 if ex is not None:
                     ex.req_done = True
@@ -134,7 +145,7 @@ class ConnRelay:
                         self._refuse(ex, status, reason, detail, how, out)
                         return
                 self._cycle(out)
-            elif t is h11.ConnectionClosed:
+            elif isinstance(ev, h11.ConnectionClosed):
                 self._client_gone("", out)
                 return
 
@@ -303,9 +314,8 @@ class ConnRelay:
                 return
             if ev is h11.NEED_DATA or ev is h11.PAUSED:
                 return
-            t = type(ev)
             ex = self.ex
-            if t is h11.Data:
+            if isinstance(ev, h11.Data):
                 if ex is None:
                     continue
                 data = bytes(ev.data)
@@ -314,11 +324,11 @@ class ConnRelay:
                 self._note_rewrites(ex, out)
                 if fwd:
                     self._send_client(h11.Data(data=fwd), out)
-            elif t is h11.Response or t is h11.InformationalResponse:
+            elif isinstance(ev, h11.Response) or isinstance(ev, h11.InformationalResponse):
                 if ex is None:
                     continue
-                self._on_response(ex, ev, t is h11.InformationalResponse, out)
-            elif t is h11.EndOfMessage:
+                self._on_response(ex, ev, isinstance(ev, h11.InformationalResponse), out)
+            elif isinstance(ev, h11.EndOfMessage):
                 if ex is None:
                     continue
                 self._flush_rewriter(ex, out)
@@ -326,7 +336,7 @@ class ConnRelay:
                     ex.resp_done = True
                     out.append(ResponseEnded(ex.id, self.id, "complete", reused=ex.reused))
                     self._cycle(out)
-            elif t is h11.ConnectionClosed:
+            elif isinstance(ev, h11.ConnectionClosed):
                 gen = self.gen
                 self.up = None
                 out.append(CloseUpstream(self.id, gen))

@@ -27,7 +27,7 @@ class Upstream:
     path: str = "/"
 
     @classmethod
-    def parse(cls, url: str) -> "Upstream":
+    def parse(cls, url: str) -> Upstream:
         """Parse ``http[s]://host[:port][/path]``. Raises ValueError with a
         one-line reason. User info in the URL is ignored (never forwarded)."""
         try:

@@ -35,8 +35,17 @@ from mcptap.capture.format import encode_bytes
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, endpoint_findings, header, \
-    request_findings, response_findings, sse_findings
+from mcptap.protocol.http_rules import (
+    Exchange,
+    HttpRules,
+    ack_findings,
+    end_findings,
+    endpoint_findings,
+    header,
+    request_findings,
+    response_findings,
+    sse_findings,
+)
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook

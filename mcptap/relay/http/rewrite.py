@@ -33,7 +33,7 @@ HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te"
 def strip_hop(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     """Drop hop-by-hop fields and those named by Connection (RFC 9110 §7.6.1)."""
     items = list(raw)
-    named = set()
+    named: set[bytes] = set()
     for n, v in items:
         if n.lower() == b"connection":
             named.update(t.strip().lower() for t in v.split(b","))

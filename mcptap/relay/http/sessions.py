@@ -53,7 +53,8 @@ class SessionKeys:
             return None
         key_target = u.path + (f"?{u.query}" if u.query else "")
         q = parse_qs(u.query)
-        sid = (q.get("session_id") or q.get("sessionId") or [None])[0]
+        ids = q.get("session_id") or q.get("sessionId")
+        sid = ids[0] if ids else None
         key = sid or key_target
         self._legacy[key_target] = key
         return key
