@@ -86,6 +86,8 @@ class Recorder:
         self.end: dict[str, Any] | None = None
         #: replay() returns annotation-only message records (no bytes, no json)
         self.light = False
+        #: stdio: the session key of the current segment (None: the only one; see segment())
+        self.segment_key: str | None = None
         if writer is not None:
             started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
@@ -140,7 +142,7 @@ class Recorder:
         s.bytes += len(data)
         s.sha.update(data)
         frames = self._framers[direction].receive_data(data)
-        out = [self._emit(f, direction, t, extra=extra if i == 0 else ()) for i, f in enumerate(frames)]
+        out = [self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()) for i, f in enumerate(frames)]
         self._flush()
         return out
 
@@ -148,10 +150,19 @@ class Recorder:
         """``direction``'s stream closed: flush a partial last line, record the
         eof and what it means (pending requests)."""
         t = self.clock()
-        out = [self._emit(f, direction, t) for f in self._framers[direction].receive_data(b"")]
-        fs = self.annotator.eof(direction, t)
-        self.record("eof", dir=direction.value, findings=fs)
+        key = self.segment_key
+        out = [self._emit(f, direction, t, key) for f in self._framers[direction].receive_data(b"")]
+        fs = self.annotator.eof(direction, t, session=key)
+        self.record("eof", dir=direction.value, findings=fs, **({"session": key} if key is not None else {}))
         return out
+
+    def segment(self, key: str) -> None:
+        """stdio: the next bytes belong to a new session with a fresh server
+        process (``replay`` of a capture with several sessions). Its messages
+        and eof records carry ``session`` = ``key`` (str), so lifecycle and
+        pairing state stay apart from the earlier processes'."""
+        self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
+        self.segment_key = key
 
     def stderr(self, data: bytes) -> None:
         """A chunk of server stderr was passed through."""
@@ -254,7 +265,7 @@ class Recorder:
         if typ == "message":
             return self._replay_message(rec)
         if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
-            fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0))
+            fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0), session=rec.get("session"))
             self._count(fs)
             out = {k: v for k, v in rec.items() if k != "findings"}
             if fs:

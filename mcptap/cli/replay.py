@@ -12,6 +12,7 @@ could not replay (unreadable capture, server cannot be started or reached).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 import os
 import sys
 from typing import Any
@@ -83,26 +84,62 @@ def _short(v: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None) -> dict[str, Any]:
+def _part(plan: Plan, r: ExchangeResult) -> int | None:
+    return plan.steps[r.step].part if r.step is not None else None
+
+
+def by_session(plan: Plan, rows: list[ExchangeResult]) -> list[ExchangeResult]:
+    """``rows`` grouped by recorded session (recorded order within each;
+    server requests, which belong to no step, last)."""
+    def key(r: ExchangeResult) -> int:
+        part = _part(plan, r)
+        return len(plan.sessions) if part is None else part
+
+    return sorted(rows, key=key)
+
+
+def _counts(rows: list[ExchangeResult]) -> dict[str, int]:
     counts = {k: 0 for k in (MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED)}
     for r in rows:
         counts[r.status] += 1
-    return {"capture": capture, "era": result.plan.era, "revision": result.plan.revision, "counts": counts,
-            "duration_s": round(result.duration_s, 6), "original_duration_s": result.plan.duration_us / 1e6,
-            "server_exit": result.exit_code, "error": result.error,
-            "exchanges": [r.to_json() for r in rows], "surface": [it.to_json() for it in surface_items]}
+    return counts
+
+
+def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None) -> dict[str, Any]:
+    plan = result.plan
+    exchanges = []
+    for r in rows:
+        d = r.to_json()
+        if len(plan.sessions) > 1 and _part(plan, r) is not None:
+            d["session"] = _part(plan, r)
+        exchanges.append(d)
+    out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
+           "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
+           "server_exit": result.exit_code, "error": result.error,
+           "exchanges": exchanges, "surface": [it.to_json() for it in surface_items]}
+    if len(plan.sessions) > 1:
+        out["sessions"] = [{"index": i, "recorded": key, "counts": _counts([r for r in rows if _part(plan, r) == i])}
+                           for i, key in enumerate(plan.sessions)]
+    return out
 
 
 def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
-          headers: list[tuple[str, str]]) -> tuple[Any, Recorder]:
+          headers: list[tuple[str, str]]) -> tuple[Any, Recorder, Callable[[int], Any] | None]:
+    """The link, its recorder, and (stdio, several recorded sessions) a maker
+    of fresh links: one server process per recorded session."""
     if url:
         from mcptap.replay.http_client import HttpLink
 
         rec = rec_for("http", {"url": scrub_url(url)})
-        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec
+        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None
     shown = scrub_argv(list(cmd))
     rec = rec_for("stdio", {"argv": shown})
-    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec
+
+    def new_link(i: int) -> StdioLink:
+        rec.segment(f"replay-session-{i + 1}")
+        return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown)
+
+    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None
 
 
 def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -165,15 +202,15 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
         return Recorder(writer, transport, target=target, header_extra={"replay_of": capture})
 
-    link, rec = _link(plan, url, cmd, rec_for, grace, extra_headers)
-    result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout).run))
+    link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
+    result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout, new_link=new_link).run))
     extra: dict[str, Any] = {"replay_error": result.error} if result.error else {}
     rec.close(exit_code=result.exit_code, **extra)
     if result.error:
         _say(result.error)
         ctx.exit(2)
     responses = result.responses()
-    rows = compare_replay(plan, result.live, result.server_requests, result.notes, masker)
+    rows = by_session(plan, compare_replay(plan, result.live, result.server_requests, result.notes, masker))
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
     changed = any(r.status not in (MATCH, SKIPPED) for r in rows)
     if fmt == "json":
@@ -182,14 +219,21 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         use_color = sys.stdout.isatty() if color is None else color
         target = url or " ".join(scrub_argv(list(cmd)))
         click.echo(esc(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})"))
+        shown_part: Any = -1
         for r in rows:
+            part = _part(plan, r)
+            if len(plan.sessions) > 1 and part != shown_part:
+                shown_part = part
+                key = plan.sessions[part] if part is not None else None
+                head = f"session {part + 1} of {len(plan.sessions)}" + (f" ({key})" if key else "") if part is not None else "server requests"
+                click.echo(esc(head + ":"))
             click.echo(_line(r, use_color), color=use_color)
         if items:
             click.echo("surface:")
             for it in items:
                 mark = "!" if it.breaking else "~"
                 click.echo(f"  {mark} {esc(it.detail)}" + ("  [breaking]" if it.breaking else ""))
-        counts = report_json(result, rows, items, path)["counts"]
+        counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
         click.echo(esc(f"new capture: {path}"))

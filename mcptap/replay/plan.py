@@ -94,6 +94,7 @@ class Step:
     response_seq: int | None = None
     latency_us: int | None = None
     label: str = ""
+    part: int = 0                   # index of its session in Plan.sessions (recorded order)
 
     @property
     def params(self) -> Any:
@@ -144,7 +145,7 @@ class Plan:
     revision: str | None = None
     transport: str = "stdio"
     duration_us: int = 0
-    sessions: list[Any] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)
     http_get: bool = False              # the original HTTP client opened a GET stream for server messages
 
     @property
@@ -216,6 +217,7 @@ class _Builder:
         self.input_required: dict[tuple[Any, str], int] = {}   # (session, label) -> step with input_required
         self.last_id: dict[tuple[Any, Any], int] = {}
         self.group = 0
+        self.stdio_sessions = 0
 
     def c2s(self, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind")
@@ -230,7 +232,14 @@ class _Builder:
         plan = self.plan
         method = rec.get("method")
         params = value.get("params") if isinstance(value, dict) else None
-        step = Step(len(plan.steps), rec["seq"], kind, method, value, rec.get("session"),
+        session = rec.get("session")
+        if plan.transport == "stdio":
+            # a second initialize on stdio: the recorded client started a new session
+            # (its server was restarted); replay gives it a session key of its own
+            if method == "initialize" and kind == "request":
+                self.stdio_sessions += 1
+            session = None if self.stdio_sessions <= 1 else f"stdio-session-{self.stdio_sessions}"
+        step = Step(len(plan.steps), rec["seq"], kind, method, value, session,
                     value.get("id") if kind == "request" and isinstance(value, dict) else None,
                     rec.get("t_us", 0), label=_label(method, params) if kind != "batch" else "batch")
         if self.answered:
@@ -240,6 +249,7 @@ class _Builder:
         step.group = self.group
         if step.session not in plan.sessions:
             plan.sessions.append(step.session)
+        step.part = plan.sessions.index(step.session)
         if kind == "request":
             self.by_seq[step.seq] = step.index
             self.last_id[(step.session, _hid(step.orig_id))] = step.index

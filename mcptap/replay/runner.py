@@ -21,7 +21,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,11 +106,14 @@ _MISSING = object()
 
 
 class Replayer:
-    """Run ``plan`` over ``link``. ``timeout``: seconds to wait for one answer."""
+    """Run ``plan`` over ``link``. ``timeout``: seconds to wait for one answer.
+    ``new_link(i)``: a fresh link for the plan's session ``i`` (i ≥ 1) —
+    stdio targets get a fresh server process per recorded session."""
 
-    def __init__(self, plan: Plan, link: Any, timeout: float = 30.0) -> None:
+    def __init__(self, plan: Plan, link: Any, timeout: float = 30.0, new_link: Callable[[int], Any] | None = None) -> None:
         self.plan = plan
         self.link = link
+        self.new_link = new_link
         self.timeout = timeout
         self.result = ReplayResult(plan)
         self._by_live_id: dict[Any, tuple[Live, Any]] = {}
@@ -271,28 +274,55 @@ class Replayer:
             self.result.live[step.index] = live
         await self.link.send(msg, step.session)
 
-    async def run(self) -> ReplayResult:
-        """Replay every step, wait for outstanding answers, end the session."""
-        t0 = trio.current_time()
+    def _parts(self) -> list[list[Step]]:
+        """The steps in sessions of their own (each on a fresh link) when
+        ``new_link`` is given and the plan has several sessions; else all at once."""
+        if self.new_link is None or len(self.plan.sessions) <= 1:
+            return [self.plan.steps]
+        parts: list[list[Step]] = [[] for _ in self.plan.sessions]
+        for step in self.plan.steps:
+            parts[step.part].append(step)
+        return parts
+
+    async def _run_part(self, steps: list[Step]) -> bool:
+        """Start the link, replay ``steps``, wait for their answers, end the
+        link. False when the link could not start (``result.error`` set)."""
         async with trio.open_nursery() as nursery:
             try:
                 await self.link.start(nursery, self.deliver, self.closed)
             except SpawnError as exc:
                 self.result.error = str(exc)
-                return self.result
+                return False
             except OSError as exc:
                 self.result.error = f"cannot reach the server: {exc.strerror or exc}"
-                return self.result
-            for step in self.plan.steps:
+                return False
+            for step in steps:
                 await self._send(step)
-            for idx, live in self.result.live.items():
-                if self.plan.steps[idx].response is not None:
+            for step in steps:
+                live = self.result.live.get(step.index)
+                if live is not None and step.response is not None:
                     await self._wait(live)
             await self.link.aclose()
             nursery.cancel_scope.cancel()
-        self.result.duration_s = trio.current_time() - t0
-        self.result.exit_code = getattr(self.link, "exit_code", None)
+        code = getattr(self.link, "exit_code", None)
+        if code or self.result.exit_code is None:
+            self.result.exit_code = self.result.exit_code or code
         self.result.error = self.result.error or getattr(self.link, "error", None)
+        return True
+
+    async def run(self) -> ReplayResult:
+        """Replay every step (session by session on fresh links when
+        ``new_link`` is given), wait for outstanding answers, end the session(s)."""
+        t0 = trio.current_time()
+        for i, steps in enumerate(self._parts()):
+            if i > 0:
+                assert self.new_link is not None
+                self.link = self.new_link(i)
+                self._closed = False
+                self._inherited = []
+            if not await self._run_part(steps):
+                break
+        self.result.duration_s = trio.current_time() - t0
         for idx, live in self.result.live.items():
             if live.note and idx not in self.result.notes:
                 self.result.notes[idx] = live.note
