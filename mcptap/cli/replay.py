@@ -12,9 +12,9 @@ could not replay (unreadable capture, server cannot be started or reached).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click

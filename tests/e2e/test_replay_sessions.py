@@ -13,11 +13,11 @@ import pytest
 import trio
 from mcp import Client
 
-from peers import free_port, listening
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
 from scripted import c2s, handshake, record, req, res, s2c
 
 pytestmark = pytest.mark.e2e
