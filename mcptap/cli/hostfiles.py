@@ -29,7 +29,7 @@ from typing import Any
 import click
 
 from mcptap.cli.errors import Fail
-from mcptap.hosts.dialects import DIALECTS, Dialect, detect
+from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.locations import HOSTS, default_path
 from mcptap.hosts.wrap import Outcome, check_memo
@@ -47,6 +47,8 @@ def config_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Configuration file to change (its dialect is detected from its content)."),
         click.option("--dialect", type=click.Choice(list(DIALECTS)), default=None,
                      help="Dialect of --config when detection is not wanted."),
+        click.option("--project", type=click.Path(file_okay=False), default=None,
+                     help="Project directory for --host claude-code-local (default: the current directory)."),
         click.option("-n", "--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing."),
         click.argument("servers", nargs=-1, metavar="[SERVER]..."),
     ]
@@ -84,8 +86,11 @@ def locate(host: str | None, config: str | None) -> str:
         raise Fail(str(exc)) from None
 
 
-def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool) -> ConfigFile:
+def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool,
+         project: str | None = None) -> ConfigFile:
     """Read and check the configuration and its sidecar. Raises Fail."""
+    if project is not None and host != "claude-code-local":
+        raise click.UsageError("--project applies to --host claude-code-local")
     path = locate(host, config)
     real = os.path.realpath(path)
     try:
@@ -104,6 +109,8 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     try:
         if dialect_name is not None:
             dialect = DIALECTS[dialect_name]
+        elif host == "claude-code-local":
+            dialect = claude_code_local(os.path.abspath(project or os.getcwd()))
         elif host is not None:
             dialect = HOSTS[host].dialect
         else:

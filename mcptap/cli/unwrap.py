@@ -23,14 +23,17 @@ from mcptap.hosts.wrap import unwrap
 
 @click.command("unwrap", short_help="Undo `mcptap wrap`: restore a host's original server entries.")
 @config_options
-def command(host: str | None, config: str | None, dialect: str | None, dry_run: bool, servers: tuple[str, ...]) -> None:
+def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
+            servers: tuple[str, ...]) -> None:
     """Restore the original entries of wrapped servers (all, or each SERVER)."""
-    cf = load(host, config, dialect, need_write=not dry_run)
+    cf = load(host, config, dialect, need_write=not dry_run, project=project)
     try:
         outcome = unwrap(cf.dialect, cf.text, cf.memo, servers)
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
     report(outcome, dry_run)
+    if not outcome.notes:
+        click.echo(f"mcptap: {cf.path}: no MCP servers in {cf.dialect.label}", err=True)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
         return

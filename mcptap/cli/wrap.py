@@ -65,12 +65,13 @@ def report(outcome: Outcome, dry_run: bool) -> None:
 @click.option("--http", "http", is_flag=True, help="Also wrap URL entries: point them at a local tap on a stable port.")
 @click.option("--mcptap", "mcptap_path", type=click.Path(dir_okay=False), default=None,
               help="The mcptap executable the host runs (default: this installation's, by absolute path).")
-def command(host: str | None, config: str | None, dialect: str | None, dry_run: bool, servers: tuple[str, ...],
+def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
+            servers: tuple[str, ...],
             directory: str | None, keep: int | None, http: bool, mcptap_path: str | None) -> None:
     """Wrap the stdio servers (all, or each SERVER) of a host configuration
     so that the host runs `mcptap record --dir DIR --name SERVER -- <original>`.
     Idempotent; `mcptap unwrap` restores the original bytes."""
-    cf = load(host, config, dialect, need_write=not dry_run)
+    cf = load(host, config, dialect, need_write=not dry_run, project=project)
     where = os.path.abspath(os.path.expanduser(directory)) if directory else str(capture_dir())
     spec = WrapSpec(launcher(mcptap_path), where, keep=keep, http=http)
     try:
@@ -78,6 +79,8 @@ def command(host: str | None, config: str | None, dialect: str | None, dry_run: 
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
     report(outcome, dry_run)
+    if not outcome.notes:
+        click.echo(f"mcptap: {cf.path}: no MCP servers in {cf.dialect.label}", err=True)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
         return

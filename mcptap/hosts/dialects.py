@@ -65,6 +65,13 @@ class Dialect:
 
     name = "?"
     label = "?"
+    #: distinguishes the wrap records of several server sections of one file
+    #: (Claude Code's user and local scopes share ~/.claude.json)
+    scope = ""
+
+    def memo_key(self, name: str) -> str:
+        """The key of server ``name``'s record in the wrap memo."""
+        return f"{self.scope}:{name}" if self.scope else name
 
     def servers(self, text: str) -> dict[str, ServerEntry]:
         raise NotImplementedError
@@ -88,10 +95,11 @@ def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
 class JsonDialect(Dialect):
     """A JSON/JSONC dialect whose servers live in the object at ``path``."""
 
-    def __init__(self, name: str, label: str, path: tuple[str, ...]) -> None:
+    def __init__(self, name: str, label: str, path: tuple[str, ...], scope: str = "") -> None:
         self.name = name
         self.label = label
         self.path = path
+        self.scope = scope
 
     # -- reading -----------------------------------------------------------------
     def _container(self, root: jsonc.Node) -> jsonc.Object | None:
@@ -263,6 +271,14 @@ VSCODE = JsonDialect("vscode", 'VS Code mcp.json ("servers")', ("servers",))
 VSCODE_SETTINGS = JsonDialect("vscode-settings", 'VS Code settings.json ("mcp": {"servers"})', ("mcp", "servers"))
 ZED = JsonDialect("zed", 'Zed settings.json ("context_servers")', ("context_servers",))
 CODEX = CodexToml()
+
+def claude_code_local(project: str) -> JsonDialect:
+    """Claude Code's local scope (its default for ``claude mcp add``): the
+    ``mcpServers`` of ``projects[<absolute project directory>]`` in
+    ``~/.claude.json``."""
+    return JsonDialect("claude-code-local", f"Claude Code local scope ({project})", ("projects", project, "mcpServers"),
+                       scope=f"projects[{project}]")
+
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (MCP_SERVERS, VSCODE, VSCODE_SETTINGS, ZED, CODEX)}
 

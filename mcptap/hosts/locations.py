@@ -30,6 +30,8 @@ class Host:
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("claude-desktop", "Claude Desktop", MCP_SERVERS),
     Host("claude-code", "Claude Code (user scope, ~/.claude.json)", MCP_SERVERS),
+    # the dialect depends on the project directory: the CLI builds it (dialects.claude_code_local)
+    Host("claude-code-local", "Claude Code (local scope: this project's servers in ~/.claude.json)", MCP_SERVERS),
     Host("cursor", "Cursor", MCP_SERVERS),
     Host("windsurf", "Windsurf", MCP_SERVERS),
     Host("gemini", "Gemini CLI", MCP_SERVERS),
@@ -53,7 +55,7 @@ def default_path(host: str, platform: str, home: str, env: Mapping[str, str]) ->
     if host == "claude-desktop":
         base = appdata if win else mac_support if mac else xdg
         return j(base, "Claude", "claude_desktop_config.json")
-    if host == "claude-code":
+    if host in ("claude-code", "claude-code-local"):
         return j(home, ".claude.json")
     if host == "cursor":
         return j(home, ".cursor", "mcp.json")

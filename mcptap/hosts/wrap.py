@@ -214,12 +214,13 @@ def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
 
 def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec) -> None:
     name = entry.name
+    key = dialect.memo_key(name)
     records = out.memo["servers"]
     if entry.kind == "other":
         out.notes.append(Note(name, "skipped", "no command or URL (nothing mcptap can start)"))
         return
     if entry.kind == "url":
-        rec = records.get(name)
+        rec = records.get(key)
         wrapped = rec is not None and rec.get("kind") == "url" and entry.url == tap_url(name, rec["original"]["url"])
         if not spec.http:
             out.notes.append(Note(name, "unchanged" if wrapped else "skipped",
@@ -233,7 +234,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
             return
         new = dialect.set_url(out.text, name, tap_url(name, upstream))
         before, after = text_change(out.text, new)
-        records[name] = {"kind": "url", "before": before, "after": after,
+        records[key] = {"kind": "url", "before": before, "after": after,
                          "original": {"url": upstream, "key": entry.url_key}}
         out.text = new
         out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream)}; start the tap with:", cmd))
@@ -256,7 +257,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     command, wargs = wrapped_argv(spec, name, entry.command, args)
     new = dialect.set_stdio(out.text, name, command, wargs)
     before, after = text_change(out.text, new)
-    records[name] = {"kind": "stdio", "before": before, "after": after,
+    records[key] = {"kind": "stdio", "before": before, "after": after,
                      "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)}}
     out.text = new
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
@@ -264,27 +265,28 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
 
 def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     name = entry.name
-    rec = out.memo["servers"].get(name)
+    key = dialect.memo_key(name)
+    rec = out.memo["servers"].get(key)
     if rec is not None and rec["after"] and out.text.count(rec["after"]) == 1:
         out.text = out.text.replace(rec["after"], rec["before"], 1)
-        del out.memo["servers"][name]
+        del out.memo["servers"][key]
         return Note(name, "restored", "original entry restored exactly")
     if entry.kind == "stdio":
         assert entry.command is not None
         original = parse_wrapped(entry.command, entry.args or ())
         if original is None:
-            out.memo["servers"].pop(name, None)
+            out.memo["servers"].pop(key, None)
             return Note(name, "not-wrapped")
         out.text = dialect.set_stdio(out.text, name, original[0], original[1])
-        out.memo["servers"].pop(name, None)
+        out.memo["servers"].pop(key, None)
         why = "the entry was edited after wrapping" if rec is not None else "no wrap record in the sidecar"
         return Note(name, "restored-args", f"command and args restored from the wrapped arguments ({why}); the rest of the entry is as it is now")
     if entry.kind == "url" and rec is not None and rec.get("kind") == "url":
         upstream = rec["original"]["url"]
         if entry.url == tap_url(name, upstream):
             out.text = dialect.set_url(out.text, name, upstream)
-            del out.memo["servers"][name]
+            del out.memo["servers"][key]
             return Note(name, "restored-args", "URL restored (the entry was edited after wrapping)")
-        del out.memo["servers"][name]
+        del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
     return Note(name, "not-wrapped")

@@ -145,3 +145,21 @@ def test_http_prints_the_tap_command(cfg: Path) -> None:
 def test_python_m_mcptap_runs_the_cli() -> None:
     r = subprocess.run([sys.executable, "-m", "mcptap", "--version"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("mcptap")
+
+
+def test_claude_code_local_scope(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    claude = tmp_path / ".claude.json"
+    original = json.dumps({"projects": {str(project): {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}}}, indent=2)
+    claude.write_text(original)
+    p = run("wrap", "--host", "claude-code-local", "--project", str(project), "--dir", "/caps", home=tmp_path)
+    assert p.returncode == 0, p.stderr
+    entry = json.loads(claude.read_text())["projects"][str(project)]["mcpServers"]["time"]
+    assert entry["args"][:5] == ["record", "--dir", "/caps", "--name", "time"]
+    p = run("wrap", "--host", "claude-code-local", "--project", str(tmp_path), home=tmp_path)
+    assert p.returncode == 0 and "no MCP servers" in p.stderr
+    assert run("unwrap", "--host", "claude-code-local", "--project", str(project), home=tmp_path).returncode == 0
+    assert claude.read_text() == original
+    p = run("wrap", "--host", "cursor", "--project", str(project), home=tmp_path)
+    assert p.returncode == 2 and "--project applies to --host claude-code-local" in p.stderr

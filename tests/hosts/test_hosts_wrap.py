@@ -227,7 +227,7 @@ def test_default_locations() -> None:
     assert default_path("codex", "linux", "/home/u", {"CODEX_HOME": "/srv/codex"}) == "/srv/codex/config.toml"
     assert default_path("zed", "darwin", "/Users/u", env) == "/Users/u/.config/zed/settings.json"
     assert default_path("windsurf", "linux", "/home/u", env) == "/home/u/.codeium/windsurf/mcp_config.json"
-    assert set(HOSTS) == {"claude-desktop", "claude-code", "cursor", "windsurf", "gemini", "vscode", "codex", "zed"}
+    assert set(HOSTS) == {"claude-desktop", "claude-code", "claude-code-local", "cursor", "windsurf", "gemini", "vscode", "codex", "zed"}
 
 
 def test_text_change_is_unique() -> None:
@@ -359,3 +359,34 @@ def test_unwrap_of_wrap_is_identity(config: tuple[str, dialects.Dialect], spec: 
             assert after[name].url == tap_url(name, entry.url or "")
         else:
             assert after[name] == entry
+
+
+CLAUDE_JSON = """{
+  "numStartups": 12,
+  "mcpServers": {"time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}}},
+  "projects": {
+    "/home/u/proj": {
+      "allowedTools": [],
+      "mcpServers": {"time": {"type": "stdio", "command": "npx", "args": ["-y", "time-server"], "env": {}}}
+    },
+    "/home/u/other": {"mcpServers": {}}
+  }
+}
+"""
+
+
+def test_claude_code_user_and_local_scopes_share_one_file() -> None:
+    local = dialects.claude_code_local("/home/u/proj")
+    user = dialects.detect(CLAUDE_JSON)
+    assert user is dialects.MCP_SERVERS and list(local.servers(CLAUDE_JSON)) == ["time"]
+    a = wrap(user, CLAUDE_JSON, None, SPEC)
+    b = wrap(local, a.text, a.memo, SPEC)
+    value = json.loads(b.text)
+    assert value["mcpServers"]["time"]["args"][-2:] == ["uvx", "mcp-server-time"]
+    assert value["projects"]["/home/u/proj"]["mcpServers"]["time"]["args"][-3:] == ["npx", "-y", "time-server"]
+    assert set(b.memo["servers"]) == {"time", "projects[/home/u/proj]:time"}
+    c = unwrap(user, b.text, b.memo)
+    assert json.loads(c.text)["mcpServers"]["time"]["command"] == "uvx"
+    assert set(c.memo["servers"]) == {"projects[/home/u/proj]:time"}
+    assert unwrap(local, c.text, c.memo).text == CLAUDE_JSON
+    assert dialects.claude_code_local("/nowhere").servers(CLAUDE_JSON) == {}
