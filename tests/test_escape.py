@@ -98,7 +98,7 @@ def test_replay_report_lines_escape_peer_text() -> None:
 
     fields = {f: None for f in ExchangeResult.__dataclass_fields__}
     fields.update(seq=3, label=f"tools/call rm_rf{EVIL}", status=CHANGED, note=f"server said {EVIL}")
-    line = _line(ExchangeResult(**fields), color=False)
+    line = _line(ExchangeResult(**fields))
     assert RAW_CONTROL.search(line) is None and "rm_rf\\x1b[1A" in line
 
 

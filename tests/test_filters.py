@@ -178,3 +178,25 @@ def test_id_matches_json_text_of_non_string_ids() -> None:
     assert compile_filter("~id 7")(_rec(id="7"))       # the text "7" either way: ~j tells types apart
     assert not compile_filter("~id 7")(_rec())          # no id at all
     assert compile_filter("~id null")(_rec(id=None))
+
+
+# -- the operator table is the reference -------------------------------------------------
+
+def test_docs_and_show_help_are_generated_from_the_operator_table() -> None:
+    """docs/filters.md is exactly what the table generates; every operator the
+    parser knows is documented and nothing else is; show --help lists them."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from mcptap.cli.show import command as show
+    from mcptap.filters.doc import markdown
+    from mcptap.filters.operators import _BUILDERS, _NULLARY, OPERATORS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "filters.md").read_text()
+    assert doc == markdown(), "docs/filters.md is stale: run `.venv/bin/python -m mcptap.filters.doc > docs/filters.md`"
+    documented = [n for op in OPERATORS for n in op.names]
+    assert sorted(documented) == sorted(set(_NULLARY) | set(_BUILDERS))
+    text = CliRunner().invoke(show, ["--help"]).output
+    for op in OPERATORS:
+        assert ", ".join(op.forms) in text and op.short in text

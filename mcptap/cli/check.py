@@ -15,11 +15,13 @@ import sys
 import click
 
 from mcptap.check.report import FAIL_ON, run_check
-from mcptap.cli.show import output_lines, styler
+from mcptap.cli import options
+from mcptap.cli.output import output_lines, styler
 from mcptap.escape import escape_controls
 
 
-@click.command("check", short_help="Re-judge captures with today's rules; CI exit status.")
+@click.command("check", epilog=options.example('mcptap check cap.jsonl', 'mcptap check --fail-on warn --format sarif -o mcptap.sarif captures/*.jsonl'),
+               short_help="Re-judge captures with today's rules; CI exit status.")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="Exit 1 when a finding at or above this severity exists.")
@@ -29,10 +31,8 @@ from mcptap.escape import escape_controls
               help="First places kept per finding code [default: 3; 20 for sarif/junit].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
-@click.option("--color/--no-color", default=None, help="Colour the text report [default: when stdout is a terminal and NO_COLOR is unset].")
-@click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
-@click.option("--full", is_flag=True, help="Re-annotate every message even if the capture was written under this mcptap's rules "
-              "(recorded annotations are otherwise reused; use for hand-edited captures).")
+@options.color
+@options.reannotation
 @click.pass_context
 def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
             output: str | None, color: bool | None, no_shapes: bool, full: bool) -> None:

@@ -16,26 +16,18 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import click
 
 from mcptap.capture.reader import Capture, read_capture
+from mcptap.cli import options
+from mcptap.cli.output import styler
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
 from mcptap.paths import default_capture_path
 from mcptap.show.render import timeline
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
-_COLOURS: dict[str, dict[str, Any]] = {"error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "blue"},
-            "c2s": {"fg": "cyan"}, "s2c": {"fg": "magenta"}, "dim": {"dim": True}, "bold": {"bold": True},
-            "ok": {"fg": "green"}}
-
-
-def _style(text: str, role: str) -> str:
-    return click.style(text, **_COLOURS.get(role, {}))
-
-
 def _capture_path(output: str | None) -> str:
     if output:
         return output
@@ -59,11 +51,13 @@ def _findings(cap: Capture) -> dict[str, int]:
     return counts
 
 
-@click.command("demo", short_help="Record a real session between built-in demo peers and show it.")
+@click.command("demo", epilog=options.example('mcptap demo', 'NO_COLOR=1 mcptap demo -o demo.jsonl'),
+               short_help="Record a real session between built-in demo peers and show it.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Capture file (default: a new file in the capture directory, see MCPTAP_DIR).")
+@options.color
 @click.pass_context
-def command(ctx: click.Context, output: str | None) -> None:
+def command(ctx: click.Context, output: str | None, color: bool | None) -> None:
     """Run the built-in demo client against the built-in demo server through
     `mcptap record`, then show the capture. Needs nothing but mcptap."""
     path = _capture_path(output)
@@ -76,9 +70,8 @@ def command(ctx: click.Context, output: str | None) -> None:
     except CaptureReadError as exc:
         click.echo(f"mcptap: demo: {exc}", err=True)
         ctx.exit(2)
-    colour = sys.stdout.isatty()
-    for line in timeline(cap.records, cap.header, style=_style if colour else None, path=path):
-        click.echo(line)
+    for line in timeline(cap.records, cap.header, style=styler(color), path=path):
+        click.echo(line, color=True)   # colour already decided
     counts = _findings(cap)
     click.echo(f"\ncapture: {path}")
     click.echo(f"next: mcptap show {path}   |   mcptap check {path}")

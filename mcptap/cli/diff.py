@@ -16,22 +16,24 @@ import sys
 import click
 import orjson
 
+from mcptap.cli import options
+from mcptap.cli.output import styler
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls
 
 
-@click.command("diff", short_help="Semantic diff of two captures; exit 1 when they differ.")
+@click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),
+               short_help="Semantic diff of two captures; exit 1 when they differ.")
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
-@click.option("--ignore", "ignore", multiple=True, metavar="PATH",
-              help="Also ignore this JSON path (e.g. result.structuredContent.now, tools/call:result.content[*].text; "
-                   "* = one segment, ** = any). Repeatable.")
+@options.ignore("Also ignore this JSON path (e.g. result.structuredContent.now, tools/call:result.content[*].text; "
+                "* = one segment, ** = any). Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--latency-threshold", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="Report per-method latency percentiles (p50/p90/p99) that moved by more than PCT percent.")
-@click.option("--color/--no-color", default=None, help="Colour the text output (default: when stdout is a terminal).")
+@options.color
 @click.pass_context
 def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: str, latency_threshold: float | None,
             color: bool | None) -> None:
@@ -44,6 +46,5 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     else:
-        use_color = sys.stdout.isatty() if color is None else color
-        click.echo(render_text(report, color=use_color), nl=False, color=use_color)
+        click.echo(render_text(report, styler(color)), nl=False, color=True)   # colour already decided
     ctx.exit(1 if report.different else 0)

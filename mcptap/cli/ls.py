@@ -22,6 +22,7 @@ import click
 import orjson
 
 from mcptap.catalog import CaptureInfo, scan
+from mcptap.cli import options
 from mcptap.escape import escape_controls
 from mcptap.paths import capture_dir
 
@@ -79,7 +80,7 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
     return out
 
 
-@click.command("ls", short_help="List the captures in the capture directory, newest first.")
+@click.command("ls", epilog=options.example('mcptap ls', 'mcptap ls --format json'), short_help="List the captures in the capture directory, newest first.")
 @click.option("--dir", "directory", type=click.Path(), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -18,6 +18,7 @@ import time
 import click
 
 from mcptap.catalog import parse_age, remove, scan, select_prune
+from mcptap.cli import options
 from mcptap.cli.ls import human_size, printable
 from mcptap.paths import capture_dir
 
@@ -31,7 +32,8 @@ def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> float
         raise click.BadParameter(str(exc)) from None
 
 
-@click.command("prune", short_help="Delete old captures (by age, keeping the newest N per server).")
+@click.command("prune", epilog=options.example('mcptap prune --older-than 7d --dry-run', 'mcptap prune --keep 5'),
+               short_help="Delete old captures (by age, keeping the newest N per server).")
 @click.option("--dir", "directory", type=click.Path(), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--older-than", "older_than", callback=_age, default=None, metavar="AGE",

@@ -26,6 +26,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli import options
 from mcptap.cli.capture_dir import apply_keep, capture_options
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.errors import CaptureWriteError
@@ -57,6 +58,8 @@ def _say(line: str) -> None:
     "record",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
     short_help="Tap an MCP server (stdio command or HTTP upstream) and record.",
+    epilog=options.example('mcptap record -- python server.py', 'mcptap record -o cap.jsonl -- npx -y @modelcontextprotocol/server-everything stdio',
+                           'mcptap record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000'),
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")

@@ -22,6 +22,8 @@ import orjson
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli import options
+from mcptap.cli.output import Style, styler
 from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
@@ -33,8 +35,6 @@ from mcptap.redact import scrub_argv, scrub_url
 from mcptap.replay.compare import ExchangeResult, compare_replay
 from mcptap.replay.plan import Plan, plan_from_path
 from mcptap.replay.runner import Replayer, ReplayResult, StdioLink
-
-_COLOUR = {MATCH: "green", CHANGED: "yellow", ERROR_CHANGED: "red", MISSING: "red", NEW: "magenta", SKIPPED: "bright_black"}
 
 
 def _say(line: str) -> None:
@@ -59,7 +59,7 @@ def _ms(us: int | None) -> str:
     return "-" if us is None else f"{us / 1000:.1f} ms"
 
 
-def _line(r: ExchangeResult, color: bool) -> str:
+def _line(r: ExchangeResult, style: Style | None = None) -> str:
     where = f"#{r.seq}" if r.seq is not None else "new"
     text = f"  {where:>7}  {r.label[:44]:<44}  {r.status:<13}"
     detail = ""
@@ -75,7 +75,7 @@ def _line(r: ExchangeResult, color: bool) -> str:
     elif r.status == MATCH and r.latency_b_us is not None:
         detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
     line = esc(f"{text}  {detail}".rstrip())
-    return click.style(line, fg=_COLOUR.get(r.status)) if color else line
+    return style(line, r.status) if style is not None else line
 
 
 def _short(v: Any, n: int = 60) -> str:
@@ -152,7 +152,9 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
-@click.command("replay", context_settings={"ignore_unknown_options": True},
+@click.command("replay", epilog=options.example('mcptap replay cap.jsonl -- python server.py',
+                                                'mcptap replay cap.jsonl --url http://127.0.0.1:8000/mcp --ignore result.structuredContent.now'),
+               context_settings={"ignore_unknown_options": True},
                short_help="Replay a capture's client side against a server; report what changed.")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")
@@ -160,14 +162,14 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
               help="Capture file for the new session (default: the capture directory).")
 @click.option("--allow-side-effects", is_flag=True,
               help="Also call tools not declared readOnlyHint: true (or declared destructiveHint: true).")
-@click.option("--ignore", "ignore", multiple=True, metavar="PATH", help="Also ignore this JSON path when comparing (repeatable).")
+@options.ignore("Also ignore this JSON path when comparing (repeatable).")
 @click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds to wait for one answer.")
 @click.option("--grace", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="stdio: seconds between closing stdin, SIGTERM and SIGKILL at the end.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="HTTP: extra request header (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--color/--no-color", default=None, help="Colour the text report (default: when stdout is a terminal).")
+@options.color
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, capture: str, url: str | None, output: str | None, allow_side_effects: bool,
@@ -216,7 +218,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(report_json(result, rows, items, path), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
     else:
-        use_color = sys.stdout.isatty() if color is None else color
+        style = styler(color)
         target = url or " ".join(scrub_argv(list(cmd)))
         click.echo(esc(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})"))
         shown_part: Any = -1
@@ -227,7 +229,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
                 key = plan.sessions[part] if part is not None else None
                 head = f"session {part + 1} of {len(plan.sessions)}" + (f" ({key})" if key else "") if part is not None else "server requests"
                 click.echo(esc(head + ":"))
-            click.echo(_line(r, use_color), color=use_color)
+            click.echo(_line(r, style), color=True)   # colour already decided
         if items:
             click.echo("surface:")
             for it in items:

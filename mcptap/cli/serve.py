@@ -22,6 +22,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli import options
 from mcptap.compare.mask import Masker
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
@@ -96,7 +97,8 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     return 0
 
 
-@click.command("serve", short_help="Serve a capture's server side to a client (a mock MCP server).")
+@click.command("serve", epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
+               short_help="Serve a capture's server side to a client (a mock MCP server).")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", default=None,
               help="Serve over HTTP here (port 0: a free port; the URL is printed on stderr) instead of stdio.")

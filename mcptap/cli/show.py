@@ -11,73 +11,17 @@ Exit status: 0; 2 for a bad filter, a missing or unreadable capture.
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from mcptap.capture.follow import Follower
-from mcptap.cli.errors import Fail
+from mcptap.cli import options
+from mcptap.cli.output import output_lines, styler
 from mcptap.errors import CaptureReadError, FilterSyntaxError
 from mcptap.escape import escape_controls
-
-ROLES: dict[str, dict[str, Any]] = {
-    "error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "cyan"},
-    "c2s": {"fg": "blue"}, "s2c": {"fg": "magenta"}, "dim": {"dim": True}, "bold": {"bold": True}, "ok": {"fg": "green"},
-}
-
-
-def use_color(flag: bool | None) -> bool:
-    """Explicit --color/--no-color wins; else NO_COLOR (non-empty) disables;
-    else colour only when stdout is a terminal."""
-    if flag is not None:
-        return flag
-    if os.environ.get("NO_COLOR"):
-        return False
-    return sys.stdout.isatty()
-
-
-def styler(flag: bool | None) -> Any:
-    """A ``style(text, role)`` callable for mcptap.show.render / mcptap.check.text, or None."""
-    if not use_color(flag):
-        return None
-    return lambda text, role: click.style(text, **ROLES.get(role, {}))
-
-
-def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:
-    """Write lines (newline added) to ``path`` or stdout, in batches. A closed
-    pipe (``| head``) ends the output quietly."""
-    if path is not None:
-        try:
-            with open(path, "w", encoding="utf-8") as fp:
-                for line in lines:
-                    fp.write(line)
-                    fp.write("\n")
-        except OSError as exc:
-            raise Fail(f"cannot write {path}: {exc.strerror or exc}") from None
-        return
-    out = sys.stdout.buffer      # bytes: UTF-8 whatever the locale says
-    batch: list[str] = []
-    try:
-        for line in lines:
-            batch.append(line)
-            if flush_each or len(batch) >= 1024:
-                out.write(("\n".join(batch) + "\n").encode("utf-8", "replace"))
-                batch.clear()
-                if flush_each:
-                    out.flush()
-        if batch:
-            out.write(("\n".join(batch) + "\n").encode("utf-8", "replace"))
-        out.flush()
-    except BrokenPipeError:
-        # stdout went away: point it at /dev/null so the interpreter's final flush is quiet
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.fileno())
-        raise SystemExit(0) from None
+from mcptap.filters.doc import help_text
 
 
 def newest_capture() -> Path:
@@ -95,7 +39,9 @@ def newest_capture() -> Path:
     return max(files, key=lambda p: (p.stat().st_mtime, p.name))
 
 
-@click.command("show", short_help="Timeline of a capture: pairing, latency, phase, findings.")
+@click.command("show", epilog=options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",
+                                              'mcptap show cap.jsonl --format mermaid > session.mmd', 'mcptap show --follow cap.jsonl') + "\n\n" + help_text(),
+               short_help="Timeline of a capture: pairing, latency, phase, findings.")
 @click.argument("capture", required=False, type=click.Path(dir_okay=False))
 @click.option("-f", "--filter", "expr", default=None, metavar="EXPR",
               help="Only records matching EXPR, e.g. '~tool echo', '~sev warn', '~lat >100ms' (docs/filters.md).")
@@ -105,9 +51,8 @@ def newest_capture() -> Path:
 @click.option("--poll", type=click.FloatRange(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
-@click.option("--color/--no-color", default=None, help="Colour [default: when stdout is a terminal and NO_COLOR is unset].")
-@click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
-@click.option("--full", is_flag=True, help="Re-annotate every message even if the capture was written under this mcptap's rules.")
+@options.color
+@options.reannotation
 @click.pass_context
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
             oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool, full: bool) -> None:

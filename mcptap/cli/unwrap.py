@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import click
 
+from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.hostfiles import config_options, diff, load, save
 from mcptap.cli.wrap import report
@@ -21,7 +22,8 @@ from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import unwrap
 
 
-@click.command("unwrap", short_help="Undo `mcptap wrap`: restore a host's original server entries.")
+@click.command("unwrap", epilog=options.example('mcptap unwrap --host claude-desktop', 'mcptap unwrap --config .cursor/mcp.json filesystem'),
+               short_help="Undo `mcptap wrap`: restore a host's original server entries.")
 @config_options
 def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
             servers: tuple[str, ...]) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import click
 
+from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.hostfiles import config_options, diff, load, save
 from mcptap.cli.ls import printable
@@ -56,7 +57,8 @@ def report(outcome: Outcome, dry_run: bool) -> None:
             click.echo(shlex.join(note.command))
 
 
-@click.command("wrap", short_help="Make a host start its MCP servers through `mcptap record`.")
+@click.command("wrap", epilog=options.example('mcptap wrap --host claude-desktop --dry-run', 'mcptap wrap --config .cursor/mcp.json filesystem'),
+               short_help="Make a host start its MCP servers through `mcptap record`.")
 @config_options
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
               help="Capture directory written into each entry (default: MCPTAP_DIR or the user data directory).")

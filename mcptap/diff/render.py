@@ -1,12 +1,14 @@
 """Text rendering of a ``DiffReport`` (pure, level 3).
 
-``render_text(report, color=False) -> str``: one block per section (protocol,
+``render_text(report, style=None) -> str``: one block per section (protocol,
 capabilities, serverInfo, tools, ..., latency), ``+`` / ``-`` / ``~`` marks,
-``!`` for breaking changes, ANSI colours when ``color``, then a one-line
+``!`` for breaking changes, colours through ``style`` (cli/output.py), then a one-line
 summary of exchange verdicts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
 from mcptap.diff.report import DiffReport
@@ -16,14 +18,15 @@ from mcptap.escape import escape_controls as esc
 _SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
              "exchanges", "findings", "notifications", "latency")
 _MARK = {"added": "+", "new": "+", "removed": "-", "resolved": "-", "changed": "~", "shift": "~"}
-_COLOUR = {"+": "32", "-": "31", "~": "33", "!": "1;31"}
+_ROLE = {"+": "added", "-": "removed", "~": "changed", "!": "breaking"}
 
 
-def render_text(report: DiffReport, color: bool = False) -> str:
-    """The report as text lines (ANSI colours when ``color``); ends with a
-    one-line summary. Breaking changes are marked ``!``."""
-    def paint(code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+def render_text(report: DiffReport, style: Callable[[str, str], str] | None = None) -> str:
+    """The report as text lines; ends with a one-line summary. Breaking
+    changes are marked ``!``. ``style(text, role)`` colours (roles: bold,
+    added, removed, changed, breaking); None: plain text."""
+    def paint(role: str, text: str) -> str:
+        return style(text, role) if style is not None else text
 
     lines = [esc(f"A: {report.a}"), esc(f"B: {report.b}")]
     by: dict[str, list[Item]] = {}
@@ -33,13 +36,13 @@ def render_text(report: DiffReport, color: bool = False) -> str:
         items = by.get(section)
         if not items:
             continue
-        lines.append(paint("1", esc(section)))
+        lines.append(paint("bold", esc(section)))
         for it in items:
             mark = _MARK.get(it.kind, "~")
             text = f"  {mark} {esc(it.detail)}"
             if it.breaking:
                 text = f"  ! {esc(it.detail)}  [breaking]"
-            lines.append(paint(_COLOUR["!" if it.breaking else mark], text))
+            lines.append(paint(_ROLE["!" if it.breaking else mark], text))
     c = report.counts
     summary = (f"{c.get(MATCH, 0)} exchanges match, {c.get(CHANGED, 0)} changed, {c.get(ERROR_CHANGED, 0)} error-changed, "
                f"{c.get(MISSING, 0)} only in A, {c.get(NEW, 0)} only in B")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -261,6 +262,53 @@ _BUILDERS: dict[str, Callable[[Tok], Pred]] = {
     "~m": _method, "~tool": _tool, "~id": _id, "~phase": _field_glob("phase"), "~session": _field_glob("session"),
     "~f": _finding_code, "~sev": _severity, "~lat": _latency, "~t": lambda t: _text(t.text), "~j": _json_path,
 }
+
+
+# -- the operator table: the language's reference (docs/filters.md and ``show --help``
+#    are generated from it; tests/test_filters.py keeps them in sync) ---------------
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """One row of the filter language's reference. ``forms``: how it is written
+    (``~m REGEX``); ``doc``: what it matches (Markdown, one table cell);
+    ``short``: the same in a few words, for ``mcptap show --help``."""
+
+    forms: tuple[str, ...]
+    doc: str
+    short: str
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The operator names it documents (``~m``); () for a bare word."""
+        return tuple(dict.fromkeys(f.split()[0] for f in self.forms if f.startswith("~")))
+
+
+OPERATORS: tuple[Operator, ...] = (
+    Operator(("~c2s", "~s2c"), "messages sent by the client / by the server", "sent by the client / the server"),
+    Operator(("~req", "~notif", "~resp", "~err"),
+             "JSON-RPC requests, notifications, responses (result **or** error), error responses",
+             "requests, notifications, responses (result or error), errors"),
+    Operator(("~m REGEX",), "method matches the regular expression (searched, not anchored: use `^…$`). A response matches its request's method",
+             "method matches REGEX (a response: its request's)"),
+    Operator(("~tool NAME",), "`tools/call` requests whose `params.name` is NAME (a glob: `*`, `?`, `[…]`), plus the progress notifications, "
+             "cancellations and response that belong to them", "tools/call of tool NAME (glob), with its progress and response"),
+    Operator(("~id V",), "messages whose JSON-RPC id, as text, is V (`~id 3` matches `3` and `\"3\"`; use `~j id=3` to tell them apart)",
+             "JSON-RPC id is V (as text)"),
+    Operator(("~phase P",), "lifecycle phase (glob): `before_initialize`, `initializing`, `initialized`, `operating`, `closing`, `stateless`",
+             "lifecycle phase (glob)"),
+    Operator(("~session S",), "session id (glob; HTTP captures)", "session id (glob)"),
+    Operator(("~f CODE",), "records with a finding whose code matches the glob (`~f framing.crlf`, `~f 'jsonrpc.*'`); a bare family name means "
+             "the whole family (`~f lifecycle` = `~f lifecycle.*`). Codes: [findings.md](findings.md)",
+             "a finding code matches (glob; a family name: all of it)"),
+    Operator(("~sev S",), "records with a finding of severity S **or above**: `error`, `warn`, `info` (so `~sev info` = any finding)",
+             "a finding of severity S or above (error, warn, info)"),
+    Operator(("~lat OP N[UNIT]",), "responses whose latency compares: OP is `>` `>=` `<` `<=` `=` (default `>=`), UNIT `us`/`µs`, `ms` (default), "
+             "`s`: `~lat >100ms`, `~lat <=2s`", "response latency compares (~lat >100ms)"),
+    Operator(("~t TEXT",), "the exact bytes of the message (or a stderr record's data) contain TEXT, case-insensitively",
+             "the bytes contain TEXT (any case)"),
+    Operator(("~j PATH", "~j PATH OP VALUE"), "JSON-path predicate on the message (below)", "JSON path exists / compares (~j params.name=echo)"),
+    Operator(("WORD",), "a bare word is `~t WORD`", "a bare word is ~t WORD"),
+)
 
 
 class Filter:

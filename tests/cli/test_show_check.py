@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcptap.cli.main import mcptap
-from mcptap.cli.show import use_color
+from mcptap.cli.output import use_color
 from scripted import c2s, handshake, record, req, res, s2c
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,37 @@
+"""Click options shared by several commands (one definition, one help text),
+in the manner of pip-tools' ``scripts/options.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``--color/--no-color`` (show, check, diff, replay, demo): None means "decide"
+#: (see cli/output.py: NO_COLOR, then whether stdout is a terminal).
+color = click.option("--color/--no-color", default=None,
+                     help="Colour the output [default: when stdout is a terminal and NO_COLOR is unset].")
+
+#: ``--no-shapes`` and ``--full`` (show, check): how much re-annotation to do.
+no_shapes = click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
+full = click.option("--full", is_flag=True,
+                    help="Re-annotate every message even if the capture was written under this mcptap's rules "
+                         "(recorded annotations are otherwise reused; use for hand-edited captures).")
+
+
+def reannotation(f: F) -> F:
+    """``--no-shapes`` and ``--full``."""
+    return no_shapes(full(f))
+
+
+def ignore(help: str) -> Callable[[F], F]:
+    """``--ignore PATH`` (repeatable; diff, replay, serve), with the command's own help."""
+    return click.option("--ignore", "ignore", multiple=True, metavar="PATH", help=help)
+
+
+def example(*lines: str) -> str:
+    """A click epilog of example command lines (kept verbatim by click)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)

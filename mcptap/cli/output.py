@@ -1,0 +1,86 @@
+"""Terminal output shared by every command: one colour palette, the colour
+decision (``--color``/``--no-color``, then ``NO_COLOR``, then "is stdout a
+terminal"), and line output that survives ``| head`` and unwritable files.
+
+Renderers below the CLI (show, check, diff, replay reports) never emit colour
+codes themselves: they take a ``style(text, role) -> str`` callable (or None for
+plain text) and name a *role*; this module maps roles to colours.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+import click
+
+from mcptap.cli.errors import Fail
+
+Style = Callable[[str, str], str]
+
+#: role -> click.style keywords. Roles: finding severities (error, warn, info),
+#: directions (c2s, s2c), emphasis (bold, dim), good news (ok), diff marks
+#: (added, removed, changed, breaking) and replay verdicts (their own names).
+PALETTE: dict[str, dict[str, Any]] = {
+    "error": {"fg": "red", "bold": True}, "warn": {"fg": "yellow"}, "info": {"fg": "cyan"},
+    "c2s": {"fg": "blue"}, "s2c": {"fg": "magenta"}, "dim": {"dim": True}, "bold": {"bold": True}, "ok": {"fg": "green"},
+    "added": {"fg": "green"}, "removed": {"fg": "red"}, "changed": {"fg": "yellow"}, "breaking": {"fg": "red", "bold": True},
+    "MATCH": {"fg": "green"}, "CHANGED": {"fg": "yellow"}, "ERROR-CHANGED": {"fg": "red"}, "MISSING": {"fg": "red"},
+    "NEW": {"fg": "magenta"}, "SKIPPED": {"fg": "bright_black"},
+}
+
+
+def use_color(flag: bool | None, stream: IO[Any] | None = None) -> bool:
+    """Explicit ``--color``/``--no-color`` wins; else ``NO_COLOR`` (set and
+    non-empty, no-color.org) disables; else colour only when ``stream``
+    (default stdout) is a terminal."""
+    if flag is not None:
+        return flag
+    if os.environ.get("NO_COLOR"):
+        return False
+    return (stream or sys.stdout).isatty()
+
+
+def paint(text: str, role: str) -> str:
+    """``text`` in the palette's colour for ``role`` (unknown role: unchanged)."""
+    return click.style(text, **PALETTE[role]) if role in PALETTE else text
+
+
+def styler(flag: bool | None, stream: IO[Any] | None = None) -> Style | None:
+    """The ``style(text, role)`` callable renderers take, or None (plain text)."""
+    return paint if use_color(flag, stream) else None
+
+
+def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:
+    """Write lines (newline added) to ``path`` or stdout, in batches. A closed
+    pipe (``| head``) ends the output quietly; an unwritable ``path`` is a
+    one-line error (exit 2)."""
+    if path is not None:
+        try:
+            with open(path, "w", encoding="utf-8") as fp:
+                for line in lines:
+                    fp.write(line)
+                    fp.write("\n")
+        except OSError as exc:
+            raise Fail(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    out = sys.stdout.buffer      # bytes: UTF-8 whatever the locale says
+    batch: list[str] = []
+    try:
+        for line in lines:
+            batch.append(line)
+            if flush_each or len(batch) >= 1024:
+                out.write(("\n".join(batch) + "\n").encode("utf-8", "replace"))
+                batch.clear()
+                if flush_each:
+                    out.flush()
+        if batch:
+            out.write(("\n".join(batch) + "\n").encode("utf-8", "replace"))
+        out.flush()
+    except BrokenPipeError:
+        # stdout went away: point it at /dev/null so the interpreter's final flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        raise SystemExit(0) from None
