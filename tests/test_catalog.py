@@ -1,0 +1,74 @@
+"""mcptap.catalog: the last line is found by seeking back from the end (any
+chunking), a huge capture is summarised without reading its middle, and
+retention selection by age and per-name rank."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptap import catalog
+from mcptap.catalog import COMPLETE, CaptureInfo, read_info, select_prune
+
+LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=8)
+
+
+@given(LINES, st.integers(1, 50), st.booleans())
+def test_last_line_any_chunking(lines: list[bytes], step: int, newline: bool) -> None:
+    data = b"\n".join(lines) + (b"\n" if newline else b"")
+    old = catalog._TAIL_STEP
+    catalog._TAIL_STEP = step
+    try:
+        got = catalog._last_line(io.BytesIO(data), len(data))
+    finally:
+        catalog._TAIL_STEP = old
+    assert got == (data[:-1].split(b"\n")[-1] if data.endswith(b"\n") else None)
+
+
+def test_huge_capture_is_summarised_from_its_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    header = {"type": "header", "format": "mcptap-capture", "version": 1, "started": "2026-12-01T00:00:00.000000Z",
+              "transport": "stdio", "target": {"argv": ["python", "srv.py"]}, "name": "big"}
+    msg = {"type": "message", "seq": 1, "t_us": 1, "dir": "s2c", "kind": "response", "rev": "2025-11-25", "json": {}}
+    end = {"type": "end", "seq": 3, "t_us": 9, "c2s": {"messages": 7}, "s2c": {"messages": 5}, "severities": {"error": 0, "warn": 2, "info": 1},
+           "exit_code": 0}
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as fp:
+        fp.write(orjson.dumps(header) + b"\n" + orjson.dumps(msg) + b"\n")
+        fp.seek(8 * 1024**3)                     # a sparse 8 GiB hole: reading it all would take minutes
+        fp.write(b"\n" + orjson.dumps(end) + b"\n")
+    read = [0]
+
+    class Counting(io.FileIO):
+        def readinto(self, buffer: Any) -> int:
+            n = super().readinto(buffer)
+            read[0] += n or 0
+            return n
+
+    monkeypatch.setattr(catalog, "open", lambda p, mode="rb": io.BufferedReader(Counting(p, "r")), raising=False)
+    info = read_info(path)
+    assert 0 < read[0] < 1024 * 1024, f"read {read[0]} bytes of an 8 GiB capture"
+    assert info is not None and info.status == COMPLETE and info.messages == 12 and info.name == "big"
+    assert info.severities == {"warn": 2, "info": 1} and info.revision == "2025-11-25" and info.size > 8 * 1024**3
+
+
+def _info(name: str, started: str, mtime: float, status: str = COMPLETE) -> CaptureInfo:
+    return CaptureInfo(path=f"/c/{started}-{name}", started=started, name=name, transport="stdio", revision=None,
+                       messages=1, severities={}, status=status, size=1, mtime=mtime)
+
+
+@pytest.mark.parametrize("older_than, keep, gone", [
+    (None, 1, {"a1", "a2", "b1"}),            # the live b2 is b's newest: it counts, and stays
+    (50.0, None, {"a1", "a2", "b1"}),
+    (50.0, 2, {"a1"}),
+    (None, None, set()),
+])
+def test_select_prune(older_than: float | None, keep: int | None, gone: set[str]) -> None:
+    infos = [_info("a", "1", 0), _info("a", "2", 10), _info("a", "3", 90), _info("b", "1", 0), _info("b", "2", 5, status="recording")]
+    names = {f"{i.name}{i.started}" for i in select_prune(infos, now=100.0, older_than=older_than, keep=keep)}
+    assert names == gone
