@@ -70,6 +70,9 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--keep-host", is_flag=True, help="Forward the client's Host header (default: the upstream's)."),
         click.option("--no-endpoint-rewrite", is_flag=True,
                      help="Forward legacy endpoint events verbatim even when they name the upstream origin."),
+        click.option("--no-auth-rewrite", is_flag=True,
+                     help="Forward OAuth discovery (WWW-Authenticate, protected resource and authorization server "
+                          "metadata) verbatim, for setups that terminate authorization elsewhere."),
         click.option("--cacert", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="PEM CA bundle for an https upstream (default: the system trust store)."),
         click.option("--record-secrets", is_flag=True,
@@ -83,7 +86,7 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote: bool = False, keep_host: bool = False,
-                    no_endpoint_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
+                    no_endpoint_rewrite: bool = False, no_auth_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
                     connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
                     capture_dir: str | None = None, name: str | None = None, keep: int | None = None, **_ignored: Any) -> int:
@@ -96,7 +99,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         return EX_USAGE
     cfg = HttpTapConfig(upstream=upstream, listen_host=host, listen_port=port, allow_remote=allow_remote, keep_host=keep_host,
                         rewrite_endpoint=not no_endpoint_rewrite, cacert=cacert, record_secrets=record_secrets,
-                        connect_timeout=connect_timeout)
+                        connect_timeout=connect_timeout, auth_rewrite=not no_auth_rewrite)
     shown = upstream if record_secrets else scrub_url(upstream)
     try:
         tap = HttpTap(cfg, None, say=_say)

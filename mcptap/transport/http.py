@@ -46,7 +46,9 @@ class HttpTapConfig:
     forward the client's Host header; ``rewrite_endpoint``: rewrite legacy
     endpoint events that name the upstream origin; ``cacert``: PEM file of CA
     certificates for an https upstream (default: system trust store);
-    ``record_secrets``: store credentials in clear; ``connect_timeout``: s.
+    ``record_secrets``: store credentials in clear; ``connect_timeout``: s;
+    ``auth_rewrite``: front OAuth discovery and token exchanges so clients see
+    one coherent resource (``relay/http/auth.py``; ``--no-auth-rewrite``).
     """
 
     upstream: str
@@ -58,6 +60,7 @@ class HttpTapConfig:
     cacert: str | None = None
     record_secrets: bool = False
     connect_timeout: float = 10.0
+    auth_rewrite: bool = True
 
 
 #: Host header names a loopback tap answers to (plus its own listen address).
@@ -140,6 +143,7 @@ class HttpTap:
         host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"
         authority = f"{host}:{port}"
         self.relay = HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
+                                 auth_rewrite=cfg.auth_rewrite,
                                  listen_authority=authority,
                                  allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {_bracket(cfg.listen_host)})
         if self.rec is not None:
@@ -226,7 +230,7 @@ class HttpTap:
                     await self._close_upstream(c)
                     c.gen = it.gen
                     try:
-                        c.up = await self._connect()
+                        c.up = await self._connect(it.upstream)
                     except Exception as exc:  # noqa: BLE001 - every connect failure becomes a 502
                         c.up = None
                         follow += relay.upstream_failed(c.cid, it.gen, _describe(exc))
@@ -252,12 +256,16 @@ class HttpTap:
         if follow:
             await self._run(c, follow)
 
-    async def _connect(self) -> trio.abc.Stream:
-        up = self.upstream
+    async def _connect(self, target: r.Upstream | None = None) -> trio.abc.Stream:
+        """Connect to the upstream, or to ``target`` (an authorization server the
+        upstream's metadata named: ``relay/http/auth.py``)."""
+        up = target or self.upstream
         with trio.fail_after(self.cfg.connect_timeout):
             tcp = await trio.open_tcp_stream(up.host, up.port)
-            if self._ssl is None:
+            if up.scheme != "https":
                 return tcp
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context(cafile=self.cfg.cacert)
             tls = trio.SSLStream(tcp, self._ssl, server_hostname=up.host, https_compatible=True)
             try:
                 await tls.do_handshake()

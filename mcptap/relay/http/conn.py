@@ -23,6 +23,8 @@ from typing import Any, Protocol
 
 import h11
 
+from mcptap.relay.http import auth as oauth
+from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import (
     CloseClient,
@@ -53,6 +55,7 @@ class RelaySettings(Protocol):
     keep_host: bool
     rewrite_endpoint: bool
     listen_authority: str
+    auth: oauth.AuthFront | None
 
     def next_exchange_id(self) -> int: ...
 
@@ -75,6 +78,8 @@ class ExchangeState:
     #: a 502 decided before the client finished sending its request: sent once
     #: the request body is read, so the capture keeps the request (detail, how)
     pending_502: tuple[int, bytes, str, str] | None = None
+    #: OAuth fronting of this exchange (``relay/http/conn_auth.py``), None with --no-auth-rewrite
+    oauth: AuthExchange | None = None
 
 
 def tap_response(status: int, reason: bytes, text: str) -> list[Any]:
@@ -97,6 +102,7 @@ class ConnRelay:
         self.id = cid
         self.client = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self.up: h11.Connection | None = None
+        self.up_origin = 0      # index into relay.auth.origins (0: the upstream)
         self.gen = 0
         self.up_cycles = 0
         self.up_eof = False
@@ -130,13 +136,19 @@ class ConnRelay:
                 data = bytes(ev.data)
                 if ex is not None:
                     out.append(RequestBody(ex.id, self.id, data))
-                    if ex.forward:
+                    if ex.oauth is not None and ex.oauth.holding_request:
+                        for e in ex.oauth.request_data(data, out):
+                            self._send_up(e, out)
+                    elif ex.forward:
                         self._send_up(h11.Data(data=data), out)
             elif isinstance(ev, h11.EndOfMessage):
                 ex = self.ex
                 if ex is not None:
                     ex.req_done = True
                     out.append(RequestEnded(ex.id, self.id))
+                    if ex.oauth is not None and ex.oauth.holding_request:
+                        for e in ex.oauth.release_request(out, rewrite=True):
+                            self._send_up(e, out)
                     if ex.forward:
                         self._send_up(h11.EndOfMessage(headers=strip_hop(ev.headers.raw_items())), out)
                     elif ex.pending_502 is not None:
@@ -169,18 +181,33 @@ class ConnRelay:
             self._refuse(ex, 403, b"Forbidden", f"Host {ex.host_in!r} is not a loopback name; refused (DNS rebinding "
                          "protection; --allow-remote lifts it)", "host_rejected", out)
             return
-        up_headers, rewritten = upstream_headers(raw, self.relay.upstream.authority, self.relay.keep_host)
-        if self.up is None or self.up.our_state is not h11.IDLE or self.up_eof:
+        upstream, origin, kind = self.relay.upstream, 0, ""
+        front = self.relay.auth
+        if front is not None:
+            ex.oauth = x = AuthExchange.plan(front.at(ex.host_in), ex.id, self.id, ev.target, raw, upstream.path)
+            upstream, origin, kind = x.upstream, x.origin, x.recorded_kind
+            if x.kind == oauth.UNKNOWN_FRONT:
+                out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
+                                          ev.http_version.decode("latin-1"), raw, False, False, oauth.AS))
+                self._refuse(ex, 404, b"Not Found", "no authorization server is fronted at this path", "auth_not_fronted", out)
+                return
+        up_headers, rewritten = upstream_headers(raw, upstream.authority, self.relay.keep_host)
+        if self.up is None or self.up.our_state is not h11.IDLE or self.up_eof or origin != self.up_origin:
             if self.up is not None:
                 out.append(CloseUpstream(self.id, self.gen))
             self.gen += 1
             self.up = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
             self.up_cycles = 0
             self.up_eof = False
-            out.append(OpenUpstream(self.id, self.gen))
+            self.up_origin = origin
+            out.append(OpenUpstream(self.id, self.gen, upstream if origin else None))
         ex.reused = self.up_cycles > 0
         out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
-                                  ev.http_version.decode("latin-1"), raw, ex.reused, rewritten))
+                                  ev.http_version.decode("latin-1"), raw, ex.reused, rewritten, kind))
+        if ex.oauth is not None:
+            for e in ex.oauth.request_head(ev.method, up_headers, raw, out):
+                self._send_up(e, out)
+            return
         self._send_up(h11.Request(method=ev.method, target=ev.target, headers=up_headers), out)
 
     def _send_up(self, ev: Any, out: list[Any]) -> None:
@@ -279,7 +306,7 @@ class ConnRelay:
             ex.forward = False
             return
         if not ex.resp_started:
-            self._bad_gateway(ex, f"upstream {self.relay.upstream.origin} unreachable: {detail}", "upstream_failed", out)
+            self._bad_gateway(ex, f"upstream {self._origin().origin} unreachable: {detail}", "upstream_failed", out)
         else:
             self._flush_rewriter(ex, out)
             out.append(ResponseEnded(ex.id, self.id, "upstream_failed", detail, ex.reused))
@@ -320,6 +347,10 @@ class ConnRelay:
                     continue
                 data = bytes(ev.data)
                 out.append(ResponseBody(ex.id, self.id, data))
+                if ex.oauth is not None and ex.oauth.holding_response:
+                    for e in ex.oauth.response_data(data, out):
+                        self._send_client(e, out)
+                    continue
                 fwd = ex.rewriter.feed(data) if ex.rewriter is not None else data
                 self._note_rewrites(ex, out)
                 if fwd:
@@ -332,6 +363,9 @@ class ConnRelay:
                 if ex is None:
                     continue
                 self._flush_rewriter(ex, out)
+                if ex.oauth is not None and ex.oauth.holding_response:
+                    for e in ex.oauth.release_response(out, rewrite=True):
+                        self._send_client(e, out)
                 if self._send_client(h11.EndOfMessage(headers=strip_hop(ev.headers.raw_items())), out):
                     ex.resp_done = True
                     out.append(ResponseEnded(ex.id, self.id, "complete", reused=ex.reused))
@@ -358,7 +392,15 @@ class ConnRelay:
         relay = self.relay
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
+        if ex.oauth is not None:
+            for e in ex.oauth.response_head(ev, headers, out):
+                self._send_client(e, out)
+            return
         self._send_client(h11.Response(status_code=ev.status_code, headers=headers, reason=ev.reason), out)
+
+    def _origin(self) -> Upstream:
+        front = self.relay.auth
+        return front.origins[self.up_origin] if front is not None and self.up_origin else self.relay.upstream
 
     def _note_rewrites(self, ex: ExchangeState, out: list[Any]) -> None:
         rw = ex.rewriter
@@ -388,7 +430,7 @@ class ConnRelay:
             if eof:
                 self._upstream_eof_before_response(ex, detail, out)
             else:
-                self._bad_gateway(ex, f"invalid HTTP response from upstream {self.relay.upstream.origin}: {detail}",
+                self._bad_gateway(ex, f"invalid HTTP response from upstream {self._origin().origin}: {detail}",
                                   "bad_response", out)
             return
         # mid-body: pass on what was held, then break the client connection the same way

@@ -89,9 +89,12 @@ class CloseClient:
 class OpenUpstream:
     """Connect upstream connection ``gen`` for client connection ``conn``; then
     call ``upstream_data(conn, gen, …)`` / ``upstream_failed(conn, gen, …)``.
-    SendUpstream commands for it may follow before the connect completes."""
+    SendUpstream commands for it may follow before the connect completes.
+    ``upstream``: where to connect (None: the tap's upstream; an authorization
+    server the upstream's metadata named, see ``relay/http/auth.py``)."""
     conn: int
     gen: int
+    upstream: Upstream | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,9 @@ class CloseUpstream:
 @dataclass(frozen=True, slots=True)
 class RequestStarted:
     """A request head from the client. ``headers``: as received (raw case);
-    ``host_rewritten``: the Host value sent upstream differs."""
+    ``host_rewritten``: the Host value sent upstream differs; ``auth``: "" for
+    MCP traffic, else the OAuth exchange kind (``relay/http/auth.py``: "prm",
+    "as_meta", "as") — such exchanges are recorded as HTTP, never as JSON-RPC."""
     exchange: int
     conn: int
     method: str
@@ -122,6 +127,7 @@ class RequestStarted:
     headers: Headers
     reused: bool
     host_rewritten: bool
+    auth: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +169,20 @@ class EndpointRewritten:
     conn: int
     original: str
     rewritten: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthRewritten:
+    """The tap changed an OAuth value on the way (``relay/http/auth.py``).
+    ``what``: "target", "form", "www-authenticate", "location", "prm",
+    "as_meta", "upstream"; ``original``/``rewritten``: the values (str; whole
+    documents for metadata); ``notes``: (code, message) findings about the peer."""
+    exchange: int
+    conn: int
+    what: str
+    original: str
+    rewritten: str
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

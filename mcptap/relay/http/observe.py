@@ -52,6 +52,7 @@ from mcptap.protocol.session_book import SessionBook
 from mcptap.protocol.sse import SSEEvent
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
+from mcptap.relay.http.observe_auth import AuthObserver, response_findings as auth_findings
 from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
@@ -79,14 +80,26 @@ class HttpObserver:
         self._sessions = SessionKeys()
         self._book = SessionBook()
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
+        #: OAuth discovery and token exchanges: HTTP records, never JSON-RPC
+        self._auth = AuthObserver(rec, self.headers_json, record_secrets)
 
     # -- dispatch ------------------------------------------------------------------------
     def handle(self, items: list[Any]) -> None:
         for it in items:
             if type(it) is r.EndpointRewritten:
                 self._pending_rewrites.setdefault(it.exchange, []).append((it.original, it.rewritten))
+        auth = self._auth
         for it in items:
             t = type(it)
+            if auth._ex and t is not r.SendClient and t is not r.SendUpstream and auth.owns(getattr(it, "exchange", -1)):
+                auth.handle(it)
+                continue
+            if t is r.RequestStarted and it.auth:
+                auth.started(it)
+                continue
+            if t is r.AuthRewritten:
+                auth.rewritten(it, "mcp")
+                continue
             if t is r.SendClient:
                 self.rec.forwarded(S2C, it.data)
             elif t is r.SendUpstream:
@@ -215,7 +228,7 @@ class HttpObserver:
         fs, assigned = self._book.on_response(facts, req_session)
         if assigned is not None and req_session is not None:
             e.assigned = assigned      # the body's negotiation belongs to the new session
-        fs += response_findings(facts)
+        fs += response_findings(facts) + auth_findings(it.status, it.headers)
         self.rules.on_response(e.id, facts)
         e.start_body(it.headers)
         if facts.session is not None:

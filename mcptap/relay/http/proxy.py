@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcptap.relay.http.auth import AuthFront
 from mcptap.relay.http.conn import ConnRelay
 from mcptap.relay.http.events import ClientOpened, Upstream
 
@@ -46,7 +47,8 @@ class HttpRelay:
     """
 
     def __init__(self, upstream: Upstream, keep_host: bool = False, rewrite_endpoint: bool = True,
-                 listen_authority: str = "127.0.0.1", allowed_hosts: frozenset[str] | None = None) -> None:
+                 listen_authority: str = "127.0.0.1", allowed_hosts: frozenset[str] | None = None,
+                 auth_rewrite: bool = True) -> None:
         self.upstream = upstream
         #: Host names (lower-case, IPv6 in brackets) the tap serves; None: any.
         #: A loopback tap refuses others with 403 (DNS rebinding protection).
@@ -54,6 +56,8 @@ class HttpRelay:
         self.keep_host = keep_host
         self.rewrite_endpoint = rewrite_endpoint
         self.listen_authority = listen_authority
+        #: OAuth fronting (``relay/http/auth.py``); None with ``--no-auth-rewrite``
+        self.auth: AuthFront | None = AuthFront(upstream, f"http://{listen_authority}") if auth_rewrite else None
         self._conns: dict[int, ConnRelay] = {}
         self._next_conn = 0
         self._next_ex = 0

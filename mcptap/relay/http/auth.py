@@ -1,0 +1,329 @@
+"""OAuth through the HTTP tap: one coherent resource for the client (pure, sans-IO).
+
+The MCP authorization spec (2025-06-18 and later, "Authorization") has the client
+discover a server's authorization servers from OAuth 2.0 Protected Resource
+Metadata (RFC 9728), check that the metadata's ``resource`` is the URL it
+connected to (RFC 9728 §3.3), and ask for tokens bound to that resource (RFC 8707
+resource indicators). Through a reverse-proxy tap the client connected to the
+*tap's* URL while the server's metadata names the *upstream's*: without help the
+client fetches the metadata from the upstream directly (the capture never sees
+it) and stops with a resource mismatch.
+
+``AuthFront`` presents the tap as the resource while the upstream keeps seeing the
+real one:
+
+* URLs the upstream's own metadata names are *fronted*: the upstream origin maps
+  to the tap's origin (same path), any other origin named there (an authorization
+  server, a metadata host) to a tap-local prefix ``/.mcptap/o/<n>``. Only origins
+  learned from the upstream's ``WWW-Authenticate`` challenges and metadata
+  documents are fronted, so the tap never becomes an open proxy. A non-loopback
+  origin named by a loopback upstream is not fronted (``auth.metadata_host_refused``).
+* outward (responses): ``resource_metadata`` in ``WWW-Authenticate`` (401 and
+  403), the protected resource metadata document (``resource``,
+  ``authorization_servers``), authorization server metadata (RFC 8414) and OpenID
+  discovery documents (``issuer`` and every endpoint URL), and the RFC 9207 ``iss``
+  parameter of an authorization response redirect are mapped to tap URLs;
+* inward (requests): a ``resource`` parameter naming the tap's resource, in a
+  query (authorization request) or a form body (token, refresh, client
+  credentials), is mapped back to the upstream's resource. Nothing else of a
+  request changes: PKCE, client authentication (``client_secret_basic``,
+  ``private_key_jwt``), dynamic client registration (RFC 7591) and client ID
+  metadata documents pass through.
+
+Routing: ``route(target)`` decides which origin a request goes to and what kind
+of exchange it is (``mcp`` for everything not auth-related). RFC 8414 §3.1 puts
+the well-known segment between the authority and the issuer's path, so a fronted
+issuer ``http://tap/.mcptap/o/1/tenant`` is discovered at
+``http://tap/.well-known/oauth-authorization-server/.mcptap/o/1/tenant``; both
+that form and the OpenID path-appended form are routed back to origin 1.
+
+Nothing here does I/O or raises on peer input; malformed documents are passed on
+unchanged with a finding.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import orjson
+
+from mcptap.relay.http.events import Upstream
+
+PREFIX = "/.mcptap/o/"
+WK_PRM = "/.well-known/oauth-protected-resource"
+WK_AS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+#: largest body the tap holds to rewrite (metadata documents, token requests)
+MAX_REWRITE_BODY = 256 * 1024
+#: RFC 8414 §2 / OpenID Discovery fields whose values are URLs on the server
+AS_URL_FIELDS = (
+    "issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint", "revocation_endpoint",
+    "introspection_endpoint", "jwks_uri", "userinfo_endpoint", "pushed_authorization_request_endpoint",
+    "device_authorization_endpoint", "end_session_endpoint",
+)
+_RESOURCE_METADATA = re.compile(r'(resource_metadata\s*=\s*")([^"]*)(")', re.IGNORECASE)
+
+# route kinds
+MCP = "mcp"              # not auth-related: forwarded as before
+PRM = "prm"              # protected resource metadata document (RFC 9728)
+AS_META = "as_meta"      # authorization server metadata (RFC 8414) or OpenID discovery
+AS = "as"                # any other request to a fronted authorization-server origin
+UNKNOWN_FRONT = "unknown_front"   # /.mcptap/o/<n> for an n the upstream never named: 404
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one request goes. ``origin``: index into ``AuthFront.origins`` (0 =
+    the upstream); ``target``: the request target to send there (bytes, the
+    ``/.mcptap/o/<n>`` prefix removed); ``kind``: MCP, PRM, AS_META, AS or
+    UNKNOWN_FRONT."""
+
+    origin: int
+    target: bytes
+    kind: str
+
+
+@dataclass(slots=True)
+class AuthFront:
+    """The fronting state of one tap (see module doc).
+
+    ``upstream``: the MCP server; ``tap_origin``: ``http://host:port`` of the
+    tap as clients reach it. ``origins[0]`` is the upstream; others are added by
+    ``front()`` as the upstream's metadata names them. ``notes``: findings to
+    report (code, message) collected since the last ``take_notes()``.
+    """
+
+    upstream: Upstream
+    tap_origin: str
+    origins: list[Upstream] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.origins:
+            self.origins.append(Upstream(self.upstream.scheme, self.upstream.host, self.upstream.port, "/"))
+
+    # -- the resource URLs ------------------------------------------------------------
+    @property
+    def tap_resource(self) -> str:
+        """The MCP endpoint URL as the client knows it (tap origin + upstream path)."""
+        return self.tap_origin + self.upstream.path
+
+    @property
+    def upstream_resource(self) -> str:
+        return self.upstream.origin + self.upstream.path
+
+    def at(self, authority: str | None) -> AuthFront:
+        """This front as seen by a client that reached the tap as ``authority``
+        (its ``Host``; None: the listen address). Shares the fronted origins."""
+        if not authority:
+            return self
+        return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes)
+
+    def take_notes(self) -> list[tuple[str, str]]:
+        notes, self.notes = self.notes, []
+        return notes
+
+    # -- origins ------------------------------------------------------------------------
+    def _index(self, scheme: str, host: str, port: int) -> int | None:
+        for i, o in enumerate(self.origins):
+            if o.scheme == scheme and o.host.lower() == host.lower() and o.port == port:
+                return i
+        return None
+
+    def front(self, url: str, *, learn: bool) -> str:
+        """``url`` as the client should see it: a URL on a fronted origin becomes
+        a tap URL; with ``learn`` an absolute http(s) URL on a new origin is
+        fronted first (unless refused: then it is returned unchanged, with a
+        note). Anything else (relative, other schemes, unparseable) is kept."""
+        try:
+            u = urlsplit(url)
+            port = u.port or (443 if u.scheme == "https" else 80)
+        except ValueError:
+            return url
+        if u.scheme not in ("http", "https") or not u.hostname:
+            return url
+        i = self._index(u.scheme, u.hostname, port)
+        if i is None:
+            if not learn:
+                return url
+            if _is_loopback(self.upstream.host) and not _is_loopback(u.hostname):
+                self.notes.append(("auth.metadata_host_refused",
+                                   f"the loopback upstream names {u.scheme}://{u.netloc} in its authorization metadata; "
+                                   "not fronted (a loopback tap only fronts loopback hosts): the client goes there directly"))
+                return url
+            self.origins.append(Upstream(u.scheme, u.hostname, port, "/"))
+            i = len(self.origins) - 1
+        tap = urlsplit(self.tap_origin)
+        path = u.path if i == 0 else f"{PREFIX}{i}{u.path or ''}"
+        return urlunsplit((tap.scheme, tap.netloc, path or "/", u.query, u.fragment))
+
+    def unfront(self, url: str) -> str:
+        """The inverse of ``front`` for a tap URL (else ``url`` unchanged)."""
+        try:
+            u = urlsplit(url)
+            tap = urlsplit(self.tap_origin)
+        except ValueError:
+            return url
+        if u.scheme != tap.scheme or u.netloc.lower() != tap.netloc.lower():
+            return url
+        r = self.route(u.path.encode("latin-1", "replace"))
+        if r.kind == UNKNOWN_FRONT:
+            return url
+        o = self.origins[r.origin]
+        return urlunsplit((o.scheme, o.authority, r.target.decode("latin-1"), u.query, u.fragment))
+
+    # -- routing --------------------------------------------------------------------------
+    def route(self, target: bytes) -> Route:
+        """Route one request target (origin-form, bytes) — see module doc."""
+        t = target.decode("latin-1")
+        path, sep, query = t.partition("?")
+        origin = 0
+        if path.startswith(PREFIX):
+            origin, path = self._strip_prefix(path[len(PREFIX):])
+        else:
+            for wk in (WK_PRM, *WK_AS):
+                if path.startswith(wk + PREFIX):
+                    n, rest = self._strip_prefix(path[len(wk + PREFIX):])
+                    origin, path = n, wk + (rest if rest != "/" else "")
+                    break
+        if origin < 0:
+            return Route(0, target, UNKNOWN_FRONT)
+        new = (path + sep + query).encode("latin-1") if origin else target
+        if path.startswith(WK_PRM):
+            kind = PRM
+        elif path.startswith(WK_AS) or path.endswith(WK_AS[1]):
+            kind = AS_META
+        elif origin:
+            kind = AS
+        else:
+            kind = MCP
+        return Route(origin, new, kind)
+
+    def _strip_prefix(self, rest: str) -> tuple[int, str]:
+        num, slash, tail = rest.partition("/")
+        if not num.isdigit() or not 0 < int(num) < len(self.origins):
+            return -1, ""
+        return int(num), "/" + tail if slash else "/"
+
+    # -- outward ------------------------------------------------------------------------
+    def www_authenticate(self, value: bytes) -> bytes:
+        """A ``WWW-Authenticate`` value with ``resource_metadata="…"`` fronted."""
+        s = value.decode("latin-1")
+        new = _RESOURCE_METADATA.sub(lambda m: m.group(1) + self.front(m.group(2), learn=True) + m.group(3), s)
+        return new.encode("latin-1", "replace") if new != s else value
+
+    def location(self, value: bytes) -> bytes:
+        """An authorization response redirect: its RFC 9207 ``iss`` parameter
+        fronted (the client compares it with the fronted issuer); the redirect
+        target itself is the client's and stays."""
+        s = value.decode("latin-1")
+        u = urlsplit(s)
+        if "iss=" not in u.query:
+            return value
+        pairs = parse_qsl(u.query, keep_blank_values=True)
+        out = [(k, self.front(v, learn=False) if k == "iss" else v) for k, v in pairs]
+        if out == pairs:
+            return value
+        return urlunsplit((u.scheme, u.netloc, u.path, urlencode(out, quote_via=quote), u.fragment)).encode("latin-1", "replace")
+
+    def prm_document(self, body: bytes, served_url: str) -> tuple[bytes, list[tuple[str, str]]]:
+        """Rewrite a protected resource metadata document (RFC 9728 §2):
+        ``resource`` and ``authorization_servers`` fronted. Returns (body, notes);
+        a body that is not a JSON object is returned unchanged with a note."""
+        doc, notes = _json_object(body, "protected resource metadata")
+        if doc is None:
+            return body, notes
+        res = doc.get("resource")
+        if isinstance(res, str):
+            if res.rstrip("/") not in _resource_candidates(served_url, self.upstream_resource):
+                notes.append(("auth.resource_mismatch",
+                              f"protected resource metadata served at {served_url} names resource {res!r} "
+                              "(RFC 9728 §3.3: it must be the URL the metadata is for)"))
+            doc["resource"] = self.front(res, learn=False)
+        else:
+            notes.append(("auth.metadata_invalid", "protected resource metadata has no string 'resource' (RFC 9728 §2: REQUIRED)"))
+        servers = doc.get("authorization_servers")
+        if isinstance(servers, list):
+            doc["authorization_servers"] = [self.front(s, learn=True) if isinstance(s, str) else s for s in servers]
+        return orjson.dumps(doc), notes
+
+    def as_document(self, body: bytes) -> tuple[bytes, list[tuple[str, str]]]:
+        """Rewrite authorization server metadata (RFC 8414 §2) or an OpenID
+        discovery document: ``issuer`` and every endpoint URL fronted (origins
+        they name are learned: a token endpoint may live on another host than
+        its issuer)."""
+        doc, notes = _json_object(body, "authorization server metadata")
+        if doc is None:
+            return body, notes
+        for key in AS_URL_FIELDS:
+            v = doc.get(key)
+            if isinstance(v, str):
+                doc[key] = self.front(v, learn=True)
+        aliases = doc.get("mtls_endpoint_aliases")
+        if isinstance(aliases, dict):
+            doc["mtls_endpoint_aliases"] = {k: self.front(v, learn=True) if isinstance(v, str) else v for k, v in aliases.items()}
+        return orjson.dumps(doc), notes
+
+    # -- inward ---------------------------------------------------------------------------
+    def request_target(self, target: bytes) -> bytes:
+        """A query's ``resource`` naming the tap's resource, mapped back (RFC 8707 §2)."""
+        t = target.decode("latin-1")
+        path, sep, query = t.partition("?")
+        if not sep or "resource=" not in query:
+            return target
+        new = self._form(query)
+        return (path + "?" + new).encode("latin-1") if new is not None else target
+
+    def request_form(self, body: bytes) -> bytes:
+        """An ``application/x-www-form-urlencoded`` body's ``resource`` mapped back."""
+        if b"resource=" not in body:
+            return body
+        try:
+            new = self._form(body.decode("ascii"))
+        except UnicodeDecodeError:
+            return body
+        return new.encode("ascii") if new is not None else body
+
+    def _form(self, query: str) -> str | None:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        changed = False
+        out = []
+        for k, v in pairs:
+            if k == "resource":
+                nv = self.unfront(v)
+                changed |= nv != v
+                v = nv
+            out.append((k, v))
+        return urlencode(out, quote_via=quote, safe="") if changed else None
+
+
+def _json_object(body: bytes, what: str) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None, [("auth.metadata_invalid", f"{what} is not JSON ({len(body)} bytes); passed on unchanged")]
+    if not isinstance(doc, dict):
+        return None, [("auth.metadata_invalid", f"{what} is not a JSON object; passed on unchanged")]
+    return doc, []
+
+
+def _resource_candidates(served_url: str, upstream_resource: str) -> set[str]:
+    """Resources a PRM document served at ``served_url`` may name (RFC 9728
+    §3.1: the well-known segment inserted before the resource's path)."""
+    u = urlsplit(served_url)
+    origin = f"{u.scheme}://{u.netloc}"
+    rest = u.path[len(WK_PRM):] if u.path.startswith(WK_PRM) else ""
+    return {(origin + rest).rstrip("/"), origin, upstream_resource.rstrip("/")}
+
+
+def _is_loopback(host: str) -> bool:
+    h = host.strip("[]").lower()
+    if h == "localhost" or h.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False

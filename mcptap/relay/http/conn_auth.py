@@ -1,0 +1,179 @@
+"""One exchange's OAuth fronting inside a client connection (pure, sans-IO, h11 events).
+
+``relay/http/auth.py`` decides what to rewrite; this module applies it to one
+exchange of ``ConnRelay``: where the request goes, a request held until its form
+body's ``resource`` is mapped back, response headers fronted, and a metadata
+response held until its document is rewritten. Held bodies are bounded
+(``auth.MAX_REWRITE_BODY``): past the bound they are passed on unchanged.
+
+Each method returns the h11 events to send on (upstream or client) and appends
+``AuthRewritten`` facts to ``out``; nothing here raises on peer input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+
+from mcptap.relay.http import auth as oauth
+from mcptap.relay.http.events import AuthRewritten, Upstream
+
+Headers = list[tuple[bytes, bytes]]
+
+
+@dataclass(slots=True)
+class AuthExchange:
+    """OAuth state of one exchange (see module doc). ``kind``: the route kind
+    (``auth.MCP`` … ``auth.AS``); ``origin``/``upstream``/``target``: where the
+    request goes; ``served_url``: its URL there (for the RFC 9728 §3.3 check)."""
+
+    front: oauth.AuthFront
+    exchange: int
+    conn: int
+    kind: str
+    origin: int
+    upstream: Upstream
+    target: bytes
+    served_url: str = ""
+    req_head: h11.Request | None = None
+    req_hold: bytearray | None = None
+    resp_head: h11.Response | None = None
+    resp_hold: bytearray | None = None
+
+    @classmethod
+    def plan(cls, front: oauth.AuthFront, exchange: int, conn: int, target: bytes, raw: Headers,
+             mcp_path: str) -> AuthExchange:
+        """Route one request (``front`` is the view for the client's Host)."""
+        route = front.route(target)
+        kind = route.kind
+        if kind == oauth.MCP and (_is_form(raw) or _names_resource(target, mcp_path)):
+            kind = oauth.AS      # a 2025-03-26 fallback endpoint (/authorize, /token) on the upstream itself
+        up = front.origins[route.origin] if route.kind != oauth.UNKNOWN_FRONT else front.origins[0]
+        x = cls(front, exchange, conn, kind, route.origin, up, route.target)
+        x.served_url = up.origin + route.target.decode("latin-1").partition("?")[0]
+        return x
+
+    @property
+    def recorded_kind(self) -> str:
+        """The ``auth`` tag of the exchange's records ("" for MCP traffic)."""
+        return "" if self.kind == oauth.MCP else self.kind
+
+    # -- request ------------------------------------------------------------------------
+    def request_head(self, method: bytes, headers: Headers, raw: Headers, out: list[Any]) -> list[Any]:
+        """The request head to send upstream now ([] while it is held for its body)."""
+        target = self.target
+        if self.kind != oauth.MCP:
+            new = self.front.request_target(target)
+            if new != target:
+                out.append(AuthRewritten(self.exchange, self.conn, "target", target.decode("latin-1"), new.decode("latin-1")))
+                target = new
+        head = h11.Request(method=method, target=target, headers=headers)
+        if self.kind == oauth.AS and _is_form(raw):
+            self.req_head, self.req_hold = head, bytearray()
+            return []
+        return [head]
+
+    @property
+    def holding_request(self) -> bool:
+        return self.req_hold is not None
+
+    def request_data(self, data: bytes, out: list[Any]) -> list[Any]:
+        assert self.req_hold is not None
+        self.req_hold += data
+        return self.release_request(out, rewrite=False) if len(self.req_hold) > oauth.MAX_REWRITE_BODY else []
+
+    def release_request(self, out: list[Any], rewrite: bool) -> list[Any]:
+        """The held head and body: the form's ``resource`` mapped back when the
+        body is complete (``rewrite``), else unchanged."""
+        head, body = self.req_head, bytes(self.req_hold or b"")
+        self.req_head = self.req_hold = None
+        if head is None:
+            return []
+        headers = list(head.headers.raw_items())
+        if rewrite:
+            new = self.front.request_form(body)
+            if new != body:
+                out.append(AuthRewritten(self.exchange, self.conn, "form", body.decode("latin-1"), new.decode("latin-1")))
+                body = new
+                headers = _with_length(headers, len(body))
+        events: list[Any] = [h11.Request(method=head.method, target=head.target, headers=headers)]
+        return events + [h11.Data(data=body)] if body else events
+
+    # -- response -----------------------------------------------------------------------
+    def response_head(self, ev: h11.Response, headers: Headers, out: list[Any]) -> list[Any]:
+        """The response head to send to the client now ([] while held):
+        ``WWW-Authenticate`` and an authorization redirect's ``iss`` fronted."""
+        front = self.front
+        new_headers = []
+        for name, value in headers:
+            low = name.lower()
+            new = value
+            if low == b"www-authenticate":
+                new = front.www_authenticate(value)
+            elif low == b"location" and self.kind == oauth.AS:
+                new = front.location(value)
+            if new != value:
+                out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),
+                                         new.decode("latin-1"), tuple(front.take_notes())))
+            new_headers.append((name, new))
+        notes = front.take_notes()
+        if notes:
+            out.append(AuthRewritten(self.exchange, self.conn, "upstream", "", "", tuple(notes)))
+        head = h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason)
+        if self.kind in (oauth.PRM, oauth.AS_META) and ev.status_code == 200 and not _encoded(new_headers):
+            self.resp_head, self.resp_hold = head, bytearray()
+            return []
+        return [head]
+
+    @property
+    def holding_response(self) -> bool:
+        return self.resp_hold is not None
+
+    def response_data(self, data: bytes, out: list[Any]) -> list[Any]:
+        assert self.resp_hold is not None
+        self.resp_hold += data
+        return self.release_response(out, rewrite=False) if len(self.resp_hold) > oauth.MAX_REWRITE_BODY else []
+
+    def release_response(self, out: list[Any], rewrite: bool) -> list[Any]:
+        """The held head and document: rewritten (``auth.py``) when complete,
+        else unchanged."""
+        head, body = self.resp_head, bytes(self.resp_hold or b"")
+        self.resp_head = self.resp_hold = None
+        if head is None:
+            return []
+        headers = list(head.headers.raw_items())
+        if rewrite:
+            front = self.front
+            new, notes = front.prm_document(body, self.served_url) if self.kind == oauth.PRM else front.as_document(body)
+            notes += front.take_notes()
+            out.append(AuthRewritten(self.exchange, self.conn, self.kind, body.decode("utf-8", "replace"),
+                                     new.decode("utf-8", "replace"), tuple(notes)))
+            if new != body:
+                body = new
+                headers = _with_length(headers, len(body))
+        events: list[Any] = [h11.Response(status_code=head.status_code, headers=headers, reason=head.reason)]
+        return events + [h11.Data(data=body)] if body else events
+
+
+def _is_form(raw: Headers) -> bool:
+    ctype = next((v for n, v in raw if n.lower() == b"content-type"), b"")
+    return ctype.split(b";")[0].strip().lower() == b"application/x-www-form-urlencoded"
+
+
+def _names_resource(target: bytes, mcp_path: str) -> bool:
+    path, _, query = target.partition(b"?")
+    return b"resource=" in query and path.decode("latin-1") != mcp_path
+
+
+def _encoded(headers: Headers) -> bool:
+    """A body with a content coding (gzip, …) is passed on as is, never rewritten."""
+    return any(n.lower() == b"content-encoding" and v.strip().lower() not in (b"", b"identity") for n, v in headers)
+
+
+def _with_length(headers: Headers, length: int) -> Headers:
+    """Headers for a rewritten whole body: one Content-Length, no Transfer-Encoding."""
+    out = [(n, v) for n, v in headers if n.lower() not in (b"content-length", b"transfer-encoding")]
+    out.append((b"Content-Length", str(length).encode()))
+    return out

@@ -1,0 +1,210 @@
+"""OAuth exchanges through the HTTP tap as capture records (pure; the recorder is passed in).
+
+Discovery and token exchanges (``relay/http/auth.py`` route kinds "prm",
+"as_meta", "as") are HTTP, not MCP: they become ``http`` records tagged with
+``auth`` — ``request``, ``request_body``, ``response``, ``response_body``,
+``auth_rewrite`` (what the tap changed on the way) and ``end`` — and are never
+framed as JSON-RPC. Every credential in them is a placeholder (the same stable
+placeholders as other credentials, ``mcptap/redact``): authorization codes,
+PKCE verifiers, client secrets, access/refresh/ID tokens, client assertions,
+registration access tokens, in query strings, form bodies, JSON bodies and
+``Location`` redirects, unless the user asked for ``--record-secrets``.
+
+Findings (protocol/codes.py ``auth.*``): what the tap's rewriting noticed
+(unparseable metadata, a resource that does not match its URL, a refused
+metadata host) and, for any response, a 401 without ``WWW-Authenticate`` or a
+403 ``insufficient_scope`` challenge without ``scope`` (``response_findings``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
+
+import orjson
+
+from mcptap.capture.format import encode_bytes
+from mcptap.model import Finding
+from mcptap.protocol.codes import finding
+from mcptap.redact import is_secret_name, placeholder
+from mcptap.relay.http import events as r
+
+#: OAuth parameter and member names that carry credentials (RFC 6749 §4.1, §5.1,
+#: RFC 7636 §4.5, RFC 7591 §3.2.1, RFC 7523 §2.2, RFC 8693 §2.1, OpenID Core §3.1.3.3)
+SECRET_PARAMS = frozenset({
+    "code", "code_verifier", "client_secret", "access_token", "refresh_token", "id_token", "client_assertion",
+    "assertion", "registration_access_token", "device_code", "subject_token", "actor_token", "password",
+})
+_BODY_KEEP = 64 * 1024
+
+
+#: metadata members named like secrets that hold URLs, methods or flags, never credentials
+_NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
+
+
+def is_secret_param(name: str) -> bool:
+    low = name.lower()
+    if low in SECRET_PARAMS:
+        return True
+    return not low.endswith(_NOT_SECRET_SUFFIXES) and is_secret_name(name)
+
+
+def scrub_query(query: str) -> str:
+    """A query string or form body with credential values as placeholders;
+    every other byte (order, percent-encoding) kept."""
+    out = []
+    for seg in query.split("&"):
+        k, eq, v = seg.partition("=")
+        if eq and v and is_secret_param(unquote_plus(k)):
+            seg = k + "=" + placeholder(unquote_plus(v))
+        out.append(seg)
+    return "&".join(out)
+
+
+def scrub_url_params(url: str) -> str:
+    """A URL (absolute or origin-form) with credential query values as placeholders."""
+    u = urlsplit(url)
+    if not u.query:
+        return url
+    return urlunsplit((u.scheme, u.netloc, u.path, scrub_query(u.query), u.fragment))
+
+
+def scrub_json(value: Any) -> Any:
+    """A JSON value with credential members (at any depth) as placeholders."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, str) and x and is_secret_param(k):
+                    v[k] = placeholder(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, (dict, list)))
+    return value
+
+
+def scrub_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A request/response body with its credentials as placeholders: form
+    bodies by parameter, JSON bodies by member; anything else unchanged."""
+    ctype = next((v for n, v in headers if n.lower() == b"content-type"), b"").split(b";")[0].strip().lower()
+    if ctype == b"application/x-www-form-urlencoded":
+        try:
+            return scrub_query(body.decode("ascii")).encode("utf-8")
+        except UnicodeDecodeError:
+            return body
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    return orjson.dumps(scrub_json(value)) if isinstance(value, (dict, list)) else body
+
+
+def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
+    """Challenge findings for any response (MCP authorization spec, RFC 6750 §3)."""
+    if status not in (401, 403):
+        return []
+    challenges = [v.decode("latin-1") for n, v in headers if n.lower() == b"www-authenticate"]
+    if status == 401 and not challenges:
+        return [finding("auth.challenge_missing", "401 without a WWW-Authenticate challenge: clients cannot discover "
+                        "the authorization server")]
+    fs = []
+    for c in challenges:
+        low = c.lower()
+        if status == 403 and "insufficient_scope" in low and "scope=" not in low.replace("scope=\"", "scope="):
+            fs.append(finding("auth.scope_missing", "403 insufficient_scope challenge without a scope parameter: "
+                              "the client cannot tell which scope to ask for"))
+    return fs
+
+
+class AuthObserver:
+    """Records the OAuth exchanges of one tap (see module doc). ``rec``: the
+    Recorder API (``clock()``, ``record(type, findings=, **fields)``);
+    ``headers_json``: the observer's credential-redacting header encoder."""
+
+    def __init__(self, rec: Any, headers_json: Any, record_secrets: bool) -> None:
+        self.rec = rec
+        self.headers_json = headers_json
+        self.record_secrets = record_secrets
+        #: exchange id -> [kind, t0, request headers, request body, response headers, response body, sizes]
+        self._ex: dict[int, dict[str, Any]] = {}
+
+    def owns(self, exchange: int) -> bool:
+        return exchange in self._ex
+
+    def _heads(self, headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
+        out = self.headers_json(headers)
+        if not self.record_secrets:
+            for pair in out:
+                if pair[0].lower() == "location":
+                    pair[1] = scrub_url_params(pair[1])
+        return out
+
+    def _body(self, e: dict[str, Any], event: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        if not body:
+            return
+        kept = body if self.record_secrets else scrub_body(body, headers)
+        fields: dict[str, Any] = {"event": event, "exchange": e["id"], "conn": e["conn"], "auth": e["kind"]}
+        if len(kept) > _BODY_KEEP:
+            fields["truncated_from"] = len(kept)
+            kept = kept[:_BODY_KEEP]
+        encode_bytes(kept, "body", fields)
+        self.rec.record("http", **fields)
+
+    def started(self, it: r.RequestStarted) -> None:
+        e = {"id": it.exchange, "conn": it.conn, "kind": it.auth, "t0": self.rec.clock(), "req_headers": it.headers,
+             "req": bytearray(), "resp_headers": [], "resp": bytearray(), "req_bytes": 0, "resp_bytes": 0}
+        self._ex[it.exchange] = e
+        target = it.target if self.record_secrets else scrub_url_params(it.target)
+        self.rec.record("http", event="request", exchange=it.exchange, conn=it.conn, auth=it.auth, method=it.method,
+                        target=target, version=it.http_version, headers=self._heads(it.headers))
+
+    def handle(self, it: Any) -> None:
+        e = self._ex.get(it.exchange)
+        if e is None:
+            return
+        t = type(it)
+        if t is r.RequestBody:
+            e["req_bytes"] += len(it.data)
+            if len(e["req"]) < _BODY_KEEP * 2:
+                e["req"] += it.data
+        elif t is r.RequestEnded:
+            self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
+        elif t is r.ResponseStarted:
+            fs = response_findings(it.status, it.headers)
+            if not it.informational:
+                e["resp_headers"] = it.headers
+            self.rec.record("http", findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
+                            status=it.status, reason=it.reason, headers=self._heads(it.headers),
+                            latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}))
+        elif t is r.ResponseBody:
+            e["resp_bytes"] += len(it.data)
+            if len(e["resp"]) < _BODY_KEEP * 2:
+                e["resp"] += it.data
+        elif t is r.AuthRewritten:
+            self.rewritten(it, e["kind"])
+        elif t is r.ResponseEnded:
+            self._ex.pop(it.exchange, None)
+            self._body(e, "response_body", bytes(e["resp"]), e["resp_headers"])
+            fields: dict[str, Any] = {"event": "end", "exchange": it.exchange, "conn": it.conn, "auth": e["kind"],
+                                      "how": it.how, "request_bytes": e["req_bytes"], "response_bytes": e["resp_bytes"],
+                                      "duration_us": self.rec.clock() - e["t0"]}
+            if it.detail:
+                fields["detail"] = it.detail
+            self.rec.record("http", **fields)
+
+    def rewritten(self, it: r.AuthRewritten, kind: str) -> None:
+        """An ``auth_rewrite`` record: what the tap changed (credentials scrubbed)."""
+        fs = [finding(code, msg) for code, msg in it.notes]
+        if it.what == "upstream":
+            self.rec.record("http", findings=fs, event="auth_note", exchange=it.exchange, conn=it.conn, auth=kind)
+            return
+        orig, new = it.original, it.rewritten
+        if not self.record_secrets:
+            if it.what in ("target", "location"):
+                orig, new = scrub_url_params(orig), scrub_url_params(new)
+            elif it.what == "form":
+                orig, new = scrub_query(orig), scrub_query(new)
+        self.rec.record("http", findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
+                        what=it.what, original=orig, rewritten=new)

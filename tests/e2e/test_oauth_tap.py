@@ -1,0 +1,82 @@
+"""End to end: OAuth through the HTTP tap with the official SDK's pieces.
+
+A local authorization server and an authorization-protected MCP server (both
+built from ``mcp.server.auth``, tests/e2e/auth_peers.py, on separate loopback
+ports: separate origins) and the SDK's ``OAuthClientProvider`` (dynamic client
+registration, authorization code + PKCE, RFC 8707 resource indicators) connecting
+through ``mcptap record --upstream``. The resource server accepts only tokens
+issued for its own URL, so the session working proves the tap mapped the
+client's ``resource`` back; the capture must hold discovery, registration,
+authorization and token exchanges as ``http`` records with every credential as
+a placeholder, and ``check`` must give no false finding about them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from peers import free_port, listening
+from mcptap.capture.reader import read_capture
+
+pytestmark = pytest.mark.e2e
+PEERS = Path(__file__).parent / "auth_peers.py"
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+
+
+async def _run_client(url: str) -> subprocess.CompletedProcess[str]:
+    p = await trio.run_process([sys.executable, str(PEERS), "client", url], capture_stdout=True, capture_stderr=True, check=False)
+    return subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
+
+
+async def _session_through_tap(tmp_path: Path, *tap_args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    as_port, rs_port, tap_port = free_port(), free_port(), free_port()
+    cap = tmp_path / "auth.jsonl"
+    async with listening([sys.executable, str(PEERS), "as", str(as_port)], as_port):
+        async with listening([sys.executable, str(PEERS), "rs", str(rs_port), f"http://127.0.0.1:{as_port}"], rs_port):
+            async with listening([*MCPTAP, "record", "-q", "--upstream", f"http://127.0.0.1:{rs_port}/mcp",
+                                  "--listen", f"127.0.0.1:{tap_port}", "-o", str(cap), *tap_args], tap_port):
+                with trio.fail_after(90):
+                    proc = await _run_client(f"http://127.0.0.1:{tap_port}/mcp")
+    return proc, cap
+
+
+async def test_sdk_oauth_client_through_the_tap(tmp_path: Path) -> None:
+    proc, cap = await _session_through_tap(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "authorized"
+    seen = json.loads(proc.stderr.strip().splitlines()[-1])
+    text = cap.read_text(encoding="utf-8")
+    for name, value in seen.items():
+        assert value, name
+        assert value not in text, f"{name} reached the capture in clear"
+
+    c = read_capture(str(cap))
+    http = [rec for rec in c.records if rec["type"] == "http"]
+    kinds = {(rec.get("auth"), rec.get("event")) for rec in http}
+    for kind in ("prm", "as_meta", "as"):
+        assert (kind, "request") in kinds and (kind, "end") in kinds, kind
+    rewrites = {rec["what"] for rec in http if rec.get("event") == "auth_rewrite"}
+    assert {"www-authenticate", "prm", "as_meta", "form", "target"} <= rewrites
+    # token exchange recorded as HTTP only: no JSON-RPC message carries an OAuth body
+    msgs = [rec for rec in c.records if rec["type"] == "message"]
+    assert not any("grant_type" in json.dumps(m.get("raw", "")) for m in msgs)
+    assert {m.get("method") for m in msgs} >= {"initialize", "tools/call"}
+
+    out = subprocess.run([*MCPTAP, "check", "--full", "--format", "json", str(cap)], capture_output=True, text=True)
+    codes = {c["code"] for c in json.loads(out.stdout)["captures"][0]["codes"]}
+    assert not {code for code in codes if code.startswith(("auth.", "framing."))}, codes
+    # the OAuth exchanges themselves carry no finding at all
+    assert not [rec for rec in http if rec.get("auth") and rec.get("findings")]
+
+
+async def test_without_auth_rewrite_the_sdk_client_rejects_the_resource(tmp_path: Path) -> None:
+    # what the fronting exists for: RFC 9728 §3.3 makes the client stop
+    proc, _ = await _session_through_tap(tmp_path, "--no-auth-rewrite")
+    assert proc.returncode != 0
+    assert "does not match" in proc.stderr

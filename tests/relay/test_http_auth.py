@@ -1,0 +1,209 @@
+"""OAuth fronting in the HTTP relay core (``relay/http/auth.py``, ``conn_auth.py``):
+routing, URL mapping both ways, metadata rewriting, request ``resource`` mapping,
+and the bounds that keep the tap from being an open proxy. Sans-IO: bytes in,
+commands out (the real-peer flow is tests/e2e/test_oauth_tap.py)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptap.relay.http import auth as oauth
+from mcptap.relay.http import events as r
+from mcptap.relay.http.auth import AuthFront
+from mcptap.relay.http.observe_auth import response_findings, scrub_body, scrub_query
+from mcptap.relay.http.proxy import HttpRelay
+
+UP = r.Upstream.parse("http://127.0.0.1:9000/mcp")
+TAP = "http://127.0.0.1:7000"
+
+
+def front() -> AuthFront:
+    return AuthFront(UP, TAP)
+
+
+def test_upstream_urls_map_to_the_tap_and_back() -> None:
+    f = front()
+    assert f.tap_resource == "http://127.0.0.1:7000/mcp"
+    assert f.front("http://127.0.0.1:9000/mcp", learn=False) == "http://127.0.0.1:7000/mcp"
+    assert f.unfront("http://127.0.0.1:7000/mcp") == "http://127.0.0.1:9000/mcp"
+    # an origin the upstream never named is not fronted unless learned
+    assert f.front("http://127.0.0.1:9100/", learn=False) == "http://127.0.0.1:9100/"
+    assert f.front("http://127.0.0.1:9100/tenant", learn=True) == "http://127.0.0.1:7000/.mcptap/o/1/tenant"
+    assert f.unfront("http://127.0.0.1:7000/.mcptap/o/1/tenant") == "http://127.0.0.1:9100/tenant"
+
+
+def test_routes_well_known_forms_to_the_fronted_origin() -> None:
+    f = front()
+    f.front("http://127.0.0.1:9100/tenant", learn=True)
+    assert f.route(b"/mcp") == oauth.Route(0, b"/mcp", oauth.MCP)
+    assert f.route(b"/.well-known/oauth-protected-resource/mcp").kind == oauth.PRM
+    # RFC 8414 §3.1: well-known segment before the issuer path
+    r1 = f.route(b"/.well-known/oauth-authorization-server/.mcptap/o/1/tenant")
+    assert r1 == oauth.Route(1, b"/.well-known/oauth-authorization-server/tenant", oauth.AS_META)
+    # OpenID Discovery: appended after the issuer path
+    r2 = f.route(b"/.mcptap/o/1/tenant/.well-known/openid-configuration")
+    assert r2 == oauth.Route(1, b"/tenant/.well-known/openid-configuration", oauth.AS_META)
+    assert f.route(b"/.mcptap/o/1/token?x=1") == oauth.Route(1, b"/token?x=1", oauth.AS)
+    # never named by the upstream: refused, not proxied anywhere
+    assert f.route(b"/.mcptap/o/2/token").kind == oauth.UNKNOWN_FRONT
+    assert f.route(b"/.mcptap/o/x/token").kind == oauth.UNKNOWN_FRONT
+    assert f.route(b"/.mcptap/o/0/token").kind == oauth.UNKNOWN_FRONT
+
+
+def test_www_authenticate_and_prm_document() -> None:
+    f = front()
+    v = b'Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp"'
+    assert f.www_authenticate(v) == v.replace(b"127.0.0.1:9000", b"127.0.0.1:7000")
+    doc = {"resource": "http://127.0.0.1:9000/mcp", "authorization_servers": ["http://127.0.0.1:9100/"], "scopes_supported": ["a"]}
+    body, notes = f.prm_document(orjson.dumps(doc), "http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp")
+    assert notes == []
+    assert orjson.loads(body) == {"resource": "http://127.0.0.1:7000/mcp",
+                                  "authorization_servers": ["http://127.0.0.1:7000/.mcptap/o/1/"], "scopes_supported": ["a"]}
+
+
+def test_prm_resource_not_matching_its_url_is_a_finding() -> None:
+    f = front()
+    doc = {"resource": "http://127.0.0.1:9000/other", "authorization_servers": []}
+    _, notes = f.prm_document(orjson.dumps(doc), "http://127.0.0.1:9000/.well-known/oauth-protected-resource/mcp")
+    assert [c for c, _ in notes] == ["auth.resource_mismatch"]
+    # near miss: the root document naming the origin is fine
+    _, notes = f.prm_document(orjson.dumps({"resource": "http://127.0.0.1:9000"}), "http://127.0.0.1:9000/.well-known/oauth-protected-resource")
+    assert notes == []
+
+
+@pytest.mark.parametrize("body", [b"<html>", b"[1,2]", b"\xff\xfe"])
+def test_metadata_that_does_not_parse_is_passed_on_with_a_finding(body: bytes) -> None:
+    f = front()
+    out, notes = f.prm_document(body, "http://127.0.0.1:9000/.well-known/oauth-protected-resource")
+    assert out == body and [c for c, _ in notes] == ["auth.metadata_invalid"]
+    out, notes = f.as_document(body)
+    assert out == body and [c for c, _ in notes] == ["auth.metadata_invalid"]
+
+
+def test_as_metadata_endpoints_on_other_hosts_are_learned() -> None:
+    f = front()
+    doc = {"issuer": "http://127.0.0.1:9100", "token_endpoint": "http://127.0.0.2:9200/oauth/token",
+           "authorization_endpoint": "http://127.0.0.1:9100/authorize", "response_types_supported": ["code"]}
+    body, notes = f.as_document(orjson.dumps(doc))
+    got = orjson.loads(body)
+    assert notes == []
+    assert got["issuer"] == "http://127.0.0.1:7000/.mcptap/o/1"
+    assert got["token_endpoint"] == "http://127.0.0.1:7000/.mcptap/o/2/oauth/token"
+    assert got["authorization_endpoint"] == "http://127.0.0.1:7000/.mcptap/o/1/authorize"
+
+
+def test_loopback_upstream_never_fronts_a_remote_host() -> None:
+    f = front()
+    assert f.front("https://auth.example.com/", learn=True) == "https://auth.example.com/"
+    assert [c for c, _ in f.take_notes()] == ["auth.metadata_host_refused"]
+    assert len(f.origins) == 1
+
+
+def test_resource_parameter_is_mapped_back_only_when_it_names_the_tap() -> None:
+    f = front()
+    t = b"/authorize?client_id=c&resource=http%3A%2F%2F127.0.0.1%3A7000%2Fmcp&state=s"
+    assert f.request_target(t) == b"/authorize?client_id=c&resource=http%3A%2F%2F127.0.0.1%3A9000%2Fmcp&state=s"
+    other = b"/authorize?resource=https%3A%2F%2Felsewhere%2Fmcp"
+    assert f.request_target(other) == other
+    form = b"grant_type=authorization_code&code=abc&resource=http%3A%2F%2F127.0.0.1%3A7000%2Fmcp"
+    assert f.request_form(form) == b"grant_type=authorization_code&code=abc&resource=http%3A%2F%2F127.0.0.1%3A9000%2Fmcp"
+
+
+def test_iss_of_an_authorization_redirect_is_fronted() -> None:
+    f = front()
+    f.front("http://127.0.0.1:9100", learn=True)
+    loc = b"http://localhost:3030/callback?code=xyz&state=s&iss=http%3A%2F%2F127.0.0.1%3A9100"
+    assert f.location(loc) == b"http://localhost:3030/callback?code=xyz&state=s&iss=http%3A%2F%2F127.0.0.1%3A7000%2F.mcptap%2Fo%2F1"
+
+
+def _relay_roundtrip(relay: HttpRelay, request: bytes, response: bytes) -> tuple[list, bytes, bytes]:
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, request)
+    opens = [i for i in items if isinstance(i, r.OpenUpstream)]
+    gen = opens[-1].gen if opens else 1
+    sent_up = b"".join(i.data for i in items if isinstance(i, r.SendUpstream))
+    items2 = relay.upstream_data(cid, gen, response)
+    to_client = b"".join(i.data for i in items2 if isinstance(i, r.SendClient))
+    return items + items2, sent_up, to_client
+
+
+def test_relay_rewrites_a_prm_document_and_fixes_its_length() -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    doc = orjson.dumps({"resource": "http://127.0.0.1:9000/mcp", "authorization_servers": ["http://127.0.0.1:9100"]})
+    resp = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(doc), doc)
+    items, up, down = _relay_roundtrip(relay, b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n", resp)
+    head, _, body = down.partition(b"\r\n\r\n")
+    assert orjson.loads(body)["resource"] == "http://127.0.0.1:7000/mcp"
+    assert b"content-length: %d" % len(body) in head.lower()
+    started = [i for i in items if isinstance(i, r.RequestStarted)]
+    assert started[0].auth == oauth.PRM
+    assert any(isinstance(i, r.AuthRewritten) and i.what == "prm" for i in items)
+
+
+def test_relay_sends_a_token_request_to_the_fronted_origin_with_resource_mapped_back() -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    assert relay.auth is not None
+    relay.auth.front("http://127.0.0.1:9100", learn=True)
+    body = b"grant_type=authorization_code&code=abc&resource=http%3A%2F%2F127.0.0.1%3A7000%2Fmcp"
+    req = (b"POST /.mcptap/o/1/token HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n"
+           b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, req)
+    opens = [i for i in items if isinstance(i, r.OpenUpstream)]
+    assert opens and opens[0].upstream == r.Upstream("http", "127.0.0.1", 9100, "/")
+    up = b"".join(i.data for i in items if isinstance(i, r.SendUpstream))
+    head, _, sent = up.partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /token HTTP/1.1") and b"Host: 127.0.0.1:9100" in head
+    assert sent == body.replace(b"7000", b"9000")
+    assert b"Content-Length: %d" % len(sent) in head
+
+
+def test_relay_refuses_an_unknown_front_with_404_and_opens_nothing() -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, b"GET /.mcptap/o/5/x HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n")
+    assert not any(isinstance(i, (r.OpenUpstream, r.SendUpstream)) for i in items)
+    assert b"404" in b"".join(i.data for i in items if isinstance(i, r.SendClient))
+
+
+def test_no_auth_rewrite_forwards_verbatim() -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000", auth_rewrite=False)
+    doc = orjson.dumps({"resource": "http://127.0.0.1:9000/mcp"})
+    resp = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(doc), doc)
+    _, _, down = _relay_roundtrip(relay, b"GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n", resp)
+    assert down.endswith(doc)
+
+
+def test_challenge_findings() -> None:
+    assert [f.code for f in response_findings(401, [])] == ["auth.challenge_missing"]
+    assert response_findings(401, [(b"WWW-Authenticate", b'Bearer resource_metadata="x"')]) == []
+    assert [f.code for f in response_findings(403, [(b"WWW-Authenticate", b'Bearer error="insufficient_scope"')])] == ["auth.scope_missing"]
+    assert response_findings(403, [(b"WWW-Authenticate", b'Bearer error="insufficient_scope", scope="a b"')]) == []
+    assert response_findings(200, []) == []
+
+
+def test_credentials_in_oauth_bodies_become_placeholders() -> None:
+    form = "grant_type=authorization_code&code=SECRETCODE&code_verifier=VERIFIER&client_id=abc&resource=x"
+    out = scrub_query(form)
+    assert "SECRETCODE" not in out and "VERIFIER" not in out and "client_id=abc" in out and "resource=x" in out
+    js = orjson.dumps({"access_token": "AT", "refresh_token": "RT", "token_endpoint": "http://x/token",
+                       "nested": {"client_secret": "CS"}, "token_type": "Bearer"})
+    got = scrub_body(js, [(b"content-type", b"application/json")]).decode()
+    assert all(s not in got for s in ('"AT"', '"RT"', '"CS"'))
+    assert "http://x/token" in got and "Bearer" in got
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(data: bytes) -> None:
+    f = front()
+    f.route(data)
+    f.request_target(data)
+    f.request_form(data)
+    f.www_authenticate(data)
+    f.location(data)
+    f.prm_document(data, "http://127.0.0.1:9000/.well-known/oauth-protected-resource")
+    f.as_document(data)
+    scrub_body(data, [(b"content-type", b"application/x-www-form-urlencoded")])
