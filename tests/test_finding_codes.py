@@ -181,7 +181,8 @@ NOT_HERE: dict[str, str] = {
     "capture.out_of_sequence": "an edited capture, not traffic: tests/test_integrity.py",
 }
 #: code families owned by other modules with their own tests
-OTHER_FAMILIES = ("sse.", "http.", "shape.", "pagination.", "jsonrpc.error_code_not_in_revision")
+OTHER_FAMILIES = ("sse.", "http.", "shape.", "pagination.", "jsonrpc.error_code_not_in_revision",
+                  "auth.")   # OAuth through the HTTP tap: trigger and near miss in tests/relay/test_http_auth.py
 
 
 def codes_of(tmp_path: Path, steps: Steps, name: str) -> dict[str, int]:
