@@ -28,3 +28,8 @@ class UpstreamError(McptapError):
 
 class FilterSyntaxError(McptapError):
     """A filter expression could not be parsed; message gives the column."""
+
+
+class RedactionError(McptapError):
+    """Redaction cannot run: a bad rules file or pattern, or the per-user
+    redaction key cannot be read or created. Message names the culprit."""

@@ -1,4 +1,4 @@
-"""Secrets in argv never reach a capture in clear (mcptap/redact.py)."""
+"""Secrets in argv never reach a capture in clear (mcptap/redact/argv.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mcptap.redact import is_secret_name, placeholder, scrub_argv, scrub_url
 
-PH = re.compile(r"«redacted:sha256:[0-9a-f]{8}»")
+PH = re.compile(r"«redacted:hmac:[0-9a-f]{12}»")
 SECRET = "s3cr3t-VALUE-123"
 
 
@@ -59,7 +59,7 @@ def test_urls_inside_option_values_and_free_text() -> None:
     argv = ["srv", f"--upstream=https://u:{SECRET}@h/x", f"see https://h/?apiKey={SECRET} now"]
     out = scrub_argv(argv)
     assert all(SECRET not in a for a in out)
-    assert out[1].startswith("--upstream=https://«redacted:sha256:")
+    assert out[1].startswith("--upstream=https://«redacted:hmac:")
 
 
 @pytest.mark.parametrize("token", [

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
+from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message
 
@@ -45,11 +46,12 @@ class CaptureStream:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._fp = open_input(path)     # "-" is stdin; gzip is decompressed
         try:
-            self._fp = open(path, "rb")  # closed in __iter__ / close
-        except OSError as exc:
-            raise CaptureReadError(f"cannot open capture {path}: {exc.strerror or exc}") from None
-        first = self._fp.readline()
+            first = read_line(self._fp, path)
+        except CaptureReadError:
+            self._fp.close()
+            raise
         if not first:
             self._fp.close()
             raise CaptureReadError(f"{path}: empty file, not an mcptap capture")
@@ -77,7 +79,7 @@ class CaptureStream:
         lineno = 1
         try:
             pending: bytes | None = None
-            for line in fp:
+            for line in lines(fp, self.path):
                 lineno += 1
                 try:
                     rec = orjson.loads(line)

@@ -4,6 +4,7 @@ raises into the relay after ``open``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import IO, Any
 
 import orjson
@@ -36,6 +37,8 @@ class CaptureWriter:
         #: a cut record could neither be truncated away nor ended: the next
         #: write starts with a newline
         self._open_line = False
+        #: applied to every record before it is encoded (``record --redact``: the scrubber)
+        self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @classmethod
     def open(cls, path: str) -> CaptureWriter:
@@ -55,6 +58,8 @@ class CaptureWriter:
 
     def write(self, rec: dict[str, Any]) -> None:
         """Queue one record (encoded now, written at the next flush)."""
+        if self.transform is not None:
+            rec = self.transform(rec)
         try:
             line = _dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError) as exc:

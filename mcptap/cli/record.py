@@ -29,6 +29,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.capture_dir import apply_keep, capture_options
 from mcptap.cli.record_http import http_options, run_http_record
+from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureWriteError
 from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
@@ -50,6 +51,17 @@ def _is_capture_or_empty(path: str) -> bool:
     return not head or head.startswith(b'{"type":"header","format":"mcptap-capture"')
 
 
+def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, object]) -> object:
+    """The Redactor for --redact (None without it); redaction options without
+    --redact are a usage error."""
+    given = [n for n in ("redact_key", "redact_path", "redact_pattern", "redact_rules", "no_builtin_rules")
+             if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+    if given and not redact:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} needs --redact")
+    redactor = redactor_from(kwargs)
+    return redactor if redact else None
+
+
 def _say(line: str) -> None:
     click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
@@ -68,11 +80,14 @@ def _say(line: str) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True,
               help=f"Exit {EX_IOERR} if the capture is incomplete (default: the server's exit status).")
+@click.option("--redact", is_flag=True,
+              help="Scrub payloads before they reach the capture (as mcptap scrub; the relay still forwards the original bytes).")
+@redact_options
 @capture_options
 @http_options
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
-def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool, strict_capture: bool,
+def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool, strict_capture: bool, redact: bool,
             cmd: tuple[str, ...], upstream: str | None, capture_dir: str | None, name: str | None, keep: int | None,
             **http_kwargs: Any) -> None:
     """Record an MCP session: run CMD as a stdio server, or proxy --upstream URL.
@@ -87,11 +102,12 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     """
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
+    redactor = _redactor(ctx, redact, http_kwargs)
     if upstream is not None:
         if cmd:
             raise click.UsageError("give either --upstream URL or -- CMD, not both")
         ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture,
-                                 capture_dir=capture_dir, name=name, keep=keep, **http_kwargs))
+                                 capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, **http_kwargs))
     if not cmd:
         raise click.UsageError("nothing to tap: give -- CMD [ARGS]... (stdio) or --upstream URL (HTTP)")
     given = [name for name in http_kwargs if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
@@ -125,6 +141,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         assert path is not None         # set whenever no problem was reported
         apply_keep(path, name, argv, keep, _say, quiet)
 
+    if writer is not None and redactor is not None:
+        from mcptap.redact.scrub import Scrubber
+
+        writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
 

@@ -89,9 +89,11 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                     no_endpoint_rewrite: bool = False, no_auth_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
                     connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
-                    capture_dir: str | None = None, name: str | None = None, keep: int | None = None, **_ignored: Any) -> int:
+                    capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Any = None,
+                    **_ignored: Any) -> int:
     """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
-    ``ready(url)`` is called once listening (tests)."""
+    ``ready(url)`` is called once listening (tests); ``redactor``: scrub
+    records before they are written (``record --redact``)."""
     try:
         host, port = parse_listen(listen)
     except click.BadParameter as exc:
@@ -116,6 +118,10 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         from mcptap.cli.capture_dir import apply_keep
 
         apply_keep(path, name, [_default_argv(tap)], keep, _say, quiet)
+    if writer is not None and redactor is not None:
+        from mcptap.redact.scrub import Scrubber
+
+        writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "http", target={"url": shown}, header_extra={"name": name} if name else None)
     tap.rec = rec
     try:

@@ -82,7 +82,7 @@ def test_secrets_in_argv_never_reach_the_capture(tmp_path: Path) -> None:
     assert SECRET.encode() not in out.read_bytes()
     cap = read_capture(str(out))
     argv = cap.header["target"]["argv"]
-    assert argv[3] == "--token" and argv[4].startswith("«redacted:sha256:")
+    assert argv[3] == "--token" and argv[4].startswith("«redacted:hmac:")
     (spawn,) = [r for r in cap.records if r.get("event") == "spawn"]
     assert spawn["argv"] == argv
 

@@ -216,8 +216,8 @@ async def test_credentials_redacted_unless_asked(tmp_path):
             assert hdrs["Authorization"] == "Bearer s3cr3t-token" and "k123" in req["target"]
         else:
             assert "s3cr3t" not in json.dumps([r for r in records(d) if r["type"] != "message"])  # the echo body is the server's business
-            assert hdrs["Authorization"].startswith("Bearer «redacted:sha256:") and "s3cr3t" not in hdrs["Authorization"]
-            assert hdrs["Cookie"].startswith("sid=«redacted:sha256:") and "theme=«" in hdrs["Cookie"]
+            assert hdrs["Authorization"].startswith("Bearer «redacted:hmac:") and "s3cr3t" not in hdrs["Authorization"]
+            assert hdrs["Cookie"].startswith("sid=«redacted:hmac:") and "theme=«" in hdrs["Cookie"]
             assert "k123" not in req["target"]
 
 

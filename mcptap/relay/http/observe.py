@@ -28,6 +28,7 @@ session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from typing import Any
 
@@ -50,6 +51,7 @@ from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
 from mcptap.protocol.sse import SSEEvent
+from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.relay.http.observe_auth import AuthObserver, response_findings as auth_findings
@@ -312,13 +314,19 @@ class HttpObserver:
                     break
         tap_origin = f"http://{e.host or self.listen_authority}"
         efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
+        if not self.record_secrets:
+            # the findings quote the endpoint URL, whose query may carry a token
+            efs = [dataclasses.replace(f, message=scrub_text(f.message),
+                                       data={k: scrub_text(v) if isinstance(v, str) else v for k, v in f.data.items()} if f.data else f.data)
+                   for f in efs]
         key = self._sessions.bind_endpoint(resolved, tap_origin)
         if key is not None:
             e.facts.session = key
             e.facts.legacy = True
-        endpoint = {"data": ev.data, "resolved": resolved}
+        # the endpoint URL may carry a token in its query (legacy servers): scrubbed like targets
+        endpoint = {"data": self._target(ev.data), "resolved": self._target(resolved)}
         if rewritten is not None:
-            endpoint["rewritten"] = rewritten
+            endpoint["rewritten"] = self._target(rewritten)
         self._sse_record(e, info, fs + efs, endpoint=endpoint)
 
     def _response_ended(self, it: r.ResponseEnded) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mcptap.protocol.http_rules import Headers, header
+from mcptap.redact import scrub_url
 
 
 class SessionKeys:
@@ -55,6 +56,7 @@ class SessionKeys:
         q = parse_qs(u.query)
         ids = q.get("session_id") or q.get("sessionId")
         sid = ids[0] if ids else None
-        key = sid or key_target
+        # without a session id the target is the key: recorded as the session, so no token in clear
+        key = sid or scrub_url(key_target)
         self._legacy[key_target] = key
         return key

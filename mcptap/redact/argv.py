@@ -1,11 +1,12 @@
-"""Scrub secrets from a server's argv before it reaches a capture (pure).
+"""Scrub secrets from a server's argv and from URLs before they reach a capture.
 
 Design principle 8: credentials in argv or URLs never reach a capture in clear.
-A secret is replaced by ``«redacted:sha256:XXXXXXXX»``, the first 8 hex digits of
-the SHA-256 of the secret: the same secret always gives the same placeholder, so
-two captures of the same command still compare equal (diff, replay), and a
-changed token shows as a changed placeholder. 32 bits of an unsalted hash let
-someone who already holds a candidate secret confirm it; they do not reveal it.
+A secret is replaced by a keyed placeholder ``«redacted:hmac:XXXXXXXXXXXX»``
+(:mod:`mcptap.redact.keyed`, the user's key from :mod:`mcptap.redact.keyfile`):
+the same secret always gives the same placeholder for one user, so two
+captures of the same command still compare equal (diff, replay) and a changed
+token shows as a changed placeholder, but nobody without the key can confirm a
+guessed secret.
 
 What counts as a secret (case-insensitive, names split into words at ``-``,
 ``_``, ``.`` and camelCase):
@@ -19,8 +20,13 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
 * URL user info (``https://user:pass@host`` → ``https://«…»@host``) and the
   values of secret-like query parameters (``?access_token=…&sig=…``), in any
   argument, also inside an option value;
-* well-known token shapes anywhere (GitHub ``ghp_…``/``github_pat_…``, OpenAI-style
-  ``sk-…``, Slack ``xox?-…``, AWS ``AKIA…``, JWTs ``eyJ….….…``).
+* JSON values (``--config '{"apiKey": …}'``): secret keys as in payloads
+  (:mod:`mcptap.redact.keys`);
+* the value of ``-p`` when it is not a number, a path or ``host:port``
+  (``mysql -p PASS``; ``-p 8080`` stays);
+* everything the payload patterns find (:mod:`mcptap.redact.patterns`): token
+  shapes (GitHub, ``sk-…``, Slack, AWS, JWTs…), PEM keys, ``password=…`` in
+  DSNs and ``Password=…;`` in connection strings.
 
 A name is secret-like when one of its words is in ``SECRET_WORDS`` (or ends
 in ``token``/``apikey``/…) and its last word is not a word that
@@ -29,12 +35,14 @@ names a *reference* to a secret (``--token-file PATH``, ``KEY_ID=…``).
 
 from __future__ import annotations
 
-import hashlib
 import re
+
+from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
+from mcptap.redact.keyfile import load_keyer
 
 SECRET_WORDS = frozenset({
     "token", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
-    "key", "apikey", "auth", "authorization", "credential", "credentials", "cookie", "cookies",
+    "key", "apikey", "auth", "authorization", "authentication", "credential", "credentials", "creds", "cookie", "cookies",
     "sig", "signature", "bearer", "pat", "jwt", "session", "sessionid", "private",
 })
 #: Word endings/beginnings that make a glued word secret-like (``authtoken``,
@@ -51,16 +59,14 @@ _HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.+)$", re.S)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
 _QUERY_PARAM = re.compile(r"([?&;])([^=&;#]+)=([^&;#]*)")
-_TOKEN_SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"
-)
-_PLACEHOLDER = re.compile(r"«redacted:sha256:[0-9a-f]{8}»")
+#: ``-p VALUE`` is a port, a path or an address unless VALUE looks otherwise.
+_HARMLESS_P = re.compile(r"^(?:\d+|[./~].*|[A-Za-z0-9.-]*:\d+|[A-Za-z]:[\\/].*)$")
 
 
 def placeholder(secret: str) -> str:
-    """The stable stand-in for ``secret``: ``«redacted:sha256:`` + 8 hex + ``»``."""
-    return "«redacted:sha256:" + hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()[:8] + "»"
+    """The user's keyed stand-in for ``secret``: ``«redacted:hmac:`` + 12 hex + ``»``.
+    Raises RedactionError when the user's key cannot be read or created."""
+    return load_keyer().placeholder(secret)
 
 
 def _redact(value: str) -> str:
@@ -98,10 +104,13 @@ def scrub_url(url: str) -> str:
 
 
 def scrub_text(text: str) -> str:
-    """Redact URLs (credentials, secret query values) and token shapes inside
-    free text (one argument, or an option's value)."""
+    """Redact URLs (credentials, secret query values), JSON secret keys and
+    pattern matches inside free text (one argument, or an option's value)."""
+    from mcptap.redact.default import default_redactor
+
     text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
-    return _TOKEN_SHAPES.sub(lambda m: _redact(m.group(0)), text)
+    out, _ = default_redactor().value(text)
+    return out
 
 
 def scrub_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
@@ -113,7 +122,17 @@ def scrub_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     """
     out: list[str] = []
     redact_next = False
+    short_p = False
     for arg in argv:
+        if short_p:
+            short_p = False
+            if arg and not arg.startswith("-") and not _HARMLESS_P.match(arg):
+                out.append(_redact(arg))
+                continue
+        if arg == "-p":
+            short_p = True
+            out.append(arg)
+            continue
         if redact_next:
             redact_next = False
             if not arg.startswith("-"):

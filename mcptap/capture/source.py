@@ -1,0 +1,62 @@
+"""Where a capture is read from: a file, ``-`` (standard input), and gzip
+(``.jsonl.gz``, recognised by its magic bytes, from a file or stdin).
+
+``open_input(path)`` returns a binary file object; ``lines(fp, path)`` its
+lines, where a gzip stream that ends early reads as far as it goes and then
+counts as a cut last line, and a damaged one is a CaptureReadError."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+import zlib
+from collections.abc import Iterator
+from typing import IO, Any, cast
+
+from mcptap.errors import CaptureReadError
+
+#: Yielded after the last complete line of a gzip stream that ended early:
+#: not JSON and without a newline, so the reader reports a truncated capture.
+CUT = b"\x00cut"
+
+
+def open_input(path: str) -> IO[bytes]:
+    """Open ``path`` (``-``: stdin) for reading, decompressing gzip.
+    Raises CaptureReadError."""
+    try:
+        fp: Any = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - the caller closes
+        if hasattr(fp, "peek"):
+            magic = fp.peek(2)[:2]
+        else:   # an in-memory stdin (tests, embedding): no peek, so read it whole
+            fp = io.BytesIO(fp.read())
+            magic = fp.getvalue()[:2]
+    except OSError as exc:
+        raise CaptureReadError(f"cannot open capture {path}: {exc.strerror or exc}") from None
+    if magic == b"\x1f\x8b":
+        return cast(IO[bytes], gzip.GzipFile(fileobj=fp, mode="rb"))
+    return cast(IO[bytes], fp)
+
+
+def read_line(fp: IO[bytes], path: str) -> bytes:
+    """One line (the header). Raises CaptureReadError for damaged gzip."""
+    try:
+        return fp.readline()
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+        raise CaptureReadError(f"cannot read capture {path}: {exc}") from None
+
+
+def lines(fp: IO[bytes], path: str) -> Iterator[bytes]:
+    """The remaining lines of ``fp`` (see module doc)."""
+    it = iter(fp)
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except EOFError:
+            yield CUT
+            return
+        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+            raise CaptureReadError(f"{path}: cannot decompress: {exc}") from None
+        yield line

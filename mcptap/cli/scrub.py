@@ -1,0 +1,92 @@
+"""``mcptap scrub IN -o OUT [rules] [--dry-run]``: a copy of a capture with
+secrets replaced by keyed placeholders (mcptap/redact/, docs/redaction.md).
+
+IN may be ``-`` (stdin) or gzip-compressed. OUT is a valid capture that
+``show``, ``check``, ``diff`` and ``replay`` read; its header says it was
+scrubbed and by which rules, its end digests are over the scrubbed bytes
+(the source's kept in ``original``). ``--dry-run`` lists what would be
+redacted (seq, path, rule, placeholder) and writes nothing. A truncated IN
+gives an OUT that is still marked truncated.
+
+Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from mcptap.cli.errors import Fail
+from mcptap.cli.redact_options import redact_options, redactor_from
+from mcptap.errors import CaptureReadError
+
+
+@click.command("scrub", short_help="Copy a capture with secrets replaced by keyed placeholders.")
+@click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Scrubbed capture to write ('-': stdout). Required unless --dry-run.")
+@click.option("-n", "--dry-run", is_flag=True, help="List what would be redacted (seq, path, rule, placeholder); write nothing.")
+@redact_options
+def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> None:
+    """Scrub CAPTURE ('-': stdin; .jsonl.gz read too) into OUTPUT."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.capture.writer import CaptureWriter
+    from mcptap.redact.scrub import Scrubber
+
+    if output is None and not dry_run:
+        raise click.UsageError("give -o OUTPUT (or --dry-run)")
+    redactor = redactor_from(kwargs)
+    if output is not None and output != "-" and capture != "-" and os.path.exists(output) and os.path.samefile(capture, output):
+        raise Fail(f"-o {output}: the output is the input; write to another file")
+    try:
+        stream = CaptureStream(capture)
+    except CaptureReadError as exc:
+        raise Fail(str(exc)) from None
+    scrubber = Scrubber(redactor, collect=dry_run)
+    writer = None
+    if not dry_run:
+        assert output is not None
+        try:
+            writer = CaptureWriter.to_file(sys.stdout.buffer) if output == "-" else CaptureWriter.open(output)
+        except Exception as exc:  # noqa: BLE001 - CaptureWriteError: one line
+            raise Fail(str(exc)) from None
+    try:
+        if writer is not None:
+            writer.write(scrubber.header(stream.header))
+        else:
+            scrubber.header(stream.header)
+        n = 0
+        for rec in scrubber.records(stream):
+            if writer is not None:
+                writer.write(rec)
+                n += 1
+                if n % 512 == 0:
+                    writer.flush()
+        tail = scrubber.finish(stream.truncated)
+        if tail is not None and writer is not None:
+            writer.write(tail)
+    except CaptureReadError as exc:
+        raise Fail(str(exc)) from None
+    finally:
+        if writer is not None and output != "-":
+            writer.close()
+        elif writer is not None:
+            writer.flush()
+    if writer is not None and writer.failed:
+        raise Fail(f"cannot write {output}: {writer.failed}")
+    if dry_run:
+        lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
+        for seq, hit in scrubber.hits:
+            lines.append(f"{seq if seq is not None else '-':>6}  {_safe(hit.path):<40}  {_safe(hit.rule):<28}  {hit.placeholder}")
+        lines.append(f"{scrubber.count} value(s) would be redacted")
+        click.echo("\n".join(lines))
+    else:
+        click.echo(f"mcptap: scrubbed {scrubber.count} value(s) into {output}", err=True)
+
+
+def _safe(text: str) -> str:
+    """Paths and rule names come from peer JSON keys: no control characters raw."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)

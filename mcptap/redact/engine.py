@@ -1,0 +1,211 @@
+"""The redaction engine: secrets out of JSON values and strings (pure, given
+a Keyer).
+
+``Redactor(rules, keyer)``:
+
+* ``message(value)`` — a JSON-RPC message (object, or a batch array of them):
+  ``jsonrpc``, ``id`` and ``method`` at the top of each message are never
+  touched (pairing and classification must not change); everything else is
+  walked by ``value``;
+* ``value(v, path)`` — a JSON value: under a secret key (keys.py, or a user
+  key) or at a user path the whole value is redacted (every string and
+  number in it becomes a placeholder; ``null``, booleans and empty strings
+  stay, they hide nothing); every other string is scanned by the patterns, and
+  a string that is itself JSON (a tool result's ``text`` often is) is walked
+  as JSON and re-encoded when something in it was redacted;
+* ``text(s, path)`` — a free string (stderr, a header value, a URL).
+
+Each returns the redacted copy (the input is never modified) and a list of
+``Hit(path, rule, placeholder)`` — what ``scrub --dry-run`` lists. A value
+that is already a placeholder is left alone, so redacting twice changes
+nothing (``redact(redact(x)) == redact(x)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mcptap.redact.keyed import Keyer, is_placeholder
+from mcptap.redact.keys import is_secret_key, normalise
+from mcptap.redact.patterns import Scanner
+from mcptap.redact.rules import PathSeg, Rules, format_path
+
+#: Top-level message members that are never redacted.
+_ENVELOPE = frozenset({"jsonrpc", "id", "method"})
+#: Nesting beyond this is not walked further (the string patterns still run
+#: on nothing deeper; deeper values are left as they are and counted).
+MAX_DEPTH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One redaction: ``path`` (``params.arguments.password``; ``stderr``,
+    ``headers.Authorization``…), ``rule`` (``key:password``, ``path:…``,
+    ``github-token``…), ``placeholder``."""
+
+    path: str
+    rule: str
+    placeholder: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "rule": self.rule, "placeholder": self.placeholder}
+
+
+class Redactor:
+    """Apply ``rules`` with ``keyer``'s placeholders (see module doc).
+    Raises nothing on any JSON value or string."""
+
+    def __init__(self, rules: Rules, keyer: Keyer) -> None:
+        self.rules = rules
+        self.keyer = keyer
+        self.scanner = Scanner(rules.all_patterns())
+        self._user_keys = rules.keys
+        self._paths = rules.paths
+        self._memo: dict[str, str] = {}
+
+    def placeholder(self, secret: str) -> str:
+        ph = self._memo.get(secret)
+        if ph is None:
+            ph = self.keyer.placeholder(secret)
+            if len(self._memo) < 100_000:
+                self._memo[secret] = ph
+        return ph
+
+    def _secret_key(self, key: str) -> str | None:
+        if self._user_keys and normalise(key) in self._user_keys:
+            return f"key:{key}"
+        if self.rules.builtin and is_secret_key(key):
+            return f"key:{key}"
+        return None
+
+    def _path_rule(self, path: tuple[PathSeg, ...]) -> str | None:
+        for p in self._paths:
+            if len(p) == len(path) and all(a == "*" or a == b for a, b in zip(p, path, strict=True)):
+                return "path:" + format_path(p)
+        return None
+
+    # -- entry points -----------------------------------------------------------------
+    def message(self, value: Any) -> tuple[Any, list[Hit]]:
+        """Redact one parsed message (see module doc)."""
+        hits: list[Hit] = []
+        if isinstance(value, list):
+            out = [self._message(m, (i,), hits) for i, m in enumerate(value)]
+            return (out if any(a is not b for a, b in zip(out, value, strict=True)) else value), hits
+        return self._message(value, (), hits), hits
+
+    def value(self, v: Any, path: tuple[PathSeg, ...] = ()) -> tuple[Any, list[Hit]]:
+        hits: list[Hit] = []
+        return self._walk(v, path, hits, 0), hits
+
+    def text(self, s: str, path: str = "") -> tuple[str, list[Hit]]:
+        hits: list[Hit] = []
+        return self._text(s, path, hits), hits
+
+    # -- walking ---------------------------------------------------------------------
+    def _message(self, m: Any, path: tuple[PathSeg, ...], hits: list[Hit]) -> Any:
+        if not isinstance(m, dict):
+            return self._walk(m, path, hits, 0)
+        out: dict[str, Any] | None = None
+        for k, v in m.items():
+            if k in _ENVELOPE:
+                continue
+            nv = self._member(k, v, path, hits, 0)
+            if nv is not v:
+                if out is None:
+                    out = dict(m)
+                out[k] = nv
+        return m if out is None else out
+
+    def _member(self, k: str, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
+        sub = path + (k,)
+        rule = self._secret_key(k) or (self._path_rule(sub) if self._paths else None)
+        if rule is not None:
+            return self._all(v, sub, rule, hits, depth + 1)
+        return self._walk(v, sub, hits, depth + 1)
+
+    def _walk(self, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            return v
+        if isinstance(v, str):
+            return self._string(v, path, hits, depth)
+        if isinstance(v, dict):
+            out: dict[str, Any] | None = None
+            for k, x in v.items():
+                nx = self._member(k, x, path, hits, depth)
+                if nx is not x:
+                    if out is None:
+                        out = dict(v)
+                    out[k] = nx
+            return v if out is None else out
+        if isinstance(v, list):
+            lst: list[Any] | None = None
+            for i, x in enumerate(v):
+                sub = path + (i,)
+                rule = self._path_rule(sub) if self._paths else None
+                nx = self._all(x, sub, rule, hits, depth + 1) if rule else self._walk(x, sub, hits, depth + 1)
+                if nx is not x:
+                    if lst is None:
+                        lst = list(v)
+                    lst[i] = nx
+            return v if lst is None else lst
+        return v
+
+    def _all(self, v: Any, path: tuple[PathSeg, ...], rule: str, hits: list[Hit], depth: int) -> Any:
+        """Redact every string and number in ``v`` (a value under a secret key)."""
+        if depth > MAX_DEPTH:
+            return v
+        if isinstance(v, str):
+            if not v or is_placeholder(v):
+                return v
+            ph = self.placeholder(v)
+            hits.append(Hit(format_path(path), rule, ph))
+            return ph
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, int | float):
+            ph = self.placeholder(orjson.dumps(v).decode() if isinstance(v, float) else str(v))
+            hits.append(Hit(format_path(path), rule, ph))
+            return ph
+        if isinstance(v, dict):
+            return {k: self._all(x, path + (k,), rule, hits, depth + 1) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
+        return v
+
+    def _string(self, s: str, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> str:
+        if len(s) < 6 or is_placeholder(s):
+            return s
+        head = s.lstrip()[:1]
+        if head in ("{", "[") and len(s) <= (16 << 20):
+            try:
+                inner = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                inner = None
+            if isinstance(inner, dict | list):
+                before = len(hits)
+                red = self._walk(inner, path, hits, depth + 1)
+                if red is inner:
+                    return s
+                # tag the hits as inside embedded JSON, re-encode compactly
+                for i in range(before, len(hits)):
+                    h = hits[i]
+                    hits[i] = Hit(h.path, h.rule + " (in JSON text)", h.placeholder)
+                return orjson.dumps(red).decode()
+        return self._text(s, format_path(path), hits)
+
+    def _text(self, s: str, where: str, hits: list[Hit]) -> str:
+        found: list[tuple[str, str]] = []
+
+        def replace(secret: str, rule: str) -> str:
+            ph = self.placeholder(secret)
+            found.append((rule, ph))
+            return ph
+
+        out, _ = self.scanner.redact(s, replace)
+        for rule, ph in found:
+            hits.append(Hit(where, rule, ph))
+        return out
+

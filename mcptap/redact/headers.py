@@ -1,0 +1,48 @@
+"""Credential header values (pure): keyed placeholders that keep what helps
+debugging visible — the auth scheme (``Bearer «…»``), cookie names
+(``sid=«…»``) and ``Set-Cookie`` attributes.
+
+A header is a credential when its lower-cased name is in ``SECRET_HEADERS`` or
+secret-like by :func:`mcptap.redact.argv.is_secret_name` (``X-Api-Token``,
+``X-Foo-Key``, ``X-Foo-Creds``, ``Authentication``…). ``ph`` is the
+placeholder function (the user's keyed one by default). Values already made
+of placeholders are returned unchanged (redacting twice changes nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcptap.redact.argv import is_secret_name, placeholder
+from mcptap.redact.keyed import PLACEHOLDER
+
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "authentication", "cookie", "set-cookie",
+                            "x-api-key", "api-key"})
+_SCHEMES = ("bearer", "basic", "token", "digest", "negotiate")
+
+
+def is_secret_header(name: str) -> bool:
+    """True when header ``name`` carries a credential (see module doc)."""
+    return name.lower() in SECRET_HEADERS or is_secret_name(name)
+
+
+def redact_header(name: str, value: str, ph: Callable[[str], str] = placeholder) -> str:
+    """The recorded form of credential header ``name`` (lower-cased) = ``value``."""
+    if name in ("cookie",):
+        return "; ".join(_pair(p.strip(), ph) for p in value.split(";") if p.strip())
+    if name == "set-cookie":
+        first, sep, attrs = value.partition(";")
+        return _pair(first.strip(), ph) + (sep + attrs if sep else "")
+    scheme, sep, rest = value.partition(" ")
+    if sep and rest and scheme.lower() in _SCHEMES:
+        return f"{scheme} {_one(rest, ph)}"
+    return _one(value, ph)
+
+
+def _one(v: str, ph: Callable[[str], str]) -> str:
+    return v if not v or PLACEHOLDER.fullmatch(v) else ph(v)
+
+
+def _pair(pair: str, ph: Callable[[str], str]) -> str:
+    k, eq, v = pair.partition("=")
+    return f"{k}={_one(v, ph)}" if eq else _one(pair, ph)

@@ -1,0 +1,165 @@
+"""String patterns: where secrets hide inside free text (pure).
+
+Two sources, scanned as one combined regular expression (one pass a string):
+
+* **library**: the token shapes of detect-secrets (Yelp, PyPI ``detect-secrets``)
+  whose patterns match the token itself: AWS access key ids, GitHub, GitLab,
+  Slack, Stripe, SendGrid, Twilio, Mailchimp, PyPI, npm, OpenAI, Discord,
+  Telegram, Square, Azure storage keys, IBM/Cloudant/SoftLayer credentials and
+  basic-auth URLs. Its JWT pattern (lazy, leaves the signature) and private-key
+  pattern (matches the header line only) do not fit redaction and are
+  replaced by ours. When detect-secrets cannot be imported the built-ins
+  still run and ``library_error()`` says why.
+* **built-in**: PEM private-key blocks (the body between the BEGIN/END lines),
+  JWTs, GitHub tokens of any length, ``sk-``-style API keys, Google API keys,
+  Slack tokens, bearer/basic credentials, URL userinfo, and assignments such as
+  ``password=…``/``Password=…;`` in connection strings and DSNs.
+
+A pattern's *secret* is its first capture group when it has one, else the
+whole match; only that span is replaced, so ``Bearer «…»`` and
+``password=«…»`` keep their context. A span that touches an existing
+placeholder is left alone (scrubbing is idempotent).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from mcptap.redact.keyed import PLACEHOLDER
+
+_SECRET_WORDS = r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey)"
+
+#: (name, regex) of the built-in patterns; group 1, when present, is the secret.
+BUILTIN: tuple[tuple[str, str], ...] = (
+    ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----((?:(?!-----END)[\s\S]){1,65536})"),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("api-key-sk", r"\bsk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{20,}"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
+    ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)([A-Za-z0-9._~+/-]{8,}=*)"),
+    ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([^/?#@\s\"'<>«»]{1,256})@"),
+    ("secret-assignment", r"(?i:(?<![A-Za-z0-9])" + _SECRET_WORDS + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*[\"']?)([^\s\"';,&<>«»]{3,})"),
+)
+
+#: detect-secrets plugins whose patterns fit redaction: (module, class).
+LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("aws", "AWSKeyDetector"), ("azure_storage_key", "AzureStorageKeyDetector"), ("basic_auth", "BasicAuthDetector"),
+    ("cloudant", "CloudantDetector"), ("discord", "DiscordBotTokenDetector"), ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"), ("ibm_cloud_iam", "IbmCloudIamDetector"), ("ibm_cos_hmac", "IbmCosHmacDetector"),
+    ("mailchimp", "MailchimpDetector"), ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"), ("softlayer", "SoftlayerDetector"),
+    ("square_oauth", "SquareOAuthDetector"), ("stripe", "StripeDetector"), ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+)
+
+_library: list[tuple[str, str]] | None = None
+_library_error: str | None = None
+
+
+def _inline(rx: re.Pattern[str]) -> str:
+    """A compiled pattern as text that keeps its flags inside an alternation."""
+    flags = "".join(f for f, bit in (("i", re.I), ("s", re.S), ("x", re.X), ("m", re.M)) if rx.flags & bit)
+    return f"(?{flags}:{rx.pattern})" if flags else rx.pattern
+
+
+def library_patterns() -> list[tuple[str, str]]:
+    """(name, regex) pairs from detect-secrets (names ``ds:<secret type>``);
+    empty when the library is missing (see ``library_error``)."""
+    global _library, _library_error
+    if _library is None:
+        import importlib
+
+        out: list[tuple[str, str]] = []
+        try:
+            for module, cls in LIBRARY_PLUGINS:
+                plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)()
+                name = "ds:" + plugin.secret_type.lower().replace(" ", "-")
+                for rx in plugin.denylist:
+                    out.append((name, _inline(rx)))
+        except Exception as exc:  # noqa: BLE001 - any import problem: built-ins still protect
+            _library_error = f"detect-secrets unavailable ({type(exc).__name__}: {exc}); built-in patterns only"
+            out = []
+        _library = out
+    return _library
+
+
+def library_error() -> str | None:
+    """Why detect-secrets patterns are not in use, or None."""
+    library_patterns()
+    return _library_error
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name."""
+
+    start: int
+    end: int
+    rule: str
+
+
+class Scanner:
+    """All patterns as one regex. ``patterns``: (name, regex) pairs, earlier
+    ones win at the same position (user rules go first). Raises re.error
+    for a bad regex (callers validate user patterns first)."""
+
+    def __init__(self, patterns: Iterable[tuple[str, str]]) -> None:
+        parts: list[str] = []
+        self._groups: list[tuple[int, int, str]] = []       # (outer group, secret group, name)
+        index = 1
+        for name, rx in patterns:
+            inner = re.compile(rx).groups
+            parts.append(f"({rx})")
+            self._groups.append((index, index + 1 if inner else index, name))
+            index += 1 + inner
+        self._rx = re.compile("|".join(parts)) if parts else None
+        self._by_outer = {outer: (secret, name) for outer, secret, name in self._groups}
+
+    def spans(self, text: str) -> list[Span]:
+        """Non-overlapping secret spans in ``text``, in order."""
+        if self._rx is None or len(text) < 6:
+            return []
+        out: list[Span] = []
+        for m in self._rx.finditer(text):
+            outer = m.lastindex
+            # lastindex is the last group closed: walk back to the alternative that matched
+            while outer is not None and outer not in self._by_outer:
+                outer -= 1
+            if outer is None:
+                continue
+            secret, name = self._by_outer[outer]
+            start, end = m.span(secret)
+            if start < 0 or end <= start:
+                continue
+            piece = text[start:end]
+            if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
+                continue
+            out.append(Span(start, end, name))
+        return out
+
+    def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
+        """``text`` with every secret span replaced by ``replace(secret, rule)``,
+        and the spans found (offsets in the original text)."""
+        spans = self.spans(text)
+        if not spans:
+            return text, spans
+        pieces: list[str] = []
+        pos = 0
+        for s in spans:
+            pieces.append(text[pos:s.start])
+            pieces.append(replace(text[s.start:s.end], s.rule))
+            pos = s.end
+        pieces.append(text[pos:])
+        return "".join(pieces), spans
+
+
+def _touches_placeholder(text: str, start: int, end: int) -> bool:
+    for m in PLACEHOLDER.finditer(text, max(0, start - 80), min(len(text), end + 80)):
+        if m.start() < end and start < m.end():
+            return True
+    return False

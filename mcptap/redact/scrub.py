@@ -1,0 +1,337 @@
+"""Scrub a capture's record stream (pure): ``mcptap scrub``, ``record
+--redact`` and ``report`` all run records through one ``Scrubber``.
+
+A scrubbed capture is still a capture (docs/capture-format.md, "Scrubbed
+captures"):
+
+* ``header.scrubbed``: the passes that ran, ``[{rules, key}]`` (rules as
+  ``Rules.describe()``, ``key`` the public fingerprint of the HMAC key); the
+  argv / URL target is scrubbed again with the same rules;
+* ``message``: the parsed message is redacted (``Redactor.message``: the
+  envelope ``jsonrpc``/``id``/``method`` never, so kinds, pairing and
+  lifecycle stay), and its bytes rebuilt. Bytes that were kept verbatim
+  (``raw``: CRLF, odd whitespace, BOM) keep their framing: each secret is
+  replaced in place where its JSON encoding appears, and the result is
+  re-parsed to prove it equals the redacted message; otherwise the bytes
+  become the compact encoding plus the original terminator. Non-JSON bytes
+  get the string patterns. Finding messages, ``session`` and transport facts
+  are scanned too; ``offset`` is recomputed over the new bytes (stdio);
+* ``stderr`` data, ``http`` heads/targets/endpoint URLs, ``process`` argv and
+  every other string of any other record get the patterns (credential header
+  values a keyed placeholder);
+* ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
+  recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
+  scrubbed stream), the source's are kept in ``original`` (so the owner of the
+  source can still prove it).
+
+Scrubbing twice gives the same capture as scrubbing once. ``hits`` collects
+``(seq, Hit)`` for ``--dry-run``. ``finish(truncated)`` returns a trailing
+``gap`` record that keeps a cut source marked ``capture.truncated``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from mcptap.capture.format import decode_bytes, encode_bytes
+from mcptap.model import UNPARSED
+from mcptap.protocol.codes import finding
+from mcptap.protocol.framing import parse_json
+from mcptap.redact.argv import scrub_argv, scrub_url
+from mcptap.redact.engine import Hit, Redactor
+from mcptap.redact.headers import is_secret_header, redact_header
+
+_dumps = orjson.dumps
+#: Record fields that are structure, never peer text.
+_STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev",
+                         "offset", "link", "members", "eol", "json", "raw", "raw_b64", "findings", "event", "exchange",
+                         "conn", "status", "format", "version", "mcptap", "started", "rules", "scrubbed", "code",
+                         "signal", "exit_code", "pid", "bytes", "messages", "sha256"})
+
+
+class _Digest:
+    __slots__ = ("bytes", "sha", "messages")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.sha = hashlib.sha256()
+        self.messages = 0
+
+    def add(self, data: bytes, message: bool = True) -> None:
+        self.bytes += len(data)
+        self.sha.update(data)
+        self.messages += message
+
+    def json(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "messages": self.messages}
+
+
+class Scrubber:
+    """Scrub one capture's records in order (see module doc). ``redactor``:
+    the rules and key; ``collect``: keep every hit in ``hits`` (dry run)."""
+
+    def __init__(self, redactor: Redactor, collect: bool = False) -> None:
+        self.redactor = redactor
+        self.collect = collect
+        self.hits: list[tuple[int | None, Hit]] = []
+        self.count = 0
+        self.transport = "stdio"
+        self._digests = {"c2s": _Digest(), "s2c": _Digest(), "stderr": _Digest()}
+        self._last_seq = 0
+        self._last_t = 0
+
+    def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
+        for h in hits:
+            self.count += 1
+            if self.collect:
+                self.hits.append((seq, h))
+
+    def pass_info(self) -> dict[str, Any]:
+        """This pass, as recorded in ``header.scrubbed``."""
+        return {"rules": self.redactor.rules.describe(), "key": self.redactor.keyer.fingerprint()}
+
+    # -- records --------------------------------------------------------------------------
+    def header(self, header: dict[str, Any]) -> dict[str, Any]:
+        out = dict(header)
+        self.transport = header.get("transport", "stdio")
+        passes = list(header.get("scrubbed") or [])
+        info = self.pass_info()
+        if not passes or passes[-1] != info:
+            passes.append(info)
+        out["scrubbed"] = passes
+        target = header.get("target")
+        if isinstance(target, dict):
+            out["target"] = self._target(target, None)
+        return out
+
+    def transform(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """Any record, header included (``CaptureWriter.transform`` for
+        ``record --redact``)."""
+        return self.header(rec) if rec.get("type") == "header" else self.record(rec)
+
+    def records(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for rec in records:
+            yield self.record(rec)
+
+    def record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """One record after the header, scrubbed (a new dict; ``rec`` untouched)."""
+        typ = rec.get("type")
+        seq = rec.get("seq") if isinstance(rec.get("seq"), int) else None
+        if seq is not None:
+            self._last_seq = seq
+        if isinstance(rec.get("t_us"), int):
+            self._last_t = rec["t_us"]
+        if typ == "message":
+            return self._message(rec, seq)
+        if typ == "end":
+            return self._end(rec, seq)
+        out = self._generic(rec, seq)
+        if typ == "stderr":
+            data = decode_bytes(out, "data")
+            if data is not None:
+                self._digests["stderr"].add(data)
+        return out
+
+    def finish(self, truncated: bool) -> dict[str, Any] | None:
+        """A record to append when the source's last line was cut (its text was
+        dropped, unread): a ``gap`` carrying ``capture.truncated``, so the
+        scrubbed copy stays marked truncated. None otherwise."""
+        if not truncated:
+            return None
+        f = finding("capture.truncated", "the source capture's last line was cut mid-record (mcptap was killed while writing); "
+                    "scrub dropped it")
+        return {"type": "gap", "seq": self._last_seq + 1, "t_us": self._last_t, "reason": "source capture truncated: its cut last line was dropped",
+                "truncated": True, "findings": [f.to_json()]}
+
+    def _end(self, end: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        out = self._generic({k: v for k, v in end.items() if k not in ("c2s", "s2c", "stderr", "original")}, seq)
+        original = end.get("original")
+        if original is None:
+            original = {k: end[k] for k in ("c2s", "s2c", "stderr") if k in end}
+        for k in ("c2s", "s2c", "stderr"):
+            if k in end:
+                out[k] = self._digests[k].json()
+                if k != "stderr" and isinstance(end[k], dict) and "messages" in end[k]:
+                    # messages the tap counted (a message cut by a gap still counts)
+                    out[k]["messages"] = end[k]["messages"]
+        out["original"] = original
+        return out
+
+    # -- parts ----------------------------------------------------------------------------
+    def _target(self, target: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        out = dict(target)
+        if isinstance(out.get("argv"), list):
+            out["argv"] = self._argv(out["argv"], "target.argv", seq)
+        for k in ("url", "upstream"):
+            if isinstance(out.get(k), str):
+                out[k] = self._text(scrub_url(out[k]), f"target.{k}", seq)
+        return out
+
+    def _argv(self, argv: list[Any], where: str, seq: int | None) -> list[Any]:
+        strs = [a for a in argv if isinstance(a, str)]
+        if len(strs) != len(argv):
+            return argv
+        return [self._text(a, f"{where}[{i}]", seq) for i, a in enumerate(scrub_argv(strs))]
+
+    def _text(self, s: str, where: str, seq: int | None) -> str:
+        out, hits = self.redactor.value(s)
+        hits = [Hit(where, h.rule, h.placeholder) for h in hits]
+        self._note(seq, hits)
+        return out
+
+    def _findings(self, fs: Any, seq: int | None) -> Any:
+        if not isinstance(fs, list):
+            return fs
+        out = []
+        for f in fs:
+            if isinstance(f, dict):
+                f = dict(f)
+                if isinstance(f.get("message"), str):
+                    f["message"] = self._text(f["message"], "findings.message", seq)
+                if "data" in f:
+                    f["data"], hits = self.redactor.value(f["data"], ("findings", "data"))
+                    self._note(seq, hits)
+            out.append(f)
+        return out
+
+    def _generic(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in rec.items():
+            if k == "findings" or k == "unanswered":
+                out[k] = self._findings(v, seq)
+            elif k == "headers" and isinstance(v, list):
+                out[k] = self._headers(v, seq)
+            elif k == "argv" and isinstance(v, list):
+                out[k] = self._argv(v, "argv", seq)
+            elif k in ("target", "url", "path", "location") and isinstance(v, str):
+                out[k] = self._text(scrub_url(v), k, seq)
+            elif k in ("data", "data_b64") and rec.get("type") == "stderr" and isinstance(v, str):
+                raw = decode_bytes({k: v}, "data") or b""
+                text = raw.decode("utf-8", "surrogateescape")
+                new = self._text(text, "stderr", seq)
+                if new != text:
+                    nb = new.encode("utf-8", "surrogateescape")
+                    tmp: dict[str, Any] = {}
+                    encode_bytes(nb, "data", tmp)
+                    out.update(tmp)
+                else:
+                    out[k] = v
+            elif k in _STRUCTURAL or isinstance(v, bool | int | float) or v is None:
+                out[k] = v
+            elif isinstance(v, str):
+                out[k] = self._text(scrub_url(v) if "://" in v or v.startswith("/") else v, k, seq)
+            elif isinstance(v, dict):
+                out[k] = self._generic(v, seq)
+            else:
+                nv, hits = self.redactor.value(v, (k,))
+                self._note(seq, hits)
+                out[k] = nv
+        return out
+
+    def _headers(self, headers: list[Any], seq: int | None) -> list[Any]:
+        out = []
+        for pair in headers:
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+                name, value = pair
+                if is_secret_header(name):
+                    new = redact_header(name.lower(), value, self.redactor.placeholder)
+                    if new != value:
+                        self._note(seq, [Hit(f"headers.{name}", "header", new)])
+                    value = new
+                out.append([name, self._text(value, f"headers.{name}", seq)])
+            else:
+                out.append(pair)
+        return out
+
+    def _message(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        out = {k: v for k, v in rec.items() if k not in ("json", "raw", "raw_b64")}
+        eol = rec.get("eol", "\n").encode("ascii", "replace")
+        raw = decode_bytes(rec, "raw")
+        value: Any = rec["json"] if "json" in rec else None
+        parsed = "json" in rec
+        if raw is None:
+            raw = _dumps(value) + eol
+        elif not parsed:
+            v, _ = parse_json(raw)
+            if v is not UNPARSED:
+                value, parsed = v, True
+        new_raw = raw
+        if parsed:
+            red, hits = self.redactor.message(value)
+            self._note(seq, hits)
+            if red is not value:
+                new_raw = self._rebuild(raw, value, red, eol, hits)
+                value = red
+        else:
+            text = raw.decode("utf-8", "surrogateescape")
+            new_text = self._text(text, "raw", seq)
+            if new_text != text:
+                new_raw = new_text.encode("utf-8", "surrogateescape")
+        if "json" in rec:
+            out["json"] = value
+        if "json" not in out or new_raw != _dumps(out["json"]) + eol:
+            encode_bytes(new_raw, "raw", out)
+        if "findings" in out:
+            out["findings"] = self._findings(out["findings"], seq)
+        if isinstance(out.get("session"), str):
+            out["session"] = self._text(out["session"], "session", seq)
+        if isinstance(out.get("transport"), dict):
+            out["transport"] = self._generic(out["transport"], seq)
+        d = self._digests.get(rec.get("dir", ""), None)
+        if d is not None:
+            if self.transport == "stdio" and isinstance(rec.get("offset"), int):
+                out["offset"] = d.bytes
+            d.add(new_raw)
+        return out
+
+    def _rebuild(self, raw: bytes, value: Any, red: Any, eol: bytes, hits: list[Hit]) -> bytes:
+        """New bytes for a redacted message: in place when the source bytes
+        were kept verbatim, else the compact encoding + the terminator."""
+        canonical = _dumps(value) + eol
+        compact = _dumps(red)
+        if raw == canonical:
+            return compact + eol
+        # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
+        text = raw.decode("utf-8", "surrogateescape")
+        new = _replace_secrets(text, value, red)
+        if new is not None:
+            new_raw = new.encode("utf-8", "surrogateescape")
+            if parse_json(new_raw)[0] == red:
+                return new_raw
+        # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
+        tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+        return compact + tail
+
+
+def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
+    """Replace, in ``text``, the JSON encoding of every string that changed
+    between ``before`` and ``after`` (same shape) by the new one."""
+    pairs: list[tuple[str, str]] = []
+    _diff_strings(before, after, pairs, 0)
+    if not pairs:
+        return None
+    for old, new in sorted(set(pairs), key=lambda p: -len(p[0])):
+        enc_old = _dumps(old).decode()[1:-1] if isinstance(old, str) else _dumps(old).decode()
+        enc_new = _dumps(new).decode()[1:-1] if isinstance(old, str) else _dumps(new).decode()
+        if not enc_old or enc_old not in text:
+            return None
+        text = text.replace(enc_old, enc_new)
+    return text
+
+
+def _diff_strings(a: Any, b: Any, out: list[tuple[Any, Any]], depth: int) -> None:
+    if a is b or depth > 2000:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k, v in a.items():
+            _diff_strings(v, b.get(k), out, depth + 1)
+    elif isinstance(a, list) and isinstance(b, list):
+        for x, y in zip(a, b, strict=False):
+            _diff_strings(x, y, out, depth + 1)
+    elif a != b and isinstance(b, str) and (isinstance(a, str | int | float) and not isinstance(a, bool)):
+        out.append((a, b))
+

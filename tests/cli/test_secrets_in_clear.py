@@ -1,0 +1,93 @@
+"""Issue 9 item 7, reproducer ``shared/repro/secrets-in-clear.sh``: secrets in
+argv (JSON ``--config``, ``--dsn … password=``, ``Password=`` connection
+strings, ``-p PASS``), in the legacy SSE ``endpoint`` URL and in credential
+headers (``Authentication``, ``X-…-Token``, ``X-…-Key``, ``X-…-Creds``) never
+reach a capture in clear."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+SECRETS = ("SMITHERY_KEY", "DSN_PASS", "ADO_PASS", "SHORT_PASS", "ENDPOINT_TOKEN", "HDR_TOKEN", "AUTHN_VALUE",
+           "XTOKEN_VALUE", "XKEY_VALUE", "XCREDS_VALUE")
+
+
+def test_argv_secrets_are_redacted(tmp_path: Path) -> None:
+    out = tmp_path / "argv.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(out), "--",
+                        "sh", "-c", "cat", "sh", "--config", '{"apiKey":"SMITHERY_KEY","region":"eu"}',
+                        "--dsn", "host=db password=DSN_PASS", "--conn", "Server=x;Password=ADO_PASS", "-p", "SHORT_PASS",
+                        "--port", "8080", "-p", "5432"], input=b"{}\n", capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert not [s for s in SECRETS if s in text]
+    argv = json.loads(text.splitlines()[0])["target"]["argv"]
+    assert argv[5].startswith('{"apiKey":"«redacted:hmac:') and argv[5].endswith('","region":"eu"}')
+    assert argv[7].startswith("host=db password=«redacted:hmac:") and argv[9].startswith("Server=x;Password=«redacted:hmac:")
+    assert argv[11].startswith("«redacted:hmac:") and argv[12:] == ["--port", "8080", "-p", "5432"]
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_sse_endpoint_query_and_credential_headers_are_redacted(tmp_path: Path) -> None:
+    up_port, tap_port = _free_port(), _free_port()
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", up_port))
+    srv.listen()
+
+    def upstream() -> None:
+        c, _ = srv.accept()
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                  b"event: endpoint\ndata: /messages?token=ENDPOINT_TOKEN\n\n")
+        time.sleep(0.5)
+        c.close()
+
+    threading.Thread(target=upstream, daemon=True).start()
+    out = tmp_path / "sse.jsonl"
+    tap = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "--upstream", f"http://127.0.0.1:{up_port}/sse",
+                            "--listen", f"127.0.0.1:{tap_port}", "-o", str(out)], stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            try:
+                c = socket.create_connection(("127.0.0.1", tap_port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        c.sendall(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer HDR_TOKEN\r\nAuthentication: AUTHN_VALUE\r\n"
+                  b"X-Foo-Token: XTOKEN_VALUE\r\nX-Foo-Key: XKEY_VALUE\r\nX-Foo-Creds: XCREDS_VALUE\r\n\r\n")
+        got = b""
+        c.settimeout(10)
+        while b"ENDPOINT_TOKEN" not in got:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        assert b"/messages?token=" in got           # the relay forwards the real endpoint (rewritten or not)
+        c.close()
+        time.sleep(0.3)
+    finally:
+        tap.terminate()
+        tap.wait(timeout=30)
+        srv.close()
+    text = out.read_text()
+    assert not [s for s in SECRETS if s in text]
+    recs = [json.loads(line) for line in text.splitlines()]
+    endpoint = next(r for r in recs if r.get("endpoint"))["endpoint"]
+    assert endpoint["data"].startswith("/messages?token=«redacted:hmac:")
+    heads = dict(next(r for r in recs if r.get("event") == "request")["headers"])
+    assert heads["Authorization"].startswith("Bearer «redacted:hmac:")
+    assert all(heads[h].startswith("«redacted:hmac:") for h in ("Authentication", "X-Foo-Token", "X-Foo-Key", "X-Foo-Creds"))
