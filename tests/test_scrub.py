@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,7 +108,8 @@ def test_scrub_twice_is_scrub_once_and_dry_run_lists(tmp_path) -> None:
 
 
 def test_user_rules_and_bad_rules(tmp_path) -> None:
-    src = record(tmp_path / "s.jsonl", handshake() + [c2s(req(2, "tools/call", {"name": "q", "arguments": {"ssn": "123-45-6789", "q": "EMP-424242"}})), s2c(res(2))])
+    args = {"ssn": "123-45-6789", "q": "EMP-424242"}
+    src = record(tmp_path / "s.jsonl", handshake() + [c2s(req(2, "tools/call", {"name": "q", "arguments": args})), s2c(res(2))])
     rules = tmp_path / "rules.toml"
     rules.write_text('keys = ["ssn"]\n[patterns]\nemployee = \'EMP-\\d{6}\'\n')
     r = run("scrub", str(src), "-o", str(tmp_path / "o.jsonl"), "--redact-rules", str(rules))

@@ -35,6 +35,7 @@ from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv
+from mcptap.redact.engine import Redactor
 from mcptap.transport.stdio import run_stdio_tap
 
 EX_IOERR = 74
@@ -51,7 +52,7 @@ def _is_capture_or_empty(path: str) -> bool:
     return not head or head.startswith(b'{"type":"header","format":"mcptap-capture"')
 
 
-def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, object]) -> object:
+def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redactor | None:
     """The Redactor for --redact (None without it); redaction options without
     --redact are a usage error."""
     given = [n for n in ("redact_key", "redact_path", "redact_pattern", "redact_rules", "no_builtin_rules")

@@ -30,6 +30,7 @@ from mcptap.escape import escape_controls
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
+from mcptap.redact.engine import Redactor
 from mcptap.transport.http import HttpTap, HttpTapConfig
 
 EX_USAGE, EX_IOERR = 2, 74
@@ -89,7 +90,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                     no_endpoint_rewrite: bool = False, no_auth_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
                     connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
-                    capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Any = None,
+                    capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Redactor | None = None,
                     **_ignored: Any) -> int:
     """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
     ``ready(url)`` is called once listening (tests); ``redactor``: scrub

@@ -16,6 +16,7 @@ import click
 
 from mcptap.cli.errors import Fail
 from mcptap.errors import RedactionError
+from mcptap.redact.engine import Redactor
 
 NAMES = ("redact_key", "redact_path", "redact_pattern", "redact_rules", "no_builtin_rules")
 
@@ -37,10 +38,9 @@ def redact_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def redactor_from(kwargs: dict[str, Any]) -> Any:
+def redactor_from(kwargs: dict[str, Any]) -> Redactor:
     """Pop the redaction options from ``kwargs`` and build the Redactor.
     Raises Fail (exit 2) on a bad rule or an unusable key."""
-    from mcptap.redact.engine import Redactor
     from mcptap.redact.keyfile import load_keyer
     from mcptap.redact.rules import build_rules
 

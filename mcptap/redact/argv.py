@@ -109,7 +109,7 @@ def scrub_text(text: str) -> str:
     from mcptap.redact.default import default_redactor
 
     text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
-    out, _ = default_redactor().value(text)
+    out, _ = default_redactor().string(text)
     return out
 
 

@@ -100,6 +100,11 @@ class Redactor:
         hits: list[Hit] = []
         return self._walk(v, path, hits, 0), hits
 
+    def string(self, s: str) -> tuple[str, list[Hit]]:
+        """A string value: JSON text inside it walked as JSON, else the patterns."""
+        hits: list[Hit] = []
+        return self._string(s, (), hits, 0), hits
+
     def text(self, s: str, path: str = "") -> tuple[str, list[Hit]]:
         hits: list[Hit] = []
         return self._text(s, path, hits), hits

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
 
-_SECRET_WORDS = r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey)"
+_SECRET_WORDS = (r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey"
+                 r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey)")
 
 #: (name, regex) of the built-in patterns; group 1, when present, is the secret.
 BUILTIN: tuple[tuple[str, str], ...] = (

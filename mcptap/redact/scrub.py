@@ -178,7 +178,7 @@ class Scrubber:
         return [self._text(a, f"{where}[{i}]", seq) for i, a in enumerate(scrub_argv(strs))]
 
     def _text(self, s: str, where: str, seq: int | None) -> str:
-        out, hits = self.redactor.value(s)
+        out, hits = self.redactor.string(s)
         hits = [Hit(where, h.rule, h.placeholder) for h in hits]
         self._note(seq, hits)
         return out
