@@ -32,7 +32,9 @@ def run(*args: str, input: bytes | None = None):
 
 
 def secret_session(path: Path) -> Path:
-    call = lambda i, args: c2s(req(i, "tools/call", {"name": "deploy", "arguments": args}))   # noqa: E731
+    def call(i: int, args: dict) -> tuple:
+        return c2s(req(i, "tools/call", {"name": "deploy", "arguments": args}))
+
     steps = handshake() + [
         call(2, {"password": PASSWORD, "apiKey": API_KEY, "repo": "x/y"}),
         s2c(res(2, {"content": [{"type": "text", "text": f"cloned with {SECRETS['github']} as AWS {SECRETS['aws']}"}]})),

@@ -25,7 +25,7 @@ def open_input(path: str) -> IO[bytes]:
     """Open ``path`` (``-``: stdin) for reading, decompressing gzip.
     Raises CaptureReadError."""
     try:
-        fp: Any = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - the caller closes
+        fp: Any = sys.stdin.buffer if path == "-" else open(path, "rb")   # the caller closes it
         if hasattr(fp, "peek"):
             magic = fp.peek(2)[:2]
         else:   # an in-memory stdin (tests, embedding): no peek, so read it whole

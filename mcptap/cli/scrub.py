@@ -21,7 +21,7 @@ import click
 
 from mcptap.cli.errors import Fail
 from mcptap.cli.redact_options import redact_options, redactor_from
-from mcptap.errors import CaptureReadError
+from mcptap.errors import CaptureReadError, CaptureWriteError
 
 
 @click.command("scrub", short_help="Copy a capture with secrets replaced by keyed placeholders.")
@@ -51,7 +51,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         assert output is not None
         try:
             writer = CaptureWriter.to_file(sys.stdout.buffer) if output == "-" else CaptureWriter.open(output)
-        except Exception as exc:  # noqa: BLE001 - CaptureWriteError: one line
+        except CaptureWriteError as exc:
             raise Fail(str(exc)) from None
     try:
         if writer is not None:

@@ -82,7 +82,7 @@ def library_patterns() -> list[tuple[str, str]]:
                 name = "ds:" + plugin.secret_type.lower().replace(" ", "-")
                 for rx in plugin.denylist:
                     out.append((name, _inline(rx)))
-        except Exception as exc:  # noqa: BLE001 - any import problem: built-ins still protect
+        except (ImportError, AttributeError, TypeError, ValueError, re.error) as exc:   # the built-ins still protect
             _library_error = f"detect-secrets unavailable ({type(exc).__name__}: {exc}); built-in patterns only"
             out = []
         _library = out
