@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.format import decode_bytes
+from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.model import UNPARSED, Finding, Kind, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
@@ -56,10 +57,8 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
         if r.get("type") == "end":
             old_end = r
             continue
-        out = rec.replay(r)
-        if out is not None:
-            yield out
-    if old_end is not None:
+        yield from rec.replay(r)
+    if old_end is not None and not rec.chunks:
         rec.seq = old_end.get("seq", rec.seq + 1) - 1
     keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
     end = rec.close(incomplete=old_end is None, **keep)
@@ -142,3 +141,14 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
 
 
 _LIGHT_KEYS = frozenset({"type", "seq", "t_us", "dir", "kind", "method", "id", "pair", "latency_us", "session", "findings"})
+
+
+def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
+    """The records of an open capture for consumers that read message records
+    directly (diff, replay): as stored, or, when the capture holds stdio
+    ``chunk`` records (bytes the live recorder stored unframed), re-framed and
+    re-annotated so those bytes become message records too (seqs renumbered,
+    a fresh end record)."""
+    if has_chunks(stream.path):
+        return reannotate(stream.header, stream, shapes=False, reuse=False)
+    return iter(stream)

@@ -84,6 +84,12 @@ class Recorder:
         self.codes: dict[str, int] = {}
         self.closed = False
         self.end: dict[str, Any] | None = None
+        #: directions whose bytes are being stored unframed (``chunk`` records):
+        #: direction -> True while the last stored byte ended a line
+        self._unframed: dict[Direction, bool] = {}
+        self.chunks = 0               # chunk records written (live) or read (re-annotation)
+        self.chunk_bytes = 0
+        self._reframe = False         # re-annotation: streams are re-framed from bytes
         #: replay() returns annotation-only message records (no bytes, no json)
         self.light = False
         #: stdio: the session key of the current segment (None: the only one; see segment())
@@ -131,20 +137,90 @@ class Recorder:
         return msg
 
     # -- stdio ----------------------------------------------------------------------
-    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = ()) -> list[Message]:
+    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
+                    behind: Callable[[], bool] | None = None) -> list[Message]:
         """A chunk was forwarded in ``direction``: count, digest, frame,
         annotate and write it. Returns the messages completed by the chunk.
-        ``extra``: findings of the sender's own (``serve.*``) for the first of them."""
+        ``extra``: findings of the sender's own (``serve.*``) for the first of them.
+        ``behind``: asked between messages; once it returns True the rest of
+        the chunk is stored unframed (see ``stdio_unframed``)."""
         if not data:
             return []  # b"" means EOF to the framer; EOF is stdio_eof()
         t = self.clock()
         s = self.streams[direction]
+        start = s.bytes
         s.bytes += len(data)
         s.sha.update(data)
-        frames = self._framers[direction].receive_data(data)
-        out = [self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()) for i, f in enumerate(frames)]
+        at_line_start = self._unframed.get(direction)
+        if at_line_start is not None:
+            # framing resumes at a line start, so re-framing the whole stream
+            # later cuts the same lines: the rest of a cut line stays unframed
+            i = 0 if at_line_start else data.find(b"\n") + 1
+            if i == 0 and not at_line_start:
+                self._chunk(direction, data, start, t)
+                self._flush()
+                return []
+            if i:
+                self._chunk(direction, data[:i], start, t)
+            del self._unframed[direction]
+            self._framers[direction] = NewlineFramer(start + i)
+            data = data[i:]
+            if not data:
+                self._flush()
+                return []
+        framer = self._framers[direction]
+        frames = framer.receive_data(data)
+        out = []
+        for i, f in enumerate(frames):
+            if behind is not None and behind():
+                rest = b"".join([x.raw for x in frames[i:]] + [framer.take_buffered()])
+                self._chunk(direction, rest, f.offset, t)
+                self._unframed[direction] = rest.endswith(b"\n")
+                break
+            out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
         self._flush()
         return out
+
+    def stdio_unframed(self, direction: Direction, data: bytes) -> None:
+        """A chunk was forwarded in ``direction`` while analysis is behind:
+        count and digest it and store it as a ``chunk`` record, unframed and
+        unannotated (re-annotation frames it: docs/capture-format.md). Bytes
+        the framer held are stored first, so the stream stays complete."""
+        if not data:
+            return
+        t = self.clock()
+        s = self.streams[direction]
+        start = s.bytes
+        s.bytes += len(data)
+        s.sha.update(data)
+        if direction not in self._unframed:
+            held = self._framers[direction].take_buffered()
+            if held:
+                start -= len(held)
+                data = held + data
+        self._unframed[direction] = data.endswith(b"\n")
+        self._chunk(direction, data, start, t)
+        self._flush()
+
+    def lost(self, direction: Direction, nbytes: int) -> None:
+        """``nbytes`` were forwarded in ``direction`` but could not be queued
+        for recording (analysis and disk both behind the relay): a ``gap``
+        record says so; the direction's stream continues unframed to the next
+        line start."""
+        if direction not in self._unframed:
+            held = self._framers[direction].take_buffered()
+            if held:
+                self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
+        self._unframed[direction] = False
+        self.record("gap", dir=direction._value_, bytes=nbytes,
+                    reason="analysis and the capture disk fell behind the relay: bytes forwarded but not recorded")
+
+    def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
+        rec: dict[str, Any] = {"type": "chunk", "seq": self._next(), "t_us": t, "dir": direction._value_, "offset": offset}
+        encode_bytes(data, "data", rec)
+        self.chunks += 1
+        self.chunk_bytes += len(data)
+        self._write(rec)
 
     def stdio_eof(self, direction: Direction) -> list[Message]:
         """``direction``'s stream closed: flush a partial last line, record the
@@ -250,18 +326,73 @@ class Recorder:
         self.record("context", state=state)
 
     # -- re-annotation (mcptap check / show) -------------------------------------------
-    def replay(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+    def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         """Re-annotate one record of an existing capture with today's rules.
 
         Message records are re-fed as frames (same seq, time, direction,
         session and transport facts); eof, stderr and process-exit records
-        re-derive their findings. Returns the re-annotated record (dict), or
-        None for records that carry nothing to re-annotate (header).
+        re-derive their findings. From the first stdio ``chunk`` record on
+        (bytes stored unframed when live analysis fell behind) each
+        direction's bytes are re-framed instead, message records included,
+        and records are numbered afresh. Returns the re-annotated records
+        (none for the header; several for a chunk).
         """
         typ = rec.get("type")
         seq = rec.get("seq")
+        if typ == "chunk" and self.transport == "stdio" and not self._reframe:
+            self._reframe = True
+        if self._reframe:
+            return self._replay_reframed(rec)
         if isinstance(seq, int):
             self.seq = seq - 1
+        out = self._replay_one(rec)
+        return [] if out is None else [out]
+
+    def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
+        typ = rec.get("type")
+        direction = _DIRS.get(rec.get("dir"))
+        if typ in ("chunk", "message"):
+            if direction is None:
+                raise CaptureReadError(f"{typ} record seq {rec.get('seq')} has no valid dir")
+            if typ == "chunk":
+                data = decode_bytes(rec, "data")
+                if data is None:
+                    raise CaptureReadError(f"chunk record seq {rec.get('seq')} has no data")
+                self.chunks += 1
+                self.chunk_bytes += len(data)
+            else:
+                data = decode_bytes(rec, "raw")
+                if data is None:
+                    if "json" not in rec:
+                        raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
+                    data = _dumps(rec["json"]) + rec.get("eol", "\n").encode("ascii")
+            s = self.streams[direction]
+            s.bytes += len(data)
+            if not self.light:
+                s.sha.update(data)
+            return self._replay_frames(direction, data, rec.get("t_us", 0))
+        if typ == "eof" and direction is not None:
+            out = self._replay_frames(direction, b"", rec.get("t_us", 0))
+            res = self._replay_one(dict(rec, seq=self._next()))
+            return out + ([] if res is None else [res])
+        if typ == "header":
+            return []
+        renumbered = dict(rec, seq=self._next()) if isinstance(rec.get("seq"), int) else rec
+        res = self._replay_one(renumbered)
+        return [] if res is None else [res]
+
+    def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
+        out = []
+        for f in self._framers[direction].receive_data(data):
+            self.streams[direction].messages += 1
+            msg = self.annotator.feed(f, self._next(), t, direction)
+            if msg.findings:
+                self._count(msg.findings)
+            out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
+        return out
+
+    def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        typ = rec.get("type")
         if typ == "message":
             return self._replay_message(rec)
         if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
@@ -347,6 +478,8 @@ class Recorder:
         }
         if self.transport == "stdio":
             end["stderr"] = self.stderr_stream.json()
+        if self.chunks and not self._reframe:
+            end["chunks"] = {"records": self.chunks, "bytes": self.chunk_bytes}
         if fs:
             end["unanswered"] = [f.to_json() for f in fs]
         if exit_code is not None:

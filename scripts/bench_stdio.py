@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
-"""Benchmark the stdio tap against a direct connection, in one run.
+"""Benchmark the stdio tap against a plain threaded byte relay, in one run.
 
-    .venv/bin/python scripts/bench_stdio.py [--rtt 5000] [--flood 100000] [--million]
+    .venv/bin/python scripts/bench_stdio.py [--rtt 5000] [--flood 1000000] [--repeat 3]
 
 Configurations (same client, same raw server):
 
-* ``direct``   client ↔ server
-* ``relay``    client ↔ plain trio byte relay (no parsing, no recording) ↔ server:
-               the floor for one extra hop in Python/trio
-* ``norec``    client ↔ mcptap's StdioTap with a recorder that does nothing ↔ server:
-               the transport's own cost
-* ``mcptap``   client ↔ ``mcptap record -o FILE -- server`` ↔ server (everything recorded)
+* ``direct``    client <-> server
+* ``threaded``  client <-> plain threaded byte relay (two threads, blocking
+                os.read/os.write of up to 64 KiB, nothing else) <-> server: the
+                floor for one extra hop in Python, and the baseline of every ratio
+* ``trio``      client <-> plain trio byte relay <-> server (``--only`` to add it)
+* ``mcptap``    client <-> ``mcptap record -o FILE -- server`` <-> server
 
-Measures: p50/p99 round-trip time of ``ping`` over N round trips (after a
-warm-up) and the latency each hop adds over ``direct``; a one-way s2c flood of
-``notifications/message`` (msg/s, every message recorded by mcptap); one 16 MiB
-request answered by a 16 MiB response (MB/s of message bytes moved); peak RSS
-(VmHWM) of the tap process, sampled after 100k flood messages and after
-1,000,000 (``--million``) to show memory stays flat. The machine may be shared:
-numbers are printed, never asserted.
+Measures, with the baseline in the same run and ratios printed:
+
+* round trips: p50/p99 of ``ping`` over N round trips (interleaved blocks,
+  after a warm-up) and the latency each hop adds over ``direct``
+  (targets: mcptap added p50 <= 1.5x, p99 <= 2x the threaded relay's);
+* s2c flood: wall time for the host to receive ``--flood`` notifications,
+  each configuration in a fresh process, ``--repeat`` times in alternating
+  order, medians (target <= 1.25x the threaded relay); every message is then
+  verified in mcptap's capture (bytes and SHA-256 rebuilt from the records);
+* both directions at once: the same flood s2c while the host sends as many
+  notifications c2s (target <= 1.25x);
+* one 16 MiB request answered by a 16 MiB response (MB/s), and peak RSS
+  (VmHWM) of the tap after the flood and after the big message.
+
+The machine may be shared: numbers are printed, never asserted; report the
+load (printed) with them.
 
 The server is a raw responder (no MCP library): it answers each request line
 with a minimal response built by byte slicing, so it costs almost nothing.
@@ -27,11 +36,13 @@ with a minimal response built by byte slicing, so it costs almost nothing.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,39 +50,76 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 SERVER = r'''
-import sys
+import sys, threading
 inp, out = sys.stdin.buffer, sys.stdout.buffer
+lock = threading.Lock()
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood message"}}\n'
 HEAD = b'{"jsonrpc":"2.0","id":'
-for line in inp:
-    if not line.startswith(HEAD):
-        continue                                   # notifications: no answer
-    rest = line[len(HEAD):]
-    rid = rest[:rest.index(b",")]
-    if b'"method":"ping"' in rest:
-        out.write(HEAD + rid + b',"result":{}}\n')
-    elif b'"method":"initialize"' in rest:
-        out.write(HEAD + rid + b',"result":{"protocolVersion":"2025-06-18","capabilities":{"logging":{}},'
-                  b'"serverInfo":{"name":"raw-bench","version":"0"}}}\n')
-    elif b'"method":"bench/flood"' in rest:
-        n = int(rest[rest.index(b'"n":') + 4:].split(b"}", 1)[0])
-        block = NOTE * 1000
+
+def flood(n, rid):
+    block = NOTE * 1000
+    with lock:
         for _ in range(n // 1000):
             out.write(block)
         out.write(NOTE * (n % 1000))
         out.write(HEAD + rid + b',"result":{}}\n')
-    elif b'"method":"bench/big"' in rest:
-        params = rest[rest.index(b'"params":') + 9:].rstrip(b"\r\n")[:-1]
-        out.write(HEAD + rid + b',"result":' + params + b'}\n')
-    else:
-        out.write(HEAD + rid + b',"error":{"code":-32601,"message":"no"}}\n')
-    out.flush()
+        out.flush()
+
+notes = 0
+for line in inp:
+    if not line.startswith(HEAD):
+        notes += 1
+        continue                                   # notifications: no answer
+    rest = line[len(HEAD):]
+    rid = rest[:rest.index(b",")]
+    if b'"method":"bench/flood2"' in rest:         # both directions: flood from a thread, keep reading
+        n = int(rest[rest.index(b'"n":') + 4:].split(b"}", 1)[0])
+        threading.Thread(target=flood, args=(n, rid)).start()
+        continue
+    if b'"method":"bench/flood"' in rest:
+        n = int(rest[rest.index(b'"n":') + 4:].split(b"}", 1)[0])
+        flood(n, rid)
+        continue
+    with lock:
+        if b'"method":"ping"' in rest:
+            out.write(HEAD + rid + b',"result":{}}\n')
+        elif b'"method":"bench/sync"' in rest:
+            out.write(HEAD + rid + b',"result":{"notes":%d}}\n' % notes)
+        elif b'"method":"initialize"' in rest:
+            out.write(HEAD + rid + b',"result":{"protocolVersion":"2025-06-18","capabilities":{"logging":{}},'
+                      b'"serverInfo":{"name":"raw-bench","version":"0"}}}\n')
+        elif b'"method":"bench/big"' in rest:
+            params = rest[rest.index(b'"params":') + 9:].rstrip(b"\r\n")[:-1]
+            out.write(HEAD + rid + b',"result":' + params + b'}\n')
+        else:
+            out.write(HEAD + rid + b',"error":{"code":-32601,"message":"no"}}\n')
+        out.flush()
 '''
 
 
-# -- the plain relay and the no-record tap (run as child modes of this script) --
+# -- the plain relays (run as child modes of this script) ---------------------------
 
-async def _plain_relay(cmd: list[str]) -> int:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _threaded_relay(cmd: list[str]) -> int:
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def pump(src: int, dst: int, close: bool) -> None:
+        while data := os.read(src, 65536):
+            _write_all(dst, data)
+        if close:
+            os.close(dst)
+
+    threading.Thread(target=pump, args=(0, proc.stdin.fileno(), True), daemon=True).start()
+    pump(proc.stdout.fileno(), 1, False)
+    return proc.wait()
+
+
+async def _trio_relay(cmd: list[str]) -> int:
     import subprocess as sp
 
     import trio
@@ -92,20 +140,12 @@ async def _plain_relay(cmd: list[str]) -> int:
     return await proc.wait()
 
 
-class _NullRecorder:
-    def __getattr__(self, name: str):
-        return lambda *a, **k: None
-
-
 def _child_mode(mode: str, cmd: list[str]) -> None:
+    if mode == "threaded":
+        sys.exit(_threaded_relay(cmd))
     import trio
 
-    if mode == "relay":
-        sys.exit(trio.run(_plain_relay, cmd))
-    from mcptap.transport.stdio import run_stdio_tap
-
-    result = trio.run(run_stdio_tap, cmd, _NullRecorder())
-    sys.exit(result.exit_code)
+    sys.exit(trio.run(_trio_relay, cmd))
 
 
 # -- the client -------------------------------------------------------------------
@@ -120,9 +160,7 @@ class Peer:
         self.next_id = 0
 
     def send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.w, view):]
+        _write_all(self.w, data)
 
     def line(self) -> bytes:
         while True:
@@ -155,12 +193,7 @@ class Peer:
             out.append((time.perf_counter_ns() - t0) / 1000)
         return out
 
-    def flood(self, n: int) -> float:
-        """Seconds to receive ``n`` notifications and the closing response."""
-        self.next_id += 1
-        t0 = time.perf_counter()
-        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"bench/flood","params":{"n":%d}}\n' % (self.next_id, n))
-        want = n + 1
+    def _receive_lines(self, want: int) -> None:
         lines = self.buf.count(b"\n")
         while lines < want:
             chunk = os.read(self.r, 1 << 20)
@@ -168,6 +201,35 @@ class Peer:
                 raise EOFError("server closed stdout")
             lines += chunk.count(b"\n")
             self.buf = chunk[chunk.rfind(b"\n") + 1:] if b"\n" in chunk else self.buf + chunk
+
+    def flood(self, n: int) -> float:
+        """Seconds to receive ``n`` notifications and the closing response."""
+        self.next_id += 1
+        t0 = time.perf_counter()
+        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"bench/flood","params":{"n":%d}}\n' % (self.next_id, n))
+        self._receive_lines(n + 1)
+        return time.perf_counter() - t0
+
+    def flood_both(self, n: int) -> float:
+        """Seconds until ``n`` notifications went each way: the server floods
+        s2c from a thread while the host writes ``n`` c2s, then a sync request
+        (answered after the server read all of them)."""
+        self.next_id += 2
+        t0 = time.perf_counter()
+        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"bench/flood2","params":{"n":%d}}\n' % (self.next_id - 1, n))
+        note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"host flood msg"}}\n'
+        sync = b'{"jsonrpc":"2.0","id":%d,"method":"bench/sync"}\n' % self.next_id
+
+        def writer() -> None:
+            block = note * 1000
+            for _ in range(n // 1000):
+                self.send(block)
+            self.send(note * (n % 1000) + sync)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        self._receive_lines(n + 2)
+        t.join()
         return time.perf_counter() - t0
 
     def big(self, size: int) -> tuple[float, int]:
@@ -181,7 +243,7 @@ class Peer:
     def close(self) -> int:
         self.proc.stdin.close()
         self.proc.stdout.read()
-        return self.proc.wait(timeout=60)
+        return self.proc.wait(timeout=600)
 
 
 def status(pid: int) -> dict[str, int]:
@@ -199,13 +261,46 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def verify_capture(path: Path) -> dict[str, dict[str, object]]:
+    """Rebuild each direction's bytes from the capture's message and chunk
+    records: {dir: {bytes, sha256, lines, chunk_records, end}}."""
+    sys.path.insert(0, str(ROOT))
+    from mcptap.capture.format import decode_bytes
+    from mcptap.capture.reader import CaptureStream
+
+    import orjson
+
+    acc = {d: {"sha": hashlib.sha256(), "bytes": 0, "lines": 0, "chunks": 0} for d in ("c2s", "s2c")}
+    end: dict = {}
+    for rec in CaptureStream(str(path)):
+        typ = rec["type"]
+        if typ in ("message", "chunk"):
+            a = acc[rec["dir"]]
+            data = decode_bytes(rec, "data" if typ == "chunk" else "raw")
+            if data is None:
+                data = orjson.dumps(rec["json"]) + rec.get("eol", "\n").encode()
+            a["sha"].update(data)
+            a["bytes"] += len(data)
+            a["lines"] += data.count(b"\n")
+            a["chunks"] += typ == "chunk"
+        elif typ == "end":
+            end = rec
+    return {d: {"bytes": a["bytes"], "sha256": a["sha"].hexdigest(), "lines": a["lines"], "chunk_records": a["chunks"],
+                "end": end.get(d, {})} for d, a in acc.items()}
+
+
+def load() -> str:
+    return open("/proc/loadavg").read().split(" ", 3)[:3].__str__()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rtt", type=int, default=5000, help="round trips per configuration (default 5000)")
-    ap.add_argument("--flood", type=int, default=100_000, help="flood size (default 100000)")
+    ap.add_argument("--flood", type=int, default=1_000_000, help="flood size (default 1000000)")
+    ap.add_argument("--repeat", type=int, default=3, help="flood runs per configuration (default 3; medians)")
     ap.add_argument("--big", type=int, default=16 << 20, help="big message size in bytes (default 16 MiB)")
-    ap.add_argument("--million", action="store_true", help="then flood mcptap up to 1,000,000 messages, sampling RSS")
-    ap.add_argument("--only", nargs="*", default=["direct", "relay", "norec", "mcptap"])
+    ap.add_argument("--only", nargs="*", default=["direct", "threaded", "mcptap"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["rtt", "flood", "both", "big"])
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="mcptap-bench-"))
@@ -215,62 +310,98 @@ def main() -> None:
     capture = tmp / "bench.jsonl"
     configs = {
         "direct": srv,
-        "relay": [PY, __file__, "--child", "relay", "--", *srv],
-        "norec": [PY, __file__, "--child", "norec", "--", *srv],
+        "threaded": [PY, __file__, "--child", "threaded", "--", *srv],
+        "trio": [PY, __file__, "--child", "trio", "--", *srv],
         "mcptap": [PY, "-m", "mcptap.cli.main", "record", "-q", "-o", str(capture), "--", *srv],
     }
-    results: dict[str, dict[str, float]] = {}
-    peers = {name: Peer(configs[name]) for name in args.only}
-    lats: dict[str, list[float]] = {name: [] for name in peers}
-    for peer in peers.values():
-        peer.handshake()
-        peer.rtts(500)                                     # warm-up
-    # interleave blocks of round trips so machine noise hits every config alike
-    blocks = 10
-    for i in range(blocks):
-        for name, peer in peers.items():
-            lats[name] += peer.rtts(args.rtt // blocks + (1 if i < args.rtt % blocks else 0))
-    for name in peers:
-        lat = lats[name]
-        r = results[name] = {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "mean": statistics.fmean(lat)}
-    for name, peer in peers.items():
-        r = results[name]
-        dt = peer.flood(args.flood)
-        r["flood"] = args.flood / dt
-        if name != "direct":
-            r.update({f"{k}@flood": v for k, v in status(peer.proc.pid).items()})
-        if args.million and name == "mcptap":
-            more = 1_000_000 - args.flood
-            dt = peer.flood(more)
-            r["flood_1m"] = more / dt
-            r.update({f"{k}@1M": v for k, v in status(peer.proc.pid).items()})
-        dt, moved = peer.big(args.big)
-        r["big_MBps"] = moved / dt / 1e6
-        if name != "direct":
-            r.update({f"{k}@big": v for k, v in status(peer.proc.pid).items()})
-        r["exit"] = peer.close()
-        print(f"{name:7s} done: rtt p50 {r['p50']:.1f} µs, flood {r['flood']:,.0f} msg/s", file=sys.stderr)
+    names = [n for n in args.only if n in configs]
+    print(f"load average at start: {load()}; cpus: {os.cpu_count()}")
 
-    base = results.get("direct")
-    print(f"\nround trips: {args.rtt} per config, interleaved in 10 blocks (after 500 warm-up); flood: {args.flood:,} s2c notifications; big: {args.big:,} "
-          "bytes each way")
-    print(f"{'config':8s} {'p50 µs':>8s} {'p99 µs':>8s} {'+p50':>7s} {'+p99':>7s} {'flood msg/s':>12s} {'big MB/s':>9s} {'HWM MiB':>8s} {'HWM@big':>8s}")
-    for name, r in results.items():
-        add50 = r["p50"] - base["p50"] if base else float("nan")
-        add99 = r["p99"] - base["p99"] if base else float("nan")
-        hwm = r.get("VmHWM@flood", 0) / 1024
-        hwm_big = r.get("VmHWM@big", 0) / 1024
-        print(f"{name:8s} {r['p50']:8.1f} {r['p99']:8.1f} {add50:7.1f} {add99:7.1f} {r['flood']:12,.0f} {r['big_MBps']:9.1f} {hwm:8.1f} {hwm_big:8.1f}")
-    if base and "relay" in results and "mcptap" in results:
-        relay_add = results["relay"]["p50"] - base["p50"]
-        tap_add = results["mcptap"]["p50"] - base["p50"]
-        print(f"\nmcptap added p50 {tap_add:.1f} µs = {tap_add / relay_add:.2f}x the plain relay's {relay_add:.1f} µs "
-              f"(targets: <= 100 µs, <= 3x); flood {results['mcptap']['flood']:,.0f} msg/s (target >= 50,000)")
-    m = results.get("mcptap", {})
-    if "VmHWM@1M" in m:
-        print(f"mcptap RSS after {args.flood:,} msgs: {m['VmRSS@flood'] / 1024:.1f} MiB (peak {m['VmHWM@flood'] / 1024:.1f}); "
-              f"after 1,000,000: {m['VmRSS@1M'] / 1024:.1f} MiB (peak {m['VmHWM@1M'] / 1024:.1f}); "
-              f"flood to 1M at {m['flood_1m']:,.0f} msg/s (target peak <= 40 MB)")
+    if "rtt" not in args.skip:
+        peers = {name: Peer(configs[name]) for name in names}
+        lats: dict[str, list[float]] = {name: [] for name in peers}
+        for peer in peers.values():
+            peer.handshake()
+            peer.rtts(500)                                     # warm-up
+        blocks = 10
+        for i in range(blocks):                                # interleaved: noise hits every config alike
+            for name, peer in peers.items():
+                lats[name] += peer.rtts(args.rtt // blocks + (1 if i < args.rtt % blocks else 0))
+        hwm = {}
+        for name, peer in peers.items():
+            if name != "direct":
+                hwm[name] = status(peer.proc.pid)
+            peer.close()
+        base = lats.get("direct")
+        print(f"\nround trips: {args.rtt} per config, 10 interleaved blocks after 500 warm-up (µs)")
+        print(f"{'config':9s} {'p50':>8s} {'p99':>8s} {'+p50':>8s} {'+p99':>8s} {'RSS MiB':>8s}")
+        added = {}
+        for name, lat in lats.items():
+            p50, p99 = pct(lat, 0.5), pct(lat, 0.99)
+            a50 = p50 - pct(base, 0.5) if base else float("nan")
+            a99 = p99 - pct(base, 0.99) if base else float("nan")
+            added[name] = (a50, a99)
+            rss = hwm.get(name, {}).get("VmRSS", 0) / 1024
+            print(f"{name:9s} {p50:8.1f} {p99:8.1f} {a50:8.1f} {a99:8.1f} {rss:8.1f}")
+        if "threaded" in added and "mcptap" in added:
+            (t50, t99), (m50, m99) = added["threaded"], added["mcptap"]
+            print(f"mcptap added p50 {m50:.1f} µs = {m50 / t50:.2f}x the threaded relay's {t50:.1f} (target <= 1.5x); "
+                  f"added p99 {m99:.1f} µs = {m99 / t99:.2f}x its {t99:.1f} (target <= 2x)")
+
+    flood_names = [n for n in names if n != "direct"] or names
+    for test in ("flood", "both"):
+        if test in args.skip:
+            continue
+        times: dict[str, list[float]] = {n: [] for n in flood_names}
+        rss: dict[str, list[float]] = {n: [] for n in flood_names}
+        checks = []
+        for rep in range(args.repeat):
+            order = flood_names if rep % 2 == 0 else flood_names[::-1]
+            for name in order:
+                if capture.exists():
+                    capture.unlink()
+                peer = Peer(configs[name])
+                peer.handshake()
+                dt = peer.flood(args.flood) if test == "flood" else peer.flood_both(args.flood)
+                times[name].append(dt)
+                if name != "direct":
+                    rss[name].append(status(peer.proc.pid)["VmHWM"] / 1024)
+                t_close = time.perf_counter()
+                code = peer.close()
+                t_close = time.perf_counter() - t_close
+                if name == "mcptap":
+                    v = verify_capture(capture)
+                    want_s2c = args.flood + 1 + (1 if test == "both" else 0) + 1     # + initialize response
+                    ok = v["s2c"]["lines"] >= want_s2c and all(v[d]["sha256"] == v[d]["end"].get("sha256") and v[d]["bytes"] == v[d]["end"].get("bytes") for d in v)
+                    want_c2s = 2 + (args.flood + 2 if test == "both" else 1)      # initialize, initialized, flood(s)/sync
+                    ok = ok and v["c2s"]["lines"] == want_c2s
+                    checks.append(f"rep {rep}: s2c {v['s2c']['lines']:,} lines, c2s {v['c2s']['lines']:,} lines, "
+                                  f"{v['s2c']['chunk_records'] + v['c2s']['chunk_records']} chunk records, digests match: {ok}, "
+                                  f"exit {code}, tap exit after host EOF {t_close:.2f} s")
+        what = "s2c flood" if test == "flood" else "both directions"
+        print(f"\n{what}: {args.flood:,} notifications{' each way' if test == 'both' else ''}, {args.repeat} runs each, alternating order; "
+              f"load now {load()}")
+        for name in flood_names:
+            med = statistics.median(times[name])
+            print(f"  {name:9s} median {med:6.3f} s  ({args.flood / med:12,.0f} msg/s)  runs {', '.join(f'{t:.3f}' for t in times[name])}"
+                  f"  peak RSS {max(rss[name], default=0):.1f} MiB")
+        if "threaded" in times and "mcptap" in times:
+            ratio = statistics.median(times["mcptap"]) / statistics.median(times["threaded"])
+            print(f"  mcptap / threaded relay = {ratio:.2f}x (target <= 1.25x)")
+        for c in checks:
+            print(f"  capture {c}")
+
+    if "big" not in args.skip:
+        print(f"\nbig: {args.big:,} bytes each way")
+        for name in names:
+            if capture.exists():
+                capture.unlink()
+            peer = Peer(configs[name])
+            peer.handshake()
+            dt, moved = peer.big(args.big)
+            st = status(peer.proc.pid) if name != "direct" else {}
+            peer.close()
+            print(f"  {name:9s} {moved / dt / 1e6:8.1f} MB/s  peak RSS {st.get('VmHWM', 0) / 1024:.1f} MiB")
     if capture.exists():
         print(f"capture: {capture.stat().st_size / 1e6:.1f} MB")
     for p in tmp.iterdir():

@@ -3,7 +3,8 @@
 The end record states, per direction, how many messages and bytes the tap
 forwarded and the SHA-256 of those bytes (``recorder._Stream``). On stdio the
 message records hold exactly those bytes (their ``raw``, or ``json`` + ``eol``),
-so re-hashing them must give the same digest: a capture whose relayed bytes
+so re-hashing them (with the ``data`` of ``chunk`` records, bytes stored
+unframed when live analysis fell behind) must give the same digest: a capture whose relayed bytes
 were edited, or whose message records were removed or added, does not. On HTTP
 the digest also covers request and response heads, which the capture keeps
 only in parsed (and redacted) form, so only the message counts are compared.
@@ -37,10 +38,10 @@ class _Tally:
         self.sha = hashlib.sha256()
         self.messages = 0
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: bytes, message: bool = True) -> None:
         self.bytes += len(data)
         self.sha.update(data)
-        self.messages += 1
+        self.messages += message
 
 
 class Integrity:
@@ -75,6 +76,10 @@ class Integrity:
             d = rec.get("dir")
             if d in self.tally:
                 self.tally[d].add(self._bytes(rec) if self.bytes_verifiable else b"")
+        elif typ == "chunk":
+            d = rec.get("dir")
+            if d in self.tally and self.bytes_verifiable:
+                self.tally[d].add(decode_bytes(rec, "data") or b"", message=False)   # unframed bytes: no message count
         elif typ == "stderr":
             self.stderr.add(decode_bytes(rec, "data") or b"")
         elif typ == "end":

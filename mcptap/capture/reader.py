@@ -154,6 +154,21 @@ def _malformed(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def has_chunks(path: str) -> bool:
+    """True when the capture file holds ``chunk`` records (stdio bytes stored
+    unframed because live analysis fell behind): its recorded annotations are
+    incomplete and readers re-annotate it from the bytes. A byte search
+    (records are written with ``type`` first), no parsing; False when the file
+    cannot be read (the reader reports that)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as fp, mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return mm.find(b'\n{"type":"chunk",') >= 0
+    except (OSError, ValueError):
+        return False
+
+
 def read_capture(path: str) -> Capture:
     """Read a whole capture. Raises CaptureReadError."""
     stream = CaptureStream(path)

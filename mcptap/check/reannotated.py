@@ -11,7 +11,7 @@ from typing import Any
 
 from mcptap.capture.fields import record_findings
 from mcptap.capture.integrity import Integrity
-from mcptap.capture.reader import CaptureStream
+from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import reannotate
 
@@ -50,6 +50,7 @@ class Reannotated:
         (see recorder.reannotate). Raises CaptureReadError (missing, not a
         capture, unsupported version)."""
         stream = CaptureStream(path)
+        reuse = reuse and not has_chunks(path)
         return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
 
     def _source(self) -> Iterator[dict[str, Any]]:

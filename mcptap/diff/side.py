@@ -26,6 +26,7 @@ from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.protocol.framing import parse_json
+from mcptap.reannotate import framed
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}
@@ -144,7 +145,7 @@ def summarize(path: str, masker: Masker) -> Side:
             lat.append(t_lat)
         return lid
 
-    for rec in stream:
+    for rec in framed(stream):
         typ = rec.get("type")
         fs = rec.get("findings")
         if typ != "message":
@@ -209,7 +210,7 @@ def fetch(path: str, wanted: set[int]) -> dict[int, Any]:
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in CaptureStream(path):
+    for rec in framed(CaptureStream(path)):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)

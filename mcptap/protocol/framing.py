@@ -107,15 +107,15 @@ class NewlineFramer:
 
     ``receive_data(chunk)`` returns the frames completed by ``chunk`` (list of
     Frame, possibly empty); ``receive_data(b"")`` signals EOF and flushes the
-    rest. Never raises on any input. ``offset`` fields count from the first byte
-    this framer saw.
+    rest. Never raises on any input. ``offset`` fields count from ``offset``
+    (the stream offset of the first byte this framer sees; default 0).
     """
 
     __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts")
 
-    def __init__(self) -> None:
+    def __init__(self, offset: int = 0) -> None:
         self._buf = bytearray()
-        self._base = 0          # stream offset of _buf[0]
+        self._base = offset     # stream offset of _buf[0]
         self._scan = 0          # no newline in _buf[:_scan]
         self._held: list[Frame] = []
         self._held_bytes = 0
@@ -127,6 +127,22 @@ class NewlineFramer:
     def buffered(self) -> int:
         """Bytes received but not yet emitted in a frame (int)."""
         return len(self._buf) + self._held_bytes
+
+    def take_buffered(self) -> bytes:
+        """Remove and return the bytes received but not yet framed (held lines,
+        then the partial last line), in stream order; the framer continues as
+        if they had been emitted. Used when analysis falls behind and the rest
+        of a stream is stored unframed (recorder ``chunk`` records)."""
+        held = b"".join(f.raw for f in self._held)
+        out = held + bytes(self._buf) if self._buf else held
+        self._held = []
+        self._held_bytes = 0
+        self._starts = []
+        self._depth = 0
+        self._base += len(self._buf)
+        self._buf = bytearray()
+        self._scan = 0
+        return out
 
     def receive_data(self, data: bytes) -> list[Frame]:
         out: list[Frame] = []

@@ -41,6 +41,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
 from mcptap.protocol.framing import parse_json
+from mcptap.reannotate import framed
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -392,4 +393,4 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
 def plan_from_path(path: str, allow_side_effects: bool = False, masker: Masker | None = None) -> Plan:
     """Plan the replay of the capture at ``path``. Raises CaptureReadError."""
     stream = CaptureStream(path)
-    return build_plan(stream.header, stream, allow_side_effects, masker)
+    return build_plan(stream.header, framed(stream), allow_side_effects, masker)

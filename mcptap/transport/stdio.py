@@ -1,13 +1,18 @@
-"""The stdio tap (trio): spawn the server, relay bytes both ways, record a copy.
+"""The stdio tap: spawn the server, relay bytes both ways, record a copy.
 
-    host stdin  ──► [c2s pump] ──► server stdin        then rec.stdio_bytes(C2S, chunk)
-    host stdout ◄── [s2c pump] ◄── server stdout       then rec.stdio_bytes(S2C, chunk)
-    host stderr ◄── [bounded buffer] ◄── server stderr  rec.stderr(chunk) on read
+    host stdin  ──► [c2s thread] ──► server stdin        Handoff.chunk() between read and write
+    host stdout ◄── [s2c thread] ◄── server stdout       Handoff.chunk() between read and write
+    host stderr ◄── [bounded buffer] ◄── server stderr  (trio) rec.stderr(chunk) on read
+                         Handoff ──► recorder thread ──► Recorder
 
-Forwarding comes first: a pump writes each chunk (up to ``CHUNK`` bytes, as read)
-on before the Recorder sees it, and never waits for a full line, a parse or a
-disk write. The Recorder is called synchronously after forwarding; if it raises
-(a bug in mcptap), recording stops and the relay goes on (design principles 1-3).
+Forwarding comes first: each direction is a thread doing blocking reads and
+writes (``forward.pump``); between a read and its write it only appends the
+chunk to the hand-off queue (``handoff``), so it never waits for a full line,
+a parse, an annotation or a disk write, nor for trio's scheduler. One
+recorder thread feeds the Recorder in queue order (causal order); when it
+falls behind, chunks are stored unframed and annotated later. If the Recorder
+raises (a bug in mcptap), recording stops and the relay goes on (design
+principles 1-3).
 
 Process handling (spec basic/transports stdio, lifecycle Shutdown):
 
@@ -22,8 +27,8 @@ Process handling (spec basic/transports stdio, lifecycle Shutdown):
 * a command that cannot start → ``exit_code`` 127 (not found) or 126 (found but
   not executable), like a shell.
 
-Host fds: see ``stdio_os`` (FdStream on pipes; blocking I/O in a worker thread
-for a tty and for fd 2, so O_NONBLOCK never leaks onto a shared terminal). A
+Host fds 0 and 1 are used through dups with blocking I/O in the forward
+threads (O_NONBLOCK is never set on a host's fd; fd 2: see ``stdio_os``). A
 bounded buffer (``STDERR_BUFFER``) decouples the server's stderr from the host's:
 a host that stops draining stderr can never block the server (cases/B24);
 overflow is dropped for the terminal, still recorded, and reported as
@@ -32,7 +37,6 @@ overflow is dropped for the terminal, still recorded, and reported as
 
 from __future__ import annotations
 
-import collections
 import errno
 import os
 import signal
@@ -46,6 +50,8 @@ import trio
 
 from mcptap.model import Direction
 from mcptap.protocol.codes import finding
+from mcptap.transport import forward
+from mcptap.transport.handoff import Handoff
 from mcptap.transport.stdio_os import CHUNK, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
@@ -86,7 +92,8 @@ class StdioTap:
         self._say_direct = say or (lambda line: sys.stderr.write(f"mcptap: {line}\n"))
         self.result = TapResult(exit_code=0)
         self._pgid = 0
-        self._queue: collections.deque[list[Any]] = collections.deque()
+        self._handoff = Handoff(rec, self._recorder_failed)
+        self._token: trio.lowlevel.TrioToken | None = None
         self._exited = trio.Event()
         self._stdout_done = trio.Event()
         self._stderr_read_done = trio.Event()
@@ -97,49 +104,24 @@ class StdioTap:
         self._err_overflowing = False
         self._relay_started = False
 
-    # -- recorder guard ------------------------------------------------------
+    # -- recorder hand-off ---------------------------------------------------
 
-    # Recording order. The relay writes a chunk on, then records it; a write
-    # may yield to the other direction's task, which could then record the
-    # server's answer before the request it answers. So each forwarded chunk
-    # is queued (an O(1) append) BEFORE it is written, and the queue is drained
-    # in order after: the capture keeps causal order and forwarding waits for
-    # no analysis.
-    def _observe(self, method: str, *args: Any, **fields: Any) -> list[Any]:
-        item = [method, args, fields]
-        self._queue.append(item)
-        return item
-
-    def _withdraw(self, item: list[Any]) -> bool:
-        """Take a queued chunk back (its write failed); False if already recorded."""
-        for i, x in enumerate(self._queue):
-            if x is item:
-                del self._queue[i]
-                return True
-        return False
-
-    def _drain(self) -> None:
-        q = self._queue
-        while q:
-            method, args, fields = q.popleft()
-            self._rec_now(method, *args, **fields)
-
+    # Every recorder call goes through the Handoff queue, in the order the
+    # events happened (forwarded chunks are queued between read and write, so
+    # a request precedes its answer), and runs on the recorder thread.
     def _rec(self, method: str, *args: Any, **fields: Any) -> None:
-        self._observe(method, *args, **fields)
-        self._drain()
+        self._handoff.call(getattr(self.rec, method), *args, **fields)
 
-    def _rec_now(self, method: str, *args: Any, **fields: Any) -> None:
-        if self.result.recorder_error is not None:
-            return
+    def _recorder_failed(self, reason: str) -> None:
+        """From the recorder thread: recording stopped (a bug in mcptap)."""
+        self.result.recorder_error = reason
+        line = f"recording stopped ({reason}); the relay continues"
         try:
-            getattr(self.rec, method)(*args, **fields)
-        except Exception as exc:  # noqa: BLE001 - a recorder bug must not kill the relay
-            self.result.recorder_error = f"{type(exc).__name__}: {exc}"
-            self.say(f"recording stopped ({self.result.recorder_error}); the relay continues")
-            try:
-                self.rec.record("gap", reason=f"recorder failed: {self.result.recorder_error}")
-            except Exception:  # noqa: BLE001
-                pass
+            if self._token is None:
+                raise RuntimeError
+            self._token.run_sync_soon(self.say, line)
+        except (RuntimeError, trio.RunFinishedError):
+            self._say_direct(line)
 
     def say(self, line: str) -> None:
         """One mcptap message line on stderr (through the stderr buffer once relaying)."""
@@ -152,8 +134,19 @@ class StdioTap:
 
     async def run(self) -> TapResult:
         """Spawn, relay until the server exited and its output is delivered;
-        returns the TapResult. Never raises for peer behaviour."""
+        returns the TapResult (everything recorded). Never raises for peer
+        behaviour."""
         ensure_std_fds()
+        self._token = trio.lowlevel.current_trio_token()
+        self._handoff.start()
+        try:
+            return await self._run()
+        finally:
+            await trio.to_thread.run_sync(self._handoff.stop)
+            if self._handoff.lost_bytes:
+                self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
+
+    async def _run(self) -> TapResult:
         with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
             try:
                 popen, in_w, out_r, err_r = spawn(self.argv)
@@ -170,26 +163,28 @@ class StdioTap:
                 return self.result
             self._pgid = popen.pid
             self._rec("process", "spawn", pid=popen.pid, argv=self.shown_argv)
-            child_in = trio.lowlevel.FdStream(in_w)
-            child_out = trio.lowlevel.FdStream(out_r)
             child_err = trio.lowlevel.FdStream(err_r)
-            host_in, host_out = host_stream(0), host_stream(1)
             host_err = host_stream(2, threaded=True)
+            fds = {"host_in": os.dup(0), "host_out": os.dup(1), "child_in": in_w, "child_out": out_r}
+            stop_r, stop_w = os.pipe()
             self._relay_started = True
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._forward_signals, signals, nursery)
-                    nursery.start_soon(self._c2s, host_in, child_in, nursery)
-                    nursery.start_soon(self._s2c, child_out, host_out)
+                    nursery.start_soon(self._c2s, fds, stop_r, nursery)
+                    nursery.start_soon(self._s2c, fds)
                     nursery.start_soon(self._stderr_reader, child_err)
                     nursery.start_soon(self._stderr_writer, host_err)
                     await self._wait_exit(popen)
-                    await self._finish(host_out)
+                    await self._finish(fds)
+                    os.write(stop_w, b"x")              # end a c2s pump still waiting for the host
                     nursery.cancel_scope.cancel()
             finally:
                 self._relay_started = False
-                for stream in (child_in, child_out, child_err, host_in, host_out, host_err):
+                for stream in (child_err, host_err):
                     await quiet_close(stream)
+                for fd in (*fds.values(), stop_r, stop_w):
+                    _close_fd(fd)
         return self.result
 
     # -- process -------------------------------------------------------------
@@ -259,14 +254,14 @@ class StdioTap:
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
 
-    async def _finish(self, host_out: trio.abc.Stream) -> None:
+    async def _finish(self, fds: dict[str, int]) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
             self._rec("process", "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
-        await quiet_close(host_out)
+        _close_fd(fds.pop("host_out", -1))
         detach_fd(1)
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             await self._stderr_read_done.wait()
@@ -281,53 +276,43 @@ class StdioTap:
 
     # -- pumps ---------------------------------------------------------------
 
-    async def _c2s(self, host_in: Any, child_in: Any, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                data = await host_in.receive_some(CHUNK)
-            except _BROKEN:
-                data = b""
-            if not data:
-                break
-            item = self._observe("stdio_bytes", Direction.C2S, data)
-            try:
-                await child_in.send_all(data)
-            except _BROKEN:
-                # the server closed its stdin: stop reading, so the host gets
-                # EPIPE on its next write, as it would talking to the server directly
-                recorded = not self._withdraw(item)
-                self._rec("process", "stdin_closed_by_server", undelivered_bytes=len(data), recorded_anyway=recorded)
-                self._rec("stdio_eof", Direction.C2S)
-                await quiet_close(host_in)
-                detach_fd(0)
-                return
-            self._drain()
-        await quiet_close(child_in)
+    # trio.to_thread.run_sync without abandon: a pump thread always ends
+    # before its fds are closed (c2s through the stop pipe, s2c at EOF).
+    async def _c2s(self, fds: dict[str, int], stop: int, nursery: trio.Nursery) -> None:
+        def seen(data: bytes) -> Any:
+            return self._handoff.chunk(Direction.C2S, data)
+
+        how, token, undelivered = await trio.to_thread.run_sync(forward.pump, fds["host_in"], fds["child_in"], seen, stop)
+        if how == forward.STOPPED:
+            return
+        if how == forward.BROKEN:
+            # the server closed its stdin: stop reading, so the host gets
+            # EPIPE on its next write, as it would talking to the server directly
+            recorded = not self._handoff.withdraw(token)
+            self._rec("process", "stdin_closed_by_server", undelivered_bytes=undelivered, recorded_anyway=recorded)
+            self._rec("stdio_eof", Direction.C2S)
+            _close_fd(fds.pop("host_in", -1))
+            detach_fd(0)
+            return
+        _close_fd(fds.pop("child_in", -1))
         self._stdin_eof_at = trio.current_time()
         self._rec("stdio_eof", Direction.C2S)
         nursery.start_soon(self._after_stdin_eof)
 
-    async def _s2c(self, child_out: Any, host_out: Any) -> None:
+    async def _s2c(self, fds: dict[str, int]) -> None:
+        def seen(data: bytes) -> Any:
+            return self._handoff.chunk(Direction.S2C, data)
+
         try:
-            while True:
-                try:
-                    data = await child_out.receive_some(CHUNK)
-                except _BROKEN:
-                    data = b""
-                if not data:
-                    self._rec("stdio_eof", Direction.S2C)
-                    return
-                item = self._observe("stdio_bytes", Direction.S2C, data)
-                try:
-                    await host_out.send_all(data)
-                except _BROKEN:
-                    # the host closed our stdout: close the server's, so it gets
-                    # EPIPE/SIGPIPE like a direct pipe would give it
-                    recorded = not self._withdraw(item)
-                    self._rec("process", "stdout_closed_by_host", undelivered_bytes=len(data), recorded_anyway=recorded)
-                    await quiet_close(child_out)
-                    return
-                self._drain()
+            how, token, undelivered = await trio.to_thread.run_sync(forward.pump, fds["child_out"], fds["host_out"], seen)
+            if how == forward.BROKEN:
+                # the host closed our stdout: close the server's, so it gets
+                # EPIPE/SIGPIPE like a direct pipe would give it
+                recorded = not self._handoff.withdraw(token)
+                self._rec("process", "stdout_closed_by_host", undelivered_bytes=undelivered, recorded_anyway=recorded)
+                _close_fd(fds.pop("child_out", -1))
+            else:
+                self._rec("stdio_eof", Direction.S2C)
         finally:
             self._stdout_done.set()
 
@@ -384,6 +369,14 @@ class StdioTap:
             if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
                 self._err_overflowing = False
                 self._rec("process", "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
+
+
+def _close_fd(fd: int) -> None:
+    if fd >= 0:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 async def run_stdio_tap(argv: Sequence[str], rec: Any, *, grace: float = 5.0,

@@ -157,7 +157,10 @@ def test_show_follow_a_growing_capture(tmp_path: Path) -> None:
                 time.sleep(0.03)                           # let the poller see a partial line
                 fp.write(ln[half:])
                 fp.flush()
-        out, errout = proc.communicate(timeout=60)
+        # read() keeps what readline() buffered past the first line (communicate() would drop it)
+        out = proc.stdout.read()
+        errout = proc.stderr.read()
+        proc.wait(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 0, errout

@@ -1,0 +1,78 @@
+"""The stdio forward path: one blocking byte pump per direction, in its own thread.
+
+A pump reads up to ``CHUNK`` bytes, hands them to ``seen`` (the hand-off to the
+recorder: an O(1) append, see ``handoff``) and writes them on, with plain
+blocking ``os.read``/``os.write`` on the raw fds: nothing on this path parses,
+annotates, waits for the recorder or touches the disk, and no trio scheduling
+sits between a read and its write. ``seen`` runs *before* the write, so a
+request is queued for the recorder before the server can answer it and the
+capture keeps causal order.
+
+Blocking fds are never switched to O_NONBLOCK (a terminal's or a shared pipe's
+open file description stays as the host left it); if the host hands us a
+non-blocking fd, EAGAIN is waited out with ``poll``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+from collections.abc import Callable
+from typing import Any
+
+CHUNK = 64 * 1024
+
+EOF = "eof"            # the source ended (or failed: EIO from a hung-up terminal, …)
+BROKEN = "broken"      # the destination refused a write (EPIPE, …)
+STOPPED = "stopped"    # ``stop`` fd became readable
+
+
+def _wait(fd: int, events: int) -> None:
+    p = select.poll()
+    p.register(fd, events)
+    p.poll()
+
+
+def pump(src: int, dst: int, seen: Callable[[bytes], Any], stop: int | None = None) -> tuple[str, Any, int]:
+    """Copy ``src`` to ``dst`` until EOF, a failed write, or ``stop`` (an fd
+    that becomes readable when the pump must end; polled before each read,
+    so a pump blocked on a host that never closes its stdin can be ended).
+
+    Returns ``(EOF, None, 0)``, ``(STOPPED, None, 0)`` or ``(BROKEN, token,
+    undelivered)``: ``token`` is what ``seen`` returned for the chunk whose
+    write failed and ``undelivered`` its bytes not written. Never raises for
+    I/O errors."""
+    poller = None
+    if stop is not None:
+        poller = select.poll()
+        poller.register(src, select.POLLIN)
+        poller.register(stop, select.POLLIN)
+    read, write = os.read, os.write
+    while True:
+        if poller is not None:
+            ready = poller.poll()
+            if any(fd == stop for fd, _ in ready):
+                return STOPPED, None, 0
+        try:
+            data = read(src, CHUNK)
+        except BlockingIOError:
+            if poller is None:
+                _wait(src, select.POLLIN)
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            return EOF, None, 0
+        token = seen(data)
+        size = len(data)
+        done = 0
+        while done < size:
+            try:
+                done += write(dst, data if done == 0 else memoryview(data)[done:])
+            except BlockingIOError:
+                _wait(dst, select.POLLOUT)
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                return BROKEN, token, size - done

@@ -1,0 +1,232 @@
+"""The recorder hand-off of the stdio tap: order, unframed chunks when analysis
+falls behind, and their re-annotation (no timing: "behind" is forced)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcptap.capture.format import decode_bytes
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+from mcptap.model import Direction
+from mcptap.reannotate import reannotate
+from mcptap.recorder import Recorder
+from mcptap.transport import handoff as handoff_mod
+from mcptap.transport.forward import BROKEN, EOF, STOPPED, pump
+from mcptap.transport.handoff import Handoff
+
+C2S, S2C = Direction.C2S, Direction.S2C
+
+LINES = [
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}\n',
+    b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}\n',
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+    b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n',
+    b'{"jsonrpc":"2.0","id":2,"result":{}}\n',
+    b'{\n  "jsonrpc": "2.0",\n  "method": "notifications/message",\n  "params": {"level": "info", "data": "pretty"}\n}\n',
+    b"a log line on stdout\n",
+    b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\r\n',
+    b"\xff\xfe not utf-8\n",
+    b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}',          # no newline: completed by the next line
+]
+DIRS = [C2S, S2C, C2S, C2S, S2C, S2C, S2C, S2C, C2S, C2S]
+
+
+def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str) -> Path:
+    """Record ``events`` (direction, chunk, how: "frame" | "behind" | "unframed")."""
+    path = tmp / name
+    w = CaptureWriter.open(str(path))
+    t = [0]
+
+    def clock() -> int:
+        t[0] += 10
+        return t[0]
+
+    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=clock)
+    for d, data, how in events:
+        if how == "unframed":
+            rec.stdio_unframed(d, data)
+        else:
+            rec.stdio_bytes(d, data, (lambda: True) if how == "behind" else None)
+    rec.stdio_eof(C2S)
+    rec.stdio_eof(S2C)
+    rec.close(exit_code=0)
+    return path
+
+
+def _messages(path: Path) -> list[tuple[str, bytes, str, Any]]:
+    cap = read_capture(str(path))
+    out = []
+    for r in reannotate(cap.header, cap.records, shapes=False, reuse=False):
+        if r["type"] == "message":
+            raw = decode_bytes(r, "raw")
+            if raw is None:
+                raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+            out.append((r["dir"], raw, r["kind"], r.get("id")))
+    return out
+
+
+def _stream(path: Path, d: str) -> bytes:
+    """A direction's bytes rebuilt from message and chunk records as stored."""
+    out = b""
+    for r in read_capture(str(path)).records:
+        if r.get("dir") != d:
+            continue
+        if r["type"] == "chunk":
+            out += decode_bytes(r, "data")
+        elif r["type"] == "message":
+            raw = decode_bytes(r, "raw")
+            out += raw if raw is not None else orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+    return out
+
+
+@st.composite
+def chunked(draw: Any) -> list[tuple[Direction, bytes, str]]:
+    """The LINES cut into chunks at random points, each chunk recorded one of
+    three ways."""
+    events = []
+    for line, d in zip(LINES * 2, DIRS * 2):
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(line) - 1)), max_size=3)))
+        prev = 0
+        for c in [*cuts, len(line)]:
+            if c > prev:
+                events.append((d, line[prev:c], draw(st.sampled_from(["frame", "frame", "behind", "unframed"]))))
+                prev = c
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunked())
+def test_unframed_chunks_reannotate_to_the_same_messages(tmp_path_factory: Any, events: list[tuple[Direction, bytes, str]]) -> None:
+    tmp = tmp_path_factory.mktemp("spill")
+    plain = _record(tmp, [(d, b, "frame") for d, b, _ in events], "plain.jsonl")
+    spilled = _record(tmp, events, "spilled.jsonl")
+    for d in ("c2s", "s2c"):
+        sent = b"".join(b for dd, b, _ in events if dd.value == d)
+        assert _stream(spilled, d) == sent                       # nothing lost, nothing doubled, in order
+        end = read_capture(str(spilled)).end
+        assert end[d]["sha256"] == hashlib.sha256(sent).hexdigest()
+    assert _messages(spilled) == _messages(plain)
+
+
+def test_chunk_records_are_counted_and_offsets_exact(tmp_path: Path) -> None:
+    path = _record(tmp_path, [(S2C, LINES[1][:20], "frame"), (S2C, LINES[1][20:] + LINES[4], "unframed"),
+                              (S2C, LINES[4][:5], "unframed"), (S2C, LINES[4][5:] + LINES[4], "frame")], "c.jsonl")
+    cap = read_capture(str(path))
+    chunks = [r for r in cap.records if r["type"] == "chunk"]
+    # the held partial line goes first, then the unframed chunks, then the rest of the cut line
+    assert [decode_bytes(c, "data") for c in chunks] == [LINES[1] + LINES[4], LINES[4][:5], LINES[4][5:]]
+    assert [c["offset"] for c in chunks] == [0, len(LINES[1]) + len(LINES[4]), len(LINES[1]) + len(LINES[4]) + 5]
+    msgs = [r for r in cap.records if r["type"] == "message"]
+    assert len(msgs) == 1 and msgs[0]["offset"] == len(LINES[1]) + 2 * len(LINES[4])
+    assert cap.end["chunks"] == {"records": 3, "bytes": len(LINES[1]) + 2 * len(LINES[4])}
+
+
+class _Log:
+    """A recorder stand-in that logs calls (the order is what is tested)."""
+
+    def __init__(self) -> None:
+        self.clock = lambda: 0
+        self.calls: list[tuple[str, Any]] = []
+
+    def stdio_bytes(self, d: Direction, data: bytes, behind: Any = None) -> None:
+        self.calls.append(("bytes", (d, data)))
+
+    def stdio_unframed(self, d: Direction, data: bytes) -> None:
+        self.calls.append(("unframed", (d, data)))
+
+    def process(self, event: str, **fields: Any) -> None:
+        self.calls.append(("process", event))
+
+    def record(self, type: str, **fields: Any) -> None:  # noqa: A002
+        self.calls.append(("record", type))
+
+
+def test_handoff_keeps_queue_order_and_withdraws() -> None:
+    log = _Log()
+    h = Handoff(log, lambda reason: None)
+    gate = threading.Event()
+    log.process = lambda event, **f: (gate.wait(5), log.calls.append(("process", event)))  # type: ignore[method-assign]
+    h.start()
+    h.call(log.process, "spawn")               # the recorder thread waits here: the rest queues up
+    a = h.chunk(C2S, b"req\n")
+    b = h.chunk(S2C, b"resp\n")
+    assert h.withdraw(b)
+    assert not h.withdraw(b)
+    gate.set()
+    h.stop()
+    assert log.calls == [("process", "spawn"), ("bytes", (C2S, b"req\n"))]
+    assert not h.withdraw(a)
+
+
+def test_handoff_stores_unframed_while_behind_and_resumes(monkeypatch: Any) -> None:
+    monkeypatch.setattr(handoff_mod, "SPILL_BYTES", 10)
+    log = _Log()
+    h = Handoff(log, lambda reason: None)
+    gate = threading.Event()
+    log.process = lambda event, **f: (gate.wait(5), log.calls.append(("process", event)))  # type: ignore[method-assign]
+    h.start()
+    h.call(log.process, "spawn")
+    for i in range(4):
+        h.chunk(S2C, b"0123456789\n%d" % i)        # 48 bytes queued > 10: behind
+    gate.set()
+    for _ in range(500):                           # hang guard, not a timing assertion
+        if len(log.calls) == 5:
+            break
+        threading.Event().wait(0.01)
+    h.chunk(S2C, b"next\n")                        # the queue had emptied: annotated again
+    h.stop()
+    kinds = [c[0] for c in log.calls[1:]]
+    assert kinds == ["unframed"] * 3 + ["bytes", "bytes"]       # the last queued chunk is annotated: caught up
+    assert h.spills == 1
+
+
+def test_handoff_recorder_failure_stops_recording_only() -> None:
+    log = _Log()
+    errors: list[str] = []
+
+    def boom(d: Direction, data: bytes, behind: Any = None) -> None:
+        raise ValueError("bug")
+
+    log.stdio_bytes = boom  # type: ignore[method-assign]
+    h = Handoff(log, errors.append)
+    h.start()
+    h.chunk(C2S, b"x\n")
+    h.chunk(C2S, b"y\n")
+    h.stop()
+    assert errors == ["ValueError: bug"]
+    assert log.calls == [("record", "gap")]
+
+
+def test_pump_forwards_in_order_and_reports_how_it_ended() -> None:
+    import os
+
+    src_r, src_w = os.pipe()
+    dst_r, dst_w = os.pipe()
+    stop_r, stop_w = os.pipe()
+    seen: list[bytes] = []
+    result: list[Any] = []
+    t = threading.Thread(target=lambda: result.append(pump(src_r, dst_w, lambda d: seen.append(d) or len(seen), stop_r)))
+    t.start()
+    os.write(src_w, b"hello\n")
+    assert os.read(dst_r, 100) == b"hello\n"
+    os.write(stop_w, b"x")
+    t.join(10)
+    assert result == [(STOPPED, None, 0)] and seen == [b"hello\n"]
+    os.close(src_w)
+    result.clear()
+    assert pump(src_r, dst_w, seen.append) == (EOF, None, 0)
+    os.close(dst_r)
+    w2r, w2w = os.pipe()
+    os.write(w2w, b"lost\n")
+    os.close(w2w)
+    assert pump(w2r, dst_w, lambda d: "tok")[0:2] == (BROKEN, "tok")
+    for fd in (src_r, dst_w, stop_r, stop_w, w2r):
+        os.close(fd)
