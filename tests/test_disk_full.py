@@ -92,7 +92,7 @@ def test_a_cut_record_that_cannot_be_truncated_is_skipped_by_readers(tmp_path: P
 def _try_mount(where: Path) -> str | None:
     if shutil.which("mount") is None:
         return "no mount command"
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True, timeout=30)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], capture_output=True, timeout=30)
     if r.returncode != 0:
         return f"mounting a tmpfs is not allowed here: {r.stderr.decode(errors='replace').strip()}"
     return None
@@ -113,10 +113,13 @@ def tiny_disk() -> Iterator[Path]:
 
 
 def test_disk_full_then_free_on_a_real_tmpfs(tiny_disk: Path) -> None:
-    """The reproducer, end to end: a 1 MiB tmpfs fills up while mcptap records,
-    then space comes back; the relay is unharmed and the capture says what it lost."""
+    """The reproducer, end to end: a 4 MiB tmpfs fills up while mcptap records,
+    then space comes back; the relay is unharmed and the capture says what it lost.
+    The recorder runs behind the relay (transport/handoff.py): records still
+    queued when space comes back are written then, so the space freed (3.9 MB)
+    is far more than the whole session's records (~1.2 MB)."""
     fill = tiny_disk / "fill"
-    fill.write_bytes(b"\0" * 900_000)
+    fill.write_bytes(b"\0" * 3_900_000)
     cap = tiny_disk / "cap.jsonl"
     proc = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(cap), "--", "cat"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -171,7 +171,7 @@ class Handoff:
                     if self._behind():
                         rec.stdio_unframed(item[2], item[3])
                     else:
-                        rec.stdio_bytes(item[2], item[3], self._behind)
+                        rec.stdio_bytes(item[2], item[3], behind=self._behind)
                 elif kind is _LOST:
                     rec.lost(item[2], item[3])
                 else:

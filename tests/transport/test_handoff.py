@@ -54,7 +54,7 @@ def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str) ->
         if how == "unframed":
             rec.stdio_unframed(d, data)
         else:
-            rec.stdio_bytes(d, data, (lambda: True) if how == "behind" else None)
+            rec.stdio_bytes(d, data, behind=(lambda: True) if how == "behind" else None)
     rec.stdio_eof(C2S)
     rec.stdio_eof(S2C)
     rec.close(exit_code=0)
