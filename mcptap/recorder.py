@@ -350,7 +350,7 @@ class Recorder:
 
     def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         typ = rec.get("type")
-        direction = _DIRS.get(rec.get("dir"))
+        direction = _DIRS.get(str(rec.get("dir")))
         if typ in ("chunk", "message"):
             if direction is None:
                 raise CaptureReadError(f"{typ} record seq {rec.get('seq')} has no valid dir")

@@ -265,10 +265,10 @@ def verify_capture(path: Path) -> dict[str, dict[str, object]]:
     """Rebuild each direction's bytes from the capture's message and chunk
     records: {dir: {bytes, sha256, lines, chunk_records, end}}."""
     sys.path.insert(0, str(ROOT))
+    import orjson
+
     from mcptap.capture.format import decode_bytes
     from mcptap.capture.reader import CaptureStream
-
-    import orjson
 
     acc = {d: {"sha": hashlib.sha256(), "bytes": 0, "lines": 0, "chunks": 0} for d in ("c2s", "s2c")}
     end: dict = {}
@@ -372,7 +372,8 @@ def main() -> None:
                 if name == "mcptap":
                     v = verify_capture(capture)
                     want_s2c = args.flood + 1 + (1 if test == "both" else 0) + 1     # + initialize response
-                    ok = v["s2c"]["lines"] >= want_s2c and all(v[d]["sha256"] == v[d]["end"].get("sha256") and v[d]["bytes"] == v[d]["end"].get("bytes") for d in v)
+                    ok = v["s2c"]["lines"] >= want_s2c and all(
+                        v[d]["sha256"] == v[d]["end"].get("sha256") and v[d]["bytes"] == v[d]["end"].get("bytes") for d in v)
                     want_c2s = 2 + (args.flood + 2 if test == "both" else 1)      # initialize, initialized, flood(s)/sync
                     ok = ok and v["c2s"]["lines"] == want_c2s
                     checks.append(f"rep {rep}: s2c {v['s2c']['lines']:,} lines, c2s {v['c2s']['lines']:,} lines, "

@@ -92,7 +92,7 @@ def chunked(draw: Any) -> list[tuple[Direction, bytes, str]]:
     """The LINES cut into chunks at random points, each chunk recorded one of
     three ways."""
     events = []
-    for line, d in zip(LINES * 2, DIRS * 2):
+    for line, d in zip(LINES * 2, DIRS * 2, strict=True):
         cuts = sorted(draw(st.sets(st.integers(1, max(1, len(line) - 1)), max_size=3)))
         prev = 0
         for c in [*cuts, len(line)]:
