@@ -22,7 +22,8 @@ import pytest
 from mcptap.capture.format import message_from_record
 from mcptap.capture.reader import Capture, read_capture
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
-from mcptap.demo.client import Connection, RpcError, run_script
+from mcptap.demo.client import run_script
+from mcptap.demo.connection import Connection, RpcError
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
 RECORD = Path(__file__).resolve().parents[1] / "mcptap" / "cli" / "record.py"

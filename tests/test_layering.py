@@ -122,3 +122,29 @@ def test_no_import_cycles() -> None:
         if m not in state:
             visit(m)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+#: no module is longer than this (design.md §3: past ~400 lines it is two)
+MAX_LINES = 400
+
+
+def test_no_module_over_400_lines() -> None:
+    long = [f"{mod}: {n} lines" for mod, path in modules() if (n := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not long, f"split these modules (limit {MAX_LINES} lines):\n" + "\n".join(long)
+
+
+def test_only_lifecycle_changes_phase_and_era() -> None:
+    """A session's phase, era and negotiated revision change in
+    protocol/lifecycle.py only (as h11's _state.py): an assignment to a
+    session state's ``phase``/``era``/``revision`` anywhere else is a breach."""
+    bad = []
+    for mod, path in modules():
+        if mod == "mcptap.protocol.lifecycle":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in ("st", "state", "session_state") \
+                        and t.attr in ("phase", "era", "revision"):
+                    bad.append(f"{mod}:{node.lineno} sets {t.value.id}.{t.attr}")
+    assert not bad, "\n".join(bad)

@@ -12,21 +12,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
+from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
 from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
+from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import (
     SessionState,
     advance,
+    assume_state,
     discover_response,
     era_and_phase,
     initialize_request,
     initialize_response,
     reinitialize_response,
     request_meta,
+    stream_closed,
 )
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
@@ -85,14 +88,7 @@ class Annotator:
         capabilities stay None (no capability findings)."""
         st = self.session(session)
         self._assumed.add(session)
-        if phase is not None:
-            st.phase = Phase(phase)
-        rev = rules.normalize_revision(revision)
-        if rev is not None:
-            st.revision = rev
-            st.era = "modern" if rules.is_modern(rev) else "legacy"
-            if st.era == "modern":
-                st.phase = Phase.STATELESS
+        assume_state(st, phase, revision)
         st.client_caps = client_caps
         st.server_caps = server_caps
         st.cap_cache.clear()
@@ -137,7 +133,7 @@ class Annotator:
         out = msg.findings
         out.extend(extra)
         if self.transport == "stdio":
-            self._framing(frame, msg)
+            framing_findings(frame, msg, self.large_message)
         elif len(frame.raw) > self.large_message:
             out.append(finding("framing.large_message", f"{len(frame.raw)} bytes in one message"))
         exchange = transport.get("exchange") if transport else None
@@ -151,7 +147,7 @@ class Annotator:
         msg.phase = st.phase
         msg.revision = st.revision
         if cls.kind is Kind.NON_JSON:
-            self._non_json(frame, msg)
+            non_json_findings(frame, msg, self.transport)
             self._last_unparsed[(session, direction)] = msg
             return msg
         if cls.kind is Kind.BATCH:
@@ -166,47 +162,6 @@ class Annotator:
         pair_seq, latency, _ = self._one(msg, st, cls, value, exchange, None)
         msg.pair, msg.latency_us = pair_seq, latency
         return msg
-
-    # -- framing facts (stdio) ------------------------------------------------------
-    def _framing(self, frame: Frame, msg: Message) -> None:
-        raw = frame.raw
-        out = msg.findings
-        d = msg.direction._value_
-        if frame.lines > 1 and frame.value is not UNPARSED:
-            out.append(finding("framing.multiline_json",
-                               f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
-                               {"lines": frame.lines}))
-        if raw.endswith(b"\r\n"):
-            out.append(finding("framing.crlf", f"{d} line ends in CR LF"))
-        if raw.startswith(b"\xef\xbb\xbf"):
-            out.append(finding("framing.bom", f"{d} message starts with a UTF-8 byte order mark"))
-        if frame.invalid_utf8:
-            offs = list(frame.invalid_utf8)
-            out.append(finding("framing.invalid_utf8",
-                               f"invalid UTF-8 at byte offsets {offs} of the {d} line ({', '.join(f'0x{raw[o]:02X}' for o in offs[:8])})",
-                               {"offsets": offs}))
-        if len(raw) > self.large_message:
-            out.append(finding("framing.large_message", f"{len(raw)} bytes on one {d} line (hosts and bridges have limits of 64 KiB, 1 MiB, 4 MiB)",
-                               {"bytes": len(raw)}))
-        if not frame.terminated:
-            out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
-
-    def _non_json(self, frame: Frame, msg: Message) -> None:
-        d = msg.direction._value_
-        if self.transport != "stdio":
-            msg.findings.append(finding("sse.data_not_jsonrpc" if (msg.transport or {}).get("sse") else "jsonrpc.invalid_message",
-                                        f"{d} payload is not JSON"))
-            return
-        text = frame.raw.strip(b"\r\n \t")
-        if not text:
-            msg.findings.append(finding("framing.empty_line", f"blank {d} line"))
-            return
-        where = f"phase {msg.phase.value}" if msg.phase else "start"
-        who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
-        n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
-        what = f"{n} {d} lines are" if n > 1 else f"{d} line is"
-        msg.findings.append(finding("framing.non_jsonrpc_line", f"{what} not JSON ({where}): {who}",
-                                    {"preview": frame.raw[:80].decode("utf-8", "replace"), "lines": n}))
 
     # -- batches --------------------------------------------------------------------
     def _batch(self, msg: Message, st: SessionState, exchange: Any) -> None:
@@ -407,8 +362,7 @@ class Annotator:
         """A stream closed. stdio: when the server's stdout closes, requests the
         client is still waiting for will never be answered."""
         st = self.session(session)
-        if st.phase is not Phase.STATELESS:
-            st.phase = Phase.CLOSING
+        stream_closed(st)
         if direction is not S2C:
             return []
         # a cancelled request SHOULD stay unanswered (cancellation spec): not lost

@@ -196,10 +196,13 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.upstream_failed", ERROR, "upstream unreachable (refused, TLS, timeout): the client got 502", "mcptap"),
     ("http.origin_rejected", WARN, "request with an Origin header rejected, or a non-loopback Origin accepted", T + " Security Warning: MUST validate Origin"),
     # authorization (HTTP; the tap's OAuth fronting, relay/http/auth.py)
-    ("auth.challenge_missing", ERROR, "401 response without a WWW-Authenticate challenge", AUTH + " (2025-06-18+): servers MUST use WWW-Authenticate on 401; RFC 9728 §5.1"),
+    ("auth.challenge_missing", ERROR, "401 response without a WWW-Authenticate challenge",
+     AUTH + " (2025-06-18+): servers MUST use WWW-Authenticate on 401; RFC 9728 §5.1"),
     ("auth.scope_missing", WARN, "403 insufficient_scope challenge without a scope parameter", AUTH + " Scope Challenge Handling (2025-11-25); RFC 6750 §3.1"),
-    ("auth.resource_mismatch", ERROR, "protected resource metadata whose resource is not the URL it is served for", "RFC 9728 §3.3: clients MUST reject it; " + AUTH),
-    ("auth.metadata_invalid", ERROR, "protected resource or authorization server metadata that is not a JSON object with its required members", "RFC 9728 §2, RFC 8414 §2"),
+    ("auth.resource_mismatch", ERROR, "protected resource metadata whose resource is not the URL it is served for",
+     "RFC 9728 §3.3: clients MUST reject it; " + AUTH),
+    ("auth.metadata_invalid", ERROR, "protected resource or authorization server metadata that is not a JSON object with its required members",
+     "RFC 9728 §2, RFC 8414 §2"),
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),

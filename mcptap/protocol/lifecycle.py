@@ -92,6 +92,26 @@ def advance(state: SessionState, sender: Direction, event: str) -> None:
         state.phase = nxt
 
 
+def assume_state(state: SessionState, phase: Phase | str | None, revision: str | None) -> None:
+    """Start mid-session (the capture began after the handshake): the given
+    phase, and the era and revision of ``revision`` (a stateless revision puts
+    the session in the stateless phase)."""
+    if phase is not None:
+        state.phase = Phase(phase)
+    rev = rules.normalize_revision(revision)
+    if rev is not None:
+        state.revision = rev
+        state.era = "modern" if rules.is_modern(rev) else "legacy"
+        if state.era == "modern":
+            state.phase = Phase.STATELESS
+
+
+def stream_closed(state: SessionState) -> None:
+    """A stream of the session closed: a stateful session is closing."""
+    if state.phase is not Phase.STATELESS:
+        state.phase = Phase.CLOSING
+
+
 def request_meta(params: Any) -> tuple[str | None, dict[str, Any] | None, bool]:
     """2026-07-28 per-request ``_meta``: (protocolVersion, clientCapabilities,
     both required keys present)."""

@@ -312,3 +312,16 @@ def parse_all(data: bytes) -> list[SSEEvent]:
     """Parse a complete stream (``data`` then EOF) in one call."""
     p = SSEParser()
     return p.receive_data(data) + p.receive_data(b"")
+
+
+def canonical_event(ev: SSEEvent) -> bytes:
+    """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
+    lines = []
+    if ev.id is not None:
+        lines.append(f"id: {ev.id}")
+    if ev.type != "message" or b"event:" in ev.raw[:64]:
+        lines.append(f"event: {ev.type}")
+    lines.extend(f"data: {d}" for d in ev.data.split("\n"))
+    if ev.retry is not None:
+        lines.append(f"retry: {ev.retry}")
+    return ("\n".join(lines) + "\n\n").encode("utf-8")

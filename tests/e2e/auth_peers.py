@@ -34,16 +34,15 @@ import anyio
 
 def run_as(port: int) -> None:
     import uvicorn
+    from mcp.server.auth.provider import AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken, construct_redirect_uri
+    from mcp.server.auth.routes import create_auth_routes
+    from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
     from pydantic import AnyHttpUrl
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
-
-    from mcp.server.auth.provider import AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken, construct_redirect_uri
-    from mcp.server.auth.routes import create_auth_routes
-    from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
     class Provider:
         def __init__(self) -> None:
@@ -116,11 +115,10 @@ def run_as(port: int) -> None:
 
 def run_rs(port: int, as_url: str) -> None:
     import httpx2
-    from pydantic import AnyHttpUrl
-
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
+    from pydantic import AnyHttpUrl
 
     class Introspection:
         async def verify_token(self, token: str) -> AccessToken | None:
@@ -147,12 +145,11 @@ def run_rs(port: int, as_url: str) -> None:
 
 async def run_client(url: str) -> None:
     import httpx2
-    from pydantic import AnyUrl
-
     from mcp import ClientSession
     from mcp.client.auth import OAuthClientProvider, TokenStorage
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+    from pydantic import AnyUrl
 
     class Memory(TokenStorage):
         def __init__(self) -> None:

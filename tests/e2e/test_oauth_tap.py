@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from peers import free_port, listening
 from mcptap.capture.reader import read_capture
+from peers import free_port, listening
 
 pytestmark = pytest.mark.e2e
 PEERS = Path(__file__).parent / "auth_peers.py"

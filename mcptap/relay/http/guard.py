@@ -59,3 +59,13 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
     if _HOST.fullmatch(host) is None:
         return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
     return None
+
+
+def host_name(host: str | None) -> str:
+    """The name part of a Host header value, lower-case, brackets kept for IPv6."""
+    if not host:
+        return ""
+    h = host.strip().lower()
+    if h.startswith("["):
+        return h[: h.find("]") + 1] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h

@@ -50,11 +50,12 @@ from mcptap.protocol.http_rules import (
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
-from mcptap.protocol.sse import SSEEvent
+from mcptap.protocol.sse import SSEEvent, canonical_event
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.relay.http.observe_auth import AuthObserver, response_findings as auth_findings
+from mcptap.relay.http.observe_auth import AuthObserver
+from mcptap.relay.http.observe_auth import response_findings as auth_findings
 from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
@@ -282,7 +283,7 @@ class HttpObserver:
             self._endpoint(e, ev, fs, info)
             return
         if ev.data_lines and ev.data != "":
-            if ev.raw != _canonical(ev):
+            if ev.raw != canonical_event(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
             raw = ev.data.encode("utf-8")
             value, _ = parse_json(raw)
@@ -393,16 +394,3 @@ class HttpObserver:
         if it.detail:
             fields["detail"] = it.detail
         self.rec.record("http", findings=fs, **fields)
-
-
-def _canonical(ev: SSEEvent) -> bytes:
-    """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
-    lines = []
-    if ev.id is not None:
-        lines.append(f"id: {ev.id}")
-    if ev.type != "message" or b"event:" in ev.raw[:64]:
-        lines.append(f"event: {ev.type}")
-    lines.extend(f"data: {d}" for d in ev.data.split("\n"))
-    if ev.retry is not None:
-        lines.append(f"retry: {ev.retry}")
-    return ("\n".join(lines) + "\n\n").encode("utf-8")

@@ -134,7 +134,7 @@ class AuthObserver:
         return exchange in self._ex
 
     def _heads(self, headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
-        out = self.headers_json(headers)
+        out: list[list[str]] = self.headers_json(headers)
         if not self.record_secrets:
             for pair in out:
                 if pair[0].lower() == "location":

@@ -1,0 +1,52 @@
+"""Findings about how a payload was framed (pure): stdio line facts (multi-line
+JSON, CR LF, BOM, invalid UTF-8, size, unterminated last line) and payloads
+that are not JSON at all. Appended to the annotated ``Message``'s findings."""
+
+from __future__ import annotations
+
+from mcptap.model import UNPARSED, Direction, Frame, Message
+from mcptap.protocol.codes import finding
+
+S2C = Direction.S2C
+
+
+def framing_findings(frame: Frame, msg: Message, large_message: int) -> None:
+    raw = frame.raw
+    out = msg.findings
+    d = msg.direction._value_
+    if frame.lines > 1 and frame.value is not UNPARSED:
+        out.append(finding("framing.multiline_json",
+                           f"one JSON message spread over {frame.lines} {d} lines; a strict newline framer sees {frame.lines} garbage lines and no message",
+                           {"lines": frame.lines}))
+    if raw.endswith(b"\r\n"):
+        out.append(finding("framing.crlf", f"{d} line ends in CR LF"))
+    if raw.startswith(b"\xef\xbb\xbf"):
+        out.append(finding("framing.bom", f"{d} message starts with a UTF-8 byte order mark"))
+    if frame.invalid_utf8:
+        offs = list(frame.invalid_utf8)
+        out.append(finding("framing.invalid_utf8",
+                           f"invalid UTF-8 at byte offsets {offs} of the {d} line ({', '.join(f'0x{raw[o]:02X}' for o in offs[:8])})",
+                           {"offsets": offs}))
+    if len(raw) > large_message:
+        out.append(finding("framing.large_message", f"{len(raw)} bytes on one {d} line (hosts and bridges have limits of 64 KiB, 1 MiB, 4 MiB)",
+                           {"bytes": len(raw)}))
+    if not frame.terminated:
+        out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
+
+
+def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
+    d = msg.direction._value_
+    if transport != "stdio":
+        msg.findings.append(finding("sse.data_not_jsonrpc" if (msg.transport or {}).get("sse") else "jsonrpc.invalid_message",
+                                    f"{d} payload is not JSON"))
+        return
+    text = frame.raw.strip(b"\r\n \t")
+    if not text:
+        msg.findings.append(finding("framing.empty_line", f"blank {d} line"))
+        return
+    where = f"phase {msg.phase.value}" if msg.phase else "start"
+    who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
+    n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
+    what = f"{n} {d} lines are" if n > 1 else f"{d} line is"
+    msg.findings.append(finding("framing.non_jsonrpc_line", f"{what} not JSON ({where}): {who}",
+                                {"preview": frame.raw[:80].decode("utf-8", "replace"), "lines": n}))
