@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay conformance clean
+.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay bench-serve conformance clean
 
 $(BIN)/mcptap: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: bench-stdio bench-http bench-analysis bench-replay
+bench: bench-stdio bench-http bench-analysis bench-replay bench-serve
 
 bench-stdio: install
 	$(BIN)/python scripts/bench_stdio.py
@@ -39,6 +39,9 @@ bench-analysis: install
 
 bench-replay: install
 	$(BIN)/python scripts/bench_replay.py
+
+bench-serve: install
+	$(BIN)/python scripts/bench_serve.py
 
 conformance: install
 	bash scripts/conformance.sh

@@ -66,9 +66,10 @@ async def serving(cap: Path, *extra: str) -> AsyncIterator[str]:
                                             stderr=subprocess.PIPE)
     try:
         buf = b""
+        assert proc.stderr is not None
         with trio.fail_after(30):
             while b"\n" not in buf:
-                chunk = await proc.stderr.receive_some(4096)  # type: ignore[union-attr]
+                chunk = await proc.stderr.receive_some(4096)
                 assert chunk, f"mcptap serve exited: {buf!r}"
                 buf += chunk
         m = re.search(rb"serving .* on (http://\S+)", buf)

@@ -1,0 +1,170 @@
+"""pytest plugin (entry point ``pytest11``): captures as test doubles.
+
+The fixture ``mcptap_mock`` gives a test a mock MCP server made from a capture::
+
+    def test_client(mcptap_mock):
+        argv = mcptap_mock("tests/captures/weather.jsonl")                    # stdio: the server command
+        url = mcptap_mock("tests/captures/weather.jsonl", transport="http")   # HTTP: started, stopped at teardown
+
+``mcptap_mock(path, transport="stdio", *, server=None, record_mode=None,
+strict=False, latency=None, speed=None) -> list[str] | str``:
+
+* ``transport="stdio"`` returns the argv (list of str) of ``mcptap serve PATH``
+  for the client to spawn; ``"http"`` starts ``mcptap serve PATH --listen
+  127.0.0.1:0`` and returns its URL (str), terminated at teardown;
+* ``server``: the real server, used when the record mode says to record —
+  stdio: its argv (the returned argv is then ``mcptap record -o PATH -- SERVER``,
+  so the client's session through the tap becomes the capture); HTTP: its URL
+  (the returned URL is an ``mcptap record --upstream`` tap in front of it);
+* ``record_mode`` (as in VCR.py), else the ``mcptap`` marker's
+  (``@pytest.mark.mcptap(record_mode="none")``), else ``--mcptap-record-mode``
+  (default ``once``):
+
+  - ``once``: serve the capture when it exists, record it when it does not;
+  - ``new_episodes``: serve the capture; requests it has no answer for are
+    forwarded to ``server`` (stdio) and the answers added to the capture;
+  - ``none``: always serve; a missing capture fails the test;
+  - ``all``: always record afresh from ``server``.
+
+``strict``, ``latency`` ("recorded") and ``speed`` are ``mcptap serve``'s
+``--strict``, ``--latency`` and ``--speed``. A failure to start the mock fails
+the test with mcptap's one-line error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODES = ("once", "new_episodes", "none", "all")
+_MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcptap")
+    group.addoption("--mcptap-record-mode", choices=MODES, default=None,
+                    help="mcptap_mock record mode (once, new_episodes, none, all; default once)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mcptap(record_mode=...): record mode of the mcptap_mock fixture in this test")
+
+
+def _first_line(proc: subprocess.Popen[bytes], pattern: str, timeout: float = 30.0) -> str:
+    """Read proc's stderr until a line matching ``pattern`` (group 1 returned)."""
+    assert proc.stderr is not None
+    buf = b""
+    deadline = time.monotonic() + timeout
+    fd = proc.stderr.fileno()
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            buf += chunk
+            m = re.search(pattern.encode(), buf)
+            if m:
+                return m.group(1).decode()
+        elif proc.poll() is not None:
+            break
+    proc.kill()
+    text = buf.decode("utf-8", "replace").strip() or f"exited with status {proc.wait()}"
+    pytest.fail(f"mcptap did not start: {text}", pytrace=False)
+
+
+class MockFactory:
+    """What ``mcptap_mock`` returns: call it (see module docstring)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def __call__(self, path: str | os.PathLike[str], transport: str = "stdio", *, server: Sequence[str] | str | None = None,
+                 record_mode: str | None = None, strict: bool = False, latency: str | None = None,
+                 speed: float | None = None) -> list[str] | str:
+        mode = record_mode or self.mode
+        if mode not in MODES:
+            raise ValueError(f"record_mode {mode!r}: expected one of {', '.join(MODES)}")
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"transport {transport!r}: expected 'stdio' or 'http'")
+        cap = Path(path)
+        argv = list(server) if server is not None and not isinstance(server, str) else None
+        url = server if isinstance(server, str) else None
+        exists = cap.is_file() and cap.stat().st_size > 0
+        record = mode == "all" or (mode == "once" and not exists) or (mode == "new_episodes" and not exists)
+        if record or mode == "new_episodes":
+            if server is None:
+                why = "does not exist" if not exists else f"is to be extended (record mode {mode})"
+                pytest.fail(f"mcptap_mock: capture {cap} {why}, and no server= to record from", pytrace=False)
+        elif not exists:
+            pytest.fail(f"mcptap_mock: capture {cap} does not exist (record mode {mode})", pytrace=False)
+        if record:
+            cap.parent.mkdir(parents=True, exist_ok=True)
+            if transport == "stdio":
+                if argv is None:
+                    raise ValueError("server= for a stdio mock is the server's argv (a list)")
+                return [*_MCPTAP, "record", "--quiet", "-o", str(cap), "--", *argv]
+            if url is None:
+                raise ValueError("server= for an HTTP mock is the server's URL")
+            return self._start([*_MCPTAP, "record", "--upstream", url, "--listen", "127.0.0.1:0", "-o", str(cap), "--quiet"],
+                               r"listening on (\S+)")
+        args = [str(cap)]
+        if strict:
+            args.append("--strict")
+        if latency is not None:
+            args += ["--latency", latency]
+        if speed is not None:
+            args += ["--speed", str(speed)]
+        if mode == "new_episodes":
+            if transport != "stdio" or argv is None:
+                raise ValueError("record_mode new_episodes needs a stdio server argv")
+            args += ["--extend", "--", *argv]
+        if transport == "stdio":
+            return [*_MCPTAP, "serve", "--quiet", *args]
+        return self._start([*_MCPTAP, "serve", "--listen", "127.0.0.1:0", *args], r"serving .* on (\S+)")
+
+    def _start(self, argv: list[str], pattern: str) -> str:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._procs.append(proc)
+        return _first_line(proc, pattern)
+
+    def close(self) -> None:
+        """Stop the HTTP mocks and taps this test started (SIGTERM, then SIGKILL)."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
+        self._procs.clear()
+
+
+def _mode(request: pytest.FixtureRequest) -> str:
+    marker = request.node.get_closest_marker("mcptap")
+    if marker is not None and marker.kwargs.get("record_mode"):
+        return str(marker.kwargs["record_mode"])
+    return request.config.getoption("--mcptap-record-mode") or "once"
+
+
+@pytest.fixture
+def mcptap_mock(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """A factory of mock MCP servers from captures (see mcptap.pytest_plugin)."""
+    factory = MockFactory(_mode(request))
+    try:
+        yield factory
+    finally:
+        factory.close()
