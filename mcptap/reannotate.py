@@ -11,7 +11,9 @@ fresh ``end`` record. Two paths:
   what the rules would compute, and only gains schema shape checks (never run
   by the live tap). ``reuse=False`` forces the full path (hand-edited files).
 
-Used by ``check``, ``show`` and the tests. Raises CaptureReadError for a
+``Reannotator`` (below) is the offline re-annotator: the live Recorder fed
+records instead of bytes, its clock the records' own time. Used by ``check``,
+``show`` and the tests. Raises CaptureReadError for a
 record that cannot be read.
 """
 
@@ -20,14 +22,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from mcptap.capture.format import decode_bytes
+import orjson
+
+from mcptap.capture.format import annotation_record, decode_bytes, message_record
 from mcptap.capture.reader import CaptureStream, has_chunks
-from mcptap.model import UNPARSED, Finding, Kind, Severity
+from mcptap.errors import CaptureReadError
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Severity
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import finding
+from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json
-from mcptap.recorder import _DIRS, Recorder
+from mcptap.recorder import Recorder
+
+_DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+_dumps = orjson.dumps
 
 
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
@@ -46,14 +54,12 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     if reuse and fp and fp == rules_fingerprint():
         yield from _reuse_annotations(header, records, shapes, light)
         return
-    state = {"t": 0}
     transport = header.get("transport", "stdio")
-    rec = Recorder(None, transport, clock=lambda: state["t"], annotator=Annotator(transport, shapes=shapes))
-    rec.light = light
+    rec = Reannotator(transport, Annotator(transport, shapes=shapes), light)
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):
-            state["t"] = r["t_us"]
+            rec.t_us = r["t_us"]
         if r.get("type") == "end":
             old_end = r
             continue
@@ -152,3 +158,143 @@ def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
     if has_chunks(stream.path):
         return reannotate(stream.header, stream, shapes=False, reuse=False)
     return iter(stream)
+
+
+class Reannotator(Recorder):
+    """The offline re-annotator: a Recorder without a writer whose clock is
+    the records' own time, fed the records of an existing capture
+    (``replay(rec)``) instead of live bytes. ``light``: message records come
+    back annotation-only (no bytes, no json), for consumers that need no payload."""
+
+    def __init__(self, transport: str, annotator: Annotator, light: bool = False) -> None:
+        self.t_us = 0
+        super().__init__(None, transport, clock=lambda: self.t_us, annotator=annotator)
+        self.light = light
+
+    def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
+        """Re-annotate one record of an existing capture with today's rules.
+
+        Message records are re-fed as frames (same seq, time, direction,
+        session and transport facts); eof, stderr and process-exit records
+        re-derive their findings. From the first stdio ``chunk`` record on
+        (bytes stored unframed when live analysis fell behind) each
+        direction's bytes are re-framed instead, message records included,
+        and records are numbered afresh. Returns the re-annotated records
+        (none for the header; several for a chunk).
+        """
+        typ = rec.get("type")
+        seq = rec.get("seq")
+        if typ == "chunk" and self.transport == "stdio" and not self._reframe:
+            self._reframe = True
+        if self._reframe:
+            return self._replay_reframed(rec)
+        if isinstance(seq, int):
+            self.seq = seq - 1
+        out = self._replay_one(rec)
+        return [] if out is None else [out]
+
+    def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
+        typ = rec.get("type")
+        direction = _DIRS.get(str(rec.get("dir")))
+        if typ in ("chunk", "message"):
+            if direction is None:
+                raise CaptureReadError(f"{typ} record seq {rec.get('seq')} has no valid dir")
+            if typ == "chunk":
+                data = decode_bytes(rec, "data")
+                if data is None:
+                    raise CaptureReadError(f"chunk record seq {rec.get('seq')} has no data")
+                self.chunks += 1
+                self.chunk_bytes += len(data)
+            else:
+                data = decode_bytes(rec, "raw")
+                if data is None:
+                    if "json" not in rec:
+                        raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
+                    data = _dumps(rec["json"]) + rec.get("eol", "\n").encode("ascii")
+            s = self.streams[direction]
+            s.bytes += len(data)
+            if not self.light:
+                s.sha.update(data)
+            return self._replay_frames(direction, data, rec.get("t_us", 0))
+        if typ == "eof" and direction is not None:
+            out = self._replay_frames(direction, b"", rec.get("t_us", 0))
+            res = self._replay_one(dict(rec, seq=self._next()))
+            return out + ([] if res is None else [res])
+        if typ == "header":
+            return []
+        renumbered = dict(rec, seq=self._next()) if isinstance(rec.get("seq"), int) else rec
+        res = self._replay_one(renumbered)
+        return [] if res is None else [res]
+
+    def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
+        out = []
+        for f in self._framers[direction].receive_data(data):
+            self.streams[direction].messages += 1
+            msg = self.annotator.feed(f, self._next(), t, direction)
+            if msg.findings:
+                self._count(msg.findings)
+            out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
+        return out
+
+    def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        typ = rec.get("type")
+        if typ == "message":
+            return self._replay_message(rec)
+        if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
+            fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0), session=rec.get("session"))
+            self._count(fs)
+            out = {k: v for k, v in rec.items() if k != "findings"}
+            if fs:
+                out["findings"] = [f.to_json() for f in fs]
+            return out
+        if typ == "header":
+            return None
+        if typ == "context" and isinstance(rec.get("state"), dict):
+            self.annotator.assume(**rec["state"])
+            return rec
+        if typ == "stderr":
+            data = decode_bytes(rec, "data") or b""
+            s = self.stderr_stream
+            s.bytes += len(data)
+            s.sha.update(data)
+            s.messages += 1
+        if rec.get("findings"):
+            self._count(Finding.from_json(f) for f in rec["findings"])
+        return rec
+
+    def _replay_message(self, rec: dict[str, Any]) -> dict[str, Any]:
+        direction = _DIRS.get(rec.get("dir") or "")
+        if direction is None:
+            raise CaptureReadError(f"message record seq {rec.get('seq')} has no valid dir")
+        raw = decode_bytes(rec, "raw")
+        stdio = self.transport == "stdio"
+        canonical = False
+        if raw is None:
+            if "json" not in rec:
+                raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
+            value = rec["json"]
+            eol = rec.get("eol", "\n")
+            raw = _dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
+            # exact canonical JSON: valid UTF-8, one line, terminated as eol says
+            frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
+            canonical = True
+        elif stdio:
+            value, bad = parse_json(raw)
+            terminated = raw.endswith(b"\n")
+            lines = raw.count(b"\n") + (0 if terminated else 1)
+            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines))
+        else:
+            value = rec["json"] if "json" in rec else parse_json(raw)[0]
+            frame = Frame(raw, rec.get("offset", 0), True, value, ())
+        s = self.streams[direction]
+        s.bytes += len(raw)
+        if not self.light:
+            s.sha.update(raw)
+        s.messages += 1
+        kept = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
+        msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
+        if msg.findings:
+            self._count(msg.findings)
+        if self.light:
+            return annotation_record(msg, findings=True)  # check needs no bytes, no payload
+        return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value)

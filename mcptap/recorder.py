@@ -18,12 +18,11 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.capture.format import RAW_ONLY_ABOVE, annotation_record, decode_bytes, encode_bytes, header_record, message_record
+from mcptap.capture.format import RAW_ONLY_ABOVE, encode_bytes, header_record, message_record
 from mcptap.capture.writer import CaptureWriter
-from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import finding, transport_made
+from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json
 
@@ -90,8 +89,6 @@ class Recorder:
         self.chunks = 0               # chunk records written (live) or read (re-annotation)
         self.chunk_bytes = 0
         self._reframe = False         # re-annotation: streams are re-framed from bytes
-        #: replay() returns annotation-only message records (no bytes, no json)
-        self.light = False
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
         if writer is not None:
@@ -324,135 +321,6 @@ class Recorder:
         Written as a ``context`` record so re-annotation sees the same state."""
         self.annotator.assume(**state)
         self.record("context", state=state)
-
-    # -- re-annotation (mcptap check / show) -------------------------------------------
-    def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
-        """Re-annotate one record of an existing capture with today's rules.
-
-        Message records are re-fed as frames (same seq, time, direction,
-        session and transport facts); eof, stderr and process-exit records
-        re-derive their findings. From the first stdio ``chunk`` record on
-        (bytes stored unframed when live analysis fell behind) each
-        direction's bytes are re-framed instead, message records included,
-        and records are numbered afresh. Returns the re-annotated records
-        (none for the header; several for a chunk).
-        """
-        typ = rec.get("type")
-        seq = rec.get("seq")
-        if typ == "chunk" and self.transport == "stdio" and not self._reframe:
-            self._reframe = True
-        if self._reframe:
-            return self._replay_reframed(rec)
-        if isinstance(seq, int):
-            self.seq = seq - 1
-        out = self._replay_one(rec)
-        return [] if out is None else [out]
-
-    def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
-        typ = rec.get("type")
-        direction = _DIRS.get(str(rec.get("dir")))
-        if typ in ("chunk", "message"):
-            if direction is None:
-                raise CaptureReadError(f"{typ} record seq {rec.get('seq')} has no valid dir")
-            if typ == "chunk":
-                data = decode_bytes(rec, "data")
-                if data is None:
-                    raise CaptureReadError(f"chunk record seq {rec.get('seq')} has no data")
-                self.chunks += 1
-                self.chunk_bytes += len(data)
-            else:
-                data = decode_bytes(rec, "raw")
-                if data is None:
-                    if "json" not in rec:
-                        raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
-                    data = _dumps(rec["json"]) + rec.get("eol", "\n").encode("ascii")
-            s = self.streams[direction]
-            s.bytes += len(data)
-            if not self.light:
-                s.sha.update(data)
-            return self._replay_frames(direction, data, rec.get("t_us", 0))
-        if typ == "eof" and direction is not None:
-            out = self._replay_frames(direction, b"", rec.get("t_us", 0))
-            res = self._replay_one(dict(rec, seq=self._next()))
-            return out + ([] if res is None else [res])
-        if typ == "header":
-            return []
-        renumbered = dict(rec, seq=self._next()) if isinstance(rec.get("seq"), int) else rec
-        res = self._replay_one(renumbered)
-        return [] if res is None else [res]
-
-    def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
-        out = []
-        for f in self._framers[direction].receive_data(data):
-            self.streams[direction].messages += 1
-            msg = self.annotator.feed(f, self._next(), t, direction)
-            if msg.findings:
-                self._count(msg.findings)
-            out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
-        return out
-
-    def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
-        typ = rec.get("type")
-        if typ == "message":
-            return self._replay_message(rec)
-        if typ == "eof" and rec.get("dir") in ("c2s", "s2c"):
-            fs = self.annotator.eof(Direction(rec["dir"]), rec.get("t_us", 0), session=rec.get("session"))
-            self._count(fs)
-            out = {k: v for k, v in rec.items() if k != "findings"}
-            if fs:
-                out["findings"] = [f.to_json() for f in fs]
-            return out
-        if typ == "header":
-            return None
-        if typ == "context" and isinstance(rec.get("state"), dict):
-            self.annotator.assume(**rec["state"])
-            return rec
-        if typ == "stderr":
-            data = decode_bytes(rec, "data") or b""
-            s = self.stderr_stream
-            s.bytes += len(data)
-            s.sha.update(data)
-            s.messages += 1
-        if rec.get("findings"):
-            self._count(Finding.from_json(f) for f in rec["findings"])
-        return rec
-
-    def _replay_message(self, rec: dict[str, Any]) -> dict[str, Any]:
-        direction = _DIRS.get(rec.get("dir") or "")
-        if direction is None:
-            raise CaptureReadError(f"message record seq {rec.get('seq')} has no valid dir")
-        raw = decode_bytes(rec, "raw")
-        stdio = self.transport == "stdio"
-        canonical = False
-        if raw is None:
-            if "json" not in rec:
-                raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
-            value = rec["json"]
-            eol = rec.get("eol", "\n")
-            raw = _dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
-            # exact canonical JSON: valid UTF-8, one line, terminated as eol says
-            frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
-            canonical = True
-        elif stdio:
-            value, bad = parse_json(raw)
-            terminated = raw.endswith(b"\n")
-            lines = raw.count(b"\n") + (0 if terminated else 1)
-            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines))
-        else:
-            value = rec["json"] if "json" in rec else parse_json(raw)[0]
-            frame = Frame(raw, rec.get("offset", 0), True, value, ())
-        s = self.streams[direction]
-        s.bytes += len(raw)
-        if not self.light:
-            s.sha.update(raw)
-        s.messages += 1
-        kept = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
-        msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
-        if msg.findings:
-            self._count(msg.findings)
-        if self.light:
-            return annotation_record(msg, findings=True)  # check needs no bytes, no payload
-        return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value)
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """Write the ``end`` record (idempotent) and close the writer.
