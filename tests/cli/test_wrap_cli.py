@@ -163,3 +163,31 @@ def test_claude_code_local_scope(tmp_path: Path) -> None:
     assert claude.read_text() == original
     p = run("wrap", "--host", "cursor", "--project", str(project), home=tmp_path)
     assert p.returncode == 2 and "--project applies to --host claude-code-local" in p.stderr
+
+
+def test_launcher_prefers_the_script_beside_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcptap.cli.wrap import launcher
+
+    bindir = tmp_path / "venv" / "bin"
+    bindir.mkdir(parents=True)
+    py = bindir / "python"
+    py.symlink_to(sys.executable)                   # a venv interpreter is a symlink: never resolved
+    monkeypatch.setattr(sys, "executable", str(py))
+    assert launcher() == (str(py), "-m", "mcptap")
+    script = bindir / "mcptap"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert launcher() == (str(script),)
+    assert launcher("~/bin/mcptap") == (os.path.expanduser("~/bin/mcptap"),)
+
+
+def test_python_m_mcptap_records_with_a_reduced_environment(tmp_path: Path) -> None:
+    # the fallback launcher: `<python> -m mcptap record …` with only PATH=/usr/bin:/bin and HOME
+    echo = "import sys\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "mcptap", "record", "--dir", str(tmp_path / "c"), "--name", "n", "--",
+                        sys.executable, "-c", echo], input=b'{"jsonrpc":"2.0","method":"x"}\n', capture_output=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b'{"jsonrpc":"2.0","method":"x"}\n'
+    (cap,) = (tmp_path / "c").iterdir()
+    assert "-n-" in cap.name
