@@ -79,7 +79,15 @@ def locate(host: str | None, config: str | None) -> str:
     if config is not None:
         return config
     if host is None:
-        raise click.UsageError("give --host NAME or --config FILE")
+        found = []
+        for name in HOSTS:
+            if name == "claude-code-local":
+                continue
+            candidate = default_path(name, sys.platform, str(Path.home()), os.environ)
+            if os.path.isfile(candidate):
+                found.append(f"--host {name} ({candidate})")
+        hint = f"; found here: {', '.join(found)}" if found else ""
+        raise click.UsageError(f"give --host NAME or --config FILE{hint}")
     try:
         return default_path(host, sys.platform, str(Path.home()), os.environ)
     except ConfigError as exc:

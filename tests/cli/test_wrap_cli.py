@@ -191,3 +191,10 @@ def test_python_m_mcptap_records_with_a_reduced_environment(tmp_path: Path) -> N
     assert p.stdout == b'{"jsonrpc":"2.0","method":"x"}\n'
     (cap,) = (tmp_path / "c").iterdir()
     assert "-n-" in cap.name
+
+
+def test_without_host_or_config_the_error_lists_the_hosts_found(tmp_path: Path) -> None:
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(CONFIG)
+    r = run("wrap", home=tmp_path)
+    assert r.returncode == 2 and f"found here: --host gemini ({tmp_path}/.gemini/settings.json)" in r.stderr
