@@ -1,0 +1,97 @@
+"""``mcptap export CAPTURE --format har|otlp-json|messages [-o FILE]``
+
+Convert a capture for the tools people already use (docs/export.md):
+
+* ``har``: HAR 1.2, one entry per HTTP exchange (HTTP captures only);
+* ``otlp-json``: OTLP/JSON ``ExportTraceServiceRequest`` lines (what the
+  OpenTelemetry Collector's ``otlpjsonfile`` receiver reads), one span per
+  request/response pair, by the OpenTelemetry semantic conventions for MCP;
+* ``messages``: one JSON line per message with its annotations (for jq).
+
+The capture is re-annotated with today's rules first (as ``check`` does), so
+findings in the export are current. ``-o -`` (the default) writes to stdout;
+a file is written whole or not at all (temporary file, then renamed).
+
+Exit status: 0 written; 2 mcptap's own error (unreadable capture, a format
+that does not fit the capture, unwritable output), one ``mcptap: …`` line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import click
+import orjson
+
+from mcptap.capture.reader import CaptureStream
+from mcptap.cli.errors import Fail
+from mcptap.errors import McptapError
+from mcptap.reannotate import reannotate
+
+FORMATS = ("har", "otlp-json", "messages")
+
+
+def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
+    """The export of the capture at ``path`` in ``fmt``, as chunks of bytes.
+    Raises McptapError (CaptureReadError, ExportError) — for HAR before any
+    chunk is produced when the capture is not an HTTP one."""
+    stream = CaptureStream(path)
+    header = stream.header
+    records = reannotate(header, stream, shapes=True)
+    if fmt == "har":
+        from mcptap.export.har import ExportError, har_of
+
+        if header.get("transport") != "http":
+            stream.close()
+            raise ExportError(f"{path}: HAR needs an HTTP capture; this one is {header.get('transport', 'stdio')} "
+                              "(formats that fit: otlp-json, messages)")
+        yield orjson.dumps(har_of(header, records), option=orjson.OPT_INDENT_2) + b"\n"
+    elif fmt == "otlp-json":
+        from mcptap.export.otlp_json import otlp_json_lines
+
+        yield from otlp_json_lines(header, records)
+    else:
+        from mcptap.export.messages import message_lines
+
+        yield from message_lines(header, records)
+
+
+@click.command("export", short_help="Export a capture as HAR, OTLP/JSON or message JSON lines.")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,
+              help="har: HAR 1.2 (HTTP captures); otlp-json: OpenTelemetry spans (OTLP/JSON lines); messages: JSON lines.")
+@click.option("-o", "--output", default="-", show_default=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Output file ('-': stdout).")
+def command(capture: str, fmt: str, output: str) -> None:
+    """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""
+    chunks = export_bytes(capture, fmt)
+    try:
+        first = next(chunks, None)       # format/capture errors surface before any output exists
+    except McptapError as exc:
+        raise Fail(str(exc)) from None
+    try:
+        if output == "-":
+            out = sys.stdout.buffer
+            if first is not None:
+                out.write(first)
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            return
+        tmp = f"{output}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "wb") as fp:
+                if first is not None:
+                    fp.write(first)
+                for chunk in chunks:
+                    fp.write(chunk)
+            os.replace(tmp, output)
+        except OSError as exc:
+            raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except McptapError as exc:
+        raise Fail(str(exc)) from None

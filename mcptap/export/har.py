@@ -1,0 +1,276 @@
+"""HTTP capture → HAR 1.2 (HTTP Archive; spec: "HAR 1.2 Spec",
+www.softwareishard.com/blog/har-12-spec/, the format of browser devtools,
+mitmproxy and Charles).
+
+One entry per HTTP exchange the tap relayed (every POST, GET stream and
+DELETE), in request order:
+
+* request: method, URL (upstream origin + request target), HTTP version,
+  headers as recorded (credentials stay ``«redacted:sha256:…»`` placeholders
+  unless recorded with ``--record-secrets``), query string, ``postData`` with
+  the exact body text (a POST's JSON-RPC message, or a ``request_body``);
+* response: status, reason, headers, ``content.text`` — the JSON body, or the
+  SSE body rebuilt from the recorded events (exact bytes where the capture kept
+  them, ``sse.raw``; else in the SDK layout ``id``/``event``/``data``/``retry``
+  lines, LF ends: ``content.comment`` says so);
+* timings (ms) from the capture: ``send`` request head → request body read,
+  ``wait`` → response head, ``receive`` → exchange end; ``blocked``, ``dns``,
+  ``connect``, ``ssl`` are -1 (not measured by a reverse proxy);
+* ``_mcp`` (custom field, HAR allows ``_``-prefixed ones): exchange and
+  connection numbers, session, how the exchange ended, the JSON-RPC messages it
+  carried (seq, direction, kind, id, method, pair, latency, findings) and the
+  HTTP findings.
+
+A stdio capture has no HTTP exchanges: ``har_of`` raises ExportError.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+
+from mcptap import __version__
+from mcptap.capture.format import decode_bytes
+from mcptap.errors import McptapError
+from mcptap.export.spans import epoch_us
+
+
+class ExportError(McptapError):
+    """The capture cannot be exported in the asked format (message says why
+    and which formats fit)."""
+
+
+def _iso(us: int) -> str:
+    dt = datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000)
+    return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _ms(us: float) -> float:
+    return round(max(0.0, us) / 1000, 3)
+
+
+def _header(headers: list[list[str]], name: str) -> str | None:
+    low = name.lower()
+    for h in headers:
+        if len(h) == 2 and str(h[0]).lower() == low:
+            return str(h[1])
+    return None
+
+
+def _message_bytes(rec: dict[str, Any]) -> bytes:
+    raw = decode_bytes(rec, "raw")
+    if raw is not None:
+        return raw
+    return orjson.dumps(rec.get("json")) + str(rec.get("eol", "")).encode("ascii")
+
+
+#: exchanges the tap answered itself, by the ``how`` of their end record
+_TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "Bad Request")}
+
+
+class _Exchange:
+    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body")
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.response: dict[str, Any] | None = None
+        self.end: dict[str, Any] | None = None
+        self.body: bytes | None = None
+        self.body_t: int | None = None
+        self.events: list[tuple[int, int, str]] = []      # (offset, seq, event text)
+        self.messages: list[dict[str, Any]] = []
+        self.findings: list[dict[str, Any]] = []
+        self.rebuilt = False
+        self.resp_body: bytes | None = None
+
+
+def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = ()) -> tuple[str, bool]:
+    """An SSE event's text: the recorded bytes, or rebuilt in the SDK layout.
+    Returns (text, rebuilt)."""
+    raw = info.get("raw")
+    if isinstance(raw, str):
+        return raw, False
+    lines = [f": {c}" if c else ":" for c in comments]
+    if info.get("id") is not None:
+        lines.append(f"id: {info['id']}")
+    if info.get("event"):
+        lines.append(f"event: {info['event']}")
+    if data is not None:
+        lines.extend(f"data: {d}" for d in data.split("\n"))
+    if info.get("retry") is not None:
+        lines.append(f"retry: {info['retry']}")
+    return "\n".join(lines) + "\n\n", True
+
+
+def _summary(rec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: rec[k] for k in ("seq", "dir", "kind", "id", "method", "pair", "latency_us") if k in rec}
+    if rec.get("findings"):
+        out["findings"] = rec["findings"]
+    return out
+
+
+def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The HAR 1.2 document (a dict) of an HTTP capture's records (after its
+    header). Raises ExportError for a stdio capture."""
+    if header.get("transport") != "http":
+        raise ExportError(f"HAR needs an HTTP capture; this one is {header.get('transport', 'stdio')} "
+                          "(formats that fit: otlp-json, messages)")
+    try:
+        epoch = epoch_us(str(header.get("started") or ""))
+    except ValueError:
+        epoch = 0
+    target = header.get("target") or {}
+    url = str(target.get("url") or target.get("upstream") or "")
+    origin = ""
+    try:
+        u = urlsplit(url)
+        origin = f"{u.scheme}://{u.netloc}" if u.scheme and u.netloc else ""
+    except ValueError:
+        pass
+    exchanges: dict[int, _Exchange] = {}
+    order: list[_Exchange] = []
+    last_t = 0
+    for rec in records:
+        t = rec.get("t_us")
+        if isinstance(t, int):
+            last_t = max(last_t, t)
+        typ = rec.get("type")
+        if typ == "http":
+            ex_id = rec.get("exchange")
+            ev = rec.get("event")
+            if ev == "request" and isinstance(ex_id, int):
+                ex = exchanges[ex_id] = _Exchange(rec)
+                order.append(ex)
+                ex.findings += rec.get("findings") or ()
+                continue
+            ex = exchanges.get(ex_id) if isinstance(ex_id, int) else None
+            if ex is None:
+                continue
+            ex.findings += rec.get("findings") or ()
+            if ev == "response" and not rec.get("informational"):
+                ex.response = rec
+            elif ev == "end":
+                ex.end = rec
+            elif ev == "request_body":
+                body = decode_bytes(rec, "body")
+                if body is not None:
+                    ex.body = (ex.body or b"") + body
+                    ex.body_t = rec.get("t_us")
+            elif ev == "sse":
+                info = rec.get("sse") or {}
+                endpoint = rec.get("endpoint") or {}
+                text, rebuilt = _sse_text(info, endpoint.get("data") if endpoint else None, info.get("comments") or ())
+                ex.rebuilt |= rebuilt
+                ex.events.append((info.get("offset", 0), rec.get("seq", 0), text))
+        elif typ == "message":
+            tr = rec.get("transport") or {}
+            ex = exchanges.get(tr.get("exchange")) if isinstance(tr.get("exchange"), int) else None
+            if ex is None:
+                continue
+            ex.messages.append(_summary(rec))
+            if rec.get("dir") == "c2s":
+                ex.body = (ex.body or b"") + _message_bytes(rec)
+                ex.body_t = rec.get("t_us")
+            elif isinstance(tr.get("sse"), dict):
+                data = _message_bytes(rec).decode("utf-8", "replace")
+                text, rebuilt = _sse_text(tr["sse"], data)
+                ex.rebuilt |= rebuilt
+                ex.events.append((tr["sse"].get("offset", 0), rec.get("seq", 0), text))
+            else:
+                ex.resp_body = (ex.resp_body or b"") + _message_bytes(rec)
+    return {"log": {"version": "1.2", "creator": {"name": "mcptap", "version": __version__},
+                    "entries": [_entry(ex, epoch, origin, last_t) for ex in order]}}
+
+
+def _content(ex: _Exchange, headers: list[list[str]]) -> dict[str, Any]:
+    mime = _header(headers, "content-type") or ""
+    body: bytes | None = None
+    comment = ""
+    if ex.events:
+        body = "".join(text for _, _, text in sorted(ex.events, key=lambda e: (e[0], e[1]))).encode("utf-8")
+        if ex.rebuilt:
+            comment = "SSE body rebuilt from the recorded events (SDK layout) where the capture kept no raw event bytes"
+    elif ex.resp_body is not None:
+        body = ex.resp_body
+    content: dict[str, Any] = {"size": len(body) if body is not None else 0, "mimeType": mime}
+    if body is not None:
+        try:
+            content["text"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            content["text"] = base64.b64encode(body).decode("ascii")
+            content["encoding"] = "base64"
+    if comment:
+        content["comment"] = comment
+    return content
+
+
+def _pairs(headers: Any) -> list[dict[str, str]]:
+    return [{"name": str(h[0]), "value": str(h[1])} for h in headers or () if isinstance(h, (list, tuple)) and len(h) == 2]
+
+
+def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any]:
+    req = ex.request
+    target = str(req.get("target") or "/")
+    url = target if "://" in target else origin + target
+    t0 = int(req.get("t_us") or 0)
+    req_headers = req.get("headers") or []
+    query = urlsplit(target).query if "?" in target else ""
+    request: dict[str, Any] = {
+        "method": str(req.get("method") or ""), "url": url, "httpVersion": f"HTTP/{req.get('version') or '1.1'}",
+        "cookies": [], "headers": _pairs(req_headers), "queryString": [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)],
+        "headersSize": -1, "bodySize": -1,
+    }
+    end = ex.end or {}
+    if isinstance(end.get("request_bytes"), int):
+        request["bodySize"] = end["request_bytes"]
+    elif ex.body is not None:
+        request["bodySize"] = len(ex.body)
+    if ex.body is not None or request["method"] == "POST":
+        body = ex.body or b""
+        post: dict[str, Any] = {"mimeType": _header(req_headers, "content-type") or ""}
+        try:
+            post["text"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            post["text"] = base64.b64encode(body).decode("ascii")
+            post["comment"] = "body is not UTF-8: text is base64"
+        request["postData"] = post
+    resp = ex.response
+    resp_headers = (resp or {}).get("headers") or []
+    response: dict[str, Any] = {
+        "status": int((resp or {}).get("status") or 0), "statusText": str((resp or {}).get("reason") or ""),
+        "httpVersion": f"HTTP/{req.get('version') or '1.1'}" if resp else "", "cookies": [], "headers": _pairs(resp_headers),
+        "content": _content(ex, resp_headers), "redirectURL": _header(resp_headers, "location") or "",
+        "headersSize": -1, "bodySize": end["response_bytes"] if isinstance(end.get("response_bytes"), int) else -1,
+    }
+    tap_answer = (502, "Bad Gateway") if end.get("sent_502") else _TAP_ANSWERS.get(str(end.get("how")))
+    if resp is None and tap_answer is not None:
+        response["status"], response["statusText"] = tap_answer
+        response["httpVersion"] = request["httpVersion"]
+        response["comment"] = f"answered by mcptap itself ({end.get('how')}{': ' + str(end['detail']) if end.get('detail') else ''})"
+    elif resp is None:
+        response["comment"] = "no response head was relayed" + (f" ({end['how']})" if end.get("how") else "")
+    duration = end.get("duration_us") if isinstance(end.get("duration_us"), int) else max(0, last_t - t0)
+    latency = resp.get("latency_us") if resp and isinstance(resp.get("latency_us"), int) else duration
+    send = min(max(0, (ex.body_t or t0) - t0), latency)
+    timings = {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1,
+               "send": _ms(send), "wait": _ms(latency - send), "receive": _ms(duration - latency)}
+    entry: dict[str, Any] = {
+        "startedDateTime": _iso(epoch + t0), "time": round(timings["send"] + timings["wait"] + timings["receive"], 3),
+        "request": request, "response": response, "cache": {}, "timings": timings, "connection": str(req.get("conn", "")),
+    }
+    mcp: dict[str, Any] = {"exchange": req.get("exchange"), "conn": req.get("conn")}
+    session = req.get("session") or (resp or {}).get("session") or end.get("session")
+    if session is not None:
+        mcp["session"] = session
+    if end.get("how"):
+        mcp["how"] = end["how"]
+    mcp["messages"] = ex.messages
+    if ex.findings:
+        mcp["findings"] = ex.findings
+    entry["_mcp"] = mcp
+    return entry

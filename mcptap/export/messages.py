@@ -1,0 +1,48 @@
+"""Capture → one JSON line per message with its annotations, for jq.
+
+Each line is the capture's ``message`` record (docs/capture-format.md) with
+``time`` (UTC wall clock, ISO 8601) added and the payload always as ``json``
+when it parses (a large message stored as raw bytes only is parsed again);
+``raw``/``raw_b64`` stay only for payloads that are not JSON. Exact bytes
+remain the capture's business: use ``mcptap show --format json`` or the
+capture itself for those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from mcptap.capture.format import decode_bytes
+from mcptap.export.spans import epoch_us
+from mcptap.model import UNPARSED
+from mcptap.protocol.framing import parse_json
+
+
+def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """JSON lines (bytes, newline-terminated), one per message record."""
+    try:
+        epoch: int | None = epoch_us(str(header.get("started") or ""))
+    except ValueError:
+        epoch = None
+    for rec in records:
+        if rec.get("type") != "message":
+            continue
+        out = {k: v for k, v in rec.items() if k not in ("type", "raw", "raw_b64", "eol", "offset")}
+        if epoch is not None and isinstance(rec.get("t_us"), int):
+            us = epoch + rec["t_us"]
+            out["time"] = datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(
+                microsecond=us % 1_000_000).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        if "json" not in rec:
+            raw = decode_bytes(rec, "raw") or b""
+            value, _ = parse_json(raw)
+            if value is not UNPARSED:
+                out["json"] = value
+            else:
+                for k in ("raw", "raw_b64"):
+                    if k in rec:
+                        out[k] = rec[k]
+        yield orjson.dumps(out) + b"\n"

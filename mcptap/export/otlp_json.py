@@ -1,0 +1,89 @@
+"""Spans → OTLP/JSON: the JSON encoding of ``ExportTraceServiceRequest``
+(opentelemetry-proto ``opentelemetry/proto/collector/trace/v1``), one request
+per line, as the OpenTelemetry Collector's ``otlpjsonfile`` receiver reads and
+its ``file`` exporter writes.
+
+The OTLP specification's JSON rules ("JSON Protobuf Encoding",
+opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding) differ from plain
+proto3 JSON in one place and are followed exactly: ``traceId``/``spanId``
+are lowercase hex (not base64); keys are lowerCamelCase; enums are integers;
+64-bit integers (``startTimeUnixNano``, ``intValue``) are decimal strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from mcptap import __version__
+from mcptap.export.spans import Attr, Span, SpanBuilder, spans_of
+
+#: spans per ExportTraceServiceRequest line (keeps each line a modest size)
+SPANS_PER_LINE = 512
+
+
+def any_value(v: Attr) -> dict[str, Any]:
+    """An OTLP ``AnyValue`` for a scalar attribute value."""
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        # AnyValue.int_value is int64: larger integers (a peer's id) are kept as text
+        return {"intValue": str(v)} if -(1 << 63) <= v < (1 << 63) else {"stringValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    return {"stringValue": str(v)}
+
+
+def key_values(attrs: dict[str, Attr]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": any_value(v)} for k, v in attrs.items()]
+
+
+def resource_attributes(header: dict[str, Any]) -> dict[str, Attr]:
+    """The resource of exported spans: the tap itself (``service.name``
+    mcptap) and what it tapped (``mcptap.target``: argv or upstream URL)."""
+    target = header.get("target") or {}
+    shown = target.get("url") or target.get("upstream") or " ".join(str(a) for a in target.get("argv") or ())
+    attrs: dict[str, Attr] = {"service.name": "mcptap", "service.version": str(header.get("mcptap") or __version__)}
+    if shown:
+        attrs["mcptap.target"] = str(shown)
+    attrs["mcptap.transport"] = str(header.get("transport", "stdio"))
+    return attrs
+
+
+def span_json(span: Span, epoch_us: int) -> dict[str, Any]:
+    """One OTLP/JSON ``Span``. ``epoch_us``: wall-clock µs of capture time 0."""
+    d: dict[str, Any] = {
+        "traceId": span.trace_id.hex(), "spanId": span.span_id.hex(), "name": span.name, "kind": span.kind,
+        "startTimeUnixNano": str((epoch_us + span.start_us) * 1000), "endTimeUnixNano": str((epoch_us + span.end_us) * 1000),
+        "attributes": key_values(span.attributes),
+    }
+    if span.events:
+        d["events"] = [{"timeUnixNano": str((epoch_us + e.t_us) * 1000), "name": e.name, "attributes": key_values(e.attributes)}
+                       for e in span.events]
+    status: dict[str, Any] = {}
+    if span.status_code:
+        status["code"] = span.status_code
+    if span.status_message:
+        status["message"] = span.status_message
+    d["status"] = status
+    return d
+
+
+def request_json(header: dict[str, Any], spans: list[Span], epoch_us: int) -> dict[str, Any]:
+    """One ``ExportTraceServiceRequest`` holding ``spans``."""
+    return {"resourceSpans": [{
+        "resource": {"attributes": key_values(resource_attributes(header))},
+        "scopeSpans": [{"scope": {"name": "mcptap", "version": __version__}, "spans": [span_json(s, epoch_us) for s in spans]}],
+    }]}
+
+
+def otlp_json_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """The OTLP/JSON file of a capture: ``ExportTraceServiceRequest`` lines
+    (bytes, newline-terminated), at most SPANS_PER_LINE spans each, spans in
+    the order they ended. A capture without spans gives no line."""
+    epoch = SpanBuilder(header).epoch_us
+    spans = spans_of(header, records)
+    for i in range(0, len(spans), SPANS_PER_LINE):
+        yield orjson.dumps(request_json(header, spans[i:i + SPANS_PER_LINE], epoch)) + b"\n"
