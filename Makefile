@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay bench-serve conformance clean
+.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel conformance clean
 
 $(BIN)/mcptap: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: bench-stdio bench-http bench-analysis bench-replay bench-serve
+bench: bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel
 
 bench-stdio: install
 	$(BIN)/python scripts/bench_stdio.py
@@ -42,6 +42,9 @@ bench-replay: install
 
 bench-serve: install
 	$(BIN)/python scripts/bench_serve.py
+
+bench-otel: install
+	$(BIN)/python scripts/bench_otel.py
 
 conformance: install
 	bash scripts/conformance.sh

@@ -61,6 +61,9 @@ class Recorder:
     or "http". ``target``: header target (argv scrubbed, or URL without
     credentials). ``clock``: returns µs since capture start (int).
     ``on_message``: optional callback for each annotated Message (live views).
+    ``observers``: more such callbacks (live OTLP export, mcptap/otel.py),
+    called in order after the message record was written; appending to it is
+    the way to subscribe. ``started``: the header's UTC start time (ISO 8601).
     """
 
     def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None,
@@ -71,6 +74,7 @@ class Recorder:
         self.clock = clock or monotonic_us_clock()
         self.annotator = annotator or Annotator(transport)
         self.on_message = on_message
+        self.observers: list[Callable[[Message], None]] = []
         self.seq = 0
         self._eol = b"\n" if transport == "stdio" else b""
         self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
@@ -91,8 +95,8 @@ class Recorder:
         self._reframe = False         # re-annotation: streams are re-framed from bytes
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
+        self.started = started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
         if writer is not None:
-            started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
             writer.write(header_record(transport, target or {}, started, __version__, **extra))
             writer.flush()
@@ -131,6 +135,8 @@ class Recorder:
         self._write(message_record(msg, self._eol))
         if self.on_message is not None:
             self.on_message(msg)
+        for observe in self.observers:
+            observe(msg)
         return msg
 
     # -- stdio ----------------------------------------------------------------------

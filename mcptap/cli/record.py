@@ -29,9 +29,11 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.capture_dir import apply_keep, capture_options
 from mcptap.cli.record_http import http_options, run_http_record
+from mcptap.cli.errors import Fail
 from mcptap.cli.redact_options import redact_options, redactor_from
-from mcptap.errors import CaptureWriteError
+from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
+from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv
@@ -85,10 +87,16 @@ def _say(line: str) -> None:
               help="Scrub payloads before they reach the capture (as mcptap scrub; the relay still forwards the original bytes).")
 @redact_options
 @capture_options
+@click.option("--otlp-endpoint", metavar="URL", envvar="OTEL_EXPORTER_OTLP_ENDPOINT", default=None,
+              help="Export spans live to an OpenTelemetry collector (OTLP/HTTP base URL, e.g. http://127.0.0.1:4318; "
+                   "env OTEL_EXPORTER_OTLP_ENDPOINT). Needs the otel extra.")
+@click.option("--otlp-header", "otlp_headers", metavar="NAME=VALUE", multiple=True,
+              help="Header for the OTLP export requests (repeatable; default: OTEL_EXPORTER_OTLP_HEADERS).")
 @http_options
 @click.argument("cmd", nargs=-1, required=False, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool, strict_capture: bool, redact: bool,
+            otlp_endpoint: str | None, otlp_headers: tuple[str, ...],
             cmd: tuple[str, ...], upstream: str | None, capture_dir: str | None, name: str | None, keep: int | None,
             **http_kwargs: Any) -> None:
     """Record an MCP session: run CMD as a stdio server, or proxy --upstream URL.
@@ -104,11 +112,17 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
     redactor = _redactor(ctx, redact, http_kwargs)
+    otlp = None
+    if otlp_endpoint:
+        try:
+            otlp = prepare(otlp_endpoint, otlp_headers)
+        except McptapError as exc:
+            raise Fail(str(exc)) from None
     if upstream is not None:
         if cmd:
             raise click.UsageError("give either --upstream URL or -- CMD, not both")
         ctx.exit(run_http_record(upstream=upstream, output=output, quiet=quiet, strict_capture=strict_capture,
-                                 capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, **http_kwargs))
+                                 capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, otlp=otlp, **http_kwargs))
     if not cmd:
         raise click.UsageError("nothing to tap: give -- CMD [ARGS]... (stdio) or --upstream URL (HTTP)")
     given = [name for name in http_kwargs if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
@@ -147,21 +161,27 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
 
         writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
+    live = start_live_export(otlp, rec, {"argv": shown}, _say)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
 
     extra: dict[str, Any] = {}
     if result.recorder_error:
         extra["recorder_error"] = result.recorder_error
-    try:
-        rec.close(exit_code=result.exit_code, **extra)
-    except Exception as exc:  # noqa: BLE001 - the session is over; report, don't trace
-        problem = problem or f"cannot finish the capture: {type(exc).__name__}: {exc}"
+    with closing_phase(live is not None) as signalled:
+        if live is not None:
+            live.close()            # its notes go in before the end record
+        try:
+            rec.close(exit_code=result.exit_code, **extra)
+        except Exception as exc:  # noqa: BLE001 - the session is over; report, don't trace
+            problem = problem or f"cannot finish the capture: {type(exc).__name__}: {exc}"
     if writer is not None and writer.failed is not None:
         problem = f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}"
     elif result.recorder_error and problem is None:
         problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
     if problem is not None and writer is not None:
         _say(problem)
+    if live is not None:
+        live.join(0 if signalled else JOIN_S)
     sys.stderr.flush()
     if problem is not None and strict_capture:
         ctx.exit(EX_IOERR)

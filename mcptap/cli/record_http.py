@@ -27,6 +27,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
+from mcptap.otel import JOIN_S, closing_phase, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
@@ -91,10 +92,11 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                     connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
                     capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Redactor | None = None,
-                    **_ignored: Any) -> int:
+                    otlp: tuple[str, dict[str, str] | None] | None = None, **_ignored: Any) -> int:
     """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
     ``ready(url)`` is called once listening (tests); ``redactor``: scrub
-    records before they are written (``record --redact``)."""
+    records before they are written (``record --redact``); ``otlp``: live
+    export (``mcptap.otel.prepare``'s result) or None."""
     try:
         host, port = parse_listen(listen)
     except click.BadParameter as exc:
@@ -125,16 +127,25 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "http", target={"url": shown}, header_extra={"name": name} if name else None)
     tap.rec = rec
+    live = start_live_export(otlp, rec, {"url": shown}, _say)
     try:
         trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
     except (McptapError, BaseExceptionGroup) as exc:
         ours = _our_error(exc)
         if ours is None:
             raise
-        rec.close(exit_code=EX_USAGE)
+        with closing_phase(live is not None):
+            if live is not None:
+                live.close()
+            rec.close(exit_code=EX_USAGE)
         _say(str(ours))
         return EX_USAGE
-    rec.close(exit_code=0)
+    with closing_phase(live is not None) as signalled:
+        if live is not None:
+            live.close()
+        rec.close(exit_code=0)
+    if live is not None:
+        live.join(0 if signalled else JOIN_S)
     if writer is not None and writer.failed is not None:
         _say(f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
         if strict_capture:

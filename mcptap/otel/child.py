@@ -1,0 +1,198 @@
+"""The export process of ``mcptap record --otlp-endpoint`` (``python -m
+mcptap.otel.child``): the OpenTelemetry SDK side, in a process of its own so
+its work (span objects, protobuf encoding, HTTP) never holds the relay's GIL.
+
+Protocol, JSON lines (orjson):
+
+* stdin, first line: ``{"url", "headers", "header", "timeout"}`` (the capture
+  header gives ``started``, ``transport``, ``target``); then one message digest
+  per line (``mcptap.export.spans.digest``); ``{"type": "close", "t_us"}`` ends.
+* stdout: ``{"event": "failure", "reason"}`` at the first failed or retried
+  export, ``{"event": "summary", "spans", "exported", "failed", "pending"}``
+  after the final flush (bounded by ``close_s``).
+
+The mapping is ``mcptap.export.spans.SpanBuilder`` (the same spans as the
+OTLP/JSON file export); spans go to a ``BatchSpanProcessor`` in front of the
+SDK's ``OTLPSpanExporter`` (OTLP/HTTP protobuf). The SDK's log output is turned
+into the failure reason instead of being printed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Any
+
+import orjson
+
+from mcptap.export.otlp_json import resource_attributes
+from mcptap.export.spans import CLIENT, SERVER, STATUS_ERROR, Span, SpanBuilder
+
+#: the SDK queue's size (spans); a burst beyond it drops spans (reported)
+QUEUE_MAX = 16_384
+#: seconds the final flush may take before retries are given up
+FLUSH_S = 0.4
+
+
+def reason_of(text: str) -> str:
+    """A short reason from an SDK log line (requests' errors are long)."""
+    low = text.lower()
+    for needle, short in (("connection refused", "connection refused"), ("name or service not known", "unknown host"),
+                          ("timed out", "timed out"), ("timeout", "timed out"), ("queue full", "export queue full, spans dropped"),
+                          ("certificate", "TLS certificate problem")):
+        if needle in low:
+            return short
+    m = re.search(r"code: (\d{3})", text)
+    if m:
+        return f"HTTP {m.group(1)}"
+    return text.splitlines()[0][:160] if text else "export failed"
+
+
+class Child:
+    """The SDK side: digests in, spans out to the collector, status lines to
+    ``out`` (a binary stream)."""
+
+    def __init__(self, cfg: dict[str, Any], out: Any) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import Event, ReadableSpan
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        self.out = out
+        self.lock = threading.Lock()
+        self.failure: str | None = None
+        self.sent = self.exported = self.failed = 0
+        header = cfg["header"]
+        self.builder = SpanBuilder(header)
+        attrs = resource_attributes(header)
+        if os.environ.get("OTEL_SERVICE_NAME"):
+            del attrs["service.name"]       # the user's service name wins
+        self.resource = Resource.create(attrs)
+        self.scope = InstrumentationScope("mcptap", str(header.get("mcptap") or ""))
+        self.sdk = (ReadableSpan, Event, SpanContext, TraceFlags, Status, StatusCode)
+        self.kinds = {CLIENT: SpanKind.CLIENT, SERVER: SpanKind.SERVER}
+        self.internal = SpanKind.INTERNAL
+        child = self
+
+        class Remember(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                try:
+                    text = record.getMessage()
+                except Exception:  # noqa: BLE001 - a log record must never break export
+                    text = str(record.msg)
+                child.fail(reason_of(text))
+
+        sdk_log = logging.getLogger("opentelemetry")
+        sdk_log.handlers = [Remember(logging.WARNING)]
+        sdk_log.propagate = False
+        self.inner = inner = OTLPSpanExporter(endpoint=cfg["url"], headers=cfg.get("headers"), timeout=cfg.get("timeout", 5.0))
+
+        class Counting(SpanExporter):
+            def export(self, spans: Any) -> Any:
+                try:
+                    result = inner.export(spans)
+                except Exception as exc:  # noqa: BLE001 - counted and reported, never raised into the SDK
+                    result = SpanExportResult.FAILURE
+                    child.fail(reason_of(f"{type(exc).__name__}: {exc}"))
+                with child.lock:
+                    if result is SpanExportResult.SUCCESS:
+                        child.exported += len(spans)
+                    else:
+                        child.failed += len(spans)
+                if result is not SpanExportResult.SUCCESS:
+                    child.fail("export failed")
+                return result
+
+            def shutdown(self) -> None:
+                inner.shutdown()
+
+            def force_flush(self, timeout_millis: int = 30000) -> bool:
+                return True
+
+        self.processor = BatchSpanProcessor(Counting(), schedule_delay_millis=cfg.get("delay_ms", 500), max_queue_size=QUEUE_MAX)
+
+    def say(self, obj: dict[str, Any]) -> None:
+        with self.lock:
+            try:
+                self.out.write(orjson.dumps(obj) + b"\n")
+                self.out.flush()
+            except (OSError, ValueError):
+                pass            # the parent is gone: nothing to tell
+
+    def fail(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = reason
+            self.say({"event": "failure", "reason": reason})
+
+    def feed(self, rec: dict[str, Any]) -> None:
+        try:
+            for span in self.builder.feed(rec):
+                self.emit(span)
+        except Exception as exc:  # noqa: BLE001 - one odd record costs its span only
+            self.fail(f"span mapping failed: {type(exc).__name__}: {exc}")
+
+    def emit(self, span: Span) -> None:
+        ReadableSpan, Event, SpanContext, TraceFlags, Status, StatusCode = self.sdk
+        epoch = self.builder.epoch_us
+        ctx = SpanContext(int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"), False, TraceFlags(TraceFlags.SAMPLED))
+        status = Status(StatusCode.ERROR, span.status_message or None) if span.status_code == STATUS_ERROR else Status(StatusCode.UNSET)
+        events = [Event(e.name, e.attributes, (epoch + e.t_us) * 1000) for e in span.events]
+        self.processor.on_end(ReadableSpan(
+            name=span.name, context=ctx, parent=None, resource=self.resource, attributes=span.attributes, events=events,
+            kind=self.kinds.get(span.kind, self.internal), status=status, start_time=(epoch + span.start_us) * 1000,
+            end_time=(epoch + span.end_us) * 1000, instrumentation_scope=self.scope))
+        self.sent += 1
+
+    def close(self, t_us: int | None, budget_s: float = FLUSH_S) -> None:
+        """End open spans, flush for at most ``budget_s`` (then abort the
+        exporter's retries), report the summary."""
+        for span in self.builder.finish(t_us):
+            self.emit(span)
+        flush = threading.Thread(target=self.processor.shutdown, daemon=True)
+        flush.start()
+        flush.join(budget_s)
+        slow = flush.is_alive()
+        if slow:
+            self.inner.shutdown()       # a slow or failing collector: stop retrying
+            flush.join(budget_s)
+        with self.lock:
+            exported, failed = self.exported, self.failed
+        pending = self.sent - exported - failed
+        if pending > 0:
+            self.fail(f"no answer from the collector, {pending} spans unsent" if slow else f"{pending} spans dropped")
+        self.say({"event": "summary", "spans": self.sent, "exported": exported, "failed": failed, "pending": pending})
+
+
+def main() -> int:
+    inp = sys.stdin.buffer
+    out = sys.stdout.buffer
+    first = inp.readline()
+    if not first:
+        return 0
+    try:
+        child = Child(orjson.loads(first), out)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as one reason
+        out.write(orjson.dumps({"event": "failure", "reason": f"cannot start: {type(exc).__name__}: {exc}"}) + b"\n")
+        out.flush()
+        return 1
+    t_end: int | None = None
+    for line in inp:
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if rec.get("type") == "close":
+            t_end = rec.get("t_us")
+            break
+        child.feed(rec)
+    child.close(t_end if isinstance(t_end, int) else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""Live OTLP export: a real SDK session through `mcptap record --otlp-endpoint`,
+spans received by a loopback OTLP/HTTP receiver (decoded with
+opentelemetry-proto); an unreachable collector never costs the session or the
+capture."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+
+from otlp_helpers import attrs, parse_otlp_json, spans_of
+from peers import free_port
+from sdk_scenario import EXPECTED, drive
+from mcptap.capture.reader import read_capture
+
+pytestmark = pytest.mark.e2e
+HERE = Path(__file__).parent
+
+
+class Receiver:
+    """A loopback OTLP/HTTP traces receiver (protobuf bodies on /v1/traces)."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportTraceServiceRequest] = []
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self.got = threading.Event()
+
+    def spans(self) -> list[Any]:
+        return [s for r in self.requests for s in spans_of(r)]
+
+
+@contextmanager
+def otlp_receiver() -> Iterator[tuple[str, Receiver]]:
+    got = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            got.paths.append(self.path)
+            got.headers.append({k.lower(): v for k, v in self.headers.items()})
+            got.requests.append(ExportTraceServiceRequest.FromString(body))
+            answer = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            got.got.set()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", got
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def tapped(capture: Path, *record_args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcptap.cli.main", "record", "--quiet", "-o", str(capture), *record_args, "--", sys.executable, str(HERE / "sdk_server.py")],
+    )
+
+
+def notes(cap: Path) -> list[dict[str, Any]]:
+    return [r for r in read_capture(str(cap)).records if r["type"] == "note"]
+
+
+def complete(cap: Path) -> list[dict[str, Any]]:
+    c = read_capture(str(cap))
+    assert c.end is not None and not c.truncated and c.end["pending"] == []
+    msgs = [r for r in c.records if r["type"] == "message"]
+    reqs = {r["seq"] for r in msgs if r["kind"] == "request"}
+    assert reqs == {r["pair"] for r in msgs if "pair" in r}
+    return msgs
+
+
+async def test_stdio_session_exports_spans_live(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    with otlp_receiver() as (url, got):
+        async with Client(tapped(cap, "--otlp-endpoint", url, "--otlp-header", "x-team=mcp"), mode="legacy") as client:
+            answers, progress = await drive(client)
+        assert answers == EXPECTED and progress == [1.0, 2.0, 3.0]
+        # the session is over; mcptap flushed before it exited
+        with trio.fail_after(10):
+            while not got.got.is_set():
+                await trio.sleep(0.05)
+    msgs = complete(cap)
+    spans = got.spans()
+    assert set(got.paths) == {"/v1/traces"} and all(h.get("x-team") == "mcp" for h in got.headers)
+    calls = {s.name: s for s in spans if attrs(s).get("mcp.method.name") == "tools/call"}
+    assert set(calls) == {"tools/call echo", "tools/call add", "tools/call slow", "tools/call boom"}
+    echo = attrs(calls["tools/call echo"])
+    assert echo["gen_ai.tool.name"] == "echo" and echo["network.transport"] == "pipe" and echo["jsonrpc.request.id"]
+    assert calls["tools/call echo"].kind == calls["tools/call echo"].SPAN_KIND_CLIENT
+    assert attrs(calls["tools/call boom"])["error.type"] == "tool_error"
+    assert [attrs(e)["mcptap.progress"] for e in calls["tools/call slow"].events if e.name == "notifications/progress"] == [1.0, 2.0, 3.0]
+    requests = [m for m in msgs if m["kind"] == "request"]
+    assert sorted(attrs(s)["mcptap.request.seq"] for s in spans if "mcptap.request.seq" in attrs(s)) == [m["seq"] for m in requests]
+    resource = {kv.key: kv.value.string_value for kv in got.requests[0].resource_spans[0].resource.attributes}
+    assert resource["service.name"] == "mcptap" and "sdk_server.py" in resource["mcptap.target"]
+    # the live spans are the spans a later file export gives: same names and ids
+    r = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "export", str(cap), "-f", "otlp-json"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    filed = {(s.trace_id, s.span_id, s.name) for line in r.stdout.splitlines() for s in spans_of(parse_otlp_json(line))}
+    pairs = {(s.trace_id, s.span_id, s.name) for s in spans if s.kind != s.SPAN_KIND_INTERNAL}
+    assert pairs <= filed
+    (summary,) = notes(cap)
+    assert summary["source"] == "otlp" and summary["exported"] == summary["spans"] == len(spans) and summary["failed"] == 0
+
+
+async def test_unreachable_collector_costs_nothing(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    dead = f"http://127.0.0.1:{free_port()}"           # nothing listens there
+    errlog = tmp_path / "stderr.txt"
+    with open(errlog, "w") as err:
+        async with Client(stdio_client(tapped(cap, "--otlp-endpoint", dead), errlog=err), mode="legacy") as client:
+            answers, progress = await drive(client)
+            await trio.sleep(1.0)                         # a batch is due: it fails while the session goes on
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).content[0].text == "3"
+    assert answers == EXPECTED
+    complete(cap)
+    text = errlog.read_text()                          # the server's stderr passes through too
+    lines = [ln for ln in text.splitlines() if ln.startswith("mcptap:")]
+    assert len(lines) == 1 and lines[0].startswith("mcptap: OTLP export to "), lines
+    assert "opentelemetry" not in text and "Failed to export" not in text       # no SDK log spew
+    ns = notes(cap)
+    failure = [n for n in ns if "message" in n]
+    assert len(failure) == 1 and "OTLP export to" in failure[0]["message"] and "/v1/traces" in failure[0]["message"]
+    summary = [n for n in ns if "spans" in n]
+    assert len(summary) == 1 and summary[0]["exported"] == 0 and summary[0]["failed"] + summary[0]["pending"] == summary[0]["spans"] > 0
+
+
+def test_missing_sdk_is_one_line_exit_2(tmp_path: Path) -> None:
+    # simulate a mcptap installed without the otel extra: hide the SDK modules
+    code = ("import sys; sys.modules['opentelemetry.sdk'] = None; sys.modules['opentelemetry.sdk.trace'] = None; "
+            "sys.modules['opentelemetry.sdk.trace.export'] = None; "
+            "from mcptap.cli.main import main; main()")
+    r = subprocess.run([sys.executable, "-c", code, "record", "-o", str(tmp_path / "c.jsonl"), "--otlp-endpoint", "http://127.0.0.1:4318",
+                        "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [r.stderr.strip()] and "pip install 'mcptap[otel]'" in r.stderr
+    assert not (tmp_path / "c.jsonl").exists()       # refused before anything started
+
+
+def test_bad_endpoint_and_header_are_usage_errors(tmp_path: Path) -> None:
+    for extra in (["--otlp-endpoint", "grpc://x:4317"], ["--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-header", "novalue"]):
+        r = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-o", str(tmp_path / "c.jsonl"), *extra,
+                            "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith("mcptap: --otlp-") and r.stderr.count("\n") == 1, r.stderr
+
+
+async def test_http_tap_exports_spans_live(tmp_path: Path) -> None:
+    import signal
+
+    from test_http_sdk import sdk_server
+
+    cap = tmp_path / "cap.jsonl"
+    with otlp_receiver() as (otlp, got):
+        async with sdk_server("streamable-http") as base:
+            proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "--upstream", base + "/mcp", "-o", str(cap),
+                                     "--otlp-endpoint", otlp + "/v1/traces"], stderr=subprocess.PIPE, text=True)
+            try:
+                line = await trio.to_thread.run_sync(proc.stderr.readline)
+                assert line.startswith("mcptap: listening on "), line
+                async with Client(line.split()[3], mode="legacy") as client:
+                    answers, _ = await drive(client)
+            finally:
+                proc.send_signal(signal.SIGINT)
+                rc = await trio.to_thread.run_sync(proc.wait, 20)
+        assert rc == 0 and answers == EXPECTED
+    complete(cap)
+    spans = got.spans()
+    assert set(got.paths) == {"/v1/traces"}
+    call = next(s for s in spans if s.name == "tools/call add")
+    a = attrs(call)
+    assert a["network.transport"] == "tcp" and a["mcp.session.id"] and a["server.address"] == "127.0.0.1"
+    assert a["mcptap.http.exchange"] > 0 and call.kind == call.SPAN_KIND_CLIENT
+    (summary,) = notes(cap)
+    assert summary["exported"] == summary["spans"] == len(spans)
+
+
+async def test_slow_collector_costs_nothing(tmp_path: Path) -> None:
+    """A collector that accepts connections and never answers: the session
+    runs, the capture ends with its end record, and says what happened."""
+    import socket
+
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def hold() -> None:
+        lsock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(lsock.accept()[0])     # read nothing, answer nothing
+            except OSError:
+                continue
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    cap = tmp_path / "cap.jsonl"
+    errlog = tmp_path / "stderr.txt"
+    try:
+        with open(errlog, "w") as err:
+            async with Client(stdio_client(tapped(cap, "--otlp-endpoint", f"http://127.0.0.1:{lsock.getsockname()[1]}"), errlog=err),
+                              mode="legacy") as client:
+                answers, _ = await drive(client)
+    finally:
+        stop.set()
+        t.join()
+        for s in held:
+            s.close()
+        lsock.close()
+    assert answers == EXPECTED
+    complete(cap)
+    lines = [ln for ln in errlog.read_text().splitlines() if ln.startswith("mcptap:")]
+    assert len(lines) == 1 and lines[0].startswith("mcptap: OTLP export to "), lines
+    ns = notes(cap)
+    assert len([n for n in ns if "message" in n]) == 1
+    (summary,) = [n for n in ns if "messages" in n]
+    assert summary["messages"] > 0 and not summary.get("exported")
+
+
+def test_endpoint_from_the_environment(tmp_path: Path) -> None:
+    """OTEL_EXPORTER_OTLP_ENDPOINT alone turns the live export on."""
+    import os
+
+    cap = tmp_path / "cap.jsonl"
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+    ]
+    with otlp_receiver() as (url, got):
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": url}
+        proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(cap), "--",
+                                 sys.executable, str(HERE / "sdk_server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        for msg in lines:
+            proc.stdin.write(json.dumps(msg).encode() + b"\n")
+            proc.stdin.flush()
+            if "id" in msg:
+                assert json.loads(proc.stdout.readline())["id"] == msg["id"]
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    names = {s.name for s in got.spans()}
+    assert {"initialize", "notifications/initialized", "tools/call add"} <= names
+    complete(cap)
