@@ -101,7 +101,7 @@ def main() -> None:
         for name, peer in peers.items():
             lats[name] += peer.rtts(args.rtt // blocks + (1 if i < args.rtt % blocks else 0))
     floods = {name: args.flood / peer.flood(args.flood) for name, peer in peers.items()}
-    for name, peer in peers.items():
+    for peer in peers.values():
         peer.close()
     time.sleep(0.5)
     recv.send_signal(signal.SIGTERM)

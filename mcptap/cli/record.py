@@ -28,8 +28,8 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.capture_dir import apply_keep, capture_options
-from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.errors import Fail
+from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls

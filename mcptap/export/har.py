@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -46,7 +46,7 @@ class ExportError(McptapError):
 
 
 def _iso(us: int) -> str:
-    dt = datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000)
+    dt = datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
     return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
@@ -108,7 +108,7 @@ def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = 
 
 
 def _summary(rec: dict[str, Any]) -> dict[str, Any]:
-    out = {k: rec[k] for k in ("seq", "dir", "kind", "id", "method", "pair", "latency_us") if k in rec}
+    out: dict[str, Any] = {k: rec[k] for k in ("seq", "dir", "kind", "id", "method", "pair", "latency_us") if k in rec}
     if rec.get("findings"):
         out["findings"] = rec["findings"]
     return out
@@ -148,9 +148,10 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
                 order.append(ex)
                 ex.findings += rec.get("findings") or ()
                 continue
-            ex = exchanges.get(ex_id) if isinstance(ex_id, int) else None
-            if ex is None:
+            found = exchanges.get(ex_id) if isinstance(ex_id, int) else None
+            if found is None:
                 continue
+            ex = found
             ex.findings += rec.get("findings") or ()
             if ev == "response" and not rec.get("informational"):
                 ex.response = rec
@@ -169,9 +170,11 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
                 ex.events.append((info.get("offset", 0), rec.get("seq", 0), text))
         elif typ == "message":
             tr = rec.get("transport") or {}
-            ex = exchanges.get(tr.get("exchange")) if isinstance(tr.get("exchange"), int) else None
-            if ex is None:
+            ex_no = tr.get("exchange")
+            found = exchanges.get(ex_no) if isinstance(ex_no, int) else None
+            if found is None:
                 continue
+            ex = found
             ex.messages.append(_summary(rec))
             if rec.get("dir") == "c2s":
                 ex.body = (ex.body or b"") + _message_bytes(rec)
@@ -254,8 +257,8 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
         response["comment"] = f"answered by mcptap itself ({end.get('how')}{': ' + str(end['detail']) if end.get('detail') else ''})"
     elif resp is None:
         response["comment"] = "no response head was relayed" + (f" ({end['how']})" if end.get("how") else "")
-    duration = end.get("duration_us") if isinstance(end.get("duration_us"), int) else max(0, last_t - t0)
-    latency = resp.get("latency_us") if resp and isinstance(resp.get("latency_us"), int) else duration
+    duration: int = end["duration_us"] if isinstance(end.get("duration_us"), int) else max(0, last_t - t0)
+    latency: int = resp["latency_us"] if resp and isinstance(resp.get("latency_us"), int) else duration
     send = min(max(0, (ex.body_t or t0) - t0), latency)
     timings = {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1,
                "send": _ms(send), "wait": _ms(latency - send), "receive": _ms(duration - latency)}

@@ -11,7 +11,7 @@ capture itself for those.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -34,7 +34,7 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
         out = {k: v for k, v in rec.items() if k not in ("type", "raw", "raw_b64", "eol", "offset")}
         if epoch is not None and isinstance(rec.get("t_us"), int):
             us = epoch + rec["t_us"]
-            out["time"] = datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(
+            out["time"] = datetime.fromtimestamp(us // 1_000_000, UTC).replace(
                 microsecond=us % 1_000_000).isoformat(timespec="microseconds").replace("+00:00", "Z")
         if "json" not in rec:
             raw = decode_bytes(rec, "raw") or b""

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from mcptap.errors import McptapError
+from mcptap.escape import escape_controls
 from mcptap.export.spans import digest
 from mcptap.model import Message
 
@@ -181,7 +182,7 @@ class LiveExporter:
     def _report(self) -> None:
         self._noted = True
         line = f"OTLP export to {self.url} failed ({self.failure}); recording and relaying go on, spans are dropped"
-        self.say(line)
+        self.say(escape_controls(line))      # the reason may quote the collector's answer
         if self._rec is not None:
             self._rec.record("note", source="otlp", message=line, endpoint=self.url)
 

@@ -90,7 +90,9 @@ class Child:
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.handlers = [Remember(logging.WARNING)]
         sdk_log.propagate = False
-        self.inner = inner = OTLPSpanExporter(endpoint=cfg["url"], headers=cfg.get("headers"), timeout=cfg.get("timeout", 5.0))
+        self.inner: Any = OTLPSpanExporter(endpoint=cfg["url"], headers=cfg.get("headers"), timeout=cfg.get("timeout", 5.0))
+
+        inner = self.inner
 
         class Counting(SpanExporter):
             def export(self, spans: Any) -> Any:
@@ -109,7 +111,7 @@ class Child:
                 return result
 
             def shutdown(self) -> None:
-                inner.shutdown()
+                child.inner.shutdown()
 
             def force_flush(self, timeout_millis: int = 30000) -> bool:
                 return True
@@ -153,7 +155,8 @@ class Child:
         exporter's retries), report the summary."""
         for span in self.builder.finish(t_us):
             self.emit(span)
-        flush = threading.Thread(target=self.processor.shutdown, daemon=True)
+        processor: Any = self.processor
+        flush = threading.Thread(target=processor.shutdown, daemon=True)
         flush.start()
         flush.join(budget_s)
         slow = flush.is_alive()

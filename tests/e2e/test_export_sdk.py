@@ -18,10 +18,10 @@ from mcp import Client
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT6
 
+from mcptap.capture.reader import read_capture
 from otlp_helpers import attrs, parse_otlp_json, spans_of
 from sdk_scenario import EXPECTED, drive
 from test_http_sdk import sdk_server, tapped
-from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 SCHEMA_DIR = Path(__file__).parents[1] / "data" / "har-schema"

@@ -21,10 +21,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
+from mcptap.capture.reader import read_capture
 from otlp_helpers import attrs, parse_otlp_json, spans_of
 from peers import free_port
 from sdk_scenario import EXPECTED, drive
-from mcptap.capture.reader import read_capture
 
 pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent

@@ -11,10 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otlp_helpers import attrs, parse_otlp_json, spans_of
 from mcptap.capture.reader import read_capture
 from mcptap.export.otlp_json import otlp_json_lines
-from mcptap.export.spans import CLIENT, INTERNAL, SERVER, STATUS_ERROR, SpanBuilder, spans_of as build_spans
+from mcptap.export.spans import CLIENT, INTERNAL, SERVER, STATUS_ERROR, SpanBuilder
+from mcptap.export.spans import spans_of as build_spans
+from otlp_helpers import attrs, parse_otlp_json, spans_of
 
 CAPTURES = Path(__file__).parents[2] / "captures"
 HEADER = {"type": "header", "started": "2026-01-02T03:04:05.000006Z", "transport": "stdio", "target": {"argv": ["srv"]}}
@@ -128,9 +129,9 @@ def test_cli_unreadable_capture_and_output(tmp_path: Path) -> None:
     assert r.returncode == 2 and "cannot write" in r.stderr and not out.exists()
 
 
+_KEYS = st.sampled_from(["id", "method", "params", "result", "error", "name", "uri", "code"])
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["id", "method", "params", "result", "error", "name", "uri", "code"]), c, max_size=4),
-                     max_leaves=8)
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(_KEYS, c, max_size=4), max_leaves=8)
 
 
 @settings(max_examples=200, deadline=None)
