@@ -161,7 +161,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
 
         writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
-    live = start_live_export(otlp, rec, {"argv": shown}, _say)
+    live = start_live_export(otlp, rec, {"argv": shown}, _say, redactor)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
 
     extra: dict[str, Any] = {}

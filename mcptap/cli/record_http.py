@@ -127,7 +127,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "http", target={"url": shown}, header_extra={"name": name} if name else None)
     tap.rec = rec
-    live = start_live_export(otlp, rec, {"url": shown}, _say)
+    live = start_live_export(otlp, rec, {"url": shown}, _say, redactor)
     try:
         trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
     except (McptapError, BaseExceptionGroup) as exc:

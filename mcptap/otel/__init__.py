@@ -128,13 +128,17 @@ class LiveExporter:
     """Stream a recording's spans to an OTLP/HTTP collector through the
     export process. ``url``: the traces URL (``prepare``); ``headers``: request
     headers or None; ``header``: the capture header (``started``,
-    ``transport``, ``target``); ``say``: one line to stderr. Raises OSError when
-    the export process cannot be started."""
+    ``transport``, ``target``); ``say``: one line to stderr; ``scrub``: what
+    ``record --redact`` does to records, applied to each message digest before
+    it leaves (so spans hold the placeholders the capture holds). Raises
+    OSError when the export process cannot be started."""
 
     def __init__(self, url: str, headers: dict[str, str] | None, header: dict[str, Any],
-                 say: Callable[[str], None], timeout: float = 5.0) -> None:
+                 say: Callable[[str], None], timeout: float = 5.0,
+                 scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.url = url
         self.say = say
+        self._scrub = scrub
         # own session: a Ctrl-C meant for the tap must not cut the final flush short
         self.proc = subprocess.Popen([sys.executable, "-m", "mcptap.otel.child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
@@ -202,7 +206,10 @@ class LiveExporter:
         chunk: list[bytes] = []
         while inbox:
             try:
-                chunk.append(orjson.dumps(digest(inbox.popleft())) + b"\n")
+                rec = digest(inbox.popleft())
+                if self._scrub is not None:
+                    rec = self._scrub(rec)
+                chunk.append(orjson.dumps(rec) + b"\n")
             except Exception as exc:  # noqa: BLE001 - one odd message costs its span only
                 self.failure = self.failure or f"span mapping failed: {type(exc).__name__}: {exc}"
         self.messages += len(chunk)
@@ -269,15 +276,21 @@ class LiveExporter:
 
 
 def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Any, target: dict[str, Any],
-                      say: Callable[[str], None]) -> LiveExporter | None:
+                      say: Callable[[str], None], redactor: Any = None) -> LiveExporter | None:
     """Start the live export ``prepare`` validated (None: no export) and
-    subscribe it to ``rec``. A failure to start is reported like an export
+    subscribe it to ``rec``; ``redactor``: ``record --redact``'s, applied to
+    what is exported too. A failure to start is reported like an export
     failure (one line, a note) and the session goes on without export."""
     if otlp is None:
         return None
     url, headers = otlp
+    scrub = None
+    if redactor is not None:
+        from mcptap.redact.scrub import Scrubber
+
+        scrub = Scrubber(redactor).record
     try:
-        live = LiveExporter(url, headers, capture_header(rec, target), say)
+        live = LiveExporter(url, headers, capture_header(rec, target), say, scrub=scrub)
     except Exception as exc:  # noqa: BLE001 - never the session
         line = f"OTLP export to {url} could not start ({type(exc).__name__}: {exc}); recording without it"
         say(line)

@@ -243,8 +243,12 @@ async def test_slow_collector_costs_nothing(tmp_path: Path) -> None:
     assert summary["messages"] > 0 and not summary.get("exported")
 
 
-def test_endpoint_from_the_environment(tmp_path: Path) -> None:
-    """OTEL_EXPORTER_OTLP_ENDPOINT alone turns the live export on."""
+SECRET = "sk-" + "abcdefghijklmnopqrstuvwxyz012345"
+
+
+def test_endpoint_from_the_environment_and_redaction(tmp_path: Path) -> None:
+    """OTEL_EXPORTER_OTLP_ENDPOINT alone turns the live export on; with
+    --redact the spans hold the same placeholders as the capture."""
     import os
 
     cap = tmp_path / "cap.jsonl"
@@ -253,10 +257,11 @@ def test_endpoint_from_the_environment(tmp_path: Path) -> None:
          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": f"https://x.example/r?api_key={SECRET}"}},
     ]
     with otlp_receiver() as (url, got):
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": url}
-        proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(cap), "--",
+        proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "--redact", "-o", str(cap), "--",
                                  sys.executable, str(HERE / "sdk_server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         assert proc.stdin is not None and proc.stdout is not None
         for msg in lines:
@@ -267,5 +272,10 @@ def test_endpoint_from_the_environment(tmp_path: Path) -> None:
         proc.stdin.close()
         assert proc.wait(30) == 0
     names = {s.name for s in got.spans()}
-    assert {"initialize", "notifications/initialized", "tools/call add"} <= names
+    assert {"initialize", "notifications/initialized", "tools/call add", "resources/read"} <= names
     complete(cap)
+    # record --redact: the exported span holds the capture's placeholder, never the secret
+    (read,) = [s for s in got.spans() if s.name == "resources/read"]
+    uri = attrs(read)["mcp.resource.uri"]
+    assert SECRET not in uri and "«redacted:" in uri
+    assert SECRET not in cap.read_text()
