@@ -26,6 +26,7 @@ import click
 import orjson
 
 from mcptap.capture.reader import CaptureStream
+from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
@@ -58,7 +59,10 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
         yield from message_lines(header, records)
 
 
-@click.command("export", short_help="Export a capture as HAR, OTLP/JSON or message JSON lines.")
+@click.command("export", short_help="Export a capture as HAR, OTLP/JSON or message JSON lines.",
+               epilog=options.example("mcptap export cap.jsonl --format har -o session.har",
+                                      "mcptap export cap.jsonl --format otlp-json -o spans.json",
+                                      "mcptap export cap.jsonl -f messages | jq 'select(.method==\"tools/call\")'"))
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,
               help="har: HAR 1.2 (HTTP captures); otlp-json: OpenTelemetry spans (OTLP/JSON lines); messages: JSON lines.")

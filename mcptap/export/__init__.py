@@ -5,6 +5,7 @@
   the live OTLP exporter, ``mcptap/otel.py``);
 * ``otlp_json``: spans → OTLP/JSON (``ExportTraceServiceRequest`` lines, the
   encoding the OpenTelemetry Collector's ``otlpjsonfile`` receiver reads);
+* ``digest``: a live message reduced to what spans read (live export);
 * ``har``: an HTTP capture's exchanges → HAR 1.2;
 * ``messages``: one JSON line per message with its annotations (for jq).
 

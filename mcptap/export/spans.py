@@ -39,9 +39,6 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from mcptap.capture.format import annotation_record
-from mcptap.model import Message
-
 #: OTLP ``Span.SpanKind`` values (opentelemetry/proto/trace/v1/trace.proto).
 INTERNAL, SERVER, CLIENT = 1, 2, 3
 #: OTLP ``Status.StatusCode`` values.
@@ -88,49 +85,6 @@ def epoch_us(started: str) -> int:
     return int(dt.timestamp()) * 1_000_000 + dt.microsecond
 
 
-_PARAM_KEYS = ("name", "uri", "requestId", "progress", "total", "message", "reason")
-
-
-def _slim(v: Any) -> Any:
-    """The parts of a message value spans read (params' name/uri/progress…,
-    error code and message, a tool result's isError)."""
-    if isinstance(v, list):
-        return [_slim(x) for x in v]
-    if not isinstance(v, dict):
-        return None
-    out: dict[str, Any] = {}
-    jv = v.get("jsonrpc")
-    if isinstance(jv, str) and jv != "2.0":
-        out["jsonrpc"] = jv
-    p = v.get("params")
-    if isinstance(p, dict):
-        out["params"] = {k: p[k] for k in _PARAM_KEYS if k in p and (p[k] is None or isinstance(p[k], (str, int, float, bool)))}
-    e = v.get("error")
-    if isinstance(e, dict):
-        out["error"] = {k: e[k] for k in ("code", "message") if k in e and isinstance(e[k], (str, int, float, bool))}
-    r = v.get("result")
-    if isinstance(r, dict) and r.get("isError") is True:
-        out["result"] = {"isError": True}
-    return out
-
-
-def digest(msg: Message) -> dict[str, Any]:
-    """A small record holding what spans need of a live Message (the payload
-    reduced by ``_slim``): what the recorder hands to the export process."""
-    rec = annotation_record(msg, findings=True)
-    rec["json"] = _slim(msg.value)
-    if msg.revision is not None:
-        rec["rev"] = msg.revision
-    if msg.link is not None:
-        rec["link"] = msg.link
-    ex = (msg.transport or {}).get("exchange")
-    if ex is not None:
-        rec["transport"] = {"exchange": ex}
-    if msg.members is not None:
-        rec["members"] = [{"index": m.index, "kind": m.kind._value_, "id": m.id, "method": m.method, "pair": m.pair} for m in msg.members]
-    return rec
-
-
 def id_text(v: Any) -> str:
     """``jsonrpc.request.id``: the id's string representation (strings as
     they are, numbers in JSON form)."""
@@ -156,7 +110,7 @@ class SpanBuilder:
     ``finish(t_us)`` ends what is still open (unanswered requests).
 
     ``header``: the capture's header record (``started``, ``transport``,
-    ``target``). Records are capture record dicts (``digest`` makes one
+    ``target``). Records are capture record dicts (``export.digest`` makes one
     from a live Message). Raises nothing on odd records: what it cannot map
     it leaves out.
     """

@@ -36,7 +36,7 @@ import orjson
 
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls
-from mcptap.export.spans import digest
+from mcptap.export.digest import digest
 from mcptap.model import Message
 
 INSTALL_HINT = "pip install 'mcptap[otel]'"

@@ -152,7 +152,7 @@ def test_live_digests_give_the_file_export_spans() -> None:
     """The live export maps small digests of live Messages; they must give
     the very spans the file export maps from whole records."""
     from mcptap.capture.format import message_from_record
-    from mcptap.export.spans import digest
+    from mcptap.export.digest import digest
 
     for name in ("clean-2025-06-18.jsonl", "faulty-server.jsonl", "stateless-2026-07-28.jsonl"):
         cap = read_capture(str(CAPTURES / name))
