@@ -120,6 +120,8 @@ class Frame:
     ``value``: the parsed JSON value, or UNPARSED.
     ``invalid_utf8``: byte offsets (within ``raw``) of undecodable bytes.
     ``lines``: how many newline-terminated lines ``raw`` spans (>1: multi-line JSON).
+    ``overflow``: a number literal in ``raw`` is beyond any double (``1e400``)
+    and reads as ±infinity in ``value``.
     """
 
     raw: bytes
@@ -128,6 +130,7 @@ class Frame:
     value: Any = UNPARSED
     invalid_utf8: tuple[int, ...] = ()
     lines: int = 1
+    overflow: bool = False
 
 
 @dataclass(slots=True)

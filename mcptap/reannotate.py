@@ -31,7 +31,7 @@ from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.framing import parse_json, parse_json_full
 from mcptap.recorder import Recorder
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -279,13 +279,13 @@ class Reannotator(Recorder):
             frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
             canonical = True
         elif stdio:
-            value, bad = parse_json(raw)
+            value, bad, overflow = parse_json_full(raw)
             terminated = raw.endswith(b"\n")
             lines = raw.count(b"\n") + (0 if terminated else 1)
-            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines))
+            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines), overflow)
         else:
-            value = rec["json"] if "json" in rec else parse_json(raw)[0]
-            frame = Frame(raw, rec.get("offset", 0), True, value, ())
+            value, _, overflow = parse_json_full(raw)
+            frame = Frame(raw, rec.get("offset", 0), True, value, (), 1, overflow)
         s = self.streams[direction]
         s.bytes += len(raw)
         if not self.light:

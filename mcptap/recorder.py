@@ -24,7 +24,7 @@ from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Sev
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import NewlineFramer, parse_json
+from mcptap.protocol.framing import NewlineFramer, parse_json_full
 
 C2S, S2C = Direction.C2S, Direction.S2C
 _DIRS = {"c2s": C2S, "s2c": S2C}
@@ -299,11 +299,12 @@ class Recorder:
         """Record one already-framed payload (a JSON body, an SSE event's data).
         ``value``: the parsed JSON if the caller already has it."""
         t = self.clock() if t_us is None else t_us
+        overflow = False
         if value is UNPARSED:
-            value, bad = parse_json(raw)
+            value, bad, overflow = parse_json_full(raw)
         else:
             bad = ()
-        msg = self._emit(Frame(raw, 0, True, value, bad), direction, t, session, transport, extra)
+        msg = self._emit(Frame(raw, 0, True, value, bad, 1, overflow), direction, t, session, transport, extra)
         self._flush()
         return msg
 

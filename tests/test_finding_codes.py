@@ -78,6 +78,9 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "jsonrpc.nonstandard_error_code": (H + [c2s(req(2, "ping")), s2c(err(2, 0, "m"))], H + [c2s(req(2, "ping")), s2c(err(2, -32001, "m"))]),
     "jsonrpc.id_reused": (H + [c2s(req(2, "ping")), s2c(res(2)), c2s(req(2, "ping")), s2c(res(2))],
                           H + [c2s(req(2, "ping")), s2c(res(2)), c2s(req(3, "ping")), s2c(res(3))]),
+    "jsonrpc.id_unsafe_integer": (H + [c2s(req(2 ** 60, "ping")), s2c(res(2 ** 60))], H + [c2s(req(2 ** 53 - 1, "ping")), s2c(res(2 ** 53 - 1))]),
+    "jsonrpc.non_finite_number": (H + [c2s(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"x":1e400}}}\n'), s2c(res(2))],
+                                  H + [c2s(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"x":1e300}}}\n'), s2c(res(2))]),
     # lifecycle
     "lifecycle.message_before_initialize": ([c2s(req(1, "tools/list"))], [c2s(req(1, "ping"))]),
     "lifecycle.message_before_initialize_response": (H[:1] + [s2c(note("notifications/tools/list_changed"))] + H[1:],

@@ -3,6 +3,7 @@ raises into the relay after ``open``)."""
 
 from __future__ import annotations
 
+import json as _json
 import os
 from collections.abc import Callable
 from typing import IO, Any
@@ -63,8 +64,11 @@ class CaptureWriter:
         try:
             line = _dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError) as exc:
-            # our own bug, never peer data (peer bytes are stored as text/base64)
-            line = _dumps({"type": "gap", "seq": rec.get("seq"), "reason": f"unencodable record: {exc}"}, option=orjson.OPT_APPEND_NEWLINE)
+            try:   # a peer's integer beyond 64 bits (an id): the stdlib writes it exactly
+                line = (_json.dumps(rec, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+            except (TypeError, ValueError):
+                # our own bug, never peer data (peer bytes are stored as text/base64)
+                line = _dumps({"type": "gap", "seq": rec.get("seq"), "reason": f"unencodable record: {exc}"}, option=orjson.OPT_APPEND_NEWLINE)
         self._buf.append(line)
 
     def flush(self) -> None:

@@ -17,6 +17,7 @@ from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
+from mcptap.protocol.framing import parse_exact
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import (
@@ -127,11 +128,20 @@ class Annotator:
         a pairing hint); ``extra``: findings the transport already made."""
         value = frame.value
         cls = classify(value)
+        if type(cls.id) is float or (cls.kind is Kind.BATCH and any(type(m) is dict and type(m.get("id")) is float for m in value)):
+            # orjson reads integers beyond 64 bits as floats: this payload is parsed again, exactly
+            exact = parse_exact(frame.raw)
+            if exact is not None:
+                value = exact[0]
+                cls = classify(value)
         msg = Message(seq=seq, t_us=t_us, direction=direction, raw=frame.raw, value=value, kind=cls.kind,
                       session=session, id=cls.id, has_id=cls.has_id, method=cls.method,
                       offset=frame.offset, terminated=frame.terminated, transport=transport)
         out = msg.findings
         out.extend(extra)
+        if frame.overflow:
+            out.append(finding("jsonrpc.non_finite_number", f"{direction.value} message holds a number beyond any double (e.g. 1e400): "
+                               "most JSON parsers fail or read it as infinity"))
         if self.transport == "stdio":
             framing_findings(frame, msg, self.large_message)
         elif len(frame.raw) > self.large_message:

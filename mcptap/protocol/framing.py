@@ -21,6 +21,8 @@ line arriving in 64 KiB chunks is scanned once).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any
 
@@ -63,30 +65,71 @@ def bad_utf8_offsets(data: bytes, limit: int = 64) -> tuple[int, ...]:
     return tuple(out[:limit])
 
 
+def _not_json(literal: str) -> Any:
+    raise ValueError(f"{literal} is not JSON")
+
+
+def parse_exact(raw: bytes) -> tuple[Any, bool] | None:
+    """The slow, exact parse for the payloads orjson cannot read faithfully:
+    integers of any size stay ``int`` (orjson reads those beyond 64 bits as
+    float), a number beyond any double (``1e400``) reads as ±infinity instead
+    of failing. ``NaN``/``Infinity`` literals are still not JSON. Returns
+    ``(value, overflow)``, or None when the bytes are not JSON; never raises."""
+    body = raw[3:] if raw.startswith(BOM) else raw
+    overflow = False
+
+    def number(s: str) -> float:
+        nonlocal overflow
+        f = float(s)
+        if math.isinf(f):
+            overflow = True
+        return f
+
+    try:
+        return json.loads(body.decode("utf-8", "replace"), parse_float=number, parse_constant=_not_json), overflow
+    except (ValueError, RecursionError):
+        return None
+
+
 def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
     """Parse one frame's bytes leniently: a BOM is skipped, invalid UTF-8 is
     replaced by U+FFFD (so ids stay readable, cases/B06), trailing CR/LF is JSON
     whitespace. Returns ``(value or UNPARSED, invalid_utf8_offsets)``; never raises."""
+    value, bad, _ = parse_json_full(raw)
+    return value, bad
+
+
+def parse_json_full(raw: bytes) -> tuple[Any, tuple[int, ...], bool]:
+    """``parse_json`` plus whether a number overflowed a double (then the
+    value comes from ``parse_exact``: a finding, never \"not JSON\")."""
     body = raw[3:] if raw.startswith(BOM) else raw
     first = _first_byte(body)
     if first and first not in _JSON_FIRST:
-        return UNPARSED, ()  # cheap exit for log lines and banners
+        return UNPARSED, (), False  # cheap exit for log lines and banners
     try:
-        return orjson.loads(body), ()
-    except orjson.JSONDecodeError:
-        pass
+        return orjson.loads(body), (), False
+    except orjson.JSONDecodeError as exc:
+        if "infinity" in str(exc):
+            exact = parse_exact(raw)
+            if exact is not None:
+                return exact[0], bad_utf8_offsets(raw) if _invalid_utf8(body) else (), exact[1]
     except Exception:  # noqa: BLE001 - arbitrary peer bytes must never raise
-        return UNPARSED, ()
-    try:
-        body.decode("utf-8")
-        return UNPARSED, ()
-    except UnicodeDecodeError:
-        pass
+        return UNPARSED, (), False
+    if not _invalid_utf8(body):
+        return UNPARSED, (), False
     bad = bad_utf8_offsets(raw)
     try:
-        return orjson.loads(body.decode("utf-8", "replace")), bad
+        return orjson.loads(body.decode("utf-8", "replace")), bad, False
     except Exception:  # noqa: BLE001
-        return UNPARSED, bad
+        return UNPARSED, bad, False
+
+
+def _invalid_utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True
 
 
 def _looks_like_json_start(line: bytes) -> bool:
@@ -195,7 +238,7 @@ class NewlineFramer:
         if self._held:
             self._held_line(raw, offset, terminated, out)
             return
-        value, bad = parse_json(raw)
+        value, bad, overflow = parse_json_full(raw)
         if value is UNPARSED and terminated and _looks_like_json_start(raw):
             d = _depth_delta(raw)
             if d > 0:
@@ -204,7 +247,7 @@ class NewlineFramer:
                 self._depth = d
                 self._starts = [(0, 0)]
                 return
-        out.append(Frame(raw, offset, terminated, value, bad))
+        out.append(Frame(raw, offset, terminated, value, bad, 1, overflow))
 
     def _held_line(self, raw: bytes, offset: int, terminated: bool, out: list[Frame]) -> None:
         """Multi-line recovery (cases/B02). Held lines are tracked with a

@@ -16,6 +16,8 @@ from mcptap.protocol.codes import finding
 
 #: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
+#: integers every JSON parser reads exactly (IEEE 754 doubles: ±(2^53−1))
+MAX_SAFE_INTEGER = (1 << 53) - 1
 
 
 @dataclass(slots=True)
@@ -97,6 +99,8 @@ def classify(value: Any) -> Classified:
         if has_id:
             if not valid_request_id(mid):
                 out.append(finding("jsonrpc.invalid_id", f"{method}: request id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+            elif type(mid) is int and not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
+                out.append(_unsafe(mid))
             if method.startswith("notifications/"):
                 out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {mid!r}"))
             return Classified(Kind.REQUEST, mid, True, method, out)
@@ -122,7 +126,14 @@ def classify(value: Any) -> Classified:
         kind = Kind.RESPONSE
     if has_id and mid is not None and not valid_request_id(mid):
         out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+    elif type(mid) is int and not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
+        out.append(_unsafe(mid))
     return Classified(kind, mid, has_id, None, out)
+
+
+def _unsafe(mid: int) -> Finding:
+    return finding("jsonrpc.id_unsafe_integer", f"id {mid} is outside ±(2^53−1): peers that read JSON numbers as doubles "
+                   "(JavaScript, many JSON libraries) change it and never match the response")
 
 
 def _short(v: Any, n: int = 60) -> str:
