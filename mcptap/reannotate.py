@@ -32,6 +32,7 @@ from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json, parse_json_full
+from mcptap.protocol.http_replay import HttpReplay
 from mcptap.recorder import Recorder
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -170,6 +171,8 @@ class Reannotator(Recorder):
         self.t_us = 0
         super().__init__(None, transport, clock=lambda: self.t_us, annotator=annotator)
         self.light = light
+        #: HTTP captures: the HTTP layer is judged again from the http records
+        self._http = HttpReplay(annotator)
 
     def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         """Re-annotate one record of an existing capture with today's rules.
@@ -252,6 +255,8 @@ class Reannotator(Recorder):
         if typ == "context" and isinstance(rec.get("state"), dict):
             self.annotator.assume(**rec["state"])
             return rec
+        if typ == "http" and self.transport == "http":
+            rec = self._http.record(rec)
         if typ == "stderr":
             data = decode_bytes(rec, "data") or b""
             s = self.stderr_stream
@@ -291,7 +296,11 @@ class Reannotator(Recorder):
         if not self.light:
             s.sha.update(raw)
         s.messages += 1
-        kept = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
+        kept: Iterable[Finding] = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
+        if not stdio and "transport" in rec:
+            judged = self._http.message(rec, direction, value)
+            if judged is not None:
+                kept = judged
         msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
         if msg.findings:
             self._count(msg.findings)

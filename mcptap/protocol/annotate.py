@@ -19,6 +19,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
 from mcptap.protocol.framing import parse_exact
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
+from mcptap.protocol.http_answers import AUTH_STATUSES, HttpAnswers, error_body_finding, is_http_error_body, rejected_finding, status_of
 from mcptap.protocol.jsonrpc import Classified, classify
 from mcptap.protocol.lifecycle import (
     SessionState,
@@ -61,6 +62,7 @@ class Annotator:
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._contracts = Contracts()
+        self._answers = HttpAnswers()
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
@@ -156,6 +158,9 @@ class Annotator:
         st = self.session(self._scope)
         msg.phase = st.phase
         msg.revision = st.revision
+        if transport is not None and direction is S2C and self.transport == "http" and status_of(transport) >= 400:
+            if self._http_error(msg, value, exchange):
+                return msg
         if cls.kind is Kind.NON_JSON:
             non_json_findings(frame, msg, self.transport)
             self._last_unparsed[(session, direction)] = msg
@@ -266,9 +271,16 @@ class Annotator:
 
     def _null_id_error(self, msg: Message, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
         """Error response without a usable id: legitimate only as the answer to
-        input the peer could not parse (-32700) or read as a request (-32600)."""
+        input the peer could not parse (-32700) or read as a request (-32600),
+        or (Streamable HTTP) on an error status, answering its POST's request."""
         err = value.get("error") if isinstance(value, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
+        if msg.kind is Kind.ERROR and isinstance(code, int) and value.get("jsonrpc") == "2.0" and status_of(msg.transport) >= 400 and self.transport == "http":
+            ex = msg.transport.get("exchange") if msg.transport else None
+            mine = [p for p in self.pairing.pending() if p.exchange == ex and p.direction is msg.direction.peer]
+            if len(mine) == 1:
+                self.pairing.complete(mine[0])
+                return mine[0].seq, msg.t_us - mine[0].t_us, None
         prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
         if msg.kind is Kind.ERROR and code in (-32700, -32600):
             msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with id null: correct rejection of unreadable input"
@@ -366,6 +378,38 @@ class Annotator:
         if key is not None:
             st.cap_cache[key] = tuple(found)
         msg.findings.extend(found)
+
+    # -- HTTP answers that are not JSON-RPC (protocol/http_answers.py) ------------------------
+    def _http_error(self, msg: Message, value: Any, exchange: Any) -> bool:
+        """An s2c payload on an HTTP error status. True when it is an HTTP
+        error body (annotated, nothing more to judge)."""
+        status = status_of(msg.transport)
+        if is_http_error_body(value, status):
+            msg.kind, msg.id, msg.has_id = Kind.INVALID, None, False
+            msg.findings.append(error_body_finding(status, value))
+            return True
+        self._answers.body(exchange)
+        if isinstance(value, dict) and value.get("jsonrpc") != "2.0":   # tried to answer, not as JSON-RPC
+            mine = [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is C2S]
+            if len(mine) == 1 and mine[0].method and _caps is not None and status not in AUTH_STATUSES:
+                st = self.session(self._scope)
+                client_caps = request_meta(mine[0].params)[1] if st.era == "modern" else st.client_caps
+                msg.findings.extend(_caps.declared_but_unsupported(mine[0].method, C2S, st.revision, client_caps, st.server_caps,
+                                                                   f"HTTP {status} with a non-JSON-RPC body"))
+        return False
+
+    def http_rejected(self, exchange: Any, status: int) -> list[Finding]:
+        """The POST of ``exchange`` got a complete ``status`` response. On an
+        error status without a JSON-RPC payload its requests were refused at
+        HTTP level: they are answered, with ``http.request_refused`` (info)."""
+        if status < 400 or self._answers.answered_by_body(exchange):
+            return []
+        mine = [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is C2S and not p.cancelled]
+        if not mine:
+            return []
+        for p in mine:
+            self.pairing.complete(p)
+        return [rejected_finding(status, mine)]
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:

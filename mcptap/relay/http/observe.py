@@ -36,20 +36,9 @@ from mcptap.capture.format import encode_bytes
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
-from mcptap.protocol.http_rules import (
-    Exchange,
-    HttpRules,
-    ack_findings,
-    end_findings,
-    endpoint_findings,
-    header,
-    request_findings,
-    response_findings,
-    sse_findings,
-)
+from mcptap.protocol.http_judge import End, HttpJudge, body_facts
+from mcptap.protocol.http_rules import Exchange, endpoint_findings, header, sse_findings
 from mcptap.protocol.jsonrpc import classify
-from mcptap.protocol.rules import is_modern
-from mcptap.protocol.session_book import SessionBook
 from mcptap.protocol.sse import SSEEvent, canonical_event
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
@@ -60,7 +49,6 @@ from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
 ACK_BODY_KEEP = 256
 
 
@@ -78,10 +66,9 @@ class HttpObserver:
         self.upstream = upstream
         self.listen_authority = listen_authority
         self.record_secrets = record_secrets
-        self.rules = HttpRules()
+        self.judge = HttpJudge(rec.annotator)
         self._ex: dict[int, ObservedExchange] = {}
         self._sessions = SessionKeys()
-        self._book = SessionBook()
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
         #: OAuth discovery and token exchanges: HTTP records, never JSON-RPC
         self._auth = AuthObserver(rec, self.headers_json, record_secrets)
@@ -157,7 +144,7 @@ class HttpObserver:
         fs: list[Finding] = []
         if it.method != "POST":
             facts.revision = self._revision(facts.session)
-            fs = request_findings(facts) + self.rules.on_request(e.id, facts) + self._book.on_request(facts)
+            fs = self.judge.request(e.id, facts)
         fields: dict[str, Any] = {"event": "request", "exchange": e.id, "conn": e.conn, "method": it.method,
                                   "target": self._target(it.target), "version": it.http_version, "headers": self.headers_json(h)}
         if facts.session is not None:
@@ -185,19 +172,9 @@ class HttpObserver:
         e.body = bytearray()
         value, _ = parse_json(body)
         facts = e.facts
-        kinds, methods, meta = [], [], None
-        for item in (value if isinstance(value, list) else [value]):
-            cls = classify(item)
-            kinds.append(cls.kind.value)
-            if cls.method:
-                methods.append(cls.method)
-            if cls.kind is Kind.REQUEST and meta is None and isinstance(item.get("params"), dict):
-                m = item["params"].get("_meta")
-                if isinstance(m, dict) and isinstance(m.get(META_VERSION), str):
-                    meta = m[META_VERSION]
-        facts.body_kinds, facts.methods, facts.meta_version = tuple(kinds), tuple(methods), meta
+        facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
         facts.revision = self._revision(facts.session)
-        fs = request_findings(facts) + self.rules.on_request(e.id, facts) + self._book.on_request(facts)
+        fs = self.judge.request(e.id, facts)
         if facts.is_initialize and facts.session is None and not facts.legacy:
             e.deferred = (body, value, fs)
             return
@@ -228,11 +205,10 @@ class HttpObserver:
         self._release_deferred(e, self._sessions.assigned(it.headers, facts.session))
         facts.status, facts.resp_headers = it.status, it.headers
         e.response_started = True
-        fs, assigned = self._book.on_response(facts, req_session)
+        fs, assigned = self.judge.response(e.id, facts, req_session)
         if assigned is not None and req_session is not None:
             e.assigned = assigned      # the body's negotiation belongs to the new session
-        fs += response_findings(facts) + auth_findings(it.status, it.headers)
-        self.rules.on_response(e.id, facts)
+        fs += auth_findings(it.status, it.headers)
         e.start_body(it.headers)
         if facts.session is not None:
             fields["session"] = facts.session
@@ -351,10 +327,8 @@ class HttpObserver:
         if e.mode == "json" and not facts.is_ack and not facts.legacy and e.resp_body and not e.undecodable:
             body = bytes(e.resp_body)
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
-        if it.how == "complete":
-            fs += ack_findings(facts, bytes(e.resp_body), e.resp_bytes) if facts.is_ack else []
-        fs += self._end_findings(e, it)
-        self.rules.on_end(e.id, facts)
+        fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
+                                             e.ids, e.resp_bytes, bytes(e.resp_body) if facts.is_ack else b""))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -364,32 +338,14 @@ class HttpObserver:
             fields["detail"] = it.detail
         if it.sent_502:
             fields["sent_502"] = True
+        if facts.is_ack and e.resp_body:
+            fields["ack_body"] = bytes(e.resp_body[:ACK_BODY_KEEP]).decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
         self.rec.record("http", findings=fs, **fields)
 
-    def _pending_of(self, e: ObservedExchange) -> list[Any]:
-        return [p for p in self.rec.annotator.pending() if p.exchange == e.id and p.direction is C2S]
-
-    def _end_findings(self, e: ObservedExchange, it: r.ResponseEnded) -> list[Finding]:
-        pend = [] if it.how == "tap_stopped" else self._pending_of(e)
-        if it.how == "upstream_closed" and it.response_started and e.mode == "sse":
-            self.rules.stream_broken(e.id, e.session, e.ids, [p.id for p in pend])
-        if it.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not it.response_started:
-            for p in pend:
-                self.rec.annotator.transport_answered(p)   # the tap answered (403/502)
-        cancels: list[Finding] = []
-        if it.how == "client_closed" and e.mode == "sse":
-            cancels = [self.rec.annotator.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
-                       for p in pend if is_modern(p.revision)]
-        return cancels + end_findings(e.facts, it.how, it.detail, response_started=it.response_started, reused=it.reused,
-                            sent_502=it.sent_502, sse=e.mode == "sse", event_ids=e.ids, response_bytes=e.resp_bytes,
-                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
-
     def _conn_closed(self, it: r.ConnClosed) -> None:
-        fs: list[Finding] = []
-        if it.side == "upstream" and it.idle and not it.detail:
-            fs.append(finding("http.conn_closed_idle", "upstream closed an idle kept-alive connection (the tap opens a new one for the next request)"))
+        fs = self.judge.conn_closed(it.side, it.idle, it.detail)
         fields: dict[str, Any] = {"event": "conn_close", "conn": it.conn, "side": it.side, "idle": it.idle}
         if it.detail:
             fields["detail"] = it.detail

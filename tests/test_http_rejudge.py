@@ -1,0 +1,93 @@
+"""`check --full` re-judges an HTTP capture's HTTP layer from its recorded
+`http` records (protocol/http_replay.py) instead of copying the recorded
+findings: every handed HTTP case, recorded live through the real tap, gives
+the same findings again when re-annotated from scratch; old captures get
+today's rules (the ../shared/repro/false-finding-*.jsonl captures, copied to
+tests/data/, lose the false findings they were filed for)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from casefiles import CASES, Wire, wires
+from http_harness import run_wire
+from mcptap.capture import CaptureStream
+from mcptap.check import check_capture
+from mcptap.reannotate import reannotate
+
+HTTP = wires("http")
+DATA = Path(__file__).parent / "data"
+
+
+def _key(r):
+    return (r.get("seq"), r["type"], r.get("event"), sorted((f["code"], f["severity"]) for f in r.get("findings", ())))
+
+
+@pytest.mark.skipif(not HTTP, reason=f"handed cases not found at {CASES}")
+@pytest.mark.parametrize("w", HTTP, ids=lambda w: f"{w.case}-{w.name}")
+async def test_full_rejudge_reproduces_the_live_http_findings(w: Wire, tmp_path) -> None:
+    if w.context and any(k.startswith("pending") for k in w.context):
+        pytest.skip("the harness registers the context's pending requests, which a capture's context record does not carry")
+    path = str(tmp_path / "cap.jsonl")
+    res = await run_wire(w, path, rewrite_endpoint=False)
+    stream = CaptureStream(path)
+    again = list(reannotate(stream.header, stream, shapes=False, reuse=False))
+    live = [_key(r) for r in res.records if r["type"] != "end"]
+    assert [_key(r) for r in again if r["type"] != "end"] == live
+    assert again[-1]["severities"] == res.end["severities"]
+
+
+def test_old_findings_on_http_records_are_replaced_not_copied(tmp_path) -> None:
+    """A recorded finding today's rules do not raise disappears; one they raise appears."""
+    recs = [json.loads(line) for line in (DATA / "false-finding-http401-empty.jsonl").read_text().splitlines()]
+    recs[3]["findings"] = [{"code": "http.upstream_failed", "severity": "error", "message": "stale"}]   # the response record
+    recs[1]["headers"] = [["accept", "application/json"], ["content-type", "application/json"]]        # POST Accept incomplete
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rep = check_capture(str(path), reuse=False)
+    assert "http.upstream_failed" not in rep.groups
+    assert "http.post_accept_incomplete" in rep.groups
+
+
+@pytest.mark.parametrize("name", ["false-finding-http400-probe.jsonl", "false-finding-http401-empty.jsonl",
+                                  "false-finding-http401-oauth-body.jsonl"])
+def test_http_rejections_are_not_jsonrpc_findings(name: str) -> None:
+    """../shared/repro/false-finding-*.jsonl (kept as tests/data fixtures): a
+    2026-07-28 probe refused with 400 and an id-less JSON-RPC error, a 401
+    with no body, a 401 with an OAuth error body — none is a JSON-RPC fault."""
+    rep = check_capture(str(DATA / name), reuse=False)
+    assert rep.error is None
+    bad = {c for c, g in rep.groups.items() if g.severity in ("error", "warn")}
+    assert not bad, bad
+    for code in ("jsonrpc.unanswered_request", "jsonrpc.error_id_null", "jsonrpc.invalid_version", "jsonrpc.invalid_error_object"):
+        assert code not in rep.groups, (name, code)
+    if "401" in name:
+        assert "http.request_refused" in rep.groups
+
+
+def _edited(tmp_path, name: str, status: int, error: str) -> Path:
+    recs = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+    for r in recs:
+        if r.get("event") == "response":
+            r["status"] = status
+            r["headers"] = [h for h in r["headers"] if h[0] != "www-authenticate"]
+        if r["type"] == "message" and r["dir"] == "s2c":
+            r["json"] = {"error": error}
+            r.get("transport", {})["status"] = status
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_near_miss_a_400_body_that_tries_to_answer_is_judged(tmp_path) -> None:
+    """cases/B27: 400 with {"error": "<text>"} is a broken JSON-RPC answer,
+    not an HTTP error body: its request stays unanswered."""
+    rep = check_capture(str(_edited(tmp_path, "false-finding-http401-oauth-body.jsonl", 400, "initialize: no handler")), reuse=False)
+    assert "http.error_body" not in rep.groups and "http.request_refused" not in rep.groups
+    assert "jsonrpc.unanswered_request" in rep.groups and "jsonrpc.invalid_version" in rep.groups
+    # the same body shape with a registered OAuth error code is an HTTP error body
+    rep = check_capture(str(_edited(tmp_path, "false-finding-http401-oauth-body.jsonl", 400, "invalid_request")), reuse=False)
+    assert "http.error_body" in rep.groups and "jsonrpc.unanswered_request" not in rep.groups
