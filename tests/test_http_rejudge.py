@@ -14,8 +14,8 @@ import pytest
 
 from casefiles import CASES, Wire, wires
 from http_harness import run_wire
-from mcptap.capture import CaptureStream
-from mcptap.check import check_capture
+from mcptap.capture.reader import CaptureStream
+from mcptap.check.report import check_capture
 from mcptap.reannotate import reannotate
 
 HTTP = wires("http")

@@ -8,7 +8,8 @@ import json
 
 from hypothesis import given, strategies as st
 
-from mcptap.capture import CaptureWriter, read_capture
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer, parse_exact, parse_json_full
 from mcptap.recorder import Recorder
