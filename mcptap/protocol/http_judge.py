@@ -20,8 +20,8 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, request_findings, response_findings
+from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
 

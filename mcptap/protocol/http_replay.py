@@ -68,9 +68,10 @@ class HttpReplay:
         """An ``http`` record re-judged: its findings replaced by today's
         (``sse`` and informational records keep theirs)."""
         ev = rec.get("event")
-        exid = rec.get("exchange")
+        raw_id = rec.get("exchange")
+        exid = raw_id if isinstance(raw_id, int) else -1
         fs: list[Finding] | None = None
-        if ev == "request" and isinstance(exid, int):
+        if ev == "request" and isinstance(raw_id, int):
             method, target = str(rec.get("method", "")), str(rec.get("target", ""))
             session = rec.get("session")
             legacy = method == "POST" and session is not None and session in self._legacy
@@ -93,7 +94,8 @@ class HttpReplay:
                 x.sse = media_type(header(f.resp_headers, "content-type"))[0] == "text/event-stream"
                 fs, _ = self.judge.response(exid, f, x.req_session)
         elif ev == "sse":
-            info = rec.get("sse") if isinstance(rec.get("sse"), dict) else {}
+            sse = rec.get("sse")
+            info: dict[str, Any] = sse if isinstance(sse, dict) else {}
             if "endpoint" in rec and rec.get("session") is not None:
                 self._legacy.add(rec["session"])
             x = self._ex.get(exid)
@@ -103,9 +105,9 @@ class HttpReplay:
             x = self._ex.get(exid)
             if x is not None:
                 ack = rec.get("ack_body")
+                nbytes = rec.get("response_bytes")
                 e = End(str(rec.get("how", "")), str(rec.get("detail", "") or ""), x.response_started, x.reused, bool(rec.get("sent_502")),
-                        x.sse, x.ids, rec.get("response_bytes") if isinstance(rec.get("response_bytes"), int) else 0,
-                        ack.encode("utf-8") if isinstance(ack, str) else b"")
+                        x.sse, x.ids, nbytes if isinstance(nbytes, int) else 0, ack.encode("utf-8") if isinstance(ack, str) else b"")
                 fs = self.judge.end(exid, x.facts, e)
         elif ev == "conn_close":
             fs = self.judge.conn_closed(str(rec.get("side", "")), bool(rec.get("idle")), rec.get("detail"))

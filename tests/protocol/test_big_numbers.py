@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
