@@ -17,19 +17,17 @@ from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
-from mcptap.protocol.framing import parse_exact
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
-from mcptap.protocol.http_answers import AUTH_STATUSES, HttpAnswers, error_body_finding, is_http_error_body, rejected_finding, status_of
-from mcptap.protocol.jsonrpc import Classified, classify
+from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
 from mcptap.protocol.lifecycle import (
     SessionState,
     advance,
     assume_state,
     discover_response,
     era_and_phase,
+    handshake_answered,
     initialize_request,
-    initialize_response,
-    reinitialize_response,
     request_meta,
     stream_closed,
 )
@@ -62,7 +60,7 @@ class Annotator:
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._contracts = Contracts()
-        self._answers = HttpAnswers()
+        self._answers = HttpAnswers(self.pairing)
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
@@ -96,15 +94,6 @@ class Annotator:
         st.server_caps = server_caps
         st.cap_cache.clear()
 
-    def rename_session(self, old: Any, new: Any) -> None:
-        """The session id became known (HTTP initialize response): move state."""
-        if old == new:
-            return
-        st = self._sessions.pop(old, None)
-        if st is not None and new not in self._sessions:
-            self._sessions[new] = st
-        self.pairing.rename_session(old, new)
-
     def transport_answered(self, p: Pending) -> None:
         """The tap itself answered request ``p`` (HTTP 403 refused Host, 502
         upstream failure): it is no longer awaiting the server."""
@@ -130,20 +119,15 @@ class Annotator:
         a pairing hint); ``extra``: findings the transport already made."""
         value = frame.value
         cls = classify(value)
-        if type(cls.id) is float or (cls.kind is Kind.BATCH and any(type(m) is dict and type(m.get("id")) is float for m in value)):
-            # orjson reads integers beyond 64 bits as floats: this payload is parsed again, exactly
-            exact = parse_exact(frame.raw)
-            if exact is not None:
-                value = exact[0]
-                cls = classify(value)
+        if type(cls.id) is float or cls.kind is Kind.BATCH:
+            value, cls = classify_exact(frame.raw, value, cls)
         msg = Message(seq=seq, t_us=t_us, direction=direction, raw=frame.raw, value=value, kind=cls.kind,
                       session=session, id=cls.id, has_id=cls.has_id, method=cls.method,
                       offset=frame.offset, terminated=frame.terminated, transport=transport)
         out = msg.findings
         out.extend(extra)
         if frame.overflow:
-            out.append(finding("jsonrpc.non_finite_number", f"{direction.value} message holds a number beyond any double (e.g. 1e400): "
-                               "most JSON parsers fail or read it as infinity"))
+            out.append(overflow_finding(direction.value))
         if self.transport == "stdio":
             framing_findings(frame, msg, self.large_message)
         elif len(frame.raw) > self.large_message:
@@ -159,7 +143,7 @@ class Annotator:
         msg.phase = st.phase
         msg.revision = st.revision
         if transport is not None and direction is S2C and self.transport == "http" and status_of(transport) >= 400:
-            if self._http_error(msg, value, exchange):
+            if self._answers.error_payload(msg, value, exchange, self.session(self._scope)):
                 return msg
         if cls.kind is Kind.NON_JSON:
             non_json_findings(frame, msg, self.transport)
@@ -234,12 +218,7 @@ class Annotator:
                                "cancelled" + (": the server MUST NOT send anything further (2026-07-28)" if modern else ""),
                                severity=Severity.ERROR if modern else None))
         if p.method == "initialize" and sender is S2C:
-            if p.seq == st.initialize_seq:
-                initialize_response(msg, st, kind, value)
-            else:   # a duplicate initialize: only its success changes a session
-                assigned = (msg.transport or {}).get("session_assigned")
-                new = self.session(assigned) if assigned is not None and assigned != msg.session else None
-                reinitialize_response(msg, st, new, kind, value, p.params)
+            handshake_answered(msg, st, p.seq, p.params, kind, value, self.session)
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
         if self.shapes and kind is Kind.RESPONSE and p.method:
@@ -255,9 +234,8 @@ class Annotator:
         elif isinstance(value.get("error"), dict):
             code = value["error"].get("code")
             out.extend(conventions.error_code(code, msg.revision))
-            if code == -32601 and _caps is not None and p.method:
-                client_caps = request_meta(p.params)[1] if st.era == "modern" else st.client_caps
-                out.extend(_caps.declared_but_unsupported(p.method, p.direction, msg.revision, client_caps, st.server_caps, "-32601 (method not found)"))
+            if code == -32601:
+                out.extend(method_not_found(p, st, msg.revision))
         if kind is Kind.RESPONSE and _caps is not None and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
@@ -275,12 +253,9 @@ class Annotator:
         or (Streamable HTTP) on an error status, answering its POST's request."""
         err = value.get("error") if isinstance(value, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
-        if msg.kind is Kind.ERROR and isinstance(code, int) and value.get("jsonrpc") == "2.0" and status_of(msg.transport) >= 400 and self.transport == "http":
-            ex = msg.transport.get("exchange") if msg.transport else None
-            mine = [p for p in self.pairing.pending() if p.exchange == ex and p.direction is msg.direction.peer]
-            if len(mine) == 1:
-                self.pairing.complete(mine[0])
-                return mine[0].seq, msg.t_us - mine[0].t_us, None
+        answered = self._answers.idless_error(msg, value, code) if self.transport == "http" else None
+        if answered is not None:
+            return answered.seq, msg.t_us - answered.t_us, None
         prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
         if msg.kind is Kind.ERROR and code in (-32700, -32600):
             msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with id null: correct rejection of unreadable input"
@@ -380,36 +355,10 @@ class Annotator:
         msg.findings.extend(found)
 
     # -- HTTP answers that are not JSON-RPC (protocol/http_answers.py) ------------------------
-    def _http_error(self, msg: Message, value: Any, exchange: Any) -> bool:
-        """An s2c payload on an HTTP error status. True when it is an HTTP
-        error body (annotated, nothing more to judge)."""
-        status = status_of(msg.transport)
-        if is_http_error_body(value, status):
-            msg.kind, msg.id, msg.has_id = Kind.INVALID, None, False
-            msg.findings.append(error_body_finding(status, value))
-            return True
-        self._answers.body(exchange)
-        if isinstance(value, dict) and value.get("jsonrpc") != "2.0":   # tried to answer, not as JSON-RPC
-            mine = [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is C2S]
-            if len(mine) == 1 and mine[0].method and _caps is not None and status not in AUTH_STATUSES:
-                st = self.session(self._scope)
-                client_caps = request_meta(mine[0].params)[1] if st.era == "modern" else st.client_caps
-                msg.findings.extend(_caps.declared_but_unsupported(mine[0].method, C2S, st.revision, client_caps, st.server_caps,
-                                                                   f"HTTP {status} with a non-JSON-RPC body"))
-        return False
-
     def http_rejected(self, exchange: Any, status: int) -> list[Finding]:
-        """The POST of ``exchange`` got a complete ``status`` response. On an
-        error status without a JSON-RPC payload its requests were refused at
-        HTTP level: they are answered, with ``http.request_refused`` (info)."""
-        if status < 400 or self._answers.answered_by_body(exchange):
-            return []
-        mine = [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is C2S and not p.cancelled]
-        if not mine:
-            return []
-        for p in mine:
-            self.pairing.complete(p)
-        return [rejected_finding(status, mine)]
+        """The POST of ``exchange`` got a complete ``status`` response; see
+        ``HttpAnswers.rejected`` (requests refused at HTTP level)."""
+        return self._answers.rejected(exchange, status)
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptap.model import Finding
+from mcptap.model import Direction, Finding, Kind, Message
+from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
-from mcptap.protocol.pairing import BoundedMap
+from mcptap.protocol.lifecycle import SessionState, request_meta
+from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
 #: RFC 6749 §4.1.2.1 / §5.2, RFC 6750 §3.1, RFC 7591 §3.2.2 error codes
 OAUTH_ERRORS = frozenset({
@@ -55,18 +57,69 @@ def is_http_error_body(value: Any, status: int) -> bool:
 
 
 class HttpAnswers:
-    """Which HTTP exchanges carried a JSON-RPC payload back (bounded)."""
+    """HTTP error answers of one capture: which exchanges carried a
+    JSON-RPC(-ish) payload back (bounded), and the requests they answer or
+    leave refused. ``pairing``: the annotator's ``Pairing``."""
 
-    def __init__(self) -> None:
+    def __init__(self, pairing: Pairing) -> None:
+        self.pairing = pairing
         self._bodies = BoundedMap(4096)      # exchange -> True: a JSON-RPC(-ish) s2c payload was judged
 
-    def body(self, exchange: Any) -> None:
-        """An s2c payload of ``exchange`` was judged as JSON-RPC."""
+    def _requests_of(self, exchange: Any, requester: Direction) -> list[Pending]:
+        return [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is requester]
+
+    def error_payload(self, msg: Message, value: Any, exchange: Any, st: SessionState) -> bool:
+        """An s2c payload on an HTTP error status. True when it is an HTTP
+        error body (annotated as such, nothing more to judge); else it counts
+        as the exchange's answer, and a body that is not JSON-RPC while the
+        request's capability was declared is ``capability.declared_but_unsupported``."""
+        status = status_of(msg.transport)
+        if is_http_error_body(value, status):
+            msg.kind, msg.id, msg.has_id = Kind.INVALID, None, False
+            msg.findings.append(error_body_finding(status, value))
+            return True
         if exchange is not None:
             self._bodies.add(exchange, True)
+        if isinstance(value, dict) and value.get("jsonrpc") != "2.0" and status not in AUTH_STATUSES:
+            mine = self._requests_of(exchange, Direction.C2S)
+            if len(mine) == 1 and mine[0].method:
+                client_caps = request_meta(mine[0].params)[1] if st.era == "modern" else st.client_caps
+                msg.findings.extend(declared_but_unsupported(mine[0].method, Direction.C2S, st.revision, client_caps, st.server_caps,
+                                                             f"HTTP {status} with a non-JSON-RPC body"))
+        return False
 
-    def answered_by_body(self, exchange: Any) -> bool:
-        return bool(self._bodies.get(exchange))
+    def idless_error(self, msg: Message, value: Any, code: Any) -> Pending | None:
+        """A JSON-RPC error without id on an HTTP error status answers the
+        single request of its POST (completed here), else None."""
+        if msg.kind is not Kind.ERROR or not isinstance(code, int) or value.get("jsonrpc") != "2.0" or status_of(msg.transport) < 400:
+            return None
+        mine = self._requests_of(msg.transport.get("exchange") if msg.transport else None, msg.direction.peer)
+        if len(mine) != 1:
+            return None
+        self.pairing.complete(mine[0])
+        return mine[0]
+
+    def rejected(self, exchange: Any, status: int) -> list[Finding]:
+        """The POST of ``exchange`` got a complete ``status`` response. On an
+        error status without a JSON-RPC payload its requests were refused at
+        HTTP level: they are answered, with ``http.request_refused`` (info)."""
+        if status < 400 or self._bodies.get(exchange):
+            return []
+        mine = [p for p in self._requests_of(exchange, Direction.C2S) if not p.cancelled]
+        if not mine:
+            return []
+        for p in mine:
+            self.pairing.complete(p)
+        return [rejected_finding(status, mine)]
+
+
+def method_not_found(p: Pending, st: SessionState, revision: str | None) -> list[Finding]:
+    """Request ``p`` answered -32601: ``capability.declared_but_unsupported``
+    when the receiver declared the capability that promises its method."""
+    if not p.method:
+        return []
+    client_caps = request_meta(p.params)[1] if st.era == "modern" else st.client_caps
+    return declared_but_unsupported(p.method, p.direction, revision, client_caps, st.server_caps, "-32601 (method not found)")
 
 
 def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
@@ -75,7 +128,7 @@ def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 
-def rejected_finding(status: int, requests: list[Any]) -> Finding:
+def rejected_finding(status: int, requests: list[Pending]) -> Finding:
     ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
     why = " (authorization)" if status in AUTH_STATUSES else ""
     return finding("http.request_refused", f"POST answered {status}{why} without a JSON-RPC response: request(s) {ids} refused at HTTP level",

@@ -28,7 +28,6 @@ from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, header, media_type
 from mcptap.protocol.pairing import BoundedMap
 
-
 #: code families HttpJudge decides on ``http`` records; others are kept
 JUDGED = ("http.", "sse.", "lifecycle.", "cancel.")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Finding, Kind
 from mcptap.protocol.codes import finding
+from mcptap.protocol.framing import parse_exact
 
 #: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
@@ -134,6 +135,23 @@ def classify(value: Any) -> Classified:
 def _unsafe(mid: int) -> Finding:
     return finding("jsonrpc.id_unsafe_integer", f"id {mid} is outside ±(2^53−1): peers that read JSON numbers as doubles "
                    "(JavaScript, many JSON libraries) change it and never match the response")
+
+
+def classify_exact(raw: bytes, value: Any, cls: Classified) -> tuple[Any, Classified]:
+    """orjson reads integers beyond 64 bits as floats: when ``value`` (parsed
+    from ``raw``) has a float id, or a batch member has one, parse ``raw``
+    again with exact integers and classify that. Returns (value, Classified)."""
+    if type(cls.id) is not float and not (cls.kind is Kind.BATCH and any(type(m) is dict and type(m.get("id")) is float for m in value)):
+        return value, cls
+    exact = parse_exact(raw)
+    if exact is None:
+        return value, cls
+    return exact[0], classify(exact[0])
+
+
+def overflow_finding(direction: str) -> Finding:
+    return finding("jsonrpc.non_finite_number", f"{direction} message holds a number beyond any double (e.g. 1e400): "
+                   "most JSON parsers fail or read it as infinity")
 
 
 def _short(v: Any, n: int = 60) -> str:

@@ -207,6 +207,19 @@ def initialize_request(msg: Message, st: SessionState, params: Any) -> None:
     advance(st, C2S, "initialize")
 
 
+def handshake_answered(msg: Message, st: SessionState, request_seq: int, params: Any, kind: Kind, value: dict[str, Any],
+                       session_of: Any) -> None:
+    """The server answered an ``initialize`` (request #``request_seq`` with
+    ``params``): the session's handshake, or a duplicate (see
+    ``reinitialize_response``); ``session_of(key)`` gives a session's state."""
+    if request_seq == st.initialize_seq:
+        initialize_response(msg, st, kind, value)
+        return
+    assigned = (msg.transport or {}).get("session_assigned")
+    new = session_of(assigned) if assigned is not None and assigned != msg.session else None
+    reinitialize_response(msg, st, new, kind, value, params)
+
+
 def reinitialize_response(msg: Message, st: SessionState, new: SessionState | None, kind: Kind, value: dict[str, Any], params: Any) -> None:
     """The answer to a duplicate ``initialize`` (request params ``params``).
     Rejected: the first negotiation stays in force, nothing to report (the
