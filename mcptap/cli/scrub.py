@@ -19,12 +19,15 @@ from typing import Any
 
 import click
 
+from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
 
 
-@click.command("scrub", short_help="Copy a capture with secrets replaced by keyed placeholders.")
+@click.command("scrub", epilog=options.example("mcptap scrub cap.jsonl -o cap.scrubbed.jsonl", "mcptap scrub cap.jsonl --dry-run",
+                                                "mcptap scrub cap.jsonl -o - --redact-key apiKey | gzip > cap.jsonl.gz"),
+               short_help="Copy a capture with secrets replaced by keyed placeholders.")
 @click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="Scrubbed capture to write ('-': stdout). Required unless --dry-run.")
