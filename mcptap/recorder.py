@@ -235,10 +235,10 @@ class Recorder:
         self.record("eof", dir=direction.value, findings=fs, **({"session": key} if key is not None else {}))
         return out
 
-    def segment(self, key: str) -> None:
+    def segment(self, key: str | None) -> None:
         """stdio: the next bytes belong to a new session with a fresh server
         process (``replay`` of a capture with several sessions). Its messages
-        and eof records carry ``session`` = ``key`` (str), so lifecycle and
+        and eof records carry ``session`` = ``key`` (str; None: none), so lifecycle and
         pairing state stay apart from the earlier processes'."""
         self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
         self.segment_key = key

@@ -15,6 +15,7 @@ import functools
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -97,6 +98,21 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     return 0
 
 
+def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
+    """Add the mock's session to ``capture`` when the real server answered something."""
+    if not forwarded:
+        return
+    from mcptap.serve.extend import extend_capture
+
+    try:
+        extend_capture(capture, episode)
+    except (McptapError, ValueError, OSError) as exc:
+        _say(f"cannot extend {capture}: {exc}")
+        return
+    if not quiet:
+        _say(f"{forwarded} request(s) answered by the real server; {capture} extended with this session")
+
+
 @click.command("serve", epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
                short_help="Serve a capture's server side to a client (a mock MCP server).")
 @click.argument("capture", type=click.Path(dir_okay=False))
@@ -113,10 +129,17 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Record the mock's own session (findings for requests it could not answer).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr at the end.")
+@click.option("--extend", is_flag=True, help="stdio: ask the real server (-- CMD ARGS...) what the capture cannot answer, "
+              "and add those exchanges to CAPTURE as a new session.")
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: bool, strict: bool, latency: str,
-            speed: float | None, ignore: tuple[str, ...], output: str | None, quiet: bool) -> None:
+            speed: float | None, ignore: tuple[str, ...], output: str | None, quiet: bool, extend: bool,
+            cmd: tuple[str, ...]) -> None:
     """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
+    if bool(cmd) != extend or (extend and listen is not None):
+        _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
+        ctx.exit(2)
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
@@ -126,16 +149,24 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         ctx.exit(2)
     if listen is not None:
         ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output))
+    episode = output
+    if extend and output is None:
+        fd, episode = tempfile.mkstemp(prefix="mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
+        os.close(fd)
     try:
-        rec = _recorder(output, "stdio", capture, {"served_from": capture})
+        rec = _recorder(episode, "stdio", capture, {"served_from": capture})
     except McptapError as exc:
         _say(str(exc))
         ctx.exit(2)
     from mcptap.serve.stdio import serve_stdio
 
-    result = trio.run(functools.partial(serve_stdio, core, rec))
+    result = trio.run(functools.partial(serve_stdio, core, rec, fallback=list(cmd) or None))
     if rec is not None:
         rec.close(exit_code=0)
+    if extend and episode is not None:
+        _extend(capture, episode, result.forwarded, quiet)
+        if output is None:
+            os.unlink(episode)
     if not quiet and result.unanswered:
         _say(f"{len(result.unanswered)} request(s) had no recorded answer: " + "; ".join(result.unanswered[:5]))
     sys.stdout.flush()

@@ -9,6 +9,9 @@ as a normal stdio capture, each message recorded before it is written (so an
 answer is never recorded before its request); the mock's own findings
 (``serve.no_recorded_answer``) ride on the error responses.
 
+With ``fallback`` (``--extend -- CMD``), requests the capture has no answer
+for go to the real server instead (serve/fallback.py), and its answers to the client.
+
 Outputs with a delay (``--latency recorded``) are written by one task per
 triggering message, in order, at their time; a cancelled request's delayed
 answer and progress are dropped. At stdin EOF the mock stops: answers still
@@ -17,15 +20,19 @@ waiting for their time are not sent.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import trio
 
+from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.serve.core import LiveSession, Out, ServeCore, hkey
+from mcptap.serve.fallback import Fallback
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -39,6 +46,7 @@ class ServeResult:
 
     received: int = 0
     sent: int = 0
+    forwarded: int = 0                 # --extend: requests the real server answered
     unanswered: list[str] = field(default_factory=list)
 
 
@@ -46,7 +54,8 @@ class StdioServer:
     """One stdio session of the mock (see module docstring). ``rec``: a
     Recorder or None; ``stdin_fd``/``stdout_fd``: the host's pipes."""
 
-    def __init__(self, core: ServeCore, rec: Any = None, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    def __init__(self, core: ServeCore, rec: Any = None, stdin_fd: int = 0, stdout_fd: int = 1,
+                 fallback: Sequence[str] | None = None) -> None:
         self.core = core
         self.rec = rec
         self.stdin_fd, self.stdout_fd = stdin_fd, stdout_fd
@@ -55,6 +64,8 @@ class StdioServer:
         self._send, self._recv = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
         self._framer = NewlineFramer()
         self._written = trio.Event()
+        self.fallback = Fallback(fallback, self._raw_to_client) if fallback else None
+        self._handshake: list[dict[str, Any]] = []
 
     def _values(self, chunk: bytes) -> list[Any]:
         if self.rec is not None:
@@ -79,6 +90,41 @@ class StdioServer:
                 self._send.send_nowait((orjson.dumps(o.value) + b"\n", o.finding))
             except trio.ClosedResourceError:
                 return
+
+    def _raw_to_client(self, line: bytes) -> None:
+        try:
+            self._send.send_nowait((line, None))
+        except trio.ClosedResourceError:
+            pass
+
+    async def _receive(self, value: Any, nursery: trio.Nursery) -> None:
+        """One client message: to the core, or (``--extend``) to the real
+        server when the capture has no answer for it."""
+        fb = self.fallback
+        if fb is None:
+            self._queue(self.core.receive(self.live, value), nursery)
+            return
+        if isinstance(value, dict) and value.get("method") in ("initialize", "notifications/initialized"):
+            self._handshake.append(value)
+        if fb.owns(value):
+            await self._forward(value, nursery)
+            return
+        outs = self.core.receive(self.live, value)
+        if len(outs) == 1 and outs[0].finding is not None and isinstance(value, dict):
+            self.live.unanswered.pop()
+            if await self._forward(value, nursery):
+                return
+            self.live.unanswered.append(f"{value.get('method')}: the real server could not be asked")
+        self._queue(outs, nursery)
+
+    async def _forward(self, value: Any, nursery: trio.Nursery) -> bool:
+        assert self.fallback is not None
+        try:
+            await self.fallback.forward(nursery, value, self._handshake)
+        except SpawnError as exc:
+            os.write(2, f"mcptap: {exc}\n".encode())
+            return False
+        return True
 
     async def _writer(self, out: trio.abc.SendStream) -> None:
         try:
@@ -111,9 +157,13 @@ class StdioServer:
                         chunk = b""
                     for value in self._values(bytes(chunk)):
                         self.result.received += 1
-                        self._queue(self.core.receive(self.live, value), nursery)
+                        await self._receive(value, nursery)
                     if not chunk:
                         break
+                if self.fallback is not None:
+                    # the real server's answers to what was forwarded last
+                    await self.fallback.aclose()
+                    self.result.forwarded = self.fallback.forwarded
                 # let the writer drain what is due now; delayed answers are abandoned
                 self._send.close()
                 with trio.move_on_after(5):
@@ -128,6 +178,6 @@ class StdioServer:
         return self.result
 
 
-async def serve_stdio(core: ServeCore, rec: Any = None) -> ServeResult:
+async def serve_stdio(core: ServeCore, rec: Any = None, fallback: Sequence[str] | None = None) -> ServeResult:
     """Serve one stdio session on fds 0/1 (see StdioServer)."""
-    return await StdioServer(core, rec).run()
+    return await StdioServer(core, rec, fallback=fallback).run()

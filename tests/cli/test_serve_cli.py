@@ -69,3 +69,10 @@ def test_an_empty_capture_is_an_error(tmp_path: Path) -> None:
 def test_unwritable_output_is_an_error(tmp_path: Path) -> None:
     cap = record(tmp_path / "c.jsonl", [*handshake()])
     _one_line_error(_serve(str(cap), "-o", str(cap / "under-a-file.jsonl")), "cannot create")
+
+
+def test_extend_needs_a_server_command_and_stdio(tmp_path: Path) -> None:
+    cap = record(tmp_path / "c.jsonl", [*handshake()])
+    _one_line_error(_serve(str(cap), "--extend"), "--extend needs the real server")
+    _one_line_error(_serve(str(cap), "--", "python", "server.py"), "--extend needs the real server")
+    _one_line_error(_serve(str(cap), "--extend", "--listen", "127.0.0.1:0", "--", "python"), "--extend needs the real server")

@@ -71,3 +71,44 @@ def test_record_mode_none_without_a_capture_fails_clearly(pytester: pytest.Pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*mcptap_mock: capture {cap} does not exist (record mode none)*"])
     assert not cap.exists()
+
+
+EPISODES_TEST = '''
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+@pytest.mark.mcptap(record_mode={mode!r})
+async def test_more_calls(mcptap_mock):
+    argv = mcptap_mock({capture!r}, server={server!r})
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode="legacy") as client:
+        added = await client.call_tool("add", {{"a": 2, "b": 40}})
+        echoed = await client.call_tool("echo", {{"text": "a new episode"}})
+    assert added.content[0].text == "42"
+    assert echoed.content[0].text == "a new episode"
+'''
+
+
+def test_new_episodes_adds_what_the_capture_could_not_answer(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    _setup(pytester)
+    cap = tmp_path / "sdk.jsonl"
+    real = [sys.executable, str(SERVER)]
+    pytester.makepyfile(test_first=TEST_FILE.format(server=real, capture=str(cap)))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)    # records add only
+    assert b"a new episode" not in cap.read_bytes()
+    # none: the echo call has no recorded answer
+    pytester.makepyfile(test_first=EPISODES_TEST.format(mode="none", capture=str(cap), server=None))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(failed=1)
+    # new_episodes: served from the capture, echo asked of the real server and added
+    pytester.makepyfile(test_first=EPISODES_TEST.format(mode="new_episodes", capture=str(cap), server=real))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert b"a new episode" in cap.read_bytes()
+    # and now the capture alone answers both
+    pytester.makepyfile(test_first=EPISODES_TEST.format(mode="none", capture=str(cap), server=["/nonexistent"]))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    from mcptap.capture.reader import read_capture
+
+    merged = read_capture(str(cap))
+    assert merged.end is not None and merged.header["episodes"] == 1
+    codes = {f["code"] for r in merged.records for f in r.get("findings", ())}
+    assert "lifecycle.reinitialize" not in codes and "serve.no_recorded_answer" not in codes

@@ -1,0 +1,158 @@
+"""The real server behind the mock (trio, level 4): ``mcptap serve CAP --extend -- CMD``.
+
+    fb = Fallback(argv, to_client)             # to_client(line: bytes) queues a line for the client
+    await fb.forward(nursery, value, handshake) # starts CMD on first use
+    fb.owns(value)                             # a client answer to one of CMD's own requests?
+    await fb.aclose()
+
+The server is started when the capture first cannot answer a request. It is
+given the live client's handshake first (its ``initialize``, under an id of
+mcptap's own whose answer is swallowed, and ``notifications/initialized``;
+nothing in the 2026-07-28 era, where each request carries its own ``_meta``),
+then each request the capture could not answer, and the client's answers to
+the requests the server itself makes. Every line the server writes (other
+than the handshake answer) goes to the client unchanged. Its stderr is
+passed to mcptap's stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+import trio
+
+from mcptap.errors import SpawnError
+from mcptap.protocol.framing import NewlineFramer
+from mcptap.serve.core import hkey
+from mcptap.transport.stdio_os import quiet_close, spawn, wait_exit
+
+INIT_ID = "mcptap-extend-initialize"
+CHUNK = 64 * 1024
+
+
+class Fallback:
+    """See module docstring. ``timeout``: seconds to wait for the handshake answer."""
+
+    def __init__(self, argv: Sequence[str], to_client: Callable[[bytes], None], timeout: float = 30.0) -> None:
+        self.argv = list(argv)
+        self.to_client = to_client
+        self.timeout = timeout
+        self.forwarded = 0
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._stdin: trio.lowlevel.FdStream | None = None
+        self._ready = trio.Event()
+        self._exited = trio.Event()
+        self._server_ids: set[Any] = set()
+        self._open: set[Any] = set()               # forwarded requests not answered yet
+        self._answered = trio.Event()
+
+    def owns(self, value: Any) -> bool:
+        """Whether ``value`` answers a request the real server made."""
+        return isinstance(value, dict) and "method" not in value and hkey(value.get("id")) in self._server_ids
+
+    async def forward(self, nursery: trio.Nursery, value: Any, handshake: Sequence[dict[str, Any]]) -> None:
+        """Send ``value`` to the real server (started, and given ``handshake``, on first use).
+        Raises SpawnError when it cannot be started or does not answer the handshake."""
+        if self._popen is None:
+            await self._start(nursery, handshake)
+        assert self._stdin is not None
+        if self.owns(value):
+            self._server_ids.discard(hkey(value.get("id")))
+        elif isinstance(value, dict) and "id" in value and "method" in value:
+            self.forwarded += 1
+            self._open.add(hkey(value["id"]))
+        try:
+            await self._stdin.send_all(orjson.dumps(value) + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise SpawnError(f"the real server closed its stdin: {exc}") from None
+
+    async def _start(self, nursery: trio.Nursery, handshake: Sequence[dict[str, Any]]) -> None:
+        try:
+            popen, in_w, out_r, err_r = spawn(self.argv)
+        except OSError as exc:
+            raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
+        self._popen = popen
+        self._stdin = trio.lowlevel.FdStream(in_w)
+        nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r))
+        nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
+        nursery.start_soon(self._wait, popen)
+        init = next((m for m in handshake if m.get("method") == "initialize"), None)
+        if init is None:
+            self._ready.set()
+            return
+        await self._stdin.send_all(orjson.dumps({**init, "id": INIT_ID}) + b"\n")
+        with trio.move_on_after(self.timeout):
+            await self._ready.wait()
+        if not self._ready.is_set():
+            raise SpawnError(f"the real server {self.argv[0]!r} did not answer initialize within {self.timeout:g} s")
+        for m in handshake:
+            if m.get("method") != "initialize":
+                await self._stdin.send_all(orjson.dumps(m) + b"\n")
+
+    async def _reader(self, stream: trio.lowlevel.FdStream) -> None:
+        framer = NewlineFramer()
+        async with stream:
+            while True:
+                try:
+                    chunk = await stream.receive_some(CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    chunk = b""
+                for f in framer.receive_data(chunk):
+                    v = f.value
+                    if isinstance(v, dict) and v.get("id") == INIT_ID and "method" not in v:
+                        self._ready.set()
+                        continue
+                    if isinstance(v, dict) and "method" in v and "id" in v:
+                        self._server_ids.add(hkey(v["id"]))
+                    elif isinstance(v, dict) and "id" in v:
+                        self._open.discard(hkey(v["id"]))
+                        if not self._open:
+                            self._answered.set()
+                    self.to_client(f.raw if f.raw.endswith(b"\n") else f.raw + b"\n")
+                if not chunk:
+                    self._answered.set()
+                    return
+
+    async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
+        async with stream:
+            while True:
+                try:
+                    chunk = await stream.receive_some(CHUNK)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    return
+                if not chunk:
+                    return
+                try:
+                    os.write(2, chunk)
+                except OSError:
+                    pass
+
+    async def _wait(self, popen: subprocess.Popen[bytes]) -> None:
+        await wait_exit(popen)
+        self._exited.set()
+
+    async def aclose(self, grace: float = 2.0) -> None:
+        """Wait (up to ``timeout`` s) for the answers to what was forwarded, close
+        the server's stdin; SIGTERM, then SIGKILL its group after ``grace`` s each."""
+        if self._popen is None:
+            return
+        if self._open:
+            self._answered = trio.Event()
+            with trio.move_on_after(self.timeout):
+                await self._answered.wait()
+        if self._stdin is not None:
+            await quiet_close(self._stdin)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with trio.move_on_after(grace):
+                await self._exited.wait()
+            if self._exited.is_set():
+                return
+            try:
+                os.killpg(self._popen.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
