@@ -29,6 +29,17 @@ class Direction(enum.StrEnum):
         return "client" if self is Direction.C2S else "server"
 
 
+#: finding severities, most severe first (the order counts are written in)
+SEVERITIES: tuple[str, ...] = ("error", "warn", "info")
+#: THE severity ranking (info 0 < warn 1 < error 2), keyed by value: a Severity works too
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warn": 1, "error": 2}
+
+
+def severity_counts() -> dict[str, int]:
+    """``{"error": 0, "warn": 0, "info": 0}``: a counter per severity, most severe first."""
+    return dict.fromkeys(SEVERITIES, 0)
+
+
 class Severity(enum.StrEnum):
     """error = breaks a MUST of the negotiated revision or breaks real peers;
     warn = SHOULD or interoperability hazard; info = context."""
@@ -39,10 +50,7 @@ class Severity(enum.StrEnum):
 
     @property
     def rank(self) -> int:
-        return _SEVERITY_RANK[self]
-
-
-_SEVERITY_RANK = {Severity.INFO: 0, Severity.WARN: 1, Severity.ERROR: 2}
+        return SEVERITY_RANK[self.value]
 
 
 class Kind(enum.StrEnum):

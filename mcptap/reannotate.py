@@ -27,13 +27,14 @@ import orjson
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.errors import CaptureReadError
-from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Severity
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Severity, severity_counts
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json, parse_json_full
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.recorder import Recorder
+from mcptap.records import End
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _dumps = orjson.dumps
@@ -85,7 +86,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
     methods: dict[int, str | None] = {}        # open requests: seq -> method
     opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
     last_seq, last_t = 0, 0
-    severities = {"error": 0, "warn": 0, "info": 0}
+    severities = severity_counts()
     codes: dict[str, int] = {}
     end: dict[str, Any] | None = None
 
@@ -136,8 +137,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
         fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={p['id']!r} has no answer in the capture, which was cut short",
                       p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
         count(fs)
-        yield {"type": "end", "seq": last_seq + 1, "t_us": last_t, "severities": severities, "codes": dict(sorted(codes.items())),
-               "pending": list(opened.values()), "unanswered": fs, "incomplete": True}
+        yield End(last_seq + 1, last_t, severities, codes, list(opened.values()), unanswered=fs, extra={"incomplete": True}).to_json()
         return
     out = dict(end)
     for f in end.get("unanswered", ()):

@@ -25,6 +25,7 @@ from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json_full
+from mcptap.records import End, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
 _DIRS = {"c2s": C2S, "s2c": S2C}
@@ -263,12 +264,10 @@ class Recorder:
         if b"\n" not in data and not self._stderr_unterminated_flagged:
             self._stderr_unterminated_flagged = True
             fs.append(finding("process.stderr_unterminated", "stderr data without a newline (e.g. CR progress output): forwarded and stored as-is"))
-        rec: dict[str, Any] = {"type": "stderr", "seq": self._next(), "t_us": t}
-        encode_bytes(data, "data", rec)
-        if fs:
-            rec["findings"] = [f.to_json() for f in fs]
-            self._count(fs)
-        self._write(rec)
+        payload: dict[str, Any] = {}
+        encode_bytes(data, "data", payload)
+        self._count(fs)
+        self._write(Record("stderr", self._next(), t, payload, tuple(f.to_json() for f in fs)).to_json())
         self._flush()
 
     def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
@@ -312,13 +311,9 @@ class Recorder:
     def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
         """Write any other record (``http``, ``gap``, ``eof``, …); returns its seq."""
         seq = self._next()
-        rec: dict[str, Any] = {"type": type, "seq": seq, "t_us": self.clock()}
-        rec.update(fields)
         fs = list(findings)
-        if fs:
-            rec["findings"] = [f.to_json() for f in fs]
-            self._count(fs)
-        self._write(rec)
+        self._count(fs)
+        self._write(Record(type, seq, self.clock(), fields, tuple(f.to_json() for f in fs)).to_json())
         self._flush()
         return seq
 
@@ -343,29 +338,22 @@ class Recorder:
                 self._emit(f, d, t)
         fs = self.annotator.finish(t, complete=not incomplete)
         self._count(fs)
-        end: dict[str, Any] = {
-            "type": "end", "seq": self._next(), "t_us": t,
-            "c2s": self.streams[C2S].json(), "s2c": self.streams[S2C].json(),
-            "severities": {k.value: v for k, v in self.severities.items()},
-            "codes": dict(sorted(self.codes.items())),
-            "pending": [p.describe() for p in self.annotator.pending()],
-            "cancelled_unanswered": [p.describe() for p in self.annotator.pairing.pending() if p.cancelled],
-        }
-        if self.transport == "stdio":
-            end["stderr"] = self.stderr_stream.json()
-        if self.chunks and not self._reframe:
-            end["chunks"] = {"records": self.chunks, "bytes": self.chunk_bytes}
-        if fs:
-            end["unanswered"] = [f.to_json() for f in fs]
-        if exit_code is not None:
-            end["exit_code"] = exit_code
-        end.update(extra)
+        seq = self._next()
         w = self.writer
         if w is not None:
             w.flush()
-            if w.failed is not None:
-                end["capture_error"] = w.failed
-                end["dropped_records"] = w.dropped
+        end = End(
+            seq, t, {k.value: v for k, v in self.severities.items()}, self.codes,
+            [p.describe() for p in self.annotator.pending()],
+            c2s=self.streams[C2S].json(), s2c=self.streams[S2C].json(),
+            cancelled_unanswered=[p.describe() for p in self.annotator.pairing.pending() if p.cancelled],
+            stderr=self.stderr_stream.json() if self.transport == "stdio" else None,
+            chunks={"records": self.chunks, "bytes": self.chunk_bytes} if self.chunks and not self._reframe else None,
+            unanswered=[f.to_json() for f in fs] if fs else None,
+            exit_code=exit_code, extra=extra,
+            capture_error=w.failed if w is not None else None, dropped_records=w.dropped if w is not None else None,
+        ).to_json()
+        if w is not None:
             w.write(end)
             w.close()
         self.end = end

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 
-from mcptap.check.report import SEVERITY_RANK as _RANK
 from mcptap.check.report import CaptureReport, CheckReport
+from mcptap.model import SEVERITY_RANK as _RANK
 
 
 def _suite(cap: CaptureReport, report: CheckReport) -> ET.Element:

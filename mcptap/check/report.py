@@ -24,10 +24,11 @@ from typing import Any
 
 from mcptap.check.reannotated import Reannotated, all_findings
 from mcptap.errors import CaptureReadError
+from mcptap.model import SEVERITY_RANK, severity_counts
 from mcptap.protocol.codes import CODES
 
 FAIL_ON = ("error", "warn", "info", "never")
-SEVERITY_RANK = _RANK = {"info": 0, "warn": 1, "error": 2}
+_RANK = SEVERITY_RANK
 
 
 @dataclass(slots=True)
@@ -95,7 +96,7 @@ class CaptureReport:
     complete: bool = False
     truncated: bool = False
     groups: dict[str, CodeGroup] = field(default_factory=dict)
-    severities: dict[str, int] = field(default_factory=lambda: {"error": 0, "warn": 0, "info": 0})
+    severities: dict[str, int] = field(default_factory=severity_counts)
     error: str | None = None
 
     def sorted_groups(self) -> list[CodeGroup]:
@@ -140,7 +141,7 @@ class CheckReport:
         return 1 if any(self.failing(c) for c in self.captures) else 0
 
     def totals(self) -> dict[str, int]:
-        out = {"error": 0, "warn": 0, "info": 0}
+        out = severity_counts()
         for c in self.captures:
             for s, n in c.severities.items():
                 out[s] += n

@@ -24,6 +24,7 @@ from mcptap.cli import options
 from mcptap.cli.output import styler
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
+from mcptap.model import severity_counts
 from mcptap.paths import default_capture_path
 from mcptap.show.render import timeline
 
@@ -39,7 +40,7 @@ def _capture_path(output: str | None) -> str:
 
 
 def _findings(cap: Capture) -> dict[str, int]:
-    counts = {"error": 0, "warn": 0, "info": 0}
+    counts = severity_counts()
     for rec in cap.records:
         for key in ("findings", "unanswered"):
             fs = rec.get(key)

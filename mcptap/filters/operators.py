@@ -34,8 +34,9 @@ import orjson
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
+from mcptap.model import SEVERITY_RANK
 
-_SEV_RANK = {"info": 0, "warn": 1, "warning": 1, "error": 2}
+_SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
 _KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}
 _DIRS = {"~c2s": "c2s", "~s2c": "s2c"}
 

@@ -24,13 +24,13 @@ import orjson
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls as esc
 from mcptap.filters.operators import Filter
+from mcptap.model import SEVERITY_RANK
 from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
          "invalid": "inval", "non_json": "text"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
-_RANK = {"info": 0, "warn": 1, "error": 2}
 _PHASE = {"before_initialize": "before_init"}
 
 
@@ -216,7 +216,7 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
     ``-)`` notification, ``-->>`` result, ``--x`` error, ``--)`` non-JSON
     output), notes for findings at or above ``notes`` (error|warn|info|never),
     eof and process exit."""
-    rank = _RANK.get(notes, 99)
+    rank = SEVERITY_RANK.get(notes, 99)
     tracker = Tracker()
     yield "sequenceDiagram"
     yield "    participant C as Client"
@@ -247,7 +247,7 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
             how = f"signal {rec['signal']}" if rec.get("signal") is not None else f"status {rec.get('code')}"
             yield f"    Note over S: {_mm(f'{seq} exit {how}')}"
         for f in fs:
-            if _RANK.get(f.get("severity"), 0) >= rank:
+            if SEVERITY_RANK.get(f.get("severity") or "", 0) >= rank:
                 yield f"    Note over C,S: {_mm(_SEV_MARK.get(f.get('severity'), '?') + ' ' + str(f.get('code')))}"
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls
+from mcptap.model import severity_counts
 
 Style = Callable[[str, str], str]
 
@@ -153,7 +154,7 @@ class Summary:
         self.kinds: dict[str, int] = {}
         self.methods: dict[str, _Stat] = {}
         self.tools: dict[str, _Stat] = {}
-        self.severities = {"error": 0, "warn": 0, "info": 0}
+        self.severities = severity_counts()
         self.codes: dict[str, int] = {}
         self.last_us = 0
         self.end: dict[str, Any] | None = None
