@@ -87,7 +87,9 @@ async def test_sdk_client_gets_every_recorded_answer_over_http(name: str, tmp_pa
     real = await record_http(name, cap)
     assert real["answers"]["echo"] == "héllo ☕"
     own = tmp_path / "own.jsonl"
-    async with serving(cap, "-o", str(own)) as url:
+    # one mode also with the recorded delays (scaled), through the delayed-output path
+    extra = ("--latency", "recorded", "--speed", "4") if name == "sse-legacy" else ()
+    async with serving(cap, "-o", str(own), *extra) as url:
         async with _client(url, name) as client:
             served = await steps(client)
     assert served == real
