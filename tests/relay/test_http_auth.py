@@ -207,3 +207,11 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     f.prm_document(data, "http://127.0.0.1:9000/.well-known/oauth-protected-resource")
     f.as_document(data)
     scrub_body(data, [(b"content-type", b"application/x-www-form-urlencoded")])
+
+
+def test_metadata_at_a_custom_path_named_by_the_challenge_is_rewritten_too() -> None:
+    # RFC 9728 §5.1: resource_metadata may name any URL (conformance auth/metadata-var3)
+    f = front()
+    f.www_authenticate(b'Bearer resource_metadata="http://127.0.0.1:9000/custom/prm.json"')
+    assert f.route(b"/custom/prm.json").kind == oauth.PRM
+    assert f.route(b"/custom/other.json").kind == oauth.MCP

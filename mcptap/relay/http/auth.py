@@ -100,6 +100,9 @@ class AuthFront:
     tap_origin: str
     origins: list[Upstream] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
+    #: (origin index, path) of metadata documents a challenge named at a path other
+    #: than the well-known one (RFC 9728 §5.1 lets ``resource_metadata`` be any URL)
+    prm_paths: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if not self.origins:
@@ -120,7 +123,7 @@ class AuthFront:
         (its ``Host``; None: the listen address). Shares the fronted origins."""
         if not authority:
             return self
-        return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes)
+        return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes, self.prm_paths)
 
     def take_notes(self) -> list[tuple[str, str]]:
         notes, self.notes = self.notes, []
@@ -192,7 +195,7 @@ class AuthFront:
         if origin < 0:
             return Route(0, target, UNKNOWN_FRONT)
         new = (path + sep + query).encode("latin-1") if origin else target
-        if path.startswith(WK_PRM):
+        if path.startswith(WK_PRM) or (origin, path) in self.prm_paths:
             kind = PRM
         elif path.startswith(WK_AS) or path.endswith(WK_AS[1]):
             kind = AS_META
@@ -212,7 +215,14 @@ class AuthFront:
     def www_authenticate(self, value: bytes) -> bytes:
         """A ``WWW-Authenticate`` value with ``resource_metadata="…"`` fronted."""
         s = value.decode("latin-1")
-        new = _RESOURCE_METADATA.sub(lambda m: m.group(1) + self.front(m.group(2), learn=True) + m.group(3), s)
+        def one(m: re.Match[str]) -> str:
+            url = self.front(m.group(2), learn=True)
+            r = self.route(urlsplit(url).path.encode("latin-1", "replace")) if url != m.group(2) else None
+            if r is not None and r.kind != UNKNOWN_FRONT:
+                self.prm_paths.add((r.origin, r.target.decode("latin-1")))
+            return m.group(1) + url + m.group(3)
+
+        new = _RESOURCE_METADATA.sub(one, s)
         return new.encode("latin-1", "replace") if new != s else value
 
     def location(self, value: bytes) -> bytes:
