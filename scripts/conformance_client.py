@@ -32,12 +32,11 @@ from urllib.parse import parse_qs, urlparse
 
 import anyio
 import httpx2
-from pydantic import AnyUrl
-
 from mcp import ClientSession, types
 from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 REDIRECT = "http://localhost:3000/callback"
 
@@ -118,7 +117,9 @@ def auth_code_provider(url: str) -> OAuthClientProvider:
 
 def client_credentials_provider(url: str, scenario: str) -> OAuthClientProvider:
     from mcp.client.auth.extensions.client_credentials import (
-        ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider, SignedJWTParameters,
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
     )
     ctx = context()
     if scenario.endswith("jwt"):

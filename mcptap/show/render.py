@@ -101,9 +101,32 @@ def _other_raw(rec: dict[str, Any]) -> str:
         return "context  assumed " + " ".join(f"{k}={v}" for k, v in state.items() if not isinstance(v, dict))
     if typ == "gap":
         return f"gap      {rec.get('reason', '')}"
+    if typ == "http" and rec.get("auth"):
+        return _auth_raw(rec)
     skip = {"type", "seq", "t_us", "findings"}
     bits = [f"{k}={v}" for k, v in rec.items() if k not in skip and isinstance(v, (str, int, float))][:6]
     return f"{typ:<8} {' '.join(bits)}"
+
+
+#: what each OAuth exchange kind is (relay/http/auth.py route kinds)
+_AUTH_KIND = {"prm": "resource metadata", "as_meta": "auth server metadata", "as": "authorization server", "mcp": "MCP endpoint"}
+
+
+def _auth_raw(rec: dict[str, Any]) -> str:
+    """The OAuth flow through the tap, marked ``auth`` in the timeline."""
+    ev, kind = rec.get("event"), _AUTH_KIND.get(str(rec.get("auth")), str(rec.get("auth")))
+    if ev == "request":
+        return f"auth  ▸ {kind}: {rec.get('method', '')} {shorten(str(rec.get('target', '')), 70)}"
+    if ev == "response":
+        return f"auth  ◂ {kind}: {rec.get('status', '')} {rec.get('reason', '')}"
+    if ev == "auth_rewrite":
+        return f"auth  ✎ {rec.get('what', '')} pointed at the tap" if rec.get("what") not in ("target", "form") \
+            else f"auth  ✎ resource mapped back to the upstream ({rec.get('what')})"
+    if ev in ("request_body", "response_body"):
+        return f"auth    {ev.replace('_', ' ')} {shorten(str(rec.get('body', rec.get('body_b64', ''))), 60)}"
+    if ev == "end":
+        return f"auth    end {rec.get('how', '')}"
+    return f"auth    {ev}"
 
 
 def _findings_lines(fs: list[dict[str, Any]], st: Style) -> Iterator[str]:

@@ -215,3 +215,14 @@ def test_metadata_at_a_custom_path_named_by_the_challenge_is_rewritten_too() -> 
     f.www_authenticate(b'Bearer resource_metadata="http://127.0.0.1:9000/custom/prm.json"')
     assert f.route(b"/custom/prm.json").kind == oauth.PRM
     assert f.route(b"/custom/other.json").kind == oauth.MCP
+
+
+def test_show_marks_the_auth_flow_in_the_timeline() -> None:
+    from mcptap.show.render import timeline_line
+    req = {"type": "http", "seq": 6, "t_us": 1000, "event": "request", "auth": "prm", "method": "GET",
+           "target": "/.well-known/oauth-protected-resource/mcp"}
+    assert "auth  ▸ resource metadata: GET /.well-known/oauth-protected-resource/mcp" in timeline_line(req, None)
+    rw = {"type": "http", "seq": 7, "t_us": 1000, "event": "auth_rewrite", "auth": "as", "what": "form"}
+    assert "resource mapped back to the upstream" in timeline_line(rw, None)
+    plain_http = {"type": "http", "seq": 8, "t_us": 1000, "event": "request", "method": "POST", "target": "/mcp"}
+    assert "auth" not in timeline_line(plain_http, None)
