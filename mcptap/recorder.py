@@ -10,9 +10,7 @@ the annotator and the capture writer, and writes the ``end`` record.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -20,6 +18,7 @@ import orjson
 from mcptap import __version__
 from mcptap.capture.format import RAW_ONLY_ABOVE, encode_bytes, header_record, message_record
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
@@ -35,12 +34,6 @@ _dumps = orjson.dumps
 #: is raised (cases/B24: a host that never reads stderr blocks the server at
 #: the 64 KiB pipe buffer; 256 KiB in one interval is worth a look).
 STDERR_VOLUME = 256 * 1024
-
-
-def monotonic_us_clock() -> Callable[[], int]:
-    """A clock returning µs since its creation (int, monotonic)."""
-    t0 = time.monotonic_ns()
-    return lambda: (time.monotonic_ns() - t0) // 1000
 
 
 class _Stream:
@@ -96,7 +89,7 @@ class Recorder:
         self._reframe = False         # re-annotation: streams are re-framed from bytes
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
-        self.started = started = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        self.started = started = utc_timestamp()
         if writer is not None:
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
             writer.write(header_record(transport, target or {}, started, __version__, **extra))

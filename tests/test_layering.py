@@ -4,6 +4,7 @@ only in transports/replay runner, click only in the CLI (docs/internals.md)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "mcptap"
@@ -148,3 +149,46 @@ def test_only_lifecycle_changes_phase_and_era() -> None:
                         and t.attr in ("phase", "era", "revision"):
                     bad.append(f"{mod}:{node.lineno} sets {t.value.id}.{t.attr}")
     assert not bad, "\n".join(bad)
+
+
+#: Below level 4 only these may read a clock or touch files: the capture file
+#: boundary, the capture directory, the clock module, user rules/key files, and
+#: the demo peers (stand-alone programs). A new module that needs either: add it
+#: here with the reason, or (better) take the time / the bytes as arguments.
+CLOCK_OR_FILES = {
+    "mcptap.capture.writer", "mcptap.capture.reader", "mcptap.capture.follow", "mcptap.capture.source",  # the capture file
+    "mcptap.paths", "mcptap.catalog",                 # the capture directory: names, listing, pruning
+    "mcptap.clock",                                   # the one place the core's clocks are read
+    "mcptap.redact.keyfile", "mcptap.redact.rules",   # the user's redaction key and rules files
+    "mcptap.serve.extend",                            # writes the extended capture beside the original
+    "mcptap.demo.client", "mcptap.demo.server",       # stand-alone demo peers (stdlib programs)
+}
+_OS_IO = {"open", "write", "remove", "unlink", "replace", "rename", "makedirs", "mkdir", "fchmod", "ftruncate", "fsync", "fdopen"}
+_PATH_WRITES = {"write_text", "write_bytes", "unlink", "mkdir", "touch", "rename", "symlink_to", "chmod"}
+
+
+def _clock_or_file_access(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import) and any(a.name.split(".")[0] == "time" for a in n.names):
+            yield n.lineno, "imports time"
+        elif isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "time" and not n.level:
+            yield n.lineno, "imports time"
+        elif isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Name) and f.id == "open":
+                yield n.lineno, "open()"
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                if f.value.id == "os" and f.attr in _OS_IO:
+                    yield n.lineno, f"os.{f.attr}()"
+                elif f.value.id in ("datetime", "date") and f.attr in ("now", "utcnow", "today"):
+                    yield n.lineno, f"{f.value.id}.{f.attr}()"
+            if isinstance(f, ast.Attribute) and f.attr in _PATH_WRITES and not (isinstance(f.value, ast.Name) and f.value.id == "os"):
+                yield n.lineno, f".{f.attr}()"
+
+
+def test_no_clock_or_file_access_in_the_core() -> None:
+    """The pure core (levels 0-3) never reads a clock (time arrives with events)
+    and never touches files (bytes arrive as arguments), outside CLOCK_OR_FILES."""
+    bad = [f"{mod}:{line} {what}" for mod, path in modules() if level(mod) <= 3 and mod not in CLOCK_OR_FILES
+           for line, what in _clock_or_file_access(ast.parse(path.read_text()))]
+    assert not bad, "clock or file access in the core (see CLOCK_OR_FILES):\n" + "\n".join(bad)

@@ -31,10 +31,10 @@ import collections
 import queue
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
-from mcptap.model import Direction
+from mcptap.model import Direction, Finding, Message
 
 SPILL_BYTES = 2 << 20
 LOSE_BYTES = 16 << 20
@@ -42,6 +42,31 @@ SWITCH_INTERVAL = 50e-6     # s; CPython's default 5 ms would stall a forward th
 
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
 _CHUNK, _LOST, _STOP = object(), object(), object()
+
+
+class TapRecorder(Protocol):
+    """What the stdio tap calls on its recorder (``mcptap.recorder.Recorder``),
+    typed: the tap names methods, never strings. ``clock``: µs since the
+    capture started; the hand-off replaces it while its thread runs."""
+
+    clock: Callable[[], int]
+
+    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
+                    behind: Callable[[], bool] | None = None) -> list[Message]: ...
+
+    def stdio_unframed(self, direction: Direction, data: bytes) -> None: ...
+
+    def lost(self, direction: Direction, nbytes: int) -> None: ...
+
+    def stdio_eof(self, direction: Direction) -> list[Message]: ...
+
+    def stderr(self, data: bytes) -> None: ...
+
+    def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int: ...
+
+    def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int: ...
+
+    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int: ...
 
 
 class Handoff:
@@ -52,7 +77,7 @@ class Handoff:
     from the recorder thread with a one-line reason when the Recorder raised
     (recording stops; the relay goes on)."""
 
-    def __init__(self, rec: Any, on_error: Callable[[str], None]) -> None:
+    def __init__(self, rec: TapRecorder, on_error: Callable[[str], None]) -> None:
         self.rec = rec
         self.error: str | None = None
         self.spills = 0                       # times analysis fell behind
@@ -98,7 +123,7 @@ class Handoff:
             self._bell.put(None)
         return item
 
-    def call(self, fn: Any, *args: Any, **fields: Any) -> None:
+    def call(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
         """Queue a call of ``fn(*args, **fields)`` (a Recorder method) in order."""
         self._put([QUEUED, fn, args, fields, 0, 0])
 

@@ -51,7 +51,7 @@ import trio
 from mcptap.model import Direction
 from mcptap.protocol.codes import finding
 from mcptap.transport import forward
-from mcptap.transport.handoff import Handoff
+from mcptap.transport.handoff import Handoff, TapRecorder
 from mcptap.transport.stdio_os import CHUNK, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
@@ -83,7 +83,7 @@ class StdioTap:
     with mcptap's own one-line messages (no "mcptap: " prefix) before the relay
     starts; during the relay they go through the stderr buffer."""
 
-    def __init__(self, argv: Sequence[str], rec: Any, *, grace: float = 5.0,
+    def __init__(self, argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,
                  shown_argv: Sequence[str] | None = None, say: Callable[[str], None] | None = None) -> None:
         self.argv = list(argv)
         self.shown_argv = list(shown_argv if shown_argv is not None else argv)
@@ -109,8 +109,8 @@ class StdioTap:
     # Every recorder call goes through the Handoff queue, in the order the
     # events happened (forwarded chunks are queued between read and write, so
     # a request precedes its answer), and runs on the recorder thread.
-    def _rec(self, method: str, *args: Any, **fields: Any) -> None:
-        self._handoff.call(getattr(self.rec, method), *args, **fields)
+    def _rec(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
+        self._handoff.call(fn, *args, **fields)
 
     def _recorder_failed(self, reason: str) -> None:
         """From the recorder thread: recording stopped (a bug in mcptap)."""
@@ -155,14 +155,14 @@ class StdioTap:
                 reason = getattr(exc, "strerror", None) or str(exc)
                 self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
                 self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
-                self._rec("process", "spawn_failed", argv=self.shown_argv, error=reason,
+                self._rec(self.rec.process, "spawn_failed", argv=self.shown_argv, error=reason,
                           errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
                           findings=[finding("process.spawn_failed", self.result.spawn_error,
                                             {"exit_code": self.result.exit_code})])
                 self.say(self.result.spawn_error)
                 return self.result
             self._pgid = popen.pid
-            self._rec("process", "spawn", pid=popen.pid, argv=self.shown_argv)
+            self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
             child_err = trio.lowlevel.FdStream(err_r)
             host_err = host_stream(2, threaded=True)
             fds = {"host_in": os.dup(0), "host_out": os.dup(1), "child_in": in_w, "child_out": out_r}
@@ -216,7 +216,7 @@ class StdioTap:
         if reason == "forwarded":
             fs.append(finding("process.signal_forwarded", f"mcptap received {signame(signum)} and forwarded it to the server's process group",
                               {"signal": signame(signum)}))
-        self._rec("process", "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
+        self._rec(self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
 
     async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
         """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
@@ -249,7 +249,7 @@ class StdioTap:
                 await self._stdout_done.wait()
                 return
             if signum == signal.SIGTERM:
-                self._rec("process", "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
+                self._rec(self.rec.process, "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
                     "process.no_exit_after_stdin_eof", f"server still running {self.grace:g} s after its stdin was closed: sending SIGTERM",
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
@@ -258,7 +258,7 @@ class StdioTap:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
-            self._rec("process", "exited_but_stdout_open", pid=self._pgid, findings=[finding(
+            self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
         _close_fd(fds.pop("host_out", -1))
@@ -268,7 +268,7 @@ class StdioTap:
         fields = dict(self._exit_fields)
         if self.result.stderr_dropped:
             fields["stderr_dropped"] = self.result.stderr_dropped
-        self._rec("exit", **fields)
+        self._rec(self.rec.exit, **fields)
         self._err_send.close()
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             while self._err_buffered and not self._host_err_broken:
@@ -289,14 +289,14 @@ class StdioTap:
             # the server closed its stdin: stop reading, so the host gets
             # EPIPE on its next write, as it would talking to the server directly
             recorded = not self._handoff.withdraw(token)
-            self._rec("process", "stdin_closed_by_server", undelivered_bytes=undelivered, recorded_anyway=recorded)
-            self._rec("stdio_eof", Direction.C2S)
+            self._rec(self.rec.process, "stdin_closed_by_server", undelivered_bytes=undelivered, recorded_anyway=recorded)
+            self._rec(self.rec.stdio_eof, Direction.C2S)
             _close_fd(fds.pop("host_in", -1))
             detach_fd(0)
             return
         _close_fd(fds.pop("child_in", -1))
         self._stdin_eof_at = trio.current_time()
-        self._rec("stdio_eof", Direction.C2S)
+        self._rec(self.rec.stdio_eof, Direction.C2S)
         nursery.start_soon(self._after_stdin_eof)
 
     async def _s2c(self, fds: dict[str, int]) -> None:
@@ -309,10 +309,10 @@ class StdioTap:
                 # the host closed our stdout: close the server's, so it gets
                 # EPIPE/SIGPIPE like a direct pipe would give it
                 recorded = not self._handoff.withdraw(token)
-                self._rec("process", "stdout_closed_by_host", undelivered_bytes=undelivered, recorded_anyway=recorded)
+                self._rec(self.rec.process, "stdout_closed_by_host", undelivered_bytes=undelivered, recorded_anyway=recorded)
                 _close_fd(fds.pop("child_out", -1))
             else:
-                self._rec("stdio_eof", Direction.S2C)
+                self._rec(self.rec.stdio_eof, Direction.S2C)
         finally:
             self._stdout_done.set()
 
@@ -325,7 +325,7 @@ class StdioTap:
                     data = b""
                 if not data:
                     return
-                self._rec("stderr", data)
+                self._rec(self.rec.stderr, data)
                 self._stderr_out(data)
         finally:
             self._stderr_read_done.set()
@@ -340,7 +340,7 @@ class StdioTap:
             self.result.stderr_dropped += len(data)
             if not self._err_overflowing:
                 self._err_overflowing = True
-                self._rec("process", "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
+                self._rec(self.rec.process, "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
                     "process.stderr_backpressure", f"the host is not draining mcptap's stderr: {self._err_buffered} bytes buffered, "
                     "further server stderr is recorded but not shown until it drains")])
             return
@@ -368,7 +368,7 @@ class StdioTap:
             self._err_buffered -= size
             if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
                 self._err_overflowing = False
-                self._rec("process", "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
+                self._rec(self.rec.process, "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
 
 
 def _close_fd(fd: int) -> None:
@@ -379,7 +379,7 @@ def _close_fd(fd: int) -> None:
             pass
 
 
-async def run_stdio_tap(argv: Sequence[str], rec: Any, *, grace: float = 5.0,
+async def run_stdio_tap(argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,
                         shown_argv: Sequence[str] | None = None,
                         say: Callable[[str], None] | None = None) -> TapResult:
     """Run the stdio tap on this process's fds 0/1/2 (see the module docstring)."""
