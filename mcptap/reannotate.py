@@ -20,6 +20,7 @@ record that cannot be read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
 from typing import Any
 
 import orjson
@@ -58,6 +59,10 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
         return
     transport = header.get("transport", "stdio")
     rec = Reannotator(transport, Annotator(transport, shapes=shapes), light)
+    url = (header.get("target") or {}).get("url") if isinstance(header.get("target"), dict) else None
+    if isinstance(url, str):
+        path = urlsplit(url).path
+        rec._http.judge.endpoint = path if path not in ("", "/") else None
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):

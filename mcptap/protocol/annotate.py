@@ -60,7 +60,8 @@ class Annotator:
         self._sessions: dict[Any, SessionState] = {}
         self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
         self._contracts = Contracts()
-        self._answers = HttpAnswers(self.pairing)
+        #: HTTP error answers (protocol/http_answers.py), also used by the HTTP judge
+        self.answers = HttpAnswers(self.pairing)
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
@@ -143,7 +144,7 @@ class Annotator:
         msg.phase = st.phase
         msg.revision = st.revision
         if transport is not None and direction is S2C and self.transport == "http" and status_of(transport) >= 400:
-            if self._answers.error_payload(msg, value, exchange, self.session(self._scope)):
+            if self.answers.error_payload(msg, value, exchange, self.session(self._scope)):
                 return msg
         if cls.kind is Kind.NON_JSON:
             non_json_findings(frame, msg, self.transport)
@@ -233,6 +234,8 @@ class Annotator:
                     self.pairing.keep_token(p, tid)
         elif isinstance(value.get("error"), dict):
             code = value["error"].get("code")
+            if exchange is not None and status_of(msg.transport) < 400:   # error statuses: noted by HttpAnswers
+                self.answers.error(exchange, value["error"])
             out.extend(conventions.error_code(code, msg.revision))
             if code == -32601:
                 out.extend(method_not_found(p, st, msg.revision))
@@ -253,7 +256,7 @@ class Annotator:
         or (Streamable HTTP) on an error status, answering its POST's request."""
         err = value.get("error") if isinstance(value, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
-        answered = self._answers.idless_error(msg, value, code) if self.transport == "http" else None
+        answered = self.answers.idless_error(msg, value, code) if self.transport == "http" else None
         if answered is not None:
             return answered.seq, msg.t_us - answered.t_us, None
         prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
@@ -355,11 +358,6 @@ class Annotator:
         msg.findings.extend(found)
 
     # -- HTTP answers that are not JSON-RPC (protocol/http_answers.py) ------------------------
-    def http_rejected(self, exchange: Any, status: int) -> list[Finding]:
-        """The POST of ``exchange`` got a complete ``status`` response; see
-        ``HttpAnswers.rejected`` (requests refused at HTTP level)."""
-        return self._answers.rejected(exchange, status)
-
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
         """A stream closed. stdio: when the server's stdout closes, requests the

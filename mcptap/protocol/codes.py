@@ -29,12 +29,17 @@ JR = "JSON-RPC 2.0 §5"
 @dataclass(frozen=True, slots=True)
 class Code:
     """One finding code: ``code`` (family.name), default ``severity``,
-    ``meaning`` (one line) and ``source`` (spec page, relative to a revision)."""
+    ``meaning`` (one line), ``source`` (spec page, relative to a revision) and
+    ``also``: the other severities a rule may give it, each with when."""
 
     code: str
     severity: Severity
     meaning: str
     source: str
+    also: tuple[tuple[Severity, str], ...] = ()
+
+    def allows(self, severity: Severity) -> bool:
+        return severity is self.severity or any(s is severity for s, _ in self.also)
 
 
 _TABLE: list[tuple[str, Severity, str, str]] = [
@@ -233,7 +238,23 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "record sequence numbers go backwards, repeat, or skip without a gap record: records were reordered, duplicated or removed", "mcptap capture format"),
 ]
 
-CODES: dict[str, Code] = {c: Code(c, s, m, src) for c, s, m, src in _TABLE}
+#: The only severities a rule may give a code besides its default, and when
+#: (the docs show them; ``finding`` refuses any other).
+OTHER_SEVERITIES: dict[str, tuple[tuple[Severity, str], ...]] = {
+    "framing.batch": ((INFO, "negotiated 2025-03-26, where batches are legal"),),
+    "jsonrpc.error_id_null": ((INFO, "-32700/-32600 answering input that could not be read: the correct rejection"),),
+    "jsonrpc.unanswered_request": ((INFO, "the capture was cut short: the answer may simply not have been recorded"),),
+    "jsonrpc.response_after_cancel": ((ERROR, "2026-07-28: the server MUST NOT send anything after a cancellation"),),
+    "jsonrpc.error_code_not_in_revision": ((INFO, "-32002 on a revision where resource-not-found is -32602 (clients SHOULD still accept it)"),),
+    "capability.not_negotiated": ((WARN, "revisions where capabilities are SHOULD (2024-11-05, 2025-03-26, unknown), or a SHOULD-level conditional gate"),),
+    "capability.not_in_revision": ((ERROR, "a request that was removed before the negotiated revision"),),
+    "sse.connection_closed_mid_stream": ((INFO, "the stream had event ids: resumable with Last-Event-ID"),),
+    "capability.unknown_method": ((INFO, "mcptap's own rule error, reported instead of losing the message"),),
+    "shape.invalid_params": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
+    "shape.invalid_result": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
+}
+
+CODES: dict[str, Code] = {c: Code(c, s, m, src, OTHER_SEVERITIES.get(c, ())) for c, s, m, src in _TABLE}
 
 #: Codes the transports decide (HTTP exchange facts, SSE framing, process
 #: events): re-annotation keeps them as recorded, since a capture holds their
@@ -247,9 +268,16 @@ def transport_made(code: str) -> bool:
 
 
 def finding(code: str, message: str, data: dict[str, Any] | None = None, severity: Severity | None = None) -> Finding:
-    """Build a Finding with the table's default severity (or ``severity``).
-    Raises KeyError for a code that is not in the table (a bug in mcptap)."""
-    return Finding(code, severity or CODES[code].severity, message, data)
+    """Build a Finding with the table's default severity (or ``severity``,
+    which must be the default or one of the code's ``also``). Raises KeyError
+    for a code that is not in the table and ValueError for a severity the
+    table does not give it (bugs in mcptap)."""
+    c = CODES[code]
+    if severity is None:
+        return Finding(code, c.severity, message, data)
+    if not c.allows(severity):
+        raise ValueError(f"{code} may not be {severity.value} (codes.py OTHER_SEVERITIES)")
+    return Finding(code, severity, message, data)
 
 
 def markdown() -> str:
@@ -260,14 +288,15 @@ def markdown() -> str:
         "Generated from `mcptap/protocol/codes.py` (`python -m mcptap.protocol.codes > docs/findings.md`); do not edit by hand.",
         "",
         "Severity: **error** breaks a MUST of the negotiated revision or breaks real peers; "
-        "**warn** is a SHOULD or an interoperability hazard; **info** is context. Rules may adjust the "
-        "default per revision (shown where it applies in the finding's message).",
+        "**warn** is a SHOULD or an interoperability hazard; **info** is context. A rule gives a code "
+        "another severity only where the table says so (\"also\"), and the finding's message says why.",
         "",
-        "| code | default severity | meaning | spec source |",
+        "| code | severity | meaning | spec source |",
         "|---|---|---|---|",
     ]
     for c in CODES.values():
-        lines.append(f"| `{c.code}` | {c.severity.value} | {c.meaning} | {c.source} |")
+        sev = c.severity.value + "".join(f"; also **{s.value}**: {why}" for s, why in c.also)
+        lines.append(f"| `{c.code}` | {sev} | {c.meaning} | {c.source} |")
     return "\n".join(lines) + "\n"
 
 

@@ -64,6 +64,7 @@ class HttpAnswers:
     def __init__(self, pairing: Pairing) -> None:
         self.pairing = pairing
         self._bodies = BoundedMap(4096)      # exchange -> True: a JSON-RPC(-ish) s2c payload was judged
+        self._session_errors = BoundedMap(1024)   # exchange -> error message naming the session
 
     def _requests_of(self, exchange: Any, requester: Direction) -> list[Pending]:
         return [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is requester]
@@ -80,6 +81,8 @@ class HttpAnswers:
             return True
         if exchange is not None:
             self._bodies.add(exchange, True)
+        if isinstance(value, dict):
+            self.error(exchange, value.get("error"))
         if isinstance(value, dict) and value.get("jsonrpc") != "2.0" and status not in AUTH_STATUSES:
             mine = self._requests_of(exchange, Direction.C2S)
             if len(mine) == 1 and mine[0].method:
@@ -87,6 +90,17 @@ class HttpAnswers:
                 msg.findings.extend(declared_but_unsupported(mine[0].method, Direction.C2S, st.revision, client_caps, st.server_caps,
                                                              f"HTTP {status} with a non-JSON-RPC body"))
         return False
+
+    def error(self, exchange: Any, error: Any) -> None:
+        """An s2c JSON-RPC error on ``exchange``: remember it when its message
+        names the session (``Session not found``, ``No valid session ID``)."""
+        msg = error.get("message") if isinstance(error, dict) else error
+        if exchange is not None and isinstance(msg, str) and "session" in msg.lower():
+            self._session_errors.add(exchange, msg)
+
+    def session_error(self, exchange: Any) -> str | None:
+        v = self._session_errors.get(exchange)
+        return v if isinstance(v, str) else None
 
     def idless_error(self, msg: Message, value: Any, code: Any) -> Pending | None:
         """A JSON-RPC error without id on an HTTP error status answers the

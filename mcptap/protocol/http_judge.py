@@ -20,7 +20,16 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, end_findings, request_findings, response_findings
+from mcptap.protocol.http_rules import (
+    Exchange,
+    HttpRules,
+    accepts,
+    ack_findings,
+    end_findings,
+    header,
+    request_findings,
+    response_findings,
+)
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
@@ -67,18 +76,33 @@ class End:
 class HttpJudge:
     """Cross-exchange HTTP rules of one capture (see module doc)."""
 
-    def __init__(self, annotator: Any) -> None:
+    def __init__(self, annotator: Any, endpoint: str | None = None) -> None:
         self.annotator = annotator
+        self.endpoint = endpoint or None
         self.rules = HttpRules()
         self.book = SessionBook()
 
+    def _get_rules_apply(self, facts: Exchange) -> bool:
+        """GET-stream rules concern the MCP endpoint only, not /healthz or /."""
+        return facts.method != "GET" or self.book.is_mcp_path(facts.target, self.endpoint)
+
     def request(self, ex_id: int, facts: Exchange) -> list[Finding]:
-        return request_findings(facts) + self.rules.on_request(ex_id, facts) + self.book.on_request(facts)
+        fs = request_findings(facts) + self.rules.on_request(ex_id, facts) + self.book.on_request(facts)
+        if not self._get_rules_apply(facts):
+            fs = [f for f in fs if not f.code.startswith("http.get_")]
+        return fs
 
     def response(self, ex_id: int, facts: Exchange, req_session: Any) -> tuple[list[Finding], str | None]:
         fs, assigned = self.book.on_response(facts, req_session)
         fs += response_findings(facts)
+        status = facts.status or 0
+        if facts.method == "GET" and status == 400 and accepts(header(facts.req_headers, "accept"), "text/event-stream") \
+                and (self.book.live(req_session) or not self.book.assigned_any()):
+            fs.append(finding("http.get_stream_refused_not_405", "GET stream refused with 400 although the request was valid: "
+                              "a server without a GET stream answers 405"))
         self.rules.on_response(ex_id, facts)
+        if not self._get_rules_apply(facts):
+            fs = [f for f in fs if not f.code.startswith("http.get_")]
         return fs, assigned
 
     def end(self, ex_id: int, facts: Exchange, e: End) -> list[Finding]:
@@ -88,8 +112,12 @@ class HttpJudge:
             fs += ack_findings(facts, e.ack_body, e.response_bytes)
         # legacy HTTP+SSE answers on the GET stream: its POST status answers nothing
         if e.how == "complete" and facts.method == "POST" and not facts.legacy:
-            fs += ann.http_rejected(ex_id, facts.status or 0)
+            fs += ann.answers.rejected(ex_id, facts.status or 0)
         pend = [] if e.how == "tap_stopped" else [p for p in ann.pending() if p.exchange == ex_id and p.direction is C2S]
+        fs += self._session_rejected(ex_id, facts)
+        if e.how == "upstream_closed" and not e.response_started and e.reused:
+            for p in pend:
+                ann.transport_answered(p)   # lost with the connection: a retry with the same id is a reuse, not a duplicate
         if e.how == "upstream_closed" and e.response_started and e.sse:
             self.rules.stream_broken(ex_id, facts.session, e.event_ids, [p.id for p in pend])
         if e.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not e.response_started:
@@ -103,6 +131,21 @@ class HttpJudge:
                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
         self.rules.on_end(ex_id, facts)
         return fs
+
+    def _session_rejected(self, ex_id: int, facts: Exchange) -> list[Finding]:
+        """A live session's request refused with a status other than 404
+        (400/401/403/410, or 2xx carrying a JSON-RPC error) whose error names
+        the session: the spec's answer for an ended session is 404."""
+        sid, status = facts.session, facts.status or 0
+        if sid is None or facts.legacy or status == 404 or not self.book.live(sid):
+            return []
+        why = self.annotator.answers.session_error(ex_id)
+        if status == 410 or (why is not None and (status in (400, 401, 403) or 200 <= status < 300)):
+            self.book.end(sid)
+            return [finding("http.session_rejected_not_404", f"{status} for session {sid}" + (f" ({why[:80]!r})" if why else "")
+                            + ": a server that ended a session MUST answer its id with 404 (clients then start a new session)",
+                            {"session": sid, "status": status})]
+        return []
 
     @staticmethod
     def conn_closed(side: str, idle: bool, detail: str | None) -> list[Finding]:

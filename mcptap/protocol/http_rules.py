@@ -160,8 +160,6 @@ def response_findings(ex: Exchange) -> list[Finding]:
         out.append(finding("http.content_type_params", f"response Content-Type {ctype!r} has parameters or unusual case"))
     if st == 404 and sid is not None and not ex.legacy:
         out.append(finding("lifecycle.session_terminated", f"404 for session {sid}: the server ended the session; the client MUST start over with initialize"))
-    elif sid is not None and st in (400, 410) and not ex.legacy and _mentions_session(ex):
-        out.append(finding("http.session_rejected_not_404", f"{st} for session {sid}: an ended session MUST be answered 404"))
     if ex.legacy and ex.method == "POST" and st >= 400:
         out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}"))
     if st == 403 and header(ex.req_headers, "origin") is not None:
@@ -187,10 +185,6 @@ def response_findings(ex: Exchange) -> list[Finding]:
         else:
             out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
     return out
-
-
-def _mentions_session(ex: Exchange) -> bool:
-    return False  # without the body the reason of a 400 is unknown; kept narrow on purpose
 
 
 def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:

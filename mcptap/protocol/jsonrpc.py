@@ -109,8 +109,14 @@ def classify(value: Any) -> Classified:
     has_result = "result" in value
     has_error = "error" in value
     if not has_result and not has_error:
-        out.append(finding("jsonrpc.invalid_message", "object has neither method nor result nor error"))
-        return Classified(Kind.INVALID, mid, has_id, None, out)
+        if not has_id:
+            out.append(finding("jsonrpc.invalid_message", "object has neither method nor result nor error"))
+            return Classified(Kind.INVALID, mid, has_id, None, out)
+        # a response (it answers an id) missing its result/error member: paired, and flagged
+        out.append(finding("jsonrpc.result_and_error", "response carries neither result nor error (exactly one is required)"))
+        if mid is not None and not valid_request_id(mid):
+            out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+        return Classified(Kind.RESPONSE, mid, has_id, None, out)
     if has_result and has_error:
         out.append(finding("jsonrpc.result_and_error", "response carries both result and error"))
     if has_error and not has_result:

@@ -36,6 +36,7 @@ class SessionBook:
         self._live: OrderedDict[str, str] = OrderedDict()      # session id -> endpoint path
         self._paths: dict[str, int] = {}                       # endpoint path -> ids assigned there
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._mcp_paths: dict[str, None] = {}                  # paths that received JSON-RPC POSTs
 
     def _remember(self, sid: str, path: str) -> None:
         self._live[sid] = path
@@ -48,6 +49,8 @@ class SessionBook:
         """A request whose body (for a POST) is known: ``http.session_id_missing``
         when it carries no session id on an endpoint where the server assigned
         one, unless it starts a session (``initialize``) or is 2026-07-28."""
+        if ex.method == "POST" and ex.body_kinds and len(self._mcp_paths) < 64:
+            self._mcp_paths[_path(ex.target)] = None
         if ex.session is not None or ex.legacy or ex.method not in ("POST", "GET", "DELETE"):
             return []
         if ex.is_initialize or (ex.meta_version is not None and rules.is_modern(ex.meta_version)):
@@ -87,6 +90,29 @@ class SessionBook:
         if ex.is_initialize:
             self._remember(sid, path)
         return out, sid
+
+    def is_mcp_path(self, target: str, endpoint: str | None) -> bool:
+        """Whether ``target`` is the MCP endpoint: it received JSON-RPC POSTs,
+        or it is the upstream URL's path ``endpoint``; with neither known, any
+        path is (nothing tells otherwise)."""
+        path = _path(target)
+        if path in self._mcp_paths or (endpoint is not None and path == endpoint):
+            return True
+        return not self._mcp_paths and endpoint is None
+
+    def live(self, sid: str | None) -> bool:
+        """Whether the server assigned ``sid`` and has not ended it."""
+        return sid is not None and sid in self._live
+
+    def assigned_any(self) -> bool:
+        return bool(self._paths)
+
+    def end(self, sid: str) -> None:
+        """Session ``sid`` was rejected: it no longer counts as live."""
+        self._live.pop(sid, None)
+        self._ended[sid] = None
+        if len(self._ended) > LIMIT:
+            self._ended.popitem(last=False)
 
     def ended(self, sid: str | None) -> bool:
         """Whether the server ended session ``sid`` (answered it with 404)."""

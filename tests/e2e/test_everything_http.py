@@ -20,8 +20,9 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from mcptap.capture.reader import read_capture
+from mcptap.capture.reader import CaptureStream, read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.reannotate import reannotate
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 from peers import free_port, listening
@@ -91,8 +92,12 @@ def check(cap: Path) -> list[dict]:
     reqs = {r["seq"] for r in msgs if r["kind"] == "request"}
     paired = {r["pair"] for r in msgs if "pair" in r}
     assert reqs and reqs <= paired, f"unpaired: {reqs - paired}"
-    errors = [(r["seq"], f["code"]) for r in c.records for f in r.get("findings", ()) if f["severity"] == "error"]
+    errors = [(r["seq"], f["code"]) for r in c.records for f in r.get("findings", ()) if f["severity"] in ("error", "warn")]
     assert errors == [], errors
+    stream = CaptureStream(str(cap))
+    again = [(r["seq"], f["code"]) for r in reannotate(stream.header, stream, shapes=False, reuse=False)
+             for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] in ("error", "warn")]
+    assert again == [], again
     return msgs
 
 

@@ -16,8 +16,9 @@ import trio
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from mcptap.capture.reader import read_capture
+from mcptap.capture.reader import CaptureStream, read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.reannotate import reannotate
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 from peers import free_port, listening
@@ -51,8 +52,13 @@ def check_capture(path: Path) -> tuple[list[dict], list[dict]]:
     assert cap.end is not None and not cap.truncated
     msgs = [r for r in cap.records if r["type"] == "message"]
     http = [r for r in cap.records if r["type"] == "http"]
-    errors = [(r["seq"], f) for r in cap.records for f in r.get("findings", ()) if f["severity"] == "error"]
-    assert errors == [], f"clean SDK session produced error findings: {errors}"
+    errors = [(r["seq"], f) for r in cap.records for f in r.get("findings", ()) if f["severity"] in ("error", "warn")]
+    assert errors == [], f"clean SDK session produced error/warn findings: {errors}"
+    # check --full (today's rules, HTTP layer re-judged from the http records) agrees
+    stream = CaptureStream(str(path))
+    again = [(r["seq"], f) for r in reannotate(stream.header, stream, shapes=False, reuse=False)
+             for f in r.get("findings", ()) if isinstance(f, dict) and f["severity"] in ("error", "warn")]
+    assert again == [], again
     reqs = {r["seq"] for r in msgs if r["kind"] == "request"}
     paired = {r["pair"] for r in msgs if r["kind"] in ("response", "error") and "pair" in r}
     assert reqs == paired, f"unpaired requests: {reqs - paired}"

@@ -71,3 +71,14 @@ def test_non_finite_number_is_a_finding_not_garbage(tmp_path) -> None:
     assert m["kind"] == "request"
     assert "jsonrpc.non_finite_number" in [f["code"] for f in m["findings"]]
     assert "framing.non_jsonrpc_line" not in [f["code"] for f in m["findings"]]
+
+
+def test_response_without_result_or_error_is_paired_and_flagged(tmp_path) -> None:
+    """Issue 16 item 6: neither result nor error is jsonrpc.result_and_error
+    (as docs/findings.md says), and it still answers its request."""
+    cap = _record(tmp_path, [("c2s", b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n'), ("s2c", b'{"jsonrpc":"2.0","id":7}\n')])
+    msgs = [r for r in cap.records if r["type"] == "message"]
+    assert [f["code"] for f in msgs[1]["findings"]] == ["jsonrpc.result_and_error"]
+    assert msgs[1]["pair"] == msgs[0]["seq"]
+    end = cap.records[-1]
+    assert not end["pending"]

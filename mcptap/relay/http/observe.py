@@ -66,7 +66,7 @@ class HttpObserver:
         self.upstream = upstream
         self.listen_authority = listen_authority
         self.record_secrets = record_secrets
-        self.judge = HttpJudge(rec.annotator)
+        self.judge = HttpJudge(rec.annotator, upstream.path if upstream.path not in ("", "/") else None)
         self._ex: dict[int, ObservedExchange] = {}
         self._sessions = SessionKeys()
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}

@@ -1,0 +1,105 @@
+"""HTTP session bookkeeping through protocol/http_judge.py (the rules the
+live tap and `check --full` share): each code raised once and not raised by
+its near miss, with a real Annotator for the JSON-RPC side."""
+
+from __future__ import annotations
+
+from mcptap.model import Direction, Frame
+from mcptap.protocol.annotate import Annotator
+from mcptap.protocol.framing import parse_json
+from mcptap.protocol.http_judge import End, HttpJudge
+from mcptap.protocol.http_rules import Exchange
+
+ACCEPT = (b"accept", b"application/json, text/event-stream")
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}'
+INIT_OK = b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'
+
+
+class Session:
+    """A scripted Streamable HTTP session: exchanges through one judge."""
+
+    def __init__(self, endpoint: str | None = None) -> None:
+        self.ann = Annotator("http")
+        self.judge = HttpJudge(self.ann, endpoint)
+        self.ex = 0
+        self.seq = 0
+
+    def _feed(self, d: Direction, raw: bytes, session, ex: int, status: int | None = None) -> list[str]:
+        self.seq += 1
+        tr = {"exchange": ex, **({"status": status} if status is not None else {})}
+        return [f.code for f in self.ann.feed(Frame(raw, 0, True, parse_json(raw)[0]), self.seq, self.seq, d, session, tr).findings]
+
+    def exchange(self, method: str, body: bytes | None, status: int, *, session=None, assign=None, reply: bytes | None = None,
+                 target: str = "/mcp", how: str = "complete", reused: bool = False, started: bool = True,
+                 accept: tuple[bytes, bytes] = ACCEPT) -> list[str]:
+        self.ex += 1
+        h = [accept] + ([(b"mcp-session-id", session.encode())] if session else [])
+        facts = Exchange(method, target, h, session=session)
+        codes: list[str] = []
+        if body is not None:
+            from mcptap.protocol.http_judge import body_facts
+            facts.body_kinds, facts.methods, facts.meta_version = body_facts(parse_json(body)[0])
+            codes += [f.code for f in self.judge.request(self.ex, facts)]
+            codes += self._feed(Direction.C2S, body, session if not facts.is_initialize else assign, self.ex)
+        else:
+            codes += [f.code for f in self.judge.request(self.ex, facts)]
+        if started:
+            facts.status = status
+            ctype = [(b"content-type", b"application/json")] if reply is not None else []
+            facts.resp_headers = ctype + ([(b"mcp-session-id", assign.encode())] if assign else [])
+            if facts.session is None and assign and facts.is_initialize:
+                facts.session = assign
+            fs, _ = self.judge.response(self.ex, facts, session)
+            codes += [f.code for f in fs]
+            if reply is not None:
+                codes += self._feed(Direction.S2C, reply, facts.session, self.ex, status)
+        codes += [f.code for f in self.judge.end(self.ex, facts, End(how, "", started, reused))]
+        return codes
+
+    def start(self) -> None:
+        assert self.exchange("POST", INIT, 200, assign="s1", reply=INIT_OK) == []
+        assert self.exchange("POST", b'{"jsonrpc":"2.0","method":"notifications/initialized"}', 202, session="s1") == []
+
+
+def test_session_rejected_not_404() -> None:
+    s = Session()
+    s.start()
+    got = s.exchange("POST", b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}', 400, session="s1",
+                     reply=b'{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Session not found"}}')
+    assert "http.session_rejected_not_404" in got
+    # near miss: the same rejection with 404 is what the spec asks for
+    s = Session()
+    s.start()
+    got = s.exchange("POST", b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}', 404, session="s1",
+                     reply=b'{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Session not found"}}')
+    assert "http.session_rejected_not_404" not in got and "lifecycle.session_terminated" in got
+    # near miss: a 400 about something else on a live session
+    s = Session()
+    s.start()
+    got = s.exchange("POST", b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}', 400, session="s1",
+                     reply=b'{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"unknown tool x"}}')
+    assert "http.session_rejected_not_404" not in got
+
+
+def test_get_stream_refused_with_400_and_only_on_the_mcp_endpoint() -> None:
+    s = Session()
+    s.start()
+    assert "http.get_stream_refused_not_405" in s.exchange("GET", None, 400, session="s1")
+    assert "http.get_stream_refused_not_405" not in s.exchange("GET", None, 405, session="s1")
+    # /healthz is not the MCP endpoint: no GET-stream rules there
+    got = s.exchange("GET", None, 404, session="s1", target="/healthz", accept=(b"accept", b"*/*"))
+    assert not [c for c in got if c.startswith("http.get_")]
+    got = s.exchange("GET", None, 404, target="/", accept=(b"accept", b"*/*"))
+    assert not [c for c in got if c.startswith("http.get_")]
+    assert "http.get_accept_missing_event_stream" in s.exchange("GET", None, 405, session="s1", accept=(b"accept", b"*/*"))
+
+
+def test_request_lost_on_a_closed_connection_then_retried_is_a_reuse() -> None:
+    s = Session()
+    s.start()
+    body = b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}'
+    got = s.exchange("POST", body, 0, session="s1", how="upstream_closed", reused=True, started=False)
+    assert "http.request_lost_on_closed_connection" in got
+    got = s.exchange("POST", body, 200, session="s1", reply=b'{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}')
+    assert "jsonrpc.id_reused" in got and "jsonrpc.duplicate_id_in_flight" not in got
+    assert not s.ann.pending()
