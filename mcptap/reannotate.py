@@ -20,8 +20,8 @@ record that cannot be read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
