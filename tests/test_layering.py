@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: A new module or package: add ONE line here (level 0 stdlib types, 1 pure core,
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
-    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0,
+    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 0, "mcptap.clock": 1,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1,
     "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1,
     "mcptap.relay": 2,
@@ -26,11 +26,16 @@ LEVELS = {
 
 
 def level(mod: str) -> int:
+    """The level of ``mod``: the longest LEVELS prefix that names it or a
+    package above it (``mcptap`` itself names only the package)."""
     best, n = None, -1
     for prefix, lv in LEVELS.items():
-        if (mod == prefix or mod.startswith(prefix + ".")) and len(prefix) > n:
+        hit = mod == prefix or (prefix != "mcptap" and mod.startswith(prefix + "."))
+        if hit and len(prefix) > n:
             best, n = lv, len(prefix)
-    assert best is not None, f"module {mod} has no level in tests/test_layering.py"
+    assert best is not None, (f"module {mod} has no level: add one line for it (or its package) to LEVELS in "
+                              "tests/test_layering.py (0 stdlib types, 1 pure core, 2 relay cores, 3 pure consumers "
+                              "of captures, 4 I/O runners, 5 CLI)")
     return best
 
 
