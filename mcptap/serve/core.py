@@ -27,8 +27,11 @@ triggering client message, divided by ``speed``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, Matcher
@@ -66,6 +69,16 @@ class LiveSession:
     waiting: dict[Any, int] = field(default_factory=dict)
     cancelled: set[Any] = field(default_factory=set)
     unanswered: list[str] = field(default_factory=list)
+
+
+def encode(value: Any) -> bytes:
+    """A message as compact JSON bytes. An id the client sent with a number
+    beyond 64 bits (parsed exactly) goes back exactly (stdlib json), as any
+    echo of the client's own value must."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def hkey(v: Any) -> Any:

@@ -39,8 +39,9 @@ import orjson
 import trio
 
 from mcptap.errors import McptapError
-from mcptap.model import Direction
-from mcptap.serve.core import Out, ServeCore, hkey
+from mcptap.model import UNPARSED, Direction
+from mcptap.protocol.framing import parse_json
+from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.transport.http import LOOPBACK_NAMES, is_loopback
 
@@ -222,9 +223,8 @@ class HttpMock:
         return ms, 0, b""
 
     async def _post(self, c: _Conn, ex: int, req: h11.Request, body: bytes) -> None:
-        try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        value = parse_json(body)[0]
+        if value is UNPARSED:
             err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
             await self._plain(c, 400, orjson.dumps(err), ex, ctype="application/json")
             return
@@ -268,8 +268,8 @@ class HttpMock:
             elif ms.standalone is not None:
                 ms.standalone.put(out)
         for out in answers:
-            self._record_msg(S2C, orjson.dumps(out.value), ms, ex, "post", out)
-        body = orjson.dumps([o.value for o in answers] if batch else answers[0].value)
+            self._record_msg(S2C, encode(out.value), ms, ex, "post", out)
+        body = encode([o.value for o in answers] if batch else answers[0].value)
         await self._plain(c, status, body, ex, extra, ctype="application/json")
 
     async def _sse(self, c: _Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
@@ -300,7 +300,7 @@ class HttpMock:
                 out = await st.receive()
                 if out.answers is not None:
                     st.ids.discard(hkey(out.answers))
-                data = orjson.dumps(out.value)
+                data = encode(out.value)
                 self._record_msg(S2C, data, ms, ex, stream, out)
                 await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
             n.cancel_scope.cancel()
@@ -344,9 +344,8 @@ class HttpMock:
         if ms is None:
             await self._plain(c, 404, b"Could not find session", ex)
             return
-        try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        value = parse_json(body)[0]
+        if value is UNPARSED:
             await self._plain(c, 400, b"Could not parse message", ex)
             return
         self._record_msg(C2S, body, ms, ex, "post")

@@ -119,6 +119,24 @@ def _json(rec: dict[str, Any]) -> Any:
     return parse_json(raw.encode("utf-8"))[0] if isinstance(raw, str) else None
 
 
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _status(v: Any) -> int | None:
+    """An HTTP status the mock can send again (100-599), or None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599 else None
+
+
+def _key(v: Any) -> Any:
+    """A hashable record field (exchange ids), or None."""
+    return v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 class _Session:
     __slots__ = ("script", "by_seq", "last_c2s", "last_answer")
 
@@ -171,15 +189,16 @@ class _Builder:
 
     def _c2s(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind")
-        tr = rec.get("transport") or {}
-        exchange = tr.get("exchange")
+        tr = _dict(rec.get("transport"))
+        exchange = _key(tr.get("exchange"))
         if kind in ("response", "error"):
-            r = Recorded(rec["seq"], "answer", None, value, s.script.index, rec.get("t_us", 0), answers=rec.get("pair"), exchange=exchange)
+            r = Recorded(rec["seq"], "answer", None, value, s.script.index, rec.get("t_us", 0), answers=_int(rec.get("pair")), exchange=exchange)
             if r.answers is not None:
                 self.script.answer_to[r.answers] = r
             s.last_answer = r
         elif kind in ("request", "notification", "batch"):
-            r = Recorded(rec["seq"], kind, rec.get("method"), value, s.script.index, rec.get("t_us", 0), exchange=exchange)
+            method = rec.get("method") if isinstance(rec.get("method"), str) else None
+            r = Recorded(rec["seq"], kind, method, value, s.script.index, rec.get("t_us", 0), exchange=exchange)
             if kind == "request":
                 s.by_seq[r.seq] = r
                 if exchange is not None:
@@ -193,8 +212,8 @@ class _Builder:
 
     def _s2c(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind", "")
-        tr = rec.get("transport") or {}
-        pair, link = rec.get("pair"), rec.get("link")
+        tr = _dict(rec.get("transport"))
+        pair, link = _int(rec.get("pair")), _int(rec.get("link"))
         ref = pair if kind in ("response", "error") else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
         anchor = s.last_c2s
@@ -202,8 +221,9 @@ class _Builder:
             anchor = own
             if s.last_answer is not None and s.last_answer.seq > own.seq:
                 anchor = s.last_answer
-        exchange = tr.get("exchange")
-        stream = tr.get("stream") or ("post" if exchange is not None and self.script.transport != "stdio" else None)
+        exchange = _key(tr.get("exchange"))
+        stream = tr.get("stream") if isinstance(tr.get("stream"), str) else None
+        stream = stream or ("post" if exchange is not None and self.script.transport != "stdio" else None)
         e = Emission(rec["seq"], value, kind, 0, pair if kind in ("response", "error") else None,
                      link if kind == "notification" else None, stream, self.openers.get(exchange))
         t = rec.get("t_us", 0)
@@ -216,14 +236,18 @@ class _Builder:
 
     def http(self, rec: dict[str, Any]) -> None:
         ev = rec.get("event")
-        ex = rec.get("exchange")
+        ex = _key(rec.get("exchange"))
         facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
         if ev == "request":
             facts["method"] = rec.get("method")
             facts["target"] = rec.get("target")
         elif ev == "response" and not rec.get("informational"):
             facts["status"] = rec.get("status")
-            for name, val in rec.get("headers") or []:
+            headers = rec.get("headers")
+            for pair in headers if isinstance(headers, list) else ():
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    continue
+                name, val = pair
                 low = str(name).lower()
                 if low == "content-type":
                     facts["ctype"] = str(val).split(";")[0].strip().lower()
@@ -246,13 +270,13 @@ class _Builder:
                     sc.get_stream = True
                     if sc.legacy_sse:
                         sc.sse_path = path
-                sc.statuses.setdefault("get", facts.get("status") or 405)
+                sc.statuses.setdefault("get", _status(facts.get("status")) or 405)
             elif method == "DELETE":
-                sc.statuses.setdefault("delete", facts.get("status") or 200)
+                sc.statuses.setdefault("delete", _status(facts.get("status")) or 200)
             elif method == "POST" and path and post_path is None:
                 post_path = path
             for r in self.by_exchange.get(ex, ()):
-                r.status = facts.get("status")
+                r.status = _status(facts.get("status"))
                 r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
         if post_path and not sc.legacy_sse:
             sc.post_path = post_path

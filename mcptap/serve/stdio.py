@@ -25,13 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import trio
 
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
-from mcptap.serve.core import LiveSession, Out, ServeCore, hkey
+from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
 from mcptap.serve.fallback import Fallback
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
@@ -77,7 +76,7 @@ class StdioServer:
         now = [o for o in outs if o.delay_s <= 0]
         if len(now) == len(outs):
             for o in outs:
-                self._send.send_nowait((orjson.dumps(o.value) + b"\n", o.finding))
+                self._send.send_nowait((encode(o.value) + b"\n", o.finding))
             return
         nursery.start_soon(self._later, outs, trio.current_time())
 
@@ -87,7 +86,7 @@ class StdioServer:
             if o.request is not None and hkey(o.request) in self.live.cancelled:
                 continue
             try:
-                self._send.send_nowait((orjson.dumps(o.value) + b"\n", o.finding))
+                self._send.send_nowait((encode(o.value) + b"\n", o.finding))
             except trio.ClosedResourceError:
                 return
 

@@ -4,6 +4,8 @@ strict matching, recorded delays, sessions — on captures made by the real Reco
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcptap.compare.match import Matcher
-from mcptap.serve.core import ServeCore
+from mcptap.serve.core import ServeCore, encode
 from mcptap.serve.script import script_from_path
 from scripted import c2s, handshake, note, record, req, res, s2c
 
@@ -164,3 +166,27 @@ def test_matcher_is_fifo_per_key(keys: list[str]) -> None:
         expected = [(kk, i) for i, kk in enumerate(keys) if kk == k]
         got = [m.take("x", {"k": k}, group=None)[0] for _ in expected]
         assert got == expected
+
+
+_CAP: Path | None = None
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error",
+                                                                                  "_meta", "progressToken", "requestId", "name"]), inner, max_size=5),
+    max_leaves=20)
+_methods = st.sampled_from(["initialize", "tools/call", "tools/list", "ping", "notifications/cancelled", "notifications/initialized", "x/y"])
+
+
+@given(st.lists(_json | st.builds(lambda m, i, p: {"jsonrpc": "2.0", "id": i, "method": m, "params": p}, _methods, _json, _json), max_size=8))
+def test_any_client_input_gives_serialisable_answers_and_never_raises(values: list[Any]) -> None:
+    global _CAP
+    if _CAP is None:
+        _CAP = Path(tempfile.mkdtemp(prefix="mcptap-serve-")) / "cap.jsonl"
+        record(_CAP, [*handshake(), c2s(req(2, "tools/call", _call("slow", {}, token=1))),
+                      s2c(note("notifications/progress", {"progressToken": 1, "progress": 1})),
+                      s2c(req(0, "roots/list")), c2s(res(0, {"roots": []})), s2c(res(2, {"content": []}))])
+    core = _core(_CAP)
+    live = core.open()
+    for v in values:
+        for out in core.receive(live, v):
+            assert json.loads(encode(out.value)) == out.value
