@@ -215,6 +215,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "RFC 9728 §3.3: clients MUST reject it; " + AUTH),
     ("auth.metadata_invalid", ERROR, "protected resource or authorization server metadata that is not a JSON object with its required members",
      "RFC 9728 §2, RFC 8414 §2"),
+    ("auth.redirect_loop", WARN, "an OAuth endpoint redirecting a request to itself", "RFC 9110 §15.4 (clients SHOULD detect infinite redirection); " + AUTH),
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),

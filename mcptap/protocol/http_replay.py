@@ -65,7 +65,10 @@ class HttpReplay:
 
     def record(self, rec: dict[str, Any]) -> dict[str, Any]:
         """An ``http`` record re-judged: its findings replaced by today's
-        (``sse`` and informational records keep theirs)."""
+        (``sse`` and informational records keep theirs; OAuth exchanges, tagged
+        ``auth``, are not MCP traffic and keep what relay/http/observe_auth.py found)."""
+        if rec.get("auth"):
+            return rec
         ev = rec.get("event")
         raw_id = rec.get("exchange")
         exid = raw_id if isinstance(raw_id, int) else -1

@@ -226,3 +226,15 @@ def test_show_marks_the_auth_flow_in_the_timeline() -> None:
     assert "resource mapped back to the upstream" in timeline_line(rw, None)
     plain_http = {"type": "http", "seq": 8, "t_us": 1000, "event": "request", "method": "POST", "target": "/mcp"}
     assert "auth" not in timeline_line(plain_http, None)
+
+
+def test_a_redirect_to_itself_is_a_finding_not_a_hang() -> None:
+    from mcptap.relay.http.observe_auth import redirect_findings
+    loop = redirect_findings("/authorize?x=1", 302, [(b"Location", b"/authorize?x=1")])
+    assert [f.code for f in loop] == ["auth.redirect_loop"]
+    absolute = redirect_findings("/authorize?x=1", 307, [(b"Location", b"http://127.0.0.1:9100/authorize?x=1")])
+    assert [f.code for f in absolute] == ["auth.redirect_loop"]
+    # near misses: the redirect to the client's callback, or another page
+    assert redirect_findings("/authorize?x=1", 302, [(b"Location", b"http://localhost:3000/callback?code=c")]) == []
+    assert redirect_findings("/authorize?x=1", 302, [(b"Location", b"/login?next=%2Fauthorize")]) == []
+    assert redirect_findings("/authorize?x=1", 200, [(b"Location", b"/authorize?x=1")]) == []

@@ -19,7 +19,7 @@ metadata host) and, for any response, a 401 without ``WWW-Authenticate`` or a
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote_plus, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urljoin, urlsplit, urlunsplit
 
 import orjson
 
@@ -118,6 +118,22 @@ def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[F
     return fs
 
 
+def redirect_findings(target: str, status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
+    """A redirect of an OAuth request to itself (``auth.redirect_loop``): the
+    client would follow it forever; the tap never follows redirects itself."""
+    if status not in (301, 302, 303, 307, 308):
+        return []
+    loc = next((v.decode("latin-1") for n, v in headers if n.lower() == b"location"), None)
+    if loc is None:
+        return []
+    u = urlsplit(urljoin("http://x" + target, loc))
+    here = urlsplit("http://x" + target)
+    # an absolute Location names the server's own origin (the tap does not know it here): path and query decide
+    if (u.path, u.query) == (here.path, here.query):
+        return [finding("auth.redirect_loop", f"{status} redirects {target!r} to itself: a client following redirects loops")]
+    return []
+
+
 class AuthObserver:
     """Records the OAuth exchanges of one tap (see module doc). ``rec``: the
     Recorder API (``clock()``, ``record(type, findings=, **fields)``);
@@ -154,6 +170,7 @@ class AuthObserver:
 
     def started(self, it: r.RequestStarted) -> None:
         e = {"id": it.exchange, "conn": it.conn, "kind": it.auth, "t0": self.rec.clock(), "req_headers": it.headers,
+             "target": it.target,
              "req": bytearray(), "resp_headers": [], "resp": bytearray(), "req_bytes": 0, "resp_bytes": 0}
         self._ex[it.exchange] = e
         target = it.target if self.record_secrets else scrub_url_params(it.target)
@@ -172,7 +189,7 @@ class AuthObserver:
         elif t is r.RequestEnded:
             self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
         elif t is r.ResponseStarted:
-            fs = response_findings(it.status, it.headers)
+            fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers)
             if not it.informational:
                 e["resp_headers"] = it.headers
             self.rec.record("http", findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
