@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel conformance clean
+.PHONY: install demo test lint bench bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel conformance clean bench-report
 
 $(BIN)/mcptap: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel
+bench: bench-stdio bench-http bench-analysis bench-replay bench-serve bench-otel bench-report
 
 bench-stdio: install
 	$(BIN)/python scripts/bench_stdio.py
@@ -36,6 +36,9 @@ bench-http: install
 bench-analysis: install
 	$(BIN)/python scripts/bench_analysis.py
 	$(BIN)/python scripts/bench_analysis.py --recorded
+
+bench-report: install
+	$(BIN)/python scripts/bench_report.py
 
 bench-replay: install
 	$(BIN)/python scripts/bench_replay.py

@@ -332,3 +332,15 @@ def compile_filter(expr: str) -> Filter:
     """Parse ``expr`` (see docs/filters.md). Raises FilterSyntaxError."""
     # a bare word searches the message text, like ~t
     return Filter(expr, parse(expr, _NULLARY, _BUILDERS, _text))
+
+
+def operator_table() -> dict[str, Any]:
+    """The operator table as data, for the HTML report's in-browser port of
+    this language (mcptap/show/assets/report.js): operator names with their
+    arity, the kinds and directions of the nullary ones, severity ranks,
+    latency units and JSON-path comparison operators."""
+    return {
+        "nullary": sorted(_NULLARY), "unary": sorted(_BUILDERS),
+        "kinds": {op: list(k) for op, k in _KINDS.items()}, "dirs": dict(_DIRS),
+        "severity": dict(_SEV_RANK), "units": {k or "": v for k, v in _UNIT.items()}, "jops": list(_JOPS),
+    }

@@ -1,0 +1,88 @@
+"""``mcptap report CAPTURE [-o report.html] [--no-scrub] [rules]``: one
+self-contained HTML file a maintainer opens in any browser (mcptap/show/html.py).
+
+CAPTURE may be ``-`` (stdin) or gzip. The records are re-annotated with
+today's rules, like ``show``, and scrubbed first with the user's keyed
+placeholders and the given rules (docs/redaction.md) unless ``--no-scrub``.
+Default output: CAPTURE's name with ``.html`` (``report.html`` for stdin).
+
+Exit status: 0; 2 for an unreadable capture, a bad rule or an unwritable output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from mcptap.cli.errors import Fail
+from mcptap.cli.redact_options import redact_options, redactor_from
+from mcptap.errors import CaptureReadError
+
+
+def _default_output(capture: str) -> str:
+    if capture == "-":
+        return "report.html"
+    base = os.path.basename(capture)
+    for ext in (".jsonl.gz", ".gz", ".jsonl"):
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+            break
+    return base + ".html"
+
+
+def _progress(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Count records on stderr when it is a terminal (big captures take seconds)."""
+    tty = sys.stderr.isatty()
+    for n, rec in enumerate(records, 1):
+        if tty and n % 20000 == 0:
+            click.echo(f"\rmcptap: {n} records…", err=True, nl=False)
+        yield rec
+    if tty:
+        click.echo("\r\033[K", err=True, nl=False)
+
+
+@click.command("report", short_help="One self-contained HTML report of a capture (scrubbed by default).")
+@click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="HTML file to write ('-': stdout) [default: CAPTURE's name with .html].")
+@click.option("--no-scrub", is_flag=True, help="Keep payloads as recorded (the report may then contain secrets).")
+@click.option("--title", default=None, help="Title shown in the report [default: the capture's path].")
+@click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
+@redact_options
+def command(capture: str, output: str | None, no_scrub: bool, title: str | None, no_shapes: bool, **kwargs: Any) -> None:
+    """Write an HTML report of CAPTURE ('-': stdin; .jsonl.gz read too)."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.redact.scrub import Scrubber
+    from mcptap.show.html import report_html
+
+    redactor = None if no_scrub else redactor_from(kwargs)
+    out = output or _default_output(capture)
+    try:
+        stream = CaptureStream(capture)
+        header = stream.header
+        records: Any = stream
+        if redactor is not None:
+            scrubber = Scrubber(redactor)
+            header = scrubber.header(header)
+            records = scrubber.records(stream)
+        ra = Reannotated(header, _progress(iter(records)), capture, lambda: stream.truncated, shapes=not no_shapes)
+        html = report_html(ra.header, ra, capture if capture != "-" else "stdin", title)
+    except CaptureReadError as exc:
+        raise Fail(str(exc)) from None
+    data = html.encode("utf-8")
+    if out == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+    except OSError as exc:
+        raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
+    click.echo(f"mcptap: wrote {out} ({len(data) // 1024} KiB{'' if redactor else ', NOT scrubbed'})", err=True)

@@ -1,0 +1,139 @@
+"""``mcptap report``: one self-contained HTML file (mcptap/show/html.py), checked
+as a file and rendered in real headless Chromium (Debian package ``chromium``;
+``.ci/run`` installs it; without it the browser tests skip)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcptap.cli.main import mcptap
+from mcptap.filters.operators import operator_table
+from scripted import c2s, handshake, note, record, req, res, s2c
+from test_scrub import ALL, secret_session
+
+ROOT = Path(__file__).resolve().parents[1]
+JS = (ROOT / "mcptap" / "show" / "assets" / "report.js").read_text()
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (Debian package 'chromium'; .ci/run installs it)")
+
+
+def run(*args: str):
+    return CliRunner().invoke(mcptap, list(args), catch_exceptions=False)
+
+
+def dom(html: Path, fragment: str = "") -> str:
+    """The DOM after the page's scripts ran (chromium --dump-dom)."""
+    url = html.resolve().as_uri() + (("#" + fragment) if fragment else "")
+    p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--disable-dev-shm-usage", "--no-first-run", "--virtual-time-budget=5000", "--dump-dom", url],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def dump(page: str) -> dict:
+    m = re.search(r'<pre id="dump">(.*?)</pre>', page, re.S)
+    assert m, "the page did not run its script"
+    return json.loads(m.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def test_report_is_one_file_without_external_resources_or_secrets(tmp_path) -> None:
+    src = secret_session(tmp_path / "s.jsonl")
+    r = run("report", str(src), "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "r.html").read_text()
+    assert not any(s in html or json.dumps(s)[1:-1] in html for s in ALL)
+    assert "default-src 'none'" in html
+    for bad in (r"<script[^>]+src=", r"<link\b", r"<img\b", r"@import", r"url\((?!#)", r"\bfetch\(", "XMLHttpRequest", "WebSocket",
+                r"<iframe", r"https?://(?!www\.w3\.org/2000/svg)"):
+        assert not re.search(bad, html), bad
+    assert "</script>" not in html.split('id="mcptap-data">', 1)[1].split("</script>", 1)[0]
+    raw = run("report", str(src), "-o", str(tmp_path / "raw.html"), "--no-scrub")
+    assert raw.exit_code == 0 and "NOT scrubbed" in raw.output and ALL[0] in (tmp_path / "raw.html").read_text()
+
+
+def test_every_filter_operator_has_a_browser_implementation() -> None:
+    table = operator_table()
+    for op in table["unary"]:
+        assert f'"{op}":' in JS, f"report.js has no implementation of {op}"
+    assert set(table["nullary"]) == set(table["kinds"]) | set(table["dirs"])
+
+
+def test_payload_cannot_break_out_of_the_data_script(tmp_path) -> None:
+    evil = "</script><script>document.title='pwned'</script><!--"
+    src = record(tmp_path / "e.jsonl", handshake() + [c2s(req(2, "tools/call", {"name": evil, "arguments": {}})), s2c(res(2))])
+    run("report", str(src), "-o", str(tmp_path / "e.html"))
+    html = (tmp_path / "e.html").read_text()
+    assert evil not in html and html.count("</script>") == 2
+
+
+SCENARIO = handshake() + [
+    c2s(req(2, "tools/list")), s2c(res(2, {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})),
+    c2s(req(3, "tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": 7}})),
+    s2c(note("notifications/progress", {"progressToken": 7, "progress": 1, "total": 2})),
+    s2c(res(3, {"content": [{"type": "text", "text": "hi"}]})),
+    c2s(req("x", "ping")), s2c(res(99)), s2c(res("x")),
+    c2s(req(4, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2.5}})),
+    s2c(b'{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"boom"}}\r\n'),
+    ("err", b"server log line with Boom\n"),
+]
+EXPRS = ["~req", "~resp", "~err", "~notif", "~c2s & ~req", "~s2c", "~m tools/", "~m ^tools/call$", "~tool echo", "~tool e*",
+         "~id 3", '~id x', "~phase operating", "~f jsonrpc", "~f 'framing.*'", "~sev warn", "~sev error", "~lat >=0ms", "~lat <1us",
+         "~t boom", "boom", "~j params.name=echo", "~j params.arguments.b>2", "~j error.code=-32000", "~j 'result.content[*].type=text'",
+         "~j params._meta.progressToken", "~j id!=3", "~j params.name~=^ec", "!(~m ^notifications/)", "~req | ~err", "(~c2s) ~m tools",
+         "~session *", "~j result.tools[0].name=echo"]
+
+
+@needs_chromium
+def test_browser_renders_methods_findings_and_filters_like_show(tmp_path) -> None:
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    assert run("report", str(src), "-o", str(tmp_path / "c.html")).exit_code == 0
+    frag = "dump&filters=" + urllib.parse.quote(json.dumps(EXPRS + ["~nope", "~lat banana", "(~req"]))
+    page = dom(tmp_path / "c.html", frag)
+    assert 'data-ready="' in page and "tools/call echo" in page and "tools/list" in page
+    for code in ("jsonrpc.unmatched_response", "framing.crlf"):
+        assert f'data-code="{code}"' in page
+    assert "Client" in page and "<svg" in page and "session" in page
+    got = dump(page)["filters"]
+    for expr in EXPRS:
+        p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "show", str(src), "--format", "json", "--filter", expr],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == 2:       # show rejects it: so does the browser, at the same column
+            assert isinstance(got[expr], dict) and f"column {got[expr]['col']}:" in p.stderr, (expr, got[expr], p.stderr)
+            continue
+        want = [r["seq"] for r in map(json.loads, p.stdout.splitlines()) if r.get("type") not in ("header", "end", "summary")]
+        assert got[expr] == want, expr
+    assert "unknown filter" in got["~nope"]["error"] and "latency must look like" in got["~lat banana"]["error"]
+    assert got["(~req"]["col"] == 6
+
+
+@needs_chromium
+def test_browser_filter_box_and_lazy_rendering_on_a_long_capture(tmp_path) -> None:
+    steps = handshake()
+    for i in range(2, 5002):
+        steps += [c2s(req(i, "tools/call", {"name": "echo" if i % 2 else "add", "arguments": {"n": i}})), s2c(res(i))]
+    src = record(tmp_path / "long.jsonl", steps)
+    assert run("report", str(src), "-o", str(tmp_path / "long.html")).exit_code == 0
+    page = dom(tmp_path / "long.html", "dump&filter=" + urllib.parse.quote("~tool echo & ~resp"))
+    assert 'data-shown="2500"' in page and len(dump(page)["shown"]) == 2500
+    assert page.count('class="row ') < 120            # only the rows on screen exist
+    page = dom(tmp_path / "long.html", "dump&filter=" + urllib.parse.quote("~lat banana"))
+    assert "latency must look like" in page and 'data-filter-error="' in page
+
+
+@needs_chromium
+def test_browser_scrubbed_report_of_secrets(tmp_path) -> None:
+    src = secret_session(tmp_path / "s.jsonl")
+    run("report", str(src), "-o", str(tmp_path / "s.html"))
+    page = dom(tmp_path / "s.html", "dump")
+    assert "tools/call deploy" in page and "framing.non_jsonrpc_line" in page and "scrubbed" in page
+    assert not any(s in page for s in ALL)
