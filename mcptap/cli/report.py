@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -45,7 +46,9 @@ def _progress(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         click.echo("\r\033[K", err=True, nl=False)
 
 
-@click.command("report", short_help="One self-contained HTML report of a capture (scrubbed by default).")
+@click.command("report", short_help="One self-contained HTML report of a capture (scrubbed by default).",
+               epilog=options.example("mcptap report cap.jsonl -o report.html", "mcptap report cap.jsonl.gz --no-scrub",
+                                      "mcptap report - -o r.html --redact-key ssn < cap.jsonl"))
 @click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="HTML file to write ('-': stdout) [default: CAPTURE's name with .html].")
