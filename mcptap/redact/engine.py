@@ -65,6 +65,7 @@ class Redactor:
         self._user_keys = rules.keys
         self._paths = rules.paths
         self._memo: dict[str, str] = {}
+        self._keys: dict[str, str | None] = {}
 
     def placeholder(self, secret: str) -> str:
         ph = self._memo.get(secret)
@@ -75,11 +76,16 @@ class Redactor:
         return ph
 
     def _secret_key(self, key: str) -> str | None:
-        if self._user_keys and normalise(key) in self._user_keys:
-            return f"key:{key}"
-        if self.rules.builtin and is_secret_key(key):
-            return f"key:{key}"
-        return None
+        try:
+            return self._keys[key]
+        except KeyError:
+            pass
+        rule = None
+        if self._user_keys and normalise(key) in self._user_keys or self.rules.builtin and is_secret_key(key):
+            rule = f"key:{key}"
+        if len(self._keys) < 100_000:      # messages reuse few key names: decide each once
+            self._keys[key] = rule
+        return rule
 
     def _path_rule(self, path: tuple[PathSeg, ...]) -> str | None:
         for p in self._paths:

@@ -58,6 +58,24 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
     ("twilio", "TwilioKeyDetector"),
 )
 
+#: Lower-case literal text a built-in pattern cannot match without (a cheap
+#: test before the regex runs).
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
+    "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
+    "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
+    "secret-assignment": ("pass", "pwd", "secret", "key", "token"),
+    # detect-secrets plugins (by secret type)
+    "ds:aws-access-key": ("a3t", "abia", "acca", "akia", "asia", "aws"), "ds:azure-storage-account-access-key": ("accountkey=",),
+    "ds:basic-auth-credentials": ("@",), "ds:cloudant-credentials": ("cl",), "ds:discord-bot-token": (".",),
+    "ds:github-token": ("gh",), "ds:gitlab-token": ("gl", "gr1348941"), "ds:ibm-cloud-iam-key": ("key", "pwd", "pass", "token"),
+    "ds:ibm-cos-hmac-credentials": ("secret",), "ds:mailchimp-access-key": ("-us",), "ds:npm-tokens": ("_authtoken",),
+    "ds:openai-token": ("t3blbkfj",), "ds:pypi-token": ("pypi-",), "ds:sendgrid-api-key": ("sg.",),
+    "ds:slack-token": ("xox", "hooks.slack.com"), "ds:softlayer-credentials": ("key", "pwd", "pass", "token", "softlayer"),
+    "ds:square-oauth-secret": ("sq0csp-",), "ds:stripe-access-key": ("k_live_",), "ds:telegram-bot-token": (":",),
+    "ds:twilio-api-key": ("ac", "sk"),
+}
+
 _library: list[tuple[str, str]] | None = None
 _library_error: str | None = None
 
@@ -105,42 +123,56 @@ class Span:
 
 
 class Scanner:
-    """All patterns as one regex. ``patterns``: (name, regex) pairs, earlier
-    ones win at the same position (user rules go first). Raises re.error
-    for a bad regex (callers validate user patterns first)."""
+    """All patterns over one string. ``patterns``: (name, regex) pairs;
+    where two matches overlap the one that starts first wins, and at the same
+    start the earlier pattern (user rules go first). Each pattern runs on its
+    own (Python's regex engine keeps its literal-prefix speed-ups that way; one
+    big alternation was 7x slower), skipped when a string lacks the literal
+    text the pattern needs (``NEEDLES``). Raises re.error for a bad regex
+    (callers validate user patterns first)."""
 
     def __init__(self, patterns: Iterable[tuple[str, str]]) -> None:
-        parts: list[str] = []
-        self._groups: list[tuple[int, int, str]] = []       # (outer group, secret group, name)
-        index = 1
+        self._rx: list[tuple[re.Pattern[str], int, str]] = []
+        self._always: list[int] = []                     # patterns without needles
+        self._needles: dict[str, list[int]] = {}         # needle -> patterns that need it
         for name, rx in patterns:
-            inner = re.compile(rx).groups
-            parts.append(f"({rx})")
-            self._groups.append((index, index + 1 if inner else index, name))
-            index += 1 + inner
-        self._rx = re.compile("|".join(parts)) if parts else None
-        self._by_outer = {outer: (secret, name) for outer, secret, name in self._groups}
+            compiled = re.compile(rx)
+            needles = NEEDLES.get(name, ())
+            for n in needles:
+                self._needles.setdefault(n, []).append(len(self._rx))
+            if not needles:
+                self._always.append(len(self._rx))
+            self._rx.append((compiled, 1 if compiled.groups else 0, name))
 
     def spans(self, text: str) -> list[Span]:
         """Non-overlapping secret spans in ``text``, in order."""
-        if self._rx is None or len(text) < 6:
+        if not self._rx or len(text) < 6:
             return []
+        lower = text.lower()
+        active = set(self._always)
+        for n, idx in self._needles.items():
+            if n in lower:
+                active.update(idx)
+        found: list[tuple[int, int, int, str]] = []
+        for order in sorted(active):
+            rx, group, name = self._rx[order]
+            for m in rx.finditer(text):
+                start, end = m.span(group)
+                if start < 0 or end <= start:
+                    continue
+                piece = text[start:end]
+                if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
+                    continue
+                found.append((start, order, end, name))
+        if not found:
+            return []
+        found.sort()
         out: list[Span] = []
-        for m in self._rx.finditer(text):
-            outer = m.lastindex
-            # lastindex is the last group closed: walk back to the alternative that matched
-            while outer is not None and outer not in self._by_outer:
-                outer -= 1
-            if outer is None:
-                continue
-            secret, name = self._by_outer[outer]
-            start, end = m.span(secret)
-            if start < 0 or end <= start:
-                continue
-            piece = text[start:end]
-            if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
-                continue
-            out.append(Span(start, end, name))
+        last = -1
+        for start, _, end, name in found:
+            if start >= last:
+                out.append(Span(start, end, name))
+                last = end
         return out
 
     def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
