@@ -36,7 +36,7 @@ import orjson
 from mcptap.capture.fields import message_text, record_findings, tool_of
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
-from mcptap.show.render import timeline_line
+from mcptap.show.render import COLUMNS, timeline_line
 from mcptap.show.summary import Tracker
 
 #: First places kept per finding code.
@@ -125,7 +125,7 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
     meta = {
         "path": path, "transport": header.get("transport"), "started": header.get("started"), "mcptap": header.get("mcptap"),
         "target": target, "scrubbed": header.get("scrubbed"), "name": header.get("name"),
-        "revisions": sorted(revisions), "sessions": list(sessions.values()),
+        "columns": COLUMNS, "revisions": sorted(revisions), "sessions": list(sessions.values()),
         "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities")} if end else None,
     }
     return {"meta": meta, "rows": rows, "payloads": payloads, "extra": {str(k): v for k, v in extra.items()}, "findings": findings,

@@ -264,6 +264,7 @@
   // ---- header, findings ----
   const meta = D.meta;
   $("title").textContent = meta.name || meta.path || "";
+  $("cols").textContent = meta.columns;
   function dl(pairs) {
     const d = el("dl");
     for (const [k, v] of pairs) { if (v == null || v === "") continue; d.append(el("dt", null, k)); const dd = el("dd"); if (v instanceof Node) dd.append(v); else dd.textContent = v; d.append(dd); }
