@@ -80,3 +80,22 @@ def test_a_restarted_stdio_session_gets_its_own_process(tmp_path: Path) -> None:
     again = read_capture(str(tmp_path / "new.jsonl"))
     assert "lifecycle.reinitialize" not in {f["code"] for r in again.records for f in r.get("findings", ())}
     assert len([r for r in again.records if r["type"] == "process" and r["event"] == "spawn"]) == 2
+
+
+async def test_a_restarted_stdio_session_replays_as_a_fresh_http_session(tmp_path: Path) -> None:
+    cap = record(tmp_path / "restart.jsonl", [
+        *handshake("2025-06-18"), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []})),
+        *handshake("2025-06-18"), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []})),
+    ])
+    port = free_port()
+    new = tmp_path / "new.jsonl"
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http"], port):
+        proc = await trio.run_process([*MCPTAP, "replay", str(cap), "-o", str(new), "--format", "json",
+                                       "--url", f"http://127.0.0.1:{port}/mcp"], capture_stdout=True, capture_stderr=True, check=False)
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    report = orjson.loads(proc.stdout)
+    assert len(report["sessions"]) == 2
+    again = read_capture(str(new))
+    sessions = {r.get("session") for r in again.records if r["type"] == "message"}
+    assert len(sessions) == 2 and None not in sessions               # two live Mcp-Session-Ids
+    assert "lifecycle.reinitialize" not in {f["code"] for r in again.records for f in r.get("findings", ())}
