@@ -1,0 +1,119 @@
+"""The HTTP mock in process (HttpMock on trio, httpx as the client), on a
+scripted stateful Streamable HTTP capture: fresh session ids, 400/404 for a
+missing/unknown session, the recorded JSON and SSE modes, a GET stream that
+carries the server's list_changed notification, DELETE."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of mcp)
+import orjson
+import trio
+
+from mcptap.capture.writer import CaptureWriter
+from mcptap.model import Direction
+from mcptap.recorder import Recorder
+from mcptap.serve.core import ServeCore
+from mcptap.serve.http import HttpMock
+from mcptap.serve.script import script_from_path
+
+C2S, S2C = Direction.C2S, Direction.S2C
+SID = "recorded-session"
+
+
+def http_capture(path: Path) -> Path:
+    """initialize (JSON), initialized (202), a GET stream, tools/call answered
+    by SSE with a progress event, then list_changed on the GET stream."""
+    t = {"now": 0}
+
+    def clock() -> int:
+        t["now"] += 1000
+        return t["now"]
+
+    rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "http://upstream/mcp"}, clock=clock)
+
+    def exchange(ex: int, method: str, status: int, ctype: str | None, c2s: Any = None, s2c: tuple[Any, ...] = (),
+                 stream: str = "post") -> None:
+        rec.record("http", event="request", exchange=ex, method=method, target="/mcp", headers=[["Mcp-Session-Id", SID]])
+        if c2s is not None:
+            rec.frame(C2S, orjson.dumps(c2s), session=SID, transport={"exchange": ex, "stream": stream})
+        headers = [["Mcp-Session-Id", SID]] + ([["Content-Type", ctype]] if ctype else [])
+        rec.record("http", event="response", exchange=ex, status=status, headers=headers)
+        for m in s2c:
+            rec.frame(S2C, orjson.dumps(m), session=SID, transport={"exchange": ex, "stream": stream})
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "s", "version": "1"}}
+    exchange(1, "POST", 200, "application/json", init, ({"jsonrpc": "2.0", "id": 1, "result": result},))
+    exchange(2, "POST", 202, None, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    exchange(3, "GET", 200, "text/event-stream", stream="get")
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {}, "_meta": {"progressToken": 7}}}
+    exchange(4, "POST", 200, "text/event-stream", call, (
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": 1}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "ok"}]}}))
+    rec.frame(S2C, orjson.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}), session=SID,
+              transport={"exchange": 3, "stream": "get"})
+    rec.close()
+    return path
+
+
+@asynccontextmanager
+async def mock(path: Path) -> AsyncIterator[str]:
+    server = HttpMock(ServeCore(script_from_path(str(path))))
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(server.serve)
+        yield url
+        nursery.cancel_scope.cancel()
+
+
+def _sse(text: str) -> list[Any]:
+    return [orjson.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+async def test_streamable_http_sessions_modes_and_the_get_stream(tmp_path: Path) -> None:
+    cap = http_capture(tmp_path / "http.jsonl")
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with mock(cap) as url, httpx.AsyncClient(timeout=10) as http:
+        assert url.endswith("/mcp")
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": "x", "method": "tools/list"}, headers=accept)
+        assert r.status_code == 400                                   # no session yet
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": "i", "method": "initialize",
+                                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "other", "version": "2"}}},
+                            headers=accept)
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+        assert r.json()["id"] == "i" and r.json()["result"]["serverInfo"]["name"] == "s"
+        sid = r.headers["mcp-session-id"]
+        assert sid and sid != SID                                     # a fresh session id
+        hs = {**accept, "Mcp-Session-Id": sid}
+        r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=hs)
+        assert r.status_code == 202
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, headers={**accept, "Mcp-Session-Id": "nope"})
+        assert r.status_code == 404
+        got: list[Any] = []
+
+        async def listen() -> None:
+            async with http.stream("GET", url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid}) as resp:
+                assert resp.status_code == 200
+                async for line in resp.aiter_lines():
+                    if line.startswith("data: "):
+                        got.append(orjson.loads(line[6:]))
+                        return
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen)
+            call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "t", "arguments": {}, "_meta": {"progressToken": "p"}}}
+            r = await http.post(url, json=call, headers=hs)
+            assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+            events = _sse(r.text)
+            assert [e.get("method", "response") for e in events] == ["notifications/progress", "response"]
+            assert events[0]["params"]["progressToken"] == "p" and events[1]["id"] == 9
+        assert got == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+        r = await http.delete(url, headers={"Mcp-Session-Id": sid})
+        assert r.status_code == 200
+        r = await http.post(url, json=call, headers=hs)
+        assert r.status_code == 404                                   # the session has ended
