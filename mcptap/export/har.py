@@ -74,7 +74,7 @@ _TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "
 
 
 class _Exchange:
-    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body")
+    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -87,11 +87,16 @@ class _Exchange:
         self.findings: list[dict[str, Any]] = []
         self.rebuilt = False
         self.resp_body: bytes | None = None
+        self.crlf = False           # the stream's lines end in CR LF (sse.crlf, flagged once per stream)
+
+    @property
+    def eol(self) -> str:
+        return "\r\n" if self.crlf else "\n"
 
 
-def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = ()) -> tuple[str, bool]:
-    """An SSE event's text: the recorded bytes, or rebuilt in the SDK layout.
-    Returns (text, rebuilt)."""
+def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = (), eol: str = "\n") -> tuple[str, bool]:
+    """An SSE event's text: the recorded bytes, or rebuilt in the SDK layout
+    with ``eol`` line ends. Returns (text, rebuilt)."""
     raw = info.get("raw")
     if isinstance(raw, str):
         return raw, False
@@ -104,7 +109,11 @@ def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = 
         lines.extend(f"data: {d}" for d in data.split("\n"))
     if info.get("retry") is not None:
         lines.append(f"retry: {info['retry']}")
-    return "\n".join(lines) + "\n\n", True
+    return eol.join(lines) + eol + eol, True
+
+
+def _crlf(rec: dict[str, Any]) -> bool:
+    return any(isinstance(f, dict) and f.get("code") == "sse.crlf" for f in rec.get("findings") or ())
 
 
 def _summary(rec: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +174,8 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
             elif ev == "sse":
                 info = rec.get("sse") or {}
                 endpoint = rec.get("endpoint") or {}
-                text, rebuilt = _sse_text(info, endpoint.get("data") if endpoint else None, info.get("comments") or ())
+                ex.crlf |= _crlf(rec)
+                text, rebuilt = _sse_text(info, endpoint.get("data") if endpoint else None, info.get("comments") or (), ex.eol)
                 ex.rebuilt |= rebuilt
                 ex.events.append((info.get("offset", 0), rec.get("seq", 0), text))
         elif typ == "message":
@@ -181,7 +191,8 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
                 ex.body_t = rec.get("t_us")
             elif isinstance(tr.get("sse"), dict):
                 data = _message_bytes(rec).decode("utf-8", "replace")
-                text, rebuilt = _sse_text(tr["sse"], data)
+                ex.crlf |= _crlf(rec)
+                text, rebuilt = _sse_text(tr["sse"], data, (), ex.eol)
                 ex.rebuilt |= rebuilt
                 ex.events.append((tr["sse"].get("offset", 0), rec.get("seq", 0), text))
             else:
@@ -207,6 +218,9 @@ def _content(ex: _Exchange, headers: list[list[str]]) -> dict[str, Any]:
         except UnicodeDecodeError:
             content["text"] = base64.b64encode(body).decode("ascii")
             content["encoding"] = "base64"
+    end = ex.end or {}
+    if body is None and isinstance(end.get("response_bytes"), int) and end["response_bytes"] > 0:
+        comment = f"the body ({end['response_bytes']} bytes relayed) is not a JSON-RPC message and is not kept in the capture"
     if comment:
         content["comment"] = comment
     return content

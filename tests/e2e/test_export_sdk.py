@@ -148,3 +148,31 @@ def test_messages_lines(http_capture: Path) -> None:
     assert all("json" in x and "time" in x and x["time"].endswith("Z") for x in lines)
     call = next(x for x in lines if x.get("method") == "tools/call")
     assert call["json"]["params"]["name"] == "echo" and call["dir"] == "c2s"
+
+
+def test_har_of_the_legacy_http_sse_transport(tmp_path: Path) -> None:
+    """2024-11-05 HTTP+SSE: one GET stream carries every answer; its body is
+    rebuilt from the recorded events to the byte count relayed."""
+    from mcp.client.sse import sse_client
+
+    cap = tmp_path / "sse.jsonl"
+
+    async def session() -> None:
+        async with sdk_server("sse") as base, tapped(base + "/sse", cap) as (url, _tap):
+            async with Client(sse_client(url), mode="legacy") as client:
+                got, _ = await drive(client)
+        assert got == EXPECTED
+
+    trio.run(session)
+    out = tmp_path / "sse.har"
+    r = export(cap, "har", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    har = json.loads(out.read_text())
+    assert list(har_validator().iter_errors(har)) == []
+    stream, *posts = har["log"]["entries"]
+    assert stream["request"]["method"] == "GET" and "event: endpoint" in stream["response"]["content"]["text"]
+    assert stream["response"]["content"]["size"] == stream["response"]["bodySize"] > 0
+    answers = [m for m in stream["_mcp"]["messages"] if m["dir"] == "s2c" and "pair" in m]
+    assert len(answers) == len(posts) - 1                 # every request but notifications/initialized answered there
+    assert {p["response"]["status"] for p in posts} == {202}
+    assert all("not kept in the capture" in p["response"]["content"]["comment"] for p in posts)
