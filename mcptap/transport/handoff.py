@@ -1,15 +1,13 @@
 """The hand-off from the stdio forward path to the recorder (threads, no trio).
 
-    forward threads ──chunk()──►┐
-    trio thread ─────call()────►├─ one ordered queue ─► recorder thread ─► Recorder ─► capture
-                                ┘   (bounded)
+    relay process ──copy pipe──► copy reader thread ──chunk()──►┐
+    trio thread ─────────────────────────────────────call()────►├─ one ordered queue ─► recorder thread ─► Recorder
+                                                                ┘   (bounded)
 
-The forward threads (``forward.pump``) and the trio thread (process events,
-stderr) append to one queue under a lock, stamping the time as they do: the
-queue order is the record order, and since a chunk is queued before it is
-written on, it precedes everything caused by it (causal order). One recorder
-thread alone calls the Recorder, so framing, annotation and disk writes never
-run on the forward path.
+The relay process (``relay_child``) forwards and sends a copy of every chunk,
+in read order, stamped with the Recorder's clock; the trio thread adds process
+events and stderr. One recorder thread alone calls the Recorder, in queue
+order, so framing, annotation and disk writes never run on the forward path.
 
 When analysis falls behind: while more than ``SPILL_BYTES`` of chunks wait,
 chunks are stored unframed and unannotated (``Recorder.stdio_unframed``:
@@ -19,15 +17,15 @@ even that cannot keep up (a disk slower than the relay) and ``LOSE_BYTES``
 wait, chunks are not queued: their size is, as a ``gap`` record in order
 (principle 3: the capture says so). Forwarding never waits for any of this.
 
-The recorder thread holds the GIL only between blocking calls, and the
-forward threads need it only for a few bytecodes per chunk;
-``sys.setswitchinterval`` is lowered while the tap runs so a forward thread
-that wakes while the recorder is busy gets the GIL within ~50 µs, not 5 ms.
+``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
+gets the GIL promptly while the recorder annotates (it then drains the copy
+pipe 1 MiB at a time).
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import sys
 import threading
@@ -38,10 +36,22 @@ from mcptap.model import Direction, Finding, Message
 
 SPILL_BYTES = 2 << 20
 LOSE_BYTES = 16 << 20
-SWITCH_INTERVAL = 50e-6     # s; CPython's default 5 ms would stall a forward thread behind analysis
+SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
+
+NICE = 19                   # analysis threads yield the CPU to the relay, the server and the host
 
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
-_CHUNK, _LOST, _STOP = object(), object(), object()
+_CHUNK, _LOST, _SPILLED, _STOP = object(), object(), object(), object()
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux: per thread; elsewhere
+    a no-op), so analysis never competes with forwarding for a core."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + NICE))
+    except (OSError, AttributeError):
+        pass
 
 
 class TapRecorder(Protocol):
@@ -92,21 +102,31 @@ class Handoff:
         self._clock: Callable[[], int] = rec.clock
         self._now = 0
         self._thread: threading.Thread | None = None
+        self._started = False
+        self.spill_fd = -1
         self._switch = sys.getswitchinterval()
 
     def start(self) -> None:
+        self._started = True
         self.rec.clock = lambda: self._now
         sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
         self._thread = threading.Thread(target=self._run, name="mcptap-recorder", daemon=True)
         self._thread.start()
 
     # -- producers (any thread) ------------------------------------------------
-    def chunk(self, direction: Direction, data: bytes) -> list[Any] | None:
-        """Queue a chunk just read in ``direction`` (before it is written on).
-        Returns a token for ``withdraw``."""
+    @property
+    def clock(self) -> Callable[[], int]:
+        """The Recorder's own clock (µs since capture start)."""
+        return self._clock
+
+    def chunk(self, direction: Direction, data: bytes, t: int | None = None) -> list[Any] | None:
+        """Queue a chunk read in ``direction`` (before it is written on) at
+        ``t`` (µs, the Recorder's clock; default now). Returns a token for
+        ``withdraw``."""
         n = len(data)
         with self._lock:
-            t = self._clock()
+            if t is None:
+                t = self._clock()
             if self._queued > LOSE_BYTES:
                 last = self._q[-1] if self._q else None
                 if last is not None and last[1] is _LOST and last[2] is direction:
@@ -125,11 +145,30 @@ class Handoff:
 
     def call(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
         """Queue a call of ``fn(*args, **fields)`` (a Recorder method) in order."""
-        self._put([QUEUED, fn, args, fields, 0, 0])
+        self._put([QUEUED, fn, args, fields, None, 0])
+
+    def call_at(self, t: int, fn: Any, *args: Any, **fields: Any) -> None:
+        """``call`` for an event that happened at ``t`` (µs, the Recorder's clock)."""
+        self._put([QUEUED, fn, args, fields, t, 0])
+
+    @property
+    def queued_bytes(self) -> int:
+        return self._queued
+
+    def spilled(self, direction: Direction, offset: int, nbytes: int, t: int) -> None:
+        """A chunk the relay wrote to the spill file (``spill_fd``) at ``offset``."""
+        self._put([QUEUED, _SPILLED, direction, (offset, nbytes), t, 0])
+
+    def lost(self, direction: Direction, nbytes: int, t: int) -> None:
+        """``nbytes`` forwarded in ``direction`` were never queued (a ``gap``)."""
+        with self._lock:
+            self.lost_bytes += nbytes
+        self._put([QUEUED, _LOST, direction, nbytes, t, 0])
 
     def _put(self, item: list[Any]) -> None:
         with self._lock:
-            item[4] = self._clock()
+            if item[4] is None:
+                item[4] = self._clock()
             self._q.append(item)
             ring, self._idle = self._idle, False
         if ring:
@@ -150,6 +189,8 @@ class Handoff:
     def stop(self) -> None:
         """Process everything queued, then end the recorder thread (blocking);
         restores the Recorder's clock and the switch interval."""
+        if not self._started:
+            self.start()
         if self._thread is not None:
             self._put([QUEUED, _STOP, (), {}, 0, 0])
             self._thread.join()
@@ -166,6 +207,7 @@ class Handoff:
         return self._spilling
 
     def _run(self) -> None:
+        lower_priority()
         lock, q, rec = self._lock, self._q, self.rec
         while True:
             with lock:
@@ -197,6 +239,12 @@ class Handoff:
                         rec.stdio_unframed(item[2], item[3])
                     else:
                         rec.stdio_bytes(item[2], item[3], behind=self._behind)
+                elif kind is _SPILLED:
+                    if not self._spilling:
+                        self.spills += 1
+                        self._spilling = True
+                    offset, n = item[3]
+                    rec.stdio_unframed(item[2], os.pread(self.spill_fd, n, offset))
                 elif kind is _LOST:
                     rec.lost(item[2], item[3])
                 else:

@@ -1,18 +1,21 @@
 """The stdio tap: spawn the server, relay bytes both ways, record a copy.
 
-    host stdin  ──► [c2s thread] ──► server stdin        Handoff.chunk() between read and write
-    host stdout ◄── [s2c thread] ◄── server stdout       Handoff.chunk() between read and write
-    host stderr ◄── [bounded buffer] ◄── server stderr  (trio) rec.stderr(chunk) on read
-                         Handoff ──► recorder thread ──► Recorder
+    host stdin  ──► [relay process: c2s thread] ──► server stdin
+    host stdout ◄── [relay process: s2c thread] ◄── server stdout
+                         │ copy of each chunk, in read order
+                         ▼
+    copy reader thread ──► Handoff ──► recorder thread ──► Recorder
+    host stderr ◄── [bounded buffer] ◄── server stderr   (trio; rec.stderr on read)
 
-Forwarding comes first: each direction is a thread doing blocking reads and
-writes (``forward.pump``); between a read and its write it only appends the
-chunk to the hand-off queue (``handoff``), so it never waits for a full line,
-a parse, an annotation or a disk write, nor for trio's scheduler. One
-recorder thread feeds the Recorder in queue order (causal order); when it
-falls behind, chunks are stored unframed and annotated later. If the Recorder
-raises (a bug in mcptap), recording stops and the relay goes on (design
-principles 1-3).
+Forwarding comes first: the bytes move in a forked relay process
+(``relay_child``) with one blocking pump thread per direction; between a read
+and its write a pump only appends the chunk to an ordered queue whose copy
+goes to this process through a pipe. So forwarding never waits for a parse,
+an annotation, a disk write, trio's scheduler or this process's GIL. The
+recorder thread feeds the Recorder in that order (causal order); when it falls
+behind, chunks are stored unframed and annotated later (``handoff``). If the
+Recorder raises (a bug in mcptap), recording stops and the relay goes on
+(design principles 1-3).
 
 Process handling (spec basic/transports stdio, lifecycle Shutdown):
 
@@ -27,8 +30,9 @@ Process handling (spec basic/transports stdio, lifecycle Shutdown):
 * a command that cannot start → ``exit_code`` 127 (not found) or 126 (found but
   not executable), like a shell.
 
-Host fds 0 and 1 are used through dups with blocking I/O in the forward
-threads (O_NONBLOCK is never set on a host's fd; fd 2: see ``stdio_os``). A
+Host fds 0 and 1 are used only by the relay process, with blocking I/O
+(O_NONBLOCK is never set on a host's fd; fd 2: see ``stdio_os``); this
+process points its own fds 0/1 at /dev/null once the relay runs. A
 bounded buffer (``STDERR_BUFFER``) decouples the server's stderr from the host's:
 a host that stops draining stderr can never block the server (cases/B24);
 overflow is dropped for the terminal, still recorded, and reported as
@@ -42,6 +46,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,13 +55,16 @@ import trio
 
 from mcptap.model import Direction
 from mcptap.protocol.codes import finding
-from mcptap.transport import forward
-from mcptap.transport.handoff import Handoff, TapRecorder
+from mcptap.transport import relay_child
+from mcptap.transport.handoff import Handoff, TapRecorder, lower_priority
+from mcptap.transport.relay_child import start_relay
 from mcptap.transport.stdio_os import CHUNK, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
+RELAY_EXIT_WAIT = 5.0          # s for the relay process to end once the server's stdout is done
+READER_PAUSE_BYTES = 3 << 20   # queued copies above which the copy reader pauses (the relay then spills)
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
@@ -94,6 +102,8 @@ class StdioTap:
         self._pgid = 0
         self._handoff = Handoff(rec, self._recorder_failed)
         self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._spill_fd = -1
         self._exited = trio.Event()
         self._stdout_done = trio.Event()
         self._stderr_read_done = trio.Event()
@@ -138,11 +148,11 @@ class StdioTap:
         behaviour."""
         ensure_std_fds()
         self._token = trio.lowlevel.current_trio_token()
-        self._handoff.start()
         try:
             return await self._run()
         finally:
             await trio.to_thread.run_sync(self._handoff.stop)
+            _close_fd(self._spill_fd)
             if self._handoff.lost_bytes:
                 self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
 
@@ -163,28 +173,46 @@ class StdioTap:
                 return self.result
             self._pgid = popen.pid
             self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
+            # fork the relay first: fork copies only this thread, so before any other starts
+            capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
+            spill_dir = os.path.dirname(os.path.abspath(capture_path)) if isinstance(capture_path, str) else None
+            relay_pid, copy_r, ctl_w, spill_fd = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
+            self._handoff.spill_fd = spill_fd
+            for fd in (in_w, out_r):
+                os.close(fd)
+            detach_fd(0)            # only the relay process holds the host's stdin and stdout
+            detach_fd(1)
+            self._handoff.start()
             child_err = trio.lowlevel.FdStream(err_r)
             host_err = host_stream(2, threaded=True)
-            fds = {"host_in": os.dup(0), "host_out": os.dup(1), "child_in": in_w, "child_out": out_r}
-            stop_r, stop_w = os.pipe()
             self._relay_started = True
             try:
                 async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
                     nursery.start_soon(self._forward_signals, signals, nursery)
-                    nursery.start_soon(self._c2s, fds, stop_r, nursery)
-                    nursery.start_soon(self._s2c, fds)
                     nursery.start_soon(self._stderr_reader, child_err)
                     nursery.start_soon(self._stderr_writer, host_err)
+                    reader = trio.Event()
+                    nursery.start_soon(self._copy_reader, copy_r, reader)
                     await self._wait_exit(popen)
-                    await self._finish(fds)
-                    os.write(stop_w, b"x")              # end a c2s pump still waiting for the host
+                    await self._finish()
+                    _close_fd(ctl_w)                    # end a c2s pump still waiting for the host
+                    ctl_w = -1
+                    with trio.move_on_after(RELAY_EXIT_WAIT):
+                        await reader.wait()
+                    if not reader.is_set():             # a write to a server stdin nobody reads
+                        _kill(relay_pid)
+                        await reader.wait()
                     nursery.cancel_scope.cancel()
             finally:
                 self._relay_started = False
                 for stream in (child_err, host_err):
                     await quiet_close(stream)
-                for fd in (*fds.values(), stop_r, stop_w):
-                    _close_fd(fd)
+                _close_fd(ctl_w)
+                _kill(relay_pid)
+                await trio.to_thread.run_sync(_reap, relay_pid)
+                _close_fd(copy_r)
+                self._spill_fd = spill_fd               # closed once the recorder is done with it
         return self.result
 
     # -- process -------------------------------------------------------------
@@ -254,15 +282,13 @@ class StdioTap:
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
 
-    async def _finish(self, fds: dict[str, int]) -> None:
+    async def _finish(self) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
             self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
-        _close_fd(fds.pop("host_out", -1))
-        detach_fd(1)
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             await self._stderr_read_done.wait()
         fields = dict(self._exit_fields)
@@ -276,45 +302,59 @@ class StdioTap:
 
     # -- pumps ---------------------------------------------------------------
 
-    # trio.to_thread.run_sync without abandon: a pump thread always ends
-    # before its fds are closed (c2s through the stop pipe, s2c at EOF).
-    async def _c2s(self, fds: dict[str, int], stop: int, nursery: trio.Nursery) -> None:
-        def seen(data: bytes) -> Any:
-            return self._handoff.chunk(Direction.C2S, data)
+    # -- the copy stream from the relay process ----------------------------------
 
-        how, token, undelivered = await trio.to_thread.run_sync(forward.pump, fds["host_in"], fds["child_in"], seen, stop)
-        if how == forward.STOPPED:
-            return
-        if how == forward.BROKEN:
-            # the server closed its stdin: stop reading, so the host gets
-            # EPIPE on its next write, as it would talking to the server directly
-            recorded = not self._handoff.withdraw(token)
-            self._rec(self.rec.process, "stdin_closed_by_server", undelivered_bytes=undelivered, recorded_anyway=recorded)
-            self._rec(self.rec.stdio_eof, Direction.C2S)
-            _close_fd(fds.pop("host_in", -1))
-            detach_fd(0)
-            return
-        _close_fd(fds.pop("child_in", -1))
-        self._stdin_eof_at = trio.current_time()
-        self._rec(self.rec.stdio_eof, Direction.C2S)
-        nursery.start_soon(self._after_stdin_eof)
+    async def _copy_reader(self, copy_r: int, done: trio.Event) -> None:
+        """Feed the relay's copy stream to the hand-off, in order, and tell
+        the trio side when a direction ended (thread; ends when the relay
+        process exits)."""
+        h, rec, token = self._handoff, self.rec, self._token
+        assert token is not None
+        dirs = (Direction.C2S, Direction.S2C)
 
-    async def _s2c(self, fds: dict[str, int]) -> None:
-        def seen(data: bytes) -> Any:
-            return self._handoff.chunk(Direction.S2C, data)
+        def on_chunk(d: int, t: int, data: bytes) -> None:
+            while h.queued_bytes > READER_PAUSE_BYTES:
+                time.sleep(0.001)       # back-pressure: the relay spills to its file instead of us to memory
+            h.chunk(dirs[d], data, t)
+
+        def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
+            direction = dirs[d]
+            if kind == relay_child.SPILLED:
+                h.spilled(direction, flag, n, t)
+                return
+            if kind == relay_child.LOST:
+                h.lost(direction, n, t)
+                return
+            if kind == relay_child.FAILED:
+                if direction is Direction.C2S:
+                    h.call_at(t, rec.process, "stdin_closed_by_server", undelivered_bytes=n, recorded_anyway=bool(flag))
+                else:
+                    h.call_at(t, rec.process, "stdout_closed_by_host", undelivered_bytes=n, recorded_anyway=bool(flag))
+            if direction is Direction.C2S:
+                h.call_at(t, rec.stdio_eof, Direction.C2S)
+                if kind == relay_child.END:
+                    token.run_sync_soon(self._stdin_eof)
+            else:
+                if kind == relay_child.END:
+                    h.call_at(t, rec.stdio_eof, Direction.S2C)
+                token.run_sync_soon(self._stdout_done.set)
+
+        def read() -> None:
+            lower_priority()
+            relay_child.read_items(copy_r, on_chunk, on_event)
 
         try:
-            how, token, undelivered = await trio.to_thread.run_sync(forward.pump, fds["child_out"], fds["host_out"], seen)
-            if how == forward.BROKEN:
-                # the host closed our stdout: close the server's, so it gets
-                # EPIPE/SIGPIPE like a direct pipe would give it
-                recorded = not self._handoff.withdraw(token)
-                self._rec(self.rec.process, "stdout_closed_by_host", undelivered_bytes=undelivered, recorded_anyway=recorded)
-                _close_fd(fds.pop("child_out", -1))
-            else:
-                self._rec(self.rec.stdio_eof, Direction.S2C)
+            await trio.to_thread.run_sync(read)
         finally:
-            self._stdout_done.set()
+            if not self._stdout_done.is_set():
+                self._rec(self.rec.record, "gap", reason="the relay process ended unexpectedly")
+                self._stdout_done.set()
+            done.set()
+
+    def _stdin_eof(self) -> None:
+        self._stdin_eof_at = trio.current_time()
+        if self._nursery is not None:
+            self._nursery.start_soon(self._after_stdin_eof)
 
     async def _stderr_reader(self, child_err: Any) -> None:
         try:
@@ -369,6 +409,20 @@ class StdioTap:
             if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
                 self._err_overflowing = False
                 self._rec(self.rec.process, "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _close_fd(fd: int) -> None:

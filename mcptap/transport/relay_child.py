@@ -1,0 +1,344 @@
+"""The stdio relay process: the forward path, apart from all analysis.
+
+``start_relay`` forks a small process that only moves bytes:
+
+    host stdin  ──► [c2s pump thread] ──► server stdin
+    host stdout ◄── [s2c pump thread] ◄── server stdout
+                        │ each chunk, as read, before it is written on
+                        ▼
+                 ordered queue ──► [feeder thread] ──► copy pipe ──► mcptap (recorder)
+
+Why a process: CPython runs one thread's bytecode at a time (the GIL). With
+analysis in the same process, a forward thread that wakes while the recorder
+annotates waits for the GIL (5 ms by default, and a scheduler round trip on a
+busy machine at any interval), so a flood would still be paced by analysis.
+In this process the three threads only run a few bytecodes between blocking
+system calls, and nothing else runs.
+
+The copy stream is a sequence of items: a header ``<BBBqI`` (kind, direction,
+flag, t_us, n) then, for ``CHUNK``, n bytes. The queue order is the read
+order: a request is queued before it is written to the server, so it precedes
+its answer (causal order). ``t_us`` is the recorder's clock (same monotonic
+clock, same origin: it is inherited through fork). When mcptap falls behind
+reading the copy pipe, copies queue here and, past ``SPILL_BYTES``, go to a
+spill file on the capture's disk (``CopyQueue``); forwarding never waits for
+the copy stream.
+
+End: at EOF on server stdout (or the host closing ours), the s2c pump ends;
+the c2s pump ends at host stdin EOF, when the server closed its stdin, or when
+mcptap closes the control pipe (the server exited while the host keeps stdin
+open). The process exits once both pumps ended and the queue is written out;
+it also dies with mcptap (PR_SET_PDEATHSIG) and ignores terminal signals
+(mcptap forwards them to the server).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import select
+import signal
+import struct
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from mcptap.transport.forward import BROKEN, EOF, pump
+
+HEADER = struct.Struct("<BBBqI")
+OFFSET = struct.Struct("<Q")
+#: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
+#: chunk was sent anyway); SPILLED: n bytes at a u64 offset (after the header)
+#: of the spill file; RAW: the unsent rest of an item (never on the wire)
+CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
+C2S, S2C = 0, 1
+SPILL_BYTES = 4 << 20
+COPY_PIPE_SIZE = 1 << 20
+
+
+class CopyQueue:
+    """The ordered copy stream of one relay process (module docstring).
+
+    Fast path: while nothing waits, a pump writes its chunk's copy straight
+    into the (non-blocking) copy pipe, under the lock that orders the stream.
+    When the pipe is full (mcptap is behind), copies queue here for the feeder
+    thread; past ``SPILL_BYTES`` queued, a chunk's bytes go to the spill file
+    (a ``pwrite``: page cache, no waiting for mcptap) and only its place
+    (``SPILLED``: offset, size) is queued, so memory stays bounded and nothing
+    is lost; only if the spill file cannot be written either is its size sent
+    as ``LOST``."""
+
+    def __init__(self, clock: Callable[[], int], copy_fd: int, spill_fd: int) -> None:
+        self._clock = clock
+        self._fd = copy_fd
+        self._spill_fd = spill_fd
+        self._spill_off = 0
+        self._lock = threading.Lock()
+        self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._q: collections.deque[list[Any]] = collections.deque()
+        self._queued = 0
+        self._closed = False
+        self._broken = False
+        os.set_blocking(copy_fd, False)
+
+    def chunk(self, direction: int, data: bytes) -> list[Any] | None:
+        n = len(data)
+        with self._lock:
+            t = self._clock()
+            if not self._q:
+                done = self._write(HEADER.pack(CHUNK, direction, 0, t, n), data)
+                if done < 0:
+                    return None                               # all sent
+                if done > 0:                                  # partly sent: the rest first
+                    self._q.append([RAW, direction, 0, t, 0, memoryview(HEADER.pack(CHUNK, direction, 0, t, n) + data)[done:]])
+                    self._bell.put(None)
+                    return None
+            if self._queued > SPILL_BYTES:
+                try:
+                    written = os.pwrite(self._spill_fd, data, self._spill_off)
+                except OSError:
+                    written = -1
+                if written == n:
+                    self._q.append([SPILLED, direction, 0, t, n, self._spill_off])
+                    self._spill_off += n
+                else:
+                    self._q.append([LOST, direction, 0, t, n, b""])
+                if len(self._q) == 1:
+                    self._bell.put(None)
+                return None
+            item = [CHUNK, direction, 0, t, n, data]
+            self._q.append(item)
+            self._queued += n
+            if len(self._q) == 1:
+                self._bell.put(None)
+        return item
+
+    def _write(self, head: bytes, data: bytes) -> int:
+        """Try to write one item now: -1 all written, else the bytes written."""
+        if self._broken:
+            return -1
+        total = len(head) + len(data)
+        try:
+            n = os.writev(self._fd, [head, data]) if data else os.write(self._fd, head)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._broken = True                                # mcptap is gone: forwarding goes on
+            return -1
+        return -1 if n == total else n
+
+    def withdraw(self, item: list[Any] | None) -> bool:
+        """Take back a queued chunk whose write failed; False if already sent."""
+        if item is None:
+            return False
+        with self._lock:
+            for i, x in enumerate(self._q):
+                if x is item:
+                    del self._q[i]
+                    self._queued -= item[4]
+                    return True
+        return False
+
+    def event(self, kind: int, direction: int, flag: int = 0, n: int = 0) -> None:
+        with self._lock:
+            t = self._clock()
+            if not self._q and self._write(HEADER.pack(kind, direction, flag, t, n), b"") < 0:
+                return
+            self._q.append([kind, direction, flag, t, n, b""])
+            if len(self._q) == 1:
+                self._bell.put(None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._bell.put(None)
+
+    def feed(self) -> None:
+        """Write queued items to the copy pipe until closed and empty (feeder
+        thread): waits for the pipe to drain, never for a pump."""
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
+        while True:
+            self._bell.get()
+            while True:
+                with self._lock:
+                    if not self._q:
+                        if self._closed:
+                            return
+                        break
+                    item = self._q[0]
+                    kind, d, flag, t, n, data = item
+                    if kind == RAW:
+                        head, body = b"", data
+                    elif kind == CHUNK:
+                        head, body = HEADER.pack(kind, d, flag, t, n), data
+                    else:
+                        head, body = HEADER.pack(kind, d, flag, t, n), (OFFSET.pack(data) if kind == SPILLED else b"")
+                    done = self._write(head, body) if head else self._write_raw(body)
+                    if done < 0:
+                        self._q.popleft()
+                        if kind == CHUNK:
+                            self._queued -= n
+                        continue
+                    if done > 0:                                 # keep the unsent rest at the head
+                        item[0], item[5] = RAW, memoryview(head + bytes(body))[done:] if head else body[done:]
+                        if kind == CHUNK:
+                            self._queued -= n
+                if self._broken:
+                    continue
+                poller.poll(1000)
+
+    def _write_raw(self, body: Any) -> int:
+        if self._broken:
+            return -1
+        try:
+            n = os.write(self._fd, body)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._broken = True
+            return -1
+        return -1 if n == len(body) else n
+
+
+def _die_with_parent() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _detach(fd: int) -> None:
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
+               spill_fd: int, clock: Callable[[], int], parent: int) -> None:
+    """The relay process body (after fork); never returns."""
+    code = 0
+    try:
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
+            signal.signal(s, signal.SIG_IGN)
+        _die_with_parent()
+        if os.getppid() != parent:
+            os._exit(0)
+        q = CopyQueue(clock, copy_w, spill_fd)
+
+        def c2s() -> None:
+            how, token, undelivered = pump(host_in, child_in, lambda data: q.chunk(C2S, data), ctl_r)
+            if how == BROKEN:
+                # the server closed its stdin: stop reading, so the host gets
+                # EPIPE on its next write, as it would talking to the server directly
+                q.event(FAILED, C2S, 0 if q.withdraw(token) else 1, undelivered)
+                _detach(host_in)
+            elif how == EOF:
+                q.event(END, C2S)
+            os.close(child_in)               # the server sees EOF on its stdin
+
+        def s2c() -> None:
+            how, token, undelivered = pump(child_out, host_out, lambda data: q.chunk(S2C, data))
+            if how == BROKEN:
+                # the host closed our stdout: close the server's, so it gets
+                # EPIPE/SIGPIPE like a direct pipe would give it
+                q.event(FAILED, S2C, 0 if q.withdraw(token) else 1, undelivered)
+            else:
+                q.event(END, S2C)
+            os.close(child_out)
+            _detach(host_out)                # the host sees EOF on its stdin now
+
+        feeder = threading.Thread(target=q.feed, name="mcptap-copy")
+        feeder.start()
+        t_c2s = threading.Thread(target=c2s, name="mcptap-c2s", daemon=True)
+        t_c2s.start()
+        s2c()
+        t_c2s.join()
+        q.close()
+        feeder.join()
+    except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
+        code = 70
+    os._exit(code)
+
+
+def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
+                spill_dir: str | None = None) -> tuple[int, int, int, int]:
+    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, spill_fd)``:
+    the copy stream to read, the control pipe to close when the c2s pump must
+    end, and the spill file (unlinked; in ``spill_dir``, the capture's
+    directory, so a flood fills the disk the capture is on, not memory) to
+    ``pread`` SPILLED items from. The caller must close its own copies of
+    ``child_in`` and ``child_out`` and point fds 0/1 elsewhere, so that only
+    the relay holds them. Call it before starting threads (fork copies only
+    the calling thread)."""
+    copy_r, copy_w = os.pipe()
+    ctl_r, ctl_w = os.pipe()
+    try:
+        import fcntl
+
+        fcntl.fcntl(copy_w, getattr(fcntl, "F_SETPIPE_SZ", 1031), COPY_PIPE_SIZE)
+    except OSError:
+        pass
+    try:
+        spill_fd, spill_path = tempfile.mkstemp(prefix=".mcptap-spill-", dir=spill_dir)
+    except OSError:
+        spill_fd, spill_path = tempfile.mkstemp(prefix=".mcptap-spill-")
+    os.unlink(spill_path)
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(copy_r)
+        os.close(ctl_w)
+        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill_fd, clock, parent)
+    os.close(copy_w)
+    os.close(ctl_r)
+    return pid, copy_r, ctl_w, spill_fd
+
+
+def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None]) -> None:
+    """Read the copy stream until EOF (the relay process ended), calling
+    ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
+    t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
+    blocking, run it in a thread)."""
+    buf = b""
+    hsize = HEADER.size
+    unpack = HEADER.unpack_from
+    while True:
+        try:
+            data = os.read(copy_r, COPY_PIPE_SIZE)
+        except InterruptedError:
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            return
+        buf = buf + data if buf else data
+        pos = 0
+        end = len(buf)
+        while end - pos >= hsize:
+            kind, d, flag, t, n = unpack(buf, pos)
+            if kind == CHUNK:
+                if end - pos - hsize < n:
+                    break
+                on_chunk(d, t, buf[pos + hsize:pos + hsize + n])
+                pos += hsize + n
+            elif kind == SPILLED:
+                if end - pos - hsize < OFFSET.size:
+                    break
+                on_event(kind, d, OFFSET.unpack_from(buf, pos + hsize)[0], t, n)
+                pos += hsize + OFFSET.size
+            else:
+                on_event(kind, d, flag, t, n)
+                pos += hsize
+        buf = buf[pos:]
