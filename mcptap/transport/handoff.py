@@ -29,10 +29,12 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Message
+from mcptap.transport import relay_child
 
 SPILL_BYTES = 2 << 20
 LOSE_BYTES = 16 << 20
@@ -256,3 +258,45 @@ class Handoff:
                 except Exception:  # noqa: BLE001
                     pass
                 self._on_error(self.error)
+
+
+#: queued copies above which the copy reader pauses (the relay then spills to its file)
+READER_PAUSE_BYTES = 3 << 20
+
+
+def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdin_eof: Callable[[], None],
+                stdout_done: Callable[[], None]) -> None:
+    """The copy reader thread: feed the relay process's copy stream
+    (``relay_child``) to ``h`` in order until it ends; ``stdin_eof()`` when the
+    host closed its stdin, ``stdout_done()`` when the server's stdout ended
+    (or the host closed ours). Runs at low priority; pauses while more than
+    ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file)."""
+    lower_priority()
+    dirs = (Direction.C2S, Direction.S2C)
+
+    def on_chunk(d: int, t: int, data: bytes) -> None:
+        while h.queued_bytes > READER_PAUSE_BYTES:
+            time.sleep(0.001)
+        h.chunk(dirs[d], data, t)
+
+    def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
+        direction = dirs[d]
+        if kind == relay_child.SPILLED:
+            h.spilled(direction, flag, n, t)
+            return
+        if kind == relay_child.LOST:
+            h.lost(direction, n, t)
+            return
+        if kind == relay_child.FAILED:
+            event = "stdin_closed_by_server" if direction is Direction.C2S else "stdout_closed_by_host"
+            h.call_at(t, rec.process, event, undelivered_bytes=n, recorded_anyway=bool(flag))
+        if direction is Direction.C2S:
+            h.call_at(t, rec.stdio_eof, Direction.C2S)
+            if kind == relay_child.END:
+                stdin_eof()
+        else:
+            if kind == relay_child.END:
+                h.call_at(t, rec.stdio_eof, Direction.S2C)
+            stdout_done()
+
+    relay_child.read_items(copy_r, on_chunk, on_event)

@@ -46,25 +46,23 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from mcptap.model import Direction
 from mcptap.protocol.codes import finding
-from mcptap.transport import relay_child
-from mcptap.transport.handoff import Handoff, TapRecorder, lower_priority
+from mcptap.transport.handoff import Handoff, TapRecorder, read_copies
 from mcptap.transport.relay_child import start_relay
-from mcptap.transport.stdio_os import CHUNK, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_os import CHUNK, close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_os import kill as _kill
+from mcptap.transport.stdio_os import reap as _reap
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
 RELAY_EXIT_WAIT = 5.0          # s for the relay process to end once the server's stdout is done
-READER_PAUSE_BYTES = 3 << 20   # queued copies above which the copy reader pauses (the relay then spills)
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
@@ -152,7 +150,7 @@ class StdioTap:
             return await self._run()
         finally:
             await trio.to_thread.run_sync(self._handoff.stop)
-            _close_fd(self._spill_fd)
+            close_fd(self._spill_fd)
             if self._handoff.lost_bytes:
                 self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
 
@@ -196,7 +194,7 @@ class StdioTap:
                     nursery.start_soon(self._copy_reader, copy_r, reader)
                     await self._wait_exit(popen)
                     await self._finish()
-                    _close_fd(ctl_w)                    # end a c2s pump still waiting for the host
+                    close_fd(ctl_w)                    # end a c2s pump still waiting for the host
                     ctl_w = -1
                     with trio.move_on_after(RELAY_EXIT_WAIT):
                         await reader.wait()
@@ -208,10 +206,10 @@ class StdioTap:
                 self._relay_started = False
                 for stream in (child_err, host_err):
                     await quiet_close(stream)
-                _close_fd(ctl_w)
+                close_fd(ctl_w)
                 _kill(relay_pid)
                 await trio.to_thread.run_sync(_reap, relay_pid)
-                _close_fd(copy_r)
+                close_fd(copy_r)
                 self._spill_fd = spill_fd               # closed once the recorder is done with it
         return self.result
 
@@ -308,40 +306,12 @@ class StdioTap:
         """Feed the relay's copy stream to the hand-off, in order, and tell
         the trio side when a direction ended (thread; ends when the relay
         process exits)."""
-        h, rec, token = self._handoff, self.rec, self._token
+        token = self._token
         assert token is not None
-        dirs = (Direction.C2S, Direction.S2C)
-
-        def on_chunk(d: int, t: int, data: bytes) -> None:
-            while h.queued_bytes > READER_PAUSE_BYTES:
-                time.sleep(0.001)       # back-pressure: the relay spills to its file instead of us to memory
-            h.chunk(dirs[d], data, t)
-
-        def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
-            direction = dirs[d]
-            if kind == relay_child.SPILLED:
-                h.spilled(direction, flag, n, t)
-                return
-            if kind == relay_child.LOST:
-                h.lost(direction, n, t)
-                return
-            if kind == relay_child.FAILED:
-                if direction is Direction.C2S:
-                    h.call_at(t, rec.process, "stdin_closed_by_server", undelivered_bytes=n, recorded_anyway=bool(flag))
-                else:
-                    h.call_at(t, rec.process, "stdout_closed_by_host", undelivered_bytes=n, recorded_anyway=bool(flag))
-            if direction is Direction.C2S:
-                h.call_at(t, rec.stdio_eof, Direction.C2S)
-                if kind == relay_child.END:
-                    token.run_sync_soon(self._stdin_eof)
-            else:
-                if kind == relay_child.END:
-                    h.call_at(t, rec.stdio_eof, Direction.S2C)
-                token.run_sync_soon(self._stdout_done.set)
 
         def read() -> None:
-            lower_priority()
-            relay_child.read_items(copy_r, on_chunk, on_event)
+            read_copies(copy_r, self._handoff, self.rec, lambda: token.run_sync_soon(self._stdin_eof),
+                        lambda: token.run_sync_soon(self._stdout_done.set))
 
         try:
             await trio.to_thread.run_sync(read)
@@ -409,28 +379,6 @@ class StdioTap:
             if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
                 self._err_overflowing = False
                 self._rec(self.rec.process, "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
-def _close_fd(fd: int) -> None:
-    if fd >= 0:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
 
 
 async def run_stdio_tap(argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,

@@ -172,3 +172,28 @@ def signame(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return str(signum)
+
+
+def kill(pid: int) -> None:
+    """SIGKILL ``pid`` (gone already: nothing)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def reap(pid: int) -> None:
+    """Wait for child ``pid`` to end (blocking)."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def close_fd(fd: int) -> None:
+    """Close ``fd`` if it is one (>= 0); errors ignored."""
+    if fd >= 0:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
