@@ -55,7 +55,7 @@ class Recorder:
     or "http". ``target``: header target (argv scrubbed, or URL without
     credentials). ``clock``: returns µs since capture start (int).
     ``on_message``: optional callback for each annotated Message (live views).
-    ``observers``: more such callbacks (live OTLP export, mcptap/otel.py),
+    ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
     the way to subscribe. ``started``: the header's UTC start time (ISO 8601).
     """
