@@ -111,15 +111,24 @@ def main() -> None:
     floods = {name: args.flood / peer.flood(args.flood) for name, peer in peers.items()}
     for peer in peers.values():
         peer.close()
-    time.sleep(0.5)
-    recv.send_signal(signal.SIGTERM)
-    recv.wait(10)
-    got = json.loads(count_file.read_text()) if count_file.exists() else {"spans": 0, "requests": 0}
-    note = {}
+    note: dict[str, object] = {}
+    failure = ""
     for line in caps["otel"].read_text().splitlines():
         rec = json.loads(line)
         if rec.get("type") == "note" and "spans" in rec:
             note = rec
+        elif rec.get("type") == "note" and "message" in rec:
+            failure = rec["message"]
+    # spans pending at the capture's end are still being sent by the export process
+    deadline = time.time() + 8
+    while time.time() < deadline:
+        got = json.loads(count_file.read_text()) if count_file.exists() else {"spans": 0, "requests": 0}
+        if got["spans"] >= (note.get("spans") or 0):
+            break
+        time.sleep(0.2)
+    recv.send_signal(signal.SIGTERM)
+    recv.wait(10)
+    got = json.loads(count_file.read_text()) if count_file.exists() else {"spans": 0, "requests": 0}
 
     print(f"\nround trips: {args.rtt} per config, interleaved in {blocks} blocks (after 500 warm-up); flood: {args.flood:,} s2c notifications")
     print(f"{'config':8s} {'p50 µs':>8s} {'p99 µs':>8s} {'flood msg/s':>12s}")
@@ -134,7 +143,9 @@ def main() -> None:
           f"(robust to load changes between blocks)")
     print(f"flood: {floods['otel'] / floods['mcptap']:.2f}x the plain tap's rate")
     print(f"spans: mcptap handed {note.get('spans', '?')}, exported {note.get('exported', '?')}, failed {note.get('failed', '?')}, "
-          f"pending at close {note.get('pending', '?')}; receiver decoded {got['spans']} in {got['requests']} requests")
+          f"pending at close {note.get('pending', '?')}; receiver decoded {got['spans']} in {got['requests']} requests (pending ones included)")
+    if failure:
+        print(f"export note: {failure}")
     for p in tmp.iterdir():
         p.unlink()
     tmp.rmdir()

@@ -272,15 +272,14 @@ class LiveExporter:
 
     def join(self, timeout: float = JOIN_S) -> bool:
         """After the capture is closed: give the export process ``timeout``
-        more seconds to finish, then stop it. True when it ended by itself."""
+        more seconds to hand the last spans over. True when it ended; else it
+        is left to finish on its own (its own deadline bounds it, and a signal
+        to mcptap's process group does not reach it)."""
         try:
             self.proc.wait(timeout)
             return True
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
             return False
-
 
 def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Any, target: dict[str, Any],
                       say: Callable[[str], None], redactor: Any = None) -> LiveExporter | None:

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import threading
+import time
 from typing import Any
 
 import orjson
@@ -33,8 +34,11 @@ from mcptap.export.spans import CLIENT, SERVER, STATUS_ERROR, Span, SpanBuilder
 
 #: the SDK queue's size (spans); a burst beyond it drops spans (reported)
 QUEUE_MAX = 16_384
-#: seconds the final flush may take before retries are given up
+#: seconds of final flush before the summary (the parent's closing note), then
+#: seconds more for a collector that is still answering (the process outlives
+#: mcptap for at most that long; it is in a session of its own)
 FLUSH_S = 0.4
+FINISH_S = 5.0
 
 
 def reason_of(text: str) -> str:
@@ -67,6 +71,7 @@ class Child:
         self.lock = threading.Lock()
         self.failure: str | None = None
         self.sent = self.exported = self.failed = 0
+        self.last_ok: float | None = None          # monotonic time of the last accepted export
         header = cfg["header"]
         self.builder = SpanBuilder(header)
         attrs = resource_attributes(header)
@@ -104,6 +109,7 @@ class Child:
                 with child.lock:
                     if result is SpanExportResult.SUCCESS:
                         child.exported += len(spans)
+                        child.last_ok = time.monotonic()
                     else:
                         child.failed += len(spans)
                 if result is not SpanExportResult.SUCCESS:
@@ -150,26 +156,29 @@ class Child:
             end_time=(epoch + span.end_us) * 1000, instrumentation_scope=self.scope))
         self.sent += 1
 
-    def close(self, t_us: int | None, budget_s: float = FLUSH_S) -> None:
-        """End open spans, flush for at most ``budget_s`` (then abort the
-        exporter's retries), report the summary."""
+    def close(self, t_us: int | None, budget_s: float = FLUSH_S, finish_s: float = FINISH_S) -> None:
+        """End open spans and flush. After ``budget_s`` report the summary
+        (the parent's closing note: spans still pending are being sent); a
+        collector that answered within the last second then gets ``finish_s``
+        more to take the rest, a silent or failing one is given up at once."""
         for span in self.builder.finish(t_us):
             self.emit(span)
         processor: Any = self.processor
         flush = threading.Thread(target=processor.shutdown, daemon=True)
         flush.start()
         flush.join(budget_s)
-        slow = flush.is_alive()
-        if slow:
+        with self.lock:
+            exported, failed, last_ok = self.exported, self.failed, self.last_ok
+        pending = self.sent - exported - failed
+        silent = flush.is_alive() and (last_ok is None or time.monotonic() - last_ok > 1.0)
+        if silent and pending > 0:
+            self.fail(f"no answer from the collector, {pending} spans unsent")
+        self.say({"event": "summary", "spans": self.sent, "exported": exported, "failed": failed, "pending": pending})
+        if flush.is_alive() and not silent and self.failure is None:
+            flush.join(finish_s)
+        if flush.is_alive():
             self.inner.shutdown()       # a slow or failing collector: stop retrying
             flush.join(budget_s)
-        with self.lock:
-            exported, failed = self.exported, self.failed
-        pending = self.sent - exported - failed
-        if pending > 0:
-            self.fail(f"no answer from the collector, {pending} spans unsent" if slow else f"{pending} spans dropped")
-        self.say({"event": "summary", "spans": self.sent, "exported": exported, "failed": failed, "pending": pending})
-
 
 def main() -> int:
     inp = sys.stdin.buffer
