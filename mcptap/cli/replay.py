@@ -25,6 +25,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.output import Style, styler
 from mcptap.compare.mask import Masker
+from mcptap.compare.paths import describe, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
@@ -66,22 +67,15 @@ def _line(r: ExchangeResult, style: Style | None = None) -> str:
     if r.verdict is not None and r.verdict.paths and r.status in (CHANGED, ERROR_CHANGED):
         p = r.verdict.paths[0]
         if r.status == ERROR_CHANGED:
-            detail = f"{_short(p.a)} -> {_short(p.b)}"
+            detail = f"{short(p.a)} -> {short(p.b)}"
         else:
-            detail = ", ".join(f"{c.path}: {_short(c.a)} -> {_short(c.b)}" if c.kind == "changed" else f"{c.path} {c.kind}"
-                               for c in r.verdict.paths[:3]) + (" …" if len(r.verdict.paths) > 3 else "")
+            detail = describe(r.verdict.paths, 3)
     elif r.note:
         detail = r.note
     elif r.status == MATCH and r.latency_b_us is not None:
         detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
     line = esc(f"{text}  {detail}".rstrip())
     return style(line, r.status) if style is not None else line
-
-
-def _short(v: Any, n: int = 60) -> str:
-    text = v if isinstance(v, str) else orjson.dumps(v).decode() if v is not None else "absent"
-    text = repr(text) if isinstance(v, str) else text
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _part(plan: Plan, r: ExchangeResult) -> int | None:

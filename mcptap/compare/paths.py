@@ -8,6 +8,7 @@ lists by index). Used by ``compare.verdict`` for CHANGED verdicts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,29 @@ def _preview(v: Any, limit: int = 200) -> Any:
     if isinstance(v, str) and len(v) > limit:
         return v[:limit] + "…"
     return v
+
+
+def short(v: Any, n: int = 60) -> str:
+    """A value for one line of a report: strings quoted, JSON compact,
+    ``absent`` for None, cut to ``n`` characters with an ellipsis."""
+    text = v if isinstance(v, str) else orjson.dumps(v).decode() if v is not None else "absent"
+    text = repr(text) if isinstance(v, str) else text
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def describe_change(c: PathChange) -> str:
+    """One change as replay and diff both print it: ``path: A -> B`` (changed),
+    ``+path: B`` (added), ``-path: A`` (removed); the marks are diff's."""
+    if c.kind == "added":
+        return f"+{c.path}: {short(c.b)}"
+    if c.kind == "removed":
+        return f"-{c.path}: {short(c.a)}"
+    return f"{c.path}: {short(c.a)} -> {short(c.b)}"
+
+
+def describe(changes: Sequence[PathChange], limit: int) -> str:
+    """The first ``limit`` changes, comma-separated (`` …`` when there are more)."""
+    return ", ".join(describe_change(c) for c in changes[:limit]) + (" …" if len(changes) > limit else "")
 
 
 _LIST_KEYS = ("name", "uri", "uriTemplate")

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import json_diff
+from mcptap.compare.paths import describe, json_diff
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
@@ -118,9 +118,9 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         v = compare_responses(ra[1], rb[1], method, masker)
         if a.key[i] != b.key[j]:
             req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
-            text = f"{lab}: request " + ", ".join(p.path for p in req[:6]) + (" …" if len(req) > 6 else "")
+            text = f"{lab}: request " + describe(req, 6)
             if v.status != MATCH:
-                text += "; response " + (", ".join(p.path for p in v.paths[:4]) if v.paths else v.status.lower())
+                text += "; response " + (describe(v.paths, 4) if v.paths else v.status.lower())
             report.items.append(Item("exchanges", "changed", lab, text, False,
                                      {**where, "request_paths": [p.to_json() for p in req], **v.to_json()}))
             continue
@@ -131,7 +131,7 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         elif v.status in (MISSING, NEW):
             text = f"{lab}: {'no answer in B' if v.status == MISSING else 'no answer in A'}"
         else:
-            text = f"{lab}: " + ", ".join(p.path for p in v.paths[:6]) + (" …" if len(v.paths) > 6 else "")
+            text = f"{lab}: " + describe(v.paths, 6)
         report.items.append(Item("exchanges", "changed", lab, text, False, {**where, **v.to_json()}))
     shown = len(detail)
     total = counts[CHANGED] + counts[ERROR_CHANGED] + counts[MISSING] + counts[NEW]
