@@ -43,6 +43,7 @@ from mcptap.model import Direction
 from mcptap.protocol.framing import parse_json
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
+from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
 from mcptap.replay.runner import Deliver
@@ -82,7 +83,7 @@ class HttpLink:
     """Talk Streamable HTTP to ``url`` (see module docstring). ``tools``: the
     recorded tool definitions (for ``x-mcp-header`` arguments)."""
 
-    def __init__(self, url: str, rec: Any, extra_headers: Sequence[tuple[str, str]] = (), tools: dict[str, Any] | None = None,
+    def __init__(self, url: str, rec: Recorder, extra_headers: Sequence[tuple[str, str]] = (), tools: dict[str, Any] | None = None,
                  connect_timeout: float = 10.0, listen: bool = False) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:

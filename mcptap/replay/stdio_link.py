@@ -27,6 +27,7 @@ import trio
 
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
+from mcptap.recorder import Recorder
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
@@ -39,7 +40,7 @@ class StdioLink:
     newline-delimited JSON-RPC to it; every byte goes through ``rec``.
     ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL at the end."""
 
-    def __init__(self, argv: Sequence[str], rec: Any, grace: float = 2.0, shown_argv: Sequence[str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str], rec: Recorder, grace: float = 2.0, shown_argv: Sequence[str] | None = None) -> None:
         self.argv = list(argv)
         self.shown = list(shown_argv or argv)
         self.rec = rec

@@ -41,6 +41,7 @@ import trio
 from mcptap.errors import McptapError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import parse_json
+from mcptap.recorder import Recorder
 from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.transport.http import LOOPBACK_NAMES, is_loopback
@@ -73,7 +74,7 @@ class _Conn:
 class HttpMock:
     """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
 
-    def __init__(self, core: ServeCore, rec: Any = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
+    def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
                  say: Callable[[str], None] | None = None) -> None:
         if not is_loopback(host) and not allow_remote:
             raise McptapError(f"refusing to listen on non-loopback address {host} (pass --allow-remote)")

@@ -30,6 +30,7 @@ import trio
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
+from mcptap.recorder import Recorder
 from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
 from mcptap.serve.fallback import Fallback
 from mcptap.transport.stdio_os import host_stream, quiet_close
@@ -53,7 +54,7 @@ class StdioServer:
     """One stdio session of the mock (see module docstring). ``rec``: a
     Recorder or None; ``stdin_fd``/``stdout_fd``: the host's pipes."""
 
-    def __init__(self, core: ServeCore, rec: Any = None, stdin_fd: int = 0, stdout_fd: int = 1,
+    def __init__(self, core: ServeCore, rec: Recorder | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
                  fallback: Sequence[str] | None = None) -> None:
         self.core = core
         self.rec = rec
@@ -177,6 +178,6 @@ class StdioServer:
         return self.result
 
 
-async def serve_stdio(core: ServeCore, rec: Any = None, fallback: Sequence[str] | None = None) -> ServeResult:
+async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Sequence[str] | None = None) -> ServeResult:
     """Serve one stdio session on fds 0/1 (see StdioServer)."""
     return await StdioServer(core, rec, fallback=fallback).run()

@@ -29,6 +29,7 @@ from typing import Any
 import trio
 
 from mcptap.errors import McptapError
+from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
@@ -115,7 +116,7 @@ class HttpTap:
     """One running HTTP tap. ``rec``: the Recorder (or None: relay only);
     ``say``: receives mcptap's own one-line messages (default: ignored)."""
 
-    def __init__(self, cfg: HttpTapConfig, rec: Any, say: Callable[[str], None] | None = None) -> None:
+    def __init__(self, cfg: HttpTapConfig, rec: Recorder | None, say: Callable[[str], None] | None = None) -> None:
         self.cfg = cfg
         self.upstream = check_config(cfg)
         self.rec = rec

@@ -40,6 +40,7 @@ from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, endpoint_findings, header, sse_findings
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.sse import SSEEvent, canonical_event
+from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
@@ -60,7 +61,7 @@ class HttpObserver:
     credentials in clear (default: stable placeholders, see ``mcptap/redact``).
     """
 
-    def __init__(self, rec: Any, upstream: r.Upstream, listen_authority: str = "127.0.0.1",
+    def __init__(self, rec: Recorder, upstream: r.Upstream, listen_authority: str = "127.0.0.1",
                  record_secrets: bool = False) -> None:
         self.rec = rec
         self.upstream = upstream

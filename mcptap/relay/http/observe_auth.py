@@ -26,6 +26,7 @@ import orjson
 from mcptap.capture.format import encode_bytes
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, placeholder
 from mcptap.relay.http import events as r
 
@@ -139,7 +140,7 @@ class AuthObserver:
     Recorder API (``clock()``, ``record(type, findings=, **fields)``);
     ``headers_json``: the observer's credential-redacting header encoder."""
 
-    def __init__(self, rec: Any, headers_json: Any, record_secrets: bool) -> None:
+    def __init__(self, rec: Recorder, headers_json: Any, record_secrets: bool) -> None:
         self.rec = rec
         self.headers_json = headers_json
         self.record_secrets = record_secrets
