@@ -81,4 +81,4 @@ async def test_without_auth_rewrite_the_sdk_client_rejects_the_resource(tmp_path
     # what the fronting exists for: RFC 9728 §3.3 makes the client stop
     proc, _ = await _session_through_tap(tmp_path, "--no-auth-rewrite")
     assert proc.returncode != 0
-    assert "does not match" in proc.stderr
+    assert "does not match" in proc.stderr, proc.stderr[-2000:]
