@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -215,3 +216,23 @@ def test_record_redact_forwards_originals_and_records_scrubbed(tmp_path) -> None
     p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--redact-key", "x", "-q", "--", "cat"],
                        input="", capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "needs --redact" in p.stderr
+
+
+def test_record_never_fails_for_want_of_a_key_file(tmp_path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "MCPTAP_REDACT_KEY"}
+    env["MCPTAP_CONFIG_DIR"] = str(blocker / "cfg")          # cannot be created
+    out = tmp_path / "k.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(out), "--", "sh", "-c", "cat", "sh", "--token", PASSWORD],
+                       input=b"{}\n", capture_output=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"{}\n"
+    assert b"for this run only" in p.stderr and PASSWORD not in out.read_text()
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "scrub", str(out), "-o", str(tmp_path / "s.jsonl")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("mcptap: cannot read the redaction key") and p.stderr.count("\n") == 1
+    env.pop("MCPTAP_CONFIG_DIR")
+    env["MCPTAP_CONFIG_DIR"] = str(tmp_path / "fresh")
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(out), "--", "sh", "-c", "cat", "sh", "plain"],
+                       input=b"", capture_output=True, env=env, timeout=60)
+    assert p.returncode == 0 and not (tmp_path / "fresh").exists()    # nothing secret: no key file written

@@ -61,8 +61,11 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
              if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
     if given and not redact:
         raise click.UsageError(f"--{given[0].replace('_', '-')} needs --redact")
-    redactor = redactor_from(kwargs)
-    return redactor if redact else None
+    if not redact:
+        for n in ("redact_key", "redact_path", "redact_pattern", "redact_rules", "no_builtin_rules"):
+            kwargs.pop(n, None)
+        return None
+    return redactor_from(kwargs, strict_key=False)
 
 
 def _say(line: str) -> None:
@@ -132,6 +135,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         raise click.UsageError(f"-o {output}: the file exists and is not an mcptap capture; refusing to overwrite it")
     argv = list(cmd)
     shown = scrub_argv(argv)
+    from mcptap.redact.keyfile import fallback_reason
+
+    if fallback_reason():
+        _say(f"{fallback_reason()}; placeholders in this capture use a key for this run only")
     writer: CaptureWriter | None = None
     problem: str | None = None
     path = output

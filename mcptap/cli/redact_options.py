@@ -38,9 +38,10 @@ def redact_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def redactor_from(kwargs: dict[str, Any]) -> Redactor:
+def redactor_from(kwargs: dict[str, Any], strict_key: bool = True) -> Redactor:
     """Pop the redaction options from ``kwargs`` and build the Redactor.
-    Raises Fail (exit 2) on a bad rule or an unusable key."""
+    Raises Fail (exit 2) on a bad rule, or on an unusable key when
+    ``strict_key`` (else a process-only key is used: record time)."""
     from mcptap.redact.keyfile import load_keyer
     from mcptap.redact.rules import build_rules
 
@@ -48,6 +49,6 @@ def redactor_from(kwargs: dict[str, Any]) -> Redactor:
     try:
         rules = build_rules(v["redact_key"] or (), v["redact_path"] or (), v["redact_pattern"] or (),
                             v["redact_rules"] or (), builtin=not v["no_builtin_rules"])
-        return Redactor(rules, load_keyer())
+        return Redactor(rules, load_keyer(strict=strict_key))
     except RedactionError as exc:
         raise Fail(str(exc)) from None

@@ -64,9 +64,10 @@ _HARMLESS_P = re.compile(r"^(?:\d+|[./~].*|[A-Za-z0-9.-]*:\d+|[A-Za-z]:[\\/].*)$
 
 
 def placeholder(secret: str) -> str:
-    """The user's keyed stand-in for ``secret``: ``«redacted:hmac:`` + 12 hex + ``»``.
-    Raises RedactionError when the user's key cannot be read or created."""
-    return load_keyer().placeholder(secret)
+    """The user's keyed stand-in for ``secret``: ``«redacted:hmac:`` + 12 hex + ``»``
+    (a process-only key when the user's cannot be read or created: see
+    ``keyfile.load_keyer(strict=False)``; never raises)."""
+    return load_keyer(strict=False).placeholder(secret)
 
 
 def _redact(value: str) -> str:

@@ -30,6 +30,8 @@ ENV_CONFIG_DIR = "MCPTAP_CONFIG_DIR"
 KEY_FILE = "redaction.key"
 
 _cached: dict[str, Keyer] = {}
+_fallback: Keyer | None = None
+_fallback_reason: str | None = None
 
 
 def key_path(env: Mapping[str, str] | None = None) -> Path:
@@ -53,10 +55,53 @@ def _parse(text: str, where: str) -> bytes:
     return key
 
 
-def load_keyer(env: Mapping[str, str] | None = None) -> Keyer:
+def load_keyer(env: Mapping[str, str] | None = None, strict: bool = True) -> Keyer:
     """The user's Keyer: from ``MCPTAP_REDACT_KEY``, else the key file
-    (created with a fresh random key when missing). Cached per source."""
-    env = os.environ if env is None else env
+    (created with a fresh random key when missing). Cached per source.
+
+    ``strict=False`` (record time: a tap must never fail to start because
+    ``~/.config`` is read-only): when the key cannot be read or created, a
+    random key for this process only is used instead — placeholders are then
+    not stable across captures, but still unconfirmable — and
+    ``fallback_reason()`` says why."""
+    try:
+        return _load(os.environ if env is None else env)
+    except RedactionError as exc:
+        if strict:
+            raise
+        global _fallback, _fallback_reason
+        if _fallback is None:
+            _fallback, _fallback_reason = Keyer(secrets.token_bytes(32)), str(exc)
+        return _fallback
+
+
+def fallback_reason() -> str | None:
+    """Why a process-only key is in use (``load_keyer(strict=False)``), or None."""
+    return _fallback_reason
+
+
+class LazyKeyer(Keyer):
+    """A Keyer that loads the user's key (non-strict) on first use, so
+    nothing touches the key file until a secret is actually redacted."""
+
+    __slots__ = ("_real",)
+
+    def __init__(self) -> None:
+        self._real: Keyer | None = None
+
+    def _k(self) -> Keyer:
+        if self._real is None:
+            self._real = load_keyer(strict=False)
+        return self._real
+
+    def placeholder(self, secret: str) -> str:
+        return self._k().placeholder(secret)
+
+    def fingerprint(self) -> str:
+        return self._k().fingerprint()
+
+
+def _load(env: Mapping[str, str]) -> Keyer:
     given = env.get(ENV_KEY)
     if given:
         cache_key = "env:" + given
