@@ -20,6 +20,29 @@ RECORD_TYPES = ("header", "message", "chunk", "http", "sse", "stderr", "process"
 
 
 @dataclass(frozen=True, slots=True)
+class Header:
+    """The first record: ``format`` and integer ``version`` of the capture
+    format, the writing ``mcptap`` version, ``started`` (ISO 8601 UTC),
+    ``transport`` ("stdio" or "http"), ``target`` (argv with secrets scrubbed,
+    or the upstream URL), then ``extra`` keys in their given order (``rules``,
+    ``name``, ``replay_of``…)."""
+
+    format: str
+    version: int
+    mcptap: str
+    started: str
+    transport: str
+    target: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "header", "format": self.format, "version": self.version, "mcptap": self.mcptap,
+                             "started": self.started, "transport": self.transport, "target": self.target}
+        d.update(self.extra)
+        return d
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """A record other than header, message and end: ``type``, ``seq``,
     ``t_us``, then its own fields in the order given, then ``findings``

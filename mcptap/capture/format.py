@@ -20,6 +20,7 @@ import orjson
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
 from mcptap.protocol.framing import parse_json
+from mcptap.records import Header
 
 FORMAT = "mcptap-capture"
 VERSION = 1
@@ -160,10 +161,7 @@ def message_from_record(rec: dict[str, Any]) -> Message:
 
 def header_record(transport: str, target: dict[str, Any], started: str, version: str, **extra: Any) -> dict[str, Any]:
     """The header record. ``started``: ISO 8601 UTC start time (str)."""
-    rec = {"type": "header", "format": FORMAT, "version": VERSION, "mcptap": version, "started": started,
-           "transport": transport, "target": target}
-    rec.update(extra)
-    return rec
+    return Header(FORMAT, VERSION, version, started, transport, target, extra).to_json()
 
 
 #: version -> function upgrading a record of that version to version+1.
