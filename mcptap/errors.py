@@ -27,7 +27,11 @@ class UpstreamError(McptapError):
 
 
 class FilterSyntaxError(McptapError):
-    """A filter expression could not be parsed; message gives the column."""
+    """A filter expression could not be parsed; message gives the column.
+    ``column``: 1-based position of the offending character; ``expr``: the expression."""
+
+    column: int = 0
+    expr: str = ""
 
 
 class RedactionError(McptapError):

@@ -71,6 +71,8 @@ class Connection:
 
     def __init__(self, argv: list[str]) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None   # both are PIPEs
+        self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
         self.problems: list[str] = []
         self.notifications: list[dict[str, Any]] = []   # every notification, in order
         self.sent = {"requests": 0, "notifications": 0}
@@ -91,7 +93,7 @@ class Connection:
             try:
                 view = memoryview(line)
                 while view:  # unbuffered pipe: a write may be partial
-                    view = view[self.proc.stdin.write(view):]  # type: ignore[union-attr]
+                    view = view[self._stdin.write(view):]
             except (BrokenPipeError, OSError, ValueError) as exc:
                 raise SessionError(f"cannot write to the server: {exc}") from None
 
@@ -143,7 +145,7 @@ class Connection:
 
     # -- receiving (reader thread) -------------------------------------------------------
     def _read(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
+        for line in self._stdout:
             try:
                 msg = json.loads(line)
             except (ValueError, UnicodeDecodeError):
@@ -221,7 +223,7 @@ class Connection:
         request still unanswered raises from its ``Call.result()``."""
         with self._lock:
             try:
-                self.proc.stdin.close()  # type: ignore[union-attr]
+                self._stdin.close()
             except OSError:
                 pass
         try:

@@ -102,8 +102,9 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     want_b = {s for _, j in detail if j is not None for s in (b.req_seq[j], b.resp_seq[j]) if s >= 0}
     ma, mb = fetch(a.path, want_a), fetch(b.path, want_b)
     for i, j in detail:
-        lab = a.labels[a.label[i]] if i is not None else b.labels[b.label[j]]  # type: ignore[index]
-        method = a.label_methods[a.label[i]] if i is not None else b.label_methods[b.label[j]]  # type: ignore[index]
+        side, k = (a, i) if i is not None else (b, j)
+        assert k is not None                # align() never pairs None with None
+        lab, method = side.labels[side.label[k]], side.label_methods[side.label[k]]
         ra = request_and_response(a, i, ma) if i is not None else (None, None)
         rb = request_and_response(b, j, mb) if j is not None else (None, None)
         where = {"a_seq": a.req_seq[i] if i is not None else None, "b_seq": b.req_seq[j] if j is not None else None}

@@ -222,14 +222,19 @@ def _json_path(t: Tok) -> Pred:
             rx = re.compile(want if isinstance(want, str) else lit)
         except re.error as exc:
             raise ArgError(f"bad regular expression: {exc}", cut + 2) from None
-        test: Callable[[Any], bool] = lambda v: rx.search(v if isinstance(v, str) else orjson.dumps(v).decode()) is not None  # noqa: E731
+
+        def test(v: Any) -> bool:
+            return rx.search(v if isinstance(v, str) else orjson.dumps(v).decode()) is not None
     elif op in ("=", "!="):
-        test = lambda v: _same(v, want)  # noqa: E731
+        def test(v: Any) -> bool:
+            return _same(v, want)
     else:
         if not isinstance(want, (int, float)) or isinstance(want, bool):
             raise ArgError(f"{op} needs a number, not {lit!r}", cut + len(op))
         cmp = _CMP[op]
-        test = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and cmp(v, want)  # noqa: E731
+
+        def test(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and cmp(v, want)
 
     if op == "!=":
         def differs(r: dict[str, Any], q: dict[str, Any] | None) -> bool:

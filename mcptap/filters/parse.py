@@ -37,8 +37,8 @@ _SPECIAL = "()&|!"
 def _error(expr: str, column: int, text: str) -> FilterSyntaxError:
     caret = " " * (column - 1) + "^"
     exc = FilterSyntaxError(f"bad filter at column {column}: {text}\n  {expr}\n  {caret}")
-    exc.column = column  # type: ignore[attr-defined]
-    exc.expr = expr  # type: ignore[attr-defined]
+    exc.column = column
+    exc.expr = expr
     return exc
 
 

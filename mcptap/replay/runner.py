@@ -153,7 +153,7 @@ class Replayer:
         return msg
 
     def _retry(self, step: Step, msg: dict[str, Any]) -> bool:
-        prev = self.result.live.get(step.retry_of)  # type: ignore[arg-type]
+        prev = self.result.live.get(step.retry_of) if step.retry_of is not None else None
         result = prev.response.get("result") if prev is not None and isinstance(prev.response, dict) else None
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             self.result.notes[step.index] = "not sent: the live server did not ask for input in the previous round"
@@ -261,13 +261,14 @@ class Replayer:
             msg["id"] = live.live_id
             self._by_live_id[_hkey(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
-            live = Live(step.index, None, trio.current_time(), batch=[], parts={})
+            batch: list[Any] = []
+            live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
             for item in msg:
                 if isinstance(item, dict) and "method" in item and "id" in item:
                     orig = item["id"]
                     item["id"] = self._fresh(orig)
                     self._by_live_id[_hkey(item["id"])] = (live, orig)
-                    live.batch.append(orig)  # type: ignore[union-attr]
+                    batch.append(orig)
             if not live.batch:
                 live.done.set()
         if live is not None:
