@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: every record type of capture format v1 (docs/capture-format.md)
-RECORD_TYPES = ("header", "message", "chunk", "http", "sse", "stderr", "process", "eof", "gap", "context", "segment", "end")
+#: every record type of capture format v1, in docs/capture-format.md's order (a test keeps them in step)
+RECORD_TYPES = ("header", "message", "chunk", "stderr", "process", "eof", "context", "http", "note", "gap", "end")
 
 
 @dataclass(frozen=True, slots=True)

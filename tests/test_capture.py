@@ -152,3 +152,24 @@ def test_corrupt_field_types_name_file_and_line(tmp_path: Path, bad: str, why: s
     p.write_bytes(b"\n".join(lines))
     with pytest.raises(CaptureReadError, match=rf"c.jsonl:3: corrupt message record: .*{why}"):
         read_capture(str(p))
+
+
+def test_record_types_are_the_documented_ones() -> None:
+    """records.RECORD_TYPES, the sections of docs/capture-format.md and the
+    record types mcptap writes through Recorder.record(...) are the same set."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from mcptap.records import RECORD_TYPES
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "capture-format.md").read_text()
+    assert tuple(re.findall(r"^## (\w+)", doc, re.M)[:len(RECORD_TYPES)]) == RECORD_TYPES
+    written = set()
+    for path in (root / "mcptap").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record" \
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                written.add(node.args[0].value)
+    assert written and written <= set(RECORD_TYPES), written - set(RECORD_TYPES)
