@@ -112,3 +112,36 @@ def test_new_episodes_adds_what_the_capture_could_not_answer(pytester: pytest.Py
     assert merged.end is not None and merged.header["episodes"] == 1
     codes = {f["code"] for r in merged.records for f in r.get("findings", ())}
     assert "lifecycle.reinitialize" not in codes and "serve.no_recorded_answer" not in codes
+
+
+HTTP_RECORD_TEST = '''
+import pytest
+from mcp import Client
+
+async def test_http(mcptap_mock):
+    url = mcptap_mock({capture!r}, transport="http", server={server!r})
+    async with Client(url, mode="legacy") as client:
+        result = await client.call_tool("add", {{"a": 2, "b": 40}})
+    assert result.content[0].text == "42"
+'''
+
+
+async def test_http_record_once_through_the_tap_then_serve(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    import trio
+
+    from peers import free_port, listening
+
+    _setup(pytester)
+    cap = tmp_path / "http.jsonl"
+    port = free_port()
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http"], port):
+        pytester.makepyfile(test_http=HTTP_RECORD_TEST.format(capture=str(cap), server=f"http://127.0.0.1:{port}/mcp"))
+        result = await trio.to_thread.run_sync(pytester.runpytest_subprocess, "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+    from mcptap.capture.reader import read_capture
+
+    recorded = read_capture(str(cap))
+    assert recorded.header["transport"] == "http" and recorded.end is not None    # the tap was stopped cleanly
+    # the real server is gone: the capture answers
+    result = await trio.to_thread.run_sync(pytester.runpytest_subprocess, "-p", "no:cacheprovider", "--mcptap-record-mode", "none")
+    result.assert_outcomes(passed=1)
