@@ -14,8 +14,8 @@ for go to the real server instead (serve/fallback.py), and its answers to the cl
 
 Outputs with a delay (``--latency recorded``) are written by one task per
 triggering message, in order, at their time; a cancelled request's delayed
-answer and progress are dropped. At stdin EOF the mock stops: answers still
-waiting for their time are not sent.
+answer and progress are dropped. At stdin EOF the answers still waiting for
+their time are given (for up to a minute), then the mock ends.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from mcptap.transport.stdio_os import host_stream, quiet_close
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
+#: seconds the mock keeps giving delayed answers after stdin EOF
+DELAYED_AT_EOF = 60.0
 
 
 @dataclass
@@ -64,6 +66,7 @@ class StdioServer:
         self._send, self._recv = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
         self._framer = NewlineFramer()
         self._written = trio.Event()
+        self._delayed = 0                       # tasks still holding answers for their recorded time
         self.fallback = Fallback(fallback, self._raw_to_client) if fallback else None
         self._handshake: list[dict[str, Any]] = []
 
@@ -79,9 +82,16 @@ class StdioServer:
             for o in outs:
                 self._send.send_nowait((encode(o.value) + b"\n", o.finding))
             return
+        self._delayed += 1
         nursery.start_soon(self._later, outs, trio.current_time())
 
     async def _later(self, outs: list[Out], t0: float) -> None:
+        try:
+            await self._at_their_time(outs, t0)
+        finally:
+            self._delayed -= 1
+
+    async def _at_their_time(self, outs: list[Out], t0: float) -> None:
         for o in outs:
             await trio.sleep_until(t0 + o.delay_s)
             if o.request is not None and hkey(o.request) in self.live.cancelled:
@@ -164,7 +174,11 @@ class StdioServer:
                     # the real server's answers to what was forwarded last
                     await self.fallback.aclose()
                     self.result.forwarded = self.fallback.forwarded
-                # let the writer drain what is due now; delayed answers are abandoned
+                # answers waiting for their recorded time are still given (the client may
+                # have closed stdin right after its requests); then the writer drains
+                with trio.move_on_after(DELAYED_AT_EOF):
+                    while self._delayed:
+                        await trio.sleep(0.005)
                 self._send.close()
                 with trio.move_on_after(5):
                     await self._written.wait()
