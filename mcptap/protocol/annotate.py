@@ -16,7 +16,7 @@ from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase
 from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
-from mcptap.protocol.contracts import Contracts
+from mcptap.protocol.contracts import CONTRACT_METHODS, Contracts
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
@@ -226,7 +226,7 @@ class Annotator:
             out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
         if kind is Kind.RESPONSE:
             result = value.get("result")
-            if p.direction is C2S:
+            if p.direction is C2S and p.method in CONTRACT_METHODS:
                 out.extend(self._contracts.result(msg.session, p.method, p.params, result, msg.revision))
             if isinstance(p.params, dict) and "task" in p.params:
                 tid = conventions.task_id_of(result)
@@ -296,7 +296,7 @@ class Annotator:
                                         f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
         if method == "initialize" and msg.direction is C2S:
             initialize_request(msg, st, params)
-        if msg.direction is C2S:
+        if msg.direction is C2S and method in CONTRACT_METHODS:
             msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed))
         p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, exchange=exchange, member=member,
                     revision=msg.revision, params=params)

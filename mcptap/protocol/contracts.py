@@ -20,6 +20,7 @@ shared by every tool and session that declares the same schema.
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -29,6 +30,8 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.rules import REVISIONS, normalize_revision
 
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
+#: client requests whose request or result this module looks at (the annotator skips the rest)
+CONTRACT_METHODS = PAGINATED | {"tools/call", "resources/subscribe", "resources/unsubscribe"}
 _WINDOW = 1024
 #: revisions that define outputSchema / structuredContent (server/tools)
 _STRUCTURED_SINCE = "2025-06-18"
@@ -102,6 +105,7 @@ def _errors(validator: Any, instance: Any) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=16)
 def _structured(revision: str | None) -> bool:
     rev = normalize_revision(revision)
     return rev is None or REVISIONS.index(rev) >= REVISIONS.index(_STRUCTURED_SINCE)
@@ -126,12 +130,12 @@ class Contracts:
 
     # -- client requests -----------------------------------------------------------
     def request(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+        if method == "tools/call":     # the common case first: nothing to do until tools/list was seen
+            return self._arguments(session, params) if session in self._tools and isinstance(params, dict) else []
         if not isinstance(params, dict):
             return []
         if method in PAGINATED:
             return self._cursor_request(session, method, params, from_start)
-        if method == "tools/call":
-            return self._arguments(session, params)
         if method == "resources/subscribe":
             uri = params.get("uri")
             if isinstance(uri, str):
@@ -172,6 +176,8 @@ class Contracts:
 
     # -- results ---------------------------------------------------------------------
     def result(self, session: Any, method: str | None, req_params: Any, result: Any, revision: str | None) -> list[Finding]:
+        if method == "tools/call" and session not in self._tools:
+            return []
         if not isinstance(result, dict):
             return []
         if method in PAGINATED:
@@ -224,14 +230,15 @@ class Contracts:
                 known[t["name"]] = (t.get("inputSchema"), t.get("outputSchema"))
 
     def _structured(self, session: Any, req_params: Any, result: dict[str, Any], revision: str | None) -> list[Finding]:
-        if result.get("isError") is True or result.get("resultType", "complete") != "complete" or not _structured(revision):
-            return []
         tools = self._tools.get(session)
+        if tools is None:      # no tools/list seen in this session: nothing promised
+            return []
         name = req_params.get("name") if isinstance(req_params, dict) else None
-        if tools is None or not isinstance(name, str) or name not in tools:
+        if not isinstance(name, str) or name not in tools:
             return []
         schema = tools[name][1]
-        if not isinstance(schema, dict):
+        if not isinstance(schema, dict) or result.get("isError") is True or result.get("resultType", "complete") != "complete" \
+                or not _structured(revision):
             return []
         if "structuredContent" not in result:
             return [finding("tool.structured_content_missing",
