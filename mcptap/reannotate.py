@@ -239,6 +239,7 @@ class Reannotator(Recorder):
         for f in self._framers[direction].receive_data(data):
             self.streams[direction].messages += 1
             msg = self.annotator.feed(f, self._next(), t, direction)
+            self._saw(direction, msg)
             if msg.findings:
                 self._count(msg.findings)
             out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
@@ -262,6 +263,15 @@ class Reannotator(Recorder):
             return rec
         if typ == "http" and self.transport == "http":
             rec = self._http.record(rec)
+        if typ == "process":
+            self._note_signal(str(rec.get("event")), rec)
+            if rec.get("event") == "exit":
+                # judged again: the severity depends on what was answered before it
+                code, sig = rec.get("code"), rec.get("signal")
+                fs = [Finding.from_json(f) for f in rec.get("findings", ()) if f.get("code") != "process.exit"]
+                fs.append(self._exit_finding(code if isinstance(code, int) else None, sig if isinstance(sig, int) else None))
+                self._count(fs)
+                return dict(rec, findings=[f.to_json() for f in fs])
         if typ == "stderr":
             data = decode_bytes(rec, "data") or b""
             s = self.stderr_stream
@@ -307,6 +317,7 @@ class Reannotator(Recorder):
             if judged is not None:
                 kept = judged
         msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)
+        self._saw(direction, msg)
         if msg.findings:
             self._count(msg.findings)
         if self.light:

@@ -10,6 +10,7 @@ the annotator and the capture writer, and writes the ``end`` record.
 from __future__ import annotations
 
 import hashlib
+import signal as _signal
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,6 +28,7 @@ from mcptap.protocol.framing import NewlineFramer, parse_json_full
 from mcptap.records import End, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
+_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR, Kind.BATCH})
 _DIRS = {"c2s": C2S, "s2c": S2C}
 _dumps = orjson.dumps
 
@@ -81,6 +83,9 @@ class Recorder:
         self.codes: dict[str, int] = {}
         self.closed = False
         self.end: dict[str, Any] | None = None
+        #: the server answered at least one request; signals the tap delivered to it (process.exit)
+        self._answered = False
+        self._signalled: set[int] = set()
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
@@ -117,6 +122,7 @@ class Recorder:
               transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
         msg = self.annotator.feed(frame, self._next(), t, direction, session, transport, extra)
         self.streams[direction].messages += 1
+        self._saw(direction, msg)
         if msg.kind is not Kind.NON_JSON and msg.kind is not Kind.INVALID:
             self._stderr_interval = 0
             self._stderr_volume_flagged = False
@@ -265,19 +271,44 @@ class Recorder:
 
     def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
         """A process event: spawn, spawn_failed, signal, exit, stdin_closed, kill."""
+        self._note_signal(event, fields)
         return self.record("process", event=event, findings=list(findings), **fields)
+
+    def _saw(self, direction: Direction, msg: Message) -> None:
+        if direction is S2C and msg.kind in _ANSWERS:
+            self._answered = True
+
+    def _note_signal(self, event: str, fields: dict[str, Any]) -> None:
+        if event == "signal" and fields.get("delivered", True):
+            try:
+                self._signalled.add(_signal.Signals[str(fields.get("signal"))].value)
+            except KeyError:
+                pass
 
     def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int:
         """The server process ended (``code``, or killed by ``signal``).
-        Records process.exit, noting requests still pending (a status 0 with a
-        pending request looks clean but is a crashed read loop, cases/B03)."""
+        Records process.exit (see ``_exit_finding``)."""
+        return self.process("exit", findings=[self._exit_finding(code, signal)], code=code, signal=signal, **fields)
+
+    def _exit_finding(self, code: int | None, signal: int | None) -> Finding:
+        """process.exit, judged: error when requests were waiting and the
+        server never answered any (it died at startup, before ``initialize``'s
+        answer); warn for a non-zero status or a signal the tap did not send
+        (a forwarded or shutdown signal is the host's or the spec's doing);
+        info otherwise. Pending requests are named: a status 0 with a pending
+        request looks clean but is a crashed read loop (cases/B03)."""
         pend = [p for p in self.annotator.pending() if p.direction is C2S]
         how = f"signal {signal}" if signal is not None else f"status {code}"
         text = f"server exited with {how}"
         if pend:
             text += f" while {len(pend)} request(s) were pending ({', '.join(f'#{p.seq} {p.method}' for p in pend[:5])})"
-        f = finding("process.exit", text, {"code": code, "signal": signal, "pending": len(pend)})
-        return self.process("exit", findings=[f], code=code, signal=signal, **fields)
+        severity = Severity.INFO
+        if pend and not self._answered:
+            severity = Severity.ERROR
+            text += " before answering any request"
+        elif (code is not None and code != 0) or (signal is not None and signal not in self._signalled):
+            severity = Severity.WARN
+        return finding("process.exit", text, {"code": code, "signal": signal, "pending": len(pend)}, severity=severity)
 
     # -- HTTP -----------------------------------------------------------------------------
     def forwarded(self, direction: Direction, data: bytes) -> None:

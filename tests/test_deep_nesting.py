@@ -86,6 +86,8 @@ def test_check_show_and_diff_at_any_depth(tmp_path: Path, n: int) -> None:
     assert same.returncode == 0
     if n <= 1024:                         # parsed: the change is found below the nesting
         assert diff.returncode == 1 and "changed" in diff.stdout
+    else:                                 # past the parser's limit: relayed, and said so
+        assert "framing.nesting_too_deep" in _run("check", str(a)).stdout
 
 
 SERVER = """

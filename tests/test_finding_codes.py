@@ -37,6 +37,7 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     # framing
     "framing.non_jsonrpc_line": (H + [s2c(b"server ready\n")], H + [s2c(LOG)]),
     "framing.empty_line": (H + [s2c(b"\n")], H + [s2c(LOG)]),
+    "framing.nesting_too_deep": (H + [s2c(b"[" * 1100 + b"]" * 1100 + b"\n")], H + [s2c(b"[" * 1000 + b"]" * 1000 + b"\n")]),
     "framing.multiline_json": (H + [s2c(b'{\n"jsonrpc": "2.0",\n"method": "notifications/message",\n"params": {"level": "info", "data": "x"}\n}\n')],
                                H + [s2c(note("notifications/message", {"level": "info", "data": "a\nb"}))]),
     "framing.crlf": (H + [s2c(LOG[:-1] + b"\r\n")], H + [s2c(note("notifications/message", {"level": "info", "data": "a\r\n"}))]),

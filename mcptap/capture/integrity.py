@@ -41,7 +41,7 @@ class _Tally:
     def add(self, data: bytes, message: bool = True) -> None:
         self.bytes += len(data)
         self.sha.update(data)
-        self.messages += message
+        self.messages += int(message)
 
 
 class Integrity:
@@ -80,6 +80,12 @@ class Integrity:
             d = rec.get("dir")
             if d in self.tally and self.bytes_verifiable:
                 self.tally[d].add(decode_bytes(rec, "data") or b"", message=False)   # unframed bytes: no message count
+        elif typ == "chunk":
+            # stdio bytes stored unframed (live analysis fell behind): part of the
+            # direction's stream, not a message
+            d = rec.get("dir")
+            if d in self.tally and self.bytes_verifiable:
+                self.tally[d].add(decode_bytes(rec, "data") or b"", message=False)
         elif typ == "stderr":
             self.stderr.add(decode_bytes(rec, "data") or b"")
         elif typ == "end":

@@ -5,7 +5,8 @@ Text columns: start time (UTC), server name, transport, protocol revision,
 messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
 (``complete``, ``truncated``: no end record and its mcptap is gone,
 ``recording``: still being written; ``no traffic`` when a complete capture
-holds no message, e.g. the server failed to start), size, path. JSON: one
+holds no message, e.g. the server failed to start: such captures are listed
+only with ``--all``, and a line on stderr says how many were left out), size, path. JSON: one
 object per line (``mcptap.catalog.CaptureInfo.as_json``). Only each file's
 header, end record and first 64 KiB are read. Peer-controlled text (names,
 paths, revisions) never reaches the terminal with its control characters.
@@ -85,19 +86,28 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: an aligned table; json: one JSON object per capture and line.")
-def command(directory: str | None, fmt: str) -> None:
+@click.option("-a", "--all", "show_all", is_flag=True,
+              help="Also list captures with no traffic (commands that failed before any message).")
+def command(directory: str | None, fmt: str, show_all: bool) -> None:
     """List captures newest first: start time, server name, transport,
     protocol revision, messages, findings by severity, status, size, path."""
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
     infos = scan(where)
+    hidden = 0
+    if not show_all:
+        shown = [i for i in infos if not i.no_traffic]
+        hidden, infos = len(infos) - len(shown), shown
+        if hidden:
+            click.echo(f"mcptap: {hidden} capture(s) with no traffic not listed (--all lists them)", err=True)
     if fmt == "json":
         for info in infos:
             click.echo(orjson.dumps(info.as_json()).decode())
         return
     if not infos:
-        click.echo(f"mcptap: no captures in {printable(where)}", err=True)
+        if not hidden:
+            click.echo(f"mcptap: no captures in {printable(where)}", err=True)
         return
     for line in text_lines(infos):
         click.echo(line)

@@ -81,6 +81,12 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Store credentials (Authorization, cookies, API keys) in clear in the capture."),
         click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
                      help="Seconds to wait for the upstream connection."),
+        click.option("--idle-timeout", type=click.FloatRange(min=0.01), default=300.0, show_default=True,
+                     help="Close a client connection after this many seconds without a request."),
+        click.option("--request-timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+                     help="Answer 408 when a request is not received whole within this many seconds."),
+        click.option("--max-connections", type=click.IntRange(min=1), default=None,
+                     help="Client connections served at once; more get 503 [default: from the file descriptor limit]."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -89,7 +95,8 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote: bool = False, keep_host: bool = False,
                     no_endpoint_rewrite: bool = False, no_auth_rewrite: bool = False, cacert: str | None = None, record_secrets: bool = False,
-                    connect_timeout: float = 10.0, output: str | None = None, quiet: bool = False,
+                    connect_timeout: float = 10.0, idle_timeout: float = 300.0, request_timeout: float = 30.0,
+                    max_connections: int | None = None, output: str | None = None, quiet: bool = False,
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
                     capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Redactor | None = None,
                     otlp: tuple[str, dict[str, str] | None] | None = None, **_ignored: Any) -> int:
@@ -104,7 +111,8 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         return EX_USAGE
     cfg = HttpTapConfig(upstream=upstream, listen_host=host, listen_port=port, allow_remote=allow_remote, keep_host=keep_host,
                         rewrite_endpoint=not no_endpoint_rewrite, cacert=cacert, record_secrets=record_secrets,
-                        connect_timeout=connect_timeout, auth_rewrite=not no_auth_rewrite)
+                        connect_timeout=connect_timeout, auth_rewrite=not no_auth_rewrite, idle_timeout=idle_timeout,
+                        request_timeout=request_timeout, max_connections=max_connections)
     shown = upstream if record_secrets else scrub_url(upstream)
     try:
         tap = HttpTap(cfg, None, say=_say)
@@ -140,12 +148,16 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
             rec.close(exit_code=EX_USAGE)
         _say(str(ours))
         return EX_USAGE
+    counts = tap.notices.counts()
+    extra: dict[str, Any] = {"tap": counts} if counts else {}
     with closing_phase(live is not None) as signalled:
         if live is not None:
             live.close()
-        rec.close(exit_code=0)
+        rec.close(exit_code=0, **extra)
     if live is not None:
         live.join(0 if signalled else JOIN_S)
+    if not quiet:
+        _say(f"stopped: {tap.summary()}")
     if writer is not None and writer.failed is not None:
         _say(f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
         if strict_capture:

@@ -25,8 +25,12 @@ from mcptap.filters.doc import help_text
 
 
 def newest_capture() -> Path:
-    """The most recently modified ``*.jsonl`` in the capture directory.
-    Raises click.UsageError when there is none."""
+    """The most recently modified ``*.jsonl`` in the capture directory that
+    holds traffic: captures of commands that failed before any message (busy
+    port, spawn failure, unreachable replay target) are kept as the record of
+    why, but skipped here, and a line on stderr says so. Raises
+    click.UsageError when there is none."""
+    from mcptap.catalog import read_info
     from mcptap.paths import capture_dir
 
     directory = capture_dir()
@@ -36,7 +40,19 @@ def newest_capture() -> Path:
         files = []
     if not files:
         raise click.UsageError(f"no capture given and none found in {directory} (set MCPTAP_DIR or pass a file)")
-    return max(files, key=lambda p: (p.stat().st_mtime, p.name))
+    files.sort(key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+    skipped = []
+    for p in files:
+        info = read_info(p)
+        if info is not None and info.no_traffic:
+            skipped.append(p)
+            continue
+        if skipped:
+            click.echo(escape_controls(f"mcptap: skipped {len(skipped)} newer capture(s) with no traffic (the newest: {skipped[0]}); "
+                                       f"showing {p}"), err=True)
+        return p
+    raise click.UsageError(f"no capture with traffic in {directory}: {len(skipped)} capture(s) with no traffic "
+                           f"(the newest: {skipped[0]}; pass it to see why)")
 
 
 @click.command("show", epilog=options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",

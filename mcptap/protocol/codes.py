@@ -44,6 +44,8 @@ class Code:
 
 _TABLE: list[tuple[str, Severity, str, str]] = [
     # framing (stdio)
+    ("framing.nesting_too_deep", WARN, "stdio line that is JSON nested deeper than 1024 levels: relayed, not analysed (most JSON parsers refuse it)",
+     "mcptap; RFC 8259 §9 (implementations may limit nesting)"),
     ("framing.non_jsonrpc_line", ERROR, "stdio line that is not JSON, or JSON that is not a JSON-RPC object",
      T + " stdio: server MUST NOT write non-MCP output to stdout"),
     ("framing.empty_line", WARN, "blank or whitespace-only stdio line", T + " stdio"),
@@ -205,6 +207,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.request_rejected", ERROR,
      "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo): the tap answered 400 "
      "and closed", "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4"),
+    ("http.client_timeout", WARN,
+     "a request was not received whole within the tap's request timeout (slow or stalled client): the tap answered 408 and closed",
+     "RFC 9110 §15.5.9; mcptap"),
     ("http.upstream_failed", ERROR, "upstream unreachable (refused, TLS, timeout): the client got 502", "mcptap"),
     ("http.origin_rejected", WARN, "request with an Origin header rejected, or a non-loopback Origin accepted", T + " Security Warning: MUST validate Origin"),
     # authorization (HTTP; the tap's OAuth fronting, relay/http/auth.py)
@@ -219,7 +224,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),
-    ("process.exit", INFO, "server process exit (code or signal, time since stdin EOF)", LC + " Shutdown (stdio)"),
+    ("process.exit", INFO,
+     "server process exit (code or signal, time since stdin EOF); warn for a non-zero status or a signal the tap did not send, "
+     "error when requests were waiting and the server never answered any (it failed at startup)", LC + " Shutdown (stdio)"),
     ("process.stderr_volume", INFO, "large stderr output (bytes per request / per interval)", T + " stdio: stderr MAY carry logs"),
     ("process.stderr_unterminated", INFO, "stderr data without newline", T + " stdio"),
     ("process.stderr_backpressure", WARN, "host stopped draining the tap's stderr; tap is buffering/dropping", "mcptap"),

@@ -4,6 +4,8 @@ that are not JSON at all. Appended to the annotated ``Message``'s findings."""
 
 from __future__ import annotations
 
+import orjson
+
 from mcptap.model import UNPARSED, Direction, Frame, Message
 from mcptap.protocol.codes import finding
 
@@ -45,8 +47,24 @@ def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
         msg.findings.append(finding("framing.empty_line", f"blank {d} line"))
         return
     where = f"phase {msg.phase.value}" if msg.phase else "start"
+    if _too_deep(text):
+        msg.findings.append(finding("framing.nesting_too_deep", f"{d} line is JSON nested deeper than 1024 levels ({where}): "
+                                    "relayed, not analysed (most JSON parsers refuse it)", {"bytes": len(frame.raw)}))
+        return
     who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
     n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
     what = f"{n} {d} lines are" if n > 1 else f"{d} line is"
     msg.findings.append(finding("framing.non_jsonrpc_line", f"{what} not JSON ({where}): {who}",
                                 {"preview": frame.raw[:80].decode("utf-8", "replace"), "lines": n}))
+
+
+def _too_deep(text: bytes) -> bool:
+    """True when ``text`` failed to parse only because it nests deeper than
+    the parser's limit (orjson: 1024 levels); cheap for lines that cannot be JSON."""
+    if text[:1] not in (b"[", b"{"):
+        return False
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return str(exc).startswith("depth limit exceeded")
+    return False

@@ -212,6 +212,8 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         return [finding("http.host_rejected", detail)]
     if how == "request_rejected":
         return [finding("http.request_rejected", detail)]
+    if how == "client_timeout":
+        return [finding("http.client_timeout", detail)]
     if how in ("upstream_failed", "bad_response"):
         return [finding("http.upstream_failed", detail + (" (the client got 502)" if sent_502 else ""))]
     if how == "tap_stopped":

@@ -44,7 +44,7 @@ from mcptap.protocol.framing import parse_json
 from mcptap.recorder import Recorder
 from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
-from mcptap.transport.http import LOOPBACK_NAMES, is_loopback
+from mcptap.transport.http_config import LOOPBACK_NAMES, is_loopback
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024

@@ -20,7 +20,7 @@ relay.
 from __future__ import annotations
 
 import collections
-import ipaddress
+import math
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,70 +33,13 @@ from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
+from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
+from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
+
+__all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
 
 CHUNK = 64 * 1024
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError)
-
-
-@dataclass(slots=True)
-class HttpTapConfig:
-    """Options of ``mcptap record --upstream URL``.
-
-    ``listen_host``/``listen_port``: where to listen (port 0: any free port);
-    ``allow_remote``: permit a non-loopback listen address; ``keep_host``:
-    forward the client's Host header; ``rewrite_endpoint``: rewrite legacy
-    endpoint events that name the upstream origin; ``cacert``: PEM file of CA
-    certificates for an https upstream (default: system trust store);
-    ``record_secrets``: store credentials in clear; ``connect_timeout``: s;
-    ``auth_rewrite``: front OAuth discovery and token exchanges so clients see
-    one coherent resource (``relay/http/auth.py``; ``--no-auth-rewrite``).
-    """
-
-    upstream: str
-    listen_host: str = "127.0.0.1"
-    listen_port: int = 0
-    allow_remote: bool = False
-    keep_host: bool = False
-    rewrite_endpoint: bool = True
-    cacert: str | None = None
-    record_secrets: bool = False
-    connect_timeout: float = 10.0
-    auth_rewrite: bool = True
-
-
-#: Host header names a loopback tap answers to (plus its own listen address).
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
-
-
-def _bracket(host: str) -> str:
-    return f"[{host.lower()}]" if ":" in host and not host.startswith("[") else host.lower()
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_config(cfg: HttpTapConfig) -> r.Upstream:
-    """Validate options; raises McptapError with a one-line reason."""
-    try:
-        up = r.Upstream.parse(cfg.upstream)
-    except ValueError as exc:
-        raise McptapError(str(exc)) from None
-    if not is_loopback(cfg.listen_host) and not cfg.allow_remote:
-        raise McptapError(f"refusing to listen on non-loopback address {cfg.listen_host} (pass --allow-remote to expose the tap)")
-    if not 0 <= cfg.listen_port <= 65535:
-        raise McptapError(f"invalid listen port {cfg.listen_port}")
-    if cfg.cacert is not None:
-        try:
-            ssl.create_default_context(cafile=cfg.cacert)
-        except (OSError, ssl.SSLError) as exc:
-            raise McptapError(f"cannot load --cacert {cfg.cacert}: {exc}") from None
-    return up
 
 
 @dataclass(slots=True)
@@ -110,6 +53,10 @@ class _ConnIO:
     gen: int = 0
     up_failed: bool = False
     closed: bool = False
+    #: while the connection waits idle: when it began, and the scope of that wait (eviction cancels it)
+    idle_since: float | None = None
+    wait: trio.CancelScope | None = None
+    evicted: bool = False
 
 
 class HttpTap:
@@ -125,6 +72,11 @@ class HttpTap:
         self.observer: HttpObserver | None = None
         self.url: str | None = None
         self.connections = 0
+        self.max_connections = cfg.max_connections or default_max_connections()
+        self._refuser = Refuser()
+        self._conns: dict[int, _ConnIO] = {}
+        #: rate-limited stderr lines per condition, counted for the exit summary
+        self.notices = Notices(lambda line: self.say(line))
         #: facts waiting to be recorded, in relay order (see _run)
         self._obs_queue: collections.deque[list[Any]] = collections.deque()
         self._ssl: ssl.SSLContext | None = None
@@ -146,13 +98,14 @@ class HttpTap:
         self.relay = HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
                                  auth_rewrite=cfg.auth_rewrite,
                                  listen_authority=authority,
-                                 allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {_bracket(cfg.listen_host)})
+                                 allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {bracket(cfg.listen_host)})
         if self.rec is not None:
             self.observer = HttpObserver(self.rec, self.upstream, listen_authority=authority, record_secrets=cfg.record_secrets)
         self.url = f"http://{authority}{self.upstream.path}"
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(trio.serve_listeners, self._handle, listeners)
+                for listener in listeners:
+                    nursery.start_soon(self._accept, listener, nursery)
                 task_status.started(self.url)
         finally:
             # record how the exchanges still open ended (the connections close with the nursery)
@@ -169,11 +122,52 @@ class HttpTap:
             self.observer = None
             self.say(f"recording stopped after an internal error: {exc!r} (the relay goes on)")
 
+    # -- accepting -------------------------------------------------------------------
+    async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        """Accept forever. Out of file descriptors: one rate-limited line and a
+        short pause (never a traceback); over ``max_connections``: 503."""
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in ACCEPT_CAPACITY:
+                    raise
+                self.notices.note("accept", f"cannot accept a connection: {exc.strerror or exc} (raise the file descriptor limit, "
+                                            "or lower --max-connections); retrying")
+                await trio.sleep(0.1)
+                continue
+            if self.connections >= self.max_connections and self._evict_idle():
+                self.notices.note("evict", f"{self.connections} client connections open (--max-connections {self.max_connections}): "
+                                           "closing the longest idle one for a new client")
+            elif self.connections >= self.max_connections:
+                self.notices.note("full", f"{self.connections} client connections open (--max-connections {self.max_connections}): "
+                                          "answering 503 to new ones")
+                nursery.start_soon(self._refuser.refuse, stream)
+                continue
+            self.connections += 1
+            nursery.start_soon(self._handle, stream)
+
+    def _evict_idle(self) -> bool:
+        """Close the connection idle longest (no request in progress), so an
+        idle flood cannot keep new clients out; False when none is idle."""
+        idle = [c for c in self._conns.values() if c.idle_since is not None and c.wait is not None and not c.evicted]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda c: c.idle_since or 0.0)
+        victim.evicted = True
+        assert victim.wait is not None
+        victim.wait.cancel()
+        return True
+
+    def summary(self) -> str:
+        """One line for the exit: connections, exchanges and what the tap did itself."""
+        conns, exchanges = self.relay.counts() if self.relay is not None else (0, 0)
+        return summary_line(conns, exchanges, self.notices.counts())
+
     # -- one client connection ---------------------------------------------------------
     async def _handle(self, stream: trio.SocketStream) -> None:
         relay = self.relay
         assert relay is not None
-        self.connections += 1
         try:
             peer = "{}:{}".format(*stream.socket.getpeername()[:2])
         except OSError:
@@ -183,17 +177,38 @@ class HttpTap:
         try:
             async with trio.open_nursery() as nursery:
                 c = _ConnIO(cid, stream, nursery)
+                self._conns[cid] = c
+                state, since = "", 0.0
                 while not c.closed:
-                    try:
-                        data = await stream.receive_some(CHUNK)
-                    except _IO_ERRORS:
-                        data = b""
+                    now = trio.current_time()
+                    was, state = state, relay.client_waiting(cid)
+                    if state != was:
+                        since = now
+                    limit = (self.cfg.idle_timeout if state == "idle" else self.cfg.request_timeout if state == "request"
+                             else math.inf)
+                    data = None
+                    with trio.CancelScope(deadline=since + limit) as c.wait:
+                        c.idle_since = since if state == "idle" else None
+                        try:
+                            data = await stream.receive_some(CHUNK)
+                        except _IO_ERRORS:
+                            data = b""
+                    c.wait = c.idle_since = None
+                    if data is None:
+                        if c.evicted:
+                            await self._run(c, relay.client_timed_out(cid, "idle", trio.current_time() - since,
+                                                                      "closed by the tap: connection limit reached, this one idle longest"))
+                        else:
+                            note_timeout(self.notices, state, limit)
+                            await self._run(c, relay.client_timed_out(cid, state, limit))
+                        break
                     await self._run(c, relay.client_data(cid, data))
                     if not data:
                         break
                 await self._close_upstream(c)
         finally:
             self.connections -= 1
+            self._conns.pop(cid, None)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stream)
 
@@ -206,6 +221,9 @@ class HttpTap:
         keeps the capture causal without delaying forwarding for analysis."""
         relay = self.relay
         assert relay is not None
+        for it in items:
+            if type(it) is r.ResponseEnded and it.sent_502 and it.how in ("upstream_failed", "bad_response"):
+                self.notices.note("502", f"upstream failed: {it.detail}; answered 502")
         self._obs_queue.append(items)
         follow: list[Any] = []
         try:

@@ -37,12 +37,15 @@ def test_record_dir_name_and_ls(tmp_path: Path) -> None:
     b = record(d, input=b"")
     assert a.parent == d and a.name.split("-", 1)[1].startswith("my-server-")
     assert b.name.split("-", 1)[1].startswith("python-") or "-c" not in b.name
-    p = run("ls", "--dir", str(d), "--format", "json")
+    p = run("ls", "--dir", str(d), "--format", "json")               # no-traffic captures left out, and said so
+    assert [json.loads(x)["path"] for x in p.stdout.splitlines()] == [str(a)]
+    assert b"1 capture(s) with no traffic not listed (--all lists them)" in p.stderr
+    p = run("ls", "--all", "--dir", str(d), "--format", "json")
     rows = [json.loads(x) for x in p.stdout.splitlines()]
     assert [r["path"] for r in rows] == [str(b), str(a)]            # newest first
     assert rows[1]["name"] == "my-server" and rows[1]["messages"] == 2 and rows[1]["revision"] == "2025-06-18"
     assert rows[0]["no_traffic"] and rows[0]["messages"] == 0 and rows[0]["status"] == COMPLETE
-    text = run("ls", "--dir", str(d)).stdout.decode().splitlines()
+    text = run("ls", "--all", "--dir", str(d)).stdout.decode().splitlines()
     assert text[0].split() == ["STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "FINDINGS", "STATUS", "SIZE", "PATH"]
     assert "complete, no traffic" in text[1] and "2025-06-18" in text[2] and str(a) in text[2]
 

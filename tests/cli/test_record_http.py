@@ -42,6 +42,7 @@ async def test_record_http_process(tmp_path):
     (["--upstream", "ftp://x"], "http:// or https://"),
     (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "0.0.0.0:0"], "--allow-remote"),
     (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "127.0.0.1:99999"], "HOST:PORT"),
+    (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "banana"], "not an IP address or a host name that resolves"),
 ])
 def test_usage_errors_exit_2(args, msg, tmp_path):
     p = subprocess.run(CMD + args + ["-o", str(tmp_path / "c.jsonl")], capture_output=True, text=True, timeout=30)

@@ -145,8 +145,10 @@ def test_show_follow_a_growing_capture(tmp_path: Path) -> None:
     lines = whole.splitlines(keepends=True)
     live.write_bytes(lines[0] + lines[1])
     proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "show", "--follow", "--poll", "0.02", "--oneline", str(live)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, bufsize=0)
     try:
+        # unbuffered: readline() takes exactly one line, so communicate() below gets all the rest
+        # (a buffered reader would keep lines communicate() never sees)
         first = proc.stdout.readline()                     # header line appears before the capture is complete
         assert str(live).encode() in first
         with open(live, "ab") as fp:
@@ -267,3 +269,30 @@ def test_spawn_failure_is_recorded_and_checked(tmp_path: Path) -> None:
     r = run("check", "--format", "json", str(cap))
     codes = {c["code"]: c for c in json.loads(r.stdout)["captures"][0]["codes"]}
     assert codes["process.spawn_failed"]["severity"] == "error" and r.exit_code == 1
+
+
+def test_show_without_a_capture_skips_captures_with_no_traffic(tmp_path: Path) -> None:
+    """A command that failed before any traffic leaves a capture (the record of
+    why); `show` without an argument skips it for the newest one with traffic."""
+    good = faulty(tmp_path)
+    os.utime(good, (time.time() - 100, time.time() - 100))
+    spawn = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(tmp_path / "failed.jsonl"), "--",
+                            str(tmp_path / "no-such-server")], capture_output=True, timeout=60)
+    assert spawn.returncode == 127 and (tmp_path / "failed.jsonl").exists()
+    r = run("show", "--oneline", env={"MCPTAP_DIR": str(tmp_path)})
+    assert r.exit_code == 0 and r.stdout.splitlines()[0].startswith(str(good))
+    assert "skipped 1 newer capture(s) with no traffic" in r.stderr and "failed.jsonl" in r.stderr
+    good.unlink()
+    r = run("show", env={"MCPTAP_DIR": str(tmp_path)})
+    assert r.exit_code == 2 and "no capture with traffic" in r.stderr and "failed.jsonl" in r.stderr
+
+
+def test_check_says_a_read_error_once(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", str(gone)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert (p.stdout + p.stderr).count("No such file or directory") == 1, p.stdout + p.stderr
+    assert p.stderr.startswith("mcptap: cannot open capture") and "cannot check: unreadable" in p.stdout
+    out = tmp_path / "report.txt"                      # a report file gets the reason (stderr has it too)
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "-o", str(out), str(gone)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "No such file or directory" in out.read_text()

@@ -44,6 +44,14 @@ def test_requests_an_intermediary_must_not_forward(headers: list[tuple[bytes, by
     assert problem is not None and why in problem
 
 
+@pytest.mark.parametrize(("target", "ok"), [
+    (b"/mcp", True), (b"*", True), (b"http://a/mcp", True), (b"HTTP://A:80/x", False), (b"http://b/mcp", False),
+    (b"http://u@a/mcp", False), (b"https://a", True),
+])
+def test_absolute_form_targets_name_the_host(target: bytes, ok: bool) -> None:
+    assert (request_problem([(b"Host", b"a")], b"1.1", target) is None) is ok
+
+
 @pytest.mark.parametrize("host", [b"127.0.0.1", b"127.0.0.1:8080", b"localhost:1", b"[::1]:80", b"example.com", b"xn--e-ufa.org:"])
 def test_ordinary_requests_pass(host: bytes) -> None:
     assert request_problem([(b"Host", host), (b"Content-Length", b"4"), (b"Content-Length", b"4")]) is None

@@ -105,7 +105,7 @@ class ConnRelay(ConnEnds):
         raw = list(ev.headers.raw_items())
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
-        problem = request_problem(raw, bytes(ev.http_version))
+        problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target))
         if problem is not None:
             # never forwarded: the upstream could frame it differently from the tap (smuggling)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),

@@ -190,7 +190,8 @@ class ResponseEnded:
     """The exchange is over. ``how``: "complete", "upstream_closed" (EOF before
     or during the response), "upstream_failed" (connect/TLS/IO error: the client
     got a 502 if nothing was sent yet), "bad_response" (unparseable upstream
-    response: 502), "client_closed" (the client went away first), "tap_stopped".
+    response: 502), "client_closed" (the client went away first), "tap_stopped",
+    "host_rejected" (403), "request_rejected" (400), "client_timeout" (408).
     ``detail``: one line; ``reused``: the upstream connection had served an
     earlier exchange; ``sent_502``: the tap answered instead of the upstream."""
     exchange: int
@@ -204,8 +205,9 @@ class ResponseEnded:
 
 @dataclass(frozen=True, slots=True)
 class ConnClosed:
-    """A connection closed outside an exchange. ``side``: "client" or
-    "upstream"; ``idle``: no exchange was in progress."""
+    """A connection closed outside an exchange. ``side``: "client",
+    "upstream" or "tap" (the tap closed it: idle or request timeout);
+    ``idle``: no exchange was in progress."""
     conn: int
     side: str
     idle: bool = True

@@ -14,7 +14,10 @@ never forwarded; the connection is closed after the answer:
 * no ``Host``, more than one ``Host`` field line, or a Host value that is not
   ``uri-host [":" port]``, e.g. one carrying userinfo
   (``127.0.0.1:1@evil.example``; RFC 9112 §3.2 "MUST respond with a 400",
-  RFC 9110 §4.2.4 userinfo is an error).
+  RFC 9110 §4.2.4 userinfo is an error);
+* an absolute-form target (``POST http://h/mcp``) with userinfo or whose
+  authority is not the Host (RFC 9112 §3.2.2: the server then ignores Host, so
+  the upstream would route by a name the tap's Host check never saw).
 
 Shapes: ``raw`` is ``[(name, value), …]`` of raw ``bytes`` as h11 parsed them.
 Returns one line of text (for the 400 body and the capture), or None.
@@ -30,8 +33,12 @@ _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()
                    rb"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?")
 
 
-def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1") -> str | None:
-    """Why a request with these header fields must not be forwarded, or None."""
+_ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
+
+
+def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1", target: bytes = b"/") -> str | None:
+    """Why a request with these header fields and this request target must
+    not be forwarded, or None."""
     hosts: list[bytes] = []
     lengths: list[bytes] = []
     te = 0
@@ -58,6 +65,14 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
         return f"Host {host.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
     if _HOST.fullmatch(host) is None:
         return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
+    m = _ABSOLUTE.match(target)
+    if m is not None:
+        authority = m.group(1)
+        if b"@" in authority:
+            return f"request target {target.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+        if authority.lower() != host.lower():
+            return (f"request target authority {authority.decode('latin-1')!r} is not the Host {host.decode('latin-1')!r} "
+                    "(RFC 9112 §3.2.2); not forwarded")
     return None
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from mcptap.relay.http.auth import AuthFront
 from mcptap.relay.http.conn import ConnRelay
 from mcptap.relay.http.events import ClientOpened, Upstream
+from mcptap.relay.http.timeouts import timed_out, waiting
 
 
 class HttpRelay:
@@ -87,6 +88,27 @@ class HttpRelay:
             c.client_data(data, out)
             self._done(c)
         return out
+
+    def client_waiting(self, conn: int) -> str:
+        """``"idle"``, ``"request"`` or ``"busy"`` (see ``relay/http/timeouts.py``);
+        ``"busy"`` for an unknown connection (no timeout applies)."""
+        c = self._conns.get(conn)
+        return waiting(c) if c is not None else "busy"
+
+    def client_timed_out(self, conn: int, what: str, seconds: float, detail: str | None = None) -> list[Any]:
+        """The client connection was ``what`` (idle / request) for ``seconds``:
+        close it (408 for a request); ``detail`` replaces the default reason.
+        Returns commands and facts."""
+        c = self._conns.get(conn)
+        out: list[Any] = []
+        if c is not None:
+            timed_out(c, what, seconds, out, detail)
+            self._done(c)
+        return out
+
+    def counts(self) -> tuple[int, int]:
+        """(client connections, exchanges) seen so far."""
+        return self._next_conn, self._next_ex
 
     # -- upstream side ----------------------------------------------------------------
     def upstream_data(self, conn: int, gen: int, data: bytes) -> list[Any]:
