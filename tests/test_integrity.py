@@ -104,3 +104,27 @@ def test_check_cli_fails_on_an_edited_capture(tmp_path: Path) -> None:
     _edit(path, _set_result)
     p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", str(path)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "capture.digest_mismatch" in p.stdout
+
+
+def test_chunk_records_count_toward_the_stream(tmp_path: Path) -> None:
+    """Bytes stored unframed (``chunk`` records, analysis fell behind) are part
+    of the direction's stream: a capture with them still holds together, and
+    editing one is caught."""
+    from mcptap.model import Direction
+    from tests.transport.test_handoff import LINES, _record
+
+    s2c_ = Direction.S2C
+    path = _record(tmp_path, [(s2c_, LINES[1][:20], "frame"), (s2c_, LINES[1][20:] + LINES[4], "unframed"),
+                              (s2c_, LINES[4][:5], "unframed"), (s2c_, LINES[4][5:] + LINES[4], "frame")], "c.jsonl")
+    assert any(orjson.loads(x)["type"] == "chunk" for x in path.read_bytes().splitlines())
+    assert "capture.digest_mismatch" not in _codes(path) and "capture.digest_mismatch" not in _codes(path, full=True)
+
+    def edit_chunk(lines: list[dict]) -> list[dict]:
+        for r in lines:
+            if r["type"] == "chunk" and "data" in r:
+                r["data"] = r["data"].replace("2.0", "2.1", 1)
+                break
+        return lines
+
+    _edit(path, edit_chunk)
+    assert _codes(path).get("capture.digest_mismatch") == "error"
