@@ -25,6 +25,7 @@ from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json_full
+from mcptap.protocol.process_rules import exit_finding
 from mcptap.records import End, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -291,24 +292,8 @@ class Recorder:
         return self.process("exit", findings=[self._exit_finding(code, signal)], code=code, signal=signal, **fields)
 
     def _exit_finding(self, code: int | None, signal: int | None) -> Finding:
-        """process.exit, judged: error when requests were waiting and the
-        server never answered any (it died at startup, before ``initialize``'s
-        answer); warn for a non-zero status or a signal the tap did not send
-        (a forwarded or shutdown signal is the host's or the spec's doing);
-        info otherwise. Pending requests are named: a status 0 with a pending
-        request looks clean but is a crashed read loop (cases/B03)."""
         pend = [p for p in self.annotator.pending() if p.direction is C2S]
-        how = f"signal {signal}" if signal is not None else f"status {code}"
-        text = f"server exited with {how}"
-        if pend:
-            text += f" while {len(pend)} request(s) were pending ({', '.join(f'#{p.seq} {p.method}' for p in pend[:5])})"
-        severity = Severity.INFO
-        if pend and not self._answered:
-            severity = Severity.ERROR
-            text += " before answering any request"
-        elif (code is not None and code != 0) or (signal is not None and signal not in self._signalled):
-            severity = Severity.WARN
-        return finding("process.exit", text, {"code": code, "signal": signal, "pending": len(pend)}, severity=severity)
+        return exit_finding(code, signal, pend, self._answered, self._signalled)
 
     # -- HTTP -----------------------------------------------------------------------------
     def forwarded(self, direction: Direction, data: bytes) -> None:

@@ -15,8 +15,8 @@ from functools import lru_cache
 from importlib import resources
 
 #: Modules whose code decides annotations (besides the data table).
-_RULE_MODULES = ("annotate", "capabilities", "codes", "conventions", "contracts", "framing", "jsonrpc", "lifecycle",
-                 "pairing", "rules", "http_rules", "http_answers", "http_judge", "http_replay", "session_book", "sse")
+_RULE_MODULES = ("annotate", "capabilities", "codes", "conventions", "contracts", "framing", "framing_facts", "jsonrpc", "lifecycle",
+                 "pairing", "process_rules", "rules", "http_rules", "http_answers", "http_judge", "http_replay", "session_book", "sse")
 
 
 @lru_cache(maxsize=1)
