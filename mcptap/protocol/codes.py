@@ -224,9 +224,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),
-    ("process.exit", INFO,
-     "server process exit (code or signal, time since stdin EOF); warn for a non-zero status or a signal the tap did not send, "
-     "error when requests were waiting and the server never answered any (it failed at startup)", LC + " Shutdown (stdio)"),
+    ("process.exit", INFO, "server process exit (code or signal, time since stdin EOF)", LC + " Shutdown (stdio)"),
     ("process.stderr_volume", INFO, "large stderr output (bytes per request / per interval)", T + " stdio: stderr MAY carry logs"),
     ("process.stderr_unterminated", INFO, "stderr data without newline", T + " stdio"),
     ("process.stderr_backpressure", WARN, "host stopped draining the tap's stderr; tap is buffering/dropping", "mcptap"),
@@ -260,6 +258,8 @@ OTHER_SEVERITIES: dict[str, tuple[tuple[Severity, str], ...]] = {
     "capability.unknown_method": ((INFO, "mcptap's own rule error, reported instead of losing the message"),),
     "shape.invalid_params": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
     "shape.invalid_result": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
+    "process.exit": ((WARN, "a non-zero exit status, or a signal the tap did not send"),
+                     (ERROR, "requests were waiting and the server never answered any: it failed at startup")),
 }
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src, OTHER_SEVERITIES.get(c, ())) for c, s, m, src in _TABLE}
