@@ -22,6 +22,7 @@ So, on an error status:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Message
@@ -38,6 +39,9 @@ OAUTH_ERRORS = frozenset({
     "invalid_software_statement", "unapproved_software_statement",
 })
 AUTH_STATUSES = frozenset({401, 403, 407})
+#: an error message saying the session is not (or no longer) known
+_SESSION_GONE = re.compile(r"session.{0,40}\b(not found|unknown|invalid|expired|terminated|closed|missing|does not exist)"
+                           r"|(no|invalid|unknown|missing) (valid )?session", re.I)
 
 
 def status_of(transport: dict[str, Any] | None) -> int:
@@ -95,7 +99,7 @@ class HttpAnswers:
         """An s2c JSON-RPC error on ``exchange``: remember it when its message
         names the session (``Session not found``, ``No valid session ID``)."""
         msg = error.get("message") if isinstance(error, dict) else error
-        if exchange is not None and isinstance(msg, str) and "session" in msg.lower():
+        if exchange is not None and isinstance(msg, str) and _SESSION_GONE.search(msg):
             self._session_errors.add(exchange, msg)
 
     def session_error(self, exchange: Any) -> str | None:

@@ -137,7 +137,7 @@ class HttpJudge:
         (400/401/403/410, or 2xx carrying a JSON-RPC error) whose error names
         the session: the spec's answer for an ended session is 404."""
         sid, status = facts.session, facts.status or 0
-        if sid is None or facts.legacy or status == 404 or not self.book.live(sid):
+        if sid is None or facts.legacy or status == 404 or facts.is_initialize or not self.book.live(sid):
             return []
         why = self.annotator.answers.session_error(ex_id)
         if status == 410 or (why is not None and (status in (400, 401, 403) or 200 <= status < 300)):

@@ -40,7 +40,7 @@ class Session:
             from mcptap.protocol.http_judge import body_facts
             facts.body_kinds, facts.methods, facts.meta_version = body_facts(parse_json(body)[0])
             codes += [f.code for f in self.judge.request(self.ex, facts)]
-            codes += self._feed(Direction.C2S, body, session if not facts.is_initialize else assign, self.ex)
+            codes += self._feed(Direction.C2S, body, session if session is not None else assign, self.ex)
         else:
             codes += [f.code for f in self.judge.request(self.ex, facts)]
         if started:
@@ -79,6 +79,12 @@ def test_session_rejected_not_404() -> None:
     got = s.exchange("POST", b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}', 400, session="s1",
                      reply=b'{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"unknown tool x"}}')
     assert "http.session_rejected_not_404" not in got
+    # near miss: a duplicate initialize on the live session rejected with 400 (cases/B33, reference SDKs)
+    s = Session()
+    s.start()
+    got = s.exchange("POST", INIT.replace(b'"id":1', b'"id":3'), 400, session="s1",
+                     reply=b'{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid Request: session already initialized"}}')
+    assert "http.session_rejected_not_404" not in got and "lifecycle.reinitialize" in got
 
 
 def test_get_stream_refused_with_400_and_only_on_the_mcp_endpoint() -> None:
