@@ -90,6 +90,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
 
     methods: dict[int, str | None] = {}        # open requests: seq -> method
     opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
+    augmented: dict[int, Any] = {}             # open task-augmented requests: seq -> params
     last_seq, last_t = 0, 0
     severities = severity_counts()
     codes: dict[str, int] = {}
@@ -110,11 +111,16 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
             kind = r.get("kind")
             if kind == "request":
                 methods[r["seq"]] = r.get("method")
+                params = r.get("json", {}).get("params") if isinstance(r.get("json"), dict) else None
+                if isinstance(params, dict) and "task" in params:
+                    augmented[r["seq"]] = params
                 opened[r["seq"]] = {"seq": r["seq"], "dir": r["dir"], "id": r.get("id"), "method": r.get("method"),
                                     **({"session": r["session"]} if "session" in r else {})}
             answered = methods.pop(r["pair"], None) if kind in ("response", "error") and "pair" in r else None
+            task_params = None
             if kind in ("response", "error") and "pair" in r:
                 opened.pop(r["pair"], None)
+                task_params = augmented.pop(r["pair"], None)
             if shapes:
                 extra: list[Finding] = []
                 value = r.get("json", UNPARSED)
@@ -125,7 +131,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
                     if kind in ("request", "notification") and isinstance(r.get("method"), str):
                         extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), r.get("rev"))
                     elif kind == "response" and answered is not None:
-                        extra = shape_rules.check(d, Kind.RESPONSE, answered, value.get("result"), r.get("rev"))
+                        extra = shape_rules.check(d, Kind.RESPONSE, answered, value.get("result"), r.get("rev"), task_params)
                 if extra:
                     r = dict(r)
                     r["findings"] = list(r.get("findings", ())) + [f.to_json() for f in extra]

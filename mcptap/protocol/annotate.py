@@ -223,7 +223,7 @@ class Annotator:
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
         if self.shapes and kind is Kind.RESPONSE and p.method:
-            out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision))
+            out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision, p.params))
         if kind is Kind.RESPONSE:
             result = value.get("result")
             if p.direction is C2S and p.method in CONTRACT_METHODS:

@@ -16,6 +16,7 @@ message is validated (~1.5-2.5 µs with pydantic-core).
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Severity
@@ -92,19 +93,49 @@ def _errors(validate: Any, body: Any) -> tuple[str, ...]:
 _LOOKUP: dict[tuple[Any, ...], Any] = {}
 
 
-def check(direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None) -> list[Finding]:
+#: revisions whose core schema has task-augmented requests (2026-07-28 moved tasks to an extension)
+TASK_ERAS = frozenset({"2025-11-25"})
+_CREATE_TASK = "(CreateTaskResult)"
+
+
+def task_created(request_params: Any, result: Any, revision: str | None) -> bool:
+    """True when ``result`` answers a task-augmented request with a
+    ``CreateTaskResult``: the request's params carry ``task`` and the result a
+    ``task`` member, under a revision with tasks in its core schema. The real
+    result comes later from ``tasks/result`` (spec/2025-11-25/basic/utilities/
+    tasks.mdx: "the receiver returns a CreateTaskResult"). A receiver that does
+    not support tasks answers normally, so a result without ``task`` is still
+    judged as the method's own result."""
+    return (revision in TASK_ERAS and isinstance(request_params, dict) and "task" in request_params
+            and isinstance(result, dict) and "task" in result)
+
+
+def _model(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
+    if method == _CREATE_TASK:
+        return getattr(importlib.import_module("mcp_types._v2025_11_25"), "CreateTaskResult", None)
+    return _surface(direction, kind).get((method, revision))
+
+
+def check(direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None,
+          request_params: Any = None) -> list[Finding]:
     """Validate ``payload`` (params for a request/notification, the result for
-    a response to ``method``) for ``revision``. Unknown method/revision pairs
-    are left to the capability rules (no finding here). Never raises.
-    Payload-less messages (pings, list calls without params) are cached."""
+    a response to ``method``) for ``revision``. For a response, ``request_params``
+    are the params of the request it answers: a ``CreateTaskResult`` answering a
+    task-augmented request is validated as that, not as the method's result.
+    Unknown method/revision pairs are left to the capability rules (no finding
+    here). Never raises. Payload-less messages (pings, list calls without
+    params) are cached."""
     if revision is None:
         return []
+    label = method
+    if kind is Kind.RESPONSE and task_created(request_params, payload, revision):
+        method, label = _CREATE_TASK, f"{method} (task-augmented: CreateTaskResult)"
     lk = (direction, kind, method, revision)
     validate = _LOOKUP.get(lk, _MISSING)
     if validate is _MISSING:
         if not available():
             return []
-        model = _surface(direction, kind).get((method, revision))
+        model = _model(direction, kind, method, revision)
         validate = _LOOKUP[lk] = _validator(model) if model is not None else None
     if validate is None:
         return []
@@ -112,7 +143,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     if small:
         errs = _CACHE.get((lk, payload is None))
         if errs is not None:
-            return _findings(kind, method, revision, errs)
+            return _findings(kind, label, revision, errs)
     if kind is Kind.REQUEST:
         body: Any = {"jsonrpc": "2.0", "id": 0, "method": method, "params": payload} if payload is not None else {"jsonrpc": "2.0", "id": 0, "method": method}
     elif kind is Kind.NOTIFICATION:
@@ -125,7 +156,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
         errs = (f"validator error: {exc!r}",)
     if small:
         _CACHE[(lk, payload is None)] = errs
-    return _findings(kind, method, revision, errs) if errs else []
+    return _findings(kind, label, revision, errs) if errs else []
 
 
 _MISSING = object()
