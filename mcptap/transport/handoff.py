@@ -265,11 +265,12 @@ READER_PAUSE_BYTES = 3 << 20
 
 
 def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdin_eof: Callable[[], None],
-                stdout_done: Callable[[], None]) -> None:
+                stdout_done: Callable[[int], None]) -> None:
     """The copy reader thread: feed the relay process's copy stream
     (``relay_child``) to ``h`` in order until it ends; ``stdin_eof()`` when the
-    host closed its stdin, ``stdout_done()`` when the server's stdout ended
-    (or the host closed ours). Runs at low priority; pauses while more than
+    host closed its stdin, ``stdout_done(t_us)`` when the server's stdout ended
+    (or the host closed ours) at ``t_us`` on the relay's clock (this thread
+    may learn it much later on a busy machine). Runs at low priority; pauses while more than
     ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file)."""
     lower_priority()
     dirs = (Direction.C2S, Direction.S2C)
@@ -297,6 +298,6 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdin_eof: Callable[[
         else:
             if kind == relay_child.END:
                 h.call_at(t, rec.stdio_eof, Direction.S2C)
-            stdout_done()
+            stdout_done(t)
 
     relay_child.read_items(copy_r, on_chunk, on_event)

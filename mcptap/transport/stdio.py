@@ -61,6 +61,7 @@ from mcptap.transport.stdio_os import reap as _reap
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
+COPY_LAG_WAIT = 10.0           # s more for a lagging copy stream to report that EOF before judging without it
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
 RELAY_EXIT_WAIT = 5.0          # s for the relay process to end once the server's stdout is done
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -107,6 +108,8 @@ class StdioTap:
         self._stderr_read_done = trio.Event()
         self._stdin_eof_at: float | None = None
         self._exit_fields: dict[str, Any] = {}
+        self._exit_t: int | None = None          # µs, Recorder clock: the server's exit seen
+        self._stdout_end_t: int | None = None    # µs, the relay's stamp of the server's stdout EOF
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
         self._err_overflowing = False
@@ -230,6 +233,7 @@ class StdioTap:
         if self._stdin_eof_at is not None:
             fields["since_stdin_eof_s"] = round(trio.current_time() - self._stdin_eof_at, 3)
         self._exit_fields = fields
+        self._exit_t = self._handoff.clock()
         self._exited.set()
 
     def _signal_group(self, signum: int, reason: str) -> None:
@@ -284,8 +288,13 @@ class StdioTap:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
-            self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
-                "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
+            # the copy stream may only lag (low-priority reader, busy machine): judge on the relay's clock
+            with trio.move_on_after(COPY_LAG_WAIT):
+                await self._stdout_done.wait()
+            at = (self._exit_t or 0) + int(ORPHAN_WAIT * 1e6)
+            if not self._stdout_done.is_set() or (self._stdout_end_t or 0) > at:
+                self._handoff.call_at(at, self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
+                    "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_done.wait()
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             await self._stderr_read_done.wait()
@@ -298,8 +307,6 @@ class StdioTap:
             while self._err_buffered and not self._host_err_broken:
                 await trio.sleep(0.01)
 
-    # -- pumps ---------------------------------------------------------------
-
     # -- the copy stream from the relay process ----------------------------------
 
     async def _copy_reader(self, copy_r: int, done: trio.Event) -> None:
@@ -311,7 +318,7 @@ class StdioTap:
 
         def read() -> None:
             read_copies(copy_r, self._handoff, self.rec, lambda: token.run_sync_soon(self._stdin_eof),
-                        lambda: token.run_sync_soon(self._stdout_done.set))
+                        lambda t: token.run_sync_soon(self._stdout_ended, t))
 
         try:
             await trio.to_thread.run_sync(read)
@@ -320,6 +327,10 @@ class StdioTap:
                 self._rec(self.rec.record, "gap", reason="the relay process ended unexpectedly")
                 self._stdout_done.set()
             done.set()
+
+    def _stdout_ended(self, t: int) -> None:
+        self._stdout_end_t = t
+        self._stdout_done.set()
 
     def _stdin_eof(self) -> None:
         self._stdin_eof_at = trio.current_time()
