@@ -82,7 +82,8 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         try:
             flt = compile_filter(expr)
         except FilterSyntaxError as exc:
-            click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
+            # the message is three lines (error, expression, caret): escape each, keep the line breaks
+            click.echo("mcptap: " + "\n".join(escape_controls(line) for line in str(exc).split("\n")), err=True)
             ctx.exit(2)
     path = capture or str(newest_capture())
     follower: Follower | None = None

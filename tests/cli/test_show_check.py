@@ -105,6 +105,12 @@ def test_show_filter_and_bad_filter(tmp_path: Path) -> None:
     assert len(body) == 1 and "id=99" in body[0]
     bad = run("show", "--filter", "~req & (~m x", path)
     assert bad.exit_code == 2 and "column 13" in bad.stderr and bad.stdout == ""
+    # the caret display of docs/filters.md: three real lines, no escaped "\\n"
+    lines = bad.stderr.splitlines()
+    assert "\\n" not in bad.stderr and lines[1] == "  ~req & (~m x" and lines[2].index("^") - 2 == 12
+    # control characters in the expression still never reach the terminal raw
+    esc = run("show", "--filter", "~m \x1b[2J &", path)
+    assert esc.exit_code == 2 and "\x1b" not in esc.stderr and "\\x1b[2J" in esc.stderr
 
 
 def test_show_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
