@@ -16,7 +16,7 @@ import click
 
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
-from mcptap.cli.output import output_lines, styler
+from mcptap.cli.output import output_lines, refuse_input_as_output, styler
 from mcptap.escape import escape_controls
 
 
@@ -37,6 +37,7 @@ from mcptap.escape import escape_controls
 def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
             output: str | None, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
+    refuse_input_as_output(captures, output)
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
     report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
     for cap in report.captures:

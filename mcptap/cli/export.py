@@ -30,6 +30,7 @@ import orjson
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
+from mcptap.cli.output import refuse_input_as_output
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
 
@@ -93,6 +94,7 @@ def export_bytes(path: str, fmt: str, progress: bool = False) -> Iterator[bytes]
               help="Output file ('-': stdout).")
 def command(capture: str, fmt: str, output: str) -> None:
     """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""
+    refuse_input_as_output([capture], output)
     chunks = export_bytes(capture, fmt, progress=sys.stderr.isatty())
     try:
         first = next(chunks, None)       # format/capture errors surface before any output exists

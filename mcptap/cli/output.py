@@ -53,6 +53,23 @@ def styler(flag: bool | None, stream: IO[Any] | None = None) -> Style | None:
     return paint if use_color(flag, stream) else None
 
 
+def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
+    """Raise Fail (exit 2) when ``output`` is the same file as one of
+    ``inputs``: opening it for writing would destroy the capture being read.
+    ``-`` (stdin/stdout) and paths that do not exist never match."""
+    if output is None or output == "-":
+        return
+    for path in inputs:
+        if path == "-":
+            continue
+        try:
+            same = os.path.samefile(path, output)
+        except OSError:
+            continue
+        if same:
+            raise Fail(f"-o {output}: the output is the input {path}; write to another file")
+
+
 def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:
     """Write lines (newline added) to ``path`` or stdout, in batches. A closed
     pipe (``| head``) ends the output quietly; an unwritable ``path`` is a

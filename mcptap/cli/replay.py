@@ -23,7 +23,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.output import Style, styler
+from mcptap.cli.output import Style, refuse_input_as_output, styler
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import describe, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
@@ -173,6 +173,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if bool(url) == bool(cmd):
         _say("give exactly one server: -- CMD ARGS... or --url URL")
         ctx.exit(2)
+    refuse_input_as_output([capture], output)
     extra_headers = _headers(headers)
     if url and not url.startswith(("http://", "https://")):
         _say(f"--url {url!r}: expected an http:// or https:// URL")

@@ -20,6 +20,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
+from mcptap.cli.output import refuse_input_as_output
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
 
@@ -65,6 +66,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
 
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
+    refuse_input_as_output([capture], out)
     try:
         stream = CaptureStream(capture)
         header = stream.header

@@ -13,7 +13,6 @@ Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -21,6 +20,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
+from mcptap.cli.output import refuse_input_as_output
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
 
@@ -42,8 +42,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     if output is None and not dry_run:
         raise click.UsageError("give -o OUTPUT (or --dry-run)")
     redactor = redactor_from(kwargs)
-    if output is not None and output != "-" and capture != "-" and os.path.exists(output) and os.path.samefile(capture, output):
-        raise Fail(f"-o {output}: the output is the input; write to another file")
+    refuse_input_as_output([capture], output)
     try:
         stream = CaptureStream(capture)
     except CaptureReadError as exc:

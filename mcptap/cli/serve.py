@@ -24,6 +24,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
+from mcptap.cli.output import refuse_input_as_output
 from mcptap.compare.mask import Masker
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
@@ -137,6 +138,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
             speed: float | None, ignore: tuple[str, ...], output: str | None, quiet: bool, extend: bool,
             cmd: tuple[str, ...]) -> None:
     """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
+    refuse_input_as_output([capture], output)
     if bool(cmd) != extend or (extend and listen is not None):
         _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
         ctx.exit(2)
