@@ -91,3 +91,59 @@ def test_sse_endpoint_query_and_credential_headers_are_redacted(tmp_path: Path) 
     heads = dict(next(r for r in recs if r.get("event") == "request")["headers"])
     assert heads["Authorization"].startswith("Bearer «redacted:hmac:")
     assert all(heads[h].startswith("«redacted:hmac:") for h in ("Authentication", "X-Foo-Token", "X-Foo-Key", "X-Foo-Creds"))
+
+
+def test_http_record_redact_scrubs_bodies_but_forwards_them(tmp_path: Path) -> None:
+    up_port, tap_port = _free_port(), _free_port()
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", up_port))
+    srv.listen()
+    seen: list[bytes] = []
+
+    def upstream() -> None:
+        c, _ = srv.accept()
+        data = b""
+        while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        seen.append(data)
+        body = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"key AKIAQWERTYUIOPASDFGH"}]}}'
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.3)
+        c.close()
+
+    threading.Thread(target=upstream, daemon=True).start()
+    out = tmp_path / "redacted.jsonl"
+    tap = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "--redact", "--upstream", f"http://127.0.0.1:{up_port}/mcp",
+                            "--listen", f"127.0.0.1:{tap_port}", "-o", str(out)], stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            try:
+                c = socket.create_connection(("127.0.0.1", tap_port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"DSN_PASS"}}}'
+        c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        c.settimeout(10)
+        got = b""
+        while b"AKIA" not in got:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        assert b"AKIAQWERTYUIOPASDFGH" in got          # the client gets the real answer
+        c.close()
+        time.sleep(0.3)
+    finally:
+        tap.terminate()
+        tap.wait(timeout=30)
+        srv.close()
+    assert seen and b"DSN_PASS" in seen[0]               # the server got the real request
+    text = out.read_text()
+    assert "DSN_PASS" not in text and "AKIAQWERTYUIOPASDFGH" not in text and text.count("«redacted:hmac:") >= 2
+    assert json.loads(text.splitlines()[0])["scrubbed"][0]["rules"]["builtin"] is True
