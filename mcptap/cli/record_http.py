@@ -15,6 +15,7 @@ never change it: the affected request got a 502 and the capture records why.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -125,10 +126,18 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         # a tap that cannot record is refused rather than run blind
         _say(f"{problem}; not starting")
         return EX_IOERR if strict_capture else EX_USAGE
-    if path is not None and keep is not None:
-        from mcptap.cli.capture_dir import apply_keep
+    listening: list[str] = []
 
-        apply_keep(path, name, [_default_argv(tap)], keep, _say, quiet)
+    def on_listening(url: str) -> None:
+        # retention only once the tap is up: a start that fails (port busy)
+        # must not delete the captures that --keep would have replaced
+        listening.append(url)
+        if path is not None and keep is not None:
+            from mcptap.cli.capture_dir import apply_keep
+
+            apply_keep(path, name, [_default_argv(tap)], keep, _say, quiet)
+        if ready is not None:
+            ready(url)
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
@@ -137,7 +146,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     tap.rec = rec
     live = start_live_export(otlp, rec, {"url": shown}, _say, redactor)
     try:
-        trio.run(functools.partial(_serve, tap, shown, quiet, path, ready))
+        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening))
     except (McptapError, BaseExceptionGroup) as exc:
         ours = _our_error(exc)
         if ours is None:
@@ -146,6 +155,10 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
             if live is not None:
                 live.close()
             rec.close(exit_code=EX_USAGE)
+        if not listening and output is None and path is not None:
+            # never started: leave no empty capture behind in the capture directory
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         _say(str(ours))
         return EX_USAGE
     counts = tap.notices.counts()

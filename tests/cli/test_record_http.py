@@ -54,3 +54,25 @@ def test_parse_listen():
     assert parse_listen("127.0.0.1:8080") == ("127.0.0.1", 8080)
     assert parse_listen(":9") == ("127.0.0.1", 9) and parse_listen("9") == ("127.0.0.1", 9)
     assert parse_listen("[::1]:5") == ("::1", 5) and parse_listen("localhost") == ("localhost", 0)
+
+
+def test_a_tap_that_cannot_listen_keeps_the_older_captures_and_leaves_none(tmp_path):
+    """`--keep 1` with a busy port used to delete the server's previous capture
+    and leave an empty one in its place."""
+    import socket
+
+    from mcptap.capture.writer import CaptureWriter
+    from mcptap.recorder import Recorder
+
+    old = tmp_path / "20200101T000000Z-srv-1.jsonl"
+    rec = Recorder(CaptureWriter.open(str(old)), "http", target={"url": "http://127.0.0.1:9/mcp"}, header_extra={"name": "srv"})
+    rec.close(exit_code=0)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--upstream", "http://127.0.0.1:9/mcp",
+                            "--listen", f"127.0.0.1:{port}", "--dir", str(tmp_path), "--name", "srv", "--keep", "1"],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "cannot listen" in p.stderr and "removed" not in p.stderr, p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == [old.name]
