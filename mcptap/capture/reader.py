@@ -158,14 +158,27 @@ def has_chunks(path: str) -> bool:
     """True when the capture file holds ``chunk`` records (stdio bytes stored
     unframed because live analysis fell behind): its recorded annotations are
     incomplete and readers re-annotate it from the bytes. A byte search
-    (records are written with ``type`` first), no parsing; False when the file
-    cannot be read (the reader reports that)."""
+    (records are written with ``type`` first), no parsing; a gzip file is
+    searched as it decompresses. False when the file cannot be read (the
+    reader reports that) and for standard input (it cannot be read twice)."""
     import mmap
 
+    needle = b'\n{"type":"chunk",'
     try:
-        with open(path, "rb") as fp, mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            return mm.find(b'\n{"type":"chunk",') >= 0
-    except (OSError, ValueError):
+        with open(path, "rb") as fp:
+            if fp.peek(2)[:2] == b"\x1f\x8b":
+                import gzip
+
+                tail = b""
+                with gzip.GzipFile(fileobj=fp, mode="rb") as gz:
+                    while block := gz.read(1 << 20):
+                        if needle in tail + block[:len(needle)] or needle in block:
+                            return True
+                        tail = block[-len(needle):]
+                return False
+            with mmap.mmap(fp.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return mm.find(needle) >= 0
+    except (OSError, ValueError, EOFError):
         return False
 
 

@@ -46,12 +46,24 @@ def read_line(fp: IO[bytes], path: str) -> bytes:
         raise CaptureReadError(f"cannot read capture {path}: {exc}") from None
 
 
+#: bytes of capture lines read in this process, for progress displays
+#: (``cli/progress.py``); decompressed bytes for gzip input
+_consumed = [0]
+
+
+def bytes_read() -> int:
+    """Bytes of capture lines read so far by every reader in this process."""
+    return _consumed[0]
+
+
 def lines(fp: IO[bytes], path: str) -> Iterator[bytes]:
     """The remaining lines of ``fp`` (see module doc)."""
     it = iter(fp)
+    consumed = _consumed
     while True:
         try:
             line = next(it)
+            consumed[0] += len(line)
         except StopIteration:
             return
         except EOFError:

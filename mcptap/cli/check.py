@@ -17,6 +17,7 @@ import click
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
 from mcptap.cli.output import output_lines, refuse_input_as_output, styler
+from mcptap.cli.progress import progress
 from mcptap.escape import escape_controls
 
 
@@ -39,7 +40,8 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
     refuse_input_as_output(captures, output)
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
-    report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
+    with progress("check", captures):
+        report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
     for cap in report.captures:
         if cap.error is not None:
             click.echo(f"mcptap: {escape_controls(str(cap.error))}", err=True)

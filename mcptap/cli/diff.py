@@ -18,6 +18,7 @@ import orjson
 
 from mcptap.cli import options
 from mcptap.cli.output import styler
+from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import McptapError
@@ -39,7 +40,8 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
             color: bool | None) -> None:
     """Compare capture A (before) with capture B (after)."""
     try:
-        report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
+        with progress("diff", (a, b)):
+            report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
     except (McptapError, ValueError) as exc:
         click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)

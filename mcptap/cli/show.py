@@ -12,6 +12,7 @@ Exit status: 0; 2 for a bad filter, a missing or unreadable capture.
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 
 import click
@@ -19,6 +20,7 @@ import click
 from mcptap.capture.follow import Follower
 from mcptap.cli import options
 from mcptap.cli.output import output_lines, styler
+from mcptap.cli.progress import progress
 from mcptap.errors import CaptureReadError, FilterSyntaxError
 from mcptap.escape import escape_controls
 from mcptap.filters.doc import help_text
@@ -105,7 +107,11 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     else:
         lines = render.timeline(ra, ra.header, flt, styler(color), details=not oneline, summary=not no_summary, path=path)
     try:
-        output_lines(lines, flush_each=follow)
+        if follow or sys.stdout.isatty():     # on a terminal the timeline itself shows progress
+            output_lines(lines, flush_each=follow)
+        else:
+            with progress("show", [path]):
+                output_lines(lines)
     except CaptureReadError as exc:
         click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)

@@ -264,13 +264,10 @@ class Handoff:
 READER_PAUSE_BYTES = 3 << 20
 
 
-def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdin_eof: Callable[[], None],
-                stdout_done: Callable[[int], None]) -> None:
+def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable[[], None]) -> None:
     """The copy reader thread: feed the relay process's copy stream
-    (``relay_child``) to ``h`` in order until it ends; ``stdin_eof()`` when the
-    host closed its stdin, ``stdout_done(t_us)`` when the server's stdout ended
-    (or the host closed ours) at ``t_us`` on the relay's clock (this thread
-    may learn it much later on a busy machine). Runs at low priority; pauses while more than
+    (``relay_child``) to ``h`` in order until it ends; ``stdout_done()`` once
+    the end of the server's stdout (or the host closing ours) is queued. Runs at low priority; pauses while more than
     ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file)."""
     lower_priority()
     dirs = (Direction.C2S, Direction.S2C)
@@ -293,11 +290,9 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdin_eof: Callable[[
             h.call_at(t, rec.process, event, undelivered_bytes=n, recorded_anyway=bool(flag))
         if direction is Direction.C2S:
             h.call_at(t, rec.stdio_eof, Direction.C2S)
-            if kind == relay_child.END:
-                stdin_eof()
         else:
             if kind == relay_child.END:
                 h.call_at(t, rec.stdio_eof, Direction.S2C)
-            stdout_done(t)
+            stdout_done()
 
     relay_child.read_items(copy_r, on_chunk, on_event)

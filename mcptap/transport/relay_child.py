@@ -215,6 +215,13 @@ def _die_with_parent() -> None:
         pass
 
 
+def _signal(fd: int, what: bytes) -> None:
+    try:
+        os.write(fd, what)
+    except OSError:
+        pass
+
+
 def _detach(fd: int) -> None:
     try:
         null = os.open(os.devnull, os.O_RDWR)
@@ -225,7 +232,7 @@ def _detach(fd: int) -> None:
 
 
 def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
-               spill_fd: int, clock: Callable[[], int], parent: int) -> None:
+               spill_fd: int, status_w: int, clock: Callable[[], int], parent: int) -> None:
     """The relay process body (after fork); never returns."""
     code = 0
     try:
@@ -247,6 +254,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
             elif how == EOF:
                 q.event(END, C2S)
             os.close(child_in)               # the server sees EOF on its stdin
+            if how == EOF:
+                _signal(status_w, b"i")
 
         def s2c() -> None:
             how, token, undelivered = pump(child_out, host_out, lambda data: q.chunk(S2C, data))
@@ -258,6 +267,7 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
                 q.event(END, S2C)
             os.close(child_out)
             _detach(host_out)                # the host sees EOF on its stdin now
+            _signal(status_w, b"o")
 
         feeder = threading.Thread(target=q.feed, name="mcptap-copy")
         feeder.start()
@@ -273,10 +283,11 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
 
 
 def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
-                spill_dir: str | None = None) -> tuple[int, int, int, int]:
-    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, spill_fd)``:
-    the copy stream to read, the control pipe to close when the c2s pump must
-    end, and the spill file (unlinked; in ``spill_dir``, the capture's
+                spill_dir: str | None = None) -> tuple[int, int, int, int, int]:
+    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, spill_fd,
+    status_r)``: the copy stream to read, the control pipe to close when the
+    c2s pump must end, the status pipe (``i``: host stdin ended, ``o``: the
+    server's stdout ended; sent at once, ahead of the copy stream), and the spill file (unlinked; in ``spill_dir``, the capture's
     directory, so a flood fills the disk the capture is on, not memory) to
     ``pread`` SPILLED items from. The caller must close its own copies of
     ``child_in`` and ``child_out`` and point fds 0/1 elsewhere, so that only
@@ -284,6 +295,7 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     the calling thread)."""
     copy_r, copy_w = os.pipe()
     ctl_r, ctl_w = os.pipe()
+    status_r, status_w = os.pipe()
     try:
         import fcntl
 
@@ -300,10 +312,12 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     if pid == 0:
         os.close(copy_r)
         os.close(ctl_w)
-        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill_fd, clock, parent)
+        os.close(status_r)
+        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill_fd, status_w, clock, parent)
     os.close(copy_w)
     os.close(ctl_r)
-    return pid, copy_r, ctl_w, spill_fd
+    os.close(status_w)
+    return pid, copy_r, ctl_w, spill_fd, status_r
 
 
 def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None]) -> None:

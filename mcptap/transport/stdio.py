@@ -61,7 +61,6 @@ from mcptap.transport.stdio_os import reap as _reap
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
-COPY_LAG_WAIT = 10.0           # s more for a lagging copy stream to report that EOF before judging without it
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
 RELAY_EXIT_WAIT = 5.0          # s for the relay process to end once the server's stdout is done
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -104,12 +103,11 @@ class StdioTap:
         self._nursery: trio.Nursery | None = None
         self._spill_fd = -1
         self._exited = trio.Event()
-        self._stdout_done = trio.Event()
+        self._stdout_done = trio.Event()        # the copy stream reached the end of the server's stdout
+        self._stdout_closed = trio.Event()      # the server's stdout ended (prompt, from the relay)
         self._stderr_read_done = trio.Event()
         self._stdin_eof_at: float | None = None
         self._exit_fields: dict[str, Any] = {}
-        self._exit_t: int | None = None          # µs, Recorder clock: the server's exit seen
-        self._stdout_end_t: int | None = None    # µs, the relay's stamp of the server's stdout EOF
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
         self._err_overflowing = False
@@ -177,7 +175,7 @@ class StdioTap:
             # fork the relay first: fork copies only this thread, so before any other starts
             capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
             spill_dir = os.path.dirname(os.path.abspath(capture_path)) if isinstance(capture_path, str) else None
-            relay_pid, copy_r, ctl_w, spill_fd = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
+            relay_pid, copy_r, ctl_w, spill_fd, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
             self._handoff.spill_fd = spill_fd
             for fd in (in_w, out_r):
                 os.close(fd)
@@ -195,6 +193,7 @@ class StdioTap:
                     nursery.start_soon(self._stderr_writer, host_err)
                     reader = trio.Event()
                     nursery.start_soon(self._copy_reader, copy_r, reader)
+                    nursery.start_soon(self._status_reader, status_r)
                     await self._wait_exit(popen)
                     await self._finish()
                     close_fd(ctl_w)                    # end a c2s pump still waiting for the host
@@ -233,7 +232,6 @@ class StdioTap:
         if self._stdin_eof_at is not None:
             fields["since_stdin_eof_s"] = round(trio.current_time() - self._stdin_eof_at, 3)
         self._exit_fields = fields
-        self._exit_t = self._handoff.clock()
         self._exited.set()
 
     def _signal_group(self, signum: int, reason: str) -> None:
@@ -276,7 +274,7 @@ class StdioTap:
         for signum in (signal.SIGTERM, signal.SIGKILL):
             with trio.move_on_after(self.grace):
                 await self._exited.wait()
-                await self._stdout_done.wait()
+                await self._stdout_closed.wait()
                 return
             if signum == signal.SIGTERM:
                 self._rec(self.rec.process, "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
@@ -286,16 +284,12 @@ class StdioTap:
 
     async def _finish(self) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
-            await self._stdout_done.wait()
-        if not self._stdout_done.is_set():
-            # the copy stream may only lag (low-priority reader, busy machine): judge on the relay's clock
-            with trio.move_on_after(COPY_LAG_WAIT):
-                await self._stdout_done.wait()
-            at = (self._exit_t or 0) + int(ORPHAN_WAIT * 1e6)
-            if not self._stdout_done.is_set() or (self._stdout_end_t or 0) > at:
-                self._handoff.call_at(at, self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
-                    "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
-            await self._stdout_done.wait()
+            await self._stdout_closed.wait()
+        if not self._stdout_closed.is_set():
+            self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
+                "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
+            await self._stdout_closed.wait()
+        await self._stdout_done.wait()          # the copy stream is read up to the end of stdout: exit goes after it
         with trio.move_on_after(STDERR_FLUSH_WAIT):
             await self._stderr_read_done.wait()
         fields = dict(self._exit_fields)
@@ -307,6 +301,8 @@ class StdioTap:
             while self._err_buffered and not self._host_err_broken:
                 await trio.sleep(0.01)
 
+    # -- pumps ---------------------------------------------------------------
+
     # -- the copy stream from the relay process ----------------------------------
 
     async def _copy_reader(self, copy_r: int, done: trio.Event) -> None:
@@ -317,8 +313,7 @@ class StdioTap:
         assert token is not None
 
         def read() -> None:
-            read_copies(copy_r, self._handoff, self.rec, lambda: token.run_sync_soon(self._stdin_eof),
-                        lambda t: token.run_sync_soon(self._stdout_ended, t))
+            read_copies(copy_r, self._handoff, self.rec, lambda: token.run_sync_soon(self._stdout_done.set))
 
         try:
             await trio.to_thread.run_sync(read)
@@ -326,11 +321,29 @@ class StdioTap:
             if not self._stdout_done.is_set():
                 self._rec(self.rec.record, "gap", reason="the relay process ended unexpectedly")
                 self._stdout_done.set()
+                self._stdout_closed.set()
             done.set()
 
-    def _stdout_ended(self, t: int) -> None:
-        self._stdout_end_t = t
-        self._stdout_done.set()
+    async def _status_reader(self, status_r: int) -> None:
+        """The relay's prompt signals, ahead of the copy stream: ``i`` host
+        stdin ended (the grace timer starts now), ``o`` the server's stdout
+        ended or the host closed ours (EOF: the relay is gone)."""
+        stream = trio.lowlevel.FdStream(status_r)
+        try:
+            while True:
+                try:
+                    data = await stream.receive_some(16)
+                except _BROKEN:
+                    data = b""
+                if not data:
+                    break
+                if b"i" in data:
+                    self._stdin_eof()
+                if b"o" in data:
+                    self._stdout_closed.set()
+        finally:
+            self._stdout_closed.set()
+            await quiet_close(stream)
 
     def _stdin_eof(self) -> None:
         self._stdin_eof_at = trio.current_time()

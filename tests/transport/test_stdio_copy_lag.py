@@ -1,5 +1,6 @@
-"""`process.exited_but_stdout_open` is judged on the relay's clock, not on when
-the low-priority copy reader gets round to reporting the end of stdout.
+"""`process.exited_but_stdout_open` is judged when the relay says stdout ended
+(its status pipe, ahead of the copy stream), not on when the low-priority copy
+reader gets round to the end of stdout in the copy stream.
 
 Seen on a real peer: FastMCP 4.2.3 behind the TypeScript SDK 1.13 client (its
 close() sends SIGTERM at once) on a loaded machine: the server's stdout ended
@@ -23,8 +24,8 @@ import mcptap.transport.stdio as s
 from mcptap.cli.main import main
 orig = s.read_copies
 lag = float(sys.argv.pop(1))
-def slow(copy_r, h, rec, stdin_eof, stdout_done):
-    return orig(copy_r, h, rec, stdin_eof, lambda *t: (time.sleep(lag), stdout_done(*t)))
+def slow(copy_r, h, rec, stdout_done):
+    return orig(copy_r, h, rec, lambda: (time.sleep(lag), stdout_done()))
 s.read_copies = slow
 sys.argv[0] = "mcptap"
 main()
