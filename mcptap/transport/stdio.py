@@ -53,11 +53,10 @@ from typing import Any
 import trio
 
 from mcptap.protocol.codes import finding
+from mcptap.transport import stdio_os
 from mcptap.transport.handoff import Handoff, TapRecorder, read_copies
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.stdio_os import CHUNK, close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
-from mcptap.transport.stdio_os import kill as _kill
-from mcptap.transport.stdio_os import reap as _reap
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
@@ -201,7 +200,7 @@ class StdioTap:
                     with trio.move_on_after(RELAY_EXIT_WAIT):
                         await reader.wait()
                     if not reader.is_set():             # a write to a server stdin nobody reads
-                        _kill(relay_pid)
+                        stdio_os.kill(relay_pid)
                         await reader.wait()
                     nursery.cancel_scope.cancel()
             finally:
@@ -209,8 +208,8 @@ class StdioTap:
                 for stream in (child_err, host_err):
                     await quiet_close(stream)
                 close_fd(ctl_w)
-                _kill(relay_pid)
-                await trio.to_thread.run_sync(_reap, relay_pid)
+                stdio_os.kill(relay_pid)
+                await trio.to_thread.run_sync(stdio_os.reap, relay_pid)
                 close_fd(copy_r)
                 self._spill_fd = spill_fd               # closed once the recorder is done with it
         return self.result
@@ -325,25 +324,10 @@ class StdioTap:
             done.set()
 
     async def _status_reader(self, status_r: int) -> None:
-        """The relay's prompt signals, ahead of the copy stream: ``i`` host
-        stdin ended (the grace timer starts now), ``o`` the server's stdout
-        ended or the host closed ours (EOF: the relay is gone)."""
-        stream = trio.lowlevel.FdStream(status_r)
         try:
-            while True:
-                try:
-                    data = await stream.receive_some(16)
-                except _BROKEN:
-                    data = b""
-                if not data:
-                    break
-                if b"i" in data:
-                    self._stdin_eof()
-                if b"o" in data:
-                    self._stdout_closed.set()
+            await stdio_os.read_status(status_r, self._stdin_eof, self._stdout_closed.set)
         finally:
             self._stdout_closed.set()
-            await quiet_close(stream)
 
     def _stdin_eof(self) -> None:
         self._stdin_eof_at = trio.current_time()

@@ -197,3 +197,25 @@ def close_fd(fd: int) -> None:
             os.close(fd)
         except OSError:
             pass
+
+
+async def read_status(fd: int, stdin_eof: Callable[[], None], stdout_closed: Callable[[], None]) -> None:
+    """Read the relay process's status pipe (``relay_child.start_relay``),
+    which runs ahead of the copy stream: ``i`` host stdin ended (the grace
+    timer starts now), ``o`` the server's stdout ended or the host closed ours.
+    Returns at EOF (the relay is gone); closes ``fd``."""
+    stream = trio.lowlevel.FdStream(fd)
+    try:
+        while True:
+            try:
+                data = await stream.receive_some(16)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            if not data:
+                return
+            if b"i" in data:
+                stdin_eof()
+            if b"o" in data:
+                stdout_closed()
+    finally:
+        await quiet_close(stream)
