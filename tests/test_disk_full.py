@@ -154,3 +154,44 @@ def test_disk_full_then_free_on_a_real_tmpfs(tiny_disk: Path) -> None:
     check = subprocess.run([*MCPTAP, "check", "--fail-on", "error", str(cap)], capture_output=True, timeout=60)
     assert check.returncode == 1, check.stdout + check.stderr
     assert b"capture.gap" in check.stdout and b"records lost" in check.stdout
+
+
+def test_a_disk_that_never_frees_still_gets_its_gap_record(tiny_disk: Path) -> None:
+    """The disk fills while recording and stays full: the writer gives up its
+    reserve file to say how many records were lost, so `check --fail-on error`
+    fails on capture.gap even without an end record."""
+    cap = tiny_disk / "cap.jsonl"
+    proc = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(cap), "--", "cat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while not (cap.exists() and cap.stat().st_size and (tiny_disk / ".cap.jsonl.reserve").exists()):
+        assert time.monotonic() < deadline, "no capture header"
+        time.sleep(0.02)
+    fd = os.open(tiny_disk / "fill", os.O_WRONLY | os.O_CREAT)     # take every byte left
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    n = 300
+    lines = b"".join(b'{"jsonrpc":"2.0","method":"notifications/x","params":{"n":%d}}\n' % i for i in range(n))
+    out, err = proc.communicate(lines, timeout=60)
+    assert out == lines                                   # the relay is unharmed
+    assert b"records lost" in err
+    assert not (tiny_disk / ".cap.jsonl.reserve").exists()
+    capture = read_capture(str(cap))
+    gaps = [r for r in capture.records if r["type"] == "gap"]
+    assert gaps and gaps[0]["dropped_records"] > 0 and "No space" in gaps[0]["reason"]
+    check = subprocess.run([*MCPTAP, "check", "--fail-on", "error", str(cap)], capture_output=True, timeout=60)
+    assert check.returncode == 1 and b"capture.gap" in check.stdout, check.stdout
+
+
+def test_the_reserve_file_is_removed_at_close(tmp_path: Path) -> None:
+    w = CaptureWriter.open(str(tmp_path / "c.jsonl"))
+    assert (tmp_path / ".c.jsonl.reserve").stat().st_size == 64 * 1024
+    w.write({"type": "header"})
+    w.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl"]

@@ -14,6 +14,17 @@ from mcptap.errors import CaptureWriteError
 
 _dumps = orjson.dumps
 
+#: Bytes kept free beside a capture file for the records that say writing failed.
+RESERVE = 64 * 1024
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
 
 class CaptureWriter:
     """Append records to a capture file (owner-only permissions, 0600).
@@ -22,7 +33,11 @@ class CaptureWriter:
     the recorder flushes after every chunk it processes, so a ``kill -9`` loses
     at most what arrived in the chunk being handled. A failed write (disk full)
     never raises into the relay: ``failed`` becomes the error text, dropped
-    records are counted in ``dropped`` and a ``gap`` record is attempted.
+    records are counted in ``dropped`` and a ``gap`` record is written as soon
+    as it fits: at once on a full disk, into the space of a 64 KiB reserve
+    file (``.NAME.reserve`` beside the capture, made by ``open``, deleted on
+    the first failure or at close), so a capture that lost records says so
+    even when the disk never frees up.
     Raises CaptureWriteError only from ``open`` (the file cannot be created).
     """
 
@@ -38,6 +53,9 @@ class CaptureWriter:
         #: a cut record could neither be truncated away nor ended: the next
         #: write starts with a newline
         self._open_line = False
+        #: a file of RESERVE bytes beside the capture, deleted on the first failed
+        #: write so the gap record saying what was lost fits on a full disk
+        self._reserve: str | None = None
         #: applied to every record before it is encoded (``record --redact``: the scrubber)
         self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
@@ -50,7 +68,27 @@ class CaptureWriter:
             os.fchmod(fd, 0o600)
         except OSError as exc:
             raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
-        return cls(fd, path)
+        w = cls(fd, path)
+        w._make_reserve(os.path.join(parent, f".{os.path.basename(path)}.reserve"))
+        return w
+
+    def _make_reserve(self, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError:
+            return
+        try:
+            os.write(fd, bytes(RESERVE))
+            self._reserve = path
+        except OSError:
+            _unlink(path)
+        finally:
+            os.close(fd)
+
+    def _release_reserve(self) -> bool:
+        """Delete the reserve file (once); True when it was there to free space."""
+        path, self._reserve = self._reserve, None
+        return path is not None and _unlink(path)
 
     @classmethod
     def to_file(cls, fp: IO[bytes]) -> CaptureWriter:
@@ -82,18 +120,24 @@ class CaptureWriter:
         data = b"".join(self._buf) if len(self._buf) > 1 else self._buf[0]
         n_records = len(self._buf)
         self._buf.clear()
-        if self.failed is not None and self._unreported:
-            gap = _dumps({"type": "gap", "seq": None, "reason": f"capture write failed: {self.failed}",
-                          "dropped_records": self._unreported}, option=orjson.OPT_APPEND_NEWLINE)
-            if self._write_all(gap) == 1:
-                self._unreported = 0
-            else:
-                self.dropped += n_records
-                self._unreported += n_records
-                return
+        if self.failed is not None and self._unreported and not self._report_gap():
+            self.dropped += n_records
+            self._unreported += n_records
+            return
         lost = n_records - self._write_all(data)
         self.dropped += lost
         self._unreported += lost
+        if lost and self._release_reserve():
+            self._report_gap()          # into the space the reserve held: the capture says what it lost
+
+    def _report_gap(self) -> bool:
+        """Write the gap record for the records not reported yet; True if it is on disk."""
+        gap = _dumps({"type": "gap", "seq": None, "reason": f"capture write failed: {self.failed}",
+                      "dropped_records": self._unreported}, option=orjson.OPT_APPEND_NEWLINE)
+        if self._write_all(gap) == 1 or (self._release_reserve() and self._write_all(gap) == 1):
+            self._unreported = 0
+            return True
+        return False
 
     def _write_all(self, data: bytes) -> int:
         """Write whole lines; returns how many complete lines (records) are on
@@ -146,5 +190,6 @@ class CaptureWriter:
             os.close(self._fd)
         except OSError:
             pass
+        self._release_reserve()
 
 
