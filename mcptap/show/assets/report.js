@@ -98,7 +98,7 @@
           else if (stuff[0] === "^") stuff = "\\" + stuff;
           out += "[" + stuff + "]";
         }
-      } else out += c.replace(/[.*+?^${}()|[\]\\\/-]/g, "\\$&");
+      } else out += c.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&");   // not "-": "\-" is a syntax error in u-mode
     }
     return new RegExp("^(?:" + out + ")$", "u");
   }
