@@ -23,6 +23,7 @@ So, on an error status:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Message
@@ -117,18 +118,27 @@ class HttpAnswers:
         self.pairing.complete(mine[0])
         return mine[0]
 
-    def rejected(self, exchange: Any, status: int) -> list[Finding]:
+    def rejected(self, exchange: Any, status: int, session_of: Callable[[Any], SessionState]) -> list[Finding]:
         """The POST of ``exchange`` got a complete ``status`` response. On an
         error status without a JSON-RPC payload its requests were refused at
-        HTTP level: they are answered, with ``http.request_refused`` (info)."""
+        HTTP level: they are answered, with ``http.request_refused`` (info),
+        and, outside authorization, ``capability.declared_but_unsupported``
+        for a method whose capability the server declared.
+        ``session_of``: a request's session key -> its state."""
         if status < 400 or self._bodies.get(exchange):
             return []
         mine = [p for p in self._requests_of(exchange, Direction.C2S) if not p.cancelled]
         if not mine:
             return []
+        out = [rejected_finding(status, mine)]
         for p in mine:
             self.pairing.complete(p)
-        return [rejected_finding(status, mine)]
+            if status not in AUTH_STATUSES and p.method:
+                st = session_of(p.session)
+                client_caps = request_meta(p.params)[1] if st.era == "modern" else st.client_caps
+                out += declared_but_unsupported(p.method, Direction.C2S, p.revision or st.revision, client_caps, st.server_caps,
+                                                f"HTTP {status} without a JSON-RPC response")
+        return out
 
 
 def method_not_found(p: Pending, st: SessionState, revision: str | None) -> list[Finding]:

@@ -109,3 +109,19 @@ def test_request_lost_on_a_closed_connection_then_retried_is_a_reuse() -> None:
     got = s.exchange("POST", body, 200, session="s1", reply=b'{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}')
     assert "jsonrpc.id_reused" in got and "jsonrpc.duplicate_id_in_flight" not in got
     assert not s.ann.pending()
+
+
+def test_declared_method_refused_at_http_level() -> None:
+    """A request for a capability the server declared, refused with an HTTP
+    error and no JSON-RPC answer: refused at HTTP level (info) and
+    capability.declared_but_unsupported; under authorization (401) only the former."""
+    def run(status: int) -> list[str]:
+        s = Session()
+        s.exchange("POST", INIT, 200, assign="s1",
+                   reply=INIT_OK.replace(b'{"tools":{}}', b'{"tools":{},"logging":{}}'))
+        s.exchange("POST", b'{"jsonrpc":"2.0","method":"notifications/initialized"}', 202, session="s1")
+        return s.exchange("POST", b'{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}', status, session="s1")
+    got = run(404)
+    assert "http.request_refused" in got and "capability.declared_but_unsupported" in got
+    got = run(401)
+    assert "http.request_refused" in got and "capability.declared_but_unsupported" not in got

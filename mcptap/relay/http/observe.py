@@ -33,9 +33,9 @@ import zlib
 from typing import Any
 
 from mcptap.capture.format import encode_bytes
-from mcptap.model import Direction, Finding, Kind
+from mcptap.model import UNPARSED, Direction, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.framing import parse_json, parse_json_full
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, endpoint_findings, header, sse_findings
 from mcptap.protocol.jsonrpc import classify
@@ -171,9 +171,11 @@ class HttpObserver:
             return
         body = bytes(e.body)
         e.body = bytearray()
-        value, _ = parse_json(body)
+        value, _, overflow = parse_json_full(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
+        if overflow:
+            value = UNPARSED     # the recorder parses it again and flags the number (jsonrpc.non_finite_number)
         facts.revision = self._revision(facts.session)
         fs = self.judge.request(e.id, facts)
         if facts.is_initialize and facts.session is None and not facts.legacy:
