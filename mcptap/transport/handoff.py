@@ -106,6 +106,8 @@ class Handoff:
         self._thread: threading.Thread | None = None
         self._started = False
         self.spill_fd = -1
+        #: items taken by the recorder so far (the tap's end waits while it moves)
+        self.progress = 0
         self._switch = sys.getswitchinterval()
 
     def start(self) -> None:
@@ -216,6 +218,7 @@ class Handoff:
                 if q:
                     item = q.popleft()
                     state, item[0] = item[0], TAKEN
+                    self.progress += 1
                     if state == QUEUED:
                         self._queued -= item[5]
                     last = not q

@@ -61,7 +61,7 @@ from mcptap.transport.stdio_os import CHUNK, close_fd, detach_fd, ensure_std_fds
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
-RELAY_EXIT_WAIT = 5.0          # s for the relay process to end once the server's stdout is done
+RELAY_EXIT_WAIT = 5.0          # s without any copy moving before a lingering relay process is ended
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
@@ -197,11 +197,14 @@ class StdioTap:
                     await self._finish()
                     close_fd(ctl_w)                    # end a c2s pump still waiting for the host
                     ctl_w = -1
-                    with trio.move_on_after(RELAY_EXIT_WAIT):
-                        await reader.wait()
-                    if not reader.is_set():             # a write to a server stdin nobody reads
-                        stdio_os.kill(relay_pid)
-                        await reader.wait()
+                    seen = -1
+                    while not reader.is_set():
+                        with trio.move_on_after(RELAY_EXIT_WAIT):
+                            await reader.wait()
+                        if not reader.is_set() and self._handoff.progress == seen:
+                            stdio_os.kill(relay_pid)    # no copy moved: a write to a server stdin nobody reads
+                            await reader.wait()
+                        seen = self._handoff.progress
                     nursery.cancel_scope.cancel()
             finally:
                 self._relay_started = False
