@@ -107,7 +107,8 @@
     return (s) => s === pat;
   }
   function pyRegex(src, off) {
-    try { return new RegExp(src.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>"), "u"); }
+    // no "u" flag: like Python's re, an escaped punctuation character ("\-", "\/") is just that character
+    try { return new RegExp(src.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>")); }
     catch (e) { throw new ArgError("bad regular expression: " + e.message, off || 0); }
   }
   const reqOf = (i) => { const q = R[i][Q]; if (q == null) return null; const j = bySeq.get(q); return j == null ? { method: null, tool: null } : { method: R[j][METHOD], tool: R[j][TOOL] }; };
