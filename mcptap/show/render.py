@@ -146,7 +146,8 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
     """One timeline line for one record (no findings detail)."""
     st = style
     t = rec.get("t_us")
-    head = f"{rec.get('seq', ''):>6} {(t or 0) / 1e6:>8.3f}s"
+    seq = rec.get("seq")      # None in a hand-edited record ("seq": null): the reader lets it through
+    head = f"{'' if seq is None else seq:>6} {(t or 0) / 1e6:>8.3f}s"
     fs = record_findings(rec)
     if rec.get("type") != "message":
         return f"{head}  {st(_other(rec), 'dim')}" + (f"  {_codes(fs, st)}" if fs else "")

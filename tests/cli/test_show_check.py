@@ -302,3 +302,18 @@ def test_check_says_a_read_error_once(tmp_path: Path) -> None:
     out = tmp_path / "report.txt"                      # a report file gets the reason (stderr has it too)
     p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "-o", str(out), str(gone)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "No such file or directory" in out.read_text()
+
+
+def test_show_a_hand_edited_record_with_a_null_seq(tmp_path: Path) -> None:
+    """`"seq": null` passes the reader's checks (seq is optional); show used to
+    crash formatting it (TypeError traceback)."""
+    path = info_only(tmp_path)
+    lines = path.read_text().splitlines()
+    recs = [json.loads(line) for line in lines]
+    victim = next(i for i, r in enumerate(recs) if r["type"] == "process")
+    recs[victim]["seq"] = None
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for args in (["show", str(path)], ["show", "--oneline", "--full", str(path)]):
+        r = run(*args)
+        assert r.exit_code == 0, r.stderr
+        assert any(line.startswith("        ") and "process" in line for line in r.stdout.splitlines())
