@@ -258,8 +258,7 @@ OTHER_SEVERITIES: dict[str, tuple[tuple[Severity, str], ...]] = {
     "capability.unknown_method": ((INFO, "mcptap's own rule error, reported instead of losing the message"),),
     "shape.invalid_params": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
     "shape.invalid_result": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
-    "process.exit": ((WARN, "a non-zero exit status, or a signal the tap did not send"),
-                     (ERROR, "requests were waiting and the server never answered any: it failed at startup")),
+    "process.exit": ((WARN, "a non-zero exit status, or a signal the tap did not send"),),
 }
 
 CODES: dict[str, Code] = {c: Code(c, s, m, src, OTHER_SEVERITIES.get(c, ())) for c, s, m, src in _TABLE}

@@ -1,13 +1,14 @@
 """How a stdio server's exit is judged (pure): ``process.exit``'s severity.
 
-* error: requests were waiting and the server never answered any: it died at
-  startup, before ``initialize``'s answer (a host sees a server that "does not
-  work" with no answer to show for it);
 * warn: a non-zero exit status, or death by a signal the tap did not send (a
   signal the tap forwarded from the host or sent at shutdown is the host's or
   the spec's doing, lifecycle Shutdown (stdio));
 * info otherwise. Pending requests are named: a status 0 with a pending request
-  looks clean but is a crashed read loop (cases/B03).
+  looks clean but is a crashed read loop (cases/B03). A server that dies before
+  answering any request is an error for the capture all the same: the requests
+  it left waiting are ``lifecycle.eof_with_pending_requests`` (error) when its
+  stdout closes, so ``check --fail-on warn`` and ``--fail-on error`` both fail;
+  the exit itself is not counted twice (cases/B03 wire-client-crlf: info).
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ def exit_finding(code: int | None, signal: int | None, pending: Sequence[Pending
         text += f" while {len(pending)} request(s) were pending ({', '.join(f'#{p.seq} {p.method}' for p in pending[:5])})"
     severity = Severity.INFO
     if pending and not answered:
-        severity = Severity.ERROR
         text += " before answering any request"
-    elif (code is not None and code != 0) or (signal is not None and signal not in signalled):
+    if (code is not None and code != 0) or (signal is not None and signal not in signalled):
         severity = Severity.WARN
     return finding("process.exit", text, {"code": code, "signal": signal, "pending": len(pending)}, severity=severity)
