@@ -75,7 +75,7 @@ def npm() -> Path:
 
 
 @pytest.fixture(scope="module")
-def pypeers(npm: Path) -> Path:
+def pypeers() -> Path:
     _install("py")
     return PY_VENV / "bin"
 
@@ -243,7 +243,7 @@ FASTMCP_CALLS = [{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "weath
 
 
 @pytest.mark.slow
-def test_ts_client_time_and_git(pypeers: Path, tmp_path: Path) -> None:
+def test_ts_client_time_and_git(npm: Path, pypeers: Path, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "f").write_text("x")
@@ -264,7 +264,7 @@ def test_ts_client_time_and_git(pypeers: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ts_client_fastmcp_stdio_and_http(pypeers: Path, tmp_path: Path) -> None:
+def test_ts_client_fastmcp_stdio_and_http(npm: Path, pypeers: Path, tmp_path: Path) -> None:
     """The client declares no capabilities, yet FastMCP's ctx.elicit() sends elicitation/create:
     a true finding (2025-11-25 basic/lifecycle Operation: both parties MUST only use capabilities
     that were successfully negotiated; client/elicitation: clients that support elicitation MUST
