@@ -32,9 +32,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import orjson
-
 from mcptap import __version__
+from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import McptapError
 from mcptap.export.spans import epoch_us
@@ -66,7 +65,7 @@ def _message_bytes(rec: dict[str, Any]) -> bytes:
     raw = decode_bytes(rec, "raw")
     if raw is not None:
         return raw
-    return orjson.dumps(rec.get("json")) + str(rec.get("eol", "")).encode("ascii")
+    return dumps(rec.get("json")) + str(rec.get("eol", "")).encode("ascii")
 
 
 #: exchanges the tap answered itself, by the ``how`` of their end record

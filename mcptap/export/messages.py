@@ -14,8 +14,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.export.spans import epoch_us
 from mcptap.model import UNPARSED
@@ -45,4 +44,4 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
                 for k in ("raw", "raw_b64"):
                     if k in rec:
                         out[k] = rec[k]
-        yield orjson.dumps(out) + b"\n"
+        yield dumps(out) + b"\n"

@@ -31,8 +31,7 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
@@ -118,7 +117,7 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
         ])
         payloads.append(message_text(rec))     # what ~t searches, as in show
         if typ not in ("message", "stderr"):
-            extra[len(rows) - 1] = orjson.dumps(rec, option=orjson.OPT_INDENT_2).decode()
+            extra[len(rows) - 1] = dumps(rec, indent=True).decode()
     findings = {sev: sorted((g for g in groups.values() if g["severity"] == sev), key=lambda g: (-g["count"], g["code"]))
                 for sev in _SEV_ORDER}
     target = header.get("target") or {}
@@ -134,7 +133,7 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
 
 def _json_for_script(value: Any) -> str:
     # inside <script> nothing may read as "</script" or "<!--": escape every "<" (valid JSON)
-    return orjson.dumps(value).decode().replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return dumps(value).decode().replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def report_html(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None, title: str | None = None) -> str:

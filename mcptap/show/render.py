@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls as esc
 from mcptap.filters.operators import Filter
@@ -208,7 +207,6 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     (responses, progress and cancellations gain ``request``: ``{seq, method,
     tool}`` of the request they belong to), the end record, then a
     ``{"type": "summary", …}`` object. One JSON object per string."""
-    dumps = orjson.dumps
     tracker = Tracker()
     summ = Summary()
     yield dumps(header).decode()

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls
 from mcptap.model import severity_counts
@@ -44,7 +43,7 @@ def shorten(s: str, n: int) -> str:
 
 
 def id_text(v: Any) -> str:
-    return repr(v) if isinstance(v, str) else orjson.dumps(v).decode()
+    return repr(v) if isinstance(v, str) else dumps(v).decode()
 
 
 # -- request context -----------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""A peer's JSON-RPC id beyond 64 bits (``2**80``): orjson refuses to encode
+it, and show (every format), export messages and report used to end in a
+``TypeError: Integer exceeds 64-bit range`` traceback when the capture was
+re-annotated (``--full``, or rules newer than the capture's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptap.capture.dumps import dumps
+from mcptap.cli.main import mcptap
+from scripted import c2s, handshake, record, s2c
+
+BIG = 2**80 + 1
+
+
+@pytest.fixture
+def cap(tmp_path: Path) -> Path:
+    return record(tmp_path / "big.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % BIG), s2c(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % BIG),
+        ("exit", 0)])
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "--full"], ["show", "--full", "--format", "json"], ["show", "--full", "--format", "mermaid"],
+    ["export", "-f", "messages"], ["check", "--full"],
+])
+def test_commands_print_a_big_id_exactly(cap: Path, argv: list[str]) -> None:
+    r = CliRunner().invoke(mcptap, [argv[0], str(cap), *argv[1:]], catch_exceptions=False)
+    assert r.exit_code in (0, 1), r.stderr
+    if argv[0] != "check":
+        assert str(BIG) in r.stdout
+
+
+def test_report_holds_a_big_id(cap: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(mcptap, ["report", str(cap), "--no-scrub", "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    assert str(BIG) in out.read_text()
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda kids: st.lists(kids) | st.dictionaries(st.text(), kids), max_leaves=20))
+def test_dumps_round_trips_any_json_value_exactly(value: object) -> None:
+    assert json.loads(dumps(value)) == value
+    assert json.loads(dumps(value, indent=True)) == value
