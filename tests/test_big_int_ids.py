@@ -50,3 +50,33 @@ def test_report_holds_a_big_id(cap: Path, tmp_path: Path) -> None:
 def test_dumps_round_trips_any_json_value_exactly(value: object) -> None:
     assert json.loads(dumps(value)) == value
     assert json.loads(dumps(value, indent=True)) == value
+
+
+def test_filter_by_a_big_id(cap: Path) -> None:
+    r = CliRunner().invoke(mcptap, ["show", str(cap), "--full", "--oneline", "--no-summary", "-f", f"~id {BIG}"], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    assert sum(f"id={BIG}" in line for line in r.stdout.splitlines()) == 2
+
+
+ECHO_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m and "method" in m:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}) + "\\n"); sys.stdout.flush()
+    if m.get("method") == "notifications/initialized":
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": %d, "method": "ping"}) + "\\n"); sys.stdout.flush()
+""" % BIG
+
+
+def test_replay_answers_a_server_request_with_a_big_id(tmp_path: Path) -> None:
+    """The recorded answer to the server's `ping` (id 2**80+1) is sent back: it
+    used to crash the replay runner's stdio link."""
+    import sys
+    cap = record(tmp_path / "srv.jsonl", handshake() + [
+        s2c(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % BIG), c2s(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % BIG),
+        ("exit", 0)])
+    out = tmp_path / "new.jsonl"
+    r = CliRunner().invoke(mcptap, ["replay", str(cap), "-o", str(out), "--", sys.executable, "-c", ECHO_SERVER], catch_exceptions=False)
+    assert r.exit_code in (0, 1), r.stderr
+    assert "Traceback" not in r.stderr and "s2c ping" in r.stdout

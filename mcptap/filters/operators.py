@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
 from mcptap.model import SEVERITY_RANK
@@ -89,7 +90,7 @@ def _id(t: Tok) -> Pred:
         if "id" not in r:
             return False
         v = r["id"]
-        return (v if isinstance(v, str) else orjson.dumps(v).decode()) == want
+        return (v if isinstance(v, str) else dumps(v).decode()) == want
     return p
 
 
@@ -224,7 +225,7 @@ def _json_path(t: Tok) -> Pred:
             raise ArgError(f"bad regular expression: {exc}", cut + 2) from None
 
         def test(v: Any) -> bool:
-            return rx.search(v if isinstance(v, str) else orjson.dumps(v).decode()) is not None
+            return rx.search(v if isinstance(v, str) else dumps(v).decode()) is not None
     elif op in ("=", "!="):
         def test(v: Any) -> bool:
             return _same(v, want)

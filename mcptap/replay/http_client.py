@@ -39,6 +39,7 @@ import h11
 import orjson
 import trio
 
+from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
 from mcptap.protocol.framing import parse_json
 from mcptap.protocol.lifecycle import META_VERSION
@@ -209,7 +210,7 @@ class HttpLink:
         self.rec.record("http", event=event, exchange=ex, conn=c.id, **fields)
 
     async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        body = orjson.dumps(value)
+        body = dumps(value)
         headers = self._headers(value, session)
         self._exchanges += 1
         ex = self._exchanges

@@ -22,9 +22,9 @@ import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import orjson
 import trio
 
+from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
 from mcptap.recorder import Recorder
@@ -69,7 +69,13 @@ class StdioLink:
         nursery.start_soon(self._wait_exit, popen)
 
     async def send(self, value: Any, session: Any = None) -> None:
-        self._send_ch.send_nowait(orjson.dumps(value) + b"\n")
+        try:
+            self._send_ch.send_nowait(dumps(value) + b"\n")
+        except trio.ClosedResourceError:
+            # the server's stdin is already closed (the replayed client side is done, or
+            # the server closed it): an answer to a late server request cannot arrive;
+            # the new capture shows that request unanswered
+            pass
 
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:

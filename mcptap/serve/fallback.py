@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import trio
 
+from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.serve.core import hkey
@@ -67,7 +68,7 @@ class Fallback:
             self.forwarded += 1
             self._open.add(hkey(value["id"]))
         try:
-            await self._stdin.send_all(orjson.dumps(value) + b"\n")
+            await self._stdin.send_all(dumps(value) + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise SpawnError(f"the real server closed its stdin: {exc}") from None
 
@@ -92,7 +93,7 @@ class Fallback:
             raise SpawnError(f"the real server {self.argv[0]!r} did not answer initialize within {self.timeout:g} s")
         for m in handshake:
             if m.get("method") != "initialize":
-                await self._stdin.send_all(orjson.dumps(m) + b"\n")
+                await self._stdin.send_all(dumps(m) + b"\n")
 
     async def _reader(self, stream: trio.lowlevel.FdStream) -> None:
         framer = NewlineFramer()
