@@ -65,8 +65,8 @@ for line in sys.stdin:
     if "id" in m and "method" in m:
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}) + "\\n"); sys.stdout.flush()
     if m.get("method") == "notifications/initialized":
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": %d, "method": "ping"}) + "\\n"); sys.stdout.flush()
-""" % BIG
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": BIG_ID, "method": "ping"}) + "\\n"); sys.stdout.flush()
+""".replace("BIG_ID", str(BIG))
 
 
 def test_replay_answers_a_server_request_with_a_big_id(tmp_path: Path) -> None:
