@@ -30,7 +30,11 @@ from mcptap.protocol.codes import finding
 _DIRS = ("c2s", "s2c")
 
 
-class _Tally:
+class StreamTally:
+    """Byte count, SHA-256 and message count of one stream (c2s, s2c, stderr), as
+    the end record states them; shared by the integrity check and ``scrub``,
+    which recomputes them over scrubbed bytes."""
+
     __slots__ = ("bytes", "sha", "messages")
 
     def __init__(self) -> None:
@@ -43,6 +47,10 @@ class _Tally:
         self.sha.update(data)
         self.messages += int(message)
 
+    def json(self) -> dict[str, Any]:
+        """``{"bytes": int, "sha256": hex str, "messages": int}``, the end record's shape."""
+        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "messages": self.messages}
+
 
 class Integrity:
     """Check one capture's records against its own end record (see module doc).
@@ -54,8 +62,8 @@ class Integrity:
 
     def __init__(self, transport: str | None) -> None:
         self.bytes_verifiable = transport == "stdio"
-        self.tally = {d: _Tally() for d in _DIRS}
-        self.stderr = _Tally()
+        self.tally = {d: StreamTally() for d in _DIRS}
+        self.stderr = StreamTally()
         self.end: dict[str, Any] | None = None
         self.gaps = 0
         self._last_seq: int | None = None
@@ -128,7 +136,7 @@ class Integrity:
             out += self._compare("stderr", self.stderr, said, what="stderr chunk")
         return out
 
-    def _compare(self, name: str, got: _Tally, said: dict[str, Any], what: str = "message") -> list[Finding]:
+    def _compare(self, name: str, got: StreamTally, said: dict[str, Any], what: str = "message") -> list[Finding]:
         if said.get("messages") is not None and said.get("messages") != got.messages:
             return [finding("capture.digest_mismatch",
                             f"{name}: the capture holds {got.messages} {what} records, its end record says {said.get('messages')}: records were added or "

@@ -31,13 +31,13 @@ Scrubbing twice gives the same capture as scrubbing once. ``hits`` collects
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
 from mcptap.capture.format import decode_bytes, encode_bytes
+from mcptap.capture.integrity import StreamTally
 from mcptap.model import UNPARSED
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
@@ -53,23 +53,6 @@ _STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "
                          "signal", "exit_code", "pid", "bytes", "messages", "sha256"})
 
 
-class _Digest:
-    __slots__ = ("bytes", "sha", "messages")
-
-    def __init__(self) -> None:
-        self.bytes = 0
-        self.sha = hashlib.sha256()
-        self.messages = 0
-
-    def add(self, data: bytes, message: bool = True) -> None:
-        self.bytes += len(data)
-        self.sha.update(data)
-        self.messages += message
-
-    def json(self) -> dict[str, Any]:
-        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "messages": self.messages}
-
-
 class Scrubber:
     """Scrub one capture's records in order (see module doc). ``redactor``:
     the rules and key; ``collect``: keep every hit in ``hits`` (dry run)."""
@@ -80,7 +63,7 @@ class Scrubber:
         self.hits: list[tuple[int | None, Hit]] = []
         self.count = 0
         self.transport = "stdio"
-        self._digests = {"c2s": _Digest(), "s2c": _Digest(), "stderr": _Digest()}
+        self._digests = {"c2s": StreamTally(), "s2c": StreamTally(), "stderr": StreamTally()}
         self._last_seq = 0
         self._last_t = 0
 
