@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -31,40 +30,20 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.progress import progress
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
 
 FORMATS = ("har", "otlp-json", "messages")
 
 
-def _progress(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Pass records through, showing a count on stderr (a terminal) once the
-    export has taken more than a second."""
-    start = last = time.monotonic()
-    shown = False
-    for n, rec in enumerate(records, 1):
-        if not n & 4095:
-            now = time.monotonic()
-            if now - start > 1 and now - last > 0.25:
-                sys.stderr.write(f"\rmcptap: export: {n:,} records read")
-                sys.stderr.flush()
-                last, shown = now, True
-        yield rec
-    if shown:
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
-
-
-def export_bytes(path: str, fmt: str, progress: bool = False) -> Iterator[bytes]:
+def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
     """The export of the capture at ``path`` in ``fmt``, as chunks of bytes.
-    ``progress``: count records on stderr (a terminal) when it takes > 1 s.
     Raises McptapError (CaptureReadError, ExportError) — for HAR before any
     chunk is produced when the capture is not an HTTP one."""
     stream = CaptureStream(path)
     header = stream.header
     records: Iterable[dict[str, Any]] = reannotate(header, stream, shapes=True)
-    if progress:
-        records = _progress(records)
     if fmt == "har":
         from mcptap.export.har import ExportError, har_of
 
@@ -95,7 +74,12 @@ def export_bytes(path: str, fmt: str, progress: bool = False) -> Iterator[bytes]
 def command(capture: str, fmt: str, output: str) -> None:
     """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""
     refuse_input_as_output([capture], output)
-    chunks = export_bytes(capture, fmt, progress=sys.stderr.isatty())
+    with progress("export", [capture]):
+        _export(capture, fmt, output)
+
+
+def _export(capture: str, fmt: str, output: str) -> None:
+    chunks = export_bytes(capture, fmt)
     try:
         first = next(chunks, None)       # format/capture errors surface before any output exists
     except McptapError as exc:

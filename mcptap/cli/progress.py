@@ -9,7 +9,12 @@ otherwise, so pipes, files and CI logs stay clean.
 
 What is shown: megabytes of capture read (``capture.source.bytes_read``, every
 reader in the process), with a percentage of the inputs' total size when they
-are plain files.
+are plain files; or, when the command passes ``status``, its own text (replay:
+requests sent and answered) whenever that returns one.
+
+``MCPTAP_PROGRESS_DELAY`` (seconds) overrides ``DELAY``; at 0 the first line
+is written before the work starts, so a test on a pseudo-terminal sees it
+without depending on how long the work takes.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import IO
 
 from mcptap.capture.source import bytes_read
 
-DELAY = 1.0          # s before the first line
+DELAY = 1.0          # s before the first line (MCPTAP_PROGRESS_DELAY overrides)
 INTERVAL = 0.25      # s between updates
 
 
@@ -49,13 +54,27 @@ def line(label: str, done: int, total: int | None, elapsed: float) -> str:
     return f"{text}, {elapsed:.0f} s"
 
 
+def _delay() -> float:
+    try:
+        return max(0.0, float(os.environ["MCPTAP_PROGRESS_DELAY"]))
+    except (KeyError, ValueError):
+        return DELAY
+
+
 @contextmanager
 def progress(label: str, paths: Iterable[str] = (), stream: IO[str] | None = None,
-             delay: float = DELAY, clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+             delay: float | None = None, clock: Callable[[], float] = time.monotonic,
+             status: Callable[[], str | None] | None = None) -> Iterator[None]:
     """Show progress of the work inside the ``with`` block (module doc).
     ``paths``: the captures it reads (for a percentage); ``stream``: default
-    stderr (nothing is shown unless it is a terminal)."""
+    stderr (nothing is shown unless it is a terminal); ``delay``: seconds
+    before the first line (default ``DELAY`` or ``MCPTAP_PROGRESS_DELAY``);
+    ``status``: called from the progress thread, its text (without the
+    ``mcptap: LABEL:`` prefix or elapsed time) replaces the bytes-read line
+    while it returns one."""
     out = stream if stream is not None else sys.stderr
+    if delay is None:
+        delay = _delay()
     try:
         tty = out.isatty()
     except (ValueError, OSError):
@@ -69,18 +88,27 @@ def progress(label: str, paths: Iterable[str] = (), stream: IO[str] | None = Non
     stop = threading.Event()
     shown = [False]
 
+    def show() -> bool:
+        own = status() if status is not None else None
+        text = (f"mcptap: {label}: {own}, {clock() - start:.0f} s" if own is not None
+                else line(label, bytes_read() - start_bytes, total, clock() - start))
+        try:
+            out.write("\r\033[K" + text)
+            out.flush()
+        except (OSError, ValueError):
+            return False
+        shown[0] = True
+        return True
+
     def run() -> None:
-        if stop.wait(delay):
+        if stop.wait(delay if delay > 0 else INTERVAL):      # at 0 the first line is already out
             return
-        while True:
-            try:
-                out.write("\r\033[K" + line(label, bytes_read() - start_bytes, total, clock() - start))
-                out.flush()
-            except (OSError, ValueError):
-                return
-            shown[0] = True
+        while show():
             if stop.wait(INTERVAL):
                 return
+
+    if delay <= 0:
+        show()                                  # at once: deterministic for tests (module doc)
 
     t = threading.Thread(target=run, name="mcptap-progress", daemon=True)
     t.start()

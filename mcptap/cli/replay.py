@@ -24,6 +24,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.output import Style, refuse_input_as_output, styler
+from mcptap.cli.progress import progress
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import describe, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
@@ -136,6 +137,15 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
     return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None
 
 
+def _status(replayer: Replayer) -> str:
+    """The progress text of a running replay (read from the progress thread:
+    a copy of the live steps, never the dict being filled)."""
+    live = list(replayer.result.live.values())
+    answered = sum(1 for lv in live if lv.done.is_set())
+    total = sum(1 for step in replayer.plan.steps if step.kind in ("request", "batch"))
+    return f"{len(live)} of {total} requests sent, {answered} answered"
+
+
 def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
     out = []
     for h in items:
@@ -180,7 +190,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         ctx.exit(2)
     try:
         masker = Masker(ignore)
-        plan = plan_from_path(capture, allow_side_effects=allow_side_effects, masker=masker)
+        with progress("replay", [capture]):
+            plan = plan_from_path(capture, allow_side_effects=allow_side_effects, masker=masker)
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)
@@ -200,7 +211,9 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         return Recorder(writer, transport, target=target, header_extra={"replay_of": capture})
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
-    result = trio.run(functools.partial(Replayer(plan, link, timeout=timeout, new_link=new_link).run))
+    replayer = Replayer(plan, link, timeout=timeout, new_link=new_link)
+    with progress("replay", status=functools.partial(_status, replayer)):
+        result = trio.run(replayer.run)
     extra: dict[str, Any] = {"replay_error": result.error} if result.error else {}
     rec.close(exit_code=result.exit_code, **extra)
     if result.error:

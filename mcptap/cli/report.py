@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -21,6 +20,7 @@ import click
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
 
@@ -34,17 +34,6 @@ def _default_output(capture: str) -> str:
             base = base[: -len(ext)]
             break
     return base + ".html"
-
-
-def _progress(records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Count records on stderr when it is a terminal (big captures take seconds)."""
-    tty = sys.stderr.isatty()
-    for n, rec in enumerate(records, 1):
-        if tty and n % 20000 == 0:
-            click.echo(f"\rmcptap: {n} records…", err=True, nl=False)
-        yield rec
-    if tty:
-        click.echo("\r\033[K", err=True, nl=False)
 
 
 @click.command("report", short_help="One self-contained HTML report of a capture (scrubbed by default).",
@@ -75,8 +64,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
             scrubber = Scrubber(redactor)
             header = scrubber.header(header)
             records = scrubber.records(stream)
-        ra = Reannotated(header, _progress(iter(records)), capture, lambda: stream.truncated, shapes=not no_shapes)
-        html = report_html(ra.header, ra, capture if capture != "-" else "stdin", title)
+        ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
+        with progress("report", [capture]):
+            html = report_html(ra.header, ra, capture if capture != "-" else "stdin", title)
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     data = html.encode("utf-8")

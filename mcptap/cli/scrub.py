@@ -21,6 +21,7 @@ import click
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
 
@@ -56,20 +57,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         except CaptureWriteError as exc:
             raise Fail(str(exc)) from None
     try:
-        if writer is not None:
-            writer.write(scrubber.header(stream.header))
-        else:
-            scrubber.header(stream.header)
-        n = 0
-        for rec in scrubber.records(stream):
-            if writer is not None:
-                writer.write(rec)
-                n += 1
-                if n % 512 == 0:
-                    writer.flush()
-        tail = scrubber.finish(stream.truncated)
-        if tail is not None and writer is not None:
-            writer.write(tail)
+        _scrub(stream, scrubber, writer, capture)
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     finally:
@@ -87,6 +75,26 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         click.echo("\n".join(lines))
     else:
         click.echo(f"mcptap: scrubbed {scrubber.count} value(s) into {output}", err=True)
+
+
+def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
+    """Copy ``stream`` through ``scrubber`` into ``writer`` (None: dry run),
+    with the progress line of long commands."""
+    with progress("scrub", [capture]):
+        if writer is not None:
+            writer.write(scrubber.header(stream.header))
+        else:
+            scrubber.header(stream.header)
+        n = 0
+        for rec in scrubber.records(stream):
+            if writer is not None:
+                writer.write(rec)
+                n += 1
+                if n % 512 == 0:
+                    writer.flush()
+        tail = scrubber.finish(stream.truncated)
+        if tail is not None and writer is not None:
+            writer.write(tail)
 
 
 def _safe(text: str) -> str:

@@ -1,0 +1,90 @@
+"""Every long command shows the shared progress line (cli/progress.py) when
+stderr is a terminal, and nothing when it is not. Run as real processes with
+stderr on a pseudo-terminal; ``MCPTAP_PROGRESS_DELAY=0`` writes the first
+line before the work starts, so nothing depends on how long the work takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripted import c2s, handshake, record, req, res, s2c
+
+MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
+
+# answers every request with an empty result (initialize with a real one)
+SERVER = r"""
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m and "method" in m:
+        r = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}} if m["method"] == "initialize" else {}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+        sys.stdout.flush()
+"""
+
+
+@pytest.fixture
+def cap(tmp_path: Path) -> Path:
+    return record(tmp_path / "c.jsonl", handshake(server_caps={}) + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+
+
+def _argv(name: str, cap: Path, tmp: Path) -> list[str]:
+    return {
+        "scrub": ["scrub", str(cap), "-o", str(tmp / "s.jsonl")],
+        "report": ["report", str(cap), "-o", str(tmp / "r.html")],
+        "export": ["export", str(cap), "-f", "messages", "-o", str(tmp / "m.jsonl")],
+        "replay": ["replay", str(cap), "-o", str(tmp / "new.jsonl"), "--", sys.executable, "-c", SERVER],
+        "check": ["check", str(cap)],
+        "show": ["show", str(cap)],
+    }[name]
+
+
+def _on_pty(argv: list[str]) -> tuple[int, str]:
+    """Run mcptap with stderr on a pseudo-terminal; (exit status, what the terminal got)."""
+    master, slave = os.openpty()
+    env = {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}
+    proc = subprocess.Popen([*MCPTAP, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:                      # EIO: the last writer closed the terminal
+            break
+        if not data:
+            break
+        got += data
+    os.close(master)
+    return proc.wait(timeout=60), got.decode("utf-8", "replace")
+
+
+COMMANDS = ["scrub", "report", "export", "replay", "check", "show"]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_long_commands_show_progress_on_a_terminal_and_clear_it(name: str, cap: Path, tmp_path: Path) -> None:
+    code, tty = _on_pty(_argv(name, cap, tmp_path))
+    assert code in (0, 1), tty
+    assert f"mcptap: {name}: " in tty
+    line = tty.split(f"mcptap: {name}: ", 1)[1]
+    assert " s" in line.split("\r", 1)[0]             # the elapsed time ends the line
+    assert "\r\x1b[K" in tty.split(f"mcptap: {name}: ", 1)[1]   # cleared afterwards
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_no_progress_when_stderr_is_not_a_terminal(name: str, cap: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}
+    proc = subprocess.run([*MCPTAP, *_argv(name, cap, tmp_path)], capture_output=True, env=env, timeout=60)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert b"\r" not in proc.stderr and b"\x1b[" not in proc.stderr
+    assert f"mcptap: {name}: ".encode() not in proc.stderr
+
+
+def test_replay_progress_counts_requests(cap: Path, tmp_path: Path) -> None:
+    _, tty = _on_pty(_argv("replay", cap, tmp_path))
+    assert "of 2 requests sent" in tty                 # initialize and ping
