@@ -80,3 +80,115 @@ def test_replay_answers_a_server_request_with_a_big_id(tmp_path: Path) -> None:
     r = CliRunner().invoke(mcptap, ["replay", str(cap), "-o", str(out), "--", sys.executable, "-c", ECHO_SERVER], catch_exceptions=False)
     assert r.exit_code in (0, 1), r.stderr
     assert "Traceback" not in r.stderr and "s2c ping" in r.stdout
+
+
+# -- reading a capture back: recorded annotations and payloads stay exact ------
+# orjson reads an integer beyond 64 bits as a float; the record keeps the exact
+# digits, and every reader (show without --full, serve, replay, diff) must too.
+
+U64 = 2**64 + 1          # beyond unsigned 64 bits
+I64 = -(2**63) - 1       # below signed 64 bits
+
+
+@pytest.fixture
+def wide(tmp_path: Path) -> Path:
+    tools = {"tools": [{"name": "count", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}]}
+    return record(tmp_path / "wide.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'),
+        s2c(b'{"jsonrpc":"2.0","id":2,"result":%s}\n' % json.dumps(tools).encode()),
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"count","arguments":{"n":%d}}}\n' % (U64, I64)),
+        s2c(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"structuredContent":{"n":%d,"m":%d}}}\n' % (U64, U64, I64)),
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % I64), s2c(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % I64),
+        c2s(b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}\n'), s2c(b'{"jsonrpc":"2.0","id":1e400,"result":{}}\n'),
+        ("exit", 0)])
+
+
+@pytest.mark.parametrize("full", [[], ["--full"]])
+def test_show_reads_recorded_ids_exactly(wide: Path, full: list[str]) -> None:
+    r = CliRunner().invoke(mcptap, ["show", str(wide), "--no-summary", *full], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.count(f"id={U64}") == 2 and r.stdout.count(f"id={I64}") == 2
+    assert "e+19" not in r.stdout and "e+18" not in r.stdout
+    j = CliRunner().invoke(mcptap, ["show", str(wide), "--format", "json", *full], catch_exceptions=False)
+    ids = [rec.get("id") for rec in map(json.loads, j.stdout.splitlines()) if rec.get("type") == "message"]
+    assert ids.count(U64) == 2 and ids.count(I64) == 2 and not any(type(i) is float for i in ids)
+
+
+@pytest.mark.parametrize("expr", [f"~id {U64}", f"~id {I64}", f"~j params.arguments.n={I64}", f"~j result.structuredContent.n={U64}"])
+def test_filters_match_big_integers_without_full(wide: Path, expr: str) -> None:
+    r = CliRunner().invoke(mcptap, ["show", str(wide), "--oneline", "--no-summary", "-f", expr], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.split()[0].isdigit()]
+    assert len(rows) == (2 if expr.startswith("~id") else 1), r.stdout
+
+
+def test_replay_plan_keeps_big_integers_exact(wide: Path) -> None:
+    from mcptap.replay.plan import plan_from_path
+
+    plan = plan_from_path(str(wide))
+    call = next(s for s in plan.steps if s.method == "tools/call")
+    assert call.orig_id == U64 and type(call.orig_id) is int
+    assert call.params["arguments"]["n"] == I64 and type(call.params["arguments"]["n"]) is int
+    assert call.response["result"]["structuredContent"] == {"n": U64, "m": I64}
+
+
+EXACT_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m or "method" not in m:
+        continue
+    r = {}
+    if m["method"] == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "count", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}]}
+    elif m["method"] == "tools/call":
+        r = {"content": [], "structuredContent": {"n": U64, "m": I64}}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\\n"); sys.stdout.flush()
+""".replace("U64", str(U64)).replace("I64", str(I64))
+
+
+def test_replay_against_a_server_answering_the_same_big_integers_matches(wide: Path, tmp_path: Path) -> None:
+    """The recorded answer (raw record, integers beyond 64 bits) compares equal
+    to the live one: it used to be read back as floats and reported changed."""
+    import sys
+    r = CliRunner().invoke(mcptap, ["replay", str(wide), "-o", str(tmp_path / "n.jsonl"), "--format", "json", "--",
+                                    sys.executable, "-c", EXACT_SERVER], catch_exceptions=False)
+    rep = json.loads(r.stdout)
+    call = next(e for e in rep["exchanges"] if "tools/call" in e["label"])
+    assert call["status"] == "MATCH", call
+
+
+def test_serve_answers_with_the_recorded_big_integers(wide: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                        "clientInfo": {"name": "x", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    stdin = b"".join(json.dumps(v).encode() + b"\n" for v in lines)
+    stdin += b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"count","arguments":{"n":%d}}}\n' % (U64 + 1, I64)
+    stdin += b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % I64
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "serve", str(wide), "-o", str(tmp_path / "own.jsonl")],
+                          input=stdin, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in proc.stdout.splitlines()]
+    call = next(o for o in out if o.get("id") == U64 + 1)
+    assert call["result"]["structuredContent"] == {"n": U64, "m": I64}
+    assert any(o.get("id") == I64 and o.get("result") == {} for o in out)
+    assert b"e+19" not in proc.stdout
+
+
+def test_diff_sees_big_integers_that_differ_by_one(tmp_path: Path) -> None:
+    """2**64+1 and 2**64+2 are the same double: read as floats, the two
+    captures compared equal."""
+    caps = []
+    for n in (U64, U64 + 1):
+        caps.append(record(tmp_path / f"d{n}.jsonl", handshake() + [
+            c2s(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count"}}\n'),
+            s2c(b'{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":%d}}}\n' % n), ("exit", 0)]))
+    r = CliRunner().invoke(mcptap, ["diff", str(caps[0]), str(caps[1]), "--format", "json"], catch_exceptions=False)
+    assert r.exit_code == 1, r.stdout
+    assert str(U64 + 1) in r.stdout

@@ -11,14 +11,17 @@ from typing import Any
 import orjson
 
 
-def dumps(value: Any, *, indent: bool = False) -> bytes:
-    """``value`` as compact UTF-8 JSON (``indent``: 2-space indented), as
-    ``orjson.dumps`` writes it. Raises TypeError/ValueError only for values no
-    JSON text can hold (NaN, non-JSON types): never for a peer's big integer."""
+def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool = False) -> bytes:
+    """``value`` as compact UTF-8 JSON (``indent``: 2-space indented; ``sort``:
+    object keys sorted; ``newline``: a final newline), as ``orjson.dumps``
+    writes it. Raises TypeError/ValueError only for values no JSON text can
+    hold (NaN, non-JSON types): never for a peer's big integer."""
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort else 0) | (orjson.OPT_APPEND_NEWLINE if newline else 0)
     try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+        return orjson.dumps(value, option=option)
     except (TypeError, orjson.JSONEncodeError):
         pass
+    end = "\n" if newline else ""
     if indent:
-        return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8")
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return (json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort, allow_nan=False) + end).encode("utf-8")
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort, allow_nan=False) + end).encode("utf-8")

@@ -2,15 +2,21 @@
 (pure, level 1): a record dict in (docs/capture-format.md), a value out.
 
 ``message_text(r)``: payload as text; ``message_json(r)``: parsed JSON;
+``message_value(r)``: parsed JSON as replay/serve/diff want it (UNPARSED kept);
 ``tool_of(r)``: the tool of a ``tools/call``; ``record_findings(r)``.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import orjson
+
+from mcptap.capture.format import decode_bytes
+from mcptap.model import UNPARSED
+from mcptap.protocol.framing import exact_json
 
 
 def message_text(r: dict[str, Any]) -> str:
@@ -29,17 +35,31 @@ def message_text(r: dict[str, Any]) -> str:
     return ""
 
 
-def message_json(r: dict[str, Any]) -> Any:
-    """The parsed JSON of a message record (its ``json``, or its raw bytes
-    parsed), or None."""
-    if "json" in r:
+#: an integer literal a recorded ``json`` may hold as a float (beyond 64 bits)
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+
+
+def message_value(r: dict[str, Any]) -> Any:
+    """The JSON value of a message record with every integer exact: its
+    ``json`` when that is the whole truth, else its raw bytes parsed
+    (``framing.exact_json``: an id or number beyond 64 bits, which orjson and
+    hence a recorded ``json`` hold as a float, is read as the peer wrote it).
+    UNPARSED when the bytes are not JSON; None when the record has no payload."""
+    raw = r.get("raw")
+    if "json" in r and not (isinstance(raw, str) and _LONG_DIGITS.search(raw)):
         return r["json"]
-    if r.get("type") != "message" or "raw" not in r:
+    data = decode_bytes(r, "raw")
+    if data is None:
+        return r.get("json")
+    return exact_json(data)
+
+
+def message_json(r: dict[str, Any]) -> Any:
+    """The parsed JSON of a message record (``message_value``), or None."""
+    if "json" not in r and r.get("type") != "message":
         return None
-    try:
-        return orjson.loads(r["raw"])
-    except orjson.JSONDecodeError:
-        return None
+    v = message_value(r)
+    return None if v is UNPARSED else v
 
 
 def tool_of(r: dict[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.format import VERSION, migrate
-from mcptap.capture.reader import CaptureStream
+from mcptap.capture.reader import CaptureStream, exact_ids
 from mcptap.errors import CaptureReadError
 
 
@@ -70,6 +70,7 @@ class Follower:
                     raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON)") from None
                 if not isinstance(rec, dict) or "type" not in rec:
                     raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
+                rec = exact_ids(rec, line)
                 if self.version != VERSION:
                     rec = migrate(rec, self.version)
                 yield rec

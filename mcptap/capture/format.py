@@ -19,7 +19,7 @@ import orjson
 
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.framing import LONG_DIGITS, exact_json
 from mcptap.records import Header
 
 FORMAT = "mcptap-capture"
@@ -141,8 +141,8 @@ def message_from_record(rec: dict[str, Any]) -> Message:
         if "json" not in rec:
             raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
         raw = _dumps(value) + rec.get("eol", "\n").encode("ascii")
-    elif "json" not in rec:
-        value, _ = parse_json(raw)
+    elif "json" not in rec or LONG_DIGITS.search(raw):
+        value = exact_json(raw)             # exact: a recorded json holds integers beyond 64 bits as floats
     members = None
     if "members" in rec:
         members = [Member(m["index"], Kind(m["kind"]), m.get("id"), m.get("method"), m.get("pair"), m.get("latency_us")) for m in rec["members"]]

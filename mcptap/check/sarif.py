@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
-
 from mcptap import __version__
+from mcptap.capture.dumps import dumps
 from mcptap.check.report import CheckReport, CodeGroup
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -112,4 +111,4 @@ def sarif(report: CheckReport) -> dict[str, Any]:
 
 def sarif_json(report: CheckReport) -> str:
     """``sarif(report)`` serialised (indented JSON text)."""
-    return orjson.dumps(sarif(report), option=orjson.OPT_INDENT_2).decode()
+    return dumps(sarif(report), indent=True).decode()

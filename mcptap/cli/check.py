@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from mcptap.capture.dumps import dumps
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
 from mcptap.cli.output import output_lines, refuse_input_as_output, styler
@@ -50,9 +51,8 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
 
         lines = format_text(report, styler(color if output is None else False), errors_shown=output is None)
     elif fmt == "json":
-        import orjson
 
-        lines = iter([orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()])
+        lines = iter([dumps(report.to_json(), indent=True).decode()])
     elif fmt == "sarif":
         from mcptap.check.sarif import sarif_json
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 
 import click
-import orjson
 
+from mcptap.capture.dumps import dumps
 from mcptap.cli import options
 from mcptap.cli.output import styler
 from mcptap.cli.progress import progress
@@ -46,7 +46,7 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
         click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
         ctx.exit(2)
     if fmt == "json":
-        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.write(dumps(report.to_json(), indent=True, newline=True))
     else:
         click.echo(render_text(report, styler(color)), nl=False, color=True)   # colour already decided
     ctx.exit(1 if report.different else 0)

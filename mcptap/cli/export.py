@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
-import orjson
 
+from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
@@ -51,7 +51,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
             stream.close()
             raise ExportError(f"{path}: HAR needs an HTTP capture; this one is {header.get('transport', 'stdio')} "
                               "(formats that fit: otlp-json, messages)")
-        yield orjson.dumps(har_of(header, records), option=orjson.OPT_INDENT_2) + b"\n"
+        yield dumps(har_of(header, records), indent=True, newline=True)
     elif fmt == "otlp-json":
         from mcptap.export.otlp_json import otlp_json_lines
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-import orjson
 import trio
 
+from mcptap.capture.dumps import dumps
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.output import Style, refuse_input_as_output, styler
@@ -224,7 +224,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
     changed = any(r.status not in (MATCH, SKIPPED) for r in rows)
     if fmt == "json":
-        sys.stdout.buffer.write(orjson.dumps(report_json(result, rows, items, path), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.write(dumps(report_json(result, rows, items, path), indent=True, newline=True))
     else:
         style = styler(color)
         target = url or " ".join(scrub_argv(list(cmd)))

@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps
+
 #: Deeper containers are summarised (well under Python's recursion limit, far
 #: above anything an MCP payload needs).
 MAX_DEPTH = 200
@@ -67,8 +69,8 @@ def digest(value: Any) -> str:
             stack.extend(seq)
         else:
             try:
-                h.update(orjson.dumps(v))
-            except (TypeError, orjson.JSONEncodeError):
+                h.update(dumps(v))
+            except (TypeError, ValueError):
                 h.update(repr(type(v)).encode())
     return h.hexdigest()
 

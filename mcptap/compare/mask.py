@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import bounded
 
 #: Keys whose values a server (or client) mints afresh on every run.
@@ -156,7 +157,7 @@ class Masker:
                         nv = MASKED
                     elif k in OPAQUE_KEYED and isinstance(v, dict):
                         vals = [self._mask(x, sub) for x in v.values()]
-                        nv = sorted(vals, key=lambda x: orjson.dumps(x, option=_SORT))
+                        nv = sorted(vals, key=lambda x: dumps(x, sort=True))
                     elif isinstance(v, (dict, list)):
                         nv = self._mask(v, sub)
                     elif isinstance(v, str) and _volatile_value(v):
@@ -196,9 +197,9 @@ class Masker:
         if value == {}:
             value = None                  # absent params and empty params are the same request
         try:
-            data = orjson.dumps(value, option=_SORT)
-        except (TypeError, orjson.JSONEncodeError):
+            data = dumps(value, sort=True)
+        except (TypeError, ValueError):
             return hash(repr(value))
         if not self.patterns and _HINT.search(data) is None:
             return hash(data)
-        return hash(orjson.dumps(self.mask(value, method, root), option=_SORT))
+        return hash(dumps(self.mask(value, method, root), sort=True))

@@ -32,8 +32,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.compare.mask import Masker
 
 T = TypeVar("T")
@@ -54,8 +53,8 @@ def _strict_params(params: Any) -> bytes:
         if not params:
             params = None
     try:
-        return orjson.dumps(params, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
+        return dumps(params, sort=True)
+    except (TypeError, ValueError):
         return repr(params).encode()
 
 

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import bounded
 
 MAX_PATHS = 25
@@ -40,7 +39,7 @@ class PathChange:
 
 def _preview(v: Any, limit: int = 200) -> Any:
     if isinstance(v, (dict, list)):
-        text = orjson.dumps(v).decode()
+        text = dumps(v).decode()
         return v if len(text) <= limit else text[:limit] + "…"
     if isinstance(v, str) and len(v) > limit:
         return v[:limit] + "…"
@@ -50,7 +49,7 @@ def _preview(v: Any, limit: int = 200) -> Any:
 def short(v: Any, n: int = 60) -> str:
     """A value for one line of a report: strings quoted, JSON compact,
     ``absent`` for None, cut to ``n`` characters with an ellipsis."""
-    text = v if isinstance(v, str) else orjson.dumps(v).decode() if v is not None else "absent"
+    text = v if isinstance(v, str) else dumps(v).decode() if v is not None else "absent"
     text = repr(text) if isinstance(v, str) else text
     return text if len(text) <= n else text[: n - 1] + "…"
 

@@ -21,11 +21,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.protocol.framing import parse_json
 from mcptap.reannotate import framed
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
@@ -41,12 +41,7 @@ def _label(direction: str, method: str, params: Any) -> str:
 
 
 def _json(rec: dict[str, Any]) -> Any:
-    if "json" in rec:
-        return bounded(rec["json"])
-    raw = rec.get("raw")
-    if isinstance(raw, str):
-        return bounded(parse_json(raw.encode("utf-8"))[0])
-    return None
+    return bounded(message_value(rec))
 
 
 @dataclass

@@ -30,12 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
-from mcptap.model import SEVERITY_RANK
+from mcptap.model import SEVERITY_RANK, UNPARSED
+from mcptap.protocol.framing import exact_json
 
 _SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
 _KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}
@@ -214,9 +213,8 @@ def _json_path(t: Tok) -> Pred:
     if op is None:
         return lambda r, q: bool(_walk(message_json(r), path)) if r.get("type") == "message" else False
     lit = raw[cut + len(op):]
-    try:
-        want = orjson.loads(lit)
-    except orjson.JSONDecodeError:
+    want = exact_json(lit.encode("utf-8"))      # exact: 2**64+1 must not read as a float
+    if want is UNPARSED:
         want = unquote(lit)
     if op == "~=":
         try:

@@ -91,6 +91,34 @@ def parse_exact(raw: bytes) -> tuple[Any, bool] | None:
         return None
 
 
+#: an integer literal orjson may not hold: beyond 64 bits needs 19 digits or more
+LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def exact_json(raw: bytes) -> Any:
+    """``parse_json(raw)[0]`` with every integer exact: when the bytes hold a
+    run of 19 or more digits (an integer orjson would read as a float) they are
+    parsed again by ``parse_exact``. For payloads read back from a capture
+    (raw records), so show, serve, replay and diff see the ids and numbers the
+    peer sent. Returns the value or UNPARSED; never raises."""
+    value = parse_json(raw)[0]
+    if value is not UNPARSED and LONG_DIGITS.search(raw):
+        exact = parse_exact(raw)
+        if exact is not None:
+            return exact[0]
+    return value
+
+
+def exact_value(value: Any, raw: bytes) -> Any:
+    """``value`` (parsed from ``raw`` by orjson, e.g. a Frame's or Message's)
+    with every integer exact: ``raw`` parsed again when it holds a run of 19+
+    digits. For consumers that compare or echo a live peer's values (replay,
+    serve); the relay's hot path keeps orjson's value."""
+    if value is UNPARSED or not LONG_DIGITS.search(raw):
+        return value
+    return exact_json(raw)
+
+
 def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
     """Parse one frame's bytes leniently: a BOM is skipped, invalid UTF-8 is
     replaced by U+FFFD (so ids stay readable, cases/B06), trailing CR/LF is JSON

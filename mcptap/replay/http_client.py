@@ -41,7 +41,7 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.framing import exact_json, exact_value
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
@@ -278,7 +278,7 @@ class HttpLink:
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
         msg = self.rec.frame(S2C, raw, session=live_sid, transport=transport)
-        value = msg.value if isinstance(msg.value, (dict, list)) else parse_json(raw)[0]
+        value = exact_value(msg.value, raw) if isinstance(msg.value, (dict, list)) else exact_json(raw)
         if not isinstance(value, (dict, list)):
             return False
         self._note_version(value, session)

@@ -37,10 +37,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
-from mcptap.protocol.framing import parse_json
 from mcptap.reannotate import framed
 
 #: Keys of values a server mints that a client echoes back later.
@@ -167,13 +167,6 @@ def _label(method: str | None, params: Any) -> str:
     if method == "resources/read" and isinstance(params, dict) and isinstance(params.get("uri"), str):
         return f"{method} {params['uri']}"
     return method or "?"
-
-
-def _json(rec: dict[str, Any]) -> Any:
-    if "json" in rec:
-        return rec["json"]
-    raw = rec.get("raw")
-    return parse_json(raw.encode("utf-8"))[0] if isinstance(raw, str) else None
 
 
 def _walk(value: Any, path: tuple[Any, ...], depth: int = 0) -> Iterable[tuple[tuple[Any, ...], Any]]:
@@ -364,7 +357,7 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
     for r in records:
         typ = r.get("type")
         if typ == "message":
-            msgs.append((r, _json(r)))
+            msgs.append((r, message_value(r)))
         elif typ == "http" and r.get("event") == "request" and r.get("method") == "GET":
             http_get = True
     tools: dict[str, Any] = {}

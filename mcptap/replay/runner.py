@@ -28,7 +28,10 @@ from typing import Any
 import orjson
 import trio
 
+from mcptap.capture.dumps import dumps
+from mcptap.compare.depth import depth
 from mcptap.errors import SpawnError
+from mcptap.protocol.framing import parse_exact
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 
@@ -129,9 +132,8 @@ class Replayer:
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
-        try:
-            msg = orjson.loads(orjson.dumps(step.message))
-        except (TypeError, orjson.JSONEncodeError):
+        msg = _copy(step.message)
+        if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
             return None
@@ -328,6 +330,20 @@ class Replayer:
             if live.note and idx not in self.result.notes:
                 self.result.notes[idx] = live.note
         return self.result
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a recorded message to send, or None when it nests deeper
+    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
+    orjson refuses, are copied exactly through the stdlib encoder."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    if depth(value) > 254:
+        return None
+    exact = parse_exact(dumps(value))
+    return exact[0] if exact is not None else None
 
 
 def _hkey(v: Any) -> Any:

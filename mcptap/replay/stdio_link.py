@@ -27,6 +27,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
+from mcptap.protocol.framing import exact_value
 from mcptap.recorder import Recorder
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -101,10 +102,10 @@ class StdioLink:
                     break
                 for msg in self.rec.stdio_bytes(S2C, chunk):
                     if msg.value is not UNPARSED:
-                        await deliver(msg.value, None)
+                        await deliver(exact_value(msg.value, msg.raw), None)
         for msg in self.rec.stdio_eof(S2C):
             if msg.value is not UNPARSED:
-                await deliver(msg.value, None)
+                await deliver(exact_value(msg.value, msg.raw), None)
         self._out_done.set()
         closed()
 

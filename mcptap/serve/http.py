@@ -40,7 +40,7 @@ import trio
 
 from mcptap.errors import McptapError
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.framing import exact_json
 from mcptap.recorder import Recorder
 from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
@@ -224,7 +224,7 @@ class HttpMock:
         return ms, 0, b""
 
     async def _post(self, c: _Conn, ex: int, req: h11.Request, body: bytes) -> None:
-        value = parse_json(body)[0]
+        value = exact_json(body)
         if value is UNPARSED:
             err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
             await self._plain(c, 400, orjson.dumps(err), ex, ctype="application/json")
@@ -345,7 +345,7 @@ class HttpMock:
         if ms is None:
             await self._plain(c, 404, b"Could not find session", ex)
             return
-        value = parse_json(body)[0]
+        value = exact_json(body)
         if value is UNPARSED:
             await self._plain(c, 400, b"Could not parse message", ex)
             return

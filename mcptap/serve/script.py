@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
-from mcptap.protocol.framing import parse_json
 
 
 @dataclass(slots=True)
@@ -112,13 +112,6 @@ class Script:
         return sum(len(r.emits) for s in self.sessions for r in s.items) + sum(len(s.opening) for s in self.sessions)
 
 
-def _json(rec: dict[str, Any]) -> Any:
-    if "json" in rec:
-        return rec["json"]
-    raw = rec.get("raw")
-    return parse_json(raw.encode("utf-8"))[0] if isinstance(raw, str) else None
-
-
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -178,7 +171,7 @@ class _Builder:
         return self.stdio_current
 
     def message(self, rec: dict[str, Any]) -> None:
-        value = _json(rec)
+        value = message_value(rec)
         if value is None:
             return
         s = self._session(rec, value)

@@ -29,7 +29,7 @@ import trio
 
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.framing import NewlineFramer, exact_value
 from mcptap.recorder import Recorder
 from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
 from mcptap.serve.fallback import Fallback
@@ -73,8 +73,8 @@ class StdioServer:
     def _values(self, chunk: bytes) -> list[Any]:
         if self.rec is not None:
             msgs = self.rec.stdio_bytes(C2S, chunk) if chunk else self.rec.stdio_eof(C2S)
-            return [m.value for m in msgs if m.value is not UNPARSED]
-        return [f.value for f in self._framer.receive_data(chunk) if f.value is not UNPARSED]
+            return [exact_value(m.value, m.raw) for m in msgs if m.value is not UNPARSED]
+        return [exact_value(f.value, f.raw) for f in self._framer.receive_data(chunk) if f.value is not UNPARSED]
 
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
         now = [o for o in outs if o.delay_s <= 0]
