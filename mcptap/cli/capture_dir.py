@@ -3,21 +3,27 @@ HTTP): ``--dir DIR``, ``--name NAME``, ``--keep N``.
 
 They travel as arguments, never as environment, because hosts start servers
 with a filtered environment (``mcptap wrap`` writes them into the host's
-configuration). ``--keep N`` runs once the new capture exists: the N newest
-captures of this server name in the directory stay (the new one among them),
-older ones are deleted; captures still being written are never touched.
+configuration). ``--keep N`` runs once the new session has proven it started
+(stdio: the server wrote its first bytes to stdout; HTTP: the tap listens):
+the N newest captures of this server name in the directory stay (the new one
+among them), older ones are deleted; captures still being written are never
+touched. A start that fails (no such command, a server that dies before it
+says anything) deletes nothing: its capture stays beside the good ones until
+the next good start.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import click
 
 from mcptap.catalog import keep_newest
+from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
+from mcptap.recorder import Recorder
 
 
 def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,3 +58,25 @@ def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | Non
     removed = len(done) - len(failed)
     if removed and not quiet:
         say(f"removed {removed} older capture{'s' if removed != 1 else ''} of {word} (--keep {keep})")
+
+
+class KeepOnAnswer(Recorder):
+    """The stdio Recorder that runs ``on_answer`` (``--keep`` retention) once,
+    when the server first writes to stdout, on whichever thread records it."""
+
+    on_answer: Callable[[], None] | None = None
+
+    def _first_s2c(self, direction: Direction) -> None:
+        cb = self.on_answer
+        if cb is not None and direction is Direction.S2C:
+            self.on_answer = None
+            cb()
+
+    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
+                    behind: Callable[[], bool] | None = None) -> list[Message]:
+        self._first_s2c(direction)
+        return super().stdio_bytes(direction, data, extra, behind)
+
+    def stdio_unframed(self, direction: Direction, data: bytes) -> None:
+        self._first_s2c(direction)
+        super().stdio_unframed(direction, data)

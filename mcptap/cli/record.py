@@ -27,7 +27,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.capture_dir import apply_keep, capture_options
+from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options
 from mcptap.cli.errors import Fail
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -35,7 +35,6 @@ from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
-from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
 from mcptap.transport.stdio import run_stdio_tap
@@ -161,15 +160,19 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         if not quiet:
             _say(f"recording to {path}")
         assert path is not None         # set whenever no problem was reported
-        apply_keep(path, name, argv, keep, _say, quiet)
 
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
-    rec = Recorder(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
+    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
+    if writer is not None and keep is not None:
+        # only once the server answers: a failed start must not push good captures out
+        rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, _say, quiet)
     live = start_live_export(otlp, rec, {"argv": shown}, _say, redactor)
     result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
+    if rec.on_answer is not None and result.spawn_error is None and result.exit_code == 0:
+        rec.on_answer()             # a clean session that never needed to answer is a good start too
 
     extra: dict[str, Any] = {}
     if result.recorder_error:

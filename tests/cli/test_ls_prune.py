@@ -108,3 +108,19 @@ def test_prune_by_age_keeps_newest_per_name(tmp_path: Path) -> None:
 def test_select_prune_and_parse_age() -> None:
     assert parse_age("90") == 90 and parse_age("15m") == 900 and parse_age("2w") == 14 * 86400 and parse_age("1.5h") == 5400
     assert select_prune([], now=0, older_than=1) == []
+
+
+def test_record_keep_survives_a_failed_start(tmp_path: Path) -> None:
+    """--keep 1 with a start that fails (no such command; a server that dies
+    before it says anything) keeps the last good capture; the next good start
+    applies retention to all of them."""
+    good = record(tmp_path, "--name", "srv", "--keep", "1", input=INIT)
+    p = run("record", "--dir", str(tmp_path), "--name", "srv", "--keep", "1", "--", str(tmp_path / "no-such-server"))
+    assert p.returncode == 127, p.stderr
+    p = run("record", "--dir", str(tmp_path), "--name", "srv", "--keep", "1", "--", sys.executable, "-c", "import sys; sys.exit(3)",
+            input=INIT)
+    assert p.returncode == 3, p.stderr
+    names = sorted(tmp_path.iterdir())
+    assert good in names and len(names) == 3
+    newest = record(tmp_path, "--name", "srv", "--keep", "1", input=INIT)
+    assert sorted(tmp_path.iterdir()) == [newest]
