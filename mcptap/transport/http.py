@@ -34,11 +34,11 @@ from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
+from mcptap.transport.http_io import CHUNK, coalesce, receive, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
 
 __all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
 
-CHUNK = 64 * 1024
 _IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ssl.SSLError)
 
 
@@ -190,7 +190,7 @@ class HttpTap:
                     with trio.CancelScope(deadline=since + limit) as c.wait:
                         c.idle_since = since if state == "idle" else None
                         try:
-                            data = await stream.receive_some(CHUNK)
+                            data = await receive(stream)
                         except _IO_ERRORS:
                             data = b""
                     c.wait = c.idle_since = None
@@ -227,22 +227,27 @@ class HttpTap:
         self._obs_queue.append(items)
         follow: list[Any] = []
         try:
-            for it in items:
+            i, n = 0, len(items)
+            while i < n:
+                it = items[i]
                 t = type(it)
+                i += 1
                 if t is r.SendClient:
+                    # one send for the consecutive writes of one batch (head + body + end):
+                    # a loopback send wakes the peer, so each extra send is latency
+                    data, i = coalesce(items, i, it.data, r.SendClient, None, _COMMANDS)
                     if c.closed:
                         continue
                     try:
-                        async with c.client_lock:
-                            await c.client.send_all(it.data)
+                        await send(c.client, c.client_lock, data)
                     except _IO_ERRORS:
                         follow += relay.client_data(c.cid, b"")
                 elif t is r.SendUpstream:
+                    data, i = coalesce(items, i, it.data, r.SendUpstream, it.gen, _COMMANDS)
                     if it.gen != c.gen or c.up is None:
                         continue
                     try:
-                        async with c.up_lock:
-                            await c.up.send_all(it.data)
+                        await send(c.up, c.up_lock, data)
                     except _IO_ERRORS as exc:
                         follow += relay.upstream_failed(c.cid, it.gen, f"write failed: {_describe(exc)}")
                 elif t is r.OpenUpstream:
@@ -298,14 +303,14 @@ class HttpTap:
         assert relay is not None
         while True:
             try:
-                data = await stream.receive_some(CHUNK)
+                data = await receive(stream)
             except trio.ClosedResourceError:
                 return            # we closed it
             except _IO_ERRORS:
                 data = b""        # reset by the upstream: same as a close for the client
             if gen != c.gen:
                 return
-            await self._run(c, relay.upstream_data(c.cid, gen, bytes(data)))
+            await self._run(c, relay.upstream_data(c.cid, gen, data))
             if not data:
                 return
 
@@ -313,6 +318,10 @@ class HttpTap:
         up, c.up = c.up, None
         if up is not None:
             await trio.aclose_forcefully(up)
+
+
+#: commands that end a run of writes to coalesce (facts in between are only recorded)
+_COMMANDS = (r.SendClient, r.SendUpstream, r.OpenUpstream, r.CloseUpstream, r.CloseClient)
 
 
 async def _graceful_close(stream: trio.abc.Stream) -> None:

@@ -73,3 +73,82 @@ def test_chunking_independent_and_identity_without_rewrite(stream, cuts):
     assert run(chunks)[0] == whole
     assert run(chunks, rewrite=lambda d: None)[0] == stream
     assert whole.replace(b"http://127.0.0.1:5555", b"http://10.0.0.7:9000") == stream
+
+
+class _ByteLoopRewriter(EndpointRewriter):
+    """The original byte-at-a-time ``feed``: the reference the regex scan must match."""
+
+    def feed(self, data: bytes) -> bytes:
+        out = bytearray()
+        start = i = 0
+        n = len(data)
+        while i < n:
+            b = data[i]
+            if self._after_cr:
+                self._after_cr = False
+                if b == 0x0A:
+                    i += 1
+                    continue
+            if b == 0x0A or b == 0x0D:
+                self._after_cr = b == 0x0D
+                i += 1
+                if self._holding:
+                    if not self._line_has_bytes:
+                        self._held += data[start:i]
+                        start = i
+                        out += self._release(rewrite=True)
+                    elif len(self._held) + (i - start) > HOLD_LIMIT:
+                        self._held += data[start:i]
+                        start = i
+                        self.gave_up += 1
+                        out += self._release(rewrite=False)
+                elif self._line_has_bytes and self._is_endpoint_line(bytes(self._line)):
+                    out += data[start:i]
+                    start = i
+                    self._holding = True
+                    self._held.clear()
+                self._first = False
+                self._line.clear()
+                self._line_has_bytes = False
+                continue
+            self._line_has_bytes = True
+            if len(self._line) < 64:
+                self._line.append(b)
+            i += 1
+        if self._holding:
+            self._held += data[start:]
+            if len(self._held) > HOLD_LIMIT:
+                self.gave_up += 1
+                out += self._release(rewrite=False)
+        else:
+            out += data[start:]
+        return bytes(out)
+
+
+_lines = st.lists(st.sampled_from([b"event: endpoint", b"event:endpoint", b"\xef\xbb\xbfevent: endpoint", b"event: endpoint ",
+                                   b"data: http://10.0.0.7:9000/p?q=1", b"data:http://10.0.0.7:9000/x", b"data: /rel", b"data: {}",
+                                   b"id: 3", b": c", b"\n", b"\r", b"\r\n", b"x", b"e" * 70, b"data: " + b"y" * 3000]),
+                  max_size=40).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(stream=_lines, cuts=st.lists(st.integers(0, 40000), max_size=12))
+def test_same_output_and_state_as_the_byte_loop(stream, cuts):
+    cuts = sorted({c for c in cuts if 0 < c < len(stream)})
+    chunks = [stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)], strict=False)]
+    new, ref = EndpointRewriter(rw), _ByteLoopRewriter(rw)
+    for c in chunks:
+        assert new.feed(c) == ref.feed(c)
+        assert (bytes(new._line), new._after_cr, new._first, new._holding, new._line_has_bytes) == \
+               (bytes(ref._line), ref._after_cr, ref._first, ref._holding, ref._line_has_bytes)
+    assert new.flush() == ref.flush()
+    assert (new.rewrites, new.gave_up) == (ref.rewrites, ref.gave_up)
+
+
+def test_hold_limit_same_as_the_byte_loop():
+    stream = b"event: endpoint\n" + (b"data: " + b"z" * 1000 + b"\n") * 70 + b"\n" + b"event: endpoint\ndata: http://10.0.0.7:9000/m\n\n"
+    for size in (1, 7, 4096, 65536, len(stream)):
+        chunks = [stream[k:k + size] for k in range(0, len(stream), size)]
+        new, ref = EndpointRewriter(rw), _ByteLoopRewriter(rw)
+        assert b"".join(new.feed(c) for c in chunks) + new.flush() == b"".join(ref.feed(c) for c in chunks) + ref.flush()
+        assert (new.rewrites, new.gave_up) == (ref.rewrites, ref.gave_up) and new.gave_up == 1

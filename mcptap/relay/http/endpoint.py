@@ -17,10 +17,13 @@ rewritten (its data is already forwarded); the capture's findings say so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 HOLD_LIMIT = 64 * 1024
 _BOM = b"\xef\xbb\xbf"
+_EOL = re.compile(rb"[\r\n]")
+_HEAD = 64                    # bytes of a line kept to recognise ``event: endpoint``
 
 
 class EndpointRewriter:
@@ -42,53 +45,63 @@ class EndpointRewriter:
         self.gave_up = 0
 
     def feed(self, data: bytes) -> bytes:
-        out = bytearray()
+        # line ends are found by a regex search and only a line's first 64 bytes are
+        # looked at, so a long line (a 64 MiB data line) costs one search, not a byte loop
+        out: list[bytes] = []
         start = 0                      # data[start:i] not yet routed to out/held
         i = 0
         n = len(data)
-        while i < n:
-            b = data[i]
-            if self._after_cr:
-                self._after_cr = False
-                if b == 0x0A:
-                    i += 1
-                    continue
-            if b == 0x0A or b == 0x0D:
-                self._after_cr = b == 0x0D
-                i += 1
-                if self._holding:
-                    if not self._line_has_bytes:
-                        # blank line: the endpoint block is complete
-                        self._held += data[start:i]
-                        start = i
-                        # an LF completing this CR LF may follow; it is forwarded unchanged
-                        out += self._release(rewrite=True)
-                    elif len(self._held) + (i - start) > HOLD_LIMIT:
-                        self._held += data[start:i]
-                        start = i
-                        self.gave_up += 1
-                        out += self._release(rewrite=False)
-                elif self._line_has_bytes and self._is_endpoint_line(bytes(self._line)):
-                    out += data[start:i]
+        if n and self._after_cr:
+            self._after_cr = False
+            if data[0] == 0x0A:
+                i = 1                  # the LF of a CR LF split between chunks
+        line = self._line
+        while True:
+            m = _EOL.search(data, i)
+            e = n if m is None else m.start()
+            if e > i:
+                self._line_has_bytes = True
+                if len(line) < _HEAD:
+                    line += data[i:min(e, i + _HEAD - len(line))]
+            if m is None:
+                break
+            cr = data[e] == 0x0D
+            i = e + 1
+            if self._holding:
+                if not self._line_has_bytes:
+                    # blank line: the endpoint block is complete
+                    self._held += data[start:i]
                     start = i
-                    self._holding = True
-                    self._held.clear()
-                self._first = False
-                self._line.clear()
-                self._line_has_bytes = False
-                continue
-            self._line_has_bytes = True
-            if len(self._line) < 64:
-                self._line.append(b)
-            i += 1
+                    # an LF completing this CR LF may follow; it is forwarded unchanged
+                    out.append(self._release(rewrite=True))
+                elif len(self._held) + (i - start) > HOLD_LIMIT:
+                    self._held += data[start:i]
+                    start = i
+                    self.gave_up += 1
+                    out.append(self._release(rewrite=False))
+            elif self._line_has_bytes and self._is_endpoint_line(bytes(line)):
+                out.append(data[start:i])
+                start = i
+                self._holding = True
+                self._held.clear()
+            self._first = False
+            line.clear()
+            self._line_has_bytes = False
+            if cr:
+                if i == n:
+                    self._after_cr = True
+                elif data[i] == 0x0A:
+                    i += 1
         if self._holding:
             self._held += data[start:]
             if len(self._held) > HOLD_LIMIT:
                 self.gave_up += 1
-                out += self._release(rewrite=False)
+                out.append(self._release(rewrite=False))
+        elif not out and start == 0:
+            return data                # the common case: nothing held, nothing changed (no copy)
         else:
-            out += data[start:]
-        return bytes(out)
+            out.append(data[start:])
+        return b"".join(out)
 
     def flush(self) -> bytes:
         """End of body: release held bytes unchanged."""
