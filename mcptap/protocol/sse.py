@@ -28,11 +28,10 @@ chunk (or EOF) tells whether an LF follows, so that ``raw`` is exact.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
-_EOL = re.compile(rb"[\r\n]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +139,7 @@ class SSEParser:
                 self._emit(len(buf), True, out, self._chunk_no)
             elif self._bs < len(buf):
                 if self._line_start < len(buf):
-                    line = bytes(buf[self._line_start:])
+                    line = buf[self._line_start:]
                     self._b.line(line, self._bom_check(line))
                 self._emit(len(buf), False, out)
             self._trim()
@@ -166,18 +165,24 @@ class SSEParser:
         buf = self._buf
         n = len(buf)
         pos = self._scan
+        # next LF / CR at or after pos (-1: none up to n); two memchr searches, each
+        # redone only once pos has passed the hit, so the scan stays linear
+        lf = cr_at = -2
         while True:
             if self._skip_lf and pos < n and pos == self._line_start:
                 self._skip_lf = False
                 if buf[pos] == 0x0A:
                     pos += 1
                     self._line_start = pos
-            m = _EOL.search(buf, pos)
-            if m is None:
+            if -1 != lf < pos:
+                lf = buf.find(b"\n", pos)
+            if -1 != cr_at < pos:
+                cr_at = buf.find(b"\r", pos)
+            eol = cr_at if lf < 0 else lf if cr_at < 0 else min(lf, cr_at)
+            if eol < 0:
                 self._scan = n
                 return
-            eol = m.start()
-            line = bytes(buf[self._line_start:eol])
+            line = buf[self._line_start:eol]      # one copy (a bytearray), decoded by _Block.line
             nl = eol + 1
             cr = buf[eol] == 0x0D
             if cr:
@@ -217,7 +222,8 @@ class SSEParser:
     def _emit(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None = None) -> None:
         """Emit the block ``_buf[_bs:end]`` and start the next one at ``end``."""
         self._held = False
-        raw = bytes(self._buf[self._bs:end])
+        with memoryview(self._buf) as view:
+            raw = view[self._bs:end].tobytes()      # one copy (a bytearray slice and bytes() would be two)
         self._bs = end
         if not raw:
             return
@@ -270,25 +276,34 @@ class _Block:
         self.id_ignored = False
         self.retry_invalid = False
 
-    def line(self, line: bytes, bom: bool) -> bool:
-        """Interpret one line (terminator removed). Returns False for a blank line."""
+    def line(self, line: bytes | bytearray, bom: bool) -> bool:
+        """Interpret one line (terminator removed). Returns False for a blank line.
+
+        The line is split at its first colon as bytes and only the name and the
+        value are decoded (straight from the buffer), so a 64 MiB data line is
+        decoded once and never copied as a whole. A colon or space is never part
+        of a UTF-8 sequence, so this equals decoding the whole line first."""
+        start = 3 if bom else 0
         if bom:
             self.bom = True
-            line = line[3:]
-        if not line:
+        n = len(line)
+        if n <= start:
             return False
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            self.invalid_utf8 = True
-            text = line.decode("utf-8", "replace")
-        if text.startswith(":"):
-            c = text[1:]
-            self.comments.append(c[1:] if c.startswith(" ") else c)
+        view = memoryview(line)
+        colon = line.find(b":", start)
+        if colon == start:
+            c = start + 1
+            if line[c:c + 1] == b" ":
+                c += 1
+            self.comments.append(self._text(view[c:]))
             return True
-        name, colon, value = text.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
+        if colon < 0:
+            name, value = self._text(view[start:]), ""
+        else:
+            v = colon + 1
+            if line[v:v + 1] == b" ":
+                v += 1
+            name, value = self._text(view[start:colon]), self._text(view[v:])
         if name == "data":
             self.data.append(value)
         elif name == "event":
@@ -308,6 +323,14 @@ class _Block:
         return True
 
 
+    def _text(self, raw: memoryview) -> str:
+        try:
+            return str(raw, "utf-8")
+        except UnicodeDecodeError:
+            self.invalid_utf8 = True
+            return str(raw, "utf-8", "replace")
+
+
 def parse_all(data: bytes) -> list[SSEEvent]:
     """Parse a complete stream (``data`` then EOF) in one call."""
     p = SSEParser()
@@ -325,3 +348,37 @@ def canonical_event(ev: SSEEvent) -> bytes:
     if ev.retry is not None:
         lines.append(f"retry: {ev.retry}")
     return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+_PIECE = 1 << 20
+
+
+def is_canonical(ev: SSEEvent) -> bool:
+    """``ev.raw == canonical_event(ev)``, without building the canonical bytes
+    of a large event (a 64 MiB event is compared in 1 MiB pieces)."""
+    raw = ev.raw
+    if len(raw) <= _PIECE:
+        return raw == canonical_event(ev)
+    head = []
+    if ev.id is not None:
+        head.append(f"id: {ev.id}\n")
+    if ev.type != "message" or b"event:" in raw[:64]:
+        head.append(f"event: {ev.type}\n")
+    tail = f"retry: {ev.retry}\n\n" if ev.retry is not None else "\n"
+    with memoryview(raw) as view:
+        pos = 0
+        for piece in _pieces("".join(head), ev.data, tail):
+            if view[pos:pos + len(piece)] != piece:
+                return False
+            pos += len(piece)
+        return pos == len(raw)
+
+
+def _pieces(head: str, data: str, tail: str) -> Iterator[bytes]:
+    yield head.encode("utf-8")
+    for line in data.split("\n"):
+        yield b"data: "
+        for k in range(0, len(line), _PIECE):
+            yield line[k:k + _PIECE].encode("utf-8")
+        yield b"\n"
+    yield tail.encode("utf-8")

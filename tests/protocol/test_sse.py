@@ -7,7 +7,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcptap.protocol import sse
 from mcptap.protocol.sse import SSEParser, parse_all
+from tests.protocol import sse_reference
 
 
 def feed(chunks: list[bytes]) -> list:
@@ -204,3 +206,44 @@ def test_raw_concatenation_and_offsets(data, cuts):
 @given(st.lists(st.binary(max_size=50), max_size=10))
 def test_arbitrary_bytes_never_raise(chunks):
     feed(chunks)
+
+
+_mixed = st.lists(
+    st.sampled_from([b"data:", b"data: ", b"event: x", b"id: 1", b"id: \x00", b"retry: 10", b"retry: x", b":c", b": c", b"::",
+                     b"\n", b"\r", b"\r\n", b"{}", b"\xef\xbb\xbf", b"\xff", b"\xe2\x82", b"\xe2\x82\xac", b"x", b"data", b"a:b",
+                     b" ", b":", b"data: " + b"y" * 5000, b"\xe2\x82:\xac"]),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.one_of(st.binary(max_size=300), _mixed), cuts=st.lists(st.integers(0, 60000), max_size=12))
+def test_same_events_as_the_reference_parser(data, cuts):
+    """The memchr line scan and the split-then-decode of lines give exactly the
+    events of the original regex/whole-line parser (tests/protocol/sse_reference.py)."""
+    chunks = split_at(data, sorted({c for c in cuts if 0 < c < len(data)}))
+    new, ref = SSEParser(), sse_reference.SSEParser()
+    for c in chunks + [b""]:
+        got, want = new.receive_data(c), ref.receive_data(c)
+        assert [dataclasses.asdict(e) for e in got] == [dataclasses.asdict(e) for e in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_mixed, big=st.integers(0, 3), tail=st.sampled_from([b"\n\n", b"\r\n\r\n", b"\nretry: 5\n\n", b"\n"]))
+def test_is_canonical_equals_building_the_canonical_bytes(data, big, tail):
+    """Large events are compared piecewise; the answer is the plain comparison's."""
+    blob = ("\u00e9" * (sse._PIECE // 2 + 7) if big == 1 else "x" * (big << 20)).encode()
+    for ev in parse_all(b"id: 9\nevent: m\ndata: " + blob + data + tail):
+        assert sse.is_canonical(ev) == (ev.raw == sse.canonical_event(ev))
+
+
+def test_is_canonical_large_event_both_ways():
+    blob = b"x" * (3 << 20)
+    ok = parse_all(b'id: 1\nevent: message\ndata: {"a":"' + blob + b'"}\n\n')[0]
+    assert ok.raw == sse.canonical_event(ok) and sse.is_canonical(ok)
+    crlf = parse_all(b'data: {"a":"' + blob + b'"}\r\n\r\n')[0]
+    assert not sse.is_canonical(crlf)
+    late = parse_all(b'data: {"a":"' + blob + b'"}\n\n')[0]
+    assert sse.is_canonical(late)
+    bad = parse_all(b'data: {"a":"' + blob[:-1] + b'\xff"}\n\n')[0]
+    assert not sse.is_canonical(bad) and bad.raw != sse.canonical_event(bad)

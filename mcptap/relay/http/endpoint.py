@@ -17,12 +17,10 @@ rewritten (its data is already forwarded); the capture's findings say so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 HOLD_LIMIT = 64 * 1024
 _BOM = b"\xef\xbb\xbf"
-_EOL = re.compile(rb"[\r\n]")
 _HEAD = 64                    # bytes of a line kept to recognise ``event: endpoint``
 
 
@@ -45,7 +43,7 @@ class EndpointRewriter:
         self.gave_up = 0
 
     def feed(self, data: bytes) -> bytes:
-        # line ends are found by a regex search and only a line's first 64 bytes are
+        # line ends are found by memchr (bytes.find) and only a line's first 64 bytes are
         # looked at, so a long line (a 64 MiB data line) costs one search, not a byte loop
         out: list[bytes] = []
         start = 0                      # data[start:i] not yet routed to out/held
@@ -56,14 +54,20 @@ class EndpointRewriter:
             if data[0] == 0x0A:
                 i = 1                  # the LF of a CR LF split between chunks
         line = self._line
+        lf = cr_at = -2                # next LF / CR at or after i (-1: none in data), see protocol/sse.py
         while True:
-            m = _EOL.search(data, i)
-            e = n if m is None else m.start()
+            if -1 != lf < i:
+                lf = data.find(b"\n", i)
+            if -1 != cr_at < i:
+                cr_at = data.find(b"\r", i)
+            e = cr_at if lf < 0 else lf if cr_at < 0 else min(lf, cr_at)
+            if e < 0:
+                e = n
             if e > i:
                 self._line_has_bytes = True
                 if len(line) < _HEAD:
                     line += data[i:min(e, i + _HEAD - len(line))]
-            if m is None:
+            if e == n:
                 break
             cr = data[e] == 0x0D
             i = e + 1

@@ -35,11 +35,11 @@ from typing import Any
 from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_json, parse_json_full
+from mcptap.protocol.framing import parse_json_full
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, endpoint_findings, header, sse_findings
 from mcptap.protocol.jsonrpc import classify
-from mcptap.protocol.sse import SSEEvent, canonical_event
+from mcptap.protocol.sse import SSEEvent, is_canonical
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
@@ -262,13 +262,16 @@ class HttpObserver:
             self._endpoint(e, ev, fs, info)
             return
         if ev.data_lines and ev.data != "":
-            if ev.raw != canonical_event(ev):
+            if not is_canonical(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
             raw = ev.data.encode("utf-8")
-            value, _ = parse_json(raw)
+            # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
+            # a number beyond a double is left to the recorder, which flags it
+            value, _, overflow = parse_json_full(raw)
             if value is not None and classify(value).kind is Kind.INVALID:
                 fs.append(finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({ev.data[:40]!r}): strict clients fail on it"))
-            self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs)
+            self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs,
+                           value=UNPARSED if overflow else value)
             return
         if ev.blank and not fs:
             return

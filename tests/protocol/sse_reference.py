@@ -1,0 +1,332 @@
+"""The incremental SSE parser as it was before issue 13 (a per-line regex scan, whole-line decoding): the
+reference tests/protocol/test_sse.py holds the current parser to, event for event, on any input and chunking.
+
+Original docstring:
+
+Incremental ``text/event-stream`` parser (pure, sans-IO, h11 style).
+
+Rules: WHATWG HTML §9.2.6 "Interpreting an event stream". Lines end in CR LF, LF
+or CR (a CR at the end of one network chunk may be followed by the LF of the same
+line end in the next chunk); one leading U+FEFF BOM of the stream is ignored;
+``:`` starts a comment; a line without a colon is a field with an empty value; one
+space after the colon is dropped; ``data`` lines are joined with LF; a blank line
+dispatches the event; an ``id`` containing NUL is ignored; ``retry`` is honoured
+only when it is all ASCII digits. The last-event-id buffer persists across events.
+
+Unlike a browser this parser accounts for every byte: each *block* (the lines up
+to and including a blank line) becomes one :class:`SSEEvent`, also when a browser
+would not dispatch it (comment-only keep-alives, id-only events, stray blank
+lines); ``SSEEvent.dispatched`` tells which ones a browser delivers. At EOF the
+bytes of an unfinished block come out as one event with ``terminated=False``
+(a browser discards it). The concatenation of all events' ``raw`` equals the
+input, always, whatever the chunking.
+
+Usage::
+
+    p = SSEParser()
+    for ev in p.receive_data(chunk): ...     # events completed by this chunk
+    for ev in p.receive_data(b""): ...       # EOF: flush
+
+A block ended by a lone CR at the very end of a chunk is held until the next
+chunk (or EOF) tells whether an LF follows, so that ``raw`` is exact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BOM = b"\xef\xbb\xbf"
+_EOL = re.compile(rb"[\r\n]")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One block of an event stream.
+
+    ``type``: event type (``"message"`` when no ``event`` field); ``data``: the
+    data lines joined with LF (str, U+FFFD for undecodable bytes); ``data_lines``:
+    number of ``data`` fields; ``id``: value of a valid ``id`` field in this block
+    or None; ``last_event_id``: the stream's last-event-id buffer after this block
+    (what a client sends as ``Last-Event-ID`` when it reconnects); ``retry``: ms
+    (int) or None; ``comments``: comment texts (one leading space dropped);
+    ``unknown_fields``: names of fields the spec ignores; ``raw``: the exact bytes;
+    ``start``/``end``: byte offsets of ``raw`` in the stream (end exclusive);
+    ``chunks``: how many ``receive_data`` chunks contributed bytes; ``cr``: some
+    line ended with CR LF or a lone CR; ``terminated``: False for the unfinished
+    block flushed at EOF; ``bom``: the stream's leading BOM is in ``raw``;
+    ``invalid_utf8``: some line did not decode; ``id_ignored``: an ``id`` field
+    contained NUL; ``retry_invalid``: a ``retry`` field was not all digits.
+    """
+
+    type: str
+    data: str
+    data_lines: int
+    id: str | None
+    last_event_id: str
+    retry: int | None
+    comments: tuple[str, ...]
+    unknown_fields: tuple[str, ...]
+    raw: bytes
+    start: int
+    end: int
+    chunks: int = 1
+    cr: bool = False
+    terminated: bool = True
+    bom: bool = False
+    invalid_utf8: bool = False
+    id_ignored: bool = False
+    retry_invalid: bool = False
+
+    @property
+    def dispatched(self) -> bool:
+        """A browser would deliver this event (terminated, at least one data line)."""
+        return self.terminated and self.data_lines > 0
+
+    @property
+    def multiline(self) -> bool:
+        return self.data_lines > 1
+
+    @property
+    def priming(self) -> bool:
+        """Event id with empty (or absent) data: the 2025-11-25 priming event."""
+        return self.id is not None and self.data == ""
+
+    @property
+    def blank(self) -> bool:
+        """Only line terminators (and the stream's BOM): a stray blank line."""
+        raw = self.raw[3:] if self.bom else self.raw
+        return not raw.strip(b"\r\n")
+
+
+class SSEParser:
+    """Incremental parser for one event stream (one HTTP response body, after
+    transfer decoding and content decoding). Never raises on any input."""
+
+    __slots__ = (
+        "_buf", "_base", "_line_start", "_scan", "_skip_lf", "_eof", "_chunk_no", "_first_chunk",
+        "_first_line", "_held", "_last_id", "_b", "_bs",
+    )
+
+    def __init__(self) -> None:
+        self._buf = bytearray()   # unemitted bytes; trimmed once per chunk
+        self._bs = 0              # index in _buf where the current block starts
+        self._base = 0            # stream offset of _buf[_bs]
+        self._line_start = 0      # index in _buf where the current line starts
+        self._scan = 0            # no line end in _buf[_line_start:_scan]
+        self._skip_lf = False     # previous line ended with CR: an LF next belongs to it
+        self._eof = False
+        self._chunk_no = 0
+        self._first_chunk = 0     # chunk that brought the current block's first byte
+        self._first_line = True   # BOM handling applies to the stream's first line only
+        self._held = False        # block complete but ended by a CR at the buffer end
+        self._last_id = ""
+        self._b = _Block()
+
+    @property
+    def last_event_id(self) -> str:
+        """The last-event-id buffer (str, "" before any id)."""
+        return self._last_id
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of an emitted event (int)."""
+        return len(self._buf) - self._bs
+
+    def receive_data(self, data: bytes) -> list[SSEEvent]:
+        """Feed one chunk; ``b""`` means EOF. Returns the completed events."""
+        out: list[SSEEvent] = []
+        if self._eof:
+            return out
+        buf = self._buf
+        if not data:
+            self._eof = True
+            if self._held:
+                self._emit(len(buf), True, out, self._chunk_no)
+            elif self._bs < len(buf):
+                if self._line_start < len(buf):
+                    line = bytes(buf[self._line_start:])
+                    self._b.line(line, self._bom_check(line))
+                self._emit(len(buf), False, out)
+            self._trim()
+            return out
+        self._chunk_no += 1
+        if self._bs == len(buf):
+            self._first_chunk = self._chunk_no
+        old = len(buf)
+        buf += data
+        if self._held:
+            if buf[old] == 0x0A:
+                # the LF of the CR LF that ended the held block
+                self._emit(old + 1, True, out)
+            else:
+                self._emit(old, True, out, self._chunk_no - 1)
+            self._line_start = self._scan = self._bs
+        self._scan_lines(out)
+        self._trim()
+        return out
+
+    # -- internals -----------------------------------------------------------
+    def _scan_lines(self, out: list[SSEEvent]) -> None:
+        buf = self._buf
+        n = len(buf)
+        pos = self._scan
+        while True:
+            if self._skip_lf and pos < n and pos == self._line_start:
+                self._skip_lf = False
+                if buf[pos] == 0x0A:
+                    pos += 1
+                    self._line_start = pos
+            m = _EOL.search(buf, pos)
+            if m is None:
+                self._scan = n
+                return
+            eol = m.start()
+            line = bytes(buf[self._line_start:eol])
+            nl = eol + 1
+            cr = buf[eol] == 0x0D
+            if cr:
+                if nl < n:
+                    if buf[nl] == 0x0A:
+                        nl += 1
+                else:
+                    self._skip_lf = True
+            b = self._b
+            b.cr = b.cr or cr
+            content = b.line(line, self._bom_check(line))
+            self._line_start = pos = nl
+            if not content:
+                if cr and nl == n and self._skip_lf:
+                    # blank line ended by a CR at the buffer end: wait for a possible LF
+                    self._held = True
+                    self._skip_lf = False
+                    self._scan = nl
+                    return
+                self._emit(nl, True, out)
+
+    def _trim(self) -> None:
+        """Drop the bytes of emitted blocks (once per chunk: linear cost)."""
+        bs = self._bs
+        if bs:
+            del self._buf[:bs]
+            self._bs = 0
+            self._line_start -= bs
+            self._scan -= bs
+
+    def _bom_check(self, line: bytes) -> bool:
+        if self._first_line:
+            self._first_line = False
+            return line.startswith(BOM)
+        return False
+
+    def _emit(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None = None) -> None:
+        """Emit the block ``_buf[_bs:end]`` and start the next one at ``end``."""
+        self._held = False
+        raw = bytes(self._buf[self._bs:end])
+        self._bs = end
+        if not raw:
+            return
+        b = self._b
+        if b.id is not None and terminated:
+            # an unfinished block is discarded, its id never reaches the client
+            self._last_id = b.id
+        chunks = (self._chunk_no if last_chunk is None else last_chunk) - self._first_chunk + 1
+        out.append(SSEEvent(
+            type=b.event or "message",
+            data="\n".join(b.data),
+            data_lines=len(b.data),
+            id=b.id,
+            last_event_id=self._last_id,
+            retry=b.retry,
+            comments=tuple(b.comments),
+            unknown_fields=tuple(b.unknown),
+            raw=raw,
+            start=self._base,
+            end=self._base + len(raw),
+            chunks=max(chunks, 1),
+            cr=b.cr,
+            terminated=terminated,
+            bom=b.bom,
+            invalid_utf8=b.invalid_utf8,
+            id_ignored=b.id_ignored,
+            retry_invalid=b.retry_invalid,
+        ))
+        self._base += len(raw)
+        self._first_chunk = self._chunk_no
+        self._b = _Block()
+
+
+class _Block:
+    """Fields gathered for the block being parsed."""
+
+    __slots__ = ("event", "data", "id", "retry", "comments", "unknown", "cr", "bom", "invalid_utf8",
+                 "id_ignored", "retry_invalid")
+
+    def __init__(self) -> None:
+        self.event = ""
+        self.data: list[str] = []
+        self.id: str | None = None
+        self.retry: int | None = None
+        self.comments: list[str] = []
+        self.unknown: list[str] = []
+        self.cr = False
+        self.bom = False
+        self.invalid_utf8 = False
+        self.id_ignored = False
+        self.retry_invalid = False
+
+    def line(self, line: bytes, bom: bool) -> bool:
+        """Interpret one line (terminator removed). Returns False for a blank line."""
+        if bom:
+            self.bom = True
+            line = line[3:]
+        if not line:
+            return False
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            self.invalid_utf8 = True
+            text = line.decode("utf-8", "replace")
+        if text.startswith(":"):
+            c = text[1:]
+            self.comments.append(c[1:] if c.startswith(" ") else c)
+            return True
+        name, colon, value = text.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self.data.append(value)
+        elif name == "event":
+            self.event = value
+        elif name == "id":
+            if "\x00" in value:
+                self.id_ignored = True
+            else:
+                self.id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self.retry = int(value)
+            else:
+                self.retry_invalid = True
+        else:
+            self.unknown.append(name)
+        return True
+
+
+def parse_all(data: bytes) -> list[SSEEvent]:
+    """Parse a complete stream (``data`` then EOF) in one call."""
+    p = SSEParser()
+    return p.receive_data(data) + p.receive_data(b"")
+
+
+def canonical_event(ev: SSEEvent) -> bytes:
+    """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
+    lines = []
+    if ev.id is not None:
+        lines.append(f"id: {ev.id}")
+    if ev.type != "message" or b"event:" in ev.raw[:64]:
+        lines.append(f"event: {ev.type}")
+    lines.extend(f"data: {d}" for d in ev.data.split("\n"))
+    if ev.retry is not None:
+        lines.append(f"retry: {ev.retry}")
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
