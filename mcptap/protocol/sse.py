@@ -213,7 +213,7 @@ class SSEParser:
             self._line_start -= bs
             self._scan -= bs
 
-    def _bom_check(self, line: bytes) -> bool:
+    def _bom_check(self, line: bytes | bytearray) -> bool:
         if self._first_line:
             self._first_line = False
             return line.startswith(BOM)
