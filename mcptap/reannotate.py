@@ -4,15 +4,16 @@
 a capture's records (after its header) and yields them re-annotated, then a
 fresh ``end`` record. Two paths:
 
-* full: every message is fed again, as a frame, through a fresh Recorder
-  (writer None) and its Annotator — old captures are judged by current rules;
+* full: every message is fed again, as a frame, through a fresh
+  ``Reannotator`` and its Annotator — old captures are judged by current rules;
 * reuse: a capture whose header ``rules`` fingerprint equals the running
   rules (protocol/fingerprint.py) keeps its recorded annotations, which are
   what the rules would compute, and only gains schema shape checks (never run
   by the live tap). ``reuse=False`` forces the full path (hand-edited files).
 
-``Reannotator`` (below) is the offline re-annotator: the live Recorder fed
-records instead of bytes, its clock the records' own time. Used by ``check``,
+``Reannotator`` (below) is the offline re-annotator: the live recorder's
+bookkeeping (``recording.RecordingState``) fed records instead of bytes, with
+no clock (times are the records' own). Used by ``check``,
 ``show`` and the tests. Raises CaptureReadError for a
 record that cannot be read.
 """
@@ -34,7 +35,7 @@ from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json, parse_json_full
 from mcptap.protocol.http_replay import HttpReplay
-from mcptap.recorder import Recorder
+from mcptap.recording import RecordingState
 from mcptap.records import End
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -172,18 +173,27 @@ def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
     return iter(stream)
 
 
-class Reannotator(Recorder):
-    """The offline re-annotator: a Recorder without a writer whose clock is
-    the records' own time, fed the records of an existing capture
-    (``replay(rec)``) instead of live bytes. ``light``: message records come
-    back annotation-only (no bytes, no json), for consumers that need no payload."""
+class Reannotator(RecordingState):
+    """The offline re-annotator: the live recorder's bookkeeping without a
+    writer and without a clock, fed the records of an existing capture
+    (``replay(rec)``) instead of live bytes; times are the records' own
+    (``t_us``: the latest one seen, set by the caller). ``light``: message
+    records come back annotation-only (no bytes, no json), for consumers that
+    need no payload."""
 
     def __init__(self, transport: str, annotator: Annotator, light: bool = False) -> None:
+        super().__init__(transport, annotator)
         self.t_us = 0
-        super().__init__(None, transport, clock=lambda: self.t_us, annotator=annotator)
         self.light = light
         #: HTTP captures: the HTTP layer is judged again from the http records
         self._http = HttpReplay(annotator)
+
+    def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
+        """The fresh ``end`` record at the last record's time (see
+        ``RecordingState._wind_up``); ``extra``: the original end's fields kept."""
+        fs = self._wind_up(self.t_us, incomplete)
+        self.end = self._end_record(self.t_us, fs, exit_code, **extra).to_json()
+        return self.end
 
     def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         """Re-annotate one record of an existing capture with today's rules.

@@ -1,5 +1,6 @@
-"""The recorder: forwarded bytes in, capture records out (synchronous, sans-IO
-apart from the capture writer; the clock is injected).
+"""The live recorder: forwarded bytes in, capture records out (synchronous,
+sans-IO apart from the capture writer; the clock and start time are passed in
+by the transport, never read here).
 
 Transports call it *after* they forwarded a chunk, so nothing here can delay,
 change or reorder the relayed stream. It owns the record sequence number, the
@@ -9,29 +10,21 @@ the annotator and the capture writer, and writes the ``end`` record.
 
 from __future__ import annotations
 
-import hashlib
-import signal as _signal
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from mcptap import __version__
-from mcptap.capture.format import RAW_ONLY_ABOVE, encode_bytes, header_record, message_record
+from mcptap.capture.format import FORMAT, VERSION
 from mcptap.capture.writer import CaptureWriter
-from mcptap.clock import monotonic_us_clock, utc_timestamp
-from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json_full
-from mcptap.protocol.process_rules import exit_finding
-from mcptap.records import End, Record
+from mcptap.recording import RecordingState
+from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Stderr
 
 C2S, S2C = Direction.C2S, Direction.S2C
-_ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR, Kind.BATCH})
-_DIRS = {"c2s": C2S, "s2c": S2C}
-_dumps = orjson.dumps
 
 #: stderr bytes between two protocol messages above which process.stderr_volume
 #: is raised (cases/B24: a host that never reads stderr blocks the server at
@@ -39,78 +32,43 @@ _dumps = orjson.dumps
 STDERR_VOLUME = 256 * 1024
 
 
-class _Stream:
-    __slots__ = ("bytes", "sha", "messages")
-
-    def __init__(self) -> None:
-        self.bytes = 0
-        self.sha = hashlib.sha256()
-        self.messages = 0
-
-    def json(self) -> dict[str, Any]:
-        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "messages": self.messages}
-
-
-class Recorder:
+class Recorder(RecordingState):
     """Record one tapped connection (stdio) or proxy (HTTP) into a capture.
 
     ``writer``: a CaptureWriter or None (analyse only). ``transport``: "stdio"
     or "http". ``target``: header target (argv scrubbed, or URL without
-    credentials). ``clock``: returns µs since capture start (int).
+    credentials). ``clock``: returns µs since capture start (int), read at
+    each event (the transport's: ``mcptap.clock.monotonic_us_clock()``);
+    ``started``: the header's UTC start time (ISO 8601, ``mcptap.clock.utc_timestamp()``).
     ``on_message``: optional callback for each annotated Message (live views).
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
-    the way to subscribe. ``started``: the header's UTC start time (ISO 8601).
+    the way to subscribe.
     """
 
-    def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None,
-                 clock: Callable[[], int] | None = None, annotator: Annotator | None = None,
+    def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None, *,
+                 clock: Callable[[], int], started: str, annotator: Annotator | None = None,
                  on_message: Callable[[Message], None] | None = None, header_extra: dict[str, Any] | None = None) -> None:
+        super().__init__(transport, annotator)
         self.writer = writer
-        self.transport = transport
-        self.clock = clock or monotonic_us_clock()
-        self.annotator = annotator or Annotator(transport)
+        self.clock = clock
         self.on_message = on_message
         self.observers: list[Callable[[Message], None]] = []
-        self.seq = 0
-        self._eol = b"\n" if transport == "stdio" else b""
-        self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
-        self.streams = {C2S: _Stream(), S2C: _Stream()}
-        self.stderr_stream = _Stream()
         self._stderr_interval = 0
         self._stderr_volume_flagged = False
         self._stderr_unterminated_flagged = False
-        self.severities = {Severity.ERROR: 0, Severity.WARN: 0, Severity.INFO: 0}
-        self.codes: dict[str, int] = {}
-        self.closed = False
-        self.end: dict[str, Any] | None = None
-        #: the server answered at least one request; signals the tap delivered to it (process.exit)
-        self._answered = False
-        self._signalled: set[int] = set()
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
-        self.chunks = 0               # chunk records written (live) or read (re-annotation)
-        self.chunk_bytes = 0
-        self._reframe = False         # re-annotation: streams are re-framed from bytes
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
-        self.started = started = utc_timestamp()
+        self.started = started
         if writer is not None:
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
-            writer.write(header_record(transport, target or {}, started, __version__, **extra))
+            writer.write(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
             writer.flush()
 
     # -- bookkeeping --------------------------------------------------------------
-    def _next(self) -> int:
-        self.seq += 1
-        return self.seq
-
-    def _count(self, findings: Iterable[Finding]) -> None:
-        for f in findings:
-            self.severities[f.severity] += 1
-            self.codes[f.code] = self.codes.get(f.code, 0) + 1
-
     def _write(self, rec: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(rec)
@@ -121,19 +79,15 @@ class Recorder:
 
     def _emit(self, frame: Frame, direction: Direction, t: int, session: Any = None,
               transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
-        msg = self.annotator.feed(frame, self._next(), t, direction, session, transport, extra)
-        self.streams[direction].messages += 1
-        self._saw(direction, msg)
+        msg = RecordingState._emit(self, frame, direction, t, session, transport, extra)
         if msg.kind is not Kind.NON_JSON and msg.kind is not Kind.INVALID:
             self._stderr_interval = 0
             self._stderr_volume_flagged = False
-        if msg.findings:
-            self._count(msg.findings)
         if len(frame.raw) > RAW_ONLY_ABOVE:
             # annotated: the parsed copy of a multi-MiB message is not needed any more
             # (the record keeps the raw bytes), so it is freed before the record is built
             frame.value = msg.value = UNPARSED
-        self._write(message_record(msg, self._eol))
+        self._write(MessageRecord(msg, self._eol).to_json())
         if self.on_message is not None:
             self.on_message(msg)
         for observe in self.observers:
@@ -216,15 +170,12 @@ class Recorder:
             if held:
                 self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
         self._unframed[direction] = False
-        self.record("gap", dir=direction._value_, bytes=nbytes,
-                    reason="analysis and the capture disk fell behind the relay: bytes forwarded but not recorded")
+        self.gap("analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
 
     def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
-        rec: dict[str, Any] = {"type": "chunk", "seq": self._next(), "t_us": t, "dir": direction._value_, "offset": offset}
-        encode_bytes(data, "data", rec)
+        self._write(Chunk(self._next(), t, direction._value_, offset, data).to_json())
         self.chunks += 1
         self.chunk_bytes += len(data)
-        self._write(rec)
 
     def stdio_eof(self, direction: Direction) -> list[Message]:
         """``direction``'s stream closed: flush a partial last line, record the
@@ -233,7 +184,7 @@ class Recorder:
         key = self.segment_key
         out = [self._emit(f, direction, t, key) for f in self._framers[direction].receive_data(b"")]
         fs = self.annotator.eof(direction, t, session=key)
-        self.record("eof", dir=direction.value, findings=fs, **({"session": key} if key is not None else {}))
+        self._put(lambda seq, t: Eof(seq, t, direction._value_, key, _json(fs)), fs)
         return out
 
     def segment(self, key: str | None) -> None:
@@ -264,36 +215,20 @@ class Recorder:
         if b"\n" not in data and not self._stderr_unterminated_flagged:
             self._stderr_unterminated_flagged = True
             fs.append(finding("process.stderr_unterminated", "stderr data without a newline (e.g. CR progress output): forwarded and stored as-is"))
-        payload: dict[str, Any] = {}
-        encode_bytes(data, "data", payload)
         self._count(fs)
-        self._write(Record("stderr", self._next(), t, payload, tuple(f.to_json() for f in fs)).to_json())
+        self._write(Stderr(self._next(), t, data, _json(fs)).to_json())
         self._flush()
 
     def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
         """A process event: spawn, spawn_failed, signal, exit, stdin_closed, kill."""
         self._note_signal(event, fields)
-        return self.record("process", event=event, findings=list(findings), **fields)
-
-    def _saw(self, direction: Direction, msg: Message) -> None:
-        if direction is S2C and msg.kind in _ANSWERS:
-            self._answered = True
-
-    def _note_signal(self, event: str, fields: dict[str, Any]) -> None:
-        if event == "signal" and fields.get("delivered", True):
-            try:
-                self._signalled.add(_signal.Signals[str(fields.get("signal"))].value)
-            except KeyError:
-                pass
+        fs = list(findings)
+        return self._put(lambda seq, t: Process(seq, t, event, fields, _json(fs)), fs)
 
     def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int:
         """The server process ended (``code``, or killed by ``signal``).
         Records process.exit (see ``_exit_finding``)."""
         return self.process("exit", findings=[self._exit_finding(code, signal)], code=code, signal=signal, **fields)
-
-    def _exit_finding(self, code: int | None, signal: int | None) -> Finding:
-        pend = [p for p in self.annotator.pending() if p.direction is C2S]
-        return exit_finding(code, signal, pend, self._answered, self._signalled)
 
     # -- HTTP -----------------------------------------------------------------------------
     def forwarded(self, direction: Direction, data: bytes) -> None:
@@ -316,22 +251,35 @@ class Recorder:
         self._flush()
         return msg
 
-    # -- generic --------------------------------------------------------------------------
-    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
-        """Write any other record (``http``, ``gap``, ``eof``, …); returns its seq."""
+    # -- other records ------------------------------------------------------------------
+    def _put(self, make: Callable[[int, int], Any], findings: Iterable[Finding] = ()) -> int:
+        """Number, time-stamp, count and write one record built by ``make(seq, t_us)``; returns its seq."""
         seq = self._next()
-        fs = list(findings)
-        self._count(fs)
-        self._write(Record(type, seq, self.clock(), fields, tuple(f.to_json() for f in fs)).to_json())
+        self._count(findings)
+        self._write(make(seq, self.clock()).to_json())
         self._flush()
         return seq
+
+    def http(self, findings: Iterable[Finding] = (), **fields: Any) -> int:
+        """An ``http`` record: exchange facts in the given order (``event`` among them, docs/http-tap.md); returns its seq."""
+        fs = list(findings)
+        return self._put(lambda seq, t: Http(seq, t, fields, _json(fs)), fs)
+
+    def note(self, source: str, **fields: Any) -> int:
+        """A ``note`` record (``source``: what mcptap did beside the relay, e.g. ``otlp``); returns its seq."""
+        return self._put(lambda seq, t: Note(seq, t, source, fields))
+
+    def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int:
+        """A ``gap`` record: something could not be recorded (``nbytes``
+        forwarded in ``direction``, where known); returns its seq."""
+        return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
 
     def assume(self, **state: Any) -> None:
         """Declare state that precedes the capture (it started mid-session):
         ``phase``, ``revision``, ``session``, ``client_caps``, ``server_caps``.
         Written as a ``context`` record so re-annotation sees the same state."""
         self.annotator.assume(**state)
-        self.record("context", state=state)
+        self._put(lambda seq, t: Context(seq, t, state))
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """Write the ``end`` record (idempotent) and close the writer.
@@ -340,30 +288,19 @@ class Recorder:
         Returns the end record (dict)."""
         if self.closed:
             return self.end or {}
-        self.closed = True
         t = self.clock()
-        for d in (C2S, S2C):
-            for f in self._framers[d].receive_data(b""):
-                self._emit(f, d, t)
-        fs = self.annotator.finish(t, complete=not incomplete)
-        self._count(fs)
-        seq = self._next()
+        unanswered = self._wind_up(t, incomplete)
         w = self.writer
         if w is not None:
             w.flush()
-        end = End(
-            seq, t, {k.value: v for k, v in self.severities.items()}, self.codes,
-            [p.describe() for p in self.annotator.pending()],
-            c2s=self.streams[C2S].json(), s2c=self.streams[S2C].json(),
-            cancelled_unanswered=[p.describe() for p in self.annotator.pairing.pending() if p.cancelled],
-            stderr=self.stderr_stream.json() if self.transport == "stdio" else None,
-            chunks={"records": self.chunks, "bytes": self.chunk_bytes} if self.chunks and not self._reframe else None,
-            unanswered=[f.to_json() for f in fs] if fs else None,
-            exit_code=exit_code, extra=extra,
-            capture_error=w.failed if w is not None else None, dropped_records=w.dropped if w is not None else None,
-        ).to_json()
+        end = self._end_record(t, unanswered, exit_code, w.failed if w is not None else None, w.dropped if w is not None else None,
+                               **extra).to_json()
         if w is not None:
             w.write(end)
             w.close()
         self.end = end
         return end
+
+
+def _json(fs: Iterable[Finding]) -> tuple[dict[str, Any], ...]:
+    return tuple(f.to_json() for f in fs)

@@ -95,7 +95,7 @@ def generate_recorded(path: Path, n: int) -> int:
     tmp = path.with_suffix(".raw.jsonl")
     count = generate(tmp, n)
     t = {"v": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench"]}, clock=lambda: t["v"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench"]}, clock=lambda: t["v"], started="2026-01-01T00:00:00.000000Z")
     dirs = {"c2s": Direction.C2S, "s2c": Direction.S2C}
     with open(tmp, "rb") as fp:
         fp.readline()

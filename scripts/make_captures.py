@@ -163,7 +163,7 @@ def stateless() -> list[tuple]:
 
 def record(script: list[tuple], path: Path, argv: list[str]) -> None:
     now = {"t": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": argv}, clock=lambda: now["t"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": argv}, clock=lambda: now["t"], started=STARTED)
     for t, stream, data in script:
         now["t"] = t
         if stream in ("c2s", "s2c"):

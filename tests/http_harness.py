@@ -17,6 +17,7 @@ import trio
 from casefiles import Wire
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.model import Direction
 from mcptap.protocol.pairing import Pending
 from mcptap.recorder import Recorder
@@ -100,7 +101,7 @@ async def run_wire(w: Wire, path: str, **cfg: Any) -> Result:
     got: dict[int, bytes] = {}
     framing: dict[int, str] = {}
     owner: dict[int, int] = {}
-    rec = Recorder(CaptureWriter.open(path), "http", {"url": "case"})
+    rec = Recorder(CaptureWriter.open(path), "http", {"url": "case"}, clock=monotonic_us_clock(), started=utc_timestamp())
     _assume(rec, w)
     async with trio.open_nursery() as nursery:
         async def up_handler(stream: trio.SocketStream) -> None:

@@ -66,7 +66,7 @@ def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport
     ("eof", "c2s"|"s2c"), ("exit", code), ("gap", reason). ``end``: write the
     end record (False: as if mcptap was killed)."""
     now = {"t": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), transport, {"argv": ["server"]}, clock=lambda: now["t"])
+    rec = Recorder(CaptureWriter.open(str(path)), transport, {"argv": ["server"]}, clock=lambda: now["t"], started="2026-01-01T00:00:00.000000Z")
     for kind, data in steps:
         now["t"] += 1000
         if kind in ("c2s", "s2c"):
@@ -78,7 +78,7 @@ def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport
         elif kind == "exit":
             rec.exit(code=data)
         elif kind == "gap":
-            rec.record("gap", reason=data)
+            rec.gap(data)
         else:
             raise ValueError(kind)
     if end:

@@ -154,22 +154,27 @@ def test_corrupt_field_types_name_file_and_line(tmp_path: Path, bad: str, why: s
         read_capture(str(p))
 
 
-def test_record_types_are_the_documented_ones() -> None:
-    """records.RECORD_TYPES, the sections of docs/capture-format.md and the
-    record types mcptap writes through Recorder.record(...) are the same set."""
+def test_record_types_are_the_documented_ones_and_only_records_builds_them() -> None:
+    """records.RECORD_TYPES and the sections of docs/capture-format.md are the
+    same list, each type has its class, and no module outside mcptap/records/
+    builds a record as a dict literal (``{"type": "gap", …}``): the typed
+    classes own every record's JSON."""
     import ast
     import re
     from pathlib import Path
 
-    from mcptap.records import RECORD_TYPES
+    from mcptap.records import _CLASSES, RECORD_TYPES
 
     root = Path(__file__).resolve().parents[1]
     doc = (root / "docs" / "capture-format.md").read_text()
     assert tuple(re.findall(r"^## (\w+)", doc, re.M)[:len(RECORD_TYPES)]) == RECORD_TYPES
-    written = set()
+    assert tuple(_CLASSES) == RECORD_TYPES
+    built = []
     for path in (root / "mcptap").rglob("*.py"):
+        if path.parent.name == "records":
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "record" \
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                written.add(node.args[0].value)
-    assert written and written <= set(RECORD_TYPES), written - set(RECORD_TYPES)
+            if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "type" and isinstance(v, ast.Constant)
+                                                  and v.value in RECORD_TYPES for k, v in zip(node.keys, node.values, strict=True)):
+                built.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not built, f"record dicts built outside mcptap/records/: {built}"

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not STDIO, reason=f"handed cases not found at {C
 def record_wire(w: Wire, path) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]]]]:
     """Feed the wire through a Recorder; return (records, wire seq -> records)."""
     now = {"t": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["case", w.case]}, clock=lambda: now["t"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["case", w.case]}, clock=lambda: now["t"], started="2026-01-01T00:00:00.000000Z")
     if w.context:
         phase = w.context.get("phase", "operating")
         rec.assume(phase="initialized" if phase.startswith("initializ") else phase, revision=w.context.get("protocolVersion"))

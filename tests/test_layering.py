@@ -13,9 +13,9 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: A new module or package: add ONE line here (level 0 stdlib types, 1 pure core,
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
-    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 0, "mcptap.clock": 1,
+    "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 1, "mcptap.clock": 4,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.filters": 1,
-    "mcptap.recorder": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1,
+    "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
@@ -157,13 +157,12 @@ def test_only_lifecycle_changes_phase_and_era() -> None:
 
 
 #: Below level 4 only these may read a clock or touch files: the capture file
-#: boundary, the capture directory, the clock module, user rules/key files, and
+#: boundary, the capture directory, user rules/key files, and
 #: the demo peers (stand-alone programs). A new module that needs either: add it
 #: here with the reason, or (better) take the time / the bytes as arguments.
 CLOCK_OR_FILES = {
     "mcptap.capture.writer", "mcptap.capture.reader", "mcptap.capture.follow", "mcptap.capture.source",  # the capture file
     "mcptap.paths", "mcptap.catalog",                 # the capture directory: names, listing, pruning
-    "mcptap.clock",                                   # the one place the core's clocks are read
     "mcptap.redact.keyfile", "mcptap.redact.rules",   # the user's redaction key and rules files
     "mcptap.serve.extend",                            # writes the extended capture beside the original
     "mcptap.demo.client", "mcptap.demo.server",       # stand-alone demo peers (stdlib programs)
@@ -197,3 +196,26 @@ def test_no_clock_or_file_access_in_the_core() -> None:
     bad = [f"{mod}:{line} {what}" for mod, path in modules() if level(mod) <= 3 and mod not in CLOCK_OR_FILES
            for line, what in _clock_or_file_access(ast.parse(path.read_text()))]
     assert not bad, "clock or file access in the core (see CLOCK_OR_FILES):\n" + "\n".join(bad)
+
+
+def test_clocks_are_passed_in() -> None:
+    """Clocks are read above the core: ``mcptap.clock`` (wall and monotonic
+    clocks) is level 4, so nothing below the I/O runners imports it (the level
+    test enforces that); the live recorder must be handed its clock and start
+    time (no default that reads one), and the offline re-annotator has no
+    clock at all (its times are the records' own)."""
+    import inspect
+
+    from mcptap.reannotate import Reannotator
+    from mcptap.recorder import Recorder
+    from mcptap.recording import RecordingState
+
+    assert level("mcptap.clock") == 4
+    params = inspect.signature(Recorder).parameters
+    for name in ("clock", "started"):
+        assert params[name].default is inspect.Parameter.empty and params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    assert not issubclass(Reannotator, Recorder) and issubclass(Reannotator, RecordingState)
+    for cls in (RecordingState, Reannotator):
+        assert "clock" not in inspect.signature(cls).parameters
+        src = inspect.getsource(cls)
+        assert ".clock" not in src and "clock(" not in src, f"{cls.__name__} reads a clock"

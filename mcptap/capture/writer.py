@@ -11,6 +11,7 @@ from typing import IO, Any
 import orjson
 
 from mcptap.errors import CaptureWriteError
+from mcptap.records import Gap
 
 _dumps = orjson.dumps
 
@@ -106,7 +107,7 @@ class CaptureWriter:
                 line = (_json.dumps(rec, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
             except (TypeError, ValueError):
                 # our own bug, never peer data (peer bytes are stored as text/base64)
-                line = _dumps({"type": "gap", "seq": rec.get("seq"), "reason": f"unencodable record: {exc}"}, option=orjson.OPT_APPEND_NEWLINE)
+                line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
         self._buf.append(line)
 
     def flush(self) -> None:
@@ -132,8 +133,8 @@ class CaptureWriter:
 
     def _report_gap(self) -> bool:
         """Write the gap record for the records not reported yet; True if it is on disk."""
-        gap = _dumps({"type": "gap", "seq": None, "reason": f"capture write failed: {self.failed}",
-                      "dropped_records": self._unreported}, option=orjson.OPT_APPEND_NEWLINE)
+        gap = _dumps(Gap(None, None, f"capture write failed: {self.failed}", dropped_records=self._unreported).to_json(),
+                     option=orjson.OPT_APPEND_NEWLINE)
         if self._write_all(gap) == 1 or (self._release_reserve() and self._write_all(gap) == 1):
             self._unreported = 0
             return True

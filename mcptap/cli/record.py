@@ -31,6 +31,7 @@ from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options
 from mcptap.cli.errors import Fail
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
@@ -165,7 +166,8 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
-    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, header_extra={"name": name} if name else None)
+    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
+                       header_extra={"name": name} if name else None)
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
         rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, _say, quiet)

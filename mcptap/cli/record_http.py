@@ -26,6 +26,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, start_live_export
@@ -142,7 +143,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
-    rec = Recorder(writer, "http", target={"url": shown}, header_extra={"name": name} if name else None)
+    rec = Recorder(writer, "http", target={"url": shown}, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"name": name} if name else None)
     tap.rec = rec
     live = start_live_export(otlp, rec, {"url": shown}, _say, redactor)
     try:

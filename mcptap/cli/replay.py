@@ -25,6 +25,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.output import Style, refuse_input_as_output, styler
 from mcptap.cli.progress import progress
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import describe, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
@@ -208,7 +209,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         ctx.exit(2)
 
     def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
-        return Recorder(writer, transport, target=target, header_extra={"replay_of": capture})
+        return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"replay_of": capture})
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link)

@@ -25,6 +25,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.output import refuse_input_as_output
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
@@ -54,7 +55,7 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
         writer = CaptureWriter.open(output)
     except OSError as exc:
         raise McptapError(f"cannot create {output}: {exc.strerror or exc}") from None
-    return Recorder(writer, transport, target=target, header_extra={"served_from": capture})
+    return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"served_from": capture})
 
 
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
@@ -106,7 +107,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
     from mcptap.serve.extend import extend_capture
 
     try:
-        extend_capture(capture, episode)
+        extend_capture(capture, episode, started=utc_timestamp())
     except (McptapError, ValueError, OSError) as exc:
         _say(f"cannot extend {capture}: {exc}")
         return

@@ -121,10 +121,13 @@ def closing_phase(active: bool = True) -> Iterator[list[int]]:
 
 
 def capture_header(rec: Any, target: dict[str, Any]) -> dict[str, Any]:
-    """The header fields spans need, from a live Recorder."""
+    """The header record of a live Recorder (spans need its ``started``,
+    ``transport``, ``target`` and ``mcptap``)."""
     from mcptap import __version__
+    from mcptap.capture.format import FORMAT, VERSION
+    from mcptap.records import Header
 
-    return {"type": "header", "started": rec.started, "transport": rec.transport, "target": target, "mcptap": __version__}
+    return Header(FORMAT, VERSION, __version__, rec.started, rec.transport, target).to_json()
 
 
 class LiveExporter:
@@ -191,7 +194,7 @@ class LiveExporter:
         line = f"OTLP export to {self.url} failed ({self.failure}); recording and relaying go on, spans are dropped"
         self.say(escape_controls(line))      # the reason may quote the collector's answer
         if self._rec is not None:
-            self._rec.record("note", source="otlp", message=line, endpoint=self.url)
+            self._rec.note("otlp", message=line, endpoint=self.url)
 
     # -- feeder and reader threads ---------------------------------------------------------------------
     def _feed(self) -> None:
@@ -267,7 +270,7 @@ class LiveExporter:
         if self.failure is not None and not self._noted:
             self._report()
         if self._rec is not None:
-            self._rec.record("note", source="otlp", endpoint=self.url, messages=self.messages, dropped_messages=self.dropped,
+            self._rec.note("otlp", endpoint=self.url, messages=self.messages, dropped_messages=self.dropped,
                              spans=s.get("spans"), exported=s.get("exported"), failed=s.get("failed"), pending=s.get("pending"))
 
     def join(self, timeout: float = JOIN_S) -> bool:
@@ -300,7 +303,7 @@ def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Any, 
     except Exception as exc:  # noqa: BLE001 - never the session
         line = f"OTLP export to {url} could not start ({type(exc).__name__}: {exc}); recording without it"
         say(line)
-        rec.record("note", source="otlp", message=line, endpoint=url)
+        rec.note("otlp", message=line, endpoint=url)
         return None
     live.attach(rec)
     return live

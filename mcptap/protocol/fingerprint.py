@@ -30,6 +30,7 @@ def rules_fingerprint() -> str:
             h.update(pkg.joinpath(f"{name}.py").read_bytes())
         h.update(pkg.joinpath("data/mcp-methods.json").read_bytes())
         h.update(resources.files("mcptap").joinpath("recorder.py").read_bytes())
+        h.update(resources.files("mcptap").joinpath("recording.py").read_bytes())
         h.update(resources.files("mcptap").joinpath("reannotate.py").read_bytes())
     except (OSError, FileNotFoundError):
         return ""

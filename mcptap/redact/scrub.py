@@ -41,6 +41,7 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.model import UNPARSED
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
+from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
@@ -127,8 +128,8 @@ class Scrubber:
             return None
         f = finding("capture.truncated", "the source capture's last line was cut mid-record (mcptap was killed while writing); "
                     "scrub dropped it")
-        return {"type": "gap", "seq": self._last_seq + 1, "t_us": self._last_t, "reason": "source capture truncated: its cut last line was dropped",
-                "truncated": True, "findings": [f.to_json()]}
+        return Gap(self._last_seq + 1, self._last_t, "source capture truncated: its cut last line was dropped", truncated=True,
+                   findings=(f.to_json(),)).to_json()
 
     def _end(self, end: dict[str, Any], seq: int | None) -> dict[str, Any]:
         out = self._generic({k: v for k, v in end.items() if k not in ("c2s", "s2c", "stderr", "original")}, seq)

@@ -207,7 +207,7 @@ class HttpLink:
         if "headers" in fields:
             fields["headers"] = [[n, redact_header(n.lower(), v) if n.lower() in SECRET_HEADERS or is_secret_name(n) else v]
                                  for n, v in fields["headers"]]
-        self.rec.record("http", event=event, exchange=ex, conn=c.id, **fields)
+        self.rec.http(event=event, exchange=ex, conn=c.id, **fields)
 
     async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         body = dumps(value)
@@ -246,7 +246,7 @@ class HttpLink:
             self._record_heads("end", ex, c, how="complete")
             await self._release(c)
         except _IO as exc:
-            self.rec.record("http", event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            self.rec.http(event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
             if not started:
                 task_status.started()
             await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
@@ -322,7 +322,7 @@ class HttpLink:
                 await self._body(c, resp.status_code, ctype, None, session, sid, transport)
             await _close(c)
         except _IO as exc:
-            self.rec.record("http", event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            self.rec.http(event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
 
     async def _delete(self, sid: str) -> None:
         c = await self._conn()

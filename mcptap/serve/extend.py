@@ -1,6 +1,6 @@
 """Extend a capture with a new episode (level 3): ``mcptap serve --extend``.
 
-    added = extend_capture(path, episode)
+    added = extend_capture(path, episode, started=utc_timestamp())
 
 Both files are stdio captures. The capture at ``path`` and then the session
 recorded in ``episode`` (the mock's own session, in which requests the
@@ -53,9 +53,9 @@ def _feed(rec: Recorder, records: Iterable[dict[str, Any]], clock: dict[str, int
     return last
 
 
-def extend_capture(path: str, episode: str) -> int:
+def extend_capture(path: str, episode: str, started: str) -> int:
     """Append ``episode``'s session to the capture at ``path`` (see module
-    docstring). Returns the number of client and server messages added."""
+    docstring); ``started``: the rewritten header's start time (ISO 8601 UTC). Returns the number of client and server messages added."""
     base = CaptureStream(path)
     header = base.header
     if header.get("transport", "stdio") != "stdio":
@@ -68,7 +68,7 @@ def extend_capture(path: str, episode: str) -> int:
     clock = {"t": 0}
     tmp = path + ".extending"
     extra = {k: v for k, v in header.items() if k not in ("type", "format", "version", "mcptap", "started", "transport", "target", "rules")}
-    rec = Recorder(CaptureWriter.open(tmp), "stdio", target=header.get("target") or {}, clock=lambda: clock["t"],
+    rec = Recorder(CaptureWriter.open(tmp), "stdio", target=header.get("target") or {}, clock=lambda: clock["t"], started=started,
                    header_extra={**extra, "episodes": len(keys) + 1})
     last = _feed(rec, records, clock, 0, None)
     _feed(rec, ep_records, clock, last + 1, f"episode-{len(keys) + 2}")

@@ -163,7 +163,7 @@ class HttpMock:
         target = req.target.decode("latin-1")
         host = (self._header(req, b"host") or "").lower()
         if self.rec is not None:
-            self.rec.record("http", event="request", exchange=ex, conn=c.id, method=method, target=target,
+            self.rec.http(event="request", exchange=ex, conn=c.id, method=method, target=target,
                             headers=[[n.decode("latin-1"), v.decode("latin-1")] for n, v in req.headers])
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
@@ -200,7 +200,7 @@ class HttpMock:
 
     def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
         if self.rec is not None and ex is not None:
-            self.rec.record("http", event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+            self.rec.http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
 
     def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None) -> None:
         if self.rec is not None:
@@ -329,7 +329,7 @@ class HttpMock:
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
         if self.rec is not None:
-            self.rec.record("http", event="sse", exchange=ex, endpoint={"data": endpoint})
+            self.rec.http(event="sse", exchange=ex, endpoint={"data": endpoint})
         st = ms.open_standalone()
         try:
             await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())

@@ -78,7 +78,7 @@ class TapRecorder(Protocol):
 
     def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int: ...
 
-    def record(self, type: str, findings: Iterable[Finding] = (), **fields: Any) -> int: ...
+    def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int: ...
 
 
 class Handoff:
@@ -257,7 +257,7 @@ class Handoff:
             except Exception as exc:  # noqa: BLE001 - a recorder bug must not kill the relay
                 self.error = f"{type(exc).__name__}: {exc}"
                 try:
-                    rec.record("gap", reason=f"recorder failed: {self.error}")
+                    rec.gap(f"recorder failed: {self.error}")
                 except Exception:  # noqa: BLE001
                     pass
                 self._on_error(self.error)

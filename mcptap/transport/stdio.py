@@ -321,7 +321,7 @@ class StdioTap:
             await trio.to_thread.run_sync(read)
         finally:
             if not self._stdout_done.is_set():
-                self._rec(self.rec.record, "gap", reason="the relay process ended unexpectedly")
+                self._rec(self.rec.gap, "the relay process ended unexpectedly")
                 self._stdout_done.set()
                 self._stdout_closed.set()
             done.set()

@@ -62,10 +62,12 @@ def test_a_tap_that_cannot_listen_keeps_the_older_captures_and_leaves_none(tmp_p
     import socket
 
     from mcptap.capture.writer import CaptureWriter
+    from mcptap.clock import monotonic_us_clock, utc_timestamp
     from mcptap.recorder import Recorder
 
     old = tmp_path / "20200101T000000Z-srv-1.jsonl"
-    rec = Recorder(CaptureWriter.open(str(old)), "http", target={"url": "http://127.0.0.1:9/mcp"}, header_extra={"name": "srv"})
+    rec = Recorder(CaptureWriter.open(str(old)), "http", target={"url": "http://127.0.0.1:9/mcp"}, header_extra={"name": "srv"},
+                   clock=monotonic_us_clock(), started=utc_timestamp())
     rec.close(exit_code=0)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -22,6 +22,7 @@ from mcp.client.sse import sse_client
 
 from mcptap.capture.reader import CaptureStream, read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.reannotate import reannotate
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -66,7 +67,7 @@ async def everything(mode: str):
 
 @asynccontextmanager
 async def tapped(upstream: str, capture: Path):
-    rec = Recorder(CaptureWriter.open(str(capture)), "http", {"url": upstream})
+    rec = Recorder(CaptureWriter.open(str(capture)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
     async with trio.open_nursery() as nursery:
         url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec, say=lambda _: None).serve)
         yield url

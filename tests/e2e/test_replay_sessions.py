@@ -15,6 +15,7 @@ from mcp import Client
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 from peers import free_port, listening
@@ -30,7 +31,7 @@ async def two_http_sessions(cap: Path) -> None:
     port = free_port()
     async with listening([sys.executable, str(SERVER), str(port), "streamable-http"], port):
         upstream = f"http://127.0.0.1:{port}/mcp"
-        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream})
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
         async with trio.open_nursery() as nursery:
             url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
             for text in ("first", "second"):

@@ -20,6 +20,7 @@ from mcp.client.sse import sse_client
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 from peers import free_port, listening
@@ -49,7 +50,7 @@ async def record_http(name: str, cap: Path) -> dict:
     port = free_port()
     async with listening([sys.executable, str(SERVER), str(port), *args], port):
         upstream = f"http://127.0.0.1:{port}" + ("/sse" if args == ("sse",) else "/mcp")
-        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream})
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
         async with trio.open_nursery() as nursery:
             url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
             async with _client(url, name) as client:

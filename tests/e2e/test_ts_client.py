@@ -15,6 +15,7 @@ import trio
 
 from mcptap.capture.reader import CaptureStream, read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.reannotate import reannotate
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -34,7 +35,7 @@ async def test_typescript_sdk_client_over_streamable_http(tmp_path: Path) -> Non
     port = free_port()
     async with listening([sys.executable, str(HERE / "sdk_server.py"), str(port), "streamable-http"], port):
         upstream = f"http://127.0.0.1:{port}/mcp"
-        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream})
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
         async with trio.open_nursery() as nursery:
             url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec, say=lambda _: None).serve)
             r = await trio.to_thread.run_sync(lambda: subprocess.run(["node", str(HERE / "ts_client.cjs"), str(SDK), url],

@@ -38,7 +38,7 @@ chunks = st.lists(st.tuples(st.sampled_from([Direction.C2S, Direction.S2C]), st.
 def test_recorder_never_raises_and_loses_nothing(tmp_path_factory, events) -> None:
     path = tmp_path_factory.mktemp("cap") / "c.jsonl"
     t = {"v": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", clock=lambda: t["v"], started="2026-01-01T00:00:00.000000Z")
     sent = {Direction.C2S: b"", Direction.S2C: b""}
     for d, data in events:
         t["v"] += 10

@@ -37,7 +37,7 @@ def test_any_integer_id_pairs_exactly(i: int) -> None:
 def _record(tmp_path, lines: list[tuple[str, bytes]]):
     now = {"t": 0}
     path = tmp_path / "ids.jsonl"
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["cat"]}, clock=lambda: now["t"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["cat"]}, clock=lambda: now["t"], started="2026-01-01T00:00:00.000000Z")
     for d, data in lines:
         now["t"] += 1000
         rec.stdio_bytes(Direction(d), data)

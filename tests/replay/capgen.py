@@ -23,7 +23,7 @@ class Tape:
 
     def __init__(self, path: str) -> None:
         self.t = 0
-        self.rec = Recorder(CaptureWriter.open(path), "stdio", target={"argv": ["test-server"]}, clock=lambda: self.t)
+        self.rec = Recorder(CaptureWriter.open(path), "stdio", target={"argv": ["test-server"]}, clock=lambda: self.t, started="2026-01-01T00:00:00.000000Z")
 
     def send(self, direction: Direction, obj: Any, step: int = 100) -> None:
         self.t += step

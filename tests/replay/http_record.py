@@ -14,6 +14,7 @@ import trio
 
 _sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
 from peers import free_port, listening
@@ -33,7 +34,7 @@ async def http_server(version: str) -> AsyncIterator[str]:
 async def record_http(era: str, out: str, version: str) -> None:
     """The SDK client scenario (sdk_client.py) through the HTTP tap into ``out``."""
     async with http_server(version) as upstream:
-        rec = Recorder(CaptureWriter.open(out), "http", {"url": upstream})
+        rec = Recorder(CaptureWriter.open(out), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
         async with trio.open_nursery() as nursery:
             tap = HttpTap(HttpTapConfig(upstream=upstream), rec, say=lambda line: None)
             url = await nursery.start(tap.serve)

@@ -12,6 +12,7 @@ import trio
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
 from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path
@@ -217,7 +218,7 @@ async def test_stdio_link_records_a_normal_capture(tmp_path: Path) -> None:
     t.send(S2C, res(3, {"echo": {"uri": "a://b"}}))
     t.close()
     out = str(tmp_path / "new.jsonl")
-    rec = Recorder(CaptureWriter.open(out), "stdio", target={"argv": ["py"]})
+    rec = Recorder(CaptureWriter.open(out), "stdio", target={"argv": ["py"]}, clock=monotonic_us_clock(), started=utc_timestamp())
     plan = plan_from_path(path)
     link = StdioLink([sys.executable, "-c", SCRIPT_SERVER], rec, grace=2)
     result = await Replayer(plan, link, timeout=10).run()

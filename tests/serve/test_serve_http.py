@@ -34,15 +34,15 @@ def http_capture(path: Path) -> Path:
         t["now"] += 1000
         return t["now"]
 
-    rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "http://upstream/mcp"}, clock=clock)
+    rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "http://upstream/mcp"}, clock=clock, started="2026-01-01T00:00:00.000000Z")
 
     def exchange(ex: int, method: str, status: int, ctype: str | None, c2s: Any = None, s2c: tuple[Any, ...] = (),
                  stream: str = "post") -> None:
-        rec.record("http", event="request", exchange=ex, method=method, target="/mcp", headers=[["Mcp-Session-Id", SID]])
+        rec.http(event="request", exchange=ex, method=method, target="/mcp", headers=[["Mcp-Session-Id", SID]])
         if c2s is not None:
             rec.frame(C2S, orjson.dumps(c2s), session=SID, transport={"exchange": ex, "stream": stream})
         headers = [["Mcp-Session-Id", SID]] + ([["Content-Type", ctype]] if ctype else [])
-        rec.record("http", event="response", exchange=ex, status=status, headers=headers)
+        rec.http(event="response", exchange=ex, status=status, headers=headers)
         for m in s2c:
             rec.frame(S2C, orjson.dumps(m), session=SID, transport={"exchange": ex, "stream": stream})
 

@@ -49,7 +49,7 @@ def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str) ->
         t[0] += 10
         return t[0]
 
-    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=clock)
+    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=clock, started="2026-01-01T00:00:00.000000Z")
     for d, data, how in events:
         if how == "unframed":
             rec.stdio_unframed(d, data)
@@ -145,8 +145,8 @@ class _Log:
     def process(self, event: str, **fields: Any) -> None:
         self.calls.append(("process", event))
 
-    def record(self, type: str, **fields: Any) -> None:  # noqa: A002
-        self.calls.append(("record", type))
+    def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> None:
+        self.calls.append(("record", "gap"))
 
 
 def test_handoff_keeps_queue_order_and_withdraws() -> None:

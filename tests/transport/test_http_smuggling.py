@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
 from mcptap.relay.http.guard import request_problem
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -163,7 +164,7 @@ async def run_through_tap(tmp_path: Path, client_bytes: bytes) -> tuple[list[dic
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
         await n.start(trio.serve_listeners, up.handler, listeners)
-        rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "x"})
+        rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "x"}, clock=monotonic_us_clock(), started=utc_timestamp())
         tap = HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp"), rec)
         url = await n.start(tap.serve)
         host, tport = url.split("//")[1].split("/")[0].split(":")

@@ -15,6 +15,7 @@ import trio
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
@@ -75,7 +76,7 @@ async def upstream_server(handler=fake_mcp, ssl_context=None):
 
 @asynccontextmanager
 async def tap(tmp_path: Path, **cfg):
-    rec = Recorder(CaptureWriter.open(str(tmp_path / "cap.jsonl")), "http", {"url": cfg["upstream"]})
+    rec = Recorder(CaptureWriter.open(str(tmp_path / "cap.jsonl")), "http", {"url": cfg["upstream"]}, clock=monotonic_us_clock(), started=utc_timestamp())
     async with trio.open_nursery() as n:
         t = HttpTap(HttpTapConfig(**cfg), rec)
         url = await n.start(t.serve)

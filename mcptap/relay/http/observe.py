@@ -154,7 +154,7 @@ class HttpObserver:
             fields["reused_connection"] = True
         if it.host_rewritten:
             fields["host_rewritten"] = True
-        self.rec.record("http", findings=fs, **fields)
+        self.rec.http(findings=fs, **fields)
 
     def _request_ended(self, it: r.RequestEnded) -> None:
         e = self._ex.get(it.exchange)
@@ -166,7 +166,7 @@ class HttpObserver:
             fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
             encode_bytes(bytes(e.body), "body", fields)
             e.body = bytearray()
-            self.rec.record("http", **fields)
+            self.rec.http(**fields)
         if e.method != "POST" or not e.body:
             return
         body = bytes(e.body)
@@ -201,7 +201,7 @@ class HttpObserver:
         fields: dict[str, Any] = {"event": "response", "exchange": e.id, "conn": e.conn, "status": it.status, "reason": it.reason,
                                   "headers": self.headers_json(it.headers), "latency_us": self.rec.clock() - e.t0}
         if it.informational:
-            self.rec.record("http", informational=True, **fields)
+            self.rec.http(informational=True, **fields)
             return
         facts = e.facts
         req_session = facts.session
@@ -215,7 +215,7 @@ class HttpObserver:
         e.start_body(it.headers)
         if facts.session is not None:
             fields["session"] = facts.session
-        self.rec.record("http", findings=fs, **fields)
+        self.rec.http(findings=fs, **fields)
 
     def _response_body(self, it: r.ResponseBody) -> None:
         e = self._ex.get(it.exchange)
@@ -284,7 +284,7 @@ class HttpObserver:
         if e.session is not None:
             fields["session"] = e.session
         fields.update(extra)
-        self.rec.record("http", findings=fs, **fields)
+        self.rec.http(findings=fs, **fields)
 
     def _endpoint(self, e: ObservedExchange, ev: SSEEvent, fs: list[Finding], info: dict[str, Any]) -> None:
         rewritten = None
@@ -348,11 +348,11 @@ class HttpObserver:
             fields["ack_body"] = bytes(e.resp_body[:ACK_BODY_KEEP]).decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
-        self.rec.record("http", findings=fs, **fields)
+        self.rec.http(findings=fs, **fields)
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
         fs = self.judge.conn_closed(it.side, it.idle, it.detail)
         fields: dict[str, Any] = {"event": "conn_close", "conn": it.conn, "side": it.side, "idle": it.idle}
         if it.detail:
             fields["detail"] = it.detail
-        self.rec.record("http", findings=fs, **fields)
+        self.rec.http(findings=fs, **fields)

@@ -167,7 +167,7 @@ class AuthObserver:
             fields["truncated_from"] = len(kept)
             kept = kept[:_BODY_KEEP]
         encode_bytes(kept, "body", fields)
-        self.rec.record("http", **fields)
+        self.rec.http(**fields)
 
     def started(self, it: r.RequestStarted) -> None:
         e = {"id": it.exchange, "conn": it.conn, "kind": it.auth, "t0": self.rec.clock(), "req_headers": it.headers,
@@ -175,7 +175,7 @@ class AuthObserver:
              "req": bytearray(), "resp_headers": [], "resp": bytearray(), "req_bytes": 0, "resp_bytes": 0}
         self._ex[it.exchange] = e
         target = it.target if self.record_secrets else scrub_url_params(it.target)
-        self.rec.record("http", event="request", exchange=it.exchange, conn=it.conn, auth=it.auth, method=it.method,
+        self.rec.http(event="request", exchange=it.exchange, conn=it.conn, auth=it.auth, method=it.method,
                         target=target, version=it.http_version, headers=self._heads(it.headers))
 
     def handle(self, it: Any) -> None:
@@ -193,7 +193,7 @@ class AuthObserver:
             fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers)
             if not it.informational:
                 e["resp_headers"] = it.headers
-            self.rec.record("http", findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
+            self.rec.http(findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
                             status=it.status, reason=it.reason, headers=self._heads(it.headers),
                             latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}))
         elif t is r.ResponseBody:
@@ -210,13 +210,13 @@ class AuthObserver:
                                       "duration_us": self.rec.clock() - e["t0"]}
             if it.detail:
                 fields["detail"] = it.detail
-            self.rec.record("http", **fields)
+            self.rec.http(**fields)
 
     def rewritten(self, it: r.AuthRewritten, kind: str) -> None:
         """An ``auth_rewrite`` record: what the tap changed (credentials scrubbed)."""
         fs = [finding(code, msg) for code, msg in it.notes]
         if it.what == "upstream":
-            self.rec.record("http", findings=fs, event="auth_note", exchange=it.exchange, conn=it.conn, auth=kind)
+            self.rec.http(findings=fs, event="auth_note", exchange=it.exchange, conn=it.conn, auth=kind)
             return
         orig, new = it.original, it.rewritten
         if not self.record_secrets:
@@ -224,5 +224,5 @@ class AuthObserver:
                 orig, new = scrub_url_params(orig), scrub_url_params(new)
             elif it.what == "form":
                 orig, new = scrub_query(orig), scrub_query(new)
-        self.rec.record("http", findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
+        self.rec.http(findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
                         what=it.what, original=orig, rewritten=new)

@@ -1,0 +1,154 @@
+"""The ``message`` record: one annotated frame the tap forwarded, with its
+exact bytes (docs/capture-format.md). Its typed form is the annotated
+:class:`~mcptap.model.Message` itself plus the stream's terminator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mcptap.errors import CaptureReadError
+from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
+from mcptap.protocol.framing import LONG_DIGITS, exact_json
+from mcptap.records.base import decode_bytes, encode_bytes, get_findings, malformed
+
+#: Messages larger than this are stored as raw bytes only (no ``json``): the
+#: bytes are the truth, and a 16 MiB message is not encoded twice. Readers
+#: parse ``raw`` when ``json`` is absent.
+RAW_ONLY_ABOVE = 1 << 20
+
+_dumps = orjson.dumps
+
+
+def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
+    """The identifying and pairing fields of a ``message`` record (type, seq,
+    t_us, dir, kind, session, id, method, pair, latency_us), plus the findings
+    when ``findings``: what annotation-only consumers (check) need, and the
+    first keys of every message record."""
+    rec: dict[str, Any] = {"type": "message", "seq": msg.seq, "t_us": msg.t_us, "dir": msg.direction._value_, "kind": msg.kind._value_}
+    if msg.session is not None:
+        rec["session"] = msg.session
+    if msg.has_id:
+        rec["id"] = msg.id
+    if msg.method is not None:
+        rec["method"] = msg.method
+    if msg.pair is not None:
+        rec["pair"] = msg.pair
+        rec["latency_us"] = msg.latency_us
+    if findings and msg.findings:
+        rec["findings"] = [f.to_json() for f in msg.findings]
+    return rec
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One ``message`` record: the annotated ``message`` (raw bytes exact) and
+    ``eol``, the terminator the transport normally appends (``b"\\n"`` on
+    stdio, ``b""`` for HTTP payloads), which decides whether ``json`` alone
+    reproduces the bytes. ``canonical``: the writer knows ``raw ==
+    dumps(json) + eol`` (it rebuilt the bytes from ``json``), so the check is
+    skipped (not part of the record)."""
+
+    message: Message
+    eol: bytes = b"\n"
+    canonical: bool = False
+
+    @property
+    def seq(self) -> int:
+        return self.message.seq
+
+    @property
+    def t_us(self) -> int:
+        return self.message.t_us
+
+    def to_json(self) -> dict[str, Any]:
+        """Key order: the annotation keys, phase, rev, json, raw/raw_b64, eol,
+        findings, link, members, transport, offset."""
+        msg, eol = self.message, self.eol
+        rec = annotation_json(msg)
+        if msg.phase is not None:
+            rec["phase"] = msg.phase._value_
+        if msg.revision is not None:
+            rec["rev"] = msg.revision
+        value = msg.value
+        raw = msg.raw
+        if value is not UNPARSED and len(raw) <= RAW_ONLY_ABOVE:
+            rec["json"] = value
+            try:
+                if self.canonical:
+                    exact = True
+                else:
+                    dumped = _dumps(value)
+                    n = len(dumped)
+                    # compare in place: no copy of a 16 MiB message just to check it
+                    exact = len(raw) == n + len(eol) and raw.endswith(eol) and memoryview(raw)[:n] == dumped
+            except (TypeError, orjson.JSONEncodeError):
+                exact = False
+                del rec["json"]
+            if not exact:
+                encode_bytes(raw, "raw", rec)
+        else:
+            encode_bytes(raw, "raw", rec)
+        if eol != b"\n":
+            rec["eol"] = eol.decode("ascii")
+        if msg.findings:
+            rec["findings"] = [f.to_json() for f in msg.findings]
+        if msg.link is not None:
+            rec["link"] = msg.link
+        if msg.members is not None:
+            rec["members"] = [_member_json(m) for m in msg.members]
+        if msg.transport:
+            rec["transport"] = msg.transport
+        rec["offset"] = msg.offset
+        return rec
+
+    @classmethod
+    def from_json(cls, rec: dict[str, Any]) -> MessageRecord:
+        """Rebuild the annotated Message (raw bytes exact: ``raw``/``raw_b64``,
+        else ``dumps(json) + eol``; ``json`` parsed from the bytes when absent).
+        Raises CaptureReadError for a record without its bytes or with a
+        malformed field."""
+        try:
+            raw = decode_bytes(rec, "raw")
+            eol = rec.get("eol", "\n").encode("ascii")
+        except (ValueError, AttributeError) as exc:
+            raise malformed(rec, f"bad raw_b64 or eol ({exc})") from None
+        value: Any = rec.get("json", UNPARSED)
+        if raw is None:
+            if "json" not in rec:
+                raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
+            try:
+                raw = _dumps(value) + eol
+            except (TypeError, orjson.JSONEncodeError):   # an integer beyond 64 bits read by the stdlib
+                raise malformed(rec, "json cannot be re-encoded exactly and raw is missing") from None
+        elif "json" not in rec or LONG_DIGITS.search(raw):
+            value = exact_json(raw)             # exact: a recorded json holds integers beyond 64 bits as floats
+        try:
+            members = None
+            if "members" in rec:
+                members = [Member(m["index"], Kind(m["kind"]), m.get("id"), m.get("method"), m.get("pair"), m.get("latency_us")) for m in rec["members"]]
+            msg = Message(
+                seq=rec["seq"], t_us=rec["t_us"], direction=Direction(rec["dir"]), raw=raw, value=value,
+                kind=Kind(rec["kind"]), session=rec.get("session"), id=rec.get("id"), has_id="id" in rec,
+                method=rec.get("method"), pair=rec.get("pair"), latency_us=rec.get("latency_us"),
+                phase=Phase(rec["phase"]) if rec.get("phase") else None, revision=rec.get("rev"),
+                findings=[Finding.from_json(f) for f in get_findings(rec)], members=members,
+                offset=rec.get("offset", 0), transport=rec.get("transport"), link=rec.get("link"),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise malformed(rec, str(exc)) from None
+        return cls(msg, eol)
+
+
+def _member_json(m: Member) -> dict[str, Any]:
+    d: dict[str, Any] = {"index": m.index, "kind": m.kind.value}
+    if m.id is not None:
+        d["id"] = m.id
+    if m.method is not None:
+        d["method"] = m.method
+    if m.pair is not None:
+        d["pair"] = m.pair
+        d["latency_us"] = m.latency_us
+    return d
