@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_stdio import PY, SERVER, Peer, pct  # noqa: E402
+from bench_stdio import PY, SERVER, Peer, pct
 
 
 def receiver(port_file: str, count_file: str) -> None:
@@ -49,7 +49,7 @@ def receiver(port_file: str, count_file: str) -> None:
     answer = ExportTraceServiceResponse().SerializeToString()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             req = ExportTraceServiceRequest.FromString(body)
             total["spans"] += sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)

@@ -22,6 +22,7 @@ for it before anything starts and raises ``OtelUnavailable`` naming that command
 
 from __future__ import annotations
 
+import importlib
 import signal
 import subprocess
 import sys
@@ -94,8 +95,8 @@ def prepare(endpoint: str, header_pairs: Iterable[str] = ()) -> tuple[str, dict[
     url = traces_url(endpoint)
     headers = parse_headers(header_pairs) or None
     try:
-        import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
-        import opentelemetry.sdk.trace.export  # noqa: F401
+        for name in ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.sdk.trace.export"):
+            importlib.import_module(name)
     except ImportError as exc:
         raise OtelUnavailable(f"--otlp-endpoint needs the OpenTelemetry SDK ({exc.name} is missing): {INSTALL_HINT}") from None
     return url, headers

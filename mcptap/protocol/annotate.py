@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
+from mcptap.protocol import capabilities as _caps
 from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
@@ -32,11 +33,6 @@ from mcptap.protocol.lifecycle import (
     stream_closed,
 )
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
-
-try:  # the capability tables are optional at import so a broken table never kills a relay
-    from mcptap.protocol import capabilities as _caps
-except Exception:  # noqa: BLE001  # pragma: no cover
-    _caps = None  # type: ignore[assignment]
 
 LARGE_MESSAGE = 1 << 20
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -239,7 +235,7 @@ class Annotator:
             out.extend(conventions.error_code(code, msg.revision))
             if code == -32601:
                 out.extend(method_not_found(p, st, msg.revision))
-        if kind is Kind.RESPONSE and _caps is not None and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
+        if kind is Kind.RESPONSE and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
                 client_caps = request_meta(p.params)[1]
@@ -329,7 +325,7 @@ class Annotator:
 
     # -- capabilities ------------------------------------------------------------------
     def _capabilities(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
-        if _caps is None or method is None:
+        if method is None:
             return
         if st.era == "modern":
             client_caps = request_meta(params)[1] if msg.direction is C2S else None

@@ -79,7 +79,6 @@ class _Schemas:
 def _compile(schema: dict[str, Any]) -> Any:
     try:
         from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
         from jsonschema.validators import validator_for
     except ImportError:  # pragma: no cover - jsonschema is a runtime dependency
         return None
@@ -87,7 +86,7 @@ def _compile(schema: dict[str, Any]) -> Any:
         cls = validator_for(schema, default=Draft202012Validator)
         cls.check_schema(schema)
         return cls(schema)
-    except (SchemaError, Exception):  # noqa: BLE001 - a peer's odd schema must never raise
+    except Exception:  # noqa: BLE001 - a peer's odd schema (SchemaError or worse) must never raise
         return None
 
 
@@ -189,8 +188,9 @@ class Contracts:
             return self._structured(session, req_params, result, revision)
         if method == "resources/unsubscribe" and isinstance(req_params, dict):
             subs = self._subs.get(session)
-            if subs is not None:
-                subs.pop(req_params.get("uri"), None)  # type: ignore[arg-type]
+            uri = req_params.get("uri")
+            if subs is not None and isinstance(uri, str):
+                subs.pop(uri, None)
         return []
 
     def _page(self, session: Any, method: str, req_params: Any, result: dict[str, Any]) -> list[Finding]:

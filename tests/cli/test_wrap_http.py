@@ -15,7 +15,7 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "transport"))
-from test_http_tap import fake_mcp, post, upstream_server  # noqa: E402
+from test_http_tap import fake_mcp, post, upstream_server
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 

@@ -48,7 +48,7 @@ def otlp_receiver() -> Iterator[tuple[str, Receiver]]:
     got = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             got.paths.append(self.path)
             got.headers.append({k.lower(): v for k, v in self.headers.items()})
