@@ -27,8 +27,7 @@ from mcptap.cli.output import Style, refuse_input_as_output, styler
 from mcptap.cli.progress import progress
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import describe, short
-from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, describe_verdict
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls as esc
@@ -67,11 +66,7 @@ def _line(r: ExchangeResult, style: Style | None = None) -> str:
     text = f"  {where:>7}  {r.label[:44]:<44}  {r.status:<13}"
     detail = ""
     if r.verdict is not None and r.verdict.paths and r.status in (CHANGED, ERROR_CHANGED):
-        p = r.verdict.paths[0]
-        if r.status == ERROR_CHANGED:
-            detail = f"{short(p.a)} -> {short(p.b)}"
-        else:
-            detail = describe(r.verdict.paths, 3)
+        detail = describe_verdict(r.verdict)       # as diff prints the same change
     elif r.note:
         detail = r.note
     elif r.status == MATCH and r.latency_b_us is not None:

@@ -1,6 +1,7 @@
 """The per-exchange verdict shared by ``replay`` and ``diff`` (pure, level 3).
 
-``compare_responses(a, b, method, masker) -> Verdict``; ``outcome(message)``.
+``compare_responses(a, b, method, masker) -> Verdict``; ``outcome(message)``;
+``describe_verdict(verdict)``: the one line both commands print for a change.
 
 Verdicts (one per exchange):
 
@@ -25,10 +26,12 @@ from typing import Any
 
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import PathChange, json_diff
+from mcptap.compare.paths import PathChange, describe, json_diff
 
 MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED = "MATCH", "CHANGED", "ERROR-CHANGED", "MISSING", "NEW", "SKIPPED"
 VERDICTS = (MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED)
+#: differing paths a one-line description shows before `` …``
+PATHS_SHOWN = 4
 
 
 # -- one exchange ---------------------------------------------------------------------
@@ -89,3 +92,42 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
     if ma == mb:
         return Verdict(MATCH, code_a=ca, code_b=cb)
     return Verdict(CHANGED, json_diff(ma, mb, ka), ca, cb)
+
+
+# -- one line for a change: replay's table row and diff's exchanges section ---------------
+
+def outcome_text(kind: str, value: Any) -> str:
+    """One side of an ERROR-CHANGED exchange (``outcome()``'s pair):
+    ``result``, ``error -32601 'Method not found'`` (message cut to 60
+    characters), ``error`` (not an object), ``neither result nor error``."""
+    if kind == "error":
+        if isinstance(value, dict):
+            return f"error {value.get('code')} {str(value.get('message'))[:60]!r}"
+        return "error"
+    return "result" if kind == "result" else "neither result nor error"
+
+
+def describe_verdict(v: Verdict, limit: int = PATHS_SHOWN) -> str:
+    """The change of one exchange as ``replay`` and ``diff`` both print it:
+    ERROR-CHANGED ``result -> error -32601 'Method not found'``; CHANGED the
+    first ``limit`` differing paths (``path: A -> B``, ``+path: B``,
+    ``-path: A``); MISSING ``no answer in B``; NEW ``no answer in A``;
+    ``""`` for MATCH and SKIPPED."""
+    if v.status == ERROR_CHANGED and v.paths:
+        p = v.paths[0]
+        return f"{outcome_text(*_side(p.a))} -> {outcome_text(*_side(p.b))}"
+    if v.status == CHANGED:
+        return describe(v.paths, limit)
+    if v.status == MISSING:
+        return "no answer in B"
+    if v.status == NEW:
+        return "no answer in A"
+    return ""
+
+
+def _side(x: Any) -> tuple[str, Any]:
+    """An ERROR-CHANGED path's side, ``{kind: value}``, as ``(kind, value)``."""
+    if isinstance(x, dict) and len(x) == 1:
+        kind, value = next(iter(x.items()))
+        return str(kind), value
+    return "none", None

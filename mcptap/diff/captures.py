@@ -30,7 +30,7 @@ from typing import Any
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import describe, json_diff
-from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses
+from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
@@ -121,18 +121,13 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
             req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
             text = f"{lab}: request " + describe(req, 6)
             if v.status != MATCH:
-                text += "; response " + (describe(v.paths, 4) if v.paths else v.status.lower())
+                text += "; response " + (describe_verdict(v) or v.status.lower())
             report.items.append(Item("exchanges", "changed", lab, text, False,
                                      {**where, "request_paths": [p.to_json() for p in req], **v.to_json()}))
             continue
         if v.status == MATCH:
             continue                        # hash collision or masking subtlety: the full compare wins
-        if v.status == ERROR_CHANGED:
-            text = f"{lab}: {_outcome_text(ra[1])} -> {_outcome_text(rb[1])}"
-        elif v.status in (MISSING, NEW):
-            text = f"{lab}: {'no answer in B' if v.status == MISSING else 'no answer in A'}"
-        else:
-            text = f"{lab}: " + describe(v.paths, 6)
+        text = f"{lab}: {describe_verdict(v)}"
         report.items.append(Item("exchanges", "changed", lab, text, False, {**where, **v.to_json()}))
     shown = len(detail)
     total = counts[CHANGED] + counts[ERROR_CHANGED] + counts[MISSING] + counts[NEW]
@@ -143,17 +138,6 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
 
 def _params(req: Any) -> Any:
     return req.get("params") if isinstance(req, dict) else None
-
-
-def _outcome_text(resp: Any) -> str:
-    if not isinstance(resp, dict):
-        return "no answer"
-    if "error" in resp:
-        err = resp["error"]
-        if isinstance(err, dict):
-            return f"error {err.get('code')} {str(err.get('message'))[:60]!r}"
-        return "error"
-    return "result"
 
 
 def _findings(a: Side, b: Side, report: DiffReport) -> None:
