@@ -21,11 +21,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import orjson
-
 from mcptap.capture.format import decode_bytes
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.records import message_bytes
 
 _DIRS = ("c2s", "s2c")
 
@@ -113,13 +112,7 @@ class Integrity:
 
     @staticmethod
     def _bytes(rec: dict[str, Any]) -> bytes:
-        raw = decode_bytes(rec, "raw")
-        if raw is not None:
-            return raw
-        try:
-            return orjson.dumps(rec.get("json")) + str(rec.get("eol", "\n")).encode("utf-8")
-        except (TypeError, orjson.JSONEncodeError):
-            return b""
+        return message_bytes(rec) or b""
 
     def findings(self) -> list[Finding]:
         out = list(self._order)

@@ -26,10 +26,10 @@ from mcptap.records.base import Findings, decode_bytes, encode_bytes
 from mcptap.records.end import End
 from mcptap.records.events import Chunk, Context, Eof, Gap, Http, Note, Process, Stderr
 from mcptap.records.header import Header
-from mcptap.records.message import RAW_ONLY_ABOVE, MessageRecord, annotation_json
+from mcptap.records.message import RAW_ONLY_ABOVE, MessageRecord, annotation_json, message_bytes
 
 __all__ = ["RAW_ONLY_ABOVE", "RECORD_TYPES", "Chunk", "Context", "Eof", "End", "Findings", "Gap", "Header", "Http", "MessageRecord",
-           "Note", "Process", "Record", "Stderr", "annotation_json", "decode_bytes", "encode_bytes", "parse"]
+           "Note", "Process", "Record", "Stderr", "annotation_json", "decode_bytes", "encode_bytes", "message_bytes", "parse"]
 
 #: every record type of capture format v1, in docs/capture-format.md's order (a test keeps them in step)
 RECORD_TYPES = ("header", "message", "chunk", "stderr", "process", "eof", "context", "http", "note", "gap", "end")

@@ -42,6 +42,23 @@ def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
     return rec
 
 
+def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
+    """The exact forwarded bytes of a ``message`` record (a dict as read):
+    ``raw``/``raw_b64``, else ``dumps(json) + eol`` (the record's ``eol``,
+    ``eol`` when absent); None when it holds neither or its ``json`` cannot be
+    encoded again (an integer beyond 64 bits read by the stdlib). No Message
+    is built: cheap enough for streaming readers."""
+    raw = decode_bytes(rec, "raw")
+    if raw is not None:
+        return raw
+    if "json" not in rec:
+        return None
+    try:
+        return _dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
     """One ``message`` record: the annotated ``message`` (raw bytes exact) and

@@ -20,13 +20,11 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import CaptureStream
 from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
-
-_SKIP = ("type", "seq", "t_us", "findings", "event", "session")
+from mcptap.records import Eof, MessageRecord, Process, Stderr
 
 
 def _feed(rec: Recorder, records: Iterable[dict[str, Any]], clock: dict[str, int], offset: int, key: str | None) -> int:
@@ -39,17 +37,19 @@ def _feed(rec: Recorder, records: Iterable[dict[str, Any]], clock: dict[str, int
         if typ in ("message", "eof") and seg != rec.segment_key:
             rec.segment(seg)
         if typ == "message":
-            rec.stdio_bytes(Direction(r["dir"]), message_from_record(r).raw)
-        elif typ == "eof" and r.get("dir") in ("c2s", "s2c"):
-            rec.stdio_eof(Direction(r["dir"]))
+            m = MessageRecord.from_json(r).message
+            rec.stdio_bytes(m.direction, m.raw)
+        elif typ == "eof":
+            rec.stdio_eof(Direction(Eof.from_json(r).dir))
         elif typ == "stderr":
-            rec.stderr(decode_bytes(r, "data") or b"")
-        elif typ == "process" and isinstance(r.get("event"), str):
-            fields = {k: v for k, v in r.items() if k not in _SKIP}
-            if r["event"] == "exit":
+            rec.stderr(Stderr.from_json(r).data)
+        elif typ == "process":
+            p = Process.from_json(r)
+            fields = {k: v for k, v in p.fields.items() if k != "session"}
+            if p.event == "exit":
                 rec.exit(**fields)
             else:
-                rec.process(r["event"], **fields)
+                rec.process(p.event, **fields)
     return last
 
 
