@@ -22,7 +22,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, parse_json_full
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Stderr
+from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record, Stderr
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -252,7 +252,7 @@ class Recorder(RecordingState):
         return msg
 
     # -- other records ------------------------------------------------------------------
-    def _put(self, make: Callable[[int, int], Any], findings: Iterable[Finding] = ()) -> int:
+    def _put(self, make: Callable[[int, int], Record], findings: Iterable[Finding] = ()) -> int:
         """Number, time-stamp, count and write one record built by ``make(seq, t_us)``; returns its seq."""
         seq = self._next()
         self._count(findings)
