@@ -62,6 +62,8 @@ class Recorder(RecordingState):
         self._unframed: dict[Direction, bool] = {}
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
+        #: set while a caller writes several records it flushes itself with ``flush()``
+        self.hold_flush = False
         self.started = started
         if writer is not None:
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
@@ -74,6 +76,11 @@ class Recorder(RecordingState):
             self.writer.write(rec)
 
     def _flush(self) -> None:
+        if self.writer is not None and not self.hold_flush:
+            self.writer.flush()
+
+    def flush(self) -> None:
+        """Write the records queued while ``hold_flush`` was set (HTTP: one write per relay batch)."""
         if self.writer is not None:
             self.writer.flush()
 
@@ -247,7 +254,14 @@ class Recorder(RecordingState):
             value, bad, overflow = parse_json_full(raw)
         else:
             bad = ()
-        msg = self._emit(Frame(raw, 0, True, value, bad, 1, overflow), direction, t, session, transport, extra)
+        frame = Frame(raw, 0, True, value, bad, 1, overflow)
+        del value     # the frame holds it: _emit drops a large message's value once annotated
+        alone = self.hold_flush and len(raw) > RAW_ONLY_ABOVE
+        if alone:
+            self.flush()          # a multi-MiB record is written on its own, never copied into a joined batch
+        msg = self._emit(frame, direction, t, session, transport, extra)
+        if alone:
+            self.flush()
         self._flush()
         return msg
 

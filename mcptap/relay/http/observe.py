@@ -76,6 +76,16 @@ class HttpObserver:
 
     # -- dispatch ------------------------------------------------------------------------
     def handle(self, items: list[Any]) -> None:
+        """Record one relay batch; its records reach the capture with one write."""
+        rec = self.rec
+        rec.hold_flush = True
+        try:
+            self._handle(items)
+        finally:
+            rec.hold_flush = False
+            rec.flush()
+
+    def _handle(self, items: list[Any]) -> None:
         for it in items:
             if type(it) is r.EndpointRewritten:
                 self._pending_rewrites.setdefault(it.exchange, []).append((it.original, it.rewritten))
@@ -233,8 +243,7 @@ class HttpObserver:
                 e.undecodable = True
                 return
         if e.mode == "sse" and e.parser is not None:
-            for ev in e.parser.receive_data(data):
-                self._sse_event(e, ev)
+            self._sse_events(e, e.parser.receive_data(data))
         elif e.mode == "json" and not e.facts.is_ack:
             e.resp_body += data
         elif len(e.resp_body) < ACK_BODY_KEEP:
@@ -264,20 +273,31 @@ class HttpObserver:
         if ev.data_lines and ev.data != "":
             if not is_canonical(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
-            raw = ev.data.encode("utf-8")
-            # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
-            # a number beyond a double is left to the recorder, which flags it
-            value, _, overflow = parse_json_full(raw)
-            if value is not None and classify(value).kind is Kind.INVALID:
-                fs.append(finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({ev.data[:40]!r}): strict clients fail on it"))
-            self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs,
-                           value=UNPARSED if overflow else value)
+            quote, raw = ev.data[:40], ev.data.encode("utf-8")
+            del ev        # the caller holds no reference: a large event's bytes and text go before its JSON is parsed
+            self._sse_message(e, raw, quote, info, fs)
             return
         if ev.blank and not fs:
             return
         if ev.comments:
             info["comments"] = list(ev.comments)
         self._sse_record(e, info, fs)
+
+    def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent]) -> None:
+        """Record events taken one by one off the list, so each is freed once recorded."""
+        evs.reverse()
+        while evs:
+            self._sse_event(e, evs.pop())
+
+    def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
+        # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
+        # a number beyond a double is left to the recorder, which flags it
+        value, _, overflow = parse_json_full(raw)
+        if value is not None and classify(value).kind is Kind.INVALID:
+            fs.append(finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it"))
+        box = [UNPARSED if overflow else value]
+        del value     # only the recorder's frame holds it: it drops a large message's value once annotated
+        self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs, value=box.pop())
 
     def _sse_record(self, e: ObservedExchange, info: dict[str, Any], fs: list[Finding], **extra: Any) -> None:
         fields: dict[str, Any] = {"event": "sse", "exchange": e.id, "conn": e.conn, "sse": info}
@@ -323,12 +343,10 @@ class HttpObserver:
             if e.decoder is not None:
                 try:
                     tail = e.decoder.flush()
-                    for ev in e.parser.receive_data(tail):
-                        self._sse_event(e, ev)
+                    self._sse_events(e, e.parser.receive_data(tail))
                 except zlib.error:
                     pass
-            for ev in e.parser.receive_data(b""):
-                self._sse_event(e, ev)
+            self._sse_events(e, e.parser.receive_data(b""))
         facts = e.facts
         if e.mode == "json" and not facts.is_ack and not facts.legacy and e.resp_body and not e.undecodable:
             body = bytes(e.resp_body)

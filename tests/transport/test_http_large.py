@@ -1,0 +1,83 @@
+"""Large SSE events through the HTTP tap: forwarded byte for byte while they
+stream, recorded whole and exact (the observer frees each event's copies as it
+goes, issue 13), whatever the chunking and line ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h11
+import pytest
+import trio
+
+from mcptap.capture.format import decode_bytes
+from mcptap.capture.reader import read_capture
+from tests.transport.test_http_tap import tap, upstream_server
+
+BLOB = "0123456789abcdef" * (3 << 16)          # 3 MiB: above the recorder's raw-only bound (1 MiB)
+
+
+def events(eol: bytes) -> list[bytes]:
+    big = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": BLOB}}).encode()
+    small = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "after"}}).encode()
+    return [b"id: 1" + eol + b"data: " + big + eol + eol, b"data: " + small + eol + eol]
+
+
+def sse_upstream(eol: bytes, piece: int):
+    async def handler(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+                continue
+            if isinstance(ev, h11.EndOfMessage):
+                break
+        await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])))
+        body = b"".join(events(eol))
+        for k in range(0, len(body), piece):
+            await stream.send_all(conn.send(h11.Data(data=body[k:k + piece])))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+        await stream.aclose()
+    return handler
+
+
+async def get_stream(url: str) -> bytes:
+    host, rest = url.split("//")[1].split("/", 1)
+    h, p = host.split(":")
+    s = await trio.open_tcp_stream(h, int(p))
+    c = h11.Connection(h11.CLIENT)
+    await s.send_all(c.send(h11.Request(method="GET", target="/" + rest, headers=[("Host", host), ("Accept", "text/event-stream")]))
+                     + c.send(h11.EndOfMessage()))
+    out = bytearray()
+    while True:
+        ev = c.next_event()
+        if ev is h11.NEED_DATA:
+            c.receive_data(await s.receive_some(1 << 20))
+        elif isinstance(ev, h11.Data):
+            out += ev.data
+        elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+            break
+    await s.aclose()
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("eol", "piece"), [(b"\n", 65536), (b"\r\n", 50000), (b"\n", 1 << 22)])
+async def test_large_sse_event_forwarded_and_recorded_exactly(tmp_path: Path, eol: bytes, piece: int):
+    async with upstream_server(sse_upstream(eol, piece)) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, _rec):
+        got = await get_stream(url)
+    assert got == b"".join(events(eol))
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    msgs = [r for r in cap.records if r["type"] == "message"]
+    assert [m["kind"] for m in msgs] == ["notification", "notification"]
+    big, small = msgs
+    assert "json" not in big and json.loads(decode_bytes(big, "raw"))["params"]["data"] == BLOB
+    assert big["transport"]["sse"]["bytes"] == len(events(eol)[0]) and big["transport"]["sse"]["id"] == "1"
+    # the SDK layout (LF) is not stored twice; CR LF events keep their exact bytes
+    assert ("raw" in big["transport"]["sse"]) == (eol == b"\r\n")
+    if eol == b"\r\n":
+        assert big["transport"]["sse"]["raw"].encode() == events(eol)[0]
+    assert small["json"]["params"]["data"] == "after" and small["transport"]["sse"]["offset"] == len(events(eol)[0])
+    end = next(r for r in cap.records if r["type"] == "http" and r.get("event") == "end")
+    assert end["response_bytes"] == len(got) and end["sse_events"] == 2
