@@ -18,6 +18,7 @@ LEVELS = {
     "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
+    "mcptap.check.scan": 3, "mcptap.check.merge": 3, "mcptap.check.parallel": 4,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
     "mcptap.transport": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.cli": 5, "mcptap.__main__": 5,

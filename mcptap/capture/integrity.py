@@ -87,26 +87,29 @@ class Integrity:
             d = rec.get("dir")
             if d in self.tally and self.bytes_verifiable:
                 self.tally[d].add(decode_bytes(rec, "data") or b"", message=False)   # unframed bytes: no message count
-        elif typ == "chunk":
-            # stdio bytes stored unframed (live analysis fell behind): part of the
-            # direction's stream, not a message
-            d = rec.get("dir")
-            if d in self.tally and self.bytes_verifiable:
-                self.tally[d].add(decode_bytes(rec, "data") or b"", message=False)
         elif typ == "stderr":
             self.stderr.add(decode_bytes(rec, "data") or b"")
         elif typ == "end":
             self.end = rec
 
+    @classmethod
+    def restore(cls, transport: str | None, tallies: dict[str, StreamTally], end: dict[str, Any] | None, gaps: int,
+                order: list[Finding]) -> Integrity:
+        """An Integrity in the state ``feed`` would have left it in (check's fast
+        scan, mcptap/check/scan.py): ``tallies`` per stream (c2s, s2c, stderr), the
+        last end record, the gap record count and the order findings so far."""
+        self = cls(transport)
+        self.tally = {d: tallies[d] for d in _DIRS}
+        self.stderr = tallies["stderr"]
+        self.end, self.gaps, self._order = end, gaps, list(order)
+        return self
+
     def _check_seq(self, seq: int, typ: Any) -> None:
         last = self._last_seq
         if last is not None and len(self._order) < 5:
-            if seq <= last:
-                self._order.append(finding("capture.out_of_sequence",
-                                           f"{typ} record seq {seq} comes after seq {last}: records were reordered or duplicated"))
-            elif seq != last + 1 and not self._gap_since_last:
-                self._order.append(finding("capture.out_of_sequence",
-                                           f"records seq {last + 1}..{seq - 1} are missing and no gap record says why: records were removed"))
+            f = sequence_finding(seq, typ, last, self._gap_since_last)
+            if f is not None:
+                self._order.append(f)
         self._last_seq = seq if last is None else max(seq, last)
         self._gap_since_last = False
 
@@ -144,3 +147,14 @@ class Integrity:
                             {"dir": name, "bytes": got.bytes, "sha256": got.sha.hexdigest(),
                              "end": {"bytes": said.get("bytes"), "sha256": said.get("sha256")}})]
         return []
+
+
+def sequence_finding(seq: int, typ: Any, last: int, gap_since_last: bool) -> Finding | None:
+    """What record ``seq`` (of type ``typ``) after records up to seq ``last``
+    says about the order (``capture.out_of_sequence``), or None.
+    ``gap_since_last``: a gap record came in between (it explains a jump)."""
+    if seq <= last:
+        return finding("capture.out_of_sequence", f"{typ} record seq {seq} comes after seq {last}: records were reordered or duplicated")
+    if seq != last + 1 and not gap_since_last:
+        return finding("capture.out_of_sequence", f"records seq {last + 1}..{seq - 1} are missing and no gap record says why: records were removed")
+    return None

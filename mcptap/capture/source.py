@@ -56,6 +56,12 @@ def bytes_read() -> int:
     return _consumed[0]
 
 
+def add_bytes_read(n: int) -> None:
+    """Count ``n`` more bytes of capture lines read (readers that do not use
+    :func:`lines`: check's scan of byte ranges, mcptap/check/parallel.py)."""
+    _consumed[0] += n
+
+
 def lines(fp: IO[bytes], path: str) -> Iterator[bytes]:
     """The remaining lines of ``fp`` (see module doc)."""
     it = iter(fp)

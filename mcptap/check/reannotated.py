@@ -77,18 +77,26 @@ class Reannotated:
             yield rec
 
     def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
-        out = []
-        if self._truncated():
-            out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
-        if not self._had_end:
-            out.append(finding("capture.incomplete",
-                               "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not "
-                               "judged"))
-        if end.get("capture_error") or end.get("dropped_records"):
-            out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
-                               {"dropped_records": end.get("dropped_records", 0)}))
-        out += self._integrity.findings()
-        return [f.to_json() for f in out]
+        return capture_findings(self._truncated(), self._had_end, end, self._integrity)
+
+
+def capture_findings(truncated: bool, had_end: bool, end: dict[str, Any], integrity: Integrity) -> list[dict[str, Any]]:
+    """The findings about the capture file itself, as finding dicts: a cut
+    last line (``truncated``), no end record (``had_end`` False), a failed
+    recording (the re-annotated ``end`` record's ``capture_error`` /
+    ``dropped_records``), then ``integrity``'s (order and digests)."""
+    out = []
+    if truncated:
+        out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
+    if not had_end:
+        out.append(finding("capture.incomplete",
+                           "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not "
+                           "judged"))
+    if end.get("capture_error") or end.get("dropped_records"):
+        out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
+                           {"dropped_records": end.get("dropped_records", 0)}))
+    out += integrity.findings()
+    return [f.to_json() for f in out]
 
 
 def all_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ else 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,38 @@ class CheckReport:
                 "captures": [c.to_json() for c in self.captures]}
 
 
+def add_finding(groups: dict[str, CodeGroup], sev: dict[str, int], keep: int, f: dict[str, Any], seq: Any, t: int | None,
+                line: int | None, d: Any, where: Any, firsts: dict[Any, tuple[int, int]] | None = None) -> None:
+    """Count finding ``f`` (a finding dict of a record: ``seq``, time ``t``,
+    ``line``, direction ``d``, method ``where``) into ``groups`` and the
+    per-severity ``sev``, keeping the first ``keep`` places per code.
+    ``firsts``: when given, records where each code, and each (code,
+    severity), first occurs: (line, how many firsts came before), so ties on
+    one line keep their order (check/merge.py merges runs by them)."""
+    code = f.get("code", "?")
+    s = f.get("severity", "info")
+    if s not in sev:
+        s = "info"
+    sev[s] += 1
+    g = groups.get(code)
+    if g is None:
+        g = groups[code] = CodeGroup(code, s)
+        if firsts is not None and line is not None:
+            firsts[code] = (line, len(firsts))
+    elif _RANK[s] > _RANK[g.severity]:
+        g.severity = s
+    g.count += 1
+    n = g.by_severity.get(s)
+    if n is None:
+        g.by_severity[s] = 1
+        if firsts is not None and line is not None:
+            firsts[(code, s)] = (line, len(firsts))
+    else:
+        g.by_severity[s] = n + 1
+    if len(g.places) < keep:
+        g.places.append(Place(seq, t, line, f.get("message", ""), s, d, where))
+
+
 def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
     """Consume a re-annotated stream and group its findings. ``keep``: how
     many first places to keep per code. Raises CaptureReadError."""
@@ -178,25 +210,14 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
         fs = all_findings(rec)
         if not fs:
             continue
+        seq = rec.get("seq") if typ != "end" else None
+        tt = t if isinstance(t, int) else None
+        d = rec.get("dir")
         for f in fs:
-            code = f.get("code", "?")
-            s = f.get("severity", "info")
-            if s not in sev:
-                s = "info"
-            sev[s] += 1
-            g = groups.get(code)
-            if g is None:
-                g = groups[code] = CodeGroup(code, s)
-            elif _RANK[s] > _RANK[g.severity]:
-                g.severity = s
-            g.count += 1
-            g.by_severity[s] = g.by_severity.get(s, 0) + 1
-            if len(g.places) < keep:
-                where = method
-                if typ == "end" and isinstance(f.get("data"), dict):
-                    where = f["data"].get("method", method)
-                g.places.append(Place(rec.get("seq") if typ != "end" else None, t if isinstance(t, int) else None, ra.line,
-                                      f.get("message", ""), s, rec.get("dir"), where))
+            where = method
+            if typ == "end" and isinstance(f.get("data"), dict):
+                where = f["data"].get("method", method)
+            add_finding(groups, sev, keep, f, seq, tt, ra.line, d, where)
     return rep
 
 
@@ -206,16 +227,19 @@ def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = T
 
 
 def run_check(paths: Iterable[str], fail_on: str = "error", keep: int = 3, shapes: bool = True,
-              reuse: bool = True) -> CheckReport:
+              reuse: bool = True, check: Callable[[str, int, bool, bool], CaptureReport] | None = None) -> CheckReport:
     """Check every capture; an unreadable one is reported (``error``), the
     others still checked. ``fail_on``: error | warn | info | never;
-    ``shapes``: include schema shape checks."""
+    ``shapes``: include schema shape checks. ``check(path, keep, shapes,
+    reuse)``: how one capture is checked (default :func:`check_capture`; the
+    CLI passes the two-process one, mcptap/check/parallel.py)."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"fail_on must be one of {FAIL_ON}")
+    one = check or check_capture
     caps = []
     for p in paths:
         try:
-            caps.append(check_capture(p, keep, shapes, reuse))
+            caps.append(one(p, keep, shapes, reuse))
         except CaptureReadError as exc:
             caps.append(CaptureReport(p, error=str(exc)))
     return CheckReport(caps, fail_on)

@@ -15,6 +15,7 @@ import sys
 import click
 
 from mcptap.capture.dumps import dumps
+from mcptap.check.parallel import check_capture
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
 from mcptap.cli.output import output_lines, refuse_input_as_output, styler
@@ -42,7 +43,7 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
     refuse_input_as_output(captures, output)
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
     with progress("check", captures):
-        report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full)
+        report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full, check=check_capture)
     for cap in report.captures:
         if cap.error is not None:
             click.echo(f"mcptap: {escape_controls(str(cap.error))}", err=True)

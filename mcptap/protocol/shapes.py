@@ -77,16 +77,13 @@ def _validator(model: Any) -> Any:
     return v
 
 
-def _errors(validate: Any, body: Any) -> tuple[str, ...]:
-    try:
-        validate(body)
-    except _ValidationError as exc:
-        out = []
-        for e in exc.errors()[:5]:
-            loc = ".".join(str(x) for x in e.get("loc", ()))
-            out.append(f"{loc or '(root)'}: {e.get('msg')}")
-        return tuple(out)
-    return ()
+def _messages(exc: Any) -> tuple[str, ...]:
+    """The first five errors of a pydantic ValidationError, as ``loc: msg``."""
+    out = []
+    for e in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in e.get("loc", ()))
+        out.append(f"{loc or '(root)'}: {e.get('msg')}")
+    return tuple(out)
 
 
 #: (direction, kind, method, revision) -> validator or None (no model)
@@ -128,9 +125,10 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     if revision is None:
         return []
     label = method
-    if kind is Kind.RESPONSE and task_created(request_params, payload, revision):
+    if request_params is not None and kind is Kind.RESPONSE and task_created(request_params, payload, revision):
         method, label = _CREATE_TASK, f"{method} (task-augmented: CreateTaskResult)"
-    lk = (direction, kind, method, revision)
+    # keyed by the enums' values: an Enum's __hash__ is Python code, ~4x a str's
+    lk = (direction._value_, kind._value_, method, revision)
     validate = _LOOKUP.get(lk, _MISSING)
     if validate is _MISSING:
         if not available():
@@ -151,7 +149,11 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     else:
         body = payload
     try:
-        errs = _errors(validate, body)
+        try:
+            validate(body)
+            errs = ()
+        except _ValidationError as exc:
+            errs = _messages(exc)
     except Exception as exc:  # noqa: BLE001 - a validator bug must not lose the message
         errs = (f"validator error: {exc!r}",)
     if small:

@@ -1,0 +1,238 @@
+"""``check`` of one capture on two cores (level 4: files and a child process).
+
+A capture written under the current rules is checked by the fast scan
+(mcptap/check/scan.py): this process scans the first half of its records
+while a forked child scans the second (split at a line boundary). The child
+hands back its scan state (pickled, through a pipe) and the bytes its half
+adds to each stream digest (through unnamed temporary files, so memory stays
+flat); this process hashes them after its own and merges the state
+(``Scan.absorb``), which gives exactly the report one pass gives. When the
+halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
+second half itself. Anything the fast scan does not handle, every other
+capture (re-annotation needed: ``--full``, other rules, ``chunk`` records;
+gzip; standard input) and any capture error go the reference way
+(``report.check_capture``), which also words the errors.
+
+    check_capture(path, keep=3, shapes=True, reuse=True) -> CaptureReport
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import signal
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from mcptap.capture.format import VERSION
+from mcptap.capture.integrity import StreamTally
+from mcptap.capture.reader import CaptureStream
+from mcptap.capture.source import add_bytes_read
+from mcptap.check.report import CaptureReport
+from mcptap.check.report import check_capture as reference_check
+from mcptap.check.scan import Scan, Unsupported
+from mcptap.protocol.fingerprint import rules_fingerprint
+
+#: records (bytes) below which one process is faster than forking a second
+SPLIT_BYTES = 8 << 20
+STREAMS = ("c2s", "s2c", "stderr")
+_EVERY = 4096           # lines between progress updates / looks at the other process
+
+
+def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = True, workers: int | None = None) -> CaptureReport:
+    """Check one capture file, as ``report.check_capture`` does (the same
+    report), on up to ``workers`` processes (default: 2 when this process may
+    run on two cores). Raises CaptureReadError."""
+    if reuse and path != "-":
+        rep = _fast(path, keep, shapes, _cores() if workers is None else workers)
+        if rep is not None:
+            return rep
+    return reference_check(path, keep, shapes, reuse)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _fast(path: str, keep: int, shapes: bool, workers: int) -> CaptureReport | None:
+    stream = CaptureStream(path)        # the reader's checks and errors for the header
+    stream.close()
+    header = stream.header
+    if stream.version != VERSION or not header.get("rules") or header.get("rules") != rules_fingerprint():
+        return None
+    if shapes:
+        from mcptap.protocol import shapes as shape_rules
+
+        shape_rules.available()         # imported once, before a fork
+    try:
+        fp = open(path, "rb")
+    except OSError:
+        return None
+    with fp:
+        if fp.peek(2)[:2] == b"\x1f\x8b":
+            return None                 # gzip: the reference reader decompresses it
+        start = len(fp.readline())
+        size = os.fstat(fp.fileno()).st_size
+        mid = _middle(fp, start, size) if workers > 1 and size - start >= SPLIT_BYTES else None
+        tallies = {name: StreamTally() for name in STREAMS}
+
+        def hashed(name: str, data: bytes) -> None:
+            tallies[name].sha.update(data)
+
+        scan = Scan(header.get("transport"), keep, shapes, True, hashed)
+        child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
+        try:
+            scan.run(_lines(fp, start, mid if mid is not None else size, child))
+            if child is not None:
+                assert mid is not None
+                state = child.result()
+                scan.flush()
+                if state is not None and scan.absorb(state):
+                    child.hash_into(tallies)
+                else:
+                    scan.run(_lines(fp, mid, size, None))
+            scan.end_of_input()
+        except Unsupported:
+            return None
+        finally:
+            if child is not None:
+                child.close()
+    return scan.report(path, header, tallies)
+
+
+def _middle(fp: IO[bytes], start: int, size: int) -> int | None:
+    """The first line start at or after the middle of the records, or None."""
+    fp.seek(start + (size - start) // 2 - 1)
+    mid = fp.tell() + len(fp.readline())
+    fp.seek(start)
+    return mid if start < mid < size else None
+
+
+def _lines(fp: IO[bytes], start: int, end: int, child: _Child | None) -> Iterator[bytes]:
+    """The lines in bytes [start, end) of ``fp`` (both line boundaries),
+    counting progress (the child's too)."""
+    fp.seek(start)
+    pos = start
+    done = start
+    n = 0
+    for line in fp:
+        pos += len(line)
+        yield line
+        n += 1
+        if n == _EVERY:
+            n = 0
+            add_bytes_read(pos - done)
+            done = pos
+            if child is not None:
+                child.progress()
+        if pos >= end:
+            break
+    add_bytes_read(pos - done)
+
+
+class _Child:
+    """The forked process that scans bytes [mid, size) of the capture."""
+
+    def __init__(self, path: str, transport: str | None, keep: int, shapes: bool, mid: int, size: int) -> None:
+        self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
+        self.shared = mmap.mmap(-1, 16)        # the child's bytes read; byte 8: it met something only the reference handles
+        self.counted = 0
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:                      # the child
+            os.close(r)
+            status = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
+                self._run(w, path, transport, keep, shapes, mid, size)
+                status = 0
+            except BaseException:  # noqa: BLE001 - the parent then scans this half itself
+                self.shared[8] = 1
+            finally:
+                os._exit(status)
+        os.close(w)
+        self.r = r
+
+    def _run(self, w: int, path: str, transport: str | None, keep: int, shapes: bool, mid: int, size: int) -> None:
+        files = self.files
+
+        def spill(name: str, data: bytes) -> None:
+            files[name].write(data)
+
+        scan = Scan(transport, keep, shapes, False, spill)
+        with open(path, "rb") as fp:
+            fp.seek(mid)
+            pos = mid
+            n = 0
+            lines = []
+            for line in fp:
+                pos += len(line)
+                lines.append(line)
+                n += 1
+                if n == _EVERY:
+                    scan.run(lines)
+                    lines.clear()
+                    n = 0
+                    self.shared[:8] = (pos - mid).to_bytes(8, "little")
+            scan.run(lines)
+        scan.end_of_input()
+        for f in files.values():
+            f.flush()
+        data = pickle.dumps(scan.state(), protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared[:8] = (size - mid).to_bytes(8, "little")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view):]
+        os.close(w)
+
+    def progress(self) -> None:
+        """Count the child's bytes read so far into this process's progress;
+        raises Unsupported when the child met something only the reference handles."""
+        b = int.from_bytes(self.shared[:8], "little")
+        add_bytes_read(b - self.counted)
+        self.counted = b
+        if self.shared[8]:
+            raise Unsupported("the second half needs the reference check")
+
+    def result(self) -> dict[str, Any] | None:
+        """The child's scan state, or None when it failed."""
+        chunks = []
+        while data := os.read(self.r, 1 << 20):
+            chunks.append(data)
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        self.progress_done()
+        if status != 0 or not chunks:
+            return None
+        state: dict[str, Any] = pickle.loads(b"".join(chunks))
+        return state
+
+    def progress_done(self) -> None:
+        b = int.from_bytes(self.shared[:8], "little")
+        add_bytes_read(b - self.counted)
+        self.counted = b
+
+    def hash_into(self, tallies: dict[str, StreamTally]) -> None:
+        """Hash the child's stream bytes into ``tallies`` (after this process's own)."""
+        for name, f in self.files.items():
+            f.seek(0)
+            while block := f.read(1 << 20):
+                tallies[name].sha.update(block)
+
+    def close(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+        os.close(self.r)
+        for f in self.files.values():
+            f.close()
+        self.shared.close()

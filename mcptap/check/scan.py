@@ -1,0 +1,369 @@
+"""The fast ``check`` of a capture written under the current rules (level 3, pure).
+
+``check`` of such a capture reuses its recorded annotations and only adds
+schema shape checks (``reannotate._reuse_annotations``, grouped by
+``report.check_stream``). :class:`Scan` computes exactly that report straight
+from the capture's lines: one ``orjson.loads`` per line, no re-annotated
+record dicts, stream digests hashed in large blocks. It is also splittable:
+a scan of a later run of lines (``first=False``) starts without knowing what
+came before and keeps what depends on it (responses to earlier requests, the
+sequence check at its first record) for :meth:`Scan.absorb`, which merges it
+into the scan of the lines before it exactly as one scan over both would
+have ended (mcptap/check/parallel.py runs the two halves in two processes).
+
+Anything a scan does not handle (a damaged or hand-edited capture: corrupt
+lines, malformed records, seqs out of order across a split, ``chunk``
+records, records after the end record across a split) raises
+:class:`Unsupported` or makes ``absorb`` return False; the caller then checks
+the capture the reference way (``report.check_capture``), which reports it.
+tests/test_check_scan.py proves both paths give the same report.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
+from mcptap.capture.reader import _malformed
+from mcptap.check.merge import absorb
+from mcptap.check.reannotated import capture_findings
+from mcptap.check.report import CaptureReport, CodeGroup, add_finding
+from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
+from mcptap.protocol.codes import finding
+from mcptap.protocol.framing import parse_json
+
+_DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+_KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
+_loads = orjson.loads
+_dumps = orjson.dumps
+_JSONDecodeError = orjson.JSONDecodeError
+FLUSH_BYTES = 1 << 20       # stream bytes buffered before they are handed to ``on_bytes``
+
+
+class Unsupported(Exception):
+    """The capture needs the reference check (module doc); the message says why."""
+
+
+class Scan:
+    """Check state over consecutive capture lines (after the header), reuse mode.
+
+    ``transport``: the header's; ``keep``: first places kept per code;
+    ``shapes``: add schema shape checks; ``first``: the lines start right
+    after the header (else a later run, see :meth:`absorb`). ``on_bytes(stream,
+    data)`` receives, in order, the bytes the integrity check hashes per stream
+    (``"c2s"``, ``"s2c"``, ``"stderr"``). Feed lines with :meth:`run` (any
+    number of calls), then :meth:`end_of_input`; :meth:`report` gives the
+    capture's report. Raises :class:`Unsupported`."""
+
+    def __init__(self, transport: str | None, keep: int, shapes: bool, first: bool,
+                 on_bytes: Callable[[str, bytes], None]) -> None:
+        self.transport = transport
+        self.keep = keep
+        self.shapes = shapes
+        self.first = first
+        self.on_bytes = on_bytes
+        self.n = 0                          # records read (the reader's line count after the header)
+        self.n_end = 0                      # end records among them
+        self.messages = 0
+        self.duration = 0
+        self.groups: dict[str, CodeGroup] = {}
+        #: later run: where each code and (code, severity) first occurs (check/merge.py)
+        self.firsts: dict[Any, tuple[int, int]] | None = None if first else {}
+        self.sev = severity_counts()
+        self.reqs: dict[Any, dict[str, Any]] = {}    # open requests: seq -> request record
+        #: later run: responses to requests before it, (line, record, parsed payload)
+        self.deferred: list[tuple[int, dict[str, Any], Any]] = []
+        self.end: dict[str, Any] | None = None
+        self.last_rec_seq: int | None = None     # seq and t_us of the last record with a seq
+        self.last_t: Any = 0
+        self.any_seq = False
+        # integrity (capture/integrity.Integrity, inlined)
+        self.counts = {"c2s": [0, 0], "s2c": [0, 0], "stderr": [0, 0]}   # stream -> [bytes, messages]
+        self.bufs: dict[str, list[bytes]] = {"c2s": [], "s2c": [], "stderr": []}
+        self.buffered = 0
+        self.gaps = 0
+        self.gap_since_last = False
+        self.last_seq: int | None = None
+        self.increasing = True
+        self.order: list[tuple[bool, Any]] = []        # (a sequence finding?, Finding)
+        self.first_seq: tuple[int, str, bool, int] | None = None   # later run: seq, type, gap before it, len(order)
+        self.pending: bytes | None = None
+        self.truncated = False
+        self.failed: str | None = None
+
+    # -- the hot loop ------------------------------------------------------------------------
+    def run(self, lines: Iterable[bytes]) -> None:
+        """Consume capture lines (with their newlines), in file order."""
+        loads, dumps, JSONDecodeError, DIRS, KINDS, NL = _loads, _dumps, _JSONDecodeError, _DIRS, _KINDS, b"\n"
+        stdio = self.transport == "stdio"
+        shapes = self.shapes
+        if shapes:
+            from mcptap.protocol import shapes as shape_rules
+            check_shape = shape_rules.check
+        reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
+        n, messages, buffered, duration = self.n, self.messages, self.buffered, self.duration
+        any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
+        base = 1 if first else 0
+        last_seq = self.last_seq
+        for line in lines:
+            try:
+                rec = loads(line)
+            except JSONDecodeError:
+                if self.pending is not None:
+                    raise Unsupported("corrupt record") from None
+                self.pending = line
+                continue
+            if self.pending is not None:
+                if not (isinstance(rec, dict) and rec.get("type") == "gap"):
+                    raise Unsupported("corrupt record")
+                self.pending = None
+            if type(rec) is not dict:
+                raise Unsupported("record is not an object")
+            n += 1
+            typ: Any = rec.get("type")
+            seq: Any = rec.get("seq")
+            t: Any = rec.get("t_us")
+            if typ == "message":
+                kind: Any = rec.get("kind")
+                d: Any = rec.get("dir")
+                method: Any = rec.get("method")
+                if (type(seq) is not int or (t is not None and type(t) is not int) or d not in DIRS or type(kind) is not str
+                        or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
+                        or (method is not None and type(method) is not str)):
+                    bad = _malformed(rec)          # the rarer shapes get the reader's full check
+                    if bad is not None:
+                        raise Unsupported(bad)
+                messages += 1
+                # integrity (Integrity.feed's order): the sequence, then the bytes
+                if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last:
+                    last_seq = seq
+                else:
+                    self.last_seq = last_seq
+                    self._seq(seq, typ)
+                    last_seq = self.last_seq
+                    self.gap_since_last = False
+                if self.end is not None:
+                    self._after_end(seq, typ)
+                c = counts[d]
+                c[1] += 1
+                if stdio:
+                    raw = rec.get("raw")
+                    if raw is not None:
+                        data = raw.encode("utf-8")
+                    elif "raw_b64" in rec:
+                        data = base64.b64decode(rec["raw_b64"])
+                    else:
+                        try:
+                            data = dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
+                        except (TypeError, orjson.JSONEncodeError):
+                            data = b""
+                    c[0] += len(data)
+                    bufs[d].append(data)
+                    buffered += len(data)
+                    if buffered > FLUSH_BYTES:
+                        self.flush()
+                        buffered = 0
+                # pairing and shapes (reannotate._reuse_annotations)
+                answered = task_params = None
+                if kind == "request":
+                    reqs[seq] = rec
+                elif "pair" in rec:
+                    if kind != "response" and kind != "error":
+                        raise Unsupported("a paired message that is not a response")
+                    q = reqs.pop(rec["pair"], None)
+                    if q is not None:
+                        answered = q.get("method")
+                        j = q.get("json")
+                        if type(j) is dict:
+                            params = j.get("params")
+                            if type(params) is dict and "task" in params:
+                                task_params = params
+                    elif not first:
+                        # answers a request before this run: judged when merged (absorb)
+                        deferred.append((n, rec, self._value(rec) if shapes else None))
+                        any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
+                        if type(t) is int and t > duration:
+                            duration = t
+                        continue
+                    method = answered
+                fs = rec.get("findings")
+                if shapes:
+                    value = rec.get("json", UNPARSED)
+                    if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
+                        value = self._value(rec)
+                    if type(value) is dict:
+                        extra = None
+                        k = KINDS.get(kind)
+                        if k is not None:
+                            rm = rec.get("method")
+                            if type(rm) is str:
+                                extra = check_shape(DIRS[d], k, rm, value.get("params"), rec.get("rev"))
+                        elif answered is not None and kind == "response":
+                            extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rec.get("rev"), task_params)
+                        if extra:
+                            fs = list(fs or ()) + [f.to_json() for f in extra]
+                if fs:
+                    self._group(fs, seq, t, n + base, d, method)
+            else:
+                if type(typ) is not str:
+                    raise Unsupported("record without a type")
+                bad = _malformed(rec)
+                if bad is not None:
+                    raise Unsupported(bad)
+                if typ == "chunk":
+                    raise Unsupported("chunk record")
+                self.last_seq = last_seq
+                self.buffered = buffered
+                self._other(rec, typ, seq, t, n + base)
+                last_seq, buffered = self.last_seq, self.buffered
+                if typ == "end":
+                    continue
+            if type(seq) is int:
+                any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
+            if type(t) is int and t > duration:
+                duration = t
+        self.n, self.messages, self.buffered, self.duration = n, messages, buffered, duration
+        self.any_seq, self.last_rec_seq, self.last_t = any_seq, last_rec_seq, last_t
+        self.last_seq = last_seq
+
+    def _seq(self, seq: int, typ: Any) -> None:
+        """Integrity._check_seq, plus what a later run keeps for absorb."""
+        last = self.last_seq
+        if last is None:
+            if not self.first and self.first_seq is None:
+                self.first_seq = (seq, typ, self.gap_since_last, len(self.order))
+        elif len(self.order) < 5:
+            f = sequence_finding(seq, typ, last, self.gap_since_last)
+            if f is not None:
+                self.order.append((True, f))
+        if last is not None and seq <= last:
+            self.increasing = False
+        self.last_seq = seq if last is None else max(seq, last)
+
+    def _after_end(self, seq: Any, typ: Any) -> None:
+        self.order.append((False, finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record")))
+
+    def _value(self, rec: dict[str, Any]) -> Any:
+        value = rec.get("json", UNPARSED)
+        if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
+            raw = rec.get("raw")
+            data = raw.encode("utf-8") if raw is not None else base64.b64decode(rec["raw_b64"])
+            value = parse_json(data or b"")[0]
+        return value
+
+    def _other(self, rec: dict[str, Any], typ: str, seq: Any, t: Any, line: int) -> None:
+        """Every record but a message (rare: eof, stderr, process, gap, end…)."""
+        if typ == "gap":
+            self.gaps += 1
+            self.gap_since_last = True
+        if type(seq) is int:
+            self._seq(seq, typ)
+            self.gap_since_last = False
+        if self.end is not None and typ != "end":
+            self._after_end(seq, typ)
+        if typ == "stderr":
+            raw = rec.get("data")
+            data = raw.encode("utf-8") if raw is not None else base64.b64decode(rec["data_b64"]) if "data_b64" in rec else b""
+            c = self.counts["stderr"]
+            c[0] += len(data)
+            c[1] += 1
+            self.bufs["stderr"].append(data)
+            self.buffered += len(data)
+        elif typ == "end":
+            self.end = rec
+            self.n_end += 1
+            return
+        fs = rec.get("findings")
+        if typ == "gap" and not fs:
+            lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
+            fs = [finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()]
+        if isinstance(fs, list) and fs:
+            self._group(fs, seq, t, line, rec.get("dir"), rec.get("method"))
+
+    def _group(self, fs: list[Any], seq: Any, t: Any, line: int | None, d: Any, method: Any) -> None:
+        for f in fs:
+            if type(f) is not dict:
+                raise Unsupported("a finding that is not an object")
+            add_finding(self.groups, self.sev, self.keep, f, seq, t, line, d, method, self.firsts)
+
+    def flush(self) -> None:
+        """Hand the buffered stream bytes to ``on_bytes``."""
+        for name, buf in self.bufs.items():
+            if buf:
+                self.on_bytes(name, b"".join(buf))
+                buf.clear()
+        self.buffered = 0
+
+    def end_of_input(self) -> None:
+        """The lines ended (the end of the file): a cut last line is a
+        truncated capture (the reader's rule)."""
+        self.flush()
+        if self.pending is not None:
+            if self.pending.endswith(b"\n"):
+                raise Unsupported("corrupt record")
+            self.truncated = True
+            self.pending = None
+
+    # -- merging a later run ---------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What :meth:`absorb` needs of a later run (picklable; bytes already handed out)."""
+        self.flush()
+        keys = ("n", "n_end", "messages", "duration", "groups", "firsts", "sev", "reqs", "deferred", "end", "last_rec_seq",
+                "last_t", "any_seq", "counts", "gaps", "gap_since_last", "last_seq", "increasing", "order", "first_seq",
+                "pending", "truncated")
+        return {k: getattr(self, k) for k in keys}
+
+    def absorb(self, b: dict[str, Any]) -> bool:
+        """Merge the :meth:`state` of the run of lines right after this one,
+        as if this scan had read them. False (nothing changed) when that run
+        cannot be merged exactly: the caller then scans those lines here."""
+        return absorb(self, b)
+
+    # -- the result ---------------------------------------------------------------------------
+    def report(self, path: str, header: dict[str, Any], tallies: dict[str, StreamTally]) -> CaptureReport:
+        """The capture's report (as ``report.check_capture`` gives it).
+        ``tallies``: the streams' SHA-256 of every byte ``on_bytes`` received."""
+        rep = CaptureReport(path, header.get("transport"), header.get("started"))
+        rep.groups, rep.severities = self.groups, self.sev
+        rep.messages = self.messages
+        rep.records = self.n - self.n_end + 1
+        for name, (nbytes, nmsg) in self.counts.items():
+            tallies[name].bytes, tallies[name].messages = nbytes, nmsg
+        integrity = Integrity.restore(self.transport, tallies, self.end, self.gaps, [f for _, f in self.order])
+        end = self.end
+        if end is None:
+            fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {r.get('method')} id={r.get('id')!r} has no answer in the capture, "
+                          "which was cut short", _opened(r), severity=Severity.INFO).to_json() for seq, r in self.reqs.items()]
+            t = self.last_t
+            end_fs: list[Any] = fs
+            line = None
+            end_rec: dict[str, Any] = {"t_us": t}
+        else:
+            end_rec = end
+            u, un = end.get("findings"), end.get("unanswered")
+            end_fs = u if isinstance(u, list) else un if isinstance(un, list) else []
+            t = end.get("t_us")
+            line = self.n + 1
+        capture = capture_findings(self.truncated, end is not None, end_rec if end is not None else {}, integrity)
+        rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
+        rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
+        if isinstance(t, int) and t > self.duration:
+            self.duration = t
+        rep.duration_us = self.duration
+        for f in list(end_fs) + capture:
+            if type(f) is not dict:
+                raise Unsupported("a finding that is not an object")
+            where = end_rec.get("method")
+            if isinstance(f.get("data"), dict):
+                where = f["data"].get("method", where)
+            add_finding(self.groups, self.sev, self.keep, f, None, t if isinstance(t, int) else None, line, end_rec.get("dir"), where)
+        return rep
+
+
+def _opened(r: dict[str, Any]) -> dict[str, Any]:
+    return {"seq": r["seq"], "dir": r["dir"], "id": r.get("id"), "method": r.get("method"), **({"session": r["session"]} if "session" in r else {})}
+

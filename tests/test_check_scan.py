@@ -1,0 +1,266 @@
+"""check's fast scan (mcptap/check/scan.py) and its two-process run
+(mcptap/check/parallel.py) give exactly the report of the reference check
+(report.check_capture: Reannotated + check_stream), for every capture here
+and for a split of its records at every line: the same JSON, the same order
+of codes and of each code's severities, the same first places (line numbers
+included)."""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from casefiles import CASES, as_stdio, wires
+from mcptap.capture.integrity import StreamTally
+from mcptap.capture.writer import CaptureWriter
+from mcptap.check import parallel
+from mcptap.check.report import CaptureReport, check_capture
+from mcptap.check.scan import Scan, Unsupported
+from mcptap.errors import CaptureReadError
+from mcptap.model import Direction
+from mcptap.recorder import Recorder
+from scripted import c2s, err, handshake, note, record, req, res, s2c
+from test_cases_stdio import record_wire
+
+STREAMS = parallel.STREAMS
+TASK = {"ttl": 60000}
+
+
+def _shape(rep: CaptureReport) -> Any:
+    return (rep.to_json(), list(rep.groups), [(c, list(g.by_severity), [p.to_json() | {"line": p.line} for p in g.places])
+                                              for c, g in rep.groups.items()])
+
+
+def _split(path: Path, k: int | None, keep: int, shapes: bool = True) -> tuple[CaptureReport | None, bool]:
+    """What parallel.check_capture does, in one process: the records before
+    line ``k`` (None: all) scanned here, the rest by a later scan whose state
+    goes through pickle. (report or None for the reference way, absorbed?)"""
+    data = path.read_bytes().splitlines(keepends=True)
+    header = orjson.loads(data[0])
+    lines = data[1:]
+    tallies = {n: StreamTally() for n in STREAMS}
+    spilled: dict[str, list[bytes]] = {n: [] for n in STREAMS}
+    a = Scan(header.get("transport"), keep, shapes, True, lambda n, d: tallies[n].sha.update(d))
+    absorbed = False
+    try:
+        if k is None:
+            a.run(lines)
+        else:
+            a.run(lines[:k])
+            b = Scan(header.get("transport"), keep, shapes, False, lambda n, d: spilled[n].append(d))
+            try:
+                b.run(lines[k:])
+                b.end_of_input()
+                state = pickle.loads(pickle.dumps(b.state()))
+            except Unsupported:
+                state = None
+            a.flush()
+            if state is not None and a.absorb(state):
+                absorbed = True
+                for n in STREAMS:
+                    tallies[n].sha.update(b"".join(spilled[n]))
+            else:
+                a.run(lines[k:])
+        a.end_of_input()
+    except Unsupported:
+        return None, False
+    return a.report(str(path), header, tallies), absorbed
+
+
+def _same_at_every_split(path: Path, must_scan: bool = False, keeps: tuple[int, ...] = (1, 3)) -> None:
+    n = len(path.read_bytes().splitlines())
+    for keep in keeps:
+        want = _shape(check_capture(str(path), keep))
+        one, _ = _split(path, None, keep)
+        if must_scan:
+            assert one is not None, "the fast scan gave up on a capture it must handle"
+        if one is not None:
+            assert _shape(one) == want
+        for k in range(0, n):
+            got, absorbed = _split(path, k, keep)
+            if must_scan:
+                assert got is not None and absorbed, f"split at {k} not merged"
+            if got is not None:
+                assert _shape(got) == want, f"split before record {k + 1} (keep {keep})"
+
+
+def _write(path: Path, lines: list[dict[str, Any]], tail: bytes = b"") -> Path:
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + tail)
+    return path
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()]
+
+
+def busy(tmp_path: Path, name: str = "busy.jsonl", end: bool = True, gap: bool = True) -> Path:
+    """Requests in flight across any split: answered late, out of order,
+    twice or never; task-augmented calls; invalid results (shape findings);
+    errors, notifications, stderr, garbage lines."""
+    steps = list(handshake("2025-11-25"))
+    for i in range(10, 22):
+        params: dict[str, Any] = {"name": "echo", "arguments": {"i": i}}
+        if i % 4 == 0:
+            params["task"] = TASK
+        steps.append(c2s(req(i, "tools/call", params)))
+        if i % 3 == 0:
+            steps.append(s2c(note("notifications/progress", {"progressToken": i, "progress": 1})))
+        if i % 5 == 0:
+            steps.append(("err", f"working on {i}\n".encode()))
+    for i in (13, 10, 11, 15, 12, 14):
+        steps.append(s2c(res(i, {"content": [{"type": "text", "text": f"r{i}"}]} if i != 12 else {"content": [{"text": "no type"}]})))
+    steps += [s2c(res(16, {"task": {"taskId": "t1", "status": "working", "createdAt": "2025-01-01T00:00:00Z", "ttl": 60000}})),
+              s2c(err(17)), s2c(res(17)), s2c(res(99)), s2c(b"not json at all\n"), c2s(req(30, "ping")),
+              s2c(res(18, {"content": "wrong"})), s2c(res(30)), *([("gap", "test gap")] if gap else []), c2s(req(31, "tools/list")),
+              s2c(res(20, {"content": []})), ("eof", "c2s"), ("exit", 0)]
+    return record(tmp_path / name, steps, end=end)
+
+
+def test_clean_and_busy_captures_at_every_split(tmp_path: Path) -> None:
+    _same_at_every_split(busy(tmp_path), must_scan=True)
+    _same_at_every_split(busy(tmp_path, "killed.jsonl", end=False), must_scan=True)
+    faulty = record(tmp_path / "faulty.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(99)), s2c(res(2)), s2c(res(2)), s2c(
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\r\n')])
+    _same_at_every_split(faulty, must_scan=True)
+    rep = check_capture(str(busy(tmp_path)))
+    assert {"shape.invalid_result", "capture.gap"} <= set(rep.groups)     # the captures do exercise findings
+
+
+def _edited(tmp_path: Path, name: str, fn: Any, tail: bytes = b"") -> Path:
+    src = busy(tmp_path, f"src-{name}", gap=False)     # a gap record makes the digests unverifiable
+    return _write(tmp_path / name, fn(_records(src)), tail)
+
+
+def _drop(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rs if not (r.get("type") == "message" and r.get("id") == 11 and r["dir"] == "c2s")]
+
+
+def _swap(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    i = next(i for i, r in enumerate(rs) if r.get("type") == "message" and r.get("id") == 12)
+    rs[i], rs[i + 1] = rs[i + 1], rs[i]
+    return rs
+
+
+def _tamper(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in rs:
+        if r.get("type") == "message" and r.get("id") == 13 and r["dir"] == "s2c":
+            r["json"]["result"]["content"][0]["text"] = "edited"
+        if r.get("type") == "stderr":
+            r["data"] = "edited\n"
+    return rs
+
+
+def _after_end(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    end = rs.pop()
+    return rs[:-3] + [end] + rs[-3:]
+
+
+def _raw_and_b64(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in rs:
+        if r.get("type") == "message" and r.get("id") == 14:
+            r["raw"] = orjson.dumps(r.pop("json")).decode() + "\n"
+        if r.get("type") == "message" and r.get("id") == 15 and r["dir"] == "s2c":
+            r["raw_b64"] = base64.b64encode(orjson.dumps(r.pop("json")) + b"\n").decode()
+        if r.get("type") == "message" and r.get("id") == 16 and r["dir"] == "c2s":
+            r["findings"] = [{"code": "jsonrpc.unmatched_response", "severity": "odd", "message": "hand-made"}]
+    return rs
+
+
+def _dup_seq(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in rs:
+        if r.get("type") == "message" and r.get("id") == 19:
+            r["seq"] = 5
+    return rs
+
+
+def _gap_seq(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(r, seq=r["seq"] + 7) if isinstance(r.get("seq"), int) and r["seq"] > 20 else r for r in rs]
+
+
+@pytest.mark.parametrize("name, fn, tail, code", [
+    ("dropped", _drop, b"", "capture.out_of_sequence"), ("swapped", _swap, b"", "capture.out_of_sequence"),
+    ("tampered", _tamper, b"", "capture.digest_mismatch"), ("after-end", _after_end, b"", "capture.out_of_sequence"),
+    ("raw", _raw_and_b64, b"", "jsonrpc.unmatched_response"), ("dup-seq", _dup_seq, b"", "capture.out_of_sequence"),
+    ("seq-jump", _gap_seq, b"", "capture.out_of_sequence"),
+    ("truncated", lambda rs: rs[:-1], b'{"type":"message","seq":9', "capture.truncated"),
+    ("cut-record", lambda rs: rs[:20] + [{"type": "gap", "seq": 21, "t_us": 1, "reason": "disk full"}] + rs[20:], b"", "capture.gap"),
+])
+def test_edited_captures_at_every_split(tmp_path: Path, name: str, fn: Any, tail: bytes, code: str) -> None:
+    path = _edited(tmp_path, name, fn, tail)
+    if name == "cut-record":           # a record cut by a failed write, then the writer's gap record
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:20] + [b'{"type":"message","se\n'] + lines[20:]))
+    assert code in check_capture(str(path)).groups
+    assert _split(path, None, 2)[0] is not None        # one scan handles them all
+    _same_at_every_split(path, keeps=(2,))
+
+
+STDIO = wires("stdio") + [as_stdio(w) for w in wires("http") if w.case in ("B09", "B10")]
+
+
+@pytest.mark.skipif(not STDIO, reason=f"handed cases not found at {CASES}")
+def test_fault_cases_at_every_split(tmp_path: Path) -> None:
+    for i, w in enumerate(STDIO):
+        path = tmp_path / f"{i}-{w.case}.jsonl"
+        record_wire(w, path)
+        _same_at_every_split(path, keeps=(3,))
+
+
+def test_chunk_records_and_other_rules_go_the_reference_way(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5)
+    for data in handshake():
+        rec.stdio_bytes(Direction(data[0]), data[1])
+    rec.stdio_unframed(Direction.C2S, req(2, "tools/list") + req(3, "ping"))
+    rec.stdio_bytes(Direction.S2C, res(2, {"tools": []}) + res(3))
+    rec.close()
+    assert parallel._fast(str(path), 3, True, 1) is None
+    assert _shape(parallel.check_capture(str(path))) == _shape(check_capture(str(path)))
+    other = _write(tmp_path / "other.jsonl", [dict(r, rules="sha256:0") if r["type"] == "header" else r for r in _records(busy(tmp_path))])
+    assert parallel._fast(str(other), 3, True, 1) is None
+    assert _shape(parallel.check_capture(str(other))) == _shape(check_capture(str(other)))
+
+
+def test_two_processes_give_the_one_process_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real fork: child scan, pickled state, stream bytes through temporary files."""
+    monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
+    used = []
+    real = parallel._Child
+
+    def spy(*a: Any) -> Any:
+        used.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(parallel, "_Child", spy)
+    steps = list(handshake())
+    for i in range(2, 3000):
+        steps += [c2s(req(i, "tools/call", {"name": "echo", "arguments": {"i": i}})), ("err", b"x" * (i % 7) + b"\n")]
+        if i > 5:
+            steps.append(s2c(res(i - 3, {"content": [{"type": "text", "text": str(i)}]} if i % 500 else {"content": 1})))
+    big = record(tmp_path / "big.jsonl", steps)
+    for path in (big, busy(tmp_path), _edited(tmp_path, "tampered.jsonl", _tamper), _edited(tmp_path, "dropped.jsonl", _drop)):
+        for keep in (1, 3):
+            assert _shape(parallel.check_capture(str(path), keep, workers=2)) == _shape(check_capture(str(path), keep))
+    assert used
+    assert "capture.digest_mismatch" in parallel.check_capture(str(tmp_path / "tampered.jsonl"), workers=2).groups
+    assert "capture.digest_mismatch" not in parallel.check_capture(str(big), workers=2).groups
+
+
+def test_unreadable_captures_raise_as_the_reference_does(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"header","format":"mcptap-capture","version":99}\n')
+    with pytest.raises(CaptureReadError, match="version 99"):
+        parallel.check_capture(str(bad))
+    corrupt = _write(tmp_path / "corrupt.jsonl", _records(busy(tmp_path)), b"")
+    lines = corrupt.read_bytes().splitlines(keepends=True)
+    corrupt.write_bytes(b"".join(lines[:9] + [b"{oops\n"] + lines[9:]))
+    with pytest.raises(CaptureReadError) as want:
+        check_capture(str(corrupt))
+    with pytest.raises(CaptureReadError) as got:
+        parallel.check_capture(str(corrupt), workers=1)
+    assert str(got.value) == str(want.value)
