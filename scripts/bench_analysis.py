@@ -1,19 +1,36 @@
 #!/usr/bin/env python3
 """Throughput and memory of `mcptap check` and `mcptap show` on big captures.
 
-Generates a synthetic stdio capture of N messages (default 1,000,000: a
-handshake, then tools/call requests with varying arguments, a progress
-notification every tenth call, and their responses), then runs
+Default: generates a synthetic stdio capture of N messages (default
+1,000,000: a handshake, then tools/call requests with varying arguments, a
+progress notification every tenth call, and their responses), then runs
 `mcptap check` and `mcptap show --format json` on it as subprocesses and prints
 messages/s and peak RSS (from wait4, per child). Memory must be flat: the
 same command on a capture 10x smaller should peak at about the same RSS.
+
+--recorded (issue 13 item 4, analysis throughput): two 1,000,000-message
+captures written by the real Recorder, as `mcptap record` writes them:
+
+* ``plain``: the traffic above, one message record per message (recorded
+  annotations and rules fingerprint real, so `check` reuses them);
+* ``chunks``: a server flood of notifications forwarded in 64 KiB chunks while
+  analysis falls behind for two chunks in three, so most bytes are stored as
+  raw ``chunk`` records (Recorder.stdio_unframed) and are framed and annotated
+  by `check` (re-annotation from the bytes).
+
+For each, the same run measures, as subprocesses with process start included
+(wall time, CPU time of the process and its children, peak RSS): the
+baselines ``wc -l`` and ``parse`` (a `python -c` that reads and orjson-parses
+every line of the same file), then `mcptap check` and `mcptap check --full`,
+and prints messages/s and each time as a multiple of the ``parse`` baseline,
+so the figures mean something on a loaded machine.
 
     .venv/bin/python scripts/bench_analysis.py                 # 1,000,000 and 100,000 messages
     .venv/bin/python scripts/bench_analysis.py -n 200000 --small 20000
     .venv/bin/python scripts/bench_analysis.py --profile 50000 # cProfile of the re-annotation path
     .venv/bin/python scripts/bench_analysis.py --no-shapes     # without schema shape checks
-    .venv/bin/python scripts/bench_analysis.py --recorded      # captures written by a real Recorder
-                                                               # (same rules: annotations reused, shapes added)
+    .venv/bin/python scripts/bench_analysis.py --recorded      # check / check --full on recorded captures
+    .venv/bin/python scripts/bench_analysis.py --recorded --keep /tmp/caps --repeat 3   # reuse the captures, best of 3
 """
 
 from __future__ import annotations
@@ -29,7 +46,14 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = 100_000  # messages/s
+TARGET = 100_000  # messages/s (the synthetic default mode)
+TARGETS = {"check": 300_000, "check --full": 150_000}   # messages/s, --recorded (issue 13 item 4)
+PARSE = ("import sys, orjson\n"
+         "n = 0\n"
+         "with open(sys.argv[1], 'rb') as fp:\n"
+         "    for line in fp:\n"
+         "        orjson.loads(line)\n"
+         "        n += 1\n")
 
 
 def generate(path: Path, n: int) -> int:
@@ -111,13 +135,109 @@ def generate_recorded(path: Path, n: int) -> int:
     return count
 
 
-def measure(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """Run ``mcptap ARGS`` with stdout to /dev/null: (seconds, peak RSS KiB, exit status)."""
+def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
+    """A server flood written the way `mcptap record` writes it when analysis
+    falls behind: a handshake, then ``n - 3`` notifications server to client,
+    forwarded in ``chunk``-byte pieces (cut anywhere, as reads are); the
+    recorder annotates one piece in three and stores the others unframed as
+    ``chunk`` records (Recorder.stdio_unframed, as the stdio hand-off does
+    while more than its bound waits). Returns the message count."""
+    sys.path.insert(0, str(ROOT))
+    from mcptap.capture.writer import CaptureWriter
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+
+    t = {"v": 0}
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench-flood"]}, clock=lambda: t["v"])
+    dumps = orjson.dumps
+    hello = [(Direction.C2S, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}),
+             (Direction.S2C, {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {"logging": {}},
+                                                                     "serverInfo": {"name": "b", "version": "1"}}}),
+             (Direction.C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    for d, m in hello:
+        t["v"] += 50
+        rec.stdio_bytes(d, dumps(m) + b"\n")
+    buf = bytearray()
+    pieces = 0
+
+    def feed(data: bytes) -> None:
+        nonlocal pieces
+        t["v"] += 500
+        if pieces % 3 == 0:
+            rec.stdio_bytes(Direction.S2C, data)
+        else:
+            rec.stdio_unframed(Direction.S2C, data)
+        pieces += 1
+
+    for i in range(n - len(hello)):
+        buf += dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": "flood", "data": f"line {i}"}})
+        buf += b"\n"
+        while len(buf) >= chunk:
+            feed(bytes(buf[:chunk]))
+            del buf[:chunk]
+    if buf:
+        feed(bytes(buf))
+    rec.stdio_eof(Direction.C2S)
+    rec.stdio_eof(Direction.S2C)
+    rec.close(exit_code=0)
+    return n
+
+
+def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None) -> tuple[float, float, int, int]:
+    """Run ``mcptap ARGS`` (or ``argv``) with stdout to /dev/null: (wall
+    seconds, CPU seconds of it and its children, peak RSS KiB, exit status)."""
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=ROOT, env=env)
+        proc = subprocess.Popen(argv or [sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=ROOT, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - t0, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, str]) -> int:
+    """The --recorded mode (module doc): both captures, baselines, check, check --full."""
+    d = Path(keep or tempfile.mkdtemp(prefix="mcptap-bench-"))
+    d.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str, float, float, float, int, int]] = []
+    try:
+        for name, gen in (("plain", generate_recorded), ("chunks", generate_chunked)):
+            path = d / f"bench-{name}-{n}.jsonl"
+            if not path.exists():
+                t0 = time.perf_counter()
+                gen(path, n)
+                print(f"generated {name}: {path.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", flush=True)
+            chunks = path.read_bytes().count(b'\n{"type":"chunk",')
+            print(f"{name}: {n:,} messages, {path.stat().st_size / 2**20:.0f} MiB, {chunks:,} chunk records", flush=True)
+            cmds = [("wc -l", None, ["wc", "-l", str(path)]),
+                    ("parse", None, [sys.executable, "-c", PARSE, str(path)]),
+                    ("check", ["check", "--fail-on", "never", str(path)], None),
+                    ("check --full", ["check", "--full", "--fail-on", "never", str(path)], None)]
+            best: dict[str, tuple[float, float, int, int]] = {}
+            for _ in range(repeat):
+                for label, args, argv in cmds:       # interleaved, so a load change hits all alike
+                    r = measure(args or [], env, argv)
+                    if label not in best or r[0] < best[label][0]:
+                        best[label] = r
+            base = best["parse"][0]
+            for label, _, _ in cmds:
+                wall, cpu, rss, status = best[label]
+                rows.append((name, label, wall, cpu, wall / base, rss, status))
+                print(f"  {label:<14} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse  "
+                      f"peak RSS {rss / 1024:5.0f} MiB  exit {status}", flush=True)
+    finally:
+        if keep is None:
+            for p in d.glob("bench-*"):
+                p.unlink()
+            d.rmdir()
+    print()
+    for name, label, wall, _, ratio, _, _ in rows:
+        if label in TARGETS:
+            target = TARGETS[label]
+            base = wall / ratio
+            verdict = "meets" if n / wall >= target else "BELOW"
+            print(f"{name:<7} {label:<14} {n / wall:>10,.0f} msg/s: {verdict} the {target:,} msg/s target; {ratio:.2f}x this run's parse "
+                  f"baseline ({base:.2f}s; the target is {n / target / base:.2f}x it)")
+    return 0
 
 
 def profile(n: int, shapes: bool) -> None:
@@ -147,26 +267,30 @@ def main() -> int:
     ap.add_argument("--profile", type=int, metavar="N", help="profile check on an N-message capture and exit")
     ap.add_argument("--no-shapes", action="store_true", help="pass --no-shapes (skip schema shape checks)")
     ap.add_argument("--recorded", action="store_true",
-                    help="generate the captures through a real Recorder, as `mcptap record` writes them "
-                         "(check/show then reuse the recorded annotations and add shape checks)")
+                    help="check and check --full on 1,000,000-message captures written by the real Recorder "
+                         "(plain message records; chunk records), against same-run baselines")
+    ap.add_argument("--keep", metavar="DIR", help="--recorded: keep (and reuse) the generated captures in DIR")
+    ap.add_argument("--repeat", type=int, default=1, help="--recorded: runs per command (the best is shown)")
     args = ap.parse_args()
     if args.profile:
         profile(args.profile, not args.no_shapes)
         return 0
     env = dict(os.environ, NO_COLOR="1")
+    if args.recorded:
+        return recorded_throughput(args.n, args.keep, args.repeat, env)
     extra = ["--no-shapes"] if args.no_shapes else []
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for n in (args.small, args.n):
             path = Path(d) / f"bench-{n}.jsonl"
             t0 = time.perf_counter()
-            count = generate_recorded(path, n) if args.recorded else generate(path, n)
+            count = generate(path, n)
             gen = time.perf_counter() - t0
             size = path.stat().st_size
             print(f"generated {count:,} messages ({size / 2**20:.0f} MiB) in {gen:.1f}s", flush=True)
             for label, cli in (("check", ["check", "--fail-on", "never", *extra, str(path)]),
                                ("show --format json", ["show", "--format", "json", *extra, str(path)])):
-                secs, rss, status = measure(cli, env)
+                secs, _, rss, status = measure(cli, env)
                 rows.append((label, count, secs, count / secs, rss))
                 print(f"  {label:<20} {secs:7.1f}s  {count / secs:>9,.0f} msg/s  peak RSS {rss / 1024:6.0f} MiB  exit {status}", flush=True)
             path.unlink()

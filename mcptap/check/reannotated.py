@@ -13,7 +13,6 @@ from mcptap.capture.fields import record_findings
 from mcptap.capture.integrity import Integrity
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.protocol.codes import finding
-from mcptap.reannotate import reannotate
 
 
 class Reannotated:
@@ -63,6 +62,8 @@ class Reannotated:
         self._src_done = True
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        from mcptap.reannotate import reannotate     # the recorder and every rule: not needed by check's fast scan
+
         for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
             typ = rec.get("type")
             if typ == "end":

@@ -26,7 +26,38 @@ from mcptap.escape import escape_controls
 COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serve", "diff", "export", "demo", "ls", "prune", "wrap", "unwrap")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """The command group, importing a command's module when it is first
+    needed: ``mcptap check`` imports what check needs, not the HTTP tap or
+    trio (process start counts in every command). Anything that reads
+    ``commands`` (help listing, completion, tests) gets every command."""
+
+    _commands: dict[str, click.Command]
+    _all = False
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        if not self._all:
+            self._all = True
+            for name in COMMAND_MODULES:
+                if name not in self._commands:
+                    _load_command(self, name)
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._commands = dict(value)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self._commands and cmd_name in COMMAND_MODULES:
+            _load_command(self, cmd_name)
+        return self._commands.get(cmd_name)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        self._commands[name or cmd.name or ""] = cmd
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcptap")
 def mcptap() -> None:
     """mcptap: a transparent recording proxy (tap) for the Model Context Protocol."""
@@ -42,25 +73,23 @@ def _broken(name: str, error: str) -> click.Command:
     return stub
 
 
-def _load_commands(group: click.Group) -> None:
-    for name in COMMAND_MODULES:
-        modname = f"mcptap.cli.{name}"
-        try:
-            module = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            if exc.name == modname:
-                continue
-            group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
-            continue
-        except Exception as exc:  # noqa: BLE001 - keep the other commands usable
-            group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
-            continue
-        command = getattr(module, "command", None)
-        if isinstance(command, click.Command):
-            group.add_command(command, command.name or name)
-
-
-_load_commands(mcptap)
+def _load_command(group: click.Group, name: str) -> None:
+    """Add command ``name`` from its module ``mcptap.cli.<name>`` (a missing
+    module: nothing; one that fails to import: a stub saying why)."""
+    modname = f"mcptap.cli.{name}"
+    try:
+        module = importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name == modname:
+            return
+        group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
+        return
+    except Exception as exc:  # noqa: BLE001 - keep the other commands usable
+        group.add_command(_broken(name, f"{type(exc).__name__}: {exc}"), name)
+        return
+    command = getattr(module, "command", None)
+    if isinstance(command, click.Command):
+        group.add_command(command, command.name or name)
 
 
 def main(argv: list[str] | None = None) -> None:
