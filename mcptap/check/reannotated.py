@@ -62,7 +62,8 @@ class Reannotated:
         self._src_done = True
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        from mcptap.reannotate import reannotate     # the recorder and every rule: not needed by check's fast scan
+        # here: the recorder and every rule, which check's fast scan does not need
+        from mcptap.reannotate import reannotate
 
         for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
             typ = rec.get("type")
