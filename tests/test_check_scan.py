@@ -23,6 +23,7 @@ from mcptap.check.report import CaptureReport, check_capture
 from mcptap.check.scan import Scan, Unsupported
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction
+from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.recorder import Recorder
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 from test_cases_stdio import record_wire
@@ -72,10 +73,23 @@ def _split(path: Path, k: int | None, keep: int, shapes: bool = True) -> tuple[C
     return a.report(str(path), header, tallies), absorbed
 
 
+def _same_full(path: Path, keep: int, must_scan: bool) -> None:
+    """check --full's fast scan (FullScan) gives the reference's --full report."""
+    want = _shape(check_capture(str(path), keep, reuse=False))
+    if must_scan:
+        assert parallel._fast(str(path), keep, True, 1, reuse=False) is not None
+    assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=1)) == want
+
+
 def _same_at_every_split(path: Path, must_scan: bool = False, keeps: tuple[int, ...] = (1, 3)) -> None:
     n = len(path.read_bytes().splitlines())
+    reused = orjson.loads(path.read_bytes().split(b"\n", 1)[0]).get("rules") == rules_fingerprint()
     for keep in keeps:
+        _same_full(path, keep, must_scan)
         want = _shape(check_capture(str(path), keep))
+        assert _shape(parallel.check_capture(str(path), keep, workers=1)) == want
+        if not reused:              # other rules: re-annotated (FullScan), no reuse scan to split
+            continue
         one, _ = _split(path, None, keep)
         if must_scan:
             assert one is not None, "the fast scan gave up on a capture it must handle"
@@ -211,7 +225,7 @@ def test_fault_cases_at_every_split(tmp_path: Path) -> None:
         _same_at_every_split(path, keeps=(3,))
 
 
-def test_chunk_records_and_other_rules_go_the_reference_way(tmp_path: Path) -> None:
+def test_chunk_records_and_other_rules_are_re_annotated(tmp_path: Path) -> None:
     path = tmp_path / "chunks.jsonl"
     rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5)
     for data in handshake():
@@ -219,11 +233,38 @@ def test_chunk_records_and_other_rules_go_the_reference_way(tmp_path: Path) -> N
     rec.stdio_unframed(Direction.C2S, req(2, "tools/list") + req(3, "ping"))
     rec.stdio_bytes(Direction.S2C, res(2, {"tools": []}) + res(3))
     rec.close()
-    assert parallel._fast(str(path), 3, True, 1) is None
-    assert _shape(parallel.check_capture(str(path))) == _shape(check_capture(str(path)))
+    assert {"chunk", "message"} <= {r["type"] for r in _records(path)}
+    assert _shape(parallel.check_capture(str(path), workers=1)) == _shape(check_capture(str(path)))
+    assert parallel._fast(str(path), 3, True, 1) is not None                  # re-annotated by FullScan
+    _same_full(path, 3, True)
     other = _write(tmp_path / "other.jsonl", [dict(r, rules="sha256:0") if r["type"] == "header" else r for r in _records(busy(tmp_path))])
-    assert parallel._fast(str(other), 3, True, 1) is None
     assert _shape(parallel.check_capture(str(other))) == _shape(check_capture(str(other)))
+    assert parallel._fast(str(other), 3, True, 1) is not None
+
+
+def test_a_flood_stored_as_chunk_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the stdio hand-off writes a flood while analysis is behind: pieces
+    cut anywhere, most stored unframed; in one process and with the child."""
+    monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
+    path = tmp_path / "flood.jsonl"
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5)
+    for d, data in handshake():
+        rec.stdio_bytes(Direction(d), data)
+    flood = b"".join(note("notifications/message", {"level": "info", "data": f"line {i}"}) for i in range(3000))
+    flood += b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud"}}\n' + res(77)
+    for i, at in enumerate(range(0, len(flood), 4000)):
+        piece = flood[at:at + 4000]
+        if i % 3 == 0:
+            rec.stdio_bytes(Direction.S2C, piece)
+        else:
+            rec.stdio_unframed(Direction.S2C, piece)
+    rec.stdio_eof(Direction.S2C)
+    rec.close()
+    want = check_capture(str(path))
+    assert want.messages == 3005 and {"shape.invalid_params", "jsonrpc.unmatched_response"} <= set(want.groups)
+    for workers in (1, 2):
+        assert _shape(parallel.check_capture(str(path), workers=workers)) == _shape(want)
+    _same_full(path, 3, True)
 
 
 def test_two_processes_give_the_one_process_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,3 +305,13 @@ def test_unreadable_captures_raise_as_the_reference_does(tmp_path: Path) -> None
     with pytest.raises(CaptureReadError) as got:
         parallel.check_capture(str(corrupt), workers=1)
     assert str(got.value) == str(want.value)
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_the_example_captures_at_every_split(name: str) -> None:
+    """HTTP captures and the format sample, as checked in (other rules: re-annotated)."""
+    _same_at_every_split(DATA / name, keeps=(3,))
+    assert parallel._fast(str(DATA / name), 3, True, 1, reuse=False) is not None

@@ -1,4 +1,4 @@
-"""``check`` of one capture on two cores (level 4: files and a child process).
+"""``check`` of one capture file, fast (level 4: files and a child process).
 
 A capture written under the current rules is checked by the fast scan
 (mcptap/check/scan.py): this process scans the first half of its records
@@ -8,10 +8,11 @@ adds to each stream digest (through unnamed temporary files, so memory stays
 flat); this process hashes them after its own and merges the state
 (``Scan.absorb``), which gives exactly the report one pass gives. When the
 halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
-second half itself. Anything the fast scan does not handle, every other
-capture (re-annotation needed: ``--full``, other rules, ``chunk`` records;
-gzip; standard input) and any capture error go the reference way
-(``report.check_capture``), which also words the errors.
+second half itself. A capture that needs re-annotation (``--full``, other
+rules, ``chunk`` records) goes through :class:`~mcptap.check.fullscan.FullScan`
+in this process (the annotator's state is sequential). Anything the scans do
+not handle (damaged records), gzip, standard input and every capture error go
+the reference way (``report.check_capture``), which also words the errors.
 
     check_capture(path, keep=3, shapes=True, reuse=True) -> CaptureReport
 """
@@ -28,8 +29,9 @@ from typing import IO, Any
 
 from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
-from mcptap.capture.reader import CaptureStream
+from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.capture.source import add_bytes_read
+from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
@@ -45,8 +47,8 @@ def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = T
     """Check one capture file, as ``report.check_capture`` does (the same
     report), on up to ``workers`` processes (default: 2 when this process may
     run on two cores). Raises CaptureReadError."""
-    if reuse and path != "-":
-        rep = _fast(path, keep, shapes, _cores() if workers is None else workers)
+    if path != "-":
+        rep = _fast(path, keep, shapes, _cores() if workers is None else workers, reuse)
         if rep is not None:
             return rep
     return reference_check(path, keep, shapes, reuse)
@@ -59,11 +61,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _fast(path: str, keep: int, shapes: bool, workers: int) -> CaptureReport | None:
+def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) -> CaptureReport | None:
     stream = CaptureStream(path)        # the reader's checks and errors for the header
     stream.close()
     header = stream.header
-    if stream.version != VERSION or not header.get("rules") or header.get("rules") != rules_fingerprint():
+    if stream.version != VERSION:
         return None
     if shapes:
         from mcptap.protocol import shapes as shape_rules
@@ -78,30 +80,56 @@ def _fast(path: str, keep: int, shapes: bool, workers: int) -> CaptureReport | N
             return None                 # gzip: the reference reader decompresses it
         start = len(fp.readline())
         size = os.fstat(fp.fileno()).st_size
-        mid = _middle(fp, start, size) if workers > 1 and size - start >= SPLIT_BYTES else None
         tallies = {name: StreamTally() for name in STREAMS}
+        if reuse and header.get("rules") and header.get("rules") == rules_fingerprint():
+            try:
+                return _reuse(path, fp, header, keep, shapes, workers, start, size, tallies)
+            except Unsupported as exc:
+                if str(exc) != "chunk record" or not has_chunks(path):
+                    return None
+                tallies = {name: StreamTally() for name in STREAMS}
+        return _full(path, fp, header, keep, shapes, start, size, tallies)
 
-        def hashed(name: str, data: bytes) -> None:
-            tallies[name].sha.update(data)
 
-        scan = Scan(header.get("transport"), keep, shapes, True, hashed)
-        child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
-        try:
-            scan.run(_lines(fp, start, mid if mid is not None else size, child))
-            if child is not None:
-                assert mid is not None
-                state = child.result()
-                scan.flush()
-                if state is not None and scan.absorb(state):
-                    child.hash_into(tallies)
-                else:
-                    scan.run(_lines(fp, mid, size, None))
-            scan.end_of_input()
-        except Unsupported:
-            return None
-        finally:
-            if child is not None:
-                child.close()
+def _full(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: bool, start: int, size: int,
+          tallies: dict[str, StreamTally]) -> CaptureReport | None:
+    """Re-annotation (--full, other rules, chunk records): one process."""
+    def hashed(name: str, data: bytes) -> None:
+        tallies[name].sha.update(data)
+
+    scan = FullScan(header, keep, shapes, hashed)
+    try:
+        scan.run(_lines(fp, start, size, None))
+        scan.end_of_input()
+    except Unsupported:
+        return None
+    return scan.report(path, tallies)
+
+
+def _reuse(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: bool, workers: int, start: int, size: int,
+           tallies: dict[str, StreamTally]) -> CaptureReport:
+    """Recorded annotations reused: two processes when the capture is big. Raises Unsupported."""
+    mid = _middle(fp, start, size) if workers > 1 and size - start >= SPLIT_BYTES else None
+
+    def hashed(name: str, data: bytes) -> None:
+        tallies[name].sha.update(data)
+
+    scan = Scan(header.get("transport"), keep, shapes, True, hashed)
+    child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
+    try:
+        scan.run(_lines(fp, start, mid if mid is not None else size, child))
+        if child is not None:
+            assert mid is not None
+            state = child.result()
+            scan.flush()
+            if state is not None and scan.absorb(state):
+                child.hash_into(tallies)
+            else:
+                scan.run(_lines(fp, mid, size, None))
+        scan.end_of_input()
+    finally:
+        if child is not None:
+            child.close()
     return scan.report(path, header, tallies)
 
 
@@ -151,8 +179,8 @@ class _Child:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
                 self._run(w, path, transport, keep, shapes, mid, size)
                 status = 0
-            except BaseException:  # noqa: BLE001 - the parent then scans this half itself
-                self.shared[8] = 1
+            except BaseException as exc:  # noqa: BLE001 - the parent then scans this half itself
+                self.shared[8] = 2 if isinstance(exc, Unsupported) and str(exc) == "chunk record" else 1
             finally:
                 os._exit(status)
         os.close(w)
@@ -197,7 +225,7 @@ class _Child:
         add_bytes_read(b - self.counted)
         self.counted = b
         if self.shared[8]:
-            raise Unsupported("the second half needs the reference check")
+            raise Unsupported("chunk record" if self.shared[8] == 2 else "the second half needs the reference check")
 
     def result(self) -> dict[str, Any] | None:
         """The child's scan state, or None when it failed."""

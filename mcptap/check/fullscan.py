@@ -1,0 +1,221 @@
+"""The fast ``check`` of a capture that needs re-annotation (level 3, pure):
+``--full``, a capture written under other rules, one with ``chunk`` records.
+
+The reference (``report.check_capture``) streams the records through the
+reader, the integrity check, ``reannotate``, ``Reannotated`` and
+``check_stream``, a generator each. :class:`FullScan` does the same work in
+one loop over the capture's lines: one ``orjson.loads`` a line, the reader's
+record checks for the common message shape inlined, the integrity check's
+digests hashed in large blocks, each record replayed through the same
+``Reannotator`` (so every finding is today's rules' own), its records grouped
+as they come. tests/test_check_scan.py proves the same report for every
+capture there. Anything unusual (a damaged record) raises
+:class:`~mcptap.check.scan.Unsupported`: the caller takes the reference way.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
+from mcptap.capture.reader import _malformed
+from mcptap.check.reannotated import capture_findings
+from mcptap.check.report import CaptureReport, add_finding
+from mcptap.check.scan import FLUSH_BYTES, Unsupported
+from mcptap.protocol.codes import finding
+from mcptap.reannotate import Reannotator
+
+_DIRS = ("c2s", "s2c")
+
+
+class FullScan:
+    """Re-annotation and grouping of one capture's lines (after the header).
+
+    ``header``: the header record; ``keep``: first places kept per code;
+    ``shapes``: schema shape checks; ``on_bytes(stream, data)`` receives, in
+    order, the bytes the integrity check hashes per stream. :meth:`run` the
+    lines, :meth:`end_of_input`, then :meth:`report`. Raises Unsupported."""
+
+    def __init__(self, header: dict[str, Any], keep: int, shapes: bool, on_bytes: Callable[[str, bytes], None]) -> None:
+        self.header = header
+        self.keep = keep
+        self.on_bytes = on_bytes
+        self.rec = Reannotator.for_header(header, shapes, light=True)
+        self.stdio = header.get("transport") == "stdio"
+        self.rep = CaptureReport("", header.get("transport"), header.get("started"))
+        self.methods: dict[Any, Any] = {}       # open request seq -> method (check_stream's)
+        self.n = 0                              # source records read
+        self.old_end: dict[str, Any] | None = None
+        self.had_end = False
+        self.counts = {"c2s": [0, 0], "s2c": [0, 0], "stderr": [0, 0]}
+        self.bufs: dict[str, list[bytes]] = {"c2s": [], "s2c": [], "stderr": []}
+        self.buffered = 0
+        self.gaps = 0
+        self.gap_since_last = False
+        self.last_seq: int | None = None
+        self.order: list[Any] = []
+        self.end_seen: dict[str, Any] | None = None    # the integrity check's end record (the last)
+        self.pending: bytes | None = None
+        self.truncated = False
+
+    def run(self, lines: Iterable[bytes]) -> None:
+        loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
+        replay, rec = self.rec.replay, self.rec
+        for line in lines:
+            try:
+                r = loads(line)
+            except JSONDecodeError:
+                if self.pending is not None:
+                    raise Unsupported("corrupt record") from None
+                self.pending = line
+                continue
+            if self.pending is not None:
+                if not (isinstance(r, dict) and r.get("type") == "gap"):
+                    raise Unsupported("corrupt record")
+                self.pending = None
+            if type(r) is not dict or type(r.get("type")) is not str:
+                raise Unsupported("record is not an object with a type")
+            typ = r["type"]
+            seq = r.get("seq")
+            t = r.get("t_us")
+            if (typ != "message" or type(seq) is not int or (t is not None and type(t) is not int) or r.get("dir") not in _DIRS
+                    or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
+                    or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)):
+                bad = _malformed(r)             # the rarer shapes get the reader's full check
+                if bad is not None:
+                    raise Unsupported(bad)
+            self.n += 1
+            self._integrity(r, typ, seq)
+            # reannotate(): the replay clock, the end record kept aside
+            if type(t) is int:
+                rec.t_us = t
+            if typ == "end":
+                self.old_end = r
+                self.had_end = True
+                continue
+            line_no = self.n + 1
+            for out in replay(r):
+                self._group(out, line_no)
+
+    def _integrity(self, r: dict[str, Any], typ: str, seq: Any) -> None:
+        """capture/integrity.Integrity.feed, its digests hashed in blocks."""
+        if typ == "gap":
+            self.gaps += 1
+            self.gap_since_last = True
+        if type(seq) is int:
+            last = self.last_seq
+            if last is not None and len(self.order) < 5:
+                f = sequence_finding(seq, typ, last, self.gap_since_last)
+                if f is not None:
+                    self.order.append(f)
+            self.last_seq = seq if last is None else max(seq, last)
+            self.gap_since_last = False
+        if self.end_seen is not None and typ != "end":
+            self.order.append(finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record"))
+        data: bytes | None = None
+        stream = None
+        if typ == "message":
+            stream = r["dir"]
+            self.counts[stream][1] += 1
+            if self.stdio:
+                raw = r.get("raw")
+                if raw is not None:
+                    data = raw.encode("utf-8")
+                elif "raw_b64" in r:
+                    data = base64.b64decode(r["raw_b64"])
+                else:
+                    try:
+                        data = orjson.dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
+                    except (TypeError, orjson.JSONEncodeError):
+                        data = b""
+        elif typ == "chunk":
+            d = r.get("dir")
+            if d in _DIRS and self.stdio:
+                stream = d
+                raw, b64 = r.get("data"), r.get("data_b64")
+                if not isinstance(raw, (str, type(None))) or not isinstance(b64, (str, type(None))):
+                    raise Unsupported("chunk record data is not a string")
+                data = raw.encode("utf-8") if raw is not None else base64.b64decode(b64) if b64 is not None else b""
+        elif typ == "stderr":
+            stream = "stderr"
+            self.counts[stream][1] += 1
+            raw = r.get("data")
+            data = raw.encode("utf-8") if raw is not None else base64.b64decode(r["data_b64"]) if "data_b64" in r else b""
+        elif typ == "end":
+            self.end_seen = r
+        if data is not None and stream is not None:
+            self.counts[stream][0] += len(data)
+            self.bufs[stream].append(data)
+            self.buffered += len(data)
+            if self.buffered > FLUSH_BYTES:
+                self.flush()
+
+    def _group(self, out: dict[str, Any], line: int) -> None:
+        """check_stream for one re-annotated record (not the end)."""
+        rep = self.rep
+        rep.records += 1
+        typ = out.get("type")
+        t = out.get("t_us")
+        if isinstance(t, int) and t > rep.duration_us:
+            rep.duration_us = t
+        method = out.get("method")
+        if typ == "message":
+            rep.messages += 1
+            if out.get("kind") == "request":
+                self.methods[out["seq"]] = method
+            elif "pair" in out:
+                method = self.methods.pop(out["pair"], None)
+        fs = out.get("findings")
+        if typ == "gap" and not fs:       # Reannotated's
+            lost = f" ({out['dropped_records']} records lost)" if out.get("dropped_records") else ""
+            fs = [finding("capture.gap", f"part of the traffic was not recorded: {out.get('reason', 'no reason given')}{lost}").to_json()]
+        if not isinstance(fs, list) or not fs:
+            return
+        tt = t if isinstance(t, int) else None
+        for f in fs:
+            add_finding(rep.groups, rep.severities, self.keep, f, out.get("seq"), tt, line, out.get("dir"), method)
+
+    def flush(self) -> None:
+        for name, buf in self.bufs.items():
+            if buf:
+                self.on_bytes(name, b"".join(buf))
+                buf.clear()
+        self.buffered = 0
+
+    def end_of_input(self) -> None:
+        self.flush()
+        if self.pending is not None:
+            if self.pending.endswith(b"\n"):
+                raise Unsupported("corrupt record")
+            self.truncated = True
+            self.pending = None
+
+    def report(self, path: str, tallies: dict[str, StreamTally]) -> CaptureReport:
+        """The capture's report; ``tallies``: the streams' SHA-256 of every byte ``on_bytes`` received."""
+        rep = self.rep
+        rep.path = path
+        end = self.rec.end_record(self.old_end)
+        for name, (nbytes, nmsg) in self.counts.items():
+            tallies[name].bytes, tallies[name].messages = nbytes, nmsg
+        integrity = Integrity.restore(self.header.get("transport"), tallies, self.end_seen, self.gaps, self.order)
+        capture = capture_findings(self.truncated, self.had_end, end, integrity)
+        rep.records += 1
+        t = end.get("t_us")
+        if isinstance(t, int) and t > rep.duration_us:
+            rep.duration_us = t
+        rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
+        rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
+        u, un = end.get("findings"), end.get("unanswered")
+        fs = list(u if isinstance(u, list) else un if isinstance(un, list) else []) + capture
+        line = self.n + 1 if self.had_end else None
+        for f in fs:
+            where = end.get("method")
+            if isinstance(f.get("data"), dict):
+                where = f["data"].get("method", where)
+            add_finding(rep.groups, rep.severities, self.keep, f, None, t if isinstance(t, int) else None, line, end.get("dir"), where)
+        return rep
+
