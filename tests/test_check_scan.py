@@ -315,3 +315,16 @@ def test_the_example_captures_at_every_split(name: str) -> None:
     """HTTP captures and the format sample, as checked in (other rules: re-annotated)."""
     _same_at_every_split(DATA / name, keeps=(3,))
     assert parallel._fast(str(DATA / name), 3, True, 1, reuse=False) is not None
+
+
+def test_big_integer_ids_at_every_split(tmp_path: Path) -> None:
+    """Ids beyond 64 bits (orjson reads them as floats; the reader re-parses such records exactly)."""
+    big, u64, i64 = 2**80 + 1, 2**64 + 5, -(2**63) - 1
+    path = record(tmp_path / "big.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % big), c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % u64),
+        s2c(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % big), c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i64),
+        s2c(b'{"jsonrpc":"2.0","id":%d,"result":{"x":1}}\n' % (big + 1)), c2s(b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}\n'),
+        s2c(b'[{"jsonrpc":"2.0","id":%d,"result":{}}]\n' % u64), ("exit", 0)], end=True)
+    _same_at_every_split(path, must_scan=True)
+    killed = record(tmp_path / "killed.jsonl", handshake() + [c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % big)], end=False)
+    _same_at_every_split(killed, must_scan=True)

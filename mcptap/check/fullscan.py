@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
-from mcptap.capture.reader import _malformed
+from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
@@ -79,6 +79,8 @@ class FullScan:
                 self.pending = None
             if type(r) is not dict or type(r.get("type")) is not str:
                 raise Unsupported("record is not an object with a type")
+            if type(r.get("id")) is float or "members" in r or r["type"] == "end":
+                r = exact_ids(r, line)              # big integers (the reader's rule)
             typ = r["type"]
             seq = r.get("seq")
             t = r.get("t_us")

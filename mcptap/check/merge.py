@@ -20,6 +20,8 @@ from mcptap.model import SEVERITY_RANK as _RANK
 from mcptap.model import Direction, Finding, Kind, severity_counts
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+#: a later run's last t_us while it has read none (pickles as itself)
+UNSET = "\x00unset"
 
 
 def merge_groups(groups: dict[str, CodeGroup], sev: dict[str, int],
@@ -129,7 +131,9 @@ def absorb(self: Any, b: dict[str, Any]) -> bool:
         self.end = b["end"]
     if b["any_seq"]:
         self.any_seq = True
-        self.last_rec_seq, self.last_t = b["last_rec_seq"], b["last_t"]
+        self.last_rec_seq = b["last_rec_seq"]
+        if b["last_t"] != UNSET:
+            self.last_t = b["last_t"]
         self.gap_since_last = b["gap_since_last"]
     else:
         self.gap_since_last = self.gap_since_last or b["gap_since_last"]

@@ -28,8 +28,8 @@ from typing import Any
 import orjson
 
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
-from mcptap.capture.reader import _malformed
-from mcptap.check.merge import absorb
+from mcptap.capture.reader import _malformed, exact_ids
+from mcptap.check.merge import UNSET, absorb
 from mcptap.check.reannotated import capture_findings
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
@@ -79,7 +79,7 @@ class Scan:
         self.deferred: list[tuple[int, dict[str, Any], Any]] = []
         self.end: dict[str, Any] | None = None
         self.last_rec_seq: int | None = None     # seq and t_us of the last record with a seq
-        self.last_t: Any = 0
+        self.last_t: Any = 0 if first else UNSET  # (a later run: the t_us before it is not known)
         self.any_seq = False
         # integrity (capture/integrity.Integrity, inlined)
         self.counts = {"c2s": [0, 0], "s2c": [0, 0], "stderr": [0, 0]}   # stream -> [bytes, messages]
@@ -123,6 +123,8 @@ class Scan:
                 self.pending = None
             if type(rec) is not dict:
                 raise Unsupported("record is not an object")
+            if type(rec.get("id")) is float or "members" in rec or rec.get("type") == "end":
+                rec = exact_ids(rec, line)          # big integers (the reader's rule)
             n += 1
             typ: Any = rec.get("type")
             seq: Any = rec.get("seq")
