@@ -184,18 +184,23 @@ def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
     return n
 
 
-def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None) -> tuple[float, float, int, int]:
-    """Run ``mcptap ARGS`` (or ``argv``) with stdout to /dev/null: (wall
-    seconds, CPU seconds of it and its children, peak RSS KiB, exit status)."""
+def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None, root: Path = ROOT) -> tuple[float, float, int, int]:
+    """Run ``mcptap ARGS`` (or ``argv``) with stdout to /dev/null, from the
+    checkout ``root``: (wall seconds, CPU seconds of it and its children,
+    peak RSS KiB, exit status)."""
+    if root != ROOT:
+        env = dict(env, PYTHONPATH=str(root))
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv or [sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=ROOT, env=env)
+        proc = subprocess.Popen(argv or [sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=root, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
     return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
 
 
-def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, str]) -> int:
-    """The --recorded mode (module doc): both captures, baselines, check, check --full."""
+def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, str], before: Path | None = None) -> int:
+    """The --recorded mode (module doc): both captures, baselines, check, check
+    --full; ``before``: another checkout (e.g. main) whose check and check --full
+    are measured in the same run too."""
     d = Path(keep or tempfile.mkdtemp(prefix="mcptap-bench-"))
     d.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, str, float, float, float, int, int]] = []
@@ -208,21 +213,23 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
                 print(f"generated {name}: {path.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", flush=True)
             chunks = path.read_bytes().count(b'\n{"type":"chunk",')
             print(f"{name}: {n:,} messages, {path.stat().st_size / 2**20:.0f} MiB, {chunks:,} chunk records", flush=True)
-            cmds = [("wc -l", None, ["wc", "-l", str(path)]),
-                    ("parse", None, [sys.executable, "-c", PARSE, str(path)]),
-                    ("check", ["check", "--fail-on", "never", str(path)], None),
-                    ("check --full", ["check", "--full", "--fail-on", "never", str(path)], None)]
+            cmds = [("wc -l", None, ["wc", "-l", str(path)], ROOT),
+                    ("parse", None, [sys.executable, "-c", PARSE, str(path)], ROOT),
+                    ("check", ["check", "--fail-on", "never", str(path)], None, ROOT),
+                    ("check --full", ["check", "--full", "--fail-on", "never", str(path)], None, ROOT)]
+            if before is not None:
+                cmds += [(f"{label} (before)", args, None, before) for label, args, argv, _ in cmds[2:]]
             best: dict[str, tuple[float, float, int, int]] = {}
             for _ in range(repeat):
-                for label, args, argv in cmds:       # interleaved, so a load change hits all alike
-                    r = measure(args or [], env, argv)
+                for label, args, argv, root in cmds:       # interleaved, so a load change hits all alike
+                    r = measure(args or [], env, argv, root)
                     if label not in best or r[0] < best[label][0]:
                         best[label] = r
             base = best["parse"][0]
-            for label, _, _ in cmds:
+            for label, _, _, _ in cmds:
                 wall, cpu, rss, status = best[label]
                 rows.append((name, label, wall, cpu, wall / base, rss, status))
-                print(f"  {label:<14} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse  "
+                print(f"  {label:<23} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse  "
                       f"peak RSS {rss / 1024:5.0f} MiB  exit {status}", flush=True)
     finally:
         if keep is None:
@@ -231,11 +238,11 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
             d.rmdir()
     print()
     for name, label, wall, _, ratio, _, _ in rows:
-        if label in TARGETS:
-            target = TARGETS[label]
+        if label.removesuffix(" (before)") in TARGETS:
+            target = TARGETS[label.removesuffix(" (before)")]
             base = wall / ratio
             verdict = "meets" if n / wall >= target else "BELOW"
-            print(f"{name:<7} {label:<14} {n / wall:>10,.0f} msg/s: {verdict} the {target:,} msg/s target; {ratio:.2f}x this run's parse "
+            print(f"{name:<7} {label:<23} {n / wall:>10,.0f} msg/s: {verdict} the {target:,} msg/s target; {ratio:.2f}x this run's parse "
                   f"baseline ({base:.2f}s; the target is {n / target / base:.2f}x it)")
     return 0
 
@@ -271,13 +278,15 @@ def main() -> int:
                          "(plain message records; chunk records), against same-run baselines")
     ap.add_argument("--keep", metavar="DIR", help="--recorded: keep (and reuse) the generated captures in DIR")
     ap.add_argument("--repeat", type=int, default=1, help="--recorded: runs per command (the best is shown)")
+    ap.add_argument("--before", metavar="CHECKOUT", type=Path,
+                    help="--recorded: also measure check and check --full of another checkout (e.g. main) in the same run")
     args = ap.parse_args()
     if args.profile:
         profile(args.profile, not args.no_shapes)
         return 0
     env = dict(os.environ, NO_COLOR="1")
     if args.recorded:
-        return recorded_throughput(args.n, args.keep, args.repeat, env)
+        return recorded_throughput(args.n, args.keep, args.repeat, env, args.before)
     extra = ["--no-shapes"] if args.no_shapes else []
     rows = []
     with tempfile.TemporaryDirectory() as d:

@@ -24,7 +24,7 @@ import os
 import pickle
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from mcptap.capture.format import VERSION
@@ -40,7 +40,7 @@ from mcptap.protocol.fingerprint import rules_fingerprint
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
 STREAMS = ("c2s", "s2c", "stderr")
-_EVERY = 4096           # lines between progress updates / looks at the other process
+BATCH = 1 << 18         # bytes of lines read at a time (progress and a look at the child between them)
 
 
 def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = True, workers: int | None = None) -> CaptureReport:
@@ -99,7 +99,7 @@ def _full(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: b
 
     scan = FullScan(header, keep, shapes, hashed)
     try:
-        scan.run(_lines(fp, start, size, None))
+        _feed(scan, fp, start, size)
         scan.end_of_input()
     except Unsupported:
         return None
@@ -117,7 +117,7 @@ def _reuse(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: 
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
     child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
     try:
-        scan.run(_lines(fp, start, mid if mid is not None else size, child))
+        _feed(scan, fp, start, mid if mid is not None else size, child)
         if child is not None:
             assert mid is not None
             state = child.result()
@@ -125,7 +125,7 @@ def _reuse(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: 
             if state is not None and scan.absorb(state):
                 child.hash_into(tallies)
             else:
-                scan.run(_lines(fp, mid, size, None))
+                _feed(scan, fp, mid, size)
         scan.end_of_input()
     finally:
         if child is not None:
@@ -141,26 +141,41 @@ def _middle(fp: IO[bytes], start: int, size: int) -> int | None:
     return mid if start < mid < size else None
 
 
-def _lines(fp: IO[bytes], start: int, end: int, child: _Child | None) -> Iterator[bytes]:
-    """The lines in bytes [start, end) of ``fp`` (both line boundaries),
-    counting progress (the child's too)."""
+def _batches(fp: IO[bytes], start: int, end: int, progress: Callable[[int], None]) -> Iterator[list[bytes]]:
+    """The lines in bytes [start, end) of ``fp`` (both line boundaries), in
+    lists of about ``BATCH`` bytes (split by the file object, in C);
+    ``progress(bytes)`` after each list."""
     fp.seek(start)
     pos = start
-    done = start
-    n = 0
-    for line in fp:
-        pos += len(line)
-        yield line
-        n += 1
-        if n == _EVERY:
-            n = 0
-            add_bytes_read(pos - done)
-            done = pos
-            if child is not None:
-                child.progress()
-        if pos >= end:
-            break
-    add_bytes_read(pos - done)
+    while pos < end:
+        batch = fp.readlines(BATCH)
+        if not batch:
+            return
+        after = fp.tell()
+        if after > end:                 # the last list reaches past the range: cut it at ``end``
+            for i, line in enumerate(batch):
+                pos += len(line)
+                if pos >= end:
+                    del batch[i + 1:]
+                    break
+        else:
+            pos = after
+        progress(pos - start)
+        yield batch
+
+
+def _feed(scan: Scan | FullScan, fp: IO[bytes], start: int, end: int, child: _Child | None = None) -> None:
+    """Feed ``scan`` the lines in bytes [start, end), counting progress (the child's too)."""
+    done = [0]
+
+    def progress(n: int) -> None:
+        add_bytes_read(n - done[0])
+        done[0] = n
+        if child is not None:
+            child.progress()
+
+    for batch in _batches(fp, start, end, progress):
+        scan.run(batch)
 
 
 class _Child:
@@ -193,21 +208,14 @@ class _Child:
             files[name].write(data)
 
         scan = Scan(transport, keep, shapes, False, spill)
+        shared = self.shared
+
+        def progress(n: int) -> None:
+            shared[:8] = n.to_bytes(8, "little")
+
         with open(path, "rb") as fp:
-            fp.seek(mid)
-            pos = mid
-            n = 0
-            lines = []
-            for line in fp:
-                pos += len(line)
-                lines.append(line)
-                n += 1
-                if n == _EVERY:
-                    scan.run(lines)
-                    lines.clear()
-                    n = 0
-                    self.shared[:8] = (pos - mid).to_bytes(8, "little")
-            scan.run(lines)
+            for batch in _batches(fp, mid, size, progress):
+                scan.run(batch)
         scan.end_of_input()
         for f in files.values():
             f.flush()
