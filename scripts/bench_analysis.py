@@ -148,7 +148,7 @@ def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
     from mcptap.recorder import Recorder
 
     t = {"v": 0}
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench-flood"]}, clock=lambda: t["v"])
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["bench-flood"]}, clock=lambda: t["v"], started="2026-01-01T00:00:00.000000Z")
     dumps = orjson.dumps
     hello = [(Direction.C2S, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                  "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}),

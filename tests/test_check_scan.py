@@ -227,7 +227,7 @@ def test_fault_cases_at_every_split(tmp_path: Path) -> None:
 
 def test_chunk_records_and_other_rules_are_re_annotated(tmp_path: Path) -> None:
     path = tmp_path / "chunks.jsonl"
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5)
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5, started="2026-01-01T00:00:00.000000Z")
     for data in handshake():
         rec.stdio_bytes(Direction(data[0]), data[1])
     rec.stdio_unframed(Direction.C2S, req(2, "tools/list") + req(3, "ping"))
@@ -247,7 +247,7 @@ def test_a_flood_stored_as_chunk_records(tmp_path: Path, monkeypatch: pytest.Mon
     cut anywhere, most stored unframed; in one process and with the child."""
     monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
     path = tmp_path / "flood.jsonl"
-    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5)
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["x"]}, clock=lambda: 5, started="2026-01-01T00:00:00.000000Z")
     for d, data in handshake():
         rec.stdio_bytes(Direction(d), data)
     flood = b"".join(note("notifications/message", {"level": "info", "data": f"line {i}"}) for i in range(3000))
