@@ -179,7 +179,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     extra: dict[str, Any] = {}
     if result.recorder_error:
         extra["recorder_error"] = result.recorder_error
-    with closing_phase(live is not None) as signalled:
+    with closing_phase() as signalled:      # a host's SIGTERM now waits for the end record (a few ms)
         if live is not None:
             live.close()            # its notes go in before the end record
         try:

@@ -17,6 +17,13 @@ even that cannot keep up (a disk slower than the relay) and ``LOSE_BYTES``
 wait, chunks are not queued: their size is, as a ``gap`` record in order
 (principle 3: the capture says so). Forwarding never waits for any of this.
 
+The recorder thread runs at idle CPU priority (``priority``), so it never
+delays the relay, the server or the host. When the session ends (``boost``)
+it goes back to normal priority, or, where that is not allowed, hands the
+queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked to
+stop) stores everything still queued unframed, so the end record is written
+at once.
+
 ``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
 gets the GIL promptly while the recorder annotates (it then drains the copy
 pipe 1 MiB at a time).
@@ -34,26 +41,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Message
-from mcptap.transport import relay_child
+from mcptap.transport import priority, relay_child
 
 SPILL_BYTES = 2 << 20
 LOSE_BYTES = 16 << 20
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
-NICE = 19                   # analysis threads yield the CPU to the relay, the server and the host
-
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
 _CHUNK, _LOST, _SPILLED, _STOP = object(), object(), object(), object()
-
-
-def lower_priority() -> None:
-    """Lower the calling thread's CPU priority (Linux: per thread; elsewhere
-    a no-op), so analysis never competes with forwarding for a core."""
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + NICE))
-    except (OSError, AttributeError):
-        pass
 
 
 class TapRecorder(Protocol):
@@ -109,13 +104,50 @@ class Handoff:
         #: items taken by the recorder so far (the tap's end waits while it moves)
         self.progress = 0
         self._switch = sys.getswitchinterval()
+        self._boost = False                   # the session is ending: normal CPU priority
+        self._low_ident: int | None = None   # the recorder thread at idle priority (threading ident)
+        self._handed_over = False             # it could not leave it: a fresh thread took over
+        self._hurry = False                   # mcptap must stop: store the rest unframed
+        self._nice = priority.process_nice()
 
     def start(self) -> None:
         self._started = True
         self.rec.clock = lambda: self._now
         sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
-        self._thread = threading.Thread(target=self._run, name="mcptap-recorder", daemon=True)
+        self._thread = threading.Thread(target=self._run_low, name="mcptap-recorder", daemon=True)
         self._thread.start()
+
+    def boost(self) -> None:
+        """The session is ending: analysis runs at normal priority from now on
+        (a host kills a server that lingers), in the recorder thread itself
+        if the OS allows it, else in a fresh thread started here (call it from
+        a normal-priority thread). Idempotent."""
+        with self._lock:
+            if self._boost or self._thread is None:
+                self._boost = True
+                return
+            self._boost = True
+            old = self._thread
+
+        def take_over() -> None:
+            old.join()
+            if self._handed_over:
+                self._run()
+
+        self._bell.put(None)                  # an idle recorder thread wakes up and sees it
+        self._thread = threading.Thread(target=take_over, name="mcptap-recorder", daemon=True)
+        self._thread.start()
+
+    @property
+    def hurried(self) -> bool:
+        return self._hurry
+
+    def hurry(self) -> None:
+        """mcptap was asked to stop (a host's SIGTERM): everything still
+        queued is stored unframed (``chunk`` records, annotated later by
+        check/show), so the end record follows at once; also ``boost``."""
+        self._hurry = True
+        self.boost()
 
     # -- producers (any thread) ------------------------------------------------
     @property
@@ -204,16 +236,39 @@ class Handoff:
 
     # -- the recorder thread ---------------------------------------------------------
     def _behind(self) -> bool:
-        if self._queued > SPILL_BYTES:
+        if self._boost and self._low_ident == threading.get_ident() and not self._leave_idle():
+            self._start_spilling()                # finish the chunk fast: the next thread takes over
+        if self._hurry or self._queued > SPILL_BYTES:
             if not self._spilling:
                 self.spills += 1
             self._spilling = True
         return self._spilling
 
+    def _start_spilling(self) -> None:
+        if not self._spilling:
+            self.spills += 1
+        self._spilling = True
+
+    def _leave_idle(self) -> bool:
+        """In the idle recorder thread, once boosted: back to normal priority
+        (True), or False: the thread must end and a fresh one take over."""
+        if priority.restore(self._nice):
+            self._low_ident = None
+            return True
+        return False
+
+    def _run_low(self) -> None:
+        if not self._boost and priority.idle():
+            self._low_ident = threading.get_ident()
+        self._run()
+
     def _run(self) -> None:
-        lower_priority()
         lock, q, rec = self._lock, self._q, self.rec
         while True:
+            if self._boost and self._low_ident == threading.get_ident() and not self._leave_idle():
+                self._low_ident = None
+                self._handed_over = True
+                return                            # take_over() goes on in a normal thread
             with lock:
                 if q:
                     item = q.popleft()
@@ -238,16 +293,14 @@ class Handoff:
                 continue
             try:
                 if kind is _CHUNK:
-                    if self._spilling and last:
+                    if self._spilling and last and not self._hurry:
                         self._spilling = False        # caught up: annotate again
                     if self._behind():
                         rec.stdio_unframed(item[2], item[3])
                     else:
                         rec.stdio_bytes(item[2], item[3], behind=self._behind)
                 elif kind is _SPILLED:
-                    if not self._spilling:
-                        self.spills += 1
-                        self._spilling = True
+                    self._start_spilling()
                     offset, n = item[3]
                     rec.stdio_unframed(item[2], os.pread(self.spill_fd, n, offset))
                 elif kind is _LOST:
@@ -270,9 +323,10 @@ READER_PAUSE_BYTES = 3 << 20
 def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable[[], None]) -> None:
     """The copy reader thread: feed the relay process's copy stream
     (``relay_child``) to ``h`` in order until it ends; ``stdout_done()`` once
-    the end of the server's stdout (or the host closing ours) is queued. Runs at low priority; pauses while more than
-    ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file)."""
-    lower_priority()
+    the end of the server's stdout (or the host closing ours) is queued. Pauses while more than
+    ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file).
+    Normal priority: it only moves items (little CPU), and at the end of a
+    session it must not wait for the CPU."""
     dirs = (Direction.C2S, Direction.S2C)
 
     def on_chunk(d: int, t: int, data: bytes) -> None:

@@ -56,14 +56,14 @@ from mcptap.protocol.codes import finding
 from mcptap.transport import stdio_os
 from mcptap.transport.handoff import Handoff, TapRecorder, read_copies
 from mcptap.transport.relay_child import start_relay
-from mcptap.transport.stdio_os import CHUNK, close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_stderr import StderrRelay
 
-STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
+HURRY_WAIT = 0.2               # s: those waits once mcptap was signalled (hosts kill 2 s after SIGTERM)
 RELAY_EXIT_WAIT = 5.0          # s without any copy moving before a lingering relay process is ended
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
 @dataclass(slots=True)
@@ -81,7 +81,7 @@ class TapResult:
     stderr_dropped: int = 0
 
 
-class StdioTap:
+class StdioTap(StderrRelay):
     """One run of the stdio tap. ``rec``: the Recorder (see docs/internals.md);
     ``argv``: the command; ``shown_argv``: argv as recorded (secrets scrubbed);
     ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: called
@@ -95,7 +95,7 @@ class StdioTap:
         self.rec = rec
         self.grace = grace
         self._say_direct = say or (lambda line: sys.stderr.write(f"mcptap: {line}\n"))
-        self.result = TapResult(exit_code=0)
+        self.result: TapResult = TapResult(exit_code=0)
         self._pgid = 0
         self._handoff = Handoff(rec, self._recorder_failed)
         self._token: trio.lowlevel.TrioToken | None = None
@@ -146,75 +146,85 @@ class StdioTap:
         behaviour."""
         ensure_std_fds()
         self._token = trio.lowlevel.current_trio_token()
-        try:
-            return await self._run()
-        finally:
-            await trio.to_thread.run_sync(self._handoff.stop)
-            close_fd(self._spill_fd)
-            if self._handoff.lost_bytes:
-                self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
-
-    async def _run(self) -> TapResult:
         with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
             try:
-                popen, in_w, out_r, err_r = spawn(self.argv)
-            except (OSError, ValueError) as exc:          # ValueError: NUL byte in argv
-                errnum = getattr(exc, "errno", None) or 0
-                reason = getattr(exc, "strerror", None) or str(exc)
-                self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
-                self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
-                self._rec(self.rec.process, "spawn_failed", argv=self.shown_argv, error=reason,
-                          errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
-                          findings=[finding("process.spawn_failed", self.result.spawn_error,
-                                            {"exit_code": self.result.exit_code})])
-                self.say(self.result.spawn_error)
-                return self.result
-            self._pgid = popen.pid
-            self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
-            # fork the relay first: fork copies only this thread, so before any other starts
-            capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
-            spill_dir = os.path.dirname(os.path.abspath(capture_path)) if isinstance(capture_path, str) else None
-            relay_pid, copy_r, ctl_w, spill_fd, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
-            self._handoff.spill_fd = spill_fd
-            for fd in (in_w, out_r):
-                os.close(fd)
-            detach_fd(0)            # only the relay process holds the host's stdin and stdout
-            detach_fd(1)
-            self._handoff.start()
-            child_err = trio.lowlevel.FdStream(err_r)
-            host_err = host_stream(2, threaded=True)
-            self._relay_started = True
-            try:
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    nursery.start_soon(self._forward_signals, signals, nursery)
-                    nursery.start_soon(self._stderr_reader, child_err)
-                    nursery.start_soon(self._stderr_writer, host_err)
-                    reader = trio.Event()
-                    nursery.start_soon(self._copy_reader, copy_r, reader)
-                    nursery.start_soon(self._status_reader, status_r)
-                    await self._wait_exit(popen)
-                    await self._finish()
-                    close_fd(ctl_w)                    # end a c2s pump still waiting for the host
-                    ctl_w = -1
-                    seen = -1
-                    while not reader.is_set():
-                        with trio.move_on_after(RELAY_EXIT_WAIT):
-                            await reader.wait()
-                        if not reader.is_set() and self._handoff.progress == seen:
-                            stdio_os.kill(relay_pid)    # no copy moved: a write to a server stdin nobody reads
-                            await reader.wait()
-                        seen = self._handoff.progress
-                    nursery.cancel_scope.cancel()
+                return await self._run(signals)
             finally:
-                self._relay_started = False
-                for stream in (child_err, host_err):
-                    await quiet_close(stream)
-                close_fd(ctl_w)
-                stdio_os.kill(relay_pid)
-                await trio.to_thread.run_sync(stdio_os.reap, relay_pid)
-                close_fd(copy_r)
-                self._spill_fd = spill_fd               # closed once the recorder is done with it
+                # the session is over: what is still queued is recorded at normal
+                # priority, and unframed if a host's SIGTERM says it wants us gone
+                self._handoff.boost()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._hurry_on, signals)
+                    await trio.to_thread.run_sync(self._handoff.stop)
+                    nursery.cancel_scope.cancel()
+                close_fd(self._spill_fd)
+                if self._handoff.lost_bytes:
+                    self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
+
+    async def _hurry_on(self, signals: Any) -> None:
+        async for _ in signals:
+            self._handoff.hurry()
+
+    async def _run(self, signals: Any) -> TapResult:
+        try:
+            popen, in_w, out_r, err_r = spawn(self.argv)
+        except (OSError, ValueError) as exc:          # ValueError: NUL byte in argv
+            errnum = getattr(exc, "errno", None) or 0
+            reason = getattr(exc, "strerror", None) or str(exc)
+            self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
+            self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
+            self._rec(self.rec.process, "spawn_failed", argv=self.shown_argv, error=reason,
+                      errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
+                      findings=[finding("process.spawn_failed", self.result.spawn_error,
+                                        {"exit_code": self.result.exit_code})])
+            self.say(self.result.spawn_error)
+            return self.result
+        self._pgid = popen.pid
+        self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
+        # fork the relay first: fork copies only this thread, so before any other starts
+        capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
+        spill_dir = os.path.dirname(os.path.abspath(capture_path)) if isinstance(capture_path, str) else None
+        relay_pid, copy_r, ctl_w, spill_fd, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
+        self._handoff.spill_fd = spill_fd
+        for fd in (in_w, out_r):
+            os.close(fd)
+        detach_fd(0)            # only the relay process holds the host's stdin and stdout
+        detach_fd(1)
+        self._handoff.start()
+        child_err = trio.lowlevel.FdStream(err_r)
+        host_err = host_stream(2, threaded=True)
+        self._relay_started = True
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._forward_signals, signals, nursery)
+                nursery.start_soon(self._stderr_reader, child_err)
+                nursery.start_soon(self._stderr_writer, host_err)
+                reader = trio.Event()
+                nursery.start_soon(self._copy_reader, copy_r, reader)
+                nursery.start_soon(self._status_reader, status_r)
+                await self._wait_exit(popen)
+                await self._finish()
+                close_fd(ctl_w)                    # end a c2s pump still waiting for the host
+                ctl_w = -1
+                seen = -1
+                while not reader.is_set():
+                    with trio.move_on_after(RELAY_EXIT_WAIT):
+                        await reader.wait()
+                    if not reader.is_set() and self._handoff.progress == seen:
+                        stdio_os.kill(relay_pid)    # no copy moved: a write to a server stdin nobody reads
+                        await reader.wait()
+                    seen = self._handoff.progress
+                nursery.cancel_scope.cancel()
+        finally:
+            self._relay_started = False
+            for stream in (child_err, host_err):
+                await quiet_close(stream)
+            close_fd(ctl_w)
+            stdio_os.kill(relay_pid)
+            await trio.to_thread.run_sync(stdio_os.reap, relay_pid)
+            close_fd(copy_r)
+            self._spill_fd = spill_fd               # closed once the recorder is done with it
         return self.result
 
     # -- process -------------------------------------------------------------
@@ -235,6 +245,7 @@ class StdioTap:
             fields["since_stdin_eof_s"] = round(trio.current_time() - self._stdin_eof_at, 3)
         self._exit_fields = fields
         self._exited.set()
+        self._handoff.boost()
 
     def _signal_group(self, signum: int, reason: str) -> None:
         try:
@@ -256,6 +267,7 @@ class StdioTap:
         received = 0
         async for signum in signals:
             received += 1
+            self._handoff.hurry()               # a host that signals us wants the capture finished now
             self._signal_group(signum, "forwarded")
             if received == 2:
                 self.say(f"{signame(signum)} again: stopping the server (SIGTERM, SIGKILL after {self.grace:g} s)")
@@ -284,26 +296,28 @@ class StdioTap:
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
 
+    def _wait(self, seconds: float) -> float:
+        """``seconds``, or at most ``HURRY_WAIT`` once mcptap was signalled."""
+        return min(seconds, HURRY_WAIT) if self._handoff.hurried else seconds
+
     async def _finish(self) -> None:
-        with trio.move_on_after(ORPHAN_WAIT):
+        with trio.move_on_after(self._wait(ORPHAN_WAIT)):
             await self._stdout_closed.wait()
         if not self._stdout_closed.is_set():
             self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
             await self._stdout_closed.wait()
         await self._stdout_done.wait()          # the copy stream is read up to the end of stdout: exit goes after it
-        with trio.move_on_after(STDERR_FLUSH_WAIT):
+        with trio.move_on_after(self._wait(STDERR_FLUSH_WAIT)):
             await self._stderr_read_done.wait()
         fields = dict(self._exit_fields)
         if self.result.stderr_dropped:
             fields["stderr_dropped"] = self.result.stderr_dropped
         self._rec(self.rec.exit, **fields)
         self._err_send.close()
-        with trio.move_on_after(STDERR_FLUSH_WAIT):
+        with trio.move_on_after(self._wait(STDERR_FLUSH_WAIT)):
             while self._err_buffered and not self._host_err_broken:
                 await trio.sleep(0.01)
-
-    # -- pumps ---------------------------------------------------------------
 
     # -- the copy stream from the relay process ----------------------------------
 
@@ -328,68 +342,19 @@ class StdioTap:
 
     async def _status_reader(self, status_r: int) -> None:
         try:
-            await stdio_os.read_status(status_r, self._stdin_eof, self._stdout_closed.set)
+            await stdio_os.read_status(status_r, self._stdin_eof, self._stdout_ended)
         finally:
             self._stdout_closed.set()
 
+    def _stdout_ended(self) -> None:
+        self._stdout_closed.set()
+        self._handoff.boost()
+
     def _stdin_eof(self) -> None:
+        self._handoff.boost()
         self._stdin_eof_at = trio.current_time()
         if self._nursery is not None:
             self._nursery.start_soon(self._after_stdin_eof)
-
-    async def _stderr_reader(self, child_err: Any) -> None:
-        try:
-            while True:
-                try:
-                    data = await child_err.receive_some(CHUNK)
-                except _BROKEN:
-                    data = b""
-                if not data:
-                    return
-                self._rec(self.rec.stderr, data)
-                self._stderr_out(data)
-        finally:
-            self._stderr_read_done.set()
-
-    _host_err_broken = False
-
-    def _stderr_out(self, data: bytes) -> None:
-        """Queue bytes for the host's stderr; never blocks."""
-        if self._host_err_broken:
-            return
-        if self._err_buffered + len(data) > STDERR_BUFFER:
-            self.result.stderr_dropped += len(data)
-            if not self._err_overflowing:
-                self._err_overflowing = True
-                self._rec(self.rec.process, "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
-                    "process.stderr_backpressure", f"the host is not draining mcptap's stderr: {self._err_buffered} bytes buffered, "
-                    "further server stderr is recorded but not shown until it drains")])
-            return
-        try:
-            self._err_send.send_nowait(data)
-        except (trio.ClosedResourceError, trio.WouldBlock):
-            return
-        self._err_buffered += len(data)
-
-    async def _stderr_writer(self, host_err: Any) -> None:
-        async for data in self._err_recv:
-            parts, size = [data], len(data)
-            while size < CHUNK:                     # coalesce a flood into fewer writes
-                try:
-                    more = self._err_recv.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-                parts.append(more)
-                size += len(more)
-            if not self._host_err_broken:
-                try:
-                    await host_err.send_all(b"".join(parts) if len(parts) > 1 else data)
-                except _BROKEN:
-                    self._host_err_broken = True
-            self._err_buffered -= size
-            if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
-                self._err_overflowing = False
-                self._rec(self.rec.process, "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
 
 
 async def run_stdio_tap(argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,

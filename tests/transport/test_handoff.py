@@ -230,3 +230,49 @@ def test_pump_forwards_in_order_and_reports_how_it_ended() -> None:
     assert pump(w2r, dst_w, lambda d: "tok")[0:2] == (BROKEN, "tok")
     for fd in (src_r, dst_w, stop_r, stop_w, w2r):
         os.close(fd)
+
+
+def test_handoff_boost_hands_over_to_a_normal_thread_where_idle_cannot_be_left(monkeypatch: Any) -> None:
+    from mcptap.transport import priority
+
+    monkeypatch.setattr(priority, "idle", lambda: "idle")           # as if SCHED_IDLE took
+    monkeypatch.setattr(priority, "restore", lambda nice=0: False)  # unprivileged: no way back
+    log = _Log()
+    threads: list[threading.Thread] = []
+    h = Handoff(log, lambda reason: None)
+    gate, entered = threading.Event(), threading.Event()
+
+    def process(event: str, **f: Any) -> None:
+        entered.set()
+        gate.wait(5)
+        threads.append(threading.current_thread())
+        log.calls.append(("process", event))
+
+    log.process = process  # type: ignore[method-assign]
+    h.start()
+    h.call(log.process, "spawn")
+    h.chunk(C2S, b"req\n")
+    entered.wait(5)                                                 # the idle thread is busy when boosted
+    h.boost()
+    h.call(log.process, "exit")
+    gate.set()
+    h.stop()
+    assert log.calls == [("process", "spawn"), ("unframed", (C2S, b"req\n")), ("process", "exit")] or \
+        log.calls == [("process", "spawn"), ("bytes", (C2S, b"req\n")), ("process", "exit")]
+    assert threads[0] is not threads[1], "the idle thread ends; a normal-priority one takes over the queue"
+
+
+def test_handoff_hurry_stores_the_rest_unframed() -> None:
+    log = _Log()
+    h = Handoff(log, lambda reason: None)
+    gate = threading.Event()
+    log.process = lambda event, **f: (gate.wait(5), log.calls.append(("process", event)))  # type: ignore[method-assign]
+    h.start()
+    h.call(log.process, "spawn")
+    h.chunk(S2C, b"one\n")
+    h.chunk(S2C, b"two\n")
+    h.hurry()
+    gate.set()
+    h.stop()
+    assert log.calls == [("process", "spawn"), ("unframed", (S2C, b"one\n")), ("unframed", (S2C, b"two\n"))]
+    assert h.hurried

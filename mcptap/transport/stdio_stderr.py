@@ -1,0 +1,94 @@
+"""The stdio tap's stderr path (trio): server stderr → recorder and a bounded
+buffer → host stderr.
+
+A host that stops draining stderr must never block the server (cases/B24):
+at most ``STDERR_BUFFER`` bytes wait for the host's stderr; beyond that,
+server stderr is still recorded but not shown until the host drains, and
+``process.stderr_backpressure`` says so. Used by ``stdio.StdioTap`` (a mixin:
+the tap's state lives there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import trio
+
+from mcptap.protocol.codes import finding
+from mcptap.transport.handoff import TapRecorder
+from mcptap.transport.stdio_os import CHUNK
+
+STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
+_BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+class _Dropped(Protocol):
+    stderr_dropped: int
+
+
+class StderrRelay:
+    """Mixin of ``StdioTap``: the attributes below are the tap's."""
+
+    rec: TapRecorder
+    result: _Dropped
+    _stderr_read_done: trio.Event
+    _err_send: trio.MemorySendChannel[bytes]
+    _err_recv: trio.MemoryReceiveChannel[bytes]
+    _err_buffered: int
+    _err_overflowing: bool
+    _rec: Callable[..., None]
+
+    async def _stderr_reader(self, child_err: Any) -> None:
+        try:
+            while True:
+                try:
+                    data = await child_err.receive_some(CHUNK)
+                except _BROKEN:
+                    data = b""
+                if not data:
+                    return
+                self._rec(self.rec.stderr, data)
+                self._stderr_out(data)
+        finally:
+            self._stderr_read_done.set()
+
+    _host_err_broken = False
+
+    def _stderr_out(self, data: bytes) -> None:
+        """Queue bytes for the host's stderr; never blocks."""
+        if self._host_err_broken:
+            return
+        if self._err_buffered + len(data) > STDERR_BUFFER:
+            self.result.stderr_dropped += len(data)
+            if not self._err_overflowing:
+                self._err_overflowing = True
+                self._rec(self.rec.process, "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
+                    "process.stderr_backpressure", f"the host is not draining mcptap's stderr: {self._err_buffered} bytes buffered, "
+                    "further server stderr is recorded but not shown until it drains")])
+            return
+        try:
+            self._err_send.send_nowait(data)
+        except (trio.ClosedResourceError, trio.WouldBlock):
+            return
+        self._err_buffered += len(data)
+
+    async def _stderr_writer(self, host_err: Any) -> None:
+        async for data in self._err_recv:
+            parts, size = [data], len(data)
+            while size < CHUNK:                     # coalesce a flood into fewer writes
+                try:
+                    more = self._err_recv.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                parts.append(more)
+                size += len(more)
+            if not self._host_err_broken:
+                try:
+                    await host_err.send_all(b"".join(parts) if len(parts) > 1 else data)
+                except _BROKEN:
+                    self._host_err_broken = True
+            self._err_buffered -= size
+            if self._err_overflowing and self._err_buffered <= STDERR_BUFFER // 2:
+                self._err_overflowing = False
+                self._rec(self.rec.process, "stderr_backpressure", state="recovered", dropped_bytes=self.result.stderr_dropped)
