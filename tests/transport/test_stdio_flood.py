@@ -21,6 +21,9 @@ NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"in
 SERVER = f"import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write({NOTE!r} * {N}); sys.stdout.flush()"
 SHRUNK = ("import mcptap.transport.relay_child as rc, mcptap.transport.handoff as h; "
           "rc.SPILL_BYTES = 0; h.READER_PAUSE_BYTES = 0; h.SPILL_BYTES = 1 << 16; "
+          # analysis made slow, so it is behind on any machine (the session's end raises its priority)
+          "import time, mcptap.recorder as r; slow = r.Recorder.stdio_bytes; "
+          "r.Recorder.stdio_bytes = lambda self, *a, **k: (time.sleep(0.05), slow(self, *a, **k))[1]; "
           "import sys; from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()")
 
 
@@ -50,3 +53,25 @@ def test_flood_with_the_recorder_behind_loses_nothing(tmp_path: Path) -> None:
     # the recorder being behind is not the server's doing: no digest or order
     # problem, and stdout was seen closed when it closed (not when the copy caught up)
     assert not codes & {"capture.digest_mismatch", "capture.out_of_sequence", "process.exited_but_stdout_open", "capture.gap"}, codes
+
+
+def test_host_flood_c2s_with_the_recorder_behind_is_stored_the_same_way(tmp_path: Path) -> None:
+    """The same on the host's side: stdin flooded while analysis is behind."""
+    cap = tmp_path / "cap.jsonl"
+    bye = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bye"}}\n'
+    server = f"import sys; n = sys.stdin.buffer.read().count(b'\\n'); sys.stdout.buffer.write({bye!r}); sys.exit(0 if n == {N} else 3)"
+    p = subprocess.run([sys.executable, "-c", SHRUNK, "record", "-q", "-o", str(cap), "--", sys.executable, "-c", server],
+                       input=NOTE * N, capture_output=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == bye
+    c = read_capture(str(cap))
+    c2s = b"".join((decode_bytes(r, "data") or b"") if r["type"] == "chunk" else
+                   (decode_bytes(r, "raw") or orjson.dumps(r["json"]) + r.get("eol", "\n").encode())
+                   for r in c.records if r["type"] in ("chunk", "message") and r["dir"] == "c2s")
+    assert c2s == NOTE * N
+    assert any(r["type"] == "chunk" and r["dir"] == "c2s" for r in c.records)
+    assert c.end is not None and c.end["c2s"]["sha256"] == hashlib.sha256(NOTE * N).hexdigest()
+    check = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(cap)],
+                           capture_output=True, timeout=120, cwd=ROOT)
+    report = orjson.loads(check.stdout)["captures"][0]
+    assert report["messages"] == N + 1 and report["complete"]
