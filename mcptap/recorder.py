@@ -30,6 +30,9 @@ C2S, S2C = Direction.C2S, Direction.S2C
 #: is raised (cases/B24: a host that never reads stderr blocks the server at
 #: the 64 KiB pipe buffer; 256 KiB in one interval is worth a look).
 STDERR_VOLUME = 256 * 1024
+#: bytes of one unfinished stdio line above which the rest of it is stored
+#: unframed (``chunk`` records) instead of being held for annotation
+LONG_LINE = 4 << 20
 
 
 class Recorder(RecordingState):
@@ -143,6 +146,13 @@ class Recorder(RecordingState):
                 self._unframed[direction] = rest.endswith(b"\n")
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
+        else:
+            if framer.buffered > LONG_LINE:
+                # a huge line is stored as it streams (chunk records, framed by check/show),
+                # never held whole: memory stays flat whatever a peer sends
+                held = framer.take_buffered()
+                self._chunk(direction, held, s.bytes - len(held), t)
+                self._unframed[direction] = held.endswith(b"\n")
         self._flush()
         return out
 

@@ -163,15 +163,20 @@ class Peer:
         _write_all(self.w, data)
 
     def line(self) -> bytes:
-        while True:
+        i = self.buf.find(b"\n")
+        if i < 0:
+            parts = [self.buf]                      # a list: a 100 MB line is not re-copied per read
+            while True:
+                chunk = os.read(self.r, 1 << 20)
+                if not chunk:
+                    raise EOFError("server closed stdout")
+                parts.append(chunk)
+                if b"\n" in chunk:
+                    break
+            self.buf = b"".join(parts)
             i = self.buf.find(b"\n")
-            if i >= 0:
-                out, self.buf = self.buf[: i + 1], self.buf[i + 1:]
-                return out
-            chunk = os.read(self.r, 1 << 20)
-            if not chunk:
-                raise EOFError("server closed stdout")
-            self.buf += chunk
+        out, self.buf = self.buf[: i + 1], self.buf[i + 1:]
+        return out
 
     def request(self, method: str, params: bytes = b"{}") -> bytes:
         self.next_id += 1
@@ -256,6 +261,20 @@ def status(pid: int) -> dict[str, int]:
     return out
 
 
+def relay_status(pid: int) -> dict[str, int]:
+    """VmHWM / VmRSS of mcptap's relay process (a fork of ``pid``: same
+    command line), or {} (other configurations)."""
+    try:
+        me = Path(f"/proc/{pid}/cmdline").read_bytes()
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for kid in kids:
+            if Path(f"/proc/{kid}/cmdline").read_bytes() == me:
+                return status(int(kid))
+    except OSError:
+        pass
+    return {}
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -331,6 +350,8 @@ def main() -> None:
         for name, peer in peers.items():
             if name != "direct":
                 hwm[name] = status(peer.proc.pid)
+            if name == "mcptap":
+                hwm["relay"] = relay_status(peer.proc.pid)
             peer.close()
         base = lats.get("direct")
         print(f"\nround trips: {args.rtt} per config, 10 interleaved blocks after 500 warm-up (µs)")
@@ -343,6 +364,8 @@ def main() -> None:
             added[name] = (a50, a99)
             rss = hwm.get(name, {}).get("VmRSS", 0) / 1024
             print(f"{name:9s} {p50:8.1f} {p99:8.1f} {a50:8.1f} {a99:8.1f} {rss:8.1f}")
+        if hwm.get("relay"):
+            print(f"mcptap RSS {hwm['mcptap']['VmRSS'] / 1024:.1f} MiB (target <= 40), its relay process {hwm['relay']['VmRSS'] / 1024:.1f} MiB")
         if "threaded" in added and "mcptap" in added:
             (t50, t99), (m50, m99) = added["threaded"], added["mcptap"]
             print(f"mcptap added p50 {m50:.1f} µs = {m50 / t50:.2f}x the threaded relay's {t50:.1f} (target <= 1.5x); "
@@ -354,6 +377,7 @@ def main() -> None:
             continue
         times: dict[str, list[float]] = {n: [] for n in flood_names}
         rss: dict[str, list[float]] = {n: [] for n in flood_names}
+        relay_rss: list[float] = []
         checks = []
         for rep in range(args.repeat):
             order = flood_names if rep % 2 == 0 else flood_names[::-1]
@@ -366,6 +390,8 @@ def main() -> None:
                 times[name].append(dt)
                 if name != "direct":
                     rss[name].append(status(peer.proc.pid)["VmHWM"] / 1024)
+                if name == "mcptap":
+                    relay_rss.append(relay_status(peer.proc.pid).get("VmHWM", 0) / 1024)
                 t_close = time.perf_counter()
                 code = peer.close()
                 t_close = time.perf_counter() - t_close
@@ -386,6 +412,8 @@ def main() -> None:
             med = statistics.median(times[name])
             print(f"  {name:9s} median {med:6.3f} s  ({args.flood / med:12,.0f} msg/s)  runs {', '.join(f'{t:.3f}' for t in times[name])}"
                   f"  peak RSS {max(rss[name], default=0):.1f} MiB")
+        if relay_rss:
+            print(f"  mcptap's relay process peak RSS {max(relay_rss):.1f} MiB")
         if "threaded" in times and "mcptap" in times:
             ratio = statistics.median(times["mcptap"]) / statistics.median(times["threaded"])
             print(f"  mcptap / threaded relay = {ratio:.2f}x (target <= 1.25x)")
@@ -401,8 +429,11 @@ def main() -> None:
             peer.handshake()
             dt, moved = peer.big(args.big)
             st = status(peer.proc.pid) if name != "direct" else {}
+            relay = relay_status(peer.proc.pid) if name == "mcptap" else {}
             peer.close()
-            print(f"  {name:9s} {moved / dt / 1e6:8.1f} MB/s  peak RSS {st.get('VmHWM', 0) / 1024:.1f} MiB")
+            extra = f" (relay process {relay['VmHWM'] / 1024:.1f} MiB)" if relay else ""
+            ratio = f" = {st['VmHWM'] * 1024 / args.big:.2f}x the message (target <= 2x)" if name == "mcptap" else ""
+            print(f"  {name:9s} {moved / dt / 1e6:8.1f} MB/s  peak RSS {st.get('VmHWM', 0) / 1024:.1f} MiB{ratio}{extra}")
     if capture.exists():
         print(f"capture: {capture.stat().st_size / 1e6:.1f} MB")
     for p in tmp.iterdir():

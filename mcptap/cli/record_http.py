@@ -20,7 +20,7 @@ import functools
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import trio
@@ -34,7 +34,9 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
 from mcptap.redact.engine import Redactor
-from mcptap.transport.http import HttpTap, HttpTapConfig
+
+if TYPE_CHECKING:
+    from mcptap.transport.http import HttpTap
 
 EX_USAGE, EX_IOERR = 2, 74
 
@@ -111,6 +113,8 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     except click.BadParameter as exc:
         _say(exc.format_message())
         return EX_USAGE
+    from mcptap.transport.http import HttpTap, HttpTapConfig  # here: `record -- CMD` (stdio) never loads the HTTP tap
+
     cfg = HttpTapConfig(upstream=upstream, listen_host=host, listen_port=port, allow_remote=allow_remote, keep_host=keep_host,
                         rewrite_endpoint=not no_endpoint_rewrite, cacert=cacert, record_secrets=record_secrets,
                         connect_timeout=connect_timeout, auth_rewrite=not no_auth_rewrite, idle_timeout=idle_timeout,

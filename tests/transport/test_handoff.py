@@ -276,3 +276,21 @@ def test_handoff_hurry_stores_the_rest_unframed() -> None:
     h.stop()
     assert log.calls == [("process", "spawn"), ("unframed", (S2C, b"one\n")), ("unframed", (S2C, b"two\n"))]
     assert h.hurried
+
+
+def test_a_huge_line_is_stored_as_it_streams_and_reframed_the_same(tmp_path: Path, monkeypatch: Any) -> None:
+    import mcptap.recorder as recorder_mod
+
+    big = b'{"jsonrpc":"2.0","id":2,"result":{"blob":"' + b"x" * 5000 + b'"}}\n'
+    lines = [LINES[0], LINES[1], LINES[2], LINES[3], big, LINES[7]]
+    dirs = [C2S, S2C, C2S, C2S, S2C, S2C]
+    events = [(d, line[i:i + 700], "frame") for d, line in zip(dirs, lines, strict=True) for i in range(0, len(line), 700)]
+    plain = _record(tmp_path, events, "plain.jsonl")
+    monkeypatch.setattr(recorder_mod, "LONG_LINE", 1000)
+    streamed = _record(tmp_path, events, "streamed.jsonl")
+    chunks = [r for r in read_capture(str(streamed)).records if r["type"] == "chunk"]
+    assert chunks and all(len(decode_bytes(c, "data") or b"") <= 1000 + 700 for c in chunks)   # never the whole line
+    assert not [r for r in read_capture(str(plain)).records if r["type"] == "chunk"]
+    for d in ("c2s", "s2c"):
+        assert _stream(streamed, d) == b"".join(b for dd, b, _ in events if dd.value == d)
+    assert _messages(streamed) == _messages(plain)
