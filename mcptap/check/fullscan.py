@@ -24,7 +24,7 @@ import orjson
 
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
-from mcptap.check.reannotated import capture_findings
+from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
 from mcptap.protocol.annotate import Annotator
@@ -206,7 +206,7 @@ class FullScan:
         for name, (nbytes, nmsg) in self.counts.items():
             tallies[name].bytes, tallies[name].messages = nbytes, nmsg
         integrity = Integrity.restore(self.header.get("transport"), tallies, self.end_seen, self.gaps, self.order)
-        capture = capture_findings(self.truncated, self.had_end, end, integrity)
+        capture = capture_findings(self.truncated, self.had_end, end, integrity, spill_name(self.header))
         rep.records += 1
         t = end.get("t_us")
         if isinstance(t, int) and t > rep.duration_us:

@@ -79,21 +79,29 @@ class Reannotated:
             yield rec
 
     def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:
-        return capture_findings(self._truncated(), self._had_end, end, self._integrity)
+        return capture_findings(self._truncated(), self._had_end, end, self._integrity, spill_name(self.header))
 
 
-def capture_findings(truncated: bool, had_end: bool, end: dict[str, Any], integrity: Integrity) -> list[dict[str, Any]]:
+def spill_name(header: dict[str, Any]) -> str | None:
+    """The stdio spill file a capture's header names (``mcptap recover``), or None."""
+    spill = header.get("spill")
+    return spill if isinstance(spill, str) else None
+
+
+def capture_findings(truncated: bool, had_end: bool, end: dict[str, Any], integrity: Integrity, spill: str | None = None) -> list[dict[str, Any]]:
     """The findings about the capture file itself, as finding dicts: a cut
     last line (``truncated``), no end record (``had_end`` False), a failed
     recording (the re-annotated ``end`` record's ``capture_error`` /
-    ``dropped_records``), then ``integrity``'s (order and digests)."""
+    ``dropped_records``), then ``integrity``'s (order and digests). ``spill``:
+    the header's stdio spill file name (``mcptap recover`` hint)."""
     out = []
     if truncated:
         out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
     if not had_end:
+        hint = f" (if {spill} is beside it, `mcptap recover` adds the bytes the killed tap had set aside there)" if spill else ""
         out.append(finding("capture.incomplete",
                            "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not "
-                           "judged"))
+                           f"judged{hint}"))
     if end.get("capture_error") or end.get("dropped_records"):
         out.append(finding("capture.gap", f"recording failed: {end.get('capture_error')} ({end.get('dropped_records', 0)} records lost)",
                            {"dropped_records": end.get("dropped_records", 0)}))

@@ -30,7 +30,7 @@ import orjson
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.merge import UNSET, absorb
-from mcptap.check.reannotated import capture_findings
+from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
@@ -350,7 +350,7 @@ class Scan:
             end_fs = u if isinstance(u, list) else un if isinstance(un, list) else []
             t = end.get("t_us")
             line = self.n + 1
-        capture = capture_findings(self.truncated, end is not None, end_rec if end is not None else {}, integrity)
+        capture = capture_findings(self.truncated, end is not None, end_rec if end is not None else {}, integrity, spill_name(header))
         rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
         rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
         if isinstance(t, int) and t > self.duration:

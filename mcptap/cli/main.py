@@ -23,7 +23,8 @@ from mcptap import __version__
 from mcptap.escape import escape_controls
 
 #: Command modules, in help order.
-COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serve", "diff", "export", "demo", "ls", "prune", "wrap", "unwrap")
+COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serve", "diff", "export", "demo", "ls", "prune", "wrap", "unwrap",
+                   "recover")
 
 
 class _LazyGroup(click.Group):

@@ -38,6 +38,7 @@ from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
+from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
 
 EX_IOERR = 74
@@ -166,8 +167,11 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
+    header: dict[str, Any] = {"name": name} if name else {}
+    if writer is not None and path is not None:
+        header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
     rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
-                       header_extra={"name": name} if name else None)
+                       header_extra=header or None)
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
         rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, _say, quiet)

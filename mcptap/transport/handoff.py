@@ -32,7 +32,6 @@ pipe 1 MiB at a time).
 from __future__ import annotations
 
 import collections
-import os
 import queue
 import sys
 import threading
@@ -42,6 +41,7 @@ from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Message
 from mcptap.transport import priority, relay_child
+from mcptap.transport.spill import SpillFile
 
 SPILL_BYTES = 2 << 20
 LOSE_BYTES = 16 << 20
@@ -100,7 +100,7 @@ class Handoff:
         self._now = 0
         self._thread: threading.Thread | None = None
         self._started = False
-        self.spill_fd = -1
+        self.spill: SpillFile | None = None
         #: items taken by the recorder so far (the tap's end waits while it moves)
         self.progress = 0
         self._switch = sys.getswitchinterval()
@@ -192,7 +192,7 @@ class Handoff:
         return self._queued
 
     def spilled(self, direction: Direction, offset: int, nbytes: int, t: int) -> None:
-        """A chunk the relay wrote to the spill file (``spill_fd``) at ``offset``."""
+        """A chunk the relay wrote to the spill file (``spill``) at file offset ``offset``."""
         self._put([QUEUED, _SPILLED, direction, (offset, nbytes), t, 0])
 
     def lost(self, direction: Direction, nbytes: int, t: int) -> None:
@@ -302,7 +302,8 @@ class Handoff:
                 elif kind is _SPILLED:
                     self._start_spilling()
                     offset, n = item[3]
-                    rec.stdio_unframed(item[2], os.pread(self.spill_fd, n, offset))
+                    assert self.spill is not None
+                    rec.stdio_unframed(item[2], self.spill.read(offset, n))
                 elif kind is _LOST:
                     rec.lost(item[2], item[3])
                 else:

@@ -41,19 +41,19 @@ import select
 import signal
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from mcptap.transport.forward import BROKEN, EOF, pump
+from mcptap.transport.spill import SpillFile
 
 HEADER = struct.Struct("<BBBqI")
 OFFSET = struct.Struct("<Q")
 #: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
-#: chunk was sent anyway); SPILLED: n bytes at a u64 offset (after the header)
-#: of the spill file; RAW: the unsent rest of an item (never on the wire)
+#: chunk was sent anyway); SPILLED: n bytes at a u64 file offset (after the
+#: header) of the spill file; RAW: the unsent rest of an item (never on the wire)
 CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
 C2S, S2C = 0, 1
 SPILL_BYTES = 4 << 20
@@ -74,11 +74,11 @@ class CopyQueue:
     is lost; only if the spill file cannot be written either is its size sent
     as ``LOST``."""
 
-    def __init__(self, clock: Callable[[], int], copy_fd: int, spill_fd: int) -> None:
+    def __init__(self, clock: Callable[[], int], copy_fd: int, spill: SpillFile) -> None:
         self._clock = clock
         self._fd = copy_fd
-        self._spill_fd = spill_fd
-        self._spill_off = 0
+        self._spill = spill
+        self._streamed = [0, 0]               # bytes read so far per direction (stream offsets)
         self._lock = threading.Lock()
         self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._q: collections.deque[list[Any]] = collections.deque()
@@ -91,6 +91,8 @@ class CopyQueue:
         n = len(data)
         with self._lock:
             t = self._clock()
+            offset = self._streamed[direction]
+            self._streamed[direction] = offset + n
             if not self._q:
                 done = self._write(HEADER.pack(CHUNK, direction, 0, t, n), data)
                 if done < 0:
@@ -100,13 +102,9 @@ class CopyQueue:
                     self._bell.put(None)
                     return None
             if self._queued > SPILL_BYTES:
-                try:
-                    written = os.pwrite(self._spill_fd, data, self._spill_off)
-                except OSError:
-                    written = -1
-                if written == n:
-                    self._q.append([SPILLED, direction, 0, t, n, self._spill_off])
-                    self._spill_off += n
+                at = self._spill.append(direction, t, offset, data)
+                if at >= 0:
+                    self._q.append([SPILLED, direction, 0, t, n, at])
                 else:
                     self._q.append([LOST, direction, 0, t, n, b""])
                 if len(self._q) == 1:
@@ -235,7 +233,7 @@ def _detach(fd: int) -> None:
 
 
 def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
-               spill_fd: int, status_w: int, clock: Callable[[], int], parent: int) -> None:
+               spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int) -> None:
     """The relay process body (after fork); never returns."""
     code = 0
     try:
@@ -245,7 +243,7 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
         _die_with_parent()
         if os.getppid() != parent:
             os._exit(0)
-        q = CopyQueue(clock, copy_w, spill_fd)
+        q = CopyQueue(clock, copy_w, spill)
 
         def c2s() -> None:
             how, token, undelivered = pump(host_in, child_in, lambda data: q.chunk(C2S, data), ctl_r)
@@ -286,13 +284,13 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
 
 
 def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
-                spill_dir: str | None = None) -> tuple[int, int, int, int, int]:
-    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, spill_fd,
-    status_r)``: the copy stream to read, the control pipe to close when the
-    c2s pump must end, the status pipe (``i``: host stdin ended, ``o``: the
-    server's stdout ended; sent at once, ahead of the copy stream), and the spill file (unlinked; in ``spill_dir``, the capture's
-    directory, so a flood fills the disk the capture is on, not memory) to
-    ``pread`` SPILLED items from. The caller must close its own copies of
+                spill: SpillFile) -> tuple[int, int, int, int]:
+    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, status_r)``:
+    the copy stream to read, the control pipe to close when the c2s pump must
+    end, and the status pipe (``i``: host stdin ended, ``o``: the server's
+    stdout ended; sent at once, ahead of the copy stream). SPILLED items are
+    read from ``spill`` (``spill.SpillFile``; beside the capture, so a flood
+    fills the disk the capture is on, not memory). The caller must close its own copies of
     ``child_in`` and ``child_out`` and point fds 0/1 elsewhere, so that only
     the relay holds them. Call it before starting threads (fork copies only
     the calling thread)."""
@@ -305,22 +303,17 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
         fcntl.fcntl(copy_w, getattr(fcntl, "F_SETPIPE_SZ", 1031), COPY_PIPE_SIZE)
     except OSError:
         pass
-    try:
-        spill_fd, spill_path = tempfile.mkstemp(prefix=".mcptap-spill-", dir=spill_dir)
-    except OSError:
-        spill_fd, spill_path = tempfile.mkstemp(prefix=".mcptap-spill-")
-    os.unlink(spill_path)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(copy_r)
         os.close(ctl_w)
         os.close(status_r)
-        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill_fd, status_w, clock, parent)
+        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill, status_w, clock, parent)
     os.close(copy_w)
     os.close(ctl_r)
     os.close(status_w)
-    return pid, copy_r, ctl_w, spill_fd, status_r
+    return pid, copy_r, ctl_w, status_r
 
 
 def _readable(fd: int) -> bool:

@@ -56,6 +56,7 @@ from mcptap.protocol.codes import finding
 from mcptap.transport import stdio_os
 from mcptap.transport.handoff import Handoff, TapRecorder, read_copies
 from mcptap.transport.relay_child import start_relay
+from mcptap.transport.spill import SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 from mcptap.transport.stdio_stderr import StderrRelay
 
@@ -100,7 +101,7 @@ class StdioTap(StderrRelay):
         self._handoff = Handoff(rec, self._recorder_failed)
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
-        self._spill_fd = -1
+        self._spill: SpillFile | None = None
         self._exited = trio.Event()
         self._stdout_done = trio.Event()        # the copy stream reached the end of the server's stdout
         self._stdout_closed = trio.Event()      # the server's stdout ended (prompt, from the relay)
@@ -157,7 +158,8 @@ class StdioTap(StderrRelay):
                     nursery.start_soon(self._hurry_on, signals)
                     await trio.to_thread.run_sync(self._handoff.stop)
                     nursery.cancel_scope.cancel()
-                close_fd(self._spill_fd)
+                if self._spill is not None:           # its bytes are in the capture now
+                    self._spill.close(remove=self._handoff.error is None)
                 if self._handoff.lost_bytes:
                     self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
 
@@ -183,9 +185,8 @@ class StdioTap(StderrRelay):
         self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
         # fork the relay first: fork copies only this thread, so before any other starts
         capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
-        spill_dir = os.path.dirname(os.path.abspath(capture_path)) if isinstance(capture_path, str) else None
-        relay_pid, copy_r, ctl_w, spill_fd, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, spill_dir)
-        self._handoff.spill_fd = spill_fd
+        self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None)
+        relay_pid, copy_r, ctl_w, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
         for fd in (in_w, out_r):
             os.close(fd)
         detach_fd(0)            # only the relay process holds the host's stdin and stdout
@@ -224,7 +225,6 @@ class StdioTap(StderrRelay):
             stdio_os.kill(relay_pid)
             await trio.to_thread.run_sync(stdio_os.reap, relay_pid)
             close_fd(copy_r)
-            self._spill_fd = spill_fd               # closed once the recorder is done with it
         return self.result
 
     # -- process -------------------------------------------------------------

@@ -45,6 +45,8 @@ def test_flood_with_the_recorder_behind_loses_nothing(tmp_path: Path) -> None:
     assert stream == {"c2s": hello, "s2c": NOTE * N}
     assert c.end is not None and c.end["s2c"]["sha256"] == hashlib.sha256(NOTE * N).hexdigest()
     assert c.end.get("chunks", {}).get("records", 0) > 0
+    # the spill file was named in the header and removed once the capture held its bytes
+    assert c.header["spill"] == "cap.jsonl.spill" and not (tmp_path / "cap.jsonl.spill").exists()
     check = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(cap)],
                            capture_output=True, timeout=120, cwd=ROOT)
     report = orjson.loads(check.stdout)["captures"][0]
@@ -75,3 +77,53 @@ def test_host_flood_c2s_with_the_recorder_behind_is_stored_the_same_way(tmp_path
                            capture_output=True, timeout=120, cwd=ROOT)
     report = orjson.loads(check.stdout)["captures"][0]
     assert report["messages"] == N + 1 and report["complete"]
+
+
+KILLABLE = ("import mcptap.transport.relay_child as rc, mcptap.transport.handoff as h; "
+            "rc.SPILL_BYTES = 0; h.READER_PAUSE_BYTES = 0; "
+            # analysis stuck: every forwarded byte past the copy pipe waits in the spill file
+            "import time, mcptap.recorder as r; r.Recorder.stdio_bytes = lambda self, *a, **k: time.sleep(600); "
+            "import sys; from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()")
+
+
+def test_sigkilled_tap_leaves_its_spill_file_and_recover_adds_it(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    cap = tmp_path / "cap.jsonl"
+    server = f"import sys; sys.stdout.buffer.write({NOTE!r} * {N}); sys.stdout.flush(); sys.stdin.buffer.read()"
+    p = subprocess.Popen([sys.executable, "-c", KILLABLE, "record", "-q", "-o", str(cap), "--", sys.executable, "-c", server],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+    assert p.stdout is not None
+    got = b""
+    while len(got) < len(NOTE) * N:              # forwarding never waits for the stuck analysis
+        data = p.stdout.read1(1 << 20)
+        assert data, "the tap ended early"
+        got += data
+    assert got == NOTE * N
+    spill = tmp_path / "cap.jsonl.spill"
+    for _ in range(500):                         # hang guard, not a timing assertion
+        if spill.exists() and spill.stat().st_size > 0:
+            break
+        time.sleep(0.01)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(30)
+    assert read_capture(str(cap)).end is None and spill.exists()
+    rec = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "recover", str(cap)], capture_output=True, timeout=120, cwd=ROOT)
+    assert rec.returncode == 0, rec.stderr
+    assert b"added" in rec.stderr and not spill.exists()
+    c = read_capture(str(cap))
+    got_back = {}
+    for r in c.records:
+        if r["type"] == "chunk" and r["dir"] == "s2c":
+            got_back[r["offset"]] = decode_bytes(r, "data") or b""
+    assert got_back, "nothing was recovered"
+    gaps = sum(r.get("bytes", 0) for r in c.records if r["type"] == "gap" and r.get("dir") == "s2c")
+    for off, data in got_back.items():
+        assert (NOTE * N)[off:off + len(data)] == data        # each recovered chunk is exactly what was forwarded there
+    assert sum(map(len, got_back.values())) + gaps == len(NOTE * N)
+    check = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(cap)],
+                           capture_output=True, timeout=120, cwd=ROOT)
+    report = orjson.loads(check.stdout)["captures"][0]
+    assert not report["complete"] and report["messages"] > 0

@@ -1,0 +1,113 @@
+"""``mcptap recover CAPTURE``: add to a stdio capture the bytes its tap had set
+aside in its spill file when it was killed (SIGKILL, power loss).
+
+While analysis is behind, the stdio relay writes forwarded chunks to
+``<capture>.spill`` (``transport/spill.py``, named in the capture's header as
+``spill``) and removes it once the capture holds them. If that file is still
+there and the capture has no end record, the bytes it holds that the capture
+lacks are appended as ``chunk`` records (exact bytes; ``check``/``show`` frame
+them), with a ``gap`` record for each stretch that was only in memory and is
+lost. No end record is written: the capture stays incomplete, and says so.
+The spill file is removed afterwards.
+
+Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
+be read or written.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+import orjson
+
+from mcptap.capture.format import decode_bytes, message_from_record
+from mcptap.capture.reader import CaptureStream
+from mcptap.cli import options
+from mcptap.cli.errors import Fail
+from mcptap.errors import CaptureReadError
+from mcptap.records import Chunk, Gap
+from mcptap.transport.spill import entries
+
+_DIRS = ("c2s", "s2c")
+
+
+def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]]:
+    """(header, has end record, last seq, last t_us, bytes recorded per direction)."""
+    stream = CaptureStream(path)
+    ends = {"c2s": 0, "s2c": 0}
+    seq = t = 0
+    complete = False
+    for rec in stream:
+        typ = rec["type"]
+        seq = max(seq, rec.get("seq") or 0)
+        t = max(t, rec.get("t_us") or 0)
+        if typ == "end":
+            complete = True
+        elif typ == "chunk" and rec.get("dir") in ends:
+            ends[rec["dir"]] = rec.get("offset", 0) + len(decode_bytes(rec, "data") or b"")
+        elif typ == "message" and rec.get("dir") in ends and rec.get("session") is None:
+            ends[rec["dir"]] = rec.get("offset", 0) + len(message_from_record(rec).raw)
+    return stream.header, complete, seq, t, ends
+
+
+@click.command("recover", epilog=options.example("mcptap recover cap.jsonl"),
+               short_help="Add the bytes a killed stdio tap left in its spill file to its capture.")
+@click.argument("capture", type=click.Path(dir_okay=False))
+def command(capture: str) -> None:
+    """Append to CAPTURE the forwarded bytes its killed tap had set aside in
+    its spill file (CAPTURE.spill), as chunk records."""
+    try:
+        header, complete, seq, t, ends = _recorded(capture)
+    except (CaptureReadError, OSError) as exc:
+        raise Fail(f"cannot read {capture}: {getattr(exc, 'strerror', None) or exc}") from None
+    name = header.get("spill")
+    if not isinstance(name, str) or os.path.basename(name) != name:
+        click.echo(f"mcptap: {capture}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover", err=True)
+        return
+    spill = os.path.join(os.path.dirname(os.path.abspath(capture)), name)
+    if not os.path.exists(spill):
+        click.echo(f"mcptap: no {name} beside the capture: nothing to recover", err=True)
+        return
+    if complete:
+        os.unlink(spill)
+        click.echo(f"mcptap: {capture} is complete (it has its end record); removed the stale {name}", err=True)
+        return
+    out: list[bytes] = []
+    added = lost = 0
+
+    def emit(rec: dict[str, Any]) -> None:
+        out.append(orjson.dumps(rec) + b"\n")
+
+    try:
+        with open(capture, "rb") as fp:
+            fp.seek(max(0, os.path.getsize(capture) - 1))
+            cut = fp.read(1) not in (b"\n", b"")
+        if cut:                                   # a record cut by the kill: the gap record after it says so
+            out.append(b"\n")
+            seq += 1
+            emit(Gap(seq, t, "mcptap was killed while writing this record").to_json())
+        for d, t_us, offset, data in entries(spill):
+            key = _DIRS[d]
+            skip = ends[key] - offset
+            if skip >= len(data):
+                continue                          # recorded before the kill
+            if skip > 0:
+                data, offset = data[skip:], ends[key]
+            elif skip < 0:                        # was only in memory when mcptap died
+                seq += 1
+                lost += -skip
+                emit(Gap(seq, t_us, "mcptap was killed: forwarded bytes it held in memory were not recorded", dir=key, bytes=-skip).to_json())
+            seq += 1
+            emit(Chunk(seq, t_us, key, offset, data).to_json())
+            ends[key] = offset + len(data)
+            added += len(data)
+        with open(capture, "ab") as out_fp:
+            out_fp.write(b"".join(out))
+    except OSError as exc:
+        raise Fail(f"cannot recover into {capture}: {exc.strerror or exc}") from None
+    os.unlink(spill)
+    more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
+    click.echo(f"mcptap: added {added} bytes from {name} to {capture} as chunk records{more}; the capture stays incomplete "
+               "(no end record)", err=True)

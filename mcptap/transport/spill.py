@@ -1,0 +1,102 @@
+"""The stdio relay's spill file: forwarded bytes set aside on disk while
+mcptap's analysis is behind (``relay_child.CopyQueue``), so memory stays
+bounded and nothing is lost.
+
+It lives beside the capture as ``<capture>.spill`` (``spill_path``), is
+created on the first spilled chunk and removed once the capture has taken its
+bytes. Each entry describes itself, ``ENTRY`` (direction 0 c2s / 1 s2c,
+``t_us``, the chunk's offset in its direction's byte stream, size n) then the
+n bytes, so if mcptap is killed before it recorded them (SIGKILL), they can
+still be added to the capture: ``mcptap recover CAPTURE`` (``entries`` reads
+them back). Without a capture file the spill file is an unlinked temporary
+file (nothing to recover into).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from collections.abc import Iterator
+
+ENTRY = struct.Struct("<BqQI")
+SUFFIX = ".spill"
+
+
+def spill_path(capture_path: str) -> str:
+    """Where the spill file of the capture at ``capture_path`` goes."""
+    return capture_path + SUFFIX
+
+
+class SpillFile:
+    """One spill file. ``path``: created on the first ``append`` (truncating
+    a stale one: its capture was overwritten too); None: an unlinked
+    temporary file in ``tmp_dir``, opened now (so a fork shares it)."""
+
+    def __init__(self, path: str | None, tmp_dir: str | None = None) -> None:
+        self.path = path
+        self._fd = -1
+        self._end = 0
+        self.used = False
+        if path is None:
+            try:
+                self._fd, tmp = tempfile.mkstemp(prefix=".mcptap-spill-", dir=tmp_dir)
+            except OSError:
+                self._fd, tmp = tempfile.mkstemp(prefix=".mcptap-spill-")
+            os.unlink(tmp)
+
+    def _open(self, create: bool) -> int:
+        if self._fd < 0 and self.path is not None:
+            flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | ((os.O_CREAT | os.O_TRUNC) if create else 0)
+            self._fd = os.open(self.path, flags, 0o600)
+        self.used = True
+        return self._fd
+
+    def append(self, direction: int, t_us: int, offset: int, data: bytes) -> int:
+        """Write one entry (relay process); returns the file offset of its
+        data, or -1 if it could not be written whole (disk full, …)."""
+        try:
+            fd = self._open(True)
+            head = ENTRY.pack(direction, t_us, offset, len(data))
+            n = os.pwritev(fd, [head, data], self._end)
+        except OSError:
+            return -1
+        if n != ENTRY.size + len(data):
+            return -1
+        at = self._end + ENTRY.size
+        self._end += n
+        return at
+
+    def read(self, at: int, n: int) -> bytes:
+        """``n`` bytes of data at file offset ``at`` (mcptap; raises OSError)."""
+        return os.pread(self._open(False), n, at)
+
+    def close(self, remove: bool = False) -> None:
+        """Close; ``remove``: also delete the file (its bytes are recorded)."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
+        if remove and self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+def entries(path: str) -> Iterator[tuple[int, int, int, bytes]]:
+    """``(direction, t_us, stream offset, data)`` of each whole entry of the
+    spill file at ``path``, in the order the relay read them (a cut last
+    entry is skipped). Raises OSError if it cannot be read."""
+    with open(path, "rb") as fp:
+        while True:
+            head = fp.read(ENTRY.size)
+            if len(head) < ENTRY.size:
+                return
+            direction, t_us, offset, n = ENTRY.unpack(head)
+            data = fp.read(n)
+            if len(data) < n or direction > 1:
+                return
+            yield direction, t_us, offset, data
