@@ -30,8 +30,8 @@ C2S, S2C = Direction.C2S, Direction.S2C
 #: is raised (cases/B24: a host that never reads stderr blocks the server at
 #: the 64 KiB pipe buffer; 256 KiB in one interval is worth a look).
 STDERR_VOLUME = 256 * 1024
-#: bytes of one unfinished stdio line above which the rest of it is stored
-#: unframed (``chunk`` records) instead of being held for annotation
+#: ``Recorder.long_line`` of the live stdio tap: a longer line is stored
+#: unframed (``chunk`` records) as it streams instead of held for annotation
 LONG_LINE = 4 << 20
 
 
@@ -63,6 +63,9 @@ class Recorder(RecordingState):
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
+        #: stdio: bytes of an unfinished line above which it is stored as it
+        #: streams (chunk records) instead of held whole; None: no limit
+        self.long_line: int | None = None
         #: stdio: the session key of the current segment (None: the only one; see segment())
         self.segment_key: str | None = None
         #: set while a caller writes several records it flushes itself with ``flush()``
@@ -147,7 +150,7 @@ class Recorder(RecordingState):
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
         else:
-            if framer.buffered > LONG_LINE:
+            if self.long_line is not None and framer.buffered > self.long_line:
                 # a huge line is stored as it streams (chunk records, framed by check/show),
                 # never held whole: memory stays flat whatever a peer sends
                 held = framer.take_buffered()

@@ -36,6 +36,7 @@ from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
+from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
 from mcptap.transport.spill import spill_path
@@ -172,6 +173,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
     rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
                        header_extra=header or None)
+    rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
         rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, _say, quiet)

@@ -239,9 +239,7 @@ class Handoff:
         if self._boost and self._low_ident == threading.get_ident() and not self._leave_idle():
             self._start_spilling()                # finish the chunk fast: the next thread takes over
         if self._hurry or self._queued > SPILL_BYTES:
-            if not self._spilling:
-                self.spills += 1
-            self._spilling = True
+            self._start_spilling()
         return self._spilling
 
     def _start_spilling(self) -> None:

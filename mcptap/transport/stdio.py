@@ -62,7 +62,7 @@ from mcptap.transport.stdio_stderr import StderrRelay
 
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
-HURRY_WAIT = 0.2               # s: those waits once mcptap was signalled (hosts kill 2 s after SIGTERM)
+HURRY_WAIT = 0.2               # s: the stderr waits once mcptap was signalled (hosts kill 2 s after SIGTERM)
 RELAY_EXIT_WAIT = 5.0          # s without any copy moving before a lingering relay process is ended
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -301,7 +301,7 @@ class StdioTap(StderrRelay):
         return min(seconds, HURRY_WAIT) if self._handoff.hurried else seconds
 
     async def _finish(self) -> None:
-        with trio.move_on_after(self._wait(ORPHAN_WAIT)):
+        with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_closed.wait()
         if not self._stdout_closed.is_set():
             self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(

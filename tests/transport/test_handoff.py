@@ -39,7 +39,7 @@ LINES = [
 DIRS = [C2S, S2C, C2S, C2S, S2C, S2C, S2C, S2C, C2S, C2S]
 
 
-def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str) -> Path:
+def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str, long_line: int | None = None) -> Path:
     """Record ``events`` (direction, chunk, how: "frame" | "behind" | "unframed")."""
     path = tmp / name
     w = CaptureWriter.open(str(path))
@@ -50,6 +50,7 @@ def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str) ->
         return t[0]
 
     rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=clock, started="2026-01-01T00:00:00.000000Z")
+    rec.long_line = long_line
     for d, data, how in events:
         if how == "unframed":
             rec.stdio_unframed(d, data)
@@ -278,16 +279,13 @@ def test_handoff_hurry_stores_the_rest_unframed() -> None:
     assert h.hurried
 
 
-def test_a_huge_line_is_stored_as_it_streams_and_reframed_the_same(tmp_path: Path, monkeypatch: Any) -> None:
-    import mcptap.recorder as recorder_mod
-
+def test_a_huge_line_is_stored_as_it_streams_and_reframed_the_same(tmp_path: Path) -> None:
     big = b'{"jsonrpc":"2.0","id":2,"result":{"blob":"' + b"x" * 5000 + b'"}}\n'
     lines = [LINES[0], LINES[1], LINES[2], LINES[3], big, LINES[7]]
     dirs = [C2S, S2C, C2S, C2S, S2C, S2C]
     events = [(d, line[i:i + 700], "frame") for d, line in zip(dirs, lines, strict=True) for i in range(0, len(line), 700)]
     plain = _record(tmp_path, events, "plain.jsonl")
-    monkeypatch.setattr(recorder_mod, "LONG_LINE", 1000)
-    streamed = _record(tmp_path, events, "streamed.jsonl")
+    streamed = _record(tmp_path, events, "streamed.jsonl", long_line=1000)
     chunks = [r for r in read_capture(str(streamed)).records if r["type"] == "chunk"]
     assert chunks and all(len(decode_bytes(c, "data") or b"") <= 1000 + 700 for c in chunks)   # never the whole line
     assert not [r for r in read_capture(str(plain)).records if r["type"] == "chunk"]
