@@ -25,6 +25,10 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
   official SDK's Streamable HTTP server (tests/e2e/sdk_server.py), direct and
   through the tap: the realistic figure.
 
+``--baseline DIR`` adds the tap of another checkout (e.g. ``git archive REV
+mcptap | tar -x -C DIR``) as column ``base``, measured in the same run,
+interleaved with the others: before/after figures under the same load.
+
 The machine may be shared: numbers are printed (with the load), never asserted.
 """
 
@@ -213,10 +217,12 @@ class Upstream:
 
 
 class Tap:
-    def __init__(self, upstream_port: int, path: str = "/mcp") -> None:
+    """``python -m mcptap.cli.record_http`` run from checkout ``root`` (its ``mcptap`` package is imported)."""
+
+    def __init__(self, upstream_port: int, root: Path = ROOT, path: str = "/mcp") -> None:
         self.cap = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
         self.p = subprocess.Popen([PY, "-m", "mcptap.cli.record_http", "--upstream", f"http://127.0.0.1:{upstream_port}{path}",
-                                   "-q", "-o", self.cap], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                   "-q", "-o", self.cap], stderr=subprocess.PIPE, text=True, cwd=root)
         assert self.p.stderr is not None
         line = self.p.stderr.readline()
         self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
@@ -226,6 +232,12 @@ class Tap:
 
     def peak(self) -> float:
         return proc_kib(self.p.pid, "VmHWM") / 1024
+
+    def cpu(self) -> float:
+        """CPU time (user + system) used so far (s)."""
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def settle(self) -> float:
         """Wait until the tap's CPU time stops growing (analysis and recording
@@ -311,54 +323,74 @@ def sessions(port: int, n: int) -> list[Conn]:
 
 
 # -- report -----------------------------------------------------------------------------
-ROWS: list[tuple[str, str, str, str, str, str]] = []
+#: (metric, direct or None, {tap label: value}, "added" | "ratio" | "" (absolute), target, note)
+ROWS: list[tuple[str, float | None, dict[str, float], str, str, str]] = []
+LABELS: dict[str, Path] = {"tap": ROOT}
 
 
-def row(name: str, direct: float | None, tap: float, unit: str, target: str = "", ratio: bool = False) -> None:
-    d = "" if direct is None else f"{direct:.1f}"
-    added = "" if direct is None else (f"{tap / direct:.2f}x" if ratio else f"{tap - direct:+.1f}")
-    ROWS.append((f"{name} ({unit})", d, f"{tap:.1f}", added, target, ""))
-
-
-def run_rt(up: Upstream, tap: Tap, args: argparse.Namespace) -> None:
-    d, t = Conn(up.port), Conn(tap.port)
-    round_trips(d, 50, 0)
-    round_trips(t, 50, 0)
-    dd: list[float] = []
-    tt: list[float] = []
+def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None:
+    conns = {"direct": Conn(up.port), **{k: Conn(t.port) for k, t in taps.items()}}
+    for c in conns.values():
+        round_trips(c, 50, 0)
+    lat: dict[str, list[float]] = {k: [] for k in conns}
+    cpu = dict.fromkeys(taps, 0.0)
     block = 100
     for k in range(max(1, args.requests // block)):
-        dd += round_trips(d, block, 1000 + k * block)
-        tt += round_trips(t, block, 1000 + k * block)
-    d.close()
-    t.close()
+        for name, c in conns.items():
+            c0 = taps[name].cpu() if name in taps else 0.0
+            lat[name] += round_trips(c, block, 1000 + k * block)
+            if name in taps:
+                cpu[name] += taps[name].cpu() - c0
+    for c in conns.values():
+        c.close()
     for p in (50, 99):
-        row(f"round trip p{p}", pct(dd, p) * 1e6, pct(tt, p) * 1e6, "us", "added p50 <= 200" if p == 50 else "")
+        ROWS.append((f"round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps}, "added",
+                     "added p50 <= 200" if p == 50 else "", ""))
+    ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
 
 
-def run_sse(up: Upstream, tap: Tap, args: argparse.Namespace) -> None:
-    dd: list[float] = []
-    tt: list[float] = []
+def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None:
+    delays: dict[str, list[float]] = {"direct": [], **{k: [] for k in taps}}
     for _ in range(2):
-        dd += sse_delays(up.port, args.events // 2, 0.002)
-        tt += sse_delays(tap.port, args.events // 2, 0.002)
+        delays["direct"] += sse_delays(up.port, args.events // 2, 0.002)
+        for k, t in taps.items():
+            delays[k] += sse_delays(t.port, args.events // 2, 0.002)
     for p in (50, 99):
-        row(f"SSE event delay p{p}", pct(dd, p) * 1e6, pct(tt, p) * 1e6, "us", "added p50 <= 100" if p == 50 else "")
+        ROWS.append((f"SSE event delay p{p} (us)", pct(delays["direct"], p) * 1e6, {k: pct(delays[k], p) * 1e6 for k in taps},
+                     "added", "added p50 <= 100" if p == 50 else "", ""))
 
 
 def run_big(up: Upstream, args: argparse.Namespace) -> None:
     size = args.big_mib * MIB
-    dd, tt, peaks, settled = [], [], [], []
+    direct: list[float] = []
+    took: dict[str, list[float]] = {k: [] for k in LABELS}
+    peaks: dict[str, list[float]] = {k: [] for k in LABELS}
+    settled: dict[str, list[float]] = {k: [] for k in LABELS}
     for _ in range(2):
-        dd.append(big_event(up.port, size))
-        tap = Tap(up.port)
-        tt.append(big_event(tap.port, size))
-        settled.append(tap.settle())
-        peaks.append(tap.peak())
+        direct.append(big_event(up.port, size))
+        for k, root in LABELS.items():
+            tap = Tap(up.port, root)
+            took[k].append(big_event(tap.port, size))
+            settled[k].append(tap.settle())
+            peaks[k].append(tap.peak())
+            tap.stop()
+    ROWS.append((f"{args.big_mib} MiB SSE event (ms)", min(direct) * 1e3, {k: min(v) * 1e3 for k, v in took.items()}, "ratio",
+                 "<= 2x", ""))
+    ROWS.append((f"{args.big_mib} MiB SSE event: tap peak RSS (MiB)", float(args.big_mib), {k: max(v) for k, v in peaks.items()},
+                 "ratio", "<= 2x the event", "(direct column: the event)"))
+    ROWS.append(("  analysis done after the last byte (ms)", None, {k: max(v) * 1e3 for k, v in settled.items()}, "", "", ""))
+
+
+def run_mem(up: Upstream, args: argparse.Namespace) -> None:
+    rss: dict[str, float] = {}
+    for k, root in LABELS.items():
+        tap = Tap(up.port, root)
+        held = sessions(tap.port, args.sessions)
+        rss[k] = tap.rss()
+        for c in held:
+            c.close()
         tap.stop()
-    row(f"{args.big_mib} MiB SSE event", min(dd) * 1e3, min(tt) * 1e3, "ms", "<= 2x", ratio=True)
-    ROWS.append((f"{args.big_mib} MiB SSE event: tap peak RSS (MiB)", "", f"{max(peaks):.1f}", f"{max(peaks) / args.big_mib:.2f}x",
-                 "<= 2x the event", f"(analysis done {max(settled) * 1e3:.0f} ms after the last byte)"))
+    ROWS.append((f"{args.sessions} sessions, open SSE streams: tap RSS (MiB)", None, rss, "", "<= 64", ""))
 
 
 def run_sdk(args: argparse.Namespace) -> None:
@@ -367,6 +399,7 @@ def run_sdk(args: argparse.Namespace) -> None:
         port = s.getsockname()[1]
     srv = subprocess.Popen([PY, str(ROOT / "tests/e2e/sdk_server.py"), str(port), "streamable-http"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    taps: dict[str, Tap] = {}
     try:
         for _ in range(200):
             try:
@@ -374,9 +407,9 @@ def run_sdk(args: argparse.Namespace) -> None:
                 break
             except OSError:
                 time.sleep(0.05)
-        tap = Tap(port)
-        conns = []
-        for p in (port, tap.port):
+        taps = {k: Tap(port, root) for k, root in LABELS.items()}
+        conns = {}
+        for name, p in {"direct": port, **{k: t.port for k, t in taps.items()}}.items():
             c = Conn(p)
             init = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
                     b'"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}')
@@ -388,21 +421,37 @@ def run_sdk(args: argparse.Namespace) -> None:
             _, h2 = c.head()
             c.body(h2)
             round_trips(c, 20, 1, headers=hdr)
-            conns.append((c, hdr))
-        dd: list[float] = []
-        tt: list[float] = []
+            conns[name] = (c, hdr)
+        lat: dict[str, list[float]] = {k: [] for k in conns}
         block = 50
         for k in range(max(1, args.sdk_requests // block)):
-            dd += round_trips(conns[0][0], block, 100 + k * block, headers=conns[0][1])
-            tt += round_trips(conns[1][0], block, 100 + k * block, headers=conns[1][1])
-        for c, _ in conns:
+            for name, (c, hdr) in conns.items():
+                lat[name] += round_trips(c, block, 100 + k * block, headers=hdr)
+        for c, _ in conns.values():
             c.close()
-        tap.stop()
-        row("SDK server round trip p50", pct(dd, 50) * 1e6, pct(tt, 50) * 1e6, "us")
-        row("SDK server round trip p99", pct(dd, 99) * 1e6, pct(tt, 99) * 1e6, "us")
+        for p in (50, 99):
+            ROWS.append((f"SDK server round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps},
+                         "added", "", ""))
     finally:
+        for t in taps.values():
+            t.stop()
         srv.kill()
         srv.wait()
+
+
+def report() -> None:
+    head = f"{'metric':<50}{'direct':>9}" + "".join(f"{k:>10}{'':>10}" for k in LABELS)
+    print(head + "  target")
+    for name, d, vals, mode, target, note in ROWS:
+        line = f"{name:<50}{'' if d is None else f'{d:.1f}':>9}"
+        for k in LABELS:
+            v = vals.get(k)
+            if v is None:
+                line += f"{'':>20}"
+                continue
+            extra = "" if d is None or not mode else f"{v / d:.2f}x" if mode == "ratio" else f"{v - d:+.1f}"
+            line += f"{v:>10.1f}{extra:>10}"
+        print(f"{line}  {target} {note}".rstrip())
 
 
 def main() -> None:
@@ -413,42 +462,36 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=500)
     ap.add_argument("--sdk-requests", type=int, default=300)
     ap.add_argument("--skip", action="append", default=[], choices=["rt", "sse", "big", "mem", "sdk"])
+    ap.add_argument("--baseline", metavar="DIR", type=Path, default=None,
+                    help="also measure the tap of another checkout (its mcptap/ package), in the same run, as column 'base'")
     args = ap.parse_args()
+    if args.baseline is not None:
+        LABELS["base"] = args.baseline.resolve()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))       # the tap inherits it
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", file=sys.stderr)
     up = Upstream()
     try:
-        tap = Tap(up.port)
-        idle = tap.rss()
+        taps = {k: Tap(up.port, root) for k, root in LABELS.items()}
+        idle = {k: t.rss() for k, t in taps.items()}
         if "rt" not in args.skip:
-            run_rt(up, tap, args)
+            run_rt(up, taps, args)
         if "sse" not in args.skip:
-            run_sse(up, tap, args)
-        after = tap.rss()
-        size = tap.stop()
-        ROWS.append(("tap RSS idle / after the above (MiB)", "", f"{idle:.1f} / {after:.1f}", "", "<= 40", ""))
-        ROWS.append(("capture size (KiB)", "", f"{size / 1024:.0f}", "", "", ""))
+            run_sse(up, taps, args)
+        after = {k: t.rss() for k, t in taps.items()}
+        sizes = {k: t.stop() / 1024 for k, t in taps.items()}
+        ROWS.append(("tap RSS idle (MiB)", None, idle, "", "<= 40", ""))
+        ROWS.append(("tap RSS after the above (MiB)", None, after, "", "<= 40", ""))
+        ROWS.append(("capture size (KiB)", None, sizes, "", "", ""))
         if "big" not in args.skip:
             run_big(up, args)
         if "mem" not in args.skip:
-            tap = Tap(up.port)
-            t0 = time.perf_counter()
-            held = sessions(tap.port, args.sessions)
-            dt = time.perf_counter() - t0
-            rss = tap.rss()
-            for c in held:
-                c.close()
-            tap.stop()
-            ROWS.append((f"{args.sessions} sessions with open SSE streams: tap RSS (MiB)", "", f"{rss:.1f}", "", "<= 64",
-                         f"(set up in {dt:.1f} s)"))
+            run_mem(up, args)
         if "sdk" not in args.skip:
             run_sdk(args)
     finally:
         up.stop()
-    print(f"{'metric':<52}{'direct':>10}{'tap':>14}{'added':>10}  target")
-    for name, d, t, a, target, note in ROWS:
-        print(f"{name:<52}{d:>10}{t:>14}{a:>10}  {target} {note}".rstrip())
+    report()
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 
