@@ -227,27 +227,38 @@ class Tap:
         line = self.p.stderr.readline()
         self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
 
+    def pids(self) -> list[int]:
+        """The tap's processes: the relay and its recorder process, if any."""
+        try:
+            with open(f"/proc/{self.p.pid}/task/{self.p.pid}/children") as f:
+                return [self.p.pid] + [int(x) for x in f.read().split()]
+        except OSError:
+            return [self.p.pid]
+
     def rss(self) -> float:
-        return proc_kib(self.p.pid, "VmRSS") / 1024
+        """Resident set of all the tap's processes (MiB)."""
+        return sum(proc_kib(p, "VmRSS") for p in self.pids()) / 1024
 
     def peak(self) -> float:
-        return proc_kib(self.p.pid, "VmHWM") / 1024
+        """Peak resident set (VmHWM) of all the tap's processes, summed (MiB): an upper bound."""
+        return sum(proc_kib(p, "VmHWM") for p in self.pids()) / 1024
 
     def cpu(self) -> float:
-        """CPU time (user + system) used so far (s)."""
-        with open(f"/proc/{self.p.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU time (user + system) of all the tap's processes so far (s)."""
+        total = 0
+        for pid in self.pids():
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def settle(self) -> float:
         """Wait until the tap's CPU time stops growing (analysis and recording
         done); returns how long that took (s)."""
         t0 = time.perf_counter()
-        last = -1
+        last = -1.0
         while True:
-            with open(f"/proc/{self.p.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            cpu = int(fields[11]) + int(fields[12])
+            cpu = self.cpu()
             if cpu == last:
                 return time.perf_counter() - t0 - 0.2
             last = cpu
