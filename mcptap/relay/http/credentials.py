@@ -20,13 +20,26 @@ from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_heade
 __all__ = ["SECRET_HEADERS", "headers_json", "record_target", "redact_header"]
 
 
+#: is_secret_header by raw header name: the same few names come in every exchange
+#: (bounded: a peer inventing names only costs a re-computation after a reset)
+_SECRET: dict[bytes, bool] = {}
+_SECRET_MAX = 4096
+
+
 def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = False) -> list[list[str]]:
     """Headers for a record: str pairs, credentials redacted unless ``record_secrets``."""
     out = []
+    known = _SECRET
     for n, v in headers:
         name, value = n.decode("latin-1"), v.decode("latin-1")
-        if not record_secrets and is_secret_header(name):
-            value = redact_header(name.lower(), value)
+        if not record_secrets:
+            secret = known.get(n)
+            if secret is None:
+                if len(known) >= _SECRET_MAX:
+                    known.clear()
+                secret = known[n] = is_secret_header(name)
+            if secret:
+                value = redact_header(name.lower(), value)
         out.append([name, value])
     return out
 
