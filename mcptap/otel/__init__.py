@@ -40,6 +40,7 @@ from mcptap.errors import McptapError
 from mcptap.escape import escape_controls
 from mcptap.export.digest import digest
 from mcptap.model import Message
+from mcptap.recorder import Recorder
 
 INSTALL_HINT = "pip install 'mcptap[otel]'"
 TRACES_PATH = "v1/traces"
@@ -121,7 +122,7 @@ def closing_phase(active: bool = True) -> Iterator[list[int]]:
             signal.signal(s, h)
 
 
-def capture_header(rec: Any, target: dict[str, Any]) -> dict[str, Any]:
+def capture_header(rec: Recorder, target: dict[str, Any]) -> dict[str, Any]:
     """The header record of a live Recorder (spans need its ``started``,
     ``transport``, ``target`` and ``mcptap``)."""
     from mcptap import __version__
@@ -163,13 +164,13 @@ class LiveExporter:
         self._stop = False
         self._noted = False
         self.closed = False
-        self._rec: Any = None
+        self._rec: Recorder | None = None
         self._feeder = threading.Thread(target=self._feed, name="mcptap-otlp-feed", daemon=True)
         self._reader = threading.Thread(target=self._read, name="mcptap-otlp-read", daemon=True)
         self._feeder.start()
         self._reader.start()
 
-    def attach(self, rec: Any) -> None:
+    def attach(self, rec: Recorder) -> None:
         """Subscribe to ``rec`` (a Recorder): its annotated messages feed the
         export, and notes are written into its capture."""
         self._rec = rec
@@ -285,7 +286,7 @@ class LiveExporter:
         except subprocess.TimeoutExpired:
             return False
 
-def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Any, target: dict[str, Any],
+def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Recorder, target: dict[str, Any],
                       say: Callable[[str], None], redactor: Any = None) -> LiveExporter | None:
     """Start the live export ``prepare`` validated (None: no export) and
     subscribe it to ``rec``; ``redactor``: ``record --redact``'s, applied to
