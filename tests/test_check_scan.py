@@ -328,3 +328,18 @@ def test_big_integer_ids_at_every_split(tmp_path: Path) -> None:
     _same_at_every_split(path, must_scan=True)
     killed = record(tmp_path / "killed.jsonl", handshake() + [c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % big)], end=False)
     _same_at_every_split(killed, must_scan=True)
+
+
+def test_gzip_captures(tmp_path: Path) -> None:
+    """Scanned as they are decompressed; a stream that ends early is a cut last line."""
+    import gzip
+
+    src = busy(tmp_path, gap=False)
+    for name, data in (("whole.jsonl.gz", gzip.compress(src.read_bytes())), ("cut.jsonl.gz", gzip.compress(src.read_bytes())[:-200])):
+        path = tmp_path / name
+        path.write_bytes(data)
+        for reuse in (True, False):
+            assert parallel._fast(str(path), 3, True, 2, reuse) is not None
+            want = check_capture(str(path), 3, reuse=reuse)
+            assert _shape(parallel.check_capture(str(path), 3, reuse=reuse)) == _shape(want)
+    assert check_capture(str(tmp_path / "cut.jsonl.gz")).truncated

@@ -10,9 +10,10 @@ flat); this process hashes them after its own and merges the state
 halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
 second half itself. A capture that needs re-annotation (``--full``, other
 rules, ``chunk`` records) goes through :class:`~mcptap.check.fullscan.FullScan`
-in this process (the annotator's state is sequential). Anything the scans do
-not handle (damaged records), gzip, standard input and every capture error go
-the reference way (``report.check_capture``), which also words the errors.
+in this process (the annotator's state is sequential); a gzip capture is
+scanned in one process as it is decompressed. Anything the scans do not
+handle (damaged records), standard input and every capture error go the
+reference way (``report.check_capture``), which also words the errors.
 
     check_capture(path, keep=3, shapes=True, reuse=True) -> CaptureReport
 """
@@ -30,7 +31,7 @@ from typing import IO, Any
 from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
-from mcptap.capture.source import add_bytes_read
+from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
@@ -76,48 +77,56 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
     except OSError:
         return None
     with fp:
-        if fp.peek(2)[:2] == b"\x1f\x8b":
-            return None                 # gzip: the reference reader decompresses it
+        gz = fp.peek(2)[:2] == b"\x1f\x8b"          # gzip: decompressed as it is read, one process
         start = len(fp.readline())
         size = os.fstat(fp.fileno()).st_size
-        tallies = {name: StreamTally() for name in STREAMS}
+
+        def feed(scan: Scan | FullScan, child: _Child | None = None, first: int = start, end: int = size) -> None:
+            if gz:
+                _feed_gzip(scan, path)
+            else:
+                _feed(scan, fp, first, end, child)
+
         if reuse and header.get("rules") and header.get("rules") == rules_fingerprint():
             try:
-                return _reuse(path, fp, header, keep, shapes, workers, start, size, tallies)
+                return _reuse(path, fp if not gz else None, feed, header, keep, shapes, workers, start, size)
             except Unsupported as exc:
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
-                tallies = {name: StreamTally() for name in STREAMS}
-        return _full(path, fp, header, keep, shapes, start, size, tallies)
+        return _full(path, feed, header, keep, shapes)
 
 
-def _full(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: bool, start: int, size: int,
-          tallies: dict[str, StreamTally]) -> CaptureReport | None:
-    """Re-annotation (--full, other rules, chunk records): one process."""
+def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
+    tallies = {name: StreamTally() for name in STREAMS}
+
     def hashed(name: str, data: bytes) -> None:
         tallies[name].sha.update(data)
 
+    return tallies, hashed
+
+
+def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool) -> CaptureReport | None:
+    """Re-annotation (--full, other rules, chunk records): one process."""
+    tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
     try:
-        _feed(scan, fp, start, size)
+        feed(scan)
         scan.end_of_input()
     except Unsupported:
         return None
     return scan.report(path, tallies)
 
 
-def _reuse(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: bool, workers: int, start: int, size: int,
-           tallies: dict[str, StreamTally]) -> CaptureReport:
-    """Recorded annotations reused: two processes when the capture is big. Raises Unsupported."""
-    mid = _middle(fp, start, size) if workers > 1 and size - start >= SPLIT_BYTES else None
-
-    def hashed(name: str, data: bytes) -> None:
-        tallies[name].sha.update(data)
-
+def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: dict[str, Any], keep: int, shapes: bool, workers: int,
+           start: int, size: int) -> CaptureReport:
+    """Recorded annotations reused: two processes when the capture is a big
+    plain file (``fp``). Raises Unsupported."""
+    mid = _middle(fp, start, size) if fp is not None and workers > 1 and size - start >= SPLIT_BYTES else None
+    tallies, hashed = _tallies()
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
     child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
     try:
-        _feed(scan, fp, start, mid if mid is not None else size, child)
+        feed(scan, child, start, mid if mid is not None else size)
         if child is not None:
             assert mid is not None
             state = child.result()
@@ -125,7 +134,7 @@ def _reuse(path: str, fp: IO[bytes], header: dict[str, Any], keep: int, shapes: 
             if state is not None and scan.absorb(state):
                 child.hash_into(tallies)
             else:
-                _feed(scan, fp, mid, size)
+                feed(scan, None, mid, size)
         scan.end_of_input()
     finally:
         if child is not None:
@@ -176,6 +185,23 @@ def _feed(scan: Scan | FullScan, fp: IO[bytes], start: int, end: int, child: _Ch
 
     for batch in _batches(fp, start, end, progress):
         scan.run(batch)
+
+
+def _feed_gzip(scan: Scan | FullScan, path: str) -> None:
+    """Feed ``scan`` the lines of a gzip capture after its header (the
+    reader's source: a stream that ends early reads as a cut last line)."""
+    fp = open_input(path)
+    try:
+        read_line(fp, path)
+        batch: list[bytes] = []
+        for line in lines(fp, path):
+            batch.append(line)
+            if len(batch) == 4096:
+                scan.run(batch)
+                batch = []
+        scan.run(batch)
+    finally:
+        fp.close()
 
 
 class _Child:
