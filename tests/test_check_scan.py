@@ -343,3 +343,23 @@ def test_gzip_captures(tmp_path: Path) -> None:
             want = check_capture(str(path), 3, reuse=reuse)
             assert _shape(parallel.check_capture(str(path), 3, reuse=reuse)) == _shape(want)
     assert check_capture(str(tmp_path / "cut.jsonl.gz")).truncated
+
+
+def test_without_a_second_process_or_when_it_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No fork to be had, or a child that dies: this process scans it all, same report."""
+    monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
+    path = busy(tmp_path, gap=False)
+    want = _shape(check_capture(str(path)))
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as m:
+        m.setattr(parallel.os, "fork", no_fork)
+        assert _shape(parallel.check_capture(str(path), workers=2)) == want
+
+    def broken(self: Any, *a: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(parallel._Child, "_run", broken)
+    assert _shape(parallel.check_capture(str(path), workers=2)) == want

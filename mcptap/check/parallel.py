@@ -124,7 +124,12 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
     mid = _middle(fp, start, size) if fp is not None and workers > 1 and size - start >= SPLIT_BYTES else None
     tallies, hashed = _tallies()
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
-    child = _Child(path, header.get("transport"), keep, shapes, mid, size) if mid is not None else None
+    child = None
+    if mid is not None:
+        try:
+            child = _Child(path, header.get("transport"), keep, shapes, mid, size)
+        except OSError:                 # no process or temporary file to be had: one process
+            mid = None
     try:
         feed(scan, child, start, mid if mid is not None else size)
         if child is not None:
@@ -209,10 +214,18 @@ class _Child:
 
     def __init__(self, path: str, transport: str | None, keep: int, shapes: bool, mid: int, size: int) -> None:
         self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
-        self.shared = mmap.mmap(-1, 16)        # the child's bytes read; byte 8: it met something only the reference handles
+        self.shared = mmap.mmap(-1, 16)        # the child's bytes read; byte 8: it failed (1), met a chunk record (2)
         self.counted = 0
         r, w = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (r, w):
+                os.close(fd)
+            for f in self.files.values():
+                f.close()
+            self.shared.close()
+            raise
         if self.pid == 0:                      # the child
             os.close(r)
             status = 1
@@ -254,12 +267,13 @@ class _Child:
 
     def progress(self) -> None:
         """Count the child's bytes read so far into this process's progress;
-        raises Unsupported when the child met something only the reference handles."""
+        raises Unsupported when the child met a chunk record (any other
+        failure of the child: this process scans its half itself)."""
         b = int.from_bytes(self.shared[:8], "little")
         add_bytes_read(b - self.counted)
         self.counted = b
-        if self.shared[8]:
-            raise Unsupported("chunk record" if self.shared[8] == 2 else "the second half needs the reference check")
+        if self.shared[8] == 2:           # a chunk record: re-annotation (FullScan) it is, at once
+            raise Unsupported("chunk record")
 
     def result(self) -> dict[str, Any] | None:
         """The child's scan state, or None when it failed."""
