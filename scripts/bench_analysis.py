@@ -184,6 +184,19 @@ def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
     return n
 
 
+def count_chunks(path: Path) -> int:
+    """``chunk`` records in a capture, read in blocks (the file read whole would
+    be counted in the peak RSS of every child forked after it)."""
+    n, tail = 0, b""
+    needle = b'\n{"type":"chunk",'
+    with open(path, "rb") as fp:
+        while block := fp.read(1 << 20):
+            data = tail + block
+            n += data.count(needle)
+            tail = data[-(len(needle) - 1):]
+    return n
+
+
 def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None, root: Path = ROOT) -> tuple[float, float, int, int]:
     """Run ``mcptap ARGS`` (or ``argv``) with stdout to /dev/null, from the
     checkout ``root``: (wall seconds, CPU seconds of it and its children,
@@ -211,7 +224,7 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
                 t0 = time.perf_counter()
                 gen(path, n)
                 print(f"generated {name}: {path.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", flush=True)
-            chunks = path.read_bytes().count(b'\n{"type":"chunk",')
+            chunks = count_chunks(path)
             print(f"{name}: {n:,} messages, {path.stat().st_size / 2**20:.0f} MiB, {chunks:,} chunk records", flush=True)
             cmds = [("wc -l", None, ["wc", "-l", str(path)], ROOT),
                     ("parse", None, [sys.executable, "-c", PARSE, str(path)], ROOT),
@@ -229,7 +242,8 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
             for label, _, _, _ in cmds:
                 wall, cpu, rss, status = best[label]
                 rows.append((name, label, wall, cpu, wall / base, rss, status))
-                print(f"  {label:<23} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse  "
+                print(f"  {label:<23} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse "
+                      f"(cpu {cpu / best['parse'][1]:5.2f}x)  "
                       f"peak RSS {rss / 1024:5.0f} MiB  exit {status}", flush=True)
     finally:
         if keep is None:
