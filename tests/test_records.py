@@ -132,3 +132,28 @@ def test_typed_fields() -> None:
     end = End.from_json({"type": "end", "seq": 9, "t_us": 1, "severities": {"error": 1}, "codes": {"b": 1, "a": 2}, "pending": [],
                          "exit_code": 3, "incomplete": True})
     assert end.exit_code == 3 and end.extra == {"incomplete": True} and list(end.to_json()["codes"]) == ["a", "b"]
+
+
+def _shape(line: bytes) -> bytes:
+    """A record line with what today's rules decide reduced to codes (finding
+    messages, counts by severity) and the rules fingerprint blanked: the rest,
+    key order included, is the record types' own JSON."""
+    r = orjson.loads(line)
+    if r["type"] == "header":
+        r["rules"] = "RULES"
+    if isinstance(r.get("findings"), list):
+        r["findings"] = [f["code"] for f in r["findings"]]
+    if r["type"] == "end":
+        r["severities"] = "SEVERITIES"
+        r["unanswered"] = [f["code"] for f in r.get("unanswered", ())]
+    return orjson.dumps(r)
+
+
+def test_the_live_recorder_writes_every_record_type_as_it_always_did(tmp_path: Path) -> None:
+    """Byte for byte (but for rule-dependent texts) what the recorder wrote when
+    the record types became classes: tests/data/records/every-record-type.jsonl.
+    A change here changes every capture mcptap writes: the format (and
+    docs/capture-format.md) changes with it, or the change is a bug."""
+    got = _every_type(tmp_path / "every.jsonl").read_bytes().splitlines()
+    want = (ROOT / "tests" / "data" / "records" / "every-record-type.jsonl").read_bytes().splitlines()
+    assert [_shape(x) for x in got] == [_shape(x) for x in want]
