@@ -48,3 +48,18 @@ def escape_controls(text: str) -> str:
 def has_controls(text: str) -> bool:
     """True when ``text`` holds a character :func:`escape_controls` escapes."""
     return CONTROLS.search(text) is not None
+
+
+#: Characters XML 1.0 forbids that ``CONTROLS`` leaves alone: lone surrogates
+#: (a str decoded with ``surrogateescape``) and the noncharacters U+FFFE/U+FFFF.
+XML_INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def escape_xml(text: str) -> str:
+    """``escape_controls(text)`` that is also valid XML 1.0 character data
+    (JUnit reports): the characters XML cannot hold become ``\\uXXXX`` too.
+    The XML serializer still escapes ``<``, ``&`` and quotes."""
+    text = escape_controls(text)
+    if XML_INVALID.search(text) is None:
+        return text
+    return XML_INVALID.sub(_one, text)

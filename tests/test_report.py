@@ -124,3 +124,67 @@ def test_junit_unreadable_capture_is_an_error(tmp_path: Path) -> None:
     assert err is not None and err.get("type") == "CaptureReadError" and "not an mcptap capture" in err.get("message")
     assert root.get("errors") == "1" and suites[1].get("errors") == "0"
     assert [c.get("name") for c in suites[1].findall("testcase")] == ["capture readable"]
+
+
+# -- peer text in reports CI systems render ------------------------------------
+NASTY = "".join(map(chr, [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)])) + "\u202e\u2066\u200f\u2028\ufffe\uffff"
+
+
+def nasty(tmp_path: Path) -> Path:
+    """A capture whose finding message, code and method hold every C0 and C1
+    control, bidi overrides and XML-invalid noncharacters (as a hand-edited
+    or hostile capture may: check reuses recorded findings), in a file whose
+    name has a right-to-left override."""
+    src = faulty(tmp_path)
+    out = tmp_path / "evil\u202etxt.jsonl"
+    lines = []
+    for line in src.read_bytes().splitlines():
+        rec = json.loads(line)
+        for f in rec.get("findings") or ():
+            if isinstance(f, dict):
+                f["message"] = "peer says " + NASTY + " end"
+        if rec.get("method") == "ping":
+            rec["method"] = "ping" + NASTY
+            rec["findings"] = [{"code": "lifecycle.message_before_initialize", "severity": "error", "message": NASTY}]
+        lines.append(json.dumps(rec).encode())
+    out.write_bytes(b"\n".join(lines) + b"\n")
+    return out
+
+
+def _raw_controls(text: str) -> set[str]:
+    from mcptap.escape import CONTROLS, XML_INVALID
+
+    return set(CONTROLS.findall(text)) | set(XML_INVALID.findall(text))
+
+
+def test_junit_escapes_every_control_and_stays_valid_xml(tmp_path: Path) -> None:
+    path = str(nasty(tmp_path))
+    text = junit_xml(run_check([path], "warn"))
+    # only the serializer's own newlines and indentation remain
+    assert _raw_controls(text) <= {"\n"}, sorted(map(hex, map(ord, _raw_controls(text))))
+    root = ET.fromstring(text)                       # well-formed XML 1.0 (expat rejects invalid characters)
+    suite = root.find("testsuite")
+    assert "\\u202e" in suite.get("name")
+    body = ET.tostring(root, encoding="unicode")
+    assert "peer says \\x00\\x01" in body and "\\x9f\\u202e\\u2066\\u200f\\u2028\\ufffe\\uffff end" in body
+
+
+def test_sarif_escapes_rendered_text_and_keeps_data_exact(tmp_path: Path) -> None:
+    path = str(nasty(tmp_path))
+    log = sarif(run_check([path], "warn"))
+    validate(log)
+    run = log["runs"][0]
+    texts = [r["message"]["text"] for r in run["results"]]
+    texts += [loc["fullyQualifiedName"] for r in run["results"] for loc in r["locations"][0].get("logicalLocations", ())]
+    from mcptap.escape import CONTROLS
+
+    assert texts and all(not CONTROLS.search(t) for t in texts), texts      # JSON may hold U+FFFE; no control or bidi
+    assert any("peer says \\x00\\x01" in t for t in texts)
+    assert any(r["properties"].get("method") == "ping" + NASTY for r in run["results"])   # data stays exact
+
+
+def test_escape_xml_covers_what_xml_forbids() -> None:
+    from mcptap.escape import escape_xml
+
+    assert escape_xml("a\ud800b\ufffe") == "a\\ud800b\\ufffe"
+    assert escape_xml("é ✓ <&>") == "é ✓ <&>"

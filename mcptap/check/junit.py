@@ -4,6 +4,11 @@ JUnit XML (the de-facto Ant/Surefire schema CI systems read): one
 ``testsuite`` per capture; one ``testcase`` per finding code, failed when its
 severity is at or above ``--fail-on``; a ``capture readable`` testcase that
 errors when the capture cannot be read.
+
+CI systems render these names and messages: every text that came from a
+capture (finding messages, codes, methods, paths, header fields) goes through
+``escape.escape_xml``, so no terminal control, bidi override or character
+XML 1.0 forbids reaches the document.
 """
 
 from __future__ import annotations
@@ -12,38 +17,41 @@ import os
 import xml.etree.ElementTree as ET
 
 from mcptap.check.report import CaptureReport, CheckReport
+from mcptap.escape import escape_xml as _x
 from mcptap.model import SEVERITY_RANK as _RANK
 
 
 def _suite(cap: CaptureReport, report: CheckReport) -> ET.Element:
-    suite = ET.Element("testsuite", name=cap.path)
+    suite = ET.Element("testsuite", name=_x(cap.path))
     props = ET.SubElement(suite, "properties")
     for k, v in (("transport", cap.transport), ("started", cap.started), ("fail_on", report.fail_on),
                  ("messages", cap.messages), ("complete", cap.complete)):
         if v is not None:
-            ET.SubElement(props, "property", name=k, value=str(v).lower() if isinstance(v, bool) else str(v))
-    classname = "mcptap." + os.path.basename(cap.path).rsplit(".", 1)[0].replace(".", "_")
+            ET.SubElement(props, "property", name=k, value=str(v).lower() if isinstance(v, bool) else _x(str(v)))
+    classname = "mcptap." + _x(os.path.basename(cap.path).rsplit(".", 1)[0].replace(".", "_"))
     tests = failures = errors = 0
     readable = ET.SubElement(suite, "testcase", classname=classname, name="capture readable", time="0")
     tests += 1
     if cap.error is not None:
-        err = ET.SubElement(readable, "error", type="CaptureReadError", message=cap.error)
-        err.text = cap.error
+        err = ET.SubElement(readable, "error", type="CaptureReadError", message=_x(cap.error))
+        err.text = _x(cap.error)
         errors += 1
     threshold = None if report.fail_on == "never" else _RANK[report.fail_on]
     for g in cap.sorted_groups():
-        tc = ET.SubElement(suite, "testcase", classname=f"{classname}.{g.code.split('.', 1)[0]}", name=g.code, time="0")
+        code, meaning = _x(g.code), _x(g.meaning or "")
+        tc = ET.SubElement(suite, "testcase", classname=f"{classname}.{code.split('.', 1)[0]}", name=code, time="0")
         tests += 1
-        detail = "\n".join(f"#{p.seq} at {p.t_us / 1e6 if p.t_us is not None else 0:.3f}s (line {p.line}): {p.severity}: {p.message}" for p in g.places)
+        detail = "\n".join(f"#{p.seq} at {p.t_us / 1e6 if p.t_us is not None else 0:.3f}s (line {p.line}): "
+                            f"{_x(str(p.severity))}: {_x(p.message or '')}" for p in g.places)
         if g.count > len(g.places):
             detail += f"\n… {g.count - len(g.places)} more"
         if threshold is not None and _RANK[g.severity] >= threshold:
-            fail = ET.SubElement(tc, "failure", type=g.severity, message=f"{g.count} × {g.code} ({g.severity}): {g.meaning}")
+            fail = ET.SubElement(tc, "failure", type=_x(g.severity), message=f"{g.count} × {code} ({_x(g.severity)}): {meaning}")
             fail.text = detail
             failures += 1
         else:
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{g.count} × {g.code} ({g.severity}, below --fail-on {report.fail_on}): {g.meaning}\n{detail}"
+            out.text = f"{g.count} × {code} ({_x(g.severity)}, below --fail-on {report.fail_on}): {meaning}\n{detail}"
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))

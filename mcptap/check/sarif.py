@@ -8,6 +8,11 @@ in the capture file by line (``region.startLine``) and logically by the
 record (``#seq``, method). Severities map error→error, warn→warning,
 info→note. An unreadable capture becomes a tool execution notification and
 ``executionSuccessful: false``.
+
+Texts a CI UI renders (messages, rule descriptions, logical location names)
+pass through ``escape.escape_controls``: a peer's terminal controls or bidi
+overrides (U+202E) never reach a code-scanning page raw. ``properties`` keep
+the values exactly (data for machines).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from mcptap import __version__
 from mcptap.capture.dumps import dumps
 from mcptap.check.report import CheckReport, CodeGroup
+from mcptap.escape import escape_controls as _esc
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warn": "warning", "info": "note"}
@@ -40,8 +46,8 @@ def _rule(g: CodeGroup) -> dict[str, Any]:
     return {
         "id": g.code,
         "name": g.code,
-        "shortDescription": {"text": g.meaning or g.code},
-        "fullDescription": {"text": f"{g.meaning} (spec: {g.source})" if g.source else g.meaning or g.code},
+        "shortDescription": {"text": _esc(g.meaning or g.code)},
+        "fullDescription": {"text": _esc(f"{g.meaning} (spec: {g.source})" if g.source else g.meaning or g.code)},
         "defaultConfiguration": {"level": LEVEL[_default_severity(g)]},
         "properties": {"tags": ["mcp", family], "source": g.source},
     }
@@ -66,7 +72,7 @@ def sarif(report: CheckReport) -> dict[str, Any]:
         artifacts.append({"location": {"uri": uri}, "mimeType": "application/jsonl",
                           "properties": {"transport": cap.transport, "messages": cap.messages, "complete": cap.complete}})
         if cap.error is not None:
-            notes.append({"level": "error", "message": {"text": cap.error},
+            notes.append({"level": "error", "message": {"text": _esc(cap.error)},
                           "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri, "index": ai}}}]})
             continue
         for g in cap.sorted_groups():
@@ -79,7 +85,7 @@ def sarif(report: CheckReport) -> dict[str, Any]:
                     phys["region"] = {"startLine": p.line}
                 loc: dict[str, Any] = {"physicalLocation": phys}
                 if p.seq is not None:
-                    loc["logicalLocations"] = [{"name": f"#{p.seq}", "fullyQualifiedName": f"{p.method or 'record'}#{p.seq}", "kind": "object"}]
+                    loc["logicalLocations"] = [{"name": f"#{p.seq}", "fullyQualifiedName": _esc(f"{p.method or 'record'}#{p.seq}"), "kind": "object"}]
                 props: dict[str, Any] = {"seq": p.seq, "t_us": p.t_us}
                 if p.dir:
                     props["direction"] = p.dir
@@ -88,7 +94,7 @@ def sarif(report: CheckReport) -> dict[str, Any]:
                 if n == 0:
                     props["occurrences"] = g.count
                 results.append({"ruleId": g.code, "ruleIndex": index[g.code], "level": LEVEL.get(p.severity, "note"),
-                                "message": {"text": p.message or g.meaning}, "locations": [loc], "properties": props})
+                                "message": {"text": _esc(p.message or g.meaning or "")}, "locations": [loc], "properties": props})
     status = report.status()
     invocation: dict[str, Any] = {"executionSuccessful": status != 2, "exitCode": status,
                                   "properties": {"failOn": report.fail_on, "findings": report.totals()}}
