@@ -91,7 +91,7 @@ EXPRS = ["~req", "~resp", "~err", "~notif", "~c2s & ~req", "~s2c", "~m tools/", 
          "~t boom", "boom", "~j params.name=echo", "~j params.arguments.b>2", "~j error.code=-32000", "~j 'result.content[*].type=text'",
          "~j params._meta.progressToken", "~j id!=3", "~j params.name~=^ec", "!(~m ^notifications/)", "~req | ~err", "(~c2s) ~m tools",
          "~session *", "~j result.tools[0].name=echo", "~tool e-*", "~session a-b?", "~f 'jsonrpc.unmatched_[a-z]*'", "~tool [!a]*", "~m 'tools\\-?list'",
-         "~j params.name~=^e\\-?c"]
+         "~j params.name~=^e\\-?c", '~j "params.name=echo"', "~j params.name='echo'"]
 
 
 @needs_chromium

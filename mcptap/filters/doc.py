@@ -64,7 +64,14 @@ VALUE is read as a JSON literal when it is one (`5`, `true`, `null`,
 `"5"`), else as a string: `~j params.name=echo` compares with the string
 "echo", `~j id=5` with the number 5 and `~j 'id="5"'` with the string "5"
 (MCP ids are typed: see `jsonrpc.id_type_mismatch`). Numbers compare as
-numbers (`1` = `1.0`), `true` is not `1`.
+numbers (`1` = `1.0`), `true` is not `1`. Integers keep every digit
+(an id `18446744073709551617` is not rounded to a double).
+
+The whole argument may be quoted (the shell's quotes aside, `[*]` and `>`
+need them in most shells): its inside is read as above, so
+`~j 'result.content[*].type=text'` is `~j result.content[*].type=text`. A
+comparison operator inside quotes belongs to the path or the value
+(`~j params.arguments.expr="a=b"`).
 
 Examples: `~j params.arguments.count>10`, `~j result.isError=true`,
 `~j 'result.content[*].type=image'`, `~j error.code=-32601`,

@@ -199,16 +199,50 @@ def _walk(v: Any, path: list[str | int]) -> list[Any]:
     return cur
 
 
+def _outer_quoted(raw: str) -> str | None:
+    """The inside of an argument quoted as a whole (``'a.b=c'``, ``"id=\\"5\\""``),
+    its backslash escapes resolved, or None when it is not one quoted string."""
+    if len(raw) < 2 or raw[0] not in "\"'":
+        return None
+    q, out, i = raw[0], [], 1
+    while i < len(raw) and raw[i] != q:
+        if raw[i] == "\\" and i + 1 < len(raw):
+            i += 1
+        out.append(raw[i])
+        i += 1
+    return "".join(out) if i == len(raw) - 1 else None
+
+
+def _split_jop(raw: str) -> tuple[int, str | None]:
+    """Where the first comparison operator outside quotes starts, and which."""
+    quote = None
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if quote is not None:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "\\":
+            i += 1
+        else:
+            for o in _JOPS:
+                if raw.startswith(o, i):
+                    return i, o
+        i += 1
+    return -1, None
+
+
 def _json_path(t: Tok) -> Pred:
     raw = t.raw
-    cut, op = -1, None
-    for i in range(len(raw)):
-        for o in _JOPS:
-            if raw.startswith(o, i):
-                cut, op = i, o
-                break
-        if op is not None:
-            break
+    inner = _outer_quoted(raw)
+    shift = 0
+    if inner is not None:            # ~j 'result.content[*].type=text': the whole argument quoted
+        raw, shift = inner, 1
+    cut, op = _split_jop(raw)
     path = _parse_path(unquote(raw if op is None else raw[:cut]))
     if op is None:
         return lambda r, q: bool(_walk(message_json(r), path)) if r.get("type") == "message" else False
@@ -220,7 +254,7 @@ def _json_path(t: Tok) -> Pred:
         try:
             rx = re.compile(want if isinstance(want, str) else lit)
         except re.error as exc:
-            raise ArgError(f"bad regular expression: {exc}", cut + 2) from None
+            raise ArgError(f"bad regular expression: {exc}", shift + cut + 2) from None
 
         def test(v: Any) -> bool:
             return rx.search(v if isinstance(v, str) else dumps(v).decode()) is not None
@@ -229,7 +263,7 @@ def _json_path(t: Tok) -> Pred:
             return _same(v, want)
     else:
         if not isinstance(want, (int, float)) or isinstance(want, bool):
-            raise ArgError(f"{op} needs a number, not {lit!r}", cut + len(op))
+            raise ArgError(f"{op} needs a number, not {lit!r}", shift + cut + len(op))
         cmp = _CMP[op]
 
         def test(v: Any) -> bool:

@@ -75,6 +75,12 @@
       word,
     };
   }
+  function outerQuoted(raw) {   // the inside of an argument quoted as a whole, or null
+    if (raw.length < 2 || (raw[0] !== '"' && raw[0] !== "'")) return null;
+    const q = raw[0]; let out = "", i = 1;
+    while (i < raw.length && raw[i] !== q) { if (raw[i] === "\\" && i + 1 < raw.length) i++; out += raw[i]; i++; }
+    return i === raw.length - 1 ? out : null;
+  }
   function unquote(s) {
     if (!s || !/["'\\]/.test(s)) return s;
     return lexer(s).word("", false).text;
@@ -199,17 +205,28 @@
     },
     "~t": (t) => textPred(t.text),
     "~j": (t) => {
-      const raw = t.raw; let cut = -1, op = null;
-      outer: for (let i = 0; i < raw.length; i++) for (const o of OPS.jops) if (raw.startsWith(o, i)) { cut = i; op = o; break outer; }
+      // as operators.py: an argument quoted as a whole is read inside its quotes;
+      // the comparison is the first operator outside quotes
+      let raw = t.raw, cut = -1, op = null, shift = 0;
+      const inner = outerQuoted(raw);
+      if (inner !== null) { raw = inner; shift = 1; }
+      let quote = null;
+      outer: for (let i = 0; i < raw.length; i++) {
+        const c = raw[i];
+        if (quote !== null) { if (c === "\\") i++; else if (c === quote) quote = null; continue; }
+        if (c === '"' || c === "'") { quote = c; continue; }
+        if (c === "\\") { i++; continue; }
+        for (const o of OPS.jops) if (raw.startsWith(o, i)) { cut = i; op = o; break outer; }
+      }
       const path = pathParse(unquote(op === null ? raw : raw.slice(0, cut)));
       if (op === null) return (i) => isMsg(R[i]) && walk(json(i), path).length > 0;
       const lit = raw.slice(cut + op.length);
       let want; try { want = JSON.parse(lit); } catch (e) { want = unquote(lit); }
       let test;
-      if (op === "~=") { const rx = pyRegex(typeof want === "string" ? want : lit, cut + 2); test = (v) => rx.test(typeof v === "string" ? v : pyJson(v)); }
+      if (op === "~=") { const rx = pyRegex(typeof want === "string" ? want : lit, shift + cut + 2); test = (v) => rx.test(typeof v === "string" ? v : pyJson(v)); }
       else if (op === "=" || op === "!=") test = (v) => same(v, want);
       else {
-        if (typeof want !== "number") throw new ArgError(`${op} needs a number, not '${lit}'`, cut + op.length);
+        if (typeof want !== "number") throw new ArgError(`${op} needs a number, not '${lit}'`, shift + cut + op.length);
         const cmp = CMP[op]; test = (v) => typeof v === "number" && cmp(v, want);
       }
       if (op === "!=") return (i) => { if (!isMsg(R[i])) return false; const vals = walk(json(i), path); return vals.length > 0 && !vals.some(test); };
