@@ -6,8 +6,11 @@ A capture's summary comes from its first line (the header), its last line
 (the end record, found by seeking back from the end of the file) and, for the
 protocol revision, the first record within the first 64 KiB that carries
 ``rev``: listing a directory of multi-gigabyte captures costs a few reads
-each. Only files whose first bytes are an mcptap capture header count as
-captures; nothing else in the directory is listed or ever deleted.
+each. Gzip-compressed captures (``.jsonl.gz``) are read too: decompressed
+as a stream, since a gzip file cannot be read backwards. Only files whose
+first bytes are an mcptap capture header count as captures; nothing else in
+the directory is listed or ever deleted, except the stale disk-full reserves
+a killed mcptap leaves (``.NAME.jsonl.reserve``, :func:`stale_reserves`).
 
 Level 1: file reads, and ``os.kill(pid, 0)`` to tell a capture still being
 written (its mcptap process, the pid in the file name, is alive) from one cut
@@ -16,8 +19,10 @@ short. No clock: callers pass ``now``.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +35,11 @@ HEADER_PREFIX = b'{"type":"header","format":"mcptap-capture"'
 HEAD_SCAN = 64 * 1024           # bytes read from the start to find the revision
 _TAIL_STEP = 64 * 1024
 _TAIL_MAX = 64 * 1024 * 1024    # an end record is small; a last line longer than this is not one
-_FILE_PID = re.compile(r"-(\d+)\.jsonl$")
-_FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl$")
+_FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
+_FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
+_RESERVE = re.compile(r"^\.(.+\.jsonl)\.reserve$")
+_RESERVE_PID = re.compile(rb"^mcptap reserve pid=(\d+)\n")
+_GZIP_ERRORS = (OSError, EOFError, zlib.error)
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -99,6 +107,35 @@ def _last_line(fp: Any, size: int) -> bytes | None:
     return buf if pos == 0 else None
 
 
+def _gzip_ends(fp: Any) -> tuple[bytes, bytes | None] | None:
+    """(first HEAD_SCAN bytes, last line or None) of a gzip-compressed
+    capture, decompressed as a stream; None when it is not a capture. A
+    damaged or cut-short stream has no last line (as a cut plain file)."""
+    gz = gzip.GzipFile(fileobj=fp)
+    try:
+        head = gz.read(HEAD_SCAN)
+    except _GZIP_ERRORS:
+        return None
+    if not head.startswith(HEADER_PREFIX):
+        return None
+    last: bytes | None = None
+    partial = b""                   # bytes after the last newline so far
+    chunk = head
+    try:
+        while chunk:
+            data = partial + chunk
+            nl = data.rfind(b"\n")
+            if nl < 0:
+                partial = data[-_TAIL_MAX:]          # a line this long is no end record anyway
+            else:
+                last = data[data.rfind(b"\n", 0, nl) + 1:nl]
+                partial = data[nl + 1:]
+            chunk = gz.read(_TAIL_STEP)
+    except _GZIP_ERRORS:
+        return head, None
+    return head, None if partial else last
+
+
 def _revision(head: bytes) -> str | None:
     for line in head.split(b"\n")[1:-1]:      # skip the header; the last piece may be cut
         if b'"rev":' not in line:
@@ -158,11 +195,20 @@ def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
     try:
         with open(p, "rb") as fp:
             st = os.fstat(fp.fileno())
-            head = fp.read(HEAD_SCAN)
-            if not head.startswith(HEADER_PREFIX):
-                return None
+            gzipped = fp.read(2) == b"\x1f\x8b"
+            if gzipped:
+                fp.seek(0)
+                got = _gzip_ends(fp)
+                if got is None:
+                    return None
+                head, last = got
+            else:
+                fp.seek(0)
+                head = fp.read(HEAD_SCAN)
+                if not head.startswith(HEADER_PREFIX):
+                    return None
+                last = _last_line(fp, st.st_size)
             first = head.split(b"\n", 1)[0]
-            last = _last_line(fp, st.st_size)
     except OSError:
         return None
     try:
@@ -191,7 +237,8 @@ def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
         exit_code = code if isinstance(code, int) else None
         status = COMPLETE
     else:
-        status = RECORDING if _pid_alive(p) else TRUNCATED
+        # mcptap never writes gzip live: a compressed capture without its end was cut
+        status = RECORDING if not gzipped and _pid_alive(p) else TRUNCATED
     return CaptureInfo(
         path=os.path.abspath(p), started=str(header.get("started", "?")), name=_name(header, p),
         transport=str(header.get("transport", "?")), revision=_revision(head), messages=messages,
@@ -208,7 +255,7 @@ def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
         return []
     out = []
     for n in names:
-        if not n.endswith(".jsonl"):
+        if not n.endswith((".jsonl", ".jsonl.gz")):
             continue
         full = os.path.join(directory, n)
         if not os.path.isfile(full):
@@ -278,3 +325,63 @@ def keep_newest(directory: str | os.PathLike[str], name: str, keep: int, current
     cur = os.path.abspath(current)
     others = [i for i in infos if i.path != cur]
     return remove(select_prune(others, now=0.0, keep=max(keep - 1, 0)))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return True
+
+
+def stale_reserves(directory: str | os.PathLike[str]) -> list[str]:
+    """The disk-full reserve files (``.NAME.jsonl.reserve``, made beside each
+    capture by ``CaptureWriter.open``) in ``directory`` that no running mcptap
+    owns: the pid written in the reserve is gone, or (a reserve without one)
+    the pid in its capture's name is gone, its capture has ended (end record)
+    or no longer exists. A reserve whose owner may still run stays."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        m = _RESERVE.match(n)
+        if not m:
+            continue
+        path = os.path.join(directory, n)
+        capture = os.path.join(directory, m.group(1))
+        try:
+            with open(path, "rb") as fp:
+                tag = _RESERVE_PID.match(fp.read(64))
+        except OSError:
+            continue
+        if tag is not None:
+            stale = not _alive(int(tag.group(1)))
+        elif not os.path.exists(capture):
+            stale = True
+        elif _FILE_PID.search(capture):
+            stale = not _pid_alive(capture)
+        else:
+            info = read_info(capture)
+            stale = info is None or info.status == COMPLETE
+        if stale:
+            out.append(os.path.abspath(path))
+    return out
+
+
+def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
+    """Delete :func:`stale_reserves`; how many were removed (never raises)."""
+    n = 0
+    for path in stale_reserves(directory):
+        try:
+            os.unlink(path)
+            n += 1
+        except OSError:
+            pass
+    return n

@@ -17,6 +17,7 @@ _dumps = orjson.dumps
 
 #: Bytes kept free beside a capture file for the records that say writing failed.
 RESERVE = 64 * 1024
+RESERVE_TAG = b"mcptap reserve pid="
 
 
 def _unlink(path: str) -> bool:
@@ -79,7 +80,10 @@ class CaptureWriter:
         except OSError:
             return
         try:
-            os.write(fd, bytes(RESERVE))
+            # the owner's pid first, so `ls`/`prune`/the next `record` can tell a
+            # reserve left by a killed mcptap (catalog.stale_reserves) from a live one
+            tag = RESERVE_TAG + b"%d\n" % os.getpid()
+            os.write(fd, tag + bytes(RESERVE - len(tag)))
             self._reserve = path
         except OSError:
             _unlink(path)

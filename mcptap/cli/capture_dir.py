@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from mcptap.catalog import keep_newest
+from mcptap.catalog import keep_newest, remove_stale_reserves
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
 from mcptap.recorder import Recorder
@@ -39,6 +39,12 @@ def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def sweep_reserves(path: str) -> None:
+    """Remove the disk-full reserves a killed mcptap left beside ``path``
+    (catalog.stale_reserves; never raises)."""
+    remove_stale_reserves(os.path.dirname(os.path.abspath(path)))
 
 
 def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | None, say: Callable[[str], None],

@@ -22,7 +22,7 @@ import os
 import click
 import orjson
 
-from mcptap.catalog import CaptureInfo, scan
+from mcptap.catalog import CaptureInfo, remove_stale_reserves, scan
 from mcptap.cli import options
 from mcptap.escape import escape_controls
 from mcptap.paths import capture_dir
@@ -94,6 +94,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
+    remove_stale_reserves(where)        # left by a killed mcptap (kill -9): never listed, never kept
     infos = scan(where)
     hidden = 0
     if not show_all:

@@ -17,7 +17,7 @@ import time
 
 import click
 
-from mcptap.catalog import parse_age, remove, scan, select_prune
+from mcptap.catalog import parse_age, remove, remove_stale_reserves, scan, select_prune
 from mcptap.cli import options
 from mcptap.cli.ls import human_size, printable
 from mcptap.paths import capture_dir
@@ -63,6 +63,7 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
         else:
             freed += info.size
             click.echo(f"removed {printable(info.path)}")
+    remove_stale_reserves(where)        # reserves a killed mcptap left, and those of removed captures
     click.echo(f"mcptap: removed {len(doomed) - failed} capture(s), {human_size(freed)}", err=True)
     if failed:
         ctx.exit(2)

@@ -27,7 +27,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options
+from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, sweep_reserves
 from mcptap.cli.errors import Fail
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -163,6 +163,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         if not quiet:
             _say(f"recording to {path}")
         assert path is not None         # set whenever no problem was reported
+        sweep_reserves(path)
 
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber

@@ -206,7 +206,11 @@ def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = No
         path = str(output or default_capture_path([_default_argv(tap)], directory=capture_dir, name=name))
         if os.path.exists(path) and not os.path.isfile(path):
             raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
-        return CaptureWriter.open(path), None, path
+        writer = CaptureWriter.open(path)
+        from mcptap.cli.capture_dir import sweep_reserves
+
+        sweep_reserves(path)
+        return writer, None, path
     except CaptureWriteError as exc:
         return None, str(exc), path
     except OSError as exc:

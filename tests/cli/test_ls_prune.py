@@ -124,3 +124,76 @@ def test_record_keep_survives_a_failed_start(tmp_path: Path) -> None:
     assert good in names and len(names) == 3
     newest = record(tmp_path, "--name", "srv", "--keep", "1", input=INIT)
     assert sorted(tmp_path.iterdir()) == [newest]
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_kill_9_leaves_a_reserve_that_ls_removes_and_never_lists(tmp_path: Path) -> None:
+    import signal
+
+    d = tmp_path / "caps"
+    proc = subprocess.Popen([*MCPTAP, "record", "--dir", str(d), "--name", "k", "--", sys.executable, "-c", ECHO],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT)
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline()              # the session runs: capture and reserve exist
+    reserves = [n for n in os.listdir(d) if n.endswith(".reserve")]
+    assert len(reserves) == 1
+    live = run("ls", "--all", "--dir", str(d), "--format", "json")
+    assert b".reserve" not in live.stdout and reserves == [n for n in os.listdir(d) if n.endswith(".reserve")]   # its owner runs
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdin.close()
+    p = run("ls", "--all", "--dir", str(d), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert [json.loads(x)["status"] for x in p.stdout.splitlines()] == [TRUNCATED]
+    assert b".reserve" not in p.stdout
+    assert not [n for n in os.listdir(d) if n.endswith(".reserve")]
+
+
+def test_prune_and_record_remove_only_stale_reserves(tmp_path: Path) -> None:
+    good = record(tmp_path, "--name", "srv", input=INIT)
+    dead = _dead_pid()
+    stale_tagged = tmp_path / f".{good.name}.reserve"                     # its capture ended: the owner is gone
+    stale_tagged.write_bytes(b"mcptap reserve pid=%d\n" % dead + bytes(100))
+    orphan = tmp_path / ".20260101T000000Z-gone-1.jsonl.reserve"          # no capture left, untagged
+    orphan.write_bytes(bytes(100))
+    mine = tmp_path / ".20260101T000001Z-live-1.jsonl.reserve"           # tagged with a live pid (ours)
+    mine.write_bytes(b"mcptap reserve pid=%d\n" % os.getpid() + bytes(100))
+    untagged_live = tmp_path / f".20260101T000002Z-x-{os.getpid()}.jsonl.reserve"
+    (tmp_path / f"20260101T000002Z-x-{os.getpid()}.jsonl").write_bytes(good.read_bytes().splitlines(keepends=True)[0])
+    untagged_live.write_bytes(bytes(100))
+    p = run("prune", "--dir", str(tmp_path), "--older-than", "9999d")
+    assert p.returncode == 0, p.stderr
+    left = sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve"))
+    assert left == sorted([mine.name, untagged_live.name])
+    stale_tagged.write_bytes(b"mcptap reserve pid=%d\n" % dead + bytes(100))
+    record(tmp_path, "--name", "srv", input=INIT)                          # the next record sweeps too
+    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve")) == sorted([mine.name, untagged_live.name])
+
+
+def test_ls_and_prune_read_gzip_captures(tmp_path: Path) -> None:
+    import gzip
+
+    plain = record(tmp_path, "--name", "zipped", input=INIT)
+    gz = plain.with_name(plain.name + ".gz")
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    cut = tmp_path / "20260101T000000Z-cut-1.jsonl.gz"
+    cut.write_bytes(gzip.compress(plain.read_bytes()[:-20]))
+    plain.unlink()
+    p = run("ls", "--all", "--dir", str(tmp_path), "--format", "json")
+    rows = {Path(r["path"]).name: r for r in map(json.loads, p.stdout.splitlines())}
+    assert set(rows) == {gz.name, cut.name}, p.stdout
+    assert rows[gz.name]["status"] == COMPLETE and rows[gz.name]["messages"] == 2 and rows[gz.name]["name"] == "zipped"
+    assert rows[gz.name]["revision"] == "2025-06-18"
+    assert rows[cut.name]["status"] == TRUNCATED and rows[cut.name]["messages"] is None
+    (tmp_path / "not-a-capture.jsonl.gz").write_bytes(gzip.compress(b'{"hello":1}\n'))
+    (tmp_path / "garbage.jsonl.gz").write_bytes(b"\x1f\x8b\x08garbage")
+    p = run("prune", "--dir", str(tmp_path), "--keep", "0")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["garbage.jsonl.gz", "not-a-capture.jsonl.gz"]
