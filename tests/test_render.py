@@ -188,3 +188,29 @@ def test_summary_counts_findings_of_the_end_record() -> None:
     j = s.to_json()
     assert j["findings"] == {"error": 1, "warn": 1, "info": 0}
     assert j["bytes"] == {"c2s": 1, "s2c": 2} and j["complete"] is True
+
+
+def _summary(tmp_path: Path, expr: str | None) -> tuple[dict, list[dict]]:
+    ra = Reannotated.open(str(session(tmp_path)))
+    out = [orjson.loads(x) for x in json_lines(ra, ra.header, compile_filter(expr) if expr else None)]
+    return out[-1], [r for r in out[1:-1] if r.get("type") == "message"]
+
+
+@pytest.mark.parametrize("expr", [None, "~resp", "~req", "~notif", "~s2c", "~c2s", "~tool echo", "~m tools/", "!~req", "~err"])
+def test_filtered_summary_counts_every_shown_message_once_by_method(tmp_path: Path, expr: str | None) -> None:
+    """The method table of a filtered show is the unfiltered table over the
+    shown records: requests and notifications by direction, responses (result
+    or error) under their request's method. It used to count requests and
+    notifications only: a `~resp` summary listed methods with all zeros."""
+    summ, shown = _summary(tmp_path, expr)
+    full, everything = _summary(tmp_path, None)
+    counted = sum(s["c2s"] + s["s2c"] + s["responses"] for s in summ["methods"].values())
+    methodless = [r for r in shown if r.get("method") is None and "request" not in r]
+    assert counted == len(shown) - len(methodless) == summ["messages"]["c2s"] + summ["messages"]["s2c"] - len(methodless)
+    for method, s in summ["methods"].items():
+        want = [r for r in shown if (r.get("request") or {}).get("method" if r.get("kind") in ("response", "error") else "") == method]
+        assert s["responses"] == len(want), (method, s)
+        assert s["responses"] <= full["methods"][method]["responses"]
+    if expr == "~resp":
+        assert {m: s["responses"] for m, s in summ["methods"].items()} == \
+            {m: s["responses"] for m, s in full["methods"].items() if s["responses"]}

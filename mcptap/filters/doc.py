@@ -37,6 +37,14 @@ Records that are not messages (stderr, eof, process, gap, end) match only
 `~f`, `~sev`, `~t` and `!…`; the end record's summary (bytes, pending
 requests) is always used, whatever the filter.
 
+The summary under a filtered timeline is the unfiltered summary over the
+shown records ("Summary of the N records the filter shows"): the method
+table counts requests and notifications by the direction they were sent in
+(`c2s`, `s2c`) and responses, results and errors alike, under their
+request's method (`resp`, with `err` and the latencies), so every shown
+message is counted once. Byte counts and pending requests are the whole
+capture's.
+
 ## Arguments and quoting
 
 An operator's argument runs to the next whitespace. Parentheses that are

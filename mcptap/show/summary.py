@@ -133,20 +133,26 @@ class Latencies:
 # -- summary ------------------------------------------------------------------------------
 
 class _Stat:
-    __slots__ = ("c2s", "s2c", "errors", "lat")
+    __slots__ = ("c2s", "s2c", "responses", "errors", "lat")
 
     def __init__(self) -> None:
         self.c2s = 0
         self.s2c = 0
+        self.responses = 0
         self.errors = 0
         self.lat = Latencies()
 
 
 class Summary:
     """Counts over the records fed: messages per direction and kind, per
-    method (requests + notifications; responses count towards their request's
-    latency and errors), per tool (``tools/call``), findings by severity and
-    code; from the end record: bytes per direction and pending requests."""
+    method (requests and notifications by the direction they were sent in;
+    responses, result or error, under their request's method with its latency
+    and errors), per tool (``tools/call``), findings by severity and code;
+    from the end record: bytes per direction and pending requests.
+
+    Fed only the records a filter shows, every shown message with a method
+    (or a paired request) is counted in exactly one of c2s/s2c/resp, so a
+    filtered summary reads like the unfiltered one over those records."""
 
     def __init__(self) -> None:
         self.messages = {"c2s": 0, "s2c": 0}
@@ -215,6 +221,8 @@ class Summary:
                 st = table.get(key)
                 if st is None:
                     st = table[key] = _Stat()
+                if table is self.methods:
+                    st.responses += 1
                 if isinstance(lat, int):
                     st.lat.add(lat)
                 if kind == "error" or is_tool_error(rec, table is self.tools):
@@ -226,7 +234,8 @@ class Summary:
             "type": "summary",
             "messages": dict(self.messages), "kinds": dict(sorted(self.kinds.items())),
             "duration_us": max(self.last_us, end.get("t_us") or 0),
-            "methods": {m: {"c2s": s.c2s, "s2c": s.s2c, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.methods.items())},
+            "methods": {m: {"c2s": s.c2s, "s2c": s.s2c, "responses": s.responses, "errors": s.errors, "latency": s.lat.to_json()}
+                        for m, s in sorted(self.methods.items())},
             "tools": {m: {"calls": s.c2s, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.tools.items())},
             "findings": dict(self.severities), "codes": dict(sorted(self.codes.items())),
             "bytes": {d: (end.get(d) or {}).get("bytes") for d in ("c2s", "s2c")},
@@ -252,16 +261,16 @@ class Summary:
         yield "  bytes: " + ", ".join(f"{k} {v:,}" for k,
                                       v in b.items() if v is not None) if any(v is not None for v in b.values()) else "  bytes: unknown (no end record)"
         if j["methods"]:
-            yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'resp':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
             for name, s in j["methods"].items():
                 lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['c2s']:>6} {s['s2c']:>6} {s['errors']:>5} "
+                yield (f"  {shorten(name, 34):<34} {s['c2s']:>6} {s['s2c']:>6} {s['responses']:>5} {s['errors']:>5} "
                        + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
         if j["tools"]:
-            yield st(f"  {'tool':<34} {'calls':>6} {'':>6} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(f"  {'tool':<34} {'calls':>6} {'':>6} {'':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
             for name, s in j["tools"].items():
                 lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['calls']:>6} {'':>6} {s['errors']:>5} "
+                yield (f"  {shorten(name, 34):<34} {s['calls']:>6} {'':>6} {'':>5} {s['errors']:>5} "
                        + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
