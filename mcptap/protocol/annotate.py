@@ -17,7 +17,7 @@ from mcptap.protocol import capabilities as _caps
 from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
-from mcptap.protocol.contracts import CONTRACT_METHODS, Contracts
+from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER, Contracts
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
@@ -223,7 +223,7 @@ class Annotator:
         if kind is Kind.RESPONSE:
             result = value.get("result")
             if p.direction is C2S and p.method in CONTRACT_METHODS:
-                out.extend(self._contracts.result(msg.session, p.method, p.params, result, msg.revision))
+                out.extend(self._contracts.result(msg.session, p.method, p.params, result, msg.revision, p.id))
             if isinstance(p.params, dict) and "task" in p.params:
                 tid = conventions.task_id_of(result)
                 if tid is not None:
@@ -293,7 +293,7 @@ class Annotator:
         if method == "initialize" and msg.direction is C2S:
             initialize_request(msg, st, params)
         if msg.direction is C2S and method in CONTRACT_METHODS:
-            msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed))
+            msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id))
         p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, exchange=exchange, member=member,
                     revision=msg.revision, params=params)
         msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
@@ -307,12 +307,16 @@ class Annotator:
             return
         if sender is S2C and method == "notifications/resources/updated" and st.era != "modern":
             msg.findings.extend(self._contracts.notification(msg.session, method, params, msg.session not in self._assumed))
+        elif sender is S2C and st.era == "modern" and method in LISTEN_FILTER:
+            msg.findings.extend(self._contracts.subscription_notification(msg.session, method, params, msg.session not in self._assumed))
         if method == "notifications/cancelled":
             if "requestId" in params:
                 p, fs = self.pairing.cancel(self._scope, sender, params["requestId"])
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
+                    if p.method == "subscriptions/listen":
+                        self._contracts.listen_ended(msg.session, p.id)
         elif method == "notifications/tasks/status":
             if params.get("status") in conventions.TERMINAL_TASK_STATES:
                 self.pairing.release_task(self._scope, params.get("taskId"))

@@ -129,8 +129,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capability.not_in_revision", WARN, "method that exists in other revisions, not in the negotiated one", "schema/<revision>"),
     ("capability.declared_but_unsupported", WARN, "method whose capability the receiver declared, answered -32601 or with a non-JSON-RPC HTTP error",
      LC + " Operation: parties MUST respect the negotiated capabilities"),
-    ("capability.not_subscribed", WARN, "notifications/resources/updated for a URI the client never subscribed to, or unsubscribed from",
-     "server/resources Subscriptions"),
+    ("capability.not_subscribed", WARN, "notifications/resources/updated for a URI the client never subscribed to, or unsubscribed from; "
+     "2026-07-28: a subscription notification outside an open subscriptions/listen that asked for it",
+     "server/resources Subscriptions; 2026-07-28 basic/patterns/subscriptions"),
     # tool contracts (tools/list schemas)
     ("tool.arguments_invalid", WARN, "tools/call arguments that do not match the tool's inputSchema",
      "2025-06-18+ server/tools: inputSchema (JSON Schema, 2020-12 unless $schema)"),

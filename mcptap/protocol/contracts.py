@@ -9,7 +9,12 @@ absent; 2026-07-28: ``""`` is a cursor like any other); server/tools
 unless ``$schema`` says otherwise; a successful result of a tool with an output
 schema MUST carry ``structuredContent`` conforming to it; ``isError`` results
 are exempt); server/resources (``notifications/resources/updated`` follows a
-``resources/subscribe`` for that URI).
+``resources/subscribe`` for that URI); 2026-07-28 basic/patterns/subscriptions
+(a server notification that is not request-scoped rides a
+``subscriptions/listen`` stream, tagged ``_meta
+io.modelcontextprotocol/subscriptionId`` = the listen request's id, and only
+of a type the listen's ``params.notifications`` filter asked for; the
+subscription ends with the listen's response or its cancellation).
 
 State is per session key (the annotator's ``msg.session``: a session id, or
 None on stdio and stateless HTTP) and bounded. JSON Schema validation uses the
@@ -31,7 +36,11 @@ from mcptap.protocol.rules import REVISIONS, normalize_revision
 
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
 #: client requests whose request or result this module looks at (the annotator skips the rest)
-CONTRACT_METHODS = PAGINATED | {"tools/call", "resources/subscribe", "resources/unsubscribe"}
+CONTRACT_METHODS = PAGINATED | {"tools/call", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"}
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+#: 2026-07-28 subscription notifications -> the listen filter field that asks for them
+LISTEN_FILTER = {"notifications/tools/list_changed": "toolsListChanged", "notifications/prompts/list_changed": "promptsListChanged",
+                 "notifications/resources/list_changed": "resourcesListChanged", "notifications/resources/updated": "resourceSubscriptions"}
 _WINDOW = 1024
 #: revisions that define outputSchema / structuredContent (server/tools)
 _STRUCTURED_SINCE = "2025-06-18"
@@ -125,13 +134,18 @@ class Contracts:
         self._loops: OrderedDict[tuple[Any, str, str], int] = OrderedDict()
         self._tools: OrderedDict[Any, dict[str, tuple[Any, Any]]] = OrderedDict()
         self._subs: OrderedDict[Any, OrderedDict[str, None]] = OrderedDict()
+        self._listens: OrderedDict[tuple[Any, Any], dict[str, Any]] = OrderedDict()
         self._schemas = _Schemas()
 
     # -- client requests -----------------------------------------------------------
-    def request(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+    def request(self, session: Any, method: str | None, params: Any, from_start: bool, req_id: Any = None) -> list[Finding]:
         if method == "tools/call":     # the common case first: nothing to do until tools/list was seen
             return self._arguments(session, params) if session in self._tools and isinstance(params, dict) else []
         if not isinstance(params, dict):
+            return []
+        if method == "subscriptions/listen":
+            wanted = params.get("notifications")
+            _bounded_set(self._listens, (session, _id_key(req_id)), wanted if isinstance(wanted, dict) else {}, 256)
             return []
         if method in PAGINATED:
             return self._cursor_request(session, method, params, from_start)
@@ -174,8 +188,11 @@ class Contracts:
                         {"tool": name, "errors": errs})]
 
     # -- results ---------------------------------------------------------------------
-    def result(self, session: Any, method: str | None, req_params: Any, result: Any, revision: str | None) -> list[Finding]:
+    def result(self, session: Any, method: str | None, req_params: Any, result: Any, revision: str | None, req_id: Any = None) -> list[Finding]:
         if method == "tools/call" and session not in self._tools:
+            return []
+        if method == "subscriptions/listen":
+            self.listen_ended(session, req_id)
             return []
         if not isinstance(result, dict):
             return []
@@ -266,3 +283,50 @@ class Contracts:
         return [finding("capability.not_subscribed",
                         f"notifications/resources/updated for {uri[:80]!r}, which the client has not subscribed to (or unsubscribed from)",
                         {"uri": uri})]
+
+    # -- 2026-07-28 subscriptions ----------------------------------------------------------
+    def listen_ended(self, session: Any, req_id: Any) -> None:
+        """The ``subscriptions/listen`` request ``req_id`` was answered or cancelled."""
+        self._listens.pop((session, _id_key(req_id)), None)
+
+    def subscription_notification(self, session: Any, method: str | None, params: Any, from_start: bool) -> list[Finding]:
+        """A 2026-07-28 server notification of a subscription type
+        (``LISTEN_FILTER``): it must name an open listen of this session in
+        ``_meta`` and be of a type (for ``resources/updated``: a URI, or a
+        URI below one) that listen asked for."""
+        field = LISTEN_FILTER.get(method or "")
+        if field is None or not isinstance(params, dict):
+            return []
+        meta = params.get("_meta")
+        sid = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        wanted = self._listens.get((session, _id_key(sid))) if sid is not None else None
+        if wanted is None:
+            if not from_start:          # a listen opened before the capture began may be open
+                return []
+            why = (f"its subscriptionId {str(sid)[:40]!r} names no open subscriptions/listen" if sid is not None
+                   else "it carries no _meta io.modelcontextprotocol/subscriptionId")
+            return [finding("capability.not_subscribed", f"{method}: {why}; 2026-07-28 servers send it only on a listen stream that asked for it",
+                            {"method": method, "subscriptionId": sid})]
+        if field != "resourceSubscriptions":
+            if wanted.get(field) is True:
+                return []
+            return [finding("capability.not_subscribed", f"{method} on subscription {str(sid)[:40]!r}, whose filter did not ask for {field}",
+                            {"method": method, "subscriptionId": sid})]
+        uri = params.get("uri")
+        uris = wanted.get(field)
+        if not isinstance(uri, str) or (isinstance(uris, list) and any(isinstance(u, str) and _within(uri, u) for u in uris)):
+            return []
+        return [finding("capability.not_subscribed",
+                        f"notifications/resources/updated for {uri[:80]!r} on subscription {str(sid)[:40]!r}, whose resourceSubscriptions do not list it",
+                        {"uri": uri, "subscriptionId": sid})]
+
+
+def _id_key(v: Any) -> Any:
+    """A JSON-RPC id as a dict key: 1 and "1" differ, true is not 1."""
+    return (type(v).__name__, v) if isinstance(v, (str, int)) and not isinstance(v, bool) else ("other", repr(v))
+
+
+def _within(uri: str, subscribed: str) -> bool:
+    """``uri`` is the subscribed resource or one below it (the spec's
+    sub-resource updates: ``file:///dir`` covers ``file:///dir/a``)."""
+    return uri == subscribed or uri.startswith(subscribed.rstrip("/") + "/")
