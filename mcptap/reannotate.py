@@ -329,7 +329,7 @@ class Reannotator(RecordingState):
         s.messages += 1
         kept: Iterable[Finding] = [Finding.from_json(f) for f in rec.get("findings", ()) if transport_made(f["code"])] if "findings" in rec else ()
         if not stdio and "transport" in rec:
-            judged = self._http.message(rec, direction, value)
+            judged = self._http.message(rec, direction, value, raw)
             if judged is not None:
                 kept = judged
         msg = self.annotator.feed(frame, self._next(), rec.get("t_us", 0), direction, rec.get("session"), rec.get("transport"), kept)

@@ -91,3 +91,31 @@ def test_near_miss_a_400_body_that_tries_to_answer_is_judged(tmp_path) -> None:
     # the same body shape with a registered OAuth error code is an HTTP error body
     rep = check_capture(str(_edited(tmp_path, "false-finding-http401-oauth-body.jsonl", 400, "invalid_request")), reuse=False)
     assert "http.error_body" in rep.groups and "jsonrpc.unanswered_request" not in rep.groups
+
+
+@pytest.mark.skipif(not [w for w in HTTP if w.case == "B15"], reason=f"handed case B15 not found at {CASES}")
+async def test_sse_event_findings_are_derived_again_from_the_event_bytes(tmp_path) -> None:
+    """`check --full` used to copy the `sse.*` findings of data events: a
+    capture whose recorded ones are stale (edited here: all removed, a false
+    one added) gets exactly the live tap's back, from the event bytes the
+    capture holds (`transport.sse.raw`, or the canonical event) and its chunk count."""
+    w = next(w for w in HTTP if w.case == "B15")
+    path = tmp_path / "cap.jsonl"
+    res = await run_wire(w, str(path), rewrite_endpoint=False)
+
+    def sse_codes(records):
+        return [(r["seq"], sorted(f["code"] for f in r.get("findings", ()) if f["code"].startswith("sse.")))
+                for r in records if r["type"] == "message" and r["dir"] == "s2c"]
+
+    live = sse_codes(res.records)
+    assert {c for _, cs in live for c in cs} >= {"sse.crlf", "sse.multiline_data", "sse.event_split_across_chunks", "sse.data_not_jsonrpc"}
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in recs:
+        if r["type"] == "message" and r["dir"] == "s2c":
+            r["findings"] = [f for f in r.get("findings", ()) if not f["code"].startswith("sse.")] + \
+                [{"code": "sse.retry", "severity": "info", "message": "stale"}]
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    stream = CaptureStream(str(edited))
+    again = list(reannotate(stream.header, stream, shapes=False, reuse=False))
+    assert sse_codes(again) == live

@@ -11,22 +11,30 @@ docs/capture-format.md (``http`` records: ``request``, ``response``, ``sse``,
 What is judged again: request heads (Accept, media types, version header,
 session ids, retries and resumption), response heads (status, content type,
 session bookkeeping), exchange ends (lost and broken responses, acknowledgement
-bodies, HTTP-level rejections), idle connection closes. What is kept as
-recorded: SSE event framing facts (``sse.*`` on events and messages), which
-depend on the exact stream bytes and chunking, and the legacy ``endpoint``
+bodies, HTTP-level rejections), idle connection closes, and the SSE facts of
+every data event (``sse.*`` on a message record: CR LF lines, several data
+lines, retry, comments, split across chunks, unterminated at EOF, data that is
+not JSON-RPC), from the event's bytes as recorded (``transport.sse.raw``, or
+the canonical event rebuilt from its payload, id, type and retry when the tap
+did not need to keep them) and its recorded chunk count. What is kept as
+recorded: the findings of ``sse`` records (priming events, comments, stray
+blocks), whose bytes the capture does not hold, and the legacy ``endpoint``
 findings, which depend on the tap's own address.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import transport_made
+from mcptap.protocol.framing import parse_json
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, header, media_type
+from mcptap.protocol.http_rules import Exchange, data_findings, header, media_type, sse_findings
 from mcptap.protocol.pairing import BoundedMap
+from mcptap.protocol.sse import parse_all
 
 #: code families HttpJudge decides on ``http`` records; others are kept
 JUDGED = ("http.", "sse.", "lifecycle.", "cancel.")
@@ -40,6 +48,7 @@ class _Ex:
     response_started: bool = False
     sse: bool = False
     ids: list[str] = field(default_factory=list)
+    cr_seen: bool = False       # sse.crlf is raised once per stream, as the live observer does
 
 
 def _headers(h: Any) -> list[tuple[bytes, bytes]]:
@@ -103,6 +112,8 @@ class HttpReplay:
             x = self._ex.get(exid)
             if x is not None and isinstance(info.get("id"), str):
                 x.ids.append(info["id"])
+            if x is not None and any(isinstance(d, dict) and d.get("code") == "sse.crlf" for d in rec.get("findings", ())):
+                x.cr_seen = True
         elif ev == "end":
             x = self._ex.get(exid)
             if x is not None:
@@ -122,19 +133,27 @@ class HttpReplay:
             out["findings"] = others + [f.to_json() for f in fs]
         return out
 
-    def message(self, rec: dict[str, Any], direction: Direction, value: Any) -> list[Finding] | None:
-        """The transport findings of a message record: for a POST body (c2s)
-        the request findings judged again; for s2c, None (keep the recorded
-        SSE facts), after noting the event's id."""
+    def message(self, rec: dict[str, Any], direction: Direction, value: Any, raw: bytes = b"") -> list[Finding] | None:
+        """The transport findings of a message record (``raw``: its payload
+        bytes): for a POST body (c2s) the request findings judged again; for
+        an SSE data event (s2c) its ``sse.*`` facts derived again from the
+        event's bytes (other recorded transport findings kept); None: keep
+        what was recorded."""
         tr = rec.get("transport")
         if not isinstance(tr, dict):
             return None
         x = self._ex.get(tr.get("exchange"))
         if direction is Direction.S2C:
             sse = tr.get("sse")
-            if x is not None and isinstance(sse, dict) and isinstance(sse.get("id"), str):
+            if not isinstance(sse, dict):
+                return None
+            if x is not None and isinstance(sse.get("id"), str):
                 x.ids.append(sse["id"])
-            return None
+            fs = _event_findings(sse, raw, x)
+            if fs is None:
+                return None
+            others = [Finding.from_json(d) for d in rec.get("findings", ()) if transport_made(d["code"]) and not d["code"].startswith("sse.")]
+            return others + fs
         if x is None or x.facts.method != "POST":
             return None
         f = x.facts
@@ -142,3 +161,39 @@ class HttpReplay:
         f.revision = self._revision(f.session)
         kept = [Finding.from_json(d) for d in rec.get("findings", ()) if transport_made(d["code"]) and d["code"].startswith("sse.")]
         return kept + self.judge.request(tr["exchange"], f)
+
+
+def _event_bytes(info: dict[str, Any], payload: bytes) -> bytes:
+    """The data event's bytes: as recorded when the tap kept them (they
+    differed from the canonical form), else the canonical event, which is
+    what the stream carried (protocol/sse.py ``canonical_event``)."""
+    raw = info.get("raw")
+    if isinstance(raw, str):
+        return raw.encode("utf-8")
+    lines = []
+    if isinstance(info.get("id"), str):
+        lines.append(f"id: {info['id']}")
+    if isinstance(info.get("event"), str) and info["event"] != "message":
+        lines.append(f"event: {info['event']}")
+    lines.extend(f"data: {d}" for d in payload.decode("utf-8", "replace").split("\n"))
+    if isinstance(info.get("retry"), int):
+        lines.append(f"retry: {info['retry']}")
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def _event_findings(info: dict[str, Any], payload: bytes, x: _Ex | None) -> list[Finding] | None:
+    """The ``sse.*`` findings of a recorded data event, derived again; None
+    when its bytes do not parse back into one data event (then the recorded
+    findings stand)."""
+    events = [e for e in parse_all(_event_bytes(info, payload)) if e.data_lines]
+    if len(events) != 1:
+        return None
+    chunks = info.get("chunks")
+    ev = dataclasses.replace(events[0], chunks=chunks if isinstance(chunks, int) and chunks > 1 else 1)
+    fs = sse_findings(ev)
+    if ev.cr:
+        if x is not None and x.cr_seen:
+            fs = [f for f in fs if f.code != "sse.crlf"]
+        if x is not None:
+            x.cr_seen = True
+    return fs + data_findings(parse_json(payload)[0], ev.data[:40])

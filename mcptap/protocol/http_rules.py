@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from mcptap.model import Finding, Severity
+from mcptap.model import Finding, Kind, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
+from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.sse import SSEEvent
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
@@ -268,6 +269,15 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
         out.append(finding("sse.unterminated_event_at_eof", "stream ended inside an event (no blank line): WHATWG clients discard it"
                            + (" — its data would have been a message" if ev.data_lines else "")))
     return out
+
+
+def data_findings(value: Any, quote: str) -> list[Finding]:
+    """Findings about a data event's payload, parsed (``value``; ``quote``:
+    its first 40 characters), for the live observer and ``check --full``
+    alike: JSON that is not a JSON-RPC message."""
+    if value is not None and classify(value).kind is Kind.INVALID:
+        return [finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it")]
+    return []
 
 
 def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_origin: str, rewritten: str | None) -> tuple[list[Finding], str]:

@@ -33,12 +33,10 @@ import zlib
 from typing import Any
 
 from mcptap.capture.format import encode_bytes
-from mcptap.model import UNPARSED, Direction, Finding, Kind
-from mcptap.protocol.codes import finding
+from mcptap.model import UNPARSED, Direction, Finding
 from mcptap.protocol.framing import parse_json_full
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, endpoint_findings, header, sse_findings
-from mcptap.protocol.jsonrpc import classify
+from mcptap.protocol.http_rules import Exchange, data_findings, endpoint_findings, header, sse_findings
 from mcptap.protocol.sse import SSEEvent, is_canonical
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
@@ -293,8 +291,7 @@ class HttpObserver:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
         # a number beyond a double is left to the recorder, which flags it
         value, _, overflow = parse_json_full(raw)
-        if value is not None and classify(value).kind is Kind.INVALID:
-            fs.append(finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it"))
+        fs.extend(data_findings(value, quote))
         box = [UNPARSED if overflow else value]
         del value     # only the recorder's frame holds it: it drops a large message's value once annotated
         self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs, value=box.pop())
