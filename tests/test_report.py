@@ -181,6 +181,7 @@ def test_sarif_escapes_rendered_text_and_keeps_data_exact(tmp_path: Path) -> Non
     assert texts and all(not CONTROLS.search(t) for t in texts), texts      # JSON may hold U+FFFE; no control or bidi
     assert any("peer says \\x00\\x01" in t for t in texts)
     assert any(r["properties"].get("method") == "ping" + NASTY for r in run["results"])   # data stays exact
+    assert run["artifacts"][0]["location"]["uri"].endswith("evil%E2%80%AEtxt.jsonl")     # a percent-encoded URI
 
 
 def test_escape_xml_covers_what_xml_forbids() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 from mcptap import __version__
 from mcptap.capture.dumps import dumps
@@ -36,9 +37,11 @@ def _uri(path: str) -> str:
         rel = os.path.relpath(path)
     except ValueError:
         rel = path
+    # percent-encoded (RFC 3986): a file name with spaces, controls or bidi
+    # overrides stays one valid, inert URI reference
     if not rel.startswith(".."):
-        return rel.replace(os.sep, "/")
-    return "file://" + os.path.abspath(path).replace(os.sep, "/")
+        return quote(rel.replace(os.sep, "/"), safe="/")
+    return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"), safe="/")
 
 
 def _rule(g: CodeGroup) -> dict[str, Any]:
