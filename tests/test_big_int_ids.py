@@ -192,3 +192,17 @@ def test_diff_sees_big_integers_that_differ_by_one(tmp_path: Path) -> None:
     r = CliRunner().invoke(mcptap, ["diff", str(caps[0]), str(caps[1]), "--format", "json"], catch_exceptions=False)
     assert r.exit_code == 1, r.stdout
     assert str(U64 + 1) in r.stdout
+
+
+def test_html_report_rows_carry_big_ids_as_exact_text(wide: Path) -> None:
+    """The report's browser filter reads ids through JSON.parse (doubles):
+    an id beyond 2^53 is embedded as its decimal text, so `~id 18446744073709551617`
+    matches in the browser as it does in show."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.show.html import report_data
+
+    stream = CaptureStream(str(wide))
+    data = report_data(stream.header, Reannotated(stream.header, iter(stream), str(wide), lambda: stream.truncated))
+    ids = [row[6] for row in data["rows"] if row[7]]
+    assert str(U64) in ids and str(I64) in ids and 2 in ids

@@ -110,7 +110,7 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
         # one row: the fields the filter language reads, plus the show line
         rows.append([
             rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), rec.get("method"),
-            rec.get("id") if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
+            _js_id(rec.get("id")) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
             rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_of(rec),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
             1 if typ == "message" and ("json" in rec or "raw" in rec) else 0,
@@ -129,6 +129,15 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
     }
     return {"meta": meta, "rows": rows, "payloads": payloads, "extra": {str(k): v for k, v in extra.items()}, "findings": findings,
             "ops": operator_table()}
+
+
+def _js_id(v: Any) -> Any:
+    """An id for the page's filter (``~id`` compares ids as text): integers a
+    JavaScript number cannot hold exactly (beyond ±(2^53−1)) go as their
+    decimal text, so the browser matches the id the peer sent, as show does."""
+    if type(v) is int and not -(2**53 - 1) <= v <= 2**53 - 1:
+        return str(v)
+    return v
 
 
 def _json_for_script(value: Any) -> str:
