@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from mcptap.capture.dumps import dumps
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls
 from mcptap.export.digest import digest
@@ -217,7 +218,7 @@ class LiveExporter:
                 rec = digest(inbox.popleft())
                 if self._scrub is not None:
                     rec = self._scrub(rec)
-                chunk.append(orjson.dumps(rec) + b"\n")
+                chunk.append(dumps(rec) + b"\n")      # a peer's id beyond 64 bits goes exactly (stdlib fallback)
             except Exception as exc:  # noqa: BLE001 - one odd message costs its span only
                 self.failure = self.failure or f"span mapping failed: {type(exc).__name__}: {exc}"
             if len(chunk) % YIELD_EVERY == 0:

@@ -279,3 +279,29 @@ def test_endpoint_from_the_environment_and_redaction(tmp_path: Path) -> None:
     uri = attrs(read)["mcp.resource.uri"]
     assert SECRET not in uri and "«redacted:" in uri
     assert SECRET not in cap.read_text()
+
+
+BIG_ID = 2**64 + 1
+#: answers every request with an empty result, echoing the id exactly
+ECHO_EXACT = ("import json, sys\nfor line in sys.stdin:\n m = json.loads(line)\n if 'id' in m and 'method' in m:\n"
+              "  sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {}}) + '\\n'); sys.stdout.flush()")
+
+
+def test_a_request_id_beyond_64_bits_is_exported_exactly(tmp_path: Path) -> None:
+    """The live exporter handed the export process its records with orjson,
+    which refuses an integer beyond 64 bits: the span was lost and the export
+    marked failed. Now the span carries the id the peer sent."""
+    cap = tmp_path / "cap.jsonl"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    stdin = (json.dumps(init) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+             + f'{{"jsonrpc":"2.0","id":{BIG_ID},"method":"tools/list"}}\n').encode()
+    with otlp_receiver() as (url, got):
+        p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-o", str(cap), "--otlp-endpoint", url, "--",
+                            sys.executable, "-c", ECHO_EXACT], input=stdin, capture_output=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert str(BIG_ID).encode() in p.stdout
+    ids = [attrs(s).get("jsonrpc.request.id") for s in got.spans() if attrs(s).get("mcp.method.name") == "tools/list"]
+    assert ids == [str(BIG_ID)], [attrs(s) for s in got.spans()]
+    (summary,) = notes(cap)
+    assert summary["failed"] == 0 and summary["exported"] == summary["spans"]
