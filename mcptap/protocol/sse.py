@@ -365,13 +365,12 @@ def is_canonical(ev: SSEEvent) -> bool:
     if ev.type != "message" or b"event:" in raw[:64]:
         head.append(f"event: {ev.type}\n")
     tail = f"retry: {ev.retry}\n\n" if ev.retry is not None else "\n"
-    with memoryview(raw) as view:
-        pos = 0
-        for piece in _pieces("".join(head), ev.data, tail):
-            if view[pos:pos + len(piece)] != piece:
-                return False
-            pos += len(piece)
-        return pos == len(raw)
+    pos = 0
+    for piece in _pieces("".join(head), ev.data, tail):
+        if not raw.startswith(piece, pos):        # compared in place (memcmp), no slice
+            return False
+        pos += len(piece)
+    return pos == len(raw)
 
 
 def _pieces(head: str, data: str, tail: str) -> Iterator[bytes]:
