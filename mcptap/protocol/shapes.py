@@ -20,6 +20,7 @@ import importlib
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Severity
+from mcptap.protocol import tagged
 from mcptap.protocol.codes import finding
 
 _M: Any = None
@@ -70,7 +71,7 @@ def _validator(model: Any) -> Any:
 
         core = getattr(model, "__pydantic_validator__", None)
         if core is not None and hasattr(core, "validate_python"):
-            v = functools.partial(core.validate_python, by_name=False)
+            v = tagged.faster(model, functools.partial(core.validate_python, by_name=False))
         else:
             v = TypeAdapter(model).validate_python
         _VALIDATE[model] = v
