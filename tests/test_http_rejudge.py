@@ -93,27 +93,38 @@ def test_near_miss_a_400_body_that_tries_to_answer_is_judged(tmp_path) -> None:
     assert "http.error_body" in rep.groups and "jsonrpc.unanswered_request" not in rep.groups
 
 
-@pytest.mark.skipif(not [w for w in HTTP if w.case == "B15"], reason=f"handed case B15 not found at {CASES}")
-async def test_sse_event_findings_are_derived_again_from_the_event_bytes(tmp_path) -> None:
-    """`check --full` used to copy the `sse.*` findings of data events: a
-    capture whose recorded ones are stale (edited here: all removed, a false
-    one added) gets exactly the live tap's back, from the event bytes the
-    capture holds (`transport.sse.raw`, or the canonical event) and its chunk count."""
-    w = next(w for w in HTTP if w.case == "B15")
+@pytest.mark.parametrize("case", ["B14", "B15"])
+async def test_sse_findings_are_derived_again_from_what_the_capture_holds(case: str, tmp_path) -> None:
+    """`check --full` used to copy the `sse.*` findings of SSE events: a
+    capture whose recorded ones are stale (edited here: removed, a false one
+    added) gets exactly the live tap's back. Data events: from the event bytes
+    the capture holds (`transport.sse.raw`, or the canonical event) and their
+    chunk count. `sse` records (priming events, comments): priming, retry,
+    comments and chunks from the record; CR LF and unterminated, which need
+    bytes the capture does not hold, stay as recorded."""
+    ws = [w for w in HTTP if w.case == case]
+    if not ws:
+        pytest.skip(f"handed case {case} not found at {CASES}")
     path = tmp_path / "cap.jsonl"
-    res = await run_wire(w, str(path), rewrite_endpoint=False)
+    res = await run_wire(ws[0], str(path), rewrite_endpoint=False)
 
     def sse_codes(records):
         return [(r["seq"], sorted(f["code"] for f in r.get("findings", ()) if f["code"].startswith("sse.")))
-                for r in records if r["type"] == "message" and r["dir"] == "s2c"]
+                for r in records if (r["type"] == "message" and r["dir"] == "s2c") or (r["type"] == "http" and r.get("event") == "sse")]
 
     live = sse_codes(res.records)
-    assert {c for _, cs in live for c in cs} >= {"sse.crlf", "sse.multiline_data", "sse.event_split_across_chunks", "sse.data_not_jsonrpc"}
+    want = {"B14": {"sse.priming_event", "sse.retry"},
+            "B15": {"sse.crlf", "sse.multiline_data", "sse.event_split_across_chunks", "sse.data_not_jsonrpc", "sse.comment"}}[case]
+    assert {c for _, cs in live for c in cs} >= want
     recs = [json.loads(line) for line in path.read_text().splitlines()]
     for r in recs:
         if r["type"] == "message" and r["dir"] == "s2c":
-            r["findings"] = [f for f in r.get("findings", ()) if not f["code"].startswith("sse.")] + \
-                [{"code": "sse.retry", "severity": "info", "message": "stale"}]
+            r["findings"] = [f for f in r.get("findings", ()) if not f["code"].startswith("sse.")]
+        elif r["type"] == "http" and r.get("event") == "sse" and "endpoint" not in r:
+            r["findings"] = [f for f in r.get("findings", ()) if not f["code"].startswith("sse.") or f["code"] in ("sse.crlf", "sse.unterminated_event_at_eof")]
+        else:
+            continue
+        r["findings"].append({"code": "sse.compressed_stream", "severity": "warn", "message": "stale"})
     edited = tmp_path / "edited.jsonl"
     edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
     stream = CaptureStream(str(edited))

@@ -34,7 +34,7 @@ from mcptap.protocol.framing import parse_json
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, data_findings, header, media_type, sse_findings
 from mcptap.protocol.pairing import BoundedMap
-from mcptap.protocol.sse import parse_all
+from mcptap.protocol.sse import SSEEvent, parse_all
 
 #: code families HttpJudge decides on ``http`` records; others are kept
 JUDGED = ("http.", "sse.", "lifecycle.", "cancel.")
@@ -114,6 +114,8 @@ class HttpReplay:
                 x.ids.append(info["id"])
             if x is not None and any(isinstance(d, dict) and d.get("code") == "sse.crlf" for d in rec.get("findings", ())):
                 x.cr_seen = True
+            if "endpoint" not in rec and isinstance(sse, dict):
+                fs = _block_findings(info, rec.get("findings", ()))
         elif ev == "end":
             x = self._ex.get(exid)
             if x is not None:
@@ -197,3 +199,21 @@ def _event_findings(info: dict[str, Any], payload: bytes, x: _Ex | None) -> list
         if x is not None:
             x.cr_seen = True
     return fs + data_findings(parse_json(payload)[0], ev.data[:40])
+
+
+#: facts of an ``sse`` record (an event without a payload) only its bytes could tell
+_BYTES_ONLY = ("sse.crlf", "sse.unterminated_event_at_eof")
+
+
+def _block_findings(info: dict[str, Any], recorded: Any) -> list[Finding]:
+    """The ``sse.*`` findings of an ``sse`` record (priming event, comments,
+    stray block): priming, retry, comments and chunking derived again from
+    what the record holds; CR LF and unterminated kept as recorded."""
+    retry, chunks, comments = info.get("retry"), info.get("chunks"), info.get("comments")
+    ev = SSEEvent(type=str(info.get("event", "message")), data="", data_lines=0,
+                  id=info["id"] if isinstance(info.get("id"), str) else None, last_event_id="",
+                  retry=retry if isinstance(retry, int) and not isinstance(retry, bool) else None,
+                  comments=tuple(c for c in comments if isinstance(c, str)) if isinstance(comments, list) else (),
+                  unknown_fields=(), raw=b"", start=0, end=0, chunks=chunks if isinstance(chunks, int) and chunks > 1 else 1)
+    kept = [Finding.from_json(d) for d in recorded if isinstance(d, dict) and d.get("code") in _BYTES_ONLY]
+    return sse_findings(ev) + kept
