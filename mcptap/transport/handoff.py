@@ -43,7 +43,10 @@ from mcptap.model import Direction, Finding, Message
 from mcptap.transport import priority, relay_child
 from mcptap.transport.spill import SpillFile
 
-SPILL_BYTES = 2 << 20
+SPILL_BYTES = 1 << 20
+#: what a queued chunk costs beyond its bytes (list, bytes object): the bounds
+#: are memory bounds, also for a stream of tiny chunks (round trips)
+ITEM_COST = 256
 LOSE_BYTES = 16 << 20
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
@@ -94,7 +97,7 @@ class Handoff:
         self._q: collections.deque[list[Any]] = collections.deque()
         self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._idle = False
-        self._queued = 0                      # chunk bytes queued and not yet taken
+        self._queued = 0                      # chunk bytes queued and not yet taken (+ ITEM_COST each)
         self._spilling = False
         self._clock: Callable[[], int] = rec.clock
         self._now = 0
@@ -171,9 +174,9 @@ class Handoff:
                     self._q.append([QUEUED, _LOST, direction, n, t, 0])
                 self.lost_bytes += n
                 return None
-            item = [QUEUED, _CHUNK, direction, data, t, n]
+            item = [QUEUED, _CHUNK, direction, data, t, n + ITEM_COST]
             self._q.append(item)
-            self._queued += n
+            self._queued += n + ITEM_COST
             ring, self._idle = self._idle, False
         if ring:
             self._bell.put(None)
@@ -316,7 +319,7 @@ class Handoff:
 
 
 #: queued copies above which the copy reader pauses (the relay then spills to its file)
-READER_PAUSE_BYTES = 3 << 20
+READER_PAUSE_BYTES = 3 << 19
 
 
 def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable[[], None]) -> None:

@@ -57,6 +57,7 @@ OFFSET = struct.Struct("<Q")
 CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
 C2S, S2C = 0, 1
 SPILL_BYTES = 4 << 20
+ITEM_COST = 256                # bytes a queued copy costs beyond its data (a flood of tiny chunks is bounded too)
 COPY_PIPE_SIZE = 1 << 20
 BATCH_BELOW = 64 << 10         # reads smaller than this wait BATCH_WAIT for more
 BATCH_WAIT = 0.002             # s
@@ -112,7 +113,7 @@ class CopyQueue:
                 return None
             item = [CHUNK, direction, 0, t, n, data]
             self._q.append(item)
-            self._queued += n
+            self._queued += n + ITEM_COST
             if len(self._q) == 1:
                 self._bell.put(None)
         return item
@@ -139,7 +140,7 @@ class CopyQueue:
             for i, x in enumerate(self._q):
                 if x is item:
                     del self._q[i]
-                    self._queued -= item[4]
+                    self._queued -= item[4] + ITEM_COST
                     return True
         return False
 
@@ -182,12 +183,12 @@ class CopyQueue:
                     if done < 0:
                         self._q.popleft()
                         if kind == CHUNK:
-                            self._queued -= n
+                            self._queued -= n + ITEM_COST
                         continue
                     if done > 0:                                 # keep the unsent rest at the head
                         item[0], item[5] = RAW, memoryview(head + bytes(body))[done:] if head else body[done:]
                         if kind == CHUNK:
-                            self._queued -= n
+                            self._queued -= n + ITEM_COST
                 if self._broken:
                     continue
                 poller.poll(1000)
