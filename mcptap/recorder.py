@@ -15,6 +15,8 @@ from typing import Any
 
 from mcptap import __version__
 from mcptap.capture.format import FORMAT, VERSION
+from mcptap.capture import pieces
+from mcptap.capture.pieces import Deferred
 from mcptap.capture.writer import CaptureWriter
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
 from mcptap.protocol.annotate import Annotator
@@ -100,12 +102,27 @@ class Recorder(RecordingState):
             # annotated: the parsed copy of a multi-MiB message is not needed any more
             # (the record keeps the raw bytes), so it is freed before the record is built
             frame.value = msg.value = UNPARSED
-        self._write(MessageRecord(msg, self._eol).to_json())
+        self._write_message(msg)
         if self.on_message is not None:
             self.on_message(msg)
         for observe in self.observers:
             observe(msg)
         return msg
+
+    def _write_message(self, msg: Message) -> None:
+        w = self.writer
+        if w is None:
+            return
+        if len(msg.raw) > pieces.STREAM_ABOVE and w.transform is None:
+            # a multi-MiB payload: its record line is written in pieces, never
+            # held as one more text and one more encoded line (capture/pieces.py)
+            deferred = Deferred()
+            rec = MessageRecord(msg, self._eol).to_json(encode=deferred)
+            line = deferred.line(rec)
+            if line is not None:
+                w.write_pieces(line)
+                return
+        w.write(MessageRecord(msg, self._eol).to_json())
 
     # -- stdio ----------------------------------------------------------------------
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json as _json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import orjson
@@ -113,6 +113,53 @@ class CaptureWriter:
                 # our own bug, never peer data (peer bytes are stored as text/base64)
                 line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
         self._buf.append(line)
+
+    def write_pieces(self, pieces: Iterable[bytes]) -> None:
+        """Write one record given as the pieces of its line (newline included,
+        ``capture.pieces``), after the queued ones, without joining them. A
+        failed write cuts the partial line away and counts the record as
+        dropped, as ``flush`` does. Never raises OSError."""
+        self.flush()
+        if self.closed:
+            return
+        if self.failed is not None and self._unreported and not self._report_gap():
+            self.dropped += 1
+            self._unreported += 1
+            return
+        done = 0
+        try:
+            if self._open_line:
+                self._write(b"\n")
+                self._open_line = False
+            for piece in pieces:
+                view = memoryview(piece)
+                k = 0
+                while k < len(piece):
+                    n = self._write(view[k:])
+                    k += n
+                    done += n
+                    self.written_bytes += n
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+            if done:
+                self._cut_partial(done)
+            self.dropped += 1
+            self._unreported += 1
+            if self._release_reserve():
+                self._report_gap()
+
+    def _cut_partial(self, done: int) -> None:
+        """Remove the last ``done`` bytes written (a partial record line)."""
+        try:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size - done)
+            self.written_bytes -= done
+            return
+        except OSError:
+            pass
+        try:
+            self._write(b"\n")
+        except OSError:
+            self._open_line = True
 
     def flush(self) -> None:
         """Write queued records. After a failed write (disk full) the records

@@ -33,6 +33,10 @@ from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
 
+#: A block larger than this that fills the parser's whole buffer is handed over
+#: as its ``raw`` (a bytearray) instead of copied out (bytes).
+HAND_OVER_ABOVE = 1 << 20
+
 
 @dataclass(frozen=True, slots=True)
 class SSEEvent:
@@ -44,7 +48,8 @@ class SSEEvent:
     or None; ``last_event_id``: the stream's last-event-id buffer after this block
     (what a client sends as ``Last-Event-ID`` when it reconnects); ``retry``: ms
     (int) or None; ``comments``: comment texts (one leading space dropped);
-    ``unknown_fields``: names of fields the spec ignores; ``raw``: the exact bytes;
+    ``unknown_fields``: names of fields the spec ignores; ``raw``: the exact bytes
+    (a bytearray, never changed, for a block above ``HAND_OVER_ABOVE``);
     ``start``/``end``: byte offsets of ``raw`` in the stream (end exclusive);
     ``chunks``: how many ``receive_data`` chunks contributed bytes; ``cr``: some
     line ended with CR LF or a lone CR; ``terminated``: False for the unfinished
@@ -61,7 +66,7 @@ class SSEEvent:
     retry: int | None
     comments: tuple[str, ...]
     unknown_fields: tuple[str, ...]
-    raw: bytes
+    raw: bytes | bytearray
     start: int
     end: int
     chunks: int = 1
@@ -139,8 +144,7 @@ class SSEParser:
                 self._emit(len(buf), True, out, self._chunk_no)
             elif self._bs < len(buf):
                 if self._line_start < len(buf):
-                    line = buf[self._line_start:]
-                    self._b.line(line, self._bom_check(line))
+                    self._b.line(buf, self._line_start, len(buf), self._bom_check(self._line_start))
                 self._emit(len(buf), False, out)
             self._trim()
             return out
@@ -182,7 +186,6 @@ class SSEParser:
             if eol < 0:
                 self._scan = n
                 return
-            line = buf[self._line_start:eol]      # one copy (a bytearray), decoded by _Block.line
             nl = eol + 1
             cr = buf[eol] == 0x0D
             if cr:
@@ -193,7 +196,8 @@ class SSEParser:
                     self._skip_lf = True
             b = self._b
             b.cr = b.cr or cr
-            content = b.line(line, self._bom_check(line))
+            # the line is read in place (no copy of a 64 MiB data line)
+            content = b.line(buf, self._line_start, eol, self._bom_check(self._line_start))
             self._line_start = pos = nl
             if not content:
                 if cr and nl == n and self._skip_lf:
@@ -203,6 +207,8 @@ class SSEParser:
                     self._scan = nl
                     return
                 self._emit(nl, True, out)
+                if self._buf is not buf:
+                    return          # the buffer was handed over whole: nothing after it
 
     def _trim(self) -> None:
         """Drop the bytes of emitted blocks (once per chunk: linear cost)."""
@@ -213,17 +219,26 @@ class SSEParser:
             self._line_start -= bs
             self._scan -= bs
 
-    def _bom_check(self, line: bytes | bytearray) -> bool:
+    def _bom_check(self, start: int) -> bool:
         if self._first_line:
             self._first_line = False
-            return line.startswith(BOM)
+            return self._buf.startswith(BOM, start)
         return False
 
     def _emit(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None = None) -> None:
         """Emit the block ``_buf[_bs:end]`` and start the next one at ``end``."""
         self._held = False
-        with memoryview(self._buf) as view:
-            raw = view[self._bs:end].tobytes()      # one copy (a bytearray slice and bytes() would be two)
+        buf = self._buf
+        raw: bytes | bytearray
+        if self._bs == 0 and end == len(buf) > HAND_OVER_ABOVE:
+            # a large block that is the whole buffer: the buffer itself becomes
+            # ``raw`` (no second copy of a 64 MiB event) and parsing goes on in a new one
+            raw = buf
+            self._buf = bytearray()
+            self._line_start = self._scan = end = 0
+        else:
+            with memoryview(buf) as view:
+                raw = view[self._bs:end].tobytes()      # one copy (a bytearray slice and bytes() would be two)
         self._bs = end
         if not raw:
             return
@@ -276,34 +291,32 @@ class _Block:
         self.id_ignored = False
         self.retry_invalid = False
 
-    def line(self, line: bytes | bytearray, bom: bool) -> bool:
-        """Interpret one line (terminator removed). Returns False for a blank line.
+    def line(self, buf: bytearray, s: int, e: int, bom: bool) -> bool:
+        """Interpret the line ``buf[s:e]`` (terminator removed). Returns False for a blank line.
 
         The line is split at its first colon as bytes and only the name and the
         value are decoded (straight from the buffer), so a 64 MiB data line is
         decoded once and never copied as a whole. A colon or space is never part
         of a UTF-8 sequence, so this equals decoding the whole line first."""
-        start = 3 if bom else 0
+        start = s + 3 if bom else s
         if bom:
             self.bom = True
-        n = len(line)
-        if n <= start:
+        if e <= start:
             return False
-        view = memoryview(line)
-        colon = line.find(b":", start)
+        colon = buf.find(b":", start, e)
         if colon == start:
             c = start + 1
-            if line[c:c + 1] == b" ":
+            if c < e and buf[c] == 0x20:
                 c += 1
-            self.comments.append(self._text(view[c:]))
+            self.comments.append(self._text(buf, c, e))
             return True
         if colon < 0:
-            name, value = self._text(view[start:]), ""
+            name, value = self._text(buf, start, e), ""
         else:
             v = colon + 1
-            if line[v:v + 1] == b" ":
+            if v < e and buf[v] == 0x20:
                 v += 1
-            name, value = self._text(view[start:colon]), self._text(view[v:])
+            name, value = self._text(buf, start, colon), self._text(buf, v, e)
         if name == "data":
             self.data.append(value)
         elif name == "event":
@@ -322,13 +335,14 @@ class _Block:
             self.unknown.append(name)
         return True
 
-
-    def _text(self, raw: memoryview) -> str:
-        try:
-            return str(raw, "utf-8")
-        except UnicodeDecodeError:
-            self.invalid_utf8 = True
-            return str(raw, "utf-8", "replace")
+    def _text(self, buf: bytearray, a: int, b: int) -> str:
+        # the view is released at once: the buffer must stay resizable
+        with memoryview(buf) as view, view[a:b] as piece:
+            try:
+                return str(piece, "utf-8")
+            except UnicodeDecodeError:
+                self.invalid_utf8 = True
+                return str(piece, "utf-8", "replace")
 
 
 def parse_all(data: bytes) -> list[SSEEvent]:

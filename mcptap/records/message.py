@@ -4,6 +4,7 @@ exact bytes (docs/capture-format.md). Its typed form is the annotated
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,9 +81,11 @@ class MessageRecord:
     def t_us(self) -> int:
         return self.message.t_us
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, encode: Callable[[bytes, str, dict[str, Any]], None] = encode_bytes) -> dict[str, Any]:
         """Key order: the annotation keys, phase, rev, json, raw/raw_b64, eol,
-        findings, link, members, transport, offset."""
+        findings, link, members, transport, offset. ``encode``: stores the raw
+        bytes in the record (``encode_bytes``; the recorder passes
+        ``capture.pieces.Deferred`` for a payload it writes in pieces)."""
         msg, eol = self.message, self.eol
         rec = annotation_json(msg)
         if msg.phase is not None:
@@ -105,9 +108,9 @@ class MessageRecord:
                 exact = False
                 del rec["json"]
             if not exact:
-                encode_bytes(raw, "raw", rec)
+                encode(raw, "raw", rec)
         else:
-            encode_bytes(raw, "raw", rec)
+            encode(raw, "raw", rec)
         if eol != b"\n":
             rec["eol"] = eol.decode("ascii")
         if msg.findings:

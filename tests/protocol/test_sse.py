@@ -247,3 +247,29 @@ def test_is_canonical_large_event_both_ways():
     assert sse.is_canonical(late)
     bad = parse_all(b'data: {"a":"' + blob[:-1] + b'\xff"}\n\n')[0]
     assert not sse.is_canonical(bad) and bad.raw != sse.canonical_event(bad)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_streams, cuts=st.lists(st.integers(0, 300), max_size=12))
+def test_handed_over_buffers_give_the_same_events(data, cuts):
+    # HAND_OVER_ABOVE = 0: every block that fills the buffer is handed over as
+    # its raw (a bytearray) instead of copied; nothing else may change
+    chunks = split_at(data, cuts)
+    expected = feed(chunks)
+    old, sse.HAND_OVER_ABOVE = sse.HAND_OVER_ABOVE, 0
+    try:
+        got = feed(chunks)
+    finally:
+        sse.HAND_OVER_ABOVE = old
+    assert got == expected
+    assert b"".join(e.raw for e in got) == data
+
+
+def test_large_event_filling_the_buffer_is_handed_over():
+    ev = b"data: " + b"x" * (sse.HAND_OVER_ABOVE + 10) + b"\n\n"
+    p = SSEParser()
+    (got,) = p.receive_data(ev[:1000]) + p.receive_data(ev[1000:])
+    assert isinstance(got.raw, bytearray) and got.raw == ev and got.data == "x" * (sse.HAND_OVER_ABOVE + 10)
+    assert p.buffered == 0
+    (nxt,) = p.receive_data(b"data: 1\n\n")
+    assert nxt.raw == b"data: 1\n\n" and nxt.start == len(ev) and isinstance(nxt.raw, bytes)

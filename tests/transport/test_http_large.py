@@ -5,14 +5,19 @@ goes, issue 13), whatever the chunking and line ends."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import h11
+import orjson
 import pytest
 import trio
 
+from mcptap.capture import pieces
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
+from mcptap.protocol import sse
 from tests.transport.test_http_tap import tap, upstream_server
 
 BLOB = "0123456789abcdef" * (3 << 16)          # 3 MiB: above the recorder's raw-only bound (1 MiB)
@@ -81,3 +86,28 @@ async def test_large_sse_event_forwarded_and_recorded_exactly(tmp_path: Path, eo
     assert small["json"]["params"]["data"] == "after" and small["transport"]["sse"]["offset"] == len(events(eol)[0])
     end = next(r for r in cap.records if r["type"] == "http" and r.get("event") == "end")
     assert end["response_bytes"] == len(got) and end["sse_events"] == 2
+
+
+@pytest.mark.parametrize("piece", [65536, 1 << 22])
+async def test_event_above_the_bounds_recorded_in_pieces_exactly(tmp_path: Path, monkeypatch, piece: int):
+    """Bounds set small (the 3 MiB event is above both): the parser hands its
+    buffer over when the event fills it and the message record is written in
+    pieces (capture/pieces.py). The capture is the same, and check finds it
+    complete and its order intact."""
+    monkeypatch.setattr(pieces, "STREAM_ABOVE", 1 << 20)
+    monkeypatch.setattr(pieces, "PIECE", 100_003)          # pieces that cut lines and characters anywhere
+    monkeypatch.setattr(sse, "HAND_OVER_ABOVE", 1000)
+    async with upstream_server(sse_upstream(b"\n", piece)) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, _rec):
+        got = await get_stream(url)
+    assert got == b"".join(events(b"\n"))
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    big, small = [r for r in cap.records if r["type"] == "message"]
+    assert "json" not in big and decode_bytes(big, "raw") == events(b"\n")[0][len(b"id: 1\ndata: "):-2]
+    assert big["kind"] == "notification" and big["method"] == "notifications/message"
+    assert big["transport"]["sse"]["bytes"] == len(events(b"\n")[0]) and small["json"]["params"]["data"] == "after"
+    check = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(tmp_path / "cap.jsonl")],
+                           capture_output=True, timeout=120)
+    report = orjson.loads(check.stdout)["captures"][0]
+    codes = {c["code"] for c in report["codes"]}
+    assert report["messages"] == 2 and report["complete"]
+    assert not codes & {"capture.digest_mismatch", "capture.out_of_sequence", "capture.gap", "capture.incomplete"}, codes

@@ -271,8 +271,10 @@ class HttpObserver:
         if ev.data_lines and ev.data != "":
             if not is_canonical(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
-            quote, raw = ev.data[:40], ev.data.encode("utf-8")
-            del ev        # the caller holds no reference: a large event's bytes and text go before its JSON is parsed
+            quote, text = ev.data[:40], ev.data
+            del ev        # the caller holds no reference: a large event's bytes go before the text is encoded
+            raw = text.encode("utf-8")
+            del text      # and its text before its JSON is parsed
             self._sse_message(e, raw, quote, info, fs)
             return
         if ev.blank and not fs:
