@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcptap import __version__
-from mcptap.capture.format import FORMAT, VERSION
 from mcptap.capture import pieces
+from mcptap.capture.format import FORMAT, VERSION
 from mcptap.capture.pieces import Deferred
 from mcptap.capture.writer import CaptureWriter
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
