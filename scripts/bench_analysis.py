@@ -135,6 +135,13 @@ def generate_recorded(path: Path, n: int) -> int:
     return count
 
 
+def _fingerprint() -> str:
+    sys.path.insert(0, str(ROOT))
+    from mcptap.protocol.fingerprint import rules_fingerprint
+
+    return rules_fingerprint()
+
+
 def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
     """A server flood written the way `mcptap record` writes it when analysis
     falls behind: a handshake, then ``n - 3`` notifications server to client,
@@ -184,6 +191,27 @@ def generate_chunked(path: Path, n: int, chunk: int = 64 << 10) -> int:
     return n
 
 
+def for_checkout(path: Path, root: Path, env: dict[str, str]) -> Path:
+    """``path`` as the checkout ``root`` would have recorded it: when its rules
+    fingerprint differs, a copy whose header names that fingerprint (the
+    annotations of this traffic, a handshake and tools/call or notifications
+    under 2025-06-18, are the same under both), so its `check` reuses them
+    too and the comparison is like for like. Removed with the captures."""
+    fp = subprocess.run([sys.executable, "-c", "from mcptap.protocol.fingerprint import rules_fingerprint; print(rules_fingerprint())"],
+                        cwd=root, env=dict(env, PYTHONPATH=str(root)), capture_output=True, text=True, check=True).stdout.strip()
+    with open(path, "rb") as src:
+        header = orjson.loads(src.readline())
+        if header.get("rules") == fp:
+            return path
+        out = path.with_name(path.stem + ".before.jsonl")
+        if not out.exists():
+            with open(out, "wb") as dst:
+                dst.write(orjson.dumps(dict(header, rules=fp)) + b"\n")
+                while block := src.read(1 << 20):
+                    dst.write(block)
+    return out
+
+
 def count_chunks(path: Path) -> int:
     """``chunk`` records in a capture, read in blocks (the file read whole would
     be counted in the peak RSS of every child forked after it)."""
@@ -220,7 +248,13 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
     try:
         for name, gen in (("plain", generate_recorded), ("chunks", generate_chunked)):
             path = d / f"bench-{name}-{n}.jsonl"
-            if not path.exists():
+            rules = None
+            if path.exists():
+                with open(path, "rb") as fp:
+                    rules = orjson.loads(fp.readline()).get("rules")
+            if rules != _fingerprint():             # recorded by other rules: record it again
+                for old in d.glob(f"bench-{name}-{n}.*"):
+                    old.unlink()
                 t0 = time.perf_counter()
                 gen(path, n)
                 print(f"generated {name}: {path.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f}s", flush=True)
@@ -231,7 +265,9 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
                     ("check", ["check", "--fail-on", "never", str(path)], None, ROOT),
                     ("check --full", ["check", "--full", "--fail-on", "never", str(path)], None, ROOT)]
             if before is not None:
-                cmds += [(f"{label} (before)", args, None, before) for label, args, argv, _ in cmds[2:]]
+                bpath = for_checkout(path, before, env)
+                cmds += [(f"{label} (before)", [str(bpath) if a == str(path) else a for a in args or []], None, before)
+                         for label, args, argv, _ in cmds[2:]]
             best: dict[str, tuple[float, float, int, int]] = {}
             for _ in range(repeat):
                 for label, args, argv, root in cmds:       # interleaved, so a load change hits all alike
