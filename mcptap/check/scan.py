@@ -123,10 +123,10 @@ class Scan:
                 self.pending = None
             if type(rec) is not dict:
                 raise Unsupported("record is not an object")
-            if type(rec.get("id")) is float or "members" in rec or rec.get("type") == "end":
+            typ: Any = rec.get("type")
+            if type(rec.get("id")) is float or "members" in rec or typ == "end":
                 rec = exact_ids(rec, line)          # big integers (the reader's rule)
             n += 1
-            typ: Any = rec.get("type")
             seq: Any = rec.get("seq")
             t: Any = rec.get("t_us")
             if typ == "message":
@@ -141,15 +141,15 @@ class Scan:
                         raise Unsupported(bad)
                 messages += 1
                 # integrity (Integrity.feed's order): the sequence, then the bytes
-                if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last:
+                if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last and self.end is None:
                     last_seq = seq
                 else:
                     self.last_seq = last_seq
                     self._seq(seq, typ)
                     last_seq = self.last_seq
                     self.gap_since_last = False
-                if self.end is not None:
-                    self._after_end(seq, typ)
+                    if self.end is not None:
+                        self._after_end(seq, typ)
                 c = counts[d]
                 c[1] += 1
                 if stdio:
@@ -163,9 +163,10 @@ class Scan:
                             data = dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
                         except (TypeError, orjson.JSONEncodeError):
                             data = b""
-                    c[0] += len(data)
+                    size = len(data)
+                    c[0] += size
                     bufs[d].append(data)
-                    buffered += len(data)
+                    buffered += size
                     if buffered > FLUSH_BYTES:
                         self.flush()
                         buffered = 0
@@ -201,9 +202,8 @@ class Scan:
                         extra = None
                         k = KINDS.get(kind)
                         if k is not None:
-                            rm = rec.get("method")
-                            if type(rm) is str:
-                                extra = check_shape(DIRS[d], k, rm, value.get("params"), rec.get("rev"))
+                            if type(method) is str:     # a request's or notification's own method
+                                extra = check_shape(DIRS[d], k, method, value.get("params"), rec.get("rev"))
                         elif answered is not None and kind == "response":
                             extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rec.get("rev"), task_params)
                         if extra:
