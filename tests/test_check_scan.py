@@ -363,3 +363,20 @@ def test_without_a_second_process_or_when_it_fails(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(parallel._Child, "_run", broken)
     assert _shape(parallel.check_capture(str(path), workers=2)) == want
+
+
+def test_progress_counts_every_byte_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress line's bytes read (capture/source.bytes_read): the child's half counted too."""
+    from mcptap.capture.source import bytes_read
+
+    monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
+    path = busy(tmp_path, gap=False)
+    data = path.read_bytes()
+    records = len(data) - len(data.split(b"\n", 1)[0]) - 1
+    for workers in (1, 2):
+        before = bytes_read()
+        parallel.check_capture(str(path), workers=workers)
+        assert bytes_read() - before == records
+    before = bytes_read()
+    check_capture(str(path))
+    assert bytes_read() - before == records              # as the reference reader counts
