@@ -58,7 +58,11 @@ class _LazyGroup(click.Group):
         self._commands[name or cmd.name or ""] = cmd
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+_EXAMPLES = ("\b\nExamples:\n  mcptap demo\n  mcptap record -o cap.jsonl -- python server.py\n"
+             "  mcptap show cap.jsonl\n  mcptap check --fail-on warn cap.jsonl")
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EXAMPLES)
 @click.version_option(__version__, prog_name="mcptap")
 def mcptap() -> None:
     """mcptap: a transparent recording proxy (tap) for the Model Context Protocol."""
@@ -93,6 +97,16 @@ def _load_command(group: click.Group, name: str) -> None:
         group.add_command(command, command.name or name)
 
 
+def usage_line(exc: click.UsageError) -> str:
+    """A usage error as one ``mcptap: COMMAND: MESSAGE (see 'mcptap COMMAND --help')``
+    line, instead of click's three-line Usage/Try/Error block: a host's log or a
+    CI step shows one line per failure, and it names where to look."""
+    path = exc.ctx.command_path if exc.ctx is not None else "mcptap"
+    command = path.split(" ", 1)[1] + ": " if " " in path else ""
+    message = " ".join(escape_controls(exc.format_message()).split())
+    return f"mcptap: {command}{message} (see '{path} --help')"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point. An McptapError that escapes a command (a bug in
     its error handling, or a capture that turns out corrupt half-way) is still
@@ -109,6 +123,12 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(rc, int) and not isinstance(rc, bool):
             sys.exit(rc)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        exc.show()                          # bare `mcptap`: the help is the message
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        click.echo(usage_line(exc), err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

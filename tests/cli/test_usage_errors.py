@@ -1,0 +1,55 @@
+"""Usage errors as a user meets them in a shell: one ``mcptap: …`` line on
+stderr naming the command and where to look, exit status 2, nothing on stdout
+(click's own three-line ``Usage:/Try/Error:`` block is not that)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("show", "--no-such-option"), ["show", "--no-such-option", "mcptap show --help"]),
+    (("show", "."), ["show", "is a directory"]),
+    (("prune",), ["prune", "--older-than"]),
+    (("record",), ["record", "nothing to tap"]),
+    (("wrap", "--host", "no-such-host"), ["wrap", "no-such-host"]),
+    (("check",), ["check", "CAPTURES"]),
+    (("no-such-command",), ["no-such-command"]),
+])
+def test_usage_error_is_one_line(tmp_path: Path, args: tuple[str, ...], words: list[str]) -> None:
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("mcptap: ")
+    for word in words:
+        assert word in lines[0]
+
+
+def test_usage_error_escapes_control_characters(tmp_path: Path) -> None:
+    proc = cli("show", "--evil\x1b[2J\u202e", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_no_arguments_still_prints_the_help(tmp_path: Path) -> None:
+    proc = cli(cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "Commands:" in proc.stderr + proc.stdout
+
+
+def test_group_help_has_examples(tmp_path: Path) -> None:
+    proc = cli("--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "Examples:\n    mcptap demo\n" in proc.stdout
