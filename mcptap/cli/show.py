@@ -57,6 +57,17 @@ def newest_capture() -> Path:
                            f"(the newest: {skipped[0]}; pass it to see why)")
 
 
+def _growable(path: str) -> bool:
+    """False for what ``--follow`` cannot tail: standard input and a gzip file."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as fp:
+            return fp.read(2) != b"\x1f\x8b"
+    except OSError:
+        return True     # not there yet (or unreadable: the reader says why)
+
+
 @click.command("show", epilog=options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",
                                               'mcptap show cap.jsonl --format mermaid > session.mmd', 'mcptap show --follow cap.jsonl') + "\n\n" + help_text(),
                short_help="Timeline of a capture: pairing, latency, phase, findings.")
@@ -65,7 +76,8 @@ def newest_capture() -> Path:
               help="Only records matching EXPR, e.g. '~tool echo', '~sev warn', '~lat >100ms' (docs/filters.md).")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "mermaid")), default="text", show_default=True,
               help="text timeline, JSON lines (records + summary), or a Mermaid sequence diagram.")
-@click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written (Ctrl-C stops).")
+@click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written (Ctrl-C stops; waits for a file not yet there;"
+              " - and .gz: read to the end).")
 @click.option("--poll", type=click.FloatRange(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
@@ -89,6 +101,11 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             ctx.exit(2)
     path = capture or str(newest_capture())
     follower: Follower | None = None
+    streamed = follow and not _growable(path)
+    if streamed:
+        follow = False      # stdin streams to its EOF by itself; a gzip capture does not grow: read it as it is
+    elif follow and not Path(path).exists():
+        click.echo(escape_controls(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
     try:
         if follow:
             follower = Follower(path, poll)
@@ -107,8 +124,8 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     else:
         lines = render.timeline(ra, ra.header, flt, styler(color), details=not oneline, summary=not no_summary, path=path)
     try:
-        if follow or sys.stdout.isatty():     # on a terminal the timeline itself shows progress
-            output_lines(lines, flush_each=follow)
+        if follow or streamed or sys.stdout.isatty():     # on a terminal the timeline itself shows progress
+            output_lines(lines, flush_each=follow or streamed)
         else:
             with progress("show", [path]):
                 output_lines(lines)
