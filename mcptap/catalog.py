@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.escape import text_path
 from mcptap.paths import safe_name, server_name
 
 HEADER_PREFIX = b'{"type":"header","format":"mcptap-capture"'
@@ -79,7 +80,7 @@ class CaptureInfo:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "path": self.path, "started": self.started, "name": self.name, "transport": self.transport,
+            "path": text_path(self.path), "started": self.started, "name": self.name, "transport": self.transport,
             "revision": self.revision, "messages": self.messages, "severities": self.severities,
             "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
         }

@@ -63,3 +63,14 @@ def escape_xml(text: str) -> str:
     if XML_INVALID.search(text) is None:
         return text
     return XML_INVALID.sub(_one, text)
+
+
+def text_path(path: str) -> str:
+    """``path`` as text that UTF-8 JSON, HTML and terminals accept: the bytes
+    of a file name that are not UTF-8 (held as lone surrogates by Python, PEP
+    383) become U+FFFD (``"n\\udcff.jsonl"`` → ``"n\\ufffd.jsonl"``); other
+    paths come back unchanged."""
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:      # a surrogate that no file name decoding makes
+        return path.encode("utf-8", "replace").decode("utf-8")

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcptap.check.reannotated import Reannotated, all_findings
 from mcptap.errors import CaptureReadError
+from mcptap.escape import text_path
 from mcptap.model import SEVERITY_RANK, severity_counts
 from mcptap.protocol.codes import CODES
 
@@ -110,7 +111,7 @@ class CaptureReport:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"path": self.path, "transport": self.transport, "started": self.started,
+        d: dict[str, Any] = {"path": text_path(self.path), "transport": self.transport, "started": self.started,
                              "messages": self.messages, "records": self.records, "duration_us": self.duration_us,
                              "complete": self.complete, "truncated": self.truncated, "findings": dict(self.severities),
                              "codes": [g.to_json() for g in self.sorted_groups()]}

@@ -39,9 +39,10 @@ def _uri(path: str) -> str:
         rel = path
     # percent-encoded (RFC 3986): a file name with spaces, controls or bidi
     # overrides stays one valid, inert URI reference
+    # os.fsencode: a file name's bytes that are not UTF-8 are percent-encoded as they are
     if not rel.startswith(".."):
-        return quote(rel.replace(os.sep, "/"), safe="/")
-    return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"), safe="/")
+        return quote(os.fsencode(rel.replace(os.sep, "/")), safe="/")
+    return "file://" + quote(os.fsencode(os.path.abspath(path).replace(os.sep, "/")), safe="/")
 
 
 def _rule(g: CodeGroup) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import orjson
 
 from mcptap.catalog import CaptureInfo, remove_stale_reserves, scan
 from mcptap.cli import options
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_controls, text_path
 from mcptap.paths import capture_dir
 
 _SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
@@ -70,7 +70,7 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
     for i in infos:
         rows.append((
             printable(_started(i.started)), printable(i.name), printable(i.transport), printable(i.revision or "-"),
-            "?" if i.messages is None else str(i.messages), _findings(i), _status(i), human_size(i.size), printable(i.path),
+            "?" if i.messages is None else str(i.messages), _findings(i), _status(i), human_size(i.size), printable(text_path(i.path)),
         ))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     right = {4, 7}

@@ -23,6 +23,7 @@ from mcptap.cli.output import refuse_input_as_output
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
+from mcptap.escape import text_path
 
 
 def _default_output(capture: str) -> str:
@@ -66,7 +67,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
             records = scrubber.records(stream)
         ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
         with progress("report", [capture]):
-            html = report_html(ra.header, ra, capture if capture != "-" else "stdin", title)
+            html = report_html(ra.header, ra, text_path(capture) if capture != "-" else "stdin", title and text_path(title))
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     data = html.encode("utf-8")
