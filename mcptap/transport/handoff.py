@@ -142,6 +142,10 @@ class Handoff:
         self._thread.start()
 
     @property
+    def boosted(self) -> bool:
+        return self._boost
+
+    @property
     def hurried(self) -> bool:
         return self._hurry
 
@@ -327,8 +331,8 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
     (``relay_child``) to ``h`` in order until it ends; ``stdout_done()`` once
     the end of the server's stdout (or the host closing ours) is queued. Pauses while more than
     ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file).
-    Normal priority: it only moves items (little CPU), and at the end of a
-    session it must not wait for the CPU."""
+    Idle priority during the session, normal once it ends (``Handoff.boost``):
+    at the end it must not wait for the CPU."""
     dirs = (Direction.C2S, Direction.S2C)
 
     def on_chunk(d: int, t: int, data: bytes) -> None:
@@ -354,4 +358,27 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
                 h.call_at(t, rec.stdio_eof, Direction.S2C)
             stdout_done()
 
-    relay_child.read_items(copy_r, on_chunk, on_event)
+    # at idle priority in a thread of its own while the session runs (never
+    # competing with the relay), then, once the session ends, at normal
+    # priority: this thread (trio's worker) takes the stream over where the
+    # OS will not let the idle thread back (the lowered thread is never trio's)
+    cursor = relay_child.CopyCursor()
+    nice = priority.process_nice()
+
+    def low() -> None:
+        if h.boosted or not priority.idle():
+            return
+        left = [False]
+
+        def yield_when() -> bool:
+            if not h.boosted or left[0]:
+                return False
+            left[0] = priority.restore(nice)
+            return not left[0]
+
+        relay_child.read_items(copy_r, on_chunk, on_event, cursor, yield_when)
+
+    t = threading.Thread(target=low, name="mcptap-copy-reader", daemon=True)
+    t.start()
+    t.join()
+    relay_child.read_items(copy_r, on_chunk, on_event, cursor)

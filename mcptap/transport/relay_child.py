@@ -321,48 +321,70 @@ def _readable(fd: int) -> bool:
     return bool(select.select([fd], [], [], 0)[0])
 
 
-def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None]) -> None:
+class CopyCursor:
+    """A reader's place in the copy stream: bytes read but not parsed yet
+    (``buf``), ``eof``, and the lock one reader holds while it reads, so a
+    reader can hand the stream to another thread (``read_items``)."""
+
+    __slots__ = ("buf", "eof", "lock")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.eof = False
+        self.lock = threading.Lock()
+
+
+def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None],
+               cursor: CopyCursor | None = None, yield_when: Callable[[], bool] | None = None) -> bool:
     """Read the copy stream until EOF (the relay process ended), calling
     ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
     t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
-    blocking, run it in a thread)."""
-    buf = b""
+    blocking, run it in a thread). Returns True at EOF, False as soon as
+    ``yield_when()`` (asked before each read) is true: ``cursor`` then holds
+    the place for the next reader."""
+    cur = cursor or CopyCursor()
     hsize = HEADER.size
     unpack = HEADER.unpack_from
     while True:
-        try:
-            data = os.read(copy_r, COPY_PIPE_SIZE)
-        except InterruptedError:
-            continue
-        except OSError:
-            data = b""
-        if not data:
-            return
-        if len(data) < BATCH_BELOW:
-            # a trickle (round trips): let copies gather, so analysis wakes a few
-            # hundred times a second instead of once per message and leaves the
-            # CPUs to the relay, the server and the host
-            time.sleep(BATCH_WAIT)
+        with cur.lock:
+            if cur.eof:
+                return True
+            if yield_when is not None and yield_when():
+                return False
             try:
-                data += os.read(copy_r, COPY_PIPE_SIZE - len(data)) if _readable(copy_r) else b""
+                data = os.read(copy_r, COPY_PIPE_SIZE)
+            except InterruptedError:
+                continue
             except OSError:
-                pass
-        buf = buf + data if buf else data
-        pos = 0
-        end = len(buf)
-        while end - pos >= hsize:
-            kind, d, flag, t, n = unpack(buf, pos)
-            if kind == CHUNK:
-                if end - pos - hsize < n:
-                    break
-                on_chunk(d, t, buf[pos + hsize:pos + hsize + n])
-                pos += hsize + n
-            elif kind == SPILLED:
-                if end - pos - hsize < OFFSET.size:
-                    break
-                on_event(kind, d, OFFSET.unpack_from(buf, pos + hsize)[0], t, n)
-                pos += hsize + OFFSET.size
-            else:
-                on_event(kind, d, flag, t, n)
-                pos += hsize
-        buf = buf[pos:]
+                data = b""
+            if not data:
+                cur.eof = True
+                return True
+            if len(data) < BATCH_BELOW:
+                # a trickle (round trips): let copies gather, so analysis wakes a few
+                # hundred times a second instead of once per message and leaves the
+                # CPUs to the relay, the server and the host
+                time.sleep(BATCH_WAIT)
+                try:
+                    data += os.read(copy_r, COPY_PIPE_SIZE - len(data)) if _readable(copy_r) else b""
+                except OSError:
+                    pass
+            buf = cur.buf + data if cur.buf else data
+            pos = 0
+            end = len(buf)
+            while end - pos >= hsize:
+                kind, d, flag, t, n = unpack(buf, pos)
+                if kind == CHUNK:
+                    if end - pos - hsize < n:
+                        break
+                    on_chunk(d, t, buf[pos + hsize:pos + hsize + n])
+                    pos += hsize + n
+                elif kind == SPILLED:
+                    if end - pos - hsize < OFFSET.size:
+                        break
+                    on_event(kind, d, OFFSET.unpack_from(buf, pos + hsize)[0], t, n)
+                    pos += hsize + OFFSET.size
+                else:
+                    on_event(kind, d, flag, t, n)
+                    pos += hsize
+            cur.buf = buf[pos:]
