@@ -29,6 +29,7 @@ from typing import Any
 import click
 
 from mcptap.cli.errors import Fail
+from mcptap.escape import escape_controls
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.locations import HOSTS, default_path
@@ -148,7 +149,10 @@ def diff(cf: ConfigFile, new_text: str) -> str:
                                  fromfile=cf.path, tofile=f"{cf.path} (mcptap)")
     out = []
     for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        # a cloned project's config can carry terminal escapes and bidi overrides: shown as escapes
+        # (indentation TABs stay TABs)
+        body = "\t".join(escape_controls(part) for part in line.rstrip("\n").split("\t"))
+        out.append(body + "\n" if line.endswith("\n") else body + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 

@@ -47,6 +47,19 @@ def test_dry_run_prints_a_diff_and_writes_nothing(cfg: Path) -> None:
     assert sorted(os.listdir(cfg.parent)) == ["mcp.json"]
 
 
+def test_dry_run_diff_escapes_control_characters(tmp_path: Path) -> None:
+    """A cloned project's .cursor/mcp.json may hold terminal escapes and bidi
+    overrides (raw in a comment, or from a \\u escape in a name): the diff on
+    the terminal shows them as escapes; a TAB of the indentation stays one."""
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text('{\n\t// \x1b[2J\x1b]0;owned\x07 \u202e\n\t"mcpServers": {"e\\u001b[31mvil\\u202e": {"command": "x"}}\n}\n')
+    p = run("wrap", "--config", str(cfg), "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout and "\u202e" not in p.stdout and "\x07" not in p.stdout
+    assert "\\x1b[2J" in p.stdout and "\\u202e" in p.stdout
+    assert "\n+\t\"mcpServers\"" in p.stdout
+
+
 def test_named_servers_backup_sidecar_and_unwrap(cfg: Path) -> None:
     mode = 0o640
     cfg.chmod(mode)
