@@ -48,6 +48,8 @@ class CaptureWriter:
         self.path = path
         self._buf: list[bytes] = []
         self.failed: str | None = None
+        #: the errno of the failed write (EPIPE: a reader of stdout left)
+        self.failed_errno: int | None = None
         self.dropped = 0
         self._unreported = 0
         self.written_bytes = 0
@@ -141,6 +143,7 @@ class CaptureWriter:
                     self.written_bytes += n
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
+            self.failed_errno = exc.errno
             if done:
                 self._cut_partial(done)
             self.dropped += 1
@@ -210,6 +213,7 @@ class CaptureWriter:
                 self.written_bytes += n
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
+            self.failed_errno = exc.errno
             if done:
                 self._cut(data, done)
             return data.count(b"\n", 0, done)

@@ -57,6 +57,15 @@ class _LazyGroup(click.Group):
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         self._commands[name or cmd.name or ""] = cmd
 
+    def invoke(self, ctx: click.Context) -> object:
+        # `mcptap export … | head`: click would turn the BrokenPipeError into a silent
+        # exit status 1; the reader leaving is not an error of ours (as for show)
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _silence_stdout()
+            raise click.exceptions.Exit(0) from None
+
 
 _EXAMPLES = ("\b\nExamples:\n  mcptap demo\n  mcptap record -o cap.jsonl -- python server.py\n"
              "  mcptap show cap.jsonl\n  mcptap check --fail-on warn cap.jsonl")
@@ -95,6 +104,15 @@ def _load_command(group: click.Group, name: str) -> None:
     command = getattr(module, "command", None)
     if isinstance(command, click.Command):
         group.add_command(command, command.name or name)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush into a
+    closed pipe stays quiet."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -141,10 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except BrokenPipeError:
         # `mcptap show … | head`: the reader left; not an error of ours
-        try:
-            sys.stdout = open(os.devnull, "w")  # silence the interpreter's final flush
-        except OSError:
-            pass
+        _silence_stdout()
         sys.exit(0)
     except OSError as exc:
         # our own output could not be written (disk full, closed terminal)

@@ -13,6 +13,7 @@ Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Any
 
@@ -66,6 +67,8 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         elif writer is not None:
             writer.flush()
     if writer is not None and writer.failed:
+        if output == "-" and writer.failed_errno == errno.EPIPE:
+            raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
         raise Fail(f"cannot write {output}: {writer.failed}")
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
