@@ -200,3 +200,16 @@ def test_docs_and_show_help_are_generated_from_the_operator_table() -> None:
     text = CliRunner().invoke(show, ["--help"]).output
     for op in OPERATORS:
         assert ", ".join(op.forms) in text and op.short in text
+
+
+@pytest.mark.parametrize("expr", ["(" * 5000, "(" * 500 + "~c2s" + ")" * 500, "!" * 5000 + "~c2s", "!(" * 300 + "~c2s" + ")" * 300])
+def test_deep_nesting_is_a_syntax_error_not_a_recursion_error(expr: str) -> None:
+    with pytest.raises(FilterSyntaxError) as info:
+        compile_filter(expr)
+    assert "nested" in str(info.value)
+
+
+def test_nesting_up_to_the_limit_compiles_and_runs() -> None:
+    flt = compile_filter("(" * 60 + "!" * 2 + "~c2s" + ")" * 60)
+    for r in ALL:
+        flt(r, CONTEXT.get(r["seq"]))

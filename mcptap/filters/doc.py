@@ -96,7 +96,7 @@ mcptap: bad filter at column 1: unknown filter '~tol' (did you mean ~tool?)
   ^
 ```
 
-`FilterSyntaxError.column` is 1-based.
+`FilterSyntaxError.column` is 1-based. Parentheses and `!` nest at most 100 levels deep (deeper is a bad filter, not a crash).
 """
 
 _NOTE = ("<!-- Generated from `mcptap/filters/operators.py` "

@@ -164,6 +164,10 @@ def unquote(s: str) -> str:
 
 # -- parser (recursive descent: or > and > not > atom) ---------------------------
 
+#: Deepest nesting of '(' and '!' a filter may have: the parser and the compiled
+#: predicate recurse once per level, and Python's stack would end in a RecursionError.
+MAX_DEPTH = 100
+
 class _Parser:
     def __init__(self, expr: str, nullary: Mapping[str, Pred], unary: Mapping[str, Callable[[Tok], Pred]],
                  word: Callable[[str], Pred]) -> None:
@@ -172,6 +176,12 @@ class _Parser:
         self.nullary = nullary
         self.unary = unary
         self.word = word
+        self.depth = 0
+
+    def _enter(self, t: Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _error(self.expr, t.col, f"filter nested too deeply (more than {MAX_DEPTH} levels of '(' and '!')")
 
     def peek(self) -> Tok | None:
         return self.lex.peek()
@@ -216,7 +226,9 @@ class _Parser:
         t = self.peek()
         if t is not None and t.kind == "!":
             self.take()
+            self._enter(t)
             inner = self.not_()
+            self.depth -= 1
             return lambda r, q: not inner(r, q)
         return self.atom()
 
@@ -226,7 +238,9 @@ class _Parser:
             raise _error(self.expr, self.end_col(), "expression expected at end of filter")
         if t.kind == "(":
             self.take()
+            self._enter(t)
             p = self.or_()
+            self.depth -= 1
             close = self.peek()
             if close is None or close.kind != ")":
                 raise _error(self.expr, close.col if close else self.end_col(), f"')' expected to close the '(' at column {t.col}")
