@@ -133,6 +133,16 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
     return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """True for a KeyboardInterrupt, also as trio delivers it from inside a
+    nursery: wrapped in (nested) exception groups."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_interrupted(e) for e in exc.exceptions)
+    return False
+
+
 def _status(replayer: Replayer) -> str:
     """The progress text of a running replay (read from the progress thread:
     a copy of the live steps, never the dict being filled)."""
@@ -208,8 +218,16 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link)
-    with progress("replay", status=functools.partial(_status, replayer)):
-        result = trio.run(replayer.run)
+    try:
+        with progress("replay", status=functools.partial(_status, replayer)):
+            result = trio.run(replayer.run)
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        # Ctrl-C: trio has stopped the server; the new capture still gets its end record
+        rec.close(exit_code=None, replay_error="interrupted (SIGINT)")
+        _say(f"interrupted; the new capture so far: {path}")
+        ctx.exit(130)
     extra: dict[str, Any] = {"replay_error": result.error} if result.error else {}
     rec.close(exit_code=result.exit_code, **extra)
     if result.error:
