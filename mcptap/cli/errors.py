@@ -17,3 +17,13 @@ class Fail(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"mcptap: {escape_controls(self.format_message())}", err=True)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """True for a KeyboardInterrupt (Ctrl-C), also as trio delivers it from
+    inside a nursery: wrapped in (nested) exception groups."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(interrupted(e) for e in exc.exceptions)
+    return False

@@ -23,6 +23,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
+from mcptap.cli.errors import interrupted
 from mcptap.cli.output import Style, refuse_input_as_output, styler
 from mcptap.cli.progress import progress
 from mcptap.clock import monotonic_us_clock, utc_timestamp
@@ -133,16 +134,6 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
     return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """True for a KeyboardInterrupt, also as trio delivers it from inside a
-    nursery: wrapped in (nested) exception groups."""
-    if isinstance(exc, KeyboardInterrupt):
-        return True
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_interrupted(e) for e in exc.exceptions)
-    return False
-
-
 def _status(replayer: Replayer) -> str:
     """The progress text of a running replay (read from the progress thread:
     a copy of the live steps, never the dict being filled)."""
@@ -222,7 +213,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         with progress("replay", status=functools.partial(_status, replayer)):
             result = trio.run(replayer.run)
     except BaseException as exc:
-        if not _interrupted(exc):
+        if not interrupted(exc):
             raise
         # Ctrl-C: trio has stopped the server; the new capture still gets its end record
         rec.close(exit_code=None, replay_error="interrupted (SIGINT)")

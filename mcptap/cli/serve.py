@@ -24,6 +24,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
+from mcptap.cli.errors import interrupted
 from mcptap.cli.output import refuse_input_as_output
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
@@ -163,7 +164,18 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         ctx.exit(2)
     from mcptap.serve.stdio import serve_stdio
 
-    result = trio.run(functools.partial(serve_stdio, core, rec, fallback=list(cmd) or None))
+    try:
+        result = trio.run(functools.partial(serve_stdio, core, rec, fallback=list(cmd) or None))
+    except BaseException as exc:
+        if not interrupted(exc):
+            raise
+        # Ctrl-C: the session ends here; -o's capture still gets its end record
+        if rec is not None:
+            rec.close(exit_code=130)
+        if extend and output is None and episode is not None:
+            os.unlink(episode)
+        _say("interrupted")
+        ctx.exit(130)
     if rec is not None:
         rec.close(exit_code=0)
     if extend and episode is not None:

@@ -47,3 +47,24 @@ def test_sigint_mid_replay(tmp_path: Path) -> None:
     assert err.strip().splitlines()[-1].startswith("mcptap: interrupted")
     last = json.loads(new.read_bytes().splitlines()[-1])
     assert last["type"] == "end"
+
+
+def test_sigint_mid_serve_stdio(tmp_path: Path) -> None:
+    """The same for `mcptap serve` over stdio while the client keeps stdin open."""
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    out_cap = tmp_path / "mock.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "serve", str(cap), "-o", str(out_cap)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        proc.stdin.write(req(9, "ping"))
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 9      # serving: the session is live
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "mcptap: interrupted"
+    assert json.loads(out_cap.read_bytes().splitlines()[-1])["type"] == "end"
