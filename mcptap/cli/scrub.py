@@ -14,6 +14,7 @@ Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from typing import Any
 
@@ -51,25 +52,38 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         raise Fail(str(exc)) from None
     scrubber = Scrubber(redactor, collect=dry_run)
     writer = None
+    # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
+    # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
+    tmp = None if dry_run or output == "-" else _temp_beside(str(output))
     if not dry_run:
         assert output is not None
         try:
-            writer = CaptureWriter.to_file(sys.stdout.buffer) if output == "-" else CaptureWriter.open(output)
+            writer = CaptureWriter.to_file(sys.stdout.buffer) if tmp is None else CaptureWriter.open(tmp)
         except CaptureWriteError as exc:
-            raise Fail(str(exc)) from None
+            raise Fail(str(exc).replace(str(tmp), str(output))) from None
     try:
-        _scrub(stream, scrubber, writer, capture)
-    except CaptureReadError as exc:
-        raise Fail(str(exc)) from None
+        try:
+            _scrub(stream, scrubber, writer, capture)
+        except CaptureReadError as exc:
+            raise Fail(str(exc)) from None
+        finally:
+            if writer is not None and tmp is not None:
+                writer.close()
+            elif writer is not None:
+                writer.flush()
+        if writer is not None and writer.failed:
+            if output == "-" and writer.failed_errno == errno.EPIPE:
+                raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
+            raise Fail(f"cannot write {output}: {writer.failed}")
+        if tmp is not None:
+            assert output is not None
+            try:
+                os.replace(tmp, output)
+            except OSError as exc:
+                raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
     finally:
-        if writer is not None and output != "-":
-            writer.close()
-        elif writer is not None:
-            writer.flush()
-    if writer is not None and writer.failed:
-        if output == "-" and writer.failed_errno == errno.EPIPE:
-            raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
-        raise Fail(f"cannot write {output}: {writer.failed}")
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
         for seq, hit in scrubber.hits:
@@ -78,6 +92,12 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         click.echo("\n".join(lines))
     else:
         click.echo(f"mcptap: scrubbed {scrubber.count} value(s) into {output}", err=True)
+
+
+def _temp_beside(output: str) -> str:
+    """A hidden file name in OUTPUT's directory (same file system: the rename is atomic)."""
+    parent, name = os.path.split(os.path.abspath(output))
+    return os.path.join(parent, f".{name}.mcptap-{os.getpid()}.tmp")
 
 
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
