@@ -206,3 +206,19 @@ def test_html_report_rows_carry_big_ids_as_exact_text(wide: Path) -> None:
     data = report_data(stream.header, Reannotated(stream.header, iter(stream), str(wide), lambda: stream.truncated))
     ids = [row[6] for row in data["rows"] if row[7]]
     assert str(U64) in ids and str(I64) in ids and 2 in ids
+
+
+def test_end_record_keeps_pending_ids_beyond_64_bits_and_beyond_doubles(tmp_path: Path) -> None:
+    """Requests left unanswered with ids 2**80+1 and 1e400 (read as infinity):
+    the end record is written (pending ids exact, the non-finite one as null)
+    instead of a gap record that makes the capture look cut short."""
+    cap = record(tmp_path / "pending.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % BIG),
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % I64),
+        c2s(b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}\n'),
+        ("exit", 0)])
+    last = json.loads(cap.read_bytes().splitlines()[-1])
+    assert last["type"] == "end"
+    assert sorted((p["id"] is None, p["id"]) for p in last["pending"]) == [(False, I64), (False, BIG), (True, None)]
+    r = CliRunner().invoke(mcptap, ["check", str(cap), "--format", "json"], catch_exceptions=False)
+    assert "capture.incomplete" not in r.stdout and "unencodable" not in r.stdout
