@@ -143,6 +143,9 @@ def test_unparsed_value_is_stored_as_raw() -> None:
     ('{"type":"message","seq":"x"}', "seq 'x'"),
     ('{"type":"message","seq":3,"dir":"up","t_us":1,"kind":"request","raw":"x"}', "dir 'up'"),
     ('{"type":"message","seq":3,"dir":"c2s","t_us":1,"kind":"request","raw_b64":"!!!"}', "not base64"),
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":null,"kind":"request","json":{}}', "without t_us"),
+    ('{"type":"message","seq":3,"dir":{},"t_us":1,"kind":"request","json":{}}', "dir {}"),
+    ('{"type":"message","seq":3,"dir":["c2s"],"t_us":1,"kind":"request","json":{}}', "dir \\['c2s'\\]"),
 ])
 def test_corrupt_field_types_name_file_and_line(tmp_path: Path, bad: str, why: str) -> None:
     p = tmp_path / "c.jsonl"
@@ -178,3 +181,26 @@ def test_record_types_are_the_documented_ones_and_only_records_builds_them() -> 
                                                   and v.value in RECORD_TYPES for k, v in zip(node.keys, node.values, strict=True)):
                 built.append(f"{path.relative_to(root)}:{node.lineno}")
     assert not built, f"record dicts built outside mcptap/records/: {built}"
+
+
+@pytest.mark.parametrize("bad,why", [
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":null,"kind":"request","json":{"jsonrpc":"2.0","id":9,"method":"ping"}}', "without t_us"),
+    ('{"type":"message","seq":3,"dir":{},"t_us":1,"kind":"request","json":{"jsonrpc":"2.0","id":9,"method":"ping"}}', "dir {}"),
+])
+def test_check_and_export_name_a_corrupt_field_not_a_traceback(tmp_path: Path, bad: str, why: str) -> None:
+    """A hand-edited capture with a field of the wrong type: `check` (its fast
+    scan too) and `export` say which line, exit 2, and show no traceback."""
+    import subprocess
+    import sys
+
+    from scripted import c2s, handshake, record, req, res, s2c
+
+    # recorded under today's rules: check reuses the annotations (its fast scan)
+    p = record(tmp_path / "c.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    lines = p.read_bytes().split(b"\n")
+    lines.insert(2, bad.encode())
+    p.write_bytes(b"\n".join(lines))
+    for args in (["check", str(p)], ["check", "--full", str(p)], ["export", str(p), "-f", "otlp-json"]):
+        proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], capture_output=True, text=True, timeout=60)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)

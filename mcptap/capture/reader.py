@@ -150,6 +150,8 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             return f"dir {rec.get('dir')!r} is not c2s or s2c"
         if not isinstance(seq, int):
             return "message without seq"
+        if t is None:
+            return "message without t_us"
         for key in ("raw", "raw_b64", "session", "method", "eol"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):

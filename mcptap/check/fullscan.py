@@ -87,7 +87,8 @@ class FullScan:
             typ = r["type"]
             seq = r.get("seq")
             t = r.get("t_us")
-            if (typ != "message" or type(seq) is not int or (t is not None and type(t) is not int) or r.get("dir") not in _DIRS
+            d = r.get("dir")
+            if (typ != "message" or type(seq) is not int or type(t) is not int or type(d) is not str or d not in _DIRS
                     or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
                     or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)):
                 bad = _malformed(r)             # the rarer shapes get the reader's full check

@@ -133,7 +133,7 @@ class Scan:
                 kind: Any = rec.get("kind")
                 d: Any = rec.get("dir")
                 method: Any = rec.get("method")
-                if (type(seq) is not int or (t is not None and type(t) is not int) or d not in DIRS or type(kind) is not str
+                if (type(seq) is not int or type(t) is not int or type(d) is not str or d not in DIRS or type(kind) is not str
                         or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
                         or (method is not None and type(method) is not str)):
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
