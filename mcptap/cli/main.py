@@ -169,6 +169,14 @@ def main(argv: list[str] | None = None) -> None:
             pass
         click.echo(f"mcptap: cannot write output: {exc.strerror or exc}", err=True)
         sys.exit(2)
+    except Exception as exc:            # the last line of defence: one line, never a traceback
+        # a bug of ours, most often met with a hand-edited capture whose field types the
+        # reader does not check; MCPTAP_DEBUG=1 gives the traceback for a bug report
+        if os.environ.get("MCPTAP_DEBUG"):
+            raise
+        click.echo(escape_controls(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited capture? "
+                                   "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

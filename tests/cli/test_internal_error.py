@@ -1,0 +1,48 @@
+"""The last line of defence: an exception mcptap did not foresee (here: a
+hand-edited capture with a field of a type the reader does not check) is one
+'mcptap: internal error: …' line and exit status 2; MCPTAP_DEBUG=1 gives the
+traceback for a bug report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from scripted import c2s, handshake, record, req, res, s2c
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def edited(tmp_path: Path) -> Path:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    out = []
+    for line in cap.read_bytes().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "message" and "pair" in rec:
+            rec["latency_us"] = []           # an integer field, hand-edited into a list
+        out.append(json.dumps(rec))
+    cap.write_text("\n".join(out) + "\n")
+    return cap
+
+
+def show(cap: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcptap.cli.main", "show", str(cap)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **env}, timeout=60)
+
+
+def test_unforeseen_error_is_one_line(tmp_path: Path) -> None:
+    proc = show(edited(tmp_path), MCPTAP_DEBUG="")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mcptap: internal error: "), proc.stderr
+    assert "MCPTAP_DEBUG=1" in lines[0]
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    proc = show(edited(tmp_path), MCPTAP_DEBUG="1")
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
