@@ -39,6 +39,8 @@ from mcptap.escape import escape_controls
 def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: str, latency_threshold: float | None,
             color: bool | None) -> None:
     """Compare capture A (before) with capture B (after)."""
+    if a == "-" and b == "-":
+        raise click.UsageError("A and B cannot both be - (standard input is read once)")
     try:
         with progress("diff", (a, b)):
             report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)

@@ -53,3 +53,15 @@ def test_group_help_has_examples(tmp_path: Path) -> None:
     proc = cli("--help", cwd=tmp_path)
     assert proc.returncode == 0
     assert "Examples:\n    mcptap demo\n" in proc.stdout
+
+
+def test_diff_of_stdin_with_itself(tmp_path: Path) -> None:
+    proc = cli("diff", "-", "-", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "mcptap: diff: A and B cannot both be - (standard input is read once) (see 'mcptap diff --help')\n"
+
+
+def test_check_of_stdin_twice(tmp_path: Path) -> None:
+    proc = cli("check", "-", "-", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "mcptap: check: - (standard input) can be given once (see 'mcptap check --help')\n"
