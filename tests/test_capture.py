@@ -144,6 +144,9 @@ def test_unparsed_value_is_stored_as_raw() -> None:
     ('{"type":"message","seq":3,"dir":"up","t_us":1,"kind":"request","raw":"x"}', "dir 'up'"),
     ('{"type":"message","seq":3,"dir":"c2s","t_us":1,"kind":"request","raw_b64":"!!!"}', "not base64"),
     ('{"type":"message","seq":3,"dir":"c2s","t_us":null,"kind":"request","json":{}}', "without t_us"),
+    ('{"type":"message","seq":3,"dir":"s2c","t_us":1,"kind":"response","pair":2,"latency_us":"","json":{}}', "latency_us '' is not"),
+    ('{"type":"message","seq":3,"dir":"s2c","t_us":1,"kind":"response","pair":[],"json":{}}', "pair \\[\\] is not"),
+    ('{"type":"message","seq":3,"dir":"s2c","t_us":1,"kind":"response","rev":[],"json":{}}', "rev is a list"),
     ('{"type":"message","seq":3,"dir":{},"t_us":1,"kind":"request","json":{}}', "dir {}"),
     ('{"type":"message","seq":3,"dir":["c2s"],"t_us":1,"kind":"request","json":{}}', "dir \\['c2s'\\]"),
 ])

@@ -152,10 +152,14 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             return "message without seq"
         if t is None:
             return "message without t_us"
-        for key in ("raw", "raw_b64", "session", "method", "eol"):
+        for key in ("raw", "raw_b64", "session", "method", "eol", "rev", "phase"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
                 return f"{key} is a {type(v).__name__}, not a string"
+        for key in ("pair", "latency_us"):
+            v = rec.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                return f"{key} {v!r} is not an integer"
         if "raw_b64" in rec and (len(rec["raw_b64"]) % 4 or not _B64.fullmatch(rec["raw_b64"])):
             return "raw_b64 is not base64"
         if "raw" not in rec and "raw_b64" not in rec and "json" not in rec:
