@@ -68,3 +68,13 @@ def test_sigint_mid_serve_stdio(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "mcptap: interrupted"
     assert json.loads(out_cap.read_bytes().splitlines()[-1])["type"] == "end"
+
+
+def test_replay_says_when_the_server_died(tmp_path: Path) -> None:
+    """A server that exits at once (missing key, bad flag): the report says
+    its exit status, not only MISSING verdicts."""
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "-o", str(tmp_path / "new.jsonl"), "--",
+                           sys.executable, "-c", "import sys; sys.exit(4)"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "server exited with status 4" in proc.stdout
