@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -207,3 +208,20 @@ def test_check_and_export_name_a_corrupt_field_not_a_traceback(tmp_path: Path, b
         proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], capture_output=True, text=True, timeout=60)
         assert "Traceback" not in proc.stderr, (args, proc.stderr)
         assert proc.returncode == 2 and why in proc.stderr, (args, proc.stderr)
+
+
+@pytest.mark.parametrize(("edit", "where", "why"), [
+    (lambda lines: lines + [b"\n"], "{n}", "a blank line"),                         # a trailing blank line
+    (lambda lines: lines[:3] + [b"\n"] + lines[3:], "4", "a blank line"),
+    (lambda lines: [b"\xef\xbb\xbf" + lines[0]] + lines[1:], "1", "byte-order mark"),
+])
+def test_an_editor_resaved_capture_is_refused_saying_so(tmp_path: Path, edit: Any, where: str, why: str) -> None:
+    """The writer never writes a BOM or a blank line: a capture that has one
+    was re-saved by an editor, and the error says that at the exact line."""
+    lines = (Path(__file__).parents[1] / "captures" / "clean-2025-06-18.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"".join(edit(lines)))
+    with pytest.raises(CaptureReadError) as exc:
+        read_capture(str(path))
+    assert f"edited.jsonl:{where.format(n=len(lines) + 1)}:" in str(exc.value)
+    assert why in str(exc.value) and "re-saved by an editor" in str(exc.value)

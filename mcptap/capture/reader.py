@@ -60,7 +60,7 @@ class CaptureStream:
             header = orjson.loads(first)
         except orjson.JSONDecodeError:
             self._fp.close()
-            raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON)") from None
+            raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
         if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
             self._fp.close()
             raise CaptureReadError(f"{path}:1: not an mcptap capture (no {FORMAT} header)")
@@ -86,14 +86,14 @@ class CaptureStream:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     if pending is not None:
-                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)") from None
+                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})") from None
                     pending = line
                     continue
                 if pending is not None:
                     # a record cut by a failed write (disk full) that could not be
                     # truncated away: the writer's gap record follows it and says so
                     if not (isinstance(rec, dict) and rec.get("type") == "gap"):
-                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON)")
+                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})")
                     pending = None
                     self.cut_records += 1
                 if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
@@ -110,13 +110,23 @@ class CaptureStream:
                 yield rec
             if pending is not None:
                 if pending.endswith(b"\n"):
-                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON)")
+                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON{_edited(pending)})")
                 self.truncated = True
         finally:
             fp.close()
 
     def close(self) -> None:
         self._fp.close()
+
+
+def _edited(line: bytes) -> str:
+    """Why a line that is not JSON looks like an editor's doing (the writer
+    never writes a byte-order mark or a blank line), for the error text."""
+    if line.startswith(b"\xef\xbb\xbf"):
+        return ": it starts with a UTF-8 byte-order mark; was the file re-saved by an editor?"
+    if not line.strip():
+        return ": a blank line; was the file re-saved by an editor?"
+    return ""
 
 
 def exact_ids(rec: dict[str, Any], line: bytes) -> dict[str, Any]:
