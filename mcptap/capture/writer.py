@@ -236,18 +236,8 @@ class CaptureWriter:
 
     def _cut(self, data: bytes, done: int) -> None:
         keep = data.rfind(b"\n", 0, done) + 1       # bytes of whole lines written
-        if keep == done:
-            return
-        try:
-            os.ftruncate(self._fd, os.fstat(self._fd).st_size - (done - keep))
-            self.written_bytes -= done - keep
-            return
-        except OSError:
-            pass
-        try:
-            self._write(b"\n")
-        except OSError:
-            self._open_line = True
+        if keep != done:
+            self._cut_partial(done - keep)
 
     def _write(self, data: bytes | memoryview) -> int:
         return os.write(self._fd, data)
