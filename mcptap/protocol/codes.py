@@ -201,6 +201,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.content_encoding", INFO, "compressed body (decoded for analysis)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
     ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),
+    ("http.request_body_incomplete", WARN, "client went away before sending the declared request body (the upstream got part of it)",
+     "RFC 9112 §6.3"),
     ("http.conn_closed_idle", INFO, "connection closed while idle", "RFC 9112 §9.6"),
     ("http.request_lost_on_closed_connection", ERROR, "request written to a connection that the peer had closed", "RFC 9112 §9.6"),
     ("http.host_rejected", WARN, "request whose Host is not a loopback name refused by a loopback tap (DNS rebinding protection)",

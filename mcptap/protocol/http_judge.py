@@ -27,6 +27,7 @@ from mcptap.protocol.http_rules import (
     ack_findings,
     end_findings,
     header,
+    request_cut_findings,
     request_findings,
     response_findings,
 )
@@ -71,6 +72,7 @@ class End:
     event_ids: list[str] = field(default_factory=list)
     response_bytes: int = 0
     ack_body: bytes = b""
+    request_bytes: int | None = None    # request body bytes the client sent (None: not recorded)
 
 
 class HttpJudge:
@@ -126,6 +128,7 @@ class HttpJudge:
         if e.how == "client_closed" and e.sse:
             fs += [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
                    for p in pend if is_modern(p.revision)]
+        fs += request_cut_findings(facts, e.how, e.request_bytes)
         fs += end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
                            sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])

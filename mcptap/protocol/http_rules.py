@@ -204,6 +204,21 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     return []
 
 
+def request_cut_findings(ex: Exchange, how: str, request_bytes: int | None) -> list[Finding]:
+    """A client that went away (``how`` client_closed) after fewer request
+    body bytes than its Content-Length declared: the tap had already forwarded
+    them to the upstream (RFC 9112 §6.3). The capture keeps them in a
+    ``request_body`` http record."""
+    if how != "client_closed" or request_bytes is None:
+        return []
+    cl = header(ex.req_headers, "content-length")
+    if cl is None or not cl.isdigit() or request_bytes >= int(cl):
+        return []
+    return [finding("http.request_body_incomplete",
+                    f"client went away after {request_bytes} of {cl} request body bytes (forwarded to the upstream as they came)",
+                    {"request_bytes": request_bytes, "content_length": int(cl)})]
+
+
 def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool, reused: bool, sent_502: bool, sse: bool,
                  event_ids: list[str], response_bytes: int, pending: list[tuple[int, Any, bool]]) -> list[Finding]:
     """How an exchange ended (``how`` as in relay ``ResponseEnded``): lost or

@@ -292,3 +292,33 @@ _request = st.builds(_one_request, _token, _target, _host, _body, _framing, _ext
 def test_fuzz_upstream_only_receives_what_the_capture_records(tmp_path: Path, requests: list[bytes], tail: bytes) -> None:
     records, got, _answer = trio.run(run_through_tap, tmp_path, b"".join(requests) + tail)
     assert_upstream_saw_only_captured(records, got)
+
+
+# -- a client that goes away mid-body --------------------------------------------------------
+
+def _codes_live_and_full(path: Path, records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    from mcptap.check.report import check_capture
+
+    live = [f["code"] for r in records for f in r.get("findings", ())]
+    full = check_capture(str(path), keep=3, shapes=False, reuse=False)
+    return live, list(full.groups)
+
+
+@pytest.mark.parametrize(("declared", "sent"), [(100, b'{"js'), (4, b'{"js')])
+def test_a_client_gone_mid_body_leaves_its_bytes_and_a_finding(tmp_path: Path, declared: int, sent: bytes) -> None:
+    """Content-Length 100, 4 bytes, then the client closes: the tap forwarded
+    those 4 bytes, so the capture keeps them (a request_body record) and says
+    the body was cut (http.request_body_incomplete), live and under
+    check --full. Near miss: all declared bytes sent, no finding."""
+    req = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % declared + sent
+    records, got, _answer = trio.run(run_through_tap, tmp_path, req)
+    assert_upstream_saw_only_captured(records, got)
+    live, full = _codes_live_and_full(tmp_path / "fuzz.jsonl", records)
+    cut = declared > len(sent)
+    assert ("http.request_body_incomplete" in live) is cut, live
+    assert ("http.request_body_incomplete" in full) is cut, full
+    if cut:
+        bodies = [decode_bytes(r, "body") for r in records if r["type"] == "http" and r.get("event") == "request_body"]
+        assert bodies == [sent]
+        end = next(r for r in records if r["type"] == "http" and r.get("event") == "end")
+        assert end["how"] == "client_closed" and end["request_bytes"] == len(sent)

@@ -347,11 +347,17 @@ class HttpObserver:
                     pass
             self._sse_events(e, e.parser.receive_data(b""))
         facts = e.facts
+        if e.body:
+            # the request never ended (the client went away mid-body): what it sent was forwarded, so the capture keeps it
+            cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
+            encode_bytes(bytes(e.body), "body", cut)
+            e.body = bytearray()
+            self.rec.http(**cut)
         if e.mode == "json" and not facts.is_ack and not facts.legacy and e.resp_body and not e.undecodable:
             body = bytes(e.resp_body)
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, bytes(e.resp_body) if facts.is_ack else b""))
+                                             e.ids, e.resp_bytes, bytes(e.resp_body) if facts.is_ack else b"", e.req_bytes))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
