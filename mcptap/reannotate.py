@@ -58,12 +58,7 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     if reuse and fp and fp == rules_fingerprint():
         yield from _reuse_annotations(header, records, shapes, light)
         return
-    transport = header.get("transport", "stdio")
-    rec = Reannotator(transport, Annotator(transport, shapes=shapes), light)
-    url = (header.get("target") or {}).get("url") if isinstance(header.get("target"), dict) else None
-    if isinstance(url, str):
-        path = urlsplit(url).path
-        rec._http.judge.endpoint = path if path not in ("", "/") else None
+    rec = reannotator_for(header, shapes, light)
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):
@@ -72,13 +67,32 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
             old_end = r
             continue
         yield from rec.replay(r)
+    yield end_record(rec, old_end)
+
+
+def reannotator_for(header: dict[str, Any], shapes: bool, light: bool) -> Reannotator:
+    """A fresh re-annotator for a capture with this header (its transport;
+    an HTTP capture's upstream path, so legacy endpoint events are judged)."""
+    transport = header.get("transport", "stdio")
+    rec = Reannotator(transport, Annotator(transport, shapes=shapes), light)
+    url = (header.get("target") or {}).get("url") if isinstance(header.get("target"), dict) else None
+    if isinstance(url, str):
+        path = urlsplit(url).path
+        rec._http.judge.endpoint = path if path not in ("", "/") else None
+    return rec
+
+
+def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, Any]:
+    """The re-annotated capture's end record: the original end's seq (unless
+    chunk records were re-framed), exit code, signal and writer-failure fields
+    kept; ``incomplete`` when the capture had no end record."""
     if old_end is not None and not rec.chunks:
         rec.seq = old_end.get("seq", rec.seq + 1) - 1
     keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
     end = rec.close(incomplete=old_end is None, **keep)
     if old_end is None:
         end["incomplete"] = True
-    yield end
+    return end
 
 
 def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool,

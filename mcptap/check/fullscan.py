@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
@@ -27,9 +26,8 @@ from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
-from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
-from mcptap.reannotate import Reannotator
+from mcptap.reannotate import end_record, reannotator_for
 
 _DIRS = ("c2s", "s2c")
 
@@ -46,7 +44,7 @@ class FullScan:
         self.header = header
         self.keep = keep
         self.on_bytes = on_bytes
-        self.rec = _reannotator(header, shapes)
+        self.rec = reannotator_for(header, shapes, light=True)
         self.stdio = header.get("transport") == "stdio"
         self.rep = CaptureReport("", header.get("transport"), header.get("started"))
         self.methods: dict[Any, Any] = {}       # open request seq -> method (check_stream's)
@@ -233,7 +231,7 @@ class FullScan:
         """The capture's report; ``tallies``: the streams' SHA-256 of every byte ``on_bytes`` received."""
         rep = self.rep
         rep.path = path
-        end = _end_record(self.rec, self.old_end)
+        end = end_record(self.rec, self.old_end)
         for name, (nbytes, nmsg) in self.counts.items():
             tallies[name].bytes, tallies[name].messages = nbytes, nmsg
         integrity = Integrity.restore(self.header.get("transport"), tallies, self.end_seen, self.gaps, self.order)
@@ -253,27 +251,3 @@ class FullScan:
                 where = f["data"].get("method", where)
             add_finding(rep.groups, rep.severities, self.keep, f, None, t if isinstance(t, int) else None, line, end.get("dir"), where)
         return rep
-
-
-# reannotate.reannotate()'s first and last steps. Kept here, not shared, so
-# that reannotate.py (part of the rules fingerprint, protocol/fingerprint.py)
-# is unchanged and captures recorded before keep their reusable annotations;
-# tests/test_check_scan.py holds both to the same reports.
-def _reannotator(header: dict[str, Any], shapes: bool) -> Reannotator:
-    transport = header.get("transport", "stdio")
-    rec = Reannotator(transport, Annotator(transport, shapes=shapes), light=True)
-    url = (header.get("target") or {}).get("url") if isinstance(header.get("target"), dict) else None
-    if isinstance(url, str):
-        path = urlsplit(url).path
-        rec._http.judge.endpoint = path if path not in ("", "/") else None
-    return rec
-
-
-def _end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, Any]:
-    if old_end is not None and not rec.chunks:
-        rec.seq = old_end.get("seq", rec.seq + 1) - 1
-    keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
-    end = rec.close(incomplete=old_end is None, **keep)
-    if old_end is None:
-        end["incomplete"] = True
-    return end
