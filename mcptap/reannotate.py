@@ -35,7 +35,7 @@ from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import parse_json, parse_json_full
 from mcptap.protocol.http_replay import HttpReplay
-from mcptap.recording import RecordingState
+from mcptap.recording import RecordingState, Stream
 from mcptap.records import End
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -100,8 +100,13 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
     """Re-annotation of a capture written under the current rules: its
     recorded annotations are what the rules would compute again, so they are
     kept; schema shape checks (never run live) are added. A capture without an
-    end record falls back to full re-annotation for its tail judgement."""
+    end record gets one as full re-annotation builds it: open requests judged
+    unanswered (info), and the byte counts and digests of what the capture
+    holds, so the answer does not depend on which rules wrote it."""
     from mcptap.protocol import shapes as shape_rules
+
+    streams = {"c2s": Stream(), "s2c": Stream()}   # only read when the end record is missing
+    stderr_stream = Stream()
 
     methods: dict[int, str | None] = {}        # open requests: seq -> method
     opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
@@ -123,6 +128,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
             end = r
             continue
         if typ == "message":
+            _tally(streams.get(r.get("dir")), r, light)
             kind = r.get("kind")
             if kind == "request":
                 methods[r["seq"]] = r.get("method")
@@ -152,6 +158,8 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
                     r["findings"] = list(r.get("findings", ())) + [f.to_json() for f in extra]
             if light:
                 r = {k: v for k, v in r.items() if k in _LIGHT_KEYS}
+        elif typ == "stderr":
+            _tally(stderr_stream, r, light, key="data")
         fs = r.get("findings")
         if fs:
             count(fs)
@@ -163,7 +171,11 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
         fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={p['id']!r} has no answer in the capture, which was cut short",
                       p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
         count(fs)
-        yield End(last_seq + 1, last_t, severities, codes, list(opened.values()), unanswered=fs, extra={"incomplete": True}).to_json()
+        stdio = header.get("transport", "stdio") == "stdio"
+        yield End(last_seq + 1, last_t, severities, codes, list(opened.values()),
+                  c2s=streams["c2s"].json(), s2c=streams["s2c"].json(),
+                  stderr=stderr_stream.json() if stdio else None,
+                  unanswered=fs or None, extra={"incomplete": True}).to_json()
         return
     out = dict(end)
     for f in end.get("unanswered", ()):
@@ -171,6 +183,22 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
     out["severities"] = severities
     out["codes"] = dict(sorted(codes.items()))
     yield out
+
+
+def _tally(stream: Stream | None, r: dict[str, Any], light: bool, key: str = "raw") -> None:
+    """Count one message (``raw``) or stderr (``data``) record's bytes into
+    ``stream`` the way ``Reannotator`` does (digest skipped when ``light``)."""
+    if stream is None:
+        return
+    data = decode_bytes(r, key)
+    if data is None and key == "raw" and "json" in r:
+        data = _dumps(r["json"]) + str(r.get("eol", "\n")).encode("ascii", "replace")
+    if data is None:
+        return
+    stream.bytes += len(data)
+    if not light:
+        stream.sha.update(data)
+    stream.messages += 1
 
 
 _LIGHT_KEYS = frozenset({"type", "seq", "t_us", "dir", "kind", "method", "id", "pair", "latency_us", "session", "findings"})

@@ -63,3 +63,16 @@ def test_cut_short_capture_lists_open_requests_like_the_full_path(tmp_path: Path
     pick = lambda end: [(p["seq"], p["dir"], p["id"], p["method"]) for p in end["pending"]]  # noqa: E731
     assert pick(fast[-1]) == pick(full[-1]) == [(4, "c2s", "a", "tools/list")]
     assert [f["severity"] for f in fast[-1]["unanswered"]] == ["info"]
+
+
+@pytest.mark.parametrize("light", [False, True])
+def test_cut_short_capture_counts_bytes_like_the_full_path(tmp_path: Path, light: bool) -> None:
+    """`show`'s summary of a killed capture gave byte counts when re-annotated and
+    "unknown (no end record)" when its annotations were reused: same capture, two answers."""
+    path = record(tmp_path / "c.jsonl", handshake("2025-11-25", {"tools": {}}) + [
+        c2s(req(2, "tools/list")), s2c(res(2, {"tools": []})), c2s(req(3, "tools/call", {"name": "é"}))],
+        end=False)
+    fast, full = _both(path, light=light)
+    for k in ("c2s", "s2c", "stderr", "pending", "severities", "codes"):
+        assert fast[-1][k] == full[-1][k], k
+    assert fast[-1]["c2s"]["messages"] == 4 and fast[-1]["s2c"]["messages"] == 2

@@ -16,8 +16,8 @@ _KNOWN = frozenset({"type", "seq", "t_us", "c2s", "s2c", "severities", "codes", 
 class End:
     """The ``end`` record: per-direction counts and digests, findings by
     severity and code, requests still pending. Fields that are None are left
-    out (a re-annotated cut-short capture has no byte counts); ``extra`` keys
-    (exit code, replay error, ``incomplete``…) follow in their given order;
+    out; ``extra`` keys (exit code, replay error, ``incomplete``…) follow in
+    their given order;
     ``capture_error``/``dropped_records`` come last (the writer failed)."""
 
     seq: int
