@@ -128,7 +128,7 @@ def _reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]]
             end = r
             continue
         if typ == "message":
-            _tally(streams.get(r.get("dir")), r, light)
+            _tally(streams.get(str(r.get("dir"))), r, light)
             kind = r.get("kind")
             if kind == "request":
                 methods[r["seq"]] = r.get("method")
