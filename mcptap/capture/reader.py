@@ -68,6 +68,10 @@ class CaptureStream:
         if not isinstance(version, int) or version < 1 or version > VERSION:
             self._fp.close()
             raise CaptureReadError(f"{path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
+        bad = _malformed_header(header)
+        if bad is not None:
+            self._fp.close()
+            raise CaptureReadError(f"{path}:1: corrupt header: {bad}")
         self.version = version
         self.header = header
         self.truncated = False
@@ -149,6 +153,9 @@ _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 def _malformed(rec: dict[str, Any]) -> str | None:
     """What is wrong with a record's field types, or None (cheap checks, so
     consumers can trust them; peer bytes themselves are never judged here)."""
+    f = rec.get("findings")     # (a version-1 end record's findings are its counts: migrated later)
+    if f is not None and rec["type"] != "end" and not (isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
+        return "findings is not a list of {code, severity, message}"
     seq = rec.get("seq")
     if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
         return f"seq {seq!r} is not an integer"
@@ -176,14 +183,72 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             return "neither json nor raw bytes"
         if not isinstance(rec.get("kind"), str):
             return "kind missing"
-        f = rec.get("findings")
-        if f is not None and not (isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
-            return "findings is not a list of {code, severity, message}"
+        if not isinstance(rec.get("transport", {}), dict):
+            return "transport is not an object"
+    elif rec["type"] == "http":
+        return _malformed_http(rec)
+    elif rec["type"] == "end":
+        return _malformed_end(rec)
     elif rec["type"] == "stderr":
         for key in ("data", "data_b64"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
                 return f"{key} is a {type(v).__name__}, not a string"
+    return None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _malformed_http(rec: dict[str, Any]) -> str | None:
+    """An http record's fields that the HTTP commands (show, diff, export, replay) read."""
+    if not isinstance(rec.get("event"), str):
+        return "event missing"
+    for key in ("exchange", "conn", "status"):
+        if key in rec and not _is_int(rec[key]):
+            return f"{key} {rec[key]!r} is not an integer"
+    for key in ("method", "target", "reason", "version"):
+        if key in rec and not isinstance(rec[key], str):
+            return f"{key} is a {type(rec[key]).__name__}, not a string"
+    h = rec.get("headers", [])
+    if not isinstance(h, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in h):
+        return "headers is not a list of [name, value] pairs"
+    return None
+
+
+def _malformed_end(rec: dict[str, Any]) -> str | None:
+    """The end record's counts, read by every summary (show, ls, report)."""
+    for key in ("severities", "codes"):
+        v = rec.get(key, {})
+        if not isinstance(v, dict) or not all(_is_int(n) for n in v.values()):
+            return f"{key} is not an object of counts"
+    for key in ("pending", "cancelled_unanswered", "unanswered"):
+        v = rec.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(p, dict) for p in v):
+            return f"{key} is not a list of objects"
+    for key in ("c2s", "s2c", "stderr", "chunks"):
+        v = rec.get(key, {})
+        if not isinstance(v, dict):
+            return f"{key} is not an object"
+        for count in ("bytes", "messages", "records"):
+            if count in v and not _is_int(v[count]):
+                return f"{key}.{count} {v[count]!r} is not an integer"
+        if "sha256" in v and not isinstance(v["sha256"], str):
+            return f"{key}.sha256 is not a string"
+    return None
+
+
+def _malformed_header(header: dict[str, Any]) -> str | None:
+    """The header fields every command reads (transport, target, start time)."""
+    for key in ("transport", "started", "mcptap", "rules"):
+        v = header.get(key)
+        if v is not None and not isinstance(v, str):
+            return f"{key} is a {type(v).__name__}, not a string"
+    if header.get("transport", "stdio") not in ("stdio", "http"):
+        return f"transport {header['transport']!r} is not stdio or http"
+    if not isinstance(header.get("target", {}), dict):
+        return "target is not an object"
     return None
 
 

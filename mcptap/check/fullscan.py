@@ -31,6 +31,8 @@ from mcptap.reannotate import end_record, reannotator_for
 
 _DIRS = ("c2s", "s2c")
 
+_NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
+
 
 class FullScan:
     """Re-annotation and grouping of one capture's lines (after the header).
@@ -88,7 +90,8 @@ class FullScan:
             d = r.get("dir")
             if (typ != "message" or type(seq) is not int or type(t) is not int or type(d) is not str or d not in _DIRS
                     or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
-                    or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)):
+                    or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)
+                    or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict):
                 bad = _malformed(r)             # the rarer shapes get the reader's full check
                 if bad is not None:
                     raise Unsupported(bad)

@@ -39,6 +39,7 @@ from mcptap.protocol.framing import parse_json
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
 _loads = orjson.loads
+_NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
 _dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 FLUSH_BYTES = 1 << 20       # stream bytes buffered before they are handed to ``on_bytes``
@@ -135,7 +136,8 @@ class Scan:
                 method: Any = rec.get("method")
                 if (type(seq) is not int or type(t) is not int or type(d) is not str or d not in DIRS or type(kind) is not str
                         or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
-                        or (method is not None and type(method) is not str)):
+                        or (method is not None and type(method) is not str)
+                        or type(rec.get("rev", "")) is not str or type(rec.get("transport", _NO_TRANSPORT)) is not dict):
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)

@@ -29,7 +29,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.output import refuse_input_as_output, renamed_into_place
 from mcptap.cli.progress import progress
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
@@ -92,6 +92,16 @@ def _export(capture: str, fmt: str, output: str) -> None:
             for chunk in chunks:
                 out.write(chunk)
             out.flush()
+            return
+        if not renamed_into_place(output):
+            try:
+                with open(output, "wb") as fp:
+                    if first is not None:
+                        fp.write(first)
+                    for chunk in chunks:
+                        fp.write(chunk)
+            except OSError as exc:
+                raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
             return
         tmp = f"{output}.tmp{os.getpid()}"
         try:

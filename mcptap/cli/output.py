@@ -10,6 +10,7 @@ plain text) and name a *role*; this module maps roles to colours.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from typing import IO, Any
@@ -51,6 +52,19 @@ def paint(text: str, role: str) -> str:
 def styler(flag: bool | None, stream: IO[Any] | None = None) -> Style | None:
     """The ``style(text, role)`` callable renderers take, or None (plain text)."""
     return paint if use_color(flag, stream) else None
+
+
+def renamed_into_place(output: str) -> bool:
+    """Whether a command writes OUTPUT as a temporary file beside it and
+    renames it over OUTPUT when complete (no half-written file if it stops):
+    yes for a regular file or a path that does not exist yet; no for a
+    device, FIFO or socket (``-o /dev/null``, a named pipe), which is written
+    in place: a rename would replace the node itself (run as root,
+    ``/dev/null`` became a regular file)."""
+    try:
+        return stat.S_ISREG(os.stat(output).st_mode)
+    except OSError:
+        return True          # missing (the usual case) or unreadable: the open says why
 
 
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:

@@ -22,7 +22,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.output import refuse_input_as_output, renamed_into_place
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -54,11 +54,15 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     writer = None
     # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
     # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
-    tmp = None if dry_run or output == "-" else _temp_beside(str(output))
+    # (a device or FIFO such as /dev/null is written in place: a rename would replace the node)
+    tmp = None if dry_run or output == "-" or not renamed_into_place(str(output)) else _temp_beside(str(output))
     if not dry_run:
         assert output is not None
         try:
-            writer = CaptureWriter.to_file(sys.stdout.buffer) if tmp is None else CaptureWriter.open(tmp)
+            if output == "-":
+                writer = CaptureWriter.to_file(sys.stdout.buffer)
+            else:
+                writer = CaptureWriter.open(str(output) if tmp is None else tmp)
         except CaptureWriteError as exc:
             raise Fail(str(exc).replace(str(tmp), str(output))) from None
     try:
@@ -67,7 +71,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         except CaptureReadError as exc:
             raise Fail(str(exc)) from None
         finally:
-            if writer is not None and tmp is not None:
+            if writer is not None and output != "-":
                 writer.close()
             elif writer is not None:
                 writer.flush()

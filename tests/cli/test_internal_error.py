@@ -1,11 +1,11 @@
 """The last line of defence: an exception mcptap did not foresee (here: a
-hand-edited capture with a field of a type the reader does not check) is one
-'mcptap: internal error: …' line and exit status 2; MCPTAP_DEBUG=1 gives the
-traceback for a bug report."""
+bug planted in the capture reader) is one 'mcptap: internal error: …' line
+and exit status 2; MCPTAP_DEBUG=1 gives the traceback for a bug report.
+Hand-edited captures with fields of the wrong type are foreseen: a
+``corrupt … record`` error naming file and line (tests/test_capture.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,19 +17,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def edited(tmp_path: Path) -> Path:
-    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
-    out = []
-    for line in cap.read_bytes().splitlines():
-        rec = json.loads(line)
-        if rec.get("type") == "end":
-            rec["s2c"]["bytes"] = "many"     # an integer field the reader does not check, hand-edited into text
-        out.append(json.dumps(rec))
-    cap.write_text("\n".join(out) + "\n")
-    return cap
+    return record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+
+
+_PLANTED = """
+import sys
+import mcptap.capture.reader as reader
+def boom(rec):
+    raise ZeroDivisionError("planted bug")
+reader._malformed = boom
+from mcptap.cli.main import main
+sys.argv = ["mcptap", "show", sys.argv[1]]
+main()
+"""
 
 
 def show(cap: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcptap.cli.main", "show", str(cap)], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", _PLANTED, str(cap)], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **env}, timeout=60)
 
 

@@ -1,0 +1,45 @@
+"""`-o` naming a device or a FIFO (`-o /dev/null`, a named pipe) is written in
+place. Before: `export` and `scrub` wrote a temporary file beside it and
+renamed it over the node — run as root, `mcptap export -o /dev/null`
+replaced /dev/null with a regular file for the whole machine. Tested on a FIFO
+(the same code path; /dev/null itself is never risked)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from scripted import c2s, handshake, record, req, res, s2c
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("cmd", [["export", "--format", "otlp-json"], ["export", "--format", "messages"], ["scrub"]])
+def test_fifo_output_is_written_in_place(tmp_path: Path, cmd: list[str]) -> None:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def drain() -> None:
+        with open(fifo, "rb") as fp:
+            got.append(fp.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd, str(cap), "-o", str(fifo)], capture_output=True,
+                          cwd=ROOT, timeout=60)
+    if reader.is_alive():            # the command never opened the FIFO: unblock the reader
+        with open(fifo, "wb"):
+            pass
+    reader.join(10)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert got and len(got[0]) > 200 and got[0].endswith(b"\n"), got
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap.jsonl", "out.fifo"]     # no temporary file left
