@@ -23,6 +23,7 @@ from typing import Any
 import h11
 
 from mcptap.relay.http import auth as oauth
+from mcptap.relay.http import heads
 from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
@@ -90,7 +91,7 @@ class ConnRelay(ConnEnds):
                         for e in ex.oauth.release_request(out, rewrite=True):
                             self._send_up(e, out)
                     if ex.forward:
-                        self._send_up(h11.EndOfMessage(headers=strip_hop(ev.headers.raw_items())), out)
+                        self._send_up(heads.end(strip_hop(ev.headers.raw_items()) if ev.headers else []), out)
                     elif ex.pending_502 is not None:
                         status, reason, detail, how = ex.pending_502
                         ex.pending_502 = None
@@ -102,7 +103,7 @@ class ConnRelay(ConnEnds):
                 return
 
     def _on_request(self, ev: h11.Request, out: list[Any]) -> None:
-        raw = list(ev.headers.raw_items())
+        raw = ev.headers.raw_items()
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
         problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target))
@@ -131,7 +132,10 @@ class ConnRelay(ConnEnds):
                                           ev.http_version.decode("latin-1"), raw, False, False, oauth.AS))
                 self._refuse(ex, 404, b"Not Found", "no authorization server is fronted at this path", "auth_not_fronted", out)
                 return
-        up_headers, rewritten = upstream_headers(raw, upstream.authority, self.relay.keep_host)
+        authority = upstream.authority
+        up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)
+        # fields from h11's parser plus a Host value checked once: built without re-validation (heads.py)
+        parsed = heads.valid_value(authority.encode("ascii"))
         if self.up is None or self.up.our_state is not h11.IDLE or self.up_eof or origin != self.up_origin:
             if self.up is not None:
                 out.append(CloseUpstream(self.id, self.gen))
@@ -145,10 +149,11 @@ class ConnRelay(ConnEnds):
         out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                   ev.http_version.decode("latin-1"), raw, ex.reused, rewritten, kind))
         if ex.oauth is not None:
-            for e in ex.oauth.request_head(ev.method, up_headers, raw, out):
+            for e in ex.oauth.request_head(ev.method, up_headers, raw, out, parsed=parsed):
                 self._send_up(e, out)
             return
-        self._send_up(h11.Request(method=ev.method, target=ev.target, headers=up_headers), out)
+        self._send_up(heads.request(ev.method, ev.target, up_headers) if parsed
+                      else h11.Request(method=ev.method, target=ev.target, headers=up_headers), out)
 
     def _send_up(self, ev: Any, out: list[Any]) -> None:
         ex = self.ex
@@ -234,7 +239,7 @@ class ConnRelay(ConnEnds):
                 if ex.oauth is not None and ex.oauth.holding_response:
                     for e in ex.oauth.release_response(out, rewrite=True):
                         self._send_client(e, out)
-                if self._send_client(h11.EndOfMessage(headers=strip_hop(ev.headers.raw_items())), out):
+                if self._send_client(heads.end(strip_hop(ev.headers.raw_items()) if ev.headers else []), out):
                     ex.resp_done = True
                     out.append(ResponseEnded(ex.id, self.id, "complete", reused=ex.reused))
                     self._cycle(out)
@@ -249,12 +254,12 @@ class ConnRelay(ConnEnds):
                 return
 
     def _on_response(self, ex: ExchangeState, ev: Any, informational: bool, out: list[Any]) -> None:
-        raw = list(ev.headers.raw_items())
+        raw = ev.headers.raw_items()
         headers = strip_hop(raw)
         out.append(ResponseStarted(ex.id, self.id, ev.status_code, ev.reason.decode("latin-1"), raw, informational))
         if informational:
             if ev.status_code != 101:
-                self._send_client(h11.InformationalResponse(status_code=ev.status_code, headers=headers, reason=ev.reason), out)
+                self._send_client(heads.informational(ev.status_code, ev.reason, headers), out)
             return
         ex.resp_started = True
         relay = self.relay
@@ -264,7 +269,7 @@ class ConnRelay(ConnEnds):
             for e in ex.oauth.response_head(ev, headers, out):
                 self._send_client(e, out)
             return
-        self._send_client(h11.Response(status_code=ev.status_code, headers=headers, reason=ev.reason), out)
+        self._send_client(heads.response(ev.status_code, ev.reason, headers), out)
 
     # -- keep-alive cycles ------------------------------------------------------------
     def _cycle(self, out: list[Any]) -> None:

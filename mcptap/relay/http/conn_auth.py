@@ -18,6 +18,7 @@ from typing import Any
 import h11
 
 from mcptap.relay.http import auth as oauth
+from mcptap.relay.http import heads
 from mcptap.relay.http.events import AuthRewritten, Upstream
 
 Headers = list[tuple[bytes, bytes]]
@@ -61,15 +62,16 @@ class AuthExchange:
         return "" if self.kind == oauth.MCP else self.kind
 
     # -- request ------------------------------------------------------------------------
-    def request_head(self, method: bytes, headers: Headers, raw: Headers, out: list[Any]) -> list[Any]:
-        """The request head to send upstream now ([] while it is held for its body)."""
+    def request_head(self, method: bytes, headers: Headers, raw: Headers, out: list[Any], parsed: bool = False) -> list[Any]:
+        """The request head to send upstream now ([] while it is held for its body).
+        ``parsed``: ``headers`` need no validation (``relay/http/heads.py``)."""
         target = self.target
         if self.kind != oauth.MCP:
             new = self.front.request_target(target)
             if new != target:
                 out.append(AuthRewritten(self.exchange, self.conn, "target", target.decode("latin-1"), new.decode("latin-1")))
                 target = new
-        head = h11.Request(method=method, target=target, headers=headers)
+        head = heads.request(method, target, headers) if parsed else h11.Request(method=method, target=target, headers=headers)
         if self.kind == oauth.AS and _is_form(raw):
             self.req_head, self.req_hold = head, bytearray()
             return []
@@ -107,6 +109,7 @@ class AuthExchange:
         ``WWW-Authenticate`` and an authorization redirect's ``iss`` fronted."""
         front = self.front
         new_headers = []
+        changed = False
         for name, value in headers:
             low = name.lower()
             new = value
@@ -115,13 +118,16 @@ class AuthExchange:
             elif low == b"location" and self.kind == oauth.AS:
                 new = front.location(value)
             if new != value:
+                changed = True
                 out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),
                                          new.decode("latin-1"), tuple(front.take_notes())))
             new_headers.append((name, new))
         notes = front.take_notes()
         if notes:
             out.append(AuthRewritten(self.exchange, self.conn, "upstream", "", "", tuple(notes)))
-        head = h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason)
+        # unchanged fields are h11's parser's own: no re-validation (relay/http/heads.py)
+        head = (h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason) if changed
+                else heads.response(ev.status_code, ev.reason, new_headers))
         if self.kind in (oauth.PRM, oauth.AS_META) and ev.status_code == 200 and not _encoded(new_headers):
             self.resp_head, self.resp_hold = head, bytearray()
             return []
