@@ -29,7 +29,7 @@ import orjson
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.errors import CaptureReadError
-from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Severity, severity_counts
+from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message, Severity, severity_counts
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
@@ -258,6 +258,32 @@ class Reannotator(RecordingState):
             self.seq = seq - 1
         out = self._replay_one(rec)
         return [] if out is None else [out]
+
+    @property
+    def reframing(self) -> bool:
+        """True from the first stdio ``chunk`` record on (streams re-framed from bytes)."""
+        return self._reframe
+
+    def replay_json(self, rec: dict[str, Any], raw: bytes) -> Message:
+        """``replay`` of the common stdio message record while not re-framing:
+        its payload as ``json`` (no ``raw``/``raw_b64``/``eol``), no findings,
+        session or transport facts to keep; ``raw``: ``dumps(json) + b"\n"``
+        (the caller encoded it already). Returns the annotated Message (the
+        caller builds the record it needs)."""
+        seq = rec["seq"]
+        self.seq = seq - 1
+        direction = _DIRS[rec["dir"]]
+        s = self.streams[direction]
+        s.bytes += len(raw)
+        if not self.light:
+            s.sha.update(raw)
+        s.messages += 1
+        msg = self.annotator.feed(Frame(raw, rec.get("offset", 0), True, rec["json"], (), 1), seq, rec["t_us"], direction)
+        self.seq = seq
+        self._saw(direction, msg)
+        if msg.findings:
+            self._count(msg.findings)
+        return msg
 
     def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         typ = rec.get("type")

@@ -26,8 +26,10 @@ from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
+from mcptap.model import Kind
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import end_record, reannotator_for
+from mcptap.records import annotation_json
 
 _DIRS = ("c2s", "s2c")
 
@@ -66,8 +68,12 @@ class FullScan:
 
     def run(self, lines: Iterable[bytes]) -> None:
         loads, dumps, JSONDecodeError, NL = orjson.loads, orjson.dumps, orjson.JSONDecodeError, b"\n"
-        replay, rec, rep, methods = self.rec.replay, self.rec, self.rep, self.methods
+        replay_json, rec, rep, methods = self.rec.replay_json, self.rec, self.rep, self.methods
+        REQUEST = Kind.REQUEST
         stdio, counts, bufs = self.stdio, self.counts, self.bufs
+        # the common line: a stdio message record in sequence, its payload as canonical json, nothing
+        # for the reader's full check or the integrity check's rarer cases (both inlined: see _line)
+        fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
         for line in lines:
             try:
                 r = loads(line)
@@ -76,66 +82,110 @@ class FullScan:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
                 continue
-            if self.pending is not None:
-                if not (isinstance(r, dict) and r.get("type") == "gap"):
-                    raise Unsupported("corrupt record")
-                self.pending = None
-            if type(r) is not dict or type(r.get("type")) is not str:
-                raise Unsupported("record is not an object with a type")
-            if type(r.get("id")) is float or "members" in r or r["type"] == "end":
-                r = exact_ids(r, line)              # big integers (the reader's rule)
-            typ = r["type"]
-            seq = r.get("seq")
-            t = r.get("t_us")
-            d = r.get("dir")
-            if (typ != "message" or type(seq) is not int or type(t) is not int or type(d) is not str or d not in _DIRS
-                    or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
-                    or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)
-                    or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict):
-                bad = _malformed(r)             # the rarer shapes get the reader's full check
-                if bad is not None:
-                    raise Unsupported(bad)
-            self.n += 1
-            last = self.last_seq
-            if (typ == "message" and stdio and last is not None and seq == last + 1 and not self.gap_since_last and self.end_seen is None
-                    and "raw" not in r and "raw_b64" not in r and "eol" not in r):
-                # the common case of _integrity, inlined
-                self.last_seq = seq
-                c = counts[r["dir"]]
-                c[1] += 1
-                try:
-                    data = dumps(r["json"]) + NL
-                except (TypeError, orjson.JSONEncodeError):
-                    data = b""
-                c[0] += len(data)
-                bufs[r["dir"]].append(data)
-                self.buffered += len(data)
-                if self.buffered > FLUSH_BYTES:
-                    self.flush()
+            if (fast and type(r) is dict and r.get("type") == "message" and self.pending is None and type(r.get("id")) is not float
+                    and "members" not in r):
+                seq = r.get("seq")
+                t = r.get("t_us")
+                d = r.get("dir")
+                last = self.last_seq
+                if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
+                        and type(r.get("kind")) is str and "json" in r and "raw" not in r and "raw_b64" not in r and "findings" not in r
+                        and "session" not in r and "eol" not in r and "transport" not in r
+                        and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str):
+                    try:
+                        data = dumps(r["json"]) + NL
+                    except (TypeError, orjson.JSONEncodeError):
+                        data = b""
+                    if data:
+                        self.n += 1
+                        self.last_seq = seq
+                        c = counts[d]
+                        c[1] += 1
+                        c[0] += len(data)
+                        bufs[d].append(data)
+                        self.buffered += len(data)
+                        if self.buffered > FLUSH_BYTES:
+                            self.flush()
+                        rec.t_us = t
+                        msg = replay_json(r, data)
+                        if msg.findings:
+                            self._group(annotation_json(msg, True), self.n + 1)
+                            continue
+                        rep.records += 1
+                        rep.messages += 1
+                        if t > rep.duration_us:
+                            rep.duration_us = t
+                        if msg.kind is REQUEST:
+                            methods[seq] = msg.method
+                        elif msg.pair is not None:
+                            methods.pop(msg.pair, None)
+                        continue
+            self._line(r, line)
+            fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
+
+    def _line(self, r: Any, line: bytes) -> None:
+        """One record line, parsed (``r``), any shape."""
+        rec, rep, methods, counts, bufs = self.rec, self.rep, self.methods, self.counts, self.bufs
+        if self.pending is not None:
+            if not (isinstance(r, dict) and r.get("type") == "gap"):
+                raise Unsupported("corrupt record")
+            self.pending = None
+        if type(r) is not dict or type(r.get("type")) is not str:
+            raise Unsupported("record is not an object with a type")
+        if type(r.get("id")) is float or "members" in r or r["type"] == "end":
+            r = exact_ids(r, line)              # big integers (the reader's rule)
+        typ = r["type"]
+        seq = r.get("seq")
+        t = r.get("t_us")
+        d = r.get("dir")
+        if (typ != "message" or type(seq) is not int or type(t) is not int or type(d) is not str or d not in _DIRS
+                or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
+                or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)
+                or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict):
+            bad = _malformed(r)             # the rarer shapes get the reader's full check
+            if bad is not None:
+                raise Unsupported(bad)
+        self.n += 1
+        last = self.last_seq
+        if (typ == "message" and self.stdio and last is not None and seq == last + 1 and not self.gap_since_last and self.end_seen is None
+                and "raw" not in r and "raw_b64" not in r and "eol" not in r):
+            # the common case of _integrity, inlined
+            self.last_seq = seq
+            c = counts[r["dir"]]
+            c[1] += 1
+            try:
+                data = orjson.dumps(r["json"]) + b"\n"
+            except (TypeError, orjson.JSONEncodeError):
+                data = b""
+            c[0] += len(data)
+            bufs[r["dir"]].append(data)
+            self.buffered += len(data)
+            if self.buffered > FLUSH_BYTES:
+                self.flush()
+        else:
+            self._integrity(r, typ, seq)
+        # reannotate(): the replay clock, the end record kept aside
+        if type(t) is int:
+            rec.t_us = t
+        if typ == "end":
+            self.old_end = r
+            self.had_end = True
+            return
+        line_no = self.n + 1
+        for out in rec.replay(r):
+            if "findings" not in out and out.get("type") == "message":
+                # _group for a message without findings, inlined
+                rep.records += 1
+                rep.messages += 1
+                ot = out.get("t_us")
+                if isinstance(ot, int) and ot > rep.duration_us:
+                    rep.duration_us = ot
+                if out.get("kind") == "request":
+                    methods[out["seq"]] = out.get("method")
+                elif "pair" in out:
+                    methods.pop(out["pair"], None)
             else:
-                self._integrity(r, typ, seq)
-            # reannotate(): the replay clock, the end record kept aside
-            if type(t) is int:
-                rec.t_us = t
-            if typ == "end":
-                self.old_end = r
-                self.had_end = True
-                continue
-            line_no = self.n + 1
-            for out in replay(r):
-                if "findings" not in out and out.get("type") == "message":
-                    # _group for a message without findings, inlined
-                    rep.records += 1
-                    rep.messages += 1
-                    ot = out.get("t_us")
-                    if isinstance(ot, int) and ot > rep.duration_us:
-                        rep.duration_us = ot
-                    if out.get("kind") == "request":
-                        methods[out["seq"]] = out.get("method")
-                    elif "pair" in out:
-                        methods.pop(out["pair"], None)
-                else:
-                    self._group(out, line_no)
+                self._group(out, line_no)
 
     def _integrity(self, r: dict[str, Any], typ: str, seq: Any) -> None:
         """capture/integrity.Integrity.feed, its digests hashed in blocks."""

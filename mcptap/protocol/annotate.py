@@ -18,6 +18,7 @@ from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER, Contracts
+from mcptap.protocol.framing import BOM
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
@@ -50,6 +51,7 @@ class Annotator:
 
     def __init__(self, transport: str = "stdio", large_message: int = LARGE_MESSAGE, shapes: bool = False) -> None:
         self.transport = transport
+        self._stdio, self._http = transport == "stdio", transport == "http"
         self.shapes = shapes
         self.large_message = large_message
         self.pairing = Pairing()
@@ -118,45 +120,56 @@ class Annotator:
         cls = classify(value)
         if type(cls.id) is float or cls.kind is Kind.BATCH:
             value, cls = classify_exact(frame.raw, value, cls)
-        msg = Message(seq=seq, t_us=t_us, direction=direction, raw=frame.raw, value=value, kind=cls.kind,
-                      session=session, id=cls.id, has_id=cls.has_id, method=cls.method,
-                      offset=frame.offset, terminated=frame.terminated, transport=transport)
-        out = msg.findings
-        out.extend(extra)
-        if frame.overflow:
-            out.append(overflow_finding(direction.value))
-        if self.transport == "stdio":
-            framing_findings(frame, msg, self.large_message)
-        elif len(frame.raw) > self.large_message:
-            out.append(finding("framing.large_message", f"{len(frame.raw)} bytes in one message"))
+        kind = cls.kind
+        raw = frame.raw
+        http, stdio = self._http, self._stdio
         exchange = transport.get("exchange") if transport else None
         # Scope: the session. HTTP traffic without Mcp-Session-Id is stateless:
         # each POST carries its request and gets its answers on its own
         # response, independent clients (of either era) may reuse ids, and the
         # server keeps no state between POSTs, so each exchange is its own scope
         # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers).
-        self._scope = ("exchange", exchange) if session is None and exchange is not None and self.transport == "http" else session
-        st = self.session(self._scope)
-        msg.phase = st.phase
-        msg.revision = st.revision
-        if transport is not None and direction is S2C and self.transport == "http" and status_of(transport) >= 400:
-            if self.answers.error_payload(msg, value, exchange, self.session(self._scope)):
+        scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
+        st = self._sessions.get(scope) if type(scope) is not tuple else None
+        if st is None:
+            st = self.session(scope)
+        msg = Message(seq, t_us, direction, raw, value, kind, session, cls.id, cls.has_id, cls.method, None, None, st.phase, st.revision,
+                      [], None, None, frame.offset, frame.terminated, transport)
+        out = msg.findings
+        if extra:
+            out.extend(extra)
+        if frame.overflow:
+            out.append(overflow_finding(direction.value))
+        if stdio:
+            if (frame.lines != 1 or not frame.terminated or frame.invalid_utf8 or len(raw) > self.large_message or raw.endswith(b"\r\n")
+                    or raw.startswith(BOM)):     # else nothing to say about the framing
+                framing_findings(frame, msg, self.large_message)
+        elif len(raw) > self.large_message:
+            out.append(finding("framing.large_message", f"{len(raw)} bytes in one message"))
+        if transport is not None and direction is S2C and http and status_of(transport) >= 400:
+            if self.answers.error_payload(msg, value, exchange, self.session(scope)):
                 return msg
-        if cls.kind is Kind.NON_JSON:
+        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+            if cls.findings:
+                out.extend(cls.findings)
+            self._call(msg, st, cls, value, exchange, None)
+            return msg
+        if kind is Kind.RESPONSE or kind is Kind.ERROR:
+            if cls.findings:
+                out.extend(cls.findings)
+            msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, exchange)
+            return msg
+        if kind is Kind.NON_JSON:
             non_json_findings(frame, msg, self.transport)
             self._last_unparsed[(session, direction)] = msg
             return msg
-        if cls.kind is Kind.BATCH:
+        if kind is Kind.BATCH:
             self._batch(msg, st, exchange)
             return msg
-        out.extend(cls.findings)
-        if cls.kind is Kind.INVALID:
-            if self.transport == "stdio":
-                out.append(finding("framing.non_jsonrpc_line", f"{direction.value} line is JSON but not a JSON-RPC message"))
-            self._last_unparsed[(session, direction)] = msg
-            return msg
-        pair_seq, latency, _ = self._one(msg, st, cls, value, exchange, None)
-        msg.pair, msg.latency_us = pair_seq, latency
+        out.extend(cls.findings)    # INVALID
+        if stdio:
+            out.append(finding("framing.non_jsonrpc_line", f"{direction.value} line is JSON but not a JSON-RPC message"))
+        self._last_unparsed[(session, direction)] = msg
         return msg
 
     # -- batches --------------------------------------------------------------------
@@ -186,20 +199,30 @@ class Annotator:
     # -- one JSON-RPC message ------------------------------------------------------------
     def _one(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any,
              member: int | None) -> tuple[int | None, int | None, Pending | None]:
-        kind, method, sender = cls.kind, cls.method, msg.direction
-        out = msg.findings
-        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
-            params = value.get("params")
-            era_and_phase(msg, st, kind, method, params, self.transport)
-            if kind is Kind.REQUEST:
-                self._request(msg, st, cls, params, exchange, member)
-            else:
-                self._notification(msg, st, method, params)
-            self._capabilities(msg, st, kind, method, params)
-            if self.shapes and method is not None:
-                out.extend(_shapes.check(sender, kind, method, params, msg.revision))
+        if cls.kind is Kind.REQUEST or cls.kind is Kind.NOTIFICATION:
+            self._call(msg, st, cls, value, exchange, member)
             return None, None, None
-        # response or error
+        return self._answer(msg, st, cls, value, exchange)
+
+    def _call(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any, member: int | None) -> None:
+        """A request or notification (``member``: its index in a batch)."""
+        kind, method = cls.kind, cls.method
+        params = value.get("params")
+        era_and_phase(msg, st, kind, method, params, self.transport)
+        if kind is Kind.REQUEST:
+            self._request(msg, st, cls, params, exchange, member)
+        else:
+            self._notification(msg, st, method, params)
+        if method is not None:
+            msg.findings.extend(_caps.session_check(st, method, kind, msg.direction, msg.revision, params))
+        if self.shapes and method is not None:
+            msg.findings.extend(_shapes.check(msg.direction, kind, method, params, msg.revision))
+
+    def _answer(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any],
+                exchange: Any) -> tuple[int | None, int | None, Pending | None]:
+        """A response or error: its request's (seq, latency, Pending), or Nones."""
+        kind, sender = cls.kind, msg.direction
+        out = msg.findings
         if not cls.has_id or cls.id is None:
             return self._null_id_error(msg, value)
         p, fs = self.pairing.response(self._scope, sender, cls.id, exchange)
@@ -294,8 +317,7 @@ class Annotator:
             initialize_request(msg, st, params)
         if msg.direction is C2S and method in CONTRACT_METHODS:
             msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id))
-        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, exchange=exchange, member=member,
-                    revision=msg.revision, params=params)
+        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, False, exchange, member, False, msg.revision, params)
         msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
 
     def _notification(self, msg: Message, st: SessionState, method: str | None, params: Any) -> None:
@@ -327,68 +349,16 @@ class Annotator:
                 if p is not None:
                     msg.link = p.seq
 
-    # -- capabilities ------------------------------------------------------------------
-    def _capabilities(self, msg: Message, st: SessionState, kind: Kind, method: str | None, params: Any) -> None:
-        if method is None:
-            return
-        if st.era == "modern":
-            client_caps = request_meta(params)[1] if msg.direction is C2S else None
-            server_caps = st.server_caps
-            key = None  # capabilities come with each request: nothing to reuse
-        else:
-            if st.phase in (Phase.BEFORE_INITIALIZE, Phase.INITIALIZING) and method not in ("initialize", "ping"):
-                client_caps = server_caps = None  # not negotiated yet: lifecycle findings cover it
-            else:
-                client_caps, server_caps = st.client_caps, st.server_caps
-            # the verdict depends on params only for methods with conditional gates
-            rule = rules.method_rule(method, msg.revision)
-            key = (method, kind, msg.direction, msg.revision, client_caps is None) if rule is None or not rule.conditional else None
-            if key is not None:
-                hit = st.cap_cache.get(key)
-                if hit is not None:
-                    msg.findings.extend(hit)
-                    return
-        try:
-            found = _caps.check_message(method, kind, msg.direction, params if isinstance(params, dict) else None,
-                                        msg.revision, client_caps, server_caps)
-        except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
-            found = [Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_message: {exc!r}")]
-        if key is not None:
-            st.cap_cache[key] = tuple(found)
-        msg.findings.extend(found)
-
     # -- HTTP answers that are not JSON-RPC (protocol/http_answers.py) ------------------------
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
         """A stream closed. stdio: when the server's stdout closes, requests the
         client is still waiting for will never be answered."""
-        st = self.session(session)
-        stream_closed(st)
-        if direction is not S2C:
-            return []
-        # a cancelled request SHOULD stay unanswered (cancellation spec): not lost
-        lost = [p for p in self.pairing.pending() if p.direction is C2S and p.session == session and not p.reported and not p.cancelled]
-        if not lost:
-            return []
-        for p in lost:
-            p.reported = True
-        return [finding("lifecycle.eof_with_pending_requests",
-                        f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
-                        {"pending": [p.describe() for p in lost]})]
+        stream_closed(self.session(session))
+        return self.pairing.lost_at_eof(session) if direction is S2C else []
 
     def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
         """End of capture: every request still pending and not yet reported.
         ``complete=False`` (the capture was cut short): reported as info, the
         answers may simply not have been recorded."""
-        out = []
-        for p in self.pairing.pending():
-            if p.reported or p.cancelled:
-                continue
-            p.reported = True
-            if complete:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
-                                   p.describe()))
-            else:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} has no answer in the capture, which was cut short",
-                                   p.describe(), severity=Severity.INFO))
-        return out
+        return self.pairing.never_answered(complete)

@@ -17,12 +17,13 @@ SHOULD (2024-11-05, 2025-03-26) -> warn, MUST (2025-06-18+) -> error
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcptap.model import Direction, Finding, Kind, Severity
+from mcptap.model import Direction, Finding, Kind, Phase, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
+from mcptap.protocol.lifecycle import SessionState, request_meta
 from mcptap.protocol.rules import Conditional, MethodRule
 
 CLIENT_CAPS_META = "io.modelcontextprotocol/clientCapabilities"
@@ -78,6 +79,45 @@ def check_message(
         client_caps = _client_caps_from(params)
     caps = {Direction.C2S: client_caps, Direction.S2C: server_caps}
     return _check_gates(rule, method, direction, params, rev, caps)
+
+
+#: SessionState.cap_cache's verdict for a method whose check depends on its params
+_PER_MESSAGE: tuple[Any, ...] = ("per message",)
+
+
+def session_check(st: SessionState, method: str, kind: Kind, direction: Direction, revision: str | None, params: Any) -> Sequence[Finding]:
+    """``check_message`` for a request or notification of the session ``st``
+    (its era, phase and negotiated capabilities), cached per session while
+    the capabilities stay the same: the verdict depends on params only for
+    methods with conditional gates. A rule error becomes an info finding (a
+    rule bug must not lose the message)."""
+    if st.era == "modern":
+        client_caps = request_meta(params)[1] if direction is Direction.C2S else None
+        server_caps = st.server_caps
+        key = None  # capabilities come with each request: nothing to reuse
+    else:
+        if st.phase in (Phase.BEFORE_INITIALIZE, Phase.INITIALIZING) and method not in ("initialize", "ping"):
+            client_caps = server_caps = None  # not negotiated yet: lifecycle findings cover it
+        else:
+            client_caps, server_caps = st.client_caps, st.server_caps
+        key = (method, kind, direction, revision, client_caps is None)
+        hit = st.cap_cache.get(key)
+        if hit is None:
+            rule = rules.method_rule(method, revision)
+            if rule is not None and rule.conditional:
+                st.cap_cache[key] = _PER_MESSAGE
+                key = None
+        elif hit is _PER_MESSAGE:
+            key = None
+        else:
+            return hit
+    try:
+        found = check_message(method, kind, direction, params if isinstance(params, dict) else None, revision, client_caps, server_caps)
+    except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
+        found = [Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_message: {exc!r}")]
+    if key is not None:
+        st.cap_cache[key] = tuple(found)
+    return found
 
 
 def check_result(

@@ -38,21 +38,21 @@ def valid_request_id(v: Any) -> bool:
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
 
 
-def id_key(v: Any) -> tuple[str, Any]:
-    """Exact pairing key of an id: JSON type tag and value (``"1"`` ≠ ``1``)."""
+def id_key(v: Any) -> Any:
+    """Exact pairing key of an id (hashable): ``"1"`` ≠ ``1``, ``1`` = ``1.0``,
+    ``true`` ≠ ``1``. Integers and strings are their own keys (the common
+    case: no allocation); other values a tagged tuple."""
     t = type(v)
-    if t is int:
-        return ("n", v)
-    if t is str:
-        return ("s", v)
+    if t is int or t is str:
+        return v
     if isinstance(v, bool):
         return ("b", v)
     if isinstance(v, int):
-        return ("n", v)
+        return int(v)
     if isinstance(v, float):
-        return ("n", int(v)) if v.is_integer() else ("f", v)
+        return int(v) if v.is_integer() else ("f", v)
     if isinstance(v, str):
-        return ("s", v)
+        return str(v)
     return ("o", repr(v))
 
 
@@ -76,12 +76,13 @@ def nonstandard_error_code(code: int) -> bool:
 def classify(value: Any) -> Classified:
     """Classify one parsed JSON value (not a batch member list: for a top-level
     array return Kind.BATCH and classify members separately)."""
-    if value is UNPARSED:
-        return Classified(Kind.NON_JSON)
-    if isinstance(value, list):
-        return Classified(Kind.BATCH)
-    if not isinstance(value, dict):
-        return Classified(Kind.INVALID, findings=[finding("jsonrpc.invalid_message", f"JSON {type(value).__name__} is not a JSON-RPC message object")])
+    if type(value) is not dict:
+        if value is UNPARSED:
+            return Classified(Kind.NON_JSON)
+        if isinstance(value, list):
+            return Classified(Kind.BATCH)
+        if not isinstance(value, dict):
+            return Classified(Kind.INVALID, findings=[finding("jsonrpc.invalid_message", f"JSON {type(value).__name__} is not a JSON-RPC message object")])
     out: list[Finding] = []
     has_id = "id" in value
     mid = value.get("id")
@@ -89,19 +90,19 @@ def classify(value: Any) -> Classified:
     if value.get("jsonrpc") != "2.0":
         out.append(finding("jsonrpc.invalid_version", f"jsonrpc member is {value.get('jsonrpc')!r}, must be \"2.0\""))
     if method is not None:
-        if not isinstance(method, str):
+        if type(method) is not str and not isinstance(method, str):
             out.append(finding("jsonrpc.invalid_message", f"method is a {type(method).__name__}, must be a string"))
             return Classified(Kind.INVALID, mid, has_id, None, out)
-        params = value.get("params")
-        if "params" in value and not isinstance(params, dict):
-            out.append(finding("jsonrpc.params_not_object", f"{method}: params is {type(params).__name__}, MCP params are objects"))
+        if "params" in value and not isinstance(value["params"], dict):
+            out.append(finding("jsonrpc.params_not_object", f"{method}: params is {type(value['params']).__name__}, MCP params are objects"))
         if "result" in value or "error" in value:
             out.append(finding("jsonrpc.invalid_message", f"{method}: a message with a method must not carry result/error"))
         if has_id:
-            if not valid_request_id(mid):
+            if type(mid) is int:
+                if not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
+                    out.append(_unsafe(mid))
+            elif type(mid) is not str and not valid_request_id(mid):
                 out.append(finding("jsonrpc.invalid_id", f"{method}: request id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
-            elif type(mid) is int and not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
-                out.append(_unsafe(mid))
             if method.startswith("notifications/"):
                 out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {mid!r}"))
             return Classified(Kind.REQUEST, mid, True, method, out)
@@ -131,10 +132,11 @@ def classify(value: Any) -> Classified:
         if not isinstance(value["result"], dict):
             out.append(finding("jsonrpc.result_not_object", f"result is {type(value['result']).__name__}, MCP results are objects"))
         kind = Kind.RESPONSE
-    if has_id and mid is not None and not valid_request_id(mid):
+    if type(mid) is int:
+        if not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
+            out.append(_unsafe(mid))
+    elif has_id and mid is not None and type(mid) is not str and not valid_request_id(mid):
         out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
-    elif type(mid) is int and not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
-        out.append(_unsafe(mid))
     return Classified(kind, mid, has_id, None, out)
 
 

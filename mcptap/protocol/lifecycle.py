@@ -131,6 +131,8 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
     """Decide the session's era from a message and check that the message may
     be sent in the current phase (table ALLOWED); sets ``msg.phase`` and
     ``msg.revision`` for stateless messages. Findings go to ``msg.findings``."""
+    if st.phase is Phase.OPERATING and st.era == "legacy" and method != "initialize":
+        return      # the common case: a negotiated session, where every message may be sent
     sender = msg.direction
     if sender is C2S and kind is Kind.REQUEST and (st.era != "legacy" or method == "initialize"):
         v, _, _ = request_meta(params)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from mcptap.model import Direction, Finding
+from mcptap.model import Direction, Finding, Severity
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import id_key, loose_id_key
 
@@ -96,7 +96,8 @@ class Pairing:
         """Register request ``p``. ``unique_per_session``: legacy revisions
         forbid reusing an id even after it was answered."""
         out: list[Finding] = []
-        k = p.key = (p.session, p.direction, id_key(p.id))
+        i = p.id
+        k = p.key = (p.session, p.direction, i if type(i) is int or type(i) is str else id_key(i))
         lst = self._pending.get(k)
         if lst:
             first = lst[0]
@@ -132,10 +133,13 @@ class Pairing:
                 del self._pending[k]
         self._done.add(k, p)
         if p.token is not None:
-            tk = (p.session, p.direction, id_key(p.token))
-            if self._tokens.get(tk) is p:
-                del self._tokens[tk]
-            self._done_tokens.add(tk, p)
+            self._token_done(p)
+
+    def _token_done(self, p: Pending) -> None:
+        tk = (p.session, p.direction, id_key(p.token))
+        if self._tokens.get(tk) is p:
+            del self._tokens[tk]
+        self._done_tokens.add(tk, p)
 
     def keep_token(self, p: Pending, task_id: str) -> None:
         """2025-11-25 tasks: the answered request ``p`` created task ``task_id``;
@@ -163,11 +167,18 @@ class Pairing:
         """Find and close the request answered by a response from ``responder``
         with id ``rid``. Returns (request or None, findings)."""
         requester = _PEER[responder]
-        k = (session, requester, id_key(rid))
+        k = (session, requester, rid if type(rid) is int or type(rid) is str else id_key(rid))
         lst = self._pending.get(k)
         if lst:
-            out: list[Finding] = []
             p = lst[0]
+            if len(lst) == 1:
+                # the common case, _remove inlined: p is stored under k (its session, direction and id key)
+                del self._pending[k]
+                self._done.add(k, p)
+                if p.token is not None:
+                    self._token_done(p)
+                return p, []
+            out: list[Finding] = []
             if len(lst) > 1:
                 by_ex = [q for q in lst if exchange is not None and q.exchange == exchange]
                 if by_ex:
@@ -239,6 +250,36 @@ class Pairing:
         """All requests still awaiting a response, oldest first."""
         out = [p for lst in self._pending.values() for p in lst]
         out.sort(key=lambda p: p.seq)
+        return out
+
+    def lost_at_eof(self, session: Any) -> list[Finding]:
+        """The server's stdout closed: requests of ``session`` the client is
+        still waiting for will never be answered (each reported once; a
+        cancelled request SHOULD stay unanswered, cancellation spec: not lost)."""
+        lost = [p for p in self.pending() if p.direction is Direction.C2S and p.session == session and not p.reported and not p.cancelled]
+        if not lost:
+            return []
+        for p in lost:
+            p.reported = True
+        return [finding("lifecycle.eof_with_pending_requests",
+                        f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
+                        {"pending": [p.describe() for p in lost]})]
+
+    def never_answered(self, complete: bool) -> list[Finding]:
+        """End of capture: every request still pending, not cancelled and not
+        yet reported. ``complete=False`` (the capture was cut short): info, the
+        answers may simply not have been recorded."""
+        out = []
+        for p in self.pending():
+            if p.reported or p.cancelled:
+                continue
+            p.reported = True
+            if complete:
+                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
+                                   p.describe()))
+            else:
+                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} has no answer in the capture, which was cut short",
+                                   p.describe(), severity=Severity.INFO))
         return out
 
     def rename_session(self, old: Any, new: Any) -> None:
