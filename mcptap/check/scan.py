@@ -1,7 +1,7 @@
 """The fast ``check`` of a capture written under the current rules (level 3, pure).
 
 ``check`` of such a capture reuses its recorded annotations and only adds
-schema shape checks (``reannotate._reuse_annotations``, grouped by
+schema shape checks (``reuse_annotations.reuse_annotations``, grouped by
 ``report.check_stream``). :class:`Scan` computes exactly that report straight
 from the capture's lines: one ``orjson.loads`` per line, no re-annotated
 record dicts, stream digests hashed in large blocks. It is also splittable:
@@ -172,7 +172,7 @@ class Scan:
                     if buffered > FLUSH_BYTES:
                         self.flush()
                         buffered = 0
-                # pairing and shapes (reannotate._reuse_annotations)
+                # pairing and shapes (reuse_annotations.reuse_annotations)
                 answered = task_params = None
                 if kind == "request":
                     reqs[seq] = rec

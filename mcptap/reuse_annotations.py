@@ -1,0 +1,132 @@
+"""Re-annotation of a capture written under the current rules (pure, level 1):
+the reuse path of ``reannotate.reannotate``. Its recorded annotations are what
+the rules compute (protocol/fingerprint.py), so they are kept and only the
+schema shape checks the live tap never runs are added; the end record's
+counts are taken again. check/scan.py is its fast form (the same report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from mcptap.capture.format import decode_bytes
+from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
+from mcptap.protocol.codes import finding
+from mcptap.protocol.framing import parse_json
+from mcptap.recording import Stream
+from mcptap.records import End
+
+_DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+_dumps = orjson.dumps
+
+
+def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool,
+                       light: bool) -> Iterator[dict[str, Any]]:
+    """Re-annotation of a capture written under the current rules: its
+    recorded annotations are what the rules would compute again, so they are
+    kept; schema shape checks (never run live) are added. A capture without an
+    end record gets one as full re-annotation builds it: open requests judged
+    unanswered (info), and the byte counts and digests of what the capture
+    holds, so the answer does not depend on which rules wrote it."""
+    from mcptap.protocol import shapes as shape_rules
+
+    streams = {"c2s": Stream(), "s2c": Stream()}   # only read when the end record is missing
+    stderr_stream = Stream()
+
+    methods: dict[int, str | None] = {}        # open requests: seq -> method
+    opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
+    augmented: dict[int, Any] = {}             # open task-augmented requests: seq -> params
+    last_seq, last_t = 0, 0
+    severities = severity_counts()
+    codes: dict[str, int] = {}
+    end: dict[str, Any] | None = None
+
+    def count(fs: Iterable[dict[str, Any]]) -> None:
+        for f in fs:
+            sev = f.get("severity", "info")
+            severities[sev] = severities.get(sev, 0) + 1
+            codes[f["code"]] = codes.get(f["code"], 0) + 1
+
+    for r in records:
+        typ = r.get("type")
+        if typ == "end":
+            end = r
+            continue
+        if typ == "message":
+            _tally(streams.get(str(r.get("dir"))), r, light)
+            kind = r.get("kind")
+            if kind == "request":
+                methods[r["seq"]] = r.get("method")
+                params = r.get("json", {}).get("params") if isinstance(r.get("json"), dict) else None
+                if isinstance(params, dict) and "task" in params:
+                    augmented[r["seq"]] = params
+                opened[r["seq"]] = {"seq": r["seq"], "dir": r["dir"], "id": r.get("id"), "method": r.get("method"),
+                                    **({"session": r["session"]} if "session" in r else {})}
+            answered = methods.pop(r["pair"], None) if kind in ("response", "error") and "pair" in r else None
+            task_params = None
+            if kind in ("response", "error") and "pair" in r:
+                opened.pop(r["pair"], None)
+                task_params = augmented.pop(r["pair"], None)
+            if shapes:
+                extra: list[Finding] = []
+                value = r.get("json", UNPARSED)
+                if value is UNPARSED and ("raw" in r or "raw_b64" in r):
+                    value = parse_json(decode_bytes(r, "raw") or b"")[0]
+                if isinstance(value, dict):
+                    d = _DIRS[r["dir"]]
+                    if kind in ("request", "notification") and isinstance(r.get("method"), str):
+                        extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), r.get("rev"))
+                    elif kind == "response" and answered is not None:
+                        extra = shape_rules.check(d, Kind.RESPONSE, answered, value.get("result"), r.get("rev"), task_params)
+                if extra:
+                    r = dict(r)
+                    r["findings"] = list(r.get("findings", ())) + [f.to_json() for f in extra]
+            if light:
+                r = {k: v for k, v in r.items() if k in _LIGHT_KEYS}
+        elif typ == "stderr":
+            _tally(stderr_stream, r, light, key="data")
+        fs = r.get("findings")
+        if fs:
+            count(fs)
+        if isinstance(r.get("seq"), int):
+            last_seq, last_t = r["seq"], r.get("t_us", last_t)
+        yield r
+    if end is None:
+        # cut short: what is still open has no answer in the capture (info, as the full path says)
+        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={p['id']!r} has no answer in the capture, which was cut short",
+                      p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
+        count(fs)
+        stdio = header.get("transport", "stdio") == "stdio"
+        yield End(last_seq + 1, last_t, severities, codes, list(opened.values()),
+                  c2s=streams["c2s"].json(), s2c=streams["s2c"].json(),
+                  stderr=stderr_stream.json() if stdio else None,
+                  unanswered=fs or None, extra={"incomplete": True}).to_json()
+        return
+    out = dict(end)
+    for f in end.get("unanswered", ()):
+        count([f])
+    out["severities"] = severities
+    out["codes"] = dict(sorted(codes.items()))
+    yield out
+
+
+def _tally(stream: Stream | None, r: dict[str, Any], light: bool, key: str = "raw") -> None:
+    """Count one message (``raw``) or stderr (``data``) record's bytes into
+    ``stream`` the way ``Reannotator`` does (digest skipped when ``light``)."""
+    if stream is None:
+        return
+    data = decode_bytes(r, key)
+    if data is None and key == "raw" and "json" in r:
+        data = _dumps(r["json"]) + str(r.get("eol", "\n")).encode("ascii", "replace")
+    if data is None:
+        return
+    stream.bytes += len(data)
+    if not light:
+        stream.sha.update(data)
+    stream.messages += 1
+
+
+_LIGHT_KEYS = frozenset({"type", "seq", "t_us", "dir", "kind", "method", "id", "pair", "latency_us", "session", "findings"})
