@@ -1,12 +1,17 @@
 """The stdio forward path: one blocking byte pump per direction, in its own thread.
 
-A pump reads up to ``CHUNK`` bytes, hands them to ``seen`` (the hand-off to the
-recorder: an O(1) append, see ``handoff``) and writes them on, with plain
-blocking ``os.read``/``os.write`` on the raw fds: nothing on this path parses,
+A pump reads what is there (into a buffer of its own), hands it to ``seen``
+(the copy for the recorder, ``relay_child.CopyQueue``) and writes it on, with
+plain blocking reads and writes on the raw fds: nothing on this path parses,
 annotates, waits for the recorder or touches the disk, and no trio scheduling
 sits between a read and its write. ``seen`` runs *before* the write, so a
 request is queued for the recorder before the server can answer it and the
 capture keeps causal order.
+
+The buffer starts at ``CHUNK`` (64 KiB) and grows once to ``MAX_CHUNK``
+(1 MiB) when a read fills it (a flood): per megabyte, one read, one write and
+one copy instead of sixteen, and no new buffer per read (a 1 MiB ``os.read``
+maps and faults in fresh pages every time).
 
 Blocking fds are never switched to O_NONBLOCK (a terminal's or a shared pipe's
 open file description stays as the host left it); if the host hands us a
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 CHUNK = 64 * 1024
+MAX_CHUNK = 1 << 20
 
 EOF = "eof"            # the source ended (or failed: EIO from a hung-up terminal, …)
 BROKEN = "broken"      # the destination refused a write (EPIPE, …)
@@ -34,10 +40,12 @@ def _wait(fd: int, events: int) -> None:
     p.poll()
 
 
-def pump(src: int, dst: int, seen: Callable[[bytes], Any], stop: int | None = None) -> tuple[str, Any, int]:
+def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None = None) -> tuple[str, Any, int]:
     """Copy ``src`` to ``dst`` until EOF, a failed write, or ``stop`` (an fd
     that becomes readable when the pump must end; polled before each read,
     so a pump blocked on a host that never closes its stdin can be ended).
+    ``seen`` gets each chunk as a view of the pump's buffer, valid only until
+    it returns (copy what must be kept).
 
     Returns ``(EOF, None, 0)``, ``(STOPPED, None, 0)`` or ``(BROKEN, token,
     undelivered)``: ``token`` is what ``seen`` returned for the chunk whose
@@ -48,31 +56,37 @@ def pump(src: int, dst: int, seen: Callable[[bytes], Any], stop: int | None = No
         poller = select.poll()
         poller.register(src, select.POLLIN)
         poller.register(stop, select.POLLIN)
-    read, write = os.read, os.write
+    readv, write = os.readv, os.write
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
     while True:
         if poller is not None:
             ready = poller.poll()
             if any(fd == stop for fd, _ in ready):
                 return STOPPED, None, 0
         try:
-            data = read(src, CHUNK)
+            size = readv(src, [buf])
         except BlockingIOError:
             if poller is None:
                 _wait(src, select.POLLIN)
             continue
         except OSError:
-            data = b""
-        if not data:
+            size = 0
+        if not size:
             return EOF, None, 0
+        data = view[:size]
         token = seen(data)
-        size = len(data)
         done = 0
         while done < size:
             try:
-                done += write(dst, data if done == 0 else memoryview(data)[done:])
+                done += write(dst, data if done == 0 else data[done:])
             except BlockingIOError:
                 _wait(dst, select.POLLOUT)
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
                 return BROKEN, token, size - done
+        del data
+        if size == len(buf) < MAX_CHUNK:     # a full read: more is coming, take it in bigger bites
+            buf = bytearray(MAX_CHUNK)
+            view = memoryview(buf)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Message
-from mcptap.transport import priority, relay_child
+from mcptap.transport import copy_stream, priority
 from mcptap.transport.spill import SpillFile
 
 SPILL_BYTES = 1 << 20
@@ -328,7 +328,7 @@ READER_PAUSE_BYTES = 3 << 19
 
 def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable[[], None]) -> None:
     """The copy reader thread: feed the relay process's copy stream
-    (``relay_child``) to ``h`` in order until it ends; ``stdout_done()`` once
+    (``copy_stream``) to ``h`` in order until it ends; ``stdout_done()`` once
     the end of the server's stdout (or the host closing ours) is queued. Pauses while more than
     ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file).
     Idle priority during the session, normal once it ends (``Handoff.boost``):
@@ -342,19 +342,19 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
 
     def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
         direction = dirs[d]
-        if kind == relay_child.SPILLED:
+        if kind == copy_stream.SPILLED:
             h.spilled(direction, flag, n, t)
             return
-        if kind == relay_child.LOST:
+        if kind == copy_stream.LOST:
             h.lost(direction, n, t)
             return
-        if kind == relay_child.FAILED:
+        if kind == copy_stream.FAILED:
             event = "stdin_closed_by_server" if direction is Direction.C2S else "stdout_closed_by_host"
             h.call_at(t, rec.process, event, undelivered_bytes=n, recorded_anyway=bool(flag))
         if direction is Direction.C2S:
             h.call_at(t, rec.stdio_eof, Direction.C2S)
         else:
-            if kind == relay_child.END:
+            if kind == copy_stream.END:
                 h.call_at(t, rec.stdio_eof, Direction.S2C)
             stdout_done()
 
@@ -362,7 +362,7 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
     # competing with the relay), then, once the session ends, at normal
     # priority: this thread (trio's worker) takes the stream over where the
     # OS will not let the idle thread back (the lowered thread is never trio's)
-    cursor = relay_child.CopyCursor()
+    cursor = copy_stream.CopyCursor()
     nice = priority.process_nice()
 
     def low() -> None:
@@ -376,9 +376,9 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
             left[0] = priority.restore(nice)
             return not left[0]
 
-        relay_child.read_items(copy_r, on_chunk, on_event, cursor, yield_when)
+        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when)
 
     t = threading.Thread(target=low, name="mcptap-copy-reader", daemon=True)
     t.start()
     t.join()
-    relay_child.read_items(copy_r, on_chunk, on_event, cursor)
+    copy_stream.read_items(copy_r, on_chunk, on_event, cursor)

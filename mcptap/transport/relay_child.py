@@ -39,28 +39,17 @@ import os
 import queue
 import select
 import signal
-import struct
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-from mcptap.transport.forward import BROKEN, EOF, pump
+from mcptap.transport.copy_stream import C2S, CHUNK, COPY_PIPE_SIZE, END, FAILED, HEADER, LOST, OFFSET, RAW, S2C, SPILLED
+from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, pump
 from mcptap.transport.spill import SpillFile
 
-HEADER = struct.Struct("<BBBqI")
-OFFSET = struct.Struct("<Q")
-#: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
-#: chunk was sent anyway); SPILLED: n bytes at a u64 file offset (after the
-#: header) of the spill file; RAW: the unsent rest of an item (never on the wire)
-CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
-C2S, S2C = 0, 1
 SPILL_BYTES = 4 << 20
 ITEM_COST = 256                # bytes a queued copy costs beyond its data (a flood of tiny chunks is bounded too)
-COPY_PIPE_SIZE = 1 << 20
-BATCH_BELOW = 64 << 10         # reads smaller than this wait BATCH_WAIT for more
-BATCH_WAIT = 0.002             # s
 
 
 class CopyQueue:
@@ -88,7 +77,10 @@ class CopyQueue:
         self._broken = False
         os.set_blocking(copy_fd, False)
 
-    def chunk(self, direction: int, data: bytes) -> list[Any] | None:
+    def chunk(self, direction: int, data: bytes | memoryview) -> list[Any] | None:
+        """Send or keep a copy of ``data``, read in ``direction`` (a view of
+        the pump's buffer, valid only during this call: what must wait is
+        copied). Returns a token for ``withdraw`` (None: already sent)."""
         n = len(data)
         with self._lock:
             t = self._clock()
@@ -99,7 +91,7 @@ class CopyQueue:
                 if done < 0:
                     return None                               # all sent
                 if done > 0:                                  # partly sent: the rest first
-                    self._q.append([RAW, direction, 0, t, 0, memoryview(HEADER.pack(CHUNK, direction, 0, t, n) + data)[done:]])
+                    self._q.append([RAW, direction, 0, t, 0, memoryview(HEADER.pack(CHUNK, direction, 0, t, n) + bytes(data))[done:]])
                     self._bell.put(None)
                     return None
             if self._queued > SPILL_BYTES:
@@ -111,14 +103,14 @@ class CopyQueue:
                 if len(self._q) == 1:
                     self._bell.put(None)
                 return None
-            item = [CHUNK, direction, 0, t, n, data]
+            item = [CHUNK, direction, 0, t, n, bytes(data)]
             self._q.append(item)
             self._queued += n + ITEM_COST
             if len(self._q) == 1:
                 self._bell.put(None)
         return item
 
-    def _write(self, head: bytes, data: bytes) -> int:
+    def _write(self, head: bytes, data: bytes | memoryview) -> int:
         """Try to write one item now: -1 all written, else the bytes written."""
         if self._broken:
             return -1
@@ -284,6 +276,17 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
     os._exit(code)
 
 
+def _grow_pipe(fd: int, size: int) -> None:
+    """Ask for a pipe buffer of ``size`` bytes (Linux; refused beyond
+    /proc/sys/fs/pipe-max-size or a user's pipe page quota: then as it is)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:
+        pass
+
+
 def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
                 spill: SpillFile) -> tuple[int, int, int, int]:
     """Fork the relay process. Returns ``(pid, copy_r, ctl_w, status_r)``:
@@ -298,12 +301,11 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     copy_r, copy_w = os.pipe()
     ctl_r, ctl_w = os.pipe()
     status_r, status_w = os.pipe()
-    try:
-        import fcntl
-
-        fcntl.fcntl(copy_w, getattr(fcntl, "F_SETPIPE_SZ", 1031), COPY_PIPE_SIZE)
-    except OSError:
-        pass
+    _grow_pipe(copy_w, COPY_PIPE_SIZE)
+    # the server's stdout (our pipe): a flooding server writes up to 1 MiB per
+    # wake-up and the s2c pump moves it with one read, one write and one copy
+    # (a 64 KiB pipe: 16 of each, and 16 times the server's and the host's wake-ups)
+    _grow_pipe(child_out, MAX_CHUNK)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
@@ -315,76 +317,3 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     os.close(ctl_r)
     os.close(status_w)
     return pid, copy_r, ctl_w, status_r
-
-
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-class CopyCursor:
-    """A reader's place in the copy stream: bytes read but not parsed yet
-    (``buf``), ``eof``, and the lock one reader holds while it reads, so a
-    reader can hand the stream to another thread (``read_items``)."""
-
-    __slots__ = ("buf", "eof", "lock")
-
-    def __init__(self) -> None:
-        self.buf = b""
-        self.eof = False
-        self.lock = threading.Lock()
-
-
-def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None],
-               cursor: CopyCursor | None = None, yield_when: Callable[[], bool] | None = None) -> bool:
-    """Read the copy stream until EOF (the relay process ended), calling
-    ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
-    t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
-    blocking, run it in a thread). Returns True at EOF, False as soon as
-    ``yield_when()`` (asked before each read) is true: ``cursor`` then holds
-    the place for the next reader."""
-    cur = cursor or CopyCursor()
-    hsize = HEADER.size
-    unpack = HEADER.unpack_from
-    while True:
-        with cur.lock:
-            if cur.eof:
-                return True
-            if yield_when is not None and yield_when():
-                return False
-            try:
-                data = os.read(copy_r, COPY_PIPE_SIZE)
-            except InterruptedError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                cur.eof = True
-                return True
-            if len(data) < BATCH_BELOW:
-                # a trickle (round trips): let copies gather, so analysis wakes a few
-                # hundred times a second instead of once per message and leaves the
-                # CPUs to the relay, the server and the host
-                time.sleep(BATCH_WAIT)
-                try:
-                    data += os.read(copy_r, COPY_PIPE_SIZE - len(data)) if _readable(copy_r) else b""
-                except OSError:
-                    pass
-            buf = cur.buf + data if cur.buf else data
-            pos = 0
-            end = len(buf)
-            while end - pos >= hsize:
-                kind, d, flag, t, n = unpack(buf, pos)
-                if kind == CHUNK:
-                    if end - pos - hsize < n:
-                        break
-                    on_chunk(d, t, buf[pos + hsize:pos + hsize + n])
-                    pos += hsize + n
-                elif kind == SPILLED:
-                    if end - pos - hsize < OFFSET.size:
-                        break
-                    on_event(kind, d, OFFSET.unpack_from(buf, pos + hsize)[0], t, n)
-                    pos += hsize + OFFSET.size
-                else:
-                    on_event(kind, d, flag, t, n)
-                    pos += hsize
-            cur.buf = buf[pos:]

@@ -52,7 +52,7 @@ class SpillFile:
         self.used = True
         return self._fd
 
-    def append(self, direction: int, t_us: int, offset: int, data: bytes) -> int:
+    def append(self, direction: int, t_us: int, offset: int, data: bytes | memoryview) -> int:
         """Write one entry (relay process); returns the file offset of its
         data, or -1 if it could not be written whole (disk full, …)."""
         try:

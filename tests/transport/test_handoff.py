@@ -214,7 +214,7 @@ def test_pump_forwards_in_order_and_reports_how_it_ended() -> None:
     stop_r, stop_w = os.pipe()
     seen: list[bytes] = []
     result: list[Any] = []
-    t = threading.Thread(target=lambda: result.append(pump(src_r, dst_w, lambda d: seen.append(d) or len(seen), stop_r)))
+    t = threading.Thread(target=lambda: result.append(pump(src_r, dst_w, lambda d: seen.append(bytes(d)) or len(seen), stop_r)))
     t.start()
     os.write(src_w, b"hello\n")
     assert os.read(dst_r, 100) == b"hello\n"
@@ -223,7 +223,7 @@ def test_pump_forwards_in_order_and_reports_how_it_ended() -> None:
     assert result == [(STOPPED, None, 0)] and seen == [b"hello\n"]
     os.close(src_w)
     result.clear()
-    assert pump(src_r, dst_w, seen.append) == (EOF, None, 0)
+    assert pump(src_r, dst_w, lambda d: seen.append(bytes(d))) == (EOF, None, 0)
     os.close(dst_r)
     w2r, w2w = os.pipe()
     os.write(w2w, b"lost\n")

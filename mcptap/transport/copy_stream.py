@@ -1,0 +1,136 @@
+"""The copy stream from the stdio relay process to mcptap: its format and its reader.
+
+The relay process (``relay_child``) sends a copy of every forwarded chunk, in
+read order, down a pipe. The stream is a sequence of items: a header
+``<BBBqI`` (kind, direction, flag, t_us, n) then, for ``CHUNK``, n bytes (for
+``SPILLED``, a u64 spill file offset). ``t_us`` is the recorder's clock,
+taken when the relay read the chunk.
+
+``read_items`` (a thread in mcptap) parses it back. A chunk may be as large as
+the relay's read buffer (``forward.MAX_CHUNK``, 1 MiB in a flood), so one
+item usually spans several reads of the pipe: the reader then reads the
+chunk's missing bytes in place and joins them once, instead of re-copying
+the bytes it already has on every read.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+HEADER = struct.Struct("<BBBqI")
+OFFSET = struct.Struct("<Q")
+#: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
+#: chunk was sent anyway); SPILLED: n bytes at a u64 file offset (after the
+#: header) of the spill file; RAW: the unsent rest of an item (never on the wire)
+CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
+C2S, S2C = 0, 1
+COPY_PIPE_SIZE = 1 << 20
+BATCH_BELOW = 64 << 10         # reads smaller than this wait BATCH_WAIT for more
+BATCH_WAIT = 0.002             # s
+
+
+def _readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+class CopyCursor:
+    """A reader's place in the copy stream: bytes read but not parsed yet
+    (``buf``), ``eof``, and the lock one reader holds while it reads, so a
+    reader can hand the stream to another thread (``read_items``)."""
+
+    __slots__ = ("buf", "eof", "lock")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.eof = False
+        self.lock = threading.Lock()
+
+
+def _read(fd: int, n: int) -> bytes:
+    """Up to ``n`` bytes (b"" at EOF or on a read error: the relay is gone)."""
+    while True:
+        try:
+            return os.read(fd, n)
+        except InterruptedError:
+            continue
+        except OSError:
+            return b""
+
+
+def _rest_of_chunk(copy_r: int, have: bytes, n: int) -> bytes | None:
+    """The chunk whose first bytes are ``have``, completed to ``n`` bytes
+    from the pipe (blocking: the relay always writes an item whole), or None
+    at EOF (the relay process ended mid-item)."""
+    parts = [have]
+    need = n - len(have)
+    while need:
+        data = _read(copy_r, min(need, COPY_PIPE_SIZE))
+        if not data:
+            return None
+        parts.append(data)
+        need -= len(data)
+    return b"".join(parts)
+
+
+def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None],
+               cursor: CopyCursor | None = None, yield_when: Callable[[], bool] | None = None) -> bool:
+    """Read the copy stream until EOF (the relay process ended), calling
+    ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
+    t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
+    blocking, run it in a thread). Returns True at EOF, False as soon as
+    ``yield_when()`` (asked before each read) is true: ``cursor`` then holds
+    the place for the next reader."""
+    cur = cursor or CopyCursor()
+    hsize = HEADER.size
+    unpack = HEADER.unpack_from
+    while True:
+        with cur.lock:
+            if cur.eof:
+                return True
+            if yield_when is not None and yield_when():
+                return False
+            data = _read(copy_r, COPY_PIPE_SIZE)
+            if not data:
+                cur.eof = True
+                return True
+            if len(data) < BATCH_BELOW:
+                # a trickle (round trips): let copies gather, so analysis wakes a few
+                # hundred times a second instead of once per message and leaves the
+                # CPUs to the relay, the server and the host
+                time.sleep(BATCH_WAIT)
+                try:
+                    data += os.read(copy_r, COPY_PIPE_SIZE - len(data)) if _readable(copy_r) else b""
+                except OSError:
+                    pass
+            buf = cur.buf + data if cur.buf else data
+            pos = 0
+            end = len(buf)
+            while end - pos >= hsize:
+                kind, d, flag, t, n = unpack(buf, pos)
+                if kind == CHUNK:
+                    if end - pos - hsize < n:
+                        if n < BATCH_BELOW:
+                            break                     # a small item: the next read completes it
+                        chunk = _rest_of_chunk(copy_r, buf[pos + hsize:end], n)
+                        if chunk is None:
+                            cur.eof = True
+                            return True
+                        on_chunk(d, t, chunk)
+                        pos = end
+                        break
+                    on_chunk(d, t, buf[pos + hsize:pos + hsize + n])
+                    pos += hsize + n
+                elif kind == SPILLED:
+                    if end - pos - hsize < OFFSET.size:
+                        break
+                    on_event(kind, d, OFFSET.unpack_from(buf, pos + hsize)[0], t, n)
+                    pos += hsize + OFFSET.size
+                else:
+                    on_event(kind, d, flag, t, n)
+                    pos += hsize
+            cur.buf = buf[pos:]
