@@ -53,9 +53,14 @@ class _ConnIO:
     gen: int = 0
     up_failed: bool = False
     closed: bool = False
-    #: while the connection waits idle: when it began, and the scope of that wait (eviction cancels it)
-    idle_since: float | None = None
+    #: while the client reader waits: the scope of that wait (a timeout's deadline; eviction
+    #: cancels it), what it waits for (relay.client_waiting), since when, the limit applied,
+    #: and for an idle wait when it began
     wait: trio.CancelScope | None = None
+    state: str = ""
+    since: float = 0.0
+    limit: float = math.inf
+    idle_since: float | None = None
     evicted: bool = False
 
 
@@ -178,17 +183,10 @@ class HttpTap:
             async with trio.open_nursery() as nursery:
                 c = _ConnIO(cid, stream, nursery)
                 self._conns[cid] = c
-                state, since = "", 0.0
                 while not c.closed:
-                    now = trio.current_time()
-                    was, state = state, relay.client_waiting(cid)
-                    if state != was:
-                        since = now
-                    limit = (self.cfg.idle_timeout if state == "idle" else self.cfg.request_timeout if state == "request"
-                             else math.inf)
                     data = None
-                    with trio.CancelScope(deadline=since + limit) as c.wait:
-                        c.idle_since = since if state == "idle" else None
+                    with trio.CancelScope() as c.wait:
+                        self._waiting(c)
                         try:
                             data = await receive(stream)
                         except _IO_ERRORS:
@@ -196,11 +194,11 @@ class HttpTap:
                     c.wait = c.idle_since = None
                     if data is None:
                         if c.evicted:
-                            await self._run(c, relay.client_timed_out(cid, "idle", trio.current_time() - since,
+                            await self._run(c, relay.client_timed_out(cid, "idle", trio.current_time() - c.since,
                                                                       "closed by the tap: connection limit reached, this one idle longest"))
                         else:
-                            note_timeout(self.notices, state, limit)
-                            await self._run(c, relay.client_timed_out(cid, state, limit))
+                            note_timeout(self.notices, c.state, c.limit)
+                            await self._run(c, relay.client_timed_out(cid, c.state, c.limit))
                         break
                     await self._run(c, relay.client_data(cid, data))
                     if not data:
@@ -279,6 +277,24 @@ class HttpTap:
                 self._observe(q.popleft())
         if follow:
             await self._run(c, follow)
+        elif c.wait is not None and c.state == "busy" and relay.client_waiting(c.cid) != "busy":
+            # the client reader waits with no timeout while a response is in progress;
+            # once this task ended the exchange, the idle (or request) timeout applies
+            self._waiting(c)
+
+    def _waiting(self, c: _ConnIO) -> None:
+        """Set the client reader's wait (``c.wait``, entered) to what the relay
+        says the connection waits for: the idle or request timeout from when
+        that state began, none while a response is in progress."""
+        relay = self.relay
+        assert relay is not None and c.wait is not None
+        was, state = c.state, relay.client_waiting(c.cid)
+        if state != was:
+            c.state, c.since = state, trio.current_time()
+        c.limit = limit = (self.cfg.idle_timeout if state == "idle" else self.cfg.request_timeout if state == "request"
+                           else math.inf)
+        c.wait.deadline = c.since + limit
+        c.idle_since = c.since if state == "idle" else None
 
     async def _connect(self, target: r.Upstream | None = None) -> trio.abc.Stream:
         """Connect to the upstream, or to ``target`` (an authorization server the
