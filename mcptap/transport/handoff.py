@@ -18,7 +18,11 @@ wait, chunks are not queued: their size is, as a ``gap`` record in order
 (principle 3: the capture says so). Forwarding never waits for any of this.
 
 The recorder thread runs at idle CPU priority (``priority``), so it never
-delays the relay, the server or the host. When the session ends (``boost``)
+delays the relay, the server or the host, in short runs (``priority.Pacer``:
+Linux may still pick an idle thread over a woken normal one until its next
+tick), and writes its records with one ``write`` per batch (when the queue
+is empty, and every ``FLUSH_ITEMS`` records / ``FLUSH_BYTES``), not one per
+record. When the session ends (``boost``)
 it goes back to normal priority, or, where that is not allowed, hands the
 queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked to
 stop) stores everything still queued unframed, so the end record is written
@@ -35,12 +39,11 @@ import collections
 import queue
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Message
-from mcptap.transport import copy_stream, priority
+from mcptap.transport import priority
 from mcptap.transport.spill import SpillFile
 
 SPILL_BYTES = 1 << 20
@@ -48,6 +51,8 @@ SPILL_BYTES = 1 << 20
 #: are memory bounds, also for a stream of tiny chunks (round trips)
 ITEM_COST = 256
 LOSE_BYTES = 16 << 20
+FLUSH_ITEMS = 64            # records the recorder thread writes with one write() at most
+FLUSH_BYTES = 256 << 10     # and chunk bytes
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
@@ -63,6 +68,10 @@ class TapRecorder(Protocol):
 
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
                     behind: Callable[[], bool] | None = None) -> list[Message]: ...
+
+    hold_flush: bool
+
+    def flush(self) -> None: ...
 
     def stdio_unframed(self, direction: Direction, data: bytes) -> None: ...
 
@@ -268,12 +277,24 @@ class Handoff:
         self._run()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self.rec.hold_flush = False
+            self.rec.flush()
+
+    def _loop(self) -> None:
         lock, q, rec = self._lock, self._q, self.rec
+        me = threading.get_ident()
+        pace = priority.Pacer()
+        held = held_bytes = 0                     # records written but not flushed (items, chunk bytes)
         while True:
-            if self._boost and self._low_ident == threading.get_ident() and not self._leave_idle():
-                self._low_ident = None
-                self._handed_over = True
-                return                            # take_over() goes on in a normal thread
+            if self._low_ident == me:
+                if self._boost and not self._leave_idle():
+                    self._low_ident = None
+                    self._handed_over = True
+                    return                        # take_over() goes on in a normal thread
+                pace()
             with lock:
                 if q:
                     item = q.popleft()
@@ -286,7 +307,12 @@ class Handoff:
                     self._idle = True
                     item = None
             if item is None:
+                if held:                          # caught up: what was recorded goes to disk now
+                    rec.hold_flush = False
+                    rec.flush()
+                    held = held_bytes = 0
                 self._bell.get()
+                pace.rested()
                 continue
             if state == WITHDRAWN:
                 continue
@@ -296,6 +322,15 @@ class Handoff:
             self._now = item[4]
             if self.error is not None:
                 continue
+            # one write per batch of records instead of one per record (flushed
+            # when the queue is empty, and every FLUSH_ITEMS / FLUSH_BYTES)
+            held += 1
+            held_bytes += item[5]
+            if held >= FLUSH_ITEMS or held_bytes >= FLUSH_BYTES:
+                rec.hold_flush = False
+                rec.flush()
+                held, held_bytes = 1, item[5]
+            rec.hold_flush = True
             try:
                 if kind is _CHUNK:
                     if self._spilling and last and not self._hurry:
@@ -320,65 +355,3 @@ class Handoff:
                 except Exception:  # noqa: BLE001
                     pass
                 self._on_error(self.error)
-
-
-#: queued copies above which the copy reader pauses (the relay then spills to its file)
-READER_PAUSE_BYTES = 3 << 19
-
-
-def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable[[], None]) -> None:
-    """The copy reader thread: feed the relay process's copy stream
-    (``copy_stream``) to ``h`` in order until it ends; ``stdout_done()`` once
-    the end of the server's stdout (or the host closing ours) is queued. Pauses while more than
-    ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file).
-    Idle priority during the session, normal once it ends (``Handoff.boost``):
-    at the end it must not wait for the CPU."""
-    dirs = (Direction.C2S, Direction.S2C)
-
-    def on_chunk(d: int, t: int, data: bytes) -> None:
-        while h.queued_bytes > READER_PAUSE_BYTES:
-            time.sleep(0.001)
-        h.chunk(dirs[d], data, t)
-
-    def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
-        direction = dirs[d]
-        if kind == copy_stream.SPILLED:
-            h.spilled(direction, flag, n, t)
-            return
-        if kind == copy_stream.LOST:
-            h.lost(direction, n, t)
-            return
-        if kind == copy_stream.FAILED:
-            event = "stdin_closed_by_server" if direction is Direction.C2S else "stdout_closed_by_host"
-            h.call_at(t, rec.process, event, undelivered_bytes=n, recorded_anyway=bool(flag))
-        if direction is Direction.C2S:
-            h.call_at(t, rec.stdio_eof, Direction.C2S)
-        else:
-            if kind == copy_stream.END:
-                h.call_at(t, rec.stdio_eof, Direction.S2C)
-            stdout_done()
-
-    # at idle priority in a thread of its own while the session runs (never
-    # competing with the relay), then, once the session ends, at normal
-    # priority: this thread (trio's worker) takes the stream over where the
-    # OS will not let the idle thread back (the lowered thread is never trio's)
-    cursor = copy_stream.CopyCursor()
-    nice = priority.process_nice()
-
-    def low() -> None:
-        if h.boosted or not priority.idle():
-            return
-        left = [False]
-
-        def yield_when() -> bool:
-            if not h.boosted or left[0]:
-                return False
-            left[0] = priority.restore(nice)
-            return not left[0]
-
-        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when)
-
-    t = threading.Thread(target=low, name="mcptap-copy-reader", daemon=True)
-    t.start()
-    t.join()
-    copy_stream.read_items(copy_r, on_chunk, on_event, cursor)

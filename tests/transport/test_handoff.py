@@ -136,6 +136,10 @@ class _Log:
     def __init__(self) -> None:
         self.clock = lambda: 0
         self.calls: list[tuple[str, Any]] = []
+        self.hold_flush = False
+
+    def flush(self) -> None:
+        pass
 
     def stdio_bytes(self, d: Direction, data: bytes, behind: Any = None) -> None:
         self.calls.append(("bytes", (d, data)))
@@ -292,3 +296,56 @@ def test_a_huge_line_is_stored_as_it_streams_and_reframed_the_same(tmp_path: Pat
     for d in ("c2s", "s2c"):
         assert _stream(streamed, d) == b"".join(b for dd, b, _ in events if dd.value == d)
     assert _messages(streamed) == _messages(plain)
+
+
+def test_recorder_thread_writes_a_batch_of_records_with_one_write(tmp_path: Path, monkeypatch: Any) -> None:
+    w = CaptureWriter.open(str(tmp_path / "cap.jsonl"))
+    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=lambda: 0, started="2026-01-01T00:00:00.000000Z")
+    writes: list[int] = []
+    real = w._write_all
+    monkeypatch.setattr(w, "_write_all", lambda data: (writes.append(data.count(b"\n")), real(data))[1])
+    h = Handoff(rec, lambda reason: None)
+    gate = threading.Event()
+    h.start()
+    h.call(gate.wait, 5)                          # the recorder thread waits: ten requests queue up
+    for i in range(10):
+        h.chunk(C2S, b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i)
+    gate.set()
+    h.stop()
+    assert writes == [10]                         # one write for the batch, not one per record
+    rec.close(exit_code=0)
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    assert [r["json"]["id"] for r in cap.records if r["type"] == "message"] == list(range(10))
+
+
+def test_recorder_thread_flushes_a_long_batch_in_bounded_pieces(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(handoff_mod, "FLUSH_ITEMS", 4)
+    w = CaptureWriter.open(str(tmp_path / "cap.jsonl"))
+    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=lambda: 0, started="2026-01-01T00:00:00.000000Z")
+    writes: list[int] = []
+    real = w._write_all
+    monkeypatch.setattr(w, "_write_all", lambda data: (writes.append(data.count(b"\n")), real(data))[1])
+    h = Handoff(rec, lambda reason: None)
+    gate = threading.Event()
+    h.start()
+    h.call(gate.wait, 5)
+    for i in range(10):
+        h.chunk(S2C, b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}\n' % i)
+    gate.set()
+    h.stop()
+    assert sum(writes) == 10 and max(writes) <= 4   # memory held by unwritten records stays bounded
+
+
+def test_pacer_sleeps_only_after_a_burst(monkeypatch: Any) -> None:
+    from mcptap.transport import priority
+
+    slept: list[float] = []
+    monkeypatch.setattr(priority.time, "sleep", slept.append)
+    pace = priority.Pacer()
+    pace()                                        # just started: no pause
+    assert slept == []
+    pace.since -= 2 * priority.BURST              # ran a whole burst
+    pace()
+    assert slept == [priority.PAUSE]
+    pace()                                        # the burst starts again after the pause
+    assert slept == [priority.PAUSE]
