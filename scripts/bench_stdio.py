@@ -153,8 +153,8 @@ def _child_mode(mode: str, cmd: list[str]) -> None:
 class Peer:
     """Blocking client over the pipes of one configuration's process."""
 
-    def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+    def __init__(self, argv: list[str], cwd: str | Path = ROOT) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd)
         self.w, self.r = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         self.buf = b""
         self.next_id = 0
@@ -275,6 +275,50 @@ def relay_status(pid: int) -> dict[str, int]:
     return {}
 
 
+def _tree(pid: int) -> list[int]:
+    out = [pid]
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            for kid in Path(f"/proc/{pid}/task/{tid}/children").read_text().split():
+                out += _tree(int(kid))
+    except OSError:
+        pass
+    return out
+
+
+def cpu_snapshot(tap: int) -> dict[tuple[str, int], int]:
+    """CPU time (ns, /proc schedstat) of every thread of this client and of
+    ``tap``'s process tree, keyed by (role, tid): client, tap (mcptap's own
+    normal threads, or the plain relay), analysis (mcptap's SCHED_IDLE
+    threads), relay (mcptap's forked relay process), server."""
+    me = Path(f"/proc/{tap}/cmdline").read_bytes() if Path(f"/proc/{tap}").exists() else b""
+    out: dict[tuple[str, int], int] = {}
+    for pid in [os.getpid(), *_tree(tap)]:
+        try:
+            same = Path(f"/proc/{pid}/cmdline").read_bytes() == me
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                run = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+                policy = int(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[38])
+            except (OSError, IndexError, ValueError):
+                continue
+            role = ("client" if pid == os.getpid() else ("analysis" if policy == 5 else "tap") if pid == tap
+                    else "relay" if same else "server")
+            out[(role, int(tid))] = run
+    return out
+
+
+def cpu_used(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int]) -> dict[str, float]:
+    """ms of CPU per role between two ``cpu_snapshot``s."""
+    used: dict[str, float] = {}
+    for key, run in after.items():
+        used[key[0]] = used.get(key[0], 0.0) + (run - before.get(key, 0)) / 1e6
+    return used
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -320,6 +364,9 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=16 << 20, help="big message size in bytes (default 16 MiB)")
     ap.add_argument("--only", nargs="*", default=["direct", "threaded", "mcptap"])
     ap.add_argument("--skip", nargs="*", default=[], choices=["rtt", "flood", "both", "big"])
+    ap.add_argument("--before", metavar="DIR", help="also run the mcptap of another checkout (DIR holds its mcptap/ package) "
+                    "as the configuration 'before'")
+    ap.add_argument("--cpu", action="store_true", help="floods: CPU time per process role (Linux schedstat), medians")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="mcptap-bench-"))
@@ -333,11 +380,18 @@ def main() -> None:
         "trio": [PY, __file__, "--child", "trio", "--", *srv],
         "mcptap": [PY, "-m", "mcptap.cli.main", "record", "-q", "-o", str(capture), "--", *srv],
     }
+    captures = {"mcptap": capture}
+    cwds: dict[str, str | Path] = {}
     names = [n for n in args.only if n in configs]
+    if args.before:
+        captures["before"] = tmp / "before.jsonl"
+        configs["before"] = [PY, "-m", "mcptap.cli.main", "record", "-q", "-o", str(captures["before"]), "--", *srv]
+        cwds["before"] = args.before
+        names.append("before")
     print(f"load average at start: {load()}; cpus: {os.cpu_count()}")
 
     if "rtt" not in args.skip:
-        peers = {name: Peer(configs[name]) for name in names}
+        peers = {name: Peer(configs[name], cwds.get(name, ROOT)) for name in names}
         lats: dict[str, list[float]] = {name: [] for name in peers}
         for peer in peers.values():
             peer.handshake()
@@ -366,10 +420,11 @@ def main() -> None:
             print(f"{name:9s} {p50:8.1f} {p99:8.1f} {a50:8.1f} {a99:8.1f} {rss:8.1f}")
         if hwm.get("relay"):
             print(f"mcptap RSS {hwm['mcptap']['VmRSS'] / 1024:.1f} MiB (target <= 40), its relay process {hwm['relay']['VmRSS'] / 1024:.1f} MiB")
-        if "threaded" in added and "mcptap" in added:
-            (t50, t99), (m50, m99) = added["threaded"], added["mcptap"]
-            print(f"mcptap added p50 {m50:.1f} µs = {m50 / t50:.2f}x the threaded relay's {t50:.1f} (target <= 1.5x); "
-                  f"added p99 {m99:.1f} µs = {m99 / t99:.2f}x its {t99:.1f} (target <= 2x)")
+        for name in ("mcptap", "before"):
+            if "threaded" in added and name in added:
+                (t50, t99), (m50, m99) = added["threaded"], added[name]
+                print(f"{name} added p50 {m50:.1f} µs = {m50 / t50:.2f}x the threaded relay's {t50:.1f} (target <= 1.5x); "
+                      f"added p99 {m99:.1f} µs = {m99 / t99:.2f}x its {t99:.1f} (target <= 2x)")
 
     flood_names = [n for n in names if n != "direct"] or names
     for test in ("flood", "both"):
@@ -378,15 +433,20 @@ def main() -> None:
         times: dict[str, list[float]] = {n: [] for n in flood_names}
         rss: dict[str, list[float]] = {n: [] for n in flood_names}
         relay_rss: list[float] = []
+        cpu: dict[str, list[dict[str, float]]] = {n: [] for n in flood_names}
         checks = []
         for rep in range(args.repeat):
             order = flood_names if rep % 2 == 0 else flood_names[::-1]
             for name in order:
-                if capture.exists():
-                    capture.unlink()
-                peer = Peer(configs[name])
+                cap = captures.get(name)
+                if cap is not None and cap.exists():
+                    cap.unlink()
+                peer = Peer(configs[name], cwds.get(name, ROOT))
                 peer.handshake()
+                snap = cpu_snapshot(peer.proc.pid) if args.cpu else {}
                 dt = peer.flood(args.flood) if test == "flood" else peer.flood_both(args.flood)
+                if args.cpu:
+                    cpu[name].append(cpu_used(snap, cpu_snapshot(peer.proc.pid)))
                 times[name].append(dt)
                 if name != "direct":
                     rss[name].append(status(peer.proc.pid)["VmHWM"] / 1024)
@@ -395,14 +455,14 @@ def main() -> None:
                 t_close = time.perf_counter()
                 code = peer.close()
                 t_close = time.perf_counter() - t_close
-                if name == "mcptap":
-                    v = verify_capture(capture)
+                if cap is not None:
+                    v = verify_capture(cap)
                     want_s2c = args.flood + 1 + (1 if test == "both" else 0) + 1     # + initialize response
                     ok = v["s2c"]["lines"] >= want_s2c and all(
                         v[d]["sha256"] == v[d]["end"].get("sha256") and v[d]["bytes"] == v[d]["end"].get("bytes") for d in v)
                     want_c2s = 2 + (args.flood + 2 if test == "both" else 1)      # initialize, initialized, flood(s)/sync
                     ok = ok and v["c2s"]["lines"] == want_c2s
-                    checks.append(f"rep {rep}: s2c {v['s2c']['lines']:,} lines, c2s {v['c2s']['lines']:,} lines, "
+                    checks.append(f"{name} rep {rep}: s2c {v['s2c']['lines']:,} lines, c2s {v['c2s']['lines']:,} lines, "
                                   f"{v['s2c']['chunk_records'] + v['c2s']['chunk_records']} chunk records, digests match: {ok}, "
                                   f"exit {code}, tap exit after host EOF {t_close:.2f} s")
         what = "s2c flood" if test == "flood" else "both directions"
@@ -414,9 +474,15 @@ def main() -> None:
                   f"  peak RSS {max(rss[name], default=0):.1f} MiB")
         if relay_rss:
             print(f"  mcptap's relay process peak RSS {max(relay_rss):.1f} MiB")
-        if "threaded" in times and "mcptap" in times:
-            ratio = statistics.median(times["mcptap"]) / statistics.median(times["threaded"])
-            print(f"  mcptap / threaded relay = {ratio:.2f}x (target <= 1.25x)")
+        for name in ("mcptap", "before"):
+            if "threaded" in times and name in times:
+                ratio = statistics.median(times[name]) / statistics.median(times["threaded"])
+                print(f"  {name} / threaded relay = {ratio:.2f}x (target <= 1.25x)")
+        if args.cpu:
+            print("  CPU ms during the flood, medians (client: this process; analysis: mcptap's idle-priority threads):")
+            for name in flood_names:
+                roles = sorted({r for c in cpu[name] for r in c})
+                print(f"    {name:9s} " + "  ".join(f"{r} {statistics.median(c.get(r, 0.0) for c in cpu[name]):.1f}" for r in roles))
         for c in checks:
             print(f"  capture {c}")
 
@@ -425,7 +491,7 @@ def main() -> None:
         for name in names:
             if capture.exists():
                 capture.unlink()
-            peer = Peer(configs[name])
+            peer = Peer(configs[name], cwds.get(name, ROOT))
             peer.handshake()
             dt, moved = peer.big(args.big)
             st = status(peer.proc.pid) if name != "direct" else {}

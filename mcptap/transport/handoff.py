@@ -107,6 +107,7 @@ class Handoff:
         self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._idle = False
         self._queued = 0                      # chunk bytes queued and not yet taken (+ ITEM_COST each)
+        self._set_aside = 0                   # queued chunks the relay had to put in its spill file
         self._spilling = False
         self._clock: Callable[[], int] = rec.clock
         self._now = 0
@@ -208,7 +209,10 @@ class Handoff:
         return self._queued
 
     def spilled(self, direction: Direction, offset: int, nbytes: int, t: int) -> None:
-        """A chunk the relay wrote to the spill file (``spill``) at file offset ``offset``."""
+        """A chunk the relay wrote to the spill file (``spill``) at file offset
+        ``offset``: analysis is behind until it has taken it."""
+        with self._lock:
+            self._set_aside += 1
         self._put([QUEUED, _SPILLED, direction, (offset, nbytes), t, 0])
 
     def lost(self, direction: Direction, nbytes: int, t: int) -> None:
@@ -254,7 +258,7 @@ class Handoff:
     def _behind(self) -> bool:
         if self._boost and self._low_ident == threading.get_ident() and not self._leave_idle():
             self._start_spilling()                # finish the chunk fast: the next thread takes over
-        if self._hurry or self._queued > SPILL_BYTES:
+        if self._hurry or self._queued > SPILL_BYTES or self._set_aside:
             self._start_spilling()
         return self._spilling
 
@@ -302,6 +306,8 @@ class Handoff:
                     self.progress += 1
                     if state == QUEUED:
                         self._queued -= item[5]
+                    if item[1] is _SPILLED:
+                        self._set_aside -= 1
                     last = not q
                 else:
                     self._idle = True

@@ -89,7 +89,6 @@ class Pacer:
     __slots__ = ("since",)
 
     def __init__(self) -> None:
-        self.since = time.perf_counter()
         if sys.platform.startswith("linux"):
             try:
                 import ctypes
@@ -97,6 +96,7 @@ class Pacer:
                 ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)   # this thread, in ns
             except (OSError, AttributeError):
                 pass
+        self.since = time.perf_counter()
 
     def __call__(self) -> None:
         if time.perf_counter() - self.since >= BURST:

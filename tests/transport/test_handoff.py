@@ -342,10 +342,29 @@ def test_pacer_sleeps_only_after_a_burst(monkeypatch: Any) -> None:
     slept: list[float] = []
     monkeypatch.setattr(priority.time, "sleep", slept.append)
     pace = priority.Pacer()
-    pace()                                        # just started: no pause
-    assert slept == []
-    pace.since -= 2 * priority.BURST              # ran a whole burst
+    pace.since = priority.time.perf_counter() + 60   # a burst has just begun
     pace()
-    assert slept == [priority.PAUSE]
-    pace()                                        # the burst starts again after the pause
-    assert slept == [priority.PAUSE]
+    assert slept == []
+    pace.since -= 120                                 # it ran a whole burst
+    before = priority.time.perf_counter()
+    pace()
+    assert slept == [priority.PAUSE] and pace.since >= before   # paused, and a new burst begins
+
+
+def test_chunks_queued_while_the_relay_spills_are_stored_unframed(tmp_path: Path) -> None:
+    from mcptap.transport.spill import SpillFile
+
+    log = _Log()
+    h = Handoff(log, lambda reason: None)
+    h.spill = SpillFile(None, str(tmp_path))
+    at = h.spill.append(1, 0, 5, b"late\n")
+    gate = threading.Event()
+    log.process = lambda event, **f: (gate.wait(5), log.calls.append(("process", event)))  # type: ignore[method-assign]
+    h.start()
+    h.call(log.process, "spawn")
+    h.chunk(S2C, b"first\n")                      # a small chunk: not behind by its size...
+    h.spilled(S2C, at, 5, 0)                      # ...but the relay had to set the next one aside
+    gate.set()
+    h.stop()
+    assert [c[0] for c in log.calls[1:]] == ["unframed", "unframed"]
+    h.spill.close()
