@@ -59,6 +59,18 @@ QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
 _CHUNK, _LOST, _SPILLED, _STOP = object(), object(), object(), object()
 
 
+def _data_size(item: list[Any]) -> int:
+    """Bytes of peer data an item puts in records (bounds what a batch holds)."""
+    kind = item[1]
+    if kind is _CHUNK:
+        return int(item[5])
+    if kind is _SPILLED:
+        return int(item[3][1])
+    if kind is _LOST or kind is _STOP:
+        return 0
+    return sum(len(a) for a in item[2] if isinstance(a, (bytes, bytearray, memoryview)))   # stderr chunks
+
+
 class TapRecorder(Protocol):
     """What the stdio tap calls on its recorder (``mcptap.recorder.Recorder``),
     typed: the tap names methods, never strings. ``clock``: µs since the
@@ -328,15 +340,17 @@ class Handoff:
             self._now = item[4]
             if self.error is not None:
                 continue
-            # one write per batch of records instead of one per record (flushed
-            # when the queue is empty, and every FLUSH_ITEMS / FLUSH_BYTES)
-            held += 1
-            held_bytes += item[5]
-            if held >= FLUSH_ITEMS or held_bytes >= FLUSH_BYTES:
+            # one write per batch of records instead of one per record: flushed when
+            # the queue is empty, before FLUSH_ITEMS records or FLUSH_BYTES of data
+            # are held, and at once after an item that large on its own
+            cost = _data_size(item)
+            if held and (held >= FLUSH_ITEMS or held_bytes + cost > FLUSH_BYTES):
                 rec.hold_flush = False
                 rec.flush()
-                held, held_bytes = 1, item[5]
-            rec.hold_flush = True
+                held = held_bytes = 0
+            held += 1
+            held_bytes += cost
+            rec.hold_flush = cost < FLUSH_BYTES
             try:
                 if kind is _CHUNK:
                     if self._spilling and last and not self._hurry:

@@ -368,3 +368,27 @@ def test_chunks_queued_while_the_relay_spills_are_stored_unframed(tmp_path: Path
     h.stop()
     assert [c[0] for c in log.calls[1:]] == ["unframed", "unframed"]
     h.spill.close()
+
+
+def test_a_batch_of_records_holds_at_most_flush_bytes_of_data_spilled_chunks_too(tmp_path: Path, monkeypatch: Any) -> None:
+    from mcptap.transport.spill import SpillFile
+
+    monkeypatch.setattr(handoff_mod, "FLUSH_BYTES", 100)
+    w = CaptureWriter.open(str(tmp_path / "cap.jsonl"))
+    rec = Recorder(w, "stdio", target={"argv": ["x"]}, clock=lambda: 0, started="2026-01-01T00:00:00.000000Z")
+    writes: list[int] = []
+    real = w._write_all
+    monkeypatch.setattr(w, "_write_all", lambda data: (writes.append(data.count(b"\n")), real(data))[1])
+    h = Handoff(rec, lambda reason: None)
+    h.spill = SpillFile(None, str(tmp_path))
+    gate = threading.Event()
+    h.start()
+    h.call(gate.wait, 5)
+    line = b'{"jsonrpc":"2.0","method":"n","params":{"pad":"%s"}}\n' % (b"x" * 30)
+    for i in range(3):                             # three chunks the relay set aside, 80 bytes each
+        h.spilled(S2C, h.spill.append(1, 0, i * len(line), line), len(line), 0)
+    gate.set()
+    h.stop()
+    assert writes == [1, 1, 1]                     # 2 x 80 > 100: each written before the next is held
+    rec.close(exit_code=0)
+    h.spill.close()
