@@ -28,6 +28,7 @@ so the figures mean something on a loaded machine.
     .venv/bin/python scripts/bench_analysis.py                 # 1,000,000 and 100,000 messages
     .venv/bin/python scripts/bench_analysis.py -n 200000 --small 20000
     .venv/bin/python scripts/bench_analysis.py --profile 50000 # cProfile of the re-annotation path
+    .venv/bin/python scripts/bench_analysis.py --profile-full 50000   # cProfile of check --full's own path
     .venv/bin/python scripts/bench_analysis.py --no-shapes     # without schema shape checks
     .venv/bin/python scripts/bench_analysis.py --recorded      # check / check --full on recorded captures
     .venv/bin/python scripts/bench_analysis.py --recorded --keep /tmp/caps --repeat 3   # reuse the captures, best of 3
@@ -317,11 +318,35 @@ def profile(n: int, shapes: bool) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def profile_full(n: int, shapes: bool) -> None:
+    """cProfile of `check --full`'s own path (check/parallel.py: FullScan in
+    this process; with shapes, the shape checks' second process is not profiled)
+    on an N-message capture written by the real Recorder."""
+    import cProfile
+    import pstats
+
+    from mcptap.check import parallel
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "p.jsonl"
+        generate_recorded(path, n)
+        parallel.check_capture(str(path), reuse=False, shapes=shapes)     # imports and validators built
+        prof = cProfile.Profile()
+        t0 = time.process_time()
+        prof.enable()
+        parallel.check_capture(str(path), reuse=False, shapes=shapes)
+        prof.disable()
+        print(f"{n:,} messages in {time.process_time() - t0:.1f}s CPU under the profiler (shapes={shapes})")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=1_000_000, help="messages in the big capture")
     ap.add_argument("--small", type=int, default=100_000, help="messages in the small capture (memory flatness)")
     ap.add_argument("--profile", type=int, metavar="N", help="profile check on an N-message capture and exit")
+    ap.add_argument("--profile-full", type=int, metavar="N",
+                    help="profile check --full's own path on an N-message capture written by the Recorder and exit")
     ap.add_argument("--no-shapes", action="store_true", help="pass --no-shapes (skip schema shape checks)")
     ap.add_argument("--recorded", action="store_true",
                     help="check and check --full on 1,000,000-message captures written by the real Recorder "
@@ -333,6 +358,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.profile:
         profile(args.profile, not args.no_shapes)
+        return 0
+    if args.profile_full:
+        profile_full(args.profile_full, not args.no_shapes)
         return 0
     env = dict(os.environ, NO_COLOR="1")
     if args.recorded:

@@ -16,7 +16,7 @@ capture there. Anything unusual (a damaged record) raises
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -26,6 +26,7 @@ from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
+from mcptap.check.shape_oracle import Batch, ShapeOracle
 from mcptap.model import Kind
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import end_record, reannotator_for
@@ -34,6 +35,8 @@ from mcptap.records import annotation_json
 _DIRS = ("c2s", "s2c")
 
 _NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
+#: the keys of FullScan's common message record (no raw bytes, findings, session, eol, transport facts, batch members)
+_PLAIN = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev", "json", "link", "offset"})
 
 
 class FullScan:
@@ -65,16 +68,29 @@ class FullScan:
         self.end_seen: dict[str, Any] | None = None    # the integrity check's end record (the last)
         self.pending: bytes | None = None
         self.truncated = False
+        self.oracle: ShapeOracle | None = None            # shape checks computed ahead (check/shape_oracle.py)
 
-    def run(self, lines: Iterable[bytes]) -> None:
+    def speculated(self, batches: Callable[[], Batch | None]) -> ShapeOracle:
+        """Take the shape checks of each list of lines :meth:`run` gets from
+        ``batches()`` (another process's :class:`Speculation` of the same lists)."""
+        self.oracle = ShapeOracle(batches)
+        self.rec.annotator.shape_check = self.oracle.check
+        return self.oracle
+
+    def run(self, lines: list[bytes]) -> None:
         loads, dumps, JSONDecodeError, NL = orjson.loads, orjson.dumps, orjson.JSONDecodeError, b"\n"
         replay_json, rec, rep, methods = self.rec.replay_json, self.rec, self.rep, self.methods
         REQUEST = Kind.REQUEST
         stdio, counts, bufs = self.stdio, self.counts, self.bufs
         # the common line: a stdio message record in sequence, its payload as canonical json, nothing
-        # for the reader's full check or the integrity check's rarer cases (both inlined: see _line)
+        # for the reader's full check or the integrity check's rarer cases (both inlined: see _line);
+        # its counters are kept in locals, handed back before anything else may read them
         fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
-        for line in lines:
+        oracle = self.oracle
+        if oracle is not None:
+            oracle.next_batch(lines)
+        n, last, buffered, plain = self.n, self.last_seq, self.buffered, 0
+        for i, line in enumerate(lines):
             try:
                 r = loads(line)
             except JSONDecodeError:
@@ -82,37 +98,36 @@ class FullScan:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
                 continue
-            if (fast and type(r) is dict and r.get("type") == "message" and self.pending is None and type(r.get("id")) is not float
-                    and "members" not in r):
+            if fast and type(r) is dict and r.keys() <= _PLAIN and r.get("type") == "message" and self.pending is None:
                 seq = r.get("seq")
                 t = r.get("t_us")
                 d = r.get("dir")
-                last = self.last_seq
                 if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
-                        and type(r.get("kind")) is str and "json" in r and "raw" not in r and "raw_b64" not in r and "findings" not in r
-                        and "session" not in r and "eol" not in r and "transport" not in r
+                        and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
                         and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str):
                     try:
                         data = dumps(r["json"]) + NL
                     except (TypeError, orjson.JSONEncodeError):
                         data = b""
                     if data:
-                        self.n += 1
-                        self.last_seq = seq
+                        n += 1
+                        last = seq
                         c = counts[d]
                         c[1] += 1
                         c[0] += len(data)
                         bufs[d].append(data)
-                        self.buffered += len(data)
-                        if self.buffered > FLUSH_BYTES:
+                        buffered += len(data)
+                        if buffered > FLUSH_BYTES:
                             self.flush()
+                            buffered = 0
                         rec.t_us = t
+                        if oracle is not None:
+                            oracle.line = i
                         msg = replay_json(r, data)
                         if msg.findings:
-                            self._group(annotation_json(msg, True), self.n + 1)
+                            self._group(annotation_json(msg, True), n + 1)
                             continue
-                        rep.records += 1
-                        rep.messages += 1
+                        plain += 1
                         if t > rep.duration_us:
                             rep.duration_us = t
                         if msg.kind is REQUEST:
@@ -120,11 +135,16 @@ class FullScan:
                         elif msg.pair is not None:
                             methods.pop(msg.pair, None)
                         continue
-            self._line(r, line)
+            self.n, self.last_seq, self.buffered = n, last, buffered
+            self._line(r, line, i)
+            n, last, buffered = self.n, self.last_seq, self.buffered
             fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
+        self.n, self.last_seq, self.buffered = n, last, buffered
+        rep.records += plain
+        rep.messages += plain
 
-    def _line(self, r: Any, line: bytes) -> None:
-        """One record line, parsed (``r``), any shape."""
+    def _line(self, r: Any, line: bytes, i: int) -> None:
+        """Line ``i`` of the list, parsed (``r``), any shape."""
         rec, rep, methods, counts, bufs = self.rec, self.rep, self.methods, self.counts, self.bufs
         if self.pending is not None:
             if not (isinstance(r, dict) and r.get("type") == "gap"):
@@ -172,6 +192,8 @@ class FullScan:
             self.had_end = True
             return
         line_no = self.n + 1
+        if self.oracle is not None:
+            self.oracle.line = -1 if rec.reframing else i     # re-framed: lines are not messages
         for out in rec.replay(r):
             if "findings" not in out and out.get("type") == "message":
                 # _group for a message without findings, inlined
@@ -284,6 +306,8 @@ class FullScan:
         """The capture's report; ``tallies``: the streams' SHA-256 of every byte ``on_bytes`` received."""
         rep = self.rep
         rep.path = path
+        if self.oracle is not None:
+            self.oracle.line = -1
         end = end_record(self.rec, self.old_end)
         for name, (nbytes, nmsg) in self.counts.items():
             tallies[name].bytes, tallies[name].messages = nbytes, nmsg

@@ -10,7 +10,8 @@ flat); this process hashes them after its own and merges the state
 halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
 second half itself. A capture that needs re-annotation (``--full``, other
 rules, ``chunk`` records) goes through :class:`~mcptap.check.fullscan.FullScan`
-in this process (the annotator's state is sequential); a gzip capture is
+in this process (the annotator's state is sequential), a big stdio capture's
+schema shape checks computed ahead in a second (check/shape_child.py); a gzip capture is
 scanned in one process as it is decompressed. Anything the scans do not
 handle (damaged records), standard input and every capture error go the
 reference way (``report.check_capture``), which also words the errors.
@@ -36,6 +37,7 @@ from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
+from mcptap.check.shape_child import ShapeChild
 from mcptap.protocol.fingerprint import rules_fingerprint
 
 #: records (bytes) below which one process is faster than forking a second
@@ -93,7 +95,12 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
             except Unsupported as exc:
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
-        return _full(path, feed, header, keep, shapes)
+        ahead = None
+        if shapes and not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_BYTES:
+            def ahead() -> Iterator[list[bytes]]:        # the shape checks' process reads the same lists of lines
+                with open(path, "rb") as own:
+                    yield from _batches(own, start, size, lambda n: None)
+        return _full(path, feed, header, keep, shapes, ahead)
 
 
 def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
@@ -105,15 +112,29 @@ def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
     return tallies, hashed
 
 
-def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool) -> CaptureReport | None:
-    """Re-annotation (--full, other rules, chunk records): one process."""
+def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool,
+          ahead: Callable[[], Iterator[list[bytes]]] | None = None) -> CaptureReport | None:
+    """Re-annotation (--full, other rules, chunk records): this process, and
+    with ``ahead`` (the lists of lines this process reads) a second one that
+    computes the schema shape checks ahead (check/shape_child.py)."""
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
+    child = None
+    if ahead is not None:
+        try:
+            child = ShapeChild(ahead)
+        except OSError:                 # no second process to be had: this one checks the shapes
+            child = None
+        else:
+            scan.speculated(child.next)
     try:
         feed(scan)
         scan.end_of_input()
     except Unsupported:
         return None
+    finally:
+        if child is not None:
+            child.close()
     return scan.report(path, tallies)
 
 

@@ -9,7 +9,7 @@ re-judged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
@@ -63,6 +63,8 @@ class Annotator:
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
         self._assumed: set[Any] = set()
+        #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
+        self.shape_check: Callable[..., list[Finding]] = _shapes.check
 
     # -- state ------------------------------------------------------------------
     def session(self, session: Any = None) -> SessionState:
@@ -208,15 +210,20 @@ class Annotator:
         """A request or notification (``member``: its index in a batch)."""
         kind, method = cls.kind, cls.method
         params = value.get("params")
-        era_and_phase(msg, st, kind, method, params, self.transport)
+        if st.phase is not Phase.OPERATING or st.era != "legacy" or method == "initialize":   # else nothing applies
+            era_and_phase(msg, st, kind, method, params, self.transport)
         if kind is Kind.REQUEST:
             self._request(msg, st, cls, params, exchange, member)
         else:
             self._notification(msg, st, method, params)
         if method is not None:
-            msg.findings.extend(_caps.session_check(st, method, kind, msg.direction, msg.revision, params))
-        if self.shapes and method is not None:
-            msg.findings.extend(_shapes.check(msg.direction, kind, method, params, msg.revision))
+            found = _caps.session_check(st, method, kind, msg.direction, msg.revision, params)
+            if found:
+                msg.findings.extend(found)
+            if self.shapes:
+                found = self.shape_check(msg.direction, kind, method, params, msg.revision)
+                if found:
+                    msg.findings.extend(found)
 
     def _answer(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any],
                 exchange: Any) -> tuple[int | None, int | None, Pending | None]:
@@ -226,7 +233,8 @@ class Annotator:
         if not cls.has_id or cls.id is None:
             return self._null_id_error(msg, value)
         p, fs = self.pairing.response(self._scope, sender, cls.id, exchange)
-        out.extend(fs)
+        if fs:
+            out.extend(fs)
         if p is None:
             return None, None, None
         if p.revision is not None and st.era == "modern":
@@ -241,12 +249,16 @@ class Annotator:
             handshake_answered(msg, st, p.seq, p.params, kind, value, self.session)
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
-        if self.shapes and kind is Kind.RESPONSE and p.method:
-            out.extend(_shapes.check(sender, kind, p.method, value.get("result"), msg.revision, p.params))
         if kind is Kind.RESPONSE:
             result = value.get("result")
+            if self.shapes and p.method:
+                found = self.shape_check(sender, kind, p.method, result, msg.revision, p.params)
+                if found:
+                    out.extend(found)
             if p.direction is C2S and p.method in CONTRACT_METHODS:
-                out.extend(self._contracts.result(msg.session, p.method, p.params, result, msg.revision, p.id))
+                found = self._contracts.result(msg.session, p.method, p.params, result, msg.revision, p.id)
+                if found:
+                    out.extend(found)
             if isinstance(p.params, dict) and "task" in p.params:
                 tid = conventions.task_id_of(result)
                 if tid is not None:
@@ -298,27 +310,32 @@ class Annotator:
 
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
-        method = cls.method
+        method, sender = cls.method, msg.direction
         token = None
-        if isinstance(params, dict):
-            meta = params.get("_meta")
+        if isinstance(params, dict) and "_meta" in params:
+            meta = params["_meta"]
             if isinstance(meta, dict) and "progressToken" in meta:
                 token = meta["progressToken"]
         modern = st.era == "modern"
-        if modern and msg.direction is C2S:
+        if modern and sender is C2S:
             _, _, complete = request_meta(params)
             if not complete:
                 msg.findings.append(finding("lifecycle.meta_missing",
                                             f"{method}: 2026-07-28 requests MUST carry _meta io.modelcontextprotocol/protocolVersion and clientCapabilities"))
-        if modern and msg.direction is S2C:
+        if modern and sender is S2C:
             msg.findings.append(finding("lifecycle.wrong_era",
                                         f"server request {method}: 2026-07-28 has no server-to-client requests (input requests ride in InputRequiredResult)"))
-        if method == "initialize" and msg.direction is C2S:
-            initialize_request(msg, st, params)
-        if msg.direction is C2S and method in CONTRACT_METHODS:
-            msg.findings.extend(self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id))
-        p = Pending(msg.seq, msg.t_us, msg.direction, cls.id, method, self._scope, token, False, exchange, member, False, msg.revision, params)
-        msg.findings.extend(self.pairing.request(p, unique_per_session=not modern))
+        if sender is C2S:
+            if method == "initialize":
+                initialize_request(msg, st, params)
+            if method in CONTRACT_METHODS:
+                found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id)
+                if found:
+                    msg.findings.extend(found)
+        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, self._scope, token, False, exchange, member, False,
+                                             msg.revision, params), not modern)
+        if found:
+            msg.findings.extend(found)
 
     def _notification(self, msg: Message, st: SessionState, method: str | None, params: Any) -> None:
         sender = msg.direction

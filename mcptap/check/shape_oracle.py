@@ -1,0 +1,155 @@
+"""Schema shape checks of ``check --full`` computed ahead, on another core
+(level 3, pure: the process that runs :class:`Speculation` is
+check/shape_child.py's).
+
+Re-annotation is sequential (every message's annotation depends on the ones
+before it), but the shape checks (protocol/shapes.py: the official wire
+models, pydantic) are a pure function of the message's sender, kind, method
+(a response: its request's), payload, revision, and for a response whether
+its request was task-augmented; they cost about a third of ``check --full``.
+A message record carries the annotations it was recorded with, so
+:class:`Speculation` computes each message's check with the *recorded*
+kind, method and revision, reading the same lines; :class:`ShapeOracle`,
+the annotator's shape check in the re-annotating process, takes that verdict
+when re-annotation asks for the check of the same line with the same inputs
+(the payload is the same: it is parsed from the same line), and computes it
+itself otherwise. The findings are therefore exactly those of one process,
+whatever the capture holds; only the work moves.
+
+Only the common record shape is speculated (a stdio message record whose
+payload is a ``json`` object, no ``raw`` bytes, no integer beyond 64 bits);
+each line gets at most one check (a batch's members are checked here).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from mcptap.model import Direction, Finding, Kind
+from mcptap.protocol import shapes
+
+#: one list of lines, as handed from the speculating process: (lines, their bytes,
+#: the key id per line (-1: none), keys new since the last list, line index -> findings)
+Batch = tuple[int, int, bytes, list[tuple[Any, ...]], dict[int, list[Finding]]]
+
+#: distinct (sender, kind, method, revision, task) keys speculated at most (a capture of
+#: ever new method names gets the rest of its checks from the re-annotating process)
+MAX_KEYS = 4096
+_KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION, "response": Kind.RESPONSE}
+_DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+
+
+def _key(direction: str, kind: str, method: str, revision: Any, request_params: Any) -> tuple[Any, ...]:
+    """What a shape check depends on besides its payload (see ``shapes.check``)."""
+    return (direction, kind, method, revision, isinstance(request_params, dict) and "task" in request_params)
+
+
+class Speculation:
+    """The speculating side: ``batch(lines)`` for each list of record lines
+    (after the header, in the order the re-annotating process reads them)."""
+
+    def __init__(self, check: Callable[..., list[Finding]] = shapes.check) -> None:
+        self.check = check
+        self.keys: dict[tuple[Any, ...], int] = {}
+        self.requests: dict[Any, tuple[str, Any]] = {}     # recorded request seq -> (method, params), until answered
+
+    def batch(self, lines: Iterable[bytes]) -> Batch:
+        ids = array("i")
+        size = 0
+        new: list[tuple[Any, ...]] = []
+        found: dict[int, list[Finding]] = {}
+        keys, requests, loads = self.keys, self.requests, orjson.loads
+        for i, line in enumerate(lines):
+            size += len(line)
+            spec = -1
+            try:
+                r = loads(line)
+            except orjson.JSONDecodeError:
+                r = None
+            if type(r) is dict and r.get("type") == "message":
+                got = self._one(r, requests)
+                if got is not None:
+                    key, fs = got
+                    spec = keys.get(key, -1)
+                    if spec < 0 and len(keys) < MAX_KEYS:
+                        spec = keys[key] = len(keys)
+                        new.append(key)
+                    if fs and spec >= 0:
+                        found[i] = fs
+            ids.append(spec)
+        return len(ids), size, ids.tobytes(), new, found
+
+    def _one(self, r: dict[str, Any], requests: dict[Any, tuple[str, Any]]) -> tuple[tuple[Any, ...], list[Finding]] | None:
+        kind, value, d, rev, pair = r.get("kind"), r.get("json"), r.get("dir"), r.get("rev"), r.get("pair")
+        req = requests.pop(pair, None) if kind in ("response", "error") and type(pair) is int else None
+        if (type(value) is not dict or d not in _DIRS or "raw" in r or "raw_b64" in r or type(r.get("id")) is float
+                or type(value.get("id")) is float or "members" in r or (rev is not None and type(rev) is not str)):
+            return None
+        if kind == "request" or kind == "notification":
+            method = r.get("method")
+            if type(method) is not str:
+                return None
+            params = value.get("params")
+            if kind == "request" and type(r.get("seq")) is int:
+                requests[r["seq"]] = (method, params)
+            return _key(d, kind, method, rev, None), self.check(_DIRS[d], _KINDS[kind], method, params, rev)
+        if kind != "response" or req is None:
+            return None
+        method, params = req
+        return _key(d, kind, method, rev, params), self.check(_DIRS[d], Kind.RESPONSE, method, value.get("result"), rev, params)
+
+
+class ShapeOracle:
+    """The re-annotating side: ``check`` has ``shapes.check``'s signature and
+    answers for line ``line`` of the current list (set by the caller before
+    that line's record is re-annotated; -1: no line) from the speculated
+    verdict when its inputs match, else computes it. ``next_batch(lines)``
+    before each list of lines takes that list's batch from ``source()`` (the
+    next batch in order when it is there already, else None: this process
+    does not wait, it checks that list itself); a batch of other lines than
+    the list (count or bytes differ) is not used."""
+
+    def __init__(self, source: Callable[[], Batch | None]) -> None:
+        self.source = source
+        self.line = -1
+        self.keys: dict[tuple[Any, ...], int] = {}
+        self._ids: array[int] = array("i")
+        self._found: dict[int, list[Finding]] = {}
+        self._wanted = 0                # lists begun
+        self._got = 0                   # batches taken from source (in order; a late one only for its keys)
+        self.used = 0                   # checks answered from the speculation (for tests and benchmarks)
+
+    def next_batch(self, lines: list[bytes]) -> None:
+        self.line = -1
+        self._wanted += 1
+        current = None
+        while self._got < self._wanted:
+            batch = self.source()
+            if batch is None:
+                break
+            self._got += 1
+            for key in batch[3]:            # the key table grows in step with the speculating side's
+                self.keys[key] = len(self.keys)
+            if self._got == self._wanted:
+                current = batch
+        if current is None or current[0] != len(lines) or current[1] != sum(map(len, lines)):
+            self._ids, self._found = array("i"), {}
+            return
+        self._ids = array("i")
+        self._ids.frombytes(current[2])
+        self._found = current[4]
+
+    def check(self, direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None,
+              request_params: Any = None) -> list[Finding]:
+        i, self.line = self.line, -1
+        if 0 <= i < len(self._ids):
+            spec = self._ids[i]
+            if spec >= 0 and self.keys.get((direction._value_, kind._value_, method, revision,
+                                             isinstance(request_params, dict) and "task" in request_params)) == spec:   # _key, inlined
+                self.used += 1
+                return self._found.get(i, [])
+        return shapes.check(direction, kind, method, payload, revision, request_params)

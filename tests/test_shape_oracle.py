@@ -1,0 +1,142 @@
+"""check --full with the schema shape checks computed ahead by a second
+process (check/shape_oracle.py, check/shape_child.py) gives exactly the
+one-process report: when the speculated verdict is taken (recorded
+annotations right), when it must not be (recorded kind, method, revision or
+pairing edited, batches of other lines), when it comes late or never (child
+failed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from mcptap.check import parallel
+from mcptap.check.fullscan import FullScan
+from mcptap.check.report import check_capture
+from mcptap.check.shape_oracle import Batch, ShapeOracle, Speculation
+from test_check_scan import _records, _shape, _write, busy
+
+
+class InProcess:
+    """ShapeChild's interface, speculating here and at once (deterministic)."""
+
+    def __init__(self, lines: Callable[[], Iterator[list[bytes]]], shift: int = 0) -> None:
+        spec = Speculation()
+        self.batches = [spec.batch(b) for b in lines()]
+        self.batches = self.batches[shift:]
+
+    def next(self) -> Batch | None:
+        return self.batches.pop(0) if self.batches else None
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def oracles(monkeypatch: pytest.MonkeyPatch) -> list[ShapeOracle]:
+    """Every capture is 'big' and read in small lists; the oracles made."""
+    monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
+    monkeypatch.setattr(parallel, "BATCH", 600)
+    made: list[ShapeOracle] = []
+    orig = FullScan.speculated
+
+    def spy(self: FullScan, batches: Callable[[], Batch | None]) -> ShapeOracle:
+        made.append(orig(self, batches))
+        return made[-1]
+
+    monkeypatch.setattr(FullScan, "speculated", spy)
+    return made
+
+
+def _same(path: Path) -> None:
+    want = _shape(check_capture(str(path), 3, reuse=False))
+    assert _shape(parallel.check_capture(str(path), 3, reuse=False, workers=1)) == want
+    assert _shape(parallel.check_capture(str(path), 3, reuse=False, workers=2)) == want
+
+
+def test_speculated_checks_are_taken_and_give_the_same_report(tmp_path: Path, oracles: list[ShapeOracle],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    path = busy(tmp_path)
+    _same(path)
+    assert len(oracles) == 1 and oracles[0].used > 10
+    # shape findings came from the speculation: the busy capture has invalid results
+    assert b"shape.invalid_result" in orjson.dumps(parallel.check_capture(str(path), 3, reuse=False).to_json())
+
+
+def _edited(path: Path, fn: Any) -> Path:
+    out = path.with_name("edited-" + path.name)
+    return _write(out, fn(_records(path)))
+
+
+def _mislabel(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recorded annotations that re-annotation does not confirm: another
+    revision, kind, method, a response paired with another request."""
+    out = []
+    for i, r in enumerate(rs):
+        r = dict(r)
+        if r.get("type") == "message" and i % 5 == 1:
+            r["rev"] = "2024-11-05" if r.get("rev") != "2024-11-05" else "2025-06-18"
+        elif r.get("type") == "message" and i % 5 == 2 and r.get("kind") == "request":
+            r["method"] = "tools/list"
+        elif r.get("type") == "message" and i % 5 == 3 and "pair" in r:
+            r["pair"] = r["pair"] - 1
+        elif r.get("type") == "message" and i % 5 == 4 and r.get("kind") == "response":
+            r["kind"] = "notification"
+            r["method"] = "notifications/message"
+        out.append(r)
+    return out
+
+
+def test_mislabelled_records_are_checked_here(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    path = _edited(busy(tmp_path), _mislabel)
+    _same(path)
+    assert oracles and all(o.used < 40 for o in oracles)
+
+
+def test_batches_of_other_lines_are_not_used(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "ShapeChild", lambda lines: InProcess(lines, shift=1))
+    path = busy(tmp_path)
+    _same(path)
+    assert oracles[-1].used == 0
+
+
+def test_a_real_second_process_and_one_that_fails(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = busy(tmp_path)
+    _same(path)
+    calls = {"n": 0}
+    batch = Speculation.batch
+
+    def fail_later(self: Speculation, lines: Any) -> Batch:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise RuntimeError("speculation broke")
+        return batch(self, lines)
+
+    monkeypatch.setattr(Speculation, "batch", fail_later)
+    _same(path)
+
+
+def test_late_batches_keep_the_key_table_in_step() -> None:
+    """A batch that arrives after its list was checked here is read for its keys only."""
+    spec = Speculation()
+    lines = [orjson.dumps({"type": "message", "seq": i + 1, "t_us": i, "dir": "c2s", "kind": "request", "id": i,
+                           "method": m, "rev": "2025-06-18", "json": {"jsonrpc": "2.0", "id": i, "method": m, "params": {}}}) + b"\n"
+             for i, m in enumerate(["tools/list", "prompts/list", "tools/list"])]
+    batches = [spec.batch(lines[:1]), spec.batch(lines[1:2]), spec.batch(lines[2:])]
+    ready: list[Batch | None] = [None]              # the first is late
+    oracle = ShapeOracle(lambda: ready.pop(0) if ready else None)
+    oracle.next_batch(lines[:1])
+    assert len(oracle.keys) == 0
+    ready[:] = [batches[0], batches[1]]
+    oracle.next_batch(lines[1:2])
+    assert oracle.keys == spec.keys                  # the late one's key and this one's
+    oracle.line = 0
+    from mcptap.model import Direction, Kind
+    assert oracle.check(Direction.C2S, Kind.REQUEST, "prompts/list", {}, "2025-06-18") == []
+    assert oracle.used == 1
