@@ -22,7 +22,8 @@ from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import NewlineFramer, parse_json_full
+from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.skeleton import parse_message
 from mcptap.recording import RecordingState
 from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record, Stderr
 
@@ -281,7 +282,7 @@ class Recorder(RecordingState):
         t = self.clock() if t_us is None else t_us
         overflow = False
         if value is UNPARSED:
-            value, bad, overflow = parse_json_full(raw)
+            value, bad, overflow = parse_message(raw)
         else:
             bad = ()
         frame = Frame(raw, 0, True, value, bad, 1, overflow)

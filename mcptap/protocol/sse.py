@@ -28,8 +28,10 @@ chunk (or EOF) tells whether an LF follows, so that ``raw`` is exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
 from dataclasses import dataclass
+
+from mcptap.protocol.sse_block import Block
 
 BOM = b"\xef\xbb\xbf"
 
@@ -55,7 +57,12 @@ class SSEEvent:
     line ended with CR LF or a lone CR; ``terminated``: False for the unfinished
     block flushed at EOF; ``bom``: the stream's leading BOM is in ``raw``;
     ``invalid_utf8``: some line did not decode; ``id_ignored``: an ``id`` field
-    contained NUL; ``retry_invalid``: a ``retry`` field was not all digits.
+    contained NUL; ``retry_invalid``: a ``retry`` field was not all digits;
+    ``data_bytes``: set only by a parser made with ``lazy_above``, for a
+    block whose one data line is longer than that: the line's value, not
+    decoded and cut out of ``raw`` at offset ``data_at`` (the block's bytes are
+    ``raw[:data_at] + data_bytes + raw[data_at:]``; ``data`` is then "" and
+    ``invalid_utf8`` says nothing about it; see protocol/sse_canonical.py).
     """
 
     type: str
@@ -76,6 +83,8 @@ class SSEEvent:
     invalid_utf8: bool = False
     id_ignored: bool = False
     retry_invalid: bool = False
+    data_bytes: bytes | None = None
+    data_at: int = 0
 
     @property
     def dispatched(self) -> bool:
@@ -89,7 +98,7 @@ class SSEEvent:
     @property
     def priming(self) -> bool:
         """Event id with empty (or absent) data: the 2025-11-25 priming event."""
-        return self.id is not None and self.data == ""
+        return self.id is not None and self.data == "" and self.data_bytes is None
 
     @property
     def blank(self) -> bool:
@@ -104,10 +113,17 @@ class SSEParser:
 
     __slots__ = (
         "_buf", "_base", "_line_start", "_scan", "_skip_lf", "_eof", "_chunk_no", "_first_chunk",
-        "_first_line", "_held", "_last_id", "_b", "_bs",
+        "_first_line", "_held", "_last_id", "_b", "_bs", "_lazy", "_spill", "_spilled",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, lazy_above: int | None = None) -> None:
+        """``lazy_above``: a block's only data line longer than this many bytes
+        is not decoded (``SSEEvent.data_bytes``; once that long, the rest of the
+        line is written to a BytesIO as it arrives, never to the parser's buffer,
+        so its bytes are held once); None: every line is decoded."""
+        self._lazy = lazy_above
+        self._spill: io.BytesIO | None = None     # the long data line being received
+        self._spilled = False     # the current line is that line (interpreted already)
         self._buf = bytearray()   # unemitted bytes; trimmed once per chunk
         self._bs = 0              # index in _buf where the current block starts
         self._base = 0            # stream offset of _buf[_bs]
@@ -120,7 +136,7 @@ class SSEParser:
         self._first_line = True   # BOM handling applies to the stream's first line only
         self._held = False        # block complete but ended by a CR at the buffer end
         self._last_id = ""
-        self._b = _Block()
+        self._b = Block(lazy_above)
 
     @property
     def last_event_id(self) -> str:
@@ -130,7 +146,7 @@ class SSEParser:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of an emitted event (int)."""
-        return len(self._buf) - self._bs
+        return len(self._buf) - self._bs + (self._spill.tell() if self._spill is not None else len(self._b.big))
 
     def receive_data(self, data: bytes) -> list[SSEEvent]:
         """Feed one chunk; ``b""`` means EOF. Returns the completed events."""
@@ -140,15 +156,21 @@ class SSEParser:
         buf = self._buf
         if not data:
             self._eof = True
+            if self._spill is not None:
+                self._spill_line(b"")
             if self._held:
                 self._emit(len(buf), True, out, self._chunk_no)
             elif self._bs < len(buf):
-                if self._line_start < len(buf):
-                    self._b.line(buf, self._line_start, len(buf), self._bom_check(self._line_start))
+                if self._line_start < len(buf) and not self._spilled:
+                    self._b.line(buf, self._line_start, len(buf), self._bom_check(self._line_start), self._bs)
                 self._emit(len(buf), False, out)
             self._trim()
             return out
         self._chunk_no += 1
+        if self._spill is not None:
+            data = self._spill_line(data)
+            if not data:
+                return out
         if self._bs == len(buf):
             self._first_chunk = self._chunk_no
         old = len(buf)
@@ -185,6 +207,8 @@ class SSEParser:
             eol = cr_at if lf < 0 else lf if cr_at < 0 else min(lf, cr_at)
             if eol < 0:
                 self._scan = n
+                if self._lazy is not None and n - self._line_start > self._lazy and not self._spilled:
+                    self._start_spill()
                 return
             nl = eol + 1
             cr = buf[eol] == 0x0D
@@ -197,7 +221,10 @@ class SSEParser:
             b = self._b
             b.cr = b.cr or cr
             # the line is read in place (no copy of a 64 MiB data line)
-            content = b.line(buf, self._line_start, eol, self._bom_check(self._line_start))
+            if self._spilled:
+                content, self._spilled = True, False
+            else:
+                content = b.line(buf, self._line_start, eol, self._bom_check(self._line_start), self._bs)
             self._line_start = pos = nl
             if not content:
                 if cr and nl == n and self._skip_lf:
@@ -209,6 +236,37 @@ class SSEParser:
                 self._emit(nl, True, out)
                 if self._buf is not buf:
                     return          # the buffer was handed over whole: nothing after it
+
+    def _start_spill(self) -> None:
+        """The current line has no end yet and is longer than ``lazy_above``:
+        when it is the block's first data line, its value moves to a BytesIO."""
+        buf, ls, b = self._buf, self._line_start, self._b
+        v = ls + 6 if buf.startswith(b"data: ", ls) else ls + 5
+        if b.data or not buf.startswith(b"data:", ls) or len(buf) - v <= (self._lazy or 0):
+            return
+        self._bom_check(ls)
+        self._spill = io.BytesIO()
+        with memoryview(buf) as view:
+            self._spill.write(view[v:])
+        del buf[v:]
+        self._scan = v
+        self._spilled = True
+        b.long_line(v - self._bs, v - self._bs)
+
+    def _spill_line(self, data: bytes) -> bytes:
+        """Bytes while a long line is spilled: up to its end into the spill;
+        returns what follows (the line's end first), ``b""`` while it goes on."""
+        spill = self._spill
+        assert spill is not None
+        lf, cr = data.find(b"\n"), data.find(b"\r")
+        end = len(data) if lf < 0 and cr < 0 else cr if lf < 0 else lf if cr < 0 else min(lf, cr)
+        with memoryview(data) as view:
+            spill.write(view[:end])
+        if end == len(data) and data:
+            return b""
+        self._b.big = spill.getvalue()       # the BytesIO's own buffer: no copy
+        self._spill = None
+        return data[end:]
 
     def _trim(self) -> None:
         """Drop the bytes of emitted blocks (once per chunk: linear cost)."""
@@ -229,8 +287,18 @@ class SSEParser:
         """Emit the block ``_buf[_bs:end]`` and start the next one at ``end``."""
         self._held = False
         buf = self._buf
+        b = self._b
         raw: bytes | bytearray
-        if self._bs == 0 and end == len(buf) > HAND_OVER_ABOVE:
+        big = None
+        if b.cut is not None:
+            # the long data line's value is not in raw (when it is the only data line)
+            c0, c1 = self._bs + b.cut[0], self._bs + b.cut[1]
+            with memoryview(buf) as view:
+                raw = view[self._bs:c0].tobytes() + view[c1:end].tobytes()
+            big = b.big
+            if len(b.data) > 1:
+                raw, big = raw[:b.cut[0]] + big + raw[b.cut[0]:], None
+        elif self._bs == 0 and end == len(buf) > HAND_OVER_ABOVE:
             # a large block that is the whole buffer: the buffer itself becomes
             # ``raw`` (no second copy of a 64 MiB event) and parsing goes on in a new one
             raw = buf
@@ -242,7 +310,6 @@ class SSEParser:
         self._bs = end
         if not raw:
             return
-        b = self._b
         if b.id is not None and terminated:
             # an unfinished block is discarded, its id never reaches the client
             self._last_id = b.id
@@ -258,7 +325,7 @@ class SSEParser:
             unknown_fields=tuple(b.unknown),
             raw=raw,
             start=self._base,
-            end=self._base + len(raw),
+            end=self._base + len(raw) + len(big or b""),
             chunks=max(chunks, 1),
             cr=b.cr,
             terminated=terminated,
@@ -266,132 +333,15 @@ class SSEParser:
             invalid_utf8=b.invalid_utf8,
             id_ignored=b.id_ignored,
             retry_invalid=b.retry_invalid,
+            data_bytes=big,
+            data_at=b.cut[0] if big is not None and b.cut is not None else 0,
         ))
-        self._base += len(raw)
+        self._base += len(raw) + len(big or b"")
         self._first_chunk = self._chunk_no
-        self._b = _Block()
-
-
-class _Block:
-    """Fields gathered for the block being parsed."""
-
-    __slots__ = ("event", "data", "id", "retry", "comments", "unknown", "cr", "bom", "invalid_utf8",
-                 "id_ignored", "retry_invalid")
-
-    def __init__(self) -> None:
-        self.event = ""
-        self.data: list[str] = []
-        self.id: str | None = None
-        self.retry: int | None = None
-        self.comments: list[str] = []
-        self.unknown: list[str] = []
-        self.cr = False
-        self.bom = False
-        self.invalid_utf8 = False
-        self.id_ignored = False
-        self.retry_invalid = False
-
-    def line(self, buf: bytearray, s: int, e: int, bom: bool) -> bool:
-        """Interpret the line ``buf[s:e]`` (terminator removed). Returns False for a blank line.
-
-        The line is split at its first colon as bytes and only the name and the
-        value are decoded (straight from the buffer), so a 64 MiB data line is
-        decoded once and never copied as a whole. A colon or space is never part
-        of a UTF-8 sequence, so this equals decoding the whole line first."""
-        start = s + 3 if bom else s
-        if bom:
-            self.bom = True
-        if e <= start:
-            return False
-        colon = buf.find(b":", start, e)
-        if colon == start:
-            c = start + 1
-            if c < e and buf[c] == 0x20:
-                c += 1
-            self.comments.append(self._text(buf, c, e))
-            return True
-        if colon < 0:
-            name, value = self._text(buf, start, e), ""
-        else:
-            v = colon + 1
-            if v < e and buf[v] == 0x20:
-                v += 1
-            name, value = self._text(buf, start, colon), self._text(buf, v, e)
-        if name == "data":
-            self.data.append(value)
-        elif name == "event":
-            self.event = value
-        elif name == "id":
-            if "\x00" in value:
-                self.id_ignored = True
-            else:
-                self.id = value
-        elif name == "retry":
-            if value.isascii() and value.isdigit():
-                self.retry = int(value)
-            else:
-                self.retry_invalid = True
-        else:
-            self.unknown.append(name)
-        return True
-
-    def _text(self, buf: bytearray, a: int, b: int) -> str:
-        # the view is released at once: the buffer must stay resizable
-        with memoryview(buf) as view, view[a:b] as piece:
-            try:
-                return str(piece, "utf-8")
-            except UnicodeDecodeError:
-                self.invalid_utf8 = True
-                return str(piece, "utf-8", "replace")
+        self._b = Block(self._lazy)
 
 
 def parse_all(data: bytes) -> list[SSEEvent]:
     """Parse a complete stream (``data`` then EOF) in one call."""
     p = SSEParser()
     return p.receive_data(data) + p.receive_data(b"")
-
-
-def canonical_event(ev: SSEEvent) -> bytes:
-    """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
-    lines = []
-    if ev.id is not None:
-        lines.append(f"id: {ev.id}")
-    if ev.type != "message" or b"event:" in ev.raw[:64]:
-        lines.append(f"event: {ev.type}")
-    lines.extend(f"data: {d}" for d in ev.data.split("\n"))
-    if ev.retry is not None:
-        lines.append(f"retry: {ev.retry}")
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
-
-
-_PIECE = 1 << 20
-
-
-def is_canonical(ev: SSEEvent) -> bool:
-    """``ev.raw == canonical_event(ev)``, without building the canonical bytes
-    of a large event (a 64 MiB event is compared in 1 MiB pieces)."""
-    raw = ev.raw
-    if len(raw) <= _PIECE:
-        return raw == canonical_event(ev)
-    head = []
-    if ev.id is not None:
-        head.append(f"id: {ev.id}\n")
-    if ev.type != "message" or b"event:" in raw[:64]:
-        head.append(f"event: {ev.type}\n")
-    tail = f"retry: {ev.retry}\n\n" if ev.retry is not None else "\n"
-    pos = 0
-    for piece in _pieces("".join(head), ev.data, tail):
-        if not raw.startswith(piece, pos):        # compared in place (memcmp), no slice
-            return False
-        pos += len(piece)
-    return pos == len(raw)
-
-
-def _pieces(head: str, data: str, tail: str) -> Iterator[bytes]:
-    yield head.encode("utf-8")
-    for line in data.split("\n"):
-        yield b"data: "
-        for k in range(0, len(line), _PIECE):
-            yield line[k:k + _PIECE].encode("utf-8")
-        yield b"\n"
-    yield tail.encode("utf-8")

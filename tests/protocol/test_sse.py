@@ -7,7 +7,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.protocol import sse
+from mcptap.protocol import sse, sse_canonical
 from mcptap.protocol.sse import SSEParser, parse_all
 from tests.protocol import sse_reference
 
@@ -225,28 +225,30 @@ def test_same_events_as_the_reference_parser(data, cuts):
     new, ref = SSEParser(), sse_reference.SSEParser()
     for c in chunks + [b""]:
         got, want = new.receive_data(c), ref.receive_data(c)
-        assert [dataclasses.asdict(e) for e in got] == [dataclasses.asdict(e) for e in want]
+        assert all(e.data_bytes is None for e in got)
+        assert [{k: v for k, v in dataclasses.asdict(e).items() if k not in ("data_bytes", "data_at")} for e in got] == [
+            dataclasses.asdict(e) for e in want]
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=_mixed, big=st.integers(0, 3), tail=st.sampled_from([b"\n\n", b"\r\n\r\n", b"\nretry: 5\n\n", b"\n"]))
 def test_is_canonical_equals_building_the_canonical_bytes(data, big, tail):
     """Large events are compared piecewise; the answer is the plain comparison's."""
-    blob = ("\u00e9" * (sse._PIECE // 2 + 7) if big == 1 else "x" * (big << 20)).encode()
+    blob = ("\u00e9" * (sse_canonical._PIECE // 2 + 7) if big == 1 else "x" * (big << 20)).encode()
     for ev in parse_all(b"id: 9\nevent: m\ndata: " + blob + data + tail):
-        assert sse.is_canonical(ev) == (ev.raw == sse.canonical_event(ev))
+        assert sse_canonical.is_canonical(ev) == (ev.raw == sse_canonical.canonical_event(ev))
 
 
 def test_is_canonical_large_event_both_ways():
     blob = b"x" * (3 << 20)
     ok = parse_all(b'id: 1\nevent: message\ndata: {"a":"' + blob + b'"}\n\n')[0]
-    assert ok.raw == sse.canonical_event(ok) and sse.is_canonical(ok)
+    assert ok.raw == sse_canonical.canonical_event(ok) and sse_canonical.is_canonical(ok)
     crlf = parse_all(b'data: {"a":"' + blob + b'"}\r\n\r\n')[0]
-    assert not sse.is_canonical(crlf)
+    assert not sse_canonical.is_canonical(crlf)
     late = parse_all(b'data: {"a":"' + blob + b'"}\n\n')[0]
-    assert sse.is_canonical(late)
+    assert sse_canonical.is_canonical(late)
     bad = parse_all(b'data: {"a":"' + blob[:-1] + b'\xff"}\n\n')[0]
-    assert not sse.is_canonical(bad) and bad.raw != sse.canonical_event(bad)
+    assert not sse_canonical.is_canonical(bad) and bad.raw != sse_canonical.canonical_event(bad)
 
 
 @settings(max_examples=400, deadline=None)
@@ -273,3 +275,64 @@ def test_large_event_filling_the_buffer_is_handed_over():
     assert p.buffered == 0
     (nxt,) = p.receive_data(b"data: 1\n\n")
     assert nxt.raw == b"data: 1\n\n" and nxt.start == len(ev) and isinstance(nxt.raw, bytes)
+
+
+# -- lazy data lines (the tap's parser: SSEParser(lazy_above=...)) -----------------------------------
+def lazy_feed(chunks: list[bytes], above: int) -> list:
+    p = SSEParser(lazy_above=above)
+    out = []
+    for c in chunks + [b""]:
+        out += p.receive_data(c)
+    return out
+
+
+_lazy_mixed = st.lists(
+    st.sampled_from([b"data: ", b"data:", b"data", b"event: x", b"event: message", b"id: 7", b"retry: 5", b": c", b"\n",
+                     b"\r\n", b"\r", b"\n\n", b"\xef\xbb\xbf", b"\xff", b"\xe2\x82", b"\xe2\x82\xac", b"xyz" * 5,
+                     b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"q" * 30 + b'"}}']),
+    max_size=30,
+).map(b"".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(data=_lazy_mixed, cuts=st.lists(st.integers(0, 400), max_size=8), above=st.integers(0, 40))
+def test_lazy_events_decode_to_the_full_parsers_events(data, cuts, above):
+    """Any chunking: a lazy parser's events, decoded, are the full parser's;
+    ``big_data`` gives the payload bytes ``data.encode()``, the 40-character
+    quote and the raw text exactly when the event is not canonical."""
+    chunks = split_at(data, cuts)
+    full = feed(chunks)
+    lazy = lazy_feed(chunks, above)
+    assert [(e.start, e.end) for e in lazy] == [(e.start, e.end) for e in full]
+    for lz, ev in zip(lazy, full, strict=True):
+        if lz.data_bytes is None:
+            assert lz == dataclasses.replace(ev, chunks=lz.chunks) and bytes(lz.raw) == bytes(ev.raw)
+            continue
+        ev = dataclasses.replace(ev, chunks=lz.chunks)
+        assert ev.data_lines == 1 and len(ev.data.encode("utf-8", "surrogateescape")) > above
+        assert sse_canonical.decoded(lz) == ev
+        big = sse_canonical.big_data(lz)
+        if big is None:
+            assert ev.invalid_utf8
+            continue
+        payload, quote, text = big
+        assert payload == ev.data.encode() and quote == ev.data[:40]
+        assert (text is None) == sse_canonical.is_canonical(ev)
+        assert text is None or text == bytes(ev.raw).decode("utf-8", "replace")
+
+
+def test_a_long_data_line_is_held_once():
+    """A long data line arriving in chunks goes to the spill, not the parser's
+    buffer: the event's raw is the rest of the block, its bytes are data_bytes."""
+    body = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"' + b"z" * (2 << 20) + b'"}}'
+    stream = b"event: message\ndata: " + body + b"\nid: 4\n\n"
+    p = SSEParser(lazy_above=1 << 20)
+    out = []
+    for k in range(0, len(stream), 65536):
+        out += p.receive_data(stream[k:k + 65536])
+        assert len(p._buf) <= (1 << 20) + 65536
+    (ev,) = out + p.receive_data(b"")
+    assert ev.data_bytes == body and ev.raw == b"event: message\ndata: \nid: 4\n\n" and ev.data_at == 21
+    assert (ev.start, ev.end, ev.id, ev.data, ev.data_lines) == (0, len(stream), "4", "", 1) and not ev.priming
+    payload, quote, text = sse_canonical.big_data(ev)
+    assert payload is ev.data_bytes and quote == body[:40].decode() and text == stream.decode()

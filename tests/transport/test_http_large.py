@@ -17,7 +17,7 @@ import trio
 from mcptap.capture import pieces
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
-from mcptap.protocol import sse
+from mcptap.protocol import skeleton, sse
 from tests.transport.test_http_tap import tap, upstream_server
 
 BLOB = "0123456789abcdef" * (3 << 16)          # 3 MiB: above the recorder's raw-only bound (1 MiB)
@@ -111,3 +111,35 @@ async def test_event_above_the_bounds_recorded_in_pieces_exactly(tmp_path: Path,
     codes = {c["code"] for c in report["codes"]}
     assert report["messages"] == 2 and report["complete"]
     assert not codes & {"capture.digest_mismatch", "capture.out_of_sequence", "capture.gap", "capture.incomplete"}, codes
+
+
+def _comparable(path: Path) -> list[dict]:
+    """The message records and end findings, without times (two runs differ there, in ports and in chunk framing)."""
+    cap = read_capture(str(path))
+    out = [{k: v for k, v in r.items() if k not in ("t_us", "latency_us")} for r in cap.records if r["type"] == "message"]
+    assert cap.end is not None
+    return [*out, {k: cap.end[k] for k in ("severities", "codes", "pending")}, cap.end["s2c"]["messages"]]
+
+
+async def test_skeleton_analysis_records_what_the_full_parse_records(tmp_path: Path, monkeypatch):
+    """The 3 MiB event analysed from a skeleton (its 3 MiB string never decoded)
+    gives the records a full parse gives, and check --full agrees with them."""
+    caps = []
+    made = []
+    real = skeleton._skeleton
+    monkeypatch.setattr(skeleton, "_skeleton", lambda raw, long: made.append(real(raw, long)) or made[-1])
+    for above in (1 << 20, 1 << 40):
+        monkeypatch.setattr(skeleton, "SKELETON_ABOVE", above)
+        d = tmp_path / str(above)
+        d.mkdir()
+        async with upstream_server(sse_upstream(b"\n", 65536)) as port, tap(d, upstream=f"http://127.0.0.1:{port}/mcp") as (url, _rec):
+            got = await get_stream(url)
+        assert got == b"".join(events(b"\n"))
+        caps.append(d / "cap.jsonl")
+    assert len(made) == 1 and type(made[0]["params"]["data"]) is skeleton.LongString      # the first run only
+    assert _comparable(caps[0]) == _comparable(caps[1])
+    full = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--full", "--format", "json", str(caps[0])],
+                          capture_output=True, timeout=120)
+    recorded = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(caps[0])],
+                              capture_output=True, timeout=120)
+    assert orjson.loads(full.stdout)["captures"][0]["codes"] == orjson.loads(recorded.stdout)["captures"][0]["codes"]

@@ -34,10 +34,11 @@ from typing import Any
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding
-from mcptap.protocol.framing import parse_json_full
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange, data_findings, endpoint_findings, header, sse_findings
-from mcptap.protocol.sse import SSEEvent, is_canonical
+from mcptap.protocol.skeleton import parse_message
+from mcptap.protocol.sse import SSEEvent
+from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
@@ -179,7 +180,7 @@ class HttpObserver:
             return
         body = bytes(e.body)
         e.body = bytearray()
-        value, _, overflow = parse_json_full(body)
+        value, _, overflow = parse_message(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
         if overflow:
@@ -256,7 +257,7 @@ class HttpObserver:
             if e.cr_seen:      # once per stream: SDKs on sse-starlette end every line with CR LF
                 fs = [f for f in fs if f.code != "sse.crlf"]
             e.cr_seen = True
-        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": len(ev.raw)}
+        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": ev.end - ev.start}
         if ev.id is not None:
             info["id"] = ev.id
         if ev.retry is not None:
@@ -268,6 +269,14 @@ class HttpObserver:
         if ev.type == "endpoint" and ev.data_lines:
             self._endpoint(e, ev, fs, info)
             return
+        if ev.data_bytes is not None:
+            big = big_data(ev) if ev.type != "endpoint" else None    # the long data line's bytes are the payload
+            if big is not None:
+                info.update({"raw": big[2]} if big[2] is not None else {})
+                del ev
+                self._sse_message(e, big[0], big[1], info, fs)
+                return
+            ev = decoded(ev)
         if ev.data_lines and ev.data != "":
             if not is_canonical(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
@@ -292,7 +301,7 @@ class HttpObserver:
     def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
         # a number beyond a double is left to the recorder, which flags it
-        value, _, overflow = parse_json_full(raw)
+        value, _, overflow = parse_message(raw)
         fs.extend(data_findings(value, quote))
         box = [UNPARSED if overflow else value]
         del value     # only the recorder's frame holds it: it drops a large message's value once annotated

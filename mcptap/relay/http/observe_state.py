@@ -27,6 +27,7 @@ from typing import Any
 from mcptap.model import Finding
 from mcptap.protocol.http_rules import Exchange, Headers, header, media_type
 from mcptap.protocol.sse import SSEParser
+from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class ObservedExchange:
             self.decoder = content_decoder(enc)
             self.undecodable = self.decoder is None
         if mt == "text/event-stream":
-            self.mode, self.parser = "sse", SSEParser()
+            self.mode, self.parser = "sse", SSEParser(LAZY_DATA_ABOVE)
         elif mt == "application/json" or mt.endswith("+json"):
             self.mode = "json"
         else:

@@ -1,0 +1,124 @@
+"""An SSE event as the SDKs write it, and the payload of a large event (pure).
+
+* ``canonical_event`` / ``is_canonical``: does an event's ``raw`` equal what
+  the SDKs write for its fields (then the capture need not store ``raw``)?
+* ``big_data``: the JSON payload of an event whose one data line the parser
+  left undecoded (``SSEParser(lazy_above=…)``, ``SSEEvent.data_span``), taken
+  out of the event's own buffer without a second copy of a 64 MiB event.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+from collections.abc import Iterator
+
+from mcptap.protocol.sse import SSEEvent
+
+#: a data line longer than this (bytes) is left undecoded by the tap's parser (``SSEParser(lazy_above=…)``)
+LAZY_DATA_ABOVE = 1 << 20
+#: bytes decoded for an event's quote (40 characters need at most 160 bytes, plus an unfinished sequence)
+_QUOTE_BYTES = 164
+
+
+def canonical_event(ev: SSEEvent) -> bytes:
+    """The event as the SDKs write it (id, event, data lines, retry; LF ends)."""
+    lines = []
+    if ev.id is not None:
+        lines.append(f"id: {ev.id}")
+    if ev.type != "message" or b"event:" in ev.raw[:64]:
+        lines.append(f"event: {ev.type}")
+    lines.extend(f"data: {d}" for d in ev.data.split("\n"))
+    if ev.retry is not None:
+        lines.append(f"retry: {ev.retry}")
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+_PIECE = 1 << 20
+
+
+def is_canonical(ev: SSEEvent) -> bool:
+    """``ev.raw == canonical_event(ev)``, without building the canonical bytes
+    of a large event (a 64 MiB event is compared in 1 MiB pieces)."""
+    raw = ev.raw
+    if len(raw) <= _PIECE:
+        return raw == canonical_event(ev)
+    head = []
+    if ev.id is not None:
+        head.append(f"id: {ev.id}\n")
+    if ev.type != "message" or b"event:" in raw[:64]:
+        head.append(f"event: {ev.type}\n")
+    tail = f"retry: {ev.retry}\n\n" if ev.retry is not None else "\n"
+    pos = 0
+    for piece in _pieces("".join(head), ev.data, tail):
+        if not raw.startswith(piece, pos):        # compared in place (memcmp), no slice
+            return False
+        pos += len(piece)
+    return pos == len(raw)
+
+
+def _pieces(head: str, data: str, tail: str) -> Iterator[bytes]:
+    yield head.encode("utf-8")
+    for line in data.split("\n"):
+        yield b"data: "
+        for k in range(0, len(line), _PIECE):
+            yield line[k:k + _PIECE].encode("utf-8")
+        yield b"\n"
+    yield tail.encode("utf-8")
+
+
+def _head_tail(ev: SSEEvent, first: bytes | bytearray) -> tuple[bytes, bytes]:
+    """The canonical bytes before the data lines and after them (``first``: the event's first 64 bytes)."""
+    head = []
+    if ev.id is not None:
+        head.append(f"id: {ev.id}\n")
+    if ev.type != "message" or b"event:" in first:
+        head.append(f"event: {ev.type}\n")
+    tail = f"retry: {ev.retry}\n\n" if ev.retry is not None else "\n"
+    return "".join(head).encode("utf-8"), tail.encode("utf-8")
+
+
+def big_data(ev: SSEEvent) -> tuple[bytes, str, str | None] | None:
+    """For an event with ``data_bytes``: (payload, quote, raw text or None).
+    ``payload``: ``data_bytes`` itself (equal to ``ev.data.encode()`` of a
+    fully decoding parser); ``quote``: its first 40 characters; raw text: the
+    event's bytes decoded (U+FFFD for bad bytes) when they are not canonical,
+    for the record's ``sse.raw``, else None. None when the line is not valid
+    UTF-8 (the caller decodes it as a fully decoding parser would: ``decoded``)."""
+    data, at, raw = ev.data_bytes, ev.data_at, ev.raw
+    assert data is not None
+    if not data.isascii() and not _is_utf8(data):
+        return None
+    with memoryview(data) as view, view[:_QUOTE_BYTES] as q:
+        quote = codecs.getincrementaldecoder("utf-8")("replace").decode(q, len(data) <= _QUOTE_BYTES)[:40]
+    head, tail = _head_tail(ev, (raw[:at] + data[:64] + raw[at:at + 64])[:64])
+    if at == len(head) + 6 and raw == head + b"data: \n" + tail:
+        return data, quote, None
+    # the cuts are next to ASCII line syntax and data is UTF-8: decoding the parts is decoding the whole
+    text = raw[:at].decode("utf-8", "replace") + data.decode("utf-8") + raw[at:].decode("utf-8", "replace")
+    return data, quote, text
+
+
+def decoded(ev: SSEEvent) -> SSEEvent:
+    """``ev`` (with ``data_bytes``) as a fully decoding parser makes it."""
+    data, at, raw = ev.data_bytes, ev.data_at, ev.raw
+    assert data is not None
+    bad = ev.invalid_utf8
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError:
+        text, bad = str(data, "utf-8", "replace"), True
+    return dataclasses.replace(ev, data=text, raw=raw[:at] + data + raw[at:], data_bytes=None, data_at=0, invalid_utf8=bad)
+
+
+def _is_utf8(data: bytes) -> bool:
+    dec = codecs.getincrementaldecoder("utf-8")()
+    piece = 1 << 20
+    try:
+        with memoryview(data) as view:
+            for k in range(0, len(data), piece):
+                dec.decode(view[k:k + piece], False)
+        dec.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
