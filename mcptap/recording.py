@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import signal as _signal
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
@@ -25,6 +25,15 @@ C2S, S2C = Direction.C2S, Direction.S2C
 _ANSWERS = frozenset({Kind.RESPONSE, Kind.ERROR, Kind.BATCH})
 
 
+class Digest(Protocol):
+    """What a stream's digest offers (``hashlib.sha256()``, or the HTTP tap's
+    ``transport/hasher.BackgroundSha``)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
 class Stream:
     """Bytes, SHA-256 and message count of one forwarded stream."""
 
@@ -32,7 +41,7 @@ class Stream:
 
     def __init__(self) -> None:
         self.bytes = 0
-        self.sha = hashlib.sha256()
+        self.sha: Digest = hashlib.sha256()
         self.messages = 0
 
     def json(self) -> dict[str, Any]:

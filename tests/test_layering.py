@@ -23,7 +23,7 @@ LEVELS = {
     "mcptap.protocol.tagged": 1, "mcptap.reuse_annotations": 1,
     "mcptap.protocol.skeleton": 1, "mcptap.protocol.sse_canonical": 1, "mcptap.protocol.sse_block": 1,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
-    "mcptap.transport": 4, "mcptap.replay": 4, "mcptap.otel": 4,
+    "mcptap.transport": 4, "mcptap.transport.hasher": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.cli": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.core": 3, "mcptap.serve.extend": 3, "mcptap.pytest_plugin": 4,
 }

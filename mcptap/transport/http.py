@@ -33,6 +33,7 @@ from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
+from mcptap.transport.hasher import BackgroundSha
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
 from mcptap.transport.http_io import CHUNK, coalesce, receive, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
@@ -72,6 +73,9 @@ class HttpTap:
         self.cfg = cfg
         self.upstream = check_config(cfg)
         self.rec = rec
+        if rec is not None:
+            for stream in rec.streams.values():
+                stream.sha = BackgroundSha()     # a large body's digest is computed beside the relay
         self.say = say or (lambda msg: None)
         self.relay: HttpRelay | None = None
         self.observer: HttpObserver | None = None
