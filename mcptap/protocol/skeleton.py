@@ -124,7 +124,13 @@ class LongString(str):
         return eq if eq is NotImplemented else not eq
 
     def __len__(self) -> int:
+        src, a, b = self._src, self._start + 1, self._end - 1
+        if src.find(b"\\", a, b) < 0 and _is_ascii(src, a, b):
+            return self._end - self._start - 2      # one character per byte: no need to decode
         return len(self.text())
+
+    def __bool__(self) -> bool:
+        return self._end - self._start > 2          # only the empty literal "" decodes to ""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # copies and pickles are plain strings with the real text
@@ -326,5 +332,13 @@ def _is_utf8(data: bytes) -> bool:
                 dec.decode(view[k:k + PIECE], False)
             dec.decode(b"", True)
         except UnicodeDecodeError:
+            return False
+    return True
+
+
+def _is_ascii(src: bytes, start: int, end: int) -> bool:
+    """``src[start:end]`` is ASCII, checked in pieces (no whole copy)."""
+    for k in range(start, end, PIECE):
+        if not src[k:min(end, k + PIECE)].isascii():
             return False
     return True

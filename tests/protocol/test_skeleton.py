@@ -163,6 +163,9 @@ def test_long_payload_strings_are_placeholders_keys_and_others_are_not() -> None
     assert {s: 1}["v" * 30] == 1 and s in {"v" * 30} and s.upper() == "V" * 30 and s + "!" == "v" * 30 + "!"
     assert "!" + s == "!" + "v" * 30 and repr(s) == repr("v" * 30) and list(s)[:2] == ["v", "v"]
     assert copy.deepcopy(s) == "v" * 30 and type(copy.deepcopy(s)) is str and type(pickle.loads(pickle.dumps(s))) is str
+    for lit, text in ((b'"' + b"a" * 20 + b'\\n"', "a" * 20 + "\n"), (b'"' + "\u00e9".encode() * 20 + b'"', "\u00e9" * 20)):
+        ls = small(b'{"text":' + lit + b'}')[0]["text"]
+        assert type(ls) is LongString and len(ls) == len(text) and bool(ls) and ls == text
     assert v["short"] == "abc" and type(v["short"]) is str
     assert type(small(b'"' + b"t" * 40 + b'"')[0]) is LongString       # a whole message that is one long string
 
