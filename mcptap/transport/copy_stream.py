@@ -7,8 +7,8 @@ read order, down a pipe. The stream is a sequence of items: a header
 taken when the relay read the chunk.
 
 ``read_items`` (a thread in mcptap) parses it back. A chunk may be as large as
-the relay's read buffer (``forward.MAX_CHUNK``, 1 MiB in a flood), so one
-item usually spans several reads of the pipe: the reader then reads the
+the relay's read buffer (``forward.MAX_CHUNK``, 256 KiB in a flood), so one
+item often spans two reads of the pipe: the reader then reads the
 chunk's missing bytes in place and joins them once, instead of re-copying
 the bytes it already has on every read.
 """

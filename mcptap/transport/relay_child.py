@@ -302,9 +302,9 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     ctl_r, ctl_w = os.pipe()
     status_r, status_w = os.pipe()
     _grow_pipe(copy_w, COPY_PIPE_SIZE)
-    # the server's stdout (our pipe): a flooding server writes up to 1 MiB per
-    # wake-up and the s2c pump moves it with one read, one write and one copy
-    # (a 64 KiB pipe: 16 of each, and 16 times the server's and the host's wake-ups)
+    # the server's stdout (our pipe): a flooding server writes a whole read's
+    # worth per wake-up and the s2c pump moves it with one read, one write and
+    # one copy (a 64 KiB pipe: four of each, and four times the wake-ups)
     _grow_pipe(child_out, MAX_CHUNK)
     parent = os.getpid()
     pid = os.fork()
