@@ -51,6 +51,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     """Write an HTML report of CAPTURE ('-': stdin; .jsonl.gz read too)."""
     from mcptap.capture.reader import CaptureStream
     from mcptap.check.reannotated import Reannotated
+    from mcptap.reannotate import framed
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import report_html
 
@@ -63,8 +64,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         records: Any = stream
         if redactor is not None:
             scrubber = Scrubber(redactor)
+            scrubber.reject_chunks = True    # re-framed first (a file), else refused: never scrubbed unframed
             header = scrubber.header(header)
-            records = scrubber.records(stream)
+            records = scrubber.records(framed(stream))
         ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
         with progress("report", [capture]):
             html = report_html(ra.header, ra, text_path(capture) if capture != "-" else "stdin", title and text_path(title))

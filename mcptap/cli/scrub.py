@@ -51,6 +51,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     scrubber = Scrubber(redactor, collect=dry_run)
+    scrubber.reject_chunks = True     # _scrub re-frames them first (a file), else refuses
     writer = None
     # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
     # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
@@ -107,13 +108,17 @@ def _temp_beside(output: str) -> str:
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
     """Copy ``stream`` through ``scrubber`` into ``writer`` (None: dry run),
     with the progress line of long commands."""
+    from mcptap.reannotate import framed
+
     with progress("scrub", [capture]):
         if writer is not None:
             writer.write(scrubber.header(stream.header))
         else:
             scrubber.header(stream.header)
         n = 0
-        for rec in scrubber.records(stream):
+        # bytes stored unframed (chunk records) become messages first: keys, structure and a
+        # secret cut across two chunks are only seen in whole messages
+        for rec in scrubber.records(framed(stream)):
             if writer is not None:
                 writer.write(rec)
                 n += 1

@@ -143,14 +143,15 @@ class Redactor:
         if isinstance(v, str):
             return self._string(v, path, hits, depth)
         if isinstance(v, dict):
-            out: dict[str, Any] | None = None
-            for k, x in v.items():
+            items: list[tuple[str, Any]] | None = None
+            for i, (k, x) in enumerate(v.items()):
                 nx = self._member(k, x, path, hits, depth)
-                if nx is not x:
-                    if out is None:
-                        out = dict(v)
-                    out[k] = nx
-            return v if out is None else out
+                nk = self._key(k, path, hits)
+                if items is None and (nx is not x or nk is not k):
+                    items = list(v.items())[:i]
+                if items is not None:
+                    items.append((nk, nx))
+            return v if items is None else dict(items)
         if isinstance(v, list):
             lst: list[Any] | None = None
             for i, x in enumerate(v):
@@ -181,10 +182,18 @@ class Redactor:
             hits.append(Hit(format_path(path), rule, ph))
             return ph
         if isinstance(v, dict):
-            return {k: self._all(x, path + (k,), rule, hits, depth + 1) for k, x in v.items()}
+            return {self._key(k, path, hits): self._all(x, path + (k,), rule, hits, depth + 1) for k, x in v.items()}
         if isinstance(v, list):
             return [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
         return v
+
+    def _key(self, k: str, path: tuple[PathSeg, ...], hits: list[Hit]) -> str:
+        """An object's key (a map keyed by tokens: ``{"ghp_…": {...}}``) gets the
+        string patterns too; ``k`` itself when nothing matched."""
+        if len(k) < 6 or is_placeholder(k):
+            return k
+        new = self._text(k, format_path(path), hits)
+        return k if new == k else new
 
     def _string(self, s: str, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> str:
         if len(s) < 6 or is_placeholder(s):

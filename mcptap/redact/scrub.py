@@ -38,6 +38,7 @@ import orjson
 
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
+from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED
 from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import parse_json
@@ -45,6 +46,8 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.verbatim import encode_exact as _encode
+from mcptap.redact.verbatim import hides_values as _hidden_values
 
 _dumps = orjson.dumps
 #: Record fields that are structure, never peer text.
@@ -67,6 +70,10 @@ class Scrubber:
         self._digests = {"c2s": StreamTally(), "s2c": StreamTally(), "stderr": StreamTally()}
         self._last_seq = 0
         self._last_t = 0
+        #: offline scrub/report: a ``chunk`` record is an error (the caller re-frames them
+        #: into messages first, ``reannotate.framed``); live ``record --redact``: its bytes
+        #: get the string patterns (keys and structure cannot be seen in unframed bytes)
+        self.reject_chunks = False
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -113,6 +120,8 @@ class Scrubber:
             return self._message(rec, seq)
         if typ == "end":
             return self._end(rec, seq)
+        if typ == "chunk":
+            return self._chunk(rec, seq)
         out = self._generic(rec, seq)
         if typ == "stderr":
             data = decode_bytes(out, "data")
@@ -238,7 +247,7 @@ class Scrubber:
         value: Any = rec["json"] if "json" in rec else None
         parsed = "json" in rec
         if raw is None:
-            raw = _dumps(value) + eol
+            raw = _encode(value) + eol
         elif not parsed:
             v, _ = parse_json(raw)
             if v is not UNPARSED:
@@ -247,7 +256,7 @@ class Scrubber:
         if parsed:
             red, hits = self.redactor.message(value)
             self._note(seq, hits)
-            if red is not value:
+            if red is not value or (raw != _encode(value) + eol and _hidden_values(raw)):
                 new_raw = self._rebuild(raw, value, red, eol, hits)
                 value = red
         else:
@@ -257,7 +266,7 @@ class Scrubber:
                 new_raw = new_text.encode("utf-8", "surrogateescape")
         if "json" in rec:
             out["json"] = value
-        if "json" not in out or new_raw != _dumps(out["json"]) + eol:
+        if "json" not in out or new_raw != _encode(out["json"]) + eol:
             encode_bytes(new_raw, "raw", out)
         if "findings" in out:
             out["findings"] = self._findings(out["findings"], seq)
@@ -272,13 +281,37 @@ class Scrubber:
             d.add(new_raw)
         return out
 
+    def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        """A stdio ``chunk`` record (bytes stored unframed): its bytes, decoded
+        whatever they hold (a ``data_b64`` chunk is scanned as text too), get the
+        string patterns; offset and digest follow the new bytes."""
+        if self.reject_chunks:
+            raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
+                                   "that must be re-framed before they can be scrubbed: give the capture as a file, not on stdin")
+        out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
+        data = decode_bytes(rec, "data") or b""
+        text = data.decode("utf-8", "surrogateescape")
+        new_text = self._text(text, "data", seq)
+        new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
+        encode_bytes(new, "data", out)
+        d = self._digests.get(rec.get("dir", ""), None)
+        if d is not None:
+            if isinstance(rec.get("offset"), int):
+                out["offset"] = d.bytes
+            d.add(new, message=False)
+        return out
+
     def _rebuild(self, raw: bytes, value: Any, red: Any, eol: bytes, hits: list[Hit]) -> bytes:
         """New bytes for a redacted message: in place when the source bytes
-        were kept verbatim, else the compact encoding + the terminator."""
-        canonical = _dumps(value) + eol
-        compact = _dumps(red)
+        were kept verbatim (and hold nothing the parsed value lacks), else the
+        compact encoding + the terminator."""
+        canonical = _encode(value) + eol
+        compact = _encode(red)
         if raw == canonical:
             return compact + eol
+        tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+        if _hidden_values(raw):
+            return compact + tail
         # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
         text = raw.decode("utf-8", "surrogateescape")
         new = _replace_secrets(text, value, red)
@@ -287,7 +320,6 @@ class Scrubber:
             if parse_json(new_raw)[0] == red:
                 return new_raw
         # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
-        tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
         return compact + tail
 
 
@@ -298,9 +330,11 @@ def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
     _diff_strings(before, after, pairs, 0)
     if not pairs:
         return None
-    for old, new in sorted(set(pairs), key=lambda p: -len(p[0])):
-        enc_old = _dumps(old).decode()[1:-1] if isinstance(old, str) else _dumps(old).decode()
-        enc_new = _dumps(new).decode()[1:-1] if isinstance(old, str) else _dumps(new).decode()
+    encoded = {(_dumps(old).decode()[1:-1], _dumps(new).decode()[1:-1]) if isinstance(old, str)
+               else (_encode(old).decode(), _dumps(new).decode()) for old, new in pairs}
+    # longest first: a secret that contains another is replaced whole (a number under a
+    # secret key is a pair too: its encoding is replaced by the placeholder string's)
+    for enc_old, enc_new in sorted(encoded, key=lambda p: -len(p[0])):
         if not enc_old or enc_old not in text:
             return None
         text = text.replace(enc_old, enc_new)
