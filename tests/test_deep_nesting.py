@@ -117,3 +117,21 @@ def test_replay_at_depth(tmp_path: Path) -> None:
     lines = p.stdout.splitlines()
     assert any("#4" in x and "MATCH" in x for x in lines), p.stdout
     assert any("#6" in x and "deeper than the JSON encoder handles" in x for x in lines), p.stdout
+
+
+@pytest.mark.parametrize("n", [990, 1020])
+def test_every_reader_at_any_depth(tmp_path: Path, n: int) -> None:
+    """The text and Mermaid timelines (a log message's data), ``export``,
+    ``report`` and ``scrub`` at the depths between Python's recursion limit and
+    the parser's: they used to stop with ``internal error: RecursionError``."""
+    log = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":' + nested(n) + b"}}\n"
+    a = record(tmp_path / "a.jsonl", [*handshake(), c2s(call(2, n, "a")), s2c(log), s2c(answer(2, n, "a"))])
+    for args in (("show", str(a)), ("show", "--format", "mermaid", str(a)), ("show", "--format", "json", str(a)),
+                 ("export", "--format", "messages", str(a)), ("export", "--format", "otlp-json", str(a)),
+                 ("report", str(a), "-o", str(tmp_path / "r.html")), ("report", "--no-scrub", str(a), "-o", str(tmp_path / "r.html")),
+                 ("scrub", str(a), "-o", str(tmp_path / "s.jsonl"))):
+        p = _run(*args)
+        assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr + p.stdout, (args, p.stderr[-2000:])
+        assert p.returncode == 0, (args, p.stderr)
+    lines = _run("export", "--format", "messages", str(a)).stdout.splitlines()
+    assert any(orjson.loads(x).get("method") == "notifications/message" for x in lines)

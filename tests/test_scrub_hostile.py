@@ -17,6 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
@@ -169,3 +171,55 @@ def test_record_redact_scans_binary_chunks(tmp_path, chunk) -> None:
     assert_clean(path, GH)
     r = run("check", str(path), "--fail-on", "never")
     assert "capture.digest_mismatch" not in r.output, r.output
+
+
+def deep(n: int, leaf: bytes) -> bytes:
+    return b'{"a":' * n + leaf + b"}" * n
+
+
+@pytest.mark.parametrize("n", [300, 900, 1020])
+def test_deep_nesting_is_scrubbed_not_a_crash(tmp_path, n) -> None:
+    """orjson parses up to 1024 levels; the walk, the verbatim check and the
+    encoder used to die of RecursionError (scrub, report: internal error;
+    record --redact: recording stopped)."""
+    line = (b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":'
+            + deep(n, b'{"password":"' + PW.encode() + b'","t":"' + GH.encode() + b'"}') + b"}}\n")
+    src = record(tmp_path / "deep.jsonl", handshake() + [s2c(line), s2c(line.replace(b'"a":', b'"a" :'))])
+    out = scrub_ok(src, tmp_path)
+    assert_clean(out, PW, GH)
+    html = tmp_path / "r.html"
+    assert run("report", str(src), "-o", str(html)).exit_code == 0
+    assert PW not in html.read_text()
+    live = tmp_path / "live.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--redact", "-q", "-o", str(live), "--", "cat"],
+                       input=line, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == line and b"recording stopped" not in p.stderr, p.stderr
+    assert_clean(live, PW, GH)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=30)
+
+
+@given(json_values)
+def test_encode_exact_is_the_compact_encoding(value) -> None:
+    from mcptap.redact.verbatim import encode_exact
+
+    want = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    got = encode_exact([value, 10**30])            # the big integer forces the exact (stack) encoder
+    assert json.loads(got) == json.loads(b"[" + want + b"," + str(10**30).encode() + b"]")
+    assert encode_exact(value) == orjson.dumps(value) if abs_ints_fit(value) else True
+
+
+def abs_ints_fit(v: object) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return -(2**63) <= v < 2**64
+    if isinstance(v, list):
+        return all(abs_ints_fit(x) for x in v)
+    if isinstance(v, dict):
+        return all(abs_ints_fit(x) for x in v.values())
+    return True

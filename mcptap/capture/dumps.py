@@ -1,11 +1,14 @@
 """JSON output of values that came from peers: orjson, falling back to the
 stdlib for what orjson refuses (an integer beyond 64 bits, e.g. a peer's
 JSON-RPC id ``2**80``), so the value is written exactly instead of raising
-``TypeError`` half-way through ``show`` / ``export`` / ``report``."""
+``TypeError`` half-way through ``show`` / ``export`` / ``report``; and at any
+depth (orjson writes up to 254 levels, the stdlib up to Python's recursion
+limit; a peer's message may nest 1024 levels, all orjson parses)."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -22,6 +25,49 @@ def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool
     except (TypeError, orjson.JSONEncodeError):
         pass
     end = "\n" if newline else ""
-    if indent:
-        return (json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort, allow_nan=False) + end).encode("utf-8")
-    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort, allow_nan=False) + end).encode("utf-8")
+    try:
+        if indent:
+            return (json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort, allow_nan=False) + end).encode("utf-8")
+        return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort, allow_nan=False) + end).encode("utf-8")
+    except RecursionError:
+        # deeper than the stdlib's recursion: compact (also when indent was asked)
+        return encode_deep(value, sort=sort) + end.encode()
+
+
+def encode_deep(value: Any, *, sort: bool = False, nonfinite: bytes | None = None) -> bytes:
+    """Compact UTF-8 JSON of ``value`` at any depth, without recursion (an
+    explicit stack); integers of any size exactly; ``sort``: object keys
+    sorted. A non-finite float is written as ``nonfinite`` (e.g. ``b"null"``),
+    or raises ValueError when that is None. Raises TypeError for non-JSON types."""
+    out: list[bytes] = []
+    stack: list[Any] = [value]     # pending pieces: bytes are written as they are
+    while stack:
+        v = stack.pop()
+        if isinstance(v, bytes):
+            out.append(v)
+        elif isinstance(v, dict):
+            todo: list[Any] = [b"{"]
+            for n, (k, x) in enumerate(sorted(v.items()) if sort else v.items()):
+                todo += [b"," if n else b"", orjson.dumps(str(k)) + b":", x]
+            todo.append(b"}")
+            stack += reversed(todo)
+        elif isinstance(v, list | tuple):
+            todo = [b"["]
+            for n, x in enumerate(v):
+                todo += [b"," if n else b"", x]
+            todo.append(b"]")
+            stack += reversed(todo)
+        elif isinstance(v, bool) or v is None or isinstance(v, str):
+            out.append(orjson.dumps(v))
+        elif isinstance(v, int):
+            out.append(str(v).encode())
+        elif isinstance(v, float):
+            if math.isfinite(v):
+                out.append(orjson.dumps(v))
+            elif nonfinite is None:
+                raise ValueError(f"Out of range float values are not JSON compliant: {v!r}")
+            else:
+                out.append(nonfinite)
+        else:
+            raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+    return b"".join(out)

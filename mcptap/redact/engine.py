@@ -54,6 +54,44 @@ class Hit:
         return {"path": self.path, "rule": self.rule, "placeholder": self.placeholder}
 
 
+_CONTAINER: Any = object()
+
+
+class _Frame:
+    """One container being walked by ``Redactor._node``: its members one by
+    one, the copy made from the first changed one on (under a rule: always)."""
+
+    __slots__ = ("value", "path", "rule", "depth", "it", "items", "n", "key", "child")
+
+    def __init__(self, value: dict[str, Any] | list[Any], path: tuple[PathSeg, ...], rule: str | None, depth: int) -> None:
+        self.value, self.path, self.rule, self.depth = value, path, rule, depth
+        self.it: Any = iter(value.items()) if isinstance(value, dict) else enumerate(value)
+        self.items: list[Any] | None = None if rule is None else []
+        self.n = 0
+        self.key: Any = None
+        self.child: Any = None
+
+    def take(self, done: Any, red: Redactor, hits: list[Hit]) -> None:
+        """The current member's redacted value is ``done``."""
+        if isinstance(self.value, dict):
+            nk = red._key(self.key, self.path, hits)
+            if self.items is None and (done is not self.child or nk is not self.key):
+                self.items = list(self.value.items())[:self.n]
+            if self.items is not None:
+                self.items.append((nk, done))
+        else:
+            if self.items is None and done is not self.child:
+                self.items = self.value[:self.n]
+            if self.items is not None:
+                self.items.append(done)
+        self.n += 1
+
+    def result(self) -> Any:
+        if self.items is None:
+            return self.value
+        return dict(self.items) if isinstance(self.value, dict) else self.items
+
+
 class Redactor:
     """Apply ``rules`` with ``keyer``'s placeholders (see module doc).
     Raises nothing on any JSON value or string."""
@@ -133,59 +171,70 @@ class Redactor:
     def _member(self, k: str, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
         sub = path + (k,)
         rule = self._secret_key(k) or (self._path_rule(sub) if self._paths else None)
-        if rule is not None:
-            return self._all(v, sub, rule, hits, depth + 1)
-        return self._walk(v, sub, hits, depth + 1)
+        return self._node(v, sub, rule, hits, depth + 1)
 
     def _walk(self, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
-        if depth > MAX_DEPTH:
-            return v
-        if isinstance(v, str):
-            return self._string(v, path, hits, depth)
-        if isinstance(v, dict):
-            items: list[tuple[str, Any]] | None = None
-            for i, (k, x) in enumerate(v.items()):
-                nx = self._member(k, x, path, hits, depth)
-                nk = self._key(k, path, hits)
-                if items is None and (nx is not x or nk is not k):
-                    items = list(v.items())[:i]
-                if items is not None:
-                    items.append((nk, nx))
-            return v if items is None else dict(items)
-        if isinstance(v, list):
-            lst: list[Any] | None = None
-            for i, x in enumerate(v):
-                sub = path + (i,)
-                rule = self._path_rule(sub) if self._paths else None
-                nx = self._all(x, sub, rule, hits, depth + 1) if rule else self._walk(x, sub, hits, depth + 1)
-                if nx is not x:
-                    if lst is None:
-                        lst = list(v)
-                    lst[i] = nx
-            return v if lst is None else lst
-        return v
+        return self._node(v, path, None, hits, depth)
 
     def _all(self, v: Any, path: tuple[PathSeg, ...], rule: str, hits: list[Hit], depth: int) -> Any:
         """Redact every string and number in ``v`` (a value under a secret key)."""
-        if depth > MAX_DEPTH:
-            return v
+        return self._node(v, path, rule, hits, depth)
+
+    def _leaf(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
+        """``v`` redacted when it is no container (``_CONTAINER`` when it is).
+        ``rule``: None walks (patterns on strings), else the whole value goes."""
+        if isinstance(v, dict | list):
+            return _CONTAINER
+        if rule is None:
+            return self._string(v, path, hits, depth) if isinstance(v, str) else v
         if isinstance(v, str):
             if not v or is_placeholder(v):
                 return v
             ph = self.placeholder(v)
-            hits.append(Hit(format_path(path), rule, ph))
-            return ph
-        if isinstance(v, bool) or v is None:
+        elif isinstance(v, bool) or v is None or not isinstance(v, int | float):
             return v
-        if isinstance(v, int | float):
+        else:
             ph = self.placeholder(orjson.dumps(v).decode() if isinstance(v, float) else str(v))
-            hits.append(Hit(format_path(path), rule, ph))
-            return ph
-        if isinstance(v, dict):
-            return {self._key(k, path, hits): self._all(x, path + (k,), rule, hits, depth + 1) for k, x in v.items()}
-        if isinstance(v, list):
-            return [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
-        return v
+        hits.append(Hit(format_path(path), rule, ph))
+        return ph
+
+    def _node(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
+        """``v`` at ``path`` redacted, walked with an explicit stack: a peer's
+        message may nest as deep as its parser allows (orjson: 1024 levels),
+        far beyond Python's recursion limit. Containers are copied only where
+        something changed (under a rule: always); keys get the patterns."""
+        if depth > MAX_DEPTH:
+            return v
+        leaf = self._leaf(v, path, rule, hits, depth)
+        if leaf is not _CONTAINER:
+            return leaf
+        stack = [_Frame(v, path, rule, depth)]
+        while True:
+            f = stack[-1]
+            nxt = next(f.it, _CONTAINER)
+            if nxt is _CONTAINER:
+                done = f.result()
+                stack.pop()
+                if not stack:
+                    return done
+                stack[-1].take(done, self, hits)
+                continue
+            key, x = nxt
+            sub = f.path + (key,)
+            r = f.rule
+            if r is None and isinstance(key, str):
+                r = self._secret_key(key)
+            if r is None and self._paths:
+                r = self._path_rule(sub)
+            f.key, f.child = key, x
+            if f.depth + 1 > MAX_DEPTH:
+                f.take(x, self, hits)
+                continue
+            leaf = self._leaf(x, sub, r, hits, f.depth + 1)
+            if leaf is _CONTAINER:
+                stack.append(_Frame(x, sub, r, f.depth + 1))
+            else:
+                f.take(leaf, self, hits)
 
     def _key(self, k: str, path: tuple[PathSeg, ...], hits: list[Hit]) -> str:
         """An object's key (a map keyed by tokens: ``{"ghp_…": {...}}``) gets the

@@ -314,11 +314,14 @@ class Scrubber:
             return compact + tail
         # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
         text = raw.decode("utf-8", "surrogateescape")
-        new = _replace_secrets(text, value, red)
-        if new is not None:
-            new_raw = new.encode("utf-8", "surrogateescape")
-            if parse_json(new_raw)[0] == red:
-                return new_raw
+        try:
+            new = _replace_secrets(text, value, red)
+            if new is not None:
+                new_raw = new.encode("utf-8", "surrogateescape")
+                if parse_json(new_raw)[0] == red:
+                    return new_raw
+        except RecursionError:      # a deeply nested message: comparing it is not possible, re-encoding is
+            pass
         # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
         return compact + tail
 

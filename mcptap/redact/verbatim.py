@@ -12,33 +12,25 @@ encode (integers beyond 64 bits) are written exactly.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import orjson
+
+from mcptap.capture.dumps import encode_deep
 
 _dumps = orjson.dumps
 
 
 def encode_exact(value: Any) -> bytes:
-    """Compact JSON of a parsed message (bytes, no terminator). A peer's
-    integer beyond 64 bits is written exactly (the stdlib encoder); a number
-    beyond any double (parsed as infinity) becomes null, as in a capture's
-    own ``json`` field (docs/capture-format.md)."""
+    """Compact JSON of a parsed message (bytes, no terminator), at any depth
+    (orjson stops at 254 levels, the stdlib at the recursion limit). A peer's
+    integer beyond 64 bits is written exactly; a number beyond any double
+    (parsed as infinity) becomes null, as in a capture's own ``json`` field
+    (docs/capture-format.md)."""
     try:
         return _dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+        return encode_deep(value, nonfinite=b"null")
 
 
 class _Repeated(Exception):

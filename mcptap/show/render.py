@@ -57,7 +57,7 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
             reason = params.get("reason")
             extra = f" id={id_text(params.get('requestId'))}" + extra + (f" ({reason})" if isinstance(reason, str) else "")
         elif method == "notifications/message":
-            extra = f" {params.get('level', '')} {shorten(str(params.get('data', '')), 40)}"
+            extra = f" {params.get('level', '')} {shorten(_text_of(params.get('data', '')), 40)}"
         return f"{method}{extra}"
     if kind in ("response", "error"):
         head = ""
@@ -76,6 +76,14 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
         members = rec.get("members") or []
         return f"batch of {len(members)}: " + ", ".join(m.get("method") or m.get("kind", "?") for m in members[:4]) + (" …" if len(members) > 4 else "")
     return shorten(repr(message_text(rec).rstrip("\r\n")), 60)
+
+
+def _text_of(v: Any) -> str:
+    """``str(v)`` of a peer's value; its JSON when it nests beyond what repr() can walk."""
+    try:
+        return str(v)
+    except RecursionError:
+        return dumps(v).decode()
 
 
 def _other(rec: dict[str, Any]) -> str:
