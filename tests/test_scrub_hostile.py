@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.capture.reader import read_capture
@@ -223,3 +223,26 @@ def abs_ints_fit(v: object) -> bool:
     if isinstance(v, dict):
         return all(abs_ints_fit(x) for x in v.values())
     return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.sampled_from([GH, PW, "password=hunter22", SECRETS["jwt"]]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["password", "name", "token", "apiKey", "x", GH, "pin"]), inner, max_size=3), max_leaves=25))
+def test_stack_walk_equals_recursive_walk(value) -> None:
+    """From RECURSE_TO levels on the redactor walks with an explicit stack:
+    same redacted value, same hits, in the same order, as the recursive walk."""
+    import mcptap.redact.engine as engine
+    from test_redact_engine import R
+
+    def run_with(limit: int) -> tuple:
+        old, engine.RECURSE_TO = engine.RECURSE_TO, limit
+        try:
+            out, hits = R.message({"jsonrpc": "2.0", "id": 1, "result": {"v": value, "l": [value]}})
+        finally:
+            engine.RECURSE_TO = old
+        return out, [(h.path, h.rule, h.placeholder) for h in hits]
+
+    recursive, stacked = run_with(10**6), run_with(0)
+    assert stacked == recursive

@@ -38,6 +38,11 @@ _ENVELOPE = frozenset({"jsonrpc", "id", "method"})
 #: Nesting beyond this is not walked further (the string patterns still run
 #: on nothing deeper; deeper values are left as they are and counted).
 MAX_DEPTH = 2000
+#: Nesting walked by recursion (fast); deeper, an explicit stack takes over.
+RECURSE_TO = 100
+#: Object keys this long or longer get the string patterns (token shapes are 20
+#: characters or more; shorter keys are names).
+KEY_SCAN_FROM = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,8 @@ class Hit:
 
 
 _CONTAINER: Any = object()
+#: scalar types a walk (no rule) leaves as they are
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 class _Frame:
@@ -74,7 +81,7 @@ class _Frame:
     def take(self, done: Any, red: Redactor, hits: list[Hit]) -> None:
         """The current member's redacted value is ``done``."""
         if isinstance(self.value, dict):
-            nk = red._key(self.key, self.path, hits)
+            nk = self.key if len(self.key) < KEY_SCAN_FROM else red._key(self.key, self.path, hits)
             if self.items is None and (done is not self.child or nk is not self.key):
                 self.items = list(self.value.items())[:self.n]
             if self.items is not None:
@@ -171,14 +178,64 @@ class Redactor:
     def _member(self, k: str, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
         sub = path + (k,)
         rule = self._secret_key(k) or (self._path_rule(sub) if self._paths else None)
-        return self._node(v, sub, rule, hits, depth + 1)
+        if rule is not None:
+            return self._all(v, sub, rule, hits, depth + 1)
+        return self._walk(v, sub, hits, depth + 1)
 
+    # The recursive walkers below are the fast path; from RECURSE_TO levels on, the
+    # same walk continues with an explicit stack (_node): a peer's message may nest
+    # as deep as its parser allows (orjson: 1024 levels), beyond Python's recursion.
     def _walk(self, v: Any, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
-        return self._node(v, path, None, hits, depth)
+        if depth > MAX_DEPTH:
+            return v
+        if isinstance(v, str):
+            return self._string(v, path, hits, depth)
+        if depth >= RECURSE_TO and isinstance(v, dict | list):
+            return self._node(v, path, None, hits, depth)
+        if isinstance(v, dict):
+            out: dict[str, Any] | None = None
+            renamed: dict[str, str] | None = None
+            for k, x in v.items():
+                nx = self._member(k, x, path, hits, depth)
+                if nx is not x:
+                    if out is None:
+                        out = dict(v)
+                    out[k] = nx
+                if len(k) >= KEY_SCAN_FROM:
+                    nk = self._key(k, path, hits)
+                    if nk is not k:
+                        renamed = renamed or {}
+                        renamed[k] = nk
+            res = v if out is None else out
+            return res if renamed is None else {renamed.get(k, k): x for k, x in res.items()}
+        if isinstance(v, list):
+            lst: list[Any] | None = None
+            for i, x in enumerate(v):
+                sub = path + (i,)
+                rule = self._path_rule(sub) if self._paths else None
+                nx = self._all(x, sub, rule, hits, depth + 1) if rule else self._walk(x, sub, hits, depth + 1)
+                if nx is not x:
+                    if lst is None:
+                        lst = list(v)
+                    lst[i] = nx
+            return v if lst is None else lst
+        return v
 
     def _all(self, v: Any, path: tuple[PathSeg, ...], rule: str, hits: list[Hit], depth: int) -> Any:
         """Redact every string and number in ``v`` (a value under a secret key)."""
-        return self._node(v, path, rule, hits, depth)
+        if depth > MAX_DEPTH:
+            return v
+        if isinstance(v, dict | list):
+            if depth >= RECURSE_TO:
+                return self._node(v, path, rule, hits, depth)
+            if isinstance(v, dict):
+                out = {}
+                for k, x in v.items():
+                    nx = self._all(x, path + (k,), rule, hits, depth + 1)       # the value's hits, then the key's
+                    out[k if len(k) < KEY_SCAN_FROM else self._key(k, path, hits)] = nx
+                return out
+            return [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
+        return self._leaf(v, path, rule, hits, depth)
 
     def _leaf(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
         """``v`` redacted when it is no container (``_CONTAINER`` when it is).
@@ -209,37 +266,42 @@ class Redactor:
         if leaf is not _CONTAINER:
             return leaf
         stack = [_Frame(v, path, rule, depth)]
+        secret_key, paths = self._secret_key, self._paths
         while True:
             f = stack[-1]
-            nxt = next(f.it, _CONTAINER)
-            if nxt is _CONTAINER:
+            d = f.depth + 1
+            for key, x in f.it:      # resumable: a frame continues where it left off
+                f.key, f.child = key, x
+                if d > MAX_DEPTH:
+                    f.take(x, self, hits)
+                    continue
+                r = f.rule
+                if r is None:
+                    if isinstance(key, str):
+                        r = secret_key(key)
+                    if r is None and paths:
+                        r = self._path_rule(f.path + (key,))
+                    if r is None and type(x) in _PLAIN:      # a walk leaves numbers as they are
+                        f.take(x, self, hits)
+                        continue
+                sub = f.path + (key,)
+                leaf = self._leaf(x, sub, r, hits, d)
+                if leaf is _CONTAINER:
+                    stack.append(_Frame(x, sub, r, d))
+                    break
+                f.take(leaf, self, hits)
+            else:
                 done = f.result()
                 stack.pop()
                 if not stack:
                     return done
                 stack[-1].take(done, self, hits)
-                continue
-            key, x = nxt
-            sub = f.path + (key,)
-            r = f.rule
-            if r is None and isinstance(key, str):
-                r = self._secret_key(key)
-            if r is None and self._paths:
-                r = self._path_rule(sub)
-            f.key, f.child = key, x
-            if f.depth + 1 > MAX_DEPTH:
-                f.take(x, self, hits)
-                continue
-            leaf = self._leaf(x, sub, r, hits, f.depth + 1)
-            if leaf is _CONTAINER:
-                stack.append(_Frame(x, sub, r, f.depth + 1))
-            else:
-                f.take(leaf, self, hits)
 
     def _key(self, k: str, path: tuple[PathSeg, ...], hits: list[Hit]) -> str:
         """An object's key (a map keyed by tokens: ``{"ghp_…": {...}}``) gets the
-        string patterns too; ``k`` itself when nothing matched."""
-        if len(k) < 6 or is_placeholder(k):
+        string patterns too (from ``KEY_SCAN_FROM`` characters); ``k`` itself
+        when nothing matched."""
+        if len(k) < KEY_SCAN_FROM or is_placeholder(k):
             return k
         new = self._text(k, format_path(path), hits)
         return k if new == k else new
