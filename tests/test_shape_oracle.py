@@ -44,8 +44,8 @@ def oracles(monkeypatch: pytest.MonkeyPatch) -> list[ShapeOracle]:
     made: list[ShapeOracle] = []
     orig = FullScan.speculated
 
-    def spy(self: FullScan, batches: Callable[[], Batch | None]) -> ShapeOracle:
-        made.append(orig(self, batches))
+    def spy(self: FullScan, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
+        made.append(orig(self, batches, stop))
         return made[-1]
 
     monkeypatch.setattr(FullScan, "speculated", spy)
@@ -120,6 +120,23 @@ def test_a_real_second_process_and_one_that_fails(tmp_path: Path, oracles: list[
 
     monkeypatch.setattr(Speculation, "batch", fail_later)
     _same(path)
+
+
+def test_speculation_stops_at_the_first_chunk_record(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[bool] = []
+
+    class Stoppable(InProcess):
+        def close(self) -> None:
+            stopped.append(True)
+
+    monkeypatch.setattr(parallel, "ShapeChild", Stoppable)
+    rs = _records(busy(tmp_path))
+    cut = next(i for i, r in enumerate(rs) if r.get("type") == "message" and r.get("kind") == "response")
+    chunk = {"type": "chunk", "seq": rs[cut]["seq"], "t_us": rs[cut]["t_us"], "dir": rs[cut]["dir"],
+             "data": orjson.dumps(rs[cut]["json"]).decode() + "\n", "offset": rs[cut].get("offset", 0)}
+    path = _write(tmp_path / "chunked.jsonl", rs[:cut] + [chunk] + rs[cut + 1:])
+    _same(path)
+    assert len(stopped) == 2 and oracles[-1].used > 0     # used before the chunk record, stopped at it (and closed at the end)
 
 
 def test_late_batches_keep_the_key_table_in_step() -> None:

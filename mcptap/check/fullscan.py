@@ -28,6 +28,7 @@ from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
 from mcptap.check.shape_oracle import Batch, ShapeOracle
 from mcptap.model import Kind
+from mcptap.protocol import shapes
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import end_record, reannotator_for
 from mcptap.records import annotation_json
@@ -69,12 +70,16 @@ class FullScan:
         self.pending: bytes | None = None
         self.truncated = False
         self.oracle: ShapeOracle | None = None            # shape checks computed ahead (check/shape_oracle.py)
+        self._stop_speculation: Callable[[], None] = lambda: None
 
-    def speculated(self, batches: Callable[[], Batch | None]) -> ShapeOracle:
+    def speculated(self, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
         """Take the shape checks of each list of lines :meth:`run` gets from
-        ``batches()`` (another process's :class:`Speculation` of the same lists)."""
+        ``batches()`` (another process's :class:`Speculation` of the same
+        lists) until the capture's bytes are re-framed (``chunk`` records:
+        lines are no longer messages), then ``stop()`` that process."""
         self.oracle = ShapeOracle(batches)
         self.rec.annotator.shape_check = self.oracle.check
+        self._stop_speculation = stop
         return self.oracle
 
     def run(self, lines: list[bytes]) -> None:
@@ -139,6 +144,10 @@ class FullScan:
             self._line(r, line, i)
             n, last, buffered = self.n, self.last_seq, self.buffered
             fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
+            if oracle is not None and rec.reframing:       # no line is a message any more: no speculation helps
+                rec.annotator.shape_check = shapes.check
+                self.oracle = oracle = None
+                self._stop_speculation()
         self.n, self.last_seq, self.buffered = n, last, buffered
         rep.records += plain
         rep.messages += plain

@@ -126,7 +126,7 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
         except OSError:                 # no second process to be had: this one checks the shapes
             child = None
         else:
-            scan.speculated(child.next)
+            scan.speculated(child.next, child.close)
     try:
         feed(scan)
         scan.end_of_input()

@@ -77,6 +77,9 @@ class ShapeChild:
             buf += data
 
     def close(self) -> None:
+        """End the child (at once) and free the pipe; later calls do nothing."""
+        if self.fd < 0:
+            return
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -85,3 +88,5 @@ class ShapeChild:
             os.waitpid(self.pid, 0)
             self.pid = 0
         os.close(self.fd)
+        self.fd = -1
+        self.done = True

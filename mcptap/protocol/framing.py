@@ -131,9 +131,10 @@ def parse_json_full(raw: bytes) -> tuple[Any, tuple[int, ...], bool]:
     """``parse_json`` plus whether a number overflowed a double (then the
     value comes from ``parse_exact``: a finding, never \"not JSON\")."""
     body = raw[3:] if raw.startswith(BOM) else raw
-    first = _first_byte(body)
-    if first and first not in _JSON_FIRST:
-        return UNPARSED, (), False  # cheap exit for log lines and banners
+    if body[:1] not in _JSON_FIRST:     # (a message's first byte is its first non-whitespace byte: no scan)
+        first = _first_byte(body)
+        if first and first not in _JSON_FIRST:
+            return UNPARSED, (), False  # cheap exit for log lines and banners
     try:
         return orjson.loads(body), (), False
     except orjson.JSONDecodeError as exc:
