@@ -173,13 +173,11 @@ class HttpObserver:
         if e.method != "POST" and e.body:
             # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
             fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
-            encode_bytes(bytes(e.body), "body", fields)
-            e.body = bytearray()
+            encode_bytes(e.body.take(), "body", fields)
             self.rec.http(**fields)
         if e.method != "POST" or not e.body:
             return
-        body = bytes(e.body)
-        e.body = bytearray()
+        body = e.body.take()
         value, _, overflow = parse_message(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
@@ -359,14 +357,13 @@ class HttpObserver:
         if e.body:
             # the request never ended (the client went away mid-body): what it sent was forwarded, so the capture keeps it
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
-            encode_bytes(bytes(e.body), "body", cut)
-            e.body = bytearray()
+            encode_bytes(e.body.take(), "body", cut)
             self.rec.http(**cut)
         if e.mode == "json" and not facts.is_ack and not facts.legacy and e.resp_body and not e.undecodable:
-            body = bytes(e.resp_body)
+            body = e.resp_body.take()
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, bytes(e.resp_body) if facts.is_ack else b"", e.req_bytes))
+                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -377,7 +374,7 @@ class HttpObserver:
         if it.sent_502:
             fields["sent_502"] = True
         if facts.is_ack and e.resp_body:
-            fields["ack_body"] = bytes(e.resp_body[:ACK_BODY_KEEP]).decode("utf-8", "replace")
+            fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
         self.rec.http(findings=fs, **fields)

@@ -28,6 +28,7 @@ from mcptap.model import Finding
 from mcptap.protocol.http_rules import Exchange, Headers, header, media_type
 from mcptap.protocol.sse import SSEParser
 from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
+from mcptap.relay.http.body_buffer import BodyBuffer
 
 
 @dataclass(slots=True)
@@ -40,14 +41,14 @@ class ObservedExchange:
     host: str | None
     facts: Exchange
     t0: int
-    body: bytearray = field(default_factory=bytearray)
+    body: BodyBuffer = field(default_factory=BodyBuffer)
     req_end_t: int = 0
     deferred: tuple[bytes, Any, list[Finding]] | None = None
     mode: str = "none"               # json | sse | other
     decoder: Any = None
     undecodable: bool = False
     parser: SSEParser | None = None
-    resp_body: bytearray = field(default_factory=bytearray)
+    resp_body: BodyBuffer = field(default_factory=BodyBuffer)
     resp_bytes: int = 0
     req_bytes: int = 0
     chunks: int = 0
