@@ -7,7 +7,10 @@ While analysis is behind, the stdio relay writes forwarded chunks to
 there and the capture has no end record, the bytes it holds that the capture
 lacks are appended as ``chunk`` records (exact bytes; ``check``/``show`` frame
 them), with a ``gap`` record for each stretch that was only in memory and is
-lost. No end record is written: the capture stays incomplete, and says so.
+lost. Bytes read after the last spilled chunk that were only in mcptap's
+memory leave no trace (the relay sends copies down the pipe again once it has
+caught up), so nothing can count them. No end record is written: the capture
+stays incomplete, and says so.
 The spill file is removed afterwards.
 
 Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
