@@ -52,6 +52,20 @@ def test_dumps_round_trips_any_json_value_exactly(value: object) -> None:
     assert json.loads(dumps(value, indent=True)) == value
 
 
+def test_big_integer_beside_a_number_beyond_any_double(tmp_path: Path) -> None:
+    """orjson refuses the big integer, the stdlib the infinity (1e400): the
+    value is still written (infinity as null, as orjson writes it), and
+    ``export --format messages`` no longer stops with an internal error."""
+    assert dumps({"a": BIG, "b": float("inf")}) == b'{"a":%d,"b":null}' % BIG
+    assert json.loads(dumps([BIG, float("-inf")], indent=True, sort=True, newline=True)) == [BIG, None]
+    line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":1e400,"big":%d}}}\n' % BIG
+    src = record(tmp_path / "c.jsonl", handshake() + [s2c(line)])
+    r = CliRunner().invoke(mcptap, ["export", str(src), "--format", "messages"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    data = [json.loads(x)["json"]["params"]["data"] for x in r.stdout.splitlines() if '"notifications/message"' in x]
+    assert data == [{"n": None, "big": BIG}]
+
+
 def test_filter_by_a_big_id(cap: Path) -> None:
     r = CliRunner().invoke(mcptap, ["show", str(cap), "--full", "--oneline", "--no-summary", "-f", f"~id {BIG}"], catch_exceptions=False)
     assert r.exit_code == 0, r.stderr

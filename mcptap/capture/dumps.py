@@ -17,8 +17,9 @@ import orjson
 def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool = False) -> bytes:
     """``value`` as compact UTF-8 JSON (``indent``: 2-space indented; ``sort``:
     object keys sorted; ``newline``: a final newline), as ``orjson.dumps``
-    writes it. Raises TypeError/ValueError only for values no JSON text can
-    hold (NaN, non-JSON types): never for a peer's big integer."""
+    writes it: a non-finite float (a peer's ``1e400``, read as infinity) as
+    null. Raises TypeError only for non-JSON types: never for a peer's big
+    integer, beside a non-finite number or not."""
     option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort else 0) | (orjson.OPT_APPEND_NEWLINE if newline else 0)
     try:
         return orjson.dumps(value, option=option)
@@ -29,9 +30,10 @@ def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool
         if indent:
             return (json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort, allow_nan=False) + end).encode("utf-8")
         return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort, allow_nan=False) + end).encode("utf-8")
-    except RecursionError:
-        # deeper than the stdlib's recursion: compact (also when indent was asked)
-        return encode_deep(value, sort=sort) + end.encode()
+    except (ValueError, RecursionError):
+        # a non-finite float (null, as orjson writes it), or deeper than the stdlib's
+        # recursion: written without recursion, compact (also when indent was asked)
+        return encode_deep(value, sort=sort, nonfinite=b"null") + end.encode()
 
 
 def encode_deep(value: Any, *, sort: bool = False, nonfinite: bytes | None = None) -> bytes:
