@@ -21,6 +21,7 @@ reference way (``report.check_capture``), which also words the errors.
 
 from __future__ import annotations
 
+import gc
 import mmap
 import os
 import pickle
@@ -44,6 +45,7 @@ from mcptap.protocol.fingerprint import rules_fingerprint
 SPLIT_BYTES = 8 << 20
 STREAMS = ("c2s", "s2c", "stderr")
 BATCH = 1 << 18         # bytes of lines read at a time (progress and a look at the child between them)
+GC_YOUNG = 100_000      # the young generation's collection threshold while a capture is re-annotated
 
 
 def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = True, workers: int | None = None) -> CaptureReport:
@@ -127,12 +129,17 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
             child = None
         else:
             scan.speculated(child.next, child.close)
+    threshold = gc.get_threshold()
+    # re-annotation allocates a few objects per message that mostly die young, without cycles:
+    # fewer young-generation collections (~5% of its CPU at the default threshold)
+    gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
     try:
         feed(scan)
         scan.end_of_input()
     except Unsupported:
         return None
     finally:
+        gc.set_threshold(*threshold)
         if child is not None:
             child.close()
     return scan.report(path, tallies)
