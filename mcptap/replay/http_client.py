@@ -45,7 +45,7 @@ from mcptap.protocol.framing import exact_json, exact_value
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
-from mcptap.redact import is_secret_name
+from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
 from mcptap.replay.runner import Deliver
 
@@ -95,6 +95,8 @@ class HttpLink:
         self.port = u.port or (443 if self.tls else 80)
         self.authority = u.netloc.rpartition("@")[2]
         self.target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        #: the target as records hold it: secret-like query values as placeholders (as the tap records them)
+        self.rec_target = scrub_url(self.target)
         self.rec = rec
         self.extra = list(extra_headers)
         self.tools = tools or {}
@@ -221,8 +223,8 @@ class HttpLink:
             await c.stream.send_all(c.h11.send(h11.Request(method="POST", target=self.target, headers=headers + [("Content-Length", str(len(body)))])))
             await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
             self.rec.forwarded(C2S, body)
-            self._record_heads("request", ex, c, method="POST", target=self.target, headers=headers)
-            transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.target, "stream": "post"}
+            self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers)
+            transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
             live_sid = self.sessions.get(session)
             deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
             if not deferred:
@@ -310,13 +312,13 @@ class HttpLink:
             if version is not None and version >= "2025-06-18":
                 headers.append(("MCP-Protocol-Version", version))
             await c.stream.send_all(c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-            self._record_heads("request", ex, c, method="GET", target=self.target, headers=headers, session=sid)
+            self._record_heads("request", ex, c, method="GET", target=self.rec_target, headers=headers, session=sid)
             resp = await c.next_event()
             while isinstance(resp, h11.InformationalResponse):
                 resp = await c.next_event()
             self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"),
                                headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers], session=sid)
-            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": self.target, "stream": "get", "status": resp.status_code}
+            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": self.rec_target, "stream": "get", "status": resp.status_code}
             ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "").split(";")[0].strip().lower()
             if resp.status_code == 200 and ctype == "text/event-stream":
                 await self._body(c, resp.status_code, ctype, None, session, sid, transport)
@@ -330,7 +332,7 @@ class HttpLink:
         self._exchanges += 1
         ex = self._exchanges
         await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-        self._record_heads("request", ex, c, method="DELETE", target=self.target, headers=headers)
+        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers)
         with trio.move_on_after(5):
             resp = await c.next_event()
             while not isinstance(resp, h11.Response):

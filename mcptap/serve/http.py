@@ -42,6 +42,7 @@ from mcptap.errors import McptapError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import exact_json
 from mcptap.recorder import Recorder
+from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.transport.http_config import LOOPBACK_NAMES, is_loopback
@@ -163,8 +164,9 @@ class HttpMock:
         target = req.target.decode("latin-1")
         host = (self._header(req, b"host") or "").lower()
         if self.rec is not None:
-            self.rec.http(event="request", exchange=ex, conn=c.id, method=method, target=target,
-                            headers=[[n.decode("latin-1"), v.decode("latin-1")] for n, v in req.headers])
+            # credentials as keyed placeholders, as the tap records them (the client under test may send real ones)
+            self.rec.http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
+                          headers=headers_json(list(req.headers)))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
             return

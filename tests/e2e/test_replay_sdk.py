@@ -166,3 +166,21 @@ async def test_http_replay_same_build_matches_and_v2_shows_the_three_changes(rec
 async def test_stdio_capture_replays_over_http(recorded: dict[str, Path], tmp_path: Path) -> None:
     code, report = await _replay_url(recorded["modern"], tmp_path / "x.jsonl", "v1")
     assert code == 0 and _not_matching(report) == {}
+
+
+async def test_http_replay_records_no_credential_in_clear(recorded_http: dict[str, Path], tmp_path: Path) -> None:
+    """`replay --url URL?api_key=… -H 'Authorization: …'`: the new capture holds
+    placeholders, as the tap's captures do (the query value was recorded in
+    clear in every http record's target and message's transport path)."""
+    import trio
+
+    sys.path.insert(0, str(HERE))
+    from http_record import http_server
+
+    out = tmp_path / "new.jsonl"
+    async with http_server("v1") as url:
+        proc = await trio.run_process([*MCPTAP, "replay", str(recorded_http["modern"]), "-o", str(out), "--url", url + "?api_key=qSECRET-4711-abc",
+                                       "-H", "Authorization: Bearer hSECRET-0815-xyz"], capture_stdout=True, capture_stderr=True, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    text = out.read_text()
+    assert "«redacted:hmac:" in text and "qSECRET-4711-abc" not in text and "hSECRET-0815-xyz" not in text

@@ -114,3 +114,21 @@ async def test_serving_on_a_busy_port_is_a_one_line_error(tmp_path: Path) -> Non
         await listeners[0].aclose()
     err = proc.stderr.decode()
     assert proc.returncode == 2 and err.startswith("mcptap: cannot listen on 127.0.0.1:") and err.count("\n") == 1, err
+
+
+async def test_serve_records_no_client_credential_in_clear(tmp_path: Path) -> None:
+    """`serve --listen -o`: the client under test may send a real token (header,
+    query): the mock's capture holds placeholders, as the tap's do."""
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    cap = tmp_path / "cap.jsonl"
+    await record_http("sse-modern", cap)
+    own = tmp_path / "own.jsonl"
+    async with serving(cap, "-o", str(own)) as url:
+        async with create_mcp_http_client(headers={"Authorization": "Bearer hSECRET-0815-xyz", "X-Api-Key": "kSECRET-42-abcdef"}) as http:
+            async with Client(streamable_http_client(url + "?token=qSECRET-4711-abc", http_client=http)) as client:
+                assert (await client.list_tools()).tools
+    text = own.read_text()
+    assert "«redacted:hmac:" in text
+    for s in ("hSECRET-0815-xyz", "kSECRET-42-abcdef", "qSECRET-4711-abc"):
+        assert s not in text, s
