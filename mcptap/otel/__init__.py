@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -42,6 +42,7 @@ from mcptap.escape import escape_controls
 from mcptap.export.digest import digest
 from mcptap.model import Message
 from mcptap.recorder import Recorder
+from mcptap.redact import scrub_url
 
 INSTALL_HINT = "pip install 'mcptap[otel]'"
 TRACES_PATH = "v1/traces"
@@ -75,7 +76,8 @@ def traces_url(endpoint: str) -> str:
     url = endpoint.strip()
     if u.path.rstrip("/").endswith("/" + TRACES_PATH):
         return url
-    return url.rstrip("/") + "/" + TRACES_PATH
+    # the signal path goes on the path, before a query or fragment
+    return urlunsplit(u._replace(path=u.path.rstrip("/") + "/" + TRACES_PATH))
 
 
 def parse_headers(pairs: Iterable[str]) -> dict[str, str]:
@@ -146,6 +148,8 @@ class LiveExporter:
                  say: Callable[[str], None], timeout: float = 5.0,
                  scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.url = url
+        #: the URL as messages and the capture show it: user info and secret-like query values as placeholders
+        self.shown_url = scrub_url(url)
         self.say = say
         self._scrub = scrub
         # own session: a Ctrl-C meant for the tap must not cut the final flush short
@@ -194,10 +198,10 @@ class LiveExporter:
 
     def _report(self) -> None:
         self._noted = True
-        line = f"OTLP export to {self.url} failed ({self.failure}); recording and relaying go on, spans are dropped"
+        line = f"OTLP export to {self.shown_url} failed ({self.failure}); recording and relaying go on, spans are dropped"
         self.say(escape_controls(line))      # the reason may quote the collector's answer
         if self._rec is not None:
-            self._rec.note("otlp", message=line, endpoint=self.url)
+            self._rec.note("otlp", message=line, endpoint=self.shown_url)
 
     # -- feeder and reader threads ---------------------------------------------------------------------
     def _feed(self) -> None:
@@ -273,7 +277,7 @@ class LiveExporter:
         if self.failure is not None and not self._noted:
             self._report()
         if self._rec is not None:
-            self._rec.note("otlp", endpoint=self.url, messages=self.messages, dropped_messages=self.dropped,
+            self._rec.note("otlp", endpoint=self.shown_url, messages=self.messages, dropped_messages=self.dropped,
                              spans=s.get("spans"), exported=s.get("exported"), failed=s.get("failed"), pending=s.get("pending"))
 
     def join(self, timeout: float = JOIN_S) -> bool:
@@ -304,9 +308,9 @@ def start_live_export(otlp: tuple[str, dict[str, str] | None] | None, rec: Recor
     try:
         live = LiveExporter(url, headers, capture_header(rec, target), say, scrub=scrub)
     except Exception as exc:  # noqa: BLE001 - never the session
-        line = f"OTLP export to {url} could not start ({type(exc).__name__}: {exc}); recording without it"
+        line = f"OTLP export to {scrub_url(url)} could not start ({type(exc).__name__}: {exc}); recording without it"
         say(line)
-        rec.note("otlp", message=line, endpoint=url)
+        rec.note("otlp", message=line, endpoint=scrub_url(url))
         return None
     live.attach(rec)
     return live

@@ -130,7 +130,8 @@ async def test_stdio_session_exports_spans_live(tmp_path: Path) -> None:
 
 async def test_unreachable_collector_costs_nothing(tmp_path: Path) -> None:
     cap = tmp_path / "cap.jsonl"
-    dead = f"http://127.0.0.1:{free_port()}"           # nothing listens there
+    # nothing listens there; credentials in the URL never reach stderr or the capture in clear
+    dead = f"http://ingest:pw-SECRET-77@127.0.0.1:{free_port()}/base/?api_key=q-SECRET-88"
     errlog = tmp_path / "stderr.txt"
     with open(errlog, "w") as err:
         async with Client(stdio_client(tapped(cap, "--otlp-endpoint", dead), errlog=err), mode="legacy") as client:
@@ -148,6 +149,17 @@ async def test_unreachable_collector_costs_nothing(tmp_path: Path) -> None:
     assert len(failure) == 1 and "OTLP export to" in failure[0]["message"] and "/v1/traces" in failure[0]["message"]
     summary = [n for n in ns if "spans" in n]
     assert len(summary) == 1 and summary[0]["exported"] == 0 and summary[0]["failed"] + summary[0]["pending"] == summary[0]["spans"] > 0
+    assert "/base/v1/traces?api_key=«redacted:hmac:" in failure[0]["message"]         # the signal path before the query
+    for secret in ("pw-SECRET-77", "q-SECRET-88"):
+        assert secret not in text and secret not in cap.read_text()
+
+
+def test_traces_url_appends_the_signal_path_to_the_path() -> None:
+    from mcptap.otel import traces_url
+
+    assert traces_url("http://127.0.0.1:4318") == "http://127.0.0.1:4318/v1/traces"
+    assert traces_url("https://otel.example.com/otlp/?key=k") == "https://otel.example.com/otlp/v1/traces?key=k"
+    assert traces_url("http://c:4318/v1/traces") == "http://c:4318/v1/traces"
 
 
 def test_missing_sdk_is_one_line_exit_2(tmp_path: Path) -> None:
