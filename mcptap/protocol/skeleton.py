@@ -6,7 +6,8 @@ above ``SKELETON_ABOVE`` bytes whose bulk is a few long string values (a
 64 MiB ``text``, ``blob`` or log ``data``), the value is a *skeleton*: the
 structure and every short value as orjson reads them, and each long string
 payload (a string literal longer than ``LONG_STRING`` bytes that is the value
-of a ``text``, ``blob`` or ``data`` member, or an item of an array there)
+of a ``text``, ``blob`` or ``data`` member, or an item of an array there,
+inside a message's ``params``, ``result`` or ``error``)
 replaced by a ``LongString`` that reads its text from ``raw`` only when
 asked; long strings elsewhere get their real text. Peak memory is
 then the payload plus the skeleton, instead of the payload, orjson's copy of
@@ -209,35 +210,50 @@ def _skeleton(raw: bytes, long: int) -> Any:
 
 def _substitute(value: Any, marks: dict[str, LongString]) -> Any:
     """``value`` with each marker string replaced by its LongString where the
-    string is a payload (the value of a ``text``, ``blob`` or ``data`` member, an
-    item of an array there, or the whole message), else by its real text:
-    identifiers, names, URIs, versions, cursors and tool arguments are read by
-    the rules (also by C code: regular expressions, JSON Schema patterns) and
-    copied into records. Iterative: nesting may be deep."""
+    string is a payload (the value of a ``text``, ``blob`` or ``data`` member,
+    or an item of an array there, inside a message's ``params``, ``result`` or
+    ``error``; or the whole message), else by its real text: ids, methods,
+    names, URIs, versions, cursors and tool arguments are read by the rules
+    (also by C code: regular expressions, JSON Schema patterns) and copied
+    into records (an object id ``{"text": …}`` is stored as the peer sent it).
+    Iterative: nesting may be deep."""
     if type(value) is str:
         return marks[value] if value in marks else value
-    stack: list[tuple[Any, bool]] = [(value, False)]
+    # modes: 0 a message (or a batch item), 1 inside its params/result/error, 2 anywhere else
+    stack: list[tuple[Any, bool, int]] = []
+    if type(value) is list:
+        stack.extend((v, False, 0 if type(v) is dict else 2) for v in value if type(v) in (dict, list))
+        for i, v in enumerate(value):
+            if type(v) is str and v in marks:
+                value[i] = marks[v].text()
+    else:
+        stack.append((value, False, 0))
     while stack:
-        node, payload = stack.pop()
+        node, payload, mode = stack.pop()
         if type(node) is dict:
             for k, v in node.items():
+                child = (1 if k in _BODIES else 2) if mode == 0 else mode
                 if type(v) is str:
                     if v in marks:
-                        node[k] = marks[v] if k in PAYLOAD_KEYS else marks[v].text()
+                        node[k] = marks[v] if child == 1 and k in PAYLOAD_KEYS else marks[v].text()
                 elif type(v) is dict:
-                    stack.append((v, False))
+                    stack.append((v, False, child))
                 elif type(v) is list:
-                    stack.append((v, k in PAYLOAD_KEYS))
+                    stack.append((v, child == 1 and k in PAYLOAD_KEYS, child))
         else:
             for i, v in enumerate(node):
                 if type(v) is str:
                     if v in marks:
                         node[i] = marks[v] if payload else marks[v].text()
                 elif type(v) is dict:
-                    stack.append((v, False))
+                    stack.append((v, False, mode))
                 elif type(v) is list:
-                    stack.append((v, payload))
+                    stack.append((v, payload, mode))
     return value
+
+
+#: the members of a message whose payload strings may stay placeholders
+_BODIES = frozenset({"params", "result", "error"})
 
 
 def _long_values(raw: bytes, long: int) -> list[tuple[int, int]] | None:

@@ -75,7 +75,7 @@ values = st.recursive(
     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | strings, c, max_size=5),
     max_leaves=16,
 )
-ids = st.integers(0, 5) | st.sampled_from(["a", "id-long-long-long", "x" * 30])
+ids = st.integers(0, 5) | st.sampled_from(["a", "id-long-long-long", "x" * 30]) | values   # values: ids a peer should not send
 
 
 @st.composite
@@ -142,15 +142,19 @@ def test_lone_surrogates_and_controls_are_refused_as_orjson_does() -> None:
     for body in (b"\\ud800", b"\\udc00x", b"\x1f", b"\\q", b"\\u12g4"):
         raw = b'{"text":"' + b"y" * 40 + body + b"y" * 40 + b'"}'
         assert small(raw) == (UNPARSED, (), False)
-    raw = b'{"text":"' + b"y" * 40 + b"\\ud83d\\ude00" + b"y" * 40 + b'"}'
-    v = small(raw)[0]
+    raw = b'{"result":{"text":"' + b"y" * 40 + b"\\ud83d\\ude00" + b"y" * 40 + b'"}}'
+    v = small(raw)[0]["result"]
     assert type(v["text"]) is LongString and v["text"] == "y" * 40 + "\U0001f600" + "y" * 40
 
 
 def test_long_payload_strings_are_placeholders_keys_and_others_are_not() -> None:
-    raw = b'{"' + b"k" * 30 + b'": {"data": "' + b"v" * 30 + b'"}, "short": "abc", "uri": "' + b"u" * 30 + b'", "blob": ["'
-    raw += b"b" * 30 + b'"], "id": ["' + b"i" * 30 + b'"]}'
-    v = small(raw)[0]
+    raw = b'{"result": {"' + b"k" * 30 + b'": {"data": "' + b"v" * 30 + b'"}, "short": "abc", "uri": "' + b"u" * 30 + b'", "blob": ["'
+    raw += b"b" * 30 + b'"], "id": ["' + b"i" * 30 + b'"]}, "id": {"text": "' + b"t" * 30 + b'"}, "data": ["' + b"d" * 30 + b'"]}'
+    top = small(raw)[0]
+    # outside params/result/error nothing is a placeholder: an object id is stored as the peer sent it
+    assert type(top["id"]["text"]) is str and type(top["data"][0]) is str
+    assert orjson.dumps(top["id"]) == b'{"text":"' + b"t" * 30 + b'"}'
+    v = top["result"]
     key = next(iter(v))
     assert type(key) is str and key == "k" * 30
     assert type(v["uri"]) is str and v["uri"] == "u" * 30 and type(v["id"][0]) is str
@@ -164,7 +168,7 @@ def test_long_payload_strings_are_placeholders_keys_and_others_are_not() -> None
     assert "!" + s == "!" + "v" * 30 and repr(s) == repr("v" * 30) and list(s)[:2] == ["v", "v"]
     assert copy.deepcopy(s) == "v" * 30 and type(copy.deepcopy(s)) is str and type(pickle.loads(pickle.dumps(s))) is str
     for lit, text in ((b'"' + b"a" * 20 + b'\\n"', "a" * 20 + "\n"), (b'"' + "\u00e9".encode() * 20 + b'"', "\u00e9" * 20)):
-        ls = small(b'{"text":' + lit + b'}')[0]["text"]
+        ls = small(b'{"params":{"text":' + lit + b'}}')[0]["params"]["text"]
         assert type(ls) is LongString and len(ls) == len(text) and bool(ls) and ls == text
     assert v["short"] == "abc" and type(v["short"]) is str
     assert type(small(b'"' + b"t" * 40 + b'"')[0]) is LongString       # a whole message that is one long string
