@@ -33,6 +33,7 @@ import orjson
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
 from mcptap.protocol.rules import REVISIONS, normalize_revision
+from mcptap.protocol.skeleton import real_text
 
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
 #: client requests whose request or result this module looks at (the annotator skips the rest)
@@ -101,6 +102,7 @@ def _compile(schema: dict[str, Any]) -> Any:
 
 def _errors(validator: Any, instance: Any) -> list[str]:
     """Up to three validation messages (``path: message``), [] when valid."""
+    instance = real_text(instance)          # a pattern is matched in C: a placeholder's marker is not its text
     try:
         errs = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))[:3]
     except Exception:  # noqa: BLE001 - unresolvable $ref and the like: not judged

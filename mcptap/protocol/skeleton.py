@@ -176,6 +176,32 @@ for _name, _base in (("__radd__", "__add__"), ("__rmod__", "__mod__")):
 del _name, _base
 
 
+def real_text(value: Any) -> Any:
+    """``value`` with every ``LongString`` in it replaced by its real text
+    (containers copied), or ``value`` itself when it holds none — for code
+    that reads a string's characters in C, where a placeholder would show its
+    marker (``re`` behind a JSON Schema ``pattern``). Best effort: a value
+    orjson cannot write (an integer beyond 64 bits, nesting beyond 255) is
+    returned as it is."""
+    if type(value) is LongString:
+        return value.text()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            node = list(node.values())
+        if type(node) is list:
+            for v in node:
+                if type(v) is LongString:
+                    try:
+                        return orjson.loads(orjson.dumps(value, default=_text_of, option=orjson.OPT_PASSTHROUGH_SUBCLASS))
+                    except (TypeError, orjson.JSONEncodeError):
+                        return value
+                if type(v) in (dict, list):
+                    stack.append(v)
+    return value
+
+
 # -- the skeleton ---------------------------------------------------------------------------
 def _skeleton(raw: bytes, long: int) -> Any:
     """The skeleton of ``raw`` or None (then ``parse_json_full`` answers)."""

@@ -204,3 +204,30 @@ def annotate(msgs: list[tuple[Direction, bytes]], parse) -> tuple[list[dict], li
 @given(st.lists(st.tuples(st.sampled_from([Direction.C2S, Direction.S2C]), st.builds(orjson.dumps, message())), max_size=12))
 def test_annotations_on_skeletons_equal_full_parses(msgs: list[tuple[Direction, bytes]]) -> None:
     assert annotate(msgs, small) == annotate(msgs, parse_json_full)
+
+
+def test_schema_patterns_judge_the_real_text_of_placeholders() -> None:
+    """JSON Schema ``pattern`` runs ``re`` in C, which reads a LongString's own
+    characters (its marker): the contracts validate the real text, so a live
+    skeleton parse and `check --full` give the same tool.structured_content_invalid
+    and tool.arguments_invalid findings."""
+    schema = {"type": "object", "properties": {"data": {"type": "string", "pattern": "^y+$"}}}
+    msgs = [
+        (Direction.C2S, orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+        (Direction.S2C, orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "t", "inputSchema": schema, "outputSchema": schema}]}})),
+        (Direction.C2S, orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                      "params": {"name": "t", "arguments": {"data": "y" * 40 + "z"}}})),
+        (Direction.S2C, orjson.dumps({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [], "structuredContent": {"data": "y" * 40 + "z"}}})),
+        (Direction.C2S, orjson.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                      "params": {"name": "t", "arguments": {"data": "y" * 41}}})),
+        (Direction.S2C, orjson.dumps({"jsonrpc": "2.0", "id": 3, "result": {
+            "content": [], "structuredContent": {"data": "y" * 41}}})),
+    ]
+    sk, full = annotate(msgs, small), annotate(msgs, parse_json_full)
+    assert type(small(msgs[3][1])[0]["result"]["structuredContent"]["data"]) is LongString
+    assert sk == full
+    codes = [sorted(f["code"] for f in r.get("findings", ())) for r in full[0]]
+    assert "tool.arguments_invalid" in codes[2] and "tool.structured_content_invalid" in codes[3]
+    assert "tool.arguments_invalid" not in codes[4] and "tool.structured_content_invalid" not in codes[5]
