@@ -23,27 +23,14 @@ from typing import Any
 
 import orjson
 
+from mcptap.protocol.utf8 import is_utf8
+
 #: Payloads larger than this are written in pieces (bytes).
 STREAM_ABOVE = 4 << 20
 
 #: Bytes encoded per piece (text); base64 pieces are a multiple of 3 bytes.
 PIECE = 1 << 20
 _B64_PIECE = 3 << 18
-
-
-def is_utf8(data: bytes) -> bool:
-    """``data`` decodes as UTF-8, checked in pieces (no whole decoded copy)."""
-    if data.isascii():
-        return True
-    dec = codecs.getincrementaldecoder("utf-8")()
-    with memoryview(data) as view:
-        try:
-            for k in range(0, len(data), PIECE):
-                dec.decode(view[k:k + PIECE], False)
-            dec.decode(b"", True)
-        except UnicodeDecodeError:
-            return False
-    return True
 
 
 def text_pieces(data: bytes) -> Iterator[bytes]:

@@ -37,7 +37,6 @@ skeletons equal to those of full parses).
 
 from __future__ import annotations
 
-import codecs
 import re
 import secrets
 from typing import Any
@@ -46,6 +45,7 @@ import orjson
 
 from mcptap.model import UNPARSED
 from mcptap.protocol.framing import parse_json_full
+from mcptap.protocol.utf8 import is_utf8
 
 #: payloads above this many bytes are parsed as a skeleton (as capture/pieces.py's STREAM_ABOVE)
 SKELETON_ABOVE = 4 << 20
@@ -205,7 +205,7 @@ def real_text(value: Any) -> Any:
 # -- the skeleton ---------------------------------------------------------------------------
 def _skeleton(raw: bytes, long: int) -> Any:
     """The skeleton of ``raw`` or None (then ``parse_json_full`` answers)."""
-    if not raw.isascii() and not _is_utf8(raw):
+    if not raw.isascii() and not is_utf8(raw):
         return None
     spans = _long_values(raw, long)
     if not spans:
@@ -363,19 +363,6 @@ def _safe_cut(raw: bytes, t: int, end: int) -> int | None:
             continue
         return c
     return end if limit == end else None
-
-
-def _is_utf8(data: bytes) -> bool:
-    """``data`` decodes as UTF-8, checked in pieces (no whole decoded copy)."""
-    dec = codecs.getincrementaldecoder("utf-8")()
-    with memoryview(data) as view:
-        try:
-            for k in range(0, len(data), PIECE):
-                dec.decode(view[k:k + PIECE], False)
-            dec.decode(b"", True)
-        except UnicodeDecodeError:
-            return False
-    return True
 
 
 def _is_ascii(src: bytes, start: int, end: int) -> bool:

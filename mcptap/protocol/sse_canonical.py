@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from mcptap.protocol.sse import SSEEvent
+from mcptap.protocol.utf8 import is_utf8
 
 #: a data line longer than this (bytes) is left undecoded by the tap's parser (``SSEParser(lazy_above=…)``)
 LAZY_DATA_ABOVE = 1 << 20
@@ -87,7 +88,7 @@ def big_data(ev: SSEEvent) -> tuple[bytes, str, str | None] | None:
     UTF-8 (the caller decodes it as a fully decoding parser would: ``decoded``)."""
     data, at, raw = ev.data_bytes, ev.data_at, ev.raw
     assert data is not None
-    if not data.isascii() and not _is_utf8(data):
+    if not data.isascii() and not is_utf8(data):
         return None
     with memoryview(data) as view, view[:_QUOTE_BYTES] as q:
         quote = codecs.getincrementaldecoder("utf-8")("replace").decode(q, len(data) <= _QUOTE_BYTES)[:40]
@@ -109,16 +110,3 @@ def decoded(ev: SSEEvent) -> SSEEvent:
     except UnicodeDecodeError:
         text, bad = str(data, "utf-8", "replace"), True
     return dataclasses.replace(ev, data=text, raw=raw[:at] + data + raw[at:], data_bytes=None, data_at=0, invalid_utf8=bad)
-
-
-def _is_utf8(data: bytes) -> bool:
-    dec = codecs.getincrementaldecoder("utf-8")()
-    piece = 1 << 20
-    try:
-        with memoryview(data) as view:
-            for k in range(0, len(data), piece):
-                dec.decode(view[k:k + piece], False)
-        dec.decode(b"", True)
-    except UnicodeDecodeError:
-        return False
-    return True
