@@ -31,8 +31,9 @@ slicing, ``in``, ``str()``, formatting, every ``str`` method — works on the
 real text, decoded from the payload on demand (not kept). Code that hands it to
 C functions reading the characters directly (``re``, ``orjson.dumps``,
 ``"x" in some_str``) sees the marker: the annotator's rules never do that with
-message values (tests/protocol/test_skeleton.py holds the annotations of
-skeletons equal to those of full parses).
+message values, and what must (JSON Schema validation: ``pattern`` runs ``re``)
+gets ``real_text(value)`` first (tests/protocol/test_skeleton.py holds the
+annotations of skeletons equal to those of full parses).
 """
 
 from __future__ import annotations
