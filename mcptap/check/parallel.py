@@ -38,7 +38,7 @@ from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
-from mcptap.check.shape_child import ShapeChild
+from mcptap.check.shape_child import ShapeChild, end_child
 from mcptap.protocol.fingerprint import rules_fingerprint
 
 #: records (bytes) below which one process is faster than forking a second
@@ -330,11 +330,7 @@ class _Child:
 
     def close(self) -> None:
         if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
+            end_child(self.pid)
             self.pid = 0
         os.close(self.r)
         for f in self.files.values():

@@ -81,12 +81,18 @@ class ShapeChild:
         if self.fd < 0:
             return
         if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
+            end_child(self.pid)
             self.pid = 0
         os.close(self.fd)
         self.fd = -1
         self.done = True
+
+
+def end_child(pid: int) -> None:
+    """End a forked helper process at once (SIGKILL) and reap it: check's
+    children hold no state worth a graceful stop."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
