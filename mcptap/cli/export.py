@@ -84,37 +84,29 @@ def _export(capture: str, fmt: str, output: str) -> None:
         first = next(chunks, None)       # format/capture errors surface before any output exists
     except McptapError as exc:
         raise Fail(str(exc)) from None
+
+    def write_all(fp: Any) -> None:
+        if first is not None:
+            fp.write(first)
+        for chunk in chunks:
+            fp.write(chunk)
+
     try:
         if output == "-":
-            out = sys.stdout.buffer
-            if first is not None:
-                out.write(first)
-            for chunk in chunks:
-                out.write(chunk)
-            out.flush()
+            write_all(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
             return
-        if not renamed_into_place(output):
-            try:
-                with open(output, "wb") as fp:
-                    if first is not None:
-                        fp.write(first)
-                    for chunk in chunks:
-                        fp.write(chunk)
-            except OSError as exc:
-                raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
-            return
-        tmp = f"{output}.tmp{os.getpid()}"
+        # a device or FIFO (-o /dev/null) is written in place: a rename would replace the node
+        tmp = f"{output}.tmp{os.getpid()}" if renamed_into_place(output) else output
         try:
             with open(tmp, "wb") as fp:
-                if first is not None:
-                    fp.write(first)
-                for chunk in chunks:
-                    fp.write(chunk)
-            os.replace(tmp, output)
+                write_all(fp)
+            if tmp != output:
+                os.replace(tmp, output)
         except OSError as exc:
             raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
         finally:
-            if os.path.exists(tmp):
+            if tmp != output and os.path.exists(tmp):
                 os.unlink(tmp)
     except McptapError as exc:
         raise Fail(str(exc)) from None
