@@ -74,3 +74,61 @@ def text_path(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:      # a surrogate that no file name decoding makes
         return path.encode("utf-8", "replace").decode("utf-8")
+
+
+#: Text output quotes a run of more than ``WORD`` characters without a space
+#: (a peer's 50 KB method name, id or session id) as its first ``WORD``
+#: characters, ``…`` and its full length: ``"aaaa…(50,000 chars)"``.
+WORD = 120
+#: and cuts a piece of text that is still longer than ``LINE`` characters
+#: (many short words) after its last whole word that fits: ``"… …(60,000 chars in all)"``.
+LINE = 1000
+_RUNS = re.compile("[^ ]+| +")
+_LONG_RUN = re.compile(f"[^ ]{{{WORD + 1}}}")
+
+
+def _head(text: str, limit: int) -> str:
+    """The escaped form of ``text``'s first characters, at most ``limit``
+    characters long, never ending inside an escape."""
+    out: list[str] = []
+    n = 0
+    for c in text:
+        m = CONTROLS.match(c)
+        piece = _one(m) if m is not None else c
+        if n + len(piece) > limit:
+            break
+        out.append(piece)
+        n += len(piece)
+    return "".join(out)
+
+
+def shown(text: str, word: int = WORD, line: int = LINE) -> str:
+    """``escape_controls(text)`` made fit for a line of human-readable output
+    (show, check, diff, replay, report, record's live lines): each run of
+    more than ``word`` characters without a space becomes its first ``word``
+    characters (escaped) + ``"…(N chars)"`` (N: the run's length, in
+    characters); if the result is still longer than ``line`` characters, it
+    ends after the last whole run that fits, with ``"…(N chars in all)"``.
+    So the result is at most ``line + 30`` characters (``word`` ≤ ``line``)
+    and holds no control character. Machine formats (JSON, SARIF, JUnit)
+    keep the exact values and do not use it. Pure, total; a short text
+    without controls is returned unchanged (the same object)."""
+    if len(text) <= word and CONTROLS.search(text) is None:
+        return text
+    if (len(text) <= line and word == WORD and _LONG_RUN.search(text) is None
+            and CONTROLS.search(text) is None):
+        return text         # the common finding message: one scan in C each
+    out: list[str] = []
+    n = 0
+    for m in _RUNS.finditer(text):
+        run = m.group()
+        if run[0] != " " and len(run) > word:
+            piece = f"{_head(run, word)}…({len(run):,} chars)"
+        else:
+            piece = escape_controls(run)
+        if n + len(piece) > line:
+            out.append(f"…({len(text):,} chars in all)")
+            break
+        out.append(piece)
+        n += len(piece)
+    return "".join(out)

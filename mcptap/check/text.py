@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 from mcptap.check.report import CheckReport
 from mcptap.escape import escape_controls as esc
+from mcptap.escape import shown
 
 
 def _secs(t_us: int | None) -> str:
@@ -34,11 +35,11 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
         for g in cap.sorted_groups():
             where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"
-            yield f"  {st(esc(f'{g.severity:<5}'), g.severity)} {esc(g.code)} ×{g.count}  first {where}{more}"
+            yield f"  {st(shown(f'{g.severity:<5}'), g.severity)} {shown(g.code)} ×{g.count}  first {where}{more}"
             if g.places:
                 first = g.places[0]
                 what = f"{first.method}: " if first.method and first.method not in first.message else ""
-                yield st(esc(f"        {what}{first.message}"), "dim")
+                yield st(shown(f"        {what}{first.message}"), "dim")
         if not cap.groups:
             yield "  " + st("no findings", "ok")
     totals = report.totals()

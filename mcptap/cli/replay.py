@@ -32,6 +32,7 @@ from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, 
 from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls as esc
+from mcptap.escape import shown
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_url
@@ -72,7 +73,7 @@ def _line(r: ExchangeResult, style: Style | None = None) -> str:
         detail = r.note
     elif r.status == MATCH and r.latency_b_us is not None:
         detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
-    line = esc(f"{text}  {detail}".rstrip())
+    line = shown(f"{text}  {detail}".rstrip())
     return style(line, r.status) if style is not None else line
 
 
@@ -242,13 +243,13 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
                 shown_part = part
                 key = plan.sessions[part] if part is not None else None
                 head = f"session {part + 1} of {len(plan.sessions)}" + (f" ({key})" if key else "") if part is not None else "server requests"
-                click.echo(esc(head + ":"))
+                click.echo(shown(head + ":"))
             click.echo(_line(r, style), color=True)   # colour already decided
         if items:
             click.echo("surface:")
             for it in items:
                 mark = "!" if it.breaking else "~"
-                click.echo(f"  {mark} {esc(it.detail)}" + ("  [breaking]" if it.breaking else ""))
+                click.echo(f"  {mark} {shown(it.detail)}" + ("  [breaking]" if it.breaking else ""))
         counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")

@@ -14,6 +14,7 @@ from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
 from mcptap.diff.report import DiffReport
 from mcptap.diff.surface import Item
 from mcptap.escape import escape_controls as esc
+from mcptap.escape import shown
 
 _SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
              "exchanges", "findings", "notifications", "latency")
@@ -36,12 +37,12 @@ def render_text(report: DiffReport, style: Callable[[str, str], str] | None = No
         items = by.get(section)
         if not items:
             continue
-        lines.append(paint("bold", esc(section)))
+        lines.append(paint("bold", shown(section)))
         for it in items:
             mark = _MARK.get(it.kind, "~")
-            text = f"  {mark} {esc(it.detail)}"
+            text = f"  {mark} {shown(it.detail)}"
             if it.breaking:
-                text = f"  ! {esc(it.detail)}  [breaking]"
+                text = f"  ! {shown(it.detail)}  [breaking]"
             lines.append(paint(_ROLE["!" if it.breaking else mark], text))
     c = report.counts
     summary = (f"{c.get(MATCH, 0)} exchanges match, {c.get(CHANGED, 0)} changed, {c.get(ERROR_CHANGED, 0)} error-changed, "

@@ -33,6 +33,7 @@ from typing import Any
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
+from mcptap.escape import shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
 from mcptap.show.render import COLUMNS, timeline_line
@@ -92,7 +93,7 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
                                     "count": 0, "places": []}
             g["count"] += 1
             if len(g["places"]) < PLACES:
-                g["places"].append([seq, t, str(f.get("message", ""))])
+                g["places"].append([seq, t, shown(str(f.get("message", "")))])     # a 50 KB method name quoted whole: cut
 
     for rec in records:
         req = tracker.feed(rec)

@@ -22,6 +22,7 @@ from typing import Any
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls as esc
+from mcptap.escape import shown
 from mcptap.filters.operators import Filter
 from mcptap.model import SEVERITY_RANK
 from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
@@ -36,7 +37,7 @@ _PHASE = {"before_initialize": "before_init"}
 # -- timeline ------------------------------------------------------------------------------
 
 def _what(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
-    return esc(_what_raw(rec, req))
+    return shown(_what_raw(rec, req))
 
 
 def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
@@ -87,7 +88,7 @@ def _text_of(v: Any) -> str:
 
 
 def _other(rec: dict[str, Any]) -> str:
-    return esc(_other_raw(rec))
+    return shown(_other_raw(rec))
 
 
 def _other_raw(rec: dict[str, Any]) -> str:
@@ -139,11 +140,11 @@ def _auth_raw(rec: dict[str, Any]) -> str:
 def _findings_lines(fs: list[dict[str, Any]], st: Style) -> Iterator[str]:
     for f in fs:
         s = f.get("severity", "info")
-        yield st(esc(f"{'':>17}{_SEV_MARK.get(s, '?')} {s:<5} {f.get('code')}: {f.get('message', '')}"), s if s != "info" else "dim")
+        yield st(shown(f"{'':>17}{_SEV_MARK.get(s, '?')} {s:<5} {f.get('code')}: {f.get('message', '')}"), s if s != "info" else "dim")
 
 
 def _codes(fs: list[dict[str, Any]], st: Style) -> str:
-    return " ".join(st(esc(f"{_SEV_MARK.get(f.get('severity') or '', '?')} {f.get('code')}"), f.get("severity", "info")) for f in fs)
+    return " ".join(st(shown(f"{_SEV_MARK.get(f.get('severity') or '', '?')} {f.get('code')}"), f.get("severity", "info")) for f in fs)
 
 
 COLUMNS = f"{'seq':>6} {'time':>9}  {'dir':<5}  {'kind':<5}  {'what':<44} {'pair':<15} {'phase':<12} findings"
@@ -161,9 +162,9 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
     d = rec.get("dir", "")
     pair = f"↩ #{rec['pair']} {fmt_us(rec.get('latency_us'))}" if rec.get("pair") is not None else ""
     what = shorten(_what(rec, req), 44)
-    kind = esc(str(_KIND.get(rec.get("kind", ""), rec.get("kind", ""))))
-    phase = esc(str(rec.get("phase") or ""))
-    line = f"{head}  {st(_ARROW.get(d) or esc(str(d)), d)}  {kind:<5}  {what:<44} {pair:<15} {_PHASE.get(phase, phase):<12}"
+    kind = shown(str(_KIND.get(rec.get("kind", ""), rec.get("kind", ""))))
+    phase = shown(str(rec.get("phase") or ""))
+    line = f"{head}  {st(_ARROW.get(d) or shown(str(d)), d)}  {kind:<5}  {what:<44} {pair:<15} {_PHASE.get(phase, phase):<12}"
     return (line + " " + _codes(fs, st)) if fs else line.rstrip()
 
 
@@ -189,7 +190,7 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
         if rec.get("type") == "end":
             summ.feed(rec, req)
             for f in rec.get("capture") or ():
-                yield st(esc(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}"),
+                yield st(shown(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}"),
                          f.get("severity", "info"))
             if details:
                 yield from _findings_lines(rec.get("unanswered") or [], st)
@@ -237,7 +238,7 @@ _MM_ESCAPES = {ord("#"): "#35;", ord(";"): "#59;", ord("<"): "#60;", ord(">"): "
 
 def _mm(text: str) -> str:
     # Mermaid entity codes: '#' starts one, ';' ends a statement, '<' '>' read as HTML
-    return esc(text.translate(_MM_ESCAPES))
+    return shown(text.translate(_MM_ESCAPES))
 
 
 def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_controls, shown
 from mcptap.model import severity_counts
 
 Style = Callable[[str, str], str]
@@ -281,7 +281,7 @@ class Summary:
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
-                yield escape_controls(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the "
+                yield shown(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the "
                                       f"{'client' if p.get('dir') == 'c2s' else 'server'}")
         f = j["findings"]
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
