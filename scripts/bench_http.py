@@ -29,6 +29,10 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
 mcptap | tar -x -C DIR``) as column ``base``, measured in the same run,
 interleaved with the others: before/after figures under the same load.
 
+With a recorder process (``transport/http_recorder.py``: the CLI records
+beside the relay), CPU and memory are also shown per process: ``relay``,
+``recorder`` and, as the two share pages after fork, their PSS.
+
 The machine may be shared: numbers are printed (with the load), never asserted.
 """
 
@@ -239,18 +243,44 @@ class Tap:
         """Resident set of all the tap's processes (MiB)."""
         return sum(proc_kib(p, "VmRSS") for p in self.pids()) / 1024
 
+    def peak_split(self) -> tuple[float, float]:
+        """Peak resident set (VmHWM, MiB) of the relay process and of its recorder process."""
+        pids = self.pids()
+        return proc_kib(pids[0], "VmHWM") / 1024, sum(proc_kib(p, "VmHWM") for p in pids[1:]) / 1024
+
     def peak(self) -> float:
         """Peak resident set (VmHWM) of all the tap's processes, summed (MiB): an upper bound."""
         return sum(proc_kib(p, "VmHWM") for p in self.pids()) / 1024
 
     def cpu(self) -> float:
         """CPU time (user + system) of all the tap's processes so far (s)."""
-        total = 0
-        for pid in self.pids():
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+        return sum(self.cpu_split())
+
+    def cpu_split(self) -> tuple[float, float]:
+        """CPU time (s) of the relay process and of its recorder process (0 without one)."""
+        out = [0.0, 0.0]
+        for i, pid in enumerate(self.pids()):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[min(i, 1)] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return out[0], out[1]
+
+    def rss_split(self) -> tuple[float, float, float]:
+        """(relay RSS, recorder RSS, PSS of both) in MiB: after fork the two share
+        pages, which RSS counts in each and PSS divides between them."""
+        pids = self.pids()
+        pss = 0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    pss += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+            except (OSError, StopIteration):
+                pass
+        rec = sum(proc_kib(p, "VmRSS") for p in pids[1:])
+        return proc_kib(pids[0], "VmRSS") / 1024, rec / 1024, pss / 1024
 
     def settle(self) -> float:
         """Wait until the tap's CPU time stops growing (analysis and recording
@@ -345,19 +375,26 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
         round_trips(c, 50, 0)
     lat: dict[str, list[float]] = {k: [] for k in conns}
     cpu = dict.fromkeys(taps, 0.0)
+    split = {k: [0.0, 0.0] for k in taps}
     block = 100
     for k in range(max(1, args.requests // block)):
         for name, c in conns.items():
-            c0 = taps[name].cpu() if name in taps else 0.0
+            c0 = taps[name].cpu_split() if name in taps else (0.0, 0.0)
             lat[name] += round_trips(c, block, 1000 + k * block)
             if name in taps:
-                cpu[name] += taps[name].cpu() - c0
+                c1 = taps[name].cpu_split()
+                split[name][0] += c1[0] - c0[0]
+                split[name][1] += c1[1] - c0[1]
+                cpu[name] += sum(c1) - sum(c0)
     for c in conns.values():
         c.close()
     for p in (50, 99):
         ROWS.append((f"round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps}, "added",
                      "added p50 <= 200" if p == 50 else "", ""))
     ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
+    ROWS.append(("  relay process (us)", None, {k: split[k][0] / len(lat[k]) * 1e6 for k in taps}, "", "", ""))
+    ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(split: read before the"
+                 " recorder caught up)"))
 
 
 def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None:
@@ -377,6 +414,7 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
     took: dict[str, list[float]] = {k: [] for k in LABELS}
     peaks: dict[str, list[float]] = {k: [] for k in LABELS}
     settled: dict[str, list[float]] = {k: [] for k in LABELS}
+    split: dict[str, list[tuple[float, float]]] = {k: [] for k in LABELS}
     for _ in range(2):
         direct.append(big_event(up.port, size))
         for k, root in LABELS.items():
@@ -384,24 +422,36 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
             took[k].append(big_event(tap.port, size))
             settled[k].append(tap.settle())
             peaks[k].append(tap.peak())
+            split[k].append(tap.peak_split())
             tap.stop()
     ROWS.append((f"{args.big_mib} MiB SSE event (ms)", min(direct) * 1e3, {k: min(v) * 1e3 for k, v in took.items()}, "ratio",
                  "<= 2x", ""))
     ROWS.append((f"{args.big_mib} MiB SSE event: tap peak RSS (MiB)", float(args.big_mib), {k: max(v) for k, v in peaks.items()},
                  "ratio", "<= 2x the event", "(direct column: the event)"))
+    ROWS.append(("  relay process peak RSS (MiB)", None, {k: max(x[0] for x in v) for k, v in split.items()}, "", "", ""))
+    ROWS.append(("  recorder process peak RSS (MiB)", None, {k: max(x[1] for x in v) for k, v in split.items()}, "", "", ""))
     ROWS.append(("  analysis done after the last byte (ms)", None, {k: max(v) * 1e3 for k, v in settled.items()}, "", "", ""))
 
 
 def run_mem(up: Upstream, args: argparse.Namespace) -> None:
     rss: dict[str, float] = {}
+    split: dict[str, tuple[float, float, float]] = {}
     for k, root in LABELS.items():
         tap = Tap(up.port, root)
         held = sessions(tap.port, args.sessions)
         rss[k] = tap.rss()
+        split[k] = tap.rss_split()
         for c in held:
             c.close()
         tap.stop()
     ROWS.append((f"{args.sessions} sessions, open SSE streams: tap RSS (MiB)", None, rss, "", "<= 64", ""))
+    _rss_rows(split)
+
+
+def _rss_rows(split: dict[str, tuple[float, float, float]]) -> None:
+    ROWS.append(("  relay process RSS (MiB)", None, {k: v[0] for k, v in split.items()}, "", "", ""))
+    ROWS.append(("  recorder process RSS (MiB)", None, {k: v[1] for k, v in split.items()}, "", "", ""))
+    ROWS.append(("  PSS of both (MiB)", None, {k: v[2] for k, v in split.items()}, "", "", "(shared pages counted once)"))
 
 
 def run_sdk(args: argparse.Namespace) -> None:
@@ -485,6 +535,7 @@ def main() -> None:
     try:
         taps = {k: Tap(up.port, root) for k, root in LABELS.items()}
         idle = {k: t.rss() for k, t in taps.items()}
+        idle_split = {k: t.rss_split() for k, t in taps.items()}
         if "rt" not in args.skip:
             run_rt(up, taps, args)
         if "sse" not in args.skip:
@@ -492,6 +543,7 @@ def main() -> None:
         after = {k: t.rss() for k, t in taps.items()}
         sizes = {k: t.stop() / 1024 for k, t in taps.items()}
         ROWS.append(("tap RSS idle (MiB)", None, idle, "", "<= 40", ""))
+        _rss_rows(idle_split)
         ROWS.append(("tap RSS after the above (MiB)", None, after, "", "<= 40", ""))
         ROWS.append(("capture size (KiB)", None, sizes, "", "", ""))
         if "big" not in args.skip:

@@ -19,7 +19,7 @@ import contextlib
 import functools
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -37,6 +37,7 @@ from mcptap.redact.engine import Redactor
 
 if TYPE_CHECKING:
     from mcptap.transport.http import HttpTap
+    from mcptap.transport.http_recorder import RecorderLink
 
 EX_USAGE, EX_IOERR = 2, 74
 
@@ -148,18 +149,18 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
 
         writer.transform = Scrubber(redactor).transform
     rec = Recorder(writer, "http", target={"url": shown}, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"name": name} if name else None)
-    tap.rec = rec
-    live = start_live_export(otlp, rec, {"url": shown}, _say, redactor)
+    # parsing, annotation, export and the capture write run in a process of their
+    # own (forked now, before trio and any thread): the relay never waits for them
+    link = _start_recorder(tap, rec, record_secrets, otlp, shown, redactor, path)
+    tap.observer_for = link.observer
     try:
-        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening))
+        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening, link.run))
     except (McptapError, BaseExceptionGroup) as exc:
         ours = _our_error(exc)
         if ours is None:
             raise
-        with closing_phase(live is not None):
-            if live is not None:
-                live.close()
-            rec.close(exit_code=EX_USAGE)
+        with closing_phase(otlp is not None):
+            link.finish(EX_USAGE)
         if not listening and output is None and path is not None:
             # never started: leave no empty capture behind in the capture directory
             with contextlib.suppress(OSError):
@@ -168,19 +169,51 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         return EX_USAGE
     counts = tap.notices.counts()
     extra: dict[str, Any] = {"tap": counts} if counts else {}
-    with closing_phase(live is not None) as signalled:
-        if live is not None:
-            live.close()
-        rec.close(exit_code=0, **extra)
-    if live is not None:
-        live.join(0 if signalled else JOIN_S)
+    with closing_phase(otlp is not None):
+        outcome = link.finish(0, extra)
     if not quiet:
         _say(f"stopped: {tap.summary()}")
-    if writer is not None and writer.failed is not None:
-        _say(f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
+    if outcome.ended is not None:
+        _say(f"capture incomplete ({outcome.ended}; no end record): {path}")
+        if strict_capture:
+            return EX_IOERR
+    elif outcome.failed is not None:
+        _say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
         if strict_capture:
             return EX_IOERR
     return 0
+
+
+def _start_recorder(tap: HttpTap, rec: Recorder, record_secrets: bool, otlp: tuple[str, dict[str, str] | None] | None,
+                    shown: str, redactor: Redactor | None, path: str | None) -> RecorderLink:
+    """Fork the recorder process (``transport/http_recorder.py``): the
+    observer, the live export and the end record are its part."""
+    from mcptap.relay.http.observe import HttpObserver
+    from mcptap.transport.http_recorder import start_recorder
+    from mcptap.transport.http_recorder_child import Hooks, child_main
+
+    live: list[Any] = []
+
+    def start() -> None:
+        live.append(start_live_export(otlp, rec, {"url": shown}, _say_safe, redactor))
+
+    def end(code: int, extra: dict[str, Any]) -> None:
+        exporter = live[0] if live else None
+        if exporter is not None:
+            exporter.close()
+        rec.close(exit_code=code, **extra)
+        if exporter is not None:
+            exporter.join(JOIN_S)
+
+    hooks = Hooks(rec, lambda authority: HttpObserver(rec, tap.upstream, listen_authority=authority, record_secrets=record_secrets),
+                  start, end)
+    spill_dir = os.path.dirname(os.path.abspath(path)) if path else None
+    return start_recorder(lambda fact_fd, status_fd, spill: child_main(fact_fd, status_fd, spill, hooks), rec.clock, _say, spill_dir)
+
+
+def _say_safe(line: str) -> None:
+    with contextlib.suppress(OSError):
+        _say(line)
 
 
 def _our_error(exc: BaseException) -> McptapError | None:
@@ -217,8 +250,10 @@ def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = No
         return None, f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})", path
 
 
-async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready: Callable[[str], None] | None) -> None:
+async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready: Callable[[str], None] | None,
+                 beside: Callable[[], Awaitable[None]]) -> None:
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(beside)
         url = await nursery.start(tap.serve)
         _say(f"listening on {url} -> {shown}")
         if not quiet and path:

@@ -24,7 +24,7 @@ import math
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -65,9 +65,18 @@ class _ConnIO:
     evicted: bool = False
 
 
+class FactObserver(Protocol):
+    """Takes the relay's facts, batch by batch in relay order (``HttpObserver``)."""
+
+    def handle(self, items: list[Any]) -> None: ...
+
+
 class HttpTap:
     """One running HTTP tap. ``rec``: the Recorder (or None: relay only);
-    ``say``: receives mcptap's own one-line messages (default: ignored)."""
+    ``say``: receives mcptap's own one-line messages (default: ignored).
+    ``observer_for``: set it to record elsewhere instead (the CLI's recorder
+    process, ``transport/http_recorder.py``): called with the tap's
+    ``host:port`` once listening, it returns the FactObserver to use."""
 
     def __init__(self, cfg: HttpTapConfig, rec: Recorder | None, say: Callable[[str], None] | None = None) -> None:
         self.cfg = cfg
@@ -78,7 +87,8 @@ class HttpTap:
                 stream.sha = BackgroundSha()     # a large body's digest is computed beside the relay
         self.say = say or (lambda msg: None)
         self.relay: HttpRelay | None = None
-        self.observer: HttpObserver | None = None
+        self.observer: FactObserver | None = None
+        self.observer_for: Callable[[str], FactObserver] | None = None
         self.url: str | None = None
         self.connections = 0
         self.max_connections = cfg.max_connections or default_max_connections()
@@ -108,7 +118,9 @@ class HttpTap:
                                  auth_rewrite=cfg.auth_rewrite,
                                  listen_authority=authority,
                                  allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {bracket(cfg.listen_host)})
-        if self.rec is not None:
+        if self.observer_for is not None:
+            self.observer = self.observer_for(authority)
+        elif self.rec is not None:
             self.observer = HttpObserver(self.rec, self.upstream, listen_authority=authority, record_secrets=cfg.record_secrets)
         self.url = f"http://{authority}{self.upstream.path}"
         try:

@@ -4,6 +4,7 @@ SIGINT ends it with status 0 and a finished capture; usage errors exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -36,6 +37,33 @@ async def test_record_http_process(tmp_path):
     c = read_capture(str(cap))
     assert c.header["transport"] == "http" and c.end is not None
     assert [r["kind"] for r in c.records if r["type"] == "message"] == ["request", "response"]
+
+
+async def test_a_killed_recorder_process_never_stops_the_relay(tmp_path):
+    """The recorder runs in a process of its own (transport/http_recorder.py):
+    killed, it costs the capture its end, never the relay; one line says so,
+    and --strict-capture exits 74."""
+    cap = tmp_path / "c.jsonl"
+    async with upstream_server(fake_mcp) as port:
+        proc = subprocess.Popen(CMD + ["--upstream", f"http://127.0.0.1:{port}/mcp", "-o", str(cap), "--strict-capture"],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            url = (await trio.to_thread.run_sync(proc.stderr.readline)).split()[3]
+            st, _ = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                (child,) = [int(x) for x in f.read().split()]
+            os.kill(child, signal.SIGKILL)
+            for i in range(2, 6):
+                st, body = await post(url, {"jsonrpc": "2.0", "id": i, "method": "tools/list"})
+                assert st == 200 and json.loads(body)["id"] == i
+        finally:
+            proc.send_signal(signal.SIGINT)
+            rc = await trio.to_thread.run_sync(proc.wait, 10)
+    err = proc.stderr.read()
+    assert rc == 74, err
+    assert err.count("recording stopped: the recorder process was killed by signal 9 (the relay goes on)") == 1, err
+    assert "stopped: 5 exchange(s)" in err and "capture incomplete (the recorder process was killed by signal 9; no end record)" in err
+    assert read_capture(str(cap)).end is None
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -126,9 +126,7 @@ class AuthFront:
         return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes, self.prm_paths)
 
     def take_notes(self) -> list[tuple[str, str]]:
-        # emptied in place: the per-Host views of ``at()`` share this list
-        notes = self.notes[:]
-        self.notes.clear()
+        notes, self.notes = self.notes, []
         return notes
 
     # -- origins ------------------------------------------------------------------------

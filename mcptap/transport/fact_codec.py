@@ -1,0 +1,113 @@
+"""The HTTP tap's fact stream: relay batches from the relay process to the
+recorder process (``http_recorder``), one frame per batch.
+
+A frame is ``HEAD`` (``<BqIQ``: kind, t_us, meta size, body size), then
+``meta`` (``marshal`` of a list of tuples, one per recorded item, and the
+sizes of the out-of-line bodies), then the
+batch's large bodies back to back. Only what ``HttpObserver`` reads is sent:
+facts whole (as field tuples), ``SendClient``/``SendUpstream`` as their data
+only (the recorder counts and digests forwarded bytes); commands and
+``ClientOpened`` are left out. A body of ``OOB_FROM`` bytes or more travels
+out of line (its place in the tuple holds its index), so it is never copied
+into ``meta``: the relay writes it with ``os.writev`` from the object it
+forwarded, and one object forwarded twice in a batch (the same bytes as
+``ResponseBody`` and ``SendClient``) is sent once.
+
+Why marshal of tuples and not pickle of the dataclasses: for a round trip's
+two batches, 2-5 µs to encode instead of 17-26 µs, 1.6 µs to decode instead
+of 16-23 µs (Python 3.11, this machine).
+
+Kinds: ``BATCH`` (t_us: the relay's clock when it produced the batch),
+``START`` (meta: the tap's listen authority, str), ``END`` (meta: exit code
+and the end record's extra fields), ``SPILLED`` (meta: the frame's pieces as
+``(offset, size)`` in the spill file, read back by the recorder), ``LOST``
+(a batch neither the pipe, memory nor the spill file could take).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import marshal
+import operator
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from mcptap.relay.http import events as r
+
+HEAD = struct.Struct("<BqIQ")
+BATCH, START, END, SPILLED, LOST = 1, 2, 3, 4, 5
+#: bodies at least this large go out of line (never copied into meta)
+OOB_FROM = 64 << 10
+
+_SEND_CLIENT, _SEND_UPSTREAM, _REQUEST_BODY, _RESPONSE_BODY = 0, 1, 2, 3
+#: the other facts the observer reads, sent as all their fields (code = index + 4)
+_FACTS: tuple[type, ...] = (r.RequestStarted, r.RequestEnded, r.ResponseStarted, r.EndpointRewritten, r.AuthRewritten,
+                            r.ResponseEnded, r.ConnClosed)
+_GET: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]] = {
+    cls: (i + 4, operator.attrgetter(*[f.name for f in dataclasses.fields(cls)])) for i, cls in enumerate(_FACTS)}
+
+
+def _oob(bodies: list[Any], data: Any) -> int:
+    for i, b in enumerate(bodies):
+        if b is data:
+            return i
+    bodies.append(data)
+    return len(bodies) - 1
+
+
+def encode(items: list[Any]) -> tuple[bytes, list[Any]] | None:
+    """``(meta, bodies)`` of one relay batch, or None when it holds nothing
+    to record. ``bodies``: the out-of-line data objects themselves (no copy)."""
+    out: list[tuple[Any, ...]] = []
+    bodies: list[Any] = []
+    get = _GET.get
+    for it in items:
+        t = type(it)
+        if t is r.SendClient or t is r.SendUpstream:
+            d = it.data
+            out.append((_SEND_CLIENT if t is r.SendClient else _SEND_UPSTREAM, _oob(bodies, d) if len(d) >= OOB_FROM else d))
+        elif t is r.ResponseBody or t is r.RequestBody:
+            d = it.data
+            out.append((_RESPONSE_BODY if t is r.ResponseBody else _REQUEST_BODY, it.exchange, it.conn,
+                        _oob(bodies, d) if len(d) >= OOB_FROM else d))
+        else:
+            g = get(t)
+            if g is not None:
+                out.append((g[0], g[1](it)))
+    if not out:
+        return None
+    return marshal.dumps((out, [len(b) for b in bodies] if bodies else None)), bodies
+
+
+def decode(meta: bytes, read: Callable[[int], bytes]) -> list[Any]:
+    """The items ``encode`` sent (``SendClient``/``SendUpstream`` with
+    placeholder connection numbers: the observer reads only their data);
+    ``read(n)``: the frame's next ``n`` body bytes."""
+    out, sizes = marshal.loads(meta)
+    bodies = [read(n) for n in sizes] if sizes else []
+    items: list[Any] = []
+    for rec in out:
+        code = rec[0]
+        if code <= _RESPONSE_BODY:
+            d = rec[-1]
+            if type(d) is int:
+                d = bodies[d]
+            if code == _SEND_CLIENT:
+                items.append(r.SendClient(-1, d))
+            elif code == _SEND_UPSTREAM:
+                items.append(r.SendUpstream(-1, -1, d))
+            elif code == _RESPONSE_BODY:
+                items.append(r.ResponseBody(rec[1], rec[2], d))
+            else:
+                items.append(r.RequestBody(rec[1], rec[2], d))
+        else:
+            items.append(_FACTS[code - 4](*rec[1]))
+    return items
+
+
+def frame(kind: int, t_us: int, meta: bytes, bodies: list[Any] | None = None) -> list[Any]:
+    """The buffers of one frame, for ``os.writev`` (bodies: not copied)."""
+    if not bodies:
+        return [HEAD.pack(kind, t_us, len(meta), 0), meta]
+    return [HEAD.pack(kind, t_us, len(meta), sum(len(b) for b in bodies)), meta, *bodies]

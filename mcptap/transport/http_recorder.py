@@ -1,0 +1,312 @@
+"""The HTTP tap's recorder process: parsing, annotation, export and the capture
+write happen beside the relay, never on its forward path.
+
+    relay process (trio)                         recorder process
+    HttpTap._run ─ batch ─► RecorderLink.handle ─► fact pipe ─► HttpObserver ─► Recorder ─► capture
+                                   │ pipe full: queue; past SPILL_BYTES: spill file
+                            ◄─ status pipe (stopped, caught up, done) ─
+
+``start_recorder`` forks the recorder process before trio starts (the
+Recorder, its writer and redactor already exist and are inherited). The relay
+hands each batch of relay facts (``HttpTap._observe``'s ``items``) to
+``RecorderLink.handle``, which stamps it with the relay's clock and encodes it
+(``fact_codec``) and writes it to a non-blocking pipe; when the pipe is full
+(the recorder is behind), frames queue in memory in relay order, and past
+``SPILL_BYTES`` their bytes go to an unlinked spill file beside the capture
+(``spill.SpillFile``) and only their place is queued. ``RecorderLink.run``
+(a trio task) writes the queue out as the pipe drains and reads the status
+pipe. Nothing is lost, memory stays bounded, and the order is the relay's.
+
+End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
+writes everything out and waits for the recorder to write the end record and
+exit (one line on stderr if catching up takes over ``SLOW_END_S``). The
+recorder ignores terminal signals (the relay decides the end); at EOF without
+``END`` (mcptap was killed) it writes what arrived and no end record, so the
+capture says it is incomplete, as a killed stdio tap's does. If it fails, the
+relay goes on: one ``recording stopped …`` line, and ``finish`` reports it.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import marshal
+import os
+import select
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import trio
+
+from mcptap.transport import fact_codec as fc
+from mcptap.transport.copy_stream import COPY_PIPE_SIZE
+from mcptap.transport.relay_child import _grow_pipe
+from mcptap.transport.spill import SpillFile
+
+#: bytes queued in memory (pipe full) beyond which frames go to the spill file
+SPILL_BYTES = 4 << 20
+#: seconds the end may wait for the recorder before mcptap says so on stderr
+SLOW_END_S = 1.0
+FRAME_COST = 128       # bytes a queued frame costs beyond its data
+
+
+@dataclass
+class Outcome:
+    """How recording ended: ``failed``/``dropped``: the capture writer's
+    failure and records lost (as ``CaptureWriter``); ``ended``: why the
+    recorder process ended before writing the end record (None: it wrote it)."""
+    failed: str | None = None
+    dropped: int = 0
+    ended: str | None = None
+
+
+class RecorderLink:
+    """The relay's end of the recorder process (module docstring); an
+    observer for ``HttpTap`` (``handle(items)``) once ``observer`` was called."""
+
+    def __init__(self, pid: int, fd: int, status_fd: int, spill: SpillFile, clock: Callable[[], int],
+                 say: Callable[[str], None]) -> None:
+        self.pid = pid
+        self._fd = fd
+        self._status = status_fd
+        self._spill = spill
+        self._clock = clock
+        self._say = say
+        self._q: collections.deque[list[Any]] = collections.deque()
+        self._queued = 0
+        self._wake: trio.Event | None = None
+        self._status_buf = b""
+        #: recording stopped after an internal error (said once): batches are not sent any more
+        self.stopped = False
+        #: the recorder process cannot be reached any more (its pipe broke)
+        self.broken: str | None = None
+        #: how the recorder process ended before the end record (said once; None: it did not)
+        self.ended: str | None = None
+        self.caught_up = False
+        self.done: dict[str, Any] | None = None
+        os.set_blocking(fd, False)
+        os.set_blocking(status_fd, False)
+
+    # -- the forward path (trio thread) --------------------------------------------------------
+    def observer(self, authority: str) -> RecorderLink:
+        """``HttpTap.observer_for``: tell the recorder the tap's authority."""
+        self._send(fc.frame(fc.START, self._clock(), marshal.dumps(authority)))
+        return self
+
+    def handle(self, items: list[Any]) -> None:
+        """Hand one relay batch over, stamped with the relay's clock (never
+        blocks, never raises)."""
+        if self.stopped:
+            return
+        try:
+            enc = fc.encode(items)
+        except Exception as exc:  # noqa: BLE001 - an mcptap bug must not break the relay
+            self._stop(repr(exc))
+            return
+        if enc is not None:
+            self._send(fc.frame(fc.BATCH, self._clock(), enc[0], enc[1]))
+
+    def _send(self, bufs: list[Any]) -> None:
+        if self.broken is not None:
+            return
+        if not self._q:
+            done = self._write(bufs)
+            if done is None:
+                return
+            if done:
+                bufs = _rest(bufs, done)      # the rest of a frame begun in the pipe: next, from memory
+        else:
+            size = sum(len(b) for b in bufs)
+            if self._queued + size > SPILL_BYTES:
+                bufs = self._spilled(bufs)
+        self._q.append(bufs)
+        self._queued += sum(len(b) for b in bufs) + FRAME_COST
+        if self._wake is not None:
+            self._wake.set()
+
+    def _spilled(self, bufs: list[Any]) -> list[Any]:
+        """The SPILLED frame standing for ``bufs`` (a whole frame) once its
+        pieces are in the spill file, or LOST if they cannot be written."""
+        places = []
+        for b in bufs:
+            at = self._spill.append(0, 0, 0, b)
+            if at < 0:
+                return fc.frame(fc.LOST, 0, b"")
+            places.append((at, len(b)))
+        return fc.frame(fc.SPILLED, 0, marshal.dumps(places))
+
+    def _write(self, bufs: list[Any]) -> int | None:
+        """Write a frame now: None when all of it went (or the recorder is
+        gone), else the bytes written."""
+        try:
+            n = os.writev(self._fd, bufs)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._lost()
+            return None
+        return None if n == sum(len(b) for b in bufs) else n
+
+    def _drain(self) -> bool:
+        """Write queued frames until the pipe is full; True when the queue is empty."""
+        q = self._q
+        while q:
+            bufs = q[0]
+            done = self._write(bufs)
+            if self.broken is not None:
+                return True
+            if done is None:
+                q.popleft()
+                self._queued -= sum(len(b) for b in bufs) + FRAME_COST
+                continue
+            if done:
+                q[0] = _rest(bufs, done)
+                self._queued -= done
+            return False
+        return True
+
+    def _stop(self, why: str) -> None:
+        if not self.stopped and self.broken is None:
+            # as the in-process observer says it (transport/http.py)
+            self._say(f"recording stopped after an internal error: {why} (the relay goes on)")
+        self.stopped = True
+
+    def _lost(self) -> None:
+        """The fact pipe broke: the recorder process is gone (said once its
+        status pipe ends, with how it ended: ``_ended``)."""
+        self.broken = self.broken or "the recorder process ended"
+        self.stopped = True
+        self._q.clear()
+        self._queued = 0
+
+    def _ended(self, how: str) -> None:
+        if self.ended is None:
+            self.ended = f"the recorder process {how}"
+            self._say(f"recording stopped: {self.ended} (the relay goes on)")
+        self._lost()
+
+    # -- beside the forward path (trio tasks) --------------------------------------------------
+    async def run(self) -> None:
+        """Write the queue out as the pipe drains and read the recorder's
+        status, until cancelled (the tap stops)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_status)
+            while True:
+                self._wake = trio.Event()
+                if not self._q:
+                    await self._wake.wait()
+                if not self._drain():
+                    await trio.lowlevel.wait_writable(self._fd)
+
+    async def _read_status(self) -> None:
+        while True:
+            await trio.lowlevel.wait_readable(self._status)
+            if not self._read_status_once():
+                await trio.sleep(0.05)        # its pipes close a moment before it can be reaped
+                self._ended(_exit_reason(self.pid, wait=False))
+                return
+
+    def _read_status_once(self) -> bool:
+        """Read what the status pipe holds; False at EOF (the recorder ended)."""
+        try:
+            data = os.read(self._status, 65536)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        *lines, self._status_buf = (self._status_buf + data).split(b"\n")
+        for line in lines:
+            msg = orjson.loads(line)
+            if "stopped" in msg:
+                self._stop(msg["stopped"])
+            elif "caught_up" in msg:
+                self.caught_up = True
+            elif "done" in msg:
+                self.done = msg
+        return True
+
+    # -- the end (after trio) ---------------------------------------------------------------------
+    def finish(self, exit_code: int, extra: dict[str, Any] | None = None) -> Outcome:
+        """Send the end (``exit_code`` and the end record's ``extra``
+        fields), write everything queued, wait for the recorder to write the
+        end record and exit; returns how recording ended."""
+        self._send(fc.frame(fc.END, self._clock(), marshal.dumps((exit_code, extra or {}))))
+        t0 = time.monotonic()
+        told = False
+        out = select.poll()
+        out.register(self._fd, select.POLLOUT)
+        status = select.poll()
+        status.register(self._status, select.POLLIN)
+        alive = True
+        while alive:
+            if not told and not self.caught_up and self.broken is None and time.monotonic() - t0 > SLOW_END_S:
+                told = True
+                self._say("finishing the capture: the recorder is behind the relay; waiting for it")
+            if self._q and not self._drain():
+                out.poll(100)
+            if status.poll(0 if self._q else 100):
+                alive = self._read_status_once()
+        os.close(self._fd)
+        self._spill.close()
+        how = _exit_reason(self.pid, wait=True)
+        if self.done is None:
+            self._ended(how)
+            return Outcome(ended=self.ended)
+        return Outcome(failed=self.done.get("failed"), dropped=self.done.get("dropped") or 0)
+
+
+def _rest(bufs: list[Any], done: int) -> list[Any]:
+    """What is left of the buffers ``bufs`` after ``done`` bytes were written."""
+    out = []
+    for b in bufs:
+        n = len(b)
+        if done >= n:
+            done -= n
+            continue
+        out.append(memoryview(b)[done:] if done else b)
+        done = 0
+    return out
+
+
+def _exit_reason(pid: int, wait: bool) -> str:
+    """How the recorder process ended, to follow "the recorder process"."""
+    try:
+        got, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+    except ChildProcessError:
+        return "ended"
+    if got == 0:
+        return "closed its pipe"
+    if os.WIFSIGNALED(status):
+        return f"was killed by signal {os.WTERMSIG(status)}"
+    return f"ended with exit status {os.WEXITSTATUS(status)}"
+
+
+def start_recorder(run_child: Callable[[int, int, SpillFile], None], clock: Callable[[], int], say: Callable[[str], None],
+                   spill_dir: str | None) -> RecorderLink:
+    """Fork the recorder process; ``run_child(fact_fd, status_fd, spill)``
+    is its body (``http_recorder_child.child_main``) and never returns.
+    ``clock``: the Recorder's (µs; inherited, so both processes read the
+    same origin). Call before trio or any thread starts."""
+    fact_r, fact_w = os.pipe()
+    status_r, status_w = os.pipe()
+    _grow_pipe(fact_w, COPY_PIPE_SIZE)
+    spill = SpillFile(None, spill_dir)
+    # the objects made so far go where the cyclic collector never looks: the
+    # recorder's collections would write to their headers and so copy every
+    # page it shares with the relay (copy on write)
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        os.close(fact_w)
+        os.close(status_r)
+        run_child(fact_r, status_w, spill)
+        os._exit(70)      # not reached: run_child exits itself
+    gc.unfreeze()
+    os.close(fact_r)
+    os.close(status_w)
+    return RecorderLink(pid, fact_w, status_r, spill, clock, say)

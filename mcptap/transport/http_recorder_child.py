@@ -1,0 +1,136 @@
+"""The recorder process body (``http_recorder.start_recorder``, after fork):
+the fact stream in, ``HttpObserver`` + ``Recorder`` out.
+
+It reads frames (``fact_codec``) in relay order and records each batch with
+the Recorder's clock reading the relay's stamp of that batch, so records carry
+the times the relay produced the facts, not when they were recorded here. It
+reports on the status pipe, one JSON object a line: ``{"stopped": repr}``
+(the observer raised: an mcptap bug; the rest is read and dropped until the
+end, which is still written), ``{"caught_up": 1}`` (the end arrived: all the
+relay's batches are recorded) and ``{"done": 1, "failed", "dropped"}`` (the
+end record is written; the capture writer's failure and lost records).
+"""
+
+from __future__ import annotations
+
+import io
+import marshal
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from mcptap.recorder import Recorder
+from mcptap.relay.http.observe import HttpObserver
+from mcptap.transport import fact_codec as fc
+from mcptap.transport.spill import SpillFile
+
+READ_BUFFER = 1 << 20
+
+
+class Hooks:
+    """What the recorder process does beside the observer (the CLI's part):
+    ``observer(authority)`` builds the HttpObserver; ``start()`` runs first
+    (live export); ``end(exit_code, extra)`` writes the end (export close,
+    ``rec.close``, export join)."""
+
+    def __init__(self, rec: Recorder, observer: Callable[[str], HttpObserver], start: Callable[[], None],
+                 end: Callable[[int, dict[str, Any]], None]) -> None:
+        self.rec = rec
+        self.observer = observer
+        self.start = start
+        self.end = end
+
+
+class _Stamp:
+    """The Recorder's clock in this process: the relay's time of the batch being recorded."""
+
+    __slots__ = ("t",)
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def __call__(self) -> int:
+        return self.t
+
+
+def _report(fd: int, msg: dict[str, Any]) -> None:
+    try:
+        os.write(fd, orjson.dumps(msg) + b"\n")
+    except OSError:
+        pass          # mcptap is gone: the capture still gets what arrived
+
+
+def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> None:
+    """Record the fact stream until its end (or EOF: no end record)."""
+    rec = hooks.rec
+    stamp = _Stamp()
+    rec.clock = stamp
+    hooks.start()
+    f = open(fact_fd, "rb", buffering=READ_BUFFER)      # this process exits when the stream ends
+    observer: HttpObserver | None = None
+    failed = False
+    head = fc.HEAD
+    pending: list[io.BytesIO] = []         # a spilled frame being read back
+
+    def read(n: int) -> bytes:
+        src = pending[-1] if pending else f
+        data = src.read(n)
+        if len(data) < n:
+            raise EOFError
+        return data
+
+    while True:
+        try:
+            kind, t, n_meta, _n_body = head.unpack(read(head.size))
+            meta = read(n_meta)
+            if kind == fc.SPILLED:
+                pending.append(io.BytesIO(b"".join(spill.read(at, n) for at, n in marshal.loads(meta))))
+                continue
+            if kind == fc.BATCH:
+                items = fc.decode(meta, read)
+        except EOFError:
+            if pending:
+                pending.pop()
+                continue
+            # mcptap ended without an end: keep what arrived; no end record (the capture says it is incomplete)
+            rec.flush()
+            return
+        if pending:
+            pending.pop()
+        stamp.t = t
+        if kind == fc.BATCH:
+            if observer is not None and not failed:
+                try:
+                    observer.handle(items)
+                except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
+                    failed = True
+                    _report(status_fd, {"stopped": repr(exc)})
+            del items
+        elif kind == fc.START:
+            observer = hooks.observer(marshal.loads(meta))
+        elif kind == fc.LOST:
+            rec.gap("the recorder process and the capture disk fell behind the relay: a batch of relay facts was not recorded")
+        elif kind == fc.END:
+            _report(status_fd, {"caught_up": 1})
+            code, extra = marshal.loads(meta)
+            hooks.end(code, extra)
+            w = rec.writer
+            _report(status_fd, {"done": 1, "failed": w.failed if w is not None else None, "dropped": w.dropped if w is not None else 0})
+            return
+
+
+def child_main(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> None:
+    """The recorder process (after fork); never returns. Terminal signals
+    are ignored: the relay process decides the end."""
+    code = 0
+    try:
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
+            signal.signal(s, signal.SIG_IGN)
+        record_stream(fact_fd, status_fd, spill, hooks)
+    except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
+        code = 70
+    os._exit(code)
