@@ -29,13 +29,14 @@ from mcptap.cli.output import refuse_input_as_output
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import McptapError
+from mcptap.escape import escape_controls, shown
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
 
 
 def _say(line: str) -> None:
-    click.echo(f"mcptap: {line}", err=True)
+    click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
 
 def load_script(capture: str) -> Script:
@@ -183,7 +184,8 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         if output is None:
             os.unlink(episode)
     if not quiet and result.unanswered:
-        _say(f"{len(result.unanswered)} request(s) had no recorded answer: " + "; ".join(result.unanswered[:5]))
+        # each names the client's method: the peer's text, bounded (escape.shown)
+        _say(f"{len(result.unanswered)} request(s) had no recorded answer: " + "; ".join(shown(u) for u in result.unanswered[:5]))
     sys.stdout.flush()
     ctx.exit(0)
 

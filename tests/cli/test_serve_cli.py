@@ -85,3 +85,15 @@ def test_recorded_latency_answers_even_after_stdin_closes(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     # both answered (the second with the last answer again), each at its own time: in any order
     assert sorted(orjson.loads(x)["id"] for x in proc.stdout.splitlines()) == [7, 8]
+
+
+def test_unanswered_client_methods_are_escaped_and_bounded(tmp_path: Path) -> None:
+    # the client's method names are peer text: before, printed raw (ESC, CR reached the terminal) and whole
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []}))])
+    evil = "x\x1b[2K\r\u202e" + "m" * 50_000
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": evil}, {"jsonrpc": "2.0", "id": 2, "method": "a\x1b]0;t\x07"}]
+    proc = _serve(str(cap), "-o", str(tmp_path / "own.jsonl"), stdin=b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.decode()
+    assert "\x1b" not in err and "\r" not in err and "\u202e" not in err and "\x07" not in err
+    assert "x\\x1b[2K\\r\\u202e" in err and "…(" in err and len(err) < 3_000 and "a\\x1b]0;t\\x07" in err
