@@ -63,7 +63,7 @@ class _Notes:
         self.rec = rec
         self.boom_at = boom_at
 
-    def handle(self, items: list[Any]) -> None:
+    def handle(self, items: list[Any], flush: bool = True) -> None:
         body = items[0].data
         if self.boom_at is not None and body == str(self.boom_at).encode():
             raise RuntimeError("boom")

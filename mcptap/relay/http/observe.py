@@ -74,15 +74,18 @@ class HttpObserver:
         self._auth = AuthObserver(rec, self.headers_json, record_secrets)
 
     # -- dispatch ------------------------------------------------------------------------
-    def handle(self, items: list[Any]) -> None:
-        """Record one relay batch; its records reach the capture with one write."""
+    def handle(self, items: list[Any], flush: bool = True) -> None:
+        """Record one relay batch; its records reach the capture with one write
+        (``flush=False``: with the caller's ``rec.hold_flush = False;
+        rec.flush()``, so that several batches take one write)."""
         rec = self.rec
         rec.hold_flush = True
         try:
             self._handle(items)
         finally:
-            rec.hold_flush = False
-            rec.flush()
+            if flush:
+                rec.hold_flush = False
+                rec.flush()
 
     def _handle(self, items: list[Any]) -> None:
         for it in items:
