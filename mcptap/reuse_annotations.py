@@ -33,7 +33,8 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
     holds, so the answer does not depend on which rules wrote it."""
     from mcptap.protocol import shapes as shape_rules
 
-    streams = {"c2s": Stream(), "s2c": Stream()}   # only read when the end record is missing
+    # read when the end record is missing, and on HTTP (the recorded end counts wire bytes)
+    streams = {"c2s": Stream(), "s2c": Stream()}
     stderr_stream = Stream()
 
     methods: dict[int, str | None] = {}        # open requests: seq -> method
@@ -106,6 +107,11 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
                   unanswered=fs or None, extra={"incomplete": True}).to_json()
         return
     out = dict(end)
+    if header.get("transport", "stdio") != "stdio":
+        # the live HTTP tap's end record counts every byte it forwarded (heads, bodies, chunked and
+        # SSE framing), which no re-annotation can count again from the capture; full re-annotation
+        # counts the messages' bytes, and so does this: the figure does not depend on the path
+        out["c2s"], out["s2c"] = streams["c2s"].json(), streams["s2c"].json()
     for f in end.get("unanswered", ()):
         count([f])
     out["severities"] = severities

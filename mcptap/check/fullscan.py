@@ -57,6 +57,7 @@ class FullScan:
         self.rep = CaptureReport("", header.get("transport"), header.get("started"))
         self.methods: dict[Any, Any] = {}       # open request seq -> method (check_stream's)
         self.n = 0                              # source records read
+        self.cut = 0                            # lines cut by a failed write, each before a gap record (not records)
         self.old_end: dict[str, Any] | None = None
         self.had_end = False
         self.counts = {"c2s": [0, 0], "s2c": [0, 0], "stderr": [0, 0]}
@@ -130,7 +131,7 @@ class FullScan:
                             oracle.line = i
                         msg = replay_json(r, data)
                         if msg.findings:
-                            self._group(annotation_json(msg, True), n + 1)
+                            self._group(annotation_json(msg, True), n + self.cut + 1)
                             continue
                         plain += 1
                         if t > rep.duration_us:
@@ -159,6 +160,7 @@ class FullScan:
             if not (isinstance(r, dict) and r.get("type") == "gap"):
                 raise Unsupported("corrupt record")
             self.pending = None
+            self.cut += 1
         if type(r) is not dict or type(r.get("type")) is not str:
             raise Unsupported("record is not an object with a type")
         if type(r.get("id")) is float or "members" in r or r["type"] == "end":
@@ -200,7 +202,7 @@ class FullScan:
             self.old_end = r
             self.had_end = True
             return
-        line_no = self.n + 1
+        line_no = self.n + self.cut + 1
         if self.oracle is not None:
             self.oracle.line = -1 if rec.reframing else i     # re-framed: lines are not messages
         for out in rec.replay(r):
@@ -330,7 +332,7 @@ class FullScan:
         rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
         u, un = end.get("findings"), end.get("unanswered")
         fs = list(u if isinstance(u, list) else un if isinstance(un, list) else []) + capture
-        line = self.n + 1 if self.had_end else None
+        line = self.n + self.cut + 1 if self.had_end else None
         for f in fs:
             where = end.get("method")
             if isinstance(f.get("data"), dict):

@@ -97,7 +97,7 @@ def absorb(self: Any, b: dict[str, Any]) -> bool:
         return False
     if any(type(f) is not dict for _, rec, _ in b["deferred"] for f in rec.get("findings") or ()):
         return False
-    off = self.n + 1
+    off = self.n + self.cut + 1         # the lines before the run: records, cut lines, the header
     # responses in the later run to requests in this one, in order
     dgroups: dict[str, CodeGroup] = {}
     dsev = severity_counts()
@@ -123,6 +123,7 @@ def absorb(self: Any, b: dict[str, Any]) -> bool:
         self.counts[name][0] += nbytes
         self.counts[name][1] += nmsg
     self.n += b["n"]
+    self.cut += b["cut"]
     self.n_end += b["n_end"]
     self.messages += b["messages"]
     self.duration = max(self.duration, b["duration"])

@@ -53,8 +53,10 @@ class Reannotated:
         return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
 
     def _source(self) -> Iterator[dict[str, Any]]:
-        for r in self._records:
-            self._src_line += 1
+        records = self._records
+        for n, r in enumerate(records, 2):
+            # a line cut by a failed write (skipped by the reader, a gap record after it) is a line too
+            self._src_line = n + getattr(records, "cut_records", 0)
             self._integrity.feed(r)
             if r.get("type") == "end":
                 self._had_end = True

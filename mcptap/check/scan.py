@@ -68,6 +68,7 @@ class Scan:
         self.first = first
         self.on_bytes = on_bytes
         self.n = 0                          # records read (the reader's line count after the header)
+        self.cut = 0                        # lines cut by a failed write, each before a gap record (not records)
         self.n_end = 0                      # end records among them
         self.messages = 0
         self.duration = 0
@@ -108,7 +109,7 @@ class Scan:
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
         n, messages, buffered, duration = self.n, self.messages, self.buffered, self.duration
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
-        base = 1 if first else 0
+        base = (1 if first else 0) + self.cut      # line of record n: n + base
         last_seq = self.last_seq
         for line in lines:
             try:
@@ -122,6 +123,8 @@ class Scan:
                 if not (isinstance(rec, dict) and rec.get("type") == "gap"):
                     raise Unsupported("corrupt record")
                 self.pending = None
+                self.cut += 1
+                base += 1
             if type(rec) is not dict:
                 raise Unsupported("record is not an object")
             typ: Any = rec.get("type")
@@ -189,7 +192,7 @@ class Scan:
                                 task_params = params
                     elif not first:
                         # answers a request before this run: judged when merged (absorb)
-                        deferred.append((n, rec, self._value(rec) if shapes else None))
+                        deferred.append((n + base, rec, self._value(rec) if shapes else None))
                         any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
                         if type(t) is int and t > duration:
                             duration = t
@@ -316,7 +319,7 @@ class Scan:
     def state(self) -> dict[str, Any]:
         """What :meth:`absorb` needs of a later run (picklable; bytes already handed out)."""
         self.flush()
-        keys = ("n", "n_end", "messages", "duration", "groups", "firsts", "sev", "reqs", "deferred", "end", "last_rec_seq",
+        keys = ("n", "cut", "n_end", "messages", "duration", "groups", "firsts", "sev", "reqs", "deferred", "end", "last_rec_seq",
                 "last_t", "any_seq", "counts", "gaps", "gap_since_last", "last_seq", "increasing", "order", "first_seq",
                 "pending", "truncated")
         return {k: getattr(self, k) for k in keys}
@@ -351,7 +354,7 @@ class Scan:
             u, un = end.get("findings"), end.get("unanswered")
             end_fs = u if isinstance(u, list) else un if isinstance(un, list) else []
             t = end.get("t_us")
-            line = self.n + 1
+            line = self.n + self.cut + 1
         capture = capture_findings(self.truncated, end is not None, end_rec if end is not None else {}, integrity, spill_name(header))
         rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
         rep.truncated = any(f["code"] == "capture.truncated" for f in capture)

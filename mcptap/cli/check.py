@@ -40,6 +40,7 @@ from mcptap.escape import escape_controls
 def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: str, places: int | None,
             output: str | None, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
+    options.refuse_text_only(ctx, fmt, "color")
     if captures.count("-") > 1:
         raise click.UsageError("- (standard input) can be given once")
     refuse_input_as_output(captures, output)

@@ -39,6 +39,7 @@ from mcptap.escape import escape_controls
 def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: str, latency_threshold: float | None,
             color: bool | None) -> None:
     """Compare capture A (before) with capture B (after)."""
+    options.refuse_text_only(ctx, fmt, "color")
     if a == "-" and b == "-":
         raise click.UsageError("A and B cannot both be - (standard input is read once)")
     try:

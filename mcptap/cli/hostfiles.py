@@ -9,7 +9,9 @@ and writing it back safely, with its backup and its sidecar.
 * Before the first change mcptap ever makes, the original is copied to
   ``FILE.mcptap-backup`` (never overwritten afterwards).
 * The wrap memo lives in ``FILE.mcptap-wrap.json`` (mcptap/hosts/wrap.py);
-  it is removed when the last wrapped server is unwrapped.
+  it is removed when the last wrapped server is unwrapped. A damaged one
+  (not JSON, not a wrap record) stops ``wrap``; ``unwrap`` goes on without it
+  (as without a sidecar) and moves it aside to ``FILE.mcptap-wrap.json.damaged``.
 
 Every problem is a ``Fail`` (one line, exit 2) raised before anything is
 written.
@@ -66,6 +68,8 @@ class ConfigFile:
     text: str
     dialect: Dialect
     memo: dict[str, Any] | None
+    #: why the sidecar could not be used (``load(damaged_ok=True)``); None: it is fine or absent
+    damaged: str | None = None
 
     @property
     def sidecar(self) -> str:
@@ -96,8 +100,10 @@ def locate(host: str | None, config: str | None) -> str:
 
 
 def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool,
-         project: str | None = None) -> ConfigFile:
-    """Read and check the configuration and its sidecar. Raises Fail."""
+         project: str | None = None, damaged_ok: bool = False) -> ConfigFile:
+    """Read and check the configuration and its sidecar. Raises Fail; for a
+    damaged sidecar only without ``damaged_ok`` (then ``memo`` is None and
+    ``damaged`` says why)."""
     if project is not None and host != "claude-code-local":
         raise click.UsageError("--project applies to --host claude-code-local")
     path = locate(host, config)
@@ -133,14 +139,30 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         if not os.access(os.path.dirname(real) or ".", os.W_OK):
             raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
     memo = None
+    damaged = None
     sidecar = real + SIDECAR_SUFFIX
     if os.path.exists(sidecar):
         try:
             with open(sidecar, "rb") as fp:
                 memo = check_memo(json.loads(fp.read().decode("utf-8")))
-        except (OSError, ValueError, ConfigError) as exc:
-            raise Fail(f"{sidecar}: {exc}") from None
-    return ConfigFile(path, real, raw, text, dialect, memo)
+        except (ValueError, ConfigError) as exc:
+            if not damaged_ok:
+                raise Fail(f"{sidecar}: damaged wrap record ({exc}); `mcptap unwrap` restores without it") from None
+            damaged = str(exc)
+        except OSError as exc:
+            raise Fail(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+    return ConfigFile(path, real, raw, text, dialect, memo, damaged)
+
+
+def set_damaged_aside(cf: ConfigFile) -> str:
+    """Move a damaged sidecar to ``SIDECAR.damaged`` (kept for the user: it may
+    still show an original URL); returns that path. Raises Fail."""
+    aside = cf.sidecar + ".damaged"
+    try:
+        os.replace(cf.sidecar, aside)
+    except OSError as exc:
+        raise Fail(f"{cf.sidecar}: cannot move aside: {exc.strerror or exc}") from None
+    return aside
 
 
 def diff(cf: ConfigFile, new_text: str) -> str:
@@ -178,7 +200,7 @@ def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
     if outcome.memo["servers"]:
         data = (json.dumps(outcome.memo, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
         _atomic_write(cf.sidecar, data, 0o600)      # it holds the original args, secrets included
-    elif os.path.exists(cf.sidecar):
+    elif os.path.exists(cf.sidecar) and cf.damaged is None:     # a damaged one is moved aside, never lost
         os.unlink(cf.sidecar)
 
 

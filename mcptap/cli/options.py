@@ -35,3 +35,22 @@ def ignore(help: str) -> Callable[[F], F]:
 def example(*lines: str) -> str:
     """A click epilog of example command lines (kept verbatim by click)."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def refuse_text_only(ctx: click.Context, fmt: str, *names: str) -> None:
+    """Raise ``click.UsageError`` (exit 2, one line) when an option among
+    ``names`` (parameter names, e.g. ``"oneline"``, ``"color"``) was given on
+    the command line together with a ``--format`` other than ``text``: such an
+    option asks for something only the text output does, and ignoring it would
+    let the user believe it applied. An option that asks for what the format
+    already is (``--no-color``: no escape codes) is accepted."""
+    if fmt == "text":
+        return
+    for name in names:
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params.get(name)
+        if name == "color" and not value:
+            continue        # --no-color: every other format has no colour anyway
+        flag = "--color" if name == "color" else "--" + name.replace("_", "-")
+        raise click.UsageError(f"{flag} applies to --format text only, not --format {fmt}", ctx)

@@ -178,6 +178,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], fmt: str, color: bool | None,
             cmd: tuple[str, ...]) -> None:
     """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP)."""
+    options.refuse_text_only(ctx, fmt, "color")
     if bool(url) == bool(cmd):
         _say("give exactly one server: -- CMD ARGS... or --url URL")
         ctx.exit(2)

@@ -87,6 +87,7 @@ def _growable(path: str) -> bool:
 def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str, follow: bool, poll: float,
             oneline: bool, no_summary: bool, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Show CAPTURE (default: the newest capture) as a timeline."""
+    options.refuse_text_only(ctx, fmt, "oneline", "no_summary", "color")
     from mcptap.check.reannotated import Reannotated
     from mcptap.filters.operators import compile_filter
     from mcptap.show import render

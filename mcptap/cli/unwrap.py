@@ -2,22 +2,31 @@
 undo ``mcptap wrap``.
 
 Each wrapped server (all, or the named ones) gets its original entry back,
-byte for byte, from the wrap record in ``FILE.mcptap-wrap.json``; an entry
-edited since it was wrapped (or without a record) gets its original command
-and arguments back from the wrapped arguments. Other bytes stay as they are.
+byte for byte, from the wrap record in ``FILE.mcptap-wrap.json`` ("restored
+exactly" only when the entry then has the SHA-256 the record keeps); an entry
+edited since it was wrapped (or without a usable record) gets its original
+command and arguments back from the wrapped arguments. Other bytes stay as
+they are. A damaged sidecar (not JSON, not a wrap record) is reported and
+unwrap goes on as without one; the file is moved aside to
+``FILE.mcptap-wrap.json.damaged``.
 
-Exit status: 0; 2 for a usage error, a configuration that does not parse, a
-server name not in it, a read-only file (then nothing is written).
+Exit status: 0; 1 when a server stays wrapped because its original was only
+in a missing or damaged sidecar (a URL entry pointing at its tap); 2 for a
+usage error, a configuration that does not parse, a server name not in it, a
+read-only file (then nothing is written).
 """
 
 from __future__ import annotations
+
+import sys
 
 import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.hostfiles import config_options, diff, load, save
+from mcptap.cli.hostfiles import config_options, diff, load, save, set_damaged_aside
 from mcptap.cli.wrap import report
+from mcptap.escape import escape_controls
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import unwrap
 
@@ -28,7 +37,10 @@ from mcptap.hosts.wrap import unwrap
 def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
             servers: tuple[str, ...]) -> None:
     """Restore the original entries of wrapped servers (all, or each SERVER)."""
-    cf = load(host, config, dialect, need_write=not dry_run, project=project)
+    cf = load(host, config, dialect, need_write=not dry_run, project=project, damaged_ok=True)
+    if cf.damaged is not None:
+        click.echo(f"mcptap: {escape_controls(cf.sidecar)}: damaged wrap record ({escape_controls(cf.damaged)}): "
+                   "unwrapping without it (command and args from the wrapped arguments)", err=True)
     try:
         outcome = unwrap(cf.dialect, cf.text, cf.memo, servers)
     except ConfigError as exc:
@@ -36,8 +48,12 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     report(outcome, dry_run)
     if not outcome.notes:
         click.echo(f"mcptap: {cf.path}: no MCP servers in {cf.dialect.label}", err=True)
+    failed = any(n.action == "failed" for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
-        return
+        sys.exit(1 if failed else 0)
     save(cf, outcome, memo_first=False)
-    click.echo(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {cf.path}", err=True)
+    click.echo(escape_controls(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {cf.path}"), err=True)
+    if cf.damaged is not None:
+        click.echo(escape_controls(f"mcptap: the damaged wrap record is kept as {set_damaged_aside(cf)}"), err=True)
+    sys.exit(1 if failed else 0)

@@ -82,6 +82,11 @@ class Dialect:
     def set_url(self, text: str, name: str, url: str) -> str:
         raise NotImplementedError
 
+    def entry_texts(self, text: str) -> dict[str, str]:
+        """The source text of each server entry, by name (what a wrap
+        record's digest covers). Raises ConfigError as ``servers`` does."""
+        raise NotImplementedError
+
 
 def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
     if node is None:
@@ -179,6 +184,9 @@ class JsonDialect(Dialect):
             edits.append((at, at, piece))
         return _splice(text, edits)
 
+    def entry_texts(self, text: str) -> dict[str, str]:
+        return {name: text[e.start:e.end] for name, e in self._entries(text).items()}
+
     def set_url(self, text: str, name: str, url: str) -> str:
         entry = self._entry(text, name)
         for key in URL_KEYS:
@@ -264,6 +272,9 @@ class CodexToml(Dialect):
         doc = self._doc(text)
         self._table(doc, name)["url"] = url
         return str(doc.as_string())
+
+    def entry_texts(self, text: str) -> dict[str, str]:
+        return {name: str(tbl.as_string()) for name, tbl in self._tables(self._doc(text)).items()}
 
 
 MCP_SERVERS = JsonDialect("mcpServers", 'JSON "mcpServers" (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI)', ("mcpServers",))

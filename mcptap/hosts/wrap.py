@@ -21,7 +21,9 @@ original command/arguments or URL. ``unwrap`` puts ``before`` back where
 bytes even after the user edited other parts of the file; when ``after`` is
 no longer there (the entry itself was edited) it restores the original
 command and arguments from the wrapped arguments themselves (or the URL from
-the memo), keeping the user's edits. No host documents that it tolerates
+the memo), keeping the user's edits. Each record also keeps the SHA-256 of
+the entry's original text (``entry_sha256``): ``unwrap`` says an entry is
+restored exactly only when the restored entry has that digest. No host documents that it tolerates
 unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
 memo in a sidecar file beside the configuration, never in the entry.
 
@@ -31,6 +33,7 @@ one wrapped differently (another ``--dir``) is unwrapped and wrapped again.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import zlib
 from collections.abc import Iterable, Sequence
@@ -66,8 +69,10 @@ class WrapSpec:
 @dataclass(frozen=True)
 class Note:
     """What happened to one server: ``action`` is ``wrapped``, ``rewrapped``,
-    ``unchanged``, ``skipped``, ``restored`` (exact), ``restored-args``
-    (from the wrapped arguments), ``not-wrapped`` or ``failed``; ``detail``
+    ``unchanged``, ``skipped``, ``restored`` (exact: the entry's digest
+    verified), ``restored-args`` (the original command and args or URL back,
+    the rest of the entry as it is now), ``not-wrapped`` or ``failed`` (still
+    wrapped: the original is lost with the wrap record); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
     name: str
@@ -83,6 +88,8 @@ class Outcome:
     text: str
     memo: dict[str, Any]
     notes: list[Note] = field(default_factory=list)
+    #: server name -> the digest its exactly restored entry must have (checked once at the end)
+    verify: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -194,8 +201,10 @@ def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpe
     """Wrap the named servers (default: all) of ``text``. Raises ConfigError
     for a name not in the configuration or a malformed entry."""
     out = Outcome(text, _copy(memo))
-    for entry in _select(dialect.servers(text), names):
-        _wrap_one(dialect, out, entry, spec)
+    selected = _select(dialect.servers(text), names)
+    originals = _digests(dialect, text)         # each entry's own text stays as it is until wrapped
+    for entry in selected:
+        _wrap_one(dialect, out, entry, spec, originals)
     return out
 
 
@@ -204,7 +213,18 @@ def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iter
     out = Outcome(text, _copy(memo))
     for entry in _select(dialect.servers(text), names):
         out.notes.append(_unwrap_one(dialect, out, entry))
+    if out.verify:
+        now = _digests(dialect, out.text)
+        out.notes = [_verified(n, out.verify[n.name], now.get(n.name)) if n.name in out.verify else n for n in out.notes]
+        out.verify = {}
     return out
+
+
+def _verified(note: Note, want: str, got: str | None) -> Note:
+    if got == want:
+        return Note(note.name, "restored", "original entry restored exactly (SHA-256 verified)")
+    return Note(note.name, "restored-args", "original command and args put back; the entry was edited after wrapping "
+                                            "and differs from the original (the edits are kept)")
 
 
 def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
@@ -212,7 +232,7 @@ def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
     return {**base, "servers": dict(base["servers"])}
 
 
-def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec) -> None:
+def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec, originals: dict[str, str]) -> None:
     name = entry.name
     key = dialect.memo_key(name)
     records = out.memo["servers"]
@@ -235,7 +255,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         new = dialect.set_url(out.text, name, tap_url(name, upstream))
         before, after = text_change(out.text, new)
         records[key] = {"kind": "url", "before": before, "after": after,
-                         "original": {"url": upstream, "key": entry.url_key}}
+                         "original": {"url": upstream, "key": entry.url_key}, "entry_sha256": originals[name]}
         out.text = new
         out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream)}; start the tap with:", cmd))
         return
@@ -249,6 +269,8 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
             out.notes.append(Note(name, "unchanged", "already wrapped"))
             return
         _unwrap_one(dialect, out, entry)
+        out.verify.pop(name, None)
+        originals = _digests(dialect, out.text)     # the entry as unwrapping gave it back
         action = "rewrapped"
         entry = dialect.servers(out.text)[name]
         assert entry.command is not None
@@ -258,19 +280,51 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     new = dialect.set_stdio(out.text, name, command, wargs)
     before, after = text_change(out.text, new)
     records[key] = {"kind": "stdio", "before": before, "after": after,
-                     "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)}}
+                     "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)},
+                     "entry_sha256": originals[name]}
     out.text = new
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
+
+
+def _digests(dialect: Dialect, text: str) -> dict[str, str]:
+    """SHA-256 (hex) of each server entry's text in ``text``, by name."""
+    return {name: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for name, t in dialect.entry_texts(text).items()}
+
+
+def _usable(rec: Any) -> bool:
+    """A wrap record unwrap can use (a sidecar edited by hand may hold anything)."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("before"), str) or not isinstance(rec.get("after"), str):
+        return False
+    original = rec.get("original")
+    if rec.get("kind") == "url":
+        return isinstance(original, dict) and isinstance(original.get("url"), str)
+    return rec.get("kind") == "stdio"
+
+
+def _points_at_a_tap(name: str, url: str | None) -> bool:
+    try:
+        parts = urlsplit(url or "")
+        return parts.hostname == "127.0.0.1" and parts.port == tap_port(name)
+    except ValueError:
+        return False
 
 
 def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     name = entry.name
     key = dialect.memo_key(name)
     rec = out.memo["servers"].get(key)
+    damaged = key in out.memo["servers"] and not _usable(rec)
+    if damaged:
+        rec = None
     if rec is not None and rec["after"] and out.text.count(rec["after"]) == 1:
         out.text = out.text.replace(rec["after"], rec["before"], 1)
         del out.memo["servers"][key]
-        return Note(name, "restored", "original entry restored exactly")
+        want = rec.get("entry_sha256")
+        if not isinstance(want, str):
+            return Note(name, "restored", "the text wrapping changed is put back (not verified: the wrap record, "
+                                         "written by an older mcptap, has no digest of the entry)")
+        out.verify[name] = want
+        return Note(name, "restored")
     if entry.kind == "stdio":
         assert entry.command is not None
         original = parse_wrapped(entry.command, entry.args or ())
@@ -279,7 +333,8 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
             return Note(name, "not-wrapped")
         out.text = dialect.set_stdio(out.text, name, original[0], original[1])
         out.memo["servers"].pop(key, None)
-        why = "the entry was edited after wrapping" if rec is not None else "no wrap record in the sidecar"
+        why = ("the entry was edited after wrapping" if rec is not None else
+               "its wrap record in the sidecar is damaged" if damaged else "no wrap record in the sidecar")
         return Note(name, "restored-args", f"command and args restored from the wrapped arguments ({why}); the rest of the entry is as it is now")
     if entry.kind == "url" and rec is not None and rec.get("kind") == "url":
         upstream = rec["original"]["url"]
@@ -289,4 +344,11 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
             return Note(name, "restored-args", "URL restored (the entry was edited after wrapping)")
         del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
+    if entry.kind == "url" and _points_at_a_tap(name, entry.url):
+        out.memo["servers"].pop(key, None)
+        why = "is damaged" if damaged else "is missing"
+        return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "
+                                    "set it back by hand (the backup file beside the configuration holds it)")
+    if damaged:
+        out.memo["servers"].pop(key, None)
     return Note(name, "not-wrapped")

@@ -182,7 +182,7 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
     record). Yields lines without newline."""
     st = style or plain
     tracker = Tracker()
-    summ = Summary()
+    summ = Summary(header.get("transport", "stdio"))
     yield from _header_lines(header, path, st)
     yield st(COLUMNS, "dim")
     for rec in records:
@@ -217,7 +217,7 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     tool}`` of the request they belong to), the end record, then a
     ``{"type": "summary", …}`` object. One JSON object per string."""
     tracker = Tracker()
-    summ = Summary()
+    summ = Summary(header.get("transport", "stdio"))
     yield dumps(header).decode()
     for rec in records:
         req = tracker.feed(rec)

@@ -154,7 +154,9 @@ class Summary:
     (or a paired request) is counted in exactly one of c2s/s2c/resp, so a
     filtered summary reads like the unfiltered one over those records."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: Any = "stdio") -> None:
+        #: the header's transport: on HTTP the bytes are the messages' (not heads and framing), said in the text
+        self.transport = transport
         self.messages = {"c2s": 0, "s2c": 0}
         self.kinds: dict[str, int] = {}
         self.methods: dict[str, _Stat] = {}
@@ -258,8 +260,12 @@ class Summary:
         yield (f"  {m.get('c2s', 0) + m.get('s2c', 0)} messages (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
         b = j["bytes"]
-        yield "  bytes: " + ", ".join(f"{k} {v:,}" for k,
-                                      v in b.items() if v is not None) if any(v is not None for v in b.values()) else "  bytes: unknown (no end record)"
+        label = "  bytes: " if self.transport == "stdio" else "  message bytes: "
+        if any(v is not None for v in b.values()):
+            yield (label + ", ".join(f"{k} {v:,}" for k, v in b.items() if v is not None)
+                   + ("" if self.transport == "stdio" else " (JSON bodies and SSE event data; HTTP heads and framing not counted)"))
+        else:
+            yield label + "unknown (no end record)"
         if j["methods"]:
             yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'resp':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
             for name, s in j["methods"].items():

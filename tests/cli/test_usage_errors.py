@@ -65,3 +65,38 @@ def test_check_of_stdin_twice(tmp_path: Path) -> None:
     proc = cli("check", "-", "-", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == "mcptap: check: - (standard input) can be given once (see 'mcptap check --help')\n"
+
+
+CAPTURE = str(Path(__file__).resolve().parents[2] / "captures" / "faulty-server.jsonl")
+
+
+@pytest.mark.parametrize(("args", "flag", "fmt"), [
+    (("show", CAPTURE, "--format", "json", "--oneline"), "--oneline", "json"),
+    (("show", CAPTURE, "--format", "mermaid", "--oneline"), "--oneline", "mermaid"),
+    (("show", CAPTURE, "--no-summary", "--format", "json"), "--no-summary", "json"),
+    (("show", CAPTURE, "--format", "json", "--color"), "--color", "json"),
+    (("check", CAPTURE, "--format", "sarif", "--color"), "--color", "sarif"),
+    (("check", CAPTURE, "--format", "json", "--color"), "--color", "json"),
+    (("diff", CAPTURE, CAPTURE, "--format", "json", "--color"), "--color", "json"),
+    (("replay", CAPTURE, "--format", "json", "--color", "--url", "http://127.0.0.1:9/mcp"), "--color", "json"),
+])
+def test_text_only_option_with_another_format_is_a_usage_error(tmp_path: Path, args: tuple[str, ...], flag: str,
+                                                               fmt: str) -> None:
+    # accepted silently before: the JSON came out as if the option had not been given
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"mcptap: {args[0]}: {flag} applies to --format text only, not --format {fmt}")
+
+
+@pytest.mark.parametrize("args", [
+    ("show", CAPTURE, "--format", "json", "--no-color"),
+    ("check", CAPTURE, "--format", "json", "--no-color", "--fail-on", "never"),
+    ("show", CAPTURE, "--oneline", "--no-summary", "--color"),
+])
+def test_options_the_format_already_satisfies_are_accepted(tmp_path: Path, args: tuple[str, ...]) -> None:
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout
