@@ -33,6 +33,7 @@ MAX_CHUNK = 256 << 10
 EOF = "eof"            # the source ended (or failed: EIO from a hung-up terminal, …)
 BROKEN = "broken"      # the destination refused a write (EPIPE, …)
 STOPPED = "stopped"    # ``stop`` fd became readable
+FULL = "full"          # a read filled the first buffer (``until_full``): a flood, the caller takes over
 
 
 def _wait(fd: int, events: int) -> None:
@@ -41,16 +42,18 @@ def _wait(fd: int, events: int) -> None:
     p.poll()
 
 
-def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None = None) -> tuple[str, Any, int]:
+def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None = None,
+         until_full: bool = False) -> tuple[str, Any, int]:
     """Copy ``src`` to ``dst`` until EOF, a failed write, or ``stop`` (an fd
     that becomes readable when the pump must end; polled before each read,
     so a pump blocked on a host that never closes its stdin can be ended).
     ``seen`` gets each chunk as a view of the pump's buffer, valid only until
     it returns (copy what must be kept).
 
-    Returns ``(EOF, None, 0)``, ``(STOPPED, None, 0)`` or ``(BROKEN, token,
-    undelivered)``: ``token`` is what ``seen`` returned for the chunk whose
-    write failed and ``undelivered`` its bytes not written. Never raises for
+    Returns ``(EOF, None, 0)``, ``(STOPPED, None, 0)``, ``(FULL, None, 0)``
+    (``until_full``: after forwarding a chunk that filled the first buffer,
+    instead of growing it) or ``(BROKEN, token, undelivered)``: ``token`` is
+    what ``seen`` returned for the chunk whose write failed and ``undelivered`` its bytes not written. Never raises for
     I/O errors."""
     poller = None
     if stop is not None:
@@ -89,5 +92,19 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
                 return BROKEN, token, size - done
         del data
         if size == len(buf) < MAX_CHUNK:     # a full read: more is coming, take it in bigger bites
+            if until_full:
+                return FULL, None, 0
             buf = bytearray(MAX_CHUNK)
             view = memoryview(buf)
+
+
+def grow_pipe(fd: int, size: int) -> None:
+    """Ask for a pipe buffer of ``size`` bytes (Linux; refused beyond
+    /proc/sys/fs/pipe-max-size or a user's pipe page quota, or for an fd that
+    is not a pipe: then as it is)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:
+        pass

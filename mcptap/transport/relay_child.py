@@ -13,7 +13,9 @@ analysis in the same process, a forward thread that wakes while the recorder
 annotates waits for the GIL (5 ms by default, and a scheduler round trip on a
 busy machine at any interval), so a flood would still be paced by analysis.
 In this process the three threads only run a few bytecodes between blocking
-system calls, and nothing else runs.
+system calls, and nothing else runs. On Linux the s2c pump moves the server's
+bytes by tee/splice without copying them through Python (``tee_pump``;
+``CopyQueue.chunk_from`` takes the copy from its aux pipe).
 
 The copy stream is a sequence of items: a header ``<BBBqI`` (kind, direction,
 flag, t_us, n) then, for ``CHUNK``, n bytes. The queue order is the read
@@ -44,9 +46,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mcptap.transport import tee_pump
 from mcptap.transport.copy_stream import C2S, CHUNK, COPY_PIPE_SIZE, END, FAILED, HEADER, LOST, OFFSET, RAW, S2C, SPILLED
-from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, pump
+from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, grow_pipe, pump
 from mcptap.transport.spill import SpillFile
+from mcptap.transport.tee_pump import SPLICE_F_NONBLOCK, read_exact
 
 SPILL_BYTES = 4 << 20
 ITEM_COST = 256                # bytes a queued copy costs beyond its data (a flood of tiny chunks is bounded too)
@@ -109,6 +113,67 @@ class CopyQueue:
             if len(self._q) == 1:
                 self._bell.put(None)
         return item
+
+    def chunk_from(self, direction: int, fd: int, n: int) -> list[Any] | None:
+        """``chunk`` for ``n`` bytes waiting in the pipe ``fd`` (the tee of a
+        pump's source, ``tee_pump``); consumes exactly those n bytes: spliced
+        into the copy pipe or the spill file, read only when they must wait
+        in memory. Returns a token for ``withdraw`` (None: already sent)."""
+        with self._lock:
+            t = self._clock()
+            offset = self._streamed[direction]
+            self._streamed[direction] = offset + n
+            if self._broken:
+                read_exact(fd, n)                                 # mcptap is gone: forwarding goes on
+                return None
+            if not self._q:
+                head = HEADER.pack(CHUNK, direction, 0, t, n)
+                try:
+                    os.write(self._fd, head)                      # < PIPE_BUF: all or nothing
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self._broken = True
+                    read_exact(fd, n)
+                    return None
+                else:
+                    done = self._splice_copy(fd, n)
+                    if done < n:                                  # partly sent: the rest first
+                        self._q.append([RAW, direction, 0, t, 0, memoryview(read_exact(fd, n - done))])
+                        self._bell.put(None)
+                    return None
+            if self._queued > SPILL_BYTES:
+                at = self._spill.append_from(direction, t, offset, fd, n)
+                self._q.append([SPILLED, direction, 0, t, n, at] if at >= 0 else [LOST, direction, 0, t, n, b""])
+                if len(self._q) == 1:
+                    self._bell.put(None)
+                return None
+            item = [CHUNK, direction, 0, t, n, read_exact(fd, n)]
+            self._q.append(item)
+            self._queued += n + ITEM_COST
+            if len(self._q) == 1:
+                self._bell.put(None)
+        return item
+
+    def _splice_copy(self, fd: int, n: int) -> int:
+        """Move up to ``n`` bytes of ``fd`` into the copy pipe without
+        waiting; the bytes moved (the rest is still in ``fd``)."""
+        done = 0
+        while done < n:
+            try:
+                moved = os.splice(fd, self._fd, n - done, flags=SPLICE_F_NONBLOCK)
+            except InterruptedError:
+                continue
+            except BlockingIOError:
+                break
+            except OSError:
+                self._broken = True                               # mcptap is gone: drop the rest
+                read_exact(fd, n - done)
+                return n
+            if not moved:
+                break
+            done += moved
+        return done
 
     def _write(self, head: bytes, data: bytes | memoryview) -> int:
         """Try to write one item now: -1 all written, else the bytes written."""
@@ -252,7 +317,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
                 _signal(status_w, b"i")
 
         def s2c() -> None:
-            how, token, undelivered = pump(child_out, host_out, lambda data: q.chunk(S2C, data))
+            how, token, undelivered = tee_pump.pump_s2c(child_out, host_out, lambda data: q.chunk(S2C, data),
+                                                        lambda fd, n: q.chunk_from(S2C, fd, n))
             if how == BROKEN:
                 # the host closed our stdout: close the server's, so it gets
                 # EPIPE/SIGPIPE like a direct pipe would give it
@@ -276,17 +342,6 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
     os._exit(code)
 
 
-def _grow_pipe(fd: int, size: int) -> None:
-    """Ask for a pipe buffer of ``size`` bytes (Linux; refused beyond
-    /proc/sys/fs/pipe-max-size or a user's pipe page quota: then as it is)."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except OSError:
-        pass
-
-
 def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
                 spill: SpillFile) -> tuple[int, int, int, int]:
     """Fork the relay process. Returns ``(pid, copy_r, ctl_w, status_r)``:
@@ -301,11 +356,11 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     copy_r, copy_w = os.pipe()
     ctl_r, ctl_w = os.pipe()
     status_r, status_w = os.pipe()
-    _grow_pipe(copy_w, COPY_PIPE_SIZE)
+    grow_pipe(copy_w, COPY_PIPE_SIZE)
     # the server's stdout (our pipe): a flooding server writes a whole read's
     # worth per wake-up and the s2c pump moves it with one read, one write and
     # one copy (a 64 KiB pipe: four of each, and four times the wake-ups)
-    _grow_pipe(child_out, MAX_CHUNK)
+    grow_pipe(child_out, MAX_CHUNK)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:

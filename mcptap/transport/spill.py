@@ -67,6 +67,27 @@ class SpillFile:
         self._end += n
         return at
 
+    def append_from(self, direction: int, t_us: int, offset: int, fd: int, n: int) -> int:
+        """``append`` for ``n`` bytes waiting in the pipe ``fd``, spliced
+        into the file (no copy through user space); consumes exactly those
+        n bytes whatever happens. Returns like ``append``."""
+        done = 0
+        try:
+            wfd = self._open(True)
+            at = self._end + ENTRY.size
+            if os.pwrite(wfd, ENTRY.pack(direction, t_us, offset, n), self._end) != ENTRY.size:
+                raise OSError("short write")
+            while done < n:
+                moved = os.splice(fd, wfd, n - done, offset_dst=at + done)
+                if not moved:
+                    raise OSError("pipe ended early")
+                done += moved
+        except OSError:
+            _discard(fd, n - done)
+            return -1
+        self._end = at + n
+        return at
+
     def read(self, at: int, n: int) -> bytes:
         """``n`` bytes of data at file offset ``at`` (mcptap; raises OSError)."""
         return os.pread(self._open(False), n, at)
@@ -84,6 +105,20 @@ class SpillFile:
                 os.unlink(self.path)
             except OSError:
                 pass
+
+
+def _discard(fd: int, n: int) -> None:
+    """Read and drop ``n`` bytes of the pipe ``fd`` (they could not be kept)."""
+    while n > 0:
+        try:
+            data = os.read(fd, min(n, 1 << 16))
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            return
+        n -= len(data)
 
 
 def entries(path: str) -> Iterator[tuple[int, int, int, bytes]]:
