@@ -43,7 +43,7 @@ import trio
 
 from mcptap.transport import fact_codec as fc
 from mcptap.transport.copy_stream import COPY_PIPE_SIZE
-from mcptap.transport.relay_child import _grow_pipe
+from mcptap.transport.forward import grow_pipe
 from mcptap.transport.spill import SpillFile
 
 #: bytes queued in memory (pipe full) beyond which frames go to the spill file
@@ -294,7 +294,7 @@ def start_recorder(run_child: Callable[[int, int, SpillFile], None], clock: Call
     same origin). Call before trio or any thread starts."""
     fact_r, fact_w = os.pipe()
     status_r, status_w = os.pipe()
-    _grow_pipe(fact_w, COPY_PIPE_SIZE)
+    grow_pipe(fact_w, COPY_PIPE_SIZE)
     spill = SpillFile(None, spill_dir)
     # the objects made so far go where the cyclic collector never looks: the
     # recorder's collections would write to their headers and so copy every
