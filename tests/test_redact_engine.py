@@ -7,12 +7,15 @@ import hashlib
 import os
 import re
 import stat
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.errors import RedactionError
+from mcptap.redact import ds_table, patterns
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import PLACEHOLDER, Keyer
 from mcptap.redact.keyfile import ENV_CONFIG_DIR, ENV_KEY, load_keyer
@@ -156,6 +159,39 @@ def test_detect_secrets_patterns_are_in_use() -> None:
     assert library_error() is None
     out, hits = R.text("SG." + "a" * 22 + "." + "b" * 43)        # SendGrid: only detect-secrets knows it
     assert hits and hits[0].rule.startswith("ds:")
+
+
+def test_detect_secrets_table_is_the_installed_library_s_patterns() -> None:
+    # the table stands for the library only while the library is that version
+    # (scripts/gen_ds_table.py regenerates it); any other version is imported
+    live = patterns.load_library_patterns()
+    assert live, patterns.library_error()
+    if patterns.installed_library_version() == ds_table.VERSION:
+        assert list(ds_table.PATTERNS) == live
+    assert patterns.library_patterns() == live
+
+
+def test_argv_scrub_does_not_import_detect_secrets() -> None:
+    # every `mcptap record` scrubs its argv: importing detect-secrets (requests,
+    # urllib3, its scanner) for it cost ~6.5 MiB of the stdio tap's RSS and ~0.3 s
+    if patterns.installed_library_version() != ds_table.VERSION:
+        pytest.skip("installed detect-secrets is not the table's version: the library is imported")
+    code = ("import sys; from mcptap.redact import scrub_argv; "
+            "out = scrub_argv(['srv', '--x=SG.' + 'a' * 22 + '.' + 'b' * 43]); "
+            "assert 'redacted' in out[1], out; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('detect_secrets', 'requests', 'urllib3')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
+
+
+def test_other_detect_secrets_version_imports_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(patterns, "_library", None)
+    monkeypatch.setattr(ds_table, "PATTERNS", (("ds:stale", "never-used"),))
+    monkeypatch.setattr(ds_table, "VERSION", "0.0-other")
+    assert patterns.library_patterns() == patterns.load_library_patterns()
+    monkeypatch.setattr(patterns, "_library", None)
+    monkeypatch.setattr(ds_table, "VERSION", patterns.installed_library_version())
+    assert patterns.library_patterns() == [("ds:stale", "never-used")]
 
 
 json_values = st.recursive(
