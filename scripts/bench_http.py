@@ -415,12 +415,16 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
     peaks: dict[str, list[float]] = {k: [] for k in LABELS}
     settled: dict[str, list[float]] = {k: [] for k in LABELS}
     split: dict[str, list[tuple[float, float]]] = {k: [] for k in LABELS}
+    cpus: dict[str, list[tuple[float, float]]] = {k: [] for k in LABELS}
     for _ in range(2):
         direct.append(big_event(up.port, size))
         for k, root in LABELS.items():
             tap = Tap(up.port, root)
+            c0 = tap.cpu_split()
             took[k].append(big_event(tap.port, size))
             settled[k].append(tap.settle())
+            c1 = tap.cpu_split()
+            cpus[k].append((c1[0] - c0[0], c1[1] - c0[1]))
             peaks[k].append(tap.peak())
             split[k].append(tap.peak_split())
             tap.stop()
@@ -430,6 +434,8 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
                  "ratio", "<= 2x the event", "(direct column: the event)"))
     ROWS.append(("  relay process peak RSS (MiB)", None, {k: max(x[0] for x in v) for k, v in split.items()}, "", "", ""))
     ROWS.append(("  recorder process peak RSS (MiB)", None, {k: max(x[1] for x in v) for k, v in split.items()}, "", "", ""))
+    ROWS.append(("  relay process CPU (ms)", None, {k: min(x[0] for x in v) * 1e3 for k, v in cpus.items()}, "", "", "(min of runs)"))
+    ROWS.append(("  recorder process CPU (ms)", None, {k: min(x[1] for x in v) * 1e3 for k, v in cpus.items()}, "", "", ""))
     ROWS.append(("  analysis done after the last byte (ms)", None, {k: max(v) * 1e3 for k, v in settled.items()}, "", "", ""))
 
 

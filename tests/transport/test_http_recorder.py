@@ -56,6 +56,19 @@ def test_codec_round_trip_sends_what_the_observer_reads_and_big_bodies_once() ->
     assert fc.encode([r.ClientOpened(1), r.CloseClient(1)]) is None
 
 
+def test_a_body_forwarded_as_a_chunk_crosses_the_pipe_once() -> None:
+    other = bytes(range(256)) * 40
+    chunk = b"%x\r\n" % len(BIG) + BIG + b"\r\n"
+    near = b"%x\r\n" % len(BIG) + BIG[:-1] + b"!\r\n"          # not the body: sent as it is
+    items = [r.ResponseBody(4, 1, BIG), r.ResponseBody(4, 1, other), r.SendClient(1, chunk), r.SendClient(1, near)]
+    enc = fc.encode(items)
+    assert enc is not None
+    meta, bodies = enc
+    assert bodies[:2] == [BIG, other] and len(bodies) == 3 and bodies[2] is near
+    parts = iter(bodies)
+    assert [x.data for x in fc.decode(meta, lambda n: next(parts))] == [BIG, other, chunk, near]
+
+
 class _Notes:
     """An observer writing one note per batch: its clock and what it holds."""
 
