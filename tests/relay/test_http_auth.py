@@ -238,3 +238,16 @@ def test_a_redirect_to_itself_is_a_finding_not_a_hang() -> None:
     assert redirect_findings("/authorize?x=1", 302, [(b"Location", b"http://localhost:3000/callback?code=c")]) == []
     assert redirect_findings("/authorize?x=1", 302, [(b"Location", b"/login?next=%2Fauthorize")]) == []
     assert redirect_findings("/authorize?x=1", 200, [(b"Location", b"/authorize?x=1")]) == []
+
+
+def test_notes_taken_from_one_host_view_are_not_lost_by_another() -> None:
+    # `at()` views share the notes list with the tap's front: taking the notes must
+    # empty that shared list, not swap in a new one only this view sees (a refusal
+    # noted through a view after the swap would never be reported, or twice).
+    f = front()
+    view = f.at("localhost:7000")
+    view.front("http://203.0.113.9/as", learn=True)
+    assert [c for c, _ in f.take_notes()] == ["auth.metadata_host_refused"]
+    view.front("http://203.0.113.10/as", learn=True)
+    assert [c for c, _ in f.take_notes()] == ["auth.metadata_host_refused"]
+    assert view.take_notes() == [] and f.take_notes() == []

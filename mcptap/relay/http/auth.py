@@ -126,7 +126,9 @@ class AuthFront:
         return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes, self.prm_paths)
 
     def take_notes(self) -> list[tuple[str, str]]:
-        notes, self.notes = self.notes, []
+        # emptied in place: the per-Host views of ``at()`` share this list
+        notes = self.notes[:]
+        self.notes.clear()
         return notes
 
     # -- origins ------------------------------------------------------------------------

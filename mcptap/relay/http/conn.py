@@ -43,6 +43,9 @@ from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState
 from mcptap.relay.http.guard import host_name, request_problem
 from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
+#: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
+_NOTHING = (b"", False)
+
 
 class ConnRelay(ConnEnds):
     """One client connection and its upstream connection (see module doc).
@@ -62,17 +65,16 @@ class ConnRelay(ConnEnds):
         self._pump_client(out)
 
     def _pump_client(self, out: list[Any]) -> None:
+        # dispatch on the exact event type (h11's event classes are final): cheaper than isinstance chains
+        client = self.client
         while not self.closed:
             try:
-                ev = self.client.next_event()
+                ev: Any = client.next_event()      # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
                 self._client_error(str(exc), out)
                 return
-            if ev is h11.NEED_DATA or ev is h11.PAUSED:
-                return
-            if isinstance(ev, h11.Request):
-                self._on_request(ev, out)
-            elif isinstance(ev, h11.Data):
+            t = type(ev)
+            if t is h11.Data:
                 ex = self.ex
                 data = bytes(ev.data)
                 if ex is not None:
@@ -82,7 +84,9 @@ class ConnRelay(ConnEnds):
                             self._send_up(e, out)
                     elif ex.forward:
                         self._send_up(h11.Data(data=data), out)
-            elif isinstance(ev, h11.EndOfMessage):
+            elif t is h11.Request:
+                self._on_request(ev, out)
+            elif t is h11.EndOfMessage:
                 ex = self.ex
                 if ex is not None:
                     ex.req_done = True
@@ -97,9 +101,15 @@ class ConnRelay(ConnEnds):
                         ex.pending_502 = None
                         self._refuse(ex, status, reason, detail, how, out)
                         return
+                    if not ex.resp_done and client.trailing_data == _NOTHING:
+                        # request complete, response not: with nothing buffered and no close
+                        # seen, next_event could only say NEED_DATA (a call saved per exchange)
+                        return
                 self._cycle(out)
-            elif isinstance(ev, h11.ConnectionClosed):
+            elif t is h11.ConnectionClosed:
                 self._client_gone("", out)
+                return
+            else:           # NEED_DATA, PAUSED
                 return
 
     def _on_request(self, ev: h11.Request, out: list[Any]) -> None:
@@ -125,7 +135,11 @@ class ConnRelay(ConnEnds):
         upstream, origin, kind = self.relay.upstream, 0, ""
         front = self.relay.auth
         if front is not None:
-            ex.oauth = x = AuthExchange.plan(front.at(ex.host_in), ex.id, self.id, ev.target, raw, upstream.path)
+            view = self._view
+            if view is None or view[0] is not front or view[1] != ex.host_in:
+                # one view per client Host (views share the front's state): not rebuilt per request
+                view = self._view = (front, ex.host_in, front.at(ex.host_in))
+            ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, ev.target, raw, upstream.path)
             upstream, origin, kind = x.upstream, x.origin, x.recorded_kind
             if x.kind == oauth.UNKNOWN_FRONT:
                 out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
@@ -208,14 +222,13 @@ class ConnRelay(ConnEnds):
         while self.up is not None and not self.closed:
             up = self.up
             try:
-                ev = up.next_event()
+                ev: Any = up.next_event()          # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
                 self._upstream_error(str(exc), out)
                 return
-            if ev is h11.NEED_DATA or ev is h11.PAUSED:
-                return
+            t = type(ev)
             ex = self.ex
-            if isinstance(ev, h11.Data):
+            if t is h11.Data:
                 if ex is None:
                     continue
                 data = bytes(ev.data)
@@ -224,15 +237,17 @@ class ConnRelay(ConnEnds):
                     for e in ex.oauth.response_data(data, out):
                         self._send_client(e, out)
                     continue
-                fwd = ex.rewriter.feed(data) if ex.rewriter is not None else data
-                self._note_rewrites(ex, out)
-                if fwd:
-                    self._send_client(h11.Data(data=fwd), out)
-            elif isinstance(ev, h11.Response) or isinstance(ev, h11.InformationalResponse):
+                rw = ex.rewriter
+                if rw is not None:
+                    data = rw.feed(data)
+                    self._note_rewrites(ex, out)
+                if data:
+                    self._send_client(h11.Data(data=data), out)
+            elif t is h11.Response or t is h11.InformationalResponse:
                 if ex is None:
                     continue
-                self._on_response(ex, ev, isinstance(ev, h11.InformationalResponse), out)
-            elif isinstance(ev, h11.EndOfMessage):
+                self._on_response(ex, ev, t is h11.InformationalResponse, out)
+            elif t is h11.EndOfMessage:
                 if ex is None:
                     continue
                 self._flush_rewriter(ex, out)
@@ -243,7 +258,10 @@ class ConnRelay(ConnEnds):
                     ex.resp_done = True
                     out.append(ResponseEnded(ex.id, self.id, "complete", reused=ex.reused))
                     self._cycle(out)
-            elif isinstance(ev, h11.ConnectionClosed):
+                up = self.up
+                if up is not None and up.trailing_data == _NOTHING:
+                    return          # next_event could only say NEED_DATA or PAUSED (a call saved)
+            elif t is h11.ConnectionClosed:
                 gen = self.gen
                 self.up = None
                 out.append(CloseUpstream(self.id, gen))
@@ -251,6 +269,8 @@ class ConnRelay(ConnEnds):
                     self._upstream_eof_before_response(ex, "", out)
                 else:
                     out.append(ConnClosed(self.id, "upstream", idle=True))
+                return
+            else:           # NEED_DATA, PAUSED
                 return
 
     def _on_response(self, ex: ExchangeState, ev: Any, informational: bool, out: list[Any]) -> None:
@@ -288,7 +308,8 @@ class ConnRelay(ConnEnds):
         if cl.our_state is h11.DONE and cl.their_state is h11.DONE:
             cl.start_next_cycle()
             self.ex = None
-            self._pump_client(out)
+            if cl.trailing_data != _NOTHING:       # a pipelined request or a close (else NEED_DATA)
+                self._pump_client(out)
         elif cl.our_state is h11.MUST_CLOSE or cl.their_state is h11.MUST_CLOSE or cl.our_state is h11.CLOSED:
             self.ex = None
             self._close_client(out, abort=False)

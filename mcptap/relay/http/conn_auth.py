@@ -37,7 +37,6 @@ class AuthExchange:
     origin: int
     upstream: Upstream
     target: bytes
-    served_url: str = ""
     req_head: h11.Request | None = None
     req_hold: bytearray | None = None
     resp_head: h11.Response | None = None
@@ -52,9 +51,12 @@ class AuthExchange:
         if kind == oauth.MCP and (_is_form(raw) or _names_resource(target, mcp_path)):
             kind = oauth.AS      # a 2025-03-26 fallback endpoint (/authorize, /token) on the upstream itself
         up = front.origins[route.origin] if route.kind != oauth.UNKNOWN_FRONT else front.origins[0]
-        x = cls(front, exchange, conn, kind, route.origin, up, route.target)
-        x.served_url = up.origin + route.target.decode("latin-1").partition("?")[0]
-        return x
+        return cls(front, exchange, conn, kind, route.origin, up, route.target)
+
+    @property
+    def served_url(self) -> str:
+        """The request's URL at its origin, without the query (for the RFC 9728 §3.3 check)."""
+        return self.upstream.origin + self.target.decode("latin-1").partition("?")[0]
 
     @property
     def recorded_kind(self) -> str:

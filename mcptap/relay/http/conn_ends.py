@@ -13,6 +13,7 @@ from typing import Any
 
 import h11
 
+from mcptap.relay.http import auth as oauth
 from mcptap.relay.http.events import CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, ResponseEnded, SendClient, Upstream
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, RelaySettings, tap_response
 
@@ -31,6 +32,8 @@ class ConnEnds:
         self.up_eof = False
         self.ex: ExchangeState | None = None
         self.closed = False
+        #: (front, Host, front.at(Host)) of the last request: the OAuth view for that Host
+        self._view: tuple[oauth.AuthFront, str | None, oauth.AuthFront] | None = None
 
     def _send_client(self, ev: Any, out: list[Any]) -> bool:
         try:

@@ -33,11 +33,14 @@ HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te"
 def strip_hop(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     """Drop hop-by-hop fields and those named by Connection (RFC 9110 §7.6.1)."""
     items = list(raw)
+    low = [n.lower() for n, _ in items]
+    if HOP_BY_HOP.isdisjoint(low):
+        return items            # the common case: nothing to drop (no Connection field either)
     named: set[bytes] = set()
-    for n, v in items:
-        if n.lower() == b"connection":
+    for n, (_, v) in zip(low, items, strict=True):
+        if n == b"connection":
             named.update(t.strip().lower() for t in v.split(b","))
-    return [(n, v) for n, v in items if n.lower() not in HOP_BY_HOP and n.lower() not in named]
+    return [item for n, item in zip(low, items, strict=True) if n not in HOP_BY_HOP and n not in named]
 
 
 def request_host(raw: Headers) -> str | None:
