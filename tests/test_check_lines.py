@@ -77,3 +77,24 @@ def test_places_after_a_cut_record(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     gz = tmp_path / (path.name + ".gz")
     gz.write_bytes(gzip.compress(data))
     _all_paths(gz, data, monkeypatch)
+
+
+def test_show_follow_reads_past_a_cut_record_and_counts_its_line(tmp_path: Path) -> None:
+    """show --follow's reader skips a cut record before its gap record as the file reader
+    does (before: "corrupt record (not JSON)", exit 2), and counts its line."""
+    from mcptap.capture.follow import Follower
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.check.report import check_stream
+
+    path = _cut_record(tmp_path, "follow.jsonl", 9)
+    data = path.read_bytes()
+    fol = Follower(str(path), poll=0.01)
+    ra = Reannotated(fol.header, fol, str(path), lambda: fol.truncated)
+    rep = check_stream(ra, str(path), 20)
+    assert fol.cut_records == 1 and "capture.gap" in rep.groups
+    assert _places_point_at_their_records(rep, data) > 5
+    assert _shape_of(rep) == _shape_of(check_capture(str(path), 20))
+
+
+def _shape_of(rep: CaptureReport) -> Any:
+    return [(c, [(p.seq, p.line) for p in g.places]) for c, g in rep.groups.items()]

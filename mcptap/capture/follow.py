@@ -27,6 +27,8 @@ class Follower:
         self.poll = poll
         self.stop = False
         self.truncated = False
+        #: records cut by a failed write, each followed by the gap record saying so (the reader's rule)
+        self.cut_records = 0
         self.header = self._wait_header()
 
     def _wait_header(self) -> dict[str, Any]:
@@ -51,11 +53,12 @@ class Follower:
             fp.readline()
             lineno = 1
             buf = b""
+            pending: int | None = None      # the line number of a line that is not JSON, until a gap record follows it
             while True:
                 chunk = fp.readline()
                 if not chunk:
                     if self.stop:
-                        self.truncated = bool(buf)
+                        self.truncated = bool(buf) or pending is not None     # stopped before a gap record came
                         return
                     time.sleep(self.poll)
                     continue
@@ -67,7 +70,15 @@ class Follower:
                 try:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON)") from None
+                    if pending is not None:
+                        raise CaptureReadError(f"{self.path}:{pending}: corrupt record (not JSON)") from None
+                    pending = lineno        # a record cut by a failed write, if the writer's gap record follows
+                    continue
+                if pending is not None:
+                    if not (isinstance(rec, dict) and rec.get("type") == "gap"):
+                        raise CaptureReadError(f"{self.path}:{pending}: corrupt record (not JSON)")
+                    pending = None
+                    self.cut_records += 1
                 if not isinstance(rec, dict) or "type" not in rec:
                     raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
                 rec = exact_ids(rec, line)
