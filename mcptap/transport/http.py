@@ -35,7 +35,7 @@ from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.hasher import BackgroundSha
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
-from mcptap.transport.http_io import CHUNK, coalesce, receive, send
+from mcptap.transport.http_io import CHUNK, coalesce, next_size, receive, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
 
 __all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
@@ -333,9 +333,11 @@ class HttpTap:
     async def _upstream_reader(self, c: _ConnIO, gen: int, stream: trio.abc.Stream) -> None:
         relay = self.relay
         assert relay is not None
+        size = CHUNK
         while True:
             try:
-                data = await receive(stream)
+                data = await receive(stream, size)
+                size = next_size(size, len(data))
             except trio.ClosedResourceError:
                 return            # we closed it
             except _IO_ERRORS:

@@ -25,6 +25,37 @@ def test_coalesce_keeps_upstream_generations_apart():
     assert coalesce(items, 1, b"a", r.SendUpstream, 1, _COMMANDS) == (b"ab", 2)
 
 
+def test_coalesce_keeps_a_large_body_apart_from_its_framing():
+    body = b"x" * (64 << 10)
+    items = [r.SendClient(1, b"10000\r\n"), r.SendClient(1, body), r.SendClient(1, b"\r\n"), r.CloseClient(1)]
+    parts, end = coalesce(items, 1, b"10000\r\n", r.SendClient, None, _COMMANDS)
+    assert end == 3 and type(parts) is list and parts[1] is body        # for writev: never joined
+    # many pieces are joined whatever their size (writev takes at most IOV_MAX of them)
+    many = [r.SendClient(1, b"y" * 2048) for _ in range(40)]
+    assert coalesce(many, 1, many[0].data, r.SendClient, None, _COMMANDS) == (b"y" * 2048 * 40, 40)
+
+
+async def test_pieces_partly_taken_by_the_socket_arrive_whole_and_in_order():
+    a, b = await _pair()
+    lock = trio.Lock()
+    pieces = [b"head", bytes(range(256)) * (32 << 10), b"tail"]      # 8 MiB between: a partial writev
+    got = bytearray()
+
+    async def reader() -> None:
+        while len(got) < sum(map(len, pieces)) + 3:
+            await trio.sleep(0.001)
+            got.extend(await receive(b))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(reader)
+        n.start_soon(send, a, lock, pieces)
+        await trio.sleep(0.01)
+        await send(a, lock, b"end")
+    assert bytes(got) == b"".join(pieces) + b"end"
+    await a.aclose()
+    await b.aclose()
+
+
 async def _pair() -> tuple[trio.SocketStream, trio.SocketStream]:
     listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
     port = listener.socket.getsockname()[1]

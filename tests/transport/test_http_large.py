@@ -115,9 +115,15 @@ async def test_event_above_the_bounds_recorded_in_pieces_exactly(tmp_path: Path,
 
 def _comparable(path: Path) -> list[dict]:
     """The message records and end findings, without times (two runs differ there, in ports, in chunk
-    framing and in when the client's connection closed)."""
+    framing, in how many reads brought an event (the tap reads more at a time while a body streams)
+    and in when the client's connection closed)."""
     cap = read_capture(str(path))
     out = [{k: v for k, v in r.items() if k not in ("t_us", "latency_us")} for r in cap.records if r["type"] == "message"]
+    for r in out:
+        sse = r.get("transport", {}).get("sse")
+        if sse is not None:
+            sse["chunks"] = 0
+        r["findings"] = [f if f["code"] != "sse.event_split_across_chunks" else {**f, "message": ""} for f in r.get("findings", [])]
     assert cap.end is not None
     codes = {k: v for k, v in cap.end["codes"].items() if not k.startswith("http.conn_")}     # how the client left: timing
     return [*out, codes, cap.end["pending"], cap.end["s2c"]["messages"]]

@@ -23,7 +23,7 @@ from typing import Any
 import h11
 
 from mcptap.relay.http import auth as oauth
-from mcptap.relay.http import heads
+from mcptap.relay.http import heads, passbody
 from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
@@ -37,6 +37,7 @@ from mcptap.relay.http.events import (
     ResponseBody,
     ResponseEnded,
     ResponseStarted,
+    SendClient,
     SendUpstream,
 )
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState
@@ -45,6 +46,9 @@ from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_h
 
 #: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
 _NOTHING = (b"", False)
+#: body pieces at least this large skip h11's parser copies and are sent apart from their framing (passbody.py);
+#: smaller ones (a round trip's) are cheaper through h11 as before
+PASS_FROM = 16 << 10
 
 
 class ConnRelay(ConnEnds):
@@ -190,10 +194,28 @@ class ConnRelay(ConnEnds):
         """Bytes from upstream connection ``gen`` (``b""``: it closed)."""
         if self.closed or self.up is None or gen != self.gen:
             return
+        up = self.up
         if not data:
             self.up_eof = True
+        else:
+            ex = self.ex
+            n = passbody.ahead(up) if ex is not None and len(data) >= PASS_FROM else 0
+            if n:
+                # the read starts inside the body: its bytes go on as the object read (no h11 copies)
+                body = data if n >= len(data) else data[:n]
+                passbody.consume(up, len(body))
+                assert ex is not None
+                self._response_data(ex, body, out)
+                if self.closed or self.up is not up:
+                    return
+                if body is data:
+                    if n > len(data):
+                        return      # still inside the body: next_event could only say NEED_DATA
+                    self._pump_upstream(out)        # the body's last byte: h11 says how it ends
+                    return
+                data = data[len(body):]
         try:
-            self.up.receive_data(data)
+            up.receive_data(data)
         except RuntimeError:
             return
         self._pump_upstream(out)
@@ -231,18 +253,7 @@ class ConnRelay(ConnEnds):
             if t is h11.Data:
                 if ex is None:
                     continue
-                data = bytes(ev.data)
-                out.append(ResponseBody(ex.id, self.id, data))
-                if ex.oauth is not None and ex.oauth.holding_response:
-                    for e in ex.oauth.response_data(data, out):
-                        self._send_client(e, out)
-                    continue
-                rw = ex.rewriter
-                if rw is not None:
-                    data = rw.feed(data)
-                    self._note_rewrites(ex, out)
-                if data:
-                    self._send_client(h11.Data(data=data), out)
+                self._response_data(ex, bytes(ev.data), out)
             elif t is h11.Response or t is h11.InformationalResponse:
                 if ex is None:
                     continue
@@ -272,6 +283,28 @@ class ConnRelay(ConnEnds):
                 return
             else:           # NEED_DATA, PAUSED
                 return
+
+    def _response_data(self, ex: ExchangeState, data: bytes, out: list[Any]) -> None:
+        out.append(ResponseBody(ex.id, self.id, data))
+        if ex.oauth is not None and ex.oauth.holding_response:
+            for e in ex.oauth.response_data(data, out):
+                self._send_client(e, out)
+            return
+        rw = ex.rewriter
+        if rw is not None:
+            data = rw.feed(data)
+            self._note_rewrites(ex, out)
+        if len(data) >= PASS_FROM:
+            # the framing and the body as separate writes (a vectored send): the body is never re-joined
+            try:
+                pieces = passbody.framed(self.client, data)
+            except h11.LocalProtocolError:
+                self._abort_client(out)
+                return
+            cid = self.id
+            out.extend([SendClient(cid, p) for p in pieces])
+        elif data:
+            self._send_client(h11.Data(data=data), out)
 
     def _on_response(self, ex: ExchangeState, ev: Any, informational: bool, out: list[Any]) -> None:
         raw = ev.headers.raw_items()
