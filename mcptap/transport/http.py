@@ -199,12 +199,13 @@ class HttpTap:
             async with trio.open_nursery() as nursery:
                 c = _ConnIO(cid, stream, nursery)
                 self._conns[cid] = c
+                short = False       # the last read was short: wait before reading (http_io.receive)
                 while not c.closed:
                     data = None
                     with trio.CancelScope() as c.wait:
                         self._waiting(c)
                         try:
-                            data = await receive(stream)
+                            data = await receive(stream, wait=short)
                         except _IO_ERRORS:
                             data = b""
                     c.wait = c.idle_since = None
@@ -219,6 +220,7 @@ class HttpTap:
                     await self._run(c, relay.client_data(cid, data))
                     if not data:
                         break
+                    short = len(data) < CHUNK
                 await self._close_upstream(c)
         finally:
             self.connections -= 1
@@ -309,7 +311,9 @@ class HttpTap:
             c.state, c.since = state, trio.current_time()
         c.limit = limit = (self.cfg.idle_timeout if state == "idle" else self.cfg.request_timeout if state == "request"
                            else math.inf)
-        c.wait.deadline = c.since + limit
+        deadline = c.since + limit
+        if c.wait.deadline != deadline:       # a new scope's is already inf (the busy case): not set again
+            c.wait.deadline = deadline
         c.idle_since = c.since if state == "idle" else None
 
     async def _connect(self, target: r.Upstream | None = None) -> trio.abc.Stream:
@@ -334,9 +338,11 @@ class HttpTap:
         relay = self.relay
         assert relay is not None
         size = CHUNK
+        short = False       # the last read was short: wait before reading (http_io.receive)
         while True:
             try:
-                data = await receive(stream, size)
+                data = await receive(stream, size, short)
+                short = len(data) < size
                 size = next_size(size, len(data))
             except trio.ClosedResourceError:
                 return            # we closed it

@@ -8,7 +8,8 @@ once; on a loopback round trip those extra scheduler passes (each an
 work. For a plain TCP ``SocketStream`` these helpers therefore
 
 * ``receive``: read with ``os.read`` on the non-blocking socket and wait for
-  readability only when nothing is there (cancellable, and
+  readability only when nothing is there (or first, when the caller's last
+  read was short: see ``receive``; cancellable, and
   ``ClosedResourceError`` when another task closes the stream meanwhile, like
   ``receive_some``);
 * ``send``: write with one ``os.write`` when no other task holds the stream's
@@ -52,10 +53,20 @@ def _fd(stream: trio.abc.Stream) -> int | None:
     return fd
 
 
-async def receive(stream: trio.abc.Stream, size: int = CHUNK) -> bytes:
-    """Up to ``size`` bytes from ``stream`` (``b""``: the peer closed)."""
+async def receive(stream: trio.abc.Stream, size: int = CHUNK, wait: bool = False) -> bytes:
+    """Up to ``size`` bytes from ``stream`` (``b""``: the peer closed).
+
+    ``wait``: wait for readability before the first read: the caller's last
+    read came back short, so the socket is most likely empty and a read now
+    would only fail (a syscall and an exception saved per message on a
+    request/response connection; when bytes are there the wait returns at
+    the scheduler's next pass)."""
     if type(stream) is not trio.SocketStream:
         return bytes(await stream.receive_some(size))
+    if wait:
+        fd = _fd(stream)
+        assert fd is not None
+        await trio.lowlevel.wait_readable(fd)
     while True:
         fd = _fd(stream)
         assert fd is not None

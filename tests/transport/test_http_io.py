@@ -115,3 +115,34 @@ async def test_receive_wakes_with_closed_when_another_task_closes_it():
         await b.aclose()
     assert len(seen) == 1
     await a.aclose()
+
+
+@pytest.mark.parametrize("wait", [False, True])
+async def test_receive_after_a_short_read_waits_before_reading(monkeypatch, wait):
+    """``wait=True`` (the caller's last read was short): no read that could
+    only fail before the bytes are there; the bytes are read all the same."""
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    reads: list[int] = []
+    real_read = hio.os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        reads.append(fd)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(hio.os, "read", counting_read)
+    async with trio.open_nursery() as n:
+        async def later() -> None:
+            await trio.sleep(0.02)
+            await send(a, trio.Lock(), b"ping")
+        n.start_soon(later)
+        assert await receive(b, wait=wait) == b"ping"
+    # without the wait first, the empty socket was read once before the bytes came (EAGAIN)
+    assert len(reads) == (1 if wait else 2)
+    # bytes already there: the wait returns at once
+    await send(a, trio.Lock(), b"pong")
+    await trio.sleep(0.01)
+    assert await receive(b, wait=wait) == b"pong"
+    await a.aclose()
+    await b.aclose()
