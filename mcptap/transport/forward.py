@@ -1,12 +1,14 @@
 """The stdio forward path: one blocking byte pump per direction, in its own thread.
 
 A pump reads what is there (into a buffer of its own), hands it to ``seen``
-(the copy for the recorder, ``relay_child.CopyQueue``) and writes it on, with
-plain blocking reads and writes on the raw fds: nothing on this path parses,
-annotates, waits for the recorder or touches the disk, and no trio scheduling
-sits between a read and its write. ``seen`` runs *before* the write, so a
-request is queued for the recorder before the server can answer it and the
-capture keeps causal order.
+and writes it on, then calls ``after`` (the relay: ``CopyQueue.take`` and
+``put``, the copy for the recorder), with plain blocking reads and writes on
+the raw fds: nothing on this path parses, annotates, waits for the recorder
+or touches the disk, and no trio scheduling sits between a read and its
+write. ``seen`` runs *before* the write, so a request has its place in the
+copy stream before the server can answer it and the capture keeps causal
+order; the copy itself is sent by ``after``, once the chunk was written on
+(a round trip does not wait for it).
 
 The buffer starts at ``CHUNK`` (64 KiB) and grows once to ``MAX_CHUNK``
 (256 KiB) when a read fills it (a flood): a quarter of the reads, writes and
@@ -43,12 +45,16 @@ def _wait(fd: int, events: int) -> None:
 
 
 def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None = None,
-         until_full: bool = False) -> tuple[str, Any, int]:
+         until_full: bool = False, after: Callable[[Any, int], Any] | None = None) -> tuple[str, Any, int]:
     """Copy ``src`` to ``dst`` until EOF, a failed write, or ``stop`` (an fd
     that becomes readable when the pump must end; polled before each read,
     so a pump blocked on a host that never closes its stdin can be ended).
     ``seen`` gets each chunk as a view of the pump's buffer, valid only until
-    it returns (copy what must be kept).
+    it returns (copy what must be kept), or, with ``after``, until
+    ``after(token, sent)`` returns: ``seen`` is called before the write,
+    ``after`` once the chunk was written on (``sent``: its bytes written, fewer
+    than all when the write failed; for ``BROKEN``, ``token`` is then what
+    ``after`` returned).
 
     Returns ``(EOF, None, 0)``, ``(STOPPED, None, 0)``, ``(FULL, None, 0)``
     (``until_full``: after forwarding a chunk that filled the first buffer,
@@ -66,7 +72,7 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
     while True:
         if poller is not None:
             ready = poller.poll()
-            if any(fd == stop for fd, _ in ready):
+            if len(ready) > 1 or ready[0][0] == stop:
                 return STOPPED, None, 0
         try:
             size = readv(src, [buf])
@@ -89,7 +95,11 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
+                if after is not None:
+                    token = after(token, done)
                 return BROKEN, token, size - done
+        if after is not None:
+            after(token, size)
         del data
         if size == len(buf) < MAX_CHUNK:     # a full read: more is coming, take it in bigger bites
             if until_full:

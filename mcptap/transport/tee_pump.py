@@ -7,8 +7,10 @@ a flood that is ~100 MB through user space twice. Here the bytes stay in the
 kernel's pipe pages:
 
     n = tee(server stdout -> aux pipe)     duplicates page references, consumes nothing
-    seen(aux_r, n)                         the copy: consumes exactly n bytes of aux
+    token = seen(aux_r, n)                 the copy's place in the stream
     splice(server stdout -> host stdout)   moves those n bytes on (page references)
+    after(token, n)                        the copy: consumes exactly n bytes of aux
+                                           (without ``after``, ``seen`` does)
 
 Only floods come here (``pump_s2c``): the pump starts as ``forward.pump``
 and switches to tee/splice once a read fills its buffer, and back once a tee
@@ -16,11 +18,12 @@ brings less than ``SMALL`` bytes: for a round trip's small message the four
 system calls here (one through ctypes) cost more than the copies they save
 (added p50 +15 µs measured).
 
-``seen`` runs before the bytes move on, as in ``forward.pump`` (causal order:
-a request is queued for the recorder before the server can answer it). The
-copy queue takes the n bytes from the aux pipe by ``splice`` into the copy
-pipe or into the spill file, and reads them only when they must wait in memory
-(``relay_child.CopyQueue.chunk_from``).
+``seen`` runs before the bytes move on and ``after`` once they moved, as in
+``forward.pump`` (causal order: a chunk has its place in the copy stream
+before the peer can answer it). The copy queue takes the n bytes from the aux
+pipe by ``splice`` into the copy pipe or into the spill file, and reads them
+only when they must wait in memory (``relay_child.CopyQueue.take_from`` and
+``put``, or ``chunk_from``).
 
 Where the host's stdout refuses ``splice`` (a terminal, some character
 devices: EINVAL), the bytes of that chunk are read and written as
@@ -94,11 +97,13 @@ def _wait(fd: int, events: int) -> None:
 
 
 def tee_pump(tee: Tee, src: int, dst: int, aux_r: int, aux_w: int, chunk: int,
-             seen: Callable[[int, int], Any], small: int = 0) -> tuple[str, Any, int]:
+             seen: Callable[[int, int], Any], small: int = 0,
+             after: Callable[[Any, int], Any] | None = None) -> tuple[str, Any, int]:
     """Move ``src`` (a pipe) to ``dst`` in pieces of up to ``chunk`` bytes
     until EOF or a failed write; ``seen(aux_r, n)`` must consume exactly the n
     bytes that ``tee`` put in the empty aux pipe (``aux_w`` holds at least
-    ``chunk`` bytes). Returns like ``forward.pump`` (``(EOF, None, 0)``,
+    ``chunk`` bytes), or, with ``after``, ``after(token, sent)`` (called once
+    the chunk moved on, ``sent`` its bytes moved) must. Returns like ``forward.pump`` (``(EOF, None, 0)``,
     ``(BROKEN, token, undelivered)``), or ``(FALLBACK, None, 0)`` once
     ``dst`` refused splice (the chunk in hand was written whole; nothing is
     left in the aux pipe), or ``(SMALL_CHUNK, None, 0)`` after moving a chunk
@@ -127,20 +132,28 @@ def tee_pump(tee: Tee, src: int, dst: int, aux_r: int, aux_w: int, chunk: int,
                 continue
             except OSError as exc:
                 if exc.errno in _NOT_SPLICEABLE and done == 0:
-                    return _write_plain(src, dst, n, token)
+                    return _write_plain(src, dst, n, token, after)
+                if after is not None:
+                    token = after(token, done)
                 return BROKEN, token, n - done
             if not moved:                # cannot happen: the n bytes are in src
+                if after is not None:
+                    after(token, done)
                 return EOF, None, 0
             done += moved
+        if after is not None:
+            after(token, n)
         if n < small:
             return SMALL_CHUNK, None, 0
 
 
-def _write_plain(src: int, dst: int, n: int, token: Any) -> tuple[str, Any, int]:
+def _write_plain(src: int, dst: int, n: int, token: Any, after: Callable[[Any, int], Any] | None) -> tuple[str, Any, int]:
     """The chunk in hand, read and written (``dst`` refused splice)."""
     try:
         data = memoryview(read_exact(src, n))
     except OSError:
+        if after is not None:
+            after(token, 0)
         return EOF, None, 0
     done = 0
     while done < n:
@@ -151,7 +164,11 @@ def _write_plain(src: int, dst: int, n: int, token: Any) -> tuple[str, Any, int]
         except InterruptedError:
             continue
         except OSError:
+            if after is not None:
+                token = after(token, done)
             return BROKEN, token, n - done
+    if after is not None:
+        after(token, n)
     return FALLBACK, None, 0
 
 
@@ -189,21 +206,21 @@ class Aux:
 
 
 def pump_s2c(src: int, dst: int, seen_view: Callable[[memoryview], Any],
-             seen_pipe: Callable[[int, int], Any]) -> tuple[str, Any, int]:
+             seen_pipe: Callable[[int, int], Any], after: Callable[[Any, int], Any] | None = None) -> tuple[str, Any, int]:
     """``forward.pump`` (``seen_view``) that hands floods to ``tee_pump``
-    (``seen_pipe``) and takes them back (module docstring); returns like
-    ``forward.pump``."""
+    (``seen_pipe``) and takes them back (module docstring); ``after`` as for
+    both; returns like ``forward.pump``."""
     aux: Aux | None = None
     try:
         while True:
-            how, token, undelivered = pump(src, dst, seen_view, until_full=aux is None or aux.ok)
+            how, token, undelivered = pump(src, dst, seen_view, until_full=aux is None or aux.ok, after=after)
             if how != FULL:
                 return how, token, undelivered
             if aux is None:
                 aux = Aux()
             if not aux.ok or aux.tee is None or aux.fds is None:
                 continue
-            how, token, undelivered = tee_pump(aux.tee, src, dst, aux.fds[0], aux.fds[1], aux.room, seen_pipe, SMALL)
+            how, token, undelivered = tee_pump(aux.tee, src, dst, aux.fds[0], aux.fds[1], aux.room, seen_pipe, SMALL, after)
             if how == FALLBACK:
                 aux.close()
                 aux.tee = None

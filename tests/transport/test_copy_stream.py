@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import threading
 from typing import Any
 
 import pytest
 
-from mcptap.transport.copy_stream import CHUNK, END, HEADER, S2C, read_items
+from mcptap.transport.copy_queue import CopyQueue
+from mcptap.transport.copy_stream import C2S, CHUNK, END, HEADER, S2C, read_items
 from mcptap.transport.forward import CHUNK as READ_SIZE
 from mcptap.transport.forward import EOF, MAX_CHUNK, pump
-from mcptap.transport.relay_child import CopyQueue
 from mcptap.transport.spill import SpillFile
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -115,3 +116,80 @@ def test_a_chunk_that_must_wait_is_copied_out_of_the_pumps_buffer(tmp_path: Any)
     assert read_items(copy_r, lambda d, t, b: chunks.append((d, t, b)), lambda *e: None)
     os.close(copy_r)
     assert chunks == [(S2C, 5, b"first chunk\n")]
+
+
+# -- copies sent after the write, in read order (tickets) ----------------------------
+
+def _stream(q: CopyQueue, copy_r: int, copy_w: int) -> tuple[list[Any], list[Any]]:
+    q.close()
+    q.feed()
+    os.close(copy_w)
+    chunks: list[Any] = []
+    events: list[Any] = []
+    assert read_items(copy_r, lambda d, t, b: chunks.append((d, t, b)), lambda *e: events.append(e))
+    os.close(copy_r)
+    return chunks, events
+
+
+def test_copies_sent_after_their_writes_keep_the_read_order(tmp_path: Any) -> None:
+    # the request's pump is still writing it (its ticket open) when the answer
+    # is read, written and put: the stream still holds the request first,
+    # sent from the request pump's buffer, and its own put finds it sent
+    copy_r, copy_w = os.pipe()
+    clock = iter(range(1, 100))
+    q = CopyQueue(lambda: next(clock), copy_w, SpillFile(None, str(tmp_path)))
+    request, answer = bytearray(b'{"id":1,"method":"ping"}\n'), bytearray(b'{"id":1,"result":{}}\n')
+    a = q.take(C2S, memoryview(request))
+    b = q.take(S2C, memoryview(answer))
+    assert q.put(b, len(answer)) is False
+    assert q.put(a, len(request)) is True                 # already in the stream, whole
+    later = q.take(C2S, memoryview(bytearray(b"next\n")))
+    q.event(END, S2C)                                      # an event sends the open chunk first too
+    assert q.put(later, 5) is True
+    chunks, events = _stream(q, copy_r, copy_w)
+    assert chunks == [(C2S, 1, bytes(request)), (S2C, 2, bytes(answer)), (C2S, 3, b"next\n")]
+    assert [e[:2] for e in events] == [(END, S2C)]
+
+
+def test_a_failed_write_copies_what_was_written(tmp_path: Any) -> None:
+    copy_r, copy_w = os.pipe()
+    q = CopyQueue(lambda: 7, copy_w, SpillFile(None, str(tmp_path)))
+    buf = bytearray(b"0123456789")
+    assert q.put(q.take(C2S, memoryview(buf)), 4) is False
+    assert q.put(q.take(C2S, memoryview(buf)), 0) is False
+    chunks, _ = _stream(q, copy_r, copy_w)
+    assert chunks == [(C2S, 7, b"0123")]
+
+
+def test_an_open_aux_pipe_ticket_is_sent_from_the_pipe_by_a_later_put(tmp_path: Any) -> None:
+    copy_r, copy_w = os.pipe()
+    aux_r, aux_w = os.pipe()
+    q = CopyQueue(lambda: 3, copy_w, SpillFile(None, str(tmp_path)))
+    big = os.urandom(20_000)
+    os.write(aux_w, big)
+    tee_ticket = q.take_from(S2C, aux_r, len(big))
+    other = q.take(C2S, memoryview(bytearray(b"x\n")))
+    assert q.put(other, 2) is False                        # sends the aux pipe's bytes first
+    assert select.select([aux_r], [], [], 0)[0] == []      # taken out of the aux pipe
+    assert q.put(tee_ticket, len(big)) is True
+    chunks, _ = _stream(q, copy_r, copy_w)
+    assert chunks == [(S2C, 3, big), (C2S, 3, b"x\n")]
+    os.close(aux_r)
+    os.close(aux_w)
+
+
+def test_pump_calls_after_once_the_chunk_was_written() -> None:
+    src_r, src_w = os.pipe()
+    dst_r, dst_w = os.pipe()
+    os.write(src_w, b"hello\n")
+    os.close(src_w)
+    log: list[Any] = []
+
+    def after(token: Any, sent: int) -> None:
+        log.append((token, sent, os.read(dst_r, 100)))       # the bytes are there already
+
+    assert pump(src_r, dst_w, lambda view: log.append(bytes(view)) or "tok", after=after) == (EOF, None, 0)
+    assert log == [b"hello\n", ("tok", 6, b"hello\n")]
+    os.close(dst_w)
+    os.close(dst_r)
+    os.close(src_r)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 N = 50_000
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood"}}\n'
 SERVER = f"import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write({NOTE!r} * {N}); sys.stdout.flush()"
-SHRUNK = ("import mcptap.transport.relay_child as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
+SHRUNK = ("import mcptap.transport.copy_queue as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
           "rc.SPILL_BYTES = 0; cr.READER_PAUSE_BYTES = 0; h.SPILL_BYTES = 1 << 16; "
           # analysis made slow, so it is behind on any machine (the session's end raises its priority)
           "import time, mcptap.recorder as r; slow = r.Recorder.stdio_bytes; "
@@ -80,7 +80,7 @@ def test_host_flood_c2s_with_the_recorder_behind_is_stored_the_same_way(tmp_path
     assert report["messages"] == N + 1 and report["complete"]
 
 
-KILLABLE = ("import mcptap.transport.relay_child as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
+KILLABLE = ("import mcptap.transport.copy_queue as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
             "rc.SPILL_BYTES = 0; cr.READER_PAUSE_BYTES = 0; "
             # analysis stuck: every forwarded byte past the copy pipe waits in the spill file
             "import time, mcptap.recorder as r; r.Recorder.stdio_bytes = lambda self, *a, **k: time.sleep(600); "

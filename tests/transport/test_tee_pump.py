@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from mcptap.transport import relay_child, tee_pump
+from mcptap.transport import copy_queue, copy_stream, tee_pump
+from mcptap.transport.copy_queue import CopyQueue
 from mcptap.transport.copy_stream import S2C, read_items
 from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK
-from mcptap.transport.relay_child import CopyQueue
 from mcptap.transport.spill import SpillFile, entries
 
 TEE = tee_pump.tee_fn()
@@ -201,7 +201,7 @@ def test_chunk_from_sends_keeps_or_finishes_each_chunk_whole(tmp_path: Path, roo
 
 
 def test_chunk_from_spills_behind_a_full_queue_and_recover_can_read_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(relay_child, "SPILL_BYTES", 0)
+    monkeypatch.setattr(copy_queue, "SPILL_BYTES", 0)
     copy_r, copy_w, filled = _copy_pipe(0)
     spill = SpillFile(str(tmp_path / "c.jsonl.spill"))
     q = CopyQueue(lambda: 9, copy_w, spill)
@@ -225,7 +225,7 @@ def test_chunk_from_spills_behind_a_full_queue_and_recover_can_read_it(tmp_path:
     assert read_items(copy_r, lambda d, t, b: chunks.append((d, t, b)), lambda *e: events.append(e))
     assert chunks == [(S2C, 9, first)]
     (kind, d, at, t, n), = events
-    assert (kind, d, t, n) == (relay_child.SPILLED, S2C, 9, len(second)) and spill.read(at, n) == second
+    assert (kind, d, t, n) == (copy_stream.SPILLED, S2C, 9, len(second)) and spill.read(at, n) == second
     spill.close(remove=True)
     for fd in (copy_r, aux_r, aux_w):
         os.close(fd)
