@@ -34,9 +34,10 @@ from typing import Any
 import trio
 
 CHUNK = 64 * 1024
-#: reads after a full one (``next_size``); 64 MiB SSE event, same run: relay CPU 140-160 ms
-#: against 170-250 reading 256 KiB and 260-280 before (64 KiB reads through h11's copies)
-BIG_CHUNK = 1 << 20
+#: reads after a full one (``next_size``). 64 MiB SSE event, same run (3 runs, load 2-3.7):
+#: relay CPU 150-160 ms reading 256 KiB, 130-210 reading 1 MiB (whose peak RSS was 2-3 MiB higher
+#: in the relay and in the recorder process), 250-330 before (64 KiB reads through h11's copies)
+BIG_CHUNK = 256 << 10
 #: writes of one batch that together reach this many bytes are sent with writev, not joined
 VECTOR_FROM = 16 << 10
 #: at most this many pieces in one writev (IOV_MAX is 1024; many small pieces are cheaper joined)
@@ -78,8 +79,8 @@ async def receive(stream: trio.abc.Stream, size: int = CHUNK, wait: bool = False
 
 def next_size(size: int, got: int) -> int:
     """The size of the next read after one of ``size`` bytes brought ``got``:
-    ``BIG_CHUNK`` after a full read (a large body streaming: a quarter of the
-    reads and of the relay's per-read work), else ``CHUNK``."""
+    ``BIG_CHUNK`` after a full read (a large body streaming: fewer reads,
+    less of the relay's per-read work), else ``CHUNK``."""
     return BIG_CHUNK if got >= size else CHUNK
 
 

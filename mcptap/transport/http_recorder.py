@@ -130,13 +130,10 @@ class RecorderLink:
     def _spilled(self, bufs: list[Any]) -> list[Any]:
         """The SPILLED frame standing for ``bufs`` (a whole frame) once its
         pieces are in the spill file, or LOST if they cannot be written."""
-        places = []
-        for b in bufs:
-            at = self._spill.append(0, 0, 0, b)
-            if at < 0:
-                return fc.frame(fc.LOST, 0, b"")
-            places.append((at, len(b)))
-        return fc.frame(fc.SPILLED, 0, marshal.dumps(places))
+        at = self._spill.append_pieces(bufs)         # one write for the whole frame
+        if at < 0:
+            return fc.frame(fc.LOST, 0, b"")
+        return fc.frame(fc.SPILLED, 0, marshal.dumps([(at, sum(len(b) for b in bufs))]))
 
     def _write(self, bufs: list[Any]) -> int | None:
         """Write a frame now: None when all of it went (or the recorder is

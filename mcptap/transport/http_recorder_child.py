@@ -13,8 +13,8 @@ end record is written; the capture writer's failure and lost records).
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import io
 import marshal
 import os
 import select
@@ -120,6 +120,40 @@ class _Frames:
         return b"".join(parts)
 
 
+class _SpilledFrame:
+    """A frame the relay set aside in the spill file, read back as it is
+    decoded: each ``read(n)`` is one ``pread`` of the next ``n`` bytes
+    (a body comes out of the file once, never joined or copied again).
+    ``places``: the frame's pieces as ``(offset, size)``, in order."""
+
+    def __init__(self, spill: SpillFile, places: list[tuple[int, int]]) -> None:
+        self._spill = spill
+        self._places = collections.deque(places)
+
+    def read(self, n: int) -> bytes:
+        """The frame's next ``n`` bytes (EOFError past its end)."""
+        parts = []
+        places = self._places
+        while n:
+            if not places:
+                raise EOFError
+            at, size = places[0]
+            k = min(n, size)
+            try:
+                data = self._spill.read(at, k)
+            except OSError:
+                raise EOFError from None
+            if len(data) < k:
+                raise EOFError
+            parts.append(data)
+            n -= k
+            if k == size:
+                places.popleft()
+            else:
+                places[0] = (at + k, size - k)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> None:
     """Record the fact stream until its end (or EOF: no end record)."""
     rec = hooks.rec
@@ -135,22 +169,19 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
     observer: HttpObserver | None = None
     failed = False
     head = fc.HEAD
-    pending: list[io.BytesIO] = []         # a spilled frame being read back
+    pending: list[_SpilledFrame] = []      # a spilled frame being read back
 
     def read(n: int) -> bytes:
         if not pending:
             return frames.exact(n)
-        data = pending[-1].read(n)
-        if len(data) < n:
-            raise EOFError
-        return data
+        return pending[-1].read(n)
 
     while True:
         try:
             kind, t, n_meta, _n_body = head.unpack(read(head.size))
             meta = read(n_meta)
             if kind == fc.SPILLED:
-                pending.append(io.BytesIO(b"".join(spill.read(at, n) for at, n in marshal.loads(meta))))
+                pending.append(_SpilledFrame(spill, marshal.loads(meta)))
                 continue
             if kind == fc.BATCH:
                 items = fc.decode(meta, read)

@@ -44,3 +44,24 @@ def test_without_fallocate_entries_are_written_as_before(tmp_path: Path, monkeyp
     assert f._reserved == -1
     assert list(entries(str(path))) == [(i % 2, i, i * 10, bytes([i]) * 10) for i in range(3)]
     f.close(remove=True)
+
+
+def test_a_frame_of_pieces_is_one_entry_read_back_piece_by_piece(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP recorder link sets a frame aside with one write (one entry), and the
+    recorder process reads it back in the sizes it decodes, across piece boundaries too."""
+    from mcptap.transport.http_recorder_child import _SpilledFrame
+
+    f = SpillFile(None, str(tmp_path))
+    writes: list[int] = []
+    real = os.pwritev
+    monkeypatch.setattr(os, "pwritev", lambda fd, bufs, at: writes.append(len(bufs)) or real(fd, bufs, at))
+    pieces = [b"head", b"meta!", os.urandom(100_000)]
+    at = f.append(0, 0, 0, b"before")
+    at = f.append_pieces([pieces[0], memoryview(pieces[1]), pieces[2]])
+    assert writes == [2, 4]                                   # one write for the frame (entry head + 3 pieces)
+    frame = _SpilledFrame(f, [(at, sum(map(len, pieces)))])
+    assert [frame.read(4), frame.read(5), frame.read(100_000)] == pieces
+    with pytest.raises(EOFError):
+        frame.read(1)
+    split = _SpilledFrame(f, [(at, 6), (at + 6, 9 + 100_000 - 6)])   # places cut inside a read
+    assert split.read(9) == b"headmeta!" and split.read(100_000) == pieces[2]
