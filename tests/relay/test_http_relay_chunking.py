@@ -169,3 +169,59 @@ def test_a_large_body_is_forwarded_as_the_object_read() -> None:
     assert [type(e) for e in down] == [h11.Response, h11.Data, h11.EndOfMessage]
     assert bytes(down[1].data) == BIG + EVENT.replace(b"127.0.0.1:9", b"localhost:8")      # endpoint rewritten
     assert [i.how for i in items if type(i) is r.ResponseEnded] == ["complete"]
+
+
+def _raw_run(response: bytes, cuts: list[int]) -> tuple[list[Any], list[Any], list[Any]]:
+    """Exchange REQUESTS[2] answered by ``response`` (cut as ``cuts``): ``_summary``."""
+    relay, cid = _relay()
+    items = relay.client_data(cid, REQUESTS[2])
+    gen = next(i.gen for i in items if type(i) is r.OpenUpstream)
+    for piece in _cut(response, cuts):
+        items += relay.upstream_data(cid, gen, piece)
+    items += relay.shutdown()
+    return _summary(items)
+
+
+#: large responses whose framing breaks where the relay has just taken a body past h11
+DAMAGED = [
+    # a chunk not followed by its CRLF (h11 0.16 refuses it: CVE-2025-43859)
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"%x\r\n%sXY0\r\n\r\n" % (len(BIG), BIG),
+    # a chunk longer than its size line says, then garbage for the next size line
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"%x\r\n%s\r\nzz\r\n" % (len(BIG) - 7, BIG),
+    # more body bytes than Content-Length, then the upstream closes
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%sEXTRA" % (len(BIG) - 3, BIG),
+    # a body cut short by the upstream closing
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BIG) + 10, BIG),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, len(DAMAGED) - 1), st.lists(st.one_of(st.integers(0, 400), st.integers(0, 100_400)), max_size=6))
+def test_damaged_framing_after_a_passed_body_ends_as_through_h11(which: int, cuts: list[int]) -> None:
+    """Whatever the upstream's framing does right after a body the relay took
+    past h11 (passbody.py), the client gets the bytes and the capture the facts
+    that h11 parsing every byte gives (the shortcut off: PASS_FROM beyond any read)."""
+    from mcptap.relay.http import conn as conn_mod
+
+    response = DAMAGED[which]
+    head = response.index(b"\r\n\r\n") + 4
+    # the head alone, then a few bytes into the body: the next read starts inside it (a chunk's data)
+    cuts = [head, response.index(b"data: ", head) + 100, *cuts]
+    fast = _raw_run(response, cuts)
+    saved = conn_mod.PASS_FROM
+    conn_mod.PASS_FROM = 1 << 40
+    try:
+        slow = _raw_run(response, cuts)
+    finally:
+        conn_mod.PASS_FROM = saved
+    assert fast == slow
+
+
+def test_passbody_is_in_use_with_the_pinned_h11() -> None:
+    """The shortcut is on with the h11 pyproject.toml pins (a change of h11's
+    reader state would switch it off silently and bring the copies back)."""
+    from mcptap.relay.http import passbody
+
+    assert passbody.SUPPORTED

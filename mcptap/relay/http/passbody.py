@@ -20,8 +20,8 @@ body's bytes in the object the socket read produced:
 
 Relies on ``h11.Connection._receive_buffer``/``_receive_buffer_closed``/``_reader``
 and the readers' ``_bytes_in_chunk``/``_bytes_to_discard``/``_reading_trailer``
-/``_remaining`` (h11 0.14-0.16, pinned in pyproject.toml); ``SUPPORTED`` is False
-where they are missing, and then ``ahead`` is always 0.
+/``_remaining`` (h11 0.16: its chunk reader checks the CRLF after a chunk, pinned in pyproject.toml);
+``SUPPORTED`` is False where they are missing or of another type, and then ``ahead`` is always 0.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from h11._readers import ChunkedReader, ContentLengthReader
 
 SUPPORTED = all(hasattr(h11.Connection(h11.CLIENT), a) for a in ("_receive_buffer", "_receive_buffer_closed", "_reader")) and all(
     hasattr(ChunkedReader(), a) for a in ("_bytes_in_chunk", "_bytes_to_discard", "_reading_trailer")) and hasattr(
-    ContentLengthReader(1), "_remaining")
+    ContentLengthReader(1), "_remaining") and type(getattr(ChunkedReader(), "_bytes_to_discard", None)) is bytes
+# h11 < 0.16 kept ``_bytes_to_discard`` as a count (int); ``consume`` sets the bytes 0.16 expects
+# (it checks that a chunk's CRLF is really there), so older readers are not touched
 
 
 def ahead(conn: h11.Connection) -> int:
