@@ -152,3 +152,28 @@ def test_hold_limit_same_as_the_byte_loop():
         new, ref = EndpointRewriter(rw), _ByteLoopRewriter(rw)
         assert b"".join(new.feed(c) for c in chunks) + new.flush() == b"".join(ref.feed(c) for c in chunks) + ref.flush()
         assert (new.rewrites, new.gave_up) == (ref.rewrites, ref.gave_up) and new.gave_up == 1
+
+
+def test_chunks_without_endpoint_skip_the_line_loop(monkeypatch):
+    """At a line start, a chunk without "endpoint" is forwarded as it is after
+    one search (the lines of an ordinary SSE stream are not classified), and a
+    line or CR LF cut at its end is picked up by the next chunk."""
+    seen: list[bytes] = []
+    real = EndpointRewriter._is_endpoint_line
+
+    def spy(self, line: bytes) -> bool:
+        seen.append(line)
+        return real(self, line)
+
+    monkeypatch.setattr(EndpointRewriter, "_is_endpoint_line", spy)
+    r = EndpointRewriter(rw)
+    assert r.feed(b": open\n\n") == b": open\n\n"         # the first line goes through the loop (BOM)
+    seen.clear()
+    ev = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\n'
+    for _ in range(3):
+        assert r.feed(ev) is ev
+    assert seen == []
+    # an endpoint event cut in its event line, then after a CR cut from its LF: still rewritten
+    out = r.feed(b"event: endp") + r.feed(b"oint\r") + r.feed(b"\ndata: http://10.0.0.7:9000/m\r\n\r\n")
+    assert out == b"event: endpoint\r\ndata: http://127.0.0.1:5555/m\r\n\r\n"
+    assert r.rewrites == [(UP + "/m", "http://127.0.0.1:5555/m")]

@@ -45,6 +45,12 @@ class EndpointRewriter:
     def feed(self, data: bytes) -> bytes:
         # line ends are found by memchr (bytes.find) and only a line's first 64 bytes are
         # looked at, so a long line (a 64 MiB data line) costs one search, not a byte loop
+        if not (self._holding or self._first or self._after_cr or self._line_has_bytes) and b"endpoint" not in data:
+            # at a line start with no "endpoint" in the chunk: no line that ends in it can be
+            # an endpoint line, so only the state for the next chunk is kept (an SSE stream's
+            # ordinary events: one search instead of the loop over their lines)
+            self._skip(data)
+            return data
         out: list[bytes] = []
         start = 0                      # data[start:i] not yet routed to out/held
         i = 0
@@ -106,6 +112,16 @@ class EndpointRewriter:
         else:
             out.append(data[start:])
         return b"".join(out)
+
+    def _skip(self, data: bytes) -> None:
+        """The line state after ``data`` (starting at a line start, holding nothing)."""
+        j = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        tail = data[j + 1:j + 1 + _HEAD]
+        if tail:
+            self._line += tail
+            self._line_has_bytes = True
+        elif j == len(data) - 1 and j >= 0 and data[j] == 0x0D:
+            self._after_cr = True          # an LF first in the next chunk ends this line
 
     def flush(self) -> bytes:
         """End of body: release held bytes unchanged."""
