@@ -29,7 +29,9 @@ from mcptap.protocol.utf8 import is_utf8
 STREAM_ABOVE = 4 << 20
 
 #: Bytes encoded per piece (text); base64 pieces are a multiple of 3 bytes.
-PIECE = 1 << 20
+#: 1 MiB pieces (and the skeleton's 1 MiB checks) put the HTTP recorder process's peak 4 MiB
+#: higher on a 64 MiB event: each piece is held three times at once (text, JSON, slice)
+PIECE = 256 << 10
 _B64_PIECE = 3 << 18
 
 

@@ -55,7 +55,7 @@ LONG_STRING = 64 << 10
 #: members whose long string values (or the long strings of an array there) become placeholders
 PAYLOAD_KEYS = frozenset({"text", "blob", "data"})
 #: a long literal is checked by orjson in pieces of about this many bytes
-PIECE = 1 << 20
+PIECE = 256 << 10           # 1 MiB pieces: the recorder process's peak 4 MiB higher (64 MiB event)
 #: more quote characters than this: the payload is not a few long strings (parsed whole)
 MAX_QUOTES = 20_000
 #: the document without its long literals must stay below this fraction of the payload

@@ -35,12 +35,12 @@ def canonical_event(ev: SSEEvent) -> bytes:
     return ("\n".join(lines) + "\n\n").encode("utf-8")
 
 
-_PIECE = 1 << 20
+_PIECE = 256 << 10
 
 
 def is_canonical(ev: SSEEvent) -> bool:
     """``ev.raw == canonical_event(ev)``, without building the canonical bytes
-    of a large event (a 64 MiB event is compared in 1 MiB pieces)."""
+    of a large event (a 64 MiB event is compared in 256 KiB pieces)."""
     raw = ev.raw
     if len(raw) <= _PIECE:
         return raw == canonical_event(ev)

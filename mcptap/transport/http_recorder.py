@@ -47,7 +47,9 @@ from mcptap.transport.forward import grow_pipe
 from mcptap.transport.spill import SpillFile
 
 #: bytes queued in memory (pipe full) beyond which frames go to the spill file
-SPILL_BYTES = 4 << 20
+#: (1 MiB, with the pipe's 1 MiB: a 64 MiB event, behind which the recorder always is, peaked
+#: at 36 MiB in the relay with 4 MiB here, 33 MiB with 1; spilled frames cost a write and a read)
+SPILL_BYTES = 1 << 20
 #: seconds the end may wait for the recorder before mcptap says so on stderr
 SLOW_END_S = 1.0
 FRAME_COST = 128       # bytes a queued frame costs beyond its data

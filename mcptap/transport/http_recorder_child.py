@@ -30,7 +30,8 @@ from mcptap.relay.http.observe import HttpObserver
 from mcptap.transport import fact_codec as fc
 from mcptap.transport.spill import SpillFile
 
-READ_BUFFER = 1 << 20
+#: bytes read from the fact pipe at a time (1 MiB held a little more in the recorder's peak)
+READ_BUFFER = 256 << 10
 BATCH_BELOW = 64 << 10         # reads smaller than this wait BATCH_WAIT for more
 BATCH_WAIT = 0.002             # s
 
