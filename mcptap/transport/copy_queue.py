@@ -276,7 +276,10 @@ class CopyQueue:
                 self._bell.put(None)
 
     def close(self) -> None:
+        """End the stream once what is queued is written (``feed``); a place
+        still open (a pump blocked on its write) is sent first, whole."""
         with self._lock:
+            self._send_open()
             self._closed = True
         self._bell.put(None)
 

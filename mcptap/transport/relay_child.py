@@ -31,9 +31,10 @@ spill file on the capture's disk (``copy_queue.CopyQueue``); forwarding never wa
 the copy stream.
 
 End: at EOF on server stdout (or the host closing ours), the s2c pump ends;
-the c2s pump ends at host stdin EOF, when the server closed its stdin, or when
-mcptap closes the control pipe (the server exited while the host keeps stdin
-open). The process exits once both pumps ended and the queue is written out;
+the c2s pump ends at host stdin EOF or when the server closed its stdin. The
+process exits once the s2c pump ended, the c2s pump ended or mcptap closed the
+control pipe (the server exited while the host keeps stdin open: exiting
+closes the server's stdin), and the queue is written out;
 it also dies with mcptap (PR_SET_PDEATHSIG) and ignores terminal signals
 (mcptap forwards them to the server).
 """
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import signal
 import sys
 import threading
@@ -82,6 +84,18 @@ def _detach(fd: int) -> None:
         pass
 
 
+def _wait_readable(*fds: int) -> int:
+    """Block until one of ``fds`` is readable (or hung up); returns it."""
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, select.POLLIN)
+    while True:
+        try:
+            return int(p.poll()[0][0])
+        except InterruptedError:
+            continue
+
+
 def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
                spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int) -> None:
     """The relay process body (after fork); never returns."""
@@ -95,18 +109,27 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
             os._exit(0)
         q = CopyQueue(clock, copy_w, spill)
 
+        # the c2s pump blocks in its reads (no poll of the control pipe before
+        # each: a system call on every request's path); once the s2c pump
+        # ended, the control pipe closing (the server exited while the host
+        # keeps its stdin open) ends the process without waiting for it
+        done_r, done_w = os.pipe()
+
         def c2s() -> None:
-            how, whole, undelivered = pump(host_in, child_in, functools.partial(q.take, C2S), ctl_r, after=q.put)
-            if how == BROKEN:
-                # the server closed its stdin: stop reading, so the host gets
-                # EPIPE on its next write, as it would talking to the server directly
-                q.event(FAILED, C2S, int(whole), undelivered)
-                _detach(host_in)
-            elif how == EOF:
-                q.event(END, C2S)
-            os.close(child_in)               # the server sees EOF on its stdin
-            if how == EOF:
-                _signal(status_w, b"i")
+            try:
+                how, whole, undelivered = pump(host_in, child_in, functools.partial(q.take, C2S), after=q.put)
+                if how == BROKEN:
+                    # the server closed its stdin: stop reading, so the host gets
+                    # EPIPE on its next write, as it would talking to the server directly
+                    q.event(FAILED, C2S, int(whole), undelivered)
+                    _detach(host_in)
+                elif how == EOF:
+                    q.event(END, C2S)
+                os.close(child_in)               # the server sees EOF on its stdin
+                if how == EOF:
+                    _signal(status_w, b"i")
+            finally:
+                os.close(done_w)
 
         def s2c() -> None:
             how, whole, undelivered = tee_pump.pump_s2c(child_out, host_out, functools.partial(q.take, S2C),
@@ -125,8 +148,10 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
         feeder.start()
         t_c2s = threading.Thread(target=c2s, name="mcptap-c2s", daemon=True)
         t_c2s.start()
+        pass  # XX threading.Thread(target=watch_ctl, name="mcptap-ctl", daemon=True).start()
         s2c()
-        t_c2s.join()
+        if _wait_readable(done_r, ctl_r) == done_r:
+            t_c2s.join()
         q.close()
         feeder.join()
     except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code

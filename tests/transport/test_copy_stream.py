@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcptap.transport.copy_queue import CopyQueue
+from mcptap.transport.copy_queue import SENT, CopyQueue
 from mcptap.transport.copy_stream import C2S, CHUNK, END, HEADER, S2C, read_items
 from mcptap.transport.forward import CHUNK as READ_SIZE
 from mcptap.transport.forward import EOF, MAX_CHUNK, pump
@@ -193,3 +193,14 @@ def test_pump_calls_after_once_the_chunk_was_written() -> None:
     os.close(dst_w)
     os.close(dst_r)
     os.close(src_r)
+
+
+def test_closing_the_stream_sends_a_place_still_open(tmp_path: Any) -> None:
+    # the relay ends while a pump is blocked writing to a server stdin that a
+    # leftover process never reads: what it read is in the capture all the same
+    copy_r, copy_w = os.pipe()
+    q = CopyQueue(lambda: 4, copy_w, SpillFile(None, str(tmp_path)))
+    ticket = q.take(C2S, memoryview(bytearray(b"stuck request\n")))
+    chunks, _ = _stream(q, copy_r, copy_w)
+    assert chunks == [(C2S, 4, b"stuck request\n")]
+    assert ticket[0] == SENT

@@ -19,6 +19,7 @@ import pytest
 
 from mcptap.capture.reader import read_capture
 from mcptap.check.reannotated import Reannotated
+from mcptap.transport import stdio
 
 ROOT = Path(__file__).resolve().parents[2]
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main", "record"]
@@ -216,6 +217,21 @@ def test_orphan_holding_stdout_is_relayed_and_flagged(tmp_path: Path) -> None:
     assert out == b"early\nlate\n"
     assert p.returncode == 0
     assert "process.exited_but_stdout_open" in codes(records(tmp_path, "process"))
+
+
+def test_the_tap_ends_when_the_server_exits_while_the_host_keeps_stdin_open(tmp_path: Path) -> None:
+    # the relay's c2s pump is blocked reading a host that never writes again:
+    # the relay process ends at once all the same (mcptap closes its control
+    # pipe), not after the tap's 5 s fallback kill of a relay that moves nothing
+    p = tap(tmp_path, PY, "-c", "print('bye')")
+    assert readline(p.stdout) == b"bye\n"
+    t0 = time.monotonic()
+    code = p.wait(timeout=HANG)
+    took = time.monotonic() - t0
+    p.stdin.close()
+    assert code == 0
+    assert took < stdio.RELAY_EXIT_WAIT - 1
+    assert records(tmp_path, "process", "exit")
 
 
 # -- signals and shutdown ------------------------------------------------------
