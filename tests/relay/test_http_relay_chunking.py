@@ -225,3 +225,31 @@ def test_passbody_is_in_use_with_the_pinned_h11() -> None:
     from mcptap.relay.http import passbody
 
     assert passbody.SUPPORTED
+
+
+def test_one_next_event_per_sse_event_read_whole(monkeypatch):
+    """A read holding one whole chunk: the relay does not call next_event again
+    just to discard the chunk's CRLF (it could only say NEED_DATA); the CRLF
+    goes with the next read, and the stream still ends as h11 says."""
+    relay, cid = _relay()
+    relay.client_data(cid, REQUESTS[2])
+    gen = relay._conns[cid].gen
+    relay.upstream_data(cid, gen, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+    calls = []
+    real = h11.Connection.next_event
+
+    def counting(self: h11.Connection) -> Any:
+        ev = real(self)
+        calls.append(ev if ev is h11.NEED_DATA or ev is h11.PAUSED else type(ev))
+        return ev
+
+    monkeypatch.setattr(h11.Connection, "next_event", counting)
+    ev = b'data: {"jsonrpc":"2.0","method":"notifications/message"}\n\n'
+    for _ in range(3):
+        items = relay.upstream_data(cid, gen, b"%x\r\n%s\r\n" % (len(ev), ev))
+        assert [i.data for i in items if type(i) is r.ResponseBody] == [ev]
+        assert b"".join(i.data for i in items if type(i) is r.SendClient) == b"%x\r\n%s\r\n" % (len(ev), ev)
+    assert calls == [h11.Data] * 3
+    items = relay.upstream_data(cid, gen, b"0\r\n\r\n")
+    assert [(i.how, i.reused) for i in items if type(i) is r.ResponseEnded] == [("complete", False)]
+    assert b"".join(i.data for i in items if type(i) is r.SendClient) == b"0\r\n\r\n"

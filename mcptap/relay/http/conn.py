@@ -46,6 +46,8 @@ from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_h
 
 #: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
 _NOTHING = (b"", False)
+#: ``trailing_data`` with only the CRLF that ends a chunk h11 has just returned
+_CHUNK_END = (b"\r\n", False)
 #: body pieces at least this large skip h11's parser copies and are sent apart from their framing (passbody.py);
 #: smaller ones (a round trip's) are cheaper through h11 as before
 PASS_FROM = 16 << 10
@@ -254,6 +256,10 @@ class ConnRelay(ConnEnds):
                 if ex is None:
                     continue
                 self._response_data(ex, bytes(ev.data), out)
+                if ev.chunk_end and self.up is up and up.trailing_data == _CHUNK_END:
+                    # only the chunk's CRLF is left: next_event would discard it and say NEED_DATA;
+                    # it is discarded with the next bytes instead (a call saved per SSE event)
+                    return
             elif t is h11.Response or t is h11.InformationalResponse:
                 if ex is None:
                     continue
