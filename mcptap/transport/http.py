@@ -200,12 +200,13 @@ class HttpTap:
                 c = _ConnIO(cid, stream, nursery)
                 self._conns[cid] = c
                 short = False       # the last read was short: wait before reading (http_io.receive)
+                size = CHUNK        # bigger after a full read (a large request body: http_io.next_size)
                 while not c.closed:
                     data = None
                     with trio.CancelScope() as c.wait:
                         self._waiting(c)
                         try:
-                            data = await receive(stream, wait=short)
+                            data = await receive(stream, size, wait=short)
                         except _IO_ERRORS:
                             data = b""
                     c.wait = c.idle_since = None
@@ -220,7 +221,8 @@ class HttpTap:
                     await self._run(c, relay.client_data(cid, data))
                     if not data:
                         break
-                    short = len(data) < CHUNK
+                    short = len(data) < size
+                    size = next_size(size, len(data))
                 await self._close_upstream(c)
         finally:
             self.connections -= 1

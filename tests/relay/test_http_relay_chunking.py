@@ -23,6 +23,14 @@ REQUESTS = [
     b"GET /mcp HTTP/1.1\r\nHost: localhost:8\r\nAccept: text/event-stream\r\n\r\n",
     b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8\r\nContent-Length: 0\r\n\r\n",
 ]
+BIG_BODY = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"' + b"z" * 100_000 + b'"}}}'
+# request bodies large enough for the relay to take their bytes past h11 (relay/http/passbody.py)
+REQUESTS += [
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+    % (len(BIG_BODY), BIG_BODY),
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n"
+    % (len(BIG_BODY), BIG_BODY, len(BODY), BODY),
+]
 EVENT = b"event: endpoint\ndata: http://127.0.0.1:9/messages?s=1\n\n"
 BIG = b"data: " + b"0123456789" * 10_000 + b"\n\n"
 RESPONSES = [
@@ -253,3 +261,21 @@ def test_one_next_event_per_sse_event_read_whole(monkeypatch):
     items = relay.upstream_data(cid, gen, b"0\r\n\r\n")
     assert [(i.how, i.reused) for i in items if type(i) is r.ResponseEnded] == [("complete", False)]
     assert b"".join(i.data for i in items if type(i) is r.SendClient) == b"0\r\n\r\n"
+
+
+def test_a_large_request_body_is_forwarded_as_the_object_read() -> None:
+    """The same for a request body: the body fact and the piece sent upstream are the
+    object the client read produced, and the upstream still reads the same request."""
+    relay, cid = _relay()
+    req = REQUESTS[5]
+    items = relay.client_data(cid, req[:300])
+    piece = req[300:60_300]
+    out = relay.client_data(cid, piece)
+    assert [i.data for i in out if type(i) is r.RequestBody] == [piece]
+    assert next(i.data for i in out if type(i) is r.RequestBody) is piece
+    assert any(i.data is piece for i in out if type(i) is r.SendUpstream)
+    items += out + relay.client_data(cid, req[60_300:])
+    up = _messages(h11.SERVER, b"".join(i.data for i in items if type(i) is r.SendUpstream))
+    assert [type(e) for e in up] == [h11.Request, h11.Data, h11.EndOfMessage]
+    assert bytes(up[1].data) == BIG_BODY + BODY
+    assert sum(type(i) is r.RequestEnded for i in items) == 1

@@ -64,8 +64,25 @@ class ConnRelay(ConnEnds):
         """Bytes from the client (``b""``: the client closed its side)."""
         if self.closed:
             return
+        client = self.client
+        ex = self.ex
+        if ex is not None and len(data) >= PASS_FROM:
+            n = passbody.ahead(client)
+            if n:
+                # the read starts inside the request body: its bytes go on as the object read (as upstream_data)
+                body = data if n >= len(data) else data[:n]
+                passbody.consume(client, len(body))
+                self._request_data(ex, body, out)
+                if self.closed:
+                    return
+                if body is data:
+                    if n > len(data):
+                        return      # still inside the body: next_event could only say NEED_DATA
+                    self._pump_client(out)          # the body's last byte: h11 says how it ends
+                    return
+                data = data[len(body):]
         try:
-            self.client.receive_data(data)
+            client.receive_data(data)
         except RuntimeError:
             return
         self._pump_client(out)
@@ -82,14 +99,8 @@ class ConnRelay(ConnEnds):
             t = type(ev)
             if t is h11.Data:
                 ex = self.ex
-                data = bytes(ev.data)
                 if ex is not None:
-                    out.append(RequestBody(ex.id, self.id, data))
-                    if ex.oauth is not None and ex.oauth.holding_request:
-                        for e in ex.oauth.request_data(data, out):
-                            self._send_up(e, out)
-                    elif ex.forward:
-                        self._send_up(h11.Data(data=data), out)
+                    self._request_data(ex, bytes(ev.data), out)
             elif t is h11.Request:
                 self._on_request(ev, out)
             elif t is h11.EndOfMessage:
@@ -174,6 +185,25 @@ class ConnRelay(ConnEnds):
             return
         self._send_up(heads.request(ev.method, ev.target, up_headers) if parsed
                       else h11.Request(method=ev.method, target=ev.target, headers=up_headers), out)
+
+    def _request_data(self, ex: ExchangeState, data: bytes, out: list[Any]) -> None:
+        out.append(RequestBody(ex.id, self.id, data))
+        if ex.oauth is not None and ex.oauth.holding_request:
+            for e in ex.oauth.request_data(data, out):
+                self._send_up(e, out)
+        elif not ex.forward:
+            return
+        elif len(data) < PASS_FROM or self.up is None:
+            self._send_up(h11.Data(data=data), out)
+        else:
+            # the framing and the body as separate writes (a vectored send), as _response_data
+            try:
+                pieces = passbody.framed(self.up, data)
+            except h11.LocalProtocolError:
+                ex.forward = False          # as _send_up: the upstream already answered and closed
+                return
+            cid, gen = self.id, self.gen
+            out.extend([SendUpstream(cid, gen, p) for p in pieces])
 
     def _send_up(self, ev: Any, out: list[Any]) -> None:
         ex = self.ex
