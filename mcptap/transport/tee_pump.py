@@ -206,10 +206,11 @@ class Aux:
 
 
 def pump_s2c(src: int, dst: int, seen_view: Callable[[memoryview], Any],
-             seen_pipe: Callable[[int, int], Any], after: Callable[[Any, int], Any] | None = None) -> tuple[str, Any, int]:
-    """``forward.pump`` (``seen_view``) that hands floods to ``tee_pump``
-    (``seen_pipe``) and takes them back (module docstring); ``after`` as for
-    both; returns like ``forward.pump``."""
+             seen_pipe: Callable[[int, int], Any], after: Callable[[Any, int], Any] | None = None,
+             after_pipe: Callable[[Any, int], Any] | None = None) -> tuple[str, Any, int]:
+    """``forward.pump`` (``seen_view``, ``after``) that hands floods to
+    ``tee_pump`` (``seen_pipe``, ``after_pipe``) and takes them back (module
+    docstring); returns like ``forward.pump``."""
     aux: Aux | None = None
     try:
         while True:
@@ -220,7 +221,7 @@ def pump_s2c(src: int, dst: int, seen_view: Callable[[memoryview], Any],
                 aux = Aux()
             if not aux.ok or aux.tee is None or aux.fds is None:
                 continue
-            how, token, undelivered = tee_pump(aux.tee, src, dst, aux.fds[0], aux.fds[1], aux.room, seen_pipe, SMALL, after)
+            how, token, undelivered = tee_pump(aux.tee, src, dst, aux.fds[0], aux.fds[1], aux.room, seen_pipe, SMALL, after_pipe)
             if how == FALLBACK:
                 aux.close()
                 aux.tee = None
