@@ -301,13 +301,26 @@ class StdioTap(StderrRelay):
         """``seconds``, or at most ``HURRY_WAIT`` once mcptap was signalled."""
         return min(seconds, HURRY_WAIT) if self._handoff.hurried else seconds
 
+    def _group_alive(self) -> bool:
+        """Whether a process of the server's group (its descendants that kept it) still exists."""
+        try:
+            os.killpg(self._pgid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:                 # EPERM: a member exists
+            return True
+        return True
+
     async def _finish(self) -> None:
         with trio.move_on_after(ORPHAN_WAIT):
             await self._stdout_closed.wait()
-        if not self._stdout_closed.is_set():
+        if not self._stdout_closed.is_set() and self._group_alive():
+            # judged only while the server's process group has a member left: with none,
+            # the relay is still delivering bytes the server wrote before it exited (a host
+            # slow to read its stdout), not relaying for a descendant
             self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
-            await self._stdout_closed.wait()
+        await self._stdout_closed.wait()
         await self._stdout_done.wait()          # the copy stream is read up to the end of stdout: exit goes after it
         with trio.move_on_after(self._wait(STDERR_FLUSH_WAIT)):
             await self._stderr_read_done.wait()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from mcptap.capture.reader import read_capture
@@ -50,3 +51,21 @@ def test_a_lagging_copy_stream_is_not_an_orphan(tmp_path: Path) -> None:
 def test_an_orphan_is_still_flagged_when_the_stream_lags(tmp_path: Path) -> None:
     server = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1.8); print(1)']); print('early')"
     assert "process.exited_but_stdout_open" in run(tmp_path, 0.5, server)
+
+
+def test_a_host_slow_to_read_is_not_an_orphan(tmp_path: Path) -> None:
+    # the server writes more than the host's stdout pipe holds and exits; the relay
+    # has its bytes and waits on its write to the host, which reads only 2.5 s later
+    # (beyond the 1 s orphan wait): no descendant holds the server's stdout
+    cap = tmp_path / "cap.jsonl"
+    server = "import sys; sys.stdout.buffer.write((b'{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{\"d\":\"' + b'x' * 1000 + b'\"}}\\n') * 300)"
+    p = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(cap), "--", sys.executable, "-c", server],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    time.sleep(2.5)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert len(out) == 300 * 1049
+    c = read_capture(str(cap))
+    assert c.end is not None
+    codes = {f["code"] for rec in c.records for f in rec.get("findings", ())}
+    assert "process.exited_but_stdout_open" not in codes
