@@ -113,6 +113,8 @@ class StdioTap(StderrRelay):
         self._err_buffered = 0
         self._err_overflowing = False
         self._relay_started = False
+        self._relay_pid = -1
+        self._relay_stopped: str | None = None   # why mcptap stopped the relay before the server's stdout ended
 
     # -- recorder hand-off ---------------------------------------------------
 
@@ -188,6 +190,7 @@ class StdioTap(StderrRelay):
         capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
         self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None)
         relay_pid, copy_r, ctl_w, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
+        self._relay_pid = relay_pid
         for fd in (in_w, out_r):
             os.close(fd)
         detach_fd(0)            # only the relay process holds the host's stdin and stdout
@@ -320,7 +323,17 @@ class StdioTap(StderrRelay):
             # slow to read its stdout), not relaying for a descendant
             self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
                 "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
-        await self._stdout_closed.wait()
+        while not self._stdout_closed.is_set():
+            if self._handoff.hurried and not self._group_alive():
+                # signalled (a host's SIGTERM: it SIGKILLs us 2 s later), the server's group
+                # gone, and the relay still blocked on a host that no longer reads its stdout:
+                # the capture is finished now, not when (if ever) the host drains the pipe
+                self._relay_stopped = ("the host did not read its stdout: mcptap was signalled after the server exited, "
+                                       "so the relay was stopped with server output the host never read (not recorded)")
+                stdio_os.kill(self._relay_pid)
+                break
+            with trio.move_on_after(HURRY_WAIT):
+                await self._stdout_closed.wait()
         await self._stdout_done.wait()          # the copy stream is read up to the end of stdout: exit goes after it
         with trio.move_on_after(self._wait(STDERR_FLUSH_WAIT)):
             await self._stderr_read_done.wait()
@@ -349,7 +362,7 @@ class StdioTap(StderrRelay):
             await trio.to_thread.run_sync(read)
         finally:
             if not self._stdout_done.is_set():
-                self._rec(self.rec.gap, "the relay process ended unexpectedly")
+                self._rec(self.rec.gap, self._relay_stopped or "the relay process ended unexpectedly")
                 self._stdout_done.set()
                 self._stdout_closed.set()
             done.set()
