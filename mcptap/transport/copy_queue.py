@@ -69,21 +69,18 @@ class CopyQueue:
         """The place of ``data`` (a view of a pump's buffer, read in
         ``direction``) in the stream, stamped now; the pump writes it on, then
         calls ``put``. The view must stay valid until ``put`` returns."""
-        n = len(data)
-        with self._lock:
-            offset = self._streamed[direction]
-            self._streamed[direction] = offset + n
-            ticket = [OPEN, direction, self._clock(), offset, n, data]
-            self._open.append(ticket)
-        return ticket
+        return self._ticket(direction, len(data), data)
 
     def take_from(self, direction: int, fd: int, n: int) -> list[Any]:
         """``take`` for ``n`` bytes waiting in the pipe ``fd`` (a pump's aux
         pipe, ``tee_pump``); ``put`` consumes exactly those n bytes."""
+        return self._ticket(direction, n, fd)
+
+    def _ticket(self, direction: int, n: int, source: memoryview | int) -> list[Any]:
         with self._lock:
             offset = self._streamed[direction]
             self._streamed[direction] = offset + n
-            ticket = [OPEN, direction, self._clock(), offset, n, fd]
+            ticket = [OPEN, direction, self._clock(), offset, n, source]
             self._open.append(ticket)
         return ticket
 

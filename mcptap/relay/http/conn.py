@@ -18,6 +18,7 @@ needed), which drops the connection once ``closed`` is set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -67,20 +68,10 @@ class ConnRelay(ConnEnds):
         client = self.client
         ex = self.ex
         if ex is not None and len(data) >= PASS_FROM:
-            n = passbody.ahead(client)
-            if n:
-                # the read starts inside the request body: its bytes go on as the object read (as upstream_data)
-                body = data if n >= len(data) else data[:n]
-                passbody.consume(client, len(body))
-                self._request_data(ex, body, out)
-                if self.closed:
-                    return
-                if body is data:
-                    if n > len(data):
-                        return      # still inside the body: next_event could only say NEED_DATA
-                    self._pump_client(out)          # the body's last byte: h11 says how it ends
-                    return
-                data = data[len(body):]
+            rest = self._pass_body(client, ex, data, self._request_data, lambda: not self.closed, self._pump_client, out)
+            if rest is None:
+                return
+            data = rest
         try:
             client.receive_data(data)
         except RuntimeError:
@@ -231,26 +222,39 @@ class ConnRelay(ConnEnds):
             self.up_eof = True
         else:
             ex = self.ex
-            n = passbody.ahead(up) if ex is not None and len(data) >= PASS_FROM else 0
-            if n:
-                # the read starts inside the body: its bytes go on as the object read (no h11 copies)
-                body = data if n >= len(data) else data[:n]
-                passbody.consume(up, len(body))
-                assert ex is not None
-                self._response_data(ex, body, out)
-                if self.closed or self.up is not up:
+            if ex is not None and len(data) >= PASS_FROM:
+                rest = self._pass_body(up, ex, data, self._response_data, lambda: not self.closed and self.up is up,
+                                       self._pump_upstream, out)
+                if rest is None:
                     return
-                if body is data:
-                    if n > len(data):
-                        return      # still inside the body: next_event could only say NEED_DATA
-                    self._pump_upstream(out)        # the body's last byte: h11 says how it ends
-                    return
-                data = data[len(body):]
+                data = rest
         try:
             up.receive_data(data)
         except RuntimeError:
             return
         self._pump_upstream(out)
+
+    def _pass_body(self, conn: h11.Connection, ex: ExchangeState, data: bytes,
+                   deliver: Callable[[ExchangeState, bytes, list[Any]], None], alive: Callable[[], bool],
+                   pump: Callable[[list[Any]], None], out: list[Any]) -> bytes | None:
+        """Take the body bytes ``data`` starts with past h11 (passbody.py: a read
+        inside a Content-Length body or a chunk goes on as the object read, no
+        h11 copies) and ``deliver`` them; returns what h11 must still parse, or
+        None when nothing is left (or ``alive()`` turned false). At the body's
+        last byte ``pump`` lets h11 say how the message ends."""
+        n = passbody.ahead(conn)
+        if not n:
+            return data
+        body = data if n >= len(data) else data[:n]
+        passbody.consume(conn, len(body))
+        deliver(ex, body, out)
+        if not alive():
+            return None
+        if body is data:
+            if n == len(data):
+                pump(out)
+            return None     # else still inside the body: next_event could only say NEED_DATA
+        return data[len(body):]
 
     def upstream_failed(self, gen: int, detail: str, out: list[Any]) -> None:
         """Upstream connection ``gen`` failed; ``detail``: one line for the 502
