@@ -389,6 +389,8 @@ def main() -> None:
     ap.add_argument("--flood", type=int, default=1_000_000, help="flood size (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3, help="flood runs per configuration (default 3; medians)")
     ap.add_argument("--big", type=int, default=16 << 20, help="big message size in bytes (default 16 MiB)")
+    ap.add_argument("--blocks", type=int, default=10,
+                    help="round trips in this many interleaved blocks per config (default 10; 1: one sustained run each)")
     ap.add_argument("--only", nargs="*", default=["direct", "threaded", "mcptap"])
     ap.add_argument("--skip", nargs="*", default=[], choices=["rtt", "flood", "both", "big"])
     ap.add_argument("--before", metavar="DIR", help="also run the mcptap of another checkout (DIR holds its mcptap/ package) "
@@ -423,7 +425,7 @@ def main() -> None:
         for peer in peers.values():
             peer.handshake()
             peer.rtts(500)                                     # warm-up
-        blocks = 10
+        blocks = args.blocks
         rt_cpu: dict[str, dict[str, float]] = {name: {} for name in peers}
         for i in range(blocks):                                # interleaved: noise hits every config alike
             for name, peer in peers.items():
@@ -444,7 +446,7 @@ def main() -> None:
                 hwm["relay"] = relay_status(peer.proc.pid)
             peer.close()
         base = lats.get("direct")
-        print(f"\nround trips: {args.rtt} per config, 10 interleaved blocks after 500 warm-up (µs)")
+        print(f"\nround trips: {args.rtt} per config, {blocks} interleaved blocks after 500 warm-up (µs)")
         print(f"{'config':9s} {'p50':>8s} {'p99':>8s} {'+p50':>8s} {'+p99':>8s} {'RSS MiB':>8s}")
         added = {}
         for name, lat in lats.items():

@@ -78,7 +78,7 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
                 paced[0] = None
             return not left[0]
 
-        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when)
+        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when, hold=lambda: not h.boosted)
 
     t = threading.Thread(target=low, name="mcptap-copy-reader", daemon=True)
     t.start()

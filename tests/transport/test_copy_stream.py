@@ -4,6 +4,7 @@ and a reader that completes a chunk spanning many pipe reads (issue 13)."""
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import select
 import threading
@@ -204,3 +205,93 @@ def test_closing_the_stream_sends_a_place_still_open(tmp_path: Any) -> None:
     chunks, _ = _stream(q, copy_r, copy_w)
     assert chunks == [(C2S, 4, b"stuck request\n")]
     assert ticket[0] == SENT
+
+
+# -- a trickle of copies waits for a pause of the session (copy_stream._gather) -------
+
+class _Traffic:
+    """Stands in for ``time`` in copy_stream: each sleep of the reader is a
+    moment in which the relay sends ``per_wait`` more items, until ``items``
+    were sent; after that the session pauses (nothing comes)."""
+
+    def __init__(self, w: int, items: int, per_wait: int = 1) -> None:
+        self.w, self.left, self.per_wait = w, items, per_wait
+        self.sent = 0
+        self.now = 0.0
+        self.seen_at_delivery: list[int] = []
+
+    def send(self) -> None:
+        for _ in range(min(self.per_wait, self.left)):
+            body = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % self.sent
+            os.write(self.w, HEADER.pack(CHUNK, C2S, 0, self.sent, len(body)) + body)
+            self.sent += 1
+            self.left -= 1
+        if not self.left:
+            os.close(self.w)
+            self.left = -1
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+        if self.left > 0:
+            self.send()
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _read_trickle(monkeypatch: pytest.MonkeyPatch, items: int, hold: Any = None,
+                  **bounds: Any) -> tuple[_Traffic, list[int]]:
+    import mcptap.transport.copy_stream as cs
+
+    for name, value in bounds.items():
+        monkeypatch.setattr(cs, name, value)
+    r, w = os.pipe()
+    traffic = _Traffic(w, items)
+    monkeypatch.setattr(cs, "time", traffic)
+    real_read = cs._read
+
+    def read(fd: int, n: int) -> bytes:
+        if traffic.left > 0 and not select.select([fd], [], [], 0)[0]:
+            traffic.send()                               # the relay goes on while the reader blocks
+        return real_read(fd, n)
+
+    monkeypatch.setattr(cs, "_read", read)
+    traffic.send()                                       # the first item is there when the reader starts
+    batches: list[int] = []                              # items sent so far, at each delivery
+
+    def on_chunk(d: int, t: int, b: bytes) -> None:
+        assert b.startswith(b'{"jsonrpc"') and d == C2S
+        batches.append(traffic.sent)
+
+    assert read_items(r, on_chunk, lambda *e: None, hold=hold)
+    os.close(r)
+    assert len(batches) == items
+    return traffic, batches
+
+
+def test_a_trickle_is_held_back_until_the_session_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    # round trips going on: every wait of the reader brings another copy; the
+    # reader hands none over before the traffic paused, then all at once, in order
+    _, batches = _read_trickle(monkeypatch, 40)
+    assert batches == [40] * 40
+
+
+def test_a_held_trickle_is_handed_over_at_the_byte_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    item = HEADER.size + len(b'{"jsonrpc":"2.0","id":10,"method":"ping"}\n')
+    _, batches = _read_trickle(monkeypatch, 40, HOLD_BYTES=10 * item)
+    assert batches[0] < 40 and batches == sorted(batches)   # delivered before the pause, in batches
+    marks = sorted(set(batches))                            # items sent when each batch was handed over
+    assert all(b - a <= 11 for a, b in itertools.pairwise([0, *marks]))
+
+
+def test_a_held_trickle_is_handed_over_at_the_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcptap.transport.copy_stream as cs
+
+    _, batches = _read_trickle(monkeypatch, 40, HOLD_MAX=5 * cs.BATCH_WAIT)
+    assert batches[0] <= 7 and len(set(batches)) >= 5
+
+
+def test_no_holding_once_hold_turns_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the session ends (Handoff.boost): the reader no longer waits for a pause
+    _, batches = _read_trickle(monkeypatch, 10, hold=lambda: False)
+    assert batches[0] <= 2
