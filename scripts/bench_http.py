@@ -294,6 +294,18 @@ class Tap:
             last = cpu
             time.sleep(0.2)
 
+    def quiet(self, window: float = 0.02, limit: float = 10.0) -> None:
+        """Wait (at most ``limit`` s) until the tap used no CPU for ``window`` s
+        (its recorder caught up), at /proc's 10 ms tick resolution."""
+        end = time.monotonic() + limit
+        last = self.cpu()
+        while time.monotonic() < end:
+            time.sleep(window)
+            now = self.cpu()
+            if now - last < 0.001:
+                return
+            last = now
+
     def stop(self) -> int:
         self.p.send_signal(2)
         self.p.wait()
@@ -379,9 +391,14 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
     block = 100
     for k in range(max(1, args.requests // block)):
         for name, c in conns.items():
+            # a tap records a block's exchanges after it (batched): let every tap
+            # finish that first, or it runs during the next configuration's block
+            for t in taps.values():
+                t.quiet()
             c0 = taps[name].cpu_split() if name in taps else (0.0, 0.0)
             lat[name] += round_trips(c, block, 1000 + k * block)
             if name in taps:
+                taps[name].quiet()
                 c1 = taps[name].cpu_split()
                 split[name][0] += c1[0] - c0[0]
                 split[name][1] += c1[1] - c0[1]
@@ -393,7 +410,7 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
                      "added p50 <= 200" if p == 50 else "", ""))
     ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
     ROWS.append(("  relay process (us)", None, {k: split[k][0] / len(lat[k]) * 1e6 for k in taps}, "", "", ""))
-    ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(split: read before the"
+    ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(read once the"
                  " recorder caught up)"))
 
 

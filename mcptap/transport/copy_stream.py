@@ -16,11 +16,11 @@ the bytes it already has on every read.
 from __future__ import annotations
 
 import os
-import select
 import struct
 import threading
-import time
 from collections.abc import Callable
+
+from mcptap.transport import trickle
 
 HEADER = struct.Struct("<BBBqI")
 OFFSET = struct.Struct("<Q")
@@ -30,14 +30,8 @@ OFFSET = struct.Struct("<Q")
 CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
 C2S, S2C = 0, 1
 COPY_PIPE_SIZE = 1 << 20
-BATCH_BELOW = 64 << 10         # reads smaller than this wait for more (``_gather``)
-BATCH_WAIT = 0.002             # s between reads of a trickle; a wait that brings nothing is a pause
-HOLD_BYTES = 1 << 20           # copies a trickle holds back at most before they are handed over
-HOLD_MAX = 0.5                 # s: and at most this long
-
-
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
+#: a small item split between two reads waits for the next read to complete it
+BATCH_BELOW = 64 << 10
 
 
 class CopyCursor:
@@ -79,40 +73,6 @@ def _rest_of_chunk(copy_r: int, have: bytes, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def _gather(copy_r: int, data: bytes, hold: Callable[[], bool] | None) -> bytes:
-    """``data`` (a read smaller than ``BATCH_BELOW``: a trickle, round trips)
-    and the copies that follow it while the session's traffic goes on: read
-    every ``BATCH_WAIT`` s until a wait brings nothing (a pause), or
-    ``HOLD_BYTES`` are held, ``HOLD_MAX`` s passed or ``hold()`` turned false.
-    Under traffic with no pause (back-to-back round trips) the bounds hand
-    the copies over as before, and analysis shares the CPUs again.
-
-    Why: analysis that runs while round trips go on shares the CPUs with
-    the host, the relay and the server. Each of their wake-ups then preempts
-    it (a reschedule IPI and a context switch: a third of the analysis
-    threads' CPU in a ``perf`` profile) and they run on caches it emptied:
-    on 2 cores, 20,000 back-to-back round trips added 37.9 µs p50 with the
-    copies analysed as they came (2 ms batches) and 24.8 µs held to the
-    pauses between blocks (threaded relay 17.2 µs, same run), and the
-    analysis itself cost 85 against 25 µs of CPU per round trip
-    (``scripts/bench_stdio.py``)."""
-    parts = [data]
-    total = len(data)
-    end = time.monotonic() + HOLD_MAX
-    while total < HOLD_BYTES and time.monotonic() < end:
-        if hold is not None and not hold():
-            break
-        time.sleep(BATCH_WAIT)
-        if not _readable(copy_r):
-            break                                   # a pause: analyse now
-        more = _read(copy_r, COPY_PIPE_SIZE)
-        if not more:
-            break                                   # EOF: the next read sees it again
-        parts.append(more)
-        total += len(more)
-    return b"".join(parts) if len(parts) > 1 else data
-
-
 def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None],
                cursor: CopyCursor | None = None, yield_when: Callable[[], bool] | None = None,
                hold: Callable[[], bool] | None = None) -> bool:
@@ -120,7 +80,7 @@ def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_even
     ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
     t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
     blocking, run it in a thread). A trickle of copies is held back while it
-    goes on and handed over in the session's pauses (``_gather``; ``hold()``
+    goes on and handed over in the session's pauses (``trickle.gather``; ``hold()``
     false: no longer). Returns True at EOF, False as soon as
     ``yield_when()`` (asked before each read) is true: ``cursor`` then holds
     the place for the next reader."""
@@ -137,8 +97,8 @@ def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_even
             if not data:
                 cur.eof = True
                 return True
-            if len(data) < BATCH_BELOW:
-                data = _gather(copy_r, data, hold)
+            if len(data) < trickle.TRICKLE_BELOW:
+                data = trickle.gather(copy_r, data, lambda n: _read(copy_r, min(n, COPY_PIPE_SIZE)), hold)
             buf = cur.buf + data if cur.buf else data
             pos = 0
             end = len(buf)

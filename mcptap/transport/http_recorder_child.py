@@ -14,12 +14,9 @@ end record is written; the capture writer's failure and lost records).
 from __future__ import annotations
 
 import collections
-import contextlib
 import marshal
 import os
-import select
 import signal
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,12 +25,11 @@ import orjson
 from mcptap.recorder import Recorder
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.transport import fact_codec as fc
+from mcptap.transport import trickle
 from mcptap.transport.spill import SpillFile
 
 #: bytes read from the fact pipe at a time (1 MiB held a little more in the recorder's peak)
 READ_BUFFER = 256 << 10
-BATCH_BELOW = 64 << 10         # reads smaller than this wait BATCH_WAIT for more
-BATCH_WAIT = 0.002             # s
 
 
 class Hooks:
@@ -71,16 +67,25 @@ def _report(fd: int, msg: dict[str, Any]) -> None:
 
 class _Frames:
     """The fact pipe, read a pipe's worth at a time. A read that finds only a
-    trickle (round trips) waits ``BATCH_WAIT`` for more, so the recorder
-    wakes a few hundred times a second, not once per batch: fewer wake-ups
-    to pay for on the relay's side of the pipe, and one capture write for
-    what arrived together. ``before_wait()`` runs before every read."""
+    trickle (round trips) is held back with what follows while the traffic
+    goes on (``trickle.gather``), so the recorder runs in the session's
+    pauses rather than beside its round trips, and wakes a few hundred times
+    a second at most: fewer wake-ups to pay for on the relay's side of the
+    pipe, and one capture write for what arrived together.
+    ``before_wait()`` runs before every read."""
 
     def __init__(self, fd: int, before_wait: Callable[[], None]) -> None:
         self.fd = fd
         self.buf = b""
         self.pos = 0
         self.before_wait = before_wait
+
+    def _read_now(self, n: int) -> bytes:
+        """Up to ``n`` bytes of a readable pipe (b"" at EOF or on an error)."""
+        try:
+            return os.read(self.fd, min(n, READ_BUFFER))
+        except OSError:
+            return b""
 
     def _read(self, n: int) -> bytes:
         self.before_wait()
@@ -102,11 +107,8 @@ class _Frames:
             data = self._read(READ_BUFFER)
             if not data:
                 raise EOFError
-            if len(data) < BATCH_BELOW:
-                time.sleep(BATCH_WAIT)
-                with contextlib.suppress(OSError):
-                    if select.select([self.fd], [], [], 0)[0]:
-                        data += os.read(self.fd, READ_BUFFER)
+            if len(data) < trickle.TRICKLE_BELOW:
+                data = trickle.gather(self.fd, data, self._read_now)
             self.buf, self.pos = buf[pos:] + data, 0
             return self.exact(n)
         parts = [buf[pos:]]                         # a large body: read its rest as it is

@@ -207,10 +207,10 @@ def test_closing_the_stream_sends_a_place_still_open(tmp_path: Any) -> None:
     assert ticket[0] == SENT
 
 
-# -- a trickle of copies waits for a pause of the session (copy_stream._gather) -------
+# -- a trickle of copies waits for a pause of the session (transport.trickle) -------
 
 class _Traffic:
-    """Stands in for ``time`` in copy_stream: each sleep of the reader is a
+    """Stands in for ``time`` in transport.trickle: each sleep of the reader is a
     moment in which the relay sends ``per_wait`` more items, until ``items``
     were sent; after that the session pauses (nothing comes)."""
 
@@ -242,12 +242,13 @@ class _Traffic:
 def _read_trickle(monkeypatch: pytest.MonkeyPatch, items: int, hold: Any = None,
                   **bounds: Any) -> tuple[_Traffic, list[int]]:
     import mcptap.transport.copy_stream as cs
+    import mcptap.transport.trickle as tr
 
     for name, value in bounds.items():
-        monkeypatch.setattr(cs, name, value)
+        monkeypatch.setattr(tr, name, value)
     r, w = os.pipe()
     traffic = _Traffic(w, items)
-    monkeypatch.setattr(cs, "time", traffic)
+    monkeypatch.setattr(tr, "time", traffic)
     real_read = cs._read
 
     def read(fd: int, n: int) -> bytes:
@@ -285,9 +286,9 @@ def test_a_held_trickle_is_handed_over_at_the_byte_bound(monkeypatch: pytest.Mon
 
 
 def test_a_held_trickle_is_handed_over_at_the_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcptap.transport.copy_stream as cs
+    import mcptap.transport.trickle as tr
 
-    _, batches = _read_trickle(monkeypatch, 40, HOLD_MAX=5 * cs.BATCH_WAIT)
+    _, batches = _read_trickle(monkeypatch, 40, HOLD_MAX=5 * tr.WAIT)
     assert batches[0] <= 7 and len(set(batches)) >= 5
 
 
