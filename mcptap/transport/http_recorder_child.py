@@ -74,8 +74,9 @@ class _Frames:
     pipe, and one capture write for what arrived together.
     ``before_wait()`` runs before every read."""
 
-    def __init__(self, fd: int, before_wait: Callable[[], None]) -> None:
+    def __init__(self, fd: int, before_wait: Callable[[], None], spill: SpillFile | None = None) -> None:
         self.fd = fd
+        self.spill = spill
         self.buf = b""
         self.pos = 0
         self.before_wait = before_wait
@@ -109,6 +110,9 @@ class _Frames:
                 raise EOFError
             if len(data) < trickle.TRICKLE_BELOW:
                 data = trickle.gather(self.fd, data, self._read_now)
+            elif self.spill is not None:
+                spill = self.spill
+                trickle.wait_while_flowing(lambda: trickle.pipe_fill(self.fd) + spill.size())
             self.buf, self.pos = buf[pos:] + data, 0
             return self.exact(n)
         parts = [buf[pos:]]                         # a large body: read its rest as it is
@@ -168,7 +172,7 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
         rec.flush()
 
     hooks.start()
-    frames = _Frames(fact_fd, write_out)
+    frames = _Frames(fact_fd, write_out, spill)
     observer: HttpObserver | None = None
     failed = False
     head = fc.HEAD

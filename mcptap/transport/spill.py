@@ -141,6 +141,20 @@ class SpillFile:
         self._end = at + n
         return at
 
+    def size(self) -> int:
+        """Bytes in the file now (0 before the first entry or where fstat fails):
+        it grows while the relay sets chunks aside."""
+        fd = self._fd
+        if fd < 0 and self.path is not None:
+            try:
+                return os.stat(self.path).st_size
+            except OSError:
+                return 0
+        try:
+            return os.fstat(fd).st_size if fd >= 0 else 0
+        except OSError:
+            return 0
+
     def read(self, at: int, n: int) -> bytes:
         """``n`` bytes of data at file offset ``at`` (mcptap; raises OSError)."""
         return os.pread(self._open(False), n, at)
