@@ -169,3 +169,28 @@ def test_international_upstream_host_is_idna_encoded() -> None:
 
     with _pytest.raises(ValueError, match="international domain name"):
         Upstream.parse("http://" + "ä" * 70 + ".org/")
+
+
+def test_a_long_parse_error_is_quoted_briefly_in_the_502_and_its_record(relay):
+    # h11 quotes the whole refused header line (escaped): up to its 64 KiB head
+    # limit of the upstream's bytes would go into the answer and the capture
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, b"HTTP/1.1 200 OK\r\nX-Bad" + b"\x1b[31mA" * 1000 + b"\r\n\r\n")
+    out = sent_client(items)
+    assert out.startswith(b"HTTP/1.1 502 ")
+    body = out.split(b"\r\n\r\n", 1)[1]
+    assert b"illegal header line" in body and len(body) < 500 and b"more characters)" in body
+    assert b"\x1b" not in out                         # escaped by h11's repr, never raw
+    end = of(items, r.ResponseEnded)[0]
+    assert end.how == "bad_response" and len(end.detail) < 400 and "more characters)" in end.detail
+
+
+def test_a_long_parse_error_from_the_client_is_quoted_briefly_in_the_400(relay):
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Bad" + b"\x07B" * 3000 + b"\r\n\r\n")
+    out = sent_client(items)
+    assert out.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert len(out.split(b"\r\n\r\n", 1)[1]) < 500
+    closed = of(items, r.ConnClosed)[0]
+    assert len(closed.detail) < 400 and "more characters)" in closed.detail

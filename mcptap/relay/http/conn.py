@@ -41,7 +41,7 @@ from mcptap.relay.http.events import (
     SendClient,
     SendUpstream,
 )
-from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState
+from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, peer_error
 from mcptap.relay.http.guard import host_name, request_problem
 from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
@@ -85,7 +85,7 @@ class ConnRelay(ConnEnds):
             try:
                 ev: Any = client.next_event()      # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
-                self._client_error(str(exc), out)
+                self._client_error(peer_error(exc), out)
                 return
             t = type(ev)
             if t is h11.Data:
@@ -282,7 +282,7 @@ class ConnRelay(ConnEnds):
             try:
                 ev: Any = up.next_event()          # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
-                self._upstream_error(str(exc), out)
+                self._upstream_error(peer_error(exc), out)
                 return
             t = type(ev)
             ex = self.ex

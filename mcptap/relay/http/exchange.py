@@ -52,6 +52,22 @@ class ExchangeState:
     oauth: AuthExchange | None = None
 
 
+#: characters of an h11 parse error kept in a 400/502 answer and its record
+PEER_ERROR_CHARS = 240
+
+
+def peer_error(exc: Exception) -> str:
+    """One line for a peer's unparseable HTTP (``h11.RemoteProtocolError``):
+    h11 quotes the refused bytes (``repr``, so no raw control characters),
+    e.g. a whole illegal header line of up to its 64 KiB head limit; the
+    answer and the capture keep ``PEER_ERROR_CHARS`` of it and say how much
+    was left out."""
+    text = " ".join(str(exc).split())
+    if len(text) <= PEER_ERROR_CHARS:
+        return text
+    return f"{text[:PEER_ERROR_CHARS]}... ({len(text) - PEER_ERROR_CHARS} more characters)"
+
+
 def tap_response(status: int, reason: bytes, text: str) -> list[Any]:
     """The h11 events of a plain-text answer from the tap itself (400, 502):
     head with Content-Length and ``Connection: close``, body, end."""
