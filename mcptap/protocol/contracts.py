@@ -33,6 +33,7 @@ import orjson
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
 from mcptap.protocol.rules import REVISIONS, normalize_revision
+from mcptap.protocol.schema_fast import Quick, compile_quick
 from mcptap.protocol.skeleton import real_text
 
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"})
@@ -63,14 +64,18 @@ def _page_digest(result: dict[str, Any]) -> bytes:
         return repr(result).encode()
 
 
+#: a compiled schema: the jsonschema validator and its quick "certainly valid" check (None: always ask the validator)
+Compiled = tuple[Any, Quick | None]
+
+
 class _Schemas:
     """Compiled JSON Schema validators, keyed by the schema's canonical JSON."""
 
     def __init__(self) -> None:
-        self._cache: OrderedDict[bytes, Any] = OrderedDict()
+        self._cache: OrderedDict[bytes, Compiled | None] = OrderedDict()
 
-    def validator(self, schema: Any) -> Any:
-        """A validator object, or None when the schema is not usable (not an
+    def validator(self, schema: Any) -> Compiled | None:
+        """The compiled schema, or None when the schema is not usable (not an
         object, unknown dialect, invalid schema): then nothing is judged."""
         if not isinstance(schema, dict):
             return None
@@ -86,22 +91,28 @@ class _Schemas:
         return v
 
 
-def _compile(schema: dict[str, Any]) -> Any:
+def _compile(schema: dict[str, Any]) -> Compiled | None:
     try:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft6Validator, Draft7Validator, Draft201909Validator, Draft202012Validator
         from jsonschema.validators import validator_for
     except ImportError:  # pragma: no cover - jsonschema is a runtime dependency
         return None
     try:
         cls = validator_for(schema, default=Draft202012Validator)
         cls.check_schema(schema)
-        return cls(schema)
+        v = cls(schema)
     except Exception:  # noqa: BLE001 - a peer's odd schema (SchemaError or worse) must never raise
         return None
+    # the dialects in which the quick check's keywords mean what it assumes
+    quick = compile_quick(schema) if cls in (Draft202012Validator, Draft201909Validator, Draft7Validator, Draft6Validator) else None
+    return v, quick
 
 
-def _errors(validator: Any, instance: Any) -> list[str]:
+def _errors(compiled: Compiled, instance: Any) -> list[str]:
     """Up to three validation messages (``path: message``), [] when valid."""
+    validator, quick = compiled
+    if quick is not None and quick(instance):
+        return []               # certainly valid: jsonschema would find nothing
     instance = real_text(instance)          # a pattern is matched in C: a placeholder's marker is not its text
     try:
         errs = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))[:3]
