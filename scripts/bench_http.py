@@ -282,29 +282,18 @@ class Tap:
         rec = sum(proc_kib(p, "VmRSS") for p in pids[1:])
         return proc_kib(pids[0], "VmRSS") / 1024, rec / 1024, pss / 1024
 
-    def settle(self) -> float:
-        """Wait until the tap's CPU time stops growing (analysis and recording
-        done); returns how long that took (s)."""
+    def settle(self, window: float = 0.2) -> float:
+        """Wait until the tap's CPU time stops growing for ``window`` s
+        (analysis and recording done; /proc's 10 ms ticks); returns how long
+        that took (s)."""
         t0 = time.perf_counter()
         last = -1.0
         while True:
             cpu = self.cpu()
             if cpu == last:
-                return time.perf_counter() - t0 - 0.2
+                return time.perf_counter() - t0 - window
             last = cpu
-            time.sleep(0.2)
-
-    def quiet(self, window: float = 0.02, limit: float = 10.0) -> None:
-        """Wait (at most ``limit`` s) until the tap used no CPU for ``window`` s
-        (its recorder caught up), at /proc's 10 ms tick resolution."""
-        end = time.monotonic() + limit
-        last = self.cpu()
-        while time.monotonic() < end:
             time.sleep(window)
-            now = self.cpu()
-            if now - last < 0.001:
-                return
-            last = now
 
     def stop(self) -> int:
         self.p.send_signal(2)
@@ -394,11 +383,11 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
             # a tap records a block's exchanges after it (batched): let every tap
             # finish that first, or it runs during the next configuration's block
             for t in taps.values():
-                t.quiet()
+                t.settle(0.02)
             c0 = taps[name].cpu_split() if name in taps else (0.0, 0.0)
             lat[name] += round_trips(c, block, 1000 + k * block)
             if name in taps:
-                taps[name].quiet()
+                taps[name].settle(0.02)
                 c1 = taps[name].cpu_split()
                 split[name][0] += c1[0] - c0[0]
                 split[name][1] += c1[1] - c0[1]

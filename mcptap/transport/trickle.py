@@ -12,10 +12,10 @@ Why: analysis that runs while round trips go on shares the CPUs with the
 host, the relay and the server. Each of their wake-ups then preempts it (a
 reschedule IPI and a context switch: a third of the stdio analysis threads'
 CPU in a ``perf`` profile) and they run on caches it emptied. On 2 cores,
-20,000 stdio round trips in blocks with pauses between them added 37.9 µs
-p50 with the copies analysed as they came (2 ms batches) and 24.8 µs held to
-the pauses (plain threaded relay 17.2 µs, same run), and the analysis itself
-cost 85 against 25 µs of CPU per round trip (``scripts/bench_stdio.py``).
+20,000 stdio round trips in blocks with pauses between them added 50.3 µs
+p50 with the copies analysed as they came (2 ms batches) and 38.7 µs held to
+the pauses (plain threaded relay 21.9 µs, same run), and the analysis cost
+99 against 47 µs of CPU per round trip (``scripts/bench_stdio.py``).
 Under traffic with no pause at all the bounds hand the copies over as they
 did before, and analysis shares the CPUs again. The capture lags the session
 by at most ``HOLD_MAX`` s; the relay never waits for any of this.
@@ -83,16 +83,15 @@ def pipe_fill(fd: int) -> int:
     return n[0]
 
 
-def wait_while_flowing(level: Callable[[], int], hold: Callable[[], bool] | None = None) -> None:
+def wait_while_flowing(level: Callable[[], int]) -> None:
     """A flood (a read of ``TRICKLE_BELOW`` or more) is not analysed while it
     goes on either: wait every ``WAIT`` s while ``level()`` (what the relay
     has sent and not been read yet: the pipe's fill plus its spill file's
-    size) keeps changing, ``HOLD_MAX`` s at most or until ``hold()`` is
-    false; the relay sets what does not fit aside in its spill file
+    size) keeps changing, ``HOLD_MAX`` s at most; the relay sets what does not fit aside in its spill file
     meanwhile, and never waits."""
     end = time.monotonic() + HOLD_MAX
     last = level()
-    while time.monotonic() < end and (hold is None or hold()):
+    while time.monotonic() < end:
         time.sleep(WAIT)
         now = level()
         if now == last:

@@ -46,13 +46,6 @@ def test_waits_no_longer_than_hold_max(monkeypatch: pytest.MonkeyPatch) -> None:
     assert clock.now == pytest.approx(tr.HOLD_MAX, abs=2 * tr.WAIT)
 
 
-def test_no_wait_once_hold_is_false(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock(waits=10_000)
-    monkeypatch.setattr(tr, "time", clock)
-    tr.wait_while_flowing(lambda: clock.level, hold=lambda: False)
-    assert clock.sleeps == 0
-
-
 def test_pipe_fill_counts_the_bytes_waiting() -> None:
     r, w = os.pipe()
     try:
