@@ -28,6 +28,17 @@ queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked to
 stop) stores everything still queued unframed, so the end record is written
 at once.
 
+Time order: a chunk's copy reaches the queue some time after the relay read
+it (the copy pipe, a trickle held back), while process events and stderr
+from the trio thread are stamped when they happen. So while a copy reader
+feeds the queue (``expect_copies``), such a call waits in a side list until
+the copies read before it are queued: a copy stamped later (``chunk``, the
+copy stream's own events), the copy reader's word that a read brought all
+the pipe held (``copies_through``), its end (``copies_ended``), or, while the
+copy reader has been waiting for the relay for ``HOLD_CALLS_US`` already (a
+quiet pipe), that long a wait. Records then keep both orders: queue order
+is time order.
+
 ``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
 gets the GIL promptly while the recorder annotates (it then drains the copy
 pipe 1 MiB at a time).
@@ -53,6 +64,8 @@ ITEM_COST = 256
 LOSE_BYTES = 16 << 20
 FLUSH_ITEMS = 64            # records the recorder thread writes with one write() at most
 FLUSH_BYTES = 256 << 10     # and chunk bytes
+#: µs a stamped call waits for the copies read before it while the copy reader has nothing to read
+HOLD_CALLS_US = 10_000
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
@@ -134,6 +147,9 @@ class Handoff:
         self._handed_over = False             # it could not leave it: a fresh thread took over
         self._hurry = False                   # mcptap must stop: store the rest unframed
         self._nice = priority.process_nice()
+        self._ordered = False                 # a copy reader feeds chunks: calls wait for older copies
+        self._pending: collections.deque[list[Any]] = collections.deque()   # those calls, in time order
+        self._reader_waiting: int | None = None   # since when (µs) the copy reader waits for the relay
 
     def start(self) -> None:
         self._started = True
@@ -192,6 +208,8 @@ class Handoff:
         with self._lock:
             if t is None:
                 t = self._clock()
+            if self._pending:
+                self._release(t)
             if self._queued > LOSE_BYTES:
                 last = self._q[-1] if self._q else None
                 if last is not None and last[1] is _LOST and last[2] is direction:
@@ -209,12 +227,77 @@ class Handoff:
         return item
 
     def call(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
-        """Queue a call of ``fn(*args, **fields)`` (a Recorder method) in order."""
-        self._put([QUEUED, fn, args, fields, None, 0])
+        """Queue a call of ``fn(*args, **fields)`` (a Recorder method) for an
+        event that happens now: after every chunk read before it (module
+        docstring, time order)."""
+        item = [QUEUED, fn, args, fields, None, 0]
+        with self._lock:
+            item[4] = self._clock()
+            waits = self._ordered
+            if waits:
+                self._pending.append(item)
+                ring, self._idle = self._idle, False
+        if not waits:
+            self._put(item)
+        elif ring:
+            self._bell.put(None)              # the recorder thread then waits with a timeout
 
     def call_at(self, t: int, fn: Any, *args: Any, **fields: Any) -> None:
-        """``call`` for an event that happened at ``t`` (µs, the Recorder's clock)."""
+        """Queue a call for an event of the copy stream at ``t`` (µs, the
+        Recorder's clock): in the copy stream's order."""
         self._put([QUEUED, fn, args, fields, t, 0])
+
+    # -- time order of calls and copies (module docstring) ---------------------------
+    def expect_copies(self) -> None:
+        """A copy reader starts feeding chunks: calls wait for the copies read before them."""
+        with self._lock:
+            self._ordered = True
+
+    def copies_through(self, t: int) -> None:
+        """Every chunk the relay read before ``t`` (µs, the Recorder's clock) is queued."""
+        with self._lock:
+            if not self._pending or self._pending[0][4] > t:
+                return
+            self._release(t)
+            ring, self._idle = self._idle, False
+        if ring:
+            self._bell.put(None)
+
+    def reader_waits(self) -> int:
+        """The copy reader is about to wait for the relay's next copy; returns now (µs)."""
+        t = self._clock()
+        self._reader_waiting = t
+        return t
+
+    def reader_read(self) -> None:
+        """The copy reader's read returned: it no longer waits."""
+        self._reader_waiting = None
+
+    def copies_ended(self) -> None:
+        """The copy stream ended: nothing more comes before a waiting call."""
+        with self._lock:
+            self._ordered = False
+            self._reader_waiting = None
+            self._release(None)
+            ring, self._idle = self._idle, False
+        if ring:
+            self._bell.put(None)
+
+    def _release(self, t: int | None) -> None:
+        """Move the waiting calls stamped at ``t`` or before (all: None) to the queue (lock held)."""
+        pending, q = self._pending, self._q
+        while pending and (t is None or pending[0][4] <= t):
+            q.append(pending.popleft())
+
+    def _release_stale(self) -> None:
+        """The recorder thread has nothing to do but waiting calls: those
+        ``HOLD_CALLS_US`` old go to the queue if the copy reader has waited
+        for the relay that long (nothing older can still come)."""
+        with self._lock:
+            since = self._reader_waiting
+            now = self._clock()
+            if since is not None and now - since >= HOLD_CALLS_US:
+                self._release(now - HOLD_CALLS_US)
 
     @property
     def queued_bytes(self) -> int:
@@ -237,6 +320,8 @@ class Handoff:
         with self._lock:
             if item[4] is None:
                 item[4] = self._clock()
+            elif self._pending:
+                self._release(item[4])
             self._q.append(item)
             ring, self._idle = self._idle, False
         if ring:
@@ -259,6 +344,9 @@ class Handoff:
         restores the Recorder's clock and the switch interval."""
         if not self._started:
             self.start()
+        with self._lock:
+            self._ordered = False
+            self._release(None)
         if self._thread is not None:
             self._put([QUEUED, _STOP, (), {}, 0, 0])
             self._thread.join()
@@ -329,7 +417,13 @@ class Handoff:
                     rec.hold_flush = False
                     rec.flush()
                     held = held_bytes = 0
-                self._bell.get()
+                if self._pending:
+                    try:
+                        self._bell.get(timeout=HOLD_CALLS_US / 1e6)
+                    except queue.Empty:
+                        self._release_stale()
+                else:
+                    self._bell.get()
                 pace.rested()
                 continue
             if state == WITHDRAWN:

@@ -191,6 +191,7 @@ class StdioTap(StderrRelay):
         self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None)
         relay_pid, copy_r, ctl_w, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
         self._relay_pid = relay_pid
+        self._handoff.expect_copies()           # from now on our events wait for the copies read before them
         for fd in (in_w, out_r):
             os.close(fd)
         detach_fd(0)            # only the relay process holds the host's stdin and stdout

@@ -296,3 +296,46 @@ def test_no_holding_once_hold_turns_false(monkeypatch: pytest.MonkeyPatch) -> No
     # the session ends (Handoff.boost): the reader no longer waits for a pause
     _, batches = _read_trickle(monkeypatch, 10, hold=lambda: False)
     assert batches[0] <= 2
+
+
+class _Watch:
+    """A ReadWatch that logs what the reader tells it (clock: 1000 µs per read)."""
+
+    def __init__(self, log: list[Any]) -> None:
+        self.log = log
+        self.t = 0
+
+    def reader_waits(self) -> int:
+        self.t += 1000
+        self.log.append(("waits", self.t))
+        return self.t
+
+    def reader_read(self) -> None:
+        self.log.append(("read",))
+
+    def copies_through(self, t: int) -> None:
+        self.log.append(("through", t))
+
+
+def test_the_reader_says_how_far_the_copies_are_through_only_after_a_whole_read() -> None:
+    from mcptap.transport.copy_stream import STAMP_MARGIN_US
+    small = b'{"jsonrpc":"2.0","method":"x"}\n'
+    item = HEADER.pack(CHUNK, S2C, 0, 7, len(small)) + small
+    r, w = os.pipe()
+    log: list[Any] = []
+    t = threading.Thread(target=read_items, args=(r, lambda d, t, b: log.append(("chunk", b)), lambda *e: log.append(e)),
+                         kwargs={"watch": _Watch(log)})
+    t.start()
+    os.write(w, item[:10])                         # half an item: nothing is through
+    for _ in range(500):                           # hang guard
+        if len(log) >= 3:
+            break
+        threading.Event().wait(0.01)
+    os.write(w, item[10:])
+    os.close(w)
+    t.join(30)
+    os.close(r)
+    # the second read continues a cut item: no wait is announced, and the copies are
+    # through only once the item is handed over (minus the relay's stamp margin)
+    assert log == [("waits", 1000), ("read",), ("read",), ("chunk", small), ("through", 1000 - STAMP_MARGIN_US),
+                   ("waits", 2000), ("read",)]

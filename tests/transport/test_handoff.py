@@ -392,3 +392,90 @@ def test_a_batch_of_records_holds_at_most_flush_bytes_of_data_spilled_chunks_too
     assert writes == [1, 1, 1]                     # 2 x 80 > 100: each written before the next is held
     rec.close(exit_code=0)
     h.spill.close()
+
+
+class _Clock:
+    """A settable Recorder clock (µs)."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def _wait_for(cond: Any) -> None:
+    for _ in range(500):                           # hang guard, not a timing assertion
+        if cond():
+            return
+        threading.Event().wait(0.01)
+
+
+def test_a_call_waits_for_the_copies_read_before_it() -> None:
+    # stderr at t=100 arrives before the copy of stdout the relay read at t=50:
+    # the records keep time order (queue order is time order)
+    log, clock = _Log(), _Clock()
+    log.clock = clock
+    h = Handoff(log, lambda reason: None)
+    h.start()
+    h.expect_copies()
+    clock.now = 100
+    h.call(log.process, "stderr")
+    h.chunk(S2C, b"early\n", 50)
+    h.chunk(S2C, b"late\n", 150)
+    h.stop()
+    assert log.calls == [("bytes", (S2C, b"early\n")), ("process", "stderr"), ("bytes", (S2C, b"late\n"))]
+
+
+def test_copy_stream_events_release_earlier_calls_and_copies_through_releases_them() -> None:
+    log, clock = _Log(), _Clock()
+    log.clock = clock
+    h = Handoff(log, lambda reason: None)
+    h.start()
+    h.expect_copies()
+    clock.now = 100
+    h.call(log.process, "first")
+    h.call_at(120, log.process, "eof")             # a copy stream event after it
+    clock.now = 200
+    h.call(log.process, "second")
+    h.copies_through(150)                          # copies are through 150: "second" still waits
+    _wait_for(lambda: len(log.calls) == 2)
+    assert log.calls == [("process", "first"), ("process", "eof")]
+    h.copies_through(250)
+    _wait_for(lambda: len(log.calls) == 3)
+    assert log.calls[-1] == ("process", "second")
+    h.stop()
+
+
+def test_a_call_goes_on_once_the_copy_reader_has_waited_long_enough() -> None:
+    log, clock = _Log(), _Clock()
+    log.clock = clock
+    h = Handoff(log, lambda reason: None)
+    h.start()
+    h.expect_copies()
+    clock.now = 10
+    h.call(log.process, "exit")
+    threading.Event().wait(3 * handoff_mod.HOLD_CALLS_US / 1e6)
+    assert log.calls == []                         # the copy reader is busy: it may still bring older copies
+    h.reader_waits()                               # now it waits for the relay, from t=10
+    clock.now = 10 + handoff_mod.HOLD_CALLS_US
+    _wait_for(lambda: log.calls)
+    assert log.calls == [("process", "exit")]
+    h.reader_read()
+    clock.now += 100
+    h.call(log.process, "later")
+    h.copies_ended()                               # the copy stream ended: nothing can come before it
+    _wait_for(lambda: len(log.calls) == 2)
+    assert log.calls[-1] == ("process", "later")
+    h.stop()
+
+
+def test_without_a_copy_reader_calls_are_queued_at_once() -> None:
+    log, clock = _Log(), _Clock()
+    log.clock = clock
+    h = Handoff(log, lambda reason: None)
+    h.start()
+    h.call(log.process, "spawn")
+    _wait_for(lambda: log.calls)
+    assert log.calls == [("process", "spawn")]
+    h.stop()

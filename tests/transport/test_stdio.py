@@ -158,6 +158,31 @@ def test_stderr_recorded_exactly(tmp_path: Path) -> None:
     assert end["stderr"]["sha256"] == hashlib.sha256(blob).hexdigest()
 
 
+INTERLEAVED = """
+import os, time
+for i in range(400):
+    os.write(1, b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}\\n' % i)
+    os.write(2, b"log %d\\n" % i)
+    if i % 20 == 0:
+        time.sleep(0.003)
+"""
+
+
+def test_stderr_and_stdout_records_keep_time_order(tmp_path: Path) -> None:
+    # the copy of stdout reaches the recorder later than stderr does (a held trickle,
+    # the copy pipe): the records must still come in the order of their times
+    p = tap(tmp_path, PY, "-c", INTERLEAVED)
+    out, err = p.communicate(timeout=HANG)          # host stdin stays open until the server exits
+    assert p.returncode == 0 and out.count(b"\n") == 400 and err.count(b"\n") == 400
+    recs = records(tmp_path)
+    assert [r["seq"] for r in recs] == sorted(r["seq"] for r in recs)
+    times = [r["t_us"] for r in recs]
+    late = [(recs[i - 1]["type"], recs[i]["type"]) for i in range(1, len(times)) if times[i] < times[i - 1]]
+    assert late == []
+    assert sum(r["type"] == "message" for r in recs) == 400
+    assert records(tmp_path, "process", "exit")[0]["t_us"] >= max(times[:-1])
+
+
 # -- exit status ---------------------------------------------------------------
 
 @pytest.mark.parametrize(("body", "code"), [
