@@ -133,9 +133,10 @@ class RecorderLink:
         """The SPILLED frame standing for ``bufs`` (a whole frame) once its
         pieces are in the spill file, or LOST if they cannot be written."""
         at = self._spill.append_pieces(bufs)         # one write for the whole frame
+        t = fc.HEAD.unpack_from(bufs[0])[1]          # the batch's stamp: a gap is dated when its facts happened
         if at < 0:
-            return fc.frame(fc.LOST, 0, b"")
-        return fc.frame(fc.SPILLED, 0, marshal.dumps([(at, sum(len(b) for b in bufs))]))
+            return fc.frame(fc.LOST, t, b"")
+        return fc.frame(fc.SPILLED, t, marshal.dumps([(at, sum(len(b) for b in bufs))]))
 
     def _write(self, bufs: list[Any]) -> int | None:
         """Write a frame now: None when all of it went (or the recorder is

@@ -126,6 +126,26 @@ def test_batches_arrive_in_order_with_the_relays_clock_through_a_full_pipe_and_t
     assert end is not None and end["exit_code"] == 3 and end["tap"] == {"502": 1} and end["t_us"] == ticks[0]
 
 
+def test_a_batch_the_spill_file_cannot_take_is_a_gap_dated_when_it_happened(tmp_path: Path) -> None:
+    link, said, ticks = _start(tmp_path, slow=1.0)
+    real = link._spill.append_pieces
+    lost: list[int] = []
+    for i in range(60):
+        if i == 40:                                # the disk is full from here on
+            link._spill.append_pieces = lambda bufs: -1      # type: ignore[method-assign]
+        body = str(i).encode() + b"x" * (100 << 10)
+        link.handle([r.ResponseBody(i, 1, body), r.SendClient(1, body)])
+        if i >= 40 and link._q and link._q[-1][0][0] == fc.LOST:
+            lost.append(ticks[0])
+    link._spill.append_pieces = real               # type: ignore[method-assign]
+    link.finish(0, {})
+    recs = read_capture(str(tmp_path / "c.jsonl")).records
+    gaps = [x["t_us"] for x in recs if x["type"] == "gap"]
+    assert lost and gaps == lost                   # not t=0: the stamp of the batch not recorded
+    times = [x["t_us"] for x in recs]
+    assert times == sorted(times)
+
+
 def test_an_observer_error_stops_recording_once_and_the_end_is_still_written(tmp_path: Path) -> None:
     link, said, _ = _start(tmp_path, boom_at=2)
     for i in range(5):
