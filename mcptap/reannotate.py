@@ -33,7 +33,7 @@ from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import parse_json_full
+from mcptap.protocol.framing import NewlineFramer, parse_json_full
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.recording import RecordingState
 from mcptap.reuse_annotations import reuse_annotations
@@ -120,6 +120,8 @@ class Reannotator(RecordingState):
         self.light = light
         #: HTTP captures: the HTTP layer is judged again from the http records
         self._http = HttpReplay(annotator)
+        #: stdio directions cut by a gap record: framed again from their next line start
+        self._resync: set[Direction] = set()
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """The fresh ``end`` record at the last record's time (see
@@ -143,6 +145,8 @@ class Reannotator(RecordingState):
         seq = rec.get("seq")
         if typ == "chunk" and self.transport == "stdio" and not self._reframe:
             self._reframe = True
+        elif typ == "gap" and self.transport == "stdio":
+            self._gap_in(rec)
         if self._reframe:
             return self._replay_reframed(rec)
         if isinstance(seq, int):
@@ -209,7 +213,25 @@ class Reannotator(RecordingState):
         res = self._replay_one(renumbered)
         return [] if res is None else [res]
 
+    def _gap_in(self, rec: dict[str, Any]) -> None:
+        """A stdio ``gap`` record in one direction: the recorder stored the
+        partial line before it as a chunk (not a line) and framed again from
+        the next line start (``Recorder.lost``, ``Recorder.cut``); so here."""
+        d = _DIRS.get(str(rec.get("dir")))
+        if d is not None:
+            self._framers[d].take_buffered()
+            self._resync.add(d)
+
     def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
+        if direction in self._resync and data:
+            i = data.find(b"\n") + 1
+            if not i:
+                return []                               # still the rest of the line cut by the gap
+            self._resync.discard(direction)
+            data = data[i:]
+            self._framers[direction] = NewlineFramer(self.streams[direction].bytes - len(data))
+            if not data:
+                return []
         out = []
         for f in self._framers[direction].receive_data(data):
             self.streams[direction].messages += 1

@@ -210,6 +210,24 @@ class Recorder(RecordingState):
         self._unframed[direction] = False
         self.gap("analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
 
+    def cut(self, reason: str) -> None:
+        """mcptap stopped recording the stdio streams before they ended (its
+        relay was stopped or died): what each direction's framer holds after
+        its last newline is stored as a ``chunk`` record, not judged as a line
+        the peer left unterminated (mcptap stopped reading; the peer may have
+        gone on), then a ``gap`` record per such direction (one without a
+        direction if none held anything) gives ``reason``. Re-annotation
+        resumes framing after a directed gap at the next line start, as here."""
+        cut: list[Direction | None] = []
+        for d in (C2S, S2C):
+            held = self._framers[d].take_buffered()
+            if held:
+                self._chunk(d, held, self.streams[d].bytes - len(held), self.clock())
+                self._unframed[d] = False
+                cut.append(d)
+        for where in cut or [None]:
+            self.gap(reason, where)
+
     def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
         self._write(Chunk(self._next(), t, direction._value_, offset, data).to_json())
         self.chunks += 1

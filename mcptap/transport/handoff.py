@@ -112,6 +112,8 @@ class TapRecorder(Protocol):
 
     def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int: ...
 
+    def cut(self, reason: str) -> None: ...
+
 
 class Handoff:
     """The ordered, bounded queue to one recorder thread (module docstring).

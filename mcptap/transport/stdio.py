@@ -363,7 +363,7 @@ class StdioTap(StderrRelay):
             await trio.to_thread.run_sync(read)
         finally:
             if not self._stdout_done.is_set():
-                self._rec(self.rec.gap, self._relay_stopped or "the relay process ended unexpectedly")
+                self._rec(self.rec.cut, self._relay_stopped or "the relay process ended unexpectedly")
                 self._stdout_done.set()
                 self._stdout_closed.set()
             done.set()

@@ -54,12 +54,30 @@ def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str, lo
     for d, data, how in events:
         if how == "unframed":
             rec.stdio_unframed(d, data)
+        elif how == "lost":
+            rec.lost(d, len(data))
+        elif how == "cut":
+            rec.cut("the relay process ended unexpectedly")
+            break
         else:
             rec.stdio_bytes(d, data, behind=(lambda: True) if how == "behind" else None)
-    rec.stdio_eof(C2S)
-    rec.stdio_eof(S2C)
+    else:
+        rec.stdio_eof(C2S)
+        rec.stdio_eof(S2C)
     rec.close(exit_code=0)
     return path
+
+
+def _stored_messages(path: Path) -> list[tuple[str, bytes, str, Any]]:
+    """The message records as the live recorder wrote them."""
+    out = []
+    for r in read_capture(str(path)).records:
+        if r["type"] == "message":
+            raw = decode_bytes(r, "raw")
+            if raw is None:
+                raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+            out.append((r["dir"], raw, r["kind"], r.get("id")))
+    return out
 
 
 def _messages(path: Path) -> list[tuple[str, bytes, str, Any]]:
@@ -101,6 +119,30 @@ def chunked(draw: Any) -> list[tuple[Direction, bytes, str]]:
                 events.append((d, line[prev:c], draw(st.sampled_from(["frame", "frame", "behind", "unframed"]))))
                 prev = c
     return events
+
+
+@st.composite
+def chunked_with_losses(draw: Any) -> list[tuple[Direction, bytes, str]]:
+    """``chunked`` with some chunks lost (forwarded, never queued) and
+    perhaps a cut (the relay died) at the end."""
+    events = [(d, b, draw(st.sampled_from(["frame", "frame", "frame", "lost"]))) for d, b, _ in draw(chunked())]
+    if draw(st.booleans()):
+        events.insert(draw(st.integers(1, len(events))), (C2S, b"", "cut"))
+    return events
+
+
+@settings(max_examples=80, deadline=None)
+@given(chunked_with_losses())
+def test_after_a_gap_reannotation_frames_what_the_recorder_framed(tmp_path_factory: Any, events: list[tuple[Direction, bytes, str]]) -> None:
+    # the partial line before a directed gap is a chunk, framing resumes at the next
+    # line start: re-annotation must not splice the two sides of the gap into a line
+    path = _record(tmp_path_factory.mktemp("lost"), events, "lost.jsonl")
+    assert _messages(path) == _stored_messages(path)
+    cap = read_capture(str(path))
+    codes = {f["code"] for r in cap.records for f in r.get("findings", ())}
+    if any(how == "cut" for _, _, how in events):
+        assert "framing.unterminated_line" not in codes        # mcptap stopped reading: not the peer's fault
+        assert any(r["type"] == "gap" for r in cap.records)
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,7 +37,7 @@ def test_sigterm_with_a_host_that_stopped_reading_still_ends_the_capture(tmp_pat
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
     try:
         deadline = time.monotonic() + 30
-        while (not cap.exists() or cap.stat().st_size < 50_000) and time.monotonic() < deadline:
+        while (not cap.exists() or cap.stat().st_size < 30_000) and time.monotonic() < deadline:
             time.sleep(0.05)                # the flood has filled the host's stdout pipe: the host never reads it
         assert p.stdin is not None
         p.stdin.close()
