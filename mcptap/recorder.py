@@ -66,6 +66,7 @@ class Recorder(RecordingState):
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
+        self._ended: set[Direction] = set()       # directions whose eof is recorded
         #: stdio: bytes of an unfinished line above which it is stored as it
         #: streams (chunk records) instead of held whole; None: no limit
         self.long_line: int | None = None
@@ -220,10 +221,13 @@ class Recorder(RecordingState):
         resumes framing after a directed gap at the next line start, as here."""
         cut: list[Direction | None] = []
         for d in (C2S, S2C):
+            if d in self._ended:
+                continue
             held = self._framers[d].take_buffered()
             if held:
                 self._chunk(d, held, self.streams[d].bytes - len(held), self.clock())
                 self._unframed[d] = False
+            if held or self._unframed.get(d) is False:   # mid-line, framed or stored unframed
                 cut.append(d)
         for where in cut or [None]:
             self.gap(reason, where)
@@ -238,6 +242,7 @@ class Recorder(RecordingState):
         eof and what it means (pending requests)."""
         t = self.clock()
         key = self.segment_key
+        self._ended.add(direction)
         out = [self._emit(f, direction, t, key) for f in self._framers[direction].receive_data(b"")]
         fs = self.annotator.eof(direction, t, session=key)
         self._put(lambda seq, t: Eof(seq, t, direction._value_, key, _json(fs)), fs)
@@ -249,6 +254,7 @@ class Recorder(RecordingState):
         and eof records carry ``session`` = ``key`` (str; None: none), so lifecycle and
         pairing state stay apart from the earlier processes'."""
         self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
+        self._ended = set()
         self.segment_key = key
 
     def stderr(self, data: bytes) -> None:

@@ -28,8 +28,8 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
     the end of the server's stdout (or the host closing ours) is queued. Pauses while more than
     ``READER_PAUSE_BYTES`` wait in ``h`` (back-pressure to the relay's spill file).
     Idle priority during the session, normal once it ends (``Handoff.boost``):
-    at the end it must not wait for the CPU. Meanwhile the tap's own events
-    (``Handoff.call``) wait for the copies read before them (time order)."""
+    at the end it must not wait for the CPU. The relay's THROUGH items let the
+    tap's own events (``Handoff.call``) follow the copies read before them."""
     dirs = (Direction.C2S, Direction.S2C)
     paced: list[Any] = [None, None]          # the idle reader thread's ident and its Pacer
 
@@ -47,6 +47,9 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
             return
         if kind == copy_stream.LOST:
             h.lost(direction, n, t)
+            return
+        if kind == copy_stream.THROUGH:
+            h.copies_through(t)
             return
         if kind == copy_stream.FAILED:
             event = "stdin_closed_by_server" if direction is Direction.C2S else "stdout_closed_by_host"
@@ -79,13 +82,12 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
                 paced[0] = None
             return not left[0]
 
-        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when, hold=lambda: not h.boosted, watch=h)
+        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, yield_when, hold=lambda: not h.boosted)
 
-    h.expect_copies()                        # the tap's own events wait for the copies read before them
     try:
         t = threading.Thread(target=low, name="mcptap-copy-reader", daemon=True)
         t.start()
         t.join()
-        copy_stream.read_items(copy_r, on_chunk, on_event, cursor, watch=h)
+        copy_stream.read_items(copy_r, on_chunk, on_event, cursor)
     finally:
         h.copies_ended()

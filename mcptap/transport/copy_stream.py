@@ -19,7 +19,6 @@ import os
 import struct
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
 from mcptap.transport import trickle
 
@@ -27,31 +26,14 @@ HEADER = struct.Struct("<BBBqI")
 OFFSET = struct.Struct("<Q")
 #: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
 #: chunk was sent anyway); SPILLED: n bytes at a u64 file offset (after the
-#: header) of the spill file; RAW: the unsent rest of an item (never on the wire)
-CHUNK, END, FAILED, LOST, SPILLED, RAW = 1, 2, 3, 4, 5, 6
+#: header) of the spill file; RAW: the unsent rest of an item (never on the wire);
+#: THROUGH: every chunk read before t_us is in the stream before this item
+#: (asked for by mcptap, ``relay_child``)
+CHUNK, END, FAILED, LOST, SPILLED, RAW, THROUGH = 1, 2, 3, 4, 5, 6, 7
 C2S, S2C = 0, 1
 COPY_PIPE_SIZE = 1 << 20
 #: a small item split between two reads waits for the next read to complete it
 BATCH_BELOW = 64 << 10
-
-
-#: µs between the relay's stamp of a chunk and its copy's write: a read that
-#: began at t brought every copy stamped before t - STAMP_MARGIN_US
-STAMP_MARGIN_US = 1000
-
-
-class ReadWatch(Protocol):
-    """Told where the reader is, to keep other events in time order with the
-    copies (``handoff.Handoff``: it waits events for older copies)."""
-
-    def reader_waits(self) -> int:
-        """A read of the pipe begins; returns now (µs, the copies' clock)."""
-
-    def reader_read(self) -> None:
-        """That read returned."""
-
-    def copies_through(self, t: int) -> None:
-        """Every copy stamped before ``t`` (µs) has been handed over."""
 
 
 class CopyCursor:
@@ -95,38 +77,28 @@ def _rest_of_chunk(copy_r: int, have: bytes, n: int) -> bytes | None:
 
 def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_event: Callable[[int, int, int, int, int], None],
                cursor: CopyCursor | None = None, yield_when: Callable[[], bool] | None = None,
-               hold: Callable[[], bool] | None = None, watch: ReadWatch | None = None) -> bool:
+               hold: Callable[[], bool] | None = None) -> bool:
     """Read the copy stream until EOF (the relay process ended), calling
     ``on_chunk(direction, t_us, data)`` and ``on_event(kind, direction, flag,
     t_us, n)`` in order (for SPILLED, ``flag`` is the spill file offset;
     blocking, run it in a thread). A trickle of copies is held back while it
     goes on and handed over in the session's pauses (``trickle.gather``; ``hold()``
-    false: no longer). ``watch`` is told when a read begins and returns and,
-    after a read that brought all the pipe held and was handed over whole,
-    how far the copies are through. Returns True at EOF, False as soon as
+    false: no longer). Returns True at EOF, False as soon as
     ``yield_when()`` (asked before each read) is true: ``cursor`` then holds
     the place for the next reader."""
     cur = cursor or CopyCursor()
     hsize = HEADER.size
     unpack = HEADER.unpack_from
-    through: int | None = None           # a read began at this time (µs) with the pipe's all
     while True:
         with cur.lock:
             if cur.eof:
                 return True
             if yield_when is not None and yield_when():
                 return False
-            fresh = watch is not None and not cur.buf
-            t0 = watch.reader_waits() if fresh and watch is not None else 0
             data = _read(copy_r, COPY_PIPE_SIZE)
-            if watch is not None:
-                watch.reader_read()
             if not data:
                 cur.eof = True
                 return True
-            if fresh:
-                # the pipe held no more than this read when it began: copies stamped before then are in it
-                through = t0 if len(data) < COPY_PIPE_SIZE else None
             if len(data) < trickle.TRICKLE_BELOW:
                 data = trickle.gather(copy_r, data, lambda n: _read(copy_r, min(n, COPY_PIPE_SIZE)), hold)
             buf = cur.buf + data if cur.buf else data
@@ -156,6 +128,3 @@ def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_even
                     on_event(kind, d, flag, t, n)
                     pos += hsize
             cur.buf = buf[pos:]
-            if through is not None and not cur.buf and watch is not None:
-                watch.copies_through(through - STAMP_MARGIN_US)
-                through = None

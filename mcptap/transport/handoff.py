@@ -29,15 +29,16 @@ stop) stores everything still queued unframed, so the end record is written
 at once.
 
 Time order: a chunk's copy reaches the queue some time after the relay read
-it (the copy pipe, a trickle held back), while process events and stderr
-from the trio thread are stamped when they happen. So while a copy reader
-feeds the queue (``expect_copies``), such a call waits in a side list until
-the copies read before it are queued: a copy stamped later (``chunk``, the
-copy stream's own events), the copy reader's word that a read brought all
-the pipe held (``copies_through``), its end (``copies_ended``), or, while the
-copy reader has been waiting for the relay for ``HOLD_CALLS_US`` already (a
-quiet pipe), that long a wait. Records then keep both orders: queue order
-is time order.
+it (its copy queue, the copy pipe, a trickle held back), while process
+events and stderr from the trio thread are stamped when they happen. So
+while a copy reader feeds the queue (``expect_copies``), such a call waits
+in a side list until the copies read before it are queued. Only the relay
+knows when that is: the call asks it (once per answer), and the relay puts a
+THROUGH item stamped then into its stream, after every copy read before it
+(``copy_stream``; the stream is in stamp order). That item
+(``copies_through``), any later-stamped copy (``chunk``, the copy stream's
+own events) or the stream's end (``copies_ended``) moves the call into the
+queue. Records then keep both orders: queue order is time order.
 
 ``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
 gets the GIL promptly while the recorder annotates (it then drains the copy
@@ -64,8 +65,6 @@ ITEM_COST = 256
 LOSE_BYTES = 16 << 20
 FLUSH_ITEMS = 64            # records the recorder thread writes with one write() at most
 FLUSH_BYTES = 256 << 10     # and chunk bytes
-#: µs a stamped call waits for the copies read before it while the copy reader has nothing to read
-HOLD_CALLS_US = 10_000
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
 QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
@@ -151,7 +150,8 @@ class Handoff:
         self._nice = priority.process_nice()
         self._ordered = False                 # a copy reader feeds chunks: calls wait for older copies
         self._pending: collections.deque[list[Any]] = collections.deque()   # those calls, in time order
-        self._reader_waiting: int | None = None   # since when (µs) the copy reader waits for the relay
+        self._ask: Callable[[], None] | None = None    # asks the relay for a THROUGH item
+        self._asked = False                   # and it has not answered yet
 
     def start(self) -> None:
         self._started = True
@@ -238,11 +238,9 @@ class Handoff:
             waits = self._ordered
             if waits:
                 self._pending.append(item)
-                ring, self._idle = self._idle, False
+                self._ask_relay()
         if not waits:
             self._put(item)
-        elif ring:
-            self._bell.put(None)              # the recorder thread then waits with a timeout
 
     def call_at(self, t: int, fn: Any, *args: Any, **fields: Any) -> None:
         """Queue a call for an event of the copy stream at ``t`` (µs, the
@@ -250,56 +248,57 @@ class Handoff:
         self._put([QUEUED, fn, args, fields, t, 0])
 
     # -- time order of calls and copies (module docstring) ---------------------------
-    def expect_copies(self) -> None:
-        """A copy reader starts feeding chunks: calls wait for the copies read before them."""
+    def expect_copies(self, ask: Callable[[], None] | None = None) -> None:
+        """A copy reader starts feeding chunks: calls wait for the copies read
+        before them. ``ask()`` asks the relay for a THROUGH item (called with
+        the lock held: it must not block); None: calls wait for a later copy
+        or the end."""
         with self._lock:
             self._ordered = True
+            self._ask = ask
+
+    def stop_asking(self) -> None:
+        """``ask`` is not called any more once this returns (its pipe may close)."""
+        with self._lock:
+            self._ask = None
 
     def copies_through(self, t: int) -> None:
-        """Every chunk the relay read before ``t`` (µs, the Recorder's clock) is queued."""
+        """Every chunk the relay read before ``t`` (µs, the Recorder's clock)
+        is queued (the relay's THROUGH item)."""
         with self._lock:
-            if not self._pending or self._pending[0][4] > t:
+            self._asked = False
+            if not self._pending:
                 return
-            self._release(t)
-            ring, self._idle = self._idle, False
+            if self._pending[0][4] <= t:
+                self._release(t)
+                ring, self._idle = self._idle, False
+            else:
+                ring = False
+            if self._pending:
+                self._ask_relay()             # calls made while the answer was on its way
         if ring:
             self._bell.put(None)
-
-    def reader_waits(self) -> int:
-        """The copy reader is about to wait for the relay's next copy; returns now (µs)."""
-        t = self._clock()
-        self._reader_waiting = t
-        return t
-
-    def reader_read(self) -> None:
-        """The copy reader's read returned: it no longer waits."""
-        self._reader_waiting = None
 
     def copies_ended(self) -> None:
         """The copy stream ended: nothing more comes before a waiting call."""
         with self._lock:
             self._ordered = False
-            self._reader_waiting = None
+            self._ask = None
             self._release(None)
             ring, self._idle = self._idle, False
         if ring:
             self._bell.put(None)
+
+    def _ask_relay(self) -> None:
+        if not self._asked and self._ask is not None:
+            self._asked = True
+            self._ask()
 
     def _release(self, t: int | None) -> None:
         """Move the waiting calls stamped at ``t`` or before (all: None) to the queue (lock held)."""
         pending, q = self._pending, self._q
         while pending and (t is None or pending[0][4] <= t):
             q.append(pending.popleft())
-
-    def _release_stale(self) -> None:
-        """The recorder thread has nothing to do but waiting calls: those
-        ``HOLD_CALLS_US`` old go to the queue if the copy reader has waited
-        for the relay that long (nothing older can still come)."""
-        with self._lock:
-            since = self._reader_waiting
-            now = self._clock()
-            if since is not None and now - since >= HOLD_CALLS_US:
-                self._release(now - HOLD_CALLS_US)
 
     @property
     def queued_bytes(self) -> int:
@@ -419,13 +418,7 @@ class Handoff:
                     rec.hold_flush = False
                     rec.flush()
                     held = held_bytes = 0
-                if self._pending:
-                    try:
-                        self._bell.get(timeout=HOLD_CALLS_US / 1e6)
-                    except queue.Empty:
-                        self._release_stale()
-                else:
-                    self._bell.get()
+                self._bell.get()
                 pace.rested()
                 continue
             if state == WITHDRAWN:

@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 from mcptap.transport import tee_pump
 from mcptap.transport.copy_queue import CopyQueue
-from mcptap.transport.copy_stream import C2S, COPY_PIPE_SIZE, END, FAILED, S2C
+from mcptap.transport.copy_stream import C2S, COPY_PIPE_SIZE, END, FAILED, S2C, THROUGH
 from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, grow_pipe, pump
 from mcptap.transport.spill import SpillFile
 
@@ -101,8 +101,23 @@ def _wait_readable(*fds: int) -> int:
             continue
 
 
+def _answer_through(q: CopyQueue, through_r: int) -> None:
+    """A thread: each time mcptap asks (a byte on ``through_r``), a THROUGH
+    item stamped now goes into the stream, after every copy read before it
+    (``CopyQueue.event`` sends the places still open first); ends at EOF."""
+    while True:
+        try:
+            if not os.read(through_r, 64):
+                return
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        q.event(THROUGH, 0)
+
+
 def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
-               spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int) -> None:
+               spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int, through_r: int = -1) -> None:
     """The relay process body (after fork); never returns."""
     code = 0
     try:
@@ -157,7 +172,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
         feeder.start()
         t_c2s = threading.Thread(target=c2s, name="mcptap-c2s", daemon=True)
         t_c2s.start()
-        pass  # XX threading.Thread(target=watch_ctl, name="mcptap-ctl", daemon=True).start()
+        if through_r >= 0:
+            threading.Thread(target=_answer_through, args=(q, through_r), name="mcptap-through", daemon=True).start()
         s2c()
         if _wait_readable(done_r, ctl_r) == done_r:
             t_c2s.join()
@@ -169,11 +185,13 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
 
 
 def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, clock: Callable[[], int],
-                spill: SpillFile) -> tuple[int, int, int, int]:
-    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, status_r)``:
+                spill: SpillFile) -> tuple[int, int, int, int, int]:
+    """Fork the relay process. Returns ``(pid, copy_r, ctl_w, status_r, through_w)``:
     the copy stream to read, the control pipe to close when the c2s pump must
-    end, and the status pipe (``i``: host stdin ended, ``o``: the server's
-    stdout ended; sent at once, ahead of the copy stream). SPILLED items are
+    end, the status pipe (``i``: host stdin ended, ``o``: the server's
+    stdout ended; sent at once, ahead of the copy stream), and the pipe to
+    write a byte to for a THROUGH item (``copy_stream``: every chunk read
+    before it is in the stream before it; close it at the end). SPILLED items are
     read from ``spill`` (``spill.SpillFile``; beside the capture, so a flood
     fills the disk the capture is on, not memory). The caller must close its own copies of
     ``child_in`` and ``child_out`` and point fds 0/1 elsewhere, so that only
@@ -182,6 +200,8 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     copy_r, copy_w = os.pipe()
     ctl_r, ctl_w = os.pipe()
     status_r, status_w = os.pipe()
+    through_r, through_w = os.pipe()
+    os.set_blocking(through_w, False)          # asked at most once at a time: never full, never waits
     grow_pipe(copy_w, COPY_PIPE_SIZE)
     # the server's stdout (our pipe): a flooding server writes a whole read's
     # worth per wake-up and the s2c pump moves it with one read, one write and
@@ -193,8 +213,10 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
         os.close(copy_r)
         os.close(ctl_w)
         os.close(status_r)
-        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill, status_w, clock, parent)
+        os.close(through_w)
+        child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill, status_w, clock, parent, through_r)
     os.close(copy_w)
     os.close(ctl_r)
     os.close(status_w)
-    return pid, copy_r, ctl_w, status_r
+    os.close(through_r)
+    return pid, copy_r, ctl_w, status_r, through_w

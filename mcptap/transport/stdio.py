@@ -42,6 +42,7 @@ overflow is dropped for the terminal, still recorded, and reported as
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import signal
 import subprocess
@@ -189,9 +190,10 @@ class StdioTap(StderrRelay):
         # fork the relay first: fork copies only this thread, so before any other starts
         capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
         self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None)
-        relay_pid, copy_r, ctl_w, status_r = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
+        relay_pid, copy_r, ctl_w, status_r, through_w = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
         self._relay_pid = relay_pid
-        self._handoff.expect_copies()           # from now on our events wait for the copies read before them
+        # from now on our events wait for the copies read before them (the relay says when)
+        self._handoff.expect_copies(functools.partial(stdio_os.poke, through_w))
         for fd in (in_w, out_r):
             os.close(fd)
         detach_fd(0)            # only the relay process holds the host's stdin and stdout
@@ -227,6 +229,8 @@ class StdioTap(StderrRelay):
             for stream in (child_err, host_err):
                 await quiet_close(stream)
             close_fd(ctl_w)
+            self._handoff.stop_asking()         # then its pipe can close: no write to a reused fd
+            close_fd(through_w)
             stdio_os.kill(relay_pid)
             await trio.to_thread.run_sync(stdio_os.reap, relay_pid)
             close_fd(copy_r)

@@ -190,6 +190,15 @@ def reap(pid: int) -> None:
         pass
 
 
+def poke(fd: int) -> None:
+    """Write one byte to the non-blocking pipe ``fd`` (a request to the relay
+    process); a full or closed pipe is ignored."""
+    try:
+        os.write(fd, b"?")
+    except OSError:
+        pass
+
+
 def close_fd(fd: int) -> None:
     """Close ``fd`` if it is one (>= 0); errors ignored."""
     if fd >= 0:

@@ -145,6 +145,29 @@ def test_after_a_gap_reannotation_frames_what_the_recorder_framed(tmp_path_facto
         assert any(r["type"] == "gap" for r in cap.records)
 
 
+def _reannotated_codes(path: Path) -> set[str]:
+    cap = read_capture(str(path))
+    out: set[str] = set()
+    for r in reannotate(cap.header, cap.records, shapes=False, reuse=False):
+        if r["type"] == "end":
+            out |= set(r.get("codes", {}))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunked(), st.data())
+def test_a_cut_reannotates_the_same_whether_the_chunks_were_framed_or_stored_unframed(
+        tmp_path_factory: Any, events: list[tuple[Direction, bytes, str]], data: Any) -> None:
+    at = data.draw(st.integers(1, len(events)))
+    cut = [*events[:at], (C2S, b"", "cut")]
+    tmp = tmp_path_factory.mktemp("cut")
+    plain = _record(tmp, [(d, b, "frame" if how != "cut" else how) for d, b, how in cut], "plain.jsonl")
+    mixed = _record(tmp, cut, "mixed.jsonl")
+    assert _messages(mixed) == _messages(plain)
+    for path in (plain, mixed):
+        assert "framing.unterminated_line" not in _reannotated_codes(path)   # mcptap stopped reading
+
+
 @settings(max_examples=60, deadline=None)
 @given(chunked())
 def test_unframed_chunks_reannotate_to_the_same_messages(tmp_path_factory: Any, events: list[tuple[Direction, bytes, str]]) -> None:
@@ -469,47 +492,98 @@ def test_a_call_waits_for_the_copies_read_before_it() -> None:
     assert log.calls == [("bytes", (S2C, b"early\n")), ("process", "stderr"), ("bytes", (S2C, b"late\n"))]
 
 
-def test_copy_stream_events_release_earlier_calls_and_copies_through_releases_them() -> None:
+def test_a_waiting_call_asks_the_relay_once_and_its_through_item_releases_it() -> None:
     log, clock = _Log(), _Clock()
     log.clock = clock
+    asked: list[int] = []
     h = Handoff(log, lambda reason: None)
     h.start()
-    h.expect_copies()
+    h.expect_copies(lambda: asked.append(clock.now))
     clock.now = 100
     h.call(log.process, "first")
     h.call_at(120, log.process, "eof")             # a copy stream event after it
     clock.now = 200
     h.call(log.process, "second")
-    h.copies_through(150)                          # copies are through 150: "second" still waits
+    assert asked == [100]                          # one question until it is answered
+    h.copies_through(150)                          # the relay's answer: "second" still waits
     _wait_for(lambda: len(log.calls) == 2)
     assert log.calls == [("process", "first"), ("process", "eof")]
+    assert asked == [100, 200]                     # and asks again for it
     h.copies_through(250)
     _wait_for(lambda: len(log.calls) == 3)
-    assert log.calls[-1] == ("process", "second")
-    h.stop()
-
-
-def test_a_call_goes_on_once_the_copy_reader_has_waited_long_enough() -> None:
-    log, clock = _Log(), _Clock()
-    log.clock = clock
-    h = Handoff(log, lambda reason: None)
-    h.start()
-    h.expect_copies()
-    clock.now = 10
-    h.call(log.process, "exit")
-    threading.Event().wait(3 * handoff_mod.HOLD_CALLS_US / 1e6)
-    assert log.calls == []                         # the copy reader is busy: it may still bring older copies
-    h.reader_waits()                               # now it waits for the relay, from t=10
-    clock.now = 10 + handoff_mod.HOLD_CALLS_US
-    _wait_for(lambda: log.calls)
-    assert log.calls == [("process", "exit")]
-    h.reader_read()
-    clock.now += 100
-    h.call(log.process, "later")
+    assert log.calls[-1] == ("process", "second") and asked == [100, 200]
+    clock.now = 300
+    h.call(log.process, "last")
+    h.stop_asking()
     h.copies_ended()                               # the copy stream ended: nothing can come before it
-    _wait_for(lambda: len(log.calls) == 2)
-    assert log.calls[-1] == ("process", "later")
+    _wait_for(lambda: len(log.calls) == 4)
+    assert log.calls[-1] == ("process", "last") and asked == [100, 200, 300]
     h.stop()
+
+
+def _burst_with_calls(tmp_path: Path, name: str) -> list[int]:
+    """500 copies of 8 KB through the real copy queue and reader with a call
+    every 50 (``ask`` answered as the relay does); the times of the records
+    in the order the recorder got them (µs)."""
+    import os
+    import time
+
+    from mcptap.transport import copy_stream
+    from mcptap.transport.copy_queue import CopyQueue
+    from mcptap.transport.forward import grow_pipe
+    from mcptap.transport.spill import SpillFile
+
+    base = time.monotonic_ns() // 1000
+
+    def clock() -> int:
+        return time.monotonic_ns() // 1000 - base
+
+    log = _Log()
+    log.clock = clock
+    times: list[int] = []
+    h = Handoff(log, lambda reason: None)
+    log.stdio_bytes = lambda d, data, behind=None: times.append(h._now)  # type: ignore[method-assign]
+    log.stdio_unframed = lambda d, data: times.append(h._now)            # type: ignore[method-assign]
+    log.process = lambda event, **f: times.append(h._now)                # type: ignore[method-assign]
+    r, w = os.pipe()
+    grow_pipe(w, 1 << 20)
+    q = CopyQueue(clock, w, SpillFile(str(tmp_path / f"{name}.spill")))
+    h.spill = q._spill
+    h.start()
+    h.expect_copies(lambda: q.event(copy_stream.THROUGH, 0))
+    feeder = threading.Thread(target=q.feed)
+    feeder.start()
+
+    def on_event(kind: int, d: int, flag: int, t: int, n: int) -> None:
+        if kind == copy_stream.SPILLED:
+            h.spilled(S2C, flag, n, t)
+        elif kind == copy_stream.THROUGH:
+            h.copies_through(t)
+
+    reader = threading.Thread(target=copy_stream.read_items, args=(r, lambda d, t, data: h.chunk(S2C, data, t), on_event))
+    reader.start()
+    for i in range(500):
+        q.chunk(copy_stream.S2C, b"x" * 8000)
+        if i % 50 == 25:
+            h.call(log.process, "stderr")
+    q.close()
+    feeder.join(30)
+    os.close(w)
+    reader.join(30)
+    h.copies_ended()
+    h.stop()
+    os.close(r)
+    return times
+
+
+def test_calls_keep_time_order_with_a_relay_backlog_of_copies(tmp_path: Path) -> None:
+    # a burst of copies waits in the relay (its memory, its spill file) while calls
+    # are made; a call goes in only after the relay's THROUGH item, which follows
+    # every copy read before it
+    for round_ in range(4):
+        times = _burst_with_calls(tmp_path, f"r{round_}")
+        assert len(times) == 510
+        assert times == sorted(times), round_
 
 
 def test_without_a_copy_reader_calls_are_queued_at_once() -> None:

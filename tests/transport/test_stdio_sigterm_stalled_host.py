@@ -60,3 +60,5 @@ def test_sigterm_with_a_host_that_stopped_reading_still_ends_the_capture(tmp_pat
     # what the host never read is not in the capture, and the capture says so
     assert any(r["type"] == "gap" and "did not read its stdout" in r.get("reason", "") for r in c.records)
     assert p.returncode != -signal.SIGKILL, "the host had to SIGKILL mcptap"
+    # the relay was stopped mid-stream: a line it cut is not the server's unterminated line
+    assert "framing.unterminated_line" not in c.end.get("codes", {})
