@@ -16,7 +16,8 @@ from typing import Any
 
 from mcptap.model import Direction
 from mcptap.transport import copy_stream, priority
-from mcptap.transport.handoff import Handoff, TapRecorder
+from mcptap.transport.handoff import Handoff
+from mcptap.transport.tap_recorder import TapRecorder
 
 #: queued copies above which the copy reader pauses (the relay then spills to its file)
 READER_PAUSE_BYTES = 3 << 19

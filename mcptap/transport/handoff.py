@@ -28,17 +28,8 @@ queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked to
 stop) stores everything still queued unframed, so the end record is written
 at once.
 
-Time order: a chunk's copy reaches the queue some time after the relay read
-it (its copy queue, the copy pipe, a trickle held back), while process
-events and stderr from the trio thread are stamped when they happen. So
-while a copy reader feeds the queue (``expect_copies``), such a call waits
-in a side list until the copies read before it are queued. Only the relay
-knows when that is: the call asks it (once per answer), and the relay puts a
-THROUGH item stamped then into its stream, after every copy read before it
-(``copy_stream``; the stream is in stamp order). That item
-(``copies_through``), any later-stamped copy (``chunk``, the copy stream's
-own events) or the stream's end (``copies_ended``) moves the call into the
-queue. Records then keep both orders: queue order is time order.
+Time order: the tap's own events (``call``) wait for the copies the relay
+read before them (``call_order``).
 
 ``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
 gets the GIL promptly while the recorder annotates (it then drains the copy
@@ -51,12 +42,14 @@ import collections
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
-from mcptap.model import Direction, Finding, Message
+from mcptap.model import Direction
 from mcptap.transport import priority
+from mcptap.transport.call_order import CallOrder
 from mcptap.transport.spill import SpillFile
+from mcptap.transport.tap_recorder import TapRecorder
 
 SPILL_BYTES = 1 << 20
 #: what a queued chunk costs beyond its bytes (list, bytes object): the bounds
@@ -81,37 +74,6 @@ def _data_size(item: list[Any]) -> int:
     if kind is _LOST or kind is _STOP:
         return 0
     return sum(len(a) for a in item[2] if isinstance(a, (bytes, bytearray, memoryview)))   # stderr chunks
-
-
-class TapRecorder(Protocol):
-    """What the stdio tap calls on its recorder (``mcptap.recorder.Recorder``),
-    typed: the tap names methods, never strings. ``clock``: µs since the
-    capture started; the hand-off replaces it while its thread runs."""
-
-    clock: Callable[[], int]
-
-    def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
-                    behind: Callable[[], bool] | None = None) -> list[Message]: ...
-
-    hold_flush: bool
-
-    def flush(self) -> None: ...
-
-    def stdio_unframed(self, direction: Direction, data: bytes) -> None: ...
-
-    def lost(self, direction: Direction, nbytes: int) -> None: ...
-
-    def stdio_eof(self, direction: Direction) -> list[Message]: ...
-
-    def stderr(self, data: bytes) -> None: ...
-
-    def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int: ...
-
-    def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int: ...
-
-    def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int: ...
-
-    def cut(self, reason: str) -> None: ...
 
 
 class Handoff:
@@ -148,10 +110,7 @@ class Handoff:
         self._handed_over = False             # it could not leave it: a fresh thread took over
         self._hurry = False                   # mcptap must stop: store the rest unframed
         self._nice = priority.process_nice()
-        self._ordered = False                 # a copy reader feeds chunks: calls wait for older copies
-        self._pending: collections.deque[list[Any]] = collections.deque()   # those calls, in time order
-        self._ask: Callable[[], None] | None = None    # asks the relay for a THROUGH item
-        self._asked = False                   # and it has not answered yet
+        self._order = CallOrder()             # calls waiting for the copies read before them
 
     def start(self) -> None:
         self._started = True
@@ -210,8 +169,8 @@ class Handoff:
         with self._lock:
             if t is None:
                 t = self._clock()
-            if self._pending:
-                self._release(t)
+            if self._order.pending:
+                self._order.release(t, self._q)
             if self._queued > LOSE_BYTES:
                 last = self._q[-1] if self._q else None
                 if last is not None and last[1] is _LOST and last[2] is direction:
@@ -235,10 +194,7 @@ class Handoff:
         item = [QUEUED, fn, args, fields, None, 0]
         with self._lock:
             item[4] = self._clock()
-            waits = self._ordered
-            if waits:
-                self._pending.append(item)
-                self._ask_relay()
+            waits = self._order.wait(item)
         if not waits:
             self._put(item)
 
@@ -250,55 +206,32 @@ class Handoff:
     # -- time order of calls and copies (module docstring) ---------------------------
     def expect_copies(self, ask: Callable[[], None] | None = None) -> None:
         """A copy reader starts feeding chunks: calls wait for the copies read
-        before them. ``ask()`` asks the relay for a THROUGH item (called with
-        the lock held: it must not block); None: calls wait for a later copy
-        or the end."""
+        before them; ``ask()`` asks the relay for a THROUGH item (``call_order``)."""
         with self._lock:
-            self._ordered = True
-            self._ask = ask
+            self._order.expect(ask)
 
     def stop_asking(self) -> None:
         """``ask`` is not called any more once this returns (its pipe may close)."""
         with self._lock:
-            self._ask = None
+            self._order.ask = None
 
     def copies_through(self, t: int) -> None:
         """Every chunk the relay read before ``t`` (µs, the Recorder's clock)
         is queued (the relay's THROUGH item)."""
         with self._lock:
-            self._asked = False
-            if not self._pending:
-                return
-            if self._pending[0][4] <= t:
-                self._release(t)
-                ring, self._idle = self._idle, False
-            else:
-                ring = False
-            if self._pending:
-                self._ask_relay()             # calls made while the answer was on its way
+            ring = self._order.through(t, self._q) and self._idle
+            if ring:
+                self._idle = False
         if ring:
             self._bell.put(None)
 
     def copies_ended(self) -> None:
         """The copy stream ended: nothing more comes before a waiting call."""
         with self._lock:
-            self._ordered = False
-            self._ask = None
-            self._release(None)
+            self._order.end(self._q)
             ring, self._idle = self._idle, False
         if ring:
             self._bell.put(None)
-
-    def _ask_relay(self) -> None:
-        if not self._asked and self._ask is not None:
-            self._asked = True
-            self._ask()
-
-    def _release(self, t: int | None) -> None:
-        """Move the waiting calls stamped at ``t`` or before (all: None) to the queue (lock held)."""
-        pending, q = self._pending, self._q
-        while pending and (t is None or pending[0][4] <= t):
-            q.append(pending.popleft())
 
     @property
     def queued_bytes(self) -> int:
@@ -321,8 +254,8 @@ class Handoff:
         with self._lock:
             if item[4] is None:
                 item[4] = self._clock()
-            elif self._pending:
-                self._release(item[4])
+            elif self._order.pending:
+                self._order.release(item[4], self._q)
             self._q.append(item)
             ring, self._idle = self._idle, False
         if ring:
@@ -346,8 +279,7 @@ class Handoff:
         if not self._started:
             self.start()
         with self._lock:
-            self._ordered = False
-            self._release(None)
+            self._order.end(self._q)
         if self._thread is not None:
             self._put([QUEUED, _STOP, (), {}, 0, 0])
             self._thread.join()

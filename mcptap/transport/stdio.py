@@ -56,7 +56,8 @@ import trio
 from mcptap.protocol.codes import finding
 from mcptap.transport import stdio_os
 from mcptap.transport.copy_reader import read_copies
-from mcptap.transport.handoff import Handoff, TapRecorder
+from mcptap.transport.handoff import Handoff
+from mcptap.transport.tap_recorder import TapRecorder
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.spill import SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import trio
 
 from mcptap.protocol.codes import finding
-from mcptap.transport.handoff import TapRecorder
+from mcptap.transport.tap_recorder import TapRecorder
 from mcptap.transport.stdio_os import CHUNK
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
