@@ -145,6 +145,9 @@ class Reannotator(RecordingState):
         seq = rec.get("seq")
         if typ == "chunk" and self.transport == "stdio" and not self._reframe:
             self._reframe = True
+            for d, framer in self._framers.items():
+                if not framer.buffered:           # framing starts here: at each stream's offset so far
+                    self._framers[d] = NewlineFramer(self.streams[d].bytes)
         elif typ == "gap" and self.transport == "stdio":
             self._gap_in(rec)
         if self._reframe:
@@ -221,6 +224,9 @@ class Reannotator(RecordingState):
         if d is not None:
             self._framers[d].take_buffered()
             self._resync.add(d)
+            n = rec.get("bytes")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                self.streams[d].bytes += n        # forwarded, not recorded: later offsets count them
 
     def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
         if direction in self._resync and data:

@@ -203,12 +203,14 @@ class Recorder(RecordingState):
         """``nbytes`` were forwarded in ``direction`` but could not be queued
         for recording (analysis and disk both behind the relay): a ``gap``
         record says so; the direction's stream continues unframed to the next
-        line start."""
+        line start. They count in the stream's bytes (its digest cannot
+        cover them), so later records keep their true stream offsets."""
         if direction not in self._unframed:
             held = self._framers[direction].take_buffered()
             if held:
                 self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
         self._unframed[direction] = False
+        self.streams[direction].bytes += nbytes
         self.gap("analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
 
     def cut(self, reason: str) -> None:

@@ -57,11 +57,11 @@ from mcptap.protocol.codes import finding
 from mcptap.transport import stdio_os
 from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.handoff import Handoff
-from mcptap.transport.tap_recorder import TapRecorder
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.spill import SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 from mcptap.transport.stdio_stderr import StderrRelay
+from mcptap.transport.tap_recorder import TapRecorder
 
 ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exited
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end

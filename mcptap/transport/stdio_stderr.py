@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import trio
 
 from mcptap.protocol.codes import finding
-from mcptap.transport.tap_recorder import TapRecorder
 from mcptap.transport.stdio_os import CHUNK
+from mcptap.transport.tap_recorder import TapRecorder
 
 STDERR_BUFFER = 1 << 20        # bytes of server stderr held for a slow host stderr
 _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)

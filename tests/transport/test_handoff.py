@@ -121,6 +121,20 @@ def chunked(draw: Any) -> list[tuple[Direction, bytes, str]]:
     return events
 
 
+def _assert_true_offsets(path: Path, events: list[tuple[Direction, bytes, str]]) -> None:
+    """Every message and chunk record's offset is its true stream offset
+    (lost bytes counted), live and re-annotated."""
+    full = {d: b"".join(b for dd, b, how in events if dd.value == d and how != "cut") for d in ("c2s", "s2c")}
+    cap = read_capture(str(path))
+    for recs in (cap.records, list(reannotate(cap.header, cap.records, shapes=False, reuse=False))):
+        for r in recs:
+            if r["type"] in ("message", "chunk"):
+                raw = decode_bytes(r, "data" if r["type"] == "chunk" else "raw")
+                if raw is None:
+                    raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+                assert full[r["dir"]][r["offset"]:r["offset"] + len(raw)] == raw, (r, recs is cap.records)
+
+
 @st.composite
 def chunked_with_losses(draw: Any) -> list[tuple[Direction, bytes, str]]:
     """``chunked`` with some chunks lost (forwarded, never queued) and
@@ -138,6 +152,7 @@ def test_after_a_gap_reannotation_frames_what_the_recorder_framed(tmp_path_facto
     # line start: re-annotation must not splice the two sides of the gap into a line
     path = _record(tmp_path_factory.mktemp("lost"), events, "lost.jsonl")
     assert _messages(path) == _stored_messages(path)
+    _assert_true_offsets(path, events)
     cap = read_capture(str(path))
     codes = {f["code"] for r in cap.records for f in r.get("findings", ())}
     if any(how == "cut" for _, _, how in events):
@@ -180,6 +195,7 @@ def test_unframed_chunks_reannotate_to_the_same_messages(tmp_path_factory: Any, 
         end = read_capture(str(spilled)).end
         assert end[d]["sha256"] == hashlib.sha256(sent).hexdigest()
     assert _messages(spilled) == _messages(plain)
+    _assert_true_offsets(spilled, events)
 
 
 def test_chunk_records_are_counted_and_offsets_exact(tmp_path: Path) -> None:
