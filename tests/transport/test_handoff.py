@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.reannotate import reannotate
 from mcptap.recorder import Recorder
+from mcptap.records import message_bytes
 from mcptap.transport import handoff as handoff_mod
 from mcptap.transport.forward import BROKEN, EOF, STOPPED, pump
 from mcptap.transport.handoff import Handoff
@@ -68,28 +68,19 @@ def _record(tmp: Path, events: list[tuple[Direction, bytes, str]], name: str, lo
     return path
 
 
+def _message_tuples(records: Any) -> list[tuple[str, bytes, str, Any]]:
+    return [(r["dir"], message_bytes(r), r["kind"], r.get("id")) for r in records if r["type"] == "message"]
+
+
 def _stored_messages(path: Path) -> list[tuple[str, bytes, str, Any]]:
     """The message records as the live recorder wrote them."""
-    out = []
-    for r in read_capture(str(path)).records:
-        if r["type"] == "message":
-            raw = decode_bytes(r, "raw")
-            if raw is None:
-                raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
-            out.append((r["dir"], raw, r["kind"], r.get("id")))
-    return out
+    return _message_tuples(read_capture(str(path)).records)
 
 
 def _messages(path: Path) -> list[tuple[str, bytes, str, Any]]:
+    """The message records as re-annotation gives them."""
     cap = read_capture(str(path))
-    out = []
-    for r in reannotate(cap.header, cap.records, shapes=False, reuse=False):
-        if r["type"] == "message":
-            raw = decode_bytes(r, "raw")
-            if raw is None:
-                raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
-            out.append((r["dir"], raw, r["kind"], r.get("id")))
-    return out
+    return _message_tuples(reannotate(cap.header, cap.records, shapes=False, reuse=False))
 
 
 def _stream(path: Path, d: str) -> bytes:
@@ -101,8 +92,7 @@ def _stream(path: Path, d: str) -> bytes:
         if r["type"] == "chunk":
             out += decode_bytes(r, "data")
         elif r["type"] == "message":
-            raw = decode_bytes(r, "raw")
-            out += raw if raw is not None else orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+            out += message_bytes(r)
     return out
 
 
@@ -129,9 +119,8 @@ def _assert_true_offsets(path: Path, events: list[tuple[Direction, bytes, str]])
     for recs in (cap.records, list(reannotate(cap.header, cap.records, shapes=False, reuse=False))):
         for r in recs:
             if r["type"] in ("message", "chunk"):
-                raw = decode_bytes(r, "data" if r["type"] == "chunk" else "raw")
-                if raw is None:
-                    raw = orjson.dumps(r["json"]) + r.get("eol", "\n").encode()
+                raw = decode_bytes(r, "data") if r["type"] == "chunk" else message_bytes(r)
+                assert raw is not None
                 assert full[r["dir"]][r["offset"]:r["offset"] + len(raw)] == raw, (r, recs is cap.records)
 
 
