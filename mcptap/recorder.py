@@ -205,11 +205,7 @@ class Recorder(RecordingState):
         record says so; the direction's stream continues unframed to the next
         line start. They count in the stream's bytes (its digest cannot
         cover them), so later records keep their true stream offsets."""
-        if direction not in self._unframed:
-            held = self._framers[direction].take_buffered()
-            if held:
-                self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
-        self._unframed[direction] = False
+        self._end_line(direction)
         self.streams[direction].bytes += nbytes
         self.gap("analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
 
@@ -221,18 +217,21 @@ class Recorder(RecordingState):
         gone on), then a ``gap`` record per such direction (one without a
         direction if none held anything) gives ``reason``. Re-annotation
         resumes framing after a directed gap at the next line start, as here."""
-        cut: list[Direction | None] = []
-        for d in (C2S, S2C):
-            if d in self._ended:
-                continue
-            held = self._framers[d].take_buffered()
-            if held:
-                self._chunk(d, held, self.streams[d].bytes - len(held), self.clock())
-                self._unframed[d] = False
-            if held or self._unframed.get(d) is False:   # mid-line, framed or stored unframed
-                cut.append(d)
+        cut: list[Direction | None] = [d for d in (C2S, S2C) if d not in self._ended and self._end_line(d)]
         for where in cut or [None]:
             self.gap(reason, where)
+
+    def _end_line(self, direction: Direction) -> bool:
+        """The stream is cut here: the framer's bytes after the last newline
+        go into a ``chunk`` record and framing resumes at the next line start
+        (the rest of the cut line is stored unframed). True if it was cut
+        mid-line (bytes held, or stored unframed since the last newline)."""
+        held = self._framers[direction].take_buffered()
+        if held:
+            self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
+        mid = bool(held) or self._unframed.get(direction) is False
+        self._unframed[direction] = False
+        return mid
 
     def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
         self._write(Chunk(self._next(), t, direction._value_, offset, data).to_json())

@@ -117,7 +117,7 @@ def _answer_through(q: CopyQueue, through_r: int) -> None:
 
 
 def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_w: int, ctl_r: int,
-               spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int, through_r: int = -1) -> None:
+               spill: SpillFile, status_w: int, clock: Callable[[], int], parent: int, through_r: int) -> None:
     """The relay process body (after fork); never returns."""
     code = 0
     try:
@@ -172,8 +172,7 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
         feeder.start()
         t_c2s = threading.Thread(target=c2s, name="mcptap-c2s", daemon=True)
         t_c2s.start()
-        if through_r >= 0:
-            threading.Thread(target=_answer_through, args=(q, through_r), name="mcptap-through", daemon=True).start()
+        threading.Thread(target=_answer_through, args=(q, through_r), name="mcptap-through", daemon=True).start()
         s2c()
         if _wait_readable(done_r, ctl_r) == done_r:
             t_c2s.join()
