@@ -18,9 +18,11 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
 * ``big``: one SSE event of ``--big-mib`` MiB (one chunk, written in 1 MiB
   pieces): wall time request -> last byte, direct and through a fresh tap
   (target <= 2x), and that tap's peak RSS (VmHWM; target <= 2x the event);
-* ``mem``: a fresh tap's RSS idle after start, after the round trips, and with
-  ``--sessions`` concurrent sessions (a POST each, then an open SSE GET
-  stream; target <= 64 MiB; idle <= 40 MiB);
+* ``mem``: a fresh tap's memory idle after start, after the round trips, and
+  with ``--sessions`` concurrent sessions (a POST each, then an open SSE GET
+  stream; target <= 64 MiB; idle <= 40 MiB): the distinct resident pages of
+  the relay and recorder processes (``memstat.resident_union``, root only),
+  with RSS summed, per process, and PSS beside it;
 * ``sdk``: round trips (``tools/call`` echo, SSE-framed answers) against the
   official SDK's Streamable HTTP server (tests/e2e/sdk_server.py), direct and
   through the tap: the realistic figure.
@@ -48,6 +50,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from memstat import resident_union
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -268,9 +272,11 @@ class Tap:
             out[min(i, 1)] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return out[0], out[1]
 
-    def rss_split(self) -> tuple[float, float, float]:
-        """(relay RSS, recorder RSS, PSS of both) in MiB: after fork the two share
-        pages, which RSS counts in each and PSS divides between them."""
+    def rss_split(self) -> tuple[float, float, float, float | None]:
+        """(relay RSS, recorder RSS, PSS of both, distinct resident pages of both)
+        in MiB: after fork the two share pages, which RSS counts in each, PSS
+        divides between all their sharers and the union counts once
+        (``memstat.resident_union``; None when page frames are hidden)."""
         pids = self.pids()
         pss = 0
         for pid in pids:
@@ -280,7 +286,7 @@ class Tap:
             except (OSError, StopIteration):
                 pass
         rec = sum(proc_kib(p, "VmRSS") for p in pids[1:])
-        return proc_kib(pids[0], "VmRSS") / 1024, rec / 1024, pss / 1024
+        return proc_kib(pids[0], "VmRSS") / 1024, rec / 1024, pss / 1024, resident_union(pids)
 
     def settle(self, window: float = 0.2) -> float:
         """Wait until the tap's CPU time stops growing for ``window`` s
@@ -447,7 +453,7 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
 
 def run_mem(up: Upstream, args: argparse.Namespace) -> None:
     rss: dict[str, float] = {}
-    split: dict[str, tuple[float, float, float]] = {}
+    split: dict[str, tuple[float, float, float, float | None]] = {}
     for k, root in LABELS.items():
         tap = Tap(up.port, root)
         held = sessions(tap.port, args.sessions)
@@ -456,14 +462,20 @@ def run_mem(up: Upstream, args: argparse.Namespace) -> None:
         for c in held:
             c.close()
         tap.stop()
-    ROWS.append((f"{args.sessions} sessions, open SSE streams: tap RSS (MiB)", None, rss, "", "<= 64", ""))
-    _rss_rows(split)
+    _memory_rows(f"{args.sessions} sessions, open SSE streams", "<= 64", rss, split)
 
 
-def _rss_rows(split: dict[str, tuple[float, float, float]]) -> None:
+def _memory_rows(what: str, target: str, rss: dict[str, float], split: dict[str, tuple[float, float, float, float | None]]) -> None:
+    """The memory the tap holds (distinct resident pages of its processes, the
+    figure the target is about) and, beside it, RSS summed (counts the pages
+    the processes share after the fork twice), per process, and PSS."""
+    union = {k: v[3] for k, v in split.items() if v[3] is not None}
+    if union:
+        ROWS.append((f"{what}: tap memory (MiB)", None, union, "", target, "(distinct resident pages of its processes)"))
+    ROWS.append((f"{what}: RSS summed (MiB)", None, rss, "", "" if union else target, "(pages shared after fork counted twice)"))
     ROWS.append(("  relay process RSS (MiB)", None, {k: v[0] for k, v in split.items()}, "", "", ""))
     ROWS.append(("  recorder process RSS (MiB)", None, {k: v[1] for k, v in split.items()}, "", "", ""))
-    ROWS.append(("  PSS of both (MiB)", None, {k: v[2] for k, v in split.items()}, "", "", "(shared pages counted once)"))
+    ROWS.append(("  PSS of both (MiB)", None, {k: v[2] for k, v in split.items()}, "", "", "(a page divided among all its sharers)"))
 
 
 def run_sdk(args: argparse.Namespace) -> None:
@@ -553,10 +565,10 @@ def main() -> None:
         if "sse" not in args.skip:
             run_sse(up, taps, args)
         after = {k: t.rss() for k, t in taps.items()}
+        after_split = {k: t.rss_split() for k, t in taps.items()}
         sizes = {k: t.stop() / 1024 for k, t in taps.items()}
-        ROWS.append(("tap RSS idle (MiB)", None, idle, "", "<= 40", ""))
-        _rss_rows(idle_split)
-        ROWS.append(("tap RSS after the above (MiB)", None, after, "", "<= 40", ""))
+        _memory_rows("idle", "<= 40", idle, idle_split)
+        _memory_rows("after the above", "<= 40", after, after_split)
         ROWS.append(("capture size (KiB)", None, sizes, "", "", ""))
         if "big" not in args.skip:
             run_big(up, args)

@@ -46,6 +46,8 @@ import threading
 import time
 from pathlib import Path
 
+from memstat import resident_union
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
@@ -261,18 +263,35 @@ def status(pid: int) -> dict[str, int]:
     return out
 
 
-def relay_status(pid: int) -> dict[str, int]:
-    """VmHWM / VmRSS of mcptap's relay process (a fork of ``pid``: same
-    command line), or {} (other configurations)."""
+def relay_pid(pid: int) -> int | None:
+    """mcptap's relay process (a fork of ``pid``: same command line), or None
+    (other configurations)."""
     try:
         me = Path(f"/proc/{pid}/cmdline").read_bytes()
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         for kid in kids:
             if Path(f"/proc/{kid}/cmdline").read_bytes() == me:
-                return status(int(kid))
+                return int(kid)
     except OSError:
         pass
-    return {}
+    return None
+
+
+def relay_status(pid: int) -> dict[str, int]:
+    """VmHWM / VmRSS of mcptap's relay process, or {} (other configurations)."""
+    kid = relay_pid(pid)
+    try:
+        return {} if kid is None else status(kid)
+    except OSError:
+        return {}
+
+
+def tap_memory(pid: int) -> float | None:
+    """MiB the tap ``pid`` and its relay process hold in RAM together: their
+    distinct resident pages (``memstat.resident_union``; the two share most
+    pages after the fork), or None when page frames are hidden (not root)."""
+    kid = relay_pid(pid)
+    return resident_union([pid] + ([] if kid is None else [kid]))
 
 
 def _tree(pid: int) -> list[int]:
@@ -439,11 +458,13 @@ def main() -> None:
                 for role, ms in cpu_used(before, cpu_snapshot(peer.proc.pid)).items():
                     rt_cpu[name][role] = rt_cpu[name].get(role, 0.0) + ms * 1000 / args.rtt
         hwm = {}
+        together = None
         for name, peer in peers.items():
             if name != "direct":
                 hwm[name] = status(peer.proc.pid)
             if name == "mcptap":
                 hwm["relay"] = relay_status(peer.proc.pid)
+                together = tap_memory(peer.proc.pid)
             peer.close()
         base = lats.get("direct")
         print(f"\nround trips: {args.rtt} per config, {blocks} interleaved blocks after 500 warm-up (µs)")
@@ -457,7 +478,9 @@ def main() -> None:
             rss = hwm.get(name, {}).get("VmRSS", 0) / 1024
             print(f"{name:9s} {p50:8.1f} {p99:8.1f} {a50:8.1f} {a99:8.1f} {rss:8.1f}")
         if hwm.get("relay"):
-            print(f"mcptap RSS {hwm['mcptap']['VmRSS'] / 1024:.1f} MiB (target <= 40), its relay process {hwm['relay']['VmRSS'] / 1024:.1f} MiB")
+            print(f"mcptap RSS {hwm['mcptap']['VmRSS'] / 1024:.1f} MiB, its relay process {hwm['relay']['VmRSS'] / 1024:.1f} MiB")
+        if together is not None:
+            print(f"mcptap memory {together:.1f} MiB (target <= 40): distinct resident pages of both processes")
         print("CPU µs per round trip, by process role (client: this process; analysis: mcptap's idle-priority threads):")
         for name, roles in rt_cpu.items():
             print(f"  {name:9s} " + "  ".join(f"{role} {us:.1f}" for role, us in sorted(roles.items())))
