@@ -294,6 +294,44 @@ def tap_memory(pid: int) -> float | None:
     return resident_union([pid] + ([] if kid is None else [kid]))
 
 
+class MemorySampler:
+    """The tap's peak memory during a flood, cheaply: samples the RSS of both
+    its processes every ``every`` s on a thread (``/proc/PID/status``) until
+    ``stop()``, which then counts the pages they share once (``tap_memory``,
+    the pagemap walk too slow to sample) and returns the peak RSS sum less
+    those shared pages (MiB): an upper bound of the peak distinct resident
+    pages, since the processes share no more pages later than during the run
+    (copy-on-write only unshares). 0 when page frames are hidden."""
+
+    def __init__(self, pid: int, every: float) -> None:
+        self.pids = [pid] + [k for k in [relay_pid(pid)] if k is not None]
+        self.every, self.peak = every, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _rss_sum(self) -> float:
+        try:
+            return sum(status(p)["VmRSS"] for p in self.pids) / 1024
+        except (OSError, KeyError):
+            return 0.0
+
+    def _run(self) -> None:
+        while True:
+            self.peak = max(self.peak, self._rss_sum())
+            if self._done.wait(self.every):
+                return
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        union = resident_union(self.pids)
+        if union is None:
+            return 0.0
+        shared = self._rss_sum() - union
+        return self.peak - shared
+
+
 def _tree(pid: int) -> list[int]:
     out = [pid]
     try:
@@ -414,6 +452,9 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=[], choices=["rtt", "flood", "both", "big"])
     ap.add_argument("--before", metavar="DIR", help="also run the mcptap of another checkout (DIR holds its mcptap/ package) "
                     "as the configuration 'before'")
+    ap.add_argument("--mem-every", type=float, default=0.0, metavar="S",
+                    help="floods: sample the RSS of the tap's two processes every S seconds and print the peak of their "
+                         "distinct resident pages (an upper bound: MemorySampler; default off)")
     ap.add_argument("--cpu", action="store_true", help="floods: CPU time per process role (Linux schedstat), medians")
     args = ap.parse_args()
 
@@ -497,6 +538,7 @@ def main() -> None:
         times: dict[str, list[float]] = {n: [] for n in flood_names}
         rss: dict[str, list[float]] = {n: [] for n in flood_names}
         relay_rss: list[float] = []
+        together: dict[str, list[float]] = {n: [] for n in flood_names}
         cpu: dict[str, list[dict[str, float]]] = {n: [] for n in flood_names}
         checks = []
         for rep in range(args.repeat):
@@ -508,7 +550,10 @@ def main() -> None:
                 peer = Peer(configs[name], cwds.get(name, ROOT))
                 peer.handshake()
                 snap = cpu_snapshot(peer.proc.pid) if args.cpu else {}
+                sampler = MemorySampler(peer.proc.pid, args.mem_every) if args.mem_every and name != "threaded" else None
                 dt = peer.flood(args.flood) if test == "flood" else peer.flood_both(args.flood)
+                if sampler is not None:
+                    together[name].append(sampler.stop())
                 if args.cpu:
                     cpu[name].append(cpu_used(snap, cpu_snapshot(peer.proc.pid)))
                 times[name].append(dt)
@@ -538,6 +583,10 @@ def main() -> None:
                   f"  peak RSS {max(rss[name], default=0):.1f} MiB")
         if relay_rss:
             print(f"  mcptap's relay process peak RSS {max(relay_rss):.1f} MiB")
+        for name, peaks in together.items():
+            if peaks:
+                print(f"  {name} memory, both processes, RSS sampled every {args.mem_every * 1e3:.0f} ms: peak <= {max(peaks):.1f} MiB "
+                      f"(target <= 40; distinct resident pages: the RSS sum less the pages shared at the end)")
         for name in ("mcptap", "before"):
             if "threaded" in times and name in times:
                 ratio = statistics.median(times[name]) / statistics.median(times["threaded"])

@@ -84,6 +84,16 @@ class Annotator:
     def sessions(self) -> dict[Any, SessionState]:
         return dict(self._sessions)
 
+    def exchange_ended(self, exchange: Any) -> None:
+        """HTTP exchange ``exchange`` ended (``HttpJudge.end``). Traffic
+        without Mcp-Session-Id is scoped to its exchange (``feed``): nothing
+        can arrive in that scope any more, so its state and completed requests
+        are dropped (memory stays flat over stateless POSTs); requests it left
+        open stay pending (reported at the end)."""
+        scope = ("exchange", exchange)
+        if self._exchanges.d.pop(scope, None) is not None:
+            self.pairing.forget_scope(scope)
+
     def assume(self, phase: Phase | str | None = None, revision: str | None = None, session: Any = None,
                client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None) -> None:
         """Start mid-session: the capture began after the handshake. Unknown
@@ -279,6 +289,9 @@ class Annotator:
                                               msg.revision, client_caps, st.server_caps))
             except Exception as exc:  # noqa: BLE001 - a rule bug must not lose the message
                 out.append(Finding("capability.unknown_method", Severity.INFO, f"mcptap rule error in check_result: {exc!r}"))
+        # answered: what the done window keeps it for (duplicate answers, late cancels,
+        # id reuse, progress after completion) reads its seq, method and id, never its params
+        p.params = None
         return p.seq, msg.t_us - p.t_us, p
 
     def _null_id_error(self, msg: Message, value: dict[str, Any]) -> tuple[int | None, int | None, None]:

@@ -133,6 +133,7 @@ class HttpJudge:
                            sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
         self.rules.on_end(ex_id, facts)
+        ann.exchange_ended(ex_id)
         return fs
 
     def _session_rejected(self, ex_id: int, facts: Exchange) -> list[Finding]:

@@ -90,6 +90,8 @@ class Pairing:
         self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
         self._done_tokens = BoundedMap()
         self._tasks: dict[tuple[Any, Any], Any] = {}
+        #: stateless HTTP scopes (("exchange", n): see ``forget_scope``) -> their done entries, as (table, key)
+        self._scoped = BoundedMap()
 
     # -- requests -------------------------------------------------------------
     def request(self, p: Pending, unique_per_session: bool) -> list[Finding]:
@@ -131,15 +133,33 @@ class Pairing:
                 pass
             if not lst:
                 del self._pending[k]
-        self._done.add(k, p)
+        self._done_add(self._done, k, p)
         if p.token is not None:
             self._token_done(p)
+
+    def _done_add(self, table: BoundedMap, k: Key, p: Pending) -> None:
+        table.add(k, p)
+        if type(k[0]) is tuple:
+            held = self._scoped.get(k[0])
+            if held is None:
+                self._scoped.add(k[0], [(table, k)])
+            else:
+                held.append((table, k))
+
+    def forget_scope(self, scope: tuple[Any, ...]) -> None:
+        """Stateless HTTP: the exchange whose ``scope`` (("exchange", n)) its
+        requests were paired in has ended, so nothing can answer, cancel or
+        reuse them any more: its completed requests and tokens leave the done
+        windows (which then keep what sessions can still meet: a flood of
+        stateless POSTs no longer pushes them out). Open requests stay."""
+        for table, k in self._scoped.d.pop(scope, ()):
+            table.d.pop(k, None)
 
     def _token_done(self, p: Pending) -> None:
         tk = (p.session, p.direction, id_key(p.token))
         if self._tokens.get(tk) is p:
             del self._tokens[tk]
-        self._done_tokens.add(tk, p)
+        self._done_add(self._done_tokens, tk, p)
 
     def keep_token(self, p: Pending, task_id: str) -> None:
         """2025-11-25 tasks: the answered request ``p`` created task ``task_id``;
@@ -156,7 +176,7 @@ class Pairing:
         if tk is not None:
             p = self._tokens.pop(tk, None)
             if p is not None:
-                self._done_tokens.add(tk, p)
+                self._done_add(self._done_tokens, tk, p)
 
     def complete(self, p: Pending) -> None:
         """Mark ``p`` answered (e.g. a batch rejected as a whole)."""
@@ -174,7 +194,10 @@ class Pairing:
             if len(lst) == 1:
                 # the common case, _remove inlined: p is stored under k (its session, direction and id key)
                 del self._pending[k]
-                self._done.add(k, p)
+                if type(session) is tuple:
+                    self._done_add(self._done, k, p)
+                else:
+                    self._done.add(k, p)
                 if p.token is not None:
                     self._token_done(p)
                 return p, []

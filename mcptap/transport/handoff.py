@@ -178,10 +178,11 @@ class Handoff:
                 else:
                     self._q.append([QUEUED, _LOST, direction, n, t, 0])
                 self.lost_bytes += n
-                return None
-            item = [QUEUED, _CHUNK, direction, data, t, n + ITEM_COST]
-            self._q.append(item)
-            self._queued += n + ITEM_COST
+                item = None
+            else:
+                item = [QUEUED, _CHUNK, direction, data, t, n + ITEM_COST]
+                self._q.append(item)
+                self._queued += n + ITEM_COST
             ring, self._idle = self._idle, False
         if ring:
             self._bell.put(None)

@@ -125,3 +125,14 @@ def test_declared_method_refused_at_http_level() -> None:
     assert "http.request_refused" in got and "capability.declared_but_unsupported" in got
     got = run(401)
     assert "http.request_refused" in got and "capability.declared_but_unsupported" not in got
+
+
+def test_a_stateless_exchange_leaves_no_state_once_it_ends() -> None:
+    """The live observer and `check --full` both end an exchange through
+    HttpJudge.end: a sessionless POST's scope (its own session) goes with it."""
+    s = Session()
+    for _ in range(50):
+        s.exchange("POST", b'{"jsonrpc":"2.0","id":1,"method":"ping"}', 200, reply=b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    assert not s.ann._exchanges.d and not s.ann.pairing._done.d
+    s.start()                       # a session's state and answered requests stay
+    assert "s1" in s.ann.sessions() and len(s.ann.pairing._done.d) == 1

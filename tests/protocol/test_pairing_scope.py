@@ -7,6 +7,7 @@ from __future__ import annotations
 from mcptap.model import Direction, Frame
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.framing import parse_json
+from mcptap.protocol.pairing import DONE_WINDOW
 
 C2S, S2C = Direction.C2S, Direction.S2C
 META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
@@ -52,3 +53,58 @@ def test_stateless_clients_of_both_eras_do_not_mix_their_lifecycles() -> None:
     assert not any("lifecycle.wrong_era" in cs or any(x.startswith("lifecycle.message_before") for x in cs) for cs in codes), codes
     assert c.pair == 2
     assert not any(x.startswith("lifecycle.") for x in e.codes)
+
+
+def test_an_ended_stateless_exchange_leaves_no_state_and_keeps_the_sessions_window() -> None:
+    """A flood of stateless POSTs (each its own scope) must neither grow the
+    annotator nor push a session's answered requests out of the done window:
+    a duplicate answer in the session is still recognised after 2x the window
+    of stateless exchanges, and one inside a stateless exchange before it ends."""
+    ann = Annotator("http")
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":7,"method":"tools/list"}', 1, session="s1", exchange=1)
+    feed(ann, S2C, '{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}', 2, session="s1", exchange=1)
+    ann.exchange_ended(1)
+    seq = 3
+    for ex in range(2, 2 + 2 * DONE_WINDOW):
+        feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}', seq, exchange=ex)
+        feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}', seq + 1, exchange=ex)
+        if ex == 2:
+            again = feed(ann, S2C, '{"jsonrpc":"2.0","id":1,"result":{"tools":[],"resultType":"complete"}}', seq + 2, exchange=ex)
+            assert "jsonrpc.response_for_completed_id" in again.codes
+        ann.exchange_ended(ex)
+        seq += 3
+    dup = feed(ann, S2C, '{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}', seq, session="s1", exchange=9999999)
+    assert "jsonrpc.response_for_completed_id" in dup.codes
+    assert ann.session(("exchange", 5)).phase == ann.session(("exchange", 6)).phase      # fresh, not kept
+    assert len(ann.pairing._done.d) == 1 and not ann.pairing._scoped.d
+
+
+def test_an_open_request_of_an_ended_stateless_exchange_is_still_reported() -> None:
+    ann = Annotator("http")
+    feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}', 1, exchange=1)
+    ann.exchange_ended(1)
+    assert [p.seq for p in ann.pending()] == [1]
+    assert [f.code for f in ann.finish(2)] == ["jsonrpc.unanswered_request"]
+
+
+def test_answered_requests_do_not_keep_their_params() -> None:
+    """Memory stays flat over a long session: the done window keeps an
+    answered request for duplicate answers, late cancels and id reuse, not
+    its params (a 20 KB argument per call here: 4096 of them would hold 80 MB)."""
+    import tracemalloc
+
+    ann = Annotator("http")
+    big = "x" * 20_000
+    tracemalloc.start()
+    try:
+        for i in range(2 * DONE_WINDOW):
+            feed(ann, C2S, f'{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"t":"{big}"}}}}}}',
+                 2 * i + 1, session="s1", exchange=i)
+            feed(ann, S2C, f'{{"jsonrpc":"2.0","id":{i},"result":{{"content":[]}}}}', 2 * i + 2, session="s1", exchange=i)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 8 << 20, f"{held / 2**20:.1f} MiB held after {2 * DONE_WINDOW} answered calls"
+    last = 2 * DONE_WINDOW - 1
+    c = feed(ann, C2S, f'{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{last}}}}}', 10**6, session="s1", exchange=10**6)
+    assert "cancel.after_response" in c.codes
