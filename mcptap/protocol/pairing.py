@@ -33,7 +33,7 @@ class Pending:
     direction: Direction
     id: Any
     method: str | None
-    session: str | None = None
+    session: Any = None           # the pairing scope: session id, None (stdio) or ("exchange", n) (stateless HTTP)
     token: Any = None
     cancelled: bool = False
     exchange: Any = None
@@ -140,20 +140,26 @@ class Pairing:
     def _done_add(self, table: BoundedMap, k: Key, p: Pending) -> None:
         table.add(k, p)
         if type(k[0]) is tuple:
-            held = self._scoped.get(k[0])
-            if held is None:
-                self._scoped.add(k[0], [(table, k)])
-            else:
-                held.append((table, k))
+            self._in_scope(k[0], table.d, k, p)
+
+    def _in_scope(self, scope: Any, table: dict[Any, Any], k: Any, v: Any) -> None:
+        held = self._scoped.get(scope)
+        if held is None:
+            self._scoped.add(scope, [(table, k, v)])
+        else:
+            held.append((table, k, v))
 
     def forget_scope(self, scope: tuple[Any, ...]) -> None:
         """Stateless HTTP: the exchange whose ``scope`` (("exchange", n)) its
         requests were paired in has ended, so nothing can answer, cancel or
         reuse them any more: its completed requests and tokens leave the done
         windows (which then keep what sessions can still meet: a flood of
-        stateless POSTs no longer pushes them out). Open requests stay."""
-        for table, k in self._scoped.d.pop(scope, ()):
-            table.d.pop(k, None)
+        stateless POSTs no longer pushes them out), and the progress tokens
+        its answered task-creating requests kept alive (``keep_token``) expire.
+        Open requests stay (reported at the end)."""
+        for table, k, v in self._scoped.d.pop(scope, ()):
+            if table.get(k) is v:
+                del table[k]
 
     def _token_done(self, p: Pending) -> None:
         tk = (p.session, p.direction, id_key(p.token))
@@ -169,6 +175,9 @@ class Pairing:
         tk = (p.session, p.direction, id_key(p.token))
         self._tokens[tk] = p
         self._tasks[(p.session, task_id)] = tk
+        if type(p.session) is tuple:
+            self._in_scope(p.session, self._tokens, tk, p)
+            self._in_scope(p.session, self._tasks, (p.session, task_id), tk)
 
     def release_task(self, session: Any, task_id: Any) -> None:
         """The task reached a terminal status: its progress token expires."""

@@ -108,3 +108,27 @@ def test_answered_requests_do_not_keep_their_params() -> None:
     last = 2 * DONE_WINDOW - 1
     c = feed(ann, C2S, f'{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{last}}}}}', 10**6, session="s1", exchange=10**6)
     assert "cancel.after_response" in c.codes
+
+
+def test_an_ended_stateless_exchange_takes_the_tokens_its_tasks_kept() -> None:
+    """A task-creating call keeps its progress token alive after the answer
+    (until the task is terminal); in a stateless exchange nothing can use it
+    once the exchange ended, so it goes then, while a session's stays."""
+    ann = Annotator("http")
+    call = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{},"task":{"ttl":60000},'
+            '"_meta":{"progressToken":"pt"}}}')
+    made = '{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t1","status":"working","createdAt":"2025-11-25T00:00:00Z","ttl":60000}}}'
+    for ex in range(1, 301):
+        feed(ann, C2S, call, 2 * ex, exchange=ex)
+        feed(ann, S2C, made, 2 * ex + 1, exchange=ex)
+        if ex == 1:
+            p = feed(ann, S2C, '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pt","progress":1}}', 3, exchange=1)
+            assert "progress.unknown_token" not in p.codes and p.link == 2       # the task keeps its token while the exchange lasts
+        ann.exchange_ended(ex)
+    assert not ann.pairing._tokens and not ann.pairing._tasks
+    feed(ann, C2S, call, 1000, session="s1", exchange=1000)
+    feed(ann, S2C, made, 1001, session="s1", exchange=1000)
+    ann.exchange_ended(1000)
+    p = feed(ann, S2C, '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pt","progress":1}}', 1002,
+             session="s1", exchange=1001)
+    assert p.link == 1000 and "progress.unknown_token" not in p.codes
