@@ -130,3 +130,43 @@ async def test_sse_findings_are_derived_again_from_what_the_capture_holds(case: 
     stream = CaptureStream(str(edited))
     again = list(reannotate(stream.header, stream, shapes=False, reuse=False))
     assert sse_codes(again) == live
+
+
+def _long_stream_capture(path: Path, posts: int) -> None:
+    """A stateless GET SSE stream left open while ``posts`` POST exchanges
+    come and go, then broken by the upstream."""
+    recs: list[dict] = [{"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "0.1.0", "started": "2026-12-02T00:00:00.000000Z",
+                         "transport": "http", "target": {"url": "http://127.0.0.1:1/mcp"}, "rules": "sha256:0"}]
+
+    def add(r: dict) -> None:
+        r["seq"] = r["t_us"] = len(recs)
+        recs.append(r)
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    add({"type": "http", "event": "request", "exchange": 1, "conn": 1, "method": "GET", "target": "/mcp", "version": "1.1",
+         "headers": [["Host", "x"], ["Accept", "text/event-stream"]]})
+    add({"type": "http", "event": "response", "exchange": 1, "conn": 1, "status": 200, "reason": "OK", "headers": [["Content-Type", "text/event-stream"]]})
+    for ex in range(2, 2 + posts):
+        add({"type": "http", "event": "request", "exchange": ex, "conn": ex, "method": "POST", "target": "/mcp", "version": "1.1",
+             "headers": [["Host", "x"], ["Accept", "application/json, text/event-stream"], ["Content-Type", "application/json"]]})
+        add({"type": "message", "dir": "c2s", "kind": "request", "id": 1, "method": "tools/list", "offset": 0, "eol": "",
+             "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+             "transport": {"exchange": ex, "conn": ex, "method": "POST", "path": "/mcp", "stream": "post"}})
+        add({"type": "http", "event": "response", "exchange": ex, "conn": ex, "status": 200, "reason": "OK", "headers": [["Content-Type", "application/json"]]})
+        add({"type": "message", "dir": "s2c", "kind": "response", "id": 1, "offset": 0, "eol": "", "transport": {"exchange": ex, "conn": ex, "status": 200},
+             "json": {"jsonrpc": "2.0", "id": 1, "result": {"tools": [], "resultType": "complete"}}})
+        add({"type": "http", "event": "end", "exchange": ex, "conn": ex, "how": "complete", "request_bytes": 10, "response_bytes": 10})
+    add({"type": "http", "event": "end", "exchange": 1, "conn": 1, "how": "upstream_closed", "detail": "reset", "response_bytes": 0})
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_a_long_lived_stream_is_judged_at_its_end_however_many_exchanges_came_meanwhile(tmp_path) -> None:
+    """`check --full` keeps an exchange until its end record, as the live
+    observer does: a stateless server's SSE stream broken after more than
+    4,096 POSTs still gets its end judged (it was forgotten before)."""
+    few, many = tmp_path / "few.jsonl", tmp_path / "many.jsonl"
+    _long_stream_capture(few, 3)
+    _long_stream_capture(many, 4100)
+    a, b = check_capture(str(few), reuse=False), check_capture(str(many), reuse=False)
+    assert "sse.connection_closed_mid_stream" in a.groups
+    assert sorted(b.groups) == sorted(a.groups)

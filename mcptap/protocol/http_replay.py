@@ -65,7 +65,10 @@ class HttpReplay:
     def __init__(self, annotator: Any) -> None:
         self.annotator = annotator
         self.judge = HttpJudge(annotator)
-        self._ex = BoundedMap(4096)
+        #: open exchanges, as the live observer keeps them (removed at their end record); the bound only
+        #: guards against a damaged capture whose exchanges never end: a long-lived stream stays while
+        #: thousands of POSTs come and go, so its end is judged as live
+        self._ex = BoundedMap(1 << 16)
         self._legacy: set[Any] = set()
 
     def _revision(self, session: Any) -> str | None:
@@ -117,7 +120,7 @@ class HttpReplay:
             if "endpoint" not in rec and isinstance(sse, dict):
                 fs = _block_findings(info, rec.get("findings", ()))
         elif ev == "end":
-            x = self._ex.get(exid)
+            x = self._ex.d.pop(exid, None)
             if x is not None:
                 ack = rec.get("ack_body")
                 nbytes = rec.get("response_bytes")
