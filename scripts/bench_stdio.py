@@ -301,7 +301,7 @@ class MemorySampler:
     the pagemap walk too slow to sample) and returns the peak RSS sum less
     those shared pages (MiB): an upper bound of the peak distinct resident
     pages, since the processes share no more pages later than during the run
-    (copy-on-write only unshares). 0 when page frames are hidden."""
+    (copy-on-write only unshares). None when page frames are hidden."""
 
     def __init__(self, pid: int, every: float) -> None:
         self.pids = [pid] + [k for k in [relay_pid(pid)] if k is not None]
@@ -322,12 +322,12 @@ class MemorySampler:
             if self._done.wait(self.every):
                 return
 
-    def stop(self) -> float:
+    def stop(self) -> float | None:
         self._done.set()
         self._thread.join()
         union = resident_union(self.pids)
         if union is None:
-            return 0.0
+            return None
         shared = self._rss_sum() - union
         return self.peak - shared
 
@@ -553,7 +553,9 @@ def main() -> None:
                 sampler = MemorySampler(peer.proc.pid, args.mem_every) if args.mem_every and name != "threaded" else None
                 dt = peer.flood(args.flood) if test == "flood" else peer.flood_both(args.flood)
                 if sampler is not None:
-                    together[name].append(sampler.stop())
+                    peak = sampler.stop()
+                    if peak is not None:
+                        together[name].append(peak)
                 if args.cpu:
                     cpu[name].append(cpu_used(snap, cpu_snapshot(peer.proc.pid)))
                 times[name].append(dt)
