@@ -90,7 +90,7 @@ class Pairing:
         self._tokens: dict[tuple[Any, Direction, Any], Pending] = {}
         self._done_tokens = BoundedMap()
         self._tasks: dict[tuple[Any, Any], Any] = {}
-        #: stateless HTTP scopes (("exchange", n): see ``forget_scope``) -> their done entries, as (table, key)
+        #: stateless HTTP scopes (("exchange", n): see ``forget_scope``) -> their entries to forget, as (table, key, value)
         self._scoped = BoundedMap()
 
     # -- requests -------------------------------------------------------------
