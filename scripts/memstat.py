@@ -57,11 +57,3 @@ def resident_union(pids: list[int]) -> float | None:
         seen |= frames
     return len(seen) * PAGE / (1 << 20)
 
-
-def children(pid: int) -> list[int]:
-    """``pid`` and its direct children (Linux ``/proc/PID/task/PID/children``)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [pid] + [int(x) for x in f.read().split()]
-    except OSError:
-        return [pid]
