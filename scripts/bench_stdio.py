@@ -499,13 +499,14 @@ def main() -> None:
                 for role, ms in cpu_used(before, cpu_snapshot(peer.proc.pid)).items():
                     rt_cpu[name][role] = rt_cpu[name].get(role, 0.0) + ms * 1000 / args.rtt
         hwm = {}
-        together = None
+        together: dict[str, float | None] = {}
         for name, peer in peers.items():
             if name != "direct":
                 hwm[name] = status(peer.proc.pid)
             if name == "mcptap":
                 hwm["relay"] = relay_status(peer.proc.pid)
-                together = tap_memory(peer.proc.pid)
+            if name in ("mcptap", "before"):
+                together[name] = tap_memory(peer.proc.pid)
             peer.close()
         base = lats.get("direct")
         print(f"\nround trips: {args.rtt} per config, {blocks} interleaved blocks after 500 warm-up (µs)")
@@ -520,8 +521,9 @@ def main() -> None:
             print(f"{name:9s} {p50:8.1f} {p99:8.1f} {a50:8.1f} {a99:8.1f} {rss:8.1f}")
         if hwm.get("relay"):
             print(f"mcptap RSS {hwm['mcptap']['VmRSS'] / 1024:.1f} MiB, its relay process {hwm['relay']['VmRSS'] / 1024:.1f} MiB")
-        if together is not None:
-            print(f"mcptap memory {together:.1f} MiB (target <= 40): distinct resident pages of both processes")
+        for name, mib in together.items():
+            if mib is not None:
+                print(f"{name} memory {mib:.1f} MiB (target <= 40): distinct resident pages of both processes")
         print("CPU µs per round trip, by process role (client: this process; analysis: mcptap's idle-priority threads):")
         for name, roles in rt_cpu.items():
             print(f"  {name:9s} " + "  ".join(f"{role} {us:.1f}" for role, us in sorted(roles.items())))

@@ -9,21 +9,19 @@ stays valid until the task is terminal).
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from mcptap.model import Finding, Severity
 from mcptap.protocol.codes import finding
-from mcptap.protocol.rules import normalize_revision
+from mcptap.protocol.rules import methods_table, normalize_revision
 
 TERMINAL_TASK_STATES = frozenset({"completed", "failed", "cancelled"})
 
 
 @lru_cache(maxsize=1)
 def _error_codes() -> dict[int, tuple[str, frozenset[str]]]:
-    data = json.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_text())
+    data = methods_table()
     out: dict[int, tuple[str, frozenset[str]]] = {}
     for e in data["error_codes"]:
         if "example" in e["name"]:

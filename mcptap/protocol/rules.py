@@ -13,10 +13,10 @@ over every revision (the most permissive rule).
 
 from __future__ import annotations
 
+import pkgutil
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -207,8 +207,15 @@ def _union(rules: list[MethodRule]) -> MethodRule:
     )
 
 
-def _load() -> dict[str, Any]:
-    table: dict[str, Any] = orjson.loads(resources.files("mcptap.protocol").joinpath("data/mcp-methods.json").read_bytes())
+def methods_table() -> dict[str, Any]:
+    """The method table ``mcptap/protocol/data/mcp-methods.json`` (its shape:
+    ../shared/spec/mcp-methods.json), parsed anew at each call. Raises OSError
+    when the package data cannot be read."""
+    # pkgutil, not importlib.resources: its readers import zipfile into every tap (0.35 MiB)
+    data = pkgutil.get_data("mcptap.protocol", "data/mcp-methods.json")
+    if data is None:
+        raise OSError("mcptap.protocol: no loader for its data files")
+    table: dict[str, Any] = orjson.loads(data)
     return table
 
 
@@ -248,7 +255,7 @@ def _build(table: dict[str, Any]) -> _Built:
     return frozen, MappingProxyType(union), MappingProxyType(revisions_of), strength, input_required, ext_types
 
 
-_RULES, _UNION, _REVISIONS_OF, _STRENGTH, _INPUT_REQUIRED, _EXT_TYPES = _build(_load())
+_RULES, _UNION, _REVISIONS_OF, _STRENGTH, _INPUT_REQUIRED, _EXT_TYPES = _build(methods_table())
 
 #: Every method name any revision defines.
 ALL_METHODS: frozenset[str] = frozenset(_UNION)

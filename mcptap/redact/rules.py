@@ -23,7 +23,6 @@ raise :class:`~mcptap.errors.RedactionError` naming the file or option.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,6 +136,8 @@ def build_rules(keys: Iterable[str] = (), paths: Iterable[str] = (), patterns: I
 
 
 def _read_file(path: str) -> tuple[set[str], list[tuple[PathSeg, ...]], list[tuple[str, str]], bool]:
+    import tomllib  # here: only a rules file needs it (0.5 MiB in every tap otherwise)
+
     try:
         with open(path, "rb") as fp:
             data = tomllib.load(fp)
