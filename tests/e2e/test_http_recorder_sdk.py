@@ -2,7 +2,11 @@
 the capture must be what the in-process observer writes for the same SDK
 session: message records, pairing, findings, http records and the end
 record's counts (times, session ids, the tap's port and Date headers aside,
-and the interleaving of concurrent exchanges, which is up to the peers).
+and the interleaving of concurrent exchanges, which is up to the peers: the
+SDK client sends ``notifications/initialized`` and opens its GET stream at
+once, so which of them is exchange 2, on which connection, differs between
+runs; exchanges and connections are compared by what they carry, not by
+number).
 
 One race is the peers' too: the SDK client closes a POST's SSE response once
 it has the answer, before or after the server's last chunk (``0\r\n\r\n``)
@@ -52,17 +56,52 @@ def _norm(v: Any, tap: str) -> Any:
     return v
 
 
+def _labels(records: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, Any]]:
+    """A label for each exchange number by what it carries (method, target,
+    its first client message's method and id, then the n-th such exchange)
+    and for each connection number (its first exchange's label): the peers'
+    concurrency decides the numbers, not what is said."""
+    first: dict[int, Any] = {}
+    heads: dict[int, tuple[str, str]] = {}
+    conn_first: dict[int, int] = {}
+    for x in records:
+        if x["type"] == "http" and x.get("event") == "request":
+            heads[x["exchange"]] = (x["method"], x["target"])
+            conn_first.setdefault(x["conn"], x["exchange"])
+        elif x["type"] == "message" and x.get("dir") == "c2s" and "transport" in x:
+            j = x.get("json")
+            first.setdefault(x["transport"]["exchange"], (j.get("method"), j.get("id")) if isinstance(j, dict) else None)
+    seen: dict[Any, int] = defaultdict(int)
+    exchanges: dict[int, Any] = {}
+    for n in sorted(heads):
+        what = (*heads[n], first.get(n))
+        seen[what] += 1
+        exchanges[n] = (*what, seen[what])
+    return exchanges, {c: exchanges[e] for c, e in conn_first.items()}
+
+
 def _by_exchange(path: Path, tap: str) -> tuple[dict[Any, list[Any]], dict[str, Any], dict[str, Any]]:
     """Each exchange's records (and each connection's closes), in order,
-    normalized; a response's ``pair`` as the request's exchange and id."""
+    normalized, keyed and numbered by ``_labels``; a response's ``pair`` as
+    the request's exchange and id."""
     cap = read_capture(str(path))
     by_seq = {x["seq"]: x for x in cap.records}
+    exchanges, conns = _labels(cap.records)
     out: dict[Any, list[Any]] = defaultdict(list)
     closed = 0
     for x in cap.records:
         if x["type"] in ("header", "end"):
             continue
         x = dict(x)
+        if "exchange" in x:
+            x["exchange"] = exchanges[x["exchange"]]
+        if "conn" in x:
+            x["conn"] = conns.get(x["conn"], ("no request", x["conn"]))
+        if isinstance(x.get("transport"), dict):
+            t = x["transport"] = dict(x["transport"])
+            for k, table in (("exchange", exchanges), ("conn", conns)):
+                if k in t:
+                    t[k] = table.get(t[k], ("no request", t[k]))
         if x.get("event") == "end" and x["how"] in RACY:
             closed += x["how"] == "client_closed"
             x["how"] = "|".join(RACY)
@@ -71,7 +110,7 @@ def _by_exchange(path: Path, tap: str) -> tuple[dict[Any, list[Any]], dict[str, 
             x.pop("idle")        # not idle when it cut such an exchange
         if "pair" in x:
             req = by_seq[x["pair"]]
-            x["pair"] = (req["transport"]["exchange"], req.get("id"))
+            x["pair"] = (exchanges[req["transport"]["exchange"]], req.get("id"))
         key = ("conn", x["conn"]) if x.get("event") == "conn_close" else x.get("exchange", x.get("transport", {}).get("exchange"))
         out[key].append(_norm(x, tap))
     end = dict(cap.end or {})
