@@ -11,50 +11,171 @@ Loaded lazily (pydantic costs ~0.25 s to import): ``mcptap check`` and
 ``show`` use it; the live recorder does not, so a tap never stalls a session.
 Payload-less messages are validated once per (method, revision); every other
 message is validated (~1.5-2.5 µs with pydantic-core).
+
+Only the schema eras a capture uses are imported. ``mcp_types.methods``
+imports both era packages and the package's version-free models (about 0.15 s
+of the 0.36 s it costs; shape checks use none of them), so its surface maps
+are shipped as a table of model names (``data/shape-surfaces.json``, written by
+``scripts/gen_shape_table.py`` from ``build_table``), valid for the
+``methods.py`` whose SHA-256 it records. Another mcp-types release (another
+``methods.py``) goes through ``mcp_types.methods`` as before.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import importlib.util
+import operator
+import pkgutil
+import sys
+from collections.abc import Mapping
+from types import ModuleType, UnionType
 from typing import Any
+
+import orjson
 
 from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol import tagged
 from mcptap.protocol.codes import finding
 
-_M: Any = None
 _LOADED = False
+_M: Any = None                          # mcp_types.methods, where the table does not fit the installed release
+_TABLE: dict[str, dict[str, list[list[str]]]] | None = None
 _CACHE: dict[tuple[Any, ...], tuple[str, ...]] = {}
 _CACHE_MAX = 8192
 EXACT_ERAS = frozenset({"2025-11-25", "2026-07-28"})
+SURFACES = ("CLIENT_REQUESTS", "SERVER_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_NOTIFICATIONS", "CLIENT_RESULTS", "SERVER_RESULTS")
+TABLE_FILE = "data/shape-surfaces.json"
+_PACKAGE = "mcp_types"
 
 
 def available() -> bool:
-    """True when the official wire types can be imported."""
-    global _M, _LOADED
+    """True when the official wire types can be imported (mcp-types and
+    pydantic installed). Loads the surface table, or ``mcp_types.methods``
+    when the table was written for another mcp-types release."""
+    global _M, _LOADED, _TABLE, _ValidationError
     if not _LOADED:
         _LOADED = True
         try:
-            from mcp_types import methods as m
             from pydantic import ValidationError
 
-            global _ValidationError
             _ValidationError = ValidationError
-            _M = m
+            _TABLE = _shipped_table()
+            if _TABLE is None:
+                from mcp_types import methods as m
+
+                _M = m
         except Exception:  # noqa: BLE001 - optional dependency
-            _M = None
-    return _M is not None
+            _M = _TABLE = None
+    return _M is not None or _TABLE is not None
 
 
-def _surface(direction: Direction, kind: Kind) -> Any:
-    m = _M
+def _methods_source() -> bytes | None:
+    """The installed ``mcp_types/methods.py``, read by its package's loader
+    without importing the package; None when it cannot be read. Raises
+    ImportError when mcp-types is not installed."""
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None:
+        raise ImportError(f"{_PACKAGE} is not installed")
+    loader: Any = spec.loader
+    if not spec.submodule_search_locations or not hasattr(loader, "get_data"):
+        return None
+    try:
+        data: bytes = loader.get_data(f"{list(spec.submodule_search_locations)[0]}/methods.py")
+    except OSError:
+        return None
+    return data
+
+
+def _shipped_table() -> dict[str, dict[str, list[list[str]]]] | None:
+    """The shipped surface table when it was written from the installed
+    ``methods.py`` (same SHA-256); None otherwise. Raises ImportError when
+    mcp-types is not installed."""
+    source = _methods_source()
+    raw = pkgutil.get_data("mcptap.protocol", TABLE_FILE) if source is not None else None
+    if source is None or raw is None:
+        return None
+    doc = orjson.loads(raw)
+    if doc.get("methods_sha256") != hashlib.sha256(source).hexdigest():
+        return None
+    surfaces: dict[str, dict[str, list[list[str]]]] = doc["surfaces"]
+    return surfaces
+
+
+def build_table(methods: Any) -> dict[str, Any]:
+    """The surface table of an imported ``mcp_types.methods``: for each of
+    ``SURFACES``, ``"METHOD REVISION"`` -> the ``[module, class]`` of each arm
+    of its model (one for a model, several for a ``X | Y`` union)."""
+    out: dict[str, Any] = {}
+    for name in SURFACES:
+        rows: dict[str, list[list[str]]] = {}
+        for (method, revision), model in sorted(getattr(methods, name).items()):
+            arms = model.__args__ if isinstance(model, UnionType) else (model,)
+            rows[f"{method} {revision}"] = [[arm.__module__, arm.__qualname__] for arm in arms]
+        out[name] = rows
+    return out
+
+
+def _era(name: str) -> ModuleType:
+    """An era package of mcp-types (``mcp_types._v2025_11_25``). While the
+    ``mcp_types`` package itself is not imported, its ``__init__`` is not run
+    for this (it imports the version-free models, ~0.15 s): the era package is
+    imported under a stand-in for its parent (the real package's spec and
+    path, not executed), which leaves once it is in. A later ``import
+    mcp_types`` runs the real ``__init__`` and finds the era package in
+    ``sys.modules``. Raises ImportError."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    if _PACKAGE in sys.modules:
+        return importlib.import_module(name)
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None:
+        raise ImportError(f"{_PACKAGE} is not installed")
+    stand_in = importlib.util.module_from_spec(spec)
+    sys.modules[_PACKAGE] = stand_in
+    try:
+        return importlib.import_module(name)
+    finally:
+        if sys.modules.get(_PACKAGE) is stand_in:
+            del sys.modules[_PACKAGE]
+
+
+def surface(name: str) -> Mapping[tuple[str, str], Any]:
+    """One surface map of ``SURFACES`` as ``mcp_types.methods`` has it:
+    (method, revision) -> wire model (or a union of them). Imports every era
+    it names; for tests and tools (``check`` looks models up one by one)."""
+    if not available():
+        return {}
+    if _TABLE is None:
+        rows: Mapping[tuple[str, str], Any] = getattr(_M, name)
+        return rows
+    rows = {}
+    for key in _TABLE[name]:
+        method, revision = key.rsplit(" ", 1)
+        rows[(method, revision)] = _from_table(name, key)
+    return rows
+
+
+@functools.cache
+def _from_table(surface_name: str, key: str) -> Any:
+    assert _TABLE is not None
+    arms = _TABLE[surface_name].get(key)
+    if arms is None:
+        return None
+    models = [getattr(_era(module), cls) for module, cls in arms]
+    return functools.reduce(operator.or_, models)
+
+
+def _surface(direction: Direction, kind: Kind) -> str:
     if kind is Kind.REQUEST:
-        return m.CLIENT_REQUESTS if direction is Direction.C2S else m.SERVER_REQUESTS
+        return "CLIENT_REQUESTS" if direction is Direction.C2S else "SERVER_REQUESTS"
     if kind is Kind.NOTIFICATION:
-        return m.CLIENT_NOTIFICATIONS if direction is Direction.C2S else m.SERVER_NOTIFICATIONS
+        return "CLIENT_NOTIFICATIONS" if direction is Direction.C2S else "SERVER_NOTIFICATIONS"
     # a response's shape is fixed by who answers: the server answers client requests
-    return m.SERVER_RESULTS if direction is Direction.S2C else m.CLIENT_RESULTS
+    return "SERVER_RESULTS" if direction is Direction.S2C else "CLIENT_RESULTS"
 
 
 _VALIDATE: dict[Any, Any] = {}
@@ -110,8 +231,11 @@ def task_created(request_params: Any, result: Any, revision: str | None) -> bool
 
 def _model(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
     if method == _CREATE_TASK:
-        return getattr(importlib.import_module("mcp_types._v2025_11_25"), "CreateTaskResult", None)
-    return _surface(direction, kind).get((method, revision))
+        return getattr(_era("mcp_types._v2025_11_25"), "CreateTaskResult", None)
+    name = _surface(direction, kind)
+    if _TABLE is None:
+        return getattr(_M, name).get((method, revision))
+    return _from_table(name, f"{method} {revision}")
 
 
 def check(direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None,

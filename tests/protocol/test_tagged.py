@@ -47,7 +47,7 @@ def results(draw: Any) -> Any:
 
 
 MODELS = {}
-for _key, _model in sorted(shapes._M.SERVER_RESULTS.items()):
+for _key, _model in sorted(shapes.surface("SERVER_RESULTS").items()):
     if _key[0] == "tools/call":
         MODELS[_key] = _model
 

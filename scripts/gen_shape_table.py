@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Regenerate mcptap/protocol/data/shape-surfaces.json from the installed mcp-types.
+
+    .venv/bin/python scripts/gen_shape_table.py
+
+The table names the wire model of each (method, revision) of
+``mcp_types.methods``' surface maps, for the ``methods.py`` whose SHA-256 it
+records, so that ``check`` imports only the schema eras a capture uses
+(mcptap/protocol/shapes.py). With another mcp-types release installed, shape
+checks use ``mcp_types.methods`` itself until this is run again;
+tests/protocol/test_shape_table.py fails when the table and the installed
+release disagree."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+from mcp_types import methods
+
+from mcptap.protocol import shapes
+
+OUT = Path(__file__).resolve().parents[1] / "mcptap" / "protocol" / shapes.TABLE_FILE
+
+
+def main() -> None:
+    source = Path(methods.__file__).read_bytes()
+    doc = {"methods_sha256": hashlib.sha256(source).hexdigest(), "surfaces": shapes.build_table(methods)}
+    OUT.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    print(f"wrote {OUT} ({sum(len(v) for v in doc['surfaces'].values())} entries)")
+
+
+if __name__ == "__main__":
+    main()
