@@ -118,15 +118,19 @@ def build_table(methods: Any) -> dict[str, Any]:
     return out
 
 
+_ERAS: dict[str, ModuleType] = {}
+
+
 def _era(name: str) -> ModuleType:
     """An era package of mcp-types (``mcp_types._v2025_11_25``). While the
     ``mcp_types`` package itself is not imported, its ``__init__`` is not run
     for this (it imports the version-free models, ~0.15 s): the era package is
     imported under a stand-in for its parent (the real package's spec and
-    path, not executed), which leaves once it is in. A later ``import
-    mcp_types`` runs the real ``__init__`` and finds the era package in
-    ``sys.modules``. Raises ImportError."""
-    mod = sys.modules.get(name)
+    path, not executed), and it, the stand-in and whatever else came in under
+    it leave ``sys.modules`` again, so that a later ``import mcp_types`` (the
+    SDK's) imports the real package as if this had not happened (its own
+    copies of the era's models). Raises ImportError."""
+    mod = _ERAS.get(name) or sys.modules.get(name)
     if mod is not None:
         return mod
     if _PACKAGE in sys.modules:
@@ -134,13 +138,15 @@ def _era(name: str) -> ModuleType:
     spec = importlib.util.find_spec(_PACKAGE)
     if spec is None:
         raise ImportError(f"{_PACKAGE} is not installed")
-    stand_in = importlib.util.module_from_spec(spec)
-    sys.modules[_PACKAGE] = stand_in
+    before = set(sys.modules)
+    sys.modules[_PACKAGE] = importlib.util.module_from_spec(spec)
     try:
-        return importlib.import_module(name)
+        mod = _ERAS[name] = importlib.import_module(name)
     finally:
-        if sys.modules.get(_PACKAGE) is stand_in:
-            del sys.modules[_PACKAGE]
+        for key in set(sys.modules) - before:
+            if key == _PACKAGE or key.startswith(_PACKAGE + "."):
+                del sys.modules[key]
+    return mod
 
 
 def surface(name: str) -> Mapping[tuple[str, str], Any]:

@@ -4,6 +4,7 @@ checks through it import only the schema eras a capture uses."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,32 +27,41 @@ def test_the_shipped_table_is_the_installed_releases_surface_maps() -> None:
     assert shapes._shipped_table() is not None, "mcp-types changed: run scripts/gen_shape_table.py"
     assert shapes._shipped_table() == shapes.build_table(methods)
     for name in shapes.SURFACES:
-        assert dict(shapes.surface(name)) == dict(getattr(methods, name)), name
+        assert _named(shapes.surface(name)) == _named(getattr(methods, name)), name
+
+
+def _named(surface: Any) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """A surface map with its models as (module, class) names: the shape
+    checks' era packages are not the SDK's (``shapes._era``)."""
+    return {key: [(arm.__module__, arm.__qualname__) for arm in getattr(model, "__args__", (model,))] for key, model in surface.items()}
 
 
 _PROBE = """
 import sys
 from mcptap.check.parallel import check_capture
-check_capture(sys.argv[1])
-before = sorted(m for m in sys.modules if m.startswith("mcp_types"))
-from mcp_types import methods
 from mcptap.protocol import shapes
-same = all(dict(shapes.surface(n)) == dict(getattr(methods, n)) for n in shapes.SURFACES)
-print(" ".join(before), "|", same)
+check_capture(sys.argv[1])
+print(" ".join(sorted(shapes._ERAS)), "|", " ".join(sorted(m for m in sys.modules if m.startswith("mcp_types"))), "|")
+from mcp import Client
+from mcp_types import methods
+import mcp_types._v2025_11_25
+tools_call = mcp_types._v2025_11_25.CallToolRequest     # the real package has its era packages as attributes
+same = all(_named(shapes.surface(n)) == _named(getattr(methods, n)) for n in shapes.SURFACES)
+print(same)
 """
-
-
-@pytest.mark.parametrize(("capture", "era", "other"), [("clean-2025-06-18.jsonl", "mcp_types._v2025_11_25", "mcp_types._v2026_07_28"),
-                                                        ("stateless-2026-07-28.jsonl", "mcp_types._v2026_07_28", "mcp_types._v2025_11_25")])
-def test_check_imports_only_the_eras_a_capture_uses(capture: str, era: str, other: str) -> None:
+@pytest.mark.parametrize(("capture", "era"), [("clean-2025-06-18.jsonl", "mcp_types._v2025_11_25"),
+                                               ("stateless-2026-07-28.jsonl", "mcp_types._v2026_07_28")])
+def test_check_imports_only_the_eras_a_capture_uses(capture: str, era: str) -> None:
     """A fresh process checking a capture of one era imports that era's wire
-    models, not the other's nor the package's version-free ones; importing the
-    real package afterwards still works and gives the same models."""
-    out = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "captures" / capture)], capture_output=True, text=True, check=True).stdout
-    modules, _, rest = out.partition("|")
-    assert era in modules.split()
-    assert other not in modules.split() and "mcp_types._types" not in modules.split() and "mcp_types" not in modules.split()
-    assert rest.split()[0] == "True"
+    models, not the other's nor the package's version-free ones, and leaves
+    no mcp_types module behind: the SDK imported afterwards gets the real
+    package, whose surface maps name the same models."""
+    probe = "from typing import Any\n" + inspect.getsource(_named) + _PROBE
+    out = subprocess.run([sys.executable, "-c", probe, str(ROOT / "captures" / capture)], capture_output=True, text=True, check=True).stdout
+    eras, modules, rest = out.split("|")
+    assert eras.split() == [era]
+    assert modules.split() == [], "the shape checks' imports left mcp_types modules behind"
+    assert rest.split() == ["True"]
 
 
 @pytest.fixture
