@@ -27,7 +27,14 @@ OUT = Path(__file__).resolve().parents[1] / "mcptap" / "protocol" / shapes.TABLE
 def main() -> None:
     source = Path(methods.__file__).read_bytes()
     doc = {"methods_sha256": hashlib.sha256(source).hexdigest(), "surfaces": shapes.build_table(methods)}
-    OUT.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    # one line per (method, revision): the file reads and diffs as a table
+    lines = [b'{"methods_sha256": ' + orjson.dumps(doc["methods_sha256"]) + b', "surfaces": {']
+    for i, (name, rows) in enumerate(doc["surfaces"].items()):
+        lines.append(b"  " + orjson.dumps(name) + b": {")
+        lines += [b"    " + orjson.dumps(key) + b": " + orjson.dumps(arms) + (b"," if j < len(rows) - 1 else b"") for j, (key, arms) in enumerate(rows.items())]
+        lines.append(b"  }" + (b"," if i < len(doc["surfaces"]) - 1 else b""))
+    lines.append(b"}}")
+    OUT.write_bytes(b"\n".join(lines) + b"\n")
     print(f"wrote {OUT} ({sum(len(v) for v in doc['surfaces'].values())} entries)")
 
 

@@ -42,9 +42,8 @@ from mcptap.protocol.codes import finding
 
 _LOADED = False
 _M: Any = None                          # mcp_types.methods, where the table does not fit the installed release
-_TABLE: dict[str, dict[str, list[list[str]]]] | None = None
+_TABLE: dict[str, dict[str, list[str]]] | None = None
 _CACHE: dict[tuple[Any, ...], tuple[str, ...]] = {}
-_CACHE_MAX = 8192
 EXACT_ERAS = frozenset({"2025-11-25", "2026-07-28"})
 SURFACES = ("CLIENT_REQUESTS", "SERVER_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_NOTIFICATIONS", "CLIENT_RESULTS", "SERVER_RESULTS")
 TABLE_FILE = "data/shape-surfaces.json"
@@ -89,7 +88,7 @@ def _methods_source() -> bytes | None:
     return data
 
 
-def _shipped_table() -> dict[str, dict[str, list[list[str]]]] | None:
+def _shipped_table() -> dict[str, dict[str, list[str]]] | None:
     """The shipped surface table when it was written from the installed
     ``methods.py`` (same SHA-256); None otherwise. Raises ImportError when
     mcp-types is not installed."""
@@ -100,20 +99,20 @@ def _shipped_table() -> dict[str, dict[str, list[list[str]]]] | None:
     doc = orjson.loads(raw)
     if doc.get("methods_sha256") != hashlib.sha256(source).hexdigest():
         return None
-    surfaces: dict[str, dict[str, list[list[str]]]] = doc["surfaces"]
+    surfaces: dict[str, dict[str, list[str]]] = doc["surfaces"]
     return surfaces
 
 
 def build_table(methods: Any) -> dict[str, Any]:
     """The surface table of an imported ``mcp_types.methods``: for each of
-    ``SURFACES``, ``"METHOD REVISION"`` -> the ``[module, class]`` of each arm
-    of its model (one for a model, several for a ``X | Y`` union)."""
+    ``SURFACES``, ``"METHOD REVISION"`` -> ``"module:class"`` of each arm of
+    its model (one for a model, several for a ``X | Y`` union)."""
     out: dict[str, Any] = {}
     for name in SURFACES:
-        rows: dict[str, list[list[str]]] = {}
+        rows: dict[str, list[str]] = {}
         for (method, revision), model in sorted(getattr(methods, name).items()):
             arms = model.__args__ if isinstance(model, UnionType) else (model,)
-            rows[f"{method} {revision}"] = [[arm.__module__, arm.__qualname__] for arm in arms]
+            rows[f"{method} {revision}"] = [f"{arm.__module__}:{arm.__qualname__}" for arm in arms]
         out[name] = rows
     return out
 
@@ -171,7 +170,7 @@ def _from_table(surface_name: str, key: str) -> Any:
     arms = _TABLE[surface_name].get(key)
     if arms is None:
         return None
-    models = [getattr(_era(module), cls) for module, cls in arms]
+    models = [getattr(_era(module), cls) for module, _, cls in (arm.partition(":") for arm in arms)]
     return functools.reduce(operator.or_, models)
 
 

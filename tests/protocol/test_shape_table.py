@@ -49,6 +49,8 @@ tools_call = mcp_types._v2025_11_25.CallToolRequest     # the real package has i
 same = all(_named(shapes.surface(n)) == _named(getattr(methods, n)) for n in shapes.SURFACES)
 print(same)
 """
+
+
 @pytest.mark.parametrize(("capture", "era"), [("clean-2025-06-18.jsonl", "mcp_types._v2025_11_25"),
                                                ("stateless-2026-07-28.jsonl", "mcp_types._v2026_07_28")])
 def test_check_imports_only_the_eras_a_capture_uses(capture: str, era: str) -> None:
