@@ -1,0 +1,304 @@
+"""A quick, sound "certainly valid" pre-check of the official wire models
+(pure, level 1; used by protocol/shapes.py).
+
+pydantic-core validates a wire model by building it: every accepted params
+or result object becomes model instances (about 1 µs for a small
+``tools/call``), and nearly every message of a capture is valid. A wire
+model's core schema (``Model.__pydantic_core_schema__``) is a tree of a few
+node types; :func:`compile_model` turns it into generated Python functions
+that only look (type checks, literal sets, bounds, required keys), about a
+third of pydantic's cost on the common messages.
+
+The check only ever says "valid" or "not sure", as protocol/schema_fast.py
+does for tool schemas: True means the model's own validator (called with
+``by_name=False``, as shapes.check calls it) accepts the instance; False
+means nothing, and the caller validates with pydantic, whose error messages
+the findings quote. A schema with any node or setting outside the subset
+below gets no check at all (:func:`compile_model` returns None):
+
+* ``model`` / ``model-fields`` without custom ``__init__``, root models,
+  ``post_init`` or strict config; extra keys ``ignore``d, ``allow``ed
+  (any value under a string key) or ``forbid``den; a field is looked up by its string validation alias
+  (else its name) and is optional exactly when its schema is ``default``;
+* ``str``, ``bool``, ``int`` and ``float`` (with ``ge``/``gt``/``le``/``lt``),
+  ``literal`` of strings, ``any``, ``none``, ``nullable``, ``default``,
+  ``list`` (with ``min_length``/``max_length``), ``dict`` with string keys,
+  ``union`` (valid when one member is: pydantic's smart and left-to-right
+  modes both accept then), ``definitions`` and ``definition-ref``.
+
+Values are judged only as the exact types ``orjson`` produces (``bool`` is
+not an ``int``, a ``str`` subclass is "not sure"); an ``int`` stands for a
+``float`` only below 2**53 in magnitude (where the conversion is exact), and
+a ``float`` must be finite. A union of models that each require a distinct
+``type`` literal (the content blocks) is checked against the one member its
+``type`` names. tests/protocol/test_shape_fast.py holds the check to
+pydantic's verdicts on every model the surfaces name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import UnionType
+from typing import Any
+
+#: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
+Quick = Callable[[Any], bool]
+
+_MISSING = object()
+_EXACT_INT = 2 ** 53
+_META = {"type", "metadata", "ref", "serialization"}
+_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+class _Refuse(Exception):
+    """The schema has a node or setting outside the subset: no quick check."""
+
+
+def _str_keys(d: dict[Any, Any]) -> bool:
+    for k in d:
+        if type(k) is not str:
+            return False
+    return True
+
+
+def _dispatch(table: dict[str, Quick]) -> Quick:
+    """A union of models, each requiring its own ``type`` literal: the member the instance's ``type`` names decides."""
+    get = table.get
+
+    def check(v: Any) -> bool:
+        if type(v) is not dict:
+            return False
+        tag = v.get("type")
+        if type(tag) is not str:
+            return False
+        f = get(tag)
+        return f is not None and f(v)
+
+    return check
+
+
+def _only(s: dict[str, Any], allowed: set[str]) -> None:
+    extra = set(s) - _META - allowed - {"type"}
+    if extra:
+        raise _Refuse(f"{s.get('type')}: {sorted(extra)}")
+
+
+class _Gen:
+    """Python source of the check functions of one core schema tree."""
+
+    def __init__(self, refs: dict[str, dict[str, Any]]) -> None:
+        self.refs = refs                        # every schema with a "ref" in the tree
+        self.src: list[str] = []
+        self.post: list[str] = []               # run after every function is defined (dispatch tables)
+        self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_inf": math.inf, "_ninf": -math.inf}
+        self.fns: dict[str, str] = {}           # ref -> function name
+        self.n = 0
+
+    def name(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def const(self, value: Any) -> str:
+        n = self.name("_k")
+        self.ns[n] = value
+        return n
+
+    def function(self, s: dict[str, Any]) -> str:
+        """The name of a function ``(v) -> bool`` for schema ``s`` (one per ref)."""
+        ref = s.get("ref")
+        if s.get("type") == "definition-ref":
+            ref = s.get("schema_ref")
+            if ref not in self.refs:
+                raise _Refuse(f"unresolved ref {ref}")
+            s = self.refs[ref]
+        if isinstance(ref, str) and ref in self.fns:
+            return self.fns[ref]
+        fn = self.name("_f")
+        if isinstance(ref, str):
+            self.fns[ref] = fn
+        if s.get("type") == "model":
+            self.model(fn, s)
+        else:
+            self.src.append(f"def {fn}(v):\n    return {self.expr(s, 'v', top=True)}\n")
+        return fn
+
+    def expr(self, s: dict[str, Any], v: str, top: bool = False) -> str:
+        """A Python expression that is True only if ``v`` is valid for ``s``."""
+        if not isinstance(s, dict):
+            raise _Refuse(repr(s))
+        t = s.get("type")
+        if t == "model" or ((t == "definition-ref" or "ref" in s) and not top):
+            return f"{self.function(s)}({v})"
+        if t == "definitions":
+            _only(s, {"schema", "definitions"})
+            return self.expr(s["schema"], v, top)
+        if t == "any":
+            _only(s, set())
+            return "True"
+        if t == "none":
+            _only(s, set())
+            return f"{v} is None"
+        if t == "str":
+            _only(s, set())
+            return f"type({v}) is str"
+        if t == "bool":
+            _only(s, set())
+            return f"type({v}) is bool"
+        if t == "int" or t == "float":
+            _only(s, set(_BOUNDS))
+            base = f"type({v}) is int" if t == "int" else (f"((type({v}) is float and _ninf < {v} < _inf)"
+                                                            f" or (type({v}) is int and {-_EXACT_INT} <= {v} <= {_EXACT_INT}))")
+            bounds = [f"{v} {op} {self.const(s[k])}" for k, op in _BOUNDS.items() if k in s]
+            for k in _BOUNDS:
+                if k in s and not (type(s[k]) in (int, float) and math.isfinite(s[k])):
+                    raise _Refuse(f"bound {s[k]!r}")
+            return "(" + " and ".join([base, *bounds]) + ")"
+        if t == "literal":
+            _only(s, {"expected"})
+            expected = s["expected"]
+            if not expected or any(type(e) is not str for e in expected):
+                raise _Refuse("literal of non-strings")
+            if len(expected) == 1:
+                return f"(type({v}) is str and {v} == {expected[0]!r})"
+            return f"(type({v}) is str and {v} in {self.const(frozenset(expected))})"
+        if t == "nullable":
+            _only(s, {"schema"})
+            return f"({v} is None or {self.expr(s['schema'], v)})"
+        if t == "default":
+            _only(s, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
+            return self.expr(s["schema"], v)
+        if t == "list":
+            _only(s, {"items_schema", "min_length", "max_length", "fail_fast"})
+            parts = [f"type({v}) is list"]
+            if s.get("min_length") is not None:
+                parts.append(f"len({v}) >= {int(s['min_length'])}")
+            if s.get("max_length") is not None:
+                parts.append(f"len({v}) <= {int(s['max_length'])}")
+            items = s.get("items_schema", {"type": "any"})
+            if items.get("type") != "any" or set(items) - _META:
+                parts.append(f"all(map({self.function(items)}, {v}))")
+            return "(" + " and ".join(parts) + ")"
+        if t == "dict":
+            _only(s, {"keys_schema", "values_schema", "min_length", "max_length", "fail_fast"})
+            keys = s.get("keys_schema", {"type": "any"})
+            if keys.get("type") not in ("str", "any") or set(keys) - _META:
+                raise _Refuse("dict keys")
+            parts = [f"type({v}) is dict", f"_str_keys({v})"]
+            if s.get("min_length") is not None:
+                parts.append(f"len({v}) >= {int(s['min_length'])}")
+            if s.get("max_length") is not None:
+                parts.append(f"len({v}) <= {int(s['max_length'])}")
+            values = s.get("values_schema", {"type": "any"})
+            if values.get("type") != "any" or set(values) - _META:
+                parts.append(f"all(map({self.function(values)}, {v}.values()))")
+            return "(" + " and ".join(parts) + ")"
+        if t == "union":
+            _only(s, {"choices", "mode", "auto_collapse", "custom_error_type", "custom_error_message", "custom_error_context"})
+            choices = [c[0] if isinstance(c, tuple) else c for c in s["choices"]]
+            table = self.tagged(choices)
+            if table is not None:
+                return f"{self.const(_dispatch(table))}({v})"
+            return "(" + " or ".join(self.expr(c, v) for c in choices) + ")"
+        raise _Refuse(f"node {t!r}")
+
+    def resolve(self, s: dict[str, Any]) -> dict[str, Any]:
+        while s.get("type") == "definition-ref":
+            s = self.refs.get(s.get("schema_ref", ""), {})
+        return s
+
+    def tagged(self, choices: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """For a union of models that each require their own ``type`` literals:
+        tag -> the member's check (placeholders filled once defined); else None."""
+        tags: dict[str, str] = {}
+        for c in choices:
+            m = self.resolve(c)
+            fields = m.get("schema", {}).get("fields", {}) if m.get("type") == "model" else {}
+            f = fields.get("type")
+            if f is None or f.get("validation_alias", "type") != "type" or f["schema"].get("type") != "literal":
+                return None
+            for tag in f["schema"]["expected"]:
+                if type(tag) is not str or tag in tags:
+                    return None
+                tags[tag] = self.function(c)
+        table: dict[str, Any] = {}
+        self.post.append("".join(f"{self.const(table)}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
+        return table
+
+    def model(self, fn: str, s: dict[str, Any]) -> None:
+        _only(s, {"cls", "config", "custom_init", "root_model", "schema", "post_init"})
+        if s.get("custom_init") or s.get("root_model") or s.get("post_init"):
+            raise _Refuse("custom model")
+        config = s.get("config", {})
+        if set(config) - {"extra_fields_behavior", "title", "validate_by_alias", "validate_by_name"} or config.get("validate_by_alias") is False:
+            raise _Refuse(f"config {config}")
+        inner = s["schema"]
+        if inner.get("type") != "model-fields":
+            raise _Refuse("model schema")
+        _only(inner, {"fields", "computed_fields", "model_name", "extra_behavior", "extras_schema", "extras_keys_schema"})
+        extra = inner.get("extra_behavior") or config.get("extra_fields_behavior") or "ignore"
+        if extra not in ("ignore", "allow", "forbid"):
+            raise _Refuse(f"extra {extra}")
+        for k in ("extras_schema", "extras_keys_schema"):
+            if k in inner and (inner[k].get("type") != "any" or set(inner[k]) - _META):
+                raise _Refuse(k)
+        body = [f"def {fn}(x):", "    if type(x) is not dict:", "        return False"]
+        keys = []
+        for name, field in inner["fields"].items():
+            _only(field, {"schema", "validation_alias", "serialization_alias", "serialization_exclude", "frozen", "serialization_exclude_if"})
+            alias = field.get("validation_alias", name)
+            if type(alias) is not str:
+                raise _Refuse("alias path")
+            keys.append(alias)
+            fs = field["schema"]
+            if fs.get("type") == "default":
+                inner_s = fs["schema"]
+                _only(fs, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
+                if inner_s.get("type") == "nullable" and "ref" not in inner_s:
+                    _only(inner_s, {"schema"})
+                    body += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
+                else:
+                    body += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
+            else:
+                body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
+        if extra == "forbid":
+            body += [f"    if not {self.const(frozenset(keys))}.issuperset(x):", "        return False"]
+        elif extra == "allow":
+            body += ["    if not _str_keys(x):", "        return False"]        # kept extras need string keys (ignored ones do not)
+        body.append("    return True\n")
+        self.src.append("\n".join(body))
+
+
+def _refs(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if isinstance(s, dict):
+        ref = s.get("ref")
+        if isinstance(ref, str) and s.get("type") != "definition-ref":
+            out.setdefault(ref, s)
+        for k, v in s.items():
+            if k not in ("cls", "metadata", "default", "expected"):
+                _refs(v, out)
+    elif isinstance(s, (list, tuple)):
+        for v in s:
+            _refs(v, out)
+    return out
+
+
+def compile_model(model: Any) -> Quick | None:
+    """The quick check of a wire model class or a ``X | Y`` union of them
+    (module doc); None when any part of its core schema is outside the subset."""
+    arms = model.__args__ if isinstance(model, UnionType) else (model,)
+    schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
+    if len(schemas) != len(arms):
+        return None
+    gen = _Gen(_refs(schemas, {}))
+    try:
+        names = [gen.function(s) for s in schemas]
+    except (_Refuse, KeyError, TypeError, AttributeError):
+        return None
+    gen.src += gen.post
+    gen.src.append("def _quick(v):\n    return " + " or ".join(f"{n}(v)" for n in names) + "\n")
+    ns = gen.ns
+    # the source names only the schema's constants, each as a repr() or through the namespace
+    exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
+    quick: Quick = ns["_quick"]
+    return quick

@@ -1,0 +1,255 @@
+"""protocol/shape_fast.py: the quick check says "valid" only where the wire
+model's own validator (``by_name=False``, as shapes.check calls it) accepts,
+on every model the shape surfaces name; it covers every one of them on the
+installed mcp-types; and it does say "valid" for the common messages (else
+it would be a cost, not a saving)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcptap.model import Direction, Kind
+from mcptap.protocol import shape_fast, shapes
+
+pytestmark = pytest.mark.skipif(not shapes.available(), reason="mcp-types not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _models() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in shapes.SURFACES:
+        for (method, revision), model in sorted(shapes.surface(name).items()):
+            out[f"{name} {method} {revision}"] = model
+    out["CreateTaskResult"] = shapes._model(Direction.S2C, Kind.RESPONSE, "(CreateTaskResult)", "2025-11-25")
+    return out
+
+
+MODELS = _models()
+QUICK = {key: shape_fast.compile_model(m) for key, m in MODELS.items()}
+
+
+def _accepts(model: Any, body: Any) -> bool:
+    arms = model.__args__ if hasattr(model, "__args__") else (model,)
+    for arm in arms:
+        try:
+            arm.__pydantic_validator__.validate_python(body, by_name=False)
+            return True
+        except Exception:  # noqa: BLE001 - any refusal
+            pass
+    return False
+
+
+def test_every_surface_model_gets_a_quick_check() -> None:
+    refused = [key for key, q in QUICK.items() if q is None]
+    assert not refused, f"outside the quick subset (shapes fall back to pydantic for these): {refused}"
+
+
+# ---- instances drawn from the core schema itself, with wrong values mixed in ----
+
+WRONG = st.one_of(
+    st.none(), st.booleans(), st.sampled_from([0, -1, 1, 2 ** 53, 2 ** 53 + 1, -(2 ** 53) - 1, 2 ** 63, 2 ** 64 + 3, 10 ** 400]),
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, 1.5, -1.5, 1e300, 2.0 ** 60, float("inf"), float("-inf"), float("nan")]),
+    st.sampled_from(["", "2.0", "text", "image", "user", "assistant", "1", "true", "info", "object"]),
+    st.just([]), st.just({}), st.just([None]), st.just({"type": "text"}), st.just({1: "x"}),
+)
+
+
+def _refs(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(schema, dict):
+        if isinstance(schema.get("ref"), str) and schema.get("type") != "definition-ref":
+            out.setdefault(schema["ref"], schema)
+        for k, v in schema.items():
+            if k not in ("cls", "metadata", "default", "expected"):
+                _refs(v, out)
+    elif isinstance(schema, (list, tuple)):
+        for v in schema:
+            _refs(v, out)
+    return out
+
+
+def instance(s: dict[str, Any], refs: dict[str, Any], depth: int, wrong: bool) -> st.SearchStrategy[Any]:
+    """Values of core schema ``s``; with ``wrong``, one in eight is a wrong one."""
+    right = _right(s, refs, depth, wrong)
+    return st.one_of(WRONG, right, right, right, right, right, right, right) if wrong else right
+
+
+def _right(s: dict[str, Any], refs: dict[str, Any], depth: int, wrong: bool) -> st.SearchStrategy[Any]:
+    t = s["type"]
+    if t == "definition-ref":
+        return st.deferred(lambda: _right(refs[s["schema_ref"]], refs, depth, wrong))
+    if t == "definitions":
+        return _right(s["schema"], refs, depth, wrong)
+    if depth > 5:
+        return WRONG
+    if t == "any":
+        return st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"a": [1]}))
+    if t == "none":
+        return st.none()
+    if t == "str":
+        return st.text(max_size=4)
+    if t == "bool":
+        return st.booleans()
+    if t == "int":
+        return st.integers(min_value=s.get("ge"), max_value=s.get("le")) | st.integers()
+    if t == "float":
+        return st.floats(min_value=s.get("ge"), max_value=s.get("le")) | st.integers(-3, 3) | st.floats()
+    if t == "literal":
+        return st.sampled_from(s["expected"])
+    if t == "nullable":
+        return st.none() | instance(s["schema"], refs, depth, wrong)
+    if t == "default":
+        return instance(s["schema"], refs, depth, wrong)
+    if t == "list":
+        return st.lists(instance(s.get("items_schema", {"type": "any"}), refs, depth + 1, wrong), max_size=min(3, s.get("max_length") or 3))
+    if t == "dict":
+        return st.dictionaries(st.text(max_size=3), instance(s.get("values_schema", {"type": "any"}), refs, depth + 1, wrong), max_size=2)
+    if t == "union":
+        return st.one_of([instance(c[0] if isinstance(c, tuple) else c, refs, depth, wrong) for c in s["choices"]])
+    if t == "model":
+        return _object(s["schema"], refs, depth, wrong)
+    raise AssertionError(f"no strategy for {t}")
+
+
+def _object(fields_schema: dict[str, Any], refs: dict[str, Any], depth: int, wrong: bool) -> st.SearchStrategy[Any]:
+    @st.composite
+    def build(draw: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, field in fields_schema["fields"].items():
+            alias = field.get("validation_alias", name)
+            optional = field["schema"]["type"] == "default"
+            roll = draw(st.integers(0, 11))
+            if (roll == 0 and wrong) or (optional and roll < 4):
+                continue                                    # missing
+            key = name if roll == 1 and alias != name else alias   # by name: not the field under by_name=False
+            out[key] = draw(instance(field["schema"], refs, depth + 1, wrong))
+        if wrong and draw(st.integers(0, 5)) == 0:
+            out[draw(st.sampled_from(["extra", "_meta", "type", "x-y"]))] = draw(WRONG)
+        return out
+
+    return build()
+
+
+def _bodies(key: str, wrong: bool) -> st.SearchStrategy[Any]:
+    arms = MODELS[key].__args__ if hasattr(MODELS[key], "__args__") else (MODELS[key],)
+    return st.one_of([_right(arm.__pydantic_core_schema__, _refs(arm.__pydantic_core_schema__, {}), 0, wrong) for arm in arms])
+
+
+def _places(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Every (container, key or index) inside ``value``."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.append((value, k))
+            _places(v, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.append((value, i))
+            _places(v, out)
+    return out
+
+
+@st.composite
+def _one_change(draw: Any) -> tuple[str, Any]:
+    """A valid body with one change somewhere in it: a value made wrong, a member dropped or added."""
+    key = draw(st.sampled_from(sorted(MODELS)))
+    body = draw(_bodies(key, wrong=False))
+    places = _places(body, [])
+    if places:
+        container, at = draw(st.sampled_from(places))
+        how = draw(st.integers(0, 3))
+        if how == 0 and isinstance(container, dict):
+            del container[at]
+        elif how == 1 and isinstance(container, dict):
+            container[draw(st.sampled_from(["type", "_meta", "extra", 1, "uri", "name"]))] = draw(WRONG)
+        else:
+            container[at] = draw(WRONG)
+    return key, body
+
+
+#: valid bodies changed in one place, and bodies with wrong values anywhere
+CASES = st.one_of(_one_change(), st.sampled_from(sorted(MODELS)).flatmap(lambda key: st.tuples(st.just(key), _bodies(key, wrong=True))))
+
+
+@settings(max_examples=3000, suppress_health_check=list(HealthCheck), deadline=None)
+@given(CASES)
+def test_quick_valid_means_the_model_accepts(case: tuple[str, Any]) -> None:
+    key, body = case
+    quick = QUICK[key]
+    if quick is not None and quick(body):
+        assert _accepts(MODELS[key], body), (key, body)
+
+
+#: bodies the model refuses, each where a looser check would say "valid"
+REFUSED = [
+    # a name is not an alias under by_name=False
+    ("SERVER_NOTIFICATIONS notifications/progress 2025-11-25", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                                                "params": {"progress_token": 1, "progress": 1}}),
+    ("SERVER_RESULTS tools/call 2025-11-25", {"content": [{"type": "text", "text": "a", "annotations": {"priority": 1.5}}]}),   # le 1.0
+    ("SERVER_RESULTS tools/call 2025-11-25", {"content": [{"type": "text"}]}),                                                  # required text
+    ("SERVER_RESULTS tools/call 2025-11-25", {"content": [{"type": ["text"], "text": "a"}]}),                                   # unhashable tag
+    ("SERVER_RESULTS tools/call 2025-11-25", {"content": [], "_meta": {1: 2}}),                                                 # dict[str, Any]
+    # a model that keeps its extra members needs string keys for them (one that ignores them does not)
+    ("SERVER_RESULTS resources/read 2026-07-28", {"_meta": {1: "x"}, "resultType": "x", "cacheScope": [None], "contents": [None]}),
+]
+#: bodies the model accepts that the check leaves to pydantic: a bool for a number, an int that no float holds exactly
+NOT_SURE = [
+    ("SERVER_NOTIFICATIONS notifications/progress 2025-11-25", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                                                "params": {"progressToken": 1, "progress": True}}),
+    ("SERVER_NOTIFICATIONS notifications/progress 2025-11-25", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                                                "params": {"progressToken": 1, "progress": 2 ** 60 + 1}}),
+]
+
+
+@pytest.mark.parametrize(("key", "body"), REFUSED)
+def test_refused_bodies_are_not_sure(key: str, body: Any) -> None:
+    assert not _accepts(MODELS[key], body)
+    assert QUICK[key](body) is False
+
+
+@pytest.mark.parametrize(("key", "body"), NOT_SURE)
+def test_lax_conversions_are_left_to_pydantic(key: str, body: Any) -> None:
+    assert _accepts(MODELS[key], body)
+    assert QUICK[key](body) is False
+    fs = shapes.check(Direction.S2C, Kind.NOTIFICATION, "notifications/progress", body["params"], "2025-11-25")
+    assert fs == []                                          # pydantic's verdict stands
+
+
+def _capture_payloads() -> list[tuple[str, Any]]:
+    """(surface key, body) of the messages of the shipped captures that pydantic accepts."""
+    out = []
+    for path in sorted((ROOT / "captures").glob("*.jsonl")):
+        pending: dict[Any, str] = {}
+        revision = None
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue                # the damaged captures' damage
+            if not isinstance(rec, dict) or rec.get("type") != "message" or not isinstance(rec.get("json"), dict):
+                continue
+            msg, d, kind = rec["json"], rec.get("dir"), rec.get("kind")
+            revision = rec.get("rev") or revision
+            if kind in ("request", "notification") and isinstance(msg.get("method"), str):
+                surface = {("c2s", "request"): "CLIENT_REQUESTS", ("s2c", "request"): "SERVER_REQUESTS",
+                           ("c2s", "notification"): "CLIENT_NOTIFICATIONS", ("s2c", "notification"): "SERVER_NOTIFICATIONS"}[(d, kind)]
+                if kind == "request":
+                    pending[(d, json.dumps(msg.get("id")))] = msg["method"]
+                out.append((f"{surface} {msg['method']} {revision}", msg))
+            elif kind == "response" and "result" in msg:
+                method = pending.pop(("c2s" if d == "s2c" else "s2c", json.dumps(msg.get("id"))), None)
+                if method:
+                    out.append((f"{'SERVER_RESULTS' if d == 's2c' else 'CLIENT_RESULTS'} {method} {revision}", msg["result"]))
+    return [(k, b) for k, b in out if k in MODELS and _accepts(MODELS[k], b)]
+
+
+def test_the_shipped_captures_valid_messages_are_quick() -> None:
+    cases = _capture_payloads()
+    assert len(cases) > 20
+    slow = [(k, b) for k, b in cases if not QUICK[k](b)]
+    assert not slow, slow[:3]
