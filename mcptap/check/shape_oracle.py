@@ -117,7 +117,7 @@ class ShapeOracle:
         self.source = source
         self.line = -1
         self.keys: dict[tuple[Any, ...], int] = {}
-        self._ids: array[int] = array("i")
+        self._ids: list[int] = []
         self._found: dict[int, list[Finding]] = {}
         self._wanted = 0                # lists begun
         self._got = 0                   # batches taken from source (in order; a late one only for its keys)
@@ -137,19 +137,24 @@ class ShapeOracle:
             if self._got == self._wanted:
                 current = batch
         if current is None or current[0] != len(lines) or current[1] != sum(map(len, lines)):
-            self._ids, self._found = array("i"), {}
+            self._ids, self._found = [], {}
             return
-        self._ids = array("i")
-        self._ids.frombytes(current[2])
+        ids = array("i")
+        ids.frombytes(current[2])
+        self._ids = ids.tolist()        # a list's items are ready objects: an array makes one per read
         self._found = current[4]
 
     def check(self, direction: Direction, kind: Kind, method: str, payload: Any, revision: str | None,
               request_params: Any = None) -> list[Finding]:
-        i, self.line = self.line, -1
-        if 0 <= i < len(self._ids):
-            spec = self._ids[i]
-            if spec >= 0 and self.keys.get((direction._value_, kind._value_, method, revision,
-                                             isinstance(request_params, dict) and "task" in request_params)) == spec:   # _key, inlined
-                self.used += 1
-                return self._found.get(i, [])
+        i = self.line
+        if i >= 0:
+            self.line = -1
+            ids = self._ids
+            if i < len(ids):
+                spec = ids[i]
+                if spec >= 0 and self.keys.get((direction._value_, kind._value_, method, revision,
+                                                 isinstance(request_params, dict) and "task" in request_params)) == spec:   # _key, inlined
+                    self.used += 1
+                    found = self._found
+                    return found[i] if found and i in found else []
         return shapes.check(direction, kind, method, payload, revision, request_params)
