@@ -29,7 +29,12 @@ below gets no check at all (:func:`compile_model` returns None):
 Values are judged only as the exact types ``orjson`` produces (``bool`` is
 not an ``int``, a ``str`` subclass is "not sure"); an ``int`` stands for a
 ``float`` only below 2**53 in magnitude (where the conversion is exact), and
-a ``float`` must be finite. A union of models that each require a distinct
+a ``float`` must be finite. A model that keeps extra members needs them under
+UTF-8 string keys (pydantic-core converts each; a lone surrogate fails). In a
+recursive schema (2026-07-28's ``JSONValue``) every generated function carries
+the number of ref'd schemas entered and says "not sure" beyond
+``MAX_REF_DEPTH``, below pydantic-core's recursion guard (255 nested
+definition-refs). A union of models that each require a distinct
 ``type`` literal (the content blocks) is checked against the one member its
 ``type`` names. tests/protocol/test_shape_fast.py holds the check to
 pydantic's verdicts on every model the surfaces name.
@@ -37,6 +42,7 @@ pydantic's verdicts on every model the surfaces name.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from types import UnionType
@@ -49,6 +55,8 @@ _MISSING = object()
 _EXACT_INT = 2 ** 53
 _META = {"type", "metadata", "ref", "serialization"}
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+#: ref'd schemas entered at most in a recursive schema (pydantic-core refuses from 255 nested definition-refs on)
+MAX_REF_DEPTH = 200
 
 
 class _Refuse(Exception):
@@ -62,7 +70,22 @@ def _str_keys(d: dict[Any, Any]) -> bool:
     return True
 
 
-def _dispatch(table: dict[str, Quick]) -> Quick:
+def _extra_keys(d: dict[Any, Any]) -> bool:
+    """The keys of a model that keeps its extra members: pydantic-core makes
+    each one a Python string through UTF-8, which fails for a lone surrogate
+    (``json.loads`` lets ``"\\ud800"`` through; orjson does not)."""
+    for k in d:
+        if type(k) is not str:
+            return False
+        if not k.isascii():
+            try:
+                k.encode()
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def _dispatch(table: dict[str, Any]) -> Quick:
     """A union of models, each requiring its own ``type`` literal: the member the instance's ``type`` names decides."""
     get = table.get
 
@@ -78,6 +101,51 @@ def _dispatch(table: dict[str, Quick]) -> Quick:
     return check
 
 
+def _dispatch_deep(table: dict[str, Any]) -> Callable[[Any, int], bool]:
+    """``_dispatch`` for a recursive schema's functions, which carry the depth."""
+    get = table.get
+
+    def check(v: Any, d: int) -> bool:
+        if type(v) is not dict:
+            return False
+        tag = v.get("type")
+        if type(tag) is not str:
+            return False
+        f = get(tag)
+        return f is not None and f(v, d + 1)
+
+    return check
+
+
+def _cyclic(refs: dict[str, dict[str, Any]]) -> bool:
+    """True when some ref'd schema reaches itself (a recursive type, e.g. 2026-07-28's JSONValue)."""
+    edges = {ref: set(_refs_in(s, top=True)) for ref, s in refs.items()}
+    for start in edges:
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            r = todo.pop()
+            if r == start:
+                return True
+            if r not in seen:
+                seen.add(r)
+                todo.extend(edges.get(r, ()))
+    return False
+
+
+def _refs_in(s: Any, top: bool = False) -> list[str]:
+    """The refs schema ``s`` uses directly (not through another ref'd schema)."""
+    if isinstance(s, dict):
+        if s.get("type") == "definition-ref":
+            return [s.get("schema_ref", "")]
+        if not top and isinstance(s.get("ref"), str):
+            return [s["ref"]]
+        return [r for k, v in s.items() if k not in ("cls", "metadata", "default", "expected") for r in _refs_in(v)]
+    if isinstance(s, (list, tuple)):
+        return [r for v in s for r in _refs_in(v)]
+    return []
+
+
 def _only(s: dict[str, Any], allowed: set[str]) -> None:
     extra = set(s) - _META - allowed - {"type"}
     if extra:
@@ -91,9 +159,29 @@ class _Gen:
         self.refs = refs                        # every schema with a "ref" in the tree
         self.src: list[str] = []
         self.post: list[str] = []               # run after every function is defined (dispatch tables)
-        self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_inf": math.inf, "_ninf": -math.inf}
+        self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_extra_keys": _extra_keys, "_inf": math.inf,
+                                   "_ninf": -math.inf, "_repeat": itertools.repeat}
         self.fns: dict[str, str] = {}           # ref -> function name
+        self.ref_fns: set[str] = set()
         self.n = 0
+        # a recursive schema: every function takes the number of ref'd schemas entered (d, at
+        # least pydantic-core's count of nested definition-refs: each compiles to a call that
+        # adds one) and says "not sure" beyond MAX_REF_DEPTH, below pydantic-core's recursion guard
+        self.deep = _cyclic(refs)
+        self.args = "v, d" if self.deep else "v"
+
+    def call(self, fn: str, v: str) -> str:
+        """A call of generated function ``fn`` on ``v`` (a ref'd schema's: one level deeper)."""
+        if not self.deep:
+            return f"{fn}({v})"
+        return f"{fn}({v}, d + 1)" if fn in self.ref_fns else f"{fn}({v}, d)"
+
+    def each(self, fn: str, it: str) -> str:
+        """``fn`` holds for every item of iterable ``it``."""
+        if not self.deep:
+            return f"all(map({fn}, {it}))"
+        step = "d + 1" if fn in self.ref_fns else "d"
+        return f"all(map({fn}, {it}, _repeat({step})))"
 
     def name(self, prefix: str) -> str:
         self.n += 1
@@ -115,12 +203,16 @@ class _Gen:
         if isinstance(ref, str) and ref in self.fns:
             return self.fns[ref]
         fn = self.name("_f")
+        guard = ""
         if isinstance(ref, str):
             self.fns[ref] = fn
+            self.ref_fns.add(fn)
+            if self.deep:
+                guard = f"    if d > {MAX_REF_DEPTH}:\n        return False\n"
         if s.get("type") == "model":
-            self.model(fn, s)
+            self.model(fn, s, guard)
         else:
-            self.src.append(f"def {fn}(v):\n    return {self.expr(s, 'v', top=True)}\n")
+            self.src.append(f"def {fn}({self.args}):\n{guard}    return {self.expr(s, 'v', top=True)}\n")
         return fn
 
     def expr(self, s: dict[str, Any], v: str, top: bool = False) -> str:
@@ -129,7 +221,7 @@ class _Gen:
             raise _Refuse(repr(s))
         t = s.get("type")
         if t == "model" or ((t == "definition-ref" or "ref" in s) and not top):
-            return f"{self.function(s)}({v})"
+            return self.call(self.function(s), v)
         if t == "definitions":
             _only(s, {"schema", "definitions"})
             return self.expr(s["schema"], v, top)
@@ -177,7 +269,7 @@ class _Gen:
                 parts.append(f"len({v}) <= {int(s['max_length'])}")
             items = s.get("items_schema", {"type": "any"})
             if items.get("type") != "any" or set(items) - _META:
-                parts.append(f"all(map({self.function(items)}, {v}))")
+                parts.append(self.each(self.function(items), v))
             return "(" + " and ".join(parts) + ")"
         if t == "dict":
             _only(s, {"keys_schema", "values_schema", "min_length", "max_length", "fail_fast"})
@@ -191,14 +283,14 @@ class _Gen:
                 parts.append(f"len({v}) <= {int(s['max_length'])}")
             values = s.get("values_schema", {"type": "any"})
             if values.get("type") != "any" or set(values) - _META:
-                parts.append(f"all(map({self.function(values)}, {v}.values()))")
+                parts.append(self.each(self.function(values), f"{v}.values()"))
             return "(" + " and ".join(parts) + ")"
         if t == "union":
             _only(s, {"choices", "mode", "auto_collapse", "custom_error_type", "custom_error_message", "custom_error_context"})
             choices = [c[0] if isinstance(c, tuple) else c for c in s["choices"]]
             table = self.tagged(choices)
             if table is not None:
-                return f"{self.const(_dispatch(table))}({v})"
+                return f"{self.const(_dispatch_deep(table))}({v}, d)" if self.deep else f"{self.const(_dispatch(table))}({v})"
             return "(" + " or ".join(self.expr(c, v) for c in choices) + ")"
         raise _Refuse(f"node {t!r}")
 
@@ -225,7 +317,7 @@ class _Gen:
         self.post.append("".join(f"{self.const(table)}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
         return table
 
-    def model(self, fn: str, s: dict[str, Any]) -> None:
+    def model(self, fn: str, s: dict[str, Any], guard: str = "") -> None:
         _only(s, {"cls", "config", "custom_init", "root_model", "schema", "post_init"})
         if s.get("custom_init") or s.get("root_model") or s.get("post_init"):
             raise _Refuse("custom model")
@@ -242,7 +334,7 @@ class _Gen:
         for k in ("extras_schema", "extras_keys_schema"):
             if k in inner and (inner[k].get("type") != "any" or set(inner[k]) - _META):
                 raise _Refuse(k)
-        body = [f"def {fn}(x):", "    if type(x) is not dict:", "        return False"]
+        body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else ""), "    if type(x) is not dict:", "        return False"]
         keys = []
         for name, field in inner["fields"].items():
             _only(field, {"schema", "validation_alias", "serialization_alias", "serialization_exclude", "frozen", "serialization_exclude_if"})
@@ -264,7 +356,7 @@ class _Gen:
         if extra == "forbid":
             body += [f"    if not {self.const(frozenset(keys))}.issuperset(x):", "        return False"]
         elif extra == "allow":
-            body += ["    if not _str_keys(x):", "        return False"]        # kept extras need string keys (ignored ones do not)
+            body += ["    if not _extra_keys(x):", "        return False"]      # kept extras need UTF-8 string keys (ignored ones do not)
         body.append("    return True\n")
         self.src.append("\n".join(body))
 
@@ -296,7 +388,7 @@ def compile_model(model: Any) -> Quick | None:
     except (_Refuse, KeyError, TypeError, AttributeError):
         return None
     gen.src += gen.post
-    gen.src.append("def _quick(v):\n    return " + " or ".join(f"{n}(v)" for n in names) + "\n")
+    gen.src.append("def _quick(v):\n    return " + " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names) + "\n")
     ns = gen.ns
     # the source names only the schema's constants, each as a repr() or through the namespace
     exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)

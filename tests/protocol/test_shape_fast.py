@@ -185,6 +185,13 @@ def test_quick_valid_means_the_model_accepts(case: tuple[str, Any]) -> None:
         assert _accepts(MODELS[key], body), (key, body)
 
 
+def _nested(depth: int, kind: type = list) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if kind is list else {"a": value}
+    return value
+
+
 #: bodies the model refuses, each where a looser check would say "valid"
 REFUSED = [
     # a name is not an alias under by_name=False
@@ -196,6 +203,17 @@ REFUSED = [
     ("SERVER_RESULTS tools/call 2025-11-25", {"content": [], "_meta": {1: 2}}),                                                 # dict[str, Any]
     # a model that keeps its extra members needs string keys for them (one that ignores them does not)
     ("SERVER_RESULTS resources/read 2026-07-28", {"_meta": {1: "x"}, "resultType": "x", "cacheScope": [None], "contents": [None]}),
+    # … and keys that are UTF-8 (json.loads, unlike orjson, lets a lone surrogate through)
+    ("SERVER_RESULTS ping 2025-11-25", {"\ud800": 1}),
+    ("CLIENT_REQUESTS prompts/list 2026-07-28", {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "x-\udfff": 1}}}),
+    # pydantic-core refuses recursive values 255 definition-refs deep (2026-07-28's JSONValue)
+    ("CLIENT_REQUESTS prompts/list 2026-07-28", {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": {
+        "io.modelcontextprotocol/clientCapabilities": {"experimental": {"e": {"k": _nested(255)}}},
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+    ("CLIENT_REQUESTS prompts/list 2026-07-28", {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": {
+        "io.modelcontextprotocol/clientCapabilities": {"experimental": {"e": {"k": _nested(255, dict)}}},
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
 ]
 #: bodies the model accepts that the check leaves to pydantic: a bool for a number, an int that no float holds exactly
 NOT_SURE = [
@@ -253,3 +271,13 @@ def test_the_shipped_captures_valid_messages_are_quick() -> None:
     assert len(cases) > 20
     slow = [(k, b) for k, b in cases if not QUICK[k](b)]
     assert not slow, slow[:3]
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_a_recursive_value_of_moderate_depth_is_still_quick(kind: type) -> None:
+    key = "CLIENT_REQUESTS prompts/list 2026-07-28"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": {
+        "io.modelcontextprotocol/clientCapabilities": {"experimental": {"e": {"k": _nested(100, kind)}}},
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "x-é": 1}}}
+    assert _accepts(MODELS[key], body)
+    assert QUICK[key](body) is True
