@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Throughput and memory of `mcptap check` and `mcptap show` on big captures.
+"""Throughput and memory of `mcptap check`, `show` and `report` on big captures.
 
 Default: generates a synthetic stdio capture of N messages (default
 1,000,000: a handshake, then tools/call requests with varying arguments, a
 progress notification every tenth call, and their responses), then runs
-`mcptap check` and `mcptap show --format json` on it as subprocesses and prints
-messages/s and peak RSS (from wait4, per child). Memory must be flat: the
+`mcptap check`, `mcptap show --format json` and `mcptap report` on it as
+subprocesses and prints messages/s and peak RSS (from wait4, per child). Memory must be flat: the
 same command on a capture 10x smaller should peak at about the same RSS.
 
 --recorded (issue 13 item 4, analysis throughput): two 1,000,000-message
@@ -376,14 +376,15 @@ def main() -> int:
             size = path.stat().st_size
             print(f"generated {count:,} messages ({size / 2**20:.0f} MiB) in {gen:.1f}s", flush=True)
             for label, cli in (("check", ["check", "--fail-on", "never", *extra, str(path)]),
-                               ("show --format json", ["show", "--format", "json", *extra, str(path)])):
+                               ("show --format json", ["show", "--format", "json", *extra, str(path)]),
+                               ("report", ["report", *extra, str(path), "-o", str(Path(d) / "report.html")])):
                 secs, _, rss, status = measure(cli, env)
                 rows.append((label, count, secs, count / secs, rss))
                 print(f"  {label:<20} {secs:7.1f}s  {count / secs:>9,.0f} msg/s  peak RSS {rss / 1024:6.0f} MiB  exit {status}", flush=True)
             path.unlink()
     by = {(label, n): (rate, rss) for label, n, _, rate, rss in rows}
     print()
-    for label in ("check", "show --format json"):
+    for label in ("check", "show --format json", "report"):
         (_rs, ms), (rb, mb) = by[(label, rows[0][1])], by[(label, rows[-1][1])]
         verdict = "flat" if mb < ms * 1.25 + 10 * 1024 else "GROWS"
         speed = "meets" if rb >= TARGET else "BELOW"

@@ -138,3 +138,60 @@ def test_browser_scrubbed_report_of_secrets(tmp_path) -> None:
     page = dom(tmp_path / "s.html", "dump")
     assert "tools/call deploy" in page and "framing.non_jsonrpc_line" in page and "scrubbed" in page
     assert not any(s in page for s in ALL)
+
+
+def _embedded(html: str) -> dict:
+    data = html.split('id="mcptap-data">', 1)[1].split("</script>", 1)[0]
+    return json.loads(data)
+
+
+def test_the_streamed_report_carries_what_report_data_gathers(tmp_path) -> None:
+    """write_report streams rows, then the spooled payloads, then the rest:
+    the same data as the in-memory report_data (payloads with "<" and
+    U+2028, findings)."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.check.reannotated import Reannotated
+    from mcptap.show.html import report_data
+
+    steps = SCENARIO + [c2s(req(5, "tools/call", {"name": "</script>\u2028<!--", "arguments": {}})), s2c(res(5))]
+    src = record(tmp_path / "c.jsonl", steps)
+    assert run("report", str(src), "-o", str(tmp_path / "c.html"), "--no-scrub").exit_code == 0
+    html = (tmp_path / "c.html").read_text()
+    assert "\u2028" not in html and html.count("</script>") == 2
+    stream = CaptureStream(str(src))
+    want = report_data(stream.header, Reannotated(stream.header, iter(stream), str(src), lambda: stream.truncated), str(src))
+    got = _embedded(html)
+    assert got == json.loads(json.dumps(want))
+    assert len(got["rows"]) == len(got["payloads"]) > 10 and got["findings"]["warn"]
+
+
+def test_a_report_that_fails_midway_leaves_the_old_output_and_no_temporary_file(tmp_path, monkeypatch) -> None:
+    from mcptap.errors import CaptureReadError
+    from mcptap.show import html as html_mod
+
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    out.write_text("the report of yesterday")
+    real = html_mod._Report.row
+    calls = {"n": 0}
+
+    def failing(self, rec):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise CaptureReadError("disk gone midway")
+        return real(self, rec)
+
+    monkeypatch.setattr(html_mod._Report, "row", failing)
+    r = run("report", str(src), "-o", str(out))
+    assert r.exit_code == 2 and "disk gone midway" in r.output
+    assert out.read_text() == "the report of yesterday"
+    assert [p.name for p in out.parent.iterdir()] == ["r.html"]
+
+
+def test_report_to_standard_output(tmp_path) -> None:
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    r = CliRunner().invoke(mcptap, ["report", str(src), "-o", "-"], catch_exceptions=False)
+    assert r.exit_code == 0
+    assert r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
+    assert len(_embedded(r.stdout)["rows"]) > 10

@@ -11,8 +11,10 @@ Exit status: 0; 2 for an unreadable capture, a bad rule or an unwritable output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 from typing import Any
 
 import click
@@ -53,11 +55,13 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     from mcptap.check.reannotated import Reannotated
     from mcptap.reannotate import framed
     from mcptap.redact.scrub import Scrubber
-    from mcptap.show.html import report_html
+    from mcptap.show.html import write_report
 
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
+    shown_path = text_path(capture) if capture != "-" else "stdin"
+    tmp = None
     try:
         stream = CaptureStream(capture)
         header = stream.header
@@ -68,19 +72,25 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
             header = scrubber.header(header)
             records = scrubber.records(framed(stream))
         ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
-        with progress("report", [capture]):
-            html = report_html(ra.header, ra, text_path(capture) if capture != "-" else "stdin", title and text_path(title))
+        # streamed (memory stays flat): into a file beside the output, renamed over it once
+        # whole (a failed read leaves no half report), or straight to standard output
+        with tempfile.TemporaryFile() as spool, progress("report", [capture]):
+            if out == "-":
+                write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
+                sys.stdout.buffer.flush()
+                return
+            fd, tmp = tempfile.mkstemp(prefix=".mcptap-report-", suffix=".html", dir=os.path.dirname(os.path.abspath(out)))
+            with os.fdopen(fd, "wb") as fp:
+                write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
+            os.replace(tmp, out)
+            tmp = None
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
-    data = html.encode("utf-8")
-    if out == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    try:
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fp:
-            fp.write(data)
     except OSError as exc:
-        raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
-    click.echo(f"mcptap: wrote {out} ({len(data) // 1024} KiB{'' if redactor else ', NOT scrubbed'})", err=True)
+        raise Fail(f"cannot write {text_path(out)}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    size = os.path.getsize(out)
+    click.echo(f"mcptap: wrote {text_path(out)} ({size // 1024} KiB{'' if redactor else ', NOT scrubbed'})", err=True)

@@ -21,15 +21,19 @@ escaped so no payload can close the tag) and the viewer (``assets/report.js``,
 * findings grouped by severity, each code with its meaning and spec source
   from ``protocol/codes.py``, counts and first places (links to the rows).
 
-``report_html(header, records, path, title)``: ``records`` are re-annotated
-records (``check.reannotated.Reannotated``; the end record last).
+``write_report(out, spool, header, records, path, title)`` streams the
+document to a binary file (the payload texts wait in ``spool`` until the
+timeline rows are written), so memory stays flat for any capture;
+``report_html`` returns it as a str. ``records`` are re-annotated records
+(``check.reannotated.Reannotated``; the end record last).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from importlib import resources
-from typing import Any
+from typing import Any, BinaryIO
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
@@ -70,19 +74,26 @@ def _session_info(rec: dict[str, Any], sessions: dict[Any, dict[str, Any]], requ
             s["revision"] = res.get("protocolVersion") or rec.get("rev")
 
 
-def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-ready dict (see module doc)."""
-    tracker = Tracker()
-    rows: list[list[Any]] = []
-    payloads: list[str] = []
-    extra: dict[int, str] = {}          # row -> the whole record, for rows that are not messages
-    sessions: dict[Any, dict[str, Any]] = {}
-    init_requests: dict[int, str] = {}
-    groups: dict[str, dict[str, Any]] = {}
-    end: dict[str, Any] | None = None
-    revisions: set[str] = set()
+class _Report:
+    """What the page shows, gathered one record at a time: ``row(rec)`` gives
+    that record's timeline row and payload text; ``tail()`` the rest
+    (``meta``, ``extra``, ``findings``, ``ops``) once the records ended. Only
+    the bounded parts stay in memory (finding groups with their first
+    ``PLACES`` places, session info, non-message records)."""
 
-    def note(fs: Iterable[dict[str, Any]], seq: Any, t: Any) -> None:
+    def __init__(self, header: dict[str, Any], path: str | None) -> None:
+        self.header, self.path = header, path
+        self.tracker = Tracker()
+        self.n = 0
+        self.extra: dict[int, str] = {}          # row -> the whole record, for rows that are not messages
+        self.sessions: dict[Any, dict[str, Any]] = {}
+        self.init_requests: dict[int, str] = {}
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.end: dict[str, Any] | None = None
+        self.revisions: set[str] = set()
+
+    def note(self, fs: Iterable[dict[str, Any]], seq: Any, t: Any) -> None:
+        groups = self.groups
         for f in fs:
             code = str(f.get("code", "?"))
             g = groups.get(code)
@@ -95,41 +106,106 @@ def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
             if len(g["places"]) < PLACES:
                 g["places"].append([seq, t, shown(str(f.get("message", "")))])     # a 50 KB method name quoted whole: cut
 
-    for rec in records:
-        req = tracker.feed(rec)
+    def row(self, rec: dict[str, Any]) -> tuple[list[Any], str] | None:
+        """(timeline row, payload text) of one record; None for the end record."""
+        req = self.tracker.feed(rec)
         typ = rec.get("type")
         if typ == "end":
-            end = rec
-            note((rec.get("unanswered") or []) + (rec.get("capture") or []), rec.get("seq"), rec.get("t_us"))
-            continue
-        _session_info(rec, sessions, init_requests)
+            self.end = rec
+            self.note((rec.get("unanswered") or []) + (rec.get("capture") or []), rec.get("seq"), rec.get("t_us"))
+            return None
+        _session_info(rec, self.sessions, self.init_requests)
         if isinstance(rec.get("rev"), str):
-            revisions.add(rec["rev"])
+            self.revisions.add(rec["rev"])
         fs = record_findings(rec)
-        note(fs, rec.get("seq"), rec.get("t_us"))
+        self.note(fs, rec.get("seq"), rec.get("t_us"))
         q = req["seq"] if req is not None and rec.get("kind") != "request" else None
+        if typ not in ("message", "stderr"):
+            self.extra[self.n] = dumps(rec, indent=True).decode()
+        self.n += 1
         # one row: the fields the filter language reads, plus the show line
-        rows.append([
+        return [
             rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), rec.get("method"),
             _js_id(rec.get("id")) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
             rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_of(rec),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
             1 if typ == "message" and ("json" in rec or "raw" in rec) else 0,
-        ])
-        payloads.append(message_text(rec))     # what ~t searches, as in show
-        if typ not in ("message", "stderr"):
-            extra[len(rows) - 1] = dumps(rec, indent=True).decode()
-    findings = {sev: sorted((g for g in groups.values() if g["severity"] == sev), key=lambda g: (-g["count"], g["code"]))
-                for sev in _SEV_ORDER}
-    target = header.get("target") or {}
-    meta = {
-        "path": path, "transport": header.get("transport"), "started": header.get("started"), "mcptap": header.get("mcptap"),
-        "target": target, "scrubbed": header.get("scrubbed"), "name": header.get("name"),
-        "columns": COLUMNS, "revisions": sorted(revisions), "sessions": list(sessions.values()),
-        "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities")} if end else None,
-    }
-    return {"meta": meta, "rows": rows, "payloads": payloads, "extra": {str(k): v for k, v in extra.items()}, "findings": findings,
-            "ops": operator_table()}
+        ], message_text(rec)     # the payload text: what ~t searches, as in show
+
+    def tail(self) -> dict[str, Any]:
+        groups, header, end = self.groups, self.header, self.end
+        findings = {sev: sorted((g for g in groups.values() if g["severity"] == sev), key=lambda g: (-g["count"], g["code"]))
+                    for sev in _SEV_ORDER}
+        meta = {
+            "path": self.path, "transport": header.get("transport"), "started": header.get("started"), "mcptap": header.get("mcptap"),
+            "target": header.get("target") or {}, "scrubbed": header.get("scrubbed"), "name": header.get("name"),
+            "columns": COLUMNS, "revisions": sorted(self.revisions), "sessions": list(self.sessions.values()),
+            "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities")} if end else None,
+        }
+        return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table()}
+
+
+def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-ready dict (see module doc); in
+    memory, for tests and tools (``write_report`` streams it)."""
+    rep = _Report(header, path)
+    rows: list[list[Any]] = []
+    payloads: list[str] = []
+    for rec in records:
+        got = rep.row(rec)
+        if got is not None:
+            rows.append(got[0])
+            payloads.append(got[1])
+    return {"rows": rows, "payloads": payloads, **rep.tail()}
+
+
+def _head(title: str) -> bytes:
+    esc_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
+        # no network, ever: only inline script/style and data: images
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+        "style-src 'unsafe-inline'; img-src data:\">\n",
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+        f"<title>mcptap report: {esc_title}</title>\n<style>\n", _asset("report.css"), "</style></head>\n<body>\n",
+        _asset("report.html"),
+        "<script type=\"application/json\" id=\"mcptap-data\">",
+    ]).encode("utf-8")
+
+
+def write_report(out: BinaryIO, spool: BinaryIO, header: dict[str, Any], records: Iterable[dict[str, Any]],
+                 path: str | None = None, title: str | None = None) -> None:
+    """Write the whole HTML document (UTF-8) to ``out`` as the records come:
+    memory stays flat whatever the capture's size. The timeline rows go to
+    ``out`` at once; the payload texts wait in ``spool`` (an empty binary
+    file, read back from its start) until the rows ended. Raises what
+    ``records`` raises (CaptureReadError) and OSError from the files."""
+    rep = _Report(header, path)
+    out.write(_head(title or path or "capture"))
+    out.write(b'{"rows":[')
+    first = True
+    for rec in records:
+        got = rep.row(rec)
+        if got is None:
+            continue
+        sep = b"" if first else b","
+        first = False
+        out.write(sep + _for_script(dumps(got[0])))
+        spool.write(sep + _for_script(dumps(got[1])))
+    out.write(b'],"payloads":[')
+    spool.seek(0)
+    while block := spool.read(1 << 20):
+        out.write(block)
+    tail = _for_script(dumps(rep.tail()))
+    out.write(b"]," + tail[1:])       # the tail object's members, after the two arrays
+    out.write(("</script>\n<script>\n" + _asset("report.js") + "</script>\n</body></html>\n").encode("utf-8"))
+
+
+def report_html(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None, title: str | None = None) -> str:
+    """The whole HTML document (str), built in memory (``write_report`` streams it)."""
+    out, spool = io.BytesIO(), io.BytesIO()
+    write_report(out, spool, header, records, path, title)
+    return out.getvalue().decode("utf-8")
 
 
 def _js_id(v: Any) -> Any:
@@ -141,24 +217,8 @@ def _js_id(v: Any) -> Any:
     return v
 
 
-def _json_for_script(value: Any) -> str:
-    # inside <script> nothing may read as "</script" or "<!--": escape every "<" (valid JSON)
-    return dumps(value).decode().replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def report_html(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None, title: str | None = None) -> str:
-    """The whole HTML document (str)."""
-    data = report_data(header, records, path)
-    name = title or path or "capture"
-    esc_title = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "".join([
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
-        # no network, ever: only inline script/style and data: images
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-        "style-src 'unsafe-inline'; img-src data:\">\n",
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-        f"<title>mcptap report: {esc_title}</title>\n<style>\n", _asset("report.css"), "</style></head>\n<body>\n",
-        _asset("report.html"),
-        "<script type=\"application/json\" id=\"mcptap-data\">", _json_for_script(data), "</script>\n",
-        "<script>\n", _asset("report.js"), "</script>\n</body></html>\n",
-    ])
+def _for_script(data: bytes) -> bytes:
+    """JSON text (bytes) safe inside ``<script>``: nothing may read as
+    "</script" or "<!--", so every "<" is escaped (still the same JSON), and
+    U+2028/U+2029 too (line terminators to older JavaScript parsers)."""
+    return data.replace(b"<", b"\\u003c").replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
