@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.export.spans import Attr, Span, SpanBuilder, spans_of
+from mcptap.export.spans import Attr, Span, SpanBuilder, iter_spans
 
 #: spans per ExportTraceServiceRequest line (keeps each line a modest size)
 SPANS_PER_LINE = 512
@@ -84,6 +84,11 @@ def otlp_json_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -
     (bytes, newline-terminated), at most SPANS_PER_LINE spans each, spans in
     the order they ended. A capture without spans gives no line."""
     epoch = SpanBuilder(header).epoch_us
-    spans = spans_of(header, records)
-    for i in range(0, len(spans), SPANS_PER_LINE):
-        yield orjson.dumps(request_json(header, spans[i:i + SPANS_PER_LINE], epoch)) + b"\n"
+    spans: list[Span] = []
+    for span in iter_spans(header, records):      # streamed: memory stays flat for any capture
+        spans.append(span)
+        if len(spans) == SPANS_PER_LINE:
+            yield orjson.dumps(request_json(header, spans, epoch)) + b"\n"
+            spans = []
+    if spans:
+        yield orjson.dumps(request_json(header, spans, epoch)) + b"\n"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -353,15 +353,19 @@ def _finding_events(rec: dict[str, Any]) -> list[Event]:
     return out
 
 
-def spans_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> list[Span]:
-    """Every span of a capture (records after its header), in end order."""
+def iter_spans(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[Span]:
+    """Every span of a capture (records after its header), in end order, as
+    the records come (only open requests' spans are held)."""
     b = SpanBuilder(header)
-    out: list[Span] = []
     for rec in records:
         if rec.get("type") == "end":
-            out += b._record_span(rec)
-            out += b.finish(rec.get("t_us") if isinstance(rec.get("t_us"), int) else None)
+            yield from b._record_span(rec)
+            yield from b.finish(rec.get("t_us") if isinstance(rec.get("t_us"), int) else None)
             continue
-        out += b.feed(rec)
-    out += b.finish()
-    return out
+        yield from b.feed(rec)
+    yield from b.finish()
+
+
+def spans_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> list[Span]:
+    """Every span of a capture (records after its header), in end order."""
+    return list(iter_spans(header, records))

@@ -184,3 +184,37 @@ def test_har_entry_of_a_non_post_body_and_a_502() -> None:
     assert entry["response"]["status"] == 502 and "answered by mcptap itself (upstream_failed" in entry["response"]["comment"]
     assert entry["timings"]["send"] == 0.05 and entry["time"] == 1.2
     assert entry["_mcp"]["findings"][0]["code"] == "http.upstream_failed" and entry["_mcp"]["how"] == "upstream_failed"
+
+
+def test_otlp_lines_stream_every_span_in_order_512_a_line() -> None:
+    """The lines come as the records do (an open request's span waits for its
+    answer); their spans, in order, are the capture's spans in end order, 512
+    a line, the last line the rest, an unanswered request's span at the end."""
+    from mcptap.export.otlp_json import SPANS_PER_LINE
+
+    recs: list[dict[str, Any]] = []
+    seq = 0
+    for i in range(1, 700):
+        seq += 1
+        recs.append(msg(seq, seq * 10, "c2s", "request", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}}))
+        seq += 1
+        recs.append(msg(seq, seq * 10, "s2c", "response", {"jsonrpc": "2.0", "id": i, "result": {}}, pair=seq - 1))
+    seq += 1
+    recs.append(msg(seq, seq * 10, "c2s", "request", {"jsonrpc": "2.0", "id": "open", "method": "tools/call", "params": {"name": "t"}}))
+    taken = {"n": 0}
+
+    def fed() -> Any:
+        for rec in recs:
+            taken["n"] += 1
+            yield rec
+
+    lines = otlp_json_lines(HEADER, fed())
+    first = next(lines)
+    assert taken["n"] < len(recs)                               # the first line came before the records ended
+    rest = list(lines)
+    per_line = [len(spans_of(parse_otlp_json(line))) for line in [first, *rest]]
+    assert per_line == [SPANS_PER_LINE, 700 - SPANS_PER_LINE]
+    whole = build_spans(HEADER, recs)
+    got = [s for line in [first, *rest] for s in spans_of(parse_otlp_json(line))]
+    assert len(whole) == 700 and whole[-1].attributes.get("error.type") == "no_response"
+    assert [bytes(s.span_id) for s in got] == [s.span_id for s in whole]
