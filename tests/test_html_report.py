@@ -195,3 +195,56 @@ def test_report_to_standard_output(tmp_path) -> None:
     assert r.exit_code == 0
     assert r.stdout.startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
     assert len(_embedded(r.stdout)["rows"]) > 10
+
+
+def test_report_into_a_fifo_and_through_a_symlink(tmp_path) -> None:
+    """A FIFO (or device) is written in place, never replaced by a regular
+    file; through a symlink the target is replaced and the link stays."""
+    import os
+    import stat
+    import threading
+
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert run("report", str(src), "-o", str(fifo)).exit_code == 0
+    reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and got[0].rstrip().endswith(b"</html>")
+    target = tmp_path / "target.html"
+    target.write_text("old")
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    assert run("report", str(src), "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and target.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "fifo", "link.html", "target.html"]
+
+
+def test_terminated_midway_the_report_leaves_the_old_output_and_no_temporary_file(tmp_path, monkeypatch) -> None:
+    """SIGTERM (timeout, a closed terminal: SIGHUP) ends report as Ctrl-C does."""
+    import os
+    import signal
+
+    from mcptap.show import html as html_mod
+
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    out.write_text("the report of yesterday")
+    real = html_mod._Report.row
+    calls = {"n": 0}
+
+    def terminated(self, rec):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(self, rec)
+
+    monkeypatch.setattr(html_mod._Report, "row", terminated)
+    r = CliRunner().invoke(mcptap, ["report", str(src), "-o", str(out)])
+    assert r.exit_code != 0
+    assert out.read_text() == "the report of yesterday"
+    assert [p.name for p in out.parent.iterdir()] == ["r.html"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL         # handlers restored

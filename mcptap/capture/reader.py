@@ -7,7 +7,9 @@ type of capture reading.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,9 +260,12 @@ def has_chunks(path: str) -> bool:
     incomplete and readers re-annotate it from the bytes. A byte search
     (records are written with ``type`` first), no parsing; a gzip file is
     searched as it decompresses. False when the file cannot be read (the
-    reader reports that) and for standard input (it cannot be read twice)."""
+    reader reports that) and for standard input, a FIFO or any other file
+    that is not a regular one (they cannot be read twice)."""
     needle = b'\n{"type":"chunk",'
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False        # a FIFO or <(…) is read once, by the reader (and opening one may wait for a writer)
         with open(path, "rb") as fp:
             src: Any = fp
             if fp.peek(2)[:2] == b"\x1f\x8b":

@@ -26,6 +26,7 @@ import mmap
 import os
 import pickle
 import signal
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -52,11 +53,18 @@ def check_capture(path: str, keep: int = 3, shapes: bool = True, reuse: bool = T
     """Check one capture file, as ``report.check_capture`` does (the same
     report), on up to ``workers`` processes (default: 2 when this process may
     run on two cores). Raises CaptureReadError."""
-    if path != "-":
+    if path != "-" and _regular(path):       # a FIFO or <(…) can be read once: the reference way
         rep = _fast(path, keep, shapes, _cores() if workers is None else workers, reuse)
         if rep is not None:
             return rep
     return reference_check(path, keep, shapes, reuse)
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True             # the reader words the error
 
 
 def _cores() -> int:

@@ -29,7 +29,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, renamed_into_place
+from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
@@ -74,7 +74,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
 def command(capture: str, fmt: str, output: str) -> None:
     """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""
     refuse_input_as_output([capture], output)
-    with progress("export", [capture]):
+    with stopped_as_interrupted(), progress("export", [capture]):
         _export(capture, fmt, output)
 
 

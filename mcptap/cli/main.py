@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
             # so output errors can be reported here as one line
             rc = mcptap.main(args=argv, prog_name="mcptap", standalone_mode=False)
         finally:
-            sys.stdout.flush()
+            if sys.stdout is not None:      # started with standard output closed (>&-)
+                sys.stdout.flush()
         if isinstance(rc, int) and not isinstance(rc, bool):
             sys.exit(rc)
     except click.exceptions.Exit as exc:
@@ -174,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
         # reader does not check; MCPTAP_DEBUG=1 gives the traceback for a bug report
         if os.environ.get("MCPTAP_DEBUG"):
             raise
+        if sys.stdout is None and isinstance(exc, AttributeError):
+            # started with standard output closed (>&-): Python has no sys.stdout to write to
+            click.echo("mcptap: cannot write output: standard output is closed", err=True)
+            sys.exit(2)
         click.echo(escape_controls(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited capture? "
                                    "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
         sys.exit(2)

@@ -9,10 +9,12 @@ plain text) and name a *role*; this module maps roles to colours.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import click
@@ -52,6 +54,28 @@ def paint(text: str, role: str) -> str:
 def styler(flag: bool | None, stream: IO[Any] | None = None) -> Style | None:
     """The ``style(text, role)`` callable renderers take, or None (plain text)."""
     return paint if use_color(flag, stream) else None
+
+
+@contextlib.contextmanager
+def stopped_as_interrupted() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does (KeyboardInterrupt:
+    "mcptap: interrupted", exit 130) instead of killing it outright, so its
+    ``finally`` blocks remove the temporary file of an output being written
+    (``timeout``, a closed terminal). The previous handlers come back after."""
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old[sig] = signal.signal(sig, interrupted)
+        except (ValueError, OSError):     # not the main thread (tests): the default stays
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def renamed_into_place(output: str) -> bool:

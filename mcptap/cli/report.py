@@ -21,7 +21,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -61,6 +61,13 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
     shown_path = text_path(capture) if capture != "-" else "stdin"
+    if out == "-" and sys.stdout is None:
+        raise Fail("cannot write the report to standard output: it is closed")
+    # a device, FIFO or socket (-o /dev/null) and an open file descriptor (-o /dev/stdout,
+    # /dev/fd/N) are written in place: a rename would replace the node itself; a symlink's
+    # target is replaced, not the link
+    real = os.path.realpath(out) if out != "-" else out
+    renamed = out != "-" and renamed_into_place(out) and not real.startswith("/proc/")
     tmp = None
     try:
         stream = CaptureStream(capture)
@@ -73,24 +80,36 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
             records = scrubber.records(framed(stream))
         ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
         # streamed (memory stays flat): into a file beside the output, renamed over it once
-        # whole (a failed read leaves no half report), or straight to standard output
-        with tempfile.TemporaryFile() as spool, progress("report", [capture]):
+        # whole (a failed read leaves no half report), or straight to the output
+        where = os.path.dirname(real) if renamed else None      # the spool on the output's disk
+        with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture]):
             if out == "-":
                 write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
                 sys.stdout.buffer.flush()
                 return
-            fd, tmp = tempfile.mkstemp(prefix=".mcptap-report-", suffix=".html", dir=os.path.dirname(os.path.abspath(out)))
-            with os.fdopen(fd, "wb") as fp:
-                write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
-            os.replace(tmp, out)
-            tmp = None
+            if not renamed:
+                with open(out, "wb") as fp:
+                    write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
+            else:
+                fd, tmp = tempfile.mkstemp(prefix=".mcptap-report-", suffix=".html", dir=where)
+                with os.fdopen(fd, "wb") as fp:
+                    write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
+                os.replace(tmp, real)
+                tmp = None
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
+    except BrokenPipeError:
+        if out == "-":
+            raise                   # the reader of standard output left: not an error of ours (main)
+        raise Fail(f"cannot write {text_path(out)}: the reader of the pipe left") from None
     except OSError as exc:
         raise Fail(f"cannot write {text_path(out)}: {exc.strerror or exc}") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    size = os.path.getsize(out)
-    click.echo(f"mcptap: wrote {text_path(out)} ({size // 1024} KiB{'' if redactor else ', NOT scrubbed'})", err=True)
+    if renamed:
+        note = f" ({os.path.getsize(real) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
+    else:
+        note = "" if redactor else " (NOT scrubbed)"
+    click.echo(f"mcptap: wrote {text_path(out)}{note}", err=True)

@@ -22,7 +22,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, renamed_into_place
+from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -66,29 +66,30 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
                 writer = CaptureWriter.open(str(output) if tmp is None else tmp)
         except CaptureWriteError as exc:
             raise Fail(str(exc).replace(str(tmp), str(output))) from None
-    try:
+    with stopped_as_interrupted():     # TERM/HUP as Ctrl-C: the finally below removes the temporary file
         try:
-            _scrub(stream, scrubber, writer, capture)
-        except CaptureReadError as exc:
-            raise Fail(str(exc)) from None
-        finally:
-            if writer is not None and output != "-":
-                writer.close()
-            elif writer is not None:
-                writer.flush()
-        if writer is not None and writer.failed:
-            if output == "-" and writer.failed_errno == errno.EPIPE:
-                raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
-            raise Fail(f"cannot write {output}: {writer.failed}")
-        if tmp is not None:
-            assert output is not None
             try:
-                os.replace(tmp, output)
-            except OSError as exc:
-                raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+                _scrub(stream, scrubber, writer, capture)
+            except CaptureReadError as exc:
+                raise Fail(str(exc)) from None
+            finally:
+                if writer is not None and output != "-":
+                    writer.close()
+                elif writer is not None:
+                    writer.flush()
+            if writer is not None and writer.failed:
+                if output == "-" and writer.failed_errno == errno.EPIPE:
+                    raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
+                raise Fail(f"cannot write {output}: {writer.failed}")
+            if tmp is not None:
+                assert output is not None
+                try:
+                    os.replace(tmp, output)
+                except OSError as exc:
+                    raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
         for seq, hit in scrubber.hits:

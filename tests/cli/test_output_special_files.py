@@ -2,7 +2,9 @@
 place. Before: `export` and `scrub` wrote a temporary file beside it and
 renamed it over the node — run as root, `mcptap export -o /dev/null`
 replaced /dev/null with a regular file for the whole machine. Tested on a FIFO
-(the same code path; /dev/null itself is never risked)."""
+(the same code path; /dev/null itself is never risked). `report` streams since
+round 11 and had the same fault for a moment. A FIFO as the *input* (`<(…)`) is
+read once: `has_chunks` and check's two-process scan used to open it again."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from scripted import c2s, handshake, record, req, res, s2c
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("cmd", [["export", "--format", "otlp-json"], ["export", "--format", "messages"], ["scrub"]])
+@pytest.mark.parametrize("cmd", [["export", "--format", "otlp-json"], ["export", "--format", "messages"], ["scrub"], ["report"]])
 def test_fifo_output_is_written_in_place(tmp_path: Path, cmd: list[str]) -> None:
     cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
     fifo = tmp_path / "out.fifo"
@@ -43,3 +45,23 @@ def test_fifo_output_is_written_in_place(tmp_path: Path, cmd: list[str]) -> None
     assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
     assert got and len(got[0]) > 200 and got[0].endswith(b"\n"), got
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cap.jsonl", "out.fifo"]     # no temporary file left
+
+
+@pytest.mark.parametrize("cmd", [["check"], ["check", "--full"], ["show"], ["report", "-o", "-"], ["scrub", "-o", "-"]])
+def test_a_fifo_capture_is_read_once_and_whole(tmp_path: Path, cmd: list[str]) -> None:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    direct = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd[:1], str(cap), *cmd[1:]], capture_output=True, cwd=ROOT, timeout=60)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fp:
+            fp.write(cap.read_bytes())
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd[:1], str(fifo), *cmd[1:]], capture_output=True,
+                          cwd=ROOT, timeout=60)
+    writer.join(10)
+    assert proc.returncode == direct.returncode == 0, proc.stderr
+    assert proc.stdout.replace(str(fifo).encode(), b"CAP") == direct.stdout.replace(str(cap).encode(), b"CAP")
