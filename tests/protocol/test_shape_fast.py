@@ -57,7 +57,9 @@ WRONG = st.one_of(
     st.none(), st.booleans(), st.sampled_from([0, -1, 1, 2 ** 53, 2 ** 53 + 1, -(2 ** 53) - 1, 2 ** 63, 2 ** 64 + 3, 10 ** 400]),
     st.sampled_from([0.0, -0.0, 1.0, 0.5, 1.5, -1.5, 1e300, 2.0 ** 60, float("inf"), float("-inf"), float("nan")]),
     st.sampled_from(["", "2.0", "text", "image", "user", "assistant", "1", "true", "info", "object"]),
-    st.just([]), st.just({}), st.just([None]), st.just({"type": "text"}), st.just({1: "x"}),
+    # built fresh each time: st.just's one object would be shared by bodies, and _one_change's
+    # mutations could then put a container inside itself
+    st.builds(list), st.builds(dict), st.builds(lambda: [None]), st.builds(lambda: {"type": "text"}), st.builds(lambda: {1: "x"}),
 )
 
 
@@ -89,7 +91,7 @@ def _right(s: dict[str, Any], refs: dict[str, Any], depth: int, wrong: bool) -> 
     if depth > 5:
         return WRONG
     if t == "any":
-        return st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"a": [1]}))
+        return st.one_of(st.none(), st.integers(), st.text(max_size=3), st.builds(lambda: {"a": [1]}))
     if t == "none":
         return st.none()
     if t == "str":
