@@ -165,30 +165,6 @@ def test_the_streamed_report_carries_what_report_data_gathers(tmp_path) -> None:
     assert len(got["rows"]) == len(got["payloads"]) > 10 and got["findings"]["warn"]
 
 
-def test_a_report_that_fails_midway_leaves_the_old_output_and_no_temporary_file(tmp_path, monkeypatch) -> None:
-    from mcptap.errors import CaptureReadError
-    from mcptap.show import html as html_mod
-
-    src = record(tmp_path / "c.jsonl", SCENARIO)
-    out = tmp_path / "out" / "r.html"
-    out.parent.mkdir()
-    out.write_text("the report of yesterday")
-    real = html_mod._Report.row
-    calls = {"n": 0}
-
-    def failing(self, rec):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise CaptureReadError("disk gone midway")
-        return real(self, rec)
-
-    monkeypatch.setattr(html_mod._Report, "row", failing)
-    r = run("report", str(src), "-o", str(out))
-    assert r.exit_code == 2 and "disk gone midway" in r.output
-    assert out.read_text() == "the report of yesterday"
-    assert [p.name for p in out.parent.iterdir()] == ["r.html"]
-
-
 def test_report_to_standard_output(tmp_path) -> None:
     src = record(tmp_path / "c.jsonl", SCENARIO)
     r = CliRunner().invoke(mcptap, ["report", str(src), "-o", "-"], catch_exceptions=False)
@@ -222,9 +198,19 @@ def test_report_into_a_fifo_and_through_a_symlink(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "fifo", "link.html", "target.html"]
 
 
-def test_terminated_midway_the_report_leaves_the_old_output_and_no_temporary_file(tmp_path, monkeypatch) -> None:
-    """SIGTERM (timeout, a closed terminal: SIGHUP) ends report as Ctrl-C does."""
+def _stop_read(how: str) -> None:
     import os
+    import signal
+
+    from mcptap.errors import CaptureReadError
+
+    if how == "read error":
+        raise CaptureReadError("disk gone midway")
+    os.kill(os.getpid(), signal.SIGTERM)        # timeout, a closed terminal (SIGHUP): as Ctrl-C
+
+
+@pytest.mark.parametrize("how", ["read error", "SIGTERM"])
+def test_a_report_stopped_midway_leaves_the_old_output_and_no_temporary_file(tmp_path, monkeypatch, how) -> None:
     import signal
 
     from mcptap.show import html as html_mod
@@ -236,15 +222,17 @@ def test_terminated_midway_the_report_leaves_the_old_output_and_no_temporary_fil
     real = html_mod._Report.row
     calls = {"n": 0}
 
-    def terminated(self, rec):
+    def stopping(self, rec):
         calls["n"] += 1
         if calls["n"] == 5:
-            os.kill(os.getpid(), signal.SIGTERM)
+            _stop_read(how)
         return real(self, rec)
 
-    monkeypatch.setattr(html_mod._Report, "row", terminated)
+    monkeypatch.setattr(html_mod._Report, "row", stopping)
     r = CliRunner().invoke(mcptap, ["report", str(src), "-o", str(out)])
     assert r.exit_code != 0
+    if how == "read error":
+        assert r.exit_code == 2 and "disk gone midway" in r.output
     assert out.read_text() == "the report of yesterday"
     assert [p.name for p in out.parent.iterdir()] == ["r.html"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL         # handlers restored

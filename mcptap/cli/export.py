@@ -29,7 +29,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
@@ -97,16 +97,17 @@ def _export(capture: str, fmt: str, output: str) -> None:
             sys.stdout.buffer.flush()
             return
         # a device or FIFO (-o /dev/null) is written in place: a rename would replace the node
-        tmp = f"{output}.tmp{os.getpid()}" if renamed_into_place(output) else output
+        target = replaced_path(output)
+        tmp = f"{target}.tmp{os.getpid()}" if target is not None else output
         try:
             with open(tmp, "wb") as fp:
                 write_all(fp)
-            if tmp != output:
-                os.replace(tmp, output)
+            if target is not None:
+                os.replace(tmp, target)
         except OSError as exc:
             raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
         finally:
-            if tmp != output and os.path.exists(tmp):
+            if target is not None and os.path.exists(tmp):
                 os.unlink(tmp)
     except McptapError as exc:
         raise Fail(str(exc)) from None

@@ -78,17 +78,23 @@ def stopped_as_interrupted() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def renamed_into_place(output: str) -> bool:
-    """Whether a command writes OUTPUT as a temporary file beside it and
-    renames it over OUTPUT when complete (no half-written file if it stops):
-    yes for a regular file or a path that does not exist yet; no for a
-    device, FIFO or socket (``-o /dev/null``, a named pipe), which is written
-    in place: a rename would replace the node itself (run as root,
-    ``/dev/null`` became a regular file)."""
+def replaced_path(output: str) -> str | None:
+    """The file a command replaces when it writes OUTPUT: it writes a
+    temporary file beside that path and renames it over the path once
+    complete (no half-written file if it stops). That is OUTPUT with its
+    symlinks resolved (a link's target is replaced, not the link), for a
+    regular file or a path that does not exist yet. None: OUTPUT is written in
+    place, being a device, FIFO or socket (``-o /dev/null``, a named pipe) or
+    an open descriptor (``/dev/stdout``, ``/dev/fd/N``, ``>(…)``): a rename
+    would replace the node itself (run as root, ``/dev/null`` became a
+    regular file)."""
+    real = os.path.realpath(output)
+    if real.startswith("/proc/"):
+        return None          # a descriptor's link (/dev/fd/N, /dev/stdout): what it names is open already
     try:
-        return stat.S_ISREG(os.stat(output).st_mode)
+        return real if stat.S_ISREG(os.stat(real).st_mode) else None
     except OSError:
-        return True          # missing (the usual case) or unreadable: the open says why
+        return real          # missing (the usual case) or unreadable: the open says why
 
 
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:

@@ -21,7 +21,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -61,13 +61,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
     shown_path = text_path(capture) if capture != "-" else "stdin"
-    if out == "-" and sys.stdout is None:
-        raise Fail("cannot write the report to standard output: it is closed")
-    # a device, FIFO or socket (-o /dev/null) and an open file descriptor (-o /dev/stdout,
-    # /dev/fd/N) are written in place: a rename would replace the node itself; a symlink's
-    # target is replaced, not the link
-    real = os.path.realpath(out) if out != "-" else out
-    renamed = out != "-" and renamed_into_place(out) and not real.startswith("/proc/")
+    target = replaced_path(out) if out != "-" else None       # None: written in place
     tmp = None
     try:
         stream = CaptureStream(capture)
@@ -81,20 +75,20 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         ra = Reannotated(header, iter(records), capture, lambda: stream.truncated, shapes=not no_shapes)
         # streamed (memory stays flat): into a file beside the output, renamed over it once
         # whole (a failed read leaves no half report), or straight to the output
-        where = os.path.dirname(real) if renamed else None      # the spool on the output's disk
+        where = os.path.dirname(target) if target is not None else None      # the spool on the output's disk
         with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture]):
             if out == "-":
                 write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
                 sys.stdout.buffer.flush()
                 return
-            if not renamed:
+            if target is None:
                 with open(out, "wb") as fp:
                     write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
             else:
                 fd, tmp = tempfile.mkstemp(prefix=".mcptap-report-", suffix=".html", dir=where)
                 with os.fdopen(fd, "wb") as fp:
                     write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
-                os.replace(tmp, real)
+                os.replace(tmp, target)
                 tmp = None
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
@@ -108,8 +102,8 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    if renamed:
-        note = f" ({os.path.getsize(real) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
+    if target is not None:
+        note = f" ({os.path.getsize(target) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
     else:
         note = "" if redactor else " (NOT scrubbed)"
     click.echo(f"mcptap: wrote {text_path(out)}{note}", err=True)

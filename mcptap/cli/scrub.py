@@ -22,7 +22,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, renamed_into_place, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -56,7 +56,8 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
     # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
     # (a device or FIFO such as /dev/null is written in place: a rename would replace the node)
-    tmp = None if dry_run or output == "-" or not renamed_into_place(str(output)) else _temp_beside(str(output))
+    target = None if dry_run or output == "-" else replaced_path(str(output))
+    tmp = None if target is None else _temp_beside(target)
     if not dry_run:
         assert output is not None
         try:
@@ -82,9 +83,9 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
                     raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
                 raise Fail(f"cannot write {output}: {writer.failed}")
             if tmp is not None:
-                assert output is not None
+                assert target is not None
                 try:
-                    os.replace(tmp, output)
+                    os.replace(tmp, target)
                 except OSError as exc:
                     raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
         finally:

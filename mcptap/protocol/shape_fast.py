@@ -55,6 +55,8 @@ _MISSING = object()
 _EXACT_INT = 2 ** 53
 _META = {"type", "metadata", "ref", "serialization"}
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+#: keys of a core schema node whose values are no schemas (a class, values, a default)
+_NOT_SCHEMAS = frozenset({"cls", "metadata", "default", "expected"})
 #: ref'd schemas entered at most in a recursive schema (pydantic-core refuses from 255 nested definition-refs on)
 MAX_REF_DEPTH = 200
 
@@ -85,38 +87,6 @@ def _extra_keys(d: dict[Any, Any]) -> bool:
     return True
 
 
-def _dispatch(table: dict[str, Any]) -> Quick:
-    """A union of models, each requiring its own ``type`` literal: the member the instance's ``type`` names decides."""
-    get = table.get
-
-    def check(v: Any) -> bool:
-        if type(v) is not dict:
-            return False
-        tag = v.get("type")
-        if type(tag) is not str:
-            return False
-        f = get(tag)
-        return f is not None and f(v)
-
-    return check
-
-
-def _dispatch_deep(table: dict[str, Any]) -> Callable[[Any, int], bool]:
-    """``_dispatch`` for a recursive schema's functions, which carry the depth."""
-    get = table.get
-
-    def check(v: Any, d: int) -> bool:
-        if type(v) is not dict:
-            return False
-        tag = v.get("type")
-        if type(tag) is not str:
-            return False
-        f = get(tag)
-        return f is not None and f(v, d + 1)
-
-    return check
-
-
 def _cyclic(refs: dict[str, dict[str, Any]]) -> bool:
     """True when some ref'd schema reaches itself (a recursive type, e.g. 2026-07-28's JSONValue)."""
     edges = {ref: set(_refs_in(s, top=True)) for ref, s in refs.items()}
@@ -140,7 +110,7 @@ def _refs_in(s: Any, top: bool = False) -> list[str]:
             return [s.get("schema_ref", "")]
         if not top and isinstance(s.get("ref"), str):
             return [s["ref"]]
-        return [r for k, v in s.items() if k not in ("cls", "metadata", "default", "expected") for r in _refs_in(v)]
+        return [r for k, v in s.items() if k not in _NOT_SCHEMAS for r in _refs_in(v)]
     if isinstance(s, (list, tuple)):
         return [r for v in s for r in _refs_in(v)]
     return []
@@ -288,9 +258,9 @@ class _Gen:
         if t == "union":
             _only(s, {"choices", "mode", "auto_collapse", "custom_error_type", "custom_error_message", "custom_error_context"})
             choices = [c[0] if isinstance(c, tuple) else c for c in s["choices"]]
-            table = self.tagged(choices)
-            if table is not None:
-                return f"{self.const(_dispatch_deep(table))}({v}, d)" if self.deep else f"{self.const(_dispatch(table))}({v})"
+            dispatch = self.tagged(choices)
+            if dispatch is not None:
+                return self.call(dispatch, v)
             return "(" + " or ".join(self.expr(c, v) for c in choices) + ")"
         raise _Refuse(f"node {t!r}")
 
@@ -299,9 +269,11 @@ class _Gen:
             s = self.refs.get(s.get("schema_ref", ""), {})
         return s
 
-    def tagged(self, choices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def tagged(self, choices: list[dict[str, Any]]) -> str | None:
         """For a union of models that each require their own ``type`` literals:
-        tag -> the member's check (placeholders filled once defined); else None."""
+        the name of a function checking an instance against the member its
+        ``type`` names (tag -> member table filled once every function is
+        defined); else None."""
         tags: dict[str, str] = {}
         for c in choices:
             m = self.resolve(c)
@@ -313,9 +285,14 @@ class _Gen:
                 if type(tag) is not str or tag in tags:
                     return None
                 tags[tag] = self.function(c)
-        table: dict[str, Any] = {}
-        self.post.append("".join(f"{self.const(table)}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
-        return table
+        table = self.const({})
+        self.post.append("".join(f"{table}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
+        fn = self.name("_f")
+        member = "f(v, d + 1)" if self.deep else "f(v)"
+        self.src.append(f"def {fn}({self.args}):\n    if type(v) is not dict:\n        return False\n    tag = v.get('type')\n"
+                        f"    if type(tag) is not str:\n        return False\n    f = {table}.get(tag)\n"
+                        f"    return f is not None and {member}\n")
+        return fn
 
     def model(self, fn: str, s: dict[str, Any], guard: str = "") -> None:
         _only(s, {"cls", "config", "custom_init", "root_model", "schema", "post_init"})
@@ -361,17 +338,18 @@ class _Gen:
         self.src.append("\n".join(body))
 
 
-def _refs(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def refs_of(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every schema with a ``ref`` in core schema ``s`` (nodes, lists), into ``out``: ref -> schema."""
     if isinstance(s, dict):
         ref = s.get("ref")
         if isinstance(ref, str) and s.get("type") != "definition-ref":
             out.setdefault(ref, s)
         for k, v in s.items():
-            if k not in ("cls", "metadata", "default", "expected"):
-                _refs(v, out)
+            if k not in _NOT_SCHEMAS:
+                refs_of(v, out)
     elif isinstance(s, (list, tuple)):
         for v in s:
-            _refs(v, out)
+            refs_of(v, out)
     return out
 
 
@@ -382,7 +360,7 @@ def compile_model(model: Any) -> Quick | None:
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
     if len(schemas) != len(arms):
         return None
-    gen = _Gen(_refs(schemas, {}))
+    gen = _Gen(refs_of(schemas, {}))
     try:
         names = [gen.function(s) for s in schemas]
     except (_Refuse, KeyError, TypeError, AttributeError):

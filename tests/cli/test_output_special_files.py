@@ -65,3 +65,18 @@ def test_a_fifo_capture_is_read_once_and_whole(tmp_path: Path, cmd: list[str]) -
     writer.join(10)
     assert proc.returncode == direct.returncode == 0, proc.stderr
     assert proc.stdout.replace(str(fifo).encode(), b"CAP") == direct.stdout.replace(str(cap).encode(), b"CAP")
+
+
+@pytest.mark.parametrize("cmd", [["export", "--format", "messages"], ["scrub"], ["report"]])
+def test_through_a_symlink_the_target_is_replaced_and_the_link_stays(tmp_path: Path, cmd: list[str]) -> None:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "out"
+    target.write_text("old")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd, str(cap), "-o", str(link)], capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() != "old" and len(target.read_bytes()) > 200
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["out"]          # no temporary file left

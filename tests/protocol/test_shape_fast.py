@@ -63,19 +63,6 @@ WRONG = st.one_of(
 )
 
 
-def _refs(schema: Any, out: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(schema, dict):
-        if isinstance(schema.get("ref"), str) and schema.get("type") != "definition-ref":
-            out.setdefault(schema["ref"], schema)
-        for k, v in schema.items():
-            if k not in ("cls", "metadata", "default", "expected"):
-                _refs(v, out)
-    elif isinstance(schema, (list, tuple)):
-        for v in schema:
-            _refs(v, out)
-    return out
-
-
 def instance(s: dict[str, Any], refs: dict[str, Any], depth: int, wrong: bool) -> st.SearchStrategy[Any]:
     """Values of core schema ``s``; with ``wrong``, one in eight is a wrong one."""
     right = _right(s, refs, depth, wrong)
@@ -140,7 +127,7 @@ def _object(fields_schema: dict[str, Any], refs: dict[str, Any], depth: int, wro
 
 def _bodies(key: str, wrong: bool) -> st.SearchStrategy[Any]:
     arms = MODELS[key].__args__ if hasattr(MODELS[key], "__args__") else (MODELS[key],)
-    return st.one_of([_right(arm.__pydantic_core_schema__, _refs(arm.__pydantic_core_schema__, {}), 0, wrong) for arm in arms])
+    return st.one_of([_right(arm.__pydantic_core_schema__, shape_fast.refs_of(arm.__pydantic_core_schema__, {}), 0, wrong) for arm in arms])
 
 
 def _places(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
