@@ -16,6 +16,9 @@ hands each batch of relay facts (``HttpTap._observe``'s ``items``) to
 (``spill.SpillFile``) and only their place is queued. ``RecorderLink.run``
 (a trio task) writes the queue out as the pipe drains and reads the status
 pipe. Nothing is lost, memory stays bounded, and the order is the relay's.
+Once the recorder says it read back every byte set aside so far
+(``spill_read``), the spill file is rewound (``SpillFile.rewind``): its disk
+use is the largest backlog, not every byte a long session ever set aside.
 
 End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
 writes everything out and waits for the recorder to write the end record and
@@ -79,6 +82,7 @@ class RecorderLink:
         self._say = say
         self._q: collections.deque[list[Any]] = collections.deque()
         self._queued = 0
+        self._spilled_bytes = 0      # bytes of the frames set aside in the spill file (the recorder's ``spill_read``)
         self._wake: trio.Event | None = None
         self._status_buf = b""
         #: recording stopped after an internal error (said once): batches are not sent any more
@@ -136,7 +140,9 @@ class RecorderLink:
         t = fc.HEAD.unpack_from(bufs[0])[1]          # the batch's stamp: a gap is dated when its facts happened
         if at < 0:
             return fc.frame(fc.LOST, t, b"")
-        return fc.frame(fc.SPILLED, t, marshal.dumps([(at, sum(len(b) for b in bufs))]))
+        size = sum(len(b) for b in bufs)
+        self._spilled_bytes += size
+        return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
 
     def _write(self, bufs: list[Any]) -> int | None:
         """Write a frame now: None when all of it went (or the recorder is
@@ -224,6 +230,9 @@ class RecorderLink:
             msg = orjson.loads(line)
             if "stopped" in msg:
                 self._stop(msg["stopped"])
+            elif "spill_read" in msg:
+                if msg["spill_read"] == self._spilled_bytes:       # every frame set aside was read back
+                    self._spill.rewind()
             elif "caught_up" in msg:
                 self.caught_up = True
             elif "done" in msg:

@@ -6,7 +6,10 @@ the Recorder's clock reading the relay's stamp of that batch, so records carry
 the times the relay produced the facts, not when they were recorded here. It
 reports on the status pipe, one JSON object a line: ``{"stopped": repr}``
 (the observer raised: an mcptap bug; the rest is read and dropped until the
-end, which is still written), ``{"caught_up": 1}`` (the end arrived: all the
+end, which is still written), ``{"spill_read": n}`` (the bytes of the frames
+the relay set aside in the spill file read back so far, said before it waits
+for the pipe when it grew: the relay rewinds the file once all were read),
+``{"caught_up": 1}`` (the end arrived: all the
 relay's batches are recorded) and ``{"done": 1, "failed", "dropped"}`` (the
 end record is written; the capture writer's failure and lost records).
 """
@@ -112,7 +115,7 @@ class _Frames:
                 data = trickle.gather(self.fd, data, self._read_now)
             elif self.spill is not None:
                 spill = self.spill
-                trickle.wait_while_flowing(lambda: trickle.pipe_fill(self.fd) + spill.size())
+                trickle.wait_while_flowing(lambda: trickle.pipe_fill(self.fd) + spill.appended())
             self.buf, self.pos = buf[pos:] + data, 0
             return self.exact(n)
         parts = [buf[pos:]]                         # a large body: read its rest as it is
@@ -136,6 +139,7 @@ class _SpilledFrame:
     def __init__(self, spill: SpillFile, places: list[tuple[int, int]]) -> None:
         self._spill = spill
         self._places = collections.deque(places)
+        self.size = sum(size for _, size in places)
 
     def read(self, n: int) -> bytes:
         """The frame's next ``n`` bytes (EOFError past its end)."""
@@ -171,8 +175,16 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
         rec.hold_flush = False
         rec.flush()
 
+    read_back = [0, 0]          # bytes of spilled frames read back; said to the relay
+
+    def before_wait() -> None:
+        write_out()
+        if read_back[0] != read_back[1]:
+            read_back[1] = read_back[0]
+            _report(status_fd, {"spill_read": read_back[0]})
+
     hooks.start()
-    frames = _Frames(fact_fd, write_out, spill)
+    frames = _Frames(fact_fd, before_wait, spill)
     observer: HttpObserver | None = None
     failed = False
     head = fc.HEAD
@@ -194,13 +206,13 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
                 items = fc.decode(meta, read)
         except EOFError:
             if pending:
-                pending.pop()
+                read_back[0] += pending.pop().size
                 continue
             # mcptap ended without an end: keep what arrived; no end record (the capture says it is incomplete)
             write_out()
             return
         if pending:
-            pending.pop()
+            read_back[0] += pending.pop().size
         stamp.t = t
         if kind == fc.BATCH:
             if observer is not None and not failed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from mcptap.transport import fact_codec as fc
 from mcptap.transport import http_recorder
 from mcptap.transport.http_recorder import start_recorder
 from mcptap.transport.http_recorder_child import Hooks, child_main
+from mcptap.transport.spill import ENTRY
 
 BIG = b"\x00\xff" * (fc.OOB_FROM // 2 + 7)
 H = [(b"Host", b"127.0.0.1:1"), (b"content-type", b"application/json")]
@@ -179,3 +181,54 @@ def test_a_dead_recorder_never_stops_the_relay(tmp_path: Path) -> None:
     out = link.finish(0)
     assert out.ended == "the recorder process was killed by signal 9"
     assert said == ["recording stopped: the recorder process was killed by signal 9 (the relay goes on)"]
+
+
+def _read_status_until(link: http_recorder.RecorderLink, done: Any, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while not done() and time.monotonic() < end:
+        link._read_status_once()
+        time.sleep(0.01)
+
+
+def test_the_spill_file_is_rewound_once_the_recorder_read_it_back_and_nothing_is_lost(tmp_path: Path) -> None:
+    """A long session's backlogs reuse the spill file: its size is the largest backlog,
+    not every byte ever set aside, and the capture still gets every batch in order."""
+    link, said, ticks = _start(tmp_path, slow=0.5)
+    sent = []
+
+    def burst(first: int) -> None:
+        for i in range(first, first + 40):
+            body = str(i).encode() + b"x" * (200 << 10)
+            link.handle([r.ResponseBody(i, 1, body), r.SendClient(1, body)])
+            sent.append((ticks[0], len(body)))
+
+    burst(0)
+    while link._q:                                 # the relay's trio task would write these out as the pipe drains
+        if not link._drain():
+            time.sleep(0.01)
+    size = os.fstat(link._spill._fd).st_size
+    assert size > 4 << 20 and link._spill._end > 0                       # the first backlog went through the spill file
+    _read_status_until(link, lambda: link._spill._end == 0)
+    assert link._spill._end == 0                                          # read back whole: rewound
+    offsets: list[int] = []
+    link._spill.append_pieces = _count(link._spill.append_pieces, offsets)  # type: ignore[method-assign]
+    os.kill(link.pid, 19)                                                 # SIGSTOP: the recorder falls behind again
+    try:
+        burst(40)
+    finally:
+        os.kill(link.pid, 18)                                             # SIGCONT
+    assert offsets and offsets[0] == ENTRY.size                   # the second backlog starts at the start
+    out = link.finish(0)
+    assert out == http_recorder.Outcome()
+    notes = _notes(tmp_path / "c.jsonl")
+    assert [(n["clock"], n["size"]) for n in notes] == sent
+    assert [n["body"][:3].rstrip("x") for n in notes] == [str(i) for i in range(80)]
+
+
+def _count(real: Callable[[list[Any]], int], offsets: list[int]) -> Callable[[list[Any]], int]:
+    def append_pieces(bufs: list[Any]) -> int:
+        at = real(bufs)
+        offsets.append(at)
+        return at
+
+    return append_pieces

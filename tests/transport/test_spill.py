@@ -65,3 +65,50 @@ def test_a_frame_of_pieces_is_one_entry_read_back_piece_by_piece(tmp_path: Path,
         frame.read(1)
     split = _SpilledFrame(f, [(at, 6), (at + 6, 9 + 100_000 - 6)])   # places cut inside a read
     assert split.read(9) == b"headmeta!" and split.read(100_000) == pieces[2]
+
+
+def test_rewind_writes_from_the_start_again_and_appended_keeps_counting(tmp_path: Path) -> None:
+    """The HTTP tap's spill file is rewound once its entries were read back: the next
+    entries reuse the start (the same pages), and ``appended`` (what the forked recorder
+    watches while a large body flows) still grows, read through the shared descriptor."""
+    f = SpillFile(None, str(tmp_path))
+    first = os.urandom(50_000)
+    at1 = f.append_pieces([first])
+    assert f.appended() == ENTRY.size + len(first)
+    size = os.fstat(f._fd).st_size
+    f.rewind()
+    second = os.urandom(20_000)
+    at2 = f.append_pieces([b"ab", second])
+    assert at2 == at1 == ENTRY.size                                     # written over the first entry
+    assert f.read(at2, 2 + len(second)) == b"ab" + second
+    assert os.fstat(f._fd).st_size == size                              # no new space
+    assert f.appended() == 2 * ENTRY.size + len(first) + 2 + len(second)
+    pid = os.fork()
+    if pid == 0:                                                        # the recorder process's view
+        os._exit(0 if f.appended() == 2 * ENTRY.size + len(first) + 2 + len(second) else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    f.close()
+
+
+def test_rewind_gives_back_the_space_of_a_backlog_beyond_keep_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill_mod, "KEEP_BYTES", 100_000)
+    f = SpillFile(None, str(tmp_path))
+    for _ in range(5):
+        assert f.append_pieces([os.urandom(60_000)]) >= 0
+    assert os.fstat(f._fd).st_size > 300_000
+    f.rewind()
+    st = os.fstat(f._fd)
+    assert st.st_size == 100_000 and st.st_blocks * 512 <= 100_000 + 4096 * 2   # reserved blocks beyond it freed too
+    data = os.urandom(70_000)
+    at = f.append_pieces([data])
+    assert at == ENTRY.size and f.read(at, len(data)) == data
+    f.close()
+
+
+def test_a_named_spill_file_is_a_log_and_is_never_rewound(tmp_path: Path) -> None:
+    f = SpillFile(str(tmp_path / "c.jsonl.spill"))
+    f.append(0, 1, 0, b"x")
+    with pytest.raises(ValueError):
+        f.rewind()
+    assert list(entries(str(tmp_path / "c.jsonl.spill"))) == [(0, 1, 0, b"x")]
+    f.close(remove=True)
