@@ -131,6 +131,62 @@ while True:
 '''
 
 
+#: a plain TCP byte relay (no HTTP, no recording), the floor of one more hop: argv
+#: upstream port, mode "copy" (a thread per direction, blocking recv/sendall of up to
+#: 256 KiB) or "splice" (Linux: socket -> pipe -> socket in the kernel, no copy through
+#: user space); prints its port
+PLAIN_RELAY = r'''
+import os, socket, sys, threading
+up_port, mode = int(sys.argv[1]), sys.argv[2]
+
+def copy(src, dst):
+    try:
+        while d := src.recv(1 << 18):
+            dst.sendall(d)
+    except OSError:
+        pass
+    finally:
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+def splice(src, dst):
+    r, w = os.pipe()
+    try:
+        import fcntl
+        fcntl.fcntl(w, 1031, 1 << 20)
+    except OSError:
+        pass
+    try:
+        while n := os.splice(src.fileno(), w, 1 << 20):
+            while n:
+                n -= os.splice(r, dst.fileno(), n)
+    except OSError:
+        pass
+    finally:
+        os.close(r); os.close(w)
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+def serve(c):
+    u = socket.create_connection(("127.0.0.1", up_port))
+    for s in (c, u):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    fn = splice if mode == "splice" else copy
+    threading.Thread(target=fn, args=(c, u), daemon=True).start()
+    fn(u, c)
+
+srv = socket.create_server(("127.0.0.1", 0), backlog=64)
+print(srv.getsockname()[1], flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+'''
+
+
 # -- a raw HTTP/1.1 client ------------------------------------------------------------
 class Conn:
     def __init__(self, port: int) -> None:
@@ -216,6 +272,19 @@ def proc_kib(pid: int, field: str) -> int:
 class Upstream:
     def __init__(self) -> None:
         self.p = subprocess.Popen([PY, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
+        assert self.p.stdout is not None
+        self.port = int(self.p.stdout.readline())
+
+    def stop(self) -> None:
+        self.p.kill()
+        self.p.wait()
+
+
+class PlainRelay:
+    """``PLAIN_RELAY`` in a process of its own, in front of the upstream."""
+
+    def __init__(self, upstream_port: int, mode: str) -> None:
+        self.p = subprocess.Popen([PY, "-c", PLAIN_RELAY, str(upstream_port), mode], stdout=subprocess.PIPE, text=True)
         assert self.p.stdout is not None
         self.port = int(self.p.stdout.readline())
 
@@ -428,8 +497,13 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
     settled: dict[str, list[float]] = {k: [] for k in LABELS}
     split: dict[str, list[tuple[float, float]]] = {k: [] for k in LABELS}
     cpus: dict[str, list[tuple[float, float]]] = {k: [] for k in LABELS}
+    modes = ["copy"] + (["splice"] if hasattr(os, "splice") else [])
+    plain = {m: PlainRelay(up.port, m) for m in modes}
+    floor: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(2):
         direct.append(big_event(up.port, size))
+        for m, relay in plain.items():
+            floor[m].append(big_event(relay.port, size))
         for k, root in LABELS.items():
             tap = Tap(up.port, root)
             c0 = tap.cpu_split()
@@ -440,8 +514,14 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
             peaks[k].append(tap.peak())
             split[k].append(tap.peak_split())
             tap.stop()
+    for relay in plain.values():
+        relay.stop()
     ROWS.append((f"{args.big_mib} MiB SSE event (ms)", min(direct) * 1e3, {k: min(v) * 1e3 for k, v in took.items()}, "ratio",
                  "<= 2x", ""))
+    what = {"copy": "plain threaded byte relay", "splice": "zero-copy splice relay"}
+    for m, v in floor.items():
+        ROWS.append((f"  through a {what[m]} (ms)", min(direct) * 1e3, {"tap": min(v) * 1e3}, "ratio", "",
+                     "(no HTTP, no recording: the floor of one more hop)"))
     ROWS.append((f"{args.big_mib} MiB SSE event: tap peak RSS (MiB)", float(args.big_mib), {k: max(v) for k, v in peaks.items()},
                  "ratio", "<= 2x the event", "(direct column: the event)"))
     ROWS.append(("  relay process peak RSS (MiB)", None, {k: max(x[0] for x in v) for k, v in split.items()}, "", "", ""))

@@ -35,7 +35,7 @@ from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.hasher import BackgroundSha
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
-from mcptap.transport.http_io import CHUNK, coalesce, next_size, receive, send
+from mcptap.transport.http_io import CHUNK, ReadAhead, coalesce, next_size, receive, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
 
 __all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
@@ -341,9 +341,10 @@ class HttpTap:
         assert relay is not None
         size = CHUNK
         short = False       # the last read was short: wait before reading (http_io.receive)
+        ahead = ReadAhead(stream)
         while True:
             try:
-                data = await receive(stream, size, short)
+                data = await ahead.receive(size, short)
                 short = len(data) < size
                 size = next_size(size, len(data))
             except trio.ClosedResourceError:
@@ -355,6 +356,7 @@ class HttpTap:
             await self._run(c, relay.upstream_data(c.cid, gen, data))
             if not data:
                 return
+            ahead.expect(relay.upstream_body_ahead(c.cid, gen))
 
     async def _close_upstream(self, c: _ConnIO) -> None:
         up, c.up = c.up, None

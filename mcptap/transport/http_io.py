@@ -29,6 +29,7 @@ a broken connection).
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 import trio
@@ -38,6 +39,8 @@ CHUNK = 64 * 1024
 #: relay CPU 150-160 ms reading 256 KiB, 130-210 reading 1 MiB (whose peak RSS was 2-3 MiB higher
 #: in the relay and in the recorder process), 250-330 before (64 KiB reads through h11's copies)
 BIG_CHUNK = 256 << 10
+#: longest wait (s) for ``ReadAhead``'s low-water mark before reading what is there
+LOWAT_WAIT = 0.002
 #: writes of one batch that together reach this many bytes are sent with writev, not joined
 VECTOR_FROM = 16 << 10
 #: at most this many pieces in one writev (IOV_MAX is 1024; many small pieces are cheaper joined)
@@ -82,6 +85,59 @@ def next_size(size: int, got: int) -> int:
     ``BIG_CHUNK`` after a full read (a large body streaming: fewer reads,
     less of the relay's per-read work), else ``CHUNK``."""
     return BIG_CHUNK if got >= size else CHUNK
+
+
+class ReadAhead:
+    """Reads of a large body in pieces of ``BIG_CHUNK`` (a plain TCP stream).
+
+    The relay reads whatever the socket holds when it wakes up: inside a
+    64 MiB SSE event that was ~48 KiB a read on loopback (the peer's segments),
+    ~1,400 reads, each a pass through trio, the relay core, the recorder
+    hand-off and a send. While the relay knows that at least ``BIG_CHUNK``
+    more body bytes follow (``expect(ahead)``, from the HTTP framing), the
+    socket's low-water mark (``SO_RCVLOWAT``) is raised so it is readable only
+    once ``BIG_CHUNK`` are there. A peer that sends such a body slowly is not
+    held back: after ``LOWAT_WAIT`` s what is there is read, and the mark stays
+    down until that body ends (``expect(0)``). A read never returns less than
+    before, only later by at most ``LOWAT_WAIT``, and only inside a body the
+    peer announced as large; TLS streams are read as before."""
+
+    __slots__ = ("stream", "lowat", "slow", "_sock")
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.lowat = 1
+        self.slow = False
+        self._sock = stream.socket if type(stream) is trio.SocketStream and hasattr(socket, "SO_RCVLOWAT") else None
+
+    async def receive(self, size: int, wait: bool) -> bytes:
+        """``receive(stream, size, wait)``, waiting for the low-water mark first when it is raised."""
+        if self.lowat > 1:
+            fd = _fd(self.stream)
+            assert fd is not None
+            with trio.move_on_after(LOWAT_WAIT) as scope:
+                await trio.lowlevel.wait_readable(fd)
+            if scope.cancelled_caught:
+                self.slow = True                    # a slow body: its bytes go on as they come
+                self._set(1)
+            return await receive(self.stream, max(size, BIG_CHUNK), False)
+        return await receive(self.stream, size, wait)
+
+    def expect(self, ahead: int) -> None:
+        """``ahead``: body bytes the next bytes of the stream are known to start with."""
+        if not ahead:
+            self.slow = False
+        want = BIG_CHUNK if ahead >= BIG_CHUNK and not self.slow and self._sock is not None else 1
+        if want != self.lowat:
+            self._set(want)
+
+    def _set(self, lowat: int) -> None:
+        try:
+            if self._sock is not None:
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, lowat)
+                self.lowat = lowat
+        except OSError:
+            self._sock, self.lowat = None, 1        # refused here: plain reads from now on
 
 
 async def send(stream: trio.abc.Stream, lock: trio.Lock, data: bytes | list[bytes]) -> None:

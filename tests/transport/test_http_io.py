@@ -146,3 +146,72 @@ async def test_receive_after_a_short_read_waits_before_reading(monkeypatch, wait
     assert await receive(b, wait=wait) == b"pong"
     await a.aclose()
     await b.aclose()
+
+
+def _lowat(stream: trio.SocketStream) -> int:
+    import socket
+
+    return int(stream.socket.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT))
+
+
+async def test_read_ahead_takes_a_large_body_in_large_pieces(monkeypatch):
+    """Inside a body announced as large, a read waits until BIG_CHUNK bytes are
+    there (the socket's low-water mark) instead of taking each segment as it comes."""
+    import mcptap.transport.http_io as hio
+
+    monkeypatch.setattr(hio, "LOWAT_WAIT", 30.0)          # only the mark decides here
+    a, b = await _pair()
+    ra = hio.ReadAhead(b)
+    ra.expect(4 * hio.BIG_CHUNK)
+    assert ra.lowat == _lowat(b) == hio.BIG_CHUNK
+    body = bytes(range(256)) * (4 * hio.BIG_CHUNK // 256)
+    sizes: list[int] = []
+    async with trio.open_nursery() as n:
+        async def writer() -> None:
+            for k in range(0, len(body), 8192):           # small segments: without the mark, small reads
+                await send(a, trio.Lock(), body[k:k + 8192])
+                await trio.sleep(0)
+        n.start_soon(writer)
+        with trio.fail_after(10):
+            got = bytearray()
+            while len(got) < len(body):
+                data = await ra.receive(hio.CHUNK, False)
+                sizes.append(len(data))
+                got += data
+                ra.expect(len(body) - len(got))
+    assert bytes(got) == body
+    assert sizes == [hio.BIG_CHUNK] * 4
+    assert ra.lowat == _lowat(b) == 1 and not ra.slow
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_read_ahead_never_holds_back_a_slow_body_or_the_end_of_the_stream(monkeypatch):
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    ra = hio.ReadAhead(b)
+    ra.expect(4 * hio.BIG_CHUNK)
+    got: list[bytes] = []
+    async with trio.open_nursery() as n:
+        async def dribble() -> None:
+            for k in range(3):
+                await send(a, trio.Lock(), b"%d" % k * 1000)
+                await trio.sleep(0.05)                      # far longer than LOWAT_WAIT
+        n.start_soon(dribble)
+        with trio.fail_after(10):
+            while len(got) < 3:
+                got.append(await ra.receive(hio.CHUNK, False))
+                ra.expect(4 * hio.BIG_CHUNK)                # still announced as large: the mark stays down
+    assert got == [b"0" * 1000, b"1" * 1000, b"2" * 1000]
+    assert ra.slow and ra.lowat == _lowat(b) == 1
+    ra.expect(0)                                            # that body ended: the next large one is read ahead again
+    ra.expect(4 * hio.BIG_CHUNK)
+    assert ra.lowat == hio.BIG_CHUNK and not ra.slow
+    monkeypatch.setattr(hio, "LOWAT_WAIT", 30.0)
+    await send(a, trio.Lock(), b"last")
+    await a.aclose()                                        # the peer closes below the mark: woken at once
+    with trio.fail_after(5):
+        assert await ra.receive(hio.CHUNK, False) == b"last"
+        assert await ra.receive(hio.CHUNK, False) == b""
+    await b.aclose()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcptap.relay.http import passbody
 from mcptap.relay.http.auth import AuthFront
 from mcptap.relay.http.conn import ConnRelay
 from mcptap.relay.http.events import ClientOpened, Upstream
@@ -88,6 +89,16 @@ class HttpRelay:
             c.client_data(data, out)
             self._done(c)
         return out
+
+    def upstream_body_ahead(self, conn: int, gen: int) -> int:
+        """Bytes of response body that the next bytes of upstream connection
+        ``gen`` are known to start with (the rest of a chunk or of a
+        Content-Length body, ``passbody.ahead``; 0: none or unknown): the
+        transport reads a large body in large pieces (``http_io.ReadAhead``)."""
+        c = self._conns.get(conn)
+        if c is None or c.closed or c.up is None or c.gen != gen or c.ex is None:
+            return 0
+        return passbody.ahead(c.up)
 
     def client_waiting(self, conn: int) -> str:
         """``"idle"``, ``"request"`` or ``"busy"`` (see ``relay/http/timeouts.py``);
