@@ -35,7 +35,7 @@ from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.hasher import BackgroundSha
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
-from mcptap.transport.http_io import CHUNK, ReadAhead, coalesce, next_size, receive, send
+from mcptap.transport.http_io import CHUNK, ReadAhead, coalesce, next_size, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
 
 __all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
@@ -201,12 +201,13 @@ class HttpTap:
                 self._conns[cid] = c
                 short = False       # the last read was short: wait before reading (http_io.receive)
                 size = CHUNK        # bigger after a full read (a large request body: http_io.next_size)
+                ahead = ReadAhead(stream)
                 while not c.closed:
                     data = None
                     with trio.CancelScope() as c.wait:
                         self._waiting(c)
                         try:
-                            data = await receive(stream, size, wait=short)
+                            data = await ahead.receive(size, short)
                         except _IO_ERRORS:
                             data = b""
                     c.wait = c.idle_since = None
@@ -221,6 +222,7 @@ class HttpTap:
                     await self._run(c, relay.client_data(cid, data))
                     if not data:
                         break
+                    ahead.expect(relay.client_body_ahead(cid))
                     short = len(data) < size
                     size = next_size(size, len(data))
                 await self._close_upstream(c)

@@ -151,3 +151,56 @@ async def test_skeleton_analysis_records_what_the_full_parse_records(tmp_path: P
     recorded = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--format", "json", str(caps[0])],
                               capture_output=True, timeout=120)
     assert orjson.loads(full.stdout)["captures"][0]["codes"] == orjson.loads(recorded.stdout)["captures"][0]["codes"]
+
+
+async def test_a_large_request_body_sent_in_small_pieces_arrives_and_is_recorded_exactly(tmp_path: Path):
+    """The tap reads a request body announced as large in large pieces (``http_io.ReadAhead``
+    on the client socket); what the upstream gets and what the capture holds are unchanged."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "put", "arguments": {"data": BLOB}}}).encode()
+    received = bytearray()
+
+    async def echo(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(ev, h11.Data):
+                received.extend(ev.data)
+            elif isinstance(ev, h11.EndOfMessage):
+                break
+        out = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
+        await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"),
+                                                                               ("Content-Length", str(len(out)))]))
+                              + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
+        await stream.aclose()
+
+    async with upstream_server(echo) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, _rec):
+        host, rest = url.split("//")[1].split("/", 1)
+        h, p = host.split(":")
+        s = await trio.open_tcp_stream(h, int(p))
+        c = h11.Connection(h11.CLIENT)
+        await s.send_all(c.send(h11.Request(method="POST", target="/" + rest, headers=[
+            ("Host", host), ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", str(len(body)))])))
+        for k in range(0, len(body), 8192):
+            await s.send_all(c.send(h11.Data(data=body[k:k + 8192])))
+            if k % (1 << 20) == 0:
+                await trio.sleep(0.01)          # now and then slower than the read-ahead's wait
+        c.send(h11.EndOfMessage())
+        status = None
+        while True:
+            ev = c.next_event()
+            if ev is h11.NEED_DATA:
+                c.receive_data(await s.receive_some(65536))
+            elif isinstance(ev, h11.Response):
+                status = ev.status_code
+            elif isinstance(ev, h11.EndOfMessage):
+                break
+        await s.aclose()
+    assert status == 200 and bytes(received) == body
+    cap = read_capture(str(tmp_path / "cap.jsonl"))
+    req = next(r for r in cap.records if r["type"] == "message" and r["dir"] == "c2s")
+    assert req["method"] == "tools/call" and req["id"] == 7
+    assert (json.loads(decode_bytes(req, "raw")) if "json" not in req else req["json"])["params"]["arguments"]["data"] == BLOB

@@ -100,6 +100,13 @@ class HttpRelay:
             return 0
         return passbody.ahead(c.up)
 
+    def client_body_ahead(self, conn: int) -> int:
+        """``upstream_body_ahead`` for the client's request body on ``conn``."""
+        c = self._conns.get(conn)
+        if c is None or c.closed:
+            return 0
+        return passbody.ahead(c.client)
+
     def client_waiting(self, conn: int) -> str:
         """``"idle"``, ``"request"`` or ``"busy"`` (see ``relay/http/timeouts.py``);
         ``"busy"`` for an unknown connection (no timeout applies)."""
