@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -36,17 +35,12 @@ from mcptap import __version__
 from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import McptapError
-from mcptap.export.spans import epoch_us
+from mcptap.export.spans import epoch_us, iso_us
 
 
 class ExportError(McptapError):
     """The capture cannot be exported in the asked format (message says why
     and which formats fit)."""
-
-
-def _iso(us: int) -> str:
-    dt = datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
-    return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _ms(us: float) -> float:
@@ -275,10 +269,13 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
     send = min(max(0, (ex.body_t or t0) - t0), latency)
     timings = {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1,
                "send": _ms(send), "wait": _ms(latency - send), "receive": _ms(duration - latency)}
+    started = iso_us(epoch + t0)
     entry: dict[str, Any] = {
-        "startedDateTime": _iso(epoch + t0), "time": round(timings["send"] + timings["wait"] + timings["receive"], 3),
+        "startedDateTime": started or iso_us(epoch) or "1970-01-01T00:00:00.000000Z", "time": round(timings["send"] + timings["wait"] + timings["receive"], 3),
         "request": request, "response": response, "cache": {}, "timings": timings, "connection": str(req.get("conn", "")),
     }
+    if started is None:     # a hand-edited t_us: HAR needs a date all the same
+        entry["comment"] = f"recorded time t_us {t0} is beyond the years 1-9999: startedDateTime is the capture's start"
     mcp: dict[str, Any] = {"exchange": req.get("exchange"), "conn": req.get("conn")}
     session = req.get("session") or (resp or {}).get("session") or end.get("session")
     if session is not None:

@@ -1,7 +1,8 @@
 """Capture → one JSON line per message with its annotations, for jq.
 
 Each line is the capture's ``message`` record (docs/capture-format.md) with
-``time`` (UTC wall clock, ISO 8601) added and the payload always as ``json``
+``time`` (UTC wall clock, ISO 8601; left out when the capture has no start
+time or the record's ``t_us`` is beyond the years 1-9999) added and the payload always as ``json``
 when it parses (a large message stored as raw bytes only is parsed again);
 ``raw``/``raw_b64`` stay only for payloads that are not JSON. Exact bytes
 remain the capture's business: use ``mcptap show --format json`` or the
@@ -11,12 +12,11 @@ capture itself for those.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
-from mcptap.export.spans import epoch_us
+from mcptap.export.spans import epoch_us, iso_us
 from mcptap.model import UNPARSED
 from mcptap.protocol.framing import parse_json
 
@@ -32,9 +32,9 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
             continue
         out = {k: v for k, v in rec.items() if k not in ("type", "raw", "raw_b64", "eol", "offset")}
         if epoch is not None and isinstance(rec.get("t_us"), int):
-            us = epoch + rec["t_us"]
-            out["time"] = datetime.fromtimestamp(us // 1_000_000, UTC).replace(
-                microsecond=us % 1_000_000).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            time = iso_us(epoch + rec["t_us"])
+            if time is not None:        # (a hand-edited t_us beyond the year 9999: no time)
+                out["time"] = time
         if "json" not in rec:
             raw = decode_bytes(rec, "raw") or b""
             value, _ = parse_json(raw)

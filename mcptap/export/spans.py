@@ -33,7 +33,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,6 +83,19 @@ def epoch_us(started: str) -> int:
     Raises ValueError for a malformed time."""
     dt = datetime.fromisoformat(started.replace("Z", "+00:00"))
     return int(dt.timestamp()) * 1_000_000 + dt.microsecond
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_us(us: int) -> str | None:
+    """µs since the Unix epoch as ISO 8601 UTC (``2026-01-15T09:30:00.000000Z``);
+    None when that is outside the years 1-9999 ISO 8601 and ``datetime`` hold
+    (a hand-edited record's ``t_us`` of, say, ``2**62``)."""
+    try:
+        return (_EPOCH + timedelta(microseconds=us)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    except OverflowError:
+        return None
 
 
 def id_text(v: Any) -> str:

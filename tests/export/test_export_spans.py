@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -184,6 +186,34 @@ def test_har_entry_of_a_non_post_body_and_a_502() -> None:
     assert entry["response"]["status"] == 502 and "answered by mcptap itself (upstream_failed" in entry["response"]["comment"]
     assert entry["timings"]["send"] == 0.05 and entry["time"] == 1.2
     assert entry["_mcp"]["findings"][0]["code"] == "http.upstream_failed" and entry["_mcp"]["how"] == "upstream_failed"
+
+
+@pytest.mark.parametrize("t_us", [2**62, -(2**62), 2**64 + 1])
+def test_a_time_beyond_the_year_9999_is_no_time(t_us: int) -> None:
+    """A hand-edited ``t_us`` far from the capture's start: HAR and message
+    lines used to stop with ``ValueError: year … is out of range``
+    (``datetime.fromtimestamp``). HAR needs a date: the capture's start, and a
+    comment says why; a message line has no ``time``."""
+    from mcptap.export.har import har_of
+    from mcptap.export.messages import message_lines
+    header = {"started": "2026-01-02T03:04:05Z", "transport": "http", "target": {"url": "http://up.example/mcp"}}
+    recs = [{"type": "http", "seq": 1, "t_us": t_us, "event": "request", "exchange": 1, "conn": 1, "method": "POST", "target": "/mcp",
+             "version": "1.1", "headers": []},
+            msg(2, t_us, "c2s", "request", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, transport={"exchange": 1, "conn": 1}),
+            {"type": "http", "seq": 3, "t_us": 10, "event": "request", "exchange": 2, "conn": 1, "method": "POST", "target": "/mcp",
+             "version": "1.1", "headers": []},
+            msg(4, 10, "c2s", "request", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, transport={"exchange": 2, "conn": 1})]
+    far, near = har_of(header, recs)["log"]["entries"]
+    assert far["startedDateTime"] == "2026-01-02T03:04:05.000000Z" and f"t_us {t_us} is beyond the years 1-9999" in far["comment"]
+    assert near["startedDateTime"] == "2026-01-02T03:04:05.000010Z" and "comment" not in near
+    lines = [orjson.loads(x) for x in message_lines(header, recs)]
+    assert "time" not in lines[0] and lines[1]["time"] == "2026-01-02T03:04:05.000010Z"
+
+    from mcptap.export.spans import iso_us
+
+    assert iso_us(t_us) is None
+    assert iso_us(0) == "1970-01-01T00:00:00.000000Z" and iso_us(-1) == "1969-12-31T23:59:59.999999Z"
+    assert iso_us(253402300799999999) == "9999-12-31T23:59:59.999999Z" and iso_us(253402300800000000) is None
 
 
 def test_otlp_lines_stream_every_span_in_order_512_a_line() -> None:
