@@ -24,8 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
+from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.errors import CaptureReadError
@@ -39,7 +38,6 @@ from mcptap.recording import RecordingState
 from mcptap.reuse_annotations import reuse_annotations
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
-_dumps = orjson.dumps
 
 
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
@@ -200,7 +198,7 @@ class Reannotator(RecordingState):
                 if data is None:
                     if "json" not in rec:
                         raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
-                    data = _dumps(rec["json"]) + rec.get("eol", "\n").encode("ascii")
+                    data = _exact_dumps(rec["json"]) + rec.get("eol", "\n").encode("ascii")
             s = self.streams[direction]
             s.bytes += len(data)
             if not self.light:
@@ -297,7 +295,8 @@ class Reannotator(RecordingState):
                 raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
             value = rec["json"]
             eol = rec.get("eol", "\n")
-            raw = _dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
+            # (at any depth, integers of any size: a hand-edited capture's json may hold what orjson refuses)
+            raw = _exact_dumps(value) + (b"\n" if eol == "\n" else eol.encode("ascii"))
             # exact canonical JSON: valid UTF-8, one line, terminated as eol says
             frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
             canonical = True

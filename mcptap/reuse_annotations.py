@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
@@ -20,7 +19,6 @@ from mcptap.recording import Stream
 from mcptap.records import End
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
-_dumps = orjson.dumps
 
 
 def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool,
@@ -126,7 +124,7 @@ def _tally(stream: Stream | None, r: dict[str, Any], light: bool, key: str = "ra
         return
     data = decode_bytes(r, key)
     if data is None and key == "raw" and "json" in r:
-        data = _dumps(r["json"]) + str(r.get("eol", "\n")).encode("ascii", "replace")
+        data = _exact_dumps(r["json"]) + str(r.get("eol", "\n")).encode("ascii", "replace")
     if data is None:
         return
     stream.bytes += len(data)

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from casefiles import CASES, as_stdio, wires
+from mcptap.capture.dumps import dumps
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.writer import CaptureWriter
 from mcptap.check import parallel
@@ -104,7 +105,7 @@ def _same_at_every_split(path: Path, must_scan: bool = False, keeps: tuple[int, 
 
 
 def _write(path: Path, lines: list[dict[str, Any]], tail: bytes = b"") -> Path:
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + tail)
+    path.write_bytes(b"".join(dumps(x) + b"\n" for x in lines) + tail)
     return path
 
 
@@ -185,6 +186,19 @@ def _raw_and_b64(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rs
 
 
+def _unencodable(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``json`` that orjson reads but cannot write: 300 levels deep, an id beyond 64 bits."""
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    for r in rs:
+        if r.get("type") == "message" and r.get("id") == 13 and r["dir"] == "s2c":
+            r["json"]["result"]["deep"] = deep
+        if r.get("type") == "message" and r.get("id") == 14:
+            r["id"] = r["json"]["id"] = 2**64 + 14
+    return rs
+
+
 def _dup_seq(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rs:
         if r.get("type") == "message" and r.get("id") == 19:
@@ -200,6 +214,7 @@ def _gap_seq(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ("dropped", _drop, b"", "capture.out_of_sequence"), ("swapped", _swap, b"", "capture.out_of_sequence"),
     ("tampered", _tamper, b"", "capture.digest_mismatch"), ("after-end", _after_end, b"", "capture.out_of_sequence"),
     ("raw", _raw_and_b64, b"", "jsonrpc.unmatched_response"), ("dup-seq", _dup_seq, b"", "capture.out_of_sequence"),
+    ("unencodable", _unencodable, b"", "capture.digest_mismatch"),
     ("seq-jump", _gap_seq, b"", "capture.out_of_sequence"),
     ("truncated", lambda rs: rs[:-1], b'{"type":"message","seq":9', "capture.truncated"),
     ("cut-record", lambda rs: rs[:20] + [{"type": "gap", "seq": 21, "t_us": 1, "reason": "disk full"}] + rs[20:], b"", "capture.gap"),

@@ -12,8 +12,7 @@ import base64
 import re
 from typing import Any
 
-import orjson
-
+from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.model import UNPARSED
 from mcptap.protocol.framing import exact_json
@@ -26,7 +25,7 @@ def message_text(r: dict[str, Any]) -> str:
         raw: str = r["raw"]
         return raw
     if "json" in r:
-        return orjson.dumps(r["json"]).decode()
+        return dumps(r["json"]).decode()
     if "data" in r and isinstance(r["data"], str):
         return r["data"]
     for k in ("raw_b64", "data_b64"):

@@ -3,14 +3,13 @@ raises into the relay after ``open``)."""
 
 from __future__ import annotations
 
-import json as _json
-import math
 import os
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import orjson
 
+from mcptap.capture.dumps import encode_deep
 from mcptap.errors import CaptureWriteError
 from mcptap.records import Gap
 
@@ -19,20 +18,6 @@ _dumps = orjson.dumps
 #: Bytes kept free beside a capture file for the records that say writing failed.
 RESERVE = 64 * 1024
 RESERVE_TAG = b"mcptap reserve pid="
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float (a peer's ``1e400`` read as
-    infinity, e.g. a JSON-RPC id summarised in the end record's ``pending``)
-    as null: JSON cannot hold it, and the message record keeps the exact
-    bytes. Without this the whole record would be lost to a gap."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _unlink(path: str) -> bool:
@@ -124,8 +109,12 @@ class CaptureWriter:
         try:
             line = _dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError) as exc:
-            try:   # a peer's integer beyond 64 bits (an id): the stdlib writes it exactly
-                line = (_json.dumps(_finite(rec), ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+            # a peer's integer beyond 64 bits (an id) written exactly; a non-finite float (a peer's 1e400
+            # read as infinity, e.g. an id summarised in the end record's pending) as null: the message
+            # record keeps the exact bytes; a record deeper than orjson's 254 levels (scrub of a
+            # hand-edited capture) at any depth, without recursion
+            try:
+                line = encode_deep(rec, nonfinite=b"null") + b"\n"
             except (TypeError, ValueError):
                 # our own bug, never peer data (peer bytes are stored as text/base64)
                 line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
@@ -114,7 +115,7 @@ class FullScan:
                     try:
                         data = dumps(r["json"]) + NL
                     except (TypeError, orjson.JSONEncodeError):
-                        data = b""
+                        data = exact_dumps(r["json"]) + NL   # a hand-edited json orjson refuses (deep, big integer)
                     if data:
                         n += 1
                         last = seq
@@ -187,7 +188,7 @@ class FullScan:
             try:
                 data = orjson.dumps(r["json"]) + b"\n"
             except (TypeError, orjson.JSONEncodeError):
-                data = b""
+                data = exact_dumps(r["json"]) + b"\n"
             c[0] += len(data)
             bufs[r["dir"]].append(data)
             self.buffered += len(data)
@@ -250,7 +251,7 @@ class FullScan:
                     try:
                         data = orjson.dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
                     except (TypeError, orjson.JSONEncodeError):
-                        data = b""
+                        data = exact_dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
         elif typ == "chunk":
             d = r.get("dir")
             if d in _DIRS and self.stdio:

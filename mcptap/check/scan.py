@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.merge import UNSET, absorb
@@ -166,8 +167,8 @@ class Scan:
                     else:
                         try:
                             data = dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
-                        except (TypeError, orjson.JSONEncodeError):
-                            data = b""
+                        except (TypeError, orjson.JSONEncodeError):   # a hand-edited json orjson refuses (deep, big integer)
+                            data = exact_dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
                     size = len(data)
                     c[0] += size
                     bufs[d].append(data)

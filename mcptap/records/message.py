@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
 from mcptap.protocol.framing import LONG_DIGITS, exact_json
@@ -46,9 +47,10 @@ def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
 def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
     """The exact forwarded bytes of a ``message`` record (a dict as read):
     ``raw``/``raw_b64``, else ``dumps(json) + eol`` (the record's ``eol``,
-    ``eol`` when absent); None when it holds neither or its ``json`` cannot be
-    encoded again (an integer beyond 64 bits read by the stdlib). No Message
-    is built: cheap enough for streaming readers."""
+    ``eol`` when absent); None when it holds neither. A ``json`` orjson
+    refuses (an integer beyond 64 bits read by the stdlib, nesting deeper than
+    254 levels: a hand-edited record) is encoded exactly all the same. No
+    Message is built: cheap enough for streaming readers."""
     raw = decode_bytes(rec, "raw")
     if raw is not None:
         return raw
@@ -57,7 +59,7 @@ def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
     try:
         return _dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
     except (TypeError, orjson.JSONEncodeError):
-        return None
+        return _exact_dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
 
 
 # not frozen, unlike the other records: the live recorder builds one per
@@ -144,8 +146,8 @@ class MessageRecord:
                 raise CaptureReadError(f"message record seq {rec.get('seq')} has neither json nor raw bytes")
             try:
                 raw = _dumps(value) + eol
-            except (TypeError, orjson.JSONEncodeError):   # an integer beyond 64 bits read by the stdlib
-                raise malformed(rec, "json cannot be re-encoded exactly and raw is missing") from None
+            except (TypeError, orjson.JSONEncodeError):   # an integer beyond 64 bits read by the stdlib, 255+ levels
+                raw = _exact_dumps(value) + eol
         elif "json" not in rec or LONG_DIGITS.search(raw):
             value = exact_json(raw)             # exact: a recorded json holds integers beyond 64 bits as floats
         try:
