@@ -32,7 +32,7 @@ from mcptap.escape import escape_controls
               help="Report format (sarif: SARIF 2.1.0; junit: JUnit XML).")
 @click.option("--places", type=click.IntRange(min=1), default=None,
               help="First places kept per finding code [default: 3; 20 for sarif/junit].")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
 @options.color
 @options.reannotation

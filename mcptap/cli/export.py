@@ -69,7 +69,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,
               help="har: HAR 1.2 (HTTP captures); otlp-json: OpenTelemetry spans (OTLP/JSON lines); messages: JSON lines.")
-@click.option("-o", "--output", default="-", show_default=True, type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("-o", "--output", default="-", show_default=True, type=options.NonEmptyPath(dir_okay=False, allow_dash=True),
               help="Output file ('-': stdout).")
 def command(capture: str, fmt: str, output: str) -> None:
     """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""

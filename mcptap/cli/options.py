@@ -22,6 +22,18 @@ full = click.option("--full", is_flag=True,
                          "(recorded annotations are otherwise reused; use for hand-edited captures).")
 
 
+class NonEmptyPath(click.Path):
+    """``click.Path`` that refuses an empty name (``-o ''``, ``-o "$UNSET"``):
+    a usage error (exit 2, one line) instead of the command's default (report,
+    replay, record and demo wrote their default file without a word) or an
+    "cannot write : No such file or directory"."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str | bytes) and not value:
+            self.fail("the path is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def reannotation(f: F) -> F:
     """``--no-shapes`` and ``--full``."""
     return no_shapes(full(f))

@@ -81,7 +81,7 @@ def _say(line: str) -> None:
     epilog=options.example('mcptap record -- python server.py', 'mcptap record -o cap.jsonl -- npx -y @modelcontextprotocol/server-everything stdio',
                            'mcptap record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000'),
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")
 @click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Seconds between closing the server's stdin, SIGTERM and SIGKILL.")

@@ -26,6 +26,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli.options import NonEmptyPath
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls
@@ -268,7 +269,7 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
 
 @click.command("record-http")
 @http_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Capture file.")
+@click.option("-o", "--output", type=NonEmptyPath(dir_okay=False), default=None, help="Capture file.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True, help=f"Exit {EX_IOERR} if the capture is incomplete.")
 def standalone(**opts: Any) -> None:

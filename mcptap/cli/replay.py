@@ -160,7 +160,7 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
                short_help="Replay a capture's client side against a server; report what changed.")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file for the new session (default: the capture directory).")
 @click.option("--allow-side-effects", is_flag=True,
               help="Also call tools not declared readOnlyHint: true (or declared destructiveHint: true).")

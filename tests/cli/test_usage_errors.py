@@ -100,3 +100,27 @@ def test_options_the_format_already_satisfies_are_accepted(tmp_path: Path, args:
     proc = cli(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout
+
+
+CAPTURE = str(Path(__file__).resolve().parents[2] / "captures" / "clean-2025-06-18.jsonl")
+
+
+@pytest.mark.parametrize("args", [
+    ("report", CAPTURE), ("export", "-f", "messages", CAPTURE), ("scrub", CAPTURE), ("check", CAPTURE),
+    ("replay", CAPTURE, "--url", "http://127.0.0.1:9/mcp"), ("serve", CAPTURE), ("demo",), ("record", "--upstream", "http://127.0.0.1:9/mcp"),
+], ids=lambda a: a[0])
+@pytest.mark.parametrize("where", ["last", "first"])
+def test_an_empty_output_path_is_a_usage_error(tmp_path: Path, args: tuple[str, ...], where: str) -> None:
+    """``-o ''`` (an unset variable: ``-o "$OUT"``): report wrote CAPTURE.html, replay,
+    record and demo a capture in the capture directory, without a word; check, scrub
+    and serve said "cannot write : No such file or directory"."""
+    import os
+
+    argv = [args[0], "-o", "", *args[1:]] if where == "first" else [*args, "--output="]
+    data = tmp_path / "captures"
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *argv], cwd=tmp_path, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "MCPTAP_DIR": str(data)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"mcptap: {args[0]}: Invalid value for '-o' / '--output': the path is empty (see 'mcptap {args[0]} --help')"]
+    assert list(tmp_path.iterdir()) == []               # nothing written, here or in the capture directory
