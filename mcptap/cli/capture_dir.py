@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from mcptap.catalog import keep_newest, remove_stale_reserves
+from mcptap.cli.options import NonEmptyPath
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
 from mcptap.recorder import Recorder
@@ -29,7 +30,7 @@ from mcptap.recorder import Recorder
 def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--dir`` (keyword ``capture_dir``), ``--name`` and ``--keep``."""
     opts = [
-        click.option("--dir", "capture_dir", type=click.Path(file_okay=False), default=None,
+        click.option("--dir", "capture_dir", type=NonEmptyPath(file_okay=False), default=None,
                      help="Directory for the capture (default: MCPTAP_DIR or the user data directory)."),
         click.option("--name", default=None, metavar="NAME",
                      help="Server name for the capture file name and `mcptap ls` (default: guessed from the command)."),

@@ -25,7 +25,7 @@ from mcptap.escape import escape_controls
 
 @click.command("check", epilog=options.example('mcptap check cap.jsonl', 'mcptap check --fail-on warn --format sarif -o mcptap.sarif captures/*.jsonl'),
                short_help="Re-judge captures with today's rules; CI exit status.")
-@click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("captures", nargs=-1, required=True, type=options.NonEmptyPath(dir_okay=False))
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="Exit 1 when a finding at or above this severity exists.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "sarif", "junit")), default="text", show_default=True,

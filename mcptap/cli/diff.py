@@ -27,8 +27,8 @@ from mcptap.escape import escape_controls
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),
                short_help="Semantic diff of two captures; exit 1 when they differ.")
-@click.argument("a", type=click.Path(dir_okay=False))
-@click.argument("b", type=click.Path(dir_okay=False))
+@click.argument("a", type=options.NonEmptyPath(dir_okay=False))
+@click.argument("b", type=options.NonEmptyPath(dir_okay=False))
 @options.ignore("Also ignore this JSON path (e.g. result.structuredContent.now, tools/call:result.content[*].text; "
                 "* = one segment, ** = any). Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

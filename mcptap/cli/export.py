@@ -66,7 +66,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
                epilog=options.example("mcptap export cap.jsonl --format har -o session.har",
                                       "mcptap export cap.jsonl --format otlp-json -o spans.json",
                                       "mcptap export cap.jsonl -f messages | jq 'select(.method==\"tools/call\")'"))
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), required=True,
               help="har: HAR 1.2 (HTTP captures); otlp-json: OpenTelemetry spans (OTLP/JSON lines); messages: JSON lines.")
 @click.option("-o", "--output", default="-", show_default=True, type=options.NonEmptyPath(dir_okay=False, allow_dash=True),

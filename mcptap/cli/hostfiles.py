@@ -31,6 +31,7 @@ from typing import Any
 import click
 
 from mcptap.cli.errors import Fail
+from mcptap.cli.options import NonEmptyPath
 from mcptap.escape import escape_controls
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
@@ -46,11 +47,11 @@ def config_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--host", type=click.Choice(list(HOSTS)), default=None,
                      help="Use this host's user configuration file (see docs/hosts.md)."),
-        click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
+        click.option("--config", "config", type=NonEmptyPath(dir_okay=False), default=None,
                      help="Configuration file to change (its dialect is detected from its content)."),
         click.option("--dialect", type=click.Choice(list(DIALECTS)), default=None,
                      help="Dialect of --config when detection is not wanted."),
-        click.option("--project", type=click.Path(file_okay=False), default=None,
+        click.option("--project", type=NonEmptyPath(file_okay=False), default=None,
                      help="Project directory for --host claude-code-local (default: the current directory)."),
         click.option("-n", "--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing."),
         click.argument("servers", nargs=-1, metavar="[SERVER]..."),

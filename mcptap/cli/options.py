@@ -23,10 +23,12 @@ full = click.option("--full", is_flag=True,
 
 
 class NonEmptyPath(click.Path):
-    """``click.Path`` that refuses an empty name (``-o ''``, ``-o "$UNSET"``):
+    """``click.Path`` that refuses an empty name (``-o ''``, ``--dir "$UNSET"``):
     a usage error (exit 2, one line) instead of the command's default (report,
-    replay, record and demo wrote their default file without a word) or an
-    "cannot write : No such file or directory"."""
+    replay, record and demo wrote their default file without a word, ``show ''``
+    showed the newest capture, ``record --dir ''`` wrote into the working
+    directory) or a "cannot write : No such file or directory". Every path
+    option and argument of the CLI has this type."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str | bytes) and not value:

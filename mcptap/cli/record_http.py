@@ -81,7 +81,7 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--no-auth-rewrite", is_flag=True,
                      help="Forward OAuth discovery (WWW-Authenticate, protected resource and authorization server "
                           "metadata) verbatim, for setups that terminate authorization elsewhere."),
-        click.option("--cacert", type=click.Path(dir_okay=False, exists=True), default=None,
+        click.option("--cacert", type=NonEmptyPath(dir_okay=False, exists=True), default=None,
                      help="PEM CA bundle for an https upstream (default: the system trust store)."),
         click.option("--record-secrets", is_flag=True,
                      help="Store credentials (Authorization, cookies, API keys) in clear in the capture."),

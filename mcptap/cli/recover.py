@@ -57,7 +57,7 @@ def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]
 
 @click.command("recover", epilog=options.example("mcptap recover cap.jsonl"),
                short_help="Add the bytes a killed stdio tap left in its spill file to its capture.")
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 def command(capture: str) -> None:
     """Append to CAPTURE the forwarded bytes its killed tap had set aside in
     its spill file (CAPTURE.spill), as chunk records."""

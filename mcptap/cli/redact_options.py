@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from mcptap.cli.errors import Fail
+from mcptap.cli.options import NonEmptyPath
 from mcptap.errors import RedactionError
 from mcptap.redact.engine import Redactor
 
@@ -29,7 +30,7 @@ def redact_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Also redact the whole value at PATH (as in ~j: params.arguments.query, result.content[*].text). Repeatable."),
         click.option("--redact-pattern", multiple=True, metavar="REGEX",
                      help="Also redact matches of REGEX in every string (group 1, if any, is the secret). Repeatable."),
-        click.option("--redact-rules", multiple=True, metavar="FILE", type=click.Path(dir_okay=False),
+        click.option("--redact-rules", multiple=True, metavar="FILE", type=NonEmptyPath(dir_okay=False),
                      help="TOML rules file: keys, paths, patterns, builtin (docs/redaction.md). Repeatable."),
         click.option("--no-builtin-rules", is_flag=True, help="Only the rules given here, not the built-in keys and patterns."),
     ]

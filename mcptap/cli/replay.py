@@ -158,7 +158,7 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
                                                 'mcptap replay cap.jsonl --url http://127.0.0.1:8000/mcp --ignore result.structuredContent.now'),
                context_settings={"ignore_unknown_options": True},
                short_help="Replay a capture's client side against a server; report what changed.")
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file for the new session (default: the capture directory).")

@@ -42,7 +42,7 @@ def _default_output(capture: str) -> str:
 @click.command("report", short_help="One self-contained HTML report of a capture (scrubbed by default).",
                epilog=options.example("mcptap report cap.jsonl -o report.html", "mcptap report cap.jsonl.gz --no-scrub",
                                       "mcptap report - -o r.html --redact-key ssn < cap.jsonl"))
-@click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, allow_dash=True), default=None,
               help="HTML file to write ('-': stdout) [default: CAPTURE's name with .html].")
 @click.option("--no-scrub", is_flag=True, help="Keep payloads as recorded (the report may then contain secrets).")

@@ -31,7 +31,7 @@ from mcptap.errors import CaptureReadError, CaptureWriteError
 @click.command("scrub", epilog=options.example("mcptap scrub cap.jsonl -o cap.scrubbed.jsonl", "mcptap scrub cap.jsonl --dry-run",
                                                 "mcptap scrub cap.jsonl -o - --redact-key apiKey | gzip > cap.jsonl.gz"),
                short_help="Copy a capture with secrets replaced by keyed placeholders.")
-@click.argument("capture", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, allow_dash=True), default=None,
               help="Scrubbed capture to write ('-': stdout). Required unless --dry-run.")
 @click.option("-n", "--dry-run", is_flag=True, help="List what would be redacted (seq, path, rule, placeholder); write nothing.")

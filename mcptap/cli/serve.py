@@ -119,7 +119,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
 
 @click.command("serve", epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
                short_help="Serve a capture's server side to a client (a mock MCP server).")
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", default=None,
               help="Serve over HTTP here (port 0: a free port; the URL is printed on stderr) instead of stdio.")
 @click.option("--allow-remote", is_flag=True, help="Allow --listen on a non-loopback address.")

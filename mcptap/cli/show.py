@@ -71,7 +71,7 @@ def _growable(path: str) -> bool:
 @click.command("show", epilog=options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",
                                               'mcptap show cap.jsonl --format mermaid > session.mmd', 'mcptap show --follow cap.jsonl') + "\n\n" + help_text(),
                short_help="Timeline of a capture: pairing, latency, phase, findings.")
-@click.argument("capture", required=False, type=click.Path(dir_okay=False))
+@click.argument("capture", required=False, type=options.NonEmptyPath(dir_okay=False))
 @click.option("-f", "--filter", "expr", default=None, metavar="EXPR",
               help="Only records matching EXPR, e.g. '~tool echo', '~sev warn', '~lat >100ms' (docs/filters.md).")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "mermaid")), default="text", show_default=True,

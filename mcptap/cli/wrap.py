@@ -60,12 +60,12 @@ def report(outcome: Outcome, dry_run: bool) -> None:
 @click.command("wrap", epilog=options.example('mcptap wrap --host claude-desktop --dry-run', 'mcptap wrap --config .cursor/mcp.json filesystem'),
                short_help="Make a host start its MCP servers through `mcptap record`.")
 @config_options
-@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+@click.option("--dir", "directory", type=options.NonEmptyPath(file_okay=False), default=None,
               help="Capture directory written into each entry (default: MCPTAP_DIR or the user data directory).")
 @click.option("--keep", type=click.IntRange(min=1), default=None, metavar="N",
               help="Pass --keep N to record: keep only the N newest captures of each server.")
 @click.option("--http", "http", is_flag=True, help="Also wrap URL entries: point them at a local tap on a stable port.")
-@click.option("--mcptap", "mcptap_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--mcptap", "mcptap_path", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="The mcptap executable the host runs (default: this installation's, by absolute path).")
 def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
             servers: tuple[str, ...],

@@ -124,3 +124,27 @@ def test_an_empty_output_path_is_a_usage_error(tmp_path: Path, args: tuple[str, 
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [f"mcptap: {args[0]}: Invalid value for '-o' / '--output': the path is empty (see 'mcptap {args[0]} --help')"]
     assert list(tmp_path.iterdir()) == []               # nothing written, here or in the capture directory
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (("show", ""), "'[CAPTURE]'"), (("check", CAPTURE, ""), "'CAPTURES...'"), (("diff", CAPTURE, ""), "'B'"),
+    (("export", "-f", "messages", ""), "'CAPTURE'"), (("record", "--dir", "", "--", "true"), "'--dir'"), (("ls", "--dir", ""), "'--dir'"),
+    (("prune", "--dir", "", "--older-than", "0d"), "'--dir'"), (("scrub", CAPTURE, "-o", "x.jsonl", "--redact-rules", ""), "'--redact-rules'"),
+    (("wrap", "--config", "", "--dry-run"), "'--config'"), (("wrap", "--host", "cursor", "--dir", "", "--dry-run"), "'--dir'"),
+])
+def test_an_empty_path_argument_is_a_usage_error(tmp_path: Path, args: tuple[str, ...], name: str) -> None:
+    """Any path the user gives, not only ``-o``: ``show ''`` showed the newest
+    capture in the capture directory, ``record --dir ''`` wrote into the working
+    directory, ``ls``/``prune --dir ''`` looked at it (prune deletes there)."""
+    import os
+    import shutil
+
+    data = tmp_path / "captures"
+    data.mkdir()
+    shutil.copy(CAPTURE, data / "20260115T093000Z-server-1.jsonl")
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], cwd=data, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "MCPTAP_DIR": str(data)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"mcptap: {args[0]}: Invalid value for {name}: the path is empty (see 'mcptap {args[0]} --help')"]
+    assert [p.name for p in data.iterdir()] == ["20260115T093000Z-server-1.jsonl"]
