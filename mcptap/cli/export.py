@@ -18,6 +18,7 @@ that does not fit the capture, unwritable output), one ``mcptap: …`` line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,7 +30,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
 from mcptap.errors import McptapError
 from mcptap.reannotate import reannotate
@@ -98,16 +99,22 @@ def _export(capture: str, fmt: str, output: str) -> None:
             return
         # a device or FIFO (-o /dev/null) is written in place: a rename would replace the node
         target = replaced_path(output)
-        tmp = f"{target}.tmp{os.getpid()}" if target is not None else output
+        tmp = None
         try:
-            with open(tmp, "wb") as fp:
-                write_all(fp)
-            if target is not None:
+            if target is None:
+                with open(output, "wb") as fp:
+                    write_all(fp)
+            else:
+                fd, tmp = temp_beside(target, "export", 0o666)      # a new file's mode, as open() gives it
+                with os.fdopen(fd, "wb") as fp:
+                    write_all(fp)
                 os.replace(tmp, target)
+                tmp = None
         except OSError as exc:
             raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
         finally:
-            if target is not None and os.path.exists(tmp):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     except McptapError as exc:
         raise Fail(str(exc)) from None

@@ -32,6 +32,7 @@ import click
 
 from mcptap.cli.errors import Fail
 from mcptap.cli.options import NonEmptyPath
+from mcptap.cli.output import temp_beside
 from mcptap.escape import escape_controls
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
@@ -180,8 +181,7 @@ def diff(cf: ConfigFile, new_text: str) -> str:
 
 
 def _atomic_write(path: str, data: bytes, mode: int) -> None:
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.mcptap-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, tmp = temp_beside(path, "wrap")
     try:
         with os.fdopen(fd, "wb") as fp:
             fp.write(data)

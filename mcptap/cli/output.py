@@ -10,7 +10,9 @@ plain text) and name a *role*; this module maps roles to colours.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import signal
 import stat
 import sys
@@ -95,6 +97,24 @@ def replaced_path(output: str) -> str | None:
         return real if stat.S_ISREG(os.stat(real).st_mode) else None
     except OSError:
         return real          # missing (the usual case) or unreadable: the open says why
+
+
+def temp_beside(target: str, tag: str, mode: int = 0o600) -> tuple[int, str]:
+    """Create a new temporary file in TARGET's directory, to be renamed over
+    TARGET once complete (same file system: the rename is atomic) or removed
+    if the command stops. Its name is short whatever TARGET's:
+    ``.mcptap-TAG-<12 hex>.tmp`` (TARGET + ``.tmpPID`` exceeded NAME_MAX, 255
+    bytes, for a TARGET name of 248 bytes or more). Created exclusively
+    (O_EXCL), ``mode`` as ``os.open`` takes it (the umask applies). Returns
+    ``(fd, path)``; raises OSError."""
+    where = os.path.dirname(target) or "."
+    for _ in range(100):
+        path = os.path.join(where, f".mcptap-{tag}-{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", where)
 
 
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:

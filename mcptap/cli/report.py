@@ -21,7 +21,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -85,7 +85,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
                 with open(out, "wb") as fp:
                     write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
             else:
-                fd, tmp = tempfile.mkstemp(prefix=".mcptap-report-", suffix=".html", dir=where)
+                fd, tmp = temp_beside(target, "report")
                 with os.fdopen(fd, "wb") as fp:
                     write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
                 os.replace(tmp, target)

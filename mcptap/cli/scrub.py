@@ -13,6 +13,7 @@ Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -22,7 +23,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -57,15 +58,24 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
     # (a device or FIFO such as /dev/null is written in place: a rename would replace the node)
     target = None if dry_run or output == "-" else replaced_path(str(output))
-    tmp = None if target is None else _temp_beside(target)
+    tmp = None
     if not dry_run:
         assert output is not None
         try:
             if output == "-":
                 writer = CaptureWriter.to_file(sys.stdout.buffer)
+            elif target is None:
+                writer = CaptureWriter.open(str(output))
             else:
-                writer = CaptureWriter.open(str(output) if tmp is None else tmp)
+                fd, tmp = temp_beside(target, "scrub")
+                os.close(fd)
+                writer = CaptureWriter.open(tmp)
+        except OSError as exc:
+            raise Fail(f"cannot create capture {output}: {exc.strerror or exc}") from None
         except CaptureWriteError as exc:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
             raise Fail(str(exc).replace(str(tmp), str(output))) from None
     with stopped_as_interrupted():     # TERM/HUP as Ctrl-C: the finally below removes the temporary file
         try:
@@ -99,12 +109,6 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         click.echo("\n".join(lines))
     else:
         click.echo(f"mcptap: scrubbed {scrubber.count} value(s) into {output}", err=True)
-
-
-def _temp_beside(output: str) -> str:
-    """A hidden file name in OUTPUT's directory (same file system: the rename is atomic)."""
-    parent, name = os.path.split(os.path.abspath(output))
-    return os.path.join(parent, f".{name}.mcptap-{os.getpid()}.tmp")
 
 
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:

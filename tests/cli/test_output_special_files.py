@@ -80,3 +80,42 @@ def test_through_a_symlink_the_target_is_replaced_and_the_link_stays(tmp_path: P
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text() != "old" and len(target.read_bytes()) > 200
     assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["out"]          # no temporary file left
+
+
+@pytest.mark.parametrize("cmd", [["export", "--format", "otlp-json"], ["export", "--format", "messages"], ["scrub"], ["report"]])
+@pytest.mark.parametrize("exists", [False, True], ids=["new", "replaced"])
+def test_an_output_name_of_255_bytes(tmp_path: Path, cmd: list[str], exists: bool) -> None:
+    """The temporary file beside the output had the output's name and more
+    (export: OUTPUT.tmpPID; scrub: .OUTPUT.mcptap-PID.tmp): past NAME_MAX (255
+    bytes) for an output name of 248 bytes or more, and the command failed
+    with "File name too long". Now its name is short, whatever the output's."""
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    where = tmp_path / "out"
+    where.mkdir()
+    out = where / ("o" * 250 + ".json")
+    assert len(out.name.encode()) == 255
+    if exists:
+        out.write_text("old")
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd, str(cap), "-o", str(out)], capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(out.read_bytes()) > 200 and out.read_bytes().endswith(b"\n")
+    assert [p.name for p in where.iterdir()] == [out.name]          # no temporary file left
+    if cmd[0] == "export":          # a new file's mode, as before: what the umask leaves of 0666 (the report and a capture: 0600)
+        umask = os.umask(0)
+        os.umask(umask)
+        assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("cmd", [["export", "--format", "messages"], ["scrub"], ["report"]])
+def test_a_failed_write_leaves_the_old_output_and_no_temporary_file(tmp_path: Path, cmd: list[str]) -> None:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    lines = cap.read_bytes().splitlines(keepends=True)
+    cap.write_bytes(b"".join(lines[:4] + [b"{not json\n"] + lines[4:]))     # a corrupt record half-way
+    where = tmp_path / "out"
+    where.mkdir()
+    out = where / ("o" * 250 + ".json")
+    out.write_text("old")
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *cmd, str(cap), "-o", str(out)], capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2 and b"corrupt record" in proc.stderr, proc.stderr
+    assert out.read_text() == "old"
+    assert [p.name for p in where.iterdir()] == [out.name]

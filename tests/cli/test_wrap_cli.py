@@ -211,3 +211,18 @@ def test_without_host_or_config_the_error_lists_the_hosts_found(tmp_path: Path) 
     (tmp_path / ".gemini" / "settings.json").write_text(CONFIG)
     r = run("wrap", home=tmp_path)
     assert r.returncode == 2 and f"found here: --host gemini ({tmp_path}/.gemini/settings.json)" in r.stderr
+
+
+def test_a_config_name_of_238_bytes(tmp_path: Path) -> None:
+    """Its sidecar FILE.mcptap-wrap.json is 255 bytes, the most a name may
+    have; the temporary file of the atomic rewrite was .FILE.mcptap-PID.tmp,
+    longer still (wrap stopped with "File name too long"). Now it is short."""
+    cfg = tmp_path / ("c" * 233 + ".json")
+    cfg.write_text(CONFIG)
+    p = run("wrap", "--config", str(cfg), "--dir", "/caps")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(cfg.read_text())["mcpServers"]["time"]["args"][:3] == ["record", "--dir", "/caps"]
+    sidecar = cfg.with_name(cfg.name + ".mcptap-wrap.json")
+    assert len(sidecar.name.encode()) == 255 and set(json.loads(sidecar.read_text())["servers"]) == {"time", "files"}
+    assert sorted(os.listdir(tmp_path)) == sorted([cfg.name, cfg.name + ".mcptap-backup", sidecar.name])
+    assert run("unwrap", "--config", str(cfg)).returncode == 0 and cfg.read_text() == CONFIG
