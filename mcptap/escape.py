@@ -11,9 +11,13 @@ What is escaped: every C0 control (U+0000–U+001F, including TAB, CR and LF),
 DEL and every C1 control (U+007F–U+009F: U+009B is a one-byte CSI on some
 terminals), the Unicode line and paragraph separators and the bidirectional
 formatting characters (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069, the
-"Trojan Source" reordering characters). They become Python-style escapes:
-``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``. Other text, including
-non-ASCII letters and emoji, is left as it is.
+"Trojan Source" reordering characters), and lone surrogates: a file name's
+bytes that are not UTF-8 are held by Python as U+DC80–U+DCFF (PEP 383), which
+no terminal encoding can write (UTF-8 refuses them: a UnicodeEncodeError, or
+``\\udcff`` from the error handler of the day). They become Python-style
+escapes: ``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``, and the undecodable
+byte itself for a file name's ``\\xff``. Other text, including non-ASCII
+letters and emoji, is left as it is.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 #: Characters a terminal or a bidi-aware renderer acts on instead of printing.
-CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _one(m: re.Match[str]) -> str:
@@ -32,6 +36,8 @@ def _one(m: re.Match[str]) -> str:
     if named is not None:
         return named
     n = ord(c)
+    if 0xDC80 <= n <= 0xDCFF:
+        return f"\\x{n - 0xDC00:02x}"       # a file name's byte that is not UTF-8 (surrogateescape)
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
 
 

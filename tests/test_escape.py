@@ -38,10 +38,22 @@ def test_escapes_named_and_numbered() -> None:
     assert escape_controls(plain) is plain
 
 
+def test_lone_surrogates_are_escaped() -> None:
+    """A file name's bytes that are not UTF-8 (surrogateescape: U+DC80-U+DCFF)
+    are shown as the byte, any other lone surrogate by its code point: no
+    terminal encoding can write them (UTF-8 refuses them, Python's stderr
+    printed ``\\udcff``)."""
+    name = os.fsdecode(b"n\xff\xfe\x1b[31m.jsonl")
+    assert escape_controls(name) == "n\\xff\\xfe\\x1b[31m.jsonl"
+    assert escape_controls("a\ud800b\udfff") == "a\\ud800b\\udfff"
+    assert escape_controls(name).encode("utf-8") == b"n\\xff\\xfe\\x1b[31m.jsonl"
+
+
 @given(st.text())
 def test_escaped_text_has_no_controls_and_is_stable(text: str) -> None:
     out = escape_controls(text)
     assert CONTROLS.search(out) is None
+    out.encode("utf-8")             # (strict: no lone surrogate left)
     assert escape_controls(out) == out
     if CONTROLS.search(text) is None:
         assert out == text

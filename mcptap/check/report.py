@@ -116,7 +116,7 @@ class CaptureReport:
                              "complete": self.complete, "truncated": self.truncated, "findings": dict(self.severities),
                              "codes": [g.to_json() for g in self.sorted_groups()]}
         if self.error is not None:
-            d["error"] = self.error
+            d["error"] = text_path(self.error)     # it names the file: a name that is not UTF-8 as U+FFFD, as "path"
         return d
 
 

@@ -21,9 +21,11 @@ import click
 
 from mcptap.capture.reader import Capture, read_capture
 from mcptap.cli import options
+from mcptap.cli.errors import say
 from mcptap.cli.output import styler
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
+from mcptap.escape import escape_controls
 from mcptap.model import severity_counts
 from mcptap.paths import default_capture_path
 from mcptap.show.render import timeline
@@ -63,19 +65,20 @@ def command(ctx: click.Context, output: str | None, color: bool | None) -> None:
     `mcptap record`, then show the capture. Needs nothing but mcptap."""
     path = _capture_path(output)
     tap = [sys.executable, "-m", "mcptap.cli.main", "record", "--quiet", "-o", path, "--", *SERVER]
-    click.echo(f"mcptap demo: demo client → mcptap record → demo server; capture: {path}", err=True)
+    shown_path = escape_controls(path)
+    click.echo(f"mcptap demo: demo client → mcptap record → demo server; capture: {shown_path}", err=True)
     status = run_client(["--", *tap])
     sys.stderr.flush()
     try:
         cap = read_capture(path)
     except CaptureReadError as exc:
-        click.echo(f"mcptap: demo: {exc}", err=True)
+        say(f"demo: {exc}")
         ctx.exit(2)
     for line in timeline(cap.records, cap.header, style=styler(color), path=path):
         click.echo(line, color=True)   # colour already decided
     counts = _findings(cap)
-    click.echo(f"\ncapture: {path}")
-    click.echo(f"next: mcptap show {path}   |   mcptap check {path}")
+    click.echo(f"\ncapture: {shown_path}")
+    click.echo(f"next: mcptap show {shown_path}   |   mcptap check {shown_path}")
     if status != 0 or cap.end is None or counts["error"] or counts["warn"]:
         click.echo("mcptap: demo: the session did not go cleanly (see above)", err=True)
         ctx.exit(1)

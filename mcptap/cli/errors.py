@@ -19,6 +19,14 @@ class Fail(click.ClickException):
         click.echo(f"mcptap: {escape_controls(self.format_message())}", err=True)
 
 
+def say(message: str) -> None:
+    """One ``mcptap: MESSAGE`` line on stderr, MESSAGE made safe for the
+    terminal (escape.escape_controls): a file name's control characters
+    (``e\\x1b[31m.jsonl``) and bytes that are not UTF-8 (``n\\xff.jsonl``)
+    are shown as escapes, never acted on and never a UnicodeEncodeError."""
+    click.echo(f"mcptap: {escape_controls(message)}", err=True)
+
+
 def interrupted(exc: BaseException) -> bool:
     """True for a KeyboardInterrupt (Ctrl-C), also as trio delivers it from
     inside a nursery: wrapped in (nested) exception groups."""

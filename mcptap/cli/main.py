@@ -81,7 +81,7 @@ def _broken(name: str, error: str) -> click.Command:
     @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
                    help=f"(unavailable: {error})", add_help_option=False)
     def stub() -> None:
-        click.echo(f"mcptap: the {name} command failed to load: {error}", err=True)
+        click.echo(f"mcptap: the {name} command failed to load: {escape_controls(error)}", err=True)
         sys.exit(2)
 
     return stub
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
-        click.echo(f"mcptap: cannot write output: {exc.strerror or exc}", err=True)
+        click.echo(f"mcptap: cannot write output: {escape_controls(str(exc.strerror or exc))}", err=True)
         sys.exit(2)
     except Exception as exc:            # the last line of defence: one line, never a traceback
         # a bug of ours, most often met with a hand-edited capture whose field types the

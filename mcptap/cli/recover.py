@@ -28,7 +28,7 @@ import orjson
 from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.errors import CaptureReadError
 from mcptap.records import Chunk, Gap
 from mcptap.transport.spill import entries
@@ -67,15 +67,15 @@ def command(capture: str) -> None:
         raise Fail(f"cannot read {capture}: {getattr(exc, 'strerror', None) or exc}") from None
     name = header.get("spill")
     if not isinstance(name, str) or os.path.basename(name) != name:
-        click.echo(f"mcptap: {capture}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover", err=True)
+        say(f"{capture}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover")
         return
     spill = os.path.join(os.path.dirname(os.path.abspath(capture)), name)
     if not os.path.exists(spill):
-        click.echo(f"mcptap: no {name} beside the capture: nothing to recover", err=True)
+        say(f"no {name} beside the capture: nothing to recover")
         return
     if complete:
         os.unlink(spill)
-        click.echo(f"mcptap: {capture} is complete (it has its end record); removed the stale {name}", err=True)
+        say(f"{capture} is complete (it has its end record); removed the stale {name}")
         return
     out: list[bytes] = []
     added = lost = 0
@@ -112,5 +112,4 @@ def command(capture: str) -> None:
         raise Fail(f"cannot recover into {capture}: {exc.strerror or exc}") from None
     os.unlink(spill)
     more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
-    click.echo(f"mcptap: added {added} bytes from {name} to {capture} as chunk records{more}; the capture stays incomplete "
-               "(no end record)", err=True)
+    say(f"added {added} bytes from {name} to {capture} as chunk records{more}; the capture stays incomplete (no end record)")

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -95,9 +95,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     except BrokenPipeError:
         if out == "-":
             raise                   # the reader of standard output left: not an error of ours (main)
-        raise Fail(f"cannot write {text_path(out)}: the reader of the pipe left") from None
+        raise Fail(f"cannot write {out}: the reader of the pipe left") from None
     except OSError as exc:
-        raise Fail(f"cannot write {text_path(out)}: {exc.strerror or exc}") from None
+        raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
@@ -106,4 +106,4 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         note = f" ({os.path.getsize(target) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
     else:
         note = "" if redactor else " (NOT scrubbed)"
-    click.echo(f"mcptap: wrote {text_path(out)}{note}", err=True)
+    say(f"wrote {out}{note}")

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -108,7 +108,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         lines.append(f"{scrubber.count} value(s) would be redacted")
         click.echo("\n".join(lines))
     else:
-        click.echo(f"mcptap: scrubbed {scrubber.count} value(s) into {output}", err=True)
+        say(f"scrubbed {scrubber.count} value(s) into {output}")
 
 
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:

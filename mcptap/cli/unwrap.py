@@ -23,7 +23,7 @@ import sys
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.cli.hostfiles import config_options, diff, load, save, set_damaged_aside
 from mcptap.cli.wrap import report
 from mcptap.escape import escape_controls
@@ -47,7 +47,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         raise Fail(f"{cf.path}: {exc}") from None
     report(outcome, dry_run)
     if not outcome.notes:
-        click.echo(f"mcptap: {cf.path}: no MCP servers in {cf.dialect.label}", err=True)
+        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
     failed = any(n.action == "failed" for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)

@@ -24,7 +24,7 @@ from pathlib import Path
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.cli.hostfiles import config_options, diff, load, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
@@ -82,13 +82,12 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         raise Fail(f"{cf.path}: {exc}") from None
     report(outcome, dry_run)
     if not outcome.notes:
-        click.echo(f"mcptap: {cf.path}: no MCP servers in {cf.dialect.label}", err=True)
+        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
         return
     backup = save(cf, outcome, memo_first=True)
     if outcome.text != cf.text:
-        click.echo(f"mcptap: wrote {cf.path}" + (f" (original saved as {backup})" if backup else "")
-                   + "; restart the host to apply", err=True)
+        say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
     else:
-        click.echo(f"mcptap: {cf.path} unchanged", err=True)
+        say(f"{cf.path} unchanged")

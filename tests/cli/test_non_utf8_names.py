@@ -65,3 +65,54 @@ def test_ls_text_has_no_raw_undecodable_bytes(odd: bytes, tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     proc.stdout.decode("utf-8")          # valid UTF-8 on the terminal
     assert "n\ufffd\ufffd.jsonl" in proc.stdout.decode()
+
+
+def on_terminal(*args: bytes | str, cwd: Path) -> tuple[int, bytes]:
+    """Run mcptap with its standard output and error on a terminal (a pty):
+    click.echo strips escape sequences only when writing elsewhere, so a raw
+    ESC in a message is seen here as the user's terminal would get it."""
+    import pty  # noqa: F401 - POSIX only, as the module
+
+    main, sub = os.openpty()
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "NO_COLOR": "1", "MCPTAP_PROGRESS_DELAY": "600"}
+    proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", *args], stdout=sub, stderr=sub, stdin=subprocess.DEVNULL,
+                            cwd=cwd, env=env)
+    os.close(sub)
+    out = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:          # EIO: the last writer closed its end
+            break
+        if not chunk:
+            break
+        out.append(chunk)
+    os.close(main)
+    return proc.wait(timeout=60), b"".join(out)
+
+
+@pytest.mark.parametrize(("name", "shown"), [(b"n\xff", b"n\\xff"), (b"e\x1b[31mred", b"e\\x1b[31mred")], ids=["0xff", "esc"])
+@pytest.mark.parametrize("argv", [
+    ["report", "{cap}", "-o", "{name}.html"], ["report", "{bad}", "-o", "r.html"], ["report", "{cap}", "-o", "{name}/none/r.html"],
+    ["scrub", "{cap}", "-o", "{name}-s.jsonl"], ["scrub", "{bad}", "-o", "s.jsonl"], ["scrub", "{cap}", "-o", "{name}/none/s.jsonl"],
+    ["export", "-f", "messages", "{bad}", "-o", "e.jsonl"], ["export", "-f", "messages", "{cap}", "-o", "{name}/none/e.jsonl"],
+    ["export", "-f", "har", "{cap}"], ["export", "-f", "messages", "{name}-missing.jsonl"],
+    ["check", "--format", "json", "{name}-missing.jsonl"], ["check", "--format", "junit", "{name}-missing.jsonl"],
+], ids=" ".join)
+def test_messages_show_a_file_name_safely(tmp_path: Path, name: bytes, shown: bytes, argv: list[str]) -> None:
+    """mcptap's own lines about a file: a byte that is not UTF-8 as ``\\xff``
+    (it was ``\\udcff``, Python's surrogate escape, or an internal error when
+    the line was JSON: check --format json), a control character as ``\\x1b``
+    (report and scrub printed it raw: the rest of the line in red)."""
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    os.rename(cap, tmp_path / os.fsdecode(name + b".jsonl"))
+    bad = tmp_path / os.fsdecode(name + b"-bad.jsonl")
+    bad.write_bytes((tmp_path / os.fsdecode(name + b".jsonl")).read_bytes().replace(b'"seq":3,', b'"seq":"x",', 1))
+    args = [a.encode().replace(b"{cap}", name + b".jsonl").replace(b"{bad}", bad.name.encode("utf-8", "surrogateescape"))
+            .replace(b"{name}", name) for a in argv]
+    status, out = on_terminal(*args, cwd=tmp_path)
+    assert status in (0, 1, 2), out
+    assert b"internal error" not in out and b"Traceback" not in out, out
+    assert b"\x1b" not in out and b"udc" not in out, out
+    out.decode("utf-8")                 # strictly: no raw byte of the name
+    assert shown in out, out
