@@ -19,7 +19,7 @@ import orjson
 from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
 from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
-from mcptap.model import Message
+from mcptap.model import Message, Phase
 from mcptap.protocol.framing import parse_exact
 
 
@@ -150,19 +150,22 @@ def exact_ids(rec: dict[str, Any], line: bytes) -> dict[str, Any]:
 
 
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_PHASES = frozenset(p.value for p in Phase)
 
 
 def _malformed(rec: dict[str, Any]) -> str | None:
     """What is wrong with a record's field types, or None (cheap checks, so
     consumers can trust them; peer bytes themselves are never judged here)."""
+    # (a present key is checked even when null, but seq: optional, and null in the writer's gap record)
     f = rec.get("findings")     # (a version-1 end record's findings are its counts: migrated later)
-    if f is not None and rec["type"] != "end" and not (isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
+    if "findings" in rec and rec["type"] != "end" and not (
+            isinstance(f, list) and all(isinstance(x, dict) and isinstance(x.get("code"), str) for x in f)):
         return "findings is not a list of {code, severity, message}"
     seq = rec.get("seq")
-    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+    if seq is not None and not _is_int(seq):
         return f"seq {seq!r} is not an integer"
     t = rec.get("t_us")
-    if t is not None and (not isinstance(t, int) or isinstance(t, bool)):
+    if "t_us" in rec and not _is_int(t) and not (t is None and rec["type"] == "message"):     # (that one: "without t_us")
         return f"t_us {t!r} is not an integer"
     if rec["type"] == "message":
         if rec.get("dir") not in ("c2s", "s2c"):
@@ -175,7 +178,9 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
                 return f"{key} is a {type(v).__name__}, not a string"
-        for key in ("pair", "latency_us"):
+        if "eol" in rec and not (isinstance(rec["eol"], str) and rec["eol"].isascii()):
+            return f"eol {rec['eol']!r} is not an ASCII string"
+        for key in ("pair", "latency_us", "link"):
             v = rec.get(key)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
                 return f"{key} {v!r} is not an integer"
@@ -191,6 +196,11 @@ def _malformed(rec: dict[str, Any]) -> str | None:
         return _malformed_http(rec)
     elif rec["type"] == "end":
         return _malformed_end(rec)
+    elif rec["type"] == "eof":
+        if rec.get("session") is not None and not isinstance(rec["session"], str):
+            return f"session is a {type(rec['session']).__name__}, not a string"
+    elif rec["type"] == "context":
+        return _malformed_context(rec)
     elif rec["type"] == "stderr":
         for key in ("data", "data_b64"):
             v = rec.get(key)
@@ -201,6 +211,25 @@ def _malformed(rec: dict[str, Any]) -> str | None:
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: what a context record's ``state`` may say (``Annotator.assume``'s arguments), and of which type
+_CONTEXT_STATE = {"phase": str, "revision": str, "session": str, "client_caps": dict, "server_caps": dict}
+
+
+def _malformed_context(rec: dict[str, Any]) -> str | None:
+    """The state a capture that started mid-session assumes (re-annotation starts from it)."""
+    state = rec.get("state")
+    if not isinstance(state, dict):
+        return "state is not an object"
+    for key, v in state.items():
+        if key not in _CONTEXT_STATE:
+            return f"state has an unknown key {key!r} (known: {', '.join(_CONTEXT_STATE)})"
+        if v is not None and not isinstance(v, _CONTEXT_STATE[key]):
+            return f"state.{key} is a {type(v).__name__}, not a{'n object' if _CONTEXT_STATE[key] is dict else ' string'}"
+    if state.get("phase") is not None and state["phase"] not in _PHASES:
+        return f"state.phase {state['phase']!r} is not a phase ({', '.join(sorted(_PHASES))})"
+    return None
 
 
 def _malformed_http(rec: dict[str, Any]) -> str | None:

@@ -111,7 +111,8 @@ class FullScan:
                 d = r.get("dir")
                 if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
                         and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
-                        and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str):
+                        and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str
+                        and type(r.get("link", 0)) is int):
                     try:
                         data = dumps(r["json"]) + NL
                     except (TypeError, orjson.JSONEncodeError):
@@ -173,7 +174,8 @@ class FullScan:
         if (typ != "message" or type(seq) is not int or type(t) is not int or type(d) is not str or d not in _DIRS
                 or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
                 or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)
-                or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict):
+                or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict
+                or type(r.get("link", 0)) is not int):
             bad = _malformed(r)             # the rarer shapes get the reader's full check
             if bad is not None:
                 raise Unsupported(bad)

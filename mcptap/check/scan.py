@@ -141,7 +141,8 @@ class Scan:
                 if (type(seq) is not int or type(t) is not int or type(d) is not str or d not in DIRS or type(kind) is not str
                         or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
                         or (method is not None and type(method) is not str)
-                        or type(rec.get("rev", "")) is not str or type(rec.get("transport", _NO_TRANSPORT)) is not dict):
+                        or type(rec.get("rev", "")) is not str or type(rec.get("transport", _NO_TRANSPORT)) is not dict
+                        or type(rec.get("link", 0)) is not int):
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)

@@ -1,4 +1,4 @@
-"""Hand-edited captures with a field of the wrong type are refused by every
+"""Hand-edited captures with a field of the wrong type (or null) are refused by every
 command with one ``mcptap: FILE:LINE: corrupt … record: …`` line and exit
 status 2: never the generic "internal error", never a different answer from
 the fast `check` path than from `show`. Before: an end record's
@@ -43,6 +43,13 @@ def _stdio(tmp_path: Path) -> list[dict]:
 
 
 
+def _become(r: dict, new: dict) -> None:
+    """Replace record ``r`` by ``new`` at the same place (seq, t_us)."""
+    seq, t = r["seq"], r["t_us"]
+    r.clear()
+    r.update({"type": new["type"], "seq": seq, "t_us": t, **{k: v for k, v in new.items() if k != "type"}})
+
+
 CASES = {
     # name: (source, record picker, change, expected line, what the error says)
     "end-bytes-text": ("stdio", lambda i, r: r["type"] == "end", lambda r: r["s2c"].__setitem__("bytes", "many"), "end", "s2c.bytes 'many' is not an integer"),
@@ -61,6 +68,18 @@ CASES = {
         "http", "exchange {'a': 1} is not an integer"),
     "http-headers-text": ("http", lambda i, r: r["type"] == "http", lambda r: r.__setitem__("headers", "x"), "http", "headers is not a list of"),
     "message-transport-text": ("http", lambda i, r: r["type"] == "message", lambda r: r.__setitem__("transport", "x"), "message", "transport is not an object"),
+    # a key present with null, or a record the re-annotator takes as it says: an internal error (TypeError,
+    # AttributeError) in show, check, export or report before
+    "message-findings-null": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: r.__setitem__("findings", None), "message", "findings is not a list"),
+    "message-eol-null": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: r.__setitem__("eol", None), "message", "eol None is not an ASCII string"),
+    "message-link-list": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: r.__setitem__("link", [1]), "message", "link [1] is not an integer"),
+    "http-t_us-null": ("http", lambda i, r: r["type"] == "http", lambda r: r.__setitem__("t_us", None), "http", "t_us None is not an integer"),
+    "eof-session-list": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: _become(r, {"type": "eof", "dir": "c2s", "session": ["s"]}),
+        "eof", "session is a list, not a string"),
+    "context-unknown-key": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: _become(r, {"type": "context", "state": {"bogus": 1}}),
+        "context", "state has an unknown key 'bogus'"),
+    "context-phase": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: _become(r, {"type": "context", "state": {"phase": "dancing"}}),
+        "context", "state.phase 'dancing' is not a phase"),
 }
 COMMANDS = [["check"], ["check", "--full"], ["show"], ["show", "--format", "json"], ["diff", "{other}"],
             ["export", "--format", "{export}", "-o", "{out}.export"], ["report", "-o", "{out}.html"], ["scrub", "-o", "{out}.jsonl"]]

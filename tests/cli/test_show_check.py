@@ -304,6 +304,21 @@ def test_check_says_a_read_error_once(tmp_path: Path) -> None:
     assert p.returncode == 2 and "No such file or directory" in out.read_text()
 
 
+def test_an_end_record_with_a_null_seq(tmp_path: Path) -> None:
+    """The end record's seq is optional too: re-annotation took it as a number
+    (``None - 1``: "internal error: TypeError" in check, show --full, report)."""
+    path = info_only(tmp_path)
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    assert recs[-1]["type"] == "end"
+    recs[-1]["seq"] = None
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for args in (["check", str(path)], ["check", "--full", str(path)], ["show", "--full", str(path)],
+                 ["report", str(path), "-o", str(tmp_path / "r.html")]):
+        r = run(*args)          # (an exception would fail the test: catch_exceptions=False)
+        assert r.exit_code in (0, 1), (args, r.stderr)
+    assert "(complete)" in run("check", str(path)).stdout          # its end record is still the end
+
+
 def test_show_a_hand_edited_record_with_a_null_seq(tmp_path: Path) -> None:
     """`"seq": null` passes the reader's checks (seq is optional); show used to
     crash formatting it (TypeError traceback)."""
