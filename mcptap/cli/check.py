@@ -18,9 +18,9 @@ from mcptap.capture.dumps import dumps
 from mcptap.check.parallel import check_capture
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
+from mcptap.cli.errors import say
 from mcptap.cli.output import output_lines, refuse_input_as_output, styler
 from mcptap.cli.progress import progress
-from mcptap.escape import escape_controls
 
 
 @click.command("check", epilog=options.example('mcptap check cap.jsonl', 'mcptap check --fail-on warn --format sarif -o mcptap.sarif captures/*.jsonl'),
@@ -49,7 +49,7 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
         report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full, check=check_capture)
     for cap in report.captures:
         if cap.error is not None:
-            click.echo(f"mcptap: {escape_controls(str(cap.error))}", err=True)
+            say(str(cap.error))
     if fmt == "text":
         from mcptap.check.text import format_text
 

@@ -17,12 +17,12 @@ import click
 
 from mcptap.capture.dumps import dumps
 from mcptap.cli import options
+from mcptap.cli.errors import say
 from mcptap.cli.output import styler
 from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import McptapError
-from mcptap.escape import escape_controls
 
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),
@@ -46,7 +46,7 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
         with progress("diff", (a, b)):
             report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
     except (McptapError, ValueError) as exc:
-        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
+        say(str(exc))
         ctx.exit(2)
     if fmt == "json":
         sys.stdout.buffer.write(dumps(report.to_json(), indent=True, newline=True))

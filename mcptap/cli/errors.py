@@ -16,7 +16,7 @@ class Fail(click.ClickException):
     exit_code = 2
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"mcptap: {escape_controls(self.format_message())}", err=True)
+        say(self.format_message())
 
 
 def say(message: str) -> None:

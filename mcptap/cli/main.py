@@ -20,6 +20,7 @@ import sys
 import click
 
 from mcptap import __version__
+from mcptap.cli.errors import say
 from mcptap.escape import escape_controls
 
 #: Command modules, in help order.
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("mcptap: interrupted", err=True)
         sys.exit(130)
     except McptapError as exc:
-        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
+        say(str(exc))
         sys.exit(2)
     except BrokenPipeError:
         # `mcptap show … | head`: the reader left; not an error of ours

@@ -28,12 +28,11 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, sweep_reserves
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
-from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import LONG_LINE
@@ -68,10 +67,6 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
             kwargs.pop(n, None)
         return None
     return redactor_from(kwargs, strict_key=False)
-
-
-def _say(line: str) -> None:
-    click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
 
 @click.command(
@@ -140,7 +135,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     from mcptap.redact.keyfile import fallback_reason
 
     if fallback_reason():
-        _say(f"{fallback_reason()}; placeholders in this capture use a key for this run only")
+        say(f"{fallback_reason()}; placeholders in this capture use a key for this run only")
     writer: CaptureWriter | None = None
     problem: str | None = None
     path = output
@@ -156,12 +151,12 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
     if problem is not None:
         if strict_capture:
-            _say(f"{problem}; not starting the server (--strict-capture)")
+            say(f"{problem}; not starting the server (--strict-capture)")
             ctx.exit(EX_IOERR)
-        _say(f"{problem}; relaying WITHOUT recording")
+        say(f"{problem}; relaying WITHOUT recording")
     else:
         if not quiet:
-            _say(f"recording to {path}")
+            say(f"recording to {path}")
         assert path is not None         # set whenever no problem was reported
         sweep_reserves(path)
 
@@ -177,9 +172,9 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
-        rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, _say, quiet)
-    live = start_live_export(otlp, rec, {"argv": shown}, _say, redactor)
-    result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=_say))
+        rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, say, quiet)
+    live = start_live_export(otlp, rec, {"argv": shown}, say, redactor)
+    result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=say))
     if rec.on_answer is not None and result.spawn_error is None and result.exit_code == 0:
         rec.on_answer()             # a clean session that never needed to answer is a good start too
 
@@ -198,7 +193,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     elif result.recorder_error and problem is None:
         problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
     if problem is not None and writer is not None:
-        _say(problem)
+        say(problem)
     if live is not None:
         live.join(0 if signalled else JOIN_S)
     sys.stderr.flush()

@@ -26,10 +26,10 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
+from mcptap.cli.errors import say
 from mcptap.cli.options import NonEmptyPath
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
-from mcptap.escape import escape_controls
 from mcptap.otel import JOIN_S, closing_phase, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
     from mcptap.transport.http_recorder import RecorderLink
 
 EX_USAGE, EX_IOERR = 2, 74
-
-
-def _say(line: str) -> None:
-    click.echo(f"mcptap: {escape_controls(line)}", err=True)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -113,7 +109,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     try:
         host, port = parse_listen(listen)
     except click.BadParameter as exc:
-        _say(exc.format_message())
+        say(exc.format_message())
         return EX_USAGE
     from mcptap.transport.http import HttpTap, HttpTapConfig  # here: `record -- CMD` (stdio) never loads the HTTP tap
 
@@ -123,15 +119,15 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                         request_timeout=request_timeout, max_connections=max_connections)
     shown = upstream if record_secrets else scrub_url(upstream)
     try:
-        tap = HttpTap(cfg, None, say=_say)
+        tap = HttpTap(cfg, None, say=say)
     except McptapError as exc:
-        _say(str(exc))
+        say(str(exc))
         return EX_USAGE
     writer, problem, path = _open_capture(output, tap, capture_dir, name)
     if problem is not None:
         # unlike the stdio tap, no host's session depends on this proxy starting:
         # a tap that cannot record is refused rather than run blind
-        _say(f"{problem}; not starting")
+        say(f"{problem}; not starting")
         return EX_IOERR if strict_capture else EX_USAGE
     listening: list[str] = []
 
@@ -142,7 +138,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         if path is not None and keep is not None:
             from mcptap.cli.capture_dir import apply_keep
 
-            apply_keep(path, name, [_default_argv(tap)], keep, _say, quiet)
+            apply_keep(path, name, [_default_argv(tap)], keep, say, quiet)
         if ready is not None:
             ready(url)
     if writer is not None and redactor is not None:
@@ -166,20 +162,20 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
             # never started: leave no empty capture behind in the capture directory
             with contextlib.suppress(OSError):
                 os.unlink(path)
-        _say(str(ours))
+        say(str(ours))
         return EX_USAGE
     counts = tap.notices.counts()
     extra: dict[str, Any] = {"tap": counts} if counts else {}
     with closing_phase(otlp is not None):
         outcome = link.finish(0, extra)
     if not quiet:
-        _say(f"stopped: {tap.summary()}")
+        say(f"stopped: {tap.summary()}")
     if outcome.ended is not None:
-        _say(f"capture incomplete ({outcome.ended}; no end record): {path}")
+        say(f"capture incomplete ({outcome.ended}; no end record): {path}")
         if strict_capture:
             return EX_IOERR
     elif outcome.failed is not None:
-        _say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
+        say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
         if strict_capture:
             return EX_IOERR
     return 0
@@ -209,12 +205,12 @@ def _start_recorder(tap: HttpTap, rec: Recorder, record_secrets: bool, otlp: tup
     hooks = Hooks(rec, lambda authority: HttpObserver(rec, tap.upstream, listen_authority=authority, record_secrets=record_secrets),
                   start, end)
     spill_dir = os.path.dirname(os.path.abspath(path)) if path else None
-    return start_recorder(lambda fact_fd, status_fd, spill: child_main(fact_fd, status_fd, spill, hooks), rec.clock, _say, spill_dir)
+    return start_recorder(lambda fact_fd, status_fd, spill: child_main(fact_fd, status_fd, spill, hooks), rec.clock, say, spill_dir)
 
 
 def _say_safe(line: str) -> None:
     with contextlib.suppress(OSError):
-        _say(line)
+        say(line)
 
 
 def _our_error(exc: BaseException) -> McptapError | None:
@@ -256,9 +252,9 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(beside)
         url = await nursery.start(tap.serve)
-        _say(f"listening on {url} -> {shown}")
+        say(f"listening on {url} -> {shown}")
         if not quiet and path:
-            _say(f"recording to {path}")
+            say(f"recording to {path}")
         if ready is not None:
             ready(url)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -19,6 +19,7 @@ import click
 
 from mcptap.capture.follow import Follower
 from mcptap.cli import options
+from mcptap.cli.errors import say
 from mcptap.cli.output import output_lines, styler
 from mcptap.cli.progress import progress
 from mcptap.errors import CaptureReadError, FilterSyntaxError
@@ -116,7 +117,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         else:
             ra = Reannotated.open(path, shapes=not no_shapes, reuse=not full)
     except CaptureReadError as exc:
-        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
+        say(str(exc))
         ctx.exit(2)
     if fmt == "json":
         lines = render.json_lines(ra, ra.header, flt)
@@ -131,7 +132,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             with progress("show", [path]):
                 output_lines(lines)
     except CaptureReadError as exc:
-        click.echo(f"mcptap: {escape_controls(str(exc))}", err=True)
+        say(str(exc))
         ctx.exit(2)
     finally:
         if follower is not None:

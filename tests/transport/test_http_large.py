@@ -18,7 +18,7 @@ from mcptap.capture import pieces
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
 from mcptap.protocol import skeleton, sse
-from tests.transport.test_http_tap import tap, upstream_server
+from tests.transport.test_http_tap import read_response, tap, upstream_server
 
 BLOB = "0123456789abcdef" * (3 << 16)          # 3 MiB: above the recorder's raw-only bound (1 MiB)
 
@@ -32,13 +32,7 @@ def events(eol: bytes) -> list[bytes]:
 def sse_upstream(eol: bytes, piece: int):
     async def handler(stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(65536))
-                continue
-            if isinstance(ev, h11.EndOfMessage):
-                break
+        await read_request(conn, stream)
         await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])))
         body = b"".join(events(eol))
         for k in range(0, len(body), piece):
@@ -46,6 +40,19 @@ def sse_upstream(eol: bytes, piece: int):
         await stream.send_all(conn.send(h11.EndOfMessage()))
         await stream.aclose()
     return handler
+
+
+async def read_request(conn: h11.Connection, stream: trio.abc.Stream) -> bytes:
+    """The body of the request ``conn`` (server side) reads from ``stream``."""
+    body = bytearray()
+    while True:
+        ev = conn.next_event()
+        if ev is h11.NEED_DATA:
+            conn.receive_data(await stream.receive_some(65536))
+        elif isinstance(ev, h11.Data):
+            body += ev.data
+        elif isinstance(ev, h11.EndOfMessage):
+            return bytes(body)
 
 
 async def get_stream(url: str) -> bytes:
@@ -162,14 +169,7 @@ async def test_a_large_request_body_sent_in_small_pieces_arrives_and_is_recorded
 
     async def echo(stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(65536))
-            elif isinstance(ev, h11.Data):
-                received.extend(ev.data)
-            elif isinstance(ev, h11.EndOfMessage):
-                break
+        received.extend(await read_request(conn, stream))
         out = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
         await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"),
                                                                                ("Content-Length", str(len(out)))]))
@@ -189,15 +189,7 @@ async def test_a_large_request_body_sent_in_small_pieces_arrives_and_is_recorded
             if k % (1 << 20) == 0:
                 await trio.sleep(0.01)          # now and then slower than the read-ahead's wait
         c.send(h11.EndOfMessage())
-        status = None
-        while True:
-            ev = c.next_event()
-            if ev is h11.NEED_DATA:
-                c.receive_data(await s.receive_some(65536))
-            elif isinstance(ev, h11.Response):
-                status = ev.status_code
-            elif isinstance(ev, h11.EndOfMessage):
-                break
+        status, _ = await read_response(c, s)
         await s.aclose()
     assert status == 200 and bytes(received) == body
     cap = read_capture(str(tmp_path / "cap.jsonl"))

@@ -94,6 +94,14 @@ async def post(url: str, body: dict, headers: list | None = None, conn: trio.abc
     hdrs = [("Host", host), ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
             ("Content-Length", str(len(data)))] + (headers or [])
     await s.send_all(c.send(h11.Request(method="POST", target="/" + rest, headers=hdrs)) + c.send(h11.Data(data=data)) + c.send(h11.EndOfMessage()))
+    status, out = await read_response(c, s)
+    if conn is None:
+        await s.aclose()
+    return status, out
+
+
+async def read_response(c: h11.Connection, s: trio.abc.Stream) -> tuple[int, bytes]:
+    """The status and body of the response ``c`` (client side) reads from ``s``."""
     status, out = 0, b""
     while True:
         ev = c.next_event()
@@ -105,8 +113,6 @@ async def post(url: str, body: dict, headers: list | None = None, conn: trio.abc
             out += ev.data
         elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
             break
-    if conn is None:
-        await s.aclose()
     return status, out
 
 
