@@ -32,8 +32,9 @@ from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import NewlineFramer, parse_json_full
+from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.http_replay import HttpReplay
+from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.recording import RecordingState
 from mcptap.reuse_annotations import reuse_annotations
 

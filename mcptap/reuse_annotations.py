@@ -14,7 +14,7 @@ from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.jsonparse import parse_json
 from mcptap.recording import Stream
 from mcptap.records import End
 

@@ -15,7 +15,7 @@ from typing import Any
 from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.model import UNPARSED
-from mcptap.protocol.framing import exact_json
+from mcptap.protocol.jsonparse import exact_json
 
 
 def message_text(r: dict[str, Any]) -> str:
@@ -41,7 +41,7 @@ _LONG_DIGITS = re.compile(r"[0-9]{19}")
 def message_value(r: dict[str, Any]) -> Any:
     """The JSON value of a message record with every integer exact: its
     ``json`` when that is the whole truth, else its raw bytes parsed
-    (``framing.exact_json``: an id or number beyond 64 bits, which orjson and
+    (``jsonparse.exact_json``: an id or number beyond 64 bits, which orjson and
     hence a recorded ``json`` hold as a float, is read as the peer wrote it).
     UNPARSED when the bytes are not JSON; None when the record has no payload."""
     raw = r.get("raw")

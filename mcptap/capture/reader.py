@@ -20,7 +20,7 @@ from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
 from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message, Phase
-from mcptap.protocol.framing import parse_exact
+from mcptap.protocol.jsonparse import parse_exact
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.jsonparse import parse_json
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}

@@ -18,7 +18,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.export.spans import epoch_us, iso_us
 from mcptap.model import UNPARSED
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.jsonparse import parse_json
 
 
 def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:

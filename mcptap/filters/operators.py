@@ -34,7 +34,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.filters.parse import ArgError, Pred, Tok, parse, unquote
 from mcptap.model import SEVERITY_RANK, UNPARSED
-from mcptap.protocol.framing import exact_json
+from mcptap.protocol.jsonparse import exact_json
 
 _SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
 _KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}

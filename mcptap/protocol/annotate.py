@@ -18,9 +18,9 @@ from mcptap.protocol import conventions, rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER, Contracts
-from mcptap.protocol.framing import BOM
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
+from mcptap.protocol.jsonparse import BOM
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
 from mcptap.protocol.lifecycle import (
     SessionState,

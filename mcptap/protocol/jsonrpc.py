@@ -13,7 +13,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_exact
+from mcptap.protocol.jsonparse import parse_exact
 
 #: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})

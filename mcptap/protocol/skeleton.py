@@ -1,6 +1,6 @@
 """Parse a very large JSON payload without decoding its long strings (pure, sans-IO).
 
-``parse_message(raw)`` returns what ``framing.parse_json_full(raw)`` returns —
+``parse_message(raw)`` returns what ``jsonparse.parse_json_full(raw)`` returns —
 ``(value, invalid_utf8_offsets, overflow)``, never raising — but for a payload
 above ``SKELETON_ABOVE`` bytes whose bulk is a few long string values (a
 64 MiB ``text``, ``blob`` or log ``data``), the value is a *skeleton*: the
@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 from mcptap.model import UNPARSED
-from mcptap.protocol.framing import parse_json_full
+from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.protocol.utf8 import is_utf8
 
 #: payloads above this many bytes are parsed as a skeleton (as capture/pieces.py's STREAM_ABOVE)

@@ -13,7 +13,7 @@ import orjson
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
-from mcptap.protocol.framing import LONG_DIGITS, exact_json
+from mcptap.protocol.jsonparse import LONG_DIGITS, exact_json
 from mcptap.records.base import decode_bytes, encode_bytes, get_findings, malformed
 
 #: Messages larger than this are stored as raw bytes only (no ``json``): the

@@ -41,7 +41,7 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED
 from mcptap.protocol.codes import finding
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.jsonparse import parse_json
 from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor

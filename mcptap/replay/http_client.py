@@ -41,7 +41,7 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
-from mcptap.protocol.framing import exact_json, exact_value
+from mcptap.protocol.jsonparse import exact_json, exact_value
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder

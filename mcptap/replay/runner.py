@@ -31,7 +31,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import depth
 from mcptap.errors import SpawnError
-from mcptap.protocol.framing import parse_exact
+from mcptap.protocol.jsonparse import parse_exact
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 

@@ -27,7 +27,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import exact_value
+from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
 
 C2S, S2C = Direction.C2S, Direction.S2C

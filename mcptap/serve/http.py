@@ -40,7 +40,7 @@ import trio
 
 from mcptap.errors import McptapError
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import exact_json
+from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore, encode, hkey

@@ -29,7 +29,8 @@ import trio
 
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import NewlineFramer, exact_value
+from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
 from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
 from mcptap.serve.fallback import Fallback

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.framing import NewlineFramer, parse_exact, parse_json_full
+from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.jsonparse import parse_exact, parse_json_full
 from mcptap.recorder import Recorder
 
 BIG = 18446744073709551617          # 2^64 + 1: orjson reads it as a float

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcptap.model import Direction, Frame, Severity
 from mcptap.protocol import conventions
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.framing import parse_json
+from mcptap.protocol.jsonparse import parse_json
 
 C2S, S2C = Direction.C2S, Direction.S2C
 

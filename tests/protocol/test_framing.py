@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.model import UNPARSED
-from mcptap.protocol.framing import NewlineFramer, parse_json
+from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.jsonparse import parse_json
 
 
 def frames_of(chunks: list[bytes]) -> list[tuple[bytes, int, bool, int]]:

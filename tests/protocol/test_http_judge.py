@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from mcptap.model import Direction, Frame
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.framing import parse_json
 from mcptap.protocol.http_judge import End, HttpJudge
 from mcptap.protocol.http_rules import Exchange
+from mcptap.protocol.jsonparse import parse_json
 
 ACCEPT = (b"accept", b"application/json, text/event-stream")
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}'

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mcptap.model import UNPARSED, Direction, Frame
 from mcptap.protocol import skeleton
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.framing import parse_json_full
+from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.protocol.skeleton import LongString, parse_message
 from mcptap.records.message import MessageRecord
 
