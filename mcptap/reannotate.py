@@ -20,7 +20,7 @@ record that cannot be read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,6 +121,9 @@ class Reannotator(RecordingState):
         self._http = HttpReplay(annotator)
         #: stdio directions cut by a gap record: framed again from their next line start
         self._resync: set[Direction] = set()
+        #: set by a consumer that groups annotated Messages itself (check's FullScan): while
+        #: re-framing, each message goes to it instead of coming back from ``replay`` as a record
+        self.on_message: Callable[[Message], None] | None = None
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """The fresh ``end`` record at the last record's time (see
@@ -182,6 +185,28 @@ class Reannotator(RecordingState):
             self._count(msg.findings)
         return msg
 
+    def replay_json_reframed(self, rec: dict[str, Any], raw: bytes, whole: bool) -> None:
+        """``replay`` of the common stdio message record (as ``replay_json``)
+        while re-framing, for a consumer with ``on_message`` set (the messages
+        go there). ``raw``: its bytes, ``dumps(json) + b"\\n"`` (the caller
+        encoded them); ``whole``: orjson wrote them (one line of valid UTF-8 JSON
+        that parses to ``json``). Then, when its direction's framer holds
+        nothing, that line is its frame as it stands: not scanned or parsed
+        again (``NewlineFramer.whole_line``)."""
+        direction = _DIRS[rec["dir"]]
+        s = self.streams[direction]
+        s.bytes += len(raw)
+        if not self.light:
+            s.sha.update(raw)
+        t = rec["t_us"]
+        frame = self._framers[direction].whole_line(raw, rec["json"]) if whole and direction not in self._resync else None
+        if frame is None:
+            self._replay_frames(direction, raw, t)
+            return
+        msg = self._reframed(direction, frame, t)
+        if self.on_message is not None:
+            self.on_message(msg)
+
     def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         typ = rec.get("type")
         direction = _DIRS.get(str(rec.get("dir")))
@@ -238,14 +263,22 @@ class Reannotator(RecordingState):
             if not data:
                 return []
         out = []
+        sink = self.on_message
         for f in self._framers[direction].receive_data(data):
-            self.streams[direction].messages += 1
-            msg = self.annotator.feed(f, self._next(), t, direction)
-            self._saw(direction, msg)
-            if msg.findings:
-                self._count(msg.findings)
-            out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
+            msg = self._reframed(direction, f, t)
+            if sink is not None:
+                sink(msg)
+            else:
+                out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
         return out
+
+    def _reframed(self, direction: Direction, frame: Frame, t: int) -> Message:
+        self.streams[direction].messages += 1
+        msg = self.annotator.feed(frame, self._next(), t, direction)
+        self._saw(direction, msg)
+        if msg.findings:
+            self._count(msg.findings)
+        return msg
 
     def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         typ = rec.get("type")

@@ -395,3 +395,78 @@ def test_progress_counts_every_byte_once(tmp_path: Path, monkeypatch: pytest.Mon
     before = bytes_read()
     check_capture(str(path))
     assert bytes_read() - before == records              # as the reference reader counts
+
+
+def _hand_cut(path: Path, stream: bytes, cuts: list[tuple[int, str]], gap_at: int | None) -> Path:
+    """A stdio capture of the handshake, then ``stream`` (s2c lines) cut at
+    ``cuts`` (offset, how: "chunk" or "message"; a "message" piece that is
+    not one whole JSON line is stored as a chunk), a c2s request after every
+    third piece, optionally a gap record before piece ``gap_at``, an eof and
+    an end record: as a hand-edited or damaged capture may hold them."""
+    recs: list[dict[str, Any]] = [{"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "0.1.0",
+                                   "started": "2026-01-01T00:00:00.000000Z", "transport": "stdio", "target": {"argv": ["x"]}}]
+    offs = {"c2s": 0, "s2c": 0}
+    seq = [0]
+
+    def add(kind: str, d: str, data: bytes) -> None:
+        seq[0] += 1
+        r: dict[str, Any] = {"type": kind, "seq": seq[0], "t_us": seq[0] * 10, "dir": d}
+        value = None
+        if kind == "message" and data.endswith(b"\n") and data.count(b"\n") == 1:
+            try:
+                value = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                value = None
+        if kind == "message" and value is not None and orjson.dumps(value) + b"\n" == data:
+            r.update(kind="notification", json=value, offset=offs[d])
+        else:
+            r.update(type="chunk", offset=offs[d], data=data.decode("utf-8", "replace"))
+        offs[d] += len(data)
+        recs.append(r)
+
+    for d, data in handshake():
+        add("message", d, data)
+    at = 0
+    for i, (end, how) in enumerate(cuts + [(len(stream), "message")]):
+        if i == gap_at:
+            seq[0] += 1
+            recs.append({"type": "gap", "seq": seq[0], "t_us": seq[0] * 10, "dir": "s2c", "reason": "test", "bytes": 0})
+        if end > at:
+            if how == "message" and i % 4 == 1:
+                add("chunk", "s2c", b"xx")           # a cut line the next record continues (hand-edited)
+            add(how, "s2c", stream[at:end])
+            at = end
+        if i % 3 == 2:
+            add("message", "c2s", req(100 + i, "ping"))
+    seq[0] += 1
+    recs.append({"type": "eof", "seq": seq[0], "t_us": seq[0] * 10, "dir": "s2c"})
+    seq[0] += 1
+    recs.append({"type": "end", "seq": seq[0], "t_us": seq[0] * 10})
+    return _write(path, recs)
+
+
+def test_re_framed_message_records_at_every_kind_of_cut(tmp_path: Path) -> None:
+    """While re-framing (after a chunk record), a message record whose
+    direction's framer holds nothing is taken as its own line (FullScan,
+    ``NewlineFramer.whole_line``), one that follows a cut line is framed with
+    it: cut anywhere, with a gap or not, FullScan gives the reference's report."""
+    import random
+
+    lines = [note("notifications/message", {"level": "info", "data": f"m{i}"}) for i in range(40)]
+    lines[7] = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud"}}\n'   # a finding
+    lines[20] = b"not json\n"
+    lines[30] = res(5)                                                                          # unmatched
+    stream = b"".join(lines)
+    starts = [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
+    rnd = random.Random(13)
+    for trial in range(60):
+        points = sorted(rnd.sample(range(1, len(stream)), 12) + rnd.sample(starts[1:], 10))
+        cuts = [(p, rnd.choice(("chunk", "message", "message"))) for p in points]
+        cuts[0] = (cuts[0][0], "chunk")          # re-framing from early on
+        path = _hand_cut(tmp_path / f"cut{trial}.jsonl", stream, cuts, rnd.choice([None, 3, 9]))
+        kinds = [r["type"] for r in _records(path)]
+        assert "chunk" in kinds and kinds.count("message") > 5
+        for keep in (1, 3):
+            want = _shape(check_capture(str(path), keep, reuse=False))
+            assert parallel._fast(str(path), keep, True, 1, reuse=False) is not None
+            assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=1)) == want, (trial, keep)

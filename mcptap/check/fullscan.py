@@ -28,7 +28,7 @@ from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
 from mcptap.check.shape_oracle import Batch, ShapeOracle
-from mcptap.model import Kind
+from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
 from mcptap.protocol.codes import finding
 from mcptap.reannotate import end_record, reannotator_for
@@ -73,6 +73,8 @@ class FullScan:
         self.truncated = False
         self.oracle: ShapeOracle | None = None            # shape checks computed ahead (check/shape_oracle.py)
         self._stop_speculation: Callable[[], None] = lambda: None
+        self.rec.on_message = self._reframed
+        self._line_no = 0                                 # the line of the record being re-framed
 
     def speculated(self, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
         """Take the shape checks of each list of lines :meth:`run` gets from
@@ -92,7 +94,8 @@ class FullScan:
         # the common line: a stdio message record in sequence, its payload as canonical json, nothing
         # for the reader's full check or the integrity check's rarer cases (both inlined: see _line);
         # its counters are kept in locals, handed back before anything else may read them
-        fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
+        fast = stdio and not self.gap_since_last and self.end_seen is None
+        reframing = rec.reframing
         oracle = self.oracle
         if oracle is not None:
             oracle.next_batch(lines)
@@ -113,10 +116,12 @@ class FullScan:
                         and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
                         and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str
                         and type(r.get("link", 0)) is int):
+                    whole = True
                     try:
                         data = dumps(r["json"]) + NL
                     except (TypeError, orjson.JSONEncodeError):
                         data = exact_dumps(r["json"]) + NL   # a hand-edited json orjson refuses (deep, big integer)
+                        whole = False
                     if data:
                         n += 1
                         last = seq
@@ -129,6 +134,10 @@ class FullScan:
                             self.flush()
                             buffered = 0
                         rec.t_us = t
+                        if reframing:        # its messages go to _reframed
+                            self._line_no = n + self.cut + 1
+                            rec.replay_json_reframed(r, data, whole)
+                            continue
                         if oracle is not None:
                             oracle.line = i
                         msg = replay_json(r, data)
@@ -146,7 +155,8 @@ class FullScan:
             self.n, self.last_seq, self.buffered = n, last, buffered
             self._line(r, line, i)
             n, last, buffered = self.n, self.last_seq, self.buffered
-            fast = stdio and not rec.reframing and not self.gap_since_last and self.end_seen is None
+            fast = stdio and not self.gap_since_last and self.end_seen is None
+            reframing = rec.reframing
             if oracle is not None and rec.reframing:       # no line is a message any more: no speculation helps
                 rec.annotator.shape_check = shapes.check
                 self.oracle = oracle = None
@@ -205,7 +215,7 @@ class FullScan:
             self.old_end = r
             self.had_end = True
             return
-        line_no = self.n + self.cut + 1
+        line_no = self._line_no = self.n + self.cut + 1
         if self.oracle is not None:
             self.oracle.line = -1 if rec.reframing else i     # re-framed: lines are not messages
         for out in rec.replay(r):
@@ -222,6 +232,22 @@ class FullScan:
                     methods.pop(out["pair"], None)
             else:
                 self._group(out, line_no)
+
+    def _reframed(self, msg: Message) -> None:
+        """``_group`` of a re-framed message (``Reannotator.on_message``), no record built without findings."""
+        if msg.findings:
+            self._group(annotation_json(msg, True), self._line_no)
+            return
+        rep = self.rep
+        rep.records += 1
+        rep.messages += 1
+        t = msg.t_us
+        if type(t) is int and t > rep.duration_us:
+            rep.duration_us = t
+        if msg.kind is Kind.REQUEST:
+            self.methods[msg.seq] = msg.method
+        elif msg.pair is not None:
+            self.methods.pop(msg.pair, None)
 
     def _integrity(self, r: dict[str, Any], typ: str, seq: Any) -> None:
         """capture/integrity.Integrity.feed, its digests hashed in blocks."""

@@ -91,6 +91,17 @@ class NewlineFramer:
         self._scan = 0
         return out
 
+    def whole_line(self, raw: bytes, value: Any) -> Frame | None:
+        """The frame ``receive_data(raw)`` would return for ``raw``, one line of
+        valid UTF-8 JSON ending in its only ``\\n`` whose parse is ``value``
+        (e.g. ``orjson.dumps(value) + b"\\n"``), without scanning or parsing it
+        again; None (nothing done) when bytes are held or EOF was seen."""
+        if self._buf or self._held or self._eof:
+            return None
+        offset = self._base
+        self._base = offset + len(raw)
+        return Frame(raw, offset, True, value)
+
     def receive_data(self, data: bytes) -> list[Frame]:
         out: list[Frame] = []
         if not data:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.model import UNPARSED
+from mcptap.model import UNPARSED, Frame
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import parse_json
 
@@ -63,6 +66,38 @@ def test_any_chunking_gives_the_same_frames(parts: list[bytes], cuts: list[int])
     assert b"".join(r for r, *_ in whole) == data
     offs = [o for _, o, *_ in whole]
     assert offs == sorted(offs)
+
+
+values = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+                      | st.text(max_size=8), lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+                      max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(lines, values), max_size=12))
+def test_a_whole_line_is_the_frame_receive_data_gives(parts: list[Any]) -> None:
+    """``whole_line(dumps(v) + b"\\n", v)`` (re-framing a capture's message
+    records) gives the frame ``receive_data`` gives for those bytes, offsets
+    included; with bytes held it does nothing."""
+    fast, slow = NewlineFramer(7), NewlineFramer(7)
+    got: list[Frame] = []
+    want: list[Frame] = []
+    for p in parts:
+        if isinstance(p, bytes):
+            if not p:
+                continue                        # (b"" is EOF)
+            got += fast.receive_data(p)
+            want += slow.receive_data(p)
+            continue
+        raw = orjson.dumps(p) + b"\n"
+        held = fast.buffered
+        f = fast.whole_line(raw, p)
+        got += [f] if f is not None else fast.receive_data(raw)
+        want += slow.receive_data(raw)
+        assert (f is None) == (held > 0)
+    got += fast.receive_data(b"")
+    want += slow.receive_data(b"")
+    assert got == want
 
 
 @settings(max_examples=300, deadline=None)
