@@ -322,6 +322,28 @@ def test_unreadable_captures_raise_as_the_reference_does(tmp_path: Path) -> None
     assert str(got.value) == str(want.value)
 
 
+@pytest.mark.parametrize("field,value", [("pair", "x"), ("pair", True), ("pair", 1.5), ("latency_us", [1]), ("latency_us", 2**70),
+                                         ("phase", 3), ("phase", {"a": 1})])
+def test_a_wrong_typed_annotation_field_is_refused_as_the_reference_does(tmp_path: Path, field: str, value: Any) -> None:
+    """A message record of the common shape with a ``pair``/``latency_us``
+    that is not an integer, or a ``phase`` that is not a string: every fast
+    path refuses it with the reader's words (they reported on it instead)."""
+    recs = _records(busy(tmp_path))
+    i = next(k for k, r in enumerate(recs) if r["type"] == "message" and r.get("kind") == "request" and k > 6
+             and not {"findings", "raw", "raw_b64", "eol", "session"} & r.keys())       # the common shape
+    recs[i] = dict(recs[i], **{field: value})
+    for rules in (recs[0].get("rules"), "sha256:0"):     # reused annotations, and re-annotated
+        path = _write(tmp_path / f"{field}.jsonl", [dict(recs[0], rules=rules)] + recs[1:])
+        with pytest.raises(CaptureReadError) as want:
+            check_capture(str(path))
+        assert field in str(want.value)
+        for reuse in (True, False):
+            for workers in (1, 2):
+                with pytest.raises(CaptureReadError) as got:
+                    parallel.check_capture(str(path), reuse=reuse, workers=workers)
+                assert str(got.value) == str(want.value), (rules, reuse, workers)
+
+
 DATA = Path(__file__).resolve().parent / "data"
 
 

@@ -26,7 +26,7 @@ from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
-from mcptap.check.scan import FLUSH_BYTES, Unsupported
+from mcptap.check.scan import FLUSH_BYTES, INT_OR_NONE, STR_OR_NONE, Unsupported
 from mcptap.check.shape_oracle import Batch, ShapeOracle
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
@@ -115,7 +115,8 @@ class FullScan:
                 if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
                         and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
                         and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str
-                        and type(r.get("link", 0)) is int):
+                        and type(r.get("link", 0)) is int and type(r.get("pair")) in INT_OR_NONE
+                        and type(r.get("latency_us")) in INT_OR_NONE and type(r.get("phase")) in STR_OR_NONE):
                     whole = True
                     try:
                         data = dumps(r["json"]) + NL
@@ -185,7 +186,8 @@ class FullScan:
                 or type(r.get("kind")) is not str or "json" not in r or "raw" in r or "raw_b64" in r or "findings" in r
                 or "session" in r or "eol" in r or (r.get("method") is not None and type(r.get("method")) is not str)
                 or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict
-                or type(r.get("link", 0)) is not int):
+                or type(r.get("link", 0)) is not int or type(r.get("pair")) not in INT_OR_NONE
+                or type(r.get("latency_us")) not in INT_OR_NONE or type(r.get("phase")) not in STR_OR_NONE):
             bad = _malformed(r)             # the rarer shapes get the reader's full check
             if bad is not None:
                 raise Unsupported(bad)

@@ -43,6 +43,9 @@ _loads = orjson.loads
 _NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
 _dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
+#: the types the reader allows for a message record's ``pair``/``latency_us`` and ``phase`` (else its full check words the error)
+INT_OR_NONE = frozenset({int, type(None)})
+STR_OR_NONE = frozenset({str, type(None)})
 FLUSH_BYTES = 1 << 20       # stream bytes buffered before they are handed to ``on_bytes``
 
 
@@ -142,7 +145,8 @@ class Scan:
                         or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
                         or (method is not None and type(method) is not str)
                         or type(rec.get("rev", "")) is not str or type(rec.get("transport", _NO_TRANSPORT)) is not dict
-                        or type(rec.get("link", 0)) is not int):
+                        or type(rec.get("link", 0)) is not int or type(rec.get("pair")) not in INT_OR_NONE
+                        or type(rec.get("latency_us")) not in INT_OR_NONE or type(rec.get("phase")) not in STR_OR_NONE):
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)
