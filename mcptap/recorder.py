@@ -94,6 +94,19 @@ class Recorder(RecordingState):
         if self.writer is not None:
             self.writer.flush()
 
+    def stored_ends(self) -> tuple[int, int] | None:
+        """(c2s, s2c): per direction, the stream offset before which every
+        byte is in records handed to the writer (the framer's held bytes are
+        not; on disk once ``flush`` returned with ``hold_flush`` unset). None
+        once the writer failed or dropped a record (disk full): the capture
+        may lack bytes these offsets would claim (the stdio relay's spill file,
+        ``spill.Recorded``, is then never rewound again)."""
+        w = self.writer
+        if w is not None and (w.failed is not None or w.dropped or w.closed):
+            return None
+        return (self.streams[C2S].bytes - self._framers[C2S].buffered,
+                self.streams[S2C].bytes - self._framers[S2C].buffered)
+
     def _emit(self, frame: Frame, direction: Direction, t: int, session: Any = None,
               transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
         msg = RecordingState._emit(self, frame, direction, t, session, transport, extra)

@@ -17,16 +17,15 @@ even that cannot keep up (a disk slower than the relay) and ``LOSE_BYTES``
 wait, chunks are not queued: their size is, as a ``gap`` record in order
 (principle 3: the capture says so). Forwarding never waits for any of this.
 
-The recorder thread runs at idle CPU priority (``priority``), so it never
-delays the relay, the server or the host, in short runs (``priority.Pacer``:
-Linux may still pick an idle thread over a woken normal one until its next
-tick), and writes its records with one ``write`` per batch (when the queue
-is empty, and every ``FLUSH_ITEMS`` records / ``FLUSH_BYTES``), not one per
-record. When the session ends (``boost``)
-it goes back to normal priority, or, where that is not allowed, hands the
-queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked to
-stop) stores everything still queued unframed, so the end record is written
-at once.
+The recorder thread runs at idle CPU priority (``priority``), so it never delays the relay,
+the server or the host, in short runs (``priority.Pacer``: Linux may still pick an idle
+thread over a woken normal one until its next tick), and writes its records with one
+``write`` per batch (when the queue is empty, and every ``FLUSH_ITEMS`` records /
+``FLUSH_BYTES``), not one per record; after each it publishes what the capture file holds
+(``spill.Recorded``: the relay rewinds its spill file once that covers every entry). When
+the session ends (``boost``) it goes back to normal priority, or, where that is not
+allowed, hands the queue to a fresh normal-priority thread; ``hurry`` (mcptap was asked
+to stop) stores everything still queued unframed, so the end record is written at once.
 
 Time order: the tap's own events (``call``) wait for the copies the relay
 read before them (``call_order``).
@@ -48,7 +47,7 @@ from typing import Any
 from mcptap.model import Direction
 from mcptap.transport import priority
 from mcptap.transport.call_order import CallOrder
-from mcptap.transport.spill import SpillFile
+from mcptap.transport.spill import Recorded, SpillFile
 from mcptap.transport.tap_recorder import TapRecorder
 
 SPILL_BYTES = 1 << 20
@@ -102,6 +101,7 @@ class Handoff:
         self._thread: threading.Thread | None = None
         self._started = False
         self.spill: SpillFile | None = None
+        self.recorded: Recorded | None = None   # set: what the capture holds is published there
         #: items taken by the recorder so far (the tap's end waits while it moves)
         self.progress = 0
         self._switch = sys.getswitchinterval()
@@ -140,13 +140,8 @@ class Handoff:
         self._thread = threading.Thread(target=take_over, name="mcptap-recorder", daemon=True)
         self._thread.start()
 
-    @property
-    def boosted(self) -> bool:
-        return self._boost
-
-    @property
-    def hurried(self) -> bool:
-        return self._hurry
+    boosted = property(lambda self: self._boost)
+    hurried = property(lambda self: self._hurry)
 
     def hurry(self) -> None:
         """mcptap was asked to stop (a host's SIGTERM): everything still
@@ -318,8 +313,15 @@ class Handoff:
         try:
             self._loop()
         finally:
-            self.rec.hold_flush = False
-            self.rec.flush()
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the records held, then publish what the capture file holds
+        (``spill.Recorded``: the relay may rewind its spill file up to it)."""
+        self.rec.hold_flush = False
+        self.rec.flush()
+        if self.recorded is not None and self.error is None and (ends := self.rec.stored_ends()) is not None:
+            self.recorded.publish(*ends)
 
     def _loop(self) -> None:
         lock, q, rec = self._lock, self._q, self.rec
@@ -348,8 +350,7 @@ class Handoff:
                     item = None
             if item is None:
                 if held:                          # caught up: what was recorded goes to disk now
-                    rec.hold_flush = False
-                    rec.flush()
+                    self._flush()
                     held = held_bytes = 0
                 self._bell.get()
                 pace.rested()
@@ -367,8 +368,7 @@ class Handoff:
             # are held, and at once after an item that large on its own
             cost = _data_size(item)
             if held and (held >= FLUSH_ITEMS or held_bytes + cost > FLUSH_BYTES):
-                rec.hold_flush = False
-                rec.flush()
+                self._flush()
                 held = held_bytes = 0
             held += 1
             held_bytes += cost

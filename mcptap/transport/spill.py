@@ -10,10 +10,38 @@ n bytes, so if mcptap is killed before it recorded them (SIGKILL), they can
 still be added to the capture: ``mcptap recover CAPTURE`` (``entries`` reads
 them back). Without a capture file the spill file is an unlinked temporary
 file (nothing to recover into).
+
+Rewind (stdio): the file is not a log of the whole session but of the bytes the
+capture file may still lack. ``Recorded`` is a block of shared memory, made
+before the relay is forked, where mcptap's recorder thread stores per direction
+the end offset of the stream bytes whose records are written to the capture
+file (``Handoff``, after each flush). Before it appends an entry, the relay
+(``SpillFile.append``/``append_from``, under the copy queue's lock: the only
+writer) compares those two values with the end of the last entry it spilled per
+direction; once both are covered it truncates the file to zero and appends from
+offset 0 again, so the file's size is the largest backlog, not the session's
+total. Why this is sound:
+
+* mcptap reads an entry (a ``SPILLED`` item's offset) before its bytes are
+  recorded, and publishes only after they are written, so when every spilled
+  end is covered no ``SPILLED`` item is left unread; entries appended after the
+  rewind come later in the copy stream, with their new offsets.
+* a kill (SIGKILL) at any moment: the entries the rewind dropped are in the
+  capture file (written with ``write``: the page cache keeps them when the
+  process dies), where ``recover`` would have skipped them anyway; the entries
+  left are the ones appended since, which ``recover`` adds as before. The
+  truncation is one system call; a kill mid-append leaves a cut last entry,
+  which ``entries`` skips (as without rewinds).
+* the published values only grow, are each one aligned 8-byte store and load,
+  and lag the truth at worst (a stale load means no rewind yet); once the
+  capture lost a record (disk full) or the recorder failed, they stop growing
+  (``Recorder.stored_ends``), and the file is a log from there on.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import struct
 import tempfile
@@ -48,6 +76,26 @@ def _fallocate_fn() -> Callable[[int, int, int], bool] | None:
     return lambda fd, offset, length: fn(fd, _KEEP_SIZE, offset, length) == 0
 
 
+class Recorded:
+    """Per direction (``c2s``, ``s2c``: ``ctypes.c_uint64``, stream offsets in
+    bytes): the end of the bytes whose records the capture file holds,
+    stored by mcptap (``publish``), loaded by the relay process (``SpillFile``).
+    Anonymous shared memory (``mmap(-1)``, MAP_SHARED): make it before the
+    fork. Each value is one aligned 8-byte word, so a load never sees half a
+    store; both start at 0 (nothing recorded)."""
+
+    def __init__(self) -> None:
+        self._mm = mmap.mmap(-1, 16)
+        self.c2s = ctypes.c_uint64.from_buffer(self._mm, 0)
+        self.s2c = ctypes.c_uint64.from_buffer(self._mm, 8)
+
+    def publish(self, c2s: int, s2c: int) -> None:
+        """The capture file holds every byte before ``c2s``/``s2c`` of each
+        direction (call after the records were written; values never shrink)."""
+        self.c2s.value = c2s
+        self.s2c.value = s2c
+
+
 def spill_path(capture_path: str) -> str:
     """Where the spill file of the capture at ``capture_path`` goes."""
     return capture_path + SUFFIX
@@ -56,10 +104,16 @@ def spill_path(capture_path: str) -> str:
 class SpillFile:
     """One spill file. ``path``: created on the first ``append`` (truncating
     a stale one: its capture was overwritten too); None: an unlinked
-    temporary file in ``tmp_dir``, opened now (so a fork shares it)."""
+    temporary file in ``tmp_dir``, opened now (so a fork shares it).
+    ``recorded``: what the capture holds (stdio tap); the file is rewound
+    before an append once it holds every entry (module docstring); None:
+    never (the HTTP tap rewinds with ``rewind``)."""
 
-    def __init__(self, path: str | None, tmp_dir: str | None = None) -> None:
+    def __init__(self, path: str | None, tmp_dir: str | None = None, recorded: Recorded | None = None) -> None:
         self.path = path
+        self._recorded = recorded
+        self._spilled = [0, 0]          # per direction: stream end of the last entry appended (relay)
+        self.rewinds = 0                # times the relay rewound the file (``Recorded``)
         self._fd = -1
         self._end = 0
         self._reserved = 0              # bytes reserved by fallocate; -1: it failed, not tried again
@@ -94,6 +148,8 @@ class SpillFile:
     def append(self, direction: int, t_us: int, offset: int, data: bytes | memoryview) -> int:
         """Write one entry (relay process); returns the file offset of its
         data, or -1 if it could not be written whole (disk full, …)."""
+        if self._recorded is not None and self._end:
+            self._restart()
         try:
             fd = self._open(True)
             self._reserve(fd, self._end + ENTRY.size + len(data))
@@ -105,6 +161,7 @@ class SpillFile:
             return -1
         at = self._end + ENTRY.size
         self._end += n
+        self._spilled[direction] = offset + len(data)
         return at
 
     def append_pieces(self, pieces: list[bytes | memoryview]) -> int:
@@ -133,6 +190,8 @@ class SpillFile:
         """``append`` for ``n`` bytes waiting in the pipe ``fd``, spliced
         into the file (no copy through user space); consumes exactly those
         n bytes whatever happens. Returns like ``append``."""
+        if self._recorded is not None and self._end:
+            self._restart()
         done = 0
         try:
             wfd = self._open(True)
@@ -149,6 +208,7 @@ class SpillFile:
             _discard(fd, n - done)
             return -1
         self._end = at + n
+        self._spilled[direction] = offset + n
         return at
 
     def size(self) -> int:
@@ -183,7 +243,8 @@ class SpillFile:
         ``http_recorder``), so its disk use is the largest backlog, not all
         the bytes ever set aside, and a later backlog rewrites pages the page
         cache still holds. Beyond ``KEEP_BYTES`` the file is truncated to that.
-        Not for a named file: ``entries``/``recover`` read it as a log."""
+        Not for a named file: ``entries``/``recover`` read it as a log of what
+        the capture may lack, which the relay rewinds itself (``Recorded``)."""
         if self.path is not None:
             raise ValueError("only an unlinked spill file is rewound")
         self._end = 0
@@ -195,6 +256,29 @@ class SpillFile:
                 self._reserved = min(self._reserved, KEEP_BYTES)
         except OSError:
             pass
+
+    def _restart(self) -> None:
+        """Before an append (relay, under the copy queue's lock; only reached
+        while spilling): if the capture holds every entry (``Recorded``: two
+        loads), append from offset 0 again. A named file
+        is truncated to zero first, so ``entries`` never reads a stale entry
+        past the new ones (it frees the blocks reserved beyond, too); an
+        unlinked one is ``rewind``-ed (it keeps its pages). If the truncation
+        fails the file goes on as a log."""
+        r = self._recorded
+        assert r is not None
+        if r.c2s.value < self._spilled[0] or r.s2c.value < self._spilled[1]:
+            return
+        if self.path is None:
+            self.rewind()
+        else:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                return
+            self._end = 0
+            self._reserved = min(self._reserved, 0)     # -1 (fallocate failed) stays
+        self.rewinds += 1
 
     def read(self, at: int, n: int) -> bytes:
         """``n`` bytes of data at file offset ``at`` (mcptap; raises OSError)."""

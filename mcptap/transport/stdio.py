@@ -58,7 +58,7 @@ from mcptap.transport import stdio_os
 from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
-from mcptap.transport.spill import SpillFile, spill_path
+from mcptap.transport.spill import Recorded, SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
 from mcptap.transport.stdio_stderr import StderrRelay
 from mcptap.transport.tap_recorder import TapRecorder
@@ -190,7 +190,9 @@ class StdioTap(StderrRelay):
         self._rec(self.rec.process, "spawn", pid=popen.pid, argv=self.shown_argv)
         # fork the relay first: fork copies only this thread, so before any other starts
         capture_path = getattr(getattr(self.rec, "writer", None), "path", None)
-        self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None)
+        # shared with the relay (made before the fork): it rewinds its spill file up to what the capture holds
+        self._handoff.recorded = recorded = Recorded()
+        self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None, recorded=recorded)
         relay_pid, copy_r, ctl_w, status_r, through_w = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
         self._relay_pid = relay_pid
         # from now on our events wait for the copies read before them (the relay says when)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcptap.transport import spill as spill_mod
-from mcptap.transport.spill import ENTRY, RESERVE, SpillFile, entries
+from mcptap.transport.spill import ENTRY, RESERVE, Recorded, SpillFile, entries
 
 
 def test_reserved_space_leaves_the_size_and_the_entries_as_written(tmp_path: Path) -> None:
@@ -112,3 +112,115 @@ def test_a_named_spill_file_is_a_log_and_is_never_rewound(tmp_path: Path) -> Non
         f.rewind()
     assert list(entries(str(tmp_path / "c.jsonl.spill"))) == [(0, 1, 0, b"x")]
     f.close(remove=True)
+
+
+# -- the stdio relay's named spill file rewinds once the capture holds every entry (spill.Recorded)
+
+def test_a_named_spill_file_is_rewound_only_once_the_capture_holds_every_spilled_byte(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl.spill"
+    held = Recorded()
+    f = SpillFile(str(path), recorded=held)
+    a, b, c = os.urandom(100), os.urandom(1000), os.urandom(500)
+    at_a = f.append(0, 1, 0, a)
+    at_b = f.append(1, 2, 0, b)
+    held.publish(100, 999)                                # s2c lacks its last byte: still a log
+    at_c = f.append(1, 3, 1000, c)
+    assert ENTRY.size == at_a < at_b < at_c and f.rewinds == 0
+    assert [e[2:] for e in entries(str(path))] == [(0, a), (0, b), (1000, c)]
+    held.publish(99, 1500)                                # now c2s lacks one
+    d = os.urandom(300)
+    at_d = f.append(1, 4, 1500, d)
+    assert at_d > at_c and f.rewinds == 0
+    held.publish(100, 1800)                               # every byte of every entry: from 0 again
+    e = os.urandom(200)
+    at_e = f.append(0, 5, 100, e)
+    assert at_e == ENTRY.size and f.rewinds == 1
+    assert path.stat().st_size == ENTRY.size + len(e)     # one backlog, not the session's
+    assert list(entries(str(path))) == [(0, 5, 100, e)]
+    assert f.read(at_e, len(e)) == e
+    # the same through append_from (the s2c tee path), the value published by another process
+    # (the relay is forked after the shared memory was made)
+    r, w = os.pipe()
+    g = os.urandom(70_000)
+    threading.Thread(target=lambda: os.write(w, g)).start()
+    at_g = f.append_from(1, 6, 1800, r, len(g))
+    assert at_g == 2 * ENTRY.size + len(e) and f.rewinds == 1       # e (c2s up to 300) is not recorded yet
+    pid = os.fork()
+    if pid == 0:
+        held.publish(300, 1800 + len(g))
+        os._exit(0)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    h = os.urandom(50_000)
+    threading.Thread(target=lambda: os.write(w, h)).start()
+    at_h = f.append_from(1, 7, 1800 + len(g), r, len(h))
+    assert at_h == ENTRY.size and f.rewinds == 2
+    assert list(entries(str(path))) == [(1, 7, 1800 + len(g), h)] and f.read(at_h, len(h)) == h
+    f.close(remove=True)
+    os.close(r)
+    os.close(w)
+
+
+def test_a_rewind_gives_the_reserved_space_back_and_reserves_again(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl.spill"
+    held = Recorded()
+    f = SpillFile(str(path), recorded=held)
+    off = 0
+    for _ in range(3):
+        data = os.urandom(RESERVE)                        # each entry reserves beyond itself
+        assert f.append(1, 0, off, data) >= 0
+        off += len(data)
+    if f._reserved < 0:
+        pytest.skip("this file system refuses fallocate")
+    assert os.stat(path).st_blocks * 512 >= 3 * RESERVE
+    held.publish(0, off)
+    assert f.append(1, 0, off, b"x") == ENTRY.size
+    st = os.stat(path)
+    assert st.st_size == ENTRY.size + 1 and RESERVE <= st.st_blocks * 512 < 2 * RESERVE
+    assert 0 < f._reserved <= RESERVE
+    f.close(remove=True)
+
+
+def test_the_copy_queue_reuses_spill_offsets_once_the_capture_holds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the relay's copy queue: SPILLED items name offsets that come round
+    again once, and only once, the capture holds what was set aside."""
+    from mcptap.transport import copy_queue
+    from mcptap.transport.copy_queue import CopyQueue
+    from mcptap.transport.copy_stream import SPILLED, read_items
+
+    monkeypatch.setattr(copy_queue, "SPILL_BYTES", -1)
+    copy_r, copy_w = os.pipe()
+    os.set_blocking(copy_w, False)
+    filler = 0
+    try:
+        while True:                                       # mcptap is behind: the copy pipe is full
+            filler += os.write(copy_w, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    held = Recorded()
+    spill = SpillFile(str(tmp_path / "c.jsonl.spill"), recorded=held)
+    q = CopyQueue(lambda: 5, copy_w, spill)
+    chunks = [os.urandom(n) for n in (1000, 2000, 3000, 4000)]
+    q.chunk(1, chunks[0])
+    q.chunk(0, chunks[1])
+    held.publish(1999, 1000)                              # c2s's entry lacks a byte: nothing reused
+    q.chunk(1, chunks[2])
+    held.publish(2000, 4000)
+    q.chunk(1, chunks[3])
+    places: list[int] = []
+
+    def read() -> None:
+        left = filler
+        while left:
+            left -= len(os.read(copy_r, left))
+        read_items(copy_r, lambda *c: None, lambda k, d, flag, t, n: places.append(flag) if k == SPILLED else None)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    q.close()
+    q.feed()
+    os.close(copy_w)
+    reader.join(10)
+    os.close(copy_r)
+    assert places == [ENTRY.size, 2 * ENTRY.size + 1000, 3 * ENTRY.size + 3000, ENTRY.size]
+    assert spill.read(ENTRY.size, 4000) == chunks[3] and spill.size() == ENTRY.size + 4000
+    spill.close(remove=True)
