@@ -3,7 +3,9 @@ aside in its spill file when it was killed (SIGKILL, power loss).
 
 While analysis is behind, the stdio relay writes forwarded chunks to
 ``<capture>.spill`` (``transport/spill.py``, named in the capture's header as
-``spill``) and removes it once the capture holds them. If that file is still
+``spill``), truncates it whenever the capture file holds every entry (so it
+holds at most what the capture lacks, and later entries) and removes it at the
+end. If that file is still
 there and the capture has no end record, the bytes it holds that the capture
 lacks are appended as ``chunk`` records (exact bytes; ``check``/``show`` frame
 them), with a ``gap`` record for each stretch that was only in memory and is
