@@ -203,7 +203,7 @@ class Reannotator(RecordingState):
         if frame is None:
             self._replay_frames(direction, raw, t)
             return
-        msg = self._reframed(direction, frame, t)
+        msg = self._emit(frame, direction, t)
         if self.on_message is not None:
             self.on_message(msg)
 
@@ -265,20 +265,12 @@ class Reannotator(RecordingState):
         out = []
         sink = self.on_message
         for f in self._framers[direction].receive_data(data):
-            msg = self._reframed(direction, f, t)
+            msg = self._emit(f, direction, t)
             if sink is not None:
                 sink(msg)
             else:
                 out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
         return out
-
-    def _reframed(self, direction: Direction, frame: Frame, t: int) -> Message:
-        self.streams[direction].messages += 1
-        msg = self.annotator.feed(frame, self._next(), t, direction)
-        self._saw(direction, msg)
-        if msg.findings:
-            self._count(msg.findings)
-        return msg
 
     def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         typ = rec.get("type")

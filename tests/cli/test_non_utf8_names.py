@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pty_run import run_on_pty
 from scripted import c2s, handshake, record, req, res, s2c
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,22 +74,8 @@ def on_terminal(*args: bytes | str, cwd: Path) -> tuple[int, bytes]:
     ESC in a message is seen here as the user's terminal would get it."""
     import pty  # noqa: F401 - POSIX only, as the module
 
-    main, sub = os.openpty()
     env = {**os.environ, "LC_ALL": "C.UTF-8", "NO_COLOR": "1", "MCPTAP_PROGRESS_DELAY": "600"}
-    proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", *args], stdout=sub, stderr=sub, stdin=subprocess.DEVNULL,
-                            cwd=cwd, env=env)
-    os.close(sub)
-    out = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:          # EIO: the last writer closed its end
-            break
-        if not chunk:
-            break
-        out.append(chunk)
-    os.close(main)
-    return proc.wait(timeout=60), b"".join(out)
+    return run_on_pty([sys.executable, "-m", "mcptap.cli.main", *args], env, stdout=True, cwd=cwd)
 
 
 @pytest.mark.parametrize(("name", "shown"), [(b"n\xff", b"n\\xff"), (b"e\x1b[31mred", b"e\\x1b[31mred")], ids=["0xff", "esc"])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pty_run import run_on_pty
 from scripted import c2s, handshake, record, req, res, s2c
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
@@ -46,21 +47,8 @@ def _argv(name: str, cap: Path, tmp: Path) -> list[str]:
 
 def _on_pty(argv: list[str]) -> tuple[int, str]:
     """Run mcptap with stderr on a pseudo-terminal; (exit status, what the terminal got)."""
-    master, slave = os.openpty()
-    env = {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}
-    proc = subprocess.Popen([*MCPTAP, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env)
-    os.close(slave)
-    got = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:                      # EIO: the last writer closed the terminal
-            break
-        if not data:
-            break
-        got += data
-    os.close(master)
-    return proc.wait(timeout=60), got.decode("utf-8", "replace")
+    code, got = run_on_pty([*MCPTAP, *argv], {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"})
+    return code, got.decode("utf-8", "replace")
 
 
 COMMANDS = ["scrub", "report", "export", "replay", "check", "show"]
