@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcptap.capture.dumps import dumps
+from mcptap.capture.follow import Follower
+from mcptap.capture.reader import CaptureStream
 from mcptap.cli.main import mcptap
 from scripted import c2s, handshake, record, s2c
 
@@ -236,3 +238,36 @@ def test_end_record_keeps_pending_ids_beyond_64_bits_and_beyond_doubles(tmp_path
     assert sorted((p["id"] is None, p["id"]) for p in last["pending"]) == [(False, I64), (False, BIG), (True, None)]
     r = CliRunner().invoke(mcptap, ["check", str(cap), "--format", "json"], catch_exceptions=False)
     assert "capture.incomplete" not in r.stdout and "unencodable" not in r.stdout
+
+
+def _floats(value: object) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        return [f for v in value.values() for f in _floats(v)]
+    if isinstance(value, list):
+        return [f for v in value for f in _floats(v)]
+    return []
+
+
+@pytest.mark.parametrize("full", [[], ["--full"]])
+def test_findings_name_pending_ids_beyond_64_bits_exactly(tmp_path: Path, full: list[str]) -> None:
+    """The server's stdout closes with requests 2**64+1 and -2**63-1 unanswered:
+    the eof record's finding names them in ``data.pending``; read back (the
+    recorded annotations reused or re-annotated), every reader keeps the ids
+    exact instead of orjson's floats."""
+    cap = record(tmp_path / "eof.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % U64),
+        c2s(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % I64),
+        ("eof", "s2c"), ("exit", 0)])
+    recs = list(CaptureStream(str(cap)))
+    eof = [r for r in recs if r["type"] == "eof"]
+    assert [sorted(p["id"] for p in f["data"]["pending"]) for r in eof for f in r["findings"] if "pending" in f.get("data", {})] == [[I64, U64]]
+    assert not _floats(recs)
+    followed = list(Follower(str(cap)))
+    assert not _floats(followed) and any(r.get("type") == "eof" for r in followed)
+    j = CliRunner().invoke(mcptap, ["show", str(cap), "--format", "json", *full], catch_exceptions=False)
+    assert j.exit_code == 0, j.stderr
+    out = [json.loads(x) for x in j.stdout.splitlines()]
+    assert not _floats(out)
+    assert str(U64) in j.stdout and str(I64) in j.stdout

@@ -20,7 +20,7 @@ from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
 from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message, Phase
-from mcptap.protocol.jsonparse import parse_exact
+from mcptap.protocol.jsonparse import LONG_DIGITS, parse_exact
 
 
 @dataclass(slots=True)
@@ -104,7 +104,7 @@ class CaptureStream:
                     self.cut_records += 1
                 if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
                     raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
-                if type(rec.get("id")) is float or "members" in rec or rec["type"] == "end":
+                if type(rec.get("id")) is float or "members" in rec or "findings" in rec or rec["type"] == "end":
                     rec = exact_ids(rec, line)
                 bad = _malformed(rec)
                 if bad is not None:
@@ -139,14 +139,23 @@ def exact_ids(rec: dict[str, Any], line: bytes) -> dict[str, Any]:
     """orjson reads an integer beyond 64 bits (a peer's JSON-RPC id 2**64+1;
     the writer stores it exactly) as a float: parse such a record again with
     exact integers. Only records that can hold one are checked (a float ``id``,
-    batch ``members``, the ``end`` record's unanswered requests)."""
-    if type(rec.get("id")) is not float and "members" not in rec and rec.get("type") != "end":
-        return rec                                          # the common case: one dict lookup
+    batch ``members``, the ``end`` record's unanswered requests, and a record
+    with ``findings`` whose line has a run of 19+ digits: their ``data`` names
+    requests by id, e.g. an eof record's pending ones). Callers on a hot path
+    call it only when :func:`may_hold_big_ids`."""
+    if not may_hold_big_ids(rec):
+        return rec                                          # the common case: a few dict lookups
     if rec.get("type") != "end" and type(rec.get("id")) is not float and not any(
-            isinstance(m, dict) and type(m.get("id")) is float for m in rec.get("members") or ()):
+            isinstance(m, dict) and type(m.get("id")) is float for m in rec.get("members") or ()) and not (
+            "findings" in rec and LONG_DIGITS.search(line)):
         return rec
     exact = parse_exact(line)
     return exact[0] if exact is not None and isinstance(exact[0], dict) else rec
+
+
+def may_hold_big_ids(rec: dict[str, Any]) -> bool:
+    """Whether :func:`exact_ids` may change ``rec`` (cheap: dict lookups)."""
+    return type(rec.get("id")) is float or "members" in rec or "findings" in rec or rec.get("type") == "end"
 
 
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")

@@ -176,7 +176,7 @@ class FullScan:
             self.cut += 1
         if type(r) is not dict or type(r.get("type")) is not str:
             raise Unsupported("record is not an object with a type")
-        if type(r.get("id")) is float or "members" in r or r["type"] == "end":
+        if type(r.get("id")) is float or "members" in r or "findings" in r or r["type"] == "end":
             r = exact_ids(r, line)              # big integers (the reader's rule)
         typ = r["type"]
         seq = r.get("seq")

@@ -132,7 +132,7 @@ class Scan:
             if type(rec) is not dict:
                 raise Unsupported("record is not an object")
             typ: Any = rec.get("type")
-            if type(rec.get("id")) is float or "members" in rec or typ == "end":
+            if type(rec.get("id")) is float or "members" in rec or "findings" in rec or typ == "end":
                 rec = exact_ids(rec, line)          # big integers (the reader's rule)
             n += 1
             seq: Any = rec.get("seq")

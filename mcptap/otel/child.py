@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.capture.reader import exact_ids
+from mcptap.capture.reader import exact_ids, may_hold_big_ids
 from mcptap.export.otlp_json import resource_attributes
 from mcptap.export.spans import CLIENT, SERVER, STATUS_ERROR, Span, SpanBuilder
 
@@ -199,7 +199,7 @@ def main() -> int:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(rec, dict) and type(rec.get("id")) is float:
+        if isinstance(rec, dict) and may_hold_big_ids(rec):
             rec = exact_ids(rec, line)          # orjson reads an id beyond 64 bits as a float
         if rec.get("type") == "close":
             t_end = rec.get("t_us")
