@@ -11,7 +11,9 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
 
 * ``rt``: keep-alive JSON POST round trips, blocks alternating direct / tap
   on one persistent connection each; p50/p99 and the latency the tap adds
-  (target: added p50 <= 200 us);
+  (target: added p50 <= 200 us); beside it the ``floor proxy``
+  (``FLOOR_PROXY``: trio and h11 forwarding, nothing else), the least a
+  relay on mcptap's stack adds on this machine;
 * ``sse``: delay from the upstream writing an SSE event (it stamps the
   monotonic clock into the event) to the client receiving it, direct and
   through the tap, alternating streams (target: added p50 <= 100 us);
@@ -187,6 +189,63 @@ while True:
 '''
 
 
+#: the floor of the tap's own stack: a minimal reverse proxy on trio and h11 (what mcptap's
+#: HTTP relay is built on) with no analysis, recording or endpoint rewriting: per client
+#: connection one upstream connection; the events each read brings are forwarded with one
+#: send (mcptap coalesces the same way), so SSE events stream as they come. argv: upstream
+#: port; prints its port
+FLOOR_PROXY = r'''
+import sys, trio, h11
+UP = int(sys.argv[1])
+
+async def batch(conn, stream):
+    out = []
+    while True:
+        e = conn.next_event()
+        if e is h11.NEED_DATA:
+            if out:
+                return out
+            conn.receive_data(await stream.receive_some(1 << 16))
+            continue
+        out.append(e)
+        if type(e) in (h11.EndOfMessage, h11.ConnectionClosed):
+            return out
+
+async def handle(client):
+    up = await trio.open_tcp_stream("127.0.0.1", UP)
+    srv, cli = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
+    try:
+        while True:
+            while True:
+                evs = await batch(srv, client)
+                if type(evs[-1]) is h11.ConnectionClosed:
+                    return
+                await up.send_all(b"".join(cli.send(e) for e in evs))
+                if type(evs[-1]) is h11.EndOfMessage:
+                    break
+            while True:
+                evs = await batch(cli, up)
+                if type(evs[-1]) is h11.ConnectionClosed:
+                    return
+                await client.send_all(b"".join(srv.send(e) for e in evs))
+                if type(evs[-1]) is h11.EndOfMessage:
+                    break
+            srv.start_next_cycle()
+            cli.start_next_cycle()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+        return
+    finally:
+        await up.aclose()
+
+async def main():
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    print(listeners[0].socket.getsockname()[1], flush=True)
+    await trio.serve_listeners(handle, listeners)
+
+trio.run(main)
+'''
+
+
 # -- a raw HTTP/1.1 client ------------------------------------------------------------
 class Conn:
     def __init__(self, port: int) -> None:
@@ -281,12 +340,19 @@ class Upstream:
 
 
 class PlainRelay:
-    """``PLAIN_RELAY`` in a process of its own, in front of the upstream."""
+    """``PLAIN_RELAY`` (or ``FLOOR_PROXY``, mode "floor") in a process of its own, in front of the upstream."""
 
     def __init__(self, upstream_port: int, mode: str) -> None:
-        self.p = subprocess.Popen([PY, "-c", PLAIN_RELAY, str(upstream_port), mode], stdout=subprocess.PIPE, text=True)
+        argv = ["-c", FLOOR_PROXY, str(upstream_port)] if mode == "floor" else ["-c", PLAIN_RELAY, str(upstream_port), mode]
+        self.p = subprocess.Popen([PY, *argv], stdout=subprocess.PIPE, text=True)
         assert self.p.stdout is not None
         self.port = int(self.p.stdout.readline())
+
+    def cpu(self) -> float:
+        """CPU time (user + system) of the process so far (s)."""
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.p.kill()
@@ -445,13 +511,14 @@ ROWS: list[tuple[str, float | None, dict[str, float], str, str, str]] = []
 LABELS: dict[str, Path] = {"tap": ROOT}
 
 
-def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None:
-    conns = {"direct": Conn(up.port), **{k: Conn(t.port) for k, t in taps.items()}}
+def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: PlainRelay) -> None:
+    conns = {"direct": Conn(up.port), "floor": Conn(floor.port), **{k: Conn(t.port) for k, t in taps.items()}}
     for c in conns.values():
         round_trips(c, 50, 0)
     lat: dict[str, list[float]] = {k: [] for k in conns}
     cpu = dict.fromkeys(taps, 0.0)
     split = {k: [0.0, 0.0] for k in taps}
+    floor_cpu = 0.0
     block = 100
     for k in range(max(1, args.requests // block)):
         for name, c in conns.items():
@@ -459,8 +526,10 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
             # finish that first, or it runs during the next configuration's block
             for t in taps.values():
                 t.settle(0.02)
-            c0 = taps[name].cpu_split() if name in taps else (0.0, 0.0)
+            c0 = taps[name].cpu_split() if name in taps else (floor.cpu(), 0.0)
             lat[name] += round_trips(c, block, 1000 + k * block)
+            if name == "floor":
+                floor_cpu += floor.cpu() - c0[0]
             if name in taps:
                 taps[name].settle(0.02)
                 c1 = taps[name].cpu_split()
@@ -472,21 +541,27 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None
     for p in (50, 99):
         ROWS.append((f"round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps}, "added",
                      "added p50 <= 200" if p == 50 else "", ""))
+        ROWS.append((f"  floor proxy p{p} (us)", pct(lat["direct"], p) * 1e6, {"tap": pct(lat["floor"], p) * 1e6}, "added", "",
+                     "(trio + h11, nothing else: FLOOR_PROXY)"))
     ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
+    ROWS.append(("  floor proxy CPU per round trip (us)", None, {"tap": floor_cpu / len(lat["floor"]) * 1e6}, "", "", ""))
     ROWS.append(("  relay process (us)", None, {k: split[k][0] / len(lat[k]) * 1e6 for k in taps}, "", "", ""))
     ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(read once the"
                  " recorder caught up)"))
 
 
-def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace) -> None:
-    delays: dict[str, list[float]] = {"direct": [], **{k: [] for k in taps}}
+def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: PlainRelay) -> None:
+    delays: dict[str, list[float]] = {"direct": [], "floor": [], **{k: [] for k in taps}}
     for _ in range(2):
         delays["direct"] += sse_delays(up.port, args.events // 2, 0.002)
+        delays["floor"] += sse_delays(floor.port, args.events // 2, 0.002)
         for k, t in taps.items():
             delays[k] += sse_delays(t.port, args.events // 2, 0.002)
     for p in (50, 99):
         ROWS.append((f"SSE event delay p{p} (us)", pct(delays["direct"], p) * 1e6, {k: pct(delays[k], p) * 1e6 for k in taps},
                      "added", "added p50 <= 100" if p == 50 else "", ""))
+        ROWS.append((f"  floor proxy p{p} (us)", pct(delays["direct"], p) * 1e6, {"tap": pct(delays["floor"], p) * 1e6}, "added", "",
+                     "(trio + h11, nothing else)"))
 
 
 def run_big(up: Upstream, args: argparse.Namespace) -> None:
@@ -640,10 +715,14 @@ def main() -> None:
         taps = {k: Tap(up.port, root) for k, root in LABELS.items()}
         idle = {k: t.rss() for k, t in taps.items()}
         idle_split = {k: t.rss_split() for k, t in taps.items()}
-        if "rt" not in args.skip:
-            run_rt(up, taps, args)
-        if "sse" not in args.skip:
-            run_sse(up, taps, args)
+        floor = PlainRelay(up.port, "floor")
+        try:
+            if "rt" not in args.skip:
+                run_rt(up, taps, args, floor)
+            if "sse" not in args.skip:
+                run_sse(up, taps, args, floor)
+        finally:
+            floor.stop()
         after = {k: t.rss() for k, t in taps.items()}
         after_split = {k: t.rss_split() for k, t in taps.items()}
         sizes = {k: t.stop() / 1024 for k, t in taps.items()}
