@@ -14,6 +14,11 @@ class CaptureReadError(McptapError):
     or a corrupt record before the last line. Message names the file and line."""
 
 
+class ExportError(McptapError):
+    """A capture cannot be exported in the asked format (message says why:
+    a stdio capture as HAR, a time OTLP cannot carry)."""
+
+
 class CaptureWriteError(McptapError):
     """A capture record could not be written (disk full, permissions)."""
 

@@ -32,7 +32,7 @@ from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
 from mcptap.cli.progress import progress
-from mcptap.errors import McptapError
+from mcptap.errors import ExportError, McptapError
 from mcptap.reannotate import reannotate
 
 FORMATS = ("har", "otlp-json", "messages")
@@ -46,7 +46,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
     header = stream.header
     records: Iterable[dict[str, Any]] = reannotate(header, stream, shapes=True)
     if fmt == "har":
-        from mcptap.export.har import ExportError, har_of
+        from mcptap.export.har import har_of
 
         if header.get("transport") != "http":
             stream.close()
@@ -56,7 +56,10 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
     elif fmt == "otlp-json":
         from mcptap.export.otlp_json import otlp_json_lines
 
-        yield from otlp_json_lines(header, records)
+        try:
+            yield from otlp_json_lines(header, records)
+        except ExportError as exc:
+            raise ExportError(f"{path}: {exc}") from None
     else:
         from mcptap.export.messages import message_lines
 

@@ -34,13 +34,8 @@ from urllib.parse import parse_qsl, urlsplit
 from mcptap import __version__
 from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
-from mcptap.errors import McptapError
+from mcptap.errors import ExportError
 from mcptap.export.spans import epoch_us, iso_us
-
-
-class ExportError(McptapError):
-    """The capture cannot be exported in the asked format (message says why
-    and which formats fit)."""
 
 
 def _ms(us: float) -> float:

@@ -18,10 +18,28 @@ from typing import Any
 import orjson
 
 from mcptap import __version__
-from mcptap.export.spans import Attr, Span, SpanBuilder, iter_spans
+from mcptap.errors import ExportError
+from mcptap.export.spans import Attr, Span, SpanBuilder, iso_us, iter_spans
 
 #: spans per ExportTraceServiceRequest line (keeps each line a modest size)
 SPANS_PER_LINE = 512
+#: OTLP times are ``fixed64`` nanoseconds since the Unix epoch: 1970 to 2554
+MAX_UNIX_NANO = (1 << 64) - 1
+
+
+def unix_nano(epoch_us: int, t_us: int, what: str) -> str:
+    """A ``*TimeUnixNano`` value (decimal string) of capture time ``t_us`` (µs
+    after the header's ``started``, ``epoch_us`` µs since the Unix epoch).
+    Raises ExportError, naming ``what``, when the time is outside what OTLP
+    can carry (a hand-edited ``t_us`` or ``started``): a collector refuses
+    the whole request for one such span."""
+    ns = (epoch_us + t_us) * 1000
+    if 0 <= ns <= MAX_UNIX_NANO:
+        return str(ns)
+    at = iso_us(epoch_us + t_us) or f"{epoch_us + t_us} µs since 1970"
+    start = iso_us(epoch_us) or f"{epoch_us} µs since 1970"
+    raise ExportError(f"{what} is at {at} (t_us {t_us} after the capture's start, {start}): outside what OTLP can carry "
+                      "(nanoseconds since 1970 in 64 bits: the years 1970 to 2554); was the capture edited?")
 
 
 def any_value(v: Attr) -> dict[str, Any]:
@@ -53,14 +71,17 @@ def resource_attributes(header: dict[str, Any]) -> dict[str, Attr]:
 
 
 def span_json(span: Span, epoch_us: int) -> dict[str, Any]:
-    """One OTLP/JSON ``Span``. ``epoch_us``: wall-clock µs of capture time 0."""
+    """One OTLP/JSON ``Span``. ``epoch_us``: wall-clock µs of capture time 0.
+    Raises ExportError for a time OTLP cannot carry (``unix_nano``)."""
     d: dict[str, Any] = {
         "traceId": span.trace_id.hex(), "spanId": span.span_id.hex(), "name": span.name, "kind": span.kind,
-        "startTimeUnixNano": str((epoch_us + span.start_us) * 1000), "endTimeUnixNano": str((epoch_us + span.end_us) * 1000),
+        "startTimeUnixNano": unix_nano(epoch_us, span.start_us, f"span {span.name!r}"),
+        "endTimeUnixNano": unix_nano(epoch_us, span.end_us, f"the end of span {span.name!r}"),
         "attributes": key_values(span.attributes),
     }
     if span.events:
-        d["events"] = [{"timeUnixNano": str((epoch_us + e.t_us) * 1000), "name": e.name, "attributes": key_values(e.attributes)}
+        d["events"] = [{"timeUnixNano": unix_nano(epoch_us, e.t_us, f"event {e.name!r} of span {span.name!r}"), "name": e.name,
+                        "attributes": key_values(e.attributes)}
                        for e in span.events]
     status: dict[str, Any] = {}
     if span.status_code:
@@ -82,7 +103,8 @@ def request_json(header: dict[str, Any], spans: list[Span], epoch_us: int) -> di
 def otlp_json_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """The OTLP/JSON file of a capture: ``ExportTraceServiceRequest`` lines
     (bytes, newline-terminated), at most SPANS_PER_LINE spans each, spans in
-    the order they ended. A capture without spans gives no line."""
+    the order they ended. A capture without spans gives no line. Raises
+    ExportError for a time OTLP cannot carry (``unix_nano``)."""
     epoch = SpanBuilder(header).epoch_us
     spans: list[Span] = []
     for span in iter_spans(header, records):      # streamed: memory stays flat for any capture

@@ -78,14 +78,17 @@ class Span:
     status_message: str = ""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def epoch_us(started: str) -> int:
     """µs since the Unix epoch of a header ``started`` time (ISO 8601, ``Z``).
     Raises ValueError for a malformed time."""
     dt = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    return int(dt.timestamp()) * 1_000_000 + dt.microsecond
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    # exact integers: dt.timestamp() is a float, a second off by the year 9999
+    return (dt - _EPOCH) // timedelta(microseconds=1)
 
 
 def iso_us(us: int) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,56 @@ def test_otlp_lines_stream_every_span_in_order_512_a_line() -> None:
     got = [s for line in [first, *rest] for s in spans_of(parse_otlp_json(line))]
     assert len(whole) == 700 and whole[-1].attributes.get("error.type") == "no_response"
     assert [bytes(s.span_id) for s in got] == [s.span_id for s in whole]
+
+
+@given(st.integers(min_value=-(2**80), max_value=2**80))
+def test_an_otlp_time_is_fixed64_nanoseconds_or_a_clear_error(t_us: int) -> None:
+    """Every ``*TimeUnixNano`` OTLP carries is 0..2**64-1 ns since 1970: any
+    other time is refused with ExportError (a collector would refuse the
+    whole request), never written."""
+    from mcptap.errors import ExportError
+    from mcptap.export.otlp_json import MAX_UNIX_NANO, unix_nano
+
+    epoch = 1_767_323_045_000_000          # 2026-01-02T03:04:05Z
+    try:
+        v = unix_nano(epoch, t_us, "span 'x'")
+    except ExportError as exc:
+        assert not 0 <= (epoch + t_us) * 1000 <= MAX_UNIX_NANO
+        assert "span 'x'" in str(exc) and "outside what OTLP can carry" in str(exc)
+    else:
+        assert int(v) == (epoch + t_us) * 1000 and 0 <= int(v) <= MAX_UNIX_NANO
+
+
+@given(st.datetimes(timezones=st.just(UTC)))
+def test_epoch_of_a_start_time_is_exact_to_the_microsecond(dt: Any) -> None:
+    """``epoch_us`` of the header's ``started``: exact integers (the float
+    ``timestamp()`` was a second off near the year 9999)."""
+    from mcptap.export.spans import epoch_us, iso_us
+
+    iso = dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    us = epoch_us(iso)
+    assert iso_us(us) == iso
+
+
+@pytest.mark.parametrize("edit", ["t_us", "started"])
+def test_cli_otlp_export_refuses_a_time_otlp_cannot_carry(tmp_path: Path, edit: str) -> None:
+    """A hand-edited capture: one message 2**63 µs after the start, or a start
+    in the year 9999. ``export -f otlp-json`` says which span and why on one
+    line, exit 2, and leaves no output file (it used to write nanoseconds
+    beyond 64 bits, which collectors refuse)."""
+    lines = (CAPTURES / "clean-2025-06-18.jsonl").read_bytes().splitlines()
+    recs = [orjson.loads(x) for x in lines]
+    if edit == "started":
+        recs[0]["started"] = "9999-12-31T23:59:59.999999Z"
+    else:
+        m = next(r for r in recs if r.get("type") == "message" and r.get("kind") == "request" and r.get("method") != "initialize")
+        m["t_us"] = 2**63
+    cap = tmp_path / "edited.jsonl"
+    cap.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    out = tmp_path / "spans.json"
+    r = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "export", str(cap), "-f", "otlp-json", "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"mcptap: {cap}: span ") and "outside what OTLP can carry" in err[0], r.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [cap]
