@@ -41,6 +41,7 @@ total. Why this is sound:
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import mmap
 import os
 import struct
@@ -48,6 +49,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 
 ENTRY = struct.Struct("<BqQI")
+#: the longest file name, in bytes (Linux file systems)
+NAME_MAX = 255
 SUFFIX = ".spill"
 #: disk space reserved ahead of the writes (``fallocate`` with FALLOC_FL_KEEP_SIZE:
 #: the file's size, and so what ``entries`` reads, stays that of its entries).
@@ -97,8 +100,22 @@ class Recorded:
 
 
 def spill_path(capture_path: str) -> str:
-    """Where the spill file of the capture at ``capture_path`` goes."""
-    return capture_path + SUFFIX
+    """Where the spill file of the capture at ``capture_path`` goes:
+    ``<capture>.spill`` beside it. When that name would be longer than a file
+    name may be (``NAME_MAX``, 255 bytes), the capture name's first
+    characters, ``~``, 12 hex digits of its SHA-256 and ``.spill`` instead
+    (the header's ``spill`` names the file: ``recover`` finds either)."""
+    where, name = os.path.split(capture_path)
+    if len(os.fsencode(name + SUFFIX)) <= NAME_MAX:
+        return capture_path + SUFFIX
+    tag = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:12] + SUFFIX
+    room = NAME_MAX - len(tag)
+    short = ""
+    for ch in name:         # whole characters: the header stores the name as UTF-8 text
+        if len(os.fsencode(short + ch)) > room:
+            break
+        short += ch
+    return os.path.join(where, short + tag)
 
 
 class SpillFile:

@@ -8,9 +8,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcptap.transport import spill as spill_mod
-from mcptap.transport.spill import ENTRY, RESERVE, Recorded, SpillFile, entries
+from mcptap.transport.spill import ENTRY, NAME_MAX, RESERVE, Recorded, SpillFile, entries, spill_path
 
 
 def test_reserved_space_leaves_the_size_and_the_entries_as_written(tmp_path: Path) -> None:
@@ -224,3 +226,22 @@ def test_the_copy_queue_reuses_spill_offsets_once_the_capture_holds_them(tmp_pat
     assert places == [ENTRY.size, 2 * ENTRY.size + 1000, 3 * ENTRY.size + 3000, ENTRY.size]
     assert spill.read(ENTRY.size, 4000) == chunks[3] and spill.size() == ENTRY.size + 4000
     spill.close(remove=True)
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=300))
+def test_a_spill_file_name_always_fits_and_keeps_a_short_capture_name(name: str) -> None:
+    """``<capture>.spill`` when that fits in a file name (255 bytes); else
+    the capture name's first whole characters, ``~``, 12 hex digits of its
+    SHA-256 and ``.spill``: at most 255 bytes, beside the capture, and two
+    long names that differ only at their end get different spill files."""
+    path = os.path.join("/some/dir", name)
+    got = spill_path(path)
+    assert os.path.dirname(got) == "/some/dir"
+    base = os.path.basename(got)
+    assert len(os.fsencode(base)) <= NAME_MAX and base.endswith(".spill")
+    if len(os.fsencode(name + ".spill")) <= NAME_MAX:
+        assert got == path + ".spill"
+    else:
+        assert "~" in base and name.startswith(base[:base.rindex("~")])
+        assert len(os.fsencode(base)) > NAME_MAX - 4          # no more shortened than needed (a 4-byte character at most)
+        assert spill_path(path + "x") != got

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
@@ -23,7 +24,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.transport.handoff import Handoff
-from mcptap.transport.spill import Recorded, SpillFile
+from mcptap.transport.spill import Recorded, SpillFile, spill_path
 
 ROOT = Path(__file__).resolve().parents[2]
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -217,10 +218,16 @@ def test_a_bursty_session_spills_about_one_burst_at_a_time_and_records_everythin
     assert 0 < max(sizes) <= len(burst) + (1 << 20), (max(sizes), len(burst))
 
 
-def test_a_tap_killed_after_a_rewind_leaves_recover_every_spilled_byte_the_capture_lacks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["cap.jsonl", "\u00e9" * 123 + ".jsonl"])
+def test_a_tap_killed_after_a_rewind_leaves_recover_every_spilled_byte_the_capture_lacks(tmp_path: Path, name: str) -> None:
     """Bursts 1 and 2 are recorded, then analysis sticks: burst 3 is spilled after a rewind,
-    mcptap is SIGKILLed, and ``recover`` brings back every byte ever set aside."""
-    cap, spill, log = tmp_path / "cap.jsonl", tmp_path / "cap.jsonl.spill", tmp_path / "spill.log"
+    mcptap is SIGKILLed, and ``recover`` brings back every byte ever set aside. Also for a
+    capture name of 252 bytes, whose ``NAME.spill`` would be too long a file name: the relay
+    could not create it and lost the spilled chunks (gap records) before ``spill_path``
+    shortened it."""
+    cap, log = tmp_path / name, tmp_path / "spill.log"
+    spill = Path(spill_path(str(cap)))
+    assert len(os.fsencode(spill.name)) <= 255 and spill.parent == tmp_path
     stuck = ("slow2 = r.Recorder.stdio_bytes; "
              f"r.Recorder.stdio_bytes = lambda self, *a, **k: time.sleep(600) if self.streams[a[0]].bytes >= {2 * len(NOTE) * PER_BURST} "
              "else slow2(self, *a, **k); ")
