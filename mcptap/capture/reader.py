@@ -140,17 +140,22 @@ def exact_ids(rec: dict[str, Any], line: bytes) -> dict[str, Any]:
     the writer stores it exactly) as a float: parse such a record again with
     exact integers. Only records that can hold one are checked (a float ``id``,
     batch ``members``, the ``end`` record's unanswered requests, and a record
-    with ``findings`` whose line has a run of 19+ digits: their ``data`` names
-    requests by id, e.g. an eof record's pending ones). Callers on a hot path
+    whose findings carry ``data`` and whose line has a run of 19+ digits: the
+    data names requests by id, e.g. an eof record's pending ones). Callers on a hot path
     call it only when :func:`may_hold_big_ids`."""
     if not may_hold_big_ids(rec):
         return rec                                          # the common case: a few dict lookups
     if rec.get("type") != "end" and type(rec.get("id")) is not float and not any(
             isinstance(m, dict) and type(m.get("id")) is float for m in rec.get("members") or ()) and not (
-            "findings" in rec and LONG_DIGITS.search(line)):
+            _has_data(rec.get("findings")) and LONG_DIGITS.search(line)):
         return rec
     exact = parse_exact(line)
     return exact[0] if exact is not None and isinstance(exact[0], dict) else rec
+
+
+def _has_data(findings: Any) -> bool:
+    """Whether a record's findings carry ``data`` (where requests are named by id)."""
+    return type(findings) is list and any(type(f) is dict and "data" in f for f in findings)
 
 
 def may_hold_big_ids(rec: dict[str, Any]) -> bool:
