@@ -82,7 +82,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def epoch_us(started: str) -> int:
-    """µs since the Unix epoch of a header ``started`` time (ISO 8601, ``Z``).
+    """µs since the Unix epoch of a header ``started`` time (ISO 8601, ``Z``;
+    one without an offset is read as UTC, as the writer means it), exact.
     Raises ValueError for a malformed time."""
     dt = datetime.fromisoformat(started.replace("Z", "+00:00"))
     if dt.tzinfo is None:
