@@ -117,7 +117,7 @@ def _gzip_ends(fp: Any) -> tuple[bytes, bytes | None] | None:
         head = gz.read(HEAD_SCAN)
     except _GZIP_ERRORS:
         return None
-    if not head.startswith(HEADER_PREFIX):
+    if not _is_header(head):
         return None
     last: bytes | None = None
     partial = b""                   # bytes after the last newline so far
@@ -135,6 +135,23 @@ def _gzip_ends(fp: Any) -> tuple[bytes, bytes | None] | None:
     except _GZIP_ERRORS:
         return head, None
     return head, None if partial else last
+
+
+def _is_header(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) starts with a capture header:
+    as the writer writes it (``HEADER_PREFIX``), or any JSON object of type
+    header and format mcptap-capture on the first line (a capture rewritten by
+    another JSON tool, with spaces or other key order, is still one)."""
+    if head.startswith(HEADER_PREFIX):
+        return True
+    first, nl, _ = head.partition(b"\n")
+    if not nl or not first.lstrip().startswith(b"{"):
+        return False
+    try:
+        rec = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(rec, dict) and rec.get("type") == "header" and rec.get("format") == "mcptap-capture"
 
 
 def _revision(head: bytes) -> str | None:
@@ -206,7 +223,7 @@ def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
             else:
                 fp.seek(0)
                 head = fp.read(HEAD_SCAN)
-                if not head.startswith(HEADER_PREFIX):
+                if not _is_header(head):
                     return None
                 last = _last_line(fp, st.st_size)
             first = head.split(b"\n", 1)[0]

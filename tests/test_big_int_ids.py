@@ -271,3 +271,17 @@ def test_findings_name_pending_ids_beyond_64_bits_exactly(tmp_path: Path, full: 
     out = [json.loads(x) for x in j.stdout.splitlines()]
     assert not _floats(out)
     assert str(U64) in j.stdout and str(I64) in j.stdout
+
+
+def test_export_messages_keeps_big_integers_inside_the_payload(wide: Path) -> None:
+    """``export -f messages``: a record kept as raw bytes (it holds a big
+    integer) is exported with its payload parsed exactly, not with orjson's
+    floats (``"id":1.8446744073709552e+19`` inside ``json``)."""
+    r = CliRunner().invoke(mcptap, ["export", str(wide), "-f", "messages"], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    assert not _floats(out)
+    ids = [m["json"].get("id") for m in out if isinstance(m.get("json"), dict)]
+    assert ids.count(U64) == 2 and ids.count(I64) == 2
+    structured = [m["json"]["result"]["structuredContent"] for m in out if "structuredContent" in str(m.get("json"))]
+    assert structured == [{"n": U64, "m": I64}]

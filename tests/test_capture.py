@@ -139,7 +139,7 @@ def test_unparsed_value_is_stored_as_raw() -> None:
 
 
 @pytest.mark.parametrize("bad,why", [
-    ('{"type":"message","seq":3,"dir":"c2s","t_us":5,"kind":"request","raw":5}', "raw is a int"),
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":5,"kind":"request","raw":5}', "raw is an integer"),
     ('{"type":"message","seq":3,"dir":"c2s","t_us":"abc","kind":"request","raw":"x"}', "t_us 'abc'"),
     ('{"type":"message","seq":"x"}', "seq 'x'"),
     ('{"type":"message","seq":3,"dir":"up","t_us":1,"kind":"request","raw":"x"}', "dir 'up'"),
@@ -150,6 +150,10 @@ def test_unparsed_value_is_stored_as_raw() -> None:
     ('{"type":"message","seq":3,"dir":"s2c","t_us":1,"kind":"response","rev":[],"json":{}}', "rev is a list"),
     ('{"type":"message","seq":3,"dir":{},"t_us":1,"kind":"request","json":{}}', "dir {}"),
     ('{"type":"message","seq":3,"dir":["c2s"],"t_us":1,"kind":"request","json":{}}', "dir \\['c2s'\\]"),
+    # an integer literal beyond 64 bits (orjson reads it as a float): said as such, not as "1.8446744073709552e+19"
+    ('{"type":"message","seq":3,"dir":"c2s","t_us":18446744073709551616,"kind":"request","json":{}}', "t_us is beyond 64 bits \\(1.845e\\+19\\)$"),
+    ('{"type":"message","seq":340282366920938463463374607431768211456,"dir":"c2s","t_us":1,"kind":"request","json":{}}',
+     "seq is beyond 64 bits \\(3.403e\\+38\\)$"),
 ])
 def test_corrupt_field_types_name_file_and_line(tmp_path: Path, bad: str, why: str) -> None:
     p = tmp_path / "c.jsonl"

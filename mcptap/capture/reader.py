@@ -177,10 +177,10 @@ def _malformed(rec: dict[str, Any]) -> str | None:
         return "findings is not a list of {code, severity, message}"
     seq = rec.get("seq")
     if seq is not None and not _is_int(seq):
-        return f"seq {seq!r} is not an integer"
+        return _not_int("seq", seq)
     t = rec.get("t_us")
     if "t_us" in rec and not _is_int(t) and not (t is None and rec["type"] == "message"):     # (that one: "without t_us")
-        return f"t_us {t!r} is not an integer"
+        return _not_int("t_us", t)
     if rec["type"] == "message":
         if rec.get("dir") not in ("c2s", "s2c"):
             return f"dir {rec.get('dir')!r} is not c2s or s2c"
@@ -191,7 +191,7 @@ def _malformed(rec: dict[str, Any]) -> str | None:
         for key in ("raw", "raw_b64", "session", "method", "eol", "rev", "phase"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
-                return f"{key} is a {type(v).__name__}, not a string"
+                return f"{key} is {_kind(v)}, not a string"
         if "eol" in rec and not (isinstance(rec["eol"], str) and rec["eol"].isascii()):
             return f"eol {rec['eol']!r} is not an ASCII string"
         for key in ("pair", "latency_us", "link"):
@@ -212,19 +212,35 @@ def _malformed(rec: dict[str, Any]) -> str | None:
         return _malformed_end(rec)
     elif rec["type"] == "eof":
         if rec.get("session") is not None and not isinstance(rec["session"], str):
-            return f"session is a {type(rec['session']).__name__}, not a string"
+            return f"session is {_kind(rec['session'])}, not a string"
     elif rec["type"] == "context":
         return _malformed_context(rec)
     elif rec["type"] == "stderr":
         for key in ("data", "data_b64"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
-                return f"{key} is a {type(v).__name__}, not a string"
+                return f"{key} is {_kind(v)}, not a string"
     return None
 
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+_KINDS = {bool: "a boolean", int: "an integer", float: "a number", dict: "an object", list: "a list", type(None): "null"}
+
+
+def _kind(v: Any) -> str:
+    """What JSON value ``v`` is, for an error message ("an object", "a list", …)."""
+    return _KINDS.get(type(v), f"a {type(v).__name__}")
+
+
+def _not_int(key: str, v: Any) -> str:
+    """Why ``v`` is not an integer field: orjson reads an integer literal
+    beyond 64 bits as a float, which ``!r`` would print as if it were one."""
+    if type(v) is float and v.is_integer() and abs(v) >= 2**63:
+        return f"{key} is beyond 64 bits ({v:.4g})"
+    return f"{key} {v!r} is not an integer"
 
 
 #: what a context record's ``state`` may say (``Annotator.assume``'s arguments), and of which type
@@ -240,7 +256,7 @@ def _malformed_context(rec: dict[str, Any]) -> str | None:
         if key not in _CONTEXT_STATE:
             return f"state has an unknown key {key!r} (known: {', '.join(_CONTEXT_STATE)})"
         if v is not None and not isinstance(v, _CONTEXT_STATE[key]):
-            return f"state.{key} is a {type(v).__name__}, not a{'n object' if _CONTEXT_STATE[key] is dict else ' string'}"
+            return f"state.{key} is {_kind(v)}, not a{'n object' if _CONTEXT_STATE[key] is dict else ' string'}"
     if state.get("phase") is not None and state["phase"] not in _PHASES:
         return f"state.phase {state['phase']!r} is not a phase ({', '.join(sorted(_PHASES))})"
     return None
@@ -255,7 +271,7 @@ def _malformed_http(rec: dict[str, Any]) -> str | None:
             return f"{key} {rec[key]!r} is not an integer"
     for key in ("method", "target", "reason", "version"):
         if key in rec and not isinstance(rec[key], str):
-            return f"{key} is a {type(rec[key]).__name__}, not a string"
+            return f"{key} is {_kind(rec[key])}, not a string"
     h = rec.get("headers", [])
     if not isinstance(h, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in h):
         return "headers is not a list of [name, value] pairs"
@@ -289,7 +305,7 @@ def _malformed_header(header: dict[str, Any]) -> str | None:
     for key in ("transport", "started", "mcptap", "rules"):
         v = header.get(key)
         if v is not None and not isinstance(v, str):
-            return f"{key} is a {type(v).__name__}, not a string"
+            return f"{key} is {_kind(v)}, not a string"
     if header.get("transport", "stdio") not in ("stdio", "http"):
         return f"transport {header['transport']!r} is not stdio or http"
     if not isinstance(header.get("target", {}), dict):

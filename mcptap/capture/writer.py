@@ -11,6 +11,7 @@ import orjson
 
 from mcptap.capture.dumps import encode_deep
 from mcptap.errors import CaptureWriteError
+from mcptap.escape import text_path
 from mcptap.records import Gap
 
 _dumps = orjson.dumps
@@ -116,8 +117,14 @@ class CaptureWriter:
             try:
                 line = encode_deep(rec, nonfinite=b"null") + b"\n"
             except (TypeError, ValueError):
-                # our own bug, never peer data (peer bytes are stored as text/base64)
-                line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
+                try:
+                    # a file name or argument that is not UTF-8 (lone surrogates, PEP 383) in the
+                    # tap's own fields (the header's target and spill file, a spawn record's argv):
+                    # those bytes as U+FFFD, so the header is never lost to them
+                    line = encode_deep(_utf8_strings(rec), nonfinite=b"null") + b"\n"
+                except (TypeError, ValueError, RecursionError):
+                    # our own bug, never peer data (peer bytes are stored as text/base64)
+                    line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
         self._buf.append(line)
 
     def write_pieces(self, pieces: Iterable[bytes]) -> None:
@@ -243,3 +250,13 @@ class CaptureWriter:
         self._release_reserve()
 
 
+def _utf8_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) as ``escape.text_path`` gives
+    it: the bytes of a file name or argument that are not UTF-8 become U+FFFD."""
+    if isinstance(value, str):
+        return text_path(value)
+    if isinstance(value, dict):
+        return {text_path(k) if isinstance(k, str) else k: _utf8_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_utf8_strings(v) for v in value]
+    return value

@@ -22,6 +22,7 @@ be read or written.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import click
@@ -32,10 +33,47 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
 from mcptap.errors import CaptureReadError
+from mcptap.escape import escape_controls
 from mcptap.records import Chunk, Gap
-from mcptap.transport.spill import entries
+from mcptap.transport.spill import SUFFIX, entries, is_spill_file, spill_path
 
 _DIRS = ("c2s", "s2c")
+
+
+def _spill_beside(capture: str, named: Any) -> tuple[str, str] | None:
+    """The spill file of ``capture`` (path, name): the one its header names
+    (``named``), or the one ``spill_path`` gives its own name (a capture
+    renamed, or a name the header holds as text). Only a regular file that
+    ends in ``.spill``, is not the capture and holds spill entries and nothing
+    else is taken: ``recover`` removes it, and a capture's header (edited, or
+    from someone else) must not make it remove anything else. None (said on
+    stderr) when there is none; raises Fail when the file there is not one."""
+    where = os.path.dirname(os.path.abspath(capture))
+    names = [named] if isinstance(named, str) and named else []
+    names.append(os.path.basename(spill_path(capture)))
+    refused = None
+    for name in dict.fromkeys(names):
+        if os.path.basename(name) != name or name in (".", "..") or not name.endswith(SUFFIX):
+            refused = refused or (name, "not a spill file name")
+            continue
+        path = os.path.join(where, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        try:
+            why = ("not a regular file" if not stat.S_ISREG(st.st_mode) else "it is the capture itself" if os.path.samefile(path, capture)
+                   else None if is_spill_file(path) else "its bytes are not spill entries")
+        except OSError as exc:
+            why = f"cannot read it: {exc.strerror or exc}"
+        if why is None:
+            return path, name
+        refused = refused or (name, why)
+    if refused is not None and os.path.lexists(os.path.join(where, refused[0])):
+        raise Fail(f"{capture}: its header names {escape_controls(refused[0])}, which is not mcptap's spill file "
+                   f"({refused[1]}): left alone, nothing recovered")
+    say(f"no {escape_controls(names[0])} beside the capture: nothing to recover")
+    return None
 
 
 def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]]:
@@ -67,17 +105,16 @@ def command(capture: str) -> None:
         header, complete, seq, t, ends = _recorded(capture)
     except (CaptureReadError, OSError) as exc:
         raise Fail(f"cannot read {capture}: {getattr(exc, 'strerror', None) or exc}") from None
-    name = header.get("spill")
-    if not isinstance(name, str) or os.path.basename(name) != name:
+    if header.get("transport", "stdio") != "stdio" or "spill" not in header:
         say(f"{capture}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover")
         return
-    spill = os.path.join(os.path.dirname(os.path.abspath(capture)), name)
-    if not os.path.exists(spill):
-        say(f"no {name} beside the capture: nothing to recover")
+    found = _spill_beside(capture, header.get("spill"))
+    if found is None:
         return
+    spill, name = found
     if complete:
         os.unlink(spill)
-        say(f"{capture} is complete (it has its end record); removed the stale {name}")
+        say(f"{capture} is complete (it has its end record); removed the stale {escape_controls(name)}")
         return
     out: list[bytes] = []
     added = lost = 0
@@ -114,4 +151,4 @@ def command(capture: str) -> None:
         raise Fail(f"cannot recover into {capture}: {exc.strerror or exc}") from None
     os.unlink(spill)
     more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
-    say(f"added {added} bytes from {name} to {capture} as chunk records{more}; the capture stays incomplete (no end record)")
+    say(f"added {added} bytes from {escape_controls(name)} to {capture} as chunk records{more}; the capture stays incomplete (no end record)")

@@ -18,7 +18,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.export.spans import epoch_us, iso_us
 from mcptap.model import UNPARSED
-from mcptap.protocol.jsonparse import parse_json
+from mcptap.protocol.jsonparse import exact_json
 
 
 def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
@@ -37,7 +37,7 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
                 out["time"] = time
         if "json" not in rec:
             raw = decode_bytes(rec, "raw") or b""
-            value, _ = parse_json(raw)
+            value = exact_json(raw)         # a peer's integer beyond 64 bits exactly, as the record keeps it
             if value is not UNPARSED:
                 out["json"] = value
             else:

@@ -344,3 +344,23 @@ def entries(path: str) -> Iterator[tuple[int, int, int, bytes]]:
             if len(data) < n or direction > 1:
                 return
             yield direction, t_us, offset, data
+
+
+def is_spill_file(path: str) -> bool:
+    """Whether the file at ``path`` holds spill entries and nothing else
+    (every entry head whole with a direction of 0 or 1; the last entry's data
+    may be cut): what ``recover`` may read and then remove, where a capture's
+    header names it. Raises OSError if it cannot be read."""
+    size = os.path.getsize(path)
+    pos = 0
+    with open(path, "rb") as fp:
+        while pos < size:
+            fp.seek(pos)
+            head = fp.read(ENTRY.size)
+            if len(head) < ENTRY.size:
+                return False
+            direction, _t_us, _offset, n = ENTRY.unpack(head)
+            if direction > 1:
+                return False
+            pos += ENTRY.size + n
+    return True

@@ -197,3 +197,20 @@ def test_ls_and_prune_read_gzip_captures(tmp_path: Path) -> None:
     p = run("prune", "--dir", str(tmp_path), "--keep", "0")
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["garbage.jsonl.gz", "not-a-capture.jsonl.gz"]
+
+
+def test_a_capture_rewritten_by_another_json_tool_is_listed(tmp_path: Path) -> None:
+    """A capture whose lines were re-written by Python's ``json`` (spaces
+    after the colons, keys in another order) is still one: ``show`` and
+    ``check`` read it, so ``ls`` lists it (and ``prune`` sees it); it used to
+    be skipped for not starting with the writer's exact bytes. A JSON file
+    that only looks alike is not."""
+    full = record(tmp_path, input=INIT)
+    recs = [json.loads(x) for x in full.read_bytes().splitlines()]
+    recs[0] = {"format": recs[0].pop("format"), **recs[0]}
+    full.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "other.jsonl").write_text('{"type": "header", "format": "something-else"}\n')
+    assert run("check", str(full)).returncode in (0, 1)
+    info = read_info(full)
+    assert info is not None and info.status == COMPLETE and info.messages == 2 and info.revision == "2025-06-18"
+    assert [i.path for i in scan(tmp_path)] == [str(full)] and read_info(tmp_path / "other.jsonl") is None

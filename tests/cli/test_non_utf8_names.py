@@ -103,3 +103,33 @@ def test_messages_show_a_file_name_safely(tmp_path: Path, name: bytes, shown: by
     assert b"\x1b" not in out and b"udc" not in out, out
     out.decode("utf-8")                 # strictly: no raw byte of the name
     assert shown in out, out
+
+
+SERVER = ("import sys\n"
+          "for line in sys.stdin:\n"
+          "    if '\"initialize\"' in line:\n"
+          "        sys.stdout.write('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+          "\"serverInfo\":{\"name\":\"s\",\"version\":\"1\"}}}\\n'); sys.stdout.flush()\n")
+
+
+def test_record_to_a_name_and_with_an_argument_that_are_not_utf8_keeps_the_header(tmp_path: Path) -> None:
+    """``record -o $'n\\xff.jsonl' -- server $'\\xff'``: the header (its target
+    argv and spill file name) and the spawn record used to be written as an
+    "unencodable record" gap, so no reader could open the capture. Those
+    bytes are now held as U+FFFD; the session and every reader work."""
+    (tmp_path / "srv.py").write_text(SERVER)
+    name = os.fsencode(tmp_path) + b"/n\xff.jsonl"
+    hello = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},'
+             b'"clientInfo":{"name":"c","version":"1"}}}\n')
+    env = {**os.environ, "LC_ALL": "C.UTF-8"}
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", name, "--", sys.executable, "srv.py", b"a\xffb"],
+                       input=hello, capture_output=True, cwd=tmp_path, env=env, timeout=60)
+    assert p.returncode == 0 and b'"protocolVersion":"2025-06-18"' in p.stdout, p.stderr
+    with open(name, "rb") as fp:
+        recs = [json.loads(x) for x in fp]
+    assert recs[0]["type"] == "header" and recs[0]["target"]["argv"][-1] == "a\ufffdb"
+    assert recs[0]["spill"] == "n\ufffd.jsonl.spill"
+    assert recs[1]["type"] == "process" and recs[1]["argv"][-1] == "a\ufffdb"
+    assert not any(r["type"] == "gap" for r in recs) and recs[-1]["type"] == "end"
+    shown = cli("show", name, cwd=tmp_path)
+    assert shown.returncode == 0 and b"initialize" in shown.stdout, shown.stderr

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from mcptap.capture.format import decode_bytes
@@ -59,7 +61,7 @@ def test_recover_leaves_a_complete_capture_alone(tmp_path: Path) -> None:
     rec.stdio_bytes(Direction.S2C, A)
     rec.close(exit_code=0)
     before = cap.read_bytes()
-    (tmp_path / "cap.jsonl.spill").write_bytes(b"stale")
+    SpillFile(str(tmp_path / "cap.jsonl.spill")).append(1, 7, 0, A)     # stale: the capture has every byte
     out = CliRunner().invoke(mcptap, ["recover", str(cap)])
     assert out.exit_code == 0 and cap.read_bytes() == before and not (tmp_path / "cap.jsonl.spill").exists()
     out = CliRunner().invoke(mcptap, ["recover", str(cap)])              # nothing left: says so, changes nothing
@@ -70,3 +72,54 @@ def test_check_points_an_incomplete_capture_to_recover(tmp_path: Path) -> None:
     cap = _killed_capture(tmp_path)
     text = CliRunner().invoke(mcptap, ["check", str(cap)]).output
     assert "mcptap recover" in text and "cap.jsonl.spill" in text
+
+
+def _complete_capture(tmp: Path, spill: str) -> Path:
+    cap = tmp / "cap.jsonl"
+    rec = Recorder(CaptureWriter.open(str(cap)), "stdio", {"argv": ["x"]}, clock=lambda: 5, started="2026-01-01T00:00:00Z",
+                   header_extra={"spill": spill})
+    rec.stdio_bytes(Direction.S2C, A)
+    rec.close(exit_code=0)
+    return cap
+
+
+@pytest.mark.parametrize("complete", [True, False])
+@pytest.mark.parametrize("named", ["cap.jsonl", "precious.txt", "precious.spill", "link.spill", "..", ".", ""])
+def test_recover_never_removes_a_file_that_is_not_a_spill_file(tmp_path: Path, named: str, complete: bool) -> None:
+    """A capture's header (edited, or from someone else's bug report) names
+    the capture itself, another file, a file named like a spill file that
+    holds something else, or a symlink to the capture: ``recover`` used to
+    remove it ("removed the stale cap.jsonl"). Now it is left alone with one
+    line saying why (exit 2); an empty name names nothing: nothing to recover."""
+    cap = _complete_capture(tmp_path, named) if complete else _killed_capture(tmp_path)
+    if not complete:                                     # the killed capture's header names cap.jsonl.spill: edit it
+        lines = cap.read_bytes().split(b"\n")
+        head = orjson.loads(lines[0])
+        head["spill"] = named
+        cap.write_bytes(b"\n".join([orjson.dumps(head), *lines[1:]]))
+    (tmp_path / "precious.txt").write_bytes(b"keep me")
+    (tmp_path / "precious.spill").write_bytes(b"hello, not spill entries")
+    os.symlink(cap, tmp_path / "link.spill")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    out = CliRunner().invoke(mcptap, ["recover", str(cap)])
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before, out.output
+    if named:                                            # there is such a file (or directory): says why it is left alone
+        assert out.exit_code == 2 and "left alone, nothing recovered" in out.output, out.output
+    else:
+        assert out.exit_code == 0 and "nothing to recover" in out.output, out.output
+
+
+def test_recover_finds_the_spill_file_of_the_capture_name_when_the_header_names_none_there(tmp_path: Path) -> None:
+    """The header's ``spill`` holds a name that is not there (a capture name
+    that is not UTF-8 is held as text with U+FFFD): the spill file named after
+    the capture's own name is recovered."""
+    cap = _killed_capture(tmp_path)
+    lines = cap.read_bytes().split(b"\n")
+    head = orjson.loads(lines[0])
+    head["spill"] = "cap\ufffd.jsonl.spill"
+    cap.write_bytes(b"\n".join([orjson.dumps(head), *lines[1:]]))
+    SpillFile(str(tmp_path / "cap.jsonl.spill")).append(1, 8, len(A), B)
+    out = CliRunner().invoke(mcptap, ["recover", str(cap)])
+    assert out.exit_code == 0 and "added" in out.output, out.output
+    assert not (tmp_path / "cap.jsonl.spill").exists()
+    assert [decode_bytes(r, "data") for r in read_capture(str(cap)).records if r["type"] == "chunk"] == [B]
