@@ -13,7 +13,10 @@ lost. Bytes read after the last spilled chunk that were only in mcptap's
 memory leave no trace (the relay sends copies down the pipe again once it has
 caught up), so nothing can count them. No end record is written: the capture
 stays incomplete, and says so.
-The spill file is removed afterwards.
+The spill file is removed afterwards. Only a file that is one is read and
+removed (``_spill_beside``): a regular ``.spill`` file beside the capture,
+not the capture itself, holding spill entries and nothing else; the header's
+name is a hint (a capture's header may be edited or come from elsewhere).
 
 Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
 be read or written.
