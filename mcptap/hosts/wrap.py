@@ -237,7 +237,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     key = dialect.memo_key(name)
     records = out.memo["servers"]
     if entry.kind == "other":
-        out.notes.append(Note(name, "skipped", "no command or URL (nothing mcptap can start)"))
+        out.notes.append(Note(name, "skipped", "neither a command nor a URL given as a string (nothing mcptap can start)"))
         return
     if entry.kind == "url":
         rec = records.get(key)
