@@ -169,18 +169,9 @@ def _revision(head: bytes) -> str | None:
 
 
 def _pid_alive(path: str) -> bool:
+    """Whether the mcptap whose pid the capture's file name holds still runs."""
     m = _FILE_PID.search(path)
-    if not m:
-        return False
-    try:
-        os.kill(int(m.group(1)), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True                 # alive, owned by someone else
-    except (OSError, OverflowError, ValueError):
-        return False
-    return True
+    return m is not None and _alive(int(m.group(1)))
 
 
 def _name(header: dict[str, Any], path: str) -> str:
@@ -351,7 +342,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        return True                 # alive, owned by someone else
     except (OSError, OverflowError, ValueError):
         return False
     return True
