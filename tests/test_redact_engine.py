@@ -209,3 +209,26 @@ def test_redaction_is_idempotent_and_leaves_no_known_secret(v) -> None:
     assert twice == once and not hits
     text = repr(once)
     assert not any(s in text for s in SECRETS.values()) and PEM_BODY not in text
+
+
+@pytest.mark.parametrize("text", [
+    "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "SECRET_KEY=abcd1234", "PRIVATE_KEY=zzzzzz",
+    "ACCESS_KEY=yyyyyy", "STRIPE_KEY=sk_xxxxx", "aws_secret_access_key = wJalrXUtnFEMI", "export OPENAI_API_KEY=abc123",
+    "db.password: hunter22", "my-api-key: 'qwerty12'", "https://x.blob.core.windows.net/c?sv=2020&sig=AbCdEf123%3D&se=1",
+    "X-Amz-Signature=abcdef0123456789",
+])
+def test_an_assignment_to_a_name_ending_in_a_secret_word_is_redacted(text: str) -> None:
+    """Environment and INI assignments whose name ends in a secret word
+    (``AWS_SECRET_ACCESS_KEY=…``, ``STRIPE_KEY=…``, a SAS ``sig=``) used to
+    survive ``scrub`` and ``report``: the pattern wanted the secret word right
+    before the ``=``."""
+    out, hits = R.text(text)
+    assert out.count("«redacted:hmac:") == 1 and hits and hits[0].rule == "secret-assignment", out
+    name = re.split(r"[ =:'\"]", text.split("?")[-1].split("&")[1] if "&sig=" in text else text.removeprefix("export "))[0]
+    assert name in out                          # the name stays: only the secret part is replaced
+
+
+@pytest.mark.parametrize("text", ["sort_key=name", "primary_key: id", "cache_key=abc123", "public_key: ssh-rsa AAAA",
+                                  "signal=SIGTERM", "design: nice", "keyboard=us", "monkey=banana", "passage: text"])
+def test_names_that_only_contain_a_secret_word_are_left_alone(text: str) -> None:
+    assert R.text(text)[0] == text

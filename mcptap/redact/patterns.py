@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from mcptap.redact.keyed import PLACEHOLDER
 
 _SECRET_WORDS = (r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey"
-                 r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey)")
+                 r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey"
+                 r"|(?:secret|private|access|auth|signing|encryption|master|client|service|account|db|priv)[_-]?key"
+                 r"|x-amz-signature|x-amz-security-token|sig)")
+#: an assigned name that ends in a secret word, its parts joined by ``_``, ``.`` or ``-``
+#: (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``), or an environment
+#: variable's name that ends in ``_KEY`` (``STRIPE_KEY``; upper case only: ``sort_key=`` is not)
+_SECRET_NAME = r"(?:(?:[A-Za-z0-9]+[_.-])*?" + _SECRET_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY))"
 
 #: (name, regex) of the built-in patterns; group 1, when present, is the secret.
 BUILTIN: tuple[tuple[str, str], ...] = (
@@ -44,7 +50,7 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)([A-Za-z0-9._~+/-]{8,}=*)"),
     ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([^/?#@\s\"'<>«»]{1,256})@"),
-    ("secret-assignment", r"(?i:(?<![A-Za-z0-9])" + _SECRET_WORDS + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*[\"']?)([^\s\"';,&<>«»]{3,})"),
+    ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*[\"']?)([^\s\"';,&<>«»]{3,})"),
 )
 
 #: detect-secrets plugins whose patterns fit redaction: (module, class).
@@ -64,7 +70,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
-    "secret-assignment": ("pass", "pwd", "secret", "key", "token"),
+    "secret-assignment": ("pass", "pwd", "secret", "key", "token", "sig", "amz"),
     # detect-secrets plugins (by secret type)
     "ds:aws-access-key": ("a3t", "abia", "acca", "akia", "asia", "aws"), "ds:azure-storage-account-access-key": ("accountkey=",),
     "ds:basic-auth-credentials": ("@",), "ds:cloudant-credentials": ("cl",), "ds:discord-bot-token": (".",),
