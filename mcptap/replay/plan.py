@@ -354,12 +354,16 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
     masker = masker or Masker()
     msgs = []
     http_get = False
+    refused: dict[Any, str] = {}            # exchanges the tap answered itself: never forwarded
     for r in records:
         typ = r.get("type")
         if typ == "message":
             msgs.append((r, message_value(r)))
         elif typ == "http" and r.get("event") == "request" and r.get("method") == "GET":
             http_get = True
+        elif typ == "http" and r.get("event") == "end" and r.get("how") in ("host_rejected", "request_rejected") \
+                and isinstance(r.get("exchange"), int):
+            refused[r["exchange"]] = r["how"]
     tools: dict[str, Any] = {}
     for r, v in msgs:
         if r.get("dir") == "s2c" and isinstance(v, dict) and isinstance(v.get("result"), dict):
@@ -372,7 +376,12 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
     for r, v in msgs:
         last_t = max(last_t, r.get("t_us", 0) or 0)
         if r.get("dir") == "c2s":
+            n = len(b.plan.steps)
             b.c2s(r, v)
+            ex = r["transport"].get("exchange") if refused and isinstance(r.get("transport"), dict) else None
+            how = refused.get(ex) if isinstance(ex, int) else None
+            if how is not None and len(b.plan.steps) > n:
+                b.plan.steps[-1].skip = f"the tap refused it ({how}): it never reached the server"
         else:
             b.s2c(r, v)
     plan = b.plan

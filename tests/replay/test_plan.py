@@ -154,3 +154,13 @@ def test_stray_lines_and_client_garbage_are_not_replayed(tmp_path: Path) -> None
     t.send(S2C, b"log: ready\n")
     t.close()
     assert [s.label for s in plan_from_path(path).steps] == ["initialize", "notifications/initialized", "tools/list"]
+
+
+def test_requests_the_tap_refused_are_not_replayed() -> None:
+    """A real HTTP tap's capture: an initialize sent with ``Host: evil.example``
+    (refused 403 by the DNS rebinding guard: it never reached the upstream),
+    then the same initialize from a loopback client. Replay used to send both;
+    the refused one is now a skipped step that says why."""
+    plan = plan_from_path(str(Path(__file__).resolve().parents[1] / "data" / "http-host-rejected.jsonl"))
+    assert [(s.method, s.skip) for s in plan.steps] == [
+        ("initialize", "the tap refused it (host_rejected): it never reached the server"), ("initialize", None)]
