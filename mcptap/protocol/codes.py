@@ -193,6 +193,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.media_type_rejected", ERROR, "server rejected a valid media type (parameters/case)", "RFC 9110 §8.3.1"),
     ("http.unexpected_content_type", ERROR, "request answered with a content type other than JSON or SSE", T + " Sending messages"),
     ("http.content_type_params", INFO, "Content-Type with parameters or unusual case (informational)", "RFC 9110 §8.3.1"),
+    ("http.connection_drops_field", WARN, "Connection names a field MCP needs (a session id, the version, credentials): every proxy "
+     "removes it, so the receiver never got it", "RFC 9110 §7.6.1"),
     ("http.protocol_version_rejected_at_initialize", ERROR, "initialize refused because of the version header", "2025-06-18 " + T + " Protocol Version Header"),
     ("http.protocol_version_header_mismatch", ERROR, "MCP-Protocol-Version differs from the negotiated version (or from _meta in 2026-07-28)",
      "2025-06-18 " + T + " Protocol Version Header"),

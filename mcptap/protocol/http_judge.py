@@ -20,13 +20,12 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
+from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
     Exchange,
     HttpRules,
-    accepts,
     ack_findings,
     end_findings,
-    header,
     request_cut_findings,
     request_findings,
     response_findings,

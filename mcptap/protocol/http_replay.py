@@ -30,8 +30,9 @@ from typing import Any
 
 from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import transport_made
+from mcptap.protocol.http_fields import header, media_type
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, data_findings, header, media_type, sse_findings
+from mcptap.protocol.http_rules import Exchange, data_findings, sse_findings
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.pairing import BoundedMap
 from mcptap.protocol.sse import SSEEvent, parse_all

@@ -17,44 +17,15 @@ from urllib.parse import urljoin, urlsplit
 from mcptap.model import Finding, Kind, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
+from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.sse import SSEEvent
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
-Headers = list[tuple[bytes, bytes]]
 
 #: Content codings the observer decodes for analysis (stdlib zlib).
 DECODABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 VERSION_HEADER_SINCE = "2025-06-18"
-
-
-def header(headers: Headers | None, name: str) -> str | None:
-    """First value of ``name`` (case-insensitive) as str, or None."""
-    if not headers:
-        return None
-    key = name.lower().encode("latin-1")
-    for n, v in headers:
-        if n.lower() == key:
-            return v.decode("latin-1")
-    return None
-
-
-def media_type(value: str | None) -> tuple[str, bool]:
-    """``(type/subtype lowercased, unusual)``; ``unusual`` is True when the
-    value has parameters other than ``charset=utf-8`` or is not lower case."""
-    if not value:
-        return "", False
-    base, _, params = value.partition(";")
-    t = base.strip()
-    extra = [p.strip() for p in params.split(";") if p.strip() and p.strip().lower().replace(" ", "") != "charset=utf-8"]
-    return t.lower(), bool(extra) or t != t.lower()
-
-
-def accepts(value: str | None, wanted: str) -> bool:
-    """Whether an Accept header names ``wanted`` (exactly, any case, any params)."""
-    if not value:
-        return False
-    return any(part.split(";")[0].strip().lower() == wanted for part in value.split(","))
 
 
 def _at_least(rev: str | None, floor: str) -> bool:
@@ -117,7 +88,17 @@ def request_findings(ex: Exchange) -> list[Finding]:
     if ctype is not None and media_type(ctype)[1]:
         out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
+    out.extend(dropped_findings(h, "client", "server"))
     return out
+
+
+def dropped_findings(h: Headers | None, sender: str, receiver: str) -> list[Finding]:
+    """A field MCP relies on that the sender's Connection header names, so
+    that every proxy, this tap too, removes it (RFC 9110 §7.6.1): the capture
+    holds it, the receiver never got it."""
+    return [finding("http.connection_drops_field", f"the {sender}'s Connection header names {name}: proxies remove the fields it names "
+                                                   f"(this tap did), so the {receiver} never received it")
+            for name in dropped_by_connection(h)]
 
 
 def version_header_findings(ex: Exchange) -> list[Finding]:
@@ -185,6 +166,7 @@ def response_findings(ex: Exchange) -> list[Finding]:
             out.append(finding("http.content_encoding", f"{enc}-encoded body (decoded for analysis, forwarded as is)"))
         else:
             out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
+    out.extend(dropped_findings(rh, "server", "client"))
     return out
 
 

@@ -20,7 +20,8 @@ from collections import OrderedDict
 from mcptap.model import Finding
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
-from mcptap.protocol.http_rules import Exchange, header
+from mcptap.protocol.http_fields import header
+from mcptap.protocol.http_rules import Exchange
 
 LIMIT = 4096
 

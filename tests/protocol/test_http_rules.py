@@ -131,3 +131,21 @@ def test_end_findings():
     assert codes(end_findings(ex(), "complete", **sse)) == ["sse.stream_closed_without_response"]
     assert end_findings(ex(), "client_closed", **{**sse, "pending": [(3, 7, True)]}) == []     # 2026-07-28 cancellation
     assert codes(end_findings(ex(), "upstream_failed", **{**kw, "detail": "refused", "sent_502": True})) == ["http.upstream_failed"]
+
+
+def test_a_field_mcp_needs_named_by_connection_is_a_finding():
+    """A client (or server) whose Connection header names Mcp-Session-Id,
+    MCP-Protocol-Version or Authorization: every proxy removes those fields
+    (RFC 9110 §7.6.1), so the receiver never got them although the capture
+    holds them. Connection: close / keep-alive / Upgrade are not findings."""
+    h = [ACCEPT_BOTH, (b"Mcp-Session-Id", b"s1"), (b"Connection", b"Mcp-Session-Id, keep-alive"),
+         (b"connection", b" MCP-Protocol-Version ,authorization")]
+    fs = [f for f in request_findings(ex(headers=h)) if f.code == "http.connection_drops_field"]
+    assert [f.message.split("names ")[1].split(":")[0] for f in fs] == ["mcp-session-id", "mcp-protocol-version", "authorization"]
+    assert all("the server never received it" in f.message for f in fs)
+    for plain in (b"close", b"keep-alive", b"Upgrade, HTTP2-Settings", b"x-custom"):
+        assert "http.connection_drops_field" not in codes(request_findings(ex(headers=[ACCEPT_BOTH, (b"Connection", plain)])))
+    resp = ex(status=200, resp_headers=[(b"Content-Type", b"application/json"), (b"Connection", b"Mcp-Session-Id")])
+    assert [f.message for f in response_findings(resp) if f.code == "http.connection_drops_field"] == [
+        "the server's Connection header names mcp-session-id: proxies remove the fields it names (this tap did), "
+        "so the client never received it"]

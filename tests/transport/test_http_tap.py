@@ -283,3 +283,39 @@ def test_non_loopback_listen_needs_allow_remote():
     HttpTap(HttpTapConfig(upstream="http://127.0.0.1:1/mcp", listen_host="0.0.0.0", allow_remote=True), None)
     with pytest.raises(McptapError, match="http:// or https://"):
         HttpTap(HttpTapConfig(upstream="ftp://x/"), None)
+
+
+async def test_a_session_id_the_client_names_in_connection_never_reaches_the_upstream_and_the_capture_says_so(tmp_path):
+    """The tap removes the fields a client's Connection header names (RFC 9110
+    §7.6.1), Mcp-Session-Id too: the upstream gets the ping without it, and the
+    capture, which holds the client's headers, says so (a breaker found the
+    capture silent while it attributed the ping to session s1)."""
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def recording_mcp(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+                continue
+            if type(ev) is h11.Request:
+                seen.append(list(ev.headers))
+            elif type(ev) is h11.EndOfMessage:
+                out = b'{"jsonrpc":"2.0","id":2,"result":{}}'
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"),
+                                                                                         ("Content-Length", str(len(out)))]))
+                                      + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+
+    async with upstream_server(recording_mcp) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        st, _ = await post(url, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                           [("Mcp-Session-Id", "s1"), ("Connection", "Mcp-Session-Id")])
+        assert st == 200
+    assert seen and not any(n.lower() in (b"mcp-session-id", b"connection") for n, _ in seen[0])
+    c = read_capture(str(tmp_path / "cap.jsonl"))
+    codes = [f["code"] for r in c.records for f in r.get("findings") or ()]
+    assert "http.connection_drops_field" in codes, codes

@@ -34,8 +34,9 @@ from typing import Any
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding
+from mcptap.protocol.http_fields import header
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, data_findings, endpoint_findings, header, sse_findings
+from mcptap.protocol.http_rules import Exchange, data_findings, endpoint_findings, sse_findings
 from mcptap.protocol.skeleton import parse_message
 from mcptap.protocol.sse import SSEEvent
 from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.model import Finding
-from mcptap.protocol.http_rules import Exchange, Headers, header, media_type
+from mcptap.protocol.http_fields import Headers, header, media_type
+from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.sse import SSEParser
 from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
 from mcptap.relay.http.body_buffer import BodyBuffer

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from mcptap.protocol.http_rules import Headers, header
+from mcptap.protocol.http_fields import Headers, header
 from mcptap.redact import scrub_url
 
 
