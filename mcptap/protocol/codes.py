@@ -202,6 +202,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.legacy_post_not_found", WARN, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
     ("http.content_encoding", INFO, "compressed body (decoded for analysis)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
+    ("http.response_body_cut", ERROR, "upstream closed the connection inside a response body that is not an event stream "
+     "(a chunked body without its last chunk)", "RFC 9112 §7.1"),
     ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),
     ("http.request_body_incomplete", WARN, "client went away before sending the declared request body (the upstream got part of it)",
      "RFC 9112 §6.3"),

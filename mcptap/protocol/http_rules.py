@@ -235,7 +235,8 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         if sse:
             return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-stream (no event id: not resumable)"
                             + (f"; request(s) {ids} lost" if pending else ""))]
-        return [finding("sse.connection_closed_mid_stream", "upstream closed the connection mid-response")]
+        return [finding("http.response_body_cut", "upstream closed the connection before the end of the response body"
+                        + (f"; request(s) {ids} lost" if pending else ""))]
     if sse and ex.method == "POST" and not ex.legacy and pending:
         if how == "client_closed" and any(m for _, _, m in pending):
             return []      # 2026-07-28: closing the response stream is the cancellation

@@ -131,6 +131,9 @@ def test_end_findings():
     assert codes(end_findings(ex(), "complete", **sse)) == ["sse.stream_closed_without_response"]
     assert end_findings(ex(), "client_closed", **{**sse, "pending": [(3, 7, True)]}) == []     # 2026-07-28 cancellation
     assert codes(end_findings(ex(), "upstream_failed", **{**kw, "detail": "refused", "sent_502": True})) == ["http.upstream_failed"]
+    # a chunked JSON body cut by the upstream's close: an HTTP fault, not an event stream's
+    cut = end_findings(ex(), "upstream_closed", **{**kw, "response_started": True, "response_bytes": 40, "pending": [(3, 7, False)]})
+    assert codes(cut) == ["http.response_body_cut"] and "request(s) 7 lost" in cut[0].message
 
 
 def test_a_field_mcp_needs_named_by_connection_is_a_finding():
