@@ -194,3 +194,16 @@ def test_a_long_parse_error_from_the_client_is_quoted_briefly_in_the_400(relay):
     assert len(out.split(b"\r\n\r\n", 1)[1]) < 500
     closed = of(items, r.ConnClosed)[0]
     assert len(closed.detail) < 400 and "more characters)" in closed.detail
+
+
+def test_an_http10_request_without_host_is_refused_by_name_not_as_host_none():
+    """A loopback tap refuses a request it cannot tell is for a loopback name:
+    an HTTP/1.0 request may lack Host. The 403 said "Host None is not a
+    loopback name"; it now says there is no Host field."""
+    relay = HttpRelay(r.Upstream.parse("http://10.0.0.7:9000/mcp"), allowed_hosts=frozenset({"127.0.0.1", "localhost"}))
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, b"POST /mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    reply = sent_client(items)
+    assert reply.startswith(b"HTTP/1.1 403 ") or reply.startswith(b"HTTP/1.0 403 "), reply
+    assert b"no Host field (HTTP/1.0)" in reply and b"None" not in reply
+    assert [e.how for e in of(items, r.ResponseEnded)] == ["host_rejected"] and not sent_up(items)

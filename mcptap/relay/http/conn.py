@@ -137,7 +137,8 @@ class ConnRelay(ConnEnds):
             # upstream through the tap (the tap rewrites Host, hiding the page's name from it)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                       ev.http_version.decode("latin-1"), raw, False, False))
-            self._refuse(ex, 403, b"Forbidden", f"Host {ex.host_in!r} is not a loopback name; refused (DNS rebinding "
+            named = f"Host {ex.host_in!r} is not a loopback name" if ex.host_in is not None else "no Host field (HTTP/1.0)"
+            self._refuse(ex, 403, b"Forbidden", f"{named}; refused (DNS rebinding "
                          "protection; --allow-remote lifts it)", "host_rejected", out)
             return
         upstream, origin, kind = self.relay.upstream, 0, ""
