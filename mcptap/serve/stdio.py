@@ -12,6 +12,11 @@ answer is never recorded before its request); the mock's own findings
 With ``fallback`` (``--extend -- CMD``), requests the capture has no answer
 for go to the real server instead (serve/fallback.py), and its answers to the client.
 
+JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
+out as one array (when the last of them is due), a member that is not a
+message gets ``-32600 Invalid Request``, an empty batch one such error, and a
+line that is not JSON ``-32700 Parse error`` (id null).
+
 Outputs with a delay (``--latency recorded``) are written by one task per
 triggering message, in order, at their time; a cancelled request's delayed
 answer and progress are dropped. At stdin EOF the answers still waiting for
@@ -64,7 +69,7 @@ class StdioServer:
         self.stdin_fd, self.stdout_fd = stdin_fd, stdout_fd
         self.live: LiveSession = core.open()
         self.result = ServeResult()
-        self._send, self._recv = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
+        self._send, self._recv = trio.open_memory_channel[tuple[bytes, tuple[Any, ...]]](float("inf"))
         self._framer = NewlineFramer()
         self._written = trio.Event()
         self._delayed = 0                       # tasks still holding answers for their recorded time
@@ -74,14 +79,15 @@ class StdioServer:
     def _values(self, chunk: bytes) -> list[Any]:
         if self.rec is not None:
             msgs = self.rec.stdio_bytes(C2S, chunk) if chunk else self.rec.stdio_eof(C2S)
-            return [exact_value(m.value, m.raw) for m in msgs if m.value is not UNPARSED]
-        return [exact_value(f.value, f.raw) for f in self._framer.receive_data(chunk) if f.value is not UNPARSED]
+            return [exact_value(m.value, m.raw) for m in msgs if m.value is not UNPARSED or m.raw.strip()]
+        # a blank line is nothing to answer; any other line that is not JSON gets -32700
+        return [exact_value(f.value, f.raw) for f in self._framer.receive_data(chunk) if f.value is not UNPARSED or f.raw.strip()]
 
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
         now = [o for o in outs if o.delay_s <= 0]
         if len(now) == len(outs):
             for o in outs:
-                self._send.send_nowait((encode(o.value) + b"\n", o.finding))
+                self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
             return
         self._delayed += 1
         nursery.start_soon(self._later, outs, trio.current_time())
@@ -98,13 +104,13 @@ class StdioServer:
             if o.request is not None and hkey(o.request) in self.live.cancelled:
                 continue
             try:
-                self._send.send_nowait((encode(o.value) + b"\n", o.finding))
+                self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
             except trio.ClosedResourceError:
                 return
 
     def _raw_to_client(self, line: bytes) -> None:
         try:
-            self._send.send_nowait((line, None))
+            self._send.send_nowait((line, ()))
         except trio.ClosedResourceError:
             pass
 
@@ -112,8 +118,14 @@ class StdioServer:
         """One client message: to the core, or (``--extend``) to the real
         server when the capture has no answer for it."""
         fb = self.fallback
+        if value is UNPARSED or value == []:
+            self._queue([_error(-32700 if value is UNPARSED else -32600)], nursery)
+            return
         if fb is None:
-            self._queue(self.core.receive(self.live, value), nursery)
+            if isinstance(value, list):
+                self._batch(value, nursery)
+            else:
+                self._queue(self.core.receive(self.live, value), nursery)
             return
         if isinstance(value, dict) and value.get("method") in ("initialize", "notifications/initialized"):
             self._handshake.append(value)
@@ -127,6 +139,16 @@ class StdioServer:
                 return
             self.live.unanswered.append(f"{value.get('method')}: the real server could not be asked")
         self._queue(outs, nursery)
+
+    def _batch(self, batch: list[Any], nursery: trio.Nursery) -> None:
+        """A batch: its members' other outputs as they come, the answers to its
+        requests (and an error per member that is not a message) as one array."""
+        outs = self.core.receive(self.live, batch)
+        answers = [o for o in outs if o.answers is not None] + [_error(-32600) for m in batch if not isinstance(m, dict)]
+        self._queue([o for o in outs if o.answers is None], nursery)
+        if answers:
+            self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers),
+                             finding=next((o.finding for o in answers if o.finding is not None), None))], nursery)
 
     async def _forward(self, value: Any, nursery: trio.Nursery) -> bool:
         assert self.fallback is not None
@@ -144,9 +166,9 @@ class StdioServer:
             self._written.set()
 
     async def _write_all(self, out: trio.abc.SendStream) -> None:
-        async for line, fnd in self._recv:
+        async for line, found in self._recv:
             if self.rec is not None:
-                self.rec.stdio_bytes(S2C, line, extra=(fnd,) if fnd is not None else ())
+                self.rec.stdio_bytes(S2C, line, extra=found)
             try:
                 await out.send_all(line)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -196,3 +218,13 @@ class StdioServer:
 async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Sequence[str] | None = None) -> ServeResult:
     """Serve one stdio session on fds 0/1 (see StdioServer)."""
     return await StdioServer(core, rec, fallback=fallback).run()
+
+
+def _found(o: Out) -> tuple[Any, ...]:
+    return (o.finding,) if o.finding is not None else ()
+
+
+def _error(code: int) -> Out:
+    """A JSON-RPC error to a message that had no id to answer (JSON-RPC 2.0 §5.1)."""
+    message = "Parse error" if code == -32700 else "Invalid Request"
+    return Out({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}, answers=None)

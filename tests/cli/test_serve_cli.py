@@ -97,3 +97,31 @@ def test_unanswered_client_methods_are_escaped_and_bounded(tmp_path: Path) -> No
     err = proc.stderr.decode()
     assert "\x1b" not in err and "\r" not in err and "\u202e" not in err and "\x07" not in err
     assert "x\\x1b[2K\\r\\u202e" in err and "…(" in err and len(err) < 3_000 and "a\\x1b]0;t\\x07" in err
+
+
+def test_stdio_batches_garbage_and_empty_batches_are_answered_as_json_rpc_asks(tmp_path: Path) -> None:
+    """Over stdio the mock answered a batch's requests as separate lines and
+    left a line that is not JSON and an empty batch unanswered, where the HTTP
+    mock answers an array, -32700 and -32600 (JSON-RPC 2.0 §5.1, §6). A blank
+    line is still nothing; a batch of notifications gets no answer. With
+    ``-o`` the mock's own capture holds the array and its finding."""
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []}))])
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                                                                           "clientInfo": {"name": "x", "version": "0"}}}
+    stdin = b"".join([orjson.dumps(init) + b"\n",
+                      b'[{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},'
+                      b'{"jsonrpc":"2.0","id":3,"method":"nope"},5]\n',
+                      b"garbage\n", b"\n", b"[]\n", b'[{"jsonrpc":"2.0","method":"notifications/initialized"}]\n'])
+    own = tmp_path / "own.jsonl"
+    proc = _serve(str(cap), "-o", str(own), stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    out = [orjson.loads(x) for x in proc.stdout.splitlines()]
+    assert [o["id"] for o in out[:1]] == [1] and len(out) == 4
+    batch, parse, empty = out[1:]
+    assert [(m["id"], "result" in m, m.get("error", {}).get("code")) for m in batch] == [(2, True, None), (3, False, -32601), (None, False, -32600)]
+    assert parse == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert empty == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+    mine = read_capture(str(own))
+    answers = [r for r in mine.records if r.get("dir") == "s2c" and r.get("type") == "message"]
+    assert answers[1]["kind"] == "batch" and [f["code"] for f in answers[1].get("findings", ()) if f["code"].startswith("serve.")] \
+        == ["serve.no_recorded_answer"]
