@@ -211,6 +211,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.request_lost_on_closed_connection", ERROR, "request written to a connection that the peer had closed", "RFC 9112 §9.6"),
     ("http.host_rejected", WARN, "request whose Host is not a loopback name refused by a loopback tap (DNS rebinding protection)",
      T + " Security Warning; mcptap"),
+    ("http.client_invalid_http", ERROR, "the client sent bytes that are not HTTP/1.1 (a request line, header field or chunk "
+     "size h11 refuses): the tap answered 400 where it could and closed the connection", "RFC 9112 §2.2, §3, §5, §7.1"),
     ("http.request_rejected", ERROR,
      "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo): the tap answered 400 "
      "and closed", "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4"),

@@ -22,6 +22,7 @@ from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
+    INVALID_FROM_CLIENT,
     Exchange,
     HttpRules,
     ack_findings,
@@ -154,4 +155,8 @@ class HttpJudge:
     def conn_closed(side: str, idle: bool, detail: str | None) -> list[Finding]:
         if side == "upstream" and idle and not detail:
             return [finding("http.conn_closed_idle", "upstream closed an idle kept-alive connection (the tap opens a new one for the next request)")]
+        if side == "client" and idle and detail and detail.startswith(INVALID_FROM_CLIENT):
+            # between exchanges (a bad request line or head): nothing was forwarded; mid-exchange it is the end record's
+            return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_FROM_CLIENT):]}: "
+                                                        "the tap answered 400 and closed the connection; nothing was forwarded")]
         return []

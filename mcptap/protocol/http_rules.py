@@ -26,6 +26,9 @@ INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 #: Content codings the observer decodes for analysis (stdlib zlib).
 DECODABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 VERSION_HEADER_SINCE = "2025-06-18"
+#: how the relay words a client's invalid HTTP (relay/http/conn_ends.py): on the connection, on the exchange
+INVALID_FROM_CLIENT = "invalid HTTP from client: "
+INVALID_MID_EXCHANGE = "client sent invalid HTTP: "
 
 
 def _at_least(rev: str | None, floor: str) -> bool:
@@ -216,6 +219,9 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         return [finding("http.upstream_failed", detail + (" (the client got 502)" if sent_502 else ""))]
     if how == "tap_stopped":
         return []
+    if how == "client_closed" and detail.startswith(INVALID_MID_EXCHANGE):
+        return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_MID_EXCHANGE):]} mid-exchange: the tap "
+                                                    "answered 400 if it could and closed the connection; the upstream got what came before")]
     ids = ", ".join(repr(i) for _, i, _ in pending)
     if how == "upstream_closed":
         if not response_started:

@@ -319,3 +319,38 @@ async def test_a_session_id_the_client_names_in_connection_never_reaches_the_ups
     c = read_capture(str(tmp_path / "cap.jsonl"))
     codes = [f["code"] for r in c.records for f in r.get("findings") or ()]
     assert "http.connection_drops_field" in codes, codes
+
+
+async def _raw(url: str, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection to the tap; what comes back until it closes."""
+    h, p = url.split("//")[1].split("/", 1)[0].split(":")
+    s = await trio.open_tcp_stream(h, int(p))
+    await s.send_all(data)
+    got = b""
+    with trio.move_on_after(5):
+        while chunk := await s.receive_some(65536):
+            got += chunk
+    await s.aclose()
+    return got
+
+
+@pytest.mark.parametrize(("data", "mid"), [
+    (b"GARBAGE\r\n\r\n", False),                                                          # not a request line
+    (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\nContent-Length: 2\r\n\r\n{}", False),
+    (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n", False),
+    (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"jso\r\nzz\r\n", True),
+])
+async def test_a_client_that_sends_invalid_http_is_a_finding(tmp_path, data, mid):
+    """Bytes h11 refuses from a client: the tap answers 400 and closes. The
+    capture used to hold only a conn_close (or an end record saying
+    client_closed) with a detail string and no finding, so ``check`` was
+    silent; now the connection's close (nothing forwarded) or, mid-exchange,
+    the exchange's end (the head and the body bytes before were forwarded)
+    carries http.client_invalid_http (found by a breaker helper)."""
+    async with upstream_server(fake_mcp) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        got = await _raw(url, data)
+        assert got.startswith(b"HTTP/1.1 400 ") or (mid and got == b""), got[:200]
+        await trio.sleep(0.2)
+    recs = read_capture(str(tmp_path / "cap.jsonl")).records
+    where = [(r["event"], f["code"]) for r in recs if r["type"] == "http" for f in r.get("findings") or () if f["code"] == "http.client_invalid_http"]
+    assert where == [("end" if mid else "conn_close", "http.client_invalid_http")], [r for r in recs if r["type"] == "http"]

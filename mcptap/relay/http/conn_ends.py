@@ -13,6 +13,7 @@ from typing import Any
 
 import h11
 
+from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http.events import CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, ResponseEnded, SendClient, Upstream
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, RelaySettings, tap_response
@@ -49,7 +50,7 @@ class ConnEnds:
         """Unparseable request bytes: answer 400 when possible, then close."""
         ex = self.ex
         if ex is not None and not ex.resp_done:
-            out.append(ResponseEnded(ex.id, self.id, "client_closed", f"client sent invalid HTTP: {detail}", ex.reused,
+            out.append(ResponseEnded(ex.id, self.id, "client_closed", INVALID_MID_EXCHANGE + detail, ex.reused,
                                      response_started=ex.resp_started))
             if self.up is not None:
                 out.append(CloseUpstream(self.id, self.gen, abort=True))
@@ -57,7 +58,7 @@ class ConnEnds:
         if self.client.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             for ev in tap_response(400, b"Bad Request", f"mcptap: invalid HTTP request: {detail}\n"):
                 self._send_client(ev, out)
-        out.append(ConnClosed(self.id, "client", idle=ex is None, detail=f"invalid HTTP from client: {detail}"))
+        out.append(ConnClosed(self.id, "client", idle=ex is None, detail=INVALID_FROM_CLIENT + detail))
         self._close_client(out, abort=False)
 
     def _client_gone(self, detail: str, out: list[Any]) -> None:
