@@ -162,6 +162,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.event_split_across_chunks", INFO, "event spanning several network chunks", "WHATWG HTML server-sent events"),
     ("sse.data_not_jsonrpc", ERROR, "data payload that is not a JSON-RPC message", T + " Streamable HTTP"),
     ("sse.unterminated_event_at_eof", WARN, "stream ended inside an event (no blank line)", "WHATWG HTML server-sent events"),
+    ("sse.event_id_ignored", WARN, "an id field containing NUL, which clients ignore: resuming with Last-Event-ID cannot "
+     "name that event", "WHATWG HTML §9.2.6 (id field)"),
+    ("sse.retry_ignored", INFO, "a retry field that is not all ASCII digits, which clients ignore", "WHATWG HTML §9.2.6 (retry field)"),
     ("sse.connection_closed_mid_stream", ERROR, "connection closed before the response arrived", T + " Streamable HTTP"),
     ("sse.stream_closed_without_response", ERROR, "response stream for a request ended without its response",
      T + " Streamable HTTP: SHOULD NOT close before the response"),

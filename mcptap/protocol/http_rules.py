@@ -269,6 +269,11 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
         out.append(finding("sse.crlf", "lines end in CR LF or CR (valid SSE; naive parsers split on LF only)"))
     if ev.chunks > 1:
         out.append(finding("sse.event_split_across_chunks", f"event spans {ev.chunks} network chunks"))
+    if ev.id_ignored:
+        out.append(finding("sse.event_id_ignored", "an id field containing NUL: WHATWG clients ignore it, so a reconnect's "
+                                                   "Last-Event-ID cannot name this event"))
+    if ev.retry_invalid:
+        out.append(finding("sse.retry_ignored", "a retry field that is not all ASCII digits: clients ignore it"))
     if not ev.terminated and not ev.blank:
         out.append(finding("sse.unterminated_event_at_eof", "stream ended inside an event (no blank line): WHATWG clients discard it"
                            + (" — its data would have been a message" if ev.data_lines else "")))

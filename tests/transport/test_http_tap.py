@@ -354,3 +354,41 @@ async def test_a_client_that_sends_invalid_http_is_a_finding(tmp_path, data, mid
     recs = read_capture(str(tmp_path / "cap.jsonl")).records
     where = [(r["event"], f["code"]) for r in recs if r["type"] == "http" for f in r.get("findings") or () if f["code"] == "http.client_invalid_http"]
     assert where == [("end" if mid else "conn_close", "http.client_invalid_http")], [r for r in recs if r["type"] == "http"]
+
+
+async def test_an_sse_id_with_nul_and_an_invalid_retry_are_findings_live_and_re_annotated(tmp_path):
+    """WHATWG clients ignore an ``id`` field that contains NUL (so a
+    reconnect's Last-Event-ID cannot name that event) and a ``retry`` that is
+    not all digits. The parser knew (``id_ignored``, ``retry_invalid``) but no
+    finding said so. Both are findings in the live capture and stay so when
+    ``check --full`` re-annotates it (the block without data keeps them as
+    recorded: its bytes are not in the capture)."""
+    from mcptap.check.report import check_capture
+
+    events = (b"retry: 1x\n\n"
+              b"id: a\x00b\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+
+    async def sse_answer(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+                continue
+            if type(ev) is h11.EndOfMessage:
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")]))
+                                      + conn.send(h11.Data(data=events)) + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+
+    async with upstream_server(sse_answer) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        st, body = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert st == 200 and body == events                     # forwarded as sent
+    path = str(tmp_path / "cap.jsonl")
+    live = [f["code"] for r in read_capture(path).records for f in r.get("findings") or ()]
+    assert {"sse.event_id_ignored", "sse.retry_ignored"} <= set(live), live
+    for reuse in (True, False):                                  # recorded annotations, and re-annotated (--full)
+        rep = check_capture(path, reuse=reuse)
+        assert {"sse.event_id_ignored", "sse.retry_ignored"} <= set(rep.groups), (reuse, sorted(rep.groups))
