@@ -73,6 +73,7 @@ class End:
     response_bytes: int = 0
     ack_body: bytes = b""
     request_bytes: int | None = None    # request body bytes the client sent (None: not recorded)
+    request_cut: bool = False           # the request never ended: the client went away inside its body
 
 
 class HttpJudge:
@@ -128,7 +129,7 @@ class HttpJudge:
         if e.how == "client_closed" and e.sse:
             fs += [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
                    for p in pend if is_modern(p.revision)]
-        fs += request_cut_findings(facts, e.how, e.request_bytes)
+        fs += request_cut_findings(facts, e.how, e.request_bytes, e.request_cut)
         fs += end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
                            sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])

@@ -189,14 +189,18 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     return []
 
 
-def request_cut_findings(ex: Exchange, how: str, request_bytes: int | None) -> list[Finding]:
+def request_cut_findings(ex: Exchange, how: str, request_bytes: int | None, cut: bool = False) -> list[Finding]:
     """A client that went away (``how`` client_closed) after fewer request
-    body bytes than its Content-Length declared: the tap had already forwarded
-    them to the upstream (RFC 9112 §6.3). The capture keeps them in a
-    ``request_body`` http record."""
+    body bytes than its Content-Length declared, or (``cut``) inside a chunked
+    body: the tap had already forwarded them to the upstream (RFC 9112 §6.3,
+    §7.1). The capture keeps them in a ``request_body`` http record."""
     if how != "client_closed" or request_bytes is None:
         return []
     cl = header(ex.req_headers, "content-length")
+    if (cl is None or not cl.isdigit()) and cut:
+        return [finding("http.request_body_incomplete", f"client went away inside its chunked request body after {request_bytes} bytes "
+                                                        "(forwarded to the upstream as they came; no last chunk)",
+                        {"request_bytes": request_bytes})]
     if cl is None or not cl.isdigit() or request_bytes >= int(cl):
         return []
     return [finding("http.request_body_incomplete",

@@ -392,3 +392,26 @@ async def test_an_sse_id_with_nul_and_an_invalid_retry_are_findings_live_and_re_
     for reuse in (True, False):                                  # recorded annotations, and re-annotated (--full)
         rep = check_capture(path, reuse=reuse)
         assert {"sse.event_id_ignored", "sse.retry_ignored"} <= set(rep.groups), (reuse, sorted(rep.groups))
+
+
+async def test_a_client_gone_inside_a_chunked_request_body_is_a_finding_live_and_re_annotated(tmp_path):
+    """A client that closes inside a chunked request body: the Content-Length
+    version of this had http.request_body_incomplete, the chunked one nothing.
+    The end record now says ``request_cut`` so re-annotation judges it too."""
+    from mcptap.check.report import check_capture
+
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"jsonrpc\":\"2.0\"")
+    async with upstream_server(fake_mcp) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        h, p = url.split("//")[1].split("/", 1)[0].split(":")
+        s = await trio.open_tcp_stream(h, int(p))
+        await s.send_all(head)
+        await trio.sleep(0.2)
+        await s.aclose()
+        await trio.sleep(0.2)
+    path = str(tmp_path / "cap.jsonl")
+    ends = [r for r in read_capture(path).records if r["type"] == "http" and r.get("event") == "end"]
+    assert [(e["how"], e.get("request_cut"), [f["code"] for f in e.get("findings") or ()]) for e in ends] == [
+        ("client_closed", True, ["http.request_body_incomplete"])]
+    for reuse in (True, False):
+        assert "http.request_body_incomplete" in check_capture(path, reuse=reuse).groups

@@ -72,6 +72,7 @@ class ConnRelay(ConnEnds):
             if rest is None:
                 return
             data = rest
+        self._client_eof = not data
         try:
             client.receive_data(data)
         except RuntimeError:
@@ -85,7 +86,11 @@ class ConnRelay(ConnEnds):
             try:
                 ev: Any = client.next_event()      # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
-                self._client_error(peer_error(exc), out)
+                if self._client_eof and self.ex is not None and not self.ex.req_done:
+                    # the client went away inside its request body: a cut, not invalid bytes (nothing to answer)
+                    self._client_gone(peer_error(exc), out)
+                else:
+                    self._client_error(peer_error(exc), out)
                 return
             t = type(ev)
             if t is h11.Data:

@@ -31,6 +31,7 @@ class ConnEnds:
         self.gen = 0
         self.up_cycles = 0
         self.up_eof = False
+        self._client_eof = False        # the client closed its side (the last client_data was b"")
         self.ex: ExchangeState | None = None
         self.closed = False
         #: (front, Host, front.at(Host)) of the last request: the OAuth view for that Host

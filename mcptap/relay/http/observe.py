@@ -174,6 +174,7 @@ class HttpObserver:
         if e is None:
             return
         e.req_end_t = self.rec.clock()
+        e.req_ended = True
         if e.method != "POST" and e.body:
             # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
             fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
@@ -358,6 +359,8 @@ class HttpObserver:
                     pass
             self._sse_events(e, e.parser.receive_data(b""))
         facts = e.facts
+        # the client went away inside the request body (RequestStarted came, RequestEnded never did)
+        request_cut = it.how == "client_closed" and not e.req_ended and e.req_bytes > 0
         if e.body:
             # the request never ended (the client went away mid-body): what it sent was forwarded, so the capture keeps it
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
@@ -367,7 +370,7 @@ class HttpObserver:
             body = e.resp_body.take()
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes))
+                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -377,6 +380,8 @@ class HttpObserver:
             fields["detail"] = it.detail
         if it.sent_502:
             fields["sent_502"] = True
+        if request_cut:
+            fields["request_cut"] = True
         if facts.is_ack and e.resp_body:
             fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:

@@ -44,6 +44,7 @@ class ObservedExchange:
     t0: int
     body: BodyBuffer = field(default_factory=BodyBuffer)
     req_end_t: int = 0
+    req_ended: bool = False          # RequestEnded came: the client sent the whole request
     deferred: tuple[bytes, Any, list[Finding]] | None = None
     mode: str = "none"               # json | sse | other
     decoder: Any = None
