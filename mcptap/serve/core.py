@@ -28,6 +28,7 @@ triggering client message, divided by ``speed``).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,9 +155,14 @@ class ServeCore:
         return []
 
     def _request(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
+        lid = msg["id"]
+        if type(lid) is float and not math.isfinite(lid):
+            # an id such as 1e400 (read as infinity): no answer could carry it back, so none
+            # can be matched to the request; an SDK server rejects it the same way
+            err = {"code": -32600, "message": "Invalid Request: the id is a number beyond what JSON-RPC peers can read back"}
+            return [Out({"jsonrpc": "2.0", "id": None, "error": err})]
         params = msg.get("params")
         item, _how = self.requests.take(method, params, live.group)
-        lid = msg["id"]
         if item is None:
             return [self._no_answer(live, method, lid)]
         if live.group is None or method in HANDSHAKE_METHODS:

@@ -190,3 +190,18 @@ def test_any_client_input_gives_serialisable_answers_and_never_raises(values: li
     for v in values:
         for out in core.receive(live, v):
             assert json.loads(encode(out.value)) == out.value
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_a_request_id_no_answer_can_carry_back_is_an_invalid_request(cap: Path, bad: float) -> None:
+    """A live id of 1e400 (read as infinity): the mock answered with the
+    recorded result and ``"id": null``, which no client can match. It is now
+    -32600 with id null, as an SDK server rejects it, and uses up no recorded
+    answer (the next equal request still gets the first one)."""
+    core = _core(cap)
+    live = core.open()
+    _init(core, live)
+    (out,) = core.receive(live, {"jsonrpc": "2.0", "id": bad, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2})})
+    assert out.value["id"] is None and out.value["error"]["code"] == -32600 and encode(out.value).startswith(b'{"jsonrpc":"2.0","id":null')
+    (ok,) = core.receive(live, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2})})
+    assert ok.value == {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "3"}]}}
