@@ -139,6 +139,10 @@ def test_tool_context_applies_only_to_tools_call_requests() -> None:
     ("~j a[x]=1", 6, "index in []"),
     ("~j a>x", 6, "needs a number"),
     ("~c2s ~m [", 9, "bad regular expression"),
+    # Python's re raises OverflowError / RecursionError for these, not re.error: once an "internal error"
+    ("~m a{99999999999}", 4, "bad regular expression: the repetition number is too large"),
+    ("~j params.s~=a{99999999999}", 14, "bad regular expression"),
+    ("~m " + "(" * 2000 + ")" * 2000, 4, "bad regular expression"),
 ])
 def test_syntax_errors_have_a_column(expr: str, column: int, words: str) -> None:
     with pytest.raises(FilterSyntaxError) as info:

@@ -62,6 +62,8 @@ def _method(t: Tok) -> Pred:
         rx = re.compile(t.text)
     except re.error as exc:
         raise ArgError(f"bad regular expression: {exc}", exc.pos or 0) from None
+    except (OverflowError, RecursionError) as exc:       # a{99999999999}, or nesting deeper than the compiler goes
+        raise ArgError(f"bad regular expression: {exc}", 0) from None
 
     def p(r: dict[str, Any], q: dict[str, Any] | None) -> bool:
         m = _method_of(r, q)
@@ -253,7 +255,7 @@ def _json_path(t: Tok) -> Pred:
     if op == "~=":
         try:
             rx = re.compile(want if isinstance(want, str) else lit)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:     # OverflowError: a{99999999999}
             raise ArgError(f"bad regular expression: {exc}", shift + cut + 2) from None
 
         def test(v: Any) -> bool:
