@@ -101,9 +101,12 @@ def _child_setup(parent: int) -> Callable[[], None] | None:
     prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def setup() -> None:  # runs in the child between fork and exec
-        prctl(1, int(signal.SIGTERM), 0, 0, 0)      # PR_SET_PDEATHSIG
+        # PR_SET_PDEATHSIG: mcptap killed (a host's SIGKILL after its SIGTERM, which mcptap passed
+        # on) kills the server, as the host's SIGKILL would have killed it run directly; with
+        # SIGTERM a server that ignores it outlived mcptap for good, in a session of its own
+        prctl(1, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:                  # parent already gone
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     return setup
 

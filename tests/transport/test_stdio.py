@@ -390,3 +390,35 @@ def test_terminal_stdio_never_made_nonblocking(tmp_path: Path) -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+IGNORE_ALL_PID = IGNORE_ALL.replace('b"ready\\n"', 'b"%d\\n" % os.getpid()')
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_host_that_kills_mcptap_kills_the_server_too(tmp_path: Path) -> None:
+    """A host stops a server it runs through mcptap as it would run it directly:
+    SIGTERM (mcptap passes it on; this server ignores it), then SIGKILL. The
+    SIGKILL reaches mcptap only; the server, in a session of its own, used to
+    outlive it for good (its parent-death signal was SIGTERM). It dies now."""
+    p = tap(tmp_path, PY, "-c", IGNORE_ALL_PID)
+    pid = int(readline(p.stdout))
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert p.poll() is None                      # mcptap waits for the server, as the host would
+    p.kill()
+    p.wait(HANG)
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        try:
+            os.waitpid(pid, os.WNOHANG)          # (not our child: ChildProcessError)
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the server outlived mcptap")
