@@ -178,6 +178,8 @@ NOT_HERE: dict[str, str] = {
     "process.no_exit_after_stdin_eof": "stdio transport timing (tests/transport)",
     "process.signal_forwarded": "stdio transport signals (tests/transport)",
     "process.exited_but_stdout_open": "stdio transport with an orphaned grandchild (tests/transport)",
+    "process.stdin_closed_by_server": "stdio transport, a server that closes its stdin (tests/transport/test_stdio.py)",
+    "process.stdout_closed_by_host": "stdio transport, a host that closes the tap's stdout (tests/transport/test_stdio.py)",
     "capture.truncated": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "capture.incomplete": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "serve.no_recorded_answer": "raised by mcptap serve itself: tests/serve, tests/cli/test_serve_cli.py, tests/e2e/test_serve_sdk.py",

@@ -242,6 +242,10 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("process.stderr_backpressure", WARN, "host stopped draining the tap's stderr; tap is buffering/dropping", "mcptap"),
     ("process.no_exit_after_stdin_eof", WARN, "server still alive N s after stdin EOF", LC + " Shutdown (stdio): server SHOULD exit"),
     ("process.signal_forwarded", INFO, "tap forwarded a signal to the server's process group", "mcptap"),
+    ("process.stdin_closed_by_server", WARN, "the server closed its stdin while the host still wrote: the bytes in flight "
+     "were not delivered (the host gets EPIPE once the pipe is full)", T + " stdio"),
+    ("process.stdout_closed_by_host", WARN, "the host closed the tap's stdout while the server still wrote: the bytes in "
+     "flight were not delivered (the server gets EPIPE/SIGPIPE)", T + " stdio"),
     ("process.exited_but_stdout_open", WARN, "direct child exited but stdout still open (orphaned descendant)", "mcptap"),
     # serve (the mock server's own capture)
     ("serve.no_recorded_answer", WARN,
@@ -323,3 +327,14 @@ if __name__ == "__main__":  # pragma: no cover
     import sys
 
     sys.stdout.write(markdown())
+
+
+def closed_finding(event: str, undelivered: int, recorded: bool) -> Finding:
+    """The finding of a stdio pipe the reader closed on the writer
+    (``event``: ``stdin_closed_by_server`` or ``stdout_closed_by_host``):
+    ``undelivered`` bytes written and not delivered; ``recorded``: whether the
+    capture holds them anyway."""
+    who, writer = ("server", "host") if event == "stdin_closed_by_server" else ("host", "server")
+    held = "the capture holds them" if recorded else "the capture does not hold them"
+    return finding(f"process.{event}", f"the {who} closed its end while the {writer} still wrote: {undelivered} bytes the {writer} "
+                                       f"wrote were not delivered ({held})", {"undelivered_bytes": undelivered})

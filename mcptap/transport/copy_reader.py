@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.model import Direction
+from mcptap.protocol.codes import closed_finding
 from mcptap.transport import copy_stream, priority
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.tap_recorder import TapRecorder
@@ -55,7 +56,7 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
             return
         if kind == copy_stream.FAILED:
             event = "stdin_closed_by_server" if direction is Direction.C2S else "stdout_closed_by_host"
-            h.call_at(t, rec.process, event, undelivered_bytes=n, recorded_anyway=bool(flag))
+            h.call_at(t, rec.process, event, [closed_finding(event, n, bool(flag))], undelivered_bytes=n, recorded_anyway=bool(flag))
         if direction is Direction.C2S:
             h.call_at(t, rec.stdio_eof, Direction.C2S)
         else:

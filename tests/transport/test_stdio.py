@@ -219,7 +219,10 @@ def test_host_closing_stdout_gives_server_sigpipe(tmp_path: Path) -> None:
     assert p.stdout.read(100_000)
     p.stdout.close()
     assert p.wait(timeout=HANG) == 128 + signal.SIGPIPE
-    assert records(tmp_path, "process", "stdout_closed_by_host")
+    (rec,) = records(tmp_path, "process", "stdout_closed_by_host")
+    # the bytes the host never got are a finding, so check reports them (it said PASS)
+    (f,) = [f for f in rec["findings"] if f["code"] == "process.stdout_closed_by_host"]
+    assert f["severity"] == "warn" and f["data"]["undelivered_bytes"] == rec["undelivered_bytes"] > 0
 
 
 def test_server_closing_stdin_gives_host_epipe(tmp_path: Path) -> None:
@@ -233,7 +236,9 @@ def test_server_closing_stdin_gives_host_epipe(tmp_path: Path) -> None:
             p.stdin.flush()
             time.sleep(0.01)
     p.wait(timeout=HANG)
-    assert records(tmp_path, "process", "stdin_closed_by_server")
+    (rec,) = records(tmp_path, "process", "stdin_closed_by_server")
+    (f,) = [f for f in rec["findings"] if f["code"] == "process.stdin_closed_by_server"]
+    assert f["severity"] == "warn" and f["data"]["undelivered_bytes"] == rec["undelivered_bytes"] > 0
 
 
 def test_orphan_holding_stdout_is_relayed_and_flagged(tmp_path: Path) -> None:
