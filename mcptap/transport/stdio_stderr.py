@@ -4,7 +4,9 @@ buffer → host stderr.
 A host that stops draining stderr must never block the server (cases/B24):
 at most ``STDERR_BUFFER`` bytes wait for the host's stderr; beyond that,
 server stderr is still recorded but not shown until the host drains, and
-``process.stderr_backpressure`` says so. Used by ``stdio.StdioTap`` (a mixin:
+``process.stderr_backpressure`` says so. A host that drains, only slower than
+the server writes, sees the same hole: the first bytes shown after it come
+after one ``mcptap: N bytes … not shown here`` line, so the cut is visible. Used by ``stdio.StdioTap`` (a mixin:
 the tap's state lives there).
 """
 
@@ -47,6 +49,13 @@ class StderrRelay:
                 except _BROKEN:
                     data = b""
                 if not data:
+                    if self._err_unshown and not self._host_err_broken:      # the last hole, at the end
+                        line = self._unshown_line()
+                        try:
+                            self._err_send.send_nowait(line)
+                            self._err_buffered += len(line)
+                        except (trio.ClosedResourceError, trio.WouldBlock):
+                            pass
                     return
                 self._rec(self.rec.stderr, data)
                 self._stderr_out(data)
@@ -54,6 +63,7 @@ class StderrRelay:
             self._stderr_read_done.set()
 
     _host_err_broken = False
+    _err_unshown = 0                  # bytes dropped since the host's stderr last got a marker line
 
     def _stderr_out(self, data: bytes) -> None:
         """Queue bytes for the host's stderr; never blocks."""
@@ -61,17 +71,27 @@ class StderrRelay:
             return
         if self._err_buffered + len(data) > STDERR_BUFFER:
             self.result.stderr_dropped += len(data)
+            self._err_unshown += len(data)
             if not self._err_overflowing:
                 self._err_overflowing = True
                 self._rec(self.rec.process, "stderr_backpressure", state="dropping", buffered_bytes=self._err_buffered, findings=[finding(
-                    "process.stderr_backpressure", f"the host is not draining mcptap's stderr: {self._err_buffered} bytes buffered, "
-                    "further server stderr is recorded but not shown until it drains")])
+                    "process.stderr_backpressure", f"the host reads mcptap's stderr slower than the server writes it (or not at all): "
+                    f"{self._err_buffered} bytes buffered; further server stderr is recorded but not shown until it drains")])
             return
+        if self._err_unshown:
+            data = self._unshown_line() + data
         try:
             self._err_send.send_nowait(data)
         except (trio.ClosedResourceError, trio.WouldBlock):
             return
         self._err_buffered += len(data)
+
+    def _unshown_line(self) -> bytes:
+        """The line that marks a hole in the host's view of stderr (a cut may
+        fall inside a line: it starts on a new one)."""
+        n, self._err_unshown = self._err_unshown, 0
+        return (b"\nmcptap: %d bytes of the server's stderr not shown here (the host read stderr slower than the server "
+                b"wrote it); the capture holds them\n" % n)
 
     async def _stderr_writer(self, host_err: Any) -> None:
         async for data in self._err_recv:

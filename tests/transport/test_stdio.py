@@ -427,3 +427,36 @@ def test_a_host_that_kills_mcptap_kills_the_server_too(tmp_path: Path) -> None:
     else:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the server outlived mcptap")
+
+
+def test_a_host_draining_stderr_slowly_sees_where_bytes_were_not_shown(tmp_path: Path) -> None:
+    """A host that reads stderr, only slower than the server writes it: the
+    tap drops what does not fit its buffer (it never blocks the server), and
+    the host's stderr used to join the pieces without a trace, the finding
+    blaming a host that 'is not draining'. A line now marks each hole with the
+    bytes left out; shown plus left out is what the server wrote."""
+    line = b"e" * 97 + b"\n"
+    lines = 40000
+    body = f"import os, sys\nfor i in range({lines}): os.write(2, b'{line[:-1].decode()}\\n')\nos.write(1, b'done\\n')"
+    p = tap(tmp_path, PY, "-c", body)
+    got = bytearray()
+
+    def slow_reader() -> None:
+        while chunk := p.stderr.read1(4096):
+            got.extend(chunk)
+            time.sleep(0.002)
+
+    t = threading.Thread(target=slow_reader)
+    t.start()
+    assert readline(p.stdout) == b"done\n"
+    p.stdin.close()
+    assert p.wait(timeout=HANG) == 0
+    t.join(HANG)
+    marks = [m for m in bytes(got).split(b"\n") if m.startswith(b"mcptap: ") and b"not shown here" in m]
+    assert marks, "the hole is not marked"
+    left_out = sum(int(m.split()[1]) for m in marks)
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    shown = bytes(got).count(line[:-1])
+    assert left_out == exit_rec["stderr_dropped"] and shown * len(line) + left_out >= len(line) * lines - len(line)
+    (bp,) = [f for r in records(tmp_path, "process") for f in r.get("findings", ()) if f["code"] == "process.stderr_backpressure"]
+    assert "slower than the server writes it" in bp["message"]
