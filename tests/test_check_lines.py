@@ -98,3 +98,51 @@ def test_show_follow_reads_past_a_cut_record_and_counts_its_line(tmp_path: Path)
 
 def _shape_of(rep: CaptureReport) -> Any:
     return [(c, [(p.seq, p.line) for p in g.places]) for c, g in rep.groups.items()]
+
+
+@pytest.mark.parametrize("how", ["truncate", "replace"])
+def test_follow_says_so_when_the_file_is_cut_or_replaced_while_it_is_followed(tmp_path: Path, how: str) -> None:
+    """A followed capture that is cut shorter (rewritten in place) or replaced
+    (a new capture, an editor's save, under the same name): ``show --follow``
+    stopped with "corrupt record (not JSON)" in the middle of the new file's
+    bytes. It now says what happened (found by a breaker helper)."""
+    import os
+    import threading
+    import time
+
+    from mcptap.capture.follow import Follower
+    from mcptap.errors import CaptureReadError
+
+    path = _cut_record(tmp_path, "live.jsonl", 9)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]))                       # no end record yet: following waits
+    fol = Follower(str(path), poll=0.01)
+    got: list[Any] = []
+    errors: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            for rec in fol:
+                got.append(rec)
+        except CaptureReadError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=follow)
+    t.start()
+    for _ in range(500):
+        if len(got) >= 5:
+            break
+        time.sleep(0.01)
+    if how == "truncate":
+        with open(path, "r+b") as fp:
+            fp.truncate(len(lines[0]) + len(lines[1]))
+    else:
+        other = tmp_path / "other.jsonl"
+        other.write_bytes(b"".join(lines))
+        os.replace(other, path)
+    t.join(5)
+    if t.is_alive():
+        fol.stop = True
+        t.join(5)
+    assert errors, "the follower did not notice"
+    assert ("cut shorter" if how == "truncate" else "another file took the capture's name") in str(errors[0])

@@ -6,6 +6,7 @@ part of the pure core.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -48,6 +49,21 @@ class Follower:
         self.version = stream.version
         return stream.header
 
+    def _still_the_same(self, fp: Any) -> None:
+        """Raise CaptureReadError when the followed file was cut shorter than
+        what was read, or another file took its name (a new capture, an
+        editor's save): what follows would not continue what was shown."""
+        try:
+            st, now = os.fstat(fp.fileno()), os.stat(self.path)
+        except OSError:
+            return                  # removed: the descriptor still reads the file followed so far
+        if st.st_size < fp.tell():
+            raise CaptureReadError(f"{self.path}: the capture was cut shorter while it was followed "
+                                   f"({st.st_size} bytes, {fp.tell()} already read); follow it again from the start")
+        if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            raise CaptureReadError(f"{self.path}: another file took the capture's name while it was followed; "
+                                   "follow it again from the start")
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self.path, "rb") as fp:
             fp.readline()
@@ -60,6 +76,7 @@ class Follower:
                     if self.stop:
                         self.truncated = bool(buf) or pending is not None     # stopped before a gap record came
                         return
+                    self._still_the_same(fp)
                     time.sleep(self.poll)
                     continue
                 buf += chunk
