@@ -211,25 +211,21 @@ async def batch(conn, stream):
         if type(e) in (h11.EndOfMessage, h11.ConnectionClosed):
             return out
 
+async def forward(src, src_stream, dst, dst_stream):
+    """One message from src to dst; False when src closed first."""
+    while True:
+        evs = await batch(src, src_stream)
+        if type(evs[-1]) is h11.ConnectionClosed:
+            return False
+        await dst_stream.send_all(b"".join(dst.send(e) for e in evs))
+        if type(evs[-1]) is h11.EndOfMessage:
+            return True
+
 async def handle(client):
     up = await trio.open_tcp_stream("127.0.0.1", UP)
     srv, cli = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
     try:
-        while True:
-            while True:
-                evs = await batch(srv, client)
-                if type(evs[-1]) is h11.ConnectionClosed:
-                    return
-                await up.send_all(b"".join(cli.send(e) for e in evs))
-                if type(evs[-1]) is h11.EndOfMessage:
-                    break
-            while True:
-                evs = await batch(cli, up)
-                if type(evs[-1]) is h11.ConnectionClosed:
-                    return
-                await client.send_all(b"".join(srv.send(e) for e in evs))
-                if type(evs[-1]) is h11.EndOfMessage:
-                    break
+        while await forward(srv, client, cli, up) and await forward(cli, up, srv, client):
             srv.start_next_cycle()
             cli.start_next_cycle()
     except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
@@ -319,6 +315,13 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU time (user + system, s) of process ``pid`` so far. Raises OSError when it is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def proc_kib(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -350,9 +353,7 @@ class PlainRelay:
 
     def cpu(self) -> float:
         """CPU time (user + system) of the process so far (s)."""
-        with open(f"/proc/{self.p.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return proc_cpu(self.p.pid)
 
     def stop(self) -> None:
         self.p.kill()
@@ -400,11 +401,9 @@ class Tap:
         out = [0.0, 0.0]
         for i, pid in enumerate(self.pids()):
             try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                out[min(i, 1)] += proc_cpu(pid)
             except OSError:
                 continue
-            out[min(i, 1)] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return out[0], out[1]
 
     def rss_split(self) -> tuple[float, float, float, float | None]:

@@ -59,6 +59,29 @@ async def fake_mcp(stream: trio.abc.Stream) -> None:
         return
 
 
+def canned(headers: list[tuple[str, str]], body: bytes, seen: list[list[tuple[bytes, bytes]]] | None = None):
+    """An upstream handler that answers every request with a 200 of ``headers``
+    and ``body`` (chunked without a Content-Length); ``seen``: gets each
+    request's headers as the upstream received them."""
+    async def handler(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+                continue
+            if type(ev) is h11.Request and seen is not None:
+                seen.append(list(ev.headers))
+            elif type(ev) is h11.EndOfMessage:
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)) + conn.send(h11.Data(data=body))
+                                      + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+    return handler
+
+
 stream_origin = ""
 
 
@@ -291,27 +314,10 @@ async def test_a_session_id_the_client_names_in_connection_never_reaches_the_ups
     capture, which holds the client's headers, says so (a breaker found the
     capture silent while it attributed the ping to session s1)."""
     seen: list[list[tuple[bytes, bytes]]] = []
+    out = b'{"jsonrpc":"2.0","id":2,"result":{}}'
+    answer = canned([("Content-Type", "application/json"), ("Content-Length", str(len(out)))], out, seen)
 
-    async def recording_mcp(stream: trio.abc.Stream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-                continue
-            if type(ev) is h11.Request:
-                seen.append(list(ev.headers))
-            elif type(ev) is h11.EndOfMessage:
-                out = b'{"jsonrpc":"2.0","id":2,"result":{}}'
-                await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"),
-                                                                                         ("Content-Length", str(len(out)))]))
-                                      + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
-
-    async with upstream_server(recording_mcp) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+    async with upstream_server(answer) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
         st, _ = await post(url, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
                            [("Mcp-Session-Id", "s1"), ("Connection", "Mcp-Session-Id")])
         assert st == 200
@@ -368,22 +374,8 @@ async def test_an_sse_id_with_nul_and_an_invalid_retry_are_findings_live_and_re_
     events = (b"retry: 1x\n\n"
               b"id: a\x00b\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
 
-    async def sse_answer(stream: trio.abc.Stream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-                continue
-            if type(ev) is h11.EndOfMessage:
-                await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")]))
-                                      + conn.send(h11.Data(data=events)) + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
-
-    async with upstream_server(sse_answer) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+    answer = canned([("Content-Type", "text/event-stream")], events)
+    async with upstream_server(answer) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
         st, body = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert st == 200 and body == events                     # forwarded as sent
     path = str(tmp_path / "cap.jsonl")
