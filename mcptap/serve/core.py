@@ -56,6 +56,7 @@ class Out:
     finding: Finding | None = None
     mode: str | None = None             # HTTP: recorded response mode of the request it answers
     status: int | None = None
+    more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
 
 
 @dataclass

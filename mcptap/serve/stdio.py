@@ -147,8 +147,9 @@ class StdioServer:
         answers = [o for o in outs if o.answers is not None] + [_error(-32600) for m in batch if not isinstance(m, dict)]
         self._queue([o for o in outs if o.answers is None], nursery)
         if answers:
-            self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers),
-                             finding=next((o.finding for o in answers if o.finding is not None), None))], nursery)
+            found = tuple(o.finding for o in answers if o.finding is not None)
+            self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers), finding=found[0] if found else None,
+                             more=found[1:])], nursery)
 
     async def _forward(self, value: Any, nursery: trio.Nursery) -> bool:
         assert self.fallback is not None
@@ -221,7 +222,8 @@ async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Se
 
 
 def _found(o: Out) -> tuple[Any, ...]:
-    return (o.finding,) if o.finding is not None else ()
+    """The findings the line of ``o`` carries into the ``-o`` capture."""
+    return ((o.finding,) if o.finding is not None else ()) + o.more
 
 
 def _error(code: int) -> Out:

@@ -110,7 +110,7 @@ def test_stdio_batches_garbage_and_empty_batches_are_answered_as_json_rpc_asks(t
                                                                            "clientInfo": {"name": "x", "version": "0"}}}
     stdin = b"".join([orjson.dumps(init) + b"\n",
                       b'[{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},'
-                      b'{"jsonrpc":"2.0","id":3,"method":"nope"},5]\n',
+                      b'{"jsonrpc":"2.0","id":3,"method":"nope"},{"jsonrpc":"2.0","id":4,"method":"nope2"},5]\n',
                       b"garbage\n", b"\n", b"[]\n", b'[{"jsonrpc":"2.0","method":"notifications/initialized"}]\n'])
     own = tmp_path / "own.jsonl"
     proc = _serve(str(cap), "-o", str(own), stdin=stdin)
@@ -118,10 +118,12 @@ def test_stdio_batches_garbage_and_empty_batches_are_answered_as_json_rpc_asks(t
     out = [orjson.loads(x) for x in proc.stdout.splitlines()]
     assert [o["id"] for o in out[:1]] == [1] and len(out) == 4
     batch, parse, empty = out[1:]
-    assert [(m["id"], "result" in m, m.get("error", {}).get("code")) for m in batch] == [(2, True, None), (3, False, -32601), (None, False, -32600)]
+    assert [(m["id"], "result" in m, m.get("error", {}).get("code")) for m in batch] == [
+        (2, True, None), (3, False, -32601), (4, False, -32601), (None, False, -32600)]
     assert parse == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert empty == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
     mine = read_capture(str(own))
     answers = [r for r in mine.records if r.get("dir") == "s2c" and r.get("type") == "message"]
+    # one line, every member's finding: both methods the capture cannot answer
     assert answers[1]["kind"] == "batch" and [f["code"] for f in answers[1].get("findings", ()) if f["code"].startswith("serve.")] \
-        == ["serve.no_recorded_answer"]
+        == ["serve.no_recorded_answer"] * 2
