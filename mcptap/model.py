@@ -128,8 +128,10 @@ class Frame:
     ``value``: the parsed JSON value, or UNPARSED.
     ``invalid_utf8``: byte offsets (within ``raw``) of undecodable bytes.
     ``lines``: how many newline-terminated lines ``raw`` spans (>1: multi-line JSON).
-    ``overflow``: a number literal in ``raw`` is beyond any double (``1e400``)
-    and reads as ±infinity in ``value``.
+    ``oddities``: bit flags (``protocol.jsonparse``) of what only the exact
+    parse reads: ``NON_FINITE`` (a number beyond any double, ``1e400``, reads as
+    ±infinity in ``value``), ``LONE_SURROGATE`` (a lone surrogate escape reads
+    as U+FFFD); 0 for the common case.
     """
 
     raw: bytes
@@ -138,7 +140,7 @@ class Frame:
     value: Any = UNPARSED
     invalid_utf8: tuple[int, ...] = ()
     lines: int = 1
-    overflow: bool = False
+    oddities: int = 0
 
 
 @dataclass(slots=True)

@@ -327,13 +327,13 @@ class Reannotator(RecordingState):
             frame = Frame(raw, rec.get("offset", 0), eol == "\n" or not stdio, value, (), 1)
             canonical = True
         elif stdio:
-            value, bad, overflow = parse_json_full(raw)
+            value, bad, odd = parse_json_full(raw)
             terminated = raw.endswith(b"\n")
             lines = raw.count(b"\n") + (0 if terminated else 1)
-            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines), overflow)
+            frame = Frame(raw, rec.get("offset", 0), terminated, value, bad, max(1, lines), odd)
         else:
-            value, _, overflow = parse_json_full(raw)
-            frame = Frame(raw, rec.get("offset", 0), True, value, (), 1, overflow)
+            value, _, odd = parse_json_full(raw)
+            frame = Frame(raw, rec.get("offset", 0), True, value, (), 1, odd)
         s = self.streams[direction]
         s.bytes += len(raw)
         if not self.light:

@@ -318,12 +318,12 @@ class Recorder(RecordingState):
         """Record one already-framed payload (a JSON body, an SSE event's data).
         ``value``: the parsed JSON if the caller already has it."""
         t = self.clock() if t_us is None else t_us
-        overflow = False
+        odd = 0
         if value is UNPARSED:
-            value, bad, overflow = parse_message(raw)
+            value, bad, odd = parse_message(raw)
         else:
             bad = ()
-        frame = Frame(raw, 0, True, value, bad, 1, overflow)
+        frame = Frame(raw, 0, True, value, bad, 1, odd)
         del value     # the frame holds it: _emit drops a large message's value once annotated
         alone = self.hold_flush and len(raw) > RAW_ONLY_ABOVE
         if alone:

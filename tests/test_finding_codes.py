@@ -82,6 +82,10 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "jsonrpc.id_unsafe_integer": (H + [c2s(req(2 ** 60, "ping")), s2c(res(2 ** 60))], H + [c2s(req(2 ** 53 - 1, "ping")), s2c(res(2 ** 53 - 1))]),
     "jsonrpc.non_finite_number": (H + [c2s(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"x":1e400}}}\n'), s2c(res(2))],
                                   H + [c2s(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"x":1e300}}}\n'), s2c(res(2))]),
+    "jsonrpc.lone_surrogate": (H + [c2s(req(2, "tools/call", CALL)),
+                                    s2c(res(2, {"content": []}).replace(b"[]", b'[{"type":"text","text":"\\ud83d"}]'))],
+                               H + [c2s(req(2, "tools/call", CALL)),
+                                    s2c(res(2, {"content": []}).replace(b"[]", b'[{"type":"text","text":"\\ud83d\\ude00"}]'))]),
     # lifecycle
     "lifecycle.message_before_initialize": ([c2s(req(1, "tools/list"))], [c2s(req(1, "ping"))]),
     "lifecycle.message_before_initialize_response": (H[:1] + [s2c(note("notifications/tools/list_changed"))] + H[1:],

@@ -21,7 +21,7 @@ from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER, Contracts
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
-from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, overflow_finding
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings
 from mcptap.protocol.lifecycle import (
     SessionState,
     advance,
@@ -150,8 +150,8 @@ class Annotator:
         out = msg.findings
         if extra:
             out.extend(extra)
-        if frame.overflow:
-            out.append(overflow_finding(direction.value))
+        if frame.oddities:
+            out.extend(oddity_findings(frame.oddities, direction.value))
         if stdio:
             if (frame.lines != 1 or not frame.terminated or frame.invalid_utf8 or len(raw) > self.large_message or raw.endswith(b"\r\n")
                     or raw.startswith(BOM)):     # else nothing to say about the framing

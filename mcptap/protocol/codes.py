@@ -88,6 +88,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "ends)", "server/utilities/pagination: a missing nextCursor ends the results; 2026-07-28: \"\" is a cursor"),
     ("jsonrpc.id_unsafe_integer", WARN, "integer id outside ±(2^53−1): peers that read JSON numbers as doubles change it",
      BI + " Requests; RFC 8259 §6 (interoperable integers)"),
+    ("jsonrpc.lone_surrogate", WARN, "a lone UTF-16 surrogate escape (\\ud83d): JSON grammar, not Unicode; strict parsers refuse the message", "RFC 8259 §8.2"),
     ("jsonrpc.non_finite_number", WARN, "number beyond any double (e.g. 1e400): many parsers fail or read it as infinity", "RFC 8259 §6"),
     ("jsonrpc.id_reused", WARN, "id reused after completion within one session (e.g. transport-level retry)", BI + " Requests (legacy: unique per session)"),
     # lifecycle

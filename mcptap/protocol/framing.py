@@ -153,7 +153,7 @@ class NewlineFramer:
         if self._held:
             self._held_line(raw, offset, terminated, out)
             return
-        value, bad, overflow = parse_json_full(raw)
+        value, bad, odd = parse_json_full(raw)
         if value is UNPARSED and terminated and _looks_like_json_start(raw):
             d = _depth_delta(raw)
             if d > 0:
@@ -162,7 +162,7 @@ class NewlineFramer:
                 self._depth = d
                 self._starts = [(0, 0)]
                 return
-        out.append(Frame(raw, offset, terminated, value, bad, 1, overflow))
+        out.append(Frame(raw, offset, terminated, value, bad, 1, odd))
 
     def _held_line(self, raw: bytes, offset: int, terminated: bool, out: list[Frame]) -> None:
         """Multi-line recovery (cases/B02). Held lines are tracked with a

@@ -48,26 +48,80 @@ def _not_json(literal: str) -> Any:
     raise ValueError(f"{literal} is not JSON")
 
 
-def parse_exact(raw: bytes) -> tuple[Any, bool] | None:
+#: ``parse_json_full``'s third element: bit flags of what the exact parse read
+NON_FINITE = 1          # a number beyond any double (``1e400``) reads as ±infinity
+LONE_SURROGATE = 2      # a ``\\uD800``-``\\uDFFF`` escape without its pair reads as U+FFFD
+
+#: a JSON escape of a UTF-16 surrogate (a lone one is valid JSON grammar, not Unicode: RFC 8259 §8.2)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parse_exact(raw: bytes) -> tuple[Any, int] | None:
     """The slow, exact parse for the payloads orjson cannot read faithfully:
     integers of any size stay ``int`` (orjson reads those beyond 64 bits as
     float), a number beyond any double (``1e400``) reads as ±infinity instead
-    of failing. ``NaN``/``Infinity`` literals are still not JSON. Returns
-    ``(value, overflow)``, or None when the bytes are not JSON; never raises."""
+    of failing, and a lone surrogate escape (``"\\ud83d"``: text cut inside an
+    emoji by a JavaScript peer; orjson and the Python SDK refuse the message)
+    reads as U+FFFD, as invalid UTF-8 does. ``NaN``/``Infinity`` literals are
+    still not JSON. Returns ``(value, flags)`` (``NON_FINITE``,
+    ``LONE_SURROGATE``), or None when the bytes are not JSON; never raises."""
     body = raw[3:] if raw.startswith(BOM) else raw
-    overflow = False
+    flags = 0
 
     def number(s: str) -> float:
-        nonlocal overflow
+        nonlocal flags
         f = float(s)
         if math.isinf(f):
-            overflow = True
+            flags |= NON_FINITE
         return f
 
     try:
-        return json.loads(body.decode("utf-8", "replace"), parse_float=number, parse_constant=_not_json), overflow
+        value = json.loads(body.decode("utf-8", "replace"), parse_float=number, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return None
+    if _SURROGATE_ESCAPE.search(body):
+        value, lone = _without_surrogates(value)
+        if lone:
+            flags |= LONE_SURROGATE
+    return value, flags
+
+
+def _without_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with each lone surrogate in its strings (keys too) replaced by
+    U+FFFD (the stdlib joined every valid pair already), and whether any was;
+    iterative: as deep as the stdlib's parse went."""
+    lone = False
+
+    def fix(s: str) -> str:
+        nonlocal lone
+        if _SURROGATE.search(s) is None:
+            return s
+        lone = True
+        return _SURROGATE.sub("\ufffd", s)
+
+    if isinstance(value, str):
+        return fix(value), lone
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            items = list(v.items())
+            if any(type(k) is str and _SURROGATE.search(k) for k, _ in items):
+                v.clear()
+                v.update((fix(k), x) for k, x in items)
+            for k, x in v.items():
+                if isinstance(x, str):
+                    v[k] = fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, str):
+                    v[i] = fix(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+    return value, lone
 
 
 #: an integer literal orjson may not hold: beyond 64 bits needs 19 digits or more
@@ -106,30 +160,40 @@ def parse_json(raw: bytes) -> tuple[Any, tuple[int, ...]]:
     return value, bad
 
 
-def parse_json_full(raw: bytes) -> tuple[Any, tuple[int, ...], bool]:
-    """``parse_json`` plus whether a number overflowed a double (then the
-    value comes from ``parse_exact``: a finding, never \"not JSON\")."""
+def parse_json_full(raw: bytes) -> tuple[Any, tuple[int, ...], int]:
+    """``parse_json`` plus the flags of what only the exact parse could read
+    (``NON_FINITE``, ``LONE_SURROGATE``: then the value comes from
+    ``parse_exact``; a finding, never \"not JSON\"); 0 for the common case."""
     body = raw[3:] if raw.startswith(BOM) else raw
     if body[:1] not in _JSON_FIRST:     # (a message's first byte is its first non-whitespace byte: no scan)
         first = _first_byte(body)
         if first and first not in _JSON_FIRST:
-            return UNPARSED, (), False  # cheap exit for log lines and banners
+            return UNPARSED, (), 0      # cheap exit for log lines and banners
     try:
-        return orjson.loads(body), (), False
+        return orjson.loads(body), (), 0
     except orjson.JSONDecodeError as exc:
-        if "infinity" in str(exc):
+        if _exact_may_read(exc):
             exact = parse_exact(raw)
             if exact is not None:
                 return exact[0], bad_utf8_offsets(raw) if _invalid_utf8(body) else (), exact[1]
     except Exception:  # noqa: BLE001 - arbitrary peer bytes must never raise
-        return UNPARSED, (), False
+        return UNPARSED, (), 0
     if not _invalid_utf8(body):
-        return UNPARSED, (), False
+        return UNPARSED, (), 0
     bad = bad_utf8_offsets(raw)
     try:
-        return orjson.loads(body.decode("utf-8", "replace")), bad, False
+        return orjson.loads(body.decode("utf-8", "replace")), bad, 0
+    except orjson.JSONDecodeError as exc:
+        exact = parse_exact(raw) if _exact_may_read(exc) else None
+        return (UNPARSED, bad, 0) if exact is None else (exact[0], bad, exact[1])
     except Exception:  # noqa: BLE001
-        return UNPARSED, bad, False
+        return UNPARSED, bad, 0
+
+
+def _exact_may_read(exc: Exception) -> bool:
+    """orjson refused what ``parse_exact`` reads: a number beyond a double, a lone surrogate."""
+    text = str(exc)
+    return "infinity" in text or "surrogate" in text
 
 
 def _invalid_utf8(body: bytes) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.jsonparse import parse_exact
+from mcptap.protocol.jsonparse import LONE_SURROGATE, NON_FINITE, parse_exact
 
 #: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
@@ -157,9 +157,17 @@ def classify_exact(raw: bytes, value: Any, cls: Classified) -> tuple[Any, Classi
     return exact[0], classify(exact[0])
 
 
-def overflow_finding(direction: str) -> Finding:
-    return finding("jsonrpc.non_finite_number", f"{direction} message holds a number beyond any double (e.g. 1e400): "
-                   "most JSON parsers fail or read it as infinity")
+def oddity_findings(oddities: int, direction: str) -> list[Finding]:
+    """The findings of ``parse_json_full``'s flags (``jsonparse.NON_FINITE``, ``LONE_SURROGATE``)."""
+    out = []
+    if oddities & NON_FINITE:
+        out.append(finding("jsonrpc.non_finite_number", f"{direction} message holds a number beyond any double (e.g. 1e400): "
+                           "most JSON parsers fail or read it as infinity"))
+    if oddities & LONE_SURROGATE:
+        out.append(finding("jsonrpc.lone_surrogate", f"{direction} message holds a lone UTF-16 surrogate escape (e.g. \"\\ud83d\": "
+                           "text cut inside an emoji): valid JSON grammar but not Unicode text; strict parsers (the Python "
+                           "SDK's pydantic, orjson, serde_json) refuse the whole message (shown here as U+FFFD)"))
+    return out
 
 
 def _short(v: Any, n: int = 60) -> str:

@@ -1,7 +1,7 @@
 """Parse a very large JSON payload without decoding its long strings (pure, sans-IO).
 
 ``parse_message(raw)`` returns what ``jsonparse.parse_json_full(raw)`` returns —
-``(value, invalid_utf8_offsets, overflow)``, never raising — but for a payload
+``(value, invalid_utf8_offsets, oddities)``, never raising — but for a payload
 above ``SKELETON_ABOVE`` bytes whose bulk is a few long string values (a
 64 MiB ``text``, ``blob`` or log ``data``), the value is a *skeleton*: the
 structure and every short value as orjson reads them, and each long string
@@ -65,14 +65,14 @@ _WS = re.compile(rb"[ \t\r\n]*")
 _BACKSLASH = 0x5C
 
 
-def parse_message(raw: bytes, above: int | None = None, long: int | None = None) -> tuple[Any, tuple[int, ...], bool]:
+def parse_message(raw: bytes, above: int | None = None, long: int | None = None) -> tuple[Any, tuple[int, ...], int]:
     """``parse_json_full(raw)``; above ``above`` bytes (default
     ``SKELETON_ABOVE``) with strings longer than ``long`` (default
     ``LONG_STRING``) as ``LongString`` (see module doc)."""
     if len(raw) <= (SKELETON_ABOVE if above is None else above):
         return parse_json_full(raw)
     sk = _skeleton(raw, LONG_STRING if long is None else long)
-    return parse_json_full(raw) if sk is None else (sk, (), False)
+    return parse_json_full(raw) if sk is None else (sk, (), 0)
 
 
 class LongString(str):
@@ -229,8 +229,8 @@ def _skeleton(raw: bytes, long: int) -> Any:
             parts.append(b'"\\u0000' + mark[1:].encode("ascii") + b'"')
             pos = e
         parts.append(view[pos:].tobytes())
-    value, bad, overflow = parse_json_full(b"".join(parts))
-    if value is UNPARSED or bad or overflow:
+    value, bad, odd = parse_json_full(b"".join(parts))
+    if value is UNPARSED or bad or odd:
         return None
     return _substitute(value, marks)
 

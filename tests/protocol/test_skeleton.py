@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mcptap.model import UNPARSED, Direction, Frame
 from mcptap.protocol import skeleton
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.jsonparse import parse_json_full
+from mcptap.protocol.jsonparse import LONE_SURROGATE, parse_json_full
 from mcptap.protocol.skeleton import LongString, parse_message
 from mcptap.records.message import MessageRecord
 
@@ -139,7 +139,12 @@ def test_any_bytes_parse_the_same_and_never_raise(raw: bytes) -> None:
 
 
 def test_lone_surrogates_and_controls_are_refused_as_orjson_does() -> None:
-    for body in (b"\\ud800", b"\\udc00x", b"\x1f", b"\\q", b"\\u12g4"):
+    """orjson refuses each: the skeleton hands the payload to parse_json_full,
+    which reads a lone surrogate as U+FFFD (flagged) and the rest as not JSON."""
+    for body in (b"\\ud800", b"\\udc00x"):
+        raw = b'{"text":"' + b"y" * 40 + body + b"y" * 40 + b'"}'
+        assert small(raw) == parse_json_full(raw) and small(raw)[2] == LONE_SURROGATE
+    for body in (b"\x1f", b"\\q", b"\\u12g4"):
         raw = b'{"text":"' + b"y" * 40 + body + b"y" * 40 + b'"}'
         assert small(raw) == (UNPARSED, (), False)
     raw = b'{"result":{"text":"' + b"y" * 40 + b"\\ud83d\\ude00" + b"y" * 40 + b'"}}'

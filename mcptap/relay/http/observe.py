@@ -183,11 +183,11 @@ class HttpObserver:
         if e.method != "POST" or not e.body:
             return
         body = e.body.take()
-        value, _, overflow = parse_message(body)
+        value, _, odd = parse_message(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
-        if overflow:
-            value = UNPARSED     # the recorder parses it again and flags the number (jsonrpc.non_finite_number)
+        if odd:
+            value = UNPARSED     # the recorder parses it again and flags it (jsonrpc.non_finite_number, jsonrpc.lone_surrogate)
         facts.revision = self._revision(facts.session)
         fs = self.judge.request(e.id, facts)
         if facts.is_initialize and facts.session is None and not facts.legacy:
@@ -303,10 +303,10 @@ class HttpObserver:
 
     def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
-        # a number beyond a double is left to the recorder, which flags it
-        value, _, overflow = parse_message(raw)
+        # a number beyond a double or a lone surrogate is left to the recorder, which flags it
+        value, _, odd = parse_message(raw)
         fs.extend(data_findings(value, quote))
-        box = [UNPARSED if overflow else value]
+        box = [UNPARSED if odd else value]
         del value     # only the recorder's frame holds it: it drops a large message's value once annotated
         self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs, value=box.pop())
 
