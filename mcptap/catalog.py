@@ -10,11 +10,12 @@ each. Gzip-compressed captures (``.jsonl.gz``) are read too: decompressed
 as a stream, since a gzip file cannot be read backwards. Only files whose
 first bytes are an mcptap capture header count as captures; nothing else in
 the directory is listed or ever deleted, except the stale disk-full reserves
-a killed mcptap leaves (``.NAME.jsonl.reserve``, :func:`stale_reserves`).
+a killed mcptap leaves (``.NAME.jsonl.reserve``, ``liveness.stale_reserves``).
+Symbolic links are not followed: a link is neither listed nor removed, so a
+``latest.jsonl`` link never takes a capture's place or removes its target.
 
-Level 1: file reads, and ``os.kill(pid, 0)`` to tell a capture still being
-written (its mcptap process, the pid in the file name, is alive) from one cut
-short. No clock: callers pass ``now``.
+Level 1: file reads, and ``liveness`` (``/proc``, ``kill(pid, 0)``) to tell a
+capture still being written from one cut short. No clock: callers pass ``now``.
 """
 
 from __future__ import annotations
@@ -30,16 +31,14 @@ from typing import Any
 import orjson
 
 from mcptap.escape import text_path
+from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
 
 HEADER_PREFIX = b'{"type":"header","format":"mcptap-capture"'
 HEAD_SCAN = 64 * 1024           # bytes read from the start to find the revision
 _TAIL_STEP = 64 * 1024
 _TAIL_MAX = 64 * 1024 * 1024    # an end record is small; a last line longer than this is not one
-_FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
 _FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
-_RESERVE = re.compile(r"^\.(.+\.jsonl)\.reserve$")
-_RESERVE_PID = re.compile(rb"^mcptap reserve pid=(\d+)\n")
 _GZIP_ERRORS = (OSError, EOFError, zlib.error)
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -54,7 +53,9 @@ class CaptureInfo:
     """One capture file, as ``mcptap ls`` shows it.
 
     ``messages``: messages forwarded (both directions), from the end record;
-    None when there is none. ``severities``: finding counts by severity from
+    None when there is none. ``name``: the server name as a file name shows
+    it (``paths.safe_name``); ``server``: the name retention groups by (the
+    header's ``name`` as given, else ``name``). ``severities``: finding counts by severity from
     the end record (empty without one). ``status``: COMPLETE, TRUNCATED or
     RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
     """
@@ -71,6 +72,7 @@ class CaptureInfo:
     mtime: float
     exit_code: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    server: str = ""
 
     @property
     def no_traffic(self) -> bool:
@@ -168,12 +170,6 @@ def _revision(head: bytes) -> str | None:
     return None
 
 
-def _pid_alive(path: str) -> bool:
-    """Whether the mcptap whose pid the capture's file name holds still runs."""
-    m = _FILE_PID.search(path)
-    return m is not None and _alive(int(m.group(1)))
-
-
 def _name(header: dict[str, Any], path: str) -> str:
     """The server name: the header's (``record --name``), else the one in the
     file name (``YYYYMMDDTHHMMSSZ-NAME-PID.jsonl``), else guessed from the
@@ -196,10 +192,11 @@ def _name(header: dict[str, Any], path: str) -> str:
     return "?"
 
 
-def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
+def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> CaptureInfo | None:
     """Summary of the capture at ``path``; None when it is not an mcptap
     capture (or cannot be read). Never raises for a damaged capture: what
-    cannot be read is shown as unknown."""
+    cannot be read is shown as unknown. ``writers``: a snapshot of the files
+    open for writing, shared by the captures of one listing."""
     p = os.fspath(path)
     try:
         with open(p, "rb") as fp:
@@ -247,29 +244,39 @@ def read_info(path: str | os.PathLike[str]) -> CaptureInfo | None:
         status = COMPLETE
     else:
         # mcptap never writes gzip live: a compressed capture without its end was cut
-        status = RECORDING if not gzipped and _pid_alive(p) else TRUNCATED
+        status = RECORDING if not gzipped and being_written(p, (st.st_dev, st.st_ino), writers) else TRUNCATED
     return CaptureInfo(
         path=os.path.abspath(p), started=str(header.get("started", "?")), name=_name(header, p),
         transport=str(header.get("transport", "?")), revision=_revision(head), messages=messages,
         severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
+        server=_server(header, p),
     )
+
+
+def _server(header: dict[str, Any], path: str) -> str:
+    """The name retention groups by: ``record --name`` as given (two names
+    that differ only past 40 characters or in punctuation are two servers)."""
+    name = header.get("name")
+    return name if isinstance(name, str) and name else _name(header, path)
 
 
 def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
     """Every capture (``*.jsonl``) directly in ``directory``, newest first
-    (start time, then modification time). A missing directory is empty."""
+    (start time, then modification time); symbolic links are left out. A
+    missing directory is empty; raises OSError when it cannot be read."""
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
     out = []
+    writers = Writers()
     for n in names:
         if not n.endswith((".jsonl", ".jsonl.gz")):
             continue
         full = os.path.join(directory, n)
-        if not os.path.isfile(full):
+        if os.path.islink(full) or not os.path.isfile(full):
             continue
-        info = read_info(full)
+        info = read_info(full, writers)
         if info is not None:
             out.append(info)
     out.sort(key=lambda i: (i.started, i.mtime, i.path), reverse=True)
@@ -290,13 +297,13 @@ def select_prune(infos: Sequence[CaptureInfo], now: float, older_than: float | N
     """The captures retention removes (pure).
 
     ``older_than``: seconds; a capture whose last write (mtime) is older goes.
-    ``keep``: the ``keep`` newest captures of each server name always stay.
+    ``keep``: the ``keep`` newest captures of each server (``CaptureInfo.server``) always stay.
     With only ``keep``, everything but those goes. Captures still being
     recorded never go.
     """
     by_name: dict[str, list[CaptureInfo]] = {}
     for info in sorted(infos, key=lambda i: (i.started, i.mtime, i.path), reverse=True):
-        by_name.setdefault(info.name, []).append(info)
+        by_name.setdefault(info.server or info.name, []).append(info)
     doomed = []
     for group in by_name.values():
         for rank, info in enumerate(group):
@@ -328,69 +335,10 @@ def remove(infos: Iterable[CaptureInfo]) -> list[tuple[CaptureInfo, str | None]]
 
 def keep_newest(directory: str | os.PathLike[str], name: str, keep: int, current: str) -> list[tuple[CaptureInfo, str | None]]:
     """``record --keep N``: remove all but the ``keep`` newest captures of
-    server ``name`` in ``directory``; the capture being written (``current``)
-    always counts as one of them and is never removed."""
-    infos = [i for i in scan(directory) if i.name == name]
+    server ``name`` (``record --name`` as given, else the name guessed from the
+    command) in ``directory``; the capture being written (``current``) always
+    counts as one of them and is never removed."""
+    infos = [i for i in scan(directory) if (i.server or i.name) == name]
     cur = os.path.abspath(current)
     others = [i for i in infos if i.path != cur]
     return remove(select_prune(others, now=0.0, keep=max(keep - 1, 0)))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True                 # alive, owned by someone else
-    except (OSError, OverflowError, ValueError):
-        return False
-    return True
-
-
-def stale_reserves(directory: str | os.PathLike[str]) -> list[str]:
-    """The disk-full reserve files (``.NAME.jsonl.reserve``, made beside each
-    capture by ``CaptureWriter.open``) in ``directory`` that no running mcptap
-    owns: the pid written in the reserve is gone, or (a reserve without one)
-    the pid in its capture's name is gone, its capture has ended (end record)
-    or no longer exists. A reserve whose owner may still run stays."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    out = []
-    for n in sorted(names):
-        m = _RESERVE.match(n)
-        if not m:
-            continue
-        path = os.path.join(directory, n)
-        capture = os.path.join(directory, m.group(1))
-        try:
-            with open(path, "rb") as fp:
-                tag = _RESERVE_PID.match(fp.read(64))
-        except OSError:
-            continue
-        if tag is not None:
-            stale = not _alive(int(tag.group(1)))
-        elif not os.path.exists(capture):
-            stale = True
-        elif _FILE_PID.search(capture):
-            stale = not _pid_alive(capture)
-        else:
-            info = read_info(capture)
-            stale = info is None or info.status == COMPLETE
-        if stale:
-            out.append(os.path.abspath(path))
-    return out
-
-
-def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
-    """Delete :func:`stale_reserves`; how many were removed (never raises)."""
-    n = 0
-    for path in stale_reserves(directory):
-        try:
-            os.unlink(path)
-            n += 1
-        except OSError:
-            pass
-    return n

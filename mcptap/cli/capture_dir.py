@@ -20,8 +20,9 @@ from typing import Any
 
 import click
 
-from mcptap.catalog import keep_newest, remove_stale_reserves
+from mcptap.catalog import keep_newest
 from mcptap.cli.options import NonEmptyPath
+from mcptap.liveness import remove_stale_reserves
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
 from mcptap.recorder import Recorder
@@ -55,7 +56,7 @@ def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | Non
         return
     word = safe_name(name) if name else server_name(argv)
     try:
-        done = keep_newest(os.path.dirname(path), word, keep, path)
+        done = keep_newest(os.path.dirname(path), name or server_name(argv), keep, path)
     except OSError as exc:
         say(f"--keep: cannot list {os.path.dirname(path)}: {exc.strerror or exc}")
         return

@@ -22,9 +22,11 @@ import os
 import click
 import orjson
 
-from mcptap.catalog import CaptureInfo, remove_stale_reserves, scan
+from mcptap.catalog import CaptureInfo, scan
 from mcptap.cli import options
+from mcptap.cli.errors import Fail
 from mcptap.escape import escape_controls, text_path
+from mcptap.liveness import remove_stale_reserves
 from mcptap.paths import capture_dir
 
 _SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
@@ -95,7 +97,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
     remove_stale_reserves(where)        # left by a killed mcptap (kill -9): never listed, never kept
-    infos = scan(where)
+    infos = scan_dir(where)
     hidden = 0
     if not show_all:
         shown = [i for i in infos if not i.no_traffic]
@@ -112,3 +114,12 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
         return
     for line in text_lines(infos):
         click.echo(line)
+
+
+def scan_dir(where: str) -> list[CaptureInfo]:
+    """``catalog.scan(where)``; raises Fail when the directory cannot be read
+    (a symbolic link loop, a path through a file, no permission)."""
+    try:
+        return scan(where)
+    except OSError as exc:
+        raise Fail(f"cannot read {where}: {exc.strerror or exc}") from None

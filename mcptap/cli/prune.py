@@ -17,9 +17,10 @@ import time
 
 import click
 
-from mcptap.catalog import parse_age, remove, remove_stale_reserves, scan, select_prune
+from mcptap.catalog import parse_age, remove, select_prune
 from mcptap.cli import options
-from mcptap.cli.ls import human_size, printable
+from mcptap.cli.ls import human_size, printable, scan_dir
+from mcptap.liveness import remove_stale_reserves
 from mcptap.paths import capture_dir
 
 
@@ -49,7 +50,7 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
-    doomed = select_prune(scan(where), now=time.time(), older_than=older_than, keep=keep)
+    doomed = select_prune(scan_dir(where), now=time.time(), older_than=older_than, keep=keep)
     if dry_run:
         for info in doomed:
             click.echo(f"would remove {printable(info.path)} ({human_size(info.size)})")

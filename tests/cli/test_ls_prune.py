@@ -56,19 +56,20 @@ def test_truncated_recording_and_non_captures(tmp_path: Path) -> None:
     lines = full.read_bytes().splitlines(keepends=True)
     cut = d / "20260101T000000Z-cut-999999999.jsonl"
     cut.write_bytes(b"".join(lines[:-1]) + lines[-1][:10])          # killed mid-write
-    live = d / f"20260101T000001Z-live-{os.getpid()}.jsonl"           # our pid: alive
+    live = d / f"20260101T000001Z-live-{os.getpid()}.jsonl"           # our pid, and we write it
     live.write_bytes(b"".join(lines[:-1]))
     (d / "notes.jsonl").write_text('{"hello": 1}\n')
     (d / "readme.txt").write_text("x")
-    infos = {i.name: i for i in scan(d)}
-    assert len(infos) == 3 and {"cut", "live"} < set(infos)
-    assert infos["cut"].status == TRUNCATED and infos["cut"].messages is None
-    assert infos["live"].status == RECORDING
-    assert read_info(d / "notes.jsonl") is None
-    # prune never removes a live capture or a non-capture
-    p = run("prune", "--dir", str(d), "--keep", "0")
-    assert p.returncode == 0, p.stderr
-    assert sorted(os.listdir(d)) == sorted([live.name, "notes.jsonl", "readme.txt"])
+    with open(live, "ab"):
+        infos = {i.name: i for i in scan(d)}
+        assert len(infos) == 3 and {"cut", "live"} < set(infos)
+        assert infos["cut"].status == TRUNCATED and infos["cut"].messages is None
+        assert infos["live"].status == RECORDING
+        assert read_info(d / "notes.jsonl") is None
+        # prune never removes a live capture or a non-capture
+        p = run("prune", "--dir", str(d), "--keep", "0")
+        assert p.returncode == 0, p.stderr
+        assert sorted(os.listdir(d)) == sorted([live.name, "notes.jsonl", "readme.txt"])
 
 
 def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
@@ -166,15 +167,20 @@ def test_prune_and_record_remove_only_stale_reserves(tmp_path: Path) -> None:
     mine = tmp_path / ".20260101T000001Z-live-1.jsonl.reserve"           # tagged with a live pid (ours)
     mine.write_bytes(b"mcptap reserve pid=%d\n" % os.getpid() + bytes(100))
     untagged_live = tmp_path / f".20260101T000002Z-x-{os.getpid()}.jsonl.reserve"
-    (tmp_path / f"20260101T000002Z-x-{os.getpid()}.jsonl").write_bytes(good.read_bytes().splitlines(keepends=True)[0])
+    live = tmp_path / f"20260101T000002Z-x-{os.getpid()}.jsonl"           # our pid, and we write it
+    live.write_bytes(good.read_bytes().splitlines(keepends=True)[0])
     untagged_live.write_bytes(bytes(100))
+    with open(live, "ab"):
+        p = run("prune", "--dir", str(tmp_path), "--older-than", "9999d")
+        assert p.returncode == 0, p.stderr
+        left = sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve"))
+        assert left == sorted([mine.name, untagged_live.name])
+        stale_tagged.write_bytes(b"mcptap reserve pid=%d\n" % dead + bytes(100))
+        record(tmp_path, "--name", "srv", input=INIT)                      # the next record sweeps too
+        assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve")) == sorted([mine.name, untagged_live.name])
+    # once nothing writes it, its reserve is stale, though our pid is alive
     p = run("prune", "--dir", str(tmp_path), "--older-than", "9999d")
-    assert p.returncode == 0, p.stderr
-    left = sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve"))
-    assert left == sorted([mine.name, untagged_live.name])
-    stale_tagged.write_bytes(b"mcptap reserve pid=%d\n" % dead + bytes(100))
-    record(tmp_path, "--name", "srv", input=INIT)                          # the next record sweeps too
-    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve")) == sorted([mine.name, untagged_live.name])
+    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".reserve")) == [mine.name]
 
 
 def test_ls_and_prune_read_gzip_captures(tmp_path: Path) -> None:
@@ -214,3 +220,84 @@ def test_a_capture_rewritten_by_another_json_tool_is_listed(tmp_path: Path) -> N
     info = read_info(full)
     assert info is not None and info.status == COMPLETE and info.messages == 2 and info.revision == "2025-06-18"
     assert [i.path for i in scan(tmp_path)] == [str(full)] and read_info(tmp_path / "other.jsonl") is None
+
+
+def _copy(src: Path, dst: Path, name: str | None = None) -> Path:
+    """A copy of the capture ``src`` at ``dst``, its header's ``name`` set to ``name``."""
+    lines = src.read_bytes().splitlines(keepends=True)
+    head = json.loads(lines[0])
+    if name is not None:
+        head["name"] = name
+    dst.write_bytes(json.dumps(head, separators=(",", ":")).encode() + b"\n" + b"".join(lines[1:]))
+    return dst
+
+
+def test_prune_never_removes_a_capture_recorded_with_o(tmp_path: Path) -> None:
+    """`record -o FILE` names no pid: the tap's reserve file does, and the tap
+    holds the capture open, so it lists as recording and prune leaves it
+    (it was removed, and the tap wrote the whole session into a deleted file)."""
+    d = tmp_path / "c"
+    d.mkdir()
+    live = d / "live.jsonl"
+    proc = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(live), "--", sys.executable, "-c", ECHO],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(INIT)
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline()
+        rows = [json.loads(x) for x in run("ls", "--all", "--dir", str(d), "--format", "json").stdout.splitlines()]
+        assert [r["status"] for r in rows] == [RECORDING]
+        p = run("prune", "--keep", "0", "--dir", str(d))
+        assert p.returncode == 0 and b"removed" not in p.stdout, p.stdout
+        assert live.exists()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert read_info(live).status == COMPLETE  # type: ignore[union-attr]
+
+
+def test_a_live_pid_that_does_not_write_the_capture_is_not_its_tap(tmp_path: Path) -> None:
+    """A pid in the name that is alive but is another process (reused, or a
+    container's pid 1 seen from the host) does not make a cut capture live."""
+    src = Path(__file__).parents[2] / "captures" / "killed-mid-write.jsonl"
+    one = _copy(src, tmp_path / "20250101T000000Z-srv-1.jsonl")
+    mine = _copy(src, tmp_path / f"20250101T000000Z-srv-{os.getpid()}.jsonl")
+    assert read_info(one).status == TRUNCATED and read_info(mine).status == TRUNCATED   # type: ignore[union-attr]
+    p = run("prune", "--keep", "0", "--dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert not one.exists() and not mine.exists()
+
+
+def test_symbolic_links_are_neither_listed_nor_kept_nor_followed(tmp_path: Path) -> None:
+    """A `latest.jsonl` link to the newest capture took its place in --keep 1,
+    so both real captures were removed; a link is now no capture at all."""
+    src = Path(__file__).parents[2] / "captures" / "clean-2025-06-18.jsonl"
+    old = _copy(src, tmp_path / "20260101T000000Z-server-99990.jsonl")
+    new = _copy(src, tmp_path / "20260102T000000Z-server-99991.jsonl")
+    (tmp_path / "latest.jsonl").symlink_to(new.name)
+    rows = [json.loads(x) for x in run("ls", "--all", "--dir", str(tmp_path), "--format", "json").stdout.splitlines()]
+    assert len(rows) == 2 and "latest" not in str(rows)
+    p = run("prune", "--keep", "1", "--dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert not old.exists() and new.exists() and (tmp_path / "latest.jsonl").exists()
+
+
+def test_keep_groups_by_the_whole_server_name(tmp_path: Path) -> None:
+    """Names that differ only past 40 characters or in punctuation are two servers."""
+    src = Path(__file__).parents[2] / "captures" / "clean-2025-06-18.jsonl"
+    names = ["analytics-warehouse-readonly-production-eu", "analytics-warehouse-readonly-production-us", "a b", "a-b"]
+    for i, name in enumerate(names):
+        _copy(src, tmp_path / f"2026010{i + 1}T000000Z-x-{99990 + i}.jsonl", name)
+    infos = scan(tmp_path)
+    assert sorted(i.server for i in infos) == sorted(names)
+    assert select_prune(infos, now=0.0, keep=1) == []
+
+
+def test_ls_and_prune_say_when_the_directory_cannot_be_read(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to("loop")
+    for cmd in (("ls",), ("prune", "--keep", "1")):
+        p = run(*cmd, "--dir", str(loop))
+        assert p.returncode == 2 and p.stderr.decode().startswith(f"mcptap: cannot read {loop}: "), p.stderr
+        assert b"output" not in p.stderr

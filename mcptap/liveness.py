@@ -1,0 +1,192 @@
+"""Whether a capture is still being written, and which disk-full reserves a
+killed mcptap left behind (level 1: reads ``/proc`` and signals pid 0).
+
+A capture without an end record is either being recorded or was cut short
+(a killed tap). ``ls`` shows which, and ``prune``/``record --keep`` must never
+remove the first: a tap that writes into a deleted file loses the whole
+session. The writer's pid comes from the reserve file ``CaptureWriter.open``
+makes beside each capture (``.NAME.jsonl.reserve``: ``mcptap reserve
+pid=N``; a capture named by ``record -o`` has no pid in its name) and from
+the file name (``…-PID.jsonl``). A pid alone is not proof: pids are reused,
+and a capture recorded in a container names a pid of that container (1, say)
+that is alive out here. So where ``/proc`` tells, the capture counts as being
+written only while that process holds the file open for writing; a capture
+whose named pids do not, is written by no one unless some other process
+holds it open for writing (its reserve could not be made: a full disk). Where
+the system cannot tell (no ``/proc``, another user's process), a live pid is
+taken at its word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
+_RESERVE = re.compile(r"^\.(.+\.jsonl)\.reserve$")
+_RESERVE_PID = re.compile(rb"^mcptap reserve pid=(\d+)\n")
+_PROC = "/proc"
+
+FileId = tuple[int, int]        # (st_dev, st_ino)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (``kill(pid, 0)``; another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True                 # alive, owned by someone else
+    except (OSError, OverflowError, ValueError):
+        return False
+    return True
+
+
+def _writable(pid: int | str, fd: str) -> bool:
+    """Whether descriptor ``fd`` of ``pid`` was opened for writing (its fdinfo flags); True when unreadable."""
+    try:
+        with open(f"{_PROC}/{pid}/fdinfo/{fd}", "rb") as fp:
+            for line in fp.read(512).splitlines():
+                if line.startswith(b"flags:"):
+                    return int(line.split()[1], 8) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
+
+
+def writes(pid: int, file: FileId) -> bool | None:
+    """Whether process ``pid`` holds the file ``file`` open for writing; None
+    when this system cannot tell (no ``/proc``, not allowed to look)."""
+    where = f"{_PROC}/{pid}/fd"
+    try:
+        fds = os.listdir(where)
+    except FileNotFoundError:
+        return False if os.path.isdir(f"{_PROC}/self/fd") else None
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            st = os.stat(f"{where}/{fd}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == file and _writable(pid, fd):
+            return True
+    return False
+
+
+class Writers:
+    """Every file some process holds open for writing (one pass over
+    ``/proc``, taken when first asked; None where there is no ``/proc``)."""
+
+    def __init__(self) -> None:
+        self._open: set[FileId] | None = None
+        self._taken = False
+
+    def holds(self, file: FileId) -> bool | None:
+        if not self._taken:
+            self._taken = True
+            self._open = _open_for_writing()
+        return None if self._open is None else file in self._open
+
+
+def _open_for_writing() -> set[FileId] | None:
+    try:
+        pids = [p for p in os.listdir(_PROC) if p.isdigit()]
+    except OSError:
+        return None
+    out: set[FileId] = set()
+    for pid in pids:
+        where = f"{_PROC}/{pid}/fd"
+        try:
+            fds = os.listdir(where)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(f"{where}/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in out and _writable(pid, fd):
+                out.add((st.st_dev, st.st_ino))
+    return out
+
+
+def reserve_path(capture: str) -> str:
+    """The reserve file ``CaptureWriter.open`` makes beside ``capture``."""
+    parent, base = os.path.split(capture)
+    return os.path.join(parent, f".{base}.reserve")
+
+
+def _reserve_pid(reserve: str) -> int | None:
+    try:
+        with open(reserve, "rb") as fp:
+            tag = _RESERVE_PID.match(fp.read(64))
+    except OSError:
+        return None
+    return int(tag.group(1)) if tag is not None else None
+
+
+def being_written(capture: str, file: FileId, writers: Writers | None = None) -> bool:
+    """Whether a process still writes the capture at path ``capture`` (whose
+    ``(st_dev, st_ino)`` is ``file``): its reserve's pid or the pid in its
+    name holds it open for writing (or is alive where that cannot be told),
+    else any process holds it so (``writers``: a shared snapshot)."""
+    pids = [p for p in (_reserve_pid(reserve_path(capture)),) if p is not None]
+    m = FILE_PID.search(os.path.basename(capture))
+    if m is not None:
+        pids.append(int(m.group(1)))
+    for pid in pids:
+        if alive(pid) and writes(pid, file) is not False:
+            return True
+    return bool((writers or Writers()).holds(file))
+
+
+def stale_reserves(directory: str | os.PathLike[str]) -> list[str]:
+    """The disk-full reserve files (``.NAME.jsonl.reserve``, made beside each
+    capture by ``CaptureWriter.open``) in ``directory`` that no running mcptap
+    owns: the pid written in the reserve is gone (or, where ``/proc`` tells,
+    no longer writes its capture), or (a reserve without one) nothing writes
+    its capture any more or it no longer exists. A reserve whose owner may
+    still run stays."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    out = []
+    writers = Writers()
+    for n in sorted(names):
+        m = _RESERVE.match(n)
+        if not m:
+            continue
+        path = os.path.join(directory, n)
+        capture = os.path.join(directory, m.group(1))
+        try:
+            with open(path, "rb") as fp:
+                tag = _RESERVE_PID.match(fp.read(64))
+        except OSError:
+            continue
+        try:
+            st = os.stat(capture)
+        except OSError:
+            st = None
+        if tag is not None:
+            pid = int(tag.group(1))
+            stale = not alive(pid) or (st is not None and writes(pid, (st.st_dev, st.st_ino)) is False)
+        else:
+            stale = st is None or not being_written(capture, (st.st_dev, st.st_ino), writers)
+        if stale:
+            out.append(os.path.abspath(path))
+    return out
+
+
+def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
+    """Delete :func:`stale_reserves`; how many were removed (never raises)."""
+    n = 0
+    for path in stale_reserves(directory):
+        try:
+            os.unlink(path)
+            n += 1
+        except OSError:
+            pass
+    return n
