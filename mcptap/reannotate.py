@@ -52,9 +52,14 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     need the bytes (check). ``reuse``: a capture written under the current
     rules fingerprint keeps its recorded annotations (they are what the rules
     compute; see protocol/fingerprint.py) and only gains shape checks; False
-    re-annotates everything (a hand-edited capture)."""
+    re-annotates everything (a hand-edited capture). A capture with ``chunk``
+    records always takes the full path when ``records`` is a CaptureStream (of
+    a file, or of standard input, which cannot be searched first); from any
+    other source the reuse path raises CaptureReadError at the first chunk
+    record rather than leave its bytes out."""
     fp = header.get("rules")
-    if reuse and fp and fp == rules_fingerprint():
+    path = getattr(records, "path", None)       # a CaptureStream's: chunk records need the full path
+    if reuse and fp and fp == rules_fingerprint() and path != "-" and not (isinstance(path, str) and has_chunks(path)):
         yield from reuse_annotations(header, records, shapes, light)
         return
     rec = reannotator_for(header, shapes, light)

@@ -12,6 +12,7 @@ from typing import Any
 
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import decode_bytes
+from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import parse_json
@@ -54,6 +55,10 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
         if typ == "end":
             end = r
             continue
+        if typ == "chunk" and header.get("transport", "stdio") == "stdio":
+            # bytes stored unframed (live analysis behind): only re-framing from the start reads them
+            raise CaptureReadError(f"chunk record seq {r.get('seq')}: the capture holds bytes stored unframed while live "
+                                   "analysis was behind, which are re-framed from a file: give the capture as a file, not on stdin")
         if typ == "message":
             _tally(streams.get(str(r.get("dir"))), r, light)
             kind = r.get("kind")

@@ -32,7 +32,9 @@ class Reannotated:
         self.header = header
         self.shapes = shapes
         self.light = light
-        self.reuse = reuse
+        # a capture with chunk records is re-framed from its bytes (its recorded annotations miss those
+        # messages); standard input cannot be searched for them first, so it takes the full path too
+        self.reuse = reuse and path != "-" and not (path is not None and has_chunks(path))
         self.path = path
         self.line: int | None = 1
         self._records = records
@@ -49,7 +51,6 @@ class Reannotated:
         (see recorder.reannotate). Raises CaptureReadError (missing, not a
         capture, unsupported version)."""
         stream = CaptureStream(path)
-        reuse = reuse and not has_chunks(path)
         return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
 
     def _source(self) -> Iterator[dict[str, Any]]:

@@ -112,7 +112,8 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         if follow:
             follower = Follower(path, poll)
             fol = follower
-            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=not full)
+            # re-annotated in full: chunk records (analysis behind) may come later, and need the re-framer
+            ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=False)
             previous = signal.signal(signal.SIGINT, lambda *_: setattr(fol, "stop", True))
         else:
             ra = Reannotated.open(path, shapes=not no_shapes, reuse=not full)
