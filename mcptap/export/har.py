@@ -58,7 +58,10 @@ def _message_bytes(rec: dict[str, Any]) -> bytes:
 
 
 #: exchanges the tap answered itself, by the ``how`` of their end record
-_TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "Bad Request")}
+#: the status of each answer the tap gives itself, by the end record's ``how``; its ``sent_502``
+#: says the tap answered (named for the first of them), so any other ``how`` with it is a 502
+_TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "Bad Request"),
+                "auth_not_fronted": (404, "Not Found")}
 
 
 class _Exchange:
@@ -252,7 +255,7 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
         "content": _content(ex, resp_headers), "redirectURL": _header(resp_headers, "location") or "",
         "headersSize": -1, "bodySize": end["response_bytes"] if isinstance(end.get("response_bytes"), int) else -1,
     }
-    tap_answer = (502, "Bad Gateway") if end.get("sent_502") else _TAP_ANSWERS.get(str(end.get("how")))
+    tap_answer = _TAP_ANSWERS.get(str(end.get("how"))) or ((502, "Bad Gateway") if end.get("sent_502") else None)
     if resp is None and tap_answer is not None:
         response["status"], response["statusText"] = tap_answer
         response["httpVersion"] = request["httpVersion"]

@@ -189,6 +189,24 @@ def test_har_entry_of_a_non_post_body_and_a_502() -> None:
     assert entry["_mcp"]["findings"][0]["code"] == "http.upstream_failed" and entry["_mcp"]["how"] == "upstream_failed"
 
 
+@pytest.mark.parametrize(("how", "status"), [("host_rejected", 403), ("request_rejected", 400), ("auth_not_fronted", 404),
+                                             ("upstream_failed", 502)])
+def test_har_gives_the_status_the_tap_answered_itself(how: str, status: int) -> None:
+    """The relay sets ``sent_502`` for every answer of its own: a DNS-rebinding
+    403 and a 400 were exported as 502 Bad Gateway (found by a breaker helper)."""
+    from mcptap.export.har import har_of
+
+    header = {"started": "2026-01-02T03:04:05Z", "transport": "http", "target": {"upstream": "http://127.0.0.1:8000/mcp"}}
+    recs = [
+        {"type": "http", "seq": 1, "t_us": 1000, "event": "request", "exchange": 1, "conn": 1, "method": "POST", "target": "/mcp",
+         "version": "1.1", "headers": [["Host", "evil.example"]]},
+        {"type": "http", "seq": 2, "t_us": 1000, "event": "end", "exchange": 1, "conn": 1, "how": how, "request_bytes": 40,
+         "response_bytes": 0, "duration_us": 0, "detail": "refused", "sent_502": True},
+    ]
+    (entry,) = har_of(header, recs)["log"]["entries"]
+    assert entry["response"]["status"] == status and f"answered by mcptap itself ({how}" in entry["response"]["comment"]
+
+
 @pytest.mark.parametrize("t_us", [2**62, -(2**62), 2**64 + 1])
 def test_a_time_beyond_the_year_9999_is_no_time(t_us: int) -> None:
     """A hand-edited ``t_us`` far from the capture's start: HAR and message
