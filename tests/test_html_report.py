@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from mcptap.capture.writer import CaptureWriter
 from mcptap.cli.main import mcptap
 from mcptap.filters.operators import operator_table
+from mcptap.model import Direction
+from mcptap.recorder import Recorder
 from scripted import c2s, handshake, note, record, req, res, s2c
 from test_scrub import ALL, secret_session
 
@@ -236,3 +239,20 @@ def test_a_report_stopped_midway_leaves_the_old_output_and_no_temporary_file(tmp
     assert out.read_text() == "the report of yesterday"
     assert [p.name for p in out.parent.iterdir()] == ["r.html"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL         # handlers restored
+
+
+@needs_chromium
+def test_the_payload_pane_keeps_numbers_as_the_peer_sent_them(tmp_path) -> None:
+    """The pane pretty-printed through JSON.parse: an id beyond 2^53 showed as
+    18446744073709552000 and 1e400 as null, while the row said the truth
+    (found by a breaker helper). #seq=N opens a message."""
+    raw = (b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping","params":{"big":12345678901234567890123,'
+           b'"e":1e400,"s":"a\\u00e9\\"b","list":[],"o":{},"n":[1,{"k":null}]}}\n')
+    src = tmp_path / "big.jsonl"
+    rec = Recorder(CaptureWriter.open(str(src)), "stdio", {"argv": ["x"]}, clock=lambda: 1000, started="2026-01-01T00:00:00.000000Z")
+    rec.stdio_bytes(Direction.C2S, raw)
+    rec.close()
+    assert run("report", str(src), "-o", str(tmp_path / "big.html"), "--no-scrub").exit_code == 0
+    got = dump(dom(tmp_path / "big.html", "seq=1&dump"))["payload"]
+    assert got == json.dumps(json.loads(raw), indent=2).replace("Infinity", "1e400")
+    assert '"id": 18446744073709551617' in got and '"big": 12345678901234567890123' in got and '"e": 1e400' in got

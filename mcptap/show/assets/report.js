@@ -376,9 +376,30 @@
     if (q != null) { const a = el("a", null, "belongs to request #" + q); a.onclick = () => jumpTo(q); d.append(el("p"), a); }
     for (const f of r[FINDINGS]) d.append(el("p", { class: "f-" + f[1] }, `${f[1]} ${f[0]}`));
     let body = P[i];
-    if (r[HASJSON]) { try { body = JSON.stringify(JSON.parse(body), null, 2); } catch (e) { /* raw text stays */ } }
+    if (r[HASJSON]) { try { JSON.parse(body); body = pretty(body); } catch (e) { /* raw text stays */ } }
     else if (!isMsg(r) && r[TYPE] !== "stderr" && D.extra && D.extra[i]) body = D.extra[i];
     d.append(el("pre", { class: "payload" }, body));
+  }
+  // JSON.stringify(JSON.parse(t), null, 2) without the round trip through doubles: an id or a
+  // number beyond 2^53 (or 1e400) shows as the peer sent it, as in the row; t is valid JSON
+  function pretty(t) {
+    const out = [], n = t.length, WS = " \t\n\r", END = ",:]} \t\n\r";
+    let depth = 0, i = 0;
+    const pad = () => "\n" + "  ".repeat(depth);
+    while (i < n) {
+      const c = t[i];
+      if (c === '"') { let j = i + 1; while (j < n && t[j] !== '"') j += t[j] === "\\" ? 2 : 1; out.push(t.slice(i, j + 1)); i = j + 1; }
+      else if (WS.includes(c)) i++;
+      else if (c === "{" || c === "[") {
+        let j = i + 1; while (j < n && WS.includes(t[j])) j++;
+        if (t[j] === (c === "{" ? "}" : "]")) { out.push(c + t[j]); i = j + 1; } else { depth++; out.push(c + pad()); i++; }
+      }
+      else if (c === "}" || c === "]") { depth--; out.push(pad() + c); i++; }
+      else if (c === ",") { out.push("," + pad()); i++; }
+      else if (c === ":") { out.push(": "); i++; }
+      else { let j = i; while (j < n && !END.includes(t[j])) j++; out.push(t.slice(i, j)); i = j; }
+    }
+    return out.join("");
   }
   function jumpTo(seq) {
     const i = bySeq.get(seq); if (i == null) return;
@@ -451,11 +472,13 @@
     $("seqrange").textContent = msgs.length ? `messages #${R[msgs[0]][SEQ]} to #${R[msgs[msgs.length - 1]][SEQ]} (scroll the timeline to move)` : "no messages in view";
   }
 
-  // ---- start (a #filter=EXPR hash applies a filter; #…&dump lists the matches, for tests) ----
+  // ---- start (#filter=EXPR applies a filter, #seq=N opens message N; #…&dump lists the matches
+  // and the open payload, for tests) ----
   const hash = new URLSearchParams(location.hash.slice(1));
   const initial = hash.get("filter");
   if (initial != null) { $("filter").value = initial; applyFilter(initial); } else applyFilter("");
   diagram(0);
+  if (hash.has("seq")) jumpTo(Number(hash.get("seq")));
   if (hash.has("dump")) {
     const out = { shown: view.map((i) => R[i][SEQ]) };
     if (hash.has("filters")) {    // several expressions at once: {expr: [seq…] | {error}}
@@ -465,6 +488,8 @@
         catch (e) { out.filters[expr] = { error: e.message, col: e.col }; }
       }
     }
+    const pane = $("detail").querySelector("pre.payload");
+    if (pane) out.payload = pane.textContent;
     const d = $("dump"); d.hidden = false; d.textContent = JSON.stringify(out);
   }
   document.body.dataset.script = String(Math.round(performance.now() - T0));   // data parsed, timeline rendered
