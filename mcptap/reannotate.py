@@ -110,6 +110,19 @@ def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
     return iter(stream)
 
 
+def annotated(stream: CaptureStream) -> Iterator[dict[str, Any]]:
+    """The records of an open capture with today's annotations, for consumers
+    that read kinds, ids and pairs from message records (diff, replay, serve):
+    as stored when the capture was written under today's rules (its ``rules``
+    fingerprint) and holds no ``chunk`` records; else re-annotated from its
+    bytes (chunks re-framed; a hand-written or older capture's pairing derived
+    again, not trusted)."""
+    fp = stream.header.get("rules")
+    if fp and fp == rules_fingerprint() and stream.path != "-" and not has_chunks(stream.path):
+        return iter(stream)
+    return reannotate(stream.header, stream, shapes=False, reuse=False)
+
+
 class Reannotator(RecordingState):
     """The offline re-annotator: the live recorder's bookkeeping without a
     writer and without a clock, fed the records of an existing capture

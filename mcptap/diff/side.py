@@ -26,7 +26,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.reannotate import framed
+from mcptap.reannotate import annotated
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}
@@ -140,7 +140,7 @@ def summarize(path: str, masker: Masker) -> Side:
             lat.append(t_lat)
         return lid
 
-    for rec in framed(stream):
+    for rec in annotated(stream):
         typ = rec.get("type")
         fs = rec.get("findings")
         if typ != "message":
@@ -205,7 +205,7 @@ def fetch(path: str, wanted: set[int]) -> dict[int, Any]:
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in framed(CaptureStream(path)):
+    for rec in annotated(CaptureStream(path)):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)

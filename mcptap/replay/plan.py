@@ -41,7 +41,7 @@ from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
-from mcptap.reannotate import framed
+from mcptap.reannotate import annotated
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -395,4 +395,4 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
 def plan_from_path(path: str, allow_side_effects: bool = False, masker: Masker | None = None) -> Plan:
     """Plan the replay of the capture at ``path``. Raises CaptureReadError."""
     stream = CaptureStream(path)
-    return build_plan(stream.header, framed(stream), allow_side_effects, masker)
+    return build_plan(stream.header, annotated(stream), allow_side_effects, masker)

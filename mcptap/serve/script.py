@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
+from mcptap.reannotate import annotated
 
 
 @dataclass(slots=True)
@@ -291,4 +292,4 @@ def build_script(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> S
 def script_from_path(path: str) -> Script:
     """The server side of the capture at ``path``. Raises CaptureReadError."""
     stream = CaptureStream(path)
-    return build_script(stream.header, stream)
+    return build_script(stream.header, annotated(stream))
