@@ -19,10 +19,14 @@ Keys (``Matcher.key``):
 * ``strict=True``: params must be equal as JSON except ``_meta.progressToken``
   (a client mints one per call).
 
-``take`` prefers an unused entry of ``group`` (a recorded session), then any
-unused entry, then — not in strict mode — repeats the last entry of that key
+``take`` prefers, among the entries of its key, an unused one whose params
+are equal to the live ones as JSON (strict), then one of ``group`` (a
+recorded session), then any unused entry, then — not in strict mode —
+repeats the last entry of that key with equal params, else its last entry
 (mitmproxy's ``server_replay_reuse``, here only once the recorded ones are
-used up). ``by_method=True`` falls back to the first unused entry of the same
+used up). Equal params first: a pagination ``cursor`` is masked as volatile,
+so every page of ``tools/list`` shares one key, and a client that lists
+twice must get the page its cursor names, not the next in line. ``by_method=True`` falls back to the first unused entry of the same
 method when the params match nothing (replay answering a live server's
 sampling or elicitation request whose prompt changed).
 """
@@ -59,12 +63,13 @@ def _strict_params(params: Any) -> bytes:
 
 
 class _Entry(Generic[T]):
-    __slots__ = ("item", "group", "used")
+    __slots__ = ("item", "group", "used", "exact")
 
-    def __init__(self, item: T, group: Any) -> None:
+    def __init__(self, item: T, group: Any, exact: bytes) -> None:
         self.item = item
         self.group = group
         self.used = False
+        self.exact = exact          # the params as strict JSON
 
 
 class Matcher(Generic[T]):
@@ -86,20 +91,22 @@ class Matcher(Generic[T]):
 
     def add(self, method: str, params: Any, item: T, group: Any = None) -> None:
         """Index ``item`` (recorded in ``group``, e.g. its session) under its key."""
-        e = _Entry(item, group)
+        e = _Entry(item, group, _strict_params(params))
         self._by_key.setdefault(self.key(method, params), []).append(e)
         self._by_method.setdefault(method, []).append(e)
 
     @staticmethod
-    def _first(entries: list[_Entry[T]], group: Any) -> _Entry[T] | None:
-        fallback = None
+    def _first(entries: list[_Entry[T]], group: Any, exact: bytes | None = None) -> _Entry[T] | None:
+        """The first unused entry, preferring equal params, then ``group``."""
+        best, best_rank = None, 4
         for e in entries:
             if not e.used:
-                if e.group == group:
-                    return e
-                if fallback is None:
-                    fallback = e
-        return fallback
+                rank = (0 if e.exact == exact else 2) + (0 if e.group == group else 1)
+                if rank < best_rank:
+                    best, best_rank = e, rank
+                    if not rank:
+                        break
+        return best
 
     def take(self, method: str, params: Any, group: Any = None, by_method: bool = False) -> tuple[T | None, str]:
         """The next recorded entry for this request and how it was found:
@@ -107,8 +114,9 @@ class Matcher(Generic[T]):
         used: the last one again), ``"method"`` (``by_method``: same method,
         other params) or ``"none"`` (item None)."""
         entries = self._by_key.get(self.key(method, params))
+        exact = _strict_params(params) if entries else None
         if entries:
-            e = self._first(entries, group)
+            e = self._first(entries, group, exact)
             if e is not None:
                 e.used = True
                 return e.item, EXACT
@@ -118,7 +126,8 @@ class Matcher(Generic[T]):
                 e.used = True
                 return e.item, METHOD
         if entries and not self.strict:
-            return entries[-1].item, REUSED
+            same = [e for e in entries if e.exact == exact]
+            return (same or entries)[-1].item, REUSED
         if by_method and not self.strict and self._by_method.get(method):
             return self._by_method[method][-1].item, REUSED
         return None, NONE

@@ -157,6 +157,19 @@ def test_matcher_ignores_meta_and_volatile_fields_and_prefers_the_group() -> Non
     assert m.take("tools/list", None) == (None, "none")
 
 
+def test_a_client_that_pages_twice_gets_the_page_its_cursor_names() -> None:
+    """A cursor is masked as volatile, so every page shares one key: a second
+    listing got the next page in line (t0, t2: t1 silently missing; found by a
+    breaker helper). Equal params come first, also once all were used."""
+    m: Matcher[str] = Matcher()
+    for cursor, page in ((None, "p0"), ("c1", "p1"), ("c2", "p2")):
+        m.add("tools/list", {"cursor": cursor} if cursor else None, page)
+    for rnd, how in ((0, "exact"), (1, "reused")):
+        got = [m.take("tools/list", {"cursor": c} if c else None) for c in (None, "c1", "c2")]
+        assert got == [("p0", how), ("p1", how), ("p2", how)], rnd
+    assert m.take("tools/list", {"cursor": "c9"}) == ("p2", "reused")       # an unknown cursor: the last, as before
+
+
 @given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=12))
 def test_matcher_is_fifo_per_key(keys: list[str]) -> None:
     m: Matcher[tuple[str, int]] = Matcher()
