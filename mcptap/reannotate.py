@@ -92,7 +92,7 @@ def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, An
     kept; ``incomplete`` when the capture had no end record."""
     if old_end is not None and not rec.chunks and isinstance(old_end.get("seq"), int):    # (seq is optional: null kept ours)
         rec.seq = old_end["seq"] - 1
-    keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records")}
+    keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records", "original")}
     end = rec.close(incomplete=old_end is None, **keep)
     if old_end is None:
         end["incomplete"] = True

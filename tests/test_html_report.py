@@ -256,3 +256,16 @@ def test_the_payload_pane_keeps_numbers_as_the_peer_sent_them(tmp_path) -> None:
     got = dump(dom(tmp_path / "big.html", "seq=1&dump"))["payload"]
     assert got == json.dumps(json.loads(raw), indent=2).replace("Infinity", "1e400")
     assert '"id": 18446744073709551617' in got and '"big": 12345678901234567890123' in got and '"e": 1e400' in got
+
+
+@needs_chromium
+def test_a_scrubbed_report_gives_the_bytes_the_tap_forwarded(tmp_path) -> None:
+    """Placeholders are longer than the secrets they replace: the traffic line
+    gave the scrubbed bytes as the traffic (found by a breaker helper)."""
+    src = secret_session(tmp_path / "s.jsonl")
+    end = json.loads(src.read_text().splitlines()[-1])
+    assert run("report", str(src), "-o", str(tmp_path / "r.html")).exit_code == 0
+    page = dom(tmp_path / "r.html")
+    sent = re.search(r"c2s (\d+) messages, (\d+) bytes(?: \((\d+) as scrubbed\))?", page)
+    assert sent is not None and int(sent.group(2)) == end["c2s"]["bytes"], sent and sent.group(0)
+    assert sent.group(3) is not None and int(sent.group(3)) != end["c2s"]["bytes"]

@@ -140,7 +140,7 @@ class _Report:
             "path": self.path, "transport": header.get("transport"), "started": header.get("started"), "mcptap": header.get("mcptap"),
             "target": header.get("target") or {}, "scrubbed": header.get("scrubbed"), "name": header.get("name"),
             "columns": COLUMNS, "revisions": sorted(self.revisions), "sessions": list(self.sessions.values()),
-            "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities")} if end else None,
+            "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities", "original")} if end else None,
         }
         return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table()}
 

@@ -295,7 +295,10 @@
   const headPairs = [["capture", meta.path], ["transport", meta.transport], ["target", Array.isArray(tgt.argv) ? tgt.argv.join(" ") : (tgt.url || tgt.upstream || "")],
     ["started", meta.started], ["mcptap", meta.mcptap], ["revision", (meta.revisions || []).join(", ")], ["records", String(R.length)], ["privacy", scrub]];
   if (end) {
-    headPairs.push(["traffic", `c2s ${end.c2s ? end.c2s.messages + " messages, " + end.c2s.bytes + " bytes" : "?"}; s2c ${end.s2c ? end.s2c.messages + " messages, " + end.s2c.bytes + " bytes" : "?"}`]);
+    // a scrubbed capture's digests are over the scrubbed bytes; what the tap forwarded is in end.original
+    const sent = (d) => { const o = end.original && end.original[d], s = end[d]; if (!s) return "?";
+      return `${s.messages} messages, ${o && o.bytes != null ? o.bytes + " bytes" + (o.bytes !== s.bytes ? ` (${s.bytes} as scrubbed)` : "") : s.bytes + " bytes"}`; };
+    headPairs.push(["traffic", `c2s ${sent("c2s")}; s2c ${sent("s2c")}`]);
     if (end.exit_code != null) headPairs.push(["exit", String(end.exit_code)]);
     if (end.pending && end.pending.length) headPairs.push(["pending", end.pending.map((p) => `#${p.seq} ${p.method || ""}`).join(", ")]);
   } else headPairs.push(["end", "no end record: the capture was cut short"]);
