@@ -272,6 +272,7 @@ OTHER_SEVERITIES: dict[str, tuple[tuple[Severity, str], ...]] = {
     "capability.not_negotiated": ((WARN, "revisions where capabilities are SHOULD (2024-11-05, 2025-03-26, unknown), or a SHOULD-level conditional gate"),),
     "capability.not_in_revision": ((ERROR, "a request that was removed before the negotiated revision"),),
     "sse.connection_closed_mid_stream": ((INFO, "the stream had event ids: resumable with Last-Event-ID"),),
+    "sse.stream_closed_without_response": ((INFO, "the server ended it after an event id: resumable with Last-Event-ID (2025-11-25 polling)"),),
     "capability.unknown_method": ((INFO, "mcptap's own rule error, reported instead of losing the message"),),
     "shape.invalid_params": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),
     "shape.invalid_result": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),

@@ -251,6 +251,13 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         if how == "client_closed" and any(m for _, _, m in pending):
             return []      # 2026-07-28: closing the response stream is the cancellation
         who = "the client closed it" if how == "client_closed" else "the server ended it"
+        if how != "client_closed" and event_ids:
+            # 2025-11-25 polling: after an event with an id (the priming event) the server may end
+            # the response; the client resumes with Last-Event-ID and the answer comes there
+            return [finding("sse.stream_closed_without_response",
+                            f"response stream ended ({who}) before the response to request(s) {ids}, after event id "
+                            f"{event_ids[-1]!r}: resumable with Last-Event-ID (2025-11-25 polling)",
+                            {"pending": [s for s, _, _ in pending]}, severity=INFO)]
         return [finding("sse.stream_closed_without_response", f"response stream ended ({who}) without the response to request(s) {ids}",
                         {"pending": [s for s, _, _ in pending]})]
     return []

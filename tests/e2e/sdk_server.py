@@ -1,19 +1,25 @@
 """A well-behaved MCP server on the official SDK (mcp 2.x MCPServer).
 
     python sdk_server.py                                      # stdio
-    python sdk_server.py PORT streamable-http [--json] [--stateless]
+    python sdk_server.py PORT streamable-http [--json] [--stateless] [--poll]
     python sdk_server.py PORT sse                             # legacy HTTP+SSE
 
-Tools: echo, add, slow (progress notifications), boom (isError result); a
-resource and a prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
+Tools: echo, add, slow (progress notifications), boom (isError result), poll
+(ends its response stream before answering: 2025-11-25 polling, with
+``--poll``: an in-memory event store and a 100 ms retry); a resource and a
+prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
 HTTP end-to-end tests through `mcptap record`.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
+from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 
 app = MCPServer(name="e2e-sdk-server", version="1.0.0")
 
@@ -44,6 +50,37 @@ def boom() -> str:
     raise ValueError("boom on purpose")
 
 
+@app.tool()
+async def poll(ctx: Context) -> str:
+    """End the response stream (the client resumes with Last-Event-ID), then answer."""
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.3)
+    return "polled"
+
+
+class MemoryEvents(EventStore):
+    """Events kept in memory, so a client can resume a stream the server ended."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+        self.n = itertools.count(1)
+
+    async def store_event(self, stream_id: StreamId, message: Any) -> EventId:
+        eid = f"{stream_id}-{next(self.n)}"
+        self.events.append((eid, stream_id, message))
+        return eid
+
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
+        at = next((i for i, (e, _, _) in enumerate(self.events) if e == last_event_id), None)
+        if at is None:
+            return None
+        sid = self.events[at][1]
+        for e, s, m in self.events[at + 1:]:
+            if s == sid and m is not None:
+                await send_callback(EventMessage(m, e))
+        return sid
+
+
 @app.resource("e2e://greeting")
 def greeting() -> str:
     """A static text resource."""
@@ -63,5 +100,6 @@ if __name__ == "__main__":
         app.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
     else:
         flags = set(sys.argv[3:])
+        polling: dict[str, Any] = {"event_store": MemoryEvents(), "retry_interval": 100} if "--poll" in flags else {}
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
-                stateless_http="--stateless" in flags)
+                stateless_http="--stateless" in flags, **polling)

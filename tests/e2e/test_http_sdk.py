@@ -120,3 +120,20 @@ async def test_legacy_http_sse_through_the_tap(tmp_path: Path) -> None:
     assert key and {r.get("session") for r in msgs} == {key}
     # POST acknowledgements of the legacy transport are not Streamable HTTP acks
     assert not [f for r in http for f in r.get("findings", ()) if f["code"].startswith("http.ack")]
+
+
+async def test_a_polling_session_through_the_tap_has_no_false_error(tmp_path: Path) -> None:
+    """2025-11-25 polling with the SDK's own server: the tool ends its response
+    stream after the priming event, the SDK client resumes with Last-Event-ID
+    and gets the answer there. The capture pairs it, and the ended stream is
+    information, not the error it was (found by a breaker helper)."""
+    cap = tmp_path / "cap.jsonl"
+    async with sdk_server("streamable-http", "--poll") as base, tapped(base + "/mcp", cap) as (url, tap):
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("poll", {})
+    assert result.content[0].text == "polled"   # type: ignore[union-attr]
+    msgs, http = check_capture(cap)
+    resumed = [r for r in http if r["event"] == "request" and any(k.lower() == "last-event-id" for k, _ in r["headers"])]
+    assert resumed, "the client did not resume: the scenario tests nothing"
+    ended = [f for r in http for f in r.get("findings", ()) if f["code"] == "sse.stream_closed_without_response"]
+    assert ended and {f["severity"] for f in ended} == {"info"}

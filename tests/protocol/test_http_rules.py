@@ -129,6 +129,13 @@ def test_end_findings():
     assert codes(f) == ["sse.connection_closed_mid_stream"] and f[0].severity.value == "info"
     assert end_findings(ex(), "upstream_closed", **sse)[0].severity.value == "error"
     assert codes(end_findings(ex(), "complete", **sse)) == ["sse.stream_closed_without_response"]
+    assert end_findings(ex(), "complete", **sse)[0].severity.value == "error"
+    # 2025-11-25 polling (the SDK server's close_sse_stream): ended after the priming event's id, the
+    # client resumes with Last-Event-ID; it was an error on a correct session (found by a breaker helper)
+    polled = end_findings(ex(), "complete", **{**sse, "event_ids": ["2-3"]})
+    assert codes(polled) == ["sse.stream_closed_without_response"] and polled[0].severity.value == "info"
+    assert "'2-3'" in polled[0].message and "Last-Event-ID" in polled[0].message
+    assert end_findings(ex(), "client_closed", **{**sse, "event_ids": ["2-3"]})[0].severity.value == "error"
     assert end_findings(ex(), "client_closed", **{**sse, "pending": [(3, 7, True)]}) == []     # 2026-07-28 cancellation
     assert codes(end_findings(ex(), "upstream_failed", **{**kw, "detail": "refused", "sent_502": True})) == ["http.upstream_failed"]
     # a chunked JSON body cut by the upstream's close: an HTTP fault, not an event stream's
