@@ -176,6 +176,8 @@ NOT_HERE: dict[str, str] = {
     "jsonrpc.response_to_notification": "not raised by the annotator yet (a response whose id only a notification used is an unmatched response)",
     "lifecycle.request_before_initialized_ack": "HTTP ordering hazard: raised by the HTTP tap (tests/test_cases_http.py)",
     "lifecycle.session_terminated": "HTTP session management: HTTP tap",
+    "http.session_used_after_delete": "HTTP session management: HTTP tap (tests/relay/test_session_book.py)",
+    "http.session_id_unknown": "HTTP session management: HTTP tap (tests/relay/test_session_book.py)",
     "lifecycle.new_session": "HTTP session boundary: HTTP tap (tests/relay/test_session_book.py)",
     "process.spawn_failed": "stdio transport (tests/cli/test_show_check.py checks it through `mcptap record` + `check`)",
     "process.stderr_backpressure": "stdio transport with a host that does not drain stderr (tests/transport)",

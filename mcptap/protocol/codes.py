@@ -180,6 +180,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
     ("http.ack_content_type_unexpected", INFO, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),
     ("http.session_rejected_not_404", ERROR, "known session id rejected with something other than 404", T + " Session Management"),
+    ("http.session_used_after_delete", WARN, "a request on a session the client itself ended with DELETE (404 is right)", T + " Session Management"),
+    ("http.session_id_unknown", WARN, "a request on a session id the server never assigned in the capture (404 is right)", T + " Session Management"),
     ("http.error_body", INFO, "JSON body of an HTTP error status that is an HTTP/OAuth error object, not a JSON-RPC message",
      T + " Streamable HTTP; basic/authorization; RFC 6750 §3"),
     ("http.request_refused", INFO, "request whose POST got a complete HTTP error status without a JSON-RPC response (refused at HTTP level, not unanswered)",

@@ -143,8 +143,6 @@ def response_findings(ex: Exchange) -> list[Finding]:
         out.append(finding("http.unexpected_content_type", f"request answered {st} with Content-Type {ctype!r}: MUST be application/json or text/event-stream"))
     if ctype is not None and unusual and mt in ("application/json", "text/event-stream"):
         out.append(finding("http.content_type_params", f"response Content-Type {ctype!r} has parameters or unusual case"))
-    if st == 404 and sid is not None and not ex.legacy:
-        out.append(finding("lifecycle.session_terminated", f"404 for session {sid}: the server ended the session; the client MUST start over with initialize"))
     if ex.legacy and ex.method == "POST" and st >= 400:
         out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}"))
     if st == 403 and header(ex.req_headers, "origin") is not None:

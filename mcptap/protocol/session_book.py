@@ -9,7 +9,11 @@ with a fresh ``initialize``. 2026-07-28 has no sessions: requests carrying a
 2026-07-28 ``_meta`` protocol version are never judged here.
 
 ``SessionBook`` remembers which ids the server assigned, on which endpoint
-path, and which ended. Inputs are ``http_rules.Exchange`` facts; outputs are
+path, which ended, and which the client ended itself (a DELETE the server
+accepted). A 404 on a session id is judged by who ended it: the server
+(``lifecycle.session_terminated``), the client (it used the id after its own
+DELETE: ``http.session_used_after_delete``), or no one (the server never
+assigned it in the capture: ``http.session_id_unknown``). Inputs are ``http_rules.Exchange`` facts; outputs are
 findings. Memory is bounded (``LIMIT`` sessions).
 """
 
@@ -37,6 +41,7 @@ class SessionBook:
         self._live: OrderedDict[str, str] = OrderedDict()      # session id -> endpoint path
         self._paths: dict[str, int] = {}                       # endpoint path -> ids assigned there
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._deleted: OrderedDict[str, None] = OrderedDict()   # ended by the client's DELETE
         self._mcp_paths: dict[str, None] = {}                  # paths that received JSON-RPC POSTs
 
     def _remember(self, sid: str, path: str) -> None:
@@ -72,14 +77,14 @@ class SessionBook:
         it differs from ``req_session``, else None)."""
         sid = header(ex.resp_headers, "mcp-session-id")
         status = ex.status or 0
-        if req_session is not None and status == 404:
-            self._live.pop(req_session, None)
-            self._ended[req_session] = None
-            if len(self._ended) > LIMIT:
-                self._ended.popitem(last=False)
-        if sid is None or sid == req_session or not (200 <= status < 300) or ex.legacy:
-            return [], None
         out: list[Finding] = []
+        if req_session is not None and status == 404 and not ex.legacy:
+            out.append(self._not_found(req_session))
+        elif req_session is not None and ex.method == "DELETE" and 200 <= status < 300 and not ex.legacy:
+            self._live.pop(req_session, None)
+            _bounded_add(self._deleted, req_session)
+        if sid is None or sid == req_session or not (200 <= status < 300) or ex.legacy:
+            return out, None
         path = _path(ex.target)
         if req_session is not None and ex.is_initialize and req_session in self._live:
             out.append(finding("http.session_id_reissued",
@@ -91,6 +96,20 @@ class SessionBook:
         if ex.is_initialize:
             self._remember(sid, path)
         return out, sid
+
+    def _not_found(self, sid: str) -> Finding:
+        """The finding of a 404 answering session ``sid``, by who ended it."""
+        if sid in self._deleted:
+            return finding("http.session_used_after_delete", f"404 for session {sid}, which the client itself ended with DELETE: "
+                           "the server answered right; the client MUST start a new session with initialize", {"session": sid})
+        known = sid in self._live or sid in self._ended
+        self._live.pop(sid, None)
+        _bounded_add(self._ended, sid)
+        if known or not self._paths:        # none assigned in the capture: the tap may have started mid-session
+            return finding("lifecycle.session_terminated", f"404 for session {sid}: the server ended the session; the client MUST "
+                           "start over with initialize")
+        return finding("http.session_id_unknown", f"404 for session {sid}, which the server never assigned in this capture: "
+                       "the client sent an id it was not given (the server answered right)", {"session": sid})
 
     def is_mcp_path(self, target: str, endpoint: str | None) -> bool:
         """Whether ``target`` is the MCP endpoint: it received JSON-RPC POSTs,
@@ -111,10 +130,15 @@ class SessionBook:
     def end(self, sid: str) -> None:
         """Session ``sid`` was rejected: it no longer counts as live."""
         self._live.pop(sid, None)
-        self._ended[sid] = None
-        if len(self._ended) > LIMIT:
-            self._ended.popitem(last=False)
+        _bounded_add(self._ended, sid)
 
     def ended(self, sid: str | None) -> bool:
         """Whether the server ended session ``sid`` (answered it with 404)."""
         return sid is not None and sid in self._ended
+
+
+def _bounded_add(ids: OrderedDict[str, None], sid: str) -> None:
+    ids[sid] = None
+    ids.move_to_end(sid)
+    if len(ids) > LIMIT:
+        ids.popitem(last=False)

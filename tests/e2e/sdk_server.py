@@ -4,9 +4,9 @@
     python sdk_server.py PORT streamable-http [--json] [--stateless] [--poll]
     python sdk_server.py PORT sse                             # legacy HTTP+SSE
 
-Tools: echo, add, slow (progress notifications), boom (isError result), poll
-(ends its response stream before answering: 2025-11-25 polling, with
-``--poll``: an in-memory event store and a 100 ms retry); a resource and a
+Tools: echo, add, slow (progress notifications), boom (isError result), and
+with ``--poll`` poll (ends its response stream before answering: 2025-11-25
+polling, with an in-memory event store and a 100 ms retry); a resource and a
 prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
 HTTP end-to-end tests through `mcptap record`.
 """
@@ -50,7 +50,6 @@ def boom() -> str:
     raise ValueError("boom on purpose")
 
 
-@app.tool()
 async def poll(ctx: Context) -> str:
     """End the response stream (the client resumes with Last-Event-ID), then answer."""
     await ctx.close_sse_stream()
@@ -100,6 +99,9 @@ if __name__ == "__main__":
         app.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
     else:
         flags = set(sys.argv[3:])
-        polling: dict[str, Any] = {"event_store": MemoryEvents(), "retry_interval": 100} if "--poll" in flags else {}
+        polling: dict[str, Any] = {}
+        if "--poll" in flags:           # the tool only here: the other sessions' tool list stays EXPECTED's
+            app.tool()(poll)
+            polling = {"event_store": MemoryEvents(), "retry_interval": 100}
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
                 stateless_http="--stateless" in flags, **polling)

@@ -87,6 +87,32 @@ def test_session_rejected_not_404() -> None:
     assert "http.session_rejected_not_404" not in got and "lifecycle.reinitialize" in got
 
 
+def test_a_404_is_judged_by_who_ended_the_session() -> None:
+    """A 404 said "the server ended the session" also on a session the client
+    had ended itself with DELETE, or on an id the server never assigned (an
+    invented or mistyped one): those are the client's faults, and the 404 is
+    the right answer (found by a breaker helper)."""
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    s = Session()
+    s.start()
+    assert s.exchange("DELETE", None, 200, session="s1") == []
+    got = s.exchange("POST", ping, 404, session="s1")
+    assert "http.session_used_after_delete" in got and "lifecycle.session_terminated" not in got
+    s = Session()
+    s.start()
+    for sid in ("bogus", "S1"):          # invented, and the real id in the wrong case
+        got = s.exchange("POST", ping.replace(b"2", b"3" if sid == "S1" else b"2", 1), 404, session=sid)
+        assert "http.session_id_unknown" in got and "lifecycle.session_terminated" not in got, (sid, got)
+    # the server ending its own session is still that
+    s = Session()
+    s.start()
+    got = s.exchange("POST", ping, 404, session="s1")
+    assert got.count("lifecycle.session_terminated") == 1 and "http.session_id_unknown" not in got
+    # a capture that never saw the id assigned (the tap started mid-session) cannot tell: as before
+    s = Session()
+    assert "lifecycle.session_terminated" in s.exchange("POST", ping, 404, session="s9")
+
+
 def test_get_stream_refused_with_400_and_only_on_the_mcp_endpoint() -> None:
     s = Session()
     s.start()
