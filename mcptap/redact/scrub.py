@@ -46,6 +46,7 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 
@@ -202,14 +203,21 @@ class Scrubber:
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif k in ("data", "data_b64") and rec.get("type") == "stderr" and isinstance(v, str):
-                raw = decode_bytes({k: v}, "data") or b""
+            elif isinstance(v, str) and (k in ("data", "data_b64") and rec.get("type") == "stderr"
+                                         or k.endswith("_b64") and k not in _STRUCTURAL):
+                # bytes stored as text or base64 (stderr data, an HTTP request_body's body_b64):
+                # scanned as the text they hold, stored again the way their new bytes need
+                base = k[:-4] if k.endswith("_b64") else k
+                try:
+                    raw = decode_bytes({k: v}, base) or b""
+                except ValueError:      # not base64: nothing readable (the reader reports it)
+                    out[k] = v
+                    continue
                 text = raw.decode("utf-8", "surrogateescape")
-                new = self._text(text, "stderr", seq)
+                new = self._text(text, "stderr" if rec.get("type") == "stderr" else base, seq)
                 if new != text:
-                    nb = new.encode("utf-8", "surrogateescape")
                     tmp: dict[str, Any] = {}
-                    encode_bytes(nb, "data", tmp)
+                    encode_bytes(new.encode("utf-8", "surrogateescape"), base, tmp)
                     out.update(tmp)
                 else:
                     out[k] = v
@@ -273,12 +281,27 @@ class Scrubber:
         if isinstance(out.get("session"), str):
             out["session"] = self._text(out["session"], "session", seq)
         if isinstance(out.get("transport"), dict):
-            out["transport"] = self._generic(out["transport"], seq)
+            out["transport"] = self._transport(out["transport"], raw, new_raw, eol, seq)
         d = self._digests.get(rec.get("dir", ""), None)
         if d is not None:
             if self.transport == "stdio" and isinstance(rec.get("offset"), int):
                 out["offset"] = d.bytes
             d.add(new_raw)
+        return out
+
+    def _transport(self, tr: dict[str, Any], raw: bytes, new_raw: bytes, eol: bytes, seq: int | None) -> dict[str, Any]:
+        """A message's ``transport``: its SSE event's own text (``sse.raw``, the
+        payload a second time, HAR's response content) carries the scrubbed
+        payload (``sse_raw.rewrite``); every other string the patterns."""
+        sse = tr.get("sse")
+        if not isinstance(sse, dict) or not isinstance(sse.get("raw"), str):
+            return self._generic(tr, seq)
+        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq)
+        payload = None
+        if new_raw != raw:
+            body = new_raw[:len(new_raw) - len(eol)] if eol and new_raw.endswith(eol) else new_raw
+            payload = body.decode("utf-8", "replace")
+        out["sse"]["raw"] = rewrite_sse(sse["raw"], payload, lambda s: self._text(s, "transport.sse.raw", seq))
         return out
 
     def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""Secrets that reached a scrubbed capture through copies and record fields
+the scrubber did not treat like payload (tester's report): an SSE event's own
+text, base64 bodies, the header, context records; JSON text re-encoded
+without its surrounding whitespace (mcptap/redact/scrub.py, sse_raw.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from mcptap.cli.main import mcptap
+from mcptap.redact.engine import Redactor
+from mcptap.redact.keyed import Keyer
+from mcptap.redact.rules import Rules, build_rules
+from mcptap.redact.scrub import Scrubber
+from mcptap.redact.sse_raw import rewrite
+
+KEY = Keyer(b"k" * 32)
+
+
+def scrubber(**rules: Any) -> Scrubber:
+    return Scrubber(Redactor(build_rules(**rules) if rules else Rules(), KEY))
+
+
+def sse_message(value: dict[str, Any], raw: str) -> dict[str, Any]:
+    return {"type": "message", "seq": 2, "t_us": 20, "dir": "s2c", "kind": "response", "id": 1, "pair": 1, "json": value,
+            "eol": "", "transport": {"exchange": 1, "conn": 1, "method": "POST", "path": "/mcp", "stream": "post", "status": 200,
+                                     "sse": {"event": "message", "offset": 0, "bytes": len(raw.encode()), "chunks": 1, "raw": raw}}}
+
+
+SSE_VALUE = {"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"authorization": "SSEAUTHVAL1", "ssn": "123-45-6789",
+                                                                          "creds": "SSECREDS1"}}}
+SSE_SECRETS = ("SSEAUTHVAL1", "123-45-6789", "SSECREDS1")
+
+
+def test_sse_raw_gets_the_scrubbed_payload_with_its_framing() -> None:
+    data = json.dumps(SSE_VALUE, separators=(",", ":"))
+    raw = f"event: message\r\ndata: {data}\r\n\r\n"
+    out = scrubber(keys=["ssn"]).record(sse_message(SSE_VALUE, raw))
+    new_raw = out["transport"]["sse"]["raw"]
+    assert not any(s in json.dumps(out) for s in SSE_SECRETS)
+    payload = json.dumps(out["json"], separators=(",", ":"), ensure_ascii=False)
+    assert new_raw == f"event: message\r\ndata: {payload}\r\n\r\n"       # same placeholders, CR LF kept
+
+
+def test_sse_raw_multi_line_data_and_comments() -> None:
+    # pretty-printed JSON over several data lines, a comment with a token: the scrubbed payload
+    # (one compact line) goes where the data lines were; the comment gets the patterns
+    pretty = json.dumps(SSE_VALUE, indent=1).split("\n")
+    raw = ": auth token=COMMENTSECRET1\n" + "".join(f"data:{line}\n" for line in pretty) + "\n"
+    rec = sse_message(SSE_VALUE, raw)
+    rec["raw"] = "\n".join(pretty)
+    out = scrubber(keys=["ssn"]).record(rec)
+    new_raw = out["transport"]["sse"]["raw"]
+    assert not any(s in new_raw for s in SSE_SECRETS + ("COMMENTSECRET1",)), new_raw
+    body = "".join(line[5:] for line in new_raw.split("\n") if line.startswith("data:"))
+    assert json.loads(body) == out["json"]
+
+
+def test_sse_raw_rewrite_unit() -> None:
+    keep = str.upper
+    assert rewrite("id: 7\r\ndata: a\r\ndata: b\r\n\r\n", "x\ny", keep) == "ID: 7\r\ndata: x\r\ndata: y\r\n\r\n"
+    assert rewrite("data:a\ndata:b\n\n", "z", keep) == "data:z\n\n"
+    assert rewrite("data: a\n\n", None, keep) == "data: a\n\n"          # payload unchanged: data lines kept
+    assert rewrite(": only a comment\n\n", "z", keep) == ": ONLY A COMMENT\n\n"
+
+
+def test_base64_bodies_are_scanned_as_text() -> None:
+    body = b"grant_type=x&client_secret=B64SECRETVALUE1&\xff"
+    rec = {"type": "http", "seq": 3, "t_us": 1, "event": "request_body", "exchange": 1, "conn": 1,
+           "body_b64": base64.b64encode(body).decode()}
+    out = scrubber().record(rec)
+    assert b"B64SECRETVALUE1" not in base64.b64decode(out["body_b64"])
+    assert base64.b64decode(out["body_b64"]).endswith(b"&\xff")       # still bytes, invalid UTF-8 kept
+
+
+def test_cli_scrub_sse_raw(tmp_path: Path) -> None:
+    data = json.dumps(SSE_VALUE, separators=(",", ":"))
+    raw = f"event: message\r\ndata: {data}\r\n\r\n"
+    header = {"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "0.1.0",
+              "started": "2026-01-01T00:00:00.000000Z", "transport": "http", "target": {"upstream": "http://127.0.0.1:9/mcp"}}
+    req = {"type": "message", "seq": 1, "t_us": 10, "dir": "c2s", "kind": "request", "id": 1, "method": "tools/call", "eol": "",
+           "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}},
+           "transport": {"exchange": 1, "conn": 1, "method": "POST", "path": "/mcp", "stream": "post"}}
+    cap = tmp_path / "cap.jsonl"
+    cap.write_text("".join(json.dumps(r) + "\n" for r in (header, req, sse_message(SSE_VALUE, raw))))
+    res = CliRunner().invoke(mcptap, ["scrub", str(cap), "-o", str(tmp_path / "out.jsonl"), "--redact-key", "ssn"])
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "out.jsonl").read_text()
+    assert not any(s in text for s in SSE_SECRETS)
