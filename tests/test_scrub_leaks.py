@@ -92,3 +92,19 @@ def test_cli_scrub_sse_raw(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     text = (tmp_path / "out.jsonl").read_text()
     assert not any(s in text for s in SSE_SECRETS)
+
+
+def test_every_header_field_and_context_state_get_the_rules() -> None:
+    sc = scrubber()
+    header = {"type": "header", "format": "mcptap-capture", "version": 1, "transport": "stdio", "name": "run token=HDRNAMESECRET1",
+              "target": {"argv": ["server", "--token", "ARGVSECRET1"], "cwd": "/srv/Bearer CWDSECRET12345"}}
+    out = sc.header(header)
+    text = json.dumps(out)
+    assert not any(s in text for s in ("HDRNAMESECRET1", "ARGVSECRET1", "CWDSECRET12345")), text
+    assert out["scrubbed"] and out["format"] == "mcptap-capture" and out["target"]["argv"][:2] == ["server", "--token"]
+    ctx = {"type": "context", "seq": 1, "t_us": 0,
+           "state": {"phase": "operation", "client_caps": {"x": {"apiKey": "CTXAPIKEY1", "maxTokens": 100}}}}
+    out = sc.record(ctx)
+    assert "CTXAPIKEY1" not in json.dumps(out) and out["state"]["client_caps"]["x"]["maxTokens"] == 100
+    assert out["state"]["phase"] == "operation"
+    assert sc.header(sc.header(header)) == sc.header(header)

@@ -151,6 +151,17 @@ class Redactor:
         hits: list[Hit] = []
         return self._walk(v, path, hits, 0), hits
 
+    def key_rule(self, key: str) -> str | None:
+        """``key:<key>`` when the value under JSON key ``key`` is a secret
+        (built-in or user key), else None."""
+        return self._secret_key(key)
+
+    def member(self, key: str, v: Any, path: tuple[PathSeg, ...] = ()) -> tuple[Any, list[Hit]]:
+        """``v`` as the value of member ``key`` of the object at ``path``: all of
+        it under a secret key or user path, else walked."""
+        hits: list[Hit] = []
+        return self._member(key, v, path, hits, 0), hits
+
     def string(self, s: str) -> tuple[str, list[Hit]]:
         """A string value: JSON text inside it walked as JSON, else the patterns."""
         hits: list[Hit] = []

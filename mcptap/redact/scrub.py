@@ -17,8 +17,9 @@ captures"):
   get the string patterns. Finding messages, ``session`` and transport facts
   are scanned too; ``offset`` is recomputed over the new bytes (stdio);
 * ``stderr`` data, ``http`` heads/targets/endpoint URLs, ``process`` argv and
-  every other string of any other record get the patterns (credential header
-  values a keyed placeholder);
+  every other string of any record (the header's too) get the patterns
+  (credential header values a keyed placeholder); a field named like a secret
+  (a context record's ``state…apiKey``) is redacted whole, as in a message;
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream), the source's are kept in ``original`` (so the owner of the
@@ -88,16 +89,14 @@ class Scrubber:
 
     # -- records --------------------------------------------------------------------------
     def header(self, header: dict[str, Any]) -> dict[str, Any]:
-        out = dict(header)
         self.transport = header.get("transport", "stdio")
         passes = list(header.get("scrubbed") or [])
         info = self.pass_info()
         if not passes or passes[-1] != info:
             passes.append(info)
+        # every field (a capture's name, the target's cwd and env…), the argv / URLs as at record time
+        out = self._generic({k: v for k, v in header.items() if k != "scrubbed"}, None)
         out["scrubbed"] = passes
-        target = header.get("target")
-        if isinstance(target, dict):
-            out["target"] = self._target(target, None)
         return out
 
     def transform(self, rec: dict[str, Any]) -> dict[str, Any]:
@@ -156,15 +155,6 @@ class Scrubber:
         return out
 
     # -- parts ----------------------------------------------------------------------------
-    def _target(self, target: dict[str, Any], seq: int | None) -> dict[str, Any]:
-        out = dict(target)
-        if isinstance(out.get("argv"), list):
-            out["argv"] = self._argv(out["argv"], "target.argv", seq)
-        for k in ("url", "upstream"):
-            if isinstance(out.get(k), str):
-                out[k] = self._text(scrub_url(out[k]), f"target.{k}", seq)
-        return out
-
     def _argv(self, argv: list[Any], where: str, seq: int | None) -> list[Any]:
         strs = [a for a in argv if isinstance(a, str)]
         if len(strs) != len(argv):
@@ -223,6 +213,12 @@ class Scrubber:
                     out[k] = v
             elif k in _STRUCTURAL or isinstance(v, bool | int | float) or v is None:
                 out[k] = v
+            elif self.redactor.key_rule(k) is not None:
+                # a record field named like a secret (a context record's ``state.client_caps.x.apiKey``):
+                # all of it, as in a message
+                nv, hits = self.redactor.member(k, v)
+                self._note(seq, hits)
+                out[k] = nv
             elif isinstance(v, str):
                 out[k] = self._text(scrub_url(v) if "://" in v or v.startswith("/") else v, k, seq)
             elif isinstance(v, dict):
