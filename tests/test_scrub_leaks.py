@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from mcptap.cli.main import mcptap
@@ -108,3 +109,43 @@ def test_every_header_field_and_context_state_get_the_rules() -> None:
     assert "CTXAPIKEY1" not in json.dumps(out) and out["state"]["client_caps"]["x"]["maxTokens"] == 100
     assert out["state"]["phase"] == "operation"
     assert sc.header(sc.header(header)) == sc.header(header)
+
+
+R = Redactor(Rules(), KEY)
+
+
+@pytest.mark.parametrize(("text", "secrets", "kept"), [
+    ("password='my secret phrase here' next", ["my secret phrase here"], ["password='", "' next"]),
+    ('password="correct horse battery staple"', ["correct horse battery staple", "horse"], ['password="']),
+    ('{"level": "info", "msg": "db password: \'pa ss\'"}', ["pa ss"], ["db password:"]),
+    ("Cookie: session=s3ss10nVALUE; csrftoken=csrfVALUE12345", ["s3ss10nVALUE", "csrfVALUE12345"], ["Cookie: "]),
+    ("Set-Cookie: sid=SIDVALUE987654; Path=/; HttpOnly", ["SIDVALUE987654"], ["Set-Cookie: ", "; Path=/; HttpOnly"]),
+    ("Authorization: 3f2a9c8d7e6b5a4f3e2d1c0b", ["3f2a9c8d7e6b5a4f3e2d1c0b"], ["Authorization: "]),
+    ("proxy-authorization: Negotiate YIIGhgYGKwYBBQUC", ["YIIGhgYGKwYBBQUC"], ["Negotiate "]),
+    ("http://localhost:3000/callback?code=AUTHCODE987654&state=xyz", ["AUTHCODE987654"], ["?code=", "&state=xyz"]),
+    ("grant_type=authorization_code&code=FORMCODE123&code_verifier=VERIFIER12345&client_secret=CS12345",
+     ["FORMCODE123", "VERIFIER12345", "CS12345"], ["grant_type=authorization_code&code="]),
+    ("#access_token=AT12345678&id_token=IDT1234567&refresh_token=RT12345678", ["AT12345678", "IDT1234567", "RT12345678"], []),
+    ("csrftoken=abcdef123 sessionid=abcdef456", ["abcdef123", "abcdef456"], []),
+])
+def test_secret_shapes_in_free_text(text: str, secrets: list[str], kept: list[str]) -> None:
+    out, hits = R.string(text)
+    assert hits and not any(s in out for s in secrets), out
+    assert all(k in out for k in kept), out
+    assert R.string(out) == (out, [])          # idempotent
+
+
+@pytest.mark.parametrize("text", ["exit code=3 done", "error code: 500", "inputTokens: 123 outputTokens: 45",
+                                  "nextCursor=abc123 progressToken=7", "the monkey=banana key: value", "password=\"\"",
+                                  "Authorization: «redacted:hmac:0123456789ab»", "Mcp-Session-Id: 1868a90c"])
+def test_ordinary_text_stays(text: str) -> None:
+    assert R.string(text) == (text, [])
+
+
+def test_tap_and_scrub_agree_on_query_secrets() -> None:
+    from mcptap.redact.argv import scrub_url
+
+    for url in ("/cb?code=C0DE1234&state=s", "/token?code_verifier=V3RIFIER1&x=1", "/x?key=K3Y12345&sig=S1G12345"):
+        tapped = scrub_url(url)
+        scrubbed, _ = R.string(url)
+        assert tapped.count("«redacted:") == scrubbed.count("«redacted:") >= 1, (tapped, scrubbed)
