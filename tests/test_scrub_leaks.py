@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from mcptap.cli.main import mcptap
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import Keyer
+from mcptap.redact.keys import is_secret_key
 from mcptap.redact.rules import Rules, build_rules
 from mcptap.redact.scrub import Scrubber
 from mcptap.redact.sse_raw import rewrite
@@ -149,3 +150,41 @@ def test_tap_and_scrub_agree_on_query_secrets() -> None:
         tapped = scrub_url(url)
         scrubbed, _ = R.string(url)
         assert tapped.count("«redacted:") == scrubbed.count("«redacted:") >= 1, (tapped, scrubbed)
+
+
+@pytest.mark.parametrize("key", ["tokenValue", "secretValue", "passwordConfirmation", "api_key_2", "apiKey2", "SECRET_KEY_BASE",
+                                 "authHeader", "passwords", "apiKeys", "accessTokens", "code_verifier", "clientAssertion"])
+def test_more_secret_keys(key: str) -> None:
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["inputTokens", "cachedTokens", "tokens", "maxTokens", "progressToken", "nextCursor", "code",
+                                 "tokenCount", "secretVersion", "passwordSet", "tokenizer", "keyValue", "authenticated"])
+def test_still_harmless_keys(key: str) -> None:
+    assert not is_secret_key(key)
+
+
+def test_secret_lists_maps_and_context_keys() -> None:
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {
+        "passwords": ["PWLIST1", "PWLIST2"], "apiKeys": {"prod": "APIKEYPROD1"},
+        "oauth": {"code": "OAUTHCODE1"}, "callback": {"code": "CBCODE1", "state": "s"},
+        "reply": {"code": "SplxlOBeZQQYbYS6WxSbIA", "state": "af0ifjsldkj"},
+        "exchange": {"code": "XCODE1", "redirect_uri": "http://localhost/cb"},
+        "headers": [{"name": "Authorization", "value": "HDRPAIRVAL123"}, {"key": "X-Api-Key", "value": "KVPAIRVAL123"},
+                    {"name": "Accept", "value": "application/json"}],
+        "snippet": {"code": "print(1)", "language": "python"}, "usage": {"inputTokens": 123, "outputTokens": 4}}}}
+    out, hits = R.message(msg)
+    text = json.dumps(out)
+    for s in ("PWLIST1", "PWLIST2", "APIKEYPROD1", "OAUTHCODE1", "SplxlOBeZQQYbYS6WxSbIA", "CBCODE1", "XCODE1", "HDRPAIRVAL123", "KVPAIRVAL123"):
+        assert s not in text, s
+    args = out["params"]["arguments"]
+    assert args["headers"][0]["name"] == "Authorization" and args["headers"][2]["value"] == "application/json"
+    assert args["snippet"] == {"code": "print(1)", "language": "python"} and args["usage"] == {"inputTokens": 123, "outputTokens": 4}
+    error = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "bad state", "data": {"code": "E_STATE", "state": "x"}}}
+    assert R.message(error) == (error, [])
+    assert R.message(out) == (out, [])
+    # the deep walk (explicit stack) decides the same
+    deep: dict[str, Any] = {"name": "Authorization", "value": "DEEPVAL1234"}
+    for _ in range(150):
+        deep = {"a": deep}
+    assert "DEEPVAL1234" not in json.dumps(R.value(deep)[0])

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import is_secret_key, normalise
+from mcptap.redact.keys import context_secrets, is_secret_key, normalise
 from mcptap.redact.patterns import Scanner
 from mcptap.redact.rules import PathSeg, Rules, format_path
 
@@ -132,6 +132,10 @@ class Redactor:
             self._keys[key] = rule
         return rule
 
+    def _context(self, obj: dict[str, Any], path: tuple[PathSeg, ...]) -> dict[str, str]:
+        """Members of ``obj`` that are secrets by where they are (``keys.context_secrets``)."""
+        return context_secrets(obj, path[-1] if path else None, self._secret_key)
+
     def _path_rule(self, path: tuple[PathSeg, ...]) -> str | None:
         for p in self._paths:
             if len(p) == len(path) and all(a == "*" or a == b for a, b in zip(p, path, strict=True)):
@@ -206,8 +210,12 @@ class Redactor:
         if isinstance(v, dict):
             out: dict[str, Any] | None = None
             renamed: dict[str, str] | None = None
+            ctx = self._context(v, path) if "code" in v or "value" in v else None
             for k, x in v.items():
-                nx = self._member(k, x, path, hits, depth)
+                if ctx and k in ctx:
+                    nx = self._all(x, path + (k,), ctx[k], hits, depth + 1)
+                else:
+                    nx = self._member(k, x, path, hits, depth)
                 if nx is not x:
                     if out is None:
                         out = dict(v)
@@ -290,6 +298,8 @@ class Redactor:
                 if r is None:
                     if isinstance(key, str):
                         r = secret_key(key)
+                        if r is None and key in ("code", "value") and isinstance(f.value, dict):
+                            r = self._context(f.value, f.path).get(key)
                     if r is None and paths:
                         r = self._path_rule(f.path + (key,))
                     if r is None and type(x) in _PLAIN:      # a walk leaves numbers as they are
