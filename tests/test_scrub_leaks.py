@@ -188,3 +188,13 @@ def test_secret_lists_maps_and_context_keys() -> None:
     for _ in range(150):
         deep = {"a": deep}
     assert "DEEPVAL1234" not in json.dumps(R.value(deep)[0])
+
+
+def test_json_text_keeps_its_surrounding_whitespace() -> None:
+    sc = scrubber()
+    recs = [{"type": "stderr", "seq": 1, "t_us": 1, "data": '{"level": "info", "password": "hunter22"}\n'},
+            {"type": "stderr", "seq": 2, "t_us": 2, "data": "next line\n"}]
+    data = "".join(sc.record(r)["data"] for r in recs)
+    assert "hunter22" not in data and data.endswith('"}\nnext line\n') and data.startswith('{"level":"info","password":"«')
+    out, _ = R.string(' \r\n[{"token": "TOK12345"}]\r\n')
+    assert out.startswith(" \r\n[{") and out.endswith("}]\r\n") and "TOK12345" not in out

@@ -345,7 +345,10 @@ class Redactor:
                 for i in range(before, len(hits)):
                     h = hits[i]
                     hits[i] = Hit(h.path, h.rule + " (in JSON text)", h.placeholder)
-                return orjson.dumps(red).decode()
+                # the whitespace around the JSON stays (a log line's newline: the next line must not join it)
+                body = s.strip(" \t\r\n")
+                start = s.index(body[:1]) if body else 0
+                return s[:start] + orjson.dumps(red).decode() + s[start + len(body):]
         return self._text(s, format_path(path), hits)
 
     def _text(self, s: str, where: str, hits: list[Hit]) -> str:
