@@ -306,7 +306,8 @@ class Scrubber:
         string patterns; offset and digest follow the new bytes."""
         if self.reject_chunks:
             raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
-                                   "that must be re-framed before they can be scrubbed: give the capture as a file, not on stdin")
+                                   "that must be re-framed before they can be scrubbed, which needs the capture as a "
+                                   "regular file: give it as a file, not on stdin or through a pipe")
         out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
         data = decode_bytes(rec, "data") or b""
         text = data.decode("utf-8", "surrogateescape")
