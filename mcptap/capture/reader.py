@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.chunk_search import find_chunk_record
 from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
 from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
@@ -316,12 +317,13 @@ def _malformed_header(header: dict[str, Any]) -> str | None:
 def has_chunks(path: str) -> bool:
     """True when the capture file holds ``chunk`` records (stdio bytes stored
     unframed because live analysis fell behind): its recorded annotations are
-    incomplete and readers re-annotate it from the bytes. A byte search
-    (records are written with ``type`` first), no parsing; a gzip file is
-    searched as it decompresses. False when the file cannot be read (the
-    reader reports that) and for standard input, a FIFO or any other file
-    that is not a regular one (they cannot be read twice)."""
-    needle = b'\n{"type":"chunk",'
+    incomplete and readers re-annotate it from the bytes. A byte search for a
+    ``"type": "chunk"`` member in any spacing (a capture rewritten by another
+    JSON encoder), each hit confirmed by parsing its line (the text may sit in
+    a payload); a gzip file is searched as it decompresses. False when the
+    file cannot be read (the reader reports that) and for standard input, a
+    FIFO or any other file that is not a regular one (they cannot be read
+    twice)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False        # a FIFO or <(…) is read once, by the reader (and opening one may wait for a writer)
@@ -333,13 +335,8 @@ def has_chunks(path: str) -> bool:
                 src = gzip.GzipFile(fileobj=fp, mode="rb")
             # read in blocks, not mapped: a mapping's pages count in the reader's RSS, so
             # searching a 276 MB capture took show's peak RSS from ~45 MB to ~300 MB
-            tail = b""
             with src:
-                while block := src.read(1 << 20):
-                    if needle in tail + block[:len(needle)] or needle in block:
-                        return True
-                    tail = block[-len(needle):]
-            return False
+                return find_chunk_record(src)
     except (OSError, ValueError, EOFError):
         return False
 

@@ -39,6 +39,7 @@ import re
 
 from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
 from mcptap.redact.keyfile import load_keyer
+from mcptap.redact.patterns import QUERY_SECRET_NAMES
 
 SECRET_WORDS = frozenset({
     "token", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
@@ -93,7 +94,7 @@ def scrub_url(url: str) -> str:
 
     def query(qm: re.Match[str]) -> str:
         sep, name, value = qm.group(1), qm.group(2), qm.group(3)
-        if is_secret_name(name) or name.lower() in ("code", "key", "sig", "x-amz-signature", "x-goog-signature"):
+        if is_secret_name(name) or name.lower() in QUERY_SECRET_NAMES:
             return f"{sep}{name}={_redact(value)}"
         return qm.group(0)
 

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import is_secret_key, normalise
+from mcptap.redact.keys import context_secrets, is_secret_key, normalise
 from mcptap.redact.patterns import Scanner
 from mcptap.redact.rules import PathSeg, Rules, format_path
 
@@ -132,6 +132,10 @@ class Redactor:
             self._keys[key] = rule
         return rule
 
+    def _context(self, obj: dict[str, Any], path: tuple[PathSeg, ...]) -> dict[str, str]:
+        """Members of ``obj`` that are secrets by where they are (``keys.context_secrets``)."""
+        return context_secrets(obj, path[-1] if path else None, self._secret_key)
+
     def _path_rule(self, path: tuple[PathSeg, ...]) -> str | None:
         for p in self._paths:
             if len(p) == len(path) and all(a == "*" or a == b for a, b in zip(p, path, strict=True)):
@@ -150,6 +154,17 @@ class Redactor:
     def value(self, v: Any, path: tuple[PathSeg, ...] = ()) -> tuple[Any, list[Hit]]:
         hits: list[Hit] = []
         return self._walk(v, path, hits, 0), hits
+
+    def key_rule(self, key: str) -> str | None:
+        """``key:<key>`` when the value under JSON key ``key`` is a secret
+        (built-in or user key), else None."""
+        return self._secret_key(key)
+
+    def member(self, key: str, v: Any, path: tuple[PathSeg, ...] = ()) -> tuple[Any, list[Hit]]:
+        """``v`` as the value of member ``key`` of the object at ``path``: all of
+        it under a secret key or user path, else walked."""
+        hits: list[Hit] = []
+        return self._member(key, v, path, hits, 0), hits
 
     def string(self, s: str) -> tuple[str, list[Hit]]:
         """A string value: JSON text inside it walked as JSON, else the patterns."""
@@ -195,8 +210,12 @@ class Redactor:
         if isinstance(v, dict):
             out: dict[str, Any] | None = None
             renamed: dict[str, str] | None = None
+            ctx = self._context(v, path) if "code" in v or "value" in v else None
             for k, x in v.items():
-                nx = self._member(k, x, path, hits, depth)
+                if ctx and k in ctx:
+                    nx = self._all(x, path + (k,), ctx[k], hits, depth + 1)
+                else:
+                    nx = self._member(k, x, path, hits, depth)
                 if nx is not x:
                     if out is None:
                         out = dict(v)
@@ -279,6 +298,8 @@ class Redactor:
                 if r is None:
                     if isinstance(key, str):
                         r = secret_key(key)
+                        if r is None and key in ("code", "value") and isinstance(f.value, dict):
+                            r = self._context(f.value, f.path).get(key)
                     if r is None and paths:
                         r = self._path_rule(f.path + (key,))
                     if r is None and type(x) in _PLAIN:      # a walk leaves numbers as they are
@@ -324,7 +345,10 @@ class Redactor:
                 for i in range(before, len(hits)):
                     h = hits[i]
                     hits[i] = Hit(h.path, h.rule + " (in JSON text)", h.placeholder)
-                return orjson.dumps(red).decode()
+                # the whitespace around the JSON stays (a log line's newline: the next line must not join it)
+                body = s.strip(" \t\r\n")
+                start = s.index(body[:1]) if body else 0
+                return s[:start] + orjson.dumps(red).decode() + s[start + len(body):]
         return self._text(s, format_path(path), hits)
 
     def _text(self, s: str, where: str, hits: list[Hit]) -> str:

@@ -11,12 +11,22 @@ A key is compared with case, ``-``, ``_``, ``.`` and spaces ignored
   (``tokenType``, ``passwordHint``, ``apiKeyId``, ``secretName``,
   ``tokenExpiresAt``) and it is not a protocol field that only looks like one
   (``progressToken``, ``maxTokens``, ``nextPageToken`` stays redacted: it can
-  grant access).
+  grant access), or
+* it is such a key followed by words that say it holds the value (``HOLDER_WORDS``:
+  ``tokenValue``, ``passwordConfirmation``, ``SECRET_KEY_BASE``, ``authHeader``) or
+  by a number (``api_key_2``), or it is the plural of one (``passwords``,
+  ``apiKeys``, ``accessTokens``; not ``tokens`` nor ``…Tokens`` in general:
+  ``inputTokens`` counts tokens).
+
+Some keys are secrets only where they are (``context_secrets``): the ``code`` of an
+OAuth object, the ``value`` of a ``{name, value}`` pair that names a secret header.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 SECRET_KEYS = frozenset({
     "password", "passwd", "pwd", "passphrase", "pass", "secret", "secrets", "token", "apikey", "apitoken",
@@ -24,17 +34,29 @@ SECRET_KEYS = frozenset({
     "privatekey", "clientsecret", "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "authtoken",
     "bearer", "bearertoken", "credential", "credentials", "creds", "secretkey", "secretaccesskey",
     "accesskey", "apisecret", "signingkey", "encryptionkey", "masterkey", "sessionkey", "sessionsecret",
-    "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey",
+    "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey", "codeverifier", "clientassertion", "authcode",
+    "authorizationcode",
 })
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
                   "accesskey", "credentials", "creds", "cookie", "connectionstring")
 #: Last words that describe a secret rather than hold it.
 ABOUT_WORDS = frozenset({
-    "id", "ids", "name", "names", "type", "types", "file", "path", "dir", "env", "var", "url", "uri", "header",
+    "id", "ids", "name", "names", "type", "types", "file", "path", "dir", "env", "var", "url", "uri",
     "length", "len", "size", "count", "limit", "limits", "hint", "hints", "policy", "required", "enabled",
     "expiry", "expires", "expiresat", "expiresin", "at", "ttl", "usage", "prefix", "format", "kind", "set",
     "field", "fields", "label", "description", "scope", "scopes", "endpoint", "location", "source", "provider",
 })
+#: Last words that say the key holds the secret itself (``tokenValue``, ``authHeader``).
+HOLDER_WORDS = frozenset({
+    "value", "values", "val", "data", "string", "str", "text", "raw", "plain", "plaintext", "b64", "base64", "hex",
+    "bytes", "base", "confirmation", "confirm", "repeat", "again", "header", "headers", "encoded", "encrypted", "hash",
+    "hashed", "new", "old", "current",
+})
+#: Sibling keys (normalised) that make an object an OAuth exchange, whose ``code`` is the authorization code.
+OAUTH_SIBLINGS = frozenset({"redirecturi", "codeverifier", "codechallenge", "granttype", "clientid"})
+#: Keys that name the member a ``{name, value}`` pair is about.
+PAIR_NAMES = ("name", "key", "header")
+
 #: Protocol fields that look secret-like but are not secrets (normalised).
 NOT_SECRET = frozenset({"progresstoken", "maxtokens", "tokens", "totaltokens", "inputtokens", "outputtokens",
                         "tokencount", "cursor", "nextcursor", "passthrough"})
@@ -56,4 +78,44 @@ def is_secret_key(key: str) -> bool:
     words = [w.lower() for w in _WORDS.split(key) if w]
     if len(words) > 1 and words[-1] in ABOUT_WORDS:
         return False
-    return norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS)
+    if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS):
+        return True
+    # the secret word followed by a number or by words that say the key holds the value
+    while words and words[-1].isdigit():
+        words.pop()
+    if words:
+        words[-1] = words[-1].rstrip("0123456789")
+    while len(words) > 1 and words[-1] in HOLDER_WORDS:
+        words.pop()
+    core = "".join(words)
+    if core != norm and core not in NOT_SECRET and (core in SECRET_KEYS or core.endswith(SECRET_ENDINGS)):
+        return True
+    # a plural: a list or map of secrets (``…tokens`` are counts: inputTokens, cachedTokens)
+    one = core[:-1] if core.endswith("s") else ""
+    return bool(one) and (one in SECRET_KEYS and one != "token" or not one.endswith("token") and one.endswith(SECRET_ENDINGS))
+
+
+def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str], str | None]) -> dict[str, str]:
+    """Members of object ``obj`` (under key ``parent``, None in a list or at the
+    top) whose values are secrets because of where they are, with the rule's
+    name: ``code`` (a string) of an OAuth object (its parent names oauth or a
+    callback, or a sibling is ``redirect_uri``, ``code_verifier``…, or ``state``
+    and the code looks issued);
+    ``value`` of a ``{name|key|header, value}`` pair whose name ``secret``
+    (the caller's key test) calls a secret (a header list as tools take it:
+    ``[{"name": "Authorization", "value": …}]``)."""
+    out: dict[str, str] = {}
+    code = obj.get("code")
+    if isinstance(code, str):
+        up = normalise(parent) if isinstance(parent, str) else ""
+        if ("oauth" in up or "callback" in up or any(normalise(k) in OAUTH_SIBLINGS for k in obj if isinstance(k, str))
+                # beside ``state`` alone only a code that looks issued (an error's data has short ones: "E_STATE")
+                or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)):
+            out["code"] = "key:code (OAuth)"
+    if "value" in obj:
+        for n in PAIR_NAMES:
+            name = obj.get(n)
+            if isinstance(name, str) and n != name and secret(name) is not None:
+                out["value"] = f"key:{name}"
+                break
+    return out

@@ -12,11 +12,13 @@ Two sources, scanned as one combined regular expression (one pass a string):
   still run and ``library_error()`` says why.
 * **built-in**: PEM private-key blocks (the body between the BEGIN/END lines),
   JWTs, GitHub tokens of any length, ``sk-``-style API keys, Google API keys,
-  Slack tokens, bearer/basic credentials, URL userinfo, and assignments such as
-  ``password=…``/``Password=…;`` in connection strings and DSNs.
+  Slack tokens, bearer/basic credentials, URL userinfo, ``Authorization:`` /
+  ``Cookie:`` / ``Set-Cookie:`` header lines, OAuth and signature query values
+  (``?code=…``), and assignments such as ``password=…``/``Password=…;`` in
+  connection strings and DSNs (a quoted value whole).
 
-A pattern's *secret* is its first capture group when it has one, else the
-whole match; only that span is replaced, so ``Bearer «…»`` and
+A pattern's *secret* is the first of its capture groups that took part in the
+match when it has groups, else the whole match; only that span is replaced, so ``Bearer «…»`` and
 ``password=«…»`` keep their context. A span that touches an existing
 placeholder is left alone (scrubbing is idempotent).
 """
@@ -32,13 +34,24 @@ from mcptap.redact.keyed import PLACEHOLDER
 _SECRET_WORDS = (r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey"
                  r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey"
                  r"|(?:secret|private|access|auth|signing|encryption|master|client|service|account|db|priv)[_-]?key"
+                 r"|(?:csrf|xsrf|api|id|session|bearer)token|cookie|session_?(?:id|key|secret)"
                  r"|x-amz-signature|x-amz-security-token|sig)")
 #: an assigned name that ends in a secret word, its parts joined by ``_``, ``.`` or ``-``
 #: (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``), or an environment
 #: variable's name that ends in ``_KEY`` (``STRIPE_KEY``; upper case only: ``sort_key=`` is not)
 _SECRET_NAME = r"(?:(?:[A-Za-z0-9]+[_.-])*?" + _SECRET_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY))"
 
-#: (name, regex) of the built-in patterns; group 1, when present, is the secret.
+#: query parameters whose values are secrets though their names are not secret-like
+#: (the OAuth authorization code and PKCE verifier, signed URLs' ``key``/``sig``); also
+#: redacted by the tap in request targets (``argv.scrub_url``)
+QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "authorization_code", "device_code",
+                      "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
+
+#: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
+_VALUE = r"""(?:"([^"\r\n«»]{1,1024})"|'([^'\r\n«»]{1,1024})'|["']?([^\s"';,&<>«»]{3,}))"""
+
+#: (name, regex) of the built-in patterns; the first group that took part in the match,
+#: when the pattern has groups, is the secret.
 BUILTIN: tuple[tuple[str, str], ...] = (
     ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----((?:(?!-----END)[\s\S]){1,65536})"),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
@@ -50,7 +63,18 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)([A-Za-z0-9._~+/-]{8,}=*)"),
     ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([^/?#@\s\"'<>«»]{1,256})@"),
-    ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*[\"']?)([^\s\"';,&<>«»]{3,})"),
+    # a header line in a log: ``Authorization: <credential>`` with or without a scheme (the
+    # scheme stays), ``Cookie:`` whole, ``Set-Cookie:`` up to its attributes
+    ("auth-header", r"(?i:(?<![A-Za-z0-9_-])(?:proxy-)?authori[sz]ation[\"']?[ \t]*:[ \t]*[\"']?"
+                    r"(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?(?!(?:bearer|basic|token|digest|negotiate)\b))([^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
+    ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
+    ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
+    # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
+    ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*)"
+                          + _VALUE),
+    # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
+    # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
+    ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)([^\s&#\"'<>«»]+)"),
 )
 
 #: detect-secrets plugins whose patterns fit redaction: (module, class).
@@ -70,7 +94,9 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
-    "secret-assignment": ("pass", "pwd", "secret", "key", "token", "sig", "amz"),
+    "secret-assignment": ("pass", "pwd", "secret", "key", "token", "sig", "amz", "cookie", "session"),
+    "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
+    "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)
     "ds:aws-access-key": ("a3t", "abia", "acca", "akia", "asia", "aws"), "ds:azure-storage-account-access-key": ("accountkey=",),
     "ds:basic-auth-credentials": ("@",), "ds:cloudant-credentials": ("cl",), "ds:discord-bot-token": (".",),
@@ -181,7 +207,7 @@ class Scanner:
                 self._needles.setdefault(n, []).append(len(self._rx))
             if not needles:
                 self._always.append(len(self._rx))
-            self._rx.append((compiled, 1 if compiled.groups else 0, name))
+            self._rx.append((compiled, compiled.groups, name))
 
     def spans(self, text: str) -> list[Span]:
         """Non-overlapping secret spans in ``text``, in order."""
@@ -194,9 +220,9 @@ class Scanner:
                 active.update(idx)
         found: list[tuple[int, int, int, str]] = []
         for order in sorted(active):
-            rx, group, name = self._rx[order]
+            rx, groups, name = self._rx[order]
             for m in rx.finditer(text):
-                start, end = m.span(group)
+                start, end = m.span(_first_group(m, groups))
                 if start < 0 or end <= start:
                     continue
                 piece = text[start:end]
@@ -228,6 +254,15 @@ class Scanner:
             pos = s.end
         pieces.append(text[pos:])
         return "".join(pieces), spans
+
+
+def _first_group(m: re.Match[str], groups: int) -> int:
+    """The group that holds a match's secret: the first that took part (a
+    pattern's alternatives each have their own), 0 (all of it) without groups."""
+    for g in range(1, groups + 1):
+        if m.start(g) >= 0:
+            return g
+    return 0 if not groups else 1
 
 
 def _touches_placeholder(text: str, start: int, end: int) -> bool:

@@ -17,8 +17,9 @@ captures"):
   get the string patterns. Finding messages, ``session`` and transport facts
   are scanned too; ``offset`` is recomputed over the new bytes (stdio);
 * ``stderr`` data, ``http`` heads/targets/endpoint URLs, ``process`` argv and
-  every other string of any other record get the patterns (credential header
-  values a keyed placeholder);
+  every other string of any record (the header's too) get the patterns
+  (credential header values a keyed placeholder); a field named like a secret
+  (a context record's ``state…apiKey``) is redacted whole, as in a message;
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream), the source's are kept in ``original`` (so the owner of the
@@ -46,6 +47,7 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 
@@ -87,16 +89,14 @@ class Scrubber:
 
     # -- records --------------------------------------------------------------------------
     def header(self, header: dict[str, Any]) -> dict[str, Any]:
-        out = dict(header)
         self.transport = header.get("transport", "stdio")
         passes = list(header.get("scrubbed") or [])
         info = self.pass_info()
         if not passes or passes[-1] != info:
             passes.append(info)
+        # every field (a capture's name, the target's cwd and env…), the argv / URLs as at record time
+        out = self._generic({k: v for k, v in header.items() if k != "scrubbed"}, None)
         out["scrubbed"] = passes
-        target = header.get("target")
-        if isinstance(target, dict):
-            out["target"] = self._target(target, None)
         return out
 
     def transform(self, rec: dict[str, Any]) -> dict[str, Any]:
@@ -155,15 +155,6 @@ class Scrubber:
         return out
 
     # -- parts ----------------------------------------------------------------------------
-    def _target(self, target: dict[str, Any], seq: int | None) -> dict[str, Any]:
-        out = dict(target)
-        if isinstance(out.get("argv"), list):
-            out["argv"] = self._argv(out["argv"], "target.argv", seq)
-        for k in ("url", "upstream"):
-            if isinstance(out.get(k), str):
-                out[k] = self._text(scrub_url(out[k]), f"target.{k}", seq)
-        return out
-
     def _argv(self, argv: list[Any], where: str, seq: int | None) -> list[Any]:
         strs = [a for a in argv if isinstance(a, str)]
         if len(strs) != len(argv):
@@ -202,19 +193,32 @@ class Scrubber:
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif k in ("data", "data_b64") and rec.get("type") == "stderr" and isinstance(v, str):
-                raw = decode_bytes({k: v}, "data") or b""
+            elif isinstance(v, str) and (k in ("data", "data_b64") and rec.get("type") == "stderr"
+                                         or k.endswith("_b64") and k not in _STRUCTURAL):
+                # bytes stored as text or base64 (stderr data, an HTTP request_body's body_b64):
+                # scanned as the text they hold, stored again the way their new bytes need
+                base = k[:-4] if k.endswith("_b64") else k
+                try:
+                    raw = decode_bytes({k: v}, base) or b""
+                except ValueError:      # not base64: nothing readable (the reader reports it)
+                    out[k] = v
+                    continue
                 text = raw.decode("utf-8", "surrogateescape")
-                new = self._text(text, "stderr", seq)
+                new = self._text(text, "stderr" if rec.get("type") == "stderr" else base, seq)
                 if new != text:
-                    nb = new.encode("utf-8", "surrogateescape")
                     tmp: dict[str, Any] = {}
-                    encode_bytes(nb, "data", tmp)
+                    encode_bytes(new.encode("utf-8", "surrogateescape"), base, tmp)
                     out.update(tmp)
                 else:
                     out[k] = v
             elif k in _STRUCTURAL or isinstance(v, bool | int | float) or v is None:
                 out[k] = v
+            elif self.redactor.key_rule(k) is not None:
+                # a record field named like a secret (a context record's ``state.client_caps.x.apiKey``):
+                # all of it, as in a message
+                nv, hits = self.redactor.member(k, v)
+                self._note(seq, hits)
+                out[k] = nv
             elif isinstance(v, str):
                 out[k] = self._text(scrub_url(v) if "://" in v or v.startswith("/") else v, k, seq)
             elif isinstance(v, dict):
@@ -273,12 +277,27 @@ class Scrubber:
         if isinstance(out.get("session"), str):
             out["session"] = self._text(out["session"], "session", seq)
         if isinstance(out.get("transport"), dict):
-            out["transport"] = self._generic(out["transport"], seq)
+            out["transport"] = self._transport(out["transport"], raw, new_raw, eol, seq)
         d = self._digests.get(rec.get("dir", ""), None)
         if d is not None:
             if self.transport == "stdio" and isinstance(rec.get("offset"), int):
                 out["offset"] = d.bytes
             d.add(new_raw)
+        return out
+
+    def _transport(self, tr: dict[str, Any], raw: bytes, new_raw: bytes, eol: bytes, seq: int | None) -> dict[str, Any]:
+        """A message's ``transport``: its SSE event's own text (``sse.raw``, the
+        payload a second time, HAR's response content) carries the scrubbed
+        payload (``sse_raw.rewrite``); every other string the patterns."""
+        sse = tr.get("sse")
+        if not isinstance(sse, dict) or not isinstance(sse.get("raw"), str):
+            return self._generic(tr, seq)
+        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq)
+        payload = None
+        if new_raw != raw:
+            body = new_raw[:len(new_raw) - len(eol)] if eol and new_raw.endswith(eol) else new_raw
+            payload = body.decode("utf-8", "replace")
+        out["sse"]["raw"] = rewrite_sse(sse["raw"], payload, lambda s: self._text(s, "transport.sse.raw", seq))
         return out
 
     def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
@@ -287,7 +306,8 @@ class Scrubber:
         string patterns; offset and digest follow the new bytes."""
         if self.reject_chunks:
             raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
-                                   "that must be re-framed before they can be scrubbed: give the capture as a file, not on stdin")
+                                   "that must be re-framed before they can be scrubbed, which needs the capture as a "
+                                   "regular file: give it as a file, not on stdin or through a pipe")
         out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
         data = decode_bytes(rec, "data") or b""
         text = data.decode("utf-8", "surrogateescape")
