@@ -68,6 +68,19 @@ def test_http_rejections_are_not_jsonrpc_findings(name: str) -> None:
         assert "http.request_refused" in rep.groups
 
 
+def test_an_error_body_finding_is_derived_again_not_copied_beside_it(tmp_path) -> None:
+    """http.error_body is the annotator's (from the body and its status), not
+    the transport's: kept as recorded and derived again, `check --full` gave
+    it twice for one 401 body (found by a breaker helper)."""
+    recs = [json.loads(line) for line in (DATA / "false-finding-http401-oauth-body.jsonl").read_text().splitlines()]
+    for r in recs:
+        if r["type"] == "message" and r["dir"] == "s2c":
+            r["findings"] = [{"code": "http.error_body", "severity": "info", "message": "as the live tap records it"}]
+    path = tmp_path / "live.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert check_capture(str(path), reuse=False).groups["http.error_body"].count == 1
+
+
 def _edited(tmp_path, name: str, status: int, error: str) -> Path:
     recs = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
     for r in recs:

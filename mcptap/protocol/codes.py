@@ -290,8 +290,12 @@ TRANSPORT_FAMILIES = ("http.", "sse.", "process.", "capture.", "serve.")
 TRANSPORT_CODES = frozenset({"lifecycle.request_before_initialized_ack", "lifecycle.session_terminated"})
 
 
+#: codes of those families that the annotator derives from the message itself (re-annotation derives them again)
+MESSAGE_MADE = frozenset({"http.error_body"})
+
+
 def transport_made(code: str) -> bool:
-    return code.startswith(TRANSPORT_FAMILIES) or code in TRANSPORT_CODES
+    return (code.startswith(TRANSPORT_FAMILIES) or code in TRANSPORT_CODES) and code not in MESSAGE_MADE
 
 
 def finding(code: str, message: str, data: dict[str, Any] | None = None, severity: Severity | None = None) -> Finding:
