@@ -241,7 +241,9 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         return
     if entry.kind == "url":
         rec = records.get(key)
-        wrapped = rec is not None and rec.get("kind") == "url" and entry.url == tap_url(name, rec["original"]["url"])
+        if not _usable(rec) or rec.get("kind") != "url":
+            rec = None                  # a record edited by hand is treated as absent, as unwrap does
+        wrapped = rec is not None and entry.url == tap_url(name, rec["original"]["url"])
         if not spec.http:
             out.notes.append(Note(name, "unchanged" if wrapped else "skipped",
                                   "URL entry points at its tap" if wrapped else "a URL entry (--http wraps it through a local tap)"))
