@@ -36,9 +36,16 @@ def launcher(override: str | None = None) -> tuple[str, ...]:
     """The absolute argv a host runs to start this mcptap: ``override``, else
     the ``mcptap`` script installed beside this interpreter (pip, pipx, uv
     tool), else ``<this python> -m mcptap``. Symlinks are not resolved: a
-    virtual environment's interpreter must be called by its own path."""
+    virtual environment's interpreter must be called by its own path. Raises
+    Fail when ``override`` is not an executable file (every wrapped server
+    would fail to start)."""
     if override is not None:
-        return (os.path.abspath(os.path.expanduser(override)),)
+        path = os.path.abspath(os.path.expanduser(override))
+        if not os.path.exists(path):
+            raise Fail(f"--mcptap {path}: no such file")
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            raise Fail(f"--mcptap {path}: not an executable file (the host runs it to start each server)")
+        return (path,)
     exe = os.path.abspath(sys.executable)
     script = Path(exe).parent / ("mcptap.exe" if sys.platform.startswith("win") else "mcptap")
     if script.is_file() and os.access(script, os.X_OK):
@@ -51,7 +58,7 @@ def report(outcome: Outcome, dry_run: bool) -> None:
     for note in outcome.notes:
         verb = {"wrapped": "would wrap" if dry_run else "wrapped", "rewrapped": "would re-wrap" if dry_run else "re-wrapped",
                 "restored": "would restore" if dry_run else "restored",
-                "restored-args": "would restore" if dry_run else "restored"}.get(note.action, note.action.replace("-", " "))
+                "restored-args": "would restore" if dry_run else "restored", "left": "left as it is"}.get(note.action, note.action.replace("-", " "))
         click.echo(f"mcptap: {printable(note.name)}: {verb}" + (f": {printable(note.detail)}" if note.detail else ""), err=True)
         if note.command:
             click.echo(shlex.join(note.command))

@@ -28,13 +28,16 @@ unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
 memo in a sidecar file beside the configuration, never in the entry.
 
 Wrapping is idempotent: an entry already wrapped the same way is left alone;
-one wrapped differently (another ``--dir``) is unwrapped and wrapped again.
+one wrapped differently (another ``--dir``) is unwrapped and wrapped again,
+keeping the record options the user added to it (mcptap/hosts/tapline.py).
+A tap line wrap did not write (no wrap record: wrapped by hand) is never
+rewritten by ``wrap``, nor removed by ``unwrap`` unless it has exactly the
+shape ``wrap`` writes (then its record was lost).
 """
 
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,27 +46,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.tapline import WrapSpec, matches, parse_tap_line, wrapped_argv
+from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
+
+__all__ = ["Note", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
 
 MEMO_FORMAT = "mcptap-wrap"
 MEMO_VERSION = 1
 #: Ports for --http taps: 41000..48999, picked from the server name.
 PORT_BASE, PORT_SPAN = 41000, 8000
-_MODULES = ("mcptap", "mcptap.cli.main")
-#: `mcptap record` options that take a value (stdio forms).
-_VALUED = frozenset({"--dir", "--name", "--keep", "-o", "--output", "--grace"})
-
-
-@dataclass(frozen=True)
-class WrapSpec:
-    """How to wrap. ``launcher``: the absolute argv that runs mcptap
-    (``("/venv/bin/mcptap",)`` or ``("/venv/bin/python", "-m", "mcptap")``).
-    ``directory``: absolute capture directory. ``keep``: ``record --keep``.
-    ``http``: also wrap URL entries."""
-
-    launcher: tuple[str, ...]
-    directory: str
-    keep: int | None = None
-    http: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,8 +62,10 @@ class Note:
     """What happened to one server: ``action`` is ``wrapped``, ``rewrapped``,
     ``unchanged``, ``skipped``, ``restored`` (exact: the entry's digest
     verified), ``restored-args`` (the original command and args or URL back,
-    the rest of the entry as it is now), ``not-wrapped`` or ``failed`` (still
-    wrapped: the original is lost with the wrap record); ``detail``
+    the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
+    ``mcptap record`` but wrap did not write it: the user's own tap, never
+    rewritten or removed) or ``failed`` (still wrapped: the original is lost
+    with the wrap record); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
     name: str
@@ -110,37 +103,6 @@ def check_memo(memo: Any) -> dict[str, Any]:
 
 
 # -- the wrapped command line --------------------------------------------------------
-
-
-def wrapped_argv(spec: WrapSpec, name: str, command: str, args: Sequence[str]) -> tuple[str, list[str]]:
-    """(command, args) of the wrapped entry for server ``name``."""
-    opts = ["record", "--dir", spec.directory, "--name", name]
-    if spec.keep is not None:
-        opts += ["--keep", str(spec.keep)]
-    return spec.launcher[0], [*spec.launcher[1:], *opts, "--", command, *args]
-
-
-def parse_wrapped(command: str, args: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(original command, original args) when ``command args`` is mcptap
-    recording a stdio server (``mcptap record … -- CMD ARGS``, or
-    ``python -m mcptap record … -- CMD ARGS``); None otherwise."""
-    rest = list(args)
-    base = posixpath.basename(command.replace("\\", "/")).lower()
-    if base.startswith("mcptap"):
-        pass
-    elif len(rest) >= 2 and rest[0] == "-m" and rest[1] in _MODULES:
-        rest = rest[2:]
-    else:
-        return None
-    if not rest or rest[0] != "record":
-        return None
-    i = 1
-    while i < len(rest) and rest[i] != "--":
-        i += 2 if rest[i] in _VALUED else 1      # "--name --" names a server "--"
-    after = rest[i + 1:]
-    if not after:
-        return None
-    return after[0], after[1:]
 
 
 def tap_port(name: str) -> int:
@@ -264,12 +226,20 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     assert entry.command is not None
     args = list(entry.args or ())
     action = "wrapped"
-    original = parse_wrapped(entry.command, args)
-    if original is not None:
-        want = wrapped_argv(spec, name, *original)
-        if (entry.command, args) == want:
+    rec = _record(records, key, "stdio")
+    line = parse_tap_line(entry.command, args, _launchers(spec.launcher, rec))
+    extras: list[str] = []
+    if line is not None:
+        if rec is None:
+            # no record: the user's own tap line (README "Wrap a stdio server by hand") or one whose
+            # record is lost; rewriting it would drop the user's options and make unwrap remove it
+            out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
+                                                "(wrapped by hand?)"))
+            return
+        if matches(line, spec, name):
             out.notes.append(Note(name, "unchanged", "already wrapped"))
             return
+        extras = line.extras()                      # options the user added to the wrapped line stay
         _unwrap_one(dialect, out, entry)
         out.verify.pop(name, None)
         originals = _digests(dialect, out.text)     # the entry as unwrapping gave it back
@@ -278,14 +248,30 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         assert entry.command is not None
         args = list(entry.args or ())
     assert entry.command is not None
-    command, wargs = wrapped_argv(spec, name, entry.command, args)
+    command, wargs = wrapped_argv(spec, name, entry.command, args, extras)
     new = dialect.set_stdio(out.text, name, command, wargs)
     before, after = text_change(out.text, new)
     records[key] = {"kind": "stdio", "before": before, "after": after,
                      "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)},
-                     "entry_sha256": originals[name]}
+                     "launcher": list(spec.launcher), "entry_sha256": originals[name]}
     out.text = new
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
+
+
+def _record(records: dict[str, Any], key: str, kind: str) -> dict[str, Any] | None:
+    """The usable wrap record of ``kind`` under ``key``, else None."""
+    rec = records.get(key)
+    return rec if isinstance(rec, dict) and _usable(rec) and rec.get("kind") == kind else None
+
+
+def _launchers(current: Sequence[str] | None, rec: dict[str, Any] | None) -> list[Sequence[str]]:
+    """The launchers a tap line may start with: the one in use and the one
+    the record says wrap wrote (any path: ``--mcptap /opt/tap``)."""
+    out = [current] if current else []
+    launcher = rec.get("launcher") if rec is not None else None
+    if isinstance(launcher, list) and launcher and all(isinstance(a, str) for a in launcher):
+        out.append(launcher)
+    return out
 
 
 def _digests(dialect: Dialect, text: str) -> dict[str, str]:
@@ -329,11 +315,18 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
         return Note(name, "restored")
     if entry.kind == "stdio":
         assert entry.command is not None
-        original = parse_wrapped(entry.command, entry.args or ())
-        if original is None:
+        stdio_rec = rec if rec is not None and rec.get("kind") == "stdio" else None
+        line = parse_tap_line(entry.command, entry.args or (), _launchers(None, stdio_rec))
+        if line is None:
             out.memo["servers"].pop(key, None)
             return Note(name, "not-wrapped")
-        out.text = dialect.set_stdio(out.text, name, original[0], original[1])
+        if stdio_rec is None and not line.as_wrap_writes(name):
+            # wrap did not write this line (no record, and not its shape): the user's own tap
+            if damaged:
+                out.memo["servers"].pop(key, None)
+            return Note(name, "left", "it runs `mcptap record`, but not as mcptap wrap writes it, and has "
+                                      "no wrap record (wrapped by hand?)")
+        out.text = dialect.set_stdio(out.text, name, line.command, line.args)
         out.memo["servers"].pop(key, None)
         why = ("the entry was edited after wrapping" if rec is not None else
                "its wrap record in the sidecar is damaged" if damaged else "no wrap record in the sidecar")

@@ -30,3 +30,57 @@ def test_a_malformed_url_record_is_treated_as_absent_by_wrap(original: Any) -> N
     assert out.memo["servers"]["w"]["original"]["url"] == "https://x/mcp"
     assert unwrap(dialects.MCP_SERVERS, out.text, out.memo).text == text
     assert actions(wrap(dialects.MCP_SERVERS, text, memo, SPEC)) == {"w": "skipped"}
+
+
+PLAIN = '{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}'
+
+
+def args_of(text: str, name: str = "a") -> list[str]:
+    return list(dialects.MCP_SERVERS.servers(text)[name].args or ())
+
+
+def test_options_the_user_added_to_a_wrapped_entry_are_kept() -> None:
+    once = wrap(dialects.MCP_SERVERS, PLAIN, None, SPEC)
+    edited = once.text.replace('"record", ', '"record", "--redact", "--redact-key", "apiKey", ')
+    again = wrap(dialects.MCP_SERVERS, edited, once.memo, SPEC)
+    assert actions(again) == {"a": "unchanged"} and again.text == edited
+    moved = wrap(dialects.MCP_SERVERS, edited, once.memo, WrapSpec(SPEC.launcher, "/elsewhere", keep=3))
+    assert actions(moved) == {"a": "rewrapped"}
+    assert args_of(moved.text) == ["record", "--dir", "/elsewhere", "--name", "a", "--keep", "3",
+                                   "--redact", "--redact-key", "apiKey", "--", "node", "a.js"]
+    assert unwrap(dialects.MCP_SERVERS, moved.text, moved.memo).text == PLAIN
+
+
+HAND = ('{"mcpServers": {"files": {"command": "/usr/local/bin/mcptap", "args": ["record", "--redact", '
+        '"--redact-key", "apiKey", "--name", "files", "--", "npx", "-y", "srv"]}}}')
+
+
+@pytest.mark.parametrize("text", [HAND, HAND.replace('"--redact", "--redact-key", "apiKey", ', "")])
+def test_a_tap_line_written_by_hand_is_left_alone(text: str) -> None:
+    for memo in (None, {"format": "mcptap-wrap", "version": 1, "servers": {}}):
+        out = wrap(dialects.MCP_SERVERS, text, memo, SPEC)
+        assert actions(out) == {"files": "left"} and out.text == text and out.memo["servers"] == {}
+        back = unwrap(dialects.MCP_SERVERS, text, memo)
+        assert actions(back) == {"files": "left"} and back.text == text and not back.changed
+
+
+def test_a_line_in_the_shape_wrap_writes_is_unwrapped_without_its_record() -> None:
+    once = wrap(dialects.MCP_SERVERS, PLAIN, None, WrapSpec(SPEC.launcher, "/caps", keep=2))
+    back = unwrap(dialects.MCP_SERVERS, once.text, None)
+    assert actions(back) == {"a": "restored-args"} and args_of(back.text) == ["a.js"]
+
+
+@pytest.mark.parametrize("launcher", [("/tmp/tap",), ("/usr/bin/python3", "-m", "mytap")])
+def test_any_launcher_is_recognised_and_wrap_stays_idempotent(launcher: tuple[str, ...]) -> None:
+    spec = WrapSpec(launcher, "/caps")
+    once = wrap(dialects.MCP_SERVERS, PLAIN, None, spec)
+    twice = wrap(dialects.MCP_SERVERS, once.text, once.memo, spec)
+    assert actions(twice) == {"a": "unchanged"} and twice.text == once.text and twice.memo == once.memo
+    # another launcher now: the line is rewritten, not nested
+    other = wrap(dialects.MCP_SERVERS, once.text, once.memo, SPEC)
+    assert actions(other) == {"a": "rewrapped"}
+    assert dialects.MCP_SERVERS.servers(other.text)["a"].command == SPEC.launcher[0]
+    assert args_of(other.text)[-3:] == ["--", "node", "a.js"] and args_of(other.text).count("--") == 1
+    for text, memo in ((once.text, once.memo), (other.text, other.memo)):
+        back = unwrap(dialects.MCP_SERVERS, text, memo)
+        assert back.text == PLAIN and actions(back) == {"a": "restored"}

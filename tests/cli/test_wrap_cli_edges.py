@@ -1,0 +1,53 @@
+"""`mcptap wrap` / `unwrap` as a user runs them, on inputs that once broke
+them: a bad --mcptap, files whose entries cannot all be handled, ownership
+of the rewritten files. Failures are one `mcptap:` line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_wrap_cli import run
+
+PLAIN = '{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}'
+
+
+def one_line_failure(p: object, *words: str) -> None:
+    err = p.stderr  # type: ignore[attr-defined]
+    assert p.returncode == 2, err  # type: ignore[attr-defined]
+    assert err.count("\n") == 1 and err.startswith("mcptap: ") and "Traceback" not in err and "internal error" not in err
+    for w in words:
+        assert w in err
+
+
+@pytest.mark.parametrize("target", ["missing", "plain", "dir"])
+def test_mcptap_must_name_an_executable_file(tmp_path: Path, target: str) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(PLAIN)
+    path = tmp_path / target
+    if target == "plain":
+        path.write_text("not a program")
+    elif target == "dir":
+        path.mkdir()
+    for extra in ((), ("--dry-run",)):
+        p = run("wrap", "--config", str(cfg), "--mcptap", str(path), *extra)
+        one_line_failure(p, "--mcptap", str(path))
+    assert cfg.read_text() == PLAIN and sorted(x.name for x in tmp_path.iterdir()) == sorted(["mcp.json", *([target] if target != "missing" else [])])
+
+
+def test_a_custom_launcher_wraps_once(tmp_path: Path) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(PLAIN)
+    tap = tmp_path / "tap"
+    tap.write_text("#!/bin/sh\n")
+    tap.chmod(0o755)
+    for _ in range(2):
+        p = run("wrap", "--config", str(cfg), "--mcptap", str(tap), "--dir", "/caps")
+        assert p.returncode == 0, p.stderr
+    args = json.loads(cfg.read_text())["mcpServers"]["a"]["args"]
+    assert args == ["record", "--dir", "/caps", "--name", "a", "--", "node", "a.js"]
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0 and "restored exactly" in p.stderr, p.stderr
+    assert cfg.read_text() == PLAIN
