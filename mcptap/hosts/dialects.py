@@ -87,6 +87,12 @@ class Dialect:
         record's digest covers). Raises ConfigError as ``servers`` does."""
         raise NotImplementedError
 
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        """Whether replacing ``text[start:end]`` by ``new`` changes server
+        ``name``'s entry and nothing else (another scope's or server's entry
+        may hold the same text)."""
+        raise NotImplementedError
+
 
 def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
     if node is None:
@@ -187,6 +193,10 @@ class JsonDialect(Dialect):
     def entry_texts(self, text: str) -> dict[str, str]:
         return {name: text[e.start:e.end] for name, e in self._entries(text).items()}
 
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        entry = self._entries(text).get(name)
+        return entry is not None and entry.start < start and end < entry.end      # inside its braces
+
     def set_url(self, text: str, name: str, url: str) -> str:
         entry = self._entry(text, name)
         for key in URL_KEYS:
@@ -275,6 +285,19 @@ class CodexToml(Dialect):
 
     def entry_texts(self, text: str) -> dict[str, str]:
         return {name: str(tbl.as_string()) for name, tbl in self._tables(self._doc(text)).items()}
+
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        # a TOML table has no single span (sub-tables, dotted keys): compare the values instead
+        try:
+            old_doc, new_doc = self._doc(text).unwrap(), self._doc(text[:start] + new + text[end:]).unwrap()
+        except ConfigError:
+            return False
+        old_servers, new_servers = old_doc.get("mcp_servers"), new_doc.get("mcp_servers")
+        if not isinstance(old_servers, dict) or not isinstance(new_servers, dict) or name not in new_servers:
+            return False
+        old_servers.pop(name, None)
+        new_servers.pop(name)
+        return bool(old_doc == new_doc)
 
 
 MCP_SERVERS = JsonDialect("mcpServers", 'JSON "mcpServers" (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI)', ("mcpServers",))

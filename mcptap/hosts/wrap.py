@@ -17,7 +17,8 @@ one command that starts that tap.
 The memo. For each wrapped server the memo keeps the smallest text change
 wrapping made (``before`` → ``after``, the differing span of the file) and the
 original command/arguments or URL. ``unwrap`` puts ``before`` back where
-``after`` is (found exactly once in the file), so it restores the original
+``after`` is (at exactly one place where the change stays inside this
+server's own entry: another scope may hold the same text), so it restores the original
 bytes even after the user edited other parts of the file; when ``after`` is
 no longer there (the entry itself was edited) it restores the original
 command and arguments from the wrapped arguments themselves (or the URL from
@@ -297,6 +298,30 @@ def _points_at_a_tap(name: str, url: str | None) -> bool:
         return False
 
 
+def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: str) -> bool:
+    """Put ``before`` back where ``after`` is, when exactly one occurrence of
+    ``after`` changes only this server's own entry (another scope of the file
+    may hold the very same wrapped text); True if done."""
+    if not after:
+        return False
+    p = 0                            # after was widened with unchanged context: only the middle changes
+    while p < min(len(before), len(after)) and before[p] == after[p]:
+        p += 1
+    s = 0
+    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
+        s += 1
+    hits = []
+    at = out.text.find(after)
+    while at >= 0:
+        if dialect.confined(out.text, name, at + p, at + len(after) - s, before[p:len(before) - s]):
+            hits.append(at)
+        at = out.text.find(after, at + 1)
+    if len(hits) != 1:
+        return False
+    out.text = out.text[:hits[0]] + before + out.text[hits[0] + len(after):]
+    return True
+
+
 def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     name = entry.name
     key = dialect.memo_key(name)
@@ -304,8 +329,7 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     damaged = key in out.memo["servers"] and not _usable(rec)
     if damaged:
         rec = None
-    if rec is not None and rec["after"] and out.text.count(rec["after"]) == 1:
-        out.text = out.text.replace(rec["after"], rec["before"], 1)
+    if rec is not None and _splice_back(dialect, out, name, rec["before"], rec["after"]):
         del out.memo["servers"][key]
         want = rec.get("entry_sha256")
         if not isinstance(want, str):

@@ -84,3 +84,43 @@ def test_any_launcher_is_recognised_and_wrap_stays_idempotent(launcher: tuple[st
     for text, memo in ((once.text, once.memo), (other.text, other.memo)):
         back = unwrap(dialects.MCP_SERVERS, text, memo)
         assert back.text == PLAIN and actions(back) == {"a": "restored"}
+
+
+CLAUDE = """{
+  "mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["fs"], "env": {}}},
+  "projects": {"/tmp/brk1/proj": {"mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["fs"], "env": {}}}}}
+}
+"""
+
+
+def test_unwrapping_one_scope_never_changes_another_scopes_entry() -> None:
+    user, local = dialects.MCP_SERVERS, dialects.claude_code_local("/tmp/brk1/proj")
+    a = wrap(local, CLAUDE, None, SPEC)
+    b = wrap(user, a.text, a.memo, SPEC)
+    # both ways round, untouched: exact
+    for first, second in ((user, local), (local, user)):
+        c = unwrap(first, b.text, b.memo)
+        assert actions(c) == {"fs": "restored"}
+        d = unwrap(second, c.text, c.memo)
+        assert actions(d) == {"fs": "restored"} and d.text == CLAUDE
+    # the user edits the LOCAL wrapped entry's capture dir: its recorded text is gone, the user
+    # scope's identical text must not be taken for it
+    at = b.text.rindex('"/caps"')
+    edited = b.text[:at] + '"/mine"' + b.text[at + len('"/caps"'):]
+    c = unwrap(local, edited, b.memo)
+    assert actions(c) == {"fs": "restored-args"}
+    assert user.servers(c.text) == user.servers(edited)                 # the user scope still wrapped
+    assert local.servers(c.text)["fs"].args == ("fs",)
+    d = unwrap(user, c.text, c.memo)
+    assert actions(d) == {"fs": "restored"} and d.text == CLAUDE
+
+
+def test_toml_splice_stays_in_its_table() -> None:
+    text = '[mcp_servers.a]\ncommand = "npx"\nargs = ["fs"]\n\n[mcp_servers.b]\ncommand = "npx"\nargs = ["fs"]\n'
+    once = wrap(dialects.CODEX, text, None, SPEC, ["a"])
+    twice = wrap(dialects.CODEX, once.text, once.memo, SPEC, ["b"])
+    edited = twice.text.replace('"/caps", "--name", "a"', '"/mine", "--name", "a"')
+    back = unwrap(dialects.CODEX, edited, twice.memo, ["a"])
+    assert dialects.CODEX.servers(back.text)["b"] == dialects.CODEX.servers(twice.text)["b"]
+    assert dialects.CODEX.servers(back.text)["a"].args == ("fs",)
+    assert unwrap(dialects.CODEX, back.text, back.memo).text == text
