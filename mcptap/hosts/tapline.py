@@ -8,13 +8,20 @@ there by the user and is kept when ``wrap`` rewrites the line. A line is
 recognised as mcptap's by its launcher: the one in use (``--mcptap``), the one
 its wrap record names, a program whose name starts with ``mcptap``, or
 ``python -m mcptap``.
+
+A URL entry wrapped with ``--http`` points at ``http://127.0.0.1:PORT/<the
+upstream's path and query>``, PORT in 41000..48999.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from mcptap.hosts.errors import ConfigError
 
 _MODULES = ("mcptap", "mcptap.cli.main")
 #: `mcptap record` options that take a value (stdio forms): the word after them is never "--"'s
@@ -22,6 +29,8 @@ _VALUED = frozenset({"--dir", "--name", "--keep", "-o", "--output", "--grace", "
                      "--redact-key", "--redact-path", "--redact-pattern", "--redact-rules"})
 #: the record options wrap writes and rewrites
 MANAGED = ("--dir", "--name", "--keep")
+#: Ports for --http taps: 41000..48999, picked from the server name.
+PORT_BASE, PORT_SPAN = 41000, 8000
 
 
 @dataclass(frozen=True)
@@ -141,3 +150,52 @@ def parse_wrapped(command: str, args: Sequence[str], launchers: Iterable[Sequenc
     ``python -m mcptap record … -- CMD ARGS``); None otherwise."""
     line = parse_tap_line(command, args, launchers)
     return None if line is None else (line.command, list(line.args))
+
+
+# -- --http taps --------------------------------------------------------------------------
+
+
+def tap_port(name: str) -> int:
+    """The preferred local port of the --http tap for server ``name`` (stable)."""
+    return PORT_BASE + zlib.crc32(name.encode("utf-8", "surrogatepass")) % PORT_SPAN
+
+
+def pick_port(name: str, taken: Collection[int]) -> int:
+    """``tap_port(name)``, or the next port of the range no other tap has.
+    Raises ConfigError when all are taken."""
+    for step in range(PORT_SPAN):
+        port = PORT_BASE + (tap_port(name) - PORT_BASE + step) % PORT_SPAN
+        if port not in taken:
+            return port
+    raise ConfigError("every --http tap port (41000..48999) is taken in this file")
+
+
+def tap_url(name: str, upstream: str, port: int | None = None) -> str:
+    """The URL a host uses to reach the tap of ``upstream``: the tap's origin
+    (``port``, default ``tap_port(name)``) and the upstream's path and query."""
+    parts = urlsplit(upstream)
+    return urlunsplit(("http", f"127.0.0.1:{tap_port(name) if port is None else port}", parts.path or "/", parts.query, ""))
+
+
+def tap_port_of(url: str | None) -> int | None:
+    """The port when ``url`` points at a local tap (127.0.0.1, a tap port), else None."""
+    try:
+        parts = urlsplit(url or "")
+        port = parts.port
+    except ValueError:
+        return None
+    return port if parts.hostname == "127.0.0.1" and port is not None and PORT_BASE <= port < PORT_BASE + PORT_SPAN else None
+
+
+def is_tap_of(url: str | None, upstream: str) -> bool:
+    """Whether ``url`` is the tap URL of ``upstream`` (on any tap port)."""
+    port = tap_port_of(url)
+    return port is not None and url == tap_url("", upstream, port)
+
+
+def tap_command(spec: WrapSpec, name: str, upstream: str, port: int) -> tuple[str, ...]:
+    """The command that starts the tap for a --http wrapped server."""
+    opts = ["record", "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--dir", spec.directory, "--name", name]
+    if spec.keep is not None:
+        opts += ["--keep", str(spec.keep)]
+    return (*spec.launcher, *opts)

@@ -11,7 +11,8 @@ with a filtered environment; the launcher is an absolute path because hosts do
 not share the user's PATH. ``env``, ``cwd``, ``type`` and every other field
 stay as they are (the host passes them to mcptap, and mcptap to the server).
 With ``http=True`` a URL entry is pointed at a local tap on a port derived
-from the server name (the same on every run), and the note for it carries the
+from the server name (the same on every run; the next free one when another
+tap of the file has it, and an entry already wrapped keeps its port), and the note for it carries the
 one command that starts that tap.
 
 The memo. For each wrapped server the memo keeps the smallest text change
@@ -39,23 +40,19 @@ shape ``wrap`` writes (then its record was lost).
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
-from mcptap.hosts.tapline import WrapSpec, matches, parse_tap_line, wrapped_argv
+from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
 __all__ = ["Note", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
 
 MEMO_FORMAT = "mcptap-wrap"
 MEMO_VERSION = 1
-#: Ports for --http taps: 41000..48999, picked from the server name.
-PORT_BASE, PORT_SPAN = 41000, 8000
 
 
 @dataclass(frozen=True)
@@ -103,29 +100,6 @@ def check_memo(memo: Any) -> dict[str, Any]:
     return memo
 
 
-# -- the wrapped command line --------------------------------------------------------
-
-
-def tap_port(name: str) -> int:
-    """The local port of the --http tap for server ``name`` (stable)."""
-    return PORT_BASE + zlib.crc32(name.encode("utf-8")) % PORT_SPAN
-
-
-def tap_url(name: str, upstream: str) -> str:
-    """The URL a host uses to reach the tap of ``upstream``: the tap's origin
-    and the upstream's path and query."""
-    parts = urlsplit(upstream)
-    return urlunsplit(("http", f"127.0.0.1:{tap_port(name)}", parts.path or "/", parts.query, ""))
-
-
-def tap_command(spec: WrapSpec, name: str, upstream: str) -> tuple[str, ...]:
-    """The command that starts the tap for a --http wrapped server."""
-    opts = ["record", "--upstream", upstream, "--listen", f"127.0.0.1:{tap_port(name)}", "--dir", spec.directory, "--name", name]
-    if spec.keep is not None:
-        opts += ["--keep", str(spec.keep)]
-    return (*spec.launcher, *opts)
-
-
 # -- the memo's text change ------------------------------------------------------------
 
 
@@ -166,8 +140,10 @@ def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpe
     out = Outcome(text, _copy(memo))
     selected = _select(dialect.servers(text), names)
     originals = _digests(dialect, text)         # each entry's own text stays as it is until wrapped
+    # the ports of the taps already in this file stay theirs; a new tap gets a port none of them has
+    taken = {port for e in dialect.servers(text).values() if (port := tap_port_of(e.url)) is not None}
     for entry in selected:
-        _wrap_one(dialect, out, entry, spec, originals)
+        _wrap_one(dialect, out, entry, spec, originals, taken)
     return out
 
 
@@ -195,7 +171,8 @@ def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
     return {**base, "servers": dict(base["servers"])}
 
 
-def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec, originals: dict[str, str]) -> None:
+def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec, originals: dict[str, str],
+              taken: set[int]) -> None:
     name = entry.name
     key = dialect.memo_key(name)
     records = out.memo["servers"]
@@ -206,23 +183,28 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         rec = records.get(key)
         if not _usable(rec) or rec.get("kind") != "url":
             rec = None                  # a record edited by hand is treated as absent, as unwrap does
-        wrapped = rec is not None and entry.url == tap_url(name, rec["original"]["url"])
+        wrapped = rec is not None and is_tap_of(entry.url, rec["original"]["url"])
         if not spec.http:
             out.notes.append(Note(name, "unchanged" if wrapped else "skipped",
                                   "URL entry points at its tap" if wrapped else "a URL entry (--http wraps it through a local tap)"))
             return
         upstream = rec["original"]["url"] if wrapped and rec else entry.url
         assert upstream is not None
-        cmd = tap_command(spec, name, upstream)
         if wrapped:
-            out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:", cmd))
+            port = tap_port_of(entry.url)
+            assert port is not None
+            out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:",
+                                  tap_command(spec, name, upstream, port)))
             return
-        new = dialect.set_url(out.text, name, tap_url(name, upstream))
+        port = pick_port(name, taken)
+        taken.add(port)
+        cmd = tap_command(spec, name, upstream, port)
+        new = dialect.set_url(out.text, name, tap_url(name, upstream, port))
         before, after = text_change(out.text, new)
         records[key] = {"kind": "url", "before": before, "after": after,
                          "original": {"url": upstream, "key": entry.url_key}, "entry_sha256": originals[name]}
         out.text = new
-        out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream)}; start the tap with:", cmd))
+        out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream, port)}; start the tap with:", cmd))
         return
     assert entry.command is not None
     args = list(entry.args or ())
@@ -290,14 +272,6 @@ def _usable(rec: Any) -> bool:
     return rec.get("kind") == "stdio"
 
 
-def _points_at_a_tap(name: str, url: str | None) -> bool:
-    try:
-        parts = urlsplit(url or "")
-        return parts.hostname == "127.0.0.1" and parts.port == tap_port(name)
-    except ValueError:
-        return False
-
-
 def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: str) -> bool:
     """Put ``before`` back where ``after`` is, when exactly one occurrence of
     ``after`` changes only this server's own entry (another scope of the file
@@ -357,13 +331,13 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
         return Note(name, "restored-args", f"command and args restored from the wrapped arguments ({why}); the rest of the entry is as it is now")
     if entry.kind == "url" and rec is not None and rec.get("kind") == "url":
         upstream = rec["original"]["url"]
-        if entry.url == tap_url(name, upstream):
+        if is_tap_of(entry.url, upstream):
             out.text = dialect.set_url(out.text, name, upstream)
             del out.memo["servers"][key]
             return Note(name, "restored-args", "URL restored (the entry was edited after wrapping)")
         del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
-    if entry.kind == "url" and _points_at_a_tap(name, entry.url):
+    if entry.kind == "url" and tap_port_of(entry.url) is not None:
         out.memo["servers"].pop(key, None)
         why = "is damaged" if damaged else "is missing"
         return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "

@@ -124,3 +124,26 @@ def test_toml_splice_stays_in_its_table() -> None:
     assert dialects.CODEX.servers(back.text)["b"] == dialects.CODEX.servers(twice.text)["b"]
     assert dialects.CODEX.servers(back.text)["a"].args == ("fs",)
     assert unwrap(dialects.CODEX, back.text, back.memo).text == text
+
+
+def test_url_servers_of_one_file_get_distinct_stable_tap_ports() -> None:
+    from mcptap.hosts.wrap import tap_port
+    text = '{"mcpServers": {"srv116": {"url": "https://a.example/mcp"}, "srv168": {"serverUrl": "https://b.example/sse?x=1"}}}'
+    assert tap_port("srv116") == tap_port("srv168")           # crc32 mod 8000 collide
+    once = wrap(dialects.MCP_SERVERS, text, None, HTTP)
+    servers = dialects.MCP_SERVERS.servers(once.text)
+    ports = {n: (e.url or "").split(":")[2].split("/")[0] for n, e in servers.items()}
+    assert ports["srv116"] != ports["srv168"] and ports["srv116"] == str(tap_port("srv116"))
+    listens = {n.name: n.command[n.command.index("--listen") + 1] for n in once.notes if n.command}
+    assert listens == {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+    # stable: a re-run changes nothing; wrapping the first one anew later does not take the other's port
+    again = wrap(dialects.MCP_SERVERS, once.text, once.memo, HTTP)
+    assert again.text == once.text and set(actions(again).values()) == {"unchanged"}
+    assert {n.name: n.command for n in again.notes} == {n.name: n.command for n in once.notes}
+    half = unwrap(dialects.MCP_SERVERS, once.text, once.memo, ["srv116"])
+    rewrapped = wrap(dialects.MCP_SERVERS, half.text, half.memo, HTTP)
+    servers = dialects.MCP_SERVERS.servers(rewrapped.text)
+    assert servers["srv168"].url == f"http://127.0.0.1:{ports['srv168']}/sse?x=1"
+    assert servers["srv116"].url != f"http://127.0.0.1:{ports['srv168']}/mcp"
+    back = unwrap(dialects.MCP_SERVERS, once.text, once.memo)
+    assert back.text == text and set(actions(back).values()) == {"restored"}
