@@ -21,6 +21,7 @@ ConfigSyntaxError.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -284,7 +285,7 @@ class CodexToml(Dialect):
         return str(doc.as_string())
 
     def entry_texts(self, text: str) -> dict[str, str]:
-        return {name: str(tbl.as_string()) for name, tbl in self._tables(self._doc(text)).items()}
+        return {name: _table_text(tbl) for name, tbl in self._tables(self._doc(text)).items()}
 
     def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
         # a TOML table has no single span (sub-tables, dotted keys): compare the values instead
@@ -298,6 +299,22 @@ class CodexToml(Dialect):
         old_servers.pop(name, None)
         new_servers.pop(name)
         return bool(old_doc == new_doc)
+
+
+def _table_text(tbl: Any) -> str:
+    """What an entry's digest covers in TOML: the table's text as tomlkit
+    writes it, without the blank and comment lines that end it (they go with
+    whatever the user appends after the table, such as another table's
+    heading comment). A table split over several places (dotted keys, a
+    sub-table written before its table: tomlkit's out-of-order proxy) has no
+    one text: then its values, canonically."""
+    as_string = getattr(tbl, "as_string", None)
+    if as_string is None:
+        return "values:" + json.dumps(tbl.unwrap(), sort_keys=True, ensure_ascii=False, default=str)
+    lines = str(as_string()).splitlines(keepends=True)
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+        lines.pop()
+    return "".join(lines)
 
 
 MCP_SERVERS = JsonDialect("mcpServers", 'JSON "mcpServers" (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI)', ("mcpServers",))

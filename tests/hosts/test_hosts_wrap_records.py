@@ -147,3 +147,26 @@ def test_url_servers_of_one_file_get_distinct_stable_tap_ports() -> None:
     assert servers["srv116"].url != f"http://127.0.0.1:{ports['srv168']}/mcp"
     back = unwrap(dialects.MCP_SERVERS, once.text, once.memo)
     assert back.text == text and set(actions(back).values()) == {"restored"}
+
+
+@pytest.mark.parametrize("text", [
+    'mcp_servers.fs.command = "npx"\nmcp_servers.fs.env.K = "v"\n',                       # dotted keys
+    '[mcp_servers.fs.env]\nK = "v"\n\n[mcp_servers.fs]\ncommand = "npx"\n',               # sub-table first
+    '[mcp_servers]\nfs.command = "npx"\nfs.args = ["a"]\n\n[mcp_servers.ok]\ncommand = "x"\n',
+])
+def test_codex_tables_split_over_several_places(text: str) -> None:
+    once = wrap(dialects.CODEX, text, None, SPEC)                  # before: AttributeError (internal error)
+    assert set(actions(once).values()) == {"wrapped"}
+    assert dialects.CODEX.servers(once.text)["fs"].command == SPEC.launcher[0]
+    assert wrap(dialects.CODEX, once.text, once.memo, SPEC).text == once.text
+    back = unwrap(dialects.CODEX, once.text, once.memo)
+    assert back.text == text and set(actions(back).values()) == {"restored"}
+
+
+def test_codex_entry_untouched_by_a_table_appended_after_it_verifies() -> None:
+    text = '[mcp_servers.a]\ncommand = "x"\n'
+    once = wrap(dialects.CODEX, text, None, SPEC)
+    appended = once.text + '\n# added later\n[mcp_servers.b]\ncommand = "y"\n'
+    back = unwrap(dialects.CODEX, appended, once.memo, ["a"])
+    assert actions(back) == {"a": "restored"}
+    assert back.text == text + '\n# added later\n[mcp_servers.b]\ncommand = "y"\n'
