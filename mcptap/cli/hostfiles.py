@@ -36,6 +36,7 @@ from mcptap.cli.output import temp_beside
 from mcptap.escape import escape_controls
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.jsonc import escape_surrogates
 from mcptap.hosts.locations import HOSTS, default_path
 from mcptap.hosts.wrap import Outcome, check_memo
 
@@ -197,10 +198,25 @@ def _atomic_write(path: str, data: bytes, mode: int) -> None:
         raise
 
 
+def _memo_bytes(outcome: Outcome) -> bytes:
+    # a lone surrogate (from a \\ud800 escape in the configuration) is written as its escape
+    return (escape_surrogates(json.dumps(outcome.memo, indent=2, ensure_ascii=False)) + "\n").encode("utf-8")
+
+
+def check_writable(cf: ConfigFile, outcome: Outcome) -> None:
+    """Raises Fail when the new configuration or sidecar cannot be written
+    as UTF-8: called before anything is reported or written, so mcptap never
+    says it wrapped a server and then fails."""
+    try:
+        outcome.text.encode("utf-8")
+        _memo_bytes(outcome)
+    except UnicodeEncodeError as exc:
+        raise Fail(f"{cf.path}: the result cannot be written as UTF-8 (character {exc.object[exc.start]!r}); nothing written") from None
+
+
 def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
     if outcome.memo["servers"]:
-        data = (json.dumps(outcome.memo, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        _atomic_write(cf.sidecar, data, 0o600)      # it holds the original args, secrets included
+        _atomic_write(cf.sidecar, _memo_bytes(outcome), 0o600)      # it holds the original args, secrets included
     elif os.path.exists(cf.sidecar) and cf.damaged is None:     # a damaged one is moved aside, never lost
         os.unlink(cf.sidecar)
 

@@ -24,7 +24,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import config_options, diff, load, save, set_damaged_aside
+from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save, set_damaged_aside
 from mcptap.cli.wrap import report
 from mcptap.escape import escape_controls
 from mcptap.hosts.errors import ConfigError
@@ -45,6 +45,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         outcome = unwrap(cf.dialect, cf.text, cf.memo, servers)
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
+    check_writable(cf, outcome)
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")

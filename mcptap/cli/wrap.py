@@ -25,7 +25,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import config_options, diff, load, save
+from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
@@ -87,6 +87,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
+    check_writable(cf, outcome)
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")

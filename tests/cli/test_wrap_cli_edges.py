@@ -51,3 +51,29 @@ def test_a_custom_launcher_wraps_once(tmp_path: Path) -> None:
     p = run("unwrap", "--config", str(cfg))
     assert p.returncode == 0 and "restored exactly" in p.stderr, p.stderr
     assert cfg.read_text() == PLAIN
+
+
+def test_a_lone_surrogate_escape_is_written_back_escaped(tmp_path: Path) -> None:
+    """JSON allows \\ud800 (a string cut inside an emoji); reading it gives a code
+    point UTF-8 cannot encode: wrap printed "wrapped", then failed (internal error)."""
+    cfg = tmp_path / "sur.json"
+    text = '{"mcpServers": {"a\\ud801": {"command": "x", "args": ["\\ud800", "\\ud83d\\ude00"]}}}'
+    cfg.write_text(text)
+    dry = run("wrap", "--config", str(cfg), "--dir", "/caps", "--dry-run")
+    assert dry.returncode == 0 and "would wrap" in dry.stderr, dry.stderr
+    p = run("wrap", "--config", str(cfg), "--dir", "/caps")
+    assert p.returncode == 0 and "a\\ud801: wrapped" in p.stderr and "error" not in p.stderr, p.stderr
+    wrapped = cfg.read_text()
+    assert '"--name", "a\\ud801", "--", "x", "\\ud800", "\U0001f600"]' in wrapped
+    assert json.loads(wrapped)["mcpServers"]["a\ud801"]["args"][-2:] == ["\ud800", "\U0001f600"]
+    sidecar = json.loads((tmp_path / "sur.json.mcptap-wrap.json").read_bytes().decode("utf-8"))
+    assert sidecar["servers"]["a\ud801"]["original"]["args"][0] == "\ud800"
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0 and "restored exactly" in p.stderr, p.stderr
+    assert cfg.read_text() == text
+    # the entry edited after wrapping: its command and args are written anew, escaped too
+    assert run("wrap", "--config", str(cfg), "--dir", "/caps").returncode == 0
+    cfg.write_text(cfg.read_text().replace('"/caps"', '"/mine"'))
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0 and "a\\ud801: restored" in p.stderr, p.stderr
+    assert json.loads(cfg.read_text()) == json.loads(text)
