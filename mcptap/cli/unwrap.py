@@ -11,7 +11,9 @@ unwrap goes on as without one; the file is moved aside to
 ``FILE.mcptap-wrap.json.damaged``.
 
 Exit status: 0; 1 when a server stays wrapped because its original was only
-in a missing or damaged sidecar (a URL entry pointing at its tap); 2 for a
+in a missing or damaged sidecar (a URL entry pointing at its tap), or an
+entry was refused (args that are not a list of strings; the others are
+unwrapped and written); 2 for a
 usage error, a configuration that does not parse, a server name not in it, a
 read-only file (then nothing is written).
 """
@@ -49,7 +51,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
-    failed = any(n.action == "failed" for n in outcome.notes)
+    failed = any(n.action in ("failed", "refused") for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
         sys.exit(1 if failed else 0)

@@ -9,7 +9,9 @@ the file changes (mcptap/hosts/wrap.py). URL entries stay untouched unless
 ``--http``: then they point at a local tap and mcptap prints the command that
 starts it. ``mcptap unwrap`` undoes it byte for byte.
 
-Exit status: 0 (also when everything was already wrapped); 2 for a usage
+Exit status: 0 (also when everything was already wrapped); 1 when an entry
+was refused (args that are not a list of strings: the other servers are
+wrapped and written); 2 for a usage
 error, a configuration that does not parse, a server name not in it, a
 read-only file — the file is then untouched.
 """
@@ -91,11 +93,13 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+    refused = any(n.action == "refused" for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
-        return
+        sys.exit(1 if refused else 0)
     backup = save(cf, outcome, memo_first=True)
     if outcome.text != cf.text:
         say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
     else:
         say(f"{cf.path} unchanged")
+    sys.exit(1 if refused else 0)

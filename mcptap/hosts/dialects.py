@@ -42,6 +42,8 @@ class ServerEntry:
     ``command``/``args``: a stdio entry (``args`` None when the key is
     absent). ``url``/``url_key``: a URL entry. Neither: an entry mcptap
     leaves alone (an extension-provided server, a disabled stub).
+    ``problem``: why a stdio entry cannot be handled (its args are not a
+    list of strings); only this entry is refused, the others are handled.
     """
 
     name: str
@@ -49,10 +51,13 @@ class ServerEntry:
     args: tuple[str, ...] | None = None
     url: str | None = None
     url_key: str | None = None
+    problem: str | None = None
 
     @property
     def kind(self) -> str:
-        """``stdio``, ``url`` or ``other``."""
+        """``stdio``, ``url``, ``bad`` (see ``problem``) or ``other``."""
+        if self.problem is not None:
+            return "bad"
         if self.command is not None:
             return "stdio"
         if self.url is not None:
@@ -95,13 +100,16 @@ class Dialect:
         raise NotImplementedError
 
 
-def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
-    if node is None:
-        return None
-    value = jsonc.to_python(node)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: args is not a list of strings")
-    return tuple(value)
+_NOT_STRINGS = "args is not a list of strings"
+
+
+def _stdio_entry(name: str, command: str, args: Any) -> ServerEntry:
+    """A stdio entry; ``args`` as parsed (None: absent)."""
+    if args is None:
+        return ServerEntry(name, command=command)
+    if not isinstance(args, list) or not all(isinstance(v, str) for v in args):
+        return ServerEntry(name, command=command, problem=_NOT_STRINGS)
+    return ServerEntry(name, command=command, args=tuple(str(v) for v in args))
 
 
 class JsonDialect(Dialect):
@@ -160,7 +168,7 @@ class JsonDialect(Dialect):
             parts = self._stdio_parts(entry)
             if parts is not None:
                 cmd, _, args = parts
-                out[name] = ServerEntry(name, command=cmd.value, args=_string_list(args.value if args else None, name))
+                out[name] = _stdio_entry(name, cmd.value, None if args is None else jsonc.to_python(args.value))
                 continue
             for key in URL_KEYS:
                 m = entry.get(key)
@@ -256,10 +264,7 @@ class CodexToml(Dialect):
         for name, tbl in self._tables(self._doc(text)).items():
             cmd = tbl.get("command")
             if isinstance(cmd, str):
-                args = tbl.get("args")
-                if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
-                    raise ConfigError(f"{name}: args is not a list of strings")
-                out[name] = ServerEntry(name, command=str(cmd), args=None if args is None else tuple(str(a) for a in args))
+                out[name] = _stdio_entry(name, str(cmd), tbl.get("args"))
             elif isinstance(tbl.get("url"), str):
                 out[name] = ServerEntry(name, url=str(tbl["url"]), url_key="url")
             else:

@@ -62,7 +62,8 @@ class Note:
     verified), ``restored-args`` (the original command and args or URL back,
     the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
     ``mcptap record`` but wrap did not write it: the user's own tap, never
-    rewritten or removed) or ``failed`` (still wrapped: the original is lost
+    rewritten or removed), ``refused`` (an entry of the wrong shape, such as
+    args that are not strings: untouched) or ``failed`` (still wrapped: the original is lost
     with the wrap record); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
@@ -178,6 +179,9 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     records = out.memo["servers"]
     if entry.kind == "other":
         out.notes.append(Note(name, "skipped", "neither a command nor a URL given as a string (nothing mcptap can start)"))
+        return
+    if entry.kind == "bad":
+        out.notes.append(Note(name, "refused", f"{entry.problem}; left as it is"))
         return
     if entry.kind == "url":
         rec = records.get(key)
@@ -299,6 +303,8 @@ def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: 
 def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     name = entry.name
     key = dialect.memo_key(name)
+    if entry.kind == "bad":
+        return Note(name, "refused", f"{entry.problem}; left as it is")
     rec = out.memo["servers"].get(key)
     damaged = key in out.memo["servers"] and not _usable(rec)
     if damaged:

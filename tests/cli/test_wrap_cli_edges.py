@@ -77,3 +77,25 @@ def test_a_lone_surrogate_escape_is_written_back_escaped(tmp_path: Path) -> None
     p = run("unwrap", "--config", str(cfg))
     assert p.returncode == 0 and "a\\ud801: restored" in p.stderr, p.stderr
     assert json.loads(cfg.read_text()) == json.loads(text)
+
+
+@pytest.mark.parametrize("bad", ['["p", 8080]', '[null]', '"p"'])
+def test_an_entry_with_bad_args_is_refused_alone(tmp_path: Path, bad: str) -> None:
+    cfg = tmp_path / "mcp.json"
+    text = '{"mcpServers": {"a": {"command": "x", "args": ' + bad + '}, "b": {"command": "y"}}}'
+    cfg.write_text(text)
+    for names in ((), ("b",)):
+        p = run("wrap", "--config", str(cfg), "--dir", "/caps", *names)
+        assert p.returncode == (1 if not names else 0), p.stderr
+        assert ("a: refused: args is not a list of strings" in p.stderr) == (not names)
+        servers = json.loads(cfg.read_text())["mcpServers"]
+        assert servers["a"] == json.loads(text)["mcpServers"]["a"] and servers["b"]["args"][-2:] == ["--", "y"]
+    p = run("unwrap", "--config", str(cfg), "b")
+    assert p.returncode == 0 and "b: restored" in p.stderr, p.stderr
+    assert cfg.read_text() == text
+    p = run("wrap", "--config", str(cfg), "a")
+    assert p.returncode == 1 and "a: refused" in p.stderr and cfg.read_text() == text
+    toml = tmp_path / "config.toml"
+    toml.write_text('[mcp_servers.a]\ncommand = "x"\nargs = [1]\n\n[mcp_servers.b]\ncommand = "y"\n')
+    p = run("wrap", "--config", str(toml), "--dir", "/caps")
+    assert p.returncode == 1 and "a: refused" in p.stderr and "b: wrapped" in p.stderr, p.stderr
