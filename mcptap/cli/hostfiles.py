@@ -50,7 +50,8 @@ def config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--host", type=click.Choice(list(HOSTS)), default=None,
                      help="Use this host's user configuration file (see docs/hosts.md)."),
         click.option("--config", "config", type=NonEmptyPath(dir_okay=False), default=None,
-                     help="Configuration file to change (its dialect is detected from its content)."),
+                     help="Configuration file to change (its dialect is detected from its content); "
+                          "not with --host, except claude-code-local (that scope of another ~/.claude.json)."),
         click.option("--dialect", type=click.Choice(list(DIALECTS)), default=None,
                      help="Dialect of --config when detection is not wanted."),
         click.option("--project", type=NonEmptyPath(file_okay=False), default=None,
@@ -109,6 +110,13 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     ``damaged`` says why)."""
     if project is not None and host != "claude-code-local":
         raise click.UsageError("--project applies to --host claude-code-local")
+    # --host names a file and its dialect, --config a file whose dialect is detected (or --dialect):
+    # both at once read one file in another host's dialect. The one exception: Claude Code's local
+    # scope has no --dialect of its own, so --host claude-code-local --config FILE reads FILE's.
+    if host is not None and config is not None and host != "claude-code-local":
+        raise click.UsageError("give --host NAME or --config FILE, not both (--dialect NAME sets the dialect of --config)")
+    if host is not None and dialect_name is not None:
+        raise click.UsageError("--dialect applies to --config FILE (--host NAME has its own)")
     path = locate(host, config)
     real = os.path.realpath(path)
     try:

@@ -99,3 +99,18 @@ def test_an_entry_with_bad_args_is_refused_alone(tmp_path: Path, bad: str) -> No
     toml.write_text('[mcp_servers.a]\ncommand = "x"\nargs = [1]\n\n[mcp_servers.b]\ncommand = "y"\n')
     p = run("wrap", "--config", str(toml), "--dir", "/caps")
     assert p.returncode == 1 and "a: refused" in p.stderr and "b: wrapped" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("command", ["wrap", "unwrap"])
+def test_host_and_config_exclude_each_other(tmp_path: Path, command: str) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(PLAIN)
+    for extra in (("--host", "zed", "--config", str(cfg)), ("--host", "cursor", "--dialect", "zed")):
+        p = run(command, *extra, "--dry-run", home=tmp_path)
+        assert p.returncode == 2 and p.stderr.startswith("mcptap: ") and p.stderr.count("\n") == 1, p.stderr
+    assert cfg.read_text() == PLAIN
+    # Claude Code's local scope of a ~/.claude.json elsewhere: --config names it
+    claude = tmp_path / "claude.json"
+    claude.write_text('{"projects": {"/p": {"mcpServers": {"a": {"command": "x"}}}}}')
+    p = run(command, "--host", "claude-code-local", "--project", "/p", "--config", str(claude), "--dry-run", home=tmp_path)
+    assert p.returncode == 0, p.stderr
