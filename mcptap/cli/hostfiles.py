@@ -3,7 +3,8 @@ and writing it back safely, with its backup and its sidecar.
 
 * The configuration is read as UTF-8 bytes and written back only when its
   text changed, atomically (a temporary file in the same directory, the
-  original's permission bits, ``os.replace`` onto the real path so a
+  original's permission bits and, where permitted, owner and group (the
+  backup and sidecar get its owner too), ``os.replace`` onto the real path so a
   symlinked dotfile stays a symlink), and only if nobody rewrote it since we
   read it (hosts such as Claude Code rewrite their file while running).
 * Before the first change mcptap ever makes, the original is copied to
@@ -189,12 +190,19 @@ def diff(cf: ConfigFile, new_text: str) -> str:
     return "".join(out)
 
 
-def _atomic_write(path: str, data: bytes, mode: int) -> None:
+def _atomic_write(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
     fd, tmp = temp_beside(path, "wrap")
     try:
         with os.fdopen(fd, "wb") as fp:
             fp.write(data)
             fp.flush()
+            if owner is not None and hasattr(os, "fchown"):
+                # run as root (sudo) on a user's file: the file stays the user's, or the host
+                # running as that user can no longer read its own configuration
+                try:
+                    os.fchown(fp.fileno(), *owner)
+                except PermissionError:
+                    pass                        # not root: the file is ours anyway
             os.fchmod(fp.fileno(), mode)
             os.fsync(fp.fileno())
         os.replace(tmp, path)
@@ -222,9 +230,17 @@ def check_writable(cf: ConfigFile, outcome: Outcome) -> None:
         raise Fail(f"{cf.path}: the result cannot be written as UTF-8 (character {exc.object[exc.start]!r}); nothing written") from None
 
 
+def _owner(cf: ConfigFile) -> tuple[int, int] | None:
+    try:
+        st = os.stat(cf.real)
+    except OSError:
+        return None
+    return st.st_uid, st.st_gid
+
+
 def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
     if outcome.memo["servers"]:
-        _atomic_write(cf.sidecar, _memo_bytes(outcome), 0o600)      # it holds the original args, secrets included
+        _atomic_write(cf.sidecar, _memo_bytes(outcome), 0o600, _owner(cf))      # it holds the original args, secrets included
     elif os.path.exists(cf.sidecar) and cf.damaged is None:     # a damaged one is moved aside, never lost
         os.unlink(cf.sidecar)
 
@@ -241,16 +257,17 @@ def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
                 _write_memo(cf, outcome)
             return None
         mode = os.stat(cf.real).st_mode & 0o7777
+        owner = _owner(cf)
         with open(cf.real, "rb") as fp:
             if fp.read() != cf.raw:
                 raise Fail(f"{cf.path}: the file changed while mcptap was working on it (a host rewrote it?); nothing written, try again")
         made_backup = None
         if not os.path.exists(cf.backup):
-            _atomic_write(cf.backup, cf.raw, mode)
+            _atomic_write(cf.backup, cf.raw, mode, owner)
             made_backup = cf.backup
         if memo_first:
             _write_memo(cf, outcome)
-        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode)
+        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode, owner)
         if not memo_first:
             _write_memo(cf, outcome)
     except OSError as exc:

@@ -5,6 +5,8 @@ of the rewritten files. Failures are one `mcptap:` line, never a traceback."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,18 @@ def test_host_and_config_exclude_each_other(tmp_path: Path, command: str) -> Non
     claude.write_text('{"projects": {"/p": {"mcpServers": {"a": {"command": "x"}}}}}')
     p = run(command, "--host", "claude-code-local", "--project", "/p", "--config", str(claude), "--dry-run", home=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root (chown)")
+def test_run_as_root_the_files_stay_the_users(tmp_path: Path) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(PLAIN)
+    os.chown(cfg, 65534, 65534)
+    cfg.chmod(0o600)
+    p = run("wrap", "--config", str(cfg), "--dir", "/caps")
+    assert p.returncode == 0, p.stderr
+    for f in (cfg, tmp_path / "mcp.json.mcptap-backup", tmp_path / "mcp.json.mcptap-wrap.json"):
+        st = f.stat()
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600), f
+    assert run("unwrap", "--config", str(cfg)).returncode == 0
+    assert (cfg.stat().st_uid, cfg.stat().st_gid) == (65534, 65534) and cfg.read_text() == PLAIN
