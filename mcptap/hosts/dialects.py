@@ -28,6 +28,7 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
+import tomlkit.items
 
 from mcptap.hosts import jsonc
 from mcptap.hosts.errors import ConfigError, ConfigSyntaxError
@@ -281,7 +282,11 @@ class CodexToml(Dialect):
         doc = self._doc(text)
         tbl = self._table(doc, name)
         tbl["command"] = command
-        tbl["args"] = list(args)
+        fresh = "args" not in tbl
+        value = tomlkit.item(list(args))
+        if fresh and "\r\n" in text and not isinstance(tbl, tomlkit.items.InlineTable):
+            value.trivia.trail = "\r\n"       # a line tomlkit adds ends as the file's lines do
+        tbl["args"] = value
         return str(doc.as_string())
 
     def set_url(self, text: str, name: str, url: str) -> str:

@@ -170,3 +170,16 @@ def test_codex_entry_untouched_by_a_table_appended_after_it_verifies() -> None:
     back = unwrap(dialects.CODEX, appended, once.memo, ["a"])
     assert actions(back) == {"a": "restored"}
     assert back.text == text + '\n# added later\n[mcp_servers.b]\ncommand = "y"\n'
+
+
+@pytest.mark.parametrize("text", [
+    '[mcp_servers.a]\r\ncommand = "x"\r\n\r\n[mcp_servers.b]\r\ncommand = "y"\r\nargs = []\r\n',
+    'mcp_servers.a.command = "x"\r\n',
+    '[mcp_servers]\r\na = { command = "x" }\r\n',
+])
+def test_codex_crlf_file_keeps_crlf_lines(text: str) -> None:
+    import tomllib
+    once = wrap(dialects.CODEX, text, None, SPEC)
+    assert "\n" not in once.text.replace("\r\n", "") and "\r" not in once.text.replace("\r\n", "")
+    assert tomllib.loads(once.text)["mcp_servers"]["a"]["args"][-2:] == ["--", "x"]
+    assert unwrap(dialects.CODEX, once.text, once.memo).text == text
