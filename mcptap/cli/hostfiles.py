@@ -3,7 +3,8 @@ and writing it back safely, with its backup and its sidecar.
 
 * The configuration is read as UTF-8 bytes and written back only when its
   text changed, atomically (a temporary file in the same directory, the
-  original's permission bits, ``os.replace`` onto the real path so a
+  original's permission bits and, where permitted, owner and group (the
+  backup and sidecar get its owner too), ``os.replace`` onto the real path so a
   symlinked dotfile stays a symlink), and only if nobody rewrote it since we
   read it (hosts such as Claude Code rewrite their file while running).
 * Before the first change mcptap ever makes, the original is copied to
@@ -36,6 +37,7 @@ from mcptap.cli.output import temp_beside
 from mcptap.escape import escape_controls
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.jsonc import escape_surrogates
 from mcptap.hosts.locations import HOSTS, default_path
 from mcptap.hosts.wrap import Outcome, check_memo
 
@@ -49,7 +51,8 @@ def config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--host", type=click.Choice(list(HOSTS)), default=None,
                      help="Use this host's user configuration file (see docs/hosts.md)."),
         click.option("--config", "config", type=NonEmptyPath(dir_okay=False), default=None,
-                     help="Configuration file to change (its dialect is detected from its content)."),
+                     help="Configuration file to change (its dialect is detected from its content); "
+                          "not with --host, except claude-code-local (that scope of another ~/.claude.json)."),
         click.option("--dialect", type=click.Choice(list(DIALECTS)), default=None,
                      help="Dialect of --config when detection is not wanted."),
         click.option("--project", type=NonEmptyPath(file_okay=False), default=None,
@@ -108,6 +111,13 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     ``damaged`` says why)."""
     if project is not None and host != "claude-code-local":
         raise click.UsageError("--project applies to --host claude-code-local")
+    # --host names a file and its dialect, --config a file whose dialect is detected (or --dialect):
+    # both at once read one file in another host's dialect. The one exception: Claude Code's local
+    # scope has no --dialect of its own, so --host claude-code-local --config FILE reads FILE's.
+    if host is not None and config is not None and host != "claude-code-local":
+        raise click.UsageError("give --host NAME or --config FILE, not both (--dialect NAME sets the dialect of --config)")
+    if host is not None and dialect_name is not None:
+        raise click.UsageError("--dialect applies to --config FILE (--host NAME has its own)")
     path = locate(host, config)
     real = os.path.realpath(path)
     try:
@@ -180,12 +190,19 @@ def diff(cf: ConfigFile, new_text: str) -> str:
     return "".join(out)
 
 
-def _atomic_write(path: str, data: bytes, mode: int) -> None:
+def _atomic_write(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
     fd, tmp = temp_beside(path, "wrap")
     try:
         with os.fdopen(fd, "wb") as fp:
             fp.write(data)
             fp.flush()
+            if owner is not None and hasattr(os, "fchown"):
+                # run as root (sudo) on a user's file: the file stays the user's, or the host
+                # running as that user can no longer read its own configuration
+                try:
+                    os.fchown(fp.fileno(), *owner)
+                except PermissionError:
+                    pass                        # not root: the file is ours anyway
             os.fchmod(fp.fileno(), mode)
             os.fsync(fp.fileno())
         os.replace(tmp, path)
@@ -197,10 +214,33 @@ def _atomic_write(path: str, data: bytes, mode: int) -> None:
         raise
 
 
+def _memo_bytes(outcome: Outcome) -> bytes:
+    # a lone surrogate (from a \\ud800 escape in the configuration) is written as its escape
+    return (escape_surrogates(json.dumps(outcome.memo, indent=2, ensure_ascii=False)) + "\n").encode("utf-8")
+
+
+def check_writable(cf: ConfigFile, outcome: Outcome) -> None:
+    """Raises Fail when the new configuration or sidecar cannot be written
+    as UTF-8: called before anything is reported or written, so mcptap never
+    says it wrapped a server and then fails."""
+    try:
+        outcome.text.encode("utf-8")
+        _memo_bytes(outcome)
+    except UnicodeEncodeError as exc:
+        raise Fail(f"{cf.path}: the result cannot be written as UTF-8 (character {exc.object[exc.start]!r}); nothing written") from None
+
+
+def _owner(cf: ConfigFile) -> tuple[int, int] | None:
+    try:
+        st = os.stat(cf.real)
+    except OSError:
+        return None
+    return st.st_uid, st.st_gid
+
+
 def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
     if outcome.memo["servers"]:
-        data = (json.dumps(outcome.memo, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        _atomic_write(cf.sidecar, data, 0o600)      # it holds the original args, secrets included
+        _atomic_write(cf.sidecar, _memo_bytes(outcome), 0o600, _owner(cf))      # it holds the original args, secrets included
     elif os.path.exists(cf.sidecar) and cf.damaged is None:     # a damaged one is moved aside, never lost
         os.unlink(cf.sidecar)
 
@@ -217,16 +257,17 @@ def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
                 _write_memo(cf, outcome)
             return None
         mode = os.stat(cf.real).st_mode & 0o7777
+        owner = _owner(cf)
         with open(cf.real, "rb") as fp:
             if fp.read() != cf.raw:
                 raise Fail(f"{cf.path}: the file changed while mcptap was working on it (a host rewrote it?); nothing written, try again")
         made_backup = None
         if not os.path.exists(cf.backup):
-            _atomic_write(cf.backup, cf.raw, mode)
+            _atomic_write(cf.backup, cf.raw, mode, owner)
             made_backup = cf.backup
         if memo_first:
             _write_memo(cf, outcome)
-        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode)
+        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode, owner)
         if not memo_first:
             _write_memo(cf, outcome)
     except OSError as exc:

@@ -11,7 +11,9 @@ unwrap goes on as without one; the file is moved aside to
 ``FILE.mcptap-wrap.json.damaged``.
 
 Exit status: 0; 1 when a server stays wrapped because its original was only
-in a missing or damaged sidecar (a URL entry pointing at its tap); 2 for a
+in a missing or damaged sidecar (a URL entry pointing at its tap), or an
+entry was refused (args that are not a list of strings; the others are
+unwrapped and written); 2 for a
 usage error, a configuration that does not parse, a server name not in it, a
 read-only file (then nothing is written).
 """
@@ -24,7 +26,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import config_options, diff, load, save, set_damaged_aside
+from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save, set_damaged_aside
 from mcptap.cli.wrap import report
 from mcptap.escape import escape_controls
 from mcptap.hosts.errors import ConfigError
@@ -45,10 +47,11 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         outcome = unwrap(cf.dialect, cf.text, cf.memo, servers)
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
+    check_writable(cf, outcome)
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
-    failed = any(n.action == "failed" for n in outcome.notes)
+    failed = any(n.action in ("failed", "refused") for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
         sys.exit(1 if failed else 0)

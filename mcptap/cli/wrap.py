@@ -9,7 +9,9 @@ the file changes (mcptap/hosts/wrap.py). URL entries stay untouched unless
 ``--http``: then they point at a local tap and mcptap prints the command that
 starts it. ``mcptap unwrap`` undoes it byte for byte.
 
-Exit status: 0 (also when everything was already wrapped); 2 for a usage
+Exit status: 0 (also when everything was already wrapped); 1 when an entry
+was refused (args that are not a list of strings: the other servers are
+wrapped and written); 2 for a usage
 error, a configuration that does not parse, a server name not in it, a
 read-only file — the file is then untouched.
 """
@@ -25,7 +27,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import config_options, diff, load, save
+from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
@@ -36,9 +38,16 @@ def launcher(override: str | None = None) -> tuple[str, ...]:
     """The absolute argv a host runs to start this mcptap: ``override``, else
     the ``mcptap`` script installed beside this interpreter (pip, pipx, uv
     tool), else ``<this python> -m mcptap``. Symlinks are not resolved: a
-    virtual environment's interpreter must be called by its own path."""
+    virtual environment's interpreter must be called by its own path. Raises
+    Fail when ``override`` is not an executable file (every wrapped server
+    would fail to start)."""
     if override is not None:
-        return (os.path.abspath(os.path.expanduser(override)),)
+        path = os.path.abspath(os.path.expanduser(override))
+        if not os.path.exists(path):
+            raise Fail(f"--mcptap {path}: no such file")
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            raise Fail(f"--mcptap {path}: not an executable file (the host runs it to start each server)")
+        return (path,)
     exe = os.path.abspath(sys.executable)
     script = Path(exe).parent / ("mcptap.exe" if sys.platform.startswith("win") else "mcptap")
     if script.is_file() and os.access(script, os.X_OK):
@@ -51,7 +60,7 @@ def report(outcome: Outcome, dry_run: bool) -> None:
     for note in outcome.notes:
         verb = {"wrapped": "would wrap" if dry_run else "wrapped", "rewrapped": "would re-wrap" if dry_run else "re-wrapped",
                 "restored": "would restore" if dry_run else "restored",
-                "restored-args": "would restore" if dry_run else "restored"}.get(note.action, note.action.replace("-", " "))
+                "restored-args": "would restore" if dry_run else "restored", "left": "left as it is"}.get(note.action, note.action.replace("-", " "))
         click.echo(f"mcptap: {printable(note.name)}: {verb}" + (f": {printable(note.detail)}" if note.detail else ""), err=True)
         if note.command:
             click.echo(shlex.join(note.command))
@@ -80,14 +89,17 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
+    check_writable(cf, outcome)
     report(outcome, dry_run)
     if not outcome.notes:
         say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+    refused = any(n.action == "refused" for n in outcome.notes)
     if dry_run:
         click.echo(diff(cf, outcome.text), nl=False)
-        return
+        sys.exit(1 if refused else 0)
     backup = save(cf, outcome, memo_first=True)
     if outcome.text != cf.text:
         say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
     else:
         say(f"{cf.path} unchanged")
+    sys.exit(1 if refused else 0)

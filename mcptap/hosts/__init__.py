@@ -9,6 +9,8 @@ again byte for byte.
   ``context_servers``, Codex ``[mcp_servers.NAME]`` TOML; detection.
 * ``wrap``: the wrap/unwrap engine and its memo (kept in a sidecar file by
   the CLI).
+* ``tapline``: the wrapped command line (building it, reading one back,
+  whoever wrote it) and the ``--http`` tap URLs and ports.
 * ``locations``: each host's default configuration file per OS.
 
 No file I/O here: the CLI (``mcptap/cli/wrap.py``, ``cli/hostfiles.py``)

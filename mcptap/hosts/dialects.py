@@ -21,12 +21,14 @@ ConfigSyntaxError.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
+import tomlkit.items
 
 from mcptap.hosts import jsonc
 from mcptap.hosts.errors import ConfigError, ConfigSyntaxError
@@ -41,6 +43,8 @@ class ServerEntry:
     ``command``/``args``: a stdio entry (``args`` None when the key is
     absent). ``url``/``url_key``: a URL entry. Neither: an entry mcptap
     leaves alone (an extension-provided server, a disabled stub).
+    ``problem``: why a stdio entry cannot be handled (its args are not a
+    list of strings); only this entry is refused, the others are handled.
     """
 
     name: str
@@ -48,10 +52,13 @@ class ServerEntry:
     args: tuple[str, ...] | None = None
     url: str | None = None
     url_key: str | None = None
+    problem: str | None = None
 
     @property
     def kind(self) -> str:
-        """``stdio``, ``url`` or ``other``."""
+        """``stdio``, ``url``, ``bad`` (see ``problem``) or ``other``."""
+        if self.problem is not None:
+            return "bad"
         if self.command is not None:
             return "stdio"
         if self.url is not None:
@@ -87,14 +94,23 @@ class Dialect:
         record's digest covers). Raises ConfigError as ``servers`` does."""
         raise NotImplementedError
 
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        """Whether replacing ``text[start:end]`` by ``new`` changes server
+        ``name``'s entry and nothing else (another scope's or server's entry
+        may hold the same text)."""
+        raise NotImplementedError
 
-def _string_list(node: jsonc.Node | None, where: str) -> tuple[str, ...] | None:
-    if node is None:
-        return None
-    value = jsonc.to_python(node)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: args is not a list of strings")
-    return tuple(value)
+
+_NOT_STRINGS = "args is not a list of strings"
+
+
+def _stdio_entry(name: str, command: str, args: Any) -> ServerEntry:
+    """A stdio entry; ``args`` as parsed (None: absent)."""
+    if args is None:
+        return ServerEntry(name, command=command)
+    if not isinstance(args, list) or not all(isinstance(v, str) for v in args):
+        return ServerEntry(name, command=command, problem=_NOT_STRINGS)
+    return ServerEntry(name, command=command, args=tuple(str(v) for v in args))
 
 
 class JsonDialect(Dialect):
@@ -153,7 +169,7 @@ class JsonDialect(Dialect):
             parts = self._stdio_parts(entry)
             if parts is not None:
                 cmd, _, args = parts
-                out[name] = ServerEntry(name, command=cmd.value, args=_string_list(args.value if args else None, name))
+                out[name] = _stdio_entry(name, cmd.value, None if args is None else jsonc.to_python(args.value))
                 continue
             for key in URL_KEYS:
                 m = entry.get(key)
@@ -186,6 +202,10 @@ class JsonDialect(Dialect):
 
     def entry_texts(self, text: str) -> dict[str, str]:
         return {name: text[e.start:e.end] for name, e in self._entries(text).items()}
+
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        entry = self._entries(text).get(name)
+        return entry is not None and entry.start < start and end < entry.end      # inside its braces
 
     def set_url(self, text: str, name: str, url: str) -> str:
         entry = self._entry(text, name)
@@ -245,10 +265,7 @@ class CodexToml(Dialect):
         for name, tbl in self._tables(self._doc(text)).items():
             cmd = tbl.get("command")
             if isinstance(cmd, str):
-                args = tbl.get("args")
-                if args is not None and (not isinstance(args, list) or not all(isinstance(a, str) for a in args)):
-                    raise ConfigError(f"{name}: args is not a list of strings")
-                out[name] = ServerEntry(name, command=str(cmd), args=None if args is None else tuple(str(a) for a in args))
+                out[name] = _stdio_entry(name, str(cmd), tbl.get("args"))
             elif isinstance(tbl.get("url"), str):
                 out[name] = ServerEntry(name, url=str(tbl["url"]), url_key="url")
             else:
@@ -265,7 +282,11 @@ class CodexToml(Dialect):
         doc = self._doc(text)
         tbl = self._table(doc, name)
         tbl["command"] = command
-        tbl["args"] = list(args)
+        fresh = "args" not in tbl
+        value = tomlkit.item(list(args))
+        if fresh and "\r\n" in text and not isinstance(tbl, tomlkit.items.InlineTable):
+            value.trivia.trail = "\r\n"       # a line tomlkit adds ends as the file's lines do
+        tbl["args"] = value
         return str(doc.as_string())
 
     def set_url(self, text: str, name: str, url: str) -> str:
@@ -274,7 +295,36 @@ class CodexToml(Dialect):
         return str(doc.as_string())
 
     def entry_texts(self, text: str) -> dict[str, str]:
-        return {name: str(tbl.as_string()) for name, tbl in self._tables(self._doc(text)).items()}
+        return {name: _table_text(tbl) for name, tbl in self._tables(self._doc(text)).items()}
+
+    def confined(self, text: str, name: str, start: int, end: int, new: str) -> bool:
+        # a TOML table has no single span (sub-tables, dotted keys): compare the values instead
+        try:
+            old_doc, new_doc = self._doc(text).unwrap(), self._doc(text[:start] + new + text[end:]).unwrap()
+        except ConfigError:
+            return False
+        old_servers, new_servers = old_doc.get("mcp_servers"), new_doc.get("mcp_servers")
+        if not isinstance(old_servers, dict) or not isinstance(new_servers, dict) or name not in new_servers:
+            return False
+        old_servers.pop(name, None)
+        new_servers.pop(name)
+        return bool(old_doc == new_doc)
+
+
+def _table_text(tbl: Any) -> str:
+    """What an entry's digest covers in TOML: the table's text as tomlkit
+    writes it, without the blank and comment lines that end it (they go with
+    whatever the user appends after the table, such as another table's
+    heading comment). A table split over several places (dotted keys, a
+    sub-table written before its table: tomlkit's out-of-order proxy) has no
+    one text: then its values, canonically."""
+    as_string = getattr(tbl, "as_string", None)
+    if as_string is None:
+        return "values:" + json.dumps(tbl.unwrap(), sort_keys=True, ensure_ascii=False, default=str)
+    lines = str(as_string()).splitlines(keepends=True)
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+        lines.pop()
+    return "".join(lines)
 
 
 MCP_SERVERS = JsonDialect("mcpServers", 'JSON "mcpServers" (Claude Desktop, Claude Code, Cursor, Windsurf, Gemini CLI)', ("mcpServers",))

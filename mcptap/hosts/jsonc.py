@@ -12,6 +12,7 @@ duplicate keys, number spellings) as it was. Pure; raises ConfigSyntaxError
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,5 +220,19 @@ def to_python(node: Node) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """``value`` as compact one-line JSON text (non-ASCII kept as is)."""
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as compact one-line JSON text (non-ASCII kept as is, a lone
+    surrogate escaped: see ``escape_surrogates``)."""
+    return escape_surrogates(json.dumps(value, ensure_ascii=False))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(json_text: str) -> str:
+    """``json_text`` (JSON written with ``ensure_ascii=False``) with each lone
+    UTF-16 surrogate written as its ``\\uXXXX`` escape. JSON allows such an
+    escape (a string cut inside an emoji) and reading one gives a surrogate
+    code point, which UTF-8 cannot encode: written raw it made the file
+    unwritable. A surrogate only occurs inside a JSON string, where the
+    escape means the same."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)

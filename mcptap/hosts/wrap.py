@@ -11,13 +11,15 @@ with a filtered environment; the launcher is an absolute path because hosts do
 not share the user's PATH. ``env``, ``cwd``, ``type`` and every other field
 stay as they are (the host passes them to mcptap, and mcptap to the server).
 With ``http=True`` a URL entry is pointed at a local tap on a port derived
-from the server name (the same on every run), and the note for it carries the
+from the server name (the same on every run; the next free one when another
+tap of the file has it, and an entry already wrapped keeps its port), and the note for it carries the
 one command that starts that tap.
 
 The memo. For each wrapped server the memo keeps the smallest text change
 wrapping made (``before`` → ``after``, the differing span of the file) and the
 original command/arguments or URL. ``unwrap`` puts ``before`` back where
-``after`` is (found exactly once in the file), so it restores the original
+``after`` is (at exactly one place where the change stays inside this
+server's own entry: another scope may hold the same text), so it restores the original
 bytes even after the user edited other parts of the file; when ``after`` is
 no longer there (the entry itself was edited) it restores the original
 command and arguments from the wrapped arguments themselves (or the URL from
@@ -28,42 +30,29 @@ unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
 memo in a sidecar file beside the configuration, never in the entry.
 
 Wrapping is idempotent: an entry already wrapped the same way is left alone;
-one wrapped differently (another ``--dir``) is unwrapped and wrapped again.
+one wrapped differently (another ``--dir``) is unwrapped and wrapped again,
+keeping the record options the user added to it (mcptap/hosts/tapline.py).
+A tap line wrap did not write (no wrap record: wrapped by hand) is never
+rewritten by ``wrap``, nor removed by ``unwrap`` unless it has exactly the
+shape ``wrap`` writes (then its record was lost).
 """
 
 from __future__ import annotations
 
 import hashlib
-import posixpath
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
+from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
+
+__all__ = ["Note", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
 
 MEMO_FORMAT = "mcptap-wrap"
 MEMO_VERSION = 1
-#: Ports for --http taps: 41000..48999, picked from the server name.
-PORT_BASE, PORT_SPAN = 41000, 8000
-_MODULES = ("mcptap", "mcptap.cli.main")
-#: `mcptap record` options that take a value (stdio forms).
-_VALUED = frozenset({"--dir", "--name", "--keep", "-o", "--output", "--grace"})
-
-
-@dataclass(frozen=True)
-class WrapSpec:
-    """How to wrap. ``launcher``: the absolute argv that runs mcptap
-    (``("/venv/bin/mcptap",)`` or ``("/venv/bin/python", "-m", "mcptap")``).
-    ``directory``: absolute capture directory. ``keep``: ``record --keep``.
-    ``http``: also wrap URL entries."""
-
-    launcher: tuple[str, ...]
-    directory: str
-    keep: int | None = None
-    http: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,8 +60,11 @@ class Note:
     """What happened to one server: ``action`` is ``wrapped``, ``rewrapped``,
     ``unchanged``, ``skipped``, ``restored`` (exact: the entry's digest
     verified), ``restored-args`` (the original command and args or URL back,
-    the rest of the entry as it is now), ``not-wrapped`` or ``failed`` (still
-    wrapped: the original is lost with the wrap record); ``detail``
+    the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
+    ``mcptap record`` but wrap did not write it: the user's own tap, never
+    rewritten or removed), ``refused`` (an entry of the wrong shape, such as
+    args that are not strings: untouched) or ``failed`` (still wrapped: the original is lost
+    with the wrap record); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
     name: str
@@ -107,60 +99,6 @@ def check_memo(memo: Any) -> dict[str, Any]:
     if memo.get("version") != MEMO_VERSION:
         raise ConfigError(f"the sidecar file has version {memo.get('version')!r}; this mcptap reads version {MEMO_VERSION}")
     return memo
-
-
-# -- the wrapped command line --------------------------------------------------------
-
-
-def wrapped_argv(spec: WrapSpec, name: str, command: str, args: Sequence[str]) -> tuple[str, list[str]]:
-    """(command, args) of the wrapped entry for server ``name``."""
-    opts = ["record", "--dir", spec.directory, "--name", name]
-    if spec.keep is not None:
-        opts += ["--keep", str(spec.keep)]
-    return spec.launcher[0], [*spec.launcher[1:], *opts, "--", command, *args]
-
-
-def parse_wrapped(command: str, args: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(original command, original args) when ``command args`` is mcptap
-    recording a stdio server (``mcptap record … -- CMD ARGS``, or
-    ``python -m mcptap record … -- CMD ARGS``); None otherwise."""
-    rest = list(args)
-    base = posixpath.basename(command.replace("\\", "/")).lower()
-    if base.startswith("mcptap"):
-        pass
-    elif len(rest) >= 2 and rest[0] == "-m" and rest[1] in _MODULES:
-        rest = rest[2:]
-    else:
-        return None
-    if not rest or rest[0] != "record":
-        return None
-    i = 1
-    while i < len(rest) and rest[i] != "--":
-        i += 2 if rest[i] in _VALUED else 1      # "--name --" names a server "--"
-    after = rest[i + 1:]
-    if not after:
-        return None
-    return after[0], after[1:]
-
-
-def tap_port(name: str) -> int:
-    """The local port of the --http tap for server ``name`` (stable)."""
-    return PORT_BASE + zlib.crc32(name.encode("utf-8")) % PORT_SPAN
-
-
-def tap_url(name: str, upstream: str) -> str:
-    """The URL a host uses to reach the tap of ``upstream``: the tap's origin
-    and the upstream's path and query."""
-    parts = urlsplit(upstream)
-    return urlunsplit(("http", f"127.0.0.1:{tap_port(name)}", parts.path or "/", parts.query, ""))
-
-
-def tap_command(spec: WrapSpec, name: str, upstream: str) -> tuple[str, ...]:
-    """The command that starts the tap for a --http wrapped server."""
-    opts = ["record", "--upstream", upstream, "--listen", f"127.0.0.1:{tap_port(name)}", "--dir", spec.directory, "--name", name]
-    if spec.keep is not None:
-        opts += ["--keep", str(spec.keep)]
-    return (*spec.launcher, *opts)
 
 
 # -- the memo's text change ------------------------------------------------------------
@@ -203,8 +141,10 @@ def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpe
     out = Outcome(text, _copy(memo))
     selected = _select(dialect.servers(text), names)
     originals = _digests(dialect, text)         # each entry's own text stays as it is until wrapped
+    # the ports of the taps already in this file stay theirs; a new tap gets a port none of them has
+    taken = {port for e in dialect.servers(text).values() if (port := tap_port_of(e.url)) is not None}
     for entry in selected:
-        _wrap_one(dialect, out, entry, spec, originals)
+        _wrap_one(dialect, out, entry, spec, originals, taken)
     return out
 
 
@@ -232,42 +172,61 @@ def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
     return {**base, "servers": dict(base["servers"])}
 
 
-def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec, originals: dict[str, str]) -> None:
+def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec, originals: dict[str, str],
+              taken: set[int]) -> None:
     name = entry.name
     key = dialect.memo_key(name)
     records = out.memo["servers"]
     if entry.kind == "other":
         out.notes.append(Note(name, "skipped", "neither a command nor a URL given as a string (nothing mcptap can start)"))
         return
+    if entry.kind == "bad":
+        out.notes.append(Note(name, "refused", f"{entry.problem}; left as it is"))
+        return
     if entry.kind == "url":
         rec = records.get(key)
-        wrapped = rec is not None and rec.get("kind") == "url" and entry.url == tap_url(name, rec["original"]["url"])
+        if not _usable(rec) or rec.get("kind") != "url":
+            rec = None                  # a record edited by hand is treated as absent, as unwrap does
+        wrapped = rec is not None and is_tap_of(entry.url, rec["original"]["url"])
         if not spec.http:
             out.notes.append(Note(name, "unchanged" if wrapped else "skipped",
                                   "URL entry points at its tap" if wrapped else "a URL entry (--http wraps it through a local tap)"))
             return
         upstream = rec["original"]["url"] if wrapped and rec else entry.url
         assert upstream is not None
-        cmd = tap_command(spec, name, upstream)
         if wrapped:
-            out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:", cmd))
+            port = tap_port_of(entry.url)
+            assert port is not None
+            out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:",
+                                  tap_command(spec, name, upstream, port)))
             return
-        new = dialect.set_url(out.text, name, tap_url(name, upstream))
+        port = pick_port(name, taken)
+        taken.add(port)
+        cmd = tap_command(spec, name, upstream, port)
+        new = dialect.set_url(out.text, name, tap_url(name, upstream, port))
         before, after = text_change(out.text, new)
         records[key] = {"kind": "url", "before": before, "after": after,
                          "original": {"url": upstream, "key": entry.url_key}, "entry_sha256": originals[name]}
         out.text = new
-        out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream)}; start the tap with:", cmd))
+        out.notes.append(Note(name, "wrapped", f"now {tap_url(name, upstream, port)}; start the tap with:", cmd))
         return
     assert entry.command is not None
     args = list(entry.args or ())
     action = "wrapped"
-    original = parse_wrapped(entry.command, args)
-    if original is not None:
-        want = wrapped_argv(spec, name, *original)
-        if (entry.command, args) == want:
+    rec = _record(records, key, "stdio")
+    line = parse_tap_line(entry.command, args, _launchers(spec.launcher, rec))
+    extras: list[str] = []
+    if line is not None:
+        if rec is None:
+            # no record: the user's own tap line (README "Wrap a stdio server by hand") or one whose
+            # record is lost; rewriting it would drop the user's options and make unwrap remove it
+            out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
+                                                "(wrapped by hand?)"))
+            return
+        if matches(line, spec, name):
             out.notes.append(Note(name, "unchanged", "already wrapped"))
             return
+        extras = line.extras()                      # options the user added to the wrapped line stay
         _unwrap_one(dialect, out, entry)
         out.verify.pop(name, None)
         originals = _digests(dialect, out.text)     # the entry as unwrapping gave it back
@@ -276,14 +235,30 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         assert entry.command is not None
         args = list(entry.args or ())
     assert entry.command is not None
-    command, wargs = wrapped_argv(spec, name, entry.command, args)
+    command, wargs = wrapped_argv(spec, name, entry.command, args, extras)
     new = dialect.set_stdio(out.text, name, command, wargs)
     before, after = text_change(out.text, new)
     records[key] = {"kind": "stdio", "before": before, "after": after,
                      "original": {"command": entry.command, "args": None if entry.args is None else list(entry.args)},
-                     "entry_sha256": originals[name]}
+                     "launcher": list(spec.launcher), "entry_sha256": originals[name]}
     out.text = new
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
+
+
+def _record(records: dict[str, Any], key: str, kind: str) -> dict[str, Any] | None:
+    """The usable wrap record of ``kind`` under ``key``, else None."""
+    rec = records.get(key)
+    return rec if isinstance(rec, dict) and _usable(rec) and rec.get("kind") == kind else None
+
+
+def _launchers(current: Sequence[str] | None, rec: dict[str, Any] | None) -> list[Sequence[str]]:
+    """The launchers a tap line may start with: the one in use and the one
+    the record says wrap wrote (any path: ``--mcptap /opt/tap``)."""
+    out = [current] if current else []
+    launcher = rec.get("launcher") if rec is not None else None
+    if isinstance(launcher, list) and launcher and all(isinstance(a, str) for a in launcher):
+        out.append(launcher)
+    return out
 
 
 def _digests(dialect: Dialect, text: str) -> dict[str, str]:
@@ -301,23 +276,40 @@ def _usable(rec: Any) -> bool:
     return rec.get("kind") == "stdio"
 
 
-def _points_at_a_tap(name: str, url: str | None) -> bool:
-    try:
-        parts = urlsplit(url or "")
-        return parts.hostname == "127.0.0.1" and parts.port == tap_port(name)
-    except ValueError:
+def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: str) -> bool:
+    """Put ``before`` back where ``after`` is, when exactly one occurrence of
+    ``after`` changes only this server's own entry (another scope of the file
+    may hold the very same wrapped text); True if done."""
+    if not after:
         return False
+    p = 0                            # after was widened with unchanged context: only the middle changes
+    while p < min(len(before), len(after)) and before[p] == after[p]:
+        p += 1
+    s = 0
+    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
+        s += 1
+    hits = []
+    at = out.text.find(after)
+    while at >= 0:
+        if dialect.confined(out.text, name, at + p, at + len(after) - s, before[p:len(before) - s]):
+            hits.append(at)
+        at = out.text.find(after, at + 1)
+    if len(hits) != 1:
+        return False
+    out.text = out.text[:hits[0]] + before + out.text[hits[0] + len(after):]
+    return True
 
 
 def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     name = entry.name
     key = dialect.memo_key(name)
+    if entry.kind == "bad":
+        return Note(name, "refused", f"{entry.problem}; left as it is")
     rec = out.memo["servers"].get(key)
     damaged = key in out.memo["servers"] and not _usable(rec)
     if damaged:
         rec = None
-    if rec is not None and rec["after"] and out.text.count(rec["after"]) == 1:
-        out.text = out.text.replace(rec["after"], rec["before"], 1)
+    if rec is not None and _splice_back(dialect, out, name, rec["before"], rec["after"]):
         del out.memo["servers"][key]
         want = rec.get("entry_sha256")
         if not isinstance(want, str):
@@ -327,24 +319,31 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
         return Note(name, "restored")
     if entry.kind == "stdio":
         assert entry.command is not None
-        original = parse_wrapped(entry.command, entry.args or ())
-        if original is None:
+        stdio_rec = rec if rec is not None and rec.get("kind") == "stdio" else None
+        line = parse_tap_line(entry.command, entry.args or (), _launchers(None, stdio_rec))
+        if line is None:
             out.memo["servers"].pop(key, None)
             return Note(name, "not-wrapped")
-        out.text = dialect.set_stdio(out.text, name, original[0], original[1])
+        if stdio_rec is None and not line.as_wrap_writes(name):
+            # wrap did not write this line (no record, and not its shape): the user's own tap
+            if damaged:
+                out.memo["servers"].pop(key, None)
+            return Note(name, "left", "it runs `mcptap record`, but not as mcptap wrap writes it, and has "
+                                      "no wrap record (wrapped by hand?)")
+        out.text = dialect.set_stdio(out.text, name, line.command, line.args)
         out.memo["servers"].pop(key, None)
         why = ("the entry was edited after wrapping" if rec is not None else
                "its wrap record in the sidecar is damaged" if damaged else "no wrap record in the sidecar")
         return Note(name, "restored-args", f"command and args restored from the wrapped arguments ({why}); the rest of the entry is as it is now")
     if entry.kind == "url" and rec is not None and rec.get("kind") == "url":
         upstream = rec["original"]["url"]
-        if entry.url == tap_url(name, upstream):
+        if is_tap_of(entry.url, upstream):
             out.text = dialect.set_url(out.text, name, upstream)
             del out.memo["servers"][key]
             return Note(name, "restored-args", "URL restored (the entry was edited after wrapping)")
         del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
-    if entry.kind == "url" and _points_at_a_tap(name, entry.url):
+    if entry.kind == "url" and tap_port_of(entry.url) is not None:
         out.memo["servers"].pop(key, None)
         why = "is damaged" if damaged else "is missing"
         return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "

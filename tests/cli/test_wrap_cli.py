@@ -191,7 +191,8 @@ def test_launcher_prefers_the_script_beside_the_interpreter(tmp_path: Path, monk
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     assert launcher() == (str(script),)
-    assert launcher("~/bin/mcptap") == (os.path.expanduser("~/bin/mcptap"),)
+    monkeypatch.setenv("HOME", str(tmp_path / "venv"))
+    assert launcher("~/bin/mcptap") == (str(script),)
 
 
 def test_python_m_mcptap_records_with_a_reduced_environment(tmp_path: Path) -> None:
