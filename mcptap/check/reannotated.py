@@ -101,7 +101,8 @@ def capture_findings(truncated: bool, had_end: bool, end: dict[str, Any], integr
     if truncated:
         out.append(finding("capture.truncated", "the capture's last line is cut mid-record (mcptap was killed while writing); it was ignored"))
     if not had_end:
-        hint = f" (if {spill} is beside it, `mcptap recover` adds the bytes the killed tap had set aside there)" if spill else ""
+        hint = (f" (if the spill file its header names, {spill}, is beside it, `mcptap recover` adds the bytes the killed tap had "
+                "set aside there)") if spill else ""
         out.append(finding("capture.incomplete",
                            "the capture has no end record: mcptap was killed, is still recording, or could not write (disk full); open requests are not "
                            f"judged{hint}"))

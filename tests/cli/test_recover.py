@@ -71,7 +71,7 @@ def test_recover_leaves_a_complete_capture_alone(tmp_path: Path) -> None:
 def test_check_points_an_incomplete_capture_to_recover(tmp_path: Path) -> None:
     cap = _killed_capture(tmp_path)
     text = CliRunner().invoke(mcptap, ["check", str(cap)]).output
-    assert "mcptap recover" in text and "cap.jsonl.spill" in text
+    assert "mcptap recover" in text and "the spill file its header names, cap.jsonl.spill," in text
 
 
 def _complete_capture(tmp: Path, spill: str) -> Path:
