@@ -218,8 +218,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.client_invalid_http", ERROR, "the client sent bytes that are not HTTP/1.1 (a request line, header field or chunk "
      "size h11 refuses): the tap answered 400 where it could and closed the connection", "RFC 9112 §2.2, §3, §5, §7.1"),
     ("http.request_rejected", ERROR,
-     "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo): the tap answered 400 "
-     "and closed", "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4"),
+     "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo, "
+     "CONNECT, a target that is not origin-form, http(s) absolute-form or '*'): the tap answered 400 and closed",
+     "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4, §9.3.6"),
     ("http.client_timeout", WARN,
      "a request was not received whole within the tap's request timeout (slow or stalled client): the tap answered 408 and closed",
      "RFC 9110 §15.5.9; mcptap"),
