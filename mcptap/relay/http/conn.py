@@ -28,6 +28,7 @@ from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import (
+    AuthRewritten,
     CloseUpstream,
     ConnClosed,
     OpenUpstream,
@@ -42,7 +43,7 @@ from mcptap.relay.http.events import (
 )
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, peer_error
 from mcptap.relay.http.guard import host_name, origin_form, request_problem
-from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
+from mcptap.relay.http.rewrite import endpoint_rewrite_fn, location, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
 #: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
 _NOTHING = (b"", False)
@@ -341,6 +342,9 @@ class ConnRelay(ConnEnds):
             return
         ex.resp_started = True
         relay = self.relay
+        if relay.rewrite_endpoint:
+            headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
+            out.extend(AuthRewritten(ex.id, self.id, "location", o, n) for o, n in moved)
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
         if ex.oauth is not None:
