@@ -237,6 +237,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("auth.metadata_invalid", ERROR, "protected resource or authorization server metadata that is not a JSON object with its required members",
      "RFC 9728 §2, RFC 8414 §2"),
     ("auth.redirect_loop", WARN, "an OAuth endpoint redirecting a request to itself", "RFC 9110 §15.4 (clients SHOULD detect infinite redirection); " + AUTH),
+    ("auth.root_relative_refused", WARN, "a page of a fronted authorization server requested a root-relative URL (its Referer names the "
+     "page): the tap refused it (404) rather than send it to the MCP upstream; that server's pages need URLs relative to its own path",
+     "mcptap (OAuth fronting under /.mcptap/o/<n>); RFC 6265 §5.1.4"),
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),

@@ -157,10 +157,13 @@ class ConnRelay(ConnEnds):
                 view = self._view = (front, ex.host_in, front.at(ex.host_in))
             ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, target, raw, upstream.path)
             upstream, origin, kind = x.upstream, x.origin, x.recorded_kind
-            if x.kind == oauth.UNKNOWN_FRONT:
+            refused = x.refused
+            if refused is not None:
                 out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                           ev.http_version.decode("latin-1"), raw, False, False, oauth.AS))
-                self._refuse(ex, 404, b"Not Found", "no authorization server is fronted at this path", "auth_not_fronted", out)
+                if x.notes:
+                    out.append(AuthRewritten(ex.id, self.id, "upstream", "", "", x.notes))
+                self._refuse(ex, 404, b"Not Found", refused, "auth_not_fronted", out)
                 return
         authority = upstream.authority
         up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)
