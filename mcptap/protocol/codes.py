@@ -186,6 +186,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      T + " Streamable HTTP; basic/authorization; RFC 6750 §3"),
     ("http.request_refused", INFO, "request whose POST got a complete HTTP error status without a JSON-RPC response (refused at HTTP level, not unanswered)",
      T + " Streamable HTTP: MUST return an HTTP error status"),
+    ("http.redirected", INFO, "request whose POST got a redirect (3xx) without a JSON-RPC response: answered at HTTP level, not unanswered; "
+     "the finding names the Location", "RFC 9110 §15.4; " + T + " Streamable HTTP"),
     ("http.session_id_missing", ERROR, "request without the Mcp-Session-Id that the initialize response assigned",
      T + " Session Management: clients MUST include it on all subsequent requests"),
     ("http.session_id_reissued", WARN, "initialize on a live session answered with a different Mcp-Session-Id: two sessions for one client",
@@ -220,8 +222,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.client_invalid_http", ERROR, "the client sent bytes that are not HTTP/1.1 (a request line, header field or chunk "
      "size h11 refuses): the tap answered 400 where it could and closed the connection", "RFC 9112 §2.2, §3, §5, §7.1"),
     ("http.request_rejected", ERROR,
-     "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo): the tap answered 400 "
-     "and closed", "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4"),
+     "request an intermediary must not forward (both Content-Length and Transfer-Encoding, several or invalid Host, Host with userinfo, "
+     "CONNECT, a target that is not origin-form, http(s) absolute-form or '*'): the tap answered 400 and closed",
+     "RFC 9112 §3.2, §6.1, §6.3; RFC 9110 §4.2.4, §9.3.6"),
     ("http.client_timeout", WARN,
      "a request was not received whole within the tap's request timeout (slow or stalled client): the tap answered 408 and closed",
      "RFC 9110 §15.5.9; mcptap"),
@@ -236,6 +239,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("auth.metadata_invalid", ERROR, "protected resource or authorization server metadata that is not a JSON object with its required members",
      "RFC 9728 §2, RFC 8414 §2"),
     ("auth.redirect_loop", WARN, "an OAuth endpoint redirecting a request to itself", "RFC 9110 §15.4 (clients SHOULD detect infinite redirection); " + AUTH),
+    ("auth.root_relative_refused", WARN, "a page of a fronted authorization server requested a root-relative URL (its Referer names the "
+     "page): the tap refused it (404) rather than send it to the MCP upstream; that server's pages need URLs relative to its own path",
+     "mcptap (OAuth fronting under /.mcptap/o/<n>); RFC 6265 §5.1.4"),
     ("auth.metadata_host_refused", WARN, "a loopback upstream's metadata names a non-loopback host: not fronted by the tap", "mcptap (no open proxy); " + AUTH),
     # process (stdio)
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),

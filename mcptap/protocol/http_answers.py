@@ -18,6 +18,11 @@ So, on an error status:
   ``jsonrpc.unanswered_request``. A body that *tries* to be a JSON-RPC answer
   and fails (cases/B27: 400 with ``{"error": "…"}``) is judged as one and
   leaves its request unanswered.
+
+A POST answered by a redirect (3xx but 304, RFC 9110 §15.4) without a JSON-RPC
+payload was answered at HTTP level too: its requests are not unanswered but
+``http.redirected`` (info), naming the ``Location``; a client that follows it
+sends them again there with the same ids (a new exchange; not ``jsonrpc.id_reused``).
 """
 
 from __future__ import annotations
@@ -118,18 +123,26 @@ class HttpAnswers:
         self.pairing.complete(mine[0])
         return mine[0]
 
-    def rejected(self, exchange: Any, status: int, session_of: Callable[[Any], SessionState]) -> list[Finding]:
+    def rejected(self, exchange: Any, status: int, session_of: Callable[[Any], SessionState],
+                 location: str | None = None) -> list[Finding]:
         """The POST of ``exchange`` got a complete ``status`` response. On an
         error status without a JSON-RPC payload its requests were refused at
         HTTP level: they are answered, with ``http.request_refused`` (info),
         and, outside authorization, ``capability.declared_but_unsupported``
-        for a method whose capability the server declared.
+        for a method whose capability the server declared. On a redirect
+        (3xx but 304) they are answered with ``http.redirected`` (info;
+        ``location``: the response's Location field).
         ``session_of``: a request's session key -> its state."""
-        if status < 400 or self._bodies.get(exchange):
+        redirect = 300 <= status < 400 and status != 304
+        if (status < 400 and not redirect) or self._bodies.get(exchange):
             return []
         mine = [p for p in self._requests_of(exchange, Direction.C2S) if not p.cancelled]
         if not mine:
             return []
+        if redirect:
+            for p in mine:
+                self.pairing.withdraw(p)    # the client sends it again, same id, where Location points
+            return [redirected_finding(status, location, mine)]
         out = [rejected_finding(status, mine)]
         for p in mine:
             self.pairing.complete(p)
@@ -154,6 +167,16 @@ def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
     err = value.get("error")
     what = f" ({str(err)[:40]!r})" if isinstance(err, str) else ""
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
+
+
+def redirected_finding(status: int, location: str | None, requests: list[Pending]) -> Finding:
+    ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
+    # scheme, authority and path only: a query may carry a credential
+    where = repr(location.partition("?")[0].partition("#")[0]) if location else "no Location"
+    return finding("http.redirected", f"POST answered {status} (redirect to {where}) without a JSON-RPC response: request(s) {ids} "
+                   "answered at HTTP level; a client that follows it sends them again there",
+                   {"status": status, "location": location.partition("?")[0].partition("#")[0] if location else None,
+                    "requests": [p.seq for p in requests]})
 
 
 def rejected_finding(status: int, requests: list[Pending]) -> Finding:

@@ -123,7 +123,7 @@ class Pairing:
             self._tokens[tk] = p
         return out
 
-    def _remove(self, p: Pending) -> None:
+    def _remove(self, p: Pending, done: bool = True) -> None:
         k = p.key if p.key is not None and p.key[0] == p.session else (p.session, p.direction, id_key(p.id))
         lst = self._pending.get(k)
         if lst is not None:
@@ -133,6 +133,12 @@ class Pairing:
                 pass
             if not lst:
                 del self._pending[k]
+        if not done:
+            if p.token is not None:
+                tk = (p.session, p.direction, id_key(p.token))
+                if self._tokens.get(tk) is p:
+                    del self._tokens[tk]
+            return
         self._done_add(self._done, k, p)
         if p.token is not None:
             self._token_done(p)
@@ -190,6 +196,12 @@ class Pairing:
     def complete(self, p: Pending) -> None:
         """Mark ``p`` answered (e.g. a batch rejected as a whole)."""
         self._remove(p)
+
+    def withdraw(self, p: Pending) -> None:
+        """``p`` never reached the receiver's JSON-RPC layer (HTTP redirected
+        it): no longer pending, and neither its id nor its progress token count
+        as used, so the client's re-send at the new URL is not a reuse."""
+        self._remove(p, done=False)
 
     # -- responses ------------------------------------------------------------
     def response(self, session: Any, responder: Direction, rid: Any, exchange: Any = None) -> tuple[Pending | None, list[Finding]]:

@@ -62,7 +62,9 @@ def check_capture(path: Path) -> tuple[list[dict], list[dict]]:
     assert again == [], again
     reqs = {r["seq"] for r in msgs if r["kind"] == "request"}
     paired = {r["pair"] for r in msgs if r["kind"] in ("response", "error") and "pair" in r}
-    assert reqs == paired, f"unpaired requests: {reqs - paired}"
+    # a request the server redirected is answered at HTTP level (and sent again where Location points)
+    redirected = {s for r in http for f in r.get("findings", ()) if f["code"] == "http.redirected" for s in f["data"]["requests"]}
+    assert reqs == paired | redirected, f"unpaired requests: {reqs - paired - redirected}"
     assert cap.end["pending"] == []
     assert cap.end["c2s"]["bytes"] > 0 and cap.end["s2c"]["bytes"] > 0
     # every HTTP exchange that started also ended, and none through a 502
@@ -137,3 +139,20 @@ async def test_a_polling_session_through_the_tap_has_no_false_error(tmp_path: Pa
     assert resumed, "the client did not resume: the scenario tests nothing"
     ended = [f for r in http for f in r.get("findings", ()) if f["code"] == "sse.stream_closed_without_response"]
     assert ended and {f["severity"] for f in ended} == {"info"}
+
+
+async def test_a_redirect_on_the_upstream_origin_keeps_the_client_on_the_tap(tmp_path: Path) -> None:
+    """--upstream .../mcp/ (trailing slash) for an SDK server at /mcp: the server
+    answers 307 to http://upstream/mcp. The tap points that Location at itself,
+    so the SDK client (which refuses a cross-origin redirect) follows it through
+    the tap; each redirected POST is http.redirected (info), not unanswered."""
+    cap = tmp_path / "cap.jsonl"
+    async with sdk_server("streamable-http") as base, tapped(base + "/mcp/", cap) as (url, tap):
+        async with Client(url, mode="legacy") as client:
+            got, _ = await drive(client)
+    assert got == EXPECTED
+    msgs, http = check_capture(cap)
+    rewrites = [r for r in http if r["event"] == "auth_rewrite" and r["what"] == "location"]
+    assert rewrites and all(r["original"] == base + "/mcp" and r["rewritten"] == url.removesuffix("/") for r in rewrites)
+    redirected = [f for r in http for f in r.get("findings", ()) if f["code"] == "http.redirected"]
+    assert redirected and {f["data"]["location"] for f in redirected} == {base + "/mcp"}

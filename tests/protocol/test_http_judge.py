@@ -31,7 +31,7 @@ class Session:
 
     def exchange(self, method: str, body: bytes | None, status: int, *, session=None, assign=None, reply: bytes | None = None,
                  target: str = "/mcp", how: str = "complete", reused: bool = False, started: bool = True,
-                 accept: tuple[bytes, bytes] = ACCEPT) -> list[str]:
+                 accept: tuple[bytes, bytes] = ACCEPT, resp_extra: tuple[tuple[bytes, bytes], ...] = ()) -> list[str]:
         self.ex += 1
         h = [accept] + ([(b"mcp-session-id", session.encode())] if session else [])
         facts = Exchange(method, target, h, session=session)
@@ -46,7 +46,7 @@ class Session:
         if started:
             facts.status = status
             ctype = [(b"content-type", b"application/json")] if reply is not None else []
-            facts.resp_headers = ctype + ([(b"mcp-session-id", assign.encode())] if assign else [])
+            facts.resp_headers = ctype + ([(b"mcp-session-id", assign.encode())] if assign else []) + list(resp_extra)
             if facts.session is None and assign and facts.is_initialize:
                 facts.session = assign
             fs, _ = self.judge.response(self.ex, facts, session)
@@ -162,3 +162,31 @@ def test_a_stateless_exchange_leaves_no_state_once_it_ends() -> None:
     assert not s.ann._exchanges.d and not s.ann.pairing._done.d
     s.start()                       # a session's state and answered requests stay
     assert "s1" in s.ann.sessions() and len(s.ann.pairing._done.d) == 1
+
+
+def test_a_post_answered_by_a_redirect_is_not_unanswered() -> None:
+    """An SDK server at /mcp answers POST /mcp/ with 307 to /mcp: the initialize
+    was answered at HTTP level (http.redirected, naming the Location without its
+    query), not left unanswered; the client's retry at the new URL pairs normally."""
+    s = Session()
+    got = s.exchange("POST", INIT, 307, resp_extra=((b"location", b"http://127.0.0.1:9/mcp?token=x"),), target="/mcp/")
+    assert got == ["http.redirected"] and not s.ann.pending()
+    s.start()       # the client follows it: the handshake at /mcp is clean
+    # a request redirected in the session and sent again with its id is no reuse (legacy revisions forbid reuse)
+    call = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"progressToken":7}}}'
+    assert s.exchange("POST", call, 308, session="s1", resp_extra=((b"location", b"/mcp"),)) == ["http.redirected"]
+    assert s.exchange("POST", call, 200, session="s1", reply=b'{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}') == []
+    # near miss: the same id after a real answer is a reuse
+    assert "jsonrpc.id_reused" in s.exchange("POST", call, 200, session="s1", reply=b'{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}')
+    # near misses: 304 is not a redirect; a 200 without a JSON-RPC answer leaves the request unanswered
+    for status in (304, 200):
+        s = Session()
+        got = s.exchange("POST", INIT, status, resp_extra=((b"location", b"/mcp"),))
+        assert "http.redirected" not in got and s.ann.pending(), status
+
+
+def test_the_redirect_finding_quotes_the_location_without_its_query() -> None:
+    from mcptap.protocol.http_answers import redirected_finding
+    from mcptap.protocol.pairing import Pending
+    f = redirected_finding(307, "http://h:1/mcp?token=SECRET#x", [Pending(2, 1, Direction.C2S, 1, "initialize", None)])
+    assert "SECRET" not in f.message and "'http://h:1/mcp'" in f.message and f.data["location"] == "http://h:1/mcp"

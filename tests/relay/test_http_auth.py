@@ -199,11 +199,15 @@ def test_credentials_in_oauth_bodies_become_placeholders() -> None:
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     f = front()
+    f.front("http://127.0.0.1:9100", learn=True)
     f.route(data)
     f.request_target(data)
     f.request_form(data)
     f.www_authenticate(data)
     f.location(data)
+    f.location(data, 1)
+    f.set_cookie(data, 1, data.decode("latin-1"))
+    f.referred_from(data)
     f.prm_document(data, "http://127.0.0.1:9000/.well-known/oauth-protected-resource")
     f.as_document(data)
     scrub_body(data, [(b"content-type", b"application/x-www-form-urlencoded")])
@@ -251,3 +255,91 @@ def test_notes_taken_from_one_host_view_are_not_lost_by_another() -> None:
     view.front("http://203.0.113.10/as", learn=True)
     assert [c for c, _ in f.take_notes()] == ["auth.metadata_host_refused"]
     assert view.take_notes() == [] and f.take_notes() == []
+
+
+
+AS_ORIGIN = "http://127.0.0.1:9100"
+
+
+@pytest.mark.parametrize(("location", "origin", "sent"), [
+    # a fronted server's own URLs stay under its prefix (else the browser takes them to the MCP upstream)
+    (b"/login?req=abc", 1, b"/.mcptap/o/1/login?req=abc"),
+    (b"http://127.0.0.1:9100/login?req=abc", 1, b"http://127.0.0.1:7000/.mcptap/o/1/login?req=abc"),
+    (b"//127.0.0.1:9100/login", 1, b"http://127.0.0.1:7000/.mcptap/o/1/login"),
+    (b"http://127.0.0.1:9100/login", 0, b"http://127.0.0.1:7000/.mcptap/o/1/login"),
+    # near misses: relative to the page (already under the prefix), the upstream's own root-relative path,
+    # the client's redirect_uri, another unfronted origin; the upstream's origin is rewrite.location's
+    (b"login?req=abc", 1, b"login?req=abc"), (b"/mcp", 0, b"/mcp"),
+    (b"http://localhost:3030/callback?code=c&state=s", 1, b"http://localhost:3030/callback?code=c&state=s"),
+    (b"http://127.0.0.1:9200/x", 1, b"http://127.0.0.1:9200/x"), (b"http://127.0.0.1:9000/mcp", 0, b"http://127.0.0.1:9000/mcp"),
+])
+def test_a_fronted_servers_location_stays_under_its_prefix(location: bytes, origin: int, sent: bytes) -> None:
+    f = front()
+    f.front(AS_ORIGIN, learn=True)
+    assert f.location(location, origin) == sent
+
+
+def test_iss_is_fronted_together_with_a_moved_location() -> None:
+    f = front()
+    f.front(AS_ORIGIN, learn=True)
+    got = f.location(b"/cb?code=x&iss=http%3A%2F%2F127.0.0.1%3A9100", 1)
+    assert got == b"/.mcptap/o/1/cb?code=x&iss=http%3A%2F%2F127.0.0.1%3A7000%2F.mcptap%2Fo%2F1"
+
+
+@pytest.mark.parametrize(("cookie", "path", "sent"), [
+    (b"as_session=S; Path=/; HttpOnly", "/authorize", b"as_session=S; HttpOnly; Path=/.mcptap/o/1"),
+    (b"s=S; path=/oauth; Secure", "/authorize", b"s=S; Secure; Path=/.mcptap/o/1/oauth"),
+    # no Path: the default path of the server's request path (RFC 6265 §5.1.4), under the prefix
+    (b"s=S", "/oauth/authorize", b"s=S; Path=/.mcptap/o/1/oauth"),
+    (b"s=S; Max-Age=60", "/authorize", b"s=S; Max-Age=60; Path=/.mcptap/o/1"),
+    # an invalid Path is the default path (§5.2.4); Domain goes: a host-only cookie of the tap's host
+    (b"s=S; Path=x; Domain=127.0.0.1", "/a/b", b"s=S; Path=/.mcptap/o/1/a"),
+    (b"s=S; Domain=.example.com; Path=/", "/", b"s=S; Path=/.mcptap/o/1"),
+])
+def test_a_fronted_servers_cookies_are_scoped_to_its_prefix(cookie: bytes, path: str, sent: bytes) -> None:
+    f = front()
+    f.front(AS_ORIGIN, learn=True)
+    assert f.set_cookie(cookie, 1, path) == sent
+
+
+def test_relay_keeps_an_authorize_redirect_and_its_cookie_on_the_fronted_server() -> None:
+    """The tester's case: the fronted AS answers /authorize with 302 /login and a
+    Path=/ session cookie. Passed on as is, the browser went to /login on the MCP
+    upstream with the AS's cookie."""
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    assert relay.auth is not None
+    relay.auth.front(AS_ORIGIN, learn=True)
+    resp = (b"HTTP/1.1 302 Found\r\nLocation: /login?req=abc\r\nSet-Cookie: as_session=SECRET; Path=/; HttpOnly\r\n"
+            b"Content-Length: 0\r\n\r\n")
+    items, up, down = _relay_roundtrip(relay, b"GET /.mcptap/o/1/authorize?client_id=c HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n", resp)
+    assert up.startswith(b"GET /authorize?client_id=c ")
+    assert b"\r\nLocation: /.mcptap/o/1/login?req=abc\r\n" in down
+    assert b"\r\nSet-Cookie: as_session=SECRET; HttpOnly; Path=/.mcptap/o/1\r\n" in down
+    assert {i.what for i in items if isinstance(i, r.AuthRewritten)} == {"location", "set-cookie"}
+    # near miss: the MCP upstream's own cookie and relative Location pass as they are
+    relay2 = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    _, _, down = _relay_roundtrip(relay2, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n",
+                                  b"HTTP/1.1 302 Found\r\nLocation: /login\r\nSet-Cookie: s=1; Path=/\r\nContent-Length: 0\r\n\r\n")
+    assert b"\r\nLocation: /login\r\nSet-Cookie: s=1; Path=/\r\n" in down
+
+
+@pytest.mark.parametrize(("referer", "refused"), [
+    (b"http://127.0.0.1:7000/.mcptap/o/1/authorize?x=1", True),
+    (b"http://127.0.0.1:7000/.mcptap/o/1", True),
+    # near misses: a page of the MCP upstream, another host, an unknown front, no Referer
+    (b"http://127.0.0.1:7000/mcp", False), (b"http://evil.example/.mcptap/o/1/authorize", False),
+    (b"http://127.0.0.1:7000/.mcptap/o/2/authorize", False), (None, False),
+])
+def test_a_root_relative_request_from_a_fronted_page_never_reaches_the_mcp_upstream(referer: bytes | None, refused: bool) -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    assert relay.auth is not None
+    relay.auth.front(AS_ORIGIN, learn=True)
+    cid, _ = relay.client_opened()
+    ref = b"Referer: " + referer + b"\r\n" if referer is not None else b""
+    items = relay.client_data(cid, b"POST /session HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n" + ref +
+                              b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 15\r\n\r\npassword=hunter")
+    to_client = b"".join(i.data for i in items if isinstance(i, r.SendClient))
+    assert any(isinstance(i, r.SendUpstream) for i in items) is not refused
+    assert to_client.startswith(b"HTTP/1.1 404 ") is refused
+    notes = [c for i in items if isinstance(i, r.AuthRewritten) for c, _ in i.notes]
+    assert notes == (["auth.root_relative_refused"] if refused else [])

@@ -207,3 +207,27 @@ def test_an_http10_request_without_host_is_refused_by_name_not_as_host_none():
     assert reply.startswith(b"HTTP/1.1 403 ") or reply.startswith(b"HTTP/1.0 403 "), reply
     assert b"no Host field (HTTP/1.0)" in reply and b"None" not in reply
     assert [e.how for e in of(items, r.ResponseEnded)] == ["host_rejected"] and not sent_up(items)
+
+
+@pytest.mark.parametrize(("location", "sent"), [
+    # the upstream's own origin (as a Starlette trailing-slash redirect names it): to the tap's origin
+    (b"http://10.0.0.7:9000/mcp", b"http://127.0.0.1:8931/mcp"),
+    (b"http://10.0.0.7:9000/mcp?x=1#f", b"http://127.0.0.1:8931/mcp?x=1#f"),
+    (b"//10.0.0.7:9000/mcp", b"http://127.0.0.1:8931/mcp"),
+    # near misses: relative (resolves against the tap already), another origin, another port
+    (b"/mcp", b"/mcp"), (b"mcp", b"mcp"), (b"http://10.0.0.8:9000/mcp", b"http://10.0.0.8:9000/mcp"),
+    (b"https://10.0.0.7:9000/mcp", b"https://10.0.0.7:9000/mcp"), (b"http://10.0.0.7:9001/mcp", b"http://10.0.0.7:9001/mcp"),
+])
+def test_a_location_on_the_upstream_origin_points_at_the_tap(relay, location, sent):
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, b"HTTP/1.1 307 Temporary Redirect\r\nlocation: " + location + b"\r\ncontent-length: 0\r\n\r\n")
+    assert b"\r\nlocation: " + sent + b"\r\n" in sent_client(items)
+    rewritten = [(i.what, i.original, i.rewritten) for i in of(items, r.AuthRewritten)]
+    assert rewritten == ([("location", location.decode(), sent.decode())] if sent != location else [])
+    # with --no-endpoint-rewrite it passes verbatim
+    relay.rewrite_endpoint = False
+    cid, _ = relay.client_opened()
+    relay.client_data(cid, POST)
+    items = relay.upstream_data(cid, 1, b"HTTP/1.1 307 Temporary Redirect\r\nlocation: " + location + b"\r\ncontent-length: 0\r\n\r\n")
+    assert b"\r\nlocation: " + location + b"\r\n" in sent_client(items)

@@ -31,7 +31,15 @@ real one:
   metadata documents pass through.
 
 Routing: ``route(target)`` decides which origin a request goes to and what kind
-of exchange it is (``mcp`` for everything not auth-related). RFC 8414 §3.1 puts
+of exchange it is (``mcp`` for everything not auth-related). A fronted server's
+own URLs are kept under its prefix: its ``Location`` values (absolute, or
+root-relative ``/login``) and ``Set-Cookie`` paths (``location``,
+``set_cookie``). A root-relative URL inside a fronted server's page (a link, a
+form, a script's fetch) cannot be: the browser asks the tap for ``/login``,
+which is the MCP upstream's path. When its ``Referer`` names a fronted page
+(``referred_from``) the tap refuses it (404, ``auth.root_relative_refused``)
+rather than send that server's form data to the MCP upstream; without a
+``Referer`` (``Referrer-Policy: no-referrer``) the tap cannot tell (a known limit). RFC 8414 §3.1 puts
 the well-known segment between the authority and the issuer's path, so a fronted
 issuer ``http://tap/.mcptap/o/1/tenant`` is discovered at
 ``http://tap/.well-known/oauth-authorization-server/.mcptap/o/1/tenant``; both
@@ -51,6 +59,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import orjson
 
+from mcptap.relay.http.cookies import scoped
 from mcptap.relay.http.events import Upstream
 
 PREFIX = "/.mcptap/o/"
@@ -207,6 +216,19 @@ class AuthFront:
             kind = MCP
         return Route(origin, new, kind)
 
+    def referred_from(self, referer: bytes | None) -> int:
+        """The fronted origin (> 0) whose page a request's ``Referer`` names on
+        this tap (``http://tap/.mcptap/o/<n>/…``), else 0."""
+        if not referer:
+            return 0
+        try:
+            u, tap = urlsplit(referer.decode("latin-1").strip()), urlsplit(self.tap_origin)
+        except ValueError:
+            return 0
+        if u.netloc.lower() != tap.netloc.lower() or not u.path.startswith(PREFIX):
+            return 0
+        return max(self._strip_prefix(u.path[len(PREFIX):])[0], 0)
+
     def _strip_prefix(self, rest: str) -> tuple[int, str]:
         num, slash, tail = rest.partition("/")
         if not num.isdigit() or not 0 < int(num) < len(self.origins):
@@ -227,11 +249,22 @@ class AuthFront:
         new = _RESOURCE_METADATA.sub(one, s)
         return new.encode("latin-1", "replace") if new != s else value
 
-    def location(self, value: bytes) -> bytes:
-        """An authorization response redirect: its RFC 9207 ``iss`` parameter
-        fronted (the client compares it with the fronted issuer); the redirect
-        target itself is the client's and stays."""
+    def location(self, value: bytes, origin: int = 0) -> bytes:
+        """A ``Location`` of a response from ``origin`` (index into ``origins``):
+        a URL on a fronted authorization-server origin (absolute, or
+        ``//host:port/…``) becomes its tap URL; a root-relative one (``/login``)
+        from such an origin moves under its prefix (``/.mcptap/o/<n>/login``),
+        else the browser would take it, with the server's form data, to the MCP
+        upstream. The upstream's own origin is ``rewrite.location``'s. Then an
+        authorization response redirect's RFC 9207 ``iss`` parameter is fronted
+        (the client compares it with the fronted issuer); a redirect to the
+        client (its ``redirect_uri``) stays otherwise."""
         s = value.decode("latin-1")
+        t = s.strip()
+        moved = self._moved(t, origin)
+        if moved is not None:
+            s = moved
+            value = s.encode("latin-1", "replace")
         u = urlsplit(s)
         if "iss=" not in u.query:
             return value
@@ -240,6 +273,23 @@ class AuthFront:
         if out == pairs:
             return value
         return urlunsplit((u.scheme, u.netloc, u.path, urlencode(out, quote_via=quote), u.fragment)).encode("latin-1", "replace")
+
+    def _moved(self, t: str, origin: int) -> str | None:
+        if t.startswith("/") and not t.startswith("//"):
+            return f"{PREFIX}{origin}{t}" if origin > 0 else None
+        absolute = f"{self.origins[origin].scheme}:{t}" if t.startswith("//") else t
+        try:
+            u = urlsplit(absolute)
+            port = u.port or (443 if u.scheme == "https" else 80)
+        except ValueError:
+            return None
+        i = self._index(u.scheme, u.hostname or "", port) if u.scheme in ("http", "https") else None
+        return self.front(absolute, learn=False) if i else None
+
+    def set_cookie(self, value: bytes, origin: int, path: str) -> bytes:
+        """A ``Set-Cookie`` from fronted origin ``origin`` > 0 (``path``: the
+        request's path there) scoped to its prefix (``cookies.scoped``)."""
+        return scoped(value, f"{PREFIX}{origin}", path)
 
     def prm_document(self, body: bytes, served_url: str) -> tuple[bytes, list[tuple[str, str]]]:
         """Rewrite a protected resource metadata document (RFC 9728 §2):

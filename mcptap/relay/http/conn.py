@@ -18,7 +18,6 @@ needed), which drops the connection once ``closed`` is set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -29,6 +28,7 @@ from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import (
+    AuthRewritten,
     CloseUpstream,
     ConnClosed,
     OpenUpstream,
@@ -42,8 +42,8 @@ from mcptap.relay.http.events import (
     SendUpstream,
 )
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, peer_error
-from mcptap.relay.http.guard import host_name, request_problem
-from mcptap.relay.http.rewrite import endpoint_rewrite_fn, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
+from mcptap.relay.http.guard import host_name, origin_form, request_problem
+from mcptap.relay.http.rewrite import endpoint_rewrite_fn, location, request_host, strip_hop, upstream_headers, wants_endpoint_rewrite
 
 #: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
 _NOTHING = (b"", False)
@@ -68,7 +68,8 @@ class ConnRelay(ConnEnds):
         client = self.client
         ex = self.ex
         if ex is not None and len(data) >= PASS_FROM:
-            rest = self._pass_body(client, ex, data, self._request_data, lambda: not self.closed, self._pump_client, out)
+            rest = passbody.pass_body(client, data, lambda b, o: self._request_data(ex, b, o), lambda: not self.closed,
+                                      self._pump_client, out)
             if rest is None:
                 return
             data = rest
@@ -129,7 +130,7 @@ class ConnRelay(ConnEnds):
         raw = ev.headers.raw_items()
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
-        problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target))
+        problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target), bytes(ev.method))
         if problem is not None:
             # never forwarded: the upstream could frame it differently from the tap (smuggling)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
@@ -147,18 +148,22 @@ class ConnRelay(ConnEnds):
                          "protection; --allow-remote lifts it)", "host_rejected", out)
             return
         upstream, origin, kind = self.relay.upstream, 0, ""
+        target = origin_form(ev.target)     # the upstream sees one authority: the Host the tap sets
         front = self.relay.auth
         if front is not None:
             view = self._view
             if view is None or view[0] is not front or view[1] != ex.host_in:
                 # one view per client Host (views share the front's state): not rebuilt per request
                 view = self._view = (front, ex.host_in, front.at(ex.host_in))
-            ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, ev.target, raw, upstream.path)
+            ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, target, raw, upstream.path)
             upstream, origin, kind = x.upstream, x.origin, x.recorded_kind
-            if x.kind == oauth.UNKNOWN_FRONT:
+            refused = x.refused
+            if refused is not None:
                 out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                           ev.http_version.decode("latin-1"), raw, False, False, oauth.AS))
-                self._refuse(ex, 404, b"Not Found", "no authorization server is fronted at this path", "auth_not_fronted", out)
+                if x.notes:
+                    out.append(AuthRewritten(ex.id, self.id, "upstream", "", "", x.notes))
+                self._refuse(ex, 404, b"Not Found", refused, "auth_not_fronted", out)
                 return
         authority = upstream.authority
         up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)
@@ -180,8 +185,8 @@ class ConnRelay(ConnEnds):
             for e in ex.oauth.request_head(ev.method, up_headers, raw, out, parsed=parsed):
                 self._send_up(e, out)
             return
-        self._send_up(heads.request(ev.method, ev.target, up_headers) if parsed
-                      else h11.Request(method=ev.method, target=ev.target, headers=up_headers), out)
+        self._send_up(heads.request(ev.method, target, up_headers) if parsed
+                      else h11.Request(method=ev.method, target=target, headers=up_headers), out)
 
     def _request_data(self, ex: ExchangeState, data: bytes, out: list[Any]) -> None:
         out.append(RequestBody(ex.id, self.id, data))
@@ -229,8 +234,8 @@ class ConnRelay(ConnEnds):
         else:
             ex = self.ex
             if ex is not None and len(data) >= PASS_FROM:
-                rest = self._pass_body(up, ex, data, self._response_data, lambda: not self.closed and self.up is up,
-                                       self._pump_upstream, out)
+                rest = passbody.pass_body(up, data, lambda b, o: self._response_data(ex, b, o),
+                                          lambda: not self.closed and self.up is up, self._pump_upstream, out)
                 if rest is None:
                     return
                 data = rest
@@ -239,28 +244,6 @@ class ConnRelay(ConnEnds):
         except RuntimeError:
             return
         self._pump_upstream(out)
-
-    def _pass_body(self, conn: h11.Connection, ex: ExchangeState, data: bytes,
-                   deliver: Callable[[ExchangeState, bytes, list[Any]], None], alive: Callable[[], bool],
-                   pump: Callable[[list[Any]], None], out: list[Any]) -> bytes | None:
-        """Take the body bytes ``data`` starts with past h11 (passbody.py: a read
-        inside a Content-Length body or a chunk goes on as the object read, no
-        h11 copies) and ``deliver`` them; returns what h11 must still parse, or
-        None when nothing is left (or ``alive()`` turned false). At the body's
-        last byte ``pump`` lets h11 say how the message ends."""
-        n = passbody.ahead(conn)
-        if not n:
-            return data
-        body = data if n >= len(data) else data[:n]
-        passbody.consume(conn, len(body))
-        deliver(ex, body, out)
-        if not alive():
-            return None
-        if body is data:
-            if n == len(data):
-                pump(out)
-            return None     # else still inside the body: next_event could only say NEED_DATA
-        return data[len(body):]
 
     def upstream_failed(self, gen: int, detail: str, out: list[Any]) -> None:
         """Upstream connection ``gen`` failed; ``detail``: one line for the 502
@@ -362,6 +345,9 @@ class ConnRelay(ConnEnds):
             return
         ex.resp_started = True
         relay = self.relay
+        if relay.rewrite_endpoint:
+            headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
+            out.extend(AuthRewritten(ex.id, self.id, "location", o, n) for o, n in moved)
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
         if ex.oauth is not None:

@@ -41,6 +41,9 @@ class AuthExchange:
     req_hold: bytearray | None = None
     resp_head: h11.Response | None = None
     resp_hold: bytearray | None = None
+    #: a refusal's detail and findings (``refused``): a root-relative request from a fronted page
+    refusal: str = ""
+    notes: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def plan(cls, front: oauth.AuthFront, exchange: int, conn: int, target: bytes, raw: Headers,
@@ -51,7 +54,21 @@ class AuthExchange:
         if kind == oauth.MCP and (_is_form(raw) or _names_resource(target, mcp_path)):
             kind = oauth.AS      # a 2025-03-26 fallback endpoint (/authorize, /token) on the upstream itself
         up = front.origins[route.origin] if route.kind != oauth.UNKNOWN_FRONT else front.origins[0]
-        return cls(front, exchange, conn, kind, route.origin, up, route.target)
+        x = cls(front, exchange, conn, kind, route.origin, up, route.target)
+        page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
+        if page:
+            x.kind = oauth.UNKNOWN_FRONT
+            x.refusal = (f"{target.decode('latin-1')[:200]!r} requested by a page of the authorization server fronted at "
+                         f"{oauth.PREFIX}{page}/ (a root-relative URL): not sent to the MCP upstream")
+            x.notes = (("auth.root_relative_refused", x.refusal + "; the tap can only front that server's URLs under its prefix"),)
+        return x
+
+    @property
+    def refused(self) -> str | None:
+        """Why the tap answers this request itself (404), or None."""
+        if self.kind != oauth.UNKNOWN_FRONT:
+            return None
+        return self.refusal or "no authorization server is fronted at this path"
 
     @property
     def served_url(self) -> str:
@@ -108,7 +125,8 @@ class AuthExchange:
     # -- response -----------------------------------------------------------------------
     def response_head(self, ev: h11.Response, headers: Headers, out: list[Any]) -> list[Any]:
         """The response head to send to the client now ([] while held):
-        ``WWW-Authenticate`` and an authorization redirect's ``iss`` fronted."""
+        ``WWW-Authenticate``, ``Location`` (``AuthFront.location``) fronted, and
+        a fronted origin's ``Set-Cookie`` scoped to its prefix."""
         front = self.front
         new_headers = []
         changed = False
@@ -117,8 +135,10 @@ class AuthExchange:
             new = value
             if low == b"www-authenticate":
                 new = front.www_authenticate(value)
-            elif low == b"location" and self.kind == oauth.AS:
-                new = front.location(value)
+            elif low == b"location":
+                new = front.location(value, self.origin)
+            elif low == b"set-cookie" and self.origin > 0:
+                new = front.set_cookie(value, self.origin, self.target.decode("latin-1").partition("?")[0])
             if new != value:
                 changed = True
                 out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),

@@ -17,7 +17,16 @@ never forwarded; the connection is closed after the answer:
   RFC 9110 §4.2.4 userinfo is an error);
 * an absolute-form target (``POST http://h/mcp``) with userinfo or whose
   authority is not the Host (RFC 9112 §3.2.2: the server then ignores Host, so
-  the upstream would route by a name the tap's Host check never saw).
+  the upstream would route by a name the tap's Host check never saw); one that
+  passes is forwarded in origin-form (``origin_form``: path and query), so the
+  upstream sees one authority, the Host the tap sets;
+* ``CONNECT`` (RFC 9110 §9.3.6: a request to a *proxy* to open a tunnel): a
+  reverse proxy has no tunnel to open. Forwarded, an upstream's 2xx would
+  switch both h11 connections to tunnel mode (nothing parsed, answered or
+  recorded after it, and no timeout applies); so the tap answers it itself;
+* a target in none of the forms a server accepts (RFC 9112 §3.2): not
+  origin-form (``/…``), absolute-form with an http(s) scheme, or ``*``
+  (authority-form ``host:port`` belongs to CONNECT).
 
 Shapes: ``raw`` is ``[(name, value), …]`` of raw ``bytes`` as h11 parsed them.
 Returns one line of text (for the 400 body and the capture), or None.
@@ -36,9 +45,13 @@ _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()
 _ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 
 
-def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1", target: bytes = b"/") -> str | None:
-    """Why a request with these header fields and this request target must
+def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1", target: bytes = b"/",
+                    method: bytes = b"GET") -> str | None:
+    """Why a request with these header fields, request target and method must
     not be forwarded, or None."""
+    if method == b"CONNECT":
+        return (f"CONNECT {target.decode('latin-1')!r}: the tap is a reverse proxy for one MCP server, "
+                "not a tunnelling proxy (RFC 9110 §9.3.6); not forwarded")
     hosts: list[bytes] = []
     lengths: list[bytes] = []
     te = 0
@@ -66,7 +79,12 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
     if _HOST.fullmatch(host) is None:
         return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
     m = _ABSOLUTE.match(target)
+    if m is None and not target.startswith(b"/") and target != b"*":
+        return (f"request target {target.decode('latin-1')!r} is not origin-form, absolute-form or '*' "
+                "(RFC 9112 §3.2); not forwarded")
     if m is not None:
+        if target.split(b":", 1)[0].lower() not in (b"http", b"https"):
+            return f"request target {target.decode('latin-1')!r} is not an http(s) URL (RFC 9112 §3.2.2); not forwarded"
         authority = m.group(1)
         if b"@" in authority:
             return f"request target {target.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
@@ -74,6 +92,17 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
             return (f"request target authority {authority.decode('latin-1')!r} is not the Host {host.decode('latin-1')!r} "
                     "(RFC 9112 §3.2.2); not forwarded")
     return None
+
+
+def origin_form(target: bytes) -> bytes:
+    """The target to send upstream: an absolute-form target (already checked by
+    ``request_problem``) as origin-form, its path (``/`` when empty) and query;
+    any other target unchanged."""
+    m = _ABSOLUTE.match(target)
+    if m is None:
+        return target
+    rest = target[m.end():].partition(b"#")[0]
+    return rest if rest.startswith(b"/") else b"/" + rest
 
 
 def host_name(host: str | None) -> str:

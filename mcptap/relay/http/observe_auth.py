@@ -28,6 +28,7 @@ from mcptap.model import Finding
 from mcptap.protocol.codes import finding
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, placeholder
+from mcptap.redact.headers import redact_header
 from mcptap.relay.http import events as r
 
 #: OAuth parameter and member names that carry credentials (RFC 6749 §4.1, §5.1,
@@ -224,5 +225,7 @@ class AuthObserver:
                 orig, new = scrub_url_params(orig), scrub_url_params(new)
             elif it.what == "form":
                 orig, new = scrub_query(orig), scrub_query(new)
+            elif it.what == "set-cookie":
+                orig, new = redact_header("set-cookie", orig), redact_header("set-cookie", new)
         self.rec.http(findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
                         what=it.what, original=orig, rewritten=new)

@@ -26,6 +26,7 @@ and the readers' ``_bytes_in_chunk``/``_bytes_to_discard``/``_reading_trailer``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -69,3 +70,25 @@ def framed(conn: h11.Connection, data: bytes) -> list[bytes]:
     """The bytes h11 sends for ``Data(data)`` on ``conn``, as pieces (one of
     them ``data`` itself). Raises ``h11.LocalProtocolError`` as ``send``."""
     return conn.send_with_data_passthrough(h11.Data(data=data)) or []
+
+
+def pass_body(conn: h11.Connection, data: bytes, deliver: Callable[[bytes, list[Any]], None], alive: Callable[[], bool],
+              pump: Callable[[list[Any]], None], out: list[Any]) -> bytes | None:
+    """Take the body bytes ``data`` (just read from ``conn``'s peer) starts with
+    past h11 (a read inside a Content-Length body or a chunk goes on as the
+    object read, no h11 copies) and ``deliver`` them; returns what h11 must
+    still parse, or None when nothing is left (or ``alive()`` turned false).
+    At the body's last byte ``pump`` lets h11 say how the message ends."""
+    n = ahead(conn)
+    if not n:
+        return data
+    body = data if n >= len(data) else data[:n]
+    consume(conn, len(body))
+    deliver(body, out)
+    if not alive():
+        return None
+    if body is data:
+        if n == len(data):
+            pump(out)
+        return None     # else still inside the body: next_event could only say NEED_DATA
+    return data[len(body):]

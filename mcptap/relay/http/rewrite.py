@@ -9,7 +9,12 @@ RFC 9110 §7.6.1 (hop-by-hop fields) and §7.2 (Host):
   ``keep_host``), keeps only the first Host field and adds one when missing;
 * ``wants_endpoint_rewrite`` / ``endpoint_rewrite_fn`` decide whether and how a
   legacy HTTP+SSE ``endpoint`` event naming the upstream's own origin is pointed
-  back at the tap (the bytes are rewritten by ``relay/http/endpoint.py``).
+  back at the tap (the bytes are rewritten by ``relay/http/endpoint.py``);
+* ``location`` points a ``Location`` naming the upstream's own origin (a 3xx to
+  ``http://upstream/mcp``, a 201) back at the tap by the same rule, so a client
+  that follows it stays on the tap's origin (SDK clients refuse a cross-origin
+  redirect; others would bypass the tap). Relative values resolve against the
+  tap already and pass unchanged.
 
 Everything else (names, case, order, values) is passed on unchanged.
 
@@ -26,6 +31,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from mcptap.relay.http.events import Headers, Upstream, same_origin
+from mcptap.relay.http.heads import valid_value
 
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"upgrade"})
 
@@ -81,6 +87,28 @@ def wants_endpoint_rewrite(method: bytes, status: int, raw: Headers) -> bool:
     ctype = next((v for n, v in raw if n.lower() == b"content-type"), b"")
     has_length = any(n.lower() == b"content-length" for n, _ in raw)
     return ctype.split(b";")[0].strip().lower() == b"text/event-stream" and not has_length
+
+
+def location(status: int, headers: Headers, up: Upstream, authority: str) -> tuple[Headers, list[tuple[str, str]]]:
+    """``headers`` of a response with ``Location`` fields on the upstream's
+    origin (absolute, or scheme-relative ``//host:port/…``) pointed at
+    ``http://{authority}``; returns (headers, [(original, rewritten), …]).
+    Only 201 and 3xx responses are looked at (RFC 9110 §10.2.2)."""
+    if not (300 <= status < 400 or status == 201):
+        return headers, []
+    rewrite = endpoint_rewrite_fn(up, authority)
+    out: Headers = []
+    changes: list[tuple[str, str]] = []
+    for name, value in headers:
+        if name.lower() == b"location":
+            text = value.decode("latin-1").strip()
+            new = rewrite(f"{up.scheme}:{text}" if text.startswith("//") else text)
+            raw = new.encode("latin-1", "replace") if new is not None else value
+            if new is not None and raw != value and valid_value(raw):
+                changes.append((value.decode("latin-1"), new))
+                value = raw
+        out.append((name, value))
+    return out, changes
 
 
 def endpoint_rewrite_fn(up: Upstream, authority: str) -> Callable[[str], str | None]:
