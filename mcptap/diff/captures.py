@@ -54,12 +54,15 @@ def _pct(values: array[int], p: float) -> int:
     return s[k]
 
 
-def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_threshold: float | None = None) -> DiffReport:
-    """Diff two captures (paths). Raises CaptureReadError (unreadable capture)
-    and ValueError (bad ignore path)."""
+def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_threshold: float | None = None,
+                  sources: tuple[str | None, str | None] = (None, None)) -> DiffReport:
+    """Diff two captures (paths; ``-`` is standard input). ``sources``: the
+    files to read A and B from when not their paths: stdin must be spooled to
+    a file by the caller, since differing exchanges are read a second time.
+    Raises CaptureReadError (unreadable capture) and ValueError (bad ignore path)."""
     masker = Masker(ignore)
-    a = summarize(a_path, masker)
-    b = summarize(b_path, masker)
+    a = summarize(a_path, masker, sources[0])
+    b = summarize(b_path, masker, sources[1])
     report = DiffReport(a_path, b_path)
     report.stats = {name: {"messages": s.messages, "exchanges": len(s), "stray_lines": s.stray, "complete": s.complete,
                            "truncated": s.truncated, "revision": s.surface.revision}
@@ -100,7 +103,7 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         return
     want_a = {s for i, _ in detail if i is not None for s in (a.req_seq[i], a.resp_seq[i]) if s >= 0}
     want_b = {s for _, j in detail if j is not None for s in (b.req_seq[j], b.resp_seq[j]) if s >= 0}
-    ma, mb = fetch(a.path, want_a), fetch(b.path, want_b)
+    ma, mb = fetch(a, want_a), fetch(b, want_b)
     for i, j in detail:
         side, k = (a, i) if i is not None else (b, j)
         assert k is not None                # align() never pairs None with None

@@ -8,8 +8,10 @@ params), outcome hash (masked result or error), status (``NO_ANSWER`` /
 (``diff_surface.Surface``), finding counts, notification methods and latencies
 per label. Whole messages are not kept.
 
-``fetch(path, wanted) -> {seq: JSON}`` is the second, selective pass that
-re-reads only the records ``diff`` wants to show; ``request_and_response(side,
+``fetch(side, wanted) -> {seq: JSON}`` is the second, selective pass that
+re-reads only the records ``diff`` wants to show (from ``side.source``: the
+capture again, or the spool standard input was copied to, since stdin can be
+read only once); ``request_and_response(side,
 idx, msgs)`` picks one exchange's request and response out of its result
 (batch members included). Both raise CaptureReadError.
 """
@@ -47,9 +49,12 @@ def _json(rec: dict[str, Any]) -> Any:
 @dataclass
 class Side:
     """Summary of one capture (see module docstring). Arrays are indexed by
-    exchange number, in request order."""
+    exchange number, in request order. ``path``: the capture as named (``-``
+    for stdin); ``source``: the file to read it from again (``path`` unless
+    stdin was spooled)."""
 
     path: str
+    source: str = ""
     header: dict[str, Any] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     label_methods: list[str] = field(default_factory=list)
@@ -75,10 +80,12 @@ class Side:
         return len(self.key)
 
 
-def summarize(path: str, masker: Masker) -> Side:
-    """Stream one capture into a Side. Raises CaptureReadError."""
-    stream = CaptureStream(path)
-    side = Side(path, stream.header)
+def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
+    """Stream one capture into a Side. ``source``: the file to read for
+    ``path`` (a spool of stdin), default ``path``. Raises CaptureReadError."""
+    source = source or path
+    stream = CaptureStream(source, path)
+    side = Side(path, source, stream.header)
     pending: dict[Any, int] = {}
     surface_params: dict[int, Any] = {}
     fp = masker.fingerprint
@@ -200,12 +207,13 @@ def _hid(v: Any) -> Any:
     return v if isinstance(v, (int, str)) else repr(v)
 
 
-def fetch(path: str, wanted: set[int]) -> dict[int, Any]:
-    """Second pass: the parsed JSON of the message records whose seq is wanted."""
+def fetch(side: Side, wanted: set[int]) -> dict[int, Any]:
+    """Second pass over ``side``'s capture: the parsed JSON of the message
+    records whose seq is wanted."""
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in framed(CaptureStream(path)):
+    for rec in framed(CaptureStream(side.source or side.path, side.path)):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)
