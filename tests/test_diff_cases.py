@@ -7,10 +7,14 @@ import gzip
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from mcptap.cli.diff import command as diff_command
-from replay.capgen import Ex, text_result, write_capture
+from mcptap.diff.align import align, pair_in_flight
+from mcptap.diff.captures import diff_captures
+from replay.capgen import C2S, S2C, Ex, Tape, text_result, write_capture
+from replay.test_plan import handshake, req, res
 
 
 def _pair(tmp: Path, a: list[Ex], b: list[Ex]) -> tuple[str, str]:
@@ -37,3 +41,63 @@ def test_stdin_capture_that_differs_is_diffed(tmp_path: Path) -> None:
         assert doc["b"] == "-" and doc["exchanges"]["CHANGED"] == 1
     empty = runner.invoke(diff_command, ["-", pb], input=b"")
     assert empty.exit_code == 2 and "-: empty file" in empty.output
+
+
+def _concurrent(path: Path, order: list[int], together: bool = True, extra: tuple[int, ...] = ()) -> str:
+    """A capture whose client sends ``tools/call add {a:n, b:n}`` for each n
+    of ``order`` (all before any answer when ``together``), answered n+n."""
+    t = Tape(str(path))
+    handshake(t)
+    calls = [(10 + k, n) for k, n in enumerate([*order, *extra])]
+    for rid, n in calls:
+        t.send(C2S, req(rid, "tools/call", {"name": "add", "arguments": {"a": n, "b": n}}))
+        if not together:
+            t.send(S2C, res(rid, text_result(str(n + n))))
+    if together:
+        for rid, n in calls:
+            t.send(S2C, res(rid, text_result(str(n + n))))
+    t.close()
+    return str(path)
+
+
+def test_concurrent_requests_sent_in_another_order_match(tmp_path: Path) -> None:
+    pa = _concurrent(tmp_path / "a.jsonl", [0, 1, 2])
+    pb = _concurrent(tmp_path / "b.jsonl", [2, 1, 0])
+    rep = diff_captures(pa, pb)
+    assert rep.items == [] and rep.counts["MATCH"] == 5, [i.detail for i in rep.items]
+    # a genuine extra call is still reported, with its arguments
+    pc = _concurrent(tmp_path / "c.jsonl", [2, 1, 0], extra=(5,))
+    rep = diff_captures(pa, pc)
+    assert [i.detail for i in rep.items] == ['tools/call add {"a":5,"b":5}: only in B (#9)'], [i.detail for i in rep.items]
+    assert rep.counts["MATCH"] == 5 and rep.counts["NEW"] == 1
+
+
+@pytest.mark.parametrize("a_together, b_together", [(True, False), (False, True)])
+def test_requests_in_flight_together_on_one_side_only_match(tmp_path: Path, a_together: bool, b_together: bool) -> None:
+    """One client sent the calls together, the other one by one in another
+    order: the concurrent side's order means nothing, so no difference."""
+    pa = _concurrent(tmp_path / "a.jsonl", [0, 1, 2], a_together)
+    for order in ([2, 1, 0], [1, 2, 0], [0, 2, 1]):
+        pb = _concurrent(tmp_path / "b.jsonl", order, b_together)
+        rep = diff_captures(pa, pb)
+        assert rep.items == [], (order, [i.detail for i in rep.items])
+    pb = _concurrent(tmp_path / "b.jsonl", [2, 1, 0], b_together, extra=(5,))
+    rep = diff_captures(pa, pb)
+    assert [i.detail.split(": only in B")[0] for i in rep.items] == ['tools/call add {"a":5,"b":5}'], [i.detail for i in rep.items]
+    pb = _concurrent(tmp_path / "b.jsonl", [2, 1, 3], b_together)       # one call's arguments changed
+    rep = diff_captures(pa, pb)
+    assert [i.kind for i in rep.items] == ["changed"] and "params.arguments.a: 0 -> 3" in rep.items[0].detail
+
+
+def test_pair_in_flight_changes_nothing_without_concurrency() -> None:
+    a, b = [1, 2, 3, 4], [4, 2, 3, 1]
+    pairs = list(align(a, b))
+    again = list(pair_in_flight(iter(pairs), a, b, lambda i: False, lambda j: False, lambda i: 0, lambda j: 0))
+    assert again == pairs
+
+
+def test_sequential_requests_in_another_order_still_differ(tmp_path: Path) -> None:
+    """Order matters when each request was sent after the previous answer."""
+    pa = _concurrent(tmp_path / "a.jsonl", [0, 1, 2], together=False)
+    pb = _concurrent(tmp_path / "b.jsonl", [2, 1, 0], together=False)
+    assert diff_captures(pa, pb).items != []

@@ -9,7 +9,8 @@
    (``diff_surface.Surface``), finding counts, notification methods and
    latencies per method. Whole messages are not kept.
 2. The two exchange-key sequences are aligned (:mod:`mcptap.diff.align`:
-   common prefix and suffix, then ``difflib`` on a small middle or a windowed
+   requests that were in flight together first put in a canonical order (by
+   label and key) so their send order does not matter, then common prefix and suffix, then ``difflib`` on a small middle or a windowed
    re-synchronisation on a large one), so inserted/removed exchanges and stray
    non-JSON lines do not shift everything after them.
 3. Aligned exchanges whose outcome hashes differ, and unaligned ones, are
@@ -29,12 +30,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import describe, json_diff
+from mcptap.compare.paths import describe, json_diff, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
-from mcptap.diff.side import ERROR, Side, fetch, request_and_response, summarize
+from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
 from mcptap.diff.surface import Item, compare_surface
 
 DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missing or new
@@ -79,10 +80,15 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
+    ga, gb = in_flight(a), in_flight(b)
+    pa, pb = canonical_order(a, ga), canonical_order(b, gb)
     # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
-    coarse_a = [a.labels[x] for x in a.label]
-    coarse_b = [b.labels[x] for x in b.label]
-    for i, j in align(a.key, b.key, coarse_a, coarse_b):
+    coarse_a = [a.labels[a.label[x]] for x in pa]
+    coarse_b = [b.labels[b.label[x]] for x in pb]
+    aligned = ((pa[i] if i is not None else None, pb[j] if j is not None else None)
+               for i, j in align([a.key[x] for x in pa], [b.key[x] for x in pb], coarse_a, coarse_b))
+    for i, j in diff_align.pair_in_flight(aligned, a.key, b.key, lambda k: a.group[k] in ga, lambda k: b.group[k] in gb,
+                                          lambda k: a.labels[a.label[k]], lambda k: b.labels[b.label[k]]):
         if i is None:
             counts[NEW] += 1
         elif j is None:
@@ -112,11 +118,11 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         rb = request_and_response(b, j, mb) if j is not None else (None, None)
         where = {"a_seq": a.req_seq[i] if i is not None else None, "b_seq": b.req_seq[j] if j is not None else None}
         if i is None:
-            report.items.append(Item("exchanges", "new", lab, f"{lab}: only in B (#{where['b_seq']})", False,
+            report.items.append(Item("exchanges", "new", lab, f"{lab}{_brief(method, rb[0])}: only in B (#{where['b_seq']})", False,
                                      {**where, "params": _params(rb[0])}))
             continue
         if j is None:
-            report.items.append(Item("exchanges", "removed", lab, f"{lab}: only in A (#{where['a_seq']})", False,
+            report.items.append(Item("exchanges", "removed", lab, f"{lab}{_brief(method, ra[0])}: only in A (#{where['a_seq']})", False,
                                      {**where, "params": _params(ra[0])}))
             continue
         v = compare_responses(ra[1], rb[1], method, masker)
@@ -137,6 +143,44 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     if total > shown:
         report.items.append(Item("exchanges", "changed", "…", f"{total - shown} more differing exchanges not shown", False,
                                  {"not_shown": total - shown}))
+
+
+def in_flight(side: Side) -> dict[int, list[int]]:
+    """``side``'s in-flight groups of more than one exchange (``Side.group``:
+    requests sent before any of them was answered): group -> exchange indices.
+    Memory in proportion to the concurrent exchanges, not to all."""
+    group = side.group
+    # a group is named by its first member: it has others when a later exchange names it
+    members: dict[int, list[int]] = {g: [] for idx, g in enumerate(group) if g != idx}
+    for idx, g in enumerate(group):
+        if g in members:
+            members[g].append(idx)
+    return members
+
+
+def canonical_order(side: Side, groups: dict[int, list[int]]) -> array[int]:
+    """``side``'s exchange indices in request order, except that the members
+    of each of ``groups`` (``in_flight``) take their group's positions sorted
+    by label and key: two clients that send the same concurrent requests in
+    another order align."""
+    order = array("q", range(len(side)))
+    for idxs in groups.values():
+        for pos, idx in zip(idxs, sorted(idxs, key=lambda k: (side.labels[side.label[k]], side.key[k])), strict=True):
+            order[pos] = idx
+    return order
+
+
+def _brief(method: str, req: Any) -> str:
+    """The arguments of a request, briefly (`` {"a":1}``; ``""`` when none),
+    so that exchanges with the same label tell apart: the label already names
+    the tool, prompt or resource; ``_meta`` is left out."""
+    params = _params(req)
+    if not isinstance(params, dict):
+        return "" if params is None else " " + short(params, 60)
+    rest = {k: v for k, v in params.items() if k != NAMED.get(method) and k != "_meta"}
+    if set(rest) == {"arguments"}:
+        rest = rest["arguments"]
+    return " " + short(rest, 60) if rest else ""
 
 
 def _params(req: Any) -> Any:

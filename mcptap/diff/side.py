@@ -4,7 +4,9 @@
 (``CaptureStream``) into compact arrays, one entry per exchange in request
 order: key hash (direction, method, tool/prompt/resource name and masked
 params), outcome hash (masked result or error), status (``NO_ANSWER`` /
-``RESULT`` / ``ERROR``), error code and record seqs; plus the server surface
+``RESULT`` / ``ERROR``), error code, record seqs and in-flight group (requests
+of one direction sent before any of them was answered share a group: their
+send order is the client's scheduling, not a difference); plus the server surface
 (``diff_surface.Surface``), finding counts, notification methods and latencies
 per label. Whole messages are not kept.
 
@@ -66,6 +68,7 @@ class Side:
     code: array[int] = field(default_factory=lambda: array("q"))
     req_seq: array[int] = field(default_factory=lambda: array("q"))
     resp_seq: array[int] = field(default_factory=lambda: array("q"))
+    group: array[int] = field(default_factory=lambda: array("q"))
     batch_member: dict[int, int] = field(default_factory=dict)
     latency: dict[int, array[int]] = field(default_factory=dict)
     surface: Surface = field(default_factory=Surface)
@@ -93,6 +96,9 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
     a_label, a_key, a_out, a_status, a_code, a_req, a_resp = (side.label, side.key, side.out, side.status, side.code,
                                                               side.req_seq, side.resp_seq)
     findings, notes = side.findings, side.notifications
+    # the open in-flight group of each direction: requests join it until one of its members is answered
+    open_group: dict[str, int] = {}
+    a_group = side.group
 
     def add_request(seq: int, d: str, value: Any, member: int | None) -> None:
         method = value.get("method")
@@ -111,6 +117,10 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
         a_code.append(0)
         a_req.append(seq)
         a_resp.append(-1)
+        g = open_group.get(d)
+        if g is None:
+            g = open_group[d] = idx          # a group is named by its first exchange
+        a_group.append(g)
         if member is None:
             pending[seq] = idx
         else:
@@ -128,6 +138,10 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
         lid = a_label[idx]
         method = side.label_methods[lid]
         a_resp[idx] = seq
+        g = a_group[idx]
+        for d, open_g in list(open_group.items()):
+            if open_g == g:
+                del open_group[d]           # answered: later requests were sent knowing it
         if "error" in value:
             err = value["error"]
             a_status[idx] = ERROR
