@@ -9,8 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcptap.cli.diff import command as diff_command
+from mcptap.compare.verdict import compare_responses
 from mcptap.diff.align import align, pair_in_flight
 from mcptap.diff.captures import diff_captures
 from replay.capgen import C2S, S2C, Ex, Tape, text_result, write_capture
@@ -101,3 +104,55 @@ def test_sequential_requests_in_another_order_still_differ(tmp_path: Path) -> No
     pa = _concurrent(tmp_path / "a.jsonl", [0, 1, 2], together=False)
     pb = _concurrent(tmp_path / "b.jsonl", [2, 1, 0], together=False)
     assert diff_captures(pa, pb).items != []
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, 1.0, 2.5]) | st.sampled_from(["x", "y"]),
+                           lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["name", "r", "s"]), kids, max_size=3)
+                           | st.lists(st.fixed_dictionaries({"name": st.sampled_from(["x", "y", "z"]), "v": kids}), max_size=3,
+                                      unique_by=lambda d: d["name"]),
+                           max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, json_values)
+def test_a_changed_verdict_always_names_a_path(a: object, b: object) -> None:
+    """The verdict and the paths use one equality: CHANGED iff some path."""
+    v = compare_responses({"result": a}, {"result": b}, "tools/call")
+    assert (v.status == "CHANGED") == bool(v.paths), (a, b, v)
+    assert v.status in ("MATCH", "CHANGED")
+
+
+def _results(tmp: Path, ra: object, rb: object, method: str = "tools/call") -> tuple[str, str]:
+    params = {"name": "rank", "arguments": {}} if method == "tools/call" else None
+    return _pair(tmp, [Ex(method, params, ra)], [Ex(method, params, rb)])
+
+
+def test_name_keyed_list_in_another_order_is_said_to_be_reordered(tmp_path: Path) -> None:
+    ranking = [{"name": "x"}, {"name": "y"}]
+    pa, pb = _results(tmp_path, {"ranking": ranking}, {"ranking": ranking[::-1]})
+    res = CliRunner().invoke(diff_command, [pa, pb])
+    assert res.exit_code == 1
+    assert '~ tools/call rank: result.ranking: order changed: ["x","y"] -> ["y","x"]' in res.output, res.output
+    tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("p", "q")]
+    pa, pb = _results(tmp_path, {"tools": tools}, {"tools": tools[::-1]}, "tools/list")
+    items = [i.detail for i in diff_captures(pa, pb).items if i.section == "exchanges"]
+    assert items == ['tools/list: result.tools: order changed: ["p","q"] -> ["q","p"]'], items
+
+
+def test_counts_follow_the_full_compare(tmp_path: Path) -> None:
+    """3 and 3.0 hash apart in the summaries but are one JSON number: a match,
+    in the counts too; true and 1 are not."""
+    pa, pb = _results(tmp_path, {"r": 3}, {"r": 3.0})
+    rep = diff_captures(pa, pb)
+    assert rep.items == [] and rep.counts["CHANGED"] == 0 and rep.counts["MATCH"] == 3, rep.counts
+    res = CliRunner().invoke(diff_command, [pa, pb, "--format", "json"])
+    doc = orjson.loads(res.output)
+    assert res.exit_code == 0 and doc["exchanges"]["CHANGED"] == 0 and not doc["different"]
+    pa, pb = _results(tmp_path, {"r": True}, {"r": 1})
+    rep = diff_captures(pa, pb)
+    assert [i.detail for i in rep.items] == ["tools/call rank: result.r: true -> 1"] and rep.counts["CHANGED"] == 1
+    # a request whose arguments differ only as 3 vs 3.0 is the same request
+    pa, pb = _pair(tmp_path, [Ex("tools/call", {"name": "add", "arguments": {"a": 3}}, text_result("3"))],
+                   [Ex("tools/call", {"name": "add", "arguments": {"a": 3.0}}, text_result("3"))])
+    rep = diff_captures(pa, pb)
+    assert rep.items == [] and rep.counts["CHANGED"] == 0, ([i.detail for i in rep.items], rep.counts)

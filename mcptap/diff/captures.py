@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import describe, json_diff, short
+from mcptap.compare.paths import PathChange, describe, json_diff, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
@@ -80,6 +80,7 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
+    dismissed = 0                           # nominated by the hashes, equal in the full compare
     ga, gb = in_flight(a), in_flight(b)
     pa, pb = canonical_order(a, ga), canonical_order(b, gb)
     # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
@@ -98,10 +99,8 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         elif a.status[i] == b.status[j] and a.out[i] == b.out[j]:
             counts[MATCH] += 1
             continue
-        elif a.status[i] != b.status[j] or a.status[i] == ERROR and a.code[i] != b.code[j]:
-            counts[ERROR_CHANGED] += 1
         else:
-            counts[CHANGED] += 1
+            counts[_hashed_status(a, b, i, j)] += 1
         if len(detail) < DETAIL_LIMIT:
             detail.append((i, j))
     report.counts = counts
@@ -126,23 +125,40 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
                                      {**where, "params": _params(ra[0])}))
             continue
         v = compare_responses(ra[1], rb[1], method, masker)
+        req: list[PathChange] = []
         if a.key[i] != b.key[j]:
             req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
+        # the summaries' hashes only nominated this exchange: the full compare decides, and the counts follow it
+        # (3 vs 3.0, the same JSON number, hash apart but are equal)
+        counted = CHANGED if req or a.key[i] != b.key[j] else _hashed_status(a, b, i, j)
+        verdict = CHANGED if req else v.status
+        counts[counted] -= 1
+        counts[verdict] += 1
+        if verdict == MATCH:
+            dismissed += 1
+            continue
+        if req:
             text = f"{lab}: request " + describe(req, 6)
             if v.status != MATCH:
                 text += "; response " + (describe_verdict(v) or v.status.lower())
             report.items.append(Item("exchanges", "changed", lab, text, False,
                                      {**where, "request_paths": [p.to_json() for p in req], **v.to_json()}))
             continue
-        if v.status == MATCH:
-            continue                        # hash collision or masking subtlety: the full compare wins
         text = f"{lab}: {describe_verdict(v)}"
         report.items.append(Item("exchanges", "changed", lab, text, False, {**where, **v.to_json()}))
-    shown = len(detail)
+    shown = len(detail) - dismissed
     total = counts[CHANGED] + counts[ERROR_CHANGED] + counts[MISSING] + counts[NEW]
     if total > shown:
         report.items.append(Item("exchanges", "changed", "…", f"{total - shown} more differing exchanges not shown", False,
                                  {"not_shown": total - shown}))
+
+
+def _hashed_status(a: Side, b: Side, i: int, j: int) -> str:
+    """The verdict the summaries gave exchange pair (i, j) of equal requests
+    and different outcome hashes (as counted in ``_exchanges``)."""
+    if a.status[i] != b.status[j] or a.status[i] == ERROR and a.code[i] != b.code[j]:
+        return ERROR_CHANGED
+    return CHANGED
 
 
 def in_flight(side: Side) -> dict[int, list[int]]:
