@@ -156,3 +156,12 @@ def test_counts_follow_the_full_compare(tmp_path: Path) -> None:
                    [Ex("tools/call", {"name": "add", "arguments": {"a": 3.0}}, text_result("3"))])
     rep = diff_captures(pa, pb)
     assert rep.items == [] and rep.counts["CHANGED"] == 0, ([i.detail for i in rep.items], rep.counts)
+
+
+def test_text_summary_says_a_capture_was_cut(tmp_path: Path) -> None:
+    pa, pb = _pair(tmp_path, [Ex("ping", None, {})], [Ex("ping", None, {})])
+    data = Path(pa).read_bytes()
+    Path(pa).write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1] + b'{"type":"end","se')   # cut inside the end record
+    res = CliRunner().invoke(diff_command, [pa, pb])
+    assert "note: A is cut short" in res.output, res.output
+    assert "note: B" not in res.output
