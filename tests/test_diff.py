@@ -198,7 +198,8 @@ def test_json_diff_keys_lists_by_name_and_masker() -> None:
     a = {"tools": [{"name": "x", "v": 1}, {"name": "y"}], "items": [1, 2]}
     b = {"tools": [{"name": "y"}, {"name": "x", "v": 2}, {"name": "z"}], "items": [1]}
     assert [(c.path, c.kind) for c in json_diff(a, b, "result")] == [
-        ("result.tools[name=x].v", "changed"), ("result.tools[name=z]", "added"), ("result.items[1]", "removed")]
+        ("result.tools[name=x].v", "changed"), ("result.tools[name=z]", "added"), ("result.tools", "reordered"),
+        ("result.items[1]", "removed")]
     m = Masker(["result.a[*].b"])
     assert m.mask({"a": [{"b": 1, "c": 2}], "_meta": {"x": 1}, "id": "123e4567-e89b-12d3-a456-426614174000"}) == \
         {"a": [{"b": "<masked>", "c": 2}], "id": "<masked>"}

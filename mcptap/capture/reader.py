@@ -46,35 +46,37 @@ class CaptureStream:
     ``header`` is read on construction; iterating yields every later record as
     a dict (migrated to the current version). After iteration ``truncated`` and
     ``end`` are set. Raises CaptureReadError (missing file, not a capture,
-    unsupported version, corrupt line other than the last)."""
+    unsupported version, corrupt line other than the last). ``name``: how
+    messages name the capture when ``path`` is a stand-in for it (standard
+    input spooled to a temporary file is still ``-``); default ``path``."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, name: str | None = None) -> None:
+        self.path = name or path
         self._fp = open_input(path)     # "-" is stdin; gzip is decompressed
         try:
-            first = read_line(self._fp, path)
+            first = read_line(self._fp, self.path)
         except CaptureReadError:
             self._fp.close()
             raise
         if not first:
             self._fp.close()
-            raise CaptureReadError(f"{path}: empty file, not an mcptap capture")
+            raise CaptureReadError(f"{self.path}: empty file, not an mcptap capture")
         try:
             header = orjson.loads(first)
         except orjson.JSONDecodeError:
             self._fp.close()
-            raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
+            raise CaptureReadError(f"{self.path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
         if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
             self._fp.close()
-            raise CaptureReadError(f"{path}:1: not an mcptap capture (no {FORMAT} header)")
+            raise CaptureReadError(f"{self.path}:1: not an mcptap capture (no {FORMAT} header)")
         version = header.get("version")
         if not isinstance(version, int) or version < 1 or version > VERSION:
             self._fp.close()
-            raise CaptureReadError(f"{path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
+            raise CaptureReadError(f"{self.path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
         bad = _malformed_header(header)
         if bad is not None:
             self._fp.close()
-            raise CaptureReadError(f"{path}:1: corrupt header: {bad}")
+            raise CaptureReadError(f"{self.path}:1: corrupt header: {bad}")
         self.version = version
         self.header = header
         self.truncated = False

@@ -5,13 +5,21 @@ capabilities, serverInfo, tools/resources/prompts (breaking changes marked),
 exchange results and error codes with JSON paths, findings new in B or
 resolved, latency percentile shifts beyond PCT percent.
 
+A or B may be ``-`` (standard input, plain or gzip): it is copied to a
+temporary file first, because the exchanges that differ are read twice.
+
 Exit status: 0 no differences, 1 differences, 2 error (unreadable capture,
 bad option).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -22,7 +30,30 @@ from mcptap.cli.output import styler
 from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
-from mcptap.errors import McptapError
+from mcptap.errors import CaptureReadError, McptapError
+
+
+@contextmanager
+def _spooled(a: str, b: str) -> Iterator[tuple[str | None, str | None]]:
+    """The files to read A and B from (``diff_captures``'s ``sources``): a
+    temporary copy of standard input for ``-`` (removed afterwards), None for
+    a path. The raw bytes are copied, so gzip on stdin stays gzip."""
+    if "-" not in (a, b):
+        yield None, None
+        return
+    try:
+        fd, spool = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
+    except OSError as exc:
+        raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        except OSError as exc:
+            raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
+        yield (spool if a == "-" else None), (spool if b == "-" else None)
+    finally:
+        os.unlink(spool)
 
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),
@@ -44,7 +75,8 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
         raise click.UsageError("A and B cannot both be - (standard input is read once)")
     try:
         with progress("diff", (a, b)):
-            report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold)
+            with _spooled(a, b) as sources:
+                report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold, sources=sources)
     except (McptapError, ValueError) as exc:
         say(str(exc))
         ctx.exit(2)

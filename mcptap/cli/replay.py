@@ -5,8 +5,10 @@ exchange by exchange, what changed (see mcptap/replay/*). The new session is
 recorded as a normal capture (``-o``, default: the capture directory).
 
 Exit status: 0 every replayed exchange matches (skipped ones aside), 1
-something changed (a result, an error, a missing or new exchange), 2 mcptap
-could not replay (unreadable capture, server cannot be started or reached).
+something changed (a result, an error, a missing or new exchange, an
+error-severity protocol finding in the live session that the recorded one did
+not have), 2 mcptap could not replay (unreadable capture, server cannot be
+started or reached).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -37,7 +39,8 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_url
 from mcptap.replay.compare import ExchangeResult, compare_replay
-from mcptap.replay.plan import Plan, plan_from_path
+from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
+from mcptap.replay.plan import Plan
 from mcptap.replay.runner import Replayer, ReplayResult, StdioLink
 
 
@@ -98,7 +101,8 @@ def _counts(rows: list[ExchangeResult]) -> dict[str, int]:
     return counts
 
 
-def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None) -> dict[str, Any]:
+def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None,
+                fresh: Sequence[tuple[str, int]] = ()) -> dict[str, Any]:
     plan = result.plan
     exchanges = []
     for r in rows:
@@ -109,7 +113,8 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
     out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
            "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
            "server_exit": result.exit_code, "error": result.error,
-           "exchanges": exchanges, "surface": [it.to_json() for it in surface_items]}
+           "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],
+           "new_errors": [{"code": code, "count": n} for code, n in fresh]}
     if len(plan.sessions) > 1:
         out["sessions"] = [{"index": i, "recorded": key, "counts": _counts([r for r in rows if _part(plan, r) == i])}
                            for i, key in enumerate(plan.sessions)]
@@ -190,7 +195,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     try:
         masker = Masker(ignore)
         with progress("replay", [capture]):
-            plan = plan_from_path(capture, allow_side_effects=allow_side_effects, masker=masker)
+            plan, recorded_errors = plan_and_errors(capture, allow_side_effects=allow_side_effects, masker=masker)
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)
@@ -229,9 +234,15 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     responses = result.responses()
     rows = by_session(plan, compare_replay(plan, result.live, result.server_requests, result.notes, masker))
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
-    changed = any(r.status not in (MATCH, SKIPPED) for r in rows)
+    try:
+        # protocol errors the live server made that the recorded one did not (a doubled answer…): a regression too
+        fresh = new_errors(recorded_errors, errors_of(path))
+    except McptapError as exc:
+        _say(f"cannot read the new capture back for its findings: {exc}")
+        ctx.exit(2)
+    changed = any(r.status not in (MATCH, SKIPPED) for r in rows) or bool(fresh)
     if fmt == "json":
-        sys.stdout.buffer.write(dumps(report_json(result, rows, items, path), indent=True, newline=True))
+        sys.stdout.buffer.write(dumps(report_json(result, rows, items, path, fresh), indent=True, newline=True))
     else:
         style = styler(color)
         target = url or " ".join(scrub_argv(list(cmd)))
@@ -250,6 +261,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             for it in items:
                 mark = "!" if it.breaking else "~"
                 click.echo(f"  {mark} {shown(it.detail)}" + ("  [breaking]" if it.breaking else ""))
+        if fresh:
+            click.echo("findings new in the live session:")
+            for code, n in fresh:
+                text = f"  ! {shown(code)}: {n} (error; mcptap check {esc(path)})"
+                click.echo(style(text, "error") if style is not None else text, color=True)
         counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")

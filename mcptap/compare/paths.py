@@ -2,8 +2,10 @@
 
 ``json_diff(a, b, path="", limit=MAX_PATHS) -> list[PathChange]``: paths such as
 ``result.content[0].text`` or ``result.tools[name=echo]`` (lists of objects with
-a unique ``name`` / ``uri`` / ``uriTemplate`` are compared by that key, other
-lists by index). Used by ``compare.verdict`` for CHANGED verdicts.
+a unique ``name`` / ``uri`` / ``uriTemplate`` are compared by that key, and
+a change of their order is one ``reordered`` change; other lists by index).
+``same(a, b)``: the JSON equality both use. Used by ``compare.verdict`` for
+CHANGED verdicts: a CHANGED exchange always has at least one path.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class PathChange:
     (``added`` / ``removed`` / ``changed``) and the two values (None when absent)."""
 
     path: str
-    kind: str
+    kind: str               # added / removed / changed / reordered (a, b: the lists' keys in order)
     a: Any = None
     b: Any = None
 
@@ -61,6 +63,8 @@ def describe_change(c: PathChange) -> str:
         return f"+{c.path}: {short(c.b)}"
     if c.kind == "removed":
         return f"-{c.path}: {short(c.a)}"
+    if c.kind == "reordered":
+        return f"{c.path}: order changed: {short(c.a)} -> {short(c.b)}"
     return f"{c.path}: {short(c.a)} -> {short(c.b)}"
 
 
@@ -85,6 +89,21 @@ def _list_key(a: list[Any], b: list[Any]) -> str | None:
     return None
 
 
+def same(a: Any, b: Any) -> bool:
+    """JSON equality: numbers by value (``3`` and ``3.0`` are one JSON number),
+    but ``true``/``false`` never equal ``1``/``0`` (Python's ``==`` says they
+    do), objects by keys regardless of order, arrays element by element."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
 def json_diff(a: Any, b: Any, path: str = "", limit: int = MAX_PATHS) -> list[PathChange]:
     """Differences between two JSON values as path changes (at most ``limit``).
     Lists of objects with a unique ``name``/``uri``/``uriTemplate`` are
@@ -95,7 +114,7 @@ def json_diff(a: Any, b: Any, path: str = "", limit: int = MAX_PATHS) -> list[Pa
 
 
 def _diff(a: Any, b: Any, path: str, out: list[PathChange], limit: int) -> None:
-    if len(out) >= limit or a == b and type(a) is type(b):
+    if len(out) >= limit or same(a, b):
         return
     if isinstance(a, dict) and isinstance(b, dict):
         for k in a:
@@ -125,6 +144,11 @@ def _diff(a: Any, b: Any, path: str, out: list[PathChange], limit: int) -> None:
             for k, v in db.items():
                 if k not in da and len(out) < limit:
                     out.append(PathChange(f"{path}[{key}={k}]", "added", None, v))
+            # the members kept are compared by key, so their order is one change of its own
+            order_a = [k for k in da if k in db]
+            order_b = [k for k in db if k in da]
+            if order_a != order_b and len(out) < limit:
+                out.append(PathChange(path or "$", "reordered", order_a, order_b))
             return
         for i in range(max(len(a), len(b))):
             if len(out) >= limit:

@@ -8,7 +8,9 @@ Verdicts (one per exchange):
 * ``MATCH`` — same outcome once volatile fields are masked;
 * ``CHANGED`` — both results (or both errors with the same code) differ; the
   JSON paths that differ are listed (``result.content[0].text``,
-  ``result.tools[name=echo]``);
+  ``result.tools[name=echo]``, ``result.tools: order changed``); equality is
+  :func:`~mcptap.compare.paths.same` (3 and 3.0 equal, true and 1 not), the
+  one ``json_diff`` uses, so a CHANGED exchange always has a path;
 * ``ERROR-CHANGED`` — result became error, error became result, or the error
   code changed;
 * ``MISSING`` — the original exchange has no counterpart (no answer, not sent);
@@ -26,7 +28,7 @@ from typing import Any
 
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import PathChange, describe, json_diff
+from mcptap.compare.paths import PathChange, describe, json_diff, same
 
 MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED = "MATCH", "CHANGED", "ERROR-CHANGED", "MISSING", "NEW", "SKIPPED"
 VERDICTS = (MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED)
@@ -89,7 +91,7 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
         return Verdict(ERROR_CHANGED, [PathChange(where, "changed", {ka: va}, {kb: vb})], ca, cb)
     ma = masker.mask(va, method, ka)
     mb = masker.mask(vb, method, kb)
-    if ma == mb:
+    if same(ma, mb):
         return Verdict(MATCH, code_a=ca, code_b=cb)
     return Verdict(CHANGED, json_diff(ma, mb, ka), ca, cb)
 

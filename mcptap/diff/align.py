@@ -5,12 +5,16 @@ are matched directly; the middle is aligned with ``difflib`` when both sides
 have at most ``DIFFLIB_LIMIT`` keys, otherwise by a greedy re-synchronisation
 with a ``WINDOW``-key look-ahead (bounded work per mismatch), so inserted or
 removed exchanges and stray non-JSON lines do not shift everything after them.
+
+``pair_in_flight(pairs, …) -> Iterator[(i | None, j | None)]`` then pairs
+equal exchanges that were in flight together with others (their send order
+is the client's scheduling) when the alignment left them apart.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 DIFFLIB_LIMIT = 2000        # middle section size up to which difflib aligns
@@ -116,3 +120,71 @@ def _align_window(a: Sequence[int], b: Sequence[int], i: int, n: int, j: int, m:
         yield k, None
     for k in range(j, m):
         yield None, k
+
+
+#: most alignment pairs held while looking for in-flight exchanges to re-pair
+REPAIR_LIMIT = 10_000
+
+Pair = tuple[int | None, int | None]
+
+
+def pair_in_flight(pairs: Iterable[Pair], key_a: Sequence[int], key_b: Sequence[int], loose_a: Callable[[int], bool],
+                   loose_b: Callable[[int], bool], coarse_a: Callable[[int], Any], coarse_b: Callable[[int], Any]) -> Iterator[Pair]:
+    """``align``'s pairs (exchange indices) again, with exchanges of equal keys
+    paired when either is *loose* (was in flight together with others: its
+    place in the send order is the client's scheduling) and no *firm* match
+    (two equal exchanges each in flight alone) lies between them. Catches
+    what sorting each in-flight group cannot: the same requests sent together
+    on one side and one by one, in another order, on the other. Exchanges this
+    frees are paired again by coarse key (``coarse_a(i)``: method and name) in
+    order, as ``align`` does. Holds at most ``REPAIR_LIMIT`` pairs."""
+    buf: list[Pair] = []
+    for p in pairs:
+        i, j = p
+        firm = i is not None and j is not None and key_a[i] == key_b[j] and not loose_a(i) and not loose_b(j)
+        if firm or len(buf) >= REPAIR_LIMIT:
+            yield from _repaired(buf, key_a, key_b, loose_a, loose_b, coarse_a, coarse_b)
+            buf.clear()
+        buf.append(p)
+    yield from _repaired(buf, key_a, key_b, loose_a, loose_b, coarse_a, coarse_b)
+
+
+def _repaired(buf: list[Pair], key_a: Sequence[int], key_b: Sequence[int], loose_a: Callable[[int], bool],
+              loose_b: Callable[[int], bool], coarse_a: Callable[[int], Any], coarse_b: Callable[[int], Any]) -> Iterator[Pair]:
+    def exact(p: Pair) -> bool:
+        return p[0] is not None and p[1] is not None and key_a[p[0]] == key_b[p[1]]
+
+    # free: exchanges not matched to an equal one (unmatched, or paired by coarse key), with buffer positions
+    free_a = [(pos, p[0]) for pos, p in enumerate(buf) if p[0] is not None and not exact(p)]
+    free_b = [(pos, p[1]) for pos, p in enumerate(buf) if p[1] is not None and not exact(p)]
+    if not any(loose_a(i) for _, i in free_a) and not any(loose_b(j) for _, j in free_b):
+        yield from buf
+        return
+    out: list[tuple[int, Pair]] = [(pos, p) for pos, p in enumerate(buf) if exact(p)]
+    by_key: dict[int, list[tuple[int, int]]] = {}
+    for pos, i in free_a:
+        by_key.setdefault(key_a[i], []).append((pos, i))
+    taken: set[int] = set()
+    left_b: list[tuple[int, int]] = []
+    for pos, j in free_b:
+        cands = by_key.get(key_b[j], [])
+        for k, (at, i) in enumerate(cands):
+            if loose_a(i) or loose_b(j):
+                out.append((min(at, pos), (i, j)))
+                taken.add(i)
+                del cands[k]
+                break
+        else:
+            left_b.append((pos, j))
+    left_a = [(pos, i) for pos, i in free_a if i not in taken]
+    # what is left pairs as align() pairs it: the same call with changed arguments, in order
+    sm = difflib.SequenceMatcher(None, [coarse_a(i) for _, i in left_a], [coarse_b(j) for _, j in left_b], autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            out.extend((min(left_a[i1 + k][0], left_b[j1 + k][0]), (left_a[i1 + k][1], left_b[j1 + k][1])) for k in range(i2 - i1))
+        else:
+            out.extend((pos, (i, None)) for pos, i in left_a[i1:i2])
+            out.extend((pos, (None, j)) for pos, j in left_b[j1:j2])
+    out.sort(key=lambda e: e[0])
+    for _, p in out:
+        yield p

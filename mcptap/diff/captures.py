@@ -9,7 +9,8 @@
    (``diff_surface.Surface``), finding counts, notification methods and
    latencies per method. Whole messages are not kept.
 2. The two exchange-key sequences are aligned (:mod:`mcptap.diff.align`:
-   common prefix and suffix, then ``difflib`` on a small middle or a windowed
+   requests that were in flight together first put in a canonical order (by
+   label and key) so their send order does not matter, then common prefix and suffix, then ``difflib`` on a small middle or a windowed
    re-synchronisation on a large one), so inserted/removed exchanges and stray
    non-JSON lines do not shift everything after them.
 3. Aligned exchanges whose outcome hashes differ, and unaligned ones, are
@@ -29,12 +30,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mcptap.compare.mask import Masker
-from mcptap.compare.paths import describe, json_diff
+from mcptap.compare.paths import PathChange, describe, json_diff, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
-from mcptap.diff.side import ERROR, Side, fetch, request_and_response, summarize
+from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
 from mcptap.diff.surface import Item, compare_surface
 
 DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missing or new
@@ -54,12 +55,15 @@ def _pct(values: array[int], p: float) -> int:
     return s[k]
 
 
-def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_threshold: float | None = None) -> DiffReport:
-    """Diff two captures (paths). Raises CaptureReadError (unreadable capture)
-    and ValueError (bad ignore path)."""
+def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_threshold: float | None = None,
+                  sources: tuple[str | None, str | None] = (None, None)) -> DiffReport:
+    """Diff two captures (paths; ``-`` is standard input). ``sources``: the
+    files to read A and B from when not their paths: stdin must be spooled to
+    a file by the caller, since differing exchanges are read a second time.
+    Raises CaptureReadError (unreadable capture) and ValueError (bad ignore path)."""
     masker = Masker(ignore)
-    a = summarize(a_path, masker)
-    b = summarize(b_path, masker)
+    a = summarize(a_path, masker, sources[0])
+    b = summarize(b_path, masker, sources[1])
     report = DiffReport(a_path, b_path)
     report.stats = {name: {"messages": s.messages, "exchanges": len(s), "stray_lines": s.stray, "complete": s.complete,
                            "truncated": s.truncated, "revision": s.surface.revision}
@@ -76,10 +80,16 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
+    dismissed = 0                           # nominated by the hashes, equal in the full compare
+    ga, gb = in_flight(a), in_flight(b)
+    pa, pb = canonical_order(a, ga), canonical_order(b, gb)
     # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
-    coarse_a = [a.labels[x] for x in a.label]
-    coarse_b = [b.labels[x] for x in b.label]
-    for i, j in align(a.key, b.key, coarse_a, coarse_b):
+    coarse_a = [a.labels[a.label[x]] for x in pa]
+    coarse_b = [b.labels[b.label[x]] for x in pb]
+    aligned = ((pa[i] if i is not None else None, pb[j] if j is not None else None)
+               for i, j in align([a.key[x] for x in pa], [b.key[x] for x in pb], coarse_a, coarse_b))
+    for i, j in diff_align.pair_in_flight(aligned, a.key, b.key, lambda k: a.group[k] in ga, lambda k: b.group[k] in gb,
+                                          lambda k: a.labels[a.label[k]], lambda k: b.labels[b.label[k]]):
         if i is None:
             counts[NEW] += 1
         elif j is None:
@@ -89,10 +99,8 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         elif a.status[i] == b.status[j] and a.out[i] == b.out[j]:
             counts[MATCH] += 1
             continue
-        elif a.status[i] != b.status[j] or a.status[i] == ERROR and a.code[i] != b.code[j]:
-            counts[ERROR_CHANGED] += 1
         else:
-            counts[CHANGED] += 1
+            counts[_hashed_status(a, b, i, j)] += 1
         if len(detail) < DETAIL_LIMIT:
             detail.append((i, j))
     report.counts = counts
@@ -100,7 +108,7 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         return
     want_a = {s for i, _ in detail if i is not None for s in (a.req_seq[i], a.resp_seq[i]) if s >= 0}
     want_b = {s for _, j in detail if j is not None for s in (b.req_seq[j], b.resp_seq[j]) if s >= 0}
-    ma, mb = fetch(a.path, want_a), fetch(b.path, want_b)
+    ma, mb = fetch(a, want_a), fetch(b, want_b)
     for i, j in detail:
         side, k = (a, i) if i is not None else (b, j)
         assert k is not None                # align() never pairs None with None
@@ -109,31 +117,86 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         rb = request_and_response(b, j, mb) if j is not None else (None, None)
         where = {"a_seq": a.req_seq[i] if i is not None else None, "b_seq": b.req_seq[j] if j is not None else None}
         if i is None:
-            report.items.append(Item("exchanges", "new", lab, f"{lab}: only in B (#{where['b_seq']})", False,
+            report.items.append(Item("exchanges", "new", lab, f"{lab}{_brief(method, rb[0])}: only in B (#{where['b_seq']})", False,
                                      {**where, "params": _params(rb[0])}))
             continue
         if j is None:
-            report.items.append(Item("exchanges", "removed", lab, f"{lab}: only in A (#{where['a_seq']})", False,
+            report.items.append(Item("exchanges", "removed", lab, f"{lab}{_brief(method, ra[0])}: only in A (#{where['a_seq']})", False,
                                      {**where, "params": _params(ra[0])}))
             continue
         v = compare_responses(ra[1], rb[1], method, masker)
+        req: list[PathChange] = []
         if a.key[i] != b.key[j]:
             req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
+        # the summaries' hashes only nominated this exchange: the full compare decides, and the counts follow it
+        # (3 vs 3.0, the same JSON number, hash apart but are equal)
+        counted = CHANGED if req or a.key[i] != b.key[j] else _hashed_status(a, b, i, j)
+        verdict = CHANGED if req else v.status
+        counts[counted] -= 1
+        counts[verdict] += 1
+        if verdict == MATCH:
+            dismissed += 1
+            continue
+        if req:
             text = f"{lab}: request " + describe(req, 6)
             if v.status != MATCH:
                 text += "; response " + (describe_verdict(v) or v.status.lower())
             report.items.append(Item("exchanges", "changed", lab, text, False,
                                      {**where, "request_paths": [p.to_json() for p in req], **v.to_json()}))
             continue
-        if v.status == MATCH:
-            continue                        # hash collision or masking subtlety: the full compare wins
         text = f"{lab}: {describe_verdict(v)}"
         report.items.append(Item("exchanges", "changed", lab, text, False, {**where, **v.to_json()}))
-    shown = len(detail)
+    shown = len(detail) - dismissed
     total = counts[CHANGED] + counts[ERROR_CHANGED] + counts[MISSING] + counts[NEW]
     if total > shown:
         report.items.append(Item("exchanges", "changed", "…", f"{total - shown} more differing exchanges not shown", False,
                                  {"not_shown": total - shown}))
+
+
+def _hashed_status(a: Side, b: Side, i: int, j: int) -> str:
+    """The verdict the summaries gave exchange pair (i, j) of equal requests
+    and different outcome hashes (as counted in ``_exchanges``)."""
+    if a.status[i] != b.status[j] or a.status[i] == ERROR and a.code[i] != b.code[j]:
+        return ERROR_CHANGED
+    return CHANGED
+
+
+def in_flight(side: Side) -> dict[int, list[int]]:
+    """``side``'s in-flight groups of more than one exchange (``Side.group``:
+    requests sent before any of them was answered): group -> exchange indices.
+    Memory in proportion to the concurrent exchanges, not to all."""
+    group = side.group
+    # a group is named by its first member: it has others when a later exchange names it
+    members: dict[int, list[int]] = {g: [] for idx, g in enumerate(group) if g != idx}
+    for idx, g in enumerate(group):
+        if g in members:
+            members[g].append(idx)
+    return members
+
+
+def canonical_order(side: Side, groups: dict[int, list[int]]) -> array[int]:
+    """``side``'s exchange indices in request order, except that the members
+    of each of ``groups`` (``in_flight``) take their group's positions sorted
+    by label and key: two clients that send the same concurrent requests in
+    another order align."""
+    order = array("q", range(len(side)))
+    for idxs in groups.values():
+        for pos, idx in zip(idxs, sorted(idxs, key=lambda k: (side.labels[side.label[k]], side.key[k])), strict=True):
+            order[pos] = idx
+    return order
+
+
+def _brief(method: str, req: Any) -> str:
+    """The arguments of a request, briefly (`` {"a":1}``; ``""`` when none),
+    so that exchanges with the same label tell apart: the label already names
+    the tool, prompt or resource; ``_meta`` is left out."""
+    params = _params(req)
+    if not isinstance(params, dict):
+        return "" if params is None else " " + short(params, 60)
+    rest = {k: v for k, v in params.items() if k != NAMED.get(method) and k != "_meta"}
+    if set(rest) == {"arguments"}:
+        rest = rest["arguments"]
+    return " " + short(rest, 60) if rest else ""
 
 
 def _params(req: Any) -> Any:

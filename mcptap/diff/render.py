@@ -3,7 +3,8 @@
 ``render_text(report, style=None) -> str``: one block per section (protocol,
 capabilities, serverInfo, tools, ..., latency), ``+`` / ``-`` / ``~`` marks,
 ``!`` for breaking changes, colours through ``style`` (cli/output.py), then a one-line
-summary of exchange verdicts.
+summary of exchange verdicts, and a note for a capture that is cut short or
+has no end record.
 """
 
 from __future__ import annotations
@@ -52,4 +53,11 @@ def render_text(report: DiffReport, style: Callable[[str, str], str] | None = No
     else:
         summary += "; no differences"
     lines.append(summary)
+    # a cut capture lacks its tail: its "only in the other" exchanges may be that, not a change
+    for name in ("a", "b"):
+        st = report.stats.get(name) or {}
+        if st.get("truncated"):
+            lines.append(f"note: {name.upper()} is cut short (its last line is truncated): it ends early")
+        elif st.get("complete") is False:
+            lines.append(f"note: {name.upper()} has no end record (recording did not finish or is still running)")
     return "\n".join(lines) + "\n"

@@ -4,12 +4,16 @@
 (``CaptureStream``) into compact arrays, one entry per exchange in request
 order: key hash (direction, method, tool/prompt/resource name and masked
 params), outcome hash (masked result or error), status (``NO_ANSWER`` /
-``RESULT`` / ``ERROR``), error code and record seqs; plus the server surface
+``RESULT`` / ``ERROR``), error code, record seqs and in-flight group (requests
+of one direction sent before any of them was answered share a group: their
+send order is the client's scheduling, not a difference); plus the server surface
 (``diff_surface.Surface``), finding counts, notification methods and latencies
 per label. Whole messages are not kept.
 
-``fetch(path, wanted) -> {seq: JSON}`` is the second, selective pass that
-re-reads only the records ``diff`` wants to show; ``request_and_response(side,
+``fetch(side, wanted) -> {seq: JSON}`` is the second, selective pass that
+re-reads only the records ``diff`` wants to show (from ``side.source``: the
+capture again, or the spool standard input was copied to, since stdin can be
+read only once); ``request_and_response(side,
 idx, msgs)`` picks one exchange's request and response out of its result
 (batch members included). Both raise CaptureReadError.
 """
@@ -47,9 +51,12 @@ def _json(rec: dict[str, Any]) -> Any:
 @dataclass
 class Side:
     """Summary of one capture (see module docstring). Arrays are indexed by
-    exchange number, in request order."""
+    exchange number, in request order. ``path``: the capture as named (``-``
+    for stdin); ``source``: the file to read it from again (``path`` unless
+    stdin was spooled)."""
 
     path: str
+    source: str = ""
     header: dict[str, Any] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     label_methods: list[str] = field(default_factory=list)
@@ -61,6 +68,7 @@ class Side:
     code: array[int] = field(default_factory=lambda: array("q"))
     req_seq: array[int] = field(default_factory=lambda: array("q"))
     resp_seq: array[int] = field(default_factory=lambda: array("q"))
+    group: array[int] = field(default_factory=lambda: array("q"))
     batch_member: dict[int, int] = field(default_factory=dict)
     latency: dict[int, array[int]] = field(default_factory=dict)
     surface: Surface = field(default_factory=Surface)
@@ -75,10 +83,12 @@ class Side:
         return len(self.key)
 
 
-def summarize(path: str, masker: Masker) -> Side:
-    """Stream one capture into a Side. Raises CaptureReadError."""
-    stream = CaptureStream(path)
-    side = Side(path, stream.header)
+def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
+    """Stream one capture into a Side. ``source``: the file to read for
+    ``path`` (a spool of stdin), default ``path``. Raises CaptureReadError."""
+    source = source or path
+    stream = CaptureStream(source, path)
+    side = Side(path, source, stream.header)
     pending: dict[Any, int] = {}
     surface_params: dict[int, Any] = {}
     fp = masker.fingerprint
@@ -86,6 +96,9 @@ def summarize(path: str, masker: Masker) -> Side:
     a_label, a_key, a_out, a_status, a_code, a_req, a_resp = (side.label, side.key, side.out, side.status, side.code,
                                                               side.req_seq, side.resp_seq)
     findings, notes = side.findings, side.notifications
+    # the open in-flight group of each direction: requests join it until one of its members is answered
+    open_group: dict[str, int] = {}
+    a_group = side.group
 
     def add_request(seq: int, d: str, value: Any, member: int | None) -> None:
         method = value.get("method")
@@ -104,6 +117,10 @@ def summarize(path: str, masker: Masker) -> Side:
         a_code.append(0)
         a_req.append(seq)
         a_resp.append(-1)
+        g = open_group.get(d)
+        if g is None:
+            g = open_group[d] = idx          # a group is named by its first exchange
+        a_group.append(g)
         if member is None:
             pending[seq] = idx
         else:
@@ -121,6 +138,10 @@ def summarize(path: str, masker: Masker) -> Side:
         lid = a_label[idx]
         method = side.label_methods[lid]
         a_resp[idx] = seq
+        g = a_group[idx]
+        for d, open_g in list(open_group.items()):
+            if open_g == g:
+                del open_group[d]           # answered: later requests were sent knowing it
         if "error" in value:
             err = value["error"]
             a_status[idx] = ERROR
@@ -200,12 +221,13 @@ def _hid(v: Any) -> Any:
     return v if isinstance(v, (int, str)) else repr(v)
 
 
-def fetch(path: str, wanted: set[int]) -> dict[int, Any]:
-    """Second pass: the parsed JSON of the message records whose seq is wanted."""
+def fetch(side: Side, wanted: set[int]) -> dict[int, Any]:
+    """Second pass over ``side``'s capture: the parsed JSON of the message
+    records whose seq is wanted."""
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in annotated(CaptureStream(path)):
+    for rec in annotated(CaptureStream(side.source or side.path, side.path)):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)

@@ -199,11 +199,16 @@ class Replayer:
             return
         live, member = entry
         now = trio.current_time()
+        if live.done.is_set() or now > live.sent_at + self.timeout:
+            # The verdict's deadline has passed (or the step is settled): a late
+            # answer never becomes the verdict; often it is the server's reply to
+            # replay closing the session ('Connection closed'), not its answer.
+            self._late(live, now)
+            return
         if member is None:
-            if live.response is None:
-                live.response = v
-                live.latency_us = int((now - live.sent_at) * 1e6)
-                live.done.set()
+            live.response = v
+            live.latency_us = int((now - live.sent_at) * 1e6)
+            live.done.set()
             return
         # batch member: keep the answer under its original id; done when all are in
         assert live.parts is not None and live.batch is not None
@@ -212,6 +217,17 @@ class Replayer:
             live.response = [live.parts[_hkey(o)] for o in live.batch]
             live.latency_us = int((now - live.sent_at) * 1e6)
             live.done.set()
+
+    def _late(self, live: Live, now: float) -> None:
+        """An answer after ``live``'s deadline: settle the step as unanswered
+        (if not yet) and say when the answer came; its response stays unset."""
+        if live.response is not None:
+            return                          # a duplicate answer: the protocol checker flags it
+        if not live.done.is_set():
+            live.note = f"no answer within {self.timeout:g} s"
+            live.done.set()
+        if live.note is not None and "answered late" not in live.note:
+            live.note += f" (answered late, after {(now - live.sent_at) * 1000:.0f} ms)"
 
     async def _server_request(self, v: dict[str, Any], session: Any) -> None:
         method = str(v.get("method"))

@@ -259,3 +259,33 @@ async def test_batch_and_cancel_are_replayed_with_mapped_ids(tmp_path: Path) -> 
     call = next(m for m in link.received if isinstance(m, dict) and m.get("method") == "tools/call")
     assert cancel["method"] == "notifications/cancelled" and cancel["params"]["requestId"] == call["id"] == 5
     assert rows[-1].note == "unanswered in both sessions"
+
+
+class SlowCloseLink(FakeLink):
+    """A FakeLink whose session end takes ``linger`` seconds (like stdio's
+    grace period), so answers still in flight arrive while it closes."""
+
+    def __init__(self, handle: Any, linger: float, **kw: Any) -> None:
+        super().__init__(handle, **kw)
+        self.linger = linger
+
+    async def aclose(self) -> None:
+        await trio.sleep(self.linger)
+        self.closed()
+
+
+async def test_an_answer_after_the_timeout_never_becomes_the_verdict(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    handshake(t)
+    for i in (2, 3):                                   # sequential: the second waits for the first
+        t.send(C2S, req(i, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
+        t.send(S2C, res(i, {"content": [{"type": "text", "text": "ok"}]}))
+    t.close()
+    link = SlowCloseLink(echo_server, linger=0.6, delay={"tools/call": 0.3})
+    plan, result, rows = await _replay(path, link, timeout=0.2)
+    calls = [r for r in rows if r.label == "tools/call add"]
+    assert [r.status for r in calls] == ["MISSING", "MISSING"], calls
+    for r in calls:
+        assert r.note is not None and r.note.startswith("no answer within 0.2 s (answered late, after "), r.note
+    assert all(result.live[r.step].response is None for r in calls if r.step is not None)
