@@ -38,12 +38,21 @@ def open_input(path: str) -> IO[bytes]:
     return cast(IO[bytes], fp)
 
 
+#: a header line is a few hundred bytes (its argv may be long); beyond this the file is no capture
+HEADER_LIMIT = 16 << 20
+
+
 def read_line(fp: IO[bytes], path: str) -> bytes:
-    """One line (the header). Raises CaptureReadError for damaged gzip."""
+    """One line (the header), at most ``HEADER_LIMIT`` bytes: a file without
+    a line break (``/dev/zero``, a core dump) is refused, not read into
+    memory whole. Raises CaptureReadError (also for damaged gzip)."""
     try:
-        return fp.readline()
+        line = fp.readline(HEADER_LIMIT + 1)
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
         raise CaptureReadError(f"cannot read capture {path}: {exc}") from None
+    if len(line) > HEADER_LIMIT:
+        raise CaptureReadError(f"{path}:1: not an mcptap capture (no line break in its first {HEADER_LIMIT >> 20} MiB)")
+    return line
 
 
 #: bytes of capture lines read in this process, for progress displays
