@@ -155,6 +155,17 @@ def test_syntax_errors_have_a_column(expr: str, column: int, words: str) -> None
     assert lines[-1].index("^") - 2 == column - 1
 
 
+@pytest.mark.parametrize(("expr", "under"), [("~m \x1b[31m(", "["), ("~tool \u202e\t~m [", "["), ("~x\x1b", "~")])
+def test_the_caret_points_under_the_character_as_shown(expr: str, under: str) -> None:
+    """Control characters are shown escaped (ESC as \\x1b, four characters): the
+    caret counted raw characters and pointed into the escape (found by a breaker helper)."""
+    with pytest.raises(FilterSyntaxError) as info:
+        compile_filter(expr)
+    _, shown, caret = str(info.value).splitlines()
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert shown[caret.index("^")] == under
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="~!&|() \"'\\mjtfsevlaqrpciod=<>*.[]0123456789abc", max_size=24))
 def test_arbitrary_input_compiles_or_raises_filter_syntax_error(expr: str) -> None:

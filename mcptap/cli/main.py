@@ -122,7 +122,7 @@ def usage_line(exc: click.UsageError) -> str:
     CI step shows one line per failure, and it names where to look."""
     path = exc.ctx.command_path if exc.ctx is not None else "mcptap"
     command = path.split(" ", 1)[1] + ": " if " " in path else ""
-    message = " ".join(escape_controls(exc.format_message()).split())
+    message = escape_controls(" ".join(exc.format_message().split()))    # click's "Choose from:\n\t…" as one line
     return f"mcptap: {command}{message} (see '{path} --help')"
 
 

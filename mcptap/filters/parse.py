@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcptap.errors import FilterSyntaxError
+from mcptap.escape import escape_controls
 
 #: ``pred(record, request) -> bool``: a capture record dict and the optional
 #: dict describing the request it belongs to (``{"seq", "method", "tool"}``).
@@ -35,8 +36,10 @@ _SPECIAL = "()&|!"
 
 
 def _error(expr: str, column: int, text: str) -> FilterSyntaxError:
-    caret = " " * (column - 1) + "^"
-    exc = FilterSyntaxError(f"bad filter at column {column}: {text}\n  {expr}\n  {caret}")
+    # the expression is shown with its control characters escaped (ESC as \x1b): the caret
+    # goes under the offending character of what is shown, not of the raw text
+    caret = " " * len(escape_controls(expr[:column - 1])) + "^"
+    exc = FilterSyntaxError(f"bad filter at column {column}: {text}\n  {escape_controls(expr)}\n  {caret}")
     exc.column = column
     exc.expr = expr
     return exc

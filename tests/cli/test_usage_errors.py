@@ -24,6 +24,9 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (("wrap", "--host", "no-such-host"), ["wrap", "no-such-host"]),
     (("check",), ["check", "CAPTURES"]),
     (("no-such-command",), ["no-such-command"]),
+    # click's "Choose from:\n\thar,…" once came out as literal \n\t escapes
+    (("export", str(Path(__file__).parents[2] / "captures" / "clean-2025-06-18.jsonl")),
+     ["export", "Missing option '-f' / '--format'. Choose from: har, otlp-json, messages"]),
 ])
 def test_usage_error_is_one_line(tmp_path: Path, args: tuple[str, ...], words: list[str]) -> None:
     proc = cli(*args, cwd=tmp_path)
