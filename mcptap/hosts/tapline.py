@@ -55,22 +55,32 @@ class TapLine:
     command: str
     args: tuple[str, ...]
 
-    def pairs(self) -> list[tuple[str, str | None]]:
-        """The options as (option, value or None), in order."""
-        out: list[tuple[str, str | None]] = []
+    def _split(self) -> list[tuple[str, str | None, list[str]]]:
+        """The options as (option, value or None, the words as written), in
+        order; ``--opt=value`` (click reads it as ``--opt value``) is the option too."""
+        out: list[tuple[str, str | None, list[str]]] = []
         i = 0
         while i < len(self.options):
-            opt = self.options[i]
-            if opt in _VALUED and i + 1 < len(self.options):
-                out.append((opt, self.options[i + 1]))
+            word = self.options[i]
+            opt, eq, value = word.partition("=")
+            if eq and word.startswith("--") and opt in _VALUED:
+                out.append((opt, value, [word]))
+                i += 1
+            elif word in _VALUED and i + 1 < len(self.options):
+                out.append((word, self.options[i + 1], [word, self.options[i + 1]]))
                 i += 2
             else:
-                out.append((opt, None))
+                out.append((word, None, [word]))
                 i += 1
         return out
 
+    def pairs(self) -> list[tuple[str, str | None]]:
+        """The options as (option, value or None), in order."""
+        return [(opt, value) for opt, value, _ in self._split()]
+
     def managed(self) -> dict[str, str | None]:
-        """The value of each option wrap manages (None: absent)."""
+        """The value of each option wrap manages (None: absent; the last one
+        given wins, as in click)."""
         got: dict[str, str | None] = dict.fromkeys(MANAGED)
         for opt, value in self.pairs():
             if opt in MANAGED:
@@ -80,9 +90,9 @@ class TapLine:
     def extras(self) -> list[str]:
         """The options wrap does not manage, as written."""
         out: list[str] = []
-        for opt, value in self.pairs():
+        for opt, _, words in self._split():
             if opt not in MANAGED:
-                out += [opt] if value is None else [opt, value]
+                out += words
         return out
 
     def as_wrap_writes(self, name: str) -> bool:
