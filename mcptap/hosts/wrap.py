@@ -220,8 +220,13 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         if rec is None:
             # no record: the user's own tap line (README "Wrap a stdio server by hand") or one whose
             # record is lost; rewriting it would drop the user's options and make unwrap remove it
-            out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
-                                                "(wrapped by hand?)"))
+            if line.as_wrap_writes(name):
+                out.notes.append(Note(name, "left", "it is wrapped as mcptap wrap writes it, but its wrap record is "
+                                                    "missing (sidecar lost?); `mcptap unwrap` removes that tap, "
+                                                    "then wrap again"))
+            else:
+                out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
+                                                    "(wrapped by hand?)"))
             return
         if matches(line, spec, name):
             out.notes.append(Note(name, "unchanged", "already wrapped"))
