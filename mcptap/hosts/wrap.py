@@ -40,20 +40,17 @@ shape ``wrap`` writes (then its record was lost).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.memo import check_memo, empty_memo, launchers, record, splice_at, usable
 from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
-__all__ = ["Note", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
-
-MEMO_FORMAT = "mcptap-wrap"
-MEMO_VERSION = 1
-
+__all__ = ["Note", "check_memo", "empty_memo", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
 
 @dataclass(frozen=True)
 class Note:
@@ -86,19 +83,6 @@ class Outcome:
     @property
     def changed(self) -> bool:
         return any(n.action in ("wrapped", "rewrapped", "restored", "restored-args") for n in self.notes)
-
-
-def empty_memo() -> dict[str, Any]:
-    return {"format": MEMO_FORMAT, "version": MEMO_VERSION, "servers": {}}
-
-
-def check_memo(memo: Any) -> dict[str, Any]:
-    """A memo as read from a sidecar, validated; raises ConfigError."""
-    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or not isinstance(memo.get("servers"), dict):
-        raise ConfigError("the sidecar file is not an mcptap wrap record")
-    if memo.get("version") != MEMO_VERSION:
-        raise ConfigError(f"the sidecar file has version {memo.get('version')!r}; this mcptap reads version {MEMO_VERSION}")
-    return memo
 
 
 # -- the memo's text change ------------------------------------------------------------
@@ -185,7 +169,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         return
     if entry.kind == "url":
         rec = records.get(key)
-        if not _usable(rec) or rec.get("kind") != "url":
+        if not usable(rec) or rec.get("kind") != "url":
             rec = None                  # a record edited by hand is treated as absent, as unwrap does
         wrapped = rec is not None and is_tap_of(entry.url, rec["original"]["url"])
         if not spec.http:
@@ -213,8 +197,8 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     assert entry.command is not None
     args = list(entry.args or ())
     action = "wrapped"
-    rec = _record(records, key, "stdio")
-    line = parse_tap_line(entry.command, args, _launchers(spec.launcher, rec))
+    rec = record(records, key, "stdio")
+    line = parse_tap_line(entry.command, args, launchers(spec.launcher, rec))
     extras: list[str] = []
     if line is not None:
         if rec is None:
@@ -250,58 +234,17 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
 
 
-def _record(records: dict[str, Any], key: str, kind: str) -> dict[str, Any] | None:
-    """The usable wrap record of ``kind`` under ``key``, else None."""
-    rec = records.get(key)
-    return rec if isinstance(rec, dict) and _usable(rec) and rec.get("kind") == kind else None
-
-
-def _launchers(current: Sequence[str] | None, rec: dict[str, Any] | None) -> list[Sequence[str]]:
-    """The launchers a tap line may start with: the one in use and the one
-    the record says wrap wrote (any path: ``--mcptap /opt/tap``)."""
-    out = [current] if current else []
-    launcher = rec.get("launcher") if rec is not None else None
-    if isinstance(launcher, list) and launcher and all(isinstance(a, str) for a in launcher):
-        out.append(launcher)
-    return out
-
-
 def _digests(dialect: Dialect, text: str) -> dict[str, str]:
     """SHA-256 (hex) of each server entry's text in ``text``, by name."""
     return {name: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for name, t in dialect.entry_texts(text).items()}
 
 
-def _usable(rec: Any) -> bool:
-    """A wrap record unwrap can use (a sidecar edited by hand may hold anything)."""
-    if not isinstance(rec, dict) or not isinstance(rec.get("before"), str) or not isinstance(rec.get("after"), str):
-        return False
-    original = rec.get("original")
-    if rec.get("kind") == "url":
-        return isinstance(original, dict) and isinstance(original.get("url"), str)
-    return rec.get("kind") == "stdio"
-
-
 def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: str) -> bool:
-    """Put ``before`` back where ``after`` is, when exactly one occurrence of
-    ``after`` changes only this server's own entry (another scope of the file
-    may hold the very same wrapped text); True if done."""
-    if not after:
+    """Put ``before`` back where ``after`` is (``memo.splice_at``); True if done."""
+    at = splice_at(dialect, out.text, name, before, after)
+    if at is None:
         return False
-    p = 0                            # after was widened with unchanged context: only the middle changes
-    while p < min(len(before), len(after)) and before[p] == after[p]:
-        p += 1
-    s = 0
-    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
-        s += 1
-    hits = []
-    at = out.text.find(after)
-    while at >= 0:
-        if dialect.confined(out.text, name, at + p, at + len(after) - s, before[p:len(before) - s]):
-            hits.append(at)
-        at = out.text.find(after, at + 1)
-    if len(hits) != 1:
-        return False
-    out.text = out.text[:hits[0]] + before + out.text[hits[0] + len(after):]
+    out.text = out.text[:at] + before + out.text[at + len(after):]
     return True
 
 
@@ -311,7 +254,7 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     if entry.kind == "bad":
         return Note(name, "refused", f"{entry.problem}; left as it is")
     rec = out.memo["servers"].get(key)
-    damaged = key in out.memo["servers"] and not _usable(rec)
+    damaged = key in out.memo["servers"] and not usable(rec)
     if damaged:
         rec = None
     if rec is not None and _splice_back(dialect, out, name, rec["before"], rec["after"]):
@@ -325,7 +268,7 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     if entry.kind == "stdio":
         assert entry.command is not None
         stdio_rec = rec if rec is not None and rec.get("kind") == "stdio" else None
-        line = parse_tap_line(entry.command, entry.args or (), _launchers(None, stdio_rec))
+        line = parse_tap_line(entry.command, entry.args or (), launchers(None, stdio_rec))
         if line is None:
             out.memo["servers"].pop(key, None)
             return Note(name, "not-wrapped")
