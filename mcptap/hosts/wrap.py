@@ -132,11 +132,16 @@ def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpe
     return out
 
 
-def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = ()) -> Outcome:
-    """Undo ``wrap`` for the named servers (default: all)."""
+def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = (),
+           backup: str | None = None) -> Outcome:
+    """Undo ``wrap`` for the named servers (default: all). ``backup``: the
+    text of the configuration before mcptap first changed it, if known: a
+    local tap URL without its record counts as wrapped only when the backup
+    holds another URL for that entry."""
     out = Outcome(text, _copy(memo))
+    urls = _urls(dialect, backup)
     for entry in _select(dialect.servers(text), names):
-        out.notes.append(_unwrap_one(dialect, out, entry))
+        out.notes.append(_unwrap_one(dialect, out, entry, urls.get(entry.name)))
     if out.verify:
         now = _digests(dialect, out.text)
         out.notes = [_verified(n, out.verify[n.name], now.get(n.name)) if n.name in out.verify else n for n in out.notes]
@@ -149,6 +154,15 @@ def _verified(note: Note, want: str, got: str | None) -> Note:
         return Note(note.name, "restored", "original entry restored exactly (SHA-256 verified)")
     return Note(note.name, "restored-args", "original command and args put back; the entry was edited after wrapping "
                                             "and differs from the original (the edits are kept)")
+
+
+def _urls(dialect: Dialect, text: str | None) -> dict[str, str]:
+    """The URL of each URL entry of ``text`` (none when it is None or does not parse)."""
+    try:
+        entries = dialect.servers(text) if text is not None else {}
+    except ConfigError:
+        return {}
+    return {name: e.url for name, e in entries.items() if e.kind == "url" and e.url is not None}
 
 
 def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
@@ -248,7 +262,8 @@ def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: 
     return True
 
 
-def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
+def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, was_url: str | None = None) -> Note:
+    """``was_url``: the entry's URL in the backup (before mcptap changed the file)."""
     name = entry.name
     key = dialect.memo_key(name)
     if entry.kind == "bad":
@@ -292,10 +307,14 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
         del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
     if entry.kind == "url" and tap_port_of(entry.url) is not None:
-        out.memo["servers"].pop(key, None)
-        why = "is damaged" if damaged else "is missing"
-        return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "
-                                    "set it back by hand (the backup file beside the configuration holds it)")
+        # a loopback URL on a tap port is any local server's, unless a damaged record or the backup
+        # (another URL there) shows mcptap pointed it at its tap
+        if damaged or (was_url is not None and was_url != entry.url):
+            out.memo["servers"].pop(key, None)
+            why = "is damaged" if damaged else "is missing"
+            return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "
+                                        "set it back by hand (the backup file beside the configuration holds it)")
+        return Note(name, "not-wrapped", "a local URL, and nothing shows mcptap wrap pointed it there (no wrap record)")
     if damaged:
         out.memo["servers"].pop(key, None)
     return Note(name, "not-wrapped")
