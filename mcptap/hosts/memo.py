@@ -1,5 +1,7 @@
 """The wrap memo (pure): the record ``wrap`` keeps for each wrapped server
-(the CLI keeps the memo in a sidecar file beside the configuration).
+(the CLI keeps the memo in a sidecar file beside the configuration), and the
+records that lost their server: one whose entry was renamed is found by its
+content (``claim``), one whose server is gone is stale (``stale``).
 
 A record is keyed by ``Dialect.memo_key(name)``: the server name, prefixed
 with the scope for a scoped section (Claude Code's local scope
@@ -9,14 +11,18 @@ share one memo.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from mcptap.hosts.dialects import Dialect
+from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.tapline import is_tap_of, parse_tap_line
 
 MEMO_FORMAT = "mcptap-wrap"
 MEMO_VERSION = 1
+#: the key of a scoped section's record (``projects[DIR]:NAME``): not an unscoped section's
+_SCOPED_KEY = re.compile(r"^\w+\[.*\]:", re.DOTALL)
 
 
 def empty_memo() -> dict[str, Any]:
@@ -78,3 +84,48 @@ def splice_at(dialect: Dialect, text: str, name: str, before: str, after: str) -
             hits.append(at)
         at = text.find(after, at + 1)
     return hits[0] if len(hits) == 1 else None
+
+
+def _section(dialect: Dialect, memo: dict[str, Any]) -> dict[str, str]:
+    """Server name -> key, for the records of ``dialect``'s server section."""
+    out = {}
+    for key in memo["servers"]:
+        if dialect.scope:
+            if key.startswith(dialect.scope + ":"):
+                out[key[len(dialect.scope) + 1:]] = key
+        elif not _SCOPED_KEY.match(key):
+            out[key] = key
+    return out
+
+
+def claim(dialect: Dialect, text: str, memo: dict[str, Any], entry: ServerEntry, present: Collection[str]) -> str | None:
+    """The server whose wrap record ``entry`` carries when its key was
+    renamed in the file (``fs`` → ``files``): a record whose server is not
+    in the file (``present``: the section's server names), recognised by the
+    entry's content (the ``--name`` of its tap line, the text wrapping wrote,
+    or its tap URL). The record is moved to ``entry``'s key; returns its old
+    name, or None."""
+    records = memo["servers"]
+    if dialect.memo_key(entry.name) in records or entry.kind not in ("stdio", "url"):
+        return None
+    for old, key in _section(dialect, memo).items():
+        rec = records[key]
+        if old in present or not usable(rec) or rec["kind"] != entry.kind:
+            continue
+        if entry.kind == "url":
+            ours = is_tap_of(entry.url, rec["original"]["url"])
+        else:
+            assert entry.command is not None
+            line = parse_tap_line(entry.command, entry.args or (), launchers(None, rec))
+            ours = line is not None and (line.managed()["--name"] == old or
+                                         splice_at(dialect, text, entry.name, rec["before"], rec["after"]) is not None)
+        if ours:
+            records[dialect.memo_key(entry.name)] = records.pop(key)
+            return old
+    return None
+
+
+def stale(dialect: Dialect, memo: dict[str, Any], present: Collection[str]) -> dict[str, str]:
+    """Name -> key of the records of ``dialect``'s section whose server is
+    not in the file (``present``) and that no entry claimed."""
+    return {name: key for name, key in _section(dialect, memo).items() if name not in present}

@@ -27,7 +27,10 @@ the memo), keeping the user's edits. Each record also keeps the SHA-256 of
 the entry's original text (``entry_sha256``): ``unwrap`` says an entry is
 restored exactly only when the restored entry has that digest. No host documents that it tolerates
 unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
-memo in a sidecar file beside the configuration, never in the entry.
+memo in a sidecar file beside the configuration, never in the entry. A
+record whose server was renamed in the file is found by the entry's content
+(mcptap/hosts/memo.py ``claim``); one whose server is gone is stale: wrap
+reports it, unwrap (of all servers) drops it.
 
 Wrapping is idempotent: an entry already wrapped the same way is left alone;
 one wrapped differently (another ``--dir``) is unwrapped and wrapped again,
@@ -46,7 +49,7 @@ from typing import Any
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
-from mcptap.hosts.memo import check_memo, empty_memo, launchers, record, splice_at, usable
+from mcptap.hosts.memo import check_memo, claim, empty_memo, launchers, record, splice_at, stale, usable
 from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
@@ -60,8 +63,9 @@ class Note:
     the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
     ``mcptap record`` but wrap did not write it: the user's own tap, never
     rewritten or removed), ``refused`` (an entry of the wrong shape, such as
-    args that are not strings: untouched) or ``failed`` (still wrapped: the original is lost
-    with the wrap record); ``detail``
+    args that are not strings: untouched), ``failed`` (still wrapped: the original is lost
+    with the wrap record), ``stale`` (wrap: a record of a server no longer in
+    the file) or ``dropped`` (unwrap: such a record removed); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
     name: str
@@ -121,32 +125,61 @@ def _select(entries: dict[str, ServerEntry], names: Iterable[str]) -> list[Serve
 
 def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpec, names: Iterable[str] = ()) -> Outcome:
     """Wrap the named servers (default: all) of ``text``. Raises ConfigError
-    for a name not in the configuration or a malformed entry."""
+    for a name not in the configuration or a malformed entry. Wrapping all
+    of them also reports the stale records (servers no longer in the file)."""
     out = Outcome(text, _copy(memo))
-    selected = _select(dialect.servers(text), names)
+    wanted = list(names)
+    entries = dialect.servers(text)
+    selected = _select(entries, wanted)
     originals = _digests(dialect, text)         # each entry's own text stays as it is until wrapped
     # the ports of the taps already in this file stay theirs; a new tap gets a port none of them has
-    taken = {port for e in dialect.servers(text).values() if (port := tap_port_of(e.url)) is not None}
+    taken = {port for e in entries.values() if (port := tap_port_of(e.url)) is not None}
+    renamed: dict[str, str] = {}
     for entry in selected:
+        if (old := claim(dialect, out.text, out.memo, entry, entries)) is not None:
+            renamed[entry.name] = old
         _wrap_one(dialect, out, entry, spec, originals, taken)
+    if not wanted:
+        out.notes += [Note(n, "stale", "no server of that name in this file any more (renamed or removed?); "
+                                       "`mcptap unwrap` drops it") for n in stale(dialect, out.memo, entries)]
+    out.notes = [_carried(n, renamed.get(n.name)) for n in out.notes]
     return out
 
 
 def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = (),
            backup: str | None = None) -> Outcome:
-    """Undo ``wrap`` for the named servers (default: all). ``backup``: the
+    """Undo ``wrap`` for the named servers (default: all; then the stale
+    records, of servers no longer in the file, are dropped). ``backup``: the
     text of the configuration before mcptap first changed it, if known: a
     local tap URL without its record counts as wrapped only when the backup
     holds another URL for that entry."""
     out = Outcome(text, _copy(memo))
     urls = _urls(dialect, backup)
-    for entry in _select(dialect.servers(text), names):
+    wanted = list(names)
+    entries = dialect.servers(text)
+    renamed: dict[str, str] = {}
+    for entry in _select(entries, wanted):
+        if (old := claim(dialect, out.text, out.memo, entry, entries)) is not None:
+            renamed[entry.name] = old
         out.notes.append(_unwrap_one(dialect, out, entry, urls.get(entry.name)))
     if out.verify:
         now = _digests(dialect, out.text)
         out.notes = [_verified(n, out.verify[n.name], now.get(n.name)) if n.name in out.verify else n for n in out.notes]
         out.verify = {}
+    if not wanted:
+        for n, key in stale(dialect, out.memo, entries).items():
+            del out.memo["servers"][key]
+            out.notes.append(Note(n, "dropped", "no server of that name in this file any more (renamed or removed?)"))
+    out.notes = [_carried(n, renamed.get(n.name)) for n in out.notes]
     return out
+
+
+def _carried(note: Note, old: str | None) -> Note:
+    """``note``, saying the entry carried the wrap record of server ``old`` (its key was renamed)."""
+    if old is None:
+        return note
+    said = f"it carried the wrap record of server {old!r} (renamed since)"
+    return Note(note.name, note.action, f"{note.detail}; {said}" if note.detail else said, note.command)
 
 
 def _verified(note: Note, want: str, got: str | None) -> Note:

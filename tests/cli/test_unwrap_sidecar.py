@@ -128,3 +128,16 @@ def test_unwrap_with_a_damaged_sidecar_and_a_tap_url_exits_1(tmp_path: Path) -> 
     servers = json.loads(cfg.read_text())["mcpServers"]
     assert servers["time"] == {"command": "uvx", "args": ["mcp-server-time"]}
     assert servers["remote"]["url"].startswith("http://127.0.0.1:")
+
+
+def test_unwrap_after_the_user_renamed_a_wrapped_server(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    plain = '{"mcpServers":{"fs":{"command":"npx","args":["fs"]}}}'
+    cfg.write_text(plain)
+    assert run("wrap", "--config", str(cfg)).returncode == 0
+    cfg.write_text(cfg.read_text().replace('"fs":{', '"files":{'))
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0, p.stderr
+    assert "files: restored" in p.stderr and "wrap record of server 'fs'" in p.stderr, p.stderr
+    assert cfg.read_text() == plain.replace('"fs":{', '"files":{')
+    assert not (tmp_path / "c.json.mcptap-wrap.json").exists()
