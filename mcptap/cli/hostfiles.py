@@ -166,6 +166,16 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     return ConfigFile(path, real, raw, text, dialect, memo, damaged)
 
 
+def read_backup(cf: ConfigFile) -> str | None:
+    """The text of ``FILE.mcptap-backup`` (the file before mcptap first
+    changed it), or None when there is none or it cannot be read as UTF-8."""
+    try:
+        with open(cf.backup, "rb") as fp:
+            return fp.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def set_damaged_aside(cf: ConfigFile) -> str:
     """Move a damaged sidecar to ``SIDECAR.damaged`` (kept for the user: it may
     still show an original URL); returns that path. Raises Fail."""

@@ -11,7 +11,9 @@ unwrap goes on as without one; the file is moved aside to
 ``FILE.mcptap-wrap.json.damaged``.
 
 Exit status: 0; 1 when a server stays wrapped because its original was only
-in a missing or damaged sidecar (a URL entry pointing at its tap), or an
+in a missing or damaged sidecar (a URL entry pointing at its tap: a damaged
+record, or the backup ``FILE.mcptap-backup`` holding another URL for it, shows
+it was wrapped; a local URL with no such sign is not wrapped), or an
 entry was refused (args that are not a list of strings; the others are
 unwrapped and written); 2 for a
 usage error, a configuration that does not parse, a server name not in it, a
@@ -26,7 +28,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save, set_damaged_aside
+from mcptap.cli.hostfiles import check_writable, config_options, diff, load, read_backup, save, set_damaged_aside
 from mcptap.cli.wrap import report
 from mcptap.escape import escape_controls
 from mcptap.hosts.errors import ConfigError
@@ -44,7 +46,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         click.echo(f"mcptap: {escape_controls(cf.sidecar)}: damaged wrap record ({escape_controls(cf.damaged)}): "
                    "unwrapping without it (command and args from the wrapped arguments)", err=True)
     try:
-        outcome = unwrap(cf.dialect, cf.text, cf.memo, servers)
+        outcome = unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf))
     except ConfigError as exc:
         raise Fail(f"{cf.path}: {exc}") from None
     check_writable(cf, outcome)

@@ -60,7 +60,9 @@ def report(outcome: Outcome, dry_run: bool) -> None:
     for note in outcome.notes:
         verb = {"wrapped": "would wrap" if dry_run else "wrapped", "rewrapped": "would re-wrap" if dry_run else "re-wrapped",
                 "restored": "would restore" if dry_run else "restored",
-                "restored-args": "would restore" if dry_run else "restored", "left": "left as it is"}.get(note.action, note.action.replace("-", " "))
+                "restored-args": "would restore" if dry_run else "restored", "left": "left as it is",
+                "stale": "stale wrap record",
+                "dropped": "would drop its stale wrap record" if dry_run else "dropped its stale wrap record"}.get(note.action, note.action.replace("-", " "))
         click.echo(f"mcptap: {printable(note.name)}: {verb}" + (f": {printable(note.detail)}" if note.detail else ""), err=True)
         if note.command:
             click.echo(shlex.join(note.command))

@@ -7,7 +7,7 @@ again byte for byte.
 * ``dialects``: ``mcpServers`` JSON (Claude Desktop, Claude Code, Cursor,
   Windsurf, Gemini CLI), VS Code ``servers`` (JSONC), Zed
   ``context_servers``, Codex ``[mcp_servers.NAME]`` TOML; detection.
-* ``wrap``: the wrap/unwrap engine and its memo (kept in a sidecar file by
+* ``wrap``: the wrap/unwrap engine; ``memo``: its records (kept in a sidecar file by
   the CLI).
 * ``tapline``: the wrapped command line (building it, reading one back,
   whoever wrote it) and the ``--http`` tap URLs and ports.

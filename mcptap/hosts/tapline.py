@@ -6,8 +6,10 @@ manages three of the record options (``--dir``, ``--name``, ``--keep``);
 any other option in an entry (``--redact``, ``--redact-key K``…) was put
 there by the user and is kept when ``wrap`` rewrites the line. A line is
 recognised as mcptap's by its launcher: the one in use (``--mcptap``), the one
-its wrap record names, a program whose name starts with ``mcptap``, or
-``python -m mcptap``.
+its wrap record names, a program whose name starts with ``mcptap``,
+``python -m mcptap``, or a runner starting one (``uvx mcptap``, ``pipx run
+mcptap``, ``/usr/bin/env mcptap``…); or, whatever its launcher, by having
+exactly the options wrap writes.
 
 A URL entry wrapped with ``--http`` points at ``http://127.0.0.1:PORT/<the
 upstream's path and query>``, PORT in 41000..48999.
@@ -55,22 +57,32 @@ class TapLine:
     command: str
     args: tuple[str, ...]
 
-    def pairs(self) -> list[tuple[str, str | None]]:
-        """The options as (option, value or None), in order."""
-        out: list[tuple[str, str | None]] = []
+    def _split(self) -> list[tuple[str, str | None, list[str]]]:
+        """The options as (option, value or None, the words as written), in
+        order; ``--opt=value`` (click reads it as ``--opt value``) is the option too."""
+        out: list[tuple[str, str | None, list[str]]] = []
         i = 0
         while i < len(self.options):
-            opt = self.options[i]
-            if opt in _VALUED and i + 1 < len(self.options):
-                out.append((opt, self.options[i + 1]))
+            word = self.options[i]
+            opt, eq, value = word.partition("=")
+            if eq and word.startswith("--") and opt in _VALUED:
+                out.append((opt, value, [word]))
+                i += 1
+            elif word in _VALUED and i + 1 < len(self.options):
+                out.append((word, self.options[i + 1], [word, self.options[i + 1]]))
                 i += 2
             else:
-                out.append((opt, None))
+                out.append((word, None, [word]))
                 i += 1
         return out
 
+    def pairs(self) -> list[tuple[str, str | None]]:
+        """The options as (option, value or None), in order."""
+        return [(opt, value) for opt, value, _ in self._split()]
+
     def managed(self) -> dict[str, str | None]:
-        """The value of each option wrap manages (None: absent)."""
+        """The value of each option wrap manages (None: absent; the last one
+        given wins, as in click)."""
         got: dict[str, str | None] = dict.fromkeys(MANAGED)
         for opt, value in self.pairs():
             if opt in MANAGED:
@@ -80,20 +92,24 @@ class TapLine:
     def extras(self) -> list[str]:
         """The options wrap does not manage, as written."""
         out: list[str] = []
-        for opt, value in self.pairs():
+        for opt, _, words in self._split():
             if opt not in MANAGED:
-                out += [opt] if value is None else [opt, value]
+                out += words
         return out
+
+    def wrap_shaped(self) -> bool:
+        """Exactly the options ``wrap`` writes (``--dir D --name N [--keep K]``), for any N."""
+        opts = list(self.options)
+        if len(opts) not in (4, 6) or opts[0] != "--dir" or opts[2] != "--name":
+            return False
+        return len(opts) == 4 or opts[4] == "--keep"
 
     def as_wrap_writes(self, name: str) -> bool:
         """Exactly the options ``wrap`` writes for server ``name`` (``--dir D
         --name NAME [--keep N]``): a line that can be unwrapped without its
         record. Anything else (the README's hand-wrapped ``record --name X
         --``, a ``--redact``) may be the user's own tap line."""
-        opts = list(self.options)
-        if len(opts) not in (4, 6) or opts[0] != "--dir" or opts[2:4] != ["--name", name]:
-            return False
-        return len(opts) == 4 or opts[4] == "--keep"
+        return self.wrap_shaped() and self.options[3] == name
 
 
 def wrapped_argv(spec: WrapSpec, name: str, command: str, args: Sequence[str], extras: Sequence[str] = ()) -> tuple[str, list[str]]:
@@ -112,26 +128,55 @@ def matches(line: TapLine, spec: WrapSpec, name: str) -> bool:
     return line.launcher == spec.launcher and line.managed() == want
 
 
+#: programs that start the program named in their arguments (``env mcptap``, ``uvx mcptap``,
+#: ``pipx run mcptap``, ``uv tool run mcptap``, ``npx mcptap``…)
+_RUNNERS = frozenset({"env", "uvx", "uv", "pipx", "npx", "bunx", "pnpx"})
+#: how far into the arguments a runner's mcptap may be (``uv tool run --python 3.12 mcptap``)
+_RUNNER_REACH = 8
+
+
+def _is_mcptap(word: str) -> bool:
+    """A program (or package spec: ``mcptap@1.2``, ``mcptap==1.2``) named ``mcptap*``."""
+    return posixpath.basename(word.replace("\\", "/")).lower().startswith("mcptap")
+
+
 def _launcher_of(command: str, args: Sequence[str], launchers: Iterable[Sequence[str]]) -> tuple[str, ...] | None:
     for known in launchers:
         known = tuple(known)
         if known and command == known[0] and tuple(args[:len(known) - 1]) == known[1:]:
             return known
-    base = posixpath.basename(command.replace("\\", "/")).lower()
-    if base.startswith("mcptap"):
+    if _is_mcptap(command):
         return (command,)
     if len(args) >= 2 and args[0] == "-m" and args[1] in _MODULES:
         return (command, "-m", args[1])
+    base = posixpath.basename(command.replace("\\", "/")).lower().removesuffix(".exe")
+    if base in _RUNNERS:
+        # a runner's mcptap is known by the `record` after it (`uvx --from mcptap mcptap record`)
+        words = list(args)
+        for k in range(min(len(words), _RUNNER_REACH)):
+            if _is_mcptap(words[k]) and words[k + 1:k + 2] == ["record"]:
+                return (command, *words[:k + 1])
+            if words[k] == "-m" and words[k + 1:k + 2] and words[k + 1] in _MODULES and words[k + 2:k + 3] == ["record"]:
+                return (command, *words[:k + 2])
     return None
 
 
 def parse_tap_line(command: str, args: Sequence[str], launchers: Iterable[Sequence[str]] = ()) -> TapLine | None:
     """``command args`` read as mcptap recording a stdio server, or None.
     ``launchers``: argvs known to run mcptap (the one in use, the one a wrap
-    record names), besides ``mcptap*`` programs and ``python -m mcptap``."""
+    record names), besides ``mcptap*`` programs, ``python -m mcptap`` and
+    runners (``uvx``, ``pipx run``, ``env``, ``npx``…) starting one of them.
+    Any other program followed by exactly the options wrap writes
+    (``X record --dir D --name N [--keep K] -- …``: a ``--mcptap`` launcher
+    whose record is lost) is a tap line too."""
     launcher = _launcher_of(command, args, launchers)
-    if launcher is None:
+    line = _split_line(launcher or (command,), args)
+    if line is None or (launcher is None and not line.wrap_shaped()):
         return None
+    return line
+
+
+def _split_line(launcher: tuple[str, ...], args: Sequence[str]) -> TapLine | None:
     rest = list(args[len(launcher) - 1:])
     if not rest or rest[0] != "record":
         return None

@@ -27,7 +27,10 @@ the memo), keeping the user's edits. Each record also keeps the SHA-256 of
 the entry's original text (``entry_sha256``): ``unwrap`` says an entry is
 restored exactly only when the restored entry has that digest. No host documents that it tolerates
 unknown fields in an entry (Codex's schema denies them), so the CLI keeps the
-memo in a sidecar file beside the configuration, never in the entry.
+memo in a sidecar file beside the configuration, never in the entry. A
+record whose server was renamed in the file is found by the entry's content
+(mcptap/hosts/memo.py ``claim``); one whose server is gone is stale: wrap
+reports it, unwrap (of all servers) drops it.
 
 Wrapping is idempotent: an entry already wrapped the same way is left alone;
 one wrapped differently (another ``--dir``) is unwrapped and wrapped again,
@@ -40,20 +43,17 @@ shape ``wrap`` writes (then its record was lost).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
+from mcptap.hosts.memo import check_memo, claim, empty_memo, launchers, record, splice_at, stale, usable
 from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
-__all__ = ["Note", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
-
-MEMO_FORMAT = "mcptap-wrap"
-MEMO_VERSION = 1
-
+__all__ = ["Note", "check_memo", "empty_memo", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
 
 @dataclass(frozen=True)
 class Note:
@@ -63,8 +63,9 @@ class Note:
     the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
     ``mcptap record`` but wrap did not write it: the user's own tap, never
     rewritten or removed), ``refused`` (an entry of the wrong shape, such as
-    args that are not strings: untouched) or ``failed`` (still wrapped: the original is lost
-    with the wrap record); ``detail``
+    args that are not strings: untouched), ``failed`` (still wrapped: the original is lost
+    with the wrap record), ``stale`` (wrap: a record of a server no longer in
+    the file) or ``dropped`` (unwrap: such a record removed); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
 
     name: str
@@ -86,19 +87,6 @@ class Outcome:
     @property
     def changed(self) -> bool:
         return any(n.action in ("wrapped", "rewrapped", "restored", "restored-args") for n in self.notes)
-
-
-def empty_memo() -> dict[str, Any]:
-    return {"format": MEMO_FORMAT, "version": MEMO_VERSION, "servers": {}}
-
-
-def check_memo(memo: Any) -> dict[str, Any]:
-    """A memo as read from a sidecar, validated; raises ConfigError."""
-    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT or not isinstance(memo.get("servers"), dict):
-        raise ConfigError("the sidecar file is not an mcptap wrap record")
-    if memo.get("version") != MEMO_VERSION:
-        raise ConfigError(f"the sidecar file has version {memo.get('version')!r}; this mcptap reads version {MEMO_VERSION}")
-    return memo
 
 
 # -- the memo's text change ------------------------------------------------------------
@@ -137,27 +125,61 @@ def _select(entries: dict[str, ServerEntry], names: Iterable[str]) -> list[Serve
 
 def wrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, spec: WrapSpec, names: Iterable[str] = ()) -> Outcome:
     """Wrap the named servers (default: all) of ``text``. Raises ConfigError
-    for a name not in the configuration or a malformed entry."""
+    for a name not in the configuration or a malformed entry. Wrapping all
+    of them also reports the stale records (servers no longer in the file)."""
     out = Outcome(text, _copy(memo))
-    selected = _select(dialect.servers(text), names)
+    wanted = list(names)
+    entries = dialect.servers(text)
+    selected = _select(entries, wanted)
     originals = _digests(dialect, text)         # each entry's own text stays as it is until wrapped
     # the ports of the taps already in this file stay theirs; a new tap gets a port none of them has
-    taken = {port for e in dialect.servers(text).values() if (port := tap_port_of(e.url)) is not None}
+    taken = {port for e in entries.values() if (port := tap_port_of(e.url)) is not None}
+    renamed: dict[str, str] = {}
     for entry in selected:
+        if (old := claim(dialect, out.text, out.memo, entry, entries)) is not None:
+            renamed[entry.name] = old
         _wrap_one(dialect, out, entry, spec, originals, taken)
+    if not wanted:
+        out.notes += [Note(n, "stale", "no server of that name in this file any more (renamed or removed?); "
+                                       "`mcptap unwrap` drops it") for n in stale(dialect, out.memo, entries)]
+    out.notes = [_carried(n, renamed.get(n.name)) for n in out.notes]
     return out
 
 
-def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = ()) -> Outcome:
-    """Undo ``wrap`` for the named servers (default: all)."""
+def unwrap(dialect: Dialect, text: str, memo: dict[str, Any] | None, names: Iterable[str] = (),
+           backup: str | None = None) -> Outcome:
+    """Undo ``wrap`` for the named servers (default: all; then the stale
+    records, of servers no longer in the file, are dropped). ``backup``: the
+    text of the configuration before mcptap first changed it, if known: a
+    local tap URL without its record counts as wrapped only when the backup
+    holds another URL for that entry."""
     out = Outcome(text, _copy(memo))
-    for entry in _select(dialect.servers(text), names):
-        out.notes.append(_unwrap_one(dialect, out, entry))
+    urls = _urls(dialect, backup)
+    wanted = list(names)
+    entries = dialect.servers(text)
+    renamed: dict[str, str] = {}
+    for entry in _select(entries, wanted):
+        if (old := claim(dialect, out.text, out.memo, entry, entries)) is not None:
+            renamed[entry.name] = old
+        out.notes.append(_unwrap_one(dialect, out, entry, urls.get(entry.name)))
     if out.verify:
         now = _digests(dialect, out.text)
         out.notes = [_verified(n, out.verify[n.name], now.get(n.name)) if n.name in out.verify else n for n in out.notes]
         out.verify = {}
+    if not wanted:
+        for n, key in stale(dialect, out.memo, entries).items():
+            del out.memo["servers"][key]
+            out.notes.append(Note(n, "dropped", "no server of that name in this file any more (renamed or removed?)"))
+    out.notes = [_carried(n, renamed.get(n.name)) for n in out.notes]
     return out
+
+
+def _carried(note: Note, old: str | None) -> Note:
+    """``note``, saying the entry carried the wrap record of server ``old`` (its key was renamed)."""
+    if old is None:
+        return note
+    said = f"it carried the wrap record of server {old!r} (renamed since)"
+    return Note(note.name, note.action, f"{note.detail}; {said}" if note.detail else said, note.command)
 
 
 def _verified(note: Note, want: str, got: str | None) -> Note:
@@ -165,6 +187,15 @@ def _verified(note: Note, want: str, got: str | None) -> Note:
         return Note(note.name, "restored", "original entry restored exactly (SHA-256 verified)")
     return Note(note.name, "restored-args", "original command and args put back; the entry was edited after wrapping "
                                             "and differs from the original (the edits are kept)")
+
+
+def _urls(dialect: Dialect, text: str | None) -> dict[str, str]:
+    """The URL of each URL entry of ``text`` (none when it is None or does not parse)."""
+    try:
+        entries = dialect.servers(text) if text is not None else {}
+    except ConfigError:
+        return {}
+    return {name: e.url for name, e in entries.items() if e.kind == "url" and e.url is not None}
 
 
 def _copy(memo: dict[str, Any] | None) -> dict[str, Any]:
@@ -185,7 +216,7 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
         return
     if entry.kind == "url":
         rec = records.get(key)
-        if not _usable(rec) or rec.get("kind") != "url":
+        if not usable(rec) or rec.get("kind") != "url":
             rec = None                  # a record edited by hand is treated as absent, as unwrap does
         wrapped = rec is not None and is_tap_of(entry.url, rec["original"]["url"])
         if not spec.http:
@@ -213,15 +244,20 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     assert entry.command is not None
     args = list(entry.args or ())
     action = "wrapped"
-    rec = _record(records, key, "stdio")
-    line = parse_tap_line(entry.command, args, _launchers(spec.launcher, rec))
+    rec = record(records, key, "stdio")
+    line = parse_tap_line(entry.command, args, launchers(spec.launcher, rec))
     extras: list[str] = []
     if line is not None:
         if rec is None:
             # no record: the user's own tap line (README "Wrap a stdio server by hand") or one whose
             # record is lost; rewriting it would drop the user's options and make unwrap remove it
-            out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
-                                                "(wrapped by hand?)"))
+            if line.as_wrap_writes(name):
+                out.notes.append(Note(name, "left", "it is wrapped as mcptap wrap writes it, but its wrap record is "
+                                                    "missing (sidecar lost?); `mcptap unwrap` removes that tap, "
+                                                    "then wrap again"))
+            else:
+                out.notes.append(Note(name, "left", "it already runs `mcptap record` and has no wrap record "
+                                                    "(wrapped by hand?)"))
             return
         if matches(line, spec, name):
             out.notes.append(Note(name, "unchanged", "already wrapped"))
@@ -245,68 +281,28 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
     out.notes.append(Note(name, action, f"records into {spec.directory}"))
 
 
-def _record(records: dict[str, Any], key: str, kind: str) -> dict[str, Any] | None:
-    """The usable wrap record of ``kind`` under ``key``, else None."""
-    rec = records.get(key)
-    return rec if isinstance(rec, dict) and _usable(rec) and rec.get("kind") == kind else None
-
-
-def _launchers(current: Sequence[str] | None, rec: dict[str, Any] | None) -> list[Sequence[str]]:
-    """The launchers a tap line may start with: the one in use and the one
-    the record says wrap wrote (any path: ``--mcptap /opt/tap``)."""
-    out = [current] if current else []
-    launcher = rec.get("launcher") if rec is not None else None
-    if isinstance(launcher, list) and launcher and all(isinstance(a, str) for a in launcher):
-        out.append(launcher)
-    return out
-
-
 def _digests(dialect: Dialect, text: str) -> dict[str, str]:
     """SHA-256 (hex) of each server entry's text in ``text``, by name."""
     return {name: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for name, t in dialect.entry_texts(text).items()}
 
 
-def _usable(rec: Any) -> bool:
-    """A wrap record unwrap can use (a sidecar edited by hand may hold anything)."""
-    if not isinstance(rec, dict) or not isinstance(rec.get("before"), str) or not isinstance(rec.get("after"), str):
-        return False
-    original = rec.get("original")
-    if rec.get("kind") == "url":
-        return isinstance(original, dict) and isinstance(original.get("url"), str)
-    return rec.get("kind") == "stdio"
-
-
 def _splice_back(dialect: Dialect, out: Outcome, name: str, before: str, after: str) -> bool:
-    """Put ``before`` back where ``after`` is, when exactly one occurrence of
-    ``after`` changes only this server's own entry (another scope of the file
-    may hold the very same wrapped text); True if done."""
-    if not after:
+    """Put ``before`` back where ``after`` is (``memo.splice_at``); True if done."""
+    at = splice_at(dialect, out.text, name, before, after)
+    if at is None:
         return False
-    p = 0                            # after was widened with unchanged context: only the middle changes
-    while p < min(len(before), len(after)) and before[p] == after[p]:
-        p += 1
-    s = 0
-    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
-        s += 1
-    hits = []
-    at = out.text.find(after)
-    while at >= 0:
-        if dialect.confined(out.text, name, at + p, at + len(after) - s, before[p:len(before) - s]):
-            hits.append(at)
-        at = out.text.find(after, at + 1)
-    if len(hits) != 1:
-        return False
-    out.text = out.text[:hits[0]] + before + out.text[hits[0] + len(after):]
+    out.text = out.text[:at] + before + out.text[at + len(after):]
     return True
 
 
-def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
+def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, was_url: str | None = None) -> Note:
+    """``was_url``: the entry's URL in the backup (before mcptap changed the file)."""
     name = entry.name
     key = dialect.memo_key(name)
     if entry.kind == "bad":
         return Note(name, "refused", f"{entry.problem}; left as it is")
     rec = out.memo["servers"].get(key)
-    damaged = key in out.memo["servers"] and not _usable(rec)
+    damaged = key in out.memo["servers"] and not usable(rec)
     if damaged:
         rec = None
     if rec is not None and _splice_back(dialect, out, name, rec["before"], rec["after"]):
@@ -320,7 +316,7 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
     if entry.kind == "stdio":
         assert entry.command is not None
         stdio_rec = rec if rec is not None and rec.get("kind") == "stdio" else None
-        line = parse_tap_line(entry.command, entry.args or (), _launchers(None, stdio_rec))
+        line = parse_tap_line(entry.command, entry.args or (), launchers(None, stdio_rec))
         if line is None:
             out.memo["servers"].pop(key, None)
             return Note(name, "not-wrapped")
@@ -344,10 +340,14 @@ def _unwrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry) -> Note:
         del out.memo["servers"][key]
         return Note(name, "not-wrapped", "the URL no longer points at its tap; left as it is")
     if entry.kind == "url" and tap_port_of(entry.url) is not None:
-        out.memo["servers"].pop(key, None)
-        why = "is damaged" if damaged else "is missing"
-        return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "
-                                    "set it back by hand (the backup file beside the configuration holds it)")
+        # a loopback URL on a tap port is any local server's, unless a damaged record or the backup
+        # (another URL there) shows mcptap pointed it at its tap
+        if damaged or (was_url is not None and was_url != entry.url):
+            out.memo["servers"].pop(key, None)
+            why = "is damaged" if damaged else "is missing"
+            return Note(name, "failed", f"still points at its local tap: the original URL was only in the wrap record, which {why}; "
+                                        "set it back by hand (the backup file beside the configuration holds it)")
+        return Note(name, "not-wrapped", "a local URL, and nothing shows mcptap wrap pointed it there (no wrap record)")
     if damaged:
         out.memo["servers"].pop(key, None)
     return Note(name, "not-wrapped")

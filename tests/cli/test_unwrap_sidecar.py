@@ -8,6 +8,7 @@ hosts/wrap.py, CLI cases as a user runs them."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -68,10 +69,29 @@ def test_a_damaged_record_falls_back_to_the_wrapped_arguments(bad: object) -> No
 
 def test_a_tap_url_without_its_record_is_reported_not_passed_over() -> None:
     once = wrap(dialects.MCP_SERVERS, CONFIG, None, HTTP)
-    back = unwrap(dialects.MCP_SERVERS, once.text, None)
+    back = unwrap(dialects.MCP_SERVERS, once.text, None, backup=CONFIG)      # the backup shows another URL
     action, detail = _notes(back)["remote"]
     assert action == "failed" and "original URL" in detail
     assert json.loads(back.text)["mcpServers"]["remote"] == json.loads(once.text)["mcpServers"]["remote"]
+
+
+LOCAL = '{"mcpServers": {"local": {"url": "http://127.0.0.1:42000/mcp"}}}'
+
+
+@pytest.mark.parametrize("backup", [None, LOCAL, "{not json", '{"mcpServers": {}}'])
+def test_a_local_url_never_wrapped_is_not_wrapped(backup: str | None) -> None:
+    """Before: any 127.0.0.1 URL on a port in 41000..48999 (Linux's ephemeral
+    range) was "failed: still points at its local tap", exit 1."""
+    back = unwrap(dialects.MCP_SERVERS, LOCAL, None, backup=backup)
+    assert _notes(back)["local"][0] == "not-wrapped" and back.text == LOCAL
+
+
+def test_unwrap_of_a_local_url_never_wrapped_exits_0(tmp_path: Path) -> None:
+    cfg = tmp_path / "u.json"
+    cfg.write_text(LOCAL)
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0 and "local: not wrapped" in p.stderr and "failed" not in p.stderr, p.stderr
+    assert cfg.read_text() == LOCAL and sorted(os.listdir(tmp_path)) == ["u.json"]
 
 
 @pytest.mark.parametrize("damage", [b"{not json", b'{"format": "other"}', b'{"format": "mcptap-wrap", "version": 9, "servers": {}}',
@@ -108,3 +128,16 @@ def test_unwrap_with_a_damaged_sidecar_and_a_tap_url_exits_1(tmp_path: Path) -> 
     servers = json.loads(cfg.read_text())["mcpServers"]
     assert servers["time"] == {"command": "uvx", "args": ["mcp-server-time"]}
     assert servers["remote"]["url"].startswith("http://127.0.0.1:")
+
+
+def test_unwrap_after_the_user_renamed_a_wrapped_server(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    plain = '{"mcpServers":{"fs":{"command":"npx","args":["fs"]}}}'
+    cfg.write_text(plain)
+    assert run("wrap", "--config", str(cfg)).returncode == 0
+    cfg.write_text(cfg.read_text().replace('"fs":{', '"files":{'))
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0, p.stderr
+    assert "files: restored" in p.stderr and "wrap record of server 'fs'" in p.stderr, p.stderr
+    assert cfg.read_text() == plain.replace('"fs":{', '"files":{')
+    assert not (tmp_path / "c.json.mcptap-wrap.json").exists()

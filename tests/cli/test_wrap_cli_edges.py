@@ -55,6 +55,26 @@ def test_a_custom_launcher_wraps_once(tmp_path: Path) -> None:
     assert cfg.read_text() == PLAIN
 
 
+def test_a_custom_launcher_whose_sidecar_is_lost_is_not_wrapped_again(tmp_path: Path) -> None:
+    """Before: a second tap went in front of the custom one; unwrap removed it
+    and then said "not wrapped" while the custom tap still ran."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(PLAIN)
+    tap = tmp_path / "my dir" / "tap"
+    tap.parent.mkdir()
+    tap.write_text("#!/bin/sh\n")
+    tap.chmod(0o755)
+    assert run("wrap", "--config", str(cfg), "--mcptap", str(tap), "a").returncode == 0
+    (tmp_path / "c.json.mcptap-wrap.json").unlink()
+    wrapped = cfg.read_text()
+    p = run("wrap", "--config", str(cfg), "a")
+    assert p.returncode == 0 and "a: left as it is" in p.stderr and "mcptap unwrap" in p.stderr, p.stderr
+    assert cfg.read_text() == wrapped
+    p = run("unwrap", "--config", str(cfg))
+    assert p.returncode == 0 and "a: restored" in p.stderr, p.stderr
+    assert json.loads(cfg.read_text()) == json.loads(PLAIN)
+
+
 def test_a_lone_surrogate_escape_is_written_back_escaped(tmp_path: Path) -> None:
     """JSON allows \\ud800 (a string cut inside an emoji); reading it gives a code
     point UTF-8 cannot encode: wrap printed "wrapped", then failed (internal error)."""
