@@ -58,6 +58,10 @@ class CaptureInfo:
     header's ``name`` as given, else ``name``). ``severities``: finding counts by severity from
     the end record (empty without one). ``status``: COMPLETE, TRUNCATED or
     RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
+    ``unframed``: it holds bytes stored unframed while live analysis was
+    behind (``chunk`` records), so its end record's counts are not the
+    capture's: ``messages`` is None and ``severities`` empty (``mcptap check``
+    counts them).
     """
 
     path: str
@@ -73,6 +77,7 @@ class CaptureInfo:
     exit_code: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     server: str = ""
+    unframed: bool = False
 
     @property
     def no_traffic(self) -> bool:
@@ -85,6 +90,7 @@ class CaptureInfo:
             "path": text_path(self.path), "started": self.started, "name": self.name, "transport": self.transport,
             "revision": self.revision, "messages": self.messages, "severities": self.severities,
             "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
+            "unframed": self.unframed,
         }
 
 
@@ -234,6 +240,7 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
     messages = None
     severities: dict[str, int] = {}
     exit_code = None
+    unframed = False
     if end is not None:
         messages = sum(int(end.get(d, {}).get("messages", 0) or 0) for d in ("c2s", "s2c") if isinstance(end.get(d), dict))
         sev = end.get("severities")
@@ -242,6 +249,11 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         code = end.get("exit_code")
         exit_code = code if isinstance(code, int) else None
         status = COMPLETE
+        chunks = end.get("chunks")
+        if isinstance(chunks, dict) and chunks.get("records"):
+            # bytes stored unframed while live analysis was behind: the live counts miss their
+            # messages (and judged the rest without them); only re-framing (check) counts them
+            messages, severities, unframed = None, {}, True
     else:
         # mcptap never writes gzip live: a compressed capture without its end was cut
         status = RECORDING if not gzipped and being_written(p, (st.st_dev, st.st_ino), writers) else TRUNCATED
@@ -249,7 +261,7 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         path=os.path.abspath(p), started=str(header.get("started", "?")), name=_name(header, p),
         transport=str(header.get("transport", "?")), revision=_revision(head), messages=messages,
         severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
-        server=_server(header, p),
+        server=_server(header, p), unframed=unframed,
     )
 
 

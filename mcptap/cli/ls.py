@@ -96,6 +96,8 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
+    if directory is not None and not os.path.lexists(where):
+        raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
     remove_stale_reserves(where)        # left by a killed mcptap (kill -9): never listed, never kept
     infos = scan_dir(where)
     hidden = 0
@@ -114,6 +116,10 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
         return
     for line in text_lines(infos):
         click.echo(line)
+    unframed = sum(i.unframed for i in infos)
+    if unframed:
+        click.echo(f"mcptap: ? for {unframed} capture(s) stored partly unframed while analysis was behind: "
+                   "`mcptap check` counts their messages and findings", err=True)
 
 
 def scan_dir(where: str) -> list[CaptureInfo]:

@@ -50,6 +50,8 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")
+    if directory is not None and not os.path.lexists(where):
+        raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
     doomed = select_prune(scan_dir(where), now=time.time(), older_than=older_than, keep=keep)
     if dry_run:
         for info in doomed:

@@ -301,3 +301,29 @@ def test_ls_and_prune_say_when_the_directory_cannot_be_read(tmp_path: Path) -> N
         p = run(*cmd, "--dir", str(loop))
         assert p.returncode == 2 and p.stderr.decode().startswith(f"mcptap: cannot read {loop}: "), p.stderr
         assert b"output" not in p.stderr
+
+
+def test_a_mistyped_dir_is_not_an_empty_one(tmp_path: Path) -> None:
+    for cmd in (("ls",), ("prune", "--older-than", "1s")):
+        p = run(*cmd, "--dir", str(tmp_path / "no-such"))
+        assert p.returncode == 2 and b"no-such: no such directory" in p.stderr, p.stderr
+
+
+def test_a_capture_stored_partly_unframed_has_no_counts_to_show(tmp_path: Path) -> None:
+    """Its end record counts what live analysis framed; the chunk records'
+    messages are counted only by re-framing (check): ls showed 4,686 messages
+    and 2,618 errors for a 300,003-message capture (found by a breaker helper)."""
+    from mcptap.capture.writer import CaptureWriter
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+
+    cap = tmp_path / "20260101T000000Z-flood-99999.jsonl"
+    rec = Recorder(CaptureWriter.open(str(cap)), "stdio", {"argv": ["flood"]}, clock=lambda: 5, started="2026-01-01T00:00:00Z")
+    rec.stdio_bytes(Direction.C2S, INIT)
+    rec.stdio_unframed(Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n' * 3)
+    rec.close(exit_code=0)
+    (row,) = [json.loads(x) for x in run("ls", "--all", "--dir", str(tmp_path), "--format", "json").stdout.splitlines()]
+    assert row["unframed"] and row["messages"] is None and row["severities"] == {} and row["status"] == COMPLETE
+    p = run("ls", "--all", "--dir", str(tmp_path))
+    assert p.stdout.decode().splitlines()[1].split()[5:7] == ["?", "?"]
+    assert b"`mcptap check` counts their messages" in p.stderr
