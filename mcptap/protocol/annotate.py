@@ -145,7 +145,12 @@ class Annotator:
         st = self._sessions.get(scope) if type(scope) is not tuple else None
         if st is None:
             st = self.session(scope)
-        msg = Message(seq, t_us, direction, raw, value, kind, session, cls.id, cls.has_id, cls.method, None, None, st.phase, st.revision,
+        phase: Phase | None = st.phase
+        if st.standalone and phase is Phase.BEFORE_INITIALIZE and cls.method != "initialize":
+            # a sessionless HTTP exchange: the client's lifecycle happened in other exchanges
+            # (no session id ties them), so its phase is unknown here, not "before initialize"
+            phase = None
+        msg = Message(seq, t_us, direction, raw, value, kind, session, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
                       [], None, None, frame.offset, frame.terminated, transport)
         out = msg.findings
         if extra:
