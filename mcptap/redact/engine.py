@@ -106,7 +106,7 @@ class Redactor:
     def __init__(self, rules: Rules, keyer: Keyer) -> None:
         self.rules = rules
         self.keyer = keyer
-        self.scanner = Scanner(rules.all_patterns())
+        self.scanner = Scanner(rules.all_patterns(), rules.first_group_patterns())
         self._user_keys = rules.keys
         self._paths = rules.paths
         self._memo: dict[str, str] = {}

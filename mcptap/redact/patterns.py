@@ -17,16 +17,20 @@ Two sources, scanned as one combined regular expression (one pass a string):
   (``?code=…``), and assignments such as ``password=…``/``Password=…;`` in
   connection strings and DSNs (a quoted value whole).
 
-A pattern's *secret* is the first of its capture groups that took part in the
-match when it has groups, else the whole match; only that span is replaced, so ``Bearer «…»`` and
-``password=«…»`` keep their context. A span that touches an existing
-placeholder is left alone (scrubbing is idempotent).
+Which part of a match is the secret is explicit (``Scanner``): a built-in
+pattern names it, ``(?P<secret>…)`` (alternatives ``secret2``, ``secret3``…: the first
+that took part), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
+detect-secrets pattern is replaced whole (its groups are often the token's
+*prefix*: ``(glpat|gldt|…)-…``, ``(ghp|gho|…)_…``), except the audited ones whose
+group 1 is the value (``LIBRARY_VALUE_GROUP``); a user pattern's group 1, when it has
+groups, as documented (rules.py), or its ``secret`` group. A span that touches an
+existing placeholder is left alone (scrubbing is idempotent).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
@@ -48,12 +52,12 @@ QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "au
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
 #: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
-_VALUE = r"""(?:"([^"\r\n«»]{1,1024})"|'([^'\r\n«»]{1,1024})'|["']?([^\s"';,&<>«»]{3,}))"""
+_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 
-#: (name, regex) of the built-in patterns; the first group that took part in the match,
-#: when the pattern has groups, is the secret.
+#: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
+#: in the match (the whole match without one).
 BUILTIN: tuple[tuple[str, str], ...] = (
-    ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----((?:(?!-----END)[\s\S]){1,65536})"),
+    ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<secret>(?:(?!-----END)[\s\S]){1,65536})"),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
     ("api-key-sk", r"\bsk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{20,}"),
@@ -61,20 +65,21 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)([A-Za-z0-9._~+/-]{8,}=*)"),
-    ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([^/?#@\s\"'<>«»]{1,256})@"),
+    ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
+    ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<secret>[^/?#@\s\"'<>«»]{1,256})@"),
     # a header line in a log: ``Authorization: <credential>`` with or without a scheme (the
     # scheme stays), ``Cookie:`` whole, ``Set-Cookie:`` up to its attributes
     ("auth-header", r"(?i:(?<![A-Za-z0-9_-])(?:proxy-)?authori[sz]ation[\"']?[ \t]*:[ \t]*[\"']?"
-                    r"(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?(?!(?:bearer|basic|token|digest|negotiate)\b))([^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
-    ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
-    ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
+                    r"(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?(?!(?:bearer|basic|token|digest|negotiate)\b))"
+                    r"(?P<secret>[^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
+    ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
+    ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
     # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
     ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*)"
                           + _VALUE),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
-    ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)([^\s&#\"'<>«»]+)"),
+    ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
 )
 
 #: detect-secrets plugins whose patterns fit redaction: (module, class).
@@ -107,6 +112,14 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "ds:square-oauth-secret": ("sq0csp-",), "ds:stripe-access-key": ("k_live_",), "ds:telegram-bot-token": (":",),
     "ds:twilio-api-key": ("ac", "sk"),
 }
+
+#: detect-secrets types whose patterns' group 1 is the secret value, not a prefix (audited for
+#: ``ds_table.VERSION``: ``aws…key = "(…)"``, ``://user:(…)@``, ``cloudant_key = (…)``…). Only
+#: those regexes exactly as the table has them use the group (``library_value_groups``);
+#: every other library regex, and any of another library version, is replaced whole.
+LIBRARY_VALUE_GROUP = frozenset({"ds:aws-access-key", "ds:basic-auth-credentials", "ds:cloudant-credentials",
+                                 "ds:ibm-cloud-iam-key", "ds:ibm-cos-hmac-credentials", "ds:npm-tokens",
+                                 "ds:softlayer-credentials"})
 
 _library: list[tuple[str, str]] | None = None
 _library_error: str | None = None
@@ -172,6 +185,13 @@ def library_patterns() -> list[tuple[str, str]]:
     return _library
 
 
+def library_value_groups() -> frozenset[str]:
+    """The audited detect-secrets regexes (``LIBRARY_VALUE_GROUP``) whose group 1 is the secret."""
+    from mcptap.redact import ds_table
+
+    return frozenset(rx for name, rx in ds_table.PATTERNS if name in LIBRARY_VALUE_GROUP and re.compile(rx).groups)
+
+
 def library_error() -> str | None:
     """Why detect-secrets patterns are not in use, or None."""
     library_patterns()
@@ -188,16 +208,19 @@ class Span:
 
 
 class Scanner:
-    """All patterns over one string. ``patterns``: (name, regex) pairs;
-    where two matches overlap the one that starts first wins, and at the same
+    """All patterns over one string. ``patterns``: (name, regex) pairs; a
+    match's secret is its ``secret…`` named group that took part (``secret``,
+    ``secret2``…), else, for a regex in ``first_group`` (user patterns, the
+    audited library ones), its first group that took part, else the whole match.
+    Where two matches overlap the one that starts first wins, and at the same
     start the earlier pattern (user rules go first). Each pattern runs on its
     own (Python's regex engine keeps its literal-prefix speed-ups that way; one
     big alternation was 7x slower), skipped when a string lacks the literal
     text the pattern needs (``NEEDLES``). Raises re.error for a bad regex
     (callers validate user patterns first)."""
 
-    def __init__(self, patterns: Iterable[tuple[str, str]]) -> None:
-        self._rx: list[tuple[re.Pattern[str], int, str]] = []
+    def __init__(self, patterns: Iterable[tuple[str, str]], first_group: Collection[str] = ()) -> None:
+        self._rx: list[tuple[re.Pattern[str], tuple[int, ...], str]] = []
         self._always: list[int] = []                     # patterns without needles
         self._needles: dict[str, list[int]] = {}         # needle -> patterns that need it
         for name, rx in patterns:
@@ -207,7 +230,7 @@ class Scanner:
                 self._needles.setdefault(n, []).append(len(self._rx))
             if not needles:
                 self._always.append(len(self._rx))
-            self._rx.append((compiled, compiled.groups, name))
+            self._rx.append((compiled, _secret_groups(compiled, rx in first_group), name))
 
     def spans(self, text: str) -> list[Span]:
         """Non-overlapping secret spans in ``text``, in order."""
@@ -222,7 +245,7 @@ class Scanner:
         for order in sorted(active):
             rx, groups, name = self._rx[order]
             for m in rx.finditer(text):
-                start, end = m.span(_first_group(m, groups))
+                start, end = m.span(_taking_part(m, groups))
                 if start < 0 or end <= start:
                     continue
                 piece = text[start:end]
@@ -256,13 +279,20 @@ class Scanner:
         return "".join(pieces), spans
 
 
-def _first_group(m: re.Match[str], groups: int) -> int:
-    """The group that holds a match's secret: the first that took part (a
-    pattern's alternatives each have their own), 0 (all of it) without groups."""
-    for g in range(1, groups + 1):
+def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
+    """The groups that may hold a match's secret, in order (empty: the whole match)."""
+    named = sorted(i for n, i in rx.groupindex.items() if n.startswith("secret"))
+    if named:
+        return tuple(named)
+    return tuple(range(1, rx.groups + 1)) if first_group else ()
+
+
+def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:
+    """The first of ``groups`` that took part in match ``m`` (0, the whole match, when none did)."""
+    for g in groups:
         if m.start(g) >= 0:
             return g
-    return 0 if not groups else 1
+    return 0
 
 
 def _touches_placeholder(text: str, start: int, end: int) -> bool:
