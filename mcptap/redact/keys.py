@@ -12,11 +12,21 @@ A key is compared with case, ``-``, ``_``, ``.`` and spaces ignored
   ``tokenExpiresAt``) and it is not a protocol field that only looks like one
   (``progressToken``, ``maxTokens``, ``nextPageToken`` stays redacted: it can
   grant access), or
+* it is an environment variable's name ending in ``_KEY`` (``STRIPE_KEY``,
+  ``LICENSE_KEY``; upper snake case only, and not ``SORT_KEY``, ``PUBLIC_KEY``,
+  ``PRIMARY_KEY``…: ``NOT_SECRET_KEY_WORDS``), or its last word is ``auth`` after
+  another (``basicAuth``, ``ANTHROPIC_AUTH``; not ``oauth``, ``authType``), or
 * it is such a key followed by words that say it holds the value (``HOLDER_WORDS``:
   ``tokenValue``, ``passwordConfirmation``, ``SECRET_KEY_BASE``, ``authHeader``) or
   by a number (``api_key_2``), or it is the plural of one (``passwords``,
   ``apiKeys``, ``accessTokens``; not ``tokens`` nor ``…Tokens`` in general:
   ``inputTokens`` counts tokens).
+
+The text rule for ``NAME=value`` / ``name: value`` in free text
+(``patterns``, ``secret-assignment``) asks this same function, so a secret
+under a key in JSON and after a name in text are the same names. ``key`` alone,
+``publicKey``, ``primaryKey``, ``sort_key``, ``keyName``, ``idempotencyKey``,
+``cacheKey`` are ordinary data (map keys, database keys, request ids).
 
 Some keys are secrets only where they are (``context_secrets``): the ``code`` of an
 OAuth object, the ``value`` of a ``{name, value}`` pair that names a secret header.
@@ -24,6 +34,7 @@ OAuth object, the ``value`` of a ``{name, value}`` pair that names a secret head
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +46,21 @@ SECRET_KEYS = frozenset({
     "bearer", "bearertoken", "credential", "credentials", "creds", "secretkey", "secretaccesskey",
     "accesskey", "apisecret", "signingkey", "encryptionkey", "masterkey", "sessionkey", "sessionsecret",
     "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey", "codeverifier", "clientassertion", "authcode",
-    "authorizationcode",
+    "authorizationcode", "sig", "xamzsignature", "xgoogsignature", "sshkey", "hmackey", "appkey", "authkey",
+    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey",
 })
+#: Session ids are credentials (a cookie's ``sessionid=``) though ``…Id`` names are not.
+SECRET_IDS = frozenset({"sessionid", "jsessionid", "phpsessid"})
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
-                  "accesskey", "credentials", "creds", "cookie", "connectionstring")
+                  "accesskey", "credentials", "creds", "cookie", "connectionstring", "signingkey", "encryptionkey",
+                  "masterkey", "sessionkey", "sessionsecret", "authkey", "sshkey", "hmackey", "appkey", "licensekey",
+                  "accountkey", "clientkey", "servicekey", "privkey", "dsn", "authtoken")
+#: ``<WORD>_KEY`` environment names that are not secrets (database, map and crypto-public keys).
+NOT_SECRET_KEY_WORDS = frozenset({"public", "pub", "sort", "primary", "foreign", "partition", "range", "hash", "cache",
+                                  "group", "lookup", "index", "routing", "idempotency", "dedup", "unique", "composite",
+                                  "map", "row", "object", "shortcut", "hot", "sequence", "order", "join", "s3", "i18n",
+                                  "translation", "message", "event", "metric", "label"})
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
 #: Last words that describe a secret rather than hold it.
 ABOUT_WORDS = frozenset({
     "id", "ids", "name", "names", "type", "types", "file", "path", "dir", "env", "var", "url", "uri",
@@ -50,7 +72,7 @@ ABOUT_WORDS = frozenset({
 HOLDER_WORDS = frozenset({
     "value", "values", "val", "data", "string", "str", "text", "raw", "plain", "plaintext", "b64", "base64", "hex",
     "bytes", "base", "confirmation", "confirm", "repeat", "again", "header", "headers", "encoded", "encrypted", "hash",
-    "hashed", "new", "old", "current",
+    "hashed", "new", "old", "current", "pem", "der", "jwk",
 })
 #: Sibling keys (normalised) that make an object an OAuth exchange, whose ``code`` is the authorization code.
 OAUTH_SIBLINGS = frozenset({"redirecturi", "codeverifier", "codechallenge", "granttype", "clientid"})
@@ -75,10 +97,14 @@ def is_secret_key(key: str) -> bool:
     norm = normalise(key)
     if not norm or norm in NOT_SECRET:
         return False
+    if norm in SECRET_IDS:
+        return True
     words = [w.lower() for w in _WORDS.split(key) if w]
     if len(words) > 1 and words[-1] in ABOUT_WORDS:
         return False
-    if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS):
+    if _ENV_KEY.fullmatch(key):
+        return words[-2] not in NOT_SECRET_KEY_WORDS
+    if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS) or len(words) > 1 and words[-1] == "auth":
         return True
     # the secret word followed by a number or by words that say the key holds the value
     while words and words[-1].isdigit():
@@ -119,3 +145,15 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
                 out["value"] = f"key:{name}"
                 break
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """``is_secret_key`` for a name assigned in free text (``NAME=``, ``name:``), cached."""
+    return is_secret_key(name)
+
+
+#: Lower-case text one of which every secret name holds (the text rule runs only on strings
+#: that have one; tests/test_redact_keys_text.py checks that every rule above is covered).
+SECRET_NEEDLES = ("pass", "pwd", "secret", "key", "token", "sig", "cookie", "sess", "auth", "cred", "dsn", "connection",
+                  "jwt", "otp", "pin", "bearer", "verifier", "assertion")

@@ -30,20 +30,16 @@ existing placeholder is left alone (scrubbing is idempotent).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.keys import SECRET_NEEDLES, secret_name
 
-_SECRET_WORDS = (r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey"
-                 r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey"
-                 r"|(?:secret|private|access|auth|signing|encryption|master|client|service|account|db|priv)[_-]?key"
-                 r"|(?:csrf|xsrf|api|id|session|bearer)token|cookie|session_?(?:id|key|secret)"
-                 r"|x-amz-signature|x-amz-security-token|sig)")
-#: an assigned name that ends in a secret word, its parts joined by ``_``, ``.`` or ``-``
-#: (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``), or an environment
-#: variable's name that ends in ``_KEY`` (``STRIPE_KEY``; upper case only: ``sort_key=`` is not)
-_SECRET_NAME = r"(?:(?:[A-Za-z0-9]+[_.-])*?" + _SECRET_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY))"
+#: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
+#: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
+#: ``STRIPE_KEY``; not ``sort_key``, ``passwordHint``)
+_NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?<![.-])"
 
 #: query parameters whose values are secrets though their names are not secret-like
 #: (the OAuth authorization code and PKCE verifier, signed URLs' ``key``/``sig``); also
@@ -75,8 +71,9 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
     ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
     # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
-    ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*)"
-                          + _VALUE),
+    # (an auth scheme after the name is the auth-header's or bearer's: ``Authorization: Bearer …``)
+    ("secret-assignment", r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)[ \t]*"
+                          r"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])" + _VALUE),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
     ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
@@ -93,13 +90,18 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
     ("twilio", "TwilioKeyDetector"),
 )
 
+#: Pattern name -> a test a match must pass (``secret-assignment``: its name is a secret key's).
+CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
+    "secret-assignment": lambda m: secret_name(m.group("name")),
+}
+
 #: Lower-case literal text a built-in pattern cannot match without (a cheap
 #: test before the regex runs).
 NEEDLES: dict[str, tuple[str, ...]] = {
     "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
-    "secret-assignment": ("pass", "pwd", "secret", "key", "token", "sig", "amz", "cookie", "session"),
+    "secret-assignment": SECRET_NEEDLES,
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)
@@ -244,7 +246,7 @@ class Scanner:
         found: list[tuple[int, int, int, str]] = []
         for order in sorted(active):
             rx, groups, name = self._rx[order]
-            for m in rx.finditer(text):
+            for m in _matches(rx, text, CHECKS.get(name)):
                 start, end = m.span(_taking_part(m, groups))
                 if start < 0 or end <= start:
                     continue
@@ -277,6 +279,23 @@ class Scanner:
             pos = s.end
         pieces.append(text[pos:])
         return "".join(pieces), spans
+
+
+def _matches(rx: re.Pattern[str], text: str, check: Callable[[re.Match[str]], bool] | None) -> Iterator[re.Match[str]]:
+    """``rx``'s matches in ``text`` that pass ``check``; after one that fails the search goes on
+    inside it (``note: password=…``: ``note``'s value holds the secret assignment)."""
+    if check is None:
+        yield from rx.finditer(text)
+        return
+    pos = 0
+    while (m := rx.search(text, pos)) is not None:
+        if check(m):
+            yield m
+            pos = max(m.end(), m.start() + 1)
+        else:
+            pos = m.start() + 1
+            if "name" in rx.groupindex:
+                pos = max(pos, m.end("name"))
 
 
 def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
