@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import context_secrets, is_secret_key, normalise
+from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.patterns import Scanner
 from mcptap.redact.rules import PathSeg, Rules, format_path
 
@@ -194,8 +194,20 @@ class Redactor:
         sub = path + (k,)
         rule = self._secret_key(k) or (self._path_rule(sub) if self._paths else None)
         if rule is not None:
+            if path and is_schema_property(path[-1], v) and rule.startswith("key:"):
+                # a tool's parameter named ``password``: its schema stays, instances in it go
+                return self._schema(v, sub, rule, hits, depth + 1)
             return self._all(v, sub, rule, hits, depth + 1)
         return self._walk(v, sub, hits, depth + 1)
+
+    def _schema(self, v: dict[str, Any], path: tuple[PathSeg, ...], rule: str, hits: list[Hit], depth: int) -> Any:
+        out: dict[str, Any] | None = None
+        for k, x in v.items():
+            nx = self._all(x, path + (k,), rule, hits, depth + 1) if k in SCHEMA_INSTANCES else self._member(k, x, path, hits, depth)
+            if nx is not x:
+                out = dict(v) if out is None else out
+                out[k] = nx
+        return v if out is None else out
 
     # The recursive walkers below are the fast path; from RECURSE_TO levels on, the
     # same walk continues with an explicit stack (_node): a peer's message may nest

@@ -157,3 +157,28 @@ def secret_name(name: str) -> bool:
 #: that have one; tests/test_redact_keys_text.py checks that every rule above is covered).
 SECRET_NEEDLES = ("pass", "pwd", "secret", "key", "token", "sig", "cookie", "sess", "auth", "cred", "dsn", "connection",
                   "jwt", "otp", "pin", "bearer", "verifier", "assertion")
+
+
+#: Keys whose value maps property names to JSON Schemas (a tool's ``inputSchema``, an
+#: elicitation's ``requestedSchema``): a name there is a parameter's, not a secret's.
+SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+#: Keywords of a JSON Schema object (a property's schema holds nothing else, ``x-…`` aside).
+SCHEMA_KEYWORDS = frozenset({
+    "type", "description", "title", "format", "minLength", "maxLength", "pattern", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum", "enumNames", "const", "default", "examples", "example",
+    "items", "prefixItems", "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "required", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "$ref", "$id", "$schema",
+    "$comment", "$defs", "definitions", "$anchor", "oneOf", "anyOf", "allOf", "not", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "nullable", "readOnly", "writeOnly", "deprecated", "contentEncoding",
+    "contentMediaType", "unevaluatedProperties", "unevaluatedItems",
+})
+#: Schema keywords whose values are instances of the property (a secret-named one's are redacted).
+SCHEMA_INSTANCES = frozenset({"default", "examples", "example", "const", "enum"})
+
+
+def is_schema_property(parent: object, value: object) -> bool:
+    """True when ``value``, under a secret-looking name in a map keyed ``parent``, is a
+    JSON Schema (``"properties": {"password": {"type": "string", "minLength": 8}}``): the
+    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets."""
+    return (parent in SCHEMA_MAPS and isinstance(value, dict) and bool(value)
+            and all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value))
