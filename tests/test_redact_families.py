@@ -101,3 +101,40 @@ def test_user_pattern_group_one_is_the_secret_or_a_named_one() -> None:
     red = Redactor(build_rules(patterns=[r"EMP-(\d{6})", r"(emp|EMP)#(?P<secret>\d{4})"], builtin=False), KEY)
     out, _ = red.text("EMP-123456 and EMP#9876")
     assert out.startswith("EMP-«redacted:") and "123456" not in out and "EMP#«redacted:" in out and "9876" not in out
+
+
+# -- command lines: curl -u user:pass, mysql -pPASS (mcptap/redact/argv.py; patterns cli-user-password, mysql-password)
+
+def test_argv_user_password_and_attached_mysql_password() -> None:
+    from mcptap.redact.argv import scrub_argv
+
+    out = scrub_argv(["curl", "-u", "argu:argpw123456", "--user", "a:b12345678", "--user=c:d1234567", "-ue:f1234567", "https://x"])
+    assert out[0::2][:1] == ["curl"] and not any(pw in " ".join(out) for pw in ("argpw123456", "b12345678", "d1234567", "f1234567"))
+    assert out[2].startswith("argu:«redacted:") and out[4].startswith("a:«") and out[5].startswith("--user=c:«")
+    assert out[6].startswith("-ue:«") and out[7] == "https://x"
+    out = scrub_argv(["mysql", "-u", "root", "-pMyRootPass123", "db"])
+    assert out[:3] == ["mysql", "-u", "root"] and out[3].startswith("-p«redacted:") and out[4] == "db"
+    # ordinary: no password given, a uid:gid, a port, -p in other programs, a URL after -u
+    for argv in (["mysql", "-u", "root", "-p", "db"], ["docker", "run", "-u", "1000:1000", "img"], ["ssh", "-p", "2222", "h"],
+                 ["grep", "-pattern", "x"], ["sqlmap", "-u", "https://example.com/?id=1"]):
+        assert scrub_argv(argv) == argv, argv
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("curl -u admin:curlpass777 https://x", "curlpass777"),
+    ('{"cmd": "curl -u alice:S3cretPassw0rd https://api.x.com/v1"}', "S3cretPassw0rd"),
+    ("curl --user bob:pw12345678 x", "pw12345678"),
+    ("curl --user=bob:pw12345678 x", "pw12345678"),
+    ("curl -ubob:pw12345678 x", "pw12345678"),
+    ("$ mysql -h db -u root -pMyRootPass123 mydb", "MyRootPass123"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' https://x", "dXNlcjpwYXNzd29yZA=="),
+    ("curl -H 'X-Api-Key: apikey0123456789' https://x", "apikey0123456789"),
+])
+def test_command_lines_in_text_lose_passwords(text: str, secret: str) -> None:
+    out, hits = R.string(text)
+    assert secret not in out and hits, out
+
+
+@pytest.mark.parametrize("text", ["docker run -u 1000:1000 img", "mysql -u root -p mydb", "sort -u a:b", "ps -u root"])
+def test_command_lines_without_passwords_stay(text: str) -> None:
+    assert R.string(text)[0] == text

@@ -74,6 +74,12 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     # (an auth scheme after the name is the auth-header's or bearer's: ``Authorization: Bearer …``)
     ("secret-assignment", r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)[ \t]*"
                           r"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])" + _VALUE),
+    # a command line in a log or a tool's argument: ``curl -u user:pass``, ``--user user:pass``
+    # (the user stays; a numeric group, ``docker -u 1000:1000``, too); ``mysql … -pPASS``
+    ("cli-user-password", r"(?<![\w-])(?:-u[ \t]*|--user[ \t=][ \t]*)[\"']?[^\s:\"'«»]{1,256}:(?!//|\d+(?![^\s\"']))"
+                          r"(?P<secret>[^\s\"'«»]{4,})"),
+    ("mysql-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
+                       r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
     ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
@@ -102,6 +108,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
     "secret-assignment": SECRET_NEEDLES,
+    "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)
