@@ -70,3 +70,39 @@ def test_every_secret_name_holds_a_needle() -> None:
 def test_authorization_scheme_is_not_taken_for_the_credential() -> None:
     out, _ = R.text("Authorization: Bearer abcdef0123456789xyz")
     assert out.startswith("Authorization: Bearer «redacted:") and "abcdef0123456789xyz" not in out
+
+
+# -- ordinary data that looked like secrets (tester's false positives)
+
+@pytest.mark.parametrize("text", [
+    "Authorization: required", "cookie: none set", "token = get_token(); password = input()", "token = os.environ['TOKEN']",
+    "password: ${DB_PASSWORD}", "api_key = $API_KEY", "https://example.com/page?key=home&code=python",
+    "see postgresql://app@db/x", "password: not set",
+])
+def test_plain_words_code_and_user_names_stay(text: str) -> None:
+    assert R.string(text)[0] == text
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("password = hunter2pw", "hunter2pw"), ('token = "get_token()"', "get_token()"), ("Authorization: abcdef123456", "abcdef123456"),
+    ("cookie: sid=abcdef123", "abcdef123"), ("https://x/cb?code=4/0AbCdEf123&state=x", "4/0AbCdEf123"),
+    ("https://x/?key=AbCdEfGhIjKl", "AbCdEfGhIjKl"), ("postgresql://app:pw123456@db/x", "pw123456"),
+    ("https://ghp_" + "a1B2" * 9 + "@github.com/x", "a1B2a1B2"),
+])
+def test_secrets_of_the_same_shapes_still_go(text: str, secret: str) -> None:
+    assert secret not in R.string(text)[0]
+
+
+def test_error_data_code_beside_state_is_not_an_oauth_code() -> None:
+    msg = {"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "bad", "data": {"code": "E_PASSWORD_TOO_SHORT",
+                                                                                          "state": "validating"}}}
+    assert R.message(msg) == (msg, [])
+    oauth = {"code": "SplxlOBeZQQYbYS6WxSbIA", "state": "xyz"}
+    assert "SplxlOBeZQQYbYS6WxSbIA" not in json.dumps(R.value(oauth)[0])
+
+
+def test_argv_user_name_alone_stays() -> None:
+    from mcptap.redact.argv import scrub_argv
+
+    assert scrub_argv(["psql", "postgresql://app@db/x"]) == ["psql", "postgresql://app@db/x"]
+    assert "pw123456" not in scrub_argv(["psql", "postgresql://app:pw123456@db/x"])[1]

@@ -107,7 +107,7 @@ def is_secret_name(name: str) -> bool:
 def scrub_url(url: str) -> str:
     """Redact user info and secret-like query parameter values of one URL."""
     m = _USERINFO.match(url)
-    if m and m.group(2):
+    if m and m.group(2) and (":" in m.group(2) or len(m.group(2)) >= 16):     # a user name alone is no secret
         url = m.group(1) + _redact(m.group(2)) + "@" + url[m.end():]
 
     def query(qm: re.Match[str]) -> str:

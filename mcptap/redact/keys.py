@@ -136,7 +136,8 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
         up = normalise(parent) if isinstance(parent, str) else ""
         if ("oauth" in up or "callback" in up or any(normalise(k) in OAUTH_SIBLINGS for k in obj if isinstance(k, str))
                 # beside ``state`` alone only a code that looks issued (an error's data has short ones: "E_STATE")
-                or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)):
+                or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)
+                and not IDENTIFIER_CODE.fullmatch(code)):
             out["code"] = "key:code (OAuth)"
     if "value" in obj:
         for n in PAIR_NAMES:
@@ -182,3 +183,21 @@ def is_schema_property(parent: object, value: object) -> bool:
     name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets."""
     return (parent in SCHEMA_MAPS and isinstance(value, dict) and bool(value)
             and all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value))
+
+
+#: Words that say a secret is absent, required or hidden, not one (``Authorization: required``).
+PLAIN_WORDS = frozenset({"required", "optional", "none", "null", "nil", "true", "false", "yes", "no", "undefined", "unset",
+                         "not", "set", "empty", "missing", "invalid", "expired", "redacted", "hidden", "masked", "present",
+                         "provided", "n/a", "disabled", "enabled", "off", "on", "is", "was", "the", "given", "needed"})
+#: A bare value that is code, not a secret: a call or subscript (``get_token()``,
+#: ``os.environ['TOKEN']``) or a variable reference (``$TOKEN``, ``${API_KEY}``).
+_CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\$\{?[A-Za-z_]\w*\}?$")
+#: An error code or identifier (``E_PASSWORD_TOO_SHORT``, ``auth.invalid_grant``), not an issued OAuth code.
+IDENTIFIER_CODE = re.compile(r"(?:[A-Z][A-Z0-9]*|[a-z][a-z0-9]*)(?:[_.:-](?:[A-Z0-9]+|[a-z0-9]+))+")
+
+
+def plain_value(value: str, bare: bool = True) -> bool:
+    """True when an assigned value is no secret by its shape: plain words (``required``,
+    ``none set``), or, ``bare`` (unquoted), code (``get_token()``, ``$TOKEN``)."""
+    words = value.lower().split()
+    return bool(words) and all(w in PLAIN_WORDS for w in words) or bare and _CODE.match(value) is not None

@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
-from mcptap.redact.keys import SECRET_NEEDLES, secret_name
+from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
 
 #: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
 #: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
@@ -97,8 +97,15 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 
 #: Pattern name -> a test a match must pass (``secret-assignment``: its name is a secret key's).
+#: Values of plain words (``Authorization: required``) or code (``token = get_token()``) are not secrets;
+#: URL user info without a password is a user name unless it is long (a token as the user).
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
-    "secret-assignment": lambda m: secret_name(m.group("name")),
+    "secret-assignment": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0),
+                                                                                      m.lastgroup == "secret3"),
+    "auth-header": lambda m: not plain_value(m.group("secret"), False),
+    "cookie-header": lambda m: not plain_value(m.group("secret"), False),
+    "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
+    "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
 }
 
 #: Lower-case literal text a built-in pattern cannot match without (a cheap
