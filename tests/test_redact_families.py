@@ -138,3 +138,19 @@ def test_command_lines_in_text_lose_passwords(text: str, secret: str) -> None:
 @pytest.mark.parametrize("text", ["docker run -u 1000:1000 img", "mysql -u root -p mydb", "sort -u a:b", "ps -u root"])
 def test_command_lines_without_passwords_stay(text: str) -> None:
     assert R.string(text)[0] == text
+
+
+@pytest.mark.parametrize(("text", "secrets"), [
+    ("<password>xmlpass123</password><apiKey>xmlkey456789</apiKey>", ["xmlpass123", "xmlkey456789"]),
+    ("model hf_abcdefghijklmnopqrstuvwxyzABCDEF12 loaded", ["abcdefghijklmnopqrstuvwxyz"]),
+    ("users:\n- name: u\n  user:\n    client-key-data: LS0tLS1CRUdJTiBSU0E=\n    token: kubetoken0123456789\n",
+     ["LS0tLS1CRUdJTiBSU0E=", "kubetoken0123456789"]),
+])
+def test_xml_huggingface_and_kubeconfig(text: str, secrets: list[str]) -> None:
+    out, _ = R.string(text)
+    assert not any(s in out for s in secrets), out
+
+
+def test_xml_elements_of_ordinary_names_stay() -> None:
+    text = "<name>widget</name><sortKey>a1</sortKey><password>required</password><token></token>"
+    assert R.string(text)[0] == text

@@ -60,6 +60,9 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
     ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    # an XML element named like a secret: ``<password>…</password>`` (the name is checked: CHECKS)
+    ("xml-element", r"<(?P<name>[A-Za-z_][\w.-]{0,80})>(?P<secret>[^<>«»]{1,1024})</(?P=name)>"),
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
     ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<secret>[^/?#@\s\"'<>«»]{1,256})@"),
@@ -102,6 +105,7 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "secret-assignment": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0),
                                                                                       m.lastgroup == "secret3"),
+    "xml-element": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False),
     "auth-header": lambda m: not plain_value(m.group("secret"), False),
     "cookie-header": lambda m: not plain_value(m.group("secret"), False),
     "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
@@ -114,7 +118,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
-    "secret-assignment": SECRET_NEEDLES,
+    "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
