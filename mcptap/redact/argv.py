@@ -23,7 +23,10 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
 * JSON values (``--config '{"apiKey": …}'``): secret keys as in payloads
   (:mod:`mcptap.redact.keys`);
 * the value of ``-p`` when it is not a number, a path or ``host:port``
-  (``mysql -p PASS``; ``-p 8080`` stays);
+  (``sshpass -p PASS``; ``-p 8080`` stays), and ``-pPASS`` after a MySQL client
+  (``MYSQL_CLIENTS``: ``mysql -u root -pPASS``; its ``-p db`` prompts, ``db`` stays);
+* the password of ``-u user:pass`` / ``--user user:pass`` / ``-uuser:pass`` /
+  ``--user=user:pass`` (curl, wget…; the user stays, ``-u 1000:1000`` too);
 * everything the payload patterns find (:mod:`mcptap.redact.patterns`): token
   shapes (GitHub, ``sk-…``, Slack, AWS, JWTs…), PEM keys, ``password=…`` in
   DSNs and ``Password=…;`` in connection strings.
@@ -35,6 +38,7 @@ names a *reference* to a secret (``--token-file PATH``, ``KEY_ID=…``).
 
 from __future__ import annotations
 
+import os
 import re
 
 from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
@@ -62,6 +66,20 @@ _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
 _QUERY_PARAM = re.compile(r"([?&;])([^=&;#]+)=([^&;#]*)")
 #: ``-p VALUE`` is a port, a path or an address unless VALUE looks otherwise.
 _HARMLESS_P = re.compile(r"^(?:\d+|[./~].*|[A-Za-z0-9.-]*:\d+|[A-Za-z]:[\\/].*)$")
+#: Programs whose ``-p`` takes the password attached (``-pPASS``).
+MYSQL_CLIENTS = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlpump",
+                           "mysqlslap", "mariadb", "mariadb-dump", "mariadb-admin", "mariadb-import", "mariadb-check"})
+_USER_OPTION = re.compile(r"^(-u|--user)(=?)(.*)$", re.S)
+
+
+def _user_password(value: str) -> str:
+    """``user:pass`` with the password redacted (a numeric group, ``1000:1000``, stays)."""
+    user, colon, pw = value.partition(":")
+    if "://" in value:         # ``sqlmap -u URL``: a URL's credentials are the URL rule's
+        return _scrub_value(value)
+    if not colon or not pw or pw.isdigit():
+        return value
+    return f"{user}:{_redact(pw)}"
 
 
 def placeholder(secret: str) -> str:
@@ -89,7 +107,7 @@ def is_secret_name(name: str) -> bool:
 def scrub_url(url: str) -> str:
     """Redact user info and secret-like query parameter values of one URL."""
     m = _USERINFO.match(url)
-    if m and m.group(2):
+    if m and m.group(2) and (":" in m.group(2) or len(m.group(2)) >= 16):     # a user name alone is no secret
         url = m.group(1) + _redact(m.group(2)) + "@" + url[m.end():]
 
     def query(qm: re.Match[str]) -> str:
@@ -125,13 +143,32 @@ def scrub_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     out: list[str] = []
     redact_next = False
     short_p = False
+    user_next = False
+    mysql = False
     for arg in argv:
+        mysql = mysql or os.path.basename(arg).lower().removesuffix(".exe") in MYSQL_CLIENTS
+        if user_next:
+            user_next = False
+            if not arg.startswith("-"):
+                out.append(_user_password(arg))
+                continue
+        um = _USER_OPTION.match(arg)
+        if um:
+            if not um.group(3):
+                user_next = not um.group(2)
+                out.append(arg)
+            else:
+                out.append(um.group(1) + um.group(2) + _user_password(um.group(3)))
+            continue
+        if mysql and arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
+            out.append("-p" + _redact(arg[2:]))
+            continue
         if short_p:
             short_p = False
             if arg and not arg.startswith("-") and not _HARMLESS_P.match(arg):
                 out.append(_redact(arg))
                 continue
-        if arg == "-p":
+        if arg == "-p" and not mysql:      # a MySQL client's -p alone prompts: the next word is the database
             short_p = True
             out.append(arg)
             continue

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import context_secrets, is_secret_key, normalise
+from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.patterns import Scanner
 from mcptap.redact.rules import PathSeg, Rules, format_path
 
@@ -66,14 +66,14 @@ _PLAIN = frozenset({int, float, bool, type(None)})
 
 class _Frame:
     """One container being walked by ``Redactor._node``: its members one by
-    one, the copy made from the first changed one on (under a rule: always)."""
+    one, the copy made from the first changed one on."""
 
     __slots__ = ("value", "path", "rule", "depth", "it", "items", "n", "key", "child")
 
     def __init__(self, value: dict[str, Any] | list[Any], path: tuple[PathSeg, ...], rule: str | None, depth: int) -> None:
         self.value, self.path, self.rule, self.depth = value, path, rule, depth
         self.it: Any = iter(value.items()) if isinstance(value, dict) else enumerate(value)
-        self.items: list[Any] | None = None if rule is None else []
+        self.items: list[Any] | None = None     # copied from the first changed member on
         self.n = 0
         self.key: Any = None
         self.child: Any = None
@@ -106,7 +106,7 @@ class Redactor:
     def __init__(self, rules: Rules, keyer: Keyer) -> None:
         self.rules = rules
         self.keyer = keyer
-        self.scanner = Scanner(rules.all_patterns())
+        self.scanner = Scanner(rules.all_patterns(), rules.first_group_patterns())
         self._user_keys = rules.keys
         self._paths = rules.paths
         self._memo: dict[str, str] = {}
@@ -194,8 +194,20 @@ class Redactor:
         sub = path + (k,)
         rule = self._secret_key(k) or (self._path_rule(sub) if self._paths else None)
         if rule is not None:
+            if path and is_schema_property(path[-1], v) and rule.startswith("key:"):
+                # a tool's parameter named ``password``: its schema stays, instances in it go
+                return self._schema(v, sub, rule, hits, depth + 1)
             return self._all(v, sub, rule, hits, depth + 1)
         return self._walk(v, sub, hits, depth + 1)
+
+    def _schema(self, v: dict[str, Any], path: tuple[PathSeg, ...], rule: str, hits: list[Hit], depth: int) -> Any:
+        out: dict[str, Any] | None = None
+        for k, x in v.items():
+            nx = self._all(x, path + (k,), rule, hits, depth + 1) if k in SCHEMA_INSTANCES else self._member(k, x, path, hits, depth)
+            if nx is not x:
+                out = dict(v) if out is None else out
+                out[k] = nx
+        return v if out is None else out
 
     # The recursive walkers below are the fast path; from RECURSE_TO levels on, the
     # same walk continues with an explicit stack (_node): a peer's message may nest
@@ -247,13 +259,19 @@ class Redactor:
         if isinstance(v, dict | list):
             if depth >= RECURSE_TO:
                 return self._node(v, path, rule, hits, depth)
+            # a copy only when something changed (all placeholders already: ``v`` itself, so a
+            # second scrub sees no change)
             if isinstance(v, dict):
                 out = {}
+                same = True
                 for k, x in v.items():
                     nx = self._all(x, path + (k,), rule, hits, depth + 1)       # the value's hits, then the key's
-                    out[k if len(k) < KEY_SCAN_FROM else self._key(k, path, hits)] = nx
-                return out
-            return [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
+                    nk = k if len(k) < KEY_SCAN_FROM else self._key(k, path, hits)
+                    out[nk] = nx
+                    same = same and nx is x and nk is k
+                return v if same else out
+            lst = [self._all(x, path + (i,), rule, hits, depth + 1) for i, x in enumerate(v)]
+            return v if all(a is b for a, b in zip(lst, v, strict=True)) else lst
         return self._leaf(v, path, rule, hits, depth)
 
     def _leaf(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
@@ -278,7 +296,7 @@ class Redactor:
         """``v`` at ``path`` redacted, walked with an explicit stack: a peer's
         message may nest as deep as its parser allows (orjson: 1024 levels),
         far beyond Python's recursion limit. Containers are copied only where
-        something changed (under a rule: always); keys get the patterns."""
+        something changed; keys get the patterns."""
         if depth > MAX_DEPTH:
             return v
         leaf = self._leaf(v, path, rule, hits, depth)

@@ -12,11 +12,21 @@ A key is compared with case, ``-``, ``_``, ``.`` and spaces ignored
   ``tokenExpiresAt``) and it is not a protocol field that only looks like one
   (``progressToken``, ``maxTokens``, ``nextPageToken`` stays redacted: it can
   grant access), or
+* it is an environment variable's name ending in ``_KEY`` (``STRIPE_KEY``,
+  ``LICENSE_KEY``; upper snake case only, and not ``SORT_KEY``, ``PUBLIC_KEY``,
+  ``PRIMARY_KEY``…: ``NOT_SECRET_KEY_WORDS``), or its last word is ``auth`` after
+  another (``basicAuth``, ``ANTHROPIC_AUTH``; not ``oauth``, ``authType``), or
 * it is such a key followed by words that say it holds the value (``HOLDER_WORDS``:
   ``tokenValue``, ``passwordConfirmation``, ``SECRET_KEY_BASE``, ``authHeader``) or
   by a number (``api_key_2``), or it is the plural of one (``passwords``,
   ``apiKeys``, ``accessTokens``; not ``tokens`` nor ``…Tokens`` in general:
   ``inputTokens`` counts tokens).
+
+The text rule for ``NAME=value`` / ``name: value`` in free text
+(``patterns``, ``secret-assignment``) asks this same function, so a secret
+under a key in JSON and after a name in text are the same names. ``key`` alone,
+``publicKey``, ``primaryKey``, ``sort_key``, ``keyName``, ``idempotencyKey``,
+``cacheKey`` are ordinary data (map keys, database keys, request ids).
 
 Some keys are secrets only where they are (``context_secrets``): the ``code`` of an
 OAuth object, the ``value`` of a ``{name, value}`` pair that names a secret header.
@@ -24,6 +34,7 @@ OAuth object, the ``value`` of a ``{name, value}`` pair that names a secret head
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +46,21 @@ SECRET_KEYS = frozenset({
     "bearer", "bearertoken", "credential", "credentials", "creds", "secretkey", "secretaccesskey",
     "accesskey", "apisecret", "signingkey", "encryptionkey", "masterkey", "sessionkey", "sessionsecret",
     "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey", "codeverifier", "clientassertion", "authcode",
-    "authorizationcode",
+    "authorizationcode", "sig", "xamzsignature", "xgoogsignature", "sshkey", "hmackey", "appkey", "authkey",
+    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey",
 })
+#: Session ids are credentials (a cookie's ``sessionid=``) though ``…Id`` names are not.
+SECRET_IDS = frozenset({"sessionid", "jsessionid", "phpsessid"})
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
-                  "accesskey", "credentials", "creds", "cookie", "connectionstring")
+                  "accesskey", "credentials", "creds", "cookie", "connectionstring", "signingkey", "encryptionkey",
+                  "masterkey", "sessionkey", "sessionsecret", "authkey", "sshkey", "hmackey", "appkey", "licensekey",
+                  "accountkey", "clientkey", "servicekey", "privkey", "dsn", "authtoken")
+#: ``<WORD>_KEY`` environment names that are not secrets (database, map and crypto-public keys).
+NOT_SECRET_KEY_WORDS = frozenset({"public", "pub", "sort", "primary", "foreign", "partition", "range", "hash", "cache",
+                                  "group", "lookup", "index", "routing", "idempotency", "dedup", "unique", "composite",
+                                  "map", "row", "object", "shortcut", "hot", "sequence", "order", "join", "s3", "i18n",
+                                  "translation", "message", "event", "metric", "label"})
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
 #: Last words that describe a secret rather than hold it.
 ABOUT_WORDS = frozenset({
     "id", "ids", "name", "names", "type", "types", "file", "path", "dir", "env", "var", "url", "uri",
@@ -50,7 +72,7 @@ ABOUT_WORDS = frozenset({
 HOLDER_WORDS = frozenset({
     "value", "values", "val", "data", "string", "str", "text", "raw", "plain", "plaintext", "b64", "base64", "hex",
     "bytes", "base", "confirmation", "confirm", "repeat", "again", "header", "headers", "encoded", "encrypted", "hash",
-    "hashed", "new", "old", "current",
+    "hashed", "new", "old", "current", "pem", "der", "jwk",
 })
 #: Sibling keys (normalised) that make an object an OAuth exchange, whose ``code`` is the authorization code.
 OAUTH_SIBLINGS = frozenset({"redirecturi", "codeverifier", "codechallenge", "granttype", "clientid"})
@@ -75,10 +97,14 @@ def is_secret_key(key: str) -> bool:
     norm = normalise(key)
     if not norm or norm in NOT_SECRET:
         return False
+    if norm in SECRET_IDS:
+        return True
     words = [w.lower() for w in _WORDS.split(key) if w]
     if len(words) > 1 and words[-1] in ABOUT_WORDS:
         return False
-    if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS):
+    if _ENV_KEY.fullmatch(key):
+        return words[-2] not in NOT_SECRET_KEY_WORDS
+    if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS) or len(words) > 1 and words[-1] == "auth":
         return True
     # the secret word followed by a number or by words that say the key holds the value
     while words and words[-1].isdigit():
@@ -110,7 +136,8 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
         up = normalise(parent) if isinstance(parent, str) else ""
         if ("oauth" in up or "callback" in up or any(normalise(k) in OAUTH_SIBLINGS for k in obj if isinstance(k, str))
                 # beside ``state`` alone only a code that looks issued (an error's data has short ones: "E_STATE")
-                or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)):
+                or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)
+                and not IDENTIFIER_CODE.fullmatch(code)):
             out["code"] = "key:code (OAuth)"
     if "value" in obj:
         for n in PAIR_NAMES:
@@ -119,3 +146,58 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
                 out["value"] = f"key:{name}"
                 break
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """``is_secret_key`` for a name assigned in free text (``NAME=``, ``name:``), cached."""
+    return is_secret_key(name)
+
+
+#: Lower-case text one of which every secret name holds (the text rule runs only on strings
+#: that have one; tests/test_redact_keys_text.py checks that every rule above is covered).
+SECRET_NEEDLES = ("pass", "pwd", "secret", "key", "token", "sig", "cookie", "sess", "auth", "cred", "dsn", "connection",
+                  "jwt", "otp", "pin", "bearer", "verifier", "assertion")
+
+
+#: Keys whose value maps property names to JSON Schemas (a tool's ``inputSchema``, an
+#: elicitation's ``requestedSchema``): a name there is a parameter's, not a secret's.
+SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+#: Keywords of a JSON Schema object (a property's schema holds nothing else, ``x-…`` aside).
+SCHEMA_KEYWORDS = frozenset({
+    "type", "description", "title", "format", "minLength", "maxLength", "pattern", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum", "enumNames", "const", "default", "examples", "example",
+    "items", "prefixItems", "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "required", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "$ref", "$id", "$schema",
+    "$comment", "$defs", "definitions", "$anchor", "oneOf", "anyOf", "allOf", "not", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "nullable", "readOnly", "writeOnly", "deprecated", "contentEncoding",
+    "contentMediaType", "unevaluatedProperties", "unevaluatedItems",
+})
+#: Schema keywords whose values are instances of the property (a secret-named one's are redacted).
+SCHEMA_INSTANCES = frozenset({"default", "examples", "example", "const", "enum"})
+
+
+def is_schema_property(parent: object, value: object) -> bool:
+    """True when ``value``, under a secret-looking name in a map keyed ``parent``, is a
+    JSON Schema (``"properties": {"password": {"type": "string", "minLength": 8}}``): the
+    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets."""
+    return (parent in SCHEMA_MAPS and isinstance(value, dict) and bool(value)
+            and all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value))
+
+
+#: Words that say a secret is absent, required or hidden, not one (``Authorization: required``).
+PLAIN_WORDS = frozenset({"required", "optional", "none", "null", "nil", "true", "false", "yes", "no", "undefined", "unset",
+                         "not", "set", "empty", "missing", "invalid", "expired", "redacted", "hidden", "masked", "present",
+                         "provided", "n/a", "disabled", "enabled", "off", "on", "is", "was", "the", "given", "needed"})
+#: A bare value that is code, not a secret: a call or subscript (``get_token()``,
+#: ``os.environ['TOKEN']``) or a variable reference (``$TOKEN``, ``${API_KEY}``).
+_CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\$\{?[A-Za-z_]\w*\}?$")
+#: An error code or identifier (``E_PASSWORD_TOO_SHORT``, ``auth.invalid_grant``), not an issued OAuth code.
+IDENTIFIER_CODE = re.compile(r"(?:[A-Z][A-Z0-9]*|[a-z][a-z0-9]*)(?:[_.:-](?:[A-Z0-9]+|[a-z0-9]+))+")
+
+
+def plain_value(value: str, bare: bool = True) -> bool:
+    """True when an assigned value is no secret by its shape: plain words (``required``,
+    ``none set``), or, ``bare`` (unquoted), code (``get_token()``, ``$TOKEN``)."""
+    words = value.lower().split()
+    return bool(words) and all(w in PLAIN_WORDS for w in words) or bare and _CODE.match(value) is not None

@@ -17,29 +17,29 @@ Two sources, scanned as one combined regular expression (one pass a string):
   (``?code=…``), and assignments such as ``password=…``/``Password=…;`` in
   connection strings and DSNs (a quoted value whole).
 
-A pattern's *secret* is the first of its capture groups that took part in the
-match when it has groups, else the whole match; only that span is replaced, so ``Bearer «…»`` and
-``password=«…»`` keep their context. A span that touches an existing
-placeholder is left alone (scrubbing is idempotent).
+Which part of a match is the secret is explicit (``Scanner``): a built-in
+pattern names it, ``(?P<secret>…)`` (alternatives ``secret2``, ``secret3``…: the first
+that took part), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
+detect-secrets pattern is replaced whole (its groups are often the token's
+*prefix*: ``(glpat|gldt|…)-…``, ``(ghp|gho|…)_…``), except the audited ones whose
+group 1 is the value (``LIBRARY_VALUE_GROUP``); a user pattern's group 1, when it has
+groups, as documented (rules.py), or its ``secret`` group. A span that touches an
+existing placeholder is left alone (scrubbing is idempotent).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
 
-_SECRET_WORDS = (r"(?:password|passwd|passphrase|pass|pwd|secret|client[_-]?secret|api[_-]?key|apikey"
-                 r"|access[_-]?token|refresh[_-]?token|auth[_-]?token|token|accountkey|sharedaccesskey"
-                 r"|(?:secret|private|access|auth|signing|encryption|master|client|service|account|db|priv)[_-]?key"
-                 r"|(?:csrf|xsrf|api|id|session|bearer)token|cookie|session_?(?:id|key|secret)"
-                 r"|x-amz-signature|x-amz-security-token|sig)")
-#: an assigned name that ends in a secret word, its parts joined by ``_``, ``.`` or ``-``
-#: (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``), or an environment
-#: variable's name that ends in ``_KEY`` (``STRIPE_KEY``; upper case only: ``sort_key=`` is not)
-_SECRET_NAME = r"(?:(?:[A-Za-z0-9]+[_.-])*?" + _SECRET_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY))"
+#: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
+#: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
+#: ``STRIPE_KEY``; not ``sort_key``, ``passwordHint``)
+_NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?<![.-])"
 
 #: query parameters whose values are secrets though their names are not secret-like
 #: (the OAuth authorization code and PKCE verifier, signed URLs' ``key``/``sig``); also
@@ -48,33 +48,44 @@ QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "au
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
 #: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
-_VALUE = r"""(?:"([^"\r\n«»]{1,1024})"|'([^'\r\n«»]{1,1024})'|["']?([^\s"';,&<>«»]{3,}))"""
+_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 
-#: (name, regex) of the built-in patterns; the first group that took part in the match,
-#: when the pattern has groups, is the secret.
+#: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
+#: in the match (the whole match without one).
 BUILTIN: tuple[tuple[str, str], ...] = (
-    ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----((?:(?!-----END)[\s\S]){1,65536})"),
+    ("pem-private-key", r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<secret>(?:(?!-----END)[\s\S]){1,65536})"),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"),
     ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
     ("api-key-sk", r"\bsk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{20,}"),
     ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
     ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    # an XML element named like a secret: ``<password>…</password>`` (the name is checked: CHECKS)
+    ("xml-element", r"<(?P<name>[A-Za-z_][\w.-]{0,80})>(?P<secret>[^<>«»]{1,1024})</(?P=name)>"),
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)([A-Za-z0-9._~+/-]{8,}=*)"),
-    ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([^/?#@\s\"'<>«»]{1,256})@"),
+    ("bearer", r"(?i:\b(?:bearer|basic|token)[ \t]+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
+    ("url-userinfo", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://(?P<secret>[^/?#@\s\"'<>«»]{1,256})@"),
     # a header line in a log: ``Authorization: <credential>`` with or without a scheme (the
     # scheme stays), ``Cookie:`` whole, ``Set-Cookie:`` up to its attributes
     ("auth-header", r"(?i:(?<![A-Za-z0-9_-])(?:proxy-)?authori[sz]ation[\"']?[ \t]*:[ \t]*[\"']?"
-                    r"(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?(?!(?:bearer|basic|token|digest|negotiate)\b))([^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
-    ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
-    ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)([^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
+                    r"(?:(?:bearer|basic|token|digest|negotiate)[ \t]+)?(?!(?:bearer|basic|token|digest|negotiate)\b))"
+                    r"(?P<secret>[^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
+    ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
+    ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
     # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
-    ("secret-assignment", r"(?i:(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:)[ \t]*)"
-                          + _VALUE),
+    # (an auth scheme after the name is the auth-header's or bearer's: ``Authorization: Bearer …``)
+    ("secret-assignment", r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)[ \t]*"
+                          r"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])" + _VALUE),
+    # a command line in a log or a tool's argument: ``curl -u user:pass``, ``--user user:pass``
+    # (the user stays; a numeric group, ``docker -u 1000:1000``, too); ``mysql … -pPASS``
+    ("cli-user-password", r"(?<![\w-])(?:-u[ \t]*|--user[ \t=][ \t]*)[\"']?[^\s:\"'«»]{1,256}:(?!//|\d+(?![^\s\"']))"
+                          r"(?P<secret>[^\s\"'«»]{4,})"),
+    ("mysql-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
+                       r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
-    ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)([^\s&#\"'<>«»]+)"),
+    ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
 )
 
 #: detect-secrets plugins whose patterns fit redaction: (module, class).
@@ -88,13 +99,27 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
     ("twilio", "TwilioKeyDetector"),
 )
 
+#: Pattern name -> a test a match must pass (``secret-assignment``: its name is a secret key's).
+#: Values of plain words (``Authorization: required``) or code (``token = get_token()``) are not secrets;
+#: URL user info without a password is a user name unless it is long (a token as the user).
+CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
+    "secret-assignment": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0),
+                                                                                      m.lastgroup == "secret3"),
+    "xml-element": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False),
+    "auth-header": lambda m: not plain_value(m.group("secret"), False),
+    "cookie-header": lambda m: not plain_value(m.group("secret"), False),
+    "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
+    "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
+}
+
 #: Lower-case literal text a built-in pattern cannot match without (a cheap
 #: test before the regex runs).
 NEEDLES: dict[str, tuple[str, ...]] = {
     "pem-private-key": ("private key",), "jwt": ("eyj",), "github-token": ("gh", "github_pat_"), "api-key-sk": ("sk-",),
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
-    "secret-assignment": ("pass", "pwd", "secret", "key", "token", "sig", "amz", "cookie", "session"),
+    "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
+    "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)
@@ -107,6 +132,14 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "ds:square-oauth-secret": ("sq0csp-",), "ds:stripe-access-key": ("k_live_",), "ds:telegram-bot-token": (":",),
     "ds:twilio-api-key": ("ac", "sk"),
 }
+
+#: detect-secrets types whose patterns' group 1 is the secret value, not a prefix (audited for
+#: ``ds_table.VERSION``: ``aws…key = "(…)"``, ``://user:(…)@``, ``cloudant_key = (…)``…). Only
+#: those regexes exactly as the table has them use the group (``library_value_groups``);
+#: every other library regex, and any of another library version, is replaced whole.
+LIBRARY_VALUE_GROUP = frozenset({"ds:aws-access-key", "ds:basic-auth-credentials", "ds:cloudant-credentials",
+                                 "ds:ibm-cloud-iam-key", "ds:ibm-cos-hmac-credentials", "ds:npm-tokens",
+                                 "ds:softlayer-credentials"})
 
 _library: list[tuple[str, str]] | None = None
 _library_error: str | None = None
@@ -172,6 +205,13 @@ def library_patterns() -> list[tuple[str, str]]:
     return _library
 
 
+def library_value_groups() -> frozenset[str]:
+    """The audited detect-secrets regexes (``LIBRARY_VALUE_GROUP``) whose group 1 is the secret."""
+    from mcptap.redact import ds_table
+
+    return frozenset(rx for name, rx in ds_table.PATTERNS if name in LIBRARY_VALUE_GROUP and re.compile(rx).groups)
+
+
 def library_error() -> str | None:
     """Why detect-secrets patterns are not in use, or None."""
     library_patterns()
@@ -188,16 +228,19 @@ class Span:
 
 
 class Scanner:
-    """All patterns over one string. ``patterns``: (name, regex) pairs;
-    where two matches overlap the one that starts first wins, and at the same
+    """All patterns over one string. ``patterns``: (name, regex) pairs; a
+    match's secret is its ``secret…`` named group that took part (``secret``,
+    ``secret2``…), else, for a regex in ``first_group`` (user patterns, the
+    audited library ones), its first group that took part, else the whole match.
+    Where two matches overlap the one that starts first wins, and at the same
     start the earlier pattern (user rules go first). Each pattern runs on its
     own (Python's regex engine keeps its literal-prefix speed-ups that way; one
     big alternation was 7x slower), skipped when a string lacks the literal
     text the pattern needs (``NEEDLES``). Raises re.error for a bad regex
     (callers validate user patterns first)."""
 
-    def __init__(self, patterns: Iterable[tuple[str, str]]) -> None:
-        self._rx: list[tuple[re.Pattern[str], int, str]] = []
+    def __init__(self, patterns: Iterable[tuple[str, str]], first_group: Collection[str] = ()) -> None:
+        self._rx: list[tuple[re.Pattern[str], tuple[int, ...], str]] = []
         self._always: list[int] = []                     # patterns without needles
         self._needles: dict[str, list[int]] = {}         # needle -> patterns that need it
         for name, rx in patterns:
@@ -207,7 +250,7 @@ class Scanner:
                 self._needles.setdefault(n, []).append(len(self._rx))
             if not needles:
                 self._always.append(len(self._rx))
-            self._rx.append((compiled, compiled.groups, name))
+            self._rx.append((compiled, _secret_groups(compiled, rx in first_group), name))
 
     def spans(self, text: str) -> list[Span]:
         """Non-overlapping secret spans in ``text``, in order."""
@@ -221,8 +264,8 @@ class Scanner:
         found: list[tuple[int, int, int, str]] = []
         for order in sorted(active):
             rx, groups, name = self._rx[order]
-            for m in rx.finditer(text):
-                start, end = m.span(_first_group(m, groups))
+            for m in _matches(rx, text, CHECKS.get(name)):
+                start, end = m.span(_taking_part(m, groups))
                 if start < 0 or end <= start:
                     continue
                 piece = text[start:end]
@@ -256,13 +299,37 @@ class Scanner:
         return "".join(pieces), spans
 
 
-def _first_group(m: re.Match[str], groups: int) -> int:
-    """The group that holds a match's secret: the first that took part (a
-    pattern's alternatives each have their own), 0 (all of it) without groups."""
-    for g in range(1, groups + 1):
+def _matches(rx: re.Pattern[str], text: str, check: Callable[[re.Match[str]], bool] | None) -> Iterator[re.Match[str]]:
+    """``rx``'s matches in ``text`` that pass ``check``; after one that fails the search goes on
+    inside it (``note: password=…``: ``note``'s value holds the secret assignment)."""
+    if check is None:
+        yield from rx.finditer(text)
+        return
+    pos = 0
+    while (m := rx.search(text, pos)) is not None:
+        if check(m):
+            yield m
+            pos = max(m.end(), m.start() + 1)
+        else:
+            pos = m.start() + 1
+            if "name" in rx.groupindex:
+                pos = max(pos, m.end("name"))
+
+
+def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
+    """The groups that may hold a match's secret, in order (empty: the whole match)."""
+    named = sorted(i for n, i in rx.groupindex.items() if n.startswith("secret"))
+    if named:
+        return tuple(named)
+    return tuple(range(1, rx.groups + 1)) if first_group else ()
+
+
+def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:
+    """The first of ``groups`` that took part in match ``m`` (0, the whole match, when none did)."""
+    for g in groups:
         if m.start(g) >= 0:
             return g
-    return 0 if not groups else 1
+    return 0
 
 
 def _touches_placeholder(text: str, start: int, end: int) -> bool:

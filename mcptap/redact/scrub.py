@@ -260,7 +260,8 @@ class Scrubber:
         if parsed:
             red, hits = self.redactor.message(value)
             self._note(seq, hits)
-            if red is not value or (raw != _encode(value) + eol and _hidden_values(raw)):
+            # no hit, nothing changed: the record's bytes stay as they are (scrubbing twice = once)
+            if red is not value and (hits or _differs(red, value)) or (raw != _encode(value) + eol and _hidden_values(raw)):
                 new_raw = self._rebuild(raw, value, red, eol, hits)
                 value = red
         else:
@@ -344,6 +345,13 @@ class Scrubber:
             pass
         # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
         return compact + tail
+
+
+def _differs(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except RecursionError:      # too deep to compare: taken as changed
+        return True
 
 
 def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
