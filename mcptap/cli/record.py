@@ -18,6 +18,7 @@ job; hosts keep the default so a full disk never looks like a server crash.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from typing import Any
@@ -27,7 +28,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, sweep_reserves
+from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, refuse_live_output, sweep_reserves
 from mcptap.cli.errors import Fail, say
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -42,6 +43,14 @@ from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
 
 EX_IOERR = 74
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # FloatRange lets NaN through (it fails every comparison), and a NaN timeout
+    # blocked the shutdown sequence for good; inf never escalates
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", ctx=ctx, param=param)
+    return value
 
 
 def _is_capture_or_empty(path: str) -> bool:
@@ -78,7 +87,7 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
 )
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")
-@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
+@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True, callback=_finite,
               help="Seconds between closing the server's stdin, SIGTERM and SIGKILL.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True,
@@ -111,6 +120,8 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     """
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
+    if output is not None:
+        refuse_live_output(output)
     redactor = _redactor(ctx, redact, http_kwargs)
     otlp = None
     if otlp_endpoint:

@@ -195,3 +195,37 @@ def test_http_options_are_rejected_for_a_stdio_command(tmp_path) -> None:
     p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--listen", "127.0.0.1:0", "-o", str(tmp_path / "c.jsonl"),
                         "--", "true"], capture_output=True, timeout=30)
     assert p.returncode == 2 and b"--listen applies to the HTTP tap" in p.stderr
+
+
+@pytest.mark.parametrize("grace", ["nan", "inf", "-1"])
+def test_grace_must_be_a_finite_number_of_seconds(grace: str) -> None:
+    """click's FloatRange lets NaN through: a NaN timeout left mcptap blocked
+    for good after the host closed stdin, deaf to SIGTERM (found by a breaker helper)."""
+    p = subprocess.run([*MCPTAP, "record", "--grace", grace, "--", sys.executable, "-c", "pass"], capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"--grace" in p.stderr, p.stderr
+
+
+def test_a_second_record_into_a_live_capture_is_refused(tmp_path: Path) -> None:
+    """Two host windows with the same `-o`: the second opened (truncated) the
+    file the first was recording into; both then wrote into it, and the first
+    session's header was lost (found by a breaker helper)."""
+    out = tmp_path / "same.jsonl"
+    first = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert first.stdin is not None and first.stdout is not None
+    try:
+        first.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        first.stdin.flush()
+        assert b'"id":1' in first.stdout.readline()
+        size = out.stat().st_size
+        second = subprocess.run([*MCPTAP, "record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO],
+                                input=b"", capture_output=True, timeout=60)
+        assert second.returncode == 2 and b"another mcptap is recording into it" in second.stderr, second.stderr
+        assert out.stat().st_size >= size
+    finally:
+        first.stdin.close()
+        first.wait(timeout=60)
+    cap = read_capture(str(out))
+    assert cap.end is not None and [r["type"] for r in cap.records].count("header") == 0 and cap.header["transport"] == "stdio"
+    # once it ended, the file is an ordinary finished capture: overwriting it is allowed, as before
+    assert run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", "pass"]).returncode == 0
