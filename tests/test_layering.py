@@ -27,7 +27,7 @@ LEVELS = {
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.replay.findings": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
     "mcptap.transport": 4, "mcptap.transport.hasher": 4, "mcptap.transport.fact_codec": 4, "mcptap.transport.http_recorder": 4,
     "mcptap.transport.http_recorder_child": 4, "mcptap.replay": 4, "mcptap.otel": 4,
-    "mcptap.transport.tee_pump": 4,
+    "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
     "mcptap.cli": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.core": 3, "mcptap.serve.extend": 3, "mcptap.pytest_plugin": 4,
 }

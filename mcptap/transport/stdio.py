@@ -60,6 +60,7 @@ from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_signals import ProcessSignals
 from mcptap.transport.stdio_stderr import StderrRelay
 from mcptap.transport.tap_recorder import TapRecorder
 
@@ -85,7 +86,7 @@ class TapResult:
     stderr_dropped: int = 0
 
 
-class StdioTap(StderrRelay):
+class StdioTap(StderrRelay, ProcessSignals):
     """One run of the stdio tap. ``rec``: the Recorder (see docs/internals.md);
     ``argv``: the command; ``shown_argv``: argv as recorded (secrets scrubbed);
     ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: called
@@ -110,6 +111,7 @@ class StdioTap(StderrRelay):
         self._stdout_closed = trio.Event()      # the server's stdout ended (prompt, from the relay)
         self._stderr_read_done = trio.Event()
         self._stdin_eof_at: float | None = None
+        self._late_exit_reported = False      # process.no_exit_after_stdin_eof written (by mcptap's grace or the host's signal)
         self._exit_fields: dict[str, Any] = {}
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
@@ -259,68 +261,9 @@ class StdioTap(StderrRelay):
         self._exited.set()
         self._handoff.boost()
 
-    def _signal_group(self, signum: int, reason: str) -> None:
-        try:
-            os.killpg(self._pgid, signum)
-            delivered = True
-        except (ProcessLookupError, PermissionError):     # group already gone
-            delivered = False
-        fs = []
-        if reason == "forwarded":
-            fs.append(finding("process.signal_forwarded", f"mcptap received {signame(signum)} and forwarded it to the server's process group",
-                              {"signal": signame(signum)}))
-        self._rec(self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
-
-    async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
-        """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
-        ignore them (or wait for stdin EOF that a host never sends), so a
-        second signal escalates: SIGTERM, then SIGKILL after --grace; a third
-        kills at once. The first is always only forwarded (the server decides)."""
-        received = 0
-        async for signum in signals:
-            received += 1
-            self._handoff.hurry()               # a host that signals us wants the capture finished now
-            self._signal_group(signum, "forwarded")
-            if received == 2:
-                self.say(f"{signame(signum)} again: stopping the server (SIGTERM, SIGKILL after {self.grace:g} s)")
-                nursery.start_soon(self._escalate)
-            elif received >= 3:
-                self._signal_group(signal.SIGKILL, "escalation")
-
-    async def _escalate(self) -> None:
-        self._signal_group(signal.SIGTERM, "escalation")
-        with trio.move_on_after(self.grace):
-            await self._exited.wait()
-            return
-        self._signal_group(signal.SIGKILL, "escalation")
-
-    async def _after_stdin_eof(self) -> None:
-        """Shutdown sequence of the spec: stdin closed → grace → SIGTERM → grace → SIGKILL
-        (to the process group; continues if an orphan still holds stdout)."""
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            with trio.move_on_after(self.grace):
-                await self._exited.wait()
-                await self._stdout_closed.wait()
-                return
-            if signum == signal.SIGTERM:
-                self._rec(self.rec.process, "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
-                    "process.no_exit_after_stdin_eof", f"server still running {self.grace:g} s after its stdin was closed: sending SIGTERM",
-                    {"seconds": self.grace})])
-            self._signal_group(signum, "shutdown")
-
     def _wait(self, seconds: float) -> float:
         """``seconds``, or at most ``HURRY_WAIT`` once mcptap was signalled."""
         return min(seconds, HURRY_WAIT) if self._handoff.hurried else seconds
-
-    def _group_alive(self) -> bool:
-        """Whether a process of the server's group (its descendants that kept it) still exists."""
-        try:
-            os.killpg(self._pgid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:                 # EPERM: a member exists
-            return True
-        return True
 
     async def _finish(self) -> None:
         with trio.move_on_after(ORPHAN_WAIT):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -204,7 +205,12 @@ def assert_upstream_saw_only_captured(records: list[dict[str, Any]], got: list[U
     want = captured_requests(records)
     assert len(got) <= len(want), f"upstream served {len(got)} requests, the capture has {len(want)}"
     for u, c in zip(got, want, strict=False):
-        assert (u.method.decode(), u.target.decode()) == (c["method"], c["target"])
+        # the capture keeps the target as the client sent it; an absolute-form one goes upstream in origin-form
+        target = c["target"]
+        if "://" in target:
+            parts = urlsplit(target)
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        assert (u.method.decode(), u.target.decode()) == (c["method"], target)
         sent = [(n.lower(), v) for n, v in u.headers if n.lower() != b"host"]
         # the capture holds the request as the client sent it; a proxy drops the hop-by-hop
         # fields and those the Connection field names (RFC 9110 §7.6.1)
@@ -215,6 +221,26 @@ def assert_upstream_saw_only_captured(records: list[dict[str, Any]], got: list[U
         if u.body is None:
             continue
         assert u.body == c["body"]
+
+
+def test_connect_is_answered_by_the_tap_and_never_forwarded(tmp_path: Path) -> None:
+    """CONNECT was forwarded; an upstream's 2xx turned the connection into a
+    tunnel nothing recorded, and the GET after it on the same socket was
+    neither forwarded, answered nor recorded (found by a breaker helper)."""
+    wire = (b"CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n"
+            b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    records, got, answer = trio.run(run_through_tap, tmp_path, wire)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in answer
+    assert got == []
+    ends = [r for r in records if r["type"] == "http" and r.get("event") == "end"]
+    assert [e["how"] for e in ends] == ["request_rejected"]
+
+
+def test_an_absolute_form_target_goes_upstream_in_origin_form(tmp_path: Path) -> None:
+    wire = b"GET http://127.0.0.1/mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+    records, got, answer = trio.run(run_through_tap, tmp_path, wire)
+    assert [u.target for u in got] == [b"/mcp?x=1"]
+    assert [r["target"] for r in records if r["type"] == "http" and r.get("event") == "request"] == ["http://127.0.0.1/mcp?x=1"]
 
 
 def test_the_reproducer_is_refused_and_nothing_hidden_reaches_the_upstream(tmp_path: Path) -> None:

@@ -460,3 +460,36 @@ def test_a_host_draining_stderr_slowly_sees_where_bytes_were_not_shown(tmp_path:
     assert left_out == exit_rec["stderr_dropped"] and shown * len(line) + left_out >= len(line) * lines - len(line)
     (bp,) = [f for r in records(tmp_path, "process") for f in r.get("findings", ()) if f["code"] == "process.stderr_backpressure"]
     assert "slower than the server writes it" in bp["message"]
+
+
+IGNORE_EOF = """
+import os, time
+os.write(1, b"ready\\n")
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_a_host_that_signals_before_mcptap_s_grace_still_gets_the_late_exit_finding(tmp_path: Path) -> None:
+    """The SDKs close stdin, wait 2 s, then SIGTERM; --grace is 5 s, so mcptap's
+    own shutdown never ran and a server that ignores stdin EOF passed
+    `check --fail-on warn` (found by a breaker helper). The host's signal while
+    the server still runs after EOF is the finding, once."""
+    p = tap(tmp_path, PY, "-c", IGNORE_EOF, opts=("--grace", "5"))
+    assert readline(p.stdout) == b"ready\n"
+    p.stdin.close()
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=HANG) == 128 + signal.SIGTERM
+    late = records(tmp_path, "process", "no_exit_after_stdin_eof")
+    assert len(late) == 1 and 0.3 < late[0]["seconds"] < 5
+    assert "when the host sent SIGTERM" in late[0]["findings"][0]["message"]
+    chk = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", "--fail-on", "warn", str(tmp_path / "cap.jsonl")],
+                         capture_output=True, text=True, timeout=60)
+    assert chk.returncode == 1 and "process.no_exit_after_stdin_eof" in chk.stdout
+    # near miss: a server that exits on stdin EOF, signalled afterwards, gets no such finding
+    q = tap(tmp_path / "ok", PY, "-c", "import os,sys; os.write(1, b'ready\\n'); sys.stdin.read()")
+    assert readline(q.stdout) == b"ready\n"
+    q.stdin.close()
+    assert q.wait(timeout=HANG) == 0
+    assert not records(tmp_path / "ok", "process", "no_exit_after_stdin_eof")
