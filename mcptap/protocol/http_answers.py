@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Message
+from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
 from mcptap.protocol.lifecycle import SessionState, request_meta
@@ -172,10 +173,10 @@ def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
 def redirected_finding(status: int, location: str | None, requests: list[Pending]) -> Finding:
     ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
     # scheme, authority and path only: a query may carry a credential
-    where = repr(location.partition("?")[0].partition("#")[0]) if location else "no Location"
+    where = repr(urls.public(location)) if location else "no Location"
     return finding("http.redirected", f"POST answered {status} (redirect to {where}) without a JSON-RPC response: request(s) {ids} "
                    "answered at HTTP level; a client that follows it sends them again there",
-                   {"status": status, "location": location.partition("?")[0].partition("#")[0] if location else None,
+                   {"status": status, "location": urls.public(location) if location else None,
                     "requests": [p.seq for p in requests]})
 
 

@@ -59,6 +59,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import orjson
 
+from mcptap.protocol import urls
 from mcptap.relay.http.cookies import scoped
 from mcptap.relay.http.events import Upstream
 
@@ -152,13 +153,10 @@ class AuthFront:
         a tap URL; with ``learn`` an absolute http(s) URL on a new origin is
         fronted first (unless refused: then it is returned unchanged, with a
         note). Anything else (relative, other schemes, unparseable) is kept."""
-        try:
-            u = urlsplit(url)
-            port = u.port or (443 if u.scheme == "https" else 80)
-        except ValueError:
+        u = urls.split(url)
+        if u is None or u.scheme not in ("http", "https") or not u.hostname:
             return url
-        if u.scheme not in ("http", "https") or not u.hostname:
-            return url
+        port = urls.port_of(u) or 80
         i = self._index(u.scheme, u.hostname, port)
         if i is None:
             if not learn:
@@ -170,9 +168,12 @@ class AuthFront:
                 return url
             self.origins.append(Upstream(u.scheme, u.hostname, port, "/"))
             i = len(self.origins) - 1
-        tap = urlsplit(self.tap_origin)
+        tap = urls.split(self.tap_origin)
+        if tap is None:
+            return url
         path = u.path if i == 0 else f"{PREFIX}{i}{u.path or ''}"
-        return urlunsplit((tap.scheme, tap.netloc, path or "/", u.query, u.fragment))
+        userinfo, at, _ = u.netloc.rpartition("@")      # kept: the client sends it on (it is never recorded)
+        return urlunsplit((tap.scheme, userinfo + at + tap.netloc, path or "/", u.query, u.fragment))
 
     def unfront(self, url: str) -> str:
         """The inverse of ``front`` for a tap URL (else ``url`` unchanged)."""
@@ -265,8 +266,8 @@ class AuthFront:
         if moved is not None:
             s = moved
             value = s.encode("latin-1", "replace")
-        u = urlsplit(s)
-        if "iss=" not in u.query:
+        u = urls.split(s)
+        if u is None or "iss=" not in u.query:
             return value
         pairs = parse_qsl(u.query, keep_blank_values=True)
         out = [(k, self.front(v, learn=False) if k == "iss" else v) for k, v in pairs]
@@ -278,12 +279,10 @@ class AuthFront:
         if t.startswith("/") and not t.startswith("//"):
             return f"{PREFIX}{origin}{t}" if origin > 0 else None
         absolute = f"{self.origins[origin].scheme}:{t}" if t.startswith("//") else t
-        try:
-            u = urlsplit(absolute)
-            port = u.port or (443 if u.scheme == "https" else 80)
-        except ValueError:
+        u = urls.split(absolute)
+        if u is None:
             return None
-        i = self._index(u.scheme, u.hostname or "", port) if u.scheme in ("http", "https") else None
+        i = self._index(u.scheme, u.hostname or "", urls.port_of(u) or 80) if u.scheme in ("http", "https") else None
         return self.front(absolute, learn=False) if i else None
 
     def set_cookie(self, value: bytes, origin: int, path: str) -> bytes:
@@ -375,7 +374,9 @@ def _json_object(body: bytes, what: str) -> tuple[dict[str, Any] | None, list[tu
 def _resource_candidates(served_url: str, upstream_resource: str) -> set[str]:
     """Resources a PRM document served at ``served_url`` may name (RFC 9728
     §3.1: the well-known segment inserted before the resource's path)."""
-    u = urlsplit(served_url)
+    u = urls.split(served_url)
+    if u is None:
+        return {upstream_resource.rstrip("/")}
     origin = f"{u.scheme}://{u.netloc}"
     rest = u.path[len(WK_PRM):] if u.path.startswith(WK_PRM) else ""
     return {(origin + rest).rstrip("/"), origin, upstream_resource.rstrip("/")}

@@ -139,6 +139,8 @@ class AuthExchange:
                 new = front.location(value, self.origin)
             elif low == b"set-cookie" and self.origin > 0:
                 new = front.set_cookie(value, self.origin, self.target.decode("latin-1").partition("?")[0])
+            if new != value and not heads.valid_value(new):
+                new = value         # a rewrite h11 would refuse to send: the upstream's value passes unchanged
             if new != value:
                 changed = True
                 out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),
