@@ -51,8 +51,13 @@ class AuthExchange:
         """Route one request (``front`` is the view for the client's Host)."""
         route = front.route(target)
         kind = route.kind
-        if kind == oauth.MCP and (_is_form(raw) or _names_resource(target, mcp_path)):
-            kind = oauth.AS      # a 2025-03-26 fallback endpoint (/authorize, /token) on the upstream itself
+        path = target.partition(b"?")[0].decode("latin-1")
+        if kind == oauth.MCP and path.rstrip("/") != mcp_path.rstrip("/") and (
+                path in front.as_paths or _is_form(raw) or b"resource=" in target.partition(b"?")[2]):
+            # an authorization server on the upstream's own origin: an endpoint its metadata names, a
+            # 2025-03-26 default one (/authorize, /token, /register), a form or a resource indicator;
+            # never the MCP endpoint itself (a JSON-RPC POST sent as a form is still JSON-RPC)
+            kind = oauth.AS
         up = front.origins[route.origin] if route.kind != oauth.UNKNOWN_FRONT else front.origins[0]
         x = cls(front, exchange, conn, kind, route.origin, up, route.target)
         page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
@@ -190,11 +195,6 @@ class AuthExchange:
 def _is_form(raw: Headers) -> bool:
     ctype = next((v for n, v in raw if n.lower() == b"content-type"), b"")
     return ctype.split(b";")[0].strip().lower() == b"application/x-www-form-urlencoded"
-
-
-def _names_resource(target: bytes, mcp_path: str) -> bool:
-    path, _, query = target.partition(b"?")
-    return b"resource=" in query and path.decode("latin-1") != mcp_path
 
 
 def _encoded(headers: Headers) -> bool:

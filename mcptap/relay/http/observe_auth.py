@@ -155,7 +155,10 @@ class AuthObserver:
             if len(e["req"]) < _BODY_KEEP * 2:
                 e["req"] += it.data
         elif t is r.RequestEnded:
+            e["req_ended"] = True
             self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
+            if "held" in e:
+                self._end(e, e["held"])
         elif t is r.ResponseStarted:
             fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers)
             if not it.informational:
@@ -170,14 +173,29 @@ class AuthObserver:
         elif t is r.AuthRewritten:
             self.rewritten(it, e["kind"])
         elif t is r.ResponseEnded:
-            self._ex.pop(it.exchange, None)
-            self._body(e, "response_body", bytes(e["resp"]), e["resp_headers"])
-            fields: dict[str, Any] = {"event": "end", "exchange": it.exchange, "conn": it.conn, "auth": e["kind"],
-                                      "how": it.how, "request_bytes": e["req_bytes"], "response_bytes": e["resp_bytes"],
-                                      "duration_us": self.rec.clock() - e["t0"]}
-            if it.detail:
-                fields["detail"] = it.detail
-            self.rec.http(**fields)
+            if it.how == "complete" and not e.get("req_ended"):
+                e["held"] = it          # answered before the request body came: ends with the request or the connection
+                return
+            self._end(e, it)
+
+    def conn_closed(self, conn: int) -> None:
+        """Connection ``conn`` closed: exchanges answered early whose request never ended end now."""
+        for e in [e for e in self._ex.values() if e["conn"] == conn and "held" in e]:
+            if e["req"]:
+                self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
+            self._end(e, e["held"], cut=True)
+
+    def _end(self, e: dict[str, Any], it: r.ResponseEnded, cut: bool = False) -> None:
+        self._ex.pop(it.exchange, None)
+        self._body(e, "response_body", bytes(e["resp"]), e["resp_headers"])
+        fields: dict[str, Any] = {"event": "end", "exchange": it.exchange, "conn": it.conn, "auth": e["kind"],
+                                  "how": it.how, "request_bytes": e["req_bytes"], "response_bytes": e["resp_bytes"],
+                                  "duration_us": self.rec.clock() - e["t0"]}
+        if it.detail:
+            fields["detail"] = it.detail
+        if cut and e["req_bytes"]:
+            fields["request_cut"] = True
+        self.rec.http(**fields)
 
     def rewritten(self, it: r.AuthRewritten, kind: str) -> None:
         """An ``auth_rewrite`` record: what the tap changed (credentials scrubbed)."""

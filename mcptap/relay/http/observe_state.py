@@ -60,6 +60,10 @@ class ObservedExchange:
     response_started: bool = False
     assigned: str | None = None      # a different Mcp-Session-Id the response assigned
     cr_seen: bool = False
+    #: a POST off the MCP endpoint whose body is not JSON-RPC: recorded as HTTP, never framed
+    plain: bool = False
+    #: the response ended before the request did (an early answer): the end waits for the request
+    held_end: Any = None
 
     @property
     def session(self) -> Any:
