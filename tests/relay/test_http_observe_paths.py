@@ -115,3 +115,23 @@ def test_a_body_cut_after_an_early_answer_is_kept_and_marked(tmp_path: Path) -> 
         end = next(x for x in recs if x.get("event") == "end")
         assert end["request_cut"] is True and end["request_bytes"] == 10
         (tmp_path / "c.jsonl").unlink()
+
+
+def test_a_held_form_post_with_expect_100_continue_gets_a_100_from_the_tap(tmp_path: Path) -> None:
+    """The tap holds a token request's head until its form is complete (resource mapped back):
+    the client waiting for 100 Continue stalled until its own timeout (curl: 1 s, or --expect100-timeout)."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    form = b"grant_type=authorization_code&code=c&resource=http%3A%2F%2F127.0.0.1%3A7000%2Fmcp"
+    head, _, body = post(b"/token", form, b"application/x-www-form-urlencoded", extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+    tap.client(head + b"\r\n\r\n")
+    assert tap.to_client.startswith(b"HTTP/1.1 100 Continue\r\n") and tap.to_upstream == b""
+    tap.client(body)
+    sent_head, _, sent_body = bytes(tap.to_upstream).partition(b"\r\n\r\n")
+    assert b"expect" not in sent_head.lower() and sent_body == form.replace(b"7000", b"9000")
+    tap.upstream(response(200, JSON, b'{"access_token":"x"}'))
+    assert tap.to_client.count(b"HTTP/1.1 100 ") == 1 and b"HTTP/1.1 200 " in tap.to_client
+    # near miss: an MCP POST is not held, so its Expect goes upstream and the upstream's 100 is relayed
+    tap2 = SansIoTap(tmp_path / "d.jsonl")
+    head, _, body = post(b"/mcp", INIT, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+    tap2.client(head + b"\r\n\r\n")
+    assert tap2.to_client == b"" and b"Expect: 100-continue" in tap2.to_upstream

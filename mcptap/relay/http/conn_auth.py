@@ -117,7 +117,8 @@ class AuthExchange:
         self.req_head = self.req_hold = None
         if head is None:
             return []
-        headers = list(head.headers.raw_items())
+        # Expect: 100-continue was answered by the tap when it held the head (conn.py); the body is here now
+        headers = [(n, v) for n, v in head.headers.raw_items() if n.lower() != b"expect"]
         if rewrite:
             new = self.front.request_form(body)
             if new != body:
