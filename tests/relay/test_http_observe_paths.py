@@ -135,3 +135,21 @@ def test_a_held_form_post_with_expect_100_continue_gets_a_100_from_the_tap(tmp_p
     head, _, body = post(b"/mcp", INIT, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
     tap2.client(head + b"\r\n\r\n")
     assert tap2.to_client == b"" and b"Expect: 100-continue" in tap2.to_upstream
+
+
+def test_a_redirect_loop_on_the_mcp_endpoint_is_a_finding(tmp_path: Path) -> None:
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    for _ in range(4):      # the client follows the (rewritten) Location: the same request again
+        tap.client(post(b"/old", INIT))
+        tap.upstream(response(307, [(b"Location", b"http://127.0.0.1:9000/old")]))
+    recs = tap.records()
+    codes = _codes(recs)
+    assert codes.count("http.redirect_loop") == 1 and codes.count("http.redirected") == 4
+    msg = next(f["message"] for x in recs for f in x.get("findings", []) if f["code"] == "http.redirected")
+    assert "'http://127.0.0.1:9000/old'" in msg and "'http://127.0.0.1:7000/old'" in msg
+    # near miss: a redirect chain that moves on (/a -> /b -> /mcp) is no loop
+    tap2 = SansIoTap(tmp_path / "d.jsonl")
+    for src, dst in ((b"/a", b"/b"), (b"/b", b"/mcp")):
+        tap2.client(post(src, INIT))
+        tap2.upstream(response(307, [(b"Location", dst)]))
+    assert "http.redirect_loop" not in _codes(tap2.records())

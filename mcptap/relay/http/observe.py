@@ -101,6 +101,9 @@ class HttpObserver(SseObserver):
                 auth.started(it)
                 continue
             if t is r.AuthRewritten:
+                e = self._ex.get(it.exchange)
+                if e is not None and it.what == "location":
+                    e.location_sent = it.rewritten
                 auth.rewritten(it, "mcp")
                 continue
             if t is r.SendClient:
@@ -305,7 +308,8 @@ class HttpObserver(SseObserver):
             body = e.resp_body.take()
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut))
+                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
+                                             e.location_sent))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}

@@ -64,6 +64,7 @@ class ObservedExchange:
     plain: bool = False
     #: the response ended before the request did (an early answer): the end waits for the request
     held_end: Any = None
+    location_sent: str | None = None     # the Location the tap rewrote the upstream's to
 
     @property
     def session(self) -> Any:
