@@ -178,6 +178,7 @@ NOT_HERE: dict[str, str] = {
     "lifecycle.session_terminated": "HTTP session management: HTTP tap",
     "http.session_used_after_delete": "HTTP session management: HTTP tap (tests/relay/test_session_book.py)",
     "http.session_id_unknown": "HTTP session management: HTTP tap (tests/relay/test_session_book.py)",
+    "http.redirect_loop": "HTTP redirect chains: HTTP tap (tests/relay/test_http_observe_paths.py)",
     "lifecycle.new_session": "HTTP session boundary: HTTP tap (tests/relay/test_session_book.py)",
     "process.spawn_failed": "stdio transport (tests/cli/test_show_check.py checks it through `mcptap record` + `check`)",
     "process.stderr_backpressure": "stdio transport with a host that does not drain stderr (tests/transport)",

@@ -188,6 +188,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      T + " Streamable HTTP: MUST return an HTTP error status"),
     ("http.redirected", INFO, "request whose POST got a redirect (3xx) without a JSON-RPC response: answered at HTTP level, not unanswered; "
      "the finding names the Location", "RFC 9110 §15.4; " + T + " Streamable HTTP"),
+    ("http.redirect_loop", WARN, "a request redirected again from a URL it was already redirected from: a client following redirects "
+     "loops until its hop limit and the request is never answered", "RFC 9110 §15.4 (clients SHOULD detect infinite redirection)"),
     ("http.session_id_missing", ERROR, "request without the Mcp-Session-Id that the initialize response assigned",
      T + " Session Management: clients MUST include it on all subsequent requests"),
     ("http.session_id_reissued", WARN, "initialize on a live session answered with a different Mcp-Session-Id: two sessions for one client",

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Message
+from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
 from mcptap.protocol.lifecycle import SessionState, request_meta
@@ -75,6 +76,26 @@ class HttpAnswers:
         self.pairing = pairing
         self._bodies = BoundedMap(4096)      # exchange -> True: a JSON-RPC(-ish) s2c payload was judged
         self._session_errors = BoundedMap(1024)   # exchange -> error message naming the session
+        self._hops = BoundedMap(1024)     # (session, id, method) of a redirected request -> targets it was redirected from
+
+    def _loop(self, status: int, target: str | None, mine: list[Pending]) -> list[Finding]:
+        """``http.redirect_loop`` once per request that comes back to a target it was redirected from."""
+        if target is None:
+            return []
+        out = []
+        for p in mine:
+            scope = None if isinstance(p.session, tuple) and p.session[:1] == ("exchange",) else p.session   # stateless: per exchange
+            key = (repr(scope), repr(p.id), p.method)
+            seen = self._hops.get(key)
+            if seen is None:
+                seen = {"hops": 0, "from": set(), "flagged": False}
+                self._hops.add(key, seen)
+            seen["hops"] += 1
+            if target in seen["from"] and not seen["flagged"]:
+                seen["flagged"] = True
+                out.append(loop_finding(status, target, p, seen["hops"]))
+            seen["from"].add(target)
+        return out
 
     def _requests_of(self, exchange: Any, requester: Direction) -> list[Pending]:
         return [p for p in self.pairing.pending() if p.exchange == exchange and p.direction is requester]
@@ -124,14 +145,16 @@ class HttpAnswers:
         return mine[0]
 
     def rejected(self, exchange: Any, status: int, session_of: Callable[[Any], SessionState],
-                 location: str | None = None) -> list[Finding]:
+                 location: str | None = None, target: str | None = None, sent: str | None = None) -> list[Finding]:
         """The POST of ``exchange`` got a complete ``status`` response. On an
         error status without a JSON-RPC payload its requests were refused at
         HTTP level: they are answered, with ``http.request_refused`` (info),
         and, outside authorization, ``capability.declared_but_unsupported``
         for a method whose capability the server declared. On a redirect
         (3xx but 304) they are answered with ``http.redirected`` (info;
-        ``location``: the response's Location field).
+        ``location``: the response's Location field, ``sent``: the one the tap
+        gave the client when it rewrote it); a request redirected again from a
+        ``target`` it was already redirected from is ``http.redirect_loop``.
         ``session_of``: a request's session key -> its state."""
         redirect = 300 <= status < 400 and status != 304
         if (status < 400 and not redirect) or self._bodies.get(exchange):
@@ -142,7 +165,7 @@ class HttpAnswers:
         if redirect:
             for p in mine:
                 self.pairing.withdraw(p)    # the client sends it again, same id, where Location points
-            return [redirected_finding(status, location, mine)]
+            return [redirected_finding(status, location, mine, sent)] + self._loop(status, target, mine)
         out = [rejected_finding(status, mine)]
         for p in mine:
             self.pairing.complete(p)
@@ -169,14 +192,22 @@ def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 
-def redirected_finding(status: int, location: str | None, requests: list[Pending]) -> Finding:
+def redirected_finding(status: int, location: str | None, requests: list[Pending], sent: str | None = None) -> Finding:
     ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
     # scheme, authority and path only: a query may carry a credential
-    where = repr(location.partition("?")[0].partition("#")[0]) if location else "no Location"
+    where = repr(urls.public(location)) if location else "no Location"
+    if location and sent:
+        where += f", given to the client as {urls.public(sent)!r}"
     return finding("http.redirected", f"POST answered {status} (redirect to {where}) without a JSON-RPC response: request(s) {ids} "
                    "answered at HTTP level; a client that follows it sends them again there",
-                   {"status": status, "location": location.partition("?")[0].partition("#")[0] if location else None,
+                   {"status": status, "location": urls.public(location) if location else None,
                     "requests": [p.seq for p in requests]})
+
+
+def loop_finding(status: int, target: str, p: Pending, hops: int) -> Finding:
+    return finding("http.redirect_loop", f"POST {urls.public(target)!r} answered {status} again for {p.method} id={p.id!r}, "
+                   f"which was already redirected from there ({hops} redirects so far): a redirect loop; the request is never answered",
+                   {"status": status, "target": urls.public(target), "request": p.seq})
 
 
 def rejected_finding(status: int, requests: list[Pending]) -> Finding:

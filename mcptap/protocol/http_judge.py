@@ -74,6 +74,7 @@ class End:
     ack_body: bytes = b""
     request_bytes: int | None = None    # request body bytes the client sent (None: not recorded)
     request_cut: bool = False           # the request never ended: the client went away inside its body
+    location_sent: str | None = None    # the Location the tap gave the client when it rewrote the upstream's
 
 
 class HttpJudge:
@@ -115,7 +116,8 @@ class HttpJudge:
             fs += ack_findings(facts, e.ack_body, e.response_bytes)
         # legacy HTTP+SSE answers on the GET stream: its POST status answers nothing
         if e.how == "complete" and facts.method == "POST" and not facts.legacy:
-            fs += ann.answers.rejected(ex_id, facts.status or 0, ann.session, header(facts.resp_headers or [], "location"))
+            fs += ann.answers.rejected(ex_id, facts.status or 0, ann.session, header(facts.resp_headers or [], "location"),
+                                       facts.target.partition("#")[0], e.location_sent)
         pend = [] if e.how == "tap_stopped" else [p for p in ann.pending() if p.exchange == ex_id and p.direction is C2S]
         fs += self._session_rejected(ex_id, facts)
         if e.how == "upstream_closed" and not e.response_started and e.reused:

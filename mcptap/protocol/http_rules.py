@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 from mcptap.model import Finding, Kind, Severity
-from mcptap.protocol import rules
+from mcptap.protocol import rules, urls
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type
 from mcptap.protocol.jsonrpc import classify
@@ -303,20 +302,23 @@ def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_orig
     absolute URL of the GET as the client addressed the tap. Returns
     (findings, resolved URL as the client will use it)."""
     target = rewritten if rewritten is not None else data
-    resolved = urljoin(stream_url, target.strip())
+    resolved = urls.join(stream_url, target.strip())
+    if resolved is None:            # unparseable (http://[::1/x): kept as sent
+        resolved = target.strip()
     out = [finding("sse.endpoint_event", f"legacy HTTP+SSE endpoint {data!r} resolves to {resolved}"
                    + (f" (rewritten by the tap to {rewritten})" if rewritten is not None else ""),
                    {"data": data, "resolved": resolved, **({"rewritten": rewritten} if rewritten is not None else {})})]
     if rewritten is not None:
         out.append(finding("sse.endpoint_rewritten",
                            f"endpoint named the upstream origin {upstream_origin}: rewritten to the tap's origin so POSTs are recorded"))
-    stream_path = urlsplit(stream_url).path
+    stream = urls.split(stream_url)
+    stream_path = stream.path if stream is not None else ""
     prefix = stream_path.rsplit("/", 1)[0]
     if target.startswith("/") and not target.startswith("//") and prefix and not target.startswith(prefix + "/"):
         out.append(finding("sse.endpoint_prefix_ambiguous", f"root-relative endpoint {target!r} while the stream URL has the path prefix {prefix!r}: "
                            "the POSTs leave the prefix (some clients keep it)"))
-    r = urlsplit(resolved)
-    origin = f"{r.scheme}://{r.netloc}".lower()
+    r = urls.split(resolved)
+    origin = f"{r.scheme}://{r.netloc}".lower() if r is not None else ""
     if origin != tap_origin.lower():
         where = "the upstream's own origin" if origin == upstream_origin.lower() else f"origin {origin}"
         out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages"))

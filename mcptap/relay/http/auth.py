@@ -51,19 +51,18 @@ unchanged with a finding.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import orjson
 
+from mcptap.protocol import urls
+from mcptap.relay.http.auth_docs import DEFAULT_AS_PATHS, WK_PRM, is_loopback, json_object, resource_candidates
 from mcptap.relay.http.cookies import scoped
 from mcptap.relay.http.events import Upstream
 
 PREFIX = "/.mcptap/o/"
-WK_PRM = "/.well-known/oauth-protected-resource"
 WK_AS = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
 #: largest body the tap holds to rewrite (metadata documents, token requests)
 MAX_REWRITE_BODY = 256 * 1024
@@ -112,6 +111,9 @@ class AuthFront:
     #: (origin index, path) of metadata documents a challenge named at a path other
     #: than the well-known one (RFC 9728 §5.1 lets ``resource_metadata`` be any URL)
     prm_paths: set[tuple[int, str]] = field(default_factory=set)
+    #: paths on the upstream's own origin that authorization server metadata names as
+    #: endpoints (a co-hosted authorization server: /register, /authorize, /token, …)
+    as_paths: set[str] = field(default_factory=lambda: set(DEFAULT_AS_PATHS))
 
     def __post_init__(self) -> None:
         if not self.origins:
@@ -132,7 +134,7 @@ class AuthFront:
         (its ``Host``; None: the listen address). Shares the fronted origins."""
         if not authority:
             return self
-        return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes, self.prm_paths)
+        return AuthFront(self.upstream, f"http://{authority}", self.origins, self.notes, self.prm_paths, self.as_paths)
 
     def take_notes(self) -> list[tuple[str, str]]:
         # emptied in place: the per-Host views of ``at()`` share this list
@@ -152,27 +154,27 @@ class AuthFront:
         a tap URL; with ``learn`` an absolute http(s) URL on a new origin is
         fronted first (unless refused: then it is returned unchanged, with a
         note). Anything else (relative, other schemes, unparseable) is kept."""
-        try:
-            u = urlsplit(url)
-            port = u.port or (443 if u.scheme == "https" else 80)
-        except ValueError:
+        u = urls.split(url)
+        if u is None or u.scheme not in ("http", "https") or not u.hostname:
             return url
-        if u.scheme not in ("http", "https") or not u.hostname:
-            return url
+        port = urls.port_of(u) or 80
         i = self._index(u.scheme, u.hostname, port)
         if i is None:
             if not learn:
                 return url
-            if _is_loopback(self.upstream.host) and not _is_loopback(u.hostname):
+            if is_loopback(self.upstream.host) and not is_loopback(u.hostname):
                 self.notes.append(("auth.metadata_host_refused",
                                    f"the loopback upstream names {u.scheme}://{u.netloc} in its authorization metadata; "
                                    "not fronted (a loopback tap only fronts loopback hosts): the client goes there directly"))
                 return url
             self.origins.append(Upstream(u.scheme, u.hostname, port, "/"))
             i = len(self.origins) - 1
-        tap = urlsplit(self.tap_origin)
+        tap = urls.split(self.tap_origin)
+        if tap is None:
+            return url
         path = u.path if i == 0 else f"{PREFIX}{i}{u.path or ''}"
-        return urlunsplit((tap.scheme, tap.netloc, path or "/", u.query, u.fragment))
+        userinfo, at, _ = u.netloc.rpartition("@")      # kept: the client sends it on (it is never recorded)
+        return urlunsplit((tap.scheme, userinfo + at + tap.netloc, path or "/", u.query, u.fragment))
 
     def unfront(self, url: str) -> str:
         """The inverse of ``front`` for a tap URL (else ``url`` unchanged)."""
@@ -265,8 +267,8 @@ class AuthFront:
         if moved is not None:
             s = moved
             value = s.encode("latin-1", "replace")
-        u = urlsplit(s)
-        if "iss=" not in u.query:
+        u = urls.split(s)
+        if u is None or "iss=" not in u.query:
             return value
         pairs = parse_qsl(u.query, keep_blank_values=True)
         out = [(k, self.front(v, learn=False) if k == "iss" else v) for k, v in pairs]
@@ -278,12 +280,10 @@ class AuthFront:
         if t.startswith("/") and not t.startswith("//"):
             return f"{PREFIX}{origin}{t}" if origin > 0 else None
         absolute = f"{self.origins[origin].scheme}:{t}" if t.startswith("//") else t
-        try:
-            u = urlsplit(absolute)
-            port = u.port or (443 if u.scheme == "https" else 80)
-        except ValueError:
+        u = urls.split(absolute)
+        if u is None:
             return None
-        i = self._index(u.scheme, u.hostname or "", port) if u.scheme in ("http", "https") else None
+        i = self._index(u.scheme, u.hostname or "", urls.port_of(u) or 80) if u.scheme in ("http", "https") else None
         return self.front(absolute, learn=False) if i else None
 
     def set_cookie(self, value: bytes, origin: int, path: str) -> bytes:
@@ -295,12 +295,12 @@ class AuthFront:
         """Rewrite a protected resource metadata document (RFC 9728 §2):
         ``resource`` and ``authorization_servers`` fronted. Returns (body, notes);
         a body that is not a JSON object is returned unchanged with a note."""
-        doc, notes = _json_object(body, "protected resource metadata")
+        doc, notes = json_object(body, "protected resource metadata")
         if doc is None:
             return body, notes
         res = doc.get("resource")
         if isinstance(res, str):
-            if res.rstrip("/") not in _resource_candidates(served_url, self.upstream_resource):
+            if res.rstrip("/") not in resource_candidates(served_url, self.upstream_resource):
                 notes.append(("auth.resource_mismatch",
                               f"protected resource metadata served at {served_url} names resource {res!r} "
                               "(RFC 9728 §3.3: it must be the URL the metadata is for)"))
@@ -317,12 +317,15 @@ class AuthFront:
         discovery document: ``issuer`` and every endpoint URL fronted (origins
         they name are learned: a token endpoint may live on another host than
         its issuer)."""
-        doc, notes = _json_object(body, "authorization server metadata")
+        doc, notes = json_object(body, "authorization server metadata")
         if doc is None:
             return body, notes
         for key in AS_URL_FIELDS:
             v = doc.get(key)
             if isinstance(v, str):
+                u = urls.split(v)
+                if key != "issuer" and u is not None and u.hostname and self._index(u.scheme, u.hostname, urls.port_of(u) or 80) == 0:
+                    self.as_paths.add(u.path or "/")
                 doc[key] = self.front(v, learn=True)
         aliases = doc.get("mtls_endpoint_aliases")
         if isinstance(aliases, dict):
@@ -360,32 +363,3 @@ class AuthFront:
                 v = nv
             out.append((k, v))
         return urlencode(out, quote_via=quote, safe="") if changed else None
-
-
-def _json_object(body: bytes, what: str) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None, [("auth.metadata_invalid", f"{what} is not JSON ({len(body)} bytes); passed on unchanged")]
-    if not isinstance(doc, dict):
-        return None, [("auth.metadata_invalid", f"{what} is not a JSON object; passed on unchanged")]
-    return doc, []
-
-
-def _resource_candidates(served_url: str, upstream_resource: str) -> set[str]:
-    """Resources a PRM document served at ``served_url`` may name (RFC 9728
-    §3.1: the well-known segment inserted before the resource's path)."""
-    u = urlsplit(served_url)
-    origin = f"{u.scheme}://{u.netloc}"
-    rest = u.path[len(WK_PRM):] if u.path.startswith(WK_PRM) else ""
-    return {(origin + rest).rstrip("/"), origin, upstream_resource.rstrip("/")}
-
-
-def _is_loopback(host: str) -> bool:
-    h = host.strip("[]").lower()
-    if h == "localhost" or h.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(h).is_loopback
-    except ValueError:
-        return False

@@ -51,8 +51,13 @@ class AuthExchange:
         """Route one request (``front`` is the view for the client's Host)."""
         route = front.route(target)
         kind = route.kind
-        if kind == oauth.MCP and (_is_form(raw) or _names_resource(target, mcp_path)):
-            kind = oauth.AS      # a 2025-03-26 fallback endpoint (/authorize, /token) on the upstream itself
+        path = target.partition(b"?")[0].decode("latin-1")
+        if kind == oauth.MCP and path.rstrip("/") != mcp_path.rstrip("/") and (
+                path in front.as_paths or _is_form(raw) or b"resource=" in target.partition(b"?")[2]):
+            # an authorization server on the upstream's own origin: an endpoint its metadata names, a
+            # 2025-03-26 default one (/authorize, /token, /register), a form or a resource indicator;
+            # never the MCP endpoint itself (a JSON-RPC POST sent as a form is still JSON-RPC)
+            kind = oauth.AS
         up = front.origins[route.origin] if route.kind != oauth.UNKNOWN_FRONT else front.origins[0]
         x = cls(front, exchange, conn, kind, route.origin, up, route.target)
         page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
@@ -112,7 +117,8 @@ class AuthExchange:
         self.req_head = self.req_hold = None
         if head is None:
             return []
-        headers = list(head.headers.raw_items())
+        # Expect: 100-continue was answered by the tap when it held the head (conn.py); the body is here now
+        headers = [(n, v) for n, v in head.headers.raw_items() if n.lower() != b"expect"]
         if rewrite:
             new = self.front.request_form(body)
             if new != body:
@@ -139,6 +145,8 @@ class AuthExchange:
                 new = front.location(value, self.origin)
             elif low == b"set-cookie" and self.origin > 0:
                 new = front.set_cookie(value, self.origin, self.target.decode("latin-1").partition("?")[0])
+            if new != value and not heads.valid_value(new):
+                new = value         # a rewrite h11 would refuse to send: the upstream's value passes unchanged
             if new != value:
                 changed = True
                 out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),
@@ -188,11 +196,6 @@ class AuthExchange:
 def _is_form(raw: Headers) -> bool:
     ctype = next((v for n, v in raw if n.lower() == b"content-type"), b"")
     return ctype.split(b";")[0].strip().lower() == b"application/x-www-form-urlencoded"
-
-
-def _names_resource(target: bytes, mcp_path: str) -> bool:
-    path, _, query = target.partition(b"?")
-    return b"resource=" in query and path.decode("latin-1") != mcp_path
 
 
 def _encoded(headers: Headers) -> bool:

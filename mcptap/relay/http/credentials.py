@@ -5,7 +5,11 @@ asks (``--record-secrets``). A credential header's value is replaced by the
 user's keyed ``«redacted:hmac:…»`` placeholder (:mod:`mcptap.redact.headers`),
 so two captures of the same token still compare equal; the auth scheme, cookie
 names and ``Set-Cookie`` attributes stay visible. Request targets get
-``redact.scrub_url`` (user info, secret-like query parameters).
+``redact.scrub_url`` (user info, secret-like query parameters). URLs a response
+names (``Location``, ``Content-Location``, ``Refresh``: an authorization
+redirect's ``?code=``, ``http://user:password@host/``) get ``scrub_location``,
+in every exchange, OAuth or not; OAuth query strings and form bodies get
+``scrub_query`` (the parameters of ``SECRET_PARAMS``).
 
 Shapes: heads come in as ``[(name, value), …]`` of raw ``bytes`` and go out as
 ``[[name, value], …]`` of latin-1 decoded ``str`` (the capture's ``headers``
@@ -14,10 +18,29 @@ field). Nothing here raises.
 
 from __future__ import annotations
 
-from mcptap.redact import scrub_url
+import re
+from urllib.parse import unquote_plus
+
+from mcptap.redact import is_secret_name, placeholder, scrub_url
 from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_header
 
-__all__ = ["SECRET_HEADERS", "headers_json", "record_target", "redact_header"]
+__all__ = ["SECRET_HEADERS", "SECRET_PARAMS", "headers_json", "is_secret_param", "record_target", "redact_header",
+           "scrub_location", "scrub_query", "scrub_url_params"]
+
+#: OAuth parameter and member names that carry credentials (RFC 6749 §4.1, §5.1,
+#: RFC 7636 §4.5, RFC 7591 §3.2.1, RFC 7523 §2.2, RFC 8693 §2.1, OpenID Core §3.1.3.3)
+SECRET_PARAMS = frozenset({
+    "code", "code_verifier", "client_secret", "access_token", "refresh_token", "id_token", "client_assertion",
+    "assertion", "registration_access_token", "device_code", "subject_token", "actor_token", "password",
+})
+#: metadata members named like secrets that hold URLs, methods or flags, never credentials
+_NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
+#: response fields whose value is (or, for Refresh, holds) a URL
+URL_HEADERS = frozenset({b"location", b"content-location", b"refresh"})
+#: user info of an absolute or scheme-relative URL (``http://user:pass@``, ``//user:pass@``)
+_USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)([^/?#@]*)@")
+_PLACEHOLDER = re.compile(r"«redacted:[^»]*»")
+_REFRESH_URL = re.compile(r"""(;\s*url\s*=\s*['"]?)(.*)""", re.IGNORECASE | re.DOTALL)
 
 
 #: is_secret_header by raw header name: the same few names come in every exchange
@@ -40,6 +63,8 @@ def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = Fals
                 secret = known[n] = is_secret_header(name)
             if secret:
                 value = redact_header(name.lower(), value)
+            elif n.lower() in URL_HEADERS:
+                value = scrub_location(n, value)
         out.append([name, value])
     return out
 
@@ -47,3 +72,45 @@ def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = Fals
 def record_target(target: str, record_secrets: bool = False) -> str:
     """A request target for a record: scrubbed unless ``record_secrets``."""
     return target if record_secrets else scrub_url(target)
+
+
+def is_secret_param(name: str) -> bool:
+    low = name.lower()
+    if low in SECRET_PARAMS:
+        return True
+    return not low.endswith(_NOT_SECRET_SUFFIXES) and is_secret_name(name)
+
+
+def scrub_query(query: str) -> str:
+    """A query string or form body with credential values as placeholders;
+    every other byte (order, percent-encoding) kept."""
+    out = []
+    for seg in query.split("&"):
+        k, eq, v = seg.partition("=")
+        if eq and v and is_secret_param(unquote_plus(k)) and not _PLACEHOLDER.fullmatch(v):
+            seg = k + "=" + placeholder(unquote_plus(v))
+        out.append(seg)
+    return "&".join(out)
+
+
+def scrub_url_params(url: str) -> str:
+    """A URL (absolute, scheme-relative, origin-form or relative) with its user
+    info and credential query values as placeholders. Never parses the URL as a
+    whole, so a malformed one (``http://[::1/x?code=…``) is scrubbed too."""
+    m = _USERINFO.match(url)
+    if m and m.group(2) and not _PLACEHOLDER.fullmatch(m.group(2)):
+        url = m.group(1) + placeholder(m.group(2)) + "@" + url[m.end():]
+    head, hashmark, frag = url.partition("#")
+    path, q, query = head.partition("?")
+    if not q:
+        return url
+    return scrub_url(path + q + scrub_query(query) + hashmark + frag)
+
+
+def scrub_location(name: bytes, value: str) -> str:
+    """A ``Location``/``Content-Location`` value, or the URL of a ``Refresh``
+    (``5; url=…``), scrubbed (``scrub_url_params``)."""
+    if name.lower() != b"refresh":
+        return scrub_url_params(value)
+    m = _REFRESH_URL.search(value)
+    return value[:m.end(1)] + scrub_url_params(m.group(2)) if m else value

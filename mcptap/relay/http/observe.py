@@ -28,7 +28,6 @@ session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from typing import Any
 
@@ -36,24 +35,24 @@ from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding
 from mcptap.protocol.http_fields import header
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, data_findings, endpoint_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.skeleton import parse_message
-from mcptap.protocol.sse import SSEEvent
-from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
 from mcptap.recorder import Recorder
-from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.relay.http.observe_auth import AuthObserver
+from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
+from mcptap.relay.http.observe_sse import SseObserver
 from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
+#: body kinds (http_judge.body_facts) of a POST body that carries no JSON-RPC message
+NOT_RPC = frozenset({"invalid", "non_json"})
 ACK_BODY_KEEP = 256
 
 
-class HttpObserver:
+class HttpObserver(SseObserver):
     """Turns the facts of one ``HttpRelay`` into capture records.
 
     ``upstream``: the relay's Upstream; ``listen_authority``: the tap's
@@ -102,6 +101,9 @@ class HttpObserver:
                 auth.started(it)
                 continue
             if t is r.AuthRewritten:
+                e = self._ex.get(it.exchange)
+                if e is not None and it.what == "location":
+                    e.location_sent = it.rewritten
                 auth.rewritten(it, "mcp")
                 continue
             if t is r.SendClient:
@@ -175,17 +177,26 @@ class HttpObserver:
             return
         e.req_end_t = self.rec.clock()
         e.req_ended = True
+        self._request_body(e)
+        if e.held_end is not None:
+            self._finish(e, e.held_end)
+
+    def _request_body(self, e: ObservedExchange) -> None:
         if e.method != "POST" and e.body:
             # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
-            fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
-            encode_bytes(e.body.take(), "body", fields)
-            self.rec.http(**fields)
+            self._plain_body(e, e.body.take())
         if e.method != "POST" or not e.body:
             return
         body = e.body.take()
         value, _, odd = parse_message(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
+        if not odd and not facts.legacy and not self._mcp_path(e.target) and all(k in NOT_RPC for k in facts.body_kinds):
+            # a POST off the MCP endpoint that is not JSON-RPC (a form, a registration, a webhook): HTTP, never judged as JSON-RPC
+            e.plain = True
+            facts.body_kinds = facts.methods = ()
+            self._plain_body(e, body)
+            return
         if odd:
             value = UNPARSED     # the recorder parses it again and flags it (jsonrpc.non_finite_number, jsonrpc.lone_surrogate)
         facts.revision = self._revision(facts.session)
@@ -194,6 +205,14 @@ class HttpObserver:
             e.deferred = (body, value, fs)
             return
         self._frame_c2s(e, body, value, fs, e.req_end_t)
+
+    def _plain_body(self, e: ObservedExchange, body: bytes) -> None:
+        fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
+        encode_bytes(body if self.record_secrets else scrub_body(body, e.facts.req_headers), "body", fields)
+        self.rec.http(**fields)
+
+    def _mcp_path(self, target: str) -> bool:
+        return target.partition("?")[0].rstrip("/") == self.upstream.path.rstrip("/")
 
     def _frame_c2s(self, e: ObservedExchange, body: bytes, value: Any, fs: list[Finding], t: int) -> None:
         self.rec.frame(C2S, body, session=e.session, transport=self._transport(e), extra=fs, value=value, t_us=t)
@@ -221,6 +240,8 @@ class HttpObserver:
         facts.status, facts.resp_headers = it.status, it.headers
         e.response_started = True
         fs, assigned = self.judge.response(e.id, facts, req_session)
+        if e.plain:
+            fs = []         # not an MCP exchange: the MCP transport rules do not apply
         if assigned is not None and req_session is not None:
             e.assigned = assigned      # the body's negotiation belongs to the new session
         fs += auth_findings(it.status, it.headers)
@@ -251,103 +272,20 @@ class HttpObserver:
         elif len(e.resp_body) < ACK_BODY_KEEP:
             e.resp_body += data[:ACK_BODY_KEEP]
 
-    def _sse_event(self, e: ObservedExchange, ev: SSEEvent) -> None:
-        e.events += 1
-        if ev.id:
-            e.ids.append(ev.id)
-        fs = sse_findings(ev)
-        if ev.cr:
-            if e.cr_seen:      # once per stream: SDKs on sse-starlette end every line with CR LF
-                fs = [f for f in fs if f.code != "sse.crlf"]
-            e.cr_seen = True
-        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": ev.end - ev.start}
-        if ev.id is not None:
-            info["id"] = ev.id
-        if ev.retry is not None:
-            info["retry"] = ev.retry
-        if ev.chunks > 1:
-            info["chunks"] = ev.chunks
-        if not ev.terminated:
-            info["terminated"] = False
-        if ev.type == "endpoint" and ev.data_lines:
-            self._endpoint(e, ev, fs, info)
-            return
-        if ev.data_bytes is not None:
-            big = big_data(ev) if ev.type != "endpoint" else None    # the long data line's bytes are the payload
-            if big is not None:
-                info.update({"raw": big[2]} if big[2] is not None else {})
-                del ev
-                self._sse_message(e, big[0], big[1], info, fs)
-                return
-            ev = decoded(ev)
-        if ev.data_lines and ev.data != "":
-            if not is_canonical(ev):
-                info["raw"] = ev.raw.decode("utf-8", "replace")
-            quote, text = ev.data[:40], ev.data
-            del ev        # the caller holds no reference: a large event's bytes go before the text is encoded
-            raw = text.encode("utf-8")
-            del text      # and its text before its JSON is parsed
-            self._sse_message(e, raw, quote, info, fs)
-            return
-        if ev.blank and not fs:
-            return
-        if ev.comments:
-            info["comments"] = list(ev.comments)
-        self._sse_record(e, info, fs)
-
-    def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent]) -> None:
-        """Record events taken one by one off the list, so each is freed once recorded."""
-        evs.reverse()
-        while evs:
-            self._sse_event(e, evs.pop())
-
-    def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
-        # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
-        # a number beyond a double or a lone surrogate is left to the recorder, which flags it
-        value, _, odd = parse_message(raw)
-        fs.extend(data_findings(value, quote))
-        box = [UNPARSED if odd else value]
-        del value     # only the recorder's frame holds it: it drops a large message's value once annotated
-        self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs, value=box.pop())
-
-    def _sse_record(self, e: ObservedExchange, info: dict[str, Any], fs: list[Finding], **extra: Any) -> None:
-        fields: dict[str, Any] = {"event": "sse", "exchange": e.id, "conn": e.conn, "sse": info}
-        if e.session is not None:
-            fields["session"] = e.session
-        fields.update(extra)
-        self.rec.http(findings=fs, **fields)
-
-    def _endpoint(self, e: ObservedExchange, ev: SSEEvent, fs: list[Finding], info: dict[str, Any]) -> None:
-        rewritten = None
-        pend = self._pending_rewrites.get(e.id)
-        if pend:
-            for i, (orig, new) in enumerate(pend):
-                if orig == ev.data.strip() or orig == ev.data:
-                    rewritten = new
-                    del pend[i]
-                    break
-        tap_origin = f"http://{e.host or self.listen_authority}"
-        efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
-        if not self.record_secrets:
-            # the findings quote the endpoint URL, whose query may carry a token
-            efs = [dataclasses.replace(f, message=scrub_text(f.message),
-                                       data={k: scrub_text(v) if isinstance(v, str) else v for k, v in f.data.items()} if f.data else f.data)
-                   for f in efs]
-        key = self._sessions.bind_endpoint(resolved, tap_origin)
-        if key is not None:
-            e.facts.session = key
-            e.facts.legacy = True
-        # the endpoint URL may carry a token in its query (legacy servers): scrubbed like targets
-        endpoint = {"data": self._target(ev.data), "resolved": self._target(resolved)}
-        if rewritten is not None:
-            endpoint["rewritten"] = self._target(rewritten)
-        self._sse_record(e, info, fs + efs, endpoint=endpoint)
-
     def _response_ended(self, it: r.ResponseEnded) -> None:
-        e = self._ex.pop(it.exchange, None)
+        e = self._ex.get(it.exchange)
         if e is None:
             return
-        self._pending_rewrites.pop(it.exchange, None)
+        if it.how == "complete" and not e.req_ended:
+            # answered before the request body arrived (a 307, a 401 from auth middleware): the body still goes
+            # upstream; the exchange ends when the request does, or with its connection (_conn_closed)
+            e.held_end = it
+            return
+        self._finish(e, it)
+
+    def _finish(self, e: ObservedExchange, it: r.ResponseEnded) -> None:
+        del self._ex[e.id]
+        self._pending_rewrites.pop(e.id, None)
         self._release_deferred(e, e.session)
         fs: list[Finding] = []
         if e.parser is not None and not e.undecodable:
@@ -360,17 +298,18 @@ class HttpObserver:
             self._sse_events(e, e.parser.receive_data(b""))
         facts = e.facts
         # the client went away inside the request body (RequestStarted came, RequestEnded never did)
-        request_cut = it.how == "client_closed" and not e.req_ended and e.req_bytes > 0
+        request_cut = (it.how == "client_closed" or e.held_end is not None) and not e.req_ended and e.req_bytes > 0
         if e.body:
             # the request never ended (the client went away mid-body): what it sent was forwarded, so the capture keeps it
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
             encode_bytes(e.body.take(), "body", cut)
             self.rec.http(**cut)
-        if e.mode == "json" and not facts.is_ack and not facts.legacy and e.resp_body and not e.undecodable:
+        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_body and not e.undecodable:
             body = e.resp_body.take()
             self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut))
+                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
+                                             e.location_sent))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -389,6 +328,9 @@ class HttpObserver:
         self.rec.http(findings=fs, **fields)
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
+        for e in [e for e in self._ex.values() if e.conn == it.conn and e.held_end is not None]:
+            self._finish(e, e.held_end)         # its request never ended: what came of its body is kept (request_cut)
+        self._auth.conn_closed(it.conn)
         fs = self.judge.conn_closed(it.side, it.idle, it.detail)
         fields: dict[str, Any] = {"event": "conn_close", "conn": it.conn, "side": it.side, "idle": it.idle}
         if it.detail:

@@ -19,56 +19,23 @@ metadata host) and, for any response, a 401 without ``WWW-Authenticate`` or a
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote_plus, urljoin, urlsplit, urlunsplit
 
 import orjson
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import Finding
+from mcptap.protocol import urls
 from mcptap.protocol.codes import finding
 from mcptap.recorder import Recorder
-from mcptap.redact import is_secret_name, placeholder
+from mcptap.redact import placeholder
 from mcptap.redact.headers import redact_header
 from mcptap.relay.http import events as r
+from mcptap.relay.http.credentials import SECRET_PARAMS, is_secret_param, scrub_query, scrub_url_params
 
-#: OAuth parameter and member names that carry credentials (RFC 6749 §4.1, §5.1,
-#: RFC 7636 §4.5, RFC 7591 §3.2.1, RFC 7523 §2.2, RFC 8693 §2.1, OpenID Core §3.1.3.3)
-SECRET_PARAMS = frozenset({
-    "code", "code_verifier", "client_secret", "access_token", "refresh_token", "id_token", "client_assertion",
-    "assertion", "registration_access_token", "device_code", "subject_token", "actor_token", "password",
-})
+__all__ = ["SECRET_PARAMS", "AuthObserver", "is_secret_param", "redirect_findings", "response_findings", "scrub_body", "scrub_json",
+           "scrub_query", "scrub_url_params"]
+
 _BODY_KEEP = 64 * 1024
-
-
-#: metadata members named like secrets that hold URLs, methods or flags, never credentials
-_NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
-
-
-def is_secret_param(name: str) -> bool:
-    low = name.lower()
-    if low in SECRET_PARAMS:
-        return True
-    return not low.endswith(_NOT_SECRET_SUFFIXES) and is_secret_name(name)
-
-
-def scrub_query(query: str) -> str:
-    """A query string or form body with credential values as placeholders;
-    every other byte (order, percent-encoding) kept."""
-    out = []
-    for seg in query.split("&"):
-        k, eq, v = seg.partition("=")
-        if eq and v and is_secret_param(unquote_plus(k)):
-            seg = k + "=" + placeholder(unquote_plus(v))
-        out.append(seg)
-    return "&".join(out)
-
-
-def scrub_url_params(url: str) -> str:
-    """A URL (absolute or origin-form) with credential query values as placeholders."""
-    u = urlsplit(url)
-    if not u.query:
-        return url
-    return urlunsplit((u.scheme, u.netloc, u.path, scrub_query(u.query), u.fragment))
 
 
 def scrub_json(value: Any) -> Any:
@@ -128,8 +95,10 @@ def redirect_findings(target: str, status: int, headers: list[tuple[bytes, bytes
     loc = next((v.decode("latin-1") for n, v in headers if n.lower() == b"location"), None)
     if loc is None:
         return []
-    u = urlsplit(urljoin("http://x" + target, loc))
-    here = urlsplit("http://x" + target)
+    joined = urls.join("http://x" + target, loc)
+    u, here = urls.split(joined) if joined is not None else None, urls.split("http://x" + target)
+    if u is None or here is None:
+        return []
     # an absolute Location names the server's own origin (the tap does not know it here): path and query decide
     if (u.path, u.query) == (here.path, here.query):
         return [finding("auth.redirect_loop", f"{status} redirects {target!r} to itself: a client following redirects loops")]
@@ -152,11 +121,8 @@ class AuthObserver:
         return exchange in self._ex
 
     def _heads(self, headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
+        # Location, Content-Location, Refresh: scrubbed by the encoder (credentials.scrub_location)
         out: list[list[str]] = self.headers_json(headers)
-        if not self.record_secrets:
-            for pair in out:
-                if pair[0].lower() == "location":
-                    pair[1] = scrub_url_params(pair[1])
         return out
 
     def _body(self, e: dict[str, Any], event: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
@@ -189,7 +155,10 @@ class AuthObserver:
             if len(e["req"]) < _BODY_KEEP * 2:
                 e["req"] += it.data
         elif t is r.RequestEnded:
+            e["req_ended"] = True
             self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
+            if "held" in e:
+                self._end(e, e["held"])
         elif t is r.ResponseStarted:
             fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers)
             if not it.informational:
@@ -204,14 +173,29 @@ class AuthObserver:
         elif t is r.AuthRewritten:
             self.rewritten(it, e["kind"])
         elif t is r.ResponseEnded:
-            self._ex.pop(it.exchange, None)
-            self._body(e, "response_body", bytes(e["resp"]), e["resp_headers"])
-            fields: dict[str, Any] = {"event": "end", "exchange": it.exchange, "conn": it.conn, "auth": e["kind"],
-                                      "how": it.how, "request_bytes": e["req_bytes"], "response_bytes": e["resp_bytes"],
-                                      "duration_us": self.rec.clock() - e["t0"]}
-            if it.detail:
-                fields["detail"] = it.detail
-            self.rec.http(**fields)
+            if it.how == "complete" and not e.get("req_ended"):
+                e["held"] = it          # answered before the request body came: ends with the request or the connection
+                return
+            self._end(e, it)
+
+    def conn_closed(self, conn: int) -> None:
+        """Connection ``conn`` closed: exchanges answered early whose request never ended end now."""
+        for e in [e for e in self._ex.values() if e["conn"] == conn and "held" in e]:
+            if e["req"]:
+                self._body(e, "request_body", bytes(e["req"]), e["req_headers"])
+            self._end(e, e["held"], cut=True)
+
+    def _end(self, e: dict[str, Any], it: r.ResponseEnded, cut: bool = False) -> None:
+        self._ex.pop(it.exchange, None)
+        self._body(e, "response_body", bytes(e["resp"]), e["resp_headers"])
+        fields: dict[str, Any] = {"event": "end", "exchange": it.exchange, "conn": it.conn, "auth": e["kind"],
+                                  "how": it.how, "request_bytes": e["req_bytes"], "response_bytes": e["resp_bytes"],
+                                  "duration_us": self.rec.clock() - e["t0"]}
+        if it.detail:
+            fields["detail"] = it.detail
+        if cut and e["req_bytes"]:
+            fields["request_cut"] = True
+        self.rec.http(**fields)
 
     def rewritten(self, it: r.AuthRewritten, kind: str) -> None:
         """An ``auth_rewrite`` record: what the tap changed (credentials scrubbed)."""

@@ -60,6 +60,11 @@ class ObservedExchange:
     response_started: bool = False
     assigned: str | None = None      # a different Mcp-Session-Id the response assigned
     cr_seen: bool = False
+    #: a POST off the MCP endpoint whose body is not JSON-RPC: recorded as HTTP, never framed
+    plain: bool = False
+    #: the response ended before the request did (an early answer): the end waits for the request
+    held_end: Any = None
+    location_sent: str | None = None     # the Location the tap rewrote the upstream's to
 
     @property
     def session(self) -> Any:

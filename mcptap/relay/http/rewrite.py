@@ -119,7 +119,8 @@ def endpoint_rewrite_fn(up: Upstream, authority: str) -> Callable[[str], str | N
     def rewrite(data: str) -> str | None:
         if not same_origin(data, up):
             return None
-        u = urlsplit(data)
-        return urlunsplit(("http", authority, u.path, u.query, u.fragment))
+        u = urlsplit(data)      # parses: same_origin did
+        userinfo, at, _ = u.netloc.rpartition("@")      # kept for the client (never recorded: credentials.py)
+        return urlunsplit(("http", userinfo + at + authority, u.path, u.query, u.fragment))
 
     return rewrite

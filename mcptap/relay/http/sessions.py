@@ -19,8 +19,9 @@ targets and endpoint keys are ``str`` (``path`` or ``path?query``); headers are
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
+from mcptap.protocol import urls
 from mcptap.protocol.http_fields import Headers, header
 from mcptap.redact import scrub_url
 
@@ -49,8 +50,8 @@ class SessionKeys:
         it points at the tap (``tap_origin`` = ``http://host:port``, compared
         case-insensitively), remember it and return its session key; else None
         (the client would POST elsewhere, so nothing to correlate)."""
-        u = urlsplit(resolved)
-        if f"{u.scheme}://{u.netloc}".lower() != tap_origin.lower():
+        u = urls.split(resolved)
+        if u is None or f"{u.scheme}://{u.netloc}".lower() != tap_origin.lower():
             return None
         key_target = u.path + (f"?{u.query}" if u.query else "")
         q = parse_qs(u.query)

@@ -1,0 +1,135 @@
+"""SSE events of an HTTP exchange as capture records (pure; part of ``HttpObserver``).
+
+``SseObserver`` is the mixin ``relay/http/observe.py``'s ``HttpObserver`` uses for
+``text/event-stream`` bodies: each event with data becomes a message frame (s2c,
+``transport.sse``), an event without (priming, comment, id-only) an ``sse``
+record, and the legacy ``endpoint`` event an ``sse`` record with its findings
+(the URL's credentials scrubbed). Nothing here raises on peer input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from mcptap.model import UNPARSED, Direction, Finding
+from mcptap.protocol.http_rules import data_findings, endpoint_findings, sse_findings
+from mcptap.protocol.skeleton import parse_message
+from mcptap.protocol.sse import SSEEvent
+from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
+from mcptap.recorder import Recorder
+from mcptap.redact import scrub_text
+from mcptap.relay.http import events as r
+from mcptap.relay.http.observe_state import ObservedExchange
+from mcptap.relay.http.sessions import SessionKeys
+
+S2C = Direction.S2C
+
+
+class SseObserver:
+    """The SSE part of ``HttpObserver`` (see module doc); the attributes are the observer's."""
+
+    rec: Recorder
+    upstream: r.Upstream
+    listen_authority: str
+    record_secrets: bool
+    _sessions: SessionKeys
+    _pending_rewrites: dict[int, list[tuple[str, str]]]
+
+    def _target(self, target: str) -> str:
+        raise NotImplementedError
+
+    def _transport(self, e: ObservedExchange, **extra: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _sse_event(self, e: ObservedExchange, ev: SSEEvent) -> None:
+        e.events += 1
+        if ev.id:
+            e.ids.append(ev.id)
+        fs = sse_findings(ev)
+        if ev.cr:
+            if e.cr_seen:      # once per stream: SDKs on sse-starlette end every line with CR LF
+                fs = [f for f in fs if f.code != "sse.crlf"]
+            e.cr_seen = True
+        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": ev.end - ev.start}
+        if ev.id is not None:
+            info["id"] = ev.id
+        if ev.retry is not None:
+            info["retry"] = ev.retry
+        if ev.chunks > 1:
+            info["chunks"] = ev.chunks
+        if not ev.terminated:
+            info["terminated"] = False
+        if ev.type == "endpoint" and ev.data_lines:
+            self._endpoint(e, ev, fs, info)
+            return
+        if ev.data_bytes is not None:
+            big = big_data(ev) if ev.type != "endpoint" else None    # the long data line's bytes are the payload
+            if big is not None:
+                info.update({"raw": big[2]} if big[2] is not None else {})
+                del ev
+                self._sse_message(e, big[0], big[1], info, fs)
+                return
+            ev = decoded(ev)
+        if ev.data_lines and ev.data != "":
+            if not is_canonical(ev):
+                info["raw"] = ev.raw.decode("utf-8", "replace")
+            quote, text = ev.data[:40], ev.data
+            del ev        # the caller holds no reference: a large event's bytes go before the text is encoded
+            raw = text.encode("utf-8")
+            del text      # and its text before its JSON is parsed
+            self._sse_message(e, raw, quote, info, fs)
+            return
+        if ev.blank and not fs:
+            return
+        if ev.comments:
+            info["comments"] = list(ev.comments)
+        self._sse_record(e, info, fs)
+
+    def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent]) -> None:
+        """Record events taken one by one off the list, so each is freed once recorded."""
+        evs.reverse()
+        while evs:
+            self._sse_event(e, evs.pop())
+
+    def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
+        # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
+        # a number beyond a double or a lone surrogate is left to the recorder, which flags it
+        value, _, odd = parse_message(raw)
+        fs.extend(data_findings(value, quote))
+        box = [UNPARSED if odd else value]
+        del value     # only the recorder's frame holds it: it drops a large message's value once annotated
+        self.rec.frame(S2C, raw, session=e.session, transport=self._transport(e, sse=info), extra=fs, value=box.pop())
+
+    def _sse_record(self, e: ObservedExchange, info: dict[str, Any], fs: list[Finding], **extra: Any) -> None:
+        fields: dict[str, Any] = {"event": "sse", "exchange": e.id, "conn": e.conn, "sse": info}
+        if e.session is not None:
+            fields["session"] = e.session
+        fields.update(extra)
+        self.rec.http(findings=fs, **fields)
+
+    def _endpoint(self, e: ObservedExchange, ev: SSEEvent, fs: list[Finding], info: dict[str, Any]) -> None:
+        rewritten = None
+        pend = self._pending_rewrites.get(e.id)
+        if pend:
+            for i, (orig, new) in enumerate(pend):
+                if orig == ev.data.strip() or orig == ev.data:
+                    rewritten = new
+                    del pend[i]
+                    break
+        tap_origin = f"http://{e.host or self.listen_authority}"
+        efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
+        if not self.record_secrets:
+            # the findings quote the endpoint URL, whose query may carry a token
+            efs = [dataclasses.replace(f, message=scrub_text(f.message),
+                                       data={k: scrub_text(v) if isinstance(v, str) else v for k, v in f.data.items()} if f.data else f.data)
+                   for f in efs]
+        key = self._sessions.bind_endpoint(resolved, tap_origin)
+        if key is not None:
+            e.facts.session = key
+            e.facts.legacy = True
+        # the endpoint URL may carry a token in its query (legacy servers): scrubbed like targets
+        endpoint = {"data": self._target(ev.data), "resolved": self._target(resolved)}
+        if rewritten is not None:
+            endpoint["rewritten"] = self._target(rewritten)
+        self._sse_record(e, info, fs + efs, endpoint=endpoint)

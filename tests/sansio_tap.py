@@ -1,0 +1,72 @@
+"""A sans-IO HTTP tap for tests: ``HttpRelay`` + ``HttpObserver`` + a real
+Recorder writing a capture, driven by bytes (no sockets, no trio)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+from mcptap.recorder import Recorder
+from mcptap.relay.http import events as r
+from mcptap.relay.http.observe import HttpObserver
+from mcptap.relay.http.proxy import HttpRelay
+
+UP = r.Upstream.parse("http://127.0.0.1:9000/mcp")
+HOST = b"127.0.0.1:7000"
+
+
+class SansIoTap:
+    """``client(bytes)`` / ``upstream(bytes)`` feed one client connection and its
+    upstream; what each side received is in ``to_client`` / ``to_upstream``."""
+
+    def __init__(self, path: Path, **relay: Any) -> None:
+        self.path = path
+        ticks = itertools.count(1000, 1000)
+        self.rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: next(ticks), started="t")
+        self.relay = HttpRelay(UP, listen_authority="127.0.0.1:7000", **relay)
+        self.obs = HttpObserver(self.rec, UP, "127.0.0.1:7000")
+        self.cid: int | None = None
+        self.gen = 0
+        self.to_client = bytearray()
+        self.to_upstream = bytearray()
+        self.items: list[Any] = []
+
+    def _take(self, items: list[Any]) -> list[Any]:
+        for i in items:
+            if isinstance(i, r.OpenUpstream):
+                self.gen = i.gen
+            elif isinstance(i, r.SendClient):
+                self.to_client += i.data
+            elif isinstance(i, r.SendUpstream):
+                self.to_upstream += i.data
+        self.obs.handle(items)
+        self.items += items
+        return items
+
+    def client(self, data: bytes) -> list[Any]:
+        if self.cid is None:
+            self.cid, items = self.relay.client_opened()
+            self._take(items)
+        return self._take(self.relay.client_data(self.cid, data))
+
+    def upstream(self, data: bytes) -> list[Any]:
+        assert self.cid is not None
+        return self._take(self.relay.upstream_data(self.cid, self.gen, data))
+
+    def records(self) -> list[dict[str, Any]]:
+        self._take(self.relay.shutdown())
+        self.rec.close()
+        return read_capture(str(self.path)).records
+
+
+def post(target: bytes, body: bytes, ctype: bytes = b"application/json", extra: bytes = b"") -> bytes:
+    return (b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nAccept: application/json, text/event-stream\r\n%s"
+            b"Content-Length: %d\r\n\r\n%s" % (target, HOST, ctype, extra, len(body), body))
+
+
+def response(status: int, headers: list[tuple[bytes, bytes]], body: bytes = b"") -> bytes:
+    head = b"".join(b"%s: %s\r\n" % (n, v) for n, v in headers)
+    return b"HTTP/1.1 %d X\r\n%sContent-Length: %d\r\n\r\n%s" % (status, head, len(body), body)
