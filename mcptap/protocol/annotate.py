@@ -31,6 +31,7 @@ from mcptap.protocol.lifecycle import (
     handshake_answered,
     initialize_request,
     request_meta,
+    start_over,
     stream_closed,
 )
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
@@ -142,14 +143,14 @@ class Annotator:
         # server keeps no state between POSTs, so each exchange is its own scope
         # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers).
         scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
+        if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is Kind.REQUEST:
+            start_over(self._sessions, self.pairing, session)       # the server gave a used session id to a new client
         st = self._sessions.get(scope) if type(scope) is not tuple else None
         if st is None:
             st = self.session(scope)
         phase: Phase | None = st.phase
         if st.standalone and phase is Phase.BEFORE_INITIALIZE and cls.method != "initialize":
-            # a sessionless HTTP exchange: the client's lifecycle happened in other exchanges
-            # (no session id ties them), so its phase is unknown here, not "before initialize"
-            phase = None
+            phase = None        # sessionless HTTP: the client's lifecycle was in other exchanges, not "before initialize"
         msg = Message(seq, t_us, direction, raw, value, kind, session, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
                       [], None, None, frame.offset, frame.terminated, transport)
         out = msg.findings

@@ -283,3 +283,13 @@ def discover_response(msg: Message, st: SessionState, kind: Kind, value: dict[st
             st.phase = Phase.STATELESS
         if st.era == "modern":
             msg.phase = Phase.STATELESS
+
+
+def start_over(sessions: dict[Any, SessionState], pairing: Any, session: Any) -> None:
+    """A new ``initialize``, sent without a session id, was given the id
+    ``session`` by the server's answer (``transport.session_from_response``)
+    although an earlier session had it (an id reused after a 404 or DELETE,
+    or deterministic ids): that is a new session, whose lifecycle and ids
+    start afresh (``Pairing.forget_session``), not a re-initialize."""
+    if sessions.pop(session, None) is not None:
+        pairing.forget_session(session)

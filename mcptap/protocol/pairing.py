@@ -155,6 +155,14 @@ class Pairing:
         else:
             held.append((table, k, v))
 
+    def forget_session(self, session: Any) -> None:
+        """The completed requests and progress tokens of ``session`` leave the
+        done windows: a new session was given the same id (``lifecycle.start_over``),
+        so its ids are not reuses. Open requests stay (reported at the end)."""
+        for done in (self._done, self._done_tokens):
+            for k in [k for k in done.d if k[0] == session]:
+                del done.d[k]
+
     def forget_scope(self, scope: tuple[Any, ...]) -> None:
         """Stateless HTTP: the exchange whose ``scope`` (("exchange", n)) its
         requests were paired in has ended, so nothing can answer, cancel or

@@ -45,6 +45,8 @@ class SessionBook:
         self._mcp_paths: dict[str, None] = {}                  # paths that received JSON-RPC POSTs
 
     def _remember(self, sid: str, path: str) -> None:
+        self._ended.pop(sid, None)          # a server that gives an ended id to a new session: live again
+        self._deleted.pop(sid, None)
         self._live[sid] = path
         self._live.move_to_end(sid)
         self._paths[path] = self._paths.get(path, 0) + 1

@@ -153,3 +153,40 @@ def test_a_redirect_loop_on_the_mcp_endpoint_is_a_finding(tmp_path: Path) -> Non
         tap2.client(post(src, INIT))
         tap2.upstream(response(307, [(b"Location", dst)]))
     assert "http.redirect_loop" not in _codes(tap2.records())
+
+
+def test_a_session_id_given_again_to_a_new_session_starts_afresh(tmp_path: Path) -> None:
+    """A server with deterministic (or reused) session ids answers the new
+    initialize after a 404 or a DELETE with the same id: that was
+    lifecycle.reinitialize (error) and jsonrpc.id_reused blamed on the client,
+    and a later 404 said the client used a session it had deleted (found by a
+    breaker helper)."""
+    sid = [(b"Mcp-Session-Id", b"S1")]
+    hdr = b"Mcp-Session-Id: S1\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+    listing = orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    listed = orjson.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})
+    initialized = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    for end in ("DELETE", "404"):
+        tap.client(post(b"/mcp", INIT))
+        tap.upstream(response(200, JSON + sid, RESULT))
+        tap.client(post(b"/mcp", initialized, extra=hdr))
+        tap.upstream(response(202, []))
+        tap.client(post(b"/mcp", listing, extra=hdr))
+        tap.upstream(response(200, JSON, listed))
+        if end == "DELETE":
+            tap.client(b"DELETE /mcp HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (HOST, hdr))
+            tap.upstream(response(200, []))
+        else:
+            tap.client(post(b"/mcp", listing.replace(b'"id":2', b'"id":3'), extra=hdr))
+            tap.upstream(response(404, []))
+    recs = tap.records()
+    codes = _codes(recs)
+    assert "lifecycle.reinitialize" not in codes and "jsonrpc.id_reused" not in codes, codes
+    assert "http.session_used_after_delete" not in codes and codes.count("lifecycle.session_terminated") == 1, codes
+    inits = [m for m in _messages(recs) if m.get("method") == "initialize"]
+    assert [m["session"] for m in inits] == ["S1", "S1"] and all(m["transport"].get("session_from_response") for m in inits)
+    # check --full derives the same from the records
+    from mcptap.check.report import check_capture
+    full = check_capture(str(tmp_path / "c.jsonl"), reuse=False)
+    assert "lifecycle.reinitialize" not in full.groups and "jsonrpc.id_reused" not in full.groups

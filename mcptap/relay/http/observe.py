@@ -146,6 +146,8 @@ class HttpObserver(SseObserver):
             d["status"] = e.facts.status
         if e.assigned is not None:
             d["session_assigned"] = e.assigned
+        if e.from_response:
+            d["session_from_response"] = True     # an initialize sent without a session id: its answer named the session
         d.update(extra)
         return d
 
@@ -221,6 +223,7 @@ class HttpObserver(SseObserver):
         if e.deferred is not None:
             body, value, fs = e.deferred
             e.deferred = None
+            e.from_response = e.facts.session is None and session is not None
             e.facts.session = session
             self._frame_c2s(e, body, value, fs, e.req_end_t)
 

@@ -46,6 +46,7 @@ class ObservedExchange:
     req_end_t: int = 0
     req_ended: bool = False          # RequestEnded came: the client sent the whole request
     deferred: tuple[bytes, Any, list[Finding]] | None = None
+    from_response: bool = False      # an initialize sent without Mcp-Session-Id, its session the answer's
     mode: str = "none"               # json | sse | other
     decoder: Any = None
     undecodable: bool = False
