@@ -22,8 +22,10 @@ from __future__ import annotations
 import os
 import re
 
+from mcptap.capture.writer import locked_by_a_writer
+
 FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
-_RESERVE = re.compile(r"^\.(.+\.jsonl)\.reserve$")
+_RESERVE = re.compile(r"^\.(.+)\.reserve$")
 _RESERVE_PID = re.compile(rb"^mcptap reserve pid=(\d+)\n")
 _PROC = "/proc"
 
@@ -129,9 +131,11 @@ def _reserve_pid(reserve: str) -> int | None:
 
 def being_written(capture: str, file: FileId, writers: Writers | None = None) -> bool:
     """Whether a process still writes the capture at path ``capture`` (whose
-    ``(st_dev, st_ino)`` is ``file``): its reserve's pid or the pid in its
-    name holds it open for writing (or is alive where that cannot be told),
+    ``(st_dev, st_ino)`` is ``file``): a CaptureWriter holds its lock, or its
+    reserve's pid or the pid in its name holds it open for writing (or is alive where that cannot be told),
     else any process holds it so (``writers``: a shared snapshot)."""
+    if locked_by_a_writer(capture):
+        return True             # a CaptureWriter's lock (capture/writer.py): the surest sign
     pids = [p for p in (_reserve_pid(reserve_path(capture)),) if p is not None]
     m = FILE_PID.search(os.path.basename(capture))
     if m is not None:
@@ -170,6 +174,8 @@ def stale_reserves(directory: str | os.PathLike[str]) -> list[str]:
             st = os.stat(capture)
         except OSError:
             st = None
+        if tag is None and not m.group(1).endswith(".jsonl"):
+            continue            # untagged beside a name mcptap does not give its captures: not ours to judge
         if tag is not None:
             pid = int(tag.group(1))
             stale = not alive(pid) or (st is not None and writes(pid, (st.st_dev, st.st_ino)) is False)

@@ -51,3 +51,14 @@ def test_serve_answers_with_the_live_id(tmp_path: Path) -> None:
     p = subprocess.run([*MCPTAP, "serve", str(cap)], input=json.dumps(live) + "\n", capture_output=True, text=True, timeout=60)
     answer = json.loads(p.stdout.splitlines()[0])
     assert answer["id"] == 7 and answer["result"]["content"][0]["text"] == "3", p.stdout + p.stderr
+
+
+def test_replay_plans_hand_written_and_stdin_captures_with_their_answers(tmp_path: Path) -> None:
+    """The replay CLI planned through reannotate.framed (stored pairs
+    trusted): a capture without pair had every exchange NEW (found by a
+    breaker helper)."""
+    from mcptap.replay.findings import plan_and_errors
+
+    plan, _ = plan_and_errors(str(hand_written(tmp_path / "a.jsonl", "3")))
+    (step,) = [s for s in plan.steps if s.method == "tools/call"]
+    assert step.response is not None and step.response["result"]["content"][0]["text"] == "3"

@@ -4,6 +4,7 @@ raises into the relay after ``open``)."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -66,13 +67,27 @@ class CaptureWriter:
 
     @classmethod
     def open(cls, path: str) -> CaptureWriter:
+        """Create (or empty) the capture at ``path``, owner-only, and lock it
+        (``flock``, exclusive, held while the writer lives): a second writer is
+        refused before it truncates a live capture. Raises CaptureWriteError."""
         try:
             parent = os.path.dirname(os.path.abspath(path))
             os.makedirs(parent, mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-            os.fchmod(fd, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         except OSError as exc:
             raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
+        try:
+            if not lock(fd):
+                raise CaptureWriteError(f"cannot create capture {path}: another mcptap is recording into it")
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.ftruncate(fd, 0)     # only now: the lock says nobody else writes it (a FIFO is written in place)
+            os.fchmod(fd, 0o600)
+        except OSError as exc:
+            os.close(fd)
+            raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
+        except CaptureWriteError:
+            os.close(fd)
+            raise
         w = cls(fd, path)
         w._make_reserve(os.path.join(parent, f".{os.path.basename(path)}.reserve"))
         return w
@@ -260,3 +275,43 @@ def _utf8_strings(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_utf8_strings(v) for v in value]
     return value
+
+
+def lock(fd: int) -> bool:
+    """Take the exclusive capture lock on ``fd`` without waiting; False when
+    another writer holds it. True where locks are not supported (a filesystem
+    without flock, another OS): writers are then not kept apart."""
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def locked_by_a_writer(path: str) -> bool:
+    """Whether a CaptureWriter holds the capture lock of ``path`` (a shared
+    lock cannot be taken); False when the file cannot be opened or locks are
+    not supported. Never raises."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import click
 
+from mcptap.capture.writer import locked_by_a_writer
 from mcptap.cli.errors import Fail
 
 Style = Callable[[str, str], str]
@@ -93,6 +94,9 @@ def replaced_path(output: str) -> str | None:
     real = os.path.realpath(output)
     if real.startswith("/proc/"):
         return None          # a descriptor's link (/dev/fd/N, /dev/stdout): what it names is open already
+    if locked_by_a_writer(real):
+        # renamed over, a live capture's tap would go on writing into the replaced file: all lost
+        raise Fail(f"{output}: another mcptap is recording into it; give another output file")
     try:
         return real if stat.S_ISREG(os.stat(real).st_mode) else None
     except OSError:

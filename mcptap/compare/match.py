@@ -20,9 +20,10 @@ Keys (``Matcher.key``):
   (a client mints one per call).
 
 ``take`` prefers, among the entries of its key, an unused one whose params
-are equal to the live ones as JSON (strict), then one of ``group`` (a
-recorded session), then any unused entry, then — not in strict mode —
-repeats the last entry of that key with equal params, else its last entry
+are equal to the live ones as JSON (strict); when entries with equal params
+exist but are all used, the last of them again (not in strict mode); else
+one of ``group`` (a recorded session), then any unused entry, then — not in
+strict mode — repeats the last entry of that key
 (mitmproxy's ``server_replay_reuse``, here only once the recorded ones are
 used up). Equal params first: a pagination ``cursor`` is masked as volatile,
 so every page of ``tools/list`` shares one key, and a client that lists
@@ -116,6 +117,11 @@ class Matcher(Generic[T]):
         entries = self._by_key.get(self.key(method, params))
         exact = _strict_params(params) if entries else None
         if entries:
+            same = [e for e in entries if e.exact == exact]
+            if same and all(e.used for e in same) and not self.strict:
+                # the very request was recorded and is used up: its answer again, not another
+                # page's (a cursor is masked, so every page shares the key)
+                return same[-1].item, REUSED
             e = self._first(entries, group, exact)
             if e is not None:
                 e.used = True

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
-from mcptap.reannotate import framed
+from mcptap.reannotate import annotated
 from mcptap.replay.plan import Plan, build_plan
 
 
@@ -39,14 +39,14 @@ def plan_and_errors(path: str, allow_side_effects: bool = False, masker: Masker 
     """``plan_from_path`` and the capture's error findings by code. Raises CaptureReadError."""
     stream = CaptureStream(path)
     errors: Counter[str] = Counter()
-    plan = build_plan(stream.header, _counted(framed(stream), errors), allow_side_effects, masker)
+    plan = build_plan(stream.header, _counted(annotated(stream), errors), allow_side_effects, masker)
     return plan, errors
 
 
 def errors_of(path: str) -> Counter[str]:
     """The error findings by code of the capture at ``path``. Raises CaptureReadError."""
     errors: Counter[str] = Counter()
-    for _ in _counted(framed(CaptureStream(path)), errors):
+    for _ in _counted(annotated(CaptureStream(path)), errors):
         pass
     return errors
 

@@ -327,3 +327,16 @@ def test_a_capture_stored_partly_unframed_has_no_counts_to_show(tmp_path: Path) 
     p = run("ls", "--all", "--dir", str(tmp_path))
     assert p.stdout.decode().splitlines()[1].split()[5:7] == ["?", "?"]
     assert b"`mcptap check` counts their messages" in p.stderr
+
+
+def test_a_killed_tap_s_reserve_beside_any_output_name_is_swept(tmp_path: Path) -> None:
+    """`record -o k.jsonl.gz` (or any name) leaves `.k.jsonl.gz.reserve` when
+    killed: only reserves of *.jsonl names were ever swept (found by a breaker
+    helper). An untagged `.x.reserve` that is not mcptap's stays."""
+    dead = _dead_pid()
+    stale = tmp_path / ".k.jsonl.gz.reserve"
+    stale.write_bytes(b"mcptap reserve pid=%d\n" % dead + bytes(100))
+    foreign = tmp_path / ".notes.txt.reserve"
+    foreign.write_bytes(b"someone else's")
+    assert run("prune", "--dir", str(tmp_path), "--older-than", "9999d").returncode == 0
+    assert not stale.exists() and foreign.exists()

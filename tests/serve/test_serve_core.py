@@ -168,6 +168,12 @@ def test_a_client_that_pages_twice_gets_the_page_its_cursor_names() -> None:
         got = [m.take("tools/list", {"cursor": c} if c else None) for c in (None, "c1", "c2")]
         assert got == [("p0", how), ("p1", how), ("p2", how)], rnd
     assert m.take("tools/list", {"cursor": "c9"}) == ("p2", "reused")       # an unknown cursor: the last, as before
+    # a page asked again while other pages are still unused gets its own page again (it got the next unused one)
+    m2: Matcher[str] = Matcher()
+    for cursor, page in ((None, "a"), ("p2", "b"), ("p3", "c"), ("p3", "c2"), (None, "a2")):
+        m2.add("tools/list", {"cursor": cursor} if cursor else None, page)
+    got = [m2.take("tools/list", {"cursor": c} if c else None)[0] for c in ("p3", "p2", None, "p2")]
+    assert got == ["c", "b", "a", "b"]
 
 
 @given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=12))
