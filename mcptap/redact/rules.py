@@ -89,7 +89,7 @@ class Rules:
         return out
 
     def first_group_patterns(self) -> frozenset[str]:
-        """Regexes whose first group that took part is the secret (``patterns.Scanner``):
+        """Regexes whose first group that took part is the secret (``scanner.Scanner``):
         the user's (group 1, if any, as documented above) and the audited detect-secrets ones."""
         from mcptap.redact.patterns import library_value_groups
 
