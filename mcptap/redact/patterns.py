@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable
 
 from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
+from mcptap.redact.values import assigned_secret, cookie_value, scheme_credential
 
 #: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
 #: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
@@ -104,17 +105,27 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 
 #: Pattern name -> a test a match must pass (``secret-assignment``: its name is a secret key's).
-#: Values of plain words (``Authorization: required``) or code (``token = get_token()``) are not secrets;
-#: URL user info without a password is a user name unless it is long (a token as the user).
+#: Values of plain words (``Authorization: required``), prose (``The token validation failed``) or
+#: code (``token = get_token()``, ``password: string``) are not secrets (values.py); URL user info
+#: without a password is a user name unless it is long (a token as the user).
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
-    "secret-assignment": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0),
-                                                                                      m.lastgroup == "secret3"),
+    "secret-assignment": lambda m: secret_name(m.group("name")) and _assigned(m),
     "xml-element": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False),
-    "auth-header": lambda m: not plain_value(m.group("secret"), False),
-    "cookie-header": lambda m: not plain_value(m.group("secret"), False),
+    "bearer": lambda m: scheme_credential(m.group("secret")),
+    "auth-header": lambda m: not plain_value(m.group("secret"), False) and scheme_credential(m.group("secret")),
+    "cookie-header": lambda m: cookie_value(m.group("secret")),
+    "set-cookie-header": lambda m: cookie_value(m.group("secret")),
     "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
     "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
 }
+
+
+def _assigned(m: re.Match[str]) -> bool:
+    g = m.lastgroup or 0
+    text = m.string
+    return assigned_secret(m.group("name"), m.group(g), g == "secret3", text[m.end("name"):m.start(g)],
+                           text[m.end():m.end() + 40])
+
 
 #: Lower-case literal text a built-in pattern cannot match without (a cheap
 #: test before the regex runs).
