@@ -177,12 +177,38 @@ SCHEMA_KEYWORDS = frozenset({
 SCHEMA_INSTANCES = frozenset({"default", "examples", "example", "const", "enum"})
 
 
+#: JSON Schema's type names.
+SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def _schema_shaped(key: str, value: object) -> bool:
+    """True when member ``key`` of an object has the shape a schema keyword's value has."""
+    if key == "type":
+        return (value in SCHEMA_TYPES if isinstance(value, str)
+                else isinstance(value, list) and bool(value) and all(isinstance(t, str) and t in SCHEMA_TYPES for t in value))
+    if key == "$ref":
+        return isinstance(value, str)
+    if key in ("anyOf", "oneOf", "allOf"):
+        return isinstance(value, list) and bool(value) and all(isinstance(s, dict | bool) for s in value)
+    if key == "properties":
+        return isinstance(value, dict) and all(isinstance(s, dict | bool) for s in value.values())
+    if key == "items":
+        return isinstance(value, dict | bool) or isinstance(value, list) and all(isinstance(s, dict | bool) for s in value)
+    return False
+
+
 def is_schema_property(parent: object, value: object) -> bool:
     """True when ``value``, under a secret-looking name in a map keyed ``parent``, is a
     JSON Schema (``"properties": {"password": {"type": "string", "minLength": 8}}``): the
-    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets."""
-    return (parent in SCHEMA_MAPS and isinstance(value, dict) and bool(value)
-            and all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value))
+    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets. A
+    schema holds only schema keywords (and ``x-…``), or has a keyword whose value has a
+    schema's shape (``type`` a type name, ``$ref``, ``anyOf``, ``properties``, ``items``…),
+    whatever else it holds (``sensitive``, ``markdownDescription``: walked as any member)."""
+    if parent not in SCHEMA_MAPS or not isinstance(value, dict) or not value:
+        return False
+    if all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value):
+        return True
+    return any(isinstance(k, str) and _schema_shaped(k, v) for k, v in value.items())
 
 
 #: Words that say a secret is absent, required or hidden, not one (``Authorization: required``).
