@@ -114,6 +114,23 @@ class Rules:
         return d
 
 
+def rules_from_description(d: object) -> Rules | None:
+    """The rules ``Rules.describe`` described (a scrubbed capture's ``header.scrubbed[i].rules``);
+    None when ``d`` is not such a description or names a bad path or regex."""
+    if not isinstance(d, dict) or not isinstance(d.get("builtin", True), bool):
+        return None
+    keys, paths, patterns = d.get("keys", []), d.get("paths", []), d.get("patterns", {})
+    if not (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and isinstance(paths, list)
+            and all(isinstance(x, str) for x in paths) and isinstance(patterns, dict)
+            and all(isinstance(v, str) for v in patterns.values())):
+        return None
+    try:
+        return Rules(frozenset(normalise(k) for k in keys), tuple(parse_path(x) for x in paths),
+                     tuple((str(n), _compile(str(n), rx, "scrubbed")) for n, rx in patterns.items()), d.get("builtin", True))
+    except RedactionError:
+        return None
+
+
 def format_path(path: Iterable[PathSeg]) -> str:
     """Inverse of ``parse_path`` (``a.b[0].*``)."""
     out = ""
