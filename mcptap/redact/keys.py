@@ -47,8 +47,11 @@ SECRET_KEYS = frozenset({
     "accesskey", "apisecret", "signingkey", "encryptionkey", "masterkey", "sessionkey", "sessionsecret",
     "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey", "codeverifier", "clientassertion", "authcode",
     "authorizationcode", "sig", "xamzsignature", "xgoogsignature", "sshkey", "hmackey", "appkey", "authkey",
-    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey",
+    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey", "sshpass", "pgpass", "mysqlpwd",
 })
+#: Words before ``pass`` that make it a password (``db_pass``; upper-case env names always do).
+PASS_OWNERS = frozenset({"db", "database", "smtp", "mail", "email", "ftp", "sftp", "redis", "mysql", "pg", "postgres",
+                         "admin", "root", "user", "ldap", "proxy", "ssh", "vnc", "sql", "mongo", "rabbit", "amqp", "app"})
 #: Session ids are credentials (a cookie's ``sessionid=``) though ``…Id`` names are not.
 SECRET_IDS = frozenset({"sessionid", "jsessionid", "phpsessid"})
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
@@ -105,6 +108,9 @@ def is_secret_key(key: str) -> bool:
     if _ENV_KEY.fullmatch(key):
         return words[-2] not in NOT_SECRET_KEY_WORDS
     if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS) or len(words) > 1 and words[-1] == "auth":
+        return True
+    # ``DB_PWD``, ``MYSQL_PWD``; ``DB_PASS``, ``SMTP_PASS``, ``db-pass`` (not ``render_pass``, ``bypass``)
+    if len(words) > 1 and (words[-1] == "pwd" or words[-1] == "pass" and (key.isupper() or words[-2] in PASS_OWNERS)):
         return True
     # the secret word followed by a number or by words that say the key holds the value
     while words and words[-1].isdigit():
