@@ -12,8 +12,9 @@ import pytest
 from mcptap.redact import ds_table
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import Keyer
-from mcptap.redact.patterns import BUILTIN, LIBRARY_VALUE_GROUP, Scanner
+from mcptap.redact.patterns import BUILTIN, LIBRARY_VALUE_GROUP
 from mcptap.redact.rules import Rules, build_rules
+from mcptap.redact.scanner import Scanner
 
 KEY = Keyer(b"k" * 32)
 R = Redactor(Rules(), KEY)

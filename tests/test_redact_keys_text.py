@@ -106,3 +106,15 @@ def test_argv_user_name_alone_stays() -> None:
 
     assert scrub_argv(["psql", "postgresql://app@db/x"]) == ["psql", "postgresql://app@db/x"]
     assert "pw123456" not in scrub_argv(["psql", "postgresql://app:pw123456@db/x"])[1]
+
+
+@pytest.mark.parametrize("name", ["DB_PASS", "SMTP_PASS", "PGPASS", "DB_PWD", "MYSQL_PWD", "SSHPASS", "db-pass", "dbPwd"])
+def test_pass_and_pwd_names_are_secrets(name: str) -> None:
+    assert is_secret_key(name)
+    for text in (f"{name}={VALUE}", json.dumps({name: VALUE})):
+        assert VALUE not in R.string(text)[0], text
+
+
+@pytest.mark.parametrize("name", ["bypass", "render_pass", "firstPass", "compass", "overpass"])
+def test_other_pass_names_stay(name: str) -> None:
+    assert not is_secret_key(name)

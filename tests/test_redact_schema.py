@@ -61,3 +61,22 @@ def test_elicitation_requested_schema_and_schema_in_tool_text() -> None:
 def test_non_schema_values_under_secret_names_still_go(value: dict[str, object]) -> None:
     out, hits = R.value(value)
     assert "hunter2-pw" not in json.dumps(out) and hits
+
+
+@pytest.mark.parametrize("extra", [{"sensitive": True}, {"markdownDescription": "the **password**"},
+                                   {"errorMessage": "too short", "order": 2}])
+def test_a_schema_with_a_non_standard_keyword_stays(extra: dict[str, object]) -> None:
+    # ``"type": "«redacted…»"``: one keyword outside the standard made the schema a secret (serve then
+    # answered tools/list with an invalid schema)
+    schema = {"type": "object", "properties": {"password": {"type": "string", "description": "pw", **extra},
+                                               "token": {"anyOf": [{"type": "string"}, {"type": "null"}], **extra},
+                                               "api_key": {"$ref": "#/$defs/path", **extra}}}
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "login", "inputSchema": schema}]}}
+    assert R.message(msg) == (msg, [])
+
+
+def test_secrets_beside_a_schema_shape_still_go() -> None:
+    value = {"properties": {"password": {"type": "string", "secret": "hunter2-pw", "default": "default-pw-1"}}}
+    out, _ = R.value(value)
+    assert "hunter2-pw" not in json.dumps(out) and "default-pw-1" not in json.dumps(out)
+    assert out["properties"]["password"]["type"] == "string"

@@ -102,6 +102,20 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     return 0
 
 
+def _live_redaction(script: Script) -> Callable[[Any], Any] | None:
+    """A scrubbed capture: live params redacted as its were, when this user's key made it
+    (else said once on stderr; redact/live.py)."""
+    from mcptap.redact.keyfile import existing_keyer
+    from mcptap.redact.live import live_redaction
+
+    if not script.header.get("scrubbed"):
+        return None
+    prepare, why = live_redaction(script.header, existing_keyer())
+    if why is not None:
+        _say(why)
+    return prepare
+
+
 def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
     """Add the mock's session to ``capture`` when the real server answered something."""
     if not forwarded:
@@ -148,7 +162,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
-                         speed=speed or 1.0, masker=Masker(ignore))
+                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script))
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)

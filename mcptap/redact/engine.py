@@ -30,8 +30,8 @@ import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
 from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
-from mcptap.redact.patterns import Scanner
 from mcptap.redact.rules import PathSeg, Rules, format_path
+from mcptap.redact.scanner import Scanner
 
 #: Top-level message members that are never redacted.
 _ENVELOPE = frozenset({"jsonrpc", "id", "method"})

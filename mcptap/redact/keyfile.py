@@ -75,6 +75,18 @@ def load_keyer(env: Mapping[str, str] | None = None, strict: bool = True) -> Key
         return _fallback
 
 
+def existing_keyer(env: Mapping[str, str] | None = None) -> Keyer | None:
+    """The user's Keyer when there is one (``MCPTAP_REDACT_KEY``, or a key file that exists and
+    reads), None otherwise; never creates a key file (``serve`` only compares keys)."""
+    env = os.environ if env is None else env
+    try:
+        if env.get(ENV_KEY) or key_path(env).is_file():
+            return _load(env)
+    except (RedactionError, OSError):
+        pass
+    return None
+
+
 def fallback_reason() -> str | None:
     """Why a process-only key is in use (``load_keyer(strict=False)``), or None."""
     return _fallback_reason

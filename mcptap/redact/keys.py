@@ -47,8 +47,11 @@ SECRET_KEYS = frozenset({
     "accesskey", "apisecret", "signingkey", "encryptionkey", "masterkey", "sessionkey", "sessionsecret",
     "connectionstring", "dsn", "jwt", "otp", "pin", "xapikey", "codeverifier", "clientassertion", "authcode",
     "authorizationcode", "sig", "xamzsignature", "xgoogsignature", "sshkey", "hmackey", "appkey", "authkey",
-    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey",
+    "licensekey", "accountkey", "clientkey", "privkey", "servicekey", "dbkey", "sshpass", "pgpass", "mysqlpwd",
 })
+#: Words before ``pass`` that make it a password (``db_pass``; upper-case env names always do).
+PASS_OWNERS = frozenset({"db", "database", "smtp", "mail", "email", "ftp", "sftp", "redis", "mysql", "pg", "postgres",
+                         "admin", "root", "user", "ldap", "proxy", "ssh", "vnc", "sql", "mongo", "rabbit", "amqp", "app"})
 #: Session ids are credentials (a cookie's ``sessionid=``) though ``…Id`` names are not.
 SECRET_IDS = frozenset({"sessionid", "jsessionid", "phpsessid"})
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
@@ -105,6 +108,9 @@ def is_secret_key(key: str) -> bool:
     if _ENV_KEY.fullmatch(key):
         return words[-2] not in NOT_SECRET_KEY_WORDS
     if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS) or len(words) > 1 and words[-1] == "auth":
+        return True
+    # ``DB_PWD``, ``MYSQL_PWD``; ``DB_PASS``, ``SMTP_PASS``, ``db-pass`` (not ``render_pass``, ``bypass``)
+    if len(words) > 1 and (words[-1] == "pwd" or words[-1] == "pass" and (key.isupper() or words[-2] in PASS_OWNERS)):
         return True
     # the secret word followed by a number or by words that say the key holds the value
     while words and words[-1].isdigit():
@@ -177,12 +183,38 @@ SCHEMA_KEYWORDS = frozenset({
 SCHEMA_INSTANCES = frozenset({"default", "examples", "example", "const", "enum"})
 
 
+#: JSON Schema's type names.
+SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def _schema_shaped(key: str, value: object) -> bool:
+    """True when member ``key`` of an object has the shape a schema keyword's value has."""
+    if key == "type":
+        return (value in SCHEMA_TYPES if isinstance(value, str)
+                else isinstance(value, list) and bool(value) and all(isinstance(t, str) and t in SCHEMA_TYPES for t in value))
+    if key == "$ref":
+        return isinstance(value, str)
+    if key in ("anyOf", "oneOf", "allOf"):
+        return isinstance(value, list) and bool(value) and all(isinstance(s, dict | bool) for s in value)
+    if key == "properties":
+        return isinstance(value, dict) and all(isinstance(s, dict | bool) for s in value.values())
+    if key == "items":
+        return isinstance(value, dict | bool) or isinstance(value, list) and all(isinstance(s, dict | bool) for s in value)
+    return False
+
+
 def is_schema_property(parent: object, value: object) -> bool:
     """True when ``value``, under a secret-looking name in a map keyed ``parent``, is a
     JSON Schema (``"properties": {"password": {"type": "string", "minLength": 8}}``): the
-    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets."""
-    return (parent in SCHEMA_MAPS and isinstance(value, dict) and bool(value)
-            and all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value))
+    name is a parameter's; only instances inside (``SCHEMA_INSTANCES``) are secrets. A
+    schema holds only schema keywords (and ``x-…``), or has a keyword whose value has a
+    schema's shape (``type`` a type name, ``$ref``, ``anyOf``, ``properties``, ``items``…),
+    whatever else it holds (``sensitive``, ``markdownDescription``: walked as any member)."""
+    if parent not in SCHEMA_MAPS or not isinstance(value, dict) or not value:
+        return False
+    if all(isinstance(k, str) and (k in SCHEMA_KEYWORDS or k.startswith("x-")) for k in value):
+        return True
+    return any(isinstance(k, str) and _schema_shaped(k, v) for k, v in value.items())
 
 
 #: Words that say a secret is absent, required or hidden, not one (``Authorization: required``).

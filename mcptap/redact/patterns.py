@@ -17,7 +17,7 @@ Two sources, scanned as one combined regular expression (one pass a string):
   (``?code=…``), and assignments such as ``password=…``/``Password=…;`` in
   connection strings and DSNs (a quoted value whole).
 
-Which part of a match is the secret is explicit (``Scanner``): a built-in
+Which part of a match is the secret is explicit (``scanner.Scanner``): a built-in
 pattern names it, ``(?P<secret>…)`` (alternatives ``secret2``, ``secret3``…: the first
 that took part), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
 detect-secrets pattern is replaced whole (its groups are often the token's
@@ -30,11 +30,10 @@ existing placeholder is left alone (scrubbing is idempotent).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
+from mcptap.redact.values import assigned_secret, cookie_value, scheme_credential
 
 #: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
 #: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
@@ -48,7 +47,14 @@ QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "au
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
 #: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
-_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?(?P<secret3>[^\s"';,&<>«»]{3,}))"""
+#: (a bare value that is a call or subscript, ``get_token()``, is code, not a secret: ruled out here, in
+#: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``)
+_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?""" \
+         r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
+#: the MySQL clients, which take ``-pPASSWORD``
+MYSQL_PROGRAMS = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
+#: the part of ``secret-assignment`` before its value (HEADS)
+ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)"
 
 #: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
 #: in the match (the whole match without one).
@@ -75,14 +81,13 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
     # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
     # (an auth scheme after the name is the auth-header's or bearer's: ``Authorization: Bearer …``)
-    ("secret-assignment", r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)[ \t]*"
+    ("secret-assignment", ASSIGNED + r"[ \t]*"
                           r"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])" + _VALUE),
     # a command line in a log or a tool's argument: ``curl -u user:pass``, ``--user user:pass``
     # (the user stays; a numeric group, ``docker -u 1000:1000``, too); ``mysql … -pPASS``
     ("cli-user-password", r"(?<![\w-])(?:-u[ \t]*|--user[ \t=][ \t]*)[\"']?[^\s:\"'«»]{1,256}:(?!//|\d+(?![^\s\"']))"
                           r"(?P<secret>[^\s\"'«»]{4,})"),
-    ("mysql-password", r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
-                       r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
+    ("mysql-password", MYSQL_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
     ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
@@ -100,17 +105,27 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
 )
 
 #: Pattern name -> a test a match must pass (``secret-assignment``: its name is a secret key's).
-#: Values of plain words (``Authorization: required``) or code (``token = get_token()``) are not secrets;
-#: URL user info without a password is a user name unless it is long (a token as the user).
+#: Values of plain words (``Authorization: required``), prose (``The token validation failed``) or
+#: code (``token = get_token()``, ``password: string``) are not secrets (values.py); URL user info
+#: without a password is a user name unless it is long (a token as the user).
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
-    "secret-assignment": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0),
-                                                                                      m.lastgroup == "secret3"),
+    "secret-assignment": lambda m: secret_name(m.group("name")) and _assigned(m),
     "xml-element": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False),
-    "auth-header": lambda m: not plain_value(m.group("secret"), False),
-    "cookie-header": lambda m: not plain_value(m.group("secret"), False),
+    "bearer": lambda m: scheme_credential(m.group("secret")),
+    "auth-header": lambda m: not plain_value(m.group("secret"), False) and scheme_credential(m.group("secret")),
+    "cookie-header": lambda m: cookie_value(m.group("secret")),
+    "set-cookie-header": lambda m: cookie_value(m.group("secret")),
     "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
     "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
 }
+
+
+def _assigned(m: re.Match[str]) -> bool:
+    g = m.lastgroup or 0
+    text = m.string
+    return assigned_secret(m.group("name"), m.group(g), g == "secret3", text[m.end("name"):m.start(g)],
+                           text[m.end():m.end() + 40])
+
 
 #: Lower-case literal text a built-in pattern cannot match without (a cheap
 #: test before the regex runs).
@@ -216,124 +231,3 @@ def library_error() -> str | None:
     """Why detect-secrets patterns are not in use, or None."""
     library_patterns()
     return _library_error
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name."""
-
-    start: int
-    end: int
-    rule: str
-
-
-class Scanner:
-    """All patterns over one string. ``patterns``: (name, regex) pairs; a
-    match's secret is its ``secret…`` named group that took part (``secret``,
-    ``secret2``…), else, for a regex in ``first_group`` (user patterns, the
-    audited library ones), its first group that took part, else the whole match.
-    Where two matches overlap the one that starts first wins, and at the same
-    start the earlier pattern (user rules go first). Each pattern runs on its
-    own (Python's regex engine keeps its literal-prefix speed-ups that way; one
-    big alternation was 7x slower), skipped when a string lacks the literal
-    text the pattern needs (``NEEDLES``). Raises re.error for a bad regex
-    (callers validate user patterns first)."""
-
-    def __init__(self, patterns: Iterable[tuple[str, str]], first_group: Collection[str] = ()) -> None:
-        self._rx: list[tuple[re.Pattern[str], tuple[int, ...], str]] = []
-        self._always: list[int] = []                     # patterns without needles
-        self._needles: dict[str, list[int]] = {}         # needle -> patterns that need it
-        for name, rx in patterns:
-            compiled = re.compile(rx)
-            needles = NEEDLES.get(name, ())
-            for n in needles:
-                self._needles.setdefault(n, []).append(len(self._rx))
-            if not needles:
-                self._always.append(len(self._rx))
-            self._rx.append((compiled, _secret_groups(compiled, rx in first_group), name))
-
-    def spans(self, text: str) -> list[Span]:
-        """Non-overlapping secret spans in ``text``, in order."""
-        if not self._rx or len(text) < 6:
-            return []
-        lower = text.lower()
-        active = set(self._always)
-        for n, idx in self._needles.items():
-            if n in lower:
-                active.update(idx)
-        found: list[tuple[int, int, int, str]] = []
-        for order in sorted(active):
-            rx, groups, name = self._rx[order]
-            for m in _matches(rx, text, CHECKS.get(name)):
-                start, end = m.span(_taking_part(m, groups))
-                if start < 0 or end <= start:
-                    continue
-                piece = text[start:end]
-                if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
-                    continue
-                found.append((start, order, end, name))
-        if not found:
-            return []
-        found.sort()
-        out: list[Span] = []
-        last = -1
-        for start, _, end, name in found:
-            if start >= last:
-                out.append(Span(start, end, name))
-                last = end
-        return out
-
-    def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
-        """``text`` with every secret span replaced by ``replace(secret, rule)``,
-        and the spans found (offsets in the original text)."""
-        spans = self.spans(text)
-        if not spans:
-            return text, spans
-        pieces: list[str] = []
-        pos = 0
-        for s in spans:
-            pieces.append(text[pos:s.start])
-            pieces.append(replace(text[s.start:s.end], s.rule))
-            pos = s.end
-        pieces.append(text[pos:])
-        return "".join(pieces), spans
-
-
-def _matches(rx: re.Pattern[str], text: str, check: Callable[[re.Match[str]], bool] | None) -> Iterator[re.Match[str]]:
-    """``rx``'s matches in ``text`` that pass ``check``; after one that fails the search goes on
-    inside it (``note: password=…``: ``note``'s value holds the secret assignment)."""
-    if check is None:
-        yield from rx.finditer(text)
-        return
-    pos = 0
-    while (m := rx.search(text, pos)) is not None:
-        if check(m):
-            yield m
-            pos = max(m.end(), m.start() + 1)
-        else:
-            pos = m.start() + 1
-            if "name" in rx.groupindex:
-                pos = max(pos, m.end("name"))
-
-
-def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
-    """The groups that may hold a match's secret, in order (empty: the whole match)."""
-    named = sorted(i for n, i in rx.groupindex.items() if n.startswith("secret"))
-    if named:
-        return tuple(named)
-    return tuple(range(1, rx.groups + 1)) if first_group else ()
-
-
-def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:
-    """The first of ``groups`` that took part in match ``m`` (0, the whole match, when none did)."""
-    for g in groups:
-        if m.start(g) >= 0:
-            return g
-    return 0
-
-
-def _touches_placeholder(text: str, start: int, end: int) -> bool:
-    for m in PLACEHOLDER.finditer(text, max(0, start - 80), min(len(text), end + 80)):
-        if m.start() < end and start < m.end():
-            return True
-    return False

@@ -89,7 +89,7 @@ class Rules:
         return out
 
     def first_group_patterns(self) -> frozenset[str]:
-        """Regexes whose first group that took part is the secret (``patterns.Scanner``):
+        """Regexes whose first group that took part is the secret (``scanner.Scanner``):
         the user's (group 1, if any, as documented above) and the audited detect-secrets ones."""
         from mcptap.redact.patterns import library_value_groups
 
@@ -112,6 +112,23 @@ class Rules:
         if self.sources:
             d["files"] = list(self.sources)
         return d
+
+
+def rules_from_description(d: object) -> Rules | None:
+    """The rules ``Rules.describe`` described (a scrubbed capture's ``header.scrubbed[i].rules``);
+    None when ``d`` is not such a description or names a bad path or regex."""
+    if not isinstance(d, dict) or not isinstance(d.get("builtin", True), bool):
+        return None
+    keys, paths, patterns = d.get("keys", []), d.get("paths", []), d.get("patterns", {})
+    if not (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and isinstance(paths, list)
+            and all(isinstance(x, str) for x in paths) and isinstance(patterns, dict)
+            and all(isinstance(v, str) for v in patterns.values())):
+        return None
+    try:
+        return Rules(frozenset(normalise(k) for k in keys), tuple(parse_path(x) for x in paths),
+                     tuple((str(n), _compile(str(n), rx, "scrubbed")) for n, rx in patterns.items()), d.get("builtin", True))
+    except RedactionError:
+        return None
 
 
 def format_path(path: Iterable[PathSeg]) -> str:

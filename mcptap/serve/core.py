@@ -16,6 +16,9 @@ server sent after the recorded answer. ``initialize`` and ``server/discover``
 are answered with the recorded result whatever client info arrives, and bind
 the live session to that recorded session.
 
+A scrubbed capture's requests hold placeholders where the live ones hold secrets: ``prepare``
+(``redact.live.live_redaction``) redacts live params the same way before they are matched.
+
 A request with no recorded answer gets an error: -32601 when the capture has
 no request of that method, -32602 naming the method otherwise (``ping`` is
 always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,8 +96,11 @@ class ServeCore:
     """Play ``script``'s server side (see module docstring)."""
 
     def __init__(self, script: Script, strict: bool = False, latency: bool = False, speed: float = 1.0,
-                 masker: Masker | None = None) -> None:
+                 masker: Masker | None = None, prepare: Callable[[Any], Any] | None = None) -> None:
         self.script = script
+        #: live params as the capture would hold them (a scrubbed capture: redacted with its rules and key,
+        #: ``redact.live``), for matching only
+        self.prepare = prepare
         self.latency = latency
         self.speed = speed if speed > 0 else 1.0
         self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
@@ -163,7 +170,7 @@ class ServeCore:
             err = {"code": -32600, "message": "Invalid Request: the id is a number beyond what JSON-RPC peers can read back"}
             return [Out({"jsonrpc": "2.0", "id": None, "error": err})]
         params = msg.get("params")
-        item, _how = self.requests.take(method, params, live.group)
+        item, _how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
             return [self._no_answer(live, method, lid)]
         if live.group is None or method in HANDSHAKE_METHODS:
@@ -197,7 +204,7 @@ class ServeCore:
         params = msg.get("params")
         if method == "notifications/cancelled" and isinstance(params, dict) and "requestId" in params:
             live.cancelled.add(hkey(params["requestId"]))
-        item, how = self.notifications.take(method, params, live.group)
+        item, how = self.notifications.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None or how == "reused":
             return []                                 # only the recorded ones trigger what followed them
         return self._expand(item.emits, live, None)

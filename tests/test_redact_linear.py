@@ -1,0 +1,60 @@
+"""No string makes redaction slow (mcptap/redact/scanner.py ``_matches``, ``HEADS``,
+``RUNNERS``): a hostile server's output is scrubbed by ``scrub``, ``report`` and the
+recorder under ``--redact``. ``'sort_key=' * n`` took 5.3 s at 180 KB (each name that
+was no secret's read the rest of the text as its value), ``'id0:id1:…: token'`` 5.2 s at
+149 KB, detect-secrets' npm ``//.+/:_authToken=`` 3 s at 160 KB, ``mysql … -pPASS`` 1 s at
+200 KB: quadratic. Each shape at 1 MB now takes a fraction of a second (the bound
+below is generous: the tests share the CPU)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mcptap.redact.engine import Redactor
+from mcptap.redact.keyed import Keyer
+from mcptap.redact.rules import Rules
+
+R = Redactor(Rules(), Keyer(b"k" * 32))
+MB = 1 << 20
+
+SHAPES = {
+    "names that are no secrets'": "sort_key=",
+    "a chain of names": "id0:",
+    "a secret name before code": "password=a(",
+    "a secret name before a plain word": "password=required:",
+    "an unclosed quote": 'password="aaa ',
+    "npm registries": "//a",
+    "npm slashes": "//",
+    "mysql programs": "mysql ",
+    "mysql options": "mysql -",
+    "header names": "Authorization: Requires ",
+    "cookie prose": "cookie: this ",
+    "bearer words": "Bearer abcdefghijklmn ",
+    "query keys": "key=",
+}
+
+
+@pytest.mark.parametrize("unit", list(SHAPES.values()), ids=list(SHAPES))
+def test_a_megabyte_of_one_shape_redacts_quickly(unit: str) -> None:
+    text = unit * (MB // len(unit)) + "/:_authToken= token"
+    t = time.process_time()
+    R.string(text)
+    assert time.process_time() - t < 2.0
+
+
+def test_the_secrets_in_such_text_still_go() -> None:
+    text = "sort_key=" * 20000 + " password=hunter2pw " + "//a" * 20000 + "/:_authToken=npm_abcdefghijklmnop1234\n" \
+        + "mysql " * 20000 + "-pMyRootPass123"
+    out, _ = R.string(text)
+    assert "hunter2pw" not in out and "npm_abcdefghijklmnop1234" not in out and "MyRootPass123" not in out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("mysql -u root -pab;cd db", "ab;cd"),                 # the password runs on past the segment's end, as before
+    ("//r.example.com/:_authToken=\nnpm_abcdefghijklmnop1234", "npm_abcdefghijklmnop1234"),
+    ("token=get(password=hunter2pw)", "hunter2pw"),        # inside code that is no secret
+])
+def test_runners_find_what_search_found(text: str, secret: str) -> None:
+    assert secret not in R.string(text)[0]
