@@ -22,6 +22,7 @@ from mcptap.capture.source import lines, open_input, read_line
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message, Phase
 from mcptap.protocol.jsonparse import LONG_DIGITS, parse_exact
+from mcptap.records import RECORD_TYPES
 
 
 @dataclass(slots=True)
@@ -170,9 +171,16 @@ _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _PHASES = frozenset(p.value for p in Phase)
 
 
+_TYPES = frozenset(RECORD_TYPES)
+
+
 def _malformed(rec: dict[str, Any]) -> str | None:
     """What is wrong with a record's field types, or None (cheap checks, so
-    consumers can trust them; peer bytes themselves are never judged here)."""
+    consumers can trust them; peer bytes themselves are never judged here).
+    A type that is no capture record type is wrong too (docs/capture-format.md:
+    show/check passed a hand-edited ``"type":"bogus"`` record silently)."""
+    if rec["type"] not in _TYPES:
+        return f"type {rec['type']!r} is not a capture record type (one of {', '.join(RECORD_TYPES)})"
     # (a present key is checked even when null, but seq: optional, and null in the writer's gap record)
     f = rec.get("findings")     # (a version-1 end record's findings are its counts: migrated later)
     if "findings" in rec and rec["type"] != "end" and not (

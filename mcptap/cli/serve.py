@@ -156,6 +156,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
             cmd: tuple[str, ...]) -> None:
     """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
     refuse_input_as_output([capture], output)
+    if capture == "-" and listen is None:
+        _say("serve over stdio reads the client's messages on standard input: give the capture as a file (or serve with --listen)")
+        ctx.exit(2)
     if bool(cmd) != extend or (extend and listen is not None):
         _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
         ctx.exit(2)

@@ -80,6 +80,9 @@ CASES = {
         "context", "state has an unknown key 'bogus'"),
     "context-phase": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: _become(r, {"type": "context", "state": {"phase": "dancing"}}),
         "context", "state.phase 'dancing' is not a phase"),
+    # a type no capture has: show, check and diff passed it silently (found by a breaker helper)
+    "unknown-type": ("stdio", lambda i, r: r.get("seq") == 2, lambda r: r.__setitem__("type", "bogus"),
+        "bogus", "type 'bogus' is not a capture record type"),
 }
 COMMANDS = [["check"], ["check", "--full"], ["show"], ["show", "--format", "json"], ["diff", "{other}"],
             ["export", "--format", "{export}", "-o", "{out}.export"], ["report", "-o", "{out}.html"], ["scrub", "-o", "{out}.jsonl"]]

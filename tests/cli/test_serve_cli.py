@@ -49,6 +49,13 @@ def _one_line_error(proc: subprocess.CompletedProcess[bytes], *words: str) -> No
     assert proc.stdout == b""
 
 
+def test_a_capture_on_stdin_is_refused_over_stdio(tmp_path: Path) -> None:
+    """Over stdio, standard input is the client's channel: `serve -` read the
+    capture from it (gzip: 'empty file'; found by a breaker helper)."""
+    cap = Path(__file__).parents[2] / "captures" / "clean-2025-06-18.jsonl"
+    _one_line_error(_serve("-", stdin=cap.read_bytes()), "give the capture as a file")
+
+
 def test_a_file_that_is_not_a_capture_is_an_error(tmp_path: Path) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("hello\n")
