@@ -46,15 +46,23 @@ _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?<![.-])"
 QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "authorization_code", "device_code",
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
-#: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
+#: an assigned value: quoted (all of it, up to the closing quote, on one line; ``\"`` inside a
+#: ``"…"`` value is part of it: ``password="hun\"ter2"``), quoted with escaped quotes (JSON inside a
+#: JSON string or a log: ``{\"password\": \"…\"}``, ``{\\\"password\\\": …}``: up to the same escaped
+#: quote, 1, 3 or 7 backslashes; a longer run before a quote, or a run before anything else, is inside it) or bare
 #: (a bare value that is a call or subscript, ``get_token()``, is code, not a secret: ruled out here, in
-#: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``)
-_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?""" \
-         r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
+#: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``).
+#: Every repetition is bounded (the scan stays linear: tests/test_redact_linear.py).
+_VALUE = r"""(?:"(?P<secret>(?:[^"\\\r\n«»]|\\[^\r\n«»]){1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'""" \
+         + "".join(fr"""|\\{{{n}}}"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])"""
+                   fr'(?P<secret{g}>(?:[^"\\\r\n«»]|\\{{1,16}}(?![\\"])|\\{{{n + 1},16}}"){{1,1024}})\\{{{n}}}"'
+                   for g, n in ((4, 1), (5, 3), (6, 7))) + \
+         r"""|["']?""" \
+         r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\\{1,16}["'])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 #: the MySQL clients, which take ``-pPASSWORD``
 MYSQL_PROGRAMS = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
 #: the part of ``secret-assignment`` before its value (HEADS)
-ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)"
+ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"'])?[ \t]*(?:=|:)"
 
 #: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
 #: in the match (the whole match without one).
