@@ -38,3 +38,69 @@ def test_escaped_quotes_end_the_value_at_the_matching_quote(s: str, secret: str,
 def test_an_escaped_scheme_stays() -> None:
     out = text(r'{\"authorization\": \"Bearer abcDEF123456\"}')
     assert "Bearer «redacted:hmac:" in out and "abcDEF123456" not in out
+
+
+# -- 2. command-line flags in free text, argv as a JSON list -------------------------------
+
+@pytest.mark.parametrize(("s", "secret"), [
+    ("psql --password=hunter2hunter -h db", "hunter2hunter"),
+    ("gh --token=abcdef123456", "abcdef123456"),
+    ("tool --api-key=abcdef123456 --verbose", "abcdef123456"),
+    ("tool --password hunter2hunter --verbose", "hunter2hunter"),
+    ('tool --password "correct horse 9" x', "correct horse 9"),
+    ("sshpass -p hunter2hunter ssh -p 2222 host", "hunter2hunter"),
+    ("docker login -u bob -p hunter2hunter registry.example.com", "hunter2hunter"),
+    ("redis-cli -h cache -a r3disPassw0rd ping", "r3disPassw0rd"),
+    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG"),
+])
+def test_command_line_flags_in_text(s: str, secret: str) -> None:
+    out = text(s)
+    assert secret not in out and "«redacted:hmac:" in out and text(out) == out
+    assert out.split()[0] == s.split()[0]
+
+
+@pytest.mark.parametrize("s", [
+    "ssh -p 2222 host", "docker run -u 1000:1000 img", "sqlmap -u http://example.com/?id=1", "mysql -p",
+    "mysql -u root -p mydb", "mkdir -p build", "docker login --password-stdin -u bob",
+    "use --token to pass a token, or --token-file PATH", "sshpass -f ~/.pw ssh -p 2222 host",
+    "aws configure set region eu-west-1", "npm config set token for you later",
+])
+def test_ordinary_command_lines_stay(s: str) -> None:
+    assert text(s) == s
+
+
+@pytest.mark.parametrize(("args", "secret"), [
+    (["--password", "hunter2hunter"], "hunter2hunter"),
+    (["curl", "-u", "admin:hunter2hunter", "https://example.com"], "hunter2hunter"),
+    (["mysql", "-uroot", "-phunter2hunter"], "hunter2hunter"),
+    (["sshpass", "-p", "hunter2hunter", "ssh", "host"], "hunter2hunter"),
+    (["redis-cli", "-a", "r3disPassw0rd"], "r3disPassw0rd"),
+    (["tool", "--api-key=abcdef123456"], "abcdef123456"),
+])
+def test_argv_as_a_json_list(args: list[str], secret: str) -> None:
+    out, hits = R.message({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {"args": args}}})
+    got = out["params"]["arguments"]["args"]
+    assert secret not in str(got) and len(got) == len(args) and got[0] == args[0] and hits
+    assert R.message(out)[0] == out
+
+
+@pytest.mark.parametrize("args", [
+    ["ssh", "-p", "2222", "host"], ["docker", "run", "-u", "1000:1000", "img"], ["mkdir", "-p", "build"],
+    ["sqlmap", "-u", "http://example.com/?id=1"], ["mysql", "-p"], ["ls", "-la", "/tmp"], ["apple", "banana"],
+])
+def test_ordinary_argv_lists_stay(args: list[str]) -> None:
+    msg = {"params": {"arguments": {"args": args}}}
+    assert R.message(msg)[0] == msg
+
+
+def test_header_tuples() -> None:
+    msg = {"params": {"headers": [["X-Api-Key", "abcdef0123456789"], ["Authorization", "abcdef123456"], ["Accept", "text/html"]]}}
+    got = R.message(msg)[0]["params"]["headers"]
+    assert got[0][0] == "X-Api-Key" and got[1][0] == "Authorization" and got[2] == ["Accept", "text/html"]
+    assert "abcdef0123456789" not in str(got) and "abcdef123456" not in str(got)
+
+
+def test_a_schemas_required_list_is_no_pair() -> None:
+    msg = {"result": {"inputSchema": {"required": ["password", "username"], "x": [["token", "usage"]]}}}
+    out = R.message(msg)[0]
+    assert out["result"]["inputSchema"]["required"] == ["password", "username"]

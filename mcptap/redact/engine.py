@@ -32,6 +32,7 @@ from mcptap.redact.keyed import Keyer, is_placeholder
 from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.rules import PathSeg, Rules, format_path
 from mcptap.redact.scanner import Scanner
+from mcptap.redact.shapes import shaped_list
 
 #: Top-level message members that are never redacted.
 _ENVELOPE = frozenset({"jsonrpc", "id", "method"})
@@ -240,6 +241,11 @@ class Redactor:
             res = v if out is None else out
             return res if renamed is None else {renamed.get(k, k): x for k, x in res.items()}
         if isinstance(v, list):
+            if v and type(v[0]) is str and self.rules.builtin:      # a command line, a [name, value] pair
+                shaped = shaped_list(v, bool(path) and type(path[-1]) is int, self._secret_key,
+                                     lambda x: self._leaf(x, path, "argv", hits, depth), lambda x: self._string(x, path, hits, depth))
+                if shaped is not None:
+                    return shaped
             lst: list[Any] | None = None
             for i, x in enumerate(v):
                 sub = path + (i,)

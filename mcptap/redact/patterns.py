@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 
 from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
-from mcptap.redact.values import assigned_secret, cookie_value, scheme_credential
+from mcptap.redact.values import assigned_secret, cookie_value, credential_like, scheme_credential
 
 #: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
 #: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
@@ -61,6 +61,10 @@ _VALUE = r"""(?:"(?P<secret>(?:[^"\\\r\n«»]|\\[^\r\n«»]){1,1024})"|'(?P<secr
          r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\\{1,16}["'])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 #: the MySQL clients, which take ``-pPASSWORD``
 MYSQL_PROGRAMS = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
+#: programs whose ``-p`` takes the password as the next word (``sshpass -p PASS``, ``docker login -u bob -p PASS``)
+P_PASSWORD_PROGRAMS = r"\b(?:sshpass|(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b"
+#: a ``-p``/``-a`` password (the next word: not a number, a path or ``host:port``)
+_NEXT_WORD_PASSWORD = r"[ \t]+(?![./~]|[\w.-]*:?\d+(?![^\s\"']))(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"
 #: the part of ``secret-assignment`` before its value (HEADS)
 ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"'])?[ \t]*(?:=|:)"
 
@@ -96,6 +100,15 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("cli-user-password", r"(?<![\w-])(?:-u[ \t]*|--user[ \t=][ \t]*)[\"']?[^\s:\"'«»]{1,256}:(?!//|\d+(?![^\s\"']))"
                           r"(?P<secret>[^\s\"'«»]{4,})"),
     ("mysql-password", MYSQL_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
+    # a long option named like a secret: ``--password=PASS``, ``--api-key PASS`` (the name is checked: CHECKS);
+    # ``sshpass -p PASS``, ``docker login … -p PASS``, ``redis-cli -a PASS``; ``aws configure set NAME VALUE``
+    ("cli-secret-option", r"(?<![\w-])--(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})(?<![.-])(?:=|[ \t]+)"
+                          r"(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|'(?P<secret2>[^'\r\n«»]{1,1024})'"
+                          r"|(?P<secret3>[^\s\"'«»-][^\s\"'«»]*))"),
+    ("cli-p-password", P_PASSWORD_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p" + _NEXT_WORD_PASSWORD),
+    ("redis-cli-password", r"\bredis-cli\b[^\r\n|;&]*?[ \t]-a" + _NEXT_WORD_PASSWORD),
+    ("config-set", r"(?<![\w-])(?:configure|config)[ \t]+set[ \t]+" + _NAME + r"[ \t]+"
+                   r"(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|'(?P<secret2>[^'\r\n«»]{1,1024})'|(?P<secret3>[^\s\"'«»]+))"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
     ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
@@ -125,7 +138,16 @@ CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "set-cookie-header": lambda m: cookie_value(m.group("secret")),
     "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
     "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
+    "cli-secret-option": lambda m: secret_name(m.group("name")) and _option_value(m),
+    "config-set": lambda m: secret_name(m.group("name")) and _assigned(m),
 }
+
+
+def _option_value(m: re.Match[str]) -> bool:
+    """``--name=VALUE`` as an assignment; ``--name VALUE`` only a credential-like word (``use --token to…``)."""
+    if "=" in m.string[m.end("name"):m.start(m.lastgroup or 0)] or m.lastgroup != "secret3":
+        return _assigned(m)
+    return credential_like(m.group("secret3"))
 
 
 def _assigned(m: re.Match[str]) -> bool:
@@ -143,6 +165,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
     "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
+    "cli-secret-option": ("--",), "cli-p-password": ("sshpass", "login"), "redis-cli-password": ("redis-cli",),
+    "config-set": ("config",),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import secret_name
-from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES
+from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +169,8 @@ def _first_per_segment(first: str, stops: str) -> Callable[[re.Pattern[str], str
 RUNNERS: dict[str, Callable[[re.Pattern[str], str], Iterator[re.Match[str]]]] = {
     "ds:npm-tokens": _first_per_segment("//", "\n"),
     "mysql-password": _first_per_segment(MYSQL_PROGRAMS, "\r\n|;&"),
+    "cli-p-password": _first_per_segment(P_PASSWORD_PROGRAMS, "\r\n|;&"),
+    "redis-cli-password": _first_per_segment(r"\bredis-cli\b", "\r\n|;&"),
 }
 #: The part of a pattern before its value, with the name the check reads (``_matches``).
 HEADS: dict[str, re.Pattern[str]] = {"secret-assignment": re.compile(ASSIGNED)}
