@@ -36,6 +36,11 @@ SHAPES = {
     "cookie prose": "cookie: this ",
     "bearer words": "Bearer abcdefghijklmn ",
     "query keys": "key=",
+    "sshpass passwords": "sshpass -p ",
+    "redis-cli passwords": "redis-cli -a ",
+    "mysql passwords": "mysql -pa ",
+    "long options": "--password ",
+    "config set": "config set password ",
 }
 
 
