@@ -104,3 +104,38 @@ def test_a_schemas_required_list_is_no_pair() -> None:
     msg = {"result": {"inputSchema": {"required": ["password", "username"], "x": [["token", "usage"]]}}}
     out = R.message(msg)[0]
     assert out["result"]["inputSchema"]["required"] == ["password", "username"]
+
+
+# -- 3. name/value pairs in other shapes ----------------------------------------------------
+
+@pytest.mark.parametrize("obj", [
+    {"Name": "DB_PASSWORD", "Value": "hunter2hunter"},
+    {"NAME": "api_key", "VALUE": "hunter2hunter"},
+    {"Key": "GITHUB_TOKEN", "Value": "hunter2hunter"},
+    {"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "hunter2hunter"}},
+    {"Parameter": {"Name": "/prod/db/conn", "Type": "SecureString", "Value": "hunter2hunter"}},
+    {"Parameters": [{"Name": "/prod/db/password", "Type": "String", "Value": "hunter2hunter"}]},
+    {"environment": [{"Name": "DB_PASSWORD", "Value": "hunter2hunter"}, {"Name": "REGION", "Value": "eu-west-1"}]},
+])
+def test_name_value_pairs(obj: dict[str, object]) -> None:
+    out, hits = R.message({"result": obj})
+    assert "hunter2hunter" not in str(out) and hits
+    assert "eu-west-1" in str(out) or "eu-west-1" not in str(obj)
+    assert R.message(out)[0] == out
+
+
+def test_deep_name_value_pairs() -> None:
+    deep: object = {"Name": "DB_PASSWORD", "Value": "hunter2hunter"}
+    for _ in range(150):
+        deep = {"x": deep}
+    assert "hunter2hunter" not in str(R.message({"result": deep})[0])
+
+
+@pytest.mark.parametrize("obj", [
+    {"Name": "/prod/app/region", "Type": "String", "Value": "eu-west-1"},
+    {"Tags": [{"Key": "Environment", "Value": "prod"}, {"Key": "Name", "Value": "web-1"}]},
+    {"Name": "Value", "Value": "Name"},
+])
+def test_ordinary_name_value_pairs_stay(obj: dict[str, object]) -> None:
+    msg = {"result": obj}
+    assert R.message(msg)[0] == msg

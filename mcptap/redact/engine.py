@@ -29,13 +29,14 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
+from mcptap.redact.keys import SCHEMA_INSTANCES, VALUE_KEYS, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.rules import PathSeg, Rules, format_path
 from mcptap.redact.scanner import Scanner
 from mcptap.redact.shapes import shaped_list
 
 #: Top-level message members that are never redacted.
 _ENVELOPE = frozenset({"jsonrpc", "id", "method"})
+_VALUE_KEYS = frozenset(VALUE_KEYS)
 #: Nesting beyond this is not walked further (the string patterns still run
 #: on nothing deeper; deeper values are left as they are and counted).
 MAX_DEPTH = 2000
@@ -223,7 +224,7 @@ class Redactor:
         if isinstance(v, dict):
             out: dict[str, Any] | None = None
             renamed: dict[str, str] | None = None
-            ctx = self._context(v, path) if "code" in v or "value" in v else None
+            ctx = self._context(v, path) if "code" in v or not _VALUE_KEYS.isdisjoint(v) else None
             for k, x in v.items():
                 if ctx and k in ctx:
                     nx = self._all(x, path + (k,), ctx[k], hits, depth + 1)
@@ -322,7 +323,7 @@ class Redactor:
                 if r is None:
                     if isinstance(key, str):
                         r = secret_key(key)
-                        if r is None and key in ("code", "value") and isinstance(f.value, dict):
+                        if r is None and (key == "code" or key in _VALUE_KEYS) and isinstance(f.value, dict):
                             r = self._context(f.value, f.path).get(key)
                     if r is None and paths:
                         r = self._path_rule(f.path + (key,))
