@@ -139,3 +139,28 @@ def test_deep_name_value_pairs() -> None:
 def test_ordinary_name_value_pairs_stay(obj: dict[str, object]) -> None:
     msg = {"result": obj}
     assert R.message(msg)[0] == msg
+
+
+# -- 4. SQL that sets a password --------------------------------------------------------------
+
+@pytest.mark.parametrize(("s", "secret", "kept"), [
+    ("CREATE USER bob WITH PASSWORD 'hunter2hunter';", "hunter2hunter", "CREATE USER bob WITH PASSWORD '"),
+    ("ALTER USER alice IDENTIFIED BY 'x';", "'x'", "ALTER USER alice IDENTIFIED BY '"),
+    ("CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY 's3cret''pw';", "s3cret", "CREATE USER 'app'@'%'"),
+    ("CREATE ROLE app LOGIN PASSWORD 'app5ecret';", "app5ecret", "CREATE ROLE app LOGIN PASSWORD '"),
+    ("alter role app password 'app5ecret' valid until 'infinity'", "app5ecret", "valid until 'infinity'"),
+    ("SET PASSWORD FOR u = PASSWORD('hunter2hunter')", "hunter2hunter", "SET PASSWORD FOR u = PASSWORD('"),
+    ("SET PASSWORD = 'hunter2hunter';", "hunter2hunter", "SET PASSWORD = '"),
+    ("CREATE USER scott IDENTIFIED BY tiger42;", "tiger42", "CREATE USER scott IDENTIFIED BY "),
+])
+def test_sql_passwords(s: str, secret: str, kept: str) -> None:
+    out = text(s)
+    assert secret not in out and kept in out and "«redacted:hmac:" in out and text(out) == out
+
+
+@pytest.mark.parametrize("s", [
+    "The password you entered was wrong", "The user was identified by the server", "user bob password reset",
+    "SET PASSWORD requires the privilege", "reset the user's password, then log in", "identified by name",
+])
+def test_sql_words_in_prose_stay(s: str) -> None:
+    assert text(s) == s

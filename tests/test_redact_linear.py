@@ -41,6 +41,9 @@ SHAPES = {
     "mysql passwords": "mysql -pa ",
     "long options": "--password ",
     "config set": "config set password ",
+    "sql users": "user a password ",
+    "sql set password": "set password ",
+    "sql identified": "identified by '",
 }
 
 

@@ -65,6 +65,22 @@ MYSQL_PROGRAMS = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlch
 P_PASSWORD_PROGRAMS = r"\b(?:sshpass|(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b"
 #: a ``-p``/``-a`` password (the next word: not a number, a path or ``host:port``)
 _NEXT_WORD_PASSWORD = r"[ \t]+(?![./~]|[\w.-]*:?\d+(?![^\s\"']))(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"
+
+
+def _sql_quoted(a: int, b: int) -> str:
+    """A quoted SQL string (``'…'``, a quote doubled inside; or ``"…"``) as groups ``secret<a>``/``secret<b>``."""
+    return fr"""(?:'(?P<secret{a}>(?:[^'\r\n«»]|''){{1,1024}})'|"(?P<secret{b}>[^"\r\n«»]{{1,1024}})")"""
+
+
+#: a password set by SQL: ``CREATE USER bob WITH PASSWORD '…'``, ``CREATE ROLE app LOGIN PASSWORD '…'``,
+#: ``ALTER ROLE app PASSWORD '…'``, ``… IDENTIFIED [WITH plugin] BY '…'`` (Oracle: ``IDENTIFIED BY pw``),
+#: ``SET PASSWORD [FOR u] = [PASSWORD(]'…'``
+SQL_PASSWORD = (r"(?i:\b(?:(?:with|login|nologin|encrypted|unencrypted|superuser|createdb|createrole|inherit|replication)"
+                r"[ \t]+(?:(?:un)?encrypted[ \t]+)?password|(?:user|role)[ \t]+[\w\"'@.%-]{1,128}[ \t]+password)[ \t]+)"
+                + _sql_quoted(1, 2).replace("secret1", "secret", 1)
+                + r"|(?i:\bidentified(?:[ \t]+with[ \t]+[\w-]{1,64})?[ \t]+by(?:[ \t]+password)?[ \t]+)" + _sql_quoted(3, 4)
+                + r"|\bIDENTIFIED[ \t]+BY[ \t]+(?!VALUES\b|PASSWORD\b)(?P<secret5>[^\s;'\"«»]{1,256})"
+                + r"|(?i:\bset[ \t]+password\b[^=;\r\n'\"]{0,200}=[ \t]*(?:password[ \t]*\([ \t]*)?)" + _sql_quoted(6, 7))
 #: the part of ``secret-assignment`` before its value (HEADS)
 ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"'])?[ \t]*(?:=|:)"
 
@@ -107,6 +123,7 @@ BUILTIN: tuple[tuple[str, str], ...] = (
                           r"|(?P<secret3>[^\s\"'«»-][^\s\"'«»]*))"),
     ("cli-p-password", P_PASSWORD_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p" + _NEXT_WORD_PASSWORD),
     ("redis-cli-password", r"\bredis-cli\b[^\r\n|;&]*?[ \t]-a" + _NEXT_WORD_PASSWORD),
+    ("sql-password", SQL_PASSWORD),
     ("config-set", r"(?<![\w-])(?:configure|config)[ \t]+set[ \t]+" + _NAME + r"[ \t]+"
                    r"(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|'(?P<secret2>[^'\r\n«»]{1,1024})'|(?P<secret3>[^\s\"'«»]+))"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
@@ -166,7 +183,7 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "cli-secret-option": ("--",), "cli-p-password": ("sshpass", "login"), "redis-cli-password": ("redis-cli",),
-    "config-set": ("config",),
+    "config-set": ("config",), "sql-password": ("password", "identified"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)
