@@ -25,6 +25,9 @@ SHAPES = {
     "a secret name before code": "password=a(",
     "a secret name before a plain word": "password=required:",
     "an unclosed quote": 'password="aaa ',
+    "an unclosed escaped quote": 'password=\\"aaa ',
+    "escaped quotes in a quoted value": 'password="a\\"',
+    "runs of backslashes": 'password=\\\\\\"' + "\\" * 20,
     "npm registries": "//a",
     "npm slashes": "//",
     "mysql programs": "mysql ",
@@ -33,6 +36,14 @@ SHAPES = {
     "cookie prose": "cookie: this ",
     "bearer words": "Bearer abcdefghijklmn ",
     "query keys": "key=",
+    "sshpass passwords": "sshpass -p ",
+    "redis-cli passwords": "redis-cli -a ",
+    "mysql passwords": "mysql -pa ",
+    "long options": "--password ",
+    "config set": "config set password ",
+    "sql users": "user a password ",
+    "sql set password": "set password ",
+    "sql identified": "identified by '",
 }
 
 

@@ -29,12 +29,14 @@ from typing import Any
 import orjson
 
 from mcptap.redact.keyed import Keyer, is_placeholder
-from mcptap.redact.keys import SCHEMA_INSTANCES, context_secrets, is_schema_property, is_secret_key, normalise
+from mcptap.redact.keys import SCHEMA_INSTANCES, VALUE_KEYS, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.rules import PathSeg, Rules, format_path
 from mcptap.redact.scanner import Scanner
+from mcptap.redact.shapes import shaped_list
 
 #: Top-level message members that are never redacted.
 _ENVELOPE = frozenset({"jsonrpc", "id", "method"})
+_VALUE_KEYS = frozenset(VALUE_KEYS)
 #: Nesting beyond this is not walked further (the string patterns still run
 #: on nothing deeper; deeper values are left as they are and counted).
 MAX_DEPTH = 2000
@@ -222,7 +224,7 @@ class Redactor:
         if isinstance(v, dict):
             out: dict[str, Any] | None = None
             renamed: dict[str, str] | None = None
-            ctx = self._context(v, path) if "code" in v or "value" in v else None
+            ctx = self._context(v, path) if "code" in v or not _VALUE_KEYS.isdisjoint(v) else None
             for k, x in v.items():
                 if ctx and k in ctx:
                     nx = self._all(x, path + (k,), ctx[k], hits, depth + 1)
@@ -240,6 +242,11 @@ class Redactor:
             res = v if out is None else out
             return res if renamed is None else {renamed.get(k, k): x for k, x in res.items()}
         if isinstance(v, list):
+            if v and type(v[0]) is str and self.rules.builtin:      # a command line, a [name, value] pair
+                shaped = shaped_list(v, bool(path) and type(path[-1]) is int, self._secret_key,
+                                     lambda x: self._leaf(x, path, "argv", hits, depth), lambda x: self._string(x, path, hits, depth))
+                if shaped is not None:
+                    return shaped
             lst: list[Any] | None = None
             for i, x in enumerate(v):
                 sub = path + (i,)
@@ -316,7 +323,7 @@ class Redactor:
                 if r is None:
                     if isinstance(key, str):
                         r = secret_key(key)
-                        if r is None and key in ("code", "value") and isinstance(f.value, dict):
+                        if r is None and (key == "code" or key in _VALUE_KEYS) and isinstance(f.value, dict):
                             r = self._context(f.value, f.path).get(key)
                     if r is None and paths:
                         r = self._path_rule(f.path + (key,))

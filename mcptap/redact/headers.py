@@ -3,7 +3,7 @@ debugging visible — the auth scheme (``Bearer «…»``), cookie names
 (``sid=«…»``) and ``Set-Cookie`` attributes.
 
 A header is a credential when its lower-cased name is in ``SECRET_HEADERS`` or
-secret-like by :func:`mcptap.redact.argv.is_secret_name` (``X-Api-Token``,
+secret-like by :func:`mcptap.redact.argv_rules.is_secret_name` (``X-Api-Token``,
 ``X-Foo-Key``, ``X-Foo-Creds``, ``Authentication``…). ``ph`` is the
 placeholder function (the user's keyed one by default). Values already made
 of placeholders are returned unchanged (redacting twice changes nothing).
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mcptap.redact.argv import is_secret_name, placeholder
+from mcptap.redact.argv import placeholder
+from mcptap.redact.argv_rules import is_secret_name
 from mcptap.redact.keyed import PLACEHOLDER
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "authentication", "cookie", "set-cookie",

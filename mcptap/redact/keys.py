@@ -79,8 +79,10 @@ HOLDER_WORDS = frozenset({
 })
 #: Sibling keys (normalised) that make an object an OAuth exchange, whose ``code`` is the authorization code.
 OAUTH_SIBLINGS = frozenset({"redirecturi", "codeverifier", "codechallenge", "granttype", "clientid"})
-#: Keys that name the member a ``{name, value}`` pair is about.
-PAIR_NAMES = ("name", "key", "header")
+#: Keys that name the member a ``{name, value}`` pair is about (AWS spells them ``Name``, ``Key``).
+PAIR_NAMES = ("name", "key", "header", "Name", "Key", "Header", "NAME", "KEY")
+#: Keys of a ``{name, value}`` pair's value.
+VALUE_KEYS = ("value", "Value", "VALUE")
 
 #: Protocol fields that look secret-like but are not secrets (normalised).
 NOT_SECRET = frozenset({"progresstoken", "maxtokens", "tokens", "totaltokens", "inputtokens", "outputtokens",
@@ -133,9 +135,11 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
     name: ``code`` (a string) of an OAuth object (its parent names oauth or a
     callback, or a sibling is ``redirect_uri``, ``code_verifier``…, or ``state``
     and the code looks issued);
-    ``value`` of a ``{name|key|header, value}`` pair whose name ``secret``
-    (the caller's key test) calls a secret (a header list as tools take it:
-    ``[{"name": "Authorization", "value": …}]``)."""
+    ``value`` of a ``{name|key|header, value}`` pair (also ``Name``/``Value``…) whose name
+    ``secret`` (the caller's key test) calls a secret (a header list as tools take it:
+    ``[{"name": "Authorization", "value": …}]``, ECS ``[{"Name": "DB_PASSWORD", "Value": …}]``),
+    or the last segment of a path name (AWS SSM ``/prod/db/password``), or whose ``Type`` is
+    ``SecureString`` (an SSM parameter)."""
     out: dict[str, str] = {}
     code = obj.get("code")
     if isinstance(code, str):
@@ -145,11 +149,14 @@ def context_secrets(obj: dict[str, Any], parent: object, secret: Callable[[str],
                 or "state" in obj and len(code) >= 16 and not any(c.isspace() for c in code)
                 and not IDENTIFIER_CODE.fullmatch(code)):
             out["code"] = "key:code (OAuth)"
-    if "value" in obj:
+    vkey = next((k for k in VALUE_KEYS if k in obj), None)
+    if vkey is not None:
+        if obj.get("Type") == "SecureString" or obj.get("type") == "SecureString":
+            out[vkey] = "key:SecureString"
         for n in PAIR_NAMES:
             name = obj.get(n)
-            if isinstance(name, str) and n != name and secret(name) is not None:
-                out["value"] = f"key:{name}"
+            if isinstance(name, str) and n.lower() != name.lower() and secret(name.rsplit("/", 1)[-1]) is not None:
+                out[vkey] = f"key:{name}"
                 break
     return out
 

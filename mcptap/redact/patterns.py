@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 
 from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
-from mcptap.redact.values import assigned_secret, cookie_value, scheme_credential
+from mcptap.redact.values import assigned_secret, cookie_value, credential_like, scheme_credential
 
 #: an assigned name (``NAME=``, ``name:``, ``"name":``): a secret one when ``keys.is_secret_key``
 #: says so, as for a JSON key (``AWS_SECRET_ACCESS_KEY``, ``db.password``, ``my-api-key``,
@@ -46,15 +46,43 @@ _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?<![.-])"
 QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "authorization_code", "device_code",
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
-#: an assigned value: quoted (all of it, up to the closing quote, on one line) or bare
+#: an assigned value: quoted (all of it, up to the closing quote, on one line; ``\"`` inside a
+#: ``"…"`` value is part of it: ``password="hun\"ter2"``), quoted with escaped quotes (JSON inside a
+#: JSON string or a log: ``{\"password\": \"…\"}``, ``{\\\"password\\\": …}``: up to the same escaped
+#: quote, 1, 3 or 7 backslashes; a longer run before a quote, or a run before anything else, is inside it) or bare
 #: (a bare value that is a call or subscript, ``get_token()``, is code, not a secret: ruled out here, in
-#: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``)
-_VALUE = r"""(?:"(?P<secret>[^"\r\n«»]{1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'|["']?""" \
-         r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
+#: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``).
+#: Every repetition is bounded (the scan stays linear: tests/test_redact_linear.py).
+_VALUE = r"""(?:"(?P<secret>(?:[^"\\\r\n«»]|\\[^\r\n«»]){1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'""" \
+         + "".join(fr"""|\\{{{n}}}"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])"""
+                   fr'(?P<secret{g}>(?:[^"\\\r\n«»]|\\{{1,16}}(?![\\"])|\\{{{n + 1},16}}"){{1,1024}})\\{{{n}}}"'
+                   for g, n in ((4, 1), (5, 3), (6, 7))) + \
+         r"""|["']?""" \
+         r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\\{1,16}["'])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 #: the MySQL clients, which take ``-pPASSWORD``
 MYSQL_PROGRAMS = r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb(?:-dump|-admin)?)\b"
+#: programs whose ``-p`` takes the password as the next word (``sshpass -p PASS``, ``docker login -u bob -p PASS``)
+P_PASSWORD_PROGRAMS = r"\b(?:sshpass|(?:docker|podman|buildah|skopeo|nerdctl|oras|helm[ \t]+registry)[ \t]+login)\b"
+#: a ``-p``/``-a`` password (the next word: not a number, a path or ``host:port``)
+_NEXT_WORD_PASSWORD = r"[ \t]+(?![./~]|[\w.-]*:?\d+(?![^\s\"']))(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"
+
+
+def _sql_quoted(a: int, b: int) -> str:
+    """A quoted SQL string (``'…'``, a quote doubled inside; or ``"…"``) as groups ``secret<a>``/``secret<b>``."""
+    return fr"""(?:'(?P<secret{a}>(?:[^'\r\n«»]|''){{1,1024}})'|"(?P<secret{b}>[^"\r\n«»]{{1,1024}})")"""
+
+
+#: a password set by SQL: ``CREATE USER bob WITH PASSWORD '…'``, ``CREATE ROLE app LOGIN PASSWORD '…'``,
+#: ``ALTER ROLE app PASSWORD '…'``, ``… IDENTIFIED [WITH plugin] BY '…'`` (Oracle: ``IDENTIFIED BY pw``),
+#: ``SET PASSWORD [FOR u] = [PASSWORD(]'…'``
+SQL_PASSWORD = (r"(?i:\b(?:(?:with|login|nologin|encrypted|unencrypted|superuser|createdb|createrole|inherit|replication)"
+                r"[ \t]+(?:(?:un)?encrypted[ \t]+)?password|(?:user|role)[ \t]+[\w\"'@.%-]{1,128}[ \t]+password)[ \t]+)"
+                + _sql_quoted(1, 2).replace("secret1", "secret", 1)
+                + r"|(?i:\bidentified(?:[ \t]+with[ \t]+[\w-]{1,64})?[ \t]+by(?:[ \t]+password)?[ \t]+)" + _sql_quoted(3, 4)
+                + r"|\bIDENTIFIED[ \t]+BY[ \t]+(?!VALUES\b|PASSWORD\b)(?P<secret5>[^\s;'\"«»]{1,256})"
+                + r"|(?i:\bset[ \t]+password\b[^=;\r\n'\"]{0,200}=[ \t]*(?:password[ \t]*\([ \t]*)?)" + _sql_quoted(6, 7))
 #: the part of ``secret-assignment`` before its value (HEADS)
-ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"[\"']?[ \t]*(?:=|:)"
+ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"'])?[ \t]*(?:=|:)"
 
 #: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
 #: in the match (the whole match without one).
@@ -88,6 +116,16 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("cli-user-password", r"(?<![\w-])(?:-u[ \t]*|--user[ \t=][ \t]*)[\"']?[^\s:\"'«»]{1,256}:(?!//|\d+(?![^\s\"']))"
                           r"(?P<secret>[^\s\"'«»]{4,})"),
     ("mysql-password", MYSQL_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p(?P<secret>[^\s\"'«»-][^\s\"'«»]*)"),
+    # a long option named like a secret: ``--password=PASS``, ``--api-key PASS`` (the name is checked: CHECKS);
+    # ``sshpass -p PASS``, ``docker login … -p PASS``, ``redis-cli -a PASS``; ``aws configure set NAME VALUE``
+    ("cli-secret-option", r"(?<![\w-])--(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})(?<![.-])(?:=|[ \t]+)"
+                          r"(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|'(?P<secret2>[^'\r\n«»]{1,1024})'"
+                          r"|(?P<secret3>[^\s\"'«»-][^\s\"'«»]*))"),
+    ("cli-p-password", P_PASSWORD_PROGRAMS + r"[^\r\n|;&]*?[ \t]-p" + _NEXT_WORD_PASSWORD),
+    ("redis-cli-password", r"\bredis-cli\b[^\r\n|;&]*?[ \t]-a" + _NEXT_WORD_PASSWORD),
+    ("sql-password", SQL_PASSWORD),
+    ("config-set", r"(?<![\w-])(?:configure|config)[ \t]+set[ \t]+" + _NAME + r"[ \t]+"
+                   r"(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|'(?P<secret2>[^'\r\n«»]{1,1024})'|(?P<secret3>[^\s\"'«»]+))"),
     # a URL's query or fragment, or a form body (``?code=…&state=``, a token request's
     # ``code_verifier=``): as the HTTP tap redacts them in request targets (argv.scrub_url)
     ("query-param", r"(?i:(?:(?<=[?&#;])|^)(?:" + "|".join(re.escape(n) for n in QUERY_SECRET_NAMES) + r")=)(?P<secret>[^\s&#\"'<>«»]+)"),
@@ -117,7 +155,16 @@ CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "set-cookie-header": lambda m: cookie_value(m.group("secret")),
     "url-userinfo": lambda m: ":" in m.group("secret") or len(m.group("secret")) >= 16,
     "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
+    "cli-secret-option": lambda m: secret_name(m.group("name")) and _option_value(m),
+    "config-set": lambda m: secret_name(m.group("name")) and _assigned(m),
 }
+
+
+def _option_value(m: re.Match[str]) -> bool:
+    """``--name=VALUE`` as an assignment; ``--name VALUE`` only a credential-like word (``use --token to…``)."""
+    if "=" in m.string[m.end("name"):m.start(m.lastgroup or 0)] or m.lastgroup != "secret3":
+        return _assigned(m)
+    return credential_like(m.group("secret3"))
 
 
 def _assigned(m: re.Match[str]) -> bool:
@@ -135,6 +182,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
     "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
+    "cli-secret-option": ("--",), "cli-p-password": ("sshpass", "login"), "redis-cli-password": ("redis-cli",),
+    "config-set": ("config",), "sql-password": ("password", "identified"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)

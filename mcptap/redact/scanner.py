@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import secret_name
-from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES
+from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,16 +151,17 @@ def _first_per_segment(first: str, stops: str) -> Callable[[re.Pattern[str], str
     def run(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
         pos = 0
         while (s := first_rx.search(text, pos)) is not None:
-            stop = stop_rx.search(text, s.start())
-            end = len(text) if stop is None else stop.start()
             m = rx.match(text, s.start())
             if m is not None and m.end() > s.start():
                 yield m
                 pos = m.end()
-            elif stop is None:
+                continue
+            # the segment's end only after a failed match (after each match it read the rest of a
+            # segment without stops again: ``sshpass -p a sshpass -p a …`` was quadratic)
+            stop = stop_rx.search(text, s.start())
+            if stop is None:
                 return
-            else:
-                pos = end + 1
+            pos = stop.start() + 1
 
     return run
 
@@ -169,6 +170,8 @@ def _first_per_segment(first: str, stops: str) -> Callable[[re.Pattern[str], str
 RUNNERS: dict[str, Callable[[re.Pattern[str], str], Iterator[re.Match[str]]]] = {
     "ds:npm-tokens": _first_per_segment("//", "\n"),
     "mysql-password": _first_per_segment(MYSQL_PROGRAMS, "\r\n|;&"),
+    "cli-p-password": _first_per_segment(P_PASSWORD_PROGRAMS, "\r\n|;&"),
+    "redis-cli-password": _first_per_segment(r"\bredis-cli\b", "\r\n|;&"),
 }
 #: The part of a pattern before its value, with the name the check reads (``_matches``).
 HEADS: dict[str, re.Pattern[str]] = {"secret-assignment": re.compile(ASSIGNED)}
