@@ -112,6 +112,7 @@ class StdioTap(StderrRelay, ProcessSignals):
         self._stderr_read_done = trio.Event()
         self._stdin_eof_at: float | None = None
         self._late_exit_reported = False      # process.no_exit_after_stdin_eof written (by mcptap's grace or the host's signal)
+        self._orphan_reported = False         # process.exited_but_stdout_open written
         self._exit_fields: dict[str, Any] = {}
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
@@ -272,8 +273,7 @@ class StdioTap(StderrRelay, ProcessSignals):
             # judged only while the server's process group has a member left: with none,
             # the relay is still delivering bytes the server wrote before it exited (a host
             # slow to read its stdout), not relaying for a descendant
-            self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
-                "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
+            self._orphaned()
         while not self._stdout_closed.is_set():
             if self._handoff.hurried and not self._group_alive():
                 # signalled (a host's SIGTERM: it SIGKILLs us 2 s later), the server's group

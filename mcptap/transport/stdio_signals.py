@@ -30,6 +30,7 @@ class ProcessSignals:
     _stdout_closed: trio.Event
     _stdin_eof_at: float | None
     _late_exit_reported: bool
+    _orphan_reported: bool
     _rec: Callable[..., None]
     say: Callable[[str], None]
 
@@ -77,12 +78,23 @@ class ProcessSignals:
                 await self._exited.wait()
                 await self._stdout_closed.wait()
                 return
-            if signum == signal.SIGTERM and not self._late_exit_reported:
+            if signum == signal.SIGTERM and self._exited.is_set():
+                # the server exited in time; a descendant keeps its stdout (one that left the process
+                # group, setsid, is not seen by stdio._finish): not "still running"
+                self._orphaned()
+            elif signum == signal.SIGTERM and not self._late_exit_reported:
                 self._late_exit_reported = True
                 self._rec(self.rec.process, "no_exit_after_stdin_eof", seconds=self.grace, findings=[finding(
                     "process.no_exit_after_stdin_eof", f"server still running {self.grace:g} s after its stdin was closed: sending SIGTERM",
                     {"seconds": self.grace})])
             self._signal_group(signum, "shutdown")
+
+    def _orphaned(self) -> None:
+        """The server exited but its stdout is still open: a descendant holds it (once)."""
+        if not self._orphan_reported:
+            self._orphan_reported = True
+            self._rec(self.rec.process, "exited_but_stdout_open", pid=self._pgid, findings=[finding(
+                "process.exited_but_stdout_open", "the server exited but its stdout is still open (a descendant holds it); relaying on")])
 
     def _host_gave_up(self, signum: int) -> None:
         """A host signals mcptap after it closed the server's stdin while the

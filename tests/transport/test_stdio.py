@@ -249,6 +249,32 @@ def test_orphan_holding_stdout_is_relayed_and_flagged(tmp_path: Path) -> None:
     assert "process.exited_but_stdout_open" in codes(records(tmp_path, "process"))
 
 
+SETSID_ORPHAN = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()                      # leaves the server's process group, keeps stdout
+    time.sleep(2.5)
+    os.write(1, b"late\\n")
+    os._exit(0)
+os.write(1, b"early\\n")
+sys.stdin.read()
+"""
+
+
+def test_an_orphan_in_a_session_of_its_own_is_not_a_server_still_running(tmp_path: Path) -> None:
+    """The server exits on stdin EOF at once; a child that called setsid keeps
+    its stdout. The capture said "server still running 0.3 s after its stdin
+    was closed" and never exited_but_stdout_open, which is only judged while
+    the process group lives (found by a breaker helper)."""
+    p = tap(tmp_path, PY, "-c", SETSID_ORPHAN, opts=("--grace", "0.3"))
+    assert readline(p.stdout) == b"early\n"
+    p.stdin.close()
+    assert p.stdout.read() == b"late\n"
+    assert p.wait(timeout=HANG) == 0
+    found = codes(records(tmp_path, "process"))
+    assert "process.exited_but_stdout_open" in found and "process.no_exit_after_stdin_eof" not in found
+
+
 def test_the_tap_ends_when_the_server_exits_while_the_host_keeps_stdin_open(tmp_path: Path) -> None:
     # the relay's c2s pump is blocked reading a host that never writes again:
     # the relay process ends at once all the same (mcptap closes its control
