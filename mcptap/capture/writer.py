@@ -277,21 +277,26 @@ def _utf8_strings(value: Any) -> Any:
     return value
 
 
-def lock(fd: int) -> bool:
-    """Take the exclusive capture lock on ``fd`` without waiting; False when
-    another writer holds it. True where locks are not supported (a filesystem
-    without flock, another OS): writers are then not kept apart."""
+def _flock(fd: int, exclusive: bool) -> bool | None:
+    """Try to lock ``fd`` without waiting: True taken, False another holds a
+    conflicting lock, None not supported here (no fcntl, or a filesystem without flock)."""
     try:
         import fcntl
     except ImportError:
-        return True
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     except OSError:
-        return True
+        return None
     return True
+
+
+def lock(fd: int) -> bool:
+    """Take the exclusive capture lock on ``fd``; False when another writer
+    holds it. True where locks are not supported: writers are then not kept apart."""
+    return _flock(fd, exclusive=True) is not False
 
 
 def locked_by_a_writer(path: str) -> bool:
@@ -299,19 +304,10 @@ def locked_by_a_writer(path: str) -> bool:
     lock cannot be taken); False when the file cannot be opened or locks are
     not supported. Never raises."""
     try:
-        import fcntl
-    except ImportError:
-        return False
-    try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return _flock(fd, exclusive=False) is False
     finally:
         os.close(fd)
-    return False

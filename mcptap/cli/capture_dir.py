@@ -15,7 +15,6 @@ the next good start.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ import click
 
 from mcptap.catalog import keep_newest
 from mcptap.cli.options import NonEmptyPath
-from mcptap.liveness import being_written, remove_stale_reserves
+from mcptap.liveness import remove_stale_reserves
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
 from mcptap.recorder import Recorder
@@ -42,20 +41,6 @@ def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for o in reversed(opts):
         f = o(f)
     return f
-
-
-def refuse_live_output(output: str) -> None:
-    """``record -o FILE``: refuse a FILE that another mcptap is recording into
-    (``liveness.being_written``): opening it truncated that session's
-    capture, and both wrote into one file. Raises click.UsageError."""
-    try:
-        st = os.stat(output)
-    except OSError:
-        return
-    if not stat.S_ISREG(st.st_mode):
-        return                  # a device (-o /dev/null, held open by everyone) is refused later, as no capture file
-    if being_written(os.path.abspath(output), (st.st_dev, st.st_ino)):
-        raise click.UsageError(f"-o {output}: another mcptap is recording into it; give another file (or record into a --dir)")
 
 
 def sweep_reserves(path: str) -> None:

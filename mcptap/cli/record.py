@@ -28,7 +28,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, refuse_live_output, sweep_reserves
+from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, sweep_reserves
 from mcptap.cli.errors import Fail, say
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
@@ -120,8 +120,6 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     """
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
-    if output is not None:
-        refuse_live_output(output)
     redactor = _redactor(ctx, redact, http_kwargs)
     otlp = None
     if otlp_endpoint:
