@@ -76,3 +76,54 @@ def test_cut_short_capture_counts_bytes_like_the_full_path(tmp_path: Path, light
     for k in ("c2s", "s2c", "stderr", "pending", "severities", "codes"):
         assert fast[-1][k] == full[-1][k], k
     assert fast[-1]["c2s"]["messages"] == 4 and fast[-1]["s2c"]["messages"] == 2
+
+
+#: modules the annotating code imports that do not decide recorded annotations: schema shape
+#: checks are computed afresh by every reader (never reused), the fingerprint is the key itself
+_NOT_RULES = {"mcptap.protocol.shapes", "mcptap.protocol.shape_fast", "mcptap.protocol.schema_fast", "mcptap.protocol.tagged",
+              "mcptap.protocol.fingerprint"}
+
+
+def _protocol_imports(roots: list[str]) -> set[str]:
+    """The mcptap.protocol modules ``roots`` import, transitively (static imports, any depth)."""
+    import ast
+    import importlib.util
+
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        spec = importlib.util.find_spec(mod)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mcptap"):
+                todo.append(node.module)
+                todo.extend(f"{node.module}.{a.name}" for a in node.names
+                            if importlib.util.find_spec(node.module) is not None and _is_module(f"{node.module}.{a.name}"))
+            elif isinstance(node, ast.Import):
+                todo.extend(a.name for a in node.names if a.name.startswith("mcptap"))
+    return {m for m in seen if m.startswith("mcptap.protocol.")}
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def test_fingerprint_covers_every_module_that_decides_annotations() -> None:
+    # a change to a parser the rules read through (jsonparse's oddities, skeleton, SSE fields, URL
+    # parsing) changes annotations: a capture recorded before must not have its stale ones reused
+    from mcptap.protocol.fingerprint import _RULE_MODULES
+
+    used = _protocol_imports(["mcptap.protocol.annotate", "mcptap.recorder", "mcptap.recording", "mcptap.reannotate"])
+    missing = sorted(m for m in used - _NOT_RULES if m.rsplit(".", 1)[1] not in _RULE_MODULES)
+    assert not missing, f"add to fingerprint._RULE_MODULES (or to _NOT_RULES with a reason): {missing}"
+    assert "mcptap.protocol.jsonparse" in used and "mcptap.protocol.annotator_state" in used     # the walk sees through

@@ -9,38 +9,37 @@ re-judged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase, Severity
 from mcptap.protocol import capabilities as _caps
 from mcptap.protocol import conventions, rules
-from mcptap.protocol import shapes as _shapes
+from mcptap.protocol.annotator_state import LARGE_MESSAGE, AnnotatorState
 from mcptap.protocol.codes import finding
-from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER, Contracts
+from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
-from mcptap.protocol.http_answers import HttpAnswers, method_not_found, status_of
+from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings
 from mcptap.protocol.lifecycle import (
     SessionState,
     advance,
-    assume_state,
     discover_response,
     era_and_phase,
     handshake_answered,
     initialize_request,
     request_meta,
     start_over,
-    stream_closed,
 )
-from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
+from mcptap.protocol.pairing import Pending
 
-LARGE_MESSAGE = 1 << 20
+__all__ = ["LARGE_MESSAGE", "Annotator"]
+
 C2S, S2C = Direction.C2S, Direction.S2C
 
 
-class Annotator:
+class Annotator(AnnotatorState):
     """Annotate the messages of one capture (any number of sessions).
 
     ``transport``: "stdio" or "http" (framing findings apply to stdio only).
@@ -49,78 +48,6 @@ class Annotator:
     against the official wire types (protocol/shapes.py; slower to load, used
     by check and show, not by the live tap).
     """
-
-    def __init__(self, transport: str = "stdio", large_message: int = LARGE_MESSAGE, shapes: bool = False) -> None:
-        self.transport = transport
-        self._stdio, self._http = transport == "stdio", transport == "http"
-        self.shapes = shapes
-        self.large_message = large_message
-        self.pairing = Pairing()
-        self._sessions: dict[Any, SessionState] = {}
-        self._last_unparsed: dict[tuple[Any, Direction], Message] = {}
-        self._contracts = Contracts()
-        #: HTTP error answers (protocol/http_answers.py), also used by the HTTP judge
-        self.answers = HttpAnswers(self.pairing)
-        self._scope: Any = None
-        self._exchanges = BoundedMap(4096)
-        self._assumed: set[Any] = set()
-        #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
-        self.shape_check: Callable[..., list[Finding]] = _shapes.check
-
-    # -- state ------------------------------------------------------------------
-    def session(self, session: Any = None) -> SessionState:
-        """The state of ``session`` (a session id, None on stdio, or an
-        ("exchange", n) scope for stateless HTTP, kept in a bounded window)."""
-        if isinstance(session, tuple):
-            st: SessionState | None = self._exchanges.get(session)
-            if st is None:
-                st = SessionState(standalone=True)
-                self._exchanges.add(session, st)
-            return st
-        st = self._sessions.get(session)
-        if st is None:
-            st = self._sessions[session] = SessionState()
-        return st
-
-    def sessions(self) -> dict[Any, SessionState]:
-        return dict(self._sessions)
-
-    def exchange_ended(self, exchange: Any) -> None:
-        """HTTP exchange ``exchange`` ended (``HttpJudge.end``). Traffic
-        without Mcp-Session-Id is scoped to its exchange (``feed``): nothing
-        can arrive in that scope any more, so its state and completed requests
-        are dropped (memory stays flat over stateless POSTs); requests it left
-        open stay pending (reported at the end)."""
-        scope = ("exchange", exchange)
-        if self._exchanges.d.pop(scope, None) is not None:
-            self.pairing.forget_scope(scope)
-
-    def assume(self, phase: Phase | str | None = None, revision: str | None = None, session: Any = None,
-               client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None) -> None:
-        """Start mid-session: the capture began after the handshake. Unknown
-        capabilities stay None (no capability findings)."""
-        st = self.session(session)
-        self._assumed.add(session)
-        assume_state(st, phase, revision)
-        st.client_caps = client_caps
-        st.server_caps = server_caps
-        st.cap_cache.clear()
-
-    def transport_answered(self, p: Pending) -> None:
-        """The tap itself answered request ``p`` (HTTP 403 refused Host, 502
-        upstream failure): it is no longer awaiting the server."""
-        self.pairing.complete(p)
-
-    def transport_cancel(self, p: Pending, why: str) -> Finding:
-        """The transport cancelled request ``p`` (2026-07-28 Streamable HTTP:
-        the client closing the response stream IS the cancellation)."""
-        p.cancelled = True
-        return finding("cancel.request", f"request #{p.seq} ({p.method}) cancelled: {why}", {"request_seq": p.seq, "by": "transport"})
-
-    def pending(self) -> list[Pending]:
-        """Requests still awaiting a response, cancelled ones excluded (the
-        receiver SHOULD NOT answer those)."""
-        return [p for p in self.pairing.pending() if not p.cancelled]
 
     # -- feeding ------------------------------------------------------------------
     def feed(self, frame: Frame, seq: int, t_us: int, direction: Direction, session: Any = None,
@@ -384,17 +311,3 @@ class Annotator:
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
-
-    # -- HTTP answers that are not JSON-RPC (protocol/http_answers.py) ------------------------
-    # -- end of streams -------------------------------------------------------------------
-    def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
-        """A stream closed. stdio: when the server's stdout closes, requests the
-        client is still waiting for will never be answered."""
-        stream_closed(self.session(session))
-        return self.pairing.lost_at_eof(session) if direction is S2C else []
-
-    def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
-        """End of capture: every request still pending and not yet reported.
-        ``complete=False`` (the capture was cut short): reported as info, the
-        answers may simply not have been recorded."""
-        return self.pairing.never_answered(complete)
