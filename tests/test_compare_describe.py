@@ -29,3 +29,43 @@ def test_diff_items_use_the_same_rendering(tmp_path) -> None:
     write_capture(pb, [Ex("tools/call", {"name": "add"}, text_result("2"))])
     items = [i for i in diff_captures(pa, pb).items if i.section == "exchanges"]
     assert len(items) == 1 and "result.content[0].text: '1' -> '2'" in items[0].detail
+
+
+def _text(s: str) -> dict:
+    return {"content": [{"type": "text", "text": s}]}
+
+
+def test_json_in_text_is_compared_inside() -> None:
+    # a tool's JSON-in-text result that changed near its end: the path names the member that changed
+    pad = "x" * 300
+    a = _text('{"status": "ok", "padding": "' + pad + '", "version": "1.0"}')
+    b = _text('{"status":"ok","padding":"' + pad + '","version":"2.0","new":1}')
+    changes = json_diff(a, b, "result")
+    assert [describe_change(c) for c in changes] == [
+        "result.content[0].text(json).version: '1.0' -> '2.0'", "+result.content[0].text(json).new: 1"]
+    # the same JSON written differently is still a change of the text: its window shows where
+    c = json_diff(_text('{"a": 1}'), _text('{"a":1}'), "result")
+    assert [x.path for x in c] == ["result.content[0].text"]
+    # text that is not a JSON object or array is a plain string change
+    assert [x.path for x in json_diff(_text("[not json"), _text("[not json!"), "result")] == ["result.content[0].text"]
+
+
+def test_a_long_changed_string_shows_where_it_differs() -> None:
+    a, b = "log line " + "y" * 300 + " end A", "log line " + "y" * 300 + " end B"
+    (c,) = json_diff({"t": a}, {"t": b})
+    text = describe_change(c)
+    assert text.endswith("(from character 314)") and "end A" in text and "end B" in text, text
+    j = c.to_json()
+    assert j["at"] == 314 and j["a"].endswith("end A") and j["b"].endswith("end B") and j["a"].startswith("…")
+    assert len(j["a"]) <= 202
+    # a difference at the start: no leading ellipsis, the head shown
+    (c,) = json_diff({"t": "A" + "z" * 300}, {"t": "B" + "z" * 300})
+    assert c.to_json()["a"].startswith("Az") and c.to_json()["at"] == 0
+    assert "'Az" in describe_change(c) and "'Bz" in describe_change(c)
+
+
+def test_first_difference() -> None:
+    from mcptap.compare.paths import first_difference
+
+    assert first_difference("", "") == 0 and first_difference("abc", "abc") == 3
+    assert first_difference("abc", "abd") == 2 and first_difference("ab", "abc") == 2 and first_difference("x", "y") == 0

@@ -6,6 +6,12 @@ a unique ``name`` / ``uri`` / ``uriTemplate`` are compared by that key, and
 a change of their order is one ``reordered`` change; other lists by index).
 ``same(a, b)``: the JSON equality both use. Used by ``compare.verdict`` for
 CHANGED verdicts: a CHANGED exchange always has at least one path.
+
+A string that holds JSON on both sides (a tool's JSON-in-text result) is
+compared inside: its changes are paths below ``PATH(json)``
+(``result.content[0].text(json).version``); any other changed string is
+shown as a window around its first differing character (``first_difference``),
+never as two equal-looking prefixes.
 """
 
 from __future__ import annotations
@@ -14,10 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import bounded
 
 MAX_PATHS = 25
+#: strings longer than this are not parsed as JSON-in-text (characters)
+JSON_TEXT_MAX = 1 << 20
+#: what a description shows of a changed string before its first difference (characters)
+CONTEXT = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +43,43 @@ class PathChange:
     b: Any = None
 
     def to_json(self) -> dict[str, Any]:
+        """``{path, kind, a?, b?, at?}``: values of more than 200 characters are
+        cut; two changed strings are cut to a window around ``at``, the index
+        (characters) of their first difference."""
         d: dict[str, Any] = {"path": self.path, "kind": self.kind}
+        if self.kind == "changed" and isinstance(self.a, str) and isinstance(self.b, str):
+            at = first_difference(self.a, self.b)
+            d["a"], d["b"], d["at"] = _window(self.a, at, 200), _window(self.b, at, 200), at
+            return d
         if self.kind != "added":
             d["a"] = _preview(self.a)
         if self.kind != "removed":
             d["b"] = _preview(self.b)
         return d
+
+
+def first_difference(a: str, b: str) -> int:
+    """The index of the first character where ``a`` and ``b`` differ (the
+    shorter one's length when one starts the other)."""
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    while lo < hi:          # binary search on equal prefixes: slices compare at C speed
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _window(text: str, at: int, n: int) -> str:
+    """``text`` cut to at most ``n`` characters (plus ellipses) showing index
+    ``at`` with ``CONTEXT`` characters before it."""
+    if len(text) <= n:
+        return text
+    start = max(0, at - CONTEXT)
+    end = start + n
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
 def _preview(v: Any, limit: int = 200) -> Any:
@@ -65,6 +108,9 @@ def describe_change(c: PathChange) -> str:
         return f"-{c.path}: {short(c.a)}"
     if c.kind == "reordered":
         return f"{c.path}: order changed: {short(c.a)} -> {short(c.b)}"
+    if isinstance(c.a, str) and isinstance(c.b, str) and (len(repr(c.a)) > 60 or len(repr(c.b)) > 60):
+        at = first_difference(c.a, c.b)
+        return f"{c.path}: {short(_window(c.a, at, 50))} -> {short(_window(c.b, at, 50))} (from character {at})"
     return f"{c.path}: {short(c.a)} -> {short(c.b)}"
 
 
@@ -161,4 +207,20 @@ def _diff(a: Any, b: Any, path: str, out: list[PathChange], limit: int) -> None:
             else:
                 _diff(a[i], b[i], p, out, limit)
         return
+    if type(a) is str and type(b) is str:
+        ja, jb = _json_text(a), _json_text(b)
+        if ja is not None and jb is not None and not same(ja, jb):
+            _diff(ja, jb, f"{path or '$'}(json)", out, limit)
+            return
     out.append(PathChange(path or "$", "changed", a, b))
+
+
+def _json_text(text: str) -> Any:
+    """The JSON object or array ``text`` holds, or None (not JSON, a scalar, too long)."""
+    head = text.lstrip()[:1]
+    if (head != "{" and head != "[") or len(text) > JSON_TEXT_MAX:
+        return None
+    try:
+        return bounded(orjson.loads(text))
+    except (orjson.JSONDecodeError, TypeError):
+        return None
