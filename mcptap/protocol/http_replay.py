@@ -32,10 +32,11 @@ from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import transport_made
 from mcptap.protocol.http_fields import header, media_type
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, data_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.pairing import BoundedMap
 from mcptap.protocol.sse import SSEEvent, parse_all
+from mcptap.protocol.sse_rules import data_findings, sse_findings
 
 #: code families HttpJudge decides on ``http`` records; others are kept
 JUDGED = ("http.", "sse.", "lifecycle.", "cancel.")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, media_type, request_findings, response_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, media_type, request_findings, response_findings
 from mcptap.protocol.sse import parse_all
+from mcptap.protocol.sse_rules import endpoint_findings, sse_findings
 
 ACCEPT_BOTH = (b"Accept", b"application/json, text/event-stream")
 
