@@ -25,6 +25,8 @@ INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 #: Content codings the observer decodes for analysis (stdlib zlib).
 DECODABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 VERSION_HEADER_SINCE = "2025-06-18"
+#: body kinds that make a POST JSON-RPC traffic (``Exchange.body_kinds``)
+JSONRPC_KINDS = ("request", "notification", "response", "error")
 #: how the relay words a client's invalid HTTP (relay/http/conn_ends.py): on the connection, on the exchange
 INVALID_FROM_CLIENT = "invalid HTTP from client: "
 INVALID_MID_EXCHANGE = "client sent invalid HTTP: "
@@ -87,11 +89,38 @@ def request_findings(ex: Exchange) -> list[Finding]:
     if ex.method == "GET" and not accepts(accept, "text/event-stream"):
         out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {accept!r}: it MUST name text/event-stream"))
     ctype = header(h, "content-type")
-    if ctype is not None and media_type(ctype)[1]:
+    not_json = content_type_findings(ex, ctype)
+    out.extend(not_json)
+    if ctype is not None and media_type(ctype)[1] and not not_json:
         out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
     out.extend(dropped_findings(h, "client", "server"))
     return out
+
+
+#: what a browser form (or fetch without a CORS preflight) may send cross-site (WHATWG Fetch "CORS-safelisted request-header")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
+
+
+def content_type_findings(ex: Exchange, ctype: str | None) -> list[Finding]:
+    """A Streamable HTTP POST judged as JSON-RPC whose Content-Type is not
+    ``application/json`` (missing, a form type, ``application/json-rpc``, …):
+    the body is a JSON-RPC message and SDK servers refuse anything else (400
+    or 415). A form type is also what a web page can POST cross-site without a
+    CORS preflight; the finding names the request's Origin when it has one."""
+    if ex.method != "POST" or ex.legacy or not any(k in JSONRPC_KINDS for k in ex.body_kinds):
+        return []
+    mt = media_type(ctype)[0]
+    if mt == "application/json":
+        return []
+    origin = header(ex.req_headers, "origin")
+    sent = f"sent as {ctype!r}" if ctype is not None else "sent without Content-Type"
+    why = ""
+    if mt in FORM_TYPES:
+        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {origin!r}: the server MUST validate it)"
+               if origin is not None else "; a form type a web page could POST cross-site without a CORS preflight")
+    return [finding("http.post_content_type_not_json", f"JSON-RPC POST {sent}: the body MUST be sent as application/json "
+                    f"(SDK servers refuse it with 400 or 415){why}", {"content_type": ctype, **({"origin": origin} if origin is not None else {})})]
 
 
 def dropped_findings(h: Headers | None, sender: str, receiver: str) -> list[Finding]:
@@ -147,7 +176,10 @@ def response_findings(ex: Exchange) -> list[Finding]:
     if st == 403 and header(ex.req_headers, "origin") is not None:
         out.append(finding("http.origin_rejected", f"403 for Origin {header(ex.req_headers, 'origin')!r}"))
     if st in (406, 415):
-        bad = [v for v in (header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")) if v and media_type(v.split(",")[0])[1]]
+        req_ctype, req_accept = header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")
+        # a request Content-Type counts only as application/json with parameters: a 415 for a form type is right
+        bad = [v for v in (req_ctype if media_type(req_ctype)[0] == "application/json" else None, req_accept)
+               if v and media_type(v.split(",")[0])[1]]
         if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
                    and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
             out.append(finding("http.media_type_rejected",
