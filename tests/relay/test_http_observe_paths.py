@@ -130,11 +130,19 @@ def test_a_held_form_post_with_expect_100_continue_gets_a_100_from_the_tap(tmp_p
     assert b"expect" not in sent_head.lower() and sent_body == form.replace(b"7000", b"9000")
     tap.upstream(response(200, JSON, b'{"access_token":"x"}'))
     assert tap.to_client.count(b"HTTP/1.1 100 ") == 1 and b"HTTP/1.1 200 " in tap.to_client
+    # the capture says what the client received, and that the tap (not the upstream) sent the 100
+    resps = [(x["status"], x.get("informational"), x.get("tap")) for x in tap.records() if x.get("event") == "response"]
+    assert resps == [(100, True, True), (200, None, None)]
     # near miss: an MCP POST is not held, so its Expect goes upstream and the upstream's 100 is relayed
     tap2 = SansIoTap(tmp_path / "d.jsonl")
     head, _, body = post(b"/mcp", INIT, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
     tap2.client(head + b"\r\n\r\n")
     assert tap2.to_client == b"" and b"Expect: 100-continue" in tap2.to_upstream
+    tap2.upstream(b"HTTP/1.1 100 Continue\r\n\r\n")
+    tap2.client(body)
+    tap2.upstream(response(200, JSON, RESULT))
+    resps = [(x["status"], x.get("informational"), x.get("tap")) for x in tap2.records() if x.get("event") == "response"]
+    assert resps == [(100, True, None), (200, None, None)]      # the upstream's own 100: not the tap's
 
 
 def test_a_redirect_loop_on_the_mcp_endpoint_is_a_finding(tmp_path: Path) -> None:

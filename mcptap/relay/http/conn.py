@@ -187,6 +187,7 @@ class ConnRelay(ConnEnds):
             if ex.oauth.holding_request and self.client.client_is_waiting_for_100_continue:
                 # the head waits for the whole form (resource mapped back): the client waits for a 100 that the
                 # upstream cannot send; the tap sends it (and the held head goes without Expect: conn_auth)
+                out.append(ResponseStarted(ex.id, self.id, 100, "Continue", [], informational=True, tap=True))
                 self._send_client(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"), out)
             return
         self._send_up(heads.request(ev.method, target, up_headers) if parsed

@@ -165,7 +165,8 @@ class AuthObserver:
                 e["resp_headers"] = it.headers
             self.rec.http(findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
                             status=it.status, reason=it.reason, headers=self._heads(it.headers),
-                            latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}))
+                            latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}),
+                            **({"tap": True} if it.tap else {}))
         elif t is r.ResponseBody:
             e["resp_bytes"] += len(it.data)
             if len(e["resp"]) < _BODY_KEEP * 2:
