@@ -352,7 +352,7 @@ class ConnRelay(ConnEnds):
         relay = self.relay
         if relay.rewrite_endpoint:
             headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
-            out.extend(AuthRewritten(ex.id, self.id, "location", o, n) for o, n in moved)
+            out.extend(AuthRewritten(ex.id, self.id, what, o, n) for what, o, n in moved)
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
         if ex.oauth is not None:
