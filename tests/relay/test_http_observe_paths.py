@@ -198,3 +198,18 @@ def test_a_session_id_given_again_to_a_new_session_starts_afresh(tmp_path: Path)
     from mcptap.check.report import check_capture
     full = check_capture(str(tmp_path / "c.jsonl"), reuse=False)
     assert "lifecycle.reinitialize" not in full.groups and "jsonrpc.id_reused" not in full.groups
+
+
+def test_the_cookies_kept_from_a_fronted_server_are_recorded_as_placeholders(tmp_path: Path) -> None:
+    """The tap removes the MCP upstream's cookies from a fronted server's request
+    (relay/http/cookies.py): an auth_rewrite record says so, values redacted."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    assert tap.relay.auth is not None
+    tap.relay.auth.front("http://127.0.0.1:9100", learn=True)
+    tap.client(b"GET /.mcptap/o/1/authorize HTTP/1.1\r\nHost: %s\r\nCookie: mcp=MCPSECRET1; mcptap.o1.sid=ASSECRET2\r\n\r\n" % HOST)
+    assert b"\r\nCookie: sid=ASSECRET2\r\n" in tap.to_upstream
+    tap.upstream(response(200, []))
+    recs = tap.records()
+    (rw,) = [x for x in recs if x.get("event") == "auth_rewrite" and x["what"] == "cookie"]
+    assert rw["original"].startswith("mcp=«redacted:") and rw["rewritten"].startswith("sid=«redacted:")
+    assert "SECRET" not in (tmp_path / "c.jsonl").read_text()

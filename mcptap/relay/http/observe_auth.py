@@ -213,7 +213,7 @@ class AuthObserver:
                 orig, new = scrub_location(name, orig), scrub_location(name, new)
             elif it.what == "form":
                 orig, new = scrub_query(orig), scrub_query(new)
-            elif it.what == "set-cookie":
-                orig, new = redact_header("set-cookie", orig), redact_header("set-cookie", new)
+            elif it.what in ("set-cookie", "cookie"):
+                orig, new = redact_header(it.what, orig), redact_header(it.what, new)
         self.rec.http(findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
                         what=it.what, original=orig, rewritten=new)
