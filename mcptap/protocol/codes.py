@@ -197,6 +197,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.get_stream_refused_not_405", WARN, "GET stream refused with a status other than 405", T + " Listening for messages"),
     ("http.get_retried_after_405", WARN, "client re-issues GET after a 405", T + " Listening for messages"),
     ("http.get_accept_missing_event_stream", WARN, "GET whose Accept does not name text/event-stream", T + " Listening for messages"),
+    ("http.post_content_type_not_json", ERROR, "JSON-RPC POST whose Content-Type is not application/json (missing, a form type, "
+     "application/json-rpc, …): SDK servers refuse it (400 or 415); a form type is what a web page can POST cross-site without a CORS preflight",
+     T + " Sending messages (the body is a JSON-RPC message); WHATWG Fetch (CORS-safelisted Content-Type)"),
     ("http.post_accept_incomplete", WARN, "POST whose Accept does not name both application/json and text/event-stream", T + " Sending messages"),
     ("http.stream_resumed", INFO, "GET with Last-Event-ID continuing an earlier stream", T + " Resumability"),
     ("http.resume_without_last_event_id", WARN, "reconnect after a mid-stream close without Last-Event-ID", T + " Resumability"),

@@ -11,7 +11,8 @@ docs/capture-format.md (``http`` records: ``request``, ``response``, ``sse``,
 What is judged again: request heads (Accept, media types, version header,
 session ids, retries and resumption), response heads (status, content type,
 session bookkeeping), exchange ends (lost and broken responses, acknowledgement
-bodies, HTTP-level rejections), idle connection closes, and the SSE facts of
+bodies, HTTP-level rejections, redirects naming the Location the tap gave the
+client from the exchange's ``auth_rewrite`` record), idle connection closes, and the SSE facts of
 every data event (``sse.*`` on a message record: CR LF lines, several data
 lines, retry, comments, split across chunks, unterminated at EOF, data that is
 not JSON-RPC), from the event's bytes as recorded (``transport.sse.raw``, or
@@ -32,10 +33,11 @@ from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import transport_made
 from mcptap.protocol.http_fields import header, media_type
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
-from mcptap.protocol.http_rules import Exchange, data_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.pairing import BoundedMap
 from mcptap.protocol.sse import SSEEvent, parse_all
+from mcptap.protocol.sse_rules import data_findings, sse_findings
 
 #: code families HttpJudge decides on ``http`` records; others are kept
 JUDGED = ("http.", "sse.", "lifecycle.", "cancel.")
@@ -50,6 +52,7 @@ class _Ex:
     sse: bool = False
     ids: list[str] = field(default_factory=list)
     cr_seen: bool = False       # sse.crlf is raised once per stream, as the live observer does
+    location_sent: str | None = None    # the Location the tap gave the client (an auth_rewrite record, what "location")
 
 
 def _headers(h: Any) -> list[tuple[bytes, bytes]]:
@@ -80,9 +83,13 @@ class HttpReplay:
         """An ``http`` record re-judged: its findings replaced by today's
         (``sse`` and informational records keep theirs; OAuth exchanges, tagged
         ``auth``, are not MCP traffic and keep what relay/http/observe_auth.py found)."""
+        ev = rec.get("event")
+        if ev == "auth_rewrite" and rec.get("what") == "location" and isinstance(rec.get("rewritten"), str):
+            x = self._ex.get(rec.get("exchange"))
+            if x is not None:
+                x.location_sent = rec["rewritten"]      # what the client was given: http.redirected names it as live
         if rec.get("auth"):
             return rec
-        ev = rec.get("event")
         raw_id = rec.get("exchange")
         exid = raw_id if isinstance(raw_id, int) else -1
         fs: list[Finding] | None = None
@@ -127,7 +134,8 @@ class HttpReplay:
                 nbytes = rec.get("response_bytes")
                 e = End(str(rec.get("how", "")), str(rec.get("detail", "") or ""), x.response_started, x.reused, bool(rec.get("sent_502")),
                         x.sse, x.ids, nbytes if isinstance(nbytes, int) else 0, ack.encode("utf-8") if isinstance(ack, str) else b"",
-                        rec["request_bytes"] if type(rec.get("request_bytes")) is int else None, rec.get("request_cut") is True)
+                        rec["request_bytes"] if type(rec.get("request_bytes")) is int else None, rec.get("request_cut") is True,
+                        x.location_sent)
                 fs = self.judge.end(exid, x.facts, e)
         elif ev == "conn_close":
             fs = self.judge.conn_closed(str(rec.get("side", "")), bool(rec.get("idle")), rec.get("detail"))

@@ -1,4 +1,4 @@
-"""HTTP and SSE findings (``http.*``, ``sse.*``) from per-exchange facts (pure).
+"""HTTP-layer findings (``http.*``, and ``sse.*`` on how a stream ended) from per-exchange facts (pure).
 
 Sources: spec basic/transports (2024-11-05 "HTTP with SSE"; 2025-03-26 …
 2025-11-25 "Streamable HTTP"; 2026-07-28 transports/streamable-http), WHATWG
@@ -6,6 +6,8 @@ HTML §9.2 (server-sent events), RFC 9110/9112. Facts arrive as plain values
 (status, header lists, the JSON-RPC kinds a POST carried, the session's
 negotiated revision); the observer decides where the findings are stored.
 Stateless functions here; cross-exchange memory lives in ``HttpRules``.
+Findings on one SSE event's content (and the legacy ``endpoint`` event) are in
+``sse_rules.py``.
 """
 
 from __future__ import annotations
@@ -13,18 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.model import Finding, Kind, Severity
-from mcptap.protocol import rules, urls
+from mcptap.model import Finding, Severity
+from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type
-from mcptap.protocol.jsonrpc import classify
-from mcptap.protocol.sse import SSEEvent
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 
 #: Content codings the observer decodes for analysis (stdlib zlib).
 DECODABLE = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 VERSION_HEADER_SINCE = "2025-06-18"
+#: body kinds that make a POST JSON-RPC traffic (``Exchange.body_kinds``)
+JSONRPC_KINDS = ("request", "notification", "response", "error")
 #: how the relay words a client's invalid HTTP (relay/http/conn_ends.py): on the connection, on the exchange
 INVALID_FROM_CLIENT = "invalid HTTP from client: "
 INVALID_MID_EXCHANGE = "client sent invalid HTTP: "
@@ -87,11 +89,38 @@ def request_findings(ex: Exchange) -> list[Finding]:
     if ex.method == "GET" and not accepts(accept, "text/event-stream"):
         out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {accept!r}: it MUST name text/event-stream"))
     ctype = header(h, "content-type")
-    if ctype is not None and media_type(ctype)[1]:
+    not_json = content_type_findings(ex, ctype)
+    out.extend(not_json)
+    if ctype is not None and media_type(ctype)[1] and not not_json:
         out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
     out.extend(dropped_findings(h, "client", "server"))
     return out
+
+
+#: what a browser form (or fetch without a CORS preflight) may send cross-site (WHATWG Fetch "CORS-safelisted request-header")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
+
+
+def content_type_findings(ex: Exchange, ctype: str | None) -> list[Finding]:
+    """A Streamable HTTP POST judged as JSON-RPC whose Content-Type is not
+    ``application/json`` (missing, a form type, ``application/json-rpc``, …):
+    the body is a JSON-RPC message and SDK servers refuse anything else (400
+    or 415). A form type is also what a web page can POST cross-site without a
+    CORS preflight; the finding names the request's Origin when it has one."""
+    if ex.method != "POST" or ex.legacy or not any(k in JSONRPC_KINDS for k in ex.body_kinds):
+        return []
+    mt = media_type(ctype)[0]
+    if mt == "application/json":
+        return []
+    origin = header(ex.req_headers, "origin")
+    sent = f"sent as {ctype!r}" if ctype is not None else "sent without Content-Type"
+    why = ""
+    if mt in FORM_TYPES:
+        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {origin!r}: the server MUST validate it)"
+               if origin is not None else "; a form type a web page could POST cross-site without a CORS preflight")
+    return [finding("http.post_content_type_not_json", f"JSON-RPC POST {sent}: the body MUST be sent as application/json "
+                    f"(SDK servers refuse it with 400 or 415){why}", {"content_type": ctype, **({"origin": origin} if origin is not None else {})})]
 
 
 def dropped_findings(h: Headers | None, sender: str, receiver: str) -> list[Finding]:
@@ -147,7 +176,10 @@ def response_findings(ex: Exchange) -> list[Finding]:
     if st == 403 and header(ex.req_headers, "origin") is not None:
         out.append(finding("http.origin_rejected", f"403 for Origin {header(ex.req_headers, 'origin')!r}"))
     if st in (406, 415):
-        bad = [v for v in (header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")) if v and media_type(v.split(",")[0])[1]]
+        req_ctype, req_accept = header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")
+        # a request Content-Type counts only as application/json with parameters: a 415 for a form type is right
+        bad = [v for v in (req_ctype if media_type(req_ctype)[0] == "application/json" else None, req_accept)
+               if v and media_type(v.split(",")[0])[1]]
         if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
                    and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
             out.append(finding("http.media_type_rejected",
@@ -258,71 +290,6 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         return [finding("sse.stream_closed_without_response", f"response stream ended ({who}) without the response to request(s) {ids}",
                         {"pending": [s for s, _, _ in pending]})]
     return []
-
-
-# -- SSE events ---------------------------------------------------------------------------
-
-def sse_findings(ev: SSEEvent) -> list[Finding]:
-    """Per-event findings (framing facts; WHATWG rules are all valid SSE)."""
-    out: list[Finding] = []
-    if ev.priming:
-        out.append(finding("sse.priming_event", f"event id {ev.id!r} with empty data (priming): not a message, not an error"))
-    if ev.retry is not None:
-        out.append(finding("sse.retry", f"retry {ev.retry} ms", {"retry_ms": ev.retry}))
-    if ev.comments:
-        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({ev.comments[0][:30]!r}): keep-alive, ignored by clients"))
-    if ev.multiline:
-        out.append(finding("sse.multiline_data", f"{ev.data_lines} data lines joined with LF"))
-    if ev.cr:
-        out.append(finding("sse.crlf", "lines end in CR LF or CR (valid SSE; naive parsers split on LF only)"))
-    if ev.chunks > 1:
-        out.append(finding("sse.event_split_across_chunks", f"event spans {ev.chunks} network chunks"))
-    if ev.id_ignored:
-        out.append(finding("sse.event_id_ignored", "an id field containing NUL: WHATWG clients ignore it, so a reconnect's "
-                                                   "Last-Event-ID cannot name this event"))
-    if ev.retry_invalid:
-        out.append(finding("sse.retry_ignored", "a retry field that is not all ASCII digits: clients ignore it"))
-    if not ev.terminated and not ev.blank:
-        out.append(finding("sse.unterminated_event_at_eof", "stream ended inside an event (no blank line): WHATWG clients discard it"
-                           + (" — its data would have been a message" if ev.data_lines else "")))
-    return out
-
-
-def data_findings(value: Any, quote: str) -> list[Finding]:
-    """Findings about a data event's payload, parsed (``value``; ``quote``:
-    its first 40 characters), for the live observer and ``check --full``
-    alike: JSON that is not a JSON-RPC message."""
-    if value is not None and classify(value).kind is Kind.INVALID:
-        return [finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it")]
-    return []
-
-
-def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_origin: str, rewritten: str | None) -> tuple[list[Finding], str]:
-    """The legacy ``endpoint`` event: where a client will POST. ``stream_url``:
-    absolute URL of the GET as the client addressed the tap. Returns
-    (findings, resolved URL as the client will use it)."""
-    target = rewritten if rewritten is not None else data
-    resolved = urls.join(stream_url, target.strip())
-    if resolved is None:            # unparseable (http://[::1/x): kept as sent
-        resolved = target.strip()
-    out = [finding("sse.endpoint_event", f"legacy HTTP+SSE endpoint {data!r} resolves to {resolved}"
-                   + (f" (rewritten by the tap to {rewritten})" if rewritten is not None else ""),
-                   {"data": data, "resolved": resolved, **({"rewritten": rewritten} if rewritten is not None else {})})]
-    if rewritten is not None:
-        out.append(finding("sse.endpoint_rewritten",
-                           f"endpoint named the upstream origin {upstream_origin}: rewritten to the tap's origin so POSTs are recorded"))
-    stream = urls.split(stream_url)
-    stream_path = stream.path if stream is not None else ""
-    prefix = stream_path.rsplit("/", 1)[0]
-    if target.startswith("/") and not target.startswith("//") and prefix and not target.startswith(prefix + "/"):
-        out.append(finding("sse.endpoint_prefix_ambiguous", f"root-relative endpoint {target!r} while the stream URL has the path prefix {prefix!r}: "
-                           "the POSTs leave the prefix (some clients keep it)"))
-    r = urls.split(resolved)
-    origin = f"{r.scheme}://{r.netloc}".lower() if r is not None else ""
-    if origin != tap_origin.lower():
-        where = "the upstream's own origin" if origin == upstream_origin.lower() else f"origin {origin}"
-        out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages"))
-    return out, resolved
 
 
 # -- cross-exchange memory -------------------------------------------------------------------

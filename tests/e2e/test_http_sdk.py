@@ -156,3 +156,10 @@ async def test_a_redirect_on_the_upstream_origin_keeps_the_client_on_the_tap(tmp
     assert rewrites and all(r["original"] == base + "/mcp" and r["rewritten"] == url.removesuffix("/") for r in rewrites)
     redirected = [f for r in http for f in r.get("findings", ()) if f["code"] == "http.redirected"]
     assert redirected and {f["data"]["location"] for f in redirected} == {base + "/mcp"}
+    assert all(f"given to the client as {url.removesuffix('/')!r}" in f["message"] for f in redirected)
+    # check --full gives exactly the live findings, the Location the client was given included
+    stream = CaptureStream(str(cap))
+    again = list(reannotate(stream.header, stream, shapes=False, reuse=False))
+    live = read_capture(str(cap)).records
+    assert [(r.get("seq"), r.get("findings")) for r in again if r["type"] != "end"] == \
+        [(r.get("seq"), r.get("findings")) for r in live if r["type"] != "end"]

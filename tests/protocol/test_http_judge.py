@@ -33,7 +33,8 @@ class Session:
                  target: str = "/mcp", how: str = "complete", reused: bool = False, started: bool = True,
                  accept: tuple[bytes, bytes] = ACCEPT, resp_extra: tuple[tuple[bytes, bytes], ...] = ()) -> list[str]:
         self.ex += 1
-        h = [accept] + ([(b"mcp-session-id", session.encode())] if session else [])
+        h = [accept] + ([(b"mcp-session-id", session.encode())] if session else []) \
+            + ([(b"content-type", b"application/json")] if method == "POST" else [])
         facts = Exchange(method, target, h, session=session)
         codes: list[str] = []
         if body is not None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, endpoint_findings, media_type, request_findings, response_findings, sse_findings
+from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, media_type, request_findings, response_findings
 from mcptap.protocol.sse import parse_all
+from mcptap.protocol.sse_rules import endpoint_findings, sse_findings
 
 ACCEPT_BOTH = (b"Accept", b"application/json, text/event-stream")
+JSON = (b"Content-Type", b"application/json")
 
 
 def codes(fs):
@@ -13,7 +15,10 @@ def codes(fs):
 
 
 def ex(method="POST", headers=(ACCEPT_BOTH,), kinds=("request",), methods=("tools/list",), **kw):
-    return Exchange(method, "/mcp", list(headers), body_kinds=kinds, methods=methods, **kw)
+    hs = list(headers)
+    if method == "POST" and not any(n.lower() == b"content-type" for n, _ in hs):
+        hs.append(JSON)
+    return Exchange(method, "/mcp", hs, body_kinds=kinds, methods=methods, **kw)
 
 
 def test_media_type():
@@ -28,6 +33,35 @@ def test_accept_rules():
     assert codes(request_findings(ex())) == []
     assert codes(request_findings(ex("GET", [(b"Accept", b"*/*")], kinds=(), methods=()))) == ["http.get_accept_missing_event_stream"]
     assert codes(request_findings(ex(headers=[(b"Accept", b"*/*")], legacy=True))) == []   # legacy POSTs: no rule
+
+
+def test_a_jsonrpc_post_not_sent_as_application_json_is_flagged_with_its_origin():
+    """Streamable HTTP: a JSON-RPC POST body is application/json (SDK servers
+    answer 415 otherwise). A form type (what a web page can POST cross-site
+    without a CORS preflight) names the Origin the server must check."""
+    for ctype in (b"text/plain", b"application/x-www-form-urlencoded", b"multipart/form-data; boundary=x", b"application/json-rpc"):
+        for kinds in (("request",), ("notification",), ("response",)):
+            fs = request_findings(ex(headers=[ACCEPT_BOTH, (b"Content-Type", ctype), (b"Origin", b"http://evil.example")], kinds=kinds))
+            assert codes(fs) == ["http.post_content_type_not_json"], (ctype, kinds)      # no content_type_params beside it
+            assert fs[0].severity.value == "error" and fs[0].data == {"content_type": ctype.decode(), "origin": "http://evil.example"}
+            assert ("http://evil.example" in fs[0].message) == (not ctype.startswith(b"application/json"))
+    missing = Exchange("POST", "/mcp", [ACCEPT_BOTH], body_kinds=("request",), methods=("tools/list",))
+    assert codes(request_findings(missing)) == ["http.post_content_type_not_json"]
+    # application/json in any case or with parameters is JSON (the params finding says the rest)
+    assert codes(request_findings(ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"application/json; charset=utf-8")]))) == []
+    assert codes(request_findings(ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"Application/JSON")]))) == ["http.content_type_params"]
+    # not JSON-RPC (no body kinds, or JSON that is not JSON-RPC), legacy HTTP+SSE, GET: no rule
+    for other in (ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"text/plain")], kinds=()),
+                  ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"text/plain")], kinds=("invalid",)),
+                  ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"text/plain")], legacy=True)):
+        assert "http.post_content_type_not_json" not in codes(request_findings(other))
+    # the server's 415 for it is right (not http.media_type_rejected)
+    form = ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"multipart/form-data; boundary=x")])
+    form.status, form.resp_headers = 415, []
+    assert "http.media_type_rejected" not in codes(response_findings(form))
+    params = ex(headers=[ACCEPT_BOTH, (b"Content-Type", b"application/json; v=1")])
+    params.status, params.resp_headers = 415, []
+    assert "http.media_type_rejected" in codes(response_findings(params))
 
 
 def test_protocol_version_header():

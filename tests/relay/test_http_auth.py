@@ -287,14 +287,19 @@ def test_iss_is_fronted_together_with_a_moved_location() -> None:
 
 
 @pytest.mark.parametrize(("cookie", "path", "sent"), [
-    (b"as_session=S; Path=/; HttpOnly", "/authorize", b"as_session=S; HttpOnly; Path=/.mcptap/o/1"),
-    (b"s=S; path=/oauth; Secure", "/authorize", b"s=S; Secure; Path=/.mcptap/o/1/oauth"),
+    (b"as_session=S; Path=/; HttpOnly", "/authorize", b"mcptap.o1.as_session=S; HttpOnly; Path=/.mcptap/o/1"),
+    (b"s=S; path=/oauth; Secure", "/authorize", b"mcptap.o1.s=S; Secure; Path=/.mcptap/o/1/oauth"),
     # no Path: the default path of the server's request path (RFC 6265 §5.1.4), under the prefix
-    (b"s=S", "/oauth/authorize", b"s=S; Path=/.mcptap/o/1/oauth"),
-    (b"s=S; Max-Age=60", "/authorize", b"s=S; Max-Age=60; Path=/.mcptap/o/1"),
+    (b"s=S", "/oauth/authorize", b"mcptap.o1.s=S; Path=/.mcptap/o/1/oauth"),
+    (b"s=S; Max-Age=60", "/authorize", b"mcptap.o1.s=S; Max-Age=60; Path=/.mcptap/o/1"),
     # an invalid Path is the default path (§5.2.4); Domain goes: a host-only cookie of the tap's host
-    (b"s=S; Path=x; Domain=127.0.0.1", "/a/b", b"s=S; Path=/.mcptap/o/1/a"),
-    (b"s=S; Domain=.example.com; Path=/", "/", b"s=S; Path=/.mcptap/o/1"),
+    (b"s=S; Path=x; Domain=127.0.0.1", "/a/b", b"mcptap.o1.s=S; Path=/.mcptap/o/1/a"),
+    (b"s=S; Domain=.example.com; Path=/", "/", b"mcptap.o1.s=S; Path=/.mcptap/o/1"),
+    # __Host- needs Path=/ (browsers refused it scoped): tagged, the name no longer starts with __Host-
+    (b"__Host-sid=S; Path=/; Secure; HttpOnly", "/authorize", b"mcptap.o1.__Host-sid=S; Secure; HttpOnly; Path=/.mcptap/o/1"),
+    (b"__Secure-sid=S; Secure", "/authorize", b"mcptap.o1.__Secure-sid=S; Secure; Path=/.mcptap/o/1"),
+    (b"nameless", "/authorize", b"mcptap.o1.=nameless; Path=/.mcptap/o/1"),
+    (b"s=a=b; Path=/", "/authorize", b"mcptap.o1.s=a=b; Path=/.mcptap/o/1"),
 ])
 def test_a_fronted_servers_cookies_are_scoped_to_its_prefix(cookie: bytes, path: str, sent: bytes) -> None:
     f = front()
@@ -314,13 +319,37 @@ def test_relay_keeps_an_authorize_redirect_and_its_cookie_on_the_fronted_server(
     items, up, down = _relay_roundtrip(relay, b"GET /.mcptap/o/1/authorize?client_id=c HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n", resp)
     assert up.startswith(b"GET /authorize?client_id=c ")
     assert b"\r\nLocation: /.mcptap/o/1/login?req=abc\r\n" in down
-    assert b"\r\nSet-Cookie: as_session=SECRET; HttpOnly; Path=/.mcptap/o/1\r\n" in down
+    assert b"\r\nSet-Cookie: mcptap.o1.as_session=SECRET; HttpOnly; Path=/.mcptap/o/1\r\n" in down
     assert {i.what for i in items if isinstance(i, r.AuthRewritten)} == {"location", "set-cookie"}
     # near miss: the MCP upstream's own cookie and relative Location pass as they are
     relay2 = HttpRelay(UP, listen_authority="127.0.0.1:7000")
     _, _, down = _relay_roundtrip(relay2, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n",
                                   b"HTTP/1.1 302 Found\r\nLocation: /login\r\nSet-Cookie: s=1; Path=/\r\nContent-Length: 0\r\n\r\n")
     assert b"\r\nLocation: /login\r\nSet-Cookie: s=1; Path=/\r\n" in down
+
+
+@pytest.mark.parametrize(("sent", "kept"), [
+    # the browser sends the MCP upstream's Path=/ cookies with the fronted server's requests too
+    (b"mcp_session=M; mcptap.o1.as_session=A; mcptap.o2.other=O", b"as_session=A"),
+    (b"mcptap.o1.__Host-sid=A;mcptap.o1.=nameless; theme=dark", b"__Host-sid=A; nameless"),
+    (b"mcp_session=M", None),                  # none of its own: no Cookie field at all
+])
+def test_a_fronted_server_gets_back_only_its_own_cookies_named_as_it_set_them(sent: bytes, kept: bytes | None) -> None:
+    relay = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    assert relay.auth is not None
+    relay.auth.front(AS_ORIGIN, learn=True)
+    req = b"GET /.mcptap/o/1/authorize?client_id=c HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nCookie: %s\r\nAccept: */*\r\n\r\n" % sent
+    items, up, _ = _relay_roundtrip(relay, req, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    head = up.partition(b"\r\n\r\n")[0].split(b"\r\n")
+    assert [h for h in head if h.lower().startswith(b"cookie:")] == ([b"Cookie: " + kept] if kept is not None else [])
+    assert b"Accept: */*" in head
+    rewrites = [(i.what, i.original, i.rewritten) for i in items if isinstance(i, r.AuthRewritten)]
+    assert ("cookie", sent.decode(), (kept or b"").decode()) in rewrites
+    # near miss: the MCP upstream gets the Cookie field as the client sent it
+    relay2 = HttpRelay(UP, listen_authority="127.0.0.1:7000")
+    _, up2, _ = _relay_roundtrip(relay2, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nCookie: %s\r\n\r\n" % sent,
+                                 b"HTTP/1.1 405 No\r\nContent-Length: 0\r\n\r\n")
+    assert b"\r\nCookie: " + sent + b"\r\n" in up2
 
 
 @pytest.mark.parametrize(("referer", "refused"), [

@@ -130,11 +130,19 @@ def test_a_held_form_post_with_expect_100_continue_gets_a_100_from_the_tap(tmp_p
     assert b"expect" not in sent_head.lower() and sent_body == form.replace(b"7000", b"9000")
     tap.upstream(response(200, JSON, b'{"access_token":"x"}'))
     assert tap.to_client.count(b"HTTP/1.1 100 ") == 1 and b"HTTP/1.1 200 " in tap.to_client
+    # the capture says what the client received, and that the tap (not the upstream) sent the 100
+    resps = [(x["status"], x.get("informational"), x.get("tap")) for x in tap.records() if x.get("event") == "response"]
+    assert resps == [(100, True, True), (200, None, None)]
     # near miss: an MCP POST is not held, so its Expect goes upstream and the upstream's 100 is relayed
     tap2 = SansIoTap(tmp_path / "d.jsonl")
     head, _, body = post(b"/mcp", INIT, extra=b"Expect: 100-continue\r\n").partition(b"\r\n\r\n")
     tap2.client(head + b"\r\n\r\n")
     assert tap2.to_client == b"" and b"Expect: 100-continue" in tap2.to_upstream
+    tap2.upstream(b"HTTP/1.1 100 Continue\r\n\r\n")
+    tap2.client(body)
+    tap2.upstream(response(200, JSON, RESULT))
+    resps = [(x["status"], x.get("informational"), x.get("tap")) for x in tap2.records() if x.get("event") == "response"]
+    assert resps == [(100, True, None), (200, None, None)]      # the upstream's own 100: not the tap's
 
 
 def test_a_redirect_loop_on_the_mcp_endpoint_is_a_finding(tmp_path: Path) -> None:
@@ -190,3 +198,18 @@ def test_a_session_id_given_again_to_a_new_session_starts_afresh(tmp_path: Path)
     from mcptap.check.report import check_capture
     full = check_capture(str(tmp_path / "c.jsonl"), reuse=False)
     assert "lifecycle.reinitialize" not in full.groups and "jsonrpc.id_reused" not in full.groups
+
+
+def test_the_cookies_kept_from_a_fronted_server_are_recorded_as_placeholders(tmp_path: Path) -> None:
+    """The tap removes the MCP upstream's cookies from a fronted server's request
+    (relay/http/cookies.py): an auth_rewrite record says so, values redacted."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    assert tap.relay.auth is not None
+    tap.relay.auth.front("http://127.0.0.1:9100", learn=True)
+    tap.client(b"GET /.mcptap/o/1/authorize HTTP/1.1\r\nHost: %s\r\nCookie: mcp=MCPSECRET1; mcptap.o1.sid=ASSECRET2\r\n\r\n" % HOST)
+    assert b"\r\nCookie: sid=ASSECRET2\r\n" in tap.to_upstream
+    tap.upstream(response(200, []))
+    recs = tap.records()
+    (rw,) = [x for x in recs if x.get("event") == "auth_rewrite" and x["what"] == "cookie"]
+    assert rw["original"].startswith("mcp=«redacted:") and rw["rewritten"].startswith("sid=«redacted:")
+    assert "SECRET" not in (tmp_path / "c.jsonl").read_text()

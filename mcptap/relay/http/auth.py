@@ -33,8 +33,9 @@ real one:
 Routing: ``route(target)`` decides which origin a request goes to and what kind
 of exchange it is (``mcp`` for everything not auth-related). A fronted server's
 own URLs are kept under its prefix: its ``Location`` values (absolute, or
-root-relative ``/login``) and ``Set-Cookie`` paths (``location``,
-``set_cookie``). A root-relative URL inside a fronted server's page (a link, a
+root-relative ``/login``) and ``Set-Cookie`` paths and names (``location``,
+``set_cookie``), and the ``Cookie`` it is sent keeps only its own cookies
+(``cookie``; ``relay/http/cookies.py``). A root-relative URL inside a fronted server's page (a link, a
 form, a script's fetch) cannot be: the browser asks the tap for ``/login``,
 which is the MCP upstream's path. When its ``Referer`` names a fronted page
 (``referred_from``) the tap refuses it (404, ``auth.root_relative_refused``)
@@ -59,7 +60,8 @@ import orjson
 
 from mcptap.protocol import urls
 from mcptap.relay.http.auth_docs import DEFAULT_AS_PATHS, WK_PRM, is_loopback, json_object, resource_candidates
-from mcptap.relay.http.cookies import scoped
+from mcptap.relay.http.cookies import inward, scoped
+from mcptap.relay.http.cookies import tag as cookie_tag
 from mcptap.relay.http.events import Upstream
 
 PREFIX = "/.mcptap/o/"
@@ -288,8 +290,14 @@ class AuthFront:
 
     def set_cookie(self, value: bytes, origin: int, path: str) -> bytes:
         """A ``Set-Cookie`` from fronted origin ``origin`` > 0 (``path``: the
-        request's path there) scoped to its prefix (``cookies.scoped``)."""
-        return scoped(value, f"{PREFIX}{origin}", path)
+        request's path there) scoped to its prefix and tagged (``cookies.scoped``)."""
+        return scoped(value, f"{PREFIX}{origin}", path, cookie_tag(origin))
+
+    @staticmethod
+    def cookie(value: bytes, origin: int) -> bytes | None:
+        """A ``Cookie`` value sent to fronted origin ``origin`` > 0: its own
+        cookies only, named as it set them (``cookies.inward``); None: none."""
+        return inward(value, cookie_tag(origin))
 
     def prm_document(self, body: bytes, served_url: str) -> tuple[bytes, list[tuple[str, str]]]:
         """Rewrite a protected resource metadata document (RFC 9728 §2):

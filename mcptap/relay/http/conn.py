@@ -187,6 +187,7 @@ class ConnRelay(ConnEnds):
             if ex.oauth.holding_request and self.client.client_is_waiting_for_100_continue:
                 # the head waits for the whole form (resource mapped back): the client waits for a 100 that the
                 # upstream cannot send; the tap sends it (and the held head goes without Expect: conn_auth)
+                out.append(ResponseStarted(ex.id, self.id, 100, "Continue", [], informational=True, tap=True))
                 self._send_client(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"), out)
             return
         self._send_up(heads.request(ev.method, target, up_headers) if parsed
@@ -351,7 +352,7 @@ class ConnRelay(ConnEnds):
         relay = self.relay
         if relay.rewrite_endpoint:
             headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
-            out.extend(AuthRewritten(ex.id, self.id, "location", o, n) for o, n in moved)
+            out.extend(AuthRewritten(ex.id, self.id, what, o, n) for what, o, n in moved)
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
         if ex.oauth is not None:

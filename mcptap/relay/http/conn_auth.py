@@ -95,11 +95,31 @@ class AuthExchange:
             if new != target:
                 out.append(AuthRewritten(self.exchange, self.conn, "target", target.decode("latin-1"), new.decode("latin-1")))
                 target = new
+        if self.origin > 0 and any(n.lower() == b"cookie" for n, _ in headers):
+            headers = self._own_cookies(headers, out)
+            parsed = False
         head = heads.request(method, target, headers) if parsed else h11.Request(method=method, target=target, headers=headers)
         if self.kind == oauth.AS and _is_form(raw):
             self.req_head, self.req_hold = head, bytearray()
             return []
         return [head]
+
+    def _own_cookies(self, headers: Headers, out: list[Any]) -> Headers:
+        """``Cookie`` fields for a fronted server: the MCP upstream's (and other
+        fronted servers') cookies removed, its own named as it set them
+        (``relay/http/cookies.py``)."""
+        kept: Headers = []
+        for name, value in headers:
+            if name.lower() == b"cookie":
+                new = self.front.cookie(value, self.origin)
+                if new != value:
+                    out.append(AuthRewritten(self.exchange, self.conn, "cookie", value.decode("latin-1"),
+                                             new.decode("latin-1") if new is not None else ""))
+                if new is None:
+                    continue
+                value = new
+            kept.append((name, value))
+        return kept
 
     @property
     def holding_request(self) -> bool:

@@ -6,7 +6,7 @@ user's keyed ``«redacted:hmac:…»`` placeholder (:mod:`mcptap.redact.headers`
 so two captures of the same token still compare equal; the auth scheme, cookie
 names and ``Set-Cookie`` attributes stay visible. Request targets get
 ``redact.scrub_url`` (user info, secret-like query parameters). URLs a response
-names (``Location``, ``Content-Location``, ``Refresh``: an authorization
+names (``Location``, ``Content-Location``, ``Refresh``, ``Link``: an authorization
 redirect's ``?code=``, ``http://user:password@host/``) get ``scrub_location``,
 in every exchange, OAuth or not; OAuth query strings and form bodies get
 ``scrub_query`` (the parameters of ``SECRET_PARAMS``).
@@ -35,12 +35,14 @@ SECRET_PARAMS = frozenset({
 })
 #: metadata members named like secrets that hold URLs, methods or flags, never credentials
 _NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
-#: response fields whose value is (or, for Refresh, holds) a URL
-URL_HEADERS = frozenset({b"location", b"content-location", b"refresh"})
+#: response fields whose value is (or, for Refresh and Link, holds) a URL
+URL_HEADERS = frozenset({b"location", b"content-location", b"refresh", b"link"})
 #: user info of an absolute or scheme-relative URL (``http://user:pass@``, ``//user:pass@``)
 _USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)([^/?#@]*)@")
 _PLACEHOLDER = re.compile(r"«redacted:[^»]*»")
-_REFRESH_URL = re.compile(r"""(;\s*url\s*=\s*['"]?)(.*)""", re.IGNORECASE | re.DOTALL)
+#: a Refresh value's delay and separator (``5; url=``, ``0;URL='``, ``3 ``), then its URL
+_REFRESH_URL = re.compile(r"""(\s*\d[\d.]*(?:\s*[;,]\s*|\s+)(?:url\s*=\s*)?['"]?)(.*)""", re.IGNORECASE | re.DOTALL)
+_LINK_URL = re.compile(r"<([^>]*)>")
 
 
 #: is_secret_header by raw header name: the same few names come in every exchange
@@ -108,9 +110,12 @@ def scrub_url_params(url: str) -> str:
 
 
 def scrub_location(name: bytes, value: str) -> str:
-    """A ``Location``/``Content-Location`` value, or the URL of a ``Refresh``
-    (``5; url=…``), scrubbed (``scrub_url_params``)."""
-    if name.lower() != b"refresh":
+    """A ``Location``/``Content-Location`` value, the URL of a ``Refresh``
+    (``5; url=…``) or each ``<URI>`` of a ``Link``, scrubbed (``scrub_url_params``)."""
+    low = name.lower()
+    if low == b"link":
+        return _LINK_URL.sub(lambda m: "<" + scrub_url_params(m.group(1)) + ">", value)
+    if low != b"refresh":
         return scrub_url_params(value)
-    m = _REFRESH_URL.search(value)
+    m = _REFRESH_URL.match(value)
     return value[:m.end(1)] + scrub_url_params(m.group(2)) if m else value

@@ -152,13 +152,17 @@ class RequestEnded:
 
 @dataclass(slots=True)
 class ResponseStarted:
-    """A response head from the upstream (``informational``: 1xx)."""
+    """A response head from the upstream (``informational``: 1xx), or with
+    ``tap`` one the tap sent the client itself (the ``100 Continue`` for a
+    request it holds, ``relay/http/conn_auth.py``): the capture says what the
+    client received, and from whom."""
     exchange: int
     conn: int
     status: int
     reason: str
     headers: Headers
     informational: bool = False
+    tap: bool = False
 
 
 @dataclass(slots=True)

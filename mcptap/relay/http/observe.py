@@ -235,6 +235,8 @@ class HttpObserver(SseObserver):
         fields: dict[str, Any] = {"event": "response", "exchange": e.id, "conn": e.conn, "status": it.status, "reason": it.reason,
                                   "headers": self.headers_json(it.headers), "latency_us": self.rec.clock() - e.t0}
         if it.informational:
+            if it.tap:
+                fields["tap"] = True
             self.rec.http(informational=True, **fields)
             return
         facts = e.facts

@@ -30,7 +30,7 @@ from mcptap.recorder import Recorder
 from mcptap.redact import placeholder
 from mcptap.redact.headers import redact_header
 from mcptap.relay.http import events as r
-from mcptap.relay.http.credentials import SECRET_PARAMS, is_secret_param, scrub_query, scrub_url_params
+from mcptap.relay.http.credentials import SECRET_PARAMS, URL_HEADERS, is_secret_param, scrub_location, scrub_query, scrub_url_params
 
 __all__ = ["SECRET_PARAMS", "AuthObserver", "is_secret_param", "redirect_findings", "response_findings", "scrub_body", "scrub_json",
            "scrub_query", "scrub_url_params"]
@@ -121,7 +121,7 @@ class AuthObserver:
         return exchange in self._ex
 
     def _heads(self, headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
-        # Location, Content-Location, Refresh: scrubbed by the encoder (credentials.scrub_location)
+        # Location, Content-Location, Refresh, Link: scrubbed by the encoder (credentials.scrub_location)
         out: list[list[str]] = self.headers_json(headers)
         return out
 
@@ -165,7 +165,8 @@ class AuthObserver:
                 e["resp_headers"] = it.headers
             self.rec.http(findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
                             status=it.status, reason=it.reason, headers=self._heads(it.headers),
-                            latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}))
+                            latency_us=self.rec.clock() - e["t0"], **({"informational": True} if it.informational else {}),
+                            **({"tap": True} if it.tap else {}))
         elif t is r.ResponseBody:
             e["resp_bytes"] += len(it.data)
             if len(e["resp"]) < _BODY_KEEP * 2:
@@ -205,11 +206,14 @@ class AuthObserver:
             return
         orig, new = it.original, it.rewritten
         if not self.record_secrets:
-            if it.what in ("target", "location"):
+            if it.what == "target":
                 orig, new = scrub_url_params(orig), scrub_url_params(new)
+            elif it.what.encode() in URL_HEADERS:      # location, content-location, refresh, link
+                name = it.what.encode()
+                orig, new = scrub_location(name, orig), scrub_location(name, new)
             elif it.what == "form":
                 orig, new = scrub_query(orig), scrub_query(new)
-            elif it.what == "set-cookie":
-                orig, new = redact_header("set-cookie", orig), redact_header("set-cookie", new)
+            elif it.what in ("set-cookie", "cookie"):
+                orig, new = redact_header(it.what, orig), redact_header(it.what, new)
         self.rec.http(findings=fs, event="auth_rewrite", exchange=it.exchange, conn=it.conn, auth=kind,
                         what=it.what, original=orig, rewritten=new)

@@ -13,10 +13,10 @@ import dataclasses
 from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding
-from mcptap.protocol.http_rules import data_findings, endpoint_findings, sse_findings
 from mcptap.protocol.skeleton import parse_message
 from mcptap.protocol.sse import SSEEvent
 from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
+from mcptap.protocol.sse_rules import data_findings, endpoint_findings, sse_findings
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r

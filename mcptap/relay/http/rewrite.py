@@ -13,8 +13,10 @@ RFC 9110 §7.6.1 (hop-by-hop fields) and §7.2 (Host):
 * ``location`` points a ``Location`` naming the upstream's own origin (a 3xx to
   ``http://upstream/mcp``, a 201) back at the tap by the same rule, so a client
   that follows it stays on the tap's origin (SDK clients refuse a cross-origin
-  redirect; others would bypass the tap). Relative values resolve against the
-  tap already and pass unchanged.
+  redirect; others would bypass the tap), and the URLs ``Content-Location``,
+  ``Refresh`` (a browser's timed redirect) and ``Link`` (RFC 8288) name on that
+  origin likewise. Relative values resolve against the tap already and pass
+  unchanged.
 
 Everything else (names, case, order, values) is passed on unchanged.
 
@@ -27,6 +29,7 @@ not IDNA-encode host names, so ``http://exämple.org`` gets that far).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -89,26 +92,88 @@ def wants_endpoint_rewrite(method: bytes, status: int, raw: Headers) -> bool:
     return ctype.split(b";")[0].strip().lower() == b"text/event-stream" and not has_length
 
 
-def location(status: int, headers: Headers, up: Upstream, authority: str) -> tuple[Headers, list[tuple[str, str]]]:
-    """``headers`` of a response with ``Location`` fields on the upstream's
-    origin (absolute, or scheme-relative ``//host:port/…``) pointed at
-    ``http://{authority}``; returns (headers, [(original, rewritten), …]).
-    Only 201 and 3xx responses are looked at (RFC 9110 §10.2.2)."""
-    if not (300 <= status < 400 or status == 201):
-        return headers, []
+#: response fields naming URLs the tap points back at itself: Location (201 and 3xx only, RFC 9110
+#: §10.2.2), Content-Location (§8.7), Refresh (HTML "shared declarative refresh steps"), Link (RFC 8288)
+URL_FIELDS = (b"location", b"content-location", b"refresh", b"link")
+_REFRESH = re.compile(r"""(\s*\d[\d.]*(?:\s*[;,]\s*|\s+)(?:url\s*=\s*)?)(['"]?)(.*?)\s*$""", re.IGNORECASE | re.DOTALL)
+
+
+def location(status: int, headers: Headers, up: Upstream, authority: str) -> tuple[Headers, list[tuple[str, str, str]]]:
+    """``headers`` of a response with the URLs on the upstream's origin
+    (absolute, or scheme-relative ``//host:port/…``) that ``Location`` (201
+    and 3xx only), ``Content-Location``, ``Refresh`` and ``Link`` name pointed
+    at ``http://{authority}``; every other value, and every other part of a
+    ``Refresh`` or ``Link`` value, unchanged. Returns (headers, [(field name
+    lower case, original value, rewritten value), …])."""
+    redirect = 300 <= status < 400 or status == 201
     rewrite = endpoint_rewrite_fn(up, authority)
+
+    def url(text: str) -> str | None:
+        t = text.strip()
+        return rewrite(f"{up.scheme}:{t}" if t.startswith("//") else t)
+
     out: Headers = []
-    changes: list[tuple[str, str]] = []
+    changes: list[tuple[str, str, str]] = []
     for name, value in headers:
-        if name.lower() == b"location":
-            text = value.decode("latin-1").strip()
-            new = rewrite(f"{up.scheme}:{text}" if text.startswith("//") else text)
+        low = name.lower()
+        if low in URL_FIELDS and (redirect or low != b"location"):
+            text = value.decode("latin-1")
+            new = _refresh(text, url) if low == b"refresh" else _link(text, url) if low == b"link" else url(text)
             raw = new.encode("latin-1", "replace") if new is not None else value
             if new is not None and raw != value and valid_value(raw):
-                changes.append((value.decode("latin-1"), new))
+                changes.append((low.decode("latin-1"), text, new))
                 value = raw
         out.append((name, value))
     return out, changes
+
+
+def _refresh(text: str, url: Callable[[str], str | None]) -> str | None:
+    """A ``Refresh`` value (``5; url=http://…``, ``0;URL='…'``, ``3 http://…``)
+    with its URL rewritten, or None (no URL, or not on the upstream's origin)."""
+    m = _REFRESH.match(text)
+    if m is None or not m.group(3):
+        return None
+    quote, target = m.group(2), m.group(3)
+    if quote and target.endswith(quote):
+        target = target[:-1]
+    new = url(target)
+    if new is None:
+        return None
+    return text[:m.start(3)] + new + text[m.start(3) + len(target):]
+
+
+def _link(text: str, url: Callable[[str], str | None]) -> str | None:
+    """A ``Link`` value with each ``<URI-Reference>`` on the upstream's origin
+    rewritten (``<…>`` inside a quoted parameter value is a string, not a
+    link), or None when none is."""
+    out: list[str] = []
+    i, n, changed, quoted = 0, len(text), False, False
+    while i < n:
+        c = text[i]
+        if quoted:
+            if c == "\\" and i + 1 < n:
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            quoted = c != '"'
+        elif c == '"':
+            quoted = True
+        elif c == "<":
+            end = text.find(">", i + 1)
+            if end < 0:
+                break
+            new = url(text[i + 1:end])
+            if new is not None:
+                out.append(f"<{new}>")
+                changed = True
+                i = end + 1
+                continue
+            out.append(text[i:end + 1])
+            i = end + 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out) + text[i:] if changed else None
 
 
 def endpoint_rewrite_fn(up: Upstream, authority: str) -> Callable[[str], str | None]:
