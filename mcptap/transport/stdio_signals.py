@@ -77,16 +77,19 @@ class ProcessSignals:
     _early: SignalLatch | None
 
     def _signal_group(self, signum: int, reason: str) -> None:
-        try:
-            os.killpg(self._pgid, signum)
-            delivered = True
-        except (ProcessLookupError, PermissionError):     # group already gone
-            delivered = False
+        def send() -> dict[str, Any]:
+            try:
+                os.killpg(self._pgid, signum)
+                return {"delivered": True}
+            except (ProcessLookupError, PermissionError):     # group already gone
+                return {"delivered": False}
+
         fs = []
         if reason == "forwarded":
             fs.append(finding("process.signal_forwarded", f"mcptap received {signame(signum)} and forwarded it to the server's process group",
                               {"signal": signame(signum)}))
-        self._rec(self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
+        # stamped before the kill: the server's EOF and exit it causes are recorded after it
+        self._handoff.call_caused(send, self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, findings=fs)
 
     async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
         """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
