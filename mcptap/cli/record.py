@@ -41,6 +41,7 @@ from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
+from mcptap.transport.stdio_os import server_cwd
 from mcptap.transport.stdio_signals import SignalLatch
 
 EX_IOERR = 74
@@ -189,7 +190,11 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
     header: dict[str, Any] = {"name": name} if name else {}
     if writer is not None and path is not None:
         header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
-    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
+    target: dict[str, Any] = {"argv": shown}
+    cwd = server_cwd()
+    if cwd is not None:
+        target["cwd"] = cwd         # where the server's relative paths point
+    rec = KeepOnAnswer(writer, "stdio", target=target, clock=monotonic_us_clock(), started=utc_timestamp(),
                        header_extra=header or None)
     rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:

@@ -135,6 +135,15 @@ def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
     return popen, in_w, out_r, err_r
 
 
+def server_cwd() -> str | None:
+    """The working directory ``spawn`` starts the server in (ours: it passes
+    none), as an absolute path; None when it has none (deleted: ENOENT)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 def spawn_exit_code(exc: OSError) -> int:
     """127 when the command does not exist, 126 otherwise (like a shell)."""
     return 127 if exc.errno == errno.ENOENT else 126

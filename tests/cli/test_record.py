@@ -235,3 +235,30 @@ def test_a_second_record_into_a_live_capture_relays_without_recording(tmp_path: 
     assert cap.end is not None and [r["type"] for r in cap.records].count("header") == 0 and cap.header["transport"] == "stdio"
     # once it ended, the file is an ordinary finished capture: overwriting it is allowed, as before
     assert run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", "pass"]).returncode == 0
+
+
+def test_the_header_records_the_server_s_working_directory(tmp_path: Path) -> None:
+    """``target.cwd`` (docs/capture-format.md) is the directory the server ran
+    in: where its relative paths point. It was documented but never written."""
+    work = tmp_path / "work dir"
+    work.mkdir()
+    out = tmp_path / "c.jsonl"
+    p = run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", "import os; print(os.getcwd())"], cwd=work)
+    assert p.returncode == 0, p.stderr
+    cap = read_capture(str(out))
+    assert cap.header["target"]["cwd"] == str(work) == p.stdout.decode().strip()
+
+
+def test_a_working_directory_that_cannot_be_read_is_left_out(tmp_path: Path) -> None:
+    """A deleted working directory has no path: ``cwd`` is absent, the capture
+    and the relay are as usual."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    out = tmp_path / "c.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    p = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone), *MCPTAP,
+                        "record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO],
+                       input=b"x\n", capture_output=True, env=env, timeout=HANG)
+    assert (p.returncode, p.stdout) == (0, b"x\n"), p.stderr
+    cap = read_capture(str(out))
+    assert "cwd" not in cap.header["target"] and cap.end is not None
