@@ -249,7 +249,9 @@ class StdioTap(StderrRelay, ProcessSignals):
     async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
         pid = popen.pid
         code = await wait_exit(popen)
-        fields: dict[str, Any] = {"pid": pid}
+        # when it ended: its record is written later, after the last of its stdout and
+        # stderr (a descendant may hold them open long after), so its t_us is not this
+        fields: dict[str, Any] = {"pid": pid, "exit_t_us": self._handoff.clock()}
         if code < 0:
             self.result.signal = -code
             self.result.exit_code = 128 - code
