@@ -58,7 +58,7 @@ from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
-from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
+from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, spawn_problem, wait_exit
 from mcptap.transport.stdio_signals import FORWARDED_SIGNALS, ProcessSignals, SignalLatch
 from mcptap.transport.stdio_stderr import StderrRelay
 from mcptap.transport.tap_recorder import TapRecorder
@@ -184,7 +184,8 @@ class StdioTap(StderrRelay, ProcessSignals):
             errnum = getattr(exc, "errno", None) or 0
             reason = getattr(exc, "strerror", None) or str(exc)
             self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
-            self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
+            why = spawn_problem(self.argv[0], exc) if isinstance(exc, OSError) else reason
+            self.result.spawn_error = f"cannot run {self.argv[0]!r}: {why}"
             self._rec(self.rec.process, "spawn_failed", argv=self.shown_argv, error=reason,
                       errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
                       findings=[finding("process.spawn_failed", self.result.spawn_error,
