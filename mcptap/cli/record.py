@@ -41,6 +41,8 @@ from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
+from mcptap.transport.stdio_os import server_cwd
+from mcptap.transport.stdio_signals import SignalLatch
 
 EX_IOERR = 74
 
@@ -139,7 +141,19 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         raise click.UsageError(f"--{given[0].replace('_', '-')} applies to the HTTP tap (--upstream URL), not to a stdio command")
     if output and os.path.isfile(output) and not _is_capture_or_empty(output):
         raise click.UsageError(f"-o {output}: the file exists and is not an mcptap capture; refusing to overwrite it")
-    argv = list(cmd)
+    # from before the capture exists to the end: a host's signal is held, then forwarded by the
+    # tap (never a 0-byte or end-less capture from a SIGTERM in mcptap's first moments)
+    latch = SignalLatch().install()
+    try:
+        _record_stdio(ctx, list(cmd), output, grace, quiet, strict_capture, redactor, otlp, capture_dir, name, keep, latch)
+    finally:
+        latch.restore()
+
+
+def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace: float, quiet: bool, strict_capture: bool,
+                  redactor: Redactor | None, otlp: tuple[str, dict[str, str] | None] | None, capture_dir: str | None, name: str | None, keep: int | None,
+                  latch: SignalLatch) -> None:
+    """The stdio half of ``command`` (exits through ``ctx.exit``)."""
     shown = scrub_argv(argv)
     from mcptap.redact.keyfile import fallback_reason
 
@@ -176,14 +190,18 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     header: dict[str, Any] = {"name": name} if name else {}
     if writer is not None and path is not None:
         header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
-    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
+    target: dict[str, Any] = {"argv": shown}
+    cwd = server_cwd()
+    if cwd is not None:
+        target["cwd"] = cwd         # where the server's relative paths point
+    rec = KeepOnAnswer(writer, "stdio", target=target, clock=monotonic_us_clock(), started=utc_timestamp(),
                        header_extra=header or None)
     rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
         rec.on_answer = functools.partial(apply_keep, str(path), name, argv, keep, say, quiet)
     live = start_live_export(otlp, rec, {"argv": shown}, say, redactor)
-    result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=say))
+    result = trio.run(functools.partial(run_stdio_tap, argv, rec, grace=grace, shown_argv=shown, say=say, early=latch))
     if rec.on_answer is not None and result.spawn_error is None and result.exit_code == 0:
         rec.on_answer()             # a clean session that never needed to answer is a good start too
 
@@ -204,7 +222,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     if problem is not None and writer is not None:
         say(problem)
     if live is not None:
-        live.join(0 if signalled else JOIN_S)
+        live.join(0 if signalled or latch.take() else JOIN_S)
     sys.stderr.flush()
     if problem is not None and strict_capture:
         ctx.exit(EX_IOERR)

@@ -12,6 +12,10 @@ cuts *every* byte into some frame and never refuses input:
   and following lines are joined to it until the join parses (one frame with
   ``lines > 1``: pretty-printed JSON) or a bound is hit (then each held line is
   emitted on its own);
+* every other line is a frame of its own, whatever it holds: frames (and so
+  findings) depend on the bytes only, never on how reads cut them (blank and
+  log lines used to be merged per read: ``\n\n`` read at once was one
+  ``framing.empty_line``, read in two, two);
 * the concatenation of all frames' ``raw`` equals the input, always.
 
 Forwarding never waits for this: the transport forwards a chunk, then feeds a
@@ -113,7 +117,7 @@ class NewlineFramer:
                     self._line(raw, self._base, False, out)
                     self._base += len(raw)
                 self._release_held(out)
-            return _coalesce(out) if len(out) > 1 else out
+            return out
         if self._eof:
             return out
         buf: bytes | bytearray = self._buf
@@ -146,7 +150,7 @@ class NewlineFramer:
         del buf  # a completed multi-MiB line is freed before it is parsed
         for raw, off in lines:
             self._line(raw, off, True, out)
-        return _coalesce(out) if len(out) > 1 else out
+        return out
 
     # -- one complete line -------------------------------------------------
     def _line(self, raw: bytes, offset: int, terminated: bool, out: list[Frame]) -> None:
@@ -206,7 +210,7 @@ class NewlineFramer:
 
     def _release_held(self, out: list[Frame], upto: int | None = None) -> None:
         """Give up on joining ``held[:upto]`` (all when None): each line
-        becomes its own non-JSON frame (runs coalesced), never re-scanned."""
+        becomes its own non-JSON frame, never re-scanned."""
         held = self._held if upto is None else self._held[:upto]
         if upto is None:
             self._held = []
@@ -238,45 +242,3 @@ def _is_jsonrpc(value: Any) -> bool:
     if isinstance(value, list):
         return bool(value) and all(isinstance(v, dict) and ("jsonrpc" in v or "method" in v) for v in value)
     return False
-
-
-#: A run of non-JSON lines is cut into frames of at most this many bytes.
-RUN_MAX_BYTES = 64 * 1024
-
-
-def _coalesce(frames: list[Frame]) -> list[Frame]:
-    """Merge adjacent non-JSON lines delivered by one read into one frame (a
-    chatty server logging to stdout gives one record and one finding per read,
-    not per line). JSON frames are never merged, so every message's frame is
-    the same whatever the chunking; only the grouping of garbage lines may
-    follow the reads."""
-    out: list[Frame] = []
-    run: list[Frame] = []
-
-    def flush() -> None:
-        if len(run) == 1:
-            out.append(run[0])
-        elif run:
-            raw = b"".join(f.raw for f in run)
-            bad: list[int] = []
-            pos = 0
-            for f in run:
-                bad.extend(o + pos for o in f.invalid_utf8)
-                pos += len(f.raw)
-            out.append(Frame(raw, run[0].offset, run[-1].terminated, UNPARSED, tuple(bad[:64]), sum(f.lines for f in run)))
-        run.clear()
-
-    size = 0
-    for f in frames:
-        if f.value is UNPARSED and f.lines == 1:
-            if size + len(f.raw) > RUN_MAX_BYTES:
-                flush()
-                size = 0
-            run.append(f)
-            size += len(f.raw)
-        else:
-            flush()
-            size = 0
-            out.append(f)
-    flush()
-    return out

@@ -12,13 +12,23 @@ THROUGH item stamped then into its stream, after every copy read before it
 (``copies_through``), any later-stamped copy (``chunk``, the copy stream's
 own events) or the stream's end (``copies_ended``) moves the call into the
 queue. Records then keep both orders: queue order is time order.
+
+Causal order: an event the tap causes (a signal to the server's group) is
+stamped before the act, under the queue's lock (``call_caused``): so the
+server's EOF or output that the act brings about, read and stamped by the
+relay after it, is never queued before it. Stamped after the act (as
+``call`` would), the server could die and its EOF be stamped first.
 """
 
 from __future__ import annotations
 
 import collections
+import queue
+import threading
 from collections.abc import Callable
 from typing import Any
+
+QUEUED = 0                  # a Handoff queue item's state (item[0]) until the recorder takes it
 
 
 class CallOrder:
@@ -75,3 +85,71 @@ class CallOrder:
         if not self.asked and self.ask is not None:
             self.asked = True
             self.ask()
+
+
+class OrderedCalls:
+    """Mixin of ``handoff.Handoff``: the tap's own events in time and causal
+    order with the relay's copies (module docstring). The attributes below are
+    the Handoff's; every method takes its lock."""
+
+    _lock: threading.Lock
+    _order: CallOrder
+    _clock: Callable[[], int]
+    _q: collections.deque[list[Any]]
+    _idle: bool
+    _bell: queue.SimpleQueue[None]
+    _put: Callable[[list[Any]], None]
+
+    def call(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
+        """Queue a call of ``fn(*args, **fields)`` (a Recorder method) for an
+        event that happens now: after every chunk read before it."""
+        self._stamped([QUEUED, fn, args, fields, None, 0], None)
+
+    def call_caused(self, act: Callable[[], dict[str, Any]], fn: Callable[..., object], *args: Any, **fields: Any) -> None:
+        """Do ``act()`` (e.g. send a signal; it must not block) and queue a call
+        of ``fn`` for it with the fields ``act`` returns added, stamped before
+        ``act`` ran: nothing ``act`` causes is queued before it (causal order)."""
+        self._stamped([QUEUED, fn, args, fields, None, 0], act)
+
+    def _stamped(self, item: list[Any], act: Callable[[], dict[str, Any]] | None) -> None:
+        with self._lock:          # no copy stamped after now is queued before the item
+            item[4] = self._clock()
+            if act is not None:
+                item[3].update(act())
+            waits = self._order.wait(item)
+        if not waits:
+            self._put(item)
+
+    def call_at(self, t: int, fn: Any, *args: Any, **fields: Any) -> None:
+        """Queue a call for an event of the copy stream at ``t`` (µs, the
+        Recorder's clock): in the copy stream's order."""
+        self._put([QUEUED, fn, args, fields, t, 0])
+
+    def expect_copies(self, ask: Callable[[], None] | None = None) -> None:
+        """A copy reader starts feeding chunks: calls wait for the copies read
+        before them; ``ask()`` asks the relay for a THROUGH item."""
+        with self._lock:
+            self._order.expect(ask)
+
+    def stop_asking(self) -> None:
+        """``ask`` is not called any more once this returns (its pipe may close)."""
+        with self._lock:
+            self._order.ask = None
+
+    def copies_through(self, t: int) -> None:
+        """Every chunk the relay read before ``t`` (µs, the Recorder's clock)
+        is queued (the relay's THROUGH item)."""
+        with self._lock:
+            ring = self._order.through(t, self._q) and self._idle
+            if ring:
+                self._idle = False
+        if ring:
+            self._bell.put(None)
+
+    def copies_ended(self) -> None:
+        """The copy stream ended: nothing more comes before a waiting call."""
+        with self._lock:
+            self._order.end(self._q)
+            ring, self._idle = self._idle, False
+        if ring:
+            self._bell.put(None)

@@ -28,7 +28,8 @@ allowed, hands the queue to a fresh normal-priority thread; ``hurry`` (mcptap wa
 to stop) stores everything still queued unframed, so the end record is written at once.
 
 Time order: the tap's own events (``call``) wait for the copies the relay
-read before them (``call_order``).
+read before them, and what the tap causes (a signal it sends, ``call_caused``)
+is queued before its effects (``call_order``).
 
 ``sys.setswitchinterval`` is lowered while the tap runs so the copy reader
 gets the GIL promptly while the recorder annotates (it then drains the copy
@@ -46,7 +47,7 @@ from typing import Any
 
 from mcptap.model import Direction
 from mcptap.transport import priority
-from mcptap.transport.call_order import CallOrder
+from mcptap.transport.call_order import QUEUED, CallOrder, OrderedCalls
 from mcptap.transport.spill import Recorded, SpillFile
 from mcptap.transport.tap_recorder import TapRecorder
 
@@ -59,7 +60,7 @@ FLUSH_ITEMS = 64            # records the recorder thread writes with one write(
 FLUSH_BYTES = 256 << 10     # and chunk bytes
 SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder starve the copy reader
 
-QUEUED, TAKEN, WITHDRAWN = 0, 1, 2
+TAKEN, WITHDRAWN = 1, 2                  # item states after QUEUED
 _CHUNK, _LOST, _SPILLED, _STOP = object(), object(), object(), object()
 
 
@@ -75,7 +76,7 @@ def _data_size(item: list[Any]) -> int:
     return sum(len(a) for a in item[2] if isinstance(a, (bytes, bytearray, memoryview)))   # stderr chunks
 
 
-class Handoff:
+class Handoff(OrderedCalls):
     """The ordered, bounded queue to one recorder thread (module docstring).
 
     ``rec``: the Recorder (its ``clock`` is replaced while the thread runs so
@@ -182,52 +183,6 @@ class Handoff:
         if ring:
             self._bell.put(None)
         return item
-
-    def call(self, fn: Callable[..., object], *args: Any, **fields: Any) -> None:
-        """Queue a call of ``fn(*args, **fields)`` (a Recorder method) for an
-        event that happens now: after every chunk read before it (module
-        docstring, time order)."""
-        item = [QUEUED, fn, args, fields, None, 0]
-        with self._lock:
-            item[4] = self._clock()
-            waits = self._order.wait(item)
-        if not waits:
-            self._put(item)
-
-    def call_at(self, t: int, fn: Any, *args: Any, **fields: Any) -> None:
-        """Queue a call for an event of the copy stream at ``t`` (µs, the
-        Recorder's clock): in the copy stream's order."""
-        self._put([QUEUED, fn, args, fields, t, 0])
-
-    # -- time order of calls and copies (module docstring) ---------------------------
-    def expect_copies(self, ask: Callable[[], None] | None = None) -> None:
-        """A copy reader starts feeding chunks: calls wait for the copies read
-        before them; ``ask()`` asks the relay for a THROUGH item (``call_order``)."""
-        with self._lock:
-            self._order.expect(ask)
-
-    def stop_asking(self) -> None:
-        """``ask`` is not called any more once this returns (its pipe may close)."""
-        with self._lock:
-            self._order.ask = None
-
-    def copies_through(self, t: int) -> None:
-        """Every chunk the relay read before ``t`` (µs, the Recorder's clock)
-        is queued (the relay's THROUGH item)."""
-        with self._lock:
-            ring = self._order.through(t, self._q) and self._idle
-            if ring:
-                self._idle = False
-        if ring:
-            self._bell.put(None)
-
-    def copies_ended(self) -> None:
-        """The copy stream ended: nothing more comes before a waiting call."""
-        with self._lock:
-            self._order.end(self._q)
-            ring, self._idle = self._idle, False
-        if ring:
-            self._bell.put(None)
 
     @property
     def queued_bytes(self) -> int:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import errno
 import functools
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -59,8 +58,8 @@ from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
-from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, wait_exit
-from mcptap.transport.stdio_signals import ProcessSignals
+from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, spawn_problem, wait_exit
+from mcptap.transport.stdio_signals import FORWARDED_SIGNALS, ProcessSignals, SignalLatch
 from mcptap.transport.stdio_stderr import StderrRelay
 from mcptap.transport.tap_recorder import TapRecorder
 
@@ -68,7 +67,6 @@ ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exite
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
 HURRY_WAIT = 0.2               # s: the stderr waits once mcptap was signalled (hosts kill 2 s after SIGTERM)
 RELAY_EXIT_WAIT = 5.0          # s without any copy moving before a lingering relay process is ended
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(slots=True)
@@ -91,14 +89,18 @@ class StdioTap(StderrRelay, ProcessSignals):
     ``argv``: the command; ``shown_argv``: argv as recorded (secrets scrubbed);
     ``grace``: seconds between stdin EOF, SIGTERM and SIGKILL; ``say``: called
     with mcptap's own one-line messages (no "mcptap: " prefix) before the relay
-    starts; during the relay they go through the stderr buffer."""
+    starts; during the relay they go through the stderr buffer; ``early``: the
+    SignalLatch installed when the capture was created (its signals are
+    forwarded once the server runs, as if they came then)."""
 
     def __init__(self, argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,
-                 shown_argv: Sequence[str] | None = None, say: Callable[[str], None] | None = None) -> None:
+                 shown_argv: Sequence[str] | None = None, say: Callable[[str], None] | None = None,
+                 early: SignalLatch | None = None) -> None:
         self.argv = list(argv)
         self.shown_argv = list(shown_argv if shown_argv is not None else argv)
         self.rec = rec
         self.grace = grace
+        self._early = early
         self._say_direct = say or (lambda line: sys.stderr.write(f"mcptap: {line}\n"))
         self.result: TapResult = TapResult(exit_code=0)
         self._pgid = 0
@@ -182,7 +184,8 @@ class StdioTap(StderrRelay, ProcessSignals):
             errnum = getattr(exc, "errno", None) or 0
             reason = getattr(exc, "strerror", None) or str(exc)
             self.result.exit_code = spawn_exit_code(exc) if isinstance(exc, OSError) else 126
-            self.result.spawn_error = f"cannot run {self.argv[0]!r}: {reason}"
+            why = spawn_problem(self.argv[0], exc) if isinstance(exc, OSError) else reason
+            self.result.spawn_error = f"cannot run {self.argv[0]!r}: {why}"
             self._rec(self.rec.process, "spawn_failed", argv=self.shown_argv, error=reason,
                       errno=errno.errorcode.get(errnum, str(errnum)), exit_code=self.result.exit_code,
                       findings=[finding("process.spawn_failed", self.result.spawn_error,
@@ -247,7 +250,9 @@ class StdioTap(StderrRelay, ProcessSignals):
     async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
         pid = popen.pid
         code = await wait_exit(popen)
-        fields: dict[str, Any] = {"pid": pid}
+        # when it ended: its record is written later, after the last of its stdout and
+        # stderr (a descendant may hold them open long after), so its t_us is not this
+        fields: dict[str, Any] = {"pid": pid, "exit_t_us": self._handoff.clock()}
         if code < 0:
             self.result.signal = -code
             self.result.exit_code = 128 - code
@@ -337,6 +342,6 @@ class StdioTap(StderrRelay, ProcessSignals):
 
 async def run_stdio_tap(argv: Sequence[str], rec: TapRecorder, *, grace: float = 5.0,
                         shown_argv: Sequence[str] | None = None,
-                        say: Callable[[str], None] | None = None) -> TapResult:
+                        say: Callable[[str], None] | None = None, early: SignalLatch | None = None) -> TapResult:
     """Run the stdio tap on this process's fds 0/1/2 (see the module docstring)."""
-    return await StdioTap(argv, rec, grace=grace, shown_argv=shown_argv, say=say).run()
+    return await StdioTap(argv, rec, grace=grace, shown_argv=shown_argv, say=say, early=early).run()

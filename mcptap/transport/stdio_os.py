@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -133,6 +135,55 @@ def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
         for fd in (in_r, out_w, err_w):
             os.close(fd)
     return popen, in_w, out_r, err_r
+
+
+def server_cwd() -> str | None:
+    """The working directory ``spawn`` starts the server in (ours: it passes
+    none), as an absolute path; None when it has none (deleted: ENOENT)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _resolve(cmd: str) -> str | None:
+    """The file exec ran for ``cmd`` (a path, or the first match on PATH as
+    ``subprocess`` searches it); None if there is none."""
+    if os.sep in cmd:
+        return cmd if os.path.isfile(cmd) else None
+    return shutil.which(cmd)
+
+
+def spawn_problem(cmd: str, exc: OSError) -> str:
+    """Why exec refused ``cmd`` (argv[0]), in one line for mcptap's message:
+    strerror, with the cause named where the file shows it: a script without
+    a ``#!`` line or a binary for another machine (ENOEXEC: a shell would run
+    such a script with /bin/sh, exec and every host refuse it), a ``#!``
+    interpreter that is not there (ENOENT for a file that exists; a CR LF
+    line end leaves a CR in its name). Reads at most 256 bytes of the file."""
+    reason = exc.strerror or str(exc)
+    if exc.errno not in (errno.ENOEXEC, errno.ENOENT):
+        return reason
+    path = _resolve(cmd)
+    try:
+        with open(path or "", "rb") as fp:
+            head = fp.read(256)
+    except OSError:
+        return reason
+    if head.startswith(b"#!"):
+        words = head[2:].split(b"\n", 1)[0].lstrip(b" \t").split(b" ", 1)
+        interp = os.fsdecode(words[0])
+        if exc.errno == errno.ENOENT:
+            crlf = "; its line ends in CR LF: save the file with LF line ends" if interp.endswith("\r") else ""
+            return f"its '#!' interpreter {interp!r} was not found ({reason}{crlf})"
+        return f"its '#!' line does not name a program the system can run ({interp!r}; {reason})"
+    if exc.errno == errno.ENOENT:
+        return f"{reason} (the file exists: a program whose loader or libraries are missing?)"
+    if head.startswith(b"\x7fELF") or b"\0" in head:
+        return f"not a program this system can run: another CPU architecture or a damaged file ({reason})"
+    run = f", or run that: mcptap record -- sh {shlex.quote(cmd)}" if cmd.isprintable() else ""
+    return (f"a script with no '#!' line, which exec cannot start ({reason}): make its first line name "
+            f"the interpreter, e.g. '#!/bin/sh'{run}")
 
 
 def spawn_exit_code(exc: OSError) -> int:

@@ -1,7 +1,8 @@
 """The stdio tap's signals to the server (trio): forwarding a host's signals to
 the server's process group, escalation on a repeated one, and the spec's
 shutdown sequence after stdin EOF (grace → SIGTERM → grace → SIGKILL). Used by
-``stdio.StdioTap`` (a mixin: the tap's state lives there).
+``stdio.StdioTap`` (a mixin: the tap's state lives there), and the
+``SignalLatch`` that holds a host's signals until the tap can act on them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import trio
@@ -17,6 +19,45 @@ from mcptap.protocol.codes import finding
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.stdio_os import signame
 from mcptap.transport.tap_recorder import TapRecorder
+
+#: the signals a host (or a terminal) sends to stop a server: forwarded to its process group
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class SignalLatch:
+    """Holds SIGINT/SIGTERM/SIGHUP received before the tap's own receiver is
+    installed, from the moment the capture exists (``install``, main thread):
+    without it a host's early SIGTERM killed mcptap between creating the
+    capture and starting the tap, leaving it empty or without its end record.
+    The tap takes them (``take``) and handles them as if they came then:
+    forwarded to the server, recorded. While the tap's trio receiver is
+    installed it gets the signals; once it is gone (the tap returned) they land
+    here again and only say mcptap was asked to stop (``got``)."""
+
+    def __init__(self) -> None:
+        self.got: list[int] = []           # signal numbers, in arrival order
+        self._taken = 0
+        self._old: dict[int, Any] = {}
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.got.append(signum)
+
+    def install(self) -> SignalLatch:
+        for s in FORWARDED_SIGNALS:
+            self._old[s] = signal.signal(s, self._on_signal)
+        return self
+
+    def restore(self) -> None:
+        """Put back the handlers ``install`` replaced (idempotent)."""
+        old, self._old = self._old, {}
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    def take(self) -> list[int]:
+        """The signals received since the last ``take`` (the tap forwards them)."""
+        new = self.got[self._taken:]
+        self._taken = len(self.got)
+        return new
 
 
 class ProcessSignals:
@@ -33,18 +74,22 @@ class ProcessSignals:
     _orphan_reported: bool
     _rec: Callable[..., None]
     say: Callable[[str], None]
+    _early: SignalLatch | None
 
     def _signal_group(self, signum: int, reason: str) -> None:
-        try:
-            os.killpg(self._pgid, signum)
-            delivered = True
-        except (ProcessLookupError, PermissionError):     # group already gone
-            delivered = False
+        def send() -> dict[str, Any]:
+            try:
+                os.killpg(self._pgid, signum)
+                return {"delivered": True}
+            except (ProcessLookupError, PermissionError):     # group already gone
+                return {"delivered": False}
+
         fs = []
         if reason == "forwarded":
             fs.append(finding("process.signal_forwarded", f"mcptap received {signame(signum)} and forwarded it to the server's process group",
                               {"signal": signame(signum)}))
-        self._rec(self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, delivered=delivered, findings=fs)
+        # stamped before the kill: the server's EOF and exit it causes are recorded after it
+        self._handoff.call_caused(send, self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, findings=fs)
 
     async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
         """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
@@ -52,16 +97,24 @@ class ProcessSignals:
         second signal escalates: SIGTERM, then SIGKILL after --grace; a third
         kills at once. The first is always only forwarded (the server decides)."""
         received = 0
+        early = self._early.take() if self._early is not None else []   # before our receiver existed
+        for signum in early:
+            received += 1
+            self._host_signal(signum, received, nursery)
         async for signum in signals:
             received += 1
-            self._handoff.hurry()               # a host that signals us wants the capture finished now
-            self._host_gave_up(signum)
-            self._signal_group(signum, "forwarded")
-            if received == 2:
-                self.say(f"{signame(signum)} again: stopping the server (SIGTERM, SIGKILL after {self.grace:g} s)")
-                nursery.start_soon(self._escalate)
-            elif received >= 3:
-                self._signal_group(signal.SIGKILL, "escalation")
+            self._host_signal(signum, received, nursery)
+
+    def _host_signal(self, signum: int, received: int, nursery: trio.Nursery) -> None:
+        """The ``received``-th signal from the host (``_forward_signals``)."""
+        self._handoff.hurry()               # a host that signals us wants the capture finished now
+        self._host_gave_up(signum)
+        self._signal_group(signum, "forwarded")
+        if received == 2:
+            self.say(f"{signame(signum)} again: stopping the server (SIGTERM, SIGKILL after {self.grace:g} s)")
+            nursery.start_soon(self._escalate)
+        elif received >= 3:
+            self._signal_group(signal.SIGKILL, "escalation")
 
     async def _escalate(self) -> None:
         self._signal_group(signal.SIGTERM, "escalation")

@@ -235,3 +235,62 @@ def test_a_second_record_into_a_live_capture_relays_without_recording(tmp_path: 
     assert cap.end is not None and [r["type"] for r in cap.records].count("header") == 0 and cap.header["transport"] == "stdio"
     # once it ended, the file is an ordinary finished capture: overwriting it is allowed, as before
     assert run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", "pass"]).returncode == 0
+
+
+def test_the_header_records_the_server_s_working_directory(tmp_path: Path) -> None:
+    """``target.cwd`` (docs/capture-format.md) is the directory the server ran
+    in: where its relative paths point. It was documented but never written."""
+    work = tmp_path / "work dir"
+    work.mkdir()
+    out = tmp_path / "c.jsonl"
+    p = run(["record", "-q", "-o", str(out), "--", sys.executable, "-c", "import os; print(os.getcwd())"], cwd=work)
+    assert p.returncode == 0, p.stderr
+    cap = read_capture(str(out))
+    assert cap.header["target"]["cwd"] == str(work) == p.stdout.decode().strip()
+
+
+def test_a_working_directory_that_cannot_be_read_is_left_out(tmp_path: Path) -> None:
+    """A deleted working directory has no path: ``cwd`` is absent, the capture
+    and the relay are as usual."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    out = tmp_path / "c.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    p = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone), *MCPTAP,
+                        "record", "-q", "-o", str(out), "--", sys.executable, "-c", ECHO],
+                       input=b"x\n", capture_output=True, env=env, timeout=HANG)
+    assert (p.returncode, p.stdout) == (0, b"x\n"), p.stderr
+    cap = read_capture(str(out))
+    assert "cwd" not in cap.header["target"] and cap.end is not None
+
+
+@pytest.mark.parametrize(("content", "code", "words"), [
+    # a shell runs such a file with /bin/sh; exec (and so every host) refuses it
+    (b"echo hi\n", 126, [b"no '#!' line", b"Exec format error", b"#!/bin/sh"]),
+    (b"#!/bin/sh\r\necho hi\r\n", 127, [b"'#!' interpreter '/bin/sh\\r' was not found", b"CR LF"]),
+    (b"#!/no/such/interpreter -x\necho hi\n", 127, [b"'#!' interpreter '/no/such/interpreter' was not found"]),
+    (b"\x7fELF\x02\x01\x01" + bytes(40), 126, [b"not a program this system can run", b"Exec format error"]),
+])
+@pytest.mark.parametrize("via_path", [False, True])
+def test_an_executable_that_exec_refuses_is_explained(tmp_path: Path, content: bytes, code: int, words: list[bytes],
+                                                       via_path: bool) -> None:
+    """An executable file that exec cannot start gets a message naming why (a
+    script without its '#!' line, an interpreter that is not there, a binary
+    for another machine), not only strerror; exit status as a shell's."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    server = bindir / "my-server"
+    server.write_bytes(content)
+    server.chmod(0o755)
+    out = tmp_path / "c.jsonl"
+    cmd = "my-server" if via_path else str(server)
+    p = run(["record", "-q", "-o", str(out), "--", cmd], {"PATH": f"{bindir}:{os.environ.get('PATH', '')}"})
+    assert p.returncode == code
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mcptap: cannot run {cmd!r}: ".encode()), p.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    cap = read_capture(str(out))
+    (failed,) = [r for r in cap.records if r["type"] == "process"]
+    assert failed["event"] == "spawn_failed" and failed["exit_code"] == code
+    assert failed["findings"][0]["message"] == lines[0].decode()[len("mcptap: "):]

@@ -14,23 +14,14 @@ from mcptap.protocol.jsonparse import parse_json
 
 
 def frames_of(chunks: list[bytes]) -> list[tuple[bytes, int, bool, int]]:
-    """Frames as (raw, offset, terminated, lines); runs of non-JSON lines (which
-    are grouped per read) are expanded back into single lines."""
+    """Frames as (raw, offset, terminated, lines), exactly as the framer gives
+    them (tests/protocol/test_framing_chunking.py: findings too)."""
     f = NewlineFramer()
     out = []
     for c in chunks:
         out += f.receive_data(c)
     out += f.receive_data(b"")
-    flat = []
-    for x in out:
-        if x.value is UNPARSED and x.lines > 1:
-            off = x.offset
-            for ln in [p + b"\n" for p in x.raw.split(b"\n")[:-1]] + ([x.raw.rsplit(b"\n", 1)[-1]] if not x.raw.endswith(b"\n") else []):
-                flat.append((ln, off, ln.endswith(b"\n"), 1))
-                off += len(ln)
-        else:
-            flat.append((x.raw, x.offset, x.terminated, x.lines))
-    return flat
+    return [(x.raw, x.offset, x.terminated, x.lines) for x in out]
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -145,11 +136,13 @@ def test_parse_json_reads_ids_through_invalid_utf8_and_bom() -> None:
     assert v == {"id": 5} and bad == ()
 
 
-def test_a_chatty_server_gives_one_frame_per_read_not_per_line() -> None:
+def test_a_chatty_server_gives_one_frame_per_line_whatever_the_reads() -> None:
+    data = b"log line\n" * 1000 + b'{"jsonrpc":"2.0","id":1,"result":{}}\n' + b"more\n" * 3
     f = NewlineFramer()
-    out = f.receive_data(b"log line\n" * 1000 + b'{"jsonrpc":"2.0","id":1,"result":{}}\n' + b"more\n" * 3)
-    assert [x.lines for x in out] == [1000, 1, 3]
-    assert out[0].value is UNPARSED and out[1].value["id"] == 1
+    out = f.receive_data(data)
+    assert [x.lines for x in out] == [1] * 1004
+    assert out[0].value is UNPARSED and out[1000].value["id"] == 1
+    assert frames_of([data]) == frames_of([data[:4500], data[4500:]])
 
 
 def test_random_binary_is_framed_in_linear_time() -> None:
