@@ -22,6 +22,9 @@ from mcptap.transport.tap_recorder import TapRecorder
 
 #: the signals a host (or a terminal) sends to stop a server: forwarded to its process group
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: a host's signal this soon after it closed the server's stdin (seconds) gave the server no
+#: time to exit on EOF: no ``process.no_exit_after_stdin_eof`` (the SDKs wait 2 s)
+HOST_GAVE_NO_TIME = 0.25
 
 
 class SignalLatch:
@@ -153,11 +156,14 @@ class ProcessSignals:
         """A host signals mcptap after it closed the server's stdin while the
         server still runs: the host's own grace ran out first (the SDKs wait
         2 s, then SIGTERM; ``--grace`` defaults to 5 s), so the server did not
-        exit on stdin EOF in the time the host gives it."""
+        exit on stdin EOF in the time the host gives it. A host that closes
+        stdin and signals at once (within ``HOST_GAVE_NO_TIME``) gave it none."""
         if self._stdin_eof_at is None or self._exited.is_set() or self._late_exit_reported:
             return
-        self._late_exit_reported = True
         waited = round(trio.current_time() - self._stdin_eof_at, 3)
+        if waited < HOST_GAVE_NO_TIME:
+            return
+        self._late_exit_reported = True
         self._rec(self.rec.process, "no_exit_after_stdin_eof", seconds=waited, findings=[finding(
             "process.no_exit_after_stdin_eof", f"server still running {waited:g} s after its stdin was closed, when the host sent "
             f"{signame(signum)}", {"seconds": waited})])

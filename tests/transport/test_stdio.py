@@ -519,3 +519,17 @@ def test_a_host_that_signals_before_mcptap_s_grace_still_gets_the_late_exit_find
     q.stdin.close()
     assert q.wait(timeout=HANG) == 0
     assert not records(tmp_path / "ok", "process", "no_exit_after_stdin_eof")
+
+
+def test_a_host_that_closes_stdin_and_signals_at_once_gives_the_server_no_time(tmp_path: Path) -> None:
+    """Closing stdin and signalling in the same moment leaves the server no time
+    to exit on EOF: no late-exit finding ("still running 0 s after", found by a
+    fixer helper), the signal still forwarded and recorded."""
+    p = tap(tmp_path, PY, "-c", IGNORE_EOF, opts=("--grace", "5"))
+    assert readline(p.stdout) == b"ready\n"
+    p.stdin.close()
+    time.sleep(0.05)            # the tap sees the EOF first (else there is nothing to judge)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=HANG) == 128 + signal.SIGTERM
+    assert not records(tmp_path, "process", "no_exit_after_stdin_eof")
+    assert records(tmp_path, "process", "signal")
