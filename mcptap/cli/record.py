@@ -39,10 +39,10 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
 from mcptap.redact.engine import Redactor
+from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
 from mcptap.transport.stdio_os import server_cwd
-from mcptap.transport.stdio_signals import SignalLatch
 
 EX_IOERR = 74
 

@@ -35,6 +35,7 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
 from mcptap.redact.engine import Redactor
+from mcptap.transport.signal_latch import SignalLatch
 
 if TYPE_CHECKING:
     from mcptap.transport.http import HttpTap
@@ -123,6 +124,19 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     except McptapError as exc:
         say(str(exc))
         return EX_USAGE
+    # a host's SIGINT/SIGTERM from the moment the capture exists stops the tap as a later one
+    # would (end record written); before, one in the first moments killed mcptap mid-start
+    latch = SignalLatch((signal.SIGINT, signal.SIGTERM)).install()
+    try:
+        return _run(tap, shown, latch, output=output, quiet=quiet, strict_capture=strict_capture, ready=ready,
+                    capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, otlp=otlp, record_secrets=record_secrets)
+    finally:
+        latch.restore()
+
+
+def _run(tap: HttpTap, shown: str, latch: SignalLatch, *, output: str | None, quiet: bool, strict_capture: bool,
+         ready: Callable[[str], None] | None, capture_dir: str | None, name: str | None, keep: int | None, redactor: Redactor | None,
+         otlp: tuple[str, dict[str, str] | None] | None, record_secrets: bool) -> int:
     writer, problem, path = _open_capture(output, tap, capture_dir, name)
     if problem is not None:
         # unlike the stdio tap, no host's session depends on this proxy starting:
@@ -151,7 +165,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     link = _start_recorder(tap, rec, record_secrets, otlp, shown, redactor, path)
     tap.observer_for = link.observer
     try:
-        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening, link.run))
+        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening, link.run, latch))
     except (McptapError, BaseExceptionGroup) as exc:
         ours = _our_error(exc)
         if ours is None:
@@ -248,7 +262,7 @@ def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = No
 
 
 async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready: Callable[[str], None] | None,
-                 beside: Callable[[], Awaitable[None]]) -> None:
+                 beside: Callable[[], Awaitable[None]], latch: SignalLatch) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(beside)
         url = await nursery.start(tap.serve)
@@ -258,6 +272,9 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
         if ready is not None:
             ready(url)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if latch.take():            # asked to stop before the receiver existed
+                nursery.cancel_scope.cancel()
+                return
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break

@@ -2,7 +2,7 @@
 the server's process group, escalation on a repeated one, and the spec's
 shutdown sequence after stdin EOF (grace → SIGTERM → grace → SIGKILL). Used by
 ``stdio.StdioTap`` (a mixin: the tap's state lives there), and the
-``SignalLatch`` that holds a host's signals until the tap can act on them.
+``SignalLatch`` (transport/signal_latch.py) that holds a host's signals until the tap can act on them.
 """
 
 from __future__ import annotations
@@ -10,57 +10,20 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 import trio
 
 from mcptap.protocol.codes import finding
 from mcptap.transport.handoff import Handoff
+from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.stdio_os import signame
 from mcptap.transport.tap_recorder import TapRecorder
 
 #: the signals a host (or a terminal) sends to stop a server: forwarded to its process group
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: a host's signal this soon after it closed the server's stdin (seconds) gave the server no
 #: time to exit on EOF: no ``process.no_exit_after_stdin_eof`` (the SDKs wait 2 s)
 HOST_GAVE_NO_TIME = 0.25
-
-
-class SignalLatch:
-    """Holds SIGINT/SIGTERM/SIGHUP received before the tap's own receiver is
-    installed, from the moment the capture exists (``install``, main thread):
-    without it a host's early SIGTERM killed mcptap between creating the
-    capture and starting the tap, leaving it empty or without its end record.
-    The tap takes them (``take``) and handles them as if they came then:
-    forwarded to the server, recorded. While the tap's trio receiver is
-    installed it gets the signals; once it is gone (the tap returned) they land
-    here again and only say mcptap was asked to stop (``got``)."""
-
-    def __init__(self) -> None:
-        self.got: list[int] = []           # signal numbers, in arrival order
-        self._taken = 0
-        self._old: dict[int, Any] = {}
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.got.append(signum)
-
-    def install(self) -> SignalLatch:
-        for s in FORWARDED_SIGNALS:
-            self._old[s] = signal.signal(s, self._on_signal)
-        return self
-
-    def restore(self) -> None:
-        """Put back the handlers ``install`` replaced (idempotent)."""
-        old, self._old = self._old, {}
-        for s, h in old.items():
-            signal.signal(s, h)
-
-    def take(self) -> list[int]:
-        """The signals received since the last ``take`` (the tap forwards them)."""
-        new = self.got[self._taken:]
-        self._taken = len(self.got)
-        return new
 
 
 class ProcessSignals:

@@ -63,3 +63,32 @@ def test_a_signal_right_after_the_capture_appeared_is_forwarded_and_recorded(tmp
         assert (procs[1]["signal"], procs[1]["reason"], procs[1]["delivered"]) == (sig.name, "forwarded", True)
         assert procs[2]["signal"] == sig, (sig.name, delay, procs[2])
         assert rc == 128 + sig == cap.end["exit_code"], (sig.name, delay, rc)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_the_http_tap_stopped_right_after_the_capture_appeared_ends_it(tmp_path: Path, sig: signal.Signals) -> None:
+    """The HTTP tap (`record --upstream`): a SIGTERM/SIGINT in its first
+    moments killed it (exit 143, a header-only capture); it now stops as it
+    does later: exit 0, the end record written."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for delay in DELAYS:
+        out = tmp_path / f"http-{sig.name}-{delay}.jsonl"
+        p = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "-o", str(out), "--upstream",
+                              "http://127.0.0.1:9/mcp", "--listen", "127.0.0.1:0"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        try:
+            deadline = time.monotonic() + HANG
+            while not out.exists():
+                assert p.poll() is None, p.communicate()
+                assert time.monotonic() < deadline, "no capture file"
+                time.sleep(0.0002)
+            time.sleep(delay)
+            p.send_signal(sig)
+            _, err = p.communicate(timeout=HANG)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, (sig.name, delay, p.returncode, err)
+        cap = read_capture(str(out))
+        assert cap.header is not None and cap.end is not None and not cap.truncated, (sig.name, delay, out.read_text())

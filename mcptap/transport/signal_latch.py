@@ -1,0 +1,53 @@
+"""Signals that arrive before a tap's own receiver is installed (main thread, no trio).
+
+``SignalLatch(signals).install()`` from the moment a capture exists; the tap
+``take()``s what arrived and acts as if it came then; ``restore()`` at the end.
+Used by the stdio tap (SIGINT/SIGTERM/SIGHUP, forwarded to the server) and the
+HTTP tap (SIGINT/SIGTERM: stop).
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+from typing import Any
+
+#: the signals the stdio tap forwards to the server's process group
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class SignalLatch:
+    """Holds SIGINT/SIGTERM/SIGHUP received before the tap's own receiver is
+    installed, from the moment the capture exists (``install``, main thread):
+    without it a host's early SIGTERM killed mcptap between creating the
+    capture and starting the tap, leaving it empty or without its end record.
+    The tap takes them (``take``) and handles them as if they came then:
+    forwarded to the server, recorded. While the tap's trio receiver is
+    installed it gets the signals; once it is gone (the tap returned) they land
+    here again and only say mcptap was asked to stop (``got``)."""
+
+    def __init__(self, signals: tuple[int, ...] = FORWARDED_SIGNALS) -> None:
+        self.signals = signals
+        self.got: list[int] = []           # signal numbers, in arrival order
+        self._taken = 0
+        self._old: dict[int, Any] = {}
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.got.append(signum)
+
+    def install(self) -> SignalLatch:
+        for s in self.signals:
+            self._old[s] = signal.signal(s, self._on_signal)
+        return self
+
+    def restore(self) -> None:
+        """Put back the handlers ``install`` replaced (idempotent)."""
+        old, self._old = self._old, {}
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    def take(self) -> list[int]:
+        """The signals received since the last ``take`` (the tap forwards them)."""
+        new = self.got[self._taken:]
+        self._taken = len(self.got)
+        return new
