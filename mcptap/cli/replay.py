@@ -131,7 +131,13 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
         rec = rec_for("http", {"url": scrub_url(url)})
         return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None
     shown = scrub_argv(list(cmd))
-    rec = rec_for("stdio", {"argv": shown})
+    from mcptap.transport.stdio_os import server_cwd
+
+    target: dict[str, Any] = {"argv": shown}
+    cwd = server_cwd()
+    if cwd is not None:
+        target["cwd"] = cwd         # as record's: where the server's relative paths point
+    rec = rec_for("stdio", target)
 
     def new_link(i: int) -> StdioLink:
         rec.segment(f"replay-session-{i + 1}")

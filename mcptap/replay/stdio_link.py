@@ -54,14 +54,14 @@ class StdioLink:
         self._popen: subprocess.Popen[bytes] | None = None
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
-        from mcptap.transport.stdio_os import spawn, spawn_exit_code
+        from mcptap.transport.stdio_os import spawn, spawn_exit_code, spawn_problem
 
         try:
             popen, in_w, out_r, err_r = spawn(self.argv)
         except OSError as exc:
             self.rec.process("spawn_failed", argv=self.shown, error=exc.strerror or str(exc),
                              errno=errno.errorcode.get(exc.errno or 0, str(exc.errno)), exit_code=spawn_exit_code(exc))
-            raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
+            raise SpawnError(f"cannot run {self.argv[0]!r}: {spawn_problem(self.argv[0], exc)}") from None
         self._popen = popen
         self.rec.process("spawn", pid=popen.pid, argv=self.shown)
         nursery.start_soon(self._writer, trio.lowlevel.FdStream(in_w))

@@ -1,0 +1,48 @@
+"""`mcptap replay CAPTURE -- CMD` starts the server as `record` does: its
+capture says where (header target.cwd), and a command exec refuses is
+explained as `record` explains it (a script without its '#!' line)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scripted import c2s, handshake, record, req, res, s2c
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ECHO = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m and "method" in m:
+        r = {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "e", "version": "1"}} if m["method"] == "initialize" else {}
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"""
+
+
+def _replay(tmp_path: Path, *cmd: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    new = tmp_path / "new.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--timeout", "20", "-o", str(new), "--", *cmd],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return p, new
+
+
+def test_the_replay_capture_says_where_the_server_ran(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(ECHO)
+    p, new = _replay(tmp_path, sys.executable, "echo.py")
+    assert p.returncode in (0, 1) and "new capture:" in p.stdout, p.stderr        # 1: CHANGED (another server)
+    header = json.loads(new.read_text().splitlines()[0])
+    assert header["target"]["cwd"] == str(tmp_path.resolve()), header
+
+
+def test_a_script_without_its_shebang_is_explained(tmp_path: Path) -> None:
+    script = tmp_path / "server.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    p, _ = _replay(tmp_path, str(script))
+    assert p.returncode == 2, p.stderr
+    assert "no '#!' line" in p.stderr and "Exec format error" in p.stderr, p.stderr
