@@ -492,3 +492,48 @@ def test_re_framed_message_records_at_every_kind_of_cut(tmp_path: Path) -> None:
             want = _shape(check_capture(str(path), keep, reuse=False))
             assert parallel._fast(str(path), keep, True, 1, reuse=False) is not None
             assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=1)) == want, (trial, keep)
+
+
+def _times(edit: Any) -> Any:
+    def fn(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        msgs = [r for r in rs if r.get("type") == "message"]
+        edit(rs, msgs)
+        return rs
+    return fn
+
+
+@pytest.mark.parametrize("name, edit, words", [
+    ("negative", lambda rs, ms: ms[9].update(t_us=-5), "t_us -5, a negative time"),
+    ("2**63", lambda rs, ms: ms[9].update(t_us=2**63), "t_us 9223372036854775808, 2.92e+05 years"),
+    ("back-an-hour", lambda rs, ms: [m.update(t_us=m["t_us"] + 3_600_000_000) for m in ms[:9]], "3599.999 s before message record seq 10 (t_us 3600010000)"),
+    ("end-negative", lambda rs, ms: rs[-1].update(t_us=-1), "end record seq"),
+    ("stderr-huge", lambda rs, ms: next(r for r in rs if r.get("type") == "stderr").update(t_us=2**62), "stderr record seq"),
+])
+def test_an_impossible_t_us_is_a_capture_finding_at_every_split(tmp_path: Path, name: str, edit: Any, words: str) -> None:
+    """t_us counts µs since the capture started on a monotonic clock
+    (docs/capture-format.md): a negative one, one beyond any run of a tap,
+    or message times going back a long way are an edited or damaged
+    capture, reported as such by every path of check, split anywhere."""
+    path = _edited(tmp_path, name, _times(edit))
+    rep = check_capture(str(path))
+    g = rep.groups["capture.impossible_time"]
+    assert g.severity == "error" and words in g.places[0].message, g.places[0].message
+    assert rep.duration_us < 2 * 3600 * 10**6           # an impossible time is no duration
+    _same_at_every_split(path, keeps=(2,))
+
+
+def test_message_times_that_go_back_a_little_pass(tmp_path: Path) -> None:
+    """Two directions read by two threads can be stamped a moment out of
+    order (a read, then its hand-over): not a finding, and the fast scans
+    still take the capture (no fall back to the reference)."""
+    def edit(rs: list[dict[str, Any]], ms: list[dict[str, Any]]) -> None:
+        ms[9]["t_us"] = max(0, ms[8]["t_us"] - 2_000)
+    path = _edited(tmp_path, "jitter", _times(edit))
+    assert "capture.impossible_time" not in check_capture(str(path)).groups
+    _same_at_every_split(path, must_scan=True, keeps=(2,))
+
+
+def test_at_most_five_impossible_times_are_reported(tmp_path: Path) -> None:
+    path = _edited(tmp_path, "all", _times(lambda rs, ms: [m.update(t_us=-1) for m in ms]))
+    assert check_capture(str(path)).groups["capture.impossible_time"].count == 5
+    _same_at_every_split(path, keeps=(2,))

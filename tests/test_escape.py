@@ -123,3 +123,24 @@ def test_error_lines_quoting_peer_text_are_escaped(tmp_path: Path) -> None:
             assert p.returncode == 2
             assert "mcptap:" in p.stderr and RAW_CONTROL.search(p.stderr) is None, p.stderr
             assert RAW_CONTROL.search(p.stdout) is None, p.stdout
+
+
+def test_the_table_is_the_unicode_categories() -> None:
+    """``escape``'s table holds exactly the code points of Cc, Cf, Cs, Co, Cn,
+    Zl and Zp of its Unicode version; under a newer Python's Unicode every
+    character of those categories is still escaped (a newly assigned format
+    character was unassigned before)."""
+    import unicodedata
+
+    from mcptap import escape
+
+    bad = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+    everything = "".join(map(chr, range(0x110000)))
+    want = {i for i, c in enumerate(everything) if unicodedata.category(c) in bad}
+    got = {m.start() for m in escape.CONTROLS.finditer(everything)}
+    fast = {i for i in (m.start() for m in escape._FAST.finditer(everything)) if escape.is_control(everything[i])}
+    assert got == fast
+    if unicodedata.unidata_version == escape.UNICODE_VERSION:
+        assert got == want, "regenerate the table: python scripts/escape_table.py"
+    else:
+        assert want <= got

@@ -192,6 +192,7 @@ NOT_HERE: dict[str, str] = {
     "serve.no_recorded_answer": "raised by mcptap serve itself: tests/serve, tests/cli/test_serve_cli.py, tests/e2e/test_serve_sdk.py",
     "capture.digest_mismatch": "an edited capture, not traffic: tests/test_integrity.py",
     "capture.out_of_sequence": "an edited capture, not traffic: tests/test_integrity.py",
+    "capture.impossible_time": "an edited capture, not traffic: tests/test_check_scan.py (test_an_impossible_t_us_is_a_capture_finding_at_every_split)",
 }
 #: code families owned by other modules with their own tests
 OTHER_FAMILIES = ("sse.", "http.", "shape.", "pagination.", "jsonrpc.error_code_not_in_revision",

@@ -269,3 +269,26 @@ def test_a_scrubbed_report_gives_the_bytes_the_tap_forwarded(tmp_path) -> None:
     sent = re.search(r"c2s (\d+) messages, (\d+) bytes(?: \((\d+) as scrubbed\))?", page)
     assert sent is not None and int(sent.group(2)) == end["c2s"]["bytes"], sent and sent.group(0)
     assert sent.group(3) is not None and int(sent.group(3)) != end["c2s"]["bytes"]
+
+
+def test_a_report_of_standard_input_needs_an_output_name(tmp_path, monkeypatch) -> None:
+    """``report -`` once wrote ./report.html silently (replacing the report of
+    another capture); stdin has no name to derive one from, so -o is required
+    (as for scrub), and nothing is read or written without it."""
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "report.html").write_text("the report of another capture")
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "report", "-"], cwd=work, input=src.read_bytes(),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "mcptap: report: " in err and "give -o FILE.html" in err, err
+    assert sorted(p.name for p in work.iterdir()) == ["report.html"]
+    assert (work / "report.html").read_text() == "the report of another capture"
+    monkeypatch.chdir(work)
+    named = CliRunner().invoke(mcptap, ["report", "-", "-o", "r.html"], input=src.read_bytes())
+    assert named.exit_code == 0, named.output
+    assert (work / "r.html").read_text().startswith("<!DOCTYPE html>")
+    piped = CliRunner().invoke(mcptap, ["report", "-", "-o", "-"], input=src.read_bytes())
+    assert piped.exit_code == 0 and piped.output.startswith("<!DOCTYPE html>")

@@ -11,7 +11,7 @@ only in parsed (and redacted) form, so only the message counts are compared.
 
 :class:`Integrity` is fed every record after the header, in file order, and
 returns findings (``capture.digest_mismatch``, ``capture.out_of_sequence``,
-both errors) once the end record has been seen. Records lost to a write
+``capture.impossible_time``, all errors) once the end record has been seen. Records lost to a write
 failure are announced by ``gap`` records: they explain a hole in the sequence
 numbers and make the digests unverifiable (``capture.gap`` already says so).
 """
@@ -27,6 +27,22 @@ from mcptap.protocol.codes import finding
 from mcptap.records import message_bytes
 
 _DIRS = ("c2s", "s2c")
+
+#: µs in a year of 365.25 days
+_YEAR_US = 31_557_600 * 10**6
+#: A ``t_us`` past this (100 years, in µs) is no time since a capture started:
+#: no tap runs that long (a hand-edited or corrupt record, 2**63 say).
+MAX_T_US = 100 * _YEAR_US
+#: How far (µs) a message record's ``t_us`` may lie before an earlier message
+#: record's. Message times come from one monotonic clock, stamped as the
+#: bytes were read and written in read order, so they only go back by the
+#: moment between a read and its hand-over (µs, ms under load); a minute back
+#: is an edited or damaged record.
+BACKWARDS_US = 60 * 10**6
+#: At most this many ``capture.impossible_time`` findings per capture (the
+#: first ones say where the damage starts; a capture whose every record is
+#: off would otherwise bury every other finding).
+TIME_FINDINGS = 5
 
 
 class StreamTally:
@@ -68,6 +84,8 @@ class Integrity:
         self._last_seq: int | None = None
         self._gap_since_last = False
         self._order: list[Finding] = []
+        self._times: list[Finding] = []
+        self._latest: tuple[int, Any] = (0, None)     # the latest plausible message t_us and its record's seq
 
     def feed(self, rec: dict[str, Any]) -> None:
         typ = rec.get("type")
@@ -79,6 +97,9 @@ class Integrity:
             self._check_seq(seq, typ)
         if self.end is not None and typ != "end":
             self._order.append(finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record"))
+        t = rec.get("t_us")
+        if type(t) is int:
+            self._check_time(t, typ, seq)
         if typ == "message":
             d = rec.get("dir")
             if d in self.tally:
@@ -113,12 +134,21 @@ class Integrity:
         self._last_seq = seq if last is None else max(seq, last)
         self._gap_since_last = False
 
+    def _check_time(self, t: int, typ: Any, seq: Any) -> None:
+        latest = self._latest if typ == "message" else None
+        if len(self._times) < TIME_FINDINGS:
+            f = time_finding(t, typ, seq, latest)
+            if f is not None:
+                self._times.append(f)
+        if latest is not None and latest[0] < t <= MAX_T_US:
+            self._latest = (t, seq)
+
     @staticmethod
     def _bytes(rec: dict[str, Any]) -> bytes:
         return message_bytes(rec) or b""
 
     def findings(self) -> list[Finding]:
-        out = list(self._order)
+        out = self._order + self._times
         end = self.end
         if end is None or self.gaps or end.get("dropped_records"):
             return out
@@ -157,4 +187,25 @@ def sequence_finding(seq: int, typ: Any, last: int, gap_since_last: bool) -> Fin
         return finding("capture.out_of_sequence", f"{typ} record seq {seq} comes after seq {last}: records were reordered or duplicated")
     if seq != last + 1 and not gap_since_last:
         return finding("capture.out_of_sequence", f"records seq {last + 1}..{seq - 1} are missing and no gap record says why: records were removed")
+    return None
+
+
+def time_finding(t: int, typ: Any, seq: Any, latest: tuple[int, Any] | None) -> Finding | None:
+    """What a record's ``t_us`` ``t`` (µs since the capture started, from a
+    monotonic clock: docs/capture-format.md) says about the capture
+    (``capture.impossible_time``), or None. ``typ``/``seq``: the record's type
+    and seq; ``latest``: for a message record, the latest plausible ``t_us``
+    of the message records before it and that record's seq (None: not a
+    message record, whose time is only checked to be in range)."""
+    what = f"{typ} record seq {seq}" if seq is not None else f"a {typ} record"
+    if t < 0:
+        return finding("capture.impossible_time", f"{what} has t_us {t}, a negative time since the capture started",
+                       {"seq": seq, "t_us": t})
+    if t > MAX_T_US:
+        return finding("capture.impossible_time", f"{what} has t_us {t}, {t / _YEAR_US:.3g} years since the capture started",
+                       {"seq": seq, "t_us": t})
+    if latest is not None and t < latest[0] - BACKWARDS_US:
+        return finding("capture.impossible_time",
+                       f"{what} has t_us {t}, {(latest[0] - t) / 1e6:.3f} s before message record seq {latest[1]} (t_us {latest[0]}): "
+                       "message times come from a monotonic clock and never go back", {"seq": seq, "t_us": t, "after_seq": latest[1]})
     return None

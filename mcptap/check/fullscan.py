@@ -9,7 +9,7 @@ record checks for the common message shape inlined, the integrity check's
 digests hashed in large blocks, each record replayed through the same
 ``Reannotator`` (so every finding is today's rules' own), its records grouped
 as they come. tests/test_check_scan.py proves the same report for every
-capture there. Anything unusual (a damaged record) raises
+capture there. Anything unusual (a damaged record, an impossible ``t_us``) raises
 :class:`~mcptap.check.scan.Unsupported`: the caller takes the reference way.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
-from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
+from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
@@ -69,6 +69,7 @@ class FullScan:
         self.last_seq: int | None = None
         self.order: list[Any] = []
         self.end_seen: dict[str, Any] | None = None    # the integrity check's end record (the last)
+        self.t_floor = 0                                  # a message t_us below this goes back too far (Integrity's)
         self.pending: bytes | None = None
         self.truncated = False
         self.oracle: ShapeOracle | None = None            # shape checks computed ahead (check/shape_oracle.py)
@@ -100,6 +101,7 @@ class FullScan:
         if oracle is not None:
             oracle.next_batch(lines)
         n, last, buffered, plain = self.n, self.last_seq, self.buffered, 0
+        t_floor = self.t_floor
         for i, line in enumerate(lines):
             try:
                 r = loads(line)
@@ -113,6 +115,7 @@ class FullScan:
                 t = r.get("t_us")
                 d = r.get("dir")
                 if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
+                        and t_floor <= t <= MAX_T_US
                         and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
                         and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str
                         and type(r.get("link", 0)) is int and type(r.get("pair")) in INT_OR_NONE
@@ -126,6 +129,8 @@ class FullScan:
                     if data:
                         n += 1
                         last = seq
+                        if t - BACKWARDS_US > t_floor:
+                            t_floor = t - BACKWARDS_US
                         c = counts[d]
                         c[1] += 1
                         c[0] += len(data)
@@ -153,16 +158,16 @@ class FullScan:
                         elif msg.pair is not None:
                             methods.pop(msg.pair, None)
                         continue
-            self.n, self.last_seq, self.buffered = n, last, buffered
+            self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor
             self._line(r, line, i)
-            n, last, buffered = self.n, self.last_seq, self.buffered
+            n, last, buffered, t_floor = self.n, self.last_seq, self.buffered, self.t_floor
             fast = stdio and not self.gap_since_last and self.end_seen is None
             reframing = rec.reframing
             if oracle is not None and rec.reframing:       # no line is a message any more: no speculation helps
                 rec.annotator.shape_check = shapes.check
                 self.oracle = oracle = None
                 self._stop_speculation()
-        self.n, self.last_seq, self.buffered = n, last, buffered
+        self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor
         rep.records += plain
         rep.messages += plain
 
@@ -191,6 +196,11 @@ class FullScan:
             bad = _malformed(r)             # the rarer shapes get the reader's full check
             if bad is not None:
                 raise Unsupported(bad)
+        if type(t) is int:
+            if not (self.t_floor if typ == "message" else 0) <= t <= MAX_T_US:
+                raise Unsupported("impossible t_us")
+            if typ == "message" and t - BACKWARDS_US > self.t_floor:
+                self.t_floor = t - BACKWARDS_US
         self.n += 1
         last = self.last_seq
         if (typ == "message" and self.stdio and last is not None and seq == last + 1 and not self.gap_since_last and self.end_seen is None

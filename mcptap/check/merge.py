@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptap.capture.integrity import sequence_finding
+from mcptap.capture.integrity import BACKWARDS_US, sequence_finding
 from mcptap.check.report import CodeGroup, Place, add_finding
 from mcptap.model import SEVERITY_RANK as _RANK
 from mcptap.model import Direction, Finding, Kind, severity_counts
@@ -97,6 +97,8 @@ def absorb(self: Any, b: dict[str, Any]) -> bool:
         return False
     if any(type(f) is not dict for _, rec, _ in b["deferred"] for f in rec.get("findings") or ()):
         return False
+    if b["t_min"] is not None and b["t_min"] < self.t_latest - BACKWARDS_US:
+        return False                    # a message time going back across the split: the reference reports it
     off = self.n + self.cut + 1         # the lines before the run: records, cut lines, the header
     # responses in the later run to requests in this one, in order
     dgroups: dict[str, CodeGroup] = {}
@@ -127,6 +129,9 @@ def absorb(self: Any, b: dict[str, Any]) -> bool:
     self.n_end += b["n_end"]
     self.messages += b["messages"]
     self.duration = max(self.duration, b["duration"])
+    self.t_latest = max(self.t_latest, b["t_latest"])
+    if b["t_min"] is not None and (self.t_min is None or b["t_min"] < self.t_min):
+        self.t_min = b["t_min"]
     self.gaps += b["gaps"]
     if b["end"] is not None:
         self.end = b["end"]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.capture.integrity import MAX_T_US
 from mcptap.check.reannotated import Reannotated, all_findings
 from mcptap.errors import CaptureReadError
 from mcptap.escape import text_path
@@ -196,7 +197,7 @@ def check_stream(ra: Reannotated, path: str, keep: int = 3) -> CaptureReport:
         rep.records += 1
         typ = rec.get("type")
         t = rec.get("t_us")
-        if isinstance(t, int) and t > rep.duration_us:
+        if isinstance(t, int) and rep.duration_us < t <= MAX_T_US:     # (an impossible one is a finding, not the duration)
             rep.duration_us = t
         method = rec.get("method")
         if typ == "message":

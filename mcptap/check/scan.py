@@ -12,8 +12,8 @@ into the scan of the lines before it exactly as one scan over both would
 have ended (mcptap/check/parallel.py runs the two halves in two processes).
 
 Anything a scan does not handle (a damaged or hand-edited capture: corrupt
-lines, malformed records, seqs out of order across a split, ``chunk``
-records, records after the end record across a split) raises
+lines, malformed records, an impossible ``t_us``, seqs out of order across a
+split, ``chunk`` records, records after the end record across a split) raises
 :class:`Unsupported` or makes ``absorb`` return False; the caller then checks
 the capture the reference way (``report.check_capture``), which reports it.
 tests/test_check_scan.py proves both paths give the same report.
@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
-from mcptap.capture.integrity import Integrity, StreamTally, sequence_finding
+from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally, sequence_finding
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.merge import UNSET, absorb
 from mcptap.check.reannotated import capture_findings, spill_name
@@ -87,6 +87,9 @@ class Scan:
         self.last_rec_seq: int | None = None     # seq and t_us of the last record with a seq
         self.last_t: Any = 0 if first else UNSET  # (a later run: the t_us before it is not known)
         self.any_seq = False
+        # message times (Integrity's capture.impossible_time): a scan leaves any to the reference
+        self.t_latest = 0                   # the latest message t_us (a later run: of its own)
+        self.t_min: int | None = None       # the earliest message t_us (absorb judges it against the run before)
         # integrity (capture/integrity.Integrity, inlined)
         self.counts = {"c2s": [0, 0], "s2c": [0, 0], "stderr": [0, 0]}   # stream -> [bytes, messages]
         self.bufs: dict[str, list[bytes]] = {"c2s": [], "s2c": [], "stderr": []}
@@ -115,6 +118,8 @@ class Scan:
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
         base = (1 if first else 0) + self.cut      # line of record n: n + base
         last_seq = self.last_seq
+        t_latest, t_min = self.t_latest, self.t_min
+        t_floor = max(0, t_latest - BACKWARDS_US)
         for line in lines:
             try:
                 rec = loads(line)
@@ -151,6 +156,13 @@ class Scan:
                     if bad is not None:
                         raise Unsupported(bad)
                 messages += 1
+                if t < t_floor or t > MAX_T_US:
+                    raise Unsupported("impossible t_us")
+                if t > t_latest:
+                    t_latest = t
+                    t_floor = max(0, t - BACKWARDS_US)
+                if t_min is None or t < t_min:
+                    t_min = t
                 # integrity (Integrity.feed's order): the sequence, then the bytes
                 if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last and self.end is None:
                     last_seq = seq
@@ -242,6 +254,7 @@ class Scan:
         self.n, self.messages, self.buffered, self.duration = n, messages, buffered, duration
         self.any_seq, self.last_rec_seq, self.last_t = any_seq, last_rec_seq, last_t
         self.last_seq = last_seq
+        self.t_latest, self.t_min = t_latest, t_min
 
     def _seq(self, seq: int, typ: Any) -> None:
         """Integrity._check_seq, plus what a later run keeps for absorb."""
@@ -270,6 +283,8 @@ class Scan:
 
     def _other(self, rec: dict[str, Any], typ: str, seq: Any, t: Any, line: int) -> None:
         """Every record but a message (rare: eof, stderr, process, gap, end…)."""
+        if type(t) is int and not 0 <= t <= MAX_T_US:
+            raise Unsupported("impossible t_us")
         if typ == "gap":
             self.gaps += 1
             self.gap_since_last = True
@@ -326,7 +341,7 @@ class Scan:
         """What :meth:`absorb` needs of a later run (picklable; bytes already handed out)."""
         self.flush()
         keys = ("n", "cut", "n_end", "messages", "duration", "groups", "firsts", "sev", "reqs", "deferred", "end", "last_rec_seq",
-                "last_t", "any_seq", "counts", "gaps", "gap_since_last", "last_seq", "increasing", "order", "first_seq",
+                "last_t", "any_seq", "t_latest", "t_min", "counts", "gaps", "gap_since_last", "last_seq", "increasing", "order", "first_seq",
                 "pending", "truncated")
         return {k: getattr(self, k) for k in keys}
 

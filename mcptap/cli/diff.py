@@ -6,7 +6,8 @@ exchange results and error codes with JSON paths, findings new in B or
 resolved, latency percentile shifts beyond PCT percent.
 
 A or B may be ``-`` (standard input, plain or gzip): it is copied to a
-temporary file first, because the exchanges that differ are read twice.
+temporary file first, because the exchanges that differ are read twice; the
+copy never outlives the command, even stopped by a signal (see _spooled).
 
 Exit status: 0 no differences, 1 differences, 2 error (unreadable capture,
 bad option).
@@ -20,13 +21,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import BinaryIO
 
 import click
 
 from mcptap.capture.dumps import dumps
 from mcptap.cli import options
 from mcptap.cli.errors import say
-from mcptap.cli.output import styler
+from mcptap.cli.output import stopped_as_interrupted, styler
 from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
@@ -36,24 +38,53 @@ from mcptap.errors import CaptureReadError, McptapError
 @contextmanager
 def _spooled(a: str, b: str) -> Iterator[tuple[str | None, str | None]]:
     """The files to read A and B from (``diff_captures``'s ``sources``): a
-    temporary copy of standard input for ``-`` (removed afterwards), None for
-    a path. The raw bytes are copied, so gzip on stdin stays gzip."""
+    temporary copy of standard input for ``-``, None for a path. The raw
+    bytes are copied, so gzip on stdin stays gzip.
+
+    The copy must not outlive the command, whatever stops it: where
+    ``/proc/self/fd`` exists the copy is a file with no name at all (an
+    unnamed temporary file, read again through its descriptor's link), so
+    even SIGKILL leaves nothing behind; elsewhere it is a named file removed
+    in ``finally``, which SIGTERM and SIGHUP reach as they do Ctrl-C
+    (``stopped_as_interrupted``). Raises CaptureReadError."""
     if "-" not in (a, b):
         yield None, None
         return
+    with stopped_as_interrupted():
+        if os.path.isdir(_FD_LINKS):
+            try:
+                spool_fp = tempfile.TemporaryFile(prefix="mcptap-diff-stdin-")
+            except OSError as exc:
+                raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
+            with spool_fp:
+                _copy_stdin(spool_fp)
+                spool = f"{_FD_LINKS}/{spool_fp.fileno()}"
+                yield (spool if a == "-" else None), (spool if b == "-" else None)
+            return
+        named: str | None = None
+        try:
+            try:
+                fd, named = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
+            except OSError as exc:
+                raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
+            with os.fdopen(fd, "wb") as out:
+                _copy_stdin(out)
+            yield (named if a == "-" else None), (named if b == "-" else None)
+        finally:
+            if named is not None:
+                os.unlink(named)
+
+
+#: Where a process's open descriptors can be opened again by name (Linux).
+_FD_LINKS = "/proc/self/fd"
+
+
+def _copy_stdin(out: BinaryIO) -> None:
     try:
-        fd, spool = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        out.flush()
     except OSError as exc:
         raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as out:
-                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-        except OSError as exc:
-            raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
-        yield (spool if a == "-" else None), (spool if b == "-" else None)
-    finally:
-        os.unlink(spool)
 
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),

@@ -66,6 +66,15 @@ class _LazyGroup(click.Group):
         except BrokenPipeError:
             _silence_stdout()
             raise click.exceptions.Exit(0) from None
+        except click.UsageError as exc:
+            # click's parser raises some errors of a command's own arguments with no context
+            # (`mcptap show -o`: "Option '-o' requires an argument"), so the hint would point
+            # at `mcptap --help` instead of the command's help, where the option is described
+            if exc.ctx is None and ctx.invoked_subcommand is not None:
+                cmd = self.get_command(ctx, ctx.invoked_subcommand)
+                if cmd is not None:
+                    exc.ctx = click.Context(cmd, info_name=ctx.invoked_subcommand, parent=ctx)
+            raise
 
 
 _EXAMPLES = ("\b\nExamples:\n  mcptap demo\n  mcptap record -o cap.jsonl -- python server.py\n"

@@ -59,8 +59,11 @@ def parse_listen(value: str) -> tuple[str, int]:
         host = h or host
     elif v:
         host = v
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise click.BadParameter(f"{value!r}: expected HOST:PORT (port 0-65535)", param_hint="--listen")
+    if not port.isdigit():
+        raise click.BadParameter(f"{value!r}: the port {port!r} is not a number (expected HOST:PORT, e.g. 127.0.0.1:8080)",
+                                 param_hint="--listen")
+    if not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r}: the port {int(port)} is out of range (0-65535; 0: any free port)", param_hint="--listen")
     return host, int(port)
 
 

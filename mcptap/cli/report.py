@@ -4,7 +4,10 @@ self-contained HTML file a maintainer opens in any browser (mcptap/show/html.py)
 CAPTURE may be ``-`` (stdin) or gzip. The records are re-annotated with
 today's rules, like ``show``, and scrubbed first with the user's keyed
 placeholders and the given rules (docs/redaction.md) unless ``--no-scrub``.
-Default output: CAPTURE's name with ``.html`` (``report.html`` for stdin).
+Default output: CAPTURE's name with ``.html`` in the current directory. From
+stdin (``-``) there is no name to derive one from: ``-o`` is required (as for
+``scrub``), rather than a fixed ``report.html`` that would silently replace
+the report of another capture.
 
 Exit status: 0; 2 for an unreadable capture, a bad rule or an unwritable output.
 """
@@ -29,8 +32,6 @@ from mcptap.escape import text_path
 
 
 def _default_output(capture: str) -> str:
-    if capture == "-":
-        return "report.html"
     base = os.path.basename(capture)
     for ext in (".jsonl.gz", ".gz", ".jsonl"):
         if base.endswith(ext):
@@ -44,7 +45,7 @@ def _default_output(capture: str) -> str:
                                       "mcptap report - -o r.html --redact-key ssn < cap.jsonl"))
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, allow_dash=True), default=None,
-              help="HTML file to write ('-': stdout) [default: CAPTURE's name with .html].")
+              help="HTML file to write ('-': stdout) [default: CAPTURE's name with .html; required when CAPTURE is -].")
 @click.option("--no-scrub", is_flag=True, help="Keep payloads as recorded (the report may then contain secrets).")
 @click.option("--title", default=None, help="Title shown in the report [default: the capture's path].")
 @click.option("--no-shapes", is_flag=True, help="Skip the schema shape checks of params and results (faster).")
@@ -57,6 +58,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import write_report
 
+    if capture == "-" and output is None:
+        raise click.UsageError("the capture comes from standard input, which has no name to derive the report's from: "
+                               "give -o FILE.html (or -o - for standard output)")
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)

@@ -272,6 +272,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "removed", "mcptap capture format"),
     ("capture.out_of_sequence", ERROR,
      "record sequence numbers go backwards, repeat, or skip without a gap record: records were reordered, duplicated or removed", "mcptap capture format"),
+    ("capture.impossible_time", ERROR,
+     "a record's t_us cannot be a monotonic time since the capture started: negative, beyond 100 years, or a message record's more than "
+     "60 s before an earlier message record's: the record was edited or damaged", "mcptap capture format"),
 ]
 
 #: The only severities a rule may give a code besides its default, and when

@@ -24,6 +24,16 @@ notification or batch, with:
   ``allow_side_effects``; and every round or cancel that belongs to a skipped
   request.
 
+Planning reads the capture once and keeps no record: a step holds its message
+and its recorded response as the JSON bytes orjson writes for them (a few
+hundred bytes for a typical call, where the parsed objects took kilobytes;
+``Step.message``/``Step.response`` parse them again when read). The tool
+policy, which needs tools listed after a call too, is applied once the
+records have ended. A 200,000-message capture of small calls
+(scripts/bench_replay.py's) plans at 137 MB peak RSS, where holding its
+records and parsed steps took 414 MB. The steps themselves are still one per
+c2s message: memory grows with the capture, only ~3 times more slowly.
+
 The :class:`AnswerBook` holds the client's answers to server requests
 (``sampling/createMessage``, ``elicitation/create``, ``roots/list``, ``ping``),
 legacy JSON-RPC responses and 2026-07-28 ``inputResponses`` alike, to answer
@@ -40,95 +50,15 @@ from typing import Any
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
-from mcptap.compare.match import Matcher
 from mcptap.reannotate import annotated
+from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, ServerRequest, Step, pack, unpack
+
+__all__ = ["CARRY_KEYS", "AnswerBook", "Carry", "Plan", "ServerRequest", "Step", "build_plan", "plan_from_path", "tool_is_safe"]
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
 _SIDE_EFFECT_FREE = frozenset({"initialize", "ping", "server/discover", "tools/list", "resources/list", "resources/read",
                                "resources/templates/list", "prompts/list", "prompts/get", "completion/complete"})
-
-
-@dataclass(slots=True)
-class Carry:
-    """Substitute, at ``path`` of this step's message, the value found at
-    ``source_path`` of step ``source``'s live response (``value``: the original)."""
-
-    path: tuple[Any, ...]
-    source: int
-    source_path: tuple[Any, ...]
-    value: Any
-
-
-@dataclass(slots=True)
-class ServerRequest:
-    """A request the server sent in the original session (legacy era), with
-    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None)."""
-
-    seq: int
-    method: str
-    params: Any
-    answer: dict[str, Any] | None = None
-
-
-@dataclass(slots=True)
-class Step:
-    """One c2s message of the original session (see module docstring).
-    ``message``: the original JSON-RPC object (a list for a batch);
-    ``response``: the original response object (None: never answered)."""
-
-    index: int
-    seq: int
-    kind: str                       # request | notification | batch
-    method: str | None
-    message: Any
-    session: Any = None
-    orig_id: Any = None
-    t_us: int = 0
-    waits: list[int] = field(default_factory=list)
-    group: int = 0
-    skip: str | None = None
-    carry: list[Carry] = field(default_factory=list)
-    retry_of: int | None = None
-    cancel_of: int | None = None
-    response: Any = None
-    response_seq: int | None = None
-    latency_us: int | None = None
-    label: str = ""
-    part: int = 0                   # index of its session in Plan.sessions (recorded order)
-
-    @property
-    def params(self) -> Any:
-        return self.message.get("params") if isinstance(self.message, dict) else None
-
-
-class AnswerBook:
-    """The client's recorded answers to server requests, FIFO per key
-    (the shared :class:`~mcptap.compare.match.Matcher`, falling back to the
-    same method with other params)."""
-
-    def __init__(self, masker: Masker | None = None) -> None:
-        self.masker = masker or Masker()
-        self._matcher: Matcher[dict[str, Any]] = Matcher(self.masker)
-
-    def add(self, method: str, params: Any, answer: dict[str, Any]) -> None:
-        self._matcher.add(method, params, answer)
-
-    def take(self, method: str, params: Any) -> tuple[dict[str, Any] | None, str]:
-        """The answer for a live server request (``{"result": …}`` or
-        ``{"error": …}``) and how it was found: ``"exact"`` (same method and
-        masked params), ``"method"`` (same method), ``"reused"`` (asked more
-        often than recorded: the last answer again), ``"default"`` (ping) or
-        ``"none"`` (the capture has no answer for ``method``)."""
-        ans, how = self._matcher.take(method, params, by_method=True)
-        if ans is not None:
-            return ans, how
-        if method == "ping":
-            return {"result": {}}, "default"
-        return None, "none"
-
-    def __len__(self) -> int:
-        return len(self._matcher)
 
 
 @dataclass
@@ -212,8 +142,13 @@ class _Builder:
         self.last_id: dict[tuple[Any, Any], int] = {}
         self.group = 0
         self.stdio_sessions = 0
+        self.listed: dict[str, Any] = {}            # tools by name, from the tools/list answers so far
+        self.defined: dict[str, Any] = {}           # tools by name with an inputSchema, from any answer (the last)
+        self.refused: dict[int, str] = {}           # HTTP exchanges the tap answered itself: never forwarded
+        self.texts: dict[str, str] = {}
 
-    def c2s(self, rec: dict[str, Any], value: Any) -> None:
+    def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
+        """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
         kind = rec.get("kind")
         if kind in ("response", "error"):
             srv = self.srv_by_seq.pop(rec.get("pair"), None)
@@ -233,9 +168,9 @@ class _Builder:
             if method == "initialize" and kind == "request":
                 self.stdio_sessions += 1
             session = None if self.stdio_sessions <= 1 else f"stdio-session-{self.stdio_sessions}"
-        step = Step(len(plan.steps), rec["seq"], kind, method, value, session,
+        step = Step(len(plan.steps), rec["seq"], kind, method, pack(value, exact), session,
                     value.get("id") if kind == "request" and isinstance(value, dict) else None,
-                    rec.get("t_us", 0), label=_label(method, params) if kind != "batch" else "batch")
+                    rec.get("t_us", 0), label=self._shared(_label(method, params) if kind != "batch" else "batch"))
         if self.answered:
             step.waits = self.answered
             self.answered = []
@@ -248,17 +183,16 @@ class _Builder:
             self.by_seq[step.seq] = step.index
             self.last_id[(step.session, _hid(step.orig_id))] = step.index
             self._retry(step, params)
-            self._policy(step, params)
+            if method == "tools/call":
+                name = params.get("name") if isinstance(params, dict) else None
+                step.tool = (name, self.listed.get(name, UNSEEN) if isinstance(name, str) else None)
         elif kind == "batch" and isinstance(value, list):
             for m in rec.get("members") or []:
                 item = value[m["index"]] if m.get("index", 0) < len(value) else None
                 if m.get("kind") == "request" and isinstance(item, dict):
                     self.by_seq[(step.seq, _hid(item.get("id")))] = step.index
         elif method == "notifications/cancelled" and isinstance(params, dict):
-            target = self.last_id.get((step.session, _hid(params.get("requestId"))))
-            step.cancel_of = target
-            if target is not None and plan.steps[target].skip:
-                step.skip = "cancels a request that is not replayed"
+            step.cancel_of = self.last_id.get((step.session, _hid(params.get("requestId"))))
         if rec.get("rev") and plan.revision is None:
             plan.revision = rec["rev"]
         if plan.era is None and method == "initialize":
@@ -277,8 +211,6 @@ class _Builder:
         prev = self.input_required.pop(key, None)
         if prev is not None and isinstance(params, dict) and ("inputResponses" in params or "requestState" in params):
             step.retry_of = prev
-            if self.plan.steps[prev].skip:
-                step.skip = "answers a request that is not replayed"
             responses = params.get("inputResponses")
             asked = self.plan.steps[prev].response["result"].get("inputRequests")
             if isinstance(responses, dict) and isinstance(asked, dict):
@@ -286,19 +218,48 @@ class _Builder:
                     if isinstance(req, dict) and k in responses:
                         self.plan.answers.add(str(req.get("method")), req.get("params"), {"result": responses[k]})
 
-    def _policy(self, step: Step, params: Any) -> None:
-        if step.skip or self.allow or step.method != "tools/call":
-            return
-        name = params.get("name") if isinstance(params, dict) else None
-        tool = self.plan.tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            step.skip = f"tool {name!r} has no recorded annotations (may have side effects; --allow-side-effects)"
-        elif not tool_is_safe(tool.get("annotations")):
-            step.skip = f"tool {name!r} is not declared read-only or is destructive (--allow-side-effects)"
+    def finish(self) -> None:
+        """Judge, in order, what depends on the whole capture: the tool policy
+        (a call of a tool listed before it by its listing then, else by the
+        capture's last definition of it) and the rounds and cancels of steps
+        not sent. A step the tap refused keeps that reason."""
+        steps = self.plan.steps
+        if self.refused:
+            for step in steps:
+                how = self.refused.get(step.exchange) if step.exchange is not None else None
+                if how is not None:
+                    step.skip = f"the tap refused it ({how}): it never reached the server"
+        for step in steps:
+            tool, step.tool = step.tool, None       # (judged here: the listing it held is not needed after)
+            if step.skip:
+                continue
+            if step.retry_of is not None and steps[step.retry_of].skip:
+                step.skip = "answers a request that is not replayed"
+            elif tool is not None and not self.allow:
+                self._policy(step, *tool)
+            elif step.cancel_of is not None and steps[step.cancel_of].skip:
+                step.skip = "cancels a request that is not replayed"
+        self.plan.tools = {**self.defined, **self.listed}
 
-    def s2c(self, rec: dict[str, Any], value: Any) -> None:
+    def _policy(self, step: Step, name: Any, seen: Any) -> None:
+        tool = None if not isinstance(name, str) else self.defined.get(name) if seen is UNSEEN else seen
+        if tool is None:
+            step.skip = self._shared(f"tool {name!r} has no recorded annotations (may have side effects; --allow-side-effects)")
+        elif not tool_is_safe(tool.get("annotations")):
+            step.skip = self._shared(f"tool {name!r} is not declared read-only or is destructive (--allow-side-effects)")
+
+    def _shared(self, text: str) -> str:
+        """One str object for every equal label or reason (100,000 calls of a few tools: a few strings)."""
+        return self.texts.setdefault(text, text)
+
+    def s2c(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
+        """An s2c message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
         kind = rec.get("kind")
         plan = self.plan
+        if isinstance(value, dict) and isinstance(value.get("result"), dict):
+            for t in value["result"].get("tools") or []:
+                if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
+                    self.defined[t["name"]] = t
         if kind == "request" and isinstance(value, dict):
             srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"))
             plan.server_requests.append(srv)
@@ -308,12 +269,12 @@ class _Builder:
             for m in rec.get("members") or []:
                 item = value[m["index"]] if m.get("index", 0) < len(value) else None
                 if m.get("kind") in ("response", "error") and isinstance(item, dict):
-                    self._response(rec, m.get("pair"), item, m.get("latency_us"))
+                    self._response(rec, m.get("pair"), item, m.get("latency_us"), exact)
             return
         if kind in ("response", "error") and isinstance(value, dict):
-            self._response(rec, rec.get("pair"), value, rec.get("latency_us"))
+            self._response(rec, rec.get("pair"), value, rec.get("latency_us"), exact)
 
-    def _response(self, rec: dict[str, Any], pair: Any, value: dict[str, Any], latency: Any) -> None:
+    def _response(self, rec: dict[str, Any], pair: Any, value: dict[str, Any], latency: Any, exact: bool) -> None:
         idx = self.by_seq.pop(pair, None)
         if idx is None:
             idx = self.by_seq.pop((pair, _hid(value.get("id"))), None)
@@ -321,9 +282,11 @@ class _Builder:
             return
         step = self.plan.steps[idx]
         if step.kind == "batch":
-            step.response = (step.response or []) + [value]
+            held = step.packed_response
+            # a batch's answers may come one by one (few batches): the list so far, packed again with each
+            step.packed_response = pack([*(unpack(held) or ()), value], exact and (held is None or type(held) is bytes))
         else:
-            step.response = value
+            step.packed_response = pack(value, exact)
             step.latency_us = latency
         step.response_seq = rec["seq"]
         if idx not in self.answered:
@@ -333,11 +296,15 @@ class _Builder:
             if step.method == "tools/list":
                 for t in result.get("tools") or []:
                     if isinstance(t, dict) and isinstance(t.get("name"), str):
-                        self.plan.tools[t["name"]] = t
+                        self.listed[t["name"]] = t
             for path, v in _minted(result, ("result",)):
                 self.minted[v] = (idx, path)
             if result.get("resultType") == "input_required":
                 self.input_required[(step.session, step.label)] = idx
+
+
+def _non_finite(findings: Any) -> bool:
+    return isinstance(findings, list) and any(isinstance(f, dict) and f.get("code") == "jsonrpc.non_finite_number" for f in findings)
 
 
 def _hid(v: Any) -> Any:
@@ -346,46 +313,37 @@ def _hid(v: Any) -> Any:
 
 def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_side_effects: bool = False,
                masker: Masker | None = None) -> Plan:
-    """Plan the replay of a capture (its header and the records after it).
-
-    Message records are held while planning: the side-effect policy needs
-    every recorded ``tools/list`` before the first call is judged (a client
-    may call a tool it listed in an earlier session, or list after calling)."""
+    """Plan the replay of a capture (its header and the records after it),
+    in one pass that keeps no record (module docstring): the side-effect
+    policy, which needs every recorded ``tools/list`` (a client may call a
+    tool it listed in an earlier session, or list after calling), is applied
+    when the records have ended."""
     masker = masker or Masker()
-    msgs = []
     http_get = False
-    refused: dict[Any, str] = {}            # exchanges the tap answered itself: never forwarded
+    b = _Builder(header, allow_side_effects, masker)
+    last_t = 0
     for r in records:
         typ = r.get("type")
         if typ == "message":
-            msgs.append((r, message_value(r)))
+            v = message_value(r)
+            # orjson read it (a payload with a number beyond any double was read exactly: ±inf)
+            exact = "json" in r and v is r["json"] and not ("findings" in r and _non_finite(r["findings"]))
+            last_t = max(last_t, r.get("t_us", 0) or 0)
+            if r.get("dir") == "c2s":
+                n = len(b.plan.steps)
+                b.c2s(r, v, exact)
+                ex = r["transport"].get("exchange") if isinstance(r.get("transport"), dict) else None
+                if isinstance(ex, int) and len(b.plan.steps) > n:
+                    b.plan.steps[-1].exchange = ex
+            else:
+                b.s2c(r, v, exact)
         elif typ == "http" and r.get("event") == "request" and r.get("method") == "GET":
             http_get = True
         elif typ == "http" and r.get("event") == "end" and r.get("how") in ("host_rejected", "request_rejected") \
                 and isinstance(r.get("exchange"), int):
-            refused[r["exchange"]] = r["how"]
-    tools: dict[str, Any] = {}
-    for r, v in msgs:
-        if r.get("dir") == "s2c" and isinstance(v, dict) and isinstance(v.get("result"), dict):
-            for t in v["result"].get("tools") or []:
-                if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
-                    tools[t["name"]] = t
-    b = _Builder(header, allow_side_effects, masker)
-    b.plan.tools = tools
-    last_t = 0
-    for r, v in msgs:
-        last_t = max(last_t, r.get("t_us", 0) or 0)
-        if r.get("dir") == "c2s":
-            n = len(b.plan.steps)
-            b.c2s(r, v)
-            ex = r["transport"].get("exchange") if refused and isinstance(r.get("transport"), dict) else None
-            how = refused.get(ex) if isinstance(ex, int) else None
-            if how is not None and len(b.plan.steps) > n:
-                b.plan.steps[-1].skip = f"the tap refused it ({how}): it never reached the server"
-        else:
-            b.s2c(r, v)
+            b.refused[r["exchange"]] = r["how"]
+    b.finish()
     plan = b.plan
-    plan.tools = tools
     plan.http_get = http_get
     first = plan.steps[0].t_us if plan.steps else 0
     plan.duration_us = max(0, last_t - first)

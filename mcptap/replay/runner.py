@@ -132,7 +132,8 @@ class Replayer:
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
-        msg = _copy(step.message)
+        # a packed message parses into a fresh object each time (steps.pack); one held as it is is copied
+        msg = step.message if type(step.packed_message) is bytes else _copy(step.message)
         if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
@@ -319,7 +320,7 @@ class Replayer:
                 await self._send(step)
             for step in steps:
                 live = self.result.live.get(step.index)
-                if live is not None and step.response is not None:
+                if live is not None and step.answered:
                     await self._wait(live)
             await self.link.aclose()
             nursery.cancel_scope.cancel()

@@ -38,14 +38,13 @@ import h11
 import orjson
 import trio
 
-from mcptap.errors import McptapError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore, encode, hkey
 from mcptap.serve.http_streams import MockSession, ResponseStream
-from mcptap.transport.http_config import LOOPBACK_NAMES, is_loopback
+from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
@@ -77,8 +76,7 @@ class HttpMock:
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
                  say: Callable[[str], None] | None = None) -> None:
-        if not is_loopback(host) and not allow_remote:
-            raise McptapError(f"refusing to listen on non-loopback address {host} (pass --allow-remote)")
+        check_listen(host, port, allow_remote)
         self.core = core
         self.script = core.script
         self.rec = rec
@@ -98,7 +96,7 @@ class HttpMock:
         try:
             self._listeners = await trio.open_tcp_listeners(self.port, host=self.host)
         except OSError as exc:
-            raise McptapError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
+            raise listen_failed(self.host, self.port, exc) from None
         port = self._listeners[0].socket.getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.authority = f"{host}:{port}"

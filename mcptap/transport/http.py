@@ -28,13 +28,12 @@ from typing import Any, Protocol
 
 import trio
 
-from mcptap.errors import McptapError
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.hasher import BackgroundSha
-from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config
+from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config, listen_failed
 from mcptap.transport.http_io import CHUNK, ReadAhead, coalesce, next_size, send
 from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
 
@@ -109,7 +108,7 @@ class HttpTap:
         try:
             listeners = await trio.open_tcp_listeners(cfg.listen_port, host=cfg.listen_host)
         except OSError as exc:
-            raise McptapError(f"cannot listen on {cfg.listen_host}:{cfg.listen_port}: {exc.strerror or exc}") from None
+            raise listen_failed(cfg.listen_host, cfg.listen_port, exc) from None
         sock = listeners[0].socket
         port = sock.getsockname()[1]
         host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"

@@ -1,8 +1,11 @@
 """Options of the HTTP tap and their validation (``mcptap record --upstream``):
-``HttpTapConfig``, ``check_config`` (one-line McptapError), loopback names."""
+``HttpTapConfig``, ``check_config`` (one-line McptapError), loopback names,
+and the listen address checks the HTTP tap and ``mcptap serve --listen`` share
+(``check_listen``, ``listen_failed``)."""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 import ssl
@@ -64,19 +67,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _resolvable(host: str) -> bool:
+def _unresolvable(host: str) -> str | None:
+    """Why ``host`` names no address (the resolver's words), or None: it is
+    an IP address, ``localhost``, or a name that resolves."""
     if host == "localhost":
-        return True
+        return None
     try:
         ipaddress.ip_address(host.strip("[]"))
-        return True
+        return None
     except ValueError:
         pass
     try:
         socket.getaddrinfo(host, None)
-    except (OSError, UnicodeError):
-        return False
-    return True
+    except UnicodeError:
+        return "not a valid host name"
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
+
+
+def check_listen(host: str, port: int, allow_remote: bool) -> None:
+    """Validate a ``--listen HOST:PORT`` before binding: the host resolves,
+    and is a loopback address unless ``allow_remote``; the port is 0-65535.
+    Raises McptapError with a one-line reason naming the real cause."""
+    why = _unresolvable(host)
+    if why is not None:
+        raise McptapError(f"cannot listen on {host!r} (--listen {host}:{port}): the host name does not resolve ({why}); "
+                          "give an IP address or a host name that resolves, e.g. --listen 127.0.0.1:8080")
+    if not is_loopback(host) and not allow_remote:
+        raise McptapError(f"refusing to listen on non-loopback address {host} (--listen {host}:{port}): pass --allow-remote to "
+                          "expose it, or listen on 127.0.0.1")
+    if not 0 <= port <= 65535:
+        raise McptapError(f"cannot listen on port {port} (--listen {host}:{port}): a port is 0-65535 (0: any free port)")
+
+
+def listen_failed(host: str, port: int, exc: OSError) -> McptapError:
+    """The error for a bind of ``host:port`` that failed with ``exc``."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    hint = ""
+    if exc.errno == errno.EADDRINUSE:
+        hint = ": another process listens on that port; pick another one, or port 0 for any free port"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        hint = ": no network interface of this machine has that address"
+    elif exc.errno == errno.EACCES:
+        hint = ": ports below 1024 need privileges; pick a port of 1024 or more, or 0 for any free port"
+    return McptapError(f"cannot listen on {where}: {exc.strerror or exc}{hint}")
 
 
 def check_config(cfg: HttpTapConfig) -> r.Upstream:
@@ -85,13 +120,7 @@ def check_config(cfg: HttpTapConfig) -> r.Upstream:
         up = r.Upstream.parse(cfg.upstream)
     except ValueError as exc:
         raise McptapError(str(exc)) from None
-    if not _resolvable(cfg.listen_host):
-        raise McptapError(f"cannot listen on {cfg.listen_host!r}: not an IP address or a host name that resolves "
-                          "(expected --listen HOST:PORT, e.g. 127.0.0.1:8080)")
-    if not is_loopback(cfg.listen_host) and not cfg.allow_remote:
-        raise McptapError(f"refusing to listen on non-loopback address {cfg.listen_host} (pass --allow-remote to expose the tap)")
-    if not 0 <= cfg.listen_port <= 65535:
-        raise McptapError(f"invalid listen port {cfg.listen_port}")
+    check_listen(cfg.listen_host, cfg.listen_port, cfg.allow_remote)
     if cfg.cacert is not None:
         try:
             ssl.create_default_context(cafile=cfg.cacert)

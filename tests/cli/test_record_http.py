@@ -69,8 +69,8 @@ async def test_a_killed_recorder_process_never_stops_the_relay(tmp_path):
 @pytest.mark.parametrize("args, msg", [
     (["--upstream", "ftp://x"], "http:// or https://"),
     (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "0.0.0.0:0"], "--allow-remote"),
-    (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "127.0.0.1:99999"], "HOST:PORT"),
-    (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "banana"], "not an IP address or a host name that resolves"),
+    (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "127.0.0.1:99999"], "the port 99999 is out of range"),
+    (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "banana"], "the host name does not resolve"),
 ])
 def test_usage_errors_exit_2(args, msg, tmp_path):
     p = subprocess.run(CMD + args + ["-o", str(tmp_path / "c.jsonl")], capture_output=True, text=True, timeout=30)

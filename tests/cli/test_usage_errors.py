@@ -151,3 +151,39 @@ def test_an_empty_path_argument_is_a_usage_error(tmp_path: Path, args: tuple[str
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [f"mcptap: {args[0]}: Invalid value for {name}: the path is empty (see 'mcptap {args[0]} --help')"]
     assert [p.name for p in data.iterdir()] == ["20260115T093000Z-server-1.jsonl"]
+
+
+def _value_options() -> list[tuple[str, str]]:
+    """(command, option) for every option of every command that takes a value."""
+    import click
+
+    from mcptap.cli.main import mcptap
+
+    out = []
+    for name, cmd in sorted(mcptap.commands.items()):
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not p.is_flag and not p.count and p.opts:
+                out.append((name, max(p.opts, key=len)))
+    return out
+
+
+def test_every_value_option_is_seen() -> None:
+    got = _value_options()
+    assert {("show", "--format"), ("record", "--name"), ("report", "--output"), ("serve", "--listen")} <= set(got), got
+
+
+@pytest.mark.parametrize(("command", "option"), _value_options())
+def test_a_missing_option_value_points_at_the_command_help(command: str, option: str, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``mcptap show -o`` / ``mcptap record --name``: click raises "requires an
+    argument" with no context; the hint named ``mcptap --help``, where the
+    option is not described."""
+    from mcptap.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main([command, option])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"mcptap: {command}: ") and option in err and err.rstrip().endswith(f"(see 'mcptap {command} --help')"), err

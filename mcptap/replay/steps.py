@@ -1,0 +1,136 @@
+"""The parts of a replay plan (pure, level 3): :class:`Step` (one c2s message
+of the original session, held packed), :class:`Carry`, :class:`ServerRequest`
+and the :class:`AnswerBook` of the client's recorded answers. Built by
+``replay/plan.py`` (see its docstring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mcptap.compare.mask import Masker
+from mcptap.compare.match import Matcher
+
+
+@dataclass(slots=True)
+class Carry:
+    """Substitute, at ``path`` of this step's message, the value found at
+    ``source_path`` of step ``source``'s live response (``value``: the original)."""
+
+    path: tuple[Any, ...]
+    source: int
+    source_path: tuple[Any, ...]
+    value: Any
+
+
+@dataclass(slots=True)
+class ServerRequest:
+    """A request the server sent in the original session (legacy era), with
+    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None)."""
+
+    seq: int
+    method: str
+    params: Any
+    answer: dict[str, Any] | None = None
+
+
+def pack(value: Any, exact: bool) -> Any:
+    """``value`` held compactly: the bytes orjson writes for it when ``exact``
+    (it was read by orjson, so it reads back the same) and orjson can write it
+    (not nested deeper than 254 levels, no integer beyond 64 bits); else
+    ``value`` itself (no JSON value is ``bytes``)."""
+    if exact and isinstance(value, (dict, list)):
+        try:
+            # copied: orjson's bytes keep the capacity of its write buffer (4 KiB for a small message)
+            return bytes(memoryview(orjson.dumps(value)))
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return value
+
+
+def unpack(held: Any) -> Any:
+    return orjson.loads(held) if type(held) is bytes else held
+
+
+UNSEEN = object()      # a tools/call judged before any tools/list of its tool: the policy takes the last listing
+
+
+@dataclass(slots=True)
+class Step:
+    """One c2s message of the original session (see module docstring).
+    ``message``: the original JSON-RPC object (a list for a batch);
+    ``response``: the original response object (None: never answered).
+    Both are held packed (``pack``): each read parses them anew, so a
+    caller may change what it got without changing the step."""
+
+    index: int
+    seq: int
+    kind: str                       # request | notification | batch
+    method: str | None
+    packed_message: Any
+    session: Any = None
+    orig_id: Any = None
+    t_us: int = 0
+    waits: list[int] = field(default_factory=list)
+    group: int = 0
+    skip: str | None = None
+    carry: list[Carry] = field(default_factory=list)
+    retry_of: int | None = None
+    cancel_of: int | None = None
+    packed_response: Any = None
+    response_seq: int | None = None
+    latency_us: int | None = None
+    label: str = ""
+    part: int = 0                   # index of its session in Plan.sessions (recorded order)
+    #: a tools/call: its tool's name and listing when it was sent (``UNSEEN``: none yet), judged at the end
+    tool: tuple[Any, Any] | None = None
+    exchange: int | None = None     # HTTP: the exchange that carried it (the tap may have refused it)
+
+    @property
+    def message(self) -> Any:
+        return unpack(self.packed_message)
+
+    @property
+    def response(self) -> Any:
+        return unpack(self.packed_response)
+
+    @property
+    def answered(self) -> bool:
+        """The original session has an answer to this step (cheaper than ``response is not None``)."""
+        return self.packed_response is not None
+
+    @property
+    def params(self) -> Any:
+        m = self.message
+        return m.get("params") if isinstance(m, dict) else None
+
+
+class AnswerBook:
+    """The client's recorded answers to server requests, FIFO per key
+    (the shared :class:`~mcptap.compare.match.Matcher`, falling back to the
+    same method with other params)."""
+
+    def __init__(self, masker: Masker | None = None) -> None:
+        self.masker = masker or Masker()
+        self._matcher: Matcher[dict[str, Any]] = Matcher(self.masker)
+
+    def add(self, method: str, params: Any, answer: dict[str, Any]) -> None:
+        self._matcher.add(method, params, answer)
+
+    def take(self, method: str, params: Any) -> tuple[dict[str, Any] | None, str]:
+        """The answer for a live server request (``{"result": …}`` or
+        ``{"error": …}``) and how it was found: ``"exact"`` (same method and
+        masked params), ``"method"`` (same method), ``"reused"`` (asked more
+        often than recorded: the last answer again), ``"default"`` (ping) or
+        ``"none"`` (the capture has no answer for ``method``)."""
+        ans, how = self._matcher.take(method, params, by_method=True)
+        if ans is not None:
+            return ans, how
+        if method == "ping":
+            return {"result": {}}, "default"
+        return None, "none"
+
+    def __len__(self) -> int:
+        return len(self._matcher)
