@@ -27,6 +27,23 @@ def say(message: str) -> None:
     click.echo(f"mcptap: {escape_controls(message)}", err=True)
 
 
+def usage_line(exc: click.UsageError) -> str:
+    """A usage error as one ``mcptap: COMMAND: MESSAGE (see 'mcptap COMMAND --help')``
+    line, instead of click's three-line Usage/Try/Error block: a host's log or a
+    CI step shows one line per failure, and it names where to look."""
+    ctx = exc.ctx if exc.ctx is not None else click.get_current_context(silent=True)
+    path = ctx.command_path if ctx is not None else "mcptap"
+    command = path.split(" ", 1)[1] + ": " if " " in path else ""
+    message = escape_controls(" ".join(exc.format_message().split()))    # click's "Choose from:\n\t…" as one line
+    return f"mcptap: {command}{message} (see '{path} --help')"
+
+
+def say_usage(exc: click.UsageError) -> None:
+    """``usage_line(exc)`` on stderr: a usage error a command finds itself
+    (a ``--listen`` value), worded as click's own are."""
+    click.echo(usage_line(exc), err=True)
+
+
 def interrupted(exc: BaseException) -> bool:
     """True for a KeyboardInterrupt (Ctrl-C), also as trio delivers it from
     inside a nursery: wrapped in (nested) exception groups."""

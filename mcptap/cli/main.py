@@ -20,7 +20,7 @@ import sys
 import click
 
 from mcptap import __version__
-from mcptap.cli.errors import say
+from mcptap.cli.errors import say, usage_line
 from mcptap.escape import escape_controls
 
 #: Command modules, in help order.
@@ -123,16 +123,6 @@ def _silence_stdout() -> None:
         sys.stdout = open(os.devnull, "w")
     except OSError:
         pass
-
-
-def usage_line(exc: click.UsageError) -> str:
-    """A usage error as one ``mcptap: COMMAND: MESSAGE (see 'mcptap COMMAND --help')``
-    line, instead of click's three-line Usage/Try/Error block: a host's log or a
-    CI step shows one line per failure, and it names where to look."""
-    path = exc.ctx.command_path if exc.ctx is not None else "mcptap"
-    command = path.split(" ", 1)[1] + ": " if " " in path else ""
-    message = escape_controls(" ".join(exc.format_message().split()))    # click's "Choose from:\n\t…" as one line
-    return f"mcptap: {command}{message} (see '{path} --help')"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,7 +26,7 @@ import click
 import trio
 
 from mcptap.capture.writer import CaptureWriter
-from mcptap.cli.errors import say
+from mcptap.cli.errors import say, say_usage
 from mcptap.cli.options import NonEmptyPath
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
@@ -113,7 +113,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     try:
         host, port = parse_listen(listen)
     except click.BadParameter as exc:
-        say(exc.format_message())
+        say_usage(exc)
         return EX_USAGE
     from mcptap.transport.http import HttpTap, HttpTapConfig  # here: `record -- CMD` (stdio) never loads the HTTP tap
 

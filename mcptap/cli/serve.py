@@ -24,7 +24,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.errors import interrupted
+from mcptap.cli.errors import interrupted, say_usage
 from mcptap.cli.output import refuse_input_as_output
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
@@ -72,7 +72,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
         mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
         mock.rec = _recorder(output, "http", capture, {"served_from": capture})
     except click.BadParameter as exc:
-        _say(exc.format_message())
+        say_usage(exc)
         return 2
     except McptapError as exc:
         _say(str(exc))

@@ -51,6 +51,8 @@ def test_a_non_loopback_address_needs_allow_remote(tmp_path: Path, command: str)
 def test_a_bad_port_says_what_is_wrong_with_it(tmp_path: Path, command: str, listen: str, words: str) -> None:
     err = _run(tmp_path, command, listen)
     assert words in err and "--listen" in err, err
+    # worded as every other usage error: the command named, its help pointed at
+    assert err.startswith(f"mcptap: {command}: Invalid value for --listen") and f"(see 'mcptap {command} --help')" in err, err
 
 
 @pytest.mark.parametrize("command", COMMANDS)
