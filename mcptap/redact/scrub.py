@@ -13,7 +13,7 @@ captures"):
   (``raw``: CRLF, odd whitespace, BOM) keep their framing: each secret is
   replaced in place where its JSON encoding appears, and the result is
   re-parsed to prove it equals the redacted message; otherwise the bytes
-  become the compact encoding plus the original terminator. Non-JSON bytes
+  become the compact encoding plus the original terminator (``verbatim.rebuild``). Non-JSON bytes
   get the string patterns. Finding messages, ``session`` and transport facts
   are scanned too; ``offset`` is recomputed over the new bytes (stdio);
 * ``stderr`` data, ``http`` heads/targets/endpoint URLs, ``process`` argv and
@@ -35,8 +35,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.errors import CaptureReadError
@@ -50,8 +48,8 @@ from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
+from mcptap.redact.verbatim import rebuild
 
-_dumps = orjson.dumps
 #: Record fields that are structure, never peer text.
 _STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev",
                          "offset", "link", "members", "eol", "json", "raw", "raw_b64", "findings", "event", "exchange",
@@ -262,7 +260,7 @@ class Scrubber:
             self._note(seq, hits)
             # no hit, nothing changed: the record's bytes stay as they are (scrubbing twice = once)
             if red is not value and (hits or _differs(red, value)) or (raw != _encode(value) + eol and _hidden_values(raw)):
-                new_raw = self._rebuild(raw, value, red, eol, hits)
+                new_raw = rebuild(raw, value, red, eol)
                 value = red
         else:
             text = raw.decode("utf-8", "surrogateescape")
@@ -322,65 +320,9 @@ class Scrubber:
             d.add(new, message=False)
         return out
 
-    def _rebuild(self, raw: bytes, value: Any, red: Any, eol: bytes, hits: list[Hit]) -> bytes:
-        """New bytes for a redacted message: in place when the source bytes
-        were kept verbatim (and hold nothing the parsed value lacks), else the
-        compact encoding + the terminator."""
-        canonical = _encode(value) + eol
-        compact = _encode(red)
-        if raw == canonical:
-            return compact + eol
-        tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
-        if _hidden_values(raw):
-            return compact + tail
-        # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
-        text = raw.decode("utf-8", "surrogateescape")
-        try:
-            new = _replace_secrets(text, value, red)
-            if new is not None:
-                new_raw = new.encode("utf-8", "surrogateescape")
-                if parse_json(new_raw)[0] == red:
-                    return new_raw
-        except RecursionError:      # a deeply nested message: comparing it is not possible, re-encoding is
-            pass
-        # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
-        return compact + tail
-
 
 def _differs(a: Any, b: Any) -> bool:
     try:
         return bool(a != b)
     except RecursionError:      # too deep to compare: taken as changed
         return True
-
-
-def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
-    """Replace, in ``text``, the JSON encoding of every string that changed
-    between ``before`` and ``after`` (same shape) by the new one."""
-    pairs: list[tuple[str, str]] = []
-    _diff_strings(before, after, pairs, 0)
-    if not pairs:
-        return None
-    encoded = {(_dumps(old).decode()[1:-1], _dumps(new).decode()[1:-1]) if isinstance(old, str)
-               else (_encode(old).decode(), _dumps(new).decode()) for old, new in pairs}
-    # longest first: a secret that contains another is replaced whole (a number under a
-    # secret key is a pair too: its encoding is replaced by the placeholder string's)
-    for enc_old, enc_new in sorted(encoded, key=lambda p: -len(p[0])):
-        if not enc_old or enc_old not in text:
-            return None
-        text = text.replace(enc_old, enc_new)
-    return text
-
-
-def _diff_strings(a: Any, b: Any, out: list[tuple[Any, Any]], depth: int) -> None:
-    if a is b or depth > 2000:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k, v in a.items():
-            _diff_strings(v, b.get(k), out, depth + 1)
-    elif isinstance(a, list) and isinstance(b, list):
-        for x, y in zip(a, b, strict=False):
-            _diff_strings(x, y, out, depth + 1)
-    elif a != b and isinstance(b, str) and (isinstance(a, str | int | float) and not isinstance(a, bool)):
-        out.append((a, b))
-
