@@ -44,6 +44,11 @@ SHAPES = {
     "sql users": "user a password ",
     "sql set password": "set password ",
     "sql identified": "identified by '",
+    # placeholders are read as tokens (scanner._masked) and redacted text is scanned again
+    "placeholders": "«redacted:hmac:0123456789ab» ",
+    "placeholders as mysql passwords": "mysql -p«redacted:hmac:0123456789ab» -p",
+    "placeholders before a scheme": "«redacted:hmac:0123456789ab»Basic ",
+    "matches lost to overlapping ones": "&sig=Basic PASSWORD--token hunter22def123} then the request went on as usual, ",
 }
 
 

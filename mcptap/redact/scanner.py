@@ -7,6 +7,7 @@ searched so that no string takes quadratic time (``_matches``).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -54,7 +55,9 @@ class Scanner:
         """Non-overlapping secret spans in ``text``, in order."""
         if not self._rx or len(text) < 6:
             return []
-        lower = text.lower()
+        holes = _placeholders(text) if "«" in text else []
+        scan = _masked(text, holes) if holes else text
+        lower = scan.lower()
         active = set(self._always)
         for n, idx in self._needles.items():
             if n in lower:
@@ -62,12 +65,11 @@ class Scanner:
         found: list[tuple[int, int, int, str]] = []
         for order in sorted(active):
             rx, groups, name = self._rx[order]
-            for m in _matches(rx, text, name):
+            for m in _matches(rx, scan, name):
                 start, end = m.span(_taking_part(m, groups))
                 if start < 0 or end <= start:
                     continue
-                piece = text[start:end]
-                if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
+                if holes and _overlaps(holes, start, end) or "«" in (piece := text[start:end]) or "»" in piece:
                     continue
                 found.append((start, order, end, name))
         if not found:
@@ -83,18 +85,40 @@ class Scanner:
 
     def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
         """``text`` with every secret span replaced by ``replace(secret, rule)``,
-        and the spans found (offsets in the original text)."""
+        and the spans the first pass found (offsets in ``text``).
+
+        The result is scanned again, and redacted again while that finds more (at most
+        ``AGAIN`` more passes): patterns overlap, and a match that lost to an earlier one
+        still hid what its own pattern would have found inside it (``&sig=Basic PW--token
+        hunter22``: ``sig=``'s value wins over ``Basic PW--token``, which had hidden ``token
+        hunter22``). Without it a second scrub found what the first had left (scrubbing
+        twice must be scrubbing once). Each pass is linear, so the whole is."""
         spans = self.spans(text)
         if not spans:
             return text, spans
-        pieces: list[str] = []
-        pos = 0
-        for s in spans:
-            pieces.append(text[pos:s.start])
-            pieces.append(replace(text[s.start:s.end], s.rule))
-            pos = s.end
-        pieces.append(text[pos:])
-        return "".join(pieces), spans
+        out = _replaced(text, spans, replace)
+        for _ in range(AGAIN):
+            more = self.spans(out)
+            if not more:
+                break
+            out = _replaced(out, more, replace)
+        return out, spans
+
+
+#: Passes over a redacted text that may find more (``Scanner.redact``); one is almost always
+#: enough, more are there for matches that overlapped several.
+AGAIN = 4
+
+
+def _replaced(text: str, spans: list[Span], replace: Callable[[str, str], str]) -> str:
+    pieces: list[str] = []
+    pos = 0
+    for s in spans:
+        pieces.append(text[pos:s.start])
+        pieces.append(replace(text[s.start:s.end], s.rule))
+        pos = s.end
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def _matches(rx: re.Pattern[str], text: str, name: str) -> Iterator[re.Match[str]]:
@@ -193,8 +217,37 @@ def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:
     return 0
 
 
-def _touches_placeholder(text: str, start: int, end: int) -> bool:
-    for m in PLACEHOLDER.finditer(text, max(0, start - 80), min(len(text), end + 80)):
-        if m.start() < end and start < m.end():
-            return True
-    return False
+#: What a placeholder reads as while the patterns run (``_masked``): letters and digits, a
+#: letter last (a word that ends in digits reads as a number or ``host:port``).
+_MASK = "Q0" * 40
+
+
+def _placeholders(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds placeholders: (start, end) pairs, in order."""
+    return [m.span() for m in PLACEHOLDER.finditer(text)]
+
+
+def _masked(text: str, holes: list[tuple[int, int]]) -> str:
+    """``text`` with each placeholder read as a token of the same length (``Q0Q0…``).
+
+    A placeholder stands where a secret stood, so the patterns must see a token there, as they
+    saw the secret: its ``«»`` ended a value early (``Cookie: a; b=«…»`` judged on ``a; b=``),
+    stopped a lazy search short of it (``mysql -p«…» -pNEXT`` took ``NEXT`` for the password) and
+    made a word boundary where the secret had none (``…a1B2«…»Basic x…``). A match whose secret
+    takes in any of a placeholder is dropped (``spans``), so scrubbing twice is scrubbing once."""
+    parts: list[str] = []
+    pos = 0
+    for s, e in holes:
+        parts.append(text[pos:s])
+        parts.append(_MASK[:e - s - 1] + "Q")
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _overlaps(holes: list[tuple[int, int]], start: int, end: int) -> bool:
+    """True when [start, end) takes in any of a placeholder in ``holes``."""
+    i = bisect.bisect_right(holes, (start, 1 << 62)) - 1     # the last placeholder starting at or before ``start``
+    if i >= 0 and holes[i][1] > start:
+        return True
+    return i + 1 < len(holes) and holes[i + 1][0] < end
