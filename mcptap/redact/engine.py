@@ -134,6 +134,21 @@ class Redactor:
         hits: list[Hit] = []
         return self._text(s, path, hits), hits
 
+    def located(self, s: str, where: str = "") -> tuple[str, list[tuple[int, int, Hit]] | None]:
+        """``string(s)``'s result and where in ``s`` each secret was: ``(start, end, hit)``,
+        in order, the result being ``s`` with each span replaced by ``hit.placeholder``; None
+        instead when ``s`` is JSON text, walked and re-encoded (the result's bytes then map to
+        no spans of ``s``; the hits are lost: call ``string`` for them)."""
+        if len(s) >= 6 and s.lstrip()[:1] in ("{", "[") and len(s) <= (16 << 20):
+            try:
+                inner = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                inner = None
+            if isinstance(inner, dict | list):
+                out, _ = self.string(s)
+                return (s, []) if out == s else (out, None)
+        return self._spans(s, where)
+
     # -- walking ---------------------------------------------------------------------
     def _message(self, m: Any, path: tuple[PathSeg, ...], hits: list[Hit]) -> Any:
         if not isinstance(m, dict):
@@ -306,15 +321,10 @@ class Redactor:
         return self._text(s, format_path(path), hits)
 
     def _text(self, s: str, where: str, hits: list[Hit]) -> str:
-        found: list[tuple[str, str]] = []
-
-        def replace(secret: str, rule: str) -> str:
-            ph = self.placeholder(secret)
-            found.append((rule, ph))
-            return ph
-
-        out, _ = self.scanner.redact(s, replace)
-        for rule, ph in found:
-            hits.append(Hit(where, rule, ph))
+        out, found = self._spans(s, where)
+        hits.extend(h for _, _, h in found)
         return out
 
+    def _spans(self, s: str, where: str) -> tuple[str, list[tuple[int, int, Hit]]]:
+        out, spans = self.scanner.redact(s, lambda secret, rule: self.placeholder(secret))
+        return out, [(sp.start, sp.end, Hit(where, sp.rule, self.placeholder(s[sp.start:sp.end]))) for sp in spans]

@@ -84,25 +84,40 @@ class Scanner:
         return out
 
     def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
-        """``text`` with every secret span replaced by ``replace(secret, rule)``,
-        and the spans the first pass found (offsets in ``text``).
+        """``text`` with every secret span replaced by ``replace(secret, rule)``, and
+        those spans (offsets in ``text``, in order, none overlapping).
 
         The result is scanned again, and redacted again while that finds more (at most
         ``AGAIN`` more passes): patterns overlap, and a match that lost to an earlier one
         still hid what its own pattern would have found inside it (``&sig=Basic PW--token
         hunter22``: ``sig=``'s value wins over ``Basic PW--token``, which had hidden ``token
         hunter22``). Without it a second scrub found what the first had left (scrubbing
-        twice must be scrubbing once). Each pass is linear, so the whole is."""
-        spans = self.spans(text)
-        if not spans:
-            return text, spans
-        out = _replaced(text, spans, replace)
+        twice must be scrubbing once). Each pass is linear, so the whole is. A later pass
+        never takes in a placeholder (``spans``), so its spans are spans of ``text`` too."""
+        done = self.spans(text)
+        if not done:
+            return text, done
+        reps = [replace(text[sp.start:sp.end], sp.rule) for sp in done]
+        out = _replaced(text, done, reps)
         for _ in range(AGAIN):
             more = self.spans(out)
             if not more:
                 break
-            out = _replaced(out, more, replace)
-        return out, spans
+            # where each replacement starts in ``out``, and how far ``out`` is shifted after it
+            at, shift, pos = [], [], 0
+            for sp, rep in zip(done, reps, strict=True):
+                at.append(sp.start + pos)
+                pos += len(rep) - (sp.end - sp.start)
+                shift.append(pos)
+            for m in more:
+                i = bisect.bisect_right(at, m.start)
+                d = shift[i - 1] if i else 0
+                done.append(Span(m.start - d, m.end - d, m.rule))
+                reps.append(replace(text[m.start - d:m.end - d], m.rule))
+            order = sorted(range(len(done)), key=lambda k: done[k].start)
+            done, reps = [done[k] for k in order], [reps[k] for k in order]
+            out = _replaced(text, done, reps)
+        return out, done
 
 
 #: Passes over a redacted text that may find more (``Scanner.redact``); one is almost always
@@ -110,13 +125,13 @@ class Scanner:
 AGAIN = 4
 
 
-def _replaced(text: str, spans: list[Span], replace: Callable[[str, str], str]) -> str:
+def _replaced(text: str, spans: list[Span], reps: list[str]) -> str:
     pieces: list[str] = []
     pos = 0
-    for s in spans:
-        pieces.append(text[pos:s.start])
-        pieces.append(replace(text[s.start:s.end], s.rule))
-        pos = s.end
+    for sp, rep in zip(spans, reps, strict=True):
+        pieces.append(text[pos:sp.start])
+        pieces.append(rep)
+        pos = sp.end
     pieces.append(text[pos:])
     return "".join(pieces)
 

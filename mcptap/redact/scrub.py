@@ -46,6 +46,7 @@ from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
+from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 from mcptap.redact.verbatim import rebuild
@@ -74,6 +75,7 @@ class Scrubber:
         #: into messages first, ``reannotate.framed``); live ``record --redact``: its bytes
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
+        self._carry = Carry()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -103,11 +105,29 @@ class Scrubber:
         return self.header(rec) if rec.get("type") == "header" else self.record(rec)
 
     def records(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records after the header, scrubbed, in order. The stderr records of an
+        unfinished line are scrubbed together with the rest of their line (a secret cut
+        across two reads: ``stderr_stream``), the records between them held meanwhile."""
+        group = Grouper()
         for rec in records:
-            yield self.record(rec)
+            text = record_text(rec)
+            if text is None and not group.open():
+                yield self.record(rec)
+            elif group.add(rec, text):
+                yield from self._flush(group)
+        yield from self._flush(group)
 
-    def record(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """One record after the header, scrubbed (a new dict; ``rec`` untouched)."""
+    def _flush(self, group: Grouper) -> Iterator[dict[str, Any]]:
+        texts = [record_text(group.held[i]) or "" for i in group.stderr]
+        done = dict(zip(group.stderr, zip(*split(self.redactor, texts), strict=True), strict=True)) if texts else {}
+        for i, rec in enumerate(group.held):
+            yield self.record(rec, done.get(i))
+        group.clear()
+
+    def record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None = None) -> dict[str, Any]:
+        """One record after the header, scrubbed (a new dict; ``rec`` untouched). A
+        ``stderr`` record's text is scanned with the unfinished line before it (live:
+        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits."""
         typ = rec.get("type")
         seq = rec.get("seq") if isinstance(rec.get("seq"), int) else None
         if seq is not None:
@@ -120,11 +140,29 @@ class Scrubber:
             return self._end(rec, seq)
         if typ == "chunk":
             return self._chunk(rec, seq)
-        out = self._generic(rec, seq)
         if typ == "stderr":
-            data = decode_bytes(out, "data")
-            if data is not None:
-                self._digests["stderr"].add(data)
+            return self._stderr(rec, seq, stderr)
+        return self._generic(rec, seq)
+
+    def _stderr(self, rec: dict[str, Any], seq: int | None, done: tuple[str, list[Hit]] | None) -> dict[str, Any]:
+        text = record_text(rec)
+        if text is None:      # no data, or not base64 (the reader reports it)
+            return self._generic(rec, seq)
+        new, hits = done if done is not None else self._carry.redact(self.redactor, text)
+        self._note(seq, [Hit("stderr", h.rule, h.placeholder) for h in hits])
+        rest = self._generic({k: v for k, v in rec.items() if k not in ("data", "data_b64")}, seq)
+        data: dict[str, Any] = {}
+        if new == text:
+            data = {k: rec[k] for k in ("data", "data_b64") if k in rec}
+        else:
+            encode_bytes(new.encode("utf-8", "surrogateescape"), "data", data)
+        out: dict[str, Any] = {}
+        for k in rec:
+            if k in ("data", "data_b64"):
+                out.update(data)
+            else:
+                out[k] = rest[k]
+        self._digests["stderr"].add(decode_bytes(out, "data") or b"")
         return out
 
     def finish(self, truncated: bool) -> dict[str, Any] | None:
@@ -191,9 +229,8 @@ class Scrubber:
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif isinstance(v, str) and (k in ("data", "data_b64") and rec.get("type") == "stderr"
-                                         or k.endswith("_b64") and k not in _STRUCTURAL):
-                # bytes stored as text or base64 (stderr data, an HTTP request_body's body_b64):
+            elif isinstance(v, str) and k.endswith("_b64") and k not in _STRUCTURAL:
+                # bytes stored as base64 (an HTTP request_body's body_b64):
                 # scanned as the text they hold, stored again the way their new bytes need
                 base = k[:-4] if k.endswith("_b64") else k
                 try:
@@ -202,7 +239,7 @@ class Scrubber:
                     out[k] = v
                     continue
                 text = raw.decode("utf-8", "surrogateescape")
-                new = self._text(text, "stderr" if rec.get("type") == "stderr" else base, seq)
+                new = self._text(text, base, seq)
                 if new != text:
                     tmp: dict[str, Any] = {}
                     encode_bytes(new.encode("utf-8", "surrogateescape"), base, tmp)
