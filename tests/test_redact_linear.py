@@ -48,7 +48,10 @@ SHAPES = {
     "placeholders": "«redacted:hmac:0123456789ab» ",
     "placeholders as mysql passwords": "mysql -p«redacted:hmac:0123456789ab» -p",
     "placeholders before a scheme": "«redacted:hmac:0123456789ab»Basic ",
-    "matches lost to overlapping ones": "&sig=Basic PASSWORD--token hunter22def123} then the request went on as usual, ",
+    "putty private lines": "Private-Lines: 1\nAAAA\n",
+    "putty lines never ending": "Private-Lines: 1\n" + "A" * 300,
+    "token prefixes": "whsec_ GOCSPX- ya29. npm_ dapi dop_v1_ shpat_ hvs. lin_api_ AGE-SECRET-KEY-1 ",
+    "matches lost to overlapping ones": "&sig=Basic PASSWORD--token hunter22def123} then the request went on as usual, " + "and so on " * 8,
 }
 
 
