@@ -47,7 +47,7 @@ FRAGMENTS = st.sampled_from([
     GHP, "sk-" + "Ab1" * 8, "AKIA" + "ABCDEFGHIJKLMNOP", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_abc", "glpat-abcdefghij0123456789",
     "hunter22", "S3cret!", "abc", "def123", "TOKEN", "PASSWORD", "required", "not set",
     " ", "  ", "\n", "\t", ":", "=", ";", ",", "&", "#", "/", "'", '"', '\\"', "(", ")", "{", "}", "[", "]", "-", "_", ".",
-    "«redacted:hmac:0123456789ab»",
+    "«redacted:hmac:0123456789ab»", "%3D", "%20", "%2B", "%3A", "%253D", "+",
 ])
 
 

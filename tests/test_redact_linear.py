@@ -51,6 +51,10 @@ SHAPES = {
     "putty private lines": "Private-Lines: 1\nAAAA\n",
     "putty lines never ending": "Private-Lines: 1\n" + "A" * 300,
     "token prefixes": "whsec_ GOCSPX- ya29. npm_ dapi dop_v1_ shpat_ hvs. lin_api_ AGE-SECRET-KEY-1 ",
+    "percent escapes": "%41",
+    "percent escapes encoded twice": "%2541",
+    "encoded assignments": "password%3D",
+    "encoded bearer words": "Bearer%20abcdefghijklmn%20",
     "matches lost to overlapping ones": "&sig=Basic PASSWORD--token hunter22def123} then the request went on as usual, " + "and so on " * 8,
 }
 

@@ -327,4 +327,5 @@ class Redactor:
 
     def _spans(self, s: str, where: str) -> tuple[str, list[tuple[int, int, Hit]]]:
         out, spans = self.scanner.redact(s, lambda secret, rule: self.placeholder(secret))
-        return out, [(sp.start, sp.end, Hit(where, sp.rule, self.placeholder(s[sp.start:sp.end]))) for sp in spans]
+        return out, [(sp.start, sp.end, Hit(where, sp.rule, self.placeholder(s[sp.start:sp.end] if sp.secret is None else sp.secret)))
+                     for sp in spans]

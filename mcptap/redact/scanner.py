@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from mcptap.redact import urlview
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import secret_name
 from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS
@@ -19,11 +20,13 @@ from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name."""
+    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name, and the
+    secret itself when it is not the text there (``secret``: found percent-decoded)."""
 
     start: int
     end: int
     rule: str
+    secret: str | None = None
 
 
 class Scanner:
@@ -52,9 +55,26 @@ class Scanner:
             self._rx.append((compiled, _secret_groups(compiled, rx in first_group), name))
 
     def spans(self, text: str) -> list[Span]:
-        """Non-overlapping secret spans in ``text``, in order."""
+        """Non-overlapping secret spans in ``text``, in order. Percent-encoded text is read
+        decoded too (``urlview``; twice encoded, twice): a secret found there is a span of
+        what encodes it, its rule marked ``(url-encoded)``; at the same start a match in the
+        text as written wins."""
         if not self._rx or len(text) < 6:
             return []
+        found = self._found(text, 0)
+        if not found:
+            return []
+        found.sort(key=lambda f: (f[0], f[1]))
+        out: list[Span] = []
+        last = -1
+        for start, _, end, name, secret in found:
+            if start >= last:
+                out.append(Span(start, end, name, secret))
+                last = end
+        return out
+
+    def _found(self, text: str, depth: int) -> list[tuple[int, int, int, str, str | None]]:
+        """Every match's secret in ``text``: (start, order, end, rule, secret or None)."""
         holes = _placeholders(text) if "«" in text else []
         scan = _masked(text, holes) if holes else text
         lower = scan.lower()
@@ -62,7 +82,7 @@ class Scanner:
         for n, idx in self._needles.items():
             if n in lower:
                 active.update(idx)
-        found: list[tuple[int, int, int, str]] = []
+        found: list[tuple[int, int, int, str, str | None]] = []
         for order in sorted(active):
             rx, groups, name = self._rx[order]
             for m in _matches(rx, scan, name):
@@ -71,17 +91,14 @@ class Scanner:
                     continue
                 if holes and _overlaps(holes, start, end) or "«" in (piece := text[start:end]) or "»" in piece:
                     continue
-                found.append((start, order, end, name))
-        if not found:
-            return []
-        found.sort()
-        out: list[Span] = []
-        last = -1
-        for start, _, end, name in found:
-            if start >= last:
-                out.append(Span(start, end, name))
-                last = end
-        return out
+                found.append((start, order, end, name, None))
+        if depth < 2 and "%" in text and (decoded := urlview.view(text)) is not None:
+            vtext, at = decoded
+            later = len(self._rx) * (depth + 1)
+            for start, order, end, name, secret in self._found(vtext, depth + 1):
+                rule = name if name.endswith(" (url-encoded)") else name + " (url-encoded)"
+                found.append((at[start], order + later, at[end], rule, vtext[start:end] if secret is None else secret))
+        return found
 
     def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
         """``text`` with every secret span replaced by ``replace(secret, rule)``, and
@@ -97,7 +114,7 @@ class Scanner:
         done = self.spans(text)
         if not done:
             return text, done
-        reps = [replace(text[sp.start:sp.end], sp.rule) for sp in done]
+        reps = [replace(text[sp.start:sp.end] if sp.secret is None else sp.secret, sp.rule) for sp in done]
         out = _replaced(text, done, reps)
         for _ in range(AGAIN):
             more = self.spans(out)
@@ -112,8 +129,8 @@ class Scanner:
             for m in more:
                 i = bisect.bisect_right(at, m.start)
                 d = shift[i - 1] if i else 0
-                done.append(Span(m.start - d, m.end - d, m.rule))
-                reps.append(replace(text[m.start - d:m.end - d], m.rule))
+                done.append(Span(m.start - d, m.end - d, m.rule, m.secret))
+                reps.append(replace(text[m.start - d:m.end - d] if m.secret is None else m.secret, m.rule))
             order = sorted(range(len(done)), key=lambda k: done[k].start)
             done, reps = [done[k] for k in order], [reps[k] for k in order]
             out = _replaced(text, done, reps)
