@@ -104,3 +104,29 @@ def test_record_redact_redacts_the_rest_of_a_cut_secret(tmp_path: Path) -> None:
     assert len(pieces) >= 2, pieces                     # recorded as two reads
     text = b"".join(pieces).decode()
     assert "1234567890XYZ" not in text and "«redacted:hmac:" in text, text
+
+
+def test_held_records_are_bounded_and_stay_in_order() -> None:
+    # an unfinished line (a progress bar redrawn with a leading CR) must not hold a session's
+    # traffic in memory: the group closes after GROUP_OTHERS other records
+    from mcptap.capture.format import encode_bytes
+    from mcptap.redact.scrub import Scrubber
+    from mcptap.redact.stderr_stream import GROUP_OTHERS
+
+    def stderr(seq: int, data: bytes) -> dict:
+        d: dict = {"type": "stderr", "seq": seq, "t_us": seq}
+        encode_bytes(data, "data", d)
+        return d
+
+    recs = [stderr(1, b"\r 10%|###   |")] + [{"type": "process", "seq": i, "t_us": i, "event": "note"} for i in range(2, 200)]
+    read = []
+
+    def source():
+        for r in recs:
+            read.append(r["seq"])
+            yield r
+
+    out = Scrubber(R).records(source())
+    first = next(out)
+    assert first["seq"] == 1 and len(read) <= GROUP_OTHERS + 1
+    assert [first["seq"]] + [r["seq"] for r in out] == [r["seq"] for r in recs]

@@ -9,8 +9,8 @@ redacted record by record, neither piece matched. Two ways across the cut:
   the records between them, until the line ends; ``split`` redacts the group's text as one
   and gives each record its part, each secret replaced whole in the record where it starts.
   The scrubbed stream is the redaction of the whole line. Bounded: a group closes at
-  ``GROUP_RECORDS`` records or ``GROUP_CHARS`` characters of stderr (a secret cut exactly
-  there is seen as two pieces).
+  ``GROUP_RECORDS`` records, ``GROUP_CHARS`` characters of stderr or ``GROUP_OTHERS`` other
+  records held (a secret cut exactly there is seen as two pieces).
 * **live** (``record --redact``: each record is written as it comes): ``Carry`` keeps the
   stream's unfinished line (its last ``CARRY`` characters) and scans it with the next record;
   a secret that began in the earlier record has its rest replaced by its placeholder. What
@@ -34,8 +34,11 @@ CARRY = 512
 CARRY_SMALL = 32
 #: offline: a group of held records closes at this many records …
 GROUP_RECORDS = 512
-#: … or this many characters of stderr text
+#: … or this many characters of stderr text …
 GROUP_CHARS = 1 << 20
+#: … or this many other records held behind it (messages can be large; a line is written in
+#: pieces within moments, not across a session's traffic)
+GROUP_OTHERS = 32
 
 
 def record_text(rec: dict[str, Any]) -> str | None:
@@ -134,7 +137,7 @@ class Grouper:
     def __init__(self) -> None:
         self.held: list[dict[str, Any]] = []
         self.stderr: list[int] = []
-        self.chars = 0
+        self.chars = 0      # stderr text held
 
     def open(self) -> bool:
         """True while a stderr line is unfinished (records are held)."""
@@ -148,7 +151,8 @@ class Grouper:
             self.chars += len(text)
         self.held.append(rec)
         ended = text is not None and (text.endswith("\n") or text.endswith("\r"))
-        return ended or len(self.held) >= GROUP_RECORDS or self.chars >= GROUP_CHARS
+        return (ended or len(self.held) >= GROUP_RECORDS or self.chars >= GROUP_CHARS
+                or len(self.held) - len(self.stderr) >= GROUP_OTHERS)
 
     def clear(self) -> None:
         self.held, self.stderr, self.chars = [], [], 0
