@@ -155,6 +155,24 @@ def _status(replayer: Replayer) -> str:
     return f"{len(live)} of {total} requests sent, {answered} answered"
 
 
+def _live_redaction(plan: Plan) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
+    """A scrubbed capture, made with this user's key: functions that redact the live server's
+    request params and live messages as the capture's were (redact/live.py), so they match
+    the recorded placeholders; (None, None) otherwise (with another key: said once)."""
+    if not plan.header.get("scrubbed"):
+        return None, None
+    from mcptap.redact.keyfile import existing_keyer
+    from mcptap.redact.live import live_redactors, message_redaction, params_redaction
+
+    keyer = existing_keyer()
+    redactors, why = live_redactors(plan.header, keyer)
+    if redactors is None:
+        if why is not None:
+            _say(why)
+        return None, None
+    return params_redaction(redactors), message_redaction(redactors)
+
+
 def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
     out = []
     for h in items:
@@ -221,7 +239,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"replay_of": capture})
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
-    replayer = Replayer(plan, link, timeout=timeout, new_link=new_link)
+    prepare, redact_message = _live_redaction(plan)
+    replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
         with progress("replay", status=functools.partial(_status, replayer)):
             result = trio.run(replayer.run)
@@ -237,6 +256,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if result.error:
         _say(result.error)
         ctx.exit(2)
+    if redact_message is not None:
+        # a scrubbed capture: live answers compared (and shown) as the capture holds them
+        for lv in result.live.values():
+            if lv.response is not None:
+                lv.response = redact_message(lv.response)
     responses = result.responses()
     rows = by_session(plan, compare_replay(plan, result.live, result.server_requests, result.notes, masker))
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))

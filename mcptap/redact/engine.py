@@ -28,6 +28,9 @@ from typing import Any
 
 import orjson
 
+from mcptap.redact import deep
+from mcptap.redact.deep import CONTAINER as _CONTAINER
+from mcptap.redact.deep import KEY_SCAN_FROM, MAX_DEPTH
 from mcptap.redact.keyed import Keyer, is_placeholder
 from mcptap.redact.keys import SCHEMA_INSTANCES, VALUE_KEYS, context_secrets, is_schema_property, is_secret_key, normalise
 from mcptap.redact.rules import PathSeg, Rules, format_path
@@ -37,14 +40,8 @@ from mcptap.redact.shapes import shaped_list
 #: Top-level message members that are never redacted.
 _ENVELOPE = frozenset({"jsonrpc", "id", "method"})
 _VALUE_KEYS = frozenset(VALUE_KEYS)
-#: Nesting beyond this is not walked further (the string patterns still run
-#: on nothing deeper; deeper values are left as they are and counted).
-MAX_DEPTH = 2000
-#: Nesting walked by recursion (fast); deeper, an explicit stack takes over.
+#: Nesting walked by recursion (fast); deeper, an explicit stack takes over (deep.py).
 RECURSE_TO = 100
-#: Object keys this long or longer get the string patterns (token shapes are 20
-#: characters or more; shorter keys are names).
-KEY_SCAN_FROM = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,46 +56,6 @@ class Hit:
 
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "rule": self.rule, "placeholder": self.placeholder}
-
-
-_CONTAINER: Any = object()
-#: scalar types a walk (no rule) leaves as they are
-_PLAIN = frozenset({int, float, bool, type(None)})
-
-
-class _Frame:
-    """One container being walked by ``Redactor._node``: its members one by
-    one, the copy made from the first changed one on."""
-
-    __slots__ = ("value", "path", "rule", "depth", "it", "items", "n", "key", "child")
-
-    def __init__(self, value: dict[str, Any] | list[Any], path: tuple[PathSeg, ...], rule: str | None, depth: int) -> None:
-        self.value, self.path, self.rule, self.depth = value, path, rule, depth
-        self.it: Any = iter(value.items()) if isinstance(value, dict) else enumerate(value)
-        self.items: list[Any] | None = None     # copied from the first changed member on
-        self.n = 0
-        self.key: Any = None
-        self.child: Any = None
-
-    def take(self, done: Any, red: Redactor, hits: list[Hit]) -> None:
-        """The current member's redacted value is ``done``."""
-        if isinstance(self.value, dict):
-            nk = self.key if len(self.key) < KEY_SCAN_FROM else red._key(self.key, self.path, hits)
-            if self.items is None and (done is not self.child or nk is not self.key):
-                self.items = list(self.value.items())[:self.n]
-            if self.items is not None:
-                self.items.append((nk, done))
-        else:
-            if self.items is None and done is not self.child:
-                self.items = self.value[:self.n]
-            if self.items is not None:
-                self.items.append(done)
-        self.n += 1
-
-    def result(self) -> Any:
-        if self.items is None:
-            return self.value
-        return dict(self.items) if isinstance(self.value, dict) else self.items
 
 
 class Redactor:
@@ -176,6 +133,21 @@ class Redactor:
     def text(self, s: str, path: str = "") -> tuple[str, list[Hit]]:
         hits: list[Hit] = []
         return self._text(s, path, hits), hits
+
+    def located(self, s: str, where: str = "") -> tuple[str, list[tuple[int, int, Hit]] | None]:
+        """``string(s)``'s result and where in ``s`` each secret was: ``(start, end, hit)``,
+        in order, the result being ``s`` with each span replaced by ``hit.placeholder``; None
+        instead when ``s`` is JSON text, walked and re-encoded (the result's bytes then map to
+        no spans of ``s``; the hits are lost: call ``string`` for them)."""
+        if len(s) >= 6 and s.lstrip()[:1] in ("{", "[") and len(s) <= (16 << 20):
+            try:
+                inner = orjson.loads(s)
+            except orjson.JSONDecodeError:
+                inner = None
+            if isinstance(inner, dict | list):
+                out, _ = self.string(s)
+                return (s, []) if out == s else (out, None)
+        return self._spans(s, where)
 
     # -- walking ---------------------------------------------------------------------
     def _message(self, m: Any, path: tuple[PathSeg, ...], hits: list[Hit]) -> Any:
@@ -299,49 +271,21 @@ class Redactor:
         hits.append(Hit(format_path(path), rule, ph))
         return ph
 
+    def _member_rule(self, container: Any, path: tuple[PathSeg, ...], key: Any) -> str | None:
+        """The rule that makes member ``key`` of ``container`` (at ``path``) a secret whole, or None."""
+        r = None
+        if isinstance(key, str):
+            r = self._secret_key(key)
+            if r is None and (key == "code" or key in _VALUE_KEYS) and isinstance(container, dict):
+                r = self._context(container, path).get(key)
+        if r is None and self._paths:
+            r = self._path_rule(path + (key,))
+        return r
+
     def _node(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
-        """``v`` at ``path`` redacted, walked with an explicit stack: a peer's
-        message may nest as deep as its parser allows (orjson: 1024 levels),
-        far beyond Python's recursion limit. Containers are copied only where
-        something changed; keys get the patterns."""
-        if depth > MAX_DEPTH:
-            return v
-        leaf = self._leaf(v, path, rule, hits, depth)
-        if leaf is not _CONTAINER:
-            return leaf
-        stack = [_Frame(v, path, rule, depth)]
-        secret_key, paths = self._secret_key, self._paths
-        while True:
-            f = stack[-1]
-            d = f.depth + 1
-            for key, x in f.it:      # resumable: a frame continues where it left off
-                f.key, f.child = key, x
-                if d > MAX_DEPTH:
-                    f.take(x, self, hits)
-                    continue
-                r = f.rule
-                if r is None:
-                    if isinstance(key, str):
-                        r = secret_key(key)
-                        if r is None and (key == "code" or key in _VALUE_KEYS) and isinstance(f.value, dict):
-                            r = self._context(f.value, f.path).get(key)
-                    if r is None and paths:
-                        r = self._path_rule(f.path + (key,))
-                    if r is None and type(x) in _PLAIN:      # a walk leaves numbers as they are
-                        f.take(x, self, hits)
-                        continue
-                sub = f.path + (key,)
-                leaf = self._leaf(x, sub, r, hits, d)
-                if leaf is _CONTAINER:
-                    stack.append(_Frame(x, sub, r, d))
-                    break
-                f.take(leaf, self, hits)
-            else:
-                done = f.result()
-                stack.pop()
-                if not stack:
-                    return done
-                stack[-1].take(done, self, hits)
+        """``v`` at ``path`` redacted with an explicit stack (deep.py): nesting beyond recursion."""
+        return deep.walk(v, path, rule, depth, self._member_rule, lambda x, p, r, d: self._leaf(x, p, r, hits, d),
+                         lambda k, p: self._key(k, p, hits))
 
     def _key(self, k: str, path: tuple[PathSeg, ...], hits: list[Hit]) -> str:
         """An object's key (a map keyed by tokens: ``{"ghp_…": {...}}``) gets the
@@ -377,15 +321,11 @@ class Redactor:
         return self._text(s, format_path(path), hits)
 
     def _text(self, s: str, where: str, hits: list[Hit]) -> str:
-        found: list[tuple[str, str]] = []
-
-        def replace(secret: str, rule: str) -> str:
-            ph = self.placeholder(secret)
-            found.append((rule, ph))
-            return ph
-
-        out, _ = self.scanner.redact(s, replace)
-        for rule, ph in found:
-            hits.append(Hit(where, rule, ph))
+        out, found = self._spans(s, where)
+        hits.extend(h for _, _, h in found)
         return out
 
+    def _spans(self, s: str, where: str) -> tuple[str, list[tuple[int, int, Hit]]]:
+        out, spans = self.scanner.redact(s, lambda secret, rule: self.placeholder(secret))
+        return out, [(sp.start, sp.end, Hit(where, sp.rule, self.placeholder(s[sp.start:sp.end] if sp.secret is None else sp.secret)))
+                     for sp in spans]

@@ -12,7 +12,9 @@ Two sources, scanned as one combined regular expression (one pass a string):
   still run and ``library_error()`` says why.
 * **built-in**: PEM private-key blocks (the body between the BEGIN/END lines),
   JWTs, GitHub tokens of any length, ``sk-``-style API keys, Google API keys,
-  Slack tokens, bearer/basic credentials, URL userinfo, ``Authorization:`` /
+  Slack tokens, prefixed token families (``whsec_``, ``GOCSPX-``, ``ya29.``, ``npm_``, ``dapi``,
+  ``dop_v1_``, ``shpat_``, ``hvs.``, ``lin_api_``, age keys), PuTTY private lines,
+  bearer/basic credentials, URL userinfo, ``Authorization:`` /
   ``Cookie:`` / ``Set-Cookie:`` header lines, OAuth and signature query values
   (``?code=…``), and assignments such as ``password=…``/``Password=…;`` in
   connection strings and DSNs (a quoted value whole).
@@ -95,6 +97,23 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
     ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    # prefixed token families (shapes as their issuers document them; gitleaks' rules agree): Stripe/Svix
+    # webhook signing secrets, Google OAuth client secrets and access tokens, npm, Databricks,
+    # DigitalOcean, Shopify, HashiCorp Vault, Linear, age secret keys (bech32)
+    ("webhook-secret", r"\bwhsec_[A-Za-z0-9+/]{24,}={0,2}"),
+    ("google-oauth-client-secret", r"\bGOCSPX-[A-Za-z0-9_-]{24,}"),
+    ("google-oauth-access-token", r"\bya29\.[A-Za-z0-9_-]{20,}"),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36,}"),
+    ("databricks-token", r"\bdapi[a-h0-9]{32,}(?:-\d+)?"),
+    ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64,}"),
+    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32,}"),
+    ("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    ("linear-api-key", r"\blin_api_[A-Za-z0-9]{40,}"),
+    ("age-secret-key", r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    # a PuTTY private key file (.ppk): the base64 lines after ``Private-Lines: N`` (the rest stays)
+    # (each a whole line of base64: ``Private-MAC:`` after them is not one)
+    ("putty-private-key", r"\bPrivate-Lines:[ \t]*\d{1,5}[ \t]*\r?\n(?P<secret>[ \t]*[A-Za-z0-9+/=]{4,256}+(?![^\r\n])"
+                          r"(?:\r?\n[ \t]*[A-Za-z0-9+/=]{4,256}+(?![^\r\n])){0,4095})"),
     # an XML element named like a secret: ``<password>…</password>`` (the name is checked: CHECKS)
     ("xml-element", r"<(?P<name>[A-Za-z_][\w.-]{0,80})>(?P<secret>[^<>«»]{1,1024})</(?P=name)>"),
     ("aws-access-key-id", r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"),
@@ -181,6 +200,10 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "google-api-key": ("aiza",), "slack-token": ("xox",), "stripe-key": ("_live_", "_test_"),
     "aws-access-key-id": ("a3t", "abia", "acca", "akia", "asia"), "bearer": ("bearer", "basic", "token"), "url-userinfo": ("@",),
     "secret-assignment": SECRET_NEEDLES, "xml-element": ("</",), "huggingface-token": ("hf_",),
+    "webhook-secret": ("whsec_",), "google-oauth-client-secret": ("gocspx-",), "google-oauth-access-token": ("ya29.",),
+    "npm-token": ("npm_",), "databricks-token": ("dapi",), "digitalocean-token": ("_v1_",), "shopify-token": ("shp",),
+    "vault-token": ("hvs.", "hvb.", "hvr."), "linear-api-key": ("lin_api_",), "age-secret-key": ("age-secret-key-1",),
+    "putty-private-key": ("private-lines:",),
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "cli-secret-option": ("--",), "cli-p-password": ("sshpass", "login"), "redis-cli-password": ("redis-cli",),
     "config-set": ("config",), "sql-password": ("password", "identified"),

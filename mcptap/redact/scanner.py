@@ -7,10 +7,12 @@ searched so that no string takes quadratic time (``_matches``).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
+from mcptap.redact import urlview
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import secret_name
 from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS
@@ -18,11 +20,13 @@ from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name."""
+    """One secret found in a string: ``start``/``end`` offsets, ``rule`` name, and the
+    secret itself when it is not the text there (``secret``: found percent-decoded)."""
 
     start: int
     end: int
     rule: str
+    secret: str | None = None
 
 
 class Scanner:
@@ -51,50 +55,102 @@ class Scanner:
             self._rx.append((compiled, _secret_groups(compiled, rx in first_group), name))
 
     def spans(self, text: str) -> list[Span]:
-        """Non-overlapping secret spans in ``text``, in order."""
+        """Non-overlapping secret spans in ``text``, in order. Percent-encoded text is read
+        decoded too (``urlview``; twice encoded, twice): a secret found there is a span of
+        what encodes it, its rule marked ``(url-encoded)``; at the same start a match in the
+        text as written wins."""
         if not self._rx or len(text) < 6:
             return []
-        lower = text.lower()
+        found = self._found(text, 0)
+        if not found:
+            return []
+        found.sort(key=lambda f: (f[0], f[1]))
+        out: list[Span] = []
+        last = -1
+        for start, _, end, name, secret in found:
+            if start >= last:
+                out.append(Span(start, end, name, secret))
+                last = end
+        return out
+
+    def _found(self, text: str, depth: int) -> list[tuple[int, int, int, str, str | None]]:
+        """Every match's secret in ``text``: (start, order, end, rule, secret or None)."""
+        holes = _placeholders(text) if "«" in text else []
+        scan = _masked(text, holes) if holes else text
+        lower = scan.lower()
         active = set(self._always)
         for n, idx in self._needles.items():
             if n in lower:
                 active.update(idx)
-        found: list[tuple[int, int, int, str]] = []
+        found: list[tuple[int, int, int, str, str | None]] = []
         for order in sorted(active):
             rx, groups, name = self._rx[order]
-            for m in _matches(rx, text, name):
+            for m in _matches(rx, scan, name):
                 start, end = m.span(_taking_part(m, groups))
                 if start < 0 or end <= start:
                     continue
-                piece = text[start:end]
-                if "«" in piece or "»" in piece or _touches_placeholder(text, start, end):
+                if holes and _overlaps(holes, start, end) or "«" in (piece := text[start:end]) or "»" in piece:
                     continue
-                found.append((start, order, end, name))
-        if not found:
-            return []
-        found.sort()
-        out: list[Span] = []
-        last = -1
-        for start, _, end, name in found:
-            if start >= last:
-                out.append(Span(start, end, name))
-                last = end
-        return out
+                found.append((start, order, end, name, None))
+        if depth < 2 and "%" in text and (decoded := urlview.view(text)) is not None:
+            vtext, at = decoded
+            later = len(self._rx) * (depth + 1)
+            for start, order, end, name, secret in self._found(vtext, depth + 1):
+                rule = name if name.endswith(" (url-encoded)") else name + " (url-encoded)"
+                found.append((at[start], order + later, at[end], rule, vtext[start:end] if secret is None else secret))
+        return found
 
     def redact(self, text: str, replace: Callable[[str, str], str]) -> tuple[str, list[Span]]:
-        """``text`` with every secret span replaced by ``replace(secret, rule)``,
-        and the spans found (offsets in the original text)."""
-        spans = self.spans(text)
-        if not spans:
-            return text, spans
-        pieces: list[str] = []
-        pos = 0
-        for s in spans:
-            pieces.append(text[pos:s.start])
-            pieces.append(replace(text[s.start:s.end], s.rule))
-            pos = s.end
-        pieces.append(text[pos:])
-        return "".join(pieces), spans
+        """``text`` with every secret span replaced by ``replace(secret, rule)``, and
+        those spans (offsets in ``text``, in order, none overlapping).
+
+        The result is scanned again, and redacted again while that finds more (at most
+        ``AGAIN`` more passes): patterns overlap, and a match that lost to an earlier one
+        still hid what its own pattern would have found inside it (``&sig=Basic PW--token
+        hunter22``: ``sig=``'s value wins over ``Basic PW--token``, which had hidden ``token
+        hunter22``). Without it a second scrub found what the first had left (scrubbing
+        twice must be scrubbing once). Each pass is linear, so the whole is. A later pass
+        never takes in a placeholder (``spans``), so its spans are spans of ``text`` too."""
+        done = self.spans(text)
+        if not done:
+            return text, done
+        reps = [replace(text[sp.start:sp.end] if sp.secret is None else sp.secret, sp.rule) for sp in done]
+        out = _replaced(text, done, reps)
+        for _ in range(AGAIN):
+            more = self.spans(out)
+            if not more:
+                break
+            # where each replacement starts in ``out``, and how far ``out`` is shifted after it
+            at, shift, pos = [], [], 0
+            for sp, rep in zip(done, reps, strict=True):
+                at.append(sp.start + pos)
+                pos += len(rep) - (sp.end - sp.start)
+                shift.append(pos)
+            for m in more:
+                i = bisect.bisect_right(at, m.start)
+                d = shift[i - 1] if i else 0
+                done.append(Span(m.start - d, m.end - d, m.rule, m.secret))
+                reps.append(replace(text[m.start - d:m.end - d] if m.secret is None else m.secret, m.rule))
+            order = sorted(range(len(done)), key=lambda k: done[k].start)
+            done, reps = [done[k] for k in order], [reps[k] for k in order]
+            out = _replaced(text, done, reps)
+        return out, done
+
+
+#: Passes over a redacted text that may find more (``Scanner.redact``); one is almost always
+#: enough, more are there for matches that overlapped several.
+AGAIN = 4
+
+
+def _replaced(text: str, spans: list[Span], reps: list[str]) -> str:
+    pieces: list[str] = []
+    pos = 0
+    for sp, rep in zip(spans, reps, strict=True):
+        pieces.append(text[pos:sp.start])
+        pieces.append(rep)
+        pos = sp.end
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def _matches(rx: re.Pattern[str], text: str, name: str) -> Iterator[re.Match[str]]:
@@ -193,8 +249,37 @@ def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:
     return 0
 
 
-def _touches_placeholder(text: str, start: int, end: int) -> bool:
-    for m in PLACEHOLDER.finditer(text, max(0, start - 80), min(len(text), end + 80)):
-        if m.start() < end and start < m.end():
-            return True
-    return False
+#: What a placeholder reads as while the patterns run (``_masked``): letters and digits, a
+#: letter last (a word that ends in digits reads as a number or ``host:port``).
+_MASK = "Q0" * 40
+
+
+def _placeholders(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds placeholders: (start, end) pairs, in order."""
+    return [m.span() for m in PLACEHOLDER.finditer(text)]
+
+
+def _masked(text: str, holes: list[tuple[int, int]]) -> str:
+    """``text`` with each placeholder read as a token of the same length (``Q0Q0…``).
+
+    A placeholder stands where a secret stood, so the patterns must see a token there, as they
+    saw the secret: its ``«»`` ended a value early (``Cookie: a; b=«…»`` judged on ``a; b=``),
+    stopped a lazy search short of it (``mysql -p«…» -pNEXT`` took ``NEXT`` for the password) and
+    made a word boundary where the secret had none (``…a1B2«…»Basic x…``). A match whose secret
+    takes in any of a placeholder is dropped (``spans``), so scrubbing twice is scrubbing once."""
+    parts: list[str] = []
+    pos = 0
+    for s, e in holes:
+        parts.append(text[pos:s])
+        parts.append(_MASK[:e - s - 1] + "Q")
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _overlaps(holes: list[tuple[int, int]], start: int, end: int) -> bool:
+    """True when [start, end) takes in any of a placeholder in ``holes``."""
+    i = bisect.bisect_right(holes, (start, 1 << 62)) - 1     # the last placeholder starting at or before ``start``
+    if i >= 0 and holes[i][1] > start:
+        return True
+    return i + 1 < len(holes) and holes[i + 1][0] < end

@@ -13,7 +13,7 @@ captures"):
   (``raw``: CRLF, odd whitespace, BOM) keep their framing: each secret is
   replaced in place where its JSON encoding appears, and the result is
   re-parsed to prove it equals the redacted message; otherwise the bytes
-  become the compact encoding plus the original terminator. Non-JSON bytes
+  become the compact encoding plus the original terminator (``verbatim.rebuild``). Non-JSON bytes
   get the string patterns. Finding messages, ``session`` and transport facts
   are scanned too; ``offset`` is recomputed over the new bytes (stdio);
 * ``stderr`` data, ``http`` heads/targets/endpoint URLs, ``process`` argv and
@@ -35,8 +35,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.errors import CaptureReadError
@@ -48,10 +46,11 @@ from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
+from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
+from mcptap.redact.verbatim import rebuild
 
-_dumps = orjson.dumps
 #: Record fields that are structure, never peer text.
 _STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev",
                          "offset", "link", "members", "eol", "json", "raw", "raw_b64", "findings", "event", "exchange",
@@ -76,6 +75,7 @@ class Scrubber:
         #: into messages first, ``reannotate.framed``); live ``record --redact``: its bytes
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
+        self._carry = Carry()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -105,11 +105,29 @@ class Scrubber:
         return self.header(rec) if rec.get("type") == "header" else self.record(rec)
 
     def records(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records after the header, scrubbed, in order. The stderr records of an
+        unfinished line are scrubbed together with the rest of their line (a secret cut
+        across two reads: ``stderr_stream``), the records between them held meanwhile."""
+        group = Grouper()
         for rec in records:
-            yield self.record(rec)
+            text = record_text(rec)
+            if text is None and not group.open():
+                yield self.record(rec)
+            elif group.add(rec, text):
+                yield from self._flush(group)
+        yield from self._flush(group)
 
-    def record(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """One record after the header, scrubbed (a new dict; ``rec`` untouched)."""
+    def _flush(self, group: Grouper) -> Iterator[dict[str, Any]]:
+        texts = [record_text(group.held[i]) or "" for i in group.stderr]
+        done = dict(zip(group.stderr, zip(*split(self.redactor, texts), strict=True), strict=True)) if texts else {}
+        for i, rec in enumerate(group.held):
+            yield self.record(rec, done.get(i))
+        group.clear()
+
+    def record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None = None) -> dict[str, Any]:
+        """One record after the header, scrubbed (a new dict; ``rec`` untouched). A
+        ``stderr`` record's text is scanned with the unfinished line before it (live:
+        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits."""
         typ = rec.get("type")
         seq = rec.get("seq") if isinstance(rec.get("seq"), int) else None
         if seq is not None:
@@ -122,11 +140,29 @@ class Scrubber:
             return self._end(rec, seq)
         if typ == "chunk":
             return self._chunk(rec, seq)
-        out = self._generic(rec, seq)
         if typ == "stderr":
-            data = decode_bytes(out, "data")
-            if data is not None:
-                self._digests["stderr"].add(data)
+            return self._stderr(rec, seq, stderr)
+        return self._generic(rec, seq)
+
+    def _stderr(self, rec: dict[str, Any], seq: int | None, done: tuple[str, list[Hit]] | None) -> dict[str, Any]:
+        text = record_text(rec)
+        if text is None:      # no data, or not base64 (the reader reports it)
+            return self._generic(rec, seq)
+        new, hits = done if done is not None else self._carry.redact(self.redactor, text)
+        self._note(seq, [Hit("stderr", h.rule, h.placeholder) for h in hits])
+        rest = self._generic({k: v for k, v in rec.items() if k not in ("data", "data_b64")}, seq)
+        data: dict[str, Any] = {}
+        if new == text:
+            data = {k: rec[k] for k in ("data", "data_b64") if k in rec}
+        else:
+            encode_bytes(new.encode("utf-8", "surrogateescape"), "data", data)
+        out: dict[str, Any] = {}
+        for k in rec:
+            if k in ("data", "data_b64"):
+                out.update(data)
+            else:
+                out[k] = rest[k]
+        self._digests["stderr"].add(decode_bytes(out, "data") or b"")
         return out
 
     def finish(self, truncated: bool) -> dict[str, Any] | None:
@@ -193,9 +229,8 @@ class Scrubber:
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif isinstance(v, str) and (k in ("data", "data_b64") and rec.get("type") == "stderr"
-                                         or k.endswith("_b64") and k not in _STRUCTURAL):
-                # bytes stored as text or base64 (stderr data, an HTTP request_body's body_b64):
+            elif isinstance(v, str) and k.endswith("_b64") and k not in _STRUCTURAL:
+                # bytes stored as base64 (an HTTP request_body's body_b64):
                 # scanned as the text they hold, stored again the way their new bytes need
                 base = k[:-4] if k.endswith("_b64") else k
                 try:
@@ -204,7 +239,7 @@ class Scrubber:
                     out[k] = v
                     continue
                 text = raw.decode("utf-8", "surrogateescape")
-                new = self._text(text, "stderr" if rec.get("type") == "stderr" else base, seq)
+                new = self._text(text, base, seq)
                 if new != text:
                     tmp: dict[str, Any] = {}
                     encode_bytes(new.encode("utf-8", "surrogateescape"), base, tmp)
@@ -262,7 +297,7 @@ class Scrubber:
             self._note(seq, hits)
             # no hit, nothing changed: the record's bytes stay as they are (scrubbing twice = once)
             if red is not value and (hits or _differs(red, value)) or (raw != _encode(value) + eol and _hidden_values(raw)):
-                new_raw = self._rebuild(raw, value, red, eol, hits)
+                new_raw = rebuild(raw, value, red, eol)
                 value = red
         else:
             text = raw.decode("utf-8", "surrogateescape")
@@ -322,65 +357,9 @@ class Scrubber:
             d.add(new, message=False)
         return out
 
-    def _rebuild(self, raw: bytes, value: Any, red: Any, eol: bytes, hits: list[Hit]) -> bytes:
-        """New bytes for a redacted message: in place when the source bytes
-        were kept verbatim (and hold nothing the parsed value lacks), else the
-        compact encoding + the terminator."""
-        canonical = _encode(value) + eol
-        compact = _encode(red)
-        if raw == canonical:
-            return compact + eol
-        tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
-        if _hidden_values(raw):
-            return compact + tail
-        # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
-        text = raw.decode("utf-8", "surrogateescape")
-        try:
-            new = _replace_secrets(text, value, red)
-            if new is not None:
-                new_raw = new.encode("utf-8", "surrogateescape")
-                if parse_json(new_raw)[0] == red:
-                    return new_raw
-        except RecursionError:      # a deeply nested message: comparing it is not possible, re-encoding is
-            pass
-        # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
-        return compact + tail
-
 
 def _differs(a: Any, b: Any) -> bool:
     try:
         return bool(a != b)
     except RecursionError:      # too deep to compare: taken as changed
         return True
-
-
-def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
-    """Replace, in ``text``, the JSON encoding of every string that changed
-    between ``before`` and ``after`` (same shape) by the new one."""
-    pairs: list[tuple[str, str]] = []
-    _diff_strings(before, after, pairs, 0)
-    if not pairs:
-        return None
-    encoded = {(_dumps(old).decode()[1:-1], _dumps(new).decode()[1:-1]) if isinstance(old, str)
-               else (_encode(old).decode(), _dumps(new).decode()) for old, new in pairs}
-    # longest first: a secret that contains another is replaced whole (a number under a
-    # secret key is a pair too: its encoding is replaced by the placeholder string's)
-    for enc_old, enc_new in sorted(encoded, key=lambda p: -len(p[0])):
-        if not enc_old or enc_old not in text:
-            return None
-        text = text.replace(enc_old, enc_new)
-    return text
-
-
-def _diff_strings(a: Any, b: Any, out: list[tuple[Any, Any]], depth: int) -> None:
-    if a is b or depth > 2000:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k, v in a.items():
-            _diff_strings(v, b.get(k), out, depth + 1)
-    elif isinstance(a, list) and isinstance(b, list):
-        for x, y in zip(a, b, strict=False):
-            _diff_strings(x, y, out, depth + 1)
-    elif a != b and isinstance(b, str) and (isinstance(a, str | int | float) and not isinstance(a, bool)):
-        out.append((a, b))
-

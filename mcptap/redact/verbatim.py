@@ -1,5 +1,6 @@
-"""Whether a message's recorded bytes may be kept (edited in place) in a
-scrubbed capture, and the exact compact encoding when they may not (pure).
+"""A redacted message's new bytes (pure): whether its recorded bytes may be
+kept (edited in place) in a scrubbed capture, the exact compact encoding when
+they may not, and ``rebuild``, which chooses between the two.
 
 Redaction works on the parsed message; bytes kept verbatim must not hold
 anything that parse dropped. Two things do: an object that repeats a key
@@ -17,6 +18,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.dumps import encode_deep
+from mcptap.protocol.jsonparse import parse_json
 
 _dumps = orjson.dumps
 
@@ -55,3 +57,59 @@ def hides_values(raw: bytes) -> bool:
     except (ValueError, RecursionError):
         return True
     return False
+
+
+def rebuild(raw: bytes, value: Any, red: Any, eol: bytes) -> bytes:
+    """New bytes for a redacted message: in place when the source bytes
+    were kept verbatim (and hold nothing the parsed value lacks), else the
+    compact encoding + the terminator."""
+    canonical = encode_exact(value) + eol
+    compact = encode_exact(red)
+    if raw == canonical:
+        return compact + eol
+    tail = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+    if hides_values(raw):
+        return compact + tail
+    # surrogateescape: invalid UTF-8 in the source survives (framing.invalid_utf8 stays)
+    text = raw.decode("utf-8", "surrogateescape")
+    try:
+        new = _replace_secrets(text, value, red)
+        if new is not None:
+            new_raw = new.encode("utf-8", "surrogateescape")
+            if parse_json(new_raw)[0] == red:
+                return new_raw
+    except RecursionError:      # a deeply nested message: comparing it is not possible, re-encoding is
+        pass
+    # the terminator (CR LF, LF, nothing) stays; the body becomes canonical
+    return compact + tail
+
+
+def _replace_secrets(text: str, before: Any, after: Any) -> str | None:
+    """Replace, in ``text``, the JSON encoding of every string that changed
+    between ``before`` and ``after`` (same shape) by the new one."""
+    pairs: list[tuple[str, str]] = []
+    _diff_strings(before, after, pairs, 0)
+    if not pairs:
+        return None
+    encoded = {(_dumps(old).decode()[1:-1], _dumps(new).decode()[1:-1]) if isinstance(old, str)
+               else (encode_exact(old).decode(), _dumps(new).decode()) for old, new in pairs}
+    # longest first: a secret that contains another is replaced whole (a number under a
+    # secret key is a pair too: its encoding is replaced by the placeholder string's)
+    for enc_old, enc_new in sorted(encoded, key=lambda p: -len(p[0])):
+        if not enc_old or enc_old not in text:
+            return None
+        text = text.replace(enc_old, enc_new)
+    return text
+
+
+def _diff_strings(a: Any, b: Any, out: list[tuple[Any, Any]], depth: int) -> None:
+    if a is b or depth > 2000:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k, v in a.items():
+            _diff_strings(v, b.get(k), out, depth + 1)
+    elif isinstance(a, list) and isinstance(b, list):
+        for x, y in zip(a, b, strict=False):
+            _diff_strings(x, y, out, depth + 1)
+    elif a != b and isinstance(b, str) and (isinstance(a, str | int | float) and not isinstance(a, bool)):
+        out.append((a, b))

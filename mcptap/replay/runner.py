@@ -111,11 +111,16 @@ _MISSING = object()
 class Replayer:
     """Run ``plan`` over ``link``. ``timeout``: seconds to wait for one answer.
     ``new_link(i)``: a fresh link for the plan's session ``i`` (i ≥ 1) —
-    stdio targets get a fresh server process per recorded session."""
+    stdio targets get a fresh server process per recorded session. ``prepare``: the
+    live server's request params as the capture would hold them (a scrubbed capture:
+    redacted with its rules and key, ``redact.live``) before they are matched with the
+    recorded requests."""
 
-    def __init__(self, plan: Plan, link: Any, timeout: float = 30.0, new_link: Callable[[int], Any] | None = None) -> None:
+    def __init__(self, plan: Plan, link: Any, timeout: float = 30.0, new_link: Callable[[int], Any] | None = None,
+                 prepare: Callable[[Any], Any] | None = None) -> None:
         self.plan = plan
         self.link = link
+        self.prepare = prepare
         self.new_link = new_link
         self.timeout = timeout
         self.result = ReplayResult(plan)
@@ -232,8 +237,9 @@ class Replayer:
 
     async def _server_request(self, v: dict[str, Any], session: Any) -> None:
         method = str(v.get("method"))
-        ans, how = self.plan.answers.take(method, v.get("params"))
-        self.result.server_requests.append(LiveServerRequest(method, v.get("params"), how))
+        params = v.get("params") if self.prepare is None else self.prepare(v.get("params"))
+        ans, how = self.plan.answers.take(method, params)
+        self.result.server_requests.append(LiveServerRequest(method, params, how))
         if ans is None:
             ans = {"error": {"code": -32601, "message": f"mcptap replay: the capture has no answer to {method}"}}
         await self.link.send({"jsonrpc": "2.0", "id": v.get("id"), **ans}, session)

@@ -1,0 +1,67 @@
+"""Percent-encoded secrets are redacted (mcptap/redact/urlview.py, scanner.py): a query
+value or form body that encodes a secret once more (``?next=%2Fhome%3Fpassword%3Dhunter2``,
+``Authorization%3A%20Bearer%20…``, a redirect URL's ``code%3D…``) matched no pattern as
+written. The text is also read decoded; a secret found there is replaced where it is
+written, with the placeholder of the decoded secret (the same as where it is plain)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcptap.cli.main import mcptap
+from mcptap.redact.engine import Redactor
+from mcptap.redact.keyed import Keyer
+from mcptap.redact.rules import Rules
+from scripted import c2s, handshake, record, req, res, s2c
+
+R = Redactor(Rules(), Keyer(b"k" * 32))
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ("https://x.io/login?next=%2Fhome%3Fpassword%3Dhunter2pw%26x%3D1", "hunter2pw", "%26x%3D1"),
+    ("https://x.io/cb?token=abc%2Bdef1234&state=1", "abc%2Bdef1234", "&state=1"),
+    ("GET /a?redirect=https%3A%2F%2Fh%2Fcb%3Fcode%3DAbC123xyz%26state%3Dq", "AbC123xyz", "%26state%3Dq"),
+    ("header=Authorization%3A%20Bearer%20abcdef1234567890XYZ", "abcdef1234567890XYZ", "Authorization%3A%20Bearer%20"),
+    ("https://x.io/?q=Authorization%3A+Bearer+abcdef1234567890XYZ", "abcdef1234567890XYZ", "Bearer+"),
+    ("body: username=bob&password%3Dhunter2pw", "hunter2pw", "username=bob&password%3D"),
+    ("client_secret%3Ds3cr3tV4lue%26grant_type%3Dclient_credentials", "s3cr3tV4lue", "%26grant_type%3Dclient_credentials"),
+    ("https%3A%2F%2Fuser%3Apa55word%40db.example.com%2F", "pa55word", "%40db.example.com%2F"),
+    ("%7B%22password%22%3A%22hunter2pw%22%7D", "hunter2pw", "%22%7D"),
+    ("next=%252Fa%253Fpassword%253Dhunter2pw", "hunter2pw", "password%253D"),      # encoded twice
+])
+def test_an_encoded_secret_is_redacted_where_it_is_written(text: str, secret: str, kept: str) -> None:
+    out, hits = R.string(text)
+    assert secret not in out and kept in out and "«redacted:hmac:" in out, out
+    assert hits
+    assert R.string(out)[0] == out
+
+
+def test_the_placeholder_is_the_decoded_secrets() -> None:
+    plain, _ = R.string("password=hunter2pw")
+    encoded, hits = R.string("password%3Dhunter2pw")
+    assert encoded == plain.replace("=", "%3D", 1) and hits[0].rule == "secret-assignment (url-encoded)"
+
+
+@pytest.mark.parametrize("text", [
+    "q=hello%20world%21&lang=en", "https://x.io/search?q=password%20reset%20help", "100%25 sure",
+    "https://x.io/?name=caf%C3%A9&key=home", "%E2%80%9Cquoted%E2%80%9D text", "a+b+c = 3 and 50% off",
+])
+def test_ordinary_encoded_text_stays(text: str) -> None:
+    assert R.string(text)[0] == text
+
+
+def test_scrub_removes_an_encoded_secret_from_a_capture(tmp_path: Path) -> None:
+    url = "https://app.example/cb?next=%2Fsettings%3Fapi_key%3DAbCd1234efgh5678%26tab%3D2"
+    src = record(tmp_path / "src.jsonl", handshake() + [
+        c2s(req(2, "tools/call", {"name": "fetch", "arguments": {"url": url}})),
+        s2c(res(2, {"content": [{"type": "text", "text": json.dumps({"location": url})}]})),
+    ])
+    out = tmp_path / "out.jsonl"
+    r = CliRunner().invoke(mcptap, ["scrub", str(src), "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "AbCd1234efgh5678" not in text and "%26tab%3D2" in text
