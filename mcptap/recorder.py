@@ -46,6 +46,8 @@ class Recorder(RecordingState):
     credentials). ``clock``: returns µs since capture start (int), read at
     each event (the transport's: ``mcptap.clock.monotonic_us_clock()``);
     ``started``: the header's UTC start time (ISO 8601, ``mcptap.clock.utc_timestamp()``).
+    Raises CaptureWriteError when the header cannot be written (the caller
+    then ``writer.discard()``s the capture and records nothing).
     ``on_message``: optional callback for each annotated Message (live views).
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
@@ -77,8 +79,9 @@ class Recorder(RecordingState):
         self.started = started
         if writer is not None:
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
-            writer.write(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
-            writer.flush()
+            # raises CaptureWriteError when the header is not on disk (disk full): the caller's
+            # capture-open failure path, never a capture that starts without its header
+            writer.begin(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
 
     # -- bookkeeping --------------------------------------------------------------
     def _write(self, rec: dict[str, Any]) -> None:

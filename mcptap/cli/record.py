@@ -158,6 +158,24 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         problem = str(exc)
     except OSError as exc:
         problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
+    if writer is not None and redactor is not None:
+        from mcptap.redact.scrub import Scrubber
+
+        writer.transform = Scrubber(redactor).transform
+    header: dict[str, Any] = {"name": name} if name else {}
+    if writer is not None and path is not None:
+        header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
+    started = utc_timestamp()
+    try:
+        rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=started,
+                           header_extra=header or None)
+    except CaptureWriteError as exc:
+        # the header itself did not fit (disk full): a capture without it is unreadable,
+        # so this is a capture that could not be created, not one that lost records
+        assert writer is not None
+        writer.discard()
+        writer, problem = None, str(exc)
+        rec = KeepOnAnswer(None, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=started)
     if problem is not None:
         if strict_capture:
             say(f"{problem}; not starting the server (--strict-capture)")
@@ -169,15 +187,6 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         assert path is not None         # set whenever no problem was reported
         sweep_reserves(path)
 
-    if writer is not None and redactor is not None:
-        from mcptap.redact.scrub import Scrubber
-
-        writer.transform = Scrubber(redactor).transform
-    header: dict[str, Any] = {"name": name} if name else {}
-    if writer is not None and path is not None:
-        header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
-    rec = KeepOnAnswer(writer, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
-                       header_extra=header or None)
     rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out
