@@ -70,6 +70,9 @@ class CaptureWriter:
         self._reserve_at: str | None = None
         #: applied to every record before it is encoded (``record --redact``: the scrubber)
         self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: applied to every encoded line, given the record too (``record``: the argv's secrets
+        #: replaced wherever they reappear, ``known_secrets.KnownSecrets.line``)
+        self.line_filter: Callable[[dict[str, Any], bytes], bytes] | None = None
 
     @classmethod
     def open(cls, path: str) -> CaptureWriter:
@@ -168,6 +171,8 @@ class CaptureWriter:
                 except (TypeError, ValueError, RecursionError):
                     # our own bug, never peer data (peer bytes are stored as text/base64)
                     line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
+        if self.line_filter is not None:
+            line = self.line_filter(rec, line)
         self._buf.append(line)
 
     def write_pieces(self, pieces: Iterable[bytes]) -> None:

@@ -34,10 +34,12 @@ from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.known_secrets import known_secrets
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
+from mcptap.redact.argv import placeholder
 from mcptap.redact.engine import Redactor
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
@@ -162,6 +164,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
+    # the values scrub_argv took out of argv, replaced wherever they reappear (a server that echoes its argv on stderr)
+    known = known_secrets(argv, shown, placeholder) if writer is not None else None
+    if writer is not None and known is not None:
+        writer.line_filter = known.line
     header: dict[str, Any] = {"name": name} if name else {}
     if writer is not None and path is not None:
         header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
@@ -176,6 +182,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
         writer.discard()
         writer, problem = None, str(exc)
         rec = KeepOnAnswer(None, "stdio", target={"argv": shown}, clock=monotonic_us_clock(), started=started)
+    rec.known = known if rec.writer is not None else None
     if problem is not None:
         if strict_capture:
             say(f"{problem}; not starting the server (--strict-capture)")
