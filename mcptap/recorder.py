@@ -61,7 +61,6 @@ class Recorder(StderrRecording, RecordingState):
         self.observers: list[Callable[[Message], None]] = []
         self._stderr_interval = 0
         self._stderr_volume_flagged = False
-        self._stderr_unterminated_flagged = False
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
@@ -283,7 +282,7 @@ class Recorder(StderrRecording, RecordingState):
         """The server process ended (``code``, or killed by ``signal``).
         Records process.exit (see ``_exit_finding``)."""
         self.stderr(b"", final=True)
-        return self.process("exit", findings=[self._exit_finding(code, signal)], code=code, signal=signal, **fields)
+        return self.process("exit", findings=self._exit_findings(code, signal), code=code, signal=signal, **fields)
 
     # -- HTTP -----------------------------------------------------------------------------
     def forwarded(self, direction: Direction, data: bytes) -> None:

@@ -28,7 +28,7 @@ class StderrRecording:
     clock: Callable[[], int]
     _stderr_interval: int
     _stderr_volume_flagged: bool
-    _stderr_unterminated_flagged: bool
+    stderr_open: bool
     stderr_stream: Any
     annotator: Any
 
@@ -37,6 +37,7 @@ class StderrRecording:
         def _count(self, findings: Iterable[Finding]) -> None: ...
         def _write(self, rec: dict[str, Any]) -> None: ...
         def _flush(self) -> None: ...
+        def _stderr_end(self) -> list[Finding]: ...
 
     def stderr(self, data: bytes, final: bool = False) -> None:
         """A chunk of server stderr was passed through (``final``: the stream ended, record what ``known`` held back)."""
@@ -59,9 +60,12 @@ class StderrRecording:
                               f"{self._stderr_interval} bytes of stderr since the last protocol message{during} (a host that does not drain stderr blocks the "
                               "server at 64 KiB)",
                               {"bytes": self._stderr_interval}))
-        if b"\n" not in data and not self._stderr_unterminated_flagged:
-            self._stderr_unterminated_flagged = True
-            fs.append(finding("process.stderr_unterminated", "stderr data without a newline (e.g. CR progress output): forwarded and stored as-is"))
+        # one line may come in several reads (a write without its newline, then the rest): a read
+        # without a newline is judged when the stream ends (RecordingState._stderr_end); only CR
+        # progress output (a CR after the last newline) says at once that no newline is coming
+        self.stderr_open = not data.endswith(b"\n")
+        if self.stderr_open and b"\r" in data[data.rfind(b"\n") + 1:]:
+            fs += self._stderr_end()
         self._count(fs)
         self._write(Stderr(self._next(), t, data, _json(fs)).to_json())
         self._flush()
