@@ -22,7 +22,12 @@ strict=False, latency=None, speed=None) -> list[str] | str``:
 
   - ``once``: serve the capture when it exists, record it when it does not;
   - ``new_episodes``: serve the capture; requests it has no answer for are
-    forwarded to ``server`` (stdio) and the answers added to the capture;
+    forwarded to ``server`` (stdio) and the answers added to the capture. A
+    capture that answers every request needs no ``server``; a request it has
+    no answer for fails the test (at teardown, naming the methods) when there
+    is no server to ask, and always over HTTP, whose captures cannot be
+    extended request by request (re-record with ``all`` from ``server``);
+    a missing capture is recorded from ``server`` as ``once`` does;
   - ``none``: always serve; a missing capture fails the test;
   - ``all``: always record afresh from ``server``.
 
@@ -36,8 +41,10 @@ from __future__ import annotations
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -88,6 +95,10 @@ class MockFactory:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self._procs: list[subprocess.Popen[bytes]] = []
+        #: (the mock's own session, the capture it served, why nothing new can be recorded):
+        #: new_episodes without a way to extend, judged at teardown
+        self._judge: list[tuple[Path, Path, str]] = []
+        self._tmp: str | None = None
 
     def __call__(self, path: str | os.PathLike[str], transport: str = "stdio", *, server: Sequence[str] | str | None = None,
                  record_mode: str | None = None, strict: bool = False, latency: str | None = None,
@@ -101,10 +112,10 @@ class MockFactory:
         argv = list(server) if server is not None and not isinstance(server, str) else None
         url = server if isinstance(server, str) else None
         exists = cap.is_file() and cap.stat().st_size > 0
-        record = mode == "all" or (mode == "once" and not exists) or (mode == "new_episodes" and not exists)
-        if record or mode == "new_episodes":
+        record = mode == "all" or (mode in ("once", "new_episodes") and not exists)
+        if record:
             if server is None:
-                why = "does not exist" if not exists else f"is to be extended (record mode {mode})"
+                why = "does not exist" if not exists else f"is to be recorded afresh (record mode {mode})"
                 pytest.fail(f"mcptap_mock: capture {cap} {why}, and no server= to record from", pytrace=False)
         elif not exists:
             pytest.fail(f"mcptap_mock: capture {cap} does not exist (record mode {mode})", pytrace=False)
@@ -125,13 +136,49 @@ class MockFactory:
             args += ["--latency", latency]
         if speed is not None:
             args += ["--speed", str(speed)]
-        if mode == "new_episodes":
-            if transport != "stdio" or argv is None:
-                raise ValueError("record_mode new_episodes needs a stdio server argv")
-            args += ["--extend", "--", *argv]
+        if mode == "new_episodes" and transport == "stdio" and argv is not None:
+            args += ["--extend", "--", *argv]          # what the capture cannot answer, the real server does
+        elif mode == "new_episodes":
+            # replay only: the mock records its own session, so teardown can tell whether
+            # anything new was asked (then the test fails: nothing can record it here)
+            if transport == "stdio" and server is not None:
+                raise ValueError("server= for a stdio mock is the server's argv (a list)")
+            why = ("and no server= to record from" if server is None else
+                   f"and an HTTP capture cannot be extended request by request: re-record it (record_mode='all') from {server}")
+            own = self._session_file()
+            self._judge.append((own, cap, why))
+            args += ["-o", str(own)]
         if transport == "stdio":
             return [*_MCPTAP, "serve", "--quiet", *args]
         return self._start([*_MCPTAP, "serve", "--listen", "127.0.0.1:0", *args], r"serving .* on (\S+)")
+
+    def _session_file(self) -> Path:
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="mcptap-mock-")
+        return Path(self._tmp) / f"session-{len(self._judge) + 1}.jsonl"
+
+    def unanswered(self) -> list[str]:
+        """One line per served capture (new_episodes, replay only) that had no
+        answer for a request of the test's client: the capture, the methods, why."""
+        from mcptap.capture.reader import CaptureStream
+        from mcptap.errors import CaptureReadError
+
+        out = []
+        for own, cap, why in self._judge:
+            methods: list[str] = []
+            try:
+                stream = CaptureStream(str(own))
+                for rec in stream:
+                    for f in rec.get("findings", ()) if rec.get("type") == "message" else ():
+                        if f.get("code") == "serve.no_recorded_answer":
+                            methods.append(str((f.get("data") or {}).get("method")))
+                stream.close()
+            except CaptureReadError:
+                continue            # the mock never started (its own error failed the test already)
+            if methods:
+                out.append(f"mcptap_mock: capture {cap} has no answer for {', '.join(sorted(set(methods)))} "
+                           f"(record mode new_episodes), {why}")
+        return out
 
     def _start(self, argv: list[str], pattern: str) -> str:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -152,6 +199,11 @@ class MockFactory:
                 proc.stderr.close()
         self._procs.clear()
 
+    def cleanup(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
 
 def _mode(request: pytest.FixtureRequest) -> str:
     marker = request.node.get_closest_marker("mcptap")
@@ -168,3 +220,9 @@ def mcptap_mock(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         yield factory
     finally:
         factory.close()
+    try:
+        problems = factory.unanswered()
+    finally:
+        factory.cleanup()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

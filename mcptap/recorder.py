@@ -18,27 +18,24 @@ from mcptap.capture import pieces
 from mcptap.capture.format import FORMAT, VERSION
 from mcptap.capture.pieces import Deferred
 from mcptap.capture.writer import CaptureWriter
+from mcptap.known_secrets import KnownSecrets
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import finding
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.skeleton import parse_message
+from mcptap.recorder_stderr import StderrRecording
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record, Stderr
+from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
-#: stderr bytes between two protocol messages above which process.stderr_volume
-#: is raised (cases/B24: a host that never reads stderr blocks the server at
-#: the 64 KiB pipe buffer; 256 KiB in one interval is worth a look).
-STDERR_VOLUME = 256 * 1024
 #: ``Recorder.long_line`` of the live stdio tap: a longer line is stored
 #: unframed (``chunk`` records) as it streams instead of held for annotation
 LONG_LINE = 4 << 20
 
 
-class Recorder(RecordingState):
+class Recorder(StderrRecording, RecordingState):
     """Record one tapped connection (stdio) or proxy (HTTP) into a capture.
 
     ``writer``: a CaptureWriter or None (analyse only). ``transport``: "stdio"
@@ -46,6 +43,8 @@ class Recorder(RecordingState):
     credentials). ``clock``: returns µs since capture start (int), read at
     each event (the transport's: ``mcptap.clock.monotonic_us_clock()``);
     ``started``: the header's UTC start time (ISO 8601, ``mcptap.clock.utc_timestamp()``).
+    Raises CaptureWriteError when the header cannot be written (the caller
+    then ``writer.discard()``s the capture and records nothing).
     ``on_message``: optional callback for each annotated Message (live views).
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
@@ -62,7 +61,6 @@ class Recorder(RecordingState):
         self.observers: list[Callable[[Message], None]] = []
         self._stderr_interval = 0
         self._stderr_volume_flagged = False
-        self._stderr_unterminated_flagged = False
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
@@ -74,11 +72,14 @@ class Recorder(RecordingState):
         self.segment_key: str | None = None
         #: set while a caller writes several records it flushes itself with ``flush()``
         self.hold_flush = False
+        #: stdio: the argv's secrets, held back at the end of a stderr read that may split one (set with the writer's line_filter)
+        self.known: KnownSecrets | None = None
         self.started = started
         if writer is not None:
             extra = {"rules": rules_fingerprint(), **(header_extra or {})}
-            writer.write(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
-            writer.flush()
+            # raises CaptureWriteError when the header is not on disk (disk full): the caller's
+            # capture-open failure path, never a capture that starts without its header
+            writer.begin(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
 
     # -- bookkeeping --------------------------------------------------------------
     def _write(self, rec: dict[str, Any]) -> None:
@@ -128,7 +129,7 @@ class Recorder(RecordingState):
         w = self.writer
         if w is None:
             return
-        if len(msg.raw) > pieces.STREAM_ABOVE and w.transform is None:
+        if len(msg.raw) > pieces.STREAM_ABOVE and w.transform is None and w.line_filter is None:
             # a multi-MiB payload: its record line is written in pieces, never
             # held as one more text and one more encoded line (capture/pieces.py)
             deferred = Deferred()
@@ -271,30 +272,6 @@ class Recorder(RecordingState):
         self._ended = set()
         self.segment_key = key
 
-    def stderr(self, data: bytes) -> None:
-        """A chunk of server stderr was passed through."""
-        t = self.clock()
-        s = self.stderr_stream
-        s.bytes += len(data)
-        s.sha.update(data)
-        s.messages += 1
-        fs: list[Finding] = []
-        self._stderr_interval += len(data)
-        if self._stderr_interval >= STDERR_VOLUME and not self._stderr_volume_flagged:
-            self._stderr_volume_flagged = True
-            pend = [p for p in self.annotator.pending() if p.direction is C2S]
-            during = f" during {pend[0].method} (#{pend[0].seq})" if pend else ""
-            fs.append(finding("process.stderr_volume",
-                              f"{self._stderr_interval} bytes of stderr since the last protocol message{during} (a host that does not drain stderr blocks the "
-                              "server at 64 KiB)",
-                              {"bytes": self._stderr_interval}))
-        if b"\n" not in data and not self._stderr_unterminated_flagged:
-            self._stderr_unterminated_flagged = True
-            fs.append(finding("process.stderr_unterminated", "stderr data without a newline (e.g. CR progress output): forwarded and stored as-is"))
-        self._count(fs)
-        self._write(Stderr(self._next(), t, data, _json(fs)).to_json())
-        self._flush()
-
     def process(self, event: str, findings: Iterable[Finding] = (), **fields: Any) -> int:
         """A process event: spawn, spawn_failed, signal, exit, stdin_closed, kill."""
         self._note_signal(event, fields)
@@ -304,7 +281,8 @@ class Recorder(RecordingState):
     def exit(self, code: int | None = None, signal: int | None = None, **fields: Any) -> int:
         """The server process ended (``code``, or killed by ``signal``).
         Records process.exit (see ``_exit_finding``)."""
-        return self.process("exit", findings=[self._exit_finding(code, signal)], code=code, signal=signal, **fields)
+        self.stderr(b"", final=True)
+        return self.process("exit", findings=self._exit_findings(code, signal), code=code, signal=signal, **fields)
 
     # -- HTTP -----------------------------------------------------------------------------
     def forwarded(self, direction: Direction, data: bytes) -> None:
@@ -371,6 +349,7 @@ class Recorder(RecordingState):
         Returns the end record (dict)."""
         if self.closed:
             return self.end or {}
+        self.stderr(b"", final=True)
         t = self.clock()
         unanswered = self._wind_up(t, incomplete)
         w = self.writer

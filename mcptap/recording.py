@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mcptap.model import Direction, Finding, Frame, Kind, Message, Severity
 from mcptap.protocol.annotate import Annotator
+from mcptap.protocol.codes import finding
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.process_rules import exit_finding
 from mcptap.records import End
@@ -71,6 +72,9 @@ class RecordingState:
         self.chunks = 0               # chunk records written (live) or read (re-annotation)
         self.chunk_bytes = 0
         self._reframe = False         # re-annotation: streams are re-framed from bytes
+        #: the last stderr byte recorded was not a newline (judged when the stream ends: _stderr_end)
+        self.stderr_open = False
+        self._stderr_judged = False
 
     def _next(self) -> int:
         self.seq += 1
@@ -106,6 +110,21 @@ class RecordingState:
         pend = [p for p in self.annotator.pending() if p.direction is C2S]
         return exit_finding(code, signal, pend, self._answered, self._signalled)
 
+    def _exit_findings(self, code: int | None, signal: int | None) -> list[Finding]:
+        """The findings of a process exit record: how it exited, and stderr left unterminated."""
+        return [self._exit_finding(code, signal), *self._stderr_end()]
+
+    def _stderr_end(self) -> list[Finding]:
+        """``process.stderr_unterminated`` once: when the server's stderr ended
+        (its exit, else the end of the capture) on a line without a newline
+        (a last message cut short), or at a read of CR progress output. A
+        line written in several pieces that does end with a newline is no finding."""
+        if self._stderr_judged or not self.stderr_open:
+            return []
+        self._stderr_judged = True
+        return [finding("process.stderr_unterminated",
+                        "stderr data without a newline (e.g. CR progress output, or the stream ended mid-line): forwarded and stored as-is")]
+
     def _wind_up(self, t: int, incomplete: bool) -> list[Finding]:
         """At the end (time ``t``, µs): flush partial last lines and judge what
         is still open; returns those findings (counted). ``incomplete``: the
@@ -114,7 +133,7 @@ class RecordingState:
         for d in (C2S, S2C):
             for f in self._framers[d].receive_data(b""):
                 self._emit(f, d, t)
-        fs = self.annotator.finish(t, complete=not incomplete)
+        fs = self.annotator.finish(t, complete=not incomplete) + self._stderr_end()
         self._count(fs)
         return fs
 

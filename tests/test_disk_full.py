@@ -22,6 +22,7 @@ import pytest
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.model import Direction
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 REPRO = "disk-full-then-free.sh"
@@ -191,7 +192,116 @@ def test_a_disk_that_never_frees_still_gets_its_gap_record(tiny_disk: Path) -> N
 
 def test_the_reserve_file_is_removed_at_close(tmp_path: Path) -> None:
     w = CaptureWriter.open(str(tmp_path / "c.jsonl"))
+    assert not (tmp_path / ".c.jsonl.reserve").exists()     # not before the header is on disk
+    w.begin({"type": "header"})
     assert (tmp_path / ".c.jsonl.reserve").stat().st_size == 64 * 1024
-    w.write({"type": "header"})
     w.close()
     assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl"]
+
+
+def _shared_disk(monkeypatch: pytest.MonkeyPatch, where: Path, room: int) -> None:
+    """Every file under ``where`` shares ``room`` free bytes (a nearly full
+    disk): a write takes what is left (a short write), then fails with ENOSPC."""
+    real = os.write
+    left = {"room": room}
+
+    def write(fd: int, data: bytes | memoryview) -> int:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if not target.startswith(str(where)):
+            return real(fd, data)
+        if left["room"] <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = min(len(data), left["room"])
+        left["room"] -= n
+        return real(fd, data[:n])
+
+    monkeypatch.setattr(os, "write", write)
+
+
+@pytest.mark.parametrize("room", [2_000, 64 * 1024, 64 * 1024 + 500])
+def test_the_header_comes_before_the_reserve_on_a_nearly_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   room: int) -> None:
+    """Less than the reserve's 64 KiB free: the header is written first and the
+    reserve takes what is left, never the other way round (the header lost,
+    the capture unreadable whatever follows)."""
+    from mcptap.recorder import Recorder
+
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    _shared_disk(monkeypatch, tmp_path, room)
+    path = tmp_path / "c.jsonl"
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", target={"argv": ["srv"]}, clock=lambda: 0, started="2026-01-01T00:00:00Z")
+    rec.stdio_bytes(Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    rec.close(exit_code=0)
+    first = orjson.loads(path.read_bytes().splitlines()[0])
+    assert first["type"] == "header"
+    cap = read_capture(str(path))
+    assert cap.header["target"] == {"argv": ["srv"]}
+
+
+def test_a_header_that_does_not_fit_is_a_capture_that_cannot_be_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcptap.errors import CaptureWriteError
+    from mcptap.recorder import Recorder
+
+    if not os.path.exists("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    _shared_disk(monkeypatch, tmp_path, 50)
+    w = CaptureWriter.open(str(tmp_path / "c.jsonl"))
+    with pytest.raises(CaptureWriteError, match="No space left on device"):
+        Recorder(w, "stdio", target={}, clock=lambda: 0, started="2026-01-01T00:00:00Z")
+    w.discard()
+    assert list(tmp_path.iterdir()) == []           # no headerless capture, no reserve
+
+
+ECHO_SERVER = ("import sys; sys.stdin.readline(); "
+               "print('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}', flush=True)")
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_record_relays_without_recording_when_the_header_cannot_be_written(tmp_path: Path, strict: bool) -> None:
+    """No root needed: a file size limit (RLIMIT_FSIZE, 100 bytes) makes the
+    header write fail (EFBIG), as a full disk would. The session is relayed and
+    mcptap says it records nothing (--strict-capture: the server is not started)."""
+    import resource
+
+    cap = tmp_path / "cap.jsonl"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+    r = subprocess.run([*MCPTAP, "record", *(["--strict-capture"] if strict else []), "-o", str(cap), "--",
+                        sys.executable, "-c", ECHO_SERVER], input=PING, capture_output=True, timeout=60, preexec_fn=limit)
+    assert b"cannot write the capture header" in r.stderr, r.stderr
+    if strict:
+        assert r.returncode == 74 and r.stdout == b""
+        assert b"not starting the server (--strict-capture)" in r.stderr
+    else:
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+        assert b"relaying WITHOUT recording" in r.stderr
+    assert not cap.exists() and not (tmp_path / ".cap.jsonl.reserve").exists()
+
+
+def test_a_64k_tmpfs_keeps_the_header(tmp_path: Path) -> None:
+    """The breaker's reproducer: a tmpfs of 64 KiB (less free than the reserve)."""
+    where = tmp_path / "small"
+    where.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command")
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True, timeout=30)
+    if m.returncode != 0:
+        pytest.skip("mounting a tmpfs is not allowed here")
+    try:
+        cap = where / "cap.jsonl"
+        r = subprocess.run([*MCPTAP, "record", "-o", str(cap), "--", sys.executable, "-c", ECHO_SERVER],
+                           input=PING, capture_output=True, timeout=60)
+        assert r.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+        assert cap.read_bytes().startswith(b'{"type":"header"'), cap.read_bytes()[:120]
+        shown = subprocess.run([*MCPTAP, "show", str(cap)], capture_output=True, timeout=60)
+        assert shown.returncode == 0 and b"ping" in shown.stdout, shown.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)

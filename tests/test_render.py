@@ -64,7 +64,7 @@ def test_timeline_lines_show_pairing_latency_phase_and_context(tmp_path: Path) -
 def test_timeline_summary(tmp_path: Path) -> None:
     text = "\n".join(lines_of(session(tmp_path)))
     summary = text[text.index("Summary"):]
-    assert "12 messages (c2s 7, s2c 5)" in summary
+    assert "12 messages (c2s 7, s2c 5; 1 not JSON: blank or text line)" in summary       # the banner line
     assert "bytes: c2s" in summary and "stderr 4" in summary
     tools = summary[summary.index("tool "):]
     assert "echo" in tools and "slow" in tools

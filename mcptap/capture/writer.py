@@ -39,10 +39,14 @@ class CaptureWriter:
     never raises into the relay: ``failed`` becomes the error text, dropped
     records are counted in ``dropped`` and a ``gap`` record is written as soon
     as it fits: at once on a full disk, into the space of a 64 KiB reserve
-    file (``.NAME.reserve`` beside the capture, made by ``open``, deleted on
-    the first failure or at close), so a capture that lost records says so
-    even when the disk never frees up.
-    Raises CaptureWriteError only from ``open`` (the file cannot be created).
+    file (``.NAME.reserve`` beside a capture made by ``open``, deleted on the
+    first failure or at close), so a capture that lost records says so even
+    when the disk never frees up. The reserve is made only once the first
+    records (the header: ``begin``) are on disk: on a nearly full disk it must
+    never take the space the header needs, since a capture without its header
+    is unreadable whatever follows.
+    Raises CaptureWriteError only from ``open`` (the file cannot be created)
+    and ``begin`` (the header cannot be written).
     """
 
     def __init__(self, fd: int, path: str | None = None) -> None:
@@ -62,8 +66,13 @@ class CaptureWriter:
         #: a file of RESERVE bytes beside the capture, deleted on the first failed
         #: write so the gap record saying what was lost fits on a full disk
         self._reserve: str | None = None
+        #: where the reserve goes, until it is made (after the first successful write)
+        self._reserve_at: str | None = None
         #: applied to every record before it is encoded (``record --redact``: the scrubber)
         self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: applied to every encoded line, given the record too (``record``: the argv's secrets
+        #: replaced wherever they reappear, ``known_secrets.KnownSecrets.line``)
+        self.line_filter: Callable[[dict[str, Any], bytes], bytes] | None = None
 
     @classmethod
     def open(cls, path: str) -> CaptureWriter:
@@ -89,10 +98,32 @@ class CaptureWriter:
             os.close(fd)
             raise
         w = cls(fd, path)
-        w._make_reserve(os.path.join(parent, f".{os.path.basename(path)}.reserve"))
+        w._reserve_at = os.path.join(parent, f".{os.path.basename(path)}.reserve")
         return w
 
-    def _make_reserve(self, path: str) -> None:
+    def begin(self, header: dict[str, Any]) -> None:
+        """Write the capture's first record (``header``) and flush it. Raises
+        CaptureWriteError (naming the file and the OS error, e.g. "No space
+        left on device") when it is not on disk: the caller treats that as a
+        capture that cannot be created (``discard`` it, relay without
+        recording). On success the disk-full reserve is made, after it."""
+        self.write(header)
+        self.flush()
+        if self.failed is not None:
+            raise CaptureWriteError(f"cannot write the capture header to {self.path}: {self.failed}")
+
+    def discard(self) -> None:
+        """Close and delete a capture whose header could not be written (it
+        holds nothing a reader could use). Never raises."""
+        self._buf.clear()
+        self.close()
+        if self.path is not None:
+            _unlink(self.path)
+
+    def _make_reserve(self) -> None:
+        path, self._reserve_at = self._reserve_at, None
+        if path is None:
+            return
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         except OSError:
@@ -140,6 +171,8 @@ class CaptureWriter:
                 except (TypeError, ValueError, RecursionError):
                     # our own bug, never peer data (peer bytes are stored as text/base64)
                     line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
+        if self.line_filter is not None:
+            line = self.line_filter(rec, line)
         self._buf.append(line)
 
     def write_pieces(self, pieces: Iterable[bytes]) -> None:
@@ -210,6 +243,8 @@ class CaptureWriter:
         self._unreported += lost
         if lost and self._release_reserve():
             self._report_gap()          # into the space the reserve held: the capture says what it lost
+        elif self._reserve_at is not None and not lost:
+            self._make_reserve()        # only now: the first records (the header) are on disk
 
     def _report_gap(self) -> bool:
         """Write the gap record for the records not reported yet; True if it is on disk."""
@@ -256,6 +291,7 @@ class CaptureWriter:
     def close(self) -> None:
         if self.closed:
             return
+        self._reserve_at = None         # closing: no reserve is needed any more
         self.flush()
         self.closed = True
         try:

@@ -31,7 +31,8 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
         if cap.truncated:
             state += ", truncated"
         counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
-        yield st(esc(cap.path), "bold") + esc(f": {cap.messages} messages, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
+        said = f"{cap.messages} message{_s(cap.messages)}"
+        yield st(esc(cap.path), "bold") + esc(f": {said}, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
         for g in cap.sorted_groups():
             where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"
@@ -55,3 +56,6 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
         verdict = st("PASS", "ok") + f" (nothing at or above {report.fail_on})"
     yield f"{len(report.captures)} capture(s): {totals['error']} error, {totals['warn']} warn, {totals['info']} info: {verdict}"
 
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"

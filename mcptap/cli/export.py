@@ -18,8 +18,6 @@ that does not fit the capture, unwritable output), one ``mcptap: …`` line.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,7 +28,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
+from mcptap.cli.output import refuse_input_as_output, stopped_as_interrupted, write_private
 from mcptap.cli.progress import progress
 from mcptap.errors import ExportError, McptapError
 from mcptap.reannotate import reannotate
@@ -100,24 +98,9 @@ def _export(capture: str, fmt: str, output: str) -> None:
             write_all(sys.stdout.buffer)
             sys.stdout.buffer.flush()
             return
-        # a device or FIFO (-o /dev/null) is written in place: a rename would replace the node
-        target = replaced_path(output)
-        tmp = None
         try:
-            if target is None:
-                with open(output, "wb") as fp:
-                    write_all(fp)
-            else:
-                fd, tmp = temp_beside(target, "export", 0o666)      # a new file's mode, as open() gives it
-                with os.fdopen(fd, "wb") as fp:
-                    write_all(fp)
-                os.replace(tmp, target)
-                tmp = None
+            write_private(output, write_all, "export")      # owner-only: tool arguments, results, tokens
         except OSError as exc:
             raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
     except McptapError as exc:
         raise Fail(str(exc)) from None

@@ -17,7 +17,7 @@ import signal
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 import click
 
@@ -121,6 +121,31 @@ def temp_beside(target: str, tag: str, mode: int = 0o600) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name", where)
 
 
+def write_private(output: str, write: Callable[[BinaryIO], None], tag: str) -> None:
+    """Write the file OUTPUT with ``write(fp)`` (a binary file), owner-only
+    (0600, as captures are: whatever mcptap writes from a capture may hold
+    bearer tokens recorded with --record-secrets, and tool arguments and
+    results always). A regular file or a new path is written to a temporary
+    file beside it (``temp_beside``) renamed over it once complete, so an
+    existing file's looser mode does not survive and a failed write leaves no
+    half file; a device or FIFO (``replaced_path`` None) is written in place.
+    Raises OSError (and Fail: a live capture named as OUTPUT)."""
+    target = replaced_path(output)
+    if target is None:
+        with open(output, "wb") as fp:
+            write(fp)
+        return
+    fd, tmp = temp_beside(target, tag)
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            write(fp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
     """Raise Fail (exit 2) when ``output`` is the same file as one of
     ``inputs``: opening it for writing would destroy the capture being read.
@@ -139,15 +164,16 @@ def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
 
 
 def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:
-    """Write lines (newline added) to ``path`` or stdout, in batches. A closed
+    """Write lines (newline added) to ``path`` (owner-only: ``write_private``) or stdout, in batches. A closed
     pipe (``| head``) ends the output quietly; an unwritable ``path`` is a
     one-line error (exit 2)."""
     if path is not None:
+        def write(fp: BinaryIO) -> None:
+            for line in lines:
+                fp.write(line.encode("utf-8", "replace") + b"\n")
+
         try:
-            with open(path, "w", encoding="utf-8") as fp:
-                for line in lines:
-                    fp.write(line)
-                    fp.write("\n")
+            write_private(path, write, "output")
         except OSError as exc:
             raise Fail(f"cannot write {path}: {exc.strerror or exc}") from None
         return

@@ -34,10 +34,12 @@ from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.known_secrets import known_secrets
 from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
+from mcptap.redact.argv import placeholder
 from mcptap.redact.engine import Redactor
 from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
@@ -172,6 +174,33 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         problem = str(exc)
     except OSError as exc:
         problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
+    if writer is not None and redactor is not None:
+        from mcptap.redact.scrub import Scrubber
+
+        writer.transform = Scrubber(redactor).transform
+    # the values scrub_argv took out of argv, replaced wherever they reappear (a server that echoes its argv on stderr)
+    known = known_secrets(argv, shown, placeholder) if writer is not None else None
+    if writer is not None and known is not None:
+        writer.line_filter = known.line
+    header: dict[str, Any] = {"name": name} if name else {}
+    if writer is not None and path is not None:
+        header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
+    target: dict[str, Any] = {"argv": shown}
+    cwd = server_cwd()
+    if cwd is not None:
+        target["cwd"] = cwd         # where the server's relative paths point
+    started = utc_timestamp()
+    try:
+        rec = KeepOnAnswer(writer, "stdio", target=target, clock=monotonic_us_clock(), started=started,
+                           header_extra=header or None)
+    except CaptureWriteError as exc:
+        # the header itself did not fit (disk full): a capture without it is unreadable,
+        # so this is a capture that could not be created, not one that lost records
+        assert writer is not None
+        writer.discard()
+        writer, problem = None, str(exc)
+        rec = KeepOnAnswer(None, "stdio", target=target, clock=monotonic_us_clock(), started=started)
+    rec.known = known if rec.writer is not None else None
     if problem is not None:
         if strict_capture:
             say(f"{problem}; not starting the server (--strict-capture)")
@@ -183,19 +212,6 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         assert path is not None         # set whenever no problem was reported
         sweep_reserves(path)
 
-    if writer is not None and redactor is not None:
-        from mcptap.redact.scrub import Scrubber
-
-        writer.transform = Scrubber(redactor).transform
-    header: dict[str, Any] = {"name": name} if name else {}
-    if writer is not None and path is not None:
-        header["spill"] = os.path.basename(spill_path(path))    # where bytes set aside wait (mcptap recover)
-    target: dict[str, Any] = {"argv": shown}
-    cwd = server_cwd()
-    if cwd is not None:
-        target["cwd"] = cwd         # where the server's relative paths point
-    rec = KeepOnAnswer(writer, "stdio", target=target, clock=monotonic_us_clock(), started=utc_timestamp(),
-                       header_extra=header or None)
     rec.long_line = LONG_LINE               # a huge line streams into chunk records: memory stays flat
     if writer is not None and keep is not None:
         # only once the server answers: a failed start must not push good captures out

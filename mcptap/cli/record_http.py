@@ -162,7 +162,14 @@ def _run(tap: HttpTap, shown: str, latch: SignalLatch, *, output: str | None, qu
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
-    rec = Recorder(writer, "http", target={"url": shown}, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"name": name} if name else None)
+    try:
+        rec = Recorder(writer, "http", target={"url": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
+                       header_extra={"name": name} if name else None)
+    except CaptureWriteError as exc:
+        assert writer is not None        # the header did not fit (disk full): as a capture that cannot be created
+        writer.discard()
+        say(f"{exc}; not starting")
+        return EX_IOERR if strict_capture else EX_USAGE
     # parsing, annotation, export and the capture write run in a process of their
     # own (forked now, before trio and any thread): the relay never waits for them
     link = _start_recorder(tap, rec, record_secrets, otlp, shown, redactor, path)

@@ -236,7 +236,12 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         ctx.exit(2)
 
     def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
-        return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"replay_of": capture})
+        try:
+            return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"replay_of": capture})
+        except McptapError as exc:
+            writer.discard()        # the header did not fit (disk full): nothing readable to keep
+            _say(f"cannot create the new capture: {exc}")
+            ctx.exit(2)
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
     prepare, redact_message = _live_redaction(plan)

@@ -14,7 +14,6 @@ Exit status: 0; 2 for an unreadable capture, a bad rule or an unwritable output.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
@@ -24,7 +23,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, write_private
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -66,7 +65,6 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     refuse_input_as_output([capture], out)
     shown_path = text_path(capture) if capture != "-" else "stdin"
     target = replaced_path(out) if out != "-" else None       # None: written in place
-    tmp = None
     try:
         stream = CaptureStream(capture)
         header = stream.header
@@ -85,15 +83,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
                 write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
                 sys.stdout.buffer.flush()
                 return
-            if target is None:
-                with open(out, "wb") as fp:
-                    write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
-            else:
-                fd, tmp = temp_beside(target, "report")
-                with os.fdopen(fd, "wb") as fp:
-                    write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title))
-                os.replace(tmp, target)
-                tmp = None
+            write_private(out, lambda fp: write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title)), "report")
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     except BrokenPipeError:
@@ -102,10 +92,6 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         raise Fail(f"cannot write {out}: the reader of the pipe left") from None
     except OSError as exc:
         raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
     if target is not None:
         note = f" ({os.path.getsize(target) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
     else:

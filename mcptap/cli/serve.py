@@ -28,7 +28,7 @@ from mcptap.cli.errors import interrupted, say_usage
 from mcptap.cli.output import refuse_input_as_output
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
-from mcptap.errors import McptapError
+from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls, shown
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
@@ -57,7 +57,11 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
         writer = CaptureWriter.open(output)
     except OSError as exc:
         raise McptapError(f"cannot create {output}: {exc.strerror or exc}") from None
-    return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"served_from": capture})
+    try:
+        return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"served_from": capture})
+    except CaptureWriteError:
+        writer.discard()            # the header did not fit (disk full): nothing readable to keep
+        raise
 
 
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,

@@ -252,7 +252,7 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("process.spawn_failed", ERROR, "server command could not be started", "mcptap"),
     ("process.exit", INFO, "server process exit (code or signal, time since stdin EOF)", LC + " Shutdown (stdio)"),
     ("process.stderr_volume", INFO, "large stderr output (bytes per request / per interval)", T + " stdio: stderr MAY carry logs"),
-    ("process.stderr_unterminated", INFO, "stderr data without newline", T + " stdio"),
+    ("process.stderr_unterminated", INFO, "stderr ended mid-line, or CR progress output (no newline coming)", T + " stdio"),
     ("process.stderr_backpressure", WARN, "host stopped draining the tap's stderr; tap is buffering/dropping", "mcptap"),
     ("process.no_exit_after_stdin_eof", WARN, "server still alive N s after stdin EOF", LC + " Shutdown (stdio): server SHOULD exit"),
     ("process.signal_forwarded", INFO, "tap forwarded a signal to the server's process group", "mcptap"),

@@ -257,7 +257,12 @@ class Summary:
         st = style
         m = j["messages"]
         yield st("Summary", "bold") + (f" of the {self.shown} records the filter shows ({self.hidden} hidden)" if self.hidden else "")
-        yield (f"  {m.get('c2s', 0) + m.get('s2c', 0)} messages (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}) over {fmt_us(j['duration_us'])}"
+        total = m.get('c2s', 0) + m.get('s2c', 0)
+        # every line a peer sent is a message record (the end record counts them so); one that is
+        # not JSON at all (a blank line, a log line on stdout) is said to be one, not passed off as a message
+        text = j["kinds"].get("non_json", 0)
+        lines = f"; {text} not JSON: blank or text line{'' if text == 1 else 's'}" if text else ""
+        yield (f"  {total} message{'' if total == 1 else 's'} (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}{lines}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
         b = j["bytes"]
         label = "  bytes: " if self.transport == "stdio" else "  message bytes: "

@@ -145,3 +145,53 @@ async def test_http_record_once_through_the_tap_then_serve(pytester: pytest.Pyte
     # the real server is gone: the capture answers
     result = await trio.to_thread.run_sync(pytester.runpytest_subprocess, "-p", "no:cacheprovider", "--mcptap-record-mode", "none")
     result.assert_outcomes(passed=1)
+
+
+REPLAY_TEST = '''
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+@pytest.mark.mcptap(record_mode="new_episodes")
+async def test_replayed(mcptap_mock):
+    target = mcptap_mock({capture!r}, transport={transport!r}, server={server!r})
+    params = target if {transport!r} == "http" else StdioServerParameters(command=target[0], args=target[1:])
+    async with Client(params, mode="legacy") as client:
+        result = await client.call_tool({tool!r}, {args!r})
+    assert result.content[0].text
+'''
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_new_episodes_replays_a_capture_that_answers_everything_without_a_server(pytester: pytest.Pytester, tmp_path: Path,
+                                                                                 transport: str) -> None:
+    """VCR semantics: replay what exists, record only what is new. A capture
+    that answers every request needs no server (it failed: "is to be extended
+    … and no server= to record from"), over stdio and HTTP alike."""
+    _setup(pytester)
+    cap = tmp_path / "sdk.jsonl"
+    pytester.makepyfile(test_first=TEST_FILE.format(server=[sys.executable, str(SERVER)], capture=str(cap)))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    before = cap.read_bytes()
+    pytester.makepyfile(test_first=REPLAY_TEST.format(capture=str(cap), transport=transport, server=None, tool="add", args={"a": 2, "b": 40}))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert cap.read_bytes() == before                                   # nothing new: the capture is unchanged
+
+
+@pytest.mark.parametrize(("transport", "server", "why"), [
+    ("stdio", None, "and no server= to record from"),
+    ("http", None, "and no server= to record from"),
+    ("http", "http://127.0.0.1:9/mcp", "and an HTTP capture cannot be extended request by request: re-record it*"),
+])
+def test_new_episodes_fails_when_something_new_is_asked_and_nothing_can_record_it(pytester: pytest.Pytester, tmp_path: Path,
+                                                                                  transport: str, server: str | None, why: str) -> None:
+    _setup(pytester)
+    cap = tmp_path / "sdk.jsonl"
+    pytester.makepyfile(test_first=TEST_FILE.format(server=[sys.executable, str(SERVER)], capture=str(cap)))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.makepyfile(test_first=REPLAY_TEST.format(capture=str(cap), transport=transport, server=server, tool="echo",
+                                                      args={"text": "never recorded"}))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("error", 0) + outcomes.get("failed", 0) >= 1, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*mcptap_mock: capture {cap} has no answer for tools/call (record mode new_episodes), {why}*"])

@@ -1,0 +1,179 @@
+"""The exact secrets mcptap redacted from the server's argv, replaced wherever
+they reappear in a capture (pure, level 1).
+
+``record -- CMD`` stores the server's argv with its secrets as keyed
+placeholders (``redact.argv.scrub_argv``). A server that echoes its argv (a
+usage error, a traceback, a "starting with …" log line) would put the same
+values in clear into stderr records, messages or process records. Those values
+are known before the server starts, so one precomputed set of needles is
+searched in each encoded record line (``bytes.__contains__``: a C substring
+search per secret, nothing else for a line without one) and each hit becomes
+the same placeholder the argv got.
+
+Only the recorder's copy changes, never the relayed bytes: so the ``end``
+record's digests stay provable, they are then recomputed over the bytes the
+capture holds, with the relayed streams' digests kept in ``original`` (as
+``scrub`` does, docs/capture-format.md). A value split across two stderr reads
+is caught by ``hold``: the recorder keeps back the end of a read that is the
+beginning of a secret (at most the longest secret's length - 1 bytes) until
+the next read, a process event or the end.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from mcptap.capture.dumps import encode_deep
+from mcptap.capture.format import decode_bytes
+from mcptap.capture.integrity import StreamTally
+from mcptap.protocol.jsonparse import exact_json
+from mcptap.records import message_bytes
+from mcptap.redact.keyed import PLACEHOLDER
+
+#: shorter values are not searched elsewhere: they would replace unrelated text
+MIN_LEN = 4
+_STREAMS = ("c2s", "s2c", "stderr")
+
+
+def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Callable[[str], str] | None = None) -> dict[str, str]:
+    """``{secret: placeholder}`` for the text each placeholder of ``shown``
+    (``scrub_argv(argv)``, argument for argument) stands for in ``argv``.
+    An argument with one placeholder gives the text around which it differs; with
+    several, each piece is kept only when ``placeholder(piece)`` gives its
+    placeholder back (the keyed HMAC proves the alignment). Values shorter
+    than MIN_LEN are left out. Never raises."""
+    out: dict[str, str] = {}
+    for orig, new in zip(argv, shown, strict=False):
+        if orig == new or not isinstance(orig, str) or not isinstance(new, str):
+            continue
+        for value, ph in _pieces(orig, new):
+            many = len(PLACEHOLDER.findall(new)) > 1
+            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (not many or placeholder is None or placeholder(value) == ph):
+                out.setdefault(value, ph)
+    return out
+
+
+def _pieces(orig: str, new: str) -> list[tuple[str, str]]:
+    marks = list(PLACEHOLDER.finditer(new))
+    if not marks:
+        return []
+    rx, at = [], 0
+    for m in marks:
+        rx.append(re.escape(new[at:m.start()]) + "(.+?)")
+        at = m.end()
+    rx.append(re.escape(new[at:]))
+    hit = re.fullmatch("".join(rx), orig, re.DOTALL)
+    if hit is not None:
+        return [(hit.group(i + 1), m.group(0)) for i, m in enumerate(marks)]
+    # the scrubbed argument is not the original with pieces swapped (a JSON
+    # option re-encoded): the replaced spans the diff finds, each exactly one placeholder
+    sm = difflib.SequenceMatcher(None, orig, new, autojunk=False)
+    return [(orig[i1:i2], new[j1:j2]) for op, i1, i2, j1, j2 in sm.get_opcodes()
+            if op == "replace" and PLACEHOLDER.fullmatch(new[j1:j2])]
+
+
+def _inner(value: str) -> bytes:
+    return orjson.dumps(value)[1:-1]          # as the text of a JSON string
+
+
+class KnownSecrets:
+    """Replace ``secrets`` (``{secret: placeholder}``) in record lines: the
+    CaptureWriter's ``line_filter`` (``line(rec, line) -> line``) for a stdio
+    capture. ``replaced``: records changed so far."""
+
+    def __init__(self, secrets: dict[str, str]) -> None:
+        order = sorted(secrets, key=len, reverse=True)     # a longer secret before one inside it
+        #: (needle, placeholder) in an encoded line: a secret in a string once
+        #: (stderr text, a raw line's bytes) and twice JSON-escaped (inside a message's raw JSON string)
+        self._line: list[tuple[bytes, bytes]] = []
+        #: the same one level down: in the bytes a stderr or message record holds
+        self._held: list[tuple[bytes, bytes]] = []
+        for s in order:
+            ph = secrets[s].encode()
+            once = _inner(s)
+            twice = _inner(once.decode())
+            self._line += [(once, ph)] + ([(twice, ph)] if twice != once else [])
+            self._held += [(s.encode(), ph)] + ([(once, ph)] if once != s.encode() else [])
+        self._longest = max((len(s.encode()) for s in order), default=0)
+        self.replaced = 0
+        self.tallies = {k: StreamTally() for k in _STREAMS}
+        self._carry = b""
+
+    def __bool__(self) -> bool:
+        return bool(self._line)
+
+    def replace_in(self, data: bytes) -> bytes:
+        """``data`` (bytes a record holds) with every secret replaced."""
+        for needle, ph in self._held:
+            if needle in data:
+                data = data.replace(needle, ph)
+        return data
+
+    def hold(self, data: bytes) -> int:
+        """How many bytes at the end of ``data`` are the beginning of a secret
+        (to keep back until the next piece of the stream). 0 for most reads."""
+        if not data or self._longest < 2:
+            return 0
+        tail = data[-(self._longest - 1):]
+        best = 0
+        for needle, _ in self._held:
+            for k in range(min(len(needle) - 1, len(tail)), best, -1):
+                if needle.startswith(tail[-k:]):
+                    best = k
+                    break
+        return best
+
+    def take(self, data: bytes, final: bool = False) -> bytes:
+        """The stderr bytes to record now: what was held back, then ``data``,
+        less an end that may be the beginning of a secret (held for the next
+        call). ``final``: the stream ended, nothing is held."""
+        data = self._carry + data if self._carry else data
+        keep = 0 if final else self.hold(data)
+        self._carry = data[len(data) - keep:] if keep else b""
+        return data[:len(data) - keep] if keep else data
+
+    def line(self, rec: dict[str, Any], line: bytes) -> bytes:
+        """One encoded record line (newline included), secrets replaced; tallies
+        the bytes it holds (message, chunk, stderr) and fixes the end record."""
+        hit = False
+        for needle, ph in self._line:
+            if needle in line:
+                line = line.replace(needle, ph)
+                hit = True
+        if hit:
+            self.replaced += 1
+            rec = exact_json(line)          # what a reader gets back (integers beyond 64 bits exact)
+        typ = rec.get("type")
+        if typ == "message" and rec.get("dir") in self.tallies:
+            self.tallies[rec["dir"]].add(message_bytes(rec) or b"")
+        elif typ == "chunk" and rec.get("dir") in self.tallies:
+            self.tallies[rec["dir"]].add(decode_bytes(rec, "data") or b"", message=False)
+        elif typ == "stderr":
+            self.tallies["stderr"].add(decode_bytes(rec, "data") or b"")
+        elif typ == "end" and self.replaced:
+            end = self._end(rec)
+            try:
+                return orjson.dumps(end, option=orjson.OPT_APPEND_NEWLINE)
+            except (TypeError, orjson.JSONEncodeError):
+                return encode_deep(end, nonfinite=b"null") + b"\n"    # a peer's id beyond 64 bits among the pending
+        return line
+
+    def _end(self, end: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in end.items() if k != "original"}
+        original = end.get("original") or {k: end[k] for k in _STREAMS if k in end}
+        for k in _STREAMS:
+            if k in out:
+                out[k] = self.tallies[k].json()
+        out["original"] = original
+        return out
+
+
+def known_secrets(argv: Iterable[str], shown: Iterable[str], placeholder: Callable[[str], str] | None = None) -> KnownSecrets | None:
+    """A KnownSecrets for the values ``scrub_argv`` took out of ``argv``, or None (none)."""
+    ks = KnownSecrets(redacted_values(list(argv), list(shown), placeholder))
+    return ks if ks else None
