@@ -32,7 +32,7 @@ from mcptap.protocol.lifecycle import (
     request_meta,
     start_over,
 )
-from mcptap.protocol.pairing import Pending
+from mcptap.protocol.pairing import SESSIONLESS, Pending
 
 __all__ = ["LARGE_MESSAGE", "Annotator"]
 
@@ -68,7 +68,8 @@ class Annotator(AnnotatorState):
         # each POST carries its request and gets its answers on its own
         # response, independent clients (of either era) may reuse ids, and the
         # server keeps no state between POSTs, so each exchange is its own scope
-        # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers).
+        # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers),
+        # but for the server's requests, which the client answers in POSTs of its own (``_scope_of``).
         scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
         if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is Kind.REQUEST:
             start_over(self._sessions, self.pairing, session)       # the server gave a used session id to a new client
@@ -174,8 +175,8 @@ class Annotator(AnnotatorState):
         kind, sender = cls.kind, msg.direction
         out = msg.findings
         if not cls.has_id or cls.id is None:
-            return self._null_id_error(msg, value)
-        p, fs = self.pairing.response(self._scope, sender, cls.id, exchange)
+            return self._null_id_error(msg, st, value)
+        p, fs = self.pairing.response(self._scope_of(sender.peer, st), sender, cls.id, exchange)
         if fs:
             out.extend(fs)
         if p is None:
@@ -227,7 +228,7 @@ class Annotator(AnnotatorState):
         p.params = None
         return p.seq, msg.t_us - p.t_us, p
 
-    def _null_id_error(self, msg: Message, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
+    def _null_id_error(self, msg: Message, st: SessionState, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
         """Error response without a usable id: legitimate only as the answer to
         input the peer could not parse (-32700) or read as a request (-32600),
         or (Streamable HTTP) on an error status, answering its POST's request."""
@@ -247,12 +248,26 @@ class Annotator(AnnotatorState):
                             self.pairing.complete(p)
                 return prev.seq, msg.t_us - prev.t_us, None
             return None, None, None
-        open_reqs = [p for p in self.pairing.pending() if p.session == self._scope and p.direction is msg.direction.peer]
+        scope = self._scope_of(msg.direction.peer, st)
+        open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]
         msg.findings.append(finding("jsonrpc.error_id_null",
                                     f"error{f' {code}' if code is not None else ''} with id null/absent answers no request"
                                     + (f"; requests {', '.join(repr(p.id) for p in open_reqs[:5])} stay unanswered" if open_reqs else ""),
                                     {"open": [p.seq for p in open_reqs[:20]]}))
         return None, None, None
+
+    def _scope_of(self, requester: Direction, st: SessionState) -> Any:
+        """The pairing scope of the requests ``requester`` sends, seen from
+        the current message (its session state ``st``): the session; on HTTP
+        without Mcp-Session-Id the exchange for the client's (independent
+        stateless clients reuse ids) and ``SESSIONLESS`` for the server's of
+        the handshake era, which the client answers in POSTs of its own
+        (2026-07-28 has no server requests: those stay in their exchange,
+        flagged ``lifecycle.wrong_era``, and nothing elsewhere answers them)."""
+        scope = self._scope
+        if requester is S2C and type(scope) is tuple and st.era != "modern":
+            return SESSIONLESS
+        return scope
 
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
@@ -278,8 +293,9 @@ class Annotator(AnnotatorState):
                 found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id)
                 if found:
                     msg.findings.extend(found)
-        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, self._scope, token, False, exchange, member, False,
-                                             msg.revision, params), not modern)
+        scope = self._scope_of(sender, st)
+        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, scope, token, False, exchange, member, False,
+                                             msg.revision, params), not modern and scope is not SESSIONLESS)
         if found:
             msg.findings.extend(found)
 
@@ -296,7 +312,7 @@ class Annotator(AnnotatorState):
             msg.findings.extend(self._contracts.subscription_notification(msg.session, method, params, msg.session not in self._assumed))
         if method == "notifications/cancelled":
             if "requestId" in params:
-                p, fs = self.pairing.cancel(self._scope, sender, params["requestId"])
+                p, fs = self.pairing.cancel(self._scope_of(sender, st), sender, params["requestId"])
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
@@ -304,10 +320,10 @@ class Annotator(AnnotatorState):
                         self._contracts.listen_ended(msg.session, p.id)
         elif method == "notifications/tasks/status":
             if params.get("status") in conventions.TERMINAL_TASK_STATES:
-                self.pairing.release_task(self._scope, params.get("taskId"))
+                self.pairing.release_task(self._scope_of(sender.peer, st), params.get("taskId"))
         elif method == "notifications/progress":
             if "progressToken" in params:
-                p, fs = self.pairing.progress(self._scope, sender, params["progressToken"], params.get("progress"))
+                p, fs = self.pairing.progress(self._scope_of(sender.peer, st), sender, params["progressToken"], params.get("progress"))
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq

@@ -22,6 +22,24 @@ from mcptap.protocol.jsonrpc import id_key, loose_id_key
 DONE_WINDOW = 4096
 
 
+class _Sessionless:
+    """Type of ``SESSIONLESS`` (hashable by identity, equal to no session id)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SESSIONLESS"
+
+
+#: The pairing scope of the server's requests on HTTP without Mcp-Session-Id
+#: (handshake era): the server sends one on a POST's (or GET's) response stream
+#: and the client answers it in a POST of its own, so the exchanges that scope
+#: the client's requests cannot pair them. Sessionless traffic is one logical
+#: client (docs/http-tap.md), and the server's ids are unique among its open
+#: requests, so they pair in this one scope across exchanges.
+SESSIONLESS = _Sessionless()
+
+
 @dataclass(slots=True)
 class Pending:
     """One request awaiting its response. ``direction``: the requester's;
@@ -33,7 +51,7 @@ class Pending:
     direction: Direction
     id: Any
     method: str | None
-    session: Any = None           # the pairing scope: session id, None (stdio) or ("exchange", n) (stateless HTTP)
+    session: Any = None           # the pairing scope: session id, None (stdio), ("exchange", n) (stateless HTTP) or SESSIONLESS
     token: Any = None
     cancelled: bool = False
     exchange: Any = None
@@ -46,7 +64,7 @@ class Pending:
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
-        if self.session is not None:
+        if self.session is not None and self.session is not SESSIONLESS:
             d["session"] = self.session
         return d
 
