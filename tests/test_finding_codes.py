@@ -93,6 +93,7 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "lifecycle.client_request_before_initialize_response": (H[:1] + [c2s(req(2, "tools/list"))] + H[1:], H[:1] + [c2s(req(2, "ping"))] + H[1:]),
     "lifecycle.server_request_before_initialized": (H[:2] + [s2c(req(5, "roots/list"))] + H[2:], H[:2] + [s2c(req(5, "ping"))] + H[2:]),
     "lifecycle.initialized_missing": (H[:2] + [c2s(req(2, "tools/list"))], H + [c2s(req(2, "tools/list"))]),
+    "lifecycle.initialized_early": ([H[0], H[2], H[1], c2s(req(2, "tools/list"))], H + [c2s(req(2, "tools/list"))]),
     "lifecycle.reinitialize": (H + H[:1], H),
     "lifecycle.version_not_offered": (handshake()[:1] + handshake("2025-03-26")[1:], H),
     "lifecycle.unknown_protocol_version": (handshake()[:1] + handshake("2099-01-01")[1:], handshake()[:1] + handshake("2025-03-26")[1:]),

@@ -24,11 +24,11 @@ from mcptap.protocol.jsonparse import BOM
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings
 from mcptap.protocol.lifecycle import (
     SessionState,
-    advance,
     discover_response,
     era_and_phase,
     handshake_answered,
     initialize_request,
+    initialized,
     request_meta,
     start_over,
 )
@@ -302,7 +302,7 @@ class Annotator(AnnotatorState):
     def _notification(self, msg: Message, st: SessionState, method: str | None, params: Any) -> None:
         sender = msg.direction
         if method == "notifications/initialized" and sender is C2S:
-            advance(st, C2S, "initialized")
+            initialized(msg, st)
             return
         if not isinstance(params, dict):
             return

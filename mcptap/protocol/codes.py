@@ -101,6 +101,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      LC + " Initialization: server SHOULD NOT"),
     ("lifecycle.request_before_initialized_ack", INFO, "client request before its initialized notification was acknowledged (HTTP ordering hazard)",
      LC + " + " + T + " Streamable HTTP"),
+    ("lifecycle.initialized_early", WARN, "client sent notifications/initialized before the initialize response",
+     LC + " Initialization: client MUST send initialized after successful initialization"),
     ("lifecycle.initialized_missing", WARN, "client operated without sending notifications/initialized", LC + " Initialization: client MUST send initialized"),
     ("lifecycle.reinitialize", ERROR, "second initialize on an initialized session", LC),
     ("lifecycle.version_not_offered", WARN, "server answered initialize with a protocolVersion the client did not request (counter-offer)",
