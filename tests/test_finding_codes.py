@@ -66,6 +66,7 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "jsonrpc.id_type_mismatch": (H + [c2s(req(2, "ping")), s2c(res("2"))], H + [c2s(req(2, "ping")), s2c(res(2))]),
     "jsonrpc.error_id_null": (H + [c2s(req(2, "ping")), s2c(err(None, -32603, "crashed"))],
                               H + [c2s(req(2, "ping")), s2c(err(2, -32603, "crashed"))]),
+    "jsonrpc.result_id_null": (H + [c2s(req(2, "ping")), s2c(res(None))], H + [c2s(req(2, "ping")), s2c(err(None, -32603, "crashed"))]),
     "jsonrpc.response_for_completed_id": (H + [c2s(req(2, "ping")), s2c(res(2)), s2c(res(2))], H + [c2s(req(2, "ping")), s2c(res(2))]),
     "jsonrpc.duplicate_id_in_flight": (H + [c2s(req(2, "ping")), c2s(req(2, "ping"))], H + [c2s(req(2, "ping")), c2s(req(3, "ping"))]),
     "jsonrpc.ambiguous_pairing": (H + [c2s(req(2, "ping")), c2s(req(2, "ping")), s2c(res(2)), s2c(res(2))],

@@ -21,7 +21,7 @@ from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
-from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings, show_id
 from mcptap.protocol.lifecycle import (
     SessionState,
     discover_response,
@@ -229,31 +229,40 @@ class Annotator(AnnotatorState):
         return p.seq, msg.t_us - p.t_us, p
 
     def _null_id_error(self, msg: Message, st: SessionState, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
-        """Error response without a usable id: legitimate only as the answer to
-        input the peer could not parse (-32700) or read as a request (-32600),
-        or (Streamable HTTP) on an error status, answering its POST's request."""
+        """Response without a usable id (null or absent). An error is
+        legitimate only as the answer to input the peer could not parse
+        (-32700) or read as a request (-32600), or (Streamable HTTP) on an
+        error status, answering its POST's request (``jsonrpc.error_id_null``);
+        a result never is: it answers a request by its id (``jsonrpc.result_id_null``)."""
         err = value.get("error") if isinstance(value, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
         answered = self.answers.idless_error(msg, value, code) if self.transport == "http" else None
         if answered is not None:
             return answered.seq, msg.t_us - answered.t_us, None
-        prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
-        if msg.kind is Kind.ERROR and code in (-32700, -32600):
-            msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with id null: correct rejection of unreadable input"
-                                        + (f" (#{prev.seq})" if prev else ""), severity=Severity.INFO))
-            if prev is not None:
-                if prev.members:  # batch rejected as a whole: its requests are answered
-                    for p in self.pairing.pending():
-                        if p.seq == prev.seq:
-                            self.pairing.complete(p)
-                return prev.seq, msg.t_us - prev.t_us, None
-            return None, None, None
+        without = "id null" if msg.has_id else "no id"
+        if msg.kind is Kind.ERROR:
+            prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
+            if code in (-32700, -32600):
+                msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with {without}: correct rejection of unreadable input"
+                                            + (f" (#{prev.seq})" if prev else ""), severity=Severity.INFO))
+                if prev is not None:
+                    if prev.members:  # batch rejected as a whole: its requests are answered
+                        for p in self.pairing.pending():
+                            if p.seq == prev.seq:
+                                self.pairing.complete(p)
+                    return prev.seq, msg.t_us - prev.t_us, None
+                return None, None, None
         scope = self._scope_of(msg.direction.peer, st)
         open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]
-        msg.findings.append(finding("jsonrpc.error_id_null",
-                                    f"error{f' {code}' if code is not None else ''} with id null/absent answers no request"
-                                    + (f"; requests {', '.join(repr(p.id) for p in open_reqs[:5])} stay unanswered" if open_reqs else ""),
-                                    {"open": [p.seq for p in open_reqs[:20]]}))
+        stay = f"; request(s) {', '.join(show_id(p.id) for p in open_reqs[:5])}{' …' if len(open_reqs) > 5 else ''} stay unanswered" if open_reqs else ""
+        if msg.kind is Kind.ERROR:
+            msg.findings.append(finding("jsonrpc.error_id_null", f"error{f' {code}' if code is not None else ''} with {without} answers no request"
+                                        + stay, {"open": [p.seq for p in open_reqs[:20]]}))
+        else:
+            what = "result" if "result" in value else "response"
+            msg.findings.append(finding("jsonrpc.result_id_null", f"{what} with {without} answers no request: a result carries the id of "
+                                        "the request it answers (only an error for unreadable input may have id null)" + stay,
+                                        {"open": [p.seq for p in open_reqs[:20]]}))
         return None, None, None
 
     def _scope_of(self, requester: Direction, st: SessionState) -> Any:

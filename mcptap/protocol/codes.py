@@ -71,6 +71,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("jsonrpc.id_type_mismatch", ERROR, "response id equal in digits but not in JSON type to the request id", JR + ": id MUST be the same as the request's"),
     ("jsonrpc.error_id_null", ERROR, "error response with id null/absent (legit only after unparseable input)",
      BI + " Responses (2025-11-25: id optional only for malformed requests)"),
+    ("jsonrpc.result_id_null", ERROR, "result (success response) with id null/absent: answers no request",
+     JR + ": a response's id MUST be its request's; null only when the request's id could not be read (errors)"),
     ("jsonrpc.response_for_completed_id", ERROR, "second response for an id that was already answered", BI + " Responses"),
     ("jsonrpc.duplicate_id_in_flight", ERROR, "request id reused while an earlier request with that id is pending", BI + " Requests: id MUST NOT be reused"),
     ("jsonrpc.ambiguous_pairing", WARN, "response could belong to more than one pending request", "mcptap pairing"),

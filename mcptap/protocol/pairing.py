@@ -17,7 +17,7 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Severity
 from mcptap.protocol.codes import finding
-from mcptap.protocol.jsonrpc import id_key, loose_id_key
+from mcptap.protocol.jsonrpc import id_key, json_type, loose_id_key, show_id
 
 DONE_WINDOW = 4096
 
@@ -122,7 +122,7 @@ class Pairing:
         if lst:
             first = lst[0]
             out.append(finding("jsonrpc.duplicate_id_in_flight",
-                               f"id {p.id!r} already in flight from the {p.direction.sender} (request #{first.seq} {first.method})",
+                               f"id {show_id(p.id)} already in flight from the {p.direction.sender} (request #{first.seq} {first.method})",
                                {"other_seq": first.seq}))
             lst.append(p)
         else:
@@ -130,13 +130,13 @@ class Pairing:
             if unique_per_session:
                 prev = self._done.get(k)
                 if prev is not None:
-                    out.append(finding("jsonrpc.id_reused", f"id {p.id!r} was already used by request #{prev.seq} ({prev.method}) in this session",
+                    out.append(finding("jsonrpc.id_reused", f"id {show_id(p.id)} was already used by request #{prev.seq} ({prev.method}) in this session",
                                        {"other_seq": prev.seq}))
         if p.token is not None:
             tk = (p.session, p.direction, id_key(p.token))
             other = self._tokens.get(tk)
             if other is not None:
-                out.append(finding("progress.duplicate_token", f"progress token {p.token!r} is already used by active request #{other.seq}",
+                out.append(finding("progress.duplicate_token", f"progress token {show_id(p.token)} is already used by active request #{other.seq}",
                                    {"other_seq": other.seq}))
             self._tokens[tk] = p
         return out
@@ -254,7 +254,7 @@ class Pairing:
                 if by_ex:
                     p = by_ex[0]
                 out.append(finding("jsonrpc.ambiguous_pairing",
-                                   f"response id {rid!r} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); "
+                                   f"response id {show_id(rid)} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); "
                                    f"paired with #{p.seq}"
                                    + (" by HTTP exchange" if by_ex else " (oldest)"),
                                    {"candidates": [q.seq for q in lst]}))
@@ -262,7 +262,7 @@ class Pairing:
             return p, out
         prev = self._done.get(k)
         if prev is not None:
-            return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {rid!r} was already answered",
+            return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {show_id(rid)} was already answered",
                                   {"request_seq": prev.seq})]
         # rare path: "1" vs 1 — scan the open requests of that requester
         loose = loose_id_key(rid)
@@ -273,10 +273,11 @@ class Pairing:
             p = ll[0]
             self._remove(p)
             return p, [finding("jsonrpc.id_type_mismatch",
-                               f"response id {rid!r} ({_jtype(rid)}) answers request #{p.seq} whose id is {p.id!r} ({_jtype(p.id)}): ids must be identical; "
+                               f"response id {show_id(rid)} ({json_type(rid)}) answers request #{p.seq} whose id is {show_id(p.id)} ({json_type(p.id)}): "
+                               "ids must be identical; "
                                "strict clients never resolve this call",
                                {"request_id": p.id, "response_id": rid})]
-        return None, [finding("jsonrpc.unmatched_response", f"response id {rid!r} matches no request the {requester.sender} sent")]
+        return None, [finding("jsonrpc.unmatched_response", f"response id {show_id(rid)} matches no request the {requester.sender} sent")]
 
     # -- cancellation and progress --------------------------------------------
     def cancel(self, session: Any, sender: Direction, rid: Any) -> tuple[Pending | None, list[Finding]]:
@@ -297,7 +298,7 @@ class Pairing:
                                       f"notifications/cancelled targets initialize (request #{prev.seq}): initialize MUST NOT be cancelled")]
             return prev, [finding("cancel.after_response", f"request #{prev.seq} ({prev.method}) was already answered (allowed race)",
                                   {"request_seq": prev.seq})]
-        return None, [finding("cancel.unknown_request", f"no request with id {rid!r} was issued by the {sender.sender}")]
+        return None, [finding("cancel.unknown_request", f"no request with id {show_id(rid)} was issued by the {sender.sender}")]
 
     def progress(self, session: Any, sender: Direction, token: Any, value: Any) -> tuple[Pending | None, list[Finding]]:
         """notifications/progress from ``sender`` for a token its peer issued."""
@@ -306,12 +307,12 @@ class Pairing:
         if p is None:
             prev = self._done_tokens.get(tk)
             if prev is not None:
-                return prev, [finding("progress.after_completion", f"progress for token {token!r} after request #{prev.seq} ({prev.method}) completed")]
-            return None, [finding("progress.unknown_token", f"progress token {token!r} belongs to no active request from the {sender.peer.sender}")]
+                return prev, [finding("progress.after_completion", f"progress for token {show_id(token)} after request #{prev.seq} ({prev.method}) completed")]
+            return None, [finding("progress.unknown_token", f"progress token {show_id(token)} belongs to no active request from the {sender.peer.sender}")]
         out: list[Finding] = []
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if p.last_progress is not None and value <= p.last_progress:
-                out.append(finding("progress.not_increasing", f"progress {value} after {p.last_progress} for token {token!r}: MUST increase"))
+                out.append(finding("progress.not_increasing", f"progress {value} after {p.last_progress} for token {show_id(token)}: MUST increase"))
             p.last_progress = value
         return p, out
 
@@ -332,7 +333,8 @@ class Pairing:
         for p in lost:
             p.reported = True
         return [finding("lifecycle.eof_with_pending_requests",
-                        f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
+                        f"server stdout closed with {len(lost)} request(s) unanswered: "
+                        + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in lost[:10]),
                         {"pending": [p.describe() for p in lost]})]
 
     def never_answered(self, complete: bool) -> list[Finding]:
@@ -345,10 +347,12 @@ class Pairing:
                 continue
             p.reported = True
             if complete:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
+                out.append(finding("jsonrpc.unanswered_request",
+                                   f"request #{p.seq} {p.method} id={show_id(p.id)} from the {p.direction.sender} was never answered",
                                    p.describe()))
             else:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} has no answer in the capture, which was cut short",
+                out.append(finding("jsonrpc.unanswered_request",
+                                   f"request #{p.seq} {p.method} id={show_id(p.id)} has no answer in the capture, which was cut short",
                                    p.describe(), severity=Severity.INFO))
         return out
 
@@ -363,14 +367,4 @@ class Pairing:
             table.setdefault((new,) + k[1:], []).extend(lst)
         for k in [k for k in self._tokens if k[0] == old]:
             self._tokens[(new,) + k[1:]] = self._tokens.pop(k)
-
-
-def _jtype(v: Any) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "null" if v is None else type(v).__name__
 
