@@ -278,6 +278,19 @@ class Annotator(AnnotatorState):
             return SESSIONLESS
         return scope
 
+    def _cancel_scope(self, sender: Direction, st: SessionState, rid: Any) -> Any:
+        """Where the request ``sender`` cancels is paired. On HTTP without
+        Mcp-Session-Id (handshake era, one logical client) the client cancels
+        in a POST of its own a request another exchange carries: that one, when
+        exactly one such request with the id is open (stateless clients of
+        2026-07-28 cancel by closing the response stream, and reuse ids)."""
+        scope = self._scope_of(sender, st)
+        if sender is C2S and type(scope) is tuple and not self.pairing.is_open(scope, sender, rid):
+            found = [p for p in self.pairing.open_in_exchanges(sender, rid) if not rules.is_modern(p.revision)]
+            if len(found) == 1:
+                return found[0].session
+        return scope
+
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
         method, sender = cls.method, msg.direction
@@ -321,7 +334,7 @@ class Annotator(AnnotatorState):
             msg.findings.extend(self._contracts.subscription_notification(msg.session, method, params, msg.session not in self._assumed))
         if method == "notifications/cancelled":
             if "requestId" in params:
-                p, fs = self.pairing.cancel(self._scope_of(sender, st), sender, params["requestId"])
+                p, fs = self.pairing.cancel(self._cancel_scope(sender, st, params["requestId"]), sender, params["requestId"])
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq

@@ -280,6 +280,18 @@ class Pairing:
         return None, [finding("jsonrpc.unmatched_response", f"response id {show_id(rid)} matches no request the {requester.sender} sent")]
 
     # -- cancellation and progress --------------------------------------------
+    def is_open(self, session: Any, requester: Direction, rid: Any) -> bool:
+        """Whether ``requester`` has a request with id ``rid`` open in ``session``."""
+        return (session, requester, id_key(rid)) in self._pending
+
+    def open_in_exchanges(self, requester: Direction, rid: Any) -> list[Pending]:
+        """The open requests from ``requester`` with id ``rid`` in any stateless
+        HTTP exchange scope (("exchange", n)), oldest first: a scan, for the
+        rare message that names a request of another exchange."""
+        k = id_key(rid)
+        return sorted((p for (scope, d, i), lst in self._pending.items() if type(scope) is tuple and d is requester and i == k for p in lst),
+                      key=lambda p: p.seq)
+
     def cancel(self, session: Any, sender: Direction, rid: Any) -> tuple[Pending | None, list[Finding]]:
         """notifications/cancelled from ``sender`` for its own request ``rid``."""
         k = (session, sender, id_key(rid))

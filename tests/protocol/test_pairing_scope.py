@@ -181,3 +181,25 @@ def test_a_2026_server_request_is_not_paired_across_exchanges() -> None:
     assert "lifecycle.wrong_era" in req.codes
     assert answer.pair is None and "jsonrpc.unmatched_response" in answer.codes
     assert [p.seq for p in ann.pending()] == [1, 2]
+
+
+def test_a_sessionless_client_cancels_in_its_own_post_a_request_of_another_exchange() -> None:
+    """Handshake era without Mcp-Session-Id: the client's notifications/cancelled
+    travels in a POST of its own and names the request another exchange carries:
+    it is cancelled (so not reported unanswered when its stream closes). Two
+    open requests with that id (independent clients) stay undecided, and a
+    2026-07-28 client cancels by closing the stream, not across exchanges."""
+    ann = Annotator("http")
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"timeout"}}'
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 1, exchange=1)
+    c = feed(ann, C2S, cancel % 5, 2, exchange=2)
+    assert c.codes == ["cancel.request"] and c.link == 1
+    assert ann.pending() == [] and ann.finish(3) == []
+
+    ann = Annotator("http")
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 1, exchange=1)
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 2, exchange=2)
+    feed(ann, C2S, f'{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"slow","arguments":{{}},{META}}}}}', 3, exchange=3)
+    assert feed(ann, C2S, cancel % 5, 4, exchange=4).codes == ["cancel.unknown_request"]
+    assert feed(ann, C2S, cancel % 6, 5, exchange=5).codes == ["cancel.unknown_request"]
+    assert [p.seq for p in ann.pending()] == [1, 2, 3]
