@@ -16,6 +16,7 @@ from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import parse_json
+from mcptap.protocol.jsonrpc import show_id
 from mcptap.recording import Stream
 from mcptap.records import End
 
@@ -100,7 +101,7 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
         yield r
     if end is None:
         # cut short: what is still open has no answer in the capture (info, as the full path says)
-        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={p['id']!r} has no answer in the capture, which was cut short",
+        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={show_id(p['id'])} has no answer in the capture, which was cut short",
                       p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
         count(fs)
         stdio = header.get("transport", "stdio") == "stdio"

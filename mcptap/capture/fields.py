@@ -34,15 +34,17 @@ def message_text(r: dict[str, Any]) -> str:
     return ""
 
 
-#: an integer literal a recorded ``json`` may hold as a float (beyond 64 bits)
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
+#: an integer literal a recorded ``json`` may hold as a float (beyond 64 bits), or
+#: an exponent a double cannot hold (``1e400``: null in a recorded ``json``)
+_LONG_DIGITS = re.compile(r"[0-9]{19}|[0-9][eE][+-]?[0-9]{3}")
 
 
 def message_value(r: dict[str, Any]) -> Any:
     """The JSON value of a message record with every integer exact: its
     ``json`` when that is the whole truth, else its raw bytes parsed
     (``jsonparse.exact_json``: an id or number beyond 64 bits, which orjson and
-    hence a recorded ``json`` hold as a float, is read as the peer wrote it).
+    hence a recorded ``json`` hold as a float, is read as the peer wrote it, a
+    number beyond any double as ±infinity, which a recorded ``json`` holds as null).
     UNPARSED when the bytes are not JSON; None when the record has no payload."""
     raw = r.get("raw")
     if "json" in r and not (isinstance(raw, str) and _LONG_DIGITS.search(raw)):

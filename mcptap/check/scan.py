@@ -36,6 +36,7 @@ from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import parse_json
+from mcptap.protocol.jsonrpc import show_id
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
@@ -364,7 +365,7 @@ class Scan:
         integrity = Integrity.restore(self.transport, tallies, self.end, self.gaps, [f for _, f in self.order])
         end = self.end
         if end is None:
-            fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {r.get('method')} id={r.get('id')!r} has no answer in the capture, "
+            fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {r.get('method')} id={show_id(r.get('id'))} has no answer in the capture, "
                           "which was cut short", _opened(r), severity=Severity.INFO).to_json() for seq, r in self.reqs.items()]
             t = self.last_t
             end_fs: list[Any] = fs

@@ -21,18 +21,18 @@ from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
-from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings, show_id
 from mcptap.protocol.lifecycle import (
     SessionState,
-    advance,
     discover_response,
     era_and_phase,
     handshake_answered,
     initialize_request,
+    initialized,
     request_meta,
     start_over,
 )
-from mcptap.protocol.pairing import Pending
+from mcptap.protocol.pairing import SESSIONLESS, Pending
 
 __all__ = ["LARGE_MESSAGE", "Annotator"]
 
@@ -68,7 +68,8 @@ class Annotator(AnnotatorState):
         # each POST carries its request and gets its answers on its own
         # response, independent clients (of either era) may reuse ids, and the
         # server keeps no state between POSTs, so each exchange is its own scope
-        # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers).
+        # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers),
+        # but for the server's requests, which the client answers in POSTs of its own (``_scope_of``).
         scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
         if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is Kind.REQUEST:
             start_over(self._sessions, self.pairing, session)       # the server gave a used session id to a new client
@@ -174,8 +175,8 @@ class Annotator(AnnotatorState):
         kind, sender = cls.kind, msg.direction
         out = msg.findings
         if not cls.has_id or cls.id is None:
-            return self._null_id_error(msg, value)
-        p, fs = self.pairing.response(self._scope, sender, cls.id, exchange)
+            return self._null_id_error(msg, st, value)
+        p, fs = self.pairing.response(self._scope_of(sender.peer, st), sender, cls.id, exchange)
         if fs:
             out.extend(fs)
         if p is None:
@@ -227,32 +228,68 @@ class Annotator(AnnotatorState):
         p.params = None
         return p.seq, msg.t_us - p.t_us, p
 
-    def _null_id_error(self, msg: Message, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
-        """Error response without a usable id: legitimate only as the answer to
-        input the peer could not parse (-32700) or read as a request (-32600),
-        or (Streamable HTTP) on an error status, answering its POST's request."""
+    def _null_id_error(self, msg: Message, st: SessionState, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
+        """Response without a usable id (null or absent). An error is
+        legitimate only as the answer to input the peer could not parse
+        (-32700) or read as a request (-32600), or (Streamable HTTP) on an
+        error status, answering its POST's request (``jsonrpc.error_id_null``);
+        a result never is: it answers a request by its id (``jsonrpc.result_id_null``)."""
         err = value.get("error") if isinstance(value, dict) else None
         code = err.get("code") if isinstance(err, dict) else None
         answered = self.answers.idless_error(msg, value, code) if self.transport == "http" else None
         if answered is not None:
             return answered.seq, msg.t_us - answered.t_us, None
-        prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
-        if msg.kind is Kind.ERROR and code in (-32700, -32600):
-            msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with id null: correct rejection of unreadable input"
-                                        + (f" (#{prev.seq})" if prev else ""), severity=Severity.INFO))
-            if prev is not None:
-                if prev.members:  # batch rejected as a whole: its requests are answered
-                    for p in self.pairing.pending():
-                        if p.seq == prev.seq:
-                            self.pairing.complete(p)
-                return prev.seq, msg.t_us - prev.t_us, None
-            return None, None, None
-        open_reqs = [p for p in self.pairing.pending() if p.session == self._scope and p.direction is msg.direction.peer]
-        msg.findings.append(finding("jsonrpc.error_id_null",
-                                    f"error{f' {code}' if code is not None else ''} with id null/absent answers no request"
-                                    + (f"; requests {', '.join(repr(p.id) for p in open_reqs[:5])} stay unanswered" if open_reqs else ""),
-                                    {"open": [p.seq for p in open_reqs[:20]]}))
+        without = "id null" if msg.has_id else "no id"
+        if msg.kind is Kind.ERROR:
+            prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
+            if code in (-32700, -32600):
+                msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with {without}: correct rejection of unreadable input"
+                                            + (f" (#{prev.seq})" if prev else ""), severity=Severity.INFO))
+                if prev is not None:
+                    if prev.members:  # batch rejected as a whole: its requests are answered
+                        for p in self.pairing.pending():
+                            if p.seq == prev.seq:
+                                self.pairing.complete(p)
+                    return prev.seq, msg.t_us - prev.t_us, None
+                return None, None, None
+        scope = self._scope_of(msg.direction.peer, st)
+        open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]
+        stay = f"; request(s) {', '.join(show_id(p.id) for p in open_reqs[:5])}{' …' if len(open_reqs) > 5 else ''} stay unanswered" if open_reqs else ""
+        if msg.kind is Kind.ERROR:
+            msg.findings.append(finding("jsonrpc.error_id_null", f"error{f' {code}' if code is not None else ''} with {without} answers no request"
+                                        + stay, {"open": [p.seq for p in open_reqs[:20]]}))
+        else:
+            what = "result" if "result" in value else "response"
+            msg.findings.append(finding("jsonrpc.result_id_null", f"{what} with {without} answers no request: a result carries the id of "
+                                        "the request it answers (only an error for unreadable input may have id null)" + stay,
+                                        {"open": [p.seq for p in open_reqs[:20]]}))
         return None, None, None
+
+    def _scope_of(self, requester: Direction, st: SessionState) -> Any:
+        """The pairing scope of the requests ``requester`` sends, seen from
+        the current message (its session state ``st``): the session; on HTTP
+        without Mcp-Session-Id the exchange for the client's (independent
+        stateless clients reuse ids) and ``SESSIONLESS`` for the server's of
+        the handshake era, which the client answers in POSTs of its own
+        (2026-07-28 has no server requests: those stay in their exchange,
+        flagged ``lifecycle.wrong_era``, and nothing elsewhere answers them)."""
+        scope = self._scope
+        if requester is S2C and type(scope) is tuple and st.era != "modern":
+            return SESSIONLESS
+        return scope
+
+    def _cancel_scope(self, sender: Direction, st: SessionState, rid: Any) -> Any:
+        """Where the request ``sender`` cancels is paired. On HTTP without
+        Mcp-Session-Id (handshake era, one logical client) the client cancels
+        in a POST of its own a request another exchange carries: that one, when
+        exactly one such request with the id is open (stateless clients of
+        2026-07-28 cancel by closing the response stream, and reuse ids)."""
+        scope = self._scope_of(sender, st)
+        if sender is C2S and type(scope) is tuple and not self.pairing.is_open(scope, sender, rid):
+            found = [p for p in self.pairing.open_in_exchanges(sender, rid) if not rules.is_modern(p.revision)]
+            if len(found) == 1:
+                return found[0].session
+        return scope
 
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
@@ -278,15 +315,16 @@ class Annotator(AnnotatorState):
                 found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id)
                 if found:
                     msg.findings.extend(found)
-        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, self._scope, token, False, exchange, member, False,
-                                             msg.revision, params), not modern)
+        scope = self._scope_of(sender, st)
+        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, scope, token, False, exchange, member, False,
+                                             msg.revision, params), not modern and scope is not SESSIONLESS)
         if found:
             msg.findings.extend(found)
 
     def _notification(self, msg: Message, st: SessionState, method: str | None, params: Any) -> None:
         sender = msg.direction
         if method == "notifications/initialized" and sender is C2S:
-            advance(st, C2S, "initialized")
+            initialized(msg, st)
             return
         if not isinstance(params, dict):
             return
@@ -296,7 +334,7 @@ class Annotator(AnnotatorState):
             msg.findings.extend(self._contracts.subscription_notification(msg.session, method, params, msg.session not in self._assumed))
         if method == "notifications/cancelled":
             if "requestId" in params:
-                p, fs = self.pairing.cancel(self._scope, sender, params["requestId"])
+                p, fs = self.pairing.cancel(self._cancel_scope(sender, st, params["requestId"]), sender, params["requestId"])
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
@@ -304,10 +342,10 @@ class Annotator(AnnotatorState):
                         self._contracts.listen_ended(msg.session, p.id)
         elif method == "notifications/tasks/status":
             if params.get("status") in conventions.TERMINAL_TASK_STATES:
-                self.pairing.release_task(self._scope, params.get("taskId"))
+                self.pairing.release_task(self._scope_of(sender.peer, st), params.get("taskId"))
         elif method == "notifications/progress":
             if "progressToken" in params:
-                p, fs = self.pairing.progress(self._scope, sender, params["progressToken"], params.get("progress"))
+                p, fs = self.pairing.progress(self._scope_of(sender.peer, st), sender, params["progressToken"], params.get("progress"))
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq

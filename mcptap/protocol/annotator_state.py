@@ -67,7 +67,9 @@ class AnnotatorState:
         without Mcp-Session-Id is scoped to its exchange (``feed``): nothing
         can arrive in that scope any more, so its state and completed requests
         are dropped (memory stays flat over stateless POSTs); requests it left
-        open stay pending (reported at the end)."""
+        open stay pending (reported at the end), and the server's requests it
+        carried still pair with the client's answers in later POSTs (they are
+        paired in ``pairing.SESSIONLESS``, not in the exchange)."""
         scope = ("exchange", exchange)
         if self._exchanges.d.pop(scope, None) is not None:
             self.pairing.forget_scope(scope)

@@ -35,6 +35,7 @@ from mcptap.model import Direction, Finding, Kind, Message
 from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
+from mcptap.protocol.jsonrpc import show_id
 from mcptap.protocol.lifecycle import SessionState, request_meta
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
@@ -193,7 +194,7 @@ def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
 
 
 def redirected_finding(status: int, location: str | None, requests: list[Pending], sent: str | None = None) -> Finding:
-    ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
+    ids = ", ".join(f"{p.method} id={show_id(p.id)}" for p in requests[:5])
     # scheme, authority and path only: a query may carry a credential
     where = repr(urls.public(location)) if location else "no Location"
     if location and sent:
@@ -205,13 +206,13 @@ def redirected_finding(status: int, location: str | None, requests: list[Pending
 
 
 def loop_finding(status: int, target: str, p: Pending, hops: int) -> Finding:
-    return finding("http.redirect_loop", f"POST {urls.public(target)!r} answered {status} again for {p.method} id={p.id!r}, "
+    return finding("http.redirect_loop", f"POST {urls.public(target)!r} answered {status} again for {p.method} id={show_id(p.id)}, "
                    f"which was already redirected from there ({hops} redirects so far): a redirect loop; the request is never answered",
                    {"status": status, "target": urls.public(target), "request": p.seq})
 
 
 def rejected_finding(status: int, requests: list[Pending]) -> Finding:
-    ids = ", ".join(f"{p.method} id={p.id!r}" for p in requests[:5])
+    ids = ", ".join(f"{p.method} id={show_id(p.id)}" for p in requests[:5])
     why = " (authorization)" if status in AUTH_STATUSES else ""
     return finding("http.request_refused", f"POST answered {status}{why} without a JSON-RPC response: request(s) {ids} refused at HTTP level",
                    {"status": status, "requests": [p.seq for p in requests]})

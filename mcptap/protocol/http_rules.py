@@ -19,6 +19,7 @@ from mcptap.model import Finding, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type
+from mcptap.protocol.jsonrpc import show_id
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 
@@ -255,7 +256,7 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
     if how == "client_closed" and detail.startswith(INVALID_MID_EXCHANGE):
         return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_MID_EXCHANGE):]} mid-exchange: the tap "
                                                     "answered 400 if it could and closed the connection; the upstream got what came before")]
-    ids = ", ".join(repr(i) for _, i, _ in pending)
+    ids = ", ".join(show_id(i) for _, i, _ in pending)
     if how == "upstream_closed":
         if not response_started:
             if reused:
@@ -336,7 +337,7 @@ class HttpRules:
                 pend = b.get("pending") or []
                 out.append(finding("http.resume_without_last_event_id",
                                    f"reconnect after exchange {src}'s stream broke, without Last-Event-ID"
-                                   + (f": request(s) {', '.join(repr(p) for p in pend)} cannot be redelivered" if pend else ""),
+                                   + (f": request(s) {', '.join(show_id(p) for p in pend)} cannot be redelivered" if pend else ""),
                                    {"broken_exchange": src}))
                 m.broken.clear()
         if ex.method == "POST" and "notifications/initialized" in ex.methods:

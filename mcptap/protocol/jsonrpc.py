@@ -8,6 +8,8 @@ results are objects; an error has an integer ``code`` and a string ``message``.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,43 @@ class Classified:
 def valid_request_id(v: Any) -> bool:
     """MCP request ids: string or integer (bool is not an integer here)."""
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def show_id(v: Any) -> str:
+    """An id (or progress token) as JSON text, for finding messages and the
+    timeline alike: ``null``, ``true``, ``7``, ``1.5``, ``"a\\u001bb"`` (JSON string
+    escapes, so no control character goes out raw), ``[1]``. A number beyond
+    any double (``1e400``: read as ±infinity, which JSON cannot write) shows as
+    ``1e400`` / ``-1e400``, whatever digits the peer wrote."""
+    t = type(v)
+    if t is int:
+        try:
+            return str(v)
+        except ValueError:          # beyond Python's int-to-text digit limit
+            return "an integer of more than 4300 digits"
+    if t is float:
+        if math.isinf(v):
+            return "1e400" if v > 0 else "-1e400"
+        return repr(v) if not math.isnan(v) else "NaN"
+    return json.dumps(v, ensure_ascii=False, default=repr)
+
+
+def json_type(v: Any) -> str:
+    """The JSON type name of a parsed value: null, boolean, number, string, array, object."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object" if isinstance(v, dict) else type(v).__name__
+
+
+def _bad_id(what: str, mid: Any) -> Finding:
+    typed = f" ({json_type(mid)})" if mid is not None else ""
+    return finding("jsonrpc.invalid_id", f"{what} id {show_id(mid)}{typed} must be a string or an integer")
 
 
 def id_key(v: Any) -> Any:
@@ -102,9 +141,9 @@ def classify(value: Any) -> Classified:
                 if not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
                     out.append(_unsafe(mid))
             elif type(mid) is not str and not valid_request_id(mid):
-                out.append(finding("jsonrpc.invalid_id", f"{method}: request id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+                out.append(_bad_id(f"{method}: request", mid))
             if method.startswith("notifications/"):
-                out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {mid!r}"))
+                out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {show_id(mid)}"))
             return Classified(Kind.REQUEST, mid, True, method, out)
         return Classified(Kind.NOTIFICATION, None, False, method, out)
     has_result = "result" in value
@@ -116,7 +155,7 @@ def classify(value: Any) -> Classified:
         # a response (it answers an id) missing its result/error member: paired, and flagged
         out.append(finding("jsonrpc.result_and_error", "response carries neither result nor error (exactly one is required)"))
         if mid is not None and not valid_request_id(mid):
-            out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+            out.append(_bad_id("response", mid))
         return Classified(Kind.RESPONSE, mid, has_id, None, out)
     if has_result and has_error:
         out.append(finding("jsonrpc.result_and_error", "response carries both result and error"))
@@ -136,7 +175,7 @@ def classify(value: Any) -> Classified:
         if not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
             out.append(_unsafe(mid))
     elif has_id and mid is not None and type(mid) is not str and not valid_request_id(mid):
-        out.append(finding("jsonrpc.invalid_id", f"response id {mid!r} ({type(mid).__name__}) must be a string or an integer"))
+        out.append(_bad_id("response", mid))
     return Classified(kind, mid, has_id, None, out)
 
 

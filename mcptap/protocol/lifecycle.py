@@ -70,6 +70,9 @@ class SessionState:
     server_info: dict[str, Any] | None = None
     initialize_seq: int | None = None
     initialized_missing_reported: bool = False
+    #: the client sent notifications/initialized before the initialize response
+    #: (``initialized``): the handshake completes with that response
+    initialized_early: bool = False
     #: a stateless HTTP exchange: whatever lifecycle the client went through
     #: happened elsewhere, so phase rules do not apply (only initialize does)
     standalone: bool = False
@@ -104,6 +107,22 @@ def assume_state(state: SessionState, phase: Phase | str | None, revision: str |
         state.era = "modern" if rules.is_modern(rev) else "legacy"
         if state.era == "modern":
             state.phase = Phase.STATELESS
+
+
+def initialized(msg: Message, st: SessionState) -> None:
+    """The client's ``notifications/initialized``. Sent while initialize is
+    still unanswered it is early (``lifecycle.initialized_early``: the client
+    MUST send it after a successful initialization, whose terms it does not
+    know yet); it was sent all the same, so the initialize result completes
+    the handshake (no ``lifecycle.initialized_missing`` afterwards)."""
+    if st.phase is Phase.INITIALIZING:
+        st.initialized_early = True
+        msg.findings.append(finding("lifecycle.initialized_early",
+                                    "client sent notifications/initialized before the initialize response: it MUST follow a successful "
+                                    "initialization (the server may drop it, and initialize may still fail)"
+                                    + (f" (initialize #{st.initialize_seq})" if st.initialize_seq is not None else "")))
+        return
+    advance(st, C2S, "initialized")
 
 
 def stream_closed(state: SessionState) -> None:
@@ -244,6 +263,7 @@ def reinitialize_response(msg: Message, st: SessionState, new: SessionState | No
 
 def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:
     """The server answered initialize: negotiated revision, capabilities, phase."""
+    early, st.initialized_early = st.initialized_early, False
     if kind is Kind.ERROR:
         advance(st, S2C, "initialize_error")
         e = value.get("error")
@@ -269,6 +289,8 @@ def initialize_response(msg: Message, st: SessionState, kind: Kind, value: dict[
     st.era = "legacy"
     msg.revision = st.revision
     advance(st, S2C, "initialize_result")
+    if early:
+        advance(st, C2S, "initialized")
 
 
 def discover_response(msg: Message, st: SessionState, kind: Kind, value: dict[str, Any]) -> None:

@@ -17,9 +17,27 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Severity
 from mcptap.protocol.codes import finding
-from mcptap.protocol.jsonrpc import id_key, loose_id_key
+from mcptap.protocol.jsonrpc import id_key, json_type, loose_id_key, show_id
 
 DONE_WINDOW = 4096
+
+
+class _Sessionless:
+    """Type of ``SESSIONLESS`` (hashable by identity, equal to no session id)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SESSIONLESS"
+
+
+#: The pairing scope of the server's requests on HTTP without Mcp-Session-Id
+#: (handshake era): the server sends one on a POST's (or GET's) response stream
+#: and the client answers it in a POST of its own, so the exchanges that scope
+#: the client's requests cannot pair them. Sessionless traffic is one logical
+#: client (docs/http-tap.md), and the server's ids are unique among its open
+#: requests, so they pair in this one scope across exchanges.
+SESSIONLESS = _Sessionless()
 
 
 @dataclass(slots=True)
@@ -33,7 +51,7 @@ class Pending:
     direction: Direction
     id: Any
     method: str | None
-    session: Any = None           # the pairing scope: session id, None (stdio) or ("exchange", n) (stateless HTTP)
+    session: Any = None           # the pairing scope: session id, None (stdio), ("exchange", n) (stateless HTTP) or SESSIONLESS
     token: Any = None
     cancelled: bool = False
     exchange: Any = None
@@ -46,7 +64,7 @@ class Pending:
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
-        if self.session is not None:
+        if self.session is not None and self.session is not SESSIONLESS:
             d["session"] = self.session
         return d
 
@@ -104,7 +122,7 @@ class Pairing:
         if lst:
             first = lst[0]
             out.append(finding("jsonrpc.duplicate_id_in_flight",
-                               f"id {p.id!r} already in flight from the {p.direction.sender} (request #{first.seq} {first.method})",
+                               f"id {show_id(p.id)} already in flight from the {p.direction.sender} (request #{first.seq} {first.method})",
                                {"other_seq": first.seq}))
             lst.append(p)
         else:
@@ -112,13 +130,13 @@ class Pairing:
             if unique_per_session:
                 prev = self._done.get(k)
                 if prev is not None:
-                    out.append(finding("jsonrpc.id_reused", f"id {p.id!r} was already used by request #{prev.seq} ({prev.method}) in this session",
+                    out.append(finding("jsonrpc.id_reused", f"id {show_id(p.id)} was already used by request #{prev.seq} ({prev.method}) in this session",
                                        {"other_seq": prev.seq}))
         if p.token is not None:
             tk = (p.session, p.direction, id_key(p.token))
             other = self._tokens.get(tk)
             if other is not None:
-                out.append(finding("progress.duplicate_token", f"progress token {p.token!r} is already used by active request #{other.seq}",
+                out.append(finding("progress.duplicate_token", f"progress token {show_id(p.token)} is already used by active request #{other.seq}",
                                    {"other_seq": other.seq}))
             self._tokens[tk] = p
         return out
@@ -236,7 +254,7 @@ class Pairing:
                 if by_ex:
                     p = by_ex[0]
                 out.append(finding("jsonrpc.ambiguous_pairing",
-                                   f"response id {rid!r} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); "
+                                   f"response id {show_id(rid)} while {len(lst)} requests with that id are in flight (#{', #'.join(str(q.seq) for q in lst)}); "
                                    f"paired with #{p.seq}"
                                    + (" by HTTP exchange" if by_ex else " (oldest)"),
                                    {"candidates": [q.seq for q in lst]}))
@@ -244,7 +262,7 @@ class Pairing:
             return p, out
         prev = self._done.get(k)
         if prev is not None:
-            return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {rid!r} was already answered",
+            return None, [finding("jsonrpc.response_for_completed_id", f"request #{prev.seq} ({prev.method}) with id {show_id(rid)} was already answered",
                                   {"request_seq": prev.seq})]
         # rare path: "1" vs 1 — scan the open requests of that requester
         loose = loose_id_key(rid)
@@ -255,12 +273,25 @@ class Pairing:
             p = ll[0]
             self._remove(p)
             return p, [finding("jsonrpc.id_type_mismatch",
-                               f"response id {rid!r} ({_jtype(rid)}) answers request #{p.seq} whose id is {p.id!r} ({_jtype(p.id)}): ids must be identical; "
+                               f"response id {show_id(rid)} ({json_type(rid)}) answers request #{p.seq} whose id is {show_id(p.id)} ({json_type(p.id)}): "
+                               "ids must be identical; "
                                "strict clients never resolve this call",
                                {"request_id": p.id, "response_id": rid})]
-        return None, [finding("jsonrpc.unmatched_response", f"response id {rid!r} matches no request the {requester.sender} sent")]
+        return None, [finding("jsonrpc.unmatched_response", f"response id {show_id(rid)} matches no request the {requester.sender} sent")]
 
     # -- cancellation and progress --------------------------------------------
+    def is_open(self, session: Any, requester: Direction, rid: Any) -> bool:
+        """Whether ``requester`` has a request with id ``rid`` open in ``session``."""
+        return (session, requester, id_key(rid)) in self._pending
+
+    def open_in_exchanges(self, requester: Direction, rid: Any) -> list[Pending]:
+        """The open requests from ``requester`` with id ``rid`` in any stateless
+        HTTP exchange scope (("exchange", n)), oldest first: a scan, for the
+        rare message that names a request of another exchange."""
+        k = id_key(rid)
+        return sorted((p for (scope, d, i), lst in self._pending.items() if type(scope) is tuple and d is requester and i == k for p in lst),
+                      key=lambda p: p.seq)
+
     def cancel(self, session: Any, sender: Direction, rid: Any) -> tuple[Pending | None, list[Finding]]:
         """notifications/cancelled from ``sender`` for its own request ``rid``."""
         k = (session, sender, id_key(rid))
@@ -279,7 +310,7 @@ class Pairing:
                                       f"notifications/cancelled targets initialize (request #{prev.seq}): initialize MUST NOT be cancelled")]
             return prev, [finding("cancel.after_response", f"request #{prev.seq} ({prev.method}) was already answered (allowed race)",
                                   {"request_seq": prev.seq})]
-        return None, [finding("cancel.unknown_request", f"no request with id {rid!r} was issued by the {sender.sender}")]
+        return None, [finding("cancel.unknown_request", f"no request with id {show_id(rid)} was issued by the {sender.sender}")]
 
     def progress(self, session: Any, sender: Direction, token: Any, value: Any) -> tuple[Pending | None, list[Finding]]:
         """notifications/progress from ``sender`` for a token its peer issued."""
@@ -288,12 +319,12 @@ class Pairing:
         if p is None:
             prev = self._done_tokens.get(tk)
             if prev is not None:
-                return prev, [finding("progress.after_completion", f"progress for token {token!r} after request #{prev.seq} ({prev.method}) completed")]
-            return None, [finding("progress.unknown_token", f"progress token {token!r} belongs to no active request from the {sender.peer.sender}")]
+                return prev, [finding("progress.after_completion", f"progress for token {show_id(token)} after request #{prev.seq} ({prev.method}) completed")]
+            return None, [finding("progress.unknown_token", f"progress token {show_id(token)} belongs to no active request from the {sender.peer.sender}")]
         out: list[Finding] = []
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if p.last_progress is not None and value <= p.last_progress:
-                out.append(finding("progress.not_increasing", f"progress {value} after {p.last_progress} for token {token!r}: MUST increase"))
+                out.append(finding("progress.not_increasing", f"progress {value} after {p.last_progress} for token {show_id(token)}: MUST increase"))
             p.last_progress = value
         return p, out
 
@@ -314,7 +345,8 @@ class Pairing:
         for p in lost:
             p.reported = True
         return [finding("lifecycle.eof_with_pending_requests",
-                        f"server stdout closed with {len(lost)} request(s) unanswered: " + ", ".join(f"#{p.seq} {p.method} id={p.id!r}" for p in lost[:10]),
+                        f"server stdout closed with {len(lost)} request(s) unanswered: "
+                        + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in lost[:10]),
                         {"pending": [p.describe() for p in lost]})]
 
     def never_answered(self, complete: bool) -> list[Finding]:
@@ -327,10 +359,12 @@ class Pairing:
                 continue
             p.reported = True
             if complete:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} from the {p.direction.sender} was never answered",
+                out.append(finding("jsonrpc.unanswered_request",
+                                   f"request #{p.seq} {p.method} id={show_id(p.id)} from the {p.direction.sender} was never answered",
                                    p.describe()))
             else:
-                out.append(finding("jsonrpc.unanswered_request", f"request #{p.seq} {p.method} id={p.id!r} has no answer in the capture, which was cut short",
+                out.append(finding("jsonrpc.unanswered_request",
+                                   f"request #{p.seq} {p.method} id={show_id(p.id)} has no answer in the capture, which was cut short",
                                    p.describe(), severity=Severity.INFO))
         return out
 
@@ -345,14 +379,4 @@ class Pairing:
             table.setdefault((new,) + k[1:], []).extend(lst)
         for k in [k for k in self._tokens if k[0] == old]:
             self._tokens[(new,) + k[1:]] = self._tokens.pop(k)
-
-
-def _jtype(v: Any) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "null" if v is None else type(v).__name__
 

@@ -25,7 +25,7 @@ from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
 from mcptap.filters.operators import Filter
 from mcptap.model import SEVERITY_RANK
-from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, shorten
+from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, record_id, shorten
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
@@ -45,7 +45,7 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
     method = rec.get("method")
     if kind == "request":
         tool = tool_of(rec)
-        return f"{method}{' ' + tool if tool else ''} id={id_text(rec.get('id'))}"
+        return f"{method}{' ' + tool if tool else ''} id={id_text(record_id(rec))}"
     if kind == "notification":
         v = message_json(rec)
         params = v.get("params") if isinstance(v, dict) else None
@@ -64,7 +64,7 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
         head = ""
         if req is not None and req.get("method"):
             head = f"{req.get('method')}{' ' + req['tool'] if req.get('tool') else ''} "
-        text = f"{head}id={id_text(rec.get('id'))}" if "id" in rec else head + "(no id)"
+        text = f"{head}id={id_text(record_id(rec))}" if "id" in rec else head + "(no id)"
         if kind == "error":
             v = message_json(rec)
             err = v.get("error") if isinstance(v, dict) else None

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls, shown
 from mcptap.model import severity_counts
+from mcptap.protocol.jsonrpc import show_id
 
 Style = Callable[[str, str], str]
 
@@ -43,7 +43,20 @@ def shorten(s: str, n: int) -> str:
 
 
 def id_text(v: Any) -> str:
-    return repr(v) if isinstance(v, str) else dumps(v).decode()
+    """An id as JSON text, as finding messages show it (``jsonrpc.show_id``)."""
+    return show_id(v)
+
+
+def record_id(rec: dict[str, Any]) -> Any:
+    """The id of a message record as the peer wrote it: a number beyond any
+    double (``1e400``) is null in the record's ``id``, ±infinity in its raw
+    text (``message_json``)."""
+    v = rec.get("id")
+    if v is None and "raw" in rec:
+        m = message_json(rec)
+        if isinstance(m, dict):
+            return m.get("id")
+    return v
 
 
 # -- request context -----------------------------------------------------------------

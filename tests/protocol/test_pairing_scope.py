@@ -132,3 +132,74 @@ def test_an_ended_stateless_exchange_takes_the_tokens_its_tasks_kept() -> None:
     p = feed(ann, S2C, '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pt","progress":1}}', 1002,
              session="s1", exchange=1001)
     assert p.link == 1000 and "progress.unknown_token" not in p.codes
+
+
+SAMPLE = '{"jsonrpc":"2.0","id":%s,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}'
+SAMPLED = '{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}'
+
+
+def test_a_client_answer_in_its_own_post_pairs_with_the_sessionless_server_request() -> None:
+    """HTTP without Mcp-Session-Id (one logical client, handshake era): the
+    server asks on the response stream of a tools/call POST, the client
+    answers in another POST; the server's stream may even have ended (2025-11-25
+    polling) before the answer. The answer pairs, nothing stays open."""
+    ann = Annotator("http")
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{}}}', 1, exchange=3)
+    feed(ann, S2C, SAMPLE % 1, 2, exchange=3)
+    feed(ann, S2C, SAMPLE % 2, 3, exchange=7)                 # on the GET stream
+    ann.exchange_ended(3)
+    a = feed(ann, C2S, SAMPLED % 1, 4, exchange=4)
+    ann.exchange_ended(4)
+    b = feed(ann, C2S, '{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"User rejected"}}', 5, exchange=5)
+    again = feed(ann, C2S, SAMPLED % 1, 6, exchange=6)
+    r = feed(ann, S2C, '{"jsonrpc":"2.0","id":5,"result":{"content":[]}}', 7, exchange=3)
+    assert (a.pair, b.pair, r.pair) == (2, 3, 1) and a.codes == [] and b.codes == [] and r.codes == []
+    assert again.codes == ["jsonrpc.response_for_completed_id"]
+    nxt = feed(ann, S2C, SAMPLE % 1, 8, exchange=9)           # unique among open requests: a later request may take the id again
+    assert "jsonrpc.id_reused" not in nxt.codes
+    assert feed(ann, C2S, SAMPLED % 1, 9, exchange=10).pair == 8
+    assert ann.pending() == [] and ann.finish(10) == []
+
+
+def test_two_open_sessionless_server_requests_with_one_id_are_ambiguous() -> None:
+    ann = Annotator("http")
+    feed(ann, S2C, SAMPLE % 1, 1, exchange=1)
+    second = feed(ann, S2C, SAMPLE % 1, 2, exchange=2)
+    answer = feed(ann, C2S, SAMPLED % 1, 3, exchange=3)
+    assert "jsonrpc.duplicate_id_in_flight" in second.codes
+    assert answer.pair == 1 and answer.codes == ["jsonrpc.ambiguous_pairing"]
+    assert feed(ann, C2S, SAMPLED % 1, 4, exchange=4).pair == 2
+
+
+def test_a_2026_server_request_is_not_paired_across_exchanges() -> None:
+    """2026-07-28 has no server-to-client requests: one is flagged, and an
+    answer in another exchange (another stateless client's) answers nothing."""
+    ann = Annotator("http")
+    feed(ann, C2S, f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"ask","arguments":{{}},{META}}}}}', 1, exchange=1)
+    req = feed(ann, S2C, SAMPLE % 1, 2, exchange=1)
+    answer = feed(ann, C2S, SAMPLED % 1, 3, exchange=2)
+    assert "lifecycle.wrong_era" in req.codes
+    assert answer.pair is None and "jsonrpc.unmatched_response" in answer.codes
+    assert [p.seq for p in ann.pending()] == [1, 2]
+
+
+def test_a_sessionless_client_cancels_in_its_own_post_a_request_of_another_exchange() -> None:
+    """Handshake era without Mcp-Session-Id: the client's notifications/cancelled
+    travels in a POST of its own and names the request another exchange carries:
+    it is cancelled (so not reported unanswered when its stream closes). Two
+    open requests with that id (independent clients) stay undecided, and a
+    2026-07-28 client cancels by closing the stream, not across exchanges."""
+    ann = Annotator("http")
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"timeout"}}'
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 1, exchange=1)
+    c = feed(ann, C2S, cancel % 5, 2, exchange=2)
+    assert c.codes == ["cancel.request"] and c.link == 1
+    assert ann.pending() == [] and ann.finish(3) == []
+
+    ann = Annotator("http")
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 1, exchange=1)
+    feed(ann, C2S, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}', 2, exchange=2)
+    feed(ann, C2S, f'{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"slow","arguments":{{}},{META}}}}}', 3, exchange=3)
+    assert feed(ann, C2S, cancel % 5, 4, exchange=4).codes == ["cancel.unknown_request"]
+    assert feed(ann, C2S, cancel % 6, 5, exchange=5).codes == ["cancel.unknown_request"]
+    assert [p.seq for p in ann.pending()] == [1, 2, 3]
