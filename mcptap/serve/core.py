@@ -67,12 +67,13 @@ class Out:
 class LiveSession:
     """One live client session: the recorded session it plays (``group``),
     live ids and progress tokens by recorded request seq, server requests
-    waiting for the client's answer (by id), cancelled live request ids."""
+    waiting for the client's answer (by id: their recorded seq, and the live id
+    of the client request they were sent for, or None), cancelled live request ids."""
 
     group: int | None = None
     live_ids: dict[int, Any] = field(default_factory=dict)
     tokens: dict[int, Any] = field(default_factory=dict)
-    waiting: dict[Any, int] = field(default_factory=dict)
+    waiting: dict[Any, tuple[int, Any]] = field(default_factory=dict)
     cancelled: set[Any] = field(default_factory=set)
     unanswered: list[str] = field(default_factory=list)
 
@@ -157,9 +158,11 @@ class ServeCore:
                 return self._request(live, method, value)
             return self._notification(live, method, value)
         if "id" in value and ("result" in value or "error" in value):
-            seq = live.waiting.pop(hkey(value["id"]), None)
+            seq, context = live.waiting.pop(hkey(value["id"]), (None, None))
             answer = self.script.answer_to.get(seq) if seq is not None else None
-            return self._expand(answer.emits, live, None) if answer is not None else []
+            # what the server sent after the answer continues the request the server request
+            # was sent for (a tool asking twice in a row): its stream, as a real server relates it
+            return self._expand(answer.emits, live, context) if answer is not None else []
         return []
 
     def _request(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
@@ -212,6 +215,7 @@ class ServeCore:
     # -- outgoing ---------------------------------------------------------------------
     def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any) -> list[Out]:
         out = []
+        answered: set[Any] = set()                   # live ids whose response is already in ``out``
         for e in emits:
             value = e.value
             answers = request = None
@@ -227,13 +231,20 @@ class ServeCore:
                         continue                      # the live request asked for no progress
                     value = {**value, "params": {**(value.get("params") or {}), "progressToken": token}}
                 request = live.live_ids.get(e.link)
-            if isinstance(value, dict) and "method" in value and "id" in value:
-                live.waiting[hkey(value["id"])] = e.seq
             via = None
             if e.stream != "get":
                 via = live.live_ids.get(e.opener) if e.opener is not None else None
                 if via is None:
+                    # not recorded over HTTP: the request it was sent for (a server request answered
+                    # by the client continues it); once that request's response is out, its stream has
+                    # ended and what the server sent later goes to the standalone one
                     via = request if request is not None else trigger
+                    if via is not None and answers is None and hkey(via) in answered:
+                        via = None
+            if answers is not None:
+                answered.add(hkey(answers))
+            if isinstance(value, dict) and "method" in value and "id" in value:
+                live.waiting[hkey(value["id"])] = (e.seq, via)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
             out.append(Out(value, delay, via, answers, request))
         return out

@@ -49,6 +49,8 @@ from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_fa
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
+#: seconds a server message with no stream may wait for the client's GET stream before the mock says so
+UNSENT_AFTER_S = 5.0
 _IO = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, h11.ProtocolError)
 
 
@@ -84,7 +86,7 @@ class HttpMock:
         self.allow_remote = allow_remote
         self.say = say or (lambda line: None)
         self.sessions: dict[str, MockSession] = {}
-        self.stateless = MockSession(core.open())
+        self.stateless = MockSession(core.open(), on_backlog=self._backlogged)
         self.url: str | None = None
         self._conns = 0
         self._exchanges = 0
@@ -214,7 +216,7 @@ class HttpMock:
         first = value[0] if isinstance(value, list) and value else value
         if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
             sid = secrets.token_hex(16)
-            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged)
             return new, 0, b""
         if sid is None:
             return None, 400, b"Bad Request: Mcp-Session-Id header is required"
@@ -265,9 +267,8 @@ class HttpMock:
             if out.answers is not None and hkey(out.answers) in st.ids:
                 st.ids.discard(hkey(out.answers))
                 answers.append(out)
-            # anything else on a JSON-mode POST has no stream to travel on: the GET stream gets it
-            elif ms.standalone is not None:
-                ms.standalone.put(out)
+            else:
+                ms.aside(out)             # a JSON-mode POST has no stream for anything else: the GET stream's
         for out in answers:
             self._record_msg(S2C, encode(out.value), ms, ex, "post", out)
         body = encode([o.value for o in answers] if batch else answers[0].value)
@@ -322,6 +323,31 @@ class HttpMock:
             await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get")
         finally:
             ms.close_standalone(st)
+
+    def _backlogged(self, ms: MockSession, out: Out) -> None:
+        self.nursery.start_soon(self._unsent, ms, out)
+
+    async def _unsent(self, ms: MockSession, out: Out) -> None:
+        """A server message that belongs to no open client request and found no GET stream:
+        said on stderr and in the mock's capture (a ``serve`` note), so a client waiting for
+        it (a tool that needs its answer) is not left to hang unexplained."""
+        if self.script.get_stream:
+            await trio.sleep(UNSENT_AFTER_S)          # an SDK client opens its GET stream right after initialized
+        if ms.closed or not any(o is out for o in ms.backlog):
+            return
+        v = out.value if isinstance(out.value, dict) else {}
+        what = (f"server request {v['method']} (id {v.get('id')})" if "id" in v else f"notification {v['method']}") \
+            if isinstance(v.get("method"), str) else f"answer to id {v.get('id')}"
+        where = f"session {ms.sid}: " if ms.sid else ""
+        if self.script.get_stream:
+            why = f"no open client request it belongs to, and no GET stream after {UNSENT_AFTER_S:g} s: it waits for one"
+        else:
+            why = (f"no open client request it belongs to, and no GET stream (the recorded server offered none, so the mock "
+                   f"answers GET {self.script.statuses.get('get', 405)}): the client never gets it")
+        line = f"{where}{what} has {why}"
+        self.say(line)
+        if self.rec is not None:
+            self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
     async def _legacy_stream(self, c: _Conn, ex: int) -> None:

@@ -7,12 +7,16 @@ requests opens a :class:`ResponseStream` registered under the live ids of its
 requests; the core's outputs (:class:`~mcptap.serve.core.Out`) are routed by
 ``out.via`` to that stream, else to the session's standalone stream (the GET
 stream, or the legacy SSE connection), and wait in a backlog while none is
-open. Outputs with a delay are routed by one task per triggering message at
-their time, in order; a cancelled request's delayed answers are dropped.
+open (``on_backlog`` is told of each, so the mock can say so). What is still
+in a response stream when it ends (sent for its request after the response,
+or not an answer on a JSON-mode POST) is routed again, never dropped. Outputs
+with a delay are routed by one task per triggering message at their time, in
+order; a cancelled request's delayed answers are dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +42,18 @@ class ResponseStream:
     async def receive(self) -> Out:
         return await self._recv.receive()
 
-    def close(self) -> None:
+    def close(self) -> list[Out]:
+        """Stop taking outputs; returns those not received yet, in order."""
         self._send.close()
+        left = []
+        while True:
+            try:
+                left.append(self._recv.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                return left
 
 
-@dataclass
+@dataclass(eq=False)
 class MockSession:
     """One live HTTP session of the mock (see module docstring)."""
 
@@ -52,6 +63,7 @@ class MockSession:
     standalone: ResponseStream | None = None
     backlog: list[Out] = field(default_factory=list)
     closed: bool = False
+    on_backlog: Callable[[MockSession, Out], None] | None = None
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
@@ -62,13 +74,13 @@ class MockSession:
     def close_post(self, st: ResponseStream) -> None:
         for k in [k for k, v in self.streams.items() if v is st]:
             del self.streams[k]
-        st.close()
+        for out in st.close():
+            self.route(out)
 
     def open_standalone(self) -> ResponseStream:
-        if self.standalone is not None:
-            self.standalone.close()
+        left = self.standalone.close() if self.standalone is not None else []
         st = self.standalone = ResponseStream(set())
-        for out in self.backlog:
+        for out in [*left, *self.backlog]:
             st.put(out)
         self.backlog.clear()
         return st
@@ -76,7 +88,7 @@ class MockSession:
     def close_standalone(self, st: ResponseStream) -> None:
         if self.standalone is st:
             self.standalone = None
-        st.close()
+        self.backlog[:0] = st.close()             # for the client's next GET stream
 
     def route(self, out: Out) -> None:
         """Send ``out`` where it belongs (see module docstring)."""
@@ -84,11 +96,18 @@ class MockSession:
         if target is None and out.answers is not None:
             target = self.streams.get(hkey(out.answers))
         if target is None:
-            target = self.standalone
-        if target is None:
-            self.backlog.append(out)
+            self.aside(out)
         else:
             target.put(out)
+
+    def aside(self, out: Out) -> None:
+        """Send ``out`` on the standalone stream, or keep it for the next one."""
+        if self.standalone is not None:
+            self.standalone.put(out)
+            return
+        self.backlog.append(out)
+        if self.on_backlog is not None:
+            self.on_backlog(self, out)
 
     def dispatch(self, outs: list[Out], nursery: trio.Nursery) -> None:
         """Route ``outs`` now, or (any delay) from a task at their times."""

@@ -224,3 +224,46 @@ def test_a_request_id_no_answer_can_carry_back_is_an_invalid_request(cap: Path, 
     assert out.value["id"] is None and out.value["error"]["code"] == -32600 and encode(out.value).startswith(b'{"jsonrpc":"2.0","id":null')
     (ok,) = core.receive(live, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2})})
     assert ok.value == {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "3"}]}}
+
+
+def test_chained_server_requests_and_what_comes_between_them_ride_the_requests_stream(tmp_path: Path) -> None:
+    """A tool that asks the client three times in a row (progress and a log message between): every
+    server message up to the result belongs to the tools/call (``via`` its live id, as a real
+    Streamable HTTP server sends related requests on that request's stream), what followed the
+    result and what the server sent on its own (roots/list after initialized) go to the standalone stream."""
+    cap = record(tmp_path / "c.jsonl", [
+        *handshake(),
+        s2c(req(10, "roots/list")),
+        c2s(res(10, {"roots": []})),
+        c2s(req(2, "tools/call", _call("ask", {}, token="t"))),
+        s2c(note("notifications/progress", {"progressToken": "t", "progress": 1})),
+        s2c(req(11, "elicitation/create", {"message": "colour?", "requestedSchema": {"type": "object", "properties": {}}})),
+        c2s(res(11, {"action": "accept", "content": {}})),
+        s2c(note("notifications/progress", {"progressToken": "t", "progress": 2})),
+        s2c(note("notifications/message", {"level": "info", "data": "asking the model"})),
+        s2c(req(12, "sampling/createMessage", {"messages": [], "maxTokens": 5})),
+        c2s(res(12, {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})),
+        s2c(req(13, "roots/list")),
+        c2s(res(13, {"roots": []})),
+        s2c(res(2, {"content": [{"type": "text", "text": "done"}]})),
+        s2c(note("notifications/tools/list_changed")),
+    ])
+    core = _core(cap)
+    live = core.open()
+    assert core.receive(live, {"jsonrpc": "2.0", "id": "a", "method": "initialize",
+                              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}})[0].answers == "a"
+    unrelated = core.receive(live, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert [(o.value["method"], o.via) for o in unrelated] == [("roots/list", None)]
+    assert core.receive(live, {"jsonrpc": "2.0", "id": 10, "result": {"roots": []}}) == []
+    seen = [(o.value.get("method", "response"), o.via) for o in core.receive(
+        live, {"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": _call("ask", {}, token="p")})]
+    answers = {"elicitation/create": {"action": "accept", "content": {}}, "roots/list": {"roots": []},
+               "sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "y"}}
+    while seen[-1][0] in answers:
+        sent = seen[-1]
+        sid = {"elicitation/create": 11, "sampling/createMessage": 12, "roots/list": 13}[sent[0]]
+        seen += [(o.value.get("method", "response"), o.via)
+                 for o in core.receive(live, {"jsonrpc": "2.0", "id": sid, "result": answers[sent[0]]})]
+    assert seen == [("notifications/progress", "c"), ("elicitation/create", "c"),
+                    ("notifications/progress", "c"), ("notifications/message", "c"), ("sampling/createMessage", "c"),
+                    ("roots/list", "c"), ("response", "c"), ("notifications/tools/list_changed", None)]

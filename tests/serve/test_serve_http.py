@@ -14,12 +14,16 @@ import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of
 import orjson
 import trio
 
+from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
-from mcptap.serve.core import ServeCore
+from mcptap.serve.core import Out, ServeCore
 from mcptap.serve.http import HttpMock
+from mcptap.serve.http_streams import MockSession
 from mcptap.serve.script import script_from_path
+from scripted import c2s, handshake, note, record, req, res, s2c
 
 C2S, S2C = Direction.C2S, Direction.S2C
 SID = "recorded-session"
@@ -63,8 +67,8 @@ def http_capture(path: Path) -> Path:
 
 
 @asynccontextmanager
-async def mock(path: Path) -> AsyncIterator[str]:
-    server = HttpMock(ServeCore(script_from_path(str(path))))
+async def mock(path: Path, **kw: Any) -> AsyncIterator[str]:
+    server = HttpMock(ServeCore(script_from_path(str(path))), **kw)
     async with trio.open_nursery() as nursery:
         url = await nursery.start(server.serve)
         yield url
@@ -117,3 +121,90 @@ async def test_streamable_http_sessions_modes_and_the_get_stream(tmp_path: Path)
         assert r.status_code == 200
         r = await http.post(url, json=call, headers=hs)
         assert r.status_code == 404                                   # the session has ended
+
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+INIT = {"jsonrpc": "2.0", "id": "i", "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}, "clientInfo": {"name": "c", "version": "1"}}}
+
+
+async def _said(lines: list[str], n: int) -> None:
+    with trio.fail_after(5):
+        while len(lines) < n:
+            await trio.sleep(0.01)
+
+
+async def test_a_server_message_no_stream_can_carry_is_said_not_silently_held(tmp_path: Path) -> None:
+    """A stdio capture served over HTTP (the mock refuses GET, as the recorded server offered
+    none): a server request sent on the server's own (roots/list after initialized) and a
+    notification sent after the tool's result have no stream to go on: each is said at once,
+    on stderr and as a ``serve`` note in the mock's capture, not held without a word."""
+    cap = record(tmp_path / "c.jsonl", [
+        *handshake(client_caps={"roots": {}}),
+        s2c(req(10, "roots/list")),
+        c2s(res(10, {"roots": []})),
+        c2s(req(2, "tools/call", {"name": "t", "arguments": {}})),
+        s2c(note("notifications/message", {"level": "info", "data": "working"})),
+        s2c(res(2, {"content": [{"type": "text", "text": "ok"}]})),
+        s2c(note("notifications/tools/list_changed")),
+    ])
+    own = tmp_path / "own.jsonl"
+    rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    lines: list[str] = []
+    async with mock(cap, rec=rec, say=lines.append) as url, httpx.AsyncClient(timeout=10) as http:
+        assert (await http.post(url, json=INIT, headers=ACCEPT)).json()["id"] == "i"
+        assert (await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=ACCEPT)).status_code == 202
+        assert (await http.get(url, headers={"Accept": "text/event-stream"})).status_code == 405
+        await _said(lines, 1)
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "t", "arguments": {}}},
+                            headers=ACCEPT)
+        assert [e.get("method", "response") for e in _sse(r.text)] == ["notifications/message", "response"]
+        await _said(lines, 2)
+    rec.close()
+    assert lines[0].startswith("server request roots/list (id 10) has no open client request it belongs to")
+    assert lines[0].endswith("(the recorded server offered none, so the mock answers GET 405): the client never gets it")
+    assert lines[1].startswith("notification notifications/tools/list_changed has no open client request")
+    notes = [r for r in read_capture(str(own)).records if r.get("type") == "note"]
+    assert [(n["source"], n["unsent"], n["message"]) for n in notes] == [
+        ("serve", "roots/list", lines[0]), ("serve", "notifications/tools/list_changed", lines[1])]
+
+
+async def test_a_server_message_waiting_for_the_get_stream_is_said_then_delivered(tmp_path: Path, monkeypatch: Any) -> None:
+    """The recorded server offered a GET stream but the client has not opened one: after a
+    grace the mock says the message waits for it; a GET stream opened later gets it."""
+    monkeypatch.setattr("mcptap.serve.http.UNSENT_AFTER_S", 0.05)
+    cap = http_capture(tmp_path / "http.jsonl")
+    lines: list[str] = []
+    async with mock(cap, say=lines.append) as url, httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(url, json={**INIT, "params": {**INIT["params"], "capabilities": {}}}, headers=ACCEPT)
+        hs = {**ACCEPT, "Mcp-Session-Id": r.headers["mcp-session-id"]}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=hs)
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
+        assert _sse((await http.post(url, json=call, headers=hs)).text)[-1]["id"] == 9
+        await _said(lines, 1)
+        assert lines == [f"session {hs['Mcp-Session-Id']}: notification notifications/tools/list_changed has no open client "
+                         "request it belongs to, and no GET stream after 0.05 s: it waits for one"]
+        async with http.stream("GET", url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": hs["Mcp-Session-Id"]}) as resp:
+            async for line in resp.aiter_lines():
+                if line.startswith("data: "):
+                    assert orjson.loads(line[6:])["method"] == "notifications/tools/list_changed"
+                    break
+
+
+def test_what_a_response_stream_still_holds_when_it_ends_goes_to_the_standalone_stream() -> None:
+    """Sent for a request after its response, or not an answer on a JSON-mode POST: such an
+    output is routed again when the POST's stream ends (to the GET stream, else kept for it), never dropped."""
+    from mcptap.serve.core import LiveSession
+
+    held: list[Out] = []
+    ms = MockSession(LiveSession(), on_backlog=lambda m, o: held.append(o))
+    st = ms.open_post([7])
+    answer = Out({"jsonrpc": "2.0", "id": 7, "result": {}}, via=7, answers=7, request=7)
+    late = Out({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, via=7)
+    ms.route(answer)
+    ms.route(late)
+    ms.close_post(st)
+    assert ms.backlog == [answer, late] and held == [answer, late]    # neither was received from the stream
+    get = ms.open_standalone()
+    ms.close_standalone(get)
+    assert ms.backlog == [answer, late] and held == [answer, late]    # kept for the next GET stream
