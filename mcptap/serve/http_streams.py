@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 from mcptap.serve.core import LiveSession, Out, hkey
+from mcptap.serve.order import InOrder
 
 
 class ResponseStream:
@@ -64,6 +65,7 @@ class MockSession:
     backlog: list[Out] = field(default_factory=list)
     closed: bool = False
     on_backlog: Callable[[MockSession, Out], None] | None = None
+    order: InOrder = field(default_factory=InOrder)
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
@@ -110,16 +112,22 @@ class MockSession:
             self.on_backlog(self, out)
 
     def dispatch(self, outs: list[Out], nursery: trio.Nursery) -> None:
-        """Route ``outs`` now, or (any delay) from a task at their times."""
-        if all(o.delay_s <= 0 for o in outs):
+        """Route ``outs`` now, or (any delay) from a task at their times, each after the
+        earlier ones for the same client request (serve/order.py)."""
+        if all(o.delay_s <= 0 for o in outs) and not self.order.waiting(outs):
             for o in outs:
                 self.route(o)
         elif outs:
-            nursery.start_soon(self._later, outs, trio.current_time())
+            nursery.start_soon(self._later, outs, self.order.plan(outs), trio.current_time())
 
-    async def _later(self, outs: list[Out], t0: float) -> None:
-        for o in outs:
-            await trio.sleep_until(t0 + o.delay_s)
-            if o.request is not None and hkey(o.request) in self.live.cancelled:
-                continue
-            self.route(o)
+    async def _later(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+        try:
+            for o, (before, done) in zip(outs, plan, strict=True):
+                await trio.sleep_until(t0 + o.delay_s)
+                await InOrder.turn(before)
+                if o.request is None or hkey(o.request) not in self.live.cancelled:
+                    self.route(o)
+                self.order.release(o, done)
+        finally:
+            for o, (_, done) in zip(outs, plan, strict=True):
+                self.order.release(o, done)

@@ -18,7 +18,8 @@ message gets ``-32600 Invalid Request``, an empty batch one such error, and a
 line that is not JSON ``-32700 Parse error`` (id null).
 
 Outputs with a delay (``--latency recorded``) are written by one task per
-triggering message, in order, at their time; a cancelled request's delayed
+triggering message, in order, at their time, each after the earlier ones for
+the same client request (serve/order.py); a cancelled request's delayed
 answer and progress are dropped. At stdin EOF the answers still waiting for
 their time are given (for up to a minute), then the mock ends.
 """
@@ -39,6 +40,7 @@ from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
 from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
 from mcptap.serve.fallback import Fallback
+from mcptap.serve.order import InOrder
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -73,6 +75,7 @@ class StdioServer:
         self._framer = NewlineFramer()
         self._written = trio.Event()
         self._delayed = 0                       # tasks still holding answers for their recorded time
+        self._order = InOrder()
         self.fallback = Fallback(fallback, self._raw_to_client) if fallback else None
         self._handshake: list[dict[str, Any]] = []
 
@@ -84,29 +87,31 @@ class StdioServer:
         return [exact_value(f.value, f.raw) for f in self._framer.receive_data(chunk) if f.value is not UNPARSED or f.raw.strip()]
 
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
-        now = [o for o in outs if o.delay_s <= 0]
-        if len(now) == len(outs):
+        if all(o.delay_s <= 0 for o in outs) and not self._order.waiting(outs):
             for o in outs:
                 self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
             return
         self._delayed += 1
-        nursery.start_soon(self._later, outs, trio.current_time())
+        nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
 
-    async def _later(self, outs: list[Out], t0: float) -> None:
+    async def _later(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
         try:
-            await self._at_their_time(outs, t0)
+            await self._at_their_time(outs, plan, t0)
         finally:
             self._delayed -= 1
+            for o, (_, done) in zip(outs, plan, strict=True):
+                self._order.release(o, done)
 
-    async def _at_their_time(self, outs: list[Out], t0: float) -> None:
-        for o in outs:
+    async def _at_their_time(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+        for o, (before, done) in zip(outs, plan, strict=True):
             await trio.sleep_until(t0 + o.delay_s)
-            if o.request is not None and hkey(o.request) in self.live.cancelled:
-                continue
-            try:
-                self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
-            except trio.ClosedResourceError:
-                return
+            await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
+            if o.request is None or hkey(o.request) not in self.live.cancelled:
+                try:
+                    self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
+                except trio.ClosedResourceError:
+                    return
+            self._order.release(o, done)
 
     def _raw_to_client(self, line: bytes) -> None:
         try:
