@@ -226,6 +226,10 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if not plan.steps:
         _say(f"{capture}: no client messages to replay")
         ctx.exit(2)
+    if url and plan.legacy_sse:
+        # its requests would go as Streamable HTTP POSTs to the SSE path: a report of nothing but 405s
+        _say(f"{capture}: this capture used the legacy HTTP+SSE transport; replay --url supports Streamable HTTP only")
+        ctx.exit(2)
     try:
         path = str(output or default_capture_path(list(cmd) or [url or "http"]))
         if os.path.exists(path) and not os.path.isfile(path):

@@ -17,7 +17,9 @@ link interface (see runner.py). Each c2s message is one POST to ``url`` with
   (spec 2026-07-28 basic/transports/streamable-http, "Required request headers");
 * an HTTP error without a JSON-RPC body is delivered to the runner (never
   recorded as a message) as an error whose code is the HTTP status, so the
-  report shows it as ERROR-CHANGED;
+  report shows it as ERROR-CHANGED; as the tap, only a JSON media type body
+  is a JSON-RPC payload, and the POST's requests are recorded as refused at
+  HTTP level (``http.request_refused``), not unanswered;
 * with ``listen=True`` (the original client had one), a GET stream is opened
   for each new legacy session, so server messages unrelated to a POST arrive;
 * at the end, each legacy session is closed with ``DELETE``.
@@ -245,7 +247,10 @@ class HttpLink:
                                latency_us=int((trio.current_time() - t0) * 1e6), **({"session": live_sid} if live_sid else {}))
             ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
             await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
-            self._record_heads("end", ex, c, how="complete")
+            ann = self.rec.annotator
+            # judged as the tap judges it: an error status without a JSON-RPC answer refused the POST's requests
+            refused = ann.answers.rejected(ex, resp.status_code, ann.session, target=self.rec_target)
+            self._record_heads("end", ex, c, how="complete", findings=refused)
             await self._release(c)
         except _IO as exc:
             self.rec.http(event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
@@ -273,7 +278,8 @@ class HttpLink:
             for sse in parser.receive_data(b""):
                 if sse.dispatched and sse.data:
                     got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}})
-        elif buf:
+        elif buf and (ctype == "application/json" or ctype.endswith("+json")):
+            # as the tap: only a JSON body is a JSON-RPC payload ("Method Not Allowed" in text/plain is not)
             got_json = await self._payload(bytes(buf), session, live_sid, transport)
         if status >= 400 and not got_json:
             await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")

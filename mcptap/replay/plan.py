@@ -78,6 +78,7 @@ class Plan:
     duration_us: int = 0
     sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)
     http_get: bool = False              # the original HTTP client opened a GET stream for server messages
+    legacy_sse: bool = False            # recorded on the legacy HTTP+SSE transport (2024-11-05: an endpoint event)
 
     @property
     def skipped(self) -> list[Step]:
@@ -319,7 +320,7 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
     tool it listed in an earlier session, or list after calling), is applied
     when the records have ended."""
     masker = masker or Masker()
-    http_get = False
+    http_get = legacy_sse = False
     b = _Builder(header, allow_side_effects, masker)
     last_t = 0
     for r in records:
@@ -339,12 +340,14 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
                 b.s2c(r, v, exact)
         elif typ == "http" and r.get("event") == "request" and r.get("method") == "GET":
             http_get = True
+        elif typ == "http" and r.get("event") == "sse" and isinstance(r.get("endpoint"), dict):
+            legacy_sse = True
         elif typ == "http" and r.get("event") == "end" and r.get("how") in ("host_rejected", "request_rejected") \
                 and isinstance(r.get("exchange"), int):
             b.refused[r["exchange"]] = r["how"]
     b.finish()
     plan = b.plan
-    plan.http_get = http_get
+    plan.http_get, plan.legacy_sse = http_get, legacy_sse
     first = plan.steps[0].t_us if plan.steps else 0
     plan.duration_us = max(0, last_t - first)
     return plan

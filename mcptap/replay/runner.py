@@ -128,6 +128,7 @@ class Replayer:
         self._next_id = 0
         self._closed = False
         self._inherited: list[int] = []
+        self._handshakes: dict[Any, Live] = {}     # recorded session -> its live initialize
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
@@ -277,6 +278,11 @@ class Replayer:
         if self._closed:
             self.result.notes.setdefault(step.index, "not sent: the server had closed the connection")
             return
+        failed = await self._handshake_failed(step)
+        if failed:
+            # what follows a failed handshake would only pile up findings about a session that never began
+            self.result.notes.setdefault(step.index, f"not sent: initialize failed ({failed})")
+            return
         msg = self._build(step)
         if msg is None:
             return
@@ -298,7 +304,24 @@ class Replayer:
                 live.done.set()
         if live is not None:
             self.result.live[step.index] = live
+            if step.method == "initialize" and step.kind == "request":
+                self._handshakes[step.session] = live
         await self.link.send(msg, step.session)
+
+    async def _handshake_failed(self, step: Step) -> str | None:
+        """Why the live ``initialize`` of ``step``'s session failed (an error
+        or no answer), or None (it succeeded, or there is none before ``step``)."""
+        live = self._handshakes.get(step.session)
+        if live is None or step.method == "initialize":
+            return None
+        await self._wait(live)
+        r = live.response
+        if isinstance(r, dict) and isinstance(r.get("result"), dict):
+            return None
+        err = r.get("error") if isinstance(r, dict) else None
+        if isinstance(err, dict):
+            return f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
+        return live.note or "no answer"
 
     def _parts(self) -> list[list[Step]]:
         """The steps in sessions of their own (each on a fresh link) when
@@ -346,6 +369,7 @@ class Replayer:
                 self.link = self.new_link(i)
                 self._closed = False
                 self._inherited = []
+                self._handshakes = {}
             if not await self._run_part(steps):
                 break
         self.result.duration_s = trio.current_time() - t0

@@ -50,7 +50,9 @@ class Out:
     """One message to send. ``via``: (HTTP) the live id of the request whose
     response stream carries it, or None for the session's standalone stream;
     ``answers``: the live id this message is the response to (None otherwise);
-    ``request``: the live id of the request it belongs to (response, progress)."""
+    ``request``: the live id of the request it belongs to (response, progress),
+    whose cancel drops it while it waits for its delay; None for what the
+    server sent in reply to that cancel."""
 
     value: Any
     delay_s: float = 0.0
@@ -75,6 +77,7 @@ class LiveSession:
     tokens: dict[int, Any] = field(default_factory=dict)
     waiting: dict[Any, tuple[int, Any]] = field(default_factory=dict)
     cancelled: set[Any] = field(default_factory=set)
+    released: set[int] = field(default_factory=set)     # recorded seqs of cancels already played
     unanswered: list[str] = field(default_factory=list)
 
 
@@ -207,10 +210,30 @@ class ServeCore:
         params = msg.get("params")
         if method == "notifications/cancelled" and isinstance(params, dict) and "requestId" in params:
             live.cancelled.add(hkey(params["requestId"]))
+            released = self._cancelled(live, params["requestId"])
+            if released is not None:
+                return released
         item, how = self.notifications.take(method, self.prepare(params) if self.prepare else params, live.group)
-        if item is None or how == "reused":
+        if item is None or how == "reused" or item.cancels is not None:
             return []                                 # only the recorded ones trigger what followed them
         return self._expand(item.emits, live, None)
+
+    def _cancelled(self, live: LiveSession, lid: Any) -> list[Out] | None:
+        """What followed the recorded cancel of the request live id ``lid`` stands for
+        (matched by that request, as the cancel names the live id, not the recorded
+        one); None when the recording has no cancel of it."""
+        key = hkey(lid)
+        seqs = [s for s, v in live.live_ids.items() if hkey(v) == key]
+        cancel = self.script.cancel_of.get(max(seqs)) if seqs else None
+        if cancel is None:
+            return None
+        if cancel.seq in live.released:
+            return []
+        live.released.add(cancel.seq)
+        out = self._expand(cancel.emits, live, None)
+        for o in out:
+            o.request = None                          # sent because of the cancel: not dropped by it
+        return out
 
     # -- outgoing ---------------------------------------------------------------------
     def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any) -> list[Out]:

@@ -11,7 +11,9 @@ the recorded delay after it. The anchor of a server message is:
 
 * for a response (or a progress / cancel notification) to request R: R, or the
   client's latest answer to a server request if that came after R (a tool that
-  asked the client for sampling answered once it had the answer);
+  asked the client for sampling answered once it had the answer), or the
+  client's ``notifications/cancelled`` of R if that came before it (an answer
+  the server gave only once the client had cancelled waits for the live cancel);
 * for anything else (log messages, list_changed, server requests): the latest
   client message before it;
 * nothing (``SessionScript.opening``): server messages before the client's first.
@@ -66,6 +68,7 @@ class Recorded:
     t_us: int
     emits: list[Emission] = field(default_factory=list)
     answers: int | None = None
+    cancels: int | None = None          # notifications/cancelled: recorded seq of the request it cancels
     exchange: Any = None
     status: int | None = None
     mode: str | None = None            # HTTP: "json" or "sse" (how its POST was answered)
@@ -93,12 +96,14 @@ class SessionScript:
 @dataclass
 class Script:
     """A capture's server side (see module docstring). ``answer_to``: the
-    client's recorded answer by the seq of the server request it answers."""
+    client's recorded answer by the seq of the server request it answers;
+    ``cancel_of``: the client's recorded cancel by the seq of the request it cancelled."""
 
     header: dict[str, Any]
     transport: str = "stdio"
     sessions: list[SessionScript] = field(default_factory=list)
     answer_to: dict[int, Recorded] = field(default_factory=dict)
+    cancel_of: dict[int, Recorded] = field(default_factory=dict)
     stateful: bool = False              # HTTP: the server assigned Mcp-Session-Id
     get_stream: bool = False            # HTTP: a GET stream was answered 200 text/event-stream
     legacy_sse: bool = False            # the 2024-11-05 HTTP+SSE transport
@@ -131,12 +136,19 @@ def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def _idkey(v: Any) -> Any:
+    """A JSON-RPC id as a dict key that keeps 1 and "1" apart, or None."""
+    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 class _Session:
-    __slots__ = ("script", "by_seq", "last_c2s", "last_answer")
+    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer")
 
     def __init__(self, script: SessionScript) -> None:
         self.script = script
         self.by_seq: dict[int, Recorded] = {}
+        self.by_id: dict[Any, Recorded] = {}         # recorded client id -> its latest request
+        self.cancelled: dict[int, Recorded] = {}     # request seq -> the client's cancel of it
         self.last_c2s: Recorded | None = None
         self.last_answer: Recorded | None = None
 
@@ -195,14 +207,27 @@ class _Builder:
             r = Recorded(rec["seq"], kind, method, value, s.script.index, rec.get("t_us", 0), exchange=exchange)
             if kind == "request":
                 s.by_seq[r.seq] = r
+                if isinstance(value, dict) and _idkey(value.get("id")) is not None:
+                    s.by_id[_idkey(value.get("id"))] = r
                 if exchange is not None:
                     self.openers.setdefault(exchange, r.seq)
+            elif method == "notifications/cancelled":
+                self._cancel(s, r)
         else:
             return                                   # stray client bytes: nothing to answer
         if exchange is not None:
             self.by_exchange.setdefault(exchange, []).append(r)
         s.script.items.append(r)
         s.last_c2s = r
+
+    def _cancel(self, s: _Session, r: Recorded) -> None:
+        params = r.params
+        key = _idkey(params.get("requestId")) if isinstance(params, dict) else None
+        target = s.by_id.get(key) if key is not None else None
+        if target is not None and target.seq not in s.cancelled:
+            r.cancels = target.seq
+            s.cancelled[target.seq] = r
+            self.script.cancel_of[target.seq] = r
 
     def _s2c(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind", "")
@@ -215,6 +240,9 @@ class _Builder:
             anchor = own
             if s.last_answer is not None and s.last_answer.seq > own.seq:
                 anchor = s.last_answer
+            cancel = s.cancelled.get(own.seq)
+            if cancel is not None and cancel.seq > anchor.seq:
+                anchor = cancel
         exchange = _key(tr.get("exchange"))
         stream = tr.get("stream") if isinstance(tr.get("stream"), str) else None
         stream = stream or ("post" if exchange is not None and self.script.transport != "stdio" else None)
