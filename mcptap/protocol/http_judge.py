@@ -128,7 +128,9 @@ class HttpJudge:
         if e.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not e.response_started:
             for p in pend:
                 ann.transport_answered(p)   # the tap answered (403/502)
-        if e.how == "client_closed" and e.sse:
+        if e.how == "client_closed":
+            # 2026-07-28: closing the response stream is the cancellation, whether the answer
+            # would have been JSON or SSE, and whether or not its head had arrived
             fs += [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
                    for p in pend if is_modern(p.revision)]
         fs += request_cut_findings(facts, e.how, e.request_bytes, e.request_cut)
