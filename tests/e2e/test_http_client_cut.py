@@ -6,12 +6,14 @@ itself, not the server. Live findings and `check --full` agree."""
 
 from __future__ import annotations
 
+import json
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import h11
 import pytest
 import trio
 from mcp import Client
@@ -60,3 +62,138 @@ async def test_a_modern_client_that_gives_up_on_a_call_cancels_it(tmp_path: Path
     cancels = [f for f in live if f[3] == "cancel.request"]
     assert len(cancels) == 1 and '"by": "transport"' in cancels[0][6] and str(call["seq"]) in cancels[0][6], live
     assert recs[-1]["type"] == "end" and recs[-1]["pending"] == []
+
+
+def _post(authority: str, path: str, body: dict[str, Any], headers: list[tuple[str, str]]) -> bytes:
+    data = json.dumps(body).encode()
+    hdrs = [("Host", authority), ("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json"),
+            ("Content-Length", str(len(data))), *headers]
+    return h11.Connection(h11.CLIENT).send(h11.Request(method="POST", target=path, headers=hdrs)) + data
+
+
+async def read_some_then_close(url: str, head: bytes, at_least: int, until: bytes = b"") -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """Send ``head`` (a whole request) on a fresh connection, read the
+    response until ``at_least`` body bytes (or ``until`` in them) came, then
+    close: a client that stops reading. Returns (response headers, body so far)."""
+    authority = url.split("//")[1].split("/")[0]
+    host, port = authority.rsplit(":", 1)
+    s = await trio.open_tcp_stream(host, int(port))
+    c = h11.Connection(h11.CLIENT)
+    c.send(h11.Request(method="POST", target="/", headers=[("Host", authority), ("Content-Length", "0")]))   # our state: request sent
+    c.send(h11.EndOfMessage())
+    await s.send_all(head)
+    got, hdrs = b"", []
+    with trio.fail_after(20):
+        while not hdrs or (len(got) < at_least and not (until and until in got)):
+            ev = c.next_event()
+            if ev is h11.NEED_DATA:
+                c.receive_data(await s.receive_some(65536))
+            elif isinstance(ev, h11.Response):
+                hdrs = list(ev.headers.raw_items())
+            elif isinstance(ev, h11.Data):
+                got += ev.data
+            elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+                break
+    await s.aclose()
+    return hdrs, got
+
+
+def assert_cut_judged_as_the_clients(cap: Path, code: str = "sse.client_closed_mid_event") -> list[tuple]:
+    """The client cut a big event (or JSON body): recorded as such
+    (``code``, info), never as the server's data. Returns the live findings
+    (equal to check --full's)."""
+    live, full = findings_live_and_full(cap)
+    assert live == full
+    codes = {f[3] for f in live}
+    assert not codes & {"sse.data_not_jsonrpc", "sse.unterminated_event_at_eof", "framing.large_message",
+                        "sse.stream_closed_without_response", "jsonrpc.unanswered_request", "jsonrpc.invalid_message"}, live
+    assert not [f for f in live if f[4] == "error"], live
+    cut = [f for f in live if f[3] in ("sse.client_closed_mid_event", "http.client_closed_mid_response")]
+    assert [f[3] for f in cut] == [code] and cut[0][4] == "info", live
+    assert json.loads(cut[0][6]).get("bytes", json.loads(cut[0][6]).get("response_bytes")) >= 1 << 20, live
+    return live
+
+
+INIT_25 = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+BIG = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "big", "arguments": {"mb": 25}}}
+
+
+async def test_a_client_that_stops_reading_mid_event_is_not_the_servers_fault(tmp_path: Path) -> None:
+    """Handshake era, stateful SSE server: the client reads 2 MiB of the
+    25 MiB result event and closes. The partial event is the client's cut
+    (sse.client_closed_mid_event), the request abandoned by the client (a
+    warning: a disconnect is not a cancellation before 2026-07-28)."""
+    cap = tmp_path / "cap.jsonl"
+    async with cut_server("streamable-http") as base, tapped(base + "/mcp", cap) as (url, _tap):
+        authority = url.split("//")[1].split("/")[0]
+        hdrs, body = await read_some_then_close(url, _post(authority, "/mcp", INIT_25, []), 1, b"\n\n")
+        sid = next(v.decode() for k, v in hdrs if k.lower() == b"mcp-session-id")
+        more = [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-06-18")]
+        await read_some_then_close(url, _post(authority, "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, more), 0)
+        _, got = await read_some_then_close(url, _post(authority, "/mcp", BIG, more), 2 << 20)
+        assert len(got) >= 2 << 20
+        await trio.sleep(0.3)
+    live = assert_cut_judged_as_the_clients(cap)
+    gone = [f for f in live if f[3] == "http.client_abandoned_request"]
+    assert len(gone) == 1 and gone[0][4] == "warn" and "tools/call id=2" in gone[0][5], live
+
+
+@pytest.mark.parametrize(("flags", "code"), [(("--stateless",), "http.client_closed_mid_response"),
+                                             (("--stateless", "--json"), "http.client_closed_mid_response")])
+async def test_a_modern_client_that_stops_reading_mid_answer_cancelled(tmp_path: Path, flags: tuple[str, ...], code: str) -> None:
+    """2026-07-28: the same cut is the cancellation (the SDK server answers
+    modern requests with JSON: the client cuts the body)."""
+    cap = tmp_path / "cap.jsonl"
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    call = {**BIG, "params": {**BIG["params"], "_meta": meta}}
+    async with cut_server("streamable-http", *flags) as base, tapped(base + "/mcp", cap) as (url, _tap):
+        authority = url.split("//")[1].split("/")[0]
+        more = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "big")]
+        _, got = await read_some_then_close(url, _post(authority, "/mcp", call, more), 2 << 20)
+        assert len(got) >= 2 << 20
+        await trio.sleep(0.3)
+    live = assert_cut_judged_as_the_clients(cap, code)
+    assert not [f for f in live if f[4] == "warn"], live
+    assert [f[3] for f in live if f[3].startswith("cancel.")] == ["cancel.request"], live
+
+
+async def test_a_legacy_client_that_stops_reading_its_event_stream_mid_event(tmp_path: Path) -> None:
+    """Legacy HTTP+SSE: the answer rides the GET stream; the client closes it
+    2 MiB into the 25 MiB result event. The cut is the client's, the request
+    abandoned by it (warn), not unanswered by the server."""
+    cap = tmp_path / "cap.jsonl"
+    async with cut_server("sse") as base, tapped(base + "/sse", cap) as (url, _tap):
+        authority = url.split("//")[1].split("/")[0]
+        host, port = authority.rsplit(":", 1)
+        s = await trio.open_tcp_stream(host, int(port))
+        c = h11.Connection(h11.CLIENT)
+        await s.send_all(c.send(h11.Request(method="GET", target="/sse", headers=[("Host", authority), ("Accept", "text/event-stream")])))
+        await s.send_all(c.send(h11.EndOfMessage()))
+        got = b""
+
+        async def until(pred: Any) -> None:
+            nonlocal got
+            with trio.fail_after(20):
+                while not pred(got):
+                    ev = c.next_event()
+                    if ev is h11.NEED_DATA:
+                        c.receive_data(await s.receive_some(65536))
+                    elif isinstance(ev, h11.Data):
+                        got += ev.data
+
+        await until(lambda b: b"event: endpoint" in b and b"\n\n" in b.split(b"event: endpoint", 1)[1].replace(b"\r\n", b"\n"))
+        endpoint = got.replace(b"\r\n", b"\n").split(b"event: endpoint\ndata: ", 1)[1].split(b"\n", 1)[0].decode()
+        await read_some_then_close(url, _post(authority, endpoint, {**INIT_25, "params": {**INIT_25["params"], "protocolVersion": "2024-11-05"}},
+                                              []), 0)
+        await until(lambda b: b'"id":1' in b.replace(b" ", b""))
+        await read_some_then_close(url, _post(authority, endpoint, {"jsonrpc": "2.0", "method": "notifications/initialized"}, []), 0)
+        await read_some_then_close(url, _post(authority, endpoint, BIG, []), 0)
+        n = len(got)
+        await until(lambda b: len(b) > n + (2 << 20))
+        await s.aclose()
+        await trio.sleep(0.3)
+    live = assert_cut_judged_as_the_clients(cap)
+    gone = [f for f in live if f[3] == "http.client_abandoned_request"]
+    assert len(gone) == 1 and gone[0][4] == "warn" and "tools/call id=2" in gone[0][5], live
