@@ -197,3 +197,22 @@ async def test_a_legacy_client_that_stops_reading_its_event_stream_mid_event(tmp
     live = assert_cut_judged_as_the_clients(cap)
     gone = [f for f in live if f[3] == "http.client_abandoned_request"]
     assert len(gone) == 1 and gone[0][4] == "warn" and "tools/call id=2" in gone[0][5], live
+
+
+async def test_sessionless_exchanges_after_initialize_carry_its_phase_and_revision(tmp_path: Path) -> None:
+    """A stateless SDK server (no Mcp-Session-Id) and the SDK client in
+    legacy mode: the exchanges after initialize are the operating ones of the
+    revision it negotiated (one logical client), live and under check --full."""
+    cap = tmp_path / "cap.jsonl"
+    async with cut_server("streamable-http", "--stateless", "--json") as base, tapped(base + "/mcp", cap) as (url, _tap):
+        with trio.fail_after(30):
+            async with Client(url, mode="legacy") as client:
+                assert (await client.call_tool("sleepy", {"seconds": 0})).content[0].text == "woke up"
+    msgs = [r for r in records(cap) if r["type"] == "message"]
+    assert all(r.get("session") is None for r in msgs)
+    init = next(r for r in msgs if r.get("method") == "initialize" and r["kind"] == "request")
+    rev = next(r["rev"] for r in msgs if r.get("pair") == init["seq"])
+    later = [r for r in msgs if r["transport"]["exchange"] != init["transport"]["exchange"]]
+    assert later and all((r.get("phase"), r.get("rev")) == ("operating", rev) for r in later), later
+    live, full = findings_live_and_full(cap)
+    assert live == full and not [f for f in live if f[4] in ("error", "warn")], live
