@@ -73,9 +73,14 @@ class Annotator(AnnotatorState):
         scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
         if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is Kind.REQUEST:
             start_over(self._sessions, self.pairing, session)       # the server gave a used session id to a new client
-        st = self._sessions.get(scope) if type(scope) is not tuple else None
-        if st is None:
-            st = self.session(scope)
+        if type(scope) is tuple:
+            st = self._exchanges.get(scope)
+            if st is None:
+                st = self.sessionless_state(scope, cls.method, value.get("params") if type(value) is dict else None)
+        else:
+            st = self._sessions.get(scope)
+            if st is None:
+                st = self.session(scope)
         phase: Phase | None = st.phase
         if st.standalone and phase is Phase.BEFORE_INITIALIZE and cls.method != "initialize":
             phase = None        # sessionless HTTP: the client's lifecycle was in other exchanges, not "before initialize"
@@ -191,6 +196,8 @@ class Annotator(AnnotatorState):
                                severity=Severity.ERROR if modern else None))
         if p.method == "initialize" and sender is S2C:
             handshake_answered(msg, st, p.seq, p.params, kind, value, self.session)
+            if type(self._scope) is tuple:
+                self.sessionless_initialized(st)
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
         if kind is Kind.RESPONSE:

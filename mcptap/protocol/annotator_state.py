@@ -14,7 +14,7 @@ from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
 from mcptap.protocol.http_answers import HttpAnswers
-from mcptap.protocol.lifecycle import SessionState, assume_state, stream_closed
+from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
 LARGE_MESSAGE = 1 << 20
@@ -40,6 +40,9 @@ class AnnotatorState:
         self.answers = HttpAnswers(self.pairing)
         self._scope: Any = None
         self._exchanges = BoundedMap(4096)
+        #: HTTP without Mcp-Session-Id, handshake era: the last successful initialize's (revision, client and
+        #: server capabilities), which the later exchanges of that one logical client start from (``sessionless_state``)
+        self._sessionless: tuple[str | None, dict[str, Any] | None, dict[str, Any] | None] | None = None
         self._assumed: set[Any] = set()
         #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
         self.shape_check: Callable[..., list[Finding]] = _shapes.check
@@ -58,6 +61,28 @@ class AnnotatorState:
         if st is None:
             st = self._sessions[session] = SessionState()
         return st
+
+    def sessionless_state(self, scope: tuple[Any, ...], method: str | None, params: Any) -> SessionState:
+        """The state of a new stateless HTTP exchange ``scope`` whose first
+        message is ``method`` (``params``). Sessionless traffic is one logical
+        client (docs/http-tap.md): after a handshake-era initialize answered in
+        an exchange of its own, a later exchange that is not itself a handshake
+        or a 2026-07-28 request (``_meta`` protocolVersion) is an operating
+        exchange of the revision and capabilities that initialize negotiated
+        (the last one seen), so phase, revision and capability rules apply; its
+        requests still pair within it (independent clients reuse ids)."""
+        st = self.session(scope)
+        seed = self._sessionless
+        if seed is not None and method not in ("initialize", "server/discover") and request_meta(params)[0] is None:
+            st.era, st.phase = "legacy", Phase.OPERATING
+            st.revision, st.client_caps, st.server_caps = seed
+        return st
+
+    def sessionless_initialized(self, st: SessionState) -> None:
+        """An initialize was answered in the stateless exchange of ``st``: a
+        success is what later sessionless exchanges start from."""
+        if st.era == "legacy" and st.phase is Phase.INITIALIZED and st.server_caps is not None:
+            self._sessionless = (st.revision, st.client_caps, st.server_caps)
 
     def sessions(self) -> dict[Any, SessionState]:
         return dict(self._sessions)

@@ -173,6 +173,13 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.connection_closed_mid_stream", ERROR, "connection closed before the response arrived", T + " Streamable HTTP"),
     ("sse.stream_closed_without_response", ERROR, "response stream for a request ended without its response",
      T + " Streamable HTTP: SHOULD NOT close before the response"),
+    ("sse.client_closed_mid_event", INFO, "the client closed the stream inside an event (e.g. at its own event size limit): the part "
+     "received is not judged as the server's data", "WHATWG HTML server-sent events (an unfinished event is discarded)"),
+    ("http.client_closed_mid_response", INFO, "the client closed the connection inside a JSON response body (e.g. at its own size "
+     "limit): the part received is not judged as the server's message", "RFC 9112 §6.3 (an incomplete message)"),
+    ("http.client_abandoned_request", WARN, "the client closed its connection (or its HTTP+SSE stream) before the response to a "
+     "request it had not cancelled: before 2026-07-28 a disconnect is not a cancellation, and the answer reaches no one",
+     T + " Streamable HTTP (2025-03-26 … 2025-11-25: disconnect is not cancellation; cancel with notifications/cancelled)"),
     ("sse.compressed_stream", WARN, "Content-Encoding on text/event-stream", "interop"),
     ("sse.endpoint_event", INFO, "legacy HTTP+SSE endpoint event (and its resolved URL)", "2024-11-05 " + T + " HTTP with SSE"),
     ("sse.endpoint_prefix_ambiguous", INFO, "root-relative endpoint while the stream URL has a path prefix", "2024-11-05 " + T + " HTTP with SSE"),
@@ -292,6 +299,7 @@ OTHER_SEVERITIES: dict[str, tuple[tuple[Severity, str], ...]] = {
     "capability.not_negotiated": ((WARN, "revisions where capabilities are SHOULD (2024-11-05, 2025-03-26, unknown), or a SHOULD-level conditional gate"),),
     "capability.not_in_revision": ((ERROR, "a request that was removed before the negotiated revision"),),
     "sse.connection_closed_mid_stream": ((INFO, "the stream had event ids: resumable with Last-Event-ID"),),
+    "http.client_abandoned_request": ((INFO, "the stream had event ids: the client may resume it with Last-Event-ID"),),
     "sse.stream_closed_without_response": ((INFO, "the server ended it after an event id: resumable with Last-Event-ID (2025-11-25 polling)"),),
     "capability.unknown_method": ((INFO, "mcptap's own rule error, reported instead of losing the message"),),
     "shape.invalid_params": ((WARN, "revisions without exact wire types, checked against the 2025-11-25 schema era"),),

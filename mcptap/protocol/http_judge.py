@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.model import Direction, Finding, Kind
+from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
@@ -31,7 +31,7 @@ from mcptap.protocol.http_rules import (
     request_findings,
     response_findings,
 )
-from mcptap.protocol.jsonrpc import classify
+from mcptap.protocol.jsonrpc import classify, show_id
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
 
@@ -75,6 +75,7 @@ class End:
     request_bytes: int | None = None    # request body bytes the client sent (None: not recorded)
     request_cut: bool = False           # the request never ended: the client went away inside its body
     location_sent: str | None = None    # the Location the tap gave the client when it rewrote the upstream's
+    response_cut: bool = False          # the client went away inside the answer: an SSE event, or a JSON body (its part not framed)
 
 
 class HttpJudge:
@@ -128,15 +129,58 @@ class HttpJudge:
         if e.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not e.response_started:
             for p in pend:
                 ann.transport_answered(p)   # the tap answered (403/502)
-        if e.how == "client_closed" and e.sse:
-            fs += [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
-                   for p in pend if is_modern(p.revision)]
+        if e.how == "client_closed":
+            if e.response_cut and not e.sse:
+                fs.append(finding("http.client_closed_mid_response", f"the client closed the connection inside the response body, "
+                                  f"{e.response_bytes} bytes of it received so far: the rest was never relayed (not judged as the server's data)",
+                                  {"response_bytes": e.response_bytes}))
+            fs += self._client_gone(facts, pend, e)
+            pend = [p for p in pend if not p.reported and not p.cancelled]
         fs += request_cut_findings(facts, e.how, e.request_bytes, e.request_cut)
         fs += end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
                            sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
         self.rules.on_end(ex_id, facts)
         ann.exchange_ended(ex_id)
+        return fs
+
+    def _client_gone(self, facts: Exchange, pend: list[Any], e: End) -> list[Finding]:
+        """The client closed an exchange (carrying requests ``pend``).
+        2026-07-28: closing the response stream is the cancellation, whether
+        the answer would have been JSON or SSE, and whether or not its head had
+        arrived. Before, a disconnect is not a cancellation; when the client
+        cut the answer the server was sending (``e.response_cut``: an SDK
+        client stops at its event size limit), the requests it left (a
+        POST's, or on legacy HTTP+SSE those its session's stream still owed)
+        are abandoned by the client, reported here once, not as the server's
+        failure to answer (a stream the client left idle stays
+        ``sse.stream_closed_without_response``: the server may have hung)."""
+        ann = self.annotator
+        fs = [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
+              for p in pend if is_modern(p.revision)]
+        if not e.response_cut:
+            return fs
+        event_ids = e.event_ids if e.sse else []
+        if facts.legacy:        # HTTP+SSE: the answers come on the session's GET stream, not on a POST's response
+            if facts.method != "GET" or facts.session is None:
+                return fs
+            pend = [p for p in ann.pending() if p.direction is C2S and p.session == facts.session]
+            where = "its HTTP+SSE event stream, where their answers come,"
+        else:
+            where = "the connection"
+        left = [p for p in pend if not is_modern(p.revision) and not p.reported]
+        if left:
+            for p in left:
+                p.reported = True
+            ids = ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in left[:10])
+            if event_ids:       # 2025-11-25: a client may resume a stream with ids (GET with Last-Event-ID)
+                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}, "
+                                  f"after event id {event_ids[-1]!r}: resumable with Last-Event-ID", {"pending": [p.seq for p in left]},
+                                  severity=Severity.INFO))
+            else:
+                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}: "
+                                  "before 2026-07-28 a disconnect is not a cancellation (a client cancels with notifications/cancelled), "
+                                  "and the answer reaches no one", {"pending": [p.seq for p in left]}))
         return fs
 
     def _session_rejected(self, ex_id: int, facts: Exchange) -> list[Finding]:

@@ -118,9 +118,11 @@ class HttpReplay:
         elif ev == "sse":
             sse = rec.get("sse")
             info: dict[str, Any] = sse if isinstance(sse, dict) else {}
+            x = self._ex.get(exid)
             if "endpoint" in rec and rec.get("session") is not None:
                 self._legacy.add(rec["session"])
-            x = self._ex.get(exid)
+                if x is not None:       # the stream is the legacy session's, as the live observer binds it
+                    x.facts.session, x.facts.legacy = rec["session"], True
             if x is not None and isinstance(info.get("id"), str):
                 x.ids.append(info["id"])
             if x is not None and any(isinstance(d, dict) and d.get("code") == "sse.crlf" for d in rec.get("findings", ())):
@@ -135,7 +137,7 @@ class HttpReplay:
                 e = End(str(rec.get("how", "")), str(rec.get("detail", "") or ""), x.response_started, x.reused, bool(rec.get("sent_502")),
                         x.sse, x.ids, nbytes if isinstance(nbytes, int) else 0, ack.encode("utf-8") if isinstance(ack, str) else b"",
                         rec["request_bytes"] if type(rec.get("request_bytes")) is int else None, rec.get("request_cut") is True,
-                        x.location_sent)
+                        x.location_sent, rec.get("response_cut") is True)
                 fs = self.judge.end(exid, x.facts, e)
         elif ev == "conn_close":
             fs = self.judge.conn_closed(str(rec.get("side", "")), bool(rec.get("idle")), rec.get("detail"))
@@ -215,7 +217,7 @@ def _event_findings(info: dict[str, Any], payload: bytes, x: _Ex | None) -> list
 
 
 #: facts of an ``sse`` record (an event without a payload) only its bytes could tell
-_BYTES_ONLY = ("sse.crlf", "sse.unterminated_event_at_eof", "sse.event_id_ignored", "sse.retry_ignored")
+_BYTES_ONLY = ("sse.crlf", "sse.unterminated_event_at_eof", "sse.event_id_ignored", "sse.retry_ignored", "sse.client_closed_mid_event")
 
 
 def _block_findings(info: dict[str, Any], recorded: Any) -> list[Finding]:

@@ -196,13 +196,14 @@ def test_the_redirect_finding_quotes_the_location_without_its_query() -> None:
 def test_a_sessionless_exchange_does_not_claim_before_initialize() -> None:
     """A 2025-11-25 server may assign no Mcp-Session-Id: each exchange is its own
     scope, so a tools/list after the client's initialize (in another exchange)
-    was shown as sent before initialize (found by a breaker helper). Its phase
-    is unknown there; initialize itself still is before_initialize."""
+    was shown as sent before initialize (found by a breaker helper). The
+    exchanges after the handshake are the operating ones of that one logical
+    client; initialize itself still is before_initialize."""
     ann = Annotator("http")
     feed = [(Direction.C2S, INIT, 1), (Direction.S2C, INIT_OK, 1),
             (Direction.C2S, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', 2),
             (Direction.C2S, b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}', 3),
             (Direction.S2C, b'{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}', 3)]
     msgs = [ann.feed(Frame(raw, 0, True, parse_json(raw)[0]), n, n, d, None, {"exchange": ex}) for n, (d, raw, ex) in enumerate(feed, 1)]
-    assert [m.phase.value if m.phase else None for m in msgs] == ["before_initialize", "initializing", None, None, None]
+    assert [m.phase.value if m.phase else None for m in msgs] == ["before_initialize", "initializing", "operating", "operating", "operating"]
     assert [f.code for m in msgs for f in m.findings] == []

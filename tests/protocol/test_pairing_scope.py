@@ -4,7 +4,7 @@ are not flagged."""
 
 from __future__ import annotations
 
-from mcptap.model import Direction, Frame
+from mcptap.model import Direction, Frame, Phase
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.pairing import DONE_WINDOW
@@ -203,3 +203,41 @@ def test_a_sessionless_client_cancels_in_its_own_post_a_request_of_another_excha
     assert feed(ann, C2S, cancel % 5, 4, exchange=4).codes == ["cancel.unknown_request"]
     assert feed(ann, C2S, cancel % 6, 5, exchange=5).codes == ["cancel.unknown_request"]
     assert [p.seq for p in ann.pending()] == [1, 2, 3]
+
+
+INIT = ('{"jsonrpc":"2.0","id":1,"method":"initialize",'
+        '"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}')
+INIT_OK = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}'
+LOG = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}'
+
+
+def test_sessionless_exchanges_after_a_handshake_share_its_lifecycle_and_capabilities() -> None:
+    """Stateless server, handshake-era client: the exchanges after initialize
+    carry its phase and revision, and a notifications/message from a server
+    that did not declare logging is flagged as on a stateful session; ids
+    still pair per exchange, and a 2026-07-28 exchange keeps its own era."""
+    ann = Annotator("http")
+    feed(ann, C2S, INIT, 1, exchange=1)
+    feed(ann, S2C, INIT_OK, 2, exchange=1)
+    ann.exchange_ended(1)
+    note = feed(ann, C2S, '{"jsonrpc":"2.0","method":"notifications/initialized"}', 3, exchange=2)
+    ann.exchange_ended(2)
+    call = feed(ann, C2S, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{}}}', 4, exchange=3)
+    other = feed(ann, C2S, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}', 5, exchange=4)     # another POST reusing id 2
+    log = feed(ann, S2C, LOG, 6, exchange=3)
+    res = feed(ann, S2C, '{"jsonrpc":"2.0","id":2,"result":{"content":[]}}', 7, exchange=3)
+    modern = feed(ann, C2S, f'{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{{META}}}}}', 8, exchange=5)
+    assert note.codes == [] and call.codes == [] and other.codes == []
+    assert (call.phase, call.revision) == (Phase.OPERATING, "2025-06-18")
+    assert "capability.not_negotiated" in log.codes
+    assert res.pair == 4 and not res.codes
+    assert (modern.phase, modern.revision) == (Phase.STATELESS, "2026-07-28") and modern.codes == []
+
+
+def test_sessionless_exchanges_before_any_handshake_stay_standalone() -> None:
+    """Without an initialize seen (the tap joined late, or a 2026-07-28
+    client), an exchange has no lifecycle to follow: nothing is flagged."""
+    ann = Annotator("http")
+    call = feed(ann, C2S, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{}}}', 1, exchange=1)
+    log = feed(ann, S2C, LOG, 2, exchange=1)
+    assert call.codes == [] and log.codes == [] and call.phase is None

@@ -348,3 +348,39 @@ def test_a_client_gone_mid_body_leaves_its_bytes_and_a_finding(tmp_path: Path, d
         assert bodies == [sent]
         end = next(r for r in records if r["type"] == "http" and r.get("event") == "end")
         assert end["how"] == "client_closed" and end["request_bytes"] == len(sent)
+
+
+@pytest.mark.parametrize("head", [
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 400\r\n\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:1@evil.example\r\nContent-Length: 100\r\n\r\n",
+])
+async def test_a_refused_head_is_answered_at_once_without_its_body(tmp_path: Path, head: bytes) -> None:
+    """The head alone decides: a head with ambiguous framing (or a bad Host)
+    is answered 400 and the connection closed as soon as it is parsed. It
+    waited for a chunked body that would never come, and the client got 408
+    after --request-timeout (found by a breaker helper)."""
+    up = Upstream()
+    path = tmp_path / "cap.jsonl"
+    async with trio.open_nursery() as n:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await n.start(trio.serve_listeners, up.handler, listeners)
+        rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "x"}, clock=monotonic_us_clock(), started=utc_timestamp())
+        tap = HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", request_timeout=30.0), rec)
+        url = await n.start(tap.serve)
+        host, tport = url.split("//")[1].split("/")[0].split(":")
+        s = await trio.open_tcp_stream(host, int(tport))
+        await s.send_all(head)              # the head only: no body, no EOF
+        answer = b""
+        with trio.fail_after(5):
+            while chunk := await s.receive_some(65536):
+                answer += chunk
+        await s.aclose()
+        await trio.sleep(0.2)
+        n.cancel_scope.cancel()
+    rec.close()
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in answer, answer
+    assert up.requests() == []
+    ends = [r for r in read_capture(str(path)).records if r["type"] == "http" and r.get("event") == "end"]
+    assert [e["how"] for e in ends] == ["request_rejected"]

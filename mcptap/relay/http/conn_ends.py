@@ -95,9 +95,12 @@ class ConnEnds:
 
     def _refuse(self, ex: ExchangeState, status: int, reason: bytes, detail: str, how: str, out: list[Any]) -> None:
         """Answer the exchange from the tap itself (502 upstream failure, 403
-        refused Host), once the request body is read so the capture keeps it."""
+        refused Host), once the request body is read so the capture keeps it;
+        a request whose head alone is refused (``request_rejected``: its
+        framing may be ambiguous, so its body has no trustworthy end) at once,
+        and the connection closes (RFC 9112 §6.1: MUST close)."""
         ex.forward = False
-        if not ex.req_done:
+        if not ex.req_done and how != "request_rejected":
             ex.pending_502 = (status, reason, detail, how)
             return
         ok = self.client.our_state is h11.SEND_RESPONSE

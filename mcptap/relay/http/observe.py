@@ -36,6 +36,7 @@ from mcptap.model import UNPARSED, Direction, Finding
 from mcptap.protocol.http_fields import header
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange
+from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
@@ -293,6 +294,7 @@ class HttpObserver(SseObserver):
         self._pending_rewrites.pop(e.id, None)
         self._release_deferred(e, e.session)
         fs: list[Finding] = []
+        response_cut = False        # the client went away inside the answer (an event or a JSON body) the server was sending
         if e.parser is not None and not e.undecodable:
             if e.decoder is not None:
                 try:
@@ -300,7 +302,7 @@ class HttpObserver(SseObserver):
                     self._sse_events(e, e.parser.receive_data(tail))
                 except zlib.error:
                     pass
-            self._sse_events(e, e.parser.receive_data(b""))
+            response_cut = self._sse_events(e, e.parser.receive_data(b""), client_closed=it.how == "client_closed")
         facts = e.facts
         # the client went away inside the request body (RequestStarted came, RequestEnded never did)
         request_cut = (it.how == "client_closed" or e.held_end is not None) and not e.req_ended and e.req_bytes > 0
@@ -311,10 +313,15 @@ class HttpObserver(SseObserver):
             self.rec.http(**cut)
         if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_body and not e.undecodable:
             body = e.resp_body.take()
-            self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
+            if it.how == "client_closed":
+                # the client went away inside the body: its part is not the server's message
+                cl = header(facts.resp_headers or [], "content-length")
+                response_cut = e.resp_bytes < int(cl) if cl is not None and cl.isdigit() else parse_json(body)[0] is UNPARSED
+            if not response_cut:
+                self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
                                              e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
-                                             e.location_sent))
+                                             e.location_sent, response_cut))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -326,6 +333,8 @@ class HttpObserver(SseObserver):
             fields["sent_502"] = True
         if request_cut:
             fields["request_cut"] = True
+        if response_cut:
+            fields["response_cut"] = True
         if facts.is_ack and e.resp_body:
             fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding
+from mcptap.protocol.codes import finding
 from mcptap.protocol.skeleton import parse_message
 from mcptap.protocol.sse import SSEEvent
 from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
@@ -86,11 +87,34 @@ class SseObserver:
             info["comments"] = list(ev.comments)
         self._sse_record(e, info, fs)
 
-    def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent]) -> None:
-        """Record events taken one by one off the list, so each is freed once recorded."""
+    def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent], client_closed: bool = False) -> bool:
+        """Record events taken one by one off the list, so each is freed once
+        recorded. ``client_closed``: the stream ends because the client went
+        away, so an unfinished last event was cut by the client, not sent so.
+        Returns whether there was such an event."""
         evs.reverse()
+        cut = False
         while evs:
-            self._sse_event(e, evs.pop())
+            ev = evs.pop()
+            if client_closed and not ev.terminated and not ev.blank:
+                self._sse_cut(e, ev)
+                cut = True
+            else:
+                self._sse_event(e, ev)
+        return cut
+
+    def _sse_cut(self, e: ObservedExchange, ev: SSEEvent) -> None:
+        """The unfinished event of a stream the client closed (an SDK client
+        stops at its own event size limit): the server was still sending it,
+        so its part is neither a message nor a framing fault of the server's;
+        an ``sse`` record says how much of it came."""
+        e.events += 1
+        n = ev.end - ev.start
+        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": n, "terminated": False, "cut": "client_closed"}
+        del ev
+        self._sse_record(e, info, [finding("sse.client_closed_mid_event", f"the client closed the stream inside an event, {n} bytes of it "
+                                                                          "received so far: the rest was never relayed (not judged as the server's data)",
+                                           {"bytes": n})])
 
     def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
