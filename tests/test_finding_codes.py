@@ -175,6 +175,8 @@ CASES: dict[str, tuple[Steps, Steps]] = {
 
 #: codes this file does not trigger, and why
 NOT_HERE: dict[str, str] = {
+    "sse.event_too_large": "an SSE event beyond the 128 MiB cap: HTTP tap (tests/protocol/test_sse_cap.py, tests/transport)",
+    "http.informational_flood": "an endless run of 1xx responses: HTTP tap (tests/transport/test_http_recorder_flood.py)",
     "jsonrpc.response_to_notification": "not raised by the annotator yet (a response whose id only a notification used is an unmatched response)",
     "lifecycle.request_before_initialized_ack": "HTTP ordering hazard: raised by the HTTP tap (tests/test_cases_http.py)",
     "lifecycle.session_terminated": "HTTP session management: HTTP tap",
