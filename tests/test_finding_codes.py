@@ -178,6 +178,8 @@ NOT_HERE: dict[str, str] = {
     "sse.client_closed_mid_event": "HTTP tap: an SSE stream the client closed mid-event (tests/e2e/test_http_client_cut.py)",
     "http.client_closed_mid_response": "HTTP tap: a JSON body the client closed mid-way (tests/e2e/test_http_client_cut.py)",
     "http.client_abandoned_request": "HTTP tap: an exchange the client closed before its answer (tests/e2e/test_http_client_cut.py)",
+    "sse.event_too_large": "an SSE event beyond the 128 MiB cap: HTTP tap (tests/protocol/test_sse_cap.py, tests/transport)",
+    "http.informational_flood": "an endless run of 1xx responses: HTTP tap (tests/transport/test_http_recorder_flood.py)",
     "jsonrpc.response_to_notification": "not raised by the annotator yet (a response whose id only a notification used is an unmatched response)",
     "lifecycle.request_before_initialized_ack": "HTTP ordering hazard: raised by the HTTP tap (tests/test_cases_http.py)",
     "lifecycle.session_terminated": "HTTP session management: HTTP tap",

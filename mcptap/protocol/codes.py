@@ -169,6 +169,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.unterminated_event_at_eof", WARN, "stream ended inside an event (no blank line)", "WHATWG HTML server-sent events"),
     ("sse.event_id_ignored", WARN, "an id field containing NUL, which clients ignore: resuming with Last-Event-ID cannot "
      "name that event", "WHATWG HTML §9.2.6 (id field)"),
+    ("sse.event_too_large", WARN, "an event longer than the tap holds (128 MiB): recorded as its size and first bytes, not analysed",
+     "mcptap limit (bounded memory)"),
     ("sse.retry_ignored", INFO, "a retry field that is not all ASCII digits, which clients ignore", "WHATWG HTML §9.2.6 (retry field)"),
     ("sse.connection_closed_mid_stream", ERROR, "connection closed before the response arrived", T + " Streamable HTTP"),
     ("sse.stream_closed_without_response", ERROR, "response stream for a request ended without its response",
@@ -187,6 +189,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("sse.endpoint_rewritten", INFO, "tap rewrote an endpoint naming the upstream origin to its own origin (original and new value in the finding)",
      "2024-11-05 " + T + " HTTP with SSE; mcptap"),
     # HTTP
+    ("http.informational_flood", WARN, "more 1xx informational responses before the final one than the tap records "
+     "(the rest are counted)", "RFC 9110 §15.2 (a client must accept them; an endless run never ends the exchange)"),
     ("http.ack_status_not_202", WARN, "notification/response POST answered with a status other than 202", T + " Streamable HTTP: MUST return 202 Accepted"),
     ("http.ack_body_not_empty", WARN, "body on a notification/response acknowledgement", T + " Streamable HTTP"),
     ("http.ack_content_type_unexpected", INFO, "Content-Type on a body-less acknowledgement", T + " Streamable HTTP"),

@@ -217,7 +217,7 @@ def _event_findings(info: dict[str, Any], payload: bytes, x: _Ex | None) -> list
 
 
 #: facts of an ``sse`` record (an event without a payload) only its bytes could tell
-_BYTES_ONLY = ("sse.crlf", "sse.unterminated_event_at_eof", "sse.event_id_ignored", "sse.retry_ignored", "sse.client_closed_mid_event")
+_BYTES_ONLY = ("sse.crlf", "sse.unterminated_event_at_eof", "sse.event_id_ignored", "sse.retry_ignored", "sse.client_closed_mid_event", "sse.event_too_large")
 
 
 def _block_findings(info: dict[str, Any], recorded: Any) -> list[Finding]:

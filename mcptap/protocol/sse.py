@@ -29,82 +29,21 @@ chunk (or EOF) tells whether an LF follows, so that ``raw`` is exact.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 
-from mcptap.protocol.sse_block import Block
+from mcptap.protocol.sse_block import DROPPED_PREFIX, Block, SSEEvent, block_end
+
+__all__ = ["SSEEvent", "SSEParser", "parse_all"]
 
 BOM = b"\xef\xbb\xbf"
 
 #: A block larger than this that fills the parser's whole buffer is handed over
 #: as its ``raw`` (a bytearray) instead of copied out (bytes).
 HAND_OVER_ABOVE = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One block of an event stream.
-
-    ``type``: event type (``"message"`` when no ``event`` field); ``data``: the
-    data lines joined with LF (str, U+FFFD for undecodable bytes); ``data_lines``:
-    number of ``data`` fields; ``id``: value of a valid ``id`` field in this block
-    or None; ``last_event_id``: the stream's last-event-id buffer after this block
-    (what a client sends as ``Last-Event-ID`` when it reconnects); ``retry``: ms
-    (int) or None; ``comments``: comment texts (one leading space dropped);
-    ``unknown_fields``: names of fields the spec ignores; ``raw``: the exact bytes
-    (a bytearray, never changed, for a block above ``HAND_OVER_ABOVE``);
-    ``start``/``end``: byte offsets of ``raw`` in the stream (end exclusive);
-    ``chunks``: how many ``receive_data`` chunks contributed bytes; ``cr``: some
-    line ended with CR LF or a lone CR; ``terminated``: False for the unfinished
-    block flushed at EOF; ``bom``: the stream's leading BOM is in ``raw``;
-    ``invalid_utf8``: some line did not decode; ``id_ignored``: an ``id`` field
-    contained NUL; ``retry_invalid``: a ``retry`` field was not all digits;
-    ``data_bytes``: set only by a parser made with ``lazy_above``, for a
-    block whose one data line is longer than that: the line's value, not
-    decoded and cut out of ``raw`` at offset ``data_at`` (the block's bytes are
-    ``raw[:data_at] + data_bytes + raw[data_at:]``; ``data`` is then "" and
-    ``invalid_utf8`` says nothing about it; see protocol/sse_canonical.py).
-    """
-
-    type: str
-    data: str
-    data_lines: int
-    id: str | None
-    last_event_id: str
-    retry: int | None
-    comments: tuple[str, ...]
-    unknown_fields: tuple[str, ...]
-    raw: bytes | bytearray
-    start: int
-    end: int
-    chunks: int = 1
-    cr: bool = False
-    terminated: bool = True
-    bom: bool = False
-    invalid_utf8: bool = False
-    id_ignored: bool = False
-    retry_invalid: bool = False
-    data_bytes: bytes | None = None
-    data_at: int = 0
-
-    @property
-    def dispatched(self) -> bool:
-        """A browser would deliver this event (terminated, at least one data line)."""
-        return self.terminated and self.data_lines > 0
-
-    @property
-    def multiline(self) -> bool:
-        return self.data_lines > 1
-
-    @property
-    def priming(self) -> bool:
-        """Event id with empty (or absent) data: the 2025-11-25 priming event."""
-        return self.id is not None and self.data == "" and self.data_bytes is None
-
-    @property
-    def blank(self) -> bool:
-        """Only line terminators (and the stream's BOM): a stray blank line."""
-        raw = self.raw[3:] if self.bom else self.raw
-        return not raw.strip(b"\r\n")
+#: A block (event) longer than this many bytes is not held: the parser keeps its
+#: first ``DROPPED_PREFIX`` bytes, counts the rest up to the block's end and
+#: emits it as one event with ``dropped`` set (a peer's endless event must not
+#: grow memory without bound; 2x the 64 MiB events the tap is measured with)
+MAX_BLOCK = 128 << 20
 
 
 class SSEParser:
@@ -114,14 +53,22 @@ class SSEParser:
     __slots__ = (
         "_buf", "_base", "_line_start", "_scan", "_skip_lf", "_eof", "_chunk_no", "_first_chunk",
         "_first_line", "_held", "_last_id", "_b", "_bs", "_lazy", "_spill", "_spilled",
+        "_max", "_drop", "_drop_empty", "_drop_prefix", "_drop_lines",
     )
 
-    def __init__(self, lazy_above: int | None = None) -> None:
+    def __init__(self, lazy_above: int | None = None, max_block: int = MAX_BLOCK) -> None:
         """``lazy_above``: a block's only data line longer than this many bytes
         is not decoded (``SSEEvent.data_bytes``; once that long, the rest of the
         line is written to a BytesIO as it arrives, never to the parser's buffer,
-        so its bytes are held once); None: every line is decoded."""
+        so its bytes are held once); None: every line is decoded.
+        ``max_block``: bytes of one block beyond which it is not held
+        (``SSEEvent.dropped``)."""
         self._lazy = lazy_above
+        self._max = max_block
+        self._drop = -1           # >= 0: bytes of the block being dropped so far (``_start_drop``)
+        self._drop_empty = False  # while dropping: the current line has no byte yet
+        self._drop_prefix = b""
+        self._drop_lines = 0
         self._spill: io.BytesIO | None = None     # the long data line being received
         self._spilled = False     # the current line is that line (interpreted already)
         self._buf = bytearray()   # unemitted bytes; trimmed once per chunk
@@ -154,6 +101,16 @@ class SSEParser:
         if self._eof:
             return out
         buf = self._buf
+        if self._drop >= 0:
+            if not data:
+                self._dropping(data, out)
+                self._eof = True
+                return out
+            self._chunk_no += 1
+            data = self._dropping(data, out)
+            if not data:
+                return out
+            self._chunk_no -= 1           # the rest of this chunk is counted below
         if not data:
             self._eof = True
             if self._spill is not None:
@@ -170,6 +127,8 @@ class SSEParser:
         if self._spill is not None:
             data = self._spill_line(data)
             if not data:
+                if self.buffered > self._max:
+                    self._start_drop(False)
                 return out
         if self._bs == len(buf):
             self._first_chunk = self._chunk_no
@@ -209,6 +168,8 @@ class SSEParser:
                 self._scan = n
                 if self._lazy is not None and n - self._line_start > self._lazy and not self._spilled:
                     self._start_spill()
+                if self.buffered > self._max and not self._held:
+                    self._start_drop(self._line_start == n)
                 return
             nl = eol + 1
             cr = buf[eol] == 0x0D
@@ -267,6 +228,52 @@ class SSEParser:
         self._b.big = spill.getvalue()       # the BytesIO's own buffer: no copy
         self._spill = None
         return data[end:]
+
+    def _start_drop(self, line_empty: bool) -> None:
+        """The current block grew past ``max_block``: keep its first bytes,
+        count the rest, hold none of it (``_dropping``) until its end."""
+        buf, bs = self._buf, self._bs
+        self._drop = self.buffered
+        self._drop_prefix = bytes(buf[bs:bs + DROPPED_PREFIX])
+        self._drop_empty = line_empty
+        self._drop_lines = len(self._b.data)
+        self._b.data = []
+        self._b.comments = []
+        self._b.big = b""
+        self._spill = None
+        self._spilled = False
+        del buf[bs:]
+        self._line_start = self._scan = bs
+
+    def _dropping(self, data: bytes, out: list[SSEEvent]) -> bytes:
+        """Bytes of a block being dropped: counted up to its blank line, which
+        emits it; returns what follows (``b""`` while it goes on; at EOF,
+        ``data`` is ``b""``: the block is emitted unterminated and ``b""`` returned)."""
+        if not data:
+            self._end_drop(False, out)
+            return b""
+        end, self._drop_empty, self._skip_lf = block_end(data, self._drop_empty, self._skip_lf)
+        if end < 0:
+            self._drop += len(data)
+            return b""
+        self._drop += end
+        self._end_drop(True, out)
+        return data[end:]
+
+    def _end_drop(self, terminated: bool, out: list[SSEEvent]) -> None:
+        b, size, raw = self._b, self._drop, self._drop_prefix
+        self._drop = -1
+        self._drop_prefix = b""
+        if b.id is not None and terminated:
+            self._last_id = b.id
+        out.append(SSEEvent(
+            type=b.event or "message", data="", data_lines=self._drop_lines, id=b.id, last_event_id=self._last_id,
+            retry=b.retry, comments=(), unknown_fields=tuple(b.unknown), raw=raw, start=self._base, end=self._base + size,
+            chunks=max(self._chunk_no - self._first_chunk + 1, 1), cr=b.cr, terminated=terminated, bom=b.bom,
+            invalid_utf8=b.invalid_utf8, id_ignored=b.id_ignored, retry_invalid=b.retry_invalid, dropped=size - len(raw)))
+        self._base += size
+        self._first_chunk = self._chunk_no
+        self._b = Block(self._lazy)
 
     def _trim(self) -> None:
         """Drop the bytes of emitted blocks (once per chunk: linear cost)."""

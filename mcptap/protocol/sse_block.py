@@ -1,7 +1,85 @@
-"""The fields of one event-stream block while it is parsed (protocol/sse.py's
-``SSEParser`` internals; pure)."""
+"""One event-stream block: ``SSEEvent`` (what protocol/sse.py's ``SSEParser``
+emits) and the fields gathered while it is parsed (``Block``; pure)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: bytes of a dropped block kept as its ``raw`` (``SSEEvent.dropped``)
+DROPPED_PREFIX = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One block of an event stream.
+
+    ``type``: event type (``"message"`` when no ``event`` field); ``data``: the
+    data lines joined with LF (str, U+FFFD for undecodable bytes); ``data_lines``:
+    number of ``data`` fields; ``id``: value of a valid ``id`` field in this block
+    or None; ``last_event_id``: the stream's last-event-id buffer after this block
+    (what a client sends as ``Last-Event-ID`` when it reconnects); ``retry``: ms
+    (int) or None; ``comments``: comment texts (one leading space dropped);
+    ``unknown_fields``: names of fields the spec ignores; ``raw``: the exact bytes
+    (a bytearray, never changed, for a block above ``HAND_OVER_ABOVE``);
+    ``start``/``end``: byte offsets of ``raw`` in the stream (end exclusive);
+    ``chunks``: how many ``receive_data`` chunks contributed bytes; ``cr``: some
+    line ended with CR LF or a lone CR; ``terminated``: False for the unfinished
+    block flushed at EOF; ``bom``: the stream's leading BOM is in ``raw``;
+    ``invalid_utf8``: some line did not decode; ``id_ignored``: an ``id`` field
+    contained NUL; ``retry_invalid``: a ``retry`` field was not all digits;
+    ``data_bytes``: set only by a parser made with ``lazy_above``, for a
+    block whose one data line is longer than that: the line's value, not
+    decoded and cut out of ``raw`` at offset ``data_at`` (the block's bytes are
+    ``raw[:data_at] + data_bytes + raw[data_at:]``; ``data`` is then "" and
+    ``invalid_utf8`` says nothing about it; see protocol/sse_canonical.py);
+    ``dropped``: a block longer than the parser's ``max_block``: its bytes
+    were not held: ``raw`` is its first ``DROPPED_PREFIX`` bytes, ``dropped``
+    how many more it had (``end - start`` is its whole size), ``data`` is ""
+    and ``data_lines`` counts the data lines seen before it grew too long
+    (the concatenation of ``raw`` then lacks those bytes).
+    """
+
+    type: str
+    data: str
+    data_lines: int
+    id: str | None
+    last_event_id: str
+    retry: int | None
+    comments: tuple[str, ...]
+    unknown_fields: tuple[str, ...]
+    raw: bytes | bytearray
+    start: int
+    end: int
+    chunks: int = 1
+    cr: bool = False
+    terminated: bool = True
+    bom: bool = False
+    invalid_utf8: bool = False
+    id_ignored: bool = False
+    retry_invalid: bool = False
+    data_bytes: bytes | None = None
+    data_at: int = 0
+    dropped: int = 0
+
+    @property
+    def dispatched(self) -> bool:
+        """A browser would deliver this event (terminated, at least one data line)."""
+        return self.terminated and self.data_lines > 0
+
+    @property
+    def multiline(self) -> bool:
+        return self.data_lines > 1
+
+    @property
+    def priming(self) -> bool:
+        """Event id with empty (or absent) data: the 2025-11-25 priming event."""
+        return self.id is not None and self.data == "" and self.data_bytes is None and not self.dropped
+
+    @property
+    def blank(self) -> bool:
+        """Only line terminators (and the stream's BOM): a stray blank line."""
+        raw = self.raw[3:] if self.bom else self.raw
+        return not raw.strip(b"\r\n")
 
 
 class Block:
@@ -103,3 +181,34 @@ class Block:
             except UnicodeDecodeError:
                 self.invalid_utf8 = True
                 return str(piece, "utf-8", "replace")
+
+
+def block_end(data: bytes, line_empty: bool, skip_lf: bool) -> tuple[int, bool, bool]:
+    """Where the blank line that ends a block is in ``data`` (a chunk of a
+    block's bytes; ``line_empty``: no byte of the current line came before it;
+    ``skip_lf``: the last line ended with a CR, so an LF first is its end):
+    ``(end, line_empty, skip_lf)`` with ``end`` the index after that blank
+    line or -1, and the two states after ``data`` (after ``end`` when found:
+    an LF that may follow a CR at the very end is the next block's)."""
+    n, pos = len(data), 0
+    while pos < n:
+        if skip_lf:
+            skip_lf = False
+            if data[pos] == 0x0A:
+                pos += 1
+                continue
+        lf, cr = data.find(b"\n", pos), data.find(b"\r", pos)
+        eol = cr if lf < 0 else lf if cr < 0 else min(lf, cr)
+        if eol < 0:
+            return -1, False, False
+        if eol == pos and line_empty:
+            end = eol + 1
+            if data[eol] == 0x0D:
+                if end < n:
+                    end += data[end] == 0x0A
+                else:
+                    skip_lf = True
+            return end, True, skip_lf
+        line_empty, skip_lf = True, data[eol] == 0x0D
+        pos = eol + 1
+    return -1, line_empty, skip_lf

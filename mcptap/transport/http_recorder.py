@@ -22,7 +22,10 @@ use is the largest backlog, not every byte a long session ever set aside.
 
 End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
 writes everything out and waits for the recorder to write the end record and
-exit (one line on stderr if catching up takes over ``SLOW_END_S``). The
+exit (one line on stderr if catching up takes over ``SLOW_END_S``; past
+``END_WAIT_S`` it signals ``HURRY``: the recorder skips the batches still in
+the spill file and writes a gap record saying how many, so a flood's backlog
+never holds the end up). The
 recorder ignores terminal signals (the relay decides the end); at EOF without
 ``END`` (mcptap was killed) it writes what arrived and no end record, so the
 capture says it is incomplete, as a killed stdio tap's does. If it fails, the
@@ -36,6 +39,7 @@ import gc
 import marshal
 import os
 import select
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +60,11 @@ SPILL_BYTES = 1 << 20
 #: seconds the end may wait for the recorder before mcptap says so on stderr
 SLOW_END_S = 1.0
 FRAME_COST = 128       # bytes a queued frame costs beyond its data
+#: seconds the end waits for the recorder before it tells it (``HURRY``) to skip what the
+#: spill file still holds: a flood the recorder cannot keep up with must not hold up the end
+END_WAIT_S = 3.0
+#: the relay's signal to the recorder process that the end gave up waiting for its backlog
+HURRY = signal.SIGUSR1
 
 
 @dataclass
@@ -252,10 +261,20 @@ class RecorderLink:
         status = select.poll()
         status.register(self._status, select.POLLIN)
         alive = True
+        hurried = False
         while alive:
-            if not told and not self.caught_up and self.broken is None and time.monotonic() - t0 > SLOW_END_S:
+            behind = not self.caught_up and self.broken is None
+            if not told and behind and time.monotonic() - t0 > SLOW_END_S:
                 told = True
                 self._say("finishing the capture: the recorder is behind the relay; waiting for it")
+            if not hurried and behind and time.monotonic() - t0 > END_WAIT_S:
+                hurried = True
+                self._say("finishing the capture: the recorder is still behind; what it has not read back from the "
+                          "spill file yet is left out (a gap record in the capture says how much)")
+                try:
+                    os.kill(self.pid, HURRY)
+                except OSError:
+                    pass
             if self._q and not self._drain():
                 out.poll(100)
             if status.poll(0 if self._q else 100):

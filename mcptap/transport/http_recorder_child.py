@@ -12,6 +12,10 @@ for the pipe when it grew: the relay rewinds the file once all were read),
 ``{"caught_up": 1}`` (the end arrived: all the
 relay's batches are recorded) and ``{"done": 1, "failed", "dropped"}`` (the
 end record is written; the capture writer's failure and lost records).
+Records are written out before every wait for the pipe and after every batch
+read back from the spill file (a backlog read from there never waits, and
+its records must not pile up in memory). ``HURRY`` (SIGUSR1, from the relay's
+``finish``) skips the spilled batches left, with a gap record.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from mcptap.recorder import Recorder
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.transport import fact_codec as fc
 from mcptap.transport import trickle
+from mcptap.transport.http_recorder import HURRY
 from mcptap.transport.spill import SpillFile
 
 #: bytes read from the fact pipe at a time (1 MiB held a little more in the recorder's peak)
@@ -165,8 +170,20 @@ class _SpilledFrame:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> None:
-    """Record the fact stream until its end (or EOF: no end record)."""
+def _spilled_kind(spill: SpillFile, places: list[tuple[int, int]]) -> int:
+    """The kind of the frame the relay set aside at ``places`` (BATCH when it cannot be read)."""
+    try:
+        return int(fc.HEAD.unpack(_SpilledFrame(spill, places).read(fc.HEAD.size))[0])
+    except EOFError:
+        return fc.BATCH
+
+
+def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, hurry: list[bool] | None = None) -> None:
+    """Record the fact stream until its end (or EOF: no end record).
+    ``hurry[0]`` set (``HURRY``: mcptap is ending and gave up waiting): the
+    batches still in the spill file are skipped, with one gap record saying
+    how many, so the end record follows promptly."""
+    hurry = hurry if hurry is not None else [False]
     rec = hooks.rec
     stamp = _Stamp()
     rec.clock = stamp
@@ -195,12 +212,27 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
             return frames.exact(n)
         return pending[-1].read(n)
 
+    skipped = [0, 0]            # batches and bytes of spilled frames not recorded (``HURRY``)
+
+    def note_skipped() -> None:
+        if skipped[0]:
+            rec.gap(f"mcptap was ending and the recorder process was behind the relay: {skipped[0]} batch(es) of "
+                    f"relay facts ({skipped[1]} bytes) set aside in the spill file were not recorded")
+            skipped[0] = skipped[1] = 0
+
     while True:
         try:
             kind, t, n_meta, _n_body = head.unpack(read(head.size))
             meta = read(n_meta)
             if kind == fc.SPILLED:
-                pending.append(_SpilledFrame(spill, marshal.loads(meta)))
+                places = marshal.loads(meta)
+                if hurry[0] and _spilled_kind(spill, places) == fc.BATCH:
+                    size = sum(n for _, n in places)
+                    skipped[0] += 1
+                    skipped[1] += size
+                    read_back[0] += size
+                    continue
+                pending.append(_SpilledFrame(spill, places))
                 continue
             if kind == fc.BATCH:
                 items = fc.decode(meta, read)
@@ -211,9 +243,11 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
             # mcptap ended without an end: keep what arrived; no end record (the capture says it is incomplete)
             write_out()
             return
-        if pending:
+        spilled = bool(pending)
+        if spilled:
             read_back[0] += pending.pop().size
         stamp.t = t
+        note_skipped()
         if kind == fc.BATCH:
             if observer is not None and not failed:
                 try:
@@ -223,6 +257,10 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) 
                     write_out()
                     _report(status_fd, {"stopped": repr(exc)})
             del items
+            if spilled:
+                # a backlog read back from the spill file never waits for the pipe (where
+                # records are written out): without this its records would pile up in memory
+                write_out()
         elif kind == fc.START:
             observer = hooks.observer(marshal.loads(meta))
         elif kind == fc.LOST:
@@ -245,7 +283,9 @@ def child_main(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> 
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
             signal.signal(s, signal.SIG_IGN)
-        record_stream(fact_fd, status_fd, spill, hooks)
+        hurry = [False]
+        signal.signal(HURRY, lambda *_: hurry.__setitem__(0, True))
+        record_stream(fact_fd, status_fd, spill, hooks, hurry)
     except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
         code = 70
     os._exit(code)

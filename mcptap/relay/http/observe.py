@@ -33,6 +33,7 @@ from typing import Any
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding
+from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import header
 from mcptap.protocol.http_judge import End, HttpJudge, body_facts
 from mcptap.protocol.http_rules import Exchange
@@ -51,6 +52,9 @@ C2S, S2C = Direction.C2S, Direction.S2C
 #: body kinds (http_judge.body_facts) of a POST body that carries no JSON-RPC message
 NOT_RPC = frozenset({"invalid", "non_json"})
 ACK_BODY_KEEP = 256
+#: 1xx responses recorded per exchange (then one with http.informational_flood; the rest are counted:
+#: an upstream sending 100 Continue forever must not grow the capture without bound)
+INFORMATIONAL_RECORDED = 20
 
 
 class HttpObserver(SseObserver):
@@ -236,10 +240,20 @@ class HttpObserver(SseObserver):
         fields: dict[str, Any] = {"event": "response", "exchange": e.id, "conn": e.conn, "status": it.status, "reason": it.reason,
                                   "headers": self.headers_json(it.headers), "latency_us": self.rec.clock() - e.t0}
         if it.informational:
+            e.informational += 1
+            if e.informational > INFORMATIONAL_RECORDED + 1:
+                return          # counted: the final response record says how many were not recorded
             if it.tap:
                 fields["tap"] = True
-            self.rec.http(informational=True, **fields)
+            fs = []
+            if e.informational > INFORMATIONAL_RECORDED:
+                fs = [finding("http.informational_flood", f"more than {INFORMATIONAL_RECORDED} 1xx responses before the final "
+                              "one: the rest are counted, not recorded (the relay still forwards them)",
+                              {"recorded": INFORMATIONAL_RECORDED + 1})]
+            self.rec.http(informational=True, findings=fs, **fields)
             return
+        if e.informational > INFORMATIONAL_RECORDED + 1:
+            fields["informational_unrecorded"] = e.informational - INFORMATIONAL_RECORDED - 1
         facts = e.facts
         req_session = facts.session
         self._release_deferred(e, self._sessions.assigned(it.headers, facts.session))

@@ -61,6 +61,8 @@ class SseObserver:
             info["chunks"] = ev.chunks
         if not ev.terminated:
             info["terminated"] = False
+        if ev.dropped:
+            info["dropped"] = ev.dropped       # bytes not held (``SSEParser``'s ``max_block``)
         if ev.type == "endpoint" and ev.data_lines:
             self._endpoint(e, ev, fs, info)
             return

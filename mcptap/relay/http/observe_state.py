@@ -66,6 +66,7 @@ class ObservedExchange:
     #: the response ended before the request did (an early answer): the end waits for the request
     held_end: Any = None
     location_sent: str | None = None     # the Location the tap rewrote the upstream's to
+    informational: int = 0           # 1xx responses seen (``INFORMATIONAL_RECORDED`` at most are recorded)
 
     @property
     def session(self) -> Any:
