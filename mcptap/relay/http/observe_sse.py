@@ -113,10 +113,16 @@ class SseObserver:
         e.events += 1
         n = ev.end - ev.start
         info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": n, "terminated": False, "cut": "client_closed"}
+        fs = [finding("sse.client_closed_mid_event", f"the client closed the stream inside an event, {n} bytes of it "
+                                                     "received so far: the rest was never relayed (not judged as the server's data)",
+                      {"bytes": n})]
+        if ev.dropped:
+            # already beyond what the tap holds (a cut endless event): said as for a complete one
+            info["dropped"] = ev.dropped
+            fs.append(finding("sse.event_too_large", f"an event of {n} bytes so far: longer than the tap holds, so only its size "
+                                                     "and first bytes are recorded (not analysed)", {"bytes": n}))
         del ev
-        self._sse_record(e, info, [finding("sse.client_closed_mid_event", f"the client closed the stream inside an event, {n} bytes of it "
-                                                                          "received so far: the rest was never relayed (not judged as the server's data)",
-                                           {"bytes": n})])
+        self._sse_record(e, info, fs)
 
     def _sse_message(self, e: ObservedExchange, raw: bytes, quote: str, info: dict[str, Any], fs: list[Finding]) -> None:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
