@@ -120,7 +120,7 @@ class Scan:
         base = (1 if first else 0) + self.cut      # line of record n: n + base
         last_seq = self.last_seq
         t_latest, t_min = self.t_latest, self.t_min
-        t_floor = max(0, t_latest - BACKWARDS_US)
+        t_floor = t_latest - BACKWARDS_US         # below it: too far back (negative times are caught apart)
         for line in lines:
             try:
                 rec = loads(line)
@@ -157,13 +157,19 @@ class Scan:
                     if bad is not None:
                         raise Unsupported(bad)
                 messages += 1
-                if t < t_floor or t > MAX_T_US:
-                    raise Unsupported("impossible t_us")
+                # the common case first: a later time than any before (one comparison, no call)
                 if t > t_latest:
+                    if t > MAX_T_US:
+                        raise Unsupported("impossible t_us")
                     t_latest = t
-                    t_floor = max(0, t - BACKWARDS_US)
-                if t_min is None or t < t_min:
-                    t_min = t
+                    t_floor = t - BACKWARDS_US
+                    if t_min is None:
+                        t_min = t
+                else:
+                    if t < t_floor or t < 0:
+                        raise Unsupported("impossible t_us")
+                    if t_min is None or t < t_min:
+                        t_min = t
                 # integrity (Integrity.feed's order): the sequence, then the bytes
                 if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last and self.end is None:
                     last_seq = seq
