@@ -181,7 +181,10 @@ class Annotator(AnnotatorState):
         out = msg.findings
         if not cls.has_id or cls.id is None:
             return self._null_id_error(msg, st, value)
-        p, fs = self.pairing.response(self._scope_of(sender.peer, st), sender, cls.id, exchange)
+        scope = self._scope
+        if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
+            scope = self._scope_of(sender.peer, st)
+        p, fs = self.pairing.response(scope, sender, cls.id, exchange)
         if fs:
             out.extend(fs)
         if p is None:
@@ -322,7 +325,9 @@ class Annotator(AnnotatorState):
                 found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id)
                 if found:
                     msg.findings.extend(found)
-        scope = self._scope_of(sender, st)
+        scope = self._scope
+        if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
+            scope = self._scope_of(sender, st)
         found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, scope, token, False, exchange, member, False,
                                              msg.revision, params), not modern and scope is not SESSIONLESS)
         if found:
