@@ -157,19 +157,15 @@ class Scan:
                     if bad is not None:
                         raise Unsupported(bad)
                 messages += 1
-                # the common case first: a later time than any before (one comparison, no call)
-                if t > t_latest:
+                if t > t_latest:            # the common case (a later time than any before): one comparison
                     if t > MAX_T_US:
                         raise Unsupported("impossible t_us")
-                    t_latest = t
-                    t_floor = t - BACKWARDS_US
-                    if t_min is None:
-                        t_min = t
-                else:
-                    if t < t_floor or t < 0:
-                        raise Unsupported("impossible t_us")
-                    if t_min is None or t < t_min:
-                        t_min = t
+                    t_latest, t_floor = t, t - BACKWARDS_US
+                    t_min = t if t_min is None else t_min
+                elif t < t_floor or t < 0:
+                    raise Unsupported("impossible t_us")
+                elif t_min is None or t < t_min:
+                    t_min = t
                 # integrity (Integrity.feed's order): the sequence, then the bytes
                 if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last and self.end is None:
                     last_seq = seq
