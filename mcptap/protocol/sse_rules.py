@@ -41,12 +41,17 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
     if ev.retry_invalid:
         out.append(finding("sse.retry_ignored", "a retry field that is not all ASCII digits: clients ignore it"))
     if ev.dropped:
-        out.append(finding("sse.event_too_large", f"an event of {ev.end - ev.start} bytes: longer than the tap holds, so "
-                           "only its size and first bytes are recorded (not analysed)", {"bytes": ev.end - ev.start}))
+        out.append(too_large(ev.end - ev.start))
     if not ev.terminated and not ev.blank:
         out.append(finding("sse.unterminated_event_at_eof", "stream ended inside an event (no blank line): WHATWG clients discard it"
                            + (" — its data would have been a message" if ev.data_lines else "")))
     return out
+
+
+def too_large(n: int) -> Finding:
+    """``sse.event_too_large`` for an event of ``n`` bytes (so far) beyond what the tap holds (``SSEEvent.dropped``)."""
+    return finding("sse.event_too_large", f"an event of {n} bytes: longer than the tap holds, so only its size and first "
+                   "bytes are recorded (not analysed)", {"bytes": n})
 
 
 def data_findings(value: Any, quote: str) -> list[Finding]:

@@ -17,7 +17,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.skeleton import parse_message
 from mcptap.protocol.sse import SSEEvent
 from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
-from mcptap.protocol.sse_rules import data_findings, endpoint_findings, sse_findings
+from mcptap.protocol.sse_rules import data_findings, endpoint_findings, sse_findings, too_large
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
@@ -119,8 +119,7 @@ class SseObserver:
         if ev.dropped:
             # already beyond what the tap holds (a cut endless event): said as for a complete one
             info["dropped"] = ev.dropped
-            fs.append(finding("sse.event_too_large", f"an event of {n} bytes so far: longer than the tap holds, so only its size "
-                                                     "and first bytes are recorded (not analysed)", {"bytes": n}))
+            fs.append(too_large(n))
         del ev
         self._sse_record(e, info, fs)
 
