@@ -17,8 +17,14 @@ noncharacters such as U+FFFE/U+FFFF) and Cs: lone surrogates, which is how
 Python holds a file name's bytes that are not UTF-8 (U+DC80–U+DCFF, PEP 383)
 and which no terminal encoding can write. They become Python-style escapes:
 ``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``, ``\\U000e0001``, and the
-undecodable byte itself for a file name's ``\\xff``. Other text, including
-non-ASCII letters and emoji, is left as it is.
+undecodable byte itself for a file name's ``\\xff``. So are the characters
+that draw nothing but are letters or marks (``INVISIBLE``: the Hangul
+fillers U+115F, U+1160, U+3164, U+FFA0 and the braille blank U+2800, which
+pass for an empty or a space-padded name; the combining grapheme joiner and
+the other default-ignorable marks; the variation selectors U+FE00–U+FE0D and
+U+E0100–U+E01EF, in which a tool description can hide a message a model reads
+and a terminal does not show). Other text, including non-ASCII letters and
+emoji (with their presentation selectors U+FE0E/U+FE0F), is left as it is.
 
 The categories come from a table (``_TABLE``, Unicode ``UNICODE_VERSION``,
 printed by ``scripts/escape_table.py``) rather than ``unicodedata`` at run
@@ -101,12 +107,17 @@ _TABLE = (
 )
 
 
+#: Letters and marks that draw nothing (module doc; Unicode's Default_Ignorable_Code_Point
+#: outside Cf, and U+2800), escaped though their categories are not in the table.
+INVISIBLE = "034f 115f-1160 17b4-17b5 180b-180d 180f 2800 3164 fe00-fe0d ffa0 e0100-e01ef"
+
+
 def _ranges() -> list[tuple[int, int]]:
     out = []
-    for tok in "".join(_TABLE).split():
+    for tok in "".join(_TABLE).split() + INVISIBLE.split():
         a, _, b = tok.partition("-")
         out.append((int(a, 16), int(b or a, 16)))
-    return out
+    return sorted(out)
 
 
 def _class(ranges: list[tuple[int, int]]) -> str:

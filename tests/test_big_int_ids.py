@@ -236,8 +236,12 @@ def test_end_record_keeps_pending_ids_beyond_64_bits_and_beyond_doubles(tmp_path
     last = json.loads(cap.read_bytes().splitlines()[-1])
     assert last["type"] == "end"
     assert sorted((p["id"] is None, p["id"]) for p in last["pending"]) == [(False, I64), (False, BIG), (True, None)]
+    assert [p.get("id_text") for p in last["pending"]] == [None, None, "1e400"]
     r = CliRunner().invoke(mcptap, ["check", str(cap), "--format", "json"], catch_exceptions=False)
     assert "capture.incomplete" not in r.stdout and "unencodable" not in r.stdout
+    shown = CliRunner().invoke(mcptap, ["show", str(cap)], catch_exceptions=False).stdout
+    pending = shown[shown.index("pending at end"):]
+    assert "ping id=1e400 from the client" in pending and "id=null" not in pending, pending
 
 
 def _floats(value: object) -> list[float]:

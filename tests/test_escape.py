@@ -137,6 +137,9 @@ def test_the_table_is_the_unicode_categories() -> None:
     bad = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
     everything = "".join(map(chr, range(0x110000)))
     want = {i for i, c in enumerate(everything) if unicodedata.category(c) in bad}
+    for tok in escape.INVISIBLE.split():
+        a, _, b = tok.partition("-")
+        want |= set(range(int(a, 16), int(b or a, 16) + 1))
     got = {m.start() for m in escape.CONTROLS.finditer(everything)}
     fast = {i for i in (m.start() for m in escape._FAST.finditer(everything)) if escape.is_control(everything[i])}
     assert got == fast
@@ -144,3 +147,18 @@ def test_the_table_is_the_unicode_categories() -> None:
         assert got == want, "regenerate the table: python scripts/escape_table.py"
     else:
         assert want <= got
+
+
+def test_letters_that_draw_nothing_are_escaped() -> None:
+    """A name of Hangul fillers or a braille blank looks empty, and variation
+    selectors after a letter hide a message in a tool description: each is
+    escaped; an emoji keeps its presentation selector, real letters stay."""
+    from mcptap.escape import escape_controls, has_controls
+
+    assert escape_controls("\u3164\u3164x") == "\\u3164\\u3164x"
+    assert escape_controls("a\u2800b\uffa0\u115f\u1160\u034f") == "a\\u2800b\\uffa0\\u115f\\u1160\\u034f"
+    hidden = "read_file" + "".join(chr(0xE0100 + b) for b in b"ignore previous") + "\ufe01"
+    shown = escape_controls(hidden)
+    assert shown.startswith("read_file\\U000e0169") and shown.endswith("\\ufe01") and has_controls(hidden)
+    for kept in ("\u2764\ufe0f", "\u263a\ufe0e", "\ud55c\uad6d\uc5b4", "\u3131", "caf\u00e9"):
+        assert escape_controls(kept) == kept and not has_controls(kept)

@@ -299,7 +299,7 @@ class Summary:
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
-                yield shown(f"    #{p.get('seq')} {p.get('method')} id={id_text(p.get('id'))} from the "
+                yield shown(f"    #{p.get('seq')} {p.get('method')} id={p['id_text'] if isinstance(p.get('id_text'), str) else id_text(p.get('id'))} from the "
                                       f"{'client' if p.get('dir') == 'c2s' else 'server'}")
         f = j["findings"]
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
