@@ -31,6 +31,9 @@ from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, c
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 
+#: the requests that begin a session: a later step of a session whose live handshake failed is not sent
+HANDSHAKES = ("initialize", "server/discover")
+
 __all__ = ["C2S", "S2C", "CHUNK", "Deliver", "Live", "LiveServerRequest", "ReplayResult", "Replayer", "StdioLink"]
 
 
@@ -54,7 +57,8 @@ class Replayer:
         self._next_id = 0
         self._closed = False
         self._inherited: list[int] = []
-        self._handshakes: dict[Any, Live] = {}     # recorded session -> its live initialize
+        #: recorded session -> its live handshake (initialize, or 2026-07-28 server/discover) and the method
+        self._handshakes: dict[Any, tuple[str, Live]] = {}
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
@@ -207,7 +211,7 @@ class Replayer:
         failed = await self._handshake_failed(step)
         if failed:
             # what follows a failed handshake would only pile up findings about a session that never began
-            self.result.notes.setdefault(step.index, f"not sent: initialize failed ({failed})")
+            self.result.notes.setdefault(step.index, f"not sent: {failed[0]} failed ({failed[1]})")
             return
         msg = self._build(step)
         if msg is None:
@@ -230,24 +234,33 @@ class Replayer:
                 live.done.set()
         if live is not None:
             self.result.live[step.index] = live
-            if step.method == "initialize" and step.kind == "request":
-                self._handshakes[step.session] = live
+            if step.method in HANDSHAKES and step.kind == "request":
+                recorded = step.response
+                if isinstance(recorded, dict) and isinstance(recorded.get("result"), dict):
+                    self._handshakes[step.session] = (step.method, live)
+                else:
+                    # the original client went on after this one failed too (the SDK falls back
+                    # from server/discover to initialize): what follows is sent as it was
+                    self._handshakes.pop(step.session, None)
         await self.link.send(msg, step.session)
 
-    async def _handshake_failed(self, step: Step) -> str | None:
-        """Why the live ``initialize`` of ``step``'s session failed (an error
-        or no answer), or None (it succeeded, or there is none before ``step``)."""
-        live = self._handshakes.get(step.session)
-        if live is None or step.method == "initialize":
+    async def _handshake_failed(self, step: Step) -> tuple[str, str] | None:
+        """(method, why) when the live handshake of ``step``'s session
+        (``initialize``, or 2026-07-28 ``server/discover``) failed where the
+        recorded one succeeded (an error or no answer); None when it
+        succeeded, there is none before ``step``, or ``step`` is a handshake."""
+        entry = self._handshakes.get(step.session)
+        if entry is None or step.method in HANDSHAKES:
             return None
+        method, live = entry
         await self._wait(live)
         r = live.response
         if isinstance(r, dict) and isinstance(r.get("result"), dict):
             return None
         err = r.get("error") if isinstance(r, dict) else None
         if isinstance(err, dict):
-            return f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
-        return live.note or "no answer"
+            return method, f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
+        return method, live.note or "no answer"
 
     def _parts(self) -> list[list[Step]]:
         """The steps in sessions of their own (each on a fresh link) when
