@@ -208,7 +208,7 @@ class SseLink(HttpLink):
         if u is None or base is None:
             return None, f"the endpoint event's URI {urls.public(data.strip())!r} does not parse"
         if (u.scheme.lower(), (u.hostname or "").lower(), urls.port_of(u)) != (base.scheme.lower(), (base.hostname or "").lower(), urls.port_of(base)):
-            return None, f"the endpoint event names another origin ({urls.public(resolved or '')}): not followed"
+            return None, f"endpoint on another origin, not followed: {urls.public(resolved or '')}"
         return (u.path or "/") + (f"?{u.query}" if u.query else ""), None
 
     # -- POSTs ----------------------------------------------------------------------------
