@@ -122,13 +122,18 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
 
 
 def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
-          headers: list[tuple[str, str]]) -> tuple[Any, Recorder, Callable[[int], Any] | None]:
+          headers: list[tuple[str, str]], timeout: float) -> tuple[Any, Recorder, Callable[[int], Any] | None]:
     """The link, its recorder, and (stdio, several recorded sessions) a maker
-    of fresh links: one server process per recorded session."""
+    of fresh links: one server process per recorded session. ``--url``: the
+    capture's own HTTP transport (legacy HTTP+SSE when it has an endpoint event)."""
     if url:
+        rec = rec_for("http", {"url": scrub_url(url)})
+        if plan.legacy_sse:
+            from mcptap.replay.sse_link import SseLink
+
+            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout), rec, None
         from mcptap.replay.http_client import HttpLink
 
-        rec = rec_for("http", {"url": scrub_url(url)})
         return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None
     shown = scrub_argv(list(cmd))
     from mcptap.transport.stdio_os import server_cwd
@@ -188,7 +193,8 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
                context_settings={"ignore_unknown_options": True},
                short_help="Replay a capture's client side against a server; report what changed.")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
-@click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")
+@click.option("--url", default=None, help="HTTP endpoint of the server (instead of -- CMD): Streamable HTTP, or for a capture "
+              "of the legacy HTTP+SSE transport its event stream URL (the SDK's /sse).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file for the new session (default: the capture directory).")
 @click.option("--allow-side-effects", is_flag=True,
@@ -206,7 +212,7 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
 def command(ctx: click.Context, capture: str, url: str | None, output: str | None, allow_side_effects: bool,
             ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], fmt: str, color: bool | None,
             cmd: tuple[str, ...]) -> None:
-    """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP)."""
+    """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP or legacy HTTP+SSE)."""
     options.refuse_text_only(ctx, fmt, "color")
     if bool(url) == bool(cmd):
         _say("give exactly one server: -- CMD ARGS... or --url URL")
@@ -226,10 +232,6 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if not plan.steps:
         _say(f"{capture}: no client messages to replay")
         ctx.exit(2)
-    if url and plan.legacy_sse:
-        # its requests would go as Streamable HTTP POSTs to the SSE path: a report of nothing but 405s
-        _say(f"{capture}: this capture used the legacy HTTP+SSE transport; replay --url supports Streamable HTTP only")
-        ctx.exit(2)
     try:
         path = str(output or default_capture_path(list(cmd) or [url or "http"]))
         if os.path.exists(path) and not os.path.isfile(path):
@@ -247,7 +249,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             _say(f"cannot create the new capture: {exc}")
             ctx.exit(2)
 
-    link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
+    link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout)
     prepare, redact_message = _live_redaction(plan)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:

@@ -57,19 +57,25 @@ _IO = (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OS
 
 
 class _Conn:
-    __slots__ = ("stream", "h11", "id")
+    """One client connection. ``seen``: called with every chunk read off the
+    wire (``sse_link`` digests what crossed it, heads and framing included)."""
+
+    __slots__ = ("stream", "h11", "id", "seen")
 
     def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.id = cid
+        self.seen: Callable[[bytes], None] | None = None
 
     async def next_event(self) -> Any:
         while True:
             ev = self.h11.next_event()
             if ev is h11.NEED_DATA:
-                data = await self.stream.receive_some(CHUNK)
-                self.h11.receive_data(bytes(data))
+                data = bytes(await self.stream.receive_some(CHUNK))
+                if self.seen is not None:
+                    self.seen(data)
+                self.h11.receive_data(data)
                 continue
             return ev
 

@@ -21,91 +21,20 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-import orjson
 import trio
 
-from mcptap.capture.dumps import dumps
-from mcptap.compare.depth import depth
 from mcptap.errors import SpawnError
-from mcptap.protocol.jsonparse import parse_exact
+from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, copy_message, get_path, id_key, set_path
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 
+#: the requests that begin a session: a later step of a session whose live handshake failed is not sent
+HANDSHAKES = ("initialize", "server/discover")
+
 __all__ = ["C2S", "S2C", "CHUNK", "Deliver", "Live", "LiveServerRequest", "ReplayResult", "Replayer", "StdioLink"]
-
-
-@dataclass(slots=True)
-class Live:
-    """One sent step: its fresh id, when it was sent (trio clock, s), the
-    live response (None until answered) and its latency (µs)."""
-
-    step: int
-    live_id: Any
-    sent_at: float
-    response: Any = None
-    latency_us: int | None = None
-    done: trio.Event = field(default_factory=trio.Event)
-    note: str | None = None
-    batch: list[Any] | None = None          # batch: original ids of its requests, in order
-    parts: dict[Any, Any] | None = None     # batch: answers so far, by original id
-
-
-@dataclass(slots=True)
-class LiveServerRequest:
-    """A request the live server made and how replay answered it
-    (``how``: exact / method / default / none)."""
-
-    method: str
-    params: Any
-    how: str
-
-
-@dataclass
-class ReplayResult:
-    """What happened: ``live`` by step index; ``notes`` by step index (why a
-    step was not sent or had no answer); ``error``: mcptap's own failure
-    (spawn failed, connection refused) or None; ``duration_s``."""
-
-    plan: Plan
-    live: dict[int, Live] = field(default_factory=dict)
-    server_requests: list[LiveServerRequest] = field(default_factory=list)
-    notes: dict[int, str] = field(default_factory=dict)
-    error: str | None = None
-    exit_code: int | None = None
-    duration_s: float = 0.0
-
-    def responses(self) -> dict[int, Any]:
-        return {i: lv.response for i, lv in self.live.items()}
-
-
-def _get(value: Any, path: Sequence[Any]) -> Any:
-    for p in path:
-        if isinstance(value, dict) and isinstance(p, str) and p in value:
-            value = value[p]
-        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
-            value = value[p]
-        else:
-            return _MISSING
-    return value
-
-
-def _set(value: Any, path: Sequence[Any], new: Any) -> bool:
-    for p in path[:-1]:
-        value = _get(value, (p,))
-        if value is _MISSING:
-            return False
-    last = path[-1]
-    if isinstance(value, dict) or isinstance(value, list) and isinstance(last, int) and last < len(value):
-        value[last] = new
-        return True
-    return False
-
-
-_MISSING = object()
 
 
 class Replayer:
@@ -128,7 +57,8 @@ class Replayer:
         self._next_id = 0
         self._closed = False
         self._inherited: list[int] = []
-        self._handshakes: dict[Any, Live] = {}     # recorded session -> its live initialize
+        #: recorded session -> its live handshake (initialize, or 2026-07-28 server/discover) and the method
+        self._handshakes: dict[Any, tuple[str, Live]] = {}
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
@@ -139,18 +69,18 @@ class Replayer:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
         # a packed message parses into a fresh object each time (steps.pack); one held as it is is copied
-        msg = step.message if type(step.packed_message) is bytes else _copy(step.message)
+        msg = step.message if type(step.packed_message) is bytes else copy_message(step.message)
         if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
             return None
         for c in step.carry:
             src = self.result.live.get(c.source)
-            live_val = _get(src.response, c.source_path) if src is not None and src.response is not None else _MISSING
-            if live_val is _MISSING:
+            live_val = get_path(src.response, c.source_path) if src is not None and src.response is not None else MISSING
+            if live_val is MISSING:
                 notes[step.index] = f"live answer of #{self.plan.steps[c.source].seq} has no {'.'.join(map(str, c.source_path))}; original value sent"
             else:
-                _set(msg, c.path, live_val)
+                set_path(msg, c.path, live_val)
         if step.retry_of is not None and not self._retry(step, msg):
             return None
         if step.cancel_of is not None:
@@ -201,7 +131,7 @@ class Replayer:
                 self._response(v)
 
     def _response(self, v: dict[str, Any]) -> None:
-        entry = self._by_live_id.get(_hkey(v.get("id")))
+        entry = self._by_live_id.get(id_key(v.get("id")))
         if entry is None:
             return
         live, member = entry
@@ -219,9 +149,9 @@ class Replayer:
             return
         # batch member: keep the answer under its original id; done when all are in
         assert live.parts is not None and live.batch is not None
-        live.parts[_hkey(member)] = {**v, "id": member}
+        live.parts[id_key(member)] = {**v, "id": member}
         if len(live.parts) == len(live.batch) and not live.done.is_set():
-            live.response = [live.parts[_hkey(o)] for o in live.batch]
+            live.response = [live.parts[id_key(o)] for o in live.batch]
             live.latency_us = int((now - live.sent_at) * 1e6)
             live.done.set()
 
@@ -281,7 +211,7 @@ class Replayer:
         failed = await self._handshake_failed(step)
         if failed:
             # what follows a failed handshake would only pile up findings about a session that never began
-            self.result.notes.setdefault(step.index, f"not sent: initialize failed ({failed})")
+            self.result.notes.setdefault(step.index, f"not sent: {failed[0]} failed ({failed[1]})")
             return
         msg = self._build(step)
         if msg is None:
@@ -290,7 +220,7 @@ class Replayer:
         if step.kind == "request":
             live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
             msg["id"] = live.live_id
-            self._by_live_id[_hkey(live.live_id)] = (live, None)
+            self._by_live_id[id_key(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
             batch: list[Any] = []
             live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
@@ -298,30 +228,39 @@ class Replayer:
                 if isinstance(item, dict) and "method" in item and "id" in item:
                     orig = item["id"]
                     item["id"] = self._fresh(orig)
-                    self._by_live_id[_hkey(item["id"])] = (live, orig)
+                    self._by_live_id[id_key(item["id"])] = (live, orig)
                     batch.append(orig)
             if not live.batch:
                 live.done.set()
         if live is not None:
             self.result.live[step.index] = live
-            if step.method == "initialize" and step.kind == "request":
-                self._handshakes[step.session] = live
+            if step.method in HANDSHAKES and step.kind == "request":
+                recorded = step.response
+                if isinstance(recorded, dict) and isinstance(recorded.get("result"), dict):
+                    self._handshakes[step.session] = (step.method, live)
+                else:
+                    # the original client went on after this one failed too (the SDK falls back
+                    # from server/discover to initialize): what follows is sent as it was
+                    self._handshakes.pop(step.session, None)
         await self.link.send(msg, step.session)
 
-    async def _handshake_failed(self, step: Step) -> str | None:
-        """Why the live ``initialize`` of ``step``'s session failed (an error
-        or no answer), or None (it succeeded, or there is none before ``step``)."""
-        live = self._handshakes.get(step.session)
-        if live is None or step.method == "initialize":
+    async def _handshake_failed(self, step: Step) -> tuple[str, str] | None:
+        """(method, why) when the live handshake of ``step``'s session
+        (``initialize``, or 2026-07-28 ``server/discover``) failed where the
+        recorded one succeeded (an error or no answer); None when it
+        succeeded, there is none before ``step``, or ``step`` is a handshake."""
+        entry = self._handshakes.get(step.session)
+        if entry is None or step.method in HANDSHAKES:
             return None
+        method, live = entry
         await self._wait(live)
         r = live.response
         if isinstance(r, dict) and isinstance(r.get("result"), dict):
             return None
         err = r.get("error") if isinstance(r, dict) else None
         if isinstance(err, dict):
-            return f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
-        return live.note or "no answer"
+            return method, f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
+        return method, live.note or "no answer"
 
     def _parts(self) -> list[list[Step]]:
         """The steps in sessions of their own (each on a fresh link) when
@@ -378,20 +317,3 @@ class Replayer:
                 self.result.notes[idx] = live.note
         return self.result
 
-
-def _copy(value: Any) -> Any:
-    """A deep copy of a recorded message to send, or None when it nests deeper
-    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
-    orjson refuses, are copied exactly through the stdlib encoder."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    if depth(value) > 254:
-        return None
-    exact = parse_exact(dumps(value))
-    return exact[0] if exact is not None else None
-
-
-def _hkey(v: Any) -> Any:
-    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) else ("r", repr(v))

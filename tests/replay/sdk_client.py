@@ -1,6 +1,7 @@
 """A real SDK client session, recorded through ``mcptap record`` (stdio) or
 talking to a URL (HTTP): ``python sdk_client.py legacy|modern OUT -- SERVER ARGS…``
-or ``python sdk_client.py legacy|modern --url URL``.
+or ``python sdk_client.py legacy|modern --url URL``, or ``python sdk_client.py
+legacy --sse URL`` (the legacy HTTP+SSE transport: ``URL`` is the event stream).
 
 The scenario: list tools, call add and greet, call interview (the server asks
 for elicitation and sampling; answered here), call the destructive wipe, list
@@ -13,6 +14,7 @@ import sys
 
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CreateMessageResult, ElicitResult, TextContent
 
@@ -36,11 +38,11 @@ async def scenario(call) -> None:
     await call("list_resources")
 
 
-async def main(era: str, out: str | None, server: list[str], url: str | None) -> None:
+async def main(era: str, out: str | None, server: list[str], url: str | None, sse: bool = False) -> None:
     if url is None:
         params = StdioServerParameters(command=MCPTAP[0], args=[*MCPTAP[1:], out, "--", *server])
     if era == "legacy":
-        transport = stdio_client(params) if url is None else streamable_http_client(url)
+        transport = stdio_client(params) if url is None else sse_client(url) if sse else streamable_http_client(url)
         async with transport as streams:
             async with ClientSession(streams[0], streams[1], sampling_callback=sampling, elicitation_callback=elicit) as s:
                 await s.initialize()
@@ -53,8 +55,8 @@ async def main(era: str, out: str | None, server: list[str], url: str | None) ->
 
 if __name__ == "__main__":
     era = sys.argv[1]
-    if sys.argv[2] == "--url":
-        anyio.run(main, era, None, [], sys.argv[3])
+    if sys.argv[2] in ("--url", "--sse"):
+        anyio.run(main, era, None, [], sys.argv[3], sys.argv[2] == "--sse")
     else:
         sep = sys.argv.index("--")
         anyio.run(main, era, sys.argv[2], sys.argv[sep + 1:], None)

@@ -1,7 +1,7 @@
 """An MCP server built on the official SDK, in two builds, for replay/diff tests.
 
 ``python sdk_server.py v1`` / ``v2`` serves over stdio; ``--http PORT`` serves
-Streamable HTTP on 127.0.0.1 instead. v2 differs from v1 in exactly three ways:
+Streamable HTTP on 127.0.0.1 instead, ``--sse PORT`` the legacy HTTP+SSE transport. v2 differs from v1 in exactly three ways:
 ``greet`` answers differently, ``echo`` is removed, and the ``completions``
 capability is dropped (no completion handler).
 """
@@ -82,5 +82,7 @@ if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
+    elif "--sse" in sys.argv:           # the legacy HTTP+SSE transport (2024-11-05): GET /sse, POST /messages/
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--sse") + 1]))
     else:
         server.run("stdio")
