@@ -185,7 +185,7 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
 
 @click.command("replay", epilog=options.example('mcptap replay cap.jsonl -- python server.py',
                                                 'mcptap replay cap.jsonl --url http://127.0.0.1:8000/mcp --ignore result.structuredContent.now'),
-               context_settings={"ignore_unknown_options": True},
+               cls=options.TrailingCommand, leading=1,
                short_help="Replay a capture's client side against a server; report what changed.")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--url", default=None, help="Streamable HTTP endpoint of the server (instead of -- CMD).")

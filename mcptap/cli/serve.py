@@ -135,7 +135,8 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
         _say(f"{forwarded} request(s) answered by the real server; {capture} extended with this session")
 
 
-@click.command("serve", epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
+@click.command("serve", cls=options.TrailingCommand, leading=1,
+               epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
                short_help="Serve a capture's server side to a client (a mock MCP server).")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", default=None,
