@@ -158,7 +158,8 @@ def _status(replayer: Replayer) -> str:
 def _live_redaction(plan: Plan) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
     """A scrubbed capture, made with this user's key: functions that redact the live server's
     request params and live messages as the capture's were (redact/live.py), so they match
-    the recorded placeholders; (None, None) otherwise (with another key: said once)."""
+    the recorded placeholders; (None, None) otherwise (with another key: said once).
+    Raises RedactionError when the user's key is there but unusable (keyfile.existing_keyer)."""
     if not plan.header.get("scrubbed"):
         return None, None
     from mcptap.redact.keyfile import existing_keyer
@@ -226,6 +227,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if not plan.steps:
         _say(f"{capture}: no client messages to replay")
         ctx.exit(2)
+    try:
+        prepare, redact_message = _live_redaction(plan)
+    except McptapError as exc:          # a key there is but cannot be used: before any capture exists
+        _say(str(exc))
+        ctx.exit(2)
     if url and plan.legacy_sse:
         # its requests would go as Streamable HTTP POSTs to the SSE path: a report of nothing but 405s
         _say(f"{capture}: this capture used the legacy HTTP+SSE transport; replay --url supports Streamable HTTP only")
@@ -248,7 +254,6 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             ctx.exit(2)
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers)
-    prepare, redact_message = _live_redaction(plan)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
         with progress("replay", status=functools.partial(_status, replayer)):

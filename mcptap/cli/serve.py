@@ -108,7 +108,8 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
 
 def _live_redaction(script: Script) -> Callable[[Any], Any] | None:
     """A scrubbed capture: live params redacted as its were, when this user's key made it
-    (else said once on stderr; redact/live.py)."""
+    (else said once on stderr; redact/live.py). Raises RedactionError when the user's key is
+    there but unusable (keyfile.existing_keyer)."""
     from mcptap.redact.keyfile import existing_keyer
     from mcptap.redact.live import live_redaction
 
