@@ -41,9 +41,22 @@ def reannotation(f: F) -> F:
     return no_shapes(full(f))
 
 
+def _ignore_paths(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    # a path that is no path was taken apart as far as it went and matched nothing, silently
+    from mcptap.compare.mask import parse_ignore
+
+    for text in value:
+        try:
+            parse_ignore(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
 def ignore(help: str) -> Callable[[F], F]:
-    """``--ignore PATH`` (repeatable; diff, replay, serve), with the command's own help."""
-    return click.option("--ignore", "ignore", multiple=True, metavar="PATH", help=help)
+    """``--ignore PATH`` (repeatable; diff, replay, serve), with the command's own help. A path
+    of the wrong syntax (docs/replay-diff.md) is a usage error naming it."""
+    return click.option("--ignore", "ignore", multiple=True, metavar="PATH", help=help, callback=_ignore_paths)
 
 
 def example(*lines: str) -> str:

@@ -149,7 +149,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
               help="Answer at once, or after the recorded delays.")
 @click.option("--speed", type=click.FloatRange(min=0.001), default=None,
               help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
-@click.option("--ignore", "ignore", multiple=True, metavar="PATH", help="Also ignore this params path when matching (repeatable).")
+@options.ignore("Also ignore this params path when matching (repeatable).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Record the mock's own session (findings for requests it could not answer).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr at the end.")
