@@ -18,7 +18,7 @@ from mcptap.errors import RedactionError
 from mcptap.redact import ds_table, patterns
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import PLACEHOLDER, Keyer
-from mcptap.redact.keyfile import ENV_CONFIG_DIR, ENV_KEY, load_keyer
+from mcptap.redact.keyfile import ENV_CONFIG_DIR, ENV_KEY, existing_keyer, load_keyer
 from mcptap.redact.keys import is_secret_key
 from mcptap.redact.patterns import library_error
 from mcptap.redact.rules import Rules, build_rules
@@ -153,6 +153,26 @@ def test_key_file_created_0600_and_reused(tmp_path) -> None:
     (tmp_path / "bad" / "redaction.key").write_text("nothex")
     with pytest.raises(RedactionError, match="not a hex key"):
         load_keyer({ENV_CONFIG_DIR: str(tmp_path / "bad")})
+
+
+def test_existing_keyer_raises_for_a_key_there_but_unusable(tmp_path) -> None:
+    from mcptap.redact import keyfile
+    keyfile._cached.clear()
+    cfg = {ENV_CONFIG_DIR: str(tmp_path / "cfg")}
+    assert existing_keyer(cfg) is None and not (tmp_path / "cfg").exists()      # never creates one
+    good = load_keyer(cfg)
+    assert existing_keyer(cfg) is good
+    for env, words in [({**cfg, ENV_KEY: "not-hex"}, "MCPTAP_REDACT_KEY is not a hex key"),
+                       ({**cfg, ENV_KEY: "abcd"}, "MCPTAP_REDACT_KEY is too short")]:
+        with pytest.raises(RedactionError, match=words):
+            existing_keyer(env)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "redaction.key").write_text("nothex")
+    (tmp_path / "dir" / "redaction.key").mkdir(parents=True)
+    for env, words in [({ENV_CONFIG_DIR: str(tmp_path / "bad")}, "redaction.key is not a hex key"),
+                       ({ENV_CONFIG_DIR: str(tmp_path / "dir")}, "cannot read the redaction key")]:
+        with pytest.raises(RedactionError, match=words):
+            existing_keyer(env)
 
 
 def test_detect_secrets_patterns_are_in_use() -> None:

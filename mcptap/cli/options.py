@@ -41,9 +41,22 @@ def reannotation(f: F) -> F:
     return no_shapes(full(f))
 
 
+def _ignore_paths(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    # a path that is no path was taken apart as far as it went and matched nothing, silently
+    from mcptap.compare.mask import parse_ignore
+
+    for text in value:
+        try:
+            parse_ignore(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
 def ignore(help: str) -> Callable[[F], F]:
-    """``--ignore PATH`` (repeatable; diff, replay, serve), with the command's own help."""
-    return click.option("--ignore", "ignore", multiple=True, metavar="PATH", help=help)
+    """``--ignore PATH`` (repeatable; diff, replay, serve), with the command's own help. A path
+    of the wrong syntax (docs/replay-diff.md) is a usage error naming it."""
+    return click.option("--ignore", "ignore", multiple=True, metavar="PATH", help=help, callback=_ignore_paths)
 
 
 def example(*lines: str) -> str:
@@ -68,3 +81,66 @@ def refuse_text_only(ctx: click.Context, fmt: str, *names: str) -> None:
             continue        # --no-color: every other format has no colour anyway
         flag = "--color" if name == "color" else "--" + name.replace("_", "-")
         raise click.UsageError(f"{flag} applies to --format text only, not --format {fmt}", ctx)
+
+
+def _takes_value(opt: click.Option) -> bool:
+    return not (opt.is_flag or opt.count)
+
+
+class TrailingCommand(click.Command):
+    """A command whose last argument is a server command line (``CMD ARGS…``,
+    after ``leading`` positional arguments of its own, e.g. replay's CAPTURE).
+
+    Options up to the command are this command's and parsed strictly: a
+    mistyped one is a usage error with click's "Did you mean" (it once ran as
+    the server command, ``cannot run '--gracee'``, exit 127). Everything from
+    ``--`` or from the first positional token past the ``leading`` ones belongs
+    to the server, options included (``npx -y pkg --port 3``): the split is made
+    here, with this command's own option table, and handed to click as
+    ``OURS -- CMD ARGS…``."""
+
+    leading = 0
+
+    def __init__(self, *args: Any, leading: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.leading = leading
+
+    def _split(self, ctx: click.Context, args: list[str]) -> int | None:
+        """Index where the server's part starts (a ``--`` at that index is
+        the separator), or None when there is none."""
+        opts: dict[str, click.Option] = {}
+        for p in self.get_params(ctx):
+            if isinstance(p, click.Option):
+                for name in (*p.opts, *p.secondary_opts):
+                    opts[name] = p
+        positional = 0
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                return i
+            if arg.startswith("--"):
+                opt = opts.get(arg.partition("=")[0])
+                if opt is not None and "=" not in arg and _takes_value(opt):
+                    i += opt.nargs              # its value(s), whatever they look like
+            elif arg.startswith("-") and len(arg) > 1:
+                for k, ch in enumerate(arg[1:], 1):
+                    opt = opts.get("-" + ch)
+                    if opt is None:
+                        break                   # unknown: click reports it
+                    if _takes_value(opt):
+                        if k == len(arg) - 1:
+                            i += opt.nargs      # -o FILE (else -oFILE: the rest is the value)
+                        break
+            else:
+                if positional == self.leading:
+                    return i
+                positional += 1
+            i += 1
+        return None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        at = self._split(ctx, args)
+        if at is not None:
+            args = [*args[:at], "--", *args[at + (args[at] == "--"):]]
+        return super().parse_args(ctx, args)

@@ -84,7 +84,7 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
 
 @click.command(
     "record",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    cls=options.TrailingCommand,
     short_help="Tap an MCP server (stdio command or HTTP upstream) and record.",
     epilog=options.example('mcptap record -- python server.py', 'mcptap record -o cap.jsonl -- npx -y @modelcontextprotocol/server-everything stdio',
                            'mcptap record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000'),

@@ -163,7 +163,8 @@ def _status(replayer: Replayer) -> str:
 def _live_redaction(plan: Plan) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
     """A scrubbed capture, made with this user's key: functions that redact the live server's
     request params and live messages as the capture's were (redact/live.py), so they match
-    the recorded placeholders; (None, None) otherwise (with another key: said once)."""
+    the recorded placeholders; (None, None) otherwise (with another key: said once).
+    Raises RedactionError when the user's key is there but unusable (keyfile.existing_keyer)."""
     if not plan.header.get("scrubbed"):
         return None, None
     from mcptap.redact.keyfile import existing_keyer
@@ -190,7 +191,7 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
 
 @click.command("replay", epilog=options.example('mcptap replay cap.jsonl -- python server.py',
                                                 'mcptap replay cap.jsonl --url http://127.0.0.1:8000/mcp --ignore result.structuredContent.now'),
-               context_settings={"ignore_unknown_options": True},
+               cls=options.TrailingCommand, leading=1,
                short_help="Replay a capture's client side against a server; report what changed.")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--url", default=None, help="HTTP endpoint of the server (instead of -- CMD): Streamable HTTP, or for a capture "
@@ -233,6 +234,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         _say(f"{capture}: no client messages to replay")
         ctx.exit(2)
     try:
+        prepare, redact_message = _live_redaction(plan)
+    except McptapError as exc:          # a key there is but cannot be used: before any capture exists
+        _say(str(exc))
+        ctx.exit(2)
+    try:
         path = str(output or default_capture_path(list(cmd) or [url or "http"]))
         if os.path.exists(path) and not os.path.isfile(path):
             raise McptapError(f"{path}: not a regular file")
@@ -250,7 +256,6 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             ctx.exit(2)
 
     link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout)
-    prepare, redact_message = _live_redaction(plan)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
         with progress("replay", status=functools.partial(_status, replayer)):

@@ -108,7 +108,8 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
 
 def _live_redaction(script: Script) -> Callable[[Any], Any] | None:
     """A scrubbed capture: live params redacted as its were, when this user's key made it
-    (else said once on stderr; redact/live.py)."""
+    (else said once on stderr; redact/live.py). Raises RedactionError when the user's key is
+    there but unusable (keyfile.existing_keyer)."""
     from mcptap.redact.keyfile import existing_keyer
     from mcptap.redact.live import live_redaction
 
@@ -135,7 +136,8 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
         _say(f"{forwarded} request(s) answered by the real server; {capture} extended with this session")
 
 
-@click.command("serve", epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
+@click.command("serve", cls=options.TrailingCommand, leading=1,
+               epilog=options.example('mcptap serve cap.jsonl', 'mcptap serve cap.jsonl --listen 127.0.0.1:0 --latency recorded'),
                short_help="Serve a capture's server side to a client (a mock MCP server).")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", default=None,
@@ -147,7 +149,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
               help="Answer at once, or after the recorded delays.")
 @click.option("--speed", type=click.FloatRange(min=0.001), default=None,
               help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
-@click.option("--ignore", "ignore", multiple=True, metavar="PATH", help="Also ignore this params path when matching (repeatable).")
+@options.ignore("Also ignore this params path when matching (repeatable).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Record the mock's own session (findings for requests it could not answer).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr at the end.")

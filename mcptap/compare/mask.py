@@ -50,6 +50,9 @@ def _volatile_value(v: str) -> bool:
 # -- ignore patterns ------------------------------------------------------------
 
 _SEG = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+#: the whole path: a key or an index, then ``.key`` or ``[index]`` any number of times
+_PATH = re.compile(r"(?:[^.\[\]]+|\[[^\]]*\])(?:\.[^.\[\]]+|\[[^\]]*\])*")
+_INDEX = re.compile(r"\*|[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +65,52 @@ class Pattern:
 
 
 def parse_ignore(text: str) -> Pattern:
-    """Compile an ``--ignore`` path. Raises ValueError on an empty path."""
+    """Compile an ``--ignore`` path (``[METHOD:]SEG(.KEY|[INDEX])*``, see the module doc).
+
+    Raises ValueError naming the path and what is wrong with it: an empty path or method, an
+    empty key (``a..b``, a trailing dot), an unclosed or stray bracket, an index other than
+    ``*`` or digits. (The segments were once picked out of whatever matched, so ``bad[path``
+    ignored ``bad.path`` and a typo silently ignored nothing.)"""
     method = None
     body = text.strip()
     if ":" in body.split(".")[0] and not body.startswith("["):
         method, body = body.split(":", 1)
+        if not method.strip():
+            raise ValueError(f"bad ignore path {text!r}: nothing before ':' (a method such as tools/call:)")
+    if not body:
+        raise ValueError(f"bad ignore path {text!r}: the path is empty")
+    if not _PATH.fullmatch(body):
+        raise ValueError(f"bad ignore path {text!r}: {_why(body)}")
     segs = []
     for m in _SEG.finditer(body):
-        segs.append(f"[{m.group(1)}]" if m.group(1) is not None else m.group(2))
-    if not segs:
-        raise ValueError(f"empty ignore path {text!r}")
+        if m.group(1) is None:
+            segs.append(m.group(2))
+        elif _INDEX.fullmatch(m.group(1)):
+            segs.append("[*]" if m.group(1) == "*" else f"[{int(m.group(1))}]")
+        else:
+            raise ValueError(f"bad ignore path {text!r}: [{m.group(1)}] is no list index ([*] or a number such as [0])")
     return Pattern(method, tuple(segs), text)
+
+
+def _why(body: str) -> str:
+    """What makes ``body`` no path (for the error message)."""
+    if ".." in body or body.startswith(".") or body.endswith("."):
+        return "an empty key (a doubled, leading or trailing '.')"
+    if ".[" in body:
+        return "'.' before '[' (a list index follows its key: a[0], not a.[0])"
+    depth = 0
+    for ch in body:
+        if ch == "[":
+            if depth:
+                return "'[' inside [...]"
+            depth = 1
+        elif ch == "]":
+            if not depth:
+                return "']' without '['"
+            depth = 0
+    if depth:
+        return "'[' without ']'"
+    return "a key right after ']' needs a '.' before it (a[0].b)"
 
 
 def _seg_match(pat: str, seg: str) -> bool:

@@ -6,16 +6,24 @@ One entry per HTTP exchange the tap relayed (every POST, GET stream and
 DELETE), in request order:
 
 * request: method, URL (upstream origin + request target), HTTP version,
-  headers as recorded (credentials stay ``«redacted:sha256:…»`` placeholders
-  unless recorded with ``--record-secrets``), query string, ``postData`` with
-  the exact body text (a POST's JSON-RPC message, or a ``request_body``);
-* response: status, reason, headers, ``content.text`` — the JSON body, or the
+  headers as recorded (credentials stay keyed ``«redacted:hmac:…»`` placeholders,
+  ``«redacted:sha256:…»`` in captures of older mcptaps, unless recorded with
+  ``--record-secrets``), ``cookies`` parsed from the recorded ``Cookie`` headers
+  (so redacted exactly as they are: ``sid=«redacted:hmac:…»`` gives name ``sid``
+  and the placeholder), query string, ``postData`` with the exact body text (a
+  POST's JSON-RPC message, or a ``request_body``);
+* response: status, reason, headers, ``cookies`` from the recorded
+  ``Set-Cookie`` headers, ``bodySize`` (bytes relayed, else ``Content-Length``,
+  else -1), ``content.text`` — the JSON body, or the
   SSE body rebuilt from the recorded events (exact bytes where the capture kept
   them, ``sse.raw``; else in the SDK layout ``id``/``event``/``data``/``retry``
   lines, LF ends: ``content.comment`` says so);
-* timings (ms) from the capture: ``send`` request head → request body read,
-  ``wait`` → response head, ``receive`` → exchange end; ``blocked``, ``dns``,
-  ``connect``, ``ssl`` are -1 (not measured by a reverse proxy);
+* timings (ms) from the exchange's own records, whoever wrote the capture:
+  ``send`` request head → request body read, ``wait`` → response head (the
+  response's ``latency_us``, else its record's time), ``receive`` → exchange end
+  (the end record's ``duration_us``, else the exchange's last record: ``serve
+  --listen`` writes no end records); ``blocked``, ``dns``, ``connect``, ``ssl``
+  are -1 (not measured by a reverse proxy);
 * ``_mcp`` (custom field, HAR allows ``_``-prefixed ones): exchange and
   connection numbers, session, how the exchange ended, the JSON-RPC messages it
   carried (seq, direction, kind, id, method, pair, latency, findings) and the
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -36,6 +45,11 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
 from mcptap.export.spans import epoch_us, iso_us
+
+
+def _t(rec: dict[str, Any]) -> int:
+    t = rec.get("t_us")
+    return t if isinstance(t, int) else 0
 
 
 def _ms(us: float) -> float:
@@ -65,7 +79,8 @@ _TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "
 
 
 class _Exchange:
-    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf")
+    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
+                 "last_t")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -79,6 +94,10 @@ class _Exchange:
         self.rebuilt = False
         self.resp_body: bytes | None = None
         self.crlf = False           # the stream's lines end in CR LF (sse.crlf, flagged once per stream)
+        self.last_t = _t(request)   # its latest record: where it ends when no end record says
+
+    def saw(self, rec: dict[str, Any]) -> None:
+        self.last_t = max(self.last_t, _t(rec))
 
     @property
     def eol(self) -> str:
@@ -134,11 +153,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
         pass
     exchanges: dict[int, _Exchange] = {}
     order: list[_Exchange] = []
-    last_t = 0
     for rec in records:
-        t = rec.get("t_us")
-        if isinstance(t, int):
-            last_t = max(last_t, t)
         typ = rec.get("type")
         if typ == "http":
             ex_id = rec.get("exchange")
@@ -152,6 +167,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
             if found is None:
                 continue
             ex = found
+            ex.saw(rec)
             ex.findings += rec.get("findings") or ()
             if ev == "response" and not rec.get("informational"):
                 ex.response = rec
@@ -176,6 +192,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
             if found is None:
                 continue
             ex = found
+            ex.saw(rec)
             ex.messages.append(_summary(rec))
             if rec.get("dir") == "c2s":
                 ex.body = (ex.body or b"") + _message_bytes(rec)
@@ -189,7 +206,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
             else:
                 ex.resp_body = (ex.resp_body or b"") + _message_bytes(rec)
     return {"log": {"version": "1.2", "creator": {"name": "mcptap", "version": __version__},
-                    "entries": [_entry(ex, epoch, origin, last_t) for ex in order]}}
+                    "entries": [_entry(ex, epoch, origin) for ex in order]}}
 
 
 def _content(ex: _Exchange, headers: list[list[str]]) -> dict[str, Any]:
@@ -221,7 +238,63 @@ def _pairs(headers: Any) -> list[dict[str, str]]:
     return [{"name": str(h[0]), "value": str(h[1])} for h in headers or () if isinstance(h, (list, tuple)) and len(h) == 2]
 
 
-def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any]:
+def _body_size(end: dict[str, Any], headers: list[list[str]]) -> int:
+    """The response body's size in bytes: as relayed (the end record), else as announced
+    (``Content-Length``), else -1 (unknown, as HAR 1.2 has it)."""
+    if isinstance(end.get("response_bytes"), int):
+        return int(end["response_bytes"])
+    length = (_header(headers, "content-length") or "").strip()
+    return int(length) if length.isascii() and length.isdigit() else -1
+
+
+def _cookies(headers: Any) -> list[dict[str, str]]:
+    """HAR cookies of the recorded ``Cookie`` headers (``a=1; b=2``; a pair without ``=`` is a
+    nameless value, as browsers read it): values exactly as recorded, placeholders and all."""
+    out = []
+    for h in headers or ():
+        if isinstance(h, (list, tuple)) and len(h) == 2 and str(h[0]).lower() == "cookie":
+            for pair in str(h[1]).split(";"):
+                if pair.strip():
+                    name, eq, value = pair.strip().partition("=")
+                    out.append({"name": name.strip(), "value": value.strip()} if eq else {"name": "", "value": name})
+    return out
+
+
+def _expires(text: str) -> str | None:
+    """A Set-Cookie ``Expires`` date (RFC 1123) as HAR's ISO 8601, None when it is not one."""
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return when.isoformat() if when.tzinfo is not None else when.isoformat() + "Z"
+
+
+def _set_cookies(headers: Any) -> list[dict[str, Any]]:
+    """HAR cookies of the recorded ``Set-Cookie`` headers: name, value (as recorded) and the
+    path, domain, expires, httpOnly and secure attributes."""
+    out: list[dict[str, Any]] = []
+    for h in headers or ():
+        if not (isinstance(h, (list, tuple)) and len(h) == 2 and str(h[0]).lower() == "set-cookie"):
+            continue
+        first, *attrs = str(h[1]).split(";")
+        name, eq, value = first.strip().partition("=")
+        cookie: dict[str, Any] = {"name": name.strip(), "value": value.strip()} if eq else {"name": "", "value": name}
+        for attr in attrs:
+            key, _, val = attr.strip().partition("=")
+            low = key.strip().lower()
+            if low in ("path", "domain"):
+                cookie[low] = val.strip()
+            elif low == "expires" and _expires(val.strip()) is not None:
+                cookie["expires"] = _expires(val.strip())
+            elif low == "httponly":
+                cookie["httpOnly"] = True
+            elif low == "secure":
+                cookie["secure"] = True
+        out.append(cookie)
+    return out
+
+
+def _entry(ex: _Exchange, epoch: int, origin: str) -> dict[str, Any]:
     req = ex.request
     target = str(req.get("target") or "/")
     url = target if "://" in target else origin + target
@@ -230,7 +303,8 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
     query = urlsplit(target).query if "?" in target else ""
     request: dict[str, Any] = {
         "method": str(req.get("method") or ""), "url": url, "httpVersion": f"HTTP/{req.get('version') or '1.1'}",
-        "cookies": [], "headers": _pairs(req_headers), "queryString": [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)],
+        "cookies": _cookies(req_headers), "headers": _pairs(req_headers),
+        "queryString": [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)],
         "headersSize": -1, "bodySize": -1,
     }
     end = ex.end or {}
@@ -251,9 +325,9 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
     resp_headers = (resp or {}).get("headers") or []
     response: dict[str, Any] = {
         "status": int((resp or {}).get("status") or 0), "statusText": str((resp or {}).get("reason") or ""),
-        "httpVersion": f"HTTP/{req.get('version') or '1.1'}" if resp else "", "cookies": [], "headers": _pairs(resp_headers),
-        "content": _content(ex, resp_headers), "redirectURL": _header(resp_headers, "location") or "",
-        "headersSize": -1, "bodySize": end["response_bytes"] if isinstance(end.get("response_bytes"), int) else -1,
+        "httpVersion": f"HTTP/{req.get('version') or '1.1'}" if resp else "", "cookies": _set_cookies(resp_headers),
+        "headers": _pairs(resp_headers), "content": _content(ex, resp_headers), "redirectURL": _header(resp_headers, "location") or "",
+        "headersSize": -1, "bodySize": _body_size(end, resp_headers),
     }
     tap_answer = _TAP_ANSWERS.get(str(end.get("how"))) or ((502, "Bad Gateway") if end.get("sent_502") else None)
     if resp is None and tap_answer is not None:
@@ -262,8 +336,14 @@ def _entry(ex: _Exchange, epoch: int, origin: str, last_t: int) -> dict[str, Any
         response["comment"] = f"answered by mcptap itself ({end.get('how')}{': ' + str(end['detail']) if end.get('detail') else ''})"
     elif resp is None:
         response["comment"] = "no response head was relayed" + (f" ({end['how']})" if end.get("how") else "")
-    duration: int = end["duration_us"] if isinstance(end.get("duration_us"), int) else max(0, last_t - t0)
-    latency: int = resp["latency_us"] if resp and isinstance(resp.get("latency_us"), int) else duration
+    # the exchange's own records only: the capture's last record (a mock that stayed up a second after
+    # its client) made every answer of a capture without end records take that long
+    duration: int = end["duration_us"] if isinstance(end.get("duration_us"), int) else max(0, ex.last_t - t0)
+    latency: int = duration
+    if resp and isinstance(resp.get("latency_us"), int):
+        latency = resp["latency_us"]
+    elif resp:
+        latency = min(max(0, _t(resp) - t0), duration)
     send = min(max(0, (ex.body_t or t0) - t0), latency)
     timings = {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1,
                "send": _ms(send), "wait": _ms(latency - send), "receive": _ms(duration - latency)}

@@ -76,15 +76,18 @@ def load_keyer(env: Mapping[str, str] | None = None, strict: bool = True) -> Key
 
 
 def existing_keyer(env: Mapping[str, str] | None = None) -> Keyer | None:
-    """The user's Keyer when there is one (``MCPTAP_REDACT_KEY``, or a key file that exists and
-    reads), None otherwise; never creates a key file (``serve`` only compares keys)."""
+    """The user's Keyer when there is one (``MCPTAP_REDACT_KEY``, else the key file), None when
+    neither is there; never creates a key file (``serve`` and ``replay`` only compare keys).
+
+    Raises RedactionError when the one there is cannot be used (``MCPTAP_REDACT_KEY`` not hex
+    or too short, the key file unreadable or not a key), as ``load_keyer`` does: taking that for
+    "no key" told the user they had none and ignored the key file behind a mistyped variable."""
     env = os.environ if env is None else env
     try:
-        if env.get(ENV_KEY) or key_path(env).is_file():
-            return _load(env)
-    except (RedactionError, OSError):
-        pass
-    return None
+        present = bool(env.get(ENV_KEY)) or key_path(env).exists()
+    except OSError as exc:
+        raise RedactionError(f"cannot look for the redaction key: {exc.strerror or exc}") from None
+    return _load(env) if present else None
 
 
 def fallback_reason() -> str | None:

@@ -87,3 +87,22 @@ def test_live_redaction_rebuilds_user_rules() -> None:
     got = prepare({"arguments": {"ssn": "123-45-6789", "q": "free text", "note": "EMP-123456"}})
     assert "123-45-6789" not in json.dumps(got) and "free text" not in json.dumps(got) and "123456" not in json.dumps(got)
     assert live_redaction({}, keyer) == (None, None)
+
+
+@pytest.mark.parametrize("command", ["serve", "replay"])
+def test_an_unusable_key_is_named_not_taken_for_none(scrubbed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     command: str) -> None:
+    # the key file holds the right key; a mistyped MCPTAP_REDACT_KEY in front of it was once
+    # reported as "you have no redaction key" and the file silently ignored
+    (tmp_path / "cfg").mkdir(exist_ok=True)
+    (tmp_path / "cfg" / "redaction.key").write_text(KEY + "\n")
+    monkeypatch.setenv("MCPTAP_REDACT_KEY", "not-hex")
+    new = tmp_path / "new.jsonl"
+    argv = ["serve", str(scrubbed)] if command == "serve" else \
+        ["replay", str(scrubbed), "-o", str(new), "--", sys.executable, "-c", "pass"]
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", *argv], input=_client(), capture_output=True,
+                       timeout=60, env=os.environ.copy())
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert err == "mcptap: MCPTAP_REDACT_KEY is not a hex key\n"
+    assert p.stdout == b"" and not new.exists()
