@@ -41,6 +41,7 @@ from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
 from mcptap.redact.argv import placeholder
 from mcptap.redact.engine import Redactor
+from mcptap.transport import spill_bound
 from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
@@ -125,6 +126,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
     redactor = _redactor(ctx, redact, http_kwargs)
+    try:
+        spill_bound.configured_limit()          # the relays read it later, where a bad value could only be ignored
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     otlp = None
     if otlp_endpoint:
         try:
