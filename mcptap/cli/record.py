@@ -8,7 +8,8 @@ sees exactly what it would see without the tap; 127/126 when CMD cannot be run
 (not found / not executable), like a shell; 2 for a usage error.
 
 Capture problems never stop the relay (design principle 2). When the capture is
-incomplete (cannot be created, disk full, recorder failure) mcptap says so on
+incomplete (cannot be created, disk full, recorder failure, copies dropped past
+the spill file's bound: ``MCPTAP_SPILL_LIMIT``) mcptap says so on
 stderr, the capture says so (``capture_error`` / ``dropped_records`` in the end
 record, or a ``gap`` record), and with ``--strict-capture`` the exit status is 74
 (EX_IOERR) instead of the server's — for CI, where a missing capture must fail the
@@ -245,6 +246,6 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
     if live is not None:
         live.join(0 if signalled or latch.take() else JOIN_S)
     sys.stderr.flush()
-    if problem is not None and strict_capture:
+    if (problem is not None or result.lost_bytes) and strict_capture:     # lost bytes: said by the tap
         ctx.exit(EX_IOERR)
     ctx.exit(result.exit_code)
