@@ -123,6 +123,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     HTTP: `mcptap record --upstream http://host/mcp` listens on 127.0.0.1 (a free
     port unless --listen says otherwise), prints its URL on stderr and forwards
     to the upstream until interrupted.
+
+    While analysis is behind, copies wait in a spill file beside the capture, at
+    most 1 GiB (env MCPTAP_SPILL_LIMIT, e.g. 256M) and half the free disk; past
+    that they are dropped and the capture's gap records say how many bytes.
     """
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")

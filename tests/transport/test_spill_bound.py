@@ -245,3 +245,11 @@ def test_a_flood_past_the_bound_is_forwarded_whole_and_the_capture_counts_what_i
     assert "capture.gap" in codes and "capture.digest_mismatch" not in codes, codes
     text = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", str(cap)], capture_output=True, timeout=120, cwd=ROOT)
     assert b"capture.gap" in text.stdout and b"bound" in text.stdout
+
+
+@pytest.mark.parametrize("args", [["--", sys.executable, "-c", "pass"], ["--upstream", "http://127.0.0.1:9/mcp"]])
+def test_a_bad_limit_is_a_usage_error_before_anything_starts(tmp_path: Path, args: list[str]) -> None:
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-o", str(tmp_path / "c.jsonl"), *args],
+                       capture_output=True, timeout=60, cwd=ROOT, env={**os.environ, spill_bound.ENV_LIMIT: "lots"})
+    assert p.returncode == 2 and b"MCPTAP_SPILL_LIMIT='lots': not a size in bytes" in p.stderr, p.stderr
+    assert not (tmp_path / "c.jsonl").exists()
