@@ -213,15 +213,15 @@ class Recorder(StderrRecording, RecordingState):
         self._chunk(direction, data, start, t)
         self._flush()
 
-    def lost(self, direction: Direction, nbytes: int) -> None:
+    def lost(self, direction: Direction, nbytes: int, reason: str | None = None) -> None:
         """``nbytes`` were forwarded in ``direction`` but could not be queued
-        for recording (analysis and disk both behind the relay): a ``gap``
-        record says so; the direction's stream continues unframed to the next
+        for recording (analysis and disk both behind the relay, or ``reason``):
+        a ``gap`` record says so; the direction's stream continues unframed to the next
         line start. They count in the stream's bytes (its digest cannot
         cover them), so later records keep their true stream offsets."""
         self._end_line(direction)
         self.streams[direction].bytes += nbytes
-        self.gap("analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
+        self.gap(reason or "analysis and the capture disk fell behind the relay: bytes forwarded but not recorded", direction, nbytes)
 
     def cut(self, reason: str) -> None:
         """mcptap stopped recording the stdio streams before they ended (its

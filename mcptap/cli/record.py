@@ -8,7 +8,8 @@ sees exactly what it would see without the tap; 127/126 when CMD cannot be run
 (not found / not executable), like a shell; 2 for a usage error.
 
 Capture problems never stop the relay (design principle 2). When the capture is
-incomplete (cannot be created, disk full, recorder failure) mcptap says so on
+incomplete (cannot be created, disk full, recorder failure, copies dropped past
+the spill file's bound: ``MCPTAP_SPILL_LIMIT``) mcptap says so on
 stderr, the capture says so (``capture_error`` / ``dropped_records`` in the end
 record, or a ``gap`` record), and with ``--strict-capture`` the exit status is 74
 (EX_IOERR) instead of the server's — for CI, where a missing capture must fail the
@@ -41,6 +42,7 @@ from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
 from mcptap.redact.argv import placeholder
 from mcptap.redact.engine import Redactor
+from mcptap.transport import spill_bound
 from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
 from mcptap.transport.stdio import run_stdio_tap
@@ -121,10 +123,18 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     HTTP: `mcptap record --upstream http://host/mcp` listens on 127.0.0.1 (a free
     port unless --listen says otherwise), prints its URL on stderr and forwards
     to the upstream until interrupted.
+
+    While analysis is behind, copies wait in a spill file beside the capture, at
+    most 1 GiB (env MCPTAP_SPILL_LIMIT, e.g. 256M) and half the free disk; past
+    that they are dropped and the capture's gap records say how many bytes.
     """
     if output is not None and (capture_dir is not None or keep is not None):
         raise click.UsageError("-o FILE names the capture; --dir and --keep apply to a capture directory")
     redactor = _redactor(ctx, redact, http_kwargs)
+    try:
+        spill_bound.configured_limit()          # the relays read it later, where a bad value could only be ignored
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     otlp = None
     if otlp_endpoint:
         try:
@@ -240,6 +250,6 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
     if live is not None:
         live.join(0 if signalled or latch.take() else JOIN_S)
     sys.stderr.flush()
-    if problem is not None and strict_capture:
+    if (problem is not None or result.lost_bytes) and strict_capture:     # lost bytes: said by the tap
         ctx.exit(EX_IOERR)
     ctx.exit(result.exit_code)

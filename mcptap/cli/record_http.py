@@ -202,6 +202,8 @@ def _run(tap: HttpTap, shown: str, latch: SignalLatch, *, output: str | None, qu
         say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
         if strict_capture:
             return EX_IOERR
+    elif link.lost_batches and strict_capture:      # said by ``finish``: gap records say what
+        return EX_IOERR
     return 0
 
 

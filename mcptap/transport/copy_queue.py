@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.transport.copy_stream import CHUNK, HEADER, LOST, OFFSET, RAW, SPILLED
-from mcptap.transport.spill import SpillFile
+from mcptap.transport.spill import FULL, SpillFile
 from mcptap.transport.tee_pump import SPLICE_F_NONBLOCK, read_exact
 
 #: copies queued in memory before the spill file takes them: a queued copy costs a read out
@@ -34,6 +34,7 @@ from mcptap.transport.tee_pump import SPLICE_F_NONBLOCK, read_exact
 SPILL_BYTES = 1 << 20
 ITEM_COST = 256                # bytes a queued copy costs beyond its data (a flood of tiny chunks is bounded too)
 OPEN, SENT = 0, 1              # a ticket's state (``CopyQueue.take``)
+LOST_MAX = (1 << 32) - 1       # the most one LOST item counts (its n is a u32, ``copy_stream.HEADER``)
 
 
 class CopyQueue:
@@ -47,8 +48,8 @@ class CopyQueue:
     thread; past ``SPILL_BYTES`` queued, a chunk's bytes go to the spill file
     (a ``pwrite``: page cache, no waiting for mcptap) and only its place
     (``SPILLED``: offset, size) is queued, so memory stays bounded and nothing
-    is lost; only if the spill file cannot be written either is its size sent
-    as ``LOST``."""
+    is lost; only if the spill file cannot take it either (disk full, or past
+    its bound: ``spill_bound``) is its size sent as ``LOST``."""
 
     def __init__(self, clock: Callable[[], int], copy_fd: int, spill: SpillFile) -> None:
         self._clock = clock
@@ -172,13 +173,7 @@ class CopyQueue:
                 self._bell.put(None)
                 return None
         if self._queued > SPILL_BYTES:
-            at = self._spill.append(direction, t, offset, data)
-            if at >= 0:
-                self._q.append([SPILLED, direction, 0, t, n, at])
-            else:
-                self._q.append([LOST, direction, 0, t, n, b""])
-            if len(self._q) == 1:
-                self._bell.put(None)
+            self._set_aside(direction, t, n, self._spill.append(direction, t, offset, data))
             return None
         item = [CHUNK, direction, 0, t, n, bytes(data)]
         self._q.append(item)
@@ -209,10 +204,7 @@ class CopyQueue:
                     self._bell.put(None)
                 return None
         if self._queued > SPILL_BYTES:
-            at = self._spill.append_from(direction, t, offset, fd, n)
-            self._q.append([SPILLED, direction, 0, t, n, at] if at >= 0 else [LOST, direction, 0, t, n, b""])
-            if len(self._q) == 1:
-                self._bell.put(None)
+            self._set_aside(direction, t, n, self._spill.append_from(direction, t, offset, fd, n))
             return None
         item = [CHUNK, direction, 0, t, n, read_exact(fd, n)]
         self._q.append(item)
@@ -220,6 +212,25 @@ class CopyQueue:
         if len(self._q) == 1:
             self._bell.put(None)
         return item
+
+    def _set_aside(self, direction: int, t: int, n: int, at: int) -> None:
+        """Queue the place of a chunk the spill file took at ``at``, or, where
+        it could not (``at`` < 0), its size as ``LOST`` (flag 1: past the
+        file's bound, ``spill.FULL``). A LOST item still queued last for the
+        same direction and cause takes the size instead (the stamp stays its
+        first chunk's): a flood past the bound costs no memory per chunk."""
+        q = self._q
+        if at >= 0:
+            q.append([SPILLED, direction, 0, t, n, at])
+        else:
+            flag = int(at == FULL)
+            last = q[-1] if q else None
+            if last is not None and last[0] == LOST and last[1] == direction and last[2] == flag and last[4] + n <= LOST_MAX:
+                last[4] += n
+                return
+            q.append([LOST, direction, flag, t, n, b""])
+        if len(q) == 1:
+            self._bell.put(None)
 
     def _splice_copy(self, fd: int, n: int) -> int:
         """Move up to ``n`` bytes of ``fd`` into the copy pipe without

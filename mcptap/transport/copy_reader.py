@@ -49,7 +49,7 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
             h.spilled(direction, flag, n, t)
             return
         if kind == copy_stream.LOST:
-            h.lost(direction, n, t)
+            h.lost(direction, n, t, past_bound=bool(flag))
             return
         if kind == copy_stream.THROUGH:
             h.copies_through(t)

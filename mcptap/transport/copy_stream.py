@@ -26,7 +26,8 @@ HEADER = struct.Struct("<BBBqI")
 OFFSET = struct.Struct("<Q")
 #: item kinds. END: the direction ended (EOF); FAILED: a write failed (flag: the
 #: chunk was sent anyway); SPILLED: n bytes at a u64 file offset (after the
-#: header) of the spill file; RAW: the unsent rest of an item (never on the wire);
+#: header) of the spill file; LOST: n bytes forwarded whose copy could not be kept (flag 1:
+#: the spill file was at its bound, 0: it could not be written); RAW: the unsent rest of an item (never on the wire);
 #: THROUGH: every chunk read before t_us is in the stream before this item
 #: (asked for by mcptap, ``relay_child``)
 CHUNK, END, FAILED, LOST, SPILLED, RAW, THROUGH = 1, 2, 3, 4, 5, 6, 7

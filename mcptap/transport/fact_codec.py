@@ -25,7 +25,9 @@ Kinds: ``BATCH`` (t_us: the relay's clock when it produced the batch),
 ``START`` (meta: the tap's listen authority, str), ``END`` (meta: exit code
 and the end record's extra fields), ``SPILLED`` (meta: the frame's pieces as
 ``(offset, size)`` in the spill file, read back by the recorder), ``LOST``
-(a batch neither the pipe, memory nor the spill file could take).
+(meta: ``LOST_META``, batches neither the pipe, memory nor the spill file
+could take: how many, their frames' bytes, the bytes they forwarded c2s and
+s2c, and 1 if the spill file was at its bound, 0 if it could not be written).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from mcptap.relay.http import events as r
 
 HEAD = struct.Struct("<BqIQ")
 BATCH, START, END, SPILLED, LOST = 1, 2, 3, 4, 5
+#: a LOST frame's meta: batches, frame bytes, bytes forwarded c2s, s2c, past the bound (fixed size:
+#: the relay adds each batch it drops to the LOST frame still queued last, in place)
+LOST_META = struct.Struct("<QQQQB")
 #: bodies at least this large go out of line (never copied into meta); the tap reads
 #: 64 KiB at a time, so a large body's pieces are a little under that
 OOB_FROM = 8 << 10
@@ -137,3 +142,18 @@ def frame(kind: int, t_us: int, meta: bytes, bodies: list[Any] | None = None) ->
     if not bodies:
         return [HEAD.pack(kind, t_us, len(meta), 0), meta]
     return [HEAD.pack(kind, t_us, len(meta), sum(len(b) for b in bodies)), meta, *bodies]
+
+
+def forwarded_sizes(meta: bytes) -> tuple[int, int]:
+    """Bytes a batch's ``SendUpstream`` (c2s) and ``SendClient`` (s2c) forwarded,
+    from its ``meta`` alone (the bodies' sizes are in it): what a dropped batch
+    leaves out of the capture's byte counts."""
+    out, sizes = marshal.loads(meta)
+    got = [0, 0]
+    for rec in out:
+        code = rec[0]
+        if code == _SEND_UPSTREAM or code == _SEND_CLIENT:
+            d = rec[-1]
+            n = sizes[d] if type(d) is int else len(d[0]) + sizes[d[1]] + len(d[2]) if type(d) is tuple else len(d)
+            got[code == _SEND_CLIENT] += n
+    return got[0], got[1]

@@ -62,6 +62,9 @@ SWITCH_INTERVAL = 5e-4      # s; CPython's default 5 ms would let the recorder s
 
 TAKEN, WITHDRAWN = 1, 2                  # item states after QUEUED
 _CHUNK, _LOST, _SPILLED, _STOP = object(), object(), object(), object()
+#: the gap record's reason for bytes the relay dropped with its spill file at its bound
+SPILL_FULL = ("the relay's spill file was at its size bound (MCPTAP_SPILL_LIMIT, or half the free disk space) while "
+              "analysis was behind: bytes forwarded but not recorded")
 
 
 def _data_size(item: list[Any]) -> int:
@@ -169,10 +172,10 @@ class Handoff(OrderedCalls):
                 self._order.release(t, self._q)
             if self._queued > LOSE_BYTES:
                 last = self._q[-1] if self._q else None
-                if last is not None and last[1] is _LOST and last[2] is direction:
+                if last is not None and last[1] is _LOST and last[2] is direction and last[6] is None:
                     last[3] += n
                 else:
-                    self._q.append([QUEUED, _LOST, direction, n, t, 0])
+                    self._q.append([QUEUED, _LOST, direction, n, t, 0, None])
                 self.lost_bytes += n
                 item = None
             else:
@@ -195,11 +198,13 @@ class Handoff(OrderedCalls):
             self._set_aside += 1
         self._put([QUEUED, _SPILLED, direction, (offset, nbytes), t, 0])
 
-    def lost(self, direction: Direction, nbytes: int, t: int) -> None:
-        """``nbytes`` forwarded in ``direction`` were never queued (a ``gap``)."""
+    def lost(self, direction: Direction, nbytes: int, t: int, past_bound: bool = False) -> None:
+        """``nbytes`` forwarded in ``direction`` were never queued (a ``gap``);
+        ``past_bound``: the relay's spill file was at its bound (``spill_bound``),
+        else it could not be written (disk full)."""
         with self._lock:
             self.lost_bytes += nbytes
-        self._put([QUEUED, _LOST, direction, nbytes, t, 0])
+        self._put([QUEUED, _LOST, direction, nbytes, t, 0, SPILL_FULL if past_bound else None])
 
     def _put(self, item: list[Any]) -> None:
         with self._lock:
@@ -342,7 +347,7 @@ class Handoff(OrderedCalls):
                     assert self.spill is not None
                     rec.stdio_unframed(item[2], self.spill.read(offset, n))
                 elif kind is _LOST:
-                    rec.lost(item[2], item[3])
+                    rec.lost(item[2], item[3], item[6])
                 else:
                     kind(*item[2], **item[3])
             except Exception as exc:  # noqa: BLE001 - a recorder bug must not kill the relay

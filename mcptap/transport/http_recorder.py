@@ -19,6 +19,10 @@ pipe. Nothing is lost, memory stays bounded, and the order is the relay's.
 Once the recorder says it read back every byte set aside so far
 (``spill_read``), the spill file is rewound (``SpillFile.rewind``): its disk
 use is the largest backlog, not every byte a long session ever set aside.
+The file has a bound (``spill_bound``): a batch past it is dropped, never
+waited for, and counted in one LOST frame (a gap record in the capture says
+how many batches and how many forwarded bytes each way); once the file was
+rewound, batches are set aside again.
 
 End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
 writes everything out and waits for the recorder to write the end record and
@@ -51,7 +55,7 @@ import trio
 from mcptap.transport import fact_codec as fc
 from mcptap.transport.copy_stream import COPY_PIPE_SIZE
 from mcptap.transport.forward import grow_pipe
-from mcptap.transport.spill import SpillFile
+from mcptap.transport.spill import FULL, SpillFile
 
 #: bytes queued in memory (pipe full) beyond which frames go to the spill file
 #: (1 MiB, with the pipe's 1 MiB: a 64 MiB event, behind which the recorder always is, peaked
@@ -92,6 +96,9 @@ class RecorderLink:
         self._q: collections.deque[list[Any]] = collections.deque()
         self._queued = 0
         self._spilled_bytes = 0      # bytes of the frames set aside in the spill file (the recorder's ``spill_read``)
+        self._lost_tail: list[Any] | None = None    # the LOST frame queued last (``_spilled``: it counts more)
+        #: batches dropped (the spill file could not take them) and the bytes they forwarded
+        self.lost_batches = self.lost_bytes = 0
         self._wake: trio.Event | None = None
         self._status_buf = b""
         #: recording stopped after an internal error (said once): batches are not sent any more
@@ -136,22 +143,42 @@ class RecorderLink:
         else:
             size = sum(len(b) for b in bufs)
             if self._queued + size > SPILL_BYTES:
-                bufs = self._spilled(bufs)
+                put = self._spilled(bufs)
+                if put is None:
+                    return                    # counted in the LOST frame queued last
+                bufs = put
         self._q.append(bufs)
         self._queued += sum(len(b) for b in bufs) + FRAME_COST
         if self._wake is not None:
             self._wake.set()
 
-    def _spilled(self, bufs: list[Any]) -> list[Any]:
+    def _spilled(self, bufs: list[Any]) -> list[Any] | None:
         """The SPILLED frame standing for ``bufs`` (a whole frame) once its
-        pieces are in the spill file, or LOST if they cannot be written."""
+        pieces are in the spill file. A batch the file cannot take (disk
+        full, or at its bound: ``spill_bound``) is dropped and counted in a
+        LOST frame (``fc.LOST_META``), the one still queued last if it can
+        (then None: memory stays bounded however long a flood lasts); a START
+        or END frame, never dropped, waits in memory instead."""
+        kind, t = fc.HEAD.unpack_from(bufs[0])[:2]   # the batch's stamp: a gap is dated when its facts happened
         at = self._spill.append_pieces(bufs)         # one write for the whole frame
-        t = fc.HEAD.unpack_from(bufs[0])[1]          # the batch's stamp: a gap is dated when its facts happened
-        if at < 0:
-            return fc.frame(fc.LOST, t, b"")
         size = sum(len(b) for b in bufs)
-        self._spilled_bytes += size
-        return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
+        if at >= 0:
+            self._spilled_bytes += size
+            return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
+        if kind != fc.BATCH:
+            return bufs
+        c2s, s2c = fc.forwarded_sizes(bytes(bufs[1]))
+        full = int(at == FULL)
+        self.lost_bytes += c2s + s2c
+        self.lost_batches += 1
+        last = self._q[-1] if self._q else None
+        if last is not None and last is self._lost_tail:
+            n, b, c, d, f = fc.LOST_META.unpack(last[1])
+            if f == full:
+                last[1] = fc.LOST_META.pack(n + 1, b + size, c + c2s, d + s2c, f)
+                return None
+        self._lost_tail = fc.frame(fc.LOST, t, fc.LOST_META.pack(1, size, c2s, s2c, full))
+        return self._lost_tail
 
     def _write(self, bufs: list[Any]) -> int | None:
         """Write a frame now: None when all of it went (or the recorder is
@@ -281,6 +308,9 @@ class RecorderLink:
                 alive = self._read_status_once()
         os.close(self._fd)
         self._spill.close()
+        if self.lost_bytes or self.lost_batches:
+            self._say(f"capture incomplete: {self.lost_batches} batch(es) of relay facts ({self.lost_bytes} forwarded "
+                      "bytes) could not be recorded (gap records)")
         how = _exit_reason(self.pid, wait=True)
         if self.done is None:
             self._ended(how)

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.transport import fact_codec as fc
@@ -264,7 +265,7 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
         elif kind == fc.START:
             observer = hooks.observer(marshal.loads(meta))
         elif kind == fc.LOST:
-            rec.gap("the recorder process and the capture disk fell behind the relay: a batch of relay facts was not recorded")
+            lost(rec, meta)
         elif kind == fc.END:
             write_out()
             _report(status_fd, {"caught_up": 1})
@@ -273,6 +274,22 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
             w = rec.writer
             _report(status_fd, {"done": 1, "failed": w.failed if w is not None else None, "dropped": w.dropped if w is not None else 0})
             return
+
+
+def lost(rec: Recorder, meta: bytes) -> None:
+    """Record a LOST frame (``fc.LOST_META``): one gap record per direction
+    the dropped batches forwarded bytes in, with that count (which the end
+    record's byte counts include: ``Recorder.lost``), or one without a
+    direction if they forwarded none."""
+    n, size, c2s, s2c, full = fc.LOST_META.unpack(meta) if len(meta) == fc.LOST_META.size else (1, 0, 0, 0, 0)
+    why = ("the relay's spill file was at its size bound (MCPTAP_SPILL_LIMIT, or half the free disk space) while the "
+           "recorder process was behind" if full else "the recorder process and the capture disk fell behind the relay")
+    reason = f"{why}: {n} batch(es) of relay facts ({size} bytes) were not recorded"
+    if not (c2s or s2c):
+        rec.gap(reason)
+    for d, nbytes in ((Direction.C2S, c2s), (Direction.S2C, s2c)):
+        if nbytes:
+            rec.lost(d, nbytes, f"{reason}, {nbytes} bytes forwarded {d.value} among them")
 
 
 def child_main(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks) -> None:

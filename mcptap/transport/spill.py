@@ -36,6 +36,10 @@ total. Why this is sound:
   and lag the truth at worst (a stale load means no rewind yet); once the
   capture lost a record (disk full) or the recorder failed, they stop growing
   (``Recorder.stored_ends``), and the file is a log from there on.
+
+Bound: one fill of the file (from empty or a rewind) holds at most
+``spill_bound.allowance`` bytes; an append past it writes nothing and returns
+``FULL`` (the caller sends the chunk's size as ``LOST``: a ``gap`` record).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ import os
 import struct
 import tempfile
 from collections.abc import Callable, Iterator
+
+from mcptap.transport import spill_bound
 
 ENTRY = struct.Struct("<BqQI")
 #: the longest file name, in bytes (Linux file systems)
@@ -63,16 +69,16 @@ RESERVE = 8 << 20
 #: CPU on the round-10 VM; rewritten: 5.6 ms), a larger one gives its disk space back
 KEEP_BYTES = 64 << 20
 _KEEP_SIZE = 1
+#: what an append returns when the entry would take the file past its bound (``spill_bound``)
+FULL = -2
 
 
 def _fallocate_fn() -> Callable[[int, int, int], bool] | None:
     """``fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length)`` from libc
     (True on success), or None where libc has none."""
     try:
-        import ctypes
-
         fn = ctypes.CDLL(None, use_errno=True).fallocate
-    except (OSError, AttributeError, ImportError):
+    except (OSError, AttributeError):
         return None
     fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     fn.restype = ctypes.c_int
@@ -124,10 +130,15 @@ class SpillFile:
     temporary file in ``tmp_dir``, opened now (so a fork shares it).
     ``recorded``: what the capture holds (stdio tap); the file is rewound
     before an append once it holds every entry (module docstring); None:
-    never (the HTTP tap rewinds with ``rewind``)."""
+    never (the HTTP tap rewinds with ``rewind``). ``limit``: the most one fill
+    of the file may hold (bytes; default ``spill_bound.configured_limit()``),
+    less where the disk has less room (``spill_bound.allowance``)."""
 
-    def __init__(self, path: str | None, tmp_dir: str | None = None, recorded: Recorded | None = None) -> None:
+    def __init__(self, path: str | None, tmp_dir: str | None = None, recorded: Recorded | None = None,
+                 limit: int | None = None) -> None:
         self.path = path
+        self.limit = spill_bound.configured_limit(strict=False) if limit is None else limit
+        self._allowed = -1              # bytes this fill may hold (-1: measured at its first append)
         self._recorded = recorded
         self._spilled = [0, 0]          # per direction: stream end of the last entry appended (relay)
         self.rewinds = 0                # times the relay rewound the file (``Recorded``)
@@ -151,24 +162,37 @@ class SpillFile:
         self.used = True
         return self._fd
 
+    def _fits(self, fd: int, end: int) -> bool:
+        """Whether this fill of the file may grow to ``end`` bytes (the free
+        space is measured once a fill, at its first append)."""
+        if self._allowed < 0:
+            where = os.path.dirname(self.path) if self.path is not None else None
+            self._allowed = spill_bound.allowance(self.limit, spill_bound.free_bytes(fd, where))
+        return end <= self._allowed
+
     def _reserve(self, fd: int, end: int) -> None:
-        """Reserve disk space up to ``end`` at least (``RESERVE`` at a time)."""
+        """Reserve disk space up to ``end`` at least (``RESERVE`` at a time,
+        never past the bound: ``end`` is within it)."""
         if 0 <= self._reserved < end:
             if self._fallocate is None:
                 self._fallocate = _fallocate_fn() or (lambda fd, offset, length: False)
             while self._reserved < end:
-                if not self._fallocate(fd, self._reserved, RESERVE):
+                length = min(RESERVE, self._allowed - self._reserved)
+                if not self._fallocate(fd, self._reserved, length):
                     self._reserved = -1          # not supported here, or the disk is full: plain writes
                     return
-                self._reserved += RESERVE
+                self._reserved += length
 
     def append(self, direction: int, t_us: int, offset: int, data: bytes | memoryview) -> int:
         """Write one entry (relay process); returns the file offset of its
-        data, or -1 if it could not be written whole (disk full, …)."""
+        data, ``FULL`` past the file's bound, or -1 if it could not be written
+        whole (disk full, …)."""
         if self._recorded is not None and self._end:
             self._restart()
         try:
             fd = self._open(True)
+            if not self._fits(fd, self._end + ENTRY.size + len(data)):
+                return FULL
             self._reserve(fd, self._end + ENTRY.size + len(data))
             head = ENTRY.pack(direction, t_us, offset, len(data))
             n = os.pwritev(fd, [head, data], self._end)
@@ -188,6 +212,8 @@ class SpillFile:
         try:
             fd = self._open(True)
             size = sum(len(p) for p in pieces)
+            if not self._fits(fd, self._end + ENTRY.size + size):
+                return FULL
             self._reserve(fd, self._end + ENTRY.size + size)
             n = os.pwritev(fd, [ENTRY.pack(0, 0, 0, size), *pieces], self._end)
         except OSError:
@@ -213,6 +239,9 @@ class SpillFile:
         try:
             wfd = self._open(True)
             at = self._end + ENTRY.size
+            if not self._fits(wfd, at + n):
+                _discard(fd, n)
+                return FULL
             self._reserve(wfd, at + n)
             if os.pwrite(wfd, ENTRY.pack(direction, t_us, offset, n), self._end) != ENTRY.size:
                 raise OSError("short write")
@@ -265,6 +294,7 @@ class SpillFile:
         if self.path is not None:
             raise ValueError("only an unlinked spill file is rewound")
         self._end = 0
+        self._allowed = -1
         if self._fd < 0:
             return
         try:
@@ -294,6 +324,7 @@ class SpillFile:
             except OSError:
                 return
             self._end = 0
+            self._allowed = -1
             self._reserved = min(self._reserved, 0)     # -1 (fallocate failed) stays
         self.rewinds += 1
 

@@ -76,13 +76,15 @@ class TapResult:
     (server code, 128+N if killed by signal N, 127/126 spawn failure);
     ``signal``: N or None; ``spawn_error``: one-line reason or None;
     ``recorder_error``: set when the Recorder raised and recording stopped;
-    ``stderr_dropped``: server stderr bytes not shown on the host's stderr."""
+    ``stderr_dropped``: server stderr bytes not shown on the host's stderr;
+    ``lost_bytes``: forwarded bytes the capture could not hold (gap records)."""
 
     exit_code: int
     signal: int | None = None
     spawn_error: str | None = None
     recorder_error: str | None = None
     stderr_dropped: int = 0
+    lost_bytes: int = 0
 
 
 class StdioTap(StderrRelay, ProcessSignals):
@@ -172,6 +174,7 @@ class StdioTap(StderrRelay, ProcessSignals):
                 if self._spill is not None:           # its bytes are in the capture now
                     self._spill.close(remove=self._handoff.error is None)
                 if self._handoff.lost_bytes:
+                    self.result.lost_bytes = self._handoff.lost_bytes
                     self.say(f"capture incomplete: {self._handoff.lost_bytes} forwarded bytes could not be recorded (gap records)")
 
     async def _hurry_on(self, signals: Any) -> None:
