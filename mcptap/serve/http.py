@@ -65,7 +65,7 @@ class HttpMock:
         self.allow_remote = allow_remote
         self.say = say or (lambda line: None)
         self.sessions: dict[str, MockSession] = {}
-        self.stateless = MockSession(core.open(), on_backlog=self._backlogged)
+        self.stateless = MockSession(core.open(), on_backlog=self._backlogged, get_stream=self.script.get_stream)
         self.url: str | None = None
         self._conns = 0
         self._exchanges = 0
@@ -185,7 +185,8 @@ class HttpMock:
         first = value[0] if isinstance(value, list) and value else value
         if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
             sid = secrets.token_hex(16)
-            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged)
+            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged,
+                                                   get_stream=self.script.get_stream)
             return new, 0, b""
         if sid is None:
             return None, 400, b"Bad Request: Mcp-Session-Id header is required"
@@ -220,8 +221,9 @@ class HttpMock:
             status = next((o.status for o in mine if o.status), None) or 200
             if mode is None:
                 mode = "sse" if any(o.answers is None and o.via is not None and hkey(o.via) in st.ids for o in outs) else "json"
+            st.sse = not (mode == "json" or isinstance(value, list))
             ms.dispatch(outs, self.nursery)
-            if mode == "json" or isinstance(value, list):
+            if not st.sse:
                 await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list))
             else:
                 await self._sse(c, ex, ms, st, status, extra, "post")
