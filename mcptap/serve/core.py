@@ -42,8 +42,11 @@ import orjson
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
+from mcptap.compare.paths import short
+from mcptap.escape import escape_controls
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.redact.keys import is_secret_key
 from mcptap.serve.script import Emission, Recorded, Script
 
 
@@ -95,6 +98,28 @@ def encode(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def asked(method: str, params: Any) -> str:
+    """A live request as a few words of text: the method; a tool's or prompt's name and its
+    arguments, a resource's URI, else the params (``_meta`` left out, values under secret-like
+    keys as ``…``, JSON cut to 60 characters); controls escaped (it is the peer's text)."""
+    what, rest = method, params
+    if isinstance(params, dict):
+        rest = {k: v for k, v in params.items() if k != "_meta"}
+        key = "uri" if method == "resources/read" else "name" if method in ("tools/call", "prompts/get") else None
+        if key is not None and isinstance(rest.get(key), str):
+            name = rest[key]
+            what += " " + (name if len(name) <= 60 else name[:59] + "…")
+            rest = rest.get("arguments")
+        if isinstance(rest, dict):
+            rest = {k: "…" if is_secret_key(k) else v for k, v in rest.items()}
+    if rest is not None and rest != {}:
+        try:
+            what += " " + short(rest)
+        except (TypeError, ValueError):
+            what += " …"
+    return escape_controls(what)
+
+
 def hkey(v: Any) -> Any:
     """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
     return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else ("r", repr(v))
@@ -113,6 +138,7 @@ class ServeCore:
         self.speed = speed if speed > 0 else 1.0
         self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
         self.notifications: Matcher[Recorded] = Matcher(masker, strict=strict)
+        self.lives: list[LiveSession] = []
         for s in script.sessions:
             for r in s.items:
                 if r.kind == "request" and r.method is not None:
@@ -141,7 +167,15 @@ class ServeCore:
     def open(self) -> LiveSession:
         """A new live session; server messages recorded before the first client
         message are emitted when it arrives (``opening``)."""
-        return LiveSession()
+        live = LiveSession()
+        self.lives.append(live)
+        return live
+
+    @property
+    def unanswered(self) -> list[str]:
+        """The requests of every live session so far that had no recorded answer (one line
+        each, the session's order: ``asked(...)`` and why), for the end-of-session summary."""
+        return [u for live in self.lives for u in live.unanswered]
 
     def opening(self, live: LiveSession, index: int = 0) -> list[Out]:
         """Server messages recorded before any client message of session ``index``."""
@@ -182,7 +216,7 @@ class ServeCore:
         params = msg.get("params")
         item, how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
-            return [self._no_answer(live, method, lid)]
+            return [self._no_answer(live, method, lid, params)]
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
         live.live_ids[item.seq] = lid
@@ -197,15 +231,16 @@ class ServeCore:
                 o.mode, o.status = item.mode, item.status
         return out
 
-    def _no_answer(self, live: LiveSession, method: str, lid: Any) -> Out:
+    def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
         if method == "ping":
             return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
+        what = asked(method, self.prepare(params) if self.prepare else params)
         if self.requests.knows(method):
             err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
-            why = f"{method}: the capture has no answer for these params"
+            why = f"{what}: the capture has no answer for these params"
         else:
             err = {"code": -32601, "message": f"Method not found: {method} (mcptap serve: not in the capture)"}
-            why = f"{method}: the capture has no request of this method"
+            why = f"{what}: the capture has no request of this method"
         live.unanswered.append(why)
         f = finding("serve.no_recorded_answer", f"mock answered with an error: {why}", {"method": method, "code": err["code"]})
         return Out({"jsonrpc": "2.0", "id": lid, "error": err}, answers=lid, request=lid, finding=f)
