@@ -159,7 +159,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
 @click.option("--listen", metavar="HOST:PORT", default=None,
               help="Serve over HTTP here (port 0: a free port; the URL is printed on stderr) instead of stdio.")
 @click.option("--allow-remote", is_flag=True, help="Allow --listen on a non-loopback address.")
-@click.option("--strict", is_flag=True, help="Match requests on their exact params (only _meta.progressToken ignored); "
+@click.option("--strict", is_flag=True, help="Match requests on their exact params (only _meta.progressToken and --ignore paths ignored); "
               "no answer is repeated once the recorded ones are used.")
 @click.option("--latency", type=click.Choice(["none", "recorded"]), default="none", show_default=True,
               help="Answer at once, or after the recorded delays.")
