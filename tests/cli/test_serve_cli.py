@@ -184,3 +184,26 @@ def test_serve_over_http_prints_the_summary_when_it_ends(tmp_path: Path) -> None
         expected = "" if quiet else ("mcptap: 1 request(s) had no recorded answer: tools/call nope: the capture has no request "
                                      "of this method\n")
         assert err.decode() == expected
+
+
+def test_the_mocks_own_method_not_found_does_not_blame_the_recorded_server(tmp_path: Path) -> None:
+    """The recorded server declared resources; the capture holds no resources/templates/list. The
+    mock's -32601 for it was judged capability.declared_but_unsupported (warn) in its -o capture,
+    live and again by check, blaming the server for a gap in the capture."""
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "resources/list")), s2c(res(2, {"resources": []}))])
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                          "clientInfo": {"name": "x", "version": "0"}}}
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "resources/templates/list"}]
+    own = tmp_path / "own.jsonl"
+    proc = _serve(str(cap), "-o", str(own), "-q", stdin=b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    assert orjson.loads(proc.stdout.splitlines()[-1])["error"]["code"] == -32601
+    codes = [f["code"] for r in read_capture(str(own)).records for f in r.get("findings", ())]
+    assert "serve.no_recorded_answer" in codes and "capability.declared_but_unsupported" not in codes
+    check = subprocess.run([*MCPTAP, "check", str(own), "--format", "json"], capture_output=True, timeout=60)
+    assert b"serve.no_recorded_answer" in check.stdout and b"declared_but_unsupported" not in check.stdout, check.stdout
+    # a real server's -32601 for a method it declared still is one
+    real = record(tmp_path / "r.jsonl", [*handshake(), c2s(req(2, "resources/templates/list")),
+                                         s2c(b'{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}\n')])
+    check = subprocess.run([*MCPTAP, "check", str(real), "--format", "json"], capture_output=True, timeout=60)
+    assert b"capability.declared_but_unsupported" in check.stdout
