@@ -64,10 +64,26 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
         raise
 
 
+def unanswered_line(unanswered: list[str], show: int = 5) -> str:
+    """The end-of-session summary of the requests the mock had no recorded answer for (each
+    ``asked(...)``: the client's method, tool name and arguments, escaped): the count, the
+    first ``show`` different ones (``(N times)`` when repeated), ``… and N more``."""
+    counts: dict[str, int] = {}
+    for u in unanswered:
+        counts[u] = counts.get(u, 0) + 1
+    kinds = list(counts.items())
+    parts = [shown(u) + (f" ({n} times)" if n > 1 else "") for u, n in kinds[:show]]
+    rest = sum(n for _, n in kinds[show:])
+    if rest:
+        parts.append(f"… and {rest} more")
+    return f"{len(unanswered)} request(s) had no recorded answer: " + "; ".join(parts)
+
+
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
-             ready: Callable[[str], None] | None = None) -> int:
+             ready: Callable[[str], None] | None = None, quiet: bool = False) -> int:
     """Serve over HTTP until SIGINT/SIGTERM; returns the exit status (0, or 2
-    when the mock cannot listen or record). ``ready(url)``: called once listening."""
+    when the mock cannot listen or record). ``ready(url)``: called once listening.
+    At the end, unless ``quiet``, the requests it had no recorded answer for (stderr)."""
     from mcptap.cli.record_http import parse_listen
     from mcptap.serve.http import HttpMock
 
@@ -103,6 +119,8 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
         return 2
     if mock.rec is not None:
         mock.rec.close(exit_code=0)
+    if not quiet and core.unanswered:
+        _say(unanswered_line(core.unanswered))
     return 0
 
 
@@ -143,7 +161,7 @@ def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
 @click.option("--listen", metavar="HOST:PORT", default=None,
               help="Serve over HTTP here (port 0: a free port; the URL is printed on stderr) instead of stdio.")
 @click.option("--allow-remote", is_flag=True, help="Allow --listen on a non-loopback address.")
-@click.option("--strict", is_flag=True, help="Match requests on their exact params (only _meta.progressToken ignored); "
+@click.option("--strict", is_flag=True, help="Match requests on their exact params (only _meta.progressToken and --ignore paths ignored); "
               "no answer is repeated once the recorded ones are used.")
 @click.option("--latency", type=click.Choice(["none", "recorded"]), default="none", show_default=True,
               help="Answer at once, or after the recorded delays.")
@@ -176,7 +194,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         _say(str(exc))
         ctx.exit(2)
     if listen is not None:
-        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output))
+        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet))
     episode = output
     if extend and output is None:
         fd, episode = tempfile.mkstemp(prefix="mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
@@ -207,8 +225,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         if output is None:
             os.unlink(episode)
     if not quiet and result.unanswered:
-        # each names the client's method: the peer's text, bounded (escape.shown)
-        _say(f"{len(result.unanswered)} request(s) had no recorded answer: " + "; ".join(shown(u) for u in result.unanswered[:5]))
+        _say(unanswered_line(result.unanswered))
     sys.stdout.flush()
     ctx.exit(0)
 

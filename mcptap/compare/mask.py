@@ -2,7 +2,8 @@
 
 ``Masker(ignore=()).mask(value, method, root) -> value`` and
 ``Masker.fingerprint(value, method, root) -> int`` (used by ``compare.verdict``,
-``replay.plan`` and ``diff``).
+``replay.plan`` and ``diff``); ``Masker.ignored(value, method, root)``: only the
+``--ignore`` paths masked (serve ``--strict``).
 
 Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,
 session ids, cursors, task ids, request state, elicitation ids, and string
@@ -227,6 +228,30 @@ class Masker:
         if isinstance(value, str) and _volatile_value(value):
             return MASKED
         return value
+
+    def ignored(self, value: Any, method: str | None = None, root: str = "params") -> Any:
+        """A copy of ``value`` with only the ``--ignore`` paths masked (``value`` itself when
+        none applies): no ``_meta``, volatile key or value rule. Strict matching's view
+        (serve ``--strict``: exact params except what the user said to ignore)."""
+        states = self._states(method, root) if self.patterns else frozenset()
+        return self._ignore(bounded(value), states) if states else value
+
+    def _ignore(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:
+        if isinstance(value, dict):
+            pairs = list(value.items())
+        elif isinstance(value, list):
+            pairs = [(f"[{i}]", v) for i, v in enumerate(value)]
+        else:
+            return value
+        out, changed = [], False
+        for k, v in pairs:
+            sub, hit = _advance(states, self.patterns, k)
+            nv = MASKED if hit else self._ignore(v, sub) if sub else v
+            changed = changed or nv is not v
+            out.append(nv)
+        if not changed:
+            return value
+        return dict(zip(value, out, strict=True)) if isinstance(value, dict) else out
 
     def fingerprint(self, value: Any, method: str | None = None, root: str = "result") -> int:
         value = bounded(value)

@@ -17,7 +17,7 @@ Keys (``Matcher.key``):
 * ``initialize`` and ``server/discover`` match by method alone (the recorded
   server answers whatever client info and capabilities arrive);
 * ``strict=True``: params must be equal as JSON except ``_meta.progressToken``
-  (a client mints one per call).
+  (a client mints one per call) and the masker's ``--ignore`` paths.
 
 ``take`` prefers, among the entries of its key, an unused one whose params
 are equal to the live ones as JSON (strict); when entries with equal params
@@ -87,7 +87,8 @@ class Matcher(Generic[T]):
         if method in HANDSHAKE_METHODS:
             return (method, None)
         if self.strict:
-            return (method, _strict_params(params))
+            # exact, but what the user said to ignore (--ignore) is ignored here too
+            return (method, _strict_params(self.masker.ignored(params, method, "params")))
         return (method, self.masker.fingerprint(params, method, "params"))
 
     def add(self, method: str, params: Any, item: T, group: Any = None) -> None:

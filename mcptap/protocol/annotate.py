@@ -222,7 +222,9 @@ class Annotator(AnnotatorState):
             if exchange is not None and status_of(msg.transport) < 400:   # error statuses: noted by HttpAnswers
                 self.answers.error(exchange, value["error"])
             out.extend(conventions.error_code(code, msg.revision))
-            if code == -32601:
+            # the -32601 mcptap serve gives for a method its capture lacks (it carries the mock's own
+            # serve.no_recorded_answer) is a gap in the capture, not the recorded server's
+            if code == -32601 and not any(f.code == "serve.no_recorded_answer" for f in out):
                 out.extend(method_not_found(p, st, msg.revision))
         if kind is Kind.RESPONSE and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps

@@ -12,7 +12,9 @@ recorded one; its recorded answer gets the live id, its progress
 notifications the live progress token, and everything else the server sent
 because of it (log messages, server requests, list_changed) comes out in
 recorded order. A live answer to a replayed server request releases what the
-server sent after the recorded answer. ``initialize`` and ``server/discover``
+server sent after the recorded answer. A request whose recorded answers are used up
+gets the last again (not ``strict``), without the logs and other notifications it
+was sent with the first time. ``initialize`` and ``server/discover``
 are answered with the recorded result whatever client info arrives, and bind
 the live session to that recorded session.
 
@@ -39,9 +41,12 @@ from typing import Any
 import orjson
 
 from mcptap.compare.mask import Masker
-from mcptap.compare.match import HANDSHAKE_METHODS, Matcher
+from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
+from mcptap.compare.paths import short
+from mcptap.escape import escape_controls
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.redact.keys import is_secret_key
 from mcptap.serve.script import Emission, Recorded, Script
 
 
@@ -69,13 +74,15 @@ class Out:
 class LiveSession:
     """One live client session: the recorded session it plays (``group``),
     live ids and progress tokens by recorded request seq, server requests
-    waiting for the client's answer (by id: their recorded seq, and the live id
-    of the client request they were sent for, or None), cancelled live request ids."""
+    waiting for the client's answer (by id: their recorded seq, the live id
+    of the client request they were sent for, or None, and whether that request got
+    an answer given before: what follows the client's answer is then not told again),
+    cancelled live request ids."""
 
     group: int | None = None
     live_ids: dict[int, Any] = field(default_factory=dict)
     tokens: dict[int, Any] = field(default_factory=dict)
-    waiting: dict[Any, tuple[int, Any]] = field(default_factory=dict)
+    waiting: dict[Any, tuple[int, Any, bool]] = field(default_factory=dict)
     cancelled: set[Any] = field(default_factory=set)
     released: set[int] = field(default_factory=set)     # recorded seqs of cancels already played
     unanswered: list[str] = field(default_factory=list)
@@ -89,6 +96,28 @@ def encode(value: Any) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def asked(method: str, params: Any) -> str:
+    """A live request as a few words of text: the method; a tool's or prompt's name and its
+    arguments, a resource's URI, else the params (``_meta`` left out, values under secret-like
+    keys as ``…``, JSON cut to 60 characters); controls escaped (it is the peer's text)."""
+    what, rest = method, params
+    if isinstance(params, dict):
+        rest = {k: v for k, v in params.items() if k != "_meta"}
+        key = "uri" if method == "resources/read" else "name" if method in ("tools/call", "prompts/get") else None
+        if key is not None and isinstance(rest.get(key), str):
+            name = rest[key]
+            what += " " + (name if len(name) <= 60 else name[:59] + "…")
+            rest = rest.get("arguments")
+        if isinstance(rest, dict):
+            rest = {k: "…" if is_secret_key(k) else v for k, v in rest.items()}
+    if rest is not None and rest != {}:
+        try:
+            what += " " + short(rest)
+        except (TypeError, ValueError):
+            what += " …"
+    return escape_controls(what)
 
 
 def hkey(v: Any) -> Any:
@@ -109,6 +138,7 @@ class ServeCore:
         self.speed = speed if speed > 0 else 1.0
         self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
         self.notifications: Matcher[Recorded] = Matcher(masker, strict=strict)
+        self.lives: list[LiveSession] = []
         for s in script.sessions:
             for r in s.items:
                 if r.kind == "request" and r.method is not None:
@@ -137,7 +167,15 @@ class ServeCore:
     def open(self) -> LiveSession:
         """A new live session; server messages recorded before the first client
         message are emitted when it arrives (``opening``)."""
-        return LiveSession()
+        live = LiveSession()
+        self.lives.append(live)
+        return live
+
+    @property
+    def unanswered(self) -> list[str]:
+        """The requests of every live session so far that had no recorded answer (one line
+        each, the session's order: ``asked(...)`` and why), for the end-of-session summary."""
+        return [u for live in self.lives for u in live.unanswered]
 
     def opening(self, live: LiveSession, index: int = 0) -> list[Out]:
         """Server messages recorded before any client message of session ``index``."""
@@ -161,11 +199,11 @@ class ServeCore:
                 return self._request(live, method, value)
             return self._notification(live, method, value)
         if "id" in value and ("result" in value or "error" in value):
-            seq, context = live.waiting.pop(hkey(value["id"]), (None, None))
+            seq, context, again = live.waiting.pop(hkey(value["id"]), (None, None, False))
             answer = self.script.answer_to.get(seq) if seq is not None else None
             # what the server sent after the answer continues the request the server request
             # was sent for (a tool asking twice in a row): its stream, as a real server relates it
-            return self._expand(answer.emits, live, context) if answer is not None else []
+            return self._expand(answer.emits, live, context, again) if answer is not None else []
         return []
 
     def _request(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
@@ -176,9 +214,9 @@ class ServeCore:
             err = {"code": -32600, "message": "Invalid Request: the id is a number beyond what JSON-RPC peers can read back"}
             return [Out({"jsonrpc": "2.0", "id": None, "error": err})]
         params = msg.get("params")
-        item, _how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
+        item, how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
-            return [self._no_answer(live, method, lid)]
+            return [self._no_answer(live, method, lid, params)]
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
         live.live_ids[item.seq] = lid
@@ -187,21 +225,22 @@ class ServeCore:
             live.tokens[item.seq] = meta["progressToken"]
         else:
             live.tokens.pop(item.seq, None)
-        out = self._expand(item.emits, live, lid)
+        out = self._expand(item.emits, live, lid, how == REUSED)
         for o in out:
             if o.answers == lid:
                 o.mode, o.status = item.mode, item.status
         return out
 
-    def _no_answer(self, live: LiveSession, method: str, lid: Any) -> Out:
+    def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
         if method == "ping":
             return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
+        what = asked(method, self.prepare(params) if self.prepare else params)
         if self.requests.knows(method):
             err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
-            why = f"{method}: the capture has no answer for these params"
+            why = f"{what}: the capture has no answer for these params"
         else:
             err = {"code": -32601, "message": f"Method not found: {method} (mcptap serve: not in the capture)"}
-            why = f"{method}: the capture has no request of this method"
+            why = f"{what}: the capture has no request of this method"
         live.unanswered.append(why)
         f = finding("serve.no_recorded_answer", f"mock answered with an error: {why}", {"method": method, "code": err["code"]})
         return Out({"jsonrpc": "2.0", "id": lid, "error": err}, answers=lid, request=lid, finding=f)
@@ -236,10 +275,16 @@ class ServeCore:
         return out
 
     # -- outgoing ---------------------------------------------------------------------
-    def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any) -> list[Out]:
+    def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any, again: bool = False) -> list[Out]:
+        """The live form of ``emits`` (sent because of the client message whose live id, if a
+        request, is ``trigger``). ``again``: the request's recorded answer was given before
+        (the recorded ones are used up): its answer, its own progress and the server requests
+        it needs answered, but not the logs and other notifications the client was told already."""
         out = []
         answered: set[Any] = set()                   # live ids whose response is already in ``out``
         for e in emits:
+            if again and e.kind == "notification" and e.link is None:
+                continue
             value = e.value
             answers = request = None
             if e.pair is not None and isinstance(value, dict):
@@ -267,7 +312,7 @@ class ServeCore:
             if answers is not None:
                 answered.add(hkey(answers))
             if isinstance(value, dict) and "method" in value and "id" in value:
-                live.waiting[hkey(value["id"])] = (e.seq, via)
+                live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
             out.append(Out(value, delay, via, answers, request))
         return out

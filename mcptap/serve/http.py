@@ -43,34 +43,13 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore, encode, hkey
+from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
 C2S, S2C = Direction.C2S, Direction.S2C
-CHUNK = 64 * 1024
-MAX_BODY = 64 * 1024 * 1024
 #: seconds a server message with no stream may wait for the client's GET stream before the mock says so
 UNSENT_AFTER_S = 5.0
-_IO = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, h11.ProtocolError)
-
-
-class _Conn:
-    def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
-        self.stream = stream
-        self.h11 = h11.Connection(h11.SERVER)
-        self.id = cid
-
-    async def next_event(self) -> Any:
-        while True:
-            ev = self.h11.next_event()
-            if ev is h11.NEED_DATA:
-                self.h11.receive_data(bytes(await self.stream.receive_some(CHUNK)))
-                continue
-            return ev
-
-    async def send(self, *events: Any) -> None:
-        data = b"".join(self.h11.send(e) or b"" for e in events)
-        await self.stream.send_all(data)
 
 
 class HttpMock:
@@ -86,7 +65,7 @@ class HttpMock:
         self.allow_remote = allow_remote
         self.say = say or (lambda line: None)
         self.sessions: dict[str, MockSession] = {}
-        self.stateless = MockSession(core.open(), on_backlog=self._backlogged)
+        self.stateless = MockSession(core.open(), on_backlog=self._backlogged, get_stream=self.script.get_stream)
         self.url: str | None = None
         self._conns = 0
         self._exchanges = 0
@@ -120,35 +99,25 @@ class HttpMock:
     # -- connections --------------------------------------------------------------------
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
-        c = _Conn(stream, self._conns)
+        c = Conn(stream, self._conns)
         try:
             while True:
-                ev = await c.next_event()
-                if isinstance(ev, h11.ConnectionClosed) or not isinstance(ev, h11.Request):
-                    break
-                body = bytearray()
-                while True:
-                    e = await c.next_event()
-                    if isinstance(e, h11.Data):
-                        body += e.data
-                        if len(body) > MAX_BODY:
-                            await self._plain(c, 413, b"request body too large")
-                            return
-                    elif isinstance(e, h11.EndOfMessage):
-                        break
-                    elif isinstance(e, h11.ConnectionClosed):
-                        return
-                await self._request(c, ev, bytes(body))
+                got = await c.next_request()
+                if not isinstance(got, tuple):
+                    if got == TOO_LARGE:
+                        await self._plain(c, 413, b"request body too large")
+                    return
+                await self._request(c, *got)
                 if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
                     c.h11.start_next_cycle()
                 else:
                     break
-        except _IO:
+        except IO_ERRORS:
             pass
         finally:
             try:
                 await stream.aclose()
-            except _IO:
+            except IO_ERRORS:
                 pass
 
     def _header(self, req: h11.Request, name: bytes) -> str | None:
@@ -157,7 +126,7 @@ class HttpMock:
                 return v.decode("latin-1")
         return None
 
-    async def _request(self, c: _Conn, req: h11.Request, body: bytes) -> None:
+    async def _request(self, c: Conn, req: h11.Request, body: bytes) -> None:
         self._exchanges += 1
         ex = self._exchanges
         method = req.method.decode("ascii", "replace")
@@ -192,7 +161,7 @@ class HttpMock:
             await self._plain(c, 405, b"", ex)
 
     # -- responses ----------------------------------------------------------------------
-    async def _plain(self, c: _Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
+    async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
                      ctype: str = "text/plain") -> None:
         hs = [("Content-Length", str(len(body))), *(headers or [])]
         if body:
@@ -216,7 +185,8 @@ class HttpMock:
         first = value[0] if isinstance(value, list) and value else value
         if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
             sid = secrets.token_hex(16)
-            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged)
+            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged,
+                                                   get_stream=self.script.get_stream)
             return new, 0, b""
         if sid is None:
             return None, 400, b"Bad Request: Mcp-Session-Id header is required"
@@ -225,7 +195,7 @@ class HttpMock:
             return None, 404, b"Not Found: unknown session"
         return ms, 0, b""
 
-    async def _post(self, c: _Conn, ex: int, req: h11.Request, body: bytes) -> None:
+    async def _post(self, c: Conn, ex: int, req: h11.Request, body: bytes) -> None:
         value = exact_json(body)
         if value is UNPARSED:
             err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
@@ -251,15 +221,16 @@ class HttpMock:
             status = next((o.status for o in mine if o.status), None) or 200
             if mode is None:
                 mode = "sse" if any(o.answers is None and o.via is not None and hkey(o.via) in st.ids for o in outs) else "json"
+            st.sse = not (mode == "json" or isinstance(value, list))
             ms.dispatch(outs, self.nursery)
-            if mode == "json" or isinstance(value, list):
+            if not st.sse:
                 await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list))
             else:
                 await self._sse(c, ex, ms, st, status, extra, "post")
         finally:
             ms.close_post(st)
 
-    async def _json_answer(self, c: _Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
+    async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
                            extra: list[tuple[str, str]], batch: bool) -> None:
         answers = []
         while st.ids:
@@ -274,7 +245,7 @@ class HttpMock:
         body = encode([o.value for o in answers] if batch else answers[0].value)
         await self._plain(c, status, body, ex, extra, ctype="application/json")
 
-    async def _sse(self, c: _Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
+    async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
                    stream: str, first: bytes = b"") -> None:
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
         self._record_response(ex, status, hs)
@@ -288,7 +259,7 @@ class HttpMock:
             nonlocal closed
             try:
                 data = await c.stream.receive_some(CHUNK)
-            except _IO:
+            except IO_ERRORS:
                 data = b""
             if data:
                 c.h11.receive_data(bytes(data))
@@ -310,7 +281,7 @@ class HttpMock:
             raise trio.ClosedResourceError("the client closed the stream")
         await c.send(h11.EndOfMessage())
 
-    async def _get(self, c: _Conn, ex: int, req: h11.Request) -> None:
+    async def _get(self, c: Conn, ex: int, req: h11.Request) -> None:
         ms, status, why = self._session_for(req, None)
         if ms is None:
             await self._plain(c, status, why, ex)
@@ -350,7 +321,7 @@ class HttpMock:
             self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
-    async def _legacy_stream(self, c: _Conn, ex: int) -> None:
+    async def _legacy_stream(self, c: Conn, ex: int) -> None:
         sid = secrets.token_hex(16)
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
@@ -364,7 +335,7 @@ class HttpMock:
             if ms.sid is not None:
                 self.sessions.pop(ms.sid, None)
 
-    async def _legacy_post(self, c: _Conn, ex: int, target: str, body: bytes) -> None:
+    async def _legacy_post(self, c: Conn, ex: int, target: str, body: bytes) -> None:
         q = parse_qs(urlsplit(target).query)
         sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
         ms = self.sessions.get(sid)

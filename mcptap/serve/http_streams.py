@@ -7,7 +7,12 @@ requests opens a :class:`ResponseStream` registered under the live ids of its
 requests; the core's outputs (:class:`~mcptap.serve.core.Out`) are routed by
 ``out.via`` to that stream, else to the session's standalone stream (the GET
 stream, or the legacy SSE connection), and wait in a backlog while none is
-open (``on_backlog`` is told of each, so the mock can say so). What is still
+open (``on_backlog`` is told of each, so the mock can say so). When the
+recorded server offered no GET stream (``get_stream`` False: a capture made
+over stdio), no GET stream will ever open: such an output goes on the latest
+SSE response stream still open instead (a log the tool wrote after the
+request it belongs to was answered reaches the client on another request's
+stream rather than never), and waits only when none is. What is still
 in a response stream when it ends (sent for its request after the response,
 or not an answer on a JSON-mode POST) is routed again, never dropped. Outputs
 with a delay are routed by one task per triggering message at their time, in
@@ -28,10 +33,13 @@ from mcptap.serve.order import InOrder
 
 class ResponseStream:
     """The response of one POST with requests: outputs arrive on ``receive``;
-    ``ids``: live ids (hkey) still to be answered."""
+    ``ids``: live ids (hkey) still to be answered; ``sse``: the response is an
+    event stream (it can carry more than its own answers)."""
 
     def __init__(self, ids: set[Any]) -> None:
         self.ids = ids
+        self.sse = False
+        self.taking = True
         self._send, self._recv = trio.open_memory_channel[Out](float("inf"))
 
     def put(self, out: Out) -> None:
@@ -45,6 +53,7 @@ class ResponseStream:
 
     def close(self) -> list[Out]:
         """Stop taking outputs; returns those not received yet, in order."""
+        self.taking = False
         self._send.close()
         left = []
         while True:
@@ -66,6 +75,7 @@ class MockSession:
     closed: bool = False
     on_backlog: Callable[[MockSession, Out], None] | None = None
     order: InOrder = field(default_factory=InOrder)
+    get_stream: bool = True             # the recorded server offered a GET stream (the client may open one)
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
@@ -107,6 +117,13 @@ class MockSession:
         if self.standalone is not None:
             self.standalone.put(out)
             return
+        if not self.get_stream:
+            # a stream that has answered all it was opened for is about to end (close_post routes what
+            # it still holds): the latest open one that still waits for an answer of its own
+            other = next((st for st in reversed(self.streams.values()) if st.sse and st.taking and st.ids), None)
+            if other is not None:
+                other.put(out)
+                return
         self.backlog.append(out)
         if self.on_backlog is not None:
             self.on_backlog(self, out)

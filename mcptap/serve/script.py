@@ -14,8 +14,15 @@ the recorded delay after it. The anchor of a server message is:
   asked the client for sampling answered once it had the answer), or the
   client's ``notifications/cancelled`` of R if that came before it (an answer
   the server gave only once the client had cancelled waits for the live cancel);
-* for anything else (log messages, list_changed, server requests): the latest
-  client message before it;
+* for anything else (log messages, list_changed, server requests): the request
+  it most plausibly belongs to — over HTTP the still-open request whose POST
+  stream carried it; else, when the latest client message before it was a
+  request, the latest-opened request that was still open then and does real
+  work (not ``ping``, a ``*/list``, the handshake or a subscription: a log
+  written while ``tools/call`` runs is that call's, not the ``tools/list`` an
+  SDK client sends between calls), with the same later-answer and cancel rules
+  as its response; else the latest client message before it (an answer to a
+  server request, a notification);
 * nothing (``SessionScript.opening``): server messages before the client's first.
 
 HTTP facts kept per client message: the recorded status of its POST and
@@ -136,13 +143,21 @@ def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+#: requests a server answers from what it has, not by running something that logs or asks back
+_CHORES = frozenset({"ping", "initialize", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+def _chore(method: str) -> bool:
+    return method in _CHORES or method.endswith("/list")
+
+
 def _idkey(v: Any) -> Any:
     """A JSON-RPC id as a dict key that keeps 1 and "1" apart, or None."""
     return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 class _Session:
-    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer")
+    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open")
 
     def __init__(self, script: SessionScript) -> None:
         self.script = script
@@ -151,6 +166,7 @@ class _Session:
         self.cancelled: dict[int, Recorded] = {}     # request seq -> the client's cancel of it
         self.last_c2s: Recorded | None = None
         self.last_answer: Recorded | None = None
+        self.open: dict[int, Recorded] = {}          # requests not answered yet, in the order they came
 
 
 class _Builder:
@@ -207,6 +223,7 @@ class _Builder:
             r = Recorded(rec["seq"], kind, method, value, s.script.index, rec.get("t_us", 0), exchange=exchange)
             if kind == "request":
                 s.by_seq[r.seq] = r
+                s.open[r.seq] = r
                 if isinstance(value, dict) and _idkey(value.get("id")) is not None:
                     s.by_id[_idkey(value.get("id"))] = r
                 if exchange is not None:
@@ -235,6 +252,12 @@ class _Builder:
         pair, link = _int(rec.get("pair")), _int(rec.get("link"))
         ref = pair if kind in ("response", "error") else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
+        exchange = _key(tr.get("exchange"))
+        if kind in ("response", "error"):
+            if isinstance(pair, int):
+                s.open.pop(pair, None)
+        elif own is None:
+            own = self._owner(s, self.openers.get(exchange) if tr.get("stream") != "get" else None)
         anchor = s.last_c2s
         if own is not None:
             anchor = own
@@ -243,7 +266,6 @@ class _Builder:
             cancel = s.cancelled.get(own.seq)
             if cancel is not None and cancel.seq > anchor.seq:
                 anchor = cancel
-        exchange = _key(tr.get("exchange"))
         stream = tr.get("stream") if isinstance(tr.get("stream"), str) else None
         stream = stream or ("post" if exchange is not None and self.script.transport != "stdio" else None)
         e = Emission(rec["seq"], value, kind, 0, pair if kind in ("response", "error") else None,
@@ -255,6 +277,19 @@ class _Builder:
         else:
             e.delay_us = max(0, t - anchor.t_us)
             anchor.emits.append(e)
+
+    @staticmethod
+    def _owner(s: _Session, opener: int | None) -> Recorded | None:
+        """The open request an unlinked server message (a log, list_changed, a server request)
+        belongs to (module docstring), or None for the latest client message."""
+        if opener is not None and opener in s.open:
+            return s.open[opener]
+        if s.last_c2s is None or s.last_c2s.kind != "request":
+            return None                              # after an answer or a notification: that is its cause
+        for r in reversed(s.open.values()):
+            if r.method is not None and not _chore(r.method):
+                return r
+        return None
 
     def http(self, rec: dict[str, Any]) -> None:
         ev = rec.get("event")

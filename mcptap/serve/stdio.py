@@ -38,7 +38,7 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
-from mcptap.serve.core import LiveSession, Out, ServeCore, encode, hkey
+from mcptap.serve.core import LiveSession, Out, ServeCore, asked, encode, hkey
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
 from mcptap.transport.stdio_os import host_stream, quiet_close
@@ -142,7 +142,7 @@ class StdioServer:
             self.live.unanswered.pop()
             if await self._forward(value, nursery):
                 return
-            self.live.unanswered.append(f"{value.get('method')}: the real server could not be asked")
+            self.live.unanswered.append(f"{asked(str(value.get('method')), value.get('params'))}: the real server could not be asked")
         self._queue(outs, nursery)
 
     def _batch(self, batch: list[Any], nursery: trio.Nursery) -> None:

@@ -3,9 +3,11 @@ as one-line errors with exit status 2."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -134,3 +136,74 @@ def test_stdio_batches_garbage_and_empty_batches_are_answered_as_json_rpc_asks(t
     # one line, every member's finding: both methods the capture cannot answer
     assert answers[1]["kind"] == "batch" and [f["code"] for f in answers[1].get("findings", ()) if f["code"].startswith("serve.")] \
         == ["serve.no_recorded_answer"] * 2
+
+
+def _calls(*names: str, args: dict[str, Any] | None = None) -> bytes:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                          "clientInfo": {"name": "x", "version": "0"}}}
+    calls = [{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": {"name": n, "arguments": args or {}}}
+             for i, n in enumerate(names)]
+    return b"".join(orjson.dumps(v) + b"\n" for v in [init, *calls])
+
+
+def test_the_summary_names_each_unanswered_request_and_counts_the_rest(tmp_path: Path) -> None:
+    """It said "7 request(s) had no recorded answer:" then five identical "tools/call: the capture has
+    no answer for these params", naming no tool and leaving two out without a word."""
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "tools/call", {"name": "echo", "arguments": {"text": "a"}})),
+                                        s2c(res(2, {"content": []}))])
+    own = tmp_path / "own.jsonl"
+    proc = _serve(str(cap), "-o", str(own), stdin=_calls("t1", "t1", "t\x1b[2", "t3", "t4", "t5", "t6", "t7"))
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.decode()
+    why = ": the capture has no answer for these params"
+    assert err == (f"mcptap: 8 request(s) had no recorded answer: tools/call t1{why} (2 times); tools/call t\\x1b[2{why}; "
+                   f"tools/call t3{why}; tools/call t4{why}; tools/call t5{why}; … and 2 more\n")
+    messages = [f["message"] for r in read_capture(str(own)).records for f in r.get("findings", ())
+                if f["code"] == "serve.no_recorded_answer"]
+    assert messages[0] == f"mock answered with an error: tools/call t1{why}" and len(messages) == 8
+    # the arguments, secrets left out
+    proc = _serve(str(cap), stdin=_calls("echo", args={"text": "b", "password": "hunter2"}))
+    assert proc.stderr.decode() == f'mcptap: 1 request(s) had no recorded answer: tools/call echo {{"text":"b","password":"…"}}{why}\n'
+
+
+def test_serve_over_http_prints_the_summary_when_it_ends(tmp_path: Path) -> None:
+    """The --listen branch returned without the summary stdio prints (docs/serve.md, README)."""
+    import httpx2 as httpx
+
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "tools/list")), s2c(res(2, {"tools": []}))])
+    for quiet in ((), ("-q",)):
+        proc = subprocess.Popen([*MCPTAP, "serve", str(cap), "--listen", "127.0.0.1:0", *quiet], stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        url = proc.stderr.readline().decode().split(" on ")[-1].strip()
+        hs = {"Accept": "application/json, text/event-stream"}
+        for body in orjson.loads(b"[" + _calls("nope").replace(b"\n", b",")[:-1] + b"]"):
+            httpx.post(url, json=body, headers=hs, timeout=10)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        expected = "" if quiet else ("mcptap: 1 request(s) had no recorded answer: tools/call nope: the capture has no request "
+                                     "of this method\n")
+        assert err.decode() == expected
+
+
+def test_the_mocks_own_method_not_found_does_not_blame_the_recorded_server(tmp_path: Path) -> None:
+    """The recorded server declared resources; the capture holds no resources/templates/list. The
+    mock's -32601 for it was judged capability.declared_but_unsupported (warn) in its -o capture,
+    live and again by check, blaming the server for a gap in the capture."""
+    cap = record(tmp_path / "c.jsonl", [*handshake(), c2s(req(2, "resources/list")), s2c(res(2, {"resources": []}))])
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                          "clientInfo": {"name": "x", "version": "0"}}}
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "resources/templates/list"}]
+    own = tmp_path / "own.jsonl"
+    proc = _serve(str(cap), "-o", str(own), "-q", stdin=b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    assert orjson.loads(proc.stdout.splitlines()[-1])["error"]["code"] == -32601
+    codes = [f["code"] for r in read_capture(str(own)).records for f in r.get("findings", ())]
+    assert "serve.no_recorded_answer" in codes and "capability.declared_but_unsupported" not in codes
+    check = subprocess.run([*MCPTAP, "check", str(own), "--format", "json"], capture_output=True, timeout=60)
+    assert b"serve.no_recorded_answer" in check.stdout and b"declared_but_unsupported" not in check.stdout, check.stdout
+    # a real server's -32601 for a method it declared still is one
+    real = record(tmp_path / "r.jsonl", [*handshake(), c2s(req(2, "resources/templates/list")),
+                                         s2c(b'{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}\n')])
+    check = subprocess.run([*MCPTAP, "check", str(real), "--format", "json"], capture_output=True, timeout=60)
+    assert b"capability.declared_but_unsupported" in check.stdout

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
 from mcptap.serve.core import ServeCore, encode
 from mcptap.serve.script import script_from_path
@@ -116,6 +117,31 @@ def test_strict_needs_exact_params_and_does_not_repeat(cap: Path) -> None:
     assert "result" in core.receive(live, call)[0].value            # progressToken ignored
     assert "result" in core.receive(live, call)[0].value
     assert core.receive(live, call)[0].value["error"]["code"] == -32602
+
+
+def test_strict_still_ignores_the_paths_the_user_said_to_ignore(cap: Path) -> None:
+    """--strict dropped --ignore: the strict key bypassed the masker, so a request answered
+    without --strict was refused with it."""
+    core = _core(cap, strict=True, masker=Masker(["params.arguments.a", "tools/call:params.arguments.b"]))
+    live = core.open()
+    _init(core, live)
+    first = core.receive(live, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 40, "b": 0})})
+    assert first[0].value["result"]["content"][0]["text"] == "3"
+    again = core.receive(live, {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": _call("add", {"a": 1, "b": 9})})
+    assert again[0].value["result"]["content"][0]["text"] == "3 again"
+    # the rest is still exact, and nothing is repeated
+    other = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2, "c": 3})}
+    assert core.receive(live, other)[0].value["error"]["code"] == -32602
+    assert core.receive(live, {**other, "params": _call("add", {"a": 1, "b": 2})})[0].value["error"]["code"] == -32602
+
+
+def test_the_strict_view_masks_only_the_ignored_paths() -> None:
+    m = Masker(["params.x[*].y", "other/method:params.z"])
+    v = {"x": [{"y": 1, "k": "2026-01-01T00:00:00Z"}, {"y": 2}], "z": 3, "_meta": {"progressToken": 1}}
+    assert m.ignored(v, "tools/call") == {"x": [{"y": "<masked>", "k": "2026-01-01T00:00:00Z"}, {"y": "<masked>"}], "z": 3,
+                                          "_meta": {"progressToken": 1}}
+    assert m.ignored({"z": 3}, "tools/call") == {"z": 3} and m.ignored({"z": 3}, "other/method") == {"z": "<masked>"}
+    assert Masker().ignored(v, "tools/call") is v
 
 
 def test_recorded_delays_scaled_by_speed(cap: Path) -> None:
