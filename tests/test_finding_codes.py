@@ -56,6 +56,8 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "jsonrpc.invalid_version": (H + [c2s(req(2, "ping", jsonrpc="1.0"))], H + [c2s(req(2, "ping"))]),
     "jsonrpc.invalid_id": (H + [c2s(req(2.5, "ping"))], H + [c2s(req("2.5", "ping"))]),
     "jsonrpc.invalid_message": (H + [c2s(b'{"jsonrpc":"2.0"}\n')], H + [c2s(req(2, "ping"))]),
+    "jsonrpc.empty_batch": (handshake("2025-03-26") + [c2s(b"[]\n"), s2c(err(None, -32600, "Invalid Request"))],
+                            handshake("2025-03-26") + [c2s(b"[" + req(2, "ping")[:-1] + b"]\n"), s2c(b"[" + res(2)[:-1] + b"]\n")]),
     "jsonrpc.result_and_error": (H + [c2s(req(2, "ping")), s2c(b'{"jsonrpc":"2.0","id":2,"result":{},"error":{"code":-32603,"message":"m"}}\n')],
                                  H + [c2s(req(2, "ping")), s2c(res(2))]),
     "jsonrpc.invalid_error_object": (H + [c2s(req(2, "ping")), s2c(err(2, "bad", "m"))], H + [c2s(req(2, "ping")), s2c(err(2, -32603, "m"))]),

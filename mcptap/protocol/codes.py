@@ -63,6 +63,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("jsonrpc.invalid_id", ERROR, "request id that is not a string or an integer (null, bool, float, object)",
      BI + " Requests: id MUST be string or integer, not null"),
     ("jsonrpc.invalid_message", ERROR, "JSON object that is neither request, notification nor response", JR),
+    ("jsonrpc.empty_batch", ERROR, "empty JSON array: no batch but an invalid request (answered by -32600 with id null), "
+     "and an answer a receiver MUST NOT return", "JSON-RPC 2.0 §6 Batch"),
     ("jsonrpc.result_and_error", ERROR, "response with both result and error, or neither", BI + " Responses"),
     ("jsonrpc.invalid_error_object", ERROR, "error member without integer code or string message", BI + " Responses"),
     ("jsonrpc.params_not_object", ERROR, "params present but not a JSON object", BI + " (MCP params are objects)"),
