@@ -31,9 +31,11 @@ COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serv
                    "recover")
 
 
-class _Interrupted(BaseException):
-    """Ctrl-C while a command ran, carried past click, which catches a
-    KeyboardInterrupt to write a blank line before its own abort."""
+def _interrupted() -> click.exceptions.Exit:
+    """Ctrl-C while a command ran: said here, as click would catch the
+    KeyboardInterrupt and write a blank line (for a terminal's ``^C``) first."""
+    sys.stderr.write(interrupted_line())
+    return click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 class _LazyGroup(click.Group):
@@ -71,7 +73,7 @@ class _LazyGroup(click.Group):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except KeyboardInterrupt:
-            raise _Interrupted from None
+            raise _interrupted() from None
 
     def invoke(self, ctx: click.Context) -> object:
         # `mcptap export … | head`: click would turn the BrokenPipeError into a silent
@@ -79,7 +81,7 @@ class _LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            raise _Interrupted from None
+            raise _interrupted() from None
         except BrokenPipeError:
             _silence_stdout()
             raise click.exceptions.Exit(0) from None
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except (click.Abort, KeyboardInterrupt, _Interrupted):
+    except (click.Abort, KeyboardInterrupt):
         sys.stderr.write(interrupted_line())
         sys.exit(EXIT_INTERRUPTED)
     except McptapError as exc:
