@@ -197,6 +197,7 @@ NOT_HERE: dict[str, str] = {
     "process.stdin_closed_by_server": "stdio transport, a server that closes its stdin (tests/transport/test_stdio.py)",
     "process.stdout_closed_by_host": "stdio transport, a host that closes the tap's stdout (tests/transport/test_stdio.py)",
     "capture.truncated": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
+    "capture.cut_line": "a capture without end record, which CASES cannot write: tests/test_cut_line.py",
     "capture.incomplete": "file damage, not traffic: tests/test_check.py (test_truncated_and_incomplete_captures_are_warnings)",
     "serve.no_recorded_answer": "raised by mcptap serve itself: tests/serve, tests/cli/test_serve_cli.py, tests/e2e/test_serve_sdk.py",
     "capture.digest_mismatch": "an edited capture, not traffic: tests/test_integrity.py",

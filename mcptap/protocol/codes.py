@@ -284,6 +284,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
+    ("capture.cut_line", WARN, "capture without end record stops in the middle of a peer's line (recorded as chunk records): "
+     "that line is reported, not judged as a message", "mcptap capture format"),
     ("capture.digest_mismatch", ERROR,
      "the message records do not hold what the end record says was relayed (count, bytes or SHA-256): the capture was edited or records were "
      "removed", "mcptap capture format"),
