@@ -7,11 +7,15 @@ stdout (and stderr) closed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
+from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +55,8 @@ def test_mcptap_ends_soon_after_its_server_whatever_analysis_has_left(tmp_path: 
     cap = read_capture(str(out))
     ex = next(r for r in cap.records if r.get("event") == "exit")
     assert cap.end is not None and cap.end["t_us"] - ex["exit_t_us"] < 2_500_000, (ex, cap.end["t_us"])
-    got = b"".join(r["raw"].encode() if r["type"] == "message" else r["data"].encode()
+    got = b"".join((decode_bytes(r, "data") or b"") if r["type"] == "chunk" else
+                   (decode_bytes(r, "raw") or orjson.dumps(r["json"]) + r.get("eol", "\n").encode())
                    for r in cap.records if r["type"] in ("message", "chunk") and r.get("dir") == "s2c")
-    assert got == p.stdout and cap.end["s2c"]["bytes"] == n
+    assert got == p.stdout
+    assert cap.end["s2c"]["bytes"] == n and cap.end["s2c"]["sha256"] == hashlib.sha256(p.stdout).hexdigest()
