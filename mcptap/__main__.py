@@ -1,6 +1,6 @@
 """``python -m mcptap``: the same as the ``mcptap`` command (hosts can run
 mcptap by the absolute path of a Python interpreter)."""
 
-from mcptap.cli.main import main
+from mcptap.cli.entry import run
 
-main()
+run()

@@ -30,7 +30,7 @@ from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import transport_made
+from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.http_replay import HttpReplay
@@ -149,9 +149,25 @@ class Reannotator(RecordingState):
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
         """The fresh ``end`` record at the last record's time (see
         ``RecordingState._wind_up``); ``extra``: the original end's fields kept."""
-        fs = self._wind_up(self.t_us, incomplete)
+        cut = self._cut_lines() if incomplete and self.transport == "stdio" else []
+        fs = self._wind_up(self.t_us, incomplete) + cut
+        self._count(cut)
         self.end = self._end_record(self.t_us, fs, exit_code, **extra).to_json()
         return self.end
+
+    def _cut_lines(self) -> list[Finding]:
+        """A capture without end record whose bytes stop mid-line (mcptap killed
+        while a peer's line streamed in as ``chunk`` records): the line is not
+        judged (the peer may have finished it), it is reported (``capture.cut_line``)."""
+        out = []
+        for d, framer in self._framers.items():
+            n = len(framer.take_buffered()) if framer.buffered else 0
+            if n:
+                at = self.streams[d].bytes - n
+                out.append(finding("capture.cut_line", f"the capture ends in the middle of a {d.value} line: {n:,} bytes of it (from byte "
+                                   f"{at:,} of the stream) and no newline; recording stopped there (mcptap killed, or still recording), so it is no "
+                                   "message", {"dir": d.value, "bytes": n, "offset": at}))
+        return out
 
     def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         """Re-annotate one record of an existing capture with today's rules.

@@ -63,7 +63,8 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontex
 
 def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport: str = "stdio") -> Path:
     """Write a capture of ``steps``: ("c2s"|"s2c", bytes), ("err", bytes),
-    ("eof", "c2s"|"s2c"), ("exit", code), ("gap", reason), ("wait", µs). ``end``: write the
+    ("eof", "c2s"|"s2c"), ("exit", code), ("gap", reason), ("wait", µs),
+    ("chunk", ("c2s"|"s2c", bytes)) (a ``chunk`` record). ``end``: write the
     end record (False: as if mcptap was killed)."""
     now = {"t": 0}
     rec = Recorder(CaptureWriter.open(str(path)), transport, {"argv": ["server"]}, clock=lambda: now["t"], started="2026-01-01T00:00:00.000000Z")
@@ -79,6 +80,8 @@ def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport
             rec.exit(code=data)
         elif kind == "gap":
             rec.gap(data)
+        elif kind == "chunk":                   # (dir, bytes) stored unframed, as when analysis fell behind
+            rec.stdio_unframed(Direction(data[0]), data[1])
         elif kind == "wait":
             now["t"] += int(data)                # µs more before the next step
         else:

@@ -1,4 +1,5 @@
-"""The ``mcptap`` command group (entry point ``mcptap.cli.main:main``).
+"""The ``mcptap`` command group (``main``; the console script enters through
+``mcptap.cli.entry:run``, which covers Ctrl-C while this module imports).
 
 Each command lives in its own module ``mcptap/cli/<name>.py`` and exposes
 ``command`` (a ``click.Command``); this module adds it to the group. A command
@@ -16,16 +17,25 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import click
 
 from mcptap import __version__
 from mcptap.cli.errors import say, usage_line
+from mcptap.cli.interrupt import EXIT_INTERRUPTED, ending_at_once, interrupted_line
 from mcptap.escape import escape_controls
 
 #: Command modules, in help order.
 COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serve", "diff", "export", "demo", "ls", "prune", "wrap", "unwrap",
                    "recover")
+
+
+def _interrupted() -> click.exceptions.Exit:
+    """Ctrl-C while a command ran: said here, as click would catch the
+    KeyboardInterrupt and write a blank line (for a terminal's ``^C``) first."""
+    sys.stderr.write(interrupted_line())
+    return click.exceptions.Exit(EXIT_INTERRUPTED)
 
 
 class _LazyGroup(click.Group):
@@ -58,11 +68,20 @@ class _LazyGroup(click.Group):
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         self._commands[name or cmd.name or ""] = cmd
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+
     def invoke(self, ctx: click.Context) -> object:
         # `mcptap export … | head`: click would turn the BrokenPipeError into a silent
         # exit status 1; the reader leaving is not an error of ours (as for show)
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
         except BrokenPipeError:
             _silence_stdout()
             raise click.exceptions.Exit(0) from None
@@ -102,7 +121,8 @@ def _load_command(group: click.Group, name: str) -> None:
     module: nothing; one that fails to import: a stub saying why)."""
     modname = f"mcptap.cli.{name}"
     try:
-        module = importlib.import_module(modname)
+        with ending_at_once():      # a KeyboardInterrupt in an import can be lost (import lock callbacks)
+            module = importlib.import_module(modname)
     except ModuleNotFoundError as exc:
         if exc.name == modname:
             return
@@ -153,8 +173,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("mcptap: interrupted", err=True)
-        sys.exit(130)
+        sys.stderr.write(interrupted_line())
+        sys.exit(EXIT_INTERRUPTED)
     except McptapError as exc:
         say(str(exc))
         sys.exit(2)

@@ -37,6 +37,13 @@ from mcptap.protocol.pairing import SESSIONLESS, Pending
 __all__ = ["LARGE_MESSAGE", "Annotator"]
 
 C2S, S2C = Direction.C2S, Direction.S2C
+#: JSON-RPC 2.0 §6: an empty array is an invalid request (answered by -32600 with id null), and a
+#: batch answer with nothing in it MUST NOT be sent (the receiver sends nothing at all).
+_EMPTY_BATCH = {
+    C2S: "empty JSON array: no batch but an invalid request (JSON-RPC 2.0 §6); the server answers -32600 with id null",
+    S2C: "empty JSON array from the server: it MUST NOT return an empty array (JSON-RPC 2.0 §6; a batch with nothing "
+         "to answer gets no answer at all, an empty one -32600 with id null)",
+}
 
 
 class Annotator(AnnotatorState):
@@ -128,7 +135,9 @@ class Annotator(AnnotatorState):
         value = msg.value
         rev = st.revision
         n = len(value)
-        if rules.batching_allowed(rev):
+        if not n:   # no batch of 0 in any revision; left as the last unparsed input: a -32600 with id null answers it
+            msg.findings.append(finding("jsonrpc.empty_batch", _EMPTY_BATCH[msg.direction]))
+        elif rules.batching_allowed(rev):
             msg.findings.append(finding("framing.batch", f"JSON-RPC batch of {n} (legal in 2025-03-26)", {"size": n}, severity=Severity.INFO))
         else:
             why = f"negotiated {rev}: batching exists only in 2025-03-26" if rev else "batching exists only in 2025-03-26"

@@ -63,6 +63,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("jsonrpc.invalid_id", ERROR, "request id that is not a string or an integer (null, bool, float, object)",
      BI + " Requests: id MUST be string or integer, not null"),
     ("jsonrpc.invalid_message", ERROR, "JSON object that is neither request, notification nor response", JR),
+    ("jsonrpc.empty_batch", ERROR, "empty JSON array: no batch but an invalid request (answered by -32600 with id null), "
+     "and an answer a receiver MUST NOT return", "JSON-RPC 2.0 §6 Batch"),
     ("jsonrpc.result_and_error", ERROR, "response with both result and error, or neither", BI + " Responses"),
     ("jsonrpc.invalid_error_object", ERROR, "error member without integer code or string message", BI + " Responses"),
     ("jsonrpc.params_not_object", ERROR, "params present but not a JSON object", BI + " (MCP params are objects)"),
@@ -282,6 +284,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
+    ("capture.cut_line", WARN, "capture without end record stops in the middle of a peer's line (recorded as chunk records): "
+     "that line is reported, not judged as a message", "mcptap capture format"),
     ("capture.digest_mismatch", ERROR,
      "the message records do not hold what the end record says was relayed (count, bytes or SHA-256): the capture was edited or records were "
      "removed", "mcptap capture format"),

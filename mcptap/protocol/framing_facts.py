@@ -33,7 +33,26 @@ def framing_findings(frame: Frame, msg: Message, large_message: int) -> None:
         out.append(finding("framing.large_message", f"{len(raw)} bytes on one {d} line (hosts and bridges have limits of 64 KiB, 1 MiB, 4 MiB)",
                            {"bytes": len(raw)}))
     if not frame.terminated:
-        out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
+        if frame.value is UNPARSED and cut_json(raw):
+            out.append(finding("framing.unterminated_line", f"{d} stream ended in the middle of a JSON message: {len(raw)} bytes of it "
+                               "and no newline (the sender stopped or died while writing it)", {"bytes": len(raw), "cut": True}))
+        else:
+            out.append(finding("framing.unterminated_line", f"{d} stream ended with {len(raw)} bytes after the last newline"))
+
+
+def cut_json(raw: bytes) -> bool:
+    """True when ``raw`` is the start of a JSON object or array that ends too
+    soon: what a sender that died mid-write leaves (not stray output)."""
+    text = raw.strip(b"\r\n \t")
+    if text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:]
+    if text[:1] not in (b"{", b"["):
+        return False
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return str(exc).startswith("unexpected end of data")
+    return False
 
 
 def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
@@ -51,6 +70,8 @@ def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
         msg.findings.append(finding("framing.nesting_too_deep", f"{d} line is JSON nested deeper than 1024 levels ({where}): "
                                     "relayed, not analysed (most JSON parsers refuse it)", {"bytes": len(frame.raw)}))
         return
+    if not frame.terminated and cut_json(frame.raw):
+        return      # a message cut short at the end of the stream: framing.unterminated_line says so
     who = "server MUST NOT write non-MCP output to stdout" if msg.direction is S2C else "client MUST NOT write non-MCP input to stdin"
     n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
     what = f"{n} {d} lines are" if n > 1 else f"{d} line is"

@@ -75,6 +75,8 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
         return text
     if kind == "batch":
         members = rec.get("members") or []
+        if not members:
+            return "empty batch []"
         return f"batch of {len(members)}: " + ", ".join(m.get("method") or m.get("kind", "?") for m in members[:4]) + (" …" if len(members) > 4 else "")
     return shorten(repr(message_text(rec).rstrip("\r\n")), 60)
 

@@ -68,6 +68,11 @@ ORPHAN_WAIT = 1.0              # s to wait for stdout EOF after the server exite
 STDERR_FLUSH_WAIT = 1.0        # s to wait for stderr EOF / delivery at the end
 HURRY_WAIT = 0.2               # s: the stderr waits once mcptap was signalled (hosts kill 2 s after SIGTERM)
 RELAY_EXIT_WAIT = 5.0          # s without any copy moving before a lingering relay process is ended
+#: s the recorder may take, once the session is over, to annotate what is still queued; then the
+#: rest is stored unframed (chunk records, annotated by check/show): a flood of tiny lines
+#: (`yes`: 164k messages in 320 KiB, below the 1 MiB that makes it spill) kept mcptap alive
+#: 2.6 s (9 s on a loaded machine) after its server had died
+CATCH_UP_WAIT = 0.25
 
 
 @dataclass(slots=True)
@@ -169,6 +174,7 @@ class StdioTap(StderrRelay, ProcessSignals):
                 self._handoff.boost()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._hurry_on, signals)
+                    nursery.start_soon(self._hurry_after, CATCH_UP_WAIT)
                     await trio.to_thread.run_sync(self._handoff.stop)
                     nursery.cancel_scope.cancel()
                 if self._spill is not None:           # its bytes are in the capture now
@@ -180,6 +186,10 @@ class StdioTap(StderrRelay, ProcessSignals):
     async def _hurry_on(self, signals: Any) -> None:
         async for _ in signals:
             self._handoff.hurry()
+
+    async def _hurry_after(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+        self._handoff.hurry()
 
     async def _run(self, signals: Any) -> TapResult:
         try:

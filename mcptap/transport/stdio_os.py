@@ -3,6 +3,8 @@
 * ``spawn``: the server in a new session / process group with three pipes, in
   the main thread (``PR_SET_PDEATHSIG`` fires when the *thread* that forked
   exits, and ``trio.lowlevel.open_process`` forks from a worker thread);
+* ``server_env``: the environment the host gave mcptap, for the server (Python's
+  C-locale coercion undone);
 * ``wait_exit``: reap the child through a pidfd (Linux ≥ 5.3), else a thread;
 * ``host_stream``: a trio stream on a dup of fd 0/1/2. ``trio.lowlevel.FdStream``
   sets O_NONBLOCK on the *open file description*, which is shared with every
@@ -113,6 +115,47 @@ def _child_setup(parent: int) -> Callable[[], None] | None:
     return setup
 
 
+#: The values PEP 538's C-locale coercion writes into LC_CTYPE (CPython's ``_TARGET_LOCALES``).
+_COERCED = frozenset({b"C.UTF-8", b"C.utf8", b"UTF-8"})
+
+
+def server_env(exec_environ: bytes | None = None) -> dict[bytes, bytes] | None:
+    """The environment to start the server with: ours, except an LC_CTYPE that
+    CPython's C-locale coercion (PEP 538) set in our process before any of
+    mcptap's code ran. Started without a locale (hosts filter the environment),
+    the interpreter sets ``LC_CTYPE=C.UTF-8`` with setenv; inherited, it ran the
+    tapped server in another locale than the host runs it directly. The kernel's
+    copy of our environment as exec'd (``/proc/self/environ``; setenv does not
+    touch it) tells whether the host gave that LC_CTYPE: if it gave another
+    value (e.g. ``C``, which coercion overwrites) the server gets that one, if
+    none, none. ``exec_environ`` stands in for the /proc file (NUL-separated
+    ``NAME=value`` entries) in tests. Returns None (inherit ours unchanged)
+    where nothing was coerced or the exec'd environment cannot be read."""
+    current = os.environb.get(b"LC_CTYPE")
+    if current not in _COERCED:
+        return None
+    if exec_environ is None:
+        try:
+            with open("/proc/self/environ", "rb") as fp:
+                exec_environ = fp.read()
+        except OSError:                             # not Linux, or no /proc
+            return None
+    given = None
+    for entry in exec_environ.split(b"\0"):
+        name, eq, value = entry.partition(b"=")
+        if eq and name == b"LC_CTYPE":
+            given = value                           # the first one, as getenv and os.environ read it
+            break
+    if given == current:
+        return None
+    env = dict(os.environb)
+    if given is None:
+        del env[b"LC_CTYPE"]
+    else:
+        env[b"LC_CTYPE"] = given
+    return env
+
+
 def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
     """Start ``argv`` in a new session with three pipes.
 
@@ -125,7 +168,7 @@ def spawn(argv: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int, int]:
     try:
         popen = subprocess.Popen(
             list(argv), stdin=in_r, stdout=out_w, stderr=err_w, start_new_session=True,
-            close_fds=True, preexec_fn=_child_setup(os.getpid()),
+            close_fds=True, preexec_fn=_child_setup(os.getpid()), env=server_env(),
         )
     except BaseException:
         for fd in (in_w, out_r, err_r):

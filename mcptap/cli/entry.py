@@ -1,0 +1,54 @@
+"""The ``mcptap`` program's first code: the console script (``mcptap.cli.entry:run``)
+and ``python -m mcptap`` start here, before click and the commands are imported.
+
+A Ctrl-C (a host's SIGINT) may come at any moment, also while mcptap imports
+(~50 ms) and while the interpreter shuts down, where Python's KeyboardInterrupt
+was a full traceback on the host's stderr. From the first line of ``run`` on it
+is one ``mcptap: interrupted`` line and exit status 130 (``cli/interrupt.py``);
+a SIGINT the process was started with ignored (``nohup``, ``cmd &`` in a
+script) stays ignored. Before that there is only the interpreter's start-up
+(``site``, ``runpy``; short, unless .pth files import much: an editable
+install's finder takes ~30 ms) and the load of this file, which imports nothing
+of mcptap's for that reason.
+"""
+
+from __future__ import annotations
+
+import _signal  # type: ignore[import-not-found]
+import os
+import sys
+from types import FrameType
+
+
+def _at_once(signum: int, frame: FrameType | None) -> None:
+    # interrupt.at_once, before that module is loaded
+    try:
+        os.write(2, (b"\n" if os.isatty(2) else b"") + b"mcptap: interrupted\n")
+    except OSError:
+        pass
+    os._exit(130)
+
+
+def run() -> None:
+    """Console entry point: ``mcptap.cli.main.main`` with SIGINT covered from
+    the first line of mcptap's code to the interpreter's exit."""
+    handling = _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
+    if handling:
+        _signal.signal(_signal.SIGINT, _at_once)
+    try:
+        try:
+            from mcptap.cli import interrupt
+            if handling:
+                interrupt.set_handler(interrupt.at_once)
+            from mcptap.cli.main import main
+            if handling:
+                interrupt.set_handler(interrupt.default_handler())
+            main()
+        finally:
+            if handling and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+                _signal.signal(_signal.SIGINT, _at_once)   # shutting down: nothing of ours left to finish
+    except KeyboardInterrupt:
+        # between main's own handlers (it reports Ctrl-C itself while a command runs)
+        from mcptap.cli import interrupt
+        sys.stderr.write(interrupt.interrupted_line())
+        sys.exit(interrupt.EXIT_INTERRUPTED)
