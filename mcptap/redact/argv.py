@@ -103,3 +103,10 @@ def scrub_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     ``npx -y pkg -- --token X`` pass them on).
     """
     return scrub_args(argv, _redact, scrub_text)
+
+
+def scrub_command_url(url: str) -> str:
+    """A URL given on mcptap's own command line (``record --upstream URL``, ``replay --url
+    URL``) as a capture shows it: as the same text in a server's argv (``scrub_argv``: user
+    info, secret query values, token shapes anywhere in it). Never raises."""
+    return scrub_argv([url])[0]
