@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.capture.dumps import encode_deep
+from mcptap.capture.dumps import dumps, encode_deep
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.protocol.jsonparse import exact_json
@@ -46,7 +46,9 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
     An argument with one placeholder gives the text around which it differs; with
     several, each piece is kept only when ``placeholder(piece)`` gives its
     placeholder back (the keyed HMAC proves the alignment). Values shorter
-    than MIN_LEN are left out. Never raises."""
+    than MIN_LEN are left out. The password of URL user info (``://user:PASS@``) is also
+    searched alone, with ``placeholder(PASS)`` (a server says "bad password PASS", not
+    "user:PASS"; given ``placeholder`` only). Never raises."""
     out: dict[str, str] = {}
     for orig, new in zip(argv, shown, strict=False):
         if orig == new or not isinstance(orig, str) or not isinstance(new, str):
@@ -55,7 +57,19 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
             many = len(PLACEHOLDER.findall(new)) > 1
             if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (not many or placeholder is None or placeholder(value) == ph):
                 out.setdefault(value, ph)
+                password = _userinfo_password(orig, value)
+                if password is not None and placeholder is not None:
+                    out.setdefault(password, placeholder(password))
     return out
+
+
+def _userinfo_password(orig: str, value: str) -> str | None:
+    """``PASS`` when ``value`` is the ``user:PASS`` of a URL's user info in ``orig``
+    (at least MIN_LEN characters), else None."""
+    user, colon, password = value.partition(":")
+    if not colon or len(password) < MIN_LEN or "@" in value or f"://{value}@" not in orig:
+        return None
+    return password
 
 
 def _pieces(orig: str, new: str) -> list[tuple[str, str]]:
@@ -83,10 +97,14 @@ def _inner(value: str) -> bytes:
 
 class KnownSecrets:
     """Replace ``secrets`` (``{secret: placeholder}``) in record lines: the
-    CaptureWriter's ``line_filter`` (``line(rec, line) -> line``) for a stdio
-    capture. ``replaced``: records changed so far."""
+    CaptureWriter's ``line_filter`` (``line(rec, line) -> line``). ``replaced``:
+    records changed so far. ``stdio``: the end record's digests are recomputed over
+    the bytes the capture holds (a stdio capture's are verified against its records);
+    an HTTP capture's count the wire and only their message counts are checked, which
+    a replacement does not change: its end record keeps them."""
 
-    def __init__(self, secrets: dict[str, str]) -> None:
+    def __init__(self, secrets: dict[str, str], stdio: bool = True) -> None:
+        self.stdio = stdio
         order = sorted(secrets, key=len, reverse=True)     # a longer secret before one inside it
         #: (needle, placeholder) in an encoded line: a secret in a string once
         #: (stderr text, a raw line's bytes) and twice JSON-escaped (inside a message's raw JSON string)
@@ -113,6 +131,17 @@ class KnownSecrets:
             if needle in data:
                 data = data.replace(needle, ph)
         return data
+
+    def value(self, value: Any) -> Any:
+        """A JSON value (a live answer, as ``replay`` reports it) with every secret in its
+        strings and keys replaced; ``value`` itself when it holds none."""
+        data = dumps(value)
+        hit = False
+        for needle, ph in self._line:
+            if needle in data:
+                data = data.replace(needle, ph)
+                hit = True
+        return exact_json(data) if hit else value
 
     def hold(self, data: bytes) -> int:
         """How many bytes at the end of ``data`` are the beginning of a secret
@@ -147,6 +176,9 @@ class KnownSecrets:
                 hit = True
         if hit:
             self.replaced += 1
+        if not self.stdio:
+            return line
+        if hit:
             rec = exact_json(line)          # what a reader gets back (integers beyond 64 bits exact)
         typ = rec.get("type")
         if typ == "message" and rec.get("dir") in self.tallies:
@@ -155,7 +187,7 @@ class KnownSecrets:
             self.tallies[rec["dir"]].add(decode_bytes(rec, "data") or b"", message=False)
         elif typ == "stderr":
             self.tallies["stderr"].add(decode_bytes(rec, "data") or b"")
-        elif typ == "end" and self.replaced:
+        elif typ == "end" and self.replaced and self.stdio:
             end = self._end(rec)
             try:
                 return orjson.dumps(end, option=orjson.OPT_APPEND_NEWLINE)
@@ -173,7 +205,9 @@ class KnownSecrets:
         return out
 
 
-def known_secrets(argv: Iterable[str], shown: Iterable[str], placeholder: Callable[[str], str] | None = None) -> KnownSecrets | None:
-    """A KnownSecrets for the values ``scrub_argv`` took out of ``argv``, or None (none)."""
-    ks = KnownSecrets(redacted_values(list(argv), list(shown), placeholder))
+def known_secrets(argv: Iterable[str], shown: Iterable[str], placeholder: Callable[[str], str] | None = None,
+                  stdio: bool = True) -> KnownSecrets | None:
+    """A KnownSecrets for the values ``scrub_argv`` took out of ``argv`` (or ``scrub_url``
+    out of an HTTP tap's or replay's URL: ``stdio`` False), or None (none)."""
+    ks = KnownSecrets(redacted_values(list(argv), list(shown), placeholder), stdio)
     return ks if ks else None

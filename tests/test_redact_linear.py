@@ -69,6 +69,18 @@ SHAPES = {
     "percent escapes encoded twice": "%2541",
     "encoded assignments": "password%3D",
     "encoded bearer words": "Bearer%20abcdefghijklmn%20",
+    # config file formats (connection strings, .netrc, .pgpass, define(), XML settings, YAML blocks) and
+    # escaped quotes (\u0027, \x27, \')
+    "connection strings with spaces": "x;password=a b",
+    "unclosed braces": "Pwd={",
+    "a word before a colon": "AAAA",
+    "pgpass fields": "a:1:b:c:",
+    "netrc words": "machine a.b login x ",
+    "xml settings": '<add key="password" value="x',
+    "yaml block keys": "password: |\n",
+    "escaped quote escapes": "{\\u0027password\\u0027: \\u0027",
+    "php defines": "define('DB_PASSWORD', '",
+    "escaped single quotes": "password='a\\'",
     "matches lost to overlapping ones": "&sig=Basic PASSWORD--token hunter22def123} then the request went on as usual, " + "and so on " * 8,
 }
 

@@ -65,3 +65,36 @@ def test_scrub_removes_an_encoded_secret_from_a_capture(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     text = out.read_text()
     assert "AbCd1234efgh5678" not in text and "%26tab%3D2" in text
+
+
+NESTED = [
+    "https://host/mcp?redirect=https%3A%2F%2Fx%2F%3Ftoken%3Dsk-abc123DEF456ghi789jkl",
+    "/cb?redirect=https%3A%2F%2Fx%2F%3Ftoken%3Dabc123def456&state=1",
+    "/login?next=%2Fhome%3Fpassword%3Dhunter2pw%26x%3D1",
+    "/a?redirect=https%3A%2F%2Fh%2Fcb%3Fcode%3DAbC123xyz%26state%3Dq",
+    "/p?h=Authorization%3A%20Bearer%20abcdef1234567890XYZ",
+    "/p?u=https%3A%2F%2Fbob%3Apa55word%40db.example.com%2F",
+    "/p?next=%252Fa%253Fpassword%253Dhunter2pw",
+    "/p?q=password%3A%20must%20be%20at%20least%208%20characters",      # prose, decoded: stays
+    "/search?q=hello%20world%21&lang=en",
+]
+
+
+@pytest.mark.parametrize("url", NESTED)
+def test_the_taps_scrub_url_reads_encoded_query_values_as_scrub_does(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP tap (request targets, Location, the legacy endpoint: ``scrub_url``) and
+    ``scrub``/``report`` (the engine) replace the same encoded secret, with the same placeholder."""
+    from mcptap.redact import scrub_url
+    from mcptap.redact.default import default_redactor
+    from mcptap.relay.http.credentials import record_target, scrub_location
+
+    out = scrub_url(url)
+    assert out == default_redactor().string(url)[0]
+    assert scrub_url(out) == out and default_redactor().string(out)[0] == out      # and scrubbing twice is once
+    assert record_target(url) == out and scrub_location(b"location", url) == out
+    for secret in ("abc123DEF456", "abc123def456", "hunter2pw", "AbC123xyz", "abcdef1234567890XYZ", "pa55word"):
+        assert secret not in out
+    if "must%20be" in url or "hello" in url:
+        assert out == url
+    else:
+        assert "«redacted:hmac:" in out

@@ -33,7 +33,7 @@ from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.otel import JOIN_S, closing_phase, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
-from mcptap.redact import scrub_url
+from mcptap.redact import scrub_command_url
 from mcptap.redact.engine import Redactor
 from mcptap.transport.signal_latch import SignalLatch
 
@@ -121,7 +121,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                         rewrite_endpoint=not no_endpoint_rewrite, cacert=cacert, record_secrets=record_secrets,
                         connect_timeout=connect_timeout, auth_rewrite=not no_auth_rewrite, idle_timeout=idle_timeout,
                         request_timeout=request_timeout, max_connections=max_connections)
-    shown = upstream if record_secrets else scrub_url(upstream)
+    shown = upstream if record_secrets else scrub_command_url(upstream)
     try:
         tap = HttpTap(cfg, None, say=say)
     except McptapError as exc:
@@ -131,13 +131,13 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     # would (end record written); before, one in the first moments killed mcptap mid-start
     latch = SignalLatch((signal.SIGINT, signal.SIGTERM)).install()
     try:
-        return _run(tap, shown, latch, output=output, quiet=quiet, strict_capture=strict_capture, ready=ready,
+        return _run(tap, upstream, shown, latch, output=output, quiet=quiet, strict_capture=strict_capture, ready=ready,
                     capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, otlp=otlp, record_secrets=record_secrets)
     finally:
         latch.restore()
 
 
-def _run(tap: HttpTap, shown: str, latch: SignalLatch, *, output: str | None, quiet: bool, strict_capture: bool,
+def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output: str | None, quiet: bool, strict_capture: bool,
          ready: Callable[[str], None] | None, capture_dir: str | None, name: str | None, keep: int | None, redactor: Redactor | None,
          otlp: tuple[str, dict[str, str] | None] | None, record_secrets: bool) -> int:
     writer, problem, path = _open_capture(output, tap, capture_dir, name)
@@ -162,6 +162,15 @@ def _run(tap: HttpTap, shown: str, latch: SignalLatch, *, output: str | None, qu
         from mcptap.redact.scrub import Scrubber
 
         writer.transform = Scrubber(redactor).transform
+    if writer is not None and shown != upstream:
+        from mcptap.known_secrets import known_secrets
+        from mcptap.redact import placeholder
+
+        # what the shown URL lacks, replaced wherever it reappears (an upstream that echoes its
+        # key, a path token in every request target); set before the recorder process forks
+        known = known_secrets([upstream], [shown], placeholder, stdio=False)
+        if known is not None:
+            writer.line_filter = known.line
     try:
         rec = Recorder(writer, "http", target={"url": shown}, clock=monotonic_us_clock(), started=utc_timestamp(),
                        header_extra={"name": name} if name else None)

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import trio
@@ -35,9 +36,10 @@ from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
+from mcptap.known_secrets import KnownSecrets, known_secrets
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
-from mcptap.redact import scrub_argv, scrub_url
+from mcptap.redact import placeholder, scrub_argv, scrub_command_url
 from mcptap.replay.compare import ExchangeResult, compare_replay
 from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
 from mcptap.replay.plan import Plan
@@ -122,19 +124,22 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
 
 
 def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
-          headers: list[tuple[str, str]], timeout: float) -> tuple[Any, Recorder, Callable[[int], Any] | None]:
-    """The link, its recorder, and (stdio, several recorded sessions) a maker
-    of fresh links: one server process per recorded session. ``--url``: the
-    capture's own HTTP transport (legacy HTTP+SSE when it has an endpoint event)."""
+          headers: list[tuple[str, str]], timeout: float) -> tuple[Any, Recorder, Callable[[int], Any] | None, KnownSecrets | None]:
+    """The link, its recorder, (stdio, several recorded sessions) a maker
+    of fresh links: one server process per recorded session, and the secrets of
+    ``cmd`` or ``url`` (``_known``). ``--url``: the capture's own HTTP
+    transport (legacy HTTP+SSE when it has an endpoint event)."""
     if url:
-        rec = rec_for("http", {"url": scrub_url(url)})
+        shown_url = scrub_command_url(url)
+        rec = rec_for("http", {"url": shown_url})
+        known = _known(rec, [url], [shown_url], stdio=False)
         if plan.legacy_sse:
             from mcptap.replay.sse_link import SseLink
 
-            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout), rec, None
+            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout), rec, None, known
         from mcptap.replay.http_client import HttpLink
 
-        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None
+        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None, known
     shown = scrub_argv(list(cmd))
     from mcptap.transport.stdio_os import server_cwd
 
@@ -143,12 +148,24 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
     if cwd is not None:
         target["cwd"] = cwd         # as record's: where the server's relative paths point
     rec = rec_for("stdio", target)
+    known = _known(rec, list(cmd), shown, stdio=True)
 
     def new_link(i: int) -> StdioLink:
         rec.segment(f"replay-session-{i + 1}")
         return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown)
 
-    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None
+    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None, known
+
+
+def _known(rec: Recorder, given: list[str], shown: list[str], stdio: bool) -> KnownSecrets | None:
+    """As ``record`` does: the secrets the shown argv or URL lacks, replaced wherever they
+    reappear in the new capture (a server that echoes its argv on stderr or its key in an
+    answer); returned for the report. None: there are none."""
+    known = known_secrets(given, shown, placeholder, stdio=stdio)
+    if known is not None and rec.writer is not None:
+        rec.writer.line_filter = known.line
+        rec.known = known if stdio else None
+    return known
 
 
 def _status(replayer: Replayer) -> str:
@@ -177,6 +194,16 @@ def _live_redaction(plan: Plan) -> tuple[Callable[[Any], Any] | None, Callable[[
             _say(why)
         return None, None
     return params_redaction(redactors), message_redaction(redactors)
+
+
+def _url_name(url: str) -> str:
+    """The server name of a new capture of ``--url URL`` (``http-HOST-PORT``, as the HTTP
+    tap names its captures): never the URL's user info, path or query (tokens go there)."""
+    try:
+        u = urlsplit(url)
+        return f"http-{u.hostname or 'server'}-{u.port or (443 if u.scheme == 'https' else 80)}"
+    except ValueError:
+        return "http"
 
 
 def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -239,7 +266,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         _say(str(exc))
         ctx.exit(2)
     try:
-        path = str(output or default_capture_path(list(cmd) or [url or "http"]))
+        path = str(output or default_capture_path(list(cmd) or [_url_name(url or "")]))
         if os.path.exists(path) and not os.path.isfile(path):
             raise McptapError(f"{path}: not a regular file")
         writer = CaptureWriter.open(path)
@@ -255,7 +282,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             _say(f"cannot create the new capture: {exc}")
             ctx.exit(2)
 
-    link, rec, new_link = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout)
+    link, rec, new_link, known = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
         with progress("replay", status=functools.partial(_status, replayer)):
@@ -272,11 +299,13 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if result.error:
         _say(result.error)
         ctx.exit(2)
-    if redact_message is not None:
-        # a scrubbed capture: live answers compared (and shown) as the capture holds them
-        for lv in result.live.values():
-            if lv.response is not None:
-                lv.response = redact_message(lv.response)
+    for lv in result.live.values():
+        if lv.response is not None and known is not None:
+            # as the new capture holds them (and as a capture of the same command line held them)
+            lv.response = known.value(lv.response)
+        if lv.response is not None and redact_message is not None:
+            # a scrubbed capture: live answers compared (and shown) as the capture holds them
+            lv.response = redact_message(lv.response)
     responses = result.responses()
     rows = by_session(plan, compare_replay(plan, result.live, result.server_requests, result.notes, masker))
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
@@ -291,7 +320,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         sys.stdout.buffer.write(dumps(report_json(result, rows, items, path, fresh), indent=True, newline=True))
     else:
         style = styler(color)
-        target = url or " ".join(scrub_argv(list(cmd)))
+        target = scrub_command_url(url) if url else " ".join(scrub_argv(list(cmd)))
         click.echo(esc(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})"))
         shown_part: Any = -1
         for r in rows:

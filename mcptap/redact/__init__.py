@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from mcptap.redact.argv import placeholder, scrub_argv, scrub_text, scrub_url
+from mcptap.redact.argv import placeholder, scrub_argv, scrub_command_url, scrub_text, scrub_url
 from mcptap.redact.argv_rules import is_secret_name
 
-__all__ = ["is_secret_name", "placeholder", "scrub_argv", "scrub_text", "scrub_url"]
+__all__ = ["is_secret_name", "placeholder", "scrub_argv", "scrub_command_url", "scrub_text", "scrub_url"]

@@ -81,7 +81,32 @@ def scrub_url(url: str, redact: Redact = _redact) -> str:
     if "?" in head:
         path, _, qs = head.partition("?")
         head = path + _QUERY_PARAM.sub(query, "?" + qs)
-    return head + hashmark + frag
+    url = head + hashmark + frag
+    return _encoded_secrets(url, redact) if "%" in url else url
+
+
+def _encoded_secrets(url: str, redact: Redact) -> str:
+    """``url`` with the secrets it holds percent-encoded (a query value that is itself a URL
+    or query: ``?redirect=https%3A%2F%2Fh%2Fcb%3Ftoken%3D…``, ``?next=%2Fhome%3Fpassword%3D…``)
+    replaced where they are written by ``redact(decoded secret)``: exactly what ``scrub`` and
+    ``report`` find there (the engine's scanner reads the text decoded, ``urlview``), with the
+    same placeholder. Secrets as written are left to ``scrub_url``'s own rules (the tap's
+    request targets keep their shape). Linear in ``url`` (each pass is; a pass that finds
+    nothing ends it)."""
+    from mcptap.redact.default import default_redactor
+    from mcptap.redact.scanner import AGAIN
+
+    scanner = default_redactor().scanner
+    for _ in range(1 + AGAIN):       # a match that lost to an overlapping one may hide another (scanner.Scanner.redact)
+        spans = [sp for sp in scanner.spans(url) if sp.secret is not None]
+        if not spans:
+            break
+        pieces, pos = [], 0
+        for sp in spans:
+            pieces += [url[pos:sp.start], redact(sp.secret or "")]
+            pos = sp.end
+        url = "".join(pieces) + url[pos:]
+    return url
 
 
 def scrub_text(text: str) -> str:
@@ -103,3 +128,10 @@ def scrub_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     ``npx -y pkg -- --token X`` pass them on).
     """
     return scrub_args(argv, _redact, scrub_text)
+
+
+def scrub_command_url(url: str) -> str:
+    """A URL given on mcptap's own command line (``record --upstream URL``, ``replay --url
+    URL``) as a capture shows it: as the same text in a server's argv (``scrub_argv``: user
+    info, secret query values, token shapes anywhere in it). Never raises."""
+    return scrub_argv([url])[0]

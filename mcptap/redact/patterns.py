@@ -21,7 +21,8 @@ Two sources, scanned as one combined regular expression (one pass a string):
 
 Which part of a match is the secret is explicit (``scanner.Scanner``): a built-in
 pattern names it, ``(?P<secret>…)`` (alternatives ``secret2``, ``secret3``…: the first
-that took part), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
+that took part; its other groups are ``name``, checked by ``CHECKS``, and ``_…``, a quote or
+an indentation matched again further on), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
 detect-secrets pattern is replaced whole (its groups are often the token's
 *prefix*: ``(glpat|gldt|…)-…``, ``(ghp|gho|…)_…``), except the audited ones whose
 group 1 is the value (``LIBRARY_VALUE_GROUP``); a user pattern's group 1, when it has
@@ -48,6 +49,8 @@ _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?<![.-])"
 QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "authorization_code", "device_code",
                       "client_assertion", "assertion", "key", "sig", "x-amz-signature", "x-goog-signature")
 
+#: a quote written as an escape in JSON, JS or Python text (``\u0027``, ``\x22``; escaped once more: ``\\u0027``)
+ESCAPED_QUOTE = r"\\{1,3}(?:u00(?:22|27)|x2[27])"
 #: an assigned value: quoted (all of it, up to the closing quote, on one line; ``\"`` inside a
 #: ``"…"`` value is part of it: ``password="hun\"ter2"``), quoted with escaped quotes (JSON inside a
 #: JSON string or a log: ``{\"password\": \"…\"}``, ``{\\\"password\\\": …}``: up to the same escaped
@@ -55,10 +58,11 @@ QUERY_SECRET_NAMES = ("code", "code_verifier", "code-verifier", "auth_code", "au
 #: (a bare value that is a call or subscript, ``get_token()``, is code, not a secret: ruled out here, in
 #: the regex, so that a run of such assignments costs one pass: ``password=a(password=a(…``).
 #: Every repetition is bounded (the scan stays linear: tests/test_redact_linear.py).
-_VALUE = r"""(?:"(?P<secret>(?:[^"\\\r\n«»]|\\[^\r\n«»]){1,1024})"|'(?P<secret2>[^'\r\n«»]{1,1024})'""" \
-         + "".join(fr"""|\\{{{n}}}"(?!(?i:bearer|basic|token|digest|negotiate)[ \t])"""
-                   fr'(?P<secret{g}>(?:[^"\\\r\n«»]|\\{{1,16}}(?![\\"])|\\{{{n + 1},16}}"){{1,1024}})\\{{{n}}}"'
-                   for g, n in ((4, 1), (5, 3), (6, 7))) + \
+_VALUE = r"""(?:"(?P<secret>(?:[^"\\\r\n«»]|\\[^\r\n«»]){1,1024})"|'(?P<secret2>(?:[^'\\\r\n«»]|\\[^\r\n«»]){1,1024})'""" \
+         + "".join(fr"""|\\{{{n}}}{q}(?!(?i:bearer|basic|token|digest|negotiate)[ \t])"""
+                   fr'(?P<secret{g}>(?:[^{q}\\\r\n«»]|\\{{1,16}}(?![\\{q}])|\\{{{n + 1},16}}{q}){{1,1024}})\\{{{n}}}{q}'
+                   for q, g, n in (('"', 4, 1), ('"', 5, 3), ('"', 6, 7), ("'", 7, 1), ("'", 8, 3), ("'", 9, 7))) + \
+         r"""|(?P<_esc>""" + ESCAPED_QUOTE + r""")(?P<secret10>(?:(?!(?P=_esc))[^\r\n«»]){1,1024})(?P=_esc)""" \
          r"""|["']?""" \
          r"""(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]|\\{1,16}["'])(?P<secret3>[^\s"';,&<>«»]{3,}))"""
 #: the MySQL clients, which take ``-pPASSWORD``
@@ -84,7 +88,12 @@ SQL_PASSWORD = (r"(?i:\b(?:(?:with|login|nologin|encrypted|unencrypted|superuser
                 + r"|\bIDENTIFIED[ \t]+BY[ \t]+(?!VALUES\b|PASSWORD\b)(?P<secret5>[^\s;'\"«»]{1,256})"
                 + r"|(?i:\bset[ \t]+password\b[^=;\r\n'\"]{0,200}=[ \t]*(?:password[ \t]*\([ \t]*)?)" + _sql_quoted(6, 7))
 #: the part of ``secret-assignment`` before its value (HEADS)
-ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"'])?[ \t]*(?:=|:)"
+ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"']|" + ESCAPED_QUOTE + r")?[ \t]*(?:=|:)"
+
+#: the part of ``connection-string`` before its value (HEADS): a ``Name=`` pair
+CONNECTION_PAIR = r"(?<![\w.-])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,40})[ \t]*="
+#: the part of ``yaml-block`` before its indicator's options (HEADS): ``name: |`` / ``- name: >``
+YAML_BLOCK_KEY = r"(?m:^)(?P<_ind>[ \t]*)(?:-[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})[\"']?[ \t]*:[ \t]*[|>]"
 
 #: (name, regex) of the built-in patterns; the secret is the ``secret…`` group that took part
 #: in the match (the whole match without one).
@@ -126,6 +135,27 @@ BUILTIN: tuple[tuple[str, str], ...] = (
                     r"(?P<secret>[^\s\"'<>«»,;=]{6,})(?![^\s\"'<>«»,;])"),
     ("cookie-header", r"(?i:(?<![A-Za-z0-9_-])(?<!set-)cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»]*[^\s\"'<>«»;])"),
     ("set-cookie-header", r"(?i:(?<![A-Za-z0-9_-])set-cookie[\"']?[ \t]*:[ \t]*[\"']?)(?P<secret>[^\r\n\"'<>«»;]*[^\s\"'<>«»;])"),
+    # config file formats tools return as text (the name is checked: CHECKS): a connection string's
+    # ``Password=two words;`` or ODBC ``Pwd={a;b}}c}`` (a pair after ``;`` or before ``; Name=``: its value runs
+    # to the ``;``; before secret-assignment, which stops at a space), ``.netrc`` (``machine H login U password
+    # P``), ``.pgpass`` lines (``host:port:db:user:password``), PHP ``define('DB_PASSWORD', '…')``, XML
+    # settings (``<add key="ApiSecret" value="…"/>``, ``<property name="password" value="…"/>``) and a
+    # YAML block scalar under a secret key (``password: |`` and its more indented lines)
+    ("connection-string", CONNECTION_PAIR + r"[ \t]*"
+                          r"(?P<secret>\{(?:[^}\r\n«»]|\}\}){1,1024}\}|[^\s;\"'{«»](?:[^;\r\n\"'«»]{0,1022}[^\s;\"'«»])?)"
+                          r"(?=[ \t]*(?:;|$|[\"'<\r\n]))"),
+    ("netrc-password", r"(?:(?<![\w-])machine[ \t]+(?:localhost|[\w-]{0,63}[.:][^\s«»]{1,255})|(?m:^)[ \t]*default)"
+                       r"(?:\s+(?:login|account|port)[ \t]+[^\s«»]{1,256}){0,3}"
+                       r"\s+password[ \t]+(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|(?P<secret2>[^\s\"«»][^\s«»]{0,1023}))"),
+    ("pgpass-line", r"(?m:^[ \t]*(?:\*|(?=[\w.-]{0,252}[A-Za-z.])[\w.-]{1,253}+|\[[0-9A-Fa-f:.]{2,64}\]):(?:\d{1,5}|\*):(?:[^:\s\\«»]|\\.){1,256}:"
+                    r"(?:[^:\s\\«»]|\\.){1,256}:(?P<secret>(?:[^\s\\«»]|\\.){1,1024})[ \t]*\r?$)"),
+    ("php-define", r"(?i:\bdefine[ \t]*\([ \t]*)(?P<_q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_]{0,80})(?P=_q)[ \t]*,[ \t]*"
+                   r"(?:'(?P<secret>(?:[^'\\\r\n«»]|\\[^\r\n«»]){1,1024})'|\"(?P<secret2>(?:[^\"\\\r\n«»]|\\[^\r\n«»]){1,1024})\")"),
+    ("xml-setting", r"<[A-Za-z][\w:.-]{0,40}[ \t\r\n]+(?:[^<>«»]{0,256}?[ \t\r\n])?(?:key|name)[ \t]*=[ \t]*"
+                    r"(?P<_q>[\"'])(?P<name>[A-Za-z_][\w.:-]{0,80})(?P=_q)[ \t\r\n]+(?:[^<>«»]{0,256}?[ \t\r\n])?value[ \t]*=[ \t]*"
+                    r"(?:\"(?P<secret>[^\"<>«»]{1,1024})\"|'(?P<secret2>[^'<>«»]{1,1024})')"),
+    ("yaml-block", YAML_BLOCK_KEY + r"[+-]?[1-9]?[+-]?[ \t]*(?:\#[^\r\n]*)?\r?\n(?:[ \t]*\r?\n)*(?P=_ind)[ \t]+"
+                   r"(?P<secret>[^\s«»][^\r\n«»]*(?:\r?\n(?:[ \t]*\r?\n)*(?P=_ind)[ \t]+[^\s«»][^\r\n«»]*)*)"),
     # a quoted value is taken whole, up to its closing quote (``password="correct horse battery"``)
     # (an auth scheme after the name is the auth-header's or bearer's: ``Authorization: Bearer …``)
     ("secret-assignment", ASSIGNED + r"[ \t]*"
@@ -176,7 +206,27 @@ CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "query-param": lambda m: not m.group("secret").isalpha() or not m.group("secret").islower(),
     "cli-secret-option": lambda m: secret_name(m.group("name")) and _option_value(m),
     "config-set": lambda m: secret_name(m.group("name")) and _assigned(m),
+    "connection-string": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False)
+    and (" " in m.group("secret") or m.group("secret")[0] == "{") and _in_connection_string(m),
+    "netrc-password": lambda m: not plain_value(m.group(m.lastgroup or 0), False),
+    "pgpass-line": lambda m: not plain_value(m.group("secret"), False),
+    "php-define": lambda m: secret_name(m.group("name")) or m.group("name").upper().endswith("_SALT"),
+    "xml-setting": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0), False),
+    "yaml-block": lambda m: secret_name(m.group("name")),
 }
+
+
+_NEXT_PAIR = re.compile(r"[ \t]*;[ \t]*[A-Za-z][\w .-]{0,40}=")
+
+
+def _in_connection_string(m: re.Match[str]) -> bool:
+    """A ``Name=value`` pair of a ``;``-separated connection string: a ``Name=…;`` pair before it
+    or a ``; Name=`` after it (``Reset it; password = the one you chose.`` is prose)."""
+    text, start = m.string, m.start("name")
+    before = text[max(0, start - 256):start].rstrip(" \t")
+    if before.endswith(";") and "=" in before[:-1].rsplit(";", 1)[-1]:
+        return True
+    return _NEXT_PAIR.match(text, m.end()) is not None
 
 
 def _option_value(m: re.Match[str]) -> bool:
@@ -207,6 +257,8 @@ NEEDLES: dict[str, tuple[str, ...]] = {
     "cli-user-password": ("-u",), "mysql-password": ("mysql", "mariadb"),
     "cli-secret-option": ("--",), "cli-p-password": ("sshpass", "login"), "redis-cli-password": ("redis-cli",),
     "config-set": ("config",), "sql-password": ("password", "identified"),
+    "connection-string": (";",), "netrc-password": ("password",), "pgpass-line": (":",), "php-define": ("define",),
+    "xml-setting": ("value",), "yaml-block": ("|", ">"),
     "auth-header": ("authori",), "cookie-header": ("cookie",), "set-cookie-header": ("set-cookie",),
     "query-param": ("code=", "code_verifier=", "code-verifier=", "assertion=", "key=", "sig=", "signature="),
     # detect-secrets plugins (by secret type)

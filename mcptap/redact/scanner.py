@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from mcptap.redact import urlview
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.keys import secret_name
-from mcptap.redact.patterns import ASSIGNED, CHECKS, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS
+from mcptap.redact.patterns import ASSIGNED, CHECKS, CONNECTION_PAIR, MYSQL_PROGRAMS, NEEDLES, P_PASSWORD_PROGRAMS, YAML_BLOCK_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +230,8 @@ RUNNERS: dict[str, Callable[[re.Pattern[str], str], Iterator[re.Match[str]]]] = 
     "redis-cli-password": _first_per_segment(r"\bredis-cli\b", "\r\n|;&"),
 }
 #: The part of a pattern before its value, with the name the check reads (``_matches``).
-HEADS: dict[str, re.Pattern[str]] = {"secret-assignment": re.compile(ASSIGNED)}
+HEADS: dict[str, re.Pattern[str]] = {"secret-assignment": re.compile(ASSIGNED), "connection-string": re.compile(CONNECTION_PAIR),
+                                     "yaml-block": re.compile(YAML_BLOCK_KEY)}
 
 
 def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
