@@ -28,12 +28,15 @@ class Carry:
 @dataclass(slots=True)
 class ServerRequest:
     """A request the server sent in the original session (legacy era), with
-    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None)."""
+    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None).
+    ``during``: the plan steps of the client requests in flight when the server
+    sent it (the requests that can have caused it; None: too many to hold)."""
 
     seq: int
     method: str
     params: Any
     answer: dict[str, Any] | None = None
+    during: tuple[int, ...] | None = ()
 
 
 def pack(value: Any, exact: bool) -> Any:
