@@ -20,7 +20,7 @@ class ExchangeResult:
     """One line of the replay report. ``step``: plan step index (None for a
     server request); ``seq``: the original record seq (None for NEW);
     latencies in µs; ``note``: why it was skipped / not answered;
-    ``live_id``: the fresh JSON-RPC id the request was sent with."""
+    ``live_id``: the JSON-RPC id the request was sent with (the recorded one, or fresh)."""
 
     label: str
     status: str

@@ -4,8 +4,8 @@
 
 The Replayer sends each step's message in order, first waiting (up to
 ``timeout`` seconds from when it was sent) for the live responses of the steps
-the original client had waited for; fresh JSON-RPC ids replace the original
-ones (same JSON type); carried values (cursors, request state, task ids) are
+the original client had waited for; with its recorded JSON-RPC id (a fresh one
+of its type once that id was sent); carried values (cursors, request state, task ids) are
 taken from live answers; 2026-07-28 input rounds get ``inputResponses`` rebuilt
 from the live ``inputRequests``; live server requests (sampling, elicitation,
 roots, ping) are answered from the capture's AnswerBook.
@@ -32,15 +32,17 @@ from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import depth
 from mcptap.errors import SpawnError
 from mcptap.protocol.jsonparse import parse_exact
+from mcptap.protocol.jsonrpc import id_key
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
+from mcptap.replay.steps import wire_id
 
 __all__ = ["C2S", "S2C", "CHUNK", "Deliver", "Live", "LiveServerRequest", "ReplayResult", "Replayer", "StdioLink"]
 
 
 @dataclass(slots=True)
 class Live:
-    """One sent step: its fresh id, when it was sent (trio clock, s), the
+    """One sent step: its live id, when it was sent (trio clock, s), the
     live response (None until answered) and its latency (µs)."""
 
     step: int
@@ -132,8 +134,10 @@ class Replayer:
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
-        self._next_id += 1
-        return str(self._next_id) if isinstance(orig, str) else self._next_id
+        while id_key(orig) in self._by_live_id:      # as recorded (null, 1.5, {…}) unless sent already
+            self._next_id += 1
+            orig = str(self._next_id) if isinstance(orig, str) else self._next_id
+        return orig
 
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
@@ -158,7 +162,7 @@ class Replayer:
             if target is None:
                 notes[step.index] = "cancels a request that was not sent"
                 return None
-            msg["params"]["requestId"] = target.live_id
+            msg["params"]["requestId"] = wire_id(target.live_id)
         return msg
 
     def _retry(self, step: Step, msg: dict[str, Any]) -> bool:
@@ -201,7 +205,7 @@ class Replayer:
                 self._response(v)
 
     def _response(self, v: dict[str, Any]) -> None:
-        entry = self._by_live_id.get(_hkey(v.get("id")))
+        entry = self._by_live_id.get(id_key(v.get("id")))
         if entry is None:
             return
         live, member = entry
@@ -219,9 +223,9 @@ class Replayer:
             return
         # batch member: keep the answer under its original id; done when all are in
         assert live.parts is not None and live.batch is not None
-        live.parts[_hkey(member)] = {**v, "id": member}
+        live.parts[id_key(member)] = {**v, "id": member}
         if len(live.parts) == len(live.batch) and not live.done.is_set():
-            live.response = [live.parts[_hkey(o)] for o in live.batch]
+            live.response = [live.parts[id_key(o)] for o in live.batch]
             live.latency_us = int((now - live.sent_at) * 1e6)
             live.done.set()
 
@@ -289,17 +293,19 @@ class Replayer:
         live = None
         if step.kind == "request":
             live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
-            msg["id"] = live.live_id
-            self._by_live_id[_hkey(live.live_id)] = (live, None)
+            msg["id"] = wire_id(live.live_id)
+            if live.live_id is not None:        # an answer with id null answers no request (as in the capture)
+                self._by_live_id[id_key(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
             batch: list[Any] = []
             live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
             for item in msg:
                 if isinstance(item, dict) and "method" in item and "id" in item:
                     orig = item["id"]
-                    item["id"] = self._fresh(orig)
-                    self._by_live_id[_hkey(item["id"])] = (live, orig)
-                    batch.append(orig)
+                    item["id"] = wire_id(fresh := self._fresh(orig))
+                    if fresh is not None:
+                        self._by_live_id[id_key(fresh)] = (live, orig)
+                        batch.append(orig)
             if not live.batch:
                 live.done.set()
         if live is not None:
@@ -370,6 +376,7 @@ class Replayer:
                 self._closed = False
                 self._inherited = []
                 self._handshakes = {}
+                self._by_live_id = {}           # a fresh server: the recorded ids are free again
             if not await self._run_part(steps):
                 break
         self.result.duration_s = trio.current_time() - t0
@@ -391,7 +398,3 @@ def _copy(value: Any) -> Any:
         return None
     exact = parse_exact(dumps(value))
     return exact[0] if exact is not None else None
-
-
-def _hkey(v: Any) -> Any:
-    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) else ("r", repr(v))

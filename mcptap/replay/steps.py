@@ -5,6 +5,7 @@ and the :class:`AnswerBook` of the client's recorded answers. Built by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,12 @@ def pack(value: Any, exact: bool) -> Any:
 
 def unpack(held: Any) -> Any:
     return orjson.loads(held) if type(held) is bytes else held
+
+
+def wire_id(v: Any) -> Any:
+    """A JSON-RPC id as replay sends it: a number beyond any double (read as
+    ±infinity, which JSON writes as null) as such a literal again, ``1e400``."""
+    return orjson.Fragment(b"1e400" if v > 0 else b"-1e400") if isinstance(v, float) and math.isinf(v) else v
 
 
 UNSEEN = object()      # a tools/call judged before any tools/list of its tool: the policy takes the last listing
