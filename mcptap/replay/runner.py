@@ -25,17 +25,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import trio
 
-from mcptap.capture.dumps import dumps
-from mcptap.compare.depth import depth
 from mcptap.errors import SpawnError
-from mcptap.protocol.jsonparse import parse_exact
 from mcptap.protocol.jsonrpc import id_key
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
-from mcptap.replay.steps import wire_id
+from mcptap.replay.steps import copy_message, wire_id
 
 __all__ = ["C2S", "S2C", "CHUNK", "Deliver", "Live", "LiveServerRequest", "ReplayResult", "Replayer", "StdioLink"]
 
@@ -143,7 +139,7 @@ class Replayer:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
         # a packed message parses into a fresh object each time (steps.pack); one held as it is is copied
-        msg = step.message if type(step.packed_message) is bytes else _copy(step.message)
+        msg = step.message if type(step.packed_message) is bytes else copy_message(step.message)
         if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
@@ -249,6 +245,13 @@ class Replayer:
             ans = {"error": {"code": -32601, "message": f"mcptap replay: the capture has no answer to {method}"}}
         await self.link.send({"jsonrpc": "2.0", "id": v.get("id"), **ans}, session)
 
+    def written(self, value: Any) -> None:
+        """The link wrote ``value`` out whole: its requests' answer times count from now (record's, from the last byte)."""
+        for v in value if isinstance(value, list) else (value,):
+            live = self._by_live_id.get(id_key(v.get("id")), (None,))[0] if isinstance(v, dict) and "method" in v else None
+            if live is not None and not live.done.is_set():
+                live.sent_at = trio.current_time()
+
     def closed(self) -> None:
         """The link ended (server exited, connection lost): nothing more will come."""
         self._closed = True
@@ -344,6 +347,7 @@ class Replayer:
         link. False when the link could not start (``result.error`` set)."""
         async with trio.open_nursery() as nursery:
             try:
+                self.link.written = self.written
                 await self.link.start(nursery, self.deliver, self.closed)
             except SpawnError as exc:
                 self.result.error = str(exc)
@@ -385,16 +389,3 @@ class Replayer:
                 self.result.notes[idx] = live.note
         return self.result
 
-
-def _copy(value: Any) -> Any:
-    """A deep copy of a recorded message to send, or None when it nests deeper
-    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
-    orjson refuses, are copied exactly through the stdlib encoder."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    if depth(value) > 254:
-        return None
-    exact = parse_exact(dumps(value))
-    return exact[0] if exact is not None else None

@@ -11,8 +11,11 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps
+from mcptap.compare.depth import depth
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
+from mcptap.protocol.jsonparse import parse_exact
 
 
 @dataclass(slots=True)
@@ -62,6 +65,20 @@ def wire_id(v: Any) -> Any:
     """A JSON-RPC id as replay sends it: a number beyond any double (read as
     ±infinity, which JSON writes as null) as such a literal again, ``1e400``."""
     return orjson.Fragment(b"1e400" if v > 0 else b"-1e400") if isinstance(v, float) and math.isinf(v) else v
+
+
+def copy_message(value: Any) -> Any:
+    """A deep copy of a recorded message to send, or None when it nests deeper
+    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
+    orjson refuses, are copied exactly through the stdlib encoder."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    if depth(value) > 254:
+        return None
+    exact = parse_exact(dumps(value))
+    return exact[0] if exact is not None else None
 
 
 UNSEEN = object()      # a tools/call judged before any tools/list of its tool: the policy takes the last listing
