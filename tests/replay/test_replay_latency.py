@@ -93,3 +93,35 @@ async def test_an_answer_is_timed_from_when_its_request_was_written_whole(tmp_pa
     live = result.live[0]
     assert live.response is not None and live.response["result"]["n"] > 8 << 20
     assert live.latency_us is not None and live.latency_us < SLOW * 1e6 / 2, live.latency_us
+
+
+async def test_http_link_analysis_time_is_not_the_servers_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from http_record import http_server
+    from mcptap.replay.http_client import HttpLink
+
+    path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
+    t = Tape(path)
+    handshake(t, TOOLS)
+    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+    t.send(S2C, res(2, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"result": 3}, "isError": False}))
+    t.close()
+    plain = Recorder.frame
+
+    def slow(self: Recorder, direction: Direction, raw: bytes, *a: Any, **kw: Any) -> Any:
+        if direction is Direction.C2S and b'"tools/call"' in raw:
+            time.sleep(SLOW)
+        return plain(self, direction, raw, *a, **kw)
+
+    monkeypatch.setattr(Recorder, "frame", slow)
+    plan = plan_from_path(path)
+    async with http_server("v1") as url:
+        rec = Recorder(CaptureWriter.open(out), "http", target={"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, HttpLink(url, rec), timeout=30).run()
+        rec.close()
+    call = next(s for s in plan.steps if s.method == "tools/call")
+    live = result.live[call.index]
+    assert live.response is not None and live.response["result"]["structuredContent"] == {"result": 3}
+    assert live.latency_us is not None and live.latency_us < SLOW * 1e6 / 2, live.latency_us
+    msgs = [r for r in read_capture(out).records if r.get("type") == "message"]
+    sent = next(r for r in msgs if r.get("method") == "tools/call")
+    assert any(r.get("pair") == sent["seq"] and r["seq"] > sent["seq"] for r in msgs)
