@@ -17,6 +17,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
     await link.start(nursery, deliver, closed)  # deliver(value, session) async; closed() sync
     await link.send(value, session)             # one c2s message (never waits for its answer)
     await link.aclose()                         # end the session (stdin EOF / DELETE)
+    link.written(value)                         # set by the runner: call once a message is written whole
 """
 
 from __future__ import annotations
