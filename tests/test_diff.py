@@ -192,6 +192,20 @@ def test_ignore_paths_and_volatile_fields(tmp_path: Path) -> None:
     assert diff_captures(pa, pb, ignore=["result.structuredContent.seed"]).items == []
     assert diff_captures(pa, pb, ignore=["tools/call:**.seed"]).items == []
     assert diff_captures(pa, pb, ignore=["prompts/get:**.seed"]).items != []
+    for whole in ("result", "tools/call:result", "*"):       # a pattern ending at the member names all of it
+        assert diff_captures(pa, pb, ignore=[whole]).items == [], whole
+    assert diff_captures(pa, pb, ignore=["prompts/get:result"]).items != []
+
+
+def test_ignore_a_whole_member() -> None:
+    for root, pat in (("result", "result"), ("error", "tools/call:error"), ("params", "params"), ("params", "*")):
+        m = Masker([pat])
+        assert m.mask({"a": 1}, "tools/call", root) == "<masked>"
+        assert m.fingerprint({"a": 1}, "tools/call", root) == m.fingerprint({"b": [2]}, "tools/call", root)
+        assert m.mask({"a": 1}, "tools/call", "other") == ({"a": 1} if pat != "*" else "<masked>")
+    assert Masker(["tools/call:result"]).mask({"a": 1}, "prompts/get") == {"a": 1}
+    assert Masker(["error"]).mask({"a": 1}, "x", "result") == {"a": 1}
+    assert Masker(["**"]).mask({"a": 1}, "x", "error") == "<masked>"
 
 
 def test_json_diff_keys_lists_by_name_and_masker() -> None:

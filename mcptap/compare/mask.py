@@ -13,7 +13,8 @@ the requests themselves are compared. ``--ignore PATH`` adds more:
 a dotted path over the JSON-RPC message (``result.structuredContent.now``)
 where ``*`` matches one segment, ``**`` any number, ``[*]`` any list index and
 ``[3]`` one; ``METHOD:`` in front limits it to one method
-(``tools/call:result.content``).
+(``tools/call:result.content``). A path that ends at the member itself
+(``result``, ``tools/call:error``, ``params``) masks the whole member.
 """
 
 from __future__ import annotations
@@ -163,17 +164,20 @@ class Masker:
     def __init__(self, ignore: Iterable[str | Pattern] = ()) -> None:
         self.patterns = [p if isinstance(p, Pattern) else parse_ignore(p) for p in ignore]
 
-    def _states(self, method: str | None, root: str) -> frozenset[tuple[int, int]]:
+    def _states(self, method: str | None, root: str) -> tuple[frozenset[tuple[int, int]], bool]:
+        """The NFA states inside ``root`` and whether a pattern ended at ``root`` itself."""
         live = frozenset((i, 0) for i, p in enumerate(self.patterns) if p.method is None or p.method == method)
         if not live:
-            return live
-        st, _ = _advance(live, self.patterns, root)
-        return st
+            return live, False
+        return _advance(live, self.patterns, root)
 
     def mask(self, value: Any, method: str | None = None, root: str = "result") -> Any:
         value = bounded(value)
-        states = self._states(method, root) if self.patterns else frozenset()
-        return self._mask(value, states)
+        if not self.patterns:
+            return self._mask(value, frozenset())
+        states, whole = self._states(method, root)
+        # ``--ignore result`` (or ``METHOD:error``, ``params``) names the whole member
+        return MASKED if whole else self._mask(value, states)
 
     def _mask(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:
         if isinstance(value, dict):
@@ -233,7 +237,11 @@ class Masker:
         """A copy of ``value`` with only the ``--ignore`` paths masked (``value`` itself when
         none applies): no ``_meta``, volatile key or value rule. Strict matching's view
         (serve ``--strict``: exact params except what the user said to ignore)."""
-        states = self._states(method, root) if self.patterns else frozenset()
+        if not self.patterns:
+            return value
+        states, whole = self._states(method, root)
+        if whole:               # ``--ignore params`` names the whole member
+            return MASKED
         return self._ignore(bounded(value), states) if states else value
 
     def _ignore(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:

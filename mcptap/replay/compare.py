@@ -20,7 +20,7 @@ class ExchangeResult:
     """One line of the replay report. ``step``: plan step index (None for a
     server request); ``seq``: the original record seq (None for NEW);
     latencies in µs; ``note``: why it was skipped / not answered;
-    ``live_id``: the fresh JSON-RPC id the request was sent with."""
+    ``live_id``: the JSON-RPC id the request was sent with (the recorded one, or fresh)."""
 
     label: str
     status: str
@@ -89,8 +89,28 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
             note = "unanswered in both sessions"
         out.append(ExchangeResult(step.label, v.status, step.index, step.seq, v, step.latency_us, lv.latency_us,
                                   note if v.status in (MISSING, NEW) or lv.response is None else None, lv.live_id))
-    # server requests: legacy s2c requests and 2026-07-28 input requests, matched by method + masked params
-    orig_reqs = [(r.method, r.params, r.seq) for r in plan.server_requests]
+    out.extend(_server_requests(plan, live_server_requests, masker))
+    return out
+
+
+def _skipped_cause(plan: Any, during: Any) -> str | None:
+    """Why a recorded server request is not expected live: every client
+    request in flight when it was made (``during``, plan step indices) was
+    skipped, so none was sent to cause it. None when one was sent, or none was in flight."""
+    if not during or not all(plan.steps[i].skip for i in during):
+        return None
+    seqs = ", ".join(f"#{plan.steps[i].seq}" for i in during[:3]) + (" …" if len(during) > 3 else "")
+    return f"asked during skipped {seqs}: not expected live"
+
+
+def _server_requests(plan: Any, live_server_requests: Sequence[Any], masker: Masker) -> list[ExchangeResult]:
+    """One verdict per server request of the original session (legacy s2c
+    requests and 2026-07-28 input requests, in order), matched with the live
+    ones by method and masked params; then the live ones left over (NEW).
+    A request only a skipped step can have caused is SKIPPED when the live
+    server did not make it (and it takes a live one only after every other has)."""
+    orig: list[tuple[str, Any, Any, str | None]] = [(r.method, r.params, r.seq, _skipped_cause(plan, r.during))
+                                                    for r in plan.server_requests]
     for step in plan.steps:                           # 2026-07-28 input requests of the original session
         held = getattr(step, "packed_response", None)
         if type(held) is bytes and b"input_required" not in held:
@@ -98,19 +118,27 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
         response = step.response
         res = response.get("result") if isinstance(response, dict) else None
         if isinstance(res, dict) and res.get("resultType") == "input_required" and isinstance(res.get("inputRequests"), dict):
+            cause = f"asked in the answer to skipped #{step.seq}: not expected live" if step.skip else None
             for req in res["inputRequests"].values():
                 if isinstance(req, dict):
-                    orig_reqs.append((str(req.get("method")), req.get("params"), step.response_seq))
+                    orig.append((str(req.get("method")), req.get("params"), step.response_seq, cause))
     pool: dict[tuple[str, int], list[Any]] = {}
     for r in live_server_requests:
         pool.setdefault((r.method, masker.fingerprint(r.params, r.method, "params")), []).append(r)
-    for method, params, seq in orig_reqs:
-        key = (method, masker.fingerprint(params, method, "params"))
-        if pool.get(key):
-            pool[key].pop(0)
-            out.append(ExchangeResult(f"s2c {method}", MATCH, None, seq))
-        else:
-            out.append(ExchangeResult(f"s2c {method}", MISSING, None, seq, Verdict(MISSING), note="the live server did not make this request"))
+    rows: list[ExchangeResult | None] = [None] * len(orig)
+    for expected in (True, False):                    # the requests expected live take theirs first
+        for i, (method, params, seq, cause) in enumerate(orig):
+            if (cause is None) != expected:
+                continue
+            key = (method, masker.fingerprint(params, method, "params"))
+            if pool.get(key):
+                pool[key].pop(0)
+                rows[i] = ExchangeResult(f"s2c {method}", MATCH, None, seq)
+            elif cause is not None:
+                rows[i] = ExchangeResult(f"s2c {method}", SKIPPED, None, seq, note=cause)
+            else:
+                rows[i] = ExchangeResult(f"s2c {method}", MISSING, None, seq, Verdict(MISSING), note="the live server did not make this request")
+    out = [r for r in rows if r is not None]
     for entries in pool.values():
         for r in entries:
             out.append(ExchangeResult(f"s2c {r.method}", NEW, None, None, Verdict(NEW), note=f"answered: {r.how}"))

@@ -26,7 +26,9 @@ link interface (see runner.py). Each c2s message is one POST to ``url`` with
 
 Everything crossing the wire is recorded through the Recorder (``http``
 records for heads, ``message`` records for JSON-RPC payloads, credentials
-redacted), so the new session is a normal HTTP capture.
+redacted), so the new session is a normal HTTP capture; off the write and read
+paths (``replay/offpath.py``, as the stdio link): an answer reaches the runner
+as soon as it is read, and is timed from when its request was written whole.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
-from mcptap.protocol.jsonparse import exact_json, exact_value
+from mcptap.protocol.jsonparse import exact_json
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
+from mcptap.replay.offpath import OffPath
 from mcptap.replay.runner import Deliver
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -106,6 +109,9 @@ class HttpLink:
         #: the target as records hold it: secret-like query values as placeholders (as the tap records them)
         self.rec_target = scrub_url(self.target)
         self.rec = rec
+        self.off = OffPath(rec)
+        #: the runner's: called with each message once written whole (its answer's latency counts from then)
+        self.written: Callable[[Any], None] | None = None
         self.extra = list(extra_headers)
         self.tools = tools or {}
         self.connect_timeout = connect_timeout
@@ -155,6 +161,7 @@ class HttpLink:
             raise OSError(f"connecting to {self.authority} timed out") from None
         except ssl.SSLError as exc:
             raise OSError(f"TLS with {self.authority} failed: {exc}") from None
+        nursery.start_soon(self.off.run)
 
     async def send(self, value: Any, session: Any = None) -> None:
         if _has_request(value):
@@ -172,6 +179,7 @@ class HttpLink:
         for c in self._idle:
             await _close(c)
         self._idle.clear()
+        await self.off.drain()
 
     # -- one exchange ---------------------------------------------------------------------
     def _headers(self, value: Any, session: Any) -> list[tuple[str, str]]:
@@ -217,7 +225,7 @@ class HttpLink:
         if "headers" in fields:
             fields["headers"] = [[n, redact_header(n.lower(), v) if n.lower() in SECRET_HEADERS or is_secret_name(n) else v]
                                  for n, v in fields["headers"]]
-        self.rec.http(event=event, exchange=ex, conn=c.id, **fields)
+        self.off.call(self.rec.http, event=event, exchange=ex, conn=c.id, **fields)
 
     async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         body = dumps(value)
@@ -230,13 +238,15 @@ class HttpLink:
             t0 = trio.current_time()
             await c.stream.send_all(c.h11.send(h11.Request(method="POST", target=self.target, headers=headers + [("Content-Length", str(len(body)))])))
             await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
-            self.rec.forwarded(C2S, body)
+            if self.written is not None:
+                self.written(value)
+            self.off.call(self.rec.forwarded, C2S, body, size=len(body))
             self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers)
             transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
             live_sid = self.sessions.get(session)
             deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
             if not deferred:
-                self.rec.frame(C2S, body, session=live_sid, transport=transport, value=value)
+                self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
             task_status.started()
             started = True
             resp = await c.next_event()
@@ -248,21 +258,25 @@ class HttpLink:
                 self.sessions[session] = sid
             live_sid = self.sessions.get(session)
             if deferred:
-                self.rec.frame(C2S, body, session=live_sid, transport=transport, value=value)
+                self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
             self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=rh,
                                latency_us=int((trio.current_time() - t0) * 1e6), **({"session": live_sid} if live_sid else {}))
             ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
             await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
-            ann = self.rec.annotator
-            # judged as the tap judges it: an error status without a JSON-RPC answer refused the POST's requests
-            refused = ann.answers.rejected(ex, resp.status_code, ann.session, target=self.rec_target)
-            self._record_heads("end", ex, c, how="complete", findings=refused)
+            self.off.call(self._end, ex, c.id, resp.status_code)
             await self._release(c)
         except _IO as exc:
-            self.rec.http(event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
             if not started:
                 task_status.started()
             await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
+
+    def _end(self, ex: int, conn: int, status: int) -> None:
+        """A POST's ``end`` record (made in order, with the annotator caught up): judged as the tap
+        judges it, an error status without a JSON-RPC answer refused the POST's requests."""
+        ann = self.rec.annotator
+        refused = ann.answers.rejected(ex, status, ann.session, target=self.rec_target)
+        self.rec.http(event="end", exchange=ex, conn=conn, how="complete", findings=refused)
 
     async def _body(self, c: _Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
         parser = SSEParser() if ctype == "text/event-stream" else None
@@ -271,7 +285,7 @@ class HttpLink:
         while True:
             ev = await c.next_event()
             if isinstance(ev, h11.Data):
-                self.rec.forwarded(S2C, bytes(ev.data))
+                self.off.call(self.rec.forwarded, S2C, bytes(ev.data), size=len(ev.data))
                 if parser is None:
                     buf += ev.data
                     continue
@@ -291,8 +305,8 @@ class HttpLink:
             await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
-        msg = self.rec.frame(S2C, raw, session=live_sid, transport=transport)
-        value = exact_value(msg.value, raw) if isinstance(msg.value, (dict, list)) else exact_json(raw)
+        self.off.call(self.rec.frame, S2C, raw, session=live_sid, transport=transport, size=len(raw))
+        value = exact_json(raw)             # (parsed here too: the answer does not wait for the analysis)
         if not isinstance(value, (dict, list)):
             return False
         self._note_version(value, session)
@@ -336,7 +350,7 @@ class HttpLink:
                 await self._body(c, resp.status_code, ctype, None, session, sid, transport)
             await _close(c)
         except _IO as exc:
-            self.rec.http(event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
 
     async def _delete(self, sid: str) -> None:
         c = await self._conn()

@@ -1,9 +1,7 @@
 """What a replay saw, step by step, and the JSON helpers the runner uses
 (trio only for the ``done`` events): ``Live`` (one sent step), ``LiveServerRequest``
 (one request of the live server and how replay answered it), ``ReplayResult``;
-``get_path``/``set_path`` (a JSON path in a message; ``MISSING`` when absent),
-``copy_message`` (a deep copy to send, None beyond 254 levels of nesting),
-``id_key`` (a JSON-RPC id as a dict key: 1 and "1" stay apart)."""
+``get_path``/``set_path`` (a JSON path in a message; ``MISSING`` when absent)."""
 
 from __future__ import annotations
 
@@ -11,12 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import trio
 
-from mcptap.capture.dumps import dumps
-from mcptap.compare.depth import depth
-from mcptap.protocol.jsonparse import parse_exact
 from mcptap.replay.plan import Plan
 
 
@@ -89,21 +83,3 @@ def set_path(value: Any, path: Sequence[Any], new: Any) -> bool:
         value[last] = new
         return True
     return False
-
-
-def copy_message(value: Any) -> Any:
-    """A deep copy of a recorded message to send, or None when it nests deeper
-    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
-    orjson refuses, are copied exactly through the stdlib encoder."""
-    try:
-        return orjson.loads(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    if depth(value) > 254:
-        return None
-    exact = parse_exact(dumps(value))
-    return exact[0] if exact is not None else None
-
-
-def id_key(v: Any) -> Any:
-    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) else ("r", repr(v))

@@ -57,6 +57,8 @@ __all__ = ["CARRY_KEYS", "AnswerBook", "Carry", "Plan", "ServerRequest", "Step",
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
+#: In-flight client requests held per recorded server request (a capture of many unanswered requests holds none).
+_IN_FLIGHT_HELD = 64
 _SIDE_EFFECT_FREE = frozenset({"initialize", "ping", "server/discover", "tools/list", "resources/list", "resources/read",
                                "resources/templates/list", "prompts/list", "prompts/get", "completion/complete"})
 
@@ -262,7 +264,7 @@ class _Builder:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
                     self.defined[t["name"]] = t
         if kind == "request" and isinstance(value, dict):
-            srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"))
+            srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"), during=self._in_flight(rec))
             plan.server_requests.append(srv)
             self.srv_by_seq[rec["seq"]] = srv
             return
@@ -274,6 +276,20 @@ class _Builder:
             return
         if kind in ("response", "error") and isinstance(value, dict):
             self._response(rec, rec.get("pair"), value, rec.get("latency_us"), exact)
+
+    def _in_flight(self, rec: dict[str, Any]) -> tuple[int, ...] | None:
+        """The steps of the client requests sent and not yet answered when the
+        server sent ``rec`` (over HTTP, those of its session): what may have
+        made the server ask. None when more than ``_IN_FLIGHT_HELD`` are."""
+        steps, session = self.plan.steps, rec.get("session")
+        same = self.plan.transport == "stdio" or session is None
+        during: set[int] = set()
+        for i in self.by_seq.values():
+            if same or steps[i].session in (session, None):
+                during.add(i)
+                if len(during) > _IN_FLIGHT_HELD:
+                    return None
+        return tuple(sorted(during))
 
     def _response(self, rec: dict[str, Any], pair: Any, value: dict[str, Any], latency: Any, exact: bool) -> None:
         idx = self.by_seq.pop(pair, None)

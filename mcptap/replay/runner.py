@@ -4,8 +4,8 @@
 
 The Replayer sends each step's message in order, first waiting (up to
 ``timeout`` seconds from when it was sent) for the live responses of the steps
-the original client had waited for; fresh JSON-RPC ids replace the original
-ones (same JSON type); carried values (cursors, request state, task ids) are
+the original client had waited for; with its recorded JSON-RPC id (a fresh one
+of its type once that id was sent); carried values (cursors, request state, task ids) are
 taken from live answers; 2026-07-28 input rounds get ``inputResponses`` rebuilt
 from the live ``inputRequests``; live server requests (sampling, elicitation,
 roots, ping) are answered from the capture's AnswerBook.
@@ -17,6 +17,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
     await link.start(nursery, deliver, closed)  # deliver(value, session) async; closed() sync
     await link.send(value, session)             # one c2s message (never waits for its answer)
     await link.aclose()                         # end the session (stdin EOF / DELETE)
+    link.written(value)                         # set by the runner: call once a message is written whole
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from typing import Any
 import trio
 
 from mcptap.errors import SpawnError
-from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, copy_message, get_path, id_key, set_path
+from mcptap.protocol.jsonrpc import id_key
+from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, get_path, set_path
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
+from mcptap.replay.steps import copy_message, wire_id
 
 #: the requests that begin a session: a later step of a session whose live handshake failed is not sent
 HANDSHAKES = ("initialize", "server/discover")
@@ -62,8 +65,10 @@ class Replayer:
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
-        self._next_id += 1
-        return str(self._next_id) if isinstance(orig, str) else self._next_id
+        while id_key(orig) in self._by_live_id:      # as recorded (null, 1.5, {…}) unless sent already
+            self._next_id += 1
+            orig = str(self._next_id) if isinstance(orig, str) else self._next_id
+        return orig
 
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
@@ -88,7 +93,7 @@ class Replayer:
             if target is None:
                 notes[step.index] = "cancels a request that was not sent"
                 return None
-            msg["params"]["requestId"] = target.live_id
+            msg["params"]["requestId"] = wire_id(target.live_id)
         return msg
 
     def _retry(self, step: Step, msg: dict[str, Any]) -> bool:
@@ -175,6 +180,13 @@ class Replayer:
             ans = {"error": {"code": -32601, "message": f"mcptap replay: the capture has no answer to {method}"}}
         await self.link.send({"jsonrpc": "2.0", "id": v.get("id"), **ans}, session)
 
+    def written(self, value: Any) -> None:
+        """The link wrote ``value`` out whole: its requests' answer times count from now (record's, from the last byte)."""
+        for v in value if isinstance(value, list) else (value,):
+            live = self._by_live_id.get(id_key(v.get("id")), (None,))[0] if isinstance(v, dict) and "method" in v else None
+            if live is not None and not live.done.is_set():
+                live.sent_at = trio.current_time()
+
     def closed(self) -> None:
         """The link ended (server exited, connection lost): nothing more will come."""
         self._closed = True
@@ -219,17 +231,19 @@ class Replayer:
         live = None
         if step.kind == "request":
             live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
-            msg["id"] = live.live_id
-            self._by_live_id[id_key(live.live_id)] = (live, None)
+            msg["id"] = wire_id(live.live_id)
+            if live.live_id is not None:        # an answer with id null answers no request (as in the capture)
+                self._by_live_id[id_key(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
             batch: list[Any] = []
             live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
             for item in msg:
                 if isinstance(item, dict) and "method" in item and "id" in item:
                     orig = item["id"]
-                    item["id"] = self._fresh(orig)
-                    self._by_live_id[id_key(item["id"])] = (live, orig)
-                    batch.append(orig)
+                    item["id"] = wire_id(fresh := self._fresh(orig))
+                    if fresh is not None:
+                        self._by_live_id[id_key(fresh)] = (live, orig)
+                        batch.append(orig)
             if not live.batch:
                 live.done.set()
         if live is not None:
@@ -277,6 +291,7 @@ class Replayer:
         link. False when the link could not start (``result.error`` set)."""
         async with trio.open_nursery() as nursery:
             try:
+                self.link.written = self.written
                 await self.link.start(nursery, self.deliver, self.closed)
             except SpawnError as exc:
                 self.result.error = str(exc)
@@ -309,6 +324,7 @@ class Replayer:
                 self._closed = False
                 self._inherited = []
                 self._handshakes = {}
+                self._by_live_id = {}           # a fresh server: the recorded ids are free again
             if not await self._run_part(steps):
                 break
         self.result.duration_s = trio.current_time() - t0

@@ -10,7 +10,10 @@ interface (see runner.py)::
 
 The process is spawned like ``mcptap record`` does it (``transport.stdio.spawn``:
 new session, PDEATHSIG); ``exit_code`` (128+N for signal N) and ``error`` are
-set for the runner once the session ends.
+set for the runner once the session ends. Recording is off the write and read
+paths (``replay/offpath.py``): a request is written as soon as it is sent, an
+answer handed to the runner as soon as it is read (framed and parsed here),
+and the Recorder annotates both on a worker thread, in the order they happened.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
-from mcptap.model import UNPARSED, Direction
+from mcptap.model import UNPARSED, Direction, Frame
+from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
+from mcptap.replay.offpath import OffPath
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
@@ -48,10 +53,13 @@ class StdioLink:
         self.grace = grace
         self.exit_code: int | None = None
         self.error: str | None = None
-        self._send_ch, self._recv_ch = trio.open_memory_channel[bytes](float("inf"))
+        self._send_ch, self._recv_ch = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
+        #: the runner's: called with each message once written whole (its answer's latency counts from then)
+        self.written: Callable[[Any], None] | None = None
         self._exited = trio.Event()
         self._out_done = trio.Event()
         self._popen: subprocess.Popen[bytes] | None = None
+        self.off = OffPath(rec)
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
         from mcptap.transport.stdio_os import spawn, spawn_exit_code, spawn_problem
@@ -64,6 +72,7 @@ class StdioLink:
             raise SpawnError(f"cannot run {self.argv[0]!r}: {spawn_problem(self.argv[0], exc)}") from None
         self._popen = popen
         self.rec.process("spawn", pid=popen.pid, argv=self.shown)
+        nursery.start_soon(self.off.run)
         nursery.start_soon(self._writer, trio.lowlevel.FdStream(in_w))
         nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r), deliver, closed)
         nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
@@ -71,7 +80,7 @@ class StdioLink:
 
     async def send(self, value: Any, session: Any = None) -> None:
         try:
-            self._send_ch.send_nowait(dumps(value) + b"\n")
+            self._send_ch.send_nowait((dumps(value) + b"\n", value))
         except trio.ClosedResourceError:
             # the server's stdin is already closed (the replayed client side is done, or
             # the server closed it): an answer to a late server request cannot arrive;
@@ -80,18 +89,24 @@ class StdioLink:
 
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:
-            async for line in self._recv_ch:
-                # recorded before the write: the write may yield to the reader task,
-                # which must not record the answer before its request
-                self.rec.stdio_bytes(C2S, line)
+            async for line, value in self._recv_ch:
+                # its place and time taken before the write (the answer, read meanwhile,
+                # is queued after it), its analysis made after (off this path)
+                self.off.call(self.rec.stdio_bytes, C2S, line, size=len(line))
                 try:
-                    await stdin.send_all(line)
+                    with self.off.writing():
+                        await stdin.send_all(line)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    self.rec.process("stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
+                    self.off.call(self.rec.process, "stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
                     break
-        self.rec.stdio_eof(C2S)
+                if self.written is not None:
+                    self.written(value)
+        self.off.call(self.rec.stdio_eof, C2S)
 
     async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
+        # framed here as the Recorder frames it (the same bytes cut the same frames), so an
+        # answer reaches the runner without waiting for the analysis of what came before
+        framer = NewlineFramer()
         async with stdout:
             while True:
                 try:
@@ -100,12 +115,11 @@ class StdioLink:
                     chunk = b""
                 if not chunk:
                     break
-                for msg in self.rec.stdio_bytes(S2C, chunk):
-                    if msg.value is not UNPARSED:
-                        await deliver(exact_value(msg.value, msg.raw), None)
-        for msg in self.rec.stdio_eof(S2C):
-            if msg.value is not UNPARSED:
-                await deliver(exact_value(msg.value, msg.raw), None)
+                self.off.call(self.rec.stdio_bytes, S2C, chunk, size=len(chunk))
+                await _deliver(framer.receive_data(chunk), deliver)
+                await self.off.room()
+        self.off.call(self.rec.stdio_eof, S2C)
+        await _deliver(framer.receive_data(b""), deliver)
         self._out_done.set()
         closed()
 
@@ -118,7 +132,7 @@ class StdioLink:
                     return
                 if not chunk:
                     return
-                self.rec.stderr(chunk)
+                self.off.call(self.rec.stderr, chunk, size=len(chunk))
 
     async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
         try:
@@ -138,9 +152,9 @@ class StdioLink:
         popen.returncode = code
         self.exit_code = code if code >= 0 else 128 - code
         if code < 0:
-            self.rec.exit(signal=-code, pid=popen.pid)
+            self.off.call(self.rec.exit, signal=-code, pid=popen.pid)
         else:
-            self.rec.exit(code=code, pid=popen.pid)
+            self.off.call(self.rec.exit, code=code, pid=popen.pid)
         self._exited.set()
 
     async def aclose(self) -> None:
@@ -155,8 +169,15 @@ class StdioLink:
                 os.killpg(self._popen.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-            self.rec.process("signal", signal=int(sig), reason="replay finished")
+            self.off.call(self.rec.process, "signal", signal=int(sig), reason="replay finished")
         with trio.move_on_after(self.grace):
             await self._exited.wait()
         with trio.move_on_after(1.0):
             await self._out_done.wait()
+        await self.off.drain()
+
+
+async def _deliver(frames: list[Frame], deliver: Deliver) -> None:
+    for f in frames:
+        if f.value is not UNPARSED:
+            await deliver(exact_value(f.value, f.raw), None)

@@ -5,13 +5,17 @@ and the :class:`AnswerBook` of the client's recorded answers. Built by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import dumps
+from mcptap.compare.depth import depth
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
+from mcptap.protocol.jsonparse import parse_exact
 
 
 @dataclass(slots=True)
@@ -28,12 +32,15 @@ class Carry:
 @dataclass(slots=True)
 class ServerRequest:
     """A request the server sent in the original session (legacy era), with
-    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None)."""
+    the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None).
+    ``during``: the plan steps of the client requests in flight when the server
+    sent it (the requests that can have caused it; None: too many to hold)."""
 
     seq: int
     method: str
     params: Any
     answer: dict[str, Any] | None = None
+    during: tuple[int, ...] | None = ()
 
 
 def pack(value: Any, exact: bool) -> Any:
@@ -52,6 +59,26 @@ def pack(value: Any, exact: bool) -> Any:
 
 def unpack(held: Any) -> Any:
     return orjson.loads(held) if type(held) is bytes else held
+
+
+def wire_id(v: Any) -> Any:
+    """A JSON-RPC id as replay sends it: a number beyond any double (read as
+    ±infinity, which JSON writes as null) as such a literal again, ``1e400``."""
+    return orjson.Fragment(b"1e400" if v > 0 else b"-1e400") if isinstance(v, float) and math.isinf(v) else v
+
+
+def copy_message(value: Any) -> Any:
+    """A deep copy of a recorded message to send, or None when it nests deeper
+    than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which
+    orjson refuses, are copied exactly through the stdlib encoder."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    if depth(value) > 254:
+        return None
+    exact = parse_exact(dumps(value))
+    return exact[0] if exact is not None else None
 
 
 UNSEEN = object()      # a tools/call judged before any tools/list of its tool: the policy takes the last listing

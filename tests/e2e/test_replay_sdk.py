@@ -88,6 +88,16 @@ def test_replay_against_v2_reports_exactly_the_three_changes(recorded: dict[str,
         ("exchanges", handshake), ("exchanges", "tools/list"), ("exchanges", "tools/call greet")}
 
 
+def test_ignore_a_whole_result_masks_it(recorded: dict[str, Path], tmp_path: Path) -> None:
+    # `--ignore result` / `METHOD:result` name the whole member, as `result.content` names a part
+    code, report = _replay(recorded["legacy"], tmp_path / "a.jsonl", "--", *SERVER, "v2", extra=("--ignore", "tools/call:result"))
+    assert code == 1 and set(_not_matching(report)) == {"initialize", "tools/list"}
+    code, report = _replay(recorded["legacy"], tmp_path / "b.jsonl", "--", *SERVER, "v2", extra=("--ignore", "result"))
+    assert code == 0 and _not_matching(report) == {}
+    proc = _run([*MCPTAP, "diff", str(recorded["legacy"]), str(tmp_path / "a.jsonl"), "--format", "json", "--ignore", "result"])
+    assert {i["subject"] for i in orjson.loads(proc.stdout)["items"] if i["section"] == "exchanges"} == {"tools/call wipe"}
+
+
 def test_allow_side_effects_calls_the_destructive_tool(recorded: dict[str, Path], tmp_path: Path) -> None:
     code, report = _replay(recorded["legacy"], tmp_path / "all.jsonl", "--", *SERVER, "v1", extra=("--allow-side-effects",))
     assert code == 0

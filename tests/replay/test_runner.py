@@ -93,7 +93,7 @@ async def _replay(path: str, link: FakeLink, timeout: float = 5.0) -> Any:
     return plan, result, compare_replay(plan, result.live, result.server_requests, result.notes)
 
 
-async def test_overlap_fresh_ids_waits_and_cursor_carry(tmp_path: Path) -> None:
+async def test_overlap_recorded_ids_waits_and_cursor_carry(tmp_path: Path) -> None:
     path = str(tmp_path / "c.jsonl")
     t = Tape(path)
     handshake(t)
@@ -101,8 +101,8 @@ async def test_overlap_fresh_ids_waits_and_cursor_carry(tmp_path: Path) -> None:
     t.send(C2S, req("b", "tools/call", {"name": "add", "arguments": {"x": 1}}))
     t.send(S2C, res("b", {"content": [{"type": "text", "text": "ok"}]}))
     t.send(S2C, res("a", {"content": [{"type": "text", "text": "ok"}]}))
-    t.send(C2S, req(7, "resources/list"))
-    t.send(S2C, res(7, {"resources": [{"uri": "r://first", "name": "r"}], "nextCursor": "OLD-CURSOR"}))
+    t.send(C2S, req(0, "resources/list"))                                    # the initialize's id again
+    t.send(S2C, res(0, {"resources": [{"uri": "r://first", "name": "r"}], "nextCursor": "OLD-CURSOR"}))
     t.send(C2S, req(8, "resources/list", {"cursor": "OLD-CURSOR"}))
     t.send(S2C, res(8, {"resources": [{"uri": "r://LIVE-CURSOR", "name": "r"}]}))
     t.close()
@@ -111,7 +111,7 @@ async def test_overlap_fresh_ids_waits_and_cursor_carry(tmp_path: Path) -> None:
     assert [r.status for r in rows] == ["MATCH"] * 6, rows
     assert link.max_in_flight == 2                                       # the two calls overlapped again
     sent = [m for m in link.received if "id" in m]
-    assert [m["id"] for m in sent] == [1, 2, "3", "4", 5, 6]             # fresh ids, same JSON types
+    assert [m["id"] for m in sent] == [0, 1, "a", "b", 2, 8]             # recorded ids; a fresh one for one sent already
     assert sent[-1]["params"] == {"cursor": "LIVE-CURSOR"}               # carried from the live answer
     order = [m.get("method") for m in link.received]
     assert order.index("notifications/initialized") > 0
@@ -125,7 +125,7 @@ async def test_server_requests_answered_from_the_capture(tmp_path: Path) -> None
     t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {}}))
     t.send(S2C, {"jsonrpc": "2.0", "id": 0, **ask})
     t.send(C2S, res(0, {"action": "accept", "content": {"colour": "red"}}))
-    answer = '{"elicitation/create":{"jsonrpc":"2.0","id":"srv-3-0","result":{"action":"accept","content":{"colour":"red"}}}}'
+    answer = '{"elicitation/create":{"jsonrpc":"2.0","id":"srv-2-0","result":{"action":"accept","content":{"colour":"red"}}}}'
     t.send(S2C, res(2, {"content": [{"type": "text", "text": answer}]}))
     t.close()
     link = FakeLink(echo_server, asks=[ask, {"method": "roots/list", "params": {}}])
@@ -133,9 +133,9 @@ async def test_server_requests_answered_from_the_capture(tmp_path: Path) -> None
     statuses = {r.label: r.status for r in rows}
     assert statuses["s2c elicitation/create"] == "MATCH"
     assert statuses["s2c roots/list"] == "NEW"                                 # not asked in the original
-    answer = link.answer_values["srv-3-1"]
+    answer = link.answer_values["srv-2-1"]
     assert answer["error"]["code"] == -32601                                  # no recorded answer
-    assert link.answer_values["srv-3-0"]["result"] == {"action": "accept", "content": {"colour": "red"}}
+    assert link.answer_values["srv-2-0"]["result"] == {"action": "accept", "content": {"colour": "red"}}
     assert statuses["tools/call add"] == "CHANGED"                            # result embeds the roots answer too
 
 
@@ -254,10 +254,10 @@ async def test_batch_and_cancel_are_replayed_with_mapped_ids(tmp_path: Path) -> 
     assert [(r.label, r.status) for r in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH"), ("batch ping", "MATCH"),
                                                     ("batch resources/list", "MATCH"), ("tools/call add", "MATCH")]
     batch = next(m for m in link.received if isinstance(m, list))
-    assert [m.get("id") for m in batch] == [3, 4, None]
+    assert [m.get("id") for m in batch] == [10, 11, None]
     cancel = link.received[-1]
     call = next(m for m in link.received if isinstance(m, dict) and m.get("method") == "tools/call")
-    assert cancel["method"] == "notifications/cancelled" and cancel["params"]["requestId"] == call["id"] == 5
+    assert cancel["method"] == "notifications/cancelled" and cancel["params"]["requestId"] == call["id"] == 12
     assert rows[-1].note == "unanswered in both sessions"
 
 

@@ -142,6 +142,8 @@ def test_the_strict_view_masks_only_the_ignored_paths() -> None:
                                           "_meta": {"progressToken": 1}}
     assert m.ignored({"z": 3}, "tools/call") == {"z": 3} and m.ignored({"z": 3}, "other/method") == {"z": "<masked>"}
     assert Masker().ignored(v, "tools/call") is v
+    # a path naming the member itself masks all of it (as replay and diff do)
+    assert Masker(["tools/call:params"]).ignored(v, "tools/call") == "<masked>" and Masker(["tools/call:params"]).ignored(v, "x") is v
 
 
 def test_recorded_delays_scaled_by_speed(cap: Path) -> None:
