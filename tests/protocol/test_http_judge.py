@@ -207,3 +207,23 @@ def test_a_sessionless_exchange_does_not_claim_before_initialize() -> None:
     msgs = [ann.feed(Frame(raw, 0, True, parse_json(raw)[0]), n, n, d, None, {"exchange": ex}) for n, (d, raw, ex) in enumerate(feed, 1)]
     assert [m.phase.value if m.phase else None for m in msgs] == ["before_initialize", "initializing", "operating", "operating", "operating"]
     assert [f.code for m in msgs for f in m.findings] == []
+
+
+def test_a_request_sent_again_after_an_authorization_refusal_is_not_a_reuse() -> None:
+    """tools/call id=5 refused 401 (token expired): the SDK re-authorizes and sends it again
+    with id 5. The 401 is a refusal (http.request_refused) but the request never reached the
+    JSON-RPC layer: as a redirected one, its id is free for the re-send (was jsonrpc.id_reused)."""
+    call = b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":9}}}'
+    ok = b'{"jsonrpc":"2.0","id":5,"result":{"content":[]}}'
+    for status in (401, 403, 407, 408, 429):
+        s = Session()
+        s.start()
+        assert "http.request_refused" in s.exchange("POST", call, status, session="s1"), status
+        assert not s.ann.pending()
+        assert s.exchange("POST", call, 200, session="s1", reply=ok) == [], status
+    # near miss: after a refusal that is an answer (the server handled it: 404, 500) the same id is a reuse
+    for status in (404, 500):
+        s = Session()
+        s.start()
+        s.exchange("POST", call, status, session="s1")
+        assert "jsonrpc.id_reused" in s.exchange("POST", call, 200, session="s1", reply=ok), status
