@@ -206,6 +206,7 @@ class HttpJudge:
             return [finding("http.conn_closed_idle", "upstream closed an idle kept-alive connection (the tap opens a new one for the next request)")]
         if side == "client" and idle and detail and detail.startswith(INVALID_FROM_CLIENT):
             # between exchanges (a bad request line or head): nothing was forwarded; mid-exchange it is the end record's
-            return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_FROM_CLIENT):]}: "
-                                                        "the tap answered 400 and closed the connection; nothing was forwarded")]
+            return [finding("http.client_invalid_http", f"the client sent bytes that are not an HTTP/1.1 request "
+                                                        f"({detail[len(INVALID_FROM_CLIENT):]}): the tap answered 400 and closed "
+                                                        "the connection; nothing was forwarded")]
         return []
