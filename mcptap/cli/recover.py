@@ -18,8 +18,15 @@ removed (``_spill_beside``): a regular ``.spill`` file beside the capture,
 not the capture itself, holding spill entries and nothing else; the header's
 name is a hint (a capture's header may be edited or come from elsewhere).
 
+A capture recorded with ``--redact`` (``header.scrubbed``) gets what it
+appends redacted with the rules and key its header names (this user's key
+must be that one: else exit 2, nothing written, the spill file left), cut
+into whole lines so no secret is split between two chunks; its records'
+``original`` (``{offset, bytes}`` in the forwarded stream, where a placeholder
+moved them) tells which forwarded bytes the capture already holds.
+
 Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
-be read or written.
+be read or written, or its redaction cannot be redone.
 """
 
 from __future__ import annotations
