@@ -48,7 +48,8 @@ class Recorder(StderrRecording, RecordingState):
     ``on_message``: optional callback for each annotated Message (live views).
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
-    the way to subscribe.
+    the way to subscribe (``record_observers``: the same for every other record
+    that carries findings, given its JSON).
     """
 
     def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None, *,
@@ -59,6 +60,9 @@ class Recorder(StderrRecording, RecordingState):
         self.clock = clock
         self.on_message = on_message
         self.observers: list[Callable[[Message], None]] = []
+        #: callbacks for each other record that carries findings (its JSON, after it was written):
+        #: the live OTLP export gives such a record a span, as ``export -f otlp-json`` does
+        self.record_observers: list[Callable[[dict[str, Any]], None]] = []
         self._stderr_interval = 0
         self._stderr_volume_flagged = False
         #: directions whose bytes are being stored unframed (``chunk`` records):
@@ -85,6 +89,9 @@ class Recorder(StderrRecording, RecordingState):
     def _write(self, rec: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(rec)
+        if self.record_observers and rec.get("findings") and rec.get("type") != "message":
+            for observe in self.record_observers:
+                observe(rec)
 
     def _flush(self) -> None:
         if self.writer is not None and not self.hold_flush:

@@ -102,3 +102,25 @@ def test_never_raises_and_keeps_length(argv: list[str]) -> None:
     out = scrub_argv(argv)
     assert len(out) == len(argv)
     assert all(isinstance(a, str) for a in out)
+
+
+def test_punctuation_after_a_url_or_a_value_is_kept_and_the_secret_keeps_its_placeholder() -> None:
+    """The legacy endpoint finding says "(rewritten by the tap to URL)": the scrubbed URL
+    swallowed the ")" and its token got another placeholder than everywhere else (the
+    HMAC of "token)"). A closing bracket the value does not open, or a sentence's full stop
+    after a URL, is the text's: kept, and the secret's placeholder is the one it has alone."""
+    from mcptap.redact.argv import scrub_text
+    from mcptap.redact.default import default_redactor
+
+    url = "http://127.0.0.1:18802/messages?sessionId=s1&token=tok_SECRETVALUE123456"
+    alone = scrub_text(url)
+    assert "SECRETVALUE" not in alone
+    for text in (f"resolves to x (rewritten by the tap to {url})", f"[{url}]", f"{{{url}}}", f"see {url}.", f"at {url}, then"):
+        assert scrub_text(text) == text.replace(url, alone), text
+    red = default_redactor()
+    value = red.string("password=hunter2secret")[0]
+    for text in ("(password=hunter2secret)", "[password=hunter2secret]"):
+        assert red.string(text)[0] == text[0] + value + text[-1], text
+    # a bracket the value opens is the value's
+    whole = red.string("password=9hun(ter2sec)")[0]
+    assert "ter2sec" not in whole and whole.endswith("»") and whole == red.string("password=9hun(ter2sec) x")[0][:-2]

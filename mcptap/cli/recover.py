@@ -18,8 +18,15 @@ removed (``_spill_beside``): a regular ``.spill`` file beside the capture,
 not the capture itself, holding spill entries and nothing else; the header's
 name is a hint (a capture's header may be edited or come from elsewhere).
 
+A capture recorded with ``--redact`` (``header.scrubbed``) gets what it
+appends redacted with the rules and key its header names (this user's key
+must be that one: else exit 2, nothing written, the spill file left), cut
+into whole lines so no secret is split between two chunks; its records'
+``original`` (``{offset, bytes}`` in the forwarded stream, where a placeholder
+moved them) tells which forwarded bytes the capture already holds.
+
 Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
-be read or written.
+be read or written, or its redaction cannot be redone.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from mcptap.cli.errors import Fail, say
 from mcptap.errors import CaptureReadError
 from mcptap.escape import escape_controls
 from mcptap.records import Chunk, Gap
+from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.scrub import place_original
 from mcptap.transport.spill import SUFFIX, entries, is_spill_file, spill_path
 
 _DIRS = ("c2s", "s2c")
@@ -79,10 +88,14 @@ def _spill_beside(capture: str, named: Any) -> tuple[str, str] | None:
     return None
 
 
-def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]]:
-    """(header, has end record, last seq, last t_us, bytes recorded per direction)."""
+def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int], dict[str, int]]:
+    """(header, has end record, last seq, last t_us, where the bytes recorded end per
+    direction in the forwarded stream, and in the stream the capture holds). The two differ
+    in a scrubbed capture (``record --redact``): a placeholder is not as long as its secret,
+    and such a record's ``original`` says where its bytes were forwarded."""
     stream = CaptureStream(path)
     ends = {"c2s": 0, "s2c": 0}
+    held = {"c2s": 0, "s2c": 0}
     seq = t = 0
     complete = False
     for rec in stream:
@@ -91,11 +104,94 @@ def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]
         t = max(t, rec.get("t_us") or 0)
         if typ == "end":
             complete = True
-        elif typ == "chunk" and rec.get("dir") in ends:
-            ends[rec["dir"]] = rec.get("offset", 0) + len(decode_bytes(rec, "data") or b"")
-        elif typ == "message" and rec.get("dir") in ends and rec.get("session") is None:
-            ends[rec["dir"]] = rec.get("offset", 0) + len(message_from_record(rec).raw)
-    return stream.header, complete, seq, t, ends
+        elif typ in ("chunk", "message") and rec.get("dir") in ends and (typ == "chunk" or rec.get("session") is None):
+            n = len(decode_bytes(rec, "data") or b"") if typ == "chunk" else len(message_from_record(rec).raw)
+            held[rec["dir"]] = rec.get("offset", 0) + n
+            src = rec.get("original")
+            if isinstance(src, dict) and isinstance(src.get("offset"), int) and isinstance(src.get("bytes"), int):
+                ends[rec["dir"]] = src["offset"] + src["bytes"]
+            else:
+                ends[rec["dir"]] = held[rec["dir"]]
+    return stream.header, complete, seq, t, ends, held
+
+
+def _scrubbers(capture: str, header: dict[str, Any]) -> list[Any]:
+    """For a scrubbed capture (``record --redact``): a Scrubber for each of its passes, made
+    with the rules the header names and this user's key, so appended bytes get the
+    placeholders its own records have ([] for a capture that is not scrubbed). Raises Fail
+    when they cannot be redone (another key, rules that cannot be rebuilt): appending the
+    spill file's bytes unscrubbed would put the secrets it holds in clear into a capture
+    that says it has none."""
+    if not header.get("scrubbed"):
+        return []
+    from mcptap.redact.keyfile import existing_keyer
+    from mcptap.redact.live import live_redactors
+    from mcptap.redact.scrub import Scrubber
+
+    redactors, why = live_redactors(header, existing_keyer())
+    if redactors is None:
+        raise Fail(f"{capture} was recorded with --redact, and the bytes in its spill file cannot be redacted as its "
+                   f"records were: {why or 'its scrub passes are unreadable'}; nothing recovered, the spill file is "
+                   "left in place")
+    return [Scrubber(r) for r in redactors]
+
+
+class _Appender:
+    """The records ``recover`` appends, as encoded lines (``out``). Chunk bytes are cut after
+    their last newline (the rest waits for the direction's next entry, or the end), so a
+    scrubbed capture's patterns see whole lines, never a secret cut in two by the relay's
+    reads; their ``offset`` continues the stream the capture holds (``held``), with
+    ``original`` where that is not where they were forwarded (a placeholder's length)."""
+
+    def __init__(self, scrubbers: list[Any], seq: int, held: dict[str, int]) -> None:
+        self.scrubbers = scrubbers
+        self.seq = seq
+        self.held = held
+        self.out: list[bytes] = []
+        self.added = 0
+        self._wait: dict[str, tuple[int, int, bytes]] = {}      # dir -> (t_us, source offset, bytes)
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        self.out.append(orjson.dumps(rec) + b"\n")
+
+    def gap(self, t_us: int, why: str, key: str | None = None, lost: int = 0) -> None:
+        if key is not None:
+            self.flush(key)
+            self.held[key] += lost        # forwarded bytes a directed gap counts: offsets count them too
+        self.seq += 1
+        self.emit(Gap(self.seq, t_us, why, dir=key, bytes=lost).to_json() if key else Gap(self.seq, t_us, why).to_json())
+
+    def add(self, key: str, t_us: int, offset: int, data: bytes) -> None:
+        if key in self._wait:
+            _, offset, before = self._wait.pop(key)
+            data = before + data
+        cut = data.rfind(b"\n") + 1 if self.scrubbers else len(data)
+        if cut < len(data):
+            self._wait[key] = (t_us, offset + cut, data[cut:])
+        if cut:
+            self._chunk(key, t_us, offset, data[:cut])
+
+    def flush(self, key: str) -> None:
+        if key in self._wait:
+            t_us, offset, data = self._wait.pop(key)
+            self._chunk(key, t_us, offset, data)
+
+    def finish(self) -> None:
+        for key in list(self._wait):
+            self.flush(key)
+
+    def _chunk(self, key: str, t_us: int, offset: int, data: bytes) -> None:
+        self.seq += 1
+        rec = Chunk(self.seq, t_us, key, offset, data).to_json()
+        for s in self.scrubbers:
+            rec = s.record(rec)
+        new = decode_bytes(rec, "data") or b""
+        rec["offset"] = self.held[key]
+        moved = self.held[key] != offset or len(new) != len(data)
+        rec = place_original(rec, {"offset": offset, "bytes": len(data)} if moved else None)
+        self.held[key] += len(new)
+        self.added += len(data)
+        self.emit(rec)
 
 
 @click.command("recover", epilog=options.example("mcptap recover cap.jsonl"),
@@ -105,7 +201,7 @@ def command(capture: str) -> None:
     """Append to CAPTURE the forwarded bytes its killed tap had set aside in
     its spill file (CAPTURE.spill), as chunk records."""
     try:
-        header, complete, seq, t, ends = _recorded(capture)
+        header, complete, seq, t, ends, held = _recorded(capture)
     except (CaptureReadError, OSError) as exc:
         raise Fail(f"cannot read {capture}: {getattr(exc, 'strerror', None) or exc}") from None
     if header.get("transport", "stdio") != "stdio" or "spill" not in header:
@@ -119,20 +215,21 @@ def command(capture: str) -> None:
         os.unlink(spill)
         say(f"{capture} is complete (it has its end record); removed the stale {escape_controls(name)}")
         return
-    out: list[bytes] = []
-    added = lost = 0
-
-    def emit(rec: dict[str, Any]) -> None:
-        out.append(orjson.dumps(rec) + b"\n")
-
+    scrubbers = _scrubbers(capture, header)
+    # unscrubbed: offsets stay the forwarded stream's (argv secrets replaced at record time keep them)
+    app = _Appender(scrubbers, seq, held if scrubbers else dict(ends))
+    argv = (header.get("target") or {}).get("argv") if isinstance(header.get("target"), dict) else None
+    if isinstance(argv, list) and any(isinstance(a, str) and PLACEHOLDER.search(a) for a in argv):
+        say("note: the server's arguments held secrets (placeholders in the header); the tap replaced them wherever "
+            "they reappeared, but their values are not in the capture, so the bytes recovered are not searched for them")
+    lost = 0
     try:
         with open(capture, "rb") as fp:
             fp.seek(max(0, os.path.getsize(capture) - 1))
             cut = fp.read(1) not in (b"\n", b"")
         if cut:                                   # a record cut by the kill: the gap record after it says so
-            out.append(b"\n")
-            seq += 1
-            emit(Gap(seq, t, "mcptap was killed while writing this record").to_json())
+            app.out.append(b"\n")
+            app.gap(t, "mcptap was killed while writing this record")
         for d, t_us, offset, data in entries(spill):
             key = _DIRS[d]
             skip = ends[key] - offset
@@ -141,17 +238,17 @@ def command(capture: str) -> None:
             if skip > 0:
                 data, offset = data[skip:], ends[key]
             elif skip < 0:                        # was only in memory when mcptap died
-                seq += 1
                 lost += -skip
-                emit(Gap(seq, t_us, "mcptap was killed: forwarded bytes it held in memory were not recorded", dir=key, bytes=-skip).to_json())
-            seq += 1
-            emit(Chunk(seq, t_us, key, offset, data).to_json())
+                app.gap(t_us, "mcptap was killed: forwarded bytes it held in memory were not recorded", key, -skip)
+            app.add(key, t_us, offset, data)
             ends[key] = offset + len(data)
-            added += len(data)
+        app.finish()
         with open(capture, "ab") as out_fp:
-            out_fp.write(b"".join(out))
+            out_fp.write(b"".join(app.out))
     except OSError as exc:
         raise Fail(f"cannot recover into {capture}: {exc.strerror or exc}") from None
     os.unlink(spill)
     more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
-    say(f"added {added} bytes from {escape_controls(name)} to {capture} as chunk records{more}; the capture stays incomplete (no end record)")
+    scrubbed = " (redacted with the rules and key of its header)" if app.scrubbers else ""
+    say(f"added {app.added} bytes from {escape_controls(name)} to {capture} as chunk records{scrubbed}{more}; "
+        "the capture stays incomplete (no end record)")

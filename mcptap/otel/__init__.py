@@ -164,7 +164,7 @@ class LiveExporter:
         self._summary_seen = threading.Event()
         self.messages = 0          # messages handed to the export process
         self.dropped = 0           # messages dropped: the queue was full
-        self._inbox: deque[Message] = deque()
+        self._inbox: deque[Message | dict[str, Any]] = deque()
         self._wake = threading.Event()
         self._stop = False
         self._noted = False
@@ -180,11 +180,13 @@ class LiveExporter:
         export, and notes are written into its capture."""
         self._rec = rec
         rec.observers.append(self.observe)
+        rec.record_observers.append(self.observe)      # an http/process/stderr record's findings: its own span
 
     # -- the relay's thread ----------------------------------------------------------------------------
-    def observe(self, msg: Message) -> None:
-        """One annotated message: queued (a deque append), and a failure seen
-        since the last call reported. Never raises, never blocks."""
+    def observe(self, msg: Message | dict[str, Any]) -> None:
+        """One annotated message, or another record (its JSON) that carries
+        findings: queued (a deque append), and a failure seen since the last
+        call reported. Never raises, never blocks."""
         if self.closed:
             return
         if len(self._inbox) < INBOX_MAX:
@@ -219,7 +221,8 @@ class LiveExporter:
         chunk: list[bytes] = []
         while inbox:
             try:
-                rec = digest(inbox.popleft())
+                item = inbox.popleft()
+                rec = digest(item) if isinstance(item, Message) else item
                 if self._scrub is not None:
                     rec = self._scrub(rec)
                 chunk.append(dumps(rec) + b"\n")      # a peer's id beyond 64 bits goes exactly (stdlib fallback)
@@ -256,7 +259,9 @@ class LiveExporter:
     def close(self, t_us: int | None = None, wait: float = CLOSE_WAIT_S) -> None:
         """Hand over what is queued, end open spans (unanswered requests) at
         ``t_us``, wait for the final flush at most ``wait`` seconds and write the
-        closing note (spans, exported, failed, pending). Call before the
+        closing note (spans, exported, failed: not taken by the collector or
+        given up, dropped_spans: the export queue was full, pending: still being
+        sent to a collector that answers). Call before the
         recorder's ``close`` (the end record does not wait on a slow
         collector), then ``join``. Idempotent; never raises."""
         if self.closed:
@@ -278,7 +283,8 @@ class LiveExporter:
             self._report()
         if self._rec is not None:
             self._rec.note("otlp", endpoint=self.shown_url, messages=self.messages, dropped_messages=self.dropped,
-                             spans=s.get("spans"), exported=s.get("exported"), failed=s.get("failed"), pending=s.get("pending"))
+                           spans=s.get("spans"), exported=s.get("exported"), failed=s.get("failed"),
+                           dropped_spans=s.get("dropped"), pending=s.get("pending"))
 
     def join(self, timeout: float = JOIN_S) -> bool:
         """After the capture is closed: give the export process ``timeout``

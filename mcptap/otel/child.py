@@ -8,8 +8,13 @@ Protocol, JSON lines (orjson):
   header gives ``started``, ``transport``, ``target``); then one message digest
   per line (``mcptap.export.spans.digest``); ``{"type": "close", "t_us"}`` ends.
 * stdout: ``{"event": "failure", "reason"}`` at the first failed or retried
-  export, ``{"event": "summary", "spans", "exported", "failed", "pending"}``
-  after the final flush (bounded by ``close_s``).
+  export, ``{"event": "summary", "spans", "exported", "failed", "dropped",
+  "pending"}`` after the final flush (bounded by ``close_s``): ``spans`` =
+  exported + failed + dropped + pending; ``failed`` counts the spans the
+  collector refused and, when the export is given up (a silent or failing
+  collector), those still unsent; ``dropped`` the spans the export queue had
+  no room for (``QUEUE_MAX``); ``pending`` those still being sent to a
+  collector that answers.
 
 The mapping is ``mcptap.export.spans.SpanBuilder`` (the same spans as the
 OTLP/JSON file export); spans go to a ``BatchSpanProcessor`` in front of the
@@ -72,6 +77,8 @@ class Child:
         self.lock = threading.Lock()
         self.failure: str | None = None
         self.sent = self.exported = self.failed = 0
+        #: spans handed to the SDK's queue, taken from it by an export, dropped (no room)
+        self.queued = self.taken = self.dropped = 0
         self.last_ok: float | None = None          # monotonic time of the last accepted export
         header = cfg["header"]
         self.builder = SpanBuilder(header)
@@ -102,6 +109,8 @@ class Child:
 
         class Counting(SpanExporter):
             def export(self, spans: Any) -> Any:
+                with child.lock:
+                    child.taken += len(spans)
                 try:
                     result = inner.export(spans)
                 except Exception as exc:  # noqa: BLE001 - counted and reported, never raised into the SDK
@@ -151,11 +160,22 @@ class Child:
         ctx = SpanContext(int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"), False, TraceFlags(TraceFlags.SAMPLED))
         status = Status(StatusCode.ERROR, span.status_message or None) if span.status_code == STATUS_ERROR else Status(StatusCode.UNSET)
         events = [Event(e.name, e.attributes, (epoch + e.t_us) * 1000) for e in span.events]
+        self.sent += 1
+        with self.lock:
+            # the queue holds at most queued - taken (an export takes its batch before it is
+            # counted, so this is never less): a span it has no room for is dropped here, and
+            # counted, never by the SDK, which drops silently
+            full = self.queued - self.taken >= QUEUE_MAX
+            if full:
+                self.dropped += 1
+        if full:
+            self.fail("export queue full, spans dropped")
+            return
+        self.queued += 1
         self.processor.on_end(ReadableSpan(
             name=span.name, context=ctx, parent=None, resource=self.resource, attributes=span.attributes, events=events,
             kind=self.kinds.get(span.kind, self.internal), status=status, start_time=(epoch + span.start_us) * 1000,
             end_time=(epoch + span.end_us) * 1000, instrumentation_scope=self.scope))
-        self.sent += 1
 
     def close(self, t_us: int | None, budget_s: float = FLUSH_S, finish_s: float = FINISH_S) -> None:
         """End open spans and flush. After ``budget_s`` report the summary
@@ -169,13 +189,17 @@ class Child:
         flush.start()
         flush.join(budget_s)
         with self.lock:
-            exported, failed, last_ok = self.exported, self.failed, self.last_ok
-        pending = self.sent - exported - failed
+            exported, failed, dropped, last_ok = self.exported, self.failed, self.dropped, self.last_ok
+        pending = self.sent - exported - failed - dropped
         silent = flush.is_alive() and (last_ok is None or time.monotonic() - last_ok > 1.0)
         if silent and pending > 0:
             self.fail(f"no answer from the collector, {pending} spans unsent")
-        self.say({"event": "summary", "spans": self.sent, "exported": exported, "failed": failed, "pending": pending})
-        if flush.is_alive() and not silent and self.failure is None:
+        # a silent or failing collector is given up below: what it has not taken is lost, not pending
+        give_up = flush.is_alive() and (silent or self.failure is not None)
+        if give_up:
+            failed, pending = failed + pending, 0
+        self.say({"event": "summary", "spans": self.sent, "exported": exported, "failed": failed, "dropped": dropped, "pending": pending})
+        if flush.is_alive() and not give_up:
             flush.join(finish_s)
         if flush.is_alive():
             self.inner.shutdown()       # a slow or failing collector: stop retrying

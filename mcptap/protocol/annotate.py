@@ -71,6 +71,8 @@ class Annotator(AnnotatorState):
         raw = frame.raw
         http, stdio = self._http, self._stdio
         exchange = transport.get("exchange") if transport else None
+        if http and direction is S2C and exchange is not None:
+            self.stream_heard[exchange] = seq
         # Scope: the session. HTTP traffic without Mcp-Session-Id is stateless:
         # each POST carries its request and gets its answers on its own
         # response, independent clients (of either era) may reuse ids, and the

@@ -44,6 +44,9 @@ class AnnotatorState:
         #: server capabilities), which the later exchanges of that one logical client start from (``sessionless_state``)
         self._sessionless: tuple[str | None, dict[str, Any] | None, dict[str, Any] | None] | None = None
         self._assumed: set[Any] = set()
+        #: HTTP: the seq of the last server message each open exchange's response stream carried
+        #: (a client that closes a stream the server was still sending on abandoned its requests)
+        self.stream_heard: dict[Any, int] = {}
         #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
         self.shape_check: Callable[..., list[Finding]] = _shapes.check
 
@@ -95,6 +98,7 @@ class AnnotatorState:
         open stay pending (reported at the end), and the server's requests it
         carried still pair with the client's answers in later POSTs (they are
         paired in ``pairing.SESSIONLESS``, not in the exchange)."""
+        self.stream_heard.pop(exchange, None)
         scope = ("exchange", exchange)
         if self._exchanges.d.pop(scope, None) is not None:
             self.pairing.forget_scope(scope)

@@ -47,6 +47,9 @@ OAUTH_ERRORS = frozenset({
     "invalid_software_statement", "unapproved_software_statement",
 })
 AUTH_STATUSES = frozenset({401, 403, 407})
+#: refusals before the request reached the JSON-RPC layer that a client answers by sending it
+#: again, same id (re-authorized, or later): as a redirect, the request is withdrawn, its id free
+RETRY_STATUSES = AUTH_STATUSES | {408, 429}
 #: an error message saying the session is not (or no longer) known
 _SESSION_GONE = re.compile(r"session.{0,40}\b(not found|unknown|invalid|expired|terminated|closed|missing|does not exist)"
                            r"|(no|invalid|unknown|missing) (valid )?session", re.I)
@@ -156,6 +159,10 @@ class HttpAnswers:
         ``location``: the response's Location field, ``sent``: the one the tap
         gave the client when it rewrote it); a request redirected again from a
         ``target`` it was already redirected from is ``http.redirect_loop``.
+        A request redirected, or refused with a status a client answers by
+        sending it again (``RETRY_STATUSES``: 401/403/407 before it
+        re-authorizes, 408, 429), is withdrawn: its id and progress token are
+        free for that re-send.
         ``session_of``: a request's session key -> its state."""
         redirect = 300 <= status < 400 and status != 304
         if (status < 400 and not redirect) or self._bodies.get(exchange):
@@ -169,7 +176,10 @@ class HttpAnswers:
             return [redirected_finding(status, location, mine, sent)] + self._loop(status, target, mine)
         out = [rejected_finding(status, mine)]
         for p in mine:
-            self.pairing.complete(p)
+            if status in RETRY_STATUSES:
+                self.pairing.withdraw(p)    # the SDK re-authorizes and sends it again with its id
+            else:
+                self.pairing.complete(p)
             if status not in AUTH_STATUSES and p.method:
                 st = session_of(p.session)
                 client_caps = request_meta(p.params)[1] if st.era == "modern" else st.client_caps

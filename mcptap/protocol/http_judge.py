@@ -134,7 +134,7 @@ class HttpJudge:
                 fs.append(finding("http.client_closed_mid_response", f"the client closed the connection inside the response body, "
                                   f"{e.response_bytes} bytes of it received so far: the rest was never relayed (not judged as the server's data)",
                                   {"response_bytes": e.response_bytes}))
-            fs += self._client_gone(facts, pend, e)
+            fs += self._client_gone(ex_id, facts, pend, e)
             pend = [p for p in pend if not p.reported and not p.cancelled]
         fs += request_cut_findings(facts, e.how, e.request_bytes, e.request_cut)
         fs += end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
@@ -144,22 +144,22 @@ class HttpJudge:
         ann.exchange_ended(ex_id)
         return fs
 
-    def _client_gone(self, facts: Exchange, pend: list[Any], e: End) -> list[Finding]:
+    def _client_gone(self, ex_id: int, facts: Exchange, pend: list[Any], e: End) -> list[Finding]:
         """The client closed an exchange (carrying requests ``pend``).
         2026-07-28: closing the response stream is the cancellation, whether
         the answer would have been JSON or SSE, and whether or not its head had
-        arrived. Before, a disconnect is not a cancellation; when the client
-        cut the answer the server was sending (``e.response_cut``: an SDK
-        client stops at its event size limit), the requests it left (a
-        POST's, or on legacy HTTP+SSE those its session's stream still owed)
-        are abandoned by the client, reported here once, not as the server's
-        failure to answer (a stream the client left idle stays
-        ``sse.stream_closed_without_response``: the server may have hung)."""
+        arrived. Before, a disconnect is not a cancellation; the requests it
+        left (a POST's, or on legacy HTTP+SSE those its session's stream still
+        owed) are abandoned by the client, reported here once, not as the
+        server's failure to answer, when the server was still at work on that
+        stream: the client cut the answer it was sending (``e.response_cut``:
+        an SDK client stops at its event size limit), or it had sent messages
+        on it since the request (progress, log lines: a client that gave up
+        waiting). A stream the client left idle stays
+        ``sse.stream_closed_without_response`` (the server may have hung)."""
         ann = self.annotator
         fs = [ann.transport_cancel(p, "the client closed its response stream (2026-07-28 HTTP cancellation)")
               for p in pend if is_modern(p.revision)]
-        if not e.response_cut:
-            return fs
         event_ids = e.event_ids if e.sse else []
         if facts.legacy:        # HTTP+SSE: the answers come on the session's GET stream, not on a POST's response
             if facts.method != "GET" or facts.session is None:
@@ -168,17 +168,19 @@ class HttpJudge:
             where = "its HTTP+SSE event stream, where their answers come,"
         else:
             where = "the connection"
-        left = [p for p in pend if not is_modern(p.revision) and not p.reported]
+        heard = ann.stream_heard.get(ex_id, -1)
+        left = [p for p in pend if not is_modern(p.revision) and not p.reported and (e.response_cut or heard > p.seq)]
         if left:
             for p in left:
                 p.reported = True
             ids = ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in left[:10])
+            busy = "" if e.response_cut else " while the server was still sending on it"
             if event_ids:       # 2025-11-25: a client may resume a stream with ids (GET with Last-Event-ID)
-                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}, "
+                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}{busy}, "
                                   f"after event id {event_ids[-1]!r}: resumable with Last-Event-ID", {"pending": [p.seq for p in left]},
                                   severity=Severity.INFO))
             else:
-                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}: "
+                fs.append(finding("http.client_abandoned_request", f"the client closed {where} before the response to request(s) {ids}{busy}: "
                                   "before 2026-07-28 a disconnect is not a cancellation (a client cancels with notifications/cancelled), "
                                   "and the answer reaches no one", {"pending": [p.seq for p in left]}))
         return fs
@@ -204,6 +206,7 @@ class HttpJudge:
             return [finding("http.conn_closed_idle", "upstream closed an idle kept-alive connection (the tap opens a new one for the next request)")]
         if side == "client" and idle and detail and detail.startswith(INVALID_FROM_CLIENT):
             # between exchanges (a bad request line or head): nothing was forwarded; mid-exchange it is the end record's
-            return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_FROM_CLIENT):]}: "
-                                                        "the tap answered 400 and closed the connection; nothing was forwarded")]
+            return [finding("http.client_invalid_http", f"the client sent bytes that are not an HTTP/1.1 request "
+                                                        f"({detail[len(INVALID_FROM_CLIENT):]}): the tap answered 400 and closed "
+                                                        "the connection; nothing was forwarded")]
         return []

@@ -254,7 +254,7 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
     if how == "tap_stopped":
         return []
     if how == "client_closed" and detail.startswith(INVALID_MID_EXCHANGE):
-        return [finding("http.client_invalid_http", f"the client sent {detail[len(INVALID_MID_EXCHANGE):]} mid-exchange: the tap "
+        return [finding("http.client_invalid_http", f"the client sent bytes that are not HTTP/1.1 mid-exchange ({detail[len(INVALID_MID_EXCHANGE):]}): the tap "
                                                     "answered 400 if it could and closed the connection; the upstream got what came before")]
     ids = ", ".join(show_id(i) for _, i, _ in pending)
     if how == "upstream_closed":

@@ -46,6 +46,7 @@ from mcptap.redact.argv_rules import Redact, is_secret_name, scrub_args
 from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
 from mcptap.redact.keyfile import load_keyer
 from mcptap.redact.patterns import QUERY_SECRET_NAMES
+from mcptap.redact.scanner import unclosed_end
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
@@ -109,12 +110,26 @@ def _encoded_secrets(url: str, redact: Redact) -> str:
     return url
 
 
+def _scrub_url_in_text(m: re.Match[str]) -> str:
+    """A URL found in text, scrubbed; punctuation after it (a closing bracket it does not
+    open, a sentence's ``.``/``,``/``;``/``:``/``!``/``?``) stays out of its last value."""
+    url = m.group(0)
+    end = len(url)
+    while True:
+        end = unclosed_end(url, 0, end)
+        if end > 0 and url[end - 1] in ".,;:!?":
+            end -= 1
+            continue
+        break
+    return scrub_url(url[:end]) + url[end:]
+
+
 def scrub_text(text: str) -> str:
     """Redact URLs (credentials, secret query values), JSON secret keys and
     pattern matches inside free text (one argument, or an option's value)."""
     from mcptap.redact.default import default_redactor
 
-    text = _URL.sub(lambda m: scrub_url(m.group(0)), text)
+    text = _URL.sub(_scrub_url_in_text, text)
     out, _ = default_redactor().string(text)
     return out
 

@@ -87,6 +87,8 @@ class Scanner:
             rx, groups, name = self._rx[order]
             for m in _matches(rx, scan, name):
                 start, end = m.span(_taking_part(m, groups))
+                if end == m.end():
+                    end = unclosed_end(scan, start, end)
                 if start < 0 or end <= start:
                     continue
                 if holes and _overlaps(holes, start, end) or "«" in (piece := text[start:end]) or "»" in piece:
@@ -240,6 +242,22 @@ def _secret_groups(rx: re.Pattern[str], first_group: bool) -> tuple[int, ...]:
     if named:
         return tuple(named)
     return tuple(range(1, rx.groups + 1)) if first_group else ()
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def unclosed_end(text: str, start: int, end: int) -> int:
+    """``end`` less the closing brackets at the end of ``text[start:end]`` that it does not
+    open: an unquoted value or a URL ends there (``(… ?token=X)``, ``[see password=X]``), the
+    bracket is the text's punctuation, so the secret is the same, with the same
+    placeholder, wherever it stands."""
+    while end > start and (opener := _CLOSERS.get(text[end - 1])) is not None:
+        piece = text[start:end]
+        if piece.count(opener) >= piece.count(text[end - 1]):
+            break
+        end -= 1
+    return end
 
 
 def _taking_part(m: re.Match[str], groups: tuple[int, ...]) -> int:

@@ -314,11 +314,7 @@ class Scrubber:
             out["session"] = self._text(out["session"], "session", seq)
         if isinstance(out.get("transport"), dict):
             out["transport"] = self._transport(out["transport"], raw, new_raw, eol, seq)
-        d = self._digests.get(rec.get("dir", ""), None)
-        if d is not None:
-            if self.transport == "stdio" and isinstance(rec.get("offset"), int):
-                out["offset"] = d.bytes
-            d.add(new_raw)
+        self._place(rec, out, len(raw), new_raw, True)
         return out
 
     def _transport(self, tr: dict[str, Any], raw: bytes, new_raw: bytes, eol: bytes, seq: int | None) -> dict[str, Any]:
@@ -350,12 +346,40 @@ class Scrubber:
         new_text = self._text(text, "data", seq)
         new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
         encode_bytes(new, "data", out)
-        d = self._digests.get(rec.get("dir", ""), None)
-        if d is not None:
-            if isinstance(rec.get("offset"), int):
-                out["offset"] = d.bytes
-            d.add(new, message=False)
+        self._place(rec, out, len(data), new, False)
         return out
+
+    def _place(self, rec: dict[str, Any], out: dict[str, Any], old_len: int, new: bytes, message: bool) -> None:
+        """Tally ``new`` (the bytes ``out`` holds) in its direction's stream and, for stdio, set
+        ``out["offset"]`` to where they start in the scrubbed stream. Where that offset or the
+        length differs from the source's, ``out["original"]`` = ``{offset, bytes}`` says where
+        they were in the forwarded stream (a source record's own ``original`` is kept: scrubbed
+        twice, it still names the forwarded bytes), so ``recover`` can tell which bytes of a
+        killed tap's spill file the capture already holds."""
+        d = self._digests.get(rec.get("dir", ""), None)
+        if d is None:
+            return
+        if self.transport == "stdio" and isinstance(rec.get("offset"), int):
+            out["offset"] = d.bytes
+            src = rec.get("original")
+            if not (isinstance(src, dict) and isinstance(src.get("offset"), int) and isinstance(src.get("bytes"), int)):
+                src = {"offset": rec["offset"], "bytes": old_len}
+            placed = place_original(out, src if src != {"offset": d.bytes, "bytes": len(new)} else None)
+            out.clear()
+            out.update(placed)
+        d.add(new, message=message)
+
+
+def place_original(rec: dict[str, Any], original: dict[str, int] | None) -> dict[str, Any]:
+    """``rec`` with ``original`` (``{offset, bytes}`` in the forwarded stream) right after its
+    ``offset`` (None: without one), so scrubbing twice writes the same line as once."""
+    out: dict[str, Any] = {}
+    for k, v in rec.items():
+        if k != "original":
+            out[k] = v
+            if k == "offset" and original is not None:
+                out["original"] = original
+    return out
 
 
 def _differs(a: Any, b: Any) -> bool:

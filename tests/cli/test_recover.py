@@ -16,6 +16,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.cli.main import mcptap
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
+from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.transport.spill import SpillFile, entries
 
 A = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}\n'
@@ -123,3 +124,72 @@ def test_recover_finds_the_spill_file_of_the_capture_name_when_the_header_names_
     assert out.exit_code == 0 and "added" in out.output, out.output
     assert not (tmp_path / "cap.jsonl.spill").exists()
     assert [decode_bytes(r, "data") for r in read_capture(str(cap)).records if r["type"] == "chunk"] == [B]
+
+
+TOKEN = "ghp_" + "Zq3xY9w8V7u6T5s4R3q2P1o0N9m8L7k6J5i4"
+
+
+def _line(i: int) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"line %d %s"}}\n' % (i, TOKEN.encode())
+
+
+def _killed_redacted_capture(tmp: Path) -> tuple[Path, list[bytes]]:
+    """A ``record --redact`` capture (the user's key: the tests' MCPTAP_REDACT_KEY) that
+    recorded two lines with a token before the kill, and the spill file holding those and
+    three more, the token of line 3 cut in two by the relay's reads."""
+    from mcptap.redact.engine import Redactor
+    from mcptap.redact.keyfile import load_keyer
+    from mcptap.redact.rules import build_rules
+    from mcptap.redact.scrub import Scrubber
+
+    cap = tmp / "cap.jsonl"
+    w = CaptureWriter.open(str(cap))
+    w.transform = Scrubber(Redactor(build_rules(), load_keyer())).transform
+    rec = Recorder(w, "stdio", {"argv": ["x"]}, clock=lambda: 5, started="2026-01-01T00:00:00Z",
+                   header_extra={"spill": "cap.jsonl.spill"})
+    lines = [_line(i) for i in range(5)]
+    rec.stdio_bytes(Direction.S2C, lines[0] + lines[1])
+    rec.writer.flush()
+    spill = SpillFile(str(tmp / "cap.jsonl.spill"))
+    at = 0
+    stream = b"".join(lines)
+    third = len(lines[0]) + len(lines[1]) + len(lines[2]) - 20           # inside line 2's token
+    for piece in (stream[:len(lines[0])], stream[len(lines[0]):third], stream[third:]):
+        spill.append(1, 7, at, piece)
+        at += len(piece)
+    return cap, lines
+
+
+def test_recover_redacts_a_redacted_capture_s_spill_with_its_rules_and_key(tmp_path: Path) -> None:
+    cap, lines = _killed_redacted_capture(tmp_path)
+    assert TOKEN.encode() not in cap.read_bytes()
+    out = CliRunner().invoke(mcptap, ["recover", str(cap)])
+    assert out.exit_code == 0, out.output
+    body = cap.read_bytes()
+    assert TOKEN.encode() not in body and TOKEN[:12].encode() not in body       # the cut token too
+    c = read_capture(str(cap))
+    held = [r for r in c.records if r["type"] in ("message", "chunk") and r["dir"] == "s2c"]
+    data = [decode_bytes(r, "data") if r["type"] == "chunk" else (r.get("raw") or "").encode() or orjson.dumps(r["json"]) + b"\n"
+            for r in held]
+    # the capture's own placeholder for the token, and the same one in what was recovered
+    marks = {m for d in data for m in PLACEHOLDER.findall(d.decode())}
+    assert len(marks) == 1 and sum(d.count(next(iter(marks)).encode()) for d in data) == 5
+    assert b"".join(data).count(b'"line ') == 5 and all(b"line %d " % i in b"".join(data) for i in range(5))
+    # offsets run on over the bytes the capture holds; original says where they were forwarded
+    at = 0
+    for r, d in zip(held, data, strict=True):
+        assert r["offset"] == at
+        at += len(d)
+    src = [r["original"] for r in held]
+    assert src[-1]["offset"] + src[-1]["bytes"] == sum(map(len, lines))
+    assert all(a["offset"] + a["bytes"] == b["offset"] for a, b in zip(src, src[1:], strict=False))
+    assert not (tmp_path / "cap.jsonl.spill").exists()
+
+
+def test_recover_refuses_a_redacted_capture_it_cannot_redact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap, _ = _killed_redacted_capture(tmp_path)
+    before = cap.read_bytes()
+    monkeypatch.setenv("MCPTAP_REDACT_KEY", "ab" * 32)                  # another key than the capture's
+    out = CliRunner().invoke(mcptap, ["recover", str(cap)])
+    assert out.exit_code == 2 and "recorded with --redact" in out.output and "another redaction key" in out.output
+    assert cap.read_bytes() == before and (tmp_path / "cap.jsonl.spill").exists()

@@ -1,7 +1,8 @@
 """An MCP server on the official SDK (mcp 2.x MCPServer) whose answers a
 client can walk away from: ``sleepy`` answers after ``seconds``, ``big``
 returns a text of ``mb`` MiB (one SSE event larger than the SDK client's
-1 MiB event limit).
+1 MiB event limit), ``chatty`` reports progress every 50 ms for ``steps`` steps
+before it answers.
 
     python cut_server.py PORT streamable-http [--json] [--stateless]
     python cut_server.py PORT sse                             # legacy HTTP+SSE
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer(name="e2e-cut-server", version="1.0.0")
 
@@ -24,6 +25,15 @@ async def sleepy(seconds: float) -> str:
     """Answer after ``seconds``."""
     await anyio.sleep(seconds)
     return "woke up"
+
+
+@app.tool()
+async def chatty(steps: int, ctx: Context) -> str:
+    """Report progress ``steps`` times, 50 ms apart, then answer."""
+    for i in range(steps):
+        await ctx.report_progress(i, steps)
+        await anyio.sleep(0.05)
+    return "done"
 
 
 @app.tool()

@@ -216,3 +216,39 @@ async def test_sessionless_exchanges_after_initialize_carry_its_phase_and_revisi
     assert later and all((r.get("phase"), r.get("rev")) == ("operating", rev) for r in later), later
     live, full = findings_live_and_full(cap)
     assert live == full and not [f for f in live if f[4] in ("error", "warn")], live
+
+
+
+@pytest.mark.parametrize("tool", ["chatty", "sleepy"])
+async def test_a_client_that_gives_up_while_the_server_works_abandoned_it(tmp_path: Path, tool: str) -> None:
+    """Handshake era, stateful SSE server: a client gives up on a tools/call and closes its
+    response stream (no notifications/cancelled). While the server was still sending progress
+    on it (``chatty``) the request was abandoned by the client (http.client_abandoned_request),
+    not unanswered by the server (was jsonrpc.unanswered_request and
+    sse.stream_closed_without_response "(the client closed it)", errors blamed on the
+    server). A stream the server left idle (``sleepy``) stays the server's possible hang."""
+    cap = tmp_path / "cap.jsonl"
+    args = {"steps": 100} if tool == "chatty" else {"seconds": 5}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args, "_meta": {"progressToken": 7}}}
+    async with cut_server("streamable-http") as base, tapped(base + "/mcp", cap) as (url, _tap):
+        authority = url.split("//")[1].split("/")[0]
+        hdrs, _ = await read_some_then_close(url, _post(authority, "/mcp", INIT_25, []), 1, b"\n\n")
+        sid = next(v.decode() for k, v in hdrs if k.lower() == b"mcp-session-id")
+        more = [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-06-18")]
+        await read_some_then_close(url, _post(authority, "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, more), 0)
+        if tool == "chatty":
+            _, got = await read_some_then_close(url, _post(authority, "/mcp", call, more), 1, b'"progress":3')
+            assert b"notifications/progress" in got
+        else:
+            with trio.move_on_after(0.5):
+                await read_some_then_close(url, _post(authority, "/mcp", call, more), 1 << 20)
+        await trio.sleep(0.3)
+    live, full = findings_live_and_full(cap)
+    assert live == full
+    codes = {f[3] for f in live}
+    gone = [f for f in live if f[3] == "http.client_abandoned_request"]
+    if tool == "chatty":
+        assert not codes & {"jsonrpc.unanswered_request", "sse.stream_closed_without_response"}, live
+        assert len(gone) == 1 and gone[0][4] == "warn" and "tools/call id=2" in gone[0][5] and "still sending" in gone[0][5], live
+    else:
+        assert not gone and "sse.stream_closed_without_response" in codes, live

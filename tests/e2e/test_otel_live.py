@@ -317,3 +317,76 @@ def test_a_request_id_beyond_64_bits_is_exported_exactly(tmp_path: Path) -> None
     assert ids == [str(BIG_ID)], [attrs(s) for s in got.spans()]
     (summary,) = notes(cap)
     assert summary["failed"] == 0 and summary["exported"] == summary["spans"]
+
+
+def _child(url: str) -> tuple[Any, Any]:
+    import io
+
+    from mcptap.otel.child import Child
+    header = {"format": "mcptap-capture", "version": 1, "mcptap": "0", "started": "2026-01-01T00:00:00Z", "transport": "stdio",
+              "target": {"argv": ["x"]}}
+    out = io.BytesIO()
+    return Child({"url": url, "headers": None, "header": header, "timeout": 5.0, "delay_ms": 50}, out), out
+
+
+def _summary(out: Any) -> dict[str, Any]:
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    (s,) = [ln for ln in lines if ln.get("event") == "summary"]
+    return s
+
+
+def _ping(seq: int) -> dict[str, Any]:
+    return {"type": "message", "seq": seq, "t_us": seq, "dir": "c2s", "kind": "notification", "method": "notifications/message",
+            "json": {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}}
+
+
+def _exit_record(seq: int) -> dict[str, Any]:
+    return {"type": "process", "seq": seq, "t_us": seq, "event": "exit", "code": 3,
+            "findings": [{"code": "process.exit_nonzero", "severity": "warn", "message": "exit 3"}]}
+
+
+def test_a_collector_that_is_down_counts_the_spans_given_up_as_failed() -> None:
+    """Nothing listens: the closing summary said exported 0, failed 0, pending N (the
+    spans were never going to be sent: the export is given up). They are failed now."""
+    child, out = _child(f"http://127.0.0.1:{free_port()}/v1/traces")
+    for i in range(1, 41):
+        child.feed(_exit_record(i))
+    child.close(100, budget_s=0.4, finish_s=0.5)
+    s = _summary(out)
+    assert s["spans"] == 40 and s["exported"] == 0 and s["failed"] == 40 and s["pending"] == 0 and s["dropped"] == 0, s
+
+
+def test_spans_the_export_queue_has_no_room_for_are_counted_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collector slower than the session: the SDK queue drops spans it has no room for,
+    silently; the summary said failed 0 and counted them pending. They are dropped (and
+    the reason says so), and every span is in exactly one count."""
+    import mcptap.otel.child as child_mod
+
+    monkeypatch.setattr(child_mod, "QUEUE_MAX", 600)        # room for one batch (512) and a little more
+    child, out = _child(f"http://127.0.0.1:{free_port()}/v1/traces")
+    for i in range(1, 3001):
+        child.feed(_exit_record(i))
+    child.close(4000, budget_s=0.4, finish_s=0.5)
+    s = _summary(out)
+    assert s["dropped"] >= 1000 and s["spans"] == 3000, s
+    assert s["exported"] + s["failed"] + s["dropped"] + s["pending"] == s["spans"], s
+    assert b"export queue full, spans dropped" in out.getvalue()
+
+
+def test_the_live_export_sends_the_spans_of_records_with_findings() -> None:
+    """``export -f otlp-json`` gives a record that carries findings (a process exit, an
+    http record) a span of its own (``mcptap process exit``); the live export only saw
+    messages, so that span was missing although the docs say they are the same spans."""
+    from mcptap.clock import utc_timestamp
+    from mcptap.model import Finding, Severity
+    from mcptap.otel import LiveExporter, capture_header
+    from mcptap.recorder import Recorder
+
+    with otlp_receiver() as (url, got):
+        rec = Recorder(None, "stdio", {"argv": ["x"]}, clock=lambda: 5, started=utc_timestamp())
+        live = LiveExporter(url + "/v1/traces", None, capture_header(rec, {"argv": ["x"]}), say=lambda _s: None)
+        live.attach(rec)
+        rec.process("exit", findings=[Finding("process.exit_nonzero", Severity.WARN, "exit 3")], code=3)
+        live.close(10, wait=5.0)
+        assert live.join(10)
+    assert "mcptap process exit" in {s.name for s in got.spans()}, [s.name for s in got.spans()]

@@ -207,3 +207,81 @@ def test_a_sessionless_exchange_does_not_claim_before_initialize() -> None:
     msgs = [ann.feed(Frame(raw, 0, True, parse_json(raw)[0]), n, n, d, None, {"exchange": ex}) for n, (d, raw, ex) in enumerate(feed, 1)]
     assert [m.phase.value if m.phase else None for m in msgs] == ["before_initialize", "initializing", "operating", "operating", "operating"]
     assert [f.code for m in msgs for f in m.findings] == []
+
+
+def test_a_request_sent_again_after_an_authorization_refusal_is_not_a_reuse() -> None:
+    """tools/call id=5 refused 401 (token expired): the SDK re-authorizes and sends it again
+    with id 5. The 401 is a refusal (http.request_refused) but the request never reached the
+    JSON-RPC layer: as a redirected one, its id is free for the re-send (was jsonrpc.id_reused)."""
+    call = b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":9}}}'
+    ok = b'{"jsonrpc":"2.0","id":5,"result":{"content":[]}}'
+    for status in (401, 403, 407, 408, 429):
+        s = Session()
+        s.start()
+        assert "http.request_refused" in s.exchange("POST", call, status, session="s1"), status
+        assert not s.ann.pending()
+        assert s.exchange("POST", call, 200, session="s1", reply=ok) == [], status
+    # near miss: after a refusal that is an answer (the server handled it: 404, 500) the same id is a reuse
+    for status in (404, 500):
+        s = Session()
+        s.start()
+        s.exchange("POST", call, status, session="s1")
+        assert "jsonrpc.id_reused" in s.exchange("POST", call, 200, session="s1", reply=ok), status
+
+
+def _legacy_session_abandoned(server_sends: bool) -> list[str]:
+    """Legacy HTTP+SSE: a tools/call POSTed (202), the server sending progress for it on the
+    session's GET stream (or nothing), then the client closes that stream."""
+    s = Session()
+    get = Exchange("GET", "/sse", [(b"accept", b"text/event-stream")], session="s1", legacy=True)
+    s.judge.request(1, get)
+    get.status, get.resp_headers = 200, [(b"content-type", b"text/event-stream")]
+    s.judge.response(1, get, "s1")
+    s.ex = 1
+
+    def post(body: bytes) -> list[str]:
+        s.ex += 1
+        facts = Exchange("POST", "/messages?sessionId=s1", [(b"content-type", b"application/json")], session="s1", legacy=True)
+        codes = [f.code for f in s.judge.request(s.ex, facts)] + s._feed(Direction.C2S, body, "s1", s.ex)
+        facts.status = 202
+        codes += [f.code for f in s.judge.response(s.ex, facts, "s1")[0]]
+        return codes + [f.code for f in s.judge.end(s.ex, facts, End("complete", "", True))]
+
+    codes = post(INIT.replace(b"2025-06-18", b"2024-11-05")) + s._feed(Direction.S2C, INIT_OK.replace(b"2025-06-18", b"2024-11-05"), "s1", 1)
+    codes += post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    codes += post(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":7}}}')
+    if server_sends:
+        codes += s._feed(Direction.S2C, b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}', "s1", 1)
+    codes += [f.code for f in s.judge.end(1, get, End("client_closed", "", True, sse=True))]
+    return codes + [f.code for f in s.ann.finish(99)]
+
+
+def test_a_legacy_client_that_leaves_a_stream_the_server_still_sends_on_abandoned_its_request() -> None:
+    """The client closed its HTTP+SSE stream while the server was still sending progress for
+    a tools/call: abandoned by the client (warn), not unanswered by the server (was
+    jsonrpc.unanswered_request, an error). Left idle, the request stays unanswered."""
+    got = _legacy_session_abandoned(True)
+    assert "http.client_abandoned_request" in got and "jsonrpc.unanswered_request" not in got, got
+    got = _legacy_session_abandoned(False)
+    assert "http.client_abandoned_request" not in got and "jsonrpc.unanswered_request" in got, got
+
+
+def test_a_client_that_closes_a_post_stream_the_server_still_sends_on_abandoned_its_request() -> None:
+    """Streamable HTTP, handshake era: progress on the POST's SSE stream, then the client
+    closes it: http.client_abandoned_request, not sse.stream_closed_without_response (which
+    an idle stream keeps)."""
+    for server_sends in (True, False):
+        s = Session()
+        s.start()
+        s.ex += 1
+        facts = Exchange("POST", "/mcp", [ACCEPT, (b"mcp-session-id", b"s1"), (b"content-type", b"application/json")], session="s1")
+        body = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":7}}}'
+        s.judge.request(s.ex, facts)
+        s._feed(Direction.C2S, body, "s1", s.ex)
+        facts.status, facts.resp_headers = 200, [(b"content-type", b"text/event-stream")]
+        s.judge.response(s.ex, facts, "s1")
+        if server_sends:
+            s._feed(Direction.S2C, b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}', "s1", s.ex, 200)
+        got = [f.code for f in s.judge.end(s.ex, facts, End("client_closed", "", True, sse=True))] + [f.code for f in s.ann.finish(99)]
+        assert ("http.client_abandoned_request" in got) is server_sends, got
+        assert ("sse.stream_closed_without_response" in got) is not server_sends, got

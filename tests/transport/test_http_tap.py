@@ -362,6 +362,33 @@ async def test_a_client_that_sends_invalid_http_is_a_finding(tmp_path, data, mid
     assert where == [("end" if mid else "conn_close", "http.client_invalid_http")], [r for r in recs if r["type"] == "http"]
 
 
+@pytest.mark.parametrize("data", [b"\n", b"\r\n\r\n", b"\r\n"])
+async def test_a_client_that_sends_only_empty_lines_sent_nothing(tmp_path, data):
+    """RFC 9112 §2.2: empty lines before a request line are ignored. A client that sent a lone
+    empty line and closed got http.client_invalid_http (an error) reading "the client sent
+    no request line received"; it sent nothing, as a client that connects and leaves. An
+    empty line before a real request is ignored too (h11 refused the request with 400)."""
+    async with upstream_server(fake_mcp) as port, tap(tmp_path, upstream=f"http://127.0.0.1:{port}/mcp") as (url, rec):
+        assert await _raw(url, data) == b""
+        host = url.split("//")[1].split("/", 1)[0]
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+        got = await _raw(url, data + b"POST /mcp HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/json\r\n"
+                         b"Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+        await trio.sleep(0.2)
+    recs = read_capture(str(tmp_path / "cap.jsonl")).records
+    codes = [f["code"] for r in recs for f in r.get("findings") or ()]
+    assert "http.client_invalid_http" not in codes, codes
+    assert [r.get("method") for r in recs if r["type"] == "message" and r["dir"] == "c2s"] == ["ping"]
+
+
+def test_the_invalid_http_finding_reads_as_a_sentence() -> None:
+    from mcptap.protocol.http_judge import HttpJudge
+    from mcptap.protocol.http_rules import INVALID_FROM_CLIENT
+    f = HttpJudge.conn_closed("client", True, INVALID_FROM_CLIENT + "illegal request line")[0]
+    assert f.message.startswith("the client sent bytes that are not an HTTP/1.1 request (illegal request line): "), f.message
+
+
 async def test_an_sse_id_with_nul_and_an_invalid_retry_are_findings_live_and_re_annotated(tmp_path):
     """WHATWG clients ignore an ``id`` field that contains NUL (so a
     reconnect's Last-Event-ID cannot name that event) and a ``retry`` that is

@@ -73,6 +73,12 @@ class ConnRelay(ConnEnds):
             if rest is None:
                 return
             data = rest
+        if data and client.their_state is h11.IDLE and client.trailing_data == _NOTHING and data[:1] in b"\r\n":
+            # RFC 9112 §2.2: empty lines before a request line are ignored (h11 refuses them): a
+            # client that sent only those and left sent nothing, not invalid HTTP
+            data = data.lstrip(b"\r\n")
+            if not data:
+                return
         self._client_eof = not data
         try:
             client.receive_data(data)
