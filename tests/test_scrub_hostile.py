@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mcptap.capture.reader import read_capture
@@ -230,6 +230,8 @@ def abs_ints_fit(v: object) -> bool:
     st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.sampled_from([GH, PW, "password=hunter22", SECRETS["jwt"]]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["password", "name", "token", "apiKey", "x", GH, "pin"]), inner, max_size=3), max_leaves=25))
+@example(["-A", GH])                # a command line: one argv hit on the list, in both walks
+@example({"x": [["--token", GH], "y"]})
 def test_stack_walk_equals_recursive_walk(value) -> None:
     """From RECURSE_TO levels on the redactor walks with an explicit stack:
     same redacted value, same hits, in the same order, as the recursive walk."""

@@ -39,6 +39,7 @@ Path = tuple[PathSeg, ...]
 MemberRule = Callable[[Any, Path, Any], "str | None"]
 Leaf = Callable[[Any, Path, "str | None", int], Any]
 Rekey = Callable[[str, Path], str]
+Shaped = Callable[[list[Any], Path, int], Any]
 
 
 class _Frame:
@@ -76,15 +77,21 @@ class _Frame:
         return dict(self.items) if isinstance(self.value, dict) else self.items
 
 
-def walk(v: Any, path: Path, rule: str | None, depth: int, member_rule: MemberRule, leaf: Leaf, rekey: Rekey) -> Any:
+def walk(v: Any, path: Path, rule: str | None, depth: int, member_rule: MemberRule, leaf: Leaf, rekey: Rekey,
+         shaped: Shaped | None = None) -> Any:
     """``v`` at ``path`` (``depth`` levels down) redacted: under ``rule`` all of
-    it, else walked (see module doc). Raises nothing; beyond ``MAX_DEPTH`` values
-    stay as they are."""
+    it, else walked (see module doc). ``shaped(list, path, depth)``: a list
+    redacted as one (a command line), or None to walk it, as the recursive walk
+    does. Raises nothing; beyond ``MAX_DEPTH`` values stay as they are."""
     if depth > MAX_DEPTH:
         return v
     done = leaf(v, path, rule, depth)
     if done is not CONTAINER:
         return done
+    if rule is None and shaped is not None and isinstance(v, list):
+        whole = shaped(v, path, depth)
+        if whole is not None:
+            return whole
     stack = [_Frame(v, path, rule, depth)]
     while True:
         f = stack[-1]
@@ -102,6 +109,11 @@ def walk(v: Any, path: Path, rule: str | None, depth: int, member_rule: MemberRu
                     continue
             sub = f.path + (key,)
             done = leaf(x, sub, r, d)
+            if done is CONTAINER and r is None and shaped is not None and isinstance(x, list):
+                whole = shaped(x, sub, d)
+                if whole is not None:
+                    f.take(whole, rekey)
+                    continue
             if done is CONTAINER:
                 stack.append(_Frame(x, sub, r, d))
                 break

@@ -214,11 +214,9 @@ class Redactor:
             res = v if out is None else out
             return res if renamed is None else {renamed.get(k, k): x for k, x in res.items()}
         if isinstance(v, list):
-            if v and type(v[0]) is str and self.rules.builtin:      # a command line, a [name, value] pair
-                shaped = shaped_list(v, bool(path) and type(path[-1]) is int, self._secret_key,
-                                     lambda x: self._leaf(x, path, "argv", hits, depth), lambda x: self._string(x, path, hits, depth))
-                if shaped is not None:
-                    return shaped
+            shaped = self._shaped(v, path, hits, depth)
+            if shaped is not None:
+                return shaped
             lst: list[Any] | None = None
             for i, x in enumerate(v):
                 sub = path + (i,)
@@ -282,10 +280,18 @@ class Redactor:
             r = self._path_rule(path + (key,))
         return r
 
+    def _shaped(self, v: list[Any], path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> Any:
+        """A list of strings shaped as a command line or a [name, value] pair, redacted
+        as one (``argv`` rule on the list's path); None for any other list."""
+        if v and type(v[0]) is str and self.rules.builtin:
+            return shaped_list(v, bool(path) and type(path[-1]) is int, self._secret_key,
+                               lambda x: self._leaf(x, path, "argv", hits, depth), lambda x: self._string(x, path, hits, depth))
+        return None
+
     def _node(self, v: Any, path: tuple[PathSeg, ...], rule: str | None, hits: list[Hit], depth: int) -> Any:
         """``v`` at ``path`` redacted with an explicit stack (deep.py): nesting beyond recursion."""
         return deep.walk(v, path, rule, depth, self._member_rule, lambda x, p, r, d: self._leaf(x, p, r, hits, d),
-                         lambda k, p: self._key(k, p, hits))
+                         lambda k, p: self._key(k, p, hits), lambda x, p, d: self._shaped(x, p, hits, d))
 
     def _key(self, k: str, path: tuple[PathSeg, ...], hits: list[Hit]) -> str:
         """An object's key (a map keyed by tokens: ``{"ghp_…": {...}}``) gets the
