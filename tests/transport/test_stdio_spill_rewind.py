@@ -25,6 +25,7 @@ from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
+from tests.transport.test_spill_bound import HELD
 
 ROOT = Path(__file__).resolve().parents[2]
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -178,22 +179,12 @@ def _sample_size(path: Path, stop: threading.Event, sizes: list[int]) -> None:
         time.sleep(0.002)
 
 
-#: a burst per request line; analysis waits while the file HOLD exists (no timing: the test
-#: holds it for each burst and lets it catch up between bursts)
+#: a burst per request line; analysis waits while the file HOLD exists (``HELD``; no timing: the
+#: test holds it for each burst and lets it catch up between bursts)
 ON_REQUEST = ("import sys\n"
               f"for _ in range({BURSTS}):\n"
               f"    sys.stdin.buffer.readline(); sys.stdout.buffer.write({NOTE!r} * {PER_BURST}); sys.stdout.flush()\n"
               "sys.stdin.buffer.read()\n")
-HELD = ("import os, time, mcptap.transport.copy_queue as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
-        "rc.SPILL_BYTES = 0; cr.READER_PAUSE_BYTES = 0; h.SPILL_BYTES = 1 << 16; "
-        "import mcptap.recorder as r\n"
-        "def held(f):\n"
-        "    def g(self, *a, **k):\n"
-        "        while os.path.exists(os.environ['HOLD']): time.sleep(0.01)\n"
-        "        return f(self, *a, **k)\n"
-        "    return g\n"
-        "r.Recorder.stdio_bytes = held(r.Recorder.stdio_bytes); r.Recorder.stdio_unframed = held(r.Recorder.stdio_unframed)\n"
-        "import sys; from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()")
 
 
 def _s2c_recorded(cap: Path) -> int:
