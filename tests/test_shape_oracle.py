@@ -17,7 +17,8 @@ import pytest
 from mcptap.check import parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
-from mcptap.check.shape_oracle import Batch, ShapeOracle, Speculation
+from mcptap.check.shape_oracle import Batch, ShapeOracle, Speculation, plain_record
+from mcptap.errors import CaptureReadError
 from test_check_scan import _records, _shape, _write, busy
 
 
@@ -56,6 +57,19 @@ def _same(path: Path) -> None:
     want = _shape(check_capture(str(path), 3, reuse=False))
     assert _shape(parallel.check_capture(str(path), 3, reuse=False, workers=1)) == want
     assert _shape(parallel.check_capture(str(path), 3, reuse=False, workers=2)) == want
+
+
+def _same_or_error(path: Path) -> None:
+    """_same, or the same error from each way (a record the reader refuses)."""
+    def outcome(check: Callable[[], Any]) -> Any:
+        try:
+            return _shape(check())
+        except CaptureReadError as exc:
+            return str(exc)
+
+    want = outcome(lambda: check_capture(str(path), 3, reuse=False))
+    assert outcome(lambda: parallel.check_capture(str(path), 3, reuse=False, workers=1)) == want
+    assert outcome(lambda: parallel.check_capture(str(path), 3, reuse=False, workers=2)) == want
 
 
 def test_speculated_checks_are_taken_and_give_the_same_report(tmp_path: Path, oracles: list[ShapeOracle],
@@ -157,3 +171,57 @@ def test_late_batches_keep_the_key_table_in_step() -> None:
     from mcptap.model import Direction, Kind
     assert oracle.check(Direction.C2S, Kind.REQUEST, "prompts/list", {}, "2025-06-18") == []
     assert oracle.used == 1
+
+
+def _odd_types(rs: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Message records that fail one of plain_record's type tests each (the
+    reader's full check then words or accepts them), from the ``k``-th on."""
+    odd: list[Any] = [("t_us", "5"), ("seq", True), ("dir", "up"), ("kind", 3), ("id", 1.5), ("method", 7), ("rev", None),
+                      ("link", "x"), ("pair", "3"), ("latency_us", 1.0), ("phase", 4), ("extra", 1), ("t_us", 10**20)]
+    out = []
+    for i, r in enumerate(rs):
+        r = dict(r)
+        if r.get("type") == "message" and i >= k and i % 3 == 0:
+            key, value = odd[(i // 3) % len(odd)]
+            r[key] = value
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_records_of_other_types_get_the_same_report_with_or_without_the_verdicts(tmp_path: Path, oracles: list[ShapeOracle],
+                                                                                  monkeypatch: pytest.MonkeyPatch, shift: int) -> None:
+    """plain_record's verdicts from the speculating process (shift 0: taken;
+    1: batches of other lines, not taken) change nothing in the report."""
+    monkeypatch.setattr(parallel, "ShapeChild", lambda lines: InProcess(lines, shift=shift))
+    rs = _records(busy(tmp_path, gap=False))
+    for k in range(0, 40, 3):          # from each record on: the first odd one is another kind of odd each time
+        path = _write(tmp_path / f"odd{k}.jsonl", _odd_types(rs, k))
+        _same_or_error(path)
+
+
+def test_plain_record() -> None:
+    base = {"type": "message", "seq": 4, "t_us": 10, "dir": "s2c", "kind": "response", "id": 1, "pair": 3, "latency_us": 5,
+            "phase": "operating", "rev": "2025-11-25", "json": {"jsonrpc": "2.0", "id": 1, "result": {}}, "offset": 0, "link": 1}
+    assert plain_record(base)
+    assert plain_record({k: v for k, v in base.items() if k not in ("pair", "latency_us", "phase", "rev", "link", "offset", "id")})
+    for key, value in [("t_us", "5"), ("seq", True), ("seq", None), ("dir", "stderr"), ("kind", None), ("id", 1.5), ("method", 7),
+                       ("rev", None), ("link", None), ("pair", 1.0), ("latency_us", "1"), ("phase", 4), ("raw", "x"),
+                       ("findings", []), ("session", "s"), ("t_us", 10**20), ("type", "chunk")]:
+        assert not plain_record(base | {key: value}), key
+    assert not plain_record({k: v for k, v in base.items() if k != "json"})
+    assert not plain_record([base]) and not plain_record(None)
+
+
+def test_the_re_annotating_process_takes_the_verdicts(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the speculating process's batches, no record's type tests are made twice."""
+    from mcptap.check import fullscan
+
+    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    path = busy(tmp_path)
+    tested: list[Any] = []
+    monkeypatch.setattr(fullscan, "plain_record", lambda r: tested.append(r) or plain_record(r))
+    parallel.check_capture(str(path), 3, reuse=False, workers=2)
+    assert oracles[-1].plain is not None and tested == []
+    parallel.check_capture(str(path), 3, reuse=False, workers=1)      # one process: it tests each record itself
+    assert len(tested) > 20

@@ -27,7 +27,7 @@ from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, INT_OR_NONE, STR_OR_NONE, Unsupported
-from mcptap.check.shape_oracle import Batch, ShapeOracle
+from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_record
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
 from mcptap.protocol.codes import finding
@@ -37,8 +37,6 @@ from mcptap.records import annotation_json
 _DIRS = ("c2s", "s2c")
 
 _NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
-#: the keys of FullScan's common message record (no raw bytes, findings, session, eol, transport facts, batch members)
-_PLAIN = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev", "json", "link", "offset"})
 
 
 class FullScan:
@@ -98,8 +96,10 @@ class FullScan:
         fast = stdio and not self.gap_since_last and self.end_seen is None
         reframing = rec.reframing
         oracle = self.oracle
+        plains = None           # the speculating process's plain_record verdicts for these lines, when it has sent them
         if oracle is not None:
             oracle.next_batch(lines)
+            plains = oracle.plain
         n, last, buffered, plain = self.n, self.last_seq, self.buffered, 0
         t_floor = self.t_floor
         for i, line in enumerate(lines):
@@ -110,54 +110,55 @@ class FullScan:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
                 continue
-            if fast and type(r) is dict and r.keys() <= _PLAIN and r.get("type") == "message" and self.pending is None:
-                seq = r.get("seq")
-                t = r.get("t_us")
-                d = r.get("dir")
-                if (type(seq) is int and type(t) is int and last is not None and seq == last + 1 and (d == "c2s" or d == "s2c")
-                        and t_floor <= t <= MAX_T_US
-                        and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
-                        and (r.get("method") is None or type(r.get("method")) is str) and type(r.get("rev", "")) is str
-                        and type(r.get("link", 0)) is int and type(r.get("pair")) in INT_OR_NONE
-                        and type(r.get("latency_us")) in INT_OR_NONE and type(r.get("phase")) in STR_OR_NONE):
-                    whole = True
-                    try:
-                        data = dumps(r["json"]) + NL
-                    except (TypeError, orjson.JSONEncodeError):
-                        data = exact_dumps(r["json"]) + NL   # a hand-edited json orjson refuses (deep, big integer)
-                        whole = False
-                    if data:
-                        n += 1
-                        last = seq
-                        if t - BACKWARDS_US > t_floor:
-                            t_floor = t - BACKWARDS_US
-                        c = counts[d]
-                        c[1] += 1
-                        c[0] += len(data)
-                        bufs[d].append(data)
-                        buffered += len(data)
-                        if buffered > FLUSH_BYTES:
-                            self.flush()
-                            buffered = 0
-                        rec.t_us = t
-                        if reframing:        # its messages go to _reframed
-                            self._line_no = n + self.cut + 1
-                            rec.replay_json_reframed(r, data, whole)
-                            continue
-                        if oracle is not None:
-                            oracle.line = i
-                        msg = replay_json(r, data)
-                        if msg.findings:
-                            self._group(annotation_json(msg, True), n + self.cut + 1)
-                            continue
-                        plain += 1
-                        if t > rep.duration_us:
-                            rep.duration_us = t
-                        if msg.kind is REQUEST:
-                            methods[seq] = msg.method
-                        elif msg.pair is not None:
-                            methods.pop(msg.pair, None)
+            if plains is not None:      # the type tests were made: what depends on the records before is left
+                common = (plains[i] and fast and self.pending is None and last is not None and (seq := r["seq"]) == last + 1
+                          and t_floor <= (t := r["t_us"]))
+                if common:
+                    d = r["dir"]
+            else:
+                common = fast and plain_record(r) and self.pending is None
+                if common:
+                    seq, t, d = r["seq"], r["t_us"], r["dir"]
+                    common = last is not None and seq == last + 1 and t_floor <= t
+            if common:
+                whole = True
+                try:
+                    data = dumps(r["json"]) + NL
+                except (TypeError, orjson.JSONEncodeError):
+                    data = exact_dumps(r["json"]) + NL   # a hand-edited json orjson refuses (deep, big integer)
+                    whole = False
+                if data:
+                    n += 1
+                    last = seq
+                    if t - BACKWARDS_US > t_floor:
+                        t_floor = t - BACKWARDS_US
+                    c = counts[d]
+                    c[1] += 1
+                    c[0] += len(data)
+                    bufs[d].append(data)
+                    buffered += len(data)
+                    if buffered > FLUSH_BYTES:
+                        self.flush()
+                        buffered = 0
+                    rec.t_us = t
+                    if reframing:        # its messages go to _reframed
+                        self._line_no = n + self.cut + 1
+                        rec.replay_json_reframed(r, data, whole)
                         continue
+                    if oracle is not None:
+                        oracle.line = i
+                    msg = replay_json(r, data)
+                    if msg.findings:
+                        self._group(annotation_json(msg, True), n + self.cut + 1)
+                        continue
+                    plain += 1
+                    if t > rep.duration_us:
+                        rep.duration_us = t
+                    if msg.kind is REQUEST:
+                        methods[seq] = msg.method
+                    elif msg.pair is not None:
+                        methods.pop(msg.pair, None)
+                    continue
             self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor
             self._line(r, line, i)
             n, last, buffered, t_floor = self.n, self.last_seq, self.buffered, self.t_floor
