@@ -62,6 +62,10 @@ def test_report_is_one_file_without_external_resources_or_secrets(tmp_path) -> N
     assert "</script>" not in html.split('id="mcptap-data">', 1)[1].split("</script>", 1)[0]
     raw = run("report", str(src), "-o", str(tmp_path / "raw.html"), "--no-scrub")
     assert raw.exit_code == 0 and "NOT scrubbed" in raw.output and ALL[0] in (tmp_path / "raw.html").read_text()
+    # a capture scrubbed already is not said to be "NOT scrubbed"
+    assert run("scrub", str(src), "-o", str(tmp_path / "scrubbed.jsonl")).exit_code == 0
+    again = run("report", str(tmp_path / "scrubbed.jsonl"), "-o", str(tmp_path / "again.html"), "--no-scrub")
+    assert again.exit_code == 0 and "already scrubbed" in again.output and "NOT" not in again.output, again.output
 
 
 def test_every_filter_operator_has_a_browser_implementation() -> None:

@@ -321,7 +321,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     else:
         style = styler(color)
         target = scrub_command_url(url) if url else " ".join(scrub_argv(list(cmd)))
-        click.echo(esc(f"replay of {capture} against {target} ({plan.era or 'unknown era'}, {plan.revision or '?'})"))
+        era = {"legacy": "initialize handshake", "modern": "stateless"}.get(plan.era or "", "no handshake seen")   # not the transport's era
+        click.echo(esc(f"replay of {capture} against {target} ({era}, {plan.revision or '?'})"))
         shown_part: Any = -1
         for r in rows:
             part = _part(plan, r)

@@ -92,8 +92,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         raise Fail(f"cannot write {out}: the reader of the pipe left") from None
     except OSError as exc:
         raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
+    unscrubbed = "" if redactor else ", already scrubbed" if header.get("scrubbed") else ", NOT scrubbed"
     if target is not None:
-        note = f" ({os.path.getsize(target) // 1024} KiB{'' if redactor else ', NOT scrubbed'})"
+        note = f" ({os.path.getsize(target) // 1024} KiB{unscrubbed})"
     else:
-        note = "" if redactor else " (NOT scrubbed)"
+        note = f" ({unscrubbed[2:]})" if unscrubbed else ""
     say(f"wrote {out}{note}")

@@ -35,6 +35,8 @@ def test_the_replay_capture_says_where_the_server_ran(tmp_path: Path) -> None:
     (tmp_path / "echo.py").write_text(ECHO)
     p, new = _replay(tmp_path, sys.executable, "echo.py")
     assert p.returncode in (0, 1) and "new capture:" in p.stdout, p.stderr        # 1: CHANGED (another server)
+    # the banner names the session's era by its handshake ("legacy" is the 2024-11-05 HTTP+SSE transport in the docs)
+    assert "(initialize handshake, 2025-06-18)" in p.stdout.splitlines()[0] and "legacy" not in p.stdout, p.stdout
     header = json.loads(new.read_text().splitlines()[0])
     assert header["target"]["cwd"] == str(tmp_path.resolve()), header
 
