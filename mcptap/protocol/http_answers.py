@@ -35,6 +35,7 @@ from mcptap.model import Direction, Finding, Kind, Message
 from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
+from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
 from mcptap.protocol.lifecycle import SessionState, request_meta
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
@@ -199,7 +200,7 @@ def method_not_found(p: Pending, st: SessionState, revision: str | None) -> list
 
 def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
     err = value.get("error")
-    what = f" ({str(err)[:40]!r})" if isinstance(err, str) else ""
+    what = f" ({clip(str(err), 40)!r})" if isinstance(err, str) else ""
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from mcptap.model import Finding, Kind
 from mcptap.protocol import urls
 from mcptap.protocol.codes import finding
+from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import classify
 from mcptap.protocol.sse import SSEEvent
 
@@ -28,7 +29,7 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
     if ev.retry is not None:
         out.append(finding("sse.retry", f"retry {ev.retry} ms", {"retry_ms": ev.retry}))
     if ev.comments:
-        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({ev.comments[0][:30]!r}): keep-alive, ignored by clients"))
+        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({clip(ev.comments[0], 30)!r}): keep-alive, ignored by clients"))
     if ev.multiline:
         out.append(finding("sse.multiline_data", f"{ev.data_lines} data lines joined with LF"))
     if ev.cr:

@@ -16,6 +16,7 @@ from typing import Any
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls, shown
 from mcptap.model import severity_counts
+from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
 
 Style = Callable[[str, str], str]
@@ -39,7 +40,7 @@ def fmt_us(us: int | float | None) -> str:
 def shorten(s: str, n: int) -> str:
     """``s`` with its control characters escaped (mcptap.escape), cut to ``n`` characters."""
     s = escape_controls(s)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return s if len(s) <= n else clip(s, n - 1) + "…"
 
 
 def id_text(v: Any) -> str:
