@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 from click.testing import CliRunner
 
 from mcptap.capture.format import decode_bytes
@@ -106,3 +107,22 @@ def test_recover_continues_the_stream_after_a_gap_the_capture_already_counts(tmp
     assert [g["bytes"] for g in gaps] == [LOST]
     last = c.records[-1]
     assert last["type"] == "chunk" and last["offset"] == len(NOTE) + LOST and decode_bytes(last, "data") == NOTE
+
+
+def test_a_stdio_stream_cut_by_a_gap_resumes_at_the_next_line_and_blames_nobody(tmp_path: Path) -> None:
+    """The stdio side of the rule the HTTP observer follows (tests/relay/test_http_observe_gap.py):
+    the partial line before the hole and the rest of a line after it are chunk records, never a
+    message, live and when ``check`` re-frames the capture."""
+    cap = tmp_path / "cap.jsonl"
+    ticks = iter(range(1000, 10**9, 1000))
+    rec = Recorder(CaptureWriter.open(str(cap)), "stdio", {"argv": ["x"]}, clock=lambda: next(ticks), started="2026-01-01T00:00:00Z")
+    rec.stdio_bytes(S2C, NOTE + NOTE[:40])
+    rec.lost(S2C, LOST, "test: past the spill bound")
+    rec.stdio_bytes(S2C, NOTE[60:] + NOTE)
+    rec.close(exit_code=0)
+    recs = read_capture(str(cap)).records
+    assert [x["type"] for x in recs if x["type"] in ("message", "chunk", "gap")] == ["message", "chunk", "gap", "chunk", "message"]
+    assert not [f for x in recs for f in x.get("findings", ())]
+    out = CliRunner().invoke(mcptap, ["check", "--full", "--format", "json", str(cap)])
+    report = orjson.loads(out.output)["captures"][0]
+    assert {c["code"] for c in report["codes"]} == {"capture.gap"}
