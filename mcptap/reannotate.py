@@ -36,6 +36,7 @@ from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.recording import RecordingState
+from mcptap.records.end import kept as kept_end_fields
 from mcptap.reuse_annotations import reuse_annotations
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -88,11 +89,12 @@ def reannotator_for(header: dict[str, Any], shapes: bool, light: bool) -> Reanno
 
 def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, Any]:
     """The re-annotated capture's end record: the original end's seq (unless
-    chunk records were re-framed), exit code, signal and writer-failure fields
+    chunk records were re-framed) and every field it does not recompute
+    (``records.end.kept``: exit code, signal, writer failure, ``original``…)
     kept; ``incomplete`` when the capture had no end record."""
     if old_end is not None and not rec.chunks and isinstance(old_end.get("seq"), int):    # (seq is optional: null kept ours)
         rec.seq = old_end["seq"] - 1
-    keep = {k: v for k, v in (old_end or {}).items() if k in ("exit_code", "signal", "capture_error", "dropped_records", "original")}
+    keep = kept_end_fields(old_end)
     end = rec.close(incomplete=old_end is None, **keep)
     if old_end is None:
         end["incomplete"] = True
@@ -394,4 +396,4 @@ class Reannotator(RecordingState):
             self._count(msg.findings)
         if self.light:
             return annotation_record(msg, findings=True)  # check needs no bytes, no payload
-        return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value)
+        return message_record(msg, self._eol, canonical=canonical and msg.value is frame.value, source=rec)

@@ -105,12 +105,19 @@ class Recorder(StderrRecording, RecordingState):
     def stored_ends(self) -> tuple[int, int] | None:
         """(c2s, s2c): per direction, the stream offset before which every
         byte is in records handed to the writer (the framer's held bytes are
-        not; on disk once ``flush`` returned with ``hold_flush`` unset). None
-        once the writer failed or dropped a record (disk full): the capture
-        may lack bytes these offsets would claim (the stdio relay's spill file,
-        ``spill.Recorded``, is then never rewound again)."""
+        not; on disk once ``flush`` returned with ``hold_flush`` unset), or is
+        accounted for by a ``gap`` record on disk (records the writer dropped
+        on a failed write, bytes counted by ``lost``). None while the writer
+        dropped records that no gap record announces yet (a disk that stays
+        full) or once it is closed: the capture may then lack bytes these
+        offsets would claim, so the stdio relay's spill file (``spill.Recorded``)
+        is not rewound past them and ``recover`` still finds them. Once the
+        gap is on disk the bytes are declared lost, as the HTTP tap's are when
+        its recorder read its spill file back, and the file is rewound again:
+        it used to stay a log for the rest of the session after one dropped
+        record, growing to its bound (``spill_bound``)."""
         w = self.writer
-        if w is not None and (w.failed is not None or w.dropped or w.closed):
+        if w is not None and (w.unreported or w.closed):
             return None
         return (self.streams[C2S].bytes - self._framers[C2S].buffered,
                 self.streams[S2C].bytes - self._framers[S2C].buffered)

@@ -28,16 +28,19 @@ annotation_record = annotation_json
 
 # -- encoding: the record types own their JSON (mcptap/records/) -------------------
 
-def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False) -> dict[str, Any]:
+def message_record(msg: Message, eol: bytes = b"\n", canonical: bool = False, source: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``message`` record of one annotated Message (a dict ready for dumps):
-    ``MessageRecord(msg, eol, canonical).to_json()``.
+    ``MessageRecord(msg, eol, canonical).to_json()``; ``source``: the record
+    it was read from (re-annotation), whose fields no Message holds are kept
+    (``MessageRecord.kept``: a scrubbed record's ``original``).
 
     ``eol``: the terminator the transport normally appends (``b"\\n"`` on stdio,
     ``b""`` for HTTP payloads); it decides whether ``json`` alone is lossless.
     ``canonical``: the caller knows ``raw == dumps(json) + eol`` (it rebuilt
     the bytes from ``json``), so the check is skipped.
     """
-    return MessageRecord(msg, eol, canonical).to_json()
+    out = MessageRecord(msg, eol, canonical).to_json()
+    return out if source is None else MessageRecord.kept(out, source)
 
 
 def message_from_record(rec: dict[str, Any]) -> Message:

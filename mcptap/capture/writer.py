@@ -74,6 +74,12 @@ class CaptureWriter:
         #: replaced wherever they reappear, ``known_secrets.KnownSecrets.line``)
         self.line_filter: Callable[[dict[str, Any], bytes], bytes] | None = None
 
+    @property
+    def unreported(self) -> int:
+        """Records dropped (a failed write) that no ``gap`` record on disk
+        announces yet (0 once one does, or if none was dropped)."""
+        return self._unreported
+
     @classmethod
     def open(cls, path: str) -> CaptureWriter:
         """Create (or empty) the capture at ``path``, owner-only, and lock it

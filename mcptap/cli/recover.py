@@ -112,6 +112,11 @@ def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]
                 ends[rec["dir"]] = src["offset"] + src["bytes"]
             else:
                 ends[rec["dir"]] = held[rec["dir"]]
+        elif typ == "gap" and rec.get("dir") in ends and type(rec.get("bytes")) is int and rec["bytes"] > 0:
+            # forwarded, not recorded (``Recorder.lost``): the stream goes on after them, in both
+            # streams' terms; else the spill entries after them read as bytes held only in memory
+            ends[rec["dir"]] += rec["bytes"]
+            held[rec["dir"]] += rec["bytes"]
     return stream.header, complete, seq, t, ends, held
 
 

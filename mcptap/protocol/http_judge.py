@@ -77,6 +77,11 @@ class End:
     request_cut: bool = False           # the request never ended: the client went away inside its body
     location_sent: str | None = None    # the Location the tap gave the client when it rewrote the upstream's
     response_cut: bool = False          # the client went away inside the answer: an SSE event, or a JSON body (its part not framed)
+    gap: bool = False                   # some of its relay facts were not recorded (a gap record): its answers may be in the hole
+
+
+#: end findings judged from the body bytes the tap counted: not for an exchange cut by a gap (its count lacks the hole's)
+BODY_SIZE_CODES = frozenset({"http.body_shorter_than_content_length"})
 
 
 class HttpJudge:
@@ -114,13 +119,19 @@ class HttpJudge:
     def end(self, ex_id: int, facts: Exchange, e: End) -> list[Finding]:
         ann = self.annotator
         fs: list[Finding] = []
-        if e.how == "complete" and facts.is_ack:
+        if e.how == "complete" and facts.is_ack and not e.gap:
             fs += ack_findings(facts, e.ack_body, e.response_bytes)
         # legacy HTTP+SSE answers on the GET stream: its POST status answers nothing
         if e.how == "complete" and facts.method == "POST" and not facts.legacy:
             fs += ann.answers.rejected(ex_id, facts.status or 0, ann.session, header(facts.resp_headers or [], "location"),
                                        facts.target.partition("#")[0], e.location_sent)
         pend = [] if e.how == "tap_stopped" else [p for p in ann.pending() if p.exchange == ex_id and p.direction is C2S]
+        if e.gap:
+            # mcptap lost part of this exchange: an answer, an event, body bytes may be in the hole, so
+            # nothing is judged from what it lacks (the gap record says so); its requests are not the server's fault
+            for p in pend:
+                ann.transport_answered(p)
+            pend = []
         fs += self._session_rejected(ex_id, facts)
         if e.how == "upstream_closed" and not e.response_started and e.reused:
             for p in pend:
@@ -131,16 +142,17 @@ class HttpJudge:
             for p in pend:
                 ann.transport_answered(p)   # the tap answered (403/502)
         if e.how == "client_closed":
-            if e.response_cut and not e.sse:
+            if e.response_cut and not e.sse and not e.gap:
                 fs.append(finding("http.client_closed_mid_response", f"the client closed the connection inside the response body, "
                                   f"{e.response_bytes} bytes of it received so far: the rest was never relayed (not judged as the server's data)",
                                   {"response_bytes": e.response_bytes}))
             fs += self._client_gone(ex_id, facts, pend, e)
             pend = [p for p in pend if not p.reported and not p.cancelled]
         fs += request_cut_findings(facts, e.how, e.request_bytes, e.request_cut)
-        fs += end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
-                           sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
-                           pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
+        ends = end_findings(facts, e.how, e.detail, response_started=e.response_started, reused=e.reused,
+                            sent_502=e.sent_502, sse=e.sse, event_ids=e.event_ids, response_bytes=e.response_bytes,
+                            pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
+        fs += [f for f in ends if f.code not in BODY_SIZE_CODES] if e.gap else ends
         self.rules.on_end(ex_id, facts)
         ann.exchange_ended(ex_id)
         return fs

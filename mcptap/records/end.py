@@ -12,6 +12,18 @@ _OPTIONAL = ("cancelled_unanswered", "stderr", "chunks", "unanswered", "exit_cod
 _KNOWN = frozenset({"type", "seq", "t_us", "c2s", "s2c", "severities", "codes", "pending", *_OPTIONAL, "capture_error", "dropped_records"})
 
 
+#: what re-annotation computes afresh for its end record (``kept`` passes on every other field)
+RECOMPUTED = frozenset({"type", "seq", "t_us", "c2s", "s2c", "severities", "codes", "pending", "cancelled_unanswered",
+                        "stderr", "chunks", "unanswered", "incomplete"})
+
+
+def kept(end: dict[str, Any] | None) -> dict[str, Any]:
+    """The fields of a capture's ``end`` record that re-annotation keeps as they
+    are (exit code, signal, writer failure, a scrubbed capture's ``original``,
+    ``recorder_error`` and whatever else the tap said): all but ``RECOMPUTED``."""
+    return {k: v for k, v in (end or {}).items() if k not in RECOMPUTED}
+
+
 @dataclass(frozen=True, slots=True)
 class End:
     """The ``end`` record: per-direction counts and digests, findings by

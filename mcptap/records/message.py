@@ -62,6 +62,13 @@ def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
         return _exact_dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
 
 
+#: the fields a message record's Message gives it (``MessageRecord.to_json``): what
+#: re-annotation recomputes; any other field of a record read (a scrubbed record's
+#: ``original``, a newer mcptap's) is the record's own and is kept (``MessageRecord.kept``)
+MESSAGE_FIELDS = frozenset({"type", "seq", "t_us", "dir", "kind", "session", "id", "method", "pair", "latency_us", "phase",
+                            "rev", "json", "raw", "raw_b64", "eol", "findings", "link", "members", "transport", "offset"})
+
+
 # not frozen, unlike the other records: the live recorder builds one per
 # message, and a frozen dataclass's __init__ (object.__setattr__ per field)
 # costs 0.4 µs more; nothing mutates it
@@ -128,6 +135,16 @@ class MessageRecord:
             rec["transport"] = msg.transport
         rec["offset"] = msg.offset
         return rec
+
+    @staticmethod
+    def kept(out: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+        """``out`` (a record built afresh from ``source``'s Message) with the
+        fields of ``source`` that no Message holds (not ``MESSAGE_FIELDS``), after
+        its own, in their order (``original`` thus right after ``offset``)."""
+        for k, v in source.items():
+            if k not in MESSAGE_FIELDS:
+                out[k] = v
+        return out
 
     @classmethod
     def from_json(cls, rec: dict[str, Any]) -> MessageRecord:

@@ -22,7 +22,8 @@ captures"):
   (a context record's ``state…apiKey``) is redacted whole, as in a message;
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
-  scrubbed stream), the source's are kept in ``original`` (so the owner of the
+  scrubbed stream, with a directed ``gap``'s bytes in ``bytes`` as the recorder
+  counts them), the source's are kept in ``original`` (so the owner of the
   source can still prove it).
 
 Scrubbing twice gives the same capture as scrubbing once. ``hits`` collects
@@ -142,7 +143,16 @@ class Scrubber:
             return self._chunk(rec, seq)
         if typ == "stderr":
             return self._stderr(rec, seq, stderr)
+        if typ == "gap":
+            self._gap(rec)
         return self._generic(rec, seq)
+
+    def _gap(self, rec: dict[str, Any]) -> None:
+        """A stdio directed ``gap``'s bytes were forwarded, not recorded: counted in the stream, not
+        its digest, as ``Recorder.lost`` does, so later offsets and the end's bytes match a plain capture's."""
+        d, n = self._digests.get(rec.get("dir", "")) if rec.get("dir") != "stderr" else None, rec.get("bytes")
+        if d is not None and self.transport == "stdio" and type(n) is int and n > 0:
+            d.bytes += n
 
     def _stderr(self, rec: dict[str, Any], seq: int | None, done: tuple[str, list[Hit]] | None) -> dict[str, Any]:
         text = record_text(rec)

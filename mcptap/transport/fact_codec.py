@@ -27,7 +27,9 @@ and the end record's extra fields), ``SPILLED`` (meta: the frame's pieces as
 ``(offset, size)`` in the spill file, read back by the recorder), ``LOST``
 (meta: ``LOST_META``, batches neither the pipe, memory nor the spill file
 could take: how many, their frames' bytes, the bytes they forwarded c2s and
-s2c, and 1 if the spill file was at its bound, 0 if it could not be written).
+s2c, and 1 if the spill file was at its bound, 0 if it could not be written;
+then ``marshal`` of the exchanges whose facts they carried, a sorted list, or
+None for every one: ``lost_meta``/``read_lost``).
 """
 
 from __future__ import annotations
@@ -148,12 +150,48 @@ def forwarded_sizes(meta: bytes) -> tuple[int, int]:
     """Bytes a batch's ``SendUpstream`` (c2s) and ``SendClient`` (s2c) forwarded,
     from its ``meta`` alone (the bodies' sizes are in it): what a dropped batch
     leaves out of the capture's byte counts."""
+    c2s, s2c, _ = dropped_facts(meta)
+    return c2s, s2c
+
+
+def dropped_facts(meta: bytes) -> tuple[int, int, set[int]]:
+    """``forwarded_sizes`` of a batch's ``meta``, and the exchanges whose facts
+    (heads, bodies, ends) it carries: those a dropped batch cuts."""
     out, sizes = marshal.loads(meta)
     got = [0, 0]
+    exchanges: set[int] = set()
     for rec in out:
         code = rec[0]
         if code == _SEND_UPSTREAM or code == _SEND_CLIENT:
             d = rec[-1]
             n = sizes[d] if type(d) is int else len(d[0]) + sizes[d[1]] + len(d[2]) if type(d) is tuple else len(d)
             got[code == _SEND_CLIENT] += n
-    return got[0], got[1]
+        elif code == _REQUEST_BODY or code == _RESPONSE_BODY:
+            exchanges.add(rec[1])
+        elif _FACTS[code - 4] is not r.ConnClosed:
+            exchanges.add(rec[1][0])                # every other fact's first field is its exchange
+    return got[0], got[1], exchanges
+
+
+#: exchanges a LOST frame names at most; past them it stands for every open one (a flood of
+#: short exchanges must not grow the frame, rewritten in place for each batch, without bound)
+LOST_EXCHANGES = 4096
+
+
+def lost_meta(batches: int, size: int, c2s: int, s2c: int, full: int, exchanges: set[int] | None) -> bytes:
+    """A LOST frame's meta (module doc); ``exchanges`` None or past ``LOST_EXCHANGES``: every one."""
+    named = sorted(exchanges) if exchanges is not None and len(exchanges) <= LOST_EXCHANGES else None
+    return LOST_META.pack(batches, size, c2s, s2c, full) + marshal.dumps(named)
+
+
+def read_lost(meta: bytes) -> tuple[int, int, int, int, int, list[int] | None]:
+    """``(batches, size, c2s, s2c, full, exchanges)`` of a LOST frame's meta
+    (exchanges None: every open one; a meta that cannot be read: one batch, nothing known)."""
+    if len(meta) < LOST_META.size:
+        return 1, 0, 0, 0, 0, None
+    n, size, c2s, s2c, full = LOST_META.unpack_from(meta)
+    try:
+        named = marshal.loads(meta[LOST_META.size:]) if len(meta) > LOST_META.size else None
+    except (EOFError, ValueError, TypeError):
+        named = None
+    return n, size, c2s, s2c, full, named if isinstance(named, list) else None

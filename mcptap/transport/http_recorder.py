@@ -21,15 +21,17 @@ Once the recorder says it read back every byte set aside so far
 use is the largest backlog, not every byte a long session ever set aside.
 The file has a bound (``spill_bound``): a batch past it is dropped, never
 waited for, and counted in one LOST frame (a gap record in the capture says
-how many batches and how many forwarded bytes each way); once the file was
+how many batches and how many forwarded bytes each way; the frame names the
+exchanges they carried, which the observer cuts there); once the file was
 rewound, batches are set aside again.
 
 End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
 writes everything out and waits for the recorder to write the end record and
 exit (one line on stderr if catching up takes over ``SLOW_END_S``; past
 ``END_WAIT_S`` it signals ``HURRY``: the recorder skips the batches still in
-the spill file and writes a gap record saying how many, so a flood's backlog
-never holds the end up). The
+the spill file and writes gap records saying how many and the bytes they
+forwarded each way, as for a LOST frame, so a flood's backlog never holds
+the end up). The
 recorder ignores terminal signals (the relay decides the end); at EOF without
 ``END`` (mcptap was killed) it writes what arrived and no end record, so the
 capture says it is incomplete, as a killed stdio tap's does. If it fails, the
@@ -97,6 +99,7 @@ class RecorderLink:
         self._queued = 0
         self._spilled_bytes = 0      # bytes of the frames set aside in the spill file (the recorder's ``spill_read``)
         self._lost_tail: list[Any] | None = None    # the LOST frame queued last (``_spilled``: it counts more)
+        self._lost_cut: set[int] | None = None      # the exchanges it cuts (None: every one)
         #: batches dropped (the spill file could not take them) and the bytes they forwarded
         self.lost_batches = self.lost_bytes = 0
         self._wake: trio.Event | None = None
@@ -167,17 +170,23 @@ class RecorderLink:
             return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
         if kind != fc.BATCH:
             return bufs
-        c2s, s2c = fc.forwarded_sizes(bytes(bufs[1]))
+        c2s, s2c, cut = fc.dropped_facts(bytes(bufs[1]))
         full = int(at == FULL)
         self.lost_bytes += c2s + s2c
         self.lost_batches += 1
         last = self._q[-1] if self._q else None
         if last is not None and last is self._lost_tail:
-            n, b, c, d, f = fc.LOST_META.unpack(last[1])
+            n, b, c, d, f = fc.LOST_META.unpack_from(last[1])
             if f == full:
-                last[1] = fc.LOST_META.pack(n + 1, b + size, c + c2s, d + s2c, f)
+                if self._lost_cut is not None:
+                    self._lost_cut |= cut
+                    if len(self._lost_cut) > fc.LOST_EXCHANGES:
+                        self._lost_cut = None       # every open exchange: no more to collect
+                last[1] = fc.lost_meta(n + 1, b + size, c + c2s, d + s2c, f, self._lost_cut)
+                last[0] = fc.HEAD.pack(fc.LOST, fc.HEAD.unpack_from(last[0])[1], len(last[1]), 0)
                 return None
-        self._lost_tail = fc.frame(fc.LOST, t, fc.LOST_META.pack(1, size, c2s, s2c, full))
+        self._lost_cut = cut
+        self._lost_tail = fc.frame(fc.LOST, t, fc.lost_meta(1, size, c2s, s2c, full, cut))
         return self._lost_tail
 
     def _write(self, bufs: list[Any]) -> int | None:

@@ -15,7 +15,7 @@ end record is written; the capture writer's failure and lost records).
 Records are written out before every wait for the pipe and after every batch
 read back from the spill file (a backlog read from there never waits, and
 its records must not pile up in memory). ``HURRY`` (SIGUSR1, from the relay's
-``finish``) skips the spilled batches left, with a gap record.
+``finish``) skips the spilled batches left, with gap records (``dropped``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import collections
 import marshal
 import os
 import signal
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -171,12 +172,35 @@ class _SpilledFrame:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _spilled_kind(spill: SpillFile, places: list[tuple[int, int]]) -> int:
-    """The kind of the frame the relay set aside at ``places`` (BATCH when it cannot be read)."""
+def _spilled_head(spill: SpillFile, places: list[tuple[int, int]]) -> tuple[int, bytes | None]:
+    """The kind and meta of the frame the relay set aside at ``places``
+    (BATCH and None when it cannot be read)."""
     try:
-        return int(fc.HEAD.unpack(_SpilledFrame(spill, places).read(fc.HEAD.size))[0])
-    except EOFError:
-        return fc.BATCH
+        frame = _SpilledFrame(spill, places)
+        kind, _t, n_meta, _n_body = fc.HEAD.unpack(frame.read(fc.HEAD.size))
+        return int(kind), frame.read(n_meta)
+    except (EOFError, struct.error):
+        return fc.BATCH, None
+
+
+class _Skipped:
+    """Spilled batches skipped at the end (``HURRY``): how many, their bytes, what they
+    forwarded each way and the exchanges they carried (None: not known, every one)."""
+
+    def __init__(self) -> None:
+        self.batches = self.size = self.c2s = self.s2c = 0
+        self.exchanges: set[int] | None = set()
+
+    def add(self, size: int, meta: bytes | None) -> None:
+        self.batches += 1
+        self.size += size
+        try:
+            c2s, s2c, cut = fc.dropped_facts(meta) if meta is not None else (0, 0, None)
+        except (EOFError, ValueError, TypeError, IndexError):
+            c2s, s2c, cut = 0, 0, None
+        self.c2s += c2s
+        self.s2c += s2c
+        self.exchanges = None if cut is None or self.exchanges is None else self.exchanges | cut
 
 
 def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, hurry: list[bool] | None = None) -> None:
@@ -213,13 +237,25 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
             return frames.exact(n)
         return pending[-1].read(n)
 
-    skipped = [0, 0]            # batches and bytes of spilled frames not recorded (``HURRY``)
+    skipped = [_Skipped()]      # spilled frames not recorded (``HURRY``)
+
+    def cut(exchanges: set[int] | None) -> None:
+        nonlocal failed
+        if observer is None or failed:
+            return
+        try:
+            observer.lost(exchanges)
+        except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
+            failed = True
+            write_out()
+            _report(status_fd, {"stopped": repr(exc)})
 
     def note_skipped() -> None:
-        if skipped[0]:
-            rec.gap(f"mcptap was ending and the recorder process was behind the relay: {skipped[0]} batch(es) of "
-                    f"relay facts ({skipped[1]} bytes) set aside in the spill file were not recorded")
-            skipped[0] = skipped[1] = 0
+        sk = skipped[0]
+        if sk.batches:
+            dropped(rec, cut, sk.batches, sk.size, sk.c2s, sk.s2c, sk.exchanges,
+                    "mcptap was ending and the recorder process was behind the relay", "set aside in the spill file were not recorded")
+            skipped[0] = _Skipped()
 
     while True:
         try:
@@ -227,12 +263,13 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
             meta = read(n_meta)
             if kind == fc.SPILLED:
                 places = marshal.loads(meta)
-                if hurry[0] and _spilled_kind(spill, places) == fc.BATCH:
-                    size = sum(n for _, n in places)
-                    skipped[0] += 1
-                    skipped[1] += size
-                    read_back[0] += size
-                    continue
+                if hurry[0]:
+                    spilled_kind, spilled_meta = _spilled_head(spill, places)
+                    if spilled_kind == fc.BATCH:
+                        size = sum(n for _, n in places)
+                        skipped[0].add(size, spilled_meta)
+                        read_back[0] += size
+                        continue
                 pending.append(_SpilledFrame(spill, places))
                 continue
             if kind == fc.BATCH:
@@ -265,7 +302,7 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
         elif kind == fc.START:
             observer = hooks.observer(marshal.loads(meta))
         elif kind == fc.LOST:
-            lost(rec, meta)
+            lost(rec, meta, cut)
         elif kind == fc.END:
             write_out()
             _report(status_fd, {"caught_up": 1})
@@ -276,15 +313,26 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
             return
 
 
-def lost(rec: Recorder, meta: bytes) -> None:
-    """Record a LOST frame (``fc.LOST_META``): one gap record per direction
-    the dropped batches forwarded bytes in, with that count (which the end
-    record's byte counts include: ``Recorder.lost``), or one without a
-    direction if they forwarded none."""
-    n, size, c2s, s2c, full = fc.LOST_META.unpack(meta) if len(meta) == fc.LOST_META.size else (1, 0, 0, 0, 0)
+def lost(rec: Recorder, meta: bytes, cut: Callable[[set[int] | None], None] | None = None) -> None:
+    """Record a LOST frame (``fc.read_lost``): see ``dropped``."""
+    n, size, c2s, s2c, full, exchanges = fc.read_lost(meta)
     why = ("the relay's spill file was at its size bound (MCPTAP_SPILL_LIMIT, or half the free disk space) while the "
            "recorder process was behind" if full else "the recorder process and the capture disk fell behind the relay")
-    reason = f"{why}: {n} batch(es) of relay facts ({size} bytes) were not recorded"
+    dropped(rec, cut, n, size, c2s, s2c, None if exchanges is None else set(exchanges), why, "were not recorded")
+
+
+def dropped(rec: Recorder, cut: Callable[[set[int] | None], None] | None, n: int, size: int, c2s: int, s2c: int,
+            exchanges: set[int] | None, why: str, what: str) -> None:
+    """``n`` batches of relay facts (``size`` bytes) were not recorded:
+    ``cut`` (the observer's ``HttpObserver.lost``) cuts the exchanges they
+    carried there (``exchanges``; None: every open one), so no bytes after the
+    hole are read as if they followed the bytes before it; then one gap
+    record per direction they forwarded bytes in, with that count (which the
+    end record's byte counts include: ``Recorder.lost``), or one without a
+    direction if they forwarded none."""
+    if cut is not None:
+        cut(exchanges)
+    reason = f"{why}: {n} batch(es) of relay facts ({size} bytes) {what}"
     if not (c2s or s2c):
         rec.gap(reason)
     for d, nbytes in ((Direction.C2S, c2s), (Direction.S2C, s2c)):

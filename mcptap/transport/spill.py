@@ -33,9 +33,11 @@ total. Why this is sound:
   truncation is one system call; a kill mid-append leaves a cut last entry,
   which ``entries`` skips (as without rewinds).
 * the published values only grow, are each one aligned 8-byte store and load,
-  and lag the truth at worst (a stale load means no rewind yet); once the
-  capture lost a record (disk full) or the recorder failed, they stop growing
-  (``Recorder.stored_ends``), and the file is a log from there on.
+  and lag the truth at worst (a stale load means no rewind yet). While records
+  the capture lost (disk full) have no ``gap`` record on disk, or once the
+  recorder failed, they stop growing (``Recorder.stored_ends``): the file is a
+  log, ``recover`` finds those bytes; once a gap record declares them lost,
+  rewinds go on (as the HTTP tap's: ``recover`` fills no hole anyway).
 
 Bound: one fill of the file (from empty or a rewind) holds at most
 ``spill_bound.allowance`` bytes; an append past it writes nothing and returns

@@ -78,6 +78,9 @@ class _Notes:
         self.rec = rec
         self.boom_at = boom_at
 
+    def lost(self, exchanges: set[int] | None) -> None:
+        """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
+
     def handle(self, items: list[Any], flush: bool = True) -> None:
         body = items[0].data
         if self.boom_at is not None and body == str(self.boom_at).encode():

@@ -43,6 +43,9 @@ class _Counting:
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
 
+    def lost(self, exchanges: set[int] | None) -> None:
+        """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
+
     def handle(self, items: list[Any], flush: bool = True) -> None:
         for it in items:
             if isinstance(it, r.SendClient):
@@ -145,7 +148,14 @@ def test_a_start_or_end_frame_the_spill_file_cannot_take_waits_in_memory(tmp_pat
     batch = fc.frame(fc.BATCH, 1, *fc.encode(_batch(1, 100)))     # type: ignore[misc]
     lost = link._spilled(batch)
     assert lost is not None and lost[0][0] == fc.LOST
-    assert fc.LOST_META.unpack(lost[1]) == (1, sum(map(len, batch)), 0, 100, 1)     # a batch, its bytes, c2s, s2c, the bound
+    # a batch, its bytes, c2s, s2c, the bound, the exchange it carried (ResponseBody of exchange 1)
+    assert fc.read_lost(lost[1]) == (1, sum(map(len, batch)), 0, 100, 1, [1])
+    link._q.append(lost)                                 # queued last: the next drop is counted in it, in place
+    other = fc.frame(fc.BATCH, 2, *fc.encode([r.RequestBody(5, 2, b"q" * 9), r.SendUpstream(2, 1, b"u" * 9)]))  # type: ignore[misc]
+    assert link._spilled(other) is None
+    assert fc.read_lost(lost[1]) == (2, sum(map(len, batch)) + sum(map(len, other)), 9, 100, 1, [1, 5])
+    assert fc.HEAD.unpack(lost[0]) == (fc.LOST, 1, len(lost[1]), 0)       # dated by its first batch; its meta's size
+    link._q.pop()
     link._spill.append_pieces = real                     # type: ignore[method-assign]
     link.finish(0)
 

@@ -6,6 +6,7 @@ every spilled byte the capture lacks."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import signal
@@ -24,7 +25,7 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.transport.handoff import Handoff
-from mcptap.transport.spill import Recorded, SpillFile, spill_path
+from mcptap.transport.spill import ENTRY, Recorded, SpillFile, spill_path
 from tests.transport.test_spill_bound import HELD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,21 +108,21 @@ def test_the_recorder_thread_publishes_what_the_capture_file_holds(tmp_path: Pat
     spill.close(remove=True)
 
 
-def test_nothing_more_is_published_once_the_capture_lost_a_record_or_the_recorder_failed(tmp_path: Path) -> None:
+def test_nothing_more_is_published_while_a_lost_record_is_unannounced_or_once_the_recorder_failed(tmp_path: Path) -> None:
     h, rec, held, spill = _handoff(tmp_path)
     h.start()
     h.chunk(S2C, NOTE)
     h.stop()
     assert held.s2c.value == len(NOTE)
     assert rec.writer is not None
-    rec.writer.dropped = 1                                    # disk full: a record is not in the file
+    rec.writer._unreported = 1                                # disk full: a record is lost and no gap record says so yet
     h2 = Handoff(rec, lambda reason: None)
     h2.recorded = held
     h2.start()
     h2.chunk(S2C, NOTE)
     h2.stop()
     assert held.s2c.value == len(NOTE)
-    rec.writer.dropped = 0
+    rec.writer._unreported = 0
     h3 = Handoff(rec, lambda reason: None)
     h3.recorded = held
     h3.error = "ValueError: a bug"
@@ -129,6 +130,67 @@ def test_nothing_more_is_published_once_the_capture_lost_a_record_or_the_recorde
     h3.chunk(S2C, NOTE)
     h3.stop()
     assert held.s2c.value == len(NOTE)
+
+
+def _fail_writes(writer: CaptureWriter, n: int) -> list[int]:
+    """The writer's next ``n`` writes fail as on a full disk (ENOSPC); returns the count left."""
+    left = [n]
+    real = writer._write
+
+    def write(data: bytes | memoryview) -> int:
+        if left[0] > 0:
+            left[0] -= 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(data)
+
+    writer._write = write                                     # type: ignore[method-assign]
+    return left
+
+
+def test_the_spill_file_is_rewound_again_once_the_capture_announced_a_lost_record(tmp_path: Path) -> None:
+    """A write that failed once (the disk filled up and freed again) costs the records in it and
+    a gap record says so; from there the capture holds, or declares lost, every byte before the
+    published offsets, so the relay rewinds its spill file again (it used to stay a log for the
+    rest of the session, growing to its bound). While the loss is not announced (the disk stays
+    full, even the reserve's gap record failed) nothing more is published."""
+    cap = tmp_path / "cap.jsonl"
+    writer = CaptureWriter.open(str(cap))
+    rec = Recorder(writer, "stdio", {"argv": ["x"]}, clock=lambda: 5, started="2026-01-01T00:00:00Z")
+    held = Recorded()
+    spill = SpillFile(str(tmp_path / "cap.jsonl.spill"), recorded=held)
+    h = Handoff(rec, lambda reason: None)
+    h.recorded = held
+    h.start()
+    h.chunk(S2C, NOTE)
+    for _ in range(500):                                      # hang guard: written and published
+        if held.s2c.value == len(NOTE):
+            break
+        time.sleep(0.01)
+    assert spill.append(1, 5, len(NOTE), NOTE * 2) >= 0       # the relay sets a backlog aside meanwhile
+    left = _fail_writes(writer, 1)                            # the next write fails; the reserve's room takes the gap
+    h.chunk(S2C, NOTE * 2)
+    for _ in range(500):
+        if h.progress == 2 and not left[0]:
+            break
+        time.sleep(0.01)
+    h.chunk(S2C, NOTE)
+    h.stop()
+    assert held.s2c.value == len(NOTE) * 4                    # the dropped record's bytes are announced lost
+    assert writer.dropped == 2 and writer.unreported == 0           # the two lines of that chunk
+    assert spill.append(1, 5, len(NOTE) * 4, NOTE) == ENTRY.size and spill.rewinds == 1
+    gaps = [r for r in read_capture(str(cap)).records if r["type"] == "gap"]
+    assert len(gaps) == 1 and gaps[0]["dropped_records"] == 2
+    # the disk stays full: the gap record cannot be written either, so nothing more is published
+    _fail_writes(writer, 1 << 30)
+    h2 = Handoff(rec, lambda reason: None)
+    h2.recorded = held
+    h2.start()
+    h2.chunk(S2C, NOTE)
+    h2.stop()
+    assert writer.unreported > 0 and held.s2c.value == len(NOTE) * 4
+    assert spill.append(1, 5, len(NOTE) * 5, NOTE) > ENTRY.size and spill.rewinds == 1     # a log again
+    writer._write = lambda data: os.write(writer._fd, data)   # type: ignore[method-assign]
+    spill.close(remove=True)
 
 
 # -- end to end: a bursty server through the real `mcptap record` -------------------------------

@@ -44,7 +44,7 @@ from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
-from mcptap.relay.http.observe_sse import SseObserver
+from mcptap.relay.http.observe_gap import GapObserver
 from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
@@ -57,7 +57,7 @@ ACK_BODY_KEEP = 256
 INFORMATIONAL_RECORDED = 20
 
 
-class HttpObserver(SseObserver):
+class HttpObserver(GapObserver):
     """Turns the facts of one ``HttpRelay`` into capture records.
 
     ``upstream``: the relay's Upstream; ``listen_authority``: the tap's
@@ -189,6 +189,8 @@ class HttpObserver(SseObserver):
             self._finish(e, e.held_end)
 
     def _request_body(self, e: ObservedExchange) -> None:
+        if e.req_gap and e.body:
+            self._plain_body(e, e.body.take(), gap=True)     # its part is no message: a hole may be in it
         if e.method != "POST" and e.body:
             # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
             self._plain_body(e, e.body.take())
@@ -213,9 +215,11 @@ class HttpObserver(SseObserver):
             return
         self._frame_c2s(e, body, value, fs, e.req_end_t)
 
-    def _plain_body(self, e: ObservedExchange, body: bytes) -> None:
+    def _plain_body(self, e: ObservedExchange, body: bytes, gap: bool = False) -> None:
         fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
         encode_bytes(body if self.record_secrets else scrub_body(body, e.facts.req_headers), "body", fields)
+        if gap:
+            fields["gap"] = True
         self.rec.http(**fields)
 
     def _mcp_path(self, target: str) -> bool:
@@ -286,6 +290,7 @@ class HttpObserver(SseObserver):
                 e.undecodable = True
                 return
         if e.mode == "sse" and e.parser is not None:
+            e.sse_fed += len(data)
             self._sse_events(e, e.parser.receive_data(data))
         elif e.mode == "json" and not e.facts.is_ack:
             e.resp_body += data
@@ -313,6 +318,7 @@ class HttpObserver(SseObserver):
             if e.decoder is not None:
                 try:
                     tail = e.decoder.flush()
+                    e.sse_fed += len(tail)
                     self._sse_events(e, e.parser.receive_data(tail))
                 except zlib.error:
                     pass
@@ -325,7 +331,7 @@ class HttpObserver(SseObserver):
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
             encode_bytes(e.body.take(), "body", cut)
             self.rec.http(**cut)
-        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_body and not e.undecodable:
+        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_body and not e.undecodable and not e.resp_gap:
             body = e.resp_body.take()
             if it.how == "client_closed":
                 # the client went away inside the body: its part is not the server's message
@@ -335,7 +341,7 @@ class HttpObserver(SseObserver):
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
                                              e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
-                                             e.location_sent, response_cut))
+                                             e.location_sent, response_cut, e.gap))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -349,6 +355,8 @@ class HttpObserver(SseObserver):
             fields["request_cut"] = True
         if response_cut:
             fields["response_cut"] = True
+        if e.gap:
+            fields["gap"] = True
         if facts.is_ack and e.resp_body:
             fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:

@@ -52,7 +52,7 @@ class SseObserver:
             if e.cr_seen:      # once per stream: SDKs on sse-starlette end every line with CR LF
                 fs = [f for f in fs if f.code != "sse.crlf"]
             e.cr_seen = True
-        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": ev.end - ev.start}
+        info: dict[str, Any] = {"event": ev.type, "offset": e.sse_base + ev.start, "bytes": ev.end - ev.start}
         if ev.id is not None:
             info["id"] = ev.id
         if ev.retry is not None:
@@ -94,6 +94,8 @@ class SseObserver:
         recorded. ``client_closed``: the stream ends because the client went
         away, so an unfinished last event was cut by the client, not sent so.
         Returns whether there was such an event."""
+        if e.resync and evs:
+            self._resynced(e, evs)
         evs.reverse()
         cut = False
         while evs:
@@ -105,6 +107,24 @@ class SseObserver:
                 self._sse_event(e, ev)
         return cut
 
+    def _resynced(self, e: ObservedExchange, evs: list[SSEEvent]) -> None:
+        """A stream cut by a gap (``observe_gap``): the first block after the
+        hole is taken off ``evs`` and recorded as cut (it may be the rest of the
+        event under way, or its start may be in the hole); framing goes on from
+        the next event boundary."""
+        first = evs.pop(0)
+        e.resync = False
+        self._gap_cut(e, e.sse_base + first.start, first.end - first.start, first.terminated)
+
+    def _gap_cut(self, e: ObservedExchange, offset: int, n: int, terminated: bool) -> None:
+        """An ``sse`` record for ``n`` bytes of a stream cut by a gap: no
+        message, and no finding on the server (the ``gap`` record says what was lost)."""
+        e.events += 1
+        info: dict[str, Any] = {"event": "message", "offset": offset, "bytes": n, "cut": "gap"}
+        if not terminated:
+            info["terminated"] = False
+        self._sse_record(e, info, [])
+
     def _sse_cut(self, e: ObservedExchange, ev: SSEEvent) -> None:
         """The unfinished event of a stream the client closed (an SDK client
         stops at its own event size limit): the server was still sending it,
@@ -112,7 +132,7 @@ class SseObserver:
         an ``sse`` record says how much of it came."""
         e.events += 1
         n = ev.end - ev.start
-        info: dict[str, Any] = {"event": ev.type, "offset": ev.start, "bytes": n, "terminated": False, "cut": "client_closed"}
+        info: dict[str, Any] = {"event": ev.type, "offset": e.sse_base + ev.start, "bytes": n, "terminated": False, "cut": "client_closed"}
         fs = [finding("sse.client_closed_mid_event", f"the client closed the stream inside an event, {n} bytes of it "
                                                      "received so far: the rest was never relayed (not judged as the server's data)",
                       {"bytes": n})]

@@ -67,6 +67,13 @@ class ObservedExchange:
     held_end: Any = None
     location_sent: str | None = None     # the Location the tap rewrote the upstream's to
     informational: int = 0           # 1xx responses seen (``INFORMATIONAL_RECORDED`` at most are recorded)
+    #: relay facts of this exchange were not recorded (``observe_gap``): its end is judged without them
+    gap: bool = False
+    req_gap: bool = False            # ... while its request was under way: its body is not framed
+    resp_gap: bool = False           # ... while its response body was: a JSON body is not framed
+    resync: bool = False             # SSE: the first block after the hole is taken off
+    sse_base: int = 0                # SSE: stream offset of the current parser's first byte (bytes recorded)
+    sse_fed: int = 0                 # SSE: bytes the current parser was given
 
     @property
     def session(self) -> Any:

@@ -1,0 +1,69 @@
+"""Exchanges cut by a gap in the recording (pure; part of ``HttpObserver``).
+
+When batches of relay facts were not recorded (the recorder process fell
+behind past the relay's spill bound, or was told to hurry at the end:
+``transport/http_recorder_child.py``), the bytes after the hole must not be
+read as if they followed the bytes before it: an SSE event, a JSON body or a
+request body spliced across the hole is garbage mcptap made, not the peer's.
+``GapObserver.lost(exchanges)`` marks each exchange the lost batches carried
+(``ObservedExchange.gap``) and cuts what it was reading there:
+
+* an SSE stream: the part of the event under way is an ``sse`` record
+  (``cut: "gap"``, ``terminated: false``), never a message; the parser starts
+  afresh and the first block after the hole (the rest of the cut event, or
+  an event whose start the hole may hold) is one more such record, so events
+  are framed again from the next event boundary (a blank line), as a stdio
+  stream is from the next line start (``Recorder.lost``). A compressed body
+  cannot be resumed mid-stream: it is counted, no longer analysed;
+* a JSON response body or a request body under way is not framed (its part is
+  no message): a request body goes into a ``request_body`` http record;
+* the exchange's ``end`` http record says ``gap: true``, and its end is judged
+  without what the hole may have held (``http_judge.End.gap``).
+
+Offsets in ``sse`` facts after the hole count the bytes recorded (the hole's
+are not known per exchange). Nothing here raises on peer input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from mcptap.protocol.sse import SSEParser
+from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
+from mcptap.relay.http.observe_sse import SseObserver
+from mcptap.relay.http.observe_state import ObservedExchange
+
+
+class GapObserver(SseObserver):
+    """The gap part of ``HttpObserver`` (see module doc; the SSE stream's
+    resynchronisation is ``SseObserver._resynced``); the attributes are the observer's."""
+
+    _ex: dict[int, ObservedExchange]
+
+    def lost(self, exchanges: Collection[int] | None) -> None:
+        """Relay facts of ``exchanges`` (None: of any exchange) were not
+        recorded: cut each open one there (module doc). Call before the gap
+        records, so what came before the hole is recorded before them."""
+        for e in list(self._ex.values()):
+            if exchanges is None or e.id in exchanges:
+                self._cut_by_gap(e)
+
+    def _cut_by_gap(self, e: ObservedExchange) -> None:
+        e.gap = True
+        if not e.req_ended:
+            e.req_gap = True             # its body (or its end) may be in the hole
+        if not e.response_started:
+            return                       # a head after the hole starts the body whole
+        e.resp_gap = True
+        if e.decoder is not None:
+            e.undecodable = True         # a compressed stream does not resume mid-way
+        p = e.parser
+        if p is None or e.undecodable:
+            return
+        held = p.buffered
+        if held:
+            self._gap_cut(e, e.sse_base + e.sse_fed - held, held, False)
+        e.sse_base += e.sse_fed
+        e.sse_fed = 0
+        e.parser = SSEParser(LAZY_DATA_ABOVE)
+        e.resync = True
