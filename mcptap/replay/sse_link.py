@@ -49,7 +49,8 @@ from mcptap.protocol.sse import SSEEvent, SSEParser
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
-from mcptap.replay.http_client import _IO, HttpLink, _close, _Conn, _has_request
+from mcptap.replay.http_client import HttpLink
+from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -83,7 +84,7 @@ class SseLink(HttpLink):
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False
 
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> Conn:
         c = await super()._connect()
         c.seen = lambda data: self.rec.forwarded(S2C, data)
         return c
@@ -93,7 +94,7 @@ class SseLink(HttpLink):
         st = await self._stream(session)
         if st.target is None:
             await self._synthetic(value, st.status, st.failed or "no legacy HTTP+SSE endpoint")
-        elif _has_request(value):
+        elif has_request(value):
             await self.nursery.start(self._post_to, st.target, value)
         else:
             await self._post_to(st.target, value)
@@ -105,7 +106,7 @@ class SseLink(HttpLink):
         for st in self._streams.values():
             await st.done.wait()
         for c in self._idle:
-            await _close(c)
+            await close(c)
         self._idle.clear()
 
     # -- the event stream -----------------------------------------------------------------
@@ -134,7 +135,7 @@ class SseLink(HttpLink):
             with st.scope:
                 try:
                     c = await self._connect()
-                except _IO as exc:
+                except IO_ERRORS as exc:
                     st.failed = f"cannot open the HTTP+SSE stream: {type(exc).__name__}: {exc}"
                     return
                 headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
@@ -156,7 +157,7 @@ class SseLink(HttpLink):
                         await self._drain(c, ex)
                     else:
                         await self._events(c, ex, session, st)
-                except _IO as exc:
+                except IO_ERRORS as exc:
                     how, detail = ("upstream_closed" if head else "upstream_failed"), f"{type(exc).__name__}: {exc}"
             if st.scope.cancelled_caught:
                 how, detail = "client_closed", ""
@@ -172,7 +173,7 @@ class SseLink(HttpLink):
             if ended:
                 self.closed()       # the server ended the stream its answers come on
 
-    async def _events(self, c: _Conn, ex: int, session: Any, st: _Stream) -> None:
+    async def _events(self, c: Conn, ex: int, session: Any, st: _Stream) -> None:
         parser = SSEParser()
         while True:
             ev = await c.next_event()
@@ -212,7 +213,7 @@ class SseLink(HttpLink):
         return (u.path or "/") + (f"?{u.query}" if u.query else ""), None
 
     # -- POSTs ----------------------------------------------------------------------------
-    async def _head(self, c: _Conn, ex: int) -> Any:
+    async def _head(self, c: Conn, ex: int) -> Any:
         """The final response head (1xx recorded on the way), recorded."""
         while True:
             resp = await c.next_event()
@@ -223,7 +224,7 @@ class SseLink(HttpLink):
             if not info:
                 return resp
 
-    async def _drain(self, c: _Conn, ex: int) -> None:
+    async def _drain(self, c: Conn, ex: int) -> None:
         while True:
             ev = await c.next_event()
             if isinstance(ev, h11.Data):
@@ -256,13 +257,13 @@ class SseLink(HttpLink):
             await self._release(c)
             if not 200 <= resp.status_code < 300:
                 await self._synthetic(value, resp.status_code, f"HTTP {resp.status_code} from the legacy HTTP+SSE endpoint")
-        except _IO as exc:
+        except IO_ERRORS as exc:
             detail = f"{type(exc).__name__}: {exc}"
             if c is None:
                 self.rec.http(event="end", exchange=ex, how="upstream_failed", detail=detail)
             else:
                 self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed" if head else "upstream_failed", detail, response_started=head)])
-                await _close(c)
+                await close(c)
             if not started:
                 task_status.started()
             await self._synthetic(value, 0, f"connection failed: {detail}")

@@ -1,7 +1,8 @@
-"""The parts of a replay plan (pure, level 3): :class:`Step` (one c2s message
-of the original session, held packed), :class:`Carry`, :class:`ServerRequest`
-and the :class:`AnswerBook` of the client's recorded answers. Built by
-``replay/plan.py`` (see its docstring)."""
+"""The parts of a replay plan (pure, level 3): the :class:`Plan` itself,
+:class:`Step` (one c2s message of the original session, held packed),
+:class:`Carry`, :class:`ServerRequest` and the :class:`AnswerBook` of the
+client's recorded answers. Built by ``replay/builder.py`` record by record,
+driven by ``replay/plan.py`` (see its docstring)."""
 
 from __future__ import annotations
 
@@ -161,3 +162,27 @@ class AnswerBook:
 
     def __len__(self) -> int:
         return len(self._matcher)
+
+
+@dataclass
+class Plan:
+    """A capture's client side, ready to run. ``era``: "legacy" (initialize
+    handshake) or "modern" (2026-07-28); ``server_requests``: what the server
+    asked in the original session, in order (for comparison)."""
+
+    header: dict[str, Any]
+    steps: list[Step] = field(default_factory=list)
+    answers: AnswerBook = field(default_factory=AnswerBook)
+    server_requests: list[ServerRequest] = field(default_factory=list)
+    tools: dict[str, Any] = field(default_factory=dict)
+    era: str | None = None
+    revision: str | None = None
+    transport: str = "stdio"
+    duration_us: int = 0
+    sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)
+    http_get: bool = False              # the original HTTP client opened a GET stream for server messages
+    legacy_sse: bool = False            # recorded on the legacy HTTP+SSE transport (2024-11-05: an endpoint event)
+
+    @property
+    def skipped(self) -> list[Step]:
+        return [s for s in self.steps if s.skip]
