@@ -53,6 +53,7 @@ from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.offpath import OffPath
 from mcptap.replay.runner import Deliver
+from mcptap.replay.steps import read_id
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -252,7 +253,8 @@ class HttpLink:
         """Tell the runner a request failed at the HTTP level (not recorded as a message)."""
         for v in value if isinstance(value, list) else (value,):
             if isinstance(v, dict) and "method" in v and "id" in v:
-                await self.deliver({"jsonrpc": "2.0", "id": v["id"], "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}}, None)
+                await self.deliver({"jsonrpc": "2.0", "id": read_id(v["id"]), "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}},
+                                   None)
 
     async def _get_stream(self, session: Any, sid: str) -> None:
         """The session's GET stream (server requests and notifications not tied to a POST)."""

@@ -68,6 +68,15 @@ def wire_id(v: Any) -> Any:
     return orjson.Fragment(b"1e400" if v > 0 else b"-1e400") if isinstance(v, float) and math.isinf(v) else v
 
 
+def read_id(v: Any) -> Any:
+    """The inverse of ``wire_id``: a ``1e400`` fragment as the ±infinity the
+    runner keys it by (a link that answers a request itself, an HTTP error,
+    echoes the id it sent); any other id as it is."""
+    if isinstance(v, orjson.Fragment):
+        return float("-inf") if orjson.dumps(v).startswith(b"-") else float("inf")
+    return v
+
+
 def copy_message(value: Any) -> Any:
     """A deep copy of a recorded message to send, or None when it nests deeper
     than 254 levels (orjson's encoder limit). Integers beyond 64 bits, which

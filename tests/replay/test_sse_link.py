@@ -22,7 +22,7 @@ from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path
 from mcptap.replay.runner import Replayer
 from mcptap.replay.sse_link import SseLink
-from replay.capgen import TOOLS, Tape
+from replay.capgen import C2S, S2C, TOOLS, Tape
 from replay.test_plan import handshake
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "transport"))
@@ -141,3 +141,24 @@ async def test_a_stream_the_server_ends_leaves_what_it_owed_missing(tmp_path: Pa
     assert rows == [("initialize", "MATCH", None), ("tools/list", "MISSING", "the server closed the connection before answering")], rows
     get_end = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "end" and r["exchange"] == 1]
     assert [r["how"] for r in get_end] == ["complete"]
+
+
+async def test_a_refused_post_of_a_1e400_id_is_its_request_s_error(tmp_path: Path) -> None:
+    """A request recorded with id 1e400 (sent verbatim) whose POST the server
+    refuses: the link's synthetic HTTP error carries that id back; it used to
+    be keyed as another id, so the request waited out the timeout instead."""
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    t.send(C2S, b'{"jsonrpc":"2.0","id":1e400,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+                b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n')
+    t.send(S2C, b'{"jsonrpc":"2.0","id":1e400,"result":' + json.dumps(INIT).encode() + b'}\n')
+    t.close()
+    plan = plan_from_path(path)
+    async with upstream_server(LegacyServer("post404")) as port:
+        url = f"http://127.0.0.1:{port}/sse"
+        rec = Recorder(CaptureWriter.open(str(tmp_path / "new.jsonl")), "http", {"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, SseLink(url, rec, endpoint_timeout=2), timeout=5).run()
+        rec.close()
+    rows = compare_replay(plan, result.live, result.server_requests, result.notes)
+    assert [(r.label, r.status, r.note) for r in rows] == [("initialize", "ERROR-CHANGED", None)]
+    assert result.live[0].response["error"]["code"] == 404 and result.duration_s < 4
