@@ -15,12 +15,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from mcptap.compare.mask import Masker
+from mcptap.replay.in_flight import InFlightLog
 from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, pack, unpack
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
-#: In-flight client requests held per recorded server request (a capture of many unanswered requests holds none).
-_IN_FLIGHT_HELD = 64
 
 
 def tool_is_safe(annotations: Any) -> bool:
@@ -77,6 +76,7 @@ class PlanBuilder:
         self.answered: list[int] = []               # answered since the last step was planned
         self.minted: dict[Any, tuple[int, tuple[Any, ...]]] = {}
         self.srv_by_seq: dict[Any, ServerRequest] = {}
+        self.in_flight = InFlightLog()              # what may have caused each server request
         self.input_required: dict[tuple[Any, str], int] = {}   # (session, label) -> step with input_required
         self.last_id: dict[tuple[Any, Any], int] = {}
         self.group = 0
@@ -120,6 +120,7 @@ class PlanBuilder:
         step.part = plan.sessions.index(step.session)
         if kind == "request":
             self.by_seq[step.seq] = step.index
+            self.in_flight.sent(step.index)
             self.last_id[(step.session, _hid(step.orig_id))] = step.index
             self._retry(step, params)
             if method == "tools/call":
@@ -130,6 +131,7 @@ class PlanBuilder:
                 item = value[m["index"]] if m.get("index", 0) < len(value) else None
                 if m.get("kind") == "request" and isinstance(item, dict):
                     self.by_seq[(step.seq, _hid(item.get("id")))] = step.index
+                    self.in_flight.sent(step.index)
         elif method == "notifications/cancelled" and isinstance(params, dict):
             step.cancel_of = self.last_id.get((step.session, _hid(params.get("requestId"))))
         if rec.get("rev") and plan.revision is None:
@@ -179,6 +181,7 @@ class PlanBuilder:
             elif step.cancel_of is not None and steps[step.cancel_of].skip:
                 step.skip = "cancels a request that is not replayed"
         self.plan.tools = {**self.defined, **self.listed}
+        self.in_flight.resolve(steps, self.plan.server_requests, by_session=self.plan.transport != "stdio")
 
     def _policy(self, step: Step, name: Any, seen: Any) -> None:
         tool = None if not isinstance(name, str) else self.defined.get(name) if seen is UNSEEN else seen
@@ -200,7 +203,8 @@ class PlanBuilder:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
                     self.defined[t["name"]] = t
         if kind == "request" and isinstance(value, dict):
-            srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"), during=self._in_flight(rec))
+            srv = ServerRequest(rec["seq"], rec.get("method") or "", value.get("params"), session=rec.get("session"))
+            self.in_flight.asked(len(plan.server_requests))
             plan.server_requests.append(srv)
             self.srv_by_seq[rec["seq"]] = srv
             return
@@ -213,26 +217,13 @@ class PlanBuilder:
         if kind in ("response", "error") and isinstance(value, dict):
             self._response(rec, rec.get("pair"), value, rec.get("latency_us"), exact)
 
-    def _in_flight(self, rec: dict[str, Any]) -> tuple[int, ...] | None:
-        """The steps of the client requests sent and not yet answered when the
-        server sent ``rec`` (over HTTP, those of its session): what may have
-        made the server ask. None when more than ``_IN_FLIGHT_HELD`` are."""
-        steps, session = self.plan.steps, rec.get("session")
-        same = self.plan.transport == "stdio" or session is None
-        during: set[int] = set()
-        for i in self.by_seq.values():
-            if same or steps[i].session in (session, None):
-                during.add(i)
-                if len(during) > _IN_FLIGHT_HELD:
-                    return None
-        return tuple(sorted(during))
-
     def _response(self, rec: dict[str, Any], pair: Any, value: dict[str, Any], latency: Any, exact: bool) -> None:
         idx = self.by_seq.pop(pair, None)
         if idx is None:
             idx = self.by_seq.pop((pair, _hid(value.get("id"))), None)
         if idx is None:
             return
+        self.in_flight.answered(idx)
         step = self.plan.steps[idx]
         if step.kind == "batch":
             held = step.packed_response

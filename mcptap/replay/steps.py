@@ -34,14 +34,20 @@ class Carry:
 class ServerRequest:
     """A request the server sent in the original session (legacy era), with
     the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None).
-    ``during``: the plan steps of the client requests in flight when the server
-    sent it (the requests that can have caused it; None: too many to hold)."""
+    What can have caused it (``replay/in_flight.py``, set once planning ends):
+    ``in_flight``, how many client requests were in flight when the server sent
+    it (over HTTP, of its ``session`` or sessionless); ``only_skipped``, each
+    of them is a skipped step; ``during``, the first few of them (plan step
+    indices, in send order)."""
 
     seq: int
     method: str
     params: Any
     answer: dict[str, Any] | None = None
-    during: tuple[int, ...] | None = ()
+    session: Any = None
+    in_flight: int = 0
+    only_skipped: bool = False
+    during: tuple[int, ...] = ()
 
 
 def pack(value: Any, exact: bool) -> Any:
