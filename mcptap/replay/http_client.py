@@ -1,7 +1,7 @@
 """Replay over Streamable HTTP: the HttpLink (its connections are
 ``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s).
 
-``HttpLink(url, rec, extra_headers=(), tools=None)`` implements the runner's
+``HttpLink(url, rec, extra_headers=(), tools=None, cacert=None)`` implements the runner's
 link interface (see runner.py). Each c2s message is one POST to ``url`` with
 ``Accept: application/json, text/event-stream``:
 
@@ -63,12 +63,14 @@ class HttpLink:
     recorded tool definitions (for ``x-mcp-header`` arguments)."""
 
     def __init__(self, url: str, rec: Recorder, extra_headers: Sequence[tuple[str, str]] = (), tools: dict[str, Any] | None = None,
-                 connect_timeout: float = 10.0, listen: bool = False) -> None:
+                 connect_timeout: float = 10.0, listen: bool = False, cacert: str | None = None) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
         self.tls = u.scheme == "https"
+        #: https: the system trust store, or ``cacert`` (a PEM bundle; OSError / ssl.SSLError when unreadable)
+        self.ssl_context = ssl.create_default_context(cafile=cacert) if self.tls else None
         self.host = u.hostname
         self.port = u.port or (443 if self.tls else 80)
         self.authority = u.netloc.rpartition("@")[2]
@@ -95,8 +97,8 @@ class HttpLink:
     async def _connect(self) -> Conn:
         with trio.fail_after(self.connect_timeout):
             stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
-            if self.tls:
-                stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=self.host, https_compatible=True)
+            if self.ssl_context is not None:
+                stream = trio.SSLStream(stream, self.ssl_context, server_hostname=self.host, https_compatible=True)
                 await stream.do_handshake()
         self._conns += 1
         return Conn(stream, self._conns)
@@ -128,6 +130,11 @@ class HttpLink:
             raise OSError(f"connecting to {self.authority} timed out") from None
         except ssl.SSLError as exc:
             raise OSError(f"TLS with {self.authority} failed: {exc}") from None
+        except trio.BrokenResourceError as exc:
+            # trio wraps a failed TLS handshake (an untrusted certificate: --cacert) in BrokenResourceError
+            cause = exc.__cause__
+            raise OSError(f"TLS with {self.authority} failed: {cause}" if isinstance(cause, ssl.SSLError)
+                          else f"connection to {self.authority} failed: {cause or exc!r}") from None
         nursery.start_soon(self.off.run)
 
     async def send(self, value: Any, session: Any = None) -> None:

@@ -1,8 +1,9 @@
 """Replay over the legacy HTTP+SSE transport (spec 2024-11-05 basic/transports,
 "HTTP with SSE"): ``SseLink`` implements the runner's link interface (runner.py).
 
-``SseLink(url, rec, extra_headers=(), connect_timeout=10.0, endpoint_timeout=10.0)``;
-``url``: the server's event stream (the SDK's ``/sse``).
+``SseLink(url, rec, extra_headers=(), connect_timeout=10.0, endpoint_timeout=10.0, cacert=None)``;
+``url``: the server's event stream (the SDK's ``/sse``), http or https
+(``cacert``: PEM CA bundle to trust, as ``HttpLink``'s).
 
 * Each recorded session gets its own event stream, opened before the
   session's first message: ``GET url`` with ``Accept: text/event-stream``. The
@@ -76,10 +77,11 @@ class SseLink(HttpLink):
     """Talk legacy HTTP+SSE to ``url`` (see module docstring)."""
 
     def __init__(self, url: str, rec: Recorder, extra_headers: Sequence[tuple[str, str]] = (), connect_timeout: float = 10.0,
-                 endpoint_timeout: float = 10.0) -> None:
-        super().__init__(url, rec, extra_headers, connect_timeout=connect_timeout)
+                 endpoint_timeout: float = 10.0, cacert: str | None = None) -> None:
+        super().__init__(url, rec, extra_headers, connect_timeout=connect_timeout, cacert=cacert)
         self.endpoint_timeout = endpoint_timeout
-        self.observer = HttpObserver(rec, r.Upstream.parse(url), listen_authority=self.authority)
+        # the observer sees this link's requests as the tap sees a client's, on the server's own scheme
+        self.observer = HttpObserver(rec, r.Upstream.parse(url), listen_authority=self.authority, listen_scheme="https" if self.tls else "http")
         self._streams: dict[Any, _Stream] = {}
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False

@@ -33,6 +33,7 @@ class SseObserver:
     rec: Recorder
     upstream: r.Upstream
     listen_authority: str
+    listen_scheme: str
     record_secrets: bool
     _sessions: SessionKeys
     _pending_rewrites: dict[int, list[tuple[str, str]]]
@@ -148,7 +149,8 @@ class SseObserver:
                     rewritten = new
                     del pend[i]
                     break
-        tap_origin = f"http://{e.host or self.listen_authority}"
+        # the origin the client addressed: the tap's (plain http), or for replay the server's own (maybe https)
+        tap_origin = f"{self.listen_scheme}://{e.host or self.listen_authority}"
         efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
         if not self.record_secrets:
             # the findings quote the endpoint URL, whose query may carry a token
