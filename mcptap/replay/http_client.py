@@ -29,7 +29,8 @@ Everything crossing the wire is recorded through the Recorder (``http``
 records for heads, ``message`` records for JSON-RPC payloads, credentials
 redacted), so the new session is a normal HTTP capture; off the write and read
 paths (``replay/offpath.py``, as the stdio link): an answer reaches the runner
-as soon as it is read, and is timed from when its request was written whole.
+as soon as it is read (parsed once, here: the Recorder annotates that parse),
+and is timed from when its request was written whole.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
-from mcptap.protocol.jsonparse import exact_json
+from mcptap.protocol.jsonparse import exact_value, parse_json_full
+from mcptap.protocol.skeleton import SKELETON_ABOVE
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
@@ -240,8 +242,13 @@ class HttpLink:
             await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
-        self.off.call(self.rec.frame, S2C, raw, session=live_sid, transport=transport, size=len(raw))
-        value = exact_json(raw)             # (parsed here too: the answer does not wait for the analysis)
+        # parsed once, here (the answer does not wait for the analysis): the Recorder gets
+        # this parse, the runner its exact form (re-read only for a run of 19+ digits); a
+        # payload beyond SKELETON_ABOVE is left to the Recorder, which holds it as a skeleton
+        parsed = parse_json_full(raw)
+        self.off.call(self.rec.frame, S2C, raw, session=live_sid, transport=transport, size=len(raw),
+                      parsed=parsed if len(raw) <= SKELETON_ABOVE else None)
+        value = exact_value(parsed[0], raw) if not parsed[2] else parsed[0]
         if not isinstance(value, (dict, list)):
             return False
         self._note_version(value, session)
