@@ -45,7 +45,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
 from mcptap.protocol import urls
-from mcptap.protocol.jsonparse import exact_json
+from mcptap.protocol.jsonparse import exact_json, exact_value
 from mcptap.protocol.sse import SSEEvent, SSEParser
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
@@ -82,6 +82,9 @@ class SseLink(HttpLink):
         self.endpoint_timeout = endpoint_timeout
         # the observer sees this link's requests as the tap sees a client's, on the server's own scheme
         self.observer = HttpObserver(rec, r.Upstream.parse(url), listen_authority=self.authority, listen_scheme="https" if self.tls else "http")
+        # the observer parses each stream message to record it: the link hands on that parse
+        self._parsed: dict[int, list[tuple[bytes, Any]]] = {}
+        self.observer.parsed_sink = self._parsed
         self._streams: dict[Any, _Stream] = {}
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False
@@ -183,13 +186,14 @@ class SseLink(HttpLink):
                 data = bytes(ev.data)
                 self.observer.handle([r.ResponseBody(ex, c.id, data)])
                 for sse in parser.receive_data(data):
-                    await self._event(session, st, sse)
+                    await self._event(ex, session, st, sse)
             elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
                 break
         for sse in parser.receive_data(b""):
-            await self._event(session, st, sse)
+            await self._event(ex, session, st, sse)
+        self._parsed.pop(ex, None)      # (the observer records a last unterminated event only at the stream's end)
 
-    async def _event(self, session: Any, st: _Stream, sse: SSEEvent) -> None:
+    async def _event(self, ex: int, session: Any, st: _Stream, sse: SSEEvent) -> None:
         if not sse.dispatched:
             return
         if sse.type == "endpoint":
@@ -199,9 +203,22 @@ class SseLink(HttpLink):
             return
         if sse.type != "message" or not sse.data:
             return      # as the SDK client: other event types carry no message
-        value = exact_json(sse.data.encode("utf-8"))
+        value = self._parsed_value(ex, sse.data.encode("utf-8"))
         if isinstance(value, (dict, list)):
             await self.deliver(value, session)
+
+    def _parsed_value(self, ex: int, raw: bytes) -> Any:
+        """The value of a stream message, as the observer parsed it when it
+        recorded the same bytes (each chunk is recorded before the link reads
+        its events, so it is there, after any the link does not hand on);
+        parsed here only when it is not (a payload the observer held as a
+        skeleton, or one only the exact parse reads)."""
+        held = self._parsed.get(ex)
+        while held:
+            data, value = held.pop(0)
+            if data == raw:
+                return exact_value(value, raw)
+        return exact_json(raw)
 
     def _endpoint(self, data: str) -> tuple[str | None, str | None]:
         """(target to POST to, None) or (None, why not) for an ``endpoint`` event's data."""

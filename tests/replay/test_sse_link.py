@@ -190,3 +190,22 @@ async def test_a_session_over_https_keeps_its_key(tmp_path: Path, mode: str) -> 
     assert [f["code"] for f in endpoint["findings"]] == ["sse.endpoint_event"]
     msgs = [r for r in records if r.get("type") == "message"]
     assert [m["session"] for m in msgs] == ["s1"] * 5
+
+
+async def test_each_stream_message_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The link parsed each message of the event stream to hand it on, after
+    the tap's observer had parsed the same bytes to record them; it now hands
+    on the observer's parse."""
+    import orjson
+
+    plain, parsed = orjson.loads, []
+
+    def counting(data: Any) -> Any:
+        if isinstance(data, bytes) and b'"result": {"tools"' in data:      # (the live server's spacing: the capture's is orjson's)
+            parsed.append(data)
+        return plain(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    rows, cap = await _replay(tmp_path, "ok")
+    assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
+    assert len(parsed) == 1, parsed
