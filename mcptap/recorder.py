@@ -306,12 +306,18 @@ class Recorder(StderrRecording, RecordingState):
         s.sha.update(data)
 
     def frame(self, direction: Direction, raw: bytes, session: Any = None, transport: dict[str, Any] | None = None,
-              extra: Iterable[Finding] = (), value: Any = UNPARSED, t_us: int | None = None) -> Message:
+              extra: Iterable[Finding] = (), value: Any = UNPARSED, t_us: int | None = None,
+              parsed: tuple[Any, tuple[int, ...], int] | None = None) -> Message:
         """Record one already-framed payload (a JSON body, an SSE event's data).
-        ``value``: the parsed JSON if the caller already has it."""
+        ``value``: the parsed JSON if the caller already has it (valid UTF-8,
+        nothing only the exact parse reads); ``parsed``: instead, what
+        ``jsonparse.parse_json_full(raw)`` returned for it (value, invalid
+        UTF-8 offsets, flags), so the payload is not parsed again."""
         t = self.clock() if t_us is None else t_us
         odd = 0
-        if value is UNPARSED:
+        if parsed is not None:
+            value, bad, odd = parsed
+        elif value is UNPARSED:
             value, bad, odd = parse_message(raw)
         else:
             bad = ()

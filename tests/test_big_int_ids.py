@@ -289,3 +289,51 @@ def test_export_messages_keeps_big_integers_inside_the_payload(wide: Path) -> No
     assert ids.count(U64) == 2 and ids.count(I64) == 2
     structured = [m["json"]["result"]["structuredContent"] for m in out if "structuredContent" in str(m.get("json"))]
     assert structured == [{"n": U64, "m": I64}]
+
+
+ONE_LINE_SERVER = r"""
+import sys
+for line in sys.stdin:
+    if '"initialize"' in line:
+        sys.stdout.write('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},'
+                         '"serverInfo":{"name":"s","version":"1"}}}\n')
+    elif '"tools/list"' in line:
+        sys.stdout.write('{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n')
+    elif '"tools/call"' in line:
+        sys.stdout.write('{"jsonrpc":"2.0","id":1e400,"result":{"content":[]}}\n')
+    sys.stdout.flush()
+"""
+
+
+def test_dumps_writes_a_fragment_beside_a_big_integer_verbatim() -> None:
+    """replay's 1e400 id is an orjson.Fragment: orjson refuses the big integer
+    beside it and the stdlib the fragment (TypeError); both are written exactly."""
+    import orjson
+    value = {"id": orjson.Fragment(b"1e400"), "params": {"n": BIG, "m": [orjson.Fragment(b"-1e400"), float("inf")]}}
+    assert dumps(value) == b'{"id":1e400,"params":{"n":%d,"m":[-1e400,null]}}' % BIG
+    assert dumps(value, indent=True, newline=True) == b'{"id":1e400,"params":{"n":%d,"m":[-1e400,null]}}\n' % BIG
+    with pytest.raises(TypeError):
+        dumps({"id": orjson.Fragment(b"1"), "n": BIG, "x": object()})
+
+
+def test_replay_sends_a_1e400_id_beside_a_big_integer_byte_exact(tmp_path: Path) -> None:
+    """A recorded request whose id is 1e400 (kept verbatim on replay) and whose
+    params hold an integer beyond 64 bits: the runner's stdio link used to end
+    in ``TypeError: Object of type Fragment is not JSON serializable``; it is
+    now sent as the recorded bytes."""
+    import sys
+    tools = {"tools": [{"name": "count", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}]}
+    call = b'{"jsonrpc":"2.0","id":1e400,"method":"tools/call","params":{"name":"count","arguments":{"n":%d}}}\n' % BIG
+    cap = record(tmp_path / "c.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'),
+        s2c(b'{"jsonrpc":"2.0","id":2,"result":%s}\n' % json.dumps(tools).encode()),
+        c2s(call), s2c(b'{"jsonrpc":"2.0","id":1e400,"result":{"content":[]}}\n'), ("exit", 0)])
+    out = tmp_path / "new.jsonl"
+    r = CliRunner().invoke(mcptap, ["replay", str(cap), "-o", str(out), "--format", "json", "--",
+                                    sys.executable, "-c", ONE_LINE_SERVER], catch_exceptions=False)
+    assert r.exit_code in (0, 1), r.stderr
+    row = next(e for e in json.loads(r.stdout)["exchanges"] if e["label"] == "tools/call count")
+    assert row["status"] == "MATCH", row
+    sent = [rec["raw"] for rec in map(json.loads, out.read_text().splitlines())
+            if rec.get("type") == "message" and rec.get("dir") == "c2s" and rec.get("method") == "tools/call"]
+    assert sent == [call.decode()]

@@ -18,8 +18,10 @@ def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool
     """``value`` as compact UTF-8 JSON (``indent``: 2-space indented; ``sort``:
     object keys sorted; ``newline``: a final newline), as ``orjson.dumps``
     writes it: a non-finite float (a peer's ``1e400``, read as infinity) as
-    null. Raises TypeError only for non-JSON types: never for a peer's big
-    integer, beside a non-finite number or not."""
+    null. An ``orjson.Fragment`` (replay's ``1e400`` id, ``replay/steps.wire_id``)
+    is written verbatim on every path. Raises TypeError only for non-JSON
+    types: never for a peer's big integer, beside a non-finite number, a
+    fragment or not."""
     option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort else 0) | (orjson.OPT_APPEND_NEWLINE if newline else 0)
     try:
         return orjson.dumps(value, option=option)
@@ -30,9 +32,11 @@ def dumps(value: Any, *, indent: bool = False, sort: bool = False, newline: bool
         if indent:
             return (json.dumps(value, ensure_ascii=False, indent=2, sort_keys=sort, allow_nan=False) + end).encode("utf-8")
         return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort, allow_nan=False) + end).encode("utf-8")
-    except (ValueError, RecursionError):
-        # a non-finite float (null, as orjson writes it), or deeper than the stdlib's
-        # recursion: written without recursion, compact (also when indent was asked)
+    except (ValueError, RecursionError, TypeError):
+        # a non-finite float (null, as orjson writes it), deeper than the stdlib's
+        # recursion, or a Fragment beside a big integer (the stdlib knows no fragment):
+        # written without recursion, compact (also when indent was asked); a value
+        # that is not JSON raises TypeError there too
         return encode_deep(value, sort=sort, nonfinite=b"null") + end.encode()
 
 
@@ -40,7 +44,8 @@ def encode_deep(value: Any, *, sort: bool = False, nonfinite: bytes | None = Non
     """Compact UTF-8 JSON of ``value`` at any depth, without recursion (an
     explicit stack); integers of any size exactly; ``sort``: object keys
     sorted. A non-finite float is written as ``nonfinite`` (e.g. ``b"null"``),
-    or raises ValueError when that is None. Raises TypeError for non-JSON types."""
+    or raises ValueError when that is None; an ``orjson.Fragment`` verbatim.
+    Raises TypeError for non-JSON types."""
     out: list[bytes] = []
     stack: list[Any] = [value]     # pending pieces: bytes are written as they are
     while stack:
@@ -59,7 +64,7 @@ def encode_deep(value: Any, *, sort: bool = False, nonfinite: bytes | None = Non
                 todo += [b"," if n else b"", x]
             todo.append(b"]")
             stack += reversed(todo)
-        elif isinstance(v, bool) or v is None or isinstance(v, str):
+        elif isinstance(v, bool) or v is None or isinstance(v, str) or isinstance(v, orjson.Fragment):
             out.append(orjson.dumps(v))
         elif isinstance(v, int):
             out.append(str(v).encode())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import ssl
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -124,7 +125,8 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
 
 
 def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
-          headers: list[tuple[str, str]], timeout: float) -> tuple[Any, Recorder, Callable[[int], Any] | None, KnownSecrets | None]:
+          headers: list[tuple[str, str]], timeout: float,
+          cacert: str | None = None) -> tuple[Any, Recorder, Callable[[int], Any] | None, KnownSecrets | None]:
     """The link, its recorder, (stdio, several recorded sessions) a maker
     of fresh links: one server process per recorded session, and the secrets of
     ``cmd`` or ``url`` (``_known``). ``--url``: the capture's own HTTP
@@ -136,10 +138,10 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
         if plan.legacy_sse:
             from mcptap.replay.sse_link import SseLink
 
-            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout), rec, None, known
+            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout, cacert=cacert), rec, None, known
         from mcptap.replay.http_client import HttpLink
 
-        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get), rec, None, known
+        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get, cacert=cacert), rec, None, known
     shown = scrub_argv(list(cmd))
     from mcptap.transport.stdio_os import server_cwd
 
@@ -233,13 +235,15 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
 @click.option("--grace", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="stdio: seconds between closing stdin, SIGTERM and SIGKILL at the end.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="HTTP: extra request header (repeatable).")
+@click.option("--cacert", type=options.NonEmptyPath(dir_okay=False, exists=True), default=None,
+              help="PEM CA bundle for an https --url (default: the system trust store).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @options.color
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, capture: str, url: str | None, output: str | None, allow_side_effects: bool,
-            ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], fmt: str, color: bool | None,
-            cmd: tuple[str, ...]) -> None:
+            ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], cacert: str | None, fmt: str,
+            color: bool | None, cmd: tuple[str, ...]) -> None:
     """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP or legacy HTTP+SSE)."""
     options.refuse_text_only(ctx, fmt, "color")
     if bool(url) == bool(cmd):
@@ -250,6 +254,15 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     if url and not url.startswith(("http://", "https://")):
         _say(f"--url {url!r}: expected an http:// or https:// URL")
         ctx.exit(2)
+    if cacert is not None:
+        if not (url or "").startswith("https://"):
+            _say("--cacert needs an https:// --url")
+            ctx.exit(2)
+        try:
+            ssl.create_default_context(cafile=cacert)
+        except (OSError, ssl.SSLError) as exc:
+            _say(f"cannot load --cacert {cacert}: {exc}")
+            ctx.exit(2)
     try:
         masker = Masker(ignore)
         with progress("replay", [capture]):
@@ -282,7 +295,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             _say(f"cannot create the new capture: {exc}")
             ctx.exit(2)
 
-    link, rec, new_link, known = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout)
+    link, rec, new_link, known = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout, cacert)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
         with progress("replay", status=functools.partial(_status, replayer)):

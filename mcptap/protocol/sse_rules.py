@@ -66,7 +66,9 @@ def data_findings(value: Any, quote: str) -> list[Finding]:
 
 def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_origin: str, rewritten: str | None) -> tuple[list[Finding], str]:
     """The legacy ``endpoint`` event: where a client will POST. ``stream_url``:
-    absolute URL of the GET as the client addressed the tap. Returns
+    absolute URL of the GET as the client addressed the tap; ``tap_origin``:
+    the origin the client talks to (``http://HOST:PORT`` for the tap, the
+    server's own for replay); origins compare by ``urls.origin``. Returns
     (findings, resolved URL as the client will use it)."""
     target = rewritten if rewritten is not None else data
     resolved = urls.join(stream_url, target.strip())
@@ -86,7 +88,8 @@ def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_orig
                            "the POSTs leave the prefix (some clients keep it)"))
     r = urls.split(resolved)
     origin = f"{r.scheme}://{r.netloc}".lower() if r is not None else ""
-    if origin != tap_origin.lower():
-        where = "the upstream's own origin" if origin == upstream_origin.lower() else f"origin {origin}"
+    here = urls.origin(resolved)
+    if here is None or here != urls.origin(tap_origin):
+        where = "the upstream's own origin" if here is not None and here == urls.origin(upstream_origin) else f"origin {origin}"
         out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages"))
     return out, resolved

@@ -33,6 +33,16 @@ def port_of(u: SplitResult) -> int | None:
     return u.port or DEFAULT_PORTS.get(u.scheme.lower())
 
 
+def origin(url: str) -> tuple[str, str, int | None] | None:
+    """The origin of an absolute URL as (scheme, host, port), lower-cased,
+    the scheme's default port filled in (``https://H/`` and ``https://H:443/``
+    are one origin); None when it does not parse or names no host."""
+    u = split(url)
+    if u is None or not u.scheme or not u.hostname:
+        return None
+    return u.scheme.lower(), u.hostname.lower(), port_of(u)
+
+
 def join(base: str, ref: str) -> str | None:
     """``urljoin(base, ref)``, or None when ``ref`` does not parse."""
     try:

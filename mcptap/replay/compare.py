@@ -93,13 +93,14 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
     return out
 
 
-def _skipped_cause(plan: Any, during: Any) -> str | None:
+def _skipped_cause(plan: Any, srv: Any) -> str | None:
     """Why a recorded server request is not expected live: every client
-    request in flight when it was made (``during``, plan step indices) was
-    skipped, so none was sent to cause it. None when one was sent, or none was in flight."""
-    if not during or not all(plan.steps[i].skip for i in during):
+    request in flight when it was made (``srv.in_flight`` of them, the first
+    in ``srv.during``) was skipped, so none was sent to cause it. None when
+    one was sent, or none was in flight."""
+    if not srv.only_skipped or not srv.during:
         return None
-    seqs = ", ".join(f"#{plan.steps[i].seq}" for i in during[:3]) + (" …" if len(during) > 3 else "")
+    seqs = ", ".join(f"#{plan.steps[i].seq}" for i in srv.during[:3]) + (" …" if srv.in_flight > 3 else "")
     return f"asked during skipped {seqs}: not expected live"
 
 
@@ -109,7 +110,7 @@ def _server_requests(plan: Any, live_server_requests: Sequence[Any], masker: Mas
     ones by method and masked params; then the live ones left over (NEW).
     A request only a skipped step can have caused is SKIPPED when the live
     server did not make it (and it takes a live one only after every other has)."""
-    orig: list[tuple[str, Any, Any, str | None]] = [(r.method, r.params, r.seq, _skipped_cause(plan, r.during))
+    orig: list[tuple[str, Any, Any, str | None]] = [(r.method, r.params, r.seq, _skipped_cause(plan, r))
                                                     for r in plan.server_requests]
     for step in plan.steps:                           # 2026-07-28 input requests of the original session
         held = getattr(step, "packed_response", None)

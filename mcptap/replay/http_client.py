@@ -1,6 +1,7 @@
-"""Replay over Streamable HTTP: a small h11 client on trio and the HttpLink.
+"""Replay over Streamable HTTP: the HttpLink (its connections are
+``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s).
 
-``HttpLink(url, rec, extra_headers=(), tools=None)`` implements the runner's
+``HttpLink(url, rec, extra_headers=(), tools=None, cacert=None)`` implements the runner's
 link interface (see runner.py). Each c2s message is one POST to ``url`` with
 ``Accept: application/json, text/event-stream``:
 
@@ -28,67 +29,35 @@ Everything crossing the wire is recorded through the Recorder (``http``
 records for heads, ``message`` records for JSON-RPC payloads, credentials
 redacted), so the new session is a normal HTTP capture; off the write and read
 paths (``replay/offpath.py``, as the stdio link): an answer reaches the runner
-as soon as it is read, and is timed from when its request was written whole.
+as soon as it is read (parsed once, here: the Recorder annotates that parse),
+and is timed from when its request was written whole.
 """
 
 from __future__ import annotations
 
-import base64
 import ssl
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import h11
-import orjson
 import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
-from mcptap.protocol.jsonparse import exact_json
-from mcptap.protocol.lifecycle import META_VERSION
+from mcptap.protocol.jsonparse import exact_value, parse_json_full
+from mcptap.protocol.skeleton import SKELETON_ABOVE
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
+from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
+from mcptap.replay.http_heads import post_headers
 from mcptap.replay.offpath import OffPath
 from mcptap.replay.runner import Deliver
+from mcptap.replay.steps import read_id
 
 C2S, S2C = Direction.C2S, Direction.S2C
-CHUNK = 64 * 1024
-_IO = (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError, ssl.SSLError, h11.ProtocolError)
-
-
-class _Conn:
-    """One client connection. ``seen``: called with every chunk read off the
-    wire (``sse_link`` digests what crossed it, heads and framing included)."""
-
-    __slots__ = ("stream", "h11", "id", "seen")
-
-    def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
-        self.stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.id = cid
-        self.seen: Callable[[bytes], None] | None = None
-
-    async def next_event(self) -> Any:
-        while True:
-            ev = self.h11.next_event()
-            if ev is h11.NEED_DATA:
-                data = bytes(await self.stream.receive_some(CHUNK))
-                if self.seen is not None:
-                    self.seen(data)
-                self.h11.receive_data(data)
-                continue
-            return ev
-
-
-def header_value(v: str) -> str:
-    """A 2026-07-28 ``Mcp-*`` header value: as is when plain printable ASCII
-    without edge whitespace, else ``=?base64?…?=`` of its UTF-8."""
-    if v and v.isascii() and v.isprintable() and v == v.strip() and not (v.startswith("=?") and v.endswith("?=")):
-        return v
-    return "=?base64?" + base64.b64encode(v.encode("utf-8")).decode("ascii") + "?="
 
 
 class HttpLink:
@@ -96,12 +65,14 @@ class HttpLink:
     recorded tool definitions (for ``x-mcp-header`` arguments)."""
 
     def __init__(self, url: str, rec: Recorder, extra_headers: Sequence[tuple[str, str]] = (), tools: dict[str, Any] | None = None,
-                 connect_timeout: float = 10.0, listen: bool = False) -> None:
+                 connect_timeout: float = 10.0, listen: bool = False, cacert: str | None = None) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
         self.tls = u.scheme == "https"
+        #: https: the system trust store, or ``cacert`` (a PEM bundle; OSError / ssl.SSLError when unreadable)
+        self.ssl_context = ssl.create_default_context(cafile=cacert) if self.tls else None
         self.host = u.hostname
         self.port = u.port or (443 if self.tls else 80)
         self.authority = u.netloc.rpartition("@")[2]
@@ -118,31 +89,31 @@ class HttpLink:
         self.listen = listen
         self.sessions: dict[Any, str] = {}           # original session -> live Mcp-Session-Id
         self.versions: dict[Any, str] = {}           # original session -> negotiated revision
-        self._idle: list[_Conn] = []
+        self._idle: list[Conn] = []
         self._conns = 0
         self._exchanges = 0
         self.error: str | None = None
         self.exit_code: int | None = None
 
     # -- connections ---------------------------------------------------------------------
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> Conn:
         with trio.fail_after(self.connect_timeout):
             stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
-            if self.tls:
-                stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=self.host, https_compatible=True)
+            if self.ssl_context is not None:
+                stream = trio.SSLStream(stream, self.ssl_context, server_hostname=self.host, https_compatible=True)
                 await stream.do_handshake()
         self._conns += 1
-        return _Conn(stream, self._conns)
+        return Conn(stream, self._conns)
 
-    async def _conn(self) -> _Conn:
+    async def _conn(self) -> Conn:
         while self._idle:
             c = self._idle.pop()
             if c.h11.our_state is h11.IDLE:
                 return c
-            await _close(c)
+            await close(c)
         return await self._connect()
 
-    async def _release(self, c: _Conn) -> None:
+    async def _release(self, c: Conn) -> None:
         if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
             try:
                 c.h11.start_next_cycle()
@@ -150,7 +121,7 @@ class HttpLink:
                 return
             except h11.LocalProtocolError:
                 pass
-        await _close(c)
+        await close(c)
 
     # -- link interface -------------------------------------------------------------------
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
@@ -161,10 +132,15 @@ class HttpLink:
             raise OSError(f"connecting to {self.authority} timed out") from None
         except ssl.SSLError as exc:
             raise OSError(f"TLS with {self.authority} failed: {exc}") from None
+        except trio.BrokenResourceError as exc:
+            # trio wraps a failed TLS handshake (an untrusted certificate: --cacert) in BrokenResourceError
+            cause = exc.__cause__
+            raise OSError(f"TLS with {self.authority} failed: {cause}" if isinstance(cause, ssl.SSLError)
+                          else f"connection to {self.authority} failed: {cause or exc!r}") from None
         nursery.start_soon(self.off.run)
 
     async def send(self, value: Any, session: Any = None) -> None:
-        if _has_request(value):
+        if has_request(value):
             await self.nursery.start(self._post, value, session)
         else:
             await self._post(value, session)
@@ -174,54 +150,15 @@ class HttpLink:
             if orig in self.versions:                 # a handshake-era session: end it
                 try:
                     await self._delete(sid)
-                except _IO:
+                except IO_ERRORS:
                     pass
         for c in self._idle:
-            await _close(c)
+            await close(c)
         self._idle.clear()
         await self.off.drain()
 
     # -- one exchange ---------------------------------------------------------------------
-    def _headers(self, value: Any, session: Any) -> list[tuple[str, str]]:
-        h = [("Host", self.authority), ("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json"),
-             ("User-Agent", "mcptap-replay")]
-        sid = self.sessions.get(session)
-        if sid is not None:
-            h.append(("Mcp-Session-Id", sid))
-        msg: dict[str, Any] = value if isinstance(value, dict) else {}
-        params = msg.get("params")
-        params = params if isinstance(params, dict) else {}
-        meta = params.get("_meta")
-        version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        if isinstance(version, str):
-            h.append(("MCP-Protocol-Version", version))
-            if "method" in msg and "id" in msg:
-                method = msg["method"]
-                h.append(("Mcp-Method", header_value(str(method))))
-                name = params.get("uri") if method == "resources/read" else params.get("name")
-                if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
-                    h.append(("Mcp-Name", header_value(name)))
-                if method == "tools/call":
-                    h.extend(self._param_headers(params))
-        elif session in self.versions and self.versions[session] >= "2025-06-18":
-            h.append(("MCP-Protocol-Version", self.versions[session]))
-        h.extend(self.extra)
-        return h
-
-    def _param_headers(self, params: dict[str, Any]) -> list[tuple[str, str]]:
-        name = params.get("name")
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        props = ((tool or {}).get("inputSchema") or {}).get("properties") or {}
-        args = params.get("arguments")
-        args = args if isinstance(args, dict) else {}
-        out = []
-        for arg, schema in props.items():
-            if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str) and arg in args:
-                v = args[arg]
-                out.append((f"Mcp-Param-{schema['x-mcp-header']}", header_value(v if isinstance(v, str) else orjson.dumps(v).decode())))
-        return out
-
-    def _record_heads(self, event: str, ex: int, c: _Conn, **fields: Any) -> None:
+    def _record_heads(self, event: str, ex: int, c: Conn, **fields: Any) -> None:
         if "headers" in fields:
             fields["headers"] = [[n, redact_header(n.lower(), v) if n.lower() in SECRET_HEADERS or is_secret_name(n) else v]
                                  for n, v in fields["headers"]]
@@ -229,7 +166,7 @@ class HttpLink:
 
     async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         body = dumps(value)
-        headers = self._headers(value, session)
+        headers = post_headers(value, self.authority, self.sessions.get(session), self.versions.get(session), self.tools, self.extra)
         self._exchanges += 1
         ex = self._exchanges
         started = False
@@ -265,7 +202,7 @@ class HttpLink:
             await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
             self.off.call(self._end, ex, c.id, resp.status_code)
             await self._release(c)
-        except _IO as exc:
+        except IO_ERRORS as exc:
             self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
             if not started:
                 task_status.started()
@@ -278,7 +215,7 @@ class HttpLink:
         refused = ann.answers.rejected(ex, status, ann.session, target=self.rec_target)
         self.rec.http(event="end", exchange=ex, conn=conn, how="complete", findings=refused)
 
-    async def _body(self, c: _Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
+    async def _body(self, c: Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
         parser = SSEParser() if ctype == "text/event-stream" else None
         buf = bytearray()
         got_json = False
@@ -305,8 +242,13 @@ class HttpLink:
             await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
-        self.off.call(self.rec.frame, S2C, raw, session=live_sid, transport=transport, size=len(raw))
-        value = exact_json(raw)             # (parsed here too: the answer does not wait for the analysis)
+        # parsed once, here (the answer does not wait for the analysis): the Recorder gets
+        # this parse, the runner its exact form (re-read only for a run of 19+ digits); a
+        # payload beyond SKELETON_ABOVE is left to the Recorder, which holds it as a skeleton
+        parsed = parse_json_full(raw)
+        self.off.call(self.rec.frame, S2C, raw, session=live_sid, transport=transport, size=len(raw),
+                      parsed=parsed if len(raw) <= SKELETON_ABOVE else None)
+        value = exact_value(parsed[0], raw) if not parsed[2] else parsed[0]
         if not isinstance(value, (dict, list)):
             return False
         self._note_version(value, session)
@@ -325,7 +267,8 @@ class HttpLink:
         """Tell the runner a request failed at the HTTP level (not recorded as a message)."""
         for v in value if isinstance(value, list) else (value,):
             if isinstance(v, dict) and "method" in v and "id" in v:
-                await self.deliver({"jsonrpc": "2.0", "id": v["id"], "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}}, None)
+                await self.deliver({"jsonrpc": "2.0", "id": read_id(v["id"]), "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}},
+                                   None)
 
     async def _get_stream(self, session: Any, sid: str) -> None:
         """The session's GET stream (server requests and notifications not tied to a POST)."""
@@ -348,8 +291,8 @@ class HttpLink:
             ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "").split(";")[0].strip().lower()
             if resp.status_code == 200 and ctype == "text/event-stream":
                 await self._body(c, resp.status_code, ctype, None, session, sid, transport)
-            await _close(c)
-        except _IO as exc:
+            await close(c)
+        except IO_ERRORS as exc:
             self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
 
     async def _delete(self, sid: str) -> None:
@@ -368,14 +311,3 @@ class HttpLink:
                 pass
         await self._release(c)
 
-
-def _has_request(value: Any) -> bool:
-    items = value if isinstance(value, list) else (value,)
-    return any(isinstance(v, dict) and "method" in v and "id" in v for v in items)
-
-
-async def _close(c: _Conn) -> None:
-    try:
-        await c.stream.aclose()
-    except _IO:
-        pass

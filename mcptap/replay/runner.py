@@ -32,7 +32,7 @@ from mcptap.protocol.jsonrpc import id_key
 from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, get_path, set_path
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
-from mcptap.replay.steps import copy_message, wire_id
+from mcptap.replay.steps import copy_message, read_id, wire_id
 
 #: the requests that begin a session: a later step of a session whose live handshake failed is not sent
 HANDSHAKES = ("initialize", "server/discover")
@@ -183,7 +183,7 @@ class Replayer:
     def written(self, value: Any) -> None:
         """The link wrote ``value`` out whole: its requests' answer times count from now (record's, from the last byte)."""
         for v in value if isinstance(value, list) else (value,):
-            live = self._by_live_id.get(id_key(v.get("id")), (None,))[0] if isinstance(v, dict) and "method" in v else None
+            live = self._by_live_id.get(id_key(read_id(v.get("id"))), (None,))[0] if isinstance(v, dict) and "method" in v else None
             if live is not None and not live.done.is_set():
                 live.sent_at = trio.current_time()
 

@@ -1,8 +1,9 @@
 """Replay over the legacy HTTP+SSE transport (spec 2024-11-05 basic/transports,
 "HTTP with SSE"): ``SseLink`` implements the runner's link interface (runner.py).
 
-``SseLink(url, rec, extra_headers=(), connect_timeout=10.0, endpoint_timeout=10.0)``;
-``url``: the server's event stream (the SDK's ``/sse``).
+``SseLink(url, rec, extra_headers=(), connect_timeout=10.0, endpoint_timeout=10.0, cacert=None)``;
+``url``: the server's event stream (the SDK's ``/sse``), http or https
+(``cacert``: PEM CA bundle to trust, as ``HttpLink``'s).
 
 * Each recorded session gets its own event stream, opened before the
   session's first message: ``GET url`` with ``Accept: text/event-stream``. The
@@ -44,12 +45,13 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
 from mcptap.protocol import urls
-from mcptap.protocol.jsonparse import exact_json
+from mcptap.protocol.jsonparse import exact_json, exact_value
 from mcptap.protocol.sse import SSEEvent, SSEParser
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
-from mcptap.replay.http_client import _IO, HttpLink, _close, _Conn, _has_request
+from mcptap.replay.http_client import HttpLink
+from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -75,15 +77,19 @@ class SseLink(HttpLink):
     """Talk legacy HTTP+SSE to ``url`` (see module docstring)."""
 
     def __init__(self, url: str, rec: Recorder, extra_headers: Sequence[tuple[str, str]] = (), connect_timeout: float = 10.0,
-                 endpoint_timeout: float = 10.0) -> None:
-        super().__init__(url, rec, extra_headers, connect_timeout=connect_timeout)
+                 endpoint_timeout: float = 10.0, cacert: str | None = None) -> None:
+        super().__init__(url, rec, extra_headers, connect_timeout=connect_timeout, cacert=cacert)
         self.endpoint_timeout = endpoint_timeout
-        self.observer = HttpObserver(rec, r.Upstream.parse(url), listen_authority=self.authority)
+        # the observer sees this link's requests as the tap sees a client's, on the server's own scheme
+        self.observer = HttpObserver(rec, r.Upstream.parse(url), listen_authority=self.authority, listen_scheme="https" if self.tls else "http")
+        # the observer parses each stream message to record it: the link hands on that parse
+        self._parsed: dict[int, list[tuple[bytes, Any]]] = {}
+        self.observer.parsed_sink = self._parsed
         self._streams: dict[Any, _Stream] = {}
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False
 
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> Conn:
         c = await super()._connect()
         c.seen = lambda data: self.rec.forwarded(S2C, data)
         return c
@@ -93,7 +99,7 @@ class SseLink(HttpLink):
         st = await self._stream(session)
         if st.target is None:
             await self._synthetic(value, st.status, st.failed or "no legacy HTTP+SSE endpoint")
-        elif _has_request(value):
+        elif has_request(value):
             await self.nursery.start(self._post_to, st.target, value)
         else:
             await self._post_to(st.target, value)
@@ -105,7 +111,7 @@ class SseLink(HttpLink):
         for st in self._streams.values():
             await st.done.wait()
         for c in self._idle:
-            await _close(c)
+            await close(c)
         self._idle.clear()
 
     # -- the event stream -----------------------------------------------------------------
@@ -134,7 +140,7 @@ class SseLink(HttpLink):
             with st.scope:
                 try:
                     c = await self._connect()
-                except _IO as exc:
+                except IO_ERRORS as exc:
                     st.failed = f"cannot open the HTTP+SSE stream: {type(exc).__name__}: {exc}"
                     return
                 headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
@@ -156,7 +162,7 @@ class SseLink(HttpLink):
                         await self._drain(c, ex)
                     else:
                         await self._events(c, ex, session, st)
-                except _IO as exc:
+                except IO_ERRORS as exc:
                     how, detail = ("upstream_closed" if head else "upstream_failed"), f"{type(exc).__name__}: {exc}"
             if st.scope.cancelled_caught:
                 how, detail = "client_closed", ""
@@ -172,7 +178,7 @@ class SseLink(HttpLink):
             if ended:
                 self.closed()       # the server ended the stream its answers come on
 
-    async def _events(self, c: _Conn, ex: int, session: Any, st: _Stream) -> None:
+    async def _events(self, c: Conn, ex: int, session: Any, st: _Stream) -> None:
         parser = SSEParser()
         while True:
             ev = await c.next_event()
@@ -180,13 +186,14 @@ class SseLink(HttpLink):
                 data = bytes(ev.data)
                 self.observer.handle([r.ResponseBody(ex, c.id, data)])
                 for sse in parser.receive_data(data):
-                    await self._event(session, st, sse)
+                    await self._event(ex, session, st, sse)
             elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
                 break
         for sse in parser.receive_data(b""):
-            await self._event(session, st, sse)
+            await self._event(ex, session, st, sse)
+        self._parsed.pop(ex, None)      # (the observer records a last unterminated event only at the stream's end)
 
-    async def _event(self, session: Any, st: _Stream, sse: SSEEvent) -> None:
+    async def _event(self, ex: int, session: Any, st: _Stream, sse: SSEEvent) -> None:
         if not sse.dispatched:
             return
         if sse.type == "endpoint":
@@ -196,9 +203,22 @@ class SseLink(HttpLink):
             return
         if sse.type != "message" or not sse.data:
             return      # as the SDK client: other event types carry no message
-        value = exact_json(sse.data.encode("utf-8"))
+        value = self._parsed_value(ex, sse.data.encode("utf-8"))
         if isinstance(value, (dict, list)):
             await self.deliver(value, session)
+
+    def _parsed_value(self, ex: int, raw: bytes) -> Any:
+        """The value of a stream message, as the observer parsed it when it
+        recorded the same bytes (each chunk is recorded before the link reads
+        its events, so it is there, after any the link does not hand on);
+        parsed here only when it is not (a payload the observer held as a
+        skeleton, or one only the exact parse reads)."""
+        held = self._parsed.get(ex)
+        while held:
+            data, value = held.pop(0)
+            if data == raw:
+                return exact_value(value, raw)
+        return exact_json(raw)
 
     def _endpoint(self, data: str) -> tuple[str | None, str | None]:
         """(target to POST to, None) or (None, why not) for an ``endpoint`` event's data."""
@@ -212,7 +232,7 @@ class SseLink(HttpLink):
         return (u.path or "/") + (f"?{u.query}" if u.query else ""), None
 
     # -- POSTs ----------------------------------------------------------------------------
-    async def _head(self, c: _Conn, ex: int) -> Any:
+    async def _head(self, c: Conn, ex: int) -> Any:
         """The final response head (1xx recorded on the way), recorded."""
         while True:
             resp = await c.next_event()
@@ -223,7 +243,7 @@ class SseLink(HttpLink):
             if not info:
                 return resp
 
-    async def _drain(self, c: _Conn, ex: int) -> None:
+    async def _drain(self, c: Conn, ex: int) -> None:
         while True:
             ev = await c.next_event()
             if isinstance(ev, h11.Data):
@@ -256,13 +276,13 @@ class SseLink(HttpLink):
             await self._release(c)
             if not 200 <= resp.status_code < 300:
                 await self._synthetic(value, resp.status_code, f"HTTP {resp.status_code} from the legacy HTTP+SSE endpoint")
-        except _IO as exc:
+        except IO_ERRORS as exc:
             detail = f"{type(exc).__name__}: {exc}"
             if c is None:
                 self.rec.http(event="end", exchange=ex, how="upstream_failed", detail=detail)
             else:
                 self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed" if head else "upstream_failed", detail, response_started=head)])
-                await _close(c)
+                await close(c)
             if not started:
                 task_status.started()
             await self._synthetic(value, 0, f"connection failed: {detail}")

@@ -1,7 +1,8 @@
-"""The parts of a replay plan (pure, level 3): :class:`Step` (one c2s message
-of the original session, held packed), :class:`Carry`, :class:`ServerRequest`
-and the :class:`AnswerBook` of the client's recorded answers. Built by
-``replay/plan.py`` (see its docstring)."""
+"""The parts of a replay plan (pure, level 3): the :class:`Plan` itself,
+:class:`Step` (one c2s message of the original session, held packed),
+:class:`Carry`, :class:`ServerRequest` and the :class:`AnswerBook` of the
+client's recorded answers. Built by ``replay/builder.py`` record by record,
+driven by ``replay/plan.py`` (see its docstring)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,20 @@ class Carry:
 class ServerRequest:
     """A request the server sent in the original session (legacy era), with
     the client's answer (a ``{"result": …}`` or ``{"error": …}`` dict, or None).
-    ``during``: the plan steps of the client requests in flight when the server
-    sent it (the requests that can have caused it; None: too many to hold)."""
+    What can have caused it (``replay/in_flight.py``, set once planning ends):
+    ``in_flight``, how many client requests were in flight when the server sent
+    it (over HTTP, of its ``session`` or sessionless); ``only_skipped``, each
+    of them is a skipped step; ``during``, the first few of them (plan step
+    indices, in send order)."""
 
     seq: int
     method: str
     params: Any
     answer: dict[str, Any] | None = None
-    during: tuple[int, ...] | None = ()
+    session: Any = None
+    in_flight: int = 0
+    only_skipped: bool = False
+    during: tuple[int, ...] = ()
 
 
 def pack(value: Any, exact: bool) -> Any:
@@ -65,6 +72,15 @@ def wire_id(v: Any) -> Any:
     """A JSON-RPC id as replay sends it: a number beyond any double (read as
     ±infinity, which JSON writes as null) as such a literal again, ``1e400``."""
     return orjson.Fragment(b"1e400" if v > 0 else b"-1e400") if isinstance(v, float) and math.isinf(v) else v
+
+
+def read_id(v: Any) -> Any:
+    """The inverse of ``wire_id``: a ``1e400`` fragment as the ±infinity the
+    runner keys it by (a link that answers a request itself, an HTTP error,
+    echoes the id it sent); any other id as it is."""
+    if isinstance(v, orjson.Fragment):
+        return float("-inf") if orjson.dumps(v).startswith(b"-") else float("inf")
+    return v
 
 
 def copy_message(value: Any) -> Any:
@@ -161,3 +177,27 @@ class AnswerBook:
 
     def __len__(self) -> int:
         return len(self._matcher)
+
+
+@dataclass
+class Plan:
+    """A capture's client side, ready to run. ``era``: "legacy" (initialize
+    handshake) or "modern" (2026-07-28); ``server_requests``: what the server
+    asked in the original session, in order (for comparison)."""
+
+    header: dict[str, Any]
+    steps: list[Step] = field(default_factory=list)
+    answers: AnswerBook = field(default_factory=AnswerBook)
+    server_requests: list[ServerRequest] = field(default_factory=list)
+    tools: dict[str, Any] = field(default_factory=dict)
+    era: str | None = None
+    revision: str | None = None
+    transport: str = "stdio"
+    duration_us: int = 0
+    sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)
+    http_get: bool = False              # the original HTTP client opened a GET stream for server messages
+    legacy_sse: bool = False            # recorded on the legacy HTTP+SSE transport (2024-11-05: an endpoint event)
+
+    @property
+    def skipped(self) -> list[Step]:
+        return [s for s in self.steps if s.skip]

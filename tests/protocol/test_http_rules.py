@@ -193,3 +193,20 @@ def test_a_field_mcp_needs_named_by_connection_is_a_finding():
     assert [f.message for f in response_findings(resp) if f.code == "http.connection_drops_field"] == [
         "the server's Connection header names mcp-session-id: proxies remove the fields it names (this tap did), "
         "so the client never received it"]
+
+
+def test_an_endpoint_with_its_default_port_spelled_out_is_the_same_origin():
+    """``https://h:443/m`` is on ``https://h``'s origin (and ``HTTP://H:80`` on
+    ``http://h``): it used to be compared as text, judged foreign, and its
+    session lost."""
+    from mcptap.relay.http.sessions import SessionKeys
+
+    for data, origin in (("https://h.example:443/m?session_id=x", "https://h.example"),
+                         ("HTTP://H.EXAMPLE:80/m?session_id=x", "http://h.example"),
+                         ("https://h.example/m?session_id=x", "https://h.example:443")):
+        fs, _ = endpoint_findings(data, origin + "/sse", origin, "http://10.0.0.7:9000", None)
+        assert [f.code for f in fs] == ["sse.endpoint_event"], data
+        assert SessionKeys().bind_endpoint(data, origin) == "x", data
+    assert SessionKeys().bind_endpoint("http://h.example/m?session_id=x", "https://h.example") is None
+    fs, _ = endpoint_findings("http://h.example/m", "https://h.example/sse", "https://h.example", "http://10.0.0.7:9000", None)
+    assert "sse.endpoint_foreign_origin" in [f.code for f in fs]

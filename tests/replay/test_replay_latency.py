@@ -125,3 +125,42 @@ async def test_http_link_analysis_time_is_not_the_servers_latency(tmp_path: Path
     msgs = [r for r in read_capture(out).records if r.get("type") == "message"]
     sent = next(r for r in msgs if r.get("method") == "tools/call")
     assert any(r.get("pair") == sent["seq"] and r["seq"] > sent["seq"] for r in msgs)
+
+
+async def test_http_link_parses_each_live_reply_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP link parsed each reply to hand it on, and the Recorder parsed
+    the same bytes again to annotate them; the link now gives the Recorder
+    the value it parsed (official-SDK server, Streamable HTTP)."""
+    import orjson
+
+    from http_record import http_server
+    from mcptap.replay.http_client import HttpLink
+
+    path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
+    t = Tape(path)
+    handshake(t, TOOLS)
+    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}}))
+    t.send(S2C, res(2, {"content": [{"type": "text", "text": "x"}], "isError": False}))
+    t.close()
+    plain, parsed = orjson.loads, []
+
+    def counting(data: Any) -> Any:
+        if b'"text":"42"' in (data if isinstance(data, bytes) else str(data).encode()):
+            import traceback
+            parsed.append("".join(traceback.format_stack(limit=8)))
+        return plain(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    plan = plan_from_path(path)
+    async with http_server("v1") as url:
+        rec = Recorder(CaptureWriter.open(out), "http", target={"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, HttpLink(url, rec), timeout=30).run()
+        rec.close()
+    replay_parses = list(parsed)                # (reading the new capture back below parses it too)
+    call = next(s for s in plan.steps if s.method == "tools/call")
+    assert result.live[call.index].response["result"]["content"][0]["text"] == "42"
+    msgs = [r for r in read_capture(out).records if r.get("type") == "message"]
+    sent = next(r for r in msgs if r.get("method") == "tools/call")
+    (answer,) = [r for r in msgs if r.get("pair") == sent["seq"]]
+    assert answer["kind"] == "response" and answer["json"]["result"]["content"][0]["text"] == "42"
+    assert len(replay_parses) == 1, "\n=====\n".join(replay_parses)

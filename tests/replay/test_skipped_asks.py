@@ -99,3 +99,42 @@ def test_input_requests_in_the_answer_of_a_skipped_call_are_skipped(tmp_path: Pa
     t.send(S2C, res(2, {"resultType": "complete", "content": []}))
     t.close()
     assert _rows(path) == [("tools/call wipe", "SKIPPED"), ("tools/call wipe", "SKIPPED"), ("s2c sampling/createMessage", "SKIPPED")]
+
+
+def _many_in_flight(path: str, wipes: int, adds: int = 0) -> None:
+    """``wipes`` destructive calls (and ``adds`` read-only ones) sent back to
+    back and all in flight when the server asks for sampling; then answered."""
+    t = Tape(path)
+    handshake(t)
+    ids = list(range(2, 2 + wipes + adds))
+    for i in ids:
+        t.send(C2S, req(i, "tools/call", {"name": "wipe" if i < 2 + wipes else "add",
+                                          "arguments": {"path": f"/x{i}"} if i < 2 + wipes else {"a": i, "b": 1}}))
+    t.send(S2C, {"jsonrpc": "2.0", "id": 0, **ASK})
+    t.send(C2S, res(0, {"role": "assistant", "model": "m", "content": {"type": "text", "text": "x"}}))
+    for i in ids:
+        t.send(S2C, res(i, {"content": []}))
+    t.close()
+
+
+def test_any_number_of_skipped_calls_in_flight_still_skips_their_request(tmp_path: Path) -> None:
+    """Past 64 requests in flight the cause used to be dropped (held as None), so
+    a correct server was blamed (MISSING) for not asking; it is exact now."""
+    for wipes in (64, 65, 500):
+        path = str(tmp_path / f"w{wipes}.jsonl")
+        _many_in_flight(path, wipes)
+        plan = plan_from_path(path)
+        (srv,) = plan.server_requests
+        assert srv.in_flight == wipes and srv.only_skipped, wipes
+        assert _rows(path)[-1] == ("s2c sampling/createMessage", "SKIPPED"), wipes
+        rows = compare_replay(plan, {}, [], {})
+        seqs = [s.seq for s in plan.steps if s.method == "tools/call"][:3]
+        assert rows[-1].note == f"asked during skipped #{seqs[0]}, #{seqs[1]}, #{seqs[2]} …: not expected live"
+
+
+def test_one_sent_call_among_many_skipped_ones_keeps_the_request_expected(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.jsonl")
+    _many_in_flight(path, 200, adds=1)          # the read-only call is the 201st in flight
+    (srv,) = plan_from_path(path).server_requests
+    assert srv.in_flight == 201 and not srv.only_skipped
+    assert _rows(path)[-1] == ("s2c sampling/createMessage", "MISSING")

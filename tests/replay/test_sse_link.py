@@ -6,6 +6,7 @@ server ends before answering."""
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,11 @@ from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path
 from mcptap.replay.runner import Replayer
 from mcptap.replay.sse_link import SseLink
-from replay.capgen import TOOLS, Tape
+from replay.capgen import C2S, S2C, TOOLS, Tape
 from replay.test_plan import handshake
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "transport"))
-from test_http_tap import upstream_server
+from test_http_tap import _make_cert, upstream_server
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
 
@@ -59,6 +60,7 @@ class LegacyServer:
             elif isinstance(ev, h11.EndOfMessage):
                 assert req is not None
                 if req.method == b"GET":
+                    self.host = dict(req.headers).get(b"host", b"").decode()
                     await self._stream(conn, stream)
                     return
                 await self._post(conn, stream, json.loads(body))
@@ -69,7 +71,8 @@ class LegacyServer:
         await stream.send_all(conn.send(head))
         if self.mode == "silent":
             await trio.sleep_forever()
-        where = "http://127.0.0.2:9/messages/?session_id=s1" if self.mode == "foreign" else "/messages/?session_id=s1"
+        where = "http://127.0.0.2:9/messages/?session_id=s1" if self.mode == "foreign" else \
+            f"https://{self.host}/messages/?session_id=s1" if self.mode == "absolute" else "/messages/?session_id=s1"
         await stream.send_all(conn.send(h11.Data(data=f"event: endpoint\ndata: {where}\n\n".encode())))
         async for msg in self.into_stream:
             if msg is None:
@@ -92,17 +95,24 @@ class LegacyServer:
             await self.out.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": TOOLS}})
 
 
-async def _replay(tmp_path: Path, mode: str) -> tuple[list[tuple[str, str, str | None]], dict[str, Any]]:
+async def _replay(tmp_path: Path, mode: str, tls: tuple[Path, Path] | None = None) -> tuple[list[tuple[str, str, str | None]], dict[str, Any]]:
+    """Replay a handshake and a tools/list against ``LegacyServer(mode)``;
+    ``tls``: (key, certificate) to serve https with (the link trusts the certificate)."""
     path = str(tmp_path / "c.jsonl")
     t = Tape(path)
     handshake(t)
     t.close()
     plan = plan_from_path(path)
     out = str(tmp_path / "new.jsonl")
-    async with upstream_server(LegacyServer(mode)) as port:
-        url = f"http://127.0.0.1:{port}/sse"
+    ctx = None
+    if tls is not None:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(tls[1]), str(tls[0]))
+    async with upstream_server(LegacyServer(mode), ssl_context=ctx) as port:
+        url = f"{'https' if tls else 'http'}://127.0.0.1:{port}/sse"
         rec = Recorder(CaptureWriter.open(out), "http", {"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
-        result = await Replayer(plan, SseLink(url, rec, endpoint_timeout=0.5), timeout=2).run()
+        link = SseLink(url, rec, endpoint_timeout=0.5, cacert=str(tls[1]) if tls else None)
+        result = await Replayer(plan, link, timeout=2).run()
         rec.close()
     rows = compare_replay(plan, result.live, result.server_requests, result.notes)
     return [(r.label, r.status, r.note) for r in rows], {"records": read_capture(out).records}
@@ -141,3 +151,61 @@ async def test_a_stream_the_server_ends_leaves_what_it_owed_missing(tmp_path: Pa
     assert rows == [("initialize", "MATCH", None), ("tools/list", "MISSING", "the server closed the connection before answering")], rows
     get_end = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "end" and r["exchange"] == 1]
     assert [r["how"] for r in get_end] == ["complete"]
+
+
+async def test_a_refused_post_of_a_1e400_id_is_its_request_s_error(tmp_path: Path) -> None:
+    """A request recorded with id 1e400 (sent verbatim) whose POST the server
+    refuses: the link's synthetic HTTP error carries that id back; it used to
+    be keyed as another id, so the request waited out the timeout instead."""
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    t.send(C2S, b'{"jsonrpc":"2.0","id":1e400,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+                b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n')
+    t.send(S2C, b'{"jsonrpc":"2.0","id":1e400,"result":' + json.dumps(INIT).encode() + b'}\n')
+    t.close()
+    plan = plan_from_path(path)
+    async with upstream_server(LegacyServer("post404")) as port:
+        url = f"http://127.0.0.1:{port}/sse"
+        rec = Recorder(CaptureWriter.open(str(tmp_path / "new.jsonl")), "http", {"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, SseLink(url, rec, endpoint_timeout=2), timeout=5).run()
+        rec.close()
+    rows = compare_replay(plan, result.live, result.server_requests, result.notes)
+    assert [(r.label, r.status, r.note) for r in rows] == [("initialize", "ERROR-CHANGED", None)]
+    assert result.live[0].response["error"]["code"] == 404 and result.duration_s < 4
+
+
+@pytest.mark.parametrize("mode", ["ok", "absolute"])
+async def test_a_session_over_https_keeps_its_key(tmp_path: Path, mode: str) -> None:
+    """A legacy server reached over https: the endpoint it announces (relative,
+    or absolute on its own https origin) is resolved against the https stream
+    URL and keys the session. The replay's observer took the client side to be
+    plain http (as the tap's is), so an absolute https endpoint was judged
+    another origin (sse.endpoint_foreign_origin) and its session lost, and a
+    relative one was recorded as resolving to http://."""
+    rows, cap = await _replay(tmp_path, mode, tls=_make_cert(tmp_path))
+    assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
+    records = cap["records"]
+    (endpoint,) = [r for r in records if r.get("type") == "http" and "endpoint" in r]
+    assert endpoint["session"] == "s1" and endpoint["endpoint"]["resolved"].startswith("https://127.0.0.1:")
+    assert [f["code"] for f in endpoint["findings"]] == ["sse.endpoint_event"]
+    msgs = [r for r in records if r.get("type") == "message"]
+    assert [m["session"] for m in msgs] == ["s1"] * 5
+
+
+async def test_each_stream_message_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The link parsed each message of the event stream to hand it on, after
+    the tap's observer had parsed the same bytes to record them; it now hands
+    on the observer's parse."""
+    import orjson
+
+    plain, parsed = orjson.loads, []
+
+    def counting(data: Any) -> Any:
+        if isinstance(data, bytes) and b'"result": {"tools"' in data:      # (the live server's spacing: the capture's is orjson's)
+            parsed.append(data)
+        return plain(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    rows, cap = await _replay(tmp_path, "ok")
+    assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
+    assert len(parsed) == 1, parsed

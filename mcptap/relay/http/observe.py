@@ -61,15 +61,20 @@ class HttpObserver(GapObserver):
     """Turns the facts of one ``HttpRelay`` into capture records.
 
     ``upstream``: the relay's Upstream; ``listen_authority``: the tap's
-    ``host:port`` (for clients that send no Host); ``record_secrets``: store
-    credentials in clear (default: stable placeholders, see ``mcptap/redact``).
+    ``host:port`` (for clients that send no Host); ``listen_scheme``: the
+    scheme the client speaks (the tap listens plain ``http``; replay's legacy
+    link observes its own requests to the server, ``https`` when the server's
+    URL is), which legacy endpoints are resolved and keyed with;
+    ``record_secrets``: store credentials in clear (default: stable
+    placeholders, see ``mcptap/redact``).
     """
 
     def __init__(self, rec: Recorder, upstream: r.Upstream, listen_authority: str = "127.0.0.1",
-                 record_secrets: bool = False) -> None:
+                 record_secrets: bool = False, listen_scheme: str = "http") -> None:
         self.rec = rec
         self.upstream = upstream
         self.listen_authority = listen_authority
+        self.listen_scheme = listen_scheme
         self.record_secrets = record_secrets
         self.judge = HttpJudge(rec.annotator, upstream.path if upstream.path not in ("", "/") else None)
         self._ex: dict[int, ObservedExchange] = {}

@@ -14,7 +14,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Direction, Finding
 from mcptap.protocol.codes import finding
-from mcptap.protocol.skeleton import parse_message
+from mcptap.protocol.skeleton import SKELETON_ABOVE, parse_message
 from mcptap.protocol.sse import SSEEvent
 from mcptap.protocol.sse_canonical import big_data, decoded, is_canonical
 from mcptap.protocol.sse_rules import data_findings, endpoint_findings, sse_findings, too_large
@@ -33,9 +33,14 @@ class SseObserver:
     rec: Recorder
     upstream: r.Upstream
     listen_authority: str
+    listen_scheme: str
     record_secrets: bool
     _sessions: SessionKeys
     _pending_rewrites: dict[int, list[tuple[str, str]]]
+    #: when a dict: each SSE message's (data bytes, parsed value) is appended, as recorded, to the
+    #: list of its exchange, for a caller that hands the same messages on (replay's legacy link)
+    #: without parsing them again
+    parsed_sink: dict[int, list[tuple[bytes, Any]]] | None = None
 
     def _target(self, target: str) -> str:
         raise NotImplementedError
@@ -147,6 +152,8 @@ class SseObserver:
         # parsed once, here: the recorder gets the value (valid UTF-8 by construction);
         # a number beyond a double or a lone surrogate is left to the recorder, which flags it
         value, _, odd = parse_message(raw)
+        if self.parsed_sink is not None and not odd and len(raw) <= SKELETON_ABOVE:
+            self.parsed_sink.setdefault(e.id, []).append((raw, value))
         fs.extend(data_findings(value, quote))
         box = [UNPARSED if odd else value]
         del value     # only the recorder's frame holds it: it drops a large message's value once annotated
@@ -168,7 +175,8 @@ class SseObserver:
                     rewritten = new
                     del pend[i]
                     break
-        tap_origin = f"http://{e.host or self.listen_authority}"
+        # the origin the client addressed: the tap's (plain http), or for replay the server's own (maybe https)
+        tap_origin = f"{self.listen_scheme}://{e.host or self.listen_authority}"
         efs, resolved = endpoint_findings(ev.data, tap_origin + e.target, tap_origin, self.upstream.origin, rewritten)
         if not self.record_secrets:
             # the findings quote the endpoint URL, whose query may carry a token

@@ -47,11 +47,12 @@ class SessionKeys:
 
     def bind_endpoint(self, resolved: str, tap_origin: str) -> str | None:
         """A legacy ``endpoint`` event announced absolute URI ``resolved``: when
-        it points at the tap (``tap_origin`` = ``http://host:port``, compared
-        case-insensitively), remember it and return its session key; else None
-        (the client would POST elsewhere, so nothing to correlate)."""
+        it points at the tap (``tap_origin`` = ``scheme://host:port``, the same
+        origin by ``urls.origin``: case and a spelled-out default port aside),
+        remember it and return its session key; else None (the client would
+        POST elsewhere, so nothing to correlate)."""
         u = urls.split(resolved)
-        if u is None or f"{u.scheme}://{u.netloc}".lower() != tap_origin.lower():
+        if u is None or urls.origin(resolved) is None or urls.origin(resolved) != urls.origin(tap_origin):
             return None
         key_target = u.path + (f"?{u.query}" if u.query else "")
         q = parse_qs(u.query)
