@@ -67,7 +67,9 @@ def _redact(value: str) -> str:
 
 
 def scrub_url(url: str, redact: Redact = _redact) -> str:
-    """Redact user info and secret-like query parameter values of one URL."""
+    """Redact the secrets of one URL: user info, secret-like query parameter values, and
+    token shapes anywhere in it (a path segment ``/mcp/sk-live-…``, ``/u/ghp_…/mcp``, a
+    fragment), also percent-encoded ones. ``redact(secret)`` gives each its stand-in."""
     m = _USERINFO.match(url)
     if m and m.group(2) and (":" in m.group(2) or len(m.group(2)) >= 16):     # a user name alone is no secret
         url = m.group(1) + redact(m.group(2)) + "@" + url[m.end():]
@@ -82,32 +84,21 @@ def scrub_url(url: str, redact: Redact = _redact) -> str:
     if "?" in head:
         path, _, qs = head.partition("?")
         head = path + _QUERY_PARAM.sub(query, "?" + qs)
-    url = head + hashmark + frag
-    return _encoded_secrets(url, redact) if "%" in url else url
+    return _pattern_secrets(head + hashmark + frag, redact)
 
 
-def _encoded_secrets(url: str, redact: Redact) -> str:
-    """``url`` with the secrets it holds percent-encoded (a query value that is itself a URL
-    or query: ``?redirect=https%3A%2F%2Fh%2Fcb%3Ftoken%3D…``, ``?next=%2Fhome%3Fpassword%3D…``)
-    replaced where they are written by ``redact(decoded secret)``: exactly what ``scrub`` and
-    ``report`` find there (the engine's scanner reads the text decoded, ``urlview``), with the
-    same placeholder. Secrets as written are left to ``scrub_url``'s own rules (the tap's
-    request targets keep their shape). Linear in ``url`` (each pass is; a pass that finds
-    nothing ends it)."""
+def _pattern_secrets(url: str, redact: Redact) -> str:
+    """``url`` with what the engine's patterns find in it replaced by ``redact(secret)``:
+    token shapes wherever they are written (a path segment: ``/mcp/sk-live-…``), and secrets
+    percent-encoded once more (a query value that is itself a URL or query:
+    ``?redirect=https%3A%2F%2Fh%2Fcb%3Ftoken%3D…``, ``?next=%2Fhome%3Fpassword%3D…``) where
+    they are written, by their decoded text: exactly what ``scrub`` and ``report`` find there,
+    with the same placeholder. What ``scrub_url``'s own rules replaced is a placeholder by
+    then, which the patterns never take in. Linear in ``url`` (``Scanner.redact``)."""
     from mcptap.redact.default import default_redactor
-    from mcptap.redact.scanner import AGAIN
 
-    scanner = default_redactor().scanner
-    for _ in range(1 + AGAIN):       # a match that lost to an overlapping one may hide another (scanner.Scanner.redact)
-        spans = [sp for sp in scanner.spans(url) if sp.secret is not None]
-        if not spans:
-            break
-        pieces, pos = [], 0
-        for sp in spans:
-            pieces += [url[pos:sp.start], redact(sp.secret or "")]
-            pos = sp.end
-        url = "".join(pieces) + url[pos:]
-    return url
+    out, _ = default_redactor().scanner.redact(url, lambda secret, rule: redact(secret))
+    return out
 
 
 def _scrub_url_in_text(m: re.Match[str]) -> str:

@@ -97,16 +97,15 @@ def scrub_query(query: str) -> str:
 
 def scrub_url_params(url: str) -> str:
     """A URL (absolute, scheme-relative, origin-form or relative) with its user
-    info and credential query values as placeholders. Never parses the URL as a
+    info, credential query values and token shapes (``scrub_url``) as placeholders. Never parses the URL as a
     whole, so a malformed one (``http://[::1/x?code=…``) is scrubbed too."""
     m = _USERINFO.match(url)
     if m and m.group(2) and not _PLACEHOLDER.fullmatch(m.group(2)):
         url = m.group(1) + placeholder(m.group(2)) + "@" + url[m.end():]
     head, hashmark, frag = url.partition("#")
     path, q, query = head.partition("?")
-    if not q:
-        return url
-    return scrub_url(path + q + scrub_query(query) + hashmark + frag)
+    # token shapes anywhere (a path segment ``/mcp/sk-live-…``) are scrub_url's
+    return scrub_url(path + q + scrub_query(query) + hashmark + frag if q else url)
 
 
 def scrub_location(name: bytes, value: str) -> str:
