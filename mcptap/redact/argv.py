@@ -12,7 +12,9 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
 ``_``, ``.`` and camelCase):
 
 * the value of an option whose name is secret-like: ``--token X``,
-  ``--api-key=X``, ``-p`` is NOT (short options are too ambiguous);
+  ``--api-key=X`` (a DSN, connection string or URL whose own secrets the patterns
+  find keeps the rest: ``--dsn "host=db password=…"``), ``-p`` is NOT (short options
+  are too ambiguous);
 * the value of an environment-style assignment ``NAME=value`` with a
   secret-like NAME (``GITHUB_TOKEN=…`` as used with ``env``);
 * the value of an HTTP-header-style argument ``Authorization: Bearer …``,
@@ -33,9 +35,11 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
   DSNs and ``Password=…;`` in connection strings.
 
 The rules themselves are ``argv_rules.scrub_args`` (also run by the engine on a command
-line given as a JSON list inside a message: shapes.py). A name is secret-like when one of its words is in ``SECRET_WORDS`` (or ends
-in ``token``/``apikey``/…) and its last word is not a word that
-names a *reference* to a secret (``--token-file PATH``, ``KEY_ID=…``).
+line given as a JSON list inside a message: shapes.py). A name is secret-like by the one
+name rule of :mod:`mcptap.redact.keys` (the same as for a JSON key, a header or a query
+name): ``--token``, ``--dsn``, ``GITHUB_TOKEN``, ``X-Foo-Key``, ``?session_id=``; not a
+name that describes a secret (``--token-file PATH``, ``KEY_ID=…``) nor ordinary data
+(``--key``, ``--session``, ``sort_key``).
 """
 
 from __future__ import annotations
