@@ -105,3 +105,15 @@ def test_a_streamable_http_session_id_is_no_credential_and_stays(tmp_path: Path)
                           b'{"jsonrpc":"2.0","id":1,"result":{}}'))
     recs = tap.records()
     assert SID in _sessions(recs)
+
+
+def test_a_referer_is_a_url_field_like_location() -> None:
+    """A browser client's ``Referer`` names the page it came from: a legacy endpoint with its
+    session id, an OAuth callback with its code, a path token; recorded scrubbed as ``Location``."""
+    from mcptap.relay.http.credentials import headers_json
+
+    for url, secret in ((f"http://127.0.0.1:7000/messages/?session_id={SID}", SID), (f"http://h/u/{GHP}/app", GHP),
+                        ("http://h/cb?code=4/0AbCdEf123&state=x", "4/0AbCdEf123")):
+        ((_, value),) = headers_json([(b"Referer", url.encode())])
+        assert secret not in value and placeholder(secret) in value, value
+        assert headers_json([(b"Referer", url.encode())], record_secrets=True) == [["Referer", url]]

@@ -7,7 +7,7 @@ so two captures of the same token still compare equal; the auth scheme, cookie
 names and ``Set-Cookie`` attributes stay visible. Request targets get
 ``redact.scrub_url`` (user info, secret-like query parameters). URLs a response
 names (``Location``, ``Content-Location``, ``Refresh``, ``Link``: an authorization
-redirect's ``?code=``, ``http://user:password@host/``) get ``scrub_location``,
+redirect's ``?code=``, ``http://user:password@host/``) and a request's ``Referer`` get ``scrub_location``,
 in every exchange, OAuth or not; OAuth query strings and form bodies get
 ``scrub_query`` (the parameters of ``SECRET_PARAMS``).
 
@@ -35,8 +35,9 @@ SECRET_PARAMS = frozenset({
 })
 #: metadata members named like secrets that hold URLs, methods or flags, never credentials
 _NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
-#: response fields whose value is (or, for Refresh and Link, holds) a URL
-URL_HEADERS = frozenset({b"location", b"content-location", b"refresh", b"link"})
+#: fields whose value is (or, for Refresh and Link, holds) a URL: a response's, and a request's
+#: ``Referer`` (a browser client's page: a legacy endpoint's ``?session_id=``, an OAuth callback's ``?code=``)
+URL_HEADERS = frozenset({b"location", b"content-location", b"refresh", b"link", b"referer"})
 #: user info of an absolute or scheme-relative URL (``http://user:pass@``, ``//user:pass@``)
 _USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)([^/?#@]*)@")
 _PLACEHOLDER = re.compile(r"«redacted:[^»]*»")
