@@ -12,6 +12,7 @@ import ssl
 from dataclasses import dataclass
 
 from mcptap.errors import McptapError
+from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 
 
@@ -119,7 +120,8 @@ def check_config(cfg: HttpTapConfig) -> r.Upstream:
     try:
         up = r.Upstream.parse(cfg.upstream)
     except ValueError as exc:
-        raise McptapError(str(exc)) from None
+        # the reason quotes the URL, whose path or query may carry a token: hidden as in the capture
+        raise McptapError(str(exc) if cfg.record_secrets else scrub_text(str(exc))) from None
     check_listen(cfg.listen_host, cfg.listen_port, cfg.allow_remote)
     if cfg.cacert is not None:
         try:
