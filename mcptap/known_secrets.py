@@ -34,6 +34,7 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
 from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
 MIN_LEN = 4
@@ -48,15 +49,20 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
     placeholder back (the keyed HMAC proves the alignment). Values shorter
     than MIN_LEN are left out. The password of URL user info (``://user:PASS@``) is also
     searched alone, with ``placeholder(PASS)`` (a server says "bad password PASS", not
-    "user:PASS"; given ``placeholder`` only). Never raises."""
+    "user:PASS"; given ``placeholder`` only), and so is a percent-encoded query value's decoded
+    text when its placeholder is the one shown (``scrub_url`` redacts the decoded value). Never raises."""
     out: dict[str, str] = {}
     for orig, new in zip(argv, shown, strict=False):
         if orig == new or not isinstance(orig, str) or not isinstance(new, str):
             continue
         for value, ph in _pieces(orig, new):
             many = len(PLACEHOLDER.findall(new)) > 1
-            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (not many or placeholder is None or placeholder(value) == ph):
+            decoded = form_decode(value)       # a URL's encoded query value: its placeholder is the decoded text's
+            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (
+                    not many or placeholder is None or ph in (placeholder(value), placeholder(decoded))):
                 out.setdefault(value, ph)
+                if decoded != value and len(decoded) >= MIN_LEN and placeholder is not None and placeholder(decoded) == ph:
+                    out.setdefault(decoded, ph)     # as a server repeats it, decoded
                 password = _userinfo_password(orig, value)
                 if password is not None and placeholder is not None:
                     out.setdefault(password, placeholder(password))

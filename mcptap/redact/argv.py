@@ -51,6 +51,7 @@ from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
 from mcptap.redact.keyfile import load_keyer
 from mcptap.redact.patterns import QUERY_SECRET_NAMES
 from mcptap.redact.scanner import unclosed_end
+from mcptap.redact.urlview import form_decode
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
@@ -81,7 +82,8 @@ def scrub_url(url: str, redact: Redact = _redact) -> str:
     def query(qm: re.Match[str]) -> str:
         sep, name, value = qm.group(1), qm.group(2), qm.group(3)
         if is_secret_name(name) or name.lower() in QUERY_SECRET_NAMES:
-            return f"{sep}{name}={redact(value)}"
+            # the decoded value is the secret: the placeholder it has in a form body or a message
+            return f"{sep}{name}={redact(form_decode(value))}" if value else qm.group(0)
         return qm.group(0)
 
     head, hashmark, frag = url.partition("#")

@@ -19,10 +19,10 @@ field). Nothing here raises.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
 
 from mcptap.redact import is_secret_name, placeholder, scrub_url
 from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_header
+from mcptap.redact.urlview import form_decode
 
 __all__ = ["SECRET_HEADERS", "SECRET_PARAMS", "headers_json", "is_secret_param", "record_target", "redact_header",
            "scrub_location", "scrub_query", "scrub_url_params"]
@@ -90,8 +90,8 @@ def scrub_query(query: str) -> str:
     out = []
     for seg in query.split("&"):
         k, eq, v = seg.partition("=")
-        if eq and v and is_secret_param(unquote_plus(k)) and not _PLACEHOLDER.fullmatch(v):
-            seg = k + "=" + placeholder(unquote_plus(v))
+        if eq and v and is_secret_param(form_decode(k)) and not _PLACEHOLDER.fullmatch(v):
+            seg = k + "=" + placeholder(form_decode(v))
         out.append(seg)
     return "&".join(out)
 
