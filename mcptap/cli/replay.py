@@ -248,7 +248,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     refuse_input_as_output([capture], output)
     extra_headers = _headers(headers)
     if url and not url.startswith(("http://", "https://")):
-        _say(f"--url {url!r}: expected an http:// or https:// URL")
+        _say(f"--url {scrub_command_url(url)!r}: expected an http:// or https:// URL")
         ctx.exit(2)
     try:
         masker = Masker(ignore)

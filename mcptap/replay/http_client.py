@@ -99,7 +99,7 @@ class HttpLink:
                  connect_timeout: float = 10.0, listen: bool = False) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {scrub_url(url)!r}")
         self.url = url
         self.tls = u.scheme == "https"
         self.host = u.hostname

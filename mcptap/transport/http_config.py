@@ -12,7 +12,6 @@ import ssl
 from dataclasses import dataclass
 
 from mcptap.errors import McptapError
-from mcptap.redact import scrub_text
 from mcptap.relay.http import events as r
 
 
@@ -120,8 +119,7 @@ def check_config(cfg: HttpTapConfig) -> r.Upstream:
     try:
         up = r.Upstream.parse(cfg.upstream)
     except ValueError as exc:
-        # the reason quotes the URL, whose path or query may carry a token: hidden as in the capture
-        raise McptapError(str(exc) if cfg.record_secrets else scrub_text(str(exc))) from None
+        raise McptapError(str(exc)) from None      # the URL it quotes has its secrets hidden
     check_listen(cfg.listen_host, cfg.listen_port, cfg.allow_remote)
     if cfg.cacert is not None:
         try:

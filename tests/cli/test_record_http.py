@@ -131,5 +131,7 @@ async def test_a_token_in_the_upstream_path_is_never_printed(tmp_path):
             rc = await trio.to_thread.run_sync(proc.wait, 10)
             rest = proc.stderr.read()
     assert rc == 0 and token not in rest and token not in cap.read_text()
-    bad = subprocess.run(CMD + ["--upstream", f"ftp://127.0.0.1/mcp/{token}"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "http:// or https://" in bad.stderr and token not in bad.stderr, bad.stderr
+    for argv in (CMD + ["--upstream", f"ftp://127.0.0.1/mcp/{token}"], CMD + ["--upstream", f"http://[::1/mcp/{token}"],
+                 [sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--url", f"ftp://h/mcp/{token}"]):
+        bad = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "URL" in bad.stderr and token not in bad.stderr and placeholder(token) in bad.stderr, bad.stderr
