@@ -125,6 +125,7 @@ def test_one_secret_gets_one_placeholder_in_a_url_a_form_body_and_a_message(enco
         "scrub-form-body": red.string(f"grant_type=password&username=u&password={enc}")[0],
         "scrub-form-body-first": red.string(f"password={enc}&username=u")[0],
         "scrub-query-name": red.string(f"https://h/cb?code={enc}&state=x")[0],
+        "fragment": scrub_url(f"https://h/cb#access_token={enc}&token_type=bearer"),
         "message": red.string(json.dumps({"password": SECRET}))[0],
     }
     assert {k: want in v and enc not in v for k, v in got.items()} == dict.fromkeys(got, True), got

@@ -17,8 +17,9 @@ from array import array
 from urllib.parse import unquote_plus
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-#: a ``name=`` of a URL query or a form body: after ``?``/``&`` (``;`` as some servers split)
-FORM_PAIR_BEFORE = "?&;"
+#: a ``name=`` of a URL query, fragment (OAuth's ``#access_token=``) or form body: after ``?``/``&``/``#``
+#: (``;`` as some servers split)
+FORM_PAIR_BEFORE = "?&;#"
 #: a whole form body (``a=1&b=2``): its first pair is a form pair too
 _FORM_BODY = re.compile(r"[^\s=&]+=[^\s&]*(?:&[^\s=&]+=[^\s&]*)+")
 
@@ -32,7 +33,7 @@ def form_decode(value: str) -> str:
 
 def in_form_pair(text: str, name_start: int) -> bool:
     """True when the ``name=`` at ``name_start`` of ``text`` is a pair of a URL query or form
-    body: after ``?``/``&``/``;``, or first in a text that is a whole form body (``a=1&b=2``)."""
+    body: after ``?``/``&``/``;``/``#``, or first in a text that is a whole form body (``a=1&b=2``)."""
     if name_start > 0:
         return text[name_start - 1] in FORM_PAIR_BEFORE
     return _FORM_BODY.fullmatch(text) is not None
