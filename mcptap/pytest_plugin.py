@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -89,6 +90,13 @@ def _first_line(proc: subprocess.Popen[bytes], pattern: str, timeout: float = 30
     pytest.fail(f"mcptap did not start: {text}", pytrace=False)
 
 
+def tap_url(listening: str, upstream: str) -> str:
+    """The URL clients use through a tap: the origin of the URL it prints (``mcptap: listening on
+    URL``, whose path hides the upstream path's secrets) and the path of ``upstream``."""
+    origin = "/".join(listening.split("/", 3)[:3])
+    return origin + (urlsplit(upstream).path or "/")
+
+
 class MockFactory:
     """What ``mcptap_mock`` returns: call it (see module docstring)."""
 
@@ -127,8 +135,9 @@ class MockFactory:
                 return [*_MCPTAP, "record", "--quiet", "-o", str(cap), "--", *argv]
             if url is None:
                 raise ValueError("server= for an HTTP mock is the server's URL")
-            return self._start([*_MCPTAP, "record", "--upstream", url, "--listen", "127.0.0.1:0", "-o", str(cap), "--quiet"],
-                               r"listening on (\S+)")
+            listen = self._start([*_MCPTAP, "record", "--upstream", url, "--listen", "127.0.0.1:0", "-o", str(cap), "--quiet"],
+                                 r"listening on (\S+)")
+            return tap_url(listen, url)
         args = [str(cap)]
         if strict:
             args.append("--strict")

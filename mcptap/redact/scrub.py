@@ -46,6 +46,7 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
@@ -77,6 +78,7 @@ class Scrubber:
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()
+        self._legacy = LegacySessionIds(redactor.placeholder)
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -128,7 +130,12 @@ class Scrubber:
     def record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None = None) -> dict[str, Any]:
         """One record after the header, scrubbed (a new dict; ``rec`` untouched). A
         ``stderr`` record's text is scanned with the unfinished line before it (live:
-        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits."""
+        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits. A legacy
+        HTTP+SSE session id is a credential: its ``session`` fields get its placeholder."""
+        self._legacy.learn(rec)
+        return self._legacy.apply(self._record(rec, stderr))
+
+    def _record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None) -> dict[str, Any]:
         typ = rec.get("type")
         seq = rec.get("seq") if isinstance(rec.get("seq"), int) else None
         if seq is not None:
