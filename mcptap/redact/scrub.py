@@ -46,6 +46,7 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.original import place_original
 from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
@@ -385,18 +386,6 @@ class Scrubber:
             out.clear()
             out.update(placed)
         d.add(new, message=message)
-
-
-def place_original(rec: dict[str, Any], original: dict[str, int] | None) -> dict[str, Any]:
-    """``rec`` with ``original`` (``{offset, bytes}`` in the forwarded stream) right after its
-    ``offset`` (None: without one), so scrubbing twice writes the same line as once."""
-    out: dict[str, Any] = {}
-    for k, v in rec.items():
-        if k != "original":
-            out[k] = v
-            if k == "offset" and original is not None:
-                out["original"] = original
-    return out
 
 
 def _differs(a: Any, b: Any) -> bool:

@@ -188,10 +188,11 @@ async def test_a_session_over_https_keeps_its_key(tmp_path: Path, mode: str) -> 
     assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
     records = cap["records"]
     (endpoint,) = [r for r in records if r.get("type") == "http" and "endpoint" in r]
-    assert endpoint["session"] == "s1" and endpoint["endpoint"]["resolved"].startswith("https://127.0.0.1:")
+    sid = placeholder("s1")             # a legacy session id is a credential, recorded as the tap records it
+    assert endpoint["session"] == sid and endpoint["endpoint"]["resolved"].startswith("https://127.0.0.1:")
     assert [f["code"] for f in endpoint["findings"]] == ["sse.endpoint_event"]
     msgs = [r for r in records if r.get("type") == "message"]
-    assert [m["session"] for m in msgs] == ["s1"] * 5
+    assert [m["session"] for m in msgs] == [sid] * 5
 
 
 async def test_each_stream_message_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
