@@ -76,6 +76,7 @@ class Scrubber:
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()
+        self._chunk_carries: dict[Any, tuple[int | None, Carry]] = {}     # dir -> (where its last chunk ended, its line)
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -335,7 +336,10 @@ class Scrubber:
     def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
         """A stdio ``chunk`` record (bytes stored unframed): its bytes, decoded
         whatever they hold (a ``data_b64`` chunk is scanned as text too), get the
-        string patterns; offset and digest follow the new bytes."""
+        string patterns; offset and digest follow the new bytes. Live chunk records
+        hold whole lines (``recorder_chunks``); past that bound (a line over a MiB) the
+        unfinished line of the chunk right before in its direction is scanned again
+        with this one (``Carry``): the rest of a secret begun there is replaced too."""
         if self.reject_chunks:
             raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
                                    "that must be re-framed before they can be scrubbed, which needs the capture as a "
@@ -343,7 +347,12 @@ class Scrubber:
         out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
         data = decode_bytes(rec, "data") or b""
         text = data.decode("utf-8", "surrogateescape")
-        new_text = self._text(text, "data", seq)
+        d, offset = rec.get("dir"), rec.get("offset")
+        end, carry = self._chunk_carries.get(d, (None, None))
+        carry = carry if carry is not None and isinstance(offset, int) and end == offset else Carry()
+        self._chunk_carries[d] = (offset + len(data) if isinstance(offset, int) else None, carry)
+        new_text, found = carry.redact(self.redactor, text)
+        self._note(seq, [Hit("data", h.rule, h.placeholder) for h in found])
         new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
         encode_bytes(new, "data", out)
         self._place(rec, out, len(data), new, False)
