@@ -75,7 +75,7 @@ class Follower:
         it was overwritten in place (``cp other.jsonl followed.jsonl``: same file, cut
         and written again, maybe longer than what was read), so what comes next would be
         read from the middle of another capture's line. ``head``: the header line;
-        ``tail``: the last bytes read, ending at ``pos``."""
+        ``tail``: the last bytes of the whole lines read, ending at ``pos``."""
         fd = fp.fileno()
         try:
             same = os.pread(fd, len(head), 0) == head and os.pread(fd, len(tail), pos - len(tail)) == tail
@@ -89,7 +89,7 @@ class Follower:
         with open(self.path, "rb") as fp:
             head = fp.readline()
             pos = len(head)
-            tail = b""                      # the last bytes read (up to TAIL), ending at pos
+            tail = b""                      # the last bytes of whole lines read (up to TAIL), ending at pos
             lineno = 1
             buf = b""
             pending: int | None = None      # the line number of a line that is not JSON, until a gap record follows it
@@ -106,12 +106,13 @@ class Follower:
                     self._still_the_same(fp)
                     self._not_rewritten(fp, head, pos, tail)
                     continue
-                pos += len(chunk)
-                tail = (tail + chunk)[-TAIL:] if len(chunk) < TAIL else chunk[-TAIL:]
                 buf += chunk
                 if not buf.endswith(b"\n"):
                     continue
                 line, buf = buf, b""
+                # whole lines only: a partial one may be cut back by the writer (a failed write) and written again
+                pos += len(line)
+                tail = (tail + line)[-TAIL:] if len(line) < TAIL else line[-TAIL:]
                 lineno += 1
                 try:
                     rec = orjson.loads(line)
