@@ -49,7 +49,7 @@ from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.redact.original import place_original
 from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
-from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
+from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 from mcptap.redact.verbatim import rebuild
@@ -80,6 +80,7 @@ class Scrubber:
         self.reject_chunks = False
         self._carry = Carry()
         self._legacy = LegacySessionIds(redactor.placeholder)
+        self._chunk_carries = ChunkCarries()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -353,7 +354,10 @@ class Scrubber:
     def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
         """A stdio ``chunk`` record (bytes stored unframed): its bytes, decoded
         whatever they hold (a ``data_b64`` chunk is scanned as text too), get the
-        string patterns; offset and digest follow the new bytes."""
+        string patterns; offset and digest follow the new bytes. Live chunk records
+        hold whole lines (``recorder_chunks``); past that bound (a line over a MiB) the
+        unfinished line of the chunk right before in its direction is scanned again
+        with this one (``Carry``): the rest of a secret begun there is replaced too."""
         if self.reject_chunks:
             raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
                                    "that must be re-framed before they can be scrubbed, which needs the capture as a "
@@ -361,7 +365,8 @@ class Scrubber:
         out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
         data = decode_bytes(rec, "data") or b""
         text = data.decode("utf-8", "surrogateescape")
-        new_text = self._text(text, "data", seq)
+        new_text, found = self._chunk_carries.redact(self.redactor, rec.get("dir"), rec.get("offset"), len(data), text)
+        self._note(seq, [Hit("data", h.rule, h.placeholder) for h in found])
         new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
         encode_bytes(new, "data", out)
         self._place(rec, out, len(data), new, False)
