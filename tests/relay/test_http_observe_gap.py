@@ -185,3 +185,26 @@ def test_batches_skipped_at_the_end_are_gaps_with_their_bytes_each_way_and_cut_t
     assert _codes(c.records) <= {"capture.gap"}, _codes(c.records)
     assert next(x for x in c.records if x.get("event") == "end")["gap"] is True
     assert _checked(tmp_path / "c.jsonl") == {"capture.gap"}
+
+
+def test_an_event_too_large_to_hold_cut_by_a_gap_is_recorded_with_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event under way when the hole came was beyond what the tap holds
+    (its bytes only counted): it was not recorded at all (its size and the
+    server's sse.event_too_large were lost with it); now it is an sse record
+    cut by the gap, with its bytes, what was not kept, and that finding."""
+    from mcptap.protocol.sse import SSEParser
+
+    monkeypatch.setattr(SSEParser.__init__, "__defaults__", (None, 4096))      # max_block: 4 KiB
+    t = SansIoTap(tmp_path / "c.jsonl")
+    t.client(post(b"/mcp", CALL))
+    t.upstream(SSE_HEAD + _chunk(EVENTS[0]) + _chunk(b"data: " + b"x" * 10_000))
+    _drop(t, t.relay.upstream_data(t.cid, t.gen, _chunk(b"x" * 500)), {1})
+    t.upstream(_chunk(b"x" * 100 + b"\n\n" + EVENTS[1]) + b"0\r\n\r\n")
+    recs = t.records()
+    cuts = [x for x in recs if x.get("event") == "sse" and x["sse"].get("cut") == "gap"]
+    first = cuts[0]
+    assert first["sse"]["offset"] == len(EVENTS[0]) and first["sse"]["bytes"] == 10_006 and first["sse"]["dropped"] > 4000
+    assert [f["code"] for f in first["findings"]] == ["sse.event_too_large"]
+    assert all(not x.get("findings") for x in cuts[1:])
+    assert [x["json"]["params"]["data"] for x in recs if x["type"] == "message" and x["dir"] == "s2c"] == ["0", "1"]
+    assert _codes(recs) == {"sse.event_too_large"}
