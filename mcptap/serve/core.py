@@ -22,7 +22,8 @@ A scrubbed capture's requests hold placeholders where the live ones hold secrets
 (``redact.live.live_redaction``) redacts live params the same way before they are matched.
 
 A request with no recorded answer gets an error: -32601 when the capture has
-no request of that method, -32602 naming the method otherwise (``ping`` is
+no request of that method, -32602 saying the recorded answers are used up when
+(``strict``) each recorded one was given already, -32602 naming the method otherwise (``ping`` is
 always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
 finding for the mock's own capture.
 
@@ -234,8 +235,14 @@ class ServeCore:
     def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
         if method == "ping":
             return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
-        what = asked(method, self.prepare(params) if self.prepare else params)
-        if self.requests.knows(method):
+        prepared = self.prepare(params) if self.prepare else params
+        what = asked(method, prepared)
+        n = self.requests.used_up(method, prepared)
+        if n:
+            err = {"code": -32602, "message": f"mcptap serve --strict: the capture's {n} recorded answer(s) to {method} with these params "
+                                              "are used up (each is given once)"}
+            why = f"{what}: its {n} recorded answer(s) are used up (--strict)"
+        elif self.requests.knows(method):
             err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
             why = f"{what}: the capture has no answer for these params"
         else:

@@ -116,7 +116,13 @@ def test_strict_needs_exact_params_and_does_not_repeat(cap: Path) -> None:
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2}, token="x")}
     assert "result" in core.receive(live, call)[0].value            # progressToken ignored
     assert "result" in core.receive(live, call)[0].value
-    assert core.receive(live, call)[0].value["error"]["code"] == -32602
+    again = core.receive(live, call)[0]
+    assert again.value["error"]["code"] == -32602
+    # the capture has answers to this very request, given already: it says so, not "no answer"
+    assert "used up" in again.value["error"]["message"] and "no answer" not in again.value["error"]["message"]
+    assert live.unanswered[-1].endswith("are used up (--strict)")
+    other = core.receive(live, {**call, "params": _call("add", {"a": 1, "b": 3})})[0]
+    assert "no answer to tools/call with these params" in other.value["error"]["message"]
 
 
 def test_strict_still_ignores_the_paths_the_user_said_to_ignore(cap: Path) -> None:
