@@ -227,7 +227,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
-                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script))
+                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script), say=_say)
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)

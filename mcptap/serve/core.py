@@ -16,7 +16,8 @@ server sent after the recorded answer. A request whose recorded answers are used
 gets the last again (not ``strict``), without the logs and other notifications it
 was sent with the first time. ``initialize`` and ``server/discover``
 are answered with the recorded result whatever client info arrives, and bind
-the live session to that recorded session.
+the live session to that recorded session; when the client's protocol revision is
+not the one those answers were recorded in, ``say`` is told once (a stderr line).
 
 A scrubbed capture's requests hold placeholders where the live ones hold secrets: ``prepare``
 (``redact.live.live_redaction``) redacts live params the same way before they are matched.
@@ -47,6 +48,7 @@ from mcptap.compare.paths import short
 from mcptap.escape import escape_controls
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.redact.keys import is_secret_key
 from mcptap.serve.script import Emission, Recorded, Script
 
@@ -121,6 +123,11 @@ def asked(method: str, params: Any) -> str:
     return escape_controls(what)
 
 
+def _meta_version(params: Any) -> Any:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_VERSION) if isinstance(meta, dict) else None
+
+
 def hkey(v: Any) -> Any:
     """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
     return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else ("r", repr(v))
@@ -130,8 +137,12 @@ class ServeCore:
     """Play ``script``'s server side (see module docstring)."""
 
     def __init__(self, script: Script, strict: bool = False, latency: bool = False, speed: float = 1.0,
-                 masker: Masker | None = None, prepare: Callable[[Any], Any] | None = None) -> None:
+                 masker: Masker | None = None, prepare: Callable[[Any], Any] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.script = script
+        #: told once (a line for stderr) when a client's protocol revision is not the capture's
+        self.say = say
+        self._told_revision = False
         #: live params as the capture would hold them (a scrubbed capture: redacted with its rules and key,
         #: ``redact.live``), for matching only
         self.prepare = prepare
@@ -221,6 +232,8 @@ class ServeCore:
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
         live.live_ids[item.seq] = lid
+        if not self._told_revision:
+            self._revisions(method, params, item)
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and "progressToken" in meta:
             live.tokens[item.seq] = meta["progressToken"]
@@ -231,6 +244,26 @@ class ServeCore:
             if o.answers == lid:
                 o.mode, o.status = item.mode, item.status
         return out
+
+    def _revisions(self, method: str, params: Any, item: Recorded) -> None:
+        """Say once when the client's protocol revision (``initialize``'s offer, else a
+        2026-07-28 request's ``_meta``) is not the one the capture's answers were given in
+        (the recorded ``initialize`` answer's, else the recorded request's ``_meta``)."""
+        mine = theirs = None
+        if method == "initialize" and isinstance(params, dict):
+            mine = params.get("protocolVersion")
+            answer = next((e.value for e in item.emits if e.pair == item.seq and isinstance(e.value, dict)), None)
+            result = answer.get("result") if isinstance(answer, dict) else None
+            theirs = result.get("protocolVersion") if isinstance(result, dict) else None
+        else:
+            mine = _meta_version(params)
+            theirs = _meta_version(item.params) if mine is not None else None
+        if not isinstance(mine, str) or not isinstance(theirs, str):
+            return
+        self._told_revision = True
+        if mine != theirs and self.say is not None:
+            self.say(f"the capture's protocol revision is {escape_controls(theirs)}, the client's is {escape_controls(mine)}: "
+                     f"it gets the answers recorded in {escape_controls(theirs)}")
 
     def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
         if method == "ping":

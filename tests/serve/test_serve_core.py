@@ -301,3 +301,21 @@ def test_chained_server_requests_and_what_comes_between_them_ride_the_requests_s
     assert seen == [("notifications/progress", "c"), ("elicitation/create", "c"),
                     ("notifications/progress", "c"), ("notifications/message", "c"), ("sampling/createMessage", "c"),
                     ("roots/list", "c"), ("response", "c"), ("notifications/tools/list_changed", None)]
+
+
+def test_a_client_on_another_protocol_revision_is_told_once(cap: Path) -> None:
+    """The capture was recorded in 2025-06-18; a client offering 2025-11-25 got those answers
+    without a word. One line now says so (and none when the revisions agree)."""
+    said: list[str] = []
+    core = _core(cap, say=said.append)
+    live = core.open()
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    core.receive(live, init)
+    core.receive(core.open(), {**init, "id": 2})
+    assert said == ["the capture's protocol revision is 2025-06-18, the client's is 2025-11-25: "
+                    "it gets the answers recorded in 2025-06-18"]
+    same: list[str] = []
+    core = _core(cap, say=same.append)
+    _init(core, core.open())
+    assert same == []
