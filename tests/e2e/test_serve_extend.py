@@ -254,3 +254,30 @@ def test_sdk_client_new_episodes_after_a_cancelled_forwarded_call(legacy_capture
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".") or "episode" in p.name) == []
     report = _check(cap)
     assert "response_after_cancel" not in report and "0 error" in report, report
+
+
+BROKEN_MERGE_TEST = '''
+import sys, pytest
+from pathlib import Path
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+@pytest.mark.mcptap(record_mode="new_episodes")
+async def test_capture_replaced_under_the_mock(mcptap_mock):
+    argv = mcptap_mock({capture!r}, server={server!r})
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode="legacy") as c:
+        r = await c.call_tool("echo", {{"text": "brand new"}})
+        assert r.content[0].text == "brand new"
+        Path({capture!r}).write_text("not a capture any more\\n")     # the merge at the end cannot read it
+'''
+
+
+def test_new_episodes_fails_the_test_when_the_capture_was_not_extended(legacy_capture: Path, tmp_path: Path,
+                                                                        pytester: pytest.Pytester) -> None:
+    """The real server answered, the merge failed: the test passed with the capture unchanged."""
+    cap = _copy(legacy_capture, tmp_path)
+    pytester.makeini("[pytest]\ntrio_mode = true\n")
+    pytester.makepyfile(test_broken=BROKEN_MERGE_TEST.format(capture=str(cap), server=SERVER))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([f"*mcptap_mock: the real server answered requests, but capture {cap} was not extended*"])
