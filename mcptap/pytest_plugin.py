@@ -27,7 +27,10 @@ strict=False, latency=None, speed=None) -> list[str] | str``:
     no answer for fails the test (at teardown, naming the methods) when there
     is no server to ask, and always over HTTP, whose captures cannot be
     extended request by request (re-record with ``all`` from ``server``);
-    a missing capture is recorded from ``server`` as ``once`` does;
+    a missing capture is recorded from ``server`` as ``once`` does; when the
+    real server answered requests but the capture was not extended (the merge
+    failed, or the mock was killed before it was done) the test fails at
+    teardown rather than pass with the capture unchanged;
   - ``none``: always serve; a missing capture fails the test;
   - ``all``: always record afresh from ``server``.
 
@@ -106,6 +109,9 @@ class MockFactory:
         #: (the mock's own session, the capture it served, why nothing new can be recorded):
         #: new_episodes without a way to extend, judged at teardown
         self._judge: list[tuple[Path, Path, str]] = []
+        #: (the mock's own session, the capture it extends, its episode count before): new_episodes
+        #: with a server, judged at teardown (the real server asked, and the capture not extended?)
+        self._extends: list[tuple[Path, Path, int]] = []
         self._tmp: str | None = None
 
     def __call__(self, path: str | os.PathLike[str], transport: str = "stdio", *, server: Sequence[str] | str | None = None,
@@ -146,7 +152,9 @@ class MockFactory:
         if speed is not None:
             args += ["--speed", str(speed)]
         if mode == "new_episodes" and transport == "stdio" and argv is not None:
-            args += ["--extend", "--", *argv]          # what the capture cannot answer, the real server does
+            own = self._session_file()
+            self._extends.append((own, cap, _episodes(cap)))
+            args += ["-o", str(own), "--extend", "--", *argv]      # what the capture cannot answer, the real server does
         elif mode == "new_episodes":
             # replay only: the mock records its own session, so teardown can tell whether
             # anything new was asked (then the test fails: nothing can record it here)
@@ -164,7 +172,7 @@ class MockFactory:
     def _session_file(self) -> Path:
         if self._tmp is None:
             self._tmp = tempfile.mkdtemp(prefix="mcptap-mock-")
-        return Path(self._tmp) / f"session-{len(self._judge) + 1}.jsonl"
+        return Path(self._tmp) / f"session-{len(self._judge) + len(self._extends) + 1}.jsonl"
 
     def unanswered(self) -> list[str]:
         """One line per served capture (new_episodes, replay only) that had no
@@ -187,6 +195,25 @@ class MockFactory:
             if methods:
                 out.append(f"mcptap_mock: capture {cap} has no answer for {', '.join(sorted(set(methods)))} "
                            f"(record mode new_episodes), {why}")
+        return out
+
+    def not_extended(self) -> list[str]:
+        """One line per capture served with ``--extend`` whose real server was started (so
+        it answered something) while the capture's episode count stayed as it was."""
+        from mcptap.capture.reader import CaptureStream
+        from mcptap.errors import CaptureReadError
+
+        out = []
+        for own, cap, before in self._extends:
+            try:
+                stream = CaptureStream(str(own))
+                asked = any(r.get("type") == "process" and r.get("event") == "spawn" for r in stream)
+                stream.close()
+            except CaptureReadError:
+                continue            # the mock never started (its own error failed the test already)
+            if asked and _episodes(cap) <= before:
+                out.append(f"mcptap_mock: the real server answered requests, but capture {cap} was not extended with them "
+                           "(record mode new_episodes; the mock's stderr says why)")
         return out
 
     def _start(self, argv: list[str], pattern: str) -> str:
@@ -214,6 +241,20 @@ class MockFactory:
             self._tmp = None
 
 
+def _episodes(cap: Path) -> int:
+    """The capture's ``episodes`` count (its header), 0 when it has none or cannot be read."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.errors import CaptureReadError
+
+    try:
+        stream = CaptureStream(str(cap))
+    except CaptureReadError:
+        return 0
+    stream.close()
+    n = stream.header.get("episodes")
+    return n if isinstance(n, int) and not isinstance(n, bool) else 0
+
+
 def _mode(request: pytest.FixtureRequest) -> str:
     marker = request.node.get_closest_marker("mcptap")
     if marker is not None and marker.kwargs.get("record_mode"):
@@ -230,7 +271,7 @@ def mcptap_mock(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
     finally:
         factory.close()
     try:
-        problems = factory.unanswered()
+        problems = factory.unanswered() + factory.not_extended()
     finally:
         factory.cleanup()
     if problems:
