@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
-from mcptap.capture.reader import CaptureStream, has_chunks
+from mcptap.capture.reader import has_chunks
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
@@ -96,29 +96,6 @@ def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, An
         end["incomplete"] = True
     return end
 
-
-def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
-    """The records of an open capture for consumers that read message records
-    directly (diff, replay): as stored, or, when the capture holds stdio
-    ``chunk`` records (bytes the live recorder stored unframed), re-framed and
-    re-annotated so those bytes become message records too (seqs renumbered,
-    a fresh end record)."""
-    if has_chunks(stream.path):
-        return reannotate(stream.header, stream, shapes=False, reuse=False)
-    return iter(stream)
-
-
-def annotated(stream: CaptureStream) -> Iterator[dict[str, Any]]:
-    """The records of an open capture with today's annotations, for consumers
-    that read kinds, ids and pairs from message records (diff, replay, serve):
-    as stored when the capture was written under today's rules (its ``rules``
-    fingerprint) and holds no ``chunk`` records; else re-annotated from its
-    bytes (chunks re-framed; a hand-written or older capture's pairing derived
-    again, not trusted)."""
-    fp = stream.header.get("rules")
-    if fp and fp == rules_fingerprint() and stream.path != "-" and not has_chunks(stream.path):
-        return iter(stream)
-    return reannotate(stream.header, stream, shapes=False, reuse=False)
 
 #: findings of a process exit record that re-annotation judges anew
 _REJUDGED_AT_EXIT = ("process.exit", "process.stderr_unterminated")

@@ -30,7 +30,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}

@@ -75,7 +75,7 @@ class Scrubber:
         self._last_seq = 0
         self._last_t = 0
         #: offline scrub/report: a ``chunk`` record is an error (the caller re-frames them
-        #: into messages first, ``reannotate.framed``); live ``record --redact``: its bytes
+        #: into messages first, ``reannotate_views.framed``); live ``record --redact``: its bytes
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()

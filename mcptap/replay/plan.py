@@ -50,7 +50,7 @@ from typing import Any
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 from mcptap.replay.builder import CARRY_KEYS, PlanBuilder, tool_is_safe
 from mcptap.replay.steps import AnswerBook, Carry, Plan, ServerRequest, Step
 
