@@ -50,7 +50,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
     the way to subscribe (``record_observers``: the same for every other record
-    that carries findings, given its JSON).
+    that carries findings, and every gap record, given its JSON).
     """
 
     def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None, *,
@@ -91,7 +91,8 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
     def _write(self, rec: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(rec)
-        if self.record_observers and rec.get("findings") and rec.get("type") != "message":
+        # a gap record too: the live export gives it its capture.gap span and judges the requests it covered
+        if self.record_observers and (rec.get("findings") or rec.get("type") == "gap") and rec.get("type") != "message":
             for observe in self.record_observers:
                 observe(rec)
 

@@ -14,6 +14,7 @@ is judged as usual; an answer that does arrive after the gap still pairs.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import finding
@@ -44,3 +45,9 @@ def answers_in_gap(pending: Iterable[Pending]) -> list[Finding]:
                     "they were open: the answers may be in the gap (not judged unanswered): "
                     + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in left[:10]),
                     {"pending": [p.describe() for p in left]})]
+
+
+def gap_finding(rec: dict[str, Any]) -> Finding:
+    """The ``capture.gap`` finding a ``gap`` record (dict) stands for (check, exports)."""
+    lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
+    return finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}")
