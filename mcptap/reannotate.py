@@ -160,8 +160,11 @@ class Reannotator(RecordingState):
             for d, framer in self._framers.items():
                 if not framer.buffered:           # framing starts here: at each stream's offset so far
                     self._framers[d] = NewlineFramer(self.streams[d].bytes)
-        elif typ == "gap" and self.transport == "stdio":
-            self._gap_in(rec)
+        elif typ == "gap":
+            # as the live recorder: requests open now whose answers travel the gap's way may be answered in it
+            self.annotator.gap(_DIRS.get(str(rec.get("dir"))))
+            if self.transport == "stdio":
+                self._gap_in(rec)
         if self._reframe:
             return self._replay_reframed(rec)
         if isinstance(seq, int):

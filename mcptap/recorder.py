@@ -50,7 +50,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
     the way to subscribe (``record_observers``: the same for every other record
-    that carries findings, given its JSON).
+    that carries findings, and every gap record, given its JSON).
     """
 
     def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None, *,
@@ -91,7 +91,8 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
     def _write(self, rec: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(rec)
-        if self.record_observers and rec.get("findings") and rec.get("type") != "message":
+        # a gap record too: the live export gives it its capture.gap span and judges the requests it covered
+        if self.record_observers and (rec.get("findings") or rec.get("type") == "gap") and rec.get("type") != "message":
             for observe in self.record_observers:
                 observe(rec)
 
@@ -351,7 +352,9 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
 
     def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int:
         """A ``gap`` record: something could not be recorded (``nbytes``
-        forwarded in ``direction``, where known); returns its seq."""
+        forwarded in ``direction``, where known); returns its seq. Requests
+        open now whose answers travel that way are not judged unanswered."""
+        self.annotator.gap(direction)
         return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
 
     def assume(self, **state: Any) -> None:
