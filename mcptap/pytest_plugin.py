@@ -20,7 +20,10 @@ strict=False, latency=None, speed=None) -> list[str] | str``:
   (``@pytest.mark.mcptap(record_mode="none")``), else ``--mcptap-record-mode``
   (default ``once``):
 
-  - ``once``: serve the capture when it exists, record it when it does not;
+  - ``once``: serve the capture when it exists, record it when it does not (a
+    capture with no server message counts as missing: a recording whose test
+    failed before any traffic is removed at teardown, and recorded again next
+    run; one that failed midway is kept as far as it went);
   - ``new_episodes``: serve the capture; requests it has no answer for are
     forwarded to ``server`` (stdio) and the answers added to the capture. A
     capture that answers every request needs no ``server``; a request it has
@@ -113,6 +116,8 @@ class MockFactory:
         #: with a server, judged at teardown (the real server asked, and the capture not extended?)
         self._extends: list[tuple[Path, Path, int]] = []
         self._tmp: str | None = None
+        #: captures this test records: one the server said nothing in is not kept (see ``discard_silent``)
+        self._recorded: list[Path] = []
 
     def __call__(self, path: str | os.PathLike[str], transport: str = "stdio", *, server: Sequence[str] | str | None = None,
                  record_mode: str | None = None, strict: bool = False, latency: str | None = None,
@@ -125,16 +130,21 @@ class MockFactory:
         cap = Path(path)
         argv = list(server) if server is not None and not isinstance(server, str) else None
         url = server if isinstance(server, str) else None
-        exists = cap.is_file() and cap.stat().st_size > 0
+        # a capture the server never said anything in (its recording run failed before any
+        # traffic) cannot answer anything: counted as missing, so ``once`` records it again
+        exists = cap.is_file() and cap.stat().st_size > 0 and _server_spoke(cap)
+        missing = ("does not exist" if not cap.is_file() or cap.stat().st_size == 0 else
+                   "holds no server messages (its recording ended before any traffic)")
         record = mode == "all" or (mode in ("once", "new_episodes") and not exists)
         if record:
             if server is None:
-                why = "does not exist" if not exists else f"is to be recorded afresh (record mode {mode})"
+                why = missing if not exists else f"is to be recorded afresh (record mode {mode})"
                 pytest.fail(f"mcptap_mock: capture {cap} {why}, and no server= to record from", pytrace=False)
         elif not exists:
-            pytest.fail(f"mcptap_mock: capture {cap} does not exist (record mode {mode})", pytrace=False)
+            pytest.fail(f"mcptap_mock: capture {cap} {missing} (record mode {mode})", pytrace=False)
         if record:
             cap.parent.mkdir(parents=True, exist_ok=True)
+            self._recorded.append(cap)
             if transport == "stdio":
                 if argv is None:
                     raise ValueError("server= for a stdio mock is the server's argv (a list)")
@@ -216,6 +226,26 @@ class MockFactory:
                            "(record mode new_episodes; the mock's stderr says why)")
         return out
 
+    def discard_silent(self) -> None:
+        """Remove each capture this test recorded that is complete (its end record written,
+        so its recorder is done) and holds no server message: a test that failed before any
+        traffic leaves nothing a later run would have to serve (VCR.py does not save an unused
+        cassette either). A capture still being written is left alone."""
+        from mcptap.capture.reader import CaptureStream
+        from mcptap.errors import CaptureReadError
+
+        for cap in self._recorded:
+            try:
+                stream = CaptureStream(str(cap))
+                spoke = any(_is_server_message(r) for r in stream)
+                stream.close()
+            except (CaptureReadError, OSError):
+                continue
+            if not spoke and stream.end is not None:
+                for f in (cap, *cap.parent.glob(cap.name + ".spill*")):
+                    f.unlink(missing_ok=True)
+        self._recorded.clear()
+
     def _start(self, argv: list[str], pattern: str) -> str:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._procs.append(proc)
@@ -239,6 +269,25 @@ class MockFactory:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _is_server_message(rec: dict[str, Any]) -> bool:
+    return rec.get("type") == "message" and rec.get("dir") == "s2c"
+
+
+def _server_spoke(cap: Path) -> bool:
+    """Whether the capture holds a server message; True when it cannot be read (serving it
+    then fails with mcptap's own error rather than it being silently recorded over)."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.errors import CaptureReadError
+
+    try:
+        stream = CaptureStream(str(cap))
+        spoke = any(_is_server_message(r) for r in stream)
+        stream.close()
+    except (CaptureReadError, OSError):
+        return True
+    return spoke
 
 
 def _episodes(cap: Path) -> int:
@@ -270,6 +319,7 @@ def mcptap_mock(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         yield factory
     finally:
         factory.close()
+        factory.discard_silent()
     try:
         problems = factory.unanswered() + factory.not_extended()
     finally:
