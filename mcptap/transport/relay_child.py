@@ -145,9 +145,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
                     _detach(host_in)
                 elif how == EOF:
                     q.event(END, C2S)
+                    _signal(status_w, b"i")      # said before the server can see it (and exit on it)
                 os.close(child_in)               # the server sees EOF on its stdin
-                if how == EOF:
-                    _signal(status_w, b"i")
             finally:
                 os.close(done_w)
 

@@ -124,6 +124,7 @@ class StdioTap(StderrRelay, ProcessSignals):
         self._late_exit_reported = False      # process.no_exit_after_stdin_eof written (by mcptap's grace or the host's signal)
         self._orphan_reported = False         # process.exited_but_stdout_open written
         self._exit_fields: dict[str, Any] = {}
+        self._exit_at = 0.0
         self._err_send, self._err_recv = trio.open_memory_channel[bytes](float("inf"))
         self._err_buffered = 0
         self._err_overflowing = False
@@ -275,8 +276,7 @@ class StdioTap(StderrRelay, ProcessSignals):
         else:
             self.result.exit_code = code
             fields["code"] = code
-        if self._stdin_eof_at is not None:
-            fields["since_stdin_eof_s"] = round(trio.current_time() - self._stdin_eof_at, 3)
+        self._exit_at = trio.current_time()
         self._exit_fields = fields
         self._exited.set()
         self._handoff.boost()
@@ -308,6 +308,10 @@ class StdioTap(StderrRelay, ProcessSignals):
         with trio.move_on_after(self._wait(STDERR_FLUSH_WAIT)):
             await self._stderr_read_done.wait()
         fields = dict(self._exit_fields)
+        if self._stdin_eof_at is not None:
+            # judged here, not at the exit: the relay says stdin ended before it closes the
+            # server's stdin, but a busy machine may let the exit be seen before that word is read
+            fields["since_stdin_eof_s"] = round(max(0.0, self._exit_at - self._stdin_eof_at), 3)
         if self.result.stderr_dropped:
             fields["stderr_dropped"] = self.result.stderr_dropped
         self._rec(self.rec.exit, **fields)

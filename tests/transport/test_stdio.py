@@ -533,3 +533,22 @@ def test_a_host_that_closes_stdin_and_signals_at_once_gives_the_server_no_time(t
     assert p.wait(timeout=HANG) == 128 + signal.SIGTERM
     assert not records(tmp_path, "process", "no_exit_after_stdin_eof")
     assert records(tmp_path, "process", "signal")
+
+
+def test_the_time_since_stdin_eof_is_kept_when_the_exit_is_seen_first(tmp_path: Path) -> None:
+    """A busy machine may let mcptap see the server's exit before it reads the
+    relay's word that the host's stdin ended (the status pipe, read late here):
+    the exit record lost since_stdin_eof_s (seen in CI at load 6)."""
+    late = ("import trio, mcptap.transport.stdio_os as so; read = so.read_status\n"
+            "async def slow(*a):\n"
+            "    await trio.sleep(0.5)\n"
+            "    await read(*a)\n"
+            "so.read_status = slow\n"
+            "import sys; from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()\n")
+    body = "import sys; sys.stdin.buffer.read()"
+    p = subprocess.Popen([sys.executable, "-c", late, "record", "-o", str(tmp_path / "cap.jsonl"), "--quiet", "--", PY, "-c", body],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    p.communicate(b"", timeout=HANG)
+    assert p.returncode == 0
+    (exit_rec,) = records(tmp_path, "process", "exit")
+    assert exit_rec["since_stdin_eof_s"] >= 0
