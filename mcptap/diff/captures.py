@@ -66,7 +66,8 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
     b = summarize(b_path, masker, sources[1])
     report = DiffReport(a_path, b_path)
     report.stats = {name: {"messages": s.messages, "exchanges": len(s), "stray_lines": s.stray, "complete": s.complete,
-                           "truncated": s.truncated, "revision": s.surface.revision}
+                           "truncated": s.truncated, "revision": s.surface.revision,
+                           "not_compared": len(s.dropped)}
                     for name, s in (("a", a), ("b", b))}
     report.items.extend(compare_surface(a.surface, b.surface))
     _exchanges(a, b, masker, report)
@@ -83,6 +84,10 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     dismissed = 0                           # nominated by the hashes, equal in the full compare
     ga, gb = in_flight(a), in_flight(b)
     pa, pb = canonical_order(a, ga), canonical_order(b, gb)
+    if a.dropped or b.dropped:
+        # no exchange with the server (refused by the tap; answered at HTTP level and sent again): not compared
+        pa = array("q", (x for x in pa if x not in a.dropped))
+        pb = array("q", (x for x in pb if x not in b.dropped))
     # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
     coarse_a = [a.labels[a.label[x]] for x in pa]
     coarse_b = [b.labels[b.label[x]] for x in pb]
