@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.compare.resent import TAP_REFUSED, Resends, answered_at_http
+from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.reannotate import annotated
 
@@ -85,17 +87,20 @@ class Side:
     complete: bool = True
     #: exchange index -> why it is not compared (it never reached the server, or was sent again)
     dropped: dict[int, str] = field(default_factory=dict)
+    #: a capture in clear diffed against a scrubbed one: its records scrubbed as they are read (diff/scrubbed.py)
+    scrub: Records | None = None
 
     def __len__(self) -> int:
         return len(self.key)
 
 
-def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
+def summarize(path: str, masker: Masker, source: str | None = None, scrub: Records | None = None) -> Side:
     """Stream one capture into a Side. ``source``: the file to read for
-    ``path`` (a spool of stdin), default ``path``. Raises CaptureReadError."""
+    ``path`` (a spool of stdin), default ``path``; ``scrub``: its records
+    scrubbed as they are read (``diff/scrubbed.py``). Raises CaptureReadError."""
     source = source or path
     stream = CaptureStream(source, path)
-    side = Side(path, source, stream.header)
+    side = Side(path, source, stream.header, scrub=scrub)
     pending: dict[Any, int] = {}
     surface_params: dict[int, Any] = {}
     fp = masker.fingerprint
@@ -207,7 +212,7 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
             # the client sent it again (re-authorised, followed the redirect): that one is the exchange
             side.dropped[first] = f"{how}; re-sent as #{rec['seq']}"
 
-    for rec in annotated(stream):
+    for rec in _records(stream, scrub):
         typ = rec.get("type")
         fs = rec.get("findings")
         if typ == "http" and rec.get("event") == "end":
@@ -267,6 +272,10 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
     return side
 
 
+def _records(stream: CaptureStream, scrub: Records | None) -> Iterator[dict[str, Any]]:
+    return annotated(stream) if scrub is None else scrub(annotated(stream))
+
+
 def _hid(v: Any) -> Any:
     return v if isinstance(v, (int, str)) else repr(v)
 
@@ -277,7 +286,7 @@ def fetch(side: Side, wanted: set[int]) -> dict[int, Any]:
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in annotated(CaptureStream(side.source or side.path, side.path)):
+    for rec in _records(CaptureStream(side.source or side.path, side.path), side.scrub):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)
