@@ -154,7 +154,7 @@ class HttpLink:
         for orig, sid in list(self.sessions.items()):
             if orig in self.versions:                 # a handshake-era session: end it
                 try:
-                    await self._delete(sid)
+                    await self._delete(sid, self.versions[orig])
                 except IO_ERRORS:
                     pass
         for c in self._idle:
@@ -218,10 +218,10 @@ class HttpLink:
         if self.written is not None:
             self.written(value)
         self.off.call(self.rec.forwarded, C2S, body, size=len(body))
-        self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers,
-                           **({"reused_connection": True} if reused else {}))
-        transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
         live_sid = self.sessions.get(session)
+        self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers,
+                           **({"reused_connection": True} if reused else {}), **({"session": live_sid} if live_sid else {}))
+        transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
         deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
         if not deferred:
             self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
@@ -298,6 +298,13 @@ class HttpLink:
                 continue
             for sse in events:
                 state.saw(sse.last_event_id, sse.retry)
+                if (sse.id is not None or sse.retry is not None) and not (sse.dispatched and sse.data):
+                    # as the tap: an event with no message (a priming event) is an ``sse`` record, so the
+                    # capture shows the id a stream that then ends can be resumed from
+                    info = {"event": sse.type, **({"id": sse.id} if sse.id is not None else {}),
+                            **({"retry": sse.retry} if sse.retry is not None else {})}
+                    self.off.call(self.rec.http, event="sse", exchange=transport["exchange"], conn=c.id, sse=info,
+                                  **({"session": live_sid} if live_sid else {}))
                 if sse.dispatched and sse.data:
                     got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}},
                                                     state.answered)
@@ -367,13 +374,15 @@ class HttpLink:
         except IO_ERRORS as exc:
             self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
 
-    async def _delete(self, sid: str) -> None:
+    async def _delete(self, sid: str, version: str | None = None) -> None:
         c = await self._conn()
         headers = [("Host", self.authority), ("Mcp-Session-Id", sid), ("Content-Length", "0"), *self.extra]
+        if version is not None and version >= "2025-06-18":
+            headers.append(("MCP-Protocol-Version", version))     # (every request after initialize: MUST)
         self._exchanges += 1
         ex = self._exchanges
         await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers)
+        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers, session=sid)
         with trio.move_on_after(5):
             resp = await c.next_event()
             while not isinstance(resp, h11.Response):

@@ -78,6 +78,12 @@ async def test_a_polling_session_is_replayed_by_resuming_the_stream(tmp_path: Pa
     answer = next(r for r in read_capture(str(new)).records if r["type"] == "message" and r.get("kind") == "response"
                   and isinstance(r.get("json"), dict) and r["json"].get("result", {}).get("structuredContent") == {"result": "polled"})
     assert answer["transport"]["method"] == "GET" and answer.get("pair")
+    # the new capture is judged as the tap's: the HTTP layer re-judged from its http records (the priming
+    # event's id as an sse record, each request's session, the DELETE's MCP-Protocol-Version) finds nothing
+    p = await trio.run_process([*MCPTAP, "check", "--full", "--format", "json", str(new)], capture_stdout=True, check=False)
+    judged = json.loads(p.stdout)["captures"][0]
+    assert {c["code"] for c in judged["codes"] if c["severity"] in ("error", "warn")} == set()
+    assert "sse.stream_closed_without_response" in {c["code"] for c in judged["codes"]}     # info: resumable
 
 
 class KeepAliveServer:
