@@ -29,11 +29,12 @@ from typing import Any
 import orjson
 
 from mcptap.capture.dumps import dumps, encode_deep
-from mcptap.capture.format import decode_bytes
+from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
 from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
 MIN_LEN = 4
@@ -48,15 +49,20 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
     placeholder back (the keyed HMAC proves the alignment). Values shorter
     than MIN_LEN are left out. The password of URL user info (``://user:PASS@``) is also
     searched alone, with ``placeholder(PASS)`` (a server says "bad password PASS", not
-    "user:PASS"; given ``placeholder`` only). Never raises."""
+    "user:PASS"; given ``placeholder`` only), and so is a percent-encoded query value's decoded
+    text when its placeholder is the one shown (``scrub_url`` redacts the decoded value). Never raises."""
     out: dict[str, str] = {}
     for orig, new in zip(argv, shown, strict=False):
         if orig == new or not isinstance(orig, str) or not isinstance(new, str):
             continue
         for value, ph in _pieces(orig, new):
             many = len(PLACEHOLDER.findall(new)) > 1
-            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (not many or placeholder is None or placeholder(value) == ph):
+            decoded = form_decode(value)       # a URL's encoded query value: its placeholder is the decoded text's
+            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (
+                    not many or placeholder is None or ph in (placeholder(value), placeholder(decoded))):
                 out.setdefault(value, ph)
+                if decoded != value and len(decoded) >= MIN_LEN and placeholder is not None and placeholder(decoded) == ph:
+                    out.setdefault(decoded, ph)     # as a server repeats it, decoded
                 password = _userinfo_password(orig, value)
                 if password is not None and placeholder is not None:
                     out.setdefault(password, placeholder(password))
@@ -174,6 +180,12 @@ class KnownSecrets:
             if needle in line:
                 line = line.replace(needle, ph)
                 hit = True
+        if b'_b64":' in line:
+            # bytes stored as base64 (a non-UTF-8 body, message or stderr read) hold the secret
+            # encoded: searched in the bytes themselves
+            held = self._in_b64(exact_json(line) if hit else rec)
+            if held is not None:
+                line, hit = dumps(held, newline=True), True
         if hit:
             self.replaced += 1
         if not self.stdio:
@@ -194,6 +206,26 @@ class KnownSecrets:
             except (TypeError, orjson.JSONEncodeError):
                 return encode_deep(end, nonfinite=b"null") + b"\n"    # a peer's id beyond 64 bits among the pending
         return line
+
+    def _in_b64(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        """``rec`` with every secret replaced in the bytes of its ``…_b64`` fields (stored again
+        as ``encode_bytes`` stores them), or None: none there."""
+        out: dict[str, Any] = {}
+        changed = False
+        for k, v in rec.items():
+            if k.endswith("_b64") and isinstance(v, str):
+                try:
+                    data = decode_bytes({k: v}, k[:-4]) or b""
+                except ValueError:          # not base64: the reader reports it
+                    out[k] = v
+                    continue
+                new = self.replace_in(data)
+                if new != data:
+                    encode_bytes(new, k[:-4], out)
+                    changed = True
+                    continue
+            out[k] = v
+        return out if changed else None
 
     def _end(self, end: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in end.items() if k != "original"}

@@ -20,14 +20,20 @@ strict=False, latency=None, speed=None) -> list[str] | str``:
   (``@pytest.mark.mcptap(record_mode="none")``), else ``--mcptap-record-mode``
   (default ``once``):
 
-  - ``once``: serve the capture when it exists, record it when it does not;
+  - ``once``: serve the capture when it exists, record it when it does not (a
+    capture with no server message counts as missing: a recording whose test
+    failed before any traffic is removed at teardown, and recorded again next
+    run; one that failed midway is kept as far as it went);
   - ``new_episodes``: serve the capture; requests it has no answer for are
     forwarded to ``server`` (stdio) and the answers added to the capture. A
     capture that answers every request needs no ``server``; a request it has
     no answer for fails the test (at teardown, naming the methods) when there
     is no server to ask, and always over HTTP, whose captures cannot be
     extended request by request (re-record with ``all`` from ``server``);
-    a missing capture is recorded from ``server`` as ``once`` does;
+    a missing capture is recorded from ``server`` as ``once`` does; when the
+    real server answered requests but the capture was not extended (the merge
+    failed, or the mock was killed before it was done) the test fails at
+    teardown rather than pass with the capture unchanged;
   - ``none``: always serve; a missing capture fails the test;
   - ``all``: always record afresh from ``server``.
 
@@ -49,6 +55,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -89,6 +96,13 @@ def _first_line(proc: subprocess.Popen[bytes], pattern: str, timeout: float = 30
     pytest.fail(f"mcptap did not start: {text}", pytrace=False)
 
 
+def tap_url(listening: str, upstream: str) -> str:
+    """The URL clients use through a tap: the origin of the URL it prints (``mcptap: listening on
+    URL``, whose path hides the upstream path's secrets) and the path of ``upstream``."""
+    origin = "/".join(listening.split("/", 3)[:3])
+    return origin + (urlsplit(upstream).path or "/")
+
+
 class MockFactory:
     """What ``mcptap_mock`` returns: call it (see module docstring)."""
 
@@ -98,7 +112,12 @@ class MockFactory:
         #: (the mock's own session, the capture it served, why nothing new can be recorded):
         #: new_episodes without a way to extend, judged at teardown
         self._judge: list[tuple[Path, Path, str]] = []
+        #: (the mock's own session, the capture it extends, its episode count before): new_episodes
+        #: with a server, judged at teardown (the real server asked, and the capture not extended?)
+        self._extends: list[tuple[Path, Path, int]] = []
         self._tmp: str | None = None
+        #: captures this test records: one the server said nothing in is not kept (see ``discard_silent``)
+        self._recorded: list[Path] = []
 
     def __call__(self, path: str | os.PathLike[str], transport: str = "stdio", *, server: Sequence[str] | str | None = None,
                  record_mode: str | None = None, strict: bool = False, latency: str | None = None,
@@ -111,24 +130,30 @@ class MockFactory:
         cap = Path(path)
         argv = list(server) if server is not None and not isinstance(server, str) else None
         url = server if isinstance(server, str) else None
-        exists = cap.is_file() and cap.stat().st_size > 0
+        # a capture the server never said anything in (its recording run failed before any
+        # traffic) cannot answer anything: counted as missing, so ``once`` records it again
+        exists = cap.is_file() and cap.stat().st_size > 0 and _server_spoke(cap)
+        missing = ("does not exist" if not cap.is_file() or cap.stat().st_size == 0 else
+                   "holds no server messages (its recording ended before any traffic)")
         record = mode == "all" or (mode in ("once", "new_episodes") and not exists)
         if record:
             if server is None:
-                why = "does not exist" if not exists else f"is to be recorded afresh (record mode {mode})"
+                why = missing if not exists else f"is to be recorded afresh (record mode {mode})"
                 pytest.fail(f"mcptap_mock: capture {cap} {why}, and no server= to record from", pytrace=False)
         elif not exists:
-            pytest.fail(f"mcptap_mock: capture {cap} does not exist (record mode {mode})", pytrace=False)
+            pytest.fail(f"mcptap_mock: capture {cap} {missing} (record mode {mode})", pytrace=False)
         if record:
             cap.parent.mkdir(parents=True, exist_ok=True)
+            self._recorded.append(cap)
             if transport == "stdio":
                 if argv is None:
                     raise ValueError("server= for a stdio mock is the server's argv (a list)")
                 return [*_MCPTAP, "record", "--quiet", "-o", str(cap), "--", *argv]
             if url is None:
                 raise ValueError("server= for an HTTP mock is the server's URL")
-            return self._start([*_MCPTAP, "record", "--upstream", url, "--listen", "127.0.0.1:0", "-o", str(cap), "--quiet"],
-                               r"listening on (\S+)")
+            listen = self._start([*_MCPTAP, "record", "--upstream", url, "--listen", "127.0.0.1:0", "-o", str(cap), "--quiet"],
+                                 r"listening on (\S+)")
+            return tap_url(listen, url)
         args = [str(cap)]
         if strict:
             args.append("--strict")
@@ -137,7 +162,9 @@ class MockFactory:
         if speed is not None:
             args += ["--speed", str(speed)]
         if mode == "new_episodes" and transport == "stdio" and argv is not None:
-            args += ["--extend", "--", *argv]          # what the capture cannot answer, the real server does
+            own = self._session_file()
+            self._extends.append((own, cap, _episodes(cap)))
+            args += ["-o", str(own), "--extend", "--", *argv]      # what the capture cannot answer, the real server does
         elif mode == "new_episodes":
             # replay only: the mock records its own session, so teardown can tell whether
             # anything new was asked (then the test fails: nothing can record it here)
@@ -155,7 +182,7 @@ class MockFactory:
     def _session_file(self) -> Path:
         if self._tmp is None:
             self._tmp = tempfile.mkdtemp(prefix="mcptap-mock-")
-        return Path(self._tmp) / f"session-{len(self._judge) + 1}.jsonl"
+        return Path(self._tmp) / f"session-{len(self._judge) + len(self._extends) + 1}.jsonl"
 
     def unanswered(self) -> list[str]:
         """One line per served capture (new_episodes, replay only) that had no
@@ -179,6 +206,45 @@ class MockFactory:
                 out.append(f"mcptap_mock: capture {cap} has no answer for {', '.join(sorted(set(methods)))} "
                            f"(record mode new_episodes), {why}")
         return out
+
+    def not_extended(self) -> list[str]:
+        """One line per capture served with ``--extend`` whose real server was started (so
+        it answered something) while the capture's episode count stayed as it was."""
+        from mcptap.capture.reader import CaptureStream
+        from mcptap.errors import CaptureReadError
+
+        out = []
+        for own, cap, before in self._extends:
+            try:
+                stream = CaptureStream(str(own))
+                asked = any(r.get("type") == "process" and r.get("event") == "spawn" for r in stream)
+                stream.close()
+            except CaptureReadError:
+                continue            # the mock never started (its own error failed the test already)
+            if asked and _episodes(cap) <= before:
+                out.append(f"mcptap_mock: the real server answered requests, but capture {cap} was not extended with them "
+                           "(record mode new_episodes; the mock's stderr says why)")
+        return out
+
+    def discard_silent(self) -> None:
+        """Remove each capture this test recorded that is complete (its end record written,
+        so its recorder is done) and holds no server message: a test that failed before any
+        traffic leaves nothing a later run would have to serve (VCR.py does not save an unused
+        cassette either). A capture still being written is left alone."""
+        from mcptap.capture.reader import CaptureStream
+        from mcptap.errors import CaptureReadError
+
+        for cap in self._recorded:
+            try:
+                stream = CaptureStream(str(cap))
+                spoke = any(_is_server_message(r) for r in stream)
+                stream.close()
+            except (CaptureReadError, OSError):
+                continue
+            if not spoke and stream.end is not None:
+                for f in (cap, *cap.parent.glob(cap.name + ".spill*")):
+                    f.unlink(missing_ok=True)
+        self._recorded.clear()
 
     def _start(self, argv: list[str], pattern: str) -> str:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -205,6 +271,39 @@ class MockFactory:
             self._tmp = None
 
 
+def _is_server_message(rec: dict[str, Any]) -> bool:
+    return rec.get("type") == "message" and rec.get("dir") == "s2c"
+
+
+def _server_spoke(cap: Path) -> bool:
+    """Whether the capture holds a server message; True when it cannot be read (serving it
+    then fails with mcptap's own error rather than it being silently recorded over)."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.errors import CaptureReadError
+
+    try:
+        stream = CaptureStream(str(cap))
+        spoke = any(_is_server_message(r) for r in stream)
+        stream.close()
+    except (CaptureReadError, OSError):
+        return True
+    return spoke
+
+
+def _episodes(cap: Path) -> int:
+    """The capture's ``episodes`` count (its header), 0 when it has none or cannot be read."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.errors import CaptureReadError
+
+    try:
+        stream = CaptureStream(str(cap))
+    except CaptureReadError:
+        return 0
+    stream.close()
+    n = stream.header.get("episodes")
+    return n if isinstance(n, int) and not isinstance(n, bool) else 0
+
+
 def _mode(request: pytest.FixtureRequest) -> str:
     marker = request.node.get_closest_marker("mcptap")
     if marker is not None and marker.kwargs.get("record_mode"):
@@ -220,8 +319,9 @@ def mcptap_mock(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
         yield factory
     finally:
         factory.close()
+        factory.discard_silent()
     try:
-        problems = factory.unanswered()
+        problems = factory.unanswered() + factory.not_extended()
     finally:
         factory.cleanup()
     if problems:

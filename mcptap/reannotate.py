@@ -11,10 +11,9 @@ fresh ``end`` record. Two paths:
   what the rules would compute, and only gains schema shape checks (never run
   by the live tap). ``reuse=False`` forces the full path (hand-edited files).
 
-``Reannotator`` (below) is the offline re-annotator: the live recorder's
-bookkeeping (``recording.RecordingState``) fed records instead of bytes, with
-no clock (times are the records' own). Used by ``check``,
-``show`` and the tests. Raises CaptureReadError for a
+``Reannotator`` (below) is the offline re-annotator: the live recorder's bookkeeping
+(``recording.RecordingState``) fed records instead of bytes, with no clock (times are the
+records' own). Used by ``check``, ``show`` and the tests. Raises CaptureReadError for a
 record that cannot be read.
 """
 
@@ -26,7 +25,7 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
-from mcptap.capture.reader import CaptureStream, has_chunks
+from mcptap.capture.reader import has_chunks
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
@@ -44,20 +43,17 @@ _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
                light: bool = False, reuse: bool = True) -> Iterator[dict[str, Any]]:
-    """Re-annotate a capture's records (after its header) with the current
-    rules, streaming: yields each re-annotated record, then a fresh ``end``
-    record (the original end's exit code and extra fields are kept).
-    ``shapes``: include schema shape checks (protocol/shapes.py).
-    ``light``: message records carry annotations only (seq, t_us, dir, kind,
-    method, id, pair, latency, session, findings), for consumers that do not
-    need the bytes (check). ``reuse``: a capture written under the current
-    rules fingerprint keeps its recorded annotations (they are what the rules
-    compute; see protocol/fingerprint.py) and only gains shape checks; False
-    re-annotates everything (a hand-edited capture). A capture with ``chunk``
-    records always takes the full path when ``records`` is a CaptureStream (of
-    a file, or of standard input, which cannot be searched first); from any
-    other source the reuse path raises CaptureReadError at the first chunk
-    record rather than leave its bytes out."""
+    """Re-annotate a capture's records (after its header) with the current rules, streaming:
+    yields each re-annotated record, then a fresh ``end`` record (the original end's exit code
+    and extra fields are kept). ``shapes``: include schema shape checks (protocol/shapes.py).
+    ``light``: message records carry annotations only (seq, t_us, dir, kind, method, id, pair,
+    latency, session, findings), for consumers that do not need the bytes (check). ``reuse``:
+    a capture written under the current rules fingerprint keeps its recorded annotations (they
+    are what the rules compute; protocol/fingerprint.py) and only gains shape checks; False
+    re-annotates everything (a hand-edited capture). A capture with ``chunk`` records always
+    takes the full path when ``records`` is a CaptureStream (of a file, or of standard input,
+    which cannot be searched first); from any other source the reuse path raises
+    CaptureReadError at the first chunk record rather than leave its bytes out."""
     fp = header.get("rules")
     path = getattr(records, "path", None)       # a CaptureStream's: chunk records need the full path
     if reuse and fp and fp == rules_fingerprint() and path != "-" and not (isinstance(path, str) and has_chunks(path)):
@@ -101,29 +97,6 @@ def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, An
     return end
 
 
-def framed(stream: CaptureStream) -> Iterator[dict[str, Any]]:
-    """The records of an open capture for consumers that read message records
-    directly (diff, replay): as stored, or, when the capture holds stdio
-    ``chunk`` records (bytes the live recorder stored unframed), re-framed and
-    re-annotated so those bytes become message records too (seqs renumbered,
-    a fresh end record)."""
-    if has_chunks(stream.path):
-        return reannotate(stream.header, stream, shapes=False, reuse=False)
-    return iter(stream)
-
-
-def annotated(stream: CaptureStream) -> Iterator[dict[str, Any]]:
-    """The records of an open capture with today's annotations, for consumers
-    that read kinds, ids and pairs from message records (diff, replay, serve):
-    as stored when the capture was written under today's rules (its ``rules``
-    fingerprint) and holds no ``chunk`` records; else re-annotated from its
-    bytes (chunks re-framed; a hand-written or older capture's pairing derived
-    again, not trusted)."""
-    fp = stream.header.get("rules")
-    if fp and fp == rules_fingerprint() and stream.path != "-" and not has_chunks(stream.path):
-        return iter(stream)
-    return reannotate(stream.header, stream, shapes=False, reuse=False)
-
 #: findings of a process exit record that re-annotation judges anew
 _REJUDGED_AT_EXIT = ("process.exit", "process.stderr_unterminated")
 
@@ -132,9 +105,8 @@ class Reannotator(RecordingState):
     """The offline re-annotator: the live recorder's bookkeeping without a
     writer and without a clock, fed the records of an existing capture
     (``replay(rec)``) instead of live bytes; times are the records' own
-    (``t_us``: the latest one seen, set by the caller). ``light``: message
-    records come back annotation-only (no bytes, no json), for consumers that
-    need no payload."""
+    (``t_us``: the latest one seen, set by the caller). ``light``: message records
+    come back annotation-only (no bytes, no json), for consumers that need no payload."""
 
     def __init__(self, transport: str, annotator: Annotator, light: bool = False) -> None:
         super().__init__(transport, annotator)
@@ -147,10 +119,10 @@ class Reannotator(RecordingState):
         #: set by a consumer that groups annotated Messages itself (check's FullScan): while
         #: re-framing, each message goes to it instead of coming back from ``replay`` as a record
         self.on_message: Callable[[Message], None] | None = None
+        self._seg: Any = None           # re-framing: the stdio session key of the records being framed
 
     def close(self, exit_code: int | None = None, incomplete: bool = False, **extra: Any) -> dict[str, Any]:
-        """The fresh ``end`` record at the last record's time (see
-        ``RecordingState._wind_up``); ``extra``: the original end's fields kept."""
+        """The fresh ``end`` record at the last record's time (``RecordingState._wind_up``); ``extra``: the original end's fields kept."""
         cut = self._cut_lines() if incomplete and self.transport == "stdio" else []
         fs = self._wind_up(self.t_us, incomplete) + cut
         self._count(cut)
@@ -158,9 +130,8 @@ class Reannotator(RecordingState):
         return self.end
 
     def _cut_lines(self) -> list[Finding]:
-        """A capture without end record whose bytes stop mid-line (mcptap killed
-        while a peer's line streamed in as ``chunk`` records): the line is not
-        judged (the peer may have finished it), it is reported (``capture.cut_line``)."""
+        """A capture without end record whose bytes stop mid-line (mcptap killed while a peer's line streamed in as
+        ``chunk`` records): the line is not judged (the peer may have finished it), it is reported (``capture.cut_line``)."""
         out = []
         for d, framer in self._framers.items():
             n = len(framer.take_buffered()) if framer.buffered else 0
@@ -189,8 +160,11 @@ class Reannotator(RecordingState):
             for d, framer in self._framers.items():
                 if not framer.buffered:           # framing starts here: at each stream's offset so far
                     self._framers[d] = NewlineFramer(self.streams[d].bytes)
-        elif typ == "gap" and self.transport == "stdio":
-            self._gap_in(rec)
+        elif typ == "gap":
+            # as the live recorder: requests open now whose answers travel the gap's way may be answered in it
+            self.annotator.gap(_DIRS.get(str(rec.get("dir"))))
+            if self.transport == "stdio":
+                self._gap_in(rec)
         if self._reframe:
             return self._replay_reframed(rec)
         if isinstance(seq, int):
@@ -233,6 +207,7 @@ class Reannotator(RecordingState):
         nothing, that line is its frame as it stands: not scanned or parsed
         again (``NewlineFramer.whole_line``)."""
         direction = _DIRS[rec["dir"]]
+        self._segment(rec.get("session"))
         s = self.streams[direction]
         s.bytes += len(raw)
         if not self.light:
@@ -242,13 +217,15 @@ class Reannotator(RecordingState):
         if frame is None:
             self._replay_frames(direction, raw, t)
             return
-        msg = self._emit(frame, direction, t)
+        msg = self._emit(frame, direction, t, self._seg)
         if self.on_message is not None:
             self.on_message(msg)
 
     def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         typ = rec.get("type")
         direction = _DIRS.get(str(rec.get("dir")))
+        if typ in ("message", "eof") and self.transport == "stdio":
+            self._segment(rec.get("session"))
         if typ in ("chunk", "message"):
             if direction is None:
                 raise CaptureReadError(f"{typ} record seq {rec.get('seq')} has no valid dir")
@@ -279,6 +256,12 @@ class Reannotator(RecordingState):
         res = self._replay_one(renumbered)
         return [] if res is None else [res]
 
+    def _segment(self, key: Any) -> None:
+        """A stdio record of another keyed session (``serve --extend``, ``replay``): framed afresh, as ``Recorder.segment`` did."""
+        if key != self._seg:
+            self._seg = key
+            self._framers = {Direction.C2S: NewlineFramer(), Direction.S2C: NewlineFramer()}
+
     def _gap_in(self, rec: dict[str, Any]) -> None:
         """A stdio ``gap`` record in one direction: the recorder stored the
         partial line before it as a chunk (not a line) and framed again from
@@ -304,7 +287,7 @@ class Reannotator(RecordingState):
         out = []
         sink = self.on_message
         for f in self._framers[direction].receive_data(data):
-            msg = self._emit(f, direction, t)
+            msg = self._emit(f, direction, t, self._seg)
             if sink is not None:
                 sink(msg)
             else:

@@ -24,9 +24,10 @@ from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.skeleton import parse_message
+from mcptap.recorder_chunks import ChunkRecording, WholeLines
 from mcptap.recorder_stderr import StderrRecording
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Chunk, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record
+from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -35,7 +36,7 @@ C2S, S2C = Direction.C2S, Direction.S2C
 LONG_LINE = 4 << 20
 
 
-class Recorder(StderrRecording, RecordingState):
+class Recorder(StderrRecording, ChunkRecording, RecordingState):
     """Record one tapped connection (stdio) or proxy (HTTP) into a capture.
 
     ``writer``: a CaptureWriter or None (analyse only). ``transport``: "stdio"
@@ -49,7 +50,7 @@ class Recorder(StderrRecording, RecordingState):
     ``observers``: more such callbacks (live OTLP export, mcptap/otel/),
     called in order after the message record was written; appending to it is
     the way to subscribe (``record_observers``: the same for every other record
-    that carries findings, given its JSON).
+    that carries findings, and every gap record, given its JSON).
     """
 
     def __init__(self, writer: CaptureWriter | None, transport: str = "stdio", target: dict[str, Any] | None = None, *,
@@ -68,6 +69,7 @@ class Recorder(StderrRecording, RecordingState):
         #: directions whose bytes are being stored unframed (``chunk`` records):
         #: direction -> True while the last stored byte ended a line
         self._unframed: dict[Direction, bool] = {}
+        self._lines = WholeLines()      # a redacted capture's unfinished lines stored unframed (recorder_chunks)
         self._ended: set[Direction] = set()       # directions whose eof is recorded
         #: stdio: bytes of an unfinished line above which it is stored as it
         #: streams (chunk records) instead of held whole; None: no limit
@@ -89,7 +91,8 @@ class Recorder(StderrRecording, RecordingState):
     def _write(self, rec: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.write(rec)
-        if self.record_observers and rec.get("findings") and rec.get("type") != "message":
+        # a gap record too: the live export gives it its capture.gap span and judges the requests it covered
+        if self.record_observers and (rec.get("findings") or rec.get("type") == "gap") and rec.get("type") != "message":
             for observe in self.record_observers:
                 observe(rec)
 
@@ -119,8 +122,8 @@ class Recorder(StderrRecording, RecordingState):
         w = self.writer
         if w is not None and (w.unreported or w.closed):
             return None
-        return (self.streams[C2S].bytes - self._framers[C2S].buffered,
-                self.streams[S2C].bytes - self._framers[S2C].buffered)
+        return (self.streams[C2S].bytes - self._framers[C2S].buffered - self._lines.held(C2S),
+                self.streams[S2C].bytes - self._framers[S2C].buffered - self._lines.held(S2C))
 
     def _emit(self, frame: Frame, direction: Direction, t: int, session: Any = None,
               transport: dict[str, Any] | None = None, extra: Iterable[Finding] = ()) -> Message:
@@ -257,18 +260,15 @@ class Recorder(StderrRecording, RecordingState):
         held = self._framers[direction].take_buffered()
         if held:
             self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
+        self._chunk_rest((direction,))
         mid = bool(held) or self._unframed.get(direction) is False
         self._unframed[direction] = False
         return mid
 
-    def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
-        self._write(Chunk(self._next(), t, direction._value_, offset, data).to_json())
-        self.chunks += 1
-        self.chunk_bytes += len(data)
-
     def stdio_eof(self, direction: Direction) -> list[Message]:
         """``direction``'s stream closed: flush a partial last line, record the
         eof and what it means (pending requests)."""
+        self._chunk_rest((direction,))
         t = self.clock()
         key = self.segment_key
         self._ended.add(direction)
@@ -352,7 +352,9 @@ class Recorder(StderrRecording, RecordingState):
 
     def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int:
         """A ``gap`` record: something could not be recorded (``nbytes``
-        forwarded in ``direction``, where known); returns its seq."""
+        forwarded in ``direction``, where known); returns its seq. Requests
+        open now whose answers travel that way are not judged unanswered."""
+        self.annotator.gap(direction)
         return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
 
     def assume(self, **state: Any) -> None:
@@ -369,6 +371,7 @@ class Recorder(StderrRecording, RecordingState):
         Returns the end record (dict)."""
         if self.closed:
             return self.end or {}
+        self._chunk_rest((C2S, S2C))
         self.stderr(b"", final=True)
         t = self.clock()
         unanswered = self._wind_up(t, incomplete)

@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -156,7 +157,8 @@ def through_tap(url: str, capture: str | None) -> int:
     for line in tap.stderr:
         m = re.match(r"mcptap: listening on (\S+) ", line)
         if m:
-            tap_url = m.group(1)
+            # the printed path hides the upstream path's secrets: the tap's origin, the upstream's path
+            tap_url = "/".join(m.group(1).split("/", 3)[:3]) + (urllib.parse.urlsplit(url).path or "/")
             break
     if tap_url is None:
         print("mcptap tap did not start", file=sys.stderr)

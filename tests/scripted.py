@@ -63,7 +63,8 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontex
 
 def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport: str = "stdio") -> Path:
     """Write a capture of ``steps``: ("c2s"|"s2c", bytes), ("err", bytes),
-    ("eof", "c2s"|"s2c"), ("exit", code), ("gap", reason), ("wait", µs),
+    ("eof", "c2s"|"s2c"), ("exit", code), ("gap", reason), ("lost", ("c2s"|"s2c", nbytes))
+    (bytes forwarded but not recorded: a directed gap), ("wait", µs),
     ("chunk", ("c2s"|"s2c", bytes)) (a ``chunk`` record). ``end``: write the
     end record (False: as if mcptap was killed)."""
     now = {"t": 0}
@@ -80,6 +81,8 @@ def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport
             rec.exit(code=data)
         elif kind == "gap":
             rec.gap(data)
+        elif kind == "lost":
+            rec.lost(Direction(data[0]), data[1])
         elif kind == "chunk":                   # (dir, bytes) stored unframed, as when analysis fell behind
             rec.stdio_unframed(Direction(data[0]), data[1])
         elif kind == "wait":

@@ -3,7 +3,7 @@ They trusted the stored annotations: a hand-written capture without ``pair``
 (or one written under older rules) made diff say "no differences" for a
 changed result, serve answer with the recorded ids, replay call every
 exchange NEW (found by a breaker helper). They now read captures through
-``reannotate.annotated``: as stored only when written under today's rules."""
+``reannotate_views.annotated``: as stored only when written under today's rules."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcptap.capture.reader import CaptureStream
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 HEADER = {"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "0.1.0", "started": "2026-01-01T00:00:00.000000Z",
@@ -54,7 +54,7 @@ def test_serve_answers_with_the_live_id(tmp_path: Path) -> None:
 
 
 def test_replay_plans_hand_written_and_stdin_captures_with_their_answers(tmp_path: Path) -> None:
-    """The replay CLI planned through reannotate.framed (stored pairs
+    """The replay CLI planned through reannotate_views.framed (stored pairs
     trusted): a capture without pair had every exchange NEW (found by a
     breaker helper)."""
     from mcptap.replay.findings import plan_and_errors

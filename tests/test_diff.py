@@ -216,7 +216,7 @@ def test_json_diff_keys_lists_by_name_and_masker() -> None:
         ("result.items[1]", "removed")]
     m = Masker(["result.a[*].b"])
     assert m.mask({"a": [{"b": 1, "c": 2}], "_meta": {"x": 1}, "id": "123e4567-e89b-12d3-a456-426614174000"}) == \
-        {"a": [{"b": "<masked>", "c": 2}], "id": "<masked>"}
+        {"a": [{"c": 2}], "id": "<masked>"}
     assert m.fingerprint({"a": [{"b": 1}]}) == m.fingerprint({"a": [{"b": 2}]})
     assert Masker().fingerprint({"q": 1, "_meta": {"t": 1}}, "x", "params") == Masker().fingerprint({"q": 1}, "x", "params")
     assert Masker().fingerprint({"q": 1}) != Masker().fingerprint({"q": 2})
@@ -267,6 +267,23 @@ def test_empty_capability_object_gaining_keys_is_not_a_drop() -> None:
     assert ("removed", "server.prompts", True) not in texts
     assert ("added", "server.prompts.listChanged", False) in texts
     assert ("removed", "server.tools.listChanged", True) in texts
+
+
+def test_surface_values_are_printed_as_json_not_python() -> None:
+    """Capability booleans, versions, enums and annotations read as JSON (``false -> true``,
+    ``["a", "b"]``), as the rest of diff's output does, never Python's ``False`` / ``['a']``."""
+    from mcptap.diff.surface import Surface, _annotations, _caps, compare_surface
+
+    out = []
+    _caps({"tools": {"listChanged": False}}, {"tools": {"listChanged": True}}, "server", out)
+    assert [i.detail for i in out] == ["server capability tools.listChanged: false -> true"]
+    notes: list = []
+    _annotations({"readOnlyHint": True}, {"readOnlyHint": None}, notes)
+    assert notes[0][0] == "annotations.readOnlyHint: true -> absent"
+    a, b = Surface(), Surface()
+    a.supported_versions, b.supported_versions = ["2025-06-18"], ["2025-11-25"]
+    text = " ".join(i.detail for i in compare_surface(a, b))
+    assert '["2025-06-18"] -> ["2025-11-25"]' in text and "True" not in text and "['" not in text
 
 
 def test_same_call_with_changed_arguments_is_reported_as_changed(tmp_path) -> None:

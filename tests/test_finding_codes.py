@@ -173,6 +173,8 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "process.stderr_unterminated": (H + [("err", b"50%\r")], H + [("err", b"50%\n")]),
     # the capture itself (mcptap/check/reannotated.py)
     "capture.gap": (H + [("gap", "disk full")], H),
+    "capture.answers_in_gap": (H + [c2s(req(2, "tools/list")), ("lost", ("s2c", 100)), s2c(LOG), ("eof", "s2c")],
+                               H + [("lost", ("s2c", 100)), s2c(LOG), c2s(req(2, "tools/list")), ("eof", "s2c")]),
 }
 
 #: codes this file does not trigger, and why

@@ -63,3 +63,78 @@ def test_cli_refuses_a_bad_path(tmp_path: Path, argv: tuple[str, ...]) -> None:
     assert proc.stdout == ""
     assert proc.stderr.startswith(f"mcptap: {argv[0]}: Invalid value for '--ignore': bad ignore path 'bad[path': '[' without ']'")
     assert len(proc.stderr.splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
+# -- an ignored field present on one side only -----------------------------------------
+# (the value was masked but the key kept, so ``+result.cacheScope: '<masked>'`` still made
+# the exchange differ; an ignored path must never make an exchange differ)
+
+def test_an_ignored_key_on_one_side_only_is_no_difference() -> None:
+    from mcptap.compare.verdict import MATCH, compare_responses
+
+    m = Masker(["result.cacheScope", "result.items[*].seen", "result.tail[2]", "result.all[*]"])
+    a = {"jsonrpc": "2.0", "id": 1, "result": {"n": 1, "items": [{"k": 1}], "tail": [1, 2], "all": [1]}}
+    b = {"jsonrpc": "2.0", "id": 1, "result": {"n": 1, "cacheScope": "public", "items": [{"k": 1, "seen": 3}],
+                                               "tail": [1, 2, 3], "all": [7, 8, 9]}}
+    assert compare_responses(a, b, "tools/call", m).status == MATCH
+    assert compare_responses(b, a, "tools/call", m).status == MATCH
+    # what is not ignored still counts, and a trailing volatile value is not an ignored item
+    c = {"jsonrpc": "2.0", "id": 1, "result": {**b["result"], "n": 2}}
+    assert compare_responses(a, c, "tools/call", m).status != MATCH
+    assert Masker(["result.x[5]"]).mask({"x": [1, "2026-01-01T00:00:00Z"]}) == {"x": [1, "<masked>"]}
+    # request matching and serve --strict treat an ignored argument the same way
+    p = Masker(["params.arguments.trace", "params.extra"])
+    assert p.fingerprint({"name": "t", "arguments": {"q": 1}}, "tools/call", "params") == \
+        p.fingerprint({"name": "t", "arguments": {"q": 1, "trace": "x"}}, "tools/call", "params")
+    assert p.fingerprint({"extra": 1}, "ping", "params") == p.fingerprint(None, "ping", "params")
+    assert p.ignored({"name": "t", "arguments": {"q": 1, "trace": 1}}, "tools/call") == {"name": "t", "arguments": {"q": 1}}
+
+
+def test_diff_ignores_a_field_one_capture_lacks(tmp_path: Path) -> None:
+    from mcptap.diff.captures import diff_captures
+    from replay.capgen import Ex, write_capture
+
+    pa, pb = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+    write_capture(pa, [Ex("tools/call", {"name": "t"}, {"content": [], "isError": False})])
+    write_capture(pb, [Ex("tools/call", {"name": "t"}, {"content": [], "isError": False, "ttlMs": 5, "cacheScope": "x"})])
+    assert diff_captures(pa, pb).items != []
+    assert diff_captures(pa, pb, ignore=["result.ttlMs", "result.cacheScope"]).items == []
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "diff", pa, pb, "--ignore", "result.ttlMs",
+                           "--ignore", "result.cacheScope"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+LEAN_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m and "method" in m:
+        if m["method"] == "initialize":
+            r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "gen", "version": "1"}}
+        elif m["method"] == "tools/list":
+            r = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+        else:
+            r = {"content": [], "isError": False}
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"""
+
+
+def test_replay_ignores_a_field_the_live_server_no_longer_sends(tmp_path: Path) -> None:
+    from replay.capgen import Ex, write_capture
+
+    cap = str(tmp_path / "cap.jsonl")
+    write_capture(cap, [Ex("tools/call", {"name": "t"}, {"content": [], "isError": False, "cacheScope": "x"})],
+                  caps={"tools": {}}, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+    server = tmp_path / "server.py"
+    server.write_text(LEAN_SERVER)
+
+    def replay(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mcptap.cli.main", "replay", cap, "--allow-side-effects", "--timeout", "20",
+                               *extra, "--", sys.executable, str(server)], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    changed = replay()
+    assert changed.returncode == 1 and "cacheScope" in changed.stdout, changed.stdout + changed.stderr
+    same = replay("--ignore", "tools/call:result.cacheScope")
+    assert same.returncode == 0, same.stdout + same.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 
+from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.reader import read_capture
 from mcptap.known_secrets import KnownSecrets, redacted_values
 from mcptap.redact import scrub_argv
@@ -84,3 +85,30 @@ def test_argv_echoed_in_a_message_is_stored_redacted_and_the_relay_is_untouched(
     end = read_capture(str(cap)).end
     assert end is not None and end["original"]["s2c"]["bytes"] == len(r.stdout)   # the relayed stream's digest kept
     _checks_clean(cap)
+
+
+def test_a_secret_in_bytes_stored_as_base64_is_replaced_too(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 are stored base64 (``data_b64`` of stderr, ``raw_b64`` of a
+    message, ``body_b64`` of an HTTP body): a secret the server repeats there is replaced in
+    the bytes, and the capture stays valid (digests over the bytes it holds)."""
+    server = ("import sys; sys.stdin.buffer.readline(); a = sys.argv[-1].encode(); "
+              "sys.stderr.buffer.write(b'\\xff\\xfe bad key ' + a + b'\\n'); sys.stderr.flush(); "
+              "sys.stdout.buffer.write(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\\xff' + a + b'\"}}\\n'); sys.stdout.flush()")
+    r, cap = _record(tmp_path, server, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert r.returncode == 0 and SECRET.encode() in r.stdout and SECRET.encode() in r.stderr    # relayed as they were
+    recs = read_capture(str(cap)).records
+    held = b"".join(decode_bytes(rec, "data") or b"" for rec in recs if rec["type"] == "stderr")
+    answer = next(rec for rec in recs if rec["type"] == "message" and rec["dir"] == "s2c")
+    assert "data_b64" in next(rec for rec in recs if rec["type"] == "stderr") and "raw_b64" in answer
+    raw = decode_bytes(answer, "raw") or b""
+    for data in (held, raw):
+        assert SECRET.encode() not in data and placeholder(SECRET).encode() in data and b"\xff" in data
+    check = subprocess.run([*MCPTAP, "check", str(cap)], capture_output=True, timeout=60)
+    assert b"framing.invalid_utf8" in check.stdout and b"digest" not in check.stdout, check.stdout   # only the peer's bad bytes
+    # an HTTP body (record --upstream URL whose token the client repeats in a non-UTF-8 body)
+    ks = KnownSecrets({SECRET: placeholder(SECRET)}, stdio=False)
+    rec: dict[str, object] = {"type": "http", "seq": 3, "event": "request_body", "exchange": 1}
+    encode_bytes(b"\x89PNG token=" + SECRET.encode() + b"\xff", "body", rec)
+    out = orjson.loads(ks.line(rec, orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)))
+    body = decode_bytes(out, "body") or b""
+    assert SECRET.encode() not in body and body == b"\x89PNG token=" + placeholder(SECRET).encode() + b"\xff"

@@ -140,8 +140,8 @@ def test_http_tap_capture_holds_no_secret_of_the_upstream_url(tmp_path: Path) ->
     assert KEY.encode() in answer and PASSWORD.encode() in answer          # the client gets the answer as it was
     text = out.read_text()
     assert not [s for s in (KEY, PASSWORD, PATH_TOKEN) if s in text]
-    # (the tap's own URL on stderr keeps the upstream's path: clients must use it as it is)
-    assert not [s for s in (KEY, PASSWORD) if s.encode() in err]
+    # the tap's own URL on stderr hides the upstream path's token too (clients use the path they gave)
+    assert not [s for s in (KEY, PASSWORD, PATH_TOKEN) if s.encode() in err]
     recs = [json.loads(line) for line in text.splitlines()]
     heads = dict(next(r for r in recs if r.get("event") == "response")["headers"])
     assert heads["X-Echo"] == placeholder(KEY)
@@ -169,3 +169,43 @@ def test_replay_url_capture_and_report_hold_no_secret_of_the_url(tmp_path: Path)
     text = new.read_text()
     assert not [s for s in (KEY, PASSWORD) if s in text or s in p.stdout or s in p.stderr]
     assert placeholder(KEY) in text and placeholder(PASSWORD) in text
+
+
+def _echo_auth(srv: socket.socket, got: list[bytes]) -> None:
+    """One exchange: answer with the credential of the request's Authorization header, bare."""
+    c, _ = srv.accept()
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    got.append(data)
+    cred = next(line.split(b" ", 2)[2] for line in data.split(b"\r\n") if line.lower().startswith(b"authorization:"))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "you are " + cred.decode()}]}}).encode()
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    time.sleep(0.3)
+    c.close()
+
+
+def test_replay_header_credentials_are_known_secrets(tmp_path: Path) -> None:
+    """``replay --url URL -H "Authorization: Bearer X"``: the request records hold X's placeholder,
+    and so does an answer that repeats X bare (no pattern knows it), as argv and URL secrets."""
+    cred = "whoAmI7value8"
+    cap = record(tmp_path / "cap.jsonl", [c2s(req(1, "tools/call", {"name": "x", "arguments": {}})),
+                                          s2c(res(1, {"content": []})), ("exit", 0)])
+    srv, up_port = _listen()
+    got: list[bytes] = []
+    threading.Thread(target=_echo_auth, args=(srv, got), daemon=True).start()
+    new = tmp_path / "new.jsonl"
+    try:
+        p = subprocess.run([*MCPTAP, "replay", str(cap), "--allow-side-effects", "--timeout", "10", "-o", str(new),
+                            "--url", f"http://127.0.0.1:{up_port}/mcp", "-H", f"Authorization: Bearer {cred}"],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        srv.close()
+    assert got and cred.encode() in got[0] and "new capture:" in p.stdout, p.stderr
+    text = new.read_text()
+    assert cred not in text and cred not in p.stdout and cred not in p.stderr
+    answer = next(json.loads(line) for line in text.splitlines() if '"dir":"s2c"' in line and '"type":"message"' in line)
+    assert answer["json"]["result"]["content"][0]["text"] == "you are " + placeholder(cred)

@@ -9,7 +9,8 @@ from pathlib import Path
 from mcptap.capture.reader import CaptureStream, read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.model import Direction
-from mcptap.reannotate import framed, reannotate
+from mcptap.reannotate import reannotate
+from mcptap.reannotate_views import framed
 from mcptap.recorder import Recorder
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import Keyer

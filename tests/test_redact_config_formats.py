@@ -112,3 +112,31 @@ def test_scrub_and_report_take_them_out_of_a_tool_result(tmp_path: Path) -> None
     assert r.exit_code == 0, r.output
     page = html.read_text()
     assert "s3cret pw" not in page and "block-secret-1" not in page and "two words" not in page
+
+
+@pytest.mark.parametrize(("line", "secret"), [
+    ("db.example.com:5432:appdb:appuser:s3cretPW", "s3cretPW"),
+    ("localhost:5432:*:postgres:pw1234", "pw1234"),
+    ("*:*:*:bob:hunter2pw", "hunter2pw"),
+    ("[::1]:6432:app:u:pw\\:with\\:colons", "pw\\:with\\:colons"),
+    ("10.0.0.5:65535:db:app_user:Zx9!pw", "Zx9!pw"),
+    ("pg-primary:5:db:u:hunter2pw", "hunter2pw"),              # a low port, a database that is no minute
+])
+def test_a_pgpass_line_loses_its_password(line: str, secret: str) -> None:
+    out, hits = R.string(line)
+    assert secret not in out and out.startswith(line[: -len(secret)]) and [h.rule for h in hits] == ["pgpass-line"], out
+
+
+@pytest.mark.parametrize("line", [
+    "app.log:12:30:45:done",                 # a clock time: hour and minutes are no port and database
+    "server:12:30:45:ready",
+    "log:12:30:45:999",
+    "2026-12-06T12:30:45:worker:started",
+    "2026-12-06T12:30:45.123:INFO:x",
+    "web:0:db:user:pw1234",                  # no TCP port
+    "web:99999:db:user:pw1234",
+    "x.y:80:GET:/index:200",                 # a path is no user name
+    "proxy:8080:/var/db:user:pw1234",
+])
+def test_a_line_of_five_fields_that_is_no_pgpass_line_stays(line: str) -> None:
+    assert R.string(line) == (line, [])

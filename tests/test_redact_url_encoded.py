@@ -98,3 +98,46 @@ def test_the_taps_scrub_url_reads_encoded_query_values_as_scrub_does(url: str, m
         assert out == url
     else:
         assert "«redacted:hmac:" in out
+
+
+SECRET = "p@ss/w+rd&x=y é"
+
+
+@pytest.mark.parametrize("encode", [lambda v: __import__("urllib.parse").parse.quote(v, safe=""),
+                                    lambda v: __import__("urllib.parse").parse.quote_plus(v)])
+def test_one_secret_gets_one_placeholder_in_a_url_a_form_body_and_a_message(encode) -> None:
+    """A secret percent-encoded in a URL query (``%2B``/``%20``) or a form body (``+`` a space)
+    is the decoded text: the tap's request target, its form-body scrub, ``scrub`` of either and
+    the secret written plainly in a message all give it one placeholder."""
+    from mcptap.redact import placeholder, scrub_url
+    from mcptap.redact.default import default_redactor
+    from mcptap.relay.http.credentials import record_target, scrub_query
+
+    enc = encode(SECRET)
+    want = placeholder(SECRET)
+    red = default_redactor()
+    got = {
+        "target": record_target(f"/cb?password={enc}&state=x"),
+        "target-first": scrub_url(f"/token?client_secret={enc}"),
+        "form-body": scrub_query(f"grant_type=password&username=u&password={enc}"),
+        "form-body-first": scrub_query(f"password={enc}&username=u"),
+        "scrub-target": red.string(f"/cb?password={enc}&state=x")[0],
+        "scrub-form-body": red.string(f"grant_type=password&username=u&password={enc}")[0],
+        "scrub-form-body-first": red.string(f"password={enc}&username=u")[0],
+        "scrub-query-name": red.string(f"https://h/cb?code={enc}&state=x")[0],
+        "fragment": scrub_url(f"https://h/cb#access_token={enc}&token_type=bearer"),
+        "message": red.string(json.dumps({"password": SECRET}))[0],
+    }
+    assert {k: want in v and enc not in v for k, v in got.items()} == dict.fromkeys(got, True), got
+
+
+def test_a_known_url_secret_is_found_encoded_and_decoded() -> None:
+    """``record --upstream URL?token=…%2B…``: the URL shows the decoded value's placeholder; a
+    server that repeats the value, as written or decoded, gets the same one."""
+    from mcptap.known_secrets import redacted_values
+    from mcptap.redact import placeholder, scrub_command_url
+
+    url = "https://h/mcp?token=Ab%2Bcd%2Fef123456&key=K3y%3D9876543"
+    found = redacted_values([url], [scrub_command_url(url)], placeholder)
+    assert found["Ab%2Bcd%2Fef123456"] == found["Ab+cd/ef123456"] == placeholder("Ab+cd/ef123456")
+    assert found["K3y%3D9876543"] == found["K3y=9876543"] == placeholder("K3y=9876543")

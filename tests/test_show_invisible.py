@@ -27,7 +27,8 @@ SGR = re.compile("\x1b\\[[0-9;]*m")
 #: format characters, BOM, soft hyphen, tag characters, private use, unassigned, separators
 SPECIAL = ["\ufffe", "\uffff", "\U0001fffe", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u061c", "\u202e", "\u2067",
            "\U000e0001", "\U000e0041", "\ue000", "\U000f0000", "\u0378", "\U0003fffd", "\u2028", "\u2029", "\x1b", "\x9b", "\r"]
-PEER = st.lists(st.one_of(st.sampled_from(SPECIAL), st.characters()), min_size=1, max_size=12).map("".join)
+# no lone surrogates: UTF-8 cannot carry one (an escaped one is read as U+FFFD: tests/protocol/test_lone_surrogate.py)
+PEER = st.lists(st.one_of(st.sampled_from(SPECIAL), st.characters(exclude_categories=("Cs",))), min_size=1, max_size=12).map("".join)
 
 
 def _bad_chars(text: str) -> list[str]:

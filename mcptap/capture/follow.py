@@ -17,11 +17,17 @@ from mcptap.capture.format import VERSION, migrate
 from mcptap.capture.reader import CaptureStream, exact_ids
 from mcptap.errors import CaptureReadError
 
+#: bytes at the end of what was read that are compared with the file's again (``_not_rewritten``)
+TAIL = 4096
+
 
 class Follower:
     """Tail a capture that is being written: yields each complete record as
     it appears (a partial last line waits for its newline), stops after the
-    end record or when ``stop`` is set (Ctrl-C). Polls every ``poll`` s."""
+    end record or, before the next record, once ``stop`` is set. Polls every
+    ``poll`` s. Raises CaptureReadError when the file is cut shorter, replaced
+    or overwritten while it is followed. ``show --follow`` leaves Ctrl-C to
+    Python (KeyboardInterrupt: exit 130), as every command does."""
 
     def __init__(self, path: str, poll: float = 0.2) -> None:
         self.path = path
@@ -64,29 +70,55 @@ class Follower:
             raise CaptureReadError(f"{self.path}: another file took the capture's name while it was followed; "
                                    "follow it again from the start")
 
+    def _not_rewritten(self, fp: Any, head: bytes, pos: int, tail: bytes) -> None:
+        """Raise CaptureReadError when the bytes already read are no longer the file's:
+        it was overwritten in place (``cp other.jsonl followed.jsonl``: same file, cut
+        and written again, maybe longer than what was read), so what comes next would be
+        read from the middle of another capture's line. ``head``: the header line;
+        ``tail``: the last bytes of the whole lines read, ending at ``pos``."""
+        fd = fp.fileno()
+        try:
+            same = os.pread(fd, len(head), 0) == head and os.pread(fd, len(tail), pos - len(tail)) == tail
+        except OSError:
+            return
+        if not same:
+            raise CaptureReadError(f"{self.path}: the capture was overwritten while it was followed (the {pos} bytes "
+                                   "already read are not the file's any more); follow it again from the start")
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self.path, "rb") as fp:
-            fp.readline()
+            head = fp.readline()
+            pos = len(head)
+            tail = b""                      # the last bytes of whole lines read (up to TAIL), ending at pos
             lineno = 1
             buf = b""
             pending: int | None = None      # the line number of a line that is not JSON, until a gap record follows it
             while True:
+                if self.stop:
+                    self.truncated = bool(buf) or pending is not None     # stopped before a gap record came
+                    return
                 chunk = fp.readline()
                 if not chunk:
-                    if self.stop:
-                        self.truncated = bool(buf) or pending is not None     # stopped before a gap record came
-                        return
                     self._still_the_same(fp)
+                    self._not_rewritten(fp, head, pos, tail)
                     time.sleep(self.poll)
+                    # overwritten while this slept: noticed before its bytes are read as this capture's
+                    self._still_the_same(fp)
+                    self._not_rewritten(fp, head, pos, tail)
                     continue
                 buf += chunk
                 if not buf.endswith(b"\n"):
                     continue
                 line, buf = buf, b""
+                # whole lines only: a partial one may be cut back by the writer (a failed write) and written again
+                pos += len(line)
+                tail = (tail + line)[-TAIL:] if len(line) < TAIL else line[-TAIL:]
                 lineno += 1
                 try:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
+                    self._still_the_same(fp)
+                    self._not_rewritten(fp, head, pos, tail)
                     if pending is not None:
                         raise CaptureReadError(f"{self.path}:{pending}: corrupt record (not JSON)") from None
                     pending = lineno        # a record cut by a failed write, if the writer's gap record follows

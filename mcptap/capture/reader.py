@@ -84,6 +84,8 @@ class CaptureStream:
         #: records cut by a failed write, each followed by the gap record saying so
         self.cut_records = 0
         self.end: dict[str, Any] | None = None
+        #: stop after the end record instead of reading on to EOF (a capture piped in as it is written)
+        self.until_end = False
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         fp = self._fp
@@ -118,6 +120,8 @@ class CaptureStream:
                 if rec["type"] == "end":
                     self.end = rec
                 yield rec
+                if self.until_end and rec["type"] == "end":
+                    return
             if pending is not None:
                 if pending.endswith(b"\n"):
                     raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON{_edited(pending)})")

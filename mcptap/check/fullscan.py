@@ -31,6 +31,7 @@ from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_record
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
 from mcptap.protocol.codes import finding
+from mcptap.protocol.gap_pending import gap_finding
 from mcptap.reannotate import end_record, reannotator_for
 from mcptap.records import annotation_json
 
@@ -332,8 +333,7 @@ class FullScan:
                 method = self.methods.pop(out["pair"], None)
         fs = out.get("findings")
         if typ == "gap" and not fs:       # Reannotated's
-            lost = f" ({out['dropped_records']} records lost)" if out.get("dropped_records") else ""
-            fs = [finding("capture.gap", f"part of the traffic was not recorded: {out.get('reason', 'no reason given')}{lost}").to_json()]
+            fs = [gap_finding(out).to_json()]
         if not isinstance(fs, list) or not fs:
             return
         tt = t if isinstance(t, int) else None

@@ -13,6 +13,7 @@ from mcptap.capture.fields import record_findings
 from mcptap.capture.integrity import Integrity
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.protocol.codes import finding
+from mcptap.protocol.gap_pending import gap_finding
 
 
 class Reannotated:
@@ -76,9 +77,7 @@ class Reannotated:
             else:
                 self.line = self._src_line
                 if typ == "gap" and not rec.get("findings"):
-                    lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
-                    rec = dict(rec, findings=[finding("capture.gap",
-                                                      f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()])
+                    rec = dict(rec, findings=[gap_finding(rec).to_json()])
             yield rec
 
     def _capture_findings(self, end: dict[str, Any]) -> list[dict[str, Any]]:

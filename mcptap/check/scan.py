@@ -35,6 +35,7 @@ from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
+from mcptap.protocol.gap_pending import gap_finding
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.jsonrpc import show_id
 
@@ -310,8 +311,7 @@ class Scan:
             return
         fs = rec.get("findings")
         if typ == "gap" and not fs:
-            lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
-            fs = [finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}").to_json()]
+            fs = [gap_finding(rec).to_json()]
         if isinstance(fs, list) and fs:
             self._group(fs, seq, t, line, rec.get("dir"), rec.get("method"))
 

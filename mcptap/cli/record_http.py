@@ -4,7 +4,7 @@ The ``record`` command (cli/record.py) owns ``-o``, ``--quiet`` and
 ``--strict-capture``; it decorates itself with ``http_options`` and, when
 ``--upstream`` is given (and no CMD), returns ``run_http_record(...)``'s exit
 status. mcptap then listens (127.0.0.1, a free port unless ``--listen`` says
-otherwise), prints ``mcptap: listening on URL`` on stderr and relays until
+otherwise), prints ``mcptap: listening on URL`` on stderr (secrets in its path hidden) and relays until
 SIGINT/SIGTERM; the capture is finished on the way out.
 
 Exit status: 0 after a signal; 2 for a usage error (bad URL, non-loopback
@@ -184,7 +184,7 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
     link = _start_recorder(tap, rec, record_secrets, otlp, shown, redactor, path)
     tap.observer_for = link.observer
     try:
-        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening, link.run, latch))
+        trio.run(functools.partial(_serve, tap, shown, quiet, path, on_listening, link.run, latch, not record_secrets))
     except (McptapError, BaseExceptionGroup) as exc:
         ours = _our_error(exc)
         if ours is None:
@@ -283,11 +283,15 @@ def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = No
 
 
 async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready: Callable[[str], None] | None,
-                 beside: Callable[[], Awaitable[None]], latch: SignalLatch) -> None:
+                 beside: Callable[[], Awaitable[None]], latch: SignalLatch, hide: bool = True) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(beside)
         url = await nursery.start(tap.serve)
-        say(f"listening on {url} -> {shown}")
+        # the listen URL repeats the upstream's path, which may carry a token (``/mcp/sk-live-…``):
+        # hidden as in the upstream shown (a host keeps our stderr in its logs); clients use the path they gave
+        listen = scrub_command_url(url) if hide else url
+        hint = " (the upstream's path with its secrets hidden: clients use the path given in --upstream)" if listen != url else ""
+        say(f"listening on {listen} -> {shown}{hint}")
         if not quiet and path:
             say(f"recording to {path}")
         if ready is not None:

@@ -46,7 +46,7 @@ from mcptap.errors import CaptureReadError
 from mcptap.escape import escape_controls
 from mcptap.records import Chunk, Gap
 from mcptap.redact.keyed import PLACEHOLDER
-from mcptap.redact.scrub import place_original
+from mcptap.redact.original import place_original
 from mcptap.transport.spill import SUFFIX, entries, is_spill_file, spill_path
 
 _DIRS = ("c2s", "s2c")

@@ -43,6 +43,7 @@ from mcptap.known_secrets import KnownSecrets, known_secrets
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import placeholder, scrub_argv, scrub_command_url
+from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.replay.compare import ExchangeResult, compare_replay
 from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
 from mcptap.replay.plan import Plan
@@ -131,12 +132,15 @@ def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace
           cacert: str | None = None) -> tuple[Any, Recorder, Callable[[int], Any] | None, KnownSecrets | None]:
     """The link, its recorder, (stdio, several recorded sessions) a maker
     of fresh links: one server process per recorded session, and the secrets of
-    ``cmd`` or ``url`` (``_known``). ``--url``: the capture's own HTTP
+    ``cmd``, or of ``url`` and the credential ``headers`` (``_known``). ``--url``: the capture's own HTTP
     transport (legacy HTTP+SSE when it has an endpoint event)."""
     if url:
         shown_url = scrub_command_url(url)
         rec = rec_for("http", {"url": shown_url})
-        known = _known(rec, [url], [shown_url], stdio=False)
+        # a --header credential is recorded as its placeholder: a server that repeats it (a whoami
+        # answer, an error) gets the same one
+        creds = [(v, redact_header(n.lower(), v)) for n, v in headers if is_secret_header(n)]
+        known = _known(rec, [url, *(v for v, _ in creds)], [shown_url, *(s for _, s in creds)], stdio=False)
         if plan.legacy_sse:
             from mcptap.replay.sse_link import SseLink
 
@@ -273,7 +277,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     refuse_input_as_output([capture], output)
     extra_headers = _headers(headers)
     if url and not url.startswith(("http://", "https://")):
-        _say(f"--url {url!r}: expected an http:// or https:// URL")
+        _say(f"--url {scrub_command_url(url)!r}: expected an http:// or https:// URL")
         ctx.exit(2)
     if cacert is not None:
         if not (url or "").startswith("https://"):

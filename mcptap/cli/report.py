@@ -53,7 +53,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     """Write an HTML report of CAPTURE ('-': stdin; .jsonl.gz read too)."""
     from mcptap.capture.reader import CaptureStream
     from mcptap.check.reannotated import Reannotated
-    from mcptap.reannotate import framed
+    from mcptap.reannotate_views import framed
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import write_report
 

@@ -114,7 +114,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
     """Copy ``stream`` through ``scrubber`` into ``writer`` (None: dry run),
     with the progress line of long commands."""
-    from mcptap.reannotate import framed
+    from mcptap.reannotate_views import framed
 
     with progress("scrub", [capture]):
         if writer is not None:

@@ -5,8 +5,12 @@ server command a host runs) or, with ``--listen``, over Streamable HTTP (or the
 legacy HTTP+SSE transport when the capture is one). See mcptap/serve/.
 
 Exit status: 0 when the client's session ended (stdin EOF; SIGINT/SIGTERM for
-HTTP), 2 when the capture cannot be served (not a capture, no recorded server
-messages, port busy, unwritable ``-o``).
+HTTP); over stdio 143 when SIGTERM ended it (a host stopping its server: ``-o``
+gets its end record and ``--extend`` merges the exchanges made, first) and 130 on
+SIGINT; 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
+CAPTURE is left as it was); 2 when the capture cannot be served (not a capture, no
+recorded server messages, port busy, unwritable ``-o``, a scrubbed capture to
+extend whose redaction this user cannot redo).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls, shown
+from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
@@ -139,19 +144,52 @@ def _live_redaction(script: Script) -> Callable[[Any], Any] | None:
     return prepare
 
 
-def _extend(capture: str, episode: str, forwarded: int, quiet: bool) -> None:
-    """Add the mock's session to ``capture`` when the real server answered something."""
+def _scrubbers(script: Script, capture: str) -> list[Any]:
+    """``--extend`` of a scrubbed capture: a Scrubber per scrub pass its header names, made
+    with those rules and this user's key, so the new session is redacted as the capture was
+    ([] for a capture that is not scrubbed). Raises McptapError when they cannot be made:
+    appending a session in clear to a capture that says it holds no secrets would be a lie."""
+    if not script.header.get("scrubbed"):
+        return []
+    from mcptap.redact.keyfile import existing_keyer
+    from mcptap.redact.live import live_redactors
+    from mcptap.redact.scrub import Scrubber
+
+    redactors, why = live_redactors(script.header, existing_keyer())
+    if redactors is None:
+        raise McptapError(f"cannot extend {capture}: it is scrubbed, and the new session cannot be redacted as its records "
+                          f"were: {why or 'its scrub passes are unreadable'}")
+    return [Scrubber(r) for r in redactors]
+
+
+def _episode_file(capture: str) -> tuple[str, int | None]:
+    """A file for the mock's own session when ``--extend`` has no ``-o``: (path to write it
+    by, descriptor that keeps it). Its name is removed at once where the system can read it
+    back through ``/proc/self/fd`` (so a killed mock leaves nothing behind)."""
+    fd, path = tempfile.mkstemp(prefix=".mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
+    if os.path.exists(f"/proc/self/fd/{fd}"):
+        os.unlink(path)
+        return f"/proc/self/fd/{fd}", fd
+    os.close(fd)
+    return path, None
+
+
+def _extend(capture: str, episode: str, forwarded: int, quiet: bool, scrubbers: list[Any]) -> bool:
+    """Add the mock's session to ``capture`` when the real server answered something (the
+    caller holds SIGINT, SIGTERM and SIGHUP meanwhile; the capture is replaced in one step at
+    the end). False (said on stderr) when it could not be."""
     if not forwarded:
-        return
+        return True
     from mcptap.serve.extend import extend_capture
 
     try:
-        extend_capture(capture, episode, started=utc_timestamp())
+        extend_capture(capture, episode, scrubbers)
     except (McptapError, ValueError, OSError) as exc:
         _say(f"cannot extend {capture}: {exc}")
-        return
+        return False
     if not quiet:
         _say(f"{forwarded} request(s) answered by the real server; {capture} extended with this session")
+    return True
 
 
 @click.command("serve", cls=options.TrailingCommand, leading=1,
@@ -189,45 +227,67 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
-                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script))
+                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script), say=_say)
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)
     if listen is not None:
         ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet))
+    scrubbers: list[Any] = []
+    kept: int | None = None
     episode = output
-    if extend and output is None:
-        fd, episode = tempfile.mkstemp(prefix="mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
-        os.close(fd)
     try:
+        if extend:
+            scrubbers = _scrubbers(script, capture)
+            if script.header.get("transport", "stdio") != "stdio":
+                raise McptapError(f"cannot extend {capture}: only stdio captures can be extended")
+            if output is None:
+                episode, kept = _episode_file(capture)
         rec = _recorder(episode, "stdio", capture, {"served_from": capture})
-    except McptapError as exc:
+    except (McptapError, OSError) as exc:
         _say(str(exc))
         ctx.exit(2)
     from mcptap.serve.stdio import serve_stdio
 
+    # a SIGTERM is the session's end (serve_stdio's receiver while trio runs; held from
+    # before trio starts to after the capture is finished, so none is lost in between)
+    held: list[int] = []
+    old_term = signal.signal(signal.SIGTERM, lambda n, _f: held.append(n))
     try:
         result = trio.run(functools.partial(serve_stdio, core, rec, fallback=list(cmd) or None))
     except BaseException as exc:
+        signal.signal(signal.SIGTERM, old_term)
         if not interrupted(exc):
             raise
         # Ctrl-C: the session ends here; -o's capture still gets its end record
         if rec is not None:
             rec.close(exit_code=130)
-        if extend and output is None and episode is not None:
+        if kept is None and extend and output is None and episode is not None:
             os.unlink(episode)
         _say("interrupted")
         ctx.exit(130)
-    if rec is not None:
-        rec.close(exit_code=0)
-    if extend and episode is not None:
-        _extend(capture, episode, result.forwarded, quiet)
-        if output is None:
-            os.unlink(episode)
+    # SIGTERM (a host stopping its server: the SDK's stdio client does 2 s after closing stdin)
+    # ends the session as stdin EOF does, and the exchanges made so far are kept
+    status = 128 + result.signal if result.signal else 0
+    with closing_phase() as signalled:
+        signal.signal(signal.SIGTERM, old_term)      # closing_phase's own hold is in place: restored after it
+        if held and not status:
+            status = 128 + held[0]
+        if rec is not None:
+            rec.close(exit_code=status)
+        if extend and episode is not None:
+            if not _extend(capture, episode, result.forwarded, quiet, scrubbers):
+                status = status or 1
+            if kept is not None:
+                os.close(kept)
+            elif output is None:
+                os.unlink(episode)
+    if signalled and not status:
+        status = 128 + signalled[0]
     if not quiet and result.unanswered:
         _say(unanswered_line(result.unanswered))
     sys.stdout.flush()
-    ctx.exit(0)
+    ctx.exit(status)
 
 
 __all__ = ["command", "load_script"]

@@ -6,18 +6,20 @@ and latency, phase, findings), then a summary. Without CAPTURE: the newest
 capture in the capture directory (``MCPTAP_DIR`` or the user data directory,
 see mcptap/paths.py). ``--follow`` watches a capture that is being written.
 
-Exit status: 0; 2 for a bad filter, a missing or unreadable capture.
+Exit status: 0; 2 for a bad filter, a missing or unreadable capture (with
+``--follow``: also one cut, replaced or overwritten while it is followed);
+130 on Ctrl-C (``--follow`` included).
 """
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
 import click
 
 from mcptap.capture.follow import Follower
+from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import say
 from mcptap.cli.output import output_lines, styler
@@ -77,8 +79,8 @@ def _growable(path: str) -> bool:
               help="Only records matching EXPR, e.g. '~tool echo', '~sev warn', '~lat >100ms' (docs/filters.md).")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "mermaid")), default="text", show_default=True,
               help="text timeline, JSON lines (records + summary), or a Mermaid sequence diagram.")
-@click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written (Ctrl-C stops; waits for a file not yet there;"
-              " - and .gz: read to the end).")
+@click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written, up to its end record (Ctrl-C stops, exit 130; "
+              "waits for a file not yet there; -: read up to its end record; .gz: read as it is).")
 @click.option("--poll", type=click.FloatRange(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
@@ -102,7 +104,6 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             click.echo("mcptap: " + "\n".join(escape_controls(line) for line in str(exc).split("\n")), err=True)
             ctx.exit(2)
     path = capture or str(newest_capture())
-    follower: Follower | None = None
     streamed = follow and not _growable(path)
     if streamed:
         follow = False      # stdin streams to its EOF by itself; a gzip capture does not grow: read it as it is
@@ -110,11 +111,17 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         click.echo(escape_controls(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
     try:
         if follow:
-            follower = Follower(path, poll)
-            fol = follower
-            # re-annotated in full: chunk records (analysis behind) may come later, and need the re-framer
+            fol = Follower(path, poll)
+            # re-annotated in full: chunk records (analysis behind) may come later, and need the re-framer.
+            # Ctrl-C is Python's KeyboardInterrupt here too (exit 130, cli/main.py), at once, whether the
+            # follower catches up on a long capture or waits for more
             ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=False)
-            previous = signal.signal(signal.SIGINT, lambda *_: setattr(fol, "stop", True))
+        elif streamed and path == "-":
+            # a capture piped in as it grows (`tail -f cap | mcptap show --follow -`): done at its end
+            # record, as when following the file, not at an EOF that may never come
+            stream = CaptureStream(path)
+            stream.until_end = True
+            ra = Reannotated(stream.header, stream, path, lambda: stream.truncated, shapes=not no_shapes, reuse=False)
         else:
             ra = Reannotated.open(path, shapes=not no_shapes, reuse=not full)
     except CaptureReadError as exc:
@@ -135,6 +142,3 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     except CaptureReadError as exc:
         say(str(exc))
         ctx.exit(2)
-    finally:
-        if follower is not None:
-            signal.signal(signal.SIGINT, previous)

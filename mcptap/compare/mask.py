@@ -15,6 +15,12 @@ where ``*`` matches one segment, ``**`` any number, ``[*]`` any list index and
 ``[3]`` one; ``METHOD:`` in front limits it to one method
 (``tools/call:result.content``). A path that ends at the member itself
 (``result``, ``tools/call:error``, ``params``) masks the whole member.
+
+An ignored object key is removed (not only its value replaced), so a field
+ignored on one side and absent on the other makes no difference; an ignored
+list item reads ``"<masked>"`` (its index stays), a list whose every item is
+ignored (``[*]``, ``**``) reads ``"<masked>"`` whatever its length, and
+ignored items at a list's end are dropped (one side may have more).
 """
 
 from __future__ import annotations
@@ -150,6 +156,21 @@ def _advance(states: frozenset[tuple[int, int]], pats: Sequence[Pattern], seg: s
     return frozenset(out), hit
 
 
+def _every_item(states: frozenset[tuple[int, int]], pats: Sequence[Pattern]) -> bool:
+    """Whether a pattern ends at any index of the list at ``states`` (``[*]``, ``**``):
+    such a list is ignored whole, whatever its length."""
+    return _advance(states, pats, "[*]")[1]
+
+
+def _trim(items: list[Any], hits: set[int]) -> list[Any]:
+    """``items`` without the ignored items (indices ``hits``) at its end: a list
+    longer only by an ignored index is no difference."""
+    n = len(items)
+    while n and n - 1 in hits:
+        n -= 1
+    return items[:n]
+
+
 class Masker:
     """Masks volatile fields (and ``--ignore`` paths) out of JSON values.
 
@@ -196,9 +217,12 @@ class Masker:
                     hit = False
                     if states:
                         sub, hit = _advance(states, self.patterns, k)
-                    if hit:
-                        nv = MASKED
-                    elif k in OPAQUE_KEYED and isinstance(v, dict):
+                    if hit:             # removed: present on one side only must not differ
+                        if out is None:
+                            out = dict(value)
+                        del out[k]
+                        continue
+                    if k in OPAQUE_KEYED and isinstance(v, dict):
                         vals = [self._mask(x, sub) for x in v.values()]
                         nv = sorted(vals, key=lambda x: dumps(x, sort=True))
                     elif isinstance(v, (dict, list)):
@@ -211,7 +235,10 @@ class Masker:
                     out[k] = nv
             return value if out is None else out
         if isinstance(value, list):
+            if states and _every_item(states, self.patterns):
+                return MASKED
             outl = None
+            hits: set[int] = set()
             for i, v in enumerate(value):
                 sub = states
                 hit = False
@@ -220,6 +247,7 @@ class Masker:
                 nv = v
                 if hit:
                     nv = MASKED
+                    hits.add(i)
                 elif isinstance(v, (dict, list)):
                     nv = self._mask(v, sub)
                 elif isinstance(v, str) and _volatile_value(v):
@@ -228,7 +256,7 @@ class Masker:
                     if outl is None:
                         outl = list(value)
                     outl[i] = nv
-            return value if outl is None else outl
+            return value if outl is None else _trim(outl, hits)
         if isinstance(value, str) and _volatile_value(value):
             return MASKED
         return value
@@ -246,20 +274,24 @@ class Masker:
 
     def _ignore(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:
         if isinstance(value, dict):
-            pairs = list(value.items())
-        elif isinstance(value, list):
-            pairs = [(f"[{i}]", v) for i, v in enumerate(value)]
-        else:
+            kept: dict[str, Any] = {}
+            for k, v in value.items():
+                sub, hit = _advance(states, self.patterns, k)
+                if not hit:         # an ignored key is removed, as in ``mask``
+                    kept[k] = self._ignore(v, sub) if sub else v
+            same_ = len(kept) == len(value) and all(kept[k] is v for k, v in value.items())
+            return value if same_ else kept
+        if not isinstance(value, list):
             return value
-        out, changed = [], False
-        for k, v in pairs:
-            sub, hit = _advance(states, self.patterns, k)
-            nv = MASKED if hit else self._ignore(v, sub) if sub else v
-            changed = changed or nv is not v
-            out.append(nv)
-        if not changed:
-            return value
-        return dict(zip(value, out, strict=True)) if isinstance(value, dict) else out
+        if _every_item(states, self.patterns):
+            return MASKED
+        out, hits = [], set()
+        for i, v in enumerate(value):
+            sub, hit = _advance(states, self.patterns, f"[{i}]")
+            if hit:
+                hits.add(i)
+            out.append(MASKED if hit else self._ignore(v, sub) if sub else v)
+        return _trim(out, hits) if hits or any(x is not y for x, y in zip(out, value, strict=True)) else value
 
     def fingerprint(self, value: Any, method: str | None = None, root: str = "result") -> int:
         value = bounded(value)
@@ -273,4 +305,6 @@ class Masker:
             return hash(repr(value))
         if not self.patterns and _HINT.search(data) is None:
             return hash(data)
-        return hash(dumps(self.mask(value, method, root), sort=True))
+        masked = self.mask(value, method, root)
+        # ignoring every key given leaves {}: the same request as one without them
+        return hash(dumps(None if masked == {} else masked, sort=True))

@@ -143,5 +143,11 @@ class Matcher(Generic[T]):
         """Whether any request of ``method`` was recorded."""
         return method in self._by_method
 
+    def used_up(self, method: str, params: Any) -> int:
+        """How many requests matching ``method`` and ``params`` were recorded when every one
+        of them was taken already (``strict``: no answer is given twice); 0 otherwise."""
+        entries = self._by_key.get(self.key(method, params)) or []
+        return len(entries) if entries and all(e.used for e in entries) else 0
+
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_method.values())

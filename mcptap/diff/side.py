@@ -37,7 +37,7 @@ from mcptap.compare.mask import Masker
 from mcptap.compare.resent import TAP_REFUSED, Resends, answered_at_http
 from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}

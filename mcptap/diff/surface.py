@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.compare.paths import short
+
 #: list methods -> (surface attribute, result key, identifying member key)
 LISTS = {
     "tools/list": ("tools", "tools", "name"),
@@ -164,7 +166,13 @@ def _caps(a: dict[str, Any] | None, b: dict[str, Any] | None, who: str, out: lis
                     continue
                 narrowed = who == "server" and (p not in fb or va is True and vb is not True)
                 kind = "removed" if p not in fb else "added" if p not in fa else "changed"
-                out.append(Item(section, kind, f"{who}.{p}", f"{who} capability {p}: {va!r} -> {vb!r}", narrowed, {"a": va, "b": vb}))
+                out.append(Item(section, kind, f"{who}.{p}", f"{who} capability {p}: {_j(va)} -> {_j(vb)}", narrowed, {"a": va, "b": vb}))
+
+
+def _j(v: Any) -> str:
+    """A value in a sentence as the rest of diff's output prints it: JSON (``true``, ``["a"]``),
+    strings quoted, ``absent`` for a missing key, cut to 120 characters (never Python's ``True``)."""
+    return short(v, 120)
 
 
 def _dict(v: Any) -> dict[str, Any]:
@@ -196,12 +204,12 @@ def _schema(a: Any, b: Any, where: str, output: bool, out: list[tuple[str, bool]
         return
     ta, tb = _type(a), _type(b)
     if ta != tb:
-        out.append((f"{where}: type {ta!r} -> {tb!r}", True))
+        out.append((f"{where}: type {_j(ta)} -> {_j(tb)}", True))
         return
     ea, eb = a.get("enum"), b.get("enum")
     if isinstance(ea, list) and isinstance(eb, list) and ea != eb:
         gone = [v for v in (ea if not output else eb) if v not in (eb if not output else ea)]
-        out.append((f"{where}: enum {ea!r} -> {eb!r}", bool(gone)))
+        out.append((f"{where}: enum {_j(ea)} -> {_j(eb)}", bool(gone)))
     pa, pb = _dict(a.get("properties")), _dict(b.get("properties"))
     ra, rb = _set(a.get("required")), _set(b.get("required"))
     for name in pa:
@@ -231,7 +239,7 @@ def _annotations(a: Any, b: Any, out: list[tuple[str, bool]]) -> None:
     for k in sorted(set(a) | set(b)):
         if a.get(k) != b.get(k):
             breaking = (k == "readOnlyHint" and a.get(k) is True) or (k == "destructiveHint" and b.get(k) is True)
-            out.append((f"annotations.{k}: {a.get(k)!r} -> {b.get(k)!r}", breaking))
+            out.append((f"annotations.{k}: {_j(a.get(k))} -> {_j(b.get(k))}", breaking))
 
 
 def _entry(kind: str, a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, bool]]:
@@ -275,13 +283,13 @@ def compare_surface(a: Surface, b: Surface) -> list[Item]:
                         {"a": a.revision, "b": b.revision}))
     if a.supported_versions is not None and b.supported_versions is not None and a.supported_versions != b.supported_versions:
         gone = [v for v in a.supported_versions if v not in b.supported_versions]
-        out.append(Item("protocol", "changed", "supportedVersions", f"supported versions {a.supported_versions} -> {b.supported_versions}", bool(gone)))
+        out.append(Item("protocol", "changed", "supportedVersions", f"supported versions {_j(a.supported_versions)} -> {_j(b.supported_versions)}", bool(gone)))
     _caps(a.server_caps, b.server_caps, "server", out)
     _caps(a.client_caps, b.client_caps, "client", out)
     if a.server_info is not None and b.server_info is not None and a.server_info != b.server_info:
         for k in sorted(set(a.server_info) | set(b.server_info)):
             if a.server_info.get(k) != b.server_info.get(k):
-                out.append(Item("serverInfo", "changed", k, f"serverInfo.{k}: {a.server_info.get(k)!r} -> {b.server_info.get(k)!r}",
+                out.append(Item("serverInfo", "changed", k, f"serverInfo.{k}: {_j(a.server_info.get(k))} -> {_j(b.server_info.get(k))}",
                                 False, {"a": a.server_info.get(k), "b": b.server_info.get(k)}))
     if a.instructions != b.instructions and a.server_caps is not None and b.server_caps is not None:
         out.append(Item("serverInfo", "changed", "instructions", "server instructions changed"))

@@ -27,7 +27,11 @@ DELETE), in request order:
 * ``_mcp`` (custom field, HAR allows ``_``-prefixed ones): exchange and
   connection numbers, session, how the exchange ended, the JSON-RPC messages it
   carried (seq, direction, kind, id, method, pair, latency, findings) and the
-  HTTP findings.
+  HTTP findings. An exchange a recording gap cut (its ``end`` record's
+  ``gap: true``, an ``sse`` record's ``sse.cut: "gap"``) says so: its entry and
+  content comments name the hole (the body is incomplete, answers may be
+  missing) and ``_mcp.findings`` carries the ``capture.gap`` finding of each
+  gap record seen while it was open.
 
 A stdio capture has no HTTP exchanges: ``har_of`` raises ExportError.
 """
@@ -45,6 +49,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
 from mcptap.export.spans import epoch_us, iso_us
+from mcptap.protocol.gap_pending import gap_finding
 
 
 def _t(rec: dict[str, Any]) -> int:
@@ -80,7 +85,7 @@ _TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "
 
 class _Exchange:
     __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
-                 "last_t")
+                 "last_t", "gap", "gaps")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -95,6 +100,8 @@ class _Exchange:
         self.resp_body: bytes | None = None
         self.crlf = False           # the stream's lines end in CR LF (sse.crlf, flagged once per stream)
         self.last_t = _t(request)   # its latest record: where it ends when no end record says
+        self.gap = False            # a recording gap cut it (end ``gap: true``, ``sse.cut: "gap"``)
+        self.gaps: list[dict[str, Any]] = []    # capture.gap findings of the gap records seen while it was open
 
     def saw(self, rec: dict[str, Any]) -> None:
         self.last_t = max(self.last_t, _t(rec))
@@ -155,6 +162,12 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
     order: list[_Exchange] = []
     for rec in records:
         typ = rec.get("type")
+        if typ == "gap":
+            f = gap_finding(rec).to_json() if not rec.get("findings") else rec["findings"][0]
+            for ex in exchanges.values():
+                if ex.end is None:
+                    ex.gaps.append(f)
+            continue
         if typ == "http":
             ex_id = rec.get("exchange")
             ev = rec.get("event")
@@ -173,6 +186,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
                 ex.response = rec
             elif ev == "end":
                 ex.end = rec
+                ex.gap |= rec.get("gap") is True
             elif ev == "request_body":
                 body = decode_bytes(rec, "body")
                 if body is not None:
@@ -182,6 +196,7 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
                 info = rec.get("sse") or {}
                 endpoint = rec.get("endpoint") or {}
                 ex.crlf |= _crlf(rec)
+                ex.gap |= info.get("cut") == "gap"
                 text, rebuilt = _sse_text(info, endpoint.get("data") if endpoint else None, info.get("comments") or (), ex.eol)
                 ex.rebuilt |= rebuilt
                 ex.events.append((info.get("offset", 0), rec.get("seq", 0), text))
@@ -229,9 +244,15 @@ def _content(ex: _Exchange, headers: list[list[str]]) -> dict[str, Any]:
     end = ex.end or {}
     if body is None and isinstance(end.get("response_bytes"), int) and end["response_bytes"] > 0:
         comment = f"the body ({end['response_bytes']} bytes relayed) is not a JSON-RPC message and is not kept in the capture"
+    if ex.gap:
+        comment = "; ".join(c for c in (comment, _GAP) if c)
     if comment:
         content["comment"] = comment
     return content
+
+
+#: the comment of an exchange a recording gap cut
+_GAP = "incomplete: a recording gap cut this exchange (bytes relayed but not recorded): its body lacks them and answers may be missing"
 
 
 def _pairs(headers: Any) -> list[dict[str, str]]:
@@ -354,6 +375,8 @@ def _entry(ex: _Exchange, epoch: int, origin: str) -> dict[str, Any]:
     }
     if started is None:     # a hand-edited t_us: HAR needs a date all the same
         entry["comment"] = f"recorded time t_us {t0} is beyond the years 1-9999: startedDateTime is the capture's start"
+    if ex.gap:
+        entry["comment"] = "; ".join(c for c in (entry.get("comment"), _GAP) if c)
     mcp: dict[str, Any] = {"exchange": req.get("exchange"), "conn": req.get("conn")}
     session = req.get("session") or (resp or {}).get("session") or end.get("session")
     if session is not None:
@@ -361,7 +384,8 @@ def _entry(ex: _Exchange, epoch: int, origin: str) -> dict[str, Any]:
     if end.get("how"):
         mcp["how"] = end["how"]
     mcp["messages"] = ex.messages
-    if ex.findings:
-        mcp["findings"] = ex.findings
+    findings = ex.findings + (ex.gaps if ex.gap else [])
+    if findings:
+        mcp["findings"] = findings
     entry["_mcp"] = mcp
     return entry

@@ -20,6 +20,11 @@ how mcptap uses it (docs/export.md has the full table):
   values ``cancelled`` (the sender cancelled; the span ends there) and
   ``no_response`` (never answered before the capture ended). Span status
   ERROR when ``error.type`` is set, described by the JSON-RPC error message.
+  A request left open while a ``gap`` record covered its answer's direction
+  may have been answered in the hole (``capture.answers_in_gap``): its span
+  ends with ``mcptap.answer_in_gap`` true and no error status;
+* a ``gap`` record is an ``INTERNAL`` span carrying its ``capture.gap`` finding,
+  as eof and process records carry theirs.
 
 Trace ids are deterministic per (capture start, session): the same capture
 always exports the same ids, and the live exporter uses the same ids as a
@@ -30,96 +35,45 @@ capture's ``t_us``; ``SpanBuilder.epoch_us`` turns them into wall-clock time.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
+from mcptap.export.span_model import (
+    CLIENT,
+    INTERNAL,
+    SERVER,
+    STATUS_ERROR,
+    STATUS_UNSET,
+    Attr,
+    Event,
+    Span,
+    epoch_us,
+    event_attributes,
+    finding_events,
+    id_text,
+    iso_us,
+    params_of,
+)
 
-#: OTLP ``Span.SpanKind`` values (opentelemetry/proto/trace/v1/trace.proto).
-INTERNAL, SERVER, CLIENT = 1, 2, 3
-#: OTLP ``Status.StatusCode`` values.
-STATUS_UNSET, STATUS_ERROR = 0, 2
+__all__ = ["CLIENT", "INTERNAL", "SERVER", "STATUS_ERROR", "STATUS_UNSET", "Attr", "Event", "Span", "SpanBuilder", "epoch_us", "id_text",
+           "iso_us", "iter_spans", "spans_of"]
 
 #: notifications that are events of the request they refer to (record ``link``)
 EVENT_METHODS = frozenset({"notifications/progress", "notifications/cancelled"})
 #: methods whose ``params.uri`` is ``mcp.resource.uri`` (semconv note [4])
 _URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe", "notifications/resources/updated"})
 
-Attr = str | int | float | bool
-
-
-@dataclass(slots=True)
-class Event:
-    """A span event at ``t_us`` (µs since capture start)."""
-
-    name: str
-    t_us: int
-    attributes: dict[str, Attr] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Span:
-    """One finished span. ``trace_id``: 16 bytes, ``span_id``: 8 bytes;
-    ``kind``/``status_code``: OTLP enum values; times in µs since capture start."""
-
-    trace_id: bytes
-    span_id: bytes
-    name: str
-    kind: int
-    start_us: int
-    end_us: int
-    attributes: dict[str, Attr] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    status_code: int = STATUS_UNSET
-    status_message: str = ""
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def epoch_us(started: str) -> int:
-    """µs since the Unix epoch of a header ``started`` time (ISO 8601, ``Z``;
-    one without an offset is read as UTC, as the writer means it), exact.
-    Raises ValueError for a malformed time."""
-    dt = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    # exact integers: dt.timestamp() is a float, a second off by the year 9999
-    return (dt - _EPOCH) // timedelta(microseconds=1)
-
-
-def iso_us(us: int) -> str | None:
-    """µs since the Unix epoch as ISO 8601 UTC (``2026-01-15T09:30:00.000000Z``);
-    None when that is outside the years 1-9999 ISO 8601 and ``datetime`` hold
-    (a hand-edited record's ``t_us`` of, say, ``2**62``)."""
-    try:
-        return (_EPOCH + timedelta(microseconds=us)).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    except OverflowError:
-        return None
-
-
-def id_text(v: Any) -> str:
-    """``jsonrpc.request.id``: the id's string representation (strings as
-    they are, numbers in JSON form)."""
-    if isinstance(v, str):
-        return v
-    try:
-        return orjson.dumps(v).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(v)    # integers beyond 64 bits: Python's encoder has no limit
-
 
 class _Open:
-    __slots__ = ("span", "session", "revision")
+    __slots__ = ("span", "session", "revision", "dir", "in_gap")
 
-    def __init__(self, span: Span, session: Any, revision: Any) -> None:
+    def __init__(self, span: Span, session: Any, revision: Any, direction: Any) -> None:
         self.span = span
         self.session = session
         self.revision = revision
+        self.dir = direction            # the request's ("c2s" | "s2c")
+        self.in_gap = False             # a gap covered its answer's direction while it was open
 
 
 class SpanBuilder:
@@ -177,6 +131,8 @@ class SpanBuilder:
         if isinstance(t, int):
             self.last_t = max(self.last_t, t)
         if rec.get("type") != "message":
+            if rec.get("type") == "gap":
+                self._gap(rec.get("dir"))
             return self._record_span(rec)
         kind = rec.get("kind")
         value = rec.get("json")
@@ -209,7 +165,7 @@ class SpanBuilder:
         method = rec.get("method") or ""
         client = rec.get("dir") == "c2s"
         attrs = self._attributes(rec, method, client)
-        params = _params(rec.get("json"))
+        params = params_of(rec.get("json"))
         target = None
         if method == "tools/call" and isinstance(params.get("name"), str):
             target = attrs["gen_ai.tool.name"] = params["name"]
@@ -224,9 +180,16 @@ class SpanBuilder:
             attrs["mcptap.http.exchange"] = exchange
         span = Span(self.trace_id(rec.get("session")), self.span_id(seq, sub), f"{method} {target}" if target else method,
                     CLIENT if client else SERVER, t, t, attrs)
-        span.events += _finding_events(rec)
+        span.events += finding_events(rec)
         key = (seq, id_text(rec.get("id")) if batch else None)
-        self._open[key] = _Open(span, rec.get("session"), rec.get("rev"))
+        self._open[key] = _Open(span, rec.get("session"), rec.get("rev"), rec.get("dir"))
+
+    def _gap(self, direction: Any) -> None:
+        """A gap record in ``direction`` (no valid one: both): the open requests
+        whose answers travel that way may be answered in it (protocol/gap_pending.py)."""
+        for op in self._open.values():
+            if direction not in ("c2s", "s2c") or op.dir != direction:
+                op.in_gap = True
 
     def _find(self, seq: Any, rid: Any) -> tuple[int, str | None] | None:
         if not isinstance(seq, int):
@@ -262,18 +225,18 @@ class SpanBuilder:
             if isinstance(result, dict) and result.get("isError") is True:
                 span.attributes["error.type"] = "tool_error"
                 span.status_code = STATUS_ERROR
-        span.events += _finding_events(rec)
+        span.events += finding_events(rec)
         return [span]
 
     def _notification(self, rec: dict[str, Any], sub: str) -> list[Span]:
         method = rec.get("method") or ""
         t = rec.get("t_us", 0)
         if method in EVENT_METHODS:
-            key = self._find(rec.get("link"), _params(rec.get("json")).get("requestId"))
+            key = self._find(rec.get("link"), params_of(rec.get("json")).get("requestId"))
             if key is not None:
                 op = self._open[key]
-                op.span.events.append(Event(method, t, _event_attributes(rec, method)))
-                op.span.events += _finding_events(rec)
+                op.span.events.append(Event(method, t, event_attributes(rec, method)))
+                op.span.events += finding_events(rec)
                 if method == "notifications/cancelled":
                     del self._open[key]
                     span = op.span
@@ -286,9 +249,9 @@ class SpanBuilder:
         attrs = self._attributes(rec, method, client)
         attrs["mcptap.seq"] = rec["seq"]
         if method in EVENT_METHODS:
-            attrs.update(_event_attributes(rec, method))
+            attrs.update(event_attributes(rec, method))
         span = Span(self.trace_id(rec.get("session")), self.span_id(rec["seq"], sub), method, CLIENT if client else SERVER, t, t, attrs)
-        span.events += _finding_events(rec)
+        span.events += finding_events(rec)
         return [span]
 
     def _attributes(self, rec: dict[str, Any], method: str, client: bool) -> dict[str, Attr]:
@@ -305,7 +268,7 @@ class SpanBuilder:
             if isinstance(jv, str) and jv != "2.0":
                 attrs["jsonrpc.protocol.version"] = jv
         if method in _URI_METHODS:
-            uri = _params(value).get("uri")
+            uri = params_of(value).get("uri")
             if isinstance(uri, str):
                 attrs["mcp.resource.uri"] = uri
         return attrs
@@ -313,7 +276,7 @@ class SpanBuilder:
     def _record_span(self, rec: dict[str, Any]) -> list[Span]:
         """A record that is no pair (non-JSON line, unmatched response, HTTP
         or process event) becomes a span only to carry its findings."""
-        events = _finding_events(rec)
+        events = finding_events(rec)
         if not events or not isinstance(rec.get("seq"), int):
             return []
         typ = rec.get("type", "record")
@@ -327,47 +290,23 @@ class SpanBuilder:
 
     def finish(self, t_us: int | None = None) -> list[Span]:
         """End every open request's span at ``t_us`` (default: the last time
-        seen) as ``error.type = no_response``. Returns them (request order)."""
+        seen) as ``error.type = no_response``; one a recording gap covered
+        (its answer may be in the hole) as ``mcptap.answer_in_gap``, no error.
+        Returns them (request order)."""
         t = self.last_t if t_us is None else t_us
         out = []
         for op in sorted(self._open.values(), key=lambda o: o.span.start_us):
             span = op.span
             span.end_us = max(span.start_us, t)
+            if op.in_gap:
+                span.attributes["mcptap.answer_in_gap"] = True
+                out.append(span)
+                continue
             span.attributes["error.type"] = "no_response"
             span.status_code, span.status_message = STATUS_ERROR, "no response before the capture ended"
             out.append(span)
         self._open.clear()
         return out
-
-
-def _params(value: Any) -> dict[str, Any]:
-    p = value.get("params") if isinstance(value, dict) else None
-    return p if isinstance(p, dict) else {}
-
-
-def _event_attributes(rec: dict[str, Any], method: str) -> dict[str, Attr]:
-    p = _params(rec.get("json"))
-    attrs: dict[str, Attr] = {"mcptap.seq": rec["seq"]}
-    if method == "notifications/progress":
-        for src, dst in (("progress", "mcptap.progress"), ("total", "mcptap.progress.total")):
-            v = p.get(src)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                attrs[dst] = v
-        if isinstance(p.get("message"), str):
-            attrs["mcptap.progress.message"] = p["message"]
-    elif isinstance(p.get("reason"), str):
-        attrs["mcptap.cancel.reason"] = p["reason"]
-    return attrs
-
-
-def _finding_events(rec: dict[str, Any]) -> list[Event]:
-    out = []
-    t = rec.get("t_us", 0)
-    for f in rec.get("findings") or ():
-        if isinstance(f, dict) and isinstance(f.get("code"), str):
-            out.append(Event("mcptap.finding", t, {"mcptap.finding.code": f["code"], "mcptap.finding.severity": str(f.get("severity", "")),
-                                                   "mcptap.finding.message": str(f.get("message", "")), "mcptap.seq": rec.get("seq", 0)}))
-    return out
 
 
 def iter_spans(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[Span]:

@@ -13,6 +13,7 @@ from mcptap.model import Direction, Finding, Message, Phase
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
+from mcptap.protocol.gap_pending import answers_in_gap, mark_gap
 from mcptap.protocol.http_answers import HttpAnswers
 from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
@@ -127,8 +128,9 @@ class AnnotatorState:
 
     def pending(self) -> list[Pending]:
         """Requests still awaiting a response, cancelled ones excluded (the
-        receiver SHOULD NOT answer those)."""
-        return [p for p in self.pairing.pending() if not p.cancelled]
+        receiver SHOULD NOT answer those), and those a recording gap covered
+        (their answers may be in it: ``finish`` names them, gap_pending.py)."""
+        return [p for p in self.pairing.pending() if not p.cancelled and not p.in_gap]
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
@@ -137,8 +139,14 @@ class AnnotatorState:
         stream_closed(self.session(session))
         return self.pairing.lost_at_eof(session) if direction is S2C else []
 
+    def gap(self, direction: Direction | None) -> None:
+        """A recording gap in ``direction`` (None: both): the requests open now
+        whose answers travel that way are not judged unanswered (gap_pending.py)."""
+        mark_gap(self.pairing.pending(), direction)
+
     def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
         """End of capture: every request still pending and not yet reported.
         ``complete=False`` (the capture was cut short): reported as info, the
-        answers may simply not have been recorded."""
-        return self.pairing.never_answered(complete)
+        answers may simply not have been recorded. Those a recording gap
+        covered: one ``capture.answers_in_gap`` (info)."""
+        return answers_in_gap(self.pairing.pending()) + self.pairing.never_answered(complete)

@@ -282,6 +282,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("serve.no_recorded_answer", WARN,
      "mcptap serve had no recorded answer for a client request and answered with an error (-32601 unknown method, -32602 other params)", "mcptap serve"),
     ("capture.gap", ERROR, "part of the traffic could not be recorded (see the gap record)", "mcptap capture format"),
+    ("capture.answers_in_gap", INFO, "requests left open while a recording gap covered their answers' direction: their answers may be in the "
+     "gap, so they are not judged unanswered", "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
     ("capture.cut_line", WARN, "capture without end record stops in the middle of a peer's line (recorded as chunk records): "

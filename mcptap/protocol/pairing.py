@@ -61,6 +61,7 @@ class Pending:
     params: Any = None
     last_progress: float | None = None
     key: Any = None               # (session, direction, id_key) once registered
+    in_gap: bool = False          # a recording gap covered its answer's direction while it was open (gap_pending.py)
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
@@ -341,7 +342,8 @@ class Pairing:
         """The server's stdout closed: requests of ``session`` the client is
         still waiting for will never be answered (each reported once; a
         cancelled request SHOULD stay unanswered, cancellation spec: not lost)."""
-        lost = [p for p in self.pending() if p.direction is Direction.C2S and p.session == session and not p.reported and not p.cancelled]
+        lost = [p for p in self.pending() if p.direction is Direction.C2S and p.session == session and not p.reported and not p.cancelled
+                and not p.in_gap]
         if not lost:
             return []
         for p in lost:

@@ -12,7 +12,9 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
 ``_``, ``.`` and camelCase):
 
 * the value of an option whose name is secret-like: ``--token X``,
-  ``--api-key=X``, ``-p`` is NOT (short options are too ambiguous);
+  ``--api-key=X`` (a DSN, connection string or URL whose own secrets the patterns
+  find keeps the rest: ``--dsn "host=db password=…"``), ``-p`` is NOT (short options
+  are too ambiguous);
 * the value of an environment-style assignment ``NAME=value`` with a
   secret-like NAME (``GITHUB_TOKEN=…`` as used with ``env``);
 * the value of an HTTP-header-style argument ``Authorization: Bearer …``,
@@ -33,9 +35,11 @@ What counts as a secret (case-insensitive, names split into words at ``-``,
   DSNs and ``Password=…;`` in connection strings.
 
 The rules themselves are ``argv_rules.scrub_args`` (also run by the engine on a command
-line given as a JSON list inside a message: shapes.py). A name is secret-like when one of its words is in ``SECRET_WORDS`` (or ends
-in ``token``/``apikey``/…) and its last word is not a word that
-names a *reference* to a secret (``--token-file PATH``, ``KEY_ID=…``).
+line given as a JSON list inside a message: shapes.py). A name is secret-like by the one
+name rule of :mod:`mcptap.redact.keys` (the same as for a JSON key, a header or a query
+name): ``--token``, ``--dsn``, ``GITHUB_TOKEN``, ``X-Foo-Key``, ``?session_id=``; not a
+name that describes a secret (``--token-file PATH``, ``KEY_ID=…``) nor ordinary data
+(``--key``, ``--session``, ``sort_key``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from mcptap.redact.keyed import PLACEHOLDER as _PLACEHOLDER
 from mcptap.redact.keyfile import load_keyer
 from mcptap.redact.patterns import QUERY_SECRET_NAMES
 from mcptap.redact.scanner import unclosed_end
+from mcptap.redact.urlview import form_decode
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
@@ -67,7 +72,9 @@ def _redact(value: str) -> str:
 
 
 def scrub_url(url: str, redact: Redact = _redact) -> str:
-    """Redact user info and secret-like query parameter values of one URL."""
+    """Redact the secrets of one URL: user info, secret-like query parameter values, and
+    token shapes anywhere in it (a path segment ``/mcp/sk-live-…``, ``/u/ghp_…/mcp``, a
+    fragment), also percent-encoded ones. ``redact(secret)`` gives each its stand-in."""
     m = _USERINFO.match(url)
     if m and m.group(2) and (":" in m.group(2) or len(m.group(2)) >= 16):     # a user name alone is no secret
         url = m.group(1) + redact(m.group(2)) + "@" + url[m.end():]
@@ -75,39 +82,29 @@ def scrub_url(url: str, redact: Redact = _redact) -> str:
     def query(qm: re.Match[str]) -> str:
         sep, name, value = qm.group(1), qm.group(2), qm.group(3)
         if is_secret_name(name) or name.lower() in QUERY_SECRET_NAMES:
-            return f"{sep}{name}={redact(value)}"
+            # the decoded value is the secret: the placeholder it has in a form body or a message
+            return f"{sep}{name}={redact(form_decode(value))}" if value else qm.group(0)
         return qm.group(0)
 
     head, hashmark, frag = url.partition("#")
     if "?" in head:
         path, _, qs = head.partition("?")
         head = path + _QUERY_PARAM.sub(query, "?" + qs)
-    url = head + hashmark + frag
-    return _encoded_secrets(url, redact) if "%" in url else url
+    return _pattern_secrets(head + hashmark + frag, redact)
 
 
-def _encoded_secrets(url: str, redact: Redact) -> str:
-    """``url`` with the secrets it holds percent-encoded (a query value that is itself a URL
-    or query: ``?redirect=https%3A%2F%2Fh%2Fcb%3Ftoken%3D…``, ``?next=%2Fhome%3Fpassword%3D…``)
-    replaced where they are written by ``redact(decoded secret)``: exactly what ``scrub`` and
-    ``report`` find there (the engine's scanner reads the text decoded, ``urlview``), with the
-    same placeholder. Secrets as written are left to ``scrub_url``'s own rules (the tap's
-    request targets keep their shape). Linear in ``url`` (each pass is; a pass that finds
-    nothing ends it)."""
+def _pattern_secrets(url: str, redact: Redact) -> str:
+    """``url`` with what the engine's patterns find in it replaced by ``redact(secret)``:
+    token shapes wherever they are written (a path segment: ``/mcp/sk-live-…``), and secrets
+    percent-encoded once more (a query value that is itself a URL or query:
+    ``?redirect=https%3A%2F%2Fh%2Fcb%3Ftoken%3D…``, ``?next=%2Fhome%3Fpassword%3D…``) where
+    they are written, by their decoded text: exactly what ``scrub`` and ``report`` find there,
+    with the same placeholder. What ``scrub_url``'s own rules replaced is a placeholder by
+    then, which the patterns never take in. Linear in ``url`` (``Scanner.redact``)."""
     from mcptap.redact.default import default_redactor
-    from mcptap.redact.scanner import AGAIN
 
-    scanner = default_redactor().scanner
-    for _ in range(1 + AGAIN):       # a match that lost to an overlapping one may hide another (scanner.Scanner.redact)
-        spans = [sp for sp in scanner.spans(url) if sp.secret is not None]
-        if not spans:
-            break
-        pieces, pos = [], 0
-        for sp in spans:
-            pieces += [url[pos:sp.start], redact(sp.secret or "")]
-            pos = sp.end
-        url = "".join(pieces) + url[pos:]
-    return url
+    out, _ = default_redactor().scanner.redact(url, lambda secret, rule: redact(secret))
+    return out
 
 
 def _scrub_url_in_text(m: re.Match[str]) -> str:

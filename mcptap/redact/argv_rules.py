@@ -8,19 +8,8 @@ import os
 import re
 from collections.abc import Callable
 
-SECRET_WORDS = frozenset({
-    "token", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
-    "key", "apikey", "auth", "authorization", "authentication", "credential", "credentials", "creds", "cookie", "cookies",
-    "sig", "signature", "bearer", "pat", "jwt", "session", "sessionid", "private",
-})
-#: Word endings/beginnings that make a glued word secret-like (``authtoken``,
-#: ``APIKEY``, ``secretvalue``) without catching ``max_tokens`` or ``monkey``.
-SECRET_SUFFIXES = ("token", "secret", "password", "passwd", "apikey", "accesskey", "secretkey", "privatekey")
-SECRET_PREFIXES = ("apikey", "secret", "password", "passwd")
-#: Last words that name where a secret lives, not the secret itself.
-REFERENCE_WORDS = frozenset({"file", "path", "dir", "name", "type", "id", "env", "var", "length", "len", "size", "url", "header"})
+from mcptap.redact.keys import secret_name
 
-_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _OPTION = re.compile(r"^(--?[A-Za-z][A-Za-z0-9_.-]*)(=(.*))?$", re.S)
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)=(.*)$", re.S)
 _HEADER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.+)$", re.S)
@@ -50,12 +39,12 @@ def _user_password(value: str, redact: Redact, text: Redact) -> str:
 
 
 def is_secret_name(name: str) -> bool:
-    """True when an option/variable/header/query name looks like it holds a
-    secret (``--api-key``, ``GITHUB_TOKEN``, ``X-Auth-Token``, ``clientSecret``)."""
-    words = [w.lower() for w in _WORD_SPLIT.split(name) if w]
-    if not words or words[-1] in REFERENCE_WORDS:
-        return False
-    return any(w in SECRET_WORDS or w.endswith(SECRET_SUFFIXES) or w.startswith(SECRET_PREFIXES) for w in words)
+    """True when an option/variable/header/query name holds a secret (``--api-key``,
+    ``GITHUB_TOKEN``, ``X-Auth-Token``, ``clientSecret``, ``?session_id=``): the one name rule,
+    ``keys.secret_name``, the same as for a JSON key or a ``NAME=`` in text, so a name that is a
+    secret in one place is a secret in every other (``--dsn``, ``?sessionId=``, ``X-Foo-Key:``
+    as ``{"dsn": …}``, ``{"sessionId": …}``, ``{"X-Foo-Key": …}``)."""
+    return secret_name(name)
 
 
 def scrub_args(argv: list[str] | tuple[str, ...], redact: Redact, text: Redact, strict: bool = False) -> list[str]:
@@ -108,14 +97,14 @@ def scrub_args(argv: list[str] | tuple[str, ...], redact: Redact, text: Redact, 
         if redact_next:
             redact_next = False
             if not arg.startswith("-"):
-                out.append(redact(arg))
+                out.append(_secret_value(arg, redact, scrub))
                 continue
         om = _OPTION.match(arg)
         if om:
             name, has_value, value = om.group(1), om.group(2), om.group(3)
             if is_secret_name(name.lstrip("-")) and name.startswith("--"):
                 if has_value is not None:
-                    out.append(f"{name}={redact(value)}")
+                    out.append(f"{name}={_secret_value(value, redact, scrub)}")
                 else:
                     out.append(arg)
                     redact_next = True
@@ -127,6 +116,18 @@ def scrub_args(argv: list[str] | tuple[str, ...], redact: Redact, text: Redact, 
             continue
         out.append(_scrub_value(arg, redact, scrub))
     return out
+
+
+def _secret_value(value: str, redact: Redact, text: Redact) -> str:
+    """The value of an option named like a secret: all of it, unless it is a DSN, a
+    connection string or a URL whose own secrets the patterns find (``--dsn "host=db
+    password=…"``, ``--conn "Server=x;Password=…"``): then only those, so what it connects
+    to stays readable."""
+    if "=" in value or "://" in value:
+        scrubbed = text(value)
+        if scrubbed != value:
+            return scrubbed
+    return redact(value)
 
 
 def _scrub_value(arg: str, redact: Redact, text: Redact) -> str:

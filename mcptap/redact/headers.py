@@ -3,7 +3,7 @@ debugging visible — the auth scheme (``Bearer «…»``), cookie names
 (``sid=«…»``) and ``Set-Cookie`` attributes.
 
 A header is a credential when its lower-cased name is in ``SECRET_HEADERS`` or
-secret-like by :func:`mcptap.redact.argv_rules.is_secret_name` (``X-Api-Token``,
+secret-like by :func:`mcptap.redact.argv_rules.is_secret_name` (the one name rule, ``keys``: ``X-Api-Token``,
 ``X-Foo-Key``, ``X-Foo-Creds``, ``Authentication``…). ``ph`` is the
 placeholder function (the user's keyed one by default). Values already made
 of placeholders are returned unchanged (redacting twice changes nothing).

@@ -12,6 +12,7 @@ A key is compared with case, ``-``, ``_``, ``.`` and spaces ignored
   ``tokenExpiresAt``) and it is not a protocol field that only looks like one
   (``progressToken``, ``maxTokens``, ``nextPageToken`` stays redacted: it can
   grant access), or
+* it is an HTTP extension header's name ending in ``-Key`` (``X-Foo-Key``), or
 * it is an environment variable's name ending in ``_KEY`` (``STRIPE_KEY``,
   ``LICENSE_KEY``; upper snake case only, and not ``SORT_KEY``, ``PUBLIC_KEY``,
   ``PRIMARY_KEY``…: ``NOT_SECRET_KEY_WORDS``), or its last word is ``auth`` after
@@ -23,8 +24,11 @@ A key is compared with case, ``-``, ``_``, ``.`` and spaces ignored
   ``inputTokens`` counts tokens).
 
 The text rule for ``NAME=value`` / ``name: value`` in free text
-(``patterns``, ``secret-assignment``) asks this same function, so a secret
-under a key in JSON and after a name in text are the same names. ``key`` alone,
+(``patterns``, ``secret-assignment``), the argv rules (``--name VALUE``,
+``NAME=value``, ``Name: value``: ``argv_rules.is_secret_name``), header names
+(``headers.is_secret_header``) and URL query names (``argv.scrub_url``, the HTTP
+tap's targets) ask this same function: a name that holds a secret in one place
+holds one in every other. ``key`` alone,
 ``publicKey``, ``primaryKey``, ``sort_key``, ``keyName``, ``idempotencyKey``,
 ``cacheKey`` are ordinary data (map keys, database keys, request ids).
 
@@ -64,6 +68,9 @@ NOT_SECRET_KEY_WORDS = frozenset({"public", "pub", "sort", "primary", "foreign",
                                   "map", "row", "object", "shortcut", "hot", "sequence", "order", "join", "s3", "i18n",
                                   "translation", "message", "event", "metric", "label"})
 _ENV_KEY = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
+#: an HTTP extension header's name ending in ``-Key`` (``X-Foo-Key``: a header line, a header
+#: map or list in a tool's arguments)
+_HEADER_KEY = re.compile(r"[Xx]-(?:[A-Za-z0-9]+-)*[A-Za-z0-9]+-[Kk][Ee][Yy]")
 #: Last words that describe a secret rather than hold it.
 ABOUT_WORDS = frozenset({
     "id", "ids", "name", "names", "type", "types", "file", "path", "dir", "env", "var", "url", "uri",
@@ -109,6 +116,8 @@ def is_secret_key(key: str) -> bool:
         return False
     if _ENV_KEY.fullmatch(key):
         return words[-2] not in NOT_SECRET_KEY_WORDS
+    if _HEADER_KEY.fullmatch(key):
+        return True
     if norm in SECRET_KEYS or norm.endswith(SECRET_ENDINGS) or len(words) > 1 and words[-1] == "auth":
         return True
     # ``DB_PWD``, ``MYSQL_PWD``; ``DB_PASS``, ``SMTP_PASS``, ``db-pass`` (not ``render_pass``, ``bypass``)

@@ -147,8 +147,11 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     ("netrc-password", r"(?:(?<![\w-])machine[ \t]+(?:localhost|[\w-]{0,63}[.:][^\s«»]{1,255})|(?m:^)[ \t]*default)"
                        r"(?:\s+(?:login|account|port)[ \t]+[^\s«»]{1,256}){0,3}"
                        r"\s+password[ \t]+(?:\"(?P<secret>[^\"\r\n«»]{1,1024})\"|(?P<secret2>[^\s\"«»][^\s«»]{0,1023}))"),
-    ("pgpass-line", r"(?m:^[ \t]*(?:\*|(?=[\w.-]{0,252}[A-Za-z.])[\w.-]{1,253}+|\[[0-9A-Fa-f:.]{2,64}\]):(?:\d{1,5}|\*):(?:[^:\s\\«»]|\\.){1,256}:"
-                    r"(?:[^:\s\\«»]|\\.){1,256}:(?P<secret>(?:[^\s\\«»]|\\.){1,1024})[ \t]*\r?$)"),
+    # (a port number or ``*``; a database and a user name, not a path: ``x.y:80:GET:/index:200`` is a log line;
+    # a clock time is no port and database: ``server:12:30:45:ready``, CHECKS)
+    ("pgpass-line", r"(?m:^[ \t]*(?:\*|(?=[\w.-]{0,252}[A-Za-z.])[\w.-]{1,253}+|\[[0-9A-Fa-f:.]{2,64}\]):"
+                    r"(?P<_port>[1-9]\d{0,4}|\*):(?P<_db>(?:[^:\s\\/«»]|\\.){1,256}):"
+                    r"(?:[^:\s\\/«»]|\\.){1,256}:(?P<secret>(?:[^\s\\«»]|\\.){1,1024})[ \t]*\r?$)"),
     ("php-define", r"(?i:\bdefine[ \t]*\([ \t]*)(?P<_q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_]{0,80})(?P=_q)[ \t]*,[ \t]*"
                    r"(?:'(?P<secret>(?:[^'\\\r\n«»]|\\[^\r\n«»]){1,1024})'|\"(?P<secret2>(?:[^\"\\\r\n«»]|\\[^\r\n«»]){1,1024})\")"),
     ("xml-setting", r"<[A-Za-z][\w:.-]{0,40}[ \t\r\n]+(?:[^<>«»]{0,256}?[ \t\r\n])?(?:key|name)[ \t]*=[ \t]*"
@@ -209,7 +212,7 @@ CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "connection-string": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False)
     and (" " in m.group("secret") or m.group("secret")[0] == "{") and _in_connection_string(m),
     "netrc-password": lambda m: not plain_value(m.group(m.lastgroup or 0), False),
-    "pgpass-line": lambda m: not plain_value(m.group("secret"), False),
+    "pgpass-line": lambda m: _pgpass_fields(m) and not plain_value(m.group("secret"), False),
     "php-define": lambda m: secret_name(m.group("name")) or m.group("name").upper().endswith("_SALT"),
     "xml-setting": lambda m: secret_name(m.group("name")) and not plain_value(m.group(m.lastgroup or 0), False),
     "yaml-block": lambda m: secret_name(m.group("name")),
@@ -217,6 +220,17 @@ CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
 
 
 _NEXT_PAIR = re.compile(r"[ \t]*;[ \t]*[A-Za-z][\w .-]{0,40}=")
+#: minutes after an hour (``12:30``), with seconds' fraction (``45.123``): a clock time, not a database
+_CLOCK_MINUTES = re.compile(r"[0-5]\d(?:[.,]\d+)?")
+
+
+def _pgpass_fields(m: re.Match[str]) -> bool:
+    """A ``.pgpass`` line's port is a TCP port (1–65535) or ``*``, and its port and database are
+    not the hour and minutes of a clock time (``server:12:30:45:ready``, ``2026-12-06T12:30:45:…``)."""
+    port = m.group("_port")
+    if port == "*":
+        return True
+    return int(port) <= 65535 and not (len(port) <= 2 and _CLOCK_MINUTES.fullmatch(m.group("_db")))
 
 
 def _in_connection_string(m: re.Match[str]) -> bool:

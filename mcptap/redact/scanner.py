@@ -93,7 +93,7 @@ class Scanner:
                     continue
                 if holes and _overlaps(holes, start, end) or "«" in (piece := text[start:end]) or "»" in piece:
                     continue
-                found.append((start, order, end, name, None))
+                found.append((start, order, end, name, _form_secret(scan, m, name, piece)))
         if depth < 2 and "%" in text and (decoded := urlview.view(text)) is not None:
             vtext, at = decoded
             later = len(self._rx) * (depth + 1)
@@ -142,6 +142,22 @@ class Scanner:
 #: Passes over a redacted text that may find more (``Scanner.redact``); one is almost always
 #: enough, more are there for matches that overlapped several.
 AGAIN = 4
+
+
+#: patterns whose value may be a URL query's or a form body's (``?password=p%40ss``, ``&code=…``)
+_FORM_RULES = frozenset({"secret-assignment", "query-param"})
+
+
+def _form_secret(text: str, m: re.Match[str], rule: str, piece: str) -> str | None:
+    """The secret of a value written percent-encoded in a URL query or a form body: decoded
+    (``urlview.form_decode``), as the HTTP tap takes it (``scrub_url``, ``scrub_query``), so it
+    gets the placeholder it has where it is plain. None: the text as written is the secret."""
+    if rule not in _FORM_RULES or "%" not in piece and "+" not in piece:
+        return None
+    if not urlview.in_form_pair(text, m.start("name") if "name" in m.re.groupindex else m.start()):
+        return None
+    decoded = urlview.form_decode(piece)
+    return decoded if decoded != piece else None
 
 
 def _replaced(text: str, spans: list[Span], reps: list[str]) -> str:

@@ -46,8 +46,10 @@ from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.original import place_original
+from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
-from mcptap.redact.stderr_stream import Carry, Grouper, record_text, split
+from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 from mcptap.redact.verbatim import rebuild
@@ -73,10 +75,12 @@ class Scrubber:
         self._last_seq = 0
         self._last_t = 0
         #: offline scrub/report: a ``chunk`` record is an error (the caller re-frames them
-        #: into messages first, ``reannotate.framed``); live ``record --redact``: its bytes
+        #: into messages first, ``reannotate_views.framed``); live ``record --redact``: its bytes
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()
+        self._legacy = LegacySessionIds(redactor.placeholder)
+        self._chunk_carries = ChunkCarries()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         for h in hits:
@@ -128,7 +132,12 @@ class Scrubber:
     def record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None = None) -> dict[str, Any]:
         """One record after the header, scrubbed (a new dict; ``rec`` untouched). A
         ``stderr`` record's text is scanned with the unfinished line before it (live:
-        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits."""
+        ``stderr_stream.Carry``), unless ``stderr`` gives its new text and hits. A legacy
+        HTTP+SSE session id is a credential: its ``session`` fields get its placeholder."""
+        self._legacy.learn(rec)
+        return self._legacy.apply(self._record(rec, stderr))
+
+    def _record(self, rec: dict[str, Any], stderr: tuple[str, list[Hit]] | None) -> dict[str, Any]:
         typ = rec.get("type")
         seq = rec.get("seq") if isinstance(rec.get("seq"), int) else None
         if seq is not None:
@@ -345,7 +354,10 @@ class Scrubber:
     def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
         """A stdio ``chunk`` record (bytes stored unframed): its bytes, decoded
         whatever they hold (a ``data_b64`` chunk is scanned as text too), get the
-        string patterns; offset and digest follow the new bytes."""
+        string patterns; offset and digest follow the new bytes. Live chunk records
+        hold whole lines (``recorder_chunks``); past that bound (a line over a MiB) the
+        unfinished line of the chunk right before in its direction is scanned again
+        with this one (``Carry``): the rest of a secret begun there is replaced too."""
         if self.reject_chunks:
             raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
                                    "that must be re-framed before they can be scrubbed, which needs the capture as a "
@@ -353,7 +365,8 @@ class Scrubber:
         out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
         data = decode_bytes(rec, "data") or b""
         text = data.decode("utf-8", "surrogateescape")
-        new_text = self._text(text, "data", seq)
+        new_text, found = self._chunk_carries.redact(self.redactor, rec.get("dir"), rec.get("offset"), len(data), text)
+        self._note(seq, [Hit("data", h.rule, h.placeholder) for h in found])
         new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
         encode_bytes(new, "data", out)
         self._place(rec, out, len(data), new, False)
@@ -378,18 +391,6 @@ class Scrubber:
             out.clear()
             out.update(placed)
         d.add(new, message=message)
-
-
-def place_original(rec: dict[str, Any], original: dict[str, int] | None) -> dict[str, Any]:
-    """``rec`` with ``original`` (``{offset, bytes}`` in the forwarded stream) right after its
-    ``offset`` (None: without one), so scrubbing twice writes the same line as once."""
-    out: dict[str, Any] = {}
-    for k, v in rec.items():
-        if k != "original":
-            out[k] = v
-            if k == "offset" and original is not None:
-                out["original"] = original
-    return out
 
 
 def _differs(a: Any, b: Any) -> bool:

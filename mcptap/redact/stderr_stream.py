@@ -156,3 +156,23 @@ class Grouper:
 
     def clear(self) -> None:
         self.held, self.stderr, self.chars = [], [], 0
+
+
+class ChunkCarries:
+    """Live ``chunk`` records: per direction, the unfinished line of the chunk
+    just before (a ``Carry``), used only when the next chunk starts where it
+    ended (its ``offset``): bytes of a line the record before cut."""
+
+    __slots__ = ("carries",)
+
+    def __init__(self) -> None:
+        self.carries: dict[Any, tuple[int | None, Carry]] = {}     # dir -> (where its last chunk ended, its line)
+
+    def redact(self, redactor: Redactor, direction: Any, offset: Any, size: int, text: str) -> tuple[str, list[Hit]]:
+        """``text`` (a chunk of ``size`` bytes at stream ``offset`` in ``direction``) redacted
+        with the unfinished line of the chunk before when it follows that one."""
+        end, carry = self.carries.get(direction, (None, None))
+        if carry is None or not isinstance(offset, int) or end != offset:
+            carry = Carry()
+        self.carries[direction] = (offset + size if isinstance(offset, int) else None, carry)
+        return carry.redact(redactor, text)

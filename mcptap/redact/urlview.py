@@ -14,8 +14,29 @@ from __future__ import annotations
 
 import re
 from array import array
+from urllib.parse import unquote_plus
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+#: a ``name=`` of a URL query, fragment (OAuth's ``#access_token=``) or form body: after ``?``/``&``/``#``
+#: (``;`` as some servers split)
+FORM_PAIR_BEFORE = "?&;#"
+#: a whole form body (``a=1&b=2``): its first pair is a form pair too
+_FORM_BODY = re.compile(r"[^\s=&]+=[^\s&]*(?:&[^\s=&]+=[^\s&]*)+")
+
+
+def form_decode(value: str) -> str:
+    """A query or form value as the server reads it (``%XX`` decoded as UTF-8, ``+`` a space):
+    the secret whose placeholder it gets, so one secret has one placeholder whether it is
+    written in a URL, a form body or plainly in a message. ``value`` itself without escapes."""
+    return unquote_plus(value) if "%" in value or "+" in value else value
+
+
+def in_form_pair(text: str, name_start: int) -> bool:
+    """True when the ``name=`` at ``name_start`` of ``text`` is a pair of a URL query or form
+    body: after ``?``/``&``/``;``/``#``, or first in a text that is a whole form body (``a=1&b=2``)."""
+    if name_start > 0:
+        return text[name_start - 1] in FORM_PAIR_BEFORE
+    return _FORM_BODY.fullmatch(text) is not None
 _DECODE = re.compile(r"%([0-9A-Fa-f]{2})|\+")
 
 

@@ -90,6 +90,7 @@ class PlanBuilder:
         self.texts: dict[str, str] = {}
         self.resends = Resends()                    # requests answered at HTTP level, until sent again
         self.moved = False                          # a skipped first send took its re-send's session
+        self.rev_agreed = False                     # plan.revision is the negotiated one, not a probe's
 
     def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
         """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
@@ -146,8 +147,12 @@ class PlanBuilder:
                     self.in_flight.sent(step.index)
         elif method == "notifications/cancelled" and isinstance(params, dict):
             step.cancel_of = self.last_id.get((step.session, _hid(params.get("requestId"))))
-        if rec.get("rev") and plan.revision is None:
+        if rec.get("rev") and not self.rev_agreed:
             plan.revision = rec["rev"]
+            # a request before the handshake (a dual-era client's server/discover probe) only
+            # offers its revision: a handshake-era server refuses it and initialize agrees on
+            # another, which every later message carries
+            self.rev_agreed = rec.get("phase") != "before_initialize"
         if plan.era is None and method == "initialize":
             plan.era = "legacy"
         elif plan.era is None and rec.get("phase") == "stateless":
@@ -255,6 +260,10 @@ class PlanBuilder:
             return
         self.in_flight.answered(idx)
         step = self.plan.steps[idx]
+        result = value.get("result")
+        if step.method == "initialize" and isinstance(result, dict) and isinstance(result.get("protocolVersion"), str) \
+                and not self.rev_agreed:
+            self.plan.revision, self.rev_agreed = result["protocolVersion"], True    # the handshake's answer
         if step.kind == "batch":
             held = step.packed_response
             # a batch's answers may come one by one (few batches): the list so far, packed again with each

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 from mcptap.replay.plan import Plan, build_plan
 
 

@@ -70,7 +70,7 @@ class HttpLink:
                  connect_timeout: float = 10.0, listen: bool = False, cacert: str | None = None) -> None:
         u = urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {scrub_url(url)!r}")
         self.url = url
         self.tls = u.scheme == "https"
         #: https: the system trust store, or ``cacert`` (a PEM bundle; OSError / ssl.SSLError when unreadable)

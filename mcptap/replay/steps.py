@@ -191,7 +191,7 @@ class Plan:
     server_requests: list[ServerRequest] = field(default_factory=list)
     tools: dict[str, Any] = field(default_factory=dict)
     era: str | None = None
-    revision: str | None = None
+    revision: str | None = None        # the negotiated revision (initialize's answer, or what later messages carry), not a probe's
     transport: str = "stdio"
     duration_us: int = 0
     sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)

@@ -16,13 +16,15 @@ server sent after the recorded answer. A request whose recorded answers are used
 gets the last again (not ``strict``), without the logs and other notifications it
 was sent with the first time. ``initialize`` and ``server/discover``
 are answered with the recorded result whatever client info arrives, and bind
-the live session to that recorded session.
+the live session to that recorded session; when the client's protocol revision is
+not the one those answers were recorded in, ``say`` is told once (a stderr line).
 
 A scrubbed capture's requests hold placeholders where the live ones hold secrets: ``prepare``
 (``redact.live.live_redaction``) redacts live params the same way before they are matched.
 
 A request with no recorded answer gets an error: -32601 when the capture has
-no request of that method, -32602 naming the method otherwise (``ping`` is
+no request of that method, -32602 saying the recorded answers are used up when
+(``strict``) each recorded one was given already, -32602 naming the method otherwise (``ping`` is
 always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
 finding for the mock's own capture.
 
@@ -46,6 +48,7 @@ from mcptap.compare.paths import short
 from mcptap.escape import escape_controls
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
+from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.redact.keys import is_secret_key
 from mcptap.serve.script import Emission, Recorded, Script
 
@@ -120,6 +123,11 @@ def asked(method: str, params: Any) -> str:
     return escape_controls(what)
 
 
+def _meta_version(params: Any) -> Any:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_VERSION) if isinstance(meta, dict) else None
+
+
 def hkey(v: Any) -> Any:
     """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
     return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else ("r", repr(v))
@@ -129,8 +137,12 @@ class ServeCore:
     """Play ``script``'s server side (see module docstring)."""
 
     def __init__(self, script: Script, strict: bool = False, latency: bool = False, speed: float = 1.0,
-                 masker: Masker | None = None, prepare: Callable[[Any], Any] | None = None) -> None:
+                 masker: Masker | None = None, prepare: Callable[[Any], Any] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.script = script
+        #: told once (a line for stderr) when a client's protocol revision is not the capture's
+        self.say = say
+        self._told_revision = False
         #: live params as the capture would hold them (a scrubbed capture: redacted with its rules and key,
         #: ``redact.live``), for matching only
         self.prepare = prepare
@@ -220,6 +232,8 @@ class ServeCore:
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
         live.live_ids[item.seq] = lid
+        if not self._told_revision:
+            self._revisions(method, params, item)
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and "progressToken" in meta:
             live.tokens[item.seq] = meta["progressToken"]
@@ -231,11 +245,37 @@ class ServeCore:
                 o.mode, o.status = item.mode, item.status
         return out
 
+    def _revisions(self, method: str, params: Any, item: Recorded) -> None:
+        """Say once when the client's protocol revision (``initialize``'s offer, else a
+        2026-07-28 request's ``_meta``) is not the one the capture's answers were given in
+        (the recorded ``initialize`` answer's, else the recorded request's ``_meta``)."""
+        mine = theirs = None
+        if method == "initialize" and isinstance(params, dict):
+            mine = params.get("protocolVersion")
+            answer = next((e.value for e in item.emits if e.pair == item.seq and isinstance(e.value, dict)), None)
+            result = answer.get("result") if isinstance(answer, dict) else None
+            theirs = result.get("protocolVersion") if isinstance(result, dict) else None
+        else:
+            mine = _meta_version(params)
+            theirs = _meta_version(item.params) if mine is not None else None
+        if not isinstance(mine, str) or not isinstance(theirs, str):
+            return
+        self._told_revision = True
+        if mine != theirs and self.say is not None:
+            self.say(f"the capture's protocol revision is {escape_controls(theirs)}, the client's is {escape_controls(mine)}: "
+                     f"it gets the answers recorded in {escape_controls(theirs)}")
+
     def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
         if method == "ping":
             return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
-        what = asked(method, self.prepare(params) if self.prepare else params)
-        if self.requests.knows(method):
+        prepared = self.prepare(params) if self.prepare else params
+        what = asked(method, prepared)
+        n = self.requests.used_up(method, prepared)
+        if n:
+            err = {"code": -32602, "message": f"mcptap serve --strict: the capture's {n} recorded answer(s) to {method} with these params "
+                                              "are used up (each is given once)"}
+            why = f"{what}: its {n} recorded answer(s) are used up (--strict)"
+        elif self.requests.knows(method):
             err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
             why = f"{what}: the capture has no answer for these params"
         else:

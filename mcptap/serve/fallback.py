@@ -3,6 +3,7 @@
     fb = Fallback(argv, to_client)             # to_client(line: bytes) queues a line for the client
     await fb.forward(nursery, value, handshake) # starts CMD on first use
     fb.owns(value)                             # a client answer to one of CMD's own requests?
+    fb.concerns(value)                         # a client notification about what CMD has (a cancel)?
     await fb.aclose()
 
 The server is started when the capture first cannot answer a request. It is
@@ -12,7 +13,14 @@ nothing in the 2026-07-28 era, where each request carries its own ``_meta``),
 then each request the capture could not answer, and the client's answers to
 the requests the server itself makes. Every line the server writes (other
 than the handshake answer) goes to the client unchanged. Its stderr is
-passed to mcptap's stderr.
+passed to mcptap's stderr, and given to ``on_stderr`` (bytes), its start and
+end to ``on_process(event, **fields)`` (``spawn``: pid, argv; ``exit``: code or
+signal), so the mock's own capture (the episode ``--extend`` merges) keeps them.
+
+A client notification about a request the real server has (``notifications/cancelled``
+naming a forwarded request, ``notifications/progress`` with a token of one of the
+server's own requests) goes to the server: it is the one working on it. A cancelled
+request is not waited for at the end (a server answers none, MCP basic/utilities/cancellation).
 """
 
 from __future__ import annotations
@@ -39,9 +47,12 @@ CHUNK = 64 * 1024
 class Fallback:
     """See module docstring. ``timeout``: seconds to wait for the handshake answer."""
 
-    def __init__(self, argv: Sequence[str], to_client: Callable[[bytes], None], timeout: float = 30.0) -> None:
+    def __init__(self, argv: Sequence[str], to_client: Callable[[bytes], None], timeout: float = 30.0,
+                 on_stderr: Callable[[bytes], None] | None = None, on_process: Callable[..., None] | None = None) -> None:
         self.argv = list(argv)
         self.to_client = to_client
+        self.on_stderr = on_stderr
+        self.on_process = on_process
         self.timeout = timeout
         self.forwarded = 0
         self._popen: subprocess.Popen[bytes] | None = None
@@ -49,12 +60,26 @@ class Fallback:
         self._ready = trio.Event()
         self._exited = trio.Event()
         self._server_ids: set[Any] = set()
-        self._open: set[Any] = set()               # forwarded requests not answered yet
+        self._open: set[Any] = set()               # forwarded requests not answered (nor cancelled) yet
+        self._forwarded_ids: set[Any] = set()      # every request forwarded: a cancel of one goes to the server
+        self._tokens: set[Any] = set()             # progress tokens of the server's own requests
         self._answered = trio.Event()
 
     def owns(self, value: Any) -> bool:
         """Whether ``value`` answers a request the real server made."""
         return isinstance(value, dict) and "method" not in value and hkey(value.get("id")) in self._server_ids
+
+    def concerns(self, value: Any) -> bool:
+        """Whether the client notification ``value`` is about a request the real server has
+        (a cancel of one it was forwarded, progress on one of its own requests)."""
+        if not isinstance(value, dict) or "id" in value or not isinstance(value.get("params"), dict):
+            return False
+        params = value["params"]
+        if value.get("method") == "notifications/cancelled" and "requestId" in params:
+            return hkey(params["requestId"]) in self._forwarded_ids
+        if value.get("method") == "notifications/progress" and "progressToken" in params:
+            return hkey(params["progressToken"]) in self._tokens
+        return False
 
     async def forward(self, nursery: trio.Nursery, value: Any, handshake: Sequence[dict[str, Any]]) -> None:
         """Send ``value`` to the real server (started, and given ``handshake``, on first use).
@@ -67,6 +92,11 @@ class Fallback:
         elif isinstance(value, dict) and "id" in value and "method" in value:
             self.forwarded += 1
             self._open.add(hkey(value["id"]))
+            self._forwarded_ids.add(hkey(value["id"]))
+        elif self.concerns(value) and value.get("method") == "notifications/cancelled":
+            self._open.discard(hkey(value["params"]["requestId"]))      # no answer is due any more
+            if not self._open:
+                self._answered.set()
         try:
             await self._stdin.send_all(dumps(value) + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -78,6 +108,8 @@ class Fallback:
         except OSError as exc:
             raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
         self._popen = popen
+        if self.on_process is not None:
+            self.on_process("spawn", pid=popen.pid, argv=self.argv)
         self._stdin = trio.lowlevel.FdStream(in_w)
         nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r))
         nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
@@ -110,6 +142,9 @@ class Fallback:
                         continue
                     if isinstance(v, dict) and "method" in v and "id" in v:
                         self._server_ids.add(hkey(v["id"]))
+                        meta = v.get("params", {}).get("_meta") if isinstance(v.get("params"), dict) else None
+                        if isinstance(meta, dict) and "progressToken" in meta:
+                            self._tokens.add(hkey(meta["progressToken"]))
                     elif isinstance(v, dict) and "id" in v:
                         self._open.discard(hkey(v["id"]))
                         if not self._open:
@@ -128,21 +163,26 @@ class Fallback:
                     return
                 if not chunk:
                     return
+                if self.on_stderr is not None:
+                    self.on_stderr(bytes(chunk))
                 try:
                     os.write(2, chunk)
                 except OSError:
                     pass
 
     async def _wait(self, popen: subprocess.Popen[bytes]) -> None:
-        await wait_exit(popen)
+        status = await wait_exit(popen)
+        if self.on_process is not None:
+            self.on_process("exit", code=status if status >= 0 else None, signal=-status if status < 0 else None)
         self._exited.set()
 
-    async def aclose(self, grace: float = 2.0) -> None:
-        """Wait (up to ``timeout`` s) for the answers to what was forwarded, close
-        the server's stdin; SIGTERM, then SIGKILL its group after ``grace`` s each."""
+    async def aclose(self, grace: float = 2.0, wait: bool = True) -> None:
+        """Wait (up to ``timeout`` s; not when ``wait`` is False: mcptap is being stopped)
+        for the answers to what was forwarded, close the server's stdin; SIGTERM, then
+        SIGKILL its group after ``grace`` s each."""
         if self._popen is None:
             return
-        if self._open:
+        if self._open and wait:
             self._answered = trio.Event()
             with trio.move_on_after(self.timeout):
                 await self._answered.wait()

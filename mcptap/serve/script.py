@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
-from mcptap.reannotate import annotated
+from mcptap.reannotate_views import annotated
 
 
 @dataclass(slots=True)

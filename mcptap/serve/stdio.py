@@ -10,7 +10,16 @@ answer is never recorded before its request); the mock's own findings
 (``serve.no_recorded_answer``) ride on the error responses.
 
 With ``fallback`` (``--extend -- CMD``), requests the capture has no answer
-for go to the real server instead (serve/fallback.py), and its answers to the client.
+for go to the real server instead (serve/fallback.py), and its answers to the client;
+so do the client's notifications about them (a cancel). The handshake
+(``initialize``, ``server/discover``) is never forwarded: the capture's era is the
+session's, and a handshake of the other era gets the mock's own error (-32601), on
+which an SDK client in auto mode falls back to the capture's. The real server's
+stderr and process start and exit go into the Recorder as a tap records them.
+
+SIGTERM (a host stopping its server; the SDK's stdio client sends it 2 s after
+closing stdin) ends the session as stdin EOF does, without waiting for answers
+still due: ``ServeResult.signal`` says so, and the caller finishes the capture.
 
 JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
 out as one array (when the last of them is due), a member that is not a
@@ -27,12 +36,14 @@ their time are given (for up to a minute), then the mock ends.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
+from mcptap.compare.match import HANDSHAKE_METHODS
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
@@ -57,6 +68,7 @@ class ServeResult:
     received: int = 0
     sent: int = 0
     forwarded: int = 0                 # --extend: requests the real server answered
+    signal: int = 0                    # the signal that ended the session (SIGTERM), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
 
 
@@ -76,7 +88,10 @@ class StdioServer:
         self._written = trio.Event()
         self._delayed = 0                       # tasks still holding answers for their recorded time
         self._order = InOrder()
-        self.fallback = Fallback(fallback, self._raw_to_client) if fallback else None
+        self.fallback = Fallback(fallback, self._raw_to_client, on_stderr=self._server_stderr,
+                                 on_process=self._server_process) if fallback else None
+        self._reading = trio.CancelScope()     # reading stdin: ended by SIGTERM
+        self._waiting = trio.CancelScope()     # waiting for the real server's last answers: likewise
         self._handshake: list[dict[str, Any]] = []
 
     def _values(self, chunk: bytes) -> list[Any]:
@@ -113,6 +128,28 @@ class StdioServer:
                     return
             self._order.release(o, done)
 
+    def _server_stderr(self, data: bytes) -> None:
+        if self.rec is not None:
+            self.rec.stderr(data)
+
+    def _server_process(self, event: str, **fields: Any) -> None:
+        if self.rec is None:
+            return
+        if event == "exit":
+            self.rec.exit(**fields)
+        else:
+            self.rec.process(event, **fields)
+
+    async def _on_sigterm(self) -> None:
+        try:
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:       # kept open to the end: a second SIGTERM changes nothing
+                    self.result.signal = signal.SIGTERM
+                    self._reading.cancel()
+                    self._waiting.cancel()
+        except RuntimeError:
+            return          # not the main thread (embedded): the host's SIGTERM is its own business
+
     def _raw_to_client(self, line: bytes) -> None:
         try:
             self._send.send_nowait((line, ()))
@@ -134,11 +171,11 @@ class StdioServer:
             return
         if isinstance(value, dict) and value.get("method") in ("initialize", "notifications/initialized"):
             self._handshake.append(value)
-        if fb.owns(value):
+        if fb.owns(value) or fb.concerns(value):
             await self._forward(value, nursery)
             return
         outs = self.core.receive(self.live, value)
-        if len(outs) == 1 and outs[0].finding is not None and isinstance(value, dict):
+        if len(outs) == 1 and outs[0].finding is not None and isinstance(value, dict) and value.get("method") not in HANDSHAKE_METHODS:
             self.live.unanswered.pop()
             if await self._forward(value, nursery):
                 return
@@ -181,6 +218,18 @@ class StdioServer:
                 return
             self.result.sent += 1
 
+    async def _read(self, host_in: trio.abc.ReceiveStream, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                chunk = await host_in.receive_some(CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                chunk = b""
+            for value in self._values(bytes(chunk)):
+                self.result.received += 1
+                await self._receive(value, nursery)
+            if not chunk:
+                return
+
     async def run(self) -> ServeResult:
         """Serve until stdin EOF (or stdout is closed by the host)."""
         host_in = host_stream(self.stdin_fd)
@@ -188,28 +237,27 @@ class StdioServer:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._writer, host_out)
+                nursery.start_soon(self._on_sigterm)
                 self._queue(self.core.opening(self.live), nursery)
-                while True:
-                    try:
-                        chunk = await host_in.receive_some(CHUNK)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                        chunk = b""
-                    for value in self._values(bytes(chunk)):
-                        self.result.received += 1
-                        await self._receive(value, nursery)
-                    if not chunk:
-                        break
+                with self._reading:
+                    await self._read(host_in, nursery)
+                stopping = bool(self.result.signal)
                 if self.fallback is not None:
-                    # the real server's answers to what was forwarded last
-                    await self.fallback.aclose()
+                    # the real server's answers to what was forwarded last (not when stopped:
+                    # the host kills us soon, and what was answered is to be kept)
+                    with self._waiting:
+                        await self.fallback.aclose(wait=not stopping)
+                    if self.result.signal:
+                        stopping = True
+                        await self.fallback.aclose(grace=0.5, wait=False)
                     self.result.forwarded = self.fallback.forwarded
                 # answers waiting for their recorded time are still given (the client may
                 # have closed stdin right after its requests); then the writer drains
-                with trio.move_on_after(DELAYED_AT_EOF):
+                with trio.move_on_after(0 if stopping else DELAYED_AT_EOF):
                     while self._delayed:
                         await trio.sleep(0.005)
                 self._send.close()
-                with trio.move_on_after(5):
+                with trio.move_on_after(0.5 if stopping else 5):
                     await self._written.wait()
                 nursery.cancel_scope.cancel()
         finally:

@@ -119,7 +119,7 @@ def check_config(cfg: HttpTapConfig) -> r.Upstream:
     try:
         up = r.Upstream.parse(cfg.upstream)
     except ValueError as exc:
-        raise McptapError(str(exc)) from None
+        raise McptapError(str(exc)) from None      # the URL it quotes has its secrets hidden
     check_listen(cfg.listen_host, cfg.listen_port, cfg.allow_remote)
     if cfg.cacert is not None:
         try:

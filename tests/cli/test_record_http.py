@@ -106,3 +106,32 @@ def test_a_tap_that_cannot_listen_keeps_the_older_captures_and_leaves_none(tmp_p
                            capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "cannot listen" in p.stderr and "removed" not in p.stderr, p.stderr
     assert sorted(f.name for f in tmp_path.iterdir()) == [old.name]
+
+
+async def test_a_token_in_the_upstream_path_is_never_printed(tmp_path):
+    """The listen URL repeats the upstream's path: a token there (``/mcp/sk-live-…``) is hidden
+    on stderr as in the capture (hosts keep a server's stderr in their logs); clients use the
+    path they gave (``pytest_plugin.tap_url``), and so does a usage error's message."""
+    from mcptap.pytest_plugin import tap_url
+    from mcptap.redact import placeholder
+
+    token = "sk-live-" + "A1b2C3d4E5f6G7h8I9j0K1"
+    cap = tmp_path / "c.jsonl"
+    async with upstream_server(fake_mcp) as port:
+        upstream = f"http://127.0.0.1:{port}/mcp/{token}"
+        proc = subprocess.Popen(CMD + ["--upstream", upstream, "-o", str(cap)], stderr=subprocess.PIPE, text=True)
+        try:
+            line = await trio.to_thread.run_sync(proc.stderr.readline)
+            assert line.startswith("mcptap: listening on http://127.0.0.1:") and token not in line, line
+            assert f"/mcp/{placeholder(token)} -> http://127.0.0.1:{port}/mcp/{placeholder(token)}" in line, line
+            st, body = await post(tap_url(line.split()[3], upstream), {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+            assert st == 200 and json.loads(body)["id"] == 7
+        finally:
+            proc.send_signal(signal.SIGINT)
+            rc = await trio.to_thread.run_sync(proc.wait, 10)
+            rest = proc.stderr.read()
+    assert rc == 0 and token not in rest and token not in cap.read_text()
+    for argv in (CMD + ["--upstream", f"ftp://127.0.0.1/mcp/{token}"], CMD + ["--upstream", f"http://[::1/mcp/{token}"],
+                 [sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--url", f"ftp://h/mcp/{token}"]):
+        bad = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "URL" in bad.stderr and token not in bad.stderr and placeholder(token) in bad.stderr, bad.stderr

@@ -7,6 +7,7 @@ message, paired, with no error findings, and digests of what crossed the tap.
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -120,6 +121,9 @@ async def test_legacy_http_sse_through_the_tap(tmp_path: Path) -> None:
     assert len(ends) == 1
     key = msgs[0]["session"]
     assert key and {r.get("session") for r in msgs} == {key}
+    # the SDK's session id authorises the POSTs: a credential, its placeholder everywhere (docs/redaction.md)
+    assert key.startswith("«redacted:hmac:") and f"session_id={key}" in ends[0]["endpoint"]["data"]
+    assert not re.search(r"session_id=[0-9a-f]{32}", cap.read_text())
     # POST acknowledgements of the legacy transport are not Streamable HTTP acks
     assert not [f for r in http for f in r.get("findings", ()) if f["code"].startswith("http.ack")]
 

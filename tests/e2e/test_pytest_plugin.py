@@ -195,3 +195,55 @@ def test_new_episodes_fails_when_something_new_is_asked_and_nothing_can_record_i
     outcomes = result.parseoutcomes()
     assert outcomes.get("error", 0) + outcomes.get("failed", 0) >= 1, result.stdout.str()
     result.stdout.fnmatch_lines([f"*mcptap_mock: capture {cap} has no answer for tools/call (record mode new_episodes), {why}*"])
+
+
+EARLY_HTTP_TEST = '''
+import os
+from mcp import Client
+
+async def test_http(mcptap_mock):
+    url = mcptap_mock({capture!r}, transport="http", server={server!r})
+    assert os.environ.get("MCPTAP_TEST_GO"), "failed before any request"
+    async with Client(url, mode="legacy") as client:
+        result = await client.call_tool("add", {{"a": 2, "b": 40}})
+    assert result.content[0].text == "42"
+'''
+
+
+async def test_a_recording_that_failed_before_any_traffic_is_not_kept(pytester: pytest.Pytester, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP record mode: a test failing before any request left a capture of a header and an
+    end record, and every later ``once`` run failed "no recorded server messages to serve"
+    until it was deleted by hand. Now it is removed at teardown, and the next run records."""
+    import trio
+
+    from peers import free_port, listening
+
+    _setup(pytester)
+    cap = tmp_path / "early.jsonl"
+    port = free_port()
+    monkeypatch.delenv("MCPTAP_TEST_GO", raising=False)
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http"], port):
+        pytester.makepyfile(test_http=EARLY_HTTP_TEST.format(capture=str(cap), server=f"http://127.0.0.1:{port}/mcp"))
+        result = await trio.to_thread.run_sync(pytester.runpytest_subprocess, "-p", "no:cacheprovider")
+        result.assert_outcomes(failed=1)
+        assert not cap.exists()
+        monkeypatch.setenv("MCPTAP_TEST_GO", "1")
+        result = await trio.to_thread.run_sync(pytester.runpytest_subprocess, "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+    assert b'"tools/call"' in cap.read_bytes()
+
+
+def test_a_capture_without_server_messages_counts_as_missing(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """One left by an earlier version (or a stdio recording whose client quit at once):
+    ``once`` records it again rather than fail to serve it; ``none`` says what is wrong with it."""
+    from scripted import record
+
+    _setup(pytester)
+    cap = record(tmp_path / "silent.jsonl", [])
+    pytester.makepyfile(test_none=TEST_FILE.format(server=[sys.executable, str(SERVER)], capture=str(cap)))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mcptap-record-mode", "none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*mcptap_mock: capture {cap} holds no server messages*(record mode none)*"])
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert b'"tools/call"' in cap.read_bytes()

@@ -119,8 +119,11 @@ def test_a_json_response_body_cut_by_a_gap_is_no_message_and_its_request_no_faul
     assert _codes(recs) <= {"capture.gap"}
     assert not [x for x in recs if x["type"] == "message" and x["dir"] == "s2c"]
     end = next(x for x in recs if x.get("event") == "end")
-    assert end["gap"] is True and read_capture(str(t.path)).end["pending"] == []      # type: ignore[index]
-    assert _checked(t.path) == {"capture.gap"}
+    cap_end = read_capture(str(t.path)).end
+    assert end["gap"] is True and cap_end["pending"] == []      # type: ignore[index]
+    # its answer may be in the hole: said once, at the end (info), live and re-judged alike
+    assert [f["code"] for f in cap_end["unanswered"]] == ["capture.answers_in_gap"]      # type: ignore[index]
+    assert _checked(t.path) == {"capture.gap", "capture.answers_in_gap"}
 
 
 def test_a_request_body_cut_by_a_gap_is_kept_but_not_judged(tmp_path: Path) -> None:
@@ -185,3 +188,49 @@ def test_batches_skipped_at_the_end_are_gaps_with_their_bytes_each_way_and_cut_t
     assert _codes(c.records) <= {"capture.gap"}, _codes(c.records)
     assert next(x for x in c.records if x.get("event") == "end")["gap"] is True
     assert _checked(tmp_path / "c.jsonl") == {"capture.gap"}
+
+
+def test_an_event_too_large_to_hold_cut_by_a_gap_is_recorded_with_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event under way when the hole came was beyond what the tap holds
+    (its bytes only counted): it was not recorded at all (its size and the
+    server's sse.event_too_large were lost with it); now it is an sse record
+    cut by the gap, with its bytes, what was not kept, and that finding."""
+    from mcptap.protocol.sse import SSEParser
+
+    monkeypatch.setattr(SSEParser.__init__, "__defaults__", (None, 4096))      # max_block: 4 KiB
+    t = SansIoTap(tmp_path / "c.jsonl")
+    t.client(post(b"/mcp", CALL))
+    t.upstream(SSE_HEAD + _chunk(EVENTS[0]) + _chunk(b"data: " + b"x" * 10_000))
+    _drop(t, t.relay.upstream_data(t.cid, t.gen, _chunk(b"x" * 500)), {1})
+    t.upstream(_chunk(b"x" * 100 + b"\n\n" + EVENTS[1]) + b"0\r\n\r\n")
+    recs = t.records()
+    cuts = [x for x in recs if x.get("event") == "sse" and x["sse"].get("cut") == "gap"]
+    first = cuts[0]
+    assert first["sse"]["offset"] == len(EVENTS[0]) and first["sse"]["bytes"] == 10_006 and first["sse"]["dropped"] > 4000
+    assert [f["code"] for f in first["findings"]] == ["sse.event_too_large"]
+    assert all(not x.get("findings") for x in cuts[1:])
+    assert [x["json"]["params"]["data"] for x in recs if x["type"] == "message" and x["dir"] == "s2c"] == ["0", "1"]
+    assert _codes(recs) == {"sse.event_too_large"}
+
+
+def test_the_har_of_an_exchange_cut_by_a_gap_says_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mcptap.cli.main import mcptap
+
+    t = SansIoTap(tmp_path / "c.jsonl")
+    t.client(post(b"/mcp", CALL))
+    t.upstream(SSE_HEAD + _chunk(BODY[:150]))
+    _drop(t, t.relay.upstream_data(t.cid, t.gen, _chunk(BODY[150:900])), {1})    # the answer (the last event) is in the hole
+    t.upstream(_chunk(BODY[900:]) + b"0\r\n\r\n")
+    t.client(post(b"/mcp", b'{"jsonrpc":"2.0","id":2,"method":"ping"}'))
+    t.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 36\r\n\r\n" + b'{"jsonrpc":"2.0","id":2,"result":{}}')
+    t.records()
+    har = tmp_path / "c.har"
+    out = CliRunner().invoke(mcptap, ["export", str(t.path), "-f", "har", "-o", str(har)])
+    assert out.exit_code == 0, out.output
+    cut, whole = orjson.loads(har.read_bytes())["log"]["entries"]
+    for where in (cut["comment"], cut["response"]["content"]["comment"]):
+        assert "recording gap" in where and "incomplete" in where
+    assert [f["code"] for f in cut["_mcp"]["findings"]] == ["capture.gap"]
+    assert "comment" not in whole and "comment" not in whole["response"]["content"] and "findings" not in whole["_mcp"]

@@ -164,3 +164,29 @@ def test_requests_the_tap_refused_are_not_replayed() -> None:
     plan = plan_from_path(str(Path(__file__).resolve().parents[1] / "data" / "http-host-rejected.jsonl"))
     assert [(s.method, s.skip) for s in plan.steps] == [
         ("initialize", "the tap refused it (host_rejected): it never reached the server"), ("initialize", None)]
+
+
+def test_the_revision_is_the_negotiated_one_not_a_probes(tmp_path: Path) -> None:
+    """An SDK client in auto mode probes with server/discover (2026-07-28 in its _meta), gets
+    -32601 from a handshake-era server and negotiates 2025-11-25 by initialize: replay's banner,
+    its JSON ``revision`` and the surface compared came from the probe (2026-07-28)."""
+    from mcptap.cli.replay import surface_of
+    from scripted import META as PROBE_META
+    from scripted import c2s, err, handshake, record, req, res, s2c
+
+    probe = [c2s(req(0, "server/discover", {"_meta": PROBE_META})), s2c(err(0, -32601, "Method not found"))]
+    path = record(tmp_path / "probe.jsonl", probe + handshake("2025-11-25") + [c2s(req(2, "ping")), s2c(res(2))])
+    plan = plan_from_path(str(path))
+    assert (plan.era, plan.revision) == ("legacy", "2025-11-25")
+    assert surface_of(plan, None).revision == "2025-11-25"
+    # a probe nothing answered keeps the revision it offered; a 2026 session keeps its own
+    only = record(tmp_path / "only.jsonl", [c2s(req(0, "server/discover", {"_meta": PROBE_META}))])
+    assert plan_from_path(str(only)).revision == "2026-07-28"
+    modern = tmp_path / "modern.jsonl"
+    tape = Tape(str(modern))
+    tape.send(C2S, {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}})
+    tape.send(S2C, {"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {}}})
+    tape.send(C2S, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": META}})
+    tape.send(S2C, {"jsonrpc": "2.0", "id": 2, "result": {"tools": TOOLS, "resultType": "complete"}})
+    tape.close()
+    assert plan_from_path(str(modern)).revision == "2026-07-28"

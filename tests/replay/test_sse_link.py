@@ -19,6 +19,7 @@ from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
+from mcptap.redact import placeholder
 from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path
 from mcptap.replay.runner import Replayer
@@ -123,11 +124,12 @@ async def test_a_session_goes_over_the_stream_and_its_endpoint(tmp_path: Path) -
     assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
     records = cap["records"]
     (endpoint,) = [r for r in records if r.get("type") == "http" and "endpoint" in r]
-    assert endpoint["session"] == "s1"
+    sid = placeholder("s1")             # a legacy session id is a credential, recorded as the tap records it
+    assert endpoint["session"] == sid
     msgs = [r for r in records if r.get("type") == "message"]
     assert [(m["dir"], m.get("method"), m["session"], m["transport"]["stream"]) for m in msgs] == [
-        ("c2s", "initialize", "s1", "post"), ("s2c", None, "s1", "get"), ("c2s", "notifications/initialized", "s1", "post"),
-        ("c2s", "tools/list", "s1", "post"), ("s2c", None, "s1", "get")]
+        ("c2s", "initialize", sid, "post"), ("s2c", None, sid, "get"), ("c2s", "notifications/initialized", sid, "post"),
+        ("c2s", "tools/list", sid, "post"), ("s2c", None, sid, "get")]
     ends = [r for r in records if r.get("type") == "http" and r.get("event") == "end"]
     assert [r["how"] for r in ends] == ["complete"] * 3 + ["client_closed"]      # three POSTs, then replay closed the stream
 
@@ -186,10 +188,11 @@ async def test_a_session_over_https_keeps_its_key(tmp_path: Path, mode: str) -> 
     assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
     records = cap["records"]
     (endpoint,) = [r for r in records if r.get("type") == "http" and "endpoint" in r]
-    assert endpoint["session"] == "s1" and endpoint["endpoint"]["resolved"].startswith("https://127.0.0.1:")
+    sid = placeholder("s1")             # a legacy session id is a credential, recorded as the tap records it
+    assert endpoint["session"] == sid and endpoint["endpoint"]["resolved"].startswith("https://127.0.0.1:")
     assert [f["code"] for f in endpoint["findings"]] == ["sse.endpoint_event"]
     msgs = [r for r in records if r.get("type") == "message"]
-    assert [m["session"] for m in msgs] == ["s1"] * 5
+    assert [m["session"] for m in msgs] == [sid] * 5
 
 
 async def test_each_stream_message_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,7 +116,13 @@ def test_strict_needs_exact_params_and_does_not_repeat(cap: Path) -> None:
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": _call("add", {"a": 1, "b": 2}, token="x")}
     assert "result" in core.receive(live, call)[0].value            # progressToken ignored
     assert "result" in core.receive(live, call)[0].value
-    assert core.receive(live, call)[0].value["error"]["code"] == -32602
+    again = core.receive(live, call)[0]
+    assert again.value["error"]["code"] == -32602
+    # the capture has answers to this very request, given already: it says so, not "no answer"
+    assert "used up" in again.value["error"]["message"] and "no answer" not in again.value["error"]["message"]
+    assert live.unanswered[-1].endswith("are used up (--strict)")
+    other = core.receive(live, {**call, "params": _call("add", {"a": 1, "b": 3})})[0]
+    assert "no answer to tools/call with these params" in other.value["error"]["message"]
 
 
 def test_strict_still_ignores_the_paths_the_user_said_to_ignore(cap: Path) -> None:
@@ -138,9 +144,9 @@ def test_strict_still_ignores_the_paths_the_user_said_to_ignore(cap: Path) -> No
 def test_the_strict_view_masks_only_the_ignored_paths() -> None:
     m = Masker(["params.x[*].y", "other/method:params.z"])
     v = {"x": [{"y": 1, "k": "2026-01-01T00:00:00Z"}, {"y": 2}], "z": 3, "_meta": {"progressToken": 1}}
-    assert m.ignored(v, "tools/call") == {"x": [{"y": "<masked>", "k": "2026-01-01T00:00:00Z"}, {"y": "<masked>"}], "z": 3,
-                                          "_meta": {"progressToken": 1}}
-    assert m.ignored({"z": 3}, "tools/call") == {"z": 3} and m.ignored({"z": 3}, "other/method") == {"z": "<masked>"}
+    # an ignored key is removed (present on one side only must not tell two requests apart)
+    assert m.ignored(v, "tools/call") == {"x": [{"k": "2026-01-01T00:00:00Z"}, {}], "z": 3, "_meta": {"progressToken": 1}}
+    assert m.ignored({"z": 3}, "tools/call") == {"z": 3} and m.ignored({"z": 3}, "other/method") == {}
     assert Masker().ignored(v, "tools/call") is v
     # a path naming the member itself masks all of it (as replay and diff do)
     assert Masker(["tools/call:params"]).ignored(v, "tools/call") == "<masked>" and Masker(["tools/call:params"]).ignored(v, "x") is v
@@ -295,3 +301,21 @@ def test_chained_server_requests_and_what_comes_between_them_ride_the_requests_s
     assert seen == [("notifications/progress", "c"), ("elicitation/create", "c"),
                     ("notifications/progress", "c"), ("notifications/message", "c"), ("sampling/createMessage", "c"),
                     ("roots/list", "c"), ("response", "c"), ("notifications/tools/list_changed", None)]
+
+
+def test_a_client_on_another_protocol_revision_is_told_once(cap: Path) -> None:
+    """The capture was recorded in 2025-06-18; a client offering 2025-11-25 got those answers
+    without a word. One line now says so (and none when the revisions agree)."""
+    said: list[str] = []
+    core = _core(cap, say=said.append)
+    live = core.open()
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    core.receive(live, init)
+    core.receive(core.open(), {**init, "id": 2})
+    assert said == ["the capture's protocol revision is 2025-06-18, the client's is 2025-11-25: "
+                    "it gets the answers recorded in 2025-06-18"]
+    same: list[str] = []
+    core = _core(cap, say=same.append)
+    _init(core, core.open())
+    assert same == []

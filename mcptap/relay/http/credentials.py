@@ -7,7 +7,7 @@ so two captures of the same token still compare equal; the auth scheme, cookie
 names and ``Set-Cookie`` attributes stay visible. Request targets get
 ``redact.scrub_url`` (user info, secret-like query parameters). URLs a response
 names (``Location``, ``Content-Location``, ``Refresh``, ``Link``: an authorization
-redirect's ``?code=``, ``http://user:password@host/``) get ``scrub_location``,
+redirect's ``?code=``, ``http://user:password@host/``) and a request's ``Referer`` get ``scrub_location``,
 in every exchange, OAuth or not; OAuth query strings and form bodies get
 ``scrub_query`` (the parameters of ``SECRET_PARAMS``).
 
@@ -19,10 +19,10 @@ field). Nothing here raises.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
 
 from mcptap.redact import is_secret_name, placeholder, scrub_url
 from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_header
+from mcptap.redact.urlview import form_decode
 
 __all__ = ["SECRET_HEADERS", "SECRET_PARAMS", "headers_json", "is_secret_param", "record_target", "redact_header",
            "scrub_location", "scrub_query", "scrub_url_params"]
@@ -35,8 +35,9 @@ SECRET_PARAMS = frozenset({
 })
 #: metadata members named like secrets that hold URLs, methods or flags, never credentials
 _NOT_SECRET_SUFFIXES = ("_endpoint", "_method", "_methods", "_supported", "_uri", "_uris", "_at", "_type", "_types", "_in")
-#: response fields whose value is (or, for Refresh and Link, holds) a URL
-URL_HEADERS = frozenset({b"location", b"content-location", b"refresh", b"link"})
+#: fields whose value is (or, for Refresh and Link, holds) a URL: a response's, and a request's
+#: ``Referer`` (a browser client's page: a legacy endpoint's ``?session_id=``, an OAuth callback's ``?code=``)
+URL_HEADERS = frozenset({b"location", b"content-location", b"refresh", b"link", b"referer"})
 #: user info of an absolute or scheme-relative URL (``http://user:pass@``, ``//user:pass@``)
 _USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)([^/?#@]*)@")
 _PLACEHOLDER = re.compile(r"«redacted:[^»]*»")
@@ -89,24 +90,23 @@ def scrub_query(query: str) -> str:
     out = []
     for seg in query.split("&"):
         k, eq, v = seg.partition("=")
-        if eq and v and is_secret_param(unquote_plus(k)) and not _PLACEHOLDER.fullmatch(v):
-            seg = k + "=" + placeholder(unquote_plus(v))
+        if eq and v and is_secret_param(form_decode(k)) and not _PLACEHOLDER.fullmatch(v):
+            seg = k + "=" + placeholder(form_decode(v))
         out.append(seg)
     return "&".join(out)
 
 
 def scrub_url_params(url: str) -> str:
     """A URL (absolute, scheme-relative, origin-form or relative) with its user
-    info and credential query values as placeholders. Never parses the URL as a
+    info, credential query values and token shapes (``scrub_url``) as placeholders. Never parses the URL as a
     whole, so a malformed one (``http://[::1/x?code=…``) is scrubbed too."""
     m = _USERINFO.match(url)
     if m and m.group(2) and not _PLACEHOLDER.fullmatch(m.group(2)):
         url = m.group(1) + placeholder(m.group(2)) + "@" + url[m.end():]
     head, hashmark, frag = url.partition("#")
     path, q, query = head.partition("?")
-    if not q:
-        return url
-    return scrub_url(path + q + scrub_query(query) + hashmark + frag)
+    # token shapes anywhere (a path segment ``/mcp/sk-live-…``) are scrub_url's
+    return scrub_url(path + q + scrub_query(query) + hashmark + frag if q else url)
 
 
 def scrub_location(name: bytes, value: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mcptap.redact import scrub_command_url, scrub_text
+
 Headers = list[tuple[bytes, bytes]]
 
 # -- target ---------------------------------------------------------------------
@@ -29,16 +31,18 @@ class Upstream:
     @classmethod
     def parse(cls, url: str) -> Upstream:
         """Parse ``http[s]://host[:port][/path]``. Raises ValueError with a
-        one-line reason. User info in the URL is ignored (never forwarded)."""
+        one-line reason (quoting the URL with its secrets hidden: ``scrub_command_url``).
+        User info in the URL is ignored (never forwarded)."""
+        shown = scrub_command_url(url)
         try:
             u = urlsplit(url)
             port = u.port
         except ValueError as exc:
-            raise ValueError(f"invalid upstream URL {url!r}: {exc}") from None
+            raise ValueError(f"invalid upstream URL {shown!r}: {scrub_text(str(exc))}") from None
         if u.scheme not in ("http", "https"):
-            raise ValueError(f"upstream URL must start with http:// or https:// (got {url!r})")
+            raise ValueError(f"upstream URL must start with http:// or https:// (got {shown!r})")
         if not u.hostname:
-            raise ValueError(f"upstream URL has no host: {url!r}")
+            raise ValueError(f"upstream URL has no host: {shown!r}")
         host = u.hostname
         if not host.isascii():
             # the Host header and TLS SNI need the ASCII (IDNA) form of the name

@@ -78,7 +78,7 @@ class HttpObserver(GapObserver):
         self.record_secrets = record_secrets
         self.judge = HttpJudge(rec.annotator, upstream.path if upstream.path not in ("", "/") else None)
         self._ex: dict[int, ObservedExchange] = {}
-        self._sessions = SessionKeys()
+        self._sessions = SessionKeys(record_secrets)
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
         #: OAuth discovery and token exchanges: HTTP records, never JSON-RPC
         self._auth = AuthObserver(rec, self.headers_json, record_secrets)

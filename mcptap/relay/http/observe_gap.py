@@ -60,9 +60,12 @@ class GapObserver(SseObserver):
         p = e.parser
         if p is None or e.undecodable:
             return
-        held = p.buffered
-        if held:
-            self._gap_cut(e, e.sse_base + e.sse_fed - held, held, False)
+        # the event under way ends here, unterminated: what the parser holds of it, or
+        # only its size when it was too large to hold (its finding is the server's: it
+        # sent that many bytes in one event before the hole)
+        for ev in p.receive_data(b""):
+            if not ev.blank:
+                self._gap_cut(e, e.sse_base + ev.start, ev.end - ev.start, False, ev.dropped)
         e.sse_base += e.sse_fed
         e.sse_fed = 0
         e.parser = SSEParser(LAZY_DATA_ABOVE)

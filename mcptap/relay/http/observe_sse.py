@@ -121,14 +121,18 @@ class SseObserver:
         e.resync = False
         self._gap_cut(e, e.sse_base + first.start, first.end - first.start, first.terminated)
 
-    def _gap_cut(self, e: ObservedExchange, offset: int, n: int, terminated: bool) -> None:
+    def _gap_cut(self, e: ObservedExchange, offset: int, n: int, terminated: bool, dropped: int = 0) -> None:
         """An ``sse`` record for ``n`` bytes of a stream cut by a gap: no
-        message, and no finding on the server (the ``gap`` record says what was lost)."""
+        message, and no finding on the server (the ``gap`` record says what was
+        lost) but ``sse.event_too_large`` when the part before the hole was
+        already beyond what the tap holds (``dropped`` bytes not kept)."""
         e.events += 1
         info: dict[str, Any] = {"event": "message", "offset": offset, "bytes": n, "cut": "gap"}
         if not terminated:
             info["terminated"] = False
-        self._sse_record(e, info, [])
+        if dropped:
+            info["dropped"] = dropped
+        self._sse_record(e, info, [too_large(n)] if dropped else [])
 
     def _sse_cut(self, e: ObservedExchange, ev: SSEEvent) -> None:
         """The unfinished event of a stream the client closed (an SDK client

@@ -8,7 +8,12 @@ The session key of an exchange is:
   response head (``assigned``);
 * legacy HTTP+SSE (spec 2024-11-05): the ``session_id``/``sessionId`` query
   parameter of the endpoint URI the server announced on its GET stream, else
-  the endpoint's ``path?query``; POSTs to that exact target belong to it;
+  the endpoint's ``path?query`` (scrubbed); POSTs to that exact target belong to it.
+  That id is the only thing that authorises the POSTs (anyone who has it can
+  speak in the session): a credential, so the key is its keyed placeholder
+  (``redact.placeholder``, the same as in the scrubbed target) unless
+  ``record_secrets``. A Streamable HTTP ``Mcp-Session-Id`` is not (servers MUST
+  NOT use it for authentication: 2025-06-18 security best practices) and stays;
 * None otherwise (stateless traffic: one logical client).
 
 ``SessionKeys`` remembers the legacy endpoints of one tap. Shapes: request
@@ -23,13 +28,18 @@ from urllib.parse import parse_qs
 
 from mcptap.protocol import urls
 from mcptap.protocol.http_fields import Headers, header
-from mcptap.redact import scrub_url
+from mcptap.redact import placeholder, scrub_url
+
+#: query names of a legacy endpoint's session id (the Python SDK's ``session_id``, others' ``sessionId``)
+LEGACY_SESSION_PARAMS = ("session_id", "sessionId")
 
 
 class SessionKeys:
-    """Session keys of one tap's exchanges (see module doc)."""
+    """Session keys of one tap's exchanges (see module doc). ``record_secrets``: legacy
+    session ids as they are, not placeholders."""
 
-    def __init__(self) -> None:
+    def __init__(self, record_secrets: bool = False) -> None:
+        self.record_secrets = record_secrets
         self._legacy: dict[str, str] = {}      # endpoint "path?query" -> session key
 
     def of_request(self, method: str, target: str, headers: Headers) -> tuple[Any, bool]:
@@ -56,9 +66,12 @@ class SessionKeys:
             return None
         key_target = u.path + (f"?{u.query}" if u.query else "")
         q = parse_qs(u.query)
-        ids = q.get("session_id") or q.get("sessionId")
+        ids = next((q[n] for n in LEGACY_SESSION_PARAMS if q.get(n)), None)
         sid = ids[0] if ids else None
-        # without a session id the target is the key: recorded as the session, so no token in clear
-        key = sid or scrub_url(key_target)
+        if self.record_secrets:
+            key = sid or key_target
+        else:
+            # without a session id the target is the key: recorded as the session, so no token in clear
+            key = placeholder(sid) if sid else scrub_url(key_target)
         self._legacy[key_target] = key
         return key

@@ -1,0 +1,91 @@
+"""A request whose answer may be in a recording gap is not blamed on the peer
+(mcptap/protocol/gap_pending.py): the live recorder and re-annotation (check,
+check --full) agree. Sans-IO: a Recorder fed scripted bytes and ``lost``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mcptap.capture.reader import read_capture
+from mcptap.check.report import check_capture
+from mcptap.model import Direction
+from mcptap.reannotate import reannotate
+from mcptap.recorder import Recorder
+from scripted import c2s, handshake, note, record, req, res, s2c
+
+LOG = note("notifications/message", {"level": "info", "data": "x"})
+BLAME = {"lifecycle.eof_with_pending_requests", "jsonrpc.unanswered_request"}
+
+
+def _codes(recs: list[dict[str, Any]]) -> list[str]:
+    return [f["code"] for r in recs for f in r.get("findings") or r.get("unanswered") or ()]
+
+
+def _live(steps: list[tuple[str, Any]], path: Path) -> list[dict[str, Any]]:
+    record(path, steps)
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def _exit(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(f for r in recs if r.get("event") == "exit" for f in r["findings"] if f["code"] == "process.exit")
+
+
+def test_a_request_open_across_a_gap_in_its_answers_direction_is_not_unanswered(tmp_path: Path) -> None:
+    steps = handshake() + [c2s(req(2, "tools/list")), ("lost", ("s2c", 5000)), s2c(LOG), ("eof", "c2s"), ("eof", "s2c"), ("exit", 0)]
+    recs = _live(steps, tmp_path / "a.jsonl")
+    codes = _codes(recs)
+    assert not BLAME & set(codes), codes
+    assert codes.count("capture.answers_in_gap") == 1
+    end = recs[-1]
+    assert end["pending"] == []
+    gapf = next(f for f in end["unanswered"] if f["code"] == "capture.answers_in_gap")
+    assert gapf["severity"] == "info" and [p["seq"] for p in gapf["data"]["pending"]] == [4]
+    assert _exit(recs)["data"]["pending"] == 0 and "pending" not in _exit(recs)["message"]
+    # re-annotation with today's rules (check, check --full) says the same
+    for reuse in (True, False):
+        rep = check_capture(str(tmp_path / "a.jsonl"), reuse=reuse)
+        assert not BLAME & set(rep.groups), (reuse, sorted(rep.groups))
+        assert rep.groups["capture.answers_in_gap"].severity == "info"
+    cap = read_capture(str(tmp_path / "a.jsonl"))
+    again = list(reannotate(cap.header, cap.records + [cap.end], reuse=False))
+    assert _codes(again) == codes
+
+
+def test_a_gap_does_not_excuse_what_it_could_not_hide(tmp_path: Path) -> None:
+    # the request came after the gap, or the gap was in the request's own direction: still unanswered
+    after = _codes(_live(handshake() + [("lost", ("s2c", 5000)), s2c(LOG), c2s(req(2, "tools/list")), ("eof", "s2c")], tmp_path / "b.jsonl"))
+    assert "lifecycle.eof_with_pending_requests" in after and "capture.answers_in_gap" not in after
+    same_way = _codes(_live(handshake() + [c2s(req(2, "tools/list")), ("lost", ("c2s", 5000)), c2s(LOG), ("eof", "s2c")], tmp_path / "c.jsonl"))
+    assert "lifecycle.eof_with_pending_requests" in same_way and "capture.answers_in_gap" not in same_way
+    # a server request open while the client's direction lost bytes is the client's possible answer
+    srv = _codes(_live(handshake() + [s2c(req(7, "ping")), ("lost", ("c2s", 100)), c2s(LOG), ("eof", "c2s")], tmp_path / "d.jsonl"))
+    assert "jsonrpc.unanswered_request" not in srv and "capture.answers_in_gap" in srv
+
+
+def test_an_answer_after_the_gap_still_pairs(tmp_path: Path) -> None:
+    recs = _live(handshake() + [c2s(req(2, "tools/list")), ("lost", ("s2c", 5000)), s2c(LOG), s2c(res(2, {"tools": []})), ("eof", "s2c")],
+                 tmp_path / "e.jsonl")
+    codes = _codes(recs)
+    assert "capture.answers_in_gap" not in codes and "jsonrpc.unmatched_response" not in codes
+    assert next(r for r in recs if r.get("id") == 2 and r.get("dir") == "s2c")["pair"] == 4
+
+
+def test_the_sans_io_recorder_without_a_writer() -> None:
+    now = {"t": 0}
+
+    def clock() -> int:
+        now["t"] += 1
+        return now["t"]
+
+    rec = Recorder(None, clock=clock, started="2026-01-01T00:00:00Z")
+    for d, data in handshake() + [c2s(req(2, "tools/list"))]:
+        rec.stdio_bytes(Direction(d), data)
+    rec.lost(Direction.S2C, 10, "the spill file was full")
+    assert rec.stdio_eof(Direction.S2C) == []
+    assert rec.annotator.pending() == []
+    end = rec.close()
+    assert [f["code"] for f in end["unanswered"]] == ["capture.answers_in_gap"]
+    assert end["severities"].get("error", 0) == 0
