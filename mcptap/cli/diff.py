@@ -9,8 +9,14 @@ A or B may be ``-`` (standard input, plain or gzip): it is copied to a
 temporary file first, because the exchanges that differ are read twice; the
 copy never outlives the command, even stopped by a signal (see _spooled).
 
+One capture scrubbed (``mcptap scrub``, ``record --redact``, a replay of a
+scrubbed capture) and the other in clear: the one in clear is scrubbed as it is
+read, with the scrubbed one's rules and the user's redaction key (the key file
+or MCPTAP_REDACT_KEY), so placeholders compare with placeholders and no secret
+is printed; when that key is not the one that scrubbed it, diff refuses (exit 2).
+
 Exit status: 0 no differences, 1 differences, 2 error (unreadable capture,
-bad option).
+bad option, a scrubbed capture against one in clear without its key).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import CaptureReadError, McptapError
+from mcptap.redact.keyfile import existing_keyer
 
 
 @contextmanager
@@ -107,7 +114,8 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
     try:
         with progress("diff", (a, b)):
             with _spooled(a, b) as sources:
-                report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold, sources=sources)
+                # a scrubbed capture against one in clear: the clear one is scrubbed with the same key as it is read
+                report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold, sources=sources, keyer=existing_keyer)
     except (McptapError, ValueError) as exc:
         say(str(exc))
         ctx.exit(2)

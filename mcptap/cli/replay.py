@@ -2,7 +2,9 @@
 
 Play the client side of CAPTURE against a (new build of a) server and report,
 exchange by exchange, what changed (see mcptap/replay/*). The new session is
-recorded as a normal capture (``-o``, default: the capture directory).
+recorded as a normal capture (``-o``, default: the capture directory); that of
+a scrubbed CAPTURE is scrubbed with its rules and the user's key, or replay
+refuses (exit 2) unless ``--unscrubbed-output``.
 
 Exit status: 0 every replayed exchange matches (skipped ones aside), 1
 something changed (a result, an error, a missing or new exchange, an
@@ -183,23 +185,39 @@ def _status(replayer: Replayer) -> str:
     return f"{len(live)} of {total} requests sent, {answered} answered"
 
 
-def _live_redaction(plan: Plan) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None]:
-    """A scrubbed capture, made with this user's key: functions that redact the live server's
-    request params and live messages as the capture's were (redact/live.py), so they match
-    the recorded placeholders; (None, None) otherwise (with another key: said once).
-    Raises RedactionError when the user's key is there but unusable (keyfile.existing_keyer)."""
+def _live_redaction(plan: Plan, unscrubbed: bool) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None,
+                                                       Callable[[dict[str, Any]], dict[str, Any]] | None]:
+    """A scrubbed capture: functions that redact the live server's request params and live
+    messages as the capture's were (redact/live.py), so they match the recorded placeholders,
+    and the new capture's record transform: scrubbed with the same rules and key, so it holds
+    no live secret either (and ``diff`` of the two compares placeholders); (None, None, None)
+    for a capture in clear. Raises McptapError when the capture's passes cannot be redone
+    (no key, another key: the new capture would hold the live secrets in clear) unless
+    ``unscrubbed`` (``--unscrubbed-output``: then said once), and RedactionError when the
+    user's key is there but unusable (keyfile.existing_keyer)."""
     if not plan.header.get("scrubbed"):
-        return None, None
+        return None, None, None
     from mcptap.redact.keyfile import existing_keyer
     from mcptap.redact.live import live_redactors, message_redaction, params_redaction
+    from mcptap.redact.scrub import Scrubber
 
     keyer = existing_keyer()
     redactors, why = live_redactors(plan.header, keyer)
     if redactors is None:
-        if why is not None:
-            _say(why)
-        return None, None
-    return params_redaction(redactors), message_redaction(redactors)
+        why = why or "the capture's scrub passes cannot be redone"
+        if not unscrubbed:
+            raise McptapError(f"{why}; the new capture would hold the live server's secrets in clear, so replay stops "
+                              "(--unscrubbed-output: write it unscrubbed all the same)")
+        _say(why)
+        return None, None, None
+    passes = [Scrubber(r) for r in redactors]
+
+    def scrub(rec: dict[str, Any]) -> dict[str, Any]:
+        for p in passes:                # each pass in order: the new header lists them as the capture's does
+            rec = p.transform(rec)
+        return rec
+
+    return params_redaction(redactors), message_redaction(redactors), scrub
 
 
 def _url_name(url: str) -> str:
@@ -241,13 +259,16 @@ def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
 @click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="HTTP: extra request header (repeatable).")
 @click.option("--cacert", type=options.NonEmptyPath(dir_okay=False, exists=True), default=None,
               help="PEM CA bundle for an https --url (default: the system trust store).")
+@click.option("--unscrubbed-output", is_flag=True,
+              help="A scrubbed CAPTURE whose redaction key you do not have: write the new capture all the same, "
+                   "with the live secrets in clear (default: refuse; with the key it is scrubbed as CAPTURE was).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @options.color
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, capture: str, url: str | None, output: str | None, allow_side_effects: bool,
-            ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], cacert: str | None, fmt: str,
-            color: bool | None, cmd: tuple[str, ...]) -> None:
+            ignore: tuple[str, ...], timeout: float, grace: float, headers: tuple[str, ...], cacert: str | None,
+            unscrubbed_output: bool, fmt: str, color: bool | None, cmd: tuple[str, ...]) -> None:
     """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP or legacy HTTP+SSE)."""
     options.refuse_text_only(ctx, fmt, "color")
     if bool(url) == bool(cmd):
@@ -278,8 +299,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         _say(f"{capture}: no client messages to replay")
         ctx.exit(2)
     try:
-        prepare, redact_message = _live_redaction(plan)
-    except McptapError as exc:          # a key there is but cannot be used: before any capture exists
+        prepare, redact_message, scrub = _live_redaction(plan, unscrubbed_output)
+    except McptapError as exc:          # no key, another key, or one that cannot be used: before any capture exists
         _say(str(exc))
         ctx.exit(2)
     try:
@@ -290,6 +311,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     except (McptapError, OSError) as exc:
         _say(f"cannot create the new capture: {exc}")
         ctx.exit(2)
+    writer.transform = scrub            # a scrubbed capture's replay is scrubbed as it was (header.scrubbed the same)
 
     def rec_for(transport: str, target: dict[str, Any]) -> Recorder:
         try:
@@ -328,7 +350,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
     try:
         # protocol errors the live server made that the recorded one did not (a doubled answer…): a regression too
-        fresh = new_errors(recorded_errors, errors_of(path))
+        live_errors = errors_of(path)
+        # a request lost on a kept-alive connection the server closed, sent again by the link: recovered, not a regression
+        lost = "http.request_lost_on_closed_connection"
+        live_errors[lost] = max(0, live_errors[lost] - getattr(link, "retried", 0))
+        fresh = new_errors(recorded_errors, live_errors)
     except McptapError as exc:
         _say(f"cannot read the new capture back for its findings: {exc}")
         ctx.exit(2)

@@ -26,17 +26,20 @@ Exit semantics for the CLI: ``report.different`` -> 1, else 0.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
 from mcptap.compare.paths import PathChange, describe, json_diff, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
+from mcptap.diff.scrubbed import needs_key, scrub_plan
 from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
 from mcptap.diff.surface import Item, compare_surface
+from mcptap.redact.keyed import Keyer
 
 DETAIL_LIMIT = 200          # exchanges re-read for JSON paths / shown as missing or new
 MIN_LATENCY_SHIFT_US = 1000  # shifts smaller than 1 ms are noise, whatever the percentage
@@ -56,17 +59,25 @@ def _pct(values: array[int], p: float) -> int:
 
 
 def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_threshold: float | None = None,
-                  sources: tuple[str | None, str | None] = (None, None)) -> DiffReport:
+                  sources: tuple[str | None, str | None] = (None, None),
+                  keyer: Callable[[], Keyer | None] | None = None) -> DiffReport:
     """Diff two captures (paths; ``-`` is standard input). ``sources``: the
     files to read A and B from when not their paths: stdin must be spooled to
     a file by the caller, since differing exchanges are read a second time.
-    Raises CaptureReadError (unreadable capture) and ValueError (bad ignore path)."""
+    ``keyer``: the user's redaction key (asked only when one capture is
+    scrubbed and the other not: the one in clear is then scrubbed as it is
+    read, ``diff/scrubbed.py``). Raises CaptureReadError (unreadable
+    capture), ScrubMismatch (that scrub cannot be redone: no key, another key;
+    a McptapError) and ValueError (bad ignore path)."""
     masker = Masker(ignore)
-    a = summarize(a_path, masker, sources[0])
-    b = summarize(b_path, masker, sources[1])
+    ha, hb = _header(a_path, sources[0]), _header(b_path, sources[1])
+    scrub_a, scrub_b = scrub_plan(ha, hb, keyer() if keyer is not None and needs_key(ha, hb) else None, (a_path, b_path))
+    a = summarize(a_path, masker, sources[0], scrub_a)
+    b = summarize(b_path, masker, sources[1], scrub_b)
     report = DiffReport(a_path, b_path)
     report.stats = {name: {"messages": s.messages, "exchanges": len(s), "stray_lines": s.stray, "complete": s.complete,
-                           "truncated": s.truncated, "revision": s.surface.revision}
+                           "truncated": s.truncated, "revision": s.surface.revision,
+                           "not_compared": len(s.dropped)}
                     for name, s in (("a", a), ("b", b))}
     report.items.extend(compare_surface(a.surface, b.surface))
     _exchanges(a, b, masker, report)
@@ -77,12 +88,22 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
     return report
 
 
+def _header(path: str, source: str | None) -> dict[str, Any]:
+    stream = CaptureStream(source or path, path)
+    stream.close()
+    return stream.header
+
+
 def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
     counts = dict.fromkeys((MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW), 0)
     detail: list[tuple[int | None, int | None]] = []
     dismissed = 0                           # nominated by the hashes, equal in the full compare
     ga, gb = in_flight(a), in_flight(b)
     pa, pb = canonical_order(a, ga), canonical_order(b, gb)
+    if a.dropped or b.dropped:
+        # no exchange with the server (refused by the tap; answered at HTTP level and sent again): not compared
+        pa = array("q", (x for x in pa if x not in a.dropped))
+        pb = array("q", (x for x in pb if x not in b.dropped))
     # coarse keys (method and tool/prompt/resource name) pair the same call with changed arguments
     coarse_a = [a.labels[a.label[x]] for x in pa]
     coarse_b = [b.labels[b.label[x]] for x in pb]

@@ -8,7 +8,11 @@ params), outcome hash (masked result or error), status (``NO_ANSWER`` /
 of one direction sent before any of them was answered share a group: their
 send order is the client's scheduling, not a difference); plus the server surface
 (``diff_surface.Surface``), finding counts, notification methods and latencies
-per label. Whole messages are not kept.
+per label. Whole messages are not kept. Exchanges that were no exchange with the
+server are marked in ``Side.dropped`` (not compared): a request the tap refused
+itself, and one the HTTP layer answered without a JSON-RPC response (refused
+401/403…, redirected) that the client then sent again with the same id
+(``compare/resent.py``; replay does not send them either).
 
 ``fetch(side, wanted) -> {seq: JSON}`` is the second, selective pass that
 re-reads only the records ``diff`` wants to show (from ``side.source``: the
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +34,8 @@ from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
+from mcptap.compare.resent import TAP_REFUSED, Resends, answered_at_http
+from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.reannotate_views import annotated
 
@@ -78,17 +85,22 @@ class Side:
     stray: int = 0
     truncated: bool = False
     complete: bool = True
+    #: exchange index -> why it is not compared (it never reached the server, or was sent again)
+    dropped: dict[int, str] = field(default_factory=dict)
+    #: a capture in clear diffed against a scrubbed one: its records scrubbed as they are read (diff/scrubbed.py)
+    scrub: Records | None = None
 
     def __len__(self) -> int:
         return len(self.key)
 
 
-def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
+def summarize(path: str, masker: Masker, source: str | None = None, scrub: Records | None = None) -> Side:
     """Stream one capture into a Side. ``source``: the file to read for
-    ``path`` (a spool of stdin), default ``path``. Raises CaptureReadError."""
+    ``path`` (a spool of stdin), default ``path``; ``scrub``: its records
+    scrubbed as they are read (``diff/scrubbed.py``). Raises CaptureReadError."""
     source = source or path
     stream = CaptureStream(source, path)
-    side = Side(path, source, stream.header)
+    side = Side(path, source, stream.header, scrub=scrub)
     pending: dict[Any, int] = {}
     surface_params: dict[int, Any] = {}
     fp = masker.fingerprint
@@ -99,6 +111,32 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
     # the open in-flight group of each direction: requests join it until one of its members is answered
     open_group: dict[str, int] = {}
     a_group = side.group
+    resends = Resends()
+    #: HTTP: exchange -> its c2s requests (exchange indices), until its end record
+    on_exchange: dict[Any, list[int]] = {}
+
+    def answered_here(seq: int) -> int | None:
+        """A c2s request answered at HTTP level (by the tap or the server): no longer pending."""
+        idx = pending.pop(seq, None)
+        if idx is not None and open_group.get("c2s") == a_group[idx]:
+            del open_group["c2s"]               # what the client sent next, it sent knowing the answer
+        return idx
+
+    def http_end(rec: dict[str, Any]) -> None:
+        carried = on_exchange.pop(rec.get("exchange"), None)
+        if rec.get("how") in TAP_REFUSED:
+            for idx in carried or ():
+                answered_here(a_req[idx])
+                side.dropped[idx] = f"the tap refused it ({rec['how']}): it never reached the server"
+        for how, seqs in answered_at_http(rec):
+            for seq in seqs:
+                held = answered_here(seq)
+                if held is not None:
+                    resends.held(held, req_ids.pop(held, None), side.label_methods[a_label[held]], req_sessions.pop(held, None), how)
+
+    req_ids: dict[int, Any] = {}            # HTTP: request id and session of each pending c2s request
+    req_sessions: dict[int, Any] = {}
+    http = stream.header.get("transport") == "http"
 
     def add_request(seq: int, d: str, value: Any, member: int | None) -> None:
         method = value.get("method")
@@ -138,6 +176,9 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
         lid = a_label[idx]
         method = side.label_methods[lid]
         a_resp[idx] = seq
+        if req_ids:
+            req_ids.pop(idx, None)
+            req_sessions.pop(idx, None)
         g = a_group[idx]
         for d, open_g in list(open_group.items()):
             if open_g == g:
@@ -161,9 +202,21 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
             lat.append(t_lat)
         return lid
 
-    for rec in annotated(stream):
+    def _http_request(rec: dict[str, Any], value: dict[str, Any], idx: int) -> None:
+        ex = rec["transport"].get("exchange") if isinstance(rec.get("transport"), dict) else None
+        if ex is not None:
+            on_exchange.setdefault(ex, []).append(idx)
+        rid, session = value.get("id"), rec.get("session")
+        req_ids[idx], req_sessions[idx] = rid, session
+        for first, how in resends.resent(rid, value.get("method"), session):
+            # the client sent it again (re-authorised, followed the redirect): that one is the exchange
+            side.dropped[first] = f"{how}; re-sent as #{rec['seq']}"
+
+    for rec in _records(stream, scrub):
         typ = rec.get("type")
         fs = rec.get("findings")
+        if typ == "http" and rec.get("event") == "end":
+            http_end(rec)
         if typ != "message":
             if typ == "end":
                 fs = rec.get("unanswered")
@@ -183,6 +236,8 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
                 add_request(seq, d, value, None)
                 if d == "c2s" and rec.get("rev"):
                     side.surface.note_revision(rec["rev"])
+                if d == "c2s" and http:
+                    _http_request(rec, value, len(a_key) - 1)
         elif kind == "response" or kind == "error":
             value = _json(rec)
             if isinstance(value, dict) and rec.get("pair") is not None:
@@ -217,6 +272,10 @@ def summarize(path: str, masker: Masker, source: str | None = None) -> Side:
     return side
 
 
+def _records(stream: CaptureStream, scrub: Records | None) -> Iterator[dict[str, Any]]:
+    return annotated(stream) if scrub is None else scrub(annotated(stream))
+
+
 def _hid(v: Any) -> Any:
     return v if isinstance(v, (int, str)) else repr(v)
 
@@ -227,7 +286,7 @@ def fetch(side: Side, wanted: set[int]) -> dict[int, Any]:
     out: dict[int, Any] = {}
     if not wanted:
         return out
-    for rec in annotated(CaptureStream(side.source or side.path, side.path)):
+    for rec in _records(CaptureStream(side.source or side.path, side.path), side.scrub):
         s = rec.get("seq")
         if s in wanted and rec.get("type") == "message":
             out[s] = _json(rec)

@@ -2,8 +2,10 @@
 capture's message records, in order, into the steps of a :class:`Plan`
 (``replay/plan.py``'s ``build_plan`` drives it and says what a step holds):
 ``c2s(rec, value, exact)`` / ``s2c(rec, value, exact)`` for each message,
-``refused`` for the exchanges the tap answered itself, then ``finish()`` once
-the records have ended (the tool policy and what depends on skipped steps).
+``refused`` for the exchanges the tap answered itself, ``http_answered(end)``
+for an HTTP ``end`` record (a request refused or redirected at HTTP level and
+later sent again is not replayed: ``compare/resent.py``), then ``finish()``
+once the records have ended (the tool policy and what depends on skipped steps).
 
 Also here: ``CARRY_KEYS`` (values a server mints and a client echoes back) and
 ``tool_is_safe`` (the side-effect policy of one tool's annotations).
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mcptap.compare.mask import Masker
+from mcptap.compare.resent import Resends, answered_at_http
 from mcptap.replay.in_flight import InFlightLog
 from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, pack, unpack
 
@@ -85,6 +88,8 @@ class PlanBuilder:
         self.defined: dict[str, Any] = {}           # tools by name with an inputSchema, from any answer (the last)
         self.refused: dict[int, str] = {}           # HTTP exchanges the tap answered itself: never forwarded
         self.texts: dict[str, str] = {}
+        self.resends = Resends()                    # requests answered at HTTP level, until sent again
+        self.moved = False                          # a skipped first send took its re-send's session
         self.rev_agreed = False                     # plan.revision is the negotiated one, not a probe's
 
     def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
@@ -123,6 +128,13 @@ class PlanBuilder:
             self.by_seq[step.seq] = step.index
             self.in_flight.sent(step.index)
             self.last_id[(step.session, _hid(step.orig_id))] = step.index
+            for idx, how in self.resends.resent(step.orig_id, method, step.session):
+                # the client sent it again (re-authorised, followed the redirect): that one is the exchange
+                first = plan.steps[idx]
+                first.skip = f"{how} in the recording; re-sent as #{step.seq}"
+                if first.session != step.session:
+                    first.session = step.session    # (an initialize refused before it had one): shown with its re-send
+                    self.moved = True
             self._retry(step, params)
             if method == "tools/call":
                 name = params.get("name") if isinstance(params, dict) else None
@@ -152,6 +164,18 @@ class PlanBuilder:
                     step.carry.append(Carry(path, src[0], src[1], v))
         plan.steps.append(step)
 
+    def http_answered(self, rec: dict[str, Any]) -> None:
+        """An HTTP ``end`` record: the requests its findings say were answered at HTTP
+        level (refused, redirected) wait for their re-send, which skips them."""
+        for how, seqs in answered_at_http(rec):
+            for seq in seqs:
+                idx = self.by_seq.pop(seq, None)        # (a batch's members are keyed by (seq, id): sent as they are)
+                if idx is None:
+                    continue
+                self.in_flight.answered(idx)
+                step = self.plan.steps[idx]
+                self.resends.held(idx, step.orig_id, step.method, step.session, self._shared(how))
+
     def _retry(self, step: Step, params: Any) -> None:
         key = (step.session, step.label)
         prev = self.input_required.pop(key, None)
@@ -170,6 +194,12 @@ class PlanBuilder:
         capture's last definition of it) and the rounds and cancels of steps
         not sent. A step the tap refused keeps that reason."""
         steps = self.plan.steps
+        if self.moved:
+            # sessions in recorded order again, without one that only held a refused first send
+            parts = {key: i for i, key in enumerate(dict.fromkeys(s.session for s in steps))}
+            self.plan.sessions = list(parts)
+            for step in steps:
+                step.part = parts[step.session]
         if self.refused:
             for step in steps:
                 how = self.refused.get(step.exchange) if step.exchange is not None else None

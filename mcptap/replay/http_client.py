@@ -45,14 +45,16 @@ import trio
 
 from mcptap.capture.dumps import dumps
 from mcptap.model import Direction
+from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import exact_value, parse_json_full
 from mcptap.protocol.skeleton import SKELETON_ABOVE
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
-from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
+from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, close, has_request, request_ids, response_ids, stale
 from mcptap.replay.http_heads import post_headers
+from mcptap.replay.http_resume import resume
 from mcptap.replay.offpath import OffPath
 from mcptap.replay.runner import Deliver
 from mcptap.replay.steps import read_id
@@ -94,6 +96,8 @@ class HttpLink:
         self._exchanges = 0
         self.error: str | None = None
         self.exit_code: int | None = None
+        #: requests sent again because a kept-alive connection was closed before any response byte
+        self.retried = 0
 
     # -- connections ---------------------------------------------------------------------
     async def _connect(self) -> Conn:
@@ -106,9 +110,10 @@ class HttpLink:
         return Conn(stream, self._conns)
 
     async def _conn(self) -> Conn:
+        """An idle kept-alive connection the server has not closed meanwhile, else a new one."""
         while self._idle:
             c = self._idle.pop()
-            if c.h11.our_state is h11.IDLE:
+            if c.h11.our_state is h11.IDLE and not stale(c):
                 return c
             await close(c)
         return await self._connect()
@@ -149,7 +154,7 @@ class HttpLink:
         for orig, sid in list(self.sessions.items()):
             if orig in self.versions:                 # a handshake-era session: end it
                 try:
-                    await self._delete(sid)
+                    await self._delete(sid, self.versions[orig])
                 except IO_ERRORS:
                     pass
         for c in self._idle:
@@ -167,46 +172,98 @@ class HttpLink:
     async def _post(self, value: Any, session: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         body = dumps(value)
         headers = post_headers(value, self.authority, self.sessions.get(session), self.versions.get(session), self.tools, self.extra)
-        self._exchanges += 1
-        ex = self._exchanges
         started = False
+
+        def start() -> None:                # the runner sends on once this request is written (a retry: once in all)
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        for attempt in (0, 1):
+            self._exchanges += 1
+            ex = self._exchanges
+            c: Conn | None = None
+            try:
+                c = await (self._conn() if attempt == 0 else self._connect())
+                lost = await self._post_once(c, ex, body, value, session, headers, c.received > 0 and attempt == 0, start)
+                if lost is None:
+                    return
+                # a kept-alive connection the server closed as the request arrived (no response byte): sent
+                # again once on a new one, as the SDK clients' HTTP stacks do (recorded: http.request_lost_on_closed_connection)
+                self.retried += 1
+                self.off.call(self._lost, ex, c.id, lost)
+                await close(c)
+            except IO_ERRORS as exc:
+                self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+                start()
+                await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
+                return
+
+    async def _post_once(self, c: Conn, ex: int, body: bytes, value: Any, session: Any, headers: list[tuple[str, str]],
+                        reused: bool, start: Callable[[], None]) -> str | None:
+        """One POST of ``value`` on ``c``: None when it was answered (or failed as the
+        server's doing, delivered as such); when ``c`` was kept alive from an earlier
+        exchange (``reused``) and ended before any response byte, why (the caller sends it
+        again, once, on a new connection). Raises IO_ERRORS otherwise."""
+        before = c.received
+        t0 = trio.current_time()
         try:
-            c = await self._conn()
-            t0 = trio.current_time()
             await c.stream.send_all(c.h11.send(h11.Request(method="POST", target=self.target, headers=headers + [("Content-Length", str(len(body)))])))
             await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
-            if self.written is not None:
-                self.written(value)
-            self.off.call(self.rec.forwarded, C2S, body, size=len(body))
-            self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers)
-            transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
-            live_sid = self.sessions.get(session)
-            deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
-            if not deferred:
-                self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
-            task_status.started()
-            started = True
-            resp = await c.next_event()
-            while isinstance(resp, h11.InformationalResponse):
-                resp = await c.next_event()
-            rh = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers]
-            sid = next((v for n, v in rh if n.lower() == "mcp-session-id"), None)
-            if sid is not None and session not in self.sessions:
-                self.sessions[session] = sid
-            live_sid = self.sessions.get(session)
-            if deferred:
-                self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
-            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=rh,
-                               latency_us=int((trio.current_time() - t0) * 1e6), **({"session": live_sid} if live_sid else {}))
-            ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
-            await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
-            self.off.call(self._end, ex, c.id, resp.status_code)
-            await self._release(c)
         except IO_ERRORS as exc:
-            self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
-            if not started:
-                task_status.started()
-            await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
+            if reused:
+                return f"{type(exc).__name__}: {exc}"
+            raise
+        if self.written is not None:
+            self.written(value)
+        self.off.call(self.rec.forwarded, C2S, body, size=len(body))
+        live_sid = self.sessions.get(session)
+        self._record_heads("request", ex, c, method="POST", target=self.rec_target, headers=headers,
+                           **({"reused_connection": True} if reused else {}), **({"session": live_sid} if live_sid else {}))
+        transport = {"exchange": ex, "conn": c.id, "method": "POST", "path": self.rec_target, "stream": "post"}
+        deferred = live_sid is None and isinstance(value, dict) and value.get("method") == "initialize"
+        if not deferred:
+            self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
+        start()
+        try:
+            resp = await c.next_event()
+        except IO_ERRORS as exc:
+            if reused and c.received == before:
+                return f"{type(exc).__name__}: {exc}"
+            raise
+        while isinstance(resp, h11.InformationalResponse):
+            resp = await c.next_event()
+        rh = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers]
+        sid = next((v for n, v in rh if n.lower() == "mcp-session-id"), None)
+        if sid is not None and session not in self.sessions:
+            self.sessions[session] = sid
+        live_sid = self.sessions.get(session)
+        if deferred:
+            self.off.call(self.rec.frame, C2S, body, session=live_sid, transport=transport, value=value)
+        self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=rh,
+                           latency_us=int((trio.current_time() - t0) * 1e6), **({"session": live_sid} if live_sid else {}))
+        ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
+        stream = await self._body(c, resp.status_code, ctype, value, session, live_sid, {**transport, "status": resp.status_code})
+        self.off.call(self._end, ex, c.id, resp.status_code)
+        await self._release(c)
+        owed = request_ids(value) - stream.answered
+        if owed and stream.last_id and live_sid is not None:
+            # 2025-11-25 polling (SEP-1699): the server ended the stream after an event id, before
+            # the answer; resumed with GET + Last-Event-ID after its retry delay, as the SDK clients do
+            await resume(self, session, live_sid, owed, stream)
+        return None
+    def _lost(self, ex: int, conn: int, why: str) -> None:
+        """The ``end`` of a POST lost on a reused connection (made in order, as ``_end``): judged
+        as the tap judges one (``http.request_lost_on_closed_connection``), its requests answered
+        by the transport, so their re-send with the same ids is no duplicate."""
+        ann = self.rec.annotator
+        for p in [p for p in ann.pending() if p.exchange == ex and p.direction is C2S]:
+            ann.transport_answered(p)
+        lost = finding("http.request_lost_on_closed_connection", "the server closed its kept-alive connection as the request "
+                       "arrived: the request was lost (replay sent it again on a new connection)")
+        self.rec.http(event="end", exchange=ex, conn=conn, how="upstream_closed", findings=[lost],
+                      detail=f"the kept-alive connection was closed before any response ({why}); sent again on a new connection")
 
     def _end(self, ex: int, conn: int, status: int) -> None:
         """A POST's ``end`` record (made in order, with the annotator caught up): judged as the tap
@@ -215,33 +272,53 @@ class HttpLink:
         refused = ann.answers.rejected(ex, status, ann.session, target=self.rec_target)
         self.rec.http(event="end", exchange=ex, conn=conn, how="complete", findings=refused)
 
-    async def _body(self, c: Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any]) -> None:
+    async def _body(self, c: Conn, status: int, ctype: str, value: Any, session: Any, live_sid: Any, transport: dict[str, Any],
+                    state: StreamState | None = None, owed: set[Any] | None = None) -> StreamState:
+        """Read a response body to its end, delivering its JSON-RPC payloads; what an event
+        stream left to resume it by (its last event id and retry, ``state`` carried on).
+        ``owed``: a resumed stream is left (``state.cut``) once it has carried those answers."""
+        state = state or StreamState()
         parser = SSEParser() if ctype == "text/event-stream" else None
         buf = bytearray()
         got_json = False
-        while True:
+        end = False
+        while not end:
             ev = await c.next_event()
             if isinstance(ev, h11.Data):
                 self.off.call(self.rec.forwarded, S2C, bytes(ev.data), size=len(ev.data))
                 if parser is None:
                     buf += ev.data
                     continue
-                for sse in parser.receive_data(bytes(ev.data)):
-                    if sse.dispatched and sse.data:
-                        got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}})
+                events = parser.receive_data(bytes(ev.data))
             elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
-                break
-        if parser is not None:
-            for sse in parser.receive_data(b""):
+                if parser is None:
+                    break
+                events, end = parser.receive_data(b""), True
+            else:
+                continue
+            for sse in events:
+                state.saw(sse.last_event_id, sse.retry)
+                if (sse.id is not None or sse.retry is not None) and not (sse.dispatched and sse.data):
+                    # as the tap: an event with no message (a priming event) is an ``sse`` record, so the
+                    # capture shows the id a stream that then ends can be resumed from
+                    info = {"event": sse.type, **({"id": sse.id} if sse.id is not None else {}),
+                            **({"retry": sse.retry} if sse.retry is not None else {})}
+                    self.off.call(self.rec.http, event="sse", exchange=transport["exchange"], conn=c.id, sse=info,
+                                  **({"session": live_sid} if live_sid else {}))
                 if sse.dispatched and sse.data:
-                    got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}})
-        elif buf and (ctype == "application/json" or ctype.endswith("+json")):
+                    got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}},
+                                                    state.answered)
+            if owed is not None and owed <= state.answered and not end:
+                state.cut = True            # as the SDK clients: a resumed stream is not read past its answers
+                return state
+        if parser is None and buf and (ctype == "application/json" or ctype.endswith("+json")):
             # as the tap: only a JSON body is a JSON-RPC payload ("Method Not Allowed" in text/plain is not)
-            got_json = await self._payload(bytes(buf), session, live_sid, transport)
+            got_json = await self._payload(bytes(buf), session, live_sid, transport, state.answered)
         if status >= 400 and not got_json:
             await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
+        return state
 
-    async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any]) -> bool:
+    async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:
         # parsed once, here (the answer does not wait for the analysis): the Recorder gets
         # this parse, the runner its exact form (re-read only for a run of 19+ digits); a
         # payload beyond SKELETON_ABOVE is left to the Recorder, which holds it as a skeleton
@@ -251,6 +328,8 @@ class HttpLink:
         value = exact_value(parsed[0], raw) if not parsed[2] else parsed[0]
         if not isinstance(value, (dict, list)):
             return False
+        if answered is not None:
+            answered |= response_ids(value)
         self._note_version(value, session)
         await self.deliver(value, session)
         return True
@@ -295,13 +374,15 @@ class HttpLink:
         except IO_ERRORS as exc:
             self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
 
-    async def _delete(self, sid: str) -> None:
+    async def _delete(self, sid: str, version: str | None = None) -> None:
         c = await self._conn()
         headers = [("Host", self.authority), ("Mcp-Session-Id", sid), ("Content-Length", "0"), *self.extra]
+        if version is not None and version >= "2025-06-18":
+            headers.append(("MCP-Protocol-Version", version))     # (every request after initialize: MUST)
         self._exchanges += 1
         ex = self._exchanges
         await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers)
+        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers, session=sid)
         with trio.move_on_after(5):
             resp = await c.next_event()
             while not isinstance(resp, h11.Response):

@@ -6,6 +6,8 @@ HTTP+SSE) share below the link.
   next h11 event from the server, reading as needed (``seen``: called with
   every chunk read, for digests of what crossed the wire);
 * :func:`close` — close a connection, ignoring I/O errors;
+* :func:`stale` — whether an idle kept-alive connection was closed by the server
+  meanwhile (readable while idle: its FIN, or bytes no request asked for);
 * :data:`IO_ERRORS` — the exceptions that mean the connection or the peer
   failed (the links turn them into failed exchanges, never raise them);
 * :func:`has_request` — whether a JSON-RPC value (message or batch) holds a
@@ -16,12 +18,15 @@ The request heads themselves are built by ``replay/http_heads.py`` (pure).
 
 from __future__ import annotations
 
+import select
 import ssl
 from collections.abc import Callable
 from typing import Any
 
 import h11
 import trio
+
+from mcptap.replay.steps import read_id
 
 #: bytes read at a time
 CHUNK = 64 * 1024
@@ -33,19 +38,22 @@ class Conn:
     """One client connection. ``seen``: called with every chunk read off the
     wire (``sse_link`` digests what crossed it, heads and framing included)."""
 
-    __slots__ = ("stream", "h11", "id", "seen")
+    __slots__ = ("stream", "h11", "id", "seen", "received")
 
     def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.id = cid
         self.seen: Callable[[bytes], None] | None = None
+        #: bytes read off the wire so far (a request that got none may be sent again elsewhere)
+        self.received = 0
 
     async def next_event(self) -> Any:
         while True:
             ev = self.h11.next_event()
             if ev is h11.NEED_DATA:
                 data = bytes(await self.stream.receive_some(CHUNK))
+                self.received += len(data)
                 if self.seen is not None:
                     self.seen(data)
                 self.h11.receive_data(data)
@@ -59,6 +67,62 @@ async def close(c: Conn) -> None:
         await c.stream.aclose()
     except IO_ERRORS:
         pass
+
+
+class StreamState:
+    """What a response body left for resuming it (Streamable HTTP): ``last_id``, the event
+    stream's last-event-id buffer ("" before any id); ``retry_ms``, its last ``retry``; and
+    ``answered``, the id keys (``id_key``) of the responses it carried; ``cut``, it was
+    left before its end (a resumed stream, once its answers had come)."""
+
+    __slots__ = ("last_id", "retry_ms", "answered", "cut")
+
+    def __init__(self) -> None:
+        self.last_id = ""
+        self.retry_ms: int | None = None
+        self.answered: set[Any] = set()
+        self.cut = False
+
+    def saw(self, last_id: str, retry: int | None) -> None:
+        if last_id:
+            self.last_id = last_id
+        if retry is not None:
+            self.retry_ms = retry
+
+
+def id_key(v: Any) -> Any:
+    """A JSON-RPC id as a set member (an id may be any JSON value, a ``1e400`` fragment)."""
+    if isinstance(v, (int, str)) and not isinstance(v, bool):
+        return v
+    return repr(read_id(v))
+
+
+def request_ids(value: Any) -> set[Any]:
+    """The id keys of the requests in a JSON-RPC message or batch."""
+    return {id_key(v["id"]) for v in (value if isinstance(value, list) else (value,)) if isinstance(v, dict) and "method" in v and "id" in v}
+
+
+def response_ids(value: Any) -> set[Any]:
+    """The id keys of the responses (results and errors) in a JSON-RPC message or batch."""
+    return {id_key(v.get("id")) for v in (value if isinstance(value, list) else (value,))
+            if isinstance(v, dict) and "method" not in v and ("result" in v or "error" in v)}
+
+
+def stale(c: Conn) -> bool:
+    """``c``, idle between exchanges, can no longer carry one: its socket is readable
+    (the server's FIN after its keep-alive timeout, uvicorn's 5 s, or bytes no request
+    asked for). As httpx/httpcore check a pooled connection before reusing it; without
+    the check the request was written into a closed connection and lost."""
+    stream: Any = c.stream
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def has_request(value: Any) -> bool:

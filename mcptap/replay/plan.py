@@ -22,8 +22,12 @@ notification or batch, with:
 * ``skip`` — why the step is not sent: a ``tools/call`` of a tool that the
   recorded ``tools/list`` does not mark ``readOnlyHint: true``, or marks
   ``destructiveHint: true`` (unknown tools count as side-effecting), unless
-  ``allow_side_effects``; and every round or cancel that belongs to a skipped
-  request.
+  ``allow_side_effects``; a request the tap refused itself (it never reached
+  the server); a request the HTTP layer answered without a JSON-RPC response
+  (refused 401/403/407…, redirected) that the client then sent again with the
+  same id ("refused 403 in the recording; re-sent as #76": the re-send is the
+  exchange, ``compare/resent.py``); and every round or cancel that belongs to a
+  skipped request.
 
 Planning reads the capture once and keeps no record: a step holds its message
 and its recorded response as the JSON bytes orjson writes for them (a few
@@ -50,6 +54,7 @@ from typing import Any
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
+from mcptap.compare.resent import TAP_REFUSED
 from mcptap.reannotate_views import annotated
 from mcptap.replay.builder import CARRY_KEYS, PlanBuilder, tool_is_safe
 from mcptap.replay.steps import AnswerBook, Carry, Plan, ServerRequest, Step
@@ -91,9 +96,11 @@ def build_plan(header: dict[str, Any], records: Iterable[dict[str, Any]], allow_
             http_get = True
         elif typ == "http" and r.get("event") == "sse" and isinstance(r.get("endpoint"), dict):
             legacy_sse = True
-        elif typ == "http" and r.get("event") == "end" and r.get("how") in ("host_rejected", "request_rejected") \
-                and isinstance(r.get("exchange"), int):
-            b.refused[r["exchange"]] = r["how"]
+        elif typ == "http" and r.get("event") == "end":
+            if r.get("how") in TAP_REFUSED and isinstance(r.get("exchange"), int):
+                b.refused[r["exchange"]] = r["how"]
+            if "findings" in r:
+                b.http_answered(r)
     b.finish()
     plan = b.plan
     plan.http_get, plan.legacy_sse = http_get, legacy_sse
