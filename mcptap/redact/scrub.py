@@ -20,6 +20,9 @@ captures"):
   every other string of any record (the header's too) get the patterns
   (credential header values a keyed placeholder); a field named like a secret
   (a context record's ``state…apiKey``) is redacted whole, as in a message;
+  what is structure or mcptap's own words is kept by its place in the record,
+  not by its name (``record_places``: a message's ``id`` stays, an SSE event's
+  ``id`` gets the patterns; an ``http`` record's ``auth`` tag stays);
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream, with a directed ``gap``'s bytes in ``bytes`` as the recorder
@@ -44,6 +47,7 @@ from mcptap.protocol.jsonparse import parse_json
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.redact.record_places import kept, listed, opaque
 from mcptap.redact.scrub_streams import StreamAccount
 from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
@@ -51,12 +55,6 @@ from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_tex
 from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 from mcptap.redact.verbatim import rebuild
-
-#: Record fields that are structure, never peer text.
-_STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev",
-                         "offset", "link", "members", "eol", "json", "raw", "raw_b64", "findings", "event", "exchange",
-                         "conn", "status", "format", "version", "mcptap", "started", "rules", "scrubbed", "code",
-                         "signal", "exit_code", "pid", "bytes", "messages", "sha256"})
 
 
 class Scrubber(StreamAccount):
@@ -203,7 +201,10 @@ class Scrubber(StreamAccount):
             out.append(f)
         return out
 
-    def _generic(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+    def _generic(self, rec: dict[str, Any], seq: int | None, place: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """``rec``'s fields scrubbed; ``place``: where ``rec`` is in its record (``record_places``;
+        None: ``rec`` is a record, its place its type)."""
+        place = place or (str(rec.get("type")),)
         out: dict[str, Any] = {}
         for k, v in rec.items():
             if k == "findings" or k == "unanswered":
@@ -214,7 +215,7 @@ class Scrubber(StreamAccount):
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif isinstance(v, str) and k.endswith("_b64") and k not in _STRUCTURAL:
+            elif isinstance(v, str) and k.endswith("_b64") and not kept(place, k):
                 # bytes stored as base64 (an HTTP request_body's body_b64):
                 # scanned as the text they hold, stored again the way their new bytes need
                 base = k[:-4] if k.endswith("_b64") else k
@@ -231,7 +232,7 @@ class Scrubber(StreamAccount):
                     out.update(tmp)
                 else:
                     out[k] = v
-            elif k in _STRUCTURAL or isinstance(v, bool | int | float) or v is None:
+            elif kept(place, k) or isinstance(v, bool | int | float) or v is None:
                 out[k] = v
             elif self.redactor.key_rule(k) is not None:
                 # a record field named like a secret (a context record's ``state.client_caps.x.apiKey``):
@@ -240,14 +241,20 @@ class Scrubber(StreamAccount):
                 self._note(seq, hits)
                 out[k] = nv
             elif isinstance(v, str):
-                out[k] = self._text(scrub_url(v) if "://" in v or v.startswith("/") else v, k, seq)
+                url = ("://" in v or v.startswith("/")) and not opaque(place, k)
+                out[k] = self._text(scrub_url(v) if url else v, k, seq)
             elif isinstance(v, dict):
-                out[k] = self._generic(v, seq)
+                out[k] = self._generic(v, seq, (*place, k))
+            elif isinstance(v, list) and listed((*place, k)):
+                out[k] = [self._generic(x, seq, (*place, k)) if isinstance(x, dict) else self._value(x, k, seq) for x in v]
             else:
-                nv, hits = self.redactor.value(v, (k,))
-                self._note(seq, hits)
-                out[k] = nv
+                out[k] = self._value(v, k, seq)
         return out
+
+    def _value(self, v: Any, k: str, seq: int | None) -> Any:
+        nv, hits = self.redactor.value(v, (k,))
+        self._note(seq, hits)
+        return nv
 
     def _headers(self, headers: list[Any], seq: int | None) -> list[Any]:
         out = []
@@ -308,8 +315,8 @@ class Scrubber(StreamAccount):
         payload (``sse_raw.rewrite``); every other string the patterns."""
         sse = tr.get("sse")
         if not isinstance(sse, dict) or not isinstance(sse.get("raw"), str):
-            return self._generic(tr, seq)
-        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq)
+            return self._generic(tr, seq, ("message", "transport"))
+        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq, ("message", "transport"))
         payload = None
         if new_raw != raw:
             body = new_raw[:len(new_raw) - len(eol)] if eol and new_raw.endswith(eol) else new_raw

@@ -35,7 +35,7 @@ class StreamAccount:
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
         raise NotImplementedError
 
-    def _generic(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+    def _generic(self, rec: dict[str, Any], seq: int | None, place: tuple[str, ...] | None = None) -> dict[str, Any]:
         raise NotImplementedError
 
     def _gap(self, rec: dict[str, Any]) -> None:
