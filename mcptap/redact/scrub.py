@@ -20,12 +20,16 @@ captures"):
   every other string of any record (the header's too) get the patterns
   (credential header values a keyed placeholder); a field named like a secret
   (a context record's ``state…apiKey``) is redacted whole, as in a message;
+  what is structure or mcptap's own words is kept by its place in the record,
+  not by its name (``record_places``: a message's ``id`` stays, an SSE event's
+  ``id`` gets the patterns; an ``http`` record's ``auth`` tag stays);
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream, with a directed ``gap``'s bytes in ``bytes`` as the recorder
   counts them), the source's are kept in ``original`` (so the owner of the
   source can still prove it).
 
+The stream accounting (offsets, digests, chunks, the end record) is ``scrub_streams``.
 Scrubbing twice gives the same capture as scrubbing once. ``hits`` collects
 ``(seq, Hit)`` for ``--dry-run``. ``finish(truncated)`` returns a trailing
 ``gap`` record that keeps a cut source marked ``capture.truncated``.
@@ -38,15 +42,13 @@ from typing import Any
 
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
-from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED
-from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import parse_json
-from mcptap.records import Gap
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
-from mcptap.redact.original import place_original
+from mcptap.redact.record_places import kept, listed, opaque
+from mcptap.redact.scrub_streams import StreamAccount
 from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_text, split
@@ -54,14 +56,8 @@ from mcptap.redact.verbatim import encode_exact as _encode
 from mcptap.redact.verbatim import hides_values as _hidden_values
 from mcptap.redact.verbatim import rebuild
 
-#: Record fields that are structure, never peer text.
-_STRUCTURAL = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev",
-                         "offset", "link", "members", "eol", "json", "raw", "raw_b64", "findings", "event", "exchange",
-                         "conn", "status", "format", "version", "mcptap", "started", "rules", "scrubbed", "code",
-                         "signal", "exit_code", "pid", "bytes", "messages", "sha256"})
 
-
-class Scrubber:
+class Scrubber(StreamAccount):
     """Scrub one capture's records in order (see module doc). ``redactor``:
     the rules and key; ``collect``: keep every hit in ``hits`` (dry run)."""
 
@@ -156,13 +152,6 @@ class Scrubber:
             self._gap(rec)
         return self._generic(rec, seq)
 
-    def _gap(self, rec: dict[str, Any]) -> None:
-        """A stdio directed ``gap``'s bytes were forwarded, not recorded: counted in the stream, not
-        its digest, as ``Recorder.lost`` does, so later offsets and the end's bytes match a plain capture's."""
-        d, n = self._digests.get(rec.get("dir", "")) if rec.get("dir") != "stderr" else None, rec.get("bytes")
-        if d is not None and self.transport == "stdio" and type(n) is int and n > 0:
-            d.bytes += n
-
     def _stderr(self, rec: dict[str, Any], seq: int | None, done: tuple[str, list[Hit]] | None) -> dict[str, Any]:
         text = record_text(rec)
         if text is None:      # no data, or not base64 (the reader reports it)
@@ -182,31 +171,6 @@ class Scrubber:
             else:
                 out[k] = rest[k]
         self._digests["stderr"].add(decode_bytes(out, "data") or b"")
-        return out
-
-    def finish(self, truncated: bool) -> dict[str, Any] | None:
-        """A record to append when the source's last line was cut (its text was
-        dropped, unread): a ``gap`` carrying ``capture.truncated``, so the
-        scrubbed copy stays marked truncated. None otherwise."""
-        if not truncated:
-            return None
-        f = finding("capture.truncated", "the source capture's last line was cut mid-record (mcptap was killed while writing); "
-                    "scrub dropped it")
-        return Gap(self._last_seq + 1, self._last_t, "source capture truncated: its cut last line was dropped", truncated=True,
-                   findings=(f.to_json(),)).to_json()
-
-    def _end(self, end: dict[str, Any], seq: int | None) -> dict[str, Any]:
-        out = self._generic({k: v for k, v in end.items() if k not in ("c2s", "s2c", "stderr", "original")}, seq)
-        original = end.get("original")
-        if original is None:
-            original = {k: end[k] for k in ("c2s", "s2c", "stderr") if k in end}
-        for k in ("c2s", "s2c", "stderr"):
-            if k in end:
-                out[k] = self._digests[k].json()
-                if k != "stderr" and isinstance(end[k], dict) and "messages" in end[k]:
-                    # messages the tap counted (a message cut by a gap still counts)
-                    out[k]["messages"] = end[k]["messages"]
-        out["original"] = original
         return out
 
     # -- parts ----------------------------------------------------------------------------
@@ -237,7 +201,10 @@ class Scrubber:
             out.append(f)
         return out
 
-    def _generic(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+    def _generic(self, rec: dict[str, Any], seq: int | None, place: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """``rec``'s fields scrubbed; ``place``: where ``rec`` is in its record (``record_places``;
+        None: ``rec`` is a record, its place its type)."""
+        place = place or (str(rec.get("type")),)
         out: dict[str, Any] = {}
         for k, v in rec.items():
             if k == "findings" or k == "unanswered":
@@ -248,7 +215,7 @@ class Scrubber:
                 out[k] = self._argv(v, "argv", seq)
             elif k in ("target", "url", "path", "location") and isinstance(v, str):
                 out[k] = self._text(scrub_url(v), k, seq)
-            elif isinstance(v, str) and k.endswith("_b64") and k not in _STRUCTURAL:
+            elif isinstance(v, str) and k.endswith("_b64") and not kept(place, k):
                 # bytes stored as base64 (an HTTP request_body's body_b64):
                 # scanned as the text they hold, stored again the way their new bytes need
                 base = k[:-4] if k.endswith("_b64") else k
@@ -265,7 +232,7 @@ class Scrubber:
                     out.update(tmp)
                 else:
                     out[k] = v
-            elif k in _STRUCTURAL or isinstance(v, bool | int | float) or v is None:
+            elif kept(place, k) or isinstance(v, bool | int | float) or v is None:
                 out[k] = v
             elif self.redactor.key_rule(k) is not None:
                 # a record field named like a secret (a context record's ``state.client_caps.x.apiKey``):
@@ -274,14 +241,20 @@ class Scrubber:
                 self._note(seq, hits)
                 out[k] = nv
             elif isinstance(v, str):
-                out[k] = self._text(scrub_url(v) if "://" in v or v.startswith("/") else v, k, seq)
+                url = ("://" in v or v.startswith("/")) and not opaque(place, k)
+                out[k] = self._text(scrub_url(v) if url else v, k, seq)
             elif isinstance(v, dict):
-                out[k] = self._generic(v, seq)
+                out[k] = self._generic(v, seq, (*place, k))
+            elif isinstance(v, list) and listed((*place, k)):
+                out[k] = [self._generic(x, seq, (*place, k)) if isinstance(x, dict) else self._value(x, k, seq) for x in v]
             else:
-                nv, hits = self.redactor.value(v, (k,))
-                self._note(seq, hits)
-                out[k] = nv
+                out[k] = self._value(v, k, seq)
         return out
+
+    def _value(self, v: Any, k: str, seq: int | None) -> Any:
+        nv, hits = self.redactor.value(v, (k,))
+        self._note(seq, hits)
+        return nv
 
     def _headers(self, headers: list[Any], seq: int | None) -> list[Any]:
         out = []
@@ -342,55 +315,14 @@ class Scrubber:
         payload (``sse_raw.rewrite``); every other string the patterns."""
         sse = tr.get("sse")
         if not isinstance(sse, dict) or not isinstance(sse.get("raw"), str):
-            return self._generic(tr, seq)
-        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq)
+            return self._generic(tr, seq, ("message", "transport"))
+        out = self._generic({**tr, "sse": {k: v for k, v in sse.items() if k != "raw"}}, seq, ("message", "transport"))
         payload = None
         if new_raw != raw:
             body = new_raw[:len(new_raw) - len(eol)] if eol and new_raw.endswith(eol) else new_raw
             payload = body.decode("utf-8", "replace")
         out["sse"]["raw"] = rewrite_sse(sse["raw"], payload, lambda s: self._text(s, "transport.sse.raw", seq))
         return out
-
-    def _chunk(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
-        """A stdio ``chunk`` record (bytes stored unframed): its bytes, decoded
-        whatever they hold (a ``data_b64`` chunk is scanned as text too), get the
-        string patterns; offset and digest follow the new bytes. Live chunk records
-        hold whole lines (``recorder_chunks``); past that bound (a line over a MiB) the
-        unfinished line of the chunk right before in its direction is scanned again
-        with this one (``Carry``): the rest of a secret begun there is replaced too."""
-        if self.reject_chunks:
-            raise CaptureReadError("the capture holds chunk records (bytes stored unframed while analysis was behind) "
-                                   "that must be re-framed before they can be scrubbed, which needs the capture as a "
-                                   "regular file: give it as a file, not on stdin or through a pipe")
-        out = {k: v for k, v in rec.items() if k not in ("data", "data_b64")}
-        data = decode_bytes(rec, "data") or b""
-        text = data.decode("utf-8", "surrogateescape")
-        new_text, found = self._chunk_carries.redact(self.redactor, rec.get("dir"), rec.get("offset"), len(data), text)
-        self._note(seq, [Hit("data", h.rule, h.placeholder) for h in found])
-        new = new_text.encode("utf-8", "surrogateescape") if new_text != text else data
-        encode_bytes(new, "data", out)
-        self._place(rec, out, len(data), new, False)
-        return out
-
-    def _place(self, rec: dict[str, Any], out: dict[str, Any], old_len: int, new: bytes, message: bool) -> None:
-        """Tally ``new`` (the bytes ``out`` holds) in its direction's stream and, for stdio, set
-        ``out["offset"]`` to where they start in the scrubbed stream. Where that offset or the
-        length differs from the source's, ``out["original"]`` = ``{offset, bytes}`` says where
-        they were in the forwarded stream (a source record's own ``original`` is kept: scrubbed
-        twice, it still names the forwarded bytes), so ``recover`` can tell which bytes of a
-        killed tap's spill file the capture already holds."""
-        d = self._digests.get(rec.get("dir", ""), None)
-        if d is None:
-            return
-        if self.transport == "stdio" and isinstance(rec.get("offset"), int):
-            out["offset"] = d.bytes
-            src = rec.get("original")
-            if not (isinstance(src, dict) and isinstance(src.get("offset"), int) and isinstance(src.get("bytes"), int)):
-                src = {"offset": rec["offset"], "bytes": old_len}
-            placed = place_original(out, src if src != {"offset": d.bytes, "bytes": len(new)} else None)
-            out.clear()
-            out.update(placed)
-        d.add(new, message=message)
 
 
 def _differs(a: Any, b: Any) -> bool:

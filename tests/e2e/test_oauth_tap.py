@@ -82,3 +82,20 @@ async def test_without_auth_rewrite_the_sdk_client_rejects_the_resource(tmp_path
     proc, _ = await _session_through_tap(tmp_path, "--no-auth-rewrite")
     assert proc.returncode != 0
     assert "does not match" in proc.stderr, proc.stderr[-2000:]
+
+
+async def test_redaction_keeps_the_taps_auth_tags(tmp_path: Path) -> None:
+    """``record --redact``, ``scrub`` and ``show`` of the result: the tap's own words on the OAuth
+    exchanges' records (``auth``, ``what``, ``how``) are no secrets; the timeline still names them."""
+    proc, cap = await _session_through_tap(tmp_path, "--redact")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scrubbed = tmp_path / "scrubbed.jsonl"
+    subprocess.run([*MCPTAP, "scrub", str(cap), "-o", str(scrubbed)], check=True, capture_output=True)
+    for path in (cap, scrubbed):
+        http = [rec for rec in read_capture(str(path)).records if rec["type"] == "http"]
+        assert {rec["auth"] for rec in http if "auth" in rec} == {"prm", "as_meta", "as", "mcp"}, path
+        assert {"www-authenticate", "prm", "as_meta", "form", "target"} <= {rec["what"] for rec in http if "what" in rec}
+        assert {rec["how"] for rec in http if "how" in rec} <= {"complete", "client_closed", "upstream_closed"}
+    shown = subprocess.run([*MCPTAP, "show", "--no-color", str(scrubbed)], capture_output=True, text=True, check=True).stdout
+    assert "auth  ▸ resource metadata: GET /.well-known/oauth-protected-resource" in shown
+    assert "auth  ◂ auth server metadata: 200" in shown and "«redacted" not in shown.split("auth  ▸", 1)[1].split(":", 1)[0]
