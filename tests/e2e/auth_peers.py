@@ -32,7 +32,9 @@ from urllib.parse import parse_qs, urlparse
 import anyio
 
 
-def run_as(port: int) -> None:
+def run_as(port: int, scopes: tuple[str, ...] = ("mcp",)) -> None:
+    """The authorization server; a client may hold ``scopes`` (registered with all of them
+    when there are more than ``mcp``: authorisation grants what the client asks for)."""
     import uvicorn
     from mcp.server.auth.provider import AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken, construct_redirect_uri
     from mcp.server.auth.routes import create_auth_routes
@@ -56,6 +58,8 @@ def run_as(port: int) -> None:
 
         async def register_client(self, client_info: OAuthClientInformationFull) -> None:
             assert client_info.client_id is not None
+            if len(scopes) > 1:
+                client_info.scope = " ".join(scopes)
             self.clients[client_info.client_id] = client_info
 
         async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
@@ -106,14 +110,15 @@ def run_as(port: int) -> None:
                              "exp": tok.expires_at, "aud": tok.resource})
 
     routes = create_auth_routes(provider, AnyHttpUrl(issuer),  # type: ignore[arg-type]
-                                client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"],
+                                client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=list(scopes),
                                                                                       default_scopes=["mcp"]),
                                 revocation_options=RevocationOptions(enabled=True))
     routes.append(Route("/introspect", introspect, methods=["POST"]))
     uvicorn.run(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning")
 
 
-def run_rs(port: int, as_url: str) -> None:
+def mcp_server(port: int, as_url: str) -> Any:
+    """The resource server's ``MCPServer`` (token introspection at ``AS_URL``, tool ``whoami``)."""
     import httpx2
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
@@ -140,10 +145,17 @@ def run_rs(port: int, as_url: str) -> None:
         """Who the token says you are."""
         return "authorized"
 
-    server.run("streamable-http", host="127.0.0.1", port=port)
+    return server
 
 
-async def run_client(url: str) -> None:
+def run_rs(port: int, as_url: str) -> None:
+    mcp_server(port, as_url).run("streamable-http", host="127.0.0.1", port=port)
+
+
+async def run_client(url: str, calls: tuple[tuple[str, dict[str, Any]], ...] = (("whoami", {}),), trace: bool = False) -> None:
+    """The SDK client through ``url``: ``calls`` (tool, arguments), each tool's text on stdout;
+    ``trace``: also every token set (``ALLTOK [[access, refresh, scope], …]``) and every
+    authorization code (``ALLCODES``) on stderr."""
     import httpx2
     from mcp import ClientSession
     from mcp.client.auth import OAuthClientProvider, TokenStorage
@@ -161,6 +173,7 @@ async def run_client(url: str) -> None:
 
         async def set_tokens(self, tokens: OAuthToken) -> None:
             self.tokens = tokens
+            alltok.append([tokens.access_token, tokens.refresh_token, tokens.scope])
 
         async def get_client_info(self) -> OAuthClientInformationFull | None:
             return self.info
@@ -169,12 +182,15 @@ async def run_client(url: str) -> None:
             self.info = client_info
 
     got: dict[str, str | None] = {}
+    alltok: list[list[str | None]] = []
+    allcodes: list[str] = []
 
     async def redirect(auth_url: str) -> None:
         # the "browser": the authorization server approves at once and redirects with a code
         async with httpx2.AsyncClient() as c:
             r = await c.get(auth_url, follow_redirects=False)
         q = parse_qs(urlparse(r.headers["location"]).query)
+        allcodes.append(q["code"][0])
         got["code"], got["state"], got["iss"] = q["code"][0], q.get("state", [None])[0], q.get("iss", [None])[0]
 
     async def callback() -> AuthorizationCodeResult:
@@ -190,9 +206,13 @@ async def run_client(url: str) -> None:
         async with streamable_http_client(url, http_client=http) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                result = await session.call_tool("whoami", {})
-                print(result.content[0].text)  # type: ignore[union-attr]
+                for tool, arguments in calls:
+                    result = await session.call_tool(tool, arguments)
+                    print(result.content[0].text)  # type: ignore[union-attr]
     # the test checks that none of these reached the capture in clear
+    if trace:
+        print("ALLTOK", json.dumps(alltok), file=sys.stderr)
+        print("ALLCODES", json.dumps(allcodes), file=sys.stderr)
     secrets_seen = {"code": got.get("code"), "access_token": storage.tokens.access_token if storage.tokens else None,
                     "refresh_token": storage.tokens.refresh_token if storage.tokens else None,
                     "client_secret": storage.info.client_secret if storage.info else None}
