@@ -77,8 +77,8 @@ def _free_port() -> int:
     return port
 
 
-def _upstream(srv: socket.socket, got: list[bytes]) -> None:
-    """One exchange: read a request with a JSON body, answer with the key and password echoed."""
+def _accept_request(srv: socket.socket) -> tuple[socket.socket, bytes]:
+    """The next connection and its request (head and a JSON body)."""
     c, _ = srv.accept()
     data = b""
     while b"\r\n\r\n" not in data or not data.endswith(b"}"):
@@ -86,6 +86,12 @@ def _upstream(srv: socket.socket, got: list[bytes]) -> None:
         if not chunk:
             break
         data += chunk
+    return c, data
+
+
+def _upstream(srv: socket.socket, got: list[bytes]) -> None:
+    """One exchange: read a request with a JSON body, answer with the key and password echoed."""
+    c, data = _accept_request(srv)
     got.append(data)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text":
                        f"you used key {KEY} and password {PASSWORD} at /mcp/{PATH_TOKEN}/sse"}]}}).encode()
@@ -173,13 +179,7 @@ def test_replay_url_capture_and_report_hold_no_secret_of_the_url(tmp_path: Path)
 
 def _echo_auth(srv: socket.socket, got: list[bytes]) -> None:
     """One exchange: answer with the credential of the request's Authorization header, bare."""
-    c, _ = srv.accept()
-    data = b""
-    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
-        chunk = c.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    c, data = _accept_request(srv)
     got.append(data)
     cred = next(line.split(b" ", 2)[2] for line in data.split(b"\r\n") if line.lower().startswith(b"authorization:"))
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "you are " + cred.decode()}]}}).encode()
