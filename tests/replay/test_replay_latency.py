@@ -29,12 +29,30 @@ SERVER = [sys.executable, str(Path(__file__).parent / "sdk_server.py"), "v1"]
 SLOW = 1.0          # s of analysis for each tools/call line (schema validators built, 80 MiB parsed...)
 
 
-async def test_analysis_time_is_not_the_servers_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
+def _call_tape(path: str, arguments: dict[str, Any], answer: dict[str, Any]) -> Tape:
+    """A recorded session: the handshake, then tools/call add(arguments) answered ``answer`` (not closed)."""
     t = Tape(path)
     handshake(t, TOOLS)
-    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
-    t.send(S2C, res(2, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"result": 3}, "isError": False}))
+    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": arguments}))
+    t.send(S2C, res(2, answer))
+    return t
+
+
+async def _replay_over_http(plan: Any, out: str) -> Any:
+    """``plan`` replayed against the official-SDK HTTP server, recorded into ``out``; the ReplayResult."""
+    from http_record import http_server
+    from mcptap.replay.http_client import HttpLink
+
+    async with http_server("v1") as url:
+        rec = Recorder(CaptureWriter.open(out), "http", target={"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, HttpLink(url, rec), timeout=30).run()
+        rec.close()
+    return result
+
+
+async def test_analysis_time_is_not_the_servers_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
+    t = _call_tape(path, {"a": 1, "b": 2}, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"result": 3}, "isError": False})
     t.send(C2S, req(3, "ping"))
     t.send(S2C, res(3, {}))
     t.close()
@@ -96,15 +114,8 @@ async def test_an_answer_is_timed_from_when_its_request_was_written_whole(tmp_pa
 
 
 async def test_http_link_analysis_time_is_not_the_servers_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from http_record import http_server
-    from mcptap.replay.http_client import HttpLink
-
     path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
-    t = Tape(path)
-    handshake(t, TOOLS)
-    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
-    t.send(S2C, res(2, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"result": 3}, "isError": False}))
-    t.close()
+    _call_tape(path, {"a": 1, "b": 2}, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"result": 3}, "isError": False}).close()
     plain = Recorder.frame
 
     def slow(self: Recorder, direction: Direction, raw: bytes, *a: Any, **kw: Any) -> Any:
@@ -114,10 +125,7 @@ async def test_http_link_analysis_time_is_not_the_servers_latency(tmp_path: Path
 
     monkeypatch.setattr(Recorder, "frame", slow)
     plan = plan_from_path(path)
-    async with http_server("v1") as url:
-        rec = Recorder(CaptureWriter.open(out), "http", target={"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
-        result = await Replayer(plan, HttpLink(url, rec), timeout=30).run()
-        rec.close()
+    result = await _replay_over_http(plan, out)
     call = next(s for s in plan.steps if s.method == "tools/call")
     live = result.live[call.index]
     assert live.response is not None and live.response["result"]["structuredContent"] == {"result": 3}
@@ -133,15 +141,8 @@ async def test_http_link_parses_each_live_reply_once(tmp_path: Path, monkeypatch
     the value it parsed (official-SDK server, Streamable HTTP)."""
     import orjson
 
-    from http_record import http_server
-    from mcptap.replay.http_client import HttpLink
-
     path, out = str(tmp_path / "c.jsonl"), str(tmp_path / "new.jsonl")
-    t = Tape(path)
-    handshake(t, TOOLS)
-    t.send(C2S, req(2, "tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}}))
-    t.send(S2C, res(2, {"content": [{"type": "text", "text": "x"}], "isError": False}))
-    t.close()
+    _call_tape(path, {"a": 20, "b": 22}, {"content": [{"type": "text", "text": "x"}], "isError": False}).close()
     plain, parsed = orjson.loads, []
 
     def counting(data: Any) -> Any:
@@ -152,10 +153,7 @@ async def test_http_link_parses_each_live_reply_once(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(orjson, "loads", counting)
     plan = plan_from_path(path)
-    async with http_server("v1") as url:
-        rec = Recorder(CaptureWriter.open(out), "http", target={"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
-        result = await Replayer(plan, HttpLink(url, rec), timeout=30).run()
-        rec.close()
+    result = await _replay_over_http(plan, out)
     replay_parses = list(parsed)                # (reading the new capture back below parses it too)
     call = next(s for s in plan.steps if s.method == "tools/call")
     assert result.live[call.index].response["result"]["content"][0]["text"] == "42"
