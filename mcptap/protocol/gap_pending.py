@@ -18,8 +18,7 @@ from typing import Any
 
 from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import finding
-from mcptap.protocol.jsonrpc import show_id
-from mcptap.protocol.pairing import Pending
+from mcptap.protocol.pairing import Pending, report_once
 
 
 def mark_gap(pending: Iterable[Pending], direction: Direction | None) -> None:
@@ -36,15 +35,9 @@ def answers_in_gap(pending: Iterable[Pending]) -> list[Finding]:
     that are neither cancelled nor reported yet; they are marked reported, so
     ``Pairing.never_answered`` does not judge them again."""
     left = [p for p in pending if p.in_gap and not p.reported and not p.cancelled]
-    if not left:
-        return []
-    for p in left:
-        p.reported = True
-    return [finding("capture.answers_in_gap",
-                    f"{len(left)} request(s) have no answer in the capture, but a recording gap covered their answers' direction while "
-                    "they were open: the answers may be in the gap (not judged unanswered): "
-                    + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in left[:10]),
-                    {"pending": [p.describe() for p in left]})]
+    return report_once(left, "capture.answers_in_gap",
+                       f"{len(left)} request(s) have no answer in the capture, but a recording gap covered their answers' direction "
+                       "while they were open: the answers may be in the gap (not judged unanswered): ")
 
 
 def gap_finding(rec: dict[str, Any]) -> Finding:

@@ -76,6 +76,17 @@ Key = tuple[Any, Direction, Any]
 _PEER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 
 
+def report_once(requests: list[Pending], code: str, text: str) -> list[Finding]:
+    """One ``code`` finding about ``requests`` (``text`` then the first ten named; all of them
+    described in its data), each marked reported so no later judgement names it again; [] for none."""
+    if not requests:
+        return []
+    for p in requests:
+        p.reported = True
+    return [finding(code, text + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in requests[:10]),
+                    {"pending": [p.describe() for p in requests]})]
+
+
 class BoundedMap:
     """Mapping bounded to ``limit`` entries, oldest evicted first (O(1): a
     plain dict would rescan its deleted head on every eviction)."""
@@ -344,14 +355,7 @@ class Pairing:
         cancelled request SHOULD stay unanswered, cancellation spec: not lost)."""
         lost = [p for p in self.pending() if p.direction is Direction.C2S and p.session == session and not p.reported and not p.cancelled
                 and not p.in_gap]
-        if not lost:
-            return []
-        for p in lost:
-            p.reported = True
-        return [finding("lifecycle.eof_with_pending_requests",
-                        f"server stdout closed with {len(lost)} request(s) unanswered: "
-                        + ", ".join(f"#{p.seq} {p.method} id={show_id(p.id)}" for p in lost[:10]),
-                        {"pending": [p.describe() for p in lost]})]
+        return report_once(lost, "lifecycle.eof_with_pending_requests", f"server stdout closed with {len(lost)} request(s) unanswered: ")
 
     def never_answered(self, complete: bool) -> list[Finding]:
         """End of capture: every request still pending, not cancelled and not
