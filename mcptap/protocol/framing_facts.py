@@ -46,13 +46,7 @@ def cut_json(raw: bytes) -> bool:
     text = raw.strip(b"\r\n \t")
     if text.startswith(b"\xef\xbb\xbf"):
         text = text[3:]
-    if text[:1] not in (b"{", b"["):
-        return False
-    try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        return str(exc).startswith("unexpected end of data")
-    return False
+    return _json_error(text).startswith("unexpected end of data")
 
 
 def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
@@ -82,10 +76,16 @@ def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
 def _too_deep(text: bytes) -> bool:
     """True when ``text`` failed to parse only because it nests deeper than
     the parser's limit (orjson: 1024 levels); cheap for lines that cannot be JSON."""
-    if text[:1] not in (b"[", b"{"):
-        return False
+    return _json_error(text).startswith("depth limit exceeded")
+
+
+def _json_error(text: bytes) -> str:
+    """orjson's error for ``text`` when it starts like a JSON object or array
+    and does not parse; "" otherwise (not parsed at all when it cannot be JSON)."""
+    if text[:1] not in (b"{", b"["):
+        return ""
     try:
         orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        return str(exc).startswith("depth limit exceeded")
-    return False
+        return str(exc)
+    return ""
