@@ -195,3 +195,17 @@ def read_lost(meta: bytes) -> tuple[int, int, int, int, int, list[int] | None]:
     except (EOFError, ValueError, TypeError):
         named = None
     return n, size, c2s, s2c, full, named if isinstance(named, list) else None
+
+
+def rest(bufs: list[Any], done: int) -> list[Any]:
+    """What is left of a frame's buffers ``bufs`` (``frame``) after ``done``
+    bytes of them were written (a partial ``writev``)."""
+    out = []
+    for b in bufs:
+        n = len(b)
+        if done >= n:
+            done -= n
+            continue
+        out.append(memoryview(b)[done:] if done else b)
+        done = 0
+    return out

@@ -9,9 +9,10 @@ write happen beside the relay, never on its forward path.
 ``start_recorder`` forks the recorder process before trio starts (the
 Recorder, its writer and redactor already exist and are inherited). The relay
 hands each batch of relay facts (``HttpTap._observe``'s ``items``) to
-``RecorderLink.handle``, which stamps it with the relay's clock and encodes it
-(``fact_codec``) and writes it to a non-blocking pipe; when the pipe is full
-(the recorder is behind), frames queue in memory in relay order, and past
+``RecorderLink.handle``, which stamps it with the relay's clock, encodes it
+(``fact_codec``) and queues it for a non-blocking pipe (``run`` writes a batch
+once up to ``LINGER_S`` passed, with those that came meanwhile: one wake-up of
+the recorder for several); while the pipe is full (the recorder is behind), frames queue in relay order, and past
 ``SPILL_BYTES`` their bytes go to an unlinked spill file beside the capture
 (``spill.SpillFile``) and only their place is queued. ``RecorderLink.run``
 (a trio task) writes the queue out as the pipe drains and reads the status
@@ -66,11 +67,18 @@ SPILL_BYTES = 1 << 20
 #: seconds the end may wait for the recorder before mcptap says so on stderr
 SLOW_END_S = 1.0
 FRAME_COST = 128       # bytes a queued frame costs beyond its data
+IOV_BATCH = 512        # buffers in one writev (the limit is IOV_MAX, 1024 on Linux)
 #: seconds the end waits for the recorder before it tells it (``HURRY``) to skip what the
 #: spill file still holds: a flood the recorder cannot keep up with must not hold up the end
 END_WAIT_S = 3.0
 #: the relay's signal to the recorder process that the end gave up waiting for its backlog
 HURRY = signal.SIGUSR1
+#: seconds a batch may wait in the relay for the ones after it, so that one write carries them
+#: all: each write wakes the recorder process, and a wake-up on another core is the costliest
+#: step of a round trip on a VM (an inter-processor interrupt); a lull writes at once
+LINGER_S = 0.002
+#: bytes queued past which the batches are written without lingering
+LINGER_BYTES = 64 << 10
 
 
 @dataclass
@@ -102,7 +110,9 @@ class RecorderLink:
         self._lost_cut: set[int] | None = None      # the exchanges it cuts (None: every one)
         #: batches dropped (the spill file could not take them) and the bytes they forwarded
         self.lost_batches = self.lost_bytes = 0
-        self._wake: trio.Event | None = None
+        self._wake: trio.Event | None = None      # set when a frame is queued while the queue was empty
+        self._full: trio.Event | None = None      # set once LINGER_BYTES are queued
+        self._writer = False                      # ``run`` writes the queue (else _send writes at once)
         self._status_buf = b""
         #: recording stopped after an internal error (said once): batches are not sent any more
         self.stopped = False
@@ -137,13 +147,13 @@ class RecorderLink:
     def _send(self, bufs: list[Any]) -> None:
         if self.broken is not None:
             return
-        if not self._q:
+        if not self._q and not self._writer:
             done = self._write(bufs)
             if done is None:
                 return
             if done:
-                bufs = _rest(bufs, done)      # the rest of a frame begun in the pipe: next, from memory
-        else:
+                bufs = fc.rest(bufs, done)      # the rest of a frame begun in the pipe: next, from memory
+        elif self._q:
             size = sum(len(b) for b in bufs)
             if self._queued + size > SPILL_BYTES:
                 put = self._spilled(bufs)
@@ -154,6 +164,8 @@ class RecorderLink:
         self._queued += sum(len(b) for b in bufs) + FRAME_COST
         if self._wake is not None:
             self._wake.set()
+        if self._full is not None and self._queued >= LINGER_BYTES:
+            self._full.set()
 
     def _spilled(self, bufs: list[Any]) -> list[Any] | None:
         """The SPILLED frame standing for ``bufs`` (a whole frame) once its
@@ -202,21 +214,33 @@ class RecorderLink:
         return None if n == sum(len(b) for b in bufs) else n
 
     def _drain(self) -> bool:
-        """Write queued frames until the pipe is full; True when the queue is empty."""
+        """Write queued frames, several in one ``writev``, until the pipe is
+        full; True when the queue is empty."""
         q = self._q
         while q:
-            bufs = q[0]
+            bufs: list[Any] = []
+            frames = 0
+            for f in q:
+                if frames and len(bufs) + len(f) > IOV_BATCH:
+                    break
+                bufs += f
+                frames += 1
             done = self._write(bufs)
             if self.broken is not None:
                 return True
+            if done == 0:
+                return False            # the pipe is full
             if done is None:
+                done = sum(len(b) for b in bufs)
+            while done:
+                size = sum(len(b) for b in q[0])
+                if done < size:
+                    q[0] = fc.rest(q[0], done)
+                    self._queued -= done
+                    return False
                 q.popleft()
-                self._queued -= sum(len(b) for b in bufs) + FRAME_COST
-                continue
-            if done:
-                q[0] = _rest(bufs, done)
-                self._queued -= done
-            return False
+                self._queued -= size + FRAME_COST
+                done -= size
         return True
 
     def _stop(self, why: str) -> None:
@@ -242,15 +266,25 @@ class RecorderLink:
     # -- beside the forward path (trio tasks) --------------------------------------------------
     async def run(self) -> None:
         """Write the queue out as the pipe drains and read the recorder's
-        status, until cancelled (the tap stops)."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read_status)
-            while True:
-                self._wake = trio.Event()
-                if not self._q:
-                    await self._wake.wait()
-                if not self._drain():
-                    await trio.lowlevel.wait_writable(self._fd)
+        status, until cancelled (the tap stops). Meanwhile ``handle`` only
+        queues: a batch waits up to ``LINGER_S`` for the ones after it, so
+        one write (one wake-up of the recorder) carries several."""
+        self._writer = True
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read_status)
+                while True:
+                    self._wake = trio.Event()
+                    if not self._q:
+                        await self._wake.wait()
+                    if self._queued < LINGER_BYTES:
+                        self._full = trio.Event()
+                        with trio.move_on_after(LINGER_S):
+                            await self._full.wait()
+                    while not self._drain():
+                        await trio.lowlevel.wait_writable(self._fd)
+        finally:
+            self._writer = False
 
     async def _read_status(self) -> None:
         while True:
@@ -325,19 +359,6 @@ class RecorderLink:
             self._ended(how)
             return Outcome(ended=self.ended)
         return Outcome(failed=self.done.get("failed"), dropped=self.done.get("dropped") or 0)
-
-
-def _rest(bufs: list[Any], done: int) -> list[Any]:
-    """What is left of the buffers ``bufs`` after ``done`` bytes were written."""
-    out = []
-    for b in bufs:
-        n = len(b)
-        if done >= n:
-            done -= n
-            continue
-        out.append(memoryview(b)[done:] if done else b)
-        done = 0
-    return out
 
 
 def _exit_reason(pid: int, wait: bool) -> str:
