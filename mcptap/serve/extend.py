@@ -14,7 +14,8 @@ apart and it is annotated by today's rules. A new end record closes the
 merged capture: per-direction counts and SHA-256 digests of the bytes the file
 holds (all sessions), findings counted over every record, the original end
 record's pending requests and end-of-session findings kept beside the new
-session's. The header is the original's (its ``started``: record times stay
+session's, and a scrubbed capture's ``original`` (the digests of the streams
+its tap forwarded, before scrubbing) as it was. The header is the original's (its ``started``: record times stay
 what they were) with ``episodes`` counted up; the episode's times are placed
 after the original's (at its own wall-clock time where that is later). A
 capture that had no end record (its tap was killed) gets a ``gap`` record
@@ -306,7 +307,12 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
         new = dict(rec)
         for d in _DIRS:
             new[d] = tally.streams[d].json()
-        new.pop("original", None)        # digests of the unscrubbed source: the merged one has none
+        # a scrubbed capture's proof of what its tap forwarded (scrub_streams._end): the source's
+        # digests, kept as they were; the new session was redacted as it was recorded
+        if "original" in old:
+            new["original"] = old["original"]
+        else:
+            new.pop("original", None)
         new["severities"], new["codes"] = dict(tally.severities), dict(sorted(tally.codes.items()))
         for k in _CARRIED:
             both = list(old.get(k) or []) + list(rec.get(k) or [])
