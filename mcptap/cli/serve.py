@@ -33,6 +33,7 @@ from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls, shown
+from mcptap.liveness import remove_leftovers
 from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
@@ -165,7 +166,9 @@ def _episode_file(capture: str) -> tuple[str, int | None]:
     """A file for the mock's own session when ``--extend`` has no ``-o``: (path to write it
     by, descriptor that keeps it). Its name is removed at once where the system can read it
     back through ``/proc/self/fd`` (so a killed mock leaves nothing behind)."""
-    fd, path = tempfile.mkstemp(prefix=".mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
+    # named by this pid, not as a capture: one a killed mock leaves is never listed and is removed
+    # by the next serve, ls or prune there (liveness.stale_merges)
+    fd, path = tempfile.mkstemp(prefix=f".mcptap-episode-{os.getpid()}-", suffix=".part", dir=os.path.dirname(os.path.abspath(capture)))
     if os.path.exists(f"/proc/self/fd/{fd}"):
         os.unlink(path)
         return f"/proc/self/fd/{fd}", fd
@@ -223,6 +226,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     if bool(cmd) != extend or (extend and listen is not None):
         _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
         ctx.exit(2)
+    if capture != "-":
+        # what a killed serve --extend left beside it (a merge file, a session file): the pid is gone
+        remove_leftovers(*os.path.split(os.path.abspath(capture)))
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,

@@ -28,7 +28,7 @@ A gzip capture (``.jsonl.gz``) is written back gzip-compressed.
 
 The merged capture is written to a hidden file beside the capture
 (``.NAME.extending-PID``, removed on any failure; one a SIGKILLed mcptap left is
-removed by the next extend) and then renamed over ``path`` in one step: a
+removed by the next serve of that capture, ``ls`` and ``prune``: ``liveness.stale_merges``) and then renamed over ``path`` in one step: a
 process killed meanwhile leaves the original capture as it was. Raises CaptureReadError (unreadable input), CaptureWriteError (cannot
 write), ValueError (not a capture that can be extended).
 """
@@ -49,6 +49,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.capture.source import CUT, lines, open_input, read_line
 from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureReadError, CaptureWriteError
+from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
 from mcptap.recorder import Recorder
 from mcptap.records import Eof, MessageRecord, Process, Stderr, message_bytes
@@ -97,19 +98,13 @@ class _Tally:
 class _Out:
     """The merged file, ``.NAME.extending-PID`` beside the capture until ``publish`` renames
     it over the capture; ``discard`` removes it. One a killed mcptap left (SIGKILL: nothing
-    else stops a merge, signals wait for it) is removed by the next extend of that capture."""
+    else stops a merge, signals wait for it) is removed by the next serve of that capture."""
 
     def __init__(self, path: str, gz: bool) -> None:
         self.path = path
         where, name = os.path.split(os.path.abspath(path))
-        prefix = f".{name}.extending-"
-        for old in os.listdir(where):
-            if old.startswith(prefix) and old[len(prefix):].isdigit() and not _alive(int(old[len(prefix):])):
-                try:
-                    os.unlink(os.path.join(where, old))
-                except OSError:
-                    pass
-        self.named: str | None = os.path.join(where, f"{prefix}{os.getpid()}")
+        remove_leftovers(where, name)
+        self.named: str | None = os.path.join(where, f".{name}.extending-{os.getpid()}")
         fd = os.open(self.named, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.raw: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self.fp: IO[bytes] = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="wb", compresslevel=6, mtime=0)) if gz else self.raw
@@ -139,16 +134,6 @@ class _Out:
                 os.unlink(self.named)
             except OSError:
                 pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 class _Sink(CaptureWriter):

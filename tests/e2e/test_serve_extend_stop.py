@@ -104,3 +104,28 @@ def test_ls_never_lists_nor_keeps_a_dead_merge_file(legacy_capture: Path, tmp_pa
     assert done.returncode == 0, done.stderr
     assert ".extending-" not in done.stdout and cap.name in done.stdout
     assert not dead.exists()
+
+
+def test_the_session_file_of_a_system_without_proc_is_no_capture(legacy_capture: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``/proc`` cannot keep it nameless, serve --extend's own session is a named file
+    beside the capture: never listed as a capture, and removed once its process is gone."""
+    from mcptap.catalog import scan
+    from mcptap.cli.serve import _episode_file
+    from mcptap.liveness import remove_leftovers
+
+    cap = _copy(legacy_capture, tmp_path)
+    real = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: False if str(p).startswith("/proc/") else real(p))
+    path, kept = _episode_file(str(cap))
+    monkeypatch.undo()
+    assert kept is None and Path(path).parent == tmp_path
+    Path(path).write_bytes(cap.read_bytes())        # a whole capture in it, as the mock writes one
+    assert [i.path for i in scan(tmp_path)] == [str(cap)]
+    assert remove_leftovers(tmp_path) == 0 and real(path)          # its process (this one) still runs
+    dead = tmp_path / Path(path).name.replace(f"-{os.getpid()}-", f"-{_dead_pid()}-")
+    os.rename(path, dead)
+    assert remove_leftovers(tmp_path) == 1 and not dead.exists()
+    old = tmp_path / ".mcptap-episode-abc123.jsonl"                # an older mcptap's name
+    old.write_bytes(cap.read_bytes())
+    assert [i.path for i in scan(tmp_path)] == [str(cap)]
