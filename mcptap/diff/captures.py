@@ -148,7 +148,8 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         v = compare_responses(ra[1], rb[1], method, masker)
         req: list[PathChange] = []
         if a.key[i] != b.key[j]:
-            req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
+            pa, pb = _params(ra[0]), _params(rb[0])
+            req = json_diff(masker.mask(pa, method, "params", other=pb), masker.mask(pb, method, "params", other=pa), "params")
         # the summaries' hashes only nominated this exchange: the full compare decides, and the counts follow it
         # (3 vs 3.0, the same JSON number, hash apart but are equal)
         counted = CHANGED if req or a.key[i] != b.key[j] else _hashed_status(a, b, i, j)
