@@ -10,7 +10,8 @@ each. Gzip-compressed captures (``.jsonl.gz``) are read too: decompressed
 as a stream, since a gzip file cannot be read backwards. Only files whose
 first bytes are an mcptap capture header count as captures; nothing else in
 the directory is listed or ever deleted, except the stale disk-full reserves
-a killed mcptap leaves (``.NAME.jsonl.reserve``, ``liveness.stale_reserves``).
+a killed mcptap leaves (``.NAME.jsonl.reserve``, ``liveness.stale_reserves``) and
+``serve --extend``'s work files of a process that is gone (``liveness.stale_merges``).
 Symbolic links are not followed: a link is neither listed nor removed, so a
 ``latest.jsonl`` link never takes a capture's place or removes its target.
 
@@ -283,8 +284,8 @@ def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
     out = []
     writers = Writers()
     for n in names:
-        if not n.endswith((".jsonl", ".jsonl.gz")):
-            continue
+        if not n.endswith((".jsonl", ".jsonl.gz")) or n.startswith(".mcptap-episode-"):
+            continue            # (a serve --extend session file of an older mcptap: work, not a capture)
         full = os.path.join(directory, n)
         if os.path.islink(full) or not os.path.isfile(full):
             continue

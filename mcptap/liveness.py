@@ -1,5 +1,5 @@
-"""Whether a capture is still being written, and which disk-full reserves a
-killed mcptap left behind (level 1: reads ``/proc`` and signals pid 0).
+"""Whether a capture is still being written, and which disk-full reserves and
+merge files a killed mcptap left behind (level 1: reads ``/proc`` and signals pid 0).
 
 A capture without an end record is either being recorded or was cut short
 (a killed tap). ``ls`` shows which, and ``prune``/``record --keep`` must never
@@ -27,6 +27,10 @@ from mcptap.capture.writer import locked_by_a_writer
 FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
 _RESERVE = re.compile(r"^\.(.+)\.reserve$")
 _RESERVE_PID = re.compile(rb"^mcptap reserve pid=(\d+)\n")
+#: ``serve --extend``'s work files, named by the pid writing them: the merged capture
+#: (``.NAME.extending-PID``) and, where ``/proc`` cannot keep it nameless, the new session
+#: (``.mcptap-episode-PID-XXXX.part``)
+_MERGE = re.compile(r"^\.(.+)\.extending-(\d+)$|^\.mcptap-episode-(\d+)-[^/]*\.part$")
 _PROC = "/proc"
 
 FileId = tuple[int, int]        # (st_dev, st_ino)
@@ -190,6 +194,37 @@ def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
     """Delete :func:`stale_reserves`; how many were removed (never raises)."""
     n = 0
     for path in stale_reserves(directory):
+        try:
+            os.unlink(path)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) -> list[str]:
+    """The work files of ``serve --extend`` (``_MERGE``) in ``directory`` whose process is
+    gone (a SIGKILLed merge: nothing else stops one, signals wait for it); with ``capture``
+    (a file name), of the merged captures only that capture's. Absolute paths; never raises."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names):
+        m = _MERGE.match(n)
+        if m is None or (capture is not None and m.group(1) not in (None, capture)):
+            continue
+        if not alive(int(m.group(2) or m.group(3))):
+            out.append(os.path.abspath(os.path.join(directory, n)))
+    return out
+
+
+def remove_leftovers(directory: str | os.PathLike[str], capture: str | None = None) -> int:
+    """Delete what killed mcptaps left in ``directory``: :func:`stale_reserves` (unless
+    ``capture`` names one capture) and :func:`stale_merges`; how many (never raises)."""
+    n = 0
+    for path in (stale_reserves(directory) if capture is None else []) + stale_merges(directory, capture):
         try:
             os.unlink(path)
             n += 1

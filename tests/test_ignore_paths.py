@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,3 +139,57 @@ def test_replay_ignores_a_field_the_live_server_no_longer_sends(tmp_path: Path) 
     assert changed.returncode == 1 and "cacheScope" in changed.stdout, changed.stdout + changed.stderr
     same = replay("--ignore", "tools/call:result.cacheScope")
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+# -- an ignored list item in the middle, a volatile key on one side only ------------------
+# (a list whose ignored item was its last one on one side was cut there, so the item the
+# other side kept at that index was listed as ``-result.items[1]: '<masked>'``; a volatile
+# key was masked but kept, so ``+result.timestamp: '<masked>'`` made the exchange differ)
+
+def _paths(m: Masker, a: Any, b: Any) -> list[tuple[str, str]]:
+    from mcptap.compare.verdict import compare_responses
+
+    v = compare_responses({"jsonrpc": "2.0", "id": 1, "result": a}, {"jsonrpc": "2.0", "id": 1, "result": b}, "tools/call", m)
+    return [(p.path, p.kind) for p in v.paths]
+
+
+@pytest.mark.parametrize("path", ["result.items[1]", "result.*[1]", "tools/call:**.items[1]"])
+def test_an_ignored_item_in_the_middle_is_never_a_difference(path: str) -> None:
+    m = Masker([path])
+    # B lacks the item after the ignored one: that item is the difference, not the ignored one
+    assert _paths(m, {"items": [1, "x", 3]}, {"items": [1, "y"]}) == [("result.items[2]", "removed")]
+    assert _paths(m, {"items": [1, "y"]}, {"items": [1, "x", 3]}) == [("result.items[2]", "added")]
+    assert _paths(m, {"items": [1, "x", 3]}, {"items": [1, 3]}) == [("result.items[2]", "removed")]
+    assert _paths(m, {"items": [1, "x", 3, 4]}, {"items": [1, "y", 3]}) == [("result.items[3]", "removed")]
+    # nothing but ignored items differ: no difference, whichever side is longer
+    assert _paths(m, {"items": [1, "x"]}, {"items": [1]}) == []
+    assert _paths(Masker(["result.items[1]", "result.items[2]"]), {"items": [1, "x", "y"]}, {"items": [1, "z"]}) == []
+
+
+def test_a_volatile_key_on_one_side_only_is_no_difference() -> None:
+    from mcptap.compare.verdict import MATCH, compare_responses
+
+    m = Masker()
+    a = {"n": 1, "timestamp": "2026-01-01T00:00:00Z", "items": [{"k": 1, "createdAt": 5}]}
+    b = {"n": 1, "items": [{"k": 1}], "sessionId": "s"}
+    assert _paths(m, a, b) == [] and _paths(m, b, a) == []
+    assert _paths(m, a, {**b, "n": 2}) == [("result.n", "changed")]
+    ra, rb = {"jsonrpc": "2.0", "id": 1, "result": a}, {"jsonrpc": "2.0", "id": 1, "result": b}
+    assert compare_responses(ra, rb, "tools/call", m).status == MATCH
+    assert m.fingerprint({"q": 1, "cursor": "c1"}, "tools/list", "params") == m.fingerprint({"q": 1}, "tools/list", "params")
+
+
+def test_diff_counts_neither(tmp_path: Path) -> None:
+    from mcptap.diff.captures import diff_captures
+    from replay.capgen import Ex, write_capture
+
+    def text(*xs: str) -> list[dict[str, str]]:
+        return [{"type": "text", "text": x} for x in xs]
+
+    pa, pb = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+    write_capture(pa, [Ex("tools/call", {"name": "t"}, {"content": text("a", "now 1"), "isError": False, "timestamp": "2026-01-01T00:00:00Z"}),
+                       Ex("tools/call", {"name": "u"}, {"content": text("a", "now 1", "c"), "isError": False})])
+    write_capture(pb, [Ex("tools/call", {"name": "t"}, {"content": text("a"), "isError": False}),
+                       Ex("tools/call", {"name": "u"}, {"content": text("a", "now 2"), "isError": False})])
+    report = diff_captures(pa, pb, ignore=["result.content[1]"])
+    assert [it.detail for it in report.items] == ["tools/call u: -result.content[2]: {\"type\":\"text\",\"text\":\"c\"}"]

@@ -22,7 +22,7 @@ import click
 
 from mcptap.catalog import keep_newest
 from mcptap.cli.options import NonEmptyPath
-from mcptap.liveness import remove_stale_reserves
+from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
 from mcptap.recorder import Recorder
@@ -44,9 +44,9 @@ def capture_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def sweep_reserves(path: str) -> None:
-    """Remove the disk-full reserves a killed mcptap left beside ``path``
-    (catalog.stale_reserves; never raises)."""
-    remove_stale_reserves(os.path.dirname(os.path.abspath(path)))
+    """Remove the disk-full reserves and ``serve --extend`` work files a killed mcptap left
+    beside ``path`` (liveness.remove_leftovers; never raises)."""
+    remove_leftovers(os.path.dirname(os.path.abspath(path)))
 
 
 def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | None, say: Callable[[str], None],

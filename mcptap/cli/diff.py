@@ -14,6 +14,8 @@ scrubbed capture) and the other in clear: the one in clear is scrubbed as it is
 read, with the scrubbed one's rules and the user's redaction key (the key file
 or MCPTAP_REDACT_KEY), so placeholders compare with placeholders and no secret
 is printed; when that key is not the one that scrubbed it, diff refuses (exit 2).
+Both scrubbed, with different keys: placeholders are compared by kind, and the
+report ends with a note saying so (diff/scrubbed.py ``by_kind``).
 
 Exit status: 0 no differences, 1 differences, 2 error (unreadable capture,
 bad option, a scrubbed capture against one in clear without its key).

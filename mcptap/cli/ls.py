@@ -26,7 +26,7 @@ from mcptap.catalog import CaptureInfo, scan
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.escape import escape_controls, text_path
-from mcptap.liveness import remove_stale_reserves
+from mcptap.liveness import remove_leftovers
 from mcptap.paths import capture_dir
 
 _SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
@@ -98,7 +98,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
         raise click.UsageError(f"{where}: not a directory")
     if directory is not None and not os.path.lexists(where):
         raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
-    remove_stale_reserves(where)        # left by a killed mcptap (kill -9): never listed, never kept
+    remove_leftovers(where)        # left by a killed mcptap (kill -9): never listed, never kept
     infos = scan_dir(where)
     hidden = 0
     if not show_all:

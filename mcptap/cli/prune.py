@@ -20,7 +20,7 @@ import click
 from mcptap.catalog import parse_age, remove, select_prune
 from mcptap.cli import options
 from mcptap.cli.ls import human_size, printable, scan_dir
-from mcptap.liveness import remove_stale_reserves
+from mcptap.liveness import remove_leftovers
 from mcptap.paths import capture_dir
 
 
@@ -66,7 +66,7 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
         else:
             freed += info.size
             click.echo(f"removed {printable(info.path)}")
-    remove_stale_reserves(where)        # reserves a killed mcptap left, and those of removed captures
+    remove_leftovers(where)        # reserves a killed mcptap left, and those of removed captures
     click.echo(f"mcptap: removed {len(doomed) - failed} capture(s), {human_size(freed)}", err=True)
     if failed:
         ctx.exit(2)

@@ -5,9 +5,9 @@ server command a host runs) or, with ``--listen``, over Streamable HTTP (or the
 legacy HTTP+SSE transport when the capture is one). See mcptap/serve/.
 
 Exit status: 0 when the client's session ended (stdin EOF; SIGINT/SIGTERM for
-HTTP); over stdio 143 when SIGTERM ended it (a host stopping its server: ``-o``
-gets its end record and ``--extend`` merges the exchanges made, first) and 130 on
-SIGINT; 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
+HTTP); over stdio 143 when SIGTERM ended it (a host stopping its server) and 130
+when SIGINT (Ctrl-C) did, after ``-o`` got its end record and ``--extend`` merged
+the exchanges made, as at stdin EOF; 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
 CAPTURE is left as it was); 2 when the capture cannot be served (not a capture, no
 recorded server messages, port busy, unwritable ``-o``, a scrubbed capture to
 extend whose redaction this user cannot redo).
@@ -15,7 +15,6 @@ extend whose redaction this user cannot redo).
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import sys
@@ -34,6 +33,7 @@ from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.escape import escape_controls, shown
+from mcptap.liveness import remove_leftovers
 from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
@@ -166,7 +166,9 @@ def _episode_file(capture: str) -> tuple[str, int | None]:
     """A file for the mock's own session when ``--extend`` has no ``-o``: (path to write it
     by, descriptor that keeps it). Its name is removed at once where the system can read it
     back through ``/proc/self/fd`` (so a killed mock leaves nothing behind)."""
-    fd, path = tempfile.mkstemp(prefix=".mcptap-episode-", suffix=".jsonl", dir=os.path.dirname(os.path.abspath(capture)))
+    # named by this pid, not as a capture: one a killed mock leaves is never listed and is removed
+    # by the next serve, ls or prune there (liveness.stale_merges)
+    fd, path = tempfile.mkstemp(prefix=f".mcptap-episode-{os.getpid()}-", suffix=".part", dir=os.path.dirname(os.path.abspath(capture)))
     if os.path.exists(f"/proc/self/fd/{fd}"):
         os.unlink(path)
         return f"/proc/self/fd/{fd}", fd
@@ -224,6 +226,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     if bool(cmd) != extend or (extend and listen is not None):
         _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
         ctx.exit(2)
+    if capture != "-":
+        # what a killed serve --extend left beside it (a merge file, a session file): the pid is gone
+        remove_leftovers(*os.path.split(os.path.abspath(capture)))
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
@@ -247,27 +252,25 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     except (McptapError, OSError) as exc:
         _say(str(exc))
         ctx.exit(2)
-    from mcptap.serve.stdio import serve_stdio
+    from mcptap.serve.stdio import StdioServer
 
-    # a SIGTERM is the session's end (serve_stdio's receiver while trio runs; held from
-    # before trio starts to after the capture is finished, so none is lost in between)
+    # SIGTERM and SIGINT end the session (the server's receiver while trio runs); a SIGTERM is
+    # held from before trio starts to after the capture is finished, so none is lost in between
     held: list[int] = []
     old_term = signal.signal(signal.SIGTERM, lambda n, _f: held.append(n))
+    server = StdioServer(core, rec, fallback=list(cmd) or None)
     try:
-        result = trio.run(functools.partial(serve_stdio, core, rec, fallback=list(cmd) or None))
+        result = trio.run(server.run)
     except BaseException as exc:
-        signal.signal(signal.SIGTERM, old_term)
         if not interrupted(exc):
+            signal.signal(signal.SIGTERM, old_term)
             raise
-        # Ctrl-C: the session ends here; -o's capture still gets its end record
-        if rec is not None:
-            rec.close(exit_code=130)
-        if kept is None and extend and output is None and episode is not None:
-            os.unlink(episode)
-        _say("interrupted")
-        ctx.exit(130)
+        # Ctrl-C outside the server's receiver (as trio starts or ends): the session ends here
+        # all the same, and what the real server answered is merged as below
+        result = server.result
+        result.signal = signal.SIGINT
     # SIGTERM (a host stopping its server: the SDK's stdio client does 2 s after closing stdin)
-    # ends the session as stdin EOF does, and the exchanges made so far are kept
+    # and Ctrl-C end the session as stdin EOF does, and the exchanges made so far are kept
     status = 128 + result.signal if result.signal else 0
     with closing_phase() as signalled:
         signal.signal(signal.SIGTERM, old_term)      # closing_phase's own hold is in place: restored after it
@@ -286,6 +289,8 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         status = 128 + signalled[0]
     if not quiet and result.unanswered:
         _say(unanswered_line(result.unanswered))
+    if result.signal == signal.SIGINT:
+        _say("interrupted")
     sys.stdout.flush()
     ctx.exit(status)
 

@@ -1,13 +1,14 @@
 """Volatile-field masking for comparing two answers to the same request (pure, level 3).
 
-``Masker(ignore=()).mask(value, method, root) -> value`` and
+``Masker(ignore=()).mask(value, method, root, other=ABSENT) -> value`` and
 ``Masker.fingerprint(value, method, root) -> int`` (used by ``compare.verdict``,
 ``replay.plan`` and ``diff``); ``Masker.ignored(value, method, root)``: only the
 ``--ignore`` paths masked (serve ``--strict``).
 
-Volatile fields (never compared): any ``_meta`` object (dropped), progress tokens,
-session ids, cursors, task ids, request state, elicitation ids, and string
-values shaped like timestamps (ISO 8601) or UUIDs. The keys of 2026-07-28
+Volatile fields (never compared): any ``_meta`` object, progress tokens, session
+ids, cursors, task ids, request state, elicitation ids (``VOLATILE_KEYS``: these
+keys are dropped, so one present on one side only is no difference either), and
+string values shaped like timestamps (ISO 8601) or UUIDs (read ``"<masked>"``). The keys of 2026-07-28
 ``inputRequests`` / ``inputResponses`` are the server's opaque names: only
 the requests themselves are compared. ``--ignore PATH`` adds more:
 a dotted path over the JSON-RPC message (``result.structuredContent.now``)
@@ -20,7 +21,12 @@ An ignored object key is removed (not only its value replaced), so a field
 ignored on one side and absent on the other makes no difference; an ignored
 list item reads ``"<masked>"`` (its index stays), a list whose every item is
 ignored (``[*]``, ``**``) reads ``"<masked>"`` whatever its length, and
-ignored items at a list's end are dropped (one side may have more).
+ignored items at a list's end are dropped (one side may have more). Two values
+compared are masked each with the other as ``other``: a list's ignored items at its
+end are then dropped only past the other side's length, so an ignored item the other
+side has too stays, and only the items that really differ are compared as missing
+(``[1, x, 3]`` and ``[1, y]`` with ``[1]`` ignored: ``[1, <masked>, 3]`` and
+``[1, <masked>]``, index 2 the one difference).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ VOLATILE_KEYS = frozenset({
     "elicitationId", "subscriptionId", "timestamp", "createdAt", "lastUpdatedAt", "requestId",
 })
 MASKED = "<masked>"
+#: ``mask(other=ABSENT)``: no value to compare with (fingerprints)
+ABSENT: Any = object()
 #: Maps keyed by opaque server-chosen names (2026-07-28 input rounds): compared as a list of values.
 OPAQUE_KEYED = frozenset({"inputRequests", "inputResponses"})
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?$")
@@ -162,11 +170,12 @@ def _every_item(states: frozenset[tuple[int, int]], pats: Sequence[Pattern]) -> 
     return _advance(states, pats, "[*]")[1]
 
 
-def _trim(items: list[Any], hits: set[int]) -> list[Any]:
-    """``items`` without the ignored items (indices ``hits``) at its end: a list
+def _trim(items: list[Any], hits: set[int], floor: int = 0) -> list[Any]:
+    """``items`` without the ignored items (indices ``hits``) at its end, down to ``floor``
+    items at most (the other side's length: an index both have is compared there): a list
     longer only by an ignored index is no difference."""
     n = len(items)
-    while n and n - 1 in hits:
+    while n > floor and n - 1 in hits:
         n -= 1
     return items[:n]
 
@@ -192,43 +201,43 @@ class Masker:
             return live, False
         return _advance(live, self.patterns, root)
 
-    def mask(self, value: Any, method: str | None = None, root: str = "result") -> Any:
+    def mask(self, value: Any, method: str | None = None, root: str = "result", other: Any = ABSENT) -> Any:
+        """``other``: the value ``value`` is to be compared with (see the module docstring)."""
         value = bounded(value)
+        other = other if other is ABSENT else bounded(other)
         if not self.patterns:
-            return self._mask(value, frozenset())
+            return self._mask(value, frozenset(), other)
         states, whole = self._states(method, root)
         # ``--ignore result`` (or ``METHOD:error``, ``params``) names the whole member
-        return MASKED if whole else self._mask(value, states)
+        return MASKED if whole else self._mask(value, states, other)
 
-    def _mask(self, value: Any, states: frozenset[tuple[int, int]]) -> Any:
+    def _mask(self, value: Any, states: frozenset[tuple[int, int]], other: Any = ABSENT) -> Any:
         if isinstance(value, dict):
             out = None
+            there = other if isinstance(other, dict) else {}
             for k, v in value.items():
                 nv = v
-                if k == "_meta":          # metadata, not content: its presence is volatile too
+                if k in VOLATILE_KEYS:    # (``_meta`` too) removed: present on one side only must not differ
                     if out is None:
                         out = dict(value)
                     del out[k]
                     continue
-                if k in VOLATILE_KEYS:
+                sub = states
+                hit = False
+                if states:
+                    sub, hit = _advance(states, self.patterns, k)
+                if hit:             # removed: present on one side only must not differ
+                    if out is None:
+                        out = dict(value)
+                    del out[k]
+                    continue
+                if k in OPAQUE_KEYED and isinstance(v, dict):
+                    vals = [self._mask(x, sub) for x in v.values()]
+                    nv = sorted(vals, key=lambda x: dumps(x, sort=True))
+                elif isinstance(v, (dict, list)):
+                    nv = self._mask(v, sub, there.get(k, ABSENT))
+                elif isinstance(v, str) and _volatile_value(v):
                     nv = MASKED
-                else:
-                    sub = states
-                    hit = False
-                    if states:
-                        sub, hit = _advance(states, self.patterns, k)
-                    if hit:             # removed: present on one side only must not differ
-                        if out is None:
-                            out = dict(value)
-                        del out[k]
-                        continue
-                    if k in OPAQUE_KEYED and isinstance(v, dict):
-                        vals = [self._mask(x, sub) for x in v.values()]
-                        nv = sorted(vals, key=lambda x: dumps(x, sort=True))
-                    elif isinstance(v, (dict, list)):
-                        nv = self._mask(v, sub)
-                    elif isinstance(v, str) and _volatile_value(v):
-                        nv = MASKED
                 if nv is not v:
                     if out is None:
                         out = dict(value)
@@ -239,6 +248,7 @@ class Masker:
                 return MASKED
             outl = None
             hits: set[int] = set()
+            others = other if isinstance(other, list) else []
             for i, v in enumerate(value):
                 sub = states
                 hit = False
@@ -249,14 +259,14 @@ class Masker:
                     nv = MASKED
                     hits.add(i)
                 elif isinstance(v, (dict, list)):
-                    nv = self._mask(v, sub)
+                    nv = self._mask(v, sub, others[i] if i < len(others) else ABSENT)
                 elif isinstance(v, str) and _volatile_value(v):
                     nv = MASKED
                 if nv is not v:
                     if outl is None:
                         outl = list(value)
                     outl[i] = nv
-            return value if outl is None else _trim(outl, hits)
+            return value if outl is None else _trim(outl, hits, len(others))
         if isinstance(value, str) and _volatile_value(value):
             return MASKED
         return value

@@ -12,8 +12,9 @@ Keys (``Matcher.key``):
 
 * by default the params are normalised with the same :class:`Masker` replay
   uses to compare answers: ``_meta`` dropped (per-request metadata, progress
-  tokens, 2026-07-28 client info), volatile keys and timestamp/UUID-shaped
-  strings masked, absent params equal to ``{}``;
+  tokens, 2026-07-28 client info) and volatile keys dropped (a first page's
+  ``tools/list`` and the next page's, with its ``cursor``, share a key: equal params
+  are preferred, below), timestamp/UUID-shaped strings masked, absent params equal to ``{}``;
 * ``initialize`` and ``server/discover`` match by method alone (the recorded
   server answers whatever client info and capabilities arrive);
 * ``strict=True``: params must be equal as JSON except ``_meta.progressToken``

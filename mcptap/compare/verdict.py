@@ -89,8 +89,8 @@ def compare_responses(a: Any, b: Any, method: str | None = None, masker: Masker 
     if ka != kb or (ka == "error" and ca != cb):
         where = "error.code" if ka == kb else "$"
         return Verdict(ERROR_CHANGED, [PathChange(where, "changed", {ka: va}, {kb: vb})], ca, cb)
-    ma = masker.mask(va, method, ka)
-    mb = masker.mask(vb, method, kb)
+    ma = masker.mask(va, method, ka, other=vb)       # each against the other: an ignored list item
+    mb = masker.mask(vb, method, kb, other=va)       # both have is compared in place (compare/mask.py)
     if same(ma, mb):
         return Verdict(MATCH, code_a=ca, code_b=cb)
     return Verdict(CHANGED, json_diff(ma, mb, ka), ca, cb)

@@ -36,7 +36,7 @@ from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, 
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
 from mcptap.diff.report import DiffReport
-from mcptap.diff.scrubbed import needs_key, scrub_plan
+from mcptap.diff.scrubbed import KEYS_NOTE, by_kind, key_ids, keys_differ, needs_key, scrub_plan
 from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
 from mcptap.diff.surface import Item, compare_surface
 from mcptap.redact.keyed import Keyer
@@ -66,15 +66,21 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
     a file by the caller, since differing exchanges are read a second time.
     ``keyer``: the user's redaction key (asked only when one capture is
     scrubbed and the other not: the one in clear is then scrubbed as it is
-    read, ``diff/scrubbed.py``). Raises CaptureReadError (unreadable
+    read, ``diff/scrubbed.py``; both scrubbed with different keys: placeholders compared by
+    kind, ``report.notes`` says so). Raises CaptureReadError (unreadable
     capture), ScrubMismatch (that scrub cannot be redone: no key, another key;
     a McptapError) and ValueError (bad ignore path)."""
     masker = Masker(ignore)
     ha, hb = _header(a_path, sources[0]), _header(b_path, sources[1])
     scrub_a, scrub_b = scrub_plan(ha, hb, keyer() if keyer is not None and needs_key(ha, hb) else None, (a_path, b_path))
+    notes = []
+    if keys_differ(ha, hb):
+        # the same secret has another placeholder on each side: compared by kind, and said so
+        scrub_a = scrub_b = by_kind
+        notes.append(KEYS_NOTE.format(a=", ".join(key_ids(ha)), b=", ".join(key_ids(hb))))
     a = summarize(a_path, masker, sources[0], scrub_a)
     b = summarize(b_path, masker, sources[1], scrub_b)
-    report = DiffReport(a_path, b_path)
+    report = DiffReport(a_path, b_path, notes=notes)
     report.stats = {name: {"messages": s.messages, "exchanges": len(s), "stray_lines": s.stray, "complete": s.complete,
                            "truncated": s.truncated, "revision": s.surface.revision,
                            "not_compared": len(s.dropped)}
@@ -148,7 +154,8 @@ def _exchanges(a: Side, b: Side, masker: Masker, report: DiffReport) -> None:
         v = compare_responses(ra[1], rb[1], method, masker)
         req: list[PathChange] = []
         if a.key[i] != b.key[j]:
-            req = json_diff(masker.mask(_params(ra[0]), method, "params"), masker.mask(_params(rb[0]), method, "params"), "params")
+            pa, pb = _params(ra[0]), _params(rb[0])
+            req = json_diff(masker.mask(pa, method, "params", other=pb), masker.mask(pb, method, "params", other=pa), "params")
         # the summaries' hashes only nominated this exchange: the full compare decides, and the counts follow it
         # (3 vs 3.0, the same JSON number, hash apart but are equal)
         counted = CHANGED if req or a.key[i] != b.key[j] else _hashed_status(a, b, i, j)

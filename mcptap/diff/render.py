@@ -4,7 +4,7 @@
 capabilities, serverInfo, tools, ..., latency), ``+`` / ``-`` / ``~`` marks,
 ``!`` for breaking changes, colours through ``style`` (cli/output.py), then a one-line
 summary of exchange verdicts, and a note for a capture that is cut short or
-has no end record.
+has no end record, and the report's ``notes``.
 """
 
 from __future__ import annotations
@@ -60,4 +60,5 @@ def render_text(report: DiffReport, style: Callable[[str, str], str] | None = No
             lines.append(f"note: {name.upper()} is cut short (its last line is truncated): it ends early")
         elif st.get("complete") is False:
             lines.append(f"note: {name.upper()} has no end record (recording did not finish or is still running)")
+    lines.extend(esc(f"note: {n}") for n in report.notes)
     return "\n".join(lines) + "\n"

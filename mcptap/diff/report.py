@@ -12,13 +12,15 @@ from mcptap.diff.surface import Item
 @dataclass
 class DiffReport:
     """Result of ``diff_captures``. ``items``: every difference (Item);
-    ``counts``: exchanges by verdict; ``stats``: per-side facts."""
+    ``counts``: exchanges by verdict; ``stats``: per-side facts; ``notes``: how the
+    comparison was made where that changes what it can show (JSON ``notes``, only when any)."""
 
     a: str
     b: str
     items: list[Item] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def different(self) -> bool:
@@ -29,5 +31,8 @@ class DiffReport:
         return sum(1 for it in self.items if it.breaking)
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "different": self.different, "breaking": self.breaking,
-                "exchanges": self.counts, "stats": self.stats, "items": [it.to_json() for it in self.items]}
+        d = {"a": self.a, "b": self.b, "different": self.different, "breaking": self.breaking,
+             "exchanges": self.counts, "stats": self.stats, "items": [it.to_json() for it in self.items]}
+        if self.notes:
+            d["notes"] = list(self.notes)
+        return d

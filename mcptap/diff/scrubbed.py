@@ -13,15 +13,28 @@ the same placeholders, and nothing in clear reaches the report.
 records scrubbed. Raises ``ScrubMismatch`` (a ``McptapError``) when one side is scrubbed
 and its passes cannot be redone with ``keyer`` (another key, none, unreadable rules): the
 caller refuses to diff rather than print the other side's secrets.
+
+Two scrubbed captures are compared as they are when their passes used one key (the same
+secret has the same placeholder: a changed secret is a change). Scrubbed with different
+keys (``keys_differ``), the same secret has a different placeholder on each side and
+nothing can tell which ones hold the same secret; compared as they are, every placeholder
+would be a difference. ``by_kind`` then reads both sides with each placeholder replaced by
+its kind (``«redacted:hmac:6d43690916bb»`` → ``«redacted:hmac»``): placeholders equal one
+another, what is not a secret is still compared, and ``KEYS_NOTE`` says that a changed
+secret cannot be seen.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from mcptap.capture.fields import message_value
+from mcptap.compare.depth import bounded
 from mcptap.errors import McptapError
-from mcptap.redact.keyed import Keyer
+from mcptap.model import UNPARSED
+from mcptap.redact.keyed import PLACEHOLDER, Keyer
 from mcptap.redact.live import live_redactors
 from mcptap.redact.scrub import Scrubber
 
@@ -84,3 +97,54 @@ def scrub_plan(header_a: dict[str, Any], header_b: dict[str, Any], keyer: Keyer 
                             f"(mcptap scrub {other} -o SCRUBBED)")
     run = _records(passes)
     return (None, run) if sa else (run, None)
+
+
+#: the report's note when ``by_kind`` was used ({a}, {b}: the key fingerprints of each side)
+KEYS_NOTE = ("A and B were scrubbed with different redaction keys (A: {a}; B: {b}): the same secret has another "
+             "placeholder in each, so placeholders were compared by kind (any one equals any other) and a secret "
+             "that changed is not shown; scrub both sources with one key to compare them")
+_DIGEST = re.compile(r":[^:»]*»$")
+
+
+def key_ids(header: dict[str, Any]) -> tuple[str, ...]:
+    """The key fingerprints of a scrubbed capture's passes, sorted, once each (() in clear)."""
+    if not _scrubbed(header):
+        return ()
+    return tuple(sorted({str(p.get("key")) for p in header["scrubbed"] if isinstance(p, dict)}))
+
+
+def keys_differ(header_a: dict[str, Any], header_b: dict[str, Any]) -> bool:
+    """Both captures are scrubbed, not with the same key(s): ``by_kind`` is needed."""
+    ka, kb = key_ids(header_a), key_ids(header_b)
+    return bool(ka) and bool(kb) and ka != kb
+
+
+def _kind(m: re.Match[str]) -> str:
+    text = m.group(0)
+    return _DIGEST.sub("»", text) if text.count(":") >= 2 else text
+
+
+def _by_kind(v: Any) -> Any:
+    if isinstance(v, str):
+        return PLACEHOLDER.sub(_kind, v) if "«redacted:" in v else v
+    if isinstance(v, list):
+        out = [_by_kind(x) for x in v]
+        return v if all(x is y for x, y in zip(out, v, strict=True)) else out
+    if isinstance(v, dict):
+        pairs = [(_by_kind(k), _by_kind(x)) for k, x in v.items()]
+        return v if all(k is k2 and x is x2 for (k2, x2), (k, x) in zip(pairs, v.items(), strict=True)) else dict(pairs)
+    return v
+
+
+def by_kind(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``records`` with every placeholder in a message replaced by its kind (see the module
+    docstring); the message then holds its value as ``json`` (its bytes are not compared)."""
+    for rec in records:
+        if rec.get("type") == "message":
+            value = message_value(rec)
+            if value is not UNPARSED and value is not None:
+                new = _by_kind(bounded(value))
+                if new is not value:
+                    rec = {k: x for k, x in rec.items() if k not in ("raw", "raw_b64")}
+                    rec["json"] = new
+        yield rec

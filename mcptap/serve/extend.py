@@ -14,7 +14,8 @@ apart and it is annotated by today's rules. A new end record closes the
 merged capture: per-direction counts and SHA-256 digests of the bytes the file
 holds (all sessions), findings counted over every record, the original end
 record's pending requests and end-of-session findings kept beside the new
-session's. The header is the original's (its ``started``: record times stay
+session's, and a scrubbed capture's ``original`` (the digests of the streams
+its tap forwarded, before scrubbing) as it was. The header is the original's (its ``started``: record times stay
 what they were) with ``episodes`` counted up; the episode's times are placed
 after the original's (at its own wall-clock time where that is later). A
 capture that had no end record (its tap was killed) gets a ``gap`` record
@@ -27,7 +28,7 @@ A gzip capture (``.jsonl.gz``) is written back gzip-compressed.
 
 The merged capture is written to a hidden file beside the capture
 (``.NAME.extending-PID``, removed on any failure; one a SIGKILLed mcptap left is
-removed by the next extend) and then renamed over ``path`` in one step: a
+removed by the next serve of that capture, ``ls`` and ``prune``: ``liveness.stale_merges``) and then renamed over ``path`` in one step: a
 process killed meanwhile leaves the original capture as it was. Raises CaptureReadError (unreadable input), CaptureWriteError (cannot
 write), ValueError (not a capture that can be extended).
 """
@@ -48,6 +49,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.capture.source import CUT, lines, open_input, read_line
 from mcptap.capture.writer import CaptureWriter
 from mcptap.errors import CaptureReadError, CaptureWriteError
+from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
 from mcptap.recorder import Recorder
 from mcptap.records import Eof, MessageRecord, Process, Stderr, message_bytes
@@ -96,19 +98,13 @@ class _Tally:
 class _Out:
     """The merged file, ``.NAME.extending-PID`` beside the capture until ``publish`` renames
     it over the capture; ``discard`` removes it. One a killed mcptap left (SIGKILL: nothing
-    else stops a merge, signals wait for it) is removed by the next extend of that capture."""
+    else stops a merge, signals wait for it) is removed by the next serve of that capture."""
 
     def __init__(self, path: str, gz: bool) -> None:
         self.path = path
         where, name = os.path.split(os.path.abspath(path))
-        prefix = f".{name}.extending-"
-        for old in os.listdir(where):
-            if old.startswith(prefix) and old[len(prefix):].isdigit() and not _alive(int(old[len(prefix):])):
-                try:
-                    os.unlink(os.path.join(where, old))
-                except OSError:
-                    pass
-        self.named: str | None = os.path.join(where, f"{prefix}{os.getpid()}")
+        remove_leftovers(where, name)
+        self.named: str | None = os.path.join(where, f".{name}.extending-{os.getpid()}")
         fd = os.open(self.named, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.raw: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self.fp: IO[bytes] = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="wb", compresslevel=6, mtime=0)) if gz else self.raw
@@ -138,16 +134,6 @@ class _Out:
                 os.unlink(self.named)
             except OSError:
                 pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 class _Sink(CaptureWriter):
@@ -306,7 +292,12 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
         new = dict(rec)
         for d in _DIRS:
             new[d] = tally.streams[d].json()
-        new.pop("original", None)        # digests of the unscrubbed source: the merged one has none
+        # a scrubbed capture's proof of what its tap forwarded (scrub_streams._end): the source's
+        # digests, kept as they were; the new session was redacted as it was recorded
+        if "original" in old:
+            new["original"] = old["original"]
+        else:
+            new.pop("original", None)
         new["severities"], new["codes"] = dict(tally.severities), dict(sorted(tally.codes.items()))
         for k in _CARRIED:
             both = list(old.get(k) or []) + list(rec.get(k) or [])

@@ -18,8 +18,10 @@ which an SDK client in auto mode falls back to the capture's. The real server's
 stderr and process start and exit go into the Recorder as a tap records them.
 
 SIGTERM (a host stopping its server; the SDK's stdio client sends it 2 s after
-closing stdin) ends the session as stdin EOF does, without waiting for answers
-still due: ``ServeResult.signal`` says so, and the caller finishes the capture.
+closing stdin) and SIGINT (Ctrl-C) end the session as stdin EOF does, without
+waiting for answers still due: ``ServeResult.signal`` says which, and the caller
+finishes the capture (``--extend``: merges the session). The receiver is in place
+before stdin is read, so no forwarded exchange precedes it.
 
 JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
 out as one array (when the last of them is due), a member that is not a
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +71,7 @@ class ServeResult:
     received: int = 0
     sent: int = 0
     forwarded: int = 0                 # --extend: requests the real server answered
-    signal: int = 0                    # the signal that ended the session (SIGTERM), 0 for stdin EOF
+    signal: int = 0                    # the signal that ended the session (SIGTERM, SIGINT), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
 
 
@@ -140,15 +143,16 @@ class StdioServer:
         else:
             self.rec.process(event, **fields)
 
-    async def _on_sigterm(self) -> None:
-        try:
-            with trio.open_signal_receiver(signal.SIGTERM) as signals:
-                async for _ in signals:       # kept open to the end: a second SIGTERM changes nothing
-                    self.result.signal = signal.SIGTERM
-                    self._reading.cancel()
-                    self._waiting.cancel()
-        except RuntimeError:
-            return          # not the main thread (embedded): the host's SIGTERM is its own business
+    async def _on_signals(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            task_status.started()
+            return          # embedded: the host's signals are its own business
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
+            async for signum in signals:      # kept open to the end: a second signal changes nothing
+                self.result.signal = self.result.signal or int(signum)
+                self._reading.cancel()
+                self._waiting.cancel()
 
     def _raw_to_client(self, line: bytes) -> None:
         try:
@@ -237,7 +241,7 @@ class StdioServer:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._writer, host_out)
-                nursery.start_soon(self._on_sigterm)
+                await nursery.start(self._on_signals)
                 self._queue(self.core.opening(self.live), nursery)
                 with self._reading:
                     await self._read(host_in, nursery)
@@ -265,7 +269,9 @@ class StdioServer:
             await quiet_close(host_out)
             if self.rec is not None:
                 self.rec.stdio_eof(S2C)
-        self.result.unanswered = list(self.live.unanswered)
+            self.result.unanswered = list(self.live.unanswered)
+            if self.fallback is not None:
+                self.result.forwarded = self.fallback.forwarded
         return self.result
 
 
