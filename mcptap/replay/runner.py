@@ -73,8 +73,9 @@ class Replayer:
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
-        # a packed message parses into a fresh object each time (steps.pack); one held as it is is copied
-        msg = step.message if type(step.packed_message) is bytes else copy_message(step.message)
+        # a packed message parses into a fresh object each time (steps.pack, steps.literal: its
+        # numbers orjson cannot write kept as fragments, which a copy would lose); one held as it is is copied
+        msg = step.message if isinstance(step.packed_message, bytes) else copy_message(step.message)
         if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
