@@ -18,6 +18,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
     await link.send(value, session)             # one c2s message (never waits for its answer)
     await link.aclose()                         # end the session (stdin EOF / DELETE)
     link.written(value)                         # set by the runner: call once a message is written whole
+    link.lost(ids, note)                        # set by the runner: these requests' answers cannot come any more
 """
 
 from __future__ import annotations
@@ -188,6 +189,16 @@ class Replayer:
             if live is not None and not live.done.is_set():
                 live.sent_at = trio.current_time()
 
+    def lost(self, ids: list[Any], note: str) -> None:
+        """The link can no longer get the answers to the requests it sent with
+        these ids (a legacy HTTP+SSE stream the server ended): each is settled
+        unanswered, with ``note`` (a batch, at its first such member)."""
+        for i in ids:
+            live = self._by_live_id.get(id_key(i), (None,))[0]
+            if live is not None and not live.done.is_set():
+                live.note = note
+                live.done.set()
+
     def closed(self) -> None:
         """The link ended (server exited, connection lost): nothing more will come."""
         self._closed = True
@@ -293,6 +304,7 @@ class Replayer:
         async with trio.open_nursery() as nursery:
             try:
                 self.link.written = self.written
+                self.link.lost = self.lost
                 await self.link.start(nursery, self.deliver, self.closed)
             except SpawnError as exc:
                 self.result.error = str(exc)
