@@ -66,7 +66,7 @@ class NewlineFramer:
     (the stream offset of the first byte this framer sees; default 0).
     """
 
-    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts", "parses", "known")
+    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts", "parses", "reuse")
 
     def __init__(self, offset: int = 0) -> None:
         self._buf = bytearray()
@@ -82,7 +82,7 @@ class NewlineFramer:
         self.parses: Parses | None = None
         #: parses made by another framer of the same bytes (``parses``), used in order while
         #: their lines match (a line that does not is parsed here)
-        self.known: deque[tuple[bytes, tuple[Any, tuple[int, ...], int]]] | None = None
+        self.reuse: deque[tuple[bytes, tuple[Any, tuple[int, ...], int]]] | None = None
 
     @property
     def buffered(self) -> int:
@@ -119,11 +119,11 @@ class NewlineFramer:
     def receive_parsed(self, data: bytes, parsed: Parses) -> list[Frame]:
         """``receive_data(data)`` with the lines another framer of the same bytes
         parsed already (its ``parses`` for ``data``) taken from ``parsed``."""
-        self.known = deque(parsed)
+        self.reuse = deque(parsed)
         try:
             return self.receive_data(data)
         finally:
-            self.known = None
+            self.reuse = None
 
     def receive_data(self, data: bytes) -> list[Frame]:
         out: list[Frame] = []
@@ -176,9 +176,9 @@ class NewlineFramer:
         if self._held:
             self._held_line(raw, offset, terminated, out)
             return
-        known = self.known
-        if known and known[0][0] == raw:
-            value, bad, odd = known.popleft()[1]
+        reuse = self.reuse
+        if reuse and reuse[0][0] == raw:
+            value, bad, odd = reuse.popleft()[1]
         else:
             value, bad, odd = parse_json_full(raw)
         if self.parses is not None:
