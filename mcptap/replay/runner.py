@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import trio
 
 from mcptap.errors import SpawnError
@@ -243,7 +244,7 @@ class Replayer:
         live = None
         if step.kind == "request":
             live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
-            msg["id"] = wire_id(live.live_id)
+            msg["id"] = _sent_id(msg["id"], live.live_id, step.orig_id)
             if live.live_id is not None:        # an answer with id null answers no request (as in the capture)
                 self._by_live_id[id_key(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
@@ -251,8 +252,8 @@ class Replayer:
             live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
             for item in msg:
                 if isinstance(item, dict) and "method" in item and "id" in item:
-                    orig = item["id"]
-                    item["id"] = wire_id(fresh := self._fresh(orig))
+                    orig = read_id(item["id"])
+                    item["id"] = _sent_id(item["id"], fresh := self._fresh(orig), orig)
                     if fresh is not None:
                         self._by_live_id[id_key(fresh)] = (live, orig)
                         batch.append(orig)
@@ -346,3 +347,8 @@ class Replayer:
                 self.result.notes[idx] = live.note
         return self.result
 
+
+def _sent_id(recorded: Any, live_id: Any, orig: Any) -> Any:
+    """The id to send: the recorded literal (a fragment, ``steps.literal``) when the
+    request goes with its recorded id, else ``live_id`` as ``wire_id`` writes it."""
+    return recorded if live_id is orig and isinstance(recorded, orjson.Fragment) else wire_id(live_id)

@@ -68,7 +68,8 @@ def pack(value: Any, exact: bool) -> Any:
 class Literal(bytes):
     """A c2s message held as JSON bytes in which each number orjson would write
     as another number is its recorded literal (``literal``); read back by
-    ``unpack`` with those numbers as ``orjson.Fragment``, sent verbatim."""
+    ``unpack`` with those numbers as ``orjson.Fragment``, sent verbatim (an id
+    among them: ``read_id`` gives the number the runner keys it by)."""
 
     __slots__ = ()
 
@@ -95,11 +96,7 @@ def unpack(held: Any) -> Any:
         return orjson.loads(held)
     if type(held) is Literal:
         parsed = parse_exact(held, literals=True)
-        value = parsed[0] if parsed is not None else None
-        for v in value if isinstance(value, list) else (value,):
-            if isinstance(v, dict) and isinstance(v.get("id"), orjson.Fragment):
-                v["id"] = read_id(v["id"])      # an id as the runner keys it (wire_id writes it)
-        return value
+        return parsed[0] if parsed is not None else None       # (an id too may be a fragment: read_id)
     return held
 
 

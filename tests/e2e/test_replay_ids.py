@@ -19,7 +19,8 @@ from mcptap.capture.reader import read_capture
 pytestmark = pytest.mark.e2e
 SERVER = [sys.executable, str(Path(__file__).resolve().parents[1] / "replay" / "sdk_server.py"), "v1"]
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
-ODD_IDS = [b"null", b"1.5", b"true", b'{"a":1}', b"[1]", b"1e400", b"-1e400", b"18446744073709551617"]
+#: (1E+400 and 0.30000000000000001: numbers orjson writes otherwise, as 1e400 and 0.3, sent as recorded)
+ODD_IDS = [b"null", b"1.5", b"true", b'{"a":1}', b"[1]", b"1E+400", b"-1e400", b"18446744073709551617", b"0.30000000000000001"]
 
 
 def _record(path: Path) -> None:
