@@ -22,7 +22,7 @@ from mcptap.known_secrets import KnownSecrets
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.fingerprint import rules_fingerprint
-from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.framing import NewlineFramer, Parses
 from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder_chunks import ChunkRecording, WholeLines
 from mcptap.recorder_stderr import StderrRecording
@@ -159,12 +159,14 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
 
     # -- stdio ----------------------------------------------------------------------
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
-                    behind: Callable[[], bool] | None = None) -> list[Message]:
+                    behind: Callable[[], bool] | None = None, parsed: Parses | None = None) -> list[Message]:
         """A chunk was forwarded in ``direction``: count, digest, frame,
         annotate and write it. Returns the messages completed by the chunk.
         ``extra``: findings of the sender's own (``serve.*``) for the first of them.
         ``behind``: asked between messages; once it returns True the rest of
-        the chunk is stored unframed (see ``stdio_unframed``)."""
+        the chunk is stored unframed (see ``stdio_unframed``). ``parsed``: the
+        ``NewlineFramer.parses`` of a reader that framed the same chunk (replay's
+        stdio link), used instead of parsing its lines again."""
         if not data:
             return []  # b"" means EOF to the framer; EOF is stdio_eof()
         t = self.clock()
@@ -190,7 +192,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
                 self._flush()
                 return []
         framer = self._framers[direction]
-        frames = framer.receive_data(data)
+        frames = framer.receive_data(data) if parsed is None else framer.receive_parsed(data, parsed)
         out = []
         for i, f in enumerate(frames):
             if behind is not None and behind():
@@ -265,14 +267,14 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         self._unframed[direction] = False
         return mid
 
-    def stdio_eof(self, direction: Direction) -> list[Message]:
+    def stdio_eof(self, direction: Direction, parsed: Parses | None = None) -> list[Message]:
         """``direction``'s stream closed: flush a partial last line, record the
-        eof and what it means (pending requests)."""
+        eof and what it means (pending requests). ``parsed``: as ``stdio_bytes``'s."""
         self._chunk_rest((direction,))
         t = self.clock()
         key = self.segment_key
         self._ended.add(direction)
-        out = [self._emit(f, direction, t, key) for f in self._framers[direction].receive_data(b"")]
+        out = [self._emit(f, direction, t, key) for f in self._framers[direction].receive_parsed(b"", parsed or [])]
         fs = self.annotator.eof(direction, t, session=key)
         self._put(lambda seq, t: Eof(seq, t, direction._value_, key, _json(fs)), fs)
         return out

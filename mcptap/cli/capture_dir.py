@@ -25,6 +25,7 @@ from mcptap.cli.options import NonEmptyPath
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
+from mcptap.protocol.framing import Parses
 from mcptap.recorder import Recorder
 
 
@@ -81,9 +82,9 @@ class KeepOnAnswer(Recorder):
             cb()
 
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
-                    behind: Callable[[], bool] | None = None) -> list[Message]:
+                    behind: Callable[[], bool] | None = None, parsed: Parses | None = None) -> list[Message]:
         self._first_s2c(direction)
-        return super().stdio_bytes(direction, data, extra, behind)
+        return super().stdio_bytes(direction, data, extra, behind, parsed)
 
     def stdio_unframed(self, direction: Direction, data: bytes) -> None:
         self._first_s2c(direction)

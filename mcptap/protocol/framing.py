@@ -26,6 +26,7 @@ line arriving in 64 KiB chunks is scanned once).
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Any
 
 from mcptap.model import UNPARSED, Frame
@@ -38,6 +39,9 @@ JOIN_MAX_LINES = 10_000
 
 
 _LEAD_WS = re.compile(rb"[ \t\r\n]*")
+
+#: ``NewlineFramer.parses``: each line parsed, with what ``parse_json_full`` returned for it
+Parses = list[tuple[bytes, tuple[Any, tuple[int, ...], int]]]
 
 
 def _looks_like_json_start(line: bytes) -> bool:
@@ -62,7 +66,7 @@ class NewlineFramer:
     (the stream offset of the first byte this framer sees; default 0).
     """
 
-    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts")
+    __slots__ = ("_buf", "_base", "_scan", "_held", "_held_bytes", "_eof", "_depth", "_starts", "parses", "reuse")
 
     def __init__(self, offset: int = 0) -> None:
         self._buf = bytearray()
@@ -73,6 +77,12 @@ class NewlineFramer:
         self._eof = False
         self._depth = 0
         self._starts: list[tuple[int, int]] = []   # (held index, depth before) of value openers
+        #: when a list: each line's parse is appended, ``(raw, parse_json_full(raw))`` (a reader
+        #: that frames the same bytes as its Recorder hands these on, so no line is parsed twice)
+        self.parses: Parses | None = None
+        #: parses made by another framer of the same bytes (``parses``), used in order while
+        #: their lines match (a line that does not is parsed here)
+        self.reuse: deque[tuple[bytes, tuple[Any, tuple[int, ...], int]]] | None = None
 
     @property
     def buffered(self) -> int:
@@ -105,6 +115,15 @@ class NewlineFramer:
         offset = self._base
         self._base = offset + len(raw)
         return Frame(raw, offset, True, value)
+
+    def receive_parsed(self, data: bytes, parsed: Parses) -> list[Frame]:
+        """``receive_data(data)`` with the lines another framer of the same bytes
+        parsed already (its ``parses`` for ``data``) taken from ``parsed``."""
+        self.reuse = deque(parsed)
+        try:
+            return self.receive_data(data)
+        finally:
+            self.reuse = None
 
     def receive_data(self, data: bytes) -> list[Frame]:
         out: list[Frame] = []
@@ -157,7 +176,13 @@ class NewlineFramer:
         if self._held:
             self._held_line(raw, offset, terminated, out)
             return
-        value, bad, odd = parse_json_full(raw)
+        reuse = self.reuse
+        if reuse and reuse[0][0] == raw:
+            value, bad, odd = reuse.popleft()[1]
+        else:
+            value, bad, odd = parse_json_full(raw)
+        if self.parses is not None:
+            self.parses.append((raw, (value, bad, odd)))
         if value is UNPARSED and terminated and _looks_like_json_start(raw):
             d = _depth_delta(raw)
             if d > 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -51,29 +52,38 @@ def _not_json(literal: str) -> Any:
 #: ``parse_json_full``'s third element: bit flags of what the exact parse read
 NON_FINITE = 1          # a number beyond any double (``1e400``) reads as ±infinity
 LONE_SURROGATE = 2      # a ``\\uD800``-``\\uDFFF`` escape without its pair reads as U+FFFD
+LITERAL = 4             # (``literals=True``) a number orjson would write as another one was kept as its literal
 
 #: a JSON escape of a UTF-16 surrogate (a lone one is valid JSON grammar, not Unicode: RFC 8259 §8.2)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def parse_exact(raw: bytes) -> tuple[Any, int] | None:
+def parse_exact(raw: bytes, literals: bool = False) -> tuple[Any, int] | None:
     """The slow, exact parse for the payloads orjson cannot read faithfully:
     integers of any size stay ``int`` (orjson reads those beyond 64 bits as
     float), a number beyond any double (``1e400``) reads as ±infinity instead
     of failing, and a lone surrogate escape (``"\\ud83d"``: text cut inside an
     emoji by a JavaScript peer; orjson and the Python SDK refuse the message)
     reads as U+FFFD, as invalid UTF-8 does. ``NaN``/``Infinity`` literals are
-    still not JSON. Returns ``(value, flags)`` (``NON_FINITE``,
-    ``LONE_SURROGATE``), or None when the bytes are not JSON; never raises."""
+    still not JSON. ``literals``: a number orjson would write as another number
+    (beyond any double, ``1e400``, which it writes as null; below the smallest,
+    ``1e-400``; more digits than a double holds, ``0.30000000000000001``) is an
+    ``orjson.Fragment`` of its literal instead, which orjson and ``capture.dumps``
+    write verbatim (to send a peer's message again as it was). Returns
+    ``(value, flags)`` (``NON_FINITE``, ``LONE_SURROGATE``, ``LITERAL``), or None
+    when the bytes are not JSON; never raises."""
     body = raw[3:] if raw.startswith(BOM) else raw
     flags = 0
 
-    def number(s: str) -> float:
+    def number(s: str) -> Any:
         nonlocal flags
         f = float(s)
         if math.isinf(f):
             flags |= NON_FINITE
+        if literals and not _writes_as(f, s):
+            flags |= LITERAL
+            return orjson.Fragment(s)
         return f
 
     try:
@@ -85,6 +95,17 @@ def parse_exact(raw: bytes) -> tuple[Any, int] | None:
         if lone:
             flags |= LONE_SURROGATE
     return value, flags
+
+
+def _writes_as(f: float, literal: str) -> bool:
+    """orjson writes ``f``, read from ``literal``, as the same number (maybe spelt otherwise)."""
+    written = orjson.dumps(f)
+    if written == b"null":
+        return False
+    try:
+        return Decimal(written.decode()) == Decimal(literal)
+    except ArithmeticError:
+        return False
 
 
 def _without_surrogates(value: Any) -> tuple[Any, bool]:

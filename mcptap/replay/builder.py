@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from mcptap.capture.format import decode_bytes
 from mcptap.compare.mask import Masker
 from mcptap.compare.resent import Resends, answered_at_http
 from mcptap.replay.in_flight import InFlightLog
-from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, pack, unpack
+from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, literal, pack, unpack
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -93,12 +94,16 @@ class PlanBuilder:
         self.rev_agreed = False                     # plan.revision is the negotiated one, not a probe's
 
     def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
-        """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
+        """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``).
+        What is sent again keeps each number orjson would write as another one as recorded
+        (``steps.literal``: ``1e400`` was sent as null)."""
         kind = rec.get("kind")
+        held = literal(decode_bytes(rec, "raw")) if "raw" in rec or "raw_b64" in rec else None
+        sent = value if held is None else unpack(held)
         if kind in ("response", "error"):
             srv = self.srv_by_seq.pop(rec.get("pair"), None)
-            if srv is not None and isinstance(value, dict):
-                srv.answer = {"error": value["error"]} if "error" in value else {"result": value.get("result")}
+            if srv is not None and isinstance(sent, dict):
+                srv.answer = {"error": sent["error"]} if "error" in sent else {"result": sent.get("result")}
                 self.plan.answers.add(srv.method, srv.params, srv.answer)
             return
         if kind not in ("request", "notification", "batch"):
@@ -113,7 +118,7 @@ class PlanBuilder:
             if method == "initialize" and kind == "request":
                 self.stdio_sessions += 1
             session = None if self.stdio_sessions <= 1 else f"stdio-session-{self.stdio_sessions}"
-        step = Step(len(plan.steps), rec["seq"], kind, method, pack(value, exact), session,
+        step = Step(len(plan.steps), rec["seq"], kind, method, pack(value, exact) if held is None else held, session,
                     value.get("id") if kind == "request" and isinstance(value, dict) else None,
                     rec.get("t_us", 0), label=self._shared(_label(method, params) if kind != "batch" else "batch"))
         if self.answered:
@@ -135,7 +140,7 @@ class PlanBuilder:
                 if first.session != step.session:
                     first.session = step.session    # (an initialize refused before it had one): shown with its re-send
                     self.moved = True
-            self._retry(step, params)
+            self._retry(step, params, sent.get("params") if isinstance(sent, dict) else None)
             if method == "tools/call":
                 name = params.get("name") if isinstance(params, dict) else None
                 step.tool = (name, self.listed.get(name, UNSEEN) if isinstance(name, str) else None)
@@ -176,12 +181,12 @@ class PlanBuilder:
                 step = self.plan.steps[idx]
                 self.resends.held(idx, step.orig_id, step.method, step.session, self._shared(how))
 
-    def _retry(self, step: Step, params: Any) -> None:
+    def _retry(self, step: Step, params: Any, sent: Any) -> None:
         key = (step.session, step.label)
         prev = self.input_required.pop(key, None)
         if prev is not None and isinstance(params, dict) and ("inputResponses" in params or "requestState" in params):
             step.retry_of = prev
-            responses = params.get("inputResponses")
+            responses = sent.get("inputResponses") if isinstance(sent, dict) else None      # (as sent again: steps.literal)
             asked = self.plan.steps[prev].response["result"].get("inputRequests")
             if isinstance(responses, dict) and isinstance(asked, dict):
                 for k, req in asked.items():

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import MATCH, MISSING, NEW, SKIPPED, Verdict, compare_responses
+from mcptap.replay.steps import read_id
 
 
 @dataclass(slots=True)
@@ -79,7 +80,7 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
             for item in message if isinstance(message, list) else ():
                 if not isinstance(item, dict) or "method" not in item or "id" not in item:
                     continue
-                k = repr(item["id"])
+                k = repr(read_id(item["id"]))          # (a recorded literal: steps.literal)
                 v = compare_responses(orig.get(k), new.get(k), item.get("method"), masker)
                 out.append(ExchangeResult(f"batch {item.get('method')}", v.status, step.index, step.seq, v, None, lv.latency_us,
                                           note if v.status in (MISSING, NEW) else None))

@@ -18,6 +18,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
     await link.send(value, session)             # one c2s message (never waits for its answer)
     await link.aclose()                         # end the session (stdin EOF / DELETE)
     link.written(value)                         # set by the runner: call once a message is written whole
+    link.lost(ids, note)                        # set by the runner: these requests' answers cannot come any more
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import trio
 
 from mcptap.errors import SpawnError
@@ -73,8 +75,9 @@ class Replayer:
     def _build(self, step: Step) -> Any:
         """The live message for ``step``, or None when it must not be sent (note set)."""
         notes = self.result.notes
-        # a packed message parses into a fresh object each time (steps.pack); one held as it is is copied
-        msg = step.message if type(step.packed_message) is bytes else copy_message(step.message)
+        # a packed message parses into a fresh object each time (steps.pack, steps.literal: its
+        # numbers orjson cannot write kept as fragments, which a copy would lose); one held as it is is copied
+        msg = step.message if isinstance(step.packed_message, bytes) else copy_message(step.message)
         if msg is None:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
@@ -187,6 +190,16 @@ class Replayer:
             if live is not None and not live.done.is_set():
                 live.sent_at = trio.current_time()
 
+    def lost(self, ids: list[Any], note: str) -> None:
+        """The link can no longer get the answers to the requests it sent with
+        these ids (a legacy HTTP+SSE stream the server ended): each is settled
+        unanswered, with ``note`` (a batch, at its first such member)."""
+        for i in ids:
+            live = self._by_live_id.get(id_key(i), (None,))[0]
+            if live is not None and not live.done.is_set():
+                live.note = note
+                live.done.set()
+
     def closed(self) -> None:
         """The link ended (server exited, connection lost): nothing more will come."""
         self._closed = True
@@ -231,7 +244,7 @@ class Replayer:
         live = None
         if step.kind == "request":
             live = Live(step.index, self._fresh(step.orig_id), trio.current_time())
-            msg["id"] = wire_id(live.live_id)
+            msg["id"] = _sent_id(msg["id"], live.live_id, step.orig_id)
             if live.live_id is not None:        # an answer with id null answers no request (as in the capture)
                 self._by_live_id[id_key(live.live_id)] = (live, None)
         elif step.kind == "batch" and isinstance(msg, list):
@@ -239,8 +252,8 @@ class Replayer:
             live = Live(step.index, None, trio.current_time(), batch=batch, parts={})
             for item in msg:
                 if isinstance(item, dict) and "method" in item and "id" in item:
-                    orig = item["id"]
-                    item["id"] = wire_id(fresh := self._fresh(orig))
+                    orig = read_id(item["id"])
+                    item["id"] = _sent_id(item["id"], fresh := self._fresh(orig), orig)
                     if fresh is not None:
                         self._by_live_id[id_key(fresh)] = (live, orig)
                         batch.append(orig)
@@ -292,6 +305,7 @@ class Replayer:
         async with trio.open_nursery() as nursery:
             try:
                 self.link.written = self.written
+                self.link.lost = self.lost
                 await self.link.start(nursery, self.deliver, self.closed)
             except SpawnError as exc:
                 self.result.error = str(exc)
@@ -333,3 +347,8 @@ class Replayer:
                 self.result.notes[idx] = live.note
         return self.result
 
+
+def _sent_id(recorded: Any, live_id: Any, orig: Any) -> Any:
+    """The id to send: the recorded literal (a fragment, ``steps.literal``) when the
+    request goes with its recorded id, else ``live_id`` as ``wire_id`` writes it."""
+    return recorded if live_id is orig and isinstance(recorded, orjson.Fragment) else wire_id(live_id)

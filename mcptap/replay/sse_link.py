@@ -15,8 +15,17 @@
   next message goes (requests that overlapped in the original overlap again);
   other messages' POSTs are awaited to the end (order as the client sent them).
 * The server's responses, notifications and requests arrive on the stream and
-  are delivered to the runner. A stream the server ends closes the link:
-  nothing more can come.
+  are delivered to the runner. A stream the server ends mid-replay is opened
+  again (a new GET, a new endpoint event; as a browser's EventSource does) and
+  the next POSTs go to its endpoint; the transport has no resumption, so the
+  requests the ended stream still owed are settled unanswered with
+  ``REOPEN_NOTE`` (the runner's ``lost``). After ``REOPEN_FAILURES`` streams in
+  a row without a message, or a reopening that gets no endpoint, the link is
+  closed: nothing more can come.
+* A POST whose kept-alive connection the server closed as it arrived (no
+  response byte) is sent again once on a new connection, as ``HttpLink`` does
+  (``retried``; the lost attempt recorded as the tap records it,
+  ``http.request_lost_on_closed_connection``).
 * No endpoint (the GET refused or not an event stream, no ``endpoint`` event
   within ``endpoint_timeout`` seconds, an endpoint on another origin), a POST
   answered outside 2xx, or a connection that fails: the requests concerned get
@@ -35,7 +44,7 @@ crossed the wire.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,9 +60,15 @@ from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.replay.http_client import HttpLink
-from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request
+from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request, id_key, response_ids
+from mcptap.replay.steps import read_id
 
 C2S, S2C = Direction.C2S, Direction.S2C
+#: streams in a row that the server ends without a message before the link stops opening it again
+REOPEN_FAILURES = 2
+#: why a request whose answer was owed on a stream the server ended is unanswered
+REOPEN_NOTE = ("the server ended the HTTP+SSE event stream before answering; replay opened it again, but the legacy "
+               "transport has no resumption: what the server sent meanwhile is lost (a new endpoint is a new session on most servers)")
 
 
 @dataclass(slots=True)
@@ -67,6 +82,12 @@ class _Stream:
     ready: trio.Event = field(default_factory=trio.Event)
     done: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: the requests POSTed to this stream's endpoint whose answers have not come on it (id key -> id)
+    owed: dict[Any, Any] = field(default_factory=dict)
+
+    def reopening(self) -> None:
+        """The server ended the stream: sends wait for the next one's endpoint."""
+        self.target, self.failed, self.status, self.ready = None, None, 0, trio.Event()
 
 
 def _raw(headers: Sequence[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -88,6 +109,9 @@ class SseLink(HttpLink):
         self._streams: dict[Any, _Stream] = {}
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False
+        self._gone = False                  # a stream the server ended could not be opened again: the link is closed
+        #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
+        self.lost: Callable[[list[Any], str], None] | None = None
 
     async def _connect(self) -> Conn:
         c = await super()._connect()
@@ -97,9 +121,15 @@ class SseLink(HttpLink):
     # -- link interface (start: HttpLink's, which connects once to fail early) ---------------
     async def send(self, value: Any, session: Any = None) -> None:
         st = await self._stream(session)
+        if self._gone:
+            return              # (its requests settled by the runner's ``closed``)
         if st.target is None:
             await self._synthetic(value, st.status, st.failed or "no legacy HTTP+SSE endpoint")
-        elif has_request(value):
+            return
+        for v in value if isinstance(value, list) else (value,):
+            if isinstance(v, dict) and "method" in v and "id" in v:
+                st.owed[id_key(v["id"])] = read_id(v["id"])        # (answered on the stream: _event)
+        if has_request(value):
             await self.nursery.start(self._post_to, st.target, value)
         else:
             await self._post_to(st.target, value)
@@ -135,77 +165,117 @@ class SseLink(HttpLink):
         return self._exchanges
 
     async def _read(self, session: Any, st: _Stream) -> None:
-        ex, c, how, detail, head = self._exchange(), None, "complete", "", False
+        """``session``'s event stream for as long as the link runs: one the server ends
+        is opened again (as a browser's EventSource does; the SDK client gives up) until
+        ``REOPEN_FAILURES`` streams in a row bring no message; the requests it still owed
+        are settled unanswered (``lost``), since the legacy transport has no resumption."""
+        failures, ended, reopened = 0, False, False
         try:
             with st.scope:
-                try:
-                    c = await self._connect()
-                except IO_ERRORS as exc:
-                    st.failed = f"cannot open the HTTP+SSE stream: {type(exc).__name__}: {exc}"
-                    return
-                headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
-                           ("User-Agent", "mcptap-replay"), *self.extra]
-                wire = c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage())
-                self._used.add(c.id)
-                self.observer.handle([r.RequestStarted(ex, c.id, "GET", self.target, "1.1", _raw(headers), False, False),
-                                      r.RequestEnded(ex, c.id)])
-                self.rec.forwarded(C2S, wire)
-                try:
-                    await c.stream.send_all(wire)
-                    resp = await self._head(c, ex)
-                    head = True
-                    ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "")
-                    if resp.status_code != 200 or ctype.split(";")[0].strip().lower() != "text/event-stream":
-                        st.status = resp.status_code
-                        st.failed = f"HTTP {resp.status_code} {ctype or 'without Content-Type'} for the HTTP+SSE stream GET"
+                while not self._closing:
+                    got = await self._listen(session, st, first=not reopened)
+                    if self._closing or st.target is None:
+                        ended = reopened and not self._closing      # (a first GET that failed fails its session's sends)
+                        break
+                    failures = 0 if got else failures + 1
+                    owed, st.owed = list(st.owed.values()), {}
+                    if owed and self.lost is not None:
+                        self.lost(owed, REOPEN_NOTE)
+                    if failures >= REOPEN_FAILURES:
+                        ended = True
+                        break
+                    st.reopening()
+                    reopened = True
+            # a reopened stream whose endpoint did not come in time (``_stream`` cancelled it)
+            ended = ended or (st.scope.cancelled_caught and reopened and not self._closing)
+        finally:
+            if st.target is None and st.failed is None:
+                st.failed = "the HTTP+SSE stream ended before its endpoint event"
+            if ended:
+                # the server ended the stream its answers come on, and it could not be opened again:
+                # closed before the sends that wait for its endpoint wake (they send nothing then)
+                self._gone = True
+                self.closed()
+            st.ready.set()
+            st.done.set()
+
+    async def _listen(self, session: Any, st: _Stream, first: bool) -> int:
+        """One GET of the event stream, to its end: the messages it delivered. A
+        refusal wakes the sends waiting for its endpoint only of the ``first`` GET
+        (a reopening's is ``_read``'s to judge)."""
+        ex, c, how, detail, head = self._exchange(), None, "complete", "", False
+        got = 0
+        try:
+            try:
+                c = await self._connect()
+            except IO_ERRORS as exc:
+                st.failed = f"cannot open the HTTP+SSE stream: {type(exc).__name__}: {exc}"
+                return 0
+            headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
+                       ("User-Agent", "mcptap-replay"), *self.extra]
+            wire = c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage())
+            self._used.add(c.id)
+            self.observer.handle([r.RequestStarted(ex, c.id, "GET", self.target, "1.1", _raw(headers), False, False),
+                                  r.RequestEnded(ex, c.id)])
+            self.rec.forwarded(C2S, wire)
+            try:
+                await c.stream.send_all(wire)
+                resp = await self._head(c, ex)
+                head = True
+                ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "")
+                if resp.status_code != 200 or ctype.split(";")[0].strip().lower() != "text/event-stream":
+                    st.status = resp.status_code
+                    st.failed = f"HTTP {resp.status_code} {ctype or 'without Content-Type'} for the HTTP+SSE stream GET"
+                    if first:
                         st.ready.set()
-                        await self._drain(c, ex)
-                    else:
-                        await self._events(c, ex, session, st)
-                except IO_ERRORS as exc:
-                    how, detail = ("upstream_closed" if head else "upstream_failed"), f"{type(exc).__name__}: {exc}"
-            if st.scope.cancelled_caught:
-                how, detail = "client_closed", ""
+                    await self._drain(c, ex)
+                else:
+                    got = await self._events(c, ex, session, st)
+            except IO_ERRORS as exc:
+                how, detail = ("upstream_closed" if head else "upstream_failed"), f"{type(exc).__name__}: {exc}"
+        except trio.Cancelled:
+            how, detail = "client_closed", ""
+            raise
         finally:
             if c is not None:
                 self.observer.handle([r.ResponseEnded(ex, c.id, how, detail, response_started=head)])
                 await trio.aclose_forcefully(c.stream)
-            if st.target is None and st.failed is None:
-                st.failed = "the HTTP+SSE stream ended before its endpoint event"
-            ended = st.target is not None and not self._closing and how != "client_closed"
-            st.ready.set()
-            st.done.set()
-            if ended:
-                self.closed()       # the server ended the stream its answers come on
+        return got
 
-    async def _events(self, c: Conn, ex: int, session: Any, st: _Stream) -> None:
-        parser = SSEParser()
+    async def _events(self, c: Conn, ex: int, session: Any, st: _Stream) -> int:
+        """Read the stream to its end; the messages delivered."""
+        parser, got = SSEParser(), 0
         while True:
             ev = await c.next_event()
             if isinstance(ev, h11.Data):
                 data = bytes(ev.data)
                 self.observer.handle([r.ResponseBody(ex, c.id, data)])
                 for sse in parser.receive_data(data):
-                    await self._event(ex, session, st, sse)
+                    got += await self._event(ex, session, st, sse)
             elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
                 break
         for sse in parser.receive_data(b""):
-            await self._event(ex, session, st, sse)
+            got += await self._event(ex, session, st, sse)
         self._parsed.pop(ex, None)      # (the observer records a last unterminated event only at the stream's end)
+        return got
 
-    async def _event(self, ex: int, session: Any, st: _Stream, sse: SSEEvent) -> None:
+    async def _event(self, ex: int, session: Any, st: _Stream, sse: SSEEvent) -> int:
         if not sse.dispatched:
-            return
+            return 0
         if sse.type == "endpoint":
             if not st.ready.is_set():
                 st.target, st.failed = self._endpoint(sse.data)
                 st.ready.set()
-            return
+            return 0
         if sse.type != "message" or not sse.data:
-            return      # as the SDK client: other event types carry no message
+            return 0    # as the SDK client: other event types carry no message
         value = self._parsed_value(ex, sse.data.encode("utf-8"))
-        if isinstance(value, (dict, list)):
-            await self.deliver(value, session)
+        if not isinstance(value, (dict, list)):
+            return 0
+        for k in response_ids(value):
+            st.owed.pop(k, None)
+        await self.deliver(value, session)
+        return 1
 
     def _parsed_value(self, ex: int, raw: bytes) -> Any:
         """The value of a stream message, as the observer parsed it when it
@@ -255,34 +325,52 @@ class SseLink(HttpLink):
         body = dumps(value)
         headers = [("Host", self.authority), ("Content-Type", "application/json"), ("User-Agent", "mcptap-replay"), *self.extra,
                    ("Content-Length", str(len(body)))]
-        ex, c, head, started = self._exchange(), None, False, False
-        try:
-            c = await self._conn()
-            reused = c.id in self._used
-            self._used.add(c.id)
-            wire = c.h11.send(h11.Request(method="POST", target=target, headers=headers)) + c.h11.send(h11.Data(data=body)) \
-                + c.h11.send(h11.EndOfMessage())
-            # recorded before it goes: the answer on the stream can never be recorded ahead of its request
-            self.observer.handle([r.RequestStarted(ex, c.id, "POST", target, "1.1", _raw(headers), reused, False),
-                                  r.RequestBody(ex, c.id, body), r.RequestEnded(ex, c.id)])
-            self.rec.forwarded(C2S, wire)
-            await c.stream.send_all(wire)
-            task_status.started()
-            started = True
-            resp = await self._head(c, ex)
-            head = True
-            await self._drain(c, ex)
-            self.observer.handle([r.ResponseEnded(ex, c.id, "complete", reused=reused)])
-            await self._release(c)
-            if not 200 <= resp.status_code < 300:
-                await self._synthetic(value, resp.status_code, f"HTTP {resp.status_code} from the legacy HTTP+SSE endpoint")
-        except IO_ERRORS as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            if c is None:
-                self.rec.http(event="end", exchange=ex, how="upstream_failed", detail=detail)
-            else:
-                self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed" if head else "upstream_failed", detail, response_started=head)])
-                await close(c)
-            if not started:
-                task_status.started()
-            await self._synthetic(value, 0, f"connection failed: {detail}")
+        started = False
+        for attempt in (0, 1):
+            ex, c, head = self._exchange(), None, False
+            try:
+                c = await (self._conn() if attempt == 0 else self._connect())
+                reused = c.id in self._used
+                self._used.add(c.id)
+                before = c.received
+                wire = c.h11.send(h11.Request(method="POST", target=target, headers=headers)) + c.h11.send(h11.Data(data=body)) \
+                    + c.h11.send(h11.EndOfMessage())
+                # recorded before it goes: the answer on the stream can never be recorded ahead of its request
+                self.observer.handle([r.RequestStarted(ex, c.id, "POST", target, "1.1", _raw(headers), reused, False),
+                                      r.RequestBody(ex, c.id, body), r.RequestEnded(ex, c.id)])
+                self.rec.forwarded(C2S, wire)
+                try:
+                    await c.stream.send_all(wire)
+                    if not started:
+                        started = True
+                        task_status.started()
+                    resp = await self._head(c, ex)
+                except IO_ERRORS as exc:
+                    if not (reused and c.received == before):
+                        raise
+                    # a kept-alive connection the server closed as the request arrived (no response byte): sent
+                    # again once on a new one, as HttpLink does (recorded as the tap records it:
+                    # http.request_lost_on_closed_connection, its requests answered by the transport)
+                    self.retried += 1
+                    self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed", f"{type(exc).__name__}: {exc}; sent again on a new connection",
+                                                          reused=True, response_started=False)])
+                    await close(c)
+                    continue
+                head = True
+                await self._drain(c, ex)
+                self.observer.handle([r.ResponseEnded(ex, c.id, "complete", reused=reused)])
+                await self._release(c)
+                if not 200 <= resp.status_code < 300:
+                    await self._synthetic(value, resp.status_code, f"HTTP {resp.status_code} from the legacy HTTP+SSE endpoint")
+            except IO_ERRORS as exc:
+                detail = f"{type(exc).__name__}: {exc}"
+                if c is None:
+                    self.rec.http(event="end", exchange=ex, how="upstream_failed", detail=detail)
+                else:
+                    self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed" if head else "upstream_failed", detail, response_started=head)])
+                    await close(c)
+                if not started:
+                    started = True
+                    task_status.started()
+                await self._synthetic(value, 0, f"connection failed: {detail}")
+            return

@@ -12,7 +12,8 @@ The process is spawned like ``mcptap record`` does it (``transport.stdio.spawn``
 new session, PDEATHSIG); ``exit_code`` (128+N for signal N) and ``error`` are
 set for the runner once the session ends. Recording is off the write and read
 paths (``replay/offpath.py``): a request is written as soon as it is sent, an
-answer handed to the runner as soon as it is read (framed and parsed here),
+answer handed to the runner as soon as it is read (framed and parsed here, once:
+the Recorder is given that parse),
 and the Recorder annotates both on a worker thread, in the order they happened.
 """
 
@@ -30,7 +31,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.model import UNPARSED, Direction, Frame
-from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.framing import NewlineFramer, Parses
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
 from mcptap.replay.offpath import OffPath
@@ -105,7 +106,10 @@ class StdioLink:
 
     async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
         # framed here as the Recorder frames it (the same bytes cut the same frames), so an
-        # answer reaches the runner without waiting for the analysis of what came before
+        # answer reaches the runner without waiting for the analysis of what came before;
+        # parsed once, here: the Recorder's framer takes each line's parse from ``parsed``,
+        # filled right after the call is stamped and queued (its time stays the read's) and
+        # before the worker can take it (it takes calls only while this task awaits)
         framer = NewlineFramer()
         async with stdout:
             while True:
@@ -115,11 +119,16 @@ class StdioLink:
                     chunk = b""
                 if not chunk:
                     break
-                self.off.call(self.rec.stdio_bytes, S2C, chunk, size=len(chunk))
-                await _deliver(framer.receive_data(chunk), deliver)
+                parsed: Parses = []
+                framer.parses = parsed
+                self.off.call(self.rec.stdio_bytes, S2C, chunk, size=len(chunk), parsed=parsed)
+                frames = framer.receive_data(chunk)
+                await _deliver(frames, deliver)
                 await self.off.room()
-        self.off.call(self.rec.stdio_eof, S2C)
-        await _deliver(framer.receive_data(b""), deliver)
+        framer.parses = parsed = []     # (the unterminated last line's)
+        self.off.call(self.rec.stdio_eof, S2C, parsed=parsed)
+        frames = framer.receive_data(b"")
+        await _deliver(frames, deliver)
         self._out_done.set()
         closed()
 

@@ -7,6 +7,7 @@ driven by ``replay/plan.py`` (see its docstring)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import depth
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
-from mcptap.protocol.jsonparse import parse_exact
+from mcptap.protocol.jsonparse import LITERAL, parse_exact
 
 
 @dataclass(slots=True)
@@ -64,8 +65,39 @@ def pack(value: Any, exact: bool) -> Any:
     return value
 
 
+class Literal(bytes):
+    """A c2s message held as JSON bytes in which each number orjson would write
+    as another number is its recorded literal (``literal``); read back by
+    ``unpack`` with those numbers as ``orjson.Fragment``, sent verbatim (an id
+    among them: ``read_id`` gives the number the runner keys it by)."""
+
+    __slots__ = ()
+
+
+#: a number orjson may write as another one: 16+ significant digits, a 3-digit exponent (cheap test, false hits cost a parse)
+_LOSSY_NUMBER = re.compile(rb"(?:[0-9]\.?){16}|[0-9][eE][+-]?[0-9]{3}")
+
+
+def literal(raw: bytes | None) -> Literal | None:
+    """``raw`` (a recorded c2s message's bytes) held as a :class:`Literal` when it
+    has a number orjson would write as another one (``1e400`` as null, ``1e-400``
+    as 0.0, ``0.30000000000000001`` as 0.3), so replay sends that number as the
+    client did; None when it has none or is not JSON."""
+    if raw is None or not _LOSSY_NUMBER.search(raw):
+        return None
+    parsed = parse_exact(raw, literals=True)
+    if parsed is None or not parsed[1] & LITERAL:
+        return None
+    return Literal(dumps(parsed[0]))
+
+
 def unpack(held: Any) -> Any:
-    return orjson.loads(held) if type(held) is bytes else held
+    if type(held) is bytes:
+        return orjson.loads(held)
+    if type(held) is Literal:
+        parsed = parse_exact(held, literals=True)
+        return parsed[0] if parsed is not None else None       # (an id too may be a fragment: read_id)
+    return held
 
 
 def wire_id(v: Any) -> Any:
@@ -75,11 +107,13 @@ def wire_id(v: Any) -> Any:
 
 
 def read_id(v: Any) -> Any:
-    """The inverse of ``wire_id``: a ``1e400`` fragment as the ±infinity the
-    runner keys it by (a link that answers a request itself, an HTTP error,
-    echoes the id it sent); any other id as it is."""
+    """The inverse of ``wire_id``: a fragment (``1e400``, a recorded literal:
+    ``literal``) as the number the runner keys it by (±infinity for ``1e400``;
+    a link that answers a request itself, an HTTP error, echoes the id it
+    sent); any other id as it is."""
     if isinstance(v, orjson.Fragment):
-        return float("-inf") if orjson.dumps(v).startswith(b"-") else float("inf")
+        parsed = parse_exact(orjson.dumps(v))
+        return parsed[0] if parsed is not None else v
     return v
 
 

@@ -19,7 +19,8 @@ from mcptap.capture.reader import read_capture
 pytestmark = pytest.mark.e2e
 SERVER = [sys.executable, str(Path(__file__).resolve().parents[1] / "replay" / "sdk_server.py"), "v1"]
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
-ODD_IDS = [b"null", b"1.5", b"true", b'{"a":1}', b"[1]", b"1e400", b"-1e400", b"18446744073709551617"]
+#: (1E+400 and 0.30000000000000001: numbers orjson writes otherwise, as 1e400 and 0.3, sent as recorded)
+ODD_IDS = [b"null", b"1.5", b"true", b'{"a":1}', b"[1]", b"1E+400", b"-1e400", b"18446744073709551617", b"0.30000000000000001"]
 
 
 def _record(path: Path) -> None:
@@ -63,3 +64,34 @@ def test_requests_are_sent_with_their_recorded_ids(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout.decode()[-3000:] + proc.stderr.decode()[-2000:]
     assert {r["status"] for r in orjson.loads(proc.stdout)["exchanges"]} == {"MATCH"}
     assert _sent_ids(new) == ODD_IDS
+
+
+#: numbers orjson writes as other numbers: beyond any double (as null), below the smallest (0.0), more digits than a double holds
+LOSSY = b'{"x":1e400,"y":-1E+400,"z":0.30000000000000001,"w":1e-400,"v":18446744073709551617,"u":1.5}'
+
+
+def test_numbers_orjson_cannot_write_are_sent_as_recorded(tmp_path: Path) -> None:
+    """A request's params holding 1e400 (beside a number below the smallest double,
+    one with more digits than a double holds and one beyond 64 bits): replay sent
+    1e400 as null (and the others as 0.0 and 0.3), where the id path already wrote
+    its 1e400 again; each such number is now sent as its recorded literal."""
+    cap, new = tmp_path / "lossy.jsonl", tmp_path / "new.jsonl"
+    proc = subprocess.Popen([*MCPTAP, "record", "-q", "-o", str(cap), "--", *SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    call = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},"_meta":%s}}' % LOSSY
+    for line in (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},'
+                 b'"clientInfo":{"name":"h","version":"1"}}}', b'{"jsonrpc":"2.0","method":"notifications/initialized"}', call,
+                 b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1e400,"progress":1e400}}'):
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        if b'"id"' in line:
+            assert b'"result"' in proc.stdout.readline()
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+    p = subprocess.run([*MCPTAP, "replay", str(cap), "-o", str(new), "--format", "json", "--timeout", "5", "--allow-side-effects", "--", *SERVER],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stdout.decode()[-3000:] + p.stderr.decode()[-2000:]
+    assert {r["status"] for r in orjson.loads(p.stdout)["exchanges"]} == {"MATCH"}
+    sent = [r["raw"].encode() for r in read_capture(str(new)).records if r.get("type") == "message" and r["dir"] == "c2s" and "raw" in r]
+    assert call + b"\n" in sent, sent
+    assert b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1e400,"progress":1e400}}\n' in sent, sent

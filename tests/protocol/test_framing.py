@@ -159,3 +159,33 @@ def test_random_binary_is_framed_in_linear_time() -> None:
     assert b"".join(x.raw for x in out) == data
     # not a timing assertion on speed, a guard against quadratic rescans (was 5 s)
     assert time.process_time() - t < 3.0
+
+
+def test_a_second_framer_of_the_same_bytes_takes_the_first_ones_parses(monkeypatch: Any) -> None:
+    """replay's stdio link frames a server's output to hand answers on, and its
+    Recorder frames the same bytes to record them: the Recorder's framer takes
+    the link's parse of each line (``parses`` -> ``receive_parsed``) and cuts the
+    same frames as one that parses for itself; a line that does not match
+    (another framer's state) is parsed as usual."""
+    import mcptap.protocol.framing as framing
+
+    stream = (b'{"jsonrpc":"2.0","id":1,"result":{}}\nlog line\n{\n "jsonrpc": "2.0",\n "id": 2, "result": {}\n}\n'
+              b'{"jsonrpc":"2.0","id":18446744073709551617,"result":{"n":1e400}}\n\xff\xfe{"a":1}\n[1,2]\n{"jsonrpc":"2.0","method":"x"}')
+    chunks = [stream[i:i + 7] for i in range(0, len(stream), 7)] + [b""]
+    first, parses = NewlineFramer(), []
+    for c in chunks:
+        first.parses = []
+        first.receive_data(c)
+        parses.append(first.parses)
+    ref = NewlineFramer()
+    expected = [f for c in chunks for f in ref.receive_data(c)]
+    calls: list[bytes] = []
+    real = framing.parse_json_full
+    monkeypatch.setattr(framing, "parse_json_full", lambda raw: calls.append(raw) or real(raw))
+    second = NewlineFramer()
+    got = [f for c, p in zip(chunks, parses, strict=True) for f in second.receive_parsed(c, p)]
+    assert [(f.raw, f.offset, f.value, f.invalid_utf8, f.lines, f.oddities) for f in got] == \
+        [(f.raw, f.offset, f.value, f.invalid_utf8, f.lines, f.oddities) for f in expected]
+    assert calls == []
+    third = NewlineFramer()
+    assert [f.value for f in third.receive_parsed(b'{"id":3}\n', [(b'{"id":4}\n', ({"id": 4}, (), 0))])] == [{"id": 3}]

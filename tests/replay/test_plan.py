@@ -190,3 +190,25 @@ def test_the_revision_is_the_negotiated_one_not_a_probes(tmp_path: Path) -> None
     tape.send(S2C, {"jsonrpc": "2.0", "id": 2, "result": {"tools": TOOLS, "resultType": "complete"}})
     tape.close()
     assert plan_from_path(str(modern)).revision == "2026-07-28"
+
+
+def test_numbers_orjson_cannot_write_are_held_as_recorded_in_batches_and_answers(tmp_path: Path) -> None:
+    """What replay sends again keeps a number orjson would write as another one
+    (1e400 as null) as its literal: in a batch (its member ids too, read as the
+    numbers the runner keys them by) and in the client's answer to a server request."""
+    from mcptap.capture.dumps import dumps
+    from mcptap.replay.steps import read_id
+
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    handshake(t)
+    t.send(C2S, b'[{"jsonrpc":"2.0","id":1e400,"method":"tools/call","params":{"name":"add","arguments":{"a":1E400}}}]\n')
+    t.send(S2C, b'{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"messages":[]}}\n')
+    t.send(C2S, b'{"jsonrpc":"2.0","id":7,"result":{"model":"m","n":-1e400}}\n')
+    t.close()
+    plan = plan_from_path(path, allow_side_effects=True)
+    batch = plan.steps[-1]
+    assert batch.kind == "batch" and read_id(batch.message[0]["id"]) == float("inf")
+    assert dumps(batch.message[0]["params"]) == b'{"name":"add","arguments":{"a":1E400}}'
+    ans, how = plan.answers.take("sampling/createMessage", {"messages": []})
+    assert how == "exact" and dumps(ans) == b'{"result":{"model":"m","n":-1e400}}'

@@ -23,9 +23,9 @@ from mcptap.redact import placeholder
 from mcptap.replay.compare import compare_replay
 from mcptap.replay.plan import plan_from_path
 from mcptap.replay.runner import Replayer
-from mcptap.replay.sse_link import SseLink
+from mcptap.replay.sse_link import REOPEN_FAILURES, REOPEN_NOTE, SseLink
 from replay.capgen import C2S, S2C, TOOLS, Tape
-from replay.test_plan import handshake
+from replay.test_plan import handshake, req, res
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "transport"))
 from test_http_tap import _make_cert, upstream_server
@@ -37,11 +37,16 @@ class LegacyServer:
     """GET /sse: an event stream whose endpoint event names /messages/?session_id=s1
     (``mode`` "foreign": another origin; "silent": no endpoint event); POSTs are
     202, their answers go on the stream ("post404": POSTs are 404; "ends": the
-    stream ends at the first POST after initialize, unanswered)."""
+    stream ends at each POST after initialize, unanswered; "ends_once": at the
+    first only, and a GET opens it again; "ends_gone": at the first, and a GET
+    again is 404; "drop": the first tools/list POST
+    closes its connection unanswered, as a server whose keep-alive timeout
+    fires as the request arrives)."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.out, self.into_stream = trio.open_memory_channel[Any](100)
+        self.gets = self.dropped = self.ended = 0
 
     async def __call__(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -62,9 +67,18 @@ class LegacyServer:
                 assert req is not None
                 if req.method == b"GET":
                     self.host = dict(req.headers).get(b"host", b"").decode()
+                    self.gets += 1
+                    if self.mode == "ends_gone" and self.gets > 1:
+                        await stream.send_all(conn.send(h11.Response(status_code=404, headers=[("Content-Length", "0")]))
+                                              + conn.send(h11.EndOfMessage()))
+                        return
                     await self._stream(conn, stream)
                     return
-                await self._post(conn, stream, json.loads(body))
+                msg = json.loads(body)
+                if self.mode == "drop" and msg.get("method") == "tools/list" and not self.dropped:
+                    self.dropped += 1
+                    return                      # (the connection is closed as the handler returns)
+                await self._post(conn, stream, msg)
                 conn.start_next_cycle()
 
     async def _stream(self, conn: h11.Connection, stream: trio.abc.Stream) -> None:
@@ -90,18 +104,22 @@ class LegacyServer:
             return
         if msg["method"] == "initialize":
             await self.out.send({"jsonrpc": "2.0", "id": msg["id"], "result": INIT})
-        elif self.mode == "ends":
+        elif self.mode in ("ends", "ends_gone") or (self.mode == "ends_once" and not self.ended):
+            self.ended += 1
             await self.out.send(None)
         else:
             await self.out.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": TOOLS}})
 
 
-async def _replay(tmp_path: Path, mode: str, tls: tuple[Path, Path] | None = None) -> tuple[list[tuple[str, str, str | None]], dict[str, Any]]:
-    """Replay a handshake and a tools/list against ``LegacyServer(mode)``;
+async def _replay(tmp_path: Path, mode: str, tls: tuple[Path, Path] | None = None, lists: int = 1) -> tuple[list[tuple[str, str, str | None]], dict[str, Any]]:
+    """Replay a handshake and a tools/list (``lists`` of them) against ``LegacyServer(mode)``;
     ``tls``: (key, certificate) to serve https with (the link trusts the certificate)."""
     path = str(tmp_path / "c.jsonl")
     t = Tape(path)
     handshake(t)
+    for i in range(2, lists + 1):
+        t.send(C2S, req(i, "tools/list"))
+        t.send(S2C, res(i, {"tools": TOOLS}))
     t.close()
     plan = plan_from_path(path)
     out = str(tmp_path / "new.jsonl")
@@ -116,7 +134,7 @@ async def _replay(tmp_path: Path, mode: str, tls: tuple[Path, Path] | None = Non
         result = await Replayer(plan, link, timeout=2).run()
         rec.close()
     rows = compare_replay(plan, result.live, result.server_requests, result.notes)
-    return [(r.label, r.status, r.note) for r in rows], {"records": read_capture(out).records}
+    return [(r.label, r.status, r.note) for r in rows], {"records": read_capture(out).records, "link": link}
 
 
 async def test_a_session_goes_over_the_stream_and_its_endpoint(tmp_path: Path) -> None:
@@ -148,11 +166,57 @@ async def test_no_endpoint_or_a_refused_post_fails_the_handshake(tmp_path: Path,
     assert ("http.legacy_post_not_found" in codes) == (mode == "post404"), codes
 
 
-async def test_a_stream_the_server_ends_leaves_what_it_owed_missing(tmp_path: Path) -> None:
-    rows, cap = await _replay(tmp_path, "ends")
-    assert rows == [("initialize", "MATCH", None), ("tools/list", "MISSING", "the server closed the connection before answering")], rows
-    get_end = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "end" and r["exchange"] == 1]
-    assert [r["how"] for r in get_end] == ["complete"]
+async def test_a_stream_the_server_ends_is_opened_again_and_what_it_owed_is_missing(tmp_path: Path) -> None:
+    """The server ends the event stream mid-replay: the link opens it again (a
+    new GET, a new endpoint event) and sends the next requests there; what the
+    ended stream still owed is MISSING with why (no resumption in the legacy
+    transport). It used to close the link: nothing more was sent."""
+    rows, cap = await _replay(tmp_path, "ends_once", lists=2)
+    assert rows == [("initialize", "MATCH", None), ("tools/list", "MISSING", REOPEN_NOTE), ("tools/list", "MATCH", None)], rows
+    records = cap["records"]
+    gets = [r["exchange"] for r in records if r.get("type") == "http" and r.get("event") == "request" and r["method"] == "GET"]
+    assert len(gets) == 2
+    ends = {r["exchange"]: r["how"] for r in records if r.get("type") == "http" and r.get("event") == "end"}
+    assert [ends[g] for g in gets] == ["complete", "client_closed"]     # the server ended the first; replay closed the second
+    assert len([r for r in records if r.get("type") == "http" and "endpoint" in r]) == 2
+
+
+async def test_a_stream_the_server_keeps_ending_is_given_up(tmp_path: Path) -> None:
+    """A server that ends every stream it is asked for: opened again until
+    REOPEN_FAILURES streams in a row bring no message, then the link is closed."""
+    rows, cap = await _replay(tmp_path, "ends", lists=3)
+    assert rows[:2] == [("initialize", "MATCH", None), ("tools/list", "MISSING", REOPEN_NOTE)], rows
+    assert all(status == "MISSING" for _, status, _ in rows[1:]), rows
+    gets = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "request" and r["method"] == "GET"]
+    assert len(gets) == 1 + REOPEN_FAILURES
+
+
+async def test_a_stream_that_cannot_be_opened_again_closes_the_link(tmp_path: Path) -> None:
+    """The GET that would open the ended stream again is refused: the link is
+    closed (the request waiting for its endpoint is unanswered; nothing more is sent)."""
+    rows, cap = await _replay(tmp_path, "ends_gone", lists=3)
+    assert rows == [("initialize", "MATCH", None), ("tools/list", "MISSING", REOPEN_NOTE),
+                    ("tools/list", "MISSING", "the server closed the connection before answering"),
+                    ("tools/list", "MISSING", "not sent: the server had closed the connection")], rows
+    posts = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "request" and r["method"] == "POST"]
+    assert len(posts) == 3                  # initialize, initialized, the first tools/list
+
+
+async def test_a_post_lost_on_a_closed_kept_alive_connection_is_sent_again(tmp_path: Path) -> None:
+    """The server closes a kept-alive connection as a POST arrives (no response
+    byte): the POST is sent again once on a new connection, as the Streamable
+    HTTP link does; the lost attempt is recorded as the tap records it. The
+    request used to be ERROR-CHANGED (connection failed)."""
+    rows, cap = await _replay(tmp_path, "drop")
+    assert rows == [("initialize", "MATCH", None), ("tools/list", "MATCH", None)], rows
+    assert cap["link"].retried == 1
+    records = cap["records"]
+    posts = [r["exchange"] for r in records if r.get("type") == "http" and r.get("event") == "request" and r["method"] == "POST"]
+    assert len(posts) == 4                  # initialize, initialized, tools/list lost, tools/list again
+    (lost,) = [r for r in records if r.get("type") == "http" and r.get("event") == "end" and r["exchange"] == posts[2]]
+    assert lost["how"] == "upstream_closed" and [f["code"] for f in lost["findings"]] == ["http.request_lost_on_closed_connection"]
+    codes = [f["code"] for r in records for f in r.get("findings", ())]
+    assert "jsonrpc.duplicate_id_in_flight" not in codes, codes      # (the lost one was answered by the transport)
 
 
 async def test_a_refused_post_of_a_1e400_id_is_its_request_s_error(tmp_path: Path) -> None:
