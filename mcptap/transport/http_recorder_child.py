@@ -304,6 +304,12 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
         elif kind == fc.LOST:
             lost(rec, meta, cut)
         elif kind == fc.END:
+            if observer is not None and not failed:
+                try:
+                    observer.close_out()        # exchanges whose end a gap held: closed before the end record
+                except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
+                    failed = True
+                    _report(status_fd, {"stopped": repr(exc)})
             write_out()
             _report(status_fd, {"caught_up": 1})
             code, extra = marshal.loads(meta)

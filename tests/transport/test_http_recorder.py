@@ -81,6 +81,9 @@ class _Notes:
     def lost(self, exchanges: set[int] | None) -> None:
         """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
 
+    def close_out(self) -> None:
+        """The facts are over (``HttpObserver.close_out``): no exchange to close here."""
+
     def handle(self, items: list[Any], flush: bool = True) -> None:
         body = items[0].data
         if self.boom_at is not None and body == str(self.boom_at).encode():

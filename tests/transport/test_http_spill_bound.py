@@ -46,6 +46,9 @@ class _Counting:
     def lost(self, exchanges: set[int] | None) -> None:
         """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
 
+    def close_out(self) -> None:
+        """The facts are over (``HttpObserver.close_out``): no exchange to close here."""
+
     def handle(self, items: list[Any], flush: bool = True) -> None:
         for it in items:
             if isinstance(it, r.SendClient):

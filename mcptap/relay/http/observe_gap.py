@@ -20,6 +20,14 @@ request body spliced across the hole is garbage mcptap made, not the peer's.
 * the exchange's ``end`` http record says ``gap: true``, and its end is judged
   without what the hole may have held (``http_judge.End.gap``).
 
+A fact that ends an exchange can be in the hole too: its ``ResponseEnded``, or
+the ``ConnClosed`` that ends one answered before its request body ended (a
+LOST frame names no exchange for a connection's close). The relay never says
+it again, so at the end of the relay's facts ``close_out`` ends every exchange
+still open after a gap: one answered early with that answer's end, any other
+with ``how: "gap"``; both with ``gap: true``. So every exchange has its ``end``
+record (the HAR export's ``_mcp.how``).
+
 Offsets in ``sse`` facts after the hole count the bytes recorded (the hole's
 are not known per exchange). Nothing here raises on peer input.
 """
@@ -30,6 +38,7 @@ from collections.abc import Collection
 
 from mcptap.protocol.sse import SSEParser
 from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
+from mcptap.relay.http import events as r
 from mcptap.relay.http.observe_sse import SseObserver
 from mcptap.relay.http.observe_state import ObservedExchange
 
@@ -39,14 +48,39 @@ class GapObserver(SseObserver):
     resynchronisation is ``SseObserver._resynced``); the attributes are the observer's."""
 
     _ex: dict[int, ObservedExchange]
+    #: relay facts were lost (a gap): the end of an exchange may have been among them
+    _gapped = False
+
+    def _finish(self, e: ObservedExchange, it: r.ResponseEnded) -> None: ...   # HttpObserver's
 
     def lost(self, exchanges: Collection[int] | None) -> None:
         """Relay facts of ``exchanges`` (None: of any exchange) were not
         recorded: cut each open one there (module doc). Call before the gap
         records, so what came before the hole is recorded before them."""
+        self._gapped = True
         for e in list(self._ex.values()):
             if exchanges is None or e.id in exchanges:
                 self._cut_by_gap(e)
+
+    def close_out(self) -> None:
+        """The relay's facts are over (mcptap is ending, before the end
+        record): after a gap, the exchanges still open had their end in the
+        hole; each gets its ``end`` record now (module doc). Without a gap
+        the relay ended every exchange itself: nothing to do."""
+        if not self._gapped:
+            return
+        for e in list(self._ex.values()):
+            held = e.held_end
+            if held is not None:
+                # answered before its request ended; the close of its connection was lost: how
+                # the request body ended is not known (not request_cut: the hole may hold its end)
+                e.gap = e.req_gap = True
+                e.held_end = None
+                self._finish(e, held)
+            else:
+                self._cut_by_gap(e)
+                self._finish(e, r.ResponseEnded(e.id, e.conn, "gap", "its end was in a gap in the recording (relay facts not recorded)",
+                                                response_started=e.response_started))
 
     def _cut_by_gap(self, e: ObservedExchange) -> None:
         e.gap = True
