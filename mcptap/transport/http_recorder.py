@@ -100,6 +100,7 @@ class RecorderLink:
         self._spilled_bytes = 0      # bytes of the frames set aside in the spill file (the recorder's ``spill_read``)
         self._lost_tail: list[Any] | None = None    # the LOST frame queued last (``_spilled``: it counts more)
         self._lost_cut: set[int] | None = None      # the exchanges it cuts (None: every one)
+        self._lost_tails: dict[int, bytes] | None = None    # the ends of the response bodies it lost (None: not known)
         #: batches dropped (the spill file could not take them) and the bytes they forwarded
         self.lost_batches = self.lost_bytes = 0
         self._wake: trio.Event | None = None
@@ -170,7 +171,9 @@ class RecorderLink:
             return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
         if kind != fc.BATCH:
             return bufs
-        c2s, s2c, cut = fc.dropped_facts(bytes(bufs[1]))
+        meta = bytes(bufs[1])
+        c2s, s2c, cut = fc.dropped_facts(meta)
+        tails = fc.body_tails(meta, bufs[2:])          # where the lost bytes left each SSE stream (observe_gap)
         full = int(at == FULL)
         self.lost_bytes += c2s + s2c
         self.lost_batches += 1
@@ -182,11 +185,12 @@ class RecorderLink:
                     self._lost_cut |= cut
                     if len(self._lost_cut) > fc.LOST_EXCHANGES:
                         self._lost_cut = None       # every open exchange: no more to collect
-                last[1] = fc.lost_meta(n + 1, b + size, c + c2s, d + s2c, f, self._lost_cut)
+                self._lost_tails = fc.add_tails(self._lost_tails, tails)
+                last[1] = fc.lost_meta(n + 1, b + size, c + c2s, d + s2c, f, self._lost_cut, self._lost_tails)
                 last[0] = fc.HEAD.pack(fc.LOST, fc.HEAD.unpack_from(last[0])[1], len(last[1]), 0)
                 return None
-        self._lost_cut = cut
-        self._lost_tail = fc.frame(fc.LOST, t, fc.lost_meta(1, size, c2s, s2c, full, cut))
+        self._lost_cut, self._lost_tails = cut, tails
+        self._lost_tail = fc.frame(fc.LOST, t, fc.lost_meta(1, size, c2s, s2c, full, cut, tails))
         return self._lost_tail
 
     def _write(self, bufs: list[Any]) -> int | None:

@@ -78,7 +78,7 @@ class _Notes:
         self.rec = rec
         self.boom_at = boom_at
 
-    def lost(self, exchanges: set[int] | None) -> None:
+    def lost(self, exchanges: set[int] | None, tails: dict[int, bytes] | None = None) -> None:
         """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
 
     def close_out(self) -> None:

@@ -43,7 +43,7 @@ class _Counting:
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
 
-    def lost(self, exchanges: set[int] | None) -> None:
+    def lost(self, exchanges: set[int] | None, tails: dict[int, bytes] | None = None) -> None:
         """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
 
     def close_out(self) -> None:
