@@ -25,9 +25,9 @@ into whole lines so no secret is split between two chunks; its records'
 ``original`` (``{offset, bytes}`` in the forwarded stream, where a placeholder
 moved them) tells which forwarded bytes the capture already holds.
 
-A capture recorded without ``--redact`` still had the secrets of its server's
-arguments (placeholders in the header's ``argv``) replaced wherever they
-reappeared (``known_secrets.py``); their values are not in the capture, so
+Any capture (``--redact`` or not) had the secrets of its server's arguments
+(placeholders in the header's ``argv``) replaced wherever they reappeared
+(``known_secrets.py``, after the scrub rules); their values are not in the capture, so
 ``recover CAPTURE -- CMD ARGS...`` takes the server's command again: it must
 scrub to the header's ``argv`` (the same values and this user's key), and the
 appended records get the same replacement (the same ``line_filter``, on
@@ -151,14 +151,14 @@ def _scrubbers(capture: str, header: dict[str, Any]) -> list[Any]:
 
 
 def _argv_secrets(capture: str, header: dict[str, Any], server: list[str]) -> Any:
-    """For a capture not recorded with --redact whose server's arguments held secrets
+    """For a capture whose server's arguments held secrets
     (placeholders in the header's ``argv``): the ``KnownSecrets`` the live tap replaced,
     from ``server`` (the command given again); None when there are none. Raises Fail when
     ``server`` is missing or does not scrub to the header's ``argv`` (other values, or
     another key): the recovered bytes would hold those secrets in clear."""
     target = header.get("target")
     shown = target.get("argv") if isinstance(target, dict) else None
-    if header.get("scrubbed") or not isinstance(shown, list) or not any(isinstance(a, str) and PLACEHOLDER.search(a) for a in shown):
+    if not isinstance(shown, list) or not any(isinstance(a, str) and PLACEHOLDER.search(a) for a in shown):
         return None
     from mcptap.known_secrets import known_secrets
     from mcptap.redact.argv import placeholder, scrub_argv

@@ -195,9 +195,9 @@ def test_recover_refuses_a_redacted_capture_it_cannot_redact(tmp_path: Path, mon
     assert cap.read_bytes() == before and (tmp_path / "cap.jsonl.spill").exists()
 
 
-def _killed_capture_with_argv_secret(tmp: Path) -> tuple[Path, list[str], bytes]:
-    """A capture recorded without --redact of a server given ``--token TOKEN`` (as ``record``
-    sets it up: argv scrubbed in the header, the token replaced wherever it reappears), killed
+def _killed_capture_with_argv_secret(tmp: Path, redact: bool = False) -> tuple[Path, list[str], bytes]:
+    """A capture (``redact``: with --redact, rules that do not know this secret) of a server given
+    ``--token TOKEN`` (as ``record`` sets it up: argv scrubbed in the header, the token replaced wherever it reappears), killed
     after one line; the spill file holds that line and one where the server echoes its
     arguments, cut by the relay's reads inside the token."""
     from mcptap.known_secrets import known_secrets
@@ -208,6 +208,13 @@ def _killed_capture_with_argv_secret(tmp: Path) -> tuple[Path, list[str], bytes]
     assert TOKEN not in shown[2]
     cap = tmp / "cap.jsonl"
     w = CaptureWriter.open(str(cap))
+    if redact:
+        from mcptap.redact.engine import Redactor
+        from mcptap.redact.keyfile import load_keyer
+        from mcptap.redact.rules import build_rules
+        from mcptap.redact.scrub import Scrubber
+
+        w.transform = Scrubber(Redactor(build_rules(builtin=False), load_keyer())).transform
     known = known_secrets(argv, shown, placeholder)
     assert known is not None
     w.line_filter = known.line
@@ -223,8 +230,10 @@ def _killed_capture_with_argv_secret(tmp: Path) -> tuple[Path, list[str], bytes]
     return cap, argv, shown[2].encode()
 
 
-def test_recover_replaces_the_server_s_argv_secrets_as_the_live_tap_does(tmp_path: Path) -> None:
-    cap, argv, mark = _killed_capture_with_argv_secret(tmp_path)
+@pytest.mark.parametrize("redact", [False, True])
+def test_recover_replaces_the_server_s_argv_secrets_as_the_live_tap_does(tmp_path: Path, redact: bool) -> None:
+    cap, argv, mark = _killed_capture_with_argv_secret(tmp_path, redact)
+    assert TOKEN.encode() not in cap.read_bytes()
     out = CliRunner().invoke(mcptap, ["recover", str(cap), "--", *argv])
     assert out.exit_code == 0, out.output
     body = cap.read_bytes()
