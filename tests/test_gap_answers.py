@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.reader import read_capture
+from mcptap.check.parallel import check_capture as fast_check
 from mcptap.check.report import check_capture
 from mcptap.model import Direction
 from mcptap.reannotate import reannotate
@@ -106,8 +107,8 @@ def test_a_response_whose_request_may_be_in_a_gap_is_not_blamed_on_its_sender(tm
         f = next(f for r in recs for f in r.get("findings") or () if f["code"] == "capture.request_in_gap")
         assert f["severity"] == "info"
         assert recs[-1]["severities"].get("error", 0) == sum(1 for c in codes if c == "capture.gap"), (name, recs[-1]["severities"])
-        for reuse in (True, False):             # check and check --full say the same
-            rep = check_capture(str(path), reuse=reuse)
+        for check, reuse in ((check_capture, True), (check_capture, False), (fast_check, True), (fast_check, False)):
+            rep = check(str(path), reuse=reuse)         # check (its fast scan too) and check --full say the same
             assert "jsonrpc.unmatched_response" not in rep.groups, (name, reuse, sorted(rep.groups))
             assert rep.groups["capture.request_in_gap"].severity == "info"
         cap = read_capture(str(path))
