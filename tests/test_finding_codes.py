@@ -175,6 +175,8 @@ CASES: dict[str, tuple[Steps, Steps]] = {
     "capture.gap": (H + [("gap", "disk full")], H),
     "capture.answers_in_gap": (H + [c2s(req(2, "tools/list")), ("lost", ("s2c", 100)), s2c(LOG), ("eof", "s2c")],
                                H + [("lost", ("s2c", 100)), s2c(LOG), c2s(req(2, "tools/list")), ("eof", "s2c")]),
+    "capture.request_in_gap": (H + [("lost", ("c2s", 100)), c2s(LOG), s2c(res(2, {"tools": []}))],
+                               H + [("lost", ("s2c", 100)), s2c(LOG), s2c(res(2, {"tools": []}))]),
 }
 
 #: codes this file does not trigger, and why

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.reader import read_capture
+from mcptap.check.parallel import check_capture as fast_check
 from mcptap.check.report import check_capture
 from mcptap.model import Direction
 from mcptap.reannotate import reannotate
@@ -89,3 +90,34 @@ def test_the_sans_io_recorder_without_a_writer() -> None:
     end = rec.close()
     assert [f["code"] for f in end["unanswered"]] == ["capture.answers_in_gap"]
     assert end["severities"].get("error", 0) == 0
+
+
+def test_a_response_whose_request_may_be_in_a_gap_is_not_blamed_on_its_sender(tmp_path: Path) -> None:
+    # the client's tools/list (id 2) was forwarded in a hole of c2s; the server's answer arrives after it
+    answer = s2c(res(2, {"tools": []}))
+    cases = {"c2s": handshake() + [("lost", ("c2s", 5000)), c2s(LOG), answer, ("eof", "c2s"), ("eof", "s2c")],
+             "both": handshake() + [("gap", "the relay was stopped"), answer, ("eof", "s2c")],
+             # the converse: a server request lost in s2c, the client's answer after it
+             "server": handshake() + [("lost", ("s2c", 300)), s2c(LOG), c2s(res(7, {})), ("eof", "s2c")]}
+    for name, steps in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        recs = _live(steps, path)
+        codes = _codes(recs)
+        assert "jsonrpc.unmatched_response" not in codes, (name, codes)
+        f = next(f for r in recs for f in r.get("findings") or () if f["code"] == "capture.request_in_gap")
+        assert f["severity"] == "info"
+        assert recs[-1]["severities"].get("error", 0) == sum(1 for c in codes if c == "capture.gap"), (name, recs[-1]["severities"])
+        for check, reuse in ((check_capture, True), (check_capture, False), (fast_check, True), (fast_check, False)):
+            rep = check(str(path), reuse=reuse)         # check (its fast scan too) and check --full say the same
+            assert "jsonrpc.unmatched_response" not in rep.groups, (name, reuse, sorted(rep.groups))
+            assert rep.groups["capture.request_in_gap"].severity == "info"
+        cap = read_capture(str(path))
+        assert _codes(list(reannotate(cap.header, cap.records + [cap.end], reuse=False))) == codes
+
+
+def test_a_gap_does_not_excuse_a_response_it_could_not_have_hidden(tmp_path: Path) -> None:
+    # a gap only in the responder's own direction, or none at all: the unmatched answer is the peer's
+    for name, steps in {"own_way": handshake() + [("lost", ("s2c", 5000)), s2c(LOG), s2c(res(2, {}))],
+                        "none": handshake() + [s2c(res(2, {}))]}.items():
+        codes = _codes(_live(steps + [("eof", "s2c")], tmp_path / f"{name}.jsonl"))
+        assert "jsonrpc.unmatched_response" in codes and "capture.request_in_gap" not in codes, (name, codes)

@@ -25,6 +25,15 @@ into whole lines so no secret is split between two chunks; its records'
 ``original`` (``{offset, bytes}`` in the forwarded stream, where a placeholder
 moved them) tells which forwarded bytes the capture already holds.
 
+Any capture (``--redact`` or not) had the secrets of its server's arguments
+(placeholders in the header's ``argv``) replaced wherever they reappeared
+(``known_secrets.py``, after the scrub rules); their values are not in the capture, so
+``recover CAPTURE -- CMD ARGS...`` takes the server's command again: it must
+scrub to the header's ``argv`` (the same values and this user's key), and the
+appended records get the same replacement (the same ``line_filter``, on
+whole lines). Without it, or with another command, nothing is appended (exit 2,
+the spill file left): the bytes would put in clear what the live tap hid.
+
 Exit status: 0 (recovered, or nothing to recover); 2 when the capture cannot
 be read or written, or its redaction cannot be redone.
 """
@@ -141,6 +150,28 @@ def _scrubbers(capture: str, header: dict[str, Any]) -> list[Any]:
     return [Scrubber(r) for r in redactors]
 
 
+def _argv_secrets(capture: str, header: dict[str, Any], server: list[str]) -> Any:
+    """For a capture whose server's arguments held secrets
+    (placeholders in the header's ``argv``): the ``KnownSecrets`` the live tap replaced,
+    from ``server`` (the command given again); None when there are none. Raises Fail when
+    ``server`` is missing or does not scrub to the header's ``argv`` (other values, or
+    another key): the recovered bytes would hold those secrets in clear."""
+    target = header.get("target")
+    shown = target.get("argv") if isinstance(target, dict) else None
+    if not isinstance(shown, list) or not any(isinstance(a, str) and PLACEHOLDER.search(a) for a in shown):
+        return None
+    from mcptap.known_secrets import known_secrets
+    from mcptap.redact.argv import placeholder, scrub_argv
+
+    if server and scrub_argv(server) == shown:
+        return known_secrets(server, shown, placeholder)
+    raise Fail(f"{capture}: its server's arguments held secrets, which the tap replaced wherever they reappeared; their "
+               "values are not in the capture, so the bytes in its spill file cannot be searched for them "
+               + ("(the command given does not scrub to the one in its header: other values, or another redaction key)"
+                  if server else "(give the server's command: mcptap recover CAPTURE -- CMD ARGS...)")
+               + "; nothing recovered, the spill file is left in place")
+
+
 class _Appender:
     """The records ``recover`` appends, as encoded lines (``out``). Chunk bytes are cut after
     their last newline (the rest waits for the direction's next entry, or the end), so a
@@ -148,8 +179,9 @@ class _Appender:
     reads; their ``offset`` continues the stream the capture holds (``held``), with
     ``original`` where that is not where they were forwarded (a placeholder's length)."""
 
-    def __init__(self, scrubbers: list[Any], seq: int, held: dict[str, int]) -> None:
+    def __init__(self, scrubbers: list[Any], seq: int, held: dict[str, int], known: Any = None) -> None:
         self.scrubbers = scrubbers
+        self.known = known            # the server's argv secrets (KnownSecrets), replaced as the live tap's writer does
         self.seq = seq
         self.held = held
         self.out: list[bytes] = []
@@ -157,7 +189,8 @@ class _Appender:
         self._wait: dict[str, tuple[int, int, bytes]] = {}      # dir -> (t_us, source offset, bytes)
 
     def emit(self, rec: dict[str, Any]) -> None:
-        self.out.append(orjson.dumps(rec) + b"\n")
+        line = orjson.dumps(rec) + b"\n"
+        self.out.append(self.known.line(rec, line) if self.known is not None else line)
 
     def gap(self, t_us: int, why: str, key: str | None = None, lost: int = 0) -> None:
         if key is not None:
@@ -170,7 +203,7 @@ class _Appender:
         if key in self._wait:
             _, offset, before = self._wait.pop(key)
             data = before + data
-        cut = data.rfind(b"\n") + 1 if self.scrubbers else len(data)
+        cut = data.rfind(b"\n") + 1 if self.scrubbers or self.known is not None else len(data)
         if cut < len(data):
             self._wait[key] = (t_us, offset + cut, data[cut:])
         if cut:
@@ -202,9 +235,13 @@ class _Appender:
 @click.command("recover", epilog=options.example("mcptap recover cap.jsonl"),
                short_help="Add the bytes a killed stdio tap left in its spill file to its capture.")
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
-def command(capture: str) -> None:
+@click.argument("server", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
+def command(capture: str, server: tuple[str, ...]) -> None:
     """Append to CAPTURE the forwarded bytes its killed tap had set aside in
-    its spill file (CAPTURE.spill), as chunk records."""
+    its spill file (CAPTURE.spill), as chunk records. When the server's
+    arguments held secrets (placeholders in the capture's header), give its
+    command again after --: the recovered bytes get the placeholders the tap
+    gave them (without it nothing is recovered)."""
     try:
         header, complete, seq, t, ends, held = _recorded(capture)
     except (CaptureReadError, OSError) as exc:
@@ -221,12 +258,9 @@ def command(capture: str) -> None:
         say(f"{capture} is complete (it has its end record); removed the stale {escape_controls(name)}")
         return
     scrubbers = _scrubbers(capture, header)
+    known = _argv_secrets(capture, header, list(server))
     # unscrubbed: offsets stay the forwarded stream's (argv secrets replaced at record time keep them)
-    app = _Appender(scrubbers, seq, held if scrubbers else dict(ends))
-    argv = (header.get("target") or {}).get("argv") if isinstance(header.get("target"), dict) else None
-    if isinstance(argv, list) and any(isinstance(a, str) and PLACEHOLDER.search(a) for a in argv):
-        say("note: the server's arguments held secrets (placeholders in the header); the tap replaced them wherever "
-            "they reappeared, but their values are not in the capture, so the bytes recovered are not searched for them")
+    app = _Appender(scrubbers, seq, held if scrubbers else dict(ends), known)
     lost = 0
     try:
         with open(capture, "rb") as fp:

@@ -19,6 +19,7 @@ from mcptap.protocol.annotator_state import LARGE_MESSAGE, AnnotatorState
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import CONTRACT_METHODS, LISTEN_FILTER
 from mcptap.protocol.framing_facts import framing_findings, non_json_findings
+from mcptap.protocol.gap_pending import request_in_gap
 from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
 from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings, show_id
@@ -196,10 +197,11 @@ class Annotator(AnnotatorState):
         if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
             scope = self._scope_of(sender.peer, st)
         p, fs = self.pairing.response(scope, sender, cls.id, exchange)
+        if p is None:
+            out.extend(request_in_gap(fs, sender.peer, self.gapped) if self.gapped else fs)
+            return None, None, None
         if fs:
             out.extend(fs)
-        if p is None:
-            return None, None, None
         if p.revision is not None and st.era == "modern":
             msg.revision = p.revision
         if p.cancelled:

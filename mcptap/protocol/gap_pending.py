@@ -9,6 +9,12 @@ So such a request (``Pending.in_gap``) is never judged unanswered
 ``process.exit``'s pending count); the end of the capture reports them
 together as ``capture.answers_in_gap`` (info). A request sent after the gap
 is judged as usual; an answer that does arrive after the gap still pairs.
+
+The converse: a request forwarded in the hole is not in the capture, so its
+answer, when it comes, matches nothing the capture holds. Once a gap covered a
+requester's direction (``gapped``), a response from its peer that matches no
+request is ``capture.request_in_gap`` (info), not ``jsonrpc.unmatched_response``
+(an error blamed on the responder).
 """
 
 from __future__ import annotations
@@ -27,6 +33,24 @@ def mark_gap(pending: Iterable[Pending], direction: Direction | None) -> None:
     for p in pending:
         if direction is None or p.direction is direction.peer:
             p.in_gap = True
+
+
+def gapped(seen: set[Direction], direction: Direction | None) -> None:
+    """Add to ``seen`` (the directions whose requests a gap may hold) the
+    gap's ``direction`` (None: unknown, both)."""
+    seen.update((Direction.C2S, Direction.S2C) if direction is None else (direction,))
+
+
+def request_in_gap(found: list[Finding], requester: Direction, seen: set[Direction]) -> list[Finding]:
+    """``found`` (a response's pairing findings, it paired with nothing), with
+    ``jsonrpc.unmatched_response`` replaced by ``capture.request_in_gap``
+    (info) when a gap covered ``requester``'s direction (``seen``): the
+    request it answers may have been forwarded in the hole."""
+    if requester not in seen:
+        return found
+    return [finding("capture.request_in_gap", f.message.replace("matches no request the", "matches no request in the capture from the")
+                    + f", but a recording gap covered the {requester.value} direction before it: its request may be in the gap")
+            if f.code == "jsonrpc.unmatched_response" else f for f in found]
 
 
 def answers_in_gap(pending: Iterable[Pending]) -> list[Finding]:

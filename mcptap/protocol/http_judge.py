@@ -59,7 +59,7 @@ def body_facts(value: Any) -> tuple[tuple[str, ...], tuple[str, ...], str | None
 @dataclass(slots=True)
 class End:
     """How an exchange ended (relay ``ResponseEnded`` plus what the observer
-    counted): ``how`` complete | upstream_closed | client_closed | tap_stopped
+    counted): ``how`` complete | upstream_closed | client_closed | tap_stopped | gap (its end was not recorded)
     | host_rejected | request_rejected (the tap answered 400) | upstream_failed | bad_response; ``sse``: the response was
     an event stream; ``event_ids``: SSE ids seen; ``ack_body``: the first bytes
     of an acknowledgement's body (for the finding's preview)."""

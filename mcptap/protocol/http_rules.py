@@ -251,7 +251,7 @@ def end_findings(ex: Exchange, how: str, detail: str, *, response_started: bool,
         return [finding("http.client_timeout", detail)]
     if how in ("upstream_failed", "bad_response"):
         return [finding("http.upstream_failed", detail + (" (the client got 502)" if sent_502 else ""))]
-    if how == "tap_stopped":
+    if how in ("tap_stopped", "gap"):       # gap: its end was not recorded (the gap record is the finding)
         return []
     if how == "client_closed" and detail.startswith(INVALID_MID_EXCHANGE):
         return [finding("http.client_invalid_http", f"the client sent bytes that are not HTTP/1.1 mid-exchange ({detail[len(INVALID_MID_EXCHANGE):]}): the tap "

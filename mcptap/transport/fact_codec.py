@@ -29,7 +29,9 @@ and the end record's extra fields), ``SPILLED`` (meta: the frame's pieces as
 could take: how many, their frames' bytes, the bytes they forwarded c2s and
 s2c, and 1 if the spill file was at its bound, 0 if it could not be written;
 then ``marshal`` of the exchanges whose facts they carried, a sorted list, or
-None for every one: ``lost_meta``/``read_lost``).
+None for every one, and of the last bytes of the response body each exchange
+lost in them (``body_tails``; None: not known): ``lost_meta``/``read_lost``/
+``read_tails``).
 """
 
 from __future__ import annotations
@@ -178,10 +180,41 @@ def dropped_facts(meta: bytes) -> tuple[int, int, set[int]]:
 LOST_EXCHANGES = 4096
 
 
-def lost_meta(batches: int, size: int, c2s: int, s2c: int, full: int, exchanges: set[int] | None) -> bytes:
-    """A LOST frame's meta (module doc); ``exchanges`` None or past ``LOST_EXCHANGES``: every one."""
+#: bytes of a lost response body's end kept per exchange: enough to tell a blank line (an SSE event's end)
+TAIL = 4
+
+
+def lost_meta(batches: int, size: int, c2s: int, s2c: int, full: int, exchanges: set[int] | None,
+              tails: dict[int, bytes] | None = None) -> bytes:
+    """A LOST frame's meta (module doc); ``exchanges`` None or past ``LOST_EXCHANGES``: every one;
+    ``tails`` (``body_tails``) None or past ``LOST_EXCHANGES``: not known."""
     named = sorted(exchanges) if exchanges is not None and len(exchanges) <= LOST_EXCHANGES else None
-    return LOST_META.pack(batches, size, c2s, s2c, full) + marshal.dumps(named)
+    kept = tails if tails is not None and len(tails) <= LOST_EXCHANGES else None
+    return LOST_META.pack(batches, size, c2s, s2c, full) + marshal.dumps((named, kept))
+
+
+def body_tails(meta: bytes, bodies: list[Any]) -> dict[int, bytes]:
+    """``{exchange: the last TAIL bytes of the response body it carried}`` of a batch
+    (``meta`` and its out-of-line ``bodies``, as ``encode`` gave them); an exchange
+    without response body bytes in it is not named."""
+    out: dict[int, bytes] = {}
+    for rec in marshal.loads(meta)[0]:
+        if rec[0] == _RESPONSE_BODY:
+            d = rec[-1]
+            end = bytes(bodies[d][-TAIL:]) if type(d) is int else (
+                bytes(bodies[d[1]][-TAIL:]) + d[2] if type(d) is tuple else d[-TAIL:])
+            if end:
+                out[rec[1]] = (out.get(rec[1], b"") + end)[-TAIL:]
+    return out
+
+
+def add_tails(into: dict[int, bytes] | None, tails: dict[int, bytes]) -> dict[int, bytes] | None:
+    """``into`` (the tails of batches lost before) with those of the batch lost after them."""
+    if into is None:
+        return None
+    for x, t in tails.items():
+        into[x] = (into.get(x, b"") + t)[-TAIL:]
+    return into if len(into) <= LOST_EXCHANGES else None
 
 
 def read_lost(meta: bytes) -> tuple[int, int, int, int, int, list[int] | None]:
@@ -190,10 +223,7 @@ def read_lost(meta: bytes) -> tuple[int, int, int, int, int, list[int] | None]:
     if len(meta) < LOST_META.size:
         return 1, 0, 0, 0, 0, None
     n, size, c2s, s2c, full = LOST_META.unpack_from(meta)
-    try:
-        named = marshal.loads(meta[LOST_META.size:]) if len(meta) > LOST_META.size else None
-    except (EOFError, ValueError, TypeError):
-        named = None
+    named = _lost_parts(meta)[0]
     return n, size, c2s, s2c, full, named if isinstance(named, list) else None
 
 
@@ -209,3 +239,20 @@ def rest(bufs: list[Any], done: int) -> list[Any]:
         out.append(memoryview(b)[done:] if done else b)
         done = 0
     return out
+
+
+def read_tails(meta: bytes) -> dict[int, bytes] | None:
+    """The ``body_tails`` a LOST frame's meta carries (None: not known)."""
+    tails = _lost_parts(meta)[1]
+    return tails if isinstance(tails, dict) else None
+
+
+def _lost_parts(meta: bytes) -> tuple[Any, Any]:
+    """(exchanges, tails) after a LOST frame's counts; (None, None) when unreadable."""
+    try:
+        got = marshal.loads(meta[LOST_META.size:]) if len(meta) > LOST_META.size else None
+    except (EOFError, ValueError, TypeError):
+        return None, None
+    if isinstance(got, tuple) and len(got) == 2:
+        return got[0], got[1]
+    return got, None            # an older frame: the exchanges alone

@@ -10,33 +10,32 @@ write happen beside the relay, never on its forward path.
 Recorder, its writer and redactor already exist and are inherited). The relay
 hands each batch of relay facts (``HttpTap._observe``'s ``items``) to
 ``RecorderLink.handle``, which stamps it with the relay's clock, encodes it
-(``fact_codec``) and queues it for a non-blocking pipe (``run`` writes a batch
-once up to ``LINGER_S`` passed, with those that came meanwhile: one wake-up of
-the recorder for several); while the pipe is full (the recorder is behind), frames queue in relay order, and past
+(``fact_codec``) and queues it; ``RecorderLink.run`` (a trio task) writes a
+batch once ``LINGER_S`` passed, with those that came meanwhile (one wake-up of
+the recorder for several), and reads the status pipe. While the pipe is full
+(the recorder is behind), frames queue in relay order, and past
 ``SPILL_BYTES`` their bytes go to an unlinked spill file beside the capture
-(``spill.SpillFile``) and only their place is queued. ``RecorderLink.run``
-(a trio task) writes the queue out as the pipe drains and reads the status
-pipe. Nothing is lost, memory stays bounded, and the order is the relay's.
-Once the recorder says it read back every byte set aside so far
-(``spill_read``), the spill file is rewound (``SpillFile.rewind``): its disk
-use is the largest backlog, not every byte a long session ever set aside.
-The file has a bound (``spill_bound``): a batch past it is dropped, never
-waited for, and counted in one LOST frame (a gap record in the capture says
-how many batches and how many forwarded bytes each way; the frame names the
-exchanges they carried, which the observer cuts there); once the file was
-rewound, batches are set aside again.
+(``spill.SpillFile``) and only their place is queued: nothing is lost,
+memory stays bounded, and the order is the relay's. Once the recorder says
+it read back every byte set aside so far (``spill_read``), the spill file is
+rewound (``SpillFile.rewind``): its disk use is the largest backlog, not
+every byte a long session ever set aside. The file has a bound
+(``spill_bound``): a batch past it is dropped, never waited for, and counted
+in one LOST frame (a gap record in the capture says how many batches and how
+many forwarded bytes each way; the frame names the exchanges they carried,
+which the observer cuts there); once the file was rewound, batches are set
+aside again.
 
 End: ``finish`` queues ``END`` (exit code, the end record's extra fields),
 writes everything out and waits for the recorder to write the end record and
 exit (one line on stderr if catching up takes over ``SLOW_END_S``; past
 ``END_WAIT_S`` it signals ``HURRY``: the recorder skips the batches still in
-the spill file and writes gap records saying how many and the bytes they
-forwarded each way, as for a LOST frame, so a flood's backlog never holds
-the end up). The
-recorder ignores terminal signals (the relay decides the end); at EOF without
-``END`` (mcptap was killed) it writes what arrived and no end record, so the
-capture says it is incomplete, as a killed stdio tap's does. If it fails, the
-relay goes on: one ``recording stopped …`` line, and ``finish`` reports it.
+the spill file and writes gap records for them, as for a LOST frame, so a
+flood's backlog never holds the end up). The recorder ignores terminal
+signals (the relay decides the end); at EOF without ``END`` (mcptap was
+killed) it writes what arrived and no end record, so the capture says it is
+incomplete, as a killed stdio tap's does. If it fails, the relay goes on:
+one ``recording stopped …`` line, and ``finish`` reports it.
 """
 
 from __future__ import annotations
@@ -73,12 +72,9 @@ IOV_BATCH = 512        # buffers in one writev (the limit is IOV_MAX, 1024 on Li
 END_WAIT_S = 3.0
 #: the relay's signal to the recorder process that the end gave up waiting for its backlog
 HURRY = signal.SIGUSR1
-#: seconds a batch may wait in the relay for the ones after it, so that one write carries them
-#: all: each write wakes the recorder process, and a wake-up on another core is the costliest
-#: step of a round trip on a VM (an inter-processor interrupt); a lull writes at once
-LINGER_S = 0.002
-#: bytes queued past which the batches are written without lingering
-LINGER_BYTES = 64 << 10
+#: seconds a batch waits in the relay for the ones after it (one write for all: each write wakes
+#: the recorder process, on a VM a costly inter-processor interrupt), or until LINGER_BYTES queue
+LINGER_S, LINGER_BYTES = 0.002, 64 << 10
 
 
 @dataclass
@@ -97,17 +93,13 @@ class RecorderLink:
 
     def __init__(self, pid: int, fd: int, status_fd: int, spill: SpillFile, clock: Callable[[], int],
                  say: Callable[[str], None]) -> None:
-        self.pid = pid
-        self._fd = fd
-        self._status = status_fd
-        self._spill = spill
-        self._clock = clock
-        self._say = say
+        self.pid, self._fd, self._status, self._spill, self._clock, self._say = pid, fd, status_fd, spill, clock, say
         self._q: collections.deque[list[Any]] = collections.deque()
         self._queued = 0
         self._spilled_bytes = 0      # bytes of the frames set aside in the spill file (the recorder's ``spill_read``)
         self._lost_tail: list[Any] | None = None    # the LOST frame queued last (``_spilled``: it counts more)
         self._lost_cut: set[int] | None = None      # the exchanges it cuts (None: every one)
+        self._lost_tails: dict[int, bytes] | None = None    # the ends of the response bodies it lost (None: not known)
         #: batches dropped (the spill file could not take them) and the bytes they forwarded
         self.lost_batches = self.lost_bytes = 0
         self._wake: trio.Event | None = None      # set when a frame is queued while the queue was empty
@@ -182,7 +174,9 @@ class RecorderLink:
             return fc.frame(fc.SPILLED, t, marshal.dumps([(at, size)]))
         if kind != fc.BATCH:
             return bufs
-        c2s, s2c, cut = fc.dropped_facts(bytes(bufs[1]))
+        meta = bytes(bufs[1])
+        c2s, s2c, cut = fc.dropped_facts(meta)
+        tails = fc.body_tails(meta, bufs[2:])          # where the lost bytes left each SSE stream (observe_gap)
         full = int(at == FULL)
         self.lost_bytes += c2s + s2c
         self.lost_batches += 1
@@ -194,11 +188,12 @@ class RecorderLink:
                     self._lost_cut |= cut
                     if len(self._lost_cut) > fc.LOST_EXCHANGES:
                         self._lost_cut = None       # every open exchange: no more to collect
-                last[1] = fc.lost_meta(n + 1, b + size, c + c2s, d + s2c, f, self._lost_cut)
+                self._lost_tails = fc.add_tails(self._lost_tails, tails)
+                last[1] = fc.lost_meta(n + 1, b + size, c + c2s, d + s2c, f, self._lost_cut, self._lost_tails)
                 last[0] = fc.HEAD.pack(fc.LOST, fc.HEAD.unpack_from(last[0])[1], len(last[1]), 0)
                 return None
-        self._lost_cut = cut
-        self._lost_tail = fc.frame(fc.LOST, t, fc.lost_meta(1, size, c2s, s2c, full, cut))
+        self._lost_cut, self._lost_tails = cut, tails
+        self._lost_tail = fc.frame(fc.LOST, t, fc.lost_meta(1, size, c2s, s2c, full, cut, tails))
         return self._lost_tail
 
     def _write(self, bufs: list[Any]) -> int | None:

@@ -239,12 +239,12 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
 
     skipped = [_Skipped()]      # spilled frames not recorded (``HURRY``)
 
-    def cut(exchanges: set[int] | None) -> None:
+    def cut(exchanges: set[int] | None, tails: dict[int, bytes] | None) -> None:
         nonlocal failed
         if observer is None or failed:
             return
         try:
-            observer.lost(exchanges)
+            observer.lost(exchanges, tails)
         except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
             failed = True
             write_out()
@@ -304,6 +304,12 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
         elif kind == fc.LOST:
             lost(rec, meta, cut)
         elif kind == fc.END:
+            if observer is not None and not failed:
+                try:
+                    observer.close_out()        # exchanges whose end a gap held: closed before the end record
+                except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
+                    failed = True
+                    _report(status_fd, {"stopped": repr(exc)})
             write_out()
             _report(status_fd, {"caught_up": 1})
             code, extra = marshal.loads(meta)
@@ -313,25 +319,32 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
             return
 
 
-def lost(rec: Recorder, meta: bytes, cut: Callable[[set[int] | None], None] | None = None) -> None:
+#: the observer's ``HttpObserver.lost``: (exchanges cut or None: every one, ends of their lost response bodies or None: not known)
+Cut = Callable[[set[int] | None, dict[int, bytes] | None], None]
+
+
+def lost(rec: Recorder, meta: bytes, cut: Cut | None = None) -> None:
     """Record a LOST frame (``fc.read_lost``): see ``dropped``."""
     n, size, c2s, s2c, full, exchanges = fc.read_lost(meta)
+    tails = fc.read_tails(meta)
     why = ("the relay's spill file was at its size bound (MCPTAP_SPILL_LIMIT, or half the free disk space) while the "
            "recorder process was behind" if full else "the recorder process and the capture disk fell behind the relay")
-    dropped(rec, cut, n, size, c2s, s2c, None if exchanges is None else set(exchanges), why, "were not recorded")
+    dropped(rec, cut, n, size, c2s, s2c, None if exchanges is None else set(exchanges), why, "were not recorded", tails)
 
 
-def dropped(rec: Recorder, cut: Callable[[set[int] | None], None] | None, n: int, size: int, c2s: int, s2c: int,
-            exchanges: set[int] | None, why: str, what: str) -> None:
+def dropped(rec: Recorder, cut: Cut | None, n: int, size: int, c2s: int, s2c: int,
+            exchanges: set[int] | None, why: str, what: str, tails: dict[int, bytes] | None = None) -> None:
     """``n`` batches of relay facts (``size`` bytes) were not recorded:
     ``cut`` (the observer's ``HttpObserver.lost``) cuts the exchanges they
     carried there (``exchanges``; None: every open one), so no bytes after the
-    hole are read as if they followed the bytes before it; then one gap
+    hole are read as if they followed the bytes before it (``tails``, the
+    ends of the response bodies they held, tell where an SSE stream was
+    left: ``fc.body_tails``; None: not known); then one gap
     record per direction they forwarded bytes in, with that count (which the
     end record's byte counts include: ``Recorder.lost``), or one without a
     direction if they forwarded none."""
     if cut is not None:
-        cut(exchanges)
+        cut(exchanges, tails)
     reason = f"{why}: {n} batch(es) of relay facts ({size} bytes) {what}"
     if not (c2s or s2c):
         rec.gap(reason)

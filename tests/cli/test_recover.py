@@ -193,3 +193,61 @@ def test_recover_refuses_a_redacted_capture_it_cannot_redact(tmp_path: Path, mon
     out = CliRunner().invoke(mcptap, ["recover", str(cap)])
     assert out.exit_code == 2 and "recorded with --redact" in out.output and "another redaction key" in out.output
     assert cap.read_bytes() == before and (tmp_path / "cap.jsonl.spill").exists()
+
+
+def _killed_capture_with_argv_secret(tmp: Path, redact: bool = False) -> tuple[Path, list[str], bytes]:
+    """A capture (``redact``: with --redact, rules that do not know this secret) of a server given
+    ``--token TOKEN`` (as ``record`` sets it up: argv scrubbed in the header, the token replaced wherever it reappears), killed
+    after one line; the spill file holds that line and one where the server echoes its
+    arguments, cut by the relay's reads inside the token."""
+    from mcptap.known_secrets import known_secrets
+    from mcptap.redact.argv import placeholder, scrub_argv
+
+    argv = ["server", "--token", TOKEN]
+    shown = scrub_argv(argv)
+    assert TOKEN not in shown[2]
+    cap = tmp / "cap.jsonl"
+    w = CaptureWriter.open(str(cap))
+    if redact:
+        from mcptap.redact.engine import Redactor
+        from mcptap.redact.keyfile import load_keyer
+        from mcptap.redact.rules import build_rules
+        from mcptap.redact.scrub import Scrubber
+
+        w.transform = Scrubber(Redactor(build_rules(builtin=False), load_keyer())).transform
+    known = known_secrets(argv, shown, placeholder)
+    assert known is not None
+    w.line_filter = known.line
+    rec = Recorder(w, "stdio", {"argv": shown}, clock=lambda: 5, started="2026-01-01T00:00:00Z",
+                   header_extra={"spill": "cap.jsonl.spill"})
+    rec.known = known
+    rec.stdio_bytes(Direction.S2C, A)
+    rec.writer.flush()
+    echo = _line(7)
+    spill = SpillFile(str(tmp / "cap.jsonl.spill"))
+    spill.append(1, 7, len(A), echo[:-20])
+    spill.append(1, 8, len(A) + len(echo) - 20, echo[-20:])
+    return cap, argv, shown[2].encode()
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_recover_replaces_the_server_s_argv_secrets_as_the_live_tap_does(tmp_path: Path, redact: bool) -> None:
+    cap, argv, mark = _killed_capture_with_argv_secret(tmp_path, redact)
+    assert TOKEN.encode() not in cap.read_bytes()
+    out = CliRunner().invoke(mcptap, ["recover", str(cap), "--", *argv])
+    assert out.exit_code == 0, out.output
+    body = cap.read_bytes()
+    assert TOKEN.encode() not in body and TOKEN[:12].encode() not in body and TOKEN[-12:].encode() not in body
+    chunks = [decode_bytes(r, "data") for r in read_capture(str(cap)).records if r["type"] == "chunk"]
+    assert b"".join(chunks) == _line(7).replace(TOKEN.encode(), mark)
+    assert not (tmp_path / "cap.jsonl.spill").exists()
+
+
+@pytest.mark.parametrize("given", [[], ["server", "--token", "ghp_another_token_entirely_0000000000000"]])
+def test_recover_refuses_to_add_argv_secrets_it_cannot_replace(tmp_path: Path, given: list[str]) -> None:
+    # without the server's command, or with another one: the values are unknown, the spill is left
+    cap, _, _ = _killed_capture_with_argv_secret(tmp_path)
+    before = cap.read_bytes()
+    out = CliRunner().invoke(mcptap, ["recover", str(cap), *(["--", *given] if given else [])])
+    assert out.exit_code == 2 and "server's arguments held secrets" in out.output, out.output
+    assert cap.read_bytes() == before and (tmp_path / "cap.jsonl.spill").exists()

@@ -47,10 +47,13 @@ def _chunk(b: bytes) -> bytes:
 
 
 def _drop(t: SansIoTap, items: list[Any], exchanges: set[int] | None) -> None:
-    """``items`` (a relay batch) never reach the recorder: one LOST frame says so."""
+    """``items`` (a relay batch) never reach the recorder: one LOST frame says so, with
+    the ends of the response bodies it held, as the relay writes it (``fc.body_tails``)."""
     c2s = sum(len(i.data) for i in items if isinstance(i, r.SendUpstream))
     s2c = sum(len(i.data) for i in items if isinstance(i, r.SendClient))
-    lost(t.rec, fc.lost_meta(1, 999, c2s, s2c, 1, exchanges), t.obs.lost)
+    enc = fc.encode(items)
+    tails = fc.body_tails(enc[0], enc[1]) if enc is not None else {}
+    lost(t.rec, fc.lost_meta(1, 999, c2s, s2c, 1, exchanges, tails), t.obs.lost)
 
 
 def _codes(recs: list[dict[str, Any]]) -> set[str]:
@@ -82,11 +85,12 @@ def test_an_sse_stream_cut_by_a_gap_is_framed_again_from_the_next_event(tmp_path
     got = [x["json"] for x in recs if x["type"] == "message" and x["dir"] == "s2c"]
     # every event wholly before the hole is framed; after it, the first block is taken off (the rest of
     # the event the hole cut, or one whose start may be in the hole: mcptap cannot tell) and every
-    # event from the next boundary on is framed
+    # event from the next boundary on is framed; when the hole ends on an event boundary (its last
+    # bytes a blank line: cut 50) the event right after it is framed too
     every = EVENTS + [ANSWER]
     starts = [sum(map(len, every[:i])) for i in range(11)]
     before = [i for i in range(11) if starts[i] + len(every[i]) <= cut]
-    after = [i for i in range(11) if starts[i] > cut + hole]
+    after = [i for i in range(11) if starts[i] >= cut + hole]
     want = [orjson.loads(every[i][6:]) for i in before + after]
     assert got == want
     cuts = [x for x in recs if x.get("event") == "sse" and x["sse"].get("cut") == "gap"]
@@ -234,3 +238,32 @@ def test_the_har_of_an_exchange_cut_by_a_gap_says_so(tmp_path: Path) -> None:
         assert "recording gap" in where and "incomplete" in where
     assert [f["code"] for f in cut["_mcp"]["findings"]] == ["capture.gap"]
     assert "comment" not in whole and "comment" not in whole["response"]["content"] and "findings" not in whole["_mcp"]
+
+
+def test_a_hole_that_held_none_of_a_stream_at_an_event_boundary_keeps_the_next_event(tmp_path: Path) -> None:
+    # a LOST frame for every open exchange (None) whose batches held no byte of this stream, cut
+    # between two events: resynchronisation is certain, every event is framed; not so when the
+    # relay could not say what the hole held (tails None, an older frame): the first block goes
+    for tails, framed in (({}, 11), (None, 10)):
+        t = SansIoTap(tmp_path / f"{tails is None}.jsonl")
+        t.client(post(b"/mcp", CALL))
+        t.upstream(SSE_HEAD + _chunk(BODY[:190]))
+        lost(t.rec, fc.lost_meta(1, 999, 0, 40, 1, None, tails), t.obs.lost)
+        t.upstream(_chunk(BODY[190:]) + b"0\r\n\r\n")
+        recs = t.records()
+        assert len([x for x in recs if x["type"] == "message" and x["dir"] == "s2c"]) == framed
+
+
+def test_the_lost_frame_carries_where_each_lost_response_body_ended() -> None:
+    items = [r.ResponseBody(1, 1, b"data: x\n\n"), r.ResponseBody(2, 1, b"y" * (fc.OOB_FROM + 5) + b"\r\n\r\n"),
+             r.RequestBody(3, 1, b"zz\n\n"), r.ResponseBody(1, 1, b"\n")]
+    enc = fc.encode(items)
+    assert enc is not None
+    tails = fc.body_tails(enc[0], enc[1])
+    assert tails == {1: b"x\n\n\n", 2: b"\r\n\r\n"}            # exchange 3 lost request bytes only: no response tail
+    merged = fc.add_tails(dict(tails), {1: b"ab", 4: b"\n"})
+    assert merged == {1: b"\n\nab", 2: b"\r\n\r\n", 4: b"\n"}
+    meta = fc.lost_meta(2, 10, 0, 5, 1, {1, 2}, merged)
+    assert fc.read_lost(meta)[5] == [1, 2] and fc.read_tails(meta) == merged
+    old = fc.LOST_META.pack(1, 10, 0, 5, 1) + marshal.dumps([1, 2])      # a frame without tails
+    assert fc.read_lost(old)[5] == [1, 2] and fc.read_tails(old) is None

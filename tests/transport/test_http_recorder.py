@@ -78,8 +78,11 @@ class _Notes:
         self.rec = rec
         self.boom_at = boom_at
 
-    def lost(self, exchanges: set[int] | None) -> None:
+    def lost(self, exchanges: set[int] | None, tails: dict[int, bytes] | None = None) -> None:
         """Batches were not recorded (``HttpObserver.lost``): nothing to cut here."""
+
+    def close_out(self) -> None:
+        """The facts are over (``HttpObserver.close_out``): no exchange to close here."""
 
     def handle(self, items: list[Any], flush: bool = True) -> None:
         body = items[0].data

@@ -13,12 +13,25 @@ request body spliced across the hole is garbage mcptap made, not the peer's.
   afresh and the first block after the hole (the rest of the cut event, or
   an event whose start the hole may hold) is one more such record, so events
   are framed again from the next event boundary (a blank line), as a stdio
-  stream is from the next line start (``Recorder.lost``). A compressed body
+  stream is from the next line start (``Recorder.lost``). Unless the stream
+  is certainly at an event boundary after the hole: the LOST frame carries
+  the last bytes of each exchange's response body in the hole
+  (``fact_codec.body_tails``), and when they end with a blank line, or the
+  hole held none of its body and nothing of an event was under way before
+  it, the first block after it is an event like any other. A compressed body
   cannot be resumed mid-stream: it is counted, no longer analysed;
 * a JSON response body or a request body under way is not framed (its part is
   no message): a request body goes into a ``request_body`` http record;
 * the exchange's ``end`` http record says ``gap: true``, and its end is judged
   without what the hole may have held (``http_judge.End.gap``).
+
+A fact that ends an exchange can be in the hole too: its ``ResponseEnded``, or
+the ``ConnClosed`` that ends one answered before its request body ended (a
+LOST frame names no exchange for a connection's close). The relay never says
+it again, so at the end of the relay's facts ``close_out`` ends every exchange
+still open after a gap: one answered early with that answer's end, any other
+with ``how: "gap"``; both with ``gap: true``. So every exchange has its ``end``
+record (the HAR export's ``_mcp.how``).
 
 Offsets in ``sse`` facts after the hole count the bytes recorded (the hole's
 are not known per exchange). Nothing here raises on peer input.
@@ -30,6 +43,7 @@ from collections.abc import Collection
 
 from mcptap.protocol.sse import SSEParser
 from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
+from mcptap.relay.http import events as r
 from mcptap.relay.http.observe_sse import SseObserver
 from mcptap.relay.http.observe_state import ObservedExchange
 
@@ -39,16 +53,43 @@ class GapObserver(SseObserver):
     resynchronisation is ``SseObserver._resynced``); the attributes are the observer's."""
 
     _ex: dict[int, ObservedExchange]
+    #: relay facts were lost (a gap): the end of an exchange may have been among them
+    _gapped = False
 
-    def lost(self, exchanges: Collection[int] | None) -> None:
+    def _finish(self, e: ObservedExchange, it: r.ResponseEnded) -> None: ...   # HttpObserver's
+
+    def lost(self, exchanges: Collection[int] | None, tails: dict[int, bytes] | None = None) -> None:
         """Relay facts of ``exchanges`` (None: of any exchange) were not
-        recorded: cut each open one there (module doc). Call before the gap
-        records, so what came before the hole is recorded before them."""
+        recorded: cut each open one there (module doc). ``tails``: the last
+        bytes of each one's response body in the hole, an exchange not named
+        having none there (None: not known). Call before the gap records, so
+        what came before the hole is recorded before them."""
+        self._gapped = True
         for e in list(self._ex.values()):
             if exchanges is None or e.id in exchanges:
-                self._cut_by_gap(e)
+                self._cut_by_gap(e, None if tails is None else tails.get(e.id, b""))
 
-    def _cut_by_gap(self, e: ObservedExchange) -> None:
+    def close_out(self) -> None:
+        """The relay's facts are over (mcptap is ending, before the end
+        record): after a gap, the exchanges still open had their end in the
+        hole; each gets its ``end`` record now (module doc). Without a gap
+        the relay ended every exchange itself: nothing to do."""
+        if not self._gapped:
+            return
+        for e in list(self._ex.values()):
+            held = e.held_end
+            if held is not None:
+                # answered before its request ended; the close of its connection was lost: how
+                # the request body ended is not known (not request_cut: the hole may hold its end)
+                e.gap = e.req_gap = True
+                e.held_end = None
+                self._finish(e, held)
+            else:
+                self._cut_by_gap(e)
+                self._finish(e, r.ResponseEnded(e.id, e.conn, "gap", "its end was in a gap in the recording (relay facts not recorded)",
+                                                response_started=e.response_started))
+
+    def _cut_by_gap(self, e: ObservedExchange, tail: bytes | None = None) -> None:
         e.gap = True
         if not e.req_ended:
             e.req_gap = True             # its body (or its end) may be in the hole
@@ -63,10 +104,24 @@ class GapObserver(SseObserver):
         # the event under way ends here, unterminated: what the parser holds of it, or
         # only its size when it was too large to hold (its finding is the server's: it
         # sent that many bytes in one event before the hole)
+        under_way = False
         for ev in p.receive_data(b""):
             if not ev.blank:
+                under_way = True
                 self._gap_cut(e, e.sse_base + ev.start, ev.end - ev.start, False, ev.dropped)
         e.sse_base += e.sse_fed
         e.sse_fed = 0
         e.parser = SSEParser(LAZY_DATA_ABOVE)
-        e.resync = True
+        # the first block after the hole is an event of its own only when certain (module doc)
+        e.resync = not (_event_end(tail) if tail else tail == b"" and not under_way)
+
+
+def _event_end(tail: bytes) -> bool:
+    """Whether bytes ending in ``tail`` end with a blank line (an SSE event's
+    end: a line end then LF, CRLF's CR kept apart so a CR-LF pair split
+    there is not read as two line ends)."""
+    if not tail.endswith(b"\n"):
+        return False
+    rest = tail[:-1]
+    rest = rest[:-1] if rest.endswith(b"\r") else rest
+    return rest.endswith((b"\n", b"\r"))
