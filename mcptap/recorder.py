@@ -223,6 +223,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         start = s.bytes
         s.bytes += len(data)
         s.sha.update(data)
+        self.annotator.unframed(direction)     # annotation deferred: so is judging what these bytes may answer
         if direction not in self._unframed:
             held = self._framers[direction].take_buffered()
             if held:

@@ -131,8 +131,9 @@ class AnnotatorState:
     def pending(self) -> list[Pending]:
         """Requests still awaiting a response, cancelled ones excluded (the
         receiver SHOULD NOT answer those), and those a recording gap covered
-        (their answers may be in it: ``finish`` names them, gap_pending.py)."""
-        return [p for p in self.pairing.pending() if not p.cancelled and not p.in_gap]
+        (their answers may be in it: ``finish`` names them, gap_pending.py), and those
+        whose answers may be in bytes stored unframed (``unframed``)."""
+        return [p for p in self.pairing.pending() if not p.cancelled and not p.in_gap and not p.deferred]
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:
@@ -148,6 +149,18 @@ class AnnotatorState:
         its sender (gap_pending.py)."""
         mark_gap(self.pairing.pending(), direction)
         gapped(self.gapped, direction)
+
+    def unframed(self, direction: Direction) -> None:
+        """Live stdio: bytes in ``direction`` are being stored unframed and
+        unannotated (``chunk`` records: analysis fell behind, or mcptap was told
+        to stop). The requests open now whose answers travel that way may be
+        answered in them: not judged unanswered here (no
+        ``lifecycle.eof_with_pending_requests`` / ``jsonrpc.unanswered_request``,
+        not in the end record's ``pending``); re-annotation frames the chunks and
+        judges them."""
+        for p in self.pairing.pending():
+            if p.direction is direction.peer:
+                p.deferred = True
 
     def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
         """End of capture: every request still pending and not yet reported.

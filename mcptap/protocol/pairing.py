@@ -62,6 +62,9 @@ class Pending:
     last_progress: float | None = None
     key: Any = None               # (session, direction, id_key) once registered
     in_gap: bool = False          # a recording gap covered its answer's direction while it was open (gap_pending.py)
+    #: live stdio: its answer's direction was stored unframed (chunk records) while it was open; the
+    #: answer may be in them, so only re-annotation (which frames them) can judge it
+    deferred: bool = False
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
@@ -354,7 +357,7 @@ class Pairing:
         still waiting for will never be answered (each reported once; a
         cancelled request SHOULD stay unanswered, cancellation spec: not lost)."""
         lost = [p for p in self.pending() if p.direction is Direction.C2S and p.session == session and not p.reported and not p.cancelled
-                and not p.in_gap]
+                and not p.in_gap and not p.deferred]
         return report_once(lost, "lifecycle.eof_with_pending_requests", f"server stdout closed with {len(lost)} request(s) unanswered: ")
 
     def never_answered(self, complete: bool) -> list[Finding]:
@@ -363,7 +366,7 @@ class Pairing:
         answers may simply not have been recorded."""
         out = []
         for p in self.pending():
-            if p.reported or p.cancelled:
+            if p.reported or p.cancelled or p.deferred:
                 continue
             p.reported = True
             if complete:

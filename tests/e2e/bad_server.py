@@ -9,6 +9,11 @@
 4. two pings with the same id in flight          -> jsonrpc.duplicate_id_in_flight
                                                     (+ jsonrpc.ambiguous_pairing on the first answer)
 Everything else is correct, so the client session still works.
+
+The answer to tools/call waits until the client has answered both pings and
+roots/list (it answers them in tasks of their own, maybe after its next
+request): once a client's call returns, the tap has seen every answer, so a
+test can end the session then, with no sleep.
 """
 
 import json
@@ -24,9 +29,17 @@ def main() -> None:
     sys.stdout.write("bad-server 0.1 starting (debug mode)\n")
     sys.stdout.flush()
     tools = [{"name": "echo", "description": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]
+    owed = {"r1": 1, 7: 2}          # answers the client owes us: roots/list, both pings
+    held = []                       # tools/call answers waiting for them
     for line in sys.stdin:
         msg = json.loads(line)
         method, mid = msg.get("method"), msg.get("id")
+        if method is None and owed.get(mid):
+            owed[mid] -= 1
+            if not any(owed.values()):
+                for answer in held:
+                    send(answer)
+                held = []
         if method == "initialize":
             # one write: the tap must see roots/list before the client's initialized
             # (two writes race with the client's answer across the two pipes)
@@ -43,7 +56,11 @@ def main() -> None:
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
         elif method == "tools/call":
-            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"]}]}})
+            answer = {"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"]}]}}
+            if any(owed.values()):
+                held.append(answer)
+            else:
+                send(answer)
         elif mid is not None and method is not None:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "method not found"}})
 

@@ -87,6 +87,15 @@ def records(tmp_path: Path, type_: str | None = None, event: str | None = None) 
     return [r for r in out if event is None or r.get("event") == event]
 
 
+def wait_records(tmp_path: Path, p: subprocess.Popen[bytes], type_: str, event: str, n: int = 1) -> None:
+    """Wait (hang guard ``HANG``) until the running tap's capture holds ``n`` such records."""
+    deadline = time.monotonic() + HANG
+    while len(records(tmp_path, type_, event)) < n:
+        assert p.poll() is None, p.returncode
+        assert time.monotonic() < deadline, f"no {n} {type_} {event} record(s)"
+        time.sleep(0.01)
+
+
 def end_record(tmp_path: Path) -> dict:
     cap = read_capture(str(tmp_path / "cap.jsonl"))
     assert cap.end is not None
@@ -329,7 +338,7 @@ def test_second_signal_escalates_while_the_host_keeps_stdin_open(tmp_path: Path)
     p = tap(tmp_path, PY, "-c", IGNORE_ALL, opts=("--grace", "0.2"))
     assert readline(p.stdout) == b"ready\n"
     p.send_signal(signal.SIGINT)
-    time.sleep(0.3)
+    wait_records(tmp_path, p, "process", "signal")   # forwarded (a second one sent sooner could merge with it)
     assert p.poll() is None                      # the first one is only forwarded
     p.send_signal(signal.SIGINT)                 # stdin still open: escalate
     assert p.wait(timeout=HANG) == 128 + signal.SIGKILL
@@ -435,7 +444,7 @@ def test_a_host_that_kills_mcptap_kills_the_server_too(tmp_path: Path) -> None:
     p = tap(tmp_path, PY, "-c", IGNORE_ALL_PID)
     pid = int(readline(p.stdout))
     p.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
+    wait_records(tmp_path, p, "process", "signal")   # forwarded
     assert p.poll() is None                      # mcptap waits for the server, as the host would
     p.kill()
     p.wait(HANG)
