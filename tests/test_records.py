@@ -157,3 +157,24 @@ def test_the_live_recorder_writes_every_record_type_as_it_always_did(tmp_path: P
     got = _every_type(tmp_path / "every.jsonl").read_bytes().splitlines()
     want = (ROOT / "tests" / "data" / "records" / "every-record-type.jsonl").read_bytes().splitlines()
     assert [_shape(x) for x in got] == [_shape(x) for x in want]
+
+
+def test_queued_records_hold_about_their_own_size(tmp_path: Path) -> None:
+    # a flood's chunk is thousands of records queued before one write: each line must be its own
+    # size (orjson's OPT_APPEND_NEWLINE bytes kept a ~4 KiB buffer each: 16 MiB per 4,000 lines)
+    import tracemalloc
+
+    w = CaptureWriter.open(str(tmp_path / "c.jsonl"))
+    rec = {"type": "message", "seq": 1, "t_us": 5, "dir": "s2c", "kind": "notification", "json": {"jsonrpc": "2.0", "method": "x"}}
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(1000):
+            w.write(rec)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    w.flush()
+    w.close()
+    assert held < 1000 * 400, held
+    assert (tmp_path / "c.jsonl").read_bytes().count(b"\n") == 1000

@@ -160,7 +160,9 @@ class CaptureWriter:
         if self.transform is not None:
             rec = self.transform(rec)
         try:
-            line = _dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+            # not OPT_APPEND_NEWLINE: orjson 3.x leaves such bytes in their ~4 KiB write buffer,
+            # and a batch of queued lines (a flood's 4,000 a chunk) then held 16 MiB, not 1
+            line = _dumps(rec) + b"\n"
         except (TypeError, orjson.JSONEncodeError) as exc:
             # a peer's integer beyond 64 bits (an id) written exactly; a non-finite float (a peer's 1e400
             # read as infinity, e.g. an id summarised in the end record's pending) as null: the message
