@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcptap import catalog
+from mcptap import capture_ends, catalog
 from mcptap.catalog import COMPLETE, CaptureInfo, read_info, select_prune
 
 LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=8)
@@ -22,12 +22,12 @@ LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), mi
 @given(LINES, st.integers(1, 50), st.booleans())
 def test_last_line_any_chunking(lines: list[bytes], step: int, newline: bool) -> None:
     data = b"\n".join(lines) + (b"\n" if newline else b"")
-    old = catalog._TAIL_STEP
-    catalog._TAIL_STEP = step
+    old = capture_ends._TAIL_STEP
+    capture_ends._TAIL_STEP = step
     try:
-        got = catalog._last_line(io.BytesIO(data), len(data))
+        got = capture_ends.last_line(io.BytesIO(data), len(data))
     finally:
-        catalog._TAIL_STEP = old
+        capture_ends._TAIL_STEP = old
     assert got == (data[:-1].split(b"\n")[-1] if data.endswith(b"\n") else None)
 
 
