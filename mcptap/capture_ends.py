@@ -49,6 +49,10 @@ def _gunzip(fp: Any, damaged: list[bool]) -> Iterator[bytes]:
     pending = False                 # the current member has had input but not its end
     while raw := fp.read(_TAIL_STEP):
         while raw:
+            if not pending:
+                raw = raw.lstrip(b"\0")     # zeros padding the file after a member (tape blocks), as gzip skips them
+                if not raw:
+                    break
             pending = True
             try:
                 out = d.decompress(raw)

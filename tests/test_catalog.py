@@ -72,3 +72,28 @@ def test_select_prune(older_than: float | None, keep: int | None, gone: set[str]
     infos = [_info("a", "1", 0), _info("a", "2", 10), _info("a", "3", 90), _info("b", "1", 0), _info("b", "2", 5, status="recording")]
     names = {f"{i.name}{i.started}" for i in select_prune(infos, now=100.0, older_than=older_than, keep=keep)}
     assert names == gone
+
+
+def test_gzip_ends_read_a_padded_stream_whole_and_a_cut_one_as_far_as_it_goes(tmp_path: Path) -> None:
+    import gzip
+
+    from mcptap.catalog import DAMAGED, TRUNCATED
+
+    header = b'{"type":"header","format":"mcptap-capture","version":1,"started":"2026-12-01T00:00:00Z","transport":"stdio"}\n'
+    end = b'{"type":"end","seq":2,"t_us":9,"c2s":{"messages":0},"s2c":{"messages":0}}\n'
+    two = gzip.compress(header) + gzip.compress(end) + b"\0" * 1000         # two members, then padding
+    assert capture_ends.gzip_ends(io.BytesIO(two)) == (header + end, end[:-1])
+    (tmp_path / "a.jsonl.gz").write_bytes(two)
+    assert (info := read_info(tmp_path / "a.jsonl.gz")) is not None and info.status == COMPLETE
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(header + end)[:-10])     # cut: no end
+    assert (info := read_info(tmp_path / "b.jsonl.gz")) is not None and info.status == TRUNCATED
+    whole = gzip.compress(header * 50)
+    cut = next(n for n in range(len(whole)) if 0 < len(zlib_head(whole[:n])) < len(header) - 1)
+    (tmp_path / "c.jsonl.gz").write_bytes(whole[:cut])                          # cut within the header line
+    assert (info := read_info(tmp_path / "c.jsonl.gz")) is not None and info.status == DAMAGED
+
+
+def zlib_head(data: bytes) -> bytes:
+    import zlib
+
+    return zlib.decompressobj(31).decompress(data)
