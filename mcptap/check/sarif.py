@@ -51,7 +51,7 @@ def _rule(g: CodeGroup) -> dict[str, Any]:
         "id": g.code,
         "name": g.code,
         "shortDescription": {"text": _esc(g.meaning or g.code)},
-        "fullDescription": {"text": _esc(f"{g.meaning} (spec: {g.source})" if g.source else g.meaning or g.code)},
+        "fullDescription": {"text": _esc(f"{g.meaning or g.code} (spec: {g.source})" if g.source else g.meaning or g.code)},
         "defaultConfiguration": {"level": LEVEL[_default_severity(g)]},
         "properties": {"tags": ["mcp", family], "source": g.source},
     }
