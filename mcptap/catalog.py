@@ -8,8 +8,10 @@ protocol revision, the first record within the first 64 KiB that carries
 ``rev``: listing a directory of multi-gigabyte captures costs a few reads
 each. Gzip-compressed captures (``.jsonl.gz``) are read too: decompressed
 as a stream, since a gzip file cannot be read backwards. Only files whose
-first bytes are an mcptap capture header count as captures; nothing else in
-the directory is listed or ever deleted, except the stale disk-full reserves
+first bytes are an mcptap capture header count as captures (also: a header
+cut short, DAMAGED; no byte at all in a file named as mcptap names captures,
+EMPTY); nothing else in the directory is listed or ever deleted, except a
+removed capture's spill file, the stale disk-full reserves
 a killed mcptap leaves (``.NAME.jsonl.reserve``, ``liveness.stale_reserves``) and
 ``serve --extend``'s work files of a process that is gone (``liveness.stale_merges``).
 Symbolic links are not followed: a link is neither listed nor removed, so a
@@ -21,32 +23,32 @@ capture still being written from one cut short. No clock: callers pass ``now``.
 
 from __future__ import annotations
 
-import gzip
+import hashlib
 import os
 import re
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from mcptap.capture.format import VERSION
+from mcptap.capture_ends import HEAD_SCAN, cut_header, gzip_ends, is_header, last_line
 from mcptap.escape import text_path
 from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
 
-HEADER_PREFIX = b'{"type":"header","format":"mcptap-capture"'
-HEAD_SCAN = 64 * 1024           # bytes read from the start to find the revision
-_TAIL_STEP = 64 * 1024
-_TAIL_MAX = 64 * 1024 * 1024    # an end record is small; a last line longer than this is not one
 _FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
-_GZIP_ERRORS = (OSError, EOFError, zlib.error)
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 #: Status words: the capture ended normally / has no end record and its mcptap
 #: is gone / has no end record and its mcptap still runs.
 COMPLETE, TRUNCATED, RECORDING = "complete", "truncated", "recording"
+#: ... / its header line is cut (a gzip capture cut short within it, a tap killed
+#: writing it) / a file named as mcptap names captures, with no byte (``_FILE_NAME``)
+#: / a header of a capture format version this mcptap cannot read (a newer mcptap's)
+DAMAGED, EMPTY, UNSUPPORTED = "damaged", "empty", "unsupported"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,10 @@ class CaptureInfo:
     ``unframed``: it holds bytes stored unframed while live analysis was
     behind (``chunk`` records), so its end record's counts are not the
     capture's: ``messages`` is None and ``severities`` empty (``mcptap check``
-    counts them).
+    counts them). ``version``: the header's format version (UNSUPPORTED:
+    above what this mcptap reads). ``spill``: the spill file the header
+    names, when it is this capture's (a name beside it); with
+    ``<path>.spill``, the companions :func:`remove` deletes with it.
     """
 
     path: str
@@ -79,88 +84,22 @@ class CaptureInfo:
     extra: dict[str, Any] = field(default_factory=dict)
     server: str = ""
     unframed: bool = False
+    version: int | None = None
+    spill: str | None = None
 
     @property
     def no_traffic(self) -> bool:
         """True when the capture ended and no message crossed the tap
-        (the host never spoke, or the server failed to start)."""
-        return self.status == COMPLETE and self.messages == 0
+        (the host never spoke, or the server failed to start), or the file is EMPTY."""
+        return (self.status == COMPLETE and self.messages == 0) or self.status == EMPTY
 
     def as_json(self) -> dict[str, Any]:
         return {
             "path": text_path(self.path), "started": self.started, "name": self.name, "transport": self.transport,
             "revision": self.revision, "messages": self.messages, "severities": self.severities,
             "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
-            "unframed": self.unframed,
+            "unframed": self.unframed, "version": self.version,
         }
-
-
-def _last_line(fp: Any, size: int) -> bytes | None:
-    """The last line of the file without its newline, read backwards from the
-    end; None when the file is empty or does not end with a newline (the last
-    record was cut short) or the line is implausibly long for an end record."""
-    if size == 0:
-        return None
-    fp.seek(size - 1)
-    if fp.read(1) != b"\n":
-        return None
-    pos = size - 1                 # the final newline's offset; the line ends here
-    buf: bytes = b""
-    while pos > 0 and len(buf) < _TAIL_MAX:
-        step = min(_TAIL_STEP, pos)
-        pos -= step
-        fp.seek(pos)
-        buf = fp.read(step) + buf
-        nl = buf.rfind(b"\n")
-        if nl >= 0:
-            return buf[nl + 1:]
-    return buf if pos == 0 else None
-
-
-def _gzip_ends(fp: Any) -> tuple[bytes, bytes | None] | None:
-    """(first HEAD_SCAN bytes, last line or None) of a gzip-compressed
-    capture, decompressed as a stream; None when it is not a capture. A
-    damaged or cut-short stream has no last line (as a cut plain file)."""
-    gz = gzip.GzipFile(fileobj=fp)
-    try:
-        head = gz.read(HEAD_SCAN)
-    except _GZIP_ERRORS:
-        return None
-    if not _is_header(head):
-        return None
-    last: bytes | None = None
-    partial = b""                   # bytes after the last newline so far
-    chunk = head
-    try:
-        while chunk:
-            data = partial + chunk
-            nl = data.rfind(b"\n")
-            if nl < 0:
-                partial = data[-_TAIL_MAX:]          # a line this long is no end record anyway
-            else:
-                last = data[data.rfind(b"\n", 0, nl) + 1:nl]
-                partial = data[nl + 1:]
-            chunk = gz.read(_TAIL_STEP)
-    except _GZIP_ERRORS:
-        return head, None
-    return head, None if partial else last
-
-
-def _is_header(head: bytes) -> bool:
-    """Whether ``head`` (a file's first bytes) starts with a capture header:
-    as the writer writes it (``HEADER_PREFIX``), or any JSON object of type
-    header and format mcptap-capture on the first line (a capture rewritten by
-    another JSON tool, with spaces or other key order, is still one)."""
-    if head.startswith(HEADER_PREFIX):
-        return True
-    first, nl, _ = head.partition(b"\n")
-    if not nl or not first.lstrip().startswith(b"{"):
-        return False
-    try:
-        rec = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(rec, dict) and rec.get("type") == "header" and rec.get("format") == "mcptap-capture"
 
 
 def _revision(head: bytes) -> str | None:
@@ -209,21 +148,20 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         with open(p, "rb") as fp:
             st = os.fstat(fp.fileno())
             gzipped = fp.read(2) == b"\x1f\x8b"
+            fp.seek(0)
             if gzipped:
-                fp.seek(0)
-                got = _gzip_ends(fp)
+                got = gzip_ends(fp)
                 if got is None:
                     return None
                 head, last = got
             else:
-                fp.seek(0)
                 head = fp.read(HEAD_SCAN)
-                if not _is_header(head):
-                    return None
-                last = _last_line(fp, st.st_size)
+                last = last_line(fp, st.st_size) if is_header(head) else None
             first = head.split(b"\n", 1)[0]
     except OSError:
         return None
+    if not is_header(head):
+        return _unreadable(p, head, st, gzipped, writers)
     try:
         header = orjson.loads(first)
     except orjson.JSONDecodeError:
@@ -242,6 +180,9 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
     severities: dict[str, int] = {}
     exit_code = None
     unframed = False
+    version = header.get("version")
+    if isinstance(version, int) and version > VERSION:
+        end = None                  # a newer format: its end record may not mean what ours does
     if end is not None:
         messages = sum(int(end.get(d, {}).get("messages", 0) or 0) for d in ("c2s", "s2c") if isinstance(end.get(d), dict))
         sev = end.get("severities")
@@ -258,12 +199,42 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
     else:
         # mcptap never writes gzip live: a compressed capture without its end was cut
         status = RECORDING if not gzipped and being_written(p, (st.st_dev, st.st_ino), writers) else TRUNCATED
+        if status == TRUNCATED and isinstance(version, int) and version > VERSION:
+            status = UNSUPPORTED
     return CaptureInfo(
         path=os.path.abspath(p), started=str(header.get("started", "?")), name=_name(header, p),
         transport=str(header.get("transport", "?")), revision=_revision(head), messages=messages,
         severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
-        server=_server(header, p), unframed=unframed,
+        server=_server(header, p), unframed=unframed, version=version if isinstance(version, int) else None,
+        spill=_own_spill(header.get("spill"), p),
     )
+
+
+def _unreadable(p: str, head: bytes, st: os.stat_result, gzipped: bool, writers: Writers | None) -> CaptureInfo | None:
+    """A file without a whole capture header that is a capture all the same:
+    DAMAGED, its header cut (or, named as mcptap names captures, a gzip stream
+    that gives no byte), EMPTY (so named, no byte), RECORDING while a tap
+    still writes it; else None (not a capture)."""
+    named = _FILE_NAME.match(os.path.basename(p)) is not None
+    if not cut_header(head) and not (named and not head):
+        return None
+    status = EMPTY if st.st_size == 0 else DAMAGED
+    if not gzipped and being_written(p, (st.st_dev, st.st_ino), writers):
+        status = RECORDING
+    return CaptureInfo(path=os.path.abspath(p), started="?", name=_name({}, p), transport="?", revision=None,
+                       messages=None, severities={}, status=status, size=st.st_size, mtime=st.st_mtime, server=_server({}, p))
+
+
+def _own_spill(name: Any, capture: str) -> str | None:
+    """The header's ``spill`` when it names this capture's spill file beside it
+    (``transport.spill.spill_path``: ``NAME.spill`` or, for a long name, one ending
+    in ``~`` and 12 hex digits of the name's SHA-256): a copied or renamed capture's
+    header names another capture's."""
+    base = os.path.basename(capture)
+    if not isinstance(name, str) or "/" in name or os.sep in name:
+        return None
+    tag = "~" + hashlib.sha256(os.fsencode(base)).hexdigest()[:12] + ".spill"
+    return name if name == base + ".spill" or name.endswith(tag) else None
 
 
 def _server(header: dict[str, Any], path: str) -> str:
@@ -338,11 +309,19 @@ def remove(infos: Iterable[CaptureInfo]) -> list[tuple[CaptureInfo, str | None]]
     for info in infos:
         try:
             os.unlink(info.path)
-            done.append((info, None))
         except FileNotFoundError:
-            done.append((info, None))
+            pass
         except OSError as exc:
             done.append((info, exc.strerror or str(exc)))
+            continue
+        done.append((info, None))
+        # its spill file (what a killed tap set aside for `recover`): useless without the capture
+        spills = {info.path + ".spill"} | ({os.path.join(os.path.dirname(info.path), info.spill)} if info.spill else set())
+        for spill in spills:
+            try:
+                os.unlink(spill)
+            except OSError:
+                pass
     return done
 
 

@@ -34,6 +34,7 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
 from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.original import place_original
 from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
@@ -191,7 +192,12 @@ class KnownSecrets:
         if not self.stdio:
             return line
         if hit:
-            rec = exact_json(line)          # what a reader gets back (integers beyond 64 bits exact)
+            new = exact_json(line)          # what a reader gets back (integers beyond 64 bits exact)
+            moved = _resized(rec, new)
+            if moved is not None:
+                new = place_original(new, moved)
+                line = dumps(new, newline=True)
+            rec = new
         typ = rec.get("type")
         if typ == "message" and rec.get("dir") in self.tallies:
             self.tallies[rec["dir"]].add(message_bytes(rec) or b"")
@@ -243,3 +249,21 @@ def known_secrets(argv: Iterable[str], shown: Iterable[str], placeholder: Callab
     out of an HTTP tap's or replay's URL: ``stdio`` False), or None (none)."""
     ks = KnownSecrets(redacted_values(list(argv), list(shown), placeholder), stdio)
     return ks if ks else None
+
+
+def _resized(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int] | None:
+    """``{offset, bytes}``: where the bytes of stdio message or chunk record ``before``
+    were forwarded, when replacing secrets made ``after`` hold another length; None
+    when it did not, or ``before`` says so already (``original``, from the scrub rules).
+    ``recover`` takes the forwarded stream's end from it: without it, offset plus the
+    length held would repeat or skip the spill's bytes after a placeholder."""
+    typ = before.get("type")
+    if typ not in ("message", "chunk") or "original" in before or type(before.get("offset")) is not int:
+        return None
+    if typ == "message":
+        was, now = message_bytes(before), message_bytes(after)
+    else:
+        was, now = decode_bytes(before, "data"), decode_bytes(after, "data")
+    if was is None or now is None or len(was) == len(now):
+        return None
+    return {"offset": before["offset"], "bytes": len(was)}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcptap import catalog
+from mcptap import capture_ends, catalog
 from mcptap.catalog import COMPLETE, CaptureInfo, read_info, select_prune
 
 LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=8)
@@ -22,12 +22,12 @@ LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), mi
 @given(LINES, st.integers(1, 50), st.booleans())
 def test_last_line_any_chunking(lines: list[bytes], step: int, newline: bool) -> None:
     data = b"\n".join(lines) + (b"\n" if newline else b"")
-    old = catalog._TAIL_STEP
-    catalog._TAIL_STEP = step
+    old = capture_ends._TAIL_STEP
+    capture_ends._TAIL_STEP = step
     try:
-        got = catalog._last_line(io.BytesIO(data), len(data))
+        got = capture_ends.last_line(io.BytesIO(data), len(data))
     finally:
-        catalog._TAIL_STEP = old
+        capture_ends._TAIL_STEP = old
     assert got == (data[:-1].split(b"\n")[-1] if data.endswith(b"\n") else None)
 
 
@@ -72,3 +72,28 @@ def test_select_prune(older_than: float | None, keep: int | None, gone: set[str]
     infos = [_info("a", "1", 0), _info("a", "2", 10), _info("a", "3", 90), _info("b", "1", 0), _info("b", "2", 5, status="recording")]
     names = {f"{i.name}{i.started}" for i in select_prune(infos, now=100.0, older_than=older_than, keep=keep)}
     assert names == gone
+
+
+def test_gzip_ends_read_a_padded_stream_whole_and_a_cut_one_as_far_as_it_goes(tmp_path: Path) -> None:
+    import gzip
+
+    from mcptap.catalog import DAMAGED, TRUNCATED
+
+    header = b'{"type":"header","format":"mcptap-capture","version":1,"started":"2026-12-01T00:00:00Z","transport":"stdio"}\n'
+    end = b'{"type":"end","seq":2,"t_us":9,"c2s":{"messages":0},"s2c":{"messages":0}}\n'
+    two = gzip.compress(header) + gzip.compress(end) + b"\0" * 1000         # two members, then padding
+    assert capture_ends.gzip_ends(io.BytesIO(two)) == (header + end, end[:-1])
+    (tmp_path / "a.jsonl.gz").write_bytes(two)
+    assert (info := read_info(tmp_path / "a.jsonl.gz")) is not None and info.status == COMPLETE
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(header + end)[:-10])     # cut: no end
+    assert (info := read_info(tmp_path / "b.jsonl.gz")) is not None and info.status == TRUNCATED
+    whole = gzip.compress(header * 50)
+    cut = next(n for n in range(len(whole)) if 0 < len(zlib_head(whole[:n])) < len(header) - 1)
+    (tmp_path / "c.jsonl.gz").write_bytes(whole[:cut])                          # cut within the header line
+    assert (info := read_info(tmp_path / "c.jsonl.gz")) is not None and info.status == DAMAGED
+
+
+def zlib_head(data: bytes) -> bytes:
+    import zlib
+
+    return zlib.decompressobj(31).decompress(data)

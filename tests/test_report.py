@@ -189,3 +189,49 @@ def test_escape_xml_covers_what_xml_forbids() -> None:
 
     assert escape_xml("a\ud800b\ufffe") == "a\\ud800b\\ufffe"
     assert escape_xml("é ✓ <&>") == "é ✓ <&>"
+
+
+# -- places without a record; names of captures in different directories ------
+def test_findings_about_the_whole_capture_are_worded_as_the_text_report_does(tmp_path: Path) -> None:
+    """A cut capture's findings (no end record, cut last line) have no record,
+    so no seq nor line: JUnit says "end at 0.003s" like the text report, never
+    Python's None; SARIF leaves the absent seq out instead of writing null."""
+    path = record(tmp_path / "cut.jsonl", handshake(), end=False)
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","seq":9,"t_us":')           # tap killed mid-line
+    rep = run_check([str(path)], "info")
+    xml = junit_xml(rep)
+    assert "None" not in xml
+    cases = {c.get("name"): c for c in parse(xml).iter("testcase")}
+    for code in ("capture.incomplete", "capture.truncated"):
+        assert cases[code].find("failure").text.startswith("end at 0.003s: warn: ")
+    results = sarif(rep)["runs"][0]["results"]
+    whole = [r for r in results if r["ruleId"] in ("capture.incomplete", "capture.truncated")]
+    assert len(whole) == 2 and all("seq" not in r["properties"] and r["properties"]["t_us"] == 3000 for r in whole)
+    assert not [r for r in results if None in r["properties"].values()]
+
+
+def test_junit_classnames_are_distinct_per_capture_and_drop_the_capture_suffix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    monkeypatch.chdir(tmp_path)
+    for d in ("a", "b", "c"):
+        (tmp_path / d).mkdir()
+    faulty(tmp_path / "a").rename(tmp_path / "a" / "cap.jsonl")
+    clean(tmp_path / "b").rename(tmp_path / "b" / "cap.jsonl")
+    (tmp_path / "c" / "cap.jsonl.gz").write_bytes(gzip.compress((tmp_path / "b" / "cap.jsonl").read_bytes()))
+    (tmp_path / "c" / "cap.v1.jsonl").write_bytes((tmp_path / "b" / "cap.jsonl").read_bytes())
+    paths = ["a/cap.jsonl", "b/cap.jsonl", "c/cap.jsonl.gz", "c/cap.v1.jsonl", "./a/cap.jsonl", str(tmp_path / "b" / "cap.jsonl")]
+    rep = run_check(paths, "error")
+    suites = parse(junit_xml(rep)).findall("testsuite")
+    assert [s.get("name") for s in suites] == paths                    # the suites: the paths as given
+    names = [s.find("testcase").get("classname") for s in suites]
+    assert names[:5] == ["mcptap.a/cap", "mcptap.b/cap", "mcptap.c/cap", "mcptap.c/cap_v1", "mcptap.a/cap~2"]
+    assert names[5].endswith("/b/cap") and len(set(names)) == len(names)
+    family = {c.get("classname") for c in suites[0].findall("testcase")[1:]}
+    assert family == {"mcptap.a/cap.jsonrpc", "mcptap.a/cap.framing", "mcptap.a/cap.process"}
+    run = sarif(rep)["runs"][0]
+    uris = [a["location"]["uri"] for a in run["artifacts"]]
+    assert uris == ["a/cap.jsonl", "b/cap.jsonl", "c/cap.jsonl.gz", "c/cap.v1.jsonl"]   # one artifact per file
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["index"] for r in run["results"]} == {0}
+    validate(sarif(rep))

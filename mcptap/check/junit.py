@@ -20,15 +20,42 @@ from mcptap.check.report import CaptureReport, CheckReport
 from mcptap.escape import escape_xml as _x
 from mcptap.model import SEVERITY_RANK as _RANK
 
+_SUFFIXES = (".jsonl.gz", ".jsonl", ".gz")
 
-def _suite(cap: CaptureReport, report: CheckReport) -> ET.Element:
+
+def classnames(paths: list[str]) -> list[str]:
+    """One JUnit ``classname`` per capture path, in order, all distinct:
+    ``mcptap.`` + the path as given, normalised (``./a/x.jsonl`` and
+    ``a/x.jsonl`` alike), without its ``.jsonl``/``.jsonl.gz`` suffix, with
+    ``/`` between directories and ``_`` for the dots within a name (a dot
+    separates packages in JUnit viewers). A name taken already (the same path
+    twice, or ``a/x.jsonl`` and ``a/x.jsonl.gz``) gets ``~2``, ``~3``… in
+    argument order, so the names are stable for the same command line."""
+    out: list[str] = []
+    taken: set[str] = set()
+    for path in paths:
+        norm = os.path.normpath(path).replace(os.sep, "/").lstrip("/")
+        for ext in _SUFFIXES:
+            if norm.endswith(ext) and len(norm) > len(ext):
+                norm = norm[: -len(ext)]
+                break
+        base = "mcptap." + _x(norm.replace(".", "_"))
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}~{n}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _suite(cap: CaptureReport, report: CheckReport, classname: str) -> ET.Element:
     suite = ET.Element("testsuite", name=_x(cap.path))
     props = ET.SubElement(suite, "properties")
     for k, v in (("transport", cap.transport), ("started", cap.started), ("fail_on", report.fail_on),
                  ("messages", cap.messages), ("complete", cap.complete)):
         if v is not None:
             ET.SubElement(props, "property", name=k, value=str(v).lower() if isinstance(v, bool) else _x(str(v)))
-    classname = "mcptap." + _x(os.path.basename(cap.path).rsplit(".", 1)[0].replace(".", "_"))
     tests = failures = errors = 0
     readable = ET.SubElement(suite, "testcase", classname=classname, name="capture readable", time="0")
     tests += 1
@@ -41,7 +68,7 @@ def _suite(cap: CaptureReport, report: CheckReport) -> ET.Element:
         code, meaning = _x(g.code), _x(g.meaning or "")
         tc = ET.SubElement(suite, "testcase", classname=f"{classname}.{code.split('.', 1)[0]}", name=code, time="0")
         tests += 1
-        detail = "\n".join(f"#{p.seq} at {p.t_us / 1e6 if p.t_us is not None else 0:.3f}s (line {p.line}): "
+        detail = "\n".join(f"{p.where()}{'' if p.line is None else f' (line {p.line})'}: "
                             f"{_x(str(p.severity))}: {_x(p.message or '')}" for p in g.places)
         if g.count > len(g.places):
             detail += f"\n… {g.count - len(g.places)} more"
@@ -64,8 +91,8 @@ def junit_xml(report: CheckReport) -> str:
     """The JUnit XML document (text, with XML declaration) for ``report``."""
     root = ET.Element("testsuites", name="mcptap check")
     tests = failures = errors = 0
-    for cap in report.captures:
-        s = _suite(cap, report)
+    for cap, classname in zip(report.captures, classnames([c.path for c in report.captures]), strict=True):
+        s = _suite(cap, report, classname)
         root.append(s)
         tests += int(s.get("tests", "0"))
         failures += int(s.get("failures", "0"))

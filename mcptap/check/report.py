@@ -48,6 +48,13 @@ class Place:
     dir: str | None = None
     method: str | None = None
 
+    def where(self) -> str:
+        """``"#5 at 0.005s"``, or ``"end at 0.208s"`` for a finding about the
+        capture as a whole (no record: a cut or missing end); ``"?"`` for an
+        unknown time. Every report format words a place this way."""
+        at = "?" if self.t_us is None else f"{self.t_us / 1e6:.3f}s"
+        return f"#{self.seq} at {at}" if self.seq is not None else f"end at {at}"
+
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "t_us": self.t_us, "line": self.line, "severity": self.severity, "message": self.message}
         if self.dir:

@@ -51,7 +51,7 @@ def _rule(g: CodeGroup) -> dict[str, Any]:
         "id": g.code,
         "name": g.code,
         "shortDescription": {"text": _esc(g.meaning or g.code)},
-        "fullDescription": {"text": _esc(f"{g.meaning} (spec: {g.source})" if g.source else g.meaning or g.code)},
+        "fullDescription": {"text": _esc(f"{g.meaning or g.code} (spec: {g.source})" if g.source else g.meaning or g.code)},
         "defaultConfiguration": {"level": LEVEL[_default_severity(g)]},
         "properties": {"tags": ["mcp", family], "source": g.source},
     }
@@ -71,10 +71,15 @@ def sarif(report: CheckReport) -> dict[str, Any]:
     artifacts: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
-    for ai, cap in enumerate(report.captures):
+    seen: dict[str, int] = {}
+    for cap in report.captures:
         uri = _uri(cap.path)
-        artifacts.append({"location": {"uri": uri}, "mimeType": "application/jsonl",
-                          "properties": {"transport": cap.transport, "messages": cap.messages, "complete": cap.complete}})
+        # one artifact per file (the same capture named twice, as ./x and x): SARIF
+        # viewers key results by artifact, a second entry would split them
+        ai = seen.setdefault(uri, len(artifacts))
+        if ai == len(artifacts):
+            artifacts.append({"location": {"uri": uri}, "mimeType": "application/jsonl",
+                              "properties": {"transport": cap.transport, "messages": cap.messages, "complete": cap.complete}})
         if cap.error is not None:
             notes.append({"level": "error", "message": {"text": _esc(cap.error)},
                           "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri, "index": ai}}}]})
@@ -90,7 +95,8 @@ def sarif(report: CheckReport) -> dict[str, Any]:
                 loc: dict[str, Any] = {"physicalLocation": phys}
                 if p.seq is not None:
                     loc["logicalLocations"] = [{"name": f"#{p.seq}", "fullyQualifiedName": _esc(f"{p.method or 'record'}#{p.seq}"), "kind": "object"}]
-                props: dict[str, Any] = {"seq": p.seq, "t_us": p.t_us}
+                # a finding about the capture as a whole has no record: no seq (nor null)
+                props: dict[str, Any] = {k: v for k, v in (("seq", p.seq), ("t_us", p.t_us)) if v is not None}
                 if p.dir:
                     props["direction"] = p.dir
                 if p.method:

@@ -34,7 +34,7 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
         said = f"{cap.messages} message{_s(cap.messages)}"
         yield st(esc(cap.path), "bold") + esc(f": {said}, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
         for g in cap.sorted_groups():
-            where = ", ".join(f"#{p.seq} at {_secs(p.t_us)}" if p.seq is not None else f"end at {_secs(p.t_us)}" for p in g.places)
+            where = ", ".join(p.where() for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"
             yield f"  {st(shown(f'{g.severity:<5}'), g.severity)} {shown(g.code)} ×{g.count}  first {where}{more}"
             if g.places:

@@ -4,8 +4,10 @@ capture directory, newest first, one line each.
 Text columns: start time (UTC), server name, transport, protocol revision,
 messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
 (``complete``, ``truncated``: no end record and its mcptap is gone,
-``recording``: still being written; ``no traffic`` when a complete capture
-holds no message, e.g. the server failed to start: such captures are listed
+``recording``: still being written; ``damaged``: its header line is cut (a
+``.jsonl.gz`` cut short); ``format version N not supported``: a newer mcptap's;
+``empty``: a file named as mcptap names captures, with no byte; ``no traffic`` when a complete capture
+holds no message, e.g. the server failed to start: such captures and empty ones are listed
 only with ``--all``, and a line on stderr says how many were left out), size, path. JSON: one
 object per line (``mcptap.catalog.CaptureInfo.as_json``). Only each file's
 header, end record and first 64 KiB are read. Peer-controlled text (names,
@@ -22,7 +24,7 @@ import os
 import click
 import orjson
 
-from mcptap.catalog import CaptureInfo, scan
+from mcptap.catalog import EMPTY, UNSUPPORTED, CaptureInfo, scan
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.escape import escape_controls, text_path
@@ -63,7 +65,9 @@ def _findings(info: CaptureInfo) -> str:
 
 
 def _status(info: CaptureInfo) -> str:
-    return f"{info.status}, no traffic" if info.no_traffic else info.status
+    if info.status == UNSUPPORTED:
+        return f"format version {info.version} not supported"      # as `check` says it
+    return f"{info.status}, no traffic" if info.no_traffic and info.status != EMPTY else info.status
 
 
 def text_lines(infos: list[CaptureInfo]) -> list[str]:

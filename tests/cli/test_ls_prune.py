@@ -340,3 +340,51 @@ def test_a_killed_tap_s_reserve_beside_any_output_name_is_swept(tmp_path: Path) 
     foreign.write_bytes(b"someone else's")
     assert run("prune", "--dir", str(tmp_path), "--older-than", "9999d").returncode == 0
     assert not stale.exists() and foreign.exists()
+
+
+def test_odd_captures_are_listed_as_what_they_are_and_prune_takes_them_with_their_companions(tmp_path: Path) -> None:
+    """A newer mcptap's capture says its format version is not supported (not
+    "truncated"); an empty capture and a gzip capture cut short are listed
+    (empty: with --all) and pruned by age like any other; a removed capture's
+    spill file and a killed `serve --extend`'s work file go with it."""
+    import gzip
+
+    d = tmp_path
+    plain = record(d, "--name", "demo", input=INIT)
+    future = d / "20270101T000000Z-future-1.jsonl"
+    future.write_text('{"type":"header","format":"mcptap-capture","version":2,"started":"2027-01-01T00:00:00Z","transport":"stdio"}\n')
+    cut = d / "20261208T000000Z-cut-2.jsonl.gz"
+    cut.write_bytes(gzip.compress(plain.read_bytes())[:60])
+    empty = d / "20261205T000000Z-empty-5.jsonl"
+    empty.touch()
+    (d / "notes.jsonl").touch()                                           # empty, not named by mcptap: not ours
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()                                                           # a pid no process has
+    spill = d / (plain.name + ".spill")
+    spill.write_bytes(b"\x01" * 30)
+    work = d / f".{plain.name}.extending-{gone.pid}"
+    work.write_bytes(plain.read_bytes())
+    old = time.time() - 10 * 86400
+    for f in d.iterdir():
+        os.utime(f, (old, old))
+
+    rows = {Path(r["path"]).name: r for r in map(json.loads, run("ls", "--all", "--dir", str(d), "--format", "json").stdout.splitlines())}
+    assert set(rows) == {plain.name, future.name, cut.name, empty.name}
+    assert (rows[future.name]["status"], rows[future.name]["version"]) == ("unsupported", 2)
+    assert rows[cut.name]["status"] == "damaged" and rows[empty.name]["status"] == "empty"
+    text = run("ls", "--dir", str(d))
+    assert "format version 2 not supported" in text.stdout.decode() and empty.name not in text.stdout.decode()
+    assert b"1 capture(s) with no traffic not listed" in text.stderr
+
+    p = run("prune", "--dir", str(d), "--older-than", "1d")
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(d) == ["notes.jsonl"]
+
+
+def test_prune_keeps_the_spill_file_of_a_capture_it_keeps(tmp_path: Path) -> None:
+    a = record(tmp_path, "--name", "s", input=INIT)
+    b = record(tmp_path, "--name", "s", input=INIT)
+    for cap in (a, b):
+        (tmp_path / (cap.name + ".spill")).write_bytes(b"x")
+    assert run("prune", "--dir", str(tmp_path), "--keep", "1").returncode == 0
+    assert sorted(os.listdir(tmp_path)) == sorted([b.name, b.name + ".spill"])

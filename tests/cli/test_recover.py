@@ -251,3 +251,40 @@ def test_recover_refuses_to_add_argv_secrets_it_cannot_replace(tmp_path: Path, g
     out = CliRunner().invoke(mcptap, ["recover", str(cap), *(["--", *given] if given else [])])
     assert out.exit_code == 2 and "server's arguments held secrets" in out.output, out.output
     assert cap.read_bytes() == before and (tmp_path / "cap.jsonl.spill").exists()
+
+
+def test_recover_after_a_recorded_message_that_held_an_argv_secret_adds_every_byte_once(tmp_path: Path) -> None:
+    """The live tap replaces the server's argv secrets in what it records, so the
+    last recorded message is not as long as the bytes forwarded: where the recorded
+    bytes end in the forwarded stream must come from the forwarded offsets, or
+    the spill's next bytes are repeated (placeholder shorter) or skipped (longer)."""
+    from mcptap.known_secrets import known_secrets
+    from mcptap.redact.argv import placeholder, scrub_argv
+
+    argv = ["server", "--token", TOKEN]
+    shown = scrub_argv(argv)
+    cap = tmp_path / "cap.jsonl"
+    w = CaptureWriter.open(str(cap))
+    known = known_secrets(argv, shown, placeholder)
+    assert known is not None
+    w.line_filter = known.line
+    rec = Recorder(w, "stdio", {"argv": shown}, clock=lambda: 5, started="2026-01-01T00:00:00Z",
+                   header_extra={"spill": "cap.jsonl.spill"})
+    rec.known = known
+    echo = _line(1)                                                     # the server echoes its token
+    rec.stdio_bytes(Direction.S2C, A)
+    rec.stdio_bytes(Direction.S2C, echo)                                 # recorded, with the placeholder
+    rec.writer.flush()
+    assert TOKEN.encode() not in cap.read_bytes() and len(shown[2].encode()) != len(TOKEN)
+    spill = SpillFile(str(tmp_path / "cap.jsonl.spill"))
+    spill.append(1, 7, len(A), echo + B[:30])                           # recorded, then the kill: B only in the spill
+    spill.append(1, 8, len(A) + len(echo) + 30, B[30:])
+    out = CliRunner().invoke(mcptap, ["recover", str(cap), "--", *argv])
+    assert out.exit_code == 0, out.output
+    c = read_capture(str(cap))
+    chunks = [r for r in c.records if r["type"] == "chunk"]
+    assert b"".join(decode_bytes(r, "data") for r in chunks) == B       # every forwarded byte once
+    assert not [r for r in c.records if r["type"] == "gap"]
+    said = [r for r in c.records if r["type"] == "message" and r.get("original")]
+    assert [r["original"] for r in said] == [{"offset": len(A), "bytes": len(echo)}]   # the resized message says so
+    assert chunks[0]["offset"] == len(A) + len(echo) and "original" not in chunks[0]

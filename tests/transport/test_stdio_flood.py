@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from mcptap.capture.format import decode_bytes
+from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import read_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +135,67 @@ def test_sigkilled_tap_leaves_its_spill_file_and_recover_adds_it(tmp_path: Path)
                            capture_output=True, timeout=120, cwd=ROOT)
     report = orjson.loads(check.stdout)["captures"][0]
     assert not report["complete"] and report["messages"] > 0
+
+
+TOKEN = "ghp_Zq3xY9w8V7u6T5s4R3q2P1o0N9m8L7k6J5i4"
+#: analysis records its first reads, then is stuck: the capture ends in messages, the rest waits in the spill file
+RECORDS_THEN_STUCK = ("import mcptap.transport.copy_queue as rc, mcptap.transport.handoff as h, mcptap.transport.copy_reader as cr; "
+                      "rc.SPILL_BYTES = 0; cr.READER_PAUSE_BYTES = 0; "
+                      "import time, mcptap.recorder as r; real = r.Recorder.stdio_bytes; n = [0]; "
+                      "r.Recorder.stdio_bytes = lambda self, *a, **k: (n.__setitem__(0, n[0] + 1), "
+                      "real(self, *a, **k) if n[0] <= 4 else time.sleep(600))[1]; "
+                      "import sys; from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()")
+
+
+def test_recover_after_argv_secrets_were_replaced_holds_each_forwarded_byte_once(tmp_path: Path) -> None:
+    """A server given its token on the command line echoes it in every message; the live tap
+    records its messages with the placeholder (another length) and is SIGKILLed. ``recover --
+    CMD`` adds the spill's bytes: the messages, the chunks and the gaps, by where their bytes were
+    forwarded (``original`` where the placeholder resized them), tile the stream, none twice."""
+    import os
+    import signal
+    import time
+
+    note = NOTE.replace(b"flood", TOKEN.encode())
+    cap = tmp_path / "cap.jsonl"
+    server = ["-c", f"import sys; sys.stdout.buffer.write({note!r} * {N}); sys.stdout.flush(); sys.stdin.buffer.read()",
+              "--token", TOKEN]
+    p = subprocess.Popen([sys.executable, "-c", RECORDS_THEN_STUCK, "record", "-q", "-o", str(cap), "--", sys.executable, *server],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+    assert p.stdout is not None
+    got = 0
+    while got < len(note) * N:
+        data = p.stdout.read1(1 << 20)
+        assert data, "the tap ended early"
+        got += len(data)
+    spill = tmp_path / "cap.jsonl.spill"
+    for _ in range(3000):                        # hang guard, not a timing assertion
+        if spill.exists() and spill.stat().st_size > 0 and any(r["type"] == "message" for r in read_capture(str(cap)).records):
+            break
+        time.sleep(0.01)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(30)
+    assert spill.exists()
+    rec = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "recover", str(cap), "--", sys.executable, *server],
+                         capture_output=True, timeout=120, cwd=ROOT)
+    assert rec.returncode == 0, rec.stderr
+    c = read_capture(str(cap))
+    assert TOKEN.encode() not in cap.read_bytes()
+    stream, mark = note * N, c.header["target"]["argv"][-1].encode()
+    assert mark != TOKEN.encode() and len(mark) != len(TOKEN)
+    spans = []
+    for r in c.records:
+        if r.get("dir") != "s2c" or r["type"] not in ("message", "chunk", "gap"):
+            continue
+        if r["type"] == "gap":
+            if r.get("bytes"):
+                spans.append(("gap", spans[-1][2] if spans else 0, (spans[-1][2] if spans else 0) + r["bytes"]))
+            continue
+        held = decode_bytes(r, "data") if r["type"] == "chunk" else message_from_record(r).raw
+        src = r.get("original") or {"offset": r["offset"], "bytes": len(held)}
+        spans.append((r["type"], src["offset"], src["offset"] + src["bytes"]))
+        assert held == stream[spans[-1][1]:spans[-1][2]].replace(TOKEN.encode(), mark), spans[-1]   # those bytes, secret replaced
+    assert any(t == "message" for t, _, _ in spans) and any(t == "chunk" for t, _, _ in spans)
+    assert spans[0][1] == 0 and all(a[2] == b[1] for a, b in itertools.pairwise(spans)), \
+        [s for s in itertools.pairwise(spans) if s[0][2] != s[1][1]][:3]        # no byte twice, none skipped
+    assert spans[-1][2] <= len(note) * N
