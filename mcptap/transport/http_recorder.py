@@ -10,10 +10,10 @@ write happen beside the relay, never on its forward path.
 Recorder, its writer and redactor already exist and are inherited). The relay
 hands each batch of relay facts (``HttpTap._observe``'s ``items``) to
 ``RecorderLink.handle``, which stamps it with the relay's clock, encodes it
-(``fact_codec``) and queues it; ``RecorderLink.run`` (a trio task) writes a
-batch once ``LINGER_S`` passed, with those that came meanwhile (one wake-up of
-the recorder for several), and reads the status pipe. While the pipe is full
-(the recorder is behind), frames queue in relay order, and past
+(``fact_codec``) and writes it to a non-blocking pipe; ``RecorderLink.run``
+(a trio task) writes what queued (several frames a ``writev``) as the pipe
+drains and reads the status pipe. While the pipe is full (the recorder is
+behind), frames queue in relay order, and past
 ``SPILL_BYTES`` their bytes go to an unlinked spill file beside the capture
 (``spill.SpillFile``) and only their place is queued: nothing is lost,
 memory stays bounded, and the order is the relay's. Once the recorder says
@@ -72,9 +72,6 @@ IOV_BATCH = 512        # buffers in one writev (the limit is IOV_MAX, 1024 on Li
 END_WAIT_S = 3.0
 #: the relay's signal to the recorder process that the end gave up waiting for its backlog
 HURRY = signal.SIGUSR1
-#: seconds a batch waits in the relay for the ones after it (one write for all: each write wakes
-#: the recorder process, on a VM a costly inter-processor interrupt), or until LINGER_BYTES queue
-LINGER_S, LINGER_BYTES = 0.002, 64 << 10
 
 
 @dataclass
@@ -103,8 +100,6 @@ class RecorderLink:
         #: batches dropped (the spill file could not take them) and the bytes they forwarded
         self.lost_batches = self.lost_bytes = 0
         self._wake: trio.Event | None = None      # set when a frame is queued while the queue was empty
-        self._full: trio.Event | None = None      # set once LINGER_BYTES are queued
-        self._writer = False                      # ``run`` writes the queue (else _send writes at once)
         self._status_buf = b""
         #: recording stopped after an internal error (said once): batches are not sent any more
         self.stopped = False
@@ -139,13 +134,13 @@ class RecorderLink:
     def _send(self, bufs: list[Any]) -> None:
         if self.broken is not None:
             return
-        if not self._q and not self._writer:
+        if not self._q:
             done = self._write(bufs)
             if done is None:
                 return
             if done:
                 bufs = fc.rest(bufs, done)      # the rest of a frame begun in the pipe: next, from memory
-        elif self._q:
+        else:
             size = sum(len(b) for b in bufs)
             if self._queued + size > SPILL_BYTES:
                 put = self._spilled(bufs)
@@ -156,8 +151,6 @@ class RecorderLink:
         self._queued += sum(len(b) for b in bufs) + FRAME_COST
         if self._wake is not None:
             self._wake.set()
-        if self._full is not None and self._queued >= LINGER_BYTES:
-            self._full.set()
 
     def _spilled(self, bufs: list[Any]) -> list[Any] | None:
         """The SPILLED frame standing for ``bufs`` (a whole frame) once its
@@ -261,25 +254,15 @@ class RecorderLink:
     # -- beside the forward path (trio tasks) --------------------------------------------------
     async def run(self) -> None:
         """Write the queue out as the pipe drains and read the recorder's
-        status, until cancelled (the tap stops). Meanwhile ``handle`` only
-        queues: a batch waits up to ``LINGER_S`` for the ones after it, so
-        one write (one wake-up of the recorder) carries several."""
-        self._writer = True
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._read_status)
-                while True:
-                    self._wake = trio.Event()
-                    if not self._q:
-                        await self._wake.wait()
-                    if self._queued < LINGER_BYTES:
-                        self._full = trio.Event()
-                        with trio.move_on_after(LINGER_S):
-                            await self._full.wait()
-                    while not self._drain():
-                        await trio.lowlevel.wait_writable(self._fd)
-        finally:
-            self._writer = False
+        status, until cancelled (the tap stops)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_status)
+            while True:
+                self._wake = trio.Event()
+                if not self._q:
+                    await self._wake.wait()
+                while not self._drain():
+                    await trio.lowlevel.wait_writable(self._fd)
 
     async def _read_status(self) -> None:
         while True:
