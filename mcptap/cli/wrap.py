@@ -10,7 +10,8 @@ the file changes (mcptap/hosts/wrap.py). URL entries stay untouched unless
 starts it. ``mcptap unwrap`` undoes it byte for byte.
 
 Exit status: 0 (also when everything was already wrapped); 1 when an entry
-was refused (args that are not a list of strings: the other servers are
+was refused (args that are not a list of strings; with ``--http``, a URL
+with a placeholder the host fills in or not http(s): the other servers are
 wrapped and written); 2 for a usage
 error, a configuration that does not parse, a server name not in it, a
 read-only file — the file is then untouched.

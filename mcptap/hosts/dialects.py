@@ -75,6 +75,8 @@ class Dialect:
     #: distinguishes the wrap records of several server sections of one file
     #: (Claude Code's user and local scopes share ~/.claude.json)
     scope = ""
+    #: whether the hosts of this dialect replace placeholders (``${VAR}``…) in a URL
+    substitutes = True
 
     def memo_key(self, name: str) -> str:
         """The key of server ``name``'s record in the wrap memo."""
@@ -243,6 +245,7 @@ class CodexToml(Dialect):
 
     name = "codex"
     label = "Codex config.toml ([mcp_servers.NAME])"
+    substitutes = False        # a url is used as written (secrets come from bearer_token_env_var)
 
     @staticmethod
     def _doc(text: str) -> Any:

@@ -50,7 +50,7 @@ from typing import Any
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.memo import check_memo, claim, empty_memo, launchers, record, splice_at, stale, usable
-from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
+from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, untappable, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
 __all__ = ["Note", "check_memo", "empty_memo", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
@@ -63,7 +63,7 @@ class Note:
     the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
     ``mcptap record`` but wrap did not write it: the user's own tap, never
     rewritten or removed), ``refused`` (an entry of the wrong shape, such as
-    args that are not strings: untouched), ``failed`` (still wrapped: the original is lost
+    args that are not strings, or a URL no tap can stand in front of: untouched), ``failed`` (still wrapped: the original is lost
     with the wrap record), ``stale`` (wrap: a record of a server no longer in
     the file) or ``dropped`` (unwrap: such a record removed); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
@@ -230,6 +230,9 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
             assert port is not None
             out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:",
                                   tap_command(spec, name, upstream, port)))
+            return
+        if (why := untappable(upstream, dialect.substitutes)) is not None:
+            out.notes.append(Note(name, "refused", why))
             return
         port = pick_port(name, taken)
         taken.add(port)
