@@ -186,6 +186,8 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         dialect.servers(text)                      # parses: a syntax error stops here
     except ConfigError as exc:
         raise Fail(f"{path}: {exc}") from None
+    except RecursionError:
+        raise Fail(f"{path}: nested too deeply to read") from None
     if need_write:
         if not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o200:
             raise Fail(f"{path}: the file is read-only")
@@ -200,7 +202,7 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
             with open(sidecar, "rb") as fp:
                 memo_raw = fp.read()
             memo = check_memo(json.loads(memo_raw.decode("utf-8")))
-        except (ValueError, ConfigError) as exc:
+        except (ValueError, ConfigError, RecursionError) as exc:
             if not damaged_ok:
                 raise Fail(f"{sidecar}: damaged wrap record ({exc}); `mcptap unwrap` restores without it") from None
             damaged = str(exc)

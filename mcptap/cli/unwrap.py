@@ -49,6 +49,8 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
             outcome = unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf))
         except ConfigError as exc:
             raise Fail(f"{cf.path}: {exc}") from None
+        except RecursionError:
+            raise Fail(f"{cf.path}: nested too deeply to read") from None
         check_writable(cf, outcome)
         report(outcome, dry_run)
         if not outcome.notes:

@@ -115,6 +115,15 @@ def _stdio_entry(name: str, command: str, args: Any) -> ServerEntry:
     return ServerEntry(name, command=command, args=tuple(str(v) for v in args))
 
 
+def _shallow(node: jsonc.Node) -> Any:
+    """An ``args`` value as far as ``_stdio_entry`` looks (a list of its
+    items' values, a nested item kept as its node, which is no string): never
+    the whole nested value, which may be thousands of levels deep."""
+    if isinstance(node, jsonc.Array):
+        return [x.value if isinstance(x, jsonc.Scalar) else x for x in node.items]
+    return node.value if isinstance(node, jsonc.Scalar) else node
+
+
 class JsonDialect(Dialect):
     """A JSON/JSONC dialect whose servers live in the object at ``path``."""
 
@@ -171,7 +180,7 @@ class JsonDialect(Dialect):
             parts = self._stdio_parts(entry)
             if parts is not None:
                 cmd, _, args = parts
-                out[name] = _stdio_entry(name, cmd.value, None if args is None else jsonc.to_python(args.value))
+                out[name] = _stdio_entry(name, cmd.value, None if args is None else _shallow(args.value))
                 continue
             for key in URL_KEYS:
                 m = entry.get(key)
