@@ -167,3 +167,21 @@ def test_a_deeply_nested_file_is_wrapped_or_refused_never_an_internal_error(tmp_
     sidecar.write_text('{"x": ' + '['*n + ']'*n + '}')
     p = run("wrap", "--config", str(cfg))
     one_line_failure(p, "damaged wrap record")
+
+
+@pytest.mark.parametrize("command", ["wrap", "unwrap"])
+def test_a_read_only_directory_is_refused_even_as_root(tmp_path: Path, command: str) -> None:
+    """Before: root passes every os.access check, so a config in a 0555
+    directory was wrapped (backup and sidecar created there)."""
+    where = tmp_path / "ro"
+    where.mkdir()
+    cfg = where / "mcp.json"
+    cfg.write_text(PLAIN)
+    where.chmod(0o555)
+    try:
+        p = run(command, "--config", str(cfg))
+        one_line_failure(p, "its directory is not writable")
+        assert os.listdir(where) == ["mcp.json"] and cfg.read_text() == PLAIN
+        assert run(command, "--config", str(cfg), "--dry-run").returncode == 0
+    finally:
+        where.chmod(0o755)
