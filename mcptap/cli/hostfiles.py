@@ -178,7 +178,9 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         if dialect_name is not None:
             dialect = DIALECTS[dialect_name]
         elif host == "claude-code-local":
-            dialect = claude_code_local(os.path.abspath(project or os.getcwd()))
+            # Claude Code keys a project by its working directory as the kernel gives it, symlinks
+            # resolved (what getcwd() returns inside a symlinked directory): --project is read so too
+            dialect = claude_code_local(os.path.realpath(project or os.getcwd()))
         elif host is not None:
             dialect = HOSTS[host].dialect
         else:
