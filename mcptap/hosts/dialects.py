@@ -22,6 +22,7 @@ ConfigSyntaxError.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -116,9 +117,8 @@ def _stdio_entry(name: str, command: str, args: Any) -> ServerEntry:
 
 
 def _shallow(node: jsonc.Node) -> Any:
-    """An ``args`` value as far as ``_stdio_entry`` looks (a list of its
-    items' values, a nested item kept as its node, which is no string): never
-    the whole nested value, which may be thousands of levels deep."""
+    """An ``args`` value as far as ``_stdio_entry`` looks (a nested item stays
+    a node, no string): never the whole value, maybe thousands of levels deep."""
     if isinstance(node, jsonc.Array):
         return [x.value if isinstance(x, jsonc.Scalar) else x for x in node.items]
     return node.value if isinstance(node, jsonc.Scalar) else node
@@ -274,7 +274,10 @@ class CodexToml(Dialect):
 
     def servers(self, text: str) -> dict[str, ServerEntry]:
         out = {}
-        for name, tbl in self._tables(self._doc(text)).items():
+        plain = _plain_servers(text)
+        for name, raw in self._tables(self._doc(text)).items():
+            # values as tomllib and Codex read them (tomlkit keeps a multi-line string's CRLF raw)
+            tbl = plain.get(name, raw)
             cmd = tbl.get("command")
             if isinstance(cmd, str):
                 out[name] = _stdio_entry(name, str(cmd), tbl.get("args"))
@@ -321,6 +324,16 @@ class CodexToml(Dialect):
         old_servers.pop(name, None)
         new_servers.pop(name)
         return bool(old_doc == new_doc)
+
+
+def _plain_servers(text: str) -> dict[str, Any]:
+    """``mcp_servers`` of ``text`` read by tomllib (names to tables); empty
+    when tomllib does not read the file (tomlkit's values are used then)."""
+    try:
+        servers = tomllib.loads(text).get("mcp_servers")
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return {}
+    return {k: v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}
 
 
 def _table_text(tbl: Any) -> str:
