@@ -86,8 +86,12 @@ class _Parser:
         return ConfigSyntaxError(f"{what} at line {line} column {col}")
 
     def skip(self) -> None:
-        if self.i < len(self.s) and self.s[self.i] not in _SKIP_START:
-            return                              # the usual case, compact JSON: no regex call
+        s, i = self.s, self.i
+        if i >= len(s) or s[i] not in _SKIP_START:
+            return                              # the usual cases: nothing, or one space (", ", ": "),
+        if s[i] == " " and i + 1 < len(s) and s[i + 1] not in _SKIP_START:
+            self.i = i + 1                      # without a regex call
+            return
         m = _SKIP.match(self.s, self.i)
         assert m is not None                    # the pattern matches the empty string
         self.i = m.end()
