@@ -135,7 +135,10 @@ def _dir_writable(real: str) -> bool:
     read-only to the user, who would not expect root's mcptap to write there)."""
     where = os.path.dirname(real) or "."
     try:
-        return os.access(where, os.W_OK) and bool(os.stat(where).st_mode & 0o200)
+        if not os.access(where, os.W_OK):
+            return False
+        # root: writable for someone (a group-writable directory is another user's to write in)
+        return not (hasattr(os, "geteuid") and os.geteuid() == 0) or bool(os.stat(where).st_mode & 0o222)
     except OSError:
         return False
 
