@@ -52,14 +52,16 @@ def config_lock(real: str, shown: str) -> Iterator[None]:
         except OSError as exc:
             raise Fail(f"{shown}: cannot create the lock file {path}: {exc.strerror or exc}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            if time.monotonic() > deadline:
-                raise Fail(f"{shown}: another mcptap wrap/unwrap is changing this file (lock {path}); "
-                           "nothing written, try again") from None
-            time.sleep(_POLL)
-            continue
+            while True:                 # the file stays open while waiting (tests watch for it)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        os.close(fd)
+                        raise Fail(f"{shown}: another mcptap wrap/unwrap is changing this file (lock {path}); "
+                                   "nothing written, try again") from None
+                    time.sleep(_POLL)
         except OSError:
             # a file system without flock: run unlocked rather than not at all
             os.close(fd)
