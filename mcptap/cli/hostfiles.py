@@ -6,7 +6,10 @@ and writing it back safely, with its backup and its sidecar.
   original's permission bits and, where permitted, owner and group (the
   backup and sidecar get its owner too), ``os.replace`` onto the real path so a
   symlinked dotfile stays a symlink), and only if nobody rewrote it since we
-  read it (hosts such as Claude Code rewrite their file while running).
+  read it (hosts such as Claude Code rewrite their file while running):
+  compared before anything is written and again right before the rename.
+  ``opened`` holds the file's lock (mcptap/cli/config_lock.py) from before
+  the read until after the write, so two mcptap runs take turns.
 * Before the first change mcptap ever makes, the original is copied to
   ``FILE.mcptap-backup`` (never overwritten afterwards).
 * The wrap memo lives in ``FILE.mcptap-wrap.json`` (mcptap/hosts/wrap.py);
@@ -24,13 +27,15 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
+from mcptap.cli.config_lock import config_lock
 from mcptap.cli.errors import Fail
 from mcptap.cli.options import NonEmptyPath
 from mcptap.cli.output import temp_beside
@@ -75,6 +80,8 @@ class ConfigFile:
     memo: dict[str, Any] | None
     #: why the sidecar could not be used (``load(damaged_ok=True)``); None: it is fine or absent
     damaged: str | None = None
+    #: the sidecar's bytes as read (None: there was none)
+    memo_raw: bytes | None = None
 
     @property
     def sidecar(self) -> str:
@@ -104,11 +111,40 @@ def locate(host: str | None, config: str | None) -> str:
         raise Fail(str(exc)) from None
 
 
-def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool,
-         project: str | None = None, damaged_ok: bool = False) -> ConfigFile:
-    """Read and check the configuration and its sidecar. Raises Fail; for a
-    damaged sidecar only without ``damaged_ok`` (then ``memo`` is None and
-    ``damaged`` says why)."""
+@contextmanager
+def opened(host: str | None, config: str | None, dialect_name: str | None, need_write: bool,
+           project: str | None = None, damaged_ok: bool = False) -> Iterator[ConfigFile]:
+    """``load`` the configuration for the ``with`` body; with ``need_write``
+    holding its lock (mcptap/cli/config_lock.py) from before it is read until
+    the body has written it, so two mcptap runs on one file take turns.
+    Raises Fail as ``load`` does."""
+    path, real = _where(host, config, dialect_name, project)
+    if not need_write or not os.path.isfile(real):
+        yield load(host, config, dialect_name, need_write, project, damaged_ok)   # reads only, or fails
+        return
+    if not _dir_writable(real):
+        # checked before the lock file is made: nothing at all is written into such a directory
+        raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
+    with config_lock(real, path):
+        yield load(host, config, dialect_name, need_write, project, damaged_ok)
+
+
+def _dir_writable(real: str) -> bool:
+    """Whether the directory of ``real`` may be written: its permission bits
+    too, since root passes every ``os.access`` check (a 0555 directory is
+    read-only to the user, who would not expect root's mcptap to write there)."""
+    where = os.path.dirname(real) or "."
+    try:
+        if not os.access(where, os.W_OK):
+            return False
+        # root: writable for someone (a group-writable directory is another user's to write in)
+        return not (hasattr(os, "geteuid") and os.geteuid() == 0) or bool(os.stat(where).st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def _where(host: str | None, config: str | None, dialect_name: str | None, project: str | None) -> tuple[str, str]:
+    """(the configuration's path as named, symlinks resolved). Raises UsageError, Fail."""
     if project is not None and host != "claude-code-local":
         raise click.UsageError("--project applies to --host claude-code-local")
     # --host names a file and its dialect, --config a file whose dialect is detected (or --dialect):
@@ -119,7 +155,15 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     if host is not None and dialect_name is not None:
         raise click.UsageError("--dialect applies to --config FILE (--host NAME has its own)")
     path = locate(host, config)
-    real = os.path.realpath(path)
+    return path, os.path.realpath(path)
+
+
+def load(host: str | None, config: str | None, dialect_name: str | None, need_write: bool,
+         project: str | None = None, damaged_ok: bool = False) -> ConfigFile:
+    """Read and check the configuration and its sidecar (``opened`` also
+    takes the lock: use that to write). Raises Fail; for a damaged sidecar
+    only without ``damaged_ok`` (then ``memo`` is None and ``damaged`` says why)."""
+    path, real = _where(host, config, dialect_name, project)
     try:
         with open(real, "rb") as fp:
             raw = fp.read()
@@ -137,7 +181,9 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         if dialect_name is not None:
             dialect = DIALECTS[dialect_name]
         elif host == "claude-code-local":
-            dialect = claude_code_local(os.path.abspath(project or os.getcwd()))
+            # Claude Code keys a project by its working directory as the kernel gives it, symlinks
+            # resolved (what getcwd() returns inside a symlinked directory): --project is read so too
+            dialect = claude_code_local(os.path.realpath(project or os.getcwd()))
         elif host is not None:
             dialect = HOSTS[host].dialect
         else:
@@ -145,25 +191,29 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         dialect.servers(text)                      # parses: a syntax error stops here
     except ConfigError as exc:
         raise Fail(f"{path}: {exc}") from None
+    except RecursionError:
+        raise Fail(f"{path}: nested too deeply to read") from None
     if need_write:
         if not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o200:
             raise Fail(f"{path}: the file is read-only")
-        if not os.access(os.path.dirname(real) or ".", os.W_OK):
+        if not _dir_writable(real):
             raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
     memo = None
+    memo_raw = None
     damaged = None
     sidecar = real + SIDECAR_SUFFIX
     if os.path.exists(sidecar):
         try:
             with open(sidecar, "rb") as fp:
-                memo = check_memo(json.loads(fp.read().decode("utf-8")))
-        except (ValueError, ConfigError) as exc:
+                memo_raw = fp.read()
+            memo = check_memo(json.loads(memo_raw.decode("utf-8")))
+        except (ValueError, ConfigError, RecursionError) as exc:
             if not damaged_ok:
                 raise Fail(f"{sidecar}: damaged wrap record ({exc}); `mcptap unwrap` restores without it") from None
             damaged = str(exc)
         except OSError as exc:
             raise Fail(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
-    return ConfigFile(path, real, raw, text, dialect, memo, damaged)
+    return ConfigFile(path, real, raw, text, dialect, memo, damaged, memo_raw)
 
 
 def read_backup(cf: ConfigFile) -> str | None:
@@ -200,7 +250,21 @@ def diff(cf: ConfigFile, new_text: str) -> str:
     return "".join(out)
 
 
-def _atomic_write(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+class _Changed(Exception):
+    """The configuration is no longer the bytes mcptap read."""
+
+
+CHANGED = "the file changed while mcptap was working on it (a host rewrote it?); nothing written, try again"
+
+
+def _check_unchanged(cf: ConfigFile) -> None:
+    with open(cf.real, "rb") as fp:
+        if fp.read() != cf.raw:
+            raise _Changed
+
+
+def _atomic_write(path: str, data: bytes, mode: int, owner: tuple[int, int] | None = None,
+                  before_replace: Callable[[], None] | None = None) -> None:
     fd, tmp = temp_beside(path, "wrap")
     try:
         with os.fdopen(fd, "wb") as fp:
@@ -215,6 +279,8 @@ def _atomic_write(path: str, data: bytes, mode: int, owner: tuple[int, int] | No
                     pass                        # not root: the file is ours anyway
             os.fchmod(fp.fileno(), mode)
             os.fsync(fp.fileno())
+        if before_replace is not None:
+            before_replace()            # as late as possible: the fsyncs above take milliseconds
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -255,6 +321,19 @@ def _write_memo(cf: ConfigFile, outcome: Outcome) -> None:
         os.unlink(cf.sidecar)
 
 
+def _undo(cf: ConfigFile, made_backup: str | None, memo_written: bool) -> None:
+    """Take back the backup and sidecar this run wrote when the configuration
+    itself is refused: it stays as the host left it, and so do they."""
+    if memo_written:
+        if cf.memo_raw is None:
+            if os.path.exists(cf.sidecar):
+                os.unlink(cf.sidecar)
+        else:
+            _atomic_write(cf.sidecar, cf.memo_raw, 0o600, _owner(cf))
+    if made_backup is not None:
+        os.unlink(made_backup)
+
+
 def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
     """Write the new configuration (and backup, sidecar). ``memo_first``
     (wrap): the sidecar is written before the configuration, so a wrapped
@@ -268,18 +347,24 @@ def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
             return None
         mode = os.stat(cf.real).st_mode & 0o7777
         owner = _owner(cf)
-        with open(cf.real, "rb") as fp:
-            if fp.read() != cf.raw:
-                raise Fail(f"{cf.path}: the file changed while mcptap was working on it (a host rewrote it?); nothing written, try again")
+        _check_unchanged(cf)
         made_backup = None
         if not os.path.exists(cf.backup):
             _atomic_write(cf.backup, cf.raw, mode, owner)
             made_backup = cf.backup
         if memo_first:
             _write_memo(cf, outcome)
-        _atomic_write(cf.real, outcome.text.encode("utf-8"), mode, owner)
+        try:
+            # other mcptap runs wait for our lock, but a host rewrites its file whenever it likes:
+            # compared again right before the rename, so its change is never replaced unseen
+            _atomic_write(cf.real, outcome.text.encode("utf-8"), mode, owner, before_replace=lambda: _check_unchanged(cf))
+        except _Changed:
+            _undo(cf, made_backup, memo_first)
+            raise
         if not memo_first:
             _write_memo(cf, outcome)
+    except _Changed:
+        raise Fail(f"{cf.path}: {CHANGED}") from None
     except OSError as exc:
         raise Fail(f"{cf.path}: cannot write: {exc.strerror or exc} ({exc.filename or cf.path})") from None
     return made_backup

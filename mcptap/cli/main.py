@@ -199,7 +199,10 @@ def main(argv: list[str] | None = None) -> None:
             # started with standard output closed (>&-): Python has no sys.stdout to write to
             click.echo("mcptap: cannot write output: standard output is closed", err=True)
             sys.exit(2)
-        click.echo(escape_controls(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited capture? "
+        args = sys.argv[1:] if argv is None else argv
+        # wrap and unwrap read a host's configuration, never a capture
+        what = "configuration" if any(a in ("wrap", "unwrap") for a in args[:1]) else "capture"
+        click.echo(escape_controls(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited {what}? "
                                    "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
         sys.exit(2)
 

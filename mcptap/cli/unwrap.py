@@ -28,7 +28,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import check_writable, config_options, diff, load, read_backup, save, set_damaged_aside
+from mcptap.cli.hostfiles import check_writable, config_options, diff, opened, read_backup, save, set_damaged_aside
 from mcptap.cli.wrap import report
 from mcptap.escape import escape_controls
 from mcptap.hosts.errors import ConfigError
@@ -41,24 +41,26 @@ from mcptap.hosts.wrap import unwrap
 def command(host: str | None, config: str | None, dialect: str | None, project: str | None, dry_run: bool,
             servers: tuple[str, ...]) -> None:
     """Restore the original entries of wrapped servers (all, or each SERVER)."""
-    cf = load(host, config, dialect, need_write=not dry_run, project=project, damaged_ok=True)
-    if cf.damaged is not None:
-        click.echo(f"mcptap: {escape_controls(cf.sidecar)}: damaged wrap record ({escape_controls(cf.damaged)}): "
-                   "unwrapping without it (command and args from the wrapped arguments)", err=True)
-    try:
-        outcome = unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf))
-    except ConfigError as exc:
-        raise Fail(f"{cf.path}: {exc}") from None
-    check_writable(cf, outcome)
-    report(outcome, dry_run)
-    if not outcome.notes:
-        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
-    failed = any(n.action in ("failed", "refused") for n in outcome.notes)
-    if dry_run:
-        click.echo(diff(cf, outcome.text), nl=False)
+    with opened(host, config, dialect, need_write=not dry_run, project=project, damaged_ok=True) as cf:
+        if cf.damaged is not None:
+            click.echo(f"mcptap: {escape_controls(cf.sidecar)}: damaged wrap record ({escape_controls(cf.damaged)}): "
+                       "unwrapping without it (command and args from the wrapped arguments)", err=True)
+        try:
+            outcome = unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf))
+        except ConfigError as exc:
+            raise Fail(f"{cf.path}: {exc}") from None
+        except RecursionError:
+            raise Fail(f"{cf.path}: nested too deeply to read") from None
+        check_writable(cf, outcome)
+        report(outcome, dry_run)
+        if not outcome.notes:
+            say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+        failed = any(n.action in ("failed", "refused") for n in outcome.notes)
+        if dry_run:
+            click.echo(diff(cf, outcome.text), nl=False)
+            sys.exit(1 if failed else 0)
+        save(cf, outcome, memo_first=False)
+        click.echo(escape_controls(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {cf.path}"), err=True)
+        if cf.damaged is not None:
+            click.echo(escape_controls(f"mcptap: the damaged wrap record is kept as {set_damaged_aside(cf)}"), err=True)
         sys.exit(1 if failed else 0)
-    save(cf, outcome, memo_first=False)
-    click.echo(escape_controls(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {cf.path}"), err=True)
-    if cf.damaged is not None:
-        click.echo(escape_controls(f"mcptap: the damaged wrap record is kept as {set_damaged_aside(cf)}"), err=True)
-    sys.exit(1 if failed else 0)

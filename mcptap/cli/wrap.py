@@ -10,7 +10,8 @@ the file changes (mcptap/hosts/wrap.py). URL entries stay untouched unless
 starts it. ``mcptap unwrap`` undoes it byte for byte.
 
 Exit status: 0 (also when everything was already wrapped); 1 when an entry
-was refused (args that are not a list of strings: the other servers are
+was refused (args that are not a list of strings; with ``--http``, a URL
+with a placeholder the host fills in or not http(s): the other servers are
 wrapped and written); 2 for a usage
 error, a configuration that does not parse, a server name not in it, a
 read-only file — the file is then untouched.
@@ -27,7 +28,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import check_writable, config_options, diff, load, save
+from mcptap.cli.hostfiles import check_writable, config_options, diff, opened, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
@@ -84,24 +85,26 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     """Wrap the stdio servers (all, or each SERVER) of a host configuration
     so that the host runs `mcptap record --dir DIR --name SERVER -- <original>`.
     Idempotent; `mcptap unwrap` restores the original bytes."""
-    cf = load(host, config, dialect, need_write=not dry_run, project=project)
-    where = os.path.abspath(os.path.expanduser(directory)) if directory else str(capture_dir())
-    spec = WrapSpec(launcher(mcptap_path), where, keep=keep, http=http)
-    try:
-        outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
-    except ConfigError as exc:
-        raise Fail(f"{cf.path}: {exc}") from None
-    check_writable(cf, outcome)
-    report(outcome, dry_run)
-    if not outcome.notes:
-        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
-    refused = any(n.action == "refused" for n in outcome.notes)
-    if dry_run:
-        click.echo(diff(cf, outcome.text), nl=False)
+    with opened(host, config, dialect, need_write=not dry_run, project=project) as cf:
+        where = os.path.abspath(os.path.expanduser(directory)) if directory else str(capture_dir())
+        spec = WrapSpec(launcher(mcptap_path), where, keep=keep, http=http)
+        try:
+            outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
+        except ConfigError as exc:
+            raise Fail(f"{cf.path}: {exc}") from None
+        except RecursionError:
+            raise Fail(f"{cf.path}: nested too deeply to read") from None
+        check_writable(cf, outcome)
+        report(outcome, dry_run)
+        if not outcome.notes:
+            say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+        refused = any(n.action == "refused" for n in outcome.notes)
+        if dry_run:
+            click.echo(diff(cf, outcome.text), nl=False)
+            sys.exit(1 if refused else 0)
+        backup = save(cf, outcome, memo_first=True)
+        if outcome.text != cf.text:
+            say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
+        else:
+            say(f"{cf.path} unchanged")
         sys.exit(1 if refused else 0)
-    backup = save(cf, outcome, memo_first=True)
-    if outcome.text != cf.text:
-        say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
-    else:
-        say(f"{cf.path} unchanged")
-    sys.exit(1 if refused else 0)

@@ -22,6 +22,7 @@ ConfigSyntaxError.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,8 @@ class Dialect:
     #: distinguishes the wrap records of several server sections of one file
     #: (Claude Code's user and local scopes share ~/.claude.json)
     scope = ""
+    #: whether the hosts of this dialect replace placeholders (``${VAR}``…) in a URL
+    substitutes = True
 
     def memo_key(self, name: str) -> str:
         """The key of server ``name``'s record in the wrap memo."""
@@ -111,6 +114,14 @@ def _stdio_entry(name: str, command: str, args: Any) -> ServerEntry:
     if not isinstance(args, list) or not all(isinstance(v, str) for v in args):
         return ServerEntry(name, command=command, problem=_NOT_STRINGS)
     return ServerEntry(name, command=command, args=tuple(str(v) for v in args))
+
+
+def _shallow(node: jsonc.Node) -> Any:
+    """An ``args`` value as far as ``_stdio_entry`` looks (a nested item stays
+    a node, no string): never the whole value, maybe thousands of levels deep."""
+    if isinstance(node, jsonc.Array):
+        return [x.value if isinstance(x, jsonc.Scalar) else x for x in node.items]
+    return node.value if isinstance(node, jsonc.Scalar) else node
 
 
 class JsonDialect(Dialect):
@@ -169,7 +180,7 @@ class JsonDialect(Dialect):
             parts = self._stdio_parts(entry)
             if parts is not None:
                 cmd, _, args = parts
-                out[name] = _stdio_entry(name, cmd.value, None if args is None else jsonc.to_python(args.value))
+                out[name] = _stdio_entry(name, cmd.value, None if args is None else _shallow(args.value))
                 continue
             for key in URL_KEYS:
                 m = entry.get(key)
@@ -243,6 +254,7 @@ class CodexToml(Dialect):
 
     name = "codex"
     label = "Codex config.toml ([mcp_servers.NAME])"
+    substitutes = False        # a url is used as written (secrets come from bearer_token_env_var)
 
     @staticmethod
     def _doc(text: str) -> Any:
@@ -262,7 +274,10 @@ class CodexToml(Dialect):
 
     def servers(self, text: str) -> dict[str, ServerEntry]:
         out = {}
-        for name, tbl in self._tables(self._doc(text)).items():
+        plain = _plain_servers(text)
+        for name, raw in self._tables(self._doc(text)).items():
+            # values as tomllib and Codex read them (tomlkit keeps a multi-line string's CRLF raw)
+            tbl = plain.get(name, raw)
             cmd = tbl.get("command")
             if isinstance(cmd, str):
                 out[name] = _stdio_entry(name, str(cmd), tbl.get("args"))
@@ -309,6 +324,16 @@ class CodexToml(Dialect):
         old_servers.pop(name, None)
         new_servers.pop(name)
         return bool(old_doc == new_doc)
+
+
+def _plain_servers(text: str) -> dict[str, Any]:
+    """``mcp_servers`` of ``text`` read by tomllib (names to tables); empty
+    when tomllib does not read the file (tomlkit's values are used then)."""
+    try:
+        servers = tomllib.loads(text).get("mcp_servers")
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return {}
+    return {k: v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}
 
 
 def _table_text(tbl: Any) -> str:

@@ -62,11 +62,19 @@ class Array:
 
 Node = Scalar | Object | Array
 
-_WS = " \t\r\n\ufeff"
-_NUMBER_CHARS = frozenset("+-0123456789.eE")
+#: whitespace (a BOM counts as one) and comments, any number of them
+_SKIP = re.compile(r"(?:[ \t\r\n\ufeff]+|//[^\n]*|/\*.*?\*/)*", re.S)
+_SKIP_START = frozenset(" \t\r\n\ufeff/")
+_NUMBER = re.compile(r"[+\-0-9.eE]+")
+_scanstring = json.decoder.scanstring          # type: ignore[attr-defined]  # C, where available
 
 
 class _Parser:
+    """Iterative (an explicit stack, not recursion: a file nested thousands
+    of levels deep is read like any other), strings and whitespace by the
+    C scanner and regular expressions: a 36 MB ``~/.claude.json`` takes
+    seconds, not minutes."""
+
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
@@ -78,63 +86,28 @@ class _Parser:
         return ConfigSyntaxError(f"{what} at line {line} column {col}")
 
     def skip(self) -> None:
-        s, n = self.s, len(self.s)
-        while self.i < n:
-            c = s[self.i]
-            if c in _WS:
-                self.i += 1
-            elif s.startswith("//", self.i):
-                nl = s.find("\n", self.i)
-                self.i = n if nl < 0 else nl + 1
-            elif s.startswith("/*", self.i):
-                close = s.find("*/", self.i + 2)
-                if close < 0:
-                    raise self.fail("unterminated /* comment")
-                self.i = close + 2
-            else:
-                return
-
-    def value(self) -> Node:
-        self.skip()
-        if self.i >= len(self.s):
-            raise self.fail("unexpected end of file")
-        c = self.s[self.i]
-        if c == "{":
-            return self.obj()
-        if c == "[":
-            return self.arr()
-        if c == '"':
-            return self._string_node()
-        return self.literal()
-
-    def _string_node(self) -> Scalar:
-        start = self.i
-        text = self.string()
-        return Scalar(start, self.i, text)
+        s, i = self.s, self.i
+        if i >= len(s) or s[i] not in _SKIP_START:
+            return                              # the usual cases: nothing, or one space (", ", ": "),
+        if s[i] == " " and i + 1 < len(s) and s[i + 1] not in _SKIP_START:
+            self.i = i + 1                      # without a regex call
+            return
+        m = _SKIP.match(self.s, self.i)
+        assert m is not None                    # the pattern matches the empty string
+        self.i = m.end()
+        if self.s.startswith("/*", self.i):
+            raise self.fail("unterminated /* comment")
 
     def string(self) -> str:
         s, start = self.s, self.i
-        j = start + 1
-        n = len(s)
-        while j < n:
-            c = s[j]
-            if c == '"':
-                break
-            if c == "\\":
-                j += 2
-                continue
-            if c in "\n\r":
-                raise self.fail("unterminated string", start)
-            j += 1
-        else:
-            raise self.fail("unterminated string", start)
-        self.i = j + 1
         try:
-            out = json.loads(s[start:j + 1])
-        except ValueError:
+            out, self.i = _scanstring(s, start + 1, True)
+        except ValueError as exc:
+            bad = getattr(exc, "pos", start)
+            if "Unterminated" in str(exc) or (bad < len(s) and s[bad] in "\n\r"):
+                raise self.fail("unterminated string", start) from None
             raise self.fail("bad string escape", start) from None
-        assert isinstance(out, str)
-        return out
+        return str(out)
 
     def literal(self) -> Scalar:
         s, start = self.s, self.i
@@ -142,11 +115,10 @@ class _Parser:
             if s.startswith(word, start):
                 self.i = start + len(word)
                 return Scalar(start, self.i, val)
-        j = start
-        while j < len(s) and s[j] in _NUMBER_CHARS:
-            j += 1
-        if j == start:
+        m = _NUMBER.match(s, start)
+        if m is None:
             raise self.fail(f"unexpected {s[start]!r}")
+        j = m.end()
         try:
             val = json.loads(s[start:j])
         except ValueError:
@@ -154,59 +126,94 @@ class _Parser:
         self.i = j
         return Scalar(start, j, val)
 
-    def obj(self) -> Object:
-        node = Object(self.i, -1)
-        self.i += 1
-        while True:
-            self.skip()
-            if self.i >= len(self.s):
-                raise self.fail("unterminated object", node.start)
-            if self.s[self.i] == "}":
-                self.i += 1
-                node.end = self.i
-                return node
-            if self.s[self.i] != '"':
+    def _next(self, node: Object | Array, keys: list[tuple[str, int]]) -> bool:
+        """Inside ``node``, where an item or its end may come: True when it
+        ended (consumed), else positioned at the next item's value (an
+        object's key and ':' consumed, pushed on ``keys``)."""
+        self.skip()
+        s = self.s
+        if self.i >= len(s):
+            raise self.fail("unterminated object" if isinstance(node, Object) else "unterminated array", node.start)
+        if s[self.i] == ("}" if isinstance(node, Object) else "]"):
+            self.i += 1
+            node.end = self.i
+            return True
+        if isinstance(node, Object):
+            if s[self.i] != '"':
                 raise self.fail("expected a quoted key")
             kstart = self.i
             key = self.string()
             self.skip()
-            if self.i >= len(self.s) or self.s[self.i] != ":":
+            if self.i >= len(s) or s[self.i] != ":":
                 raise self.fail("expected ':'")
             self.i += 1
-            node.members.append(Member(key, kstart, self.value()))
-            self.skip()
-            if self.i < len(self.s) and self.s[self.i] == ",":
-                self.i += 1
-            elif self.i < len(self.s) and self.s[self.i] != "}":
-                raise self.fail("expected ',' or '}'")
+            keys.append((key, kstart))
+        return False
 
-    def arr(self) -> Array:
-        node = Array(self.i, -1)
-        self.i += 1
+    def value(self) -> Node:
+        s = self.s
+        stack: list[Object | Array] = []
+        keys: list[tuple[str, int]] = []        # the key of each open object's pending member
         while True:
             self.skip()
-            if self.i >= len(self.s):
-                raise self.fail("unterminated array", node.start)
-            if self.s[self.i] == "]":
+            if self.i >= len(s):
+                raise self.fail("unexpected end of file")
+            c = s[self.i]
+            node: Node
+            if c == "{" or c == "[":
+                opened: Object | Array = Object(self.i, -1) if c == "{" else Array(self.i, -1)
                 self.i += 1
+                if not self._next(opened, keys):
+                    stack.append(opened)
+                    continue                    # its first item's value comes next
+                node = opened
+            elif c == '"':
+                start = self.i
+                node = Scalar(start, -1, self.string())
                 node.end = self.i
-                return node
-            node.items.append(self.value())
-            self.skip()
-            if self.i < len(self.s) and self.s[self.i] == ",":
-                self.i += 1
-            elif self.i < len(self.s) and self.s[self.i] != "]":
-                raise self.fail("expected ',' or ']'")
+            else:
+                node = self.literal()
+            while True:                         # hand the finished node to its parent
+                if not stack:
+                    return node
+                parent = stack[-1]
+                if isinstance(parent, Object):
+                    key, kstart = keys.pop()
+                    parent.members.append(Member(key, kstart, node))
+                else:
+                    parent.items.append(node)
+                self.skip()
+                close = "}" if isinstance(parent, Object) else "]"
+                if self.i < len(s) and s[self.i] == ",":
+                    self.i += 1
+                elif self.i < len(s) and s[self.i] != close:
+                    raise self.fail(f"expected ',' or '{close}'")
+                if not self._next(parent, keys):
+                    break                       # the next item's value
+                node = stack.pop()
+
+
+#: the last texts parsed and their trees: wrap and unwrap read one text several
+#: times (servers, digests, splices); a tree is never changed once built
+_CACHE: list[tuple[str, Node]] = []
+_CACHE_SIZE = 2
 
 
 def parse(text: str) -> Node:
     """The tree of ``text`` (one JSONC value, surrounded by whitespace and
-    comments only). Raises ConfigSyntaxError."""
+    comments only). The tree is shared with later calls on an equal text:
+    do not change it. Raises ConfigSyntaxError."""
+    for i, (seen, tree) in enumerate(_CACHE):
+        if seen is text or seen == text:
+            _CACHE.insert(0, _CACHE.pop(i))
+            return tree
     p = _Parser(text)
     node = p.value()
     p.skip()
     if p.i != len(text):
         raise p.fail("unexpected text after the end")
+    _CACHE.insert(0, (text, node))
+    del _CACHE[_CACHE_SIZE:]
     return node
 
 

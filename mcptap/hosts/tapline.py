@@ -18,6 +18,7 @@ upstream's path and query>``, PORT in 41000..48999.
 from __future__ import annotations
 
 import posixpath
+import re
 import zlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -213,6 +214,32 @@ def pick_port(name: str, taken: Collection[int]) -> int:
         if port not in taken:
             return port
     raise ConfigError("every --http tap port (41000..48999) is taken in this file")
+
+
+#: text a host replaces before it connects: ``${VAR}``, ``${VAR:-default}`` (Claude Code),
+#: ``${input:ID}``, ``${env:VAR}``, ``${workspaceFolder}`` (VS Code, Cursor, Windsurf),
+#: ``$VAR`` (Gemini CLI), ``{env:VAR}``
+_PLACEHOLDER = re.compile(r"\$(?:\{|[A-Za-z_])|\{env:")
+
+
+def untappable(url: str, substitutes: bool = True) -> str | None:
+    """Why ``--http`` cannot put a tap in front of ``url``, or None when it
+    can: only a literal ``http``/``https`` URL with a host has an upstream
+    the tap can connect to. ``substitutes``: the host replaces placeholders
+    in URLs (the JSON hosts; Codex does not), so the URL mcptap reads is not
+    the one the host uses."""
+    if substitutes and (m := _PLACEHOLDER.search(url)):
+        return (f"the URL has a placeholder the host fills in ({url[m.start():m.start() + 2]}…): the tap would need the URL "
+                "the host makes of it; left as it is (start a tap by hand with that URL as --upstream)")
+    try:
+        parts = urlsplit(url)
+        if parts.port == 0:
+            raise ValueError("port 0")
+    except ValueError:
+        return "the URL does not parse (bad port?); left as it is"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "not an http:// or https:// URL with a host (a tap forwards HTTP only); left as it is"
+    return None
 
 
 def tap_url(name: str, upstream: str, port: int | None = None) -> str:

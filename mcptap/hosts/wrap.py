@@ -43,14 +43,14 @@ shape ``wrap`` writes (then its record was lost).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.hosts.dialects import Dialect, ServerEntry
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.memo import check_memo, claim, empty_memo, launchers, record, splice_at, stale, usable
-from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, wrapped_argv
+from mcptap.hosts.tapline import WrapSpec, is_tap_of, matches, parse_tap_line, pick_port, tap_command, tap_port, tap_port_of, tap_url, untappable, wrapped_argv
 from mcptap.hosts.tapline import parse_wrapped as parse_wrapped
 
 __all__ = ["Note", "check_memo", "empty_memo", "Outcome", "WrapSpec", "parse_wrapped", "tap_port", "tap_url", "text_change", "unwrap", "wrap", "wrapped_argv"]
@@ -63,7 +63,7 @@ class Note:
     the rest of the entry as it is now), ``not-wrapped``, ``left`` (runs
     ``mcptap record`` but wrap did not write it: the user's own tap, never
     rewritten or removed), ``refused`` (an entry of the wrong shape, such as
-    args that are not strings: untouched), ``failed`` (still wrapped: the original is lost
+    args that are not strings, or a URL no tap can stand in front of: untouched), ``failed`` (still wrapped: the original is lost
     with the wrap record), ``stale`` (wrap: a record of a server no longer in
     the file) or ``dropped`` (unwrap: such a record removed); ``detail``
     a human sentence; ``command`` a command the user must run (--http)."""
@@ -96,12 +96,8 @@ def text_change(old: str, new: str) -> tuple[str, str]:
     """(before, after): the differing middle of ``old`` and ``new``, widened
     until ``after`` occurs exactly once in ``new``."""
     n = min(len(old), len(new))
-    p = 0
-    while p < n and old[p] == new[p]:
-        p += 1
-    s = 0
-    while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
-        s += 1
+    p = _same_run(old, new, n, lambda i, k: old[i:i + k] == new[i:i + k])
+    s = _same_run(old, new, n - p, lambda i, k: old[len(old) - i - k:len(old) - i] == new[len(new) - i - k:len(new) - i])
     while True:
         before, after = old[p:len(old) - s], new[p:len(new) - s]
         if after and new.count(after) == 1:
@@ -109,6 +105,19 @@ def text_change(old: str, new: str) -> tuple[str, str]:
         if p == 0 and s == 0:
             return before, after
         p, s = max(p - 16, 0), max(s - 16, 0)
+
+
+def _same_run(old: str, new: str, limit: int, same: Callable[[int, int], bool]) -> int:
+    """How many characters (at most ``limit``) match, from one end, where
+    ``same(i, k)`` compares ``k`` characters ``i`` from that end: block by
+    block (C comparisons; a 36 MB file is compared at once), then halving."""
+    i, k = 0, 1 << 16
+    while k:
+        if i + k <= limit and same(i, k):
+            i += k
+        else:
+            k >>= 1
+    return i
 
 
 # -- wrap / unwrap ------------------------------------------------------------------------
@@ -230,6 +239,9 @@ def _wrap_one(dialect: Dialect, out: Outcome, entry: ServerEntry, spec: WrapSpec
             assert port is not None
             out.notes.append(Note(name, "unchanged", "already points at its tap; start the tap with:",
                                   tap_command(spec, name, upstream, port)))
+            return
+        if (why := untappable(upstream, dialect.substitutes)) is not None:
+            out.notes.append(Note(name, "refused", why))
             return
         port = pick_port(name, taken)
         taken.add(port)

@@ -50,3 +50,24 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     proc = show(edited(tmp_path), MCPTAP_DEBUG="1")
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
+
+
+_PLANTED_WRAP = """
+import sys
+import mcptap.hosts.wrap as engine
+def boom(*a, **k):
+    raise ZeroDivisionError("planted bug")
+engine._wrap_one = boom
+from mcptap.cli.main import main
+sys.argv = ["mcptap", "wrap", "--config", sys.argv[1], "-n"]
+main()
+"""
+
+
+def test_an_unforeseen_error_in_wrap_does_not_blame_a_capture(tmp_path: Path) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text('{"mcpServers": {"a": {"command": "x"}}}')
+    proc = subprocess.run([sys.executable, "-c", _PLANTED_WRAP, str(cfg)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "MCPTAP_DEBUG": ""}, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("mcptap: internal error: ZeroDivisionError"), proc.stderr
+    assert "capture" not in proc.stderr and "hand-edited configuration" in proc.stderr

@@ -227,3 +227,20 @@ def test_a_config_name_of_238_bytes(tmp_path: Path) -> None:
     assert len(sidecar.name.encode()) == 255 and set(json.loads(sidecar.read_text())["servers"]) == {"time", "files"}
     assert sorted(os.listdir(tmp_path)) == sorted([cfg.name, cfg.name + ".mcptap-backup", sidecar.name])
     assert run("unwrap", "--config", str(cfg)).returncode == 0 and cfg.read_text() == CONFIG
+
+
+def test_claude_code_local_project_through_a_symlink(tmp_path: Path) -> None:
+    """Before: --project LINK looked for projects["…/LINK"] and found no
+    servers, while running inside LINK (getcwd: the resolved path) worked."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    claude = tmp_path / ".claude.json"
+    claude.write_text(json.dumps({"projects": {str(project): {"mcpServers": {"time": {"command": "uvx"}}}}}))
+    for where in (str(link), str(link) + "/", str(link / ".." / "link")):
+        p = run("wrap", "--host", "claude-code-local", "--project", where, "--dir", "/caps", "-n", home=tmp_path)
+        assert p.returncode == 0 and "time: would wrap" in p.stderr, (where, p.stderr)
+    inside = subprocess.run([*MCPTAP, "wrap", "--host", "claude-code-local", "--dir", "/caps", "-n"], cwd=link,
+                            capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    assert inside.returncode == 0 and "time: would wrap" in inside.stderr, inside.stderr

@@ -151,3 +151,37 @@ def test_run_as_root_the_files_stay_the_users(tmp_path: Path) -> None:
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600), f
     assert run("unwrap", "--config", str(cfg)).returncode == 0
     assert (cfg.stat().st_uid, cfg.stat().st_gid) == (65534, 65534) and cfg.read_text() == PLAIN
+
+
+def test_a_deeply_nested_file_is_wrapped_or_refused_never_an_internal_error(tmp_path: Path) -> None:
+    """Before: 500 levels anywhere in the file, or in an entry's args, was
+    `internal error: RecursionError … (a damaged or hand-edited capture?`."""
+    n = 3000
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"deep": ' + '{"a":'*n + '1' + '}'*n + ', "mcpServers": {"a": {"command": "x"}, '
+                   '"b": {"command": "y", "args": ' + '['*n + ']'*n + '}}}')
+    p = run("wrap", "--config", str(cfg), "--dir", str(tmp_path / "caps"))
+    assert p.returncode == 1 and "internal error" not in p.stderr and "capture" not in p.stderr, p.stderr
+    assert "mcptap: a: wrapped" in p.stderr and "mcptap: b: refused: args is not a list of strings" in p.stderr
+    sidecar = tmp_path / "c.json.mcptap-wrap.json"
+    sidecar.write_text('{"x": ' + '['*n + ']'*n + '}')
+    p = run("wrap", "--config", str(cfg))
+    one_line_failure(p, "damaged wrap record")
+
+
+@pytest.mark.parametrize("command", ["wrap", "unwrap"])
+def test_a_read_only_directory_is_refused_even_as_root(tmp_path: Path, command: str) -> None:
+    """Before: root passes every os.access check, so a config in a 0555
+    directory was wrapped (backup and sidecar created there)."""
+    where = tmp_path / "ro"
+    where.mkdir()
+    cfg = where / "mcp.json"
+    cfg.write_text(PLAIN)
+    where.chmod(0o555)
+    try:
+        p = run(command, "--config", str(cfg))
+        one_line_failure(p, "its directory is not writable")
+        assert os.listdir(where) == ["mcp.json"] and cfg.read_text() == PLAIN
+        assert run(command, "--config", str(cfg), "--dry-run").returncode == 0
+    finally:
+        where.chmod(0o755)

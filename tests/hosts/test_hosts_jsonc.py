@@ -65,3 +65,78 @@ def test_never_raises_anything_but_syntax_errors(text: str) -> None:
         jsonc.parse(text)
     except ConfigSyntaxError:
         pass
+
+
+def test_errors_of_the_fast_scanners_keep_their_wording() -> None:
+    for text, where in (('{"a": "x\\q"}', "bad string escape at line 1 column 7"), ('{"a": "x\ty"}', "bad string escape"),
+                        ('{"a": "x', "unterminated string at line 1 column 7"), ('{"a": 1e}', "bad number '1e'"),
+                        ('{"a": 1 /* x', r"unterminated /\* comment at line 1 column 9")):
+        with pytest.raises(ConfigSyntaxError, match=where):
+            jsonc.parse(text)
+
+
+def test_a_deeply_nested_file_is_read_without_recursion() -> None:
+    """Before: 500 levels ended in a RecursionError (an internal error of mcptap)."""
+    n = 20000
+    text = '{"deep": ' + '{"a": ['*n + '1' + ']}'*n + ', "mcpServers": {}}'
+    root = jsonc.parse(text)
+    assert isinstance(root, jsonc.Object) and [m.key for m in root.members] == ["deep", "mcpServers"]
+    node = root.members[0].value
+    for _ in range(n):
+        assert isinstance(node, jsonc.Object)
+        inner = node.members[0].value
+        assert isinstance(inner, jsonc.Array)
+        node = inner.items[0]
+    assert isinstance(node, jsonc.Scalar) and node.value == 1 and text[node.start:node.end] == "1"
+
+
+def test_wrap_and_unwrap_parse_each_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: every step (servers, digests, each splice, each check) parsed
+    the whole file again: a 36 MB ~/.claude.json took minutes. Each distinct
+    text is read once now."""
+    from mcptap.hosts.dialects import MCP_SERVERS
+    from mcptap.hosts.wrap import WrapSpec, unwrap, wrap
+
+    parsed: list[str] = []
+    real = jsonc._Parser.__init__
+
+    def counting(self: jsonc._Parser, text: str) -> None:
+        parsed.append(text)
+        real(self, text)
+
+    monkeypatch.setattr(jsonc._Parser, "__init__", counting)
+    servers = {f"s{i}": {"command": "x", "args": [str(i)]} for i in range(5)}
+    text = json.dumps({"projects": {"/p": {"history": ["x"] * 50}}, "mcpServers": servers}, indent=2)
+    out = wrap(MCP_SERVERS, text, None, WrapSpec(("/bin/mcptap",), "/caps"))
+    assert all(n.action == "wrapped" for n in out.notes)
+    assert len(parsed) == len(set(parsed)) and len(parsed) <= len(servers) + 1, len(parsed)
+    parsed.clear()
+    back = unwrap(MCP_SERVERS, out.text, out.memo)
+    assert back.text == text
+    assert len(parsed) == len(set(parsed)) and len(parsed) <= len(servers) + 1, len(parsed)
+
+
+def _naive_change(old: str, new: str) -> tuple[str, str]:
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
+        s += 1
+    while True:
+        before, after = old[p:len(old) - s], new[p:len(new) - s]
+        if (after and new.count(after) == 1) or (p == 0 and s == 0):
+            return before, after
+        p, s = max(p - 16, 0), max(s - 16, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text("ab", max_size=14), st.text("ab", max_size=14), st.sampled_from([0, 3, 65535, 65536, 70000]))
+def test_text_change_is_the_differing_middle(old: str, new: str, pad: int) -> None:
+    """The block-wise comparison (a 36 MB file took 6 s character by
+    character) finds what the character loop found."""
+    from mcptap.hosts.wrap import text_change
+
+    for o, n in ((old, new), ("x" * pad + old + "yz", "x" * pad + new + "yz"), (old + "z" * pad, new + "z" * pad)):
+        assert text_change(o, n) == _naive_change(o, n)
