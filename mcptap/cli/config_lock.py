@@ -19,12 +19,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, say
 
 LOCK_SUFFIX = ".mcptap-lock"
 #: how long a run waits for another mcptap run on the same file (seconds)
 WAIT = 30.0
 _POLL = 0.02
+#: seconds of waiting after which the run says on stderr what it waits for
+SAY_AFTER = 1.0
 
 
 def lock_path(real: str) -> str:
@@ -45,7 +47,9 @@ def config_lock(real: str, shown: str) -> Iterator[None]:
         yield
         return
     path = lock_path(real)
-    deadline = time.monotonic() + WAIT
+    start = time.monotonic()
+    deadline = start + WAIT
+    told = False
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -57,6 +61,9 @@ def config_lock(real: str, shown: str) -> Iterator[None]:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
+                    if not told and time.monotonic() - start > SAY_AFTER:
+                        told = True
+                        say(f"{shown}: waiting for another mcptap wrap/unwrap to finish with this file (up to {WAIT:.0f} s)")
                     if time.monotonic() > deadline:
                         os.close(fd)
                         raise Fail(f"{shown}: another mcptap wrap/unwrap is changing this file (lock {path}); "

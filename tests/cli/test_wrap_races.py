@@ -61,6 +61,24 @@ def test_a_second_run_waits_for_the_first_and_keeps_its_change(tmp_path: Path) -
     assert not os.path.exists(lock_path(real))
 
 
+def test_a_run_that_waits_for_the_lock_says_so(tmp_path: Path) -> None:
+    # a wait of up to 30 s must not look like a hang
+    import select
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text(TWO)
+    real = str(cfg)
+    with config_lock(real, real):
+        proc = subprocess.Popen([*MCPTAP, "wrap", "--config", real, "--dir", str(tmp_path / "caps"), "b"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 25)
+        line = proc.stderr.readline() if ready else ""
+    proc.communicate(timeout=60)
+    assert "waiting for another mcptap wrap/unwrap to finish with this file" in line, line
+    assert proc.returncode == 0
+
+
 def test_a_host_rewrite_during_the_write_is_not_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: the file was compared once, then backup, sidecar and the new
     file were written with fsyncs (milliseconds) and renamed over whatever
