@@ -53,6 +53,19 @@ def load_script(capture: str) -> Script:
     return script
 
 
+def _hide_argv_secrets(rec: Recorder, argv: list[str]) -> None:
+    """The real server's argv secrets (``--extend -- CMD``) as ``record -- CMD`` hides
+    them: replaced wherever they reappear in the session's records (its spawn record,
+    an echo in a message or on stderr), with the placeholders ``scrub_argv`` gives."""
+    from mcptap.known_secrets import known_secrets
+    from mcptap.redact.argv import placeholder, scrub_argv
+
+    known = known_secrets(argv, scrub_argv(argv), placeholder)
+    if known is not None and rec.writer is not None:
+        rec.writer.line_filter = known.line
+        rec.known = known
+
+
 def _recorder(output: str | None, transport: str, capture: str, target: dict[str, Any]) -> Recorder | None:
     if output is None:
         return None
@@ -249,6 +262,8 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
             if output is None:
                 episode, kept = _episode_file(capture)
         rec = _recorder(episode, "stdio", capture, {"served_from": capture})
+        if rec is not None and rec.writer is not None and cmd:
+            _hide_argv_secrets(rec, list(cmd))
     except (McptapError, OSError) as exc:
         _say(str(exc))
         ctx.exit(2)

@@ -281,3 +281,23 @@ def test_new_episodes_fails_the_test_when_the_capture_was_not_extended(legacy_ca
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines([f"*mcptap_mock: the real server answered requests, but capture {cap} was not extended*"])
+
+
+def test_extend_hides_the_real_servers_argv_secrets_as_record_does(tmp_path: Path) -> None:
+    # before: the new session's spawn record, and any echo of the value, held the token in clear
+    # (record -- CMD replaces them everywhere; a breaker found --extend did not)
+    cap = tmp_path / "cap.jsonl"
+    synthesized(cap)
+    token = "sk-" + "Zq9Xw8Vu7Ts6Rp5On4Ml3Kj2Ih1Gf0Ed"
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "key " + token}}}
+    done = subprocess.run([*MCPTAP, "serve", str(cap), "--extend", "--", *SERVER, "--token", token],
+                          input=b"".join(_line(m) for m in [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert b"key " + token.encode() in done.stdout                   # the client gets the real bytes
+    data = cap.read_bytes()
+    assert token.encode() not in data
+    spawn = [json.loads(x) for x in data.splitlines() if b'"event":"spawn"' in x][-1]
+    assert spawn["argv"][-2] == "--token" and spawn["argv"][-1].startswith("\u00abredacted:")
+    report = _check(cap)
+    assert "digest_mismatch" not in report, report
