@@ -192,14 +192,7 @@ def stale_reserves(directory: str | os.PathLike[str]) -> list[str]:
 
 def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
     """Delete :func:`stale_reserves`; how many were removed (never raises)."""
-    n = 0
-    for path in stale_reserves(directory):
-        try:
-            os.unlink(path)
-            n += 1
-        except OSError:
-            pass
-    return n
+    return _unlink_all(stale_reserves(directory))
 
 
 def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) -> list[str]:
@@ -223,8 +216,13 @@ def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) 
 def remove_leftovers(directory: str | os.PathLike[str], capture: str | None = None) -> int:
     """Delete what killed mcptaps left in ``directory``: :func:`stale_reserves` (unless
     ``capture`` names one capture) and :func:`stale_merges`; how many (never raises)."""
+    return _unlink_all((stale_reserves(directory) if capture is None else []) + stale_merges(directory, capture))
+
+
+def _unlink_all(paths: list[str]) -> int:
+    """Delete ``paths``; how many went (one already gone or not removable is skipped)."""
     n = 0
-    for path in (stale_reserves(directory) if capture is None else []) + stale_merges(directory, capture):
+    for path in paths:
         try:
             os.unlink(path)
             n += 1

@@ -27,11 +27,9 @@ import sys
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import check_writable, config_options, diff, opened, read_backup, save, set_damaged_aside
-from mcptap.cli.wrap import report
+from mcptap.cli.hostfiles import config_options, diff, opened, read_backup, save, set_damaged_aside
+from mcptap.cli.wrap import edited
 from mcptap.escape import escape_controls
-from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import unwrap
 
 
@@ -45,16 +43,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
         if cf.damaged is not None:
             click.echo(f"mcptap: {escape_controls(cf.sidecar)}: damaged wrap record ({escape_controls(cf.damaged)}): "
                        "unwrapping without it (command and args from the wrapped arguments)", err=True)
-        try:
-            outcome = unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf))
-        except ConfigError as exc:
-            raise Fail(f"{cf.path}: {exc}") from None
-        except RecursionError:
-            raise Fail(f"{cf.path}: nested too deeply to read") from None
-        check_writable(cf, outcome)
-        report(outcome, dry_run)
-        if not outcome.notes:
-            say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+        outcome = edited(cf, lambda: unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf)), dry_run)
         failed = any(n.action in ("failed", "refused") for n in outcome.notes)
         if dry_run:
             click.echo(diff(cf, outcome.text), nl=False)

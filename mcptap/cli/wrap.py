@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.hostfiles import check_writable, config_options, diff, opened, save
+from mcptap.cli.hostfiles import ConfigFile, check_writable, config_options, diff, opened, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
@@ -54,6 +55,22 @@ def launcher(override: str | None = None) -> tuple[str, ...]:
     if script.is_file() and os.access(script, os.X_OK):
         return (str(script),)
     return (exe, "-m", "mcptap")
+
+
+def edited(cf: ConfigFile, change: Callable[[], Outcome], dry_run: bool) -> Outcome:
+    """``change()`` of the host file ``cf`` (wrap's or unwrap's), checked writable and
+    reported; raises Fail for a file it cannot read (ConfigError, nesting too deep)."""
+    try:
+        outcome = change()
+    except ConfigError as exc:
+        raise Fail(f"{cf.path}: {exc}") from None
+    except RecursionError:
+        raise Fail(f"{cf.path}: nested too deeply to read") from None
+    check_writable(cf, outcome)
+    report(outcome, dry_run)
+    if not outcome.notes:
+        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+    return outcome
 
 
 def report(outcome: Outcome, dry_run: bool) -> None:
@@ -88,16 +105,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     with opened(host, config, dialect, need_write=not dry_run, project=project) as cf:
         where = os.path.abspath(os.path.expanduser(directory)) if directory else str(capture_dir())
         spec = WrapSpec(launcher(mcptap_path), where, keep=keep, http=http)
-        try:
-            outcome = wrap(cf.dialect, cf.text, cf.memo, spec, servers)
-        except ConfigError as exc:
-            raise Fail(f"{cf.path}: {exc}") from None
-        except RecursionError:
-            raise Fail(f"{cf.path}: nested too deeply to read") from None
-        check_writable(cf, outcome)
-        report(outcome, dry_run)
-        if not outcome.notes:
-            say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+        outcome = edited(cf, lambda: wrap(cf.dialect, cf.text, cf.memo, spec, servers), dry_run)
         refused = any(n.action == "refused" for n in outcome.notes)
         if dry_run:
             click.echo(diff(cf, outcome.text), nl=False)
