@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from mcptap.capture.format import VERSION
+from mcptap.capture.writer import locked_by_a_writer
 from mcptap.capture_ends import HEAD_SCAN, cut_header, gzip_ends, is_header, last_line
 from mcptap.escape import text_path
 from mcptap.liveness import Writers, being_written
@@ -68,6 +69,8 @@ class CaptureInfo:
     above what this mcptap reads). ``spill``: the spill file the header
     names, when it is this capture's (a name beside it); with
     ``<path>.spill``, the companions :func:`remove` deletes with it.
+    ``extending``: a ``serve --extend`` holds it (its capture lock) to merge a
+    new session into it; retention leaves it alone.
     """
 
     path: str
@@ -86,6 +89,7 @@ class CaptureInfo:
     unframed: bool = False
     version: int | None = None
     spill: str | None = None
+    extending: bool = False
 
     @property
     def no_traffic(self) -> bool:
@@ -98,7 +102,7 @@ class CaptureInfo:
             "path": text_path(self.path), "started": self.started, "name": self.name, "transport": self.transport,
             "revision": self.revision, "messages": self.messages, "severities": self.severities,
             "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
-            "unframed": self.unframed, "version": self.version,
+            "unframed": self.unframed, "version": self.version, "extending": self.extending,
         }
 
 
@@ -207,6 +211,8 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
         server=_server(header, p), unframed=unframed, version=version if isinstance(version, int) else None,
         spill=_own_spill(header.get("spill"), p),
+        # a whole capture under a writer's lock: serve --extend, merging a session into it
+        extending=status == COMPLETE and locked_by_a_writer(p),
     )
 
 
@@ -283,7 +289,7 @@ def select_prune(infos: Sequence[CaptureInfo], now: float, older_than: float | N
     ``older_than``: seconds; a capture whose last write (mtime) is older goes.
     ``keep``: the ``keep`` newest captures of each server (``CaptureInfo.server``) always stay.
     With only ``keep``, everything but those goes. Captures still being
-    recorded never go.
+    recorded or extended never go.
     """
     by_name: dict[str, list[CaptureInfo]] = {}
     for info in sorted(infos, key=lambda i: (i.started, i.mtime, i.path), reverse=True):
@@ -291,7 +297,7 @@ def select_prune(infos: Sequence[CaptureInfo], now: float, older_than: float | N
     doomed = []
     for group in by_name.values():
         for rank, info in enumerate(group):
-            if info.status == RECORDING:
+            if info.status == RECORDING or info.extending:
                 continue
             if keep is not None and rank < keep:
                 continue

@@ -67,7 +67,8 @@ def _findings(info: CaptureInfo) -> str:
 def _status(info: CaptureInfo) -> str:
     if info.status == UNSUPPORTED:
         return f"format version {info.version} not supported"      # as `check` says it
-    return f"{info.status}, no traffic" if info.no_traffic and info.status != EMPTY else info.status
+    status = f"{info.status}, extending" if info.extending else info.status
+    return f"{status}, no traffic" if info.no_traffic and info.status != EMPTY else status
 
 
 def text_lines(infos: list[CaptureInfo]) -> list[str]:

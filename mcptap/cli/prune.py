@@ -7,7 +7,8 @@ captures of each server name whatever their age (alone, it removes every
 other). Damaged, empty and unsupported captures (``mcptap ls``) go by the same
 rules. A removed capture's spill file (``CAPTURE.spill``: what a killed tap set
 aside for ``recover``) goes with it, as do disk-full reserves and ``serve
---extend`` work files whose process is gone. Captures still being recorded and
+--extend`` work files whose process is gone. Captures still being recorded or
+extended (``serve --extend``) and
 files that are not mcptap captures are never removed. ``--dry-run`` lists what would go.
 
 Exit status: 0; 2 for a usage error or when a file could not be removed.

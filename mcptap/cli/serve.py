@@ -25,7 +25,7 @@ from typing import Any
 import click
 import trio
 
-from mcptap.capture.writer import CaptureWriter
+from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.cli import options
 from mcptap.cli.errors import interrupted, say_usage
 from mcptap.cli.output import refuse_input_as_output
@@ -189,21 +189,52 @@ def _episode_file(capture: str) -> tuple[str, int | None]:
     return path, None
 
 
-def _extend(capture: str, episode: str, forwarded: int, quiet: bool, scrubbers: list[Any]) -> bool:
-    """Add the mock's session to ``capture`` when the real server answered something (the
-    caller holds SIGINT, SIGTERM and SIGHUP meanwhile; the capture is replaced in one step at
-    the end). False (said on stderr) when it could not be."""
-    if not forwarded:
+def _hold(capture: str) -> int:
+    """``--extend``'s hold on ``capture`` from the session's start to the merge: a descriptor
+    with the capture lock a CaptureWriter takes, so ``prune`` and ``record --keep`` leave it
+    alone, no ``record -o`` truncates it, and a second ``serve --extend`` of it is refused (its
+    rename would drop this session). Raises McptapError."""
+    try:
+        fd = os.open(capture, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise McptapError(f"cannot extend {capture}: {exc.strerror or exc}") from None
+    if not lock(fd):
+        os.close(fd)
+        raise McptapError(f"cannot extend {capture}: another mcptap is recording into it or extending it")
+    return fd
+
+
+def _source(capture: str, held: int) -> str | None:
+    """Where the merge reads the capture when it is no longer the file held (removed or
+    replaced by hand meanwhile): the held descriptor through ``/proc``; else None (its path)."""
+    try:
+        now, then = os.stat(capture), os.fstat(held)
+        if (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
+            return None
+    except OSError:
+        pass
+    proc = f"/proc/self/fd/{held}"
+    return proc if os.path.exists(proc) else None
+
+
+def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: list[Any], held: int) -> bool:
+    """Add the mock's session to ``capture`` when a request was forwarded to the real server
+    (``result``: the ServeResult; the caller holds SIGINT, SIGTERM and SIGHUP meanwhile; the
+    capture is replaced in one step at the end). False (said on stderr) when it could not be."""
+    if not result.forwarded:
         return True
     from mcptap.serve.extend import extend_capture
 
     try:
-        extend_capture(capture, episode, scrubbers)
+        extend_capture(capture, episode, scrubbers, source=_source(capture, held))
     except (McptapError, ValueError, OSError) as exc:
         _say(f"cannot extend {capture}: {exc}")
         return False
     if not quiet:
-        _say(f"{forwarded} request(s) answered by the real server; {capture} extended with this session")
+        # forwarded is not answered: a request the session ended on (Ctrl-C, a cancel) has no answer
+        errors = f" ({result.errors} with an error)" if result.errors else ""
+        _say(f"{result.forwarded} request(s) forwarded to the real server, {result.answered} answered{errors}; "
+             f"{capture} extended with this session")
     return True
 
 
@@ -253,12 +284,14 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet))
     scrubbers: list[Any] = []
     kept: int | None = None
+    hold_fd = -1
     episode = output
     try:
         if extend:
             scrubbers = _scrubbers(script, capture)
             if script.header.get("transport", "stdio") != "stdio":
                 raise McptapError(f"cannot extend {capture}: only stdio captures can be extended")
+            hold_fd = _hold(capture)
             if output is None:
                 episode, kept = _episode_file(capture)
         rec = _recorder(episode, "stdio", capture, {"served_from": capture})
@@ -294,8 +327,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         if rec is not None:
             rec.close(exit_code=status)
         if extend and episode is not None:
-            if not _extend(capture, episode, result.forwarded, quiet, scrubbers):
+            if not _extend(capture, episode, result, quiet, scrubbers, hold_fd):
                 status = status or 1
+            os.close(hold_fd)
             if kept is not None:
                 os.close(kept)
             elif output is None:

@@ -241,11 +241,13 @@ def _offset(header: dict[str, Any], episode: dict[str, Any], last: int) -> int:
     return max(last + 1, wall)
 
 
-def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = ()) -> int:
+def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), source: str | None = None) -> int:
     """Append ``episode``'s session to the capture at ``path`` (see module docstring);
-    ``scrubbers``: a scrubbed capture's passes, redone on the new records. Returns the
-    number of client and server messages added."""
-    src = open_input(path)
+    ``scrubbers``: a scrubbed capture's passes, redone on the new records; ``source``: where
+    to read the capture when not at ``path`` (a descriptor's ``/proc/self/fd/N``: one removed
+    meanwhile is merged, and put back, all the same). Returns the number of client and server
+    messages added."""
+    src = open_input(source or path)
     try:
         gz = isinstance(src, gzip.GzipFile)
         first = read_line(src, path)

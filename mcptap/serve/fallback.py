@@ -54,7 +54,9 @@ class Fallback:
         self.on_stderr = on_stderr
         self.on_process = on_process
         self.timeout = timeout
-        self.forwarded = 0
+        self.forwarded = 0                          # requests sent to the real server
+        self.answered = 0                           # of those, answered by it (a response with their id)
+        self.errors = 0                             # of those answers, JSON-RPC errors
         self._popen: subprocess.Popen[bytes] | None = None
         self._stdin: trio.lowlevel.FdStream | None = None
         self._ready = trio.Event()
@@ -146,6 +148,9 @@ class Fallback:
                         if isinstance(meta, dict) and "progressToken" in meta:
                             self._tokens.add(hkey(meta["progressToken"]))
                     elif isinstance(v, dict) and "id" in v:
+                        if hkey(v["id"]) in self._open:
+                            self.answered += 1
+                            self.errors += "error" in v
                         self._open.discard(hkey(v["id"]))
                         if not self._open:
                             self._answered.set()

@@ -70,7 +70,9 @@ class ServeResult:
 
     received: int = 0
     sent: int = 0
-    forwarded: int = 0                 # --extend: requests the real server answered
+    forwarded: int = 0                 # --extend: requests sent to the real server
+    answered: int = 0                  # --extend: of those, answered by it
+    errors: int = 0                    # --extend: of those answers, JSON-RPC errors
     signal: int = 0                    # the signal that ended the session (SIGTERM, SIGINT), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
 
@@ -254,7 +256,7 @@ class StdioServer:
                     if self.result.signal:
                         stopping = True
                         await self.fallback.aclose(grace=0.5, wait=False)
-                    self.result.forwarded = self.fallback.forwarded
+                    self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
                 # answers waiting for their recorded time are still given (the client may
                 # have closed stdin right after its requests); then the writer drains
                 with trio.move_on_after(0 if stopping else DELAYED_AT_EOF):
@@ -271,7 +273,7 @@ class StdioServer:
                 self.rec.stdio_eof(S2C)
             self.result.unanswered = list(self.live.unanswered)
             if self.fallback is not None:
-                self.result.forwarded = self.fallback.forwarded
+                self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
         return self.result
 
 

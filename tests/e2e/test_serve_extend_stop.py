@@ -50,6 +50,8 @@ def test_sigint_ends_the_session_and_merges_what_the_real_server_answered(legacy
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert b"interrupted" in err
+    # echo was answered, sleepy with the SDK server's "Connection closed" as its stdin closed
+    assert b"2 request(s) forwarded to the real server, 2 answered (1 with an error);" in err, err
     merged = cap.read_bytes()
     assert b"fresh" in merged and json.loads(merged.splitlines()[0])["episodes"] == 1
     assert "digest_mismatch" not in _check(cap)
