@@ -513,6 +513,12 @@ def test_a_host_that_signals_before_mcptap_s_grace_still_gets_the_late_exit_find
     p = tap(tmp_path, PY, "-c", IGNORE_EOF, opts=("--grace", "5"))
     assert readline(p.stdout) == b"ready\n"
     p.stdin.close()
+    # the tap must have seen the EOF (its c2s eof record) before the host's wait starts: a
+    # loaded machine may take longer than the host's wait to get there
+    deadline = time.monotonic() + HANG
+    while not [r for r in records(tmp_path, "eof") if r["dir"] == "c2s"]:
+        assert p.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
     time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=HANG) == 128 + signal.SIGTERM
