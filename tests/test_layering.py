@@ -14,12 +14,13 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
     "mcptap": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 1, "mcptap.clock": 4,
-    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1, "mcptap.filters.jsonpath": 1,
     "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1,
     "mcptap.reannotate_views": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1, "mcptap.capture_ends": 1, "mcptap.liveness": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
-    "mcptap.check.scan": 3, "mcptap.check.merge": 3, "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3,
+    "mcptap.check.scan": 3, "mcptap.check.scan_records": 3, "mcptap.check.scan_report": 3, "mcptap.check.merge": 3,
+    "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3,
     "mcptap.check.shape_oracle": 3, "mcptap.check.shape_child": 4,
     "mcptap.recorder_stderr": 1, "mcptap.recorder_chunks": 1, "mcptap.known_secrets": 1,
     "mcptap.protocol.tagged": 1, "mcptap.reuse_annotations": 1,
@@ -30,10 +31,12 @@ LEVELS = {
     "mcptap.relay.http.cookies": 2, "mcptap.protocol.urls": 1, "mcptap.relay.http.auth_docs": 2, "mcptap.relay.http.observe_sse": 2,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.replay.http_heads": 3, "mcptap.replay.builder": 3, "mcptap.replay.in_flight": 3,
     "mcptap.replay.steps": 3, "mcptap.replay.findings": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
+    "mcptap.hosts.entries": 3, "mcptap.hosts.json_dialect": 3, "mcptap.hosts.toml_dialect": 3,
+    "mcptap.export.har_exchanges": 3, "mcptap.export.har_cookies": 3, "mcptap.demo.rpc": 3,
     "mcptap.transport": 4, "mcptap.transport.hasher": 4, "mcptap.transport.fact_codec": 4, "mcptap.transport.http_recorder": 4,
     "mcptap.transport.http_recorder_child": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
-    "mcptap.cli": 5, "mcptap.__main__": 5,
+    "mcptap.cli": 5, "mcptap.cli.replay_link": 5, "mcptap.cli.replay_report": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.core": 3, "mcptap.serve.extend": 3, "mcptap.pytest_plugin": 4,
 }
 

@@ -28,16 +28,14 @@ from typing import Any
 import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
-from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally, sequence_finding
+from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, StreamTally
 from mcptap.capture.reader import _malformed, exact_ids
 from mcptap.check.merge import UNSET, absorb
-from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
-from mcptap.model import UNPARSED, Direction, Kind, Severity, severity_counts
-from mcptap.protocol.codes import finding
-from mcptap.protocol.gap_pending import gap_finding
-from mcptap.protocol.jsonparse import parse_json
-from mcptap.protocol.jsonrpc import show_id
+from mcptap.check.scan_records import Unsupported as Unsupported  # re-exported: callers catch scan.Unsupported
+from mcptap.check.scan_records import after_end, check_seq, other_record, payload
+from mcptap.check.scan_report import scan_report
+from mcptap.model import UNPARSED, Direction, Kind, severity_counts
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
@@ -49,10 +47,6 @@ _JSONDecodeError = orjson.JSONDecodeError
 INT_OR_NONE = frozenset({int, type(None)})
 STR_OR_NONE = frozenset({str, type(None)})
 FLUSH_BYTES = 1 << 20       # stream bytes buffered before they are handed to ``on_bytes``
-
-
-class Unsupported(Exception):
-    """The capture needs the reference check (module doc); the message says why."""
 
 
 class Scan:
@@ -172,11 +166,11 @@ class Scan:
                     last_seq = seq
                 else:
                     self.last_seq = last_seq
-                    self._seq(seq, typ)
+                    check_seq(self, seq, typ)
                     last_seq = self.last_seq
                     self.gap_since_last = False
                     if self.end is not None:
-                        self._after_end(seq, typ)
+                        after_end(self, seq, typ)
                 c = counts[d]
                 c[1] += 1
                 if stdio:
@@ -214,7 +208,7 @@ class Scan:
                                 task_params = params
                     elif not first:
                         # answers a request before this run: judged when merged (absorb)
-                        deferred.append((n + base, rec, self._value(rec) if shapes else None))
+                        deferred.append((n + base, rec, payload(rec) if shapes else None))
                         any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
                         if type(t) is int and t > duration:
                             duration = t
@@ -224,7 +218,7 @@ class Scan:
                 if shapes:
                     value = rec.get("json", UNPARSED)
                     if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
-                        value = self._value(rec)
+                        value = payload(rec)
                     if type(value) is dict:
                         extra = None
                         k = KINDS.get(kind)
@@ -247,7 +241,7 @@ class Scan:
                     raise Unsupported("chunk record")
                 self.last_seq = last_seq
                 self.buffered = buffered
-                self._other(rec, typ, seq, t, n + base)
+                other_record(self, rec, typ, seq, t, n + base)
                 last_seq, buffered = self.last_seq, self.buffered
                 if typ == "end":
                     continue
@@ -259,61 +253,6 @@ class Scan:
         self.any_seq, self.last_rec_seq, self.last_t = any_seq, last_rec_seq, last_t
         self.last_seq = last_seq
         self.t_latest, self.t_min = t_latest, t_min
-
-    def _seq(self, seq: int, typ: Any) -> None:
-        """Integrity._check_seq, plus what a later run keeps for absorb."""
-        last = self.last_seq
-        if last is None:
-            if not self.first and self.first_seq is None:
-                self.first_seq = (seq, typ, self.gap_since_last, len(self.order))
-        elif len(self.order) < 5:
-            f = sequence_finding(seq, typ, last, self.gap_since_last)
-            if f is not None:
-                self.order.append((True, f))
-        if last is not None and seq <= last:
-            self.increasing = False
-        self.last_seq = seq if last is None else max(seq, last)
-
-    def _after_end(self, seq: Any, typ: Any) -> None:
-        self.order.append((False, finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record")))
-
-    def _value(self, rec: dict[str, Any]) -> Any:
-        value = rec.get("json", UNPARSED)
-        if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
-            raw = rec.get("raw")
-            data = raw.encode("utf-8") if raw is not None else base64.b64decode(rec["raw_b64"])
-            value = parse_json(data or b"")[0]
-        return value
-
-    def _other(self, rec: dict[str, Any], typ: str, seq: Any, t: Any, line: int) -> None:
-        """Every record but a message (rare: eof, stderr, process, gap, end…)."""
-        if type(t) is int and not 0 <= t <= MAX_T_US:
-            raise Unsupported("impossible t_us")
-        if typ == "gap":
-            self.gaps += 1
-            self.gap_since_last = True
-        if type(seq) is int:
-            self._seq(seq, typ)
-            self.gap_since_last = False
-        if self.end is not None and typ != "end":
-            self._after_end(seq, typ)
-        if typ == "stderr":
-            raw = rec.get("data")
-            data = raw.encode("utf-8") if raw is not None else base64.b64decode(rec["data_b64"]) if "data_b64" in rec else b""
-            c = self.counts["stderr"]
-            c[0] += len(data)
-            c[1] += 1
-            self.bufs["stderr"].append(data)
-            self.buffered += len(data)
-        elif typ == "end":
-            self.end = rec
-            self.n_end += 1
-            return
-        fs = rec.get("findings")
-        if typ == "gap" and not fs:
-            fs = [gap_finding(rec).to_json()]
-        if isinstance(fs, list) and fs:
-            self._group(fs, seq, t, line, rec.get("dir"), rec.get("method"))
 
     def _group(self, fs: list[Any], seq: Any, t: Any, line: int | None, d: Any, method: Any) -> None:
         for f in fs:
@@ -356,45 +295,6 @@ class Scan:
 
     # -- the result ---------------------------------------------------------------------------
     def report(self, path: str, header: dict[str, Any], tallies: dict[str, StreamTally]) -> CaptureReport:
-        """The capture's report (as ``report.check_capture`` gives it).
+        """The capture's report (as ``report.check_capture`` gives it; check/scan_report.py).
         ``tallies``: the streams' SHA-256 of every byte ``on_bytes`` received."""
-        rep = CaptureReport(path, header.get("transport"), header.get("started"))
-        rep.groups, rep.severities = self.groups, self.sev
-        rep.messages = self.messages
-        rep.records = self.n - self.n_end + 1
-        for name, (nbytes, nmsg) in self.counts.items():
-            tallies[name].bytes, tallies[name].messages = nbytes, nmsg
-        integrity = Integrity.restore(self.transport, tallies, self.end, self.gaps, [f for _, f in self.order])
-        end = self.end
-        if end is None:
-            fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {r.get('method')} id={show_id(r.get('id'))} has no answer in the capture, "
-                          "which was cut short", _opened(r), severity=Severity.INFO).to_json() for seq, r in self.reqs.items()]
-            t = self.last_t
-            end_fs: list[Any] = fs
-            line = None
-            end_rec: dict[str, Any] = {"t_us": t}
-        else:
-            end_rec = end
-            u, un = end.get("findings"), end.get("unanswered")
-            end_fs = u if isinstance(u, list) else un if isinstance(un, list) else []
-            t = end.get("t_us")
-            line = self.n + self.cut + 1
-        capture = capture_findings(self.truncated, end is not None, end_rec if end is not None else {}, integrity, spill_name(header))
-        rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
-        rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
-        if isinstance(t, int) and t > self.duration:
-            self.duration = t
-        rep.duration_us = self.duration
-        for f in list(end_fs) + capture:
-            if type(f) is not dict:
-                raise Unsupported("a finding that is not an object")
-            where = end_rec.get("method")
-            if isinstance(f.get("data"), dict):
-                where = f["data"].get("method", where)
-            add_finding(self.groups, self.sev, self.keep, f, None, t if isinstance(t, int) else None, line, end_rec.get("dir"), where)
-        return rep
-
-
-def _opened(r: dict[str, Any]) -> dict[str, Any]:
-    return {"seq": r["seq"], "dir": r["dir"], "id": r.get("id"), "method": r.get("method"), **({"session": r["session"]} if "session" in r else {})}
-
+        return scan_report(self, path, header, tallies)

@@ -19,9 +19,7 @@ import functools
 import os
 import ssl
 import sys
-from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 import trio
@@ -30,150 +28,27 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.errors import interrupted
-from mcptap.cli.output import Style, refuse_input_as_output, styler
+from mcptap.cli.output import refuse_input_as_output, styler
 from mcptap.cli.progress import progress
+from mcptap.cli.replay_link import _headers, _link, _live_redaction, _url_name
+from mcptap.cli.replay_report import _counts, _line, _part, by_session, report_json, surface_of
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
-from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, describe_verdict
-from mcptap.diff.surface import SURFACE_METHODS, Surface, compare_surface
+from mcptap.compare.verdict import MATCH, SKIPPED
+from mcptap.diff.surface import compare_surface
 from mcptap.errors import McptapError
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
-from mcptap.known_secrets import KnownSecrets, known_secrets
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
-from mcptap.redact import placeholder, scrub_argv, scrub_command_url
-from mcptap.redact.headers import is_secret_header, redact_header
-from mcptap.replay.compare import ExchangeResult, compare_replay
+from mcptap.redact import scrub_argv, scrub_command_url
+from mcptap.replay.compare import compare_replay
 from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
-from mcptap.replay.plan import Plan
-from mcptap.replay.runner import Replayer, ReplayResult, StdioLink
+from mcptap.replay.runner import Replayer
 
 
 def _say(line: str) -> None:
     click.echo(f"mcptap: {esc(line)}", err=True)
-
-
-def surface_of(plan: Plan, responses: dict[int, Any] | None) -> Surface:
-    """The server surface seen in the original session (``responses`` None)
-    or in the live one (step index -> live response)."""
-    s = Surface()
-    for step in plan.steps:
-        if step.method not in SURFACE_METHODS:
-            continue
-        resp = step.response if responses is None else responses.get(step.index)
-        if isinstance(resp, dict) and isinstance(resp.get("result"), dict):
-            s.feed(step.method, step.params, resp["result"])
-    s.note_revision(plan.revision)
-    return s
-
-
-def _ms(us: int | None) -> str:
-    return "-" if us is None else f"{us / 1000:.1f} ms"
-
-
-def _line(r: ExchangeResult, style: Style | None = None) -> str:
-    where = f"#{r.seq}" if r.seq is not None else "new"
-    text = f"  {where:>7}  {r.label[:44]:<44}  {r.status:<13}"
-    detail = ""
-    if r.verdict is not None and r.verdict.paths and r.status in (CHANGED, ERROR_CHANGED):
-        detail = describe_verdict(r.verdict)       # as diff prints the same change
-    elif r.note:
-        detail = r.note
-    elif r.status == MATCH and r.latency_b_us is not None:
-        detail = f"{_ms(r.latency_b_us)} (was {_ms(r.latency_a_us)})"
-    line = shown(f"{text}  {detail}".rstrip())
-    return style(line, r.status) if style is not None else line
-
-
-def _part(plan: Plan, r: ExchangeResult) -> int | None:
-    return plan.steps[r.step].part if r.step is not None else None
-
-
-def by_session(plan: Plan, rows: list[ExchangeResult]) -> list[ExchangeResult]:
-    """``rows`` grouped by recorded session (recorded order within each;
-    server requests, which belong to no step, last)."""
-    def key(r: ExchangeResult) -> int:
-        part = _part(plan, r)
-        return len(plan.sessions) if part is None else part
-
-    return sorted(rows, key=key)
-
-
-def _counts(rows: list[ExchangeResult]) -> dict[str, int]:
-    counts = {k: 0 for k in (MATCH, CHANGED, ERROR_CHANGED, MISSING, NEW, SKIPPED)}
-    for r in rows:
-        counts[r.status] += 1
-    return counts
-
-
-def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None,
-                fresh: Sequence[tuple[str, int]] = ()) -> dict[str, Any]:
-    plan = result.plan
-    exchanges = []
-    for r in rows:
-        d = r.to_json()
-        if len(plan.sessions) > 1 and _part(plan, r) is not None:
-            d["session"] = _part(plan, r)
-        exchanges.append(d)
-    out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
-           "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
-           "server_exit": result.exit_code, "error": result.error,
-           "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],
-           "new_errors": [{"code": code, "count": n} for code, n in fresh]}
-    if len(plan.sessions) > 1:
-        out["sessions"] = [{"index": i, "recorded": key, "counts": _counts([r for r in rows if _part(plan, r) == i])}
-                           for i, key in enumerate(plan.sessions)]
-    return out
-
-
-def _link(plan: Plan, url: str | None, cmd: tuple[str, ...], rec_for: Any, grace: float,
-          headers: list[tuple[str, str]], timeout: float,
-          cacert: str | None = None) -> tuple[Any, Recorder, Callable[[int], Any] | None, KnownSecrets | None]:
-    """The link, its recorder, (stdio, several recorded sessions) a maker
-    of fresh links: one server process per recorded session, and the secrets of
-    ``cmd``, or of ``url`` and the credential ``headers`` (``_known``). ``--url``: the capture's own HTTP
-    transport (legacy HTTP+SSE when it has an endpoint event)."""
-    if url:
-        shown_url = scrub_command_url(url)
-        rec = rec_for("http", {"url": shown_url})
-        # a --header credential is recorded as its placeholder: a server that repeats it (a whoami
-        # answer, an error) gets the same one
-        creds = [(v, redact_header(n.lower(), v)) for n, v in headers if is_secret_header(n)]
-        known = _known(rec, [url, *(v for v, _ in creds)], [shown_url, *(s for _, s in creds)], stdio=False)
-        if plan.legacy_sse:
-            from mcptap.replay.sse_link import SseLink
-
-            return SseLink(url, rec, extra_headers=headers, endpoint_timeout=timeout, cacert=cacert), rec, None, known
-        from mcptap.replay.http_client import HttpLink
-
-        return HttpLink(url, rec, extra_headers=headers, tools=plan.tools, listen=plan.http_get, cacert=cacert), rec, None, known
-    shown = scrub_argv(list(cmd))
-    from mcptap.transport.stdio_os import server_cwd
-
-    target: dict[str, Any] = {"argv": shown}
-    cwd = server_cwd()
-    if cwd is not None:
-        target["cwd"] = cwd         # as record's: where the server's relative paths point
-    rec = rec_for("stdio", target)
-    known = _known(rec, list(cmd), shown, stdio=True)
-
-    def new_link(i: int) -> StdioLink:
-        rec.segment(f"replay-session-{i + 1}")
-        return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown)
-
-    return StdioLink(list(cmd), rec, grace=grace, shown_argv=shown), rec, new_link if len(plan.sessions) > 1 else None, known
-
-
-def _known(rec: Recorder, given: list[str], shown: list[str], stdio: bool) -> KnownSecrets | None:
-    """As ``record`` does: the secrets the shown argv or URL lacks, replaced wherever they
-    reappear in the new capture (a server that echoes its argv on stderr or its key in an
-    answer); returned for the report. None: there are none."""
-    known = known_secrets(given, shown, placeholder, stdio=stdio)
-    if known is not None and rec.writer is not None:
-        rec.writer.line_filter = known.line
-        rec.known = known if stdio else None
-    return known
 
 
 def _status(replayer: Replayer) -> str:
@@ -183,61 +58,6 @@ def _status(replayer: Replayer) -> str:
     answered = sum(1 for lv in live if lv.done.is_set())
     total = sum(1 for step in replayer.plan.steps if step.kind in ("request", "batch"))
     return f"{len(live)} of {total} requests sent, {answered} answered"
-
-
-def _live_redaction(plan: Plan, unscrubbed: bool) -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any] | None,
-                                                       Callable[[dict[str, Any]], dict[str, Any]] | None]:
-    """A scrubbed capture: functions that redact the live server's request params and live
-    messages as the capture's were (redact/live.py), so they match the recorded placeholders,
-    and the new capture's record transform: scrubbed with the same rules and key, so it holds
-    no live secret either (and ``diff`` of the two compares placeholders); (None, None, None)
-    for a capture in clear. Raises McptapError when the capture's passes cannot be redone
-    (no key, another key: the new capture would hold the live secrets in clear) unless
-    ``unscrubbed`` (``--unscrubbed-output``: then said once), and RedactionError when the
-    user's key is there but unusable (keyfile.existing_keyer)."""
-    if not plan.header.get("scrubbed"):
-        return None, None, None
-    from mcptap.redact.keyfile import existing_keyer
-    from mcptap.redact.live import live_redactors, message_redaction, params_redaction
-    from mcptap.redact.scrub import Scrubber
-
-    keyer = existing_keyer()
-    redactors, why = live_redactors(plan.header, keyer)
-    if redactors is None:
-        why = why or "the capture's scrub passes cannot be redone"
-        if not unscrubbed:
-            raise McptapError(f"{why}; the new capture would hold the live server's secrets in clear, so replay stops "
-                              "(--unscrubbed-output: write it unscrubbed all the same)")
-        _say(why)
-        return None, None, None
-    passes = [Scrubber(r) for r in redactors]
-
-    def scrub(rec: dict[str, Any]) -> dict[str, Any]:
-        for p in passes:                # each pass in order: the new header lists them as the capture's does
-            rec = p.transform(rec)
-        return rec
-
-    return params_redaction(redactors), message_redaction(redactors), scrub
-
-
-def _url_name(url: str) -> str:
-    """The server name of a new capture of ``--url URL`` (``http-HOST-PORT``, as the HTTP
-    tap names its captures): never the URL's user info, path or query (tokens go there)."""
-    try:
-        u = urlsplit(url)
-        return f"http-{u.hostname or 'server'}-{u.port or (443 if u.scheme == 'https' else 80)}"
-    except ValueError:
-        return "http"
-
-
-def _headers(items: tuple[str, ...]) -> list[tuple[str, str]]:
-    out = []
-    for h in items:
-        name, sep, value = h.partition(":")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{h!r} is not 'Name: value'", param_hint="--header")
-        out.append((name.strip(), value.strip()))
-    return out
 
 
 @click.command("replay", epilog=options.example('mcptap replay cap.jsonl -- python server.py',

@@ -30,8 +30,10 @@ Capabilities: ``tools`` (listChanged), ``resources``, ``prompts``, ``logging``.
   are never answered.
 
 The descriptors and the pure tool/resource/prompt answers live in
-:mod:`mcptap.demo.catalogue`; this module owns the session, the dispatch and
-the threads (the catalogue's names stay importable from here).
+:mod:`mcptap.demo.catalogue`, the JSON-RPC line layer (writing under one lock,
+reading a line into a request, a notification or an error answer) in
+:mod:`mcptap.demo.rpc`; this module owns the MCP session, the dispatch and
+the threads (the names of both stay importable from here).
 
 Concurrency: the main thread reads stdin and answers requests inline, except
 ``slow_count``, which runs in a worker thread so ``ping`` and cancellation stay
@@ -42,13 +44,11 @@ is written for that request (basic/utilities/cancellation).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
 from mcptap import __version__
 from mcptap.demo import PROTOCOL_VERSION, SUPPORTED_VERSIONS
@@ -72,30 +72,16 @@ from mcptap.demo.catalogue import (
     slow_count_args,
     text_content,
 )
+from mcptap.demo.rpc import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Job, LineSession, _valid_id
 
 __all__ = ["INVALID_PARAMS", "INVALID_REQUEST", "LOG_LEVELS", "METHOD_NOT_FOUND", "NAME", "PARSE_ERROR", "PROMPTS",
            "RESOURCES", "RESOURCE_NOT_FOUND", "TEMPLATES", "TEMPLATE_PREFIX", "TOOLS", "Job", "RpcError", "Server",
            "ToolError", "main", "since"]
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
-@dataclass(slots=True)
-class Job:
-    """One request answered from a worker thread (``slow_count``)."""
-
-    id: str | int
-    token: str | int | None
-    cancelled: threading.Event = field(default_factory=threading.Event)
-
-
-def _valid_id(value: Any) -> TypeGuard[str | int]:
-    # MCP request ids are strings or integers; never null, booleans or floats.
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-class Server:
+class Server(LineSession):
     """One MCP session over a pair of byte streams.
 
     ``write``: sends one complete line of bytes to the client (stdout);
@@ -103,84 +89,19 @@ class Server:
     """
 
     def __init__(self, write: Callable[[bytes], None], log: Callable[[str], None]) -> None:
-        self._write = write
-        self._log = log
-        self._lock = threading.Lock()
+        super().__init__(write, log)
         self._jobs: dict[tuple[bool, Any], Job] = {}
         self.revision: str | None = None       # negotiated in initialize
         self.initialized = False               # notifications/initialized received
         self.log_level: str | None = None      # set by logging/setLevel
-        self.closed = False                    # stdout is gone
 
-    # -- output ------------------------------------------------------------------------
-    def send(self, message: dict[str, Any], job: Job | None = None) -> bool:
-        """Write one message; for ``job``, only while it is not cancelled.
-        Returns False when nothing was written."""
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
-        with self._lock:
-            if self.closed or (job is not None and job.cancelled.is_set()):
-                return False
-            try:
-                self._write(line)
-            except (BrokenPipeError, OSError):
-                self.closed = True
-                return False
-            return True
-
-    def respond(self, rid: Any, result: dict[str, Any], job: Job | None = None) -> bool:
-        return self.send({"jsonrpc": "2.0", "id": rid, "result": result}, job)
-
-    def error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
-        err: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            err["data"] = data
-        msg: dict[str, Any] = {"jsonrpc": "2.0"}
-        if rid is not None:
-            msg["id"] = rid
-        msg["error"] = err
-        self.send(msg)
-
-    def notify(self, method: str, params: dict[str, Any], job: Job | None = None) -> bool:
-        return self.send({"jsonrpc": "2.0", "method": method, "params": params}, job)
-
+    # -- MCP logging ---------------------------------------------------------------------
     def log_message(self, level: str, data: Any, job: Job | None = None) -> None:
         """``notifications/message`` at ``level``, if the client asked for it."""
         if self.log_level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
             self.notify("notifications/message", {"level": level, "logger": "demo", "data": data}, job)
 
-    # -- input -------------------------------------------------------------------------
-    def handle_line(self, line: bytes) -> None:
-        """Handle one line read from stdin (never raises on client input)."""
-        if not line.strip():
-            return
-        try:
-            msg = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
-            self.error(None, PARSE_ERROR, "Parse error", {"detail": str(exc)[:200]})
-            return
-        if not isinstance(msg, dict):
-            # A JSON array is a batch: part of 2025-03-26 only, and not supported here.
-            self.error(None, INVALID_REQUEST, "Invalid Request: expected one JSON-RPC object per line")
-            return
-        rid = msg.get("id")
-        method = msg.get("method")
-        readable_id = "id" in msg and _valid_id(rid)
-        if msg.get("jsonrpc") != "2.0" or ("method" in msg and not isinstance(method, str)):
-            self.error(rid if readable_id else None, INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0" and method a string')
-            return
-        if method is None:
-            if ("result" in msg or "error" in msg) and "id" in msg:
-                self._log(f"ignoring a response (id {rid!r}): this server sends no requests")
-            else:
-                self.error(rid if readable_id else None, INVALID_REQUEST, "Invalid Request: neither request, notification nor response")
-            return
-        if "id" not in msg:
-            self.handle_notification(method, msg.get("params"))
-        elif not _valid_id(rid):
-            self.error(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
-        else:
-            self.handle_request(rid, method, msg.get("params"))
-
+    # -- dispatch -------------------------------------------------------------------------
     def handle_notification(self, method: str, params: Any) -> None:
         if method == "notifications/initialized":
             self.initialized = True

@@ -40,21 +40,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcptap import __version__
-from mcptap.capture.dumps import dumps
-from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
+from mcptap.export.har_cookies import _cookies, _set_cookies
+from mcptap.export.har_exchanges import Exchange, _t, exchanges_of
 from mcptap.export.spans import epoch_us, iso_us
-from mcptap.protocol.gap_pending import gap_finding
-
-
-def _t(rec: dict[str, Any]) -> int:
-    t = rec.get("t_us")
-    return t if isinstance(t, int) else 0
 
 
 def _ms(us: float) -> float:
@@ -69,75 +62,11 @@ def _header(headers: list[list[str]], name: str) -> str | None:
     return None
 
 
-def _message_bytes(rec: dict[str, Any]) -> bytes:
-    raw = decode_bytes(rec, "raw")
-    if raw is not None:
-        return raw
-    return dumps(rec.get("json")) + str(rec.get("eol", "")).encode("ascii")
-
-
 #: exchanges the tap answered itself, by the ``how`` of their end record
 #: the status of each answer the tap gives itself, by the end record's ``how``; its ``sent_502``
 #: says the tap answered (named for the first of them), so any other ``how`` with it is a 502
 _TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "Bad Request"),
                 "auth_not_fronted": (404, "Not Found")}
-
-
-class _Exchange:
-    __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
-                 "last_t", "gap", "gaps")
-
-    def __init__(self, request: dict[str, Any]) -> None:
-        self.request = request
-        self.response: dict[str, Any] | None = None
-        self.end: dict[str, Any] | None = None
-        self.body: bytes | None = None
-        self.body_t: int | None = None
-        self.events: list[tuple[int, int, str]] = []      # (offset, seq, event text)
-        self.messages: list[dict[str, Any]] = []
-        self.findings: list[dict[str, Any]] = []
-        self.rebuilt = False
-        self.resp_body: bytes | None = None
-        self.crlf = False           # the stream's lines end in CR LF (sse.crlf, flagged once per stream)
-        self.last_t = _t(request)   # its latest record: where it ends when no end record says
-        self.gap = False            # a recording gap cut it (end ``gap: true``, ``sse.cut: "gap"``)
-        self.gaps: list[dict[str, Any]] = []    # capture.gap findings of the gap records seen while it was open
-
-    def saw(self, rec: dict[str, Any]) -> None:
-        self.last_t = max(self.last_t, _t(rec))
-
-    @property
-    def eol(self) -> str:
-        return "\r\n" if self.crlf else "\n"
-
-
-def _sse_text(info: dict[str, Any], data: str | None, comments: Iterable[str] = (), eol: str = "\n") -> tuple[str, bool]:
-    """An SSE event's text: the recorded bytes, or rebuilt in the SDK layout
-    with ``eol`` line ends. Returns (text, rebuilt)."""
-    raw = info.get("raw")
-    if isinstance(raw, str):
-        return raw, False
-    lines = [f": {c}" if c else ":" for c in comments]
-    if info.get("id") is not None:
-        lines.append(f"id: {info['id']}")
-    if info.get("event"):
-        lines.append(f"event: {info['event']}")
-    if data is not None:
-        lines.extend(f"data: {d}" for d in data.split("\n"))
-    if info.get("retry") is not None:
-        lines.append(f"retry: {info['retry']}")
-    return eol.join(lines) + eol + eol, True
-
-
-def _crlf(rec: dict[str, Any]) -> bool:
-    return any(isinstance(f, dict) and f.get("code") == "sse.crlf" for f in rec.get("findings") or ())
-
-
-def _summary(rec: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: rec[k] for k in ("seq", "dir", "kind", "id", "method", "pair", "latency_us") if k in rec}
-    if rec.get("findings"):
-        out["findings"] = rec["findings"]
-    return out
 
 
 def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -158,73 +87,12 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
         origin = f"{u.scheme}://{u.netloc}" if u.scheme and u.netloc else ""
     except ValueError:
         pass
-    exchanges: dict[int, _Exchange] = {}
-    order: list[_Exchange] = []
-    for rec in records:
-        typ = rec.get("type")
-        if typ == "gap":
-            f = gap_finding(rec).to_json() if not rec.get("findings") else rec["findings"][0]
-            for ex in exchanges.values():
-                if ex.end is None:
-                    ex.gaps.append(f)
-            continue
-        if typ == "http":
-            ex_id = rec.get("exchange")
-            ev = rec.get("event")
-            if ev == "request" and isinstance(ex_id, int):
-                ex = exchanges[ex_id] = _Exchange(rec)
-                order.append(ex)
-                ex.findings += rec.get("findings") or ()
-                continue
-            found = exchanges.get(ex_id) if isinstance(ex_id, int) else None
-            if found is None:
-                continue
-            ex = found
-            ex.saw(rec)
-            ex.findings += rec.get("findings") or ()
-            if ev == "response" and not rec.get("informational"):
-                ex.response = rec
-            elif ev == "end":
-                ex.end = rec
-                ex.gap |= rec.get("gap") is True
-            elif ev == "request_body":
-                body = decode_bytes(rec, "body")
-                if body is not None:
-                    ex.body = (ex.body or b"") + body
-                    ex.body_t = rec.get("t_us")
-            elif ev == "sse":
-                info = rec.get("sse") or {}
-                endpoint = rec.get("endpoint") or {}
-                ex.crlf |= _crlf(rec)
-                ex.gap |= info.get("cut") == "gap"
-                text, rebuilt = _sse_text(info, endpoint.get("data") if endpoint else None, info.get("comments") or (), ex.eol)
-                ex.rebuilt |= rebuilt
-                ex.events.append((info.get("offset", 0), rec.get("seq", 0), text))
-        elif typ == "message":
-            tr = rec.get("transport") or {}
-            ex_no = tr.get("exchange")
-            found = exchanges.get(ex_no) if isinstance(ex_no, int) else None
-            if found is None:
-                continue
-            ex = found
-            ex.saw(rec)
-            ex.messages.append(_summary(rec))
-            if rec.get("dir") == "c2s":
-                ex.body = (ex.body or b"") + _message_bytes(rec)
-                ex.body_t = rec.get("t_us")
-            elif isinstance(tr.get("sse"), dict):
-                data = _message_bytes(rec).decode("utf-8", "replace")
-                ex.crlf |= _crlf(rec)
-                text, rebuilt = _sse_text(tr["sse"], data, (), ex.eol)
-                ex.rebuilt |= rebuilt
-                ex.events.append((tr["sse"].get("offset", 0), rec.get("seq", 0), text))
-            else:
-                ex.resp_body = (ex.resp_body or b"") + _message_bytes(rec)
+    order = exchanges_of(records)
     return {"log": {"version": "1.2", "creator": {"name": "mcptap", "version": __version__},
                     "entries": [_entry(ex, epoch, origin) for ex in order]}}
 
 
-def _content(ex: _Exchange, headers: list[list[str]]) -> dict[str, Any]:
+def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
     mime = _header(headers, "content-type") or ""
     body: bytes | None = None
     comment = ""
@@ -268,54 +136,7 @@ def _body_size(end: dict[str, Any], headers: list[list[str]]) -> int:
     return int(length) if length.isascii() and length.isdigit() else -1
 
 
-def _cookies(headers: Any) -> list[dict[str, str]]:
-    """HAR cookies of the recorded ``Cookie`` headers (``a=1; b=2``; a pair without ``=`` is a
-    nameless value, as browsers read it): values exactly as recorded, placeholders and all."""
-    out = []
-    for h in headers or ():
-        if isinstance(h, (list, tuple)) and len(h) == 2 and str(h[0]).lower() == "cookie":
-            for pair in str(h[1]).split(";"):
-                if pair.strip():
-                    name, eq, value = pair.strip().partition("=")
-                    out.append({"name": name.strip(), "value": value.strip()} if eq else {"name": "", "value": name})
-    return out
-
-
-def _expires(text: str) -> str | None:
-    """A Set-Cookie ``Expires`` date (RFC 1123) as HAR's ISO 8601, None when it is not one."""
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    return when.isoformat() if when.tzinfo is not None else when.isoformat() + "Z"
-
-
-def _set_cookies(headers: Any) -> list[dict[str, Any]]:
-    """HAR cookies of the recorded ``Set-Cookie`` headers: name, value (as recorded) and the
-    path, domain, expires, httpOnly and secure attributes."""
-    out: list[dict[str, Any]] = []
-    for h in headers or ():
-        if not (isinstance(h, (list, tuple)) and len(h) == 2 and str(h[0]).lower() == "set-cookie"):
-            continue
-        first, *attrs = str(h[1]).split(";")
-        name, eq, value = first.strip().partition("=")
-        cookie: dict[str, Any] = {"name": name.strip(), "value": value.strip()} if eq else {"name": "", "value": name}
-        for attr in attrs:
-            key, _, val = attr.strip().partition("=")
-            low = key.strip().lower()
-            if low in ("path", "domain"):
-                cookie[low] = val.strip()
-            elif low == "expires" and _expires(val.strip()) is not None:
-                cookie["expires"] = _expires(val.strip())
-            elif low == "httponly":
-                cookie["httpOnly"] = True
-            elif low == "secure":
-                cookie["secure"] = True
-        out.append(cookie)
-    return out
-
-
-def _entry(ex: _Exchange, epoch: int, origin: str) -> dict[str, Any]:
+def _entry(ex: Exchange, epoch: int, origin: str) -> dict[str, Any]:
     req = ex.request
     target = str(req.get("target") or "/")
     url = target if "://" in target else origin + target

@@ -6,7 +6,8 @@ again byte for byte.
 * ``jsonc``: position-tracking JSON-with-comments reader (span splicing).
 * ``dialects``: ``mcpServers`` JSON (Claude Desktop, Claude Code, Cursor,
   Windsurf, Gemini CLI), VS Code ``servers`` (JSONC), Zed
-  ``context_servers``, Codex ``[mcp_servers.NAME]`` TOML; detection.
+  ``context_servers``, Codex ``[mcp_servers.NAME]`` TOML; detection
+  (``entries``: the shared types; ``json_dialect``, ``toml_dialect``: the two kinds).
 * ``wrap``: the wrap/unwrap engine; ``memo``: its records (kept in a sidecar file by
   the CLI).
 * ``tapline``: the wrapped command line (building it, reading one back,
