@@ -165,7 +165,8 @@ class Reannotator(RecordingState):
                     self._framers[d] = NewlineFramer(self.streams[d].bytes)
         elif typ == "gap":
             # as the live recorder: requests open now whose answers travel the gap's way may be answered in it
-            self.annotator.gap(_DIRS.get(str(rec.get("dir"))))
+            lost = rec.get("bytes")
+            self.annotator.gap(_DIRS.get(str(rec.get("dir"))), lost if type(lost) is int and lost >= 0 else None)
             if self.transport == "stdio":
                 self._gap_in(rec)
         if self._reframe:

@@ -357,7 +357,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         """A ``gap`` record: something could not be recorded (``nbytes``
         forwarded in ``direction``, where known); returns its seq. Requests
         open now whose answers travel that way are not judged unanswered."""
-        self.annotator.gap(direction)
+        self.annotator.gap(direction, nbytes)
         return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
 
     def assume(self, **state: Any) -> None:

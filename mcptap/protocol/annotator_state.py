@@ -13,7 +13,7 @@ from mcptap.model import Direction, Finding, Message, Phase
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
-from mcptap.protocol.gap_pending import answers_in_gap, gapped, mark_gap
+from mcptap.protocol.gap_pending import Holes, answers_in_gap, mark_gap
 from mcptap.protocol.http_answers import HttpAnswers
 from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
@@ -50,8 +50,8 @@ class AnnotatorState:
         self.stream_heard: dict[Any, int] = {}
         #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
         self.shape_check: Callable[..., list[Finding]] = _shapes.check
-        #: the directions a recording gap covered so far: requests sent that way may be in it (gap_pending.request_in_gap)
-        self.gapped: set[Direction] = set()
+        #: the requests the recording gaps so far may hold (gap_pending.request_in_gap)
+        self.gapped = Holes()
 
     # -- state ------------------------------------------------------------------
     def session(self, session: Any = None) -> SessionState:
@@ -142,13 +142,14 @@ class AnnotatorState:
         stream_closed(self.session(session))
         return self.pairing.lost_at_eof(session) if direction is S2C else []
 
-    def gap(self, direction: Direction | None) -> None:
-        """A recording gap in ``direction`` (None: both): the requests open now
-        whose answers travel that way are not judged unanswered, and a later
-        answer to a request sent that way which matches none is not blamed on
-        its sender (gap_pending.py)."""
+    def gap(self, direction: Direction | None, nbytes: int | None = None) -> None:
+        """A recording gap in ``direction`` (None: both) that lost ``nbytes``
+        forwarded that way (None: unknown): the requests open now whose answers
+        travel that way are not judged unanswered, and later answers to
+        requests sent that way which match none are not blamed on their
+        sender, as many as the gap may hold (gap_pending.py)."""
         mark_gap(self.pairing.pending(), direction)
-        gapped(self.gapped, direction)
+        self.gapped.add(direction, nbytes)
 
     def unframed(self, direction: Direction) -> None:
         """Live stdio: bytes in ``direction`` are being stored unframed and
