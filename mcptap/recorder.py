@@ -186,6 +186,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             if i:
                 self._chunk(direction, data[:i], start, t)
             del self._unframed[direction]
+            self.annotator.framed(direction)
             self._framers[direction] = NewlineFramer(start + i)
             data = data[i:]
             if not data:
@@ -198,6 +199,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             if behind is not None and behind():
                 rest = b"".join([x.raw for x in frames[i:]] + [framer.take_buffered()])
                 self._chunk(direction, rest, f.offset, t)
+                self.annotator.unframed(direction)      # answers may be in ``rest``: judged by re-annotation
                 self._unframed[direction] = rest.endswith(b"\n")
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
@@ -207,6 +209,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
                 # never held whole: memory stays flat whatever a peer sends
                 held = framer.take_buffered()
                 self._chunk(direction, held, s.bytes - len(held), t)
+                self.annotator.unframed(direction)      # the long line may be an answer
                 self._unframed[direction] = held.endswith(b"\n")
         self._flush()
         return out
