@@ -288,7 +288,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         process (``replay`` of a capture with several sessions). Its messages
         and eof records carry ``session`` = ``key`` (str; None: none), so lifecycle and
         pairing state stay apart from the earlier processes'."""
-        self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
+        self._framers = {d: NewlineFramer(self.streams[d].bytes) for d in (C2S, S2C)}      # offsets continue the stream
         self._ended = set()
         self.segment_key = key
 
