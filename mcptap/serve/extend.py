@@ -15,8 +15,8 @@ the file's records of every session make up) under a session key of its own
 annotated by today's rules. The recorded notifications the mock replayed to the
 client (``replayed``: their seqs in the episode) are left out: the capture
 holds them already, and added again they would read as the server's new
-behaviour. The answers it replayed stay,
-so the new session's requests are answered in it. A new end record closes the
+behaviour. The answers and server requests it replayed stay,
+so the new session's exchanges stay paired. A new end record closes the
 merged capture: per-direction counts and SHA-256 digests of the bytes the file
 holds (all sessions), findings counted over every record, the original end
 record's pending requests and end-of-session findings kept beside the new
