@@ -165,7 +165,8 @@ class Reannotator(RecordingState):
                     self._framers[d] = NewlineFramer(self.streams[d].bytes)
         elif typ == "gap":
             # as the live recorder: requests open now whose answers travel the gap's way may be answered in it
-            self.annotator.gap(_DIRS.get(str(rec.get("dir"))))
+            lost = rec.get("bytes")
+            self.annotator.gap(_DIRS.get(str(rec.get("dir"))), lost if type(lost) is int and lost >= 0 else None)
             if self.transport == "stdio":
                 self._gap_in(rec)
         if self._reframe:
@@ -265,7 +266,7 @@ class Reannotator(RecordingState):
         """A stdio record of another keyed session (``serve --extend``, ``replay``): framed afresh, as ``Recorder.segment`` did."""
         if key != self._seg:
             self._seg = key
-            self._framers = {Direction.C2S: NewlineFramer(), Direction.S2C: NewlineFramer()}
+            self._framers = {d: NewlineFramer(self.streams[d].bytes) for d in (Direction.C2S, Direction.S2C)}
 
     def _gap_in(self, rec: dict[str, Any]) -> None:
         """A stdio ``gap`` record in one direction: the recorder stored the

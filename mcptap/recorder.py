@@ -186,6 +186,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             if i:
                 self._chunk(direction, data[:i], start, t)
             del self._unframed[direction]
+            self.annotator.framed(direction)
             self._framers[direction] = NewlineFramer(start + i)
             data = data[i:]
             if not data:
@@ -198,6 +199,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             if behind is not None and behind():
                 rest = b"".join([x.raw for x in frames[i:]] + [framer.take_buffered()])
                 self._chunk(direction, rest, f.offset, t)
+                self.annotator.unframed(direction)      # answers may be in ``rest``: judged by re-annotation
                 self._unframed[direction] = rest.endswith(b"\n")
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
@@ -207,6 +209,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
                 # never held whole: memory stays flat whatever a peer sends
                 held = framer.take_buffered()
                 self._chunk(direction, held, s.bytes - len(held), t)
+                self.annotator.unframed(direction)      # the long line may be an answer
                 self._unframed[direction] = held.endswith(b"\n")
         self._flush()
         return out
@@ -285,7 +288,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         process (``replay`` of a capture with several sessions). Its messages
         and eof records carry ``session`` = ``key`` (str; None: none), so lifecycle and
         pairing state stay apart from the earlier processes'."""
-        self._framers = {C2S: NewlineFramer(), S2C: NewlineFramer()}
+        self._framers = {d: NewlineFramer(self.streams[d].bytes) for d in (C2S, S2C)}      # offsets continue the stream
         self._ended = set()
         self.segment_key = key
 
@@ -357,7 +360,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         """A ``gap`` record: something could not be recorded (``nbytes``
         forwarded in ``direction``, where known); returns its seq. Requests
         open now whose answers travel that way are not judged unanswered."""
-        self.annotator.gap(direction)
+        self.annotator.gap(direction, nbytes)
         return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
 
     def assume(self, **state: Any) -> None:

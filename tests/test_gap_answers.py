@@ -121,3 +121,28 @@ def test_a_gap_does_not_excuse_a_response_it_could_not_have_hidden(tmp_path: Pat
                         "none": handshake() + [s2c(res(2, {}))]}.items():
         codes = _codes(_live(steps + [("eof", "s2c")], tmp_path / f"{name}.jsonl"))
         assert "jsonrpc.unmatched_response" in codes and "capture.request_in_gap" not in codes, (name, codes)
+
+
+def test_the_excuse_of_a_gap_is_used_up_by_the_requests_it_may_hold(tmp_path: Path) -> None:
+    # a 50-byte hole in c2s holds at most 50 // 21 + 2 = 4 requests (gap_pending.MIN_REQUEST); answers long
+    # after it: the first four distinct unmatched ids are excused, the rest are the server's errors again,
+    # and an id already excused once is not excused twice (its request got its one answer)
+    late = [s2c(res(i, {})) for i in (20, 21, 20, 22, 23, 24, 25)]
+    path = tmp_path / "late.jsonl"
+    recs = _live(handshake() + [("lost", ("c2s", 50)), c2s(LOG), s2c(LOG)] + late + [("eof", "s2c")], path)
+    per_answer = [[f["code"] for f in r.get("findings") or ()] for r in recs
+                  if r.get("type") == "message" and r.get("dir") == "s2c" and r["json"].get("id") in (20, 21, 22, 23, 24, 25)]
+    want = [["capture.request_in_gap"], ["capture.request_in_gap"], ["jsonrpc.unmatched_response"], ["capture.request_in_gap"],
+            ["capture.request_in_gap"], ["jsonrpc.unmatched_response"], ["jsonrpc.unmatched_response"]]
+    assert per_answer == want
+    codes = _codes(recs)
+    for check, reuse in ((check_capture, True), (check_capture, False), (fast_check, True), (fast_check, False)):
+        rep = check(str(path), reuse=reuse)       # check (its fast scan too) and check --full say the same
+        assert rep.groups["jsonrpc.unmatched_response"].count == 3, (reuse, sorted(rep.groups))
+        assert rep.groups["capture.request_in_gap"].count == 4
+    cap = read_capture(str(path))
+    assert _codes(list(reannotate(cap.header, cap.records + [cap.end], reuse=False))) == codes
+    # a gap that does not say how much it lost sets no bound; a later gap lets an excused id be excused again
+    recs = _live(handshake() + [("gap", "the relay was stopped")] + [s2c(res(i, {})) for i in range(30, 40)]
+                 + [("lost", ("c2s", 10)), s2c(res(30, {})), ("eof", "s2c")], tmp_path / "unbounded.jsonl")
+    assert "jsonrpc.unmatched_response" not in _codes(recs)

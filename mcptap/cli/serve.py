@@ -226,7 +226,7 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
     from mcptap.serve.extend import extend_capture
 
     try:
-        extend_capture(capture, episode, scrubbers, source=_source(capture, held))
+        extend_capture(capture, episode, scrubbers, source=_source(capture, held), replayed=result.replayed)
     except (McptapError, ValueError, OSError) as exc:
         _say(f"cannot extend {capture}: {exc}")
         return False

@@ -22,7 +22,7 @@ from mcptap.protocol.framing_facts import framing_findings, non_json_findings
 from mcptap.protocol.gap_pending import request_in_gap
 from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.jsonparse import BOM
-from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, oddity_findings, show_id
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, id_key, oddity_findings, show_id
 from mcptap.protocol.lifecycle import (
     SessionState,
     discover_response,
@@ -198,7 +198,7 @@ class Annotator(AnnotatorState):
             scope = self._scope_of(sender.peer, st)
         p, fs = self.pairing.response(scope, sender, cls.id, exchange)
         if p is None:
-            out.extend(request_in_gap(fs, sender.peer, self.gapped) if self.gapped else fs)
+            out.extend(request_in_gap(fs, sender.peer, self.gapped, (scope, id_key(cls.id))) if self.gapped else fs)
             return None, None, None
         if fs:
             out.extend(fs)

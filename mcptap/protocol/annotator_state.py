@@ -13,12 +13,13 @@ from mcptap.model import Direction, Finding, Message, Phase
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
-from mcptap.protocol.gap_pending import answers_in_gap, gapped, mark_gap
+from mcptap.protocol.gap_pending import Holes, answers_in_gap, mark_gap
 from mcptap.protocol.http_answers import HttpAnswers
 from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
 
 LARGE_MESSAGE = 1 << 20
+_ALL = float("inf")
 S2C = Direction.S2C
 
 
@@ -50,8 +51,11 @@ class AnnotatorState:
         self.stream_heard: dict[Any, int] = {}
         #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
         self.shape_check: Callable[..., list[Finding]] = _shapes.check
-        #: the directions a recording gap covered so far: requests sent that way may be in it (gap_pending.request_in_gap)
-        self.gapped: set[Direction] = set()
+        #: the requests the recording gaps so far may hold (gap_pending.request_in_gap)
+        self.gapped = Holes()
+        #: live stdio: answers' direction -> the seq of the last request registered before its bytes were
+        #: last framed again (``_ALL`` while they are stored unframed): requests up to it may be answered in them
+        self._unframed_upto: dict[Direction, float] = {}
 
     # -- state ------------------------------------------------------------------
     def session(self, session: Any = None) -> SessionState:
@@ -133,6 +137,7 @@ class AnnotatorState:
         receiver SHOULD NOT answer those), and those a recording gap covered
         (their answers may be in it: ``finish`` names them, gap_pending.py), and those
         whose answers may be in bytes stored unframed (``unframed``)."""
+        self._settle()
         return [p for p in self.pairing.pending() if not p.cancelled and not p.in_gap and not p.deferred]
 
     # -- end of streams -------------------------------------------------------------------
@@ -140,31 +145,54 @@ class AnnotatorState:
         """A stream closed. stdio: when the server's stdout closes, requests the
         client is still waiting for will never be answered."""
         stream_closed(self.session(session))
-        return self.pairing.lost_at_eof(session) if direction is S2C else []
+        if direction is not S2C:
+            return []
+        self._settle()
+        return self.pairing.lost_at_eof(session)
 
-    def gap(self, direction: Direction | None) -> None:
-        """A recording gap in ``direction`` (None: both): the requests open now
-        whose answers travel that way are not judged unanswered, and a later
-        answer to a request sent that way which matches none is not blamed on
-        its sender (gap_pending.py)."""
+    def gap(self, direction: Direction | None, nbytes: int | None = None) -> None:
+        """A recording gap in ``direction`` (None: both) that lost ``nbytes``
+        forwarded that way (None: unknown): the requests open now whose answers
+        travel that way are not judged unanswered, and later answers to
+        requests sent that way which match none are not blamed on their
+        sender, as many as the gap may hold (gap_pending.py)."""
         mark_gap(self.pairing.pending(), direction)
-        gapped(self.gapped, direction)
+        self.gapped.add(direction, nbytes)
 
     def unframed(self, direction: Direction) -> None:
         """Live stdio: bytes in ``direction`` are being stored unframed and
-        unannotated (``chunk`` records: analysis fell behind, or mcptap was told
-        to stop). The requests open now whose answers travel that way may be
-        answered in them: not judged unanswered here (no
-        ``lifecycle.eof_with_pending_requests`` / ``jsonrpc.unanswered_request``,
-        not in the end record's ``pending``); re-annotation frames the chunks and
-        judges them."""
-        for p in self.pairing.pending():
-            if p.direction is direction.peer:
-                p.deferred = True
+        unannotated (``chunk`` records: analysis fell behind, a line too long
+        to hold, or mcptap was told to stop) until ``framed``. The requests
+        open meanwhile whose answers travel that way may be answered in them:
+        not judged unanswered here (no ``lifecycle.eof_with_pending_requests`` /
+        ``jsonrpc.unanswered_request``, not in the end record's ``pending``);
+        re-annotation frames the chunks and judges them. O(1): called per
+        chunk, it only notes the direction; the requests are marked
+        (``Pending.deferred``) when they are judged (``_settle``)."""
+        self._unframed_upto[direction] = _ALL
+
+    def framed(self, direction: Direction) -> None:
+        """Live stdio: framing of ``direction`` resumed (see ``unframed``):
+        requests registered from now on are judged as usual again, unless
+        bytes that way are stored unframed again while they are open."""
+        if self._unframed_upto.get(direction) == _ALL:
+            self._unframed_upto[direction] = self.pairing.last_seq
+
+    def _settle(self) -> None:
+        """Mark deferred each open request that was open while its answers'
+        direction was stored unframed: registered (request seqs increase) no
+        later than the last request before framing resumed, or at all while
+        it has not resumed."""
+        upto = self._unframed_upto
+        if upto:
+            for p in self.pairing.pending():
+                if p.seq <= upto.get(p.direction.peer, -1):
+                    p.deferred = True
 
     def finish(self, t_us: int, complete: bool = True) -> list[Finding]:
         """End of capture: every request still pending and not yet reported.
         ``complete=False`` (the capture was cut short): reported as info, the
         answers may simply not have been recorded. Those a recording gap
         covered: one ``capture.answers_in_gap`` (info)."""
+        self._settle()
         return answers_in_gap(self.pairing.pending()) + self.pairing.never_answered(complete)

@@ -285,7 +285,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("capture.answers_in_gap", INFO, "requests left open while a recording gap covered their answers' direction: their answers may be in the "
      "gap, so they are not judged unanswered", "mcptap capture format"),
     ("capture.request_in_gap", INFO, "response matching no request after a recording gap covered the requester's direction: its request may "
-     "be in the gap, so it is not judged unmatched", "mcptap capture format"),
+     "be in the gap, so it is not judged unmatched (each id once, and no more answers than the gap's bytes can hold requests)",
+     "mcptap capture format"),
     ("capture.truncated", WARN, "capture's last line is cut mid-record (mcptap killed while writing); the partial record is ignored", "mcptap capture format"),
     ("capture.incomplete", WARN, "capture has no end record (mcptap was killed, is still recording, or could not write)", "mcptap capture format"),
     ("capture.cut_line", WARN, "capture without end record stops in the middle of a peer's line (recorded as chunk records): "

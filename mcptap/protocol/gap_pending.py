@@ -12,9 +12,23 @@ is judged as usual; an answer that does arrive after the gap still pairs.
 
 The converse: a request forwarded in the hole is not in the capture, so its
 answer, when it comes, matches nothing the capture holds. Once a gap covered a
-requester's direction (``gapped``), a response from its peer that matches no
+requester's direction (``Holes``), a response from its peer that matches no
 request is ``capture.request_in_gap`` (info), not ``jsonrpc.unmatched_response``
-(an error blamed on the responder).
+(an error blamed on the responder), but only as often as the holes can hold
+requests (an answer can come at any time later, so no clock bounds it):
+
+- each request gets one answer, so each excuse uses up one request the holes
+  may hold: a gap that says how many bytes it lost in that direction holds at
+  most ``bytes // MIN_REQUEST + 2`` (whole requests of at least ``MIN_REQUEST``
+  bytes with their separator, and one cut at each edge); a gap without
+  ``bytes`` (or without ``dir``) sets no bound;
+- an id excused once (per session) is not excused again until a later gap: a
+  request in the hole was answered by the first such response, and a request
+  reusing its id could only be sent after that answer, so in the capture.
+
+Past that, an unmatched response is the responder's error again, however long
+after the gap. Live recording and re-annotation (``check``, ``check --full``)
+feed the same gap records and responses in the same order, so they agree.
 """
 
 from __future__ import annotations
@@ -35,18 +49,55 @@ def mark_gap(pending: Iterable[Pending], direction: Direction | None) -> None:
             p.in_gap = True
 
 
-def gapped(seen: set[Direction], direction: Direction | None) -> None:
-    """Add to ``seen`` (the directions whose requests a gap may hold) the
-    gap's ``direction`` (None: unknown, both)."""
-    seen.update((Direction.C2S, Direction.S2C) if direction is None else (direction,))
+#: the shortest line a (lenient) peer may take for a request, its separator
+#: included: ``{"id":0,"method":""}`` and a newline (or a batch's comma)
+MIN_REQUEST = 21
 
 
-def request_in_gap(found: list[Finding], requester: Direction, seen: set[Direction]) -> list[Finding]:
+class Holes:
+    """What the recording gaps so far may hold, per requester direction: how
+    many requests at most (``room``; None: no bound) and the (session, id
+    key)s of the responses already excused since that direction's last gap.
+    Falsy while no gap was seen (the annotator's fast path)."""
+
+    __slots__ = ("room", "excused")
+
+    def __init__(self) -> None:
+        self.room: dict[Direction, int | None] = {}
+        self.excused: dict[Direction, set[Any]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.room)
+
+    def add(self, direction: Direction | None, nbytes: int | None) -> None:
+        """A gap in ``direction`` (None: unknown, both) that lost ``nbytes``
+        forwarded that way (None: unknown, no bound)."""
+        more = None if nbytes is None or direction is None else nbytes // MIN_REQUEST + 2
+        for d in (Direction.C2S, Direction.S2C) if direction is None else (direction,):
+            had = self.room.get(d, 0)
+            self.room[d] = None if had is None or more is None else had + more
+            self.excused[d] = set()
+
+    def excuse(self, requester: Direction, key: Any) -> bool:
+        """Whether a response matching no request from ``requester``, with
+        ``key`` ((session, id key)), may answer a request in a hole; if so it
+        uses up one of the requests the holes may hold."""
+        room = self.room.get(requester, 0)
+        seen = self.excused.get(requester)
+        if room == 0 or seen is None or key in seen:
+            return False
+        seen.add(key)
+        if room is not None:
+            self.room[requester] = room - 1
+        return True
+
+
+def request_in_gap(found: list[Finding], requester: Direction, holes: Holes, key: Any) -> list[Finding]:
     """``found`` (a response's pairing findings, it paired with nothing), with
     ``jsonrpc.unmatched_response`` replaced by ``capture.request_in_gap``
-    (info) when a gap covered ``requester``'s direction (``seen``): the
-    request it answers may have been forwarded in the hole."""
-    if requester not in seen:
+    (info) when a gap covered ``requester``'s direction and may still hold the
+    request it answers (``Holes.excuse`` of ``key``, (session, id key))."""
+    if not any(f.code == "jsonrpc.unmatched_response" for f in found) or not holes.excuse(requester, key):
         return found
     return [finding("capture.request_in_gap", f.message.replace("matches no request the", "matches no request in the capture from the")
                     + f", but a recording gap covered the {requester.value} direction before it: its request may be in the gap")

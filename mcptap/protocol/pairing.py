@@ -127,12 +127,15 @@ class Pairing:
         self._tasks: dict[tuple[Any, Any], Any] = {}
         #: stateless HTTP scopes (("exchange", n): see ``forget_scope``) -> their entries to forget, as (table, key, value)
         self._scoped = BoundedMap()
+        #: the seq of the last request registered (-1: none)
+        self.last_seq = -1
 
     # -- requests -------------------------------------------------------------
     def request(self, p: Pending, unique_per_session: bool) -> list[Finding]:
         """Register request ``p``. ``unique_per_session``: legacy revisions
         forbid reusing an id even after it was answered."""
         out: list[Finding] = []
+        self.last_seq = p.seq
         i = p.id
         k = p.key = (p.session, p.direction, i if type(i) is int or type(i) is str else id_key(i))
         lst = self._pending.get(k)

@@ -19,7 +19,9 @@
   again (a new GET, a new endpoint event; as a browser's EventSource does) and
   the next POSTs go to its endpoint; the transport has no resumption, so the
   requests the ended stream still owed are settled unanswered with
-  ``REOPEN_NOTE`` (the runner's ``lost``). After ``REOPEN_FAILURES`` streams in
+  ``REOPEN_NOTE`` (the runner's ``lost``), and the new endpoint, a new session
+  to the server, is given the session's handshake again first
+  (``replay/sse_stream.py``). After ``REOPEN_FAILURES`` streams in
   a row without a message, or a reopening that gets no endpoint, the link is
   closed: nothing more can come.
 * A POST whose kept-alive connection the server closed as it arrived (no
@@ -45,7 +47,6 @@ crossed the wire.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import h11
@@ -61,33 +62,15 @@ from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.replay.http_client import HttpLink
 from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request, id_key, response_ids
+from mcptap.replay.sse_stream import Again, SseStream
 from mcptap.replay.steps import read_id
 
 C2S, S2C = Direction.C2S, Direction.S2C
 #: streams in a row that the server ends without a message before the link stops opening it again
 REOPEN_FAILURES = 2
 #: why a request whose answer was owed on a stream the server ended is unanswered
-REOPEN_NOTE = ("the server ended the HTTP+SSE event stream before answering; replay opened it again, but the legacy "
-               "transport has no resumption: what the server sent meanwhile is lost (a new endpoint is a new session on most servers)")
-
-
-@dataclass(slots=True)
-class _Stream:
-    """One session's event stream: the endpoint target (``path?query``) once
-    announced, or why there is none."""
-
-    target: str | None = None
-    failed: str | None = None
-    status: int = 0
-    ready: trio.Event = field(default_factory=trio.Event)
-    done: trio.Event = field(default_factory=trio.Event)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    #: the requests POSTed to this stream's endpoint whose answers have not come on it (id key -> id)
-    owed: dict[Any, Any] = field(default_factory=dict)
-
-    def reopening(self) -> None:
-        """The server ended the stream: sends wait for the next one's endpoint."""
-        self.target, self.failed, self.status, self.ready = None, None, 0, trio.Event()
+REOPEN_NOTE = ("the server ended the HTTP+SSE event stream before answering; replay opened it again (a new endpoint: a new "
+               "session, initialised again), but the legacy transport has no resumption: what the server sent meanwhile is lost")
 
 
 def _raw(headers: Sequence[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -106,10 +89,11 @@ class SseLink(HttpLink):
         # the observer parses each stream message to record it: the link hands on that parse
         self._parsed: dict[int, list[tuple[bytes, Any]]] = {}
         self.observer.parsed_sink = self._parsed
-        self._streams: dict[Any, _Stream] = {}
+        self._streams: dict[Any, SseStream] = {}
         self._used: set[int] = set()        # connections that carried an exchange: the next one on it is "reused"
         self._closing = False
         self._gone = False                  # a stream the server ended could not be opened again: the link is closed
+        self._again = Again()
         #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
         self.lost: Callable[[list[Any], str], None] | None = None
 
@@ -120,6 +104,7 @@ class SseLink(HttpLink):
 
     # -- link interface (start: HttpLink's, which connects once to fail early) ---------------
     async def send(self, value: Any, session: Any = None) -> None:
+        self._again.sent(value, session)
         st = await self._stream(session)
         if self._gone:
             return              # (its requests settled by the runner's ``closed``)
@@ -145,12 +130,12 @@ class SseLink(HttpLink):
         self._idle.clear()
 
     # -- the event stream -----------------------------------------------------------------
-    async def _stream(self, session: Any) -> _Stream:
+    async def _stream(self, session: Any) -> SseStream:
         """``session``'s stream, opened on first use; returns once its
         endpoint is known or it has failed."""
         st = self._streams.get(session)
         if st is None:
-            st = self._streams[session] = _Stream()
+            st = self._streams[session] = SseStream()
             self.nursery.start_soon(self._read, session, st)
         with trio.move_on_after(self.endpoint_timeout):
             await st.ready.wait()
@@ -164,7 +149,7 @@ class SseLink(HttpLink):
         self._exchanges += 1
         return self._exchanges
 
-    async def _read(self, session: Any, st: _Stream) -> None:
+    async def _read(self, session: Any, st: SseStream) -> None:
         """``session``'s event stream for as long as the link runs: one the server ends
         is opened again (as a browser's EventSource does; the SDK client gives up) until
         ``REOPEN_FAILURES`` streams in a row bring no message; the requests it still owed
@@ -199,7 +184,7 @@ class SseLink(HttpLink):
             st.ready.set()
             st.done.set()
 
-    async def _listen(self, session: Any, st: _Stream, first: bool) -> int:
+    async def _listen(self, session: Any, st: SseStream, first: bool) -> int:
         """One GET of the event stream, to its end: the messages it delivered. A
         refusal wakes the sends waiting for its endpoint only of the ``first`` GET
         (a reopening's is ``_read``'s to judge)."""
@@ -242,7 +227,7 @@ class SseLink(HttpLink):
                 await trio.aclose_forcefully(c.stream)
         return got
 
-    async def _events(self, c: Conn, ex: int, session: Any, st: _Stream) -> int:
+    async def _events(self, c: Conn, ex: int, session: Any, st: SseStream) -> int:
         """Read the stream to its end; the messages delivered."""
         parser, got = SSEParser(), 0
         while True:
@@ -259,19 +244,22 @@ class SseLink(HttpLink):
         self._parsed.pop(ex, None)      # (the observer records a last unterminated event only at the stream's end)
         return got
 
-    async def _event(self, ex: int, session: Any, st: _Stream, sse: SSEEvent) -> int:
+    async def _event(self, ex: int, session: Any, st: SseStream, sse: SSEEvent) -> int:
         if not sse.dispatched:
             return 0
         if sse.type == "endpoint":
-            if not st.ready.is_set():
+            if not st.ready.is_set() and st.target is None:
                 st.target, st.failed = self._endpoint(sse.data)
-                st.ready.set()
+                if st.reopened and st.target is not None and session in self._again.handshakes:
+                    self.nursery.start_soon(self._initialize_again, session, st, st.target)
+                else:
+                    st.ready.set()
             return 0
         if sse.type != "message" or not sse.data:
             return 0    # as the SDK client: other event types carry no message
         value = self._parsed_value(ex, sse.data.encode("utf-8"))
-        if not isinstance(value, (dict, list)):
-            return 0
+        if not isinstance(value, (dict, list)) or self._again.answered(value):
+            return 0        # (an answer to an initialize given again is not the runner's, nor a sign of life)
         for k in response_ids(value):
             st.owed.pop(k, None)
         await self.deliver(value, session)
@@ -301,6 +289,19 @@ class SseLink(HttpLink):
             return None, f"endpoint on another origin, not followed: {urls.public(resolved or '')}"
         return (u.path or "/") + (f"?{u.query}" if u.query else ""), None
 
+    async def _initialize_again(self, session: Any, st: SseStream, target: str) -> None:
+        """A reopened stream's endpoint is a new session: give it ``session``'s handshake
+        again (module docstring of ``replay/sse_stream.py``), then let the sends go."""
+        init, initialized = self._again.handshakes[session]
+        own, answered = self._again.next_id()
+        await self._post_to(target, {**init, "id": own})
+        with trio.move_on_after(self.endpoint_timeout):
+            await answered.wait()
+        self._again.ids.pop(own, None)
+        if answered.is_set() and own not in self._again.refused and initialized is not None and st.target == target:
+            await self._post_to(target, initialized)
+        st.ready.set()
+
     # -- POSTs ----------------------------------------------------------------------------
     async def _head(self, c: Conn, ex: int) -> Any:
         """The final response head (1xx recorded on the way), recorded."""
@@ -320,6 +321,10 @@ class SseLink(HttpLink):
                 self.observer.handle([r.ResponseBody(ex, c.id, bytes(ev.data))])
             elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
                 return
+
+    async def _synthetic(self, value: Any, status: int, text: str) -> None:
+        if not (isinstance(value, dict) and self._again.answered({"id": value.get("id"), "error": text})):
+            await super()._synthetic(value, status, text)       # (an initialize given again failed: not the runner's)
 
     async def _post_to(self, target: str, value: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         body = dumps(value)

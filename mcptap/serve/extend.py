@@ -8,9 +8,15 @@ line, byte for byte (every record: messages, ``chunk``, ``gap``, ``context``,
 record; then the session recorded in ``episode`` (the mock's own session, in
 which the requests the capture could not answer were forwarded to the real
 server, with that server's stderr and process records) is fed again, byte for
-byte, through a Recorder that continues the capture's record numbers under a
-session key of its own (``episode-N``), so its lifecycle and pairing state stay
-apart and it is annotated by today's rules. A new end record closes the
+byte, through a Recorder that continues the capture's record numbers and
+stream offsets (an ``offset`` is a position in its direction's stream, which
+the file's records of every session make up) under a session key of its own
+(``episode-N``), so its lifecycle and pairing state stay apart and it is
+annotated by today's rules. The recorded notifications the mock replayed to the
+client (``replayed``: their seqs in the episode) are left out: the capture
+holds them already, and added again they would read as the server's new
+behaviour. The answers and server requests it replayed stay,
+so the new session's exchanges stay paired. A new end record closes the
 merged capture: per-direction counts and SHA-256 digests of the bytes the file
 holds (all sessions), findings counted over every record, the original end
 record's pending requests and end-of-session findings kept beside the new
@@ -37,7 +43,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import IO, Any, cast
 
@@ -202,12 +208,16 @@ def _copy(src: IO[bytes], path: str, out: _Out, tally: _Tally) -> tuple[int, int
     return seq, t, end, keys, cut
 
 
-def _feed(rec: Recorder, records: Iterable[dict[str, Any]], clock: dict[str, int], offset: int, key: str) -> int:
-    """Re-record ``records`` (times shifted by ``offset`` µs, session ``key``); returns the number of messages."""
+def _feed(rec: Recorder, records: Iterable[dict[str, Any]], clock: dict[str, int], offset: int, key: str,
+          replayed: Collection[int] = ()) -> int:
+    """Re-record ``records`` (times shifted by ``offset`` µs, session ``key``), except the
+    message records whose seq is in ``replayed``; returns the number of messages."""
     n = 0
     for r in records:
         typ = r.get("type")
         clock["t"] = offset + int(r.get("t_us") or 0)
+        if typ == "message" and r.get("seq") in replayed:
+            continue
         if typ == "message":
             m = MessageRecord.from_json(r).message
             rec.stdio_bytes(m.direction, m.raw)
@@ -241,12 +251,14 @@ def _offset(header: dict[str, Any], episode: dict[str, Any], last: int) -> int:
     return max(last + 1, wall)
 
 
-def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), source: str | None = None) -> int:
+def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), source: str | None = None,
+                   replayed: Collection[int] = ()) -> int:
     """Append ``episode``'s session to the capture at ``path`` (see module docstring);
     ``scrubbers``: a scrubbed capture's passes, redone on the new records; ``source``: where
     to read the capture when not at ``path`` (a descriptor's ``/proc/self/fd/N``: one removed
-    meanwhile is merged, and put back, all the same). Returns the number of client and server
-    messages added."""
+    meanwhile is merged, and put back, all the same); ``replayed``: the seqs of the episode's
+    message records that are recorded notifications the mock replayed (``ServeResult.replayed``),
+    left out. Returns the number of client and server messages added."""
     src = open_input(source or path)
     try:
         gz = isinstance(src, gzip.GzipFile)
@@ -266,7 +278,7 @@ def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), sourc
         ep = CaptureStream(episode)
         out = _Out(path, gz)
         try:
-            added = _merge(src, path, header, ep, out, scrubbers)
+            added = _merge(src, path, header, ep, out, scrubbers, replayed)
             out.publish()
         except BaseException:
             out.discard()
@@ -276,7 +288,8 @@ def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), sourc
     return added
 
 
-def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream, out: _Out, scrubbers: Sequence[Any]) -> int:
+def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream, out: _Out, scrubbers: Sequence[Any],
+           replayed: Collection[int]) -> int:
     tally = _Tally()
     # the header is the only line rewritten: the episode count, nothing else
     head = dict(header)
@@ -286,6 +299,8 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     for s in scrubbers:
         s.header(header)            # each pass knows the transport, as on the capture it scrubbed
         s._last_seq, s._last_t = last_seq, last_t
+        for d in ("c2s", "s2c"):    # its offsets continue the file's streams, as the recorder's do
+            s._digests[d].bytes = tally.streams[d].bytes
     old = end or {}
     tally.findings(old.get("unanswered"))
 
@@ -316,6 +331,10 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     rec = Recorder(None, "stdio", target=header.get("target") or {}, clock=lambda: clock["t"], started=str(header.get("started")))
     rec.writer = sink
     rec.seq = last_seq
+    for d in (Direction.C2S, Direction.S2C):
+        # offsets are positions in the direction's stream, which the file's records make up
+        # (every session, gap bytes included: docs/capture-format.md): the new session's continue it
+        rec.streams[d].bytes = tally.streams[d._value_].bytes
     if cut:
         out.write(b"\n")
         rec.gap("mcptap was killed while writing this record")
@@ -325,7 +344,7 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     key = f"episode-{len(keys) + 2}"
     rec.segment(key)
     offset = _offset(header, ep.header, last_t)
-    added = _feed(rec, ep, clock, offset, key)
+    added = _feed(rec, ep, clock, offset, key, replayed)
     rec.close(exit_code=old.get("exit_code"))
     if sink.failed is not None or sink.dropped:
         raise CaptureWriteError(f"cannot write the extended capture: {sink.failed}")

@@ -75,6 +75,9 @@ class ServeResult:
     errors: int = 0                    # --extend: of those answers, JSON-RPC errors
     signal: int = 0                    # the signal that ended the session (SIGTERM, SIGINT), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
+    #: with a Recorder: the seqs of the notifications it recorded that the mock replayed from
+    #: the capture (``--extend`` does not add them to the capture again: they are in it already)
+    replayed: set[int] = field(default_factory=set)
 
 
 class StdioServer:
@@ -88,7 +91,7 @@ class StdioServer:
         self.stdin_fd, self.stdout_fd = stdin_fd, stdout_fd
         self.live: LiveSession = core.open()
         self.result = ServeResult()
-        self._send, self._recv = trio.open_memory_channel[tuple[bytes, tuple[Any, ...]]](float("inf"))
+        self._send, self._recv = trio.open_memory_channel[tuple[bytes, tuple[Any, ...], bool]](float("inf"))
         self._framer = NewlineFramer()
         self._written = trio.Event()
         self._delayed = 0                       # tasks still holding answers for their recorded time
@@ -109,7 +112,7 @@ class StdioServer:
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
         if all(o.delay_s <= 0 for o in outs) and not self._order.waiting(outs):
             for o in outs:
-                self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
+                self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
             return
         self._delayed += 1
         nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
@@ -128,7 +131,7 @@ class StdioServer:
             await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
             if o.request is None or hkey(o.request) not in self.live.cancelled:
                 try:
-                    self._send.send_nowait((encode(o.value) + b"\n", _found(o)))
+                    self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
                 except trio.ClosedResourceError:
                     return
             self._order.release(o, done)
@@ -158,7 +161,7 @@ class StdioServer:
 
     def _raw_to_client(self, line: bytes) -> None:
         try:
-            self._send.send_nowait((line, ()))
+            self._send.send_nowait((line, (), False))
         except trio.ClosedResourceError:
             pass
 
@@ -215,9 +218,11 @@ class StdioServer:
             self._written.set()
 
     async def _write_all(self, out: trio.abc.SendStream) -> None:
-        async for line, found in self._recv:
+        async for line, found, replayed in self._recv:
             if self.rec is not None:
-                self.rec.stdio_bytes(S2C, line, extra=found)
+                msgs = self.rec.stdio_bytes(S2C, line, extra=found)
+                if replayed:
+                    self.result.replayed.update(m.seq for m in msgs)
             try:
                 await out.send_all(line)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -285,6 +290,11 @@ async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Se
 def _found(o: Out) -> tuple[Any, ...]:
     """The findings the line of ``o`` carries into the ``-o`` capture."""
     return ((o.finding,) if o.finding is not None else ()) + o.more
+
+
+def _notification(o: Out) -> bool:
+    """Whether ``o`` is a notification (the core sends only recorded ones: replayed)."""
+    return isinstance(o.value, dict) and "method" in o.value and "id" not in o.value
 
 
 def _error(code: int) -> Out:

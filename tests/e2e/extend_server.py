@@ -1,15 +1,17 @@
 """The real server behind ``mcptap serve --extend`` in tests/e2e/test_serve_extend.py
 (official SDK, stdio): ``echo``, ``sleepy`` (sleeps; when cancelled it writes
 ``cancelled <seconds>`` to the file named by ``EXTEND_MARK``, so a test can tell the
-server was told) and one line on stderr at start."""
+server was told), ``shout`` (logs its text as a notifications/message, then echoes it)
+and one line on stderr at start."""
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer(name="extend-server", version="1.0.0")
 
@@ -17,6 +19,15 @@ app = MCPServer(name="extend-server", version="1.0.0")
 @app.tool()
 def echo(text: str) -> str:
     """Echo the text back."""
+    return text
+
+
+@app.tool()
+async def shout(text: str, ctx: Context) -> str:
+    """Log the text, then echo it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # logging is deprecated in 2026-07-28; this server's clients are older
+        await ctx.info(f"shouted {text}")
     return text
 
 

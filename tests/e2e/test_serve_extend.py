@@ -6,6 +6,7 @@ capture's era with the SDK client's default (auto) mode."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -119,6 +120,7 @@ def test_extend_keeps_every_original_record_byte_for_byte(tmp_path: Path, gz: bo
     assert all(r["t_us"] >= json.loads(kept[-1])["t_us"] for r in added)
     report = _check(cap)
     assert "digest_mismatch" not in report and "out_of_sequence" not in report, report
+    _offsets_tile(cap)                                               # the new session's offsets continue the streams
     merged = read_capture(str(cap))
     episode = [r for r in merged.records if r["type"] == "message" and r.get("session") == "episode-2"]
     assert [r.get("method") for r in episode if r["dir"] == "c2s"] == ["initialize", "notifications/initialized", "tools/call"]
@@ -143,6 +145,7 @@ def test_extend_of_a_scrubbed_capture_scrubs_the_new_session(tmp_path: Path) -> 
     assert SECRET.encode() not in merged and merged.count(b"redacted") > scrubbed.count(b"redacted")
     assert json.loads(merged.splitlines()[0])["scrubbed"] == json.loads(scrubbed.splitlines()[0])["scrubbed"]
     assert "digest_mismatch" not in _check(cap)
+    _offsets_tile(cap)                      # the scrubbed new session's offsets continue the scrubbed streams
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +231,7 @@ async def test_new_episode(mcptap_mock):
         r = await c.call_tool("echo", {{"text": "brand new"}})
         assert r.content[0].text == "brand new"
         tools = await c.list_tools()
-    assert sorted(t.name for t in tools.tools) == ["echo", "sleepy"]
+    assert sorted(t.name for t in tools.tools) == ["echo", "shout", "sleepy"]
 '''
 
 
@@ -301,3 +304,54 @@ def test_extend_hides_the_real_servers_argv_secrets_as_record_does(tmp_path: Pat
     assert spawn["argv"][-2] == "--token" and spawn["argv"][-1].startswith("\u00abredacted:")
     report = _check(cap)
     assert "digest_mismatch" not in report, report
+
+
+def _offsets_tile(path: Path) -> None:
+    """Each stdio message and chunk record's ``offset`` is where its bytes start in its direction's
+    stream, which the file's records make up in order (every session; a directed gap's bytes count)."""
+    at = {"c2s": 0, "s2c": 0}
+    for line in _lines(path)[1:]:
+        r = json.loads(line)
+        d = r.get("dir")
+        if r["type"] in ("message", "chunk") and d in at:
+            assert r["offset"] == at[d], (r["seq"], r.get("session"), d, r["offset"], at[d])
+            if r["type"] == "chunk":
+                at[d] += len(r["data"].encode()) if "data" in r else len(base64.b64decode(r["data_b64"]))
+            else:
+                at[d] += len(r["raw"].encode()) if "raw" in r else len(json.dumps(r["json"], separators=(",", ":"), ensure_ascii=False).encode()) + 1
+        elif r["type"] == "gap" and d in at:
+            at[d] += r.get("bytes") or 0
+
+
+def test_extend_adds_no_replayed_notification_and_continues_the_offsets(tmp_path: Path) -> None:
+    # the original session: the SDK client calls shout 'a' (the real server logs, then answers)
+    import trio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    cap = tmp_path / "cap.jsonl"
+
+    async def record() -> None:
+        params = StdioServerParameters(command=sys.executable, args=[*MCPTAP[1:], "record", "--quiet", "-o", str(cap), "--", *SERVER])
+        async with Client(params, mode="legacy") as client:
+            await client.call_tool("shout", {"text": "a"})
+
+    trio.run(record)
+    logs = [r for r in read_capture(str(cap)).records if r["type"] == "message" and r.get("method") == "notifications/message"]
+    assert len(logs) == 1 and "shouted a" in json.dumps(logs[0]["json"])
+    shout = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "a"}}}
+    new = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "b"}}}
+    version = next(r for r in read_capture(str(cap)).records if r.get("method") == "initialize")["json"]["params"]["protocolVersion"]
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": version}}
+    done = run_raw(cap, [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, shout, new])
+    assert done.returncode == 0, done.stderr
+    assert b"shouted a" in done.stdout and b"shouted b" in done.stdout          # the client got both logs
+    merged = read_capture(str(cap))
+    episode = [r for r in merged.records if r["type"] == "message" and r.get("session") == "episode-2"]
+    # the replayed log is in the capture once (the original's); the real server's new one is added
+    said = [r["json"]["params"]["data"] for r in episode if r.get("method") == "notifications/message"]
+    assert said == ["shouted b"], said
+    assert sorted(r["id"] for r in episode if r["dir"] == "s2c" and "id" in r) == [1, 2, 3]      # every answer the client got
+    _offsets_tile(cap)
+    report = _check(cap)
+    assert "digest_mismatch" not in report and "unmatched" not in report, report

@@ -276,3 +276,38 @@ async def test_each_stream_message_is_parsed_once(tmp_path: Path, monkeypatch: p
     rows, cap = await _replay(tmp_path, "ok")
     assert [(label, status) for label, status, _ in rows] == [("initialize", "MATCH"), ("tools/list", "MATCH")]
     assert len(parsed) == 1, parsed
+
+
+async def test_a_reopened_stream_is_a_new_session_and_is_initialised_again(tmp_path: Path) -> None:
+    """The official SDK's legacy server (mcp.server.sse): the first stream ends
+    when the first tools/list arrives. The GET that opens it again gets a new
+    endpoint, which the SDK serves with a new session that refuses requests
+    until it is initialised (-32602): the link gives it the recorded handshake
+    again (its initialize under an id of its own, answered on the stream and
+    recorded, not the runner's; then initialized), so the next tools/list is
+    answered. Before, it was sent to the uninitialised session: ERROR-CHANGED."""
+    from peers import free_port, listening
+
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    handshake(t, tools=[])
+    t.send(C2S, req(2, "tools/list"))
+    t.send(S2C, res(2, {"tools": []}))
+    t.close()
+    plan = plan_from_path(path)
+    out = str(tmp_path / "new.jsonl")
+    port = free_port()
+    async with listening([sys.executable, str(Path(__file__).parent / "sse_hangup_server.py"), str(port)], port):
+        url = f"http://127.0.0.1:{port}/sse"
+        rec = Recorder(CaptureWriter.open(out), "http", {"url": url}, clock=monotonic_us_clock(), started=utc_timestamp())
+        result = await Replayer(plan, SseLink(url, rec, endpoint_timeout=10), timeout=10).run()
+        rec.close()
+    rows = [(r.label, r.status, r.note) for r in compare_replay(plan, result.live, result.server_requests, result.notes)]
+    assert rows[1:] == [("tools/list", "MISSING", REOPEN_NOTE), ("tools/list", "MATCH", None)], rows
+    records = read_capture(out).records
+    endpoints = [r["session"] for r in records if r.get("type") == "http" and "endpoint" in r]
+    assert len(endpoints) == 2 and endpoints[0] != endpoints[1]           # two sessions on the server
+    second = [(r["dir"], r.get("method"), r["json"].get("id")) for r in records if r.get("type") == "message" and r["session"] == endpoints[1]]
+    assert second == [("c2s", "initialize", "mcptap-replay-initialize-1"), ("s2c", None, "mcptap-replay-initialize-1"),
+                      ("c2s", "notifications/initialized", None), ("c2s", "tools/list", 2), ("s2c", None, 2)], second
+    assert not [f for r in records for f in r.get("findings", ()) if f["severity"] == "error"]
