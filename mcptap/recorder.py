@@ -196,18 +196,14 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         out = []
         for i, f in enumerate(frames):
             if behind is not None and behind():
-                rest = b"".join([x.raw for x in frames[i:]] + [framer.take_buffered()])
-                self._chunk(direction, rest, f.offset, t)
-                self._unframed[direction] = rest.endswith(b"\n")
+                self._unframed[direction] = self._chunk_pieces(direction, [*(x.raw for x in frames[i:]), *framer.take_pieces()], s.bytes, t)
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
         else:
             if self.long_line is not None and framer.buffered > self.long_line:
                 # a huge line is stored as it streams (chunk records, framed by check/show),
                 # never held whole: memory stays flat whatever a peer sends
-                held = framer.take_buffered()
-                self._chunk(direction, held, s.bytes - len(held), t)
-                self._unframed[direction] = held.endswith(b"\n")
+                self._unframed[direction] = self._chunk_pieces(direction, framer.take_pieces(), s.bytes, t)
         self._flush()
         return out
 
@@ -220,17 +216,11 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             return
         t = self.clock()
         s = self.streams[direction]
-        start = s.bytes
         s.bytes += len(data)
         s.sha.update(data)
         self.annotator.unframed(direction)     # annotation deferred: so is judging what these bytes may answer
-        if direction not in self._unframed:
-            held = self._framers[direction].take_buffered()
-            if held:
-                start -= len(held)
-                data = held + data
-        self._unframed[direction] = data.endswith(b"\n")
-        self._chunk(direction, data, start, t)
+        held = self._framers[direction].take_pieces() if direction not in self._unframed else []
+        self._unframed[direction] = self._chunk_pieces(direction, [*held, data], s.bytes, t)
         self._flush()
 
     def lost(self, direction: Direction, nbytes: int, reason: str | None = None) -> None:
@@ -260,9 +250,9 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         go into a ``chunk`` record and framing resumes at the next line start
         (the rest of the cut line is stored unframed). True if it was cut
         mid-line (bytes held, or stored unframed since the last newline)."""
-        held = self._framers[direction].take_buffered()
+        held = self._framers[direction].take_pieces()
         if held:
-            self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
+            self._chunk_pieces(direction, held, self.streams[direction].bytes, self.clock())
         self._chunk_rest((direction,))
         mid = bool(held) or self._unframed.get(direction) is False
         self._unframed[direction] = False

@@ -35,7 +35,7 @@ PIECE = 256 << 10
 _B64_PIECE = 3 << 18
 
 
-def text_pieces(data: bytes) -> Iterator[bytes]:
+def text_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     """The JSON string body (no quotes) of ``data`` (valid UTF-8) in pieces:
     their concatenation equals ``orjson.dumps(data.decode())[1:-1]`` (JSON
     escapes are per character, so escaping pieces equals escaping the whole)."""
@@ -46,7 +46,7 @@ def text_pieces(data: bytes) -> Iterator[bytes]:
             yield orjson.dumps(dec.decode(view[k:k + PIECE], k + PIECE >= n))[1:-1]
 
 
-def b64_pieces(data: bytes) -> Iterator[bytes]:
+def b64_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     """``base64.b64encode(data)`` in pieces (each from a multiple of 3 bytes)."""
     with memoryview(data) as view:
         for k in range(0, len(data), _B64_PIECE):
@@ -61,10 +61,10 @@ class Deferred:
     def __init__(self) -> None:
         # random: a peer cannot put this text into another field of the record
         self._mark = "\x00mcptap-deferred-" + secrets.token_hex(16)
-        self._data: bytes | None = None
+        self._data: bytes | bytearray | None = None
         self._b64 = False
 
-    def __call__(self, data: bytes, key: str, rec: dict[str, Any]) -> None:
+    def __call__(self, data: bytes | bytearray, key: str, rec: dict[str, Any]) -> None:
         self._data = data
         self._b64 = not is_utf8(data)
         rec[key + "_b64" if self._b64 else key] = self._mark

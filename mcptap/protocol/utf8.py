@@ -14,9 +14,9 @@ import codecs
 PIECE = 1 << 20
 
 
-def is_utf8(data: bytes | memoryview) -> bool:
+def is_utf8(data: bytes | bytearray | memoryview) -> bool:
     """``data`` decodes as UTF-8 (checked in ``PIECE``-byte pieces)."""
-    if isinstance(data, bytes) and data.isascii():
+    if isinstance(data, (bytes, bytearray)) and data.isascii():
         return True
     dec = codecs.getincrementaldecoder("utf-8")()
     with memoryview(data) as view:
