@@ -16,7 +16,6 @@ from typing import Any
 from mcptap import __version__
 from mcptap.capture import pieces
 from mcptap.capture.format import FORMAT, VERSION
-from mcptap.capture.pieces import Deferred
 from mcptap.capture.writer import CaptureWriter
 from mcptap.known_secrets import KnownSecrets
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
@@ -27,7 +26,7 @@ from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder_chunks import ChunkRecording, WholeLines
 from mcptap.recorder_stderr import StderrRecording
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record
+from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -142,20 +141,17 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             observe(msg)
         return msg
 
-    def _write_message(self, msg: Message) -> None:
+    @property
+    def writes_in_pieces(self) -> bool:
+        """A message record's ``transport.sse.raw`` may be a ``LazyText``: the
+        record is written (in pieces) and nothing else reads it (no rewriting
+        of the capture's bytes, no live observer)."""
         w = self.writer
-        if w is None:
-            return
-        if len(msg.raw) > pieces.STREAM_ABOVE and w.transform is None and w.line_filter is None:
-            # a multi-MiB payload: its record line is written in pieces, never
-            # held as one more text and one more encoded line (capture/pieces.py)
-            deferred = Deferred()
-            rec = MessageRecord(msg, self._eol).to_json(encode=deferred)
-            line = deferred.line(rec)
-            if line is not None:
-                w.write_pieces(line)
-                return
-        w.write(MessageRecord(msg, self._eol).to_json())
+        return w is not None and w.transform is None and w.line_filter is None and self.on_message is None and not self.observers
+
+    def _write_message(self, msg: Message) -> None:
+        if self.writer is not None:
+            pieces.write_message(self.writer, msg, self._eol)
 
     # -- stdio ----------------------------------------------------------------------
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
