@@ -247,10 +247,10 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         (the rest of the cut line is stored unframed). True if it was cut
         mid-line (bytes held, or stored unframed since the last newline)."""
         held = self._framers[direction].take_pieces()
+        mid = bool(held) or self._unframed.get(direction) is False
         if held:
             self._chunk_pieces(direction, held, self.streams[direction].bytes, self.clock())
         self._chunk_rest((direction,))
-        mid = bool(held) or self._unframed.get(direction) is False
         self._unframed[direction] = False
         return mid
 

@@ -122,3 +122,24 @@ def test_a_lazy_event_text_in_pieces_equals_the_whole_line(tmp_path_factory, raw
     assert msg.transport["sse"]["raw"] is lazy
     msg.transport["sse"]["raw"] = "".join(p.decode("utf-8", "replace") for p in parts)
     assert (d / "c.jsonl").read_bytes() == whole_line(MessageRecord(msg, b"").to_json())
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_payloads, max_size=5), piece=st.integers(1, 9))
+def test_a_payload_in_several_buffers_makes_the_line_of_the_joined_payload(parts, piece):
+    """A chunk record written from the buffers it is made of (a framer's line head
+    and the chunk after it, never joined): the line of the joined bytes."""
+    from mcptap.records import Chunk
+
+    joined = b"".join(parts)
+    old = pieces.PIECE, pieces._B64_PIECE
+    pieces.PIECE, pieces._B64_PIECE = piece, 3 * piece
+    try:
+        deferred = pieces.Deferred()
+        rec = Chunk(4, 9, "s2c", 7, b"").to_json(encode=lambda _, key, d: deferred([bytearray(p) for p in parts], key, d))
+        got = deferred.line(rec)
+        assert got is not None
+        line = b"".join(got)
+    finally:
+        pieces.PIECE, pieces._B64_PIECE = old
+    assert line == whole_line(Chunk(4, 9, "s2c", 7, joined).to_json())

@@ -42,15 +42,32 @@ PIECE = 256 << 10
 _B64_PIECE = 3 << 18
 
 
-def text_pieces(data: bytes | bytearray) -> Iterator[bytes]:
+#: bytes as one buffer, or as consecutive buffers not joined (a long line's reads)
+Buffers = bytes | bytearray | list[bytes | bytearray]
+
+
+def _slices(data: Buffers, size: int) -> Iterator[memoryview]:
+    for buf in data if isinstance(data, list) else (data,):
+        view = memoryview(buf)          # not released here: the caller may still hold a slice
+        for k in range(0, len(view), size):
+            yield view[k:k + size]
+
+
+def buffers_len(data: Buffers) -> int:
+    """Bytes in ``data``."""
+    return sum(map(len, data)) if isinstance(data, list) else len(data)
+
+
+def text_pieces(data: Buffers) -> Iterator[bytes]:
     """The JSON string body (no quotes) of ``data`` (valid UTF-8) in pieces:
     their concatenation equals ``orjson.dumps(data.decode())[1:-1]`` (JSON
     escapes are per character, so escaping pieces equals escaping the whole)."""
     dec = codecs.getincrementaldecoder("utf-8")()
-    n = len(data)
-    with memoryview(data) as view:
-        for k in range(0, n, PIECE):
-            yield orjson.dumps(dec.decode(view[k:k + PIECE], k + PIECE >= n))[1:-1]
+    for view in _slices(data, PIECE):
+        text = dec.decode(view, False)
+        if text:
+            yield orjson.dumps(text)[1:-1]
+    dec.decode(b"", True)
 
 
 def lazy_pieces(lazy: LazyText) -> Iterator[bytes]:
@@ -66,11 +83,33 @@ def lazy_pieces(lazy: LazyText) -> Iterator[bytes]:
                     yield orjson.dumps(text)[1:-1]
 
 
-def b64_pieces(data: bytes | bytearray) -> Iterator[bytes]:
+def b64_pieces(data: Buffers) -> Iterator[bytes]:
     """``base64.b64encode(data)`` in pieces (each from a multiple of 3 bytes)."""
-    with memoryview(data) as view:
-        for k in range(0, len(data), _B64_PIECE):
-            yield base64.b64encode(view[k:k + _B64_PIECE])
+    carry = b""
+    for view in _slices(data, _B64_PIECE):
+        if carry:
+            view = memoryview(carry + view)
+        cut = len(view) - len(view) % 3
+        if cut:
+            yield base64.b64encode(view[:cut])
+        carry = bytes(view[cut:])
+    if carry:
+        yield base64.b64encode(carry)
+
+
+def _is_utf8(data: Buffers) -> bool:
+    if not isinstance(data, list):
+        return is_utf8(data)
+    if all(b.isascii() for b in data):
+        return True
+    dec = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for view in _slices(data, PIECE):
+            dec.decode(view, False)
+        dec.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _mark() -> str:
@@ -86,13 +125,13 @@ class Deferred:
 
     def __init__(self) -> None:
         self._mark = _mark()
-        self._data: bytes | bytearray | None = None
+        self._data: Buffers | None = None
         self._b64 = False
         self._texts: list[tuple[str, LazyText]] = []
 
-    def __call__(self, data: bytes | bytearray, key: str, rec: dict[str, Any]) -> None:
+    def __call__(self, data: Buffers, key: str, rec: dict[str, Any]) -> None:
         self._data = data
-        self._b64 = not is_utf8(data)
+        self._b64 = not _is_utf8(data)
         rec[key + "_b64" if self._b64 else key] = self._mark
 
     def text(self, lazy: LazyText) -> str:

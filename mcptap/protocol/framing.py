@@ -169,9 +169,8 @@ class NewlineFramer:
                 self._buf = bytearray(data)
             self._scan = len(self._buf)
         else:
-            rest = buf[start:]
-            self._buf = bytearray(rest)
-            self._scan = len(rest)
+            self._buf = bytearray(memoryview(buf)[start:])     # one copy (a slice, then bytearray() of it, was two)
+            self._scan = len(self._buf)
             self._base = base + start
         del buf  # a completed multi-MiB line is freed before it is parsed
         for raw, off in lines:
