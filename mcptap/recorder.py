@@ -16,7 +16,6 @@ from typing import Any
 from mcptap import __version__
 from mcptap.capture import pieces
 from mcptap.capture.format import FORMAT, VERSION
-from mcptap.capture.pieces import Deferred
 from mcptap.capture.writer import CaptureWriter
 from mcptap.known_secrets import KnownSecrets
 from mcptap.model import UNPARSED, Direction, Finding, Frame, Kind, Message
@@ -27,7 +26,7 @@ from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder_chunks import ChunkRecording, WholeLines
 from mcptap.recorder_stderr import StderrRecording
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, MessageRecord, Note, Process, Record
+from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
 
@@ -142,20 +141,17 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             observe(msg)
         return msg
 
-    def _write_message(self, msg: Message) -> None:
+    @property
+    def writes_in_pieces(self) -> bool:
+        """A message record's ``transport.sse.raw`` may be a ``LazyText``: the
+        record is written (in pieces) and nothing else reads it (no rewriting
+        of the capture's bytes, no live observer)."""
         w = self.writer
-        if w is None:
-            return
-        if len(msg.raw) > pieces.STREAM_ABOVE and w.transform is None and w.line_filter is None:
-            # a multi-MiB payload: its record line is written in pieces, never
-            # held as one more text and one more encoded line (capture/pieces.py)
-            deferred = Deferred()
-            rec = MessageRecord(msg, self._eol).to_json(encode=deferred)
-            line = deferred.line(rec)
-            if line is not None:
-                w.write_pieces(line)
-                return
-        w.write(MessageRecord(msg, self._eol).to_json())
+        return w is not None and w.transform is None and w.line_filter is None and self.on_message is None and not self.observers
+
+    def _write_message(self, msg: Message) -> None:
+        if self.writer is not None:
+            pieces.write_message(self.writer, msg, self._eol)
 
     # -- stdio ----------------------------------------------------------------------
     def stdio_bytes(self, direction: Direction, data: bytes, extra: Iterable[Finding] = (),
@@ -197,20 +193,16 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         out = []
         for i, f in enumerate(frames):
             if behind is not None and behind():
-                rest = b"".join([x.raw for x in frames[i:]] + [framer.take_buffered()])
-                self._chunk(direction, rest, f.offset, t)
-                self.annotator.unframed(direction)      # answers may be in ``rest``: judged by re-annotation
-                self._unframed[direction] = rest.endswith(b"\n")
+                self._unframed[direction] = self._chunk_pieces(direction, [*(x.raw for x in frames[i:]), *framer.take_pieces()], s.bytes, t)
+                self.annotator.unframed(direction)      # answers may be in these bytes: judged by re-annotation
                 break
             out.append(self._emit(f, direction, t, self.segment_key, extra=extra if i == 0 else ()))
         else:
             if self.long_line is not None and framer.buffered > self.long_line:
                 # a huge line is stored as it streams (chunk records, framed by check/show),
                 # never held whole: memory stays flat whatever a peer sends
-                held = framer.take_buffered()
-                self._chunk(direction, held, s.bytes - len(held), t)
+                self._unframed[direction] = self._chunk_pieces(direction, framer.take_pieces(), s.bytes, t)
                 self.annotator.unframed(direction)      # the long line may be an answer
-                self._unframed[direction] = held.endswith(b"\n")
         self._flush()
         return out
 
@@ -223,17 +215,11 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             return
         t = self.clock()
         s = self.streams[direction]
-        start = s.bytes
         s.bytes += len(data)
         s.sha.update(data)
         self.annotator.unframed(direction)     # annotation deferred: so is judging what these bytes may answer
-        if direction not in self._unframed:
-            held = self._framers[direction].take_buffered()
-            if held:
-                start -= len(held)
-                data = held + data
-        self._unframed[direction] = data.endswith(b"\n")
-        self._chunk(direction, data, start, t)
+        held = self._framers[direction].take_pieces() if direction not in self._unframed else []
+        self._unframed[direction] = self._chunk_pieces(direction, [*held, data], s.bytes, t)
         self._flush()
 
     def lost(self, direction: Direction, nbytes: int, reason: str | None = None) -> None:
@@ -263,11 +249,11 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         go into a ``chunk`` record and framing resumes at the next line start
         (the rest of the cut line is stored unframed). True if it was cut
         mid-line (bytes held, or stored unframed since the last newline)."""
-        held = self._framers[direction].take_buffered()
-        if held:
-            self._chunk(direction, held, self.streams[direction].bytes - len(held), self.clock())
-        self._chunk_rest((direction,))
+        held = self._framers[direction].take_pieces()
         mid = bool(held) or self._unframed.get(direction) is False
+        if held:
+            self._chunk_pieces(direction, held, self.streams[direction].bytes, self.clock())
+        self._chunk_rest((direction,))
         self._unframed[direction] = False
         return mid
 

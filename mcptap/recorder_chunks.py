@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from mcptap.capture.pieces import Buffers, Deferred, buffers_len
 from mcptap.model import Direction
 from mcptap.records import Chunk
 
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 
 #: bytes of an unfinished line held per direction, waiting for its end
 HOLD = 1 << 20
+#: a chunk record over this many bytes is written in pieces (``capture.pieces``), from
+#: the buffers it is made of (a framer's multi-MiB line head and the chunk after it are
+#: never joined, nor held again as one text and one encoded line: 16 MiB lines each way
+#: peaked at 37-52 MiB in the tap, by timing)
+PIECES_ABOVE = 1 << 20
 
 
 class WholeLines:
@@ -81,16 +87,41 @@ class ChunkRecording:
         w = self.writer
         return w is not None and (w.transform is not None or w.line_filter is not None)
 
-    def _chunk(self, direction: Direction, data: bytes, offset: int, t: int) -> None:
-        """Store ``data`` (forwarded in ``direction`` at stream ``offset``, read at ``t``)
-        unframed: a ``chunk`` record, of whole lines when the capture is rewritten (module doc)."""
+    def _chunk(self, direction: Direction, data: Buffers, offset: int, t: int) -> None:
+        """Store ``data`` (forwarded in ``direction`` at stream ``offset``, read at ``t``;
+        one buffer or consecutive ones) unframed: one ``chunk`` record, of whole lines
+        when the capture is rewritten (module doc). A bytearray (a framer's buffer,
+        handed over) must not change afterwards."""
         if self._whole_lines():
-            data, offset = self._lines.add(direction, data, offset)
+            data, offset = self._lines.add(direction, b"".join(data) if isinstance(data, list) else bytes(data), offset)
             if not data:
                 return
-        self._write(Chunk(self._next(), t, direction._value_, offset, data).to_json())
+        n = buffers_len(data)
         self.chunks += 1
-        self.chunk_bytes += len(data)
+        self.chunk_bytes += n
+        seq = self._next()
+        w = self.writer
+        if w is not None and n > PIECES_ABOVE and not self._whole_lines():
+            # a long line's head (``Recorder.long_line``), the bytes held when analysis fell behind:
+            # the record line is written in pieces, never held again joined, as one text and one line
+            deferred = Deferred()
+            big = data          # the record is made around a placeholder; these bytes go in after it, piece by piece
+            line = deferred.line(Chunk(seq, t, direction._value_, offset, b"").to_json(encode=lambda _, key, d: deferred(big, key, d)))
+            if line is not None:
+                w.write_pieces(line)
+                return
+        one = b"".join(data) if isinstance(data, list) else data
+        self._write(Chunk(seq, t, direction._value_, offset, one if type(one) is bytes else bytes(one)).to_json())
+
+    def _chunk_pieces(self, direction: Direction, parts: list[bytes | bytearray], end: int, t: int) -> bool:
+        """Store ``parts`` (consecutive bytes of ``direction`` ending at stream offset
+        ``end``: a framer's ``take_pieces``, lines framed before them, a chunk after
+        them) as one chunk record, never joined when it is written in pieces. True
+        if they end a line (or there are none)."""
+        parts = [p for p in parts if p]
+        if parts:
+            self._chunk(direction, parts if len(parts) > 1 else parts[0], end - sum(map(len, parts)), t)
+        return not parts or parts[-1].endswith(b"\n")
 
     def _chunk_rest(self, directions: Iterable[Direction]) -> None:
         """The stream of each of ``directions`` is cut or ends here: its held bytes

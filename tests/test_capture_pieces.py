@@ -95,3 +95,51 @@ def test_failed_piece_write_leaves_no_partial_line(tmp_path: Path, monkeypatch):
     recs = [orjson.loads(x) for x in path.read_bytes().splitlines()]
     # the partial line is gone; the next write is preceded by the gap record saying one record was lost
     assert [r["type"] for r in recs] == ["note", "gap", "note"] and recs[1]["dropped_records"] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_payloads, parts=st.lists(_payloads, min_size=1, max_size=3), piece=st.integers(1, 9), big=st.booleans())
+def test_a_lazy_event_text_in_pieces_equals_the_whole_line(tmp_path_factory, raw, parts, piece, big):
+    """A message whose ``transport.sse.raw`` is a LazyText (an SSE event's bytes,
+    each part decoded on its own with U+FFFD for bad bytes): its line, written
+    in pieces with or without its payload deferred too, is the line of the same
+    record holding the text."""
+    from mcptap.protocol.utf8 import LazyText
+
+    d = tmp_path_factory.mktemp("lazy")
+    lazy = LazyText(tuple(parts))
+    msg = message(raw)
+    msg.transport["sse"]["raw"] = lazy
+    old = pieces.PIECE, pieces._B64_PIECE, pieces.STREAM_ABOVE
+    pieces.PIECE, pieces._B64_PIECE = piece, 3 * piece
+    pieces.STREAM_ABOVE = -1 if big else 1 << 30
+    try:
+        w = CaptureWriter.open(str(d / "c.jsonl"))
+        pieces.write_message(w, msg, b"")
+        w.close()
+    finally:
+        pieces.PIECE, pieces._B64_PIECE, pieces.STREAM_ABOVE = old
+    assert msg.transport["sse"]["raw"] is lazy
+    msg.transport["sse"]["raw"] = "".join(p.decode("utf-8", "replace") for p in parts)
+    assert (d / "c.jsonl").read_bytes() == whole_line(MessageRecord(msg, b"").to_json())
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_payloads, max_size=5), piece=st.integers(1, 9))
+def test_a_payload_in_several_buffers_makes_the_line_of_the_joined_payload(parts, piece):
+    """A chunk record written from the buffers it is made of (a framer's line head
+    and the chunk after it, never joined): the line of the joined bytes."""
+    from mcptap.records import Chunk
+
+    joined = b"".join(parts)
+    old = pieces.PIECE, pieces._B64_PIECE
+    pieces.PIECE, pieces._B64_PIECE = piece, 3 * piece
+    try:
+        deferred = pieces.Deferred()
+        rec = Chunk(4, 9, "s2c", 7, b"").to_json(encode=lambda _, key, d: deferred([bytearray(p) for p in parts], key, d))
+        got = deferred.line(rec)
+        assert got is not None
+        line = b"".join(got)
+    finally:
+        pieces.PIECE, pieces._B64_PIECE = old
+    assert line == whole_line(Chunk(4, 9, "s2c", 7, joined).to_json())

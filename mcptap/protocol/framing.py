@@ -94,8 +94,15 @@ class NewlineFramer:
         then the partial last line), in stream order; the framer continues as
         if they had been emitted. Used when analysis falls behind and the rest
         of a stream is stored unframed (recorder ``chunk`` records)."""
-        held = b"".join(f.raw for f in self._held)
-        out = held + bytes(self._buf) if self._buf else held
+        return b"".join(self.take_pieces())
+
+    def take_pieces(self) -> list[bytes | bytearray]:
+        """``take_buffered``'s bytes, not joined: the held lines, then the
+        partial last line's own buffer (handed over, not copied: a 4 MiB line
+        head is not held twice while it goes to a record). Empty pieces are left out."""
+        out: list[bytes | bytearray] = [f.raw for f in self._held]
+        if self._buf:
+            out.append(self._buf)
         self._held = []
         self._held_bytes = 0
         self._starts = []
@@ -162,9 +169,8 @@ class NewlineFramer:
                 self._buf = bytearray(data)
             self._scan = len(self._buf)
         else:
-            rest = buf[start:]
-            self._buf = bytearray(rest)
-            self._scan = len(rest)
+            self._buf = bytearray(memoryview(buf)[start:])     # one copy (a slice, then bytearray() of it, was two)
+            self._scan = len(self._buf)
             self._base = base + start
         del buf  # a completed multi-MiB line is freed before it is parsed
         for raw, off in lines:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from mcptap.protocol.sse import SSEEvent
-from mcptap.protocol.utf8 import is_utf8
+from mcptap.protocol.utf8 import LazyText, is_utf8
 
 #: a data line longer than this (bytes) is left undecoded by the tap's parser (``SSEParser(lazy_above=…)``)
 LAZY_DATA_ABOVE = 1 << 20
@@ -79,12 +79,14 @@ def _head_tail(ev: SSEEvent, first: bytes | bytearray) -> tuple[bytes, bytes]:
     return "".join(head).encode("utf-8"), tail.encode("utf-8")
 
 
-def big_data(ev: SSEEvent) -> tuple[bytes, str, str | None] | None:
+def big_data(ev: SSEEvent) -> tuple[bytes, str, LazyText | None] | None:
     """For an event with ``data_bytes``: (payload, quote, raw text or None).
     ``payload``: ``data_bytes`` itself (equal to ``ev.data.encode()`` of a
     fully decoding parser); ``quote``: its first 40 characters; raw text: the
     event's bytes decoded (U+FFFD for bad bytes) when they are not canonical,
-    for the record's ``sse.raw``, else None. None when the line is not valid
+    for the record's ``sse.raw``, else None: a ``LazyText`` (``str()`` makes
+    it; the recorder writes it in pieces, so a 64 MiB CR LF event, as
+    sse-starlette writes them, is never held again as text). None when the line is not valid
     UTF-8 (the caller decodes it as a fully decoding parser would: ``decoded``)."""
     data, at, raw = ev.data_bytes, ev.data_at, ev.raw
     assert data is not None
@@ -96,8 +98,7 @@ def big_data(ev: SSEEvent) -> tuple[bytes, str, str | None] | None:
     if at == len(head) + 6 and raw == head + b"data: \n" + tail:
         return data, quote, None
     # the cuts are next to ASCII line syntax and data is UTF-8: decoding the parts is decoding the whole
-    text = raw[:at].decode("utf-8", "replace") + data.decode("utf-8") + raw[at:].decode("utf-8", "replace")
-    return data, quote, text
+    return data, quote, LazyText((raw[:at], data, raw[at:]))
 
 
 def decoded(ev: SSEEvent) -> SSEEvent:

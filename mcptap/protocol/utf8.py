@@ -4,6 +4,8 @@
 It decodes in 1 MiB pieces through an incremental decoder, so the peak memory
 is one piece's text, not the whole string's: used for multi-MiB payloads
 (capture/pieces.py, protocol/skeleton.py, protocol/sse_canonical.py).
+``LazyText(parts)``: the text of some bytes, made only when asked for (the
+capture writer encodes it in pieces instead).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import codecs
 PIECE = 1 << 20
 
 
-def is_utf8(data: bytes | memoryview) -> bool:
+def is_utf8(data: bytes | bytearray | memoryview) -> bool:
     """``data`` decodes as UTF-8 (checked in ``PIECE``-byte pieces)."""
-    if isinstance(data, bytes) and data.isascii():
+    if isinstance(data, (bytes, bytearray)) and data.isascii():
         return True
     dec = codecs.getincrementaldecoder("utf-8")()
     with memoryview(data) as view:
@@ -27,3 +29,26 @@ def is_utf8(data: bytes | memoryview) -> bool:
         except UnicodeDecodeError:
             return False
     return True
+
+
+class LazyText:
+    """The text of ``parts`` (bytes, each decoded on its own, U+FFFD for bad
+    bytes), not made until asked for: ``str(lazy)``, or ``text_pieces`` (the
+    JSON string body in pieces, ``capture.pieces``), which never holds it whole.
+    An SSE event's exact bytes in its message record (``transport.sse.raw``)
+    around a multi-MiB payload the record holds already (``sse_canonical.big_data``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple[bytes | bytearray, ...]) -> None:
+        self.parts = parts
+
+    def __str__(self) -> str:
+        return "".join(str(p, "utf-8", "replace") for p in self.parts)
+
+    def __len__(self) -> int:
+        """Bytes of the parts (an upper bound of the text's length)."""
+        return sum(map(len, self.parts))
+
+    def __repr__(self) -> str:
+        return f"LazyText({len(self)} bytes)"

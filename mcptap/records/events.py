@@ -6,6 +6,7 @@ inverse and raises CaptureReadError for a malformed record."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +25,11 @@ class Chunk:
     offset: int
     data: bytes
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, encode: Callable[[bytes, str, dict[str, Any]], None] = encode_bytes) -> dict[str, Any]:
+        """``encode``: stores ``data`` in the record (``encode_bytes``; the recorder
+        passes ``capture.pieces.Deferred`` for bytes it writes in pieces)."""
         d: dict[str, Any] = {"type": "chunk", "seq": self.seq, "t_us": self.t_us, "dir": self.dir, "offset": self.offset}
-        encode_bytes(self.data, "data", d)
+        encode(self.data, "data", d)
         return d
 
     @classmethod

@@ -74,7 +74,8 @@ class SseObserver:
         if ev.data_bytes is not None:
             big = big_data(ev) if ev.type != "endpoint" else None    # the long data line's bytes are the payload
             if big is not None:
-                info.update({"raw": big[2]} if big[2] is not None else {})
+                if big[2] is not None:
+                    info["raw"] = big[2] if self.rec.writes_in_pieces else str(big[2])
                 del ev
                 self._sse_message(e, big[0], big[1], info, fs)
                 return
