@@ -17,7 +17,9 @@ DELETE), in request order:
   else -1), ``content.text`` — the JSON body, or the
   SSE body rebuilt from the recorded events (exact bytes where the capture kept
   them, ``sse.raw``; else in the SDK layout ``id``/``event``/``data``/``retry``
-  lines, LF ends: ``content.comment`` says so);
+  lines, LF ends: ``content.comment`` says so), or a body mcptap could not
+  decode as relayed (still encoded: ``encoding: base64``, the comment names the
+  coding and why);
 * timings (ms) from the exchange's own records, whoever wrote the capture:
   ``send`` request head → request body read, ``wait`` → response head (the
   response's ``latency_us``, else its record's time), ``receive`` → exchange end
@@ -44,6 +46,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcptap import __version__
+from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
 from mcptap.export.har_cookies import _cookies, _set_cookies
 from mcptap.export.har_exchanges import Exchange, _t, exchanges_of
@@ -110,7 +113,16 @@ def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
             content["text"] = base64.b64encode(body).decode("ascii")
             content["encoding"] = "base64"
     end = ex.end or {}
-    if body is None and isinstance(end.get("response_bytes"), int) and end["response_bytes"] > 0:
+    kept = ex.raw or {}
+    raw = decode_bytes(kept, "body")
+    if raw is not None and body is None and not kept.get("offset") and not kept.get("dropped"):
+        # the client's bytes, still encoded: base64, so no reader takes them for the decoded text HAR means
+        content.update(size=len(raw), text=base64.b64encode(raw).decode("ascii"), encoding="base64")
+        comment = f"the body as relayed, still {kept.get('content_encoding') or 'encoded'}: mcptap could not decode it ({kept.get('undecoded')})"
+    elif raw is not None:
+        comment = "; ".join(c for c in (comment, f"{len(raw)} bytes of the body, from byte {kept.get('offset', 0)} as relayed, could not be "
+                                        f"decoded ({kept.get('undecoded')}): they are in the capture's response_body record, not here") if c)
+    elif body is None and isinstance(end.get("response_bytes"), int) and end["response_bytes"] > 0:
         comment = f"the body ({end['response_bytes']} bytes relayed) is not a JSON-RPC message and is not kept in the capture"
     if ex.gap:
         comment = "; ".join(c for c in (comment, _GAP) if c)

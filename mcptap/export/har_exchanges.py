@@ -5,8 +5,9 @@ returns one :class:`Exchange` per exchange the tap relayed (``http`` records
 with ``event: request``), in request order, holding its request, response and
 end records, the request body (bytes, and the ``t_us`` it was complete), the
 response body (JSON bytes, or SSE events as ``(offset, seq, text)``, exact
-bytes where the capture kept them, else rebuilt in the SDK layout), the
-JSON-RPC messages it carried (summaries), its findings and the ``capture.gap``
+bytes where the capture kept them, else rebuilt in the SDK layout; a body
+mcptap could not decode, its ``response_body`` record with ``undecoded``, as
+``raw``: the bytes still encoded), the JSON-RPC messages it carried (summaries), its findings and the ``capture.gap``
 findings of gap records seen while it was open. Records of no known exchange
 are skipped. Pure; raises nothing for odd records (missing fields default).
 """
@@ -37,7 +38,7 @@ class Exchange:
     """One HTTP exchange as collected from its records (module doc)."""
 
     __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
-                 "last_t", "gap", "gaps")
+                 "last_t", "gap", "gaps", "raw")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -54,6 +55,7 @@ class Exchange:
         self.last_t = _t(request)   # its latest record: where it ends when no end record says
         self.gap = False            # a recording gap cut it (end ``gap: true``, ``sse.cut: "gap"``)
         self.gaps: list[dict[str, Any]] = []    # capture.gap findings of the gap records seen while it was open
+        self.raw: dict[str, Any] | None = None  # the response_body record of a body mcptap could not decode
 
     def saw(self, rec: dict[str, Any]) -> None:
         self.last_t = max(self.last_t, _t(rec))
@@ -128,6 +130,8 @@ def exchanges_of(records: Iterable[dict[str, Any]]) -> list[Exchange]:
                 if body is not None:
                     ex.body = (ex.body or b"") + body
                     ex.body_t = rec.get("t_us")
+            elif ev == "response_body" and isinstance(rec.get("undecoded"), str):
+                ex.raw = rec
             elif ev == "sse":
                 info = rec.get("sse") or {}
                 endpoint = rec.get("endpoint") or {}

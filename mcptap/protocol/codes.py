@@ -230,8 +230,12 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "2025-06-18 " + T + " Protocol Version Header"),
     ("http.protocol_version_header_missing", ERROR, "header missing where required", "2025-06-18 " + T + " Protocol Version Header"),
     ("http.legacy_post_not_found", WARN, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
-    ("http.content_encoding", INFO, "compressed body (decoded for analysis)", "RFC 9110 §8.4"),
+    ("http.content_encoding", INFO, "compressed body (decoded for analysis when it decodes)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
+    ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished or not encoded): "
+     "stored raw, not analysed", "RFC 9110 §8.4"),
+    ("http.answer_undecoded", INFO, "requests answered in a body mcptap could not decode: not analysed, not judged unanswered",
+     "RFC 9110 §8.4"),
     ("http.response_body_cut", ERROR, "upstream closed the connection inside a response body that is not an event stream "
      "(a chunked body without its last chunk)", "RFC 9112 §7.1"),
     ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),

@@ -23,6 +23,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
+    DECODABLE,
     INVALID_FROM_CLIENT,
     Exchange,
     HttpRules,
@@ -78,6 +79,24 @@ class End:
     location_sent: str | None = None    # the Location the tap gave the client when it rewrote the upstream's
     response_cut: bool = False          # the client went away inside the answer: an SSE event, or a JSON body (its part not framed)
     gap: bool = False                   # some of its relay facts were not recorded (a gap record): its answers may be in the hole
+    undecoded: str | None = None        # why its response body could not be decoded (kept raw, not analysed): its answers may be in it
+
+
+def undecoded_findings(facts: Exchange, why: str, pend: list[Any]) -> list[Finding]:
+    """Findings on a response body mcptap kept raw, not analysed (``why``: the
+    observer's reason): a coding it decodes that did not decode, and the
+    requests ``pend`` whose answers may be in it (not judged unanswered)."""
+    out: list[Finding] = []
+    enc = (header(facts.resp_headers or [], "content-encoding") or "").strip().lower()
+    if enc in DECODABLE:
+        out.append(finding("http.content_decoding_failed", f"{why}: the body is stored as relayed, not analysed "
+                           "(a client decoding it as labelled fails too)", {"content_encoding": enc}))
+    if pend:
+        ids = ", ".join(f"#{p.seq} ({p.method}, id {show_id(p.id)})" for p in pend)
+        out.append(finding("http.answer_undecoded", f"request {ids} was answered in a body mcptap could not decode "
+                           f"({why}): its answer is not analysed and the request is not judged unanswered",
+                           {"pending": [p.seq for p in pend]}))
+    return out
 
 
 #: end findings judged from the body bytes the tap counted: not for an exchange cut by a gap (its count lacks the hole's)
@@ -131,6 +150,11 @@ class HttpJudge:
             # nothing is judged from what it lacks (the gap record says so); its requests are not the server's fault
             for p in pend:
                 ann.transport_answered(p)
+            pend = []
+        if e.undecoded is not None:
+            fs += undecoded_findings(facts, e.undecoded, pend)
+            for p in pend:
+                ann.transport_answered(p)   # answered, or not, in bytes mcptap could not read: not the server's silence
             pend = []
         fs += self._session_rejected(ex_id, facts)
         if e.how == "upstream_closed" and not e.response_started and e.reused:

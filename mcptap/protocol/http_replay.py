@@ -137,7 +137,8 @@ class HttpReplay:
                 e = End(str(rec.get("how", "")), str(rec.get("detail", "") or ""), x.response_started, x.reused, bool(rec.get("sent_502")),
                         x.sse, x.ids, nbytes if isinstance(nbytes, int) else 0, ack.encode("utf-8") if isinstance(ack, str) else b"",
                         rec["request_bytes"] if type(rec.get("request_bytes")) is int else None, rec.get("request_cut") is True,
-                        x.location_sent, rec.get("response_cut") is True, rec.get("gap") is True)
+                        x.location_sent, rec.get("response_cut") is True, rec.get("gap") is True,
+                        rec["undecoded"] if isinstance(rec.get("undecoded"), str) else None)
                 fs = self.judge.end(exid, x.facts, e)
         elif ev == "conn_close":
             fs = self.judge.conn_closed(str(rec.get("side", "")), bool(rec.get("idle")), rec.get("detail"))

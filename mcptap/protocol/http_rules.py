@@ -196,7 +196,8 @@ def response_findings(ex: Exchange) -> list[Finding]:
         if mt == "text/event-stream":
             out.append(finding("sse.compressed_stream", f"Content-Encoding {enc} on an event stream: intermediaries and clients may buffer or fail to decode"))
         if enc in DECODABLE:
-            out.append(finding("http.content_encoding", f"{enc}-encoded body (decoded for analysis, forwarded as is)"))
+            out.append(finding("http.content_encoding", f"{enc}-encoded body (forwarded as is; decoded for analysis "
+                               "unless http.content_decoding_failed says it does not decode)"))
         else:
             out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
     out.extend(dropped_findings(rh, "server", "client"))

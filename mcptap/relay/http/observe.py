@@ -28,7 +28,6 @@ session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from mcptap.capture.format import encode_bytes
@@ -285,15 +284,9 @@ class HttpObserver(GapObserver):
             return
         e.resp_bytes += len(it.data)
         e.chunks += 1
-        if e.undecodable:
+        data = e.feed(it.data)
+        if data is None:
             return
-        data = it.data
-        if e.decoder is not None:
-            try:
-                data = e.decoder.decompress(data)
-            except zlib.error:
-                e.undecodable = True
-                return
         if e.mode == "sse" and e.parser is not None:
             e.sse_fed += len(data)
             self._sse_events(e, e.parser.receive_data(data))
@@ -320,13 +313,10 @@ class HttpObserver(GapObserver):
         fs: list[Finding] = []
         response_cut = False        # the client went away inside the answer (an event or a JSON body) the server was sending
         if e.parser is not None and not e.undecodable:
-            if e.decoder is not None:
-                try:
-                    tail = e.decoder.flush()
-                    e.sse_fed += len(tail)
-                    self._sse_events(e, e.parser.receive_data(tail))
-                except zlib.error:
-                    pass
+            tail = e.decode_tail(it.how == "complete")
+            if tail:
+                e.sse_fed += len(tail)
+                self._sse_events(e, e.parser.receive_data(tail))
             response_cut = self._sse_events(e, e.parser.receive_data(b""), client_closed=it.how == "client_closed")
         facts = e.facts
         # the client went away inside the request body (RequestStarted came, RequestEnded never did)
@@ -336,17 +326,19 @@ class HttpObserver(GapObserver):
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
             encode_bytes(e.body.take(), "body", cut)
             self.rec.http(**cut)
-        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_body and not e.undecodable and not e.resp_gap:
-            body = e.resp_body.take()
+        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_bytes and not e.resp_gap \
+                and (body := e.json_body()):
             if it.how == "client_closed":
                 # the client went away inside the body: its part is not the server's message
                 cl = header(facts.resp_headers or [], "content-length")
                 response_cut = e.resp_bytes < int(cl) if cl is not None and cl.isdigit() else parse_json(body)[0] is UNPARSED
             if not response_cut:
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
+        if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
+            self._undecoded_body(e)
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
                                              e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
-                                             e.location_sent, response_cut, e.gap))
+                                             e.location_sent, response_cut, e.gap, e.undecoded))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -362,11 +354,25 @@ class HttpObserver(GapObserver):
             fields["response_cut"] = True
         if e.gap:
             fields["gap"] = True
+        if e.undecoded is not None:
+            fields["undecoded"] = e.undecoded
         if facts.is_ack and e.resp_body:
             fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
         self.rec.http(findings=fs, **fields)
+
+    def _undecoded_body(self, e: ObservedExchange) -> None:
+        """The response body mcptap could not decode, as relayed (still encoded): the
+        capture keeps what the client got (``body``/``body_b64``, docs/http-tap.md)."""
+        fields: dict[str, Any] = {"event": "response_body", "exchange": e.id, "conn": e.conn,
+                                  "content_encoding": e.coding, "undecoded": e.undecoded}
+        encode_bytes(e.raw.take(), "body", fields)
+        if e.raw_offset:
+            fields["offset"] = e.raw_offset
+        if e.raw_dropped:
+            fields["dropped"] = e.raw_dropped
+        self.rec.http(**fields)
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
         for e in [e for e in self._ex.values() if e.conn == it.conn and e.held_end is not None]:

@@ -10,12 +10,19 @@ body state chosen by ``start_body``:
   chunks arrive), ``"json"`` (``application/json`` or ``+json``: the body is
   buffered and framed at the end), ``"other"``; ``"none"`` before the head;
 * ``decoder``: a zlib decompressor for ``Content-Encoding`` gzip/x-gzip/deflate
-  (analysis only: the forwarded bytes stay encoded); another coding sets
-  ``undecodable`` and the body is counted but not analysed.
+  (analysis only: the forwarded bytes stay encoded); another coding (br, zstd,
+  an unknown token), or a body that does not decode under its label, sets
+  ``undecodable`` (``undecoded`` says why) and the body is not analysed: its
+  bytes as relayed are kept in ``raw`` (from ``raw_offset`` on, at most
+  ``RAW_KEEP`` bytes, the rest counted in ``raw_dropped``) for a
+  ``response_body`` record, so the capture holds what the client got.
+
+``feed(chunk)`` returns a response body chunk's decoded bytes (None: not
+analysable); ``json_body()`` the buffered JSON body, decoded (None: it did not
+decode, ``raw`` holds it); ``decode_tail()`` what the decoder held back at the end.
 
 Times (``t0``, ``req_end_t``) are recorder clock values in µs. Nothing here
-raises on peer input; a corrupt compressed stream raises ``zlib.error`` from
-``decoder``, which the observer turns into ``undecodable``.
+raises on peer input: a corrupt compressed stream sets ``undecodable``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.sse import SSEParser
 from mcptap.protocol.sse_canonical import LAZY_DATA_ABOVE
 from mcptap.relay.http.body_buffer import BodyBuffer
+
+#: encoded body bytes kept for a body that cannot be decoded (an endless br event stream must not grow
+#: the capture without bound; a JSON body that size is already far past what a client accepts)
+RAW_KEEP = 64 << 20
 
 
 @dataclass(slots=True)
@@ -50,6 +61,11 @@ class ObservedExchange:
     mode: str = "none"               # json | sse | other
     decoder: Any = None
     undecodable: bool = False
+    coding: str = ""                 # the response's Content-Encoding (lower case), "" for none/identity
+    undecoded: str | None = None     # why the body is not analysed (an unsupported coding, a decoding error)
+    raw: BodyBuffer = field(default_factory=BodyBuffer)     # the encoded bytes: see module doc
+    raw_offset: int = 0              # body offset (as relayed) of raw's first byte
+    raw_dropped: int = 0             # encoded bytes past RAW_KEEP, counted only
     parser: SSEParser | None = None
     resp_body: BodyBuffer = field(default_factory=BodyBuffer)
     resp_bytes: int = 0
@@ -89,14 +105,88 @@ class ObservedExchange:
         mt, _ = media_type(header(resp_headers, "content-type"))
         enc = (header(resp_headers, "content-encoding") or "").strip().lower()
         if enc and enc != "identity":
+            self.coding = enc
             self.decoder = content_decoder(enc)
-            self.undecodable = self.decoder is None
+            if self.decoder is None:
+                self.undecodable = True
+                self.undecoded = f"Content-Encoding {enc} is not one mcptap decodes"
         if mt == "text/event-stream":
             self.mode, self.parser = "sse", SSEParser(LAZY_DATA_ABOVE)
         elif mt == "application/json" or mt.endswith("+json"):
             self.mode = "json"
         else:
             self.mode = "other"
+
+
+    def keep_raw(self, data: bytes) -> None:
+        """Keep ``data`` (encoded, as relayed) for the ``response_body`` record, up to ``RAW_KEEP``."""
+        room = RAW_KEEP - len(self.raw)
+        if room >= len(data):
+            self.raw += data
+        else:
+            if room > 0:
+                self.raw += data[:room]
+            self.raw_dropped += len(data) - max(room, 0)
+
+    def _failed(self, exc: Exception, at: int) -> None:
+        self.undecodable = True
+        self.undecoded = f"the {self.coding} body does not decode ({exc})"
+        self.raw_offset = at
+
+    def feed(self, data: bytes) -> bytes | None:
+        """The decoded bytes of response body chunk ``data`` (``resp_bytes``
+        already counts it); None when the body is not analysable (kept raw).
+        A JSON body with a coding is kept encoded and decoded whole at the end."""
+        if self.undecodable:
+            self.keep_raw(data)
+            return None
+        if self.decoder is None:
+            return data
+        if self.mode == "json" and not self.facts.is_ack:
+            self.keep_raw(data)
+            return None
+        try:
+            return bytes(self.decoder.decompress(data))
+        except zlib.error as exc:
+            self._failed(exc, self.resp_bytes - len(data))
+            self.keep_raw(data)
+            return None
+
+    def decode_tail(self, complete: bool) -> bytes:
+        """What the decoder still holds at the body's end (``complete``: the
+        body ended as framed, so an unfinished compressed stream is a fault)."""
+        if self.decoder is None or self.undecodable:
+            return b""
+        try:
+            tail = bytes(self.decoder.flush())
+        except zlib.error as exc:
+            self._failed(exc, self.resp_bytes)
+            return b""
+        if complete and not self.decoder.eof and self.resp_bytes:
+            self._failed(ValueError("the compressed stream is unfinished"), self.resp_bytes)
+        return tail
+
+    def json_body(self) -> bytes | None:
+        """The buffered JSON body, decoded; None when its coding is not
+        decodable or it does not decode (then ``raw`` holds it, encoded)."""
+        if self.undecodable:
+            return None
+        if self.decoder is None:
+            return self.resp_body.take()
+        if self.raw_dropped:
+            self._failed(ValueError(f"the body is larger than {RAW_KEEP} bytes"), 0)
+            return None
+        d = content_decoder(self.coding)
+        try:
+            out = bytes(d.decompress(self.raw.value())) + bytes(d.flush())
+        except zlib.error as exc:
+            self._failed(exc, 0)
+            return None
+        if not d.eof:
+            self._failed(ValueError("the compressed stream is unfinished"), 0)
+            return None
+        self.raw = BodyBuffer()
+        return out
 
 
 def content_decoder(enc: str) -> Any:

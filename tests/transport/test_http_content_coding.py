@@ -1,0 +1,165 @@
+"""Bodies the HTTP tap cannot decode (real tap, real TCP upstream).
+
+No MCP server sends br, zstd or a corrupt gzip body on demand, so a small h11
+upstream does. What the client got must be in the capture (a ``response_body``
+record with the bytes as relayed, still encoded), a finding must say why it was
+not analysed, and the request it answered must not be called unanswered: live,
+by ``check`` and by ``check --full`` alike; HAR carries the bytes as base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import h11
+import pytest
+import trio
+
+from mcptap.capture.format import decode_bytes
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+from mcptap.check.report import check_capture
+from mcptap.clock import monotonic_us_clock, utc_timestamp
+from mcptap.export.har import har_of
+from mcptap.recorder import Recorder
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+RESULT = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                         "serverInfo": {"name": "s", "version": "1"}}}).encode()
+EVENT = b"event: message\ndata: " + RESULT + b"\n\n"
+NOISE = bytes(range(256)) * 2      # not UTF-8: stored base64
+
+
+def canned(status: int, headers: list[tuple[str, str]], body: bytes):
+    """An upstream answering every request with ``body`` under ``headers`` (chunked)."""
+    async def handler(stream: trio.abc.Stream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+            elif type(ev) is h11.EndOfMessage:
+                await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)) + conn.send(h11.Data(data=body))
+                                      + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+    return handler
+
+
+@asynccontextmanager
+async def served(tmp_path: Path, handler: Any):
+    """(tap url) with ``handler`` as the upstream; the capture is tmp_path/cap.jsonl once it exits."""
+    rec = None
+    async with trio.open_nursery() as n:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await n.start(trio.serve_listeners, handler, listeners)
+        upstream = f"http://127.0.0.1:{port}/mcp"
+        rec = Recorder(CaptureWriter.open(str(tmp_path / "cap.jsonl")), "http", {"url": upstream},
+                       clock=monotonic_us_clock(), started=utc_timestamp())
+        url = await n.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
+        yield url
+        n.cancel_scope.cancel()
+    rec.close()
+
+
+async def send(url: str, body: bytes, headers: list[tuple[str, str]] | None = None) -> tuple[int, bytes]:
+    """POST ``body`` through the tap; (status, body bytes the client got)."""
+    host, rest = url.split("//")[1].split("/", 1)
+    h, p = host.split(":")
+    s = await trio.open_tcp_stream(h, int(p))
+    c = h11.Connection(h11.CLIENT)
+    hdrs = [("Host", host), ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", str(len(body)))] + (headers or [])
+    await s.send_all(c.send(h11.Request(method="POST", target="/" + rest, headers=hdrs)) + c.send(h11.Data(data=body)) + c.send(h11.EndOfMessage()))
+    status, out = 0, b""
+    while True:
+        ev = c.next_event()
+        if ev is h11.NEED_DATA:
+            c.receive_data(await s.receive_some(65536))
+        elif isinstance(ev, h11.Response):
+            status = ev.status_code
+        elif isinstance(ev, h11.Data):
+            out += ev.data
+        elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+            break
+    await s.aclose()
+    return status, out
+
+
+def _codes(recs: list[dict[str, Any]]) -> list[str]:
+    return [f["code"] for r in recs for f in (r.get("findings") or []) + (r.get("annotations") or [])]
+
+
+CASES = [
+    # coding, content type, body the upstream sends, finding on the head, finding at the end
+    ("br", "application/json", RESULT, "http.undecodable_encoding", None),
+    ("zstd", "application/json", NOISE, "http.undecodable_encoding", None),
+    ("x-unknown", "application/json", RESULT, "http.undecodable_encoding", None),
+    ("gzip", "application/json", RESULT, "http.content_encoding", "http.content_decoding_failed"),        # a gzip label on plain JSON
+    ("gzip", "application/json", gzip.compress(RESULT)[:-12], "http.content_encoding", "http.content_decoding_failed"),   # cut short
+    ("deflate", "application/json", NOISE, "http.content_encoding", "http.content_decoding_failed"),
+    ("br", "text/event-stream", EVENT, "http.undecodable_encoding", None),
+    ("gzip", "text/event-stream", EVENT, "http.content_encoding", "http.content_decoding_failed"),
+    # an event stream that decodes as far as it goes but stops inside its compressed data: what decoded was
+    # analysed, no byte failed to decode (nothing to keep raw), the end says the stream is unfinished
+    ("gzip", "text/event-stream", gzip.compress(EVENT)[:-12], "http.content_encoding", "http.content_decoding_failed"),
+]
+UNFINISHED_STREAM = CASES[-1][2]
+
+
+@pytest.mark.parametrize(("coding", "ctype", "body", "head_code", "end_code"), CASES)
+async def test_a_response_body_mcptap_cannot_decode_is_kept_and_its_request_is_not_unanswered(
+        tmp_path: Path, coding: str, ctype: str, body: bytes, head_code: str, end_code: str | None) -> None:
+    async with served(tmp_path, canned(200, [("Content-Type", ctype), ("Content-Encoding", coding)], body)) as url:
+        status, got = await send(url, json.dumps(INIT).encode())
+    assert status == 200 and got == body                       # the client got the bytes as sent
+    path = str(tmp_path / "cap.jsonl")
+    recs = read_capture(path).records
+    kept = [r for r in recs if r["type"] == "http" and r.get("event") == "response_body"]
+    end = next(r for r in recs if r["type"] == "http" and r.get("event") == "end")
+    assert end["undecoded"]
+    if body is UNFINISHED_STREAM:
+        assert kept == [] and "unfinished" in end["undecoded"]
+    else:
+        assert len(kept) == 1 and decode_bytes(kept[0], "body") == body, kept
+        assert kept[0]["content_encoding"] == coding and kept[0]["undecoded"] == end["undecoded"]
+    live = _codes(recs)
+    want = {head_code} | ({end_code} if end_code else set())
+    if body is not UNFINISHED_STREAM:       # (that one's event decoded whole: it answers the request)
+        want.add("http.answer_undecoded")
+        assert not [r for r in recs if r["type"] == "message" and r["dir"] == "s2c"]
+    assert want <= set(live), live
+    if end_code is None:
+        assert "http.content_decoding_failed" not in live
+    for reuse in (True, False):                                 # check, and check --full: the same verdict
+        groups = set(check_capture(path, reuse=reuse).groups)
+        assert want <= groups and "jsonrpc.unanswered_request" not in groups, (reuse, sorted(groups))
+    if body is UNFINISHED_STREAM:
+        return
+    cap = read_capture(path)
+    har = har_of(cap.header, cap.records)["log"]["entries"][0]["response"]["content"]
+    assert har["encoding"] == "base64" and base64.b64decode(har["text"]) == body, har
+    assert coding in har["comment"] and "could not decode" in har["comment"]
+
+
+async def test_a_body_that_decodes_is_still_framed_and_not_kept_raw(tmp_path: Path) -> None:
+    """Near miss: a gzip body that decodes is the message, as before (no raw record, no failure)."""
+    for coding, data in (("gzip", gzip.compress(RESULT)), ("deflate", zlib.compress(RESULT))):
+        async with served(tmp_path, canned(200, [("Content-Type", "application/json"), ("Content-Encoding", coding)], data)) as url:
+            status, got = await send(url, json.dumps(INIT).encode())
+        assert status == 200 and got == data
+        recs = read_capture(str(tmp_path / "cap.jsonl")).records
+        assert [r["json"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [json.loads(RESULT)]
+        assert not [r for r in recs if r.get("event") == "response_body"]
+        assert not {"http.content_decoding_failed", "http.answer_undecoded"} & set(_codes(recs))
