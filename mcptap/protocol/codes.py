@@ -238,6 +238,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "RFC 9110 §8.4"),
     ("http.response_body_cut", ERROR, "upstream closed the connection inside a response body that is not an event stream "
      "(a chunked body without its last chunk)", "RFC 9112 §7.1"),
+    ("http.content_length_with_transfer_encoding", ERROR, "response with both Content-Length and Transfer-Encoding (a sender MUST NOT "
+     "send both; Transfer-Encoding wins, the tap forwards it without Content-Length)", "RFC 9112 §6.1"),
     ("http.body_shorter_than_content_length", ERROR, "body ended before the declared length", "RFC 9112 §6.3"),
     ("http.request_body_incomplete", WARN, "client went away before sending the declared request body (the upstream got part of it)",
      "RFC 9112 §6.3"),

@@ -200,8 +200,22 @@ def response_findings(ex: Exchange) -> list[Finding]:
                                "unless http.content_decoding_failed says it does not decode)"))
         else:
             out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
+    out.extend(framing_findings(rh))
     out.extend(dropped_findings(rh, "server", "client"))
     return out
+
+
+def framing_findings(rh: Headers) -> list[Finding]:
+    """A response head with both Content-Length and Transfer-Encoding (RFC 9112
+    §6.1: a sender MUST NOT; the recipient reads the body by Transfer-Encoding,
+    as h11 and so the tap did, and a proxy removes Content-Length)."""
+    cl, te = header(rh, "content-length"), header(rh, "transfer-encoding")
+    if cl is None or te is None:
+        return []
+    return [finding("http.content_length_with_transfer_encoding",
+                    f"the server sent Content-Length {cl.strip()!r} with Transfer-Encoding {te.strip()!r}: the body was read by "
+                    "Transfer-Encoding (response_bytes), and the tap forwarded the head without Content-Length (the capture "
+                    "keeps both, as received); a peer that trusts Content-Length instead reads another body")]
 
 
 def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:

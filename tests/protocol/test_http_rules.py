@@ -99,6 +99,12 @@ def test_response_rules():
     assert codes(response_findings(r)) == ["sse.compressed_stream", "http.content_encoding"]
     r.resp_headers = [(b"Content-Type", b"application/json"), (b"Content-Encoding", b"br")]
     assert codes(response_findings(r)) == ["http.undecodable_encoding"]
+    # RFC 9112 §6.1: a sender MUST NOT send Content-Length with Transfer-Encoding (either alone is fine)
+    r.resp_headers = [(b"Content-Type", b"application/json"), (b"Content-Length", b"5"), (b"Transfer-Encoding", b"chunked")]
+    assert codes(response_findings(r)) == ["http.content_length_with_transfer_encoding"]
+    for one in ((b"Content-Length", b"5"), (b"Transfer-Encoding", b"chunked")):
+        r.resp_headers = [(b"Content-Type", b"application/json"), one]
+        assert codes(response_findings(r)) == []
     s = ex(session="S1")
     s.status, s.resp_headers = 404, []
     assert codes(response_findings(s)) == []        # who ended the session: SessionBook (tests/relay/test_session_book.py)

@@ -1,4 +1,5 @@
-"""Bodies the HTTP tap cannot decode (real tap, real TCP upstream).
+"""Bodies the HTTP tap cannot decode, and a body framed two ways (real tap,
+real TCP upstream).
 
 No MCP server sends br, zstd or a corrupt gzip body on demand, so a small h11
 upstream does. What the client got must be in the capture (a ``response_body``
@@ -163,3 +164,64 @@ async def test_a_body_that_decodes_is_still_framed_and_not_kept_raw(tmp_path: Pa
         assert [r["json"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [json.loads(RESULT)]
         assert not [r for r in recs if r.get("event") == "response_body"]
         assert not {"http.content_decoding_failed", "http.answer_undecoded"} & set(_codes(recs))
+
+
+async def test_a_response_with_content_length_and_transfer_encoding_is_a_finding_and_read_as_chunked(tmp_path: Path) -> None:
+    """RFC 9112 §6.1: a sender MUST NOT send both; Transfer-Encoding is what
+    counts. The tap read the chunked body (the whole message), forwarded it
+    chunked without the Content-Length, kept the head as received and said so,
+    live and when re-judged."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    async def upstream(stream: trio.abc.Stream) -> None:
+        got = b""
+        while b"\r\n\r\n" not in got or not got.endswith(b"}"):
+            got += await stream.receive_some(65536)
+        await stream.send_all(head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(RESULT), RESULT))
+        await stream.receive_some(65536)       # until the tap closes
+
+    async with served(tmp_path, upstream) as url:
+        host = url.split("//")[1].split("/", 1)[0]
+        h, p = host.split(":")
+        s = await trio.open_tcp_stream(h, int(p))
+        body = json.dumps(INIT).encode()
+        await s.send_all(b"POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (host.encode(), len(body), body))
+        c = h11.Connection(h11.CLIENT)
+        c.send(h11.Request(method="POST", target="/mcp", headers=[("Host", host), ("Content-Length", str(len(body)))]))
+        c.send(h11.Data(data=body))
+        c.send(h11.EndOfMessage())
+        client_head, got = None, b""
+        while True:
+            ev = c.next_event()
+            if ev is h11.NEED_DATA:
+                c.receive_data(await s.receive_some(65536))
+            elif isinstance(ev, h11.Response):
+                client_head = dict(ev.headers)
+            elif isinstance(ev, h11.Data):
+                got += ev.data
+            elif isinstance(ev, h11.EndOfMessage):
+                break
+        await s.aclose()
+    assert got == RESULT and client_head is not None
+    assert b"content-length" not in client_head and client_head[b"transfer-encoding"] == b"chunked"
+    path = str(tmp_path / "cap.jsonl")
+    recs = read_capture(path).records
+    resp = next(r for r in recs if r.get("event") == "response")
+    assert ["Content-Length", "5"] in resp["headers"] and ["Transfer-Encoding", "chunked"] in resp["headers"]   # as received
+    assert [r["json"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [json.loads(RESULT)]
+    assert "http.content_length_with_transfer_encoding" in _codes(recs)
+    for reuse in (True, False):
+        assert "http.content_length_with_transfer_encoding" in check_capture(path, reuse=reuse).groups
+
+
+async def test_an_empty_body_under_a_coding_is_no_unread_answer(tmp_path: Path) -> None:
+    """Near miss: a br label on an empty body hides no answer: the request is still unanswered."""
+    async with served(tmp_path, canned(200, [("Content-Type", "application/json"), ("Content-Encoding", "br")], b"")) as url:
+        assert await send(url, json.dumps(INIT).encode()) == (200, b"")
+    path = str(tmp_path / "cap.jsonl")
+    recs = read_capture(path).records
+    assert not [r for r in recs if r.get("event") == "response_body" or "undecoded" in r]
+    for reuse in (True, False):
+        groups = set(check_capture(path, reuse=reuse).groups)
+        assert "jsonrpc.unanswered_request" in groups and "http.answer_undecoded" not in groups, sorted(groups)

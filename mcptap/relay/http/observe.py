@@ -334,11 +334,12 @@ class HttpObserver(GapObserver):
                 response_cut = e.resp_bytes < int(cl) if cl is not None and cl.isdigit() else parse_json(body)[0] is UNPARSED
             if not response_cut:
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
+        undecoded = e.undecoded if e.resp_bytes else None      # an empty body is no unread answer
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
             self._undecoded_body(e)
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
                                              e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
-                                             e.location_sent, response_cut, e.gap, e.undecoded))
+                                             e.location_sent, response_cut, e.gap, undecoded))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
                                   "duration_us": self.rec.clock() - e.t0}
@@ -354,8 +355,8 @@ class HttpObserver(GapObserver):
             fields["response_cut"] = True
         if e.gap:
             fields["gap"] = True
-        if e.undecoded is not None:
-            fields["undecoded"] = e.undecoded
+        if undecoded is not None:
+            fields["undecoded"] = undecoded
         if facts.is_ack and e.resp_body:
             fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
         if e.session is not None:
