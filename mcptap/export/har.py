@@ -174,6 +174,9 @@ def _entry(ex: Exchange, epoch: int, origin: str) -> dict[str, Any]:
         except UnicodeDecodeError:
             post["text"] = base64.b64encode(body).decode("ascii")
             post["comment"] = "body is not UTF-8: text is base64"
+        if ex.req_raw is not None:
+            post["comment"] = "; ".join(c for c in (post.get("comment"), f"the body as relayed, still {ex.req_raw.get('content_encoding')}: "
+                                                    f"mcptap could not decode it ({ex.req_raw.get('undecoded')})") if c)
         request["postData"] = post
     resp = ex.response
     resp_headers = (resp or {}).get("headers") or []

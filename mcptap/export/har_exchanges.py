@@ -38,7 +38,7 @@ class Exchange:
     """One HTTP exchange as collected from its records (module doc)."""
 
     __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
-                 "last_t", "gap", "gaps", "raw")
+                 "last_t", "gap", "gaps", "raw", "req_raw")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -56,6 +56,7 @@ class Exchange:
         self.gap = False            # a recording gap cut it (end ``gap: true``, ``sse.cut: "gap"``)
         self.gaps: list[dict[str, Any]] = []    # capture.gap findings of the gap records seen while it was open
         self.raw: dict[str, Any] | None = None  # the response_body record of a body mcptap could not decode
+        self.req_raw: dict[str, Any] | None = None  # the request_body record of a POST body mcptap could not decode
 
     def saw(self, rec: dict[str, Any]) -> None:
         self.last_t = max(self.last_t, _t(rec))
@@ -130,6 +131,8 @@ def exchanges_of(records: Iterable[dict[str, Any]]) -> list[Exchange]:
                 if body is not None:
                     ex.body = (ex.body or b"") + body
                     ex.body_t = rec.get("t_us")
+                if isinstance(rec.get("undecoded"), str):
+                    ex.req_raw = rec
             elif ev == "response_body" and isinstance(rec.get("undecoded"), str):
                 ex.raw = rec
             elif ev == "sse":

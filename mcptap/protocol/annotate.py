@@ -198,6 +198,10 @@ class Annotator(AnnotatorState):
             scope = self._scope_of(sender.peer, st)
         p, fs = self.pairing.response(scope, sender, cls.id, exchange)
         if p is None:
+            if exchange is not None and exchange in self.unread:
+                fs = [finding("http.unread_request_answered", f"response id {show_id(cls.id)} matches no request in the capture: "
+                              "it may answer the request body of its exchange mcptap could not decode") if f.code == "jsonrpc.unmatched_response"
+                      else f for f in fs]
             out.extend(request_in_gap(fs, sender.peer, self.gapped, (scope, id_key(cls.id))) if self.gapped else fs)
             return None, None, None
         if fs:

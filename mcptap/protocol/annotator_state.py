@@ -53,6 +53,9 @@ class AnnotatorState:
         self.shape_check: Callable[..., list[Finding]] = _shapes.check
         #: the requests the recording gaps so far may hold (gap_pending.request_in_gap)
         self.gapped = Holes()
+        #: HTTP exchanges whose request body mcptap could not decode (``HttpJudge.request_undecoded``): a
+        #: response there may answer a request the capture does not hold, so it is not unmatched
+        self.unread: set[Any] = set()
         #: live stdio: answers' direction -> the seq of the last request registered before its bytes were
         #: last framed again (``_ALL`` while they are stored unframed): requests up to it may be answered in them
         self._unframed_upto: dict[Direction, float] = {}
@@ -106,6 +109,7 @@ class AnnotatorState:
         carried still pair with the client's answers in later POSTs (they are
         paired in ``pairing.SESSIONLESS``, not in the exchange)."""
         self.stream_heard.pop(exchange, None)
+        self.unread.discard(exchange)
         scope = ("exchange", exchange)
         if self._exchanges.d.pop(scope, None) is not None:
             self.pairing.forget_scope(scope)

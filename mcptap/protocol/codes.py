@@ -234,6 +234,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
     ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished or not encoded): "
      "stored raw, not analysed", "RFC 9110 §8.4"),
+    ("http.unread_request_answered", INFO, "a response matching no request in the capture, in an exchange whose request body mcptap "
+     "could not decode (not judged unmatched)", "RFC 9110 §8.4"),
     ("http.answer_undecoded", INFO, "requests answered in a body mcptap could not decode: not analysed, not judged unanswered",
      "RFC 9110 §8.4"),
     ("http.response_body_cut", ERROR, "upstream closed the connection inside a response body that is not an event stream "

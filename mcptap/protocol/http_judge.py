@@ -122,6 +122,20 @@ class HttpJudge:
             fs = [f for f in fs if not f.code.startswith("http.get_")]
         return fs
 
+    def request_undecoded(self, ex_id: int, facts: Exchange, why: str) -> list[Finding]:
+        """A POST whose body mcptap could not decode (``why``): judged with no
+        body kinds known, plus ``http.content_decoding_failed`` for a coding
+        mcptap decodes; an answer in its exchange that matches no request is
+        then not blamed on the server (``Annotator.unread``)."""
+        facts.body_kinds = facts.methods = ()
+        self.annotator.unread.add(ex_id)
+        fs = self.request(ex_id, facts)
+        enc = (header(facts.req_headers, "content-encoding") or "").strip().lower()
+        if enc in DECODABLE:
+            fs.append(finding("http.content_decoding_failed", f"request: {why}: the body is stored as relayed, not analysed "
+                              "(a server decoding it as labelled fails too)", {"content_encoding": enc}))
+        return fs
+
     def response(self, ex_id: int, facts: Exchange, req_session: Any) -> tuple[list[Finding], str | None]:
         fs, assigned = self.book.on_response(facts, req_session)
         fs += response_findings(facts)

@@ -10,7 +10,8 @@ docs/capture-format.md (``http`` records: ``request``, ``response``, ``sse``,
 
 What is judged again: request heads (Accept, media types, version header,
 session ids, retries and resumption), response heads (status, content type,
-session bookkeeping), exchange ends (lost and broken responses, acknowledgement
+session bookkeeping), POST bodies mcptap could not decode (``request_body``
+records with ``undecoded``), exchange ends (lost and broken responses, acknowledgement
 bodies, HTTP-level rejections, redirects naming the Location the tap gave the
 client from the exchange's ``auth_rewrite`` record), idle connection closes, and the SSE facts of
 every data event (``sse.*`` on a message record: CR LF lines, several data
@@ -140,6 +141,11 @@ class HttpReplay:
                         x.location_sent, rec.get("response_cut") is True, rec.get("gap") is True,
                         rec["undecoded"] if isinstance(rec.get("undecoded"), str) else None)
                 fs = self.judge.end(exid, x.facts, e)
+        elif ev == "request_body" and isinstance(rec.get("undecoded"), str):
+            x = self._ex.get(exid)
+            if x is not None and x.facts.method == "POST":     # a POST body mcptap could not decode: judged as live
+                x.facts.revision = self._revision(x.facts.session)
+                fs = self.judge.request_undecoded(exid, x.facts, rec["undecoded"])
         elif ev == "conn_close":
             fs = self.judge.conn_closed(str(rec.get("side", "")), bool(rec.get("idle")), rec.get("detail"))
         if fs is None:

@@ -95,6 +95,11 @@ def request_findings(ex: Exchange) -> list[Finding]:
     if ctype is not None and media_type(ctype)[1] and not not_json:
         out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
+    enc = (header(h, "content-encoding") or "").strip().lower()
+    if ex.method == "POST" and enc and enc != "identity":
+        out.append(finding("http.content_encoding", f"request body {enc}-encoded (forwarded as is; decoded for analysis unless "
+                           "http.content_decoding_failed says it does not decode)") if enc in DECODABLE else
+                   finding("http.undecodable_encoding", f"request Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
     out.extend(dropped_findings(h, "client", "server"))
     return out
 

@@ -225,3 +225,46 @@ async def test_an_empty_body_under_a_coding_is_no_unread_answer(tmp_path: Path) 
     for reuse in (True, False):
         groups = set(check_capture(path, reuse=reuse).groups)
         assert "jsonrpc.unanswered_request" in groups and "http.answer_undecoded" not in groups, sorted(groups)
+
+
+def answering(body: bytes):
+    """An upstream that answers every POST with the JSON ``body`` (whatever the request's coding)."""
+    return canned(200, [("Content-Type", "application/json")], body)
+
+
+@pytest.mark.parametrize(("coding", "sent", "codes"), [
+    ("br", json.dumps(INIT).encode(), {"http.undecodable_encoding"}),
+    ("zstd", NOISE, {"http.undecodable_encoding"}),
+    ("gzip", json.dumps(INIT).encode(), {"http.content_encoding", "http.content_decoding_failed"}),     # a gzip label on plain JSON
+])
+async def test_a_request_body_mcptap_cannot_decode_is_kept_and_its_answer_is_not_unmatched(
+        tmp_path: Path, coding: str, sent: bytes, codes: set[str]) -> None:
+    async with served(tmp_path, answering(RESULT)) as url:
+        assert await send(url, sent, [("Content-Encoding", coding)]) == (200, RESULT)
+    path = str(tmp_path / "cap.jsonl")
+    recs = read_capture(path).records
+    kept = [r for r in recs if r.get("event") == "request_body"]
+    assert len(kept) == 1 and decode_bytes(kept[0], "body") == sent and kept[0]["content_encoding"] == coding and kept[0]["undecoded"]
+    assert not [r for r in recs if r["type"] == "message" and r["dir"] == "c2s"]
+    want = codes | {"http.unread_request_answered"}
+    assert want <= set(_codes(recs)), _codes(recs)
+    for reuse in (True, False):
+        groups = set(check_capture(path, reuse=reuse).groups)
+        assert want <= groups and not {"jsonrpc.unmatched_response", "jsonrpc.parse_error"} & groups, (reuse, sorted(groups))
+    cap = read_capture(path)
+    post = har_of(cap.header, cap.records)["log"]["entries"][0]["request"]["postData"]
+    assert coding in post["comment"] and "could not decode" in post["comment"]
+
+
+async def test_a_request_body_that_decodes_is_its_message(tmp_path: Path) -> None:
+    """Near miss: a gzip POST body that decodes is framed (decoded) and its answer pairs with it."""
+    async with served(tmp_path, answering(RESULT)) as url:
+        assert await send(url, gzip.compress(json.dumps(INIT).encode()), [("Content-Encoding", "gzip")]) == (200, RESULT)
+    path = str(tmp_path / "cap.jsonl")
+    recs = read_capture(path).records
+    assert [r["json"]["method"] for r in recs if r["type"] == "message" and r["dir"] == "c2s"] == ["initialize"]
+    assert not [r for r in recs if r.get("event") == "request_body"]
+    for reuse in (True, False):
+        groups = set(check_capture(path, reuse=reuse).groups)
+        assert "http.content_encoding" in groups and not {"jsonrpc.unmatched_response", "http.unread_request_answered",
+                                                           "jsonrpc.unanswered_request"} & groups, sorted(groups)

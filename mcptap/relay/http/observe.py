@@ -44,7 +44,7 @@ from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
 from mcptap.relay.http.observe_gap import GapObserver
-from mcptap.relay.http.observe_state import ObservedExchange
+from mcptap.relay.http.observe_state import ObservedExchange, decode_whole
 from mcptap.relay.http.sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -200,7 +200,11 @@ class HttpObserver(GapObserver):
             self._plain_body(e, e.body.take())
         if e.method != "POST" or not e.body:
             return
-        body = e.body.take()
+        raw = e.body.take()
+        body, why = decode_whole((header(e.facts.req_headers, "content-encoding") or "").strip().lower(), raw)
+        if body is None:
+            self._undecoded_request(e, raw, why or "")
+            return
         value, _, odd = parse_message(body)
         facts = e.facts
         facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
@@ -219,12 +223,24 @@ class HttpObserver(GapObserver):
             return
         self._frame_c2s(e, body, value, fs, e.req_end_t)
 
-    def _plain_body(self, e: ObservedExchange, body: bytes, gap: bool = False) -> None:
+    def _undecoded_request(self, e: ObservedExchange, raw: bytes, why: str) -> None:
+        """A POST body mcptap could not decode: kept as relayed (a ``request_body`` record with
+        ``content_encoding`` and ``undecoded``), judged without its JSON-RPC content."""
+        facts = e.facts
+        facts.revision = self._revision(facts.session)
+        fs = self.judge.request_undecoded(e.id, facts, why)
+        self._plain_body(e, raw, undecoded=(header(facts.req_headers, "content-encoding") or "").strip().lower(), why=why, fs=fs)
+
+    def _plain_body(self, e: ObservedExchange, body: bytes, gap: bool = False, undecoded: str | None = None, why: str = "",
+                    fs: list[Finding] | None = None) -> None:
         fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
-        encode_bytes(body if self.record_secrets else scrub_body(body, e.facts.req_headers), "body", fields)
+        if undecoded is not None:
+            fields["content_encoding"], fields["undecoded"] = undecoded, why
+        # a POST body mcptap could not decode is a message's bytes, stored as sent like messages (docs/redaction.md)
+        encode_bytes(body if self.record_secrets or undecoded is not None else scrub_body(body, e.facts.req_headers), "body", fields)
         if gap:
             fields["gap"] = True
-        self.rec.http(**fields)
+        self.rec.http(findings=fs or [], **fields)
 
     def _mcp_path(self, target: str) -> bool:
         return target.partition("?")[0].rstrip("/") == self.upstream.path.rstrip("/")
@@ -336,7 +352,7 @@ class HttpObserver(GapObserver):
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         undecoded = e.undecoded if e.resp_bytes else None      # an empty body is no unread answer
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
-            self._undecoded_body(e)
+            self.rec.http(**e.raw_record())     # what the client got, still encoded: the capture keeps it
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
                                              e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
                                              e.location_sent, response_cut, e.gap, undecoded))
@@ -362,18 +378,6 @@ class HttpObserver(GapObserver):
         if e.session is not None:
             fields["session"] = e.session
         self.rec.http(findings=fs, **fields)
-
-    def _undecoded_body(self, e: ObservedExchange) -> None:
-        """The response body mcptap could not decode, as relayed (still encoded): the
-        capture keeps what the client got (``body``/``body_b64``, docs/http-tap.md)."""
-        fields: dict[str, Any] = {"event": "response_body", "exchange": e.id, "conn": e.conn,
-                                  "content_encoding": e.coding, "undecoded": e.undecoded}
-        encode_bytes(e.raw.take(), "body", fields)
-        if e.raw_offset:
-            fields["offset"] = e.raw_offset
-        if e.raw_dropped:
-            fields["dropped"] = e.raw_dropped
-        self.rec.http(**fields)
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
         for e in [e for e in self._ex.values() if e.conn == it.conn and e.held_end is not None]:

@@ -31,6 +31,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.capture.format import encode_bytes
 from mcptap.model import Finding
 from mcptap.protocol.http_fields import Headers, header, media_type
 from mcptap.protocol.http_rules import Exchange
@@ -118,6 +119,18 @@ class ObservedExchange:
             self.mode = "other"
 
 
+    def raw_record(self) -> dict[str, Any]:
+        """The fields of the ``response_body`` record of a body mcptap could not
+        decode (docs/http-tap.md); takes ``raw``."""
+        fields: dict[str, Any] = {"event": "response_body", "exchange": self.id, "conn": self.conn,
+                                  "content_encoding": self.coding, "undecoded": self.undecoded}
+        encode_bytes(self.raw.take(), "body", fields)
+        if self.raw_offset:
+            fields["offset"] = self.raw_offset
+        if self.raw_dropped:
+            fields["dropped"] = self.raw_dropped
+        return fields
+
     def keep_raw(self, data: bytes) -> None:
         """Keep ``data`` (encoded, as relayed) for the ``response_body`` record, up to ``RAW_KEEP``."""
         room = RAW_KEEP - len(self.raw)
@@ -176,17 +189,30 @@ class ObservedExchange:
         if self.raw_dropped:
             self._failed(ValueError(f"the body is larger than {RAW_KEEP} bytes"), 0)
             return None
-        d = content_decoder(self.coding)
-        try:
-            out = bytes(d.decompress(self.raw.value())) + bytes(d.flush())
-        except zlib.error as exc:
-            self._failed(exc, 0)
-            return None
-        if not d.eof:
-            self._failed(ValueError("the compressed stream is unfinished"), 0)
+        out, why = decode_whole(self.coding, self.raw.value())
+        if out is None:
+            self.undecodable, self.undecoded, self.raw_offset = True, why, 0
             return None
         self.raw = BodyBuffer()
         return out
+
+
+def decode_whole(enc: str, data: bytes) -> tuple[bytes | None, str | None]:
+    """``(decoded, None)`` for a whole body ``data`` of content coding ``enc``
+    (lower case, "" or identity: as is), or ``(None, why)`` when mcptap does not
+    decode that coding or the body does not decode."""
+    if not enc or enc == "identity":
+        return data, None
+    d = content_decoder(enc)
+    if d is None:
+        return None, f"Content-Encoding {enc} is not one mcptap decodes"
+    try:
+        out = bytes(d.decompress(data)) + bytes(d.flush())
+    except zlib.error as exc:
+        return None, f"the {enc} body does not decode ({exc})"
+    if not d.eof:
+        return None, f"the {enc} body does not decode (the compressed stream is unfinished)"
+    return out, None
 
 
 def content_decoder(enc: str) -> Any:
