@@ -46,3 +46,19 @@ def test_a_stream_that_stops_decoding_keeps_its_events_and_the_rest_raw(tmp_path
     cap = read_capture(path)
     content = har_of(cap.header, cap.records)["log"]["entries"][0]["response"]["content"]
     assert "notifications/message" in content["text"] and f"from byte {len(first)}" in content["comment"], content
+
+
+def test_a_client_gone_inside_a_compressed_json_body_cut_it_and_nothing_failed_to_decode(tmp_path: Path) -> None:
+    """Near miss: an unfinished gzip body the client walked away from is a cut
+    answer (http.client_closed_mid_response), not the server's decoding fault."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    tap.client(post(b"/mcp", LIST))
+    body = zlib.compress(orjson.dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}) * 50, wbits=31)
+    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(body), body[: len(body) // 2]))
+    tap.client(b"")
+    recs = tap.records()
+    codes = {f["code"] for r in recs for f in r.get("findings") or ()}
+    assert "http.client_closed_mid_response" in codes, codes
+    assert not {"http.content_decoding_failed", "http.answer_undecoded"} & codes
+    assert not [r for r in recs if r.get("event") == "response_body" or "undecoded" in r]

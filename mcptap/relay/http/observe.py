@@ -342,14 +342,16 @@ class HttpObserver(GapObserver):
             cut: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
             encode_bytes(e.body.take(), "body", cut)
             self.rec.http(**cut)
-        if e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_bytes and not e.resp_gap \
-                and (body := e.json_body()):
+        framed = e.mode == "json" and not facts.is_ack and not facts.legacy and not e.plain and e.resp_bytes and not e.resp_gap
+        if framed and (body := e.json_body(it.how != "client_closed")):
             if it.how == "client_closed":
                 # the client went away inside the body: its part is not the server's message
                 cl = header(facts.resp_headers or [], "content-length")
                 response_cut = e.resp_bytes < int(cl) if cl is not None and cl.isdigit() else parse_json(body)[0] is UNPARSED
             if not response_cut:
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
+        elif framed and it.how == "client_closed" and e.decoder is not None and not e.undecodable:
+            response_cut = True     # the client went away inside a compressed body: not the server's message, nor a fault
         undecoded = e.undecoded if e.resp_bytes else None      # an empty body is no unread answer
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
             self.rec.http(**e.raw_record())     # what the client got, still encoded: the capture keeps it

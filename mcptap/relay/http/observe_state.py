@@ -179,9 +179,11 @@ class ObservedExchange:
             self._failed(ValueError("the compressed stream is unfinished"), self.resp_bytes)
         return tail
 
-    def json_body(self) -> bytes | None:
+    def json_body(self, complete: bool = True) -> bytes | None:
         """The buffered JSON body, decoded; None when its coding is not
-        decodable or it does not decode (then ``raw`` holds it, encoded)."""
+        decodable or it does not decode (then ``raw`` holds it, encoded), or,
+        not ``complete`` (the client went away inside it), when its compressed
+        stream is merely unfinished: a cut body, not a fault (``undecodable`` stays False)."""
         if self.undecodable:
             return None
         if self.decoder is None:
@@ -190,11 +192,16 @@ class ObservedExchange:
             self._failed(ValueError(f"the body is larger than {RAW_KEEP} bytes"), 0)
             return None
         out, why = decode_whole(self.coding, self.raw.value())
+        if out is None and not complete and why is not None and why.endswith(UNFINISHED):
+            return None
         if out is None:
             self.undecodable, self.undecoded, self.raw_offset = True, why, 0
             return None
         self.raw = BodyBuffer()
         return out
+
+
+UNFINISHED = "(the compressed stream is unfinished)"
 
 
 def decode_whole(enc: str, data: bytes) -> tuple[bytes | None, str | None]:
@@ -211,7 +218,7 @@ def decode_whole(enc: str, data: bytes) -> tuple[bytes | None, str | None]:
     except zlib.error as exc:
         return None, f"the {enc} body does not decode ({exc})"
     if not d.eof:
-        return None, f"the {enc} body does not decode (the compressed stream is unfinished)"
+        return None, f"the {enc} body does not decode {UNFINISHED}"
     return out, None
 
 
