@@ -150,7 +150,23 @@ class Scrubber(StreamAccount):
             return self._stderr(rec, seq, stderr)
         if typ == "gap":
             self._gap(rec)
+        if typ in ("request_body", "response_body") and rec.get("undecoded") is not None and ("body" in rec or "body_b64" in rec):
+            return self._unscannable(rec, seq)
         return self._generic(rec, seq)
+
+    def _unscannable(self, rec: dict[str, Any], seq: int | None) -> dict[str, Any]:
+        """An HTTP body stored still encoded (``undecoded``: a content-coding mcptap cannot
+        read, or corrupt) cannot be scanned for secrets: it is left out, its size kept in
+        ``body_removed`` (bytes, int), and the removal counted as a hit (rule
+        ``undecoded:CODING``) so ``--dry-run`` and the summary show it."""
+        try:
+            size = len(decode_bytes(rec, "body") or b"")
+        except ValueError:          # not base64: nothing readable, left out all the same
+            size = 0
+        out = self._generic({k: v for k, v in rec.items() if k not in ("body", "body_b64")}, seq)
+        out["body_removed"] = size
+        self._note(seq, [Hit("body", f"undecoded:{rec.get('content_encoding') or '?'}", "(removed)")])
+        return out
 
     def _stderr(self, rec: dict[str, Any], seq: int | None, done: tuple[str, list[Hit]] | None) -> dict[str, Any]:
         text = record_text(rec)
