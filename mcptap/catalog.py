@@ -40,8 +40,8 @@ from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
 
 _FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.I)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 #: Status words: the capture ended normally / has no end record and its mcptap
 #: is gone / has no end record and its mcptap still runs.
@@ -274,11 +274,13 @@ def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
 
 
 def parse_age(text: str) -> float:
-    """``90``, ``90s``, ``15m``, ``12h``, ``7d``, ``2w`` → seconds.
-    Raises ValueError for anything else."""
+    """``90s``, ``15m``, ``12h``, ``7d``, ``2w`` → seconds.
+    Raises ValueError for anything else, a bare number included: ``7`` meant
+    as days would delete every capture older than 7 seconds."""
     m = _AGE.match(text)
     if not m:
-        raise ValueError(f"{text!r}: expected a number with an optional unit s, m, h, d or w (e.g. 7d)")
+        unit = " (a bare number has no unit: 7 seconds or 7 days?)" if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", text) else ""
+        raise ValueError(f"{text!r}: expected a number with a unit s, m, h, d or w (e.g. 7d, 12h, 30m, 90s){unit}")
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
