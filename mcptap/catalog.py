@@ -38,6 +38,7 @@ from mcptap.capture_ends import HEAD_SCAN, cut_header, gzip_ends, is_header, las
 from mcptap.escape import text_path
 from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
+from mcptap.records.end import says_ended
 
 _FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.I)
@@ -178,8 +179,8 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
             rec = orjson.loads(last)
         except orjson.JSONDecodeError:
             rec = None
-        if isinstance(rec, dict) and rec.get("type") == "end":
-            end = rec
+        if isinstance(rec, dict) and rec.get("type") == "end" and says_ended(rec):
+            end = rec                           # (one marked incomplete: a transform's of a capture that had none)
     messages = None
     severities: dict[str, int] = {}
     exit_code = None
