@@ -105,9 +105,13 @@ def is_header(head: bytes) -> bool:
     """Whether ``head`` (a file's first bytes) starts with a capture header:
     as the writer writes it (``HEADER_PREFIX``), or any JSON object of type
     header and format mcptap-capture on the first line (a capture rewritten by
-    another JSON tool, with spaces or other key order, is still one)."""
+    another JSON tool, with spaces or other key order, is still one). The
+    header line must be whole: its newline within ``head``, or ``head`` all of
+    ``HEAD_SCAN`` bytes (a header line longer than that); a file that ends
+    inside its header line is a cut header (:func:`cut_header`), not a capture
+    whose header can be read."""
     if head.startswith(HEADER_PREFIX):
-        return True
+        return b"\n" in head or len(head) >= HEAD_SCAN
     first, nl, _ = head.partition(b"\n")
     if not nl or not first.lstrip().startswith(b"{"):
         return False

@@ -38,10 +38,11 @@ from mcptap.capture_ends import HEAD_SCAN, cut_header, gzip_ends, is_header, las
 from mcptap.escape import text_path
 from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
+from mcptap.records.end import says_ended
 
 _FILE_NAME = re.compile(r"^\d{8}T\d{6}Z-(.+)-\d+\.jsonl(?:\.gz)?$")
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.I)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.I)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 #: Status words: the capture ended normally / has no end record and its mcptap
 #: is gone / has no end record and its mcptap still runs.
@@ -178,8 +179,8 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
             rec = orjson.loads(last)
         except orjson.JSONDecodeError:
             rec = None
-        if isinstance(rec, dict) and rec.get("type") == "end":
-            end = rec
+        if isinstance(rec, dict) and rec.get("type") == "end" and says_ended(rec):
+            end = rec                           # (one marked incomplete: a transform's of a capture that had none)
     messages = None
     severities: dict[str, int] = {}
     exit_code = None
@@ -274,11 +275,13 @@ def scan(directory: str | os.PathLike[str]) -> list[CaptureInfo]:
 
 
 def parse_age(text: str) -> float:
-    """``90``, ``90s``, ``15m``, ``12h``, ``7d``, ``2w`` → seconds.
-    Raises ValueError for anything else."""
+    """``90s``, ``15m``, ``12h``, ``7d``, ``2w`` → seconds.
+    Raises ValueError for anything else, a bare number included: ``7`` meant
+    as days would delete every capture older than 7 seconds."""
     m = _AGE.match(text)
     if not m:
-        raise ValueError(f"{text!r}: expected a number with an optional unit s, m, h, d or w (e.g. 7d)")
+        unit = " (a bare number has no unit: 7 seconds or 7 days?)" if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", text) else ""
+        raise ValueError(f"{text!r}: expected a number with a unit s, m, h, d or w (e.g. 7d, 12h, 30m, 90s){unit}")
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 

@@ -36,6 +36,7 @@ from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.recording import RecordingState
 from mcptap.records.end import kept as kept_end_fields
+from mcptap.records.end import says_ended
 from mcptap.reuse_annotations import reuse_annotations
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
@@ -87,12 +88,15 @@ def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, An
     """The re-annotated capture's end record: the original end's seq (unless
     chunk records were re-framed) and every field it does not recompute
     (``records.end.kept``: exit code, signal, writer failure, ``original``…)
-    kept; ``incomplete`` when the capture had no end record."""
+    kept; ``incomplete`` when the capture had no end record, or one itself
+    marked incomplete (``records.end.says_ended``: a transform's output of an
+    incomplete capture stays incomplete, its open requests not judged)."""
     if old_end is not None and not rec.chunks and isinstance(old_end.get("seq"), int):    # (seq is optional: null kept ours)
         rec.seq = old_end["seq"] - 1
     keep = kept_end_fields(old_end)
-    end = rec.close(incomplete=old_end is None, **keep)
-    if old_end is None:
+    incomplete = not says_ended(old_end)
+    end = rec.close(incomplete=incomplete, **keep)
+    if incomplete:
         end["incomplete"] = True
     return end
 

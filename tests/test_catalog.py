@@ -97,3 +97,24 @@ def zlib_head(data: bytes) -> bytes:
     import zlib
 
     return zlib.decompressobj(31).decompress(data)
+
+
+def test_a_header_cut_anywhere_is_damaged_plain_or_gzip(tmp_path: Path) -> None:
+    """A file that ends inside its header line, at any byte (past the writer's
+    42-byte prefix too), is DAMAGED: never a TRUNCATED capture with every field
+    unknown (README: "damaged": header cut); the whole line is a capture."""
+    import gzip
+
+    from mcptap.catalog import DAMAGED, TRUNCATED
+
+    header = (b'{"type":"header","format":"mcptap-capture","version":1,"started":"2026-12-01T00:00:00Z",'
+              b'"transport":"stdio","target":{"argv":["python3","server.py","--flag"]},"name":"srv"}\n')
+    for n in range(1, len(header)):
+        plain, packed = tmp_path / f"p{n}.jsonl", tmp_path / f"g{n}.jsonl.gz"
+        plain.write_bytes(header[:n])
+        packed.write_bytes(gzip.compress(header[:n]))
+        for p in (plain, packed):
+            assert (info := read_info(p)) is not None and info.status == DAMAGED, (n, p)
+    (tmp_path / "whole.jsonl").write_bytes(header)
+    assert (info := read_info(tmp_path / "whole.jsonl")) is not None and info.status == TRUNCATED
+    assert info.name == "srv"

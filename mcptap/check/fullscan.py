@@ -34,6 +34,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.gap_pending import gap_finding
 from mcptap.reannotate import end_record, reannotator_for
 from mcptap.records import annotation_json
+from mcptap.records.end import says_ended
 
 _DIRS = ("c2s", "s2c")
 
@@ -227,7 +228,7 @@ class FullScan:
             rec.t_us = t
         if typ == "end":
             self.old_end = r
-            self.had_end = True
+            self.had_end = says_ended(r)            # one marked incomplete: as none
             return
         line_no = self._line_no = self.n + self.cut + 1
         if self.oracle is not None:

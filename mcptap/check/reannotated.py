@@ -14,6 +14,7 @@ from mcptap.capture.integrity import Integrity
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.protocol.codes import finding
 from mcptap.protocol.gap_pending import gap_finding
+from mcptap.records.end import says_ended
 
 
 class Reannotated:
@@ -61,7 +62,7 @@ class Reannotated:
             self._src_line = n + getattr(records, "cut_records", 0)
             self._integrity.feed(r)
             if r.get("type") == "end":
-                self._had_end = True
+                self._had_end = says_ended(r)       # one marked incomplete: as none
             yield r
         self._src_done = True
 

@@ -21,6 +21,7 @@ from mcptap.check.scan_records import Unsupported
 from mcptap.model import Severity
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonrpc import show_id
+from mcptap.records.end import says_ended
 
 
 def scan_report(scan: Any, path: str, header: dict[str, Any], tallies: dict[str, StreamTally]) -> CaptureReport:
@@ -47,7 +48,7 @@ def scan_report(scan: Any, path: str, header: dict[str, Any], tallies: dict[str,
         end_fs = u if isinstance(u, list) else un if isinstance(un, list) else []
         t = end.get("t_us")
         line = scan.n + scan.cut + 1
-    capture = capture_findings(scan.truncated, end is not None, end_rec if end is not None else {}, integrity, spill_name(header))
+    capture = capture_findings(scan.truncated, says_ended(end), end_rec if end is not None else {}, integrity, spill_name(header))
     rep.complete = not any(f["code"] == "capture.incomplete" for f in capture)
     rep.truncated = any(f["code"] == "capture.truncated" for f in capture)
     if isinstance(t, int) and t > scan.duration:

@@ -45,7 +45,7 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
         raise click.UsageError("- (standard input) can be given once")
     refuse_input_as_output(captures, output)
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
-    with progress("check", captures):
+    with progress("check", captures, stdout_after=True):
         report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full, check=check_capture)
     for cap in report.captures:
         if cap.error is not None:

@@ -114,7 +114,7 @@ def command(ctx: click.Context, a: str, b: str, ignore: tuple[str, ...], fmt: st
     if a == "-" and b == "-":
         raise click.UsageError("A and B cannot both be - (standard input is read once)")
     try:
-        with progress("diff", (a, b)):
+        with progress("diff", (a, b), stdout_after=True):
             with _spooled(a, b) as sources:
                 # a scrubbed capture against one in clear: the clear one is scrubbed with the same key as it is read
                 report = diff_captures(a, b, ignore=ignore, latency_threshold=latency_threshold, sources=sources, keyer=existing_keyer)

@@ -12,13 +12,22 @@ reader in the process), with a percentage of the inputs' total size when they
 are plain files; or, when the command passes ``status``, its own text (replay:
 requests sent and answered) whenever that returns one.
 
+Nothing either while standard output is that same terminal, unless the
+command says it writes to standard output only after the work
+(``stdout_after``: check, diff, replay): a line rewritten in place between
+lines of output would be glued to them (``export`` or ``scrub -o -`` to the
+terminal), and the output shows how far the work has come anyway.
+
 ``MCPTAP_PROGRESS_DELAY`` (seconds) overrides ``DELAY``; at 0 the first line
 is written before the work starts, so a test on a pseudo-terminal sees it
-without depending on how long the work takes.
+without depending on how long the work takes; ``inf`` (or any value too large
+to wait for) shows none. A value that is no number of seconds ≥ 0 (``-1``,
+``nan``, ``soon``) is ignored with a one-line warning on the terminal.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -54,32 +63,64 @@ def line(label: str, done: int, total: int | None, elapsed: float) -> str:
     return f"{text}, {elapsed:.0f} s"
 
 
-def _delay() -> float:
-    try:
-        return max(0.0, float(os.environ["MCPTAP_PROGRESS_DELAY"]))
-    except (KeyError, ValueError):
+def _delay(out: IO[str]) -> float:
+    """``MCPTAP_PROGRESS_DELAY`` as seconds ≥ 0 (``inf`` included), else ``DELAY``
+    with a warning on ``out`` (a terminal) naming the value."""
+    text = os.environ.get("MCPTAP_PROGRESS_DELAY")
+    if not text:                    # unset, or set empty (as unset, by the usual convention)
         return DELAY
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if value >= 0:                  # False for nan
+        return value
+    try:
+        out.write(f"mcptap: MCPTAP_PROGRESS_DELAY={text!r}: not a number of seconds >= 0 (e.g. 0, 2.5, inf); "
+                  f"using {DELAY:g}\n")
+    except (OSError, ValueError):
+        pass
+    return DELAY
+
+
+def _same_terminal(out: IO[str], stdout: IO[str] | None) -> bool:
+    """Whether ``stdout`` is a terminal, the one ``out`` (a terminal) is."""
+    try:
+        if stdout is None or not stdout.isatty():
+            return False
+    except (ValueError, OSError):
+        return False
+    try:
+        a, b = os.fstat(out.fileno()), os.fstat(stdout.fileno())
+    except (ValueError, OSError):       # (io.UnsupportedOperation too) a stream with no descriptor
+        return False
+    return (a.st_dev, a.st_ino, a.st_rdev) == (b.st_dev, b.st_ino, b.st_rdev)
 
 
 @contextmanager
 def progress(label: str, paths: Iterable[str] = (), stream: IO[str] | None = None,
              delay: float | None = None, clock: Callable[[], float] = time.monotonic,
-             status: Callable[[], str | None] | None = None) -> Iterator[None]:
+             status: Callable[[], str | None] | None = None, stdout_after: bool = False) -> Iterator[None]:
     """Show progress of the work inside the ``with`` block (module doc).
     ``paths``: the captures it reads (for a percentage); ``stream``: default
     stderr (nothing is shown unless it is a terminal); ``delay``: seconds
-    before the first line (default ``DELAY`` or ``MCPTAP_PROGRESS_DELAY``);
-    ``status``: called from the progress thread, its text (without the
-    ``mcptap: LABEL:`` prefix or elapsed time) replaces the bytes-read line
-    while it returns one."""
+    before the first line (default ``DELAY`` or ``MCPTAP_PROGRESS_DELAY``;
+    ``inf`` or too large to wait for: none); ``status``: called from the
+    progress thread, its text (without the ``mcptap: LABEL:`` prefix or
+    elapsed time) replaces the bytes-read line while it returns one;
+    ``stdout_after``: the block writes nothing to standard output, so a line
+    is shown even while standard output is the same terminal."""
     out = stream if stream is not None else sys.stderr
-    if delay is None:
-        delay = _delay()
     try:
         tty = out.isatty()
     except (ValueError, OSError):
         tty = False
-    if not tty:
+    if not tty or (not stdout_after and _same_terminal(out, sys.stdout)):
+        yield
+        return
+    if delay is None:
+        delay = _delay(out)
+    if not delay < threading.TIMEOUT_MAX:       # inf (or nan): no wait can be that long, so never
         yield
         return
     paths = list(paths)

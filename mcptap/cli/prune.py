@@ -42,7 +42,7 @@ def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> float
 @click.option("--dir", "directory", type=options.NonEmptyPath(), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--older-than", "older_than", callback=_age, default=None, metavar="AGE",
-              help="Remove captures last written more than AGE ago (e.g. 7d, 12h, 30m).")
+              help="Remove captures last written more than AGE ago: a number with a unit s, m, h, d or w (e.g. 7d, 12h, 30m).")
 @click.option("--keep", type=click.IntRange(min=0), default=None, metavar="N",
               help="Always keep the N newest captures of each server name.")
 @click.option("-n", "--dry-run", is_flag=True, help="List what would be removed; remove nothing.")

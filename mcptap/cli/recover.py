@@ -54,6 +54,7 @@ from mcptap.cli.errors import Fail, say
 from mcptap.errors import CaptureReadError
 from mcptap.escape import escape_controls
 from mcptap.records import Chunk, Gap
+from mcptap.records.end import says_ended
 from mcptap.redact.keyed import PLACEHOLDER
 from mcptap.redact.original import place_original
 from mcptap.transport.spill import SUFFIX, entries, is_spill_file, spill_path
@@ -97,8 +98,9 @@ def _spill_beside(capture: str, named: Any) -> tuple[str, str] | None:
     return None
 
 
-def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int], dict[str, int]]:
-    """(header, has end record, last seq, last t_us, where the bytes recorded end per
+def _recorded(path: str) -> tuple[dict[str, Any], bool | None, int, int, dict[str, int], dict[str, int]]:
+    """(header, has end record (None: one marked ``incomplete``, a transform's copy of
+    a capture that had none: ``records.end.says_ended``), last seq, last t_us, where the bytes recorded end per
     direction in the forwarded stream, and in the stream the capture holds). The two differ
     in a scrubbed capture (``record --redact``): a placeholder is not as long as its secret,
     and such a record's ``original`` says where its bytes were forwarded."""
@@ -106,13 +108,13 @@ def _recorded(path: str) -> tuple[dict[str, Any], bool, int, int, dict[str, int]
     ends = {"c2s": 0, "s2c": 0}
     held = {"c2s": 0, "s2c": 0}
     seq = t = 0
-    complete = False
+    complete: bool | None = False
     for rec in stream:
         typ = rec["type"]
         seq = max(seq, rec.get("seq") or 0)
         t = max(t, rec.get("t_us") or 0)
         if typ == "end":
-            complete = True
+            complete = True if says_ended(rec) else None
         elif typ in ("chunk", "message") and rec.get("dir") in ends and (typ == "chunk" or rec.get("session") is None):
             n = len(decode_bytes(rec, "data") or b"") if typ == "chunk" else len(message_from_record(rec).raw)
             held[rec["dir"]] = rec.get("offset", 0) + n
@@ -253,6 +255,10 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     if found is None:
         return
     spill, name = found
+    if complete is None:
+        # a scrubbed copy names its source's spill file: neither remove it nor add its bytes after this end record
+        raise Fail(f"{capture} is a copy of an incomplete capture (its end record says incomplete, as scrub writes it): "
+                   f"recover the capture it was made from, then make the copy again; {escape_controls(name)} was left as it is")
     if complete:
         os.unlink(spill)
         say(f"{capture} is complete (it has its end record); removed the stale {escape_controls(name)}")

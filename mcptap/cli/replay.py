@@ -110,7 +110,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             ctx.exit(2)
     try:
         masker = Masker(ignore)
-        with progress("replay", [capture]):
+        with progress("replay", [capture], stdout_after=True):
             plan, recorded_errors = plan_and_errors(capture, allow_side_effects=allow_side_effects, masker=masker)
     except (McptapError, ValueError) as exc:
         _say(str(exc))
@@ -144,7 +144,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     link, rec, new_link, known = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout, cacert)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
     try:
-        with progress("replay", status=functools.partial(_status, replayer)):
+        with progress("replay", status=functools.partial(_status, replayer), stdout_after=True):
             result = trio.run(replayer.run)
     except BaseException as exc:
         if not interrupted(exc):

@@ -38,6 +38,7 @@ from mcptap.compare.resent import TAP_REFUSED, Resends, answered_at_http
 from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.reannotate_views import annotated
+from mcptap.records.end import says_ended
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}
@@ -268,7 +269,7 @@ def summarize(path: str, masker: Masker, source: str | None = None, scrub: Recor
                 if f.get("severity") != "info":
                     findings[(f.get("code"), subject or kind)] += 1
     side.truncated = stream.truncated
-    side.complete = stream.end is not None
+    side.complete = says_ended(stream.end)      # (one marked incomplete: a transform's copy of a cut capture)
     return side
 
 

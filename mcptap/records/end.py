@@ -17,6 +17,16 @@ RECOMPUTED = frozenset({"type", "seq", "t_us", "c2s", "s2c", "severities", "code
                         "stderr", "chunks", "unanswered", "incomplete"})
 
 
+def says_ended(end: dict[str, Any] | None) -> bool:
+    """Whether ``end`` (a capture's end record, or None) says the capture
+    ended: False without one, and False for one marked ``incomplete: true``,
+    which a transform writes for a capture that had none (``scrub`` of a
+    recovered capture with chunk records: re-framed, re-annotated, the end
+    record fresh); its counts and digests cover only the bytes the capture
+    holds, and the capture is as incomplete as its source (``ls``, ``check``)."""
+    return end is not None and end.get("incomplete") is not True
+
+
 def kept(end: dict[str, Any] | None) -> dict[str, Any]:
     """The fields of a capture's ``end`` record that re-annotation keeps as they
     are (exit code, signal, writer failure, a scrubbed capture's ``original``,

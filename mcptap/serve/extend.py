@@ -59,6 +59,7 @@ from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
 from mcptap.recorder import Recorder
 from mcptap.records import Eof, MessageRecord, Process, Stderr, message_bytes
+from mcptap.records.end import says_ended
 
 _DIRS = ("c2s", "s2c", "stderr")
 #: the end record's lists that carry over from the original session
@@ -338,7 +339,7 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     if cut:
         out.write(b"\n")
         rec.gap("mcptap was killed while writing this record")
-    if end is None:
+    if not says_ended(end):       # none, or one marked incomplete (a scrubbed copy of a killed tap's capture)
         rec.gap("the capture extended here had no end record (its tap was killed or is still running): its earlier "
                 "sessions may be incomplete")
     key = f"episode-{len(keys) + 2}"

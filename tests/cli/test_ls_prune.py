@@ -106,8 +106,23 @@ def test_prune_by_age_keeps_newest_per_name(tmp_path: Path) -> None:
     assert run("prune", "--dir", str(tmp_path)).returncode == 2
 
 
+def test_prune_refuses_a_bare_number(tmp_path: Path) -> None:
+    """``--older-than 7`` (meant as days) once meant 7 seconds and removed every
+    capture older than that: a number without a unit is a usage error."""
+    cap = tmp_path / "20240101T000000Z-x-1.jsonl"
+    cap.write_bytes(b'{"type":"header","format":"mcptap-capture","version":1,"started":"2024-01-01T00:00:00Z"}\n')
+    old = time.time() - 3600
+    os.utime(cap, (old, old))
+    for age in ("7", "7.5", " 30 "):
+        bad = run("prune", "--dir", str(tmp_path), "--older-than", age)
+        assert bad.returncode == 2, bad
+        err = bad.stderr.decode()
+        assert "7d" in err and "12h" in err and "unit" in err
+    assert cap.exists()
+
+
 def test_select_prune_and_parse_age() -> None:
-    assert parse_age("90") == 90 and parse_age("15m") == 900 and parse_age("2w") == 14 * 86400 and parse_age("1.5h") == 5400
+    assert parse_age("90s") == 90 and parse_age("15m") == 900 and parse_age("2w") == 14 * 86400 and parse_age("1.5h") == 5400
     assert select_prune([], now=0, older_than=1) == []
 
 

@@ -76,3 +76,49 @@ def test_no_progress_when_stderr_is_not_a_terminal(name: str, cap: Path, tmp_pat
 def test_replay_progress_counts_requests(cap: Path, tmp_path: Path) -> None:
     _, tty = _on_pty(_argv("replay", cap, tmp_path))
     assert "of 2 requests sent" in tty                 # initialize and ping
+
+
+STREAMING = {                       # commands that write their output while they read
+    "export": lambda cap, tmp: ["export", str(cap), "-f", "messages"],
+    "scrub": lambda cap, tmp: ["scrub", str(cap), "-o", "-"],
+    "report": lambda cap, tmp: ["report", str(cap), "-o", "-"],
+    "show": lambda cap, tmp: ["show", str(cap)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAMING))
+def test_no_progress_glued_into_output_on_the_same_terminal(name: str, cap: Path, tmp_path: Path) -> None:
+    """stdout and stderr on one terminal: a progress line rewritten in place
+    would be glued into the output (``… 1 s{"seq":22833,…``): none is shown."""
+    code, got = run_on_pty([*MCPTAP, *STREAMING[name](cap, tmp_path)], {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}, stdout=True)
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1), tty
+    assert tty.strip(), "the output reached the terminal"
+    assert f"mcptap: {name}: " not in tty and "\r\x1b[K" not in tty
+
+
+@pytest.mark.parametrize("name", ["check", "replay"])
+def test_commands_that_write_after_the_work_still_show_progress_on_the_same_terminal(name: str, cap: Path, tmp_path: Path) -> None:
+    code, got = run_on_pty([*MCPTAP, *_argv(name, cap, tmp_path)], {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}, stdout=True)
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1), tty
+    before, _, after = tty.partition(f"mcptap: {name}: ")
+    assert after and "\r\x1b[K" in after            # shown, then cleared before the output
+
+
+@pytest.mark.parametrize("value", ["inf", "Infinity", "1e10", "1e300"])
+@pytest.mark.parametrize("name", ["check", "show"])
+def test_an_endless_progress_delay_shows_none(name: str, value: str, cap: Path, tmp_path: Path) -> None:
+    """Once an uncaught OverflowError in the progress thread ("timestamp out of range")."""
+    code, got = run_on_pty([*MCPTAP, *_argv(name, cap, tmp_path)], {**os.environ, "MCPTAP_PROGRESS_DELAY": value})
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1) and "Traceback" not in tty and "Error" not in tty, tty
+    assert f"mcptap: {name}: " not in tty
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon"])
+def test_a_progress_delay_that_is_no_number_of_seconds_is_named_and_ignored(value: str, cap: Path, tmp_path: Path) -> None:
+    code, got = run_on_pty([*MCPTAP, *_argv("check", cap, tmp_path)], {**os.environ, "MCPTAP_PROGRESS_DELAY": value})
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1) and "Traceback" not in tty, tty
+    assert f"MCPTAP_PROGRESS_DELAY={value!r}: not a number of seconds" in tty

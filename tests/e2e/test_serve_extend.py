@@ -355,3 +355,25 @@ def test_extend_adds_no_replayed_notification_and_continues_the_offsets(tmp_path
     _offsets_tile(cap)
     report = _check(cap)
     assert "digest_mismatch" not in report and "unmatched" not in report, report
+
+
+@pytest.mark.parametrize("scrub_first", [False, True], ids=["killed", "scrubbed-copy-of-killed"])
+def test_extend_of_an_incomplete_capture_says_its_earlier_sessions_may_be_incomplete(tmp_path: Path, scrub_first: bool) -> None:
+    """A killed tap's capture (no end record; chunk records) gets a gap record
+    before the new session; so does a scrubbed copy of it, whose re-framed end
+    record is marked ``incomplete`` (once taken for a whole capture's end)."""
+    plain = tmp_path / "src.jsonl"
+    synthesized(plain)
+    lines = _lines(plain)
+    cap = tmp_path / "cap.jsonl"
+    cap.write_bytes(b"".join(x for x in lines if b'"type":"end"' not in x))       # killed: no end record
+    if scrub_first:
+        copy = tmp_path / "copy.jsonl"
+        done = subprocess.run([*MCPTAP, "scrub", str(cap), "-o", str(copy)], capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(_lines(copy)[-1]).get("incomplete") is True
+        cap = copy
+    done = run_raw(cap, [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, ECHO_NEW])
+    assert done.returncode == 0, done.stderr
+    gaps = [json.loads(x) for x in _lines(cap) if b'"type":"gap"' in x]
+    assert any("had no end record" in g.get("reason", "") for g in gaps), gaps
