@@ -227,7 +227,7 @@ def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
         mcp["target"] = target          # asterisk- or authority-form: the URL has no path (RFC 9110 §7.1)
     if req.get("auth"):
         mcp["auth"] = req["auth"]
-    if not known:
+    if not known and tap_answer is None:        # a prefix the tap fronted nothing under: its own 404 says so
         entry["comment"] = "; ".join(c for c in (entry.get("comment"), "the URL is the tap's: the capture does not show "
                                                  "which origin it fronted under this prefix") if c)
     if ex.rewrites:

@@ -72,6 +72,12 @@ def test_oauth_exchanges_show_the_urls_requested_and_their_bodies() -> None:
     # a prefix whose origin the capture never showed: the tap's URL, and the entry says so
     assert unknown["request"]["url"] == "http://127.0.0.1:19201/.mcptap/o/7/login"
     assert "does not show" in unknown["comment"]
+    refused = har_of(HEADER, [*_records()[:10], {"type": "http", "event": "request", "exchange": 9, "conn": 1, "method": "GET",
+                                                 "target": "/.mcptap/o/7/x", "headers": TAP, "t_us": 99, "auth": "as"},
+                              {"type": "http", "event": "end", "exchange": 9, "conn": 1, "how": "auth_not_fronted", "t_us": 99}])
+    last = refused["log"]["entries"][-1]
+    assert last["request"]["url"] == "http://127.0.0.1:19201/.mcptap/o/7/x" and "comment" not in last
+    assert last["response"]["status"] == 404
     assert pri["request"]["url"] == "http://127.0.0.1:18202" and pri["_mcp"]["target"] == "*"
 
 
