@@ -5,16 +5,20 @@ mitmproxy and Charles).
 One entry per HTTP exchange the tap relayed (every POST, GET stream and
 DELETE), in request order:
 
-* request: method, URL (upstream origin + request target), HTTP version,
+* request: method, URL (the one the tap requested: upstream origin + request
+  target, an OAuth exchange fronted under ``/.mcptap/o/<n>`` at the origin it
+  fronted there, export/har_urls.py; a target with no path, ``PRI *``, gives the
+  origin with an empty path), HTTP version,
   headers as recorded (credentials stay keyed ``«redacted:hmac:…»`` placeholders,
   ``«redacted:sha256:…»`` in captures of older mcptaps, unless recorded with
   ``--record-secrets``), ``cookies`` parsed from the recorded ``Cookie`` headers
   (so redacted exactly as they are: ``sid=«redacted:hmac:…»`` gives name ``sid``
   and the placeholder), query string, ``postData`` with the exact body text (a
-  POST's JSON-RPC message, or a ``request_body``);
+  POST's JSON-RPC message, or a ``request_body``; an OAuth form the tap changed
+  as it sent it on);
 * response: status, reason, headers, ``cookies`` from the recorded
   ``Set-Cookie`` headers, ``bodySize`` (bytes relayed, else ``Content-Length``,
-  else -1), ``content.text`` — the JSON body, or the
+  else -1), ``content.text`` — the JSON body (an OAuth ``response_body``), or the
   SSE body rebuilt from the recorded events (exact bytes where the capture kept
   them, ``sse.raw``; else in the SDK layout ``id``/``event``/``data``/``retry``
   lines, LF ends: ``content.comment`` says so), or a body mcptap could not
@@ -27,7 +31,8 @@ DELETE), in request order:
   --listen`` writes no end records); ``blocked``, ``dns``, ``connect``, ``ssl``
   are -1 (not measured by a reverse proxy);
 * ``_mcp`` (custom field, HAR allows ``_``-prefixed ones): exchange and
-  connection numbers, session, how the exchange ended, the JSON-RPC messages it
+  connection numbers, ``clientUrl`` (as the client asked the tap), ``target``
+  (one with no path), ``auth`` kind and ``rewrites`` of an OAuth exchange, session, how the exchange ended, the JSON-RPC messages it
   carried (seq, direction, kind, id, method, pair, latency, findings) and the
   HTTP findings. An exchange a recording gap cut (its ``end`` record's
   ``gap: true``, an ``sse`` record's ``sse.cut: "gap"``) says so: its entry and
@@ -50,6 +55,7 @@ from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
 from mcptap.export.har_cookies import _cookies, _set_cookies
 from mcptap.export.har_exchanges import Exchange, _t, exchanges_of
+from mcptap.export.har_urls import Fronts
 from mcptap.export.spans import epoch_us, iso_us
 
 
@@ -91,8 +97,12 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
     except ValueError:
         pass
     order = exchanges_of(records)
+    fronts = Fronts(origin)
+    for ex in order:
+        for rw in ex.rewrites:
+            fronts.learn(rw)
     return {"log": {"version": "1.2", "creator": {"name": "mcptap", "version": __version__},
-                    "entries": [_entry(ex, epoch, origin) for ex in order]}}
+                    "entries": [_entry(ex, epoch, fronts) for ex in order]}}
 
 
 def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
@@ -115,6 +125,8 @@ def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
     end = ex.end or {}
     kept = ex.raw or {}
     raw = decode_bytes(kept, "body")
+    if ex.resp_truncated is not None:
+        comment = f"the capture kept the first {len(body or b'')} of {ex.resp_truncated} bytes of this body"
     if raw is not None and body is None and not kept.get("offset") and not kept.get("dropped"):
         # the client's bytes, still encoded: base64, so no reader takes them for the decoded text HAR means
         content.update(size=len(raw), text=base64.b64encode(raw).decode("ascii"), encoding="base64")
@@ -122,6 +134,9 @@ def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
     elif raw is not None:
         comment = "; ".join(c for c in (comment, f"{len(raw)} bytes of the body, from byte {kept.get('offset', 0)} as relayed, could not be "
                                         f"decoded ({kept.get('undecoded')}): they are in the capture's response_body record, not here") if c)
+    elif isinstance(kept.get("body_removed"), int):
+        comment = (f"the body ({kept['body_removed']} bytes as relayed, still {kept.get('content_encoding') or 'encoded'}) was left out "
+                   "when the capture was scrubbed: mcptap could not decode it to scan it for secrets")
     elif body is None and isinstance(end.get("response_bytes"), int) and end["response_bytes"] > 0:
         comment = f"the body ({end['response_bytes']} bytes relayed) is not a JSON-RPC message and is not kept in the capture"
     if ex.gap:
@@ -148,13 +163,22 @@ def _body_size(end: dict[str, Any], headers: list[list[str]]) -> int:
     return int(length) if length.isascii() and length.isdigit() else -1
 
 
-def _entry(ex: Exchange, epoch: int, origin: str) -> dict[str, Any]:
+def _rewrite(ex: Exchange, what: str) -> str | None:
+    for rw in ex.rewrites:
+        if rw.get("what") == what and isinstance(rw.get("rewritten"), str):
+            return str(rw["rewritten"])
+    return None
+
+
+def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
     req = ex.request
     target = str(req.get("target") or "/")
-    url = target if "://" in target else origin + target
     t0 = int(req.get("t_us") or 0)
     req_headers = req.get("headers") or []
-    query = urlsplit(target).query if "?" in target else ""
+    host = _header(req_headers, "host")
+    tap = f"http://{host}" if host else ""       # the tap as the client named it
+    url, known = fronts.url(target, _rewrite(ex, "target"), tap or fronts.upstream)
+    query = urlsplit(url).query if "?" in url else ""
     request: dict[str, Any] = {
         "method": str(req.get("method") or ""), "url": url, "httpVersion": f"HTTP/{req.get('version') or '1.1'}",
         "cookies": _cookies(req_headers), "headers": _pairs(req_headers),
@@ -166,8 +190,9 @@ def _entry(ex: Exchange, epoch: int, origin: str) -> dict[str, Any]:
         request["bodySize"] = end["request_bytes"]
     elif ex.body is not None:
         request["bodySize"] = len(ex.body)
+    form = _rewrite(ex, "form")        # an OAuth form the tap changed (``resource`` mapped back): as sent
     if ex.body is not None or request["method"] == "POST":
-        body = ex.body or b""
+        body = form.encode("utf-8") if form is not None else ex.body or b""
         post: dict[str, Any] = {"mimeType": _header(req_headers, "content-type") or ""}
         try:
             post["text"] = body.decode("utf-8")
@@ -214,6 +239,17 @@ def _entry(ex: Exchange, epoch: int, origin: str) -> dict[str, Any]:
     if ex.gap:
         entry["comment"] = "; ".join(c for c in (entry.get("comment"), _GAP) if c)
     mcp: dict[str, Any] = {"exchange": req.get("exchange"), "conn": req.get("conn")}
+    if tap and url != tap + target:
+        mcp["clientUrl"] = tap + target if target.startswith("/") else tap     # as the client asked the tap for it
+    if not target.startswith("/") and "://" not in target:
+        mcp["target"] = target          # asterisk- or authority-form: the URL has no path (RFC 9110 §7.1)
+    if req.get("auth"):
+        mcp["auth"] = req["auth"]
+    if not known and tap_answer is None:        # a prefix the tap fronted nothing under: its own 404 says so
+        entry["comment"] = "; ".join(c for c in (entry.get("comment"), "the URL is the tap's: the capture does not show "
+                                                 "which origin it fronted under this prefix") if c)
+    if ex.rewrites:
+        mcp["rewrites"] = [{k: rw[k] for k in ("what", "original", "rewritten") if k in rw} for rw in ex.rewrites]
     session = req.get("session") or (resp or {}).get("session") or end.get("session")
     if session is not None:
         mcp["session"] = session

@@ -4,11 +4,13 @@
 returns one :class:`Exchange` per exchange the tap relayed (``http`` records
 with ``event: request``), in request order, holding its request, response and
 end records, the request body (bytes, and the ``t_us`` it was complete), the
-response body (JSON bytes, or SSE events as ``(offset, seq, text)``, exact
+response body (JSON bytes, an OAuth exchange's ``response_body`` bytes, or SSE events as ``(offset, seq, text)``, exact
 bytes where the capture kept them, else rebuilt in the SDK layout; a body
 mcptap could not decode, its ``response_body`` record with ``undecoded``, as
-``raw``: the bytes still encoded), the JSON-RPC messages it carried (summaries), its findings and the ``capture.gap``
-findings of gap records seen while it was open. Records of no known exchange
+``raw``: the bytes still encoded), the
+JSON-RPC messages it carried (summaries), its findings and the ``capture.gap``
+findings of gap records seen while it was open, and the ``auth_rewrite`` records
+of an OAuth exchange (what the tap changed on the way). Records of no known exchange
 are skipped. Pure; raises nothing for odd records (missing fields default).
 """
 
@@ -38,7 +40,7 @@ class Exchange:
     """One HTTP exchange as collected from its records (module doc)."""
 
     __slots__ = ("request", "response", "end", "body", "body_t", "events", "messages", "findings", "rebuilt", "resp_body", "crlf",
-                 "last_t", "gap", "gaps", "raw", "req_raw")
+                 "last_t", "gap", "gaps", "raw", "req_raw", "rewrites", "resp_truncated")
 
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
@@ -57,6 +59,8 @@ class Exchange:
         self.gaps: list[dict[str, Any]] = []    # capture.gap findings of the gap records seen while it was open
         self.raw: dict[str, Any] | None = None  # the response_body record of a body mcptap could not decode
         self.req_raw: dict[str, Any] | None = None  # the request_body record of a POST body mcptap could not decode
+        self.rewrites: list[dict[str, Any]] = []    # its ``auth_rewrite`` records (what the tap changed of an OAuth exchange)
+        self.resp_truncated: int | None = None      # a ``response_body`` kept only in part: the body's full size
 
     def saw(self, rec: dict[str, Any]) -> None:
         self.last_t = max(self.last_t, _t(rec))
@@ -135,6 +139,15 @@ def exchanges_of(records: Iterable[dict[str, Any]]) -> list[Exchange]:
                     ex.req_raw = rec
             elif ev == "response_body" and isinstance(rec.get("undecoded"), str):
                 ex.raw = rec
+            elif ev == "response_body":
+                # an OAuth exchange's body (discovery, registration, token): HTTP, not JSON-RPC, so no message record
+                body = decode_bytes(rec, "body")
+                if body is not None:
+                    ex.resp_body = (ex.resp_body or b"") + body
+                if isinstance(rec.get("truncated_from"), int):
+                    ex.resp_truncated = rec["truncated_from"]
+            elif ev == "auth_rewrite":
+                ex.rewrites.append(rec)
             elif ev == "sse":
                 info = rec.get("sse") or {}
                 endpoint = rec.get("endpoint") or {}

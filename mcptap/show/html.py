@@ -8,8 +8,9 @@ escaped so no payload can close the tag) and the viewer (``assets/report.js``,
 ``assets/report.css``) inline:
 
 * session header: transport, target, start, protocol revision, client and
-  server info and capabilities (from ``initialize`` or ``server/discover``),
-  whether the capture was scrubbed;
+  server info and capabilities (``show/sessions.py``: from ``initialize``, or
+  ``server/discover`` and the per-request ``_meta`` of 2026-07-28; requests the
+  tap refused count for no session), whether the capture was scrubbed;
 * timeline: one line per record as ``mcptap show`` prints it (pairing and
   latency included), rendered lazily (only the rows on screen exist in the
   DOM), so 100,000 messages stay usable; a row opens its payload, pretty-printed;
@@ -41,6 +42,7 @@ from mcptap.escape import shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
 from mcptap.show.render import COLUMNS, timeline_line
+from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Tracker
 
 #: First places kept per finding code.
@@ -50,28 +52,6 @@ _SEV_ORDER = ("error", "warn", "info")
 
 def _asset(name: str) -> str:
     return resources.files("mcptap.show").joinpath("assets", name).read_text("utf-8")
-
-
-def _session_info(rec: dict[str, Any], sessions: dict[Any, dict[str, Any]], requests: dict[int, str]) -> None:
-    """Collect what the header shows from initialize / server/discover."""
-    if rec.get("type") != "message" or not isinstance(rec.get("json"), dict):
-        return
-    v = rec["json"]
-    key = rec.get("session")
-    if rec.get("kind") == "request" and rec.get("method") in ("initialize", "server/discover"):
-        requests[rec["seq"]] = rec["method"]
-        params = v.get("params") if isinstance(v.get("params"), dict) else {}
-        if rec["method"] == "initialize" and len(sessions) < 20:
-            s = sessions.setdefault(key, {"session": key})
-            s["client"] = {k: params.get(k) for k in ("protocolVersion", "clientInfo", "capabilities") if k in params}
-    elif rec.get("kind") == "response" and rec.get("pair") in requests and isinstance(v.get("result"), dict):
-        res = v["result"]
-        if len(sessions) < 20 or key in sessions:
-            s = sessions.setdefault(key, {"session": key})
-            s["server"] = {k: res.get(k) for k in ("protocolVersion", "serverInfo", "capabilities", "instructions", "supportedVersions")
-                           if k in res}
-            s["via"] = requests[rec["pair"]]
-            s["revision"] = res.get("protocolVersion") or rec.get("rev")
 
 
 class _Report:
@@ -86,8 +66,7 @@ class _Report:
         self.tracker = Tracker()
         self.n = 0
         self.extra: dict[int, str] = {}          # row -> the whole record, for rows that are not messages
-        self.sessions: dict[Any, dict[str, Any]] = {}
-        self.init_requests: dict[int, str] = {}
+        self.sessions = Sessions(header.get("transport"))
         self.groups: dict[str, dict[str, Any]] = {}
         self.end: dict[str, Any] | None = None
         self.revisions: set[str] = set()
@@ -114,7 +93,7 @@ class _Report:
             self.end = rec
             self.note((rec.get("unanswered") or []) + (rec.get("capture") or []), rec.get("seq"), rec.get("t_us"))
             return None
-        _session_info(rec, self.sessions, self.init_requests)
+        self.sessions.feed(rec)
         if isinstance(rec.get("rev"), str):
             self.revisions.add(rec["rev"])
         fs = record_findings(rec)
@@ -139,7 +118,7 @@ class _Report:
         meta = {
             "path": self.path, "transport": header.get("transport"), "started": header.get("started"), "mcptap": header.get("mcptap"),
             "target": header.get("target") or {}, "scrubbed": header.get("scrubbed"), "name": header.get("name"),
-            "columns": COLUMNS, "revisions": sorted(self.revisions), "sessions": list(self.sessions.values()),
+            "columns": COLUMNS, "revisions": sorted(self.revisions), "sessions": self.sessions.result(),
             "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities", "original")} if end else None,
         }
         return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table()}

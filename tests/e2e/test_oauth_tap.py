@@ -34,8 +34,10 @@ async def _run_client(url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
 
 
-async def _session_through_tap(tmp_path: Path, *tap_args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+async def _session_through_tap(tmp_path: Path, *tap_args: str, ports: list[int] | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
     as_port, rs_port, tap_port = free_port(), free_port(), free_port()
+    if ports is not None:
+        ports[:] = [as_port, rs_port, tap_port]
     cap = tmp_path / "auth.jsonl"
     async with listening([sys.executable, str(PEERS), "as", str(as_port)], as_port):
         async with listening([sys.executable, str(PEERS), "rs", str(rs_port), f"http://127.0.0.1:{as_port}"], rs_port):
@@ -99,3 +101,40 @@ async def test_redaction_keeps_the_taps_auth_tags(tmp_path: Path) -> None:
     shown = subprocess.run([*MCPTAP, "show", "--no-color", str(scrubbed)], capture_output=True, text=True, check=True).stdout
     assert "auth  ▸ resource metadata: GET /.well-known/oauth-protected-resource" in shown
     assert "auth  ◂ auth server metadata: 200" in shown and "«redacted" not in shown.split("auth  ▸", 1)[1].split(":", 1)[0]
+
+
+async def test_har_of_the_oauth_session_shows_the_urls_requested_and_every_body(tmp_path: Path) -> None:
+    """The HAR of a real SDK OAuth session: each OAuth exchange at the URL the tap requested (the
+    authorization server's own origin, no ``/.mcptap/o/<n>`` prefix; the client's URL in
+    ``_mcp.clientUrl``), its request body as sent (``resource`` mapped back) and its response body
+    as the capture holds it (credentials as placeholders)."""
+    ports: list[int] = []
+    proc, cap = await _session_through_tap(tmp_path, ports=ports)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    as_port, rs_port, tap_port = ports
+    out = subprocess.run([*MCPTAP, "export", "-f", "har", str(cap)], capture_output=True, text=True, check=True)
+    entries = json.loads(out.stdout)["log"]["entries"]
+    by_kind: dict[str, list[dict[str, object]]] = {}
+    for e in entries:
+        by_kind.setdefault(e["_mcp"].get("auth", "mcp"), []).append(e)
+        assert e["request"]["url"].startswith((f"http://127.0.0.1:{as_port}/", f"http://127.0.0.1:{rs_port}/")), e["request"]["url"]
+        assert "/.mcptap/" not in e["request"]["url"]
+        assert e["_mcp"]["clientUrl"].startswith(f"http://127.0.0.1:{tap_port}/")
+    (prm,) = by_kind["prm"]
+    assert prm["request"]["url"] == f"http://127.0.0.1:{rs_port}/.well-known/oauth-protected-resource/mcp"
+    assert json.loads(prm["response"]["content"]["text"])["authorization_servers"] == [f"http://127.0.0.1:{as_port}/"]
+    (meta,) = by_kind["as_meta"]
+    assert meta["request"]["url"] == f"http://127.0.0.1:{as_port}/.well-known/oauth-authorization-server"
+    assert json.loads(meta["response"]["content"]["text"])["token_endpoint"] == f"http://127.0.0.1:{as_port}/token"
+    urls = {e["request"]["url"].split("?")[0]: e for e in by_kind["as"]}
+    register, token = urls[f"http://127.0.0.1:{as_port}/register"], urls[f"http://127.0.0.1:{as_port}/token"]
+    assert register["_mcp"]["clientUrl"] == f"http://127.0.0.1:{tap_port}/.mcptap/o/1/register"
+    assert json.loads(register["response"]["content"]["text"])["client_secret"].startswith("«redacted")
+    body = json.loads(token["response"]["content"]["text"])
+    assert body["token_type"] == "Bearer" and body["access_token"].startswith("«redacted")
+    sent = token["request"]["postData"]["text"]
+    assert f"resource=http%3A%2F%2F127.0.0.1%3A{rs_port}%2Fmcp" in sent      # as the tap sent it on
+    assert {rw["what"] for rw in token["_mcp"]["rewrites"]} == {"form"}
+    for e in (prm, meta, register, token):
+        content = e["response"]["content"]
+        assert content["size"] == len(content["text"].encode()) > 0 and "comment" not in content

@@ -307,7 +307,7 @@
     const box = el("div", { class: "session" });
     const c = s.client || {}, sv = s.server || {};
     const who = (x) => x ? `${x.name || "?"} ${x.version || ""}`.trim() : "?";
-    box.append(el("h2", null, `session ${s.session || "(stdio)"}: ${who(c.clientInfo)} → ${who(sv.serverInfo)}, revision ${s.revision || c.protocolVersion || "?"} (${s.via || "initialize"})`));
+    box.append(el("h2", null, `session ${s.label}: ${who(c.clientInfo)} → ${who(sv.serverInfo)}, revision ${s.revision || "?"} (${s.via})`));
     if (c.capabilities) box.append(jsonDetails("client capabilities", c.capabilities));
     if (sv.capabilities) box.append(jsonDetails("server capabilities", sv.capabilities));
     if (sv.instructions) box.append(jsonDetails("server instructions", sv.instructions));
