@@ -137,6 +137,33 @@ class Annotator(AnnotatorState):
         self._last_unparsed[(session, direction)] = msg
         return msg
 
+    def feed_line(self, value: Any, raw: bytes, offset: int, seq: int, t_us: int, direction: Direction) -> Message:
+        """``feed(Frame(raw, offset, True, value), seq, t_us, direction)``: a stdio line
+        (``raw``, parsed as ``value``; no session, transport facts or findings of the
+        transport), for re-annotation (check --full) of message records. The same
+        Message, with less work for the common JSON-RPC message; the rest goes to ``feed``."""
+        cls = classify(value)
+        kind = cls.kind
+        if (not self._stdio or type(cls.id) is float or not (kind is REQUEST or kind is NOTIFICATION or kind is RESPONSE or kind is ERROR)
+                or len(raw) > self.large_message or raw.endswith(b"\r\n") or raw.startswith(BOM)):     # what feed has more to say about
+            return self.feed(Frame(raw, offset, True, value), seq, t_us, direction)
+        self._scope = None
+        st = self._sessions.get(None)
+        if st is None:
+            st = self.session(None)
+        phase: Phase | None = st.phase
+        if st.standalone and phase is BEFORE_INITIALIZE and cls.method != "initialize":
+            phase = None
+        msg = Message(seq, t_us, direction, raw, value, kind, None, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
+                      [], None, None, offset, True, None)
+        if cls.findings:
+            msg.findings.extend(cls.findings)
+        if kind is REQUEST or kind is NOTIFICATION:
+            self._call(msg, st, cls, value, None, None)
+        else:
+            msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, None)
+        return msg
+
     # -- batches --------------------------------------------------------------------
     def _batch(self, msg: Message, st: SessionState, exchange: Any) -> None:
         value = msg.value
@@ -293,32 +320,6 @@ class Annotator(AnnotatorState):
                                         "the request it answers (only an error for unreadable input may have id null)" + stay,
                                         {"open": [p.seq for p in open_reqs[:20]]}))
         return None, None, None
-
-    def _scope_of(self, requester: Direction, st: SessionState) -> Any:
-        """The pairing scope of the requests ``requester`` sends, seen from
-        the current message (its session state ``st``): the session; on HTTP
-        without Mcp-Session-Id the exchange for the client's (independent
-        stateless clients reuse ids) and ``SESSIONLESS`` for the server's of
-        the handshake era, which the client answers in POSTs of its own
-        (2026-07-28 has no server requests: those stay in their exchange,
-        flagged ``lifecycle.wrong_era``, and nothing elsewhere answers them)."""
-        scope = self._scope
-        if requester is S2C and type(scope) is tuple and st.era != "modern":
-            return SESSIONLESS
-        return scope
-
-    def _cancel_scope(self, sender: Direction, st: SessionState, rid: Any) -> Any:
-        """Where the request ``sender`` cancels is paired. On HTTP without
-        Mcp-Session-Id (handshake era, one logical client) the client cancels
-        in a POST of its own a request another exchange carries: that one, when
-        exactly one such request with the id is open (stateless clients of
-        2026-07-28 cancel by closing the response stream, and reuse ids)."""
-        scope = self._scope_of(sender, st)
-        if sender is C2S and type(scope) is tuple and not self.pairing.is_open(scope, sender, rid):
-            found = [p for p in self.pairing.open_in_exchanges(sender, rid) if not rules.is_modern(p.revision)]
-            if len(found) == 1:
-                return found[0].session
-        return scope
 
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
