@@ -145,7 +145,7 @@ class Annotator(AnnotatorState):
         cls = classify(value)
         kind = cls.kind
         if (not self._stdio or type(cls.id) is float or not (kind is REQUEST or kind is NOTIFICATION or kind is RESPONSE or kind is ERROR)
-                or len(raw) > self.large_message or raw.endswith(b"\r\n") or raw.startswith(BOM)):     # what feed has more to say about
+                or len(raw) > self.large_message or raw[-2] == 13 or raw[0] == 0xEF):   # what feed has more to say about (CRLF, a BOM…)
             return self.feed(Frame(raw, offset, True, value), seq, t_us, direction)
         self._scope = None
         st = self._sessions.get(None)
