@@ -265,8 +265,7 @@ class Pairing:
                     self._done_add(self._done, k, p)
                 else:               # BoundedMap.add, inlined (once a response)
                     done = self._done.d
-                    if k in done:
-                        done.move_to_end(k)
+                    done.pop(k, None)       # (an id answered again: now the newest)
                     done[k] = p
                     if len(done) > self._done.limit:
                         done.popitem(last=False)
