@@ -118,9 +118,6 @@ class Reannotator(RecordingState):
         self.light = light
         #: HTTP captures: the HTTP layer is judged again from the http records
         self._http = HttpReplay(annotator)
-        #: ``replay_json``'s frame, refilled per record (the annotator keeps no frame; building one per
-        #: message cost ~4% of ``check --full``)
-        self._frame = Frame(b"")
         #: stdio directions cut by a gap record: framed again from their next line start
         self._resync: set[Direction] = set()
         #: set by a consumer that groups annotated Messages itself (check's FullScan): while
@@ -199,9 +196,7 @@ class Reannotator(RecordingState):
         if not self.light:
             s.sha.update(raw)
         s.messages += 1
-        frame = self._frame
-        frame.raw, frame.offset, frame.value = raw, rec.get("offset", 0), rec["json"]
-        msg = self.annotator.feed(frame, seq, rec["t_us"], direction)
+        msg = self.annotator.feed_line(rec["json"], raw, rec.get("offset", 0), seq, rec["t_us"], direction)
         self.seq = seq
         self._saw(direction, msg)
         if msg.findings:

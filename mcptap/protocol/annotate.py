@@ -38,6 +38,10 @@ from mcptap.protocol.pairing import SESSIONLESS, Pending
 __all__ = ["LARGE_MESSAGE", "Annotator"]
 
 C2S, S2C = Direction.C2S, Direction.S2C
+# module constants: on Python 3.11 reading a member off its Enum class (``Kind.REQUEST``) costs ~10x a global
+# (EnumType.__getattr__ takes every class attribute read off the fast path); the annotator reads several a message
+REQUEST, NOTIFICATION, RESPONSE, ERROR, BATCH, NON_JSON = Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.BATCH, Kind.NON_JSON
+OPERATING, BEFORE_INITIALIZE = Phase.OPERATING, Phase.BEFORE_INITIALIZE
 #: JSON-RPC 2.0 §6: an empty array is an invalid request (answered by -32600 with id null), and a
 #: batch answer with nothing in it MUST NOT be sent (the receiver sends nothing at all).
 _EMPTY_BATCH = {
@@ -66,7 +70,7 @@ class Annotator(AnnotatorState):
         a pairing hint); ``extra``: findings the transport already made."""
         value = frame.value
         cls = classify(value)
-        if type(cls.id) is float or cls.kind is Kind.BATCH:
+        if type(cls.id) is float or cls.kind is BATCH:
             value, cls = classify_exact(frame.raw, value, cls)
         kind = cls.kind
         raw = frame.raw
@@ -81,7 +85,7 @@ class Annotator(AnnotatorState):
         # for pairing and lifecycle (spec 2026-07-28 HTTP; legacy stateless servers),
         # but for the server's requests, which the client answers in POSTs of its own (``_scope_of``).
         scope = self._scope = ("exchange", exchange) if session is None and exchange is not None and http else session
-        if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is Kind.REQUEST:
+        if cls.method == "initialize" and http and transport and transport.get("session_from_response") and kind is REQUEST:
             start_over(self._sessions, self.pairing, session)       # the server gave a used session id to a new client
         if type(scope) is tuple:
             st = self._exchanges.get(scope)
@@ -92,7 +96,7 @@ class Annotator(AnnotatorState):
             if st is None:
                 st = self.session(scope)
         phase: Phase | None = st.phase
-        if st.standalone and phase is Phase.BEFORE_INITIALIZE and cls.method != "initialize":
+        if st.standalone and phase is BEFORE_INITIALIZE and cls.method != "initialize":
             phase = None        # sessionless HTTP: the client's lifecycle was in other exchanges, not "before initialize"
         msg = Message(seq, t_us, direction, raw, value, kind, session, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
                       [], None, None, frame.offset, frame.terminated, transport)
@@ -110,27 +114,54 @@ class Annotator(AnnotatorState):
         if transport is not None and direction is S2C and http and status_of(transport) >= 400:
             if self.answers.error_payload(msg, value, exchange, self.session(scope)):
                 return msg
-        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+        if kind is REQUEST or kind is NOTIFICATION:
             if cls.findings:
                 out.extend(cls.findings)
             self._call(msg, st, cls, value, exchange, None)
             return msg
-        if kind is Kind.RESPONSE or kind is Kind.ERROR:
+        if kind is RESPONSE or kind is ERROR:
             if cls.findings:
                 out.extend(cls.findings)
             msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, exchange)
             return msg
-        if kind is Kind.NON_JSON:
+        if kind is NON_JSON:
             non_json_findings(frame, msg, self.transport)
             self._last_unparsed[(session, direction)] = msg
             return msg
-        if kind is Kind.BATCH:
+        if kind is BATCH:
             self._batch(msg, st, exchange)
             return msg
         out.extend(cls.findings)    # INVALID
         if stdio:
             out.append(finding("framing.non_jsonrpc_line", f"{direction.value} line is JSON but not a JSON-RPC message"))
         self._last_unparsed[(session, direction)] = msg
+        return msg
+
+    def feed_line(self, value: Any, raw: bytes, offset: int, seq: int, t_us: int, direction: Direction) -> Message:
+        """``feed(Frame(raw, offset, True, value), seq, t_us, direction)``: a stdio line
+        (``raw``, parsed as ``value``; no session, transport facts or findings of the
+        transport), for re-annotation (check --full) of message records. The same
+        Message, with less work for the common JSON-RPC message; the rest goes to ``feed``."""
+        cls = classify(value)
+        kind = cls.kind
+        if (not self._stdio or type(cls.id) is float or not (kind is REQUEST or kind is NOTIFICATION or kind is RESPONSE or kind is ERROR)
+                or len(raw) > self.large_message or raw[-2] == 13 or raw[0] == 0xEF):   # what feed has more to say about (CRLF, a BOM…)
+            return self.feed(Frame(raw, offset, True, value), seq, t_us, direction)
+        self._scope = None
+        st = self._sessions.get(None)
+        if st is None:
+            st = self.session(None)
+        phase: Phase | None = st.phase
+        if st.standalone and phase is BEFORE_INITIALIZE and cls.method != "initialize":
+            phase = None
+        msg = Message(seq, t_us, direction, raw, value, kind, None, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
+                      [], None, None, offset, True, None)
+        if cls.findings:
+            msg.findings.extend(cls.findings)
+        if kind is REQUEST or kind is NOTIFICATION:
+            self._call(msg, st, cls, value, None, None)
+        else:
+            msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, None)
         return msg
 
     # -- batches --------------------------------------------------------------------
@@ -151,7 +182,7 @@ class Annotator(AnnotatorState):
             m = Member(i, cls.kind, cls.id if cls.has_id else None, cls.method)
             for f in cls.findings:
                 msg.findings.append(Finding(f.code, f.severity, f"member {i}: {f.message}", f.data))
-            if cls.kind in (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR):
+            if cls.kind in (REQUEST, NOTIFICATION, RESPONSE, ERROR):
                 if cls.method == "initialize":
                     msg.findings.append(finding("framing.initialize_in_batch", "initialize MUST NOT be inside a JSON-RPC batch"))
                 m.pair, m.latency_us, _ = self._one(msg, st, cls, item, exchange, i)
@@ -162,7 +193,7 @@ class Annotator(AnnotatorState):
     # -- one JSON-RPC message ------------------------------------------------------------
     def _one(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any,
              member: int | None) -> tuple[int | None, int | None, Pending | None]:
-        if cls.kind is Kind.REQUEST or cls.kind is Kind.NOTIFICATION:
+        if cls.kind is REQUEST or cls.kind is NOTIFICATION:
             self._call(msg, st, cls, value, exchange, member)
             return None, None, None
         return self._answer(msg, st, cls, value, exchange)
@@ -171,9 +202,9 @@ class Annotator(AnnotatorState):
         """A request or notification (``member``: its index in a batch)."""
         kind, method = cls.kind, cls.method
         params = value.get("params")
-        if st.phase is not Phase.OPERATING or st.era != "legacy" or method == "initialize":   # else nothing applies
+        if st.phase is not OPERATING or st.era != "legacy" or method == "initialize":   # else nothing applies
             era_and_phase(msg, st, kind, method, params, self.transport)
-        if kind is Kind.REQUEST:
+        if kind is REQUEST:
             self._request(msg, st, cls, params, exchange, member)
         else:
             self._notification(msg, st, method, params)
@@ -220,7 +251,7 @@ class Annotator(AnnotatorState):
                 self.sessionless_initialized(st)
         elif p.method == "server/discover" and sender is S2C:
             discover_response(msg, st, kind, value)
-        if kind is Kind.RESPONSE:
+        if kind is RESPONSE:
             result = value.get("result")
             if self.shapes and p.method:
                 found = self.shape_check(sender, kind, p.method, result, msg.revision, p.params)
@@ -243,7 +274,7 @@ class Annotator(AnnotatorState):
             # serve.no_recorded_answer) is a gap in the capture, not the recorded server's
             if code == -32601 and not any(f.code == "serve.no_recorded_answer" for f in out):
                 out.extend(method_not_found(p, st, msg.revision))
-        if kind is Kind.RESPONSE and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
+        if kind is RESPONSE and st.era != "legacy" and isinstance(value.get("result"), dict) and p.method:
             client_caps = st.client_caps
             if st.era == "modern":
                 client_caps = request_meta(p.params)[1]
@@ -269,7 +300,7 @@ class Annotator(AnnotatorState):
         if answered is not None:
             return answered.seq, msg.t_us - answered.t_us, None
         without = "id null" if msg.has_id else "no id"
-        if msg.kind is Kind.ERROR:
+        if msg.kind is ERROR:
             prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
             if code in (-32700, -32600):
                 msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with {without}: correct rejection of unreadable input"
@@ -284,7 +315,7 @@ class Annotator(AnnotatorState):
         scope = self._scope_of(msg.direction.peer, st)
         open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]
         stay = f"; request(s) {', '.join(show_id(p.id) for p in open_reqs[:5])}{' …' if len(open_reqs) > 5 else ''} stay unanswered" if open_reqs else ""
-        if msg.kind is Kind.ERROR:
+        if msg.kind is ERROR:
             msg.findings.append(finding("jsonrpc.error_id_null", f"error{f' {code}' if code is not None else ''} with {without} answers no request"
                                         + stay, {"open": [p.seq for p in open_reqs[:20]]}))
         else:
@@ -293,32 +324,6 @@ class Annotator(AnnotatorState):
                                         "the request it answers (only an error for unreadable input may have id null)" + stay,
                                         {"open": [p.seq for p in open_reqs[:20]]}))
         return None, None, None
-
-    def _scope_of(self, requester: Direction, st: SessionState) -> Any:
-        """The pairing scope of the requests ``requester`` sends, seen from
-        the current message (its session state ``st``): the session; on HTTP
-        without Mcp-Session-Id the exchange for the client's (independent
-        stateless clients reuse ids) and ``SESSIONLESS`` for the server's of
-        the handshake era, which the client answers in POSTs of its own
-        (2026-07-28 has no server requests: those stay in their exchange,
-        flagged ``lifecycle.wrong_era``, and nothing elsewhere answers them)."""
-        scope = self._scope
-        if requester is S2C and type(scope) is tuple and st.era != "modern":
-            return SESSIONLESS
-        return scope
-
-    def _cancel_scope(self, sender: Direction, st: SessionState, rid: Any) -> Any:
-        """Where the request ``sender`` cancels is paired. On HTTP without
-        Mcp-Session-Id (handshake era, one logical client) the client cancels
-        in a POST of its own a request another exchange carries: that one, when
-        exactly one such request with the id is open (stateless clients of
-        2026-07-28 cancel by closing the response stream, and reuse ids)."""
-        scope = self._scope_of(sender, st)
-        if sender is C2S and type(scope) is tuple and not self.pairing.is_open(scope, sender, rid):
-            found = [p for p in self.pairing.open_in_exchanges(sender, rid) if not rules.is_modern(p.revision)]
-            if len(found) == 1:
-                return found[0].session
-        return scope
 
     # -- eras and lifecycle ----------------------------------------------------------------
     def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:

@@ -10,17 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.model import Direction, Finding, Message, Phase
+from mcptap.protocol import rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
 from mcptap.protocol.gap_pending import Holes, answers_in_gap, mark_gap
 from mcptap.protocol.http_answers import HttpAnswers
 from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
-from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
+from mcptap.protocol.pairing import SESSIONLESS, BoundedMap, Pairing, Pending
 
 LARGE_MESSAGE = 1 << 20
 _ALL = float("inf")
-S2C = Direction.S2C
+C2S, S2C = Direction.C2S, Direction.S2C
 
 
 class AnnotatorState:
@@ -143,6 +144,32 @@ class AnnotatorState:
         whose answers may be in bytes stored unframed (``unframed``)."""
         self._settle()
         return [p for p in self.pairing.pending() if not p.cancelled and not p.in_gap and not p.deferred]
+
+    def _scope_of(self, requester: Direction, st: SessionState) -> Any:
+        """The pairing scope of the requests ``requester`` sends, seen from
+        the current message (its session state ``st``): the session; on HTTP
+        without Mcp-Session-Id the exchange for the client's (independent
+        stateless clients reuse ids) and ``SESSIONLESS`` for the server's of
+        the handshake era, which the client answers in POSTs of its own
+        (2026-07-28 has no server requests: those stay in their exchange,
+        flagged ``lifecycle.wrong_era``, and nothing elsewhere answers them)."""
+        scope = self._scope
+        if requester is S2C and type(scope) is tuple and st.era != "modern":
+            return SESSIONLESS
+        return scope
+
+    def _cancel_scope(self, sender: Direction, st: SessionState, rid: Any) -> Any:
+        """Where the request ``sender`` cancels is paired. On HTTP without
+        Mcp-Session-Id (handshake era, one logical client) the client cancels
+        in a POST of its own a request another exchange carries: that one, when
+        exactly one such request with the id is open (stateless clients of
+        2026-07-28 cancel by closing the response stream, and reuse ids)."""
+        scope = self._scope_of(sender, st)
+        if sender is C2S and type(scope) is tuple and not self.pairing.is_open(scope, sender, rid):
+            found = [p for p in self.pairing.open_in_exchanges(sender, rid) if not rules.is_modern(p.revision)]
+            if len(found) == 1:
+                return found[0].session
+        return scope
 
     # -- end of streams -------------------------------------------------------------------
     def eof(self, direction: Direction, t_us: int, session: Any = None) -> list[Finding]:

@@ -22,6 +22,8 @@ from mcptap.protocol.jsonparse import LONE_SURROGATE, NON_FINITE, parse_exact
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
 #: integers every JSON parser reads exactly (IEEE 754 doubles: ±(2^53−1))
 MAX_SAFE_INTEGER = (1 << 53) - 1
+# (module constants: reading a member off its Enum class costs ~10x a global on Python 3.11, see protocol/annotate.py)
+_REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _INVALID = Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.INVALID
 
 
 @dataclass(slots=True)
@@ -122,7 +124,7 @@ def classify(value: Any) -> Classified:
         if isinstance(value, list):
             return Classified(Kind.BATCH)
         if not isinstance(value, dict):
-            return Classified(Kind.INVALID, findings=[finding("jsonrpc.invalid_message", f"JSON {type(value).__name__} is not a JSON-RPC message object")])
+            return Classified(_INVALID, findings=[finding("jsonrpc.invalid_message", f"JSON {type(value).__name__} is not a JSON-RPC message object")])
     out: list[Finding] = []
     has_id = "id" in value
     mid = value.get("id")
@@ -132,7 +134,7 @@ def classify(value: Any) -> Classified:
     if method is not None:
         if type(method) is not str and not isinstance(method, str):
             out.append(finding("jsonrpc.invalid_message", f"method is a {type(method).__name__}, must be a string"))
-            return Classified(Kind.INVALID, mid, has_id, None, out)
+            return Classified(_INVALID, mid, has_id, None, out)
         if "params" in value and not isinstance(value["params"], dict):
             out.append(finding("jsonrpc.params_not_object", f"{method}: params is {type(value['params']).__name__}, MCP params are objects"))
         if "result" in value or "error" in value:
@@ -145,19 +147,19 @@ def classify(value: Any) -> Classified:
                 out.append(_bad_id(f"{method}: request", mid))
             if method.startswith("notifications/"):
                 out.append(finding("jsonrpc.notification_with_id", f"{method} is a notification but carries id {show_id(mid)}"))
-            return Classified(Kind.REQUEST, mid, True, method, out)
-        return Classified(Kind.NOTIFICATION, None, False, method, out)
+            return Classified(_REQUEST, mid, True, method, out)
+        return Classified(_NOTIFICATION, None, False, method, out)
     has_result = "result" in value
     has_error = "error" in value
     if not has_result and not has_error:
         if not has_id:
             out.append(finding("jsonrpc.invalid_message", "object has neither method nor result nor error"))
-            return Classified(Kind.INVALID, mid, has_id, None, out)
+            return Classified(_INVALID, mid, has_id, None, out)
         # a response (it answers an id) missing its result/error member: paired, and flagged
         out.append(finding("jsonrpc.result_and_error", "response carries neither result nor error (exactly one is required)"))
         if mid is not None and not valid_request_id(mid):
             out.append(_bad_id("response", mid))
-        return Classified(Kind.RESPONSE, mid, has_id, None, out)
+        return Classified(_RESPONSE, mid, has_id, None, out)
     if has_result and has_error:
         out.append(finding("jsonrpc.result_and_error", "response carries both result and error"))
     if has_error and not has_result:
@@ -167,11 +169,11 @@ def classify(value: Any) -> Classified:
             out.append(finding("jsonrpc.invalid_error_object", f"error member {_short(err)} needs an integer code and a string message"))
         elif nonstandard_error_code(err["code"]):
             out.append(finding("jsonrpc.nonstandard_error_code", f"error code {err['code']} is outside the JSON-RPC reserved and application conventions"))
-        kind = Kind.ERROR
+        kind = _ERROR
     else:
         if not isinstance(value["result"], dict):
             out.append(finding("jsonrpc.result_not_object", f"result is {type(value['result']).__name__}, MCP results are objects"))
-        kind = Kind.RESPONSE
+        kind = _RESPONSE
     if type(mid) is int:
         if not -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
             out.append(_unsafe(mid))

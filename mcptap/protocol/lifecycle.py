@@ -20,6 +20,8 @@ from mcptap.protocol.codes import finding
 
 C2S, S2C = Direction.C2S, Direction.S2C
 REQ, NOTE = Kind.REQUEST, Kind.NOTIFICATION
+#: (module constants: reading a member off its Enum class costs ~10x a global on Python 3.11; era_and_phase runs per message)
+_OPERATING, _STATELESS, _BEFORE_INITIALIZE = Phase.OPERATING, Phase.STATELESS, Phase.BEFORE_INITIALIZE
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -150,28 +152,28 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
     """Decide the session's era from a message and check that the message may
     be sent in the current phase (table ALLOWED); sets ``msg.phase`` and
     ``msg.revision`` for stateless messages. Findings go to ``msg.findings``."""
-    if st.phase is Phase.OPERATING and st.era == "legacy" and method != "initialize":
+    if st.phase is _OPERATING and st.era == "legacy" and method != "initialize":
         return      # the common case: a negotiated session, where every message may be sent
     sender = msg.direction
-    if sender is C2S and kind is Kind.REQUEST and (st.era != "legacy" or method == "initialize"):
+    if sender is C2S and kind is REQ and (st.era != "legacy" or method == "initialize"):
         v, _, _ = request_meta(params)
         modern_meta = rules.is_modern(rules.normalize_revision(v))
         if method == "initialize":
             if st.era == "modern":
                 # dual-era server: initialize switches this session to legacy semantics
-                st.phase = Phase.BEFORE_INITIALIZE
+                st.phase = _BEFORE_INITIALIZE
                 msg.phase = st.phase
             st.era = "legacy"
         elif st.era is None and modern_meta:
-            if method == "server/discover" and st.phase is Phase.BEFORE_INITIALIZE:
+            if method == "server/discover" and st.phase is _BEFORE_INITIALIZE:
                 msg.findings.append(finding("lifecycle.era_probe",
                                             "server/discover before initialize: a dual-era client probing for 2026-07-28 (not a lifecycle violation)"))
                 msg.revision = rules.normalize_revision(v)
                 return
             st.era = "modern"
         if st.era == "modern":
-            st.phase = Phase.STATELESS
-            msg.phase = Phase.STATELESS
+            st.phase = _STATELESS
+            msg.phase = _STATELESS
             rev = rules.normalize_revision(v)
             if v is not None and rev is None:
                 msg.findings.append(finding("lifecycle.unknown_protocol_version", f"request _meta names protocol revision {v!r}"))
@@ -179,9 +181,9 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
             st.revision = msg.revision
             return
     if st.era == "modern":
-        msg.phase = Phase.STATELESS
+        msg.phase = _STATELESS
         return
-    if st.standalone and st.phase is Phase.BEFORE_INITIALIZE:
+    if st.standalone and st.phase is _BEFORE_INITIALIZE:
         return
     code = allowed(st.phase, sender, kind, method)
     if code is None:
@@ -194,7 +196,7 @@ def era_and_phase(msg: Message, st: SessionState, kind: Kind, method: str | None
         return
     if code == "lifecycle.message_before_initialize" and st.era is None and sender is C2S and transport == "http":
         return  # HTTP: the tap may have joined a session that was initialized before it started
-    what = "request" if kind is Kind.REQUEST else "notification"
+    what = "request" if kind is REQ else "notification"
     text = {
         "lifecycle.message_before_initialize": f"client {what} {method} before initialize",
         "lifecycle.message_before_initialize_response": f"server {what} {method} before it answered initialize (refers to capabilities not yet negotiated)",

@@ -148,7 +148,7 @@ class Pairing:
         else:
             self._pending[k] = [p]
             if unique_per_session:
-                prev = self._done.get(k)
+                prev = self._done.d.get(k)
                 if prev is not None:
                     out.append(finding("jsonrpc.id_reused", f"id {show_id(p.id)} was already used by request #{prev.seq} ({prev.method}) in this session",
                                        {"other_seq": prev.seq}))
@@ -263,8 +263,12 @@ class Pairing:
                 del self._pending[k]
                 if type(session) is tuple:
                     self._done_add(self._done, k, p)
-                else:
-                    self._done.add(k, p)
+                else:               # BoundedMap.add, inlined (once a response)
+                    done = self._done.d
+                    done.pop(k, None)       # (an id answered again: now the newest)
+                    done[k] = p
+                    if len(done) > self._done.limit:
+                        done.popitem(last=False)
                 if p.token is not None:
                     self._token_done(p)
                 return p, []
