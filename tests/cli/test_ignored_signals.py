@@ -36,15 +36,12 @@ MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/PID/status")
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # as `cmd &` in a script starts it
-
-
-def _start(args: list[str], stdin: int | IO[bytes] = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+def _start(args: list[str], stdin: int | IO[bytes] = subprocess.DEVNULL, ignored: int = signal.SIGINT) -> subprocess.Popen[bytes]:
+    """``ignored``: SIGINT as `cmd &` in a script starts it, SIGHUP as `nohup` does."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen([*MCPTAP, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                         preexec_fn=_ignore_sigint)
-    p.send_signal(signal.SIGINT)            # before mcptap's first line: ignored by the interpreter already
+                         preexec_fn=lambda: signal.signal(ignored, signal.SIG_IGN) and None)
+    p.send_signal(ignored)                  # before mcptap's first line: ignored by the interpreter already
     return p
 
 
@@ -66,17 +63,18 @@ def _wait_line(p: subprocess.Popen[bytes], stream: IO[bytes], marker: bytes) -> 
             return line
 
 
-def _up_then_term(p: subprocess.Popen[bytes], probe: Callable[[], None] | None = None) -> tuple[int, bytes]:
-    """The command is up: SIGINT is not caught; a SIGINT now changes nothing
-    (``probe`` shows it still works), SIGTERM ends it."""
+def _up_then_term(p: subprocess.Popen[bytes], probe: Callable[[], None] | None = None, ignored: int = signal.SIGINT) -> tuple[int, bytes]:
+    """The command is up: the ``ignored`` signal is not caught; one sent now
+    changes nothing (``probe`` shows it still works), SIGTERM ends it."""
     try:
-        assert _disposition(p.pid, signal.SIGINT) == "ignored"
-        p.send_signal(signal.SIGINT)
+        assert _disposition(p.pid, ignored) == "ignored"
+        p.send_signal(ignored)
         if probe is not None:
             probe()
-        assert p.poll() is None and _disposition(p.pid, signal.SIGINT) == "ignored"
+        assert p.poll() is None and _disposition(p.pid, ignored) == "ignored"
         p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=HANG)
+        p.wait(HANG)            # stdin left open: an EOF would end a stdio session before the signal does
+        err = p.stderr.read() if p.stderr is not None else b""
     finally:
         if p.poll() is None:
             p.kill()
@@ -104,10 +102,11 @@ def test_the_http_tap_keeps_an_ignored_sigint_ignored(tmp_path: Path) -> None:
     assert cap.end is not None and not cap.truncated
 
 
-def test_the_stdio_tap_neither_catches_nor_forwards_an_ignored_sigint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ignored", [signal.SIGINT, signal.SIGHUP])
+def test_the_stdio_tap_neither_catches_nor_forwards_an_ignored_signal(tmp_path: Path, ignored: int) -> None:
     out = tmp_path / "stdio.jsonl"
     cat = "import sys\nfor line in sys.stdin: sys.stdout.write(line); sys.stdout.flush()\n"
-    p = _start(["record", "-q", "-o", str(out), "--", sys.executable, "-c", cat], stdin=subprocess.PIPE)
+    p = _start(["record", "-q", "-o", str(out), "--", sys.executable, "-c", cat], stdin=subprocess.PIPE, ignored=ignored)
     assert p.stdin is not None and p.stdout is not None
 
     def echo() -> None:
@@ -116,10 +115,10 @@ def test_the_stdio_tap_neither_catches_nor_forwards_an_ignored_sigint(tmp_path: 
         assert p.stdout.readline() == b"x\n"    # type: ignore[union-attr]
 
     echo()                                      # relaying: the tap's receiver is in place
-    rc, err = _up_then_term(p, echo)
+    rc, err = _up_then_term(p, echo, ignored)
     cap = read_capture(str(out))
     sent = [r["signal"] for r in cap.records if r["type"] == "process" and r["event"] == "signal"]
-    assert sent == ["SIGTERM"], (sent, err)     # the server (which inherits the ignored SIGINT) got only SIGTERM
+    assert sent == ["SIGTERM"], (sent, err)     # the server (which inherits the ignored signal) got only SIGTERM
     assert rc == 128 + signal.SIGTERM == cap.end["exit_code"], err
 
 
