@@ -5,8 +5,9 @@ A Ctrl-C (a host's SIGINT) may come at any moment, also while mcptap imports
 (~50 ms) and while the interpreter shuts down, where Python's KeyboardInterrupt
 was a full traceback on the host's stderr. From the first line of ``run`` on it
 is one ``mcptap: interrupted`` line and exit status 130 (``cli/interrupt.py``);
-a SIGINT the process was started with ignored (``nohup``, ``cmd &`` in a
-script) stays ignored. Before that there is only the interpreter's start-up
+a SIGINT the process was started with ignored (``cmd &`` in a script) stays
+ignored to the end, in every command, as does any signal started ignored
+(``nohup``'s SIGHUP): ``transport/signal_latch.handled``. Before that there is only the interpreter's start-up
 (``site``, ``runpy``; short, unless .pth files import much: an editable
 install's finder takes ~30 ms) and the load of this file, which imports nothing
 of mcptap's for that reason.

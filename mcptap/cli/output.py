@@ -23,6 +23,7 @@ import click
 
 from mcptap.capture.writer import locked_by_a_writer
 from mcptap.cli.errors import Fail
+from mcptap.transport.signal_latch import handled
 
 Style = Callable[[str, str], str]
 
@@ -69,7 +70,7 @@ def stopped_as_interrupted() -> Iterator[None]:
         raise KeyboardInterrupt
 
     old = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in handled((signal.SIGTERM, signal.SIGHUP)):      # nohup's ignored SIGHUP stays ignored
         try:
             old[sig] = signal.signal(sig, interrupted)
         except (ValueError, OSError):     # not the main thread (tests): the default stays

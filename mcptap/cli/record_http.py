@@ -5,7 +5,9 @@ The ``record`` command (cli/record.py) owns ``-o``, ``--quiet`` and
 ``--upstream`` is given (and no CMD), returns ``run_http_record(...)``'s exit
 status. mcptap then listens (127.0.0.1, a free port unless ``--listen`` says
 otherwise), prints ``mcptap: listening on URL`` on stderr (secrets in its path hidden) and relays until
-SIGINT/SIGTERM; the capture is finished on the way out.
+SIGINT/SIGTERM (one it was started with ignored, as ``cmd &`` in a script
+ignores SIGINT, stays ignored: ``transport/signal_latch.py``); the capture is
+finished on the way out.
 
 Exit status: 0 after a signal; 2 for a usage error (bad URL, non-loopback
 listen without ``--allow-remote``, port in use, unreadable ``--cacert``); 74
@@ -35,7 +37,7 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_command_url
 from mcptap.redact.engine import Redactor
-from mcptap.transport.signal_latch import SignalLatch
+from mcptap.transport.signal_latch import SignalLatch, open_receiver
 
 if TYPE_CHECKING:
     from mcptap.transport.http import HttpTap
@@ -296,7 +298,7 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
             say(f"recording to {path}")
         if ready is not None:
             ready(url)
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with open_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if latch.take():            # asked to stop before the receiver existed
                 nursery.cancel_scope.cancel()
                 return

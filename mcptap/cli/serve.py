@@ -38,6 +38,7 @@ from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
+from mcptap.transport.signal_latch import SignalLatch, handled, open_receiver
 
 
 def _say(line: str) -> None:
@@ -105,38 +106,45 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     from mcptap.cli.record_http import parse_listen
     from mcptap.serve.http import HttpMock
 
+    # from before the -o capture exists to its end record: a host's SIGINT/SIGTERM stops the mock
+    # as a later one does (the line saying it serves is printed before trio's receiver exists)
+    latch = SignalLatch((signal.SIGINT, signal.SIGTERM)).install()
     try:
-        host, port = parse_listen(listen)
-        mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
-        mock.rec = _recorder(output, "http", capture, {"served_from": capture})
-    except click.BadParameter as exc:
-        say_usage(exc)
-        return 2
-    except McptapError as exc:
-        _say(str(exc))
-        return 2
+        try:
+            host, port = parse_listen(listen)
+            mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
+            mock.rec = _recorder(output, "http", capture, {"served_from": capture})
+        except click.BadParameter as exc:
+            say_usage(exc)
+            return 2
+        except McptapError as exc:
+            _say(str(exc))
+            return 2
 
-    async def main() -> None:
-        await mock.bind()
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(mock.serve)
-            _say(f"serving {capture} on {url}")
-            if ready is not None:
-                ready(url)
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    break
-            nursery.cancel_scope.cancel()
+        async def main() -> None:
+            await mock.bind()
+            async with trio.open_nursery() as nursery:
+                with open_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    url = await nursery.start(mock.serve)
+                    _say(f"serving {capture} on {url}")
+                    if ready is not None:
+                        ready(url)
+                    if not latch.take():
+                        async for _ in signals:
+                            break
+                nursery.cancel_scope.cancel()
 
-    try:
-        trio.run(main)
-    except McptapError as exc:
-        _say(str(exc))
+        try:
+            trio.run(main)
+        except McptapError as exc:
+            _say(str(exc))
+            if mock.rec is not None:
+                mock.rec.close(exit_code=2)
+            return 2
         if mock.rec is not None:
-            mock.rec.close(exit_code=2)
-        return 2
-    if mock.rec is not None:
-        mock.rec.close(exit_code=0)
+            mock.rec.close(exit_code=0)
+    finally:
+        latch.restore()
     if not quiet and core.unanswered:
         _say(unanswered_line(core.unanswered))
     return 0
@@ -305,7 +313,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     # SIGTERM and SIGINT end the session (the server's receiver while trio runs); a SIGTERM is
     # held from before trio starts to after the capture is finished, so none is lost in between
     held: list[int] = []
-    old_term = signal.signal(signal.SIGTERM, lambda n, _f: held.append(n))
+    old_term = signal.signal(signal.SIGTERM, lambda n, _f: held.append(n)) if handled([signal.SIGTERM]) else signal.SIG_IGN
     server = StdioServer(core, rec, fallback=list(cmd) or None)
     try:
         result = trio.run(server.run)

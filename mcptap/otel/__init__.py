@@ -43,6 +43,7 @@ from mcptap.export.digest import digest
 from mcptap.model import Message
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
+from mcptap.transport.signal_latch import handled
 
 INSTALL_HINT = "pip install 'mcptap[otel]'"
 TRACES_PATH = "v1/traces"
@@ -116,7 +117,7 @@ def closing_phase(active: bool = True) -> Iterator[list[int]]:
     if not active or threading.current_thread() is not threading.main_thread():
         yield got
         return
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    sigs = handled((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))     # one ignored since start stays so
     old = {s: signal.signal(s, lambda n, _f: got.append(n)) for s in sigs}
     try:
         yield got

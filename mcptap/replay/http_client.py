@@ -16,9 +16,10 @@ link interface (see runner.py). Each c2s message is one POST to ``url`` with
   negotiated revision (2025-06-18+), or the request's ``_meta`` revision on
   2026-07-28, where ``Mcp-Method`` / ``Mcp-Name`` / ``Mcp-Param-*`` are added
   (spec 2026-07-28 basic/transports/streamable-http, "Required request headers");
-* an HTTP error without a JSON-RPC body is delivered to the runner (never
-  recorded as a message) as an error whose code is the HTTP status, so the
-  report shows it as ERROR-CHANGED; as the tap, only a JSON media type body
+* an HTTP error status leaving requests unanswered (no JSON-RPC answer in its
+  body: 429 ``{"error": "rate_limit_exceeded"}``, text/plain) reaches the runner at
+  once (not recorded as a message) as an error coded with the status, quoting the
+  body's start, so the report shows it as ERROR-CHANGED; as the tap, only a JSON media type body
   is a JSON-RPC payload, and the POST's requests are recorded as refused at
   HTTP level (``http.request_refused``), not unanswered;
 * with ``listen=True`` (the original client had one), a GET stream is opened
@@ -52,7 +53,7 @@ from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
-from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, close, has_request, request_ids, response_ids, stale
+from mcptap.replay.http_conn import GIST_READ, IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
 from mcptap.replay.offpath import OffPath
@@ -314,8 +315,13 @@ class HttpLink:
         if parser is None and buf and (ctype == "application/json" or ctype.endswith("+json")):
             # as the tap: only a JSON body is a JSON-RPC payload ("Method Not Allowed" in text/plain is not)
             got_json = await self._payload(bytes(buf), session, live_sid, transport, state.answered)
-        if status >= 400 and not got_json:
-            await self._synthetic(value, status, f"HTTP {status} without a JSON-RPC body")
+        if status >= 400:
+            # the requests the body did not answer were refused at HTTP level, JSON body or not (429
+            # {"error": "rate_limit_exceeded"}, 401 {"error": "invalid_token"}, an id-null JSON-RPC error):
+            # said now, not as "no answer" once the timeout has passed
+            refused = unanswered(value, state.answered)
+            if refused:
+                await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf[:GIST_READ])))
         return state
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:

@@ -11,7 +11,9 @@ HTTP+SSE) share below the link.
 * :data:`IO_ERRORS` — the exceptions that mean the connection or the peer
   failed (the links turn them into failed exchanges, never raise them);
 * :func:`has_request` — whether a JSON-RPC value (message or batch) holds a
-  request (its POST is started, not awaited, so requests overlap again).
+  request (its POST is started, not awaited, so requests overlap again);
+* :func:`unanswered`, :func:`refused_text` — an HTTP error's requests left
+  without an answer, and what to tell of it (its body's start).
 
 The request heads themselves are built by ``replay/http_heads.py`` (pure).
 """
@@ -26,6 +28,7 @@ from typing import Any
 import h11
 import trio
 
+from mcptap.escape import escape_controls
 from mcptap.replay.steps import read_id
 
 #: bytes read at a time
@@ -100,6 +103,25 @@ def id_key(v: Any) -> Any:
 def request_ids(value: Any) -> set[Any]:
     """The id keys of the requests in a JSON-RPC message or batch."""
     return {id_key(v["id"]) for v in (value if isinstance(value, list) else (value,)) if isinstance(v, dict) and "method" in v and "id" in v}
+
+
+def unanswered(value: Any, answered: set[Any]) -> list[Any]:
+    """The requests of a JSON-RPC message or batch whose id keys are not in ``answered``."""
+    return [v for v in (value if isinstance(value, list) else (value,))
+            if isinstance(v, dict) and "method" in v and "id" in v and id_key(v["id"]) not in answered]
+
+
+#: bytes of an error body read for its ``gist``; characters the gist keeps
+GIST_READ, GIST_CHARS = 400, 120
+
+
+def refused_text(status: int, got_json: bool, body: bytes) -> str:
+    """What an HTTP error that answered no request says: the status, whether a
+    JSON payload came (``got_json``), the ``body``'s start as one printable line
+    (whitespace runs as one space, controls escaped, at most GIST_CHARS characters)."""
+    text = " ".join(body.decode("utf-8", "replace").split())
+    gist = escape_controls(text[:GIST_CHARS]) + ("…" if len(text) > GIST_CHARS else "")
+    return f"HTTP {status} without a JSON-RPC {'answer' if got_json else 'body'}" + (f": {gist}" if gist else "")
 
 
 def response_ids(value: Any) -> set[Any]:

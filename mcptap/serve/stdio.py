@@ -55,6 +55,7 @@ from mcptap.recorder import Recorder
 from mcptap.serve.core import LiveSession, Out, ServeCore, asked, encode, hkey
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
+from mcptap.transport.signal_latch import open_receiver
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -152,7 +153,7 @@ class StdioServer:
         if threading.current_thread() is not threading.main_thread():
             task_status.started()
             return          # embedded: the host's signals are its own business
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with open_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             task_status.started()
             async for signum in signals:      # kept open to the end: a second signal changes nothing
                 self.result.signal = self.result.signal or int(signum)

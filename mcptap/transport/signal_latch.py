@@ -4,16 +4,60 @@
 ``take()``s what arrived and acts as if it came then; ``restore()`` at the end.
 Used by the stdio tap (SIGINT/SIGTERM/SIGHUP, forwarded to the server) and the
 HTTP tap (SIGINT/SIGTERM: stop).
+
+A signal mcptap was started with ignored stays ignored, in every command and
+from the first instant to the end (``handled``): ``cmd &`` in a non-interactive
+shell ignores SIGINT (and SIGQUIT), ``nohup`` SIGHUP, and POSIX shells likewise
+never trap a signal ignored on entry. Python itself leaves an inherited SIGINT
+ignored, so mcptap could not act on one that came before its own code ran: taken
+over later, a ``kill -INT`` was lost or stopped mcptap depending on when it came.
 """
 
 from __future__ import annotations
 
 import signal
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
 #: the signals the stdio tap forwards to the server's process group
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def handled(signals: Iterable[int]) -> tuple[int, ...]:
+    """Those of ``signals`` (numbers) mcptap may catch: all but the ones ignored
+    in this process (SIG_IGN). mcptap never ignores a signal in its own process,
+    so an ignored one was ignored when it started, and stays so."""
+    return tuple(s for s in signals if signal.getsignal(s) != signal.SIG_IGN)
+
+
+@contextmanager
+def open_receiver(*signals: int) -> Iterator[AsyncIterator[int]]:
+    """``trio.open_signal_receiver`` for the ``handled`` ones of ``signals``
+    (main thread, in trio); with none left, an iterator that never yields."""
+    # trio here: the CLI's users of ``handled`` (no trio) load this module too
+    import trio
+
+    mine = handled(signals)
+    if not mine:
+        yield _Never()
+        return
+    with trio.open_signal_receiver(*mine) as received:
+        yield received
+
+
+class _Never:
+    """The receiver of no signals: waits for ever (until cancelled)."""
+
+    def __aiter__(self) -> _Never:
+        return self
+
+    async def __anext__(self) -> int:
+        import trio
+
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
 
 
 class SignalLatch:
@@ -36,6 +80,8 @@ class SignalLatch:
         self.got.append(signum)
 
     def install(self) -> SignalLatch:
+        """Catch the ``handled`` ones of ``signals`` (``self.signals`` then names those)."""
+        self.signals = handled(self.signals)
         for s in self.signals:
             self._old[s] = signal.signal(s, self._on_signal)
         return self

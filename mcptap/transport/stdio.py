@@ -57,7 +57,7 @@ from mcptap.transport import stdio_os
 from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
-from mcptap.transport.signal_latch import FORWARDED_SIGNALS, SignalLatch
+from mcptap.transport.signal_latch import FORWARDED_SIGNALS, SignalLatch, open_receiver
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
 from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, spawn_problem, wait_exit
 from mcptap.transport.stdio_signals import ProcessSignals
@@ -166,7 +166,7 @@ class StdioTap(StderrRelay, ProcessSignals):
         behaviour."""
         ensure_std_fds()
         self._token = trio.lowlevel.current_trio_token()
-        with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
+        with open_receiver(*FORWARDED_SIGNALS) as signals:
             try:
                 return await self._run(signals)
             finally:

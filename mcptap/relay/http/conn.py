@@ -173,6 +173,13 @@ class ConnRelay(ConnEnds):
                 return
         authority = upstream.authority
         up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)
+        mine = self.relay.upstream
+        if origin == 0:     # --upstream's query and user info, sent as a reverse proxy does (recorded: the client's request)
+            mine.authorize(up_headers)
+            if ex.oauth is None:
+                target = mine.target(target)
+            elif ex.oauth.kind == oauth.MCP:
+                ex.oauth.target = mine.target(ex.oauth.target)
         # fields from h11's parser plus a Host value checked once: built without re-validation (heads.py)
         parsed = heads.valid_value(authority.encode("ascii"))
         if self.up is None or self.up.our_state is not h11.IDLE or self.up_eof or origin != self.up_origin:

@@ -9,8 +9,9 @@ executes the commands, ``relay/http/observe.py`` records the facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+import base64
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
 
 from mcptap.redact import scrub_command_url, scrub_text
 
@@ -21,18 +22,40 @@ Headers = list[tuple[bytes, bytes]]
 @dataclass(frozen=True, slots=True)
 class Upstream:
     """Where the tap forwards to. ``scheme``: "http" or "https"; ``path``: the
-    URL's path (informational: request targets are forwarded unchanged)."""
+    URL's path (informational: request targets keep the client's path);
+    ``query``: the URL's query, added to each request's (``target``);
+    ``basic``: the URL's user info as an ``Authorization`` value (``Basic …``,
+    b"" without), sent when the client sends none (never recorded, never in repr)."""
 
     scheme: str
     host: str
     port: int
     path: str = "/"
+    query: str = ""
+    basic: bytes = field(default=b"", repr=False, compare=False)
+
+    def authorize(self, headers: Headers) -> None:
+        """Append ``basic`` to request ``headers`` unless they carry an Authorization of their own."""
+        if self.basic and not any(n.lower() == b"authorization" for n, _ in headers):
+            headers.append((b"authorization", self.basic))
+
+    def target(self, target: bytes) -> bytes:
+        """The origin-form request ``target`` with the upstream's query merged in:
+        unchanged when the client's query already starts with it (a client given
+        the full URL), else the upstream's parameters first, then the client's."""
+        if not self.query:
+            return target
+        path, _, query = target.partition(b"?")
+        mine = self.query.encode("latin-1")
+        if query == mine or query.startswith(mine + b"&"):
+            return target
+        return path + b"?" + mine + (b"&" + query if query else b"")
 
     @classmethod
     def parse(cls, url: str) -> Upstream:
         """Parse ``http[s]://host[:port][/path]``. Raises ValueError with a
         one-line reason (quoting the URL with its secrets hidden: ``scrub_command_url``).
-        User info in the URL is ignored (never forwarded)."""
+        A query is kept (``query``), user info becomes ``basic``."""
         shown = scrub_command_url(url)
         try:
             u = urlsplit(url)
@@ -50,7 +73,11 @@ class Upstream:
                 host = host.encode("idna").decode("ascii")
             except UnicodeError:
                 raise ValueError(f"upstream host {u.hostname!r} is not a valid international domain name") from None
-        return cls(u.scheme, host, port or (443 if u.scheme == "https" else 80), u.path or "/")
+        basic = b""
+        if u.username is not None or u.password is not None:
+            pair = f"{unquote(u.username or '')}:{unquote(u.password or '')}".encode()
+            basic = b"Basic " + base64.b64encode(pair)
+        return cls(u.scheme, host, port or (443 if u.scheme == "https" else 80), u.path or "/", u.query, basic)
 
     @property
     def authority(self) -> str:
