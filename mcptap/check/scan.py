@@ -99,6 +99,8 @@ class Scan:
         self.pending: bytes | None = None
         self.truncated = False
         self.failed: str | None = None
+        #: (dir, kind, method, rev) -> shapes.checker of that key (for the messages' shape checks)
+        self.checkers: dict[tuple[str, str, str, str], Callable[[Any], list[Any]]] = {}
 
     # -- the hot loop ------------------------------------------------------------------------
     def run(self, lines: Iterable[bytes]) -> None:
@@ -108,7 +110,7 @@ class Scan:
         shapes = self.shapes
         if shapes:
             from mcptap.protocol import shapes as shape_rules
-            check_shape = shape_rules.check
+            check_shape, checker, checkers = shape_rules.check, shape_rules.checker, self.checkers
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
         n, messages, buffered, duration = self.n, self.messages, self.buffered, self.duration
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
@@ -221,12 +223,24 @@ class Scan:
                         value = payload(rec)
                     if type(value) is dict:
                         extra = None
-                        k = KINDS.get(kind)
-                        if k is not None:
+                        rev = rec.get("rev")
+                        if kind == "request" or kind == "notification":
                             if type(method) is str:     # a request's or notification's own method
-                                extra = check_shape(DIRS[d], k, method, value.get("params"), rec.get("rev"))
+                                if type(rev) is str:
+                                    one = checkers.get((d, kind, method, rev))
+                                    if one is None:
+                                        one = checkers[d, kind, method, rev] = checker(DIRS[d], KINDS[kind], method, rev)
+                                    extra = one(value.get("params"))
+                                else:
+                                    extra = check_shape(DIRS[d], KINDS[kind], method, value.get("params"), rev)
                         elif answered is not None and kind == "response":
-                            extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rec.get("rev"), task_params)
+                            if task_params is None and type(rev) is str:
+                                one = checkers.get((d, kind, answered, rev))
+                                if one is None:
+                                    one = checkers[d, kind, answered, rev] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
+                                extra = one(value.get("result"))
+                            else:
+                                extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rev, task_params)
                         if extra:
                             fs = list(fs or ()) + [f.to_json() for f in extra]
                 if fs:

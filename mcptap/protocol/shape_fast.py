@@ -313,6 +313,8 @@ class _Gen:
                 raise _Refuse(k)
         body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else ""), "    if type(x) is not dict:", "        return False"]
         keys = []
+        optional: list[str] = []        # the optional fields' checks, after the required ones
+        required = 0
         for name, field in inner["fields"].items():
             _only(field, {"schema", "validation_alias", "serialization_alias", "serialization_exclude", "frozen", "serialization_exclude_if"})
             alias = field.get("validation_alias", name)
@@ -325,11 +327,19 @@ class _Gen:
                 _only(fs, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
                 if inner_s.get("type") == "nullable" and "ref" not in inner_s:
                     _only(inner_s, {"schema"})
-                    body += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
+                    optional += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
                 else:
-                    body += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
+                    optional += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
             else:
+                required += 1
                 body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
+        if len(set(keys)) != len(keys) or not all(k.isascii() for k in keys):
+            raise _Refuse("field aliases")
+        if optional or extra != "ignore":
+            # every required member is there: with no other member, no optional one or extra is to be looked at
+            # (forbidden extras: none; kept extras: ASCII string keys, which pydantic-core converts)
+            body += [f"    if len(x) == {required}:", "        return True"]
+        body += optional
         if extra == "forbid":
             body += [f"    if not {self.const(frozenset(keys))}.issuperset(x):", "        return False"]
         elif extra == "allow":
