@@ -29,18 +29,20 @@ import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
-from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
 from mcptap.check.shape_child import ShapeChild, end_child
 from mcptap.protocol.fingerprint import rules_fingerprint
+
+if TYPE_CHECKING:
+    from mcptap.check.fullscan import FullScan
 
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
@@ -127,6 +129,8 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
     """Re-annotation (--full, other rules, chunk records): this process, and
     with ``ahead`` (the lists of lines this process reads) a second one that
     computes the schema shape checks ahead (check/shape_child.py)."""
+    from mcptap.check.fullscan import FullScan  # the re-annotator (~0.1 s of imports): only for this path
+
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
     child = None
