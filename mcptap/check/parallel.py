@@ -165,13 +165,18 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
     tallies, hashed = _tallies()
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
     child = None
-    if mid is not None:
+    head = start
+    if mid is not None and fp is not None:
+        # the first lines scanned before the fork: the shape checks' wire models and quick checks
+        # their messages need (~0.2 s of imports and code generation) are then built once, for both processes
+        head = _line_start(fp, min(mid, start + BATCH))
+        feed(scan, None, start, head)
         try:
             child = _Child(path, header.get("transport"), keep, shapes, mid, size)
         except OSError:                 # no process or temporary file to be had: one process
             mid = None
     try:
-        feed(scan, child, start, mid if mid is not None else size)
+        feed(scan, child, head, mid if mid is not None else size)
         if child is not None:
             assert mid is not None
             state = child.result()
@@ -189,10 +194,15 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
 
 def _middle(fp: IO[bytes], start: int, size: int) -> int | None:
     """The first line start at or after the middle of the records, or None."""
-    fp.seek(start + (size - start) // 2 - 1)
-    mid = fp.tell() + len(fp.readline())
+    mid = _line_start(fp, start + (size - start) // 2)
     fp.seek(start)
     return mid if start < mid < size else None
+
+
+def _line_start(fp: IO[bytes], at: int) -> int:
+    """The first line start at or after byte ``at`` (> 0) of ``fp``."""
+    fp.seek(at - 1)
+    return fp.tell() + len(fp.readline())
 
 
 def _batches(fp: IO[bytes], start: int, end: int, progress: Callable[[int], None]) -> Iterator[list[bytes]]:
