@@ -117,6 +117,7 @@ class Scan:
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
         base = (1 if first else 0) + self.cut      # line of record n: n + base
         last_seq = self.last_seq
+        pending = self.pending is not None      # a cut line before (self.pending)
         nxt = self._next_seq()           # the seq that needs no sequence check (None: every seq does)
         t_latest, t_min = self.t_latest, self.t_min
         t_floor = t_latest - BACKWARDS_US         # below it: too far back (negative times are caught apart)
@@ -127,11 +128,13 @@ class Scan:
                 if self.pending is not None:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
+                pending = True
                 continue
-            if self.pending is not None:
+            if pending:
                 if not (isinstance(rec, dict) and rec.get("type") == "gap"):
                     raise Unsupported("corrupt record")
                 self.pending = None
+                pending = False
                 self.cut += 1
                 base += 1
             if type(rec) is not dict:
@@ -183,10 +186,11 @@ class Scan:
                 if stdio:
                     raw = rec.get("raw") if not plain else None
                     if plain:
+                        value = rec["json"]
                         try:
-                            data = dumps(rec["json"]) + NL
+                            data = dumps(value) + NL
                         except (TypeError, orjson.JSONEncodeError):   # a hand-edited json orjson refuses (deep, big integer)
-                            data = exact_dumps(rec["json"]) + NL
+                            data = exact_dumps(value) + NL
                     elif raw is not None:
                         data = raw.encode("utf-8")
                     elif "raw_b64" in rec:
@@ -226,7 +230,7 @@ class Scan:
                     method = answered
                 fs = rec.get("findings") if not plain else None
                 if shapes:
-                    value = rec.get("json", UNPARSED)
+                    value = rec["json"] if plain else rec.get("json", UNPARSED)
                     if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
                         value = payload(rec)
                     if type(value) is dict:
