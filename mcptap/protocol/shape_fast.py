@@ -366,23 +366,35 @@ def refs_of(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-def compile_model(model: Any) -> Quick | None:
-    """The quick check of a wire model class or a ``X | Y`` union of them
-    (module doc); None when any part of its core schema is outside the subset."""
+def compile_model(model: Any, member: str | None = None) -> Quick | None:
+    """The quick check of a wire model class or a ``X | Y`` union of them (module doc); None when any
+    part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
+    the check of that member's present non-null value (the model's: it and the other members'; None: no such member)."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
-    if len(schemas) != len(arms):
+    if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
         return None
     gen = _Gen(refs_of(schemas, {}))
     try:
         names = [gen.function(s) for s in schemas]
+        if member is not None:
+            top = schemas[0]
+            while top.get("type") in ("definitions", "definition-ref"):
+                top = top["schema"] if top["type"] == "definitions" else gen.refs[top["schema_ref"]]
+            fields = top["schema"]["fields"] if top.get("type") == "model" else {}
+            field = next((f for name, f in fields.items() if f.get("validation_alias", name) == member), None)
+            if field is None:
+                return None
+            body = gen.expr(field["schema"], "v")
     except (_Refuse, KeyError, TypeError, AttributeError):
         return None
     gen.src += gen.post
-    gen.src.append("def _quick(v):\n    return " + " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names) + "\n")
+    if member is None:
+        body = " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names)
+    gen.src.append(f"def _quick(v{', d=0' if gen.deep and member else ''}):\n    return {body}\n")
     ns = gen.ns
     # the source names only the schema's constants, each as a repr() or through the namespace
     exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
     # one model, not recursive: its own function is the check (one call less per message)
-    quick: Quick = ns[names[0]] if len(names) == 1 and not gen.deep else ns["_quick"]
+    quick: Quick = ns[names[0]] if member is None and len(names) == 1 and not gen.deep else ns["_quick"]
     return quick

@@ -293,4 +293,24 @@ def test_a_key_s_checker_finds_what_check_finds(case: tuple[str, Any], other_rev
     payload = body if kind is Kind.RESPONSE else (body.get("params") if isinstance(body, dict) else body)
     for rev in (revision, other_revision or "1999-01-01"):
         want = [f.to_json() for f in shapes.check(direction, kind, method, payload, rev)]
+        one = _CHECKERS.get((key, rev)) or _CHECKERS.setdefault((key, rev), shapes.checker(direction, kind, method, rev))
+        assert [f.to_json() for f in one(payload)] == want, (key, rev, payload)
+        # a fresh one too: its first payload goes through the whole quick check (a kept one may
+        # already check a request's params alone: a body passed before)
         assert [f.to_json() for f in shapes.checker(direction, kind, method, rev)(payload)] == want, (key, rev, payload)
+
+
+#: checkers kept across the examples, as check's scan keeps them
+_CHECKERS: dict[tuple[str, str], Any] = {}
+
+
+def test_a_request_s_params_alone_once_a_body_passed() -> None:
+    """After one body passed the whole quick check, a request's checker checks
+    the params alone, and still finds what check finds in bad ones."""
+    one = shapes.checker(Direction.C2S, Kind.REQUEST, "tools/call", "2025-11-25")
+    assert one({"name": "a", "arguments": {"x": 1}}) == []
+    for bad in ({"name": 3}, {"arguments": {}}, {"name": "a", "arguments": [1]}, {"name": "a", "task": {"ttl": "x"}}):
+        want = [f.to_json() for f in shapes.check(Direction.C2S, Kind.REQUEST, "tools/call", bad, "2025-11-25")]
+        assert want and [f.to_json() for f in one(bad)] == want
+    assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params") is not None
+    assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "nothing") is None
