@@ -21,7 +21,7 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.capture.writer import CaptureWriter
 from mcptap.check import parallel
 from mcptap.check.report import CaptureReport, check_capture
-from mcptap.check.scan import Scan, Unsupported
+from mcptap.check.scan import PLAIN_KEYS, Scan, Unsupported
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction
 from mcptap.protocol.fingerprint import rules_fingerprint
@@ -342,6 +342,39 @@ def test_a_wrong_typed_annotation_field_is_refused_as_the_reference_does(tmp_pat
                 with pytest.raises(CaptureReadError) as got:
                     parallel.check_capture(str(path), reuse=reuse, workers=workers)
                 assert str(got.value) == str(want.value), (rules, reuse, workers)
+
+
+_DROP = object()
+#: members of a message record of the common shape set to another value (_DROP: removed), or added
+MEMBER_EDITS = [("rev", None), ("rev", 5), ("rev", _DROP), ("rev", ""), ("dir", "x"), ("dir", None), ("kind", None), ("kind", 7),
+                ("kind", "other"), ("method", 3), ("method", None), ("method", _DROP), ("link", 2), ("link", "a"), ("offset", "zz"),
+                ("transport", {}), ("transport", 1), ("extra", 1), ("members", []), ("seq", "9"), ("t_us", 1.5), ("json", _DROP),
+                ("json", [1]), ("json", None), ("eol", "\r\n"), ("session", "s"), ("raw", "{}\n"), ("findings", []), ("pair", None)]
+
+
+@pytest.mark.parametrize("which", ["request", "response"])
+@pytest.mark.parametrize(("field", "value"), MEMBER_EDITS)
+def test_a_common_message_record_edited_in_one_member(tmp_path: Path, which: str, field: str, value: Any) -> None:
+    """The fast scan tells the common message record (check/scan.py's
+    PLAIN_KEYS and member types) from every other one: a record of that shape
+    edited in one member gets the reference's report, or its error words."""
+    recs = _records(busy(tmp_path))
+    i = next(k for k, r in enumerate(recs) if r["type"] == "message" and r.get("kind") == which and k > 6 and r.keys() <= PLAIN_KEYS)
+    recs[i] = {k: v for k, v in recs[i].items() if k != field} | ({} if value is _DROP else {field: value})
+    path = _write(tmp_path / "edited.jsonl", recs)
+
+    def outcome(fn: Any) -> Any:
+        try:
+            rep = fn()
+        except CaptureReadError as exc:
+            return str(exc)
+        return None if rep is None else _shape(rep)
+
+    want = outcome(lambda: check_capture(str(path)))
+    assert outcome(lambda: parallel.check_capture(str(path), workers=1)) == want
+    for k in (None, i - 1, i, i + 1):
+        got = outcome(lambda k=k: _split(path, k, 3)[0])
+        assert got is None or got == want, k
 
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -29,18 +29,20 @@ import signal
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
-from mcptap.check.fullscan import FullScan
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
 from mcptap.check.shape_child import ShapeChild, end_child
 from mcptap.protocol.fingerprint import rules_fingerprint
+
+if TYPE_CHECKING:
+    from mcptap.check.fullscan import FullScan
 
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
@@ -127,6 +129,8 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
     """Re-annotation (--full, other rules, chunk records): this process, and
     with ``ahead`` (the lists of lines this process reads) a second one that
     computes the schema shape checks ahead (check/shape_child.py)."""
+    from mcptap.check.fullscan import FullScan  # the re-annotator (~0.1 s of imports): only for this path
+
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
     child = None
@@ -161,13 +165,18 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
     tallies, hashed = _tallies()
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
     child = None
-    if mid is not None:
+    head = start
+    if mid is not None and fp is not None:
+        # the first lines scanned before the fork: the shape checks' wire models and quick checks
+        # their messages need (~0.2 s of imports and code generation) are then built once, for both processes
+        head = _line_start(fp, min(mid, start + BATCH))
+        feed(scan, None, start, head)
         try:
             child = _Child(path, header.get("transport"), keep, shapes, mid, size)
         except OSError:                 # no process or temporary file to be had: one process
             mid = None
     try:
-        feed(scan, child, start, mid if mid is not None else size)
+        feed(scan, child, head, mid if mid is not None else size)
         if child is not None:
             assert mid is not None
             state = child.result()
@@ -185,10 +194,15 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
 
 def _middle(fp: IO[bytes], start: int, size: int) -> int | None:
     """The first line start at or after the middle of the records, or None."""
-    fp.seek(start + (size - start) // 2 - 1)
-    mid = fp.tell() + len(fp.readline())
+    mid = _line_start(fp, start + (size - start) // 2)
     fp.seek(start)
     return mid if start < mid < size else None
+
+
+def _line_start(fp: IO[bytes], at: int) -> int:
+    """The first line start at or after byte ``at`` (> 0) of ``fp``."""
+    fp.seek(at - 1)
+    return fp.tell() + len(fp.readline())
 
 
 def _batches(fp: IO[bytes], start: int, end: int, progress: Callable[[int], None]) -> Iterator[list[bytes]]:

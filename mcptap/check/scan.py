@@ -40,10 +40,11 @@ from mcptap.model import UNPARSED, Direction, Kind, severity_counts
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
 _loads = orjson.loads
-_NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
 _dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 #: the types the reader allows for a message record's ``pair``/``latency_us`` and ``phase`` (else its full check words the error)
+#: the members of the common message record (check/shape_oracle.py's; no raw bytes, findings, eol, session, transport facts, batch members)
+PLAIN_KEYS = frozenset({"type", "seq", "t_us", "dir", "kind", "id", "method", "pair", "latency_us", "phase", "rev", "json", "link", "offset"})
 INT_OR_NONE = frozenset({int, type(None)})
 STR_OR_NONE = frozenset({str, type(None)})
 FLUSH_BYTES = 1 << 20       # stream bytes buffered before they are handed to ``on_bytes``
@@ -99,6 +100,8 @@ class Scan:
         self.pending: bytes | None = None
         self.truncated = False
         self.failed: str | None = None
+        #: (dir, kind, method, rev) -> shapes.checker of that key (for the messages' shape checks)
+        self.checkers: dict[tuple[str, str, str, str], Callable[[Any], list[Any]]] = {}
 
     # -- the hot loop ------------------------------------------------------------------------
     def run(self, lines: Iterable[bytes]) -> None:
@@ -108,12 +111,14 @@ class Scan:
         shapes = self.shapes
         if shapes:
             from mcptap.protocol import shapes as shape_rules
-            check_shape = shape_rules.check
+            check_shape, checker, checkers = shape_rules.check, shape_rules.checker, self.checkers
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
         n, messages, buffered, duration = self.n, self.messages, self.buffered, self.duration
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
         base = (1 if first else 0) + self.cut      # line of record n: n + base
         last_seq = self.last_seq
+        pending = self.pending is not None      # a cut line before (self.pending)
+        nxt = self._next_seq()           # the seq that needs no sequence check (None: every seq does)
         t_latest, t_min = self.t_latest, self.t_min
         t_floor = t_latest - BACKWARDS_US         # below it: too far back (negative times are caught apart)
         for line in lines:
@@ -123,11 +128,13 @@ class Scan:
                 if self.pending is not None:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
+                pending = True
                 continue
-            if self.pending is not None:
+            if pending:
                 if not (isinstance(rec, dict) and rec.get("type") == "gap"):
                     raise Unsupported("corrupt record")
                 self.pending = None
+                pending = False
                 self.cut += 1
                 base += 1
             if type(rec) is not dict:
@@ -142,12 +149,14 @@ class Scan:
                 kind: Any = rec.get("kind")
                 d: Any = rec.get("dir")
                 method: Any = rec.get("method")
-                if (type(seq) is not int or type(t) is not int or type(d) is not str or d not in DIRS or type(kind) is not str
-                        or "json" not in rec or "raw" in rec or "raw_b64" in rec or "findings" in rec or "session" in rec or "eol" in rec
-                        or (method is not None and type(method) is not str)
-                        or type(rec.get("rev", "")) is not str or type(rec.get("transport", _NO_TRANSPORT)) is not dict
-                        or type(rec.get("link", 0)) is not int or type(rec.get("pair")) not in INT_OR_NONE
-                        or type(rec.get("latency_us")) not in INT_OR_NONE or type(rec.get("phase")) not in STR_OR_NONE):
+                rev: Any = rec.get("rev")
+                # the common record: only PLAIN_KEYS (no raw bytes, findings, eol…), each of the type the reader wants
+                plain = (rec.keys() <= PLAIN_KEYS and type(seq) is int and type(t) is int and (d == "c2s" or d == "s2c")
+                         and type(kind) is str and "json" in rec and (method is None or type(method) is str)
+                         and (type(rev) is str or (rev is None and "rev" not in rec)) and type(rec.get("link", 0)) is int
+                         and type(rec.get("pair")) in INT_OR_NONE and type(rec.get("latency_us")) in INT_OR_NONE
+                         and type(rec.get("phase")) in STR_OR_NONE)
+                if not plain:
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)
@@ -162,8 +171,8 @@ class Scan:
                 elif t_min is None or t < t_min:
                     t_min = t
                 # integrity (Integrity.feed's order): the sequence, then the bytes
-                if last_seq is not None and seq == last_seq + 1 and not self.gap_since_last and self.end is None:
-                    last_seq = seq
+                if seq == nxt:
+                    last_seq, nxt = seq, seq + 1
                 else:
                     self.last_seq = last_seq
                     check_seq(self, seq, typ)
@@ -171,11 +180,18 @@ class Scan:
                     self.gap_since_last = False
                     if self.end is not None:
                         after_end(self, seq, typ)
+                    nxt = self._next_seq()
                 c = counts[d]
                 c[1] += 1
                 if stdio:
-                    raw = rec.get("raw")
-                    if raw is not None:
+                    raw = rec.get("raw") if not plain else None
+                    if plain:
+                        value = rec["json"]
+                        try:
+                            data = dumps(value) + NL
+                        except (TypeError, orjson.JSONEncodeError):   # a hand-edited json orjson refuses (deep, big integer)
+                            data = exact_dumps(value) + NL
+                    elif raw is not None:
                         data = raw.encode("utf-8")
                     elif "raw_b64" in rec:
                         data = base64.b64decode(rec["raw_b64"])
@@ -209,28 +225,39 @@ class Scan:
                     elif not first:
                         # answers a request before this run: judged when merged (absorb)
                         deferred.append((n + base, rec, payload(rec) if shapes else None))
-                        any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
-                        if type(t) is int and t > duration:
-                            duration = t
+                        any_seq, last_rec_seq, last_t = True, seq, t
                         continue
                     method = answered
-                fs = rec.get("findings")
+                fs = rec.get("findings") if not plain else None
                 if shapes:
-                    value = rec.get("json", UNPARSED)
+                    value = rec["json"] if plain else rec.get("json", UNPARSED)
                     if value is UNPARSED and ("raw" in rec or "raw_b64" in rec):
                         value = payload(rec)
                     if type(value) is dict:
                         extra = None
-                        k = KINDS.get(kind)
-                        if k is not None:
+                        if kind == "request" or kind == "notification":
                             if type(method) is str:     # a request's or notification's own method
-                                extra = check_shape(DIRS[d], k, method, value.get("params"), rec.get("rev"))
+                                if type(rev) is str:
+                                    one = checkers.get((d, kind, method, rev))
+                                    if one is None:
+                                        one = checkers[d, kind, method, rev] = checker(DIRS[d], KINDS[kind], method, rev)
+                                    extra = one(value.get("params"))
+                                else:
+                                    extra = check_shape(DIRS[d], KINDS[kind], method, value.get("params"), rev)
                         elif answered is not None and kind == "response":
-                            extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rec.get("rev"), task_params)
+                            if task_params is None and type(rev) is str:
+                                one = checkers.get((d, kind, answered, rev))
+                                if one is None:
+                                    one = checkers[d, kind, answered, rev] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
+                                extra = one(value.get("result"))
+                            else:
+                                extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rev, task_params)
                         if extra:
                             fs = list(fs or ()) + [f.to_json() for f in extra]
                 if fs:
                     self._group(fs, seq, t, n + base, d, method)
+                any_seq, last_rec_seq, last_t = True, seq, t     # (duration: the latest message time, t_latest, at the end)
+                continue
             else:
                 if type(typ) is not str:
                     raise Unsupported("record without a type")
@@ -243,16 +270,22 @@ class Scan:
                 self.buffered = buffered
                 other_record(self, rec, typ, seq, t, n + base)
                 last_seq, buffered = self.last_seq, self.buffered
+                nxt = self._next_seq()
                 if typ == "end":
                     continue
             if type(seq) is int:
                 any_seq, last_rec_seq, last_t = True, seq, rec.get("t_us", last_t)
             if type(t) is int and t > duration:
                 duration = t
-        self.n, self.messages, self.buffered, self.duration = n, messages, buffered, duration
+        self.n, self.messages, self.buffered, self.duration = n, messages, buffered, max(duration, t_latest)
         self.any_seq, self.last_rec_seq, self.last_t = any_seq, last_rec_seq, last_t
         self.last_seq = last_seq
         self.t_latest, self.t_min = t_latest, t_min
+
+    def _next_seq(self) -> int | None:
+        """The seq a message may have with no sequence check (the last + 1, no gap or end record since)."""
+        last = self.last_seq
+        return last + 1 if last is not None and not self.gap_since_last and self.end is None else None
 
     def _group(self, fs: list[Any], seq: Any, t: Any, line: int | None, d: Any, method: Any) -> None:
         for f in fs:

@@ -42,7 +42,6 @@ pydantic's verdicts on every model the surfaces name.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from types import UnionType
@@ -130,9 +129,10 @@ class _Gen:
         self.src: list[str] = []
         self.post: list[str] = []               # run after every function is defined (dispatch tables)
         self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_extra_keys": _extra_keys, "_inf": math.inf,
-                                   "_ninf": -math.inf, "_repeat": itertools.repeat}
+                                   "_ninf": -math.inf}
         self.fns: dict[str, str] = {}           # ref -> function name
         self.ref_fns: set[str] = set()
+        self.loops: dict[str, str] = {}         # item function -> the function looping over it (each)
         self.n = 0
         # a recursive schema: every function takes the number of ref'd schemas entered (d, at
         # least pydantic-core's count of nested definition-refs: each compiles to a call that
@@ -147,11 +147,14 @@ class _Gen:
         return f"{fn}({v}, d + 1)" if fn in self.ref_fns else f"{fn}({v}, d)"
 
     def each(self, fn: str, it: str) -> str:
-        """``fn`` holds for every item of iterable ``it``."""
-        if not self.deep:
-            return f"all(map({fn}, {it}))"
-        step = "d + 1" if fn in self.ref_fns else "d"
-        return f"all(map({fn}, {it}, _repeat({step})))"
+        """``fn`` holds for every item of iterable ``it`` (a generated loop:
+        cheaper than ``all(map(…))`` on the short lists messages carry)."""
+        loop = self.loops.get(fn)
+        if loop is None:
+            loop = self.loops[fn] = self.name("_each")
+            call = self.call(fn, "i")
+            self.src.append(f"def {loop}({self.args}):\n    for i in v:\n        if not {call}:\n            return False\n    return True\n")
+        return f"{loop}({it}, d)" if self.deep else f"{loop}({it})"
 
     def name(self, prefix: str) -> str:
         self.n += 1
@@ -313,6 +316,8 @@ class _Gen:
                 raise _Refuse(k)
         body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else ""), "    if type(x) is not dict:", "        return False"]
         keys = []
+        optional: list[str] = []        # the optional fields' checks, after the required ones
+        required = 0
         for name, field in inner["fields"].items():
             _only(field, {"schema", "validation_alias", "serialization_alias", "serialization_exclude", "frozen", "serialization_exclude_if"})
             alias = field.get("validation_alias", name)
@@ -325,11 +330,19 @@ class _Gen:
                 _only(fs, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
                 if inner_s.get("type") == "nullable" and "ref" not in inner_s:
                     _only(inner_s, {"schema"})
-                    body += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
+                    optional += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
                 else:
-                    body += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
+                    optional += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
             else:
+                required += 1
                 body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
+        if len(set(keys)) != len(keys) or not all(k.isascii() for k in keys):
+            raise _Refuse("field aliases")
+        if optional or extra != "ignore":
+            # every required member is there: with no other member, no optional one or extra is to be looked at
+            # (forbidden extras: none; kept extras: ASCII string keys, which pydantic-core converts)
+            body += [f"    if len(x) == {required}:", "        return True"]
+        body += optional
         if extra == "forbid":
             body += [f"    if not {self.const(frozenset(keys))}.issuperset(x):", "        return False"]
         elif extra == "allow":
@@ -353,22 +366,35 @@ def refs_of(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
     return out
 
 
-def compile_model(model: Any) -> Quick | None:
-    """The quick check of a wire model class or a ``X | Y`` union of them
-    (module doc); None when any part of its core schema is outside the subset."""
+def compile_model(model: Any, member: str | None = None) -> Quick | None:
+    """The quick check of a wire model class or a ``X | Y`` union of them (module doc); None when any
+    part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
+    the check of that member's present non-null value (the model's: it and the other members'; None: no such member)."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
-    if len(schemas) != len(arms):
+    if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
         return None
     gen = _Gen(refs_of(schemas, {}))
     try:
         names = [gen.function(s) for s in schemas]
+        if member is not None:
+            top = schemas[0]
+            while top.get("type") in ("definitions", "definition-ref"):
+                top = top["schema"] if top["type"] == "definitions" else gen.refs[top["schema_ref"]]
+            fields = top["schema"]["fields"] if top.get("type") == "model" else {}
+            field = next((f for name, f in fields.items() if f.get("validation_alias", name) == member), None)
+            if field is None:
+                return None
+            body = gen.expr(field["schema"], "v")
     except (_Refuse, KeyError, TypeError, AttributeError):
         return None
     gen.src += gen.post
-    gen.src.append("def _quick(v):\n    return " + " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names) + "\n")
+    if member is None:
+        body = " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names)
+    gen.src.append(f"def _quick(v{', d=0' if gen.deep and member else ''}):\n    return {body}\n")
     ns = gen.ns
     # the source names only the schema's constants, each as a repr() or through the namespace
     exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
-    quick: Quick = ns["_quick"]
+    # one model, not recursive: its own function is the check (one call less per message)
+    quick: Quick = ns[names[0]] if member is None and len(names) == 1 and not gen.deep else ns["_quick"]
     return quick

@@ -304,6 +304,54 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
 _MISSING = object()
 
 
+def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
+    """``check(direction, kind, method, payload, revision)`` for one key, as a
+    callable of ``payload`` alone (a response's: without request params, so not
+    for an answer to a task-augmented request). Built once per key by a caller
+    that checks many messages (check/scan.py): a payload the quick check is sure
+    of costs that check only (no key lookup, no enum work); any other goes
+    through :func:`check`, so the findings are the same."""
+    check(direction, kind, method, {}, revision)        # the key's entry (model, quick check) built
+    entry = _LOOKUP.get((direction._value_, kind._value_, method, revision))
+    quick = entry[0] if entry is not None else None
+
+    def slow(payload: Any) -> list[Finding]:
+        return check(direction, kind, method, payload, revision)
+
+    if quick is None:
+        return slow
+    if kind is Kind.RESPONSE:
+        def one(payload: Any) -> list[Finding]:
+            if payload and type(payload) is dict:
+                try:
+                    if quick(payload):
+                        return []
+                except Exception:  # noqa: BLE001 - "not sure": check decides
+                    pass
+            return check(direction, kind, method, payload, revision)
+    else:
+        # the model's quick check of a body is its other members' checks (the same for every body
+        # built here: constants) and the params' check; once a body passed, the params' check alone
+        # decides (shape_fast.compile_model with a member)
+        params = shape_fast.compile_model(_model(direction, kind, method, revision), "params")
+        known = [False]                 # some body passed the whole quick check
+        head = {"jsonrpc": "2.0", "id": 0, "method": method} if kind is Kind.REQUEST else {"jsonrpc": "2.0", "method": method}
+
+        def one(payload: Any) -> list[Finding]:
+            if payload and type(payload) is dict:
+                try:
+                    if known[0]:
+                        if params(payload):  # type: ignore[misc]
+                            return []
+                    elif quick({**head, "params": payload}):
+                        known[0] = params is not None
+                        return []
+                except Exception:  # noqa: BLE001 - "not sure": check decides
+                    pass
+            return check(direction, kind, method, payload, revision)
+    return one
+
+
 def _findings(kind: Kind, method: str, revision: str, errs: tuple[str, ...]) -> list[Finding]:
     if not errs:
         return []

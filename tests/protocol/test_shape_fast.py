@@ -270,3 +270,47 @@ def test_a_recursive_value_of_moderate_depth_is_still_quick(kind: type) -> None:
         "io.modelcontextprotocol/protocolVersion": "2026-07-28", "x-é": 1}}}
     assert _accepts(MODELS[key], body)
     assert QUICK[key](body) is True
+
+
+#: surface -> (sender, kind) of its messages
+_SENDERS = {"CLIENT_REQUESTS": (Direction.C2S, Kind.REQUEST), "SERVER_REQUESTS": (Direction.S2C, Kind.REQUEST),
+            "CLIENT_NOTIFICATIONS": (Direction.C2S, Kind.NOTIFICATION), "SERVER_NOTIFICATIONS": (Direction.S2C, Kind.NOTIFICATION),
+            "CLIENT_RESULTS": (Direction.C2S, Kind.RESPONSE), "SERVER_RESULTS": (Direction.S2C, Kind.RESPONSE)}
+
+
+@settings(max_examples=1500, suppress_health_check=list(HealthCheck), deadline=None)
+@given(CASES, st.sampled_from(["2025-06-18", None]))
+def test_a_key_s_checker_finds_what_check_finds(case: tuple[str, Any], other_revision: str | None) -> None:
+    """shapes.checker (check's scan: one callable per key, the quick check first)
+    gives check's findings for every payload, valid or not; also under another
+    revision of the same method (a pre-2026 era: warnings) and for a revision
+    without models (none)."""
+    key, body = case
+    if key == "CreateTaskResult":
+        return
+    surface, method, revision = key.split(" ")
+    direction, kind = _SENDERS[surface]
+    payload = body if kind is Kind.RESPONSE else (body.get("params") if isinstance(body, dict) else body)
+    for rev in (revision, other_revision or "1999-01-01"):
+        want = [f.to_json() for f in shapes.check(direction, kind, method, payload, rev)]
+        one = _CHECKERS.get((key, rev)) or _CHECKERS.setdefault((key, rev), shapes.checker(direction, kind, method, rev))
+        assert [f.to_json() for f in one(payload)] == want, (key, rev, payload)
+        # a fresh one too: its first payload goes through the whole quick check (a kept one may
+        # already check a request's params alone: a body passed before)
+        assert [f.to_json() for f in shapes.checker(direction, kind, method, rev)(payload)] == want, (key, rev, payload)
+
+
+#: checkers kept across the examples, as check's scan keeps them
+_CHECKERS: dict[tuple[str, str], Any] = {}
+
+
+def test_a_request_s_params_alone_once_a_body_passed() -> None:
+    """After one body passed the whole quick check, a request's checker checks
+    the params alone, and still finds what check finds in bad ones."""
+    one = shapes.checker(Direction.C2S, Kind.REQUEST, "tools/call", "2025-11-25")
+    assert one({"name": "a", "arguments": {"x": 1}}) == []
+    for bad in ({"name": 3}, {"arguments": {}}, {"name": "a", "arguments": [1]}, {"name": "a", "task": {"ttl": "x"}}):
+        want = [f.to_json() for f in shapes.check(Direction.C2S, Kind.REQUEST, "tools/call", bad, "2025-11-25")]
+        assert want and [f.to_json() for f in one(bad)] == want
+    assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params") is not None
+    assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "nothing") is None
