@@ -29,7 +29,8 @@ def redact_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--redact-path", multiple=True, metavar="PATH",
                      help="Also redact the whole value at PATH (as in ~j: params.arguments.query, result.content[*].text). Repeatable."),
         click.option("--redact-pattern", multiple=True, metavar="REGEX",
-                     help="Also redact matches of REGEX in every string (group 1, if any, is the secret). Repeatable."),
+                     help="Also redact matches of REGEX in every string; with groups only the secret: the group named "
+                          "(?P<secret>...), else the first group that took part. Repeatable."),
         click.option("--redact-rules", multiple=True, metavar="FILE", type=NonEmptyPath(dir_okay=False),
                      help="TOML rules file: keys, paths, patterns, builtin (docs/redaction.md). Repeatable."),
         click.option("--no-builtin-rules", is_flag=True, help="Only the rules given here, not the built-in keys and patterns."),
