@@ -86,6 +86,11 @@ class Phase(enum.StrEnum):
     STATELESS = "stateless"
 
 
+#: The short form ``show``'s timeline prints for a phase too wide for its column;
+#: ``show --filter '~phase …'`` takes it as well as the full name.
+PHASE_SHOWN: dict[str, str] = {Phase.BEFORE_INITIALIZE.value: "before_init"}
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One annotation: ``code`` from docs/findings.md, its severity, a human

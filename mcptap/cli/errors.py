@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import click
 
@@ -42,6 +42,14 @@ def say_usage(exc: click.UsageError) -> None:
     """``usage_line(exc)`` on stderr: a usage error a command finds itself
     (a ``--listen`` value), worded as click's own are."""
     click.echo(usage_line(exc), err=True)
+
+
+def usage(message: str) -> NoReturn:
+    """Raise a usage error of the running command (arguments that cannot go
+    together, an option's value that cannot be used): shown as every usage
+    error is, ``mcptap: COMMAND: MESSAGE (see 'mcptap COMMAND --help')``
+    (``usage_line``), exit status 2. The one way a command says so itself."""
+    raise click.UsageError(message, click.get_current_context(silent=True))
 
 
 def interrupted(exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ from typing import IO, Any, BinaryIO
 import click
 
 from mcptap.capture.writer import locked_by_a_writer
-from mcptap.cli.errors import Fail
+from mcptap.cli.errors import Fail, usage
 from mcptap.transport.signal_latch import handled
 
 Style = Callable[[str, str], str]
@@ -148,7 +148,7 @@ def write_private(output: str, write: Callable[[BinaryIO], None], tag: str) -> N
 
 
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
-    """Raise Fail (exit 2) when ``output`` is the same file as one of
+    """A usage error (``errors.usage``, exit 2) when ``output`` is the same file as one of
     ``inputs``: opening it for writing would destroy the capture being read.
     ``-`` (stdin/stdout) and paths that do not exist never match."""
     if output is None or output == "-":
@@ -161,7 +161,7 @@ def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
         except OSError:
             continue
         if same:
-            raise Fail(f"-o {output}: the output is the input {path}; write to another file")
+            usage(f"-o {output}: the output is the input {path}; write to another file")
 
 
 def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:

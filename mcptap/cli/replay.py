@@ -27,7 +27,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
-from mcptap.cli.errors import interrupted
+from mcptap.cli.errors import interrupted, usage
 from mcptap.cli.output import refuse_input_as_output, styler
 from mcptap.cli.progress import progress
 from mcptap.cli.replay_link import _headers, _link, _live_redaction, _url_name
@@ -92,22 +92,18 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     """Replay CAPTURE against `-- CMD ARGS...` (stdio) or `--url URL` (Streamable HTTP or legacy HTTP+SSE)."""
     options.refuse_text_only(ctx, fmt, "color")
     if bool(url) == bool(cmd):
-        _say("give exactly one server: -- CMD ARGS... or --url URL")
-        ctx.exit(2)
+        usage("give exactly one server: -- CMD ARGS... or --url URL")
     refuse_input_as_output([capture], output)
     extra_headers = _headers(headers)
     if url and not url.startswith(("http://", "https://")):
-        _say(f"--url {scrub_command_url(url)!r}: expected an http:// or https:// URL")
-        ctx.exit(2)
+        usage(f"--url {scrub_command_url(url)!r}: expected an http:// or https:// URL")
     if cacert is not None:
         if not (url or "").startswith("https://"):
-            _say("--cacert needs an https:// --url")
-            ctx.exit(2)
+            usage("--cacert needs an https:// --url")
         try:
             ssl.create_default_context(cafile=cacert)
         except (OSError, ssl.SSLError) as exc:
-            _say(f"cannot load --cacert {cacert}: {exc}")
-            ctx.exit(2)
+            usage(f"cannot load --cacert {cacert}: {exc}")
     try:
         masker = Masker(ignore)
         with progress("replay", [capture], stdout_after=True):

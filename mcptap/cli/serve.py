@@ -27,7 +27,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.cli import options
-from mcptap.cli.errors import interrupted, say_usage
+from mcptap.cli.errors import interrupted, say_usage, usage
 from mcptap.cli.output import refuse_input_as_output
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
@@ -105,6 +105,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     At the end, unless ``quiet``, the requests it had no recorded answer for (stderr)."""
     from mcptap.cli.record_http import parse_listen
     from mcptap.serve.http import HttpMock
+    from mcptap.transport.http_config import check_listen
 
     # from before the -o capture exists to its end record: a host's SIGINT/SIGTERM stops the mock
     # as a later one does (the line saying it serves is printed before trio's receiver exists)
@@ -112,11 +113,16 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     try:
         try:
             host, port = parse_listen(listen)
-            mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
-            mock.rec = _recorder(output, "http", capture, {"served_from": capture})
+            check_listen(host, port, allow_remote)
         except click.BadParameter as exc:
             say_usage(exc)
             return 2
+        except McptapError as exc:          # a --listen value that cannot be used (non-loopback, unresolvable)
+            say_usage(click.UsageError(str(exc)))
+            return 2
+        try:
+            mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
+            mock.rec = _recorder(output, "http", capture, {"served_from": capture})
         except McptapError as exc:
             _say(str(exc))
             return 2
@@ -273,11 +279,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
     refuse_input_as_output([capture], output)
     if capture == "-" and listen is None:
-        _say("serve over stdio reads the client's messages on standard input: give the capture as a file (or serve with --listen)")
-        ctx.exit(2)
+        usage("serve over stdio reads the client's messages on standard input: give the capture as a file (or serve with --listen)")
     if bool(cmd) != extend or (extend and listen is not None):
-        _say("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
-        ctx.exit(2)
+        usage("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
     if capture != "-":
         # what a killed serve --extend left beside it (a merge file, a session file): the pid is gone
         remove_leftovers(*os.path.split(os.path.abspath(capture)))

@@ -21,7 +21,7 @@ import click
 from mcptap.capture.follow import Follower
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
-from mcptap.cli.errors import say
+from mcptap.cli.errors import say, usage_line
 from mcptap.cli.output import output_lines, styler
 from mcptap.cli.progress import progress
 from mcptap.errors import CaptureReadError, FilterSyntaxError
@@ -100,8 +100,10 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         try:
             flt = compile_filter(expr)
         except FilterSyntaxError as exc:
-            # the message is three lines (error, expression, caret): escape each, keep the line breaks
-            click.echo("mcptap: " + "\n".join(escape_controls(line) for line in str(exc).split("\n")), err=True)
+            # the message is three lines (error, expression, caret): the first worded as every usage
+            # error is, the other two escaped but kept as they are, so the caret stays under the column
+            first, *rest = str(exc).split("\n")
+            click.echo("\n".join([usage_line(click.UsageError(first, ctx)), *(escape_controls(line) for line in rest)]), err=True)
             ctx.exit(2)
     path = capture or str(newest_capture())
     streamed = follow and not _growable(path)

@@ -28,7 +28,7 @@ from pathlib import Path
 import click
 
 from mcptap.cli import options
-from mcptap.cli.errors import Fail, say
+from mcptap.cli.errors import Fail, say, usage
 from mcptap.cli.hostfiles import ConfigFile, check_writable, config_options, diff, opened, save
 from mcptap.cli.ls import printable
 from mcptap.hosts.errors import ConfigError
@@ -41,14 +41,14 @@ def launcher(override: str | None = None) -> tuple[str, ...]:
     the ``mcptap`` script installed beside this interpreter (pip, pipx, uv
     tool), else ``<this python> -m mcptap``. Symlinks are not resolved: a
     virtual environment's interpreter must be called by its own path. Raises
-    Fail when ``override`` is not an executable file (every wrapped server
+    a usage error when ``override`` is not an executable file (every wrapped server
     would fail to start)."""
     if override is not None:
         path = os.path.abspath(os.path.expanduser(override))
         if not os.path.exists(path):
-            raise Fail(f"--mcptap {path}: no such file")
+            usage(f"--mcptap {path}: no such file")
         if not os.path.isfile(path) or not os.access(path, os.X_OK):
-            raise Fail(f"--mcptap {path}: not an executable file (the host runs it to start each server)")
+            usage(f"--mcptap {path}: not an executable file (the host runs it to start each server)")
         return (path,)
     exe = os.path.abspath(sys.executable)
     script = Path(exe).parent / ("mcptap.exe" if sys.platform.startswith("win") else "mcptap")

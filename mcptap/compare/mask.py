@@ -40,6 +40,7 @@ import orjson
 
 from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import bounded
+from mcptap.compare.paths import json_text
 
 #: Keys whose values a server (or client) mints afresh on every run.
 VOLATILE_KEYS = frozenset({
@@ -57,6 +58,8 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F
 _HINT = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(VOLATILE_KEYS | OPAQUE_KEYED)) + rb')"'
                    rb'|"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"')
 _SORT = orjson.OPT_SORT_KEYS
+#: Prefilter on serialized JSON: a string that may start with ``{`` or ``[`` (JSON-in-text).
+_JSON_TEXT_HINT = re.compile(rb'"(?:\s|\\[nrt])*[\[{]')
 
 
 def _volatile_value(v: str) -> bool:
@@ -313,8 +316,25 @@ class Masker:
             data = dumps(value, sort=True)
         except (TypeError, ValueError):
             return hash(repr(value))
-        if not self.patterns and _HINT.search(data) is None:
+        if _JSON_TEXT_HINT.search(data) is not None:
+            # JSON-in-text compares as the JSON it holds (compare.paths.same): hash it so
+            value = _canonical_text(value)
+        elif not self.patterns and _HINT.search(data) is None:
             return hash(data)
         masked = self.mask(value, method, root)
         # ignoring every key given leaves {}: the same request as one without them
         return hash(dumps(None if masked == {} else masked, sort=True))
+
+
+def _canonical_text(value: Any) -> Any:
+    """``value`` with every string holding a JSON object or array replaced by
+    that JSON written with sorted keys, so equal JSON-in-text hashes equal."""
+    if isinstance(value, dict):
+        return {k: _canonical_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical_text(v) for v in value]
+    if isinstance(value, str):
+        inner = json_text(value)
+        if inner is not None:
+            return dumps(_canonical_text(inner), sort=True).decode()
+    return value

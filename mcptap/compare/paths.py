@@ -7,8 +7,9 @@ a change of their order is one ``reordered`` change; other lists by index).
 ``same(a, b)``: the JSON equality both use. Used by ``compare.verdict`` for
 CHANGED verdicts: a CHANGED exchange always has at least one path.
 
-A string that holds JSON on both sides (a tool's JSON-in-text result) is
-compared inside: its changes are paths below ``PATH(json)``
+A string that holds a JSON object or array on both sides (a tool's
+JSON-in-text result) is compared inside, as the JSON it holds (object key
+order and spacing are no difference; arrays keep their order): its changes are paths below ``PATH(json)``
 (``result.content[0].text(json).version``); any other changed string is
 shown as a window around its first differing character (``first_difference``),
 never as two equal-looking prefixes.
@@ -139,7 +140,12 @@ def _list_key(a: list[Any], b: list[Any]) -> str | None:
 def same(a: Any, b: Any) -> bool:
     """JSON equality: numbers by value (``3`` and ``3.0`` are one JSON number),
     but ``true``/``false`` never equal ``1``/``0`` (Python's ``==`` says they
-    do), objects by keys regardless of order, arrays element by element."""
+    do), objects by keys regardless of order, arrays element by element; two
+    strings that each hold a JSON object or array (JSON-in-text) compare as the
+    JSON they hold, so a tool's text differing only in key order or spacing is
+    equal; other strings compare as exact text."""
+    if type(a) is str and type(b) is str:
+        return a == b or _samejson_text(a, b)
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
@@ -149,6 +155,14 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     return type(a) is type(b) and a == b
+
+
+def _samejson_text(a: str, b: str) -> bool:
+    ja = json_text(a)
+    if ja is None:
+        return False
+    jb = json_text(b)
+    return jb is not None and same(ja, jb)
 
 
 def json_diff(a: Any, b: Any, path: str = "", limit: int = MAX_PATHS) -> list[PathChange]:
@@ -209,14 +223,14 @@ def _diff(a: Any, b: Any, path: str, out: list[PathChange], limit: int) -> None:
                 _diff(a[i], b[i], p, out, limit)
         return
     if type(a) is str and type(b) is str:
-        ja, jb = _json_text(a), _json_text(b)
-        if ja is not None and jb is not None and not same(ja, jb):
+        ja, jb = json_text(a), json_text(b)
+        if ja is not None and jb is not None:       # unequal as JSON, or same() would have said so
             _diff(ja, jb, f"{path or '$'}(json)", out, limit)
             return
     out.append(PathChange(path or "$", "changed", a, b))
 
 
-def _json_text(text: str) -> Any:
+def json_text(text: str) -> Any:
     """The JSON object or array ``text`` holds, or None (not JSON, a scalar, too long)."""
     head = text.lstrip()[:1]
     if (head != "{" and head != "[") or len(text) > JSON_TEXT_MAX:

@@ -91,7 +91,7 @@ A bad expression is mcptap's own error: `show` prints it on stderr with
 the column and a caret, and exits 2:
 
 ```
-mcptap: bad filter at column 1: unknown filter '~tol' (did you mean ~tool?)
+mcptap: show: bad filter at column 1: unknown filter '~tol' (did you mean ~tool?) (see 'mcptap show --help')
   ~tol echo
   ^
 ```

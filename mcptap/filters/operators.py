@@ -35,7 +35,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
 from mcptap.filters.jsonpath import CMP, JOPS, json_path
 from mcptap.filters.parse import ArgError, Pred, Tok, parse
-from mcptap.model import SEVERITY_RANK
+from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
 
 _SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
 _KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}
@@ -103,6 +103,16 @@ def _field_glob(key: str) -> Callable[[Tok], Pred]:
     return build
 
 
+def _phase(t: Tok) -> Pred:
+    # the timeline's short form (before_init) names the phase too: what show prints can be filtered on
+    match = _glob(t.text)
+
+    def pred(r: dict[str, Any], q: Any) -> bool:
+        phase = r.get("phase")
+        return isinstance(phase, str) and (match(phase) or match(PHASE_SHOWN.get(phase, phase)))
+    return pred
+
+
 def _finding_code(t: Tok) -> Pred:
     pat = t.text
     if not any(c in pat for c in "*?[."):
@@ -146,7 +156,7 @@ def _dir(d: str) -> Pred:
 _NULLARY: dict[str, Pred] = {**{op: _kind(k) for op, k in _KINDS.items()}, **{op: _dir(d) for op, d in _DIRS.items()}}
 #: operators that take one argument
 _BUILDERS: dict[str, Callable[[Tok], Pred]] = {
-    "~m": _method, "~tool": _tool, "~id": _id, "~phase": _field_glob("phase"), "~session": _field_glob("session"),
+    "~m": _method, "~tool": _tool, "~id": _id, "~phase": _phase, "~session": _field_glob("session"),
     "~f": _finding_code, "~sev": _severity, "~lat": _latency, "~t": lambda t: _text(t.text), "~j": json_path,
 }
 
@@ -181,7 +191,8 @@ OPERATORS: tuple[Operator, ...] = (
              "cancellations and response that belong to them", "tools/call of tool NAME (glob), with its progress and response"),
     Operator(("~id V",), "messages whose JSON-RPC id, as text, is V (`~id 3` matches `3` and `\"3\"`; use `~j id=3` to tell them apart)",
              "JSON-RPC id is V (as text)"),
-    Operator(("~phase P",), "lifecycle phase (glob): `before_initialize`, `initializing`, `initialized`, `operating`, `closing`, `stateless`",
+    Operator(("~phase P",), "lifecycle phase (glob): `before_initialize` (the timeline's `before_init` names it too), `initializing`, `initialized`, "
+             "`operating`, `closing`, `stateless`",
              "lifecycle phase (glob)"),
     Operator(("~session S",), "session id (glob; HTTP captures)", "session id (glob)"),
     Operator(("~f CODE",), "records with a finding whose code matches the glob (`~f framing.crlf`, `~f 'jsonrpc.*'`); a bare family name means "

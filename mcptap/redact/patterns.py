@@ -25,8 +25,8 @@ that took part; its other groups are ``name``, checked by ``CHECKS``, and ``_…
 an indentation matched again further on), so ``Bearer «…»`` and ``password=«…»`` keep their context; a
 detect-secrets pattern is replaced whole (its groups are often the token's
 *prefix*: ``(glpat|gldt|…)-…``, ``(ghp|gho|…)_…``), except the audited ones whose
-group 1 is the value (``LIBRARY_VALUE_GROUP``); a user pattern's group 1, when it has
-groups, as documented (rules.py), or its ``secret`` group. A span that touches an
+group 1 is the value (``LIBRARY_VALUE_GROUP``); a user pattern's ``secret`` group, else
+its first group that took part (rules.py). A span that touches an
 existing placeholder is left alone (scrubbing is idempotent).
 """
 

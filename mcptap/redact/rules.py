@@ -8,7 +8,7 @@ User rules come from the command line (``--redact-key NAME``,
     keys = ["ssn", "employeeId"]                 # compared like built-in keys
     paths = ["params.arguments.query", "result.structuredContent.rows[*].email"]
     builtin = true                               # false: only these rules
-    [patterns]                                   # name = regex (group 1, if any, or (?P<secret>…) is the secret)
+    [patterns]                                   # name = regex ((?P<secret>…), else the first group that took part, is the secret)
     employee-id = 'EMP-\\d{6}'
 
 (``patterns`` may also be a plain list of regexes.) A PATH walks a message's
@@ -90,7 +90,7 @@ class Rules:
 
     def first_group_patterns(self) -> frozenset[str]:
         """Regexes whose first group that took part is the secret (``scanner.Scanner``):
-        the user's (group 1, if any, as documented above) and the audited detect-secrets ones."""
+        the user's (the first group that took part, unless one is named ``secret``) and the audited detect-secrets ones."""
         from mcptap.redact.patterns import library_value_groups
 
         return frozenset(rx for _, rx in self.patterns) | (library_value_groups() if self.builtin else frozenset())

@@ -34,7 +34,7 @@ def cap(tmp_path: Path) -> Path:
 ])
 @pytest.mark.parametrize("spelling", ["same", "relative", "hardlink"])
 def test_output_that_is_the_input_is_refused(tmp_path: Path, cap: Path, argv: list[str], spelling: str,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     before = cap.read_bytes()
     out = str(cap)
     if spelling == "relative":
@@ -43,9 +43,15 @@ def test_output_that_is_the_input_is_refused(tmp_path: Path, cap: Path, argv: li
     elif spelling == "hardlink":
         out = str(tmp_path / "link.jsonl")
         os.link(cap, out)
-    r = run(*[a.format(cap=cap, out=out) for a in argv])
-    assert r.exit_code == 2
-    assert r.stderr.startswith("mcptap: -o ") and "is the input" in r.stderr and len(r.stderr.splitlines()) == 1
+    from mcptap.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:         # the console entry point: how a shell meets it
+        main([a.format(cap=cap, out=out) for a in argv])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    # a usage error (README): the command named, its help pointed at
+    assert err.startswith(f"mcptap: {argv[0]}: -o ") and "is the input" in err and len(err.splitlines()) == 1, err
+    assert err.rstrip().endswith(f"(see 'mcptap {argv[0]} --help')"), err
     assert cap.read_bytes() == before
 
 

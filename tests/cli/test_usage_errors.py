@@ -187,3 +187,68 @@ def test_a_missing_option_value_points_at_the_command_help(command: str, option:
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
     assert err.startswith(f"mcptap: {command}: ") and option in err and err.rstrip().endswith(f"(see 'mcptap {command} --help')"), err
+
+
+def _usage_cases() -> list[tuple[tuple[str, ...], str]]:
+    """(argv, words) for the usage errors a command finds itself, after click's
+    parsing: each once printed its own ``mcptap: …`` line without the command."""
+    cap = str(Path(__file__).resolve().parents[2] / "captures" / "clean-2025-06-18.jsonl")
+    url = "http://127.0.0.1:9/mcp"
+    return [
+        (("replay", cap), "give exactly one server"),
+        (("replay", cap, "--url", url, "--", "true"), "give exactly one server"),
+        (("replay", cap, "--url", "ftp://x"), "expected an http:// or https:// URL"),
+        (("replay", cap, "--url", url, "--cacert", cap), "--cacert needs an https:// --url"),
+        (("replay", cap, "--url", "https://127.0.0.1:9/mcp", "--cacert", cap), "cannot load --cacert"),
+        (("serve", cap, "--extend"), "--extend needs the real server"),
+        (("serve", "-"), "give the capture as a file"),
+        (("serve", cap, "--listen", "0.0.0.0:0"), "non-loopback address 0.0.0.0"),
+        (("serve", cap, "--listen", "bogus.invalid:1"), "does not resolve"),
+        (("scrub", "-n", "--redact-pattern", "([", cap), "--redact-pattern: bad regular expression"),
+        (("report", "--redact-pattern", "([", cap, "-o", "r.html"), "--redact-pattern: bad regular expression"),
+        (("record", "--redact", "--redact-pattern", "([", "-o", "r.jsonl", "--", "true"), "--redact-pattern: bad regular expression"),
+        (("scrub", "-n", "--redact-rules", cap, cap), "not valid TOML"),
+        (("wrap", "--config", "cfg.json", "--mcptap", "/etc/passwd", "--dry-run"), "--mcptap /etc/passwd: not an executable file"),
+        (("wrap", "--config", "cfg.json", "--mcptap", "/no/such/mcptap", "--dry-run"), "--mcptap /no/such/mcptap: no such file"),
+        (("scrub", "in.jsonl", "-o", "in.jsonl"), "the output is the input"),
+    ]
+
+
+@pytest.mark.parametrize(("args", "words"), _usage_cases(), ids=lambda a: " ".join(a[:1]) if isinstance(a, tuple) else a[:30])
+def test_a_usage_error_a_command_finds_itself_names_the_command(tmp_path: Path, args: tuple[str, ...], words: str) -> None:
+    """README: a usage error is one ``mcptap: COMMAND: …`` line, exit status 2:
+    also those a command's own code finds (one server, not two; a regex that
+    does not compile), not only click's."""
+    import shutil
+
+    (tmp_path / "cfg.json").write_text('{"mcpServers": {"a": {"command": "x"}}}')
+    shutil.copy(Path(__file__).resolve().parents[2] / "captures" / "clean-2025-06-18.jsonl", tmp_path / "in.jsonl")
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"mcptap: {args[0]}: ") and lines[0].endswith(f"(see 'mcptap {args[0]} --help')"), lines[0]
+    assert words in lines[0], lines[0]
+
+
+def test_a_bad_filter_names_the_command_and_keeps_its_caret(tmp_path: Path) -> None:
+    proc = cli("show", "-f", "(~m", CAPTURE, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["mcptap: show: bad filter at column 4: ~m needs an argument (see 'mcptap show --help')",
+                                        "  (~m", "     ^"]
+
+
+def test_no_command_words_a_usage_error_by_hand() -> None:
+    """The whole kind, in the source: a message naming an option (``--x``/``-o``)
+    or asking to ``give`` one, printed by hand (say/_say, Fail) instead of raised
+    through ``errors.usage`` / click.UsageError, lacks the ``COMMAND:`` and the
+    help hint. record_http.py and entry.py are checked by their own tests."""
+    import re
+
+    cli_dir = Path(__file__).resolve().parents[2] / "mcptap" / "cli"
+    by_hand = re.compile(r"""(?:\b_?say|\bFail)\(f?["'](?:give |--[a-z]|-o )""")
+    found = [f"{p.name}:{n}" for p in sorted(cli_dir.glob("*.py")) if p.name not in ("record_http.py", "entry.py")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    # --keep's cleanup after a capture was written is a failure to report, not a usage error
+    assert [f for f in found if not f.startswith("capture_dir.py:")] == []
