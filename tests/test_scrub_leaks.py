@@ -200,8 +200,8 @@ def test_json_text_keeps_its_surrounding_whitespace() -> None:
     assert out.startswith(" \r\n[{") and out.endswith("}]\r\n") and "TOK12345" not in out
 
 
-@pytest.mark.parametrize("typ", ["request_body", "response_body"])
-def test_a_body_stored_still_encoded_is_left_out_of_a_scrubbed_capture(typ: str) -> None:
+@pytest.mark.parametrize("event", ["request_body", "response_body"])
+def test_a_body_stored_still_encoded_is_left_out_of_a_scrubbed_capture(event: str) -> None:
     """A body mcptap could not decode (br, zstd, corrupt gzip) is stored as relayed; the
     patterns cannot see a secret inside compressed bytes, so scrubbing leaves the bytes out
     (their size kept) rather than let a capture that says it holds no secrets carry them."""
@@ -209,7 +209,7 @@ def test_a_body_stored_still_encoded_is_left_out_of_a_scrubbed_capture(typ: str)
 
     secret = b'{"jsonrpc":"2.0","id":1,"params":{"token":"ghp_' + b"A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8" + b'"}}'
     packed = gzip.compress(secret)[:-3]          # cut: mcptap could not decode it
-    rec = {"type": typ, "seq": 3, "t_us": 30, "exchange": 1, "content_encoding": "gzip", "undecoded": "corrupt gzip",
+    rec = {"type": "http", "event": event, "seq": 3, "t_us": 30, "exchange": 1, "conn": 1, "content_encoding": "gzip", "undecoded": "corrupt gzip",
            "body_b64": base64.b64encode(packed).decode()}
     s = scrubber()
     s.collect = True

@@ -30,13 +30,13 @@ import trio
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli import options
 from mcptap.cli.capture_dir import KeepOnAnswer, apply_keep, capture_options, sweep_reserves
-from mcptap.cli.errors import Fail, say
+from mcptap.cli.errors import Fail, say, usage
 from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.known_secrets import known_secrets
-from mcptap.otel import JOIN_S, closing_phase, prepare, start_live_export
+from mcptap.otel import JOIN_S, OtelUnavailable, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import LONG_LINE
 from mcptap.redact import scrub_argv
@@ -139,8 +139,10 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     if otlp_endpoint:
         try:
             otlp = prepare(otlp_endpoint, otlp_headers)
-        except McptapError as exc:
+        except OtelUnavailable as exc:      # the SDK missing: not a usage error
             raise Fail(str(exc)) from None
+        except McptapError as exc:          # the endpoint URL or a K=V header that cannot be used
+            usage(str(exc))
     if upstream is not None:
         if cmd:
             raise click.UsageError("give either --upstream URL or -- CMD, not both")

@@ -126,8 +126,8 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     shown = upstream if record_secrets else scrub_command_url(upstream)
     try:
         tap = HttpTap(cfg, None, say=say)
-    except McptapError as exc:
-        say(str(exc))
+    except McptapError as exc:      # --upstream, --listen or --cacert that cannot be used: a usage error's form
+        say_usage(click.UsageError(str(exc), click.get_current_context(silent=True)))
         return EX_USAGE
     # a host's SIGINT/SIGTERM from the moment the capture exists stops the tap as a later one
     # would (end record written); before, one in the first moments killed mcptap mid-start

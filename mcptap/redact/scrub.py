@@ -150,7 +150,8 @@ class Scrubber(StreamAccount):
             return self._stderr(rec, seq, stderr)
         if typ == "gap":
             self._gap(rec)
-        if typ in ("request_body", "response_body") and rec.get("undecoded") is not None and ("body" in rec or "body_b64" in rec):
+        if (typ == "http" and rec.get("event") in ("request_body", "response_body") and rec.get("undecoded") is not None
+                and ("body" in rec or "body_b64" in rec)):
             return self._unscannable(rec, seq)
         return self._generic(rec, seq)
 

@@ -211,6 +211,12 @@ def _usage_cases() -> list[tuple[tuple[str, ...], str]]:
         (("wrap", "--config", "cfg.json", "--mcptap", "/etc/passwd", "--dry-run"), "--mcptap /etc/passwd: not an executable file"),
         (("wrap", "--config", "cfg.json", "--mcptap", "/no/such/mcptap", "--dry-run"), "--mcptap /no/such/mcptap: no such file"),
         (("scrub", "in.jsonl", "-o", "in.jsonl"), "the output is the input"),
+        (("record", "--otlp-endpoint", "notaurl", "-o", "r.jsonl", "--", "true"), "expected an http:// or https:// URL"),
+        (("record", "--otlp-endpoint", "http://127.0.0.1:9", "--otlp-header", "novalue", "-o", "r.jsonl", "--", "true"), "expected NAME=VALUE"),
+        (("record", "--upstream", "ftp://x", "-o", "r.jsonl"), "must start with http:// or https://"),
+        (("record", "--upstream", url, "--listen", "0.0.0.0:0", "-o", "r.jsonl"), "non-loopback address 0.0.0.0"),
+        (("record", "--upstream", url, "--listen", "bogus.invalid:1", "-o", "r.jsonl"), "does not resolve"),
+        (("record", "--upstream", "https://127.0.0.1:9/mcp", "--cacert", cap, "-o", "r.jsonl"), "cannot load --cacert"),
     ]
 
 

@@ -178,7 +178,7 @@ def test_bad_endpoint_and_header_are_usage_errors(tmp_path: Path) -> None:
     for extra in (["--otlp-endpoint", "grpc://x:4317"], ["--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-header", "novalue"]):
         r = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "-o", str(tmp_path / "c.jsonl"), *extra,
                             "--", sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 2 and r.stderr.startswith("mcptap: --otlp-") and r.stderr.count("\n") == 1, r.stderr
+        assert r.returncode == 2 and r.stderr.startswith("mcptap: record: --otlp-") and r.stderr.count("\n") == 1, r.stderr
 
 
 async def test_http_tap_exports_spans_live(tmp_path: Path) -> None:

@@ -85,3 +85,26 @@ def test_fronted_issuer_with_a_path_in_the_openid_form() -> None:
     recs = _records()[:7] + _exchange(6, "GET", "/.mcptap/o/1/tenant/.well-known/openid-configuration", "as_meta", 200, "{}")
     entry = har_of(HEADER, recs)["log"]["entries"][-1]
     assert entry["request"]["url"] == "https://as.example/tenant/.well-known/openid-configuration"
+
+
+def test_a_scrubbed_undecodable_body_says_it_was_left_out() -> None:
+    """``scrub`` leaves a body mcptap could not decode out (it cannot be scanned for secrets):
+    the HAR says so instead of calling it a body that is no JSON-RPC message."""
+    import base64
+    import gzip
+
+    from mcptap.redact.engine import Redactor
+    from mcptap.redact.keyed import Keyer
+    from mcptap.redact.rules import Rules
+    from mcptap.redact.scrub import Scrubber
+
+    packed = gzip.compress(b'{"jsonrpc":"2.0","id":1,"result":{}}')[:-3]
+    recs = _exchange(1, "POST", "/mcp", None, 200, None)
+    recs.insert(2, {"type": "http", "event": "response_body", "exchange": 1, "conn": 1, "content_encoding": "gzip",
+                    "undecoded": "corrupt gzip", "body_b64": base64.b64encode(packed).decode()})
+    recs[-1]["response_bytes"] = len(packed)
+    before = har_of(HEADER, recs)["log"]["entries"][0]["response"]["content"]
+    assert before["encoding"] == "base64" and "could not decode" in before["comment"]
+    scrubber = Scrubber(Redactor(Rules(), Keyer(b"k" * 32)))
+    after = har_of(HEADER, [scrubber.record(r) for r in recs])["log"]["entries"][0]["response"]["content"]
+    assert "text" not in after and f"({len(packed)} bytes as relayed, still gzip) was left out" in after["comment"]
