@@ -30,6 +30,7 @@ from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.export.har import har_of
 from mcptap.recorder import Recorder
 from mcptap.transport.http import HttpTap, HttpTapConfig
+from tests.transport.test_http_tap import canned, read_response
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
@@ -37,24 +38,6 @@ RESULT = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2
                                                          "serverInfo": {"name": "s", "version": "1"}}}).encode()
 EVENT = b"event: message\ndata: " + RESULT + b"\n\n"
 NOISE = bytes(range(256)) * 2      # not UTF-8: stored base64
-
-
-def canned(status: int, headers: list[tuple[str, str]], body: bytes):
-    """An upstream answering every request with ``body`` under ``headers`` (chunked)."""
-    async def handler(stream: trio.abc.Stream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif type(ev) is h11.EndOfMessage:
-                await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)) + conn.send(h11.Data(data=body))
-                                      + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
-    return handler
 
 
 @asynccontextmanager
@@ -83,17 +66,7 @@ async def send(url: str, body: bytes, headers: list[tuple[str, str]] | None = No
     hdrs = [("Host", host), ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
             ("Content-Length", str(len(body)))] + (headers or [])
     await s.send_all(c.send(h11.Request(method="POST", target="/" + rest, headers=hdrs)) + c.send(h11.Data(data=body)) + c.send(h11.EndOfMessage()))
-    status, out = 0, b""
-    while True:
-        ev = c.next_event()
-        if ev is h11.NEED_DATA:
-            c.receive_data(await s.receive_some(65536))
-        elif isinstance(ev, h11.Response):
-            status = ev.status_code
-        elif isinstance(ev, h11.Data):
-            out += ev.data
-        elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
-            break
+    status, out = await read_response(c, s)
     await s.aclose()
     return status, out
 
@@ -122,7 +95,7 @@ UNFINISHED_STREAM = CASES[-1][2]
 @pytest.mark.parametrize(("coding", "ctype", "body", "head_code", "end_code"), CASES)
 async def test_a_response_body_mcptap_cannot_decode_is_kept_and_its_request_is_not_unanswered(
         tmp_path: Path, coding: str, ctype: str, body: bytes, head_code: str, end_code: str | None) -> None:
-    async with served(tmp_path, canned(200, [("Content-Type", ctype), ("Content-Encoding", coding)], body)) as url:
+    async with served(tmp_path, canned([("Content-Type", ctype), ("Content-Encoding", coding)], body)) as url:
         status, got = await send(url, json.dumps(INIT).encode())
     assert status == 200 and got == body                       # the client got the bytes as sent
     path = str(tmp_path / "cap.jsonl")
@@ -157,7 +130,7 @@ async def test_a_response_body_mcptap_cannot_decode_is_kept_and_its_request_is_n
 async def test_a_body_that_decodes_is_still_framed_and_not_kept_raw(tmp_path: Path) -> None:
     """Near miss: a gzip body that decodes is the message, as before (no raw record, no failure)."""
     for coding, data in (("gzip", gzip.compress(RESULT)), ("deflate", zlib.compress(RESULT))):
-        async with served(tmp_path, canned(200, [("Content-Type", "application/json"), ("Content-Encoding", coding)], data)) as url:
+        async with served(tmp_path, canned([("Content-Type", "application/json"), ("Content-Encoding", coding)], data)) as url:
             status, got = await send(url, json.dumps(INIT).encode())
         assert status == 200 and got == data
         recs = read_capture(str(tmp_path / "cap.jsonl")).records
@@ -217,7 +190,7 @@ async def test_a_response_with_content_length_and_transfer_encoding_is_a_finding
 
 async def test_an_empty_body_under_a_coding_is_no_unread_answer(tmp_path: Path) -> None:
     """Near miss: a br label on an empty body hides no answer: the request is still unanswered."""
-    async with served(tmp_path, canned(200, [("Content-Type", "application/json"), ("Content-Encoding", "br")], b"")) as url:
+    async with served(tmp_path, canned([("Content-Type", "application/json"), ("Content-Encoding", "br")], b"")) as url:
         assert await send(url, json.dumps(INIT).encode()) == (200, b"")
     path = str(tmp_path / "cap.jsonl")
     recs = read_capture(path).records
@@ -229,7 +202,7 @@ async def test_an_empty_body_under_a_coding_is_no_unread_answer(tmp_path: Path) 
 
 def answering(body: bytes):
     """An upstream that answers every POST with the JSON ``body`` (whatever the request's coding)."""
-    return canned(200, [("Content-Type", "application/json")], body)
+    return canned([("Content-Type", "application/json")], body)
 
 
 @pytest.mark.parametrize(("coding", "sent", "codes"), [
