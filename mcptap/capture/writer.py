@@ -96,7 +96,8 @@ class CaptureWriter:
                 raise CaptureWriteError(f"cannot create capture {path}: another mcptap is recording into it")
             if stat.S_ISREG(os.fstat(fd).st_mode):
                 os.ftruncate(fd, 0)     # only now: the lock says nobody else writes it (a FIFO is written in place)
-            os.fchmod(fd, 0o600)
+                # a device or FIFO (scrub -o /dev/null) is not ours: as root, 0600 would lock every other user out of it
+                os.fchmod(fd, 0o600)
         except OSError as exc:
             os.close(fd)
             raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
