@@ -1,5 +1,6 @@
 """Replay over Streamable HTTP: the HttpLink (its connections are
-``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s).
+``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s, its
+session's GET stream and DELETE ``replay/http_session.py``'s).
 
 ``HttpLink(url, rec, extra_headers=(), tools=None, cacert=None)`` implements the runner's
 link interface (see runner.py). Each c2s message is one POST to ``url`` with
@@ -56,6 +57,7 @@ from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
 from mcptap.replay.http_conn import GIST_READ, IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
+from mcptap.replay.http_session import delete, listen
 from mcptap.replay.offpath import OffPath
 from mcptap.replay.runner import Deliver
 from mcptap.replay.steps import read_id
@@ -155,7 +157,7 @@ class HttpLink:
         for orig, sid in list(self.sessions.items()):
             if orig in self.versions:                 # a handshake-era session: end it
                 try:
-                    await self._delete(sid, self.versions[orig])
+                    await delete(self, sid, self.versions[orig])
                 except IO_ERRORS:
                     pass
         for c in self._idle:
@@ -346,7 +348,7 @@ class HttpLink:
             self.versions[session] = res["protocolVersion"]
             sid = self.sessions.get(session)
             if self.listen and sid is not None:
-                self.nursery.start_soon(self._get_stream, session, sid)
+                self.nursery.start_soon(listen, self, session, sid)
 
     async def _synthetic(self, value: Any, status: int, text: str) -> None:
         """Tell the runner a request failed at the HTTP level (not recorded as a message)."""
@@ -354,47 +356,3 @@ class HttpLink:
             if isinstance(v, dict) and "method" in v and "id" in v:
                 await self.deliver({"jsonrpc": "2.0", "id": read_id(v["id"]), "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}},
                                    None)
-
-    async def _get_stream(self, session: Any, sid: str) -> None:
-        """The session's GET stream (server requests and notifications not tied to a POST)."""
-        self._exchanges += 1
-        ex = self._exchanges
-        try:
-            c = await self._connect()
-            headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Mcp-Session-Id", sid), *self.extra]
-            version = self.versions.get(session)
-            if version is not None and version >= "2025-06-18":
-                headers.append(("MCP-Protocol-Version", version))
-            await c.stream.send_all(c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-            self._record_heads("request", ex, c, method="GET", target=self.rec_target, headers=headers, session=sid)
-            resp = await c.next_event()
-            while isinstance(resp, h11.InformationalResponse):
-                resp = await c.next_event()
-            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"),
-                               headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers], session=sid)
-            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": self.rec_target, "stream": "get", "status": resp.status_code}
-            ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "").split(";")[0].strip().lower()
-            if resp.status_code == 200 and ctype == "text/event-stream":
-                await self._body(c, resp.status_code, ctype, None, session, sid, transport)
-            await close(c)
-        except IO_ERRORS as exc:
-            self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
-
-    async def _delete(self, sid: str, version: str | None = None) -> None:
-        c = await self._conn()
-        headers = [("Host", self.authority), ("Mcp-Session-Id", sid), ("Content-Length", "0"), *self.extra]
-        if version is not None and version >= "2025-06-18":
-            headers.append(("MCP-Protocol-Version", version))     # (every request after initialize: MUST)
-        self._exchanges += 1
-        ex = self._exchanges
-        await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers, session=sid)
-        with trio.move_on_after(5):
-            resp = await c.next_event()
-            while not isinstance(resp, h11.Response):
-                resp = await c.next_event()
-            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=[])
-            while not isinstance(await c.next_event(), (h11.EndOfMessage, h11.ConnectionClosed)):
-                pass
-        await self._release(c)
-
