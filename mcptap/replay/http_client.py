@@ -54,11 +54,12 @@ from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
-from mcptap.replay.http_conn import GIST_READ, IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
+from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
 from mcptap.replay.http_session import delete, listen
 from mcptap.replay.offpath import OffPath
+from mcptap.replay.peer_text import failure
 from mcptap.replay.runner import Deliver
 from mcptap.replay.steps import read_id
 
@@ -198,9 +199,9 @@ class HttpLink:
                 self.off.call(self._lost, ex, c.id, lost)
                 await close(c)
             except IO_ERRORS as exc:
-                self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+                self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=failure(exc))
                 start()
-                await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
+                await self._synthetic(value, 0, f"connection failed: {failure(exc)}")
                 return
 
     async def _post_once(self, c: Conn, ex: int, body: bytes, value: Any, session: Any, headers: list[tuple[str, str]],
@@ -216,7 +217,7 @@ class HttpLink:
             await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
         except IO_ERRORS as exc:
             if reused:
-                return f"{type(exc).__name__}: {exc}"
+                return failure(exc)
             raise
         if self.written is not None:
             self.written(value)
@@ -233,7 +234,7 @@ class HttpLink:
             resp = await c.next_event()
         except IO_ERRORS as exc:
             if reused and c.received == before:
-                return f"{type(exc).__name__}: {exc}"
+                return failure(exc)
             raise
         while isinstance(resp, h11.InformationalResponse):
             resp = await c.next_event()
@@ -323,7 +324,7 @@ class HttpLink:
             # said now, not as "no answer" once the timeout has passed
             refused = unanswered(value, state.answered)
             if refused:
-                await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf[:GIST_READ])))
+                await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf)))
         return state
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 import h11
 import trio
 
-from mcptap.escape import escape_controls
+from mcptap.replay.peer_text import said_body
 from mcptap.replay.steps import read_id
 
 #: bytes read at a time
@@ -111,16 +111,16 @@ def unanswered(value: Any, answered: set[Any]) -> list[Any]:
             if isinstance(v, dict) and "method" in v and "id" in v and id_key(v["id"]) not in answered]
 
 
-#: bytes of an error body read for its ``gist``; characters the gist keeps
-GIST_READ, GIST_CHARS = 400, 120
+#: characters of a body's start quoted in what replay says of it
+GIST_CHARS = 120
 
 
 def refused_text(status: int, got_json: bool, body: bytes) -> str:
     """What an HTTP error that answered no request says: the status, whether a
     JSON payload came (``got_json``), the ``body``'s start as one printable line
-    (whitespace runs as one space, controls escaped, at most GIST_CHARS characters)."""
-    text = " ".join(body.decode("utf-8", "replace").split())
-    gist = escape_controls(text[:GIST_CHARS]) + ("…" if len(text) > GIST_CHARS else "")
+    (``peer_text.said_body``: redacted, whitespace runs as one space, controls
+    escaped, at most GIST_CHARS characters)."""
+    gist = said_body(body, GIST_CHARS)
     return f"HTTP {status} without a JSON-RPC {'answer' if got_json else 'body'}" + (f": {gist}" if gist else "")
 
 

@@ -14,6 +14,7 @@ import h11
 import trio
 
 from mcptap.replay.http_conn import IO_ERRORS, close
+from mcptap.replay.peer_text import failure
 
 
 async def listen(link: Any, session: Any, sid: str) -> None:
@@ -40,7 +41,7 @@ async def listen(link: Any, session: Any, sid: str) -> None:
             await link._body(c, resp.status_code, ctype, None, session, sid, transport)
         await close(c)
     except IO_ERRORS as exc:
-        link.off.call(link.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+        link.off.call(link.rec.http, event="end", exchange=ex, how="failed", detail=failure(exc))
 
 
 async def delete(link: Any, sid: str, version: str | None = None) -> None:
