@@ -22,7 +22,10 @@ link interface (see runner.py). Each c2s message is one POST to ``url`` with
   once (not recorded as a message) as an error coded with the status, quoting the
   body's start, so the report shows it as ERROR-CHANGED; as the tap, only a JSON media type body
   is a JSON-RPC payload, and the POST's requests are recorded as refused at
-  HTTP level (``http.request_refused``), not unanswered;
+  HTTP level (``http.request_refused``), not unanswered; a redirect (3xx, not followed) too;
+* a 2xx response that ends without a request's answer (``{}``, another id, an empty body, a
+  ``202``, an event stream that ended, after resuming it when it can be) settles that request
+  unanswered at once (the runner's ``lost``), with what came instead (``http_conn.came``);
 * with ``listen=True`` (the original client had one), a GET stream is opened
   for each new legacy session, so server messages unrelated to a POST arrive;
 * at the end, each legacy session is closed with ``DELETE``.
@@ -54,7 +57,7 @@ from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
-from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
+from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, came, close, has_request, id_key, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
 from mcptap.replay.http_session import delete, listen
@@ -102,6 +105,8 @@ class HttpLink:
         self.exit_code: int | None = None
         #: requests sent again because a kept-alive connection was closed before any response byte
         self.retried = 0
+        #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
+        self.lost: Callable[[list[Any], str], None] | None = None
 
     # -- connections ---------------------------------------------------------------------
     async def _connect(self) -> Conn:
@@ -252,11 +257,25 @@ class HttpLink:
         self.off.call(self._end, ex, c.id, resp.status_code)
         await self._release(c)
         owed = request_ids(value) - stream.answered
+        what = stream.came
         if owed and stream.last_id and live_sid is not None:
             # 2025-11-25 polling (SEP-1699): the server ended the stream after an event id, before
             # the answer; resumed with GET + Last-Event-ID after its retry delay, as the SDK clients do
             await resume(self, session, live_sid, owed, stream)
+            what += "; resuming it (GET with Last-Event-ID) brought no answer"
+        if owed and 200 <= resp.status_code < 300:
+            # the server said all it will say to this POST (a 2xx body that ended: {}, another id, a 202,
+            # an event stream without the answer): said now, not as "no answer" once the timeout has passed
+            self._unanswered(value, owed, what)
         return None
+
+    def _unanswered(self, value: Any, owed: set[Any], came: str) -> None:
+        """The requests of ``value`` whose id keys are ``owed`` will get no answer: the runner
+        settles them unanswered (MISSING) with ``came``, what the response was instead."""
+        ids = [read_id(v["id"]) for v in unanswered(value, set()) if id_key(v["id"]) in owed]
+        if ids and self.lost is not None:
+            self.lost(ids, came)
+
     def _lost(self, ex: int, conn: int, why: str) -> None:
         """The ``end`` of a POST lost on a reused connection (made in order, as ``_end``): judged
         as the tap judges one (``http.request_lost_on_closed_connection``), its requests answered
@@ -285,6 +304,7 @@ class HttpLink:
         parser = SSEParser() if ctype == "text/event-stream" else None
         buf = bytearray()
         got_json = False
+        messages = 0
         end = False
         while not end:
             ev = await c.next_event()
@@ -310,6 +330,7 @@ class HttpLink:
                     self.off.call(self.rec.http, event="sse", exchange=transport["exchange"], conn=c.id, sse=info,
                                   **({"session": live_sid} if live_sid else {}))
                 if sse.dispatched and sse.data:
+                    messages += 1
                     got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}},
                                                     state.answered)
             if owed is not None and owed <= state.answered and not end:
@@ -318,13 +339,15 @@ class HttpLink:
         if parser is None and buf and (ctype == "application/json" or ctype.endswith("+json")):
             # as the tap: only a JSON body is a JSON-RPC payload ("Method Not Allowed" in text/plain is not)
             got_json = await self._payload(bytes(buf), session, live_sid, transport, state.answered)
-        if status >= 400:
-            # the requests the body did not answer were refused at HTTP level, JSON body or not (429
-            # {"error": "rate_limit_exceeded"}, 401 {"error": "invalid_token"}, an id-null JSON-RPC error):
-            # said now, not as "no answer" once the timeout has passed
+        if status >= 300:
+            # the requests the body did not answer were refused at HTTP level (or redirected, which replay
+            # does not follow), JSON body or not (429 {"error": "rate_limit_exceeded"}, 401 {"error":
+            # "invalid_token"}, an id-null JSON-RPC error): said now, not as "no answer" once the timeout has passed
             refused = unanswered(value, state.answered)
             if refused:
                 await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf)))
+        elif value is not None:
+            state.came = came(status, ctype, bytes(buf), messages)
         return state
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:
