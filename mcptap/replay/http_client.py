@@ -346,8 +346,8 @@ class HttpLink:
             refused = unanswered(value, state.answered)
             if refused:
                 await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf)))
-        elif value is not None:
-            state.came = came(status, ctype, bytes(buf), messages)
+        elif unanswered(value, state.answered):
+            state.came = came(status, ctype, bytes(buf), messages)      # (redacting a body costs: only when it is said)
         return state
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:
