@@ -331,6 +331,7 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     sink = _Sink(out, tally, [s.record for s in scrubbers], finish_end)
     rec = Recorder(None, "stdio", target=header.get("target") or {}, clock=lambda: clock["t"], started=str(header.get("started")))
     rec.writer = sink
+    sink.on_gap = rec.writer_gap        # its own gap records reach the annotator (recorder.writer_gap)
     rec.seq = last_seq
     for d in (Direction.C2S, Direction.S2C):
         # offsets are positions in the direction's stream, which the file's records make up
