@@ -11,6 +11,8 @@ import os
 import struct
 from collections.abc import Iterator
 
+from mcptap.capture.writer import try_flock
+
 ENTRY = struct.Struct("<BqQI")
 #: the longest file name, in bytes (Linux file systems)
 NAME_MAX = 255
@@ -34,6 +36,23 @@ def spill_path(capture_path: str) -> str:
             break
         short += ch
     return os.path.join(where, short + tag)
+
+
+def hold(fd: int) -> None:
+    """Mark the spill file open on ``fd`` as in use while it stays open: a
+    shared ``flock`` (the relay that writes it and mcptap that reads it back
+    each take one), so ``in_use`` says so and ``prune`` never removes it, even
+    when its capture was deleted by hand while it records. Never raises."""
+    try_flock(fd, exclusive=False)
+
+
+def in_use(fd: int) -> bool | None:
+    """Whether a process ``hold``s the spill file open on ``fd`` (another
+    descriptor of it): True, an exclusive lock cannot be taken; False, it
+    could (it is then held on ``fd`` until that is closed: nothing starts
+    using the file meanwhile); None where locks are not supported."""
+    got = try_flock(fd, exclusive=True)
+    return None if got is None else not got
 
 
 def entries(path: str) -> Iterator[tuple[int, int, int, bytes]]:

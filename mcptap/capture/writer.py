@@ -339,7 +339,7 @@ def _utf8_strings(value: Any) -> Any:
     return value
 
 
-def _flock(fd: int, exclusive: bool) -> bool | None:
+def try_flock(fd: int, exclusive: bool) -> bool | None:
     """Try to lock ``fd`` without waiting: True taken, False another holds a
     conflicting lock, None not supported here (no fcntl, or a filesystem without flock)."""
     try:
@@ -358,7 +358,7 @@ def _flock(fd: int, exclusive: bool) -> bool | None:
 def lock(fd: int) -> bool:
     """Take the exclusive capture lock on ``fd``; False when another writer
     holds it. True where locks are not supported: writers are then not kept apart."""
-    return _flock(fd, exclusive=True) is not False
+    return try_flock(fd, exclusive=True) is not False
 
 
 def locked_by_a_writer(path: str) -> bool:
@@ -370,6 +370,6 @@ def locked_by_a_writer(path: str) -> bool:
     except OSError:
         return False
     try:
-        return _flock(fd, exclusive=False) is False
+        return try_flock(fd, exclusive=False) is False
     finally:
         os.close(fd)

@@ -53,7 +53,7 @@ import tempfile
 from collections.abc import Callable
 
 # the file's format moved to capture/spill_format.py (level 1: recover, ls and prune read it); re-exported
-from mcptap.capture.spill_format import ENTRY
+from mcptap.capture.spill_format import ENTRY, hold
 from mcptap.capture.spill_format import NAME_MAX as NAME_MAX
 from mcptap.capture.spill_format import SUFFIX as SUFFIX
 from mcptap.capture.spill_format import entries as entries
@@ -143,6 +143,7 @@ class SpillFile:
         if self._fd < 0 and self.path is not None:
             flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | ((os.O_CREAT | os.O_TRUNC) if create else 0)
             self._fd = os.open(self.path, flags, 0o600)
+            hold(self._fd)          # in use while open: prune leaves it, also once its capture is gone
         self.used = True
         return self._fd
 
