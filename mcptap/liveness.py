@@ -201,7 +201,12 @@ def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
 def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) -> list[str]:
     """The work files of ``serve --extend`` (``_MERGE``) in ``directory`` whose process is
     gone (a SIGKILLed merge: nothing else stops one, signals wait for it); with ``capture``
-    (a file name), of the merged captures only that capture's. Absolute paths; never raises."""
+    (a file name), of the merged captures only that capture's. Absolute paths; never raises.
+
+    A pid alone is not proof (pids are reused): a work file is in use while a process holds
+    its lock (the merge file's, serve/extend.py; the session file's CaptureWriter), or while
+    the pid in its name runs and started no later than the file was last written (where
+    ``/proc`` tells: a process that took the pid over started after its writer died)."""
     try:
         names = os.listdir(directory)
     except OSError:
@@ -211,9 +216,45 @@ def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) 
         m = _MERGE.match(n)
         if m is None or (capture is not None and m.group(1) not in (None, capture)):
             continue
-        if not alive(int(m.group(2) or m.group(3))):
-            out.append(os.path.abspath(os.path.join(directory, n)))
+        path = os.path.join(directory, n)
+        if not _merging(path, int(m.group(2) or m.group(3))):
+            out.append(os.path.abspath(path))
     return out
+
+
+#: seconds a process start time may seem later than it was (``/proc/stat``'s boot time is whole seconds)
+_START_SLACK = 1.0
+
+
+def _merging(path: str, pid: int) -> bool:
+    """Whether the work file at ``path``, named by ``pid``, may still be in use."""
+    if locked_by_a_writer(path):
+        return True
+    if not alive(pid):
+        return False
+    started = started_at(pid)
+    if started is None:
+        return True                 # no /proc: a live pid is taken at its word
+    try:
+        return started <= os.stat(path).st_mtime + _START_SLACK
+    except OSError:
+        return True                 # gone already: nothing to remove
+
+
+def started_at(pid: int) -> float | None:
+    """When process ``pid`` started, in seconds since the epoch (``/proc/PID/stat``
+    field 22, clock ticks after boot, plus ``/proc/stat``'s ``btime``); None where
+    this system cannot tell (no ``/proc``, no such process)."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as fp:
+            line = fp.read()
+        # the command name (field 2) may hold spaces and parentheses: count from its closing one
+        ticks = int(line[line.rindex(b")") + 2:].split()[19])
+        with open(f"{_PROC}/stat", "rb") as fp:
+            boot = next(int(x.split()[1]) for x in fp.read().splitlines() if x.startswith(b"btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def remove_leftovers(directory: str | os.PathLike[str], capture: str | None = None) -> int:
