@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from mcptap import liveness
-from mcptap.liveness import orphan_spills
 from mcptap.transport.spill import SpillFile, spill_path
 from tests.cli.test_ls_prune import INIT, record, run
 
@@ -60,7 +59,7 @@ def test_a_renamed_capture_keeps_the_spill_file_its_header_names(tmp_path: Path)
     cap = record(tmp_path, "--name", "moved", input=INIT)
     _spill(spill_path(str(cap)))
     cap.rename(tmp_path / "renamed.jsonl")              # `recover renamed.jsonl` reads the spill file its header names
-    assert orphan_spills(tmp_path, ["unrelated.spill"]) == [os.path.abspath(spill_path(str(cap)))]
+    assert liveness.orphan_spills(tmp_path, ["unrelated.spill"]) == [os.path.abspath(spill_path(str(cap)))]
     assert run("prune", "--dir", str(tmp_path), "--older-than", "9999d").returncode == 0
     assert sorted(os.listdir(tmp_path)) == sorted(["renamed.jsonl", cap.name + ".spill"])
 
@@ -73,15 +72,15 @@ def test_a_spill_file_a_tap_still_uses_is_never_an_orphan(tmp_path: Path, monkey
     tap = subprocess.Popen([sys.executable, "-c", SPILLER, spill], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
         assert tap.stdout is not None and tap.stdout.readline() == b"spilled\n"
-        assert orphan_spills(tmp_path) == []
+        assert liveness.orphan_spills(tmp_path) == []
         monkeypatch.setattr(liveness, "_PROC", str(tmp_path / "no-proc"))     # the lock alone tells
-        assert orphan_spills(tmp_path) == []
+        assert liveness.orphan_spills(tmp_path) == []
         p = run("prune", "--dir", str(tmp_path), "--older-than", "9999d")
         assert p.returncode == 0 and os.path.exists(spill) and b"spill" not in p.stdout + p.stderr
     finally:
         assert tap.stdin is not None
         tap.stdin.close()
         tap.wait(timeout=60)
-    assert orphan_spills(tmp_path) == [spill]
+    assert liveness.orphan_spills(tmp_path) == [spill]
     assert run("prune", "--dir", str(tmp_path), "--older-than", "9999d").returncode == 0
     assert os.listdir(tmp_path) == []
