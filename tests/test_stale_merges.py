@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcptap import liveness
-from mcptap.liveness import remove_leftovers, stale_merges, started_at
+from mcptap.liveness import remove_leftovers, stale_merges
 from mcptap.serve.extend import _Out
 
 HOUR = 3600.0
@@ -39,9 +39,9 @@ def test_a_merge_file_whose_pid_was_reused_is_stale(tmp_path: Path, newcomer: su
     for f in (work, part):
         f.write_bytes(b'{"type":"header"}\n')
         os.utime(f, (old, old))             # written by a merge killed an hour ago, before the pid's process started
-    started = started_at(newcomer.pid)
-    assert started is not None and started > old + HOUR / 2
     assert stale_merges(tmp_path) == sorted([str(part), str(work)])
+    started = liveness.started_at(newcomer.pid)
+    assert started is not None and started > old + HOUR / 2
     assert remove_leftovers(tmp_path, "cap.jsonl") == 2 and os.listdir(tmp_path) == []
 
 
