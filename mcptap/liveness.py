@@ -1,5 +1,6 @@
-"""Whether a capture is still being written, and which disk-full reserves and
-merge files a killed mcptap left behind (level 1: reads ``/proc`` and signals pid 0).
+"""Whether a capture is still being written, and which disk-full reserves,
+merge files and spill files a killed mcptap or a capture deleted by hand left
+behind (level 1: reads ``/proc``, takes ``flock`` probes and signals pid 0).
 
 A capture without an end record is either being recorded or was cut short
 (a killed tap). ``ls`` shows which, and ``prune``/``record --keep`` must never
