@@ -178,6 +178,7 @@ def test_only_lifecycle_changes_phase_and_era() -> None:
 #: here with the reason, or (better) take the time / the bytes as arguments.
 CLOCK_OR_FILES = {
     "mcptap.capture.writer", "mcptap.capture.reader", "mcptap.capture.follow", "mcptap.capture.source",  # the capture file
+    "mcptap.capture.spill_format",                    # the stdio tap's spill file beside it (recover, ls, prune)
     "mcptap.paths", "mcptap.catalog", "mcptap.liveness",   # the capture directory: names, listing, pruning, live writers
     "mcptap.redact.keyfile", "mcptap.redact.rules",   # the user's redaction key and rules files
     "mcptap.serve.extend",                            # writes the extended capture beside the original
