@@ -233,7 +233,9 @@ class ResponseEnded:
     or during the response), "upstream_failed" (connect/TLS/IO error: the client
     got a 502 if nothing was sent yet), "bad_response" (unparseable upstream
     response: 502), "client_closed" (the client went away first), "tap_stopped",
-    "host_rejected" (403), "request_rejected" (400), "client_timeout" (408).
+    "client_timeout" (408), or a refusal of the tap's own, which never forwarded the
+    request: a key of ``records.events.TAP_REFUSALS`` ("host_rejected" 403,
+    "request_rejected" 400, "auth_not_fronted" 404).
     ``detail``: one line; ``reused``: the upstream connection had served an
     earlier exchange; ``sent_502``: the tap answered instead of the upstream."""
     exchange: int
