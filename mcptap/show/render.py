@@ -24,12 +24,10 @@ from mcptap.capture.fields import message_json, message_text, record_findings, t
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
 from mcptap.filters.operators import Filter
-from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
+from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
 from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, record_id, shorten
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
-_KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
-         "invalid": "inval", "non_json": "text"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
 
 
@@ -163,7 +161,7 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
     d = rec.get("dir", "")
     pair = f"↩ #{rec['pair']} {fmt_us(rec.get('latency_us'))}" if rec.get("pair") is not None else ""
     what = shorten(_what(rec, req), 44)
-    kind = shown(str(_KIND.get(rec.get("kind", ""), rec.get("kind", ""))))
+    kind = shown(str(KIND_SHOWN.get(rec.get("kind", ""), rec.get("kind", ""))))
     phase = shown(str(rec.get("phase") or ""))
     line = f"{head}  {st(_ARROW.get(d) or shown(str(d)), d)}  {kind:<5}  {what:<44} {pair:<15} {PHASE_SHOWN.get(phase, phase):<12}"
     return (line + " " + _codes(fs, st)) if fs else line.rstrip()
