@@ -16,7 +16,16 @@ import h11
 from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
 from mcptap.records.events import TAP_REFUSALS
 from mcptap.relay.http import auth as oauth
-from mcptap.relay.http.events import CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, ResponseEnded, SendClient, Upstream
+from mcptap.relay.http.events import (
+    CloseClient,
+    CloseUpstream,
+    ConnClosed,
+    EndpointRewritten,
+    RequestStarted,
+    ResponseEnded,
+    SendClient,
+    Upstream,
+)
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, RelaySettings, tap_response
 
 
@@ -99,6 +108,10 @@ class ConnEnds:
         ``records.events.TAP_REFUSALS`` (its status and reason; a new refusal is added
         there, so every reader of captures knows the request never reached the server)."""
         status, reason = TAP_REFUSALS[how]
+        for ev in reversed(out):        # its head, just appended: the observer learns of the refusal before the body
+            if type(ev) is RequestStarted and ev.exchange == ex.id:
+                ev.refused = how
+                break
         self._refuse(ex, status, reason.encode("ascii"), detail, how, out)
 
     def _refuse(self, ex: ExchangeState, status: int, reason: bytes, detail: str, how: str, out: list[Any]) -> None:

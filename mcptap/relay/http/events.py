@@ -156,7 +156,10 @@ class RequestStarted:
     """A request head from the client. ``headers``: as received (raw case);
     ``host_rewritten``: the Host value sent upstream differs; ``auth``: "" for
     MCP traffic, else the OAuth exchange kind (``relay/http/auth.py``: "prm",
-    "as_meta", "as") — such exchanges are recorded as HTTP, never as JSON-RPC."""
+    "as_meta", "as") — such exchanges are recorded as HTTP, never as JSON-RPC;
+    ``refused``: "" for a request the tap forwards, else the ``how`` of the tap's
+    own refusal (``records.events.TAP_REFUSALS``), decided on this head: the
+    request never reaches the server."""
     exchange: int
     conn: int
     method: str
@@ -166,6 +169,7 @@ class RequestStarted:
     reused: bool
     host_rewritten: bool
     auth: str = ""
+    refused: str = ""
 
 
 @dataclass(slots=True)
