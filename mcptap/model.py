@@ -90,6 +90,11 @@ class Phase(enum.StrEnum):
 #: ``show --filter '~phase …'`` takes it as well as the full name.
 PHASE_SHOWN: dict[str, str] = {Phase.BEFORE_INITIALIZE.value: "before_init"}
 
+#: The name ``show``'s timeline prints in its kind column for each message ``kind``;
+#: ``show --filter`` has an operator ``~NAME`` for each (filters/operators.py).
+KIND_SHOWN: dict[str, str] = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
+                              "invalid": "inval", "non_json": "text"}
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:

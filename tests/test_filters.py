@@ -228,3 +228,43 @@ def test_nesting_up_to_the_limit_compiles_and_runs() -> None:
     flt = compile_filter("(" * 60 + "!" * 2 + "~c2s" + ")" * 60)
     for r in ALL:
         flt(r, CONTEXT.get(r["seq"]))
+
+
+# -- every kind the timeline prints has its operator ------------------------------------
+
+def test_each_kind_the_timeline_prints_has_an_operator_of_that_name() -> None:
+    """The kind column (``model.KIND_SHOWN``: req notif resp err batch inval text) names the
+    operator that keeps that kind: what show prints can be filtered on."""
+    from mcptap.filters.operators import _NULLARY
+    from mcptap.model import KIND_SHOWN
+
+    for kind, name in KIND_SHOWN.items():
+        assert f"~{name}" in _NULLARY, f"no operator ~{name} for kind {kind!r}"
+        assert compile_filter(f"~{name}")(_rec(kind=kind)), f"~{name} does not keep a {kind!r} message"
+
+
+def test_batch_inval_and_text_keep_those_kinds_of_a_recorded_capture(tmp_path: Any) -> None:
+    """Through show --format json on a capture the real Recorder wrote: a batch, JSON that is not
+    JSON-RPC, a log line on the server's stdout; ``~t TEXT`` is still the text search."""
+    import orjson
+    from click.testing import CliRunner
+
+    from mcptap.cli.show import command as show
+    from scripted import c2s, handshake, j, record, req, res, s2c
+
+    steps = handshake() + [c2s(b"[" + req(2, "ping").rstrip() + b"," + req(3, "tools/list").rstrip() + b"]\n"),
+                           s2c(j([{"jsonrpc": "2.0", "id": 2, "result": {}}, {"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}])),
+                           s2c(j({"hello": "not json-rpc"})), s2c(b"server log: text mode\n"), c2s(req(4, "ping")), s2c(res(4))]
+    path = str(record(tmp_path / "kinds.jsonl", steps))
+
+    def kinds(expr: str) -> list[str]:
+        out = CliRunner().invoke(show, [path, "--format", "json", "-f", expr])
+        assert out.exit_code == 0, out.output
+        return [r["kind"] for r in map(orjson.loads, out.output.splitlines()) if r.get("type") == "message"]
+
+    assert kinds("~batch") == ["batch", "batch"]
+    assert kinds("~inval") == ["invalid"]
+    assert kinds("~text") == ["non_json"]
+    assert kinds("~batch & ~c2s | ~inval") == ["batch", "invalid"]
+    assert kinds("~t text") == ["non_json"]               # the argument form is ~t, as before
+    assert kinds("!(~batch | ~inval | ~text) & ~req") == ["request", "request"]

@@ -19,6 +19,7 @@ import orjson
 from mcptap.capture.chunk_search import find_chunk_record
 from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
 from mcptap.capture.source import lines, open_input, read_line
+from mcptap.capture_ends import cut_header
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message, Phase
 from mcptap.protocol.jsonparse import LONG_DIGITS, parse_exact
@@ -59,28 +60,15 @@ class CaptureStream:
         except CaptureReadError:
             self._fp.close()
             raise
-        if not first:
-            self._fp.close()
-            raise CaptureReadError(f"{self.path}: empty file, not an mcptap capture")
         try:
-            header = orjson.loads(first)
-        except orjson.JSONDecodeError:
+            header = parse_header(first, self.path)
+        except CaptureReadError:
             self._fp.close()
-            raise CaptureReadError(f"{self.path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
-        if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
-            self._fp.close()
-            raise CaptureReadError(f"{self.path}:1: not an mcptap capture (no {FORMAT} header)")
-        version = header.get("version")
-        if not isinstance(version, int) or version < 1 or version > VERSION:
-            self._fp.close()
-            raise CaptureReadError(f"{self.path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
-        bad = _malformed_header(header)
-        if bad is not None:
-            self._fp.close()
-            raise CaptureReadError(f"{self.path}:1: corrupt header: {bad}")
-        self.version = version
+            raise
+        self.version: int = header["version"]
         self.header = header
-        self.truncated = False
+        #: the file ends inside its header line (its newline cut): a capture cut short, as a cut last record is
+        self.truncated = not first.endswith(b"\n")
         #: records cut by a failed write, each followed by the gap record saying so
         self.cut_records = 0
         self.end: dict[str, Any] | None = None
@@ -131,6 +119,34 @@ class CaptureStream:
 
     def close(self) -> None:
         self._fp.close()
+
+
+def parse_header(first: bytes, path: str) -> dict[str, Any]:
+    """The header record of a capture whose first line (as read, newline kept) is
+    ``first``: every command that reads a header reads it here, so each says the
+    same of the same file. Raises CaptureReadError: an empty file; a header line
+    cut short (the file ends inside it: a truncated file, a tap killed while
+    writing it), "damaged" as ``ls`` calls it; a first line that is not JSON or
+    not an mcptap header; a format version this mcptap cannot read; a header
+    without the fields every command reads."""
+    if not first:
+        raise CaptureReadError(f"{path}: empty file, not an mcptap capture")
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        if not first.endswith(b"\n") and cut_header(first):
+            raise CaptureReadError(f"{path}:1: damaged capture: its header line is cut short ({len(first)} bytes, "
+                                   "the file ends inside it)") from None
+        raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
+    if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
+        raise CaptureReadError(f"{path}:1: not an mcptap capture (no {FORMAT} header)")
+    version = header.get("version")
+    if not isinstance(version, int) or version < 1 or version > VERSION:
+        raise CaptureReadError(f"{path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
+    bad = _malformed_header(header)
+    if bad is not None:
+        raise CaptureReadError(f"{path}:1: corrupt header: {bad}")
+    return header
 
 
 def _edited(line: bytes) -> str:

@@ -48,7 +48,9 @@ def read_line(fp: IO[bytes], path: str) -> bytes:
     memory whole. Raises CaptureReadError (also for damaged gzip)."""
     try:
         line = fp.readline(HEADER_LIMIT + 1)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+    except EOFError as exc:         # a gzip stream that ends before its end marker
+        raise CaptureReadError(f"{path}:1: damaged capture: its gzip stream is cut short ({exc})") from None
+    except (gzip.BadGzipFile, zlib.error, OSError) as exc:
         raise CaptureReadError(f"cannot read capture {path}: {exc}") from None
     if len(line) > HEADER_LIMIT:
         raise CaptureReadError(f"{path}:1: not an mcptap capture (no line break in its first {HEADER_LIMIT >> 20} MiB)")

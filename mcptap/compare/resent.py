@@ -17,8 +17,8 @@ that sent it once reports it missing.
 
 A re-send is the next request of the same method and id in the same session, or in
 any session when the first had none yet (an ``initialize`` refused 401: its re-send
-gets the session). The tap's own refusals (``end.how`` ``host_rejected`` /
-``request_rejected``) never reached the server: ``TAP_REFUSED``.
+gets the session). The tap's own refusals never reached the server: their ``end.how``
+is one of ``records.events.TAP_REFUSED`` (the one list of them).
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-#: ``end.how`` of an exchange the tap answered itself (it never reached the server)
-TAP_REFUSED = frozenset({"host_rejected", "request_rejected"})
 #: finding code -> the word for how the HTTP layer answered the request
 _ANSWERED = {"http.request_refused": "refused", "http.redirected": "redirected"}
 

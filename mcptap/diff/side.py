@@ -34,11 +34,12 @@ from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
-from mcptap.compare.resent import TAP_REFUSED, Resends, answered_at_http
+from mcptap.compare.resent import Resends, answered_at_http
 from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.reannotate_views import annotated
 from mcptap.records.end import says_ended
+from mcptap.records.events import TAP_REFUSED
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "resources/subscribe": "uri",
          "resources/unsubscribe": "uri"}

@@ -57,6 +57,7 @@ from mcptap.export.har_cookies import _cookies, _set_cookies
 from mcptap.export.har_exchanges import Exchange, _t, exchanges_of
 from mcptap.export.har_urls import Fronts
 from mcptap.export.spans import epoch_us, iso_us
+from mcptap.records.events import TAP_REFUSALS
 
 
 def _ms(us: float) -> float:
@@ -71,11 +72,8 @@ def _header(headers: list[list[str]], name: str) -> str | None:
     return None
 
 
-#: exchanges the tap answered itself, by the ``how`` of their end record
-#: the status of each answer the tap gives itself, by the end record's ``how``; its ``sent_502``
+#: the status of each answer the tap gives itself is ``TAP_REFUSALS[how]``; its ``sent_502``
 #: says the tap answered (named for the first of them), so any other ``how`` with it is a 502
-_TAP_ANSWERS = {"host_rejected": (403, "Forbidden"), "request_rejected": (400, "Bad Request"),
-                "auth_not_fronted": (404, "Not Found")}
 
 
 def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -211,7 +209,7 @@ def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
         "headers": _pairs(resp_headers), "content": _content(ex, resp_headers), "redirectURL": _header(resp_headers, "location") or "",
         "headersSize": -1, "bodySize": _body_size(end, resp_headers),
     }
-    tap_answer = _TAP_ANSWERS.get(str(end.get("how"))) or ((502, "Bad Gateway") if end.get("sent_502") else None)
+    tap_answer = TAP_REFUSALS.get(str(end.get("how"))) or ((502, "Bad Gateway") if end.get("sent_502") else None)
     if resp is None and tap_answer is not None:
         response["status"], response["statusText"] = tap_answer
         response["httpVersion"] = request["httpVersion"]

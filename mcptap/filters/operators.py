@@ -38,7 +38,9 @@ from mcptap.filters.parse import ArgError, Pred, Tok, parse
 from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
 
 _SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
-_KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",)}
+#: one operator per name the timeline's kind column prints (``model.KIND_SHOWN``); ``~resp`` takes errors too
+_KINDS = {"~req": ("request",), "~notif": ("notification",), "~resp": ("response", "error"), "~err": ("error",),
+          "~batch": ("batch",), "~inval": ("invalid",), "~text": ("non_json",)}
 _DIRS = {"~c2s": "c2s", "~s2c": "s2c"}
 
 
@@ -185,6 +187,11 @@ OPERATORS: tuple[Operator, ...] = (
     Operator(("~req", "~notif", "~resp", "~err"),
              "JSON-RPC requests, notifications, responses (result **or** error), error responses",
              "requests, notifications, responses (result or error), errors"),
+    Operator(("~batch", "~inval", "~text"),
+             "the other kinds the timeline prints: JSON-RPC batches (a JSON array, its members as one record), JSON that is not "
+             "JSON-RPC (`invalid`), and what is not JSON at all (`non_json`: a blank or log line on stdout, a body that does not "
+             "parse). `~text` takes no argument: text search is `~t TEXT`",
+             "batches, JSON that is not JSON-RPC, what is not JSON"),
     Operator(("~m REGEX",), "method matches the regular expression (searched, not anchored: use `^…$`). A response matches its request's method",
              "method matches REGEX (a response: its request's)"),
     Operator(("~tool NAME",), "`tools/call` requests whose `params.name` is NAME (a glob: `*`, `?`, `[…]`), plus the progress notifications, "

@@ -78,6 +78,8 @@ class Annotator(AnnotatorState):
         exchange = transport.get("exchange") if transport else None
         if http and direction is S2C and exchange is not None:
             self.stream_heard[exchange] = seq
+        if transport is not None and direction is C2S and "refused" in transport:
+            return self.tap_refused(frame, cls, seq, t_us, session, transport, extra)
         # Scope: the session. HTTP traffic without Mcp-Session-Id is stateless:
         # each POST carries its request and gets its answers on its own
         # response, independent clients (of either era) may reuse ids, and the

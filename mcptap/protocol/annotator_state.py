@@ -6,16 +6,17 @@ contracts, and the ends of streams and captures. ``protocol/annotate.py``'s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcptap.model import Direction, Finding, Message, Phase
+from mcptap.model import Direction, Finding, Frame, Kind, Member, Message, Phase
 from mcptap.protocol import rules
 from mcptap.protocol import shapes as _shapes
 from mcptap.protocol.codes import finding
 from mcptap.protocol.contracts import Contracts
 from mcptap.protocol.gap_pending import Holes, answers_in_gap, mark_gap
 from mcptap.protocol.http_answers import HttpAnswers
+from mcptap.protocol.jsonrpc import Classified, classify, oddity_findings
 from mcptap.protocol.lifecycle import SessionState, assume_state, request_meta, stream_closed
 from mcptap.protocol.pairing import SESSIONLESS, BoundedMap, Pairing, Pending
 
@@ -125,6 +126,24 @@ class AnnotatorState:
         st.client_caps = client_caps
         st.server_caps = server_caps
         st.cap_cache.clear()
+
+    def tap_refused(self, frame: Frame, cls: Classified, seq: int, t_us: int, session: Any, transport: dict[str, Any],
+                    extra: Iterable[Finding]) -> Message:
+        """A client message the tap refused itself (``transport["refused"]``, a ``how`` of
+        ``records.events.TAP_REFUSALS``: a DNS rebinding page's, a malformed request's): it
+        never reached the server, so it takes no part in the session it names: no phase, no
+        lifecycle, pairing, capability or contract rule, and the session's state is left as
+        it was. What it is stays said: its JSON-RPC shape and the transport's ``extra``."""
+        value = frame.value
+        msg = Message(seq, t_us, C2S, frame.raw, value, cls.kind, session, cls.id, cls.has_id, cls.method,
+                      offset=frame.offset, terminated=frame.terminated, transport=transport)
+        msg.findings.extend(extra)
+        if frame.oddities:
+            msg.findings.extend(oddity_findings(frame.oddities, C2S.value))
+        msg.findings.extend(cls.findings)
+        if cls.kind is Kind.BATCH and isinstance(value, list):
+            msg.members = [Member(i, c.kind, c.id if c.has_id else None, c.method) for i, c in enumerate(map(classify, value))]
+        return msg
 
     def transport_answered(self, p: Pending) -> None:
         """The tap itself answered request ``p`` (HTTP 403 refused Host, 502

@@ -36,6 +36,7 @@ from mcptap.protocol.http_rules import (
 from mcptap.protocol.jsonrpc import classify, show_id
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
+from mcptap.records.events import TAP_REFUSED
 
 C2S = Direction.C2S
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -176,9 +177,9 @@ class HttpJudge:
                 ann.transport_answered(p)   # lost with the connection: a retry with the same id is a reuse, not a duplicate
         if e.how == "upstream_closed" and e.response_started and e.sse:
             self.rules.stream_broken(ex_id, facts.session, e.event_ids, [p.id for p in pend])
-        if e.how in ("host_rejected", "request_rejected", "upstream_failed", "bad_response") and not e.response_started:
+        if (e.how in TAP_REFUSED or e.how in ("upstream_failed", "bad_response")) and not e.response_started:
             for p in pend:
-                ann.transport_answered(p)   # the tap answered (403/502)
+                ann.transport_answered(p)   # the tap answered (its own refusal, or 502)
         if e.how == "client_closed":
             if e.response_cut and not e.sse and not e.gap:
                 fs.append(finding("http.client_closed_mid_response", f"the client closed the connection inside the response body, "

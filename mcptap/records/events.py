@@ -122,6 +122,19 @@ class Context:
         return cls(get_int(d, "seq"), get_int(d, "t_us"), state)
 
 
+#: the answers the HTTP tap gives itself without forwarding the request (it never reached
+#: the server): the ``how`` of the exchange's ``end`` record -> (status, reason) the client got.
+#: The one list: the relay answers through it (``relay/http/conn_ends.py``), and everything
+#: that tells a refused exchange from a forwarded one (show, diff, replay, HAR, the judge) reads it
+TAP_REFUSALS: dict[str, tuple[int, str]] = {
+    "host_rejected": (403, "Forbidden"),            # a Host that is not a loopback name (DNS rebinding)
+    "request_rejected": (400, "Bad Request"),       # a request an intermediary must not forward (smuggling)
+    "auth_not_fronted": (404, "Not Found"),         # a root-relative URL of an authorization server the tap does not front
+}
+#: ``end.how`` of an exchange the tap refused itself (``TAP_REFUSALS``' keys)
+TAP_REFUSED = frozenset(TAP_REFUSALS)
+
+
 @dataclass(frozen=True, slots=True)
 class Http:
     """HTTP exchange facts (docs/http-tap.md): ``fields`` in their given order,

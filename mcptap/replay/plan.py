@@ -54,8 +54,8 @@ from typing import Any
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
-from mcptap.compare.resent import TAP_REFUSED
 from mcptap.reannotate_views import annotated
+from mcptap.records.events import TAP_REFUSED
 from mcptap.replay.builder import CARRY_KEYS, PlanBuilder, tool_is_safe
 from mcptap.replay.steps import AnswerBook, Carry, Plan, ServerRequest, Step
 

@@ -52,10 +52,10 @@ import orjson
 
 from mcptap.capture.format import VERSION, decode_bytes
 from mcptap.capture.integrity import StreamTally
-from mcptap.capture.reader import CaptureStream
+from mcptap.capture.reader import CaptureStream, parse_header
 from mcptap.capture.source import CUT, lines, open_input, read_line
 from mcptap.capture.writer import CaptureWriter, lock
-from mcptap.errors import CaptureReadError, CaptureWriteError
+from mcptap.errors import CaptureWriteError
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
 from mcptap.recorder import Recorder
@@ -267,13 +267,7 @@ def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), sourc
     src = open_input(source or path)
     try:
         gz = isinstance(src, gzip.GzipFile)
-        first = read_line(src, path)
-        try:
-            header = orjson.loads(first)
-        except orjson.JSONDecodeError:
-            raise CaptureReadError(f"{path}:1: not an mcptap capture") from None
-        if not isinstance(header, dict) or header.get("type") != "header":
-            raise CaptureReadError(f"{path}:1: not an mcptap capture")
+        header = parse_header(read_line(src, path), path)
         if header.get("transport", "stdio") != "stdio":
             raise ValueError(f"{path}: only stdio captures can be extended")
         if header.get("version") != VERSION:

@@ -24,12 +24,11 @@ from mcptap.capture.fields import message_json, message_text, record_findings, t
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
 from mcptap.filters.operators import Filter
-from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
+from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
+from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, record_id, shorten
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
-_KIND = {"request": "req", "notification": "notif", "response": "resp", "error": "err", "batch": "batch",
-         "invalid": "inval", "non_json": "text"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
 
 
@@ -163,7 +162,7 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
     d = rec.get("dir", "")
     pair = f"↩ #{rec['pair']} {fmt_us(rec.get('latency_us'))}" if rec.get("pair") is not None else ""
     what = shorten(_what(rec, req), 44)
-    kind = shown(str(_KIND.get(rec.get("kind", ""), rec.get("kind", ""))))
+    kind = shown(str(KIND_SHOWN.get(rec.get("kind", ""), rec.get("kind", ""))))
     phase = shown(str(rec.get("phase") or ""))
     line = f"{head}  {st(_ARROW.get(d) or shown(str(d)), d)}  {kind:<5}  {what:<44} {pair:<15} {PHASE_SHOWN.get(phase, phase):<12}"
     return (line + " " + _codes(fs, st)) if fs else line.rstrip()
@@ -216,12 +215,17 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     """JSON Lines: the header, every re-annotated record that passes ``flt``
     (responses, progress and cancellations gain ``request``: ``{seq, method,
     tool}`` of the request they belong to), the end record, then a
-    ``{"type": "summary", …}`` object. One JSON object per string."""
+    ``{"type": "summary", …}`` object whose ``sessions`` is the capture's
+    session identities, as the report's session headers give them
+    (``show/sessions.py``: ``[{session, label, client, server, revision, via}]``,
+    always there, from every record whatever the filter). One JSON object per string."""
     tracker = Tracker()
     summ = Summary(header.get("transport", "stdio"))
+    sessions = Sessions(header.get("transport"))
     yield dumps(header).decode()
     for rec in records:
         req = tracker.feed(rec)
+        sessions.feed(rec)
         if rec.get("type") != "end" and flt is not None and not flt(rec, req):
             summ.skip(rec)
             continue
@@ -229,7 +233,7 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
         if req is not None and rec.get("kind") != "request":
             rec = dict(rec, request={"seq": req["seq"], "method": req.get("method"), "tool": req.get("tool")})
         yield dumps(rec).decode()
-    yield dumps(summ.to_json()).decode()
+    yield dumps(dict(summ.to_json(), sessions=sessions.result())).decode()
 
 
 # -- Mermaid --------------------------------------------------------------------------------

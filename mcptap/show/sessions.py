@@ -22,20 +22,20 @@ else the per-request one (authoritative in 2026-07-28), else one a record was
 annotated with (``rev``), else the one the client asked for.
 
 A request the tap refused itself and never forwarded (its exchange's ``end``
-``how``: ``host_rejected``, ``request_rejected``, ``auth_not_fronted``: a DNS
-rebinding page, a malformed request) is nobody's session: what it claimed is dropped.
+``how`` is one of ``records.events.TAP_REFUSED``: a DNS rebinding page, a malformed
+request) is nobody's session: what it claimed is dropped.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mcptap.records.events import TAP_REFUSED
+
 #: sessions described at most (a capture of many short sessions: the first ones)
 LIMIT = 20
 #: candidates kept per slot while their exchange may still turn out refused
 _PENDING = 4
-#: ``end.how`` of an exchange the tap answered itself without forwarding it
-REFUSED = frozenset({"host_rejected", "request_rejected", "auth_not_fronted"})
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -83,7 +83,7 @@ class Sessions:
         """Take one record (any type; the ones that say nothing are ignored)."""
         typ = rec.get("type")
         if typ == "http":
-            if rec.get("event") == "end" and rec.get("how") in REFUSED and rec.get("exchange") in self._exchanges:
+            if rec.get("event") == "end" and rec.get("how") in TAP_REFUSED and rec.get("exchange") in self._exchanges:
                 self._refused(rec.get("exchange"))
             return
         if typ != "message" or not isinstance(rec.get("json"), dict):

@@ -68,3 +68,23 @@ async def test_stateful_initialize_session_ignores_the_refused_request(tmp_path:
     assert s["revision"] == s["server"]["protocolVersion"] != "2024-11-05" and s["via"] == "initialize"
     for h in _headers(cap, tmp_path):
         assert "rebinding-page" not in h and "?" not in h, h
+
+
+@pytest.mark.parametrize(("mode", "args"), [("legacy", ()), ("auto", ("--stateless", "--json"))])
+async def test_show_json_gives_the_reports_session_identities(tmp_path: Path, mode: str, args: tuple[str, ...]) -> None:
+    """``show --format json``: its summary's ``sessions`` is what the report's session headers
+    show, whatever the filter (the identity comes from initialize / server/discover, which a filter
+    may hide); the records' ``session`` keys name them."""
+    import orjson
+
+    cap = await _session(tmp_path, mode, *args)
+    want = _sessions(cap)
+    for flt in ([], ["-f", "~m tools/list"]):
+        res = run("show", str(cap), "--format", "json", *flt)
+        assert res.exit_code == 0, res.output
+        lines = [orjson.loads(x) for x in res.output.splitlines()]
+        summary = lines[-1]
+        assert summary["type"] == "summary" and summary["sessions"] == want
+        keys = {r.get("session") for r in lines if r.get("type") == "message" and r.get("method") == "tools/list"}
+        assert keys == {s["session"] for s in want}
+        assert "rebinding-page" not in orjson.dumps(summary["sessions"]).decode()

@@ -141,7 +141,7 @@ class ConnRelay(ConnEnds):
             # never forwarded: the upstream could frame it differently from the tap (smuggling)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                       ev.http_version.decode("latin-1"), raw, False, False))
-            self._refuse(ex, 400, b"Bad Request", problem, "request_rejected", out)
+            self._tap_refuses(ex, "request_rejected", problem, out)
             return
         allowed = self.relay.allowed_hosts
         if allowed is not None and host_name(ex.host_in) not in allowed:
@@ -150,8 +150,7 @@ class ConnRelay(ConnEnds):
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                       ev.http_version.decode("latin-1"), raw, False, False))
             named = f"Host {ex.host_in!r} is not a loopback name" if ex.host_in is not None else "no Host field (HTTP/1.0)"
-            self._refuse(ex, 403, b"Forbidden", f"{named}; refused (DNS rebinding "
-                         "protection; --allow-remote lifts it)", "host_rejected", out)
+            self._tap_refuses(ex, "host_rejected", f"{named}; refused (DNS rebinding protection; --allow-remote lifts it)", out)
             return
         upstream, origin, kind = self.relay.upstream, 0, ""
         target = origin_form(ev.target)     # the upstream sees one authority: the Host the tap sets
@@ -169,7 +168,7 @@ class ConnRelay(ConnEnds):
                                           ev.http_version.decode("latin-1"), raw, False, False, oauth.AS))
                 if x.notes:
                     out.append(AuthRewritten(ex.id, self.id, "upstream", "", "", x.notes))
-                self._refuse(ex, 404, b"Not Found", refused, "auth_not_fronted", out)
+                self._tap_refuses(ex, "auth_not_fronted", refused, out)
                 return
         authority = upstream.authority
         up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)

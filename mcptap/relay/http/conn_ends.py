@@ -14,8 +14,18 @@ from typing import Any
 import h11
 
 from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
+from mcptap.records.events import TAP_REFUSALS
 from mcptap.relay.http import auth as oauth
-from mcptap.relay.http.events import CloseClient, CloseUpstream, ConnClosed, EndpointRewritten, ResponseEnded, SendClient, Upstream
+from mcptap.relay.http.events import (
+    CloseClient,
+    CloseUpstream,
+    ConnClosed,
+    EndpointRewritten,
+    RequestStarted,
+    ResponseEnded,
+    SendClient,
+    Upstream,
+)
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, RelaySettings, tap_response
 
 
@@ -92,6 +102,17 @@ class ConnEnds:
 
     def _bad_gateway(self, ex: ExchangeState, detail: str, how: str, out: list[Any]) -> None:
         self._refuse(ex, 502, b"Bad Gateway", detail, how, out)
+
+    def _tap_refuses(self, ex: ExchangeState, how: str, detail: str, out: list[Any]) -> None:
+        """Refuse the exchange without forwarding it: ``how`` is a key of
+        ``records.events.TAP_REFUSALS`` (its status and reason; a new refusal is added
+        there, so every reader of captures knows the request never reached the server)."""
+        status, reason = TAP_REFUSALS[how]
+        for ev in reversed(out):        # its head, just appended: the observer learns of the refusal before the body
+            if type(ev) is RequestStarted and ev.exchange == ex.id:
+                ev.refused = how
+                break
+        self._refuse(ex, status, reason.encode("ascii"), detail, how, out)
 
     def _refuse(self, ex: ExchangeState, status: int, reason: bytes, detail: str, how: str, out: list[Any]) -> None:
         """Answer the exchange from the tap itself (502 upstream failure, 403

@@ -156,7 +156,10 @@ class RequestStarted:
     """A request head from the client. ``headers``: as received (raw case);
     ``host_rewritten``: the Host value sent upstream differs; ``auth``: "" for
     MCP traffic, else the OAuth exchange kind (``relay/http/auth.py``: "prm",
-    "as_meta", "as") — such exchanges are recorded as HTTP, never as JSON-RPC."""
+    "as_meta", "as") — such exchanges are recorded as HTTP, never as JSON-RPC;
+    ``refused``: "" for a request the tap forwards, else the ``how`` of the tap's
+    own refusal (``records.events.TAP_REFUSALS``), decided on this head: the
+    request never reaches the server."""
     exchange: int
     conn: int
     method: str
@@ -166,6 +169,7 @@ class RequestStarted:
     reused: bool
     host_rewritten: bool
     auth: str = ""
+    refused: str = ""
 
 
 @dataclass(slots=True)
@@ -233,7 +237,9 @@ class ResponseEnded:
     or during the response), "upstream_failed" (connect/TLS/IO error: the client
     got a 502 if nothing was sent yet), "bad_response" (unparseable upstream
     response: 502), "client_closed" (the client went away first), "tap_stopped",
-    "host_rejected" (403), "request_rejected" (400), "client_timeout" (408).
+    "client_timeout" (408), or a refusal of the tap's own, which never forwarded the
+    request: a key of ``records.events.TAP_REFUSALS`` ("host_rejected" 403,
+    "request_rejected" 400, "auth_not_fronted" 404).
     ``detail``: one line; ``reused``: the upstream connection had served an
     earlier exchange; ``sent_502``: the tap answered instead of the upstream."""
     exchange: int

@@ -157,6 +157,8 @@ class HttpObserver(GapObserver):
             d["session_assigned"] = e.assigned
         if e.from_response:
             d["session_from_response"] = True     # an initialize sent without a session id: its answer named the session
+        if e.refused:
+            d["refused"] = e.refused              # never reached the server: no part in its session's lifecycle
         d.update(extra)
         return d
 
@@ -180,6 +182,8 @@ class HttpObserver(GapObserver):
             fields["reused_connection"] = True
         if it.host_rewritten:
             fields["host_rewritten"] = True
+        if it.refused:
+            e.refused = fields["refused"] = it.refused
         self.rec.http(findings=fs, **fields)
 
     def _request_ended(self, it: r.RequestEnded) -> None:

@@ -59,6 +59,7 @@ class ObservedExchange:
     req_ended: bool = False          # RequestEnded came: the client sent the whole request
     deferred: tuple[bytes, Any, list[Finding]] | None = None
     from_response: bool = False      # an initialize sent without Mcp-Session-Id, its session the answer's
+    refused: str = ""                # the tap refused it on its head (RequestStarted.refused): it never reached the server
     mode: str = "none"               # json | sse | other
     decoder: Any = None
     undecodable: bool = False
