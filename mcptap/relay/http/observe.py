@@ -227,9 +227,13 @@ class HttpObserver(GapObserver):
         """A POST body mcptap could not decode: kept as relayed (a ``request_body`` record with
         ``content_encoding`` and ``undecoded``), judged without its JSON-RPC content."""
         facts = e.facts
+        enc = (header(facts.req_headers, "content-encoding") or "").strip().lower()
+        if not facts.legacy and not self._mcp_path(e.target):
+            e.plain = True      # off the MCP endpoint, content unknown: HTTP, as a body that is not JSON-RPC (no MCP rule)
+            self._plain_body(e, raw, undecoded=enc, why=why)
+            return
         facts.revision = self._revision(facts.session)
-        fs = self.judge.request_undecoded(e.id, facts, why)
-        self._plain_body(e, raw, undecoded=(header(facts.req_headers, "content-encoding") or "").strip().lower(), why=why, fs=fs)
+        self._plain_body(e, raw, undecoded=enc, why=why, fs=self.judge.request_undecoded(e.id, facts, why))
 
     def _plain_body(self, e: ObservedExchange, body: bytes, gap: bool = False, undecoded: str | None = None, why: str = "",
                     fs: list[Finding] | None = None) -> None:
@@ -240,6 +244,8 @@ class HttpObserver(GapObserver):
         encode_bytes(body if self.record_secrets or undecoded is not None else scrub_body(body, e.facts.req_headers), "body", fields)
         if gap:
             fields["gap"] = True
+        if e.plain:
+            fields["plain"] = True      # HTTP, not MCP: check --full judges its exchange so too
         self.rec.http(findings=fs or [], **fields)
 
     def _mcp_path(self, target: str) -> bool:
