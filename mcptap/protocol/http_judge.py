@@ -166,6 +166,10 @@ class HttpJudge:
                 ann.transport_answered(p)
             pend = []
         if e.undecoded is not None:
+            # the answers still owed may be in the bytes mcptap could not read, also when the tap stopped: on
+            # HTTP+SSE those of the session's POSTs (answered on this stream), else this exchange's
+            pend = [p for p in ann.pending() if p.direction is C2S and (
+                p.session == facts.session if facts.legacy and facts.method == "GET" and facts.session is not None else p.exchange == ex_id)]
             fs += undecoded_findings(facts, e.undecoded, pend)
             for p in pend:
                 ann.transport_answered(p)   # answered, or not, in bytes mcptap could not read: not the server's silence
