@@ -20,6 +20,7 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol.codes import finding
+from mcptap.protocol.content_coding import undecoded_code
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
@@ -88,9 +89,9 @@ def undecoded_findings(facts: Exchange, why: str, pend: list[Any]) -> list[Findi
     requests ``pend`` whose answers may be in it (not judged unanswered)."""
     out: list[Finding] = []
     enc = (header(facts.resp_headers or [], "content-encoding") or "").strip().lower()
-    if enc in DECODABLE:
-        out.append(finding("http.content_decoding_failed", f"{why}: the body is stored as relayed, not analysed "
-                           "(a client decoding it as labelled fails too)", {"content_encoding": enc}))
+    code, kept = undecoded_code(why, enc, enc in DECODABLE)
+    if code is not None:
+        out.append(finding(code, f"{why}: {kept}", {"content_encoding": enc}))
     if pend:
         ids = ", ".join(f"#{p.seq} ({p.method}, id {show_id(p.id)})" for p in pend)
         out.append(finding("http.answer_undecoded", f"request {ids} was answered in a body mcptap could not decode "
@@ -131,9 +132,10 @@ class HttpJudge:
         self.annotator.unread.add(ex_id)
         fs = self.request(ex_id, facts)
         enc = (header(facts.req_headers, "content-encoding") or "").strip().lower()
-        if enc in DECODABLE:
-            fs.append(finding("http.content_decoding_failed", f"request: {why}: the body is stored as relayed, not analysed "
-                              "(a server decoding it as labelled fails too)", {"content_encoding": enc}))
+        code, _ = undecoded_code(why, enc, enc in DECODABLE)
+        if code is not None:     # a request body is kept whole, not analysed
+            fs.append(finding(code, f"request: {why}: the body is stored as relayed, not analysed "
+                              "(a server decoding it as labelled may fail too)", {"content_encoding": enc}))
         return fs
 
     def response(self, ex_id: int, facts: Exchange, req_session: Any) -> tuple[list[Finding], str | None]:
