@@ -35,6 +35,7 @@ from mcptap.protocol.http_rules import (
     response_findings,
 )
 from mcptap.protocol.jsonrpc import classify, show_id
+from mcptap.protocol.pairing import BoundedMap
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
 
@@ -112,12 +113,15 @@ class HttpJudge:
         self.endpoint = endpoint or None
         self.rules = HttpRules()
         self.book = SessionBook()
+        #: exchanges judged at their request and not ended yet (bounded: a damaged capture's never end)
+        self._open = BoundedMap(1 << 16)
 
     def _get_rules_apply(self, facts: Exchange) -> bool:
         """GET-stream rules concern the MCP endpoint only, not /healthz or /."""
         return facts.method != "GET" or self.book.is_mcp_path(facts.target, self.endpoint)
 
     def request(self, ex_id: int, facts: Exchange) -> list[Finding]:
+        self._open.add(ex_id, True)
         fs = request_findings(facts) + self.rules.on_request(ex_id, facts) + self.book.on_request(facts)
         if not self._get_rules_apply(facts):
             fs = [f for f in fs if not f.code.startswith("http.get_")]
@@ -168,10 +172,8 @@ class HttpJudge:
                 ann.transport_answered(p)
             pend = []
         if e.undecoded is not None:
-            # the answers still owed may be in the bytes mcptap could not read, also when the tap stopped: on
-            # HTTP+SSE those of the session's POSTs (answered on this stream), else this exchange's
-            pend = [p for p in ann.pending() if p.direction is C2S and (
-                p.session == facts.session if facts.legacy and facts.method == "GET" and facts.session is not None else p.exchange == ex_id)]
+            # the answers still owed may be in the bytes mcptap could not read, also when the tap stopped
+            pend = [p for p in ann.pending() if p.direction is C2S and (p.exchange == ex_id or self._may_answer(facts, e, p))]
             fs += undecoded_findings(facts, e.undecoded, pend)
             for p in pend:
                 ann.transport_answered(p)   # answered, or not, in bytes mcptap could not read: not the server's silence
@@ -198,8 +200,22 @@ class HttpJudge:
                             pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
         fs += [f for f in ends if f.code not in BODY_SIZE_CODES] if e.gap else ends
         self.rules.on_end(ex_id, facts)
+        self._open.d.pop(ex_id, None)
         ann.exchange_ended(ex_id)
         return fs
+
+    def _may_answer(self, facts: Exchange, e: End, p: Any) -> bool:
+        """Whether GET event stream ``facts`` may carry the answer to request
+        ``p`` of another exchange: one of its session's, on HTTP+SSE every one
+        (answers travel there; the session's POSTs are answered 202), else one
+        whose own exchange ended without its answer (a Streamable HTTP server
+        may answer on a resumed stream, 2025-11-25; an HTTP+SSE stream
+        unreadable from its first byte hid its ``endpoint`` event, so neither
+        it nor the POSTs have a session: theirs are scoped to their exchange)."""
+        if facts.method != "GET" or not e.sse or p.reported:
+            return False
+        mine = p.session == facts.session or (facts.session is None and type(p.session) is tuple and p.session[0] == "exchange")
+        return mine and (facts.legacy or p.exchange not in self._open.d)
 
     def _client_gone(self, ex_id: int, facts: Exchange, pend: list[Any], e: End) -> list[Finding]:
         """The client closed an exchange (carrying requests ``pend``).

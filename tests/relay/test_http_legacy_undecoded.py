@@ -75,3 +75,33 @@ def test_streamable_http_a_stream_that_stops_decoding_when_the_tap_stops_excuses
     for reuse in (True, False):
         groups = set(check_capture(str(tmp_path / "c.jsonl"), reuse=reuse).groups)
         assert "http.answer_undecoded" in groups and "jsonrpc.unanswered_request" not in groups, (reuse, sorted(groups))
+
+
+@pytest.mark.parametrize("coding", ["br", None])
+def test_a_legacy_stream_unreadable_from_its_first_byte_excuses_the_posts_too(tmp_path: Path, coding: str | None) -> None:
+    """A ``br`` stream hides even the ``endpoint`` event: the tap cannot tell the
+    POSTs are HTTP+SSE ones (no session on either side); their exchanges ended
+    with 202, so their answers can only have come on the stream it could not
+    read. Near miss (``None``: the same stream readable, the answer never sent):
+    unanswered, as before."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    tap.client(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nAccept: text/event-stream\r\n\r\n")
+    enc = b"Content-Encoding: br\r\n" if coding else b""
+    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n%sTransfer-Encoding: chunked\r\n\r\n" % enc)
+    first = b"\x8b" * 16 if coding else f"event: endpoint\ndata: /messages/?session_id={SID}\n\n".encode()
+    tap.upstream(b"%x\r\n%s\r\n" % (len(first), first))
+    stream = (tap.cid, tap.gen)
+    tap.cid = None
+    tap.client(post(f"/messages/?session_id={SID}".encode(), INIT))
+    tap.upstream(response(202, [], b"Accepted"))
+    tap.cid, tap.gen = stream
+    rest = b"\x8b" * 16 if coding else b": keep-alive\n\n"
+    tap.upstream(b"%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+    recs = tap.records()
+    for reuse in (True, False):
+        groups = set(check_capture(str(tmp_path / "c.jsonl"), reuse=reuse).groups)
+        if coding:
+            assert "http.answer_undecoded" in groups and "jsonrpc.unanswered_request" not in groups, (reuse, sorted(groups))
+        else:
+            assert "jsonrpc.unanswered_request" in groups and "http.answer_undecoded" not in groups, (reuse, sorted(groups))
+    assert ("http.answer_undecoded" in _codes(recs)) is bool(coding)
