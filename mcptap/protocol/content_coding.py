@@ -6,7 +6,9 @@
 returns the decoded bytes; ``flush()`` those still held at the body's end;
 ``eof``: the coded data ended (the last member finished, no byte after it
 pending). ``limit``: decoded bytes at most (None: no bound), checked without ever
-holding more than ``limit + 1`` decoded bytes of one call.
+holding more than ``limit + 1`` decoded bytes of one call; ``call_limit``: the
+same for the output of one ``decompress`` call (an event stream, unbounded in
+length, whose one chunk must not inflate a thousandfold into memory).
 
 Both raise ``DecodeError`` (``why``: one line; ``at``: the body offset, as
 relayed, of the first byte not decoded; ``rest``: the bytes from ``at`` the call
@@ -52,10 +54,10 @@ def _new(enc: str) -> Any:
 class BodyDecoder:
     """One body's incremental decoder (see module doc)."""
 
-    __slots__ = ("enc", "limit", "fed", "out", "members", "_d", "_held", "_held_at")
+    __slots__ = ("enc", "limit", "call_limit", "fed", "out", "members", "_d", "_held", "_held_at")
 
-    def __init__(self, enc: str, limit: int | None = None) -> None:
-        self.enc, self.limit = enc, limit
+    def __init__(self, enc: str, limit: int | None = None, call_limit: int | None = None) -> None:
+        self.enc, self.limit, self.call_limit = enc, limit, call_limit
         self.fed = 0            # body bytes given so far
         self.out = 0            # bytes decoded so far
         self.members = 1
@@ -79,6 +81,7 @@ class BodyDecoder:
         if self._held:
             data, pos, self._held = self._held + data, self._held_at, b""
         out: list[bytes] = []
+        got = 0
         while data:
             if self._d.eof:
                 if self.enc == "deflate" or not _GZIP_MAGIC.startswith(data[:3]):
@@ -88,14 +91,19 @@ class BodyDecoder:
                     break
                 self._d = _new(self.enc)
                 self.members += 1
-            room = -1 if self.limit is None else self.limit - self.out
+            rooms = [n for n in (None if self.limit is None else self.limit - self.out,
+                                 None if self.call_limit is None else self.call_limit - got) if n is not None]
             try:
-                piece = self._d.decompress(data, room + 1) if room >= 0 else self._d.decompress(data)
+                piece = self._d.decompress(data, min(rooms) + 1) if rooms else self._d.decompress(data)
             except zlib.error as exc:
                 raise DecodeError(f"the {self.enc} body does not decode ({exc})", start, orig) from None
             self.out += len(piece)
+            got += len(piece)
             if self.limit is not None and self.out > self.limit:
                 raise DecodeError(f"the {self.enc} body {TOO_LARGE} {self.limit} bytes, what mcptap holds of a body", start, orig)
+            if self.call_limit is not None and got > self.call_limit:
+                raise DecodeError(f"a piece of the {self.enc} body (from body byte {start}) {TOO_LARGE} {self.call_limit} "
+                                  "bytes, what mcptap holds at once", start, orig)
             out.append(piece)
             if not self._d.eof:
                 break           # all of data consumed (the output stayed within the bound)
@@ -114,9 +122,9 @@ class BodyDecoder:
             raise DecodeError(f"the {self.enc} body does not decode ({exc})", self.fed, b"") from None
 
 
-def content_decoder(enc: str, limit: int | None = None) -> BodyDecoder | None:
+def content_decoder(enc: str, limit: int | None = None, call_limit: int | None = None) -> BodyDecoder | None:
     """A decoder for content coding ``enc`` (lower case), or None when mcptap does not decode it."""
-    return BodyDecoder(enc, limit) if enc in ("gzip", "x-gzip", "deflate") else None
+    return BodyDecoder(enc, limit, call_limit) if enc in ("gzip", "x-gzip", "deflate") else None
 
 
 def decode_whole(enc: str, data: bytes, limit: int | None = MAX_DECODED) -> tuple[bytes | None, str | None]:
@@ -142,8 +150,8 @@ def undecoded_code(why: str, enc: str, decodable: bool) -> tuple[str | None, str
     """(finding code, what became of the body) for a body kept undecoded for
     reason ``why`` under coding ``enc`` (``decodable``: one mcptap decodes)."""
     if TOO_LARGE in why:
-        return "http.content_too_large_to_decode", ("it is stored as relayed, not analysed (a client "
-                                                    "that holds it whole may decode it)")
+        return "http.content_too_large_to_decode", ("it is stored as relayed from there, not analysed "
+                                                    "(a client may decode it: the limit is mcptap's)")
     if TRAILING in why:
         return "http.content_decoding_failed", ("those bytes are stored as relayed, what came before them was analysed "
                                                 "(clients ignore such bytes or fail on them)")

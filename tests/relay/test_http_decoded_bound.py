@@ -83,3 +83,27 @@ def test_a_body_larger_compressed_than_the_raw_keep_still_decodes(tmp_path: Path
     assert [len(r["json"]["result"]["x"]) for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [64 << 10]
     assert not [r for r in recs if r.get("event") == "response_body" or "undecoded" in r]
     assert not {"http.content_decoding_failed", "http.answer_undecoded"} & _codes(recs)
+
+
+def test_an_event_stream_chunk_decoding_past_the_bound_stops_decoding_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event stream has no length bound, but one of its chunks decoding to more
+    than the bound at once (a bomb in an SSE stream) is not decoded into memory:
+    the events before it are analysed, the bytes from that chunk on kept as relayed."""
+    import zlib
+
+    monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
+    event = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n'
+    z = zlib.compressobj(wbits=31)
+    first = z.compress(event) + z.flush(zlib.Z_SYNC_FLUSH)
+    bomb = z.compress(b": " + b"a" * (3 << 20) + b"\n\n") + z.flush()
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    tap.client(post(b"/mcp", LIST))
+    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for piece in (first, bomb):
+        tap.upstream(b"%x\r\n%s\r\n" % (len(piece), piece))
+    tap.upstream(b"0\r\n\r\n")
+    recs = tap.records()
+    assert [r["json"]["method"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == ["notifications/message"]
+    kept = [r for r in recs if r.get("event") == "response_body"]
+    assert len(kept) == 1 and decode_bytes(kept[0], "body") == bomb and kept[0]["offset"] == len(first), kept
+    assert {"http.content_too_large_to_decode", "http.answer_undecoded"} <= _codes(recs)

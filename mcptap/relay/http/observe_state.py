@@ -117,8 +117,10 @@ class ObservedExchange:
         enc = (header(resp_headers, "content-encoding") or "").strip().lower()
         if enc and enc != "identity":
             self.coding = enc
-            # a JSON body is held whole: its decoded size is bounded (a gzip bomb stops there, flagged)
-            self.decoder = content_decoder(enc, MAX_DECODED if self._holds_body() else None)
+            # a JSON body is held whole: its decoded size is bounded (a gzip bomb stops there, flagged); a
+            # stream's length is not, what one chunk decodes to is
+            held = self._holds_body()
+            self.decoder = content_decoder(enc, MAX_DECODED if held else None, None if held else MAX_DECODED)
             if self.decoder is None:
                 self.undecodable = True
                 self.undecoded = f"Content-Encoding {enc} is not one mcptap decodes"
