@@ -10,7 +10,9 @@ ignored to the end, in every command, as does any signal started ignored
 (``nohup``'s SIGHUP): ``transport/signal_latch.handled``. Before that there is only the interpreter's start-up
 (``site``, ``runpy``; short, unless .pth files import much: an editable
 install's finder takes ~30 ms) and the load of this file, which imports nothing
-of mcptap's for that reason.
+of mcptap's for that reason. A SIGTERM from the first line of ``run`` is held
+until the command takes it (``mcptap/early_signals.py``): ``record`` stops as for a
+later one, the other commands end as by default once click has chosen them.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def run() -> None:
     handling = _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
     if handling:
         _signal.signal(_signal.SIGINT, _at_once)
+    from mcptap import early_signals  # (only _signal and os: SIGINT is covered already)
+    early_signals.hold()                 # a SIGTERM before the command can take it: held for it
     try:
         try:
             from mcptap.cli import interrupt
@@ -75,6 +79,7 @@ def run() -> None:
         finally:
             if handling and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
                 _signal.signal(_signal.SIGINT, _at_once)   # shutting down: nothing of ours left to finish
+            early_signals.release()     # one held by a command that never took it (a usage error) ends us as it would have
     except KeyboardInterrupt:
         # between main's own handlers (it reports Ctrl-C itself while a command runs)
         from mcptap.cli import interrupt

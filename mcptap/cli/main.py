@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from mcptap import __version__
+from mcptap import __version__, early_signals
 from mcptap.cli.errors import say, usage_line
 from mcptap.cli.interrupt import EXIT_INTERRUPTED, ending_at_once, interrupted_line
 from mcptap.escape import escape_controls
@@ -64,6 +64,12 @@ class _LazyGroup(click.Group):
         if cmd_name not in self._commands and cmd_name in COMMAND_MODULES:
             _load_command(self, cmd_name)
         return self._commands.get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if name != "record":
+            early_signals.release()     # record's SignalLatch takes a SIGTERM held since start; other commands end by it
+        return name, cmd, rest
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         self._commands[name or cmd.name or ""] = cmd

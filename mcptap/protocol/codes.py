@@ -232,7 +232,9 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.legacy_post_not_found", WARN, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
     ("http.content_encoding", INFO, "compressed body (decoded for analysis when it decodes)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
-    ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished or not encoded): "
+    ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished, not encoded, "
+     "or bytes after the end of its compressed data): those bytes stored raw, not analysed", "RFC 9110 §8.4, RFC 1952"),
+    ("http.content_too_large_to_decode", WARN, "compressed body that decodes to more than mcptap holds of a body (128 MiB): "
      "stored raw, not analysed", "RFC 9110 §8.4"),
     ("http.unread_request_answered", INFO, "a response matching no request in the capture, in an exchange whose request body mcptap "
      "could not decode (not judged unmatched)", "RFC 9110 §8.4"),

@@ -20,6 +20,7 @@ from typing import Any
 
 from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol.codes import finding
+from mcptap.protocol.content_coding import undecoded_code
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_rules import (
@@ -34,6 +35,7 @@ from mcptap.protocol.http_rules import (
     response_findings,
 )
 from mcptap.protocol.jsonrpc import classify, show_id
+from mcptap.protocol.pairing import BoundedMap
 from mcptap.protocol.rules import is_modern
 from mcptap.protocol.session_book import SessionBook
 from mcptap.records.events import TAP_REFUSED
@@ -89,9 +91,9 @@ def undecoded_findings(facts: Exchange, why: str, pend: list[Any]) -> list[Findi
     requests ``pend`` whose answers may be in it (not judged unanswered)."""
     out: list[Finding] = []
     enc = (header(facts.resp_headers or [], "content-encoding") or "").strip().lower()
-    if enc in DECODABLE:
-        out.append(finding("http.content_decoding_failed", f"{why}: the body is stored as relayed, not analysed "
-                           "(a client decoding it as labelled fails too)", {"content_encoding": enc}))
+    code, kept = undecoded_code(why, enc, enc in DECODABLE)
+    if code is not None:
+        out.append(finding(code, f"{why}: {kept}", {"content_encoding": enc}))
     if pend:
         ids = ", ".join(f"#{p.seq} ({p.method}, id {show_id(p.id)})" for p in pend)
         out.append(finding("http.answer_undecoded", f"request {ids} was answered in a body mcptap could not decode "
@@ -112,12 +114,15 @@ class HttpJudge:
         self.endpoint = endpoint or None
         self.rules = HttpRules()
         self.book = SessionBook()
+        #: exchanges judged at their request and not ended yet (bounded: a damaged capture's never end)
+        self._open = BoundedMap(1 << 16)
 
     def _get_rules_apply(self, facts: Exchange) -> bool:
         """GET-stream rules concern the MCP endpoint only, not /healthz or /."""
         return facts.method != "GET" or self.book.is_mcp_path(facts.target, self.endpoint)
 
     def request(self, ex_id: int, facts: Exchange) -> list[Finding]:
+        self._open.add(ex_id, True)
         fs = request_findings(facts) + self.rules.on_request(ex_id, facts) + self.book.on_request(facts)
         if not self._get_rules_apply(facts):
             fs = [f for f in fs if not f.code.startswith("http.get_")]
@@ -132,9 +137,10 @@ class HttpJudge:
         self.annotator.unread.add(ex_id)
         fs = self.request(ex_id, facts)
         enc = (header(facts.req_headers, "content-encoding") or "").strip().lower()
-        if enc in DECODABLE:
-            fs.append(finding("http.content_decoding_failed", f"request: {why}: the body is stored as relayed, not analysed "
-                              "(a server decoding it as labelled fails too)", {"content_encoding": enc}))
+        code, _ = undecoded_code(why, enc, enc in DECODABLE)
+        if code is not None:     # a request body is kept whole, not analysed
+            fs.append(finding(code, f"request: {why}: the body is stored as relayed, not analysed "
+                              "(a server decoding it as labelled may fail too)", {"content_encoding": enc}))
         return fs
 
     def response(self, ex_id: int, facts: Exchange, req_session: Any) -> tuple[list[Finding], str | None]:
@@ -167,6 +173,8 @@ class HttpJudge:
                 ann.transport_answered(p)
             pend = []
         if e.undecoded is not None:
+            # the answers still owed may be in the bytes mcptap could not read, also when the tap stopped
+            pend = [p for p in ann.pending() if p.direction is C2S and (p.exchange == ex_id or self._may_answer(facts, e, p))]
             fs += undecoded_findings(facts, e.undecoded, pend)
             for p in pend:
                 ann.transport_answered(p)   # answered, or not, in bytes mcptap could not read: not the server's silence
@@ -193,8 +201,22 @@ class HttpJudge:
                             pending=[(p.seq, p.id, is_modern(p.revision)) for p in pend])
         fs += [f for f in ends if f.code not in BODY_SIZE_CODES] if e.gap else ends
         self.rules.on_end(ex_id, facts)
+        self._open.d.pop(ex_id, None)
         ann.exchange_ended(ex_id)
         return fs
+
+    def _may_answer(self, facts: Exchange, e: End, p: Any) -> bool:
+        """Whether GET event stream ``facts`` may carry the answer to request
+        ``p`` of another exchange: one of its session's, on HTTP+SSE every one
+        (answers travel there; the session's POSTs are answered 202), else one
+        whose own exchange ended without its answer (a Streamable HTTP server
+        may answer on a resumed stream, 2025-11-25; an HTTP+SSE stream
+        unreadable from its first byte hid its ``endpoint`` event, so neither
+        it nor the POSTs have a session: theirs are scoped to their exchange)."""
+        if facts.method != "GET" or not e.sse or p.reported:
+            return False
+        mine = p.session == facts.session or (facts.session is None and type(p.session) is tuple and p.session[0] == "exchange")
+        return mine and (facts.legacy or p.exchange not in self._open.d)
 
     def _client_gone(self, ex_id: int, facts: Exchange, pend: list[Any], e: End) -> list[Finding]:
         """The client closed an exchange (carrying requests ``pend``).

@@ -54,6 +54,7 @@ class _Ex:
     ids: list[str] = field(default_factory=list)
     cr_seen: bool = False       # sse.crlf is raised once per stream, as the live observer does
     location_sent: str | None = None    # the Location the tap gave the client (an auth_rewrite record, what "location")
+    plain: bool = False         # a POST off the MCP endpoint recorded as HTTP (request_body ``plain``): no MCP rule judges it
 
 
 def _headers(h: Any) -> list[tuple[bytes, bytes]]:
@@ -116,6 +117,8 @@ class HttpReplay:
                 x.response_started = True
                 x.sse = media_type(header(f.resp_headers, "content-type"))[0] == "text/event-stream"
                 fs, _ = self.judge.response(exid, f, x.req_session)
+                if x.plain:
+                    fs = []     # not an MCP exchange, as live (relay/http/observe.py)
         elif ev == "sse":
             sse = rec.get("sse")
             info: dict[str, Any] = sse if isinstance(sse, dict) else {}
@@ -141,6 +144,10 @@ class HttpReplay:
                         x.location_sent, rec.get("response_cut") is True, rec.get("gap") is True,
                         rec["undecoded"] if isinstance(rec.get("undecoded"), str) else None)
                 fs = self.judge.end(exid, x.facts, e)
+        elif ev == "request_body" and rec.get("plain") is True:
+            x = self._ex.get(exid)
+            if x is not None:
+                x.plain = True
         elif ev == "request_body" and isinstance(rec.get("undecoded"), str):
             x = self._ex.get(exid)
             if x is not None and x.facts.method == "POST":     # a POST body mcptap could not decode: judged as live

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from mcptap import early_signals
+
 #: the signals a host (or a terminal) sends to stop a server: forwarded to its process
 #: group, and a repeated one escalates (transport/stdio_signals.py)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -86,10 +88,16 @@ class SignalLatch:
         self.got.append(signum)
 
     def install(self) -> SignalLatch:
-        """Catch the ``handled`` ones of ``signals`` (``self.signals`` then names those)."""
+        """Catch the ``handled`` ones of ``signals`` (``self.signals`` then names those);
+        a SIGTERM held since mcptap started (``mcptap/early_signals.py``) is taken over
+        as if it came now, and the default action is what ``restore`` puts back."""
         self.signals = handled(self.signals)
         for s in self.signals:
-            self._old[s] = signal.signal(s, self._on_signal)
+            old = signal.signal(s, self._on_signal)
+            if early_signals.holding(old):
+                old = signal.SIG_DFL
+                self.got.extend(early_signals.adopt(s))
+            self._old[s] = old
         return self
 
     def restore(self) -> None:

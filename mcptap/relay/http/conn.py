@@ -174,7 +174,8 @@ class ConnRelay(ConnEnds):
         up_headers, rewritten = upstream_headers(raw, authority, self.relay.keep_host)
         mine = self.relay.upstream
         if origin == 0:     # --upstream's query and user info, sent as a reverse proxy does (recorded: the client's request)
-            mine.authorize(up_headers)
+            if ex.oauth is None or ex.oauth.kind == oauth.MCP:      # credentials for the MCP URL, not its OAuth server's
+                mine.authorize(up_headers, target)
             if ex.oauth is None:
                 target = mine.target(target)
             elif ex.oauth.kind == oauth.MCP:

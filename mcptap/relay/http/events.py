@@ -25,7 +25,9 @@ class Upstream:
     URL's path (informational: request targets keep the client's path);
     ``query``: the URL's query, added to each request's (``target``);
     ``basic``: the URL's user info as an ``Authorization`` value (``Basic …``,
-    b"" without), sent when the client sends none (never recorded, never in repr)."""
+    b"" without), sent when the client sends none on requests for the MCP
+    endpoint's resources, not on OAuth discovery or authorization-server ones
+    (never recorded, never in repr; docs/http-tap.md)."""
 
     scheme: str
     host: str
@@ -34,9 +36,14 @@ class Upstream:
     query: str = ""
     basic: bytes = field(default=b"", repr=False, compare=False)
 
-    def authorize(self, headers: Headers) -> None:
-        """Append ``basic`` to request ``headers`` unless they carry an Authorization of their own."""
-        if self.basic and not any(n.lower() == b"authorization" for n, _ in headers):
+    def authorize(self, headers: Headers, target: bytes) -> None:
+        """Append ``basic`` to request ``headers`` unless they carry an
+        Authorization of their own or origin-form ``target`` is a
+        ``/.well-known/`` document (RFC 8615: metadata about the origin, not the
+        resource the credentials were given for; OAuth discovery is
+        unauthenticated). The caller sends none to authorization-server exchanges."""
+        if self.basic and not target.startswith(b"/.well-known/") \
+                and not any(n.lower() == b"authorization" for n, _ in headers):
             headers.append((b"authorization", self.basic))
 
     def target(self, target: bytes) -> bytes:

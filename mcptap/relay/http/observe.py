@@ -18,7 +18,7 @@ logical client). An ``initialize`` POST without a session header is framed when
 its response head arrives, under the session id that response assigns, so the
 capture never needs a rename. Credentials in heads and targets are redacted by
 ``relay/http/credentials.py``; per-exchange state and body decoding live in
-``relay/http/observe_state.py``.
+``relay/http/observe_state.py``, request bodies in ``relay/http/observe_request.py``.
 
 ``rec`` needs: ``clock()``, ``forwarded(dir, bytes)``, ``frame(dir, raw,
 session=, transport=, extra=, value=, t_us=)``, ``record(type, findings=,
@@ -34,29 +34,26 @@ from mcptap.capture.format import encode_bytes
 from mcptap.model import UNPARSED, Direction, Finding
 from mcptap.protocol.codes import finding
 from mcptap.protocol.http_fields import header
-from mcptap.protocol.http_judge import End, HttpJudge, body_facts
+from mcptap.protocol.http_judge import End, HttpJudge
 from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.jsonparse import parse_json
-from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
-from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
+from mcptap.relay.http.credentials import headers_json
+from mcptap.relay.http.observe_auth import AuthObserver
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
-from mcptap.relay.http.observe_gap import GapObserver
-from mcptap.relay.http.observe_state import ObservedExchange, decode_whole
+from mcptap.relay.http.observe_request import RequestObserver
+from mcptap.relay.http.observe_state import ObservedExchange
 from mcptap.relay.http.sessions import SessionKeys
 
 C2S, S2C = Direction.C2S, Direction.S2C
-#: body kinds (http_judge.body_facts) of a POST body that carries no JSON-RPC message
-NOT_RPC = frozenset({"invalid", "non_json"})
 ACK_BODY_KEEP = 256
 #: 1xx responses recorded per exchange (then one with http.informational_flood; the rest are counted:
 #: an upstream sending 100 Continue forever must not grow the capture without bound)
 INFORMATIONAL_RECORDED = 20
 
 
-class HttpObserver(GapObserver):
+class HttpObserver(RequestObserver):
     """Turns the facts of one ``HttpRelay`` into capture records.
 
     ``upstream``: the relay's Upstream; ``listen_authority``: the tap's
@@ -142,26 +139,6 @@ class HttpObserver(GapObserver):
         """Headers for a record: str pairs, credentials redacted unless asked."""
         return headers_json(headers, self.record_secrets)
 
-    def _target(self, target: str) -> str:
-        return record_target(target, self.record_secrets)
-
-    def _revision(self, session: Any) -> str | None:
-        st = self.rec.annotator.sessions().get(session)
-        return st.revision if st is not None else None
-
-    def _transport(self, e: ObservedExchange, **extra: Any) -> dict[str, Any]:
-        d: dict[str, Any] = {"exchange": e.id, "conn": e.conn, "method": e.method, "path": self._target(e.target), "stream": e.stream}
-        if e.facts.status is not None:
-            d["status"] = e.facts.status
-        if e.assigned is not None:
-            d["session_assigned"] = e.assigned
-        if e.from_response:
-            d["session_from_response"] = True     # an initialize sent without a session id: its answer named the session
-        if e.refused:
-            d["refused"] = e.refused              # never reached the server: no part in its session's lifecycle
-        d.update(extra)
-        return d
-
     # -- requests --------------------------------------------------------------------------
     def _request_started(self, it: r.RequestStarted) -> None:
         h = it.headers
@@ -195,62 +172,6 @@ class HttpObserver(GapObserver):
         self._request_body(e)
         if e.held_end is not None:
             self._finish(e, e.held_end)
-
-    def _request_body(self, e: ObservedExchange) -> None:
-        if e.req_gap and e.body:
-            self._plain_body(e, e.body.take(), gap=True)     # its part is no message: a hole may be in it
-        if e.method != "POST" and e.body:
-            # not a JSON-RPC message, but forwarded: the capture keeps its bytes too
-            self._plain_body(e, e.body.take())
-        if e.method != "POST" or not e.body:
-            return
-        raw = e.body.take()
-        body, why = decode_whole((header(e.facts.req_headers, "content-encoding") or "").strip().lower(), raw)
-        if body is None:
-            self._undecoded_request(e, raw, why or "")
-            return
-        value, _, odd = parse_message(body)
-        facts = e.facts
-        facts.body_kinds, facts.methods, facts.meta_version = body_facts(value)
-        if not odd and not facts.legacy and not self._mcp_path(e.target) and all(k in NOT_RPC for k in facts.body_kinds):
-            # a POST off the MCP endpoint that is not JSON-RPC (a form, a registration, a webhook): HTTP, never judged as JSON-RPC
-            e.plain = True
-            facts.body_kinds = facts.methods = ()
-            self._plain_body(e, body)
-            return
-        if odd:
-            value = UNPARSED     # the recorder parses it again and flags it (jsonrpc.non_finite_number, jsonrpc.lone_surrogate)
-        facts.revision = self._revision(facts.session)
-        fs = self.judge.request(e.id, facts)
-        if facts.is_initialize and facts.session is None and not facts.legacy:
-            e.deferred = (body, value, fs)
-            return
-        self._frame_c2s(e, body, value, fs, e.req_end_t)
-
-    def _undecoded_request(self, e: ObservedExchange, raw: bytes, why: str) -> None:
-        """A POST body mcptap could not decode: kept as relayed (a ``request_body`` record with
-        ``content_encoding`` and ``undecoded``), judged without its JSON-RPC content."""
-        facts = e.facts
-        facts.revision = self._revision(facts.session)
-        fs = self.judge.request_undecoded(e.id, facts, why)
-        self._plain_body(e, raw, undecoded=(header(facts.req_headers, "content-encoding") or "").strip().lower(), why=why, fs=fs)
-
-    def _plain_body(self, e: ObservedExchange, body: bytes, gap: bool = False, undecoded: str | None = None, why: str = "",
-                    fs: list[Finding] | None = None) -> None:
-        fields: dict[str, Any] = {"event": "request_body", "exchange": e.id, "conn": e.conn}
-        if undecoded is not None:
-            fields["content_encoding"], fields["undecoded"] = undecoded, why
-        # a POST body mcptap could not decode is a message's bytes, stored as sent like messages (docs/redaction.md)
-        encode_bytes(body if self.record_secrets or undecoded is not None else scrub_body(body, e.facts.req_headers), "body", fields)
-        if gap:
-            fields["gap"] = True
-        self.rec.http(findings=fs or [], **fields)
-
-    def _mcp_path(self, target: str) -> bool:
-        return target.partition("?")[0].rstrip("/") == self.upstream.path.rstrip("/")
-
-    def _frame_c2s(self, e: ObservedExchange, body: bytes, value: Any, fs: list[Finding], t: int) -> None:
-        self.rec.frame(C2S, body, session=e.session, transport=self._transport(e), extra=fs, value=value, t_us=t)
 
     def _release_deferred(self, e: ObservedExchange, session: Any) -> None:
         if e.deferred is not None:

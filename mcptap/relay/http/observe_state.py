@@ -9,17 +9,20 @@ body state chosen by ``start_body``:
 * ``mode``: ``"sse"`` (``text/event-stream``: an ``SSEParser`` reads events as
   chunks arrive), ``"json"`` (``application/json`` or ``+json``: the body is
   buffered and framed at the end), ``"other"``; ``"none"`` before the head;
-* ``decoder``: a zlib decompressor for ``Content-Encoding`` gzip/x-gzip/deflate
-  (analysis only: the forwarded bytes stay encoded); another coding (br, zstd,
-  an unknown token), or a body that does not decode under its label, sets
+* ``decoder``: a ``protocol/content_coding.BodyDecoder`` for ``Content-Encoding``
+  gzip/x-gzip (every member)/deflate (analysis only: the forwarded bytes stay
+  encoded; a JSON body's decoded size bounded by ``MAX_DECODED``); another coding (br, zstd,
+  an unknown token), or a body that does not decode under its label (bytes
+  after the end of its compressed data included), or a JSON body larger decoded, sets
   ``undecodable`` (``undecoded`` says why) and the body is not analysed: its
   bytes as relayed are kept in ``raw`` (from ``raw_offset`` on, at most
   ``RAW_KEEP`` bytes, the rest counted in ``raw_dropped``) for a
   ``response_body`` record, so the capture holds what the client got.
 
 ``feed(chunk)`` returns a response body chunk's decoded bytes (None: not
-analysable); ``json_body()`` the buffered JSON body, decoded (None: it did not
-decode, ``raw`` holds it); ``decode_tail()`` what the decoder held back at the end.
+analysable); ``json_body()`` the JSON body, decoded as it came (None: it did not
+decode, ``raw`` holds it; bytes after its compressed data: the body before them,
+``raw`` holding them); ``decode_tail()`` what the decoder held back at the end.
 
 Times (``t0``, ``req_end_t``) are recorder clock values in µs. Nothing here
 raises on peer input: a corrupt compressed stream sets ``undecodable``.
@@ -27,12 +30,12 @@ raises on peer input: a corrupt compressed stream sets ``undecodable``.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import Finding
+from mcptap.protocol.content_coding import MAX_DECODED, UNFINISHED, BodyDecoder, DecodeError, content_decoder, decode_whole
 from mcptap.protocol.http_fields import Headers, header, media_type
 from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.sse import SSEParser
@@ -61,13 +64,14 @@ class ObservedExchange:
     from_response: bool = False      # an initialize sent without Mcp-Session-Id, its session the answer's
     refused: str = ""                # the tap refused it on its head (RequestStarted.refused): it never reached the server
     mode: str = "none"               # json | sse | other
-    decoder: Any = None
+    decoder: BodyDecoder | None = None
     undecodable: bool = False
     coding: str = ""                 # the response's Content-Encoding (lower case), "" for none/identity
     undecoded: str | None = None     # why the body is not analysed (an unsupported coding, a decoding error)
     raw: BodyBuffer = field(default_factory=BodyBuffer)     # the encoded bytes: see module doc
     raw_offset: int = 0              # body offset (as relayed) of raw's first byte
     raw_dropped: int = 0             # encoded bytes past RAW_KEEP, counted only
+    partial: bool = False            # a JSON body decoded whole but for bytes after its compressed data (kept raw)
     parser: SSEParser | None = None
     resp_body: BodyBuffer = field(default_factory=BodyBuffer)
     resp_bytes: int = 0
@@ -105,20 +109,25 @@ class ObservedExchange:
         """Choose ``mode``, ``decoder``/``undecodable`` and the SSE parser from
         a final response head's Content-Type and Content-Encoding."""
         mt, _ = media_type(header(resp_headers, "content-type"))
-        enc = (header(resp_headers, "content-encoding") or "").strip().lower()
-        if enc and enc != "identity":
-            self.coding = enc
-            self.decoder = content_decoder(enc)
-            if self.decoder is None:
-                self.undecodable = True
-                self.undecoded = f"Content-Encoding {enc} is not one mcptap decodes"
         if mt == "text/event-stream":
             self.mode, self.parser = "sse", SSEParser(LAZY_DATA_ABOVE)
         elif mt == "application/json" or mt.endswith("+json"):
             self.mode = "json"
         else:
             self.mode = "other"
+        enc = (header(resp_headers, "content-encoding") or "").strip().lower()
+        if enc and enc != "identity":
+            self.coding = enc
+            # a JSON body is held whole: its decoded size is bounded (a gzip bomb stops there, flagged); a
+            # stream's length is not, what one chunk decodes to is
+            held = self._holds_body()
+            self.decoder = content_decoder(enc, MAX_DECODED if held else None, None if held else MAX_DECODED)
+            if self.decoder is None:
+                self.undecodable = True
+                self.undecoded = f"Content-Encoding {enc} is not one mcptap decodes"
 
+    def _holds_body(self) -> bool:
+        return self.mode == "json" and not self.facts.is_ack
 
     def raw_record(self) -> dict[str, Any]:
         """The fields of the ``response_body`` record of a body mcptap could not
@@ -142,29 +151,43 @@ class ObservedExchange:
                 self.raw += data[:room]
             self.raw_dropped += len(data) - max(room, 0)
 
-    def _failed(self, exc: Exception, at: int) -> None:
-        self.undecodable = True
-        self.undecoded = f"the {self.coding} body does not decode ({exc})"
-        self.raw_offset = at
+    def _failed(self, exc: DecodeError) -> None:
+        """The body does not decode from ``exc.at`` on. An event stream (or other
+        body) was analysed up to there: the bytes from there on are kept. A JSON
+        body, whose encoded bytes are kept from its start: with bytes after the end
+        of its compressed data (``trailing``) what came before is still its message
+        and the bytes from ``at`` are kept; else it is kept whole, nothing analysed."""
+        self.undecodable, self.undecoded = True, exc.why
+        if not self._holds_body():
+            self.raw_offset = exc.at
+            self.keep_raw(exc.rest)
+        elif exc.trailing:
+            self.partial = True
+            kept = self.raw.take()
+            self.raw = BodyBuffer()
+            self.raw += kept[exc.at:]
+            self.raw_dropped -= max(exc.at - len(kept), 0)
+            self.raw_offset = exc.at
+        else:
+            self.raw_offset = 0
+            self.resp_body = BodyBuffer()
 
     def feed(self, data: bytes) -> bytes | None:
         """The decoded bytes of response body chunk ``data`` (``resp_bytes``
         already counts it); None when the body is not analysable (kept raw).
-        A JSON body with a coding is kept encoded and decoded whole at the end."""
+        A JSON body with a coding is also kept encoded until it decoded whole."""
         if self.undecodable:
             self.keep_raw(data)
             return None
         if self.decoder is None:
             return data
-        if self.mode == "json" and not self.facts.is_ack:
+        if self._holds_body():
             self.keep_raw(data)
-            return None
         try:
-            return bytes(self.decoder.decompress(data))
-        except zlib.error as exc:
-            self._failed(exc, self.resp_bytes - len(data))
-            self.keep_raw(data)
-            return None
+            return self.decoder.decompress(data)
+        except DecodeError as exc:
+            self._failed(exc)
+            return exc.decoded or None      # (bytes after the compressed data: what decoded before them is the body's)
 
     def decode_tail(self, complete: bool) -> bytes:
         """What the decoder still holds at the body's end (``complete``: the
@@ -172,62 +195,33 @@ class ObservedExchange:
         if self.decoder is None or self.undecodable:
             return b""
         try:
-            tail = bytes(self.decoder.flush())
-        except zlib.error as exc:
-            self._failed(exc, self.resp_bytes)
+            tail = self.decoder.flush()
+        except DecodeError as exc:
+            self._failed(exc)
             return b""
         if complete and not self.decoder.eof and self.resp_bytes:
-            self._failed(ValueError("the compressed stream is unfinished"), self.resp_bytes)
+            self._failed(DecodeError(f"the {self.coding} body does not decode {UNFINISHED}", self.resp_bytes, b""))
         return tail
 
     def json_body(self, complete: bool = True) -> bytes | None:
         """The buffered JSON body, decoded; None when its coding is not
         decodable or it does not decode (then ``raw`` holds it, encoded), or,
         not ``complete`` (the client went away inside it), when its compressed
-        stream is merely unfinished: a cut body, not a fault (``undecodable`` stays False)."""
-        if self.undecodable:
-            return None
+        stream is merely unfinished: a cut body, not a fault (``undecodable``
+        stays False). Bytes after the end of its compressed data leave
+        ``undecodable`` set and ``raw`` holding them, and the body before them is returned."""
         if self.decoder is None:
-            return self.resp_body.take()
-        if self.raw_dropped:
-            self._failed(ValueError(f"the body is larger than {RAW_KEEP} bytes"), 0)
+            return None if self.undecodable else self.resp_body.take()
+        if not self.undecodable:
+            tail = self.decode_tail(complete)
+            if not complete and not self.undecodable and not self.decoder.eof:
+                return None
+            self.resp_body += tail
+        if self.undecodable and not self.partial:
             return None
-        out, why = decode_whole(self.coding, self.raw.value())
-        if out is None and not complete and why is not None and why.endswith(UNFINISHED):
-            return None
-        if out is None:
-            self.undecodable, self.undecoded, self.raw_offset = True, why, 0
-            return None
-        self.raw = BodyBuffer()
-        return out
+        if not self.undecodable:
+            self.raw = BodyBuffer()
+        return self.resp_body.take()
 
 
-UNFINISHED = "(the compressed stream is unfinished)"
-
-
-def decode_whole(enc: str, data: bytes) -> tuple[bytes | None, str | None]:
-    """``(decoded, None)`` for a whole body ``data`` of content coding ``enc``
-    (lower case, "" or identity: as is), or ``(None, why)`` when mcptap does not
-    decode that coding or the body does not decode."""
-    if not enc or enc == "identity":
-        return data, None
-    d = content_decoder(enc)
-    if d is None:
-        return None, f"Content-Encoding {enc} is not one mcptap decodes"
-    try:
-        out = bytes(d.decompress(data)) + bytes(d.flush())
-    except zlib.error as exc:
-        return None, f"the {enc} body does not decode ({exc})"
-    if not d.eof:
-        return None, f"the {enc} body does not decode {UNFINISHED}"
-    return out, None
-
-
-def content_decoder(enc: str) -> Any:
-    """A zlib decompressor for content coding ``enc`` (lower case), or None
-    when the coding is not one the observer decodes."""
-    if enc in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if enc == "deflate":
-        return zlib.decompressobj()
-    return None
+__all__ = ["RAW_KEEP", "ObservedExchange", "decode_whole"]
