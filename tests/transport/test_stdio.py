@@ -499,15 +499,22 @@ def test_a_host_draining_stderr_slowly_sees_where_bytes_were_not_shown(tmp_path:
     body = f"import os, sys\nfor i in range({lines}): os.write(2, b'{line[:-1].decode()}\\n')\nos.write(1, b'done\\n')"
     p = tap(tmp_path, PY, "-c", body)
     got = bytearray()
+    done = threading.Event()
 
     def slow_reader() -> None:
+        # reads, then falls behind for as long as the server writes: the hole is certain on a
+        # loaded machine too (a reader sleeping 2 ms a chunk kept up with a slowed server)
+        got.extend(p.stderr.read1(4096))
+        done.wait(HANG)
         while chunk := p.stderr.read1(4096):
             got.extend(chunk)
-            time.sleep(0.002)
 
     t = threading.Thread(target=slow_reader)
     t.start()
-    assert readline(p.stdout) == b"done\n"
+    try:
+        assert readline(p.stdout) == b"done\n"
+    finally:
+        done.set()
     p.stdin.close()
     assert p.wait(timeout=HANG) == 0
     t.join(HANG)
