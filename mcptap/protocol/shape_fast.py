@@ -47,6 +47,9 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any
 
+from mcptap.protocol.shape_graph import cyclic as _cyclic
+from mcptap.protocol.shape_graph import refs_of as refs_of
+
 #: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
 Quick = Callable[[Any], bool]
 
@@ -54,8 +57,6 @@ _MISSING = object()
 _EXACT_INT = 2 ** 53
 _META = {"type", "metadata", "ref", "serialization"}
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-#: keys of a core schema node whose values are no schemas (a class, values, a default)
-_NOT_SCHEMAS = frozenset({"cls", "metadata", "default", "expected"})
 #: ref'd schemas entered at most in a recursive schema (pydantic-core refuses from 255 nested definition-refs on)
 MAX_REF_DEPTH = 200
 
@@ -84,35 +85,6 @@ def _extra_keys(d: dict[Any, Any]) -> bool:
             except UnicodeEncodeError:
                 return False
     return True
-
-
-def _cyclic(refs: dict[str, dict[str, Any]]) -> bool:
-    """True when some ref'd schema reaches itself (a recursive type, e.g. 2026-07-28's JSONValue)."""
-    edges = {ref: set(_refs_in(s, top=True)) for ref, s in refs.items()}
-    for start in edges:
-        seen: set[str] = set()
-        todo = list(edges[start])
-        while todo:
-            r = todo.pop()
-            if r == start:
-                return True
-            if r not in seen:
-                seen.add(r)
-                todo.extend(edges.get(r, ()))
-    return False
-
-
-def _refs_in(s: Any, top: bool = False) -> list[str]:
-    """The refs schema ``s`` uses directly (not through another ref'd schema)."""
-    if isinstance(s, dict):
-        if s.get("type") == "definition-ref":
-            return [s.get("schema_ref", "")]
-        if not top and isinstance(s.get("ref"), str):
-            return [s["ref"]]
-        return [r for k, v in s.items() if k not in _NOT_SCHEMAS for r in _refs_in(v)]
-    if isinstance(s, (list, tuple)):
-        return [r for v in s for r in _refs_in(v)]
-    return []
 
 
 def _only(s: dict[str, Any], allowed: set[str]) -> None:
@@ -349,21 +321,6 @@ class _Gen:
             body += ["    if not _extra_keys(x):", "        return False"]      # kept extras need UTF-8 string keys (ignored ones do not)
         body.append("    return True\n")
         self.src.append("\n".join(body))
-
-
-def refs_of(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every schema with a ``ref`` in core schema ``s`` (nodes, lists), into ``out``: ref -> schema."""
-    if isinstance(s, dict):
-        ref = s.get("ref")
-        if isinstance(ref, str) and s.get("type") != "definition-ref":
-            out.setdefault(ref, s)
-        for k, v in s.items():
-            if k not in _NOT_SCHEMAS:
-                refs_of(v, out)
-    elif isinstance(s, (list, tuple)):
-        for v in s:
-            refs_of(v, out)
-    return out
 
 
 def compile_model(model: Any, member: str | None = None) -> Quick | None:
