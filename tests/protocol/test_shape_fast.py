@@ -314,3 +314,37 @@ def test_a_request_s_params_alone_once_a_body_passed() -> None:
         assert want and [f.to_json() for f in one(bad)] == want
     assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params") is not None
     assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "nothing") is None
+
+
+def _generated_calls(quick: Any, body: Any) -> tuple[bool, int]:
+    """(the check's verdict, how many generated functions it entered)."""
+    import sys
+
+    calls = [0]
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith("<shape_fast"):
+            calls[0] += 1
+
+    sys.setprofile(count)
+    try:
+        verdict = bool(quick(body))
+    finally:
+        sys.setprofile(None)
+    return verdict, calls[0]
+
+
+def test_the_common_messages_take_few_generated_calls() -> None:
+    """A function that only calls another is that other one, a list of a tagged
+    union dispatches inline, and the member it dispatches to does not test the
+    dict and its tag again: a tools/call result with one text block enters
+    the result's check, the content loop and the text block's check; a
+    request's params check is the params model's own function."""
+    result = QUICK["SERVER_RESULTS tools/call 2025-11-25"]
+    assert _generated_calls(result, {"content": [{"type": "text", "text": "a"}]}) == (True, 3)
+    assert _generated_calls(result, {"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "x"}]}) == (True, 4)
+    assert _generated_calls(result, {"content": [{"type": "text", "text": 1}]})[0] is False
+    assert _generated_calls(result, {"content": [{"type": "image", "text": "a"}]})[0] is False
+    params = shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params")
+    assert params is not None
+    assert _generated_calls(params, {"name": "echo"}) == (True, 1)
