@@ -48,8 +48,7 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any
 
-from mcptap.protocol.shape_graph import cyclic as _cyclic
-from mcptap.protocol.shape_graph import refs_of as refs_of
+from mcptap.protocol.shape_graph import cyclic, refs_of
 
 #: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
 Quick = Callable[[Any], bool]
@@ -98,7 +97,8 @@ def _only(s: dict[str, Any], allowed: set[str]) -> None:
 class _Gen:
     """Python source of the check functions of one core schema tree."""
 
-    def __init__(self, refs: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, refs: dict[str, dict[str, Any]], json_keys: bool = False) -> None:
+        self.json_keys = json_keys              # values parsed from JSON text: every object key is a str
         self.refs = refs                        # every schema with a "ref" in the tree
         self.src: list[str] = []
         self.post: list[str] = []               # run after every function is defined (dispatch tables)
@@ -113,7 +113,7 @@ class _Gen:
         # a recursive schema: every function takes the number of ref'd schemas entered (d, at
         # least pydantic-core's count of nested definition-refs: each compiles to a call that
         # adds one) and says "not sure" beyond MAX_REF_DEPTH, below pydantic-core's recursion guard
-        self.deep = _cyclic(refs)
+        self.deep = cyclic(refs)
         self.args = "v, d" if self.deep else "v"
 
     def call(self, fn: str, v: str) -> str:
@@ -180,8 +180,7 @@ class _Gen:
         return fn
 
     def forwards(self, body: str) -> str | None:
-        """The generated function a function body only calls with its own value
-        (resolved through aliases), else None (a recursive schema: never, a call there adds depth)."""
+        """The generated function ``body`` only calls with the value (through aliases), else None (always in a recursive schema)."""
         m = _CALL.fullmatch(body)
         if m is None or self.deep:
             return None
@@ -251,7 +250,7 @@ class _Gen:
             keys = s.get("keys_schema", {"type": "any"})
             if keys.get("type") not in ("str", "any") or set(keys) - _META:
                 raise _Refuse("dict keys")
-            parts = [f"type({v}) is dict", f"_str_keys({v})"]
+            parts = [f"type({v}) is dict"] + ([] if self.json_keys else [f"_str_keys({v})"])
             if s.get("min_length") is not None:
                 parts.append(f"len({v}) >= {int(s['min_length'])}")
             if s.get("max_length") is not None:
@@ -365,15 +364,16 @@ class _Gen:
         self.src.append("\n".join(body))
 
 
-def compile_model(model: Any, member: str | None = None) -> Quick | None:
+def compile_model(model: Any, member: str | None = None, json_keys: bool = False) -> Quick | None:
     """The quick check of a wire model class or a ``X | Y`` union of them (module doc); None when any
     part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
-    the check of that member's present non-null value (the model's: it and the other members'; None: no such member)."""
+    the check of that member's present non-null value (the model's: it and the other members'; None: no such member).
+    ``json_keys``: for values parsed from JSON text only, whose object keys are all ``str`` (not tested again)."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
     if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
         return None
-    gen = _Gen(refs_of(schemas, {}))
+    gen = _Gen(refs_of(schemas, {}), json_keys)
     try:
         names = [gen.function(s) for s in schemas]
         if member is not None:
