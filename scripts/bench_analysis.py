@@ -19,7 +19,8 @@ captures written by the real Recorder, as `mcptap record` writes them:
   by `check` (re-annotation from the bytes).
 
 For each, the same run measures, as subprocesses with process start included
-(wall time, CPU time of the process and its children, peak RSS): the
+(wall time, CPU time of the process and its children, for mcptap split
+as parent/child (check's forked child: wall time is about the slower one's), peak RSS): the
 baselines ``wc -l`` and ``parse`` (a `python -c` that reads and orjson-parses
 every line of the same file), then `mcptap check` and `mcptap check --full`,
 and prints messages/s and each time as a multiple of the ``parse`` baseline,
@@ -226,17 +227,38 @@ def count_chunks(path: Path) -> int:
     return n
 
 
-def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None, root: Path = ROOT) -> tuple[float, float, int, int]:
+#: ``python -m mcptap.cli.main ARGS`` that also writes the CPU seconds of its children (reaped by its exit) to the file
+#: $BENCH_CHILD_CPU
+CHILD_CPU = ("import atexit, os, resource, runpy, sys\n"
+           "def own():\n"
+           "    r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "    with open(os.environ['BENCH_CHILD_CPU'], 'w') as f:\n"
+           "        f.write(repr(r.ru_utime + r.ru_stime))\n"
+           "atexit.register(own)\n"
+           "sys.argv[0] = 'mcptap'\n"
+           "runpy.run_module('mcptap.cli.main', run_name='__main__', alter_sys=True)\n")
+
+
+def measure(args: list[str], env: dict[str, str], argv: list[str] | None = None, root: Path = ROOT) -> tuple[float, float, int, int, float | None]:
     """Run ``mcptap ARGS`` (or ``argv``) with stdout to /dev/null, from the
     checkout ``root``: (wall seconds, CPU seconds of it and its children,
-    peak RSS KiB, exit status)."""
+    peak RSS KiB, exit status, CPU seconds of the mcptap process's children
+    or None: of ``check``'s two processes, the rest is the parent's)."""
     if root != ROOT:
         env = dict(env, PYTHONPATH=str(root))
+    child_file = tempfile.NamedTemporaryFile(prefix="bench-cpu-", delete=False)
+    child_file.close()
+    env = dict(env, BENCH_CHILD_CPU=child_file.name)
     t0 = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv or [sys.executable, "-m", "mcptap.cli.main", *args], stdout=null, cwd=root, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    try:
+        with open(os.devnull, "wb") as null:
+            proc = subprocess.Popen(argv or [sys.executable, "-c", CHILD_CPU, *args], stdout=null, cwd=root, env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        child = float(Path(child_file.name).read_text() or "nan") if argv is None else None
+    finally:
+        os.unlink(child_file.name)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status), child
 
 
 def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, str], before: Path | None = None) -> int:
@@ -269,7 +291,7 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
                 bpath = for_checkout(path, before, env)
                 cmds += [(f"{label} (before)", [str(bpath) if a == str(path) else a for a in args or []], None, before)
                          for label, args, argv, _ in cmds[2:]]
-            best: dict[str, tuple[float, float, int, int]] = {}
+            best: dict[str, tuple[float, float, int, int, float | None]] = {}
             for _ in range(repeat):
                 for label, args, argv, root in cmds:       # interleaved, so a load change hits all alike
                     r = measure(args or [], env, argv, root)
@@ -277,11 +299,13 @@ def recorded_throughput(n: int, keep: str | None, repeat: int, env: dict[str, st
                         best[label] = r
             base = best["parse"][0]
             for label, _, _, _ in cmds:
-                wall, cpu, rss, status = best[label]
+                wall, cpu, rss, status, child = best[label]
                 rows.append((name, label, wall, cpu, wall / base, rss, status))
+                # check's parent and child: wall time is about the slower one's (both cores may be used)
+                split = f"  parent/child cpu {cpu - child:5.2f}/{child:5.2f}s" if child is not None else ""
                 print(f"  {label:<23} {wall:7.2f}s wall {cpu:7.2f}s cpu  {n / wall:>10,.0f} msg/s  {wall / base:5.2f}x parse "
                       f"(cpu {cpu / best['parse'][1]:5.2f}x)  "
-                      f"peak RSS {rss / 1024:5.0f} MiB  exit {status}", flush=True)
+                      f"peak RSS {rss / 1024:5.0f} MiB  exit {status}{split}", flush=True)
     finally:
         if keep is None:
             for p in d.glob("bench-*"):
@@ -378,7 +402,7 @@ def main() -> int:
             for label, cli in (("check", ["check", "--fail-on", "never", *extra, str(path)]),
                                ("show --format json", ["show", "--format", "json", *extra, str(path)]),
                                ("report", ["report", *extra, str(path), "-o", str(Path(d) / "report.html")])):
-                secs, _, rss, status = measure(cli, env)
+                secs, _, rss, status, _ = measure(cli, env)
                 rows.append((label, count, secs, count / secs, rss))
                 print(f"  {label:<20} {secs:7.1f}s  {count / secs:>9,.0f} msg/s  peak RSS {rss / 1024:6.0f} MiB  exit {status}", flush=True)
             path.unlink()

@@ -1,8 +1,10 @@
 """``check`` of one capture file, fast (level 4: files and a child process).
 
 A capture written under the current rules is checked by the fast scan
-(mcptap/check/scan.py): this process scans the first half of its records
-while a forked child scans the second (split at a line boundary). The child
+(mcptap/check/scan.py): this process scans the first part of its records
+while a forked child scans the rest (split at a line boundary, so that both
+end together: the child takes that much more as this process spent on its
+start and imports before the fork, timed on the lines before it). The child
 hands back its scan state (pickled, through a pipe) and the bytes its half
 adds to each stream digest (through unnamed temporary files, so memory stays
 flat); this process hashes them after its own and merges the state
@@ -28,6 +30,7 @@ import pickle
 import signal
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 SPLIT_BYTES = 8 << 20
 STREAMS = ("c2s", "s2c", "stderr")
 BATCH = 1 << 18         # bytes of lines read at a time (progress and a look at the child between them)
+SAMPLE = 1 << 20        # bytes of lines timed before the fork (how fast this machine scans: check/parallel._balanced)
 GC_YOUNG = 100_000      # the young generation's collection threshold while a capture is re-annotated
 
 
@@ -171,6 +175,13 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
         # their messages need (~0.2 s of imports and code generation) are then built once, for both processes
         head = _line_start(fp, min(mid, start + BATCH))
         feed(scan, None, start, head)
+        # the next lines scanned timed: this process has already spent its start and those imports,
+        # so the child takes that much more of the rest (wall time is the slower process's)
+        sample = _line_start(fp, min(mid, head + SAMPLE))
+        cpu = time.process_time()
+        feed(scan, None, head, sample)
+        mid = _balanced(fp, sample, size, mid, sample - head, time.process_time() - cpu, time.process_time())
+        head = sample
         try:
             child = _Child(path, header.get("transport"), keep, shapes, mid, size)
         except OSError:                 # no process or temporary file to be had: one process
@@ -190,6 +201,19 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
         if child is not None:
             child.close()
     return scan.report(path, header, tallies)
+
+
+def _balanced(fp: IO[bytes], at: int, size: int, mid: int, sampled: int, took: float, spent: float) -> int:
+    """Where the child's lines start so that both processes end together:
+    this process has read up to ``at`` and ``spent`` CPU seconds so far
+    (start, imports, the lines before ``at``), and scanned ``sampled`` bytes
+    in ``took`` seconds. ``mid`` (the middle) when nothing was timed. Any
+    line start gives the same report (Scan.absorb); this only moves work."""
+    if sampled <= 0 or took <= 0:
+        return mid
+    rate = sampled / took                                   # bytes scanned per CPU second
+    line = _line_start(fp, max(at, int((at + size - rate * spent) / 2)))
+    return line if line < size else mid                     # (a long last line: the middle then)
 
 
 def _middle(fp: IO[bytes], start: int, size: int) -> int | None:

@@ -29,7 +29,7 @@ import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, StreamTally
-from mcptap.capture.reader import _malformed, exact_ids
+from mcptap.capture.reader import _malformed, exact_ids, may_hold_big_ids
 from mcptap.check.merge import UNSET, absorb
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.check.scan_records import Unsupported as Unsupported  # re-exported: callers catch scan.Unsupported
@@ -140,23 +140,29 @@ class Scan:
             if type(rec) is not dict:
                 raise Unsupported("record is not an object")
             typ: Any = rec.get("type")
-            if type(rec.get("id")) is float or "members" in rec or "findings" in rec or typ == "end":
-                rec = exact_ids(rec, line)          # big integers (the reader's rule)
             n += 1
-            seq: Any = rec.get("seq")
-            t: Any = rec.get("t_us")
+            seq: Any
+            t: Any
             if typ == "message":
+                seq = rec.get("seq")
+                t = rec.get("t_us")
                 kind: Any = rec.get("kind")
                 d: Any = rec.get("dir")
                 method: Any = rec.get("method")
                 rev: Any = rec.get("rev")
-                # the common record: only PLAIN_KEYS (no raw bytes, findings, eol…), each of the type the reader wants
-                plain = (rec.keys() <= PLAIN_KEYS and type(seq) is int and type(t) is int and (d == "c2s" or d == "s2c")
+                # the common record: only PLAIN_KEYS (no raw bytes, findings, eol…), each of the type the reader
+                # wants, no id orjson read as a float (so no big integer: exact_ids would leave it as it is)
+                plain = (type(rec.get("id")) is not float and rec.keys() <= PLAIN_KEYS and type(seq) is int and type(t) is int
+                         and (d == "c2s" or d == "s2c")
                          and type(kind) is str and "json" in rec and (method is None or type(method) is str)
                          and (type(rev) is str or (rev is None and "rev" not in rec)) and type(rec.get("link", 0)) is int
                          and type(rec.get("pair")) in INT_OR_NONE and type(rec.get("latency_us")) in INT_OR_NONE
                          and type(rec.get("phase")) in STR_OR_NONE)
                 if not plain:
+                    if may_hold_big_ids(rec):
+                        rec = exact_ids(rec, line)          # big integers (the reader's rule)
+                        seq, t, kind, d, method, rev = (rec.get("seq"), rec.get("t_us"), rec.get("kind"), rec.get("dir"),
+                                                        rec.get("method"), rec.get("rev"))
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)
@@ -259,6 +265,10 @@ class Scan:
                 any_seq, last_rec_seq, last_t = True, seq, t     # (duration: the latest message time, t_latest, at the end)
                 continue
             else:
+                if may_hold_big_ids(rec):
+                    rec = exact_ids(rec, line)          # big integers (the reader's rule)
+                seq = rec.get("seq")
+                t = rec.get("t_us")
                 if type(typ) is not str:
                     raise Unsupported("record without a type")
                 bad = _malformed(rec)

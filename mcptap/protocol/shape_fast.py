@@ -43,9 +43,12 @@ pydantic's verdicts on every model the surfaces name.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from types import UnionType
 from typing import Any
+
+from mcptap.protocol.shape_graph import cyclic, refs_of
 
 #: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
 Quick = Callable[[Any], bool]
@@ -54,10 +57,9 @@ _MISSING = object()
 _EXACT_INT = 2 ** 53
 _META = {"type", "metadata", "ref", "serialization"}
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-#: keys of a core schema node whose values are no schemas (a class, values, a default)
-_NOT_SCHEMAS = frozenset({"cls", "metadata", "default", "expected"})
 #: ref'd schemas entered at most in a recursive schema (pydantic-core refuses from 255 nested definition-refs on)
 MAX_REF_DEPTH = 200
+_CALL = re.compile(r"(_f\d+)\(v\)")       # a call of a generated function with the value alone
 
 
 class _Refuse(Exception):
@@ -86,35 +88,6 @@ def _extra_keys(d: dict[Any, Any]) -> bool:
     return True
 
 
-def _cyclic(refs: dict[str, dict[str, Any]]) -> bool:
-    """True when some ref'd schema reaches itself (a recursive type, e.g. 2026-07-28's JSONValue)."""
-    edges = {ref: set(_refs_in(s, top=True)) for ref, s in refs.items()}
-    for start in edges:
-        seen: set[str] = set()
-        todo = list(edges[start])
-        while todo:
-            r = todo.pop()
-            if r == start:
-                return True
-            if r not in seen:
-                seen.add(r)
-                todo.extend(edges.get(r, ()))
-    return False
-
-
-def _refs_in(s: Any, top: bool = False) -> list[str]:
-    """The refs schema ``s`` uses directly (not through another ref'd schema)."""
-    if isinstance(s, dict):
-        if s.get("type") == "definition-ref":
-            return [s.get("schema_ref", "")]
-        if not top and isinstance(s.get("ref"), str):
-            return [s["ref"]]
-        return [r for k, v in s.items() if k not in _NOT_SCHEMAS for r in _refs_in(v)]
-    if isinstance(s, (list, tuple)):
-        return [r for v in s for r in _refs_in(v)]
-    return []
-
-
 def _only(s: dict[str, Any], allowed: set[str]) -> None:
     extra = set(s) - _META - allowed - {"type"}
     if extra:
@@ -124,7 +97,8 @@ def _only(s: dict[str, Any], allowed: set[str]) -> None:
 class _Gen:
     """Python source of the check functions of one core schema tree."""
 
-    def __init__(self, refs: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, refs: dict[str, dict[str, Any]], json_keys: bool = False) -> None:
+        self.json_keys = json_keys              # values parsed from JSON text: every object key is a str
         self.refs = refs                        # every schema with a "ref" in the tree
         self.src: list[str] = []
         self.post: list[str] = []               # run after every function is defined (dispatch tables)
@@ -133,11 +107,13 @@ class _Gen:
         self.fns: dict[str, str] = {}           # ref -> function name
         self.ref_fns: set[str] = set()
         self.loops: dict[str, str] = {}         # item function -> the function looping over it (each)
+        self.alias: dict[str, str] = {}         # function -> the function it is (it only called that one)
+        self.dispatch: dict[str, str] = {}      # tagged union function -> its tag table (not recursive schemas)
         self.n = 0
         # a recursive schema: every function takes the number of ref'd schemas entered (d, at
         # least pydantic-core's count of nested definition-refs: each compiles to a call that
         # adds one) and says "not sure" beyond MAX_REF_DEPTH, below pydantic-core's recursion guard
-        self.deep = _cyclic(refs)
+        self.deep = cyclic(refs)
         self.args = "v, d" if self.deep else "v"
 
     def call(self, fn: str, v: str) -> str:
@@ -149,11 +125,20 @@ class _Gen:
     def each(self, fn: str, it: str) -> str:
         """``fn`` holds for every item of iterable ``it`` (a generated loop:
         cheaper than ``all(map(…))`` on the short lists messages carry)."""
+        while fn in self.alias:
+            fn = self.alias[fn]
         loop = self.loops.get(fn)
         if loop is None:
             loop = self.loops[fn] = self.name("_each")
-            call = self.call(fn, "i")
-            self.src.append(f"def {loop}({self.args}):\n    for i in v:\n        if not {call}:\n            return False\n    return True\n")
+            table = self.dispatch.get(fn)
+            if table is not None:       # a tagged union's dispatch, inline (one call less per item)
+                self.src.append(f"def {loop}(v):\n    for i in v:\n        if type(i) is not dict:\n            return False\n"
+                                f"        tag = i.get('type')\n        if type(tag) is not str:\n            return False\n"
+                                f"        f = {table}.get(tag)\n        if f is None or not f(i):\n            return False\n"
+                                f"    return True\n")
+            else:
+                call = self.call(fn, "i")
+                self.src.append(f"def {loop}({self.args}):\n    for i in v:\n        if not {call}:\n            return False\n    return True\n")
         return f"{loop}({it}, d)" if self.deep else f"{loop}({it})"
 
     def name(self, prefix: str) -> str:
@@ -185,7 +170,23 @@ class _Gen:
         if s.get("type") == "model":
             self.model(fn, s, guard)
         else:
-            self.src.append(f"def {fn}({self.args}):\n{guard}    return {self.expr(s, 'v', top=True)}\n")
+            body = self.expr(s, 'v', top=True)
+            target = self.forwards(body)
+            if target is not None and not guard:
+                self.alias[fn] = target         # it only calls another: that one, one call less per value
+                self.src.append(f"{fn} = {target}\n")
+            else:
+                self.src.append(f"def {fn}({self.args}):\n{guard}    return {body}\n")
+        return fn
+
+    def forwards(self, body: str) -> str | None:
+        """The generated function ``body`` only calls with the value (through aliases), else None (always in a recursive schema)."""
+        m = _CALL.fullmatch(body)
+        if m is None or self.deep:
+            return None
+        fn = m.group(1)
+        while fn in self.alias:
+            fn = self.alias[fn]
         return fn
 
     def expr(self, s: dict[str, Any], v: str, top: bool = False) -> str:
@@ -249,7 +250,7 @@ class _Gen:
             keys = s.get("keys_schema", {"type": "any"})
             if keys.get("type") not in ("str", "any") or set(keys) - _META:
                 raise _Refuse("dict keys")
-            parts = [f"type({v}) is dict", f"_str_keys({v})"]
+            parts = [f"type({v}) is dict"] + ([] if self.json_keys else [f"_str_keys({v})"])
             if s.get("min_length") is not None:
                 parts.append(f"len({v}) >= {int(s['min_length'])}")
             if s.get("max_length") is not None:
@@ -284,20 +285,29 @@ class _Gen:
             f = fields.get("type")
             if f is None or f.get("validation_alias", "type") != "type" or f["schema"].get("type") != "literal":
                 return None
+            known = None
+            if not self.deep:           # the member's own check, its dict and its tag already known
+                known = self.name("_f")
+                self.model(known, m, tag_known=True)
             for tag in f["schema"]["expected"]:
                 if type(tag) is not str or tag in tags:
                     return None
-                tags[tag] = self.function(c)
+                tags[tag] = known or self.function(c)
         table = self.const({})
         self.post.append("".join(f"{table}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
         fn = self.name("_f")
+        if not self.deep:
+            self.dispatch[fn] = table
         member = "f(v, d + 1)" if self.deep else "f(v)"
         self.src.append(f"def {fn}({self.args}):\n    if type(v) is not dict:\n        return False\n    tag = v.get('type')\n"
                         f"    if type(tag) is not str:\n        return False\n    f = {table}.get(tag)\n"
                         f"    return f is not None and {member}\n")
         return fn
 
-    def model(self, fn: str, s: dict[str, Any], guard: str = "") -> None:
+    def model(self, fn: str, s: dict[str, Any], guard: str = "", tag_known: bool = False) -> None:
+        """The function ``fn`` checking model schema ``s``; ``tag_known``: for a
+        dict whose ``type`` member is one of the model's own ``type`` literals
+        (a tagged union's dispatch checked both)."""
         _only(s, {"cls", "config", "custom_init", "root_model", "schema", "post_init"})
         if s.get("custom_init") or s.get("root_model") or s.get("post_init"):
             raise _Refuse("custom model")
@@ -314,7 +324,9 @@ class _Gen:
         for k in ("extras_schema", "extras_keys_schema"):
             if k in inner and (inner[k].get("type") != "any" or set(inner[k]) - _META):
                 raise _Refuse(k)
-        body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else ""), "    if type(x) is not dict:", "        return False"]
+        body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else "")]
+        if not tag_known:
+            body += ["    if type(x) is not dict:", "        return False"]
         keys = []
         optional: list[str] = []        # the optional fields' checks, after the required ones
         required = 0
@@ -335,7 +347,8 @@ class _Gen:
                     optional += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
             else:
                 required += 1
-                body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
+                if not (tag_known and alias == "type"):
+                    body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
         if len(set(keys)) != len(keys) or not all(k.isascii() for k in keys):
             raise _Refuse("field aliases")
         if optional or extra != "ignore":
@@ -351,30 +364,16 @@ class _Gen:
         self.src.append("\n".join(body))
 
 
-def refs_of(s: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every schema with a ``ref`` in core schema ``s`` (nodes, lists), into ``out``: ref -> schema."""
-    if isinstance(s, dict):
-        ref = s.get("ref")
-        if isinstance(ref, str) and s.get("type") != "definition-ref":
-            out.setdefault(ref, s)
-        for k, v in s.items():
-            if k not in _NOT_SCHEMAS:
-                refs_of(v, out)
-    elif isinstance(s, (list, tuple)):
-        for v in s:
-            refs_of(v, out)
-    return out
-
-
-def compile_model(model: Any, member: str | None = None) -> Quick | None:
+def compile_model(model: Any, member: str | None = None, json_keys: bool = False) -> Quick | None:
     """The quick check of a wire model class or a ``X | Y`` union of them (module doc); None when any
     part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
-    the check of that member's present non-null value (the model's: it and the other members'; None: no such member)."""
+    the check of that member's present non-null value (the model's: it and the other members'; None: no such member).
+    ``json_keys``: for values parsed from JSON text only, whose object keys are all ``str`` (not tested again)."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
     if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
         return None
-    gen = _Gen(refs_of(schemas, {}))
+    gen = _Gen(refs_of(schemas, {}), json_keys)
     try:
         names = [gen.function(s) for s in schemas]
         if member is not None:
@@ -395,6 +394,7 @@ def compile_model(model: Any, member: str | None = None) -> Quick | None:
     ns = gen.ns
     # the source names only the schema's constants, each as a repr() or through the namespace
     exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
-    # one model, not recursive: its own function is the check (one call less per message)
-    quick: Quick = ns[names[0]] if member is None and len(names) == 1 and not gen.deep else ns["_quick"]
+    # one model or a member that is one function, not recursive: that function is the check (one call less per message)
+    only = gen.forwards(body)
+    quick: Quick = ns[only] if only is not None else ns["_quick"]
     return quick

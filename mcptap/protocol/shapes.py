@@ -307,13 +307,16 @@ _MISSING = object()
 def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
     """``check(direction, kind, method, payload, revision)`` for one key, as a
     callable of ``payload`` alone (a response's: without request params, so not
-    for an answer to a task-augmented request). Built once per key by a caller
+    for an answer to a task-augmented request), a value parsed from JSON text
+    (every object key a ``str``). Built once per key by a caller
     that checks many messages (check/scan.py): a payload the quick check is sure
     of costs that check only (no key lookup, no enum work); any other goes
     through :func:`check`, so the findings are the same."""
     check(direction, kind, method, {}, revision)        # the key's entry (model, quick check) built
     entry = _LOOKUP.get((direction._value_, kind._value_, method, revision))
     quick = entry[0] if entry is not None else None
+    if quick is not None and kind is Kind.RESPONSE:     # its keys need no test (shape_fast.compile_model's json_keys)
+        quick = shape_fast.compile_model(_model(direction, kind, method, revision), json_keys=True) or quick
 
     def slow(payload: Any) -> list[Finding]:
         return check(direction, kind, method, payload, revision)
@@ -333,7 +336,7 @@ def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any
         # the model's quick check of a body is its other members' checks (the same for every body
         # built here: constants) and the params' check; once a body passed, the params' check alone
         # decides (shape_fast.compile_model with a member)
-        params = shape_fast.compile_model(_model(direction, kind, method, revision), "params")
+        params = shape_fast.compile_model(_model(direction, kind, method, revision), "params", json_keys=True)
         known = [False]                 # some body passed the whole quick check
         head = {"jsonrpc": "2.0", "id": 0, "method": method} if kind is Kind.REQUEST else {"jsonrpc": "2.0", "method": method}
 

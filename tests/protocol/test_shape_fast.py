@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcptap.model import Direction, Kind
@@ -282,7 +282,7 @@ _SENDERS = {"CLIENT_REQUESTS": (Direction.C2S, Kind.REQUEST), "SERVER_REQUESTS":
 @given(CASES, st.sampled_from(["2025-06-18", None]))
 def test_a_key_s_checker_finds_what_check_finds(case: tuple[str, Any], other_revision: str | None) -> None:
     """shapes.checker (check's scan: one callable per key, the quick check first)
-    gives check's findings for every payload, valid or not; also under another
+    gives check's findings for every payload parsed from JSON, valid or not; also under another
     revision of the same method (a pre-2026 era: warnings) and for a revision
     without models (none)."""
     key, body = case
@@ -291,6 +291,10 @@ def test_a_key_s_checker_finds_what_check_finds(case: tuple[str, Any], other_rev
     surface, method, revision = key.split(" ")
     direction, kind = _SENDERS[surface]
     payload = body if kind is Kind.RESPONSE else (body.get("params") if isinstance(body, dict) else body)
+    try:
+        payload = json.loads(json.dumps(payload))   # as check's scan gives it: parsed from JSON text
+    except (TypeError, ValueError):
+        assume(False)
     for rev in (revision, other_revision or "1999-01-01"):
         want = [f.to_json() for f in shapes.check(direction, kind, method, payload, rev)]
         one = _CHECKERS.get((key, rev)) or _CHECKERS.setdefault((key, rev), shapes.checker(direction, kind, method, rev))
@@ -314,3 +318,75 @@ def test_a_request_s_params_alone_once_a_body_passed() -> None:
         assert want and [f.to_json() for f in one(bad)] == want
     assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params") is not None
     assert shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "nothing") is None
+
+
+def _generated_calls(quick: Any, body: Any) -> tuple[bool, int]:
+    """(the check's verdict, how many generated functions it entered)."""
+    import sys
+
+    calls = [0]
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith("<shape_fast"):
+            calls[0] += 1
+
+    sys.setprofile(count)
+    try:
+        verdict = bool(quick(body))
+    finally:
+        sys.setprofile(None)
+    return verdict, calls[0]
+
+
+def test_the_common_messages_take_few_generated_calls() -> None:
+    """A function that only calls another is that other one, a list of a tagged
+    union dispatches inline, and the member it dispatches to does not test the
+    dict and its tag again: a tools/call result with one text block enters
+    the result's check, the content loop and the text block's check; a
+    request's params check is the params model's own function."""
+    result = QUICK["SERVER_RESULTS tools/call 2025-11-25"]
+    assert _generated_calls(result, {"content": [{"type": "text", "text": "a"}]}) == (True, 3)
+    assert _generated_calls(result, {"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "x"}]}) == (True, 4)
+    assert _generated_calls(result, {"content": [{"type": "text", "text": 1}]})[0] is False
+    assert _generated_calls(result, {"content": [{"type": "image", "text": "a"}]})[0] is False
+    params = shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params")
+    assert params is not None
+    assert _generated_calls(params, {"name": "echo"}) == (True, 1)
+
+
+QUICK_JSON = {key: shape_fast.compile_model(m, json_keys=True) for key, m in MODELS.items()}
+
+
+@settings(max_examples=1500, suppress_health_check=list(HealthCheck), deadline=None)
+@given(CASES)
+def test_the_json_keys_check_agrees_on_values_parsed_from_json(case: tuple[str, Any]) -> None:
+    """check's scan asks the checks that skip the key type test (json_keys) only
+    about values parsed from JSON text: on those they say what the full checks say."""
+    key, body = case
+    try:
+        parsed = json.loads(json.dumps(body))
+    except (TypeError, ValueError):
+        assume(False)
+    quick, fast = QUICK[key], QUICK_JSON[key]
+    assert (fast is None) == (quick is None)
+    if quick is not None and fast is not None:
+        assert fast(parsed) == quick(parsed), (key, parsed)
+    model = MODELS[key]
+    if not hasattr(model, "__args__") and isinstance(parsed, dict) and isinstance(parsed.get("params"), dict):
+        p, pf = shape_fast.compile_model(model, "params"), shape_fast.compile_model(model, "params", json_keys=True)
+        if p is not None and pf is not None:
+            assert pf(parsed["params"]) == p(parsed["params"]), (key, parsed)
+
+
+def test_the_json_keys_check_does_not_test_keys() -> None:
+    import sys
+
+    params = shape_fast.compile_model(MODELS["CLIENT_REQUESTS tools/call 2025-11-25"], "params", json_keys=True)
+    assert params is not None
+    calls = []
+    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        assert params({"name": "echo", "arguments": {"text": "a", "n": 1}})
+    finally:
+        sys.setprofile(None)
+    assert len(calls) == 1, calls          # the params model alone: no key loop
