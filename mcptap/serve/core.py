@@ -28,6 +28,11 @@ no request of that method, -32602 saying the recorded answers are used up when
 always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
 finding for the mock's own capture.
 
+What the server wrote that is not a JSON-RPC message (a banner, a blank line, JSON with
+trailing text or not JSON-RPC) comes out at its recorded place as its recorded bytes
+(``Out.raw``, ``line_of``): over stdio it is sent as it is, over HTTP left out with a note.
+A batch the server sent is sent again with the live ids of the requests it answers.
+
 Timing: ``delay_s`` is 0 unless ``latency`` (then the recorded delay after the
 triggering client message, divided by ``speed``).
 """
@@ -71,6 +76,7 @@ class Out:
     mode: str | None = None             # HTTP: recorded response mode of the request it answers
     status: int | None = None
     more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
+    raw: bytes | None = None            # a recorded line that is not a message (``value`` None): its bytes
 
 
 @dataclass
@@ -99,6 +105,11 @@ def encode(value: Any) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def line_of(out: Out) -> bytes:
+    """The stdio line of ``out``: its recorded bytes when it is not a message, else its JSON and a newline."""
+    return out.raw if out.raw is not None else encode(out.value) + b"\n"
 
 
 def asked(method: str, params: Any) -> str:
@@ -327,7 +338,12 @@ class ServeCore:
                 continue
             value = e.value
             answers = request = None
-            if e.pair is not None and isinstance(value, dict):
+            if e.members and isinstance(value, list):
+                value, answers = _batch(value, e.members, live)
+                if not value:
+                    continue                          # the live client sent none of the requests it answers
+                request = answers
+            elif e.pair is not None and isinstance(value, dict):
                 if e.pair not in live.live_ids:
                     continue                          # the live client never sent that request
                 answers = request = live.live_ids[e.pair]
@@ -354,5 +370,20 @@ class ServeCore:
             if isinstance(value, dict) and "method" in value and "id" in value:
                 live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
-            out.append(Out(value, delay, via, answers, request))
+            out.append(Out(value, delay, via, answers, request, raw=e.raw))
         return out
+
+
+def _batch(value: list[Any], members: dict[int, int], live: LiveSession) -> tuple[list[Any], Any]:
+    """A recorded batch of the server's: each member that answers a request with the live id,
+    those answering a request the live client never sent left out; and the first live id answered."""
+    out, first = [], None
+    for i, m in enumerate(value):
+        seq = members.get(i)
+        if seq is not None and isinstance(m, dict):
+            if seq not in live.live_ids:
+                continue
+            m = {**m, "id": live.live_ids[seq]}
+            first = m["id"] if first is None else first
+        out.append(m)
+    return out, first

@@ -22,6 +22,9 @@ transport. What the recording shows is what the client gets:
   ``endpoint`` event names the recorded POST path with a fresh
   ``session_id``; POSTs there get ``202`` and every answer travels on the SSE stream.
 
+A recorded server line that is not a JSON-RPC message (a stdio server's banner) has no
+byte stream to go in: it is left out, with a ``serve`` note in the mock's capture.
+
 A loopback mock answers only loopback ``Host`` names (DNS rebinding). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
@@ -69,6 +72,7 @@ class HttpMock:
         self.url: str | None = None
         self._conns = 0
         self._exchanges = 0
+        self._told_raw = False
         self.nursery: trio.Nursery
 
     async def bind(self) -> str:
@@ -160,6 +164,21 @@ class HttpMock:
         else:
             await self._plain(c, 405, b"", ex)
 
+    def _receive(self, ms: MockSession, value: Any) -> list[Out]:
+        """The core's outputs for ``value``, without the recorded lines that are not messages
+        (a stdio server's banner): HTTP has no byte stream to put them in, so each is left out
+        with a ``serve`` note in the mock's capture (said once on stderr)."""
+        outs = self.core.receive(ms.live, value)
+        for o in outs:
+            if o.raw is not None:
+                line = f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: {o.raw[:60]!r}"
+                if not self._told_raw:
+                    self._told_raw = True
+                    self.say(line + " (and any more: see the -o capture's serve notes)")
+                if self.rec is not None:
+                    self.rec.note("serve", message=line, session=ms.sid)
+        return [o for o in outs if o.raw is None]
+
     # -- responses ----------------------------------------------------------------------
     async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
                      ctype: str = "text/plain") -> None:
@@ -210,12 +229,12 @@ class HttpMock:
         ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and "id" in v]
         extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
         if not ids:
-            ms.dispatch(self.core.receive(ms.live, value), self.nursery)
+            ms.dispatch(self._receive(ms, value), self.nursery)
             await self._plain(c, 202, b"", ex, extra)
             return
         st = ms.open_post(ids)
         try:
-            outs = self.core.receive(ms.live, value)
+            outs = self._receive(ms, value)
             mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
@@ -348,5 +367,5 @@ class HttpMock:
             return
         self._record_msg(C2S, body, ms, ex, "post")
         await self._plain(c, 202, b"Accepted", ex)
-        ms.dispatch(self.core.receive(ms.live, value), self.nursery)
+        ms.dispatch(self._receive(ms, value), self.nursery)
 

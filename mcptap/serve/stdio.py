@@ -4,7 +4,8 @@
 
 Newline-delimited JSON-RPC in on stdin; each parsed message goes to the
 :class:`~mcptap.serve.core.ServeCore`, whose answers are written to stdout
-(nothing else ever is). With a Recorder (``-o``), both directions are recorded
+(nothing else ever is), the recorded server lines that are not messages (a
+banner, a blank line) byte for byte as the real server wrote them. With a Recorder (``-o``), both directions are recorded
 as a normal stdio capture, each message recorded before it is written (so an
 answer is never recorded before its request); the mock's own findings
 (``serve.no_recorded_answer``) ride on the error responses.
@@ -52,7 +53,7 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
-from mcptap.serve.core import LiveSession, Out, ServeCore, asked, encode, hkey
+from mcptap.serve.core import LiveSession, Out, ServeCore, asked, hkey, line_of
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
 from mcptap.transport.signal_latch import open_receiver
@@ -113,7 +114,7 @@ class StdioServer:
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
         if all(o.delay_s <= 0 for o in outs) and not self._order.waiting(outs):
             for o in outs:
-                self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
+                self._send.send_nowait((line_of(o), _found(o), _notification(o)))
             return
         self._delayed += 1
         nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
@@ -132,7 +133,7 @@ class StdioServer:
             await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
             if o.request is None or hkey(o.request) not in self.live.cancelled:
                 try:
-                    self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
+                    self._send.send_nowait((line_of(o), _found(o), _notification(o)))
                 except trio.ClosedResourceError:
                     return
             self._order.release(o, done)
@@ -294,8 +295,9 @@ def _found(o: Out) -> tuple[Any, ...]:
 
 
 def _notification(o: Out) -> bool:
-    """Whether ``o`` is a notification (the core sends only recorded ones: replayed)."""
-    return isinstance(o.value, dict) and "method" in o.value and "id" not in o.value
+    """Whether ``o`` is a notification or a line that is not a message (the core sends only
+    recorded ones: replayed, already in the capture)."""
+    return o.raw is not None or isinstance(o.value, dict) and "method" in o.value and "id" not in o.value
 
 
 def _error(code: int) -> Out:
