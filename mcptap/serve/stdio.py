@@ -42,7 +42,7 @@ import os
 import signal
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import trio
@@ -75,6 +75,7 @@ class ServeResult:
     forwarded: int = 0                 # --extend: requests sent to the real server
     answered: int = 0                  # --extend: of those, answered by it
     errors: int = 0                    # --extend: of those answers, JSON-RPC errors
+    lost: int = 0                      # --extend: forwarded, never answered: the real server exited first (the mock's error given)
     signal: int = 0                    # the signal that ended the session (SIGTERM, SIGINT), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
     #: with a Recorder: the seqs of the notifications it recorded that the mock replayed from
@@ -99,7 +100,8 @@ class StdioServer:
         self._delayed = 0                       # tasks still holding answers for their recorded time
         self._order = InOrder()
         self.fallback = Fallback(fallback, self._raw_to_client, on_stderr=self._server_stderr,
-                                 on_process=self._server_process) if fallback else None
+                                 on_process=self._server_process, on_lost=self._lost) if fallback else None
+        self._asked: dict[Any, tuple[Out, Any]] = {}    # forwarded requests: the mock's own error, the request
         self._reading = trio.CancelScope()     # reading stdin: ended by SIGTERM
         self._waiting = trio.CancelScope()     # waiting for the real server's last answers: likewise
         self._handshake: list[dict[str, Any]] = []
@@ -188,8 +190,10 @@ class StdioServer:
         outs = self.core.receive(self.live, value)
         if len(outs) == 1 and outs[0].finding is not None and isinstance(value, dict) and value.get("method") not in HANDSHAKE_METHODS:
             self.live.unanswered.pop()
+            self._asked[hkey(value.get("id"))] = (outs[0], value)
             if await self._forward(value, nursery):
                 return
+            self._asked.pop(hkey(value.get("id")), None)
             self.live.unanswered.append(f"{asked(str(value.get('method')), value.get('params'))}: the real server could not be asked")
         self._queue(outs, nursery)
 
@@ -203,6 +207,22 @@ class StdioServer:
             found = tuple(o.finding for o in answers if o.finding is not None)
             self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers), finding=found[0] if found else None,
                              more=found[1:])], nursery)
+
+    def _lost(self, lid: Any) -> None:
+        """The real server exited without answering the forwarded request ``lid``: the
+        client gets the mock's own error for it (the capture has no answer), saying so."""
+        got = self._asked.pop(hkey(lid), None)
+        if got is None or not isinstance(got[0].value, dict) or not isinstance(got[0].value.get("error"), dict):
+            return
+        out, value = got
+        why = "the real server exited before answering"
+        err = {**out.value["error"], "message": f"{out.value['error'].get('message')}; {why} (mcptap serve --extend)"}
+        f = replace(out.finding, message=f"{out.finding.message}; {why}") if out.finding is not None else None
+        self.live.unanswered.append(f"{asked(str(value.get('method')), value.get('params'))}: {why}")
+        try:
+            self._send.send_nowait((line_of(replace(out, value={**out.value, "error": err}, finding=f)), (f,) if f else (), False))
+        except trio.ClosedResourceError:
+            pass
 
     async def _forward(self, value: Any, nursery: trio.Nursery) -> bool:
         assert self.fallback is not None
@@ -263,7 +283,7 @@ class StdioServer:
                     if self.result.signal:
                         stopping = True
                         await self.fallback.aclose(grace=0.5, wait=False)
-                    self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
+                    self._counts(self.fallback)
                 # answers waiting for their recorded time are still given (the client may
                 # have closed stdin right after its requests); then the writer drains
                 with trio.move_on_after(0 if stopping else DELAYED_AT_EOF):
@@ -280,8 +300,11 @@ class StdioServer:
                 self.rec.stdio_eof(S2C)
             self.result.unanswered = list(self.live.unanswered)
             if self.fallback is not None:
-                self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
+                self._counts(self.fallback)
         return self.result
+
+    def _counts(self, fb: Fallback) -> None:
+        self.result.forwarded, self.result.answered, self.result.errors, self.result.lost = fb.forwarded, fb.answered, fb.errors, fb.lost
 
 
 async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Sequence[str] | None = None) -> ServeResult:
