@@ -71,7 +71,9 @@ class CaptureInfo:
     names, when it is this capture's (a name beside it); with
     ``<path>.spill``, the companions :func:`remove` deletes with it.
     ``extending``: a ``serve --extend`` holds it (its capture lock) to merge a
-    new session into it; retention leaves it alone.
+    new session into it; retention leaves it alone. ``named_spill``: the spill
+    file name the header gives, whoever's it is (a renamed capture's header
+    names its old spill file, which ``recover`` reads: it is no orphan).
     """
 
     path: str
@@ -91,6 +93,7 @@ class CaptureInfo:
     version: int | None = None
     spill: str | None = None
     extending: bool = False
+    named_spill: str | None = None
 
     @property
     def no_traffic(self) -> bool:
@@ -212,6 +215,7 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         severities=severities, status=status, size=st.st_size, mtime=st.st_mtime, exit_code=exit_code,
         server=_server(header, p), unframed=unframed, version=version if isinstance(version, int) else None,
         spill=_own_spill(header.get("spill"), p),
+        named_spill=_spill_name(header.get("spill")),
         # a whole capture under a writer's lock: serve --extend, merging a session into it
         extending=status == COMPLETE and locked_by_a_writer(p),
     )
@@ -242,6 +246,11 @@ def _own_spill(name: Any, capture: str) -> str | None:
         return None
     tag = "~" + hashlib.sha256(os.fsencode(base)).hexdigest()[:12] + ".spill"
     return name if name == base + ".spill" or name.endswith(tag) else None
+
+
+def _spill_name(name: Any) -> str | None:
+    """The header's ``spill`` when it is a file name (beside the capture)."""
+    return name if isinstance(name, str) and name and "/" not in name and os.sep not in name else None
 
 
 def _server(header: dict[str, Any], path: str) -> str:

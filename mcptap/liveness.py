@@ -1,5 +1,6 @@
-"""Whether a capture is still being written, and which disk-full reserves and
-merge files a killed mcptap left behind (level 1: reads ``/proc`` and signals pid 0).
+"""Whether a capture is still being written, and which disk-full reserves,
+merge files and spill files a killed mcptap or a capture deleted by hand left
+behind (level 1: reads ``/proc``, takes ``flock`` probes and signals pid 0).
 
 A capture without an end record is either being recorded or was cut short
 (a killed tap). ``ls`` shows which, and ``prune``/``record --keep`` must never
@@ -21,7 +22,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Iterable
 
+from mcptap.capture.spill_format import SUFFIX, in_use, is_spill_file, spill_path
 from mcptap.capture.writer import locked_by_a_writer
 
 FILE_PID = re.compile(r"-(\d+)\.jsonl(?:\.gz)?$")
@@ -198,7 +202,12 @@ def remove_stale_reserves(directory: str | os.PathLike[str]) -> int:
 def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) -> list[str]:
     """The work files of ``serve --extend`` (``_MERGE``) in ``directory`` whose process is
     gone (a SIGKILLed merge: nothing else stops one, signals wait for it); with ``capture``
-    (a file name), of the merged captures only that capture's. Absolute paths; never raises."""
+    (a file name), of the merged captures only that capture's. Absolute paths; never raises.
+
+    A pid alone is not proof (pids are reused): a work file is in use while a process holds
+    its lock (the merge file's, serve/extend.py; the session file's CaptureWriter), or while
+    the pid in its name runs and started no later than the file was last written (where
+    ``/proc`` tells: a process that took the pid over started after its writer died)."""
     try:
         names = os.listdir(directory)
     except OSError:
@@ -208,15 +217,135 @@ def stale_merges(directory: str | os.PathLike[str], capture: str | None = None) 
         m = _MERGE.match(n)
         if m is None or (capture is not None and m.group(1) not in (None, capture)):
             continue
-        if not alive(int(m.group(2) or m.group(3))):
-            out.append(os.path.abspath(os.path.join(directory, n)))
+        path = os.path.join(directory, n)
+        if not _merging(path, int(m.group(2) or m.group(3))):
+            out.append(os.path.abspath(path))
     return out
+
+
+#: seconds a process start time may seem later than it was (``/proc/stat``'s boot time is whole seconds)
+_START_SLACK = 1.0
+
+
+def _merging(path: str, pid: int) -> bool:
+    """Whether the work file at ``path``, named by ``pid``, may still be in use."""
+    if locked_by_a_writer(path):
+        return True
+    if not alive(pid):
+        return False
+    started = started_at(pid)
+    if started is None:
+        return True                 # no /proc: a live pid is taken at its word
+    try:
+        return started <= os.stat(path).st_mtime + _START_SLACK
+    except OSError:
+        return True                 # gone already: nothing to remove
+
+
+def started_at(pid: int) -> float | None:
+    """When process ``pid`` started, in seconds since the epoch (``/proc/PID/stat``
+    field 22, clock ticks after boot, plus ``/proc/stat``'s ``btime``); None where
+    this system cannot tell (no ``/proc``, no such process)."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as fp:
+            line = fp.read()
+        # the command name (field 2) may hold spaces and parentheses: count from its closing one
+        ticks = int(line[line.rindex(b")") + 2:].split()[19])
+        with open(f"{_PROC}/stat", "rb") as fp:
+            boot = next(int(x.split()[1]) for x in fp.read().splitlines() if x.startswith(b"btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def remove_leftovers(directory: str | os.PathLike[str], capture: str | None = None) -> int:
     """Delete what killed mcptaps left in ``directory``: :func:`stale_reserves` (unless
     ``capture`` names one capture) and :func:`stale_merges`; how many (never raises)."""
     return _unlink_all((stale_reserves(directory) if capture is None else []) + stale_merges(directory, capture))
+
+
+def orphan_spills(directory: str | os.PathLike[str], named: Iterable[str] = ()) -> list[str]:
+    """The stdio tap's spill files (``NAME.spill``, capture/spill_format.py)
+    in ``directory`` whose capture is gone (deleted by hand: ``prune`` removes
+    a capture's spill file with it, ``recover`` once it took its bytes) and
+    that no process uses (``spill_format.in_use``: the relay writing it and
+    mcptap reading it back hold a lock; where ``/proc`` tells, no process holds
+    it open for writing either, as an older mcptap's tap would; where locks are
+    not supported, none is taken to be unused). A spill file
+    is some capture's when its name is ``spill_path`` of a file beside it (a
+    ``.gz`` too: the capture compressed) or in ``named`` (the names the
+    captures' headers give: a renamed capture's, ``recover`` finds it so);
+    nothing that is not a spill file (``is_spill_file``) is ever one. Absolute
+    paths; never raises."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    mine = _claimed(directory, names, named)
+    writers = Writers()
+    out = []
+    for n in sorted(names):
+        if not n.endswith(SUFFIX) or n in mine:
+            continue
+        fd = _lock_unused(os.path.join(directory, n), writers)
+        if fd is not None:
+            os.close(fd)
+            out.append(os.path.abspath(os.path.join(directory, n)))
+    return out
+
+
+def _claimed(directory: str | os.PathLike[str], names: Iterable[str], named: Iterable[str]) -> set[str]:
+    """The spill file names some file of ``names`` (in ``directory``) or ``named`` owns."""
+    mine = set(named)
+    for n in names:
+        if n.endswith(SUFFIX):
+            continue
+        mine.add(os.path.basename(spill_path(os.path.join(directory, n))))
+        if n.endswith(".gz"):
+            mine.add(os.path.basename(spill_path(os.path.join(directory, n[:-3]))))
+    return mine
+
+
+def _lock_unused(path: str, writers: Writers) -> int | None:
+    """A descriptor holding the exclusive lock of ``path`` when it is a regular
+    spill file no process uses (nothing starts using it until it is closed);
+    else None (used, or not known unused: no locks here)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and in_use(fd) is False and writers.holds((st.st_dev, st.st_ino)) is not True \
+                and is_spill_file(path):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def remove_orphan_spills(paths: Iterable[str]) -> list[tuple[str, str | None]]:
+    """Delete the :func:`orphan_spills` ``paths``, each checked again under its
+    lock (unused, still the file listed, still no capture of its own; one that
+    is not any more is left out): (path, None when removed, else the error)
+    for the others. Never raises."""
+    done: list[tuple[str, str | None]] = []
+    for path in paths:
+        fd = _lock_unused(path, Writers())
+        if fd is None:
+            continue
+        try:
+            directory, name = os.path.split(path)
+            st, now = os.fstat(fd), os.lstat(path)
+            if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino) and name not in _claimed(directory, os.listdir(directory), ()):
+                os.unlink(path)
+                done.append((path, None))
+        except OSError as exc:
+            done.append((path, exc.strerror or str(exc)))
+        finally:
+            os.close(fd)
+    return done
 
 
 def _unlink_all(paths: list[str]) -> int:

@@ -175,6 +175,10 @@ class Reannotator(RecordingState):
         if isinstance(seq, int):
             self.seq = seq - 1
         out = self._replay_one(rec)
+        if isinstance(seq, int):
+            # taken, whatever the record (an eof, a process event): records re-framed after it
+            # are numbered on from here, never again with its number
+            self.seq = seq
         return [] if out is None else [out]
 
     @property

@@ -29,6 +29,7 @@ from mcptap.recording import RecordingState
 from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
+_DIRS = {"c2s": C2S, "s2c": S2C}
 
 #: ``Recorder.long_line`` of the live stdio tap: a longer line is stored
 #: unframed (``chunk`` records) as it streams instead of held for annotation
@@ -85,6 +86,7 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
             # raises CaptureWriteError when the header is not on disk (disk full): the caller's
             # capture-open failure path, never a capture that starts without its header
             writer.begin(Header(FORMAT, VERSION, __version__, started, transport, target or {}, extra).to_json())
+            writer.on_gap = self.writer_gap
 
     # -- bookkeeping --------------------------------------------------------------
     def _write(self, rec: dict[str, Any]) -> None:
@@ -348,6 +350,15 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         open now whose answers travel that way are not judged unanswered."""
         self.annotator.gap(direction, nbytes)
         return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
+
+    def writer_gap(self, rec: dict[str, Any]) -> None:
+        """A ``gap`` record (its JSON) the writer made itself (an unencodable
+        record, a failed write; ``CaptureWriter.on_gap``): the annotator and
+        the record observers learn of it as of ``gap``'s, as re-annotation will."""
+        lost = rec.get("bytes")
+        self.annotator.gap(_DIRS.get(str(rec.get("dir"))), lost if type(lost) is int and lost >= 0 else None)
+        for observe in self.record_observers:
+            observe(rec)
 
     def assume(self, **state: Any) -> None:
         """Declare state that precedes the capture (it started mid-session):

@@ -30,7 +30,7 @@ LEVELS = {
     "mcptap.protocol.utf8": 1, "mcptap.protocol.sse_canonical": 1, "mcptap.protocol.sse_block": 1, "mcptap.relay.http.body_buffer": 2,
     "mcptap.relay.http.cookies": 2, "mcptap.protocol.urls": 1, "mcptap.relay.http.auth_docs": 2, "mcptap.relay.http.observe_sse": 2,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.replay.http_heads": 3, "mcptap.replay.builder": 3, "mcptap.replay.in_flight": 3,
-    "mcptap.replay.steps": 3, "mcptap.replay.findings": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
+    "mcptap.replay.steps": 3, "mcptap.replay.findings": 3, "mcptap.replay.peer_text": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,
     "mcptap.hosts.entries": 3, "mcptap.hosts.json_dialect": 3, "mcptap.hosts.toml_dialect": 3,
     "mcptap.export.har_exchanges": 3, "mcptap.export.har_cookies": 3, "mcptap.demo.rpc": 3,
     "mcptap.transport": 4, "mcptap.transport.hasher": 4, "mcptap.transport.fact_codec": 4, "mcptap.transport.http_recorder": 4,
@@ -178,6 +178,7 @@ def test_only_lifecycle_changes_phase_and_era() -> None:
 #: here with the reason, or (better) take the time / the bytes as arguments.
 CLOCK_OR_FILES = {
     "mcptap.capture.writer", "mcptap.capture.reader", "mcptap.capture.follow", "mcptap.capture.source",  # the capture file
+    "mcptap.capture.spill_format",                    # the stdio tap's spill file beside it (recover, ls, prune)
     "mcptap.paths", "mcptap.catalog", "mcptap.liveness",   # the capture directory: names, listing, pruning, live writers
     "mcptap.redact.keyfile", "mcptap.redact.rules",   # the user's redaction key and rules files
     "mcptap.serve.extend",                            # writes the extended capture beside the original

@@ -73,6 +73,12 @@ class CaptureWriter:
         #: applied to every encoded line, given the record too (``record``: the argv's secrets
         #: replaced wherever they reappear, ``known_secrets.KnownSecrets.line``)
         self.line_filter: Callable[[dict[str, Any], bytes], bytes] | None = None
+        #: told of each ``gap`` record the writer makes itself (its JSON), at the place in the
+        #: record stream where it stands: an unencodable record's at once, a failed write's when
+        #: the first record is lost (it lands on disk before the next records that make it, or
+        #: never). The recorder's annotator learns of it there, as of a transport gap, so the
+        #: live annotations and a re-annotation of the capture (``check --full``) agree
+        self.on_gap: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def unreported(self) -> int:
@@ -96,7 +102,8 @@ class CaptureWriter:
                 raise CaptureWriteError(f"cannot create capture {path}: another mcptap is recording into it")
             if stat.S_ISREG(os.fstat(fd).st_mode):
                 os.ftruncate(fd, 0)     # only now: the lock says nobody else writes it (a FIFO is written in place)
-            os.fchmod(fd, 0o600)
+                # a device or FIFO (scrub -o /dev/null) is not ours: as root, 0600 would lock every other user out of it
+                os.fchmod(fd, 0o600)
         except OSError as exc:
             os.close(fd)
             raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
@@ -178,7 +185,10 @@ class CaptureWriter:
                     line = encode_deep(_utf8_strings(rec), nonfinite=b"null") + b"\n"
                 except (TypeError, ValueError, RecursionError):
                     # our own bug, never peer data (peer bytes are stored as text/base64)
-                    line = _dumps(Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json(), option=orjson.OPT_APPEND_NEWLINE)
+                    gap = Gap(rec.get("seq"), None, f"unencodable record: {exc}").to_json()
+                    line = _dumps(gap, option=orjson.OPT_APPEND_NEWLINE)
+                    if self.on_gap is not None:
+                        self.on_gap(gap)
         if self.line_filter is not None:
             line = self.line_filter(rec, line)
         self._buf.append(line)
@@ -192,8 +202,7 @@ class CaptureWriter:
         if self.closed:
             return
         if self.failed is not None and self._unreported and not self._report_gap():
-            self.dropped += 1
-            self._unreported += 1
+            self._lose(1)
             return
         done = 0
         try:
@@ -213,8 +222,7 @@ class CaptureWriter:
             self.failed_errno = exc.errno
             if done:
                 self._cut_partial(done)
-            self.dropped += 1
-            self._unreported += 1
+            self._lose(1)
             if self._release_reserve():
                 self._report_gap()
 
@@ -243,21 +251,32 @@ class CaptureWriter:
         n_records = len(self._buf)
         self._buf.clear()
         if self.failed is not None and self._unreported and not self._report_gap():
-            self.dropped += n_records
-            self._unreported += n_records
+            self._lose(n_records)
             return
         lost = n_records - self._write_all(data)
-        self.dropped += lost
-        self._unreported += lost
+        self._lose(lost)
         if lost and self._release_reserve():
             self._report_gap()          # into the space the reserve held: the capture says what it lost
         elif self._reserve_at is not None and not lost:
             self._make_reserve()        # only now: the first records (the header) are on disk
 
+    def _lose(self, n: int) -> None:
+        """Count ``n`` records dropped by a failed write; the first of those a
+        gap record will announce tells ``on_gap`` (one gap record covers them all)."""
+        if not n:
+            return
+        first = not self._unreported
+        self.dropped += n
+        self._unreported += n
+        if first and self.on_gap is not None:
+            self.on_gap(self._gap())
+
+    def _gap(self) -> dict[str, Any]:
+        return Gap(None, None, f"capture write failed: {self.failed}", dropped_records=self._unreported).to_json()
+
     def _report_gap(self) -> bool:
         """Write the gap record for the records not reported yet; True if it is on disk."""
-        gap = _dumps(Gap(None, None, f"capture write failed: {self.failed}", dropped_records=self._unreported).to_json(),
-                     option=orjson.OPT_APPEND_NEWLINE)
+        gap = _dumps(self._gap(), option=orjson.OPT_APPEND_NEWLINE)
         if self._write_all(gap) == 1 or (self._release_reserve() and self._write_all(gap) == 1):
             self._unreported = 0
             return True
@@ -321,7 +340,7 @@ def _utf8_strings(value: Any) -> Any:
     return value
 
 
-def _flock(fd: int, exclusive: bool) -> bool | None:
+def try_flock(fd: int, exclusive: bool) -> bool | None:
     """Try to lock ``fd`` without waiting: True taken, False another holds a
     conflicting lock, None not supported here (no fcntl, or a filesystem without flock)."""
     try:
@@ -340,7 +359,7 @@ def _flock(fd: int, exclusive: bool) -> bool | None:
 def lock(fd: int) -> bool:
     """Take the exclusive capture lock on ``fd``; False when another writer
     holds it. True where locks are not supported: writers are then not kept apart."""
-    return _flock(fd, exclusive=True) is not False
+    return try_flock(fd, exclusive=True) is not False
 
 
 def locked_by_a_writer(path: str) -> bool:
@@ -352,6 +371,6 @@ def locked_by_a_writer(path: str) -> bool:
     except OSError:
         return False
     try:
-        return _flock(fd, exclusive=False) is False
+        return try_flock(fd, exclusive=False) is False
     finally:
         os.close(fd)

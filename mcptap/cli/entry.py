@@ -30,9 +30,36 @@ def _at_once(signum: int, frame: FrameType | None) -> None:
     os._exit(130)
 
 
+def _reserve_standard_fds() -> None:
+    # Started with fd 0, 1 or 2 closed (`<&-`, `>&-`), the next file mcptap opens would take
+    # that number: the capture would receive the server's bytes or lose its records to a
+    # stdin read. /dev/null holds the place, as in daemon(3).
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            except OSError:
+                continue
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    # the interpreter saw them closed and set sys.stdin/stdout/stderr to None: give them files
+    # (what it would have made of /dev/null) so nothing of ours or click's writes to None
+    if sys.stdin is None:
+        sys.stdin = open(0, closefd=False)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)
+
+
 def run() -> None:
     """Console entry point: ``mcptap.cli.main.main`` with SIGINT covered from
-    the first line of mcptap's code to the interpreter's exit."""
+    the first line of mcptap's code to the interpreter's exit. File descriptors
+    0-2 closed at start are opened on /dev/null first."""
+    _reserve_standard_fds()
     handling = _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
     if handling:
         _signal.signal(_signal.SIGINT, _at_once)

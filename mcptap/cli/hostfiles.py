@@ -130,15 +130,21 @@ def opened(host: str | None, config: str | None, dialect_name: str | None, need_
 
 
 def _dir_writable(real: str) -> bool:
-    """Whether the directory of ``real`` may be written: its permission bits
-    too, since root passes every ``os.access`` check (a 0555 directory is
-    read-only to the user, who would not expect root's mcptap to write there)."""
-    where = os.path.dirname(real) or "."
+    """Whether the directory of ``real`` may be written (``_may_write``)."""
+    return _may_write(os.path.dirname(real) or ".")
+
+
+def _may_write(path: str) -> bool:
+    """Whether this process may write ``path`` (a file, or a directory's
+    entries): the kernel's answer (``os.access`` with the effective ids), so
+    group and other bits, ACLs and read-only mounts all count, not the owner
+    bit alone; for root, whom that lets write anything on a writable mount,
+    also a write bit for someone: a 0444 file or 0555 directory is read-only
+    to its users, who would not expect root's mcptap to write there."""
     try:
-        if not os.access(where, os.W_OK):
+        if not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
             return False
-        # root: writable for someone (a group-writable directory is another user's to write in)
-        return not (hasattr(os, "geteuid") and os.geteuid() == 0) or bool(os.stat(where).st_mode & 0o222)
+        return not (hasattr(os, "geteuid") and os.geteuid() == 0) or bool(os.stat(path).st_mode & 0o222)
     except OSError:
         return False
 
@@ -194,7 +200,7 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
     except RecursionError:
         raise Fail(f"{path}: nested too deeply to read") from None
     if need_write:
-        if not os.access(real, os.W_OK) or not os.stat(real).st_mode & 0o200:
+        if not _may_write(real):
             raise Fail(f"{path}: the file is read-only")
         if not _dir_writable(real):
             raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")

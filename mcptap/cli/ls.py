@@ -10,7 +10,9 @@ messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
 holds no message, e.g. the server failed to start: such captures and empty ones are listed
 only with ``--all``, and a line on stderr says how many were left out), size, path. JSON: one
 object per line (``mcptap.catalog.CaptureInfo.as_json``). Only each file's
-header, end record and first 64 KiB are read. Peer-controlled text (names,
+header, end record and first 64 KiB are read. A spill file whose capture is
+gone (deleted by hand) and that no tap uses gets a line on stderr
+(``prune`` removes it). Peer-controlled text (names,
 paths, revisions) never reaches the terminal with its control characters.
 
 Exit status: 0 (an empty or missing directory lists nothing); 2 when DIR is
@@ -28,7 +30,7 @@ from mcptap.catalog import EMPTY, UNSUPPORTED, CaptureInfo, scan
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
 from mcptap.escape import escape_controls, text_path
-from mcptap.liveness import remove_leftovers
+from mcptap.liveness import orphan_spills, remove_leftovers
 from mcptap.paths import capture_dir
 
 _SEV = (("error", "E"), ("warn", "W"), ("info", "I"))
@@ -105,6 +107,9 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
         raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
     remove_leftovers(where)        # left by a killed mcptap (kill -9): never listed, never kept
     infos = scan_dir(where)
+    for path in orphan_spills(where, [i.named_spill for i in infos if i.named_spill]):
+        # what a killed tap set aside for a capture deleted since: `recover` has nothing to add it to
+        click.echo(f"mcptap: {printable(text_path(path))}: a spill file whose capture is gone (`mcptap prune` removes it)", err=True)
     hidden = 0
     if not show_all:
         shown = [i for i in infos if not i.no_traffic]

@@ -7,7 +7,9 @@ captures of each server name whatever their age (alone, it removes every
 other). Damaged, empty and unsupported captures (``mcptap ls``) go by the same
 rules. A removed capture's spill file (``CAPTURE.spill``: what a killed tap set
 aside for ``recover``) goes with it, as do disk-full reserves and ``serve
---extend`` work files whose process is gone. Captures still being recorded or
+--extend`` work files whose process is gone, and, listed as removed, spill
+files whose capture is gone (deleted by hand) and which no tap uses
+(``liveness.orphan_spills``). Captures still being recorded or
 extended (``serve --extend``) and
 files that are not mcptap captures are never removed. ``--dry-run`` lists what would go.
 
@@ -18,14 +20,24 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 
 import click
 
-from mcptap.catalog import parse_age, remove, select_prune
+from mcptap.catalog import CaptureInfo, parse_age, remove, select_prune
 from mcptap.cli import options
 from mcptap.cli.ls import human_size, printable, scan_dir
-from mcptap.liveness import remove_leftovers
+from mcptap.escape import text_path
+from mcptap.liveness import orphan_spills, remove_leftovers, remove_orphan_spills
 from mcptap.paths import capture_dir
+
+#: why prune removes a spill file of its own
+ORPHAN = "a spill file whose capture is gone"
+
+
+def _named(infos: Iterable[CaptureInfo]) -> list[str]:
+    """The spill file names the captures' headers give (a renamed capture's spill file is still its)."""
+    return [i.named_spill for i in infos if i.named_spill]
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -56,10 +68,13 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
         raise click.UsageError(f"{where}: not a directory")
     if directory is not None and not os.path.lexists(where):
         raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
-    doomed = select_prune(scan_dir(where), now=time.time(), older_than=older_than, keep=keep)
+    infos = scan_dir(where)
+    doomed = select_prune(infos, now=time.time(), older_than=older_than, keep=keep)
     if dry_run:
         for info in doomed:
             click.echo(f"would remove {printable(info.path)} ({human_size(info.size)})")
+        for path in orphan_spills(where, _named(infos)):
+            click.echo(f"would remove {printable(text_path(path))} ({ORPHAN})")
         return
     failed = 0
     freed = 0
@@ -70,7 +85,16 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
         else:
             freed += info.size
             click.echo(f"removed {printable(info.path)}")
+    gone = {i.path for i in doomed}
+    kept = [i for i in infos if i.path not in gone]
+    stuck = 0
+    for path, err in remove_orphan_spills(orphan_spills(where, _named(kept))):
+        if err:
+            stuck += 1
+            click.echo(f"mcptap: cannot remove {printable(text_path(path))}: {err}", err=True)
+        else:
+            click.echo(f"removed {printable(text_path(path))} ({ORPHAN})")
     remove_leftovers(where)        # reserves a killed mcptap left, and those of removed captures
     click.echo(f"mcptap: removed {len(doomed) - failed} capture(s), {human_size(freed)}", err=True)
-    if failed:
+    if failed or stuck:
         ctx.exit(2)

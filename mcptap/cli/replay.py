@@ -51,6 +51,18 @@ def _say(line: str) -> None:
     click.echo(f"mcptap: {esc(line)}", err=True)
 
 
+def _redacted(text: str, known: Any, redact_message: Any) -> str:
+    """``text`` (a note or error quoting the live server, already through
+    ``replay/peer_text.said``) with the secrets of the command line or URL (``known``)
+    and, for a scrubbed capture, its own rules (``redact_message``) applied, as to
+    the live answers."""
+    if known is not None:
+        text = known.value(text)
+    if redact_message is not None:
+        text = redact_message(text)
+    return text
+
+
 def _status(replayer: Replayer) -> str:
     """The progress text of a running replay (read from the progress thread:
     a copy of the live steps, never the dict being filled)."""
@@ -149,6 +161,9 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         rec.close(exit_code=None, replay_error="interrupted (SIGINT)")
         _say(f"interrupted; the new capture so far: {path}")
         ctx.exit(130)
+    # replay's own words quoting the live server (notes, an error) get the redaction its answers get below
+    result.notes = {i: _redacted(n, known, redact_message) for i, n in result.notes.items()}
+    result.error = _redacted(result.error, known, redact_message) if result.error else result.error
     extra: dict[str, Any] = {"replay_error": result.error} if result.error else {}
     rec.close(exit_code=result.exit_code, **extra)
     if result.error:

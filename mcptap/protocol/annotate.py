@@ -223,7 +223,7 @@ class Annotator(AnnotatorState):
         kind, sender = cls.kind, msg.direction
         out = msg.findings
         if not cls.has_id or cls.id is None:
-            return self._null_id_error(msg, st, value)
+            return self._null_id_error(msg, st, value, cls)
         scope = self._scope
         if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
             scope = self._scope_of(sender.peer, st)
@@ -288,7 +288,8 @@ class Annotator(AnnotatorState):
         p.params = None
         return p.seq, msg.t_us - p.t_us, p
 
-    def _null_id_error(self, msg: Message, st: SessionState, value: dict[str, Any]) -> tuple[int | None, int | None, None]:
+    def _null_id_error(self, msg: Message, st: SessionState, value: dict[str, Any],
+                       cls: Classified) -> tuple[int | None, int | None, None]:
         """Response without a usable id (null or absent). An error is
         legitimate only as the answer to input the peer could not parse
         (-32700) or read as a request (-32600), or (Streamable HTTP) on an
@@ -299,8 +300,10 @@ class Annotator(AnnotatorState):
         answered = self.answers.idless_error(msg, value, code) if self.transport == "http" else None
         if answered is not None:
             return answered.seq, msg.t_us - answered.t_us, None
-        without = "id null" if msg.has_id else "no id"
-        if msg.kind is ERROR:
+        # the member's own kind and id: a batch's Message is neither an error nor id-less
+        without = "id null" if cls.has_id else "no id"
+        is_error = cls.kind is ERROR
+        if is_error:
             prev = self._last_unparsed.pop((msg.session, msg.direction.peer), None)
             if code in (-32700, -32600):
                 msg.findings.append(finding("jsonrpc.error_id_null", f"error {code} with {without}: correct rejection of unreadable input"
@@ -315,7 +318,7 @@ class Annotator(AnnotatorState):
         scope = self._scope_of(msg.direction.peer, st)
         open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]
         stay = f"; request(s) {', '.join(show_id(p.id) for p in open_reqs[:5])}{' …' if len(open_reqs) > 5 else ''} stay unanswered" if open_reqs else ""
-        if msg.kind is ERROR:
+        if is_error:
             msg.findings.append(finding("jsonrpc.error_id_null", f"error{f' {code}' if code is not None else ''} with {without} answers no request"
                                         + stay, {"open": [p.seq for p in open_reqs[:20]]}))
         else:

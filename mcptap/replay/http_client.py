@@ -1,5 +1,6 @@
 """Replay over Streamable HTTP: the HttpLink (its connections are
-``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s).
+``replay/http_conn.py``'s, its request heads ``replay/http_heads.py``'s, its
+session's GET stream and DELETE ``replay/http_session.py``'s).
 
 ``HttpLink(url, rec, extra_headers=(), tools=None, cacert=None)`` implements the runner's
 link interface (see runner.py). Each c2s message is one POST to ``url`` with
@@ -21,7 +22,10 @@ link interface (see runner.py). Each c2s message is one POST to ``url`` with
   once (not recorded as a message) as an error coded with the status, quoting the
   body's start, so the report shows it as ERROR-CHANGED; as the tap, only a JSON media type body
   is a JSON-RPC payload, and the POST's requests are recorded as refused at
-  HTTP level (``http.request_refused``), not unanswered;
+  HTTP level (``http.request_refused``), not unanswered; a redirect (3xx, not followed) too;
+* a 2xx response that ends without a request's answer (``{}``, another id, an empty body, a
+  ``202``, an event stream that ended, after resuming it when it can be) settles that request
+  unanswered at once (the runner's ``lost``), with what came instead (``http_conn.came``);
 * with ``listen=True`` (the original client had one), a GET stream is opened
   for each new legacy session, so server messages unrelated to a POST arrive;
 * at the end, each legacy session is closed with ``DELETE``.
@@ -53,10 +57,12 @@ from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import is_secret_name, scrub_url
 from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
-from mcptap.replay.http_conn import GIST_READ, IO_ERRORS, Conn, StreamState, close, has_request, refused_text, request_ids, response_ids, stale, unanswered
+from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, came, close, has_request, id_key, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
+from mcptap.replay.http_session import delete, listen
 from mcptap.replay.offpath import OffPath
+from mcptap.replay.peer_text import failure
 from mcptap.replay.runner import Deliver
 from mcptap.replay.steps import read_id
 
@@ -99,6 +105,8 @@ class HttpLink:
         self.exit_code: int | None = None
         #: requests sent again because a kept-alive connection was closed before any response byte
         self.retried = 0
+        #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
+        self.lost: Callable[[list[Any], str], None] | None = None
 
     # -- connections ---------------------------------------------------------------------
     async def _connect(self) -> Conn:
@@ -155,7 +163,7 @@ class HttpLink:
         for orig, sid in list(self.sessions.items()):
             if orig in self.versions:                 # a handshake-era session: end it
                 try:
-                    await self._delete(sid, self.versions[orig])
+                    await delete(self, sid, self.versions[orig])
                 except IO_ERRORS:
                     pass
         for c in self._idle:
@@ -196,9 +204,9 @@ class HttpLink:
                 self.off.call(self._lost, ex, c.id, lost)
                 await close(c)
             except IO_ERRORS as exc:
-                self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+                self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=failure(exc))
                 start()
-                await self._synthetic(value, 0, f"connection failed: {type(exc).__name__}: {exc}")
+                await self._synthetic(value, 0, f"connection failed: {failure(exc)}")
                 return
 
     async def _post_once(self, c: Conn, ex: int, body: bytes, value: Any, session: Any, headers: list[tuple[str, str]],
@@ -214,7 +222,7 @@ class HttpLink:
             await c.stream.send_all(c.h11.send(h11.Data(data=body)) + c.h11.send(h11.EndOfMessage()))
         except IO_ERRORS as exc:
             if reused:
-                return f"{type(exc).__name__}: {exc}"
+                return failure(exc)
             raise
         if self.written is not None:
             self.written(value)
@@ -231,7 +239,7 @@ class HttpLink:
             resp = await c.next_event()
         except IO_ERRORS as exc:
             if reused and c.received == before:
-                return f"{type(exc).__name__}: {exc}"
+                return failure(exc)
             raise
         while isinstance(resp, h11.InformationalResponse):
             resp = await c.next_event()
@@ -249,11 +257,25 @@ class HttpLink:
         self.off.call(self._end, ex, c.id, resp.status_code)
         await self._release(c)
         owed = request_ids(value) - stream.answered
+        what = stream.came
         if owed and stream.last_id and live_sid is not None:
             # 2025-11-25 polling (SEP-1699): the server ended the stream after an event id, before
             # the answer; resumed with GET + Last-Event-ID after its retry delay, as the SDK clients do
             await resume(self, session, live_sid, owed, stream)
+            what += "; resuming it (GET with Last-Event-ID) brought no answer"
+        if owed and 200 <= resp.status_code < 300:
+            # the server said all it will say to this POST (a 2xx body that ended: {}, another id, a 202,
+            # an event stream without the answer): said now, not as "no answer" once the timeout has passed
+            self._unanswered(value, owed, what)
         return None
+
+    def _unanswered(self, value: Any, owed: set[Any], came: str) -> None:
+        """The requests of ``value`` whose id keys are ``owed`` will get no answer: the runner
+        settles them unanswered (MISSING) with ``came``, what the response was instead."""
+        ids = [read_id(v["id"]) for v in unanswered(value, set()) if id_key(v["id"]) in owed]
+        if ids and self.lost is not None:
+            self.lost(ids, came)
+
     def _lost(self, ex: int, conn: int, why: str) -> None:
         """The ``end`` of a POST lost on a reused connection (made in order, as ``_end``): judged
         as the tap judges one (``http.request_lost_on_closed_connection``), its requests answered
@@ -282,6 +304,7 @@ class HttpLink:
         parser = SSEParser() if ctype == "text/event-stream" else None
         buf = bytearray()
         got_json = False
+        messages = 0
         end = False
         while not end:
             ev = await c.next_event()
@@ -307,6 +330,7 @@ class HttpLink:
                     self.off.call(self.rec.http, event="sse", exchange=transport["exchange"], conn=c.id, sse=info,
                                   **({"session": live_sid} if live_sid else {}))
                 if sse.dispatched and sse.data:
+                    messages += 1
                     got_json |= await self._payload(sse.data.encode("utf-8"), session, live_sid, {**transport, "sse": {"event": sse.type}},
                                                     state.answered)
             if owed is not None and owed <= state.answered and not end:
@@ -315,13 +339,15 @@ class HttpLink:
         if parser is None and buf and (ctype == "application/json" or ctype.endswith("+json")):
             # as the tap: only a JSON body is a JSON-RPC payload ("Method Not Allowed" in text/plain is not)
             got_json = await self._payload(bytes(buf), session, live_sid, transport, state.answered)
-        if status >= 400:
-            # the requests the body did not answer were refused at HTTP level, JSON body or not (429
-            # {"error": "rate_limit_exceeded"}, 401 {"error": "invalid_token"}, an id-null JSON-RPC error):
-            # said now, not as "no answer" once the timeout has passed
+        if status >= 300:
+            # the requests the body did not answer were refused at HTTP level (or redirected, which replay
+            # does not follow), JSON body or not (429 {"error": "rate_limit_exceeded"}, 401 {"error":
+            # "invalid_token"}, an id-null JSON-RPC error): said now, not as "no answer" once the timeout has passed
             refused = unanswered(value, state.answered)
             if refused:
-                await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf[:GIST_READ])))
+                await self._synthetic(refused, status, refused_text(status, got_json, bytes(buf)))
+        elif unanswered(value, state.answered):
+            state.came = came(status, ctype, bytes(buf), messages)      # (redacting a body costs: only when it is said)
         return state
 
     async def _payload(self, raw: bytes, session: Any, live_sid: Any, transport: dict[str, Any], answered: set[Any] | None = None) -> bool:
@@ -346,7 +372,7 @@ class HttpLink:
             self.versions[session] = res["protocolVersion"]
             sid = self.sessions.get(session)
             if self.listen and sid is not None:
-                self.nursery.start_soon(self._get_stream, session, sid)
+                self.nursery.start_soon(listen, self, session, sid)
 
     async def _synthetic(self, value: Any, status: int, text: str) -> None:
         """Tell the runner a request failed at the HTTP level (not recorded as a message)."""
@@ -354,47 +380,3 @@ class HttpLink:
             if isinstance(v, dict) and "method" in v and "id" in v:
                 await self.deliver({"jsonrpc": "2.0", "id": read_id(v["id"]), "error": {"code": status, "message": text, "data": {"mcptap": "synthetic"}}},
                                    None)
-
-    async def _get_stream(self, session: Any, sid: str) -> None:
-        """The session's GET stream (server requests and notifications not tied to a POST)."""
-        self._exchanges += 1
-        ex = self._exchanges
-        try:
-            c = await self._connect()
-            headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Mcp-Session-Id", sid), *self.extra]
-            version = self.versions.get(session)
-            if version is not None and version >= "2025-06-18":
-                headers.append(("MCP-Protocol-Version", version))
-            await c.stream.send_all(c.h11.send(h11.Request(method="GET", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-            self._record_heads("request", ex, c, method="GET", target=self.rec_target, headers=headers, session=sid)
-            resp = await c.next_event()
-            while isinstance(resp, h11.InformationalResponse):
-                resp = await c.next_event()
-            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"),
-                               headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers], session=sid)
-            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": self.rec_target, "stream": "get", "status": resp.status_code}
-            ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "").split(";")[0].strip().lower()
-            if resp.status_code == 200 and ctype == "text/event-stream":
-                await self._body(c, resp.status_code, ctype, None, session, sid, transport)
-            await close(c)
-        except IO_ERRORS as exc:
-            self.off.call(self.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
-
-    async def _delete(self, sid: str, version: str | None = None) -> None:
-        c = await self._conn()
-        headers = [("Host", self.authority), ("Mcp-Session-Id", sid), ("Content-Length", "0"), *self.extra]
-        if version is not None and version >= "2025-06-18":
-            headers.append(("MCP-Protocol-Version", version))     # (every request after initialize: MUST)
-        self._exchanges += 1
-        ex = self._exchanges
-        await c.stream.send_all(c.h11.send(h11.Request(method="DELETE", target=self.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-        self._record_heads("request", ex, c, method="DELETE", target=self.rec_target, headers=headers, session=sid)
-        with trio.move_on_after(5):
-            resp = await c.next_event()
-            while not isinstance(resp, h11.Response):
-                resp = await c.next_event()
-            self._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=[])
-            while not isinstance(await c.next_event(), (h11.EndOfMessage, h11.ConnectionClosed)):
-                pass
-        await self._release(c)
-

@@ -13,7 +13,8 @@ HTTP+SSE) share below the link.
 * :func:`has_request` — whether a JSON-RPC value (message or batch) holds a
   request (its POST is started, not awaited, so requests overlap again);
 * :func:`unanswered`, :func:`refused_text` — an HTTP error's requests left
-  without an answer, and what to tell of it (its body's start).
+  without an answer, and what to tell of it (its body's start); :func:`came`, what
+  to tell of a 2xx response that answered nothing.
 
 The request heads themselves are built by ``replay/http_heads.py`` (pure).
 """
@@ -28,7 +29,8 @@ from typing import Any
 import h11
 import trio
 
-from mcptap.escape import escape_controls
+from mcptap.protocol.jsonrpc import id_key as jsonrpc_id_key
+from mcptap.replay.peer_text import said, said_body
 from mcptap.replay.steps import read_id
 
 #: bytes read at a time
@@ -78,13 +80,15 @@ class StreamState:
     ``answered``, the id keys (``id_key``) of the responses it carried; ``cut``, it was
     left before its end (a resumed stream, once its answers had come)."""
 
-    __slots__ = ("last_id", "retry_ms", "answered", "cut")
+    __slots__ = ("last_id", "retry_ms", "answered", "cut", "came")
 
     def __init__(self) -> None:
         self.last_id = ""
         self.retry_ms: int | None = None
         self.answered: set[Any] = set()
         self.cut = False
+        #: a 2xx body, in words (``came``), for the requests it did not answer
+        self.came = ""
 
     def saw(self, last_id: str, retry: int | None) -> None:
         if last_id:
@@ -94,10 +98,12 @@ class StreamState:
 
 
 def id_key(v: Any) -> Any:
-    """A JSON-RPC id as a set member (an id may be any JSON value, a ``1e400`` fragment)."""
-    if isinstance(v, (int, str)) and not isinstance(v, bool):
+    """A JSON-RPC id as a set member (an id may be any JSON value, a ``1e400`` fragment): the
+    runner's key (``protocol.jsonrpc.id_key``: ``1`` answers ``1.0``), so the link and the
+    runner agree on which requests a body answered."""
+    if type(v) is int or type(v) is str:
         return v
-    return repr(read_id(v))
+    return jsonrpc_id_key(read_id(v))
 
 
 def request_ids(value: Any) -> set[Any]:
@@ -111,17 +117,30 @@ def unanswered(value: Any, answered: set[Any]) -> list[Any]:
             if isinstance(v, dict) and "method" in v and "id" in v and id_key(v["id"]) not in answered]
 
 
-#: bytes of an error body read for its ``gist``; characters the gist keeps
-GIST_READ, GIST_CHARS = 400, 120
+#: characters of a body's start quoted in what replay says of it
+GIST_CHARS = 120
 
 
 def refused_text(status: int, got_json: bool, body: bytes) -> str:
     """What an HTTP error that answered no request says: the status, whether a
     JSON payload came (``got_json``), the ``body``'s start as one printable line
-    (whitespace runs as one space, controls escaped, at most GIST_CHARS characters)."""
-    text = " ".join(body.decode("utf-8", "replace").split())
-    gist = escape_controls(text[:GIST_CHARS]) + ("…" if len(text) > GIST_CHARS else "")
+    (``peer_text.said_body``: redacted, whitespace runs as one space, controls
+    escaped, at most GIST_CHARS characters)."""
+    gist = said_body(body, GIST_CHARS)
     return f"HTTP {status} without a JSON-RPC {'answer' if got_json else 'body'}" + (f": {gist}" if gist else "")
+
+
+def came(status: int, ctype: str, body: bytes, messages: int) -> str:
+    """What a 2xx response that left a request unanswered was, in one printable line:
+    an event stream that ended (``messages``: the JSON-RPC messages it carried), an empty
+    body (a ``202``, which is for notifications and responses only), or a body, JSON or
+    not, whose start is quoted (``peer_text.said_body``): ``HTTP 200 application/json
+    without the answer: {}``."""
+    if ctype == "text/event-stream":
+        return f"HTTP {status} event stream ended without the answer" + (f" ({messages} other message{'s' * (messages != 1)})" if messages else "")
+    if not body:
+        return f"HTTP {status} with an empty body, not the answer"
+    return f"HTTP {status} {said(ctype, 60) or 'without Content-Type'} without the answer: {said_body(body, GIST_CHARS)}"
 
 
 def response_ids(value: Any) -> set[Any]:

@@ -16,6 +16,7 @@ import h11
 import trio
 
 from mcptap.replay.http_conn import IO_ERRORS, StreamState, close
+from mcptap.replay.peer_text import failure
 
 #: ms before resuming an event stream whose server gave no ``retry`` (the Python SDK client's default)
 RESUME_DELAY_MS = 1000
@@ -59,7 +60,7 @@ async def resume(link: Any, session: Any, sid: str, owed: set[Any], stream: Stre
                 link.off.call(link._end, ex, c.id, resp.status_code)
                 await link._release(c)
         except IO_ERRORS as exc:
-            link.off.call(link.rec.http, event="end", exchange=ex, how="failed", detail=f"{type(exc).__name__}: {exc}")
+            link.off.call(link.rec.http, event="end", exchange=ex, how="failed", detail=failure(exc))
         owed -= stream.answered
         failures = 0 if stream.last_id != last or stream.answered else failures + 1
 

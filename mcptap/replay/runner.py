@@ -32,6 +32,7 @@ import trio
 from mcptap.errors import SpawnError
 from mcptap.protocol.jsonrpc import id_key
 from mcptap.replay.live import MISSING, Live, LiveServerRequest, ReplayResult, get_path, set_path
+from mcptap.replay.peer_text import said
 from mcptap.replay.plan import Plan, Step
 from mcptap.replay.stdio_link import C2S, CHUNK, S2C, Deliver, StdioLink
 from mcptap.replay.steps import copy_message, read_id, wire_id
@@ -286,7 +287,8 @@ class Replayer:
             return None
         err = r.get("error") if isinstance(r, dict) else None
         if isinstance(err, dict):
-            return method, f"error {err.get('code')} {str(err.get('message'))[:80]!r}"
+            # the live server's words, redacted and escaped before they are cut (replay/peer_text.py)
+            return method, f"error {said(str(err.get('code')), 40)} '{said(str(err.get('message')), 80)}'"
         return method, live.note or "no answer"
 
     def _parts(self) -> list[list[Step]]:

@@ -62,6 +62,7 @@ from mcptap.relay.http import events as r
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.replay.http_client import HttpLink
 from mcptap.replay.http_conn import IO_ERRORS, Conn, close, has_request, id_key, response_ids
+from mcptap.replay.peer_text import failure, said
 from mcptap.replay.sse_stream import Again, SseStream
 from mcptap.replay.steps import read_id
 
@@ -194,7 +195,7 @@ class SseLink(HttpLink):
             try:
                 c = await self._connect()
             except IO_ERRORS as exc:
-                st.failed = f"cannot open the HTTP+SSE stream: {type(exc).__name__}: {exc}"
+                st.failed = f"cannot open the HTTP+SSE stream: {failure(exc)}"
                 return 0
             headers = [("Host", self.authority), ("Accept", "text/event-stream"), ("Cache-Control", "no-store"),
                        ("User-Agent", "mcptap-replay"), *self.extra]
@@ -210,14 +211,14 @@ class SseLink(HttpLink):
                 ctype = next((v.decode("latin-1") for n, v in resp.headers if n.lower() == b"content-type"), "")
                 if resp.status_code != 200 or ctype.split(";")[0].strip().lower() != "text/event-stream":
                     st.status = resp.status_code
-                    st.failed = f"HTTP {resp.status_code} {ctype or 'without Content-Type'} for the HTTP+SSE stream GET"
+                    st.failed = f"HTTP {resp.status_code} {said(ctype, 60) or 'without Content-Type'} for the HTTP+SSE stream GET"
                     if first:
                         st.ready.set()
                     await self._drain(c, ex)
                 else:
                     got = await self._events(c, ex, session, st)
             except IO_ERRORS as exc:
-                how, detail = ("upstream_closed" if head else "upstream_failed"), f"{type(exc).__name__}: {exc}"
+                how, detail = ("upstream_closed" if head else "upstream_failed"), failure(exc)
         except trio.Cancelled:
             how, detail = "client_closed", ""
             raise
@@ -284,9 +285,9 @@ class SseLink(HttpLink):
         u = urls.split(resolved) if resolved is not None else None
         base = urls.split(self.url)
         if u is None or base is None:
-            return None, f"the endpoint event's URI {urls.public(data.strip())!r} does not parse"
+            return None, f"the endpoint event's URI '{said(urls.public(data.strip()), 200)}' does not parse"
         if (u.scheme.lower(), (u.hostname or "").lower(), urls.port_of(u)) != (base.scheme.lower(), (base.hostname or "").lower(), urls.port_of(base)):
-            return None, f"endpoint on another origin, not followed: {urls.public(resolved or '')}"
+            return None, f"endpoint on another origin, not followed: {said(urls.public(resolved or ''), 200)}"
         return (u.path or "/") + (f"?{u.query}" if u.query else ""), None
 
     async def _initialize_again(self, session: Any, st: SseStream, target: str) -> None:
@@ -357,7 +358,7 @@ class SseLink(HttpLink):
                     # again once on a new one, as HttpLink does (recorded as the tap records it:
                     # http.request_lost_on_closed_connection, its requests answered by the transport)
                     self.retried += 1
-                    self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed", f"{type(exc).__name__}: {exc}; sent again on a new connection",
+                    self.observer.handle([r.ResponseEnded(ex, c.id, "upstream_closed", f"{failure(exc)}; sent again on a new connection",
                                                           reused=True, response_started=False)])
                     await close(c)
                     continue
@@ -368,7 +369,7 @@ class SseLink(HttpLink):
                 if not 200 <= resp.status_code < 300:
                     await self._synthetic(value, resp.status_code, f"HTTP {resp.status_code} from the legacy HTTP+SSE endpoint")
             except IO_ERRORS as exc:
-                detail = f"{type(exc).__name__}: {exc}"
+                detail = failure(exc)
                 if c is None:
                     self.rec.http(event="end", exchange=ex, how="upstream_failed", detail=detail)
                 else:

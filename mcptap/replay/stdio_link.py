@@ -35,9 +35,12 @@ from mcptap.protocol.framing import NewlineFramer, Parses
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
 from mcptap.replay.offpath import OffPath
+from mcptap.replay.steps import read_id
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CHUNK = 64 * 1024
+#: why a request the server never read is unanswered
+STDIN_NOTE = "not delivered: the server had closed its stdin"
 #: The runner's callback for one s2c JSON value: ``await deliver(value, session)``.
 Deliver = Callable[[Any, Any], Awaitable[None]]
 
@@ -57,6 +60,8 @@ class StdioLink:
         self._send_ch, self._recv_ch = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
         #: the runner's: called with each message once written whole (its answer's latency counts from then)
         self.written: Callable[[Any], None] | None = None
+        #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
+        self.lost: Callable[[list[Any], str], None] | None = None
         self._exited = trio.Event()
         self._out_done = trio.Event()
         self._popen: subprocess.Popen[bytes] | None = None
@@ -82,11 +87,18 @@ class StdioLink:
     async def send(self, value: Any, session: Any = None) -> None:
         try:
             self._send_ch.send_nowait((dumps(value) + b"\n", value))
-        except trio.ClosedResourceError:
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
             # the server's stdin is already closed (the replayed client side is done, or
             # the server closed it): an answer to a late server request cannot arrive;
-            # the new capture shows that request unanswered
-            pass
+            # the new capture shows that request unanswered; a request is said unanswered now
+            self._undelivered(value)
+
+    def _undelivered(self, value: Any) -> None:
+        """``value`` was never written: the requests in it are settled unanswered at once (not
+        after the timeout: the server cannot answer what it never read)."""
+        ids = [read_id(v["id"]) for v in (value if isinstance(value, list) else (value,)) if isinstance(v, dict) and "method" in v and "id" in v]
+        if ids and self.lost is not None:
+            self.lost(ids, STDIN_NOTE)
 
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:
@@ -99,6 +111,14 @@ class StdioLink:
                         await stdin.send_all(line)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     self.off.call(self.rec.process, "stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
+                    # this message and those queued behind it never reach the server, nor do later ones (send)
+                    self._undelivered(value)
+                    while True:
+                        try:
+                            self._undelivered(self._recv_ch.receive_nowait()[1])
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    self._recv_ch.close()
                     break
                 if self.written is not None:
                     self.written(value)

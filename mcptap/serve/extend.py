@@ -33,8 +33,9 @@ records as its own were; the caller refuses to extend when they cannot be made.
 A gzip capture (``.jsonl.gz``) is written back gzip-compressed.
 
 The merged capture is written to a hidden file beside the capture
-(``.NAME.extending-PID``, removed on any failure; one a SIGKILLed mcptap left is
-removed by the next serve of that capture, ``ls`` and ``prune``: ``liveness.stale_merges``) and then renamed over ``path`` in one step: a
+(``.NAME.extending-PID``, under the capture lock while it is written, removed on any
+failure; one a SIGKILLed mcptap left is removed by the next serve of that capture, ``ls``
+and ``prune``: ``liveness.stale_merges``) and then renamed over ``path`` in one step: a
 process killed meanwhile leaves the original capture as it was. Raises CaptureReadError (unreadable input), CaptureWriteError (cannot
 write), ValueError (not a capture that can be extended).
 """
@@ -53,7 +54,7 @@ from mcptap.capture.format import VERSION, decode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream
 from mcptap.capture.source import CUT, lines, open_input, read_line
-from mcptap.capture.writer import CaptureWriter
+from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.errors import CaptureReadError, CaptureWriteError
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
@@ -113,6 +114,9 @@ class _Out:
         remove_leftovers(where, name)
         self.named: str | None = os.path.join(where, f".{name}.extending-{os.getpid()}")
         fd = os.open(self.named, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        # the capture writer's lock, held until the file is the capture: ls and prune see a merge
+        # in progress (liveness.stale_merges) whatever its pid (pids are reused)
+        lock(fd)
         self.raw: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self.fp: IO[bytes] = cast(IO[bytes], gzip.GzipFile(fileobj=self.raw, mode="wb", compresslevel=6, mtime=0)) if gz else self.raw
 
@@ -125,10 +129,10 @@ class _Out:
             self.fp.close()
         self.raw.flush()
         os.fsync(self.raw.fileno())
-        self.raw.close()
         assert self.named is not None
-        os.replace(self.named, self.path)
+        os.replace(self.named, self.path)       # before close: the lock holds until it is the capture
         self.named = None
+        self.raw.close()
 
     def discard(self) -> None:
         for close in (self.fp.close, self.raw.close):
@@ -331,6 +335,7 @@ def _merge(src: IO[bytes], path: str, header: dict[str, Any], ep: CaptureStream,
     sink = _Sink(out, tally, [s.record for s in scrubbers], finish_end)
     rec = Recorder(None, "stdio", target=header.get("target") or {}, clock=lambda: clock["t"], started=str(header.get("started")))
     rec.writer = sink
+    sink.on_gap = rec.writer_gap        # its own gap records reach the annotator (recorder.writer_gap)
     rec.seq = last_seq
     for d in (Direction.C2S, Direction.S2C):
         # offsets are positions in the direction's stream, which the file's records make up

@@ -2,7 +2,7 @@
 
 ``SignalLatch(signals).install()`` from the moment a capture exists; the tap
 ``take()``s what arrived and acts as if it came then; ``restore()`` at the end.
-Used by the stdio tap (SIGINT/SIGTERM/SIGHUP, forwarded to the server) and the
+Used by the stdio tap (``FORWARDED_SIGNALS``, forwarded to the server) and the
 HTTP tap (SIGINT/SIGTERM: stop).
 
 A signal mcptap was started with ignored stays ignored, in every command and
@@ -21,8 +21,14 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+#: the signals a host (or a terminal) sends to stop a server: forwarded to its process
+#: group, and a repeated one escalates (transport/stdio_signals.py)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+#: signals meant for the server itself (node opens its inspector on SIGUSR1): forwarded
+#: only; their default action would have killed mcptap and left the capture without its end
+PASSED_ON_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM)
 #: the signals the stdio tap forwards to the server's process group
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED_SIGNALS = STOP_SIGNALS + PASSED_ON_SIGNALS
 
 
 def handled(signals: Iterable[int]) -> tuple[int, ...]:
@@ -61,7 +67,7 @@ class _Never:
 
 
 class SignalLatch:
-    """Holds SIGINT/SIGTERM/SIGHUP received before the tap's own receiver is
+    """Holds signals (default ``FORWARDED_SIGNALS``) received before the tap's own receiver is
     installed, from the moment the capture exists (``install``, main thread):
     without it a host's early SIGTERM killed mcptap between creating the
     capture and starting the tap, leaving it empty or without its end record.

@@ -47,19 +47,20 @@ Bound: one fill of the file (from empty or a rewind) holds at most
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import mmap
 import os
-import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
+# the file's format moved to capture/spill_format.py (level 1: recover, ls and prune read it); re-exported
+from mcptap.capture.spill_format import ENTRY, hold
+from mcptap.capture.spill_format import NAME_MAX as NAME_MAX
+from mcptap.capture.spill_format import SUFFIX as SUFFIX
+from mcptap.capture.spill_format import entries as entries
+from mcptap.capture.spill_format import is_spill_file as is_spill_file
+from mcptap.capture.spill_format import spill_path as spill_path
 from mcptap.transport import spill_bound
 
-ENTRY = struct.Struct("<BqQI")
-#: the longest file name, in bytes (Linux file systems)
-NAME_MAX = 255
-SUFFIX = ".spill"
 #: disk space reserved ahead of the writes (``fallocate`` with FALLOC_FL_KEEP_SIZE:
 #: the file's size, and so what ``entries`` reads, stays that of its entries).
 #: A flood writes ~100 MB here from the forwarding thread; into reserved blocks
@@ -107,25 +108,6 @@ class Recorded:
         self.s2c.value = s2c
 
 
-def spill_path(capture_path: str) -> str:
-    """Where the spill file of the capture at ``capture_path`` goes:
-    ``<capture>.spill`` beside it. When that name would be longer than a file
-    name may be (``NAME_MAX``, 255 bytes), the capture name's first
-    characters, ``~``, 12 hex digits of its SHA-256 and ``.spill`` instead
-    (the header's ``spill`` names the file: ``recover`` finds either)."""
-    where, name = os.path.split(capture_path)
-    if len(os.fsencode(name + SUFFIX)) <= NAME_MAX:
-        return capture_path + SUFFIX
-    tag = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:12] + SUFFIX
-    room = NAME_MAX - len(tag)
-    short = ""
-    for ch in name:         # whole characters: the header stores the name as UTF-8 text
-        if len(os.fsencode(short + ch)) > room:
-            break
-        short += ch
-    return os.path.join(where, short + tag)
-
-
 class SpillFile:
     """One spill file. ``path``: created on the first ``append`` (truncating
     a stale one: its capture was overwritten too); None: an unlinked
@@ -161,6 +143,7 @@ class SpillFile:
         if self._fd < 0 and self.path is not None:
             flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | ((os.O_CREAT | os.O_TRUNC) if create else 0)
             self._fd = os.open(self.path, flags, 0o600)
+            hold(self._fd)          # in use while open: prune leaves it, also once its capture is gone
         self.used = True
         return self._fd
 
@@ -361,39 +344,3 @@ def _discard(fd: int, n: int) -> None:
         if not data:
             return
         n -= len(data)
-
-
-def entries(path: str) -> Iterator[tuple[int, int, int, bytes]]:
-    """``(direction, t_us, stream offset, data)`` of each whole entry of the
-    spill file at ``path``, in the order the relay read them (a cut last
-    entry is skipped). Raises OSError if it cannot be read."""
-    with open(path, "rb") as fp:
-        while True:
-            head = fp.read(ENTRY.size)
-            if len(head) < ENTRY.size:
-                return
-            direction, t_us, offset, n = ENTRY.unpack(head)
-            data = fp.read(n)
-            if len(data) < n or direction > 1:
-                return
-            yield direction, t_us, offset, data
-
-
-def is_spill_file(path: str) -> bool:
-    """Whether the file at ``path`` holds spill entries and nothing else
-    (every entry head whole with a direction of 0 or 1; the last entry's data
-    may be cut): what ``recover`` may read and then remove, where a capture's
-    header names it. Raises OSError if it cannot be read."""
-    size = os.path.getsize(path)
-    pos = 0
-    with open(path, "rb") as fp:
-        while pos < size:
-            fp.seek(pos)
-            head = fp.read(ENTRY.size)
-            if len(head) < ENTRY.size:
-                return False
-            direction, _t_us, _offset, n = ENTRY.unpack(head)
-            if direction > 1:
-                return False
-            pos += ENTRY.size + n
-    return True

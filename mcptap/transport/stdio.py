@@ -20,8 +20,9 @@ Recorder raises (a bug in mcptap), recording stops and the relay goes on
 Process handling (spec basic/transports stdio, lifecycle Shutdown):
 
 * the server starts in a new session / process group, so a terminal's Ctrl-C
-  reaches it once, forwarded by us; SIGINT, SIGTERM and SIGHUP received by
-  mcptap are sent to that process group; on Linux the child also gets
+  reaches it once, forwarded by us; the signals received by mcptap that a host
+  sends to stop a server (SIGINT, SIGTERM, SIGHUP, SIGQUIT) or meant for the
+  server itself (SIGUSR1, SIGUSR2, SIGALRM) are sent to that process group; on Linux the child also gets
   ``PR_SET_PDEATHSIG=SIGTERM`` so a SIGKILLed mcptap leaves no server behind;
 * host stdin EOF → close the server's stdin; after ``grace`` s SIGTERM to the
   group; after another ``grace`` s SIGKILL;

@@ -16,7 +16,7 @@ import trio
 
 from mcptap.protocol.codes import finding
 from mcptap.transport.handoff import Handoff
-from mcptap.transport.signal_latch import SignalLatch
+from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, SignalLatch
 from mcptap.transport.stdio_os import signame
 from mcptap.transport.tap_recorder import TapRecorder
 
@@ -58,18 +58,26 @@ class ProcessSignals:
         self._handoff.call_caused(send, self.rec.process, "signal", signal=signame(signum), reason=reason, pgid=self._pgid, findings=fs)
 
     async def _forward_signals(self, signals: Any, nursery: trio.Nursery) -> None:
-        """Forward SIGINT/SIGTERM/SIGHUP to the server's group. A server may
-        ignore them (or wait for stdin EOF that a host never sends), so a
-        second signal escalates: SIGTERM, then SIGKILL after --grace; a third
-        kills at once. The first is always only forwarded (the server decides)."""
+        """Forward ``FORWARDED_SIGNALS`` to the server's group. A server may
+        ignore the stop signals (SIGINT/SIGTERM/SIGHUP/SIGQUIT; or wait for
+        stdin EOF that a host never sends), so a second one escalates: SIGTERM,
+        then SIGKILL after --grace; a third kills at once. The first is always
+        only forwarded (the server decides). SIGUSR1/SIGUSR2/SIGALRM are the
+        server's own business: only forwarded, never counted."""
         received = 0
         early = self._early.take() if self._early is not None else []   # before our receiver existed
         for signum in early:
-            received += 1
-            self._host_signal(signum, received, nursery)
+            received = self._on_host_signal(signum, received, nursery)
         async for signum in signals:
-            received += 1
-            self._host_signal(signum, received, nursery)
+            received = self._on_host_signal(signum, received, nursery)
+
+    def _on_host_signal(self, signum: int, received: int, nursery: trio.Nursery) -> int:
+        """Handle one host signal; returns the count of stop signals so far."""
+        if signum in PASSED_ON_SIGNALS:
+            self._signal_group(signum, "forwarded")
+            return received
+        self._host_signal(signum, received + 1, nursery)
+        return received + 1
 
     def _host_signal(self, signum: int, received: int, nursery: trio.Nursery) -> None:
         """The ``received``-th signal from the host (``_forward_signals``)."""

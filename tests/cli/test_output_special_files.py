@@ -27,6 +27,7 @@ def test_fifo_output_is_written_in_place(tmp_path: Path, cmd: list[str]) -> None
     cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
+    os.chmod(fifo, 0o666)
     got: list[bytes] = []
 
     def drain() -> None:
@@ -43,6 +44,7 @@ def test_fifo_output_is_written_in_place(tmp_path: Path, cmd: list[str]) -> None
     reader.join(10)
     assert proc.returncode == 0, proc.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert stat.S_IMODE(os.stat(fifo).st_mode) == 0o666, "not ours to chmod (as root: /dev/null for every user)"
     assert got and len(got[0]) > 200 and got[0].endswith(b"\n"), got
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cap.jsonl", "out.fifo"]     # no temporary file left
 

@@ -47,3 +47,18 @@ def test_the_correct_rejection_pairs_with_the_empty_array(tmp_path: Path) -> Non
     assert rejection["pair"] == empty["seq"] and rejection["latency_us"] == rejection["t_us"] - empty["t_us"]
     assert _codes(rejection) == {"jsonrpc.error_id_null": "info"}
     assert _codes(batch) == {"framing.batch": "info"} == _codes(answer)      # a batch of one stays legal in 2025-03-26
+
+
+def test_an_id_null_rejection_inside_a_batch_answer_is_judged_as_an_error(tmp_path: Path) -> None:
+    # the batch's own Message is neither an error nor id-less: the member's kind decides. The
+    # correct -32600 for the invalid member 5 was judged error result_id_null ("a result carries
+    # the id…") while the same error on a line of its own was info
+    rejection = err(None, -32600, "Invalid Request")[:-1]
+    path = record(tmp_path / "c.jsonl", handshake("2025-03-26") + [
+        c2s(b"[" + req(2, "ping")[:-1] + b",5]\n"), s2c(b"[" + res(2)[:-1] + b"," + rejection + b"]\n"),
+        c2s(b"[" + req(3, "ping")[:-1] + b"]\n"), s2c(b"[" + res(None)[:-1] + b"]\n")])
+    batch, answer, batch2, answer2 = _messages(path)[3:]
+    assert "jsonrpc.result_id_null" not in _codes(answer), answer
+    assert _codes(answer).get("jsonrpc.error_id_null") == "info", answer
+    assert _codes(answer2).get("jsonrpc.result_id_null") == "error", answer2    # a result with id null still is one
+    assert "jsonrpc.error_id_null" not in _codes(answer2), answer2

@@ -30,6 +30,8 @@ from replay.test_plan import handshake, req, res
 sys.path.insert(0, str(Path(__file__).parents[1] / "transport"))
 from test_http_tap import _make_cert, upstream_server
 
+#: a GitHub token's shape (a built-in redaction rule)
+TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "x9Y8z7"
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
 
 
@@ -87,6 +89,7 @@ class LegacyServer:
         if self.mode == "silent":
             await trio.sleep_forever()
         where = "http://127.0.0.2:9/messages/?session_id=s1" if self.mode == "foreign" else \
+            f"http://127.0.0.2:9/u/{TOKEN}/messages/" if self.mode == "foreign_token" else \
             f"https://{self.host}/messages/?session_id=s1" if self.mode == "absolute" else "/messages/?session_id=s1"
         await stream.send_all(conn.send(h11.Data(data=f"event: endpoint\ndata: {where}\n\n".encode())))
         async for msg in self.into_stream:
@@ -134,7 +137,7 @@ async def _replay(tmp_path: Path, mode: str, tls: tuple[Path, Path] | None = Non
         result = await Replayer(plan, link, timeout=2).run()
         rec.close()
     rows = compare_replay(plan, result.live, result.server_requests, result.notes)
-    return [(r.label, r.status, r.note) for r in rows], {"records": read_capture(out).records, "link": link}
+    return [(r.label, r.status, r.note) for r in rows], {"records": read_capture(out).records, "link": link, "result": result}
 
 
 async def test_a_session_goes_over_the_stream_and_its_endpoint(tmp_path: Path) -> None:
@@ -154,12 +157,17 @@ async def test_a_session_goes_over_the_stream_and_its_endpoint(tmp_path: Path) -
 
 @pytest.mark.parametrize(("mode", "why"), [
     ("foreign", "error 0 'endpoint on another origin, not followed: http://127.0.0.2:9/messages/'"),
+    # a token in the endpoint's path is quoted as its placeholder (replay/peer_text.py), as everywhere replay quotes the server
+    # (the note quotes the error's first 80 characters)
+    ("foreign_token", f"error 0 '{f'endpoint on another origin, not followed: http://127.0.0.2:9/u/{placeholder(TOKEN)}/messages/'[:80]}…'"),
     ("silent", "error 0 'no endpoint event on the HTTP+SSE stream within 0.5 s'"),
     ("post404", "error 404 'HTTP 404 from the legacy HTTP+SSE endpoint'"),
 ])
 async def test_no_endpoint_or_a_refused_post_fails_the_handshake(tmp_path: Path, mode: str, why: str) -> None:
     rows, cap = await _replay(tmp_path, mode)
     assert rows == [("initialize", "ERROR-CHANGED", None), ("tools/list", "MISSING", f"not sent: initialize failed ({why})")], rows
+    (init,) = [lv.response for lv in cap["result"].live.values() if lv.response is not None]
+    assert TOKEN not in init["error"]["message"], init        # (the initialize row shows it)
     posts = [r for r in cap["records"] if r.get("type") == "http" and r.get("event") == "request" and r["method"] == "POST"]
     assert len(posts) == (1 if mode == "post404" else 0)
     codes = [f["code"] for r in cap["records"] for f in r.get("findings", ())]

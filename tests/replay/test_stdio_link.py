@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+import trio
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
@@ -52,3 +53,33 @@ async def test_each_answer_is_parsed_once(tmp_path: Path, monkeypatch: pytest.Mo
     # recorded as before: the answer is a paired response, its tools read
     (answer,) = [m for m in read_capture(out).messages() if m.direction.value == "s2c" and b"Add two integers" in m.raw]
     assert answer.kind.value == "response" and answer.value["result"]["tools"][0]["name"] == "add"
+
+
+#: answers initialize only after closing its stdin, then keeps its stdout open without a word
+CLOSES_STDIN = """
+import json, os, sys, time
+m = json.loads(sys.stdin.readline())
+os.close(0)
+print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "s", "version": "1"}}}), flush=True)
+time.sleep(600)
+"""
+
+
+async def test_a_request_the_server_can_no_longer_read_is_said_unanswered_at_once(tmp_path: Path) -> None:
+    """A server that closed its stdin will never read the requests written after: they were
+    recorded as undelivered (``process.stdin_closed_by_server``) but the runner waited out the
+    whole timeout for their answers (later ones were not even written). Each is now MISSING at
+    once, saying why. (No SDK server closes its stdin and stays up.)"""
+    path = str(tmp_path / "c.jsonl")
+    t = Tape(path)
+    handshake(t)
+    t.close()
+    plan = plan_from_path(path)
+    rec = Recorder(CaptureWriter.open(str(tmp_path / "new.jsonl")), "stdio", target={"argv": ["s"]}, clock=monotonic_us_clock(),
+                   started=utc_timestamp())
+    with trio.fail_after(60):           # the timeout is an hour: waiting for it fails here
+        result = await Replayer(plan, StdioLink([sys.executable, "-c", CLOSES_STDIN], rec, grace=0), timeout=3600).run()
+    rec.close(exit_code=result.exit_code)
+    rows = {r.label: (r.status, r.note) for r in compare_replay(plan, result.live, result.server_requests, result.notes)}
+    assert rows["tools/list"] == ("MISSING", "not delivered: the server had closed its stdin"), rows

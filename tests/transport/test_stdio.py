@@ -42,7 +42,7 @@ import os, signal, sys, time
 def handler(signum, frame):
     os.write(1, f"got {signal.Signals(signum).name}\\n".encode())
     os._exit(10 + signum)
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(s, handler)
 os.write(1, b"ready\\n")
 while True:
@@ -301,7 +301,7 @@ def test_the_tap_ends_when_the_server_exits_while_the_host_keeps_stdin_open(tmp_
 
 # -- signals and shutdown ------------------------------------------------------
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT])
 def test_signals_are_forwarded_to_the_server(tmp_path: Path, sig: signal.Signals) -> None:
     p = tap(tmp_path, PY, "-c", TRAP)
     assert readline(p.stdout) == b"ready\n"
@@ -312,6 +312,30 @@ def test_signals_are_forwarded_to_the_server(tmp_path: Path, sig: signal.Signals
     (rec,) = records(tmp_path, "process", "signal")
     assert (rec["signal"], rec["reason"]) == (sig.name, "forwarded")
     assert "process.signal_forwarded" in codes([rec])
+
+
+OWN_SIGNALS = """
+import os, signal, sys
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+    signal.signal(s, lambda n, f: os.write(1, f"got {signal.Signals(n).name}\\n".encode()))
+os.write(1, b"ready\\n")
+sys.stdin.buffer.read()
+"""
+
+
+def test_a_server_s_own_signals_are_passed_on_and_never_stop_the_tap(tmp_path: Path) -> None:
+    # node opens its inspector on SIGUSR1: by default it killed mcptap (and so the server), the
+    # capture left without its end record
+    p = tap(tmp_path, PY, "-c", OWN_SIGNALS)
+    assert readline(p.stdout) == b"ready\n"
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGUSR1):
+        p.send_signal(sig)
+        assert readline(p.stdout) == f"got {sig.name}\n".encode()
+    p.stdin.close()
+    assert p.wait(timeout=HANG) == 0
+    sigs = [(r["signal"], r["reason"]) for r in records(tmp_path, "process", "signal")]
+    assert sigs == [("SIGUSR1", "forwarded"), ("SIGUSR2", "forwarded"), ("SIGALRM", "forwarded"), ("SIGUSR1", "forwarded")]
+    assert end_record(tmp_path)["type"] == "end"
 
 
 def test_terminal_ctrl_c_reaches_the_server_once(tmp_path: Path) -> None:
