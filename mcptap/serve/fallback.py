@@ -42,7 +42,7 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.protocol.framing import NewlineFramer
-from mcptap.serve.core import hkey
+from mcptap.serve.wire import hkey
 from mcptap.transport.stdio_os import quiet_close, spawn, wait_exit
 
 INIT_ID = "mcptap-extend-initialize"

@@ -45,9 +45,10 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.serve.core import Out, ServeCore, encode, hkey
+from mcptap.serve.core import Out, ServeCore
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -225,16 +226,27 @@ class HttpMock:
             await self._plain(c, status, why, ex)
             return
         self._record_msg(C2S, body, ms, ex, "post")
-        items = value if isinstance(value, list) else [value]
-        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and "id" in v]
         extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
+        bad = self.core.invalid(value) if not isinstance(value, list) else None
+        if bad:                                       # an invalid request: 400 and its JSON-RPC error, as an SDK server answers
+            self._record_msg(S2C, encode(bad[0].value), ms, ex, "post")
+            await self._plain(c, 400, encode(bad[0].value), ex, extra, ctype="application/json")
+            return
+        items = value if isinstance(value, list) else [value]
+        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and valid_id(v.get("id"))]
         if not ids:
-            ms.dispatch(self._receive(ms, value), self.nursery)
-            await self._plain(c, 202, b"", ex, extra)
+            outs = self._receive(ms, value) if bad is None else []
+            ms.dispatch([o for o in outs if not o.rejected], self.nursery)
+            rejected = [o.value for o in outs if o.rejected]      # a batch's invalid members: their errors
+            if rejected:
+                self._record_msg(S2C, encode(rejected), ms, ex, "post")
+            await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
         st = ms.open_post(ids)
         try:
             outs = self._receive(ms, value)
+            rejected = [o for o in outs if o.rejected and (o.answers is None or hkey(o.answers) not in st.ids)]
+            outs = [o for o in outs if not any(o is r for r in rejected)]
             mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
@@ -243,15 +255,15 @@ class HttpMock:
             st.sse = not (mode == "json" or isinstance(value, list))
             ms.dispatch(outs, self.nursery)
             if not st.sse:
-                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list))
+                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list), rejected)
             else:
                 await self._sse(c, ex, ms, st, status, extra, "post")
         finally:
             ms.close_post(st)
 
     async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
-                           extra: list[tuple[str, str]], batch: bool) -> None:
-        answers = []
+                           extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
+        answers = list(rejected or ())
         while st.ids:
             out = await st.receive()
             if out.answers is not None and hkey(out.answers) in st.ids:

@@ -44,6 +44,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.model import UNPARSED
 from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
+from mcptap.serve.wire import defect
 
 
 @dataclass(slots=True)
@@ -126,6 +127,8 @@ class Script:
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
+    #: what made client requests invalid (``validity.defect``) that the recorded server answered all the same
+    answered_defects: set[str] = field(default_factory=set)
 
     @property
     def answers(self) -> int:
@@ -285,6 +288,9 @@ class _Builder:
             for p in (pair, *members.values()):
                 if isinstance(p, int):
                     s.open.pop(p, None)
+                    asked = s.by_seq.get(p)
+                    if asked is not None and (why := defect(asked.value)) is not None:
+                        self.script.answered_defects.add(why)
         elif own is None:
             own = self._owner(s, self.openers.get(exchange) if tr.get("stream") != "get" else None)
         anchor = s.last_c2s

@@ -25,9 +25,9 @@ finishes the capture (``--extend``: merges the session). The receiver is in plac
 before stdin is read, so no forwarded exchange precedes it.
 
 JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
-out as one array (when the last of them is due), a member that is not a
-message gets ``-32600 Invalid Request``, an empty batch one such error, and a
-line that is not JSON ``-32700 Parse error`` (id null).
+out as one array (when the last of them is due), an invalid request (a member
+that is not a message too) gets ``-32600 Invalid Request`` (serve/wire.py), an
+empty batch one such error, and a line that is not JSON ``-32700 Parse error`` (id null).
 
 Outputs with a delay (``--latency recorded``) are written by one task per
 triggering message, in order, at their time, each after the earlier ones for
@@ -53,9 +53,10 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
-from mcptap.serve.core import LiveSession, Out, ServeCore, asked, hkey, line_of
+from mcptap.serve.core import LiveSession, Out, ServeCore, asked, line_of
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
+from mcptap.serve.wire import hkey
 from mcptap.transport.signal_latch import open_receiver
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
@@ -201,8 +202,8 @@ class StdioServer:
         """A batch: its members' other outputs as they come, the answers to its
         requests (and an error per member that is not a message) as one array."""
         outs = self.core.receive(self.live, batch)
-        answers = [o for o in outs if o.answers is not None] + [_error(-32600) for m in batch if not isinstance(m, dict)]
-        self._queue([o for o in outs if o.answers is None], nursery)
+        answers = [o for o in outs if o.answers is not None or o.rejected]      # an invalid member's error among them
+        self._queue([o for o in outs if o.answers is None and not o.rejected], nursery)
         if answers:
             found = tuple(o.finding for o in answers if o.finding is not None)
             self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers), finding=found[0] if found else None,
