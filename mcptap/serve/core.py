@@ -76,7 +76,7 @@ class Out:
     status: int | None = None
     more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
     raw: bytes | None = None            # a recorded line that is not a message (``value`` None): its bytes
-    rejected: bool = False              # the error answering an invalid request (serve/validity.py)
+    rejected: bool = False              # the error answering an invalid request (serve/wire.py)
 
 
 @dataclass
@@ -216,7 +216,7 @@ class ServeCore:
     def invalid(self, value: Any) -> list[Out] | None:
         """None when ``value`` (one message, not a batch) is a valid request, notification or
         answer, or is invalid in a way the recorded server answered (``Script.answered_defects``:
-        the mock does as it did); else its error (``validity.rejection``), or [] for a notification."""
+        the mock does as it did); else its error (``wire.rejection``), or [] for a notification."""
         why = defect(value)
         if why is None or why in self.script.answered_defects:
             return None

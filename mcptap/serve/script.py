@@ -127,7 +127,7 @@ class Script:
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
-    #: what made client requests invalid (``validity.defect``) that the recorded server answered all the same
+    #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
     answered_defects: set[str] = field(default_factory=set)
 
     @property

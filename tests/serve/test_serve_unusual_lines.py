@@ -11,17 +11,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
-from mcptap.serve.core import ServeCore
+from mcptap.serve.core import ServeCore, line_of
 from mcptap.serve.http import HttpMock
 from mcptap.serve.script import script_from_path
 from scripted import c2s, handshake, j, note, record, req, res, s2c
@@ -111,3 +114,24 @@ async def test_http_leaves_such_lines_out_with_a_note_and_answers_the_rest(tmp_p
     notes = [r for r in read_capture(str(own)).records if r.get("type") == "note" and r.get("source") == "serve"]
     assert len(notes) == len(ODD) + 1                               # each line left out (the banner: HTTP has no opening)
     assert len(said) == 1 and "not a JSON-RPC message" in said[0]
+
+
+_DIR = tempfile.mkdtemp(prefix="mcptap-serve-lines-")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=30) | st.sampled_from([b"", b"null", b"[]", b"[1,{}]", b'{"id":2}', b'{"jsonrpc":"2.0","id":2,"result":{}} x']),
+                min_size=1, max_size=6))
+def test_whatever_the_server_wrote_the_mock_serves_it_without_error(lines: list[bytes]) -> None:
+    path = Path(_DIR) / "c.jsonl"
+    half = len(lines) // 2
+    record(path, [*[s2c(x + b"\n") for x in lines[:half]], *handshake(), c2s(req(2, "tools/list")),
+                  *[s2c(x + b"\n") for x in lines[half:]], s2c(res(2, {"tools": []}))])
+    core = ServeCore(script_from_path(str(path)))
+    live = core.open()
+    outs = core.opening(live) + core.receive(live, INIT) + core.receive(live, json.loads(note("notifications/initialized")))
+    outs += core.receive(live, json.loads(req(20, "tools/list")))
+    for o in outs:
+        data = line_of(o)
+        assert data.endswith(b"\n") and (o.raw is not None or json.loads(data) == o.value)
+    assert any(o.answers == 20 for o in outs)
