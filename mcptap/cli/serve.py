@@ -247,7 +247,8 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
     if not quiet:
         # forwarded is not answered: a request the session ended on (Ctrl-C, a cancel) has no answer
         errors = f" ({result.errors} with an error)" if result.errors else ""
-        _say(f"{result.forwarded} request(s) forwarded to the real server, {result.answered} answered{errors}; "
+        lost = f", {result.lost} never (it exited first: the client got an error)" if result.lost else ""
+        _say(f"{result.forwarded} request(s) forwarded to the real server, {result.answered} answered{errors}{lost}; "
              f"{capture} extended with this session")
     return True
 

@@ -316,6 +316,13 @@ class Annotator(AnnotatorState):
                             if p.seq == prev.seq:
                                 self.pairing.complete(p)
                     return prev.seq, msg.t_us - prev.t_us, None
+                # a request whose id no answer can carry (null, true, an object) is answered by the -32600 with id null
+                scope = self._scope_of(msg.direction.peer, st)
+                bad = next((p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer
+                            and (p.id is None or isinstance(p.id, (bool, dict, list)))), None)
+                if bad is not None and code == -32600:
+                    self.pairing.complete(bad)
+                    return bad.seq, msg.t_us - bad.t_us, None
                 return None, None, None
         scope = self._scope_of(msg.direction.peer, st)
         open_reqs = [p for p in self.pairing.pending() if p.session == scope and p.direction is msg.direction.peer]

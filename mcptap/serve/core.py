@@ -22,11 +22,17 @@ not the one those answers were recorded in, ``say`` is told once (a stderr line)
 A scrubbed capture's requests hold placeholders where the live ones hold secrets: ``prepare``
 (``redact.live.live_redaction``) redacts live params the same way before they are matched.
 
+An invalid request (``serve/wire.py``) gets -32600 (params an array -32602), an invalid
+notification nothing, unless the recorded server answered a request invalid that way.
+
 A request with no recorded answer gets an error: -32601 when the capture has
 no request of that method, -32602 saying the recorded answers are used up when
 (``strict``) each recorded one was given already, -32602 naming the method otherwise (``ping`` is
 always answered ``{}``); its :class:`Out` carries a ``serve.no_recorded_answer``
 finding for the mock's own capture.
+
+A server line that is not a message (a banner, a blank line) comes out at its place as its
+recorded bytes (``Out.raw``); a server's batch with the live ids of the requests it answers.
 
 Timing: ``delay_s`` is 0 unless ``latency`` (then the recorded delay after the
 triggering client message, divided by ``speed``).
@@ -34,13 +40,10 @@ triggering client message, divided by ``speed``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
@@ -51,6 +54,7 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.redact.keys import is_secret_key
 from mcptap.serve.script import Emission, Recorded, Script
+from mcptap.serve.wire import ID_BEYOND, defect, encode, hkey, rejection
 
 
 @dataclass(slots=True)
@@ -71,6 +75,8 @@ class Out:
     mode: str | None = None             # HTTP: recorded response mode of the request it answers
     status: int | None = None
     more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
+    raw: bytes | None = None            # a recorded line that is not a message (``value`` None): its bytes
+    rejected: bool = False              # the error answering an invalid request (serve/wire.py)
 
 
 @dataclass
@@ -91,14 +97,9 @@ class LiveSession:
     unanswered: list[str] = field(default_factory=list)
 
 
-def encode(value: Any) -> bytes:
-    """A message as compact JSON bytes. An id the client sent with a number
-    beyond 64 bits (parsed exactly) goes back exactly (stdlib json), as any
-    echo of the client's own value must."""
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+def line_of(out: Out) -> bytes:
+    """The stdio line of ``out``: its recorded bytes when it is not a message, else its JSON and a newline."""
+    return out.raw if out.raw is not None else encode(out.value) + b"\n"
 
 
 def asked(method: str, params: Any) -> str:
@@ -128,11 +129,6 @@ def _meta_version(params: Any) -> Any:
     return meta.get(META_VERSION) if isinstance(meta, dict) else None
 
 
-def hkey(v: Any) -> Any:
-    """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
-    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else ("r", repr(v))
-
-
 class ServeCore:
     """Play ``script``'s server side (see module docstring)."""
 
@@ -157,8 +153,6 @@ class ServeCore:
                     self.requests.add(r.method, r.params, r, s.index)
                 elif r.kind == "notification" and r.method is not None:
                     self.notifications.add(r.method, r.params, r, s.index)
-                elif r.kind == "batch" and isinstance(r.value, list):
-                    pass                              # members are matched one by one (see receive)
         self._batch_members(script)
 
     def _batch_members(self, script: Script) -> None:
@@ -203,8 +197,9 @@ class ServeCore:
             for v in value:
                 out.extend(self.receive(live, v))
             return out
-        if not isinstance(value, dict):
-            return []
+        bad = self.invalid(value)
+        if bad is not None or not isinstance(value, dict):
+            return bad or []
         method = value.get("method")
         if isinstance(method, str):
             if "id" in value:
@@ -218,13 +213,21 @@ class ServeCore:
             return self._expand(answer.emits, live, context, again) if answer is not None else []
         return []
 
+    def invalid(self, value: Any) -> list[Out] | None:
+        """None when ``value`` (one message, not a batch) is a valid request, notification or
+        answer, or is invalid in a way the recorded server answered (``Script.answered_defects``:
+        the mock does as it did); else its error (``wire.rejection``), or [] for a notification."""
+        why = defect(value)
+        if why is None or why in self.script.answered_defects:
+            return None
+        err = rejection(value, why)
+        return [] if err is None else [Out(err, answers=err["id"], request=err["id"], rejected=True)]
+
     def _request(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
         lid = msg["id"]
         if type(lid) is float and not math.isfinite(lid):
-            # an id such as 1e400 (read as infinity): no answer could carry it back, so none
-            # can be matched to the request; an SDK server rejects it the same way
-            err = {"code": -32600, "message": "Invalid Request: the id is a number beyond what JSON-RPC peers can read back"}
-            return [Out({"jsonrpc": "2.0", "id": None, "error": err})]
+            # an id such as 1e400 (read as infinity): no answer could carry it back, whatever the capture shows
+            return [Out({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": ID_BEYOND}}, rejected=True)]
         params = msg.get("params")
         item, how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
@@ -327,7 +330,12 @@ class ServeCore:
                 continue
             value = e.value
             answers = request = None
-            if e.pair is not None and isinstance(value, dict):
+            if e.members and isinstance(value, list):
+                value, answers = _batch(value, e.members, live)
+                if not value:
+                    continue                          # the live client sent none of the requests it answers
+                request = answers
+            elif e.pair is not None and isinstance(value, dict):
                 if e.pair not in live.live_ids:
                     continue                          # the live client never sent that request
                 answers = request = live.live_ids[e.pair]
@@ -354,5 +362,20 @@ class ServeCore:
             if isinstance(value, dict) and "method" in value and "id" in value:
                 live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
-            out.append(Out(value, delay, via, answers, request))
+            out.append(Out(value, delay, via, answers, request, raw=e.raw))
         return out
+
+
+def _batch(value: list[Any], members: dict[int, int], live: LiveSession) -> tuple[list[Any], Any]:
+    """A recorded batch of the server's: each member that answers a request with the live id,
+    those answering a request the live client never sent left out; and the first live id answered."""
+    out, first = [], None
+    for i, m in enumerate(value):
+        seq = members.get(i)
+        if seq is not None and isinstance(m, dict):
+            if seq not in live.live_ids:
+                continue
+            m = {**m, "id": live.live_ids[seq]}
+            first = m["id"] if first is None else first
+        out.append(m)
+    return out, first

@@ -17,6 +17,11 @@ passed to mcptap's stderr, and given to ``on_stderr`` (bytes), its start and
 end to ``on_process(event, **fields)`` (``spawn``: pid, argv; ``exit``: code or
 signal), so the mock's own capture (the episode ``--extend`` merges) keeps them.
 
+A real server that exits (or closes its stdout) with forwarded requests unanswered
+answers none of them: each is given up (``on_lost(live id)``, the caller answers it with
+an error; counted in ``lost``), and a request that comes later is not sent to it
+(SpawnError). An answer that comes after all (a descendant holding stdout) is not passed on.
+
 A client notification about a request the real server has (``notifications/cancelled``
 naming a forwarded request, ``notifications/progress`` with a token of one of the
 server's own requests) goes to the server: it is the one working on it. A cancelled
@@ -37,35 +42,43 @@ import trio
 from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.protocol.framing import NewlineFramer
-from mcptap.serve.core import hkey
+from mcptap.serve.wire import hkey
 from mcptap.transport.stdio_os import quiet_close, spawn, wait_exit
 
 INIT_ID = "mcptap-extend-initialize"
 CHUNK = 64 * 1024
+#: seconds after the server exited that its stdout may still bring answers (then they are given up)
+EXITED_GRACE = 2.0
 
 
 class Fallback:
     """See module docstring. ``timeout``: seconds to wait for the handshake answer."""
 
     def __init__(self, argv: Sequence[str], to_client: Callable[[bytes], None], timeout: float = 30.0,
-                 on_stderr: Callable[[bytes], None] | None = None, on_process: Callable[..., None] | None = None) -> None:
+                 on_stderr: Callable[[bytes], None] | None = None, on_process: Callable[..., None] | None = None,
+                 on_lost: Callable[[Any], None] | None = None) -> None:
         self.argv = list(argv)
         self.to_client = to_client
         self.on_stderr = on_stderr
         self.on_process = on_process
+        self.on_lost = on_lost
         self.timeout = timeout
         self.forwarded = 0                          # requests sent to the real server
         self.answered = 0                           # of those, answered by it (a response with their id)
         self.errors = 0                             # of those answers, JSON-RPC errors
+        self.lost = 0                               # of those, never answered: the server exited first
         self._popen: subprocess.Popen[bytes] | None = None
         self._stdin: trio.lowlevel.FdStream | None = None
         self._ready = trio.Event()
         self._exited = trio.Event()
         self._server_ids: set[Any] = set()
-        self._open: set[Any] = set()               # forwarded requests not answered (nor cancelled) yet
+        self._open: dict[Any, Any] = {}            # forwarded requests not answered (nor cancelled) yet: live id by hkey
+        self._gone = False                          # the server exited or closed its stdout: it answers nothing more
+        self._given_up: set[Any] = set()            # requests answered by the caller's error when it went
         self._forwarded_ids: set[Any] = set()      # every request forwarded: a cancel of one goes to the server
         self._tokens: set[Any] = set()             # progress tokens of the server's own requests
         self._answered = trio.Event()
+        self._eof = trio.Event()
 
     def owns(self, value: Any) -> bool:
         """Whether ``value`` answers a request the real server made."""
@@ -86,6 +99,8 @@ class Fallback:
     async def forward(self, nursery: trio.Nursery, value: Any, handshake: Sequence[dict[str, Any]]) -> None:
         """Send ``value`` to the real server (started, and given ``handshake``, on first use).
         Raises SpawnError when it cannot be started or does not answer the handshake."""
+        if self._gone:
+            raise SpawnError(f"the real server {self.argv[0]!r} has exited")
         if self._popen is None:
             await self._start(nursery, handshake)
         assert self._stdin is not None
@@ -93,10 +108,10 @@ class Fallback:
             self._server_ids.discard(hkey(value.get("id")))
         elif isinstance(value, dict) and "id" in value and "method" in value:
             self.forwarded += 1
-            self._open.add(hkey(value["id"]))
+            self._open[hkey(value["id"])] = value["id"]
             self._forwarded_ids.add(hkey(value["id"]))
         elif self.concerns(value) and value.get("method") == "notifications/cancelled":
-            self._open.discard(hkey(value["params"]["requestId"]))      # no answer is due any more
+            self._open.pop(hkey(value["params"]["requestId"]), None)      # no answer is due any more
             if not self._open:
                 self._answered.set()
         try:
@@ -123,6 +138,8 @@ class Fallback:
         await self._stdin.send_all(orjson.dumps({**init, "id": INIT_ID}) + b"\n")
         with trio.move_on_after(self.timeout):
             await self._ready.wait()
+        if self._gone:
+            raise SpawnError(f"the real server {self.argv[0]!r} exited before answering initialize")
         if not self._ready.is_set():
             raise SpawnError(f"the real server {self.argv[0]!r} did not answer initialize within {self.timeout:g} s")
         for m in handshake:
@@ -148,16 +165,31 @@ class Fallback:
                         if isinstance(meta, dict) and "progressToken" in meta:
                             self._tokens.add(hkey(meta["progressToken"]))
                     elif isinstance(v, dict) and "id" in v:
+                        if hkey(v["id"]) in self._given_up:
+                            continue                # the client has its error already
                         if hkey(v["id"]) in self._open:
                             self.answered += 1
                             self.errors += "error" in v
-                        self._open.discard(hkey(v["id"]))
+                        self._open.pop(hkey(v["id"]), None)
                         if not self._open:
                             self._answered.set()
                     self.to_client(f.raw if f.raw.endswith(b"\n") else f.raw + b"\n")
                 if not chunk:
-                    self._answered.set()
+                    self._eof.set()
+                    self._give_up()
                     return
+
+    def _give_up(self) -> None:
+        """The server is gone: every forwarded request it left unanswered to ``on_lost``."""
+        self._gone = True
+        for k, lid in list(self._open.items()):
+            self.lost += 1
+            self._given_up.add(k)
+            if self.on_lost is not None:
+                self.on_lost(lid)
+        self._open.clear()
+        self._answered.set()
+        self._ready.set()                           # a handshake waiting for its answer: none comes
 
     async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
         async with stream:
@@ -180,6 +212,11 @@ class Fallback:
         if self.on_process is not None:
             self.on_process("exit", code=status if status >= 0 else None, signal=-status if status < 0 else None)
         self._exited.set()
+        # what it wrote before exiting is read first; a descendant that keeps stdout open
+        # does not keep the client waiting for answers the server will never give
+        with trio.move_on_after(EXITED_GRACE):
+            await self._eof.wait()
+        self._give_up()
 
     async def aclose(self, grace: float = 2.0, wait: bool = True) -> None:
         """Wait (up to ``timeout`` s; not when ``wait`` is False: mcptap is being stopped)

@@ -22,6 +22,9 @@ transport. What the recording shows is what the client gets:
   ``endpoint`` event names the recorded POST path with a fresh
   ``session_id``; POSTs there get ``202`` and every answer travels on the SSE stream.
 
+A recorded server line that is not a JSON-RPC message (a stdio server's banner) has no
+byte stream to go in: it is left out, with a ``serve`` note in the mock's capture.
+
 A loopback mock answers only loopback ``Host`` names (DNS rebinding). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
@@ -42,9 +45,10 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.serve.core import Out, ServeCore, encode, hkey
+from mcptap.serve.core import Out, ServeCore
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -69,6 +73,7 @@ class HttpMock:
         self.url: str | None = None
         self._conns = 0
         self._exchanges = 0
+        self._told_raw = False
         self.nursery: trio.Nursery
 
     async def bind(self) -> str:
@@ -160,6 +165,21 @@ class HttpMock:
         else:
             await self._plain(c, 405, b"", ex)
 
+    def _receive(self, ms: MockSession, value: Any) -> list[Out]:
+        """The core's outputs for ``value``, without the recorded lines that are not messages
+        (a stdio server's banner): HTTP has no byte stream to put them in, so each is left out
+        with a ``serve`` note in the mock's capture (said once on stderr)."""
+        outs = self.core.receive(ms.live, value)
+        for o in outs:
+            if o.raw is not None:
+                line = f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: {o.raw[:60]!r}"
+                if not self._told_raw:
+                    self._told_raw = True
+                    self.say(line + " (and any more: see the -o capture's serve notes)")
+                if self.rec is not None:
+                    self.rec.note("serve", message=line, session=ms.sid)
+        return [o for o in outs if o.raw is None]
+
     # -- responses ----------------------------------------------------------------------
     async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
                      ctype: str = "text/plain") -> None:
@@ -206,16 +226,27 @@ class HttpMock:
             await self._plain(c, status, why, ex)
             return
         self._record_msg(C2S, body, ms, ex, "post")
-        items = value if isinstance(value, list) else [value]
-        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and "id" in v]
         extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
+        bad = self.core.invalid(value) if not isinstance(value, list) else None
+        if bad:                                       # an invalid request: 400 and its JSON-RPC error, as an SDK server answers
+            self._record_msg(S2C, encode(bad[0].value), ms, ex, "post")
+            await self._plain(c, 400, encode(bad[0].value), ex, extra, ctype="application/json")
+            return
+        items = value if isinstance(value, list) else [value]
+        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and valid_id(v.get("id"))]
         if not ids:
-            ms.dispatch(self.core.receive(ms.live, value), self.nursery)
-            await self._plain(c, 202, b"", ex, extra)
+            outs = self._receive(ms, value) if bad is None else []
+            ms.dispatch([o for o in outs if not o.rejected], self.nursery)
+            rejected = [o.value for o in outs if o.rejected]      # a batch's invalid members: their errors
+            if rejected:
+                self._record_msg(S2C, encode(rejected), ms, ex, "post")
+            await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
         st = ms.open_post(ids)
         try:
-            outs = self.core.receive(ms.live, value)
+            outs = self._receive(ms, value)
+            rejected = [o for o in outs if o.rejected and (o.answers is None or hkey(o.answers) not in st.ids)]
+            outs = [o for o in outs if not any(o is r for r in rejected)]
             mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
@@ -224,15 +255,15 @@ class HttpMock:
             st.sse = not (mode == "json" or isinstance(value, list))
             ms.dispatch(outs, self.nursery)
             if not st.sse:
-                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list))
+                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list), rejected)
             else:
                 await self._sse(c, ex, ms, st, status, extra, "post")
         finally:
             ms.close_post(st)
 
     async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
-                           extra: list[tuple[str, str]], batch: bool) -> None:
-        answers = []
+                           extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
+        answers = list(rejected or ())
         while st.ids:
             out = await st.receive()
             if out.answers is not None and hkey(out.answers) in st.ids:
@@ -348,5 +379,5 @@ class HttpMock:
             return
         self._record_msg(C2S, body, ms, ex, "post")
         await self._plain(c, 202, b"Accepted", ex)
-        ms.dispatch(self.core.receive(ms.live, value), self.nursery)
+        ms.dispatch(self._receive(ms, value), self.nursery)
 

@@ -27,8 +27,9 @@ from typing import Any
 
 import trio
 
-from mcptap.serve.core import LiveSession, Out, hkey
+from mcptap.serve.core import LiveSession, Out
 from mcptap.serve.order import InOrder
+from mcptap.serve.wire import hkey
 
 
 class ResponseStream:

@@ -20,7 +20,8 @@ from typing import Any
 
 import trio
 
-from mcptap.serve.core import Out, hkey
+from mcptap.serve.core import Out
+from mcptap.serve.wire import hkey
 
 
 class InOrder:

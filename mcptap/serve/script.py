@@ -41,7 +41,10 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.fields import message_value
 from mcptap.capture.reader import CaptureStream
+from mcptap.model import UNPARSED
 from mcptap.reannotate_views import annotated
+from mcptap.records.message import message_bytes
+from mcptap.serve.wire import defect
 
 
 @dataclass(slots=True)
@@ -49,7 +52,8 @@ class Emission:
     """One recorded server message. ``delay_us``: after its anchor (recorded);
     ``pair``/``link``: recorded seq of the request it answers / reports on;
     ``stream``: ``"post"``, ``"get"`` or None (stdio); ``opener``: recorded seq
-    of the client request whose POST stream carried it."""
+    of the client request whose POST stream carried it; ``raw``: not a message (``value``
+    is then None): the bytes to replay; ``members``: a batch's answers by member index."""
 
     seq: int
     value: Any
@@ -59,6 +63,11 @@ class Emission:
     link: int | None = None
     stream: str | None = None
     opener: int | None = None
+    #: a line that is not a JSON-RPC message (a banner, a blank line, JSON with trailing text,
+    #: JSON that is not JSON-RPC): its recorded bytes, newline-terminated, replayed as they are
+    raw: bytes | None = None
+    #: a batch: recorded seq of the request each member answers, by member index
+    members: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -118,6 +127,8 @@ class Script:
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
+    #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
+    answered_defects: set[str] = field(default_factory=set)
 
     @property
     def answers(self) -> int:
@@ -149,6 +160,17 @@ _CHORES = frozenset({"ping", "initialize", "server/discover", "logging/setLevel"
 
 def _chore(method: str) -> bool:
     return method in _CHORES or method.endswith("/list")
+
+
+#: message record kinds that are not a JSON-RPC message (docs/capture-format.md)
+_NOT_MESSAGES = ("non_json", "invalid")
+
+
+def _members(rec: dict[str, Any]) -> dict[int, int]:
+    """A batch record's member answers: recorded request seq by member index."""
+    ms = rec.get("members") if rec.get("kind") == "batch" else None
+    return {m["index"]: m["pair"] for m in ms if isinstance(m, dict) and _int(m.get("index")) is not None
+            and _int(m.get("pair")) is not None and m.get("kind") in ("response", "error")} if isinstance(ms, list) else {}
 
 
 def _idkey(v: Any) -> Any:
@@ -201,13 +223,21 @@ class _Builder:
 
     def message(self, rec: dict[str, Any]) -> None:
         value = message_value(rec)
-        if value is None:
+        raw = None
+        if rec.get("dir") != "c2s" and (value is UNPARSED or rec.get("kind") in _NOT_MESSAGES):
+            # what the server wrote that is not a message is replayed byte for byte (a test
+            # double reproduces the fault the capture caught); a cut last line gets its newline
+            raw = message_bytes(rec)
+            if not raw:
+                return
+            raw, value = raw if raw.endswith(b"\n") else raw + b"\n", None
+        elif value is None:
             return
         s = self._session(rec, value)
         if rec.get("dir") == "c2s":
             self._c2s(s, rec, value)
         else:
-            self._s2c(s, rec, value)
+            self._s2c(s, rec, value, raw)
 
     def _c2s(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind")
@@ -246,16 +276,21 @@ class _Builder:
             s.cancelled[target.seq] = r
             self.script.cancel_of[target.seq] = r
 
-    def _s2c(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
+    def _s2c(self, s: _Session, rec: dict[str, Any], value: Any, raw: bytes | None = None) -> None:
         kind = rec.get("kind", "")
         tr = _dict(rec.get("transport"))
         pair, link = _int(rec.get("pair")), _int(rec.get("link"))
-        ref = pair if kind in ("response", "error") else link
+        members = _members(rec)
+        ref = pair if kind in ("response", "error") else min(members.values()) if members else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
         exchange = _key(tr.get("exchange"))
-        if kind in ("response", "error"):
-            if isinstance(pair, int):
-                s.open.pop(pair, None)
+        if kind in ("response", "error") or members:
+            for p in (pair, *members.values()):
+                if isinstance(p, int):
+                    s.open.pop(p, None)
+                    asked = s.by_seq.get(p)
+                    if asked is not None and (why := defect(asked.value)) is not None:
+                        self.script.answered_defects.add(why)
         elif own is None:
             own = self._owner(s, self.openers.get(exchange) if tr.get("stream") != "get" else None)
         anchor = s.last_c2s
@@ -269,7 +304,7 @@ class _Builder:
         stream = tr.get("stream") if isinstance(tr.get("stream"), str) else None
         stream = stream or ("post" if exchange is not None and self.script.transport != "stdio" else None)
         e = Emission(rec["seq"], value, kind, 0, pair if kind in ("response", "error") else None,
-                     link if kind == "notification" else None, stream, self.openers.get(exchange))
+                     link if kind == "notification" else None, stream, self.openers.get(exchange), raw, members)
         t = rec.get("t_us", 0)
         if anchor is None:
             e.delay_us = max(0, t - (s.script.opening[0].delay_us if s.script.opening else t))

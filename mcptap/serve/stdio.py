@@ -4,7 +4,8 @@
 
 Newline-delimited JSON-RPC in on stdin; each parsed message goes to the
 :class:`~mcptap.serve.core.ServeCore`, whose answers are written to stdout
-(nothing else ever is). With a Recorder (``-o``), both directions are recorded
+(nothing else ever is), the recorded server lines that are not messages (a
+banner, a blank line) byte for byte as the real server wrote them. With a Recorder (``-o``), both directions are recorded
 as a normal stdio capture, each message recorded before it is written (so an
 answer is never recorded before its request); the mock's own findings
 (``serve.no_recorded_answer``) ride on the error responses.
@@ -24,9 +25,9 @@ finishes the capture (``--extend``: merges the session). The receiver is in plac
 before stdin is read, so no forwarded exchange precedes it.
 
 JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
-out as one array (when the last of them is due), a member that is not a
-message gets ``-32600 Invalid Request``, an empty batch one such error, and a
-line that is not JSON ``-32700 Parse error`` (id null).
+out as one array (when the last of them is due), an invalid request (a member
+that is not a message too) gets ``-32600 Invalid Request`` (serve/wire.py), an
+empty batch one such error, and a line that is not JSON ``-32700 Parse error`` (id null).
 
 Outputs with a delay (``--latency recorded``) are written by one task per
 triggering message, in order, at their time, each after the earlier ones for
@@ -41,7 +42,7 @@ import os
 import signal
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import trio
@@ -52,9 +53,10 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
-from mcptap.serve.core import LiveSession, Out, ServeCore, asked, encode, hkey
+from mcptap.serve.core import LiveSession, Out, ServeCore, asked, line_of
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
+from mcptap.serve.wire import hkey
 from mcptap.transport.signal_latch import open_receiver
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
@@ -74,6 +76,7 @@ class ServeResult:
     forwarded: int = 0                 # --extend: requests sent to the real server
     answered: int = 0                  # --extend: of those, answered by it
     errors: int = 0                    # --extend: of those answers, JSON-RPC errors
+    lost: int = 0                      # --extend: forwarded, never answered: the real server exited first (the mock's error given)
     signal: int = 0                    # the signal that ended the session (SIGTERM, SIGINT), 0 for stdin EOF
     unanswered: list[str] = field(default_factory=list)
     #: with a Recorder: the seqs of the notifications it recorded that the mock replayed from
@@ -98,7 +101,8 @@ class StdioServer:
         self._delayed = 0                       # tasks still holding answers for their recorded time
         self._order = InOrder()
         self.fallback = Fallback(fallback, self._raw_to_client, on_stderr=self._server_stderr,
-                                 on_process=self._server_process) if fallback else None
+                                 on_process=self._server_process, on_lost=self._lost) if fallback else None
+        self._asked: dict[Any, tuple[Out, Any]] = {}    # forwarded requests: the mock's own error, the request
         self._reading = trio.CancelScope()     # reading stdin: ended by SIGTERM
         self._waiting = trio.CancelScope()     # waiting for the real server's last answers: likewise
         self._handshake: list[dict[str, Any]] = []
@@ -113,7 +117,7 @@ class StdioServer:
     def _queue(self, outs: list[Out], nursery: trio.Nursery) -> None:
         if all(o.delay_s <= 0 for o in outs) and not self._order.waiting(outs):
             for o in outs:
-                self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
+                self._send.send_nowait((line_of(o), _found(o), _notification(o)))
             return
         self._delayed += 1
         nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
@@ -132,7 +136,7 @@ class StdioServer:
             await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
             if o.request is None or hkey(o.request) not in self.live.cancelled:
                 try:
-                    self._send.send_nowait((encode(o.value) + b"\n", _found(o), _notification(o)))
+                    self._send.send_nowait((line_of(o), _found(o), _notification(o)))
                 except trio.ClosedResourceError:
                     return
             self._order.release(o, done)
@@ -187,8 +191,10 @@ class StdioServer:
         outs = self.core.receive(self.live, value)
         if len(outs) == 1 and outs[0].finding is not None and isinstance(value, dict) and value.get("method") not in HANDSHAKE_METHODS:
             self.live.unanswered.pop()
+            self._asked[hkey(value.get("id"))] = (outs[0], value)
             if await self._forward(value, nursery):
                 return
+            self._asked.pop(hkey(value.get("id")), None)
             self.live.unanswered.append(f"{asked(str(value.get('method')), value.get('params'))}: the real server could not be asked")
         self._queue(outs, nursery)
 
@@ -196,12 +202,28 @@ class StdioServer:
         """A batch: its members' other outputs as they come, the answers to its
         requests (and an error per member that is not a message) as one array."""
         outs = self.core.receive(self.live, batch)
-        answers = [o for o in outs if o.answers is not None] + [_error(-32600) for m in batch if not isinstance(m, dict)]
-        self._queue([o for o in outs if o.answers is None], nursery)
+        answers = [o for o in outs if o.answers is not None or o.rejected]      # an invalid member's error among them
+        self._queue([o for o in outs if o.answers is None and not o.rejected], nursery)
         if answers:
             found = tuple(o.finding for o in answers if o.finding is not None)
             self._queue([Out([o.value for o in answers], max(o.delay_s for o in answers), finding=found[0] if found else None,
                              more=found[1:])], nursery)
+
+    def _lost(self, lid: Any) -> None:
+        """The real server exited without answering the forwarded request ``lid``: the
+        client gets the mock's own error for it (the capture has no answer), saying so."""
+        got = self._asked.pop(hkey(lid), None)
+        if got is None or not isinstance(got[0].value, dict) or not isinstance(got[0].value.get("error"), dict):
+            return
+        out, value = got
+        why = "the real server exited before answering"
+        err = {**out.value["error"], "message": f"{out.value['error'].get('message')}; {why} (mcptap serve --extend)"}
+        f = replace(out.finding, message=f"{out.finding.message}; {why}") if out.finding is not None else None
+        self.live.unanswered.append(f"{asked(str(value.get('method')), value.get('params'))}: {why}")
+        try:
+            self._send.send_nowait((line_of(replace(out, value={**out.value, "error": err}, finding=f)), (f,) if f else (), False))
+        except trio.ClosedResourceError:
+            pass
 
     async def _forward(self, value: Any, nursery: trio.Nursery) -> bool:
         assert self.fallback is not None
@@ -262,7 +284,7 @@ class StdioServer:
                     if self.result.signal:
                         stopping = True
                         await self.fallback.aclose(grace=0.5, wait=False)
-                    self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
+                    self._counts(self.fallback)
                 # answers waiting for their recorded time are still given (the client may
                 # have closed stdin right after its requests); then the writer drains
                 with trio.move_on_after(0 if stopping else DELAYED_AT_EOF):
@@ -279,8 +301,11 @@ class StdioServer:
                 self.rec.stdio_eof(S2C)
             self.result.unanswered = list(self.live.unanswered)
             if self.fallback is not None:
-                self.result.forwarded, self.result.answered, self.result.errors = self.fallback.forwarded, self.fallback.answered, self.fallback.errors
+                self._counts(self.fallback)
         return self.result
+
+    def _counts(self, fb: Fallback) -> None:
+        self.result.forwarded, self.result.answered, self.result.errors, self.result.lost = fb.forwarded, fb.answered, fb.errors, fb.lost
 
 
 async def serve_stdio(core: ServeCore, rec: Recorder | None = None, fallback: Sequence[str] | None = None) -> ServeResult:
@@ -294,8 +319,9 @@ def _found(o: Out) -> tuple[Any, ...]:
 
 
 def _notification(o: Out) -> bool:
-    """Whether ``o`` is a notification (the core sends only recorded ones: replayed)."""
-    return isinstance(o.value, dict) and "method" in o.value and "id" not in o.value
+    """Whether ``o`` is a notification or a line that is not a message (the core sends only
+    recorded ones: replayed, already in the capture)."""
+    return o.raw is not None or isinstance(o.value, dict) and "method" in o.value and "id" not in o.value
 
 
 def _error(code: int) -> Out:

@@ -1,7 +1,8 @@
 """The real server behind ``mcptap serve --extend`` in tests/e2e/test_serve_extend.py
 (official SDK, stdio): ``echo``, ``sleepy`` (sleeps; when cancelled it writes
 ``cancelled <seconds>`` to the file named by ``EXTEND_MARK``, so a test can tell the
-server was told), ``shout`` (logs its text as a notifications/message, then echoes it)
+server was told), ``shout`` (logs its text as a notifications/message, then echoes it),
+``die`` (the process exits at once, status 9, answering nothing: a server that crashes)
 and one line on stderr at start."""
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ async def sleepy(seconds: float) -> str:
                 fp.write(f"cancelled {seconds:g}\n")
         raise
     return f"slept {seconds:g}"
+
+
+@app.tool()
+def die() -> str:
+    """Exit the server process at once, answering nothing."""
+    os._exit(9)
 
 
 if __name__ == "__main__":

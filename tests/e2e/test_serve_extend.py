@@ -231,7 +231,7 @@ async def test_new_episode(mcptap_mock):
         r = await c.call_tool("echo", {{"text": "brand new"}})
         assert r.content[0].text == "brand new"
         tools = await c.list_tools()
-    assert sorted(t.name for t in tools.tools) == ["echo", "shout", "sleepy"]
+    assert sorted(t.name for t in tools.tools) == ["die", "echo", "shout", "sleepy"]
 '''
 
 

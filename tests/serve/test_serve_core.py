@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import Matcher
-from mcptap.serve.core import ServeCore, encode
+from mcptap.serve.core import ServeCore
 from mcptap.serve.script import script_from_path
+from mcptap.serve.wire import encode
 from scripted import c2s, handshake, note, record, req, res, s2c
 
 
