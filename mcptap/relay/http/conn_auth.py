@@ -165,7 +165,7 @@ class AuthExchange:
             out.append(AuthRewritten(self.exchange, self.conn, "upstream", "", "", tuple(notes)))
         # unchanged fields are h11's parser's own: no re-validation (relay/http/heads.py)
         head = (h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason) if changed
-                else heads.response(ev.status_code, ev.reason, new_headers))
+                else heads.passed(ev, new_headers))
         if self.kind in (oauth.PRM, oauth.AS_META) and ev.status_code == 200 and not _encoded(new_headers):
             self.resp_head, self.resp_hold = head, bytearray()
             return []

@@ -167,4 +167,4 @@ class ConnUpstream(ConnEnds):
             for e in ex.oauth.response_head(ev, headers, out):
                 self._send_client(e, out)
             return
-        self._send_client(heads.response(ev.status_code, ev.reason, headers), out)
+        self._send_client(heads.passed(ev, headers), out)
