@@ -212,6 +212,7 @@ def test_damaged_framing_after_a_passed_body_ends_as_through_h11(which: int, cut
     past h11 (passbody.py), the client gets the bytes and the capture the facts
     that h11 parsing every byte gives (the shortcut off: PASS_FROM beyond any read)."""
     from mcptap.relay.http import conn as conn_mod
+    from mcptap.relay.http import conn_upstream as up_mod
 
     response = DAMAGED[which]
     head = response.index(b"\r\n\r\n") + 4
@@ -219,11 +220,11 @@ def test_damaged_framing_after_a_passed_body_ends_as_through_h11(which: int, cut
     cuts = [head, response.index(b"data: ", head) + 100, *cuts]
     fast = _raw_run(response, cuts)
     saved = conn_mod.PASS_FROM
-    conn_mod.PASS_FROM = 1 << 40
+    conn_mod.PASS_FROM = up_mod.PASS_FROM = 1 << 40
     try:
         slow = _raw_run(response, cuts)
     finally:
-        conn_mod.PASS_FROM = saved
+        conn_mod.PASS_FROM = up_mod.PASS_FROM = saved
     assert fast == slow
 
 

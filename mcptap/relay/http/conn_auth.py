@@ -22,6 +22,8 @@ from mcptap.relay.http import heads
 from mcptap.relay.http.events import AuthRewritten, Upstream
 
 Headers = list[tuple[bytes, bytes]]
+#: response fields ``AuthExchange.response_head`` may front (lower case)
+_FRONTED = frozenset({b"www-authenticate", b"location", b"set-cookie"})
 
 
 @dataclass(slots=True)
@@ -154,6 +156,24 @@ class AuthExchange:
         ``WWW-Authenticate``, ``Location`` (``AuthFront.location``) fronted, and
         a fronted origin's ``Set-Cookie`` scoped to its prefix."""
         front = self.front
+        if _FRONTED.isdisjoint([n.lower() for n, _ in headers]):
+            new_headers, changed = headers, False      # nothing to front (the common case): the loop below keeps every value
+        else:
+            new_headers, changed = self._fronted(headers, out)
+        notes = front.take_notes()
+        if notes:
+            out.append(AuthRewritten(self.exchange, self.conn, "upstream", "", "", tuple(notes)))
+        # unchanged fields are h11's parser's own: no re-validation (relay/http/heads.py)
+        head = (h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason) if changed
+                else heads.passed(ev, new_headers))
+        if self.kind in (oauth.PRM, oauth.AS_META) and ev.status_code == 200 and not _encoded(new_headers):
+            self.resp_head, self.resp_hold = head, bytearray()
+            return []
+        return [head]
+
+    def _fronted(self, headers: Headers, out: list[Any]) -> tuple[Headers, bool]:
+        """``response_head``'s fields with the fronted ones rewritten, and whether any changed."""
+        front = self.front
         new_headers = []
         changed = False
         for name, value in headers:
@@ -172,16 +192,7 @@ class AuthExchange:
                 out.append(AuthRewritten(self.exchange, self.conn, low.decode("latin-1"), value.decode("latin-1"),
                                          new.decode("latin-1"), tuple(front.take_notes())))
             new_headers.append((name, new))
-        notes = front.take_notes()
-        if notes:
-            out.append(AuthRewritten(self.exchange, self.conn, "upstream", "", "", tuple(notes)))
-        # unchanged fields are h11's parser's own: no re-validation (relay/http/heads.py)
-        head = (h11.Response(status_code=ev.status_code, headers=new_headers, reason=ev.reason) if changed
-                else heads.response(ev.status_code, ev.reason, new_headers))
-        if self.kind in (oauth.PRM, oauth.AS_META) and ev.status_code == 200 and not _encoded(new_headers):
-            self.resp_head, self.resp_hold = head, bytearray()
-            return []
-        return [head]
+        return new_headers, changed
 
     @property
     def holding_response(self) -> bool:

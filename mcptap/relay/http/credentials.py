@@ -72,9 +72,23 @@ def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = Fals
     return out
 
 
+#: request targets ``scrub_url`` leaves unchanged (no secret in them): the same few come in every
+#: exchange, and whether one holds a secret depends on its text alone (the built-in rules), never
+#: on the key that names a secret (bounded: a peer inventing targets only costs a re-computation)
+_CLEAN_TARGETS: set[str] = set()
+_CLEAN_MAX = 1024
+
+
 def record_target(target: str, record_secrets: bool = False) -> str:
     """A request target for a record: scrubbed unless ``record_secrets``."""
-    return target if record_secrets else scrub_url(target)
+    if record_secrets or target in _CLEAN_TARGETS:
+        return target
+    out = scrub_url(target)
+    if out == target:
+        if len(_CLEAN_TARGETS) >= _CLEAN_MAX:
+            _CLEAN_TARGETS.clear()
+        _CLEAN_TARGETS.add(target)
+    return out
 
 
 def is_secret_param(name: str) -> bool:

@@ -17,6 +17,7 @@ rewritten (its data is already forwarded); the capture's findings say so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 HOLD_LIMIT = 64 * 1024
@@ -147,6 +148,8 @@ class EndpointRewriter:
 
     def _rewrite_block(self, block: bytes) -> bytes | None:
         """Replace the single ``data`` line's value; None when not applicable."""
+        if b"data" not in block:
+            return None                 # no data line at all (a flood of bare endpoint blocks): nothing to split
         lines = _split_lines(block)
         data_idx = [k for k, (content, _) in enumerate(lines) if content.split(b":", 1)[0] == b"data"]
         if len(data_idx) != 1:
@@ -167,23 +170,18 @@ class EndpointRewriter:
         return b"".join(c + e for c, e in lines)
 
 
+#: a line end: CR LF, LF or CR
+_EOL = re.compile(rb"\r\n?|\n")
+
+
 def _split_lines(block: bytes) -> list[tuple[bytes, bytes]]:
-    """Split into (content, line end) pairs; CR LF, LF and CR all end a line."""
+    """Split into (content, line end) pairs; CR LF, LF and CR all end a line
+    (the line ends are found by the regex engine, not a Python loop per byte)."""
     out: list[tuple[bytes, bytes]] = []
-    i = 0
     start = 0
-    n = len(block)
-    while i < n:
-        b = block[i]
-        if b == 0x0D:
-            end = i + 2 if i + 1 < n and block[i + 1] == 0x0A else i + 1
-            out.append((block[start:i], block[i:end]))
-            i = start = end
-        elif b == 0x0A:
-            out.append((block[start:i], block[i:i + 1]))
-            i = start = i + 1
-        else:
-            i += 1
-    if start < n:
+    for m in _EOL.finditer(block):
+        out.append((block[start:m.start()], m.group()))
+        start = m.end()
+    if start < len(block):
         out.append((block[start:], b""))
     return out

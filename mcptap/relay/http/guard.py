@@ -42,6 +42,11 @@ _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()
                    rb"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?")
 
 
+#: Host values ``_HOST`` accepted: every request of a client names the same one (bounded: a peer
+#: inventing names only costs a re-match)
+_VALID_HOSTS: set[bytes] = set()
+_VALID_HOSTS_MAX = 256
+
 _ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 
 
@@ -76,9 +81,13 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
     host = hosts[0]
     if b"@" in host:
         return f"Host {host.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
-    if _HOST.fullmatch(host) is None:
-        return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
-    m = _ABSOLUTE.match(target)
+    if host not in _VALID_HOSTS:
+        if _HOST.fullmatch(host) is None:
+            return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
+        if len(_VALID_HOSTS) >= _VALID_HOSTS_MAX:
+            _VALID_HOSTS.clear()
+        _VALID_HOSTS.add(host)
+    m = None if target[:1] == b"/" else _ABSOLUTE.match(target)     # origin-form (the common case) is never absolute
     if m is None and not target.startswith(b"/") and target != b"*":
         return (f"request target {target.decode('latin-1')!r} is not origin-form, absolute-form or '*' "
                 "(RFC 9112 §3.2); not forwarded")
@@ -98,7 +107,7 @@ def origin_form(target: bytes) -> bytes:
     """The target to send upstream: an absolute-form target (already checked by
     ``request_problem``) as origin-form, its path (``/`` when empty) and query;
     any other target unchanged."""
-    m = _ABSOLUTE.match(target)
+    m = None if target[:1] == b"/" else _ABSOLUTE.match(target)
     if m is None:
         return target
     rest = target[m.end():].partition(b"#")[0]

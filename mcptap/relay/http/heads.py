@@ -40,6 +40,15 @@ def response(status: int, reason: bytes, headers: Headers) -> h11.Response:
     return h11.Response(status_code=status, headers=headers, reason=reason, _parsed=True)
 
 
+def passed(ev: h11.Response, headers: Headers) -> h11.Response:
+    """``response(ev.status_code, ev.reason, headers)`` for a final response ``ev`` parsed by h11:
+    ``ev`` itself when that is the same head (``headers`` are its fields unchanged, and it is
+    HTTP/1.1, the only version h11 sends), so the round trip's head is not built twice."""
+    if ev.http_version == b"1.1" and headers == ev.headers.raw_items():
+        return ev
+    return response(ev.status_code, ev.reason, headers)
+
+
 def informational(status: int, reason: bytes, headers: Headers) -> h11.InformationalResponse:
     """A 1xx response head whose fields came from h11's parser."""
     return h11.InformationalResponse(status_code=status, headers=headers, reason=reason, _parsed=True)

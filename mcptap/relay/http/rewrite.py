@@ -95,6 +95,7 @@ def wants_endpoint_rewrite(method: bytes, status: int, raw: Headers) -> bool:
 #: response fields naming URLs the tap points back at itself: Location (201 and 3xx only, RFC 9110
 #: §10.2.2), Content-Location (§8.7), Refresh (HTML "shared declarative refresh steps"), Link (RFC 8288)
 URL_FIELDS = (b"location", b"content-location", b"refresh", b"link")
+URL_SET = frozenset(URL_FIELDS)
 _REFRESH = re.compile(r"""(\s*\d[\d.]*(?:\s*[;,]\s*|\s+)(?:url\s*=\s*)?)(['"]?)(.*?)\s*$""", re.IGNORECASE | re.DOTALL)
 
 
@@ -105,6 +106,13 @@ def location(status: int, headers: Headers, up: Upstream, authority: str) -> tup
     at ``http://{authority}``; every other value, and every other part of a
     ``Refresh`` or ``Link`` value, unchanged. Returns (headers, [(field name
     lower case, original value, rewritten value), …])."""
+    if URL_SET.isdisjoint([n.lower() for n, _ in headers]):
+        return list(headers), []        # no URL field (the common case): nothing to point back
+    return _location(status, headers, up, authority)
+
+
+def _location(status: int, headers: Headers, up: Upstream, authority: str) -> tuple[Headers, list[tuple[str, str, str]]]:
+    """``location`` field by field (every response that names a URL in one of ``URL_FIELDS``)."""
     redirect = 300 <= status < 400 or status == 201
     rewrite = endpoint_rewrite_fn(up, authority)
 
