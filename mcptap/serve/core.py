@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import utf8_json
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
 from mcptap.compare.paths import short
@@ -94,11 +95,12 @@ class LiveSession:
 def encode(value: Any) -> bytes:
     """A message as compact JSON bytes. An id the client sent with a number
     beyond 64 bits (parsed exactly) goes back exactly (stdlib json), as any
-    echo of the client's own value must."""
+    echo of the client's own value must; so does a string id with a lone
+    surrogate (``"\\ud800"``, kept exact by ``protocol.jsonparse``): as that escape."""
     try:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return utf8_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def asked(method: str, params: Any) -> str:
