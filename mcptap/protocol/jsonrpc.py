@@ -212,7 +212,7 @@ def oddity_findings(oddities: int, direction: str) -> list[Finding]:
     if oddities & LONE_SURROGATE:
         out.append(finding("jsonrpc.lone_surrogate", f"{direction} message holds a lone UTF-16 surrogate escape (e.g. \"\\ud83d\": "
                            "text cut inside an emoji): valid JSON grammar but not Unicode text; strict parsers (the Python "
-                           "SDK's pydantic, orjson, serde_json) refuse the whole message (shown here as U+FFFD)"))
+                           "SDK's pydantic, orjson, serde_json) refuse the whole message (shown here as U+FFFD; an id keeps it, shown escaped)"))
     return out
 
 

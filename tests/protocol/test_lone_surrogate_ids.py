@@ -170,3 +170,30 @@ def test_replay_and_diff_agree_on_lone_surrogate_ids(tmp_path: Path) -> None:
     assert "jsonrpc.duplicate_id_in_flight" not in _codes(_messages(new))
     d = CliRunner().invoke(mcptap, ["diff", str(path), str(new)], catch_exceptions=False)
     assert d.exit_code == 0, d.stdout
+
+
+def _note(method: str, params: dict[str, Any]) -> bytes:
+    return _line({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def test_cancels_and_progress_name_requests_and_tokens_exactly(tmp_path: Path) -> None:
+    """A cancel's requestId and a progress token are compared as sent too: a
+    cancel of "\\udfff" names no request when only "\\ud800" is open, a cancel of
+    "\\ud800" names it; so for progress tokens."""
+    call = {"jsonrpc": "2.0", "id": "\ud800", "method": "tools/call", "params": {"name": "t", "arguments": {}, "_meta": {"progressToken": "\udc00"}}}
+    path = _cap(tmp_path, "c.jsonl", [
+        c2s(_line(call)),
+        s2c(_note("notifications/progress", {"progressToken": "\udbff", "progress": 1})),
+        s2c(_note("notifications/progress", {"progressToken": "\udc00", "progress": 2})),
+        c2s(_note("notifications/cancelled", {"requestId": "\udfff"})),
+        c2s(_note("notifications/cancelled", {"requestId": "\ud800", "reason": "stop \udfff"})),
+    ])
+    recs = _messages(path)[3:]
+    call_seq = recs[0]["seq"]
+    assert [r.get("link") for r in recs[1:]] == [None, call_seq, None, call_seq]
+    assert [_codes([r]) for r in recs[1:]] == [["progress.unknown_token"], [], ["cancel.unknown_request"], ["cancel.request"]]
+    groups = [{c: g.count for c, g in check_capture(str(path), reuse=reuse).groups.items()} for reuse in (True, False)]
+    assert groups[0] == groups[1]
+    for argv in (["show", "--no-color", "--full"], ["check", "--full"]):
+        r = CliRunner().invoke(mcptap, [argv[0], str(path), *argv[1:]], catch_exceptions=False)
+        assert r.exit_code in (0, 1) and "Traceback" not in r.output
