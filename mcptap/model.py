@@ -145,7 +145,8 @@ class Frame:
     ``oddities``: bit flags (``protocol.jsonparse``) of what only the exact
     parse reads: ``NON_FINITE`` (a number beyond any double, ``1e400``, reads as
     ±infinity in ``value``), ``LONE_SURROGATE`` (a lone surrogate escape reads
-    as U+FFFD); 0 for the common case.
+    as U+FFFD, except in an id, progress token or task id: ``jsonparse.parse_exact``);
+    0 for the common case.
     """
 
     raw: bytes

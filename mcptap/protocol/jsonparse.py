@@ -51,7 +51,7 @@ def _not_json(literal: str) -> Any:
 
 #: ``parse_json_full``'s third element: bit flags of what the exact parse read
 NON_FINITE = 1          # a number beyond any double (``1e400``) reads as ±infinity
-LONE_SURROGATE = 2      # a ``\\uD800``-``\\uDFFF`` escape without its pair reads as U+FFFD
+LONE_SURROGATE = 2      # a ``\\uD800``-``\\uDFFF`` escape without its pair reads as U+FFFD (not in an id: ``parse_exact``)
 LITERAL = 4             # (``literals=True``) a number orjson would write as another one was kept as its literal
 
 #: a JSON escape of a UTF-16 surrogate (a lone one is valid JSON grammar, not Unicode: RFC 8259 §8.2)
@@ -59,13 +59,20 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def parse_exact(raw: bytes, literals: bool = False) -> tuple[Any, int] | None:
+def parse_exact(raw: bytes, literals: bool = False, exact_strings: bool = False) -> tuple[Any, int] | None:
     """The slow, exact parse for the payloads orjson cannot read faithfully:
     integers of any size stay ``int`` (orjson reads those beyond 64 bits as
     float), a number beyond any double (``1e400``) reads as ±infinity instead
     of failing, and a lone surrogate escape (``"\\ud83d"``: text cut inside an
     emoji by a JavaScript peer; orjson and the Python SDK refuse the message)
-    reads as U+FFFD, as invalid UTF-8 does. ``NaN``/``Infinity`` literals are
+    reads as U+FFFD, as invalid UTF-8 does, except in a JSON-RPC id (the
+    ``"id"`` string of the object, or of each object of a top-level array) and
+    the other strings that name something by identity (``_KEY_PATHS``: a
+    cancel's ``requestId``, progress tokens, task ids): they are compared and
+    echoed as sent, so ``"\\ud800"`` stays that one lone surrogate (a ``str`` orjson refuses to write: ``capture.dumps`` writes it
+    as the escape again), never U+FFFD, which another id may be.
+    ``exact_strings``: no string read as U+FFFD (a capture's own records, whose
+    only such string is an id; ``LONE_SURROGATE`` then flags ids only). ``NaN``/``Infinity`` literals are
     still not JSON. ``literals``: a number orjson would write as another number
     (beyond any double, ``1e400``, which it writes as null; below the smallest,
     ``1e-400``; more digits than a double holds, ``0.30000000000000001``) is an
@@ -91,10 +98,36 @@ def parse_exact(raw: bytes, literals: bool = False) -> tuple[Any, int] | None:
     except (ValueError, RecursionError):
         return None
     if _SURROGATE_ESCAPE.search(body):
-        value, lone = _without_surrogates(value)
+        kept = _key_strings(value)
+        lone = any(_SURROGATE.search(s) for _, _, s in kept)
+        if not exact_strings:
+            value, replaced = _without_surrogates(value)
+            lone = lone or replaced
+            for holder, key, s in kept:
+                holder[key] = s
         if lone:
             flags |= LONE_SURROGATE
     return value, flags
+
+
+#: where a JSON-RPC message holds a string that names something by identity, compared
+#: as sent (``parse_exact``): its id, the request a cancel names, progress tokens, task ids
+_KEY_PATHS = (("id",), ("params", "requestId"), ("params", "progressToken"), ("params", "_meta", "progressToken"),
+              ("params", "taskId"), ("result", "task", "taskId"))
+
+
+def _key_strings(value: Any) -> list[tuple[dict[str, Any], str, str]]:
+    """(holder object, key, string) of each ``_KEY_PATHS`` string of the
+    message ``value`` (or of each message of a top-level array)."""
+    out = []
+    for m in value if type(value) is list else (value,):
+        for path in _KEY_PATHS:
+            holder = m
+            for k in path[:-1]:
+                holder = holder.get(k) if type(holder) is dict else None
+            if type(holder) is dict and type(holder.get(path[-1])) is str:
+                out.append((holder, path[-1], holder[path[-1]]))
+    return out
 
 
 def _writes_as(f: float, literal: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from mcptap.protocol.jsonparse import LONE_SURROGATE, NON_FINITE, parse_exact
 STANDARD_ERROR_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
 #: integers every JSON parser reads exactly (IEEE 754 doubles: ±(2^53−1))
 MAX_SAFE_INTEGER = (1 << 53) - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # (module constants: reading a member off its Enum class costs ~10x a global on Python 3.11, see protocol/annotate.py)
 _REQUEST, _NOTIFICATION, _RESPONSE, _ERROR, _INVALID = Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.ERROR, Kind.INVALID
 
@@ -48,7 +50,8 @@ def show_id(v: Any) -> str:
     timeline alike: ``null``, ``true``, ``7``, ``1.5``, ``"a\\u001bb"`` (JSON string
     escapes, so no control character goes out raw), ``[1]``. A number beyond
     any double (``1e400``: read as ±infinity, which JSON cannot write) shows as
-    ``1e400`` / ``-1e400``, whatever digits the peer wrote."""
+    ``1e400`` / ``-1e400``, whatever digits the peer wrote; a lone surrogate
+    (an id kept exact: ``jsonparse.parse_exact``) as its escape, ``"\\ud800"``."""
     t = type(v)
     if t is int:
         try:
@@ -59,7 +62,8 @@ def show_id(v: Any) -> str:
         if math.isinf(v):
             return "1e400" if v > 0 else "-1e400"
         return repr(v) if not math.isnan(v) else "NaN"
-    return json.dumps(v, ensure_ascii=False, default=repr)
+    text = json.dumps(v, ensure_ascii=False, default=repr)
+    return text if _SURROGATE.search(text) is None else _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def json_type(v: Any) -> str:
@@ -208,7 +212,7 @@ def oddity_findings(oddities: int, direction: str) -> list[Finding]:
     if oddities & LONE_SURROGATE:
         out.append(finding("jsonrpc.lone_surrogate", f"{direction} message holds a lone UTF-16 surrogate escape (e.g. \"\\ud83d\": "
                            "text cut inside an emoji): valid JSON grammar but not Unicode text; strict parsers (the Python "
-                           "SDK's pydantic, orjson, serde_json) refuse the whole message (shown here as U+FFFD)"))
+                           "SDK's pydantic, orjson, serde_json) refuse the whole message (shown here as U+FFFD; an id keeps it, shown escaped)"))
     return out
 
 

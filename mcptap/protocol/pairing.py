@@ -68,8 +68,8 @@ class Pending:
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"seq": self.seq, "dir": self.direction.value, "id": self.id, "method": self.method}
-        if type(self.id) is float and not -1e308 < self.id < 1e308:
-            d["id_text"] = show_id(self.id)         # ±infinity: JSON writes null (NaN: orjson never reads one)
+        if type(self.id) is float and not -1e308 < self.id < 1e308 or type(self.id) is str and not self.id.isprintable():
+            d["id_text"] = show_id(self.id)         # ±infinity: JSON writes null (NaN: orjson never reads one); a lone surrogate
         if self.session is not None and self.session is not SESSIONLESS:
             d["session"] = self.session
         return d

@@ -4,6 +4,7 @@ exact bytes (docs/capture-format.md). Its typed form is the annotated
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from mcptap.records.base import decode_bytes, encode_bytes, get_findings, malfor
 RAW_ONLY_ABOVE = 1 << 20
 
 _dumps = orjson.dumps
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
@@ -34,6 +36,8 @@ def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
         rec["session"] = msg.session
     if msg.has_id:
         rec["id"] = msg.id
+        if msg.findings and type(msg.id) is str and _SURROGATE.search(msg.id):
+            rec["id"] = _SURROGATE.sub("\ufffd", msg.id)        # exact in the raw bytes (``exact_id``)
     if msg.method is not None:
         rec["method"] = msg.method
     if msg.pair is not None:
@@ -171,9 +175,13 @@ class MessageRecord:
             members = None
             if "members" in rec:
                 members = [Member(m["index"], Kind(m["kind"]), m.get("id"), m.get("method"), m.get("pair"), m.get("latency_us")) for m in rec["members"]]
+                if type(value) is list:
+                    for m in members:
+                        if 0 <= m.index < len(value):
+                            m.id = exact_id(m.id, value[m.index])
             msg = Message(
                 seq=rec["seq"], t_us=rec["t_us"], direction=Direction(rec["dir"]), raw=raw, value=value,
-                kind=Kind(rec["kind"]), session=rec.get("session"), id=rec.get("id"), has_id="id" in rec,
+                kind=Kind(rec["kind"]), session=rec.get("session"), id=exact_id(rec.get("id"), value), has_id="id" in rec,
                 method=rec.get("method"), pair=rec.get("pair"), latency_us=rec.get("latency_us"),
                 phase=Phase(rec["phase"]) if rec.get("phase") else None, revision=rec.get("rev"),
                 findings=[Finding.from_json(f) for f in get_findings(rec)], members=members,
@@ -184,10 +192,22 @@ class MessageRecord:
         return cls(msg, eol)
 
 
+def exact_id(rid: Any, value: Any) -> Any:
+    """A record's ``id`` as the peer sent it: a string id with a lone
+    surrogate (``"\\ud800"``) is stored as U+FFFD in the record's ``id``
+    (its readers use orjson, which reads no lone surrogate), the exact one
+    is the payload's (``value``, parsed from the raw bytes)."""
+    if type(rid) is str and "\ufffd" in rid and type(value) is dict:
+        exact = value.get("id")
+        if type(exact) is str and exact != rid and _SURROGATE.sub("\ufffd", exact) == rid:
+            return exact
+    return rid
+
+
 def _member_json(m: Member) -> dict[str, Any]:
     d: dict[str, Any] = {"index": m.index, "kind": m.kind.value}
     if m.id is not None:
-        d["id"] = m.id
+        d["id"] = m.id if type(m.id) is not str or _SURROGATE.search(m.id) is None else _SURROGATE.sub("\ufffd", m.id)
     if m.method is not None:
         d["method"] = m.method
     if m.pair is not None:

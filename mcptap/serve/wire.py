@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from mcptap.capture.dumps import utf8_json
+
 #: the JSON-RPC error of each defect: code and message
 _ERRORS = {"jsonrpc": (-32600, "Invalid Request: jsonrpc must be \"2.0\""),
            "id": (-32600, "Invalid Request: the id must be a string or a number"),
@@ -39,11 +41,12 @@ ID_BEYOND = "Invalid Request: the id is a number beyond what JSON-RPC peers can 
 def encode(value: Any) -> bytes:
     """A message as compact JSON bytes. An id the client sent with a number
     beyond 64 bits (parsed exactly) goes back exactly (stdlib json), as any
-    echo of the client's own value must."""
+    echo of the client's own value must; so does a string id with a lone
+    surrogate (``"\\ud800"``, kept exact by ``protocol.jsonparse``): as that escape."""
     try:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return utf8_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def hkey(v: Any) -> Any:

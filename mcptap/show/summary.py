@@ -18,6 +18,7 @@ from mcptap.escape import escape_controls, shown
 from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
+from mcptap.records.message import exact_id
 
 Style = Callable[[str, str], str]
 
@@ -51,12 +52,13 @@ def id_text(v: Any) -> str:
 def record_id(rec: dict[str, Any]) -> Any:
     """The id of a message record as the peer wrote it: a number beyond any
     double (``1e400``) is null in the record's ``id``, ±infinity in its raw
-    text (``message_json``)."""
+    text (``message_json``); a lone surrogate is U+FFFD there, exact in the
+    raw text (``records.message.exact_id``)."""
     v = rec.get("id")
-    if v is None and "raw" in rec:
+    if (v is None or type(v) is str and "\ufffd" in v) and "raw" in rec:
         m = message_json(rec)
         if isinstance(m, dict):
-            return m.get("id")
+            return m.get("id") if v is None else exact_id(v, m)
     return v
 
 

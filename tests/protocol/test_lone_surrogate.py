@@ -109,8 +109,9 @@ def test_a_response_cut_inside_an_emoji_pairs_and_is_flagged(tmp_path: Path) -> 
 
 
 def test_lone_surrogate_ids_still_pair(tmp_path: Path) -> None:
-    """A string id with a lone surrogate (a JavaScript client's cut id) reads as
-    U+FFFD on both sides: request and response pair."""
+    """A string id with a lone surrogate (a JavaScript client's cut id) pairs
+    with its answer; the record's ``id`` holds U+FFFD (its exact value is in
+    ``raw``: tests/protocol/test_lone_surrogate_ids.py)."""
     cap = _record(tmp_path / "id.jsonl", [("c2s", b'{"jsonrpc":"2.0","id":"r-\\udc00","method":"ping"}\n'),
                                           ("s2c", b'{"jsonrpc":"2.0","id":"r-\\udc00","result":{}}\n')])
     req, res = [r for r in cap.records if r["type"] == "message"]
