@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 SPLIT_BYTES = 8 << 20
 STREAMS = ("c2s", "s2c", "stderr")
 BATCH = 1 << 18         # bytes of lines read at a time (progress and a look at the child between them)
+SPLIT_FULL_BYTES = 96 << 20    # records (bytes) from which check --full splits the capture between two processes (check/fullsplit.py)
 GC_YOUNG = 100_000      # the young generation's collection threshold while a capture is re-annotated
 
 
@@ -108,6 +109,11 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
         ahead = None
+        if not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_FULL_BYTES:
+            from mcptap.check.fullsplit import run_split
+
+            return _full(path, lambda scan: run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b),
+                                                      lambda f, a, b: _batches(f, a, b, lambda n: None)), header, keep, shapes)
         if shapes and not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_BYTES:
             def ahead() -> Iterator[list[bytes]]:        # the shape checks' process reads the same lists of lines
                 with open(path, "rb") as own:
