@@ -9,6 +9,7 @@ generator pipeline), every count, first place and line."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcptap.check import fullsplit, parallel
+from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
+from mcptap.check.shape_oracle import Batch, ShapeOracle
 from mcptap.protocol.pairing import BoundedMap
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 from test_cases_stdio import record_wire
@@ -96,10 +99,19 @@ def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> Non
     _same(path)
 
 
-def test_a_request_open_across_the_warm_up_is_judged_here(tmp_path: Path, split: list[int]) -> None:
+def test_a_request_open_across_the_warm_up_is_judged_here(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[ShapeOracle] = []
+    orig = FullScan.speculated
+
+    def spy(self: FullScan, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
+        made.append(orig(self, batches, stop))
+        return made[-1]
+
+    monkeypatch.setattr(FullScan, "speculated", spy)
     path = record(tmp_path / "open.jsonl", traffic(300, open_early=True))
     _same(path)
     assert split == []          # the second process never saw it: its state differs, so this process went on
+    assert len(made) == 2       # ... with the shape checks' process (check/shape_child.py) from the middle on
 
 
 def test_a_failing_second_process(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,11 +108,14 @@ def snapshot(scan: FullScan) -> bytes | None:
     return buf.getvalue()
 
 
-def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches) -> None:
+def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
+              speculate: Callable[[int], None] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
     (``feed(scan, a, b)``: the lines in [a, b), both line starts), the second
     half in a second process when that gives the same result (module doc);
-    ``batches(fp, a, b)``: the lines in [a, b) of ``fp`` in lists, as ``feed`` reads them."""
+    ``batches(fp, a, b)``: the lines in [a, b) of ``fp`` in lists, as ``feed`` reads them.
+    ``speculate(byte)``: when the lines from ``byte`` on are this process's alone (no
+    split, or its second half not taken), called first (check/shape_child.py's process)."""
     warm = WARM_BYTES
     with open(path, "rb") as fp:
         first = _line_start(fp, min(size, start + HEAD_BYTES), size)
@@ -127,20 +130,22 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
             line = fp.readline()
             feed(scan, first, first + len(line))
             first += len(line)
-    if not (first < w0 < mid < size) or scan.methods or scan.pending is not None or scan.rec.reframing:
-        feed(scan, first, size)
-        return
-    try:
-        child = _Split(scan, path, w0, mid, size, batches)
-    except OSError:
-        feed(scan, first, size)
-        return
-    try:
-        feed(scan, first, mid)
-        scan.flush()
-        at = child.merge_into(scan, mid)
-    finally:
-        child.close()
+    child = None
+    if first < w0 < mid < size and not scan.methods and scan.pending is None and not scan.rec.reframing:
+        try:
+            child = _Split(scan, path, w0, mid, size, batches)
+        except OSError:
+            pass
+    at, taken = first, False
+    if child is not None:
+        try:
+            feed(scan, first, mid)
+            scan.flush()
+            at, taken = child.merge_into(scan, mid), child.taken
+        finally:
+            child.close()
+    if not taken and speculate is not None:
+        speculate(at)
     feed(scan, at, size)
 
 
@@ -180,6 +185,7 @@ class _Split:
                 os._exit(status)
         os.close(w)
         self.r = r
+        self.taken = False
 
     def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
         for buf in scan.bufs.values():           # the first lines' bytes: the parent's to hash
@@ -254,6 +260,7 @@ class _Split:
         if got is None or got["snap"] != snapshot(scan):
             return mid
         _adopt(scan, got)
+        self.taken = True
         for name, f in self.files.items():      # the second half's stream bytes, after the first half's
             f.seek(0)
             while block := f.read(1 << 20):

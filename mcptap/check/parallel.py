@@ -108,17 +108,21 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
             except Unsupported as exc:
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
-        ahead = None
-        if not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_FULL_BYTES:
+        two = not gz and workers > 1 and header.get("transport") == "stdio"
+
+        def ahead(at: int | None) -> Iterator[list[bytes]]:     # the shape checks' process reads the same lists of lines
+            with open(path, "rb") as own:
+                yield from _batches(own, start if at is None else at, size, lambda n: None)
+
+        if two and size - start >= SPLIT_FULL_BYTES:
             from mcptap.check.fullsplit import run_split
 
-            return _full(path, lambda scan: run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b),
-                                                      lambda f, a, b: _batches(f, a, b, lambda n: None)), header, keep, shapes)
-        if shapes and not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_BYTES:
-            def ahead() -> Iterator[list[bytes]]:        # the shape checks' process reads the same lists of lines
-                with open(path, "rb") as own:
-                    yield from _batches(own, start, size, lambda n: None)
-        return _full(path, feed, header, keep, shapes, ahead)
+            def split(scan: FullScan, speculate: Callable[[int], None]) -> None:
+                run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b), lambda f, a, b: _batches(f, a, b, lambda n: None),
+                          speculate if shapes else None)
+
+            return _full(path, feed, header, keep, shapes, ahead, split)
+        return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
 
 
 def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
@@ -131,34 +135,45 @@ def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
 
 
 def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool,
-          ahead: Callable[[], Iterator[list[bytes]]] | None = None) -> CaptureReport | None:
+          ahead: Callable[[int | None], Iterator[list[bytes]]] | None = None,
+          split: Callable[[FullScan, Callable[[int], None]], None] | None = None) -> CaptureReport | None:
     """Re-annotation (--full, other rules, chunk records): this process, and
-    with ``ahead`` (the lists of lines this process reads) a second one that
-    computes the schema shape checks ahead (check/shape_child.py)."""
+    with ``ahead`` (the lists of lines this process reads from a byte on, None: the first) a
+    second one that computes the schema shape checks ahead (check/shape_child.py);
+    ``split``: the capture's second half in a second process instead (check/fullsplit.py),
+    which starts the shape checks' process (``speculate(byte)``) when it does not take it."""
     from mcptap.check.fullscan import FullScan  # the re-annotator (~0.1 s of imports): only for this path
 
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
-    child = None
-    if ahead is not None:
+    children: list[ShapeChild] = []
+
+    def speculate(at: int | None) -> None:
+        assert ahead is not None
         try:
-            child = ShapeChild(ahead)
+            child = ShapeChild(lambda: ahead(at))
         except OSError:                 # no second process to be had: this one checks the shapes
-            child = None
-        else:
-            scan.speculated(child.next, child.close)
+            return
+        children.append(child)
+        scan.speculated(child.next, child.close)
+
+    if ahead is not None and split is None:
+        speculate(None)
     threshold = gc.get_threshold()
     # re-annotation allocates a few objects per message that mostly die young, without cycles:
     # fewer young-generation collections (~5% of its CPU at the default threshold)
     gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
     try:
-        feed(scan)
+        if split is not None:
+            split(scan, speculate)
+        else:
+            feed(scan)
         scan.end_of_input()
     except Unsupported:
         return None
     finally:
         gc.set_threshold(*threshold)
-        if child is not None:
+        for child in children:
             child.close()
     return scan.report(path, tallies)
 
