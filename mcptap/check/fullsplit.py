@@ -149,6 +149,10 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
     feed(scan, at, size)
 
 
+def _no_shape_check(*args: Any) -> list[Any]:
+    return []
+
+
 def _line_start(fp: IO[bytes], at: int, size: int) -> int:
     """The first line start at or after byte ``at`` (> 0), at most ``size``."""
     fp.seek(at - 1)
@@ -203,11 +207,14 @@ class _Split:
             if type(seq) is not int:
                 return None
             scan.last_seq = seq - 1          # the warm-up's first record follows the one before it
+            # the warm-up's findings are thrown away, and no state depends on a shape check's: none made
+            check, rec.annotator.shape_check = rec.annotator.shape_check, _no_shape_check
             try:
                 for batch in batches(fp, w0, mid):
                     scan.run(batch)
             except Uncommon:
                 return None
+            rec.annotator.shape_check = check
             scan.flush()
             snap = snapshot(scan)
             if snap is None:
