@@ -20,13 +20,14 @@ halves add up. Only when the two are equal (byte for byte) is the second
 half's work taken; the annotator is deterministic (a pure function of its
 state and the lines fed), so it is what this process would have computed.
 Else (a request open since before the warm-up, a progress token answered
-longer ago than the window holds…) this process re-annotates the second half
-itself. The second process reads only records of the common ``TYPES``
+longer ago than the window holds, a garbage line or a gap before it…) this
+process re-annotates the second half itself, its shape checks computed ahead
+by check/shape_child.py's process (``speculate``). The second process reads only records of the common ``TYPES``
 (``FullScan.only_types``: no ``chunk`` record, which re-frames the streams
 from there on, no end record); from the first other line (the end record at
 the latest) this process goes on, from the second's final state.
 
-    run_split(scan, path, start, size, feed) -> None   # FullScan fed [start, size)
+    run_split(scan, path, start, size, feed, batches, speculate) -> None   # FullScan fed [start, size)
 """
 
 from __future__ import annotations

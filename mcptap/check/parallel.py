@@ -10,8 +10,9 @@ flat); this process hashes them after its own and merges the state
 halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
 second half itself. A capture that needs re-annotation (``--full``, other
 rules, ``chunk`` records) goes through :class:`~mcptap.check.fullscan.FullScan`
-in this process (the annotator's state is sequential), a big stdio capture's
-schema shape checks computed ahead in a second (check/shape_child.py); a gzip capture is
+in this process, a very big stdio capture's second half in a second process when its
+re-annotation state at the middle is this process's (check/fullsplit.py), else a big
+stdio capture's schema shape checks computed ahead in a second (check/shape_child.py); a gzip capture is
 scanned in one process as it is decompressed. Anything the scans do not
 handle (damaged records), standard input and every capture error go the
 reference way (``report.check_capture``), which also words the errors.
