@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcptap.capture.source import bytes_read
 from mcptap.check import fullsplit, parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
@@ -90,6 +91,9 @@ def test_the_second_half_is_taken_and_gives_the_same_report(tmp_path: Path, spli
     path = record(tmp_path / "calls.jsonl", traffic(300))
     _same(path)
     assert len(split) == 2 and all(at > 0 for at in split)
+    before = bytes_read()
+    parallel.check_capture(str(path), 3, reuse=False, workers=2)
+    assert bytes_read() - before == path.stat().st_size - len(path.read_bytes().split(b"\n", 1)[0]) - 1   # the progress line's count
 
 
 def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> None:

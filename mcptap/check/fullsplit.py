@@ -42,6 +42,7 @@ from typing import IO, Any
 
 import orjson
 
+from mcptap.capture.source import add_bytes_read
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
 from mcptap.check.shape_child import end_child
@@ -276,6 +277,7 @@ class _Split:
                 if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
                     scan.rec.stderr_stream.sha.update(block)
         at: int = got["at"]
+        add_bytes_read(at - mid)                # (the progress line: the second half's bytes, read)
         return at
 
     def close(self) -> None:
