@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcptap.check import parallel
+from mcptap.check import file_ranges, parallel
 from mcptap.check.report import check_capture
 from scripted import c2s, handshake, record, req, res, s2c
 from test_check_scan import _shape
@@ -29,21 +29,22 @@ def test_the_child_takes_the_work_done_before_the_fork(tmp_path: Path) -> None:
     size = starts[-1]
     with fp:
         at = starts[10]
-        mid = parallel._middle(fp, at, size)
+        mid = file_ranges.middle(fp, at, size)
         assert mid is not None
-        assert parallel._balanced(fp, at, size, mid, 0, 0.0, 1.0) == mid          # nothing timed: the middle
+        assert file_ranges.balanced(fp, at, size, mid, 0, 0.0, 1.0) == mid          # nothing timed: the middle
         rate_cpu = 1000.0                                                          # bytes per CPU second
-        got = parallel._balanced(fp, at, size, mid, 1000, 1.0, 0.5)
+        got = file_ranges.balanced(fp, at, size, mid, 1000, 1.0, 0.5)
         assert got in starts and at <= got < mid
         # this process ends at its spent time plus its lines; the child at its own lines
         assert abs((0.5 + (got - at) / rate_cpu) - (size - got) / rate_cpu) < 0.05
-        assert parallel._balanced(fp, at, size, mid, 1000, 1.0, 1e6) == at        # all of the rest to the child
-        assert parallel._balanced(fp, at, size, mid, 1000, 1.0, 0.0) in (mid, starts[starts.index(mid) - 1])
+        assert file_ranges.balanced(fp, at, size, mid, 1000, 1.0, 1e6) == at        # all of the rest to the child
+        assert file_ranges.balanced(fp, at, size, mid, 1000, 1.0, 0.0) in (mid, starts[starts.index(mid) - 1])
 
 
 def test_a_balanced_split_gives_the_one_process_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH", 4096)
+    monkeypatch.setattr(file_ranges, "BATCH", 4096)
     monkeypatch.setattr(parallel, "SAMPLE", 4096)
     mids = []
     real = parallel._Child

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mcptap.check import parallel
+from mcptap.check import file_ranges, parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.shape_oracle import Batch, ShapeOracle, Speculation, plain_record
@@ -42,6 +42,7 @@ def oracles(monkeypatch: pytest.MonkeyPatch) -> list[ShapeOracle]:
     """Every capture is 'big' and read in small lists; the oracles made."""
     monkeypatch.setattr(parallel, "SPLIT_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH", 600)
+    monkeypatch.setattr(file_ranges, "BATCH", 600)
     made: list[ShapeOracle] = []
     orig = FullScan.speculated
 

@@ -41,6 +41,10 @@ _DIRS = ("c2s", "s2c")
 _NO_TRANSPORT: dict[str, Any] = {}      # a record without transport facts passes the type test
 
 
+class Uncommon(Exception):
+    """``FullScan.only_types``: ``args[0]`` is the first line of the list that is no record of those types."""
+
+
 class FullScan:
     """Re-annotation and grouping of one capture's lines (after the header).
 
@@ -76,6 +80,8 @@ class FullScan:
         self._stop_speculation: Callable[[], None] = lambda: None
         self.rec.on_message = self._reframed
         self._line_no = 0                                 # the line of the record being re-framed
+        self.firsts: dict[Any, tuple[int, int]] | None = None     # check/fullsplit.py: report.add_finding's
+        self.only_types: frozenset[str] | None = None    # check/fullsplit.py: raise Uncommon at a record of another type
 
     def speculated(self, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
         """Take the shape checks of each list of lines :meth:`run` gets from
@@ -108,6 +114,8 @@ class FullScan:
             try:
                 r = loads(line)
             except JSONDecodeError:
+                if self.only_types is not None:
+                    self._uncommon(i, n, last, buffered, t_floor, plain)
                 if self.pending is not None:
                     raise Unsupported("corrupt record") from None
                 self.pending = line
@@ -161,6 +169,8 @@ class FullScan:
                     elif msg.pair is not None:
                         methods.pop(msg.pair, None)
                     continue
+            if self.only_types is not None and not (type(r) is dict and r.get("type") in self.only_types):
+                self._uncommon(i, n, last, buffered, t_floor, plain)
             self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor
             self._line(r, line, i)
             n, last, buffered, t_floor = self.n, self.last_seq, self.buffered, self.t_floor
@@ -173,6 +183,11 @@ class FullScan:
         self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor
         rep.records += plain
         rep.messages += plain
+
+    def _uncommon(self, i: int, n: int, last: int | None, buffered: int, t_floor: int, plain: int) -> None:
+        self.n, self.last_seq, self.buffered, self.t_floor = n, last, buffered, t_floor    # run's counters kept
+        self.rep.records, self.rep.messages = self.rep.records + plain, self.rep.messages + plain
+        raise Uncommon(i)
 
     def _line(self, r: Any, line: bytes, i: int) -> None:
         """Line ``i`` of the list, parsed (``r``), any shape."""
@@ -339,7 +354,7 @@ class FullScan:
             return
         tt = t if isinstance(t, int) else None
         for f in fs:
-            add_finding(rep.groups, rep.severities, self.keep, f, out.get("seq"), tt, line, out.get("dir"), method)
+            add_finding(rep.groups, rep.severities, self.keep, f, out.get("seq"), tt, line, out.get("dir"), method, self.firsts)
 
     def flush(self) -> None:
         for name, buf in self.bufs.items():

@@ -12,8 +12,9 @@ flat); this process hashes them after its own and merges the state
 halves cannot be merged exactly (see ``Scan.absorb``), this process scans the
 second half itself. A capture that needs re-annotation (``--full``, other
 rules, ``chunk`` records) goes through :class:`~mcptap.check.fullscan.FullScan`
-in this process (the annotator's state is sequential), a big stdio capture's
-schema shape checks computed ahead in a second (check/shape_child.py); a gzip capture is
+in this process, a very big stdio capture's second half in a second process when its
+re-annotation state at the middle is this process's (check/fullsplit.py), else a big
+stdio capture's schema shape checks computed ahead in a second (check/shape_child.py); a gzip capture is
 scanned in one process as it is decompressed. Anything the scans do not
 handle (damaged records), standard input and every capture error go the
 reference way (``report.check_capture``), which also words the errors.
@@ -38,6 +39,7 @@ from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
+from mcptap.check.file_ranges import BATCH, balanced, batches, line_start, middle
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
@@ -50,8 +52,8 @@ if TYPE_CHECKING:
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
 STREAMS = ("c2s", "s2c", "stderr")
-BATCH = 1 << 18         # bytes of lines read at a time (progress and a look at the child between them)
-SAMPLE = 1 << 20        # bytes of lines timed before the fork (how fast this machine scans: check/parallel._balanced)
+SAMPLE = 1 << 20        # bytes of lines timed before the fork (how fast this machine scans: check/file_ranges.balanced)
+SPLIT_FULL_BYTES = 96 << 20    # records (bytes) from which check --full splits the capture between two processes (check/fullsplit.py)
 GC_YOUNG = 100_000      # the young generation's collection threshold while a capture is re-annotated
 
 
@@ -111,12 +113,21 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
             except Unsupported as exc:
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
-        ahead = None
-        if shapes and not gz and workers > 1 and header.get("transport") == "stdio" and size - start >= SPLIT_BYTES:
-            def ahead() -> Iterator[list[bytes]]:        # the shape checks' process reads the same lists of lines
-                with open(path, "rb") as own:
-                    yield from _batches(own, start, size, lambda n: None)
-        return _full(path, feed, header, keep, shapes, ahead)
+        two = not gz and workers > 1 and header.get("transport") == "stdio"
+
+        def ahead(at: int | None) -> Iterator[list[bytes]]:     # the shape checks' process reads the same lists of lines
+            with open(path, "rb") as own:
+                yield from batches(own, start if at is None else at, size, lambda n: None)
+
+        if two and size - start >= SPLIT_FULL_BYTES:
+            from mcptap.check.fullsplit import run_split
+
+            def split(scan: FullScan, speculate: Callable[[int], None]) -> None:
+                run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b), lambda f, a, b: batches(f, a, b, lambda n: None),
+                          speculate if shapes else None)
+
+            return _full(path, feed, header, keep, shapes, ahead, split)
+        return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
 
 
 def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
@@ -129,34 +140,45 @@ def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
 
 
 def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool,
-          ahead: Callable[[], Iterator[list[bytes]]] | None = None) -> CaptureReport | None:
+          ahead: Callable[[int | None], Iterator[list[bytes]]] | None = None,
+          split: Callable[[FullScan, Callable[[int], None]], None] | None = None) -> CaptureReport | None:
     """Re-annotation (--full, other rules, chunk records): this process, and
-    with ``ahead`` (the lists of lines this process reads) a second one that
-    computes the schema shape checks ahead (check/shape_child.py)."""
+    with ``ahead`` (the lists of lines this process reads from a byte on, None: the first) a
+    second one that computes the schema shape checks ahead (check/shape_child.py);
+    ``split``: the capture's second half in a second process instead (check/fullsplit.py),
+    which starts the shape checks' process (``speculate(byte)``) when it does not take it."""
     from mcptap.check.fullscan import FullScan  # the re-annotator (~0.1 s of imports): only for this path
 
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)
-    child = None
-    if ahead is not None:
+    children: list[ShapeChild] = []
+
+    def speculate(at: int | None) -> None:
+        assert ahead is not None
         try:
-            child = ShapeChild(ahead)
+            child = ShapeChild(lambda: ahead(at))
         except OSError:                 # no second process to be had: this one checks the shapes
-            child = None
-        else:
-            scan.speculated(child.next, child.close)
+            return
+        children.append(child)
+        scan.speculated(child.next, child.close)
+
+    if ahead is not None and split is None:
+        speculate(None)
     threshold = gc.get_threshold()
     # re-annotation allocates a few objects per message that mostly die young, without cycles:
     # fewer young-generation collections (~5% of its CPU at the default threshold)
     gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
     try:
-        feed(scan)
+        if split is not None:
+            split(scan, speculate)
+        else:
+            feed(scan)
         scan.end_of_input()
     except Unsupported:
         return None
     finally:
         gc.set_threshold(*threshold)
-        if child is not None:
+        for child in children:
             child.close()
     return scan.report(path, tallies)
 
@@ -165,7 +187,7 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
            start: int, size: int) -> CaptureReport:
     """Recorded annotations reused: two processes when the capture is a big
     plain file (``fp``). Raises Unsupported."""
-    mid = _middle(fp, start, size) if fp is not None and workers > 1 and size - start >= SPLIT_BYTES else None
+    mid = middle(fp, start, size) if fp is not None and workers > 1 and size - start >= SPLIT_BYTES else None
     tallies, hashed = _tallies()
     scan = Scan(header.get("transport"), keep, shapes, True, hashed)
     child = None
@@ -173,14 +195,14 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
     if mid is not None and fp is not None:
         # the first lines scanned before the fork: the shape checks' wire models and quick checks
         # their messages need (~0.2 s of imports and code generation) are then built once, for both processes
-        head = _line_start(fp, min(mid, start + BATCH))
+        head = line_start(fp, min(mid, start + BATCH))
         feed(scan, None, start, head)
         # the next lines scanned timed: this process has already spent its start and those imports,
         # so the child takes that much more of the rest (wall time is the slower process's)
-        sample = _line_start(fp, min(mid, head + SAMPLE))
+        sample = line_start(fp, min(mid, head + SAMPLE))
         cpu = time.process_time()
         feed(scan, None, head, sample)
-        mid = _balanced(fp, sample, size, mid, sample - head, time.process_time() - cpu, time.process_time())
+        mid = balanced(fp, sample, size, mid, sample - head, time.process_time() - cpu, time.process_time())
         head = sample
         try:
             child = _Child(path, header.get("transport"), keep, shapes, mid, size)
@@ -203,55 +225,6 @@ def _reuse(path: str, fp: IO[bytes] | None, feed: Callable[..., None], header: d
     return scan.report(path, header, tallies)
 
 
-def _balanced(fp: IO[bytes], at: int, size: int, mid: int, sampled: int, took: float, spent: float) -> int:
-    """Where the child's lines start so that both processes end together:
-    this process has read up to ``at`` and ``spent`` CPU seconds so far
-    (start, imports, the lines before ``at``), and scanned ``sampled`` bytes
-    in ``took`` seconds. ``mid`` (the middle) when nothing was timed. Any
-    line start gives the same report (Scan.absorb); this only moves work."""
-    if sampled <= 0 or took <= 0:
-        return mid
-    rate = sampled / took                                   # bytes scanned per CPU second
-    line = _line_start(fp, max(at, int((at + size - rate * spent) / 2)))
-    return line if line < size else mid                     # (a long last line: the middle then)
-
-
-def _middle(fp: IO[bytes], start: int, size: int) -> int | None:
-    """The first line start at or after the middle of the records, or None."""
-    mid = _line_start(fp, start + (size - start) // 2)
-    fp.seek(start)
-    return mid if start < mid < size else None
-
-
-def _line_start(fp: IO[bytes], at: int) -> int:
-    """The first line start at or after byte ``at`` (> 0) of ``fp``."""
-    fp.seek(at - 1)
-    return fp.tell() + len(fp.readline())
-
-
-def _batches(fp: IO[bytes], start: int, end: int, progress: Callable[[int], None]) -> Iterator[list[bytes]]:
-    """The lines in bytes [start, end) of ``fp`` (both line boundaries), in
-    lists of about ``BATCH`` bytes (split by the file object, in C);
-    ``progress(bytes)`` after each list."""
-    fp.seek(start)
-    pos = start
-    while pos < end:
-        batch = fp.readlines(BATCH)
-        if not batch:
-            return
-        after = fp.tell()
-        if after > end:                 # the last list reaches past the range: cut it at ``end``
-            for i, line in enumerate(batch):
-                pos += len(line)
-                if pos >= end:
-                    del batch[i + 1:]
-                    break
-        else:
-            pos = after
-        progress(pos - start)
-        yield batch
-
-
 def _feed(scan: Scan | FullScan, fp: IO[bytes], start: int, end: int, child: _Child | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, end), counting progress (the child's too)."""
     done = [0]
@@ -262,7 +235,7 @@ def _feed(scan: Scan | FullScan, fp: IO[bytes], start: int, end: int, child: _Ch
         if child is not None:
             child.progress()
 
-    for batch in _batches(fp, start, end, progress):
+    for batch in batches(fp, start, end, progress):
         scan.run(batch)
 
 
@@ -327,7 +300,7 @@ class _Child:
             shared[:8] = n.to_bytes(8, "little")
 
         with open(path, "rb") as fp:
-            for batch in _batches(fp, mid, size, progress):
+            for batch in batches(fp, mid, size, progress):
                 scan.run(batch)
         scan.end_of_input()
         for f in files.values():

@@ -25,6 +25,25 @@ _ALL = float("inf")
 C2S, S2C = Direction.C2S, Direction.S2C
 
 
+class ShapeCheckers(dict[tuple[Any, ...], Any]):
+    """``shapes.check`` (same signature, same findings) through one ``shapes.checker``
+    per (sender, kind, method, revision), built at its first message: a payload its
+    quick check is sure of costs that check alone (no key built, no enum work). An
+    answer to a task-augmented request (its params carry ``task``) goes to ``shapes.check``."""
+
+    def __call__(self, direction: Direction, kind: Any, method: str, payload: Any, revision: str | None,
+                 request_params: Any = None) -> list[Finding]:
+        if revision is None:
+            return []
+        if isinstance(request_params, dict) and "task" in request_params:    # (shapes.task_created's test of them)
+            return _shapes.check(direction, kind, method, payload, revision, request_params)
+        one = self.get((direction, kind, method, revision))
+        if one is None:
+            one = self[(direction, kind, method, revision)] = _shapes.checker(direction, kind, method, revision)
+        out: list[Finding] = one(payload)
+        return out
+
+
 class AnnotatorState:
     """What an ``Annotator`` knows of one capture so far (see
     ``protocol/annotate.py`` for the parameters), and its queries.
@@ -52,7 +71,7 @@ class AnnotatorState:
         #: (a client that closes a stream the server was still sending on abandoned its requests)
         self.stream_heard: dict[Any, int] = {}
         #: the schema shape check (``shapes.check``'s signature); check --full may answer it from another process
-        self.shape_check: Callable[..., list[Finding]] = _shapes.check
+        self.shape_check: Callable[..., list[Finding]] = ShapeCheckers()
         #: the requests the recording gaps so far may hold (gap_pending.request_in_gap)
         self.gapped = Holes()
         #: HTTP exchanges whose request body mcptap could not decode (``HttpJudge.request_undecoded``): a

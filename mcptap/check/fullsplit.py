@@ -1,0 +1,320 @@
+"""``check --full`` of a big stdio capture on two cores (level 4: a forked
+child, a pipe and temporary files).
+
+Re-annotation is sequential: each message's annotations depend on the
+annotator's state, which every message before it shaped. But that state is
+small and forgets: a stdio session's phase, revision and capabilities, the
+requests still open, the last ``DONE_WINDOW`` answered ids and progress
+tokens. So a second process takes the second half of the capture: it starts
+from the state after the first lines (forked after this process re-annotated
+them), skips to a warm-up run of ``warm`` bytes before the middle, re-annotates
+that run (its findings thrown away), which rebuilds the state the middle
+has, and then the second half, grouping its findings (``report.add_finding``
+with first places, merged as check/merge.py merges the plain scan's halves).
+Meanwhile this process re-annotates the first half.
+
+Exactness: at the middle both processes take a :func:`snapshot` of the whole
+re-annotation state (the Reannotator, its Annotator, the scan's open
+requests and sequence), every field but the pure caches and the counters the
+halves add up. Only when the two are equal (byte for byte) is the second
+half's work taken; the annotator is deterministic (a pure function of its
+state and the lines fed), so it is what this process would have computed.
+Else (a request open since before the warm-up, a progress token answered
+longer ago than the window holds, a garbage line or a gap before it…) this
+process re-annotates the second half itself, its shape checks computed ahead
+by check/shape_child.py's process (``speculate``). The second process reads only records of the common ``TYPES``
+(``FullScan.only_types``: no ``chunk`` record, which re-frames the streams
+from there on, no end record); from the first other line (the end record at
+the latest) this process goes on, from the second's final state.
+
+    run_split(scan, path, start, size, feed, batches, speculate) -> None   # FullScan fed [start, size)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import signal
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import orjson
+
+from mcptap.capture.source import add_bytes_read
+from mcptap.check.fullscan import FullScan, Uncommon
+from mcptap.check.merge import merge_groups
+from mcptap.check.shape_child import end_child
+from mcptap.model import severity_counts
+from mcptap.protocol.annotate import Annotator
+from mcptap.protocol.lifecycle import SessionState
+
+STREAMS = ("c2s", "s2c", "stderr")
+Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
+#: bytes of lines the second process re-annotates before its half (the state's memory: 4096 answered
+#: ids and progress tokens; at one token in ten requests, ~90,000 lines of a tools/call capture)
+WARM_BYTES = 32 << 20
+#: bytes re-annotated before the fork (the shape checks' models are built then, once for both)
+HEAD_BYTES = 1 << 18
+#: lines read past the first ones, at most, to a line where no request is open (else no split)
+QUIET_LINES = 256
+
+#: the record types the second process reads (the first of another type, or a damaged line: this process goes on)
+TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
+#: Reannotator fields the halves add up (or that are not state): not compared, merged by :func:`_adopt`
+_REC_OWN = frozenset({"annotator", "streams", "stderr_stream", "severities", "codes", "t_us", "on_message"})
+#: FullScan fields compared at the middle (the rest are counters, merged, or this process's own)
+_SCAN_STATE = ("methods", "last_seq", "t_floor", "gap_since_last", "end_seen", "pending", "old_end", "had_end", "order", "truncated",
+               "oracle")
+
+
+class _Snap(pickle.Pickler):
+    """Pickles the state for comparison only (``fast``: no memo, so equal strings
+    are equal whichever objects hold them): an object met again as a reference to
+    the first time, the annotator without its shape check callable, sessions
+    without their capability cache."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.fast = True
+        self.met: dict[int, tuple[int, Any]] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj).__module__.startswith("mcptap."):
+            met = self.met.get(id(obj))
+            if met is not None:
+                return _named, ("again", met[0])
+            self.met[id(obj)] = (len(self.met), obj)      # (obj: kept alive, its id not reused meanwhile)
+        if isinstance(obj, Annotator):
+            return _named, ("Annotator", {k: v for k, v in vars(obj).items() if k != "shape_check"})
+        if isinstance(obj, SessionState):
+            return _named, ("SessionState", {k: getattr(obj, k) for k in obj.__dataclass_fields__ if k != "cap_cache"})
+        return NotImplemented
+
+
+def _named(name: str, state: Any) -> Any:       # (the reduce callable of _Snap: its pickles are never loaded)
+    return name, state
+
+
+def snapshot(scan: FullScan) -> bytes | None:
+    """The re-annotation state of ``scan`` as bytes (equal bytes: equal state), or None when it cannot be taken."""
+    rec = scan.rec
+    state = ({k: v for k, v in vars(rec).items() if k not in _REC_OWN}, rec.annotator, [getattr(scan, k) for k in _SCAN_STATE])
+    buf = io.BytesIO()
+    p = _Snap(buf)
+    try:
+        p.dump(state)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
+        return None
+    return buf.getvalue()
+
+
+def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
+              speculate: Callable[[int], None] | None = None) -> None:
+    """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
+    (``feed(scan, a, b)``: the lines in [a, b), both line starts), the second
+    half in a second process when that gives the same result (module doc);
+    ``batches(fp, a, b)``: the lines in [a, b) of ``fp`` in lists, as ``feed`` reads them.
+    ``speculate(byte)``: when the lines from ``byte`` on are this process's alone (no
+    split, or its second half not taken), called first (check/shape_child.py's process)."""
+    warm = WARM_BYTES
+    with open(path, "rb") as fp:
+        first = _line_start(fp, min(size, start + HEAD_BYTES), size)
+        mid = _line_start(fp, first + (size - first + warm) // 2, size)
+        w0 = _line_start(fp, max(first, mid - warm), size)
+    feed(scan, start, first)
+    with open(path, "rb") as fp:                # to a line where no request is open: the second process forgets the
+        fp.seek(first)                          # lines between, which would have answered them
+        for _ in range(QUIET_LINES):
+            if not scan.methods and not scan.rec.annotator.pairing.pending():
+                break
+            line = fp.readline()
+            feed(scan, first, first + len(line))
+            first += len(line)
+    child = None
+    if first < w0 < mid < size and not scan.methods and scan.pending is None and not scan.rec.reframing:
+        try:
+            child = _Split(scan, path, w0, mid, size, batches)
+        except OSError:
+            pass
+    at, taken = first, False
+    if child is not None:
+        try:
+            feed(scan, first, mid)
+            scan.flush()
+            at, taken = child.merge_into(scan, mid), child.taken
+        finally:
+            child.close()
+    if not taken and speculate is not None:
+        speculate(at)
+    feed(scan, at, size)
+
+
+def _no_shape_check(*args: Any) -> list[Any]:
+    return []
+
+
+def _line_start(fp: IO[bytes], at: int, size: int) -> int:
+    """The first line start at or after byte ``at`` (> 0), at most ``size``."""
+    fp.seek(at - 1)
+    return min(size, fp.tell() + len(fp.readline()))
+
+
+class _Split:
+    """The second process: warm-up [w0, mid), then the second half [mid, size) up to its first uncommon line."""
+
+    def __init__(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> None:
+        self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
+        r, w = os.pipe()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for fd in (r, w):
+                os.close(fd)
+            for f in self.files.values():
+                f.close()
+            raise
+        if self.pid == 0:                      # the child
+            os.close(r)
+            status = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
+                data = pickle.dumps(self._run(scan, path, w0, mid, size, batches), protocol=pickle.HIGHEST_PROTOCOL)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+                status = 0
+            except BaseException:  # noqa: BLE001 - the parent then re-annotates the second half itself
+                pass
+            finally:
+                os._exit(status)
+        os.close(w)
+        self.r = r
+        self.taken = False
+
+    def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
+        for buf in scan.bufs.values():           # the first lines' bytes: the parent's to hash
+            buf.clear()
+        scan.buffered = 0
+        scan.on_bytes = lambda name, data: None
+        scan.only_types = TYPES
+        rep, rec = scan.rep, scan.rec
+        with open(path, "rb") as fp:
+            fp.seek(w0)
+            try:
+                seq = orjson.loads(fp.readline()).get("seq")
+            except (orjson.JSONDecodeError, AttributeError):
+                return None
+            if type(seq) is not int:
+                return None
+            scan.last_seq = seq - 1          # the warm-up's first record follows the one before it
+            # the warm-up's findings are thrown away, and no state depends on a shape check's: none made
+            check, rec.annotator.shape_check = rec.annotator.shape_check, _no_shape_check
+            try:
+                for batch in batches(fp, w0, mid):
+                    scan.run(batch)
+            except Uncommon:
+                return None
+            rec.annotator.shape_check = check
+            scan.flush()
+            snap = snapshot(scan)
+            if snap is None:
+                return None
+            # the second half: its own counters and groups, added to the first half's by the parent
+            files = self.files
+
+            def spill(name: str, data: bytes) -> None:
+                files[name].write(data)
+
+            scan.on_bytes = spill
+            scan.n = scan.cut = scan.gaps = 0
+            scan.counts = {name: [0, 0] for name in STREAMS}
+            rep.records = rep.messages = rep.duration_us = 0
+            rep.groups, rep.severities, scan.firsts = {}, severity_counts(), {}
+            rec.severities = {s: 0 for s in rec.severities}
+            rec.codes = {}
+            for s in (*rec.streams.values(), rec.stderr_stream):
+                s.bytes = s.messages = 0
+            at = mid
+            try:
+                for batch in batches(fp, mid, size):
+                    scan.run(batch)
+                    at += sum(map(len, batch))
+            except Uncommon as stop:
+                at += sum(len(line) for line in batch[:stop.args[0]])
+            scan.flush()
+        for f in files.values():
+            f.flush()
+        rec.on_message = None
+        rec.annotator.shape_check = None  # type: ignore[assignment]   # the parent's own is put back
+        streams = {d.value: (s.bytes, s.messages) for d, s in rec.streams.items()} | {"stderr": (rec.stderr_stream.bytes, rec.stderr_stream.messages)}
+        return {"snap": snap, "at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
+                "streams": streams, "scan": [getattr(scan, k) for k in _SCAN_STATE],
+                "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages, "duration": rep.duration_us,
+                "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts}
+
+    def merge_into(self, scan: FullScan, mid: int) -> int:
+        """Take the second process's work into ``scan`` (at the middle, its
+        own bytes flushed) when its state at the middle is ``scan``'s; returns
+        the byte from which ``scan`` goes on (``mid`` when nothing was taken)."""
+        chunks = []
+        while data := os.read(self.r, 1 << 20):
+            chunks.append(data)
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if status != 0 or not chunks:
+            return mid
+        got = pickle.loads(b"".join(chunks))
+        if got is None or got["snap"] != snapshot(scan):
+            return mid
+        _adopt(scan, got)
+        self.taken = True
+        for name, f in self.files.items():      # the second half's stream bytes, after the first half's
+            f.seek(0)
+            while block := f.read(1 << 20):
+                scan.on_bytes(name, block)
+                if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
+                    scan.rec.stderr_stream.sha.update(block)
+        at: int = got["at"]
+        add_bytes_read(at - mid)                # (the progress line: the second half's bytes, read)
+        return at
+
+    def close(self) -> None:
+        if self.pid:
+            end_child(self.pid)
+            self.pid = 0
+        os.close(self.r)
+        for f in self.files.values():
+            f.close()
+
+
+def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
+    """``scan`` (at the middle) as if it had re-annotated the second process's lines."""
+    rec, rep = scan.rec, scan.rep
+    mine = rec.annotator.shape_check
+    state = got["rec"]
+    severities, codes = rec.severities, rec.codes
+    for s, k in state.pop("severities").items():
+        severities[s] += k
+    for c, k in state.pop("codes").items():
+        codes[c] = codes.get(c, 0) + k
+    vars(rec).update(state)
+    rec.severities, rec.codes = severities, codes
+    rec.annotator.shape_check = mine
+    streams = {d.value: s for d, s in rec.streams.items()} | {"stderr": rec.stderr_stream}
+    for d, (nbytes, nmsg) in got["streams"].items():
+        streams[d].bytes += nbytes
+        streams[d].messages += nmsg
+    for k, v in zip(_SCAN_STATE, got["scan"], strict=True):
+        if k != "oracle":
+            setattr(scan, k, v)
+    merge_groups(rep.groups, rep.severities, [(got["groups"], got["sev"], got["firsts"])], scan.keep, scan.n + scan.cut)
+    scan.n += got["n"]
+    scan.gaps += got["gaps"]
+    for name, (nbytes, nmsg) in got["counts"].items():
+        scan.counts[name][0] += nbytes
+        scan.counts[name][1] += nmsg
+    rep.records += got["records"]
+    rep.messages += got["messages"]
+    rep.duration_us = max(rep.duration_us, got["duration"])

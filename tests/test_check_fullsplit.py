@@ -1,0 +1,185 @@
+"""check --full of a big stdio capture on two processes (check/fullsplit.py)
+gives exactly the one-process report: when the second process's half is
+taken (its state at the middle equal to this process's), when it is not (a
+request open across the warm-up, an id answered longer ago than the warm-up
+holds), when the second process fails, for the handed fault cases, and for
+random traffic (hypothesis). The reference: ``report.check_capture`` (the
+generator pipeline), every count, first place and line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcptap.capture.source import bytes_read
+from mcptap.check import file_ranges, fullsplit, parallel
+from mcptap.check.fullscan import FullScan
+from mcptap.check.report import check_capture
+from mcptap.check.shape_oracle import Batch, ShapeOracle
+from mcptap.protocol.pairing import BoundedMap
+from scripted import c2s, err, handshake, note, record, req, res, s2c
+from test_cases_stdio import record_wire
+from test_check_scan import STDIO, _shape
+
+
+@pytest.fixture
+def split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every capture is 'big': split after a few lines, with a short warm-up;
+    returns the list of the second process's stops taken (one per split taken)."""
+    monkeypatch.setattr(parallel, "SPLIT_FULL_BYTES", 0)
+    monkeypatch.setattr(parallel, "BATCH", 700)
+    monkeypatch.setattr(file_ranges, "BATCH", 700)
+    monkeypatch.setattr(fullsplit, "HEAD_BYTES", 600)
+    monkeypatch.setattr(fullsplit, "WARM_BYTES", 20000)
+    monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))    # answered ids remembered: the last 4 (a warm-up holds them)
+    taken: list[int] = []
+    orig = fullsplit._adopt
+
+    def spy(scan: Any, got: dict[str, Any]) -> None:
+        taken.append(got["at"])
+        orig(scan, got)
+
+    monkeypatch.setattr(fullsplit, "_adopt", spy)
+    return taken
+
+
+def _same(path: Path, keeps: tuple[int, ...] = (1, 3)) -> None:
+    for keep in keeps:
+        want = _shape(check_capture(str(path), keep, reuse=False))
+        assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=2)) == want
+
+
+def traffic(n: int, odd: int = 7, open_early: bool = False) -> list[tuple[str, Any]]:
+    """``n`` tools/call rounds after a handshake (progress, stderr, and every
+    ``odd``-th round something findings are made of: an unknown tool result
+    shape, an id used twice, an answer to nothing, progress of no request, a
+    ping, a cancel, stderr lines); ``open_early``: a request never answered, sent first."""
+    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
+    if open_early:
+        steps.append(c2s(req("forever", "tools/call", {"name": "wait", "arguments": {}})))
+    for i in range(10, 10 + n):
+        params: dict[str, Any] = {"name": "echo", "arguments": {"text": f"m{i}", "n": i}}
+        if i % 4 == 0:
+            params["_meta"] = {"progressToken": i}
+        steps.append(c2s(req(i, "tools/call", params)))
+        if i % 4 == 0:
+            steps.append(s2c(note("notifications/progress", {"progressToken": i, "progress": 1})))
+        k = i % odd
+        if k == 1:
+            steps.append(s2c(res(i, {"content": "not a list"})))
+        elif k == 2:
+            steps += [c2s(req(i, "ping")), s2c(res(i, {})), s2c(res(i, {"content": []}))]
+        elif k == 3:
+            steps += [s2c(res(i + 100000, {})), s2c(res(i, {"content": []}))]
+        elif k == 4:
+            steps += [s2c(note("notifications/progress", {"progressToken": "nobody", "progress": 2})), s2c(err(i))]
+        elif k == 5:
+            steps += [c2s(note("notifications/cancelled", {"requestId": i})), s2c(res(i, {"content": []}))]
+        elif k == 6:
+            steps += [("err", f"working on {i}\n".encode()), ("err", b"half a line"), s2c(res(i, {"content": []}))]
+        else:
+            steps.append(s2c(res(i, {"content": [{"type": "text", "text": f"m{i}"}]})))
+    return steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)]
+
+
+def test_the_second_half_is_taken_and_gives_the_same_report(tmp_path: Path, split: list[int]) -> None:
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    _same(path)
+    assert len(split) == 2 and all(at > 0 for at in split)
+    before = bytes_read()
+    parallel.check_capture(str(path), 3, reuse=False, workers=2)
+    assert bytes_read() - before == path.stat().st_size - len(path.read_bytes().split(b"\n", 1)[0]) - 1   # the progress line's count
+
+
+def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> None:
+    steps = traffic(150)[:-3]
+    steps += [c2s(req(10, "tools/call", {"name": "echo", "arguments": {}})), s2c(res(10, {"content": []}))]
+    path = record(tmp_path / "reuse.jsonl", steps + traffic(150)[3:])
+    _same(path)
+
+
+def test_a_request_open_across_the_warm_up_is_judged_here(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[ShapeOracle] = []
+    orig = FullScan.speculated
+
+    def spy(self: FullScan, batches: Callable[[], Batch | None], stop: Callable[[], None] = lambda: None) -> ShapeOracle:
+        made.append(orig(self, batches, stop))
+        return made[-1]
+
+    monkeypatch.setattr(FullScan, "speculated", spy)
+    path = record(tmp_path / "open.jsonl", traffic(300, open_early=True))
+    _same(path)
+    assert split == []          # the second process never saw it: its state differs, so this process went on
+    assert len(made) == 2       # ... with the shape checks' process (check/shape_child.py) from the middle on
+
+
+def test_a_failing_second_process(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any) -> None:
+        raise RuntimeError("the second process fails")
+
+    monkeypatch.setattr(fullsplit._Split, "_run", fail)
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    _same(path, keeps=(3,))
+    assert split == []
+
+
+def test_a_state_that_differs_at_the_middle_is_not_taken(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second process's state edited before its snapshot (a field the
+    first half's lines set, as a request open since before the warm-up would):
+    its half is not taken, the report is still exact."""
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    orig, parent = fullsplit.snapshot, os.getpid()
+
+    def edited(scan: Any) -> bytes | None:
+        if os.getpid() != parent:
+            scan.rec.annotator.pairing.last_seq += 1
+        return orig(scan)
+
+    monkeypatch.setattr(fullsplit, "snapshot", edited)
+    _same(path, keeps=(3,))
+    assert split == []
+
+
+@pytest.mark.skipif(not STDIO, reason="handed cases not found")
+def test_fault_cases(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fullsplit, "HEAD_BYTES", 200)
+    monkeypatch.setattr(fullsplit, "WARM_BYTES", 300)
+    for i, w in enumerate(STDIO):
+        path = tmp_path / f"{i}-{w.case}.jsonl"
+        record_wire(w, path)
+        _same(path, keeps=(3,))
+
+
+#: (a garbage line or a gap stays in the annotator's state for good: before the warm-up, no split is taken)
+EXTRA = st.sampled_from(["progress", "stray", "cancel", "stderr", "notify", "ping", "unknown_token"] * 4 + ["garbage", "gap"])
+ANSWER = st.sampled_from(["ok", "ok", "ok", "twice", "bad", "error"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=st.lists(st.tuples(st.lists(EXTRA, max_size=1), ANSWER, st.booleans()), min_size=60, max_size=150),
+       warm=st.integers(6000, 12000), head=st.integers(50, 2000))
+def test_random_traffic(tmp_path_factory: pytest.TempPathFactory, split: list[int], monkeypatch: pytest.MonkeyPatch,
+                        rounds: list[tuple[list[str], str, bool]], warm: int, head: int) -> None:
+    """Rounds of a call, things between (findings of their own), its answer."""
+    monkeypatch.setattr(fullsplit, "HEAD_BYTES", head)
+    monkeypatch.setattr(fullsplit, "WARM_BYTES", warm)
+    out = list(handshake("2025-06-18", server_caps={"tools": {}}))
+    for n, (extras, answer, token) in enumerate(rounds, 100):
+        params: dict[str, Any] = {"name": "echo", "arguments": {"n": n}} | ({"_meta": {"progressToken": n}} if token else {})
+        out.append(c2s(req(n, "tools/call", params)))
+        for e in extras:
+            out += {"progress": [s2c(note("notifications/progress", {"progressToken": n, "progress": 1}))],
+                    "unknown_token": [s2c(note("notifications/progress", {"progressToken": "x", "progress": 1}))],
+                    "stray": [s2c(res(n + 1000, {}))], "cancel": [c2s(note("notifications/cancelled", {"requestId": n}))],
+                    "stderr": [("err", b"log\n")], "garbage": [s2c(b"not json\n")], "gap": [("gap", "test")],
+                    "notify": [s2c(note("notifications/tools/list_changed"))], "ping": [c2s(req(n, "ping")), s2c(res(n, {}))]}[e]
+        out += {"ok": [s2c(res(n, {"content": []}))], "twice": [s2c(res(n, {"content": []}))] * 2, "bad": [s2c(res(n, {"content": 3}))],
+                "error": [s2c(err(n))]}[answer]
+    path = record(tmp_path_factory.mktemp("r") / "r.jsonl", out + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
+    _same(path, keeps=(2,))
