@@ -45,8 +45,6 @@ from mcptap.redact.engine import Redactor
 from mcptap.transport import spill_bound
 from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
-from mcptap.transport.stdio import run_stdio_tap
-from mcptap.transport.stdio_os import server_cwd
 
 EX_IOERR = 74
 
@@ -168,6 +166,11 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
                   redactor: Redactor | None, otlp: tuple[str, dict[str, str] | None] | None, capture_dir: str | None, name: str | None, keep: int | None,
                   latch: SignalLatch) -> None:
     """The stdio half of ``command`` (exits through ``ctx.exit``)."""
+    # the stdio tap's modules only here: `record --upstream URL` never imports them (resident
+    # in both of the HTTP tap's processes otherwise), as `record -- CMD` never imports the HTTP tap
+    from mcptap.transport.stdio import run_stdio_tap
+    from mcptap.transport.stdio_os import server_cwd
+
     shown = scrub_argv(argv)
     from mcptap.redact.keyfile import fallback_reason
 

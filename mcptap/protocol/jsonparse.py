@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -132,6 +131,10 @@ def _key_strings(value: Any) -> list[tuple[dict[str, Any], str, str]]:
 
 def _writes_as(f: float, literal: str) -> bool:
     """orjson writes ``f``, read from ``literal``, as the same number (maybe spelt otherwise)."""
+    # decimal only here, on a float literal of the exact parse: the taps never import it
+    # otherwise (its C module is ~0.3 MiB of every tap's resident pages)
+    from decimal import Decimal
+
     written = orjson.dumps(f)
     if written == b"null":
         return False

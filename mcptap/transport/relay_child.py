@@ -42,6 +42,7 @@ it also dies with mcptap (PR_SET_PDEATHSIG) and ignores terminal signals
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import select
 import signal
@@ -206,13 +207,22 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     # one copy (a 64 KiB pipe: four of each, and four times the wake-ups)
     grow_pipe(child_out, MAX_CHUNK)
     parent = os.getpid()
-    pid = os.fork()
+    # the objects made so far go where the relay's cyclic collector never looks: its
+    # collections would write to their headers and so copy, by copy on write, every page
+    # it shares with mcptap (as transport/http_recorder.py does for its recorder process)
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
     if pid == 0:
         os.close(copy_r)
         os.close(ctl_w)
         os.close(status_r)
         os.close(through_w)
         child_main(host_in, host_out, child_in, child_out, copy_w, ctl_r, spill, status_w, clock, parent, through_r)
+    gc.unfreeze()
     os.close(copy_w)
     os.close(ctl_r)
     os.close(status_w)

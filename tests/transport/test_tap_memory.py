@@ -1,0 +1,89 @@
+"""What the taps hold in memory: the stdio relay process shares mcptap's pages (its cyclic
+collector must not write to them), and the taps import nothing they do not run."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcptap.transport import relay_child
+from mcptap.transport.spill import SpillFile
+
+
+def test_the_relay_process_starts_with_the_pre_fork_objects_frozen_and_mcptaps_collector_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the relay's first collection of the objects it inherited writes to the header of
+    # every one of them: each page holding one is then copied (copy on write) and held
+    # twice. Frozen at the fork, they stay out of its collections; mcptap's own collector
+    # (the parent) is left as it was.
+    real_fork = os.fork
+    at_fork: list[int] = []
+
+    def fork() -> int:
+        at_fork.append(gc.get_freeze_count())
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    host_in_r, host_in_w = os.pipe()
+    host_out_r, host_out_w = os.pipe()
+    child_in_r, child_in_w = os.pipe()
+    child_out_r, child_out_w = os.pipe()
+    before = gc.get_freeze_count()
+    spill = SpillFile(None, str(tmp_path))
+    pid, copy_r, ctl_w, status_r, through_w = relay_child.start_relay(host_in_r, host_out_w, child_in_w, child_out_r,
+                                                                       lambda: time.monotonic_ns() // 1000, spill)
+    try:
+        assert at_fork and at_fork[0] > 0
+        assert gc.get_freeze_count() == before == 0
+    finally:
+        # the relay inherited this process's ends of the pipes too: they never end, it is killed
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        for fd in (host_in_r, host_out_w, child_in_w, child_out_r, host_in_w, child_out_w, ctl_w, through_w, copy_r,
+                   status_r, host_out_r, child_in_r):
+            os.close(fd)
+        spill.close()
+
+
+# imported only where a rare path runs (a float literal of the exact JSON parse): each would be
+# resident in every tap's processes, idle or not
+NOT_IN_THE_TAPS = ("decimal", "_decimal")
+
+
+def test_record_imports_none_of_what_it_never_runs(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcptap.cli.main", "record", "-q", "-o",
+                          str(tmp_path / "c.jsonl"), "--", sys.executable, "-c", "pass"],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr
+    imported = {line.rpartition("|")[2].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "mcptap.transport.stdio" in imported
+    assert imported.isdisjoint(NOT_IN_THE_TAPS)
+
+
+def test_the_http_tap_imports_none_of_what_it_never_runs(tmp_path: Path) -> None:
+    # both of its processes (the recorder process's own imports included: it shares stderr)
+    tap = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "mcptap.cli.main", "record", "-o",
+                            str(tmp_path / "c.jsonl"), "--upstream", "http://127.0.0.1:9/mcp"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert tap.stderr is not None
+    lines = []
+    try:
+        for line in tap.stderr:          # until it listens (its URL on stderr)
+            lines.append(line)
+            if line.startswith("mcptap: recording to"):
+                break
+        else:
+            pytest.fail("the tap ended before it listened: " + "".join(lines))
+    finally:
+        tap.send_signal(signal.SIGINT)
+        lines += tap.communicate(timeout=120)[1].splitlines(keepends=True)
+    imported = {line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")}
+    assert "mcptap.transport.http" in imported
+    assert imported.isdisjoint(NOT_IN_THE_TAPS + ("mcptap.transport.stdio", "mcptap.transport.relay_child"))
