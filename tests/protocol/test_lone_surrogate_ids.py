@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from mcptap.capture.dumps import dumps
@@ -116,6 +116,8 @@ def test_a_response_pairs_exactly_with_the_request_of_its_id(a: Any, b: Any, ans
     id): no false duplicate, and the answer pairs with the request of the
     identical id, or with none."""
     rid = (a, b, other)[answer]
+    # the handshake's initialize took id 1: an answer to it now is for a completed id, not unmatched
+    assume(not _same(rid, 1) or _same(rid, a) or _same(rid, b))
     with tempfile.TemporaryDirectory() as tmp:
         path = _cap(Path(tmp), "p.jsonl", [c2s(_req(a)), c2s(_req(b)), s2c(_res(rid))])
         recs = _messages(path)[3:]
