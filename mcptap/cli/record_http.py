@@ -37,7 +37,7 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_command_url
 from mcptap.redact.engine import Redactor
-from mcptap.transport.signal_latch import SignalLatch, open_receiver
+from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, SignalLatch, open_receiver
 
 if TYPE_CHECKING:
     from mcptap.transport.http import HttpTap
@@ -131,7 +131,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
         return EX_USAGE
     # a host's SIGINT/SIGTERM from the moment the capture exists stops the tap as a later one
     # would (end record written); before, one in the first moments killed mcptap mid-start
-    latch = SignalLatch((signal.SIGINT, signal.SIGTERM)).install()
+    latch = SignalLatch((signal.SIGINT, signal.SIGTERM), ignoring=PASSED_ON_SIGNALS).install()
     try:
         return _run(tap, upstream, shown, latch, output=output, quiet=quiet, strict_capture=strict_capture, ready=ready,
                     capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, otlp=otlp, record_secrets=record_secrets)

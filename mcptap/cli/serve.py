@@ -38,7 +38,7 @@ from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
-from mcptap.transport.signal_latch import SignalLatch, handled, open_receiver
+from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, SignalLatch, handled, open_receiver
 
 
 def _say(line: str) -> None:
@@ -109,7 +109,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
 
     # from before the -o capture exists to its end record: a host's SIGINT/SIGTERM stops the mock
     # as a later one does (the line saying it serves is printed before trio's receiver exists)
-    latch = SignalLatch((signal.SIGINT, signal.SIGTERM)).install()
+    latch = SignalLatch((signal.SIGINT, signal.SIGTERM), ignoring=PASSED_ON_SIGNALS).install()
     try:
         try:
             host, port = parse_listen(listen)

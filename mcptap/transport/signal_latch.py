@@ -78,8 +78,12 @@ class SignalLatch:
     installed it gets the signals; once it is gone (the tap returned) they land
     here again and only say mcptap was asked to stop (``got``)."""
 
-    def __init__(self, signals: tuple[int, ...] = FORWARDED_SIGNALS) -> None:
+    def __init__(self, signals: tuple[int, ...] = FORWARDED_SIGNALS, ignoring: tuple[int, ...] = ()) -> None:
         self.signals = signals
+        #: signals nothing in this command receives (the HTTP tap and mock have no server process to
+        #: pass SIGUSR1/SIGUSR2/SIGALRM on to): ignored from ``install`` to ``restore``, as their
+        #: default action would end mcptap with its capture unfinished
+        self.ignoring = ignoring
         self.got: list[int] = []           # signal numbers, in arrival order
         self._taken = 0
         self._old: dict[int, Any] = {}
@@ -98,6 +102,8 @@ class SignalLatch:
                 old = signal.SIG_DFL
                 self.got.extend(early_signals.adopt(s))
             self._old[s] = old
+        for s in handled(self.ignoring):
+            self._old.setdefault(s, signal.signal(s, signal.SIG_IGN))
         return self
 
     def restore(self) -> None:

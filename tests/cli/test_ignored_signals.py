@@ -152,3 +152,16 @@ def test_show_follow_keeps_an_ignored_sigint_ignored(tmp_path: Path) -> None:
     _wait_line(p, p.stderr, b"waiting for ")
     rc, _ = _up_then_term(p)
     assert rc in (-signal.SIGTERM, 128 + signal.SIGTERM)
+
+
+def test_serve_over_http_is_not_ended_by_a_server_s_own_signals(tmp_path: Path) -> None:
+    # SIGUSR1/SIGUSR2/SIGALRM have no server to go to in the HTTP mock: ignored while it serves
+    # (their default action ended it with its -o capture unfinished)
+    p = subprocess.Popen([*MCPTAP, "serve", "-q", str(_capture(tmp_path)), "--listen", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.stderr is not None
+    _wait_line(p, p.stderr, b"serving ")
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+        assert _disposition(p.pid, sig) == "ignored"
+    rc, err = _up_then_term(p, ignored=signal.SIGUSR1)
+    assert rc == 0, err

@@ -39,6 +39,26 @@ async def test_record_http_process(tmp_path):
     assert [r["kind"] for r in c.records if r["type"] == "message"] == ["request", "response"]
 
 
+async def test_a_server_s_own_signals_never_stop_the_http_tap(tmp_path):
+    """SIGUSR1/SIGUSR2/SIGALRM (the stdio tap passes them on to its server; the HTTP tap has
+    none to pass them to) ended mcptap by their default action, its capture without an end."""
+    cap = tmp_path / "c.jsonl"
+    async with upstream_server(fake_mcp) as port:
+        proc = subprocess.Popen(CMD + ["--upstream", f"http://127.0.0.1:{port}/mcp", "-o", str(cap)], stderr=subprocess.PIPE, text=True)
+        try:
+            url = (await trio.to_thread.run_sync(proc.stderr.readline)).split()[3]
+            for i, sig in enumerate((signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM)):
+                proc.send_signal(sig)
+                st, body = await post(url, {"jsonrpc": "2.0", "id": i, "method": "tools/list"})   # answered after it: still relaying
+                assert st == 200 and json.loads(body)["id"] == i
+            assert proc.poll() is None
+        finally:
+            proc.send_signal(signal.SIGINT)
+            rc = await trio.to_thread.run_sync(proc.wait, 10)
+    assert rc == 0
+    assert read_capture(str(cap)).end is not None
+
+
 async def test_a_killed_recorder_process_never_stops_the_relay(tmp_path):
     """The recorder runs in a process of its own (transport/http_recorder.py):
     killed, it costs the capture its end, never the relay; one line says so,
