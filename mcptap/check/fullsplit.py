@@ -43,6 +43,7 @@ from typing import IO, Any
 import orjson
 
 from mcptap.capture.source import add_bytes_read
+from mcptap.check.file_ranges import line_start
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
 from mcptap.check.shape_child import end_child
@@ -120,9 +121,9 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
     split, or its second half not taken), called first (check/shape_child.py's process)."""
     warm = WARM_BYTES
     with open(path, "rb") as fp:
-        first = _line_start(fp, min(size, start + HEAD_BYTES), size)
-        mid = _line_start(fp, first + (size - first + warm) // 2, size)
-        w0 = _line_start(fp, max(first, mid - warm), size)
+        first = min(size, line_start(fp, min(size, start + HEAD_BYTES)))
+        mid = min(size, line_start(fp, first + (size - first + warm) // 2))
+        w0 = min(size, line_start(fp, max(first, mid - warm)))
     feed(scan, start, first)
     with open(path, "rb") as fp:                # to a line where no request is open: the second process forgets the
         fp.seek(first)                          # lines between, which would have answered them
@@ -153,12 +154,6 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
 
 def _no_shape_check(*args: Any) -> list[Any]:
     return []
-
-
-def _line_start(fp: IO[bytes], at: int, size: int) -> int:
-    """The first line start at or after byte ``at`` (> 0), at most ``size``."""
-    fp.seek(at - 1)
-    return min(size, fp.tell() + len(fp.readline()))
 
 
 class _Split:
