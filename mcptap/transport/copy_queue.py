@@ -96,33 +96,47 @@ class CopyQueue:
         copied). Returns True when the whole chunk was in the stream already
         (a later chunk or event sent it while its write waited)."""
         with self._lock:
-            if ticket[0] != OPEN:
-                return True
-            if self._open[0] is ticket:
-                self._open.popleft()
-            else:
-                self._send_open(ticket)
-            _, d, t, offset, n, src = ticket
-            ticket[0], ticket[5] = SENT, None
-            if sent == n and not self._q and type(src) is memoryview:
-                head = HEADER.pack(CHUNK, d, 0, t, n)           # the round trip's case, inline
-                done = self._write(head, src)
-                if done < 0:
-                    return False
-                if done > 0:                                    # partly sent: the rest first
-                    self._q.append([RAW, d, 0, t, 0, memoryview(head + bytes(src))[done:]])
-                    self._bell.put(None)
-                    return False
-            if isinstance(src, int):
-                if sent == n:
-                    self._send_from(d, t, offset, src, n)
-                    return False
-                data: bytes | memoryview = read_exact(src, n)[:sent]
-            else:
-                data = src[:sent] if sent < n else src
-            if sent:
-                self._send(d, t, offset, data)
+            return self._put(ticket, sent)
+
+    def _put(self, ticket: list[Any], sent: int) -> bool:
+        """``put`` with the lock held."""
+        if ticket[0] != OPEN:
+            return True
+        if self._open[0] is ticket:
+            self._open.popleft()
+        else:
+            self._send_open(ticket)
+        _, d, t, offset, n, src = ticket
+        ticket[0], ticket[5] = SENT, None
+        if sent == n and not self._q and type(src) is memoryview:
+            head = HEADER.pack(CHUNK, d, 0, t, n)           # the round trip's case, inline
+            done = self._write(head, src)
+            if done < 0:
+                return False
+            if done > 0:                                    # partly sent: the rest first
+                self._q.append([RAW, d, 0, t, 0, memoryview(head + bytes(src))[done:]])
+                self._bell.put(None)
+                return False
+        if isinstance(src, int):
+            if sent == n:
+                self._send_from(d, t, offset, src, n)
+                return False
+            data: bytes | memoryview = read_exact(src, n)[:sent]
+        else:
+            data = src[:sent] if sent < n else src
+        if sent:
+            self._send(d, t, offset, data)
         return False
+
+    def _rest(self, d: int, t: int, offset: int, data: memoryview, item: bytes, done: int) -> None:
+        """The copy of ``data`` whose one write took ``done`` bytes of ``item`` (its
+        header and bytes: ``copy_fast``; lock held): the rest goes first, or, when
+        nothing went (the pipe is full), the copy is queued or spilled."""
+        if done:
+            self._q.append([RAW, d, 0, t, 0, memoryview(item)[done:]])
+            self._bell.put(None)
+        else:
+            self._send(d, t, offset, data)
 
     def _send_open(self, upto: list[Any] | None = None) -> None:
         """Send the open tickets taken before ``upto`` (all: None), whole and in order (lock held)."""

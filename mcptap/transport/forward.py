@@ -69,13 +69,14 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
     readv, write = os.readv, os.write
     buf = bytearray(CHUNK)
     view = memoryview(buf)
+    bufs = [buf]
     while True:
         if poller is not None:
             ready = poller.poll()
             if len(ready) > 1 or ready[0][0] == stop:
                 return STOPPED, None, 0
         try:
-            size = readv(src, [buf])
+            size = readv(src, bufs)
         except BlockingIOError:
             if poller is None:
                 _wait(src, select.POLLIN)
@@ -106,6 +107,7 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
                 return FULL, None, 0
             buf = bytearray(MAX_CHUNK)
             view = memoryview(buf)
+            bufs = [buf]
 
 
 def grow_pipe(fd: int, size: int) -> None:

@@ -50,7 +50,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from mcptap.transport import tee_pump
+from mcptap.transport import copy_fast, tee_pump
 from mcptap.transport.copy_queue import CopyQueue
 from mcptap.transport.copy_stream import C2S, COPY_PIPE_SIZE, END, FAILED, S2C, THROUGH
 from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, grow_pipe, pump
@@ -138,7 +138,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
 
         def c2s() -> None:
             try:
-                how, whole, undelivered = pump(host_in, child_in, functools.partial(q.take, C2S), after=q.put)
+                take, put = copy_fast.ends(q, C2S)
+                how, whole, undelivered = pump(host_in, child_in, take, after=put)
                 if how == BROKEN:
                     # the server closed its stdin: stop reading, so the host gets
                     # EPIPE on its next write, as it would talking to the server directly
@@ -156,8 +157,8 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
             # one call (chunk_from: the place and the copy, always recorded whole):
             # a flood's latency is no round trip's, and sent after, the relay's
             # CPU per 1M-notification flood measured 0-16 ms higher (docs/internals.md)
-            how, whole, undelivered = tee_pump.pump_s2c(child_out, host_out, functools.partial(q.take, S2C),
-                                                        functools.partial(q.chunk_from, S2C), q.put, _recorded)
+            take, put = copy_fast.ends(q, S2C)
+            how, whole, undelivered = tee_pump.pump_s2c(child_out, host_out, take, functools.partial(q.chunk_from, S2C), put, _recorded)
             if how == BROKEN:
                 # the host closed our stdout: close the server's, so it gets
                 # EPIPE/SIGPIPE like a direct pipe would give it
