@@ -296,3 +296,30 @@ def test_no_holding_once_hold_turns_false(monkeypatch: pytest.MonkeyPatch) -> No
     # the session ends (Handoff.boost): the reader no longer waits for a pause
     _, batches = _read_trickle(monkeypatch, 10, hold=lambda: False)
     assert batches[0] <= 2
+
+
+def test_pump_waits_out_eagain_of_a_non_blocking_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a host may hand us a non-blocking stdin: an empty read is no EOF; the bytes
+    # come while the pump waits (its first read found the pipe empty, for certain)
+    import mcptap.transport.forward as forward
+
+    src_r, src_w = os.pipe()
+    dst_r, dst_w = os.pipe()
+    os.set_blocking(src_r, False)
+    waits: list[int] = []
+    real_wait = forward._wait
+
+    def wait(fd: int, events: int) -> None:
+        waits.append(fd)
+        if len(waits) == 1:
+            os.write(src_w, b"first\n")
+            os.close(src_w)
+        real_wait(fd, events)
+
+    monkeypatch.setattr(forward, "_wait", wait)
+    seen: list[bytes] = []
+    assert pump(src_r, dst_w, lambda view: seen.append(bytes(view))) == (EOF, None, 0)
+    assert seen == [b"first\n"] and waits == [src_r]
+    assert os.read(dst_r, 100) == b"first\n"
+    for fd in (src_r, dst_r, dst_w):
+        os.close(fd)
