@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: a copy up to this size is joined to its header and sent by one ``write``; a
 #: bigger one goes by ``writev`` uncopied (the queue's own ``put``)
 JOIN_BELOW = 16 << 10
-OPEN, SENT = 0, 1              # a ticket's state (as ``copy_queue``'s)
+SENT = 1                       # a ticket's state (as ``copy_queue``'s; OPEN is 0)
 
 
 def ends(q: CopyQueue, direction: int) -> tuple[Callable[[memoryview], list[Any]], Callable[[list[Any], int], bool]]:
@@ -46,22 +46,22 @@ def ends(q: CopyQueue, direction: int) -> tuple[Callable[[memoryview], list[Any]
         try:
             offset = streamed[direction]
             streamed[direction] = offset + n
-            ticket = [OPEN, direction, clock(), offset, n, data]
+            ticket = [0, direction, clock(), offset, n, data]
             append(ticket)
         finally:
             release()
         return ticket
 
-    def put(ticket: list[Any], sent: int) -> bool:
+    def put(ticket: list[Any], sent: int, join_below: int = JOIN_BELOW) -> bool:
         acquire()
         try:
-            n = ticket[4]
-            data = ticket[5]
-            if ticket[0] != OPEN or sent != n or n > JOIN_BELOW or waiting or q._broken or opened[0] is not ticket or type(data) is not memoryview:
+            state, _, t, offset, n, data = ticket
+            if state or sent != n or n > join_below or waiting or q._broken or opened[0] is not ticket or type(data) is not memoryview:
                 return slow(ticket, sent)
             popleft()
-            ticket[0], ticket[5] = SENT, None
-            item = pack(CHUNK, direction, 0, ticket[2], n) + data
+            ticket[0] = SENT
+            ticket[5] = None
+            item = pack(CHUNK, direction, 0, t, n) + data
             try:
                 done = write(fd, item)
             except BlockingIOError:
@@ -70,7 +70,7 @@ def ends(q: CopyQueue, direction: int) -> tuple[Callable[[memoryview], list[Any]
                 q._broken = True                             # mcptap is gone: forwarding goes on
                 return False
             if done < len(item):
-                q._rest(direction, ticket[2], ticket[3], data, item, done)
+                q._rest(direction, t, offset, data, item, done)
             return False
         finally:
             release()

@@ -70,6 +70,7 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
     readinto, write = _reader(src), os.write
     buf = bytearray(CHUNK)
     view = memoryview(buf)
+    full = CHUNK                             # a read of this size fills the first buffer (-1: grown)
     while True:
         if poller is not None:
             ready = poller.poll()
@@ -104,11 +105,12 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
         if after is not None:
             after(token, size)
         del data
-        if size == len(buf) < MAX_CHUNK:     # a full read: more is coming, take it in bigger bites
+        if size == full:                     # a full read: more is coming, take it in bigger bites
             if until_full:
                 return FULL, None, 0
             buf = bytearray(MAX_CHUNK)
             view = memoryview(buf)
+            full = -1
 
 
 def _reader(fd: int) -> Callable[[memoryview], int | None]:
