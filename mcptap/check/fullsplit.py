@@ -33,10 +33,7 @@ the latest) this process goes on, from the second's final state.
 from __future__ import annotations
 
 import io
-import os
 import pickle
-import signal
-import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -44,14 +41,13 @@ import orjson
 
 from mcptap.capture.source import add_bytes_read
 from mcptap.check.file_ranges import line_start
+from mcptap.check.forked import STREAMS, Forked, Spill, send_object
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
-from mcptap.check.shape_child import end_child
 from mcptap.model import severity_counts
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.lifecycle import SessionState
 
-STREAMS = ("c2s", "s2c", "stderr")
 Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
 #: bytes of lines the second process re-annotates before its half (the state's memory: 4096 answered
 #: ids and progress tokens; at one token in ten requests, ~90,000 lines of a tools/call capture)
@@ -160,32 +156,12 @@ class _Split:
     """The second process: warm-up [w0, mid), then the second half [mid, size) up to its first uncommon line."""
 
     def __init__(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> None:
-        self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
-        r, w = os.pipe()
+        self.spill = Spill()
         try:
-            self.pid = os.fork()
+            self.child = Forked(lambda w: send_object(w, self._run(scan, path, w0, mid, size, batches)))
         except OSError:
-            for fd in (r, w):
-                os.close(fd)
-            for f in self.files.values():
-                f.close()
+            self.spill.close()
             raise
-        if self.pid == 0:                      # the child
-            os.close(r)
-            status = 1
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
-                data = pickle.dumps(self._run(scan, path, w0, mid, size, batches), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(w, view):]
-                status = 0
-            except BaseException:  # noqa: BLE001 - the parent then re-annotates the second half itself
-                pass
-            finally:
-                os._exit(status)
-        os.close(w)
-        self.r = r
         self.taken = False
 
     def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
@@ -217,12 +193,7 @@ class _Split:
             if snap is None:
                 return None
             # the second half: its own counters and groups, added to the first half's by the parent
-            files = self.files
-
-            def spill(name: str, data: bytes) -> None:
-                files[name].write(data)
-
-            scan.on_bytes = spill
+            scan.on_bytes = self.spill.write
             scan.n = scan.cut = scan.gaps = 0
             scan.counts = {name: [0, 0] for name in STREAMS}
             rep.records = rep.messages = rep.duration_us = 0
@@ -239,8 +210,7 @@ class _Split:
             except Uncommon as stop:
                 at += sum(len(line) for line in batch[:stop.args[0]])
             scan.flush()
-        for f in files.values():
-            f.flush()
+        self.spill.flush()
         rec.on_message = None
         rec.annotator.shape_check = None  # type: ignore[assignment]   # the parent's own is put back
         streams = {d.value: (s.bytes, s.messages) for d, s in rec.streams.items()} | {"stderr": (rec.stderr_stream.bytes, rec.stderr_stream.messages)}
@@ -253,35 +223,25 @@ class _Split:
         """Take the second process's work into ``scan`` (at the middle, its
         own bytes flushed) when its state at the middle is ``scan``'s; returns
         the byte from which ``scan`` goes on (``mid`` when nothing was taken)."""
-        chunks = []
-        while data := os.read(self.r, 1 << 20):
-            chunks.append(data)
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        if status != 0 or not chunks:
-            return mid
-        got = pickle.loads(b"".join(chunks))
+        got = self.child.result()
         if got is None or got["snap"] != snapshot(scan):
             return mid
         _adopt(scan, got)
         self.taken = True
-        for name, f in self.files.items():      # the second half's stream bytes, after the first half's
-            f.seek(0)
-            while block := f.read(1 << 20):
-                scan.on_bytes(name, block)
-                if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
-                    scan.rec.stderr_stream.sha.update(block)
+
+        def hashed(name: str, block: bytes) -> None:       # the second half's stream bytes, after the first half's
+            scan.on_bytes(name, block)
+            if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
+                scan.rec.stderr_stream.sha.update(block)
+
+        self.spill.replay(hashed)
         at: int = got["at"]
         add_bytes_read(at - mid)                # (the progress line: the second half's bytes, read)
         return at
 
     def close(self) -> None:
-        if self.pid:
-            end_child(self.pid)
-            self.pid = 0
-        os.close(self.r)
-        for f in self.files.values():
-            f.close()
+        self.child.close()
+        self.spill.close()
 
 
 def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
