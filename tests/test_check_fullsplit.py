@@ -46,6 +46,8 @@ def split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         orig(scan, got)
 
     monkeypatch.setattr(fullsplit, "_adopt", spy)
+    # this process waits at the middle for the second one's half (else which is taken depends on the load)
+    monkeypatch.setattr(fullsplit._Split, "ready", lambda self: self.child.ready(wait=True))
     return taken
 
 
@@ -95,6 +97,30 @@ def test_the_second_half_is_taken_and_gives_the_same_report(tmp_path: Path, spli
     before = bytes_read()
     parallel.check_capture(str(path), 3, reuse=False, workers=2)
     assert bytes_read() - before == path.stat().st_size - len(path.read_bytes().split(b"\n", 1)[0]) - 1   # the progress line's count
+
+
+@pytest.mark.parametrize("late", [1, 3, 10**9])
+def test_this_process_goes_on_past_the_middle_meanwhile(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch, late: int) -> None:
+    """The second process's half arrives after this process re-annotated
+    ``late`` lists of lines past the middle (10**9: never, it was all done
+    here first): that work is dropped for the half (counters, groups and
+    digests put back to the middle's), or the half for it; the same report,
+    and the progress line counts each byte once."""
+    looks = [0]
+
+    def ready(self: Any) -> bool:
+        looks[0] += 1
+        return looks[0] > late and self.child.ready(wait=True)
+
+    monkeypatch.setattr(fullsplit._Split, "ready", ready)
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    for keep in (1, 3):
+        looks[0] = 0
+        want = _shape(check_capture(str(path), keep, reuse=False))
+        before = bytes_read()
+        assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=2)) == want
+        assert bytes_read() - before == path.stat().st_size - len(path.read_bytes().split(b"\n", 1)[0]) - 1
+    assert len(split) == (0 if late > 100 else 2)
 
 
 def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> None:

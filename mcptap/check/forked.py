@@ -6,7 +6,7 @@ A :class:`Forked` child runs ``work(fd)`` (``fd``: the write end of a pipe to
 the parent) and ends with ``os._exit`` (status 0: ``work`` returned, 1: it
 raised; ^C is the parent's to handle, which ends the child). The parent reads
 the pipe: all of it at once (:meth:`Forked.result`, one pickled object), as it
-comes without blocking (:meth:`Forked.poll`), or in length-prefixed frames
+once it has come (:meth:`Forked.ready`), or in length-prefixed frames
 (:func:`send_frame`, check/shape_child.py). :class:`Spill` holds the bytes a
 child adds to each stream digest in unnamed temporary files (memory stays flat).
 
@@ -77,12 +77,9 @@ class Forked:
         self.status: int | None = None
 
     # -- everything the child sends, read at once or as it comes -----------------------
-    def poll(self) -> bool:
-        """Read what the pipe holds now, without blocking; True once the
-        child closed it (then reaped: ``status`` set)."""
-        while not self.eof and select.select([self.fd], [], [], 0)[0]:
-            self._read()
-        return self.eof
+    def ready(self, wait: bool = False) -> bool:
+        """Whether the child has sent something or ended (``wait``: block until then)."""
+        return self.eof or bool(select.select([self.fd], [], [], None if wait else 0)[0])
 
     def result(self) -> Any:
         """The object the child sent (``send_object``), waited for; None when

@@ -11,7 +11,9 @@ them), skips to a warm-up run of ``warm`` bytes before the middle, re-annotates
 that run (its findings thrown away), which rebuilds the state the middle
 has, and then the second half, grouping its findings (``report.add_finding``
 with first places, merged as check/merge.py merges the plain scan's halves).
-Meanwhile this process re-annotates the first half.
+Meanwhile this process re-annotates the first half, and goes on past the
+middle, never waiting: when the second half arrives, it is taken (this
+process's work past the middle dropped: :class:`_Mark`) if it got further.
 
 Exactness: at the middle both processes take a :func:`snapshot` of the whole
 re-annotation state (the Reannotator, its Annotator, the scan's open
@@ -32,6 +34,7 @@ the latest) this process goes on, from the second's final state.
 
 from __future__ import annotations
 
+import copy
 import io
 import pickle
 from collections.abc import Callable, Iterator
@@ -39,6 +42,7 @@ from typing import IO, Any
 
 import orjson
 
+from mcptap.capture.integrity import StreamTally
 from mcptap.capture.source import add_bytes_read
 from mcptap.check.file_ranges import line_start
 from mcptap.check.forked import STREAMS, Forked, Spill, send_object
@@ -108,13 +112,15 @@ def snapshot(scan: FullScan) -> bytes | None:
 
 
 def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
-              speculate: Callable[[int], None] | None = None) -> None:
+              speculate: Callable[[int], None] | None = None, tallies: dict[str, StreamTally] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
     (``feed(scan, a, b)``: the lines in [a, b), both line starts), the second
     half in a second process when that gives the same result (module doc);
     ``batches(fp, a, b)``: the lines in [a, b) of ``fp`` in lists, as ``feed`` reads them.
     ``speculate(byte)``: when the lines from ``byte`` on are this process's alone (no
-    split, or its second half not taken), called first (check/shape_child.py's process)."""
+    split, or its second half not taken), called first (check/shape_child.py's process).
+    ``tallies``: the stream digests ``scan.on_bytes`` hashes into (put back
+    to the middle's when the second half is taken after this process went past it)."""
     warm = WARM_BYTES
     with open(path, "rb") as fp:
         first = min(size, line_start(fp, min(size, start + HEAD_BYTES)))
@@ -135,17 +141,83 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
             child = _Split(scan, path, w0, mid, size, batches)
         except OSError:
             pass
-    at, taken = first, False
-    if child is not None:
-        try:
-            feed(scan, first, mid)
-            scan.flush()
-            at, taken = child.merge_into(scan, mid), child.taken
-        finally:
-            child.close()
-    if not taken and speculate is not None:
+    if child is None:
+        if speculate is not None:
+            speculate(first)
+        feed(scan, first, size)
+        return
+    try:
+        feed(scan, first, mid)
+        scan.flush()
+        at, taken = _go_on(scan, child, path, mid, size, batches, tallies)
+    finally:
+        child.close()
+    if not taken and speculate is not None and at < size:
         speculate(at)
     feed(scan, at, size)
+
+
+def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
+           tallies: dict[str, StreamTally] | None) -> tuple[int, bool]:
+    """From the middle, this process goes on alone until the second process's
+    half arrives (never waiting for it: a starved second process costs no wall
+    time); then, when its state at the middle was this one's and it got
+    further, ``scan`` is put back as it was at the middle (``_Mark``) and takes
+    its half, this process's lines past the middle dropped. Returns (the byte
+    from which ``scan`` goes on, whether the half was taken)."""
+    mark = _Mark(scan, tallies)
+    pos = mid
+    with open(path, "rb") as fp:
+        for batch in batches(fp, mid, size):
+            if child.ready():
+                break
+            scan.run(batch)
+            n = sum(map(len, batch))
+            pos += n
+            add_bytes_read(n)
+        else:
+            return pos, False                   # all of it here first: the second process's half is not needed
+    return child.merge_into(scan, mark, pos)
+
+
+def _copied(sha: Any) -> Any:
+    """A copy of a stream's digest (re-annotation's are hashlib's, which copy)."""
+    return sha.copy()
+
+
+class _Mark:
+    """What ``scan`` adds up past the middle (counters, groups, digests), as
+    it was there: put back (``restore``) before the second process's half is
+    added. Its re-annotation state is the second process's then (``_adopt``)."""
+
+    def __init__(self, scan: FullScan, tallies: dict[str, StreamTally] | None) -> None:
+        rec, rep = scan.rec, scan.rep
+        self.snap = snapshot(scan)
+        self.digests = {name: t.sha.copy() for name, t in (tallies or {}).items()}
+        self.tallies = tallies
+        self.streams = [(s, s.bytes, s.messages, _copied(s.sha)) for s in (*rec.streams.values(), rec.stderr_stream)]
+        self.rec = dict(rec.severities), dict(rec.codes)
+        self.rep = copy.deepcopy(rep.groups), dict(rep.severities), rep.records, rep.messages, rep.duration_us
+        self.scan = scan.n, scan.cut, scan.gaps, {name: list(c) for name, c in scan.counts.items()}
+
+    def restore(self, scan: FullScan) -> None:
+        rec, rep = scan.rec, scan.rep
+        if self.tallies is not None:
+            for name, sha in self.digests.items():
+                self.tallies[name].sha = sha
+        for s, nbytes, nmsg, sha in self.streams:
+            s.bytes, s.messages, s.sha = nbytes, nmsg, sha
+        rec.severities.clear()
+        rec.severities.update(self.rec[0])
+        rec.codes.clear()
+        rec.codes.update(self.rec[1])
+        rep.groups, rep.severities, rep.records, rep.messages, rep.duration_us = self.rep
+        scan.n, scan.cut, scan.gaps, counts = self.scan
+        for name, c in counts.items():
+            scan.counts[name][:] = c
+        for buf in scan.bufs.values():
+            buf.clear()
+        scan.buffered = 0
 
 
 def _no_shape_check(*args: Any) -> list[Any]:
@@ -162,7 +234,6 @@ class _Split:
         except OSError:
             self.spill.close()
             raise
-        self.taken = False
 
     def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
         for buf in scan.bufs.values():           # the first lines' bytes: the parent's to hash
@@ -219,15 +290,20 @@ class _Split:
                 "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages, "duration": rep.duration_us,
                 "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts}
 
-    def merge_into(self, scan: FullScan, mid: int) -> int:
-        """Take the second process's work into ``scan`` (at the middle, its
-        own bytes flushed) when its state at the middle is ``scan``'s; returns
-        the byte from which ``scan`` goes on (``mid`` when nothing was taken)."""
+    def ready(self) -> bool:
+        """Whether the second process's half has arrived (or it ended), without waiting."""
+        return self.child.ready()
+
+    def merge_into(self, scan: FullScan, mark: _Mark, pos: int) -> tuple[int, bool]:
+        """Take the second process's work into ``scan`` (gone on to byte
+        ``pos``, from ``mark`` at the middle) when its state at the middle was
+        ``scan``'s and it got further; returns (the byte from which ``scan``
+        goes on, whether the work was taken)."""
         got = self.child.result()
-        if got is None or got["snap"] != snapshot(scan):
-            return mid
+        if got is None or got["snap"] != mark.snap or got["at"] <= pos:
+            return pos, False
+        mark.restore(scan)
         _adopt(scan, got)
-        self.taken = True
 
         def hashed(name: str, block: bytes) -> None:       # the second half's stream bytes, after the first half's
             scan.on_bytes(name, block)
@@ -236,8 +312,8 @@ class _Split:
 
         self.spill.replay(hashed)
         at: int = got["at"]
-        add_bytes_read(at - mid)                # (the progress line: the second half's bytes, read)
-        return at
+        add_bytes_read(at - pos)                # (the progress line: the second half's bytes past this process's own, read)
+        return at, True
 
     def close(self) -> None:
         self.child.close()

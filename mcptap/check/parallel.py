@@ -120,9 +120,9 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
         if two and size - start >= SPLIT_FULL_BYTES:
             from mcptap.check.fullsplit import run_split
 
-            def split(scan: FullScan, speculate: Callable[[int], None]) -> None:
+            def split(scan: FullScan, speculate: Callable[[int], None], tallies: dict[str, StreamTally]) -> None:
                 run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b), lambda f, a, b: batches(f, a, b, lambda n: None),
-                          speculate if shapes else None)
+                          speculate if shapes else None, tallies)
 
             return _full(path, feed, header, keep, shapes, ahead, split)
         return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
@@ -139,7 +139,7 @@ def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
 
 def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool,
           ahead: Callable[[int | None], Iterator[list[bytes]]] | None = None,
-          split: Callable[[FullScan, Callable[[int], None]], None] | None = None) -> CaptureReport | None:
+          split: Callable[[FullScan, Callable[[int], None], dict[str, StreamTally]], None] | None = None) -> CaptureReport | None:
     """Re-annotation (--full, other rules, chunk records): this process, and
     with ``ahead`` (the lists of lines this process reads from a byte on, None: the first) a
     second one that computes the schema shape checks ahead (check/shape_child.py);
@@ -168,7 +168,7 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
     gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
     try:
         if split is not None:
-            split(scan, speculate)
+            split(scan, speculate, tallies)
         else:
             feed(scan)
         scan.end_of_input()
