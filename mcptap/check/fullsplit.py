@@ -29,7 +29,7 @@ by check/shape_child.py's process (``speculate``). The second process reads only
 from there on, no end record); from the first other line (the end record at
 the latest) this process goes on, from the second's final state.
 
-    run_split(scan, path, start, size, feed, batches, speculate) -> None   # FullScan fed [start, size)
+    run_split(scan, path, start, size, feed, batches, tallies, speculate) -> None   # FullScan fed [start, size)
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def snapshot(scan: FullScan) -> bytes | None:
 
 
 def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
-              speculate: Callable[[int], None] | None = None, tallies: dict[str, StreamTally] | None = None) -> None:
+              tallies: dict[str, StreamTally], speculate: Callable[[int], None] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
     (``feed(scan, a, b)``: the lines in [a, b), both line starts), the second
     half in a second process when that gives the same result (module doc);
@@ -158,7 +158,7 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
 
 
 def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
-           tallies: dict[str, StreamTally] | None) -> tuple[int, bool]:
+           tallies: dict[str, StreamTally]) -> tuple[int, bool]:
     """From the middle, this process goes on alone until the second process's
     half arrives (never waiting for it: a starved second process costs no wall
     time); then, when its state at the middle was this one's and it got
@@ -190,10 +190,10 @@ class _Mark:
     it was there: put back (``restore``) before the second process's half is
     added. Its re-annotation state is the second process's then (``_adopt``)."""
 
-    def __init__(self, scan: FullScan, tallies: dict[str, StreamTally] | None) -> None:
+    def __init__(self, scan: FullScan, tallies: dict[str, StreamTally]) -> None:
         rec, rep = scan.rec, scan.rep
         self.snap = snapshot(scan)
-        self.digests = {name: t.sha.copy() for name, t in (tallies or {}).items()}
+        self.digests = {name: t.sha.copy() for name, t in tallies.items()}
         self.tallies = tallies
         self.streams = [(s, s.bytes, s.messages, _copied(s.sha)) for s in (*rec.streams.values(), rec.stderr_stream)]
         self.rec = dict(rec.severities), dict(rec.codes)
@@ -202,9 +202,8 @@ class _Mark:
 
     def restore(self, scan: FullScan) -> None:
         rec, rep = scan.rec, scan.rep
-        if self.tallies is not None:
-            for name, sha in self.digests.items():
-                self.tallies[name].sha = sha
+        for name, sha in self.digests.items():
+            self.tallies[name].sha = sha
         for s, nbytes, nmsg, sha in self.streams:
             s.bytes, s.messages, s.sha = nbytes, nmsg, sha
         rec.severities.clear()

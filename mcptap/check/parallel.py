@@ -122,7 +122,7 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
 
             def split(scan: FullScan, speculate: Callable[[int], None], tallies: dict[str, StreamTally]) -> None:
                 run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b), lambda f, a, b: batches(f, a, b, lambda n: None),
-                          speculate if shapes else None, tallies)
+                          tallies, speculate if shapes else None)
 
             return _full(path, feed, header, keep, shapes, ahead, split)
         return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
