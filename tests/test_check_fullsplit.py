@@ -130,7 +130,14 @@ def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> Non
     _same(path)
 
 
-def test_a_request_open_across_the_warm_up_is_judged_here(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tries", [1, 3])
+def test_a_request_open_across_the_warm_up(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch, tries: int) -> None:
+    """A request never answered, sent after the first second process was
+    forked: that one's state differs at the middle (it never saw it), so this
+    process forks another from where it is (the request open there, old), whose
+    half is taken; with one try, this process goes on alone, the shape checks'
+    process (check/shape_child.py) started there. The same report either way."""
+    monkeypatch.setattr(fullsplit, "TRIES", tries)
     made: list[ShapeOracle] = []
     orig = FullScan.speculated
 
@@ -141,8 +148,21 @@ def test_a_request_open_across_the_warm_up_is_judged_here(tmp_path: Path, split:
     monkeypatch.setattr(FullScan, "speculated", spy)
     path = record(tmp_path / "open.jsonl", traffic(300, open_early=True))
     _same(path)
-    assert split == []          # the second process never saw it: its state differs, so this process went on
-    assert len(made) == 2       # ... with the shape checks' process (check/shape_child.py) from the middle on
+    assert len(split) == (0 if tries == 1 else 2)
+    assert len(made) == (2 if tries == 1 else 0)
+
+
+@pytest.mark.parametrize("early", ["garbage", "gap"])
+def test_a_lasting_line_before_the_warm_up(tmp_path: Path, split: list[int], early: str) -> None:
+    """A garbage line or a recording gap early on stays in the annotator's
+    state for good: the first second process, forked before it, cannot have it;
+    the next one, forked from where this process is, does, and its half is taken.
+    (No answers to nothing here: after a gap, each is excused, and remembered, for good.)"""
+    steps = traffic(300, odd=3)
+    steps.insert(20, s2c(b"not json\n") if early == "garbage" else ("gap", "test"))
+    path = record(tmp_path / "early.jsonl", steps)
+    _same(path)
+    assert len(split) == 2
 
 
 def test_a_failing_second_process(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:

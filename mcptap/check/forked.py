@@ -11,7 +11,7 @@ once it has come (:meth:`Forked.ready`), or in length-prefixed frames
 child adds to each stream digest in unnamed temporary files (memory stays flat).
 
     child = Forked(work)              # raises OSError: no process or pipe to be had
-    child.result() -> Any | None      # the pickled object sent (send_object), None: the child failed
+    child.result() -> Any | None      # the pickled object sent (write_all of a pickle), None: the child failed
     child.close()                     # ends the child at once (SIGKILL) and frees the pipe
 """
 
@@ -33,11 +33,6 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def send_object(fd: int, obj: Any) -> None:
-    """Send ``obj`` pickled as the whole of what the pipe ``fd`` carries (``Forked.result``)."""
-    write_all(fd, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def send_frame(fd: int, obj: Any) -> None:
@@ -82,13 +77,15 @@ class Forked:
         return self.eof or bool(select.select([self.fd], [], [], None if wait else 0)[0])
 
     def result(self) -> Any:
-        """The object the child sent (``send_object``), waited for; None when
+        """The object the child sent (a pickle, all it wrote), waited for; None when
         it failed or sent nothing."""
         while not self.eof:
             self._read()
         if self.status != 0 or not self.buf:
             return None
-        return pickle.loads(self.buf)
+        obj = pickle.loads(self.buf)
+        self.buf = bytearray()          # (its bytes are not kept beside the objects: peak memory)
+        return obj
 
     def _read(self) -> None:
         data = os.read(self.fd, 1 << 20)
@@ -101,10 +98,10 @@ class Forked:
         self.status = status
 
     # -- length-prefixed frames, as they come -------------------------------------------
-    def frame(self) -> Any:
+    def frame(self, wait: bool = False) -> Any:
         """The next frame's object (``send_frame``) when it has arrived (a
-        frame being written is waited for), else None: not there yet, or the
-        child ended or failed."""
+        frame being written is waited for; ``wait``: any frame), else None:
+        not there yet, or the child ended or failed."""
         buf = self.buf
         while True:
             if len(buf) >= 8:
@@ -113,7 +110,7 @@ class Forked:
                     obj = pickle.loads(memoryview(buf)[8:8 + n])
                     del buf[:8 + n]
                     return obj
-            elif self.eof or not select.select([self.fd], [], [], 0)[0]:
+            elif self.eof or not select.select([self.fd], [], [], None if wait else 0)[0]:
                 return None
             if self.eof:
                 return None

@@ -21,10 +21,15 @@ requests and sequence), every field but the pure caches and the counters the
 halves add up. Only when the two are equal (byte for byte) is the second
 half's work taken; the annotator is deterministic (a pure function of its
 state and the lines fed), so it is what this process would have computed.
-Else (a request open since before the warm-up, a progress token answered
-longer ago than the window holds, a garbage line or a gap before it…) this
-process re-annotates the second half itself, its shape checks computed ahead
-by check/shape_child.py's process (``speculate``). The second process reads only records of the common ``TYPES``
+The second process sends its snapshot first, so this process learns early
+when they differ (a request sent before the warm-up and answered in it, a
+progress token answered longer ago than the window holds, a garbage line or a
+gap before it…): then it forks another second process from where it is (which
+has all of that), for the rest, ``TRIES`` in all; the last not taken, it
+re-annotates the rest itself, its shape checks computed ahead by
+check/shape_child.py's process (``speculate``). Each is forked at a line where
+every open request is old (``_quiet``): a recent one is likely answered in the
+lines it skips. The second process reads only records of the common ``TYPES``
 (``FullScan.only_types``: no ``chunk`` record, which re-frames the streams
 from there on, no end record); from the first other line (the end record at
 the latest) this process goes on, from the second's final state.
@@ -45,7 +50,7 @@ import orjson
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.source import add_bytes_read
 from mcptap.check.file_ranges import line_start
-from mcptap.check.forked import STREAMS, Forked, Spill, send_object
+from mcptap.check.forked import STREAMS, Forked, Spill, send_frame
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
 from mcptap.model import severity_counts
@@ -58,7 +63,10 @@ Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
 WARM_BYTES = 32 << 20
 #: bytes re-annotated before the fork (the shape checks' models are built then, once for both)
 HEAD_BYTES = 1 << 18
-#: lines read past the first ones, at most, to a line where no request is open (else no split)
+#: second processes forked, at most: when one's state at the middle is not this one's (a garbage line or a gap
+#: before its warm-up, a request open across it), another is forked from where this process is then
+TRIES = 3
+#: lines read, at most, to a line where no request opened since is open (then the second process is forked anyway)
 QUIET_LINES = 256
 
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on)
@@ -121,63 +129,89 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
     split, or its second half not taken), called first (check/shape_child.py's process).
     ``tallies``: the stream digests ``scan.on_bytes`` hashes into (put back
     to the middle's when the second half is taken after this process went past it)."""
-    warm = WARM_BYTES
     with open(path, "rb") as fp:
         first = min(size, line_start(fp, min(size, start + HEAD_BYTES)))
-        mid = min(size, line_start(fp, first + (size - first + warm) // 2))
-        w0 = min(size, line_start(fp, max(first, mid - warm)))
     feed(scan, start, first)
-    with open(path, "rb") as fp:                # to a line where no request is open: the second process forgets the
-        fp.seek(first)                          # lines between, which would have answered them
-        for _ in range(QUIET_LINES):
-            if not scan.methods and not scan.rec.annotator.pairing.pending():
-                break
-            line = fp.readline()
-            feed(scan, first, first + len(line))
-            first += len(line)
-    child = None
-    if first < w0 < mid < size and not scan.methods and scan.pending is None and not scan.rec.reframing:
+    at, taken = _quiet(scan, path, first, feed), False
+    for _ in range(TRIES):
+        with open(path, "rb") as fp:
+            mid = min(size, line_start(fp, at + (size - at + WARM_BYTES) // 2))
+            w0 = min(size, line_start(fp, max(at, mid - WARM_BYTES)))
+        if not (at < w0 < mid < size) or scan.pending is not None or scan.rec.reframing:
+            break
         try:
             child = _Split(scan, path, w0, mid, size, batches)
         except OSError:
-            pass
-    if child is None:
-        if speculate is not None:
-            speculate(first)
-        feed(scan, first, size)
-        return
-    try:
-        feed(scan, first, mid)
-        scan.flush()
-        at, taken = _go_on(scan, child, path, mid, size, batches, tallies)
-    finally:
-        child.close()
+            break
+        try:
+            feed(scan, at, mid)
+            scan.flush()
+            at, outcome = _go_on(scan, child, path, mid, size, batches, tallies)
+        finally:
+            child.close()
+        if outcome != _RETRY:
+            taken = outcome == _TAKEN
+            break
+        at = _quiet(scan, path, at, feed)
     if not taken and speculate is not None and at < size:
         speculate(at)
     feed(scan, at, size)
 
 
+def _quiet(scan: FullScan, path: str, at: int, feed: Callable[[FullScan, int, int], None]) -> int:
+    """Feed ``scan`` lines from ``at`` on, one by one (at most ``QUIET_LINES``), to
+    one where every open request is old (sent ``QUIET_LINES`` records before or
+    more: it lasts, as a listen or a request never answered): a second process
+    forked there forgets the lines it skips, which would answer the recent ones.
+    Returns that line's start."""
+    pairing = scan.rec.annotator.pairing
+    with open(path, "rb") as fp:
+        fp.seek(at)
+        for _ in range(QUIET_LINES):
+            old = (scan.last_seq if scan.last_seq is not None else 0) - QUIET_LINES
+            if all(type(seq) is int and seq <= old for seq in scan.methods) and all(p.seq <= old for p in pairing.pending()):
+                break
+            line = fp.readline()
+            if not line:
+                break
+            feed(scan, at, at + len(line))
+            at += len(line)
+    return at
+
+
+_TAKEN, _KEPT, _RETRY = "taken", "kept", "retry"
+
+
 def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
-           tallies: dict[str, StreamTally]) -> tuple[int, bool]:
+           tallies: dict[str, StreamTally]) -> tuple[int, str]:
     """From the middle, this process goes on alone until the second process's
     half arrives (never waiting for it: a starved second process costs no wall
     time); then, when its state at the middle was this one's and it got
     further, ``scan`` is put back as it was at the middle (``_Mark``) and takes
     its half, this process's lines past the middle dropped. Returns (the byte
-    from which ``scan`` goes on, whether the half was taken)."""
+    from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
+    ``_RETRY``: the second process's state at the middle, sent first, was another,
+    so a second process forked from here may do better)."""
     mark = _Mark(scan, tallies)
     pos = mid
     with open(path, "rb") as fp:
         for batch in batches(fp, mid, size):
-            if child.ready():
-                break
+            while child.ready():
+                got = child.next()
+                if got is None:                 # it failed or ended
+                    return pos, _KEPT
+                if mark.snap is not None:       # its state at the middle
+                    same = got == mark.snap
+                    mark.snap = None            # (compared: not kept beside the state, peak memory)
+                    if not same:
+                        return pos, _RETRY
+                    continue
+                return child.merge_into(scan, mark, pos, got)
             scan.run(batch)
             n = sum(map(len, batch))
             pos += n
             add_bytes_read(n)
-        else:
-            return pos, False                   # all of it here first: the second process's half is not needed
-    return child.merge_into(scan, mark, pos)
+    return pos, _KEPT                           # all of it here first: the second process's half is not needed
 
 
 def _copied(sha: Any) -> Any:
@@ -229,12 +263,13 @@ class _Split:
     def __init__(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> None:
         self.spill = Spill()
         try:
-            self.child = Forked(lambda w: send_object(w, self._run(scan, path, w0, mid, size, batches)))
+            self.child = Forked(lambda w: self._run(scan, path, w0, mid, size, batches, w))
         except OSError:
             self.spill.close()
             raise
 
-    def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
+    def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches, w: int) -> None:
+        """In the second process: its state at the middle (``snapshot``), then its work, sent (``send_frame``)."""
         for buf in scan.bufs.values():           # the first lines' bytes: the parent's to hash
             buf.clear()
         scan.buffered = 0
@@ -261,7 +296,8 @@ class _Split:
             scan.flush()
             snap = snapshot(scan)
             if snap is None:
-                return None
+                return
+            send_frame(w, snap)
             # the second half: its own counters and groups, added to the first half's by the parent
             scan.on_bytes = self.spill.write
             scan.n = scan.cut = scan.gaps = 0
@@ -284,23 +320,26 @@ class _Split:
         rec.on_message = None
         rec.annotator.shape_check = None  # type: ignore[assignment]   # the parent's own is put back
         streams = {d.value: (s.bytes, s.messages) for d, s in rec.streams.items()} | {"stderr": (rec.stderr_stream.bytes, rec.stderr_stream.messages)}
-        return {"snap": snap, "at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
-                "streams": streams, "scan": [getattr(scan, k) for k in _SCAN_STATE],
-                "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages, "duration": rep.duration_us,
-                "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts}
+        send_frame(w, {"at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
+                       "streams": streams, "scan": [getattr(scan, k) for k in _SCAN_STATE],
+                       "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages,
+                       "duration": rep.duration_us, "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts})
 
     def ready(self) -> bool:
-        """Whether the second process's half has arrived (or it ended), without waiting."""
+        """Whether the second process has sent something (or ended), without waiting."""
         return self.child.ready()
 
-    def merge_into(self, scan: FullScan, mark: _Mark, pos: int) -> tuple[int, bool]:
-        """Take the second process's work into ``scan`` (gone on to byte
-        ``pos``, from ``mark`` at the middle) when its state at the middle was
-        ``scan``'s and it got further; returns (the byte from which ``scan``
-        goes on, whether the work was taken)."""
-        got = self.child.result()
-        if got is None or got["snap"] != mark.snap or got["at"] <= pos:
-            return pos, False
+    def next(self) -> Any:
+        """The next of what the second process sends (its state at the middle,
+        then its work), waited for once it has begun; None: it failed or ended."""
+        return self.child.frame(wait=True)
+
+    def merge_into(self, scan: FullScan, mark: _Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
+        """Take the second process's work ``got`` into ``scan`` (gone on to byte
+        ``pos``, from ``mark`` at the middle, where the states were equal) when it
+        got further; returns (the byte from which ``scan`` goes on, ``_TAKEN`` or ``_KEPT``)."""
+        if got["at"] <= pos:
+            return pos, _KEPT
         mark.restore(scan)
         _adopt(scan, got)
 
@@ -312,7 +351,7 @@ class _Split:
         self.spill.replay(hashed)
         at: int = got["at"]
         add_bytes_read(at - pos)                # (the progress line: the second half's bytes past this process's own, read)
-        return at, True
+        return at, _TAKEN
 
     def close(self) -> None:
         self.child.close()
