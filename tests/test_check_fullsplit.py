@@ -9,6 +9,7 @@ generator pipeline), every count, first place and line."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,28 @@ def test_this_process_goes_on_past_the_middle_meanwhile(tmp_path: Path, split: l
         assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=2)) == want
         assert bytes_read() - before == path.stat().st_size - len(path.read_bytes().split(b"\n", 1)[0]) - 1
     assert len(split) == (0 if late > 100 else 2)
+
+
+def test_the_second_process_is_not_held_up_by_this_one(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its state at the middle (here bigger than a pipe holds, as a real one
+    is) goes through a file: it re-annotates its whole half before this process
+    looks at anything it sent (it used to wait on the pipe until then)."""
+    orig = fullsplit.snapshot
+    monkeypatch.setattr(fullsplit, "snapshot", lambda scan: orig(scan) + b"-" * (1 << 20))
+
+    def ready(self: Any) -> bool:
+        if not self.child.eof:
+            spilled = self.spill.files["s2c"]
+            deadline = time.monotonic() + 120        # (a hang guard, not a timing assertion)
+            while os.fstat(spilled.fileno()).st_size == 0:
+                assert time.monotonic() < deadline, "the second process did not re-annotate its half"
+                time.sleep(0.01)
+        return bool(self.child.ready(wait=True))
+
+    monkeypatch.setattr(fullsplit._Split, "ready", ready)
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    _same(path, keeps=(3,))
+    assert len(split) == 1
 
 
 def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> None:

@@ -40,8 +40,7 @@ the latest) this process goes on, from the second's final state.
 from __future__ import annotations
 
 import copy
-import io
-import pickle
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -53,9 +52,8 @@ from mcptap.check.file_ranges import line_start
 from mcptap.check.forked import STREAMS, Forked, Spill, send_frame
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
+from mcptap.check.split_state import SCAN_STATE, snapshot
 from mcptap.model import severity_counts
-from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.lifecycle import SessionState
 
 Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
 #: bytes of lines the second process re-annotates before its half (the state's memory: 4096 answered
@@ -71,54 +69,6 @@ QUIET_LINES = 256
 
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on)
 TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
-#: Reannotator fields the halves add up (or that are not state): not compared, merged by :func:`_adopt`
-_REC_OWN = frozenset({"annotator", "streams", "stderr_stream", "severities", "codes", "t_us", "on_message"})
-#: FullScan fields compared at the middle (the rest are counters, merged, or this process's own)
-_SCAN_STATE = ("methods", "last_seq", "t_floor", "gap_since_last", "end_seen", "pending", "old_end", "had_end", "order", "truncated",
-               "oracle")
-
-
-class _Snap(pickle.Pickler):
-    """Pickles the state for comparison only (``fast``: no memo, so equal strings
-    are equal whichever objects hold them): an object met again as a reference to
-    the first time, the annotator without its shape check callable, sessions
-    without their capability cache."""
-
-    def __init__(self, file: IO[bytes]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.fast = True
-        self.met: dict[int, tuple[int, Any]] = {}
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj).__module__.startswith("mcptap."):
-            met = self.met.get(id(obj))
-            if met is not None:
-                return _named, ("again", met[0])
-            self.met[id(obj)] = (len(self.met), obj)      # (obj: kept alive, its id not reused meanwhile)
-        if isinstance(obj, Annotator):
-            return _named, ("Annotator", {k: v for k, v in vars(obj).items() if k != "shape_check"})
-        if isinstance(obj, SessionState):
-            return _named, ("SessionState", {k: getattr(obj, k) for k in obj.__dataclass_fields__ if k != "cap_cache"})
-        return NotImplemented
-
-
-def _named(name: str, state: Any) -> Any:       # (the reduce callable of _Snap: its pickles are never loaded)
-    return name, state
-
-
-def snapshot(scan: FullScan) -> bytes | None:
-    """The re-annotation state of ``scan`` as bytes (equal bytes: equal state), or None when it cannot be taken."""
-    rec = scan.rec
-    state = ({k: v for k, v in vars(rec).items() if k not in _REC_OWN}, rec.annotator, [getattr(scan, k) for k in _SCAN_STATE])
-    buf = io.BytesIO()
-    p = _Snap(buf)
-    try:
-        p.dump(state)
-    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
-        return None
-    return buf.getvalue()
-
-
 def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
               tallies: dict[str, StreamTally], speculate: Callable[[int], None] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
@@ -193,15 +143,16 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
     ``_RETRY``: the second process's state at the middle, sent first, was another,
     so a second process forked from here may do better)."""
     mark = _Mark(scan, tallies)
-    pos = mid
+    pos, compared = mid, False
     with open(path, "rb") as fp:
         for batch in batches(fp, mid, size):
             while child.ready():
                 got = child.next()
                 if got is None:                 # it failed or ended
                     return pos, _KEPT
-                if mark.snap is not None:       # its state at the middle
-                    same = got == mark.snap
+                if not compared:                # its state at the middle (its length: the bytes are in a file)
+                    compared = True
+                    same = mark.snap is not None and child.snapshot(got) == mark.snap
                     mark.snap = None            # (compared: not kept beside the state, peak memory)
                     if not same:
                         return pos, _RETRY
@@ -263,9 +214,17 @@ class _Split:
     def __init__(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> None:
         self.spill = Spill()
         try:
+            # its state at the middle goes through a file, the pipe only says it is there: a
+            # snapshot bigger than the pipe holds would stop it until this process reads it
+            self.snapped = tempfile.TemporaryFile()
+        except OSError:
+            self.spill.close()
+            raise
+        try:
             self.child = Forked(lambda w: self._run(scan, path, w0, mid, size, batches, w))
         except OSError:
             self.spill.close()
+            self.snapped.close()
             raise
 
     def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches, w: int) -> None:
@@ -297,7 +256,9 @@ class _Split:
             snap = snapshot(scan)
             if snap is None:
                 return
-            send_frame(w, snap)
+            self.snapped.write(snap)
+            self.snapped.flush()
+            send_frame(w, len(snap))
             # the second half: its own counters and groups, added to the first half's by the parent
             scan.on_bytes = self.spill.write
             scan.n = scan.cut = scan.gaps = 0
@@ -321,7 +282,7 @@ class _Split:
         rec.annotator.shape_check = None  # type: ignore[assignment]   # the parent's own is put back
         streams = {d.value: (s.bytes, s.messages) for d, s in rec.streams.items()} | {"stderr": (rec.stderr_stream.bytes, rec.stderr_stream.messages)}
         send_frame(w, {"at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
-                       "streams": streams, "scan": [getattr(scan, k) for k in _SCAN_STATE],
+                       "streams": streams, "scan": [getattr(scan, k) for k in SCAN_STATE],
                        "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages,
                        "duration": rep.duration_us, "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts})
 
@@ -353,9 +314,16 @@ class _Split:
         add_bytes_read(at - pos)                # (the progress line: the second half's bytes past this process's own, read)
         return at, _TAKEN
 
+    def snapshot(self, n: int) -> bytes:
+        """The second process's state at the middle (``n`` bytes, in its file)."""
+        self.snapped.seek(0)
+        data: bytes = self.snapped.read(n)
+        return data
+
     def close(self) -> None:
         self.child.close()
         self.spill.close()
+        self.snapped.close()
 
 
 def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
@@ -375,7 +343,7 @@ def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
     for d, (nbytes, nmsg) in got["streams"].items():
         streams[d].bytes += nbytes
         streams[d].messages += nmsg
-    for k, v in zip(_SCAN_STATE, got["scan"], strict=True):
+    for k, v in zip(SCAN_STATE, got["scan"], strict=True):
         if k != "oracle":
             setattr(scan, k, v)
     merge_groups(rep.groups, rep.severities, [(got["groups"], got["sev"], got["firsts"])], scan.keep, scan.n + scan.cut)
