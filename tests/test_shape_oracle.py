@@ -13,11 +13,14 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mcptap.capture.integrity import MAX_T_US
 from mcptap.check import file_ranges, parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
-from mcptap.check.shape_oracle import Batch, ShapeOracle, Speculation, plain_record
+from mcptap.check.shape_oracle import PLAIN_KEYS, Batch, ShapeOracle, Speculation, plain_record, plain_record_reference
 from mcptap.errors import CaptureReadError
 from test_check_scan import _records, _shape, _write, busy
 
@@ -226,3 +229,21 @@ def test_the_re_annotating_process_takes_the_verdicts(tmp_path: Path, oracles: l
     assert oracles[-1].plain is not None and tested == []
     parallel.check_capture(str(path), 3, reuse=False, workers=1)      # one process: it tests each record itself
     assert len(tested) > 20
+
+
+#: values of every type a record field may hold, the telling ones among them
+_VALUES = st.one_of(st.sampled_from(["message", "chunk", "c2s", "s2c", "stderr", "", "request"]), st.integers(-3, 2**63), st.booleans(),
+                    st.none(), st.floats(allow_nan=False), st.sampled_from([2**64, MAX_T_US, MAX_T_US + 1, {}, []]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(fields=st.lists(st.tuples(st.sampled_from(sorted(PLAIN_KEYS) + ["raw", "findings", "session"]), _VALUES), max_size=16),
+       keep=st.booleans(), few=st.booleans())
+def test_plain_record_is_its_reference(fields: list[tuple[str, Any]], keep: bool, few: bool) -> None:
+    """plain_record's verdict cached by signature (keys and their values' types)
+    is the field-by-field one, for any record, first seen or not (``few``: a
+    plain record with a field or two changed)."""
+    base = {"type": "message", "seq": 4, "t_us": 10, "dir": "s2c", "kind": "response", "json": {}} if keep else {}
+    r = base | dict(fields[:2] if few else fields)
+    assert plain_record(r) == plain_record_reference(r)
+    assert plain_record(r) == plain_record_reference(r)

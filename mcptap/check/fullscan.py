@@ -15,22 +15,21 @@ capture there. Anything unusual (a damaged record, an impossible ``t_us``) raise
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
-from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally, sequence_finding
+from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally
 from mcptap.capture.reader import _malformed, exact_ids
+from mcptap.check.full_tally import FullTally
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, INT_OR_NONE, STR_OR_NONE, Unsupported
 from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_record
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
-from mcptap.protocol.codes import finding
 from mcptap.protocol.gap_pending import gap_finding
 from mcptap.reannotate import end_record, reannotator_for
 from mcptap.records import annotation_json
@@ -45,7 +44,7 @@ class Uncommon(Exception):
     """``FullScan.only_types``: ``args[0]`` is the first line of the list that is no record of those types."""
 
 
-class FullScan:
+class FullScan(FullTally):
     """Re-annotation and grouping of one capture's lines (after the header).
 
     ``header``: the header record; ``keep``: first places kept per code;
@@ -279,59 +278,6 @@ class FullScan:
         elif msg.pair is not None:
             self.methods.pop(msg.pair, None)
 
-    def _integrity(self, r: dict[str, Any], typ: str, seq: Any) -> None:
-        """capture/integrity.Integrity.feed, its digests hashed in blocks."""
-        if typ == "gap":
-            self.gaps += 1
-            self.gap_since_last = True
-        if type(seq) is int:
-            last = self.last_seq
-            if last is not None and len(self.order) < 5:
-                f = sequence_finding(seq, typ, last, self.gap_since_last)
-                if f is not None:
-                    self.order.append(f)
-            self.last_seq = seq if last is None else max(seq, last)
-            self.gap_since_last = False
-        if self.end_seen is not None and typ != "end":
-            self.order.append(finding("capture.out_of_sequence", f"a {typ} record (seq {seq}) follows the end record"))
-        data: bytes | None = None
-        stream = None
-        if typ == "message":
-            stream = r["dir"]
-            self.counts[stream][1] += 1
-            if self.stdio:
-                raw = r.get("raw")
-                if raw is not None:
-                    data = raw.encode("utf-8")
-                elif "raw_b64" in r:
-                    data = base64.b64decode(r["raw_b64"])
-                else:
-                    try:
-                        data = orjson.dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
-                    except (TypeError, orjson.JSONEncodeError):
-                        data = exact_dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
-        elif typ == "chunk":
-            d = r.get("dir")
-            if d in _DIRS and self.stdio:
-                stream = d
-                raw, b64 = r.get("data"), r.get("data_b64")
-                if not isinstance(raw, (str, type(None))) or not isinstance(b64, (str, type(None))):
-                    raise Unsupported("chunk record data is not a string")
-                data = raw.encode("utf-8") if raw is not None else base64.b64decode(b64) if b64 is not None else b""
-        elif typ == "stderr":
-            stream = "stderr"
-            self.counts[stream][1] += 1
-            raw = r.get("data")
-            data = raw.encode("utf-8") if raw is not None else base64.b64decode(r["data_b64"]) if "data_b64" in r else b""
-        elif typ == "end":
-            self.end_seen = r
-        if data is not None and stream is not None:
-            self.counts[stream][0] += len(data)
-            self.bufs[stream].append(data)
-            self.buffered += len(data)
-            if self.buffered > FLUSH_BYTES:
-                self.flush()
-
     def _group(self, out: dict[str, Any], line: int) -> None:
         """check_stream for one re-annotated record (not the end)."""
         rep = self.rep
@@ -355,13 +301,6 @@ class FullScan:
         tt = t if isinstance(t, int) else None
         for f in fs:
             add_finding(rep.groups, rep.severities, self.keep, f, out.get("seq"), tt, line, out.get("dir"), method, self.firsts)
-
-    def flush(self) -> None:
-        for name, buf in self.bufs.items():
-            if buf:
-                self.on_bytes(name, b"".join(buf))
-                buf.clear()
-        self.buffered = 0
 
     def end_of_input(self) -> None:
         self.flush()

@@ -11,7 +11,9 @@ them), skips to a warm-up run of ``warm`` bytes before the middle, re-annotates
 that run (its findings thrown away), which rebuilds the state the middle
 has, and then the second half, grouping its findings (``report.add_finding``
 with first places, merged as check/merge.py merges the plain scan's halves).
-Meanwhile this process re-annotates the first half.
+Meanwhile this process re-annotates the first half, and goes on past the
+middle, never waiting: when the second half arrives, it is taken (this
+process's work past the middle dropped: :class:`_Mark`) if it got further.
 
 Exactness: at the middle both processes take a :func:`snapshot` of the whole
 re-annotation state (the Reannotator, its Annotator, the scan's open
@@ -19,137 +21,187 @@ requests and sequence), every field but the pure caches and the counters the
 halves add up. Only when the two are equal (byte for byte) is the second
 half's work taken; the annotator is deterministic (a pure function of its
 state and the lines fed), so it is what this process would have computed.
-Else (a request open since before the warm-up, a progress token answered
-longer ago than the window holds, a garbage line or a gap before it…) this
-process re-annotates the second half itself, its shape checks computed ahead
-by check/shape_child.py's process (``speculate``). The second process reads only records of the common ``TYPES``
+The second process sends its snapshot first, so this process learns early
+when they differ (a request sent before the warm-up and answered in it, a
+progress token answered longer ago than the window holds, a garbage line or a
+gap before it…): then it forks another second process from where it is (which
+has all of that), for the rest, ``TRIES`` in all; the last not taken, it
+re-annotates the rest itself, its shape checks computed ahead by
+check/shape_child.py's process (``speculate``). Each is forked at a line where
+every open request is old (``_quiet``): a recent one is likely answered in the
+lines it skips. The second process reads only records of the common ``TYPES``
 (``FullScan.only_types``: no ``chunk`` record, which re-frames the streams
 from there on, no end record); from the first other line (the end record at
 the latest) this process goes on, from the second's final state.
 
-    run_split(scan, path, start, size, feed, batches, speculate) -> None   # FullScan fed [start, size)
+    run_split(scan, path, start, size, feed, batches, tallies, speculate) -> None   # FullScan fed [start, size)
 """
 
 from __future__ import annotations
 
-import io
-import os
-import pickle
-import signal
+import copy
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import orjson
 
+from mcptap.capture.integrity import StreamTally
 from mcptap.capture.source import add_bytes_read
 from mcptap.check.file_ranges import line_start
+from mcptap.check.forked import STREAMS, Forked, Spill, send_frame
 from mcptap.check.fullscan import FullScan, Uncommon
 from mcptap.check.merge import merge_groups
-from mcptap.check.shape_child import end_child
+from mcptap.check.split_state import SCAN_STATE, snapshot
 from mcptap.model import severity_counts
-from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.lifecycle import SessionState
 
-STREAMS = ("c2s", "s2c", "stderr")
 Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
 #: bytes of lines the second process re-annotates before its half (the state's memory: 4096 answered
 #: ids and progress tokens; at one token in ten requests, ~90,000 lines of a tools/call capture)
 WARM_BYTES = 32 << 20
 #: bytes re-annotated before the fork (the shape checks' models are built then, once for both)
 HEAD_BYTES = 1 << 18
-#: lines read past the first ones, at most, to a line where no request is open (else no split)
+#: second processes forked, at most: when one's state at the middle is not this one's (a garbage line or a gap
+#: before its warm-up, a request open across it), another is forked from where this process is then
+TRIES = 3
+#: lines read, at most, to a line where no request opened since is open (then the second process is forked anyway)
 QUIET_LINES = 256
 
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on)
 TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
-#: Reannotator fields the halves add up (or that are not state): not compared, merged by :func:`_adopt`
-_REC_OWN = frozenset({"annotator", "streams", "stderr_stream", "severities", "codes", "t_us", "on_message"})
-#: FullScan fields compared at the middle (the rest are counters, merged, or this process's own)
-_SCAN_STATE = ("methods", "last_seq", "t_floor", "gap_since_last", "end_seen", "pending", "old_end", "had_end", "order", "truncated",
-               "oracle")
-
-
-class _Snap(pickle.Pickler):
-    """Pickles the state for comparison only (``fast``: no memo, so equal strings
-    are equal whichever objects hold them): an object met again as a reference to
-    the first time, the annotator without its shape check callable, sessions
-    without their capability cache."""
-
-    def __init__(self, file: IO[bytes]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.fast = True
-        self.met: dict[int, tuple[int, Any]] = {}
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj).__module__.startswith("mcptap."):
-            met = self.met.get(id(obj))
-            if met is not None:
-                return _named, ("again", met[0])
-            self.met[id(obj)] = (len(self.met), obj)      # (obj: kept alive, its id not reused meanwhile)
-        if isinstance(obj, Annotator):
-            return _named, ("Annotator", {k: v for k, v in vars(obj).items() if k != "shape_check"})
-        if isinstance(obj, SessionState):
-            return _named, ("SessionState", {k: getattr(obj, k) for k in obj.__dataclass_fields__ if k != "cap_cache"})
-        return NotImplemented
-
-
-def _named(name: str, state: Any) -> Any:       # (the reduce callable of _Snap: its pickles are never loaded)
-    return name, state
-
-
-def snapshot(scan: FullScan) -> bytes | None:
-    """The re-annotation state of ``scan`` as bytes (equal bytes: equal state), or None when it cannot be taken."""
-    rec = scan.rec
-    state = ({k: v for k, v in vars(rec).items() if k not in _REC_OWN}, rec.annotator, [getattr(scan, k) for k in _SCAN_STATE])
-    buf = io.BytesIO()
-    p = _Snap(buf)
-    try:
-        p.dump(state)
-    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
-        return None
-    return buf.getvalue()
-
-
 def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
-              speculate: Callable[[int], None] | None = None) -> None:
+              tallies: dict[str, StreamTally], speculate: Callable[[int], None] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
     (``feed(scan, a, b)``: the lines in [a, b), both line starts), the second
     half in a second process when that gives the same result (module doc);
     ``batches(fp, a, b)``: the lines in [a, b) of ``fp`` in lists, as ``feed`` reads them.
     ``speculate(byte)``: when the lines from ``byte`` on are this process's alone (no
-    split, or its second half not taken), called first (check/shape_child.py's process)."""
-    warm = WARM_BYTES
+    split, or its second half not taken), called first (check/shape_child.py's process).
+    ``tallies``: the stream digests ``scan.on_bytes`` hashes into (put back
+    to the middle's when the second half is taken after this process went past it)."""
     with open(path, "rb") as fp:
         first = min(size, line_start(fp, min(size, start + HEAD_BYTES)))
-        mid = min(size, line_start(fp, first + (size - first + warm) // 2))
-        w0 = min(size, line_start(fp, max(first, mid - warm)))
     feed(scan, start, first)
-    with open(path, "rb") as fp:                # to a line where no request is open: the second process forgets the
-        fp.seek(first)                          # lines between, which would have answered them
-        for _ in range(QUIET_LINES):
-            if not scan.methods and not scan.rec.annotator.pairing.pending():
-                break
-            line = fp.readline()
-            feed(scan, first, first + len(line))
-            first += len(line)
-    child = None
-    if first < w0 < mid < size and not scan.methods and scan.pending is None and not scan.rec.reframing:
+    at, taken = _quiet(scan, path, first, feed), False
+    for _ in range(TRIES):
+        with open(path, "rb") as fp:
+            mid = min(size, line_start(fp, at + (size - at + WARM_BYTES) // 2))
+            w0 = min(size, line_start(fp, max(at, mid - WARM_BYTES)))
+        if not (at < w0 < mid < size) or scan.pending is not None or scan.rec.reframing:
+            break
         try:
             child = _Split(scan, path, w0, mid, size, batches)
         except OSError:
-            pass
-    at, taken = first, False
-    if child is not None:
+            break
         try:
-            feed(scan, first, mid)
+            feed(scan, at, mid)
             scan.flush()
-            at, taken = child.merge_into(scan, mid), child.taken
+            at, outcome = _go_on(scan, child, path, mid, size, batches, tallies)
         finally:
             child.close()
-    if not taken and speculate is not None:
+        if outcome != _RETRY:
+            taken = outcome == _TAKEN
+            break
+        at = _quiet(scan, path, at, feed)
+    if not taken and speculate is not None and at < size:
         speculate(at)
     feed(scan, at, size)
+
+
+def _quiet(scan: FullScan, path: str, at: int, feed: Callable[[FullScan, int, int], None]) -> int:
+    """Feed ``scan`` lines from ``at`` on, one by one (at most ``QUIET_LINES``), to
+    one where every open request is old (sent ``QUIET_LINES`` records before or
+    more: it lasts, as a listen or a request never answered): a second process
+    forked there forgets the lines it skips, which would answer the recent ones.
+    Returns that line's start."""
+    pairing = scan.rec.annotator.pairing
+    with open(path, "rb") as fp:
+        fp.seek(at)
+        for _ in range(QUIET_LINES):
+            old = (scan.last_seq if scan.last_seq is not None else 0) - QUIET_LINES
+            if all(type(seq) is int and seq <= old for seq in scan.methods) and all(p.seq <= old for p in pairing.pending()):
+                break
+            line = fp.readline()
+            if not line:
+                break
+            feed(scan, at, at + len(line))
+            at += len(line)
+    return at
+
+
+_TAKEN, _KEPT, _RETRY = "taken", "kept", "retry"
+
+
+def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
+           tallies: dict[str, StreamTally]) -> tuple[int, str]:
+    """From the middle, this process goes on alone until the second process's
+    half arrives (never waiting for it: a starved second process costs no wall
+    time); then, when its state at the middle was this one's and it got
+    further, ``scan`` is put back as it was at the middle (``_Mark``) and takes
+    its half, this process's lines past the middle dropped. Returns (the byte
+    from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
+    ``_RETRY``: the second process's state at the middle, sent first, was another,
+    so a second process forked from here may do better)."""
+    mark = _Mark(scan, tallies)
+    pos, compared = mid, False
+    with open(path, "rb") as fp:
+        for batch in batches(fp, mid, size):
+            while child.ready():
+                got = child.next()
+                if got is None:                 # it failed or ended
+                    return pos, _KEPT
+                if not compared:                # its state at the middle (its length: the bytes are in a file)
+                    compared = True
+                    same = mark.snap is not None and child.snapshot(got) == mark.snap
+                    mark.snap = None            # (compared: not kept beside the state, peak memory)
+                    if not same:
+                        return pos, _RETRY
+                    continue
+                return child.merge_into(scan, mark, pos, got)
+            scan.run(batch)
+            n = sum(map(len, batch))
+            pos += n
+            add_bytes_read(n)
+    return pos, _KEPT                           # all of it here first: the second process's half is not needed
+
+
+def _copied(sha: Any) -> Any:
+    """A copy of a stream's digest (re-annotation's are hashlib's, which copy)."""
+    return sha.copy()
+
+
+class _Mark:
+    """What ``scan`` adds up past the middle (counters, groups, digests), as
+    it was there: put back (``restore``) before the second process's half is
+    added. Its re-annotation state is the second process's then (``_adopt``)."""
+
+    def __init__(self, scan: FullScan, tallies: dict[str, StreamTally]) -> None:
+        rec, rep = scan.rec, scan.rep
+        self.snap = snapshot(scan)
+        self.digests = {name: t.sha.copy() for name, t in tallies.items()}
+        self.tallies = tallies
+        self.streams = [(s, s.bytes, s.messages, _copied(s.sha)) for s in (*rec.streams.values(), rec.stderr_stream)]
+        self.rec = dict(rec.severities), dict(rec.codes)
+        self.rep = copy.deepcopy(rep.groups), dict(rep.severities), rep.records, rep.messages, rep.duration_us
+        self.scan = scan.n, scan.cut, scan.gaps, {name: list(c) for name, c in scan.counts.items()}
+
+    def restore(self, scan: FullScan) -> None:
+        rec, rep = scan.rec, scan.rep
+        for name, sha in self.digests.items():
+            self.tallies[name].sha = sha
+        for s, nbytes, nmsg, sha in self.streams:
+            s.bytes, s.messages, s.sha = nbytes, nmsg, sha
+        rec.severities.clear()
+        rec.severities.update(self.rec[0])
+        rec.codes.clear()
+        rec.codes.update(self.rec[1])
+        rep.groups, rep.severities, rep.records, rep.messages, rep.duration_us = self.rep
+        scan.n, scan.cut, scan.gaps, counts = self.scan
+        for name, c in counts.items():
+            scan.counts[name][:] = c
+        for buf in scan.bufs.values():
+            buf.clear()
+        scan.buffered = 0
 
 
 def _no_shape_check(*args: Any) -> list[Any]:
@@ -160,35 +212,23 @@ class _Split:
     """The second process: warm-up [w0, mid), then the second half [mid, size) up to its first uncommon line."""
 
     def __init__(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> None:
-        self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
-        r, w = os.pipe()
+        self.spill = Spill()
         try:
-            self.pid = os.fork()
+            # its state at the middle goes through a file, the pipe only says it is there: a
+            # snapshot bigger than the pipe holds would stop it until this process reads it
+            self.snapped = tempfile.TemporaryFile()
         except OSError:
-            for fd in (r, w):
-                os.close(fd)
-            for f in self.files.values():
-                f.close()
+            self.spill.close()
             raise
-        if self.pid == 0:                      # the child
-            os.close(r)
-            status = 1
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
-                data = pickle.dumps(self._run(scan, path, w0, mid, size, batches), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(w, view):]
-                status = 0
-            except BaseException:  # noqa: BLE001 - the parent then re-annotates the second half itself
-                pass
-            finally:
-                os._exit(status)
-        os.close(w)
-        self.r = r
-        self.taken = False
+        try:
+            self.child = Forked(lambda w: self._run(scan, path, w0, mid, size, batches, w))
+        except OSError:
+            self.spill.close()
+            self.snapped.close()
+            raise
 
-    def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches) -> dict[str, Any] | None:
+    def _run(self, scan: FullScan, path: str, w0: int, mid: int, size: int, batches: Batches, w: int) -> None:
+        """In the second process: its state at the middle (``snapshot``), then its work, sent (``send_frame``)."""
         for buf in scan.bufs.values():           # the first lines' bytes: the parent's to hash
             buf.clear()
         scan.buffered = 0
@@ -215,14 +255,12 @@ class _Split:
             scan.flush()
             snap = snapshot(scan)
             if snap is None:
-                return None
+                return
+            self.snapped.write(snap)
+            self.snapped.flush()
+            send_frame(w, len(snap))
             # the second half: its own counters and groups, added to the first half's by the parent
-            files = self.files
-
-            def spill(name: str, data: bytes) -> None:
-                files[name].write(data)
-
-            scan.on_bytes = spill
+            scan.on_bytes = self.spill.write
             scan.n = scan.cut = scan.gaps = 0
             scan.counts = {name: [0, 0] for name in STREAMS}
             rep.records = rep.messages = rep.duration_us = 0
@@ -239,49 +277,53 @@ class _Split:
             except Uncommon as stop:
                 at += sum(len(line) for line in batch[:stop.args[0]])
             scan.flush()
-        for f in files.values():
-            f.flush()
+        self.spill.flush()
         rec.on_message = None
         rec.annotator.shape_check = None  # type: ignore[assignment]   # the parent's own is put back
         streams = {d.value: (s.bytes, s.messages) for d, s in rec.streams.items()} | {"stderr": (rec.stderr_stream.bytes, rec.stderr_stream.messages)}
-        return {"snap": snap, "at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
-                "streams": streams, "scan": [getattr(scan, k) for k in _SCAN_STATE],
-                "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages, "duration": rep.duration_us,
-                "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts}
+        send_frame(w, {"at": at, "rec": {k: v for k, v in vars(rec).items() if k not in ("streams", "stderr_stream", "on_message")},
+                       "streams": streams, "scan": [getattr(scan, k) for k in SCAN_STATE],
+                       "n": scan.n, "gaps": scan.gaps, "counts": scan.counts, "records": rep.records, "messages": rep.messages,
+                       "duration": rep.duration_us, "groups": rep.groups, "sev": rep.severities, "firsts": scan.firsts})
 
-    def merge_into(self, scan: FullScan, mid: int) -> int:
-        """Take the second process's work into ``scan`` (at the middle, its
-        own bytes flushed) when its state at the middle is ``scan``'s; returns
-        the byte from which ``scan`` goes on (``mid`` when nothing was taken)."""
-        chunks = []
-        while data := os.read(self.r, 1 << 20):
-            chunks.append(data)
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
-        if status != 0 or not chunks:
-            return mid
-        got = pickle.loads(b"".join(chunks))
-        if got is None or got["snap"] != snapshot(scan):
-            return mid
+    def ready(self) -> bool:
+        """Whether the second process has sent something (or ended), without waiting."""
+        return self.child.ready()
+
+    def next(self) -> Any:
+        """The next of what the second process sends (its state at the middle,
+        then its work), waited for once it has begun; None: it failed or ended."""
+        return self.child.frame(wait=True)
+
+    def merge_into(self, scan: FullScan, mark: _Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
+        """Take the second process's work ``got`` into ``scan`` (gone on to byte
+        ``pos``, from ``mark`` at the middle, where the states were equal) when it
+        got further; returns (the byte from which ``scan`` goes on, ``_TAKEN`` or ``_KEPT``)."""
+        if got["at"] <= pos:
+            return pos, _KEPT
+        mark.restore(scan)
         _adopt(scan, got)
-        self.taken = True
-        for name, f in self.files.items():      # the second half's stream bytes, after the first half's
-            f.seek(0)
-            while block := f.read(1 << 20):
-                scan.on_bytes(name, block)
-                if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
-                    scan.rec.stderr_stream.sha.update(block)
+
+        def hashed(name: str, block: bytes) -> None:       # the second half's stream bytes, after the first half's
+            scan.on_bytes(name, block)
+            if name == "stderr":            # (the same bytes as the re-annotator's stderr digest: decode_bytes')
+                scan.rec.stderr_stream.sha.update(block)
+
+        self.spill.replay(hashed)
         at: int = got["at"]
-        add_bytes_read(at - mid)                # (the progress line: the second half's bytes, read)
-        return at
+        add_bytes_read(at - pos)                # (the progress line: the second half's bytes past this process's own, read)
+        return at, _TAKEN
+
+    def snapshot(self, n: int) -> bytes:
+        """The second process's state at the middle (``n`` bytes, in its file)."""
+        self.snapped.seek(0)
+        data: bytes = self.snapped.read(n)
+        return data
 
     def close(self) -> None:
-        if self.pid:
-            end_child(self.pid)
-            self.pid = 0
-        os.close(self.r)
-        for f in self.files.values():
-            f.close()
+        self.child.close()
+        self.spill.close()
+        self.snapped.close()
 
 
 def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
@@ -301,7 +343,7 @@ def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
     for d, (nbytes, nmsg) in got["streams"].items():
         streams[d].bytes += nbytes
         streams[d].messages += nmsg
-    for k, v in zip(_SCAN_STATE, got["scan"], strict=True):
+    for k, v in zip(SCAN_STATE, got["scan"], strict=True):
         if k != "oracle":
             setattr(scan, k, v)
     merge_groups(rep.groups, rep.severities, [(got["groups"], got["sev"], got["firsts"])], scan.keep, scan.n + scan.cut)

@@ -28,9 +28,7 @@ import gc
 import mmap
 import os
 import pickle
-import signal
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -40,10 +38,11 @@ from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
 from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
 from mcptap.check.file_ranges import BATCH, balanced, batches, line_start, middle
+from mcptap.check.forked import STREAMS, Forked, Spill, write_all
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
-from mcptap.check.shape_child import ShapeChild, end_child
+from mcptap.check.shape_child import ShapeChild
 from mcptap.protocol.fingerprint import rules_fingerprint
 
 if TYPE_CHECKING:
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
 
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
-STREAMS = ("c2s", "s2c", "stderr")
 SAMPLE = 1 << 20        # bytes of lines timed before the fork (how fast this machine scans: check/file_ranges.balanced)
 SPLIT_FULL_BYTES = 96 << 20    # records (bytes) from which check --full splits the capture between two processes (check/fullsplit.py)
 GC_YOUNG = 100_000      # the young generation's collection threshold while a capture is re-annotated
@@ -122,9 +120,9 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
         if two and size - start >= SPLIT_FULL_BYTES:
             from mcptap.check.fullsplit import run_split
 
-            def split(scan: FullScan, speculate: Callable[[int], None]) -> None:
+            def split(scan: FullScan, speculate: Callable[[int], None], tallies: dict[str, StreamTally]) -> None:
                 run_split(scan, path, start, size, lambda s, a, b: feed(s, None, a, b), lambda f, a, b: batches(f, a, b, lambda n: None),
-                          speculate if shapes else None)
+                          tallies, speculate if shapes else None)
 
             return _full(path, feed, header, keep, shapes, ahead, split)
         return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
@@ -141,7 +139,7 @@ def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:
 
 def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], keep: int, shapes: bool,
           ahead: Callable[[int | None], Iterator[list[bytes]]] | None = None,
-          split: Callable[[FullScan, Callable[[int], None]], None] | None = None) -> CaptureReport | None:
+          split: Callable[[FullScan, Callable[[int], None], dict[str, StreamTally]], None] | None = None) -> CaptureReport | None:
     """Re-annotation (--full, other rules, chunk records): this process, and
     with ``ahead`` (the lists of lines this process reads from a byte on, None: the first) a
     second one that computes the schema shape checks ahead (check/shape_child.py);
@@ -170,7 +168,7 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
     gc.set_threshold(max(threshold[0], GC_YOUNG), *threshold[1:])
     try:
         if split is not None:
-            split(scan, speculate)
+            split(scan, speculate, tallies)
         else:
             feed(scan)
         scan.end_of_input()
@@ -260,40 +258,22 @@ class _Child:
     """The forked process that scans bytes [mid, size) of the capture."""
 
     def __init__(self, path: str, transport: str | None, keep: int, shapes: bool, mid: int, size: int) -> None:
-        self.files = {name: tempfile.TemporaryFile() for name in STREAMS}
+        self.spill = Spill()
         self.shared = mmap.mmap(-1, 16)        # the child's bytes read; byte 8: it failed (1), met a chunk record (2)
         self.counted = 0
-        r, w = os.pipe()
+
+        def failed(exc: BaseException) -> None:
+            self.shared[8] = 2 if isinstance(exc, Unsupported) and str(exc) == "chunk record" else 1
+
         try:
-            self.pid = os.fork()
+            self.child = Forked(lambda w: self._run(w, path, transport, keep, shapes, mid, size), failed)
         except OSError:
-            for fd in (r, w):
-                os.close(fd)
-            for f in self.files.values():
-                f.close()
+            self.spill.close()
             self.shared.close()
             raise
-        if self.pid == 0:                      # the child
-            os.close(r)
-            status = 1
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent handles ^C and ends this process
-                self._run(w, path, transport, keep, shapes, mid, size)
-                status = 0
-            except BaseException as exc:  # noqa: BLE001 - the parent then scans this half itself
-                self.shared[8] = 2 if isinstance(exc, Unsupported) and str(exc) == "chunk record" else 1
-            finally:
-                os._exit(status)
-        os.close(w)
-        self.r = r
 
     def _run(self, w: int, path: str, transport: str | None, keep: int, shapes: bool, mid: int, size: int) -> None:
-        files = self.files
-
-        def spill(name: str, data: bytes) -> None:
-            files[name].write(data)
-
-        scan = Scan(transport, keep, shapes, False, spill)
+        scan = Scan(transport, keep, shapes, False, self.spill.write)
         shared = self.shared
 
         def progress(n: int) -> None:
@@ -303,14 +283,10 @@ class _Child:
             for batch in batches(fp, mid, size, progress):
                 scan.run(batch)
         scan.end_of_input()
-        for f in files.values():
-            f.flush()
+        self.spill.flush()
         data = pickle.dumps(scan.state(), protocol=pickle.HIGHEST_PROTOCOL)
         self.shared[:8] = (size - mid).to_bytes(8, "little")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view):]
-        os.close(w)
+        write_all(w, data)
 
     def progress(self) -> None:
         """Count the child's bytes read so far into this process's progress;
@@ -324,15 +300,8 @@ class _Child:
 
     def result(self) -> dict[str, Any] | None:
         """The child's scan state, or None when it failed."""
-        chunks = []
-        while data := os.read(self.r, 1 << 20):
-            chunks.append(data)
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
+        state: dict[str, Any] | None = self.child.result()
         self.progress_done()
-        if status != 0 or not chunks:
-            return None
-        state: dict[str, Any] = pickle.loads(b"".join(chunks))
         return state
 
     def progress_done(self) -> None:
@@ -342,16 +311,9 @@ class _Child:
 
     def hash_into(self, tallies: dict[str, StreamTally]) -> None:
         """Hash the child's stream bytes into ``tallies`` (after this process's own)."""
-        for name, f in self.files.items():
-            f.seek(0)
-            while block := f.read(1 << 20):
-                tallies[name].sha.update(block)
+        self.spill.replay(lambda name, block: tallies[name].sha.update(block))
 
     def close(self) -> None:
-        if self.pid:
-            end_child(self.pid)
-            self.pid = 0
-        os.close(self.r)
-        for f in self.files.values():
-            f.close()
+        self.child.close()
+        self.spill.close()
         self.shared.close()
