@@ -25,7 +25,8 @@ transport. What the recording shows is what the client gets:
 A recorded server line that is not a JSON-RPC message (a stdio server's banner) has no
 byte stream to go in: it is left out, with a ``serve`` note in the mock's capture.
 
-A loopback mock answers only loopback ``Host`` names (DNS rebinding). With a
+A loopback mock answers only loopback ``Host`` and ``Origin`` names (DNS
+rebinding), and any mock only JSON POSTs (serve/http_guard.py). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
 """
@@ -47,6 +48,7 @@ from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
+from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
@@ -143,6 +145,11 @@ class HttpMock:
                           headers=headers_json(list(req.headers)))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
+            return
+        refused = refusal(method, self._header(req, b"origin"), self._header(req, b"content-type"), self._hosts,
+                          check_origin=not self.allow_remote)
+        if refused is not None:
+            await self._plain(c, refused[0], refused[1], ex, ctype=refused[2] or "text/plain")
             return
         path = urlsplit(target).path
         if self.script.legacy_sse:

@@ -208,3 +208,33 @@ def test_what_a_response_stream_still_holds_when_it_ends_goes_to_the_standalone_
     get = ms.open_standalone()
     ms.close_standalone(get)
     assert ms.backlog == [answer, late] and held == [answer, late]    # kept for the next GET stream
+
+
+async def test_a_cross_site_or_non_json_post_is_refused_as_a_real_server_refuses(tmp_path: Path) -> None:
+    # A web page can send a form POST (text/plain, no CORS preflight) to a mock on the developer's
+    # machine; the SDK server it stands in for answers such a POST 400/415, and a foreign Origin 403.
+    cap = http_capture(tmp_path / "http.jsonl")
+    body = orjson.dumps(INIT)
+    async with mock(cap) as url, httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "text/plain", "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "text/plain"})
+        assert r.status_code == 415 and r.json()["error"]["code"] == -32600
+        r = await http.post(url, content=body, headers=ACCEPT)                 # no Content-Type at all
+        assert r.status_code == 415
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "Application/JSON; charset=utf-8",
+                                                         "Origin": url.rsplit("/", 1)[0]})
+        assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "s"
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "application/json", "Origin": "null"})
+        assert r.status_code == 403
+
+
+def test_origin_and_media_type_rules() -> None:
+    from mcptap.serve.http_guard import json_media_type, origin_allowed
+    hosts = {"127.0.0.1", "localhost", "[::1]"}
+    assert origin_allowed(None, hosts) and origin_allowed("http://localhost:3000", hosts)
+    assert origin_allowed("http://[::1]:8080", hosts) and origin_allowed("https://127.0.0.1", hosts)
+    assert not origin_allowed("http://127.0.0.1.evil.example", hosts) and not origin_allowed("file://", hosts)
+    assert not origin_allowed("http://[::1", hosts) and not origin_allowed("http://localhost:99999", hosts)
+    assert json_media_type("application/json") and not json_media_type("application/jsonl")
+    assert not json_media_type("text/plain; x=application/json")
