@@ -47,7 +47,7 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore
-from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
+from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.wire import encode, hkey, valid_id
@@ -62,7 +62,8 @@ class HttpMock:
     """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None, idle_timeout: float = 300.0, request_timeout: float = 30.0,
+                 max_connections: int | None = None) -> None:
         check_listen(host, port, allow_remote)
         self.core = core
         self.script = core.script
@@ -70,6 +71,8 @@ class HttpMock:
         self.host, self.port = host, port
         self.allow_remote = allow_remote
         self.say = say or (lambda line: None)
+        self.timeouts = (idle_timeout, request_timeout)       # s: as the tap's --idle-timeout / --request-timeout
+        self.limit = Limit.saying(self.say, max_connections)
         self.sessions: dict[str, MockSession] = {}
         self.stateless = MockSession(core.open(), on_backlog=self._backlogged, get_stream=self.script.get_stream)
         self.url: str | None = None
@@ -100,19 +103,22 @@ class HttpMock:
             await self.bind()
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
-            await nursery.start(trio.serve_listeners, self._handle, self._listeners)
+            for listener in self._listeners:
+                nursery.start_soon(accept_loop, listener, self._handle, nursery, self.limit)
             task_status.started(self.url)
 
     # -- connections --------------------------------------------------------------------
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
-        c = Conn(stream, self._conns)
+        c = Conn(stream, self._conns, *self.timeouts)
         try:
             while True:
                 got = await c.next_request()
                 if not isinstance(got, tuple):
                     if got == TOO_LARGE:
                         await self._plain(c, 413, b"request body too large")
+                    elif got == TOO_SLOW:
+                        await c.answer_slow(self.limit.notices)
                     return
                 await self._request(c, *got)
                 if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:

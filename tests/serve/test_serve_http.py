@@ -238,3 +238,64 @@ def test_origin_and_media_type_rules() -> None:
     assert not origin_allowed("http://[::1", hosts) and not origin_allowed("http://localhost:99999", hosts)
     assert json_media_type("application/json") and not json_media_type("application/jsonl")
     assert not json_media_type("text/plain; x=application/json")
+
+
+async def _raw(url: str) -> trio.SocketStream:
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    return await trio.open_tcp_stream(host, int(port))
+
+
+async def _read_all(s: trio.SocketStream) -> bytes:
+    got = b""
+    with trio.fail_after(10):
+        while chunk := await s.receive_some(65536):
+            got += chunk
+    return got
+
+
+async def test_slow_idle_and_surplus_clients_cannot_hold_the_mock(tmp_path: Path) -> None:
+    # A mock left listening must not be held by clients that dribble a request head (slowloris),
+    # sit idle, or open more connections than it can serve (as the tap's own protections).
+    cap = http_capture(tmp_path / "http.jsonl")
+    said: list[str] = []
+    async with mock(cap, request_timeout=0.3, idle_timeout=0.3, max_connections=2, say=said.append) as url:
+        slow = await _raw(url)
+        await slow.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        assert (await _read_all(slow)).startswith(b"HTTP/1.1 408 ")
+        idle = await _raw(url)
+        assert await _read_all(idle) == b""                          # closed quietly
+        held = [await _raw(url), await _raw(url)]
+        await held[0].send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")   # in progress, not idle yet
+        extra = await _raw(url)
+        assert (await _read_all(extra)).startswith(b"HTTP/1.1 503 ")
+        for s in held:
+            await _read_all(s)                                       # both time out, freeing their places
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(url, json=INIT, headers=ACCEPT)
+            assert r.status_code == 200
+    assert any("408" in line for line in said) and any("503" in line for line in said)
+
+
+async def test_out_of_file_descriptors_is_one_line_and_a_retry_not_a_traceback() -> None:
+    import errno
+
+    from mcptap.serve.http_conn import Limit, accept_loop
+
+    class Listener:
+        calls = 0
+
+        async def accept(self) -> Any:
+            Listener.calls += 1
+            if Listener.calls <= 3:
+                raise OSError(errno.EMFILE, "Too many open files")
+            await trio.sleep_forever()
+
+    said: list[str] = []
+    limit = Limit.saying(said.append, 4)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(accept_loop, Listener(), None, nursery, limit)
+        with trio.fail_after(10):
+            while Listener.calls < 4:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert limit.notices.counts() == {"accept": 3} and len(said) == 1 and "Too many open files" in said[0]
