@@ -173,6 +173,18 @@ def test_text_report_names_codes_counts_places_and_verdict(tmp_path: Path) -> No
     assert "error" in roles and "ok" in roles                # PASS under --fail-on never
 
 
+def test_text_report_splits_a_code_seen_at_several_severities() -> None:
+    from mcptap.check.report import CaptureReport, CodeGroup
+    cap = CaptureReport("c.jsonl", "stdio", None)
+    cap.messages, cap.complete = 3, True
+    cap.severities = {"error": 1, "warn": 0, "info": 1}
+    cap.groups["framing.batch"] = CodeGroup("framing.batch", "error", 2, {"error": 1, "info": 1})
+    cap.groups["jsonrpc.unmatched_response"] = CodeGroup("jsonrpc.unmatched_response", "error", 2, {"error": 2})
+    text = "\n".join(format_text(CheckReport([cap], "error")))
+    assert "framing.batch ×2 (1 error, 1 info)" in text
+    assert "jsonrpc.unmatched_response ×2  first" in text
+
+
 def test_json_report_shape(tmp_path: Path) -> None:
     rep = run_check([str(unmatched_three_times(tmp_path))], "warn")
     j = rep.to_json()

@@ -36,7 +36,7 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
         for g in cap.sorted_groups():
             where = ", ".join(p.where() for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"
-            yield f"  {st(shown(f'{g.severity:<5}'), g.severity)} {shown(g.code)} ×{g.count}  first {where}{more}"
+            yield f"  {st(shown(f'{g.severity:<5}'), g.severity)} {shown(g.code)} ×{g.count}{_split(g.by_severity)}  first {where}{more}"
             if g.places:
                 first = g.places[0]
                 what = f"{first.method}: " if first.method and first.method not in first.message else ""
@@ -55,6 +55,15 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
     else:
         verdict = st("PASS", "ok") + f" (nothing at or above {report.fail_on})"
     yield f"{len(report.captures)} capture(s): {totals['error']} error, {totals['warn']} warn, {totals['info']} info: {verdict}"
+
+
+def _split(by_severity: dict[str, int]) -> str:
+    # A rule may lower a code's severity for some findings (a revision, a
+    # kind of member): the group line shows the highest, so say how the
+    # count divides, or "error ×2" would over-state it.
+    if len(by_severity) < 2:
+        return ""
+    return " (" + ", ".join(f"{by_severity[s]} {s}" for s in ("error", "warn", "info") if s in by_severity) + ")"
 
 
 def _s(n: int) -> str:

@@ -25,7 +25,8 @@ transport. What the recording shows is what the client gets:
 A recorded server line that is not a JSON-RPC message (a stdio server's banner) has no
 byte stream to go in: it is left out, with a ``serve`` note in the mock's capture.
 
-A loopback mock answers only loopback ``Host`` names (DNS rebinding). With a
+A loopback mock answers only loopback ``Host`` and ``Origin`` names (DNS
+rebinding), and any mock only JSON POSTs (serve/http_guard.py). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
 """
@@ -46,7 +47,8 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore
-from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, Conn
+from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
+from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
@@ -60,7 +62,8 @@ class HttpMock:
     """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None, idle_timeout: float = 300.0, request_timeout: float = 30.0,
+                 max_connections: int | None = None) -> None:
         check_listen(host, port, allow_remote)
         self.core = core
         self.script = core.script
@@ -68,6 +71,8 @@ class HttpMock:
         self.host, self.port = host, port
         self.allow_remote = allow_remote
         self.say = say or (lambda line: None)
+        self.timeouts = (idle_timeout, request_timeout)       # s: as the tap's --idle-timeout / --request-timeout
+        self.limit = Limit.saying(self.say, max_connections)
         self.sessions: dict[str, MockSession] = {}
         self.stateless = MockSession(core.open(), on_backlog=self._backlogged, get_stream=self.script.get_stream)
         self.url: str | None = None
@@ -98,19 +103,22 @@ class HttpMock:
             await self.bind()
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
-            await nursery.start(trio.serve_listeners, self._handle, self._listeners)
+            for listener in self._listeners:
+                nursery.start_soon(accept_loop, listener, self._handle, nursery, self.limit)
             task_status.started(self.url)
 
     # -- connections --------------------------------------------------------------------
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
-        c = Conn(stream, self._conns)
+        c = Conn(stream, self._conns, *self.timeouts)
         try:
             while True:
                 got = await c.next_request()
                 if not isinstance(got, tuple):
                     if got == TOO_LARGE:
                         await self._plain(c, 413, b"request body too large")
+                    elif got == TOO_SLOW:
+                        await c.answer_slow(self.limit.notices)
                     return
                 await self._request(c, *got)
                 if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
@@ -143,6 +151,11 @@ class HttpMock:
                           headers=headers_json(list(req.headers)))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
+            return
+        refused = refusal(method, self._header(req, b"origin"), self._header(req, b"content-type"), self._hosts,
+                          check_origin=not self.allow_remote)
+        if refused is not None:
+            await self._plain(c, refused[0], refused[1], ex, ctype=refused[2] or "text/plain")
             return
         path = urlsplit(target).path
         if self.script.legacy_sse:

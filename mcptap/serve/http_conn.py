@@ -1,18 +1,33 @@
 """One client connection of the HTTP mock (trio + h11, level 4): requests in, events out.
 
-    c = Conn(stream, cid)
-    got = await c.next_request()     # (h11.Request, body bytes), TOO_LARGE, or None (closed)
+    c = Conn(stream, cid, idle_timeout=300.0, request_timeout=30.0)
+    got = await c.next_request()     # (h11.Request, body bytes), TOO_LARGE, TOO_SLOW, or None (closed)
     await c.send(h11.Response(...), h11.Data(...), h11.EndOfMessage())
+
+    await accept_loop(listener, handle, nursery, limit)   # connection cap: 503 beyond it
+
+The same client protections as the tap's (transport/limits.py, relay/http/timeouts.py),
+so a mock left listening on a developer's machine cannot be held by a few
+idle or dribbling clients: a connection without a request in progress is
+closed after ``idle_timeout`` seconds; a request not received whole within
+``request_timeout`` seconds of its first byte (slowloris) is answered 408 and
+the connection closed; beyond ``limit.max_connections`` open connections new
+ones get 503; out of file descriptors, one rate-limited line and a short pause
+(never a traceback).
 
 The transport errors a client that goes away can raise are ``IO_ERRORS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import h11
 import trio
+
+from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections
 
 CHUNK = 64 * 1024
 #: bytes: a request body beyond this is refused (413)
@@ -20,15 +35,21 @@ MAX_BODY = 64 * 1024 * 1024
 IO_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError, h11.ProtocolError)
 #: ``next_request``'s answer for a body over MAX_BODY
 TOO_LARGE = "too large"
+#: ``next_request``'s answer for a request not received whole within the request timeout
+TOO_SLOW = "too slow"
+SLOW_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+               b"Content-Length: 47\r\n\r\nmcptap serve: the request did not arrive whole\n")
 
 
 class Conn:
     """An h11 server connection on ``stream``; ``id``: its number in the mock's capture."""
 
-    def __init__(self, stream: trio.abc.Stream, cid: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, cid: int, idle_timeout: float = 300.0, request_timeout: float = 30.0) -> None:
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER)
         self.id = cid
+        self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
 
     async def next_event(self) -> Any:
         while True:
@@ -40,7 +61,22 @@ class Conn:
 
     async def next_request(self) -> tuple[h11.Request, bytes] | str | None:
         """The next request and its whole body; TOO_LARGE (the body is over MAX_BODY);
-        None when the client closed the connection (or sent no request). Raises IO_ERRORS."""
+        TOO_SLOW (not whole within ``request_timeout`` s of its first byte); None when
+        the client closed the connection, sent no request, or none for ``idle_timeout``
+        s. Raises IO_ERRORS."""
+        if not self.h11.trailing_data[0] and not self.h11.trailing_data[1]:
+            data = b""
+            with trio.move_on_after(self.idle_timeout):
+                data = bytes(await self.stream.receive_some(CHUNK))
+                self.h11.receive_data(data)
+            if not data:
+                return None
+        got: tuple[h11.Request, bytes] | str | None = TOO_SLOW
+        with trio.move_on_after(self.request_timeout):
+            got = await self._request()
+        return got
+
+    async def _request(self) -> tuple[h11.Request, bytes] | str | None:
         ev = await self.next_event()
         if isinstance(ev, h11.ConnectionClosed) or not isinstance(ev, h11.Request):
             return None
@@ -56,6 +92,59 @@ class Conn:
             elif isinstance(e, h11.ConnectionClosed):
                 return None
 
+    async def answer_slow(self, notices: Notices) -> None:
+        """408 for a request that did not arrive whole in time (the connection is then closed)."""
+        notices.note("request", f"a client did not send its request whole within {self.request_timeout:g} s: answered 408")
+        await self.stream.send_all(SLOW_ANSWER)
+
     async def send(self, *events: Any) -> None:
         data = b"".join(self.h11.send(e) or b"" for e in events)
         await self.stream.send_all(data)
+
+
+@dataclass(slots=True)
+class Limit:
+    """Open connections (``open``) against ``max_connections``; ``notices``
+    prints the rate-limited lines and counts them."""
+
+    notices: Notices
+    max_connections: int = field(default_factory=default_max_connections)
+    open: int = 0
+    refuser: Refuser = field(default_factory=Refuser)
+
+    @classmethod
+    def saying(cls, say: Callable[[str], None], max_connections: int | None = None) -> Limit:
+        """A limit whose notices go to ``say(line)``; ``max_connections`` None: from the file descriptor limit."""
+        limit = cls(Notices(say))
+        if max_connections is not None:
+            limit.max_connections = max_connections
+        return limit
+
+
+async def accept_loop(listener: trio.SocketListener, handle: Callable[[trio.SocketStream], Awaitable[None]],
+                      nursery: trio.Nursery, limit: Limit) -> None:
+    """Accept forever, starting ``handle(stream)`` in ``nursery`` for each
+    connection while fewer than ``limit.max_connections`` are open (503 beyond).
+    Out of file descriptors: one rate-limited line and a 0.1 s pause."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in ACCEPT_CAPACITY:
+                raise
+            limit.notices.note("accept", f"cannot accept a connection: {exc.strerror or exc} (raise the file descriptor limit); retrying")
+            await trio.sleep(0.1)
+            continue
+        if limit.open >= limit.max_connections:
+            limit.notices.note("full", f"{limit.open} client connections open (at most {limit.max_connections}): answering 503 to new ones")
+            nursery.start_soon(limit.refuser.refuse, stream)
+            continue
+        limit.open += 1
+        nursery.start_soon(_counted, handle, stream, limit)
+
+
+async def _counted(handle: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, limit: Limit) -> None:
+    try:
+        await handle(stream)
+    finally:
+        limit.open -= 1

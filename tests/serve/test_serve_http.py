@@ -208,3 +208,94 @@ def test_what_a_response_stream_still_holds_when_it_ends_goes_to_the_standalone_
     get = ms.open_standalone()
     ms.close_standalone(get)
     assert ms.backlog == [answer, late] and held == [answer, late]    # kept for the next GET stream
+
+
+async def test_a_cross_site_or_non_json_post_is_refused_as_a_real_server_refuses(tmp_path: Path) -> None:
+    # A web page can send a form POST (text/plain, no CORS preflight) to a mock on the developer's
+    # machine; the SDK server it stands in for answers such a POST 400/415, and a foreign Origin 403.
+    cap = http_capture(tmp_path / "http.jsonl")
+    body = orjson.dumps(INIT)
+    async with mock(cap) as url, httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "text/plain", "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "text/plain"})
+        assert r.status_code == 415 and r.json()["error"]["code"] == -32600
+        r = await http.post(url, content=body, headers=ACCEPT)                 # no Content-Type at all
+        assert r.status_code == 415
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "Application/JSON; charset=utf-8",
+                                                         "Origin": url.rsplit("/", 1)[0]})
+        assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "s"
+        r = await http.post(url, content=body, headers={**ACCEPT, "Content-Type": "application/json", "Origin": "null"})
+        assert r.status_code == 403
+
+
+def test_origin_and_media_type_rules() -> None:
+    from mcptap.serve.http_guard import json_media_type, origin_allowed
+    hosts = {"127.0.0.1", "localhost", "[::1]"}
+    assert origin_allowed(None, hosts) and origin_allowed("http://localhost:3000", hosts)
+    assert origin_allowed("http://[::1]:8080", hosts) and origin_allowed("https://127.0.0.1", hosts)
+    assert not origin_allowed("http://127.0.0.1.evil.example", hosts) and not origin_allowed("file://", hosts)
+    assert not origin_allowed("http://[::1", hosts) and not origin_allowed("http://localhost:99999", hosts)
+    assert json_media_type("application/json") and not json_media_type("application/jsonl")
+    assert not json_media_type("text/plain; x=application/json")
+
+
+async def _raw(url: str) -> trio.SocketStream:
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    return await trio.open_tcp_stream(host, int(port))
+
+
+async def _read_all(s: trio.SocketStream) -> bytes:
+    got = b""
+    with trio.fail_after(10):
+        while chunk := await s.receive_some(65536):
+            got += chunk
+    return got
+
+
+async def test_slow_idle_and_surplus_clients_cannot_hold_the_mock(tmp_path: Path) -> None:
+    # A mock left listening must not be held by clients that dribble a request head (slowloris),
+    # sit idle, or open more connections than it can serve (as the tap's own protections).
+    cap = http_capture(tmp_path / "http.jsonl")
+    said: list[str] = []
+    async with mock(cap, request_timeout=0.3, idle_timeout=0.3, max_connections=2, say=said.append) as url:
+        slow = await _raw(url)
+        await slow.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        assert (await _read_all(slow)).startswith(b"HTTP/1.1 408 ")
+        idle = await _raw(url)
+        assert await _read_all(idle) == b""                          # closed quietly
+        held = [await _raw(url), await _raw(url)]
+        await held[0].send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")   # in progress, not idle yet
+        extra = await _raw(url)
+        assert (await _read_all(extra)).startswith(b"HTTP/1.1 503 ")
+        for s in held:
+            await _read_all(s)                                       # both time out, freeing their places
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(url, json=INIT, headers=ACCEPT)
+            assert r.status_code == 200
+    assert any("408" in line for line in said) and any("503" in line for line in said)
+
+
+async def test_out_of_file_descriptors_is_one_line_and_a_retry_not_a_traceback() -> None:
+    import errno
+
+    from mcptap.serve.http_conn import Limit, accept_loop
+
+    class Listener:
+        calls = 0
+
+        async def accept(self) -> Any:
+            Listener.calls += 1
+            if Listener.calls <= 3:
+                raise OSError(errno.EMFILE, "Too many open files")
+            await trio.sleep_forever()
+
+    said: list[str] = []
+    limit = Limit.saying(said.append, 4)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(accept_loop, Listener(), None, nursery, limit)
+        with trio.fail_after(10):
+            while Listener.calls < 4:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+    assert limit.notices.counts() == {"accept": 3} and len(said) == 1 and "Too many open files" in said[0]
