@@ -1,5 +1,6 @@
-"""The ``mcptap`` program's first code: the console script (``mcptap.cli.entry:run``)
-and ``python -m mcptap`` start here, before click and the commands are imported.
+"""The ``mcptap`` program's first code: the console script (``mcptap.cli.entry:run``),
+``python -m mcptap``, ``python -m mcptap.cli.main`` and ``python -m mcptap.cli.entry``
+start here, before click and the commands are imported.
 
 A Ctrl-C (a host's SIGINT) may come at any moment, also while mcptap imports
 (~50 ms) and while the interpreter shuts down, where Python's KeyboardInterrupt
@@ -85,3 +86,7 @@ def run() -> None:
         from mcptap.cli import interrupt
         sys.stderr.write(interrupt.interrupted_line())
         sys.exit(interrupt.EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    run()
