@@ -77,8 +77,8 @@ class _LazyGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name, cmd, rest = super().resolve_command(ctx, args)
-        if name != "record":
-            early_signals.release()     # record's SignalLatch takes a SIGTERM held since start; other commands end by it
+        if name not in ("record", "serve", "replay"):
+            early_signals.release()     # their SignalLatch takes a SIGTERM held since start; other commands end by it
         return name, cmd, rest
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
