@@ -138,7 +138,7 @@ class Script:
 
 
 class _Session:
-    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open")
+    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open", "opening_t")
 
     def __init__(self, script: SessionScript) -> None:
         self.script = script
@@ -148,6 +148,7 @@ class _Session:
         self.last_c2s: Recorded | None = None
         self.last_answer: Recorded | None = None
         self.open: dict[int, Recorded] = {}          # requests not answered yet, in the order they came
+        self.opening_t = 0                           # t_us of the first server message before any client message
 
 
 class _Builder:
@@ -266,7 +267,10 @@ class _Builder:
                      link if kind == "notification" else None, stream, self.openers.get(exchange), raw, members)
         t = rec.get("t_us", 0)
         if anchor is None:
-            e.delay_us = max(0, t - (s.script.opening[0].delay_us if s.script.opening else t))
+            # after the first of them (the mock's start is its): what the server wrote at start keeps its spacing
+            if not s.script.opening:
+                s.opening_t = t
+            e.delay_us = max(0, t - s.opening_t)
             s.script.opening.append(e)
         else:
             e.delay_us = max(0, t - anchor.t_us)

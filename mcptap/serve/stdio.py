@@ -128,7 +128,7 @@ class StdioServer:
         self._delayed += 1
         nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
 
-    async def _later(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+    async def _later(self, outs: list[Out], plan: list[tuple[list[trio.Event], trio.Event]], t0: float) -> None:
         try:
             await self._at_their_time(outs, plan, t0)
         finally:
@@ -136,7 +136,7 @@ class StdioServer:
             for o, (_, done) in zip(outs, plan, strict=True):
                 self._order.release(o, done)
 
-    async def _at_their_time(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+    async def _at_their_time(self, outs: list[Out], plan: list[tuple[list[trio.Event], trio.Event]], t0: float) -> None:
         for o, (before, done) in zip(outs, plan, strict=True):
             await trio.sleep_until(t0 + o.delay_s)
             await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
