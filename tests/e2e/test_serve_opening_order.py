@@ -101,3 +101,27 @@ def test_stdio_gives_the_recorded_order_with_recorded_latency(tmp_path: Path) ->
     assert p.returncode == 0, p.stderr
     got = [json.loads(x) for x in p.stdout.splitlines()]
     assert [m.get("params", {}).get("data") if "method" in m else m["id"] for m in got] == ["start 1", "start 2", 1, 2, 3, 4]
+
+
+async def test_http_client_gets_the_start_logs_on_the_get_stream_when_one_is_offered(tmp_path: Path) -> None:
+    """(As from a capture whose recorded server gave a session id and answered GET with an event stream.)"""
+    script = script_from_path(str(_capture(tmp_path / "cap.jsonl")))
+    script.get_stream = script.stateful = True
+    logs: list[str] = []
+    said: list[str] = []
+
+    async def on_log(p: Any) -> None:
+        logs.append(p.data)
+
+    mock = HttpMock(ServeCore(script), say=said.append)
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(mock.serve)
+        async with Client(url, mode="legacy", logging_callback=on_log) as client:
+            await client.list_tools()
+            with trio.fail_after(30):               # the SDK client opens its GET stream after initialize
+                while len(logs) < 2:
+                    await trio.sleep(0.001)
+            assert [ms.standalone is not None for ms in mock.sessions.values()] == [True]
+        nursery.cancel_scope.cancel()
+    assert logs == ["start 1", "start 2"]
+    assert said == []
