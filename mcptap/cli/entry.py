@@ -12,8 +12,9 @@ ignored to the end, in every command, as does any signal started ignored
 (``site``, ``runpy``; short, unless .pth files import much: an editable
 install's finder takes ~30 ms) and the load of this file, which imports nothing
 of mcptap's for that reason. A SIGTERM from the first line of ``run`` is held
-until the command takes it (``mcptap/early_signals.py``): ``record`` stops as for a
-later one, the other commands end as by default once click has chosen them.
+until the command takes it (``mcptap/early_signals.py``): ``record``, ``serve`` and
+``replay`` stop as for a later one, the other commands end as by default once click has
+chosen them.
 """
 
 from __future__ import annotations
