@@ -1,9 +1,10 @@
 """SIGTERM in mcptap's first moments, before a command can take it (only ``_signal``, ``os``).
 
 From the first line of ``cli/entry.run`` a SIGTERM that would end the process by
-default is held (``hold``) until the command is known. A recording command's
-``transport/signal_latch.SignalLatch`` takes the held ones over (``adopt``) and
-handles them as if they came then: ``record --upstream`` stops with exit 0 and
+default is held (``hold``) until the command is known. The ``SignalLatch``
+(``transport/signal_latch.py``) of ``record``, ``serve`` and ``replay`` takes the held
+ones over (``adopt``) and handles them as if they came then (serve and replay stop
+with their capture finished): ``record --upstream`` stops with exit 0 and
 a complete capture, as for a later SIGTERM (it used to die with 143 while Python
 loaded click and the tap, ~0.4 s). Every other command gets the default back
 when click has chosen it (``release``), and one held meanwhile then ends the

@@ -38,8 +38,8 @@ LEVELS = {
     "mcptap.transport.http_recorder_child": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
     "mcptap.cli": 5, "mcptap.cli.replay_link": 5, "mcptap.cli.replay_report": 5, "mcptap.__main__": 5,
-    "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3, "mcptap.serve.extend": 3,
-    "mcptap.serve.http_guard": 3, "mcptap.pytest_plugin": 4,
+    "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,
+    "mcptap.serve.extend": 3, "mcptap.serve.http_guard": 3, "mcptap.pytest_plugin": 4,
 }
 
 
@@ -66,10 +66,25 @@ def modules():
         yield ".".join(parts), p
 
 
+def _script_only(tree: ast.Module) -> set[int]:
+    """The nodes of a module's top-level ``if __name__ == "__main__":`` blocks: run only when the
+    file is the program (``python -m mcptap.cli.main`` enters through cli/entry.py), never when
+    it is imported, so no edge of the import graph."""
+    out: set[int] = set()
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) and isinstance(stmt.test.left, ast.Name)
+                and stmt.test.left.id == "__name__" and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in stmt.test.comparators)):
+            out.update(id(n) for b in stmt.body for n in ast.walk(b))
+    return out
+
+
 def imports(path: Path, mod: str):
     tree = ast.parse(path.read_text())
     pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    script = _script_only(tree)
     for node in ast.walk(tree):
+        if id(node) in script:
+            continue
         if isinstance(node, ast.Import):
             for a in node.names:
                 yield a.name
@@ -120,7 +135,10 @@ def test_no_import_cycles() -> None:
             if imp.split(".")[0] != "mcptap":
                 continue
             deps.add(_resolve(imp, known))
+        script = _script_only(tree)
         for node in ast.walk(tree):   # ``from mcptap.x import y`` where y is a module
+            if id(node) in script:
+                continue
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mcptap") and not node.level:
                 for a in node.names:
                     if f"{node.module}.{a.name}" in known:

@@ -1,5 +1,6 @@
-"""The ``mcptap`` program's first code: the console script (``mcptap.cli.entry:run``)
-and ``python -m mcptap`` start here, before click and the commands are imported.
+"""The ``mcptap`` program's first code: the console script (``mcptap.cli.entry:run``),
+``python -m mcptap``, ``python -m mcptap.cli.main`` and ``python -m mcptap.cli.entry``
+start here, before click and the commands are imported.
 
 A Ctrl-C (a host's SIGINT) may come at any moment, also while mcptap imports
 (~50 ms) and while the interpreter shuts down, where Python's KeyboardInterrupt
@@ -11,8 +12,9 @@ ignored to the end, in every command, as does any signal started ignored
 (``site``, ``runpy``; short, unless .pth files import much: an editable
 install's finder takes ~30 ms) and the load of this file, which imports nothing
 of mcptap's for that reason. A SIGTERM from the first line of ``run`` is held
-until the command takes it (``mcptap/early_signals.py``): ``record`` stops as for a
-later one, the other commands end as by default once click has chosen them.
+until the command takes it (``mcptap/early_signals.py``): ``record``, ``serve`` and
+``replay`` stop as for a later one, the other commands end as by default once click has
+chosen them.
 """
 
 from __future__ import annotations
@@ -85,3 +87,7 @@ def run() -> None:
         from mcptap.cli import interrupt
         sys.stderr.write(interrupt.interrupted_line())
         sys.exit(interrupt.EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,5 +1,7 @@
 """The ``mcptap`` command group (``main``; the console script enters through
 ``mcptap.cli.entry:run``, which covers Ctrl-C while this module imports).
+``python -m mcptap.cli.main`` goes through that same entry too, before this module
+imports anything (``entry.run`` then loads it again, as ``mcptap.cli.main``).
 
 Each command lives in its own module ``mcptap/cli/<name>.py`` and exposes
 ``command`` (a ``click.Command``); this module adds it to the group. A command
@@ -13,6 +15,14 @@ error; ``record`` exits with the server's own status (see record.py).
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":
+    # run as a script: through the console script's entry, before click loads, so it has the
+    # early SIGTERM hold and fds 0-2 held open as the console script has (cli/entry.py)
+    from mcptap.cli.entry import run
+
+    run()
+    raise SystemExit(0)
 
 import importlib
 import os
@@ -67,8 +77,8 @@ class _LazyGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name, cmd, rest = super().resolve_command(ctx, args)
-        if name != "record":
-            early_signals.release()     # record's SignalLatch takes a SIGTERM held since start; other commands end by it
+        if name not in ("record", "serve", "replay"):
+            early_signals.release()     # their SignalLatch takes a SIGTERM held since start; other commands end by it
         return name, cmd, rest
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
@@ -212,6 +222,3 @@ def main(argv: list[str] | None = None) -> None:
                                    "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
         sys.exit(2)
 
-
-if __name__ == "__main__":
-    main()

@@ -10,7 +10,10 @@ Exit status: 0 every replayed exchange matches (skipped ones aside), 1
 something changed (a result, an error, a missing or new exchange, an
 error-severity protocol finding in the live session that the recorded one did
 not have), 2 mcptap could not replay (unreadable capture, server cannot be
-started or reached).
+started or reached), 128+N when signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+stopped it: the new capture is finished, a stdio server got the signal first
+(replay/stop.py). SIGUSR1, SIGUSR2 and SIGALRM change nothing: passed on to a
+stdio server, ignored over HTTP.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from mcptap.redact import scrub_argv, scrub_command_url
 from mcptap.replay.compare import compare_replay
 from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
 from mcptap.replay.runner import Replayer
+from mcptap.replay.stop import latch_for, late_stop, watch
+from mcptap.transport.stdio_os import signame
 
 
 def _say(line: str) -> None:
@@ -131,6 +136,10 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     except McptapError as exc:          # no key, another key, or one that cannot be used: before any capture exists
         _say(str(exc))
         ctx.exit(2)
+    # from before the new capture exists to the end: a host's signals stop the replay and the
+    # capture is finished (replay/stop.py); SIGUSR1/SIGUSR2/SIGALRM go on to a stdio server
+    latch = latch_for(stdio=not url).install()
+    ctx.call_on_close(latch.restore)
     try:
         path = str(output or default_capture_path(list(cmd) or [_url_name(url or "")]))
         if os.path.exists(path) and not os.path.isfile(path):
@@ -151,16 +160,30 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
 
     link, rec, new_link, known = _link(plan, url, cmd, rec_for, grace, extra_headers, timeout, cacert)
     replayer = Replayer(plan, link, timeout=timeout, new_link=new_link, prepare=prepare)
+
+    async def watched() -> Any:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch, replayer, latch)
+            got = await replayer.run()
+            nursery.cancel_scope.cancel()
+        return got
+
     try:
         with progress("replay", status=functools.partial(_status, replayer), stdout_after=True):
-            result = trio.run(replayer.run)
+            result = trio.run(watched)
     except BaseException as exc:
         if not interrupted(exc):
             raise
-        # Ctrl-C: trio has stopped the server; the new capture still gets its end record
+        # Ctrl-C outside the latch (not expected): trio has stopped the server; the new capture still gets its end record
         rec.close(exit_code=None, replay_error="interrupted (SIGINT)")
         _say(f"interrupted; the new capture so far: {path}")
         ctx.exit(130)
+    stopped = replayer.stopped or late_stop(latch)
+    if stopped:
+        # a host's stop signal: the server was closed as at the end; the capture gets its end record
+        rec.close(exit_code=result.exit_code, replay_error=f"interrupted ({signame(stopped)})")
+        _say(f"interrupted ({signame(stopped)}); the new capture so far: {path}")
+        ctx.exit(128 + stopped)
     # replay's own words quoting the live server (notes, an error) get the redaction its answers get below
     result.notes = {i: _redacted(n, known, redact_message) for i, n in result.notes.items()}
     result.error = _redacted(result.error, known, redact_message) if result.error else result.error
@@ -227,4 +250,5 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         # the comparison stands, but the new capture is not whole: say so, and fail
         _say(f"new capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
         ctx.exit(2)
-    ctx.exit(1 if changed else 0)
+    late = late_stop(latch)         # asked to stop while the report was written: it is whole, the status says so
+    ctx.exit(128 + late if late else 1 if changed else 0)

@@ -4,10 +4,11 @@ Play the server side of CAPTURE to a client: over stdio (the mock *is* the
 server command a host runs) or, with ``--listen``, over Streamable HTTP (or the
 legacy HTTP+SSE transport when the capture is one). See mcptap/serve/.
 
-Exit status: 0 when the client's session ended (stdin EOF; SIGINT/SIGTERM for
-HTTP); over stdio 143 when SIGTERM ended it (a host stopping its server) and 130
-when SIGINT (Ctrl-C) did, after ``-o`` got its end record and ``--extend`` merged
-the exchanges made, as at stdin EOF; 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
+Exit status: 0 when the client's session ended (stdin EOF; for HTTP SIGINT,
+SIGTERM, SIGHUP or SIGQUIT); over stdio 128+N when signal N ended it (SIGTERM 143: a host stopping its
+server; SIGINT 130: Ctrl-C; SIGHUP, SIGQUIT), after ``-o`` got its end record and
+``--extend`` merged the exchanges made, as at stdin EOF (SIGUSR1, SIGUSR2 and
+SIGALRM end nothing: passed on to ``--extend``'s real server, else ignored); 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
 CAPTURE is left as it was); 2 when the capture cannot be served (not a capture, no
 recorded server messages, port busy, unwritable ``-o``, a scrubbed capture to
 extend whose redaction this user cannot redo).
@@ -38,7 +39,7 @@ from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.script import Script, script_from_path
-from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, SignalLatch, handled, open_receiver
+from mcptap.transport.signal_latch import FORWARDED_SIGNALS, PASSED_ON_SIGNALS, STOP_SIGNALS, SignalLatch, open_receiver
 
 
 def _say(line: str) -> None:
@@ -100,16 +101,17 @@ def unanswered_line(unanswered: list[str], show: int = 5) -> str:
 
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
              ready: Callable[[str], None] | None = None, quiet: bool = False) -> int:
-    """Serve over HTTP until SIGINT/SIGTERM; returns the exit status (0, or 2
+    """Serve over HTTP until SIGINT, SIGTERM, SIGHUP or SIGQUIT; returns the exit status (0, or 2
     when the mock cannot listen or record). ``ready(url)``: called once listening.
     At the end, unless ``quiet``, the requests it had no recorded answer for (stderr)."""
     from mcptap.cli.record_http import parse_listen
     from mcptap.serve.http import HttpMock
     from mcptap.transport.http_config import check_listen
 
-    # from before the -o capture exists to its end record: a host's SIGINT/SIGTERM stops the mock
-    # as a later one does (the line saying it serves is printed before trio's receiver exists)
-    latch = SignalLatch((signal.SIGINT, signal.SIGTERM), ignoring=PASSED_ON_SIGNALS).install()
+    # from before the -o capture exists to its end record: a host's stop signal (SIGINT, SIGTERM,
+    # SIGHUP: the terminal closed, SIGQUIT) stops the mock as a later one does (the line saying it
+    # serves is printed before trio's receiver exists)
+    latch = SignalLatch(STOP_SIGNALS, ignoring=PASSED_ON_SIGNALS).install()
     try:
         try:
             host, port = parse_listen(listen)
@@ -130,7 +132,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
         async def main() -> None:
             await mock.bind()
             async with trio.open_nursery() as nursery:
-                with open_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                with open_receiver(*STOP_SIGNALS) as signals:
                     url = await nursery.start(mock.serve)
                     _say(f"serving {capture} on {url}")
                     if ready is not None:
@@ -315,16 +317,17 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         ctx.exit(2)
     from mcptap.serve.stdio import StdioServer
 
-    # SIGTERM and SIGINT end the session (the server's receiver while trio runs); a SIGTERM is
-    # held from before trio starts to after the capture is finished, so none is lost in between
-    held: list[int] = []
-    old_term = signal.signal(signal.SIGTERM, lambda n, _f: held.append(n)) if handled([signal.SIGTERM]) else signal.SIG_IGN
-    server = StdioServer(core, rec, fallback=list(cmd) or None)
+    # the stop signals end the session (the server's receiver while trio runs); they are latched
+    # from before trio starts to after the capture is finished, so none is lost in between (nor a
+    # SIGTERM held since mcptap started). SIGUSR1/SIGUSR2/SIGALRM go on to --extend's real server,
+    # and are ignored without one: their default action would leave the -o capture without its end
+    latch = SignalLatch(FORWARDED_SIGNALS if extend else STOP_SIGNALS, ignoring=() if extend else PASSED_ON_SIGNALS).install()
+    server = StdioServer(core, rec, fallback=list(cmd) or None, early=latch)
     try:
         result = trio.run(server.run)
     except BaseException as exc:
         if not interrupted(exc):
-            signal.signal(signal.SIGTERM, old_term)
+            latch.restore()
             raise
         # Ctrl-C outside the server's receiver (as trio starts or ends): the session ends here
         # all the same, and what the real server answered is merged as below
@@ -334,9 +337,9 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     # and Ctrl-C end the session as stdin EOF does, and the exchanges made so far are kept
     status = 128 + result.signal if result.signal else 0
     with closing_phase() as signalled:
-        signal.signal(signal.SIGTERM, old_term)      # closing_phase's own hold is in place: restored after it
-        if held and not status:
-            status = 128 + held[0]
+        late = [s for s in latch.take() if s in STOP_SIGNALS]      # after the server's receiver was gone
+        if late and not status:
+            status = 128 + late[0]
         if rec is not None:
             rec.close(exit_code=status)
         if extend and episode is not None:
@@ -347,8 +350,10 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
                 os.close(kept)
             elif output is None:
                 os.unlink(episode)
-    if signalled and not status:
-        status = 128 + signalled[0]
+    late = [s for s in latch.take() if s in STOP_SIGNALS]          # SIGQUIT: closing_phase holds the others
+    latch.restore()
+    if (signalled or late) and not status:
+        status = 128 + (signalled or late)[0]
     if not quiet and result.unanswered:
         _say(unanswered_line(result.unanswered))
     if result.signal == signal.SIGINT:

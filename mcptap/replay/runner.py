@@ -65,6 +65,14 @@ class Replayer:
         self._inherited: list[int] = []
         #: recorded session -> its live handshake (initialize, or 2026-07-28 server/discover) and the method
         self._handshakes: dict[Any, tuple[str, Live]] = {}
+        self.stopped = 0                            # the signal that stopped the replay (``stop``), 0 if none
+        self._steps = trio.CancelScope()            # sending the current part's steps and waiting for answers
+
+    def stop(self, signum: int) -> None:
+        """A host's stop signal (replay/stop.py): no more steps, no more waiting; the current
+        link is still closed as at the end (stdio: stdin EOF, then SIGTERM, SIGKILL)."""
+        self.stopped = self.stopped or signum
+        self._steps.cancel()
 
     # -- ids and messages ---------------------------------------------------------------
     def _fresh(self, orig: Any) -> Any:
@@ -315,12 +323,13 @@ class Replayer:
             except OSError as exc:
                 self.result.error = f"cannot reach the server: {exc.strerror or exc}"
                 return False
-            for step in steps:
-                await self._send(step)
-            for step in steps:
-                live = self.result.live.get(step.index)
-                if live is not None and step.answered:
-                    await self._wait(live)
+            with self._steps:
+                for step in steps:
+                    await self._send(step)
+                for step in steps:
+                    live = self.result.live.get(step.index)
+                    if live is not None and step.answered:
+                        await self._wait(live)
             await self.link.aclose()
             nursery.cancel_scope.cancel()
         code = getattr(self.link, "exit_code", None)
@@ -334,6 +343,9 @@ class Replayer:
         ``new_link`` is given), wait for outstanding answers, end the session(s)."""
         t0 = trio.current_time()
         for i, steps in enumerate(self._parts()):
+            if self.stopped:
+                break
+            self._steps = trio.CancelScope()
             if i > 0:
                 assert self.new_link is not None
                 self.link = self.new_link(i)

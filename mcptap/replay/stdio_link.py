@@ -186,6 +186,17 @@ class StdioLink:
             self.off.call(self.rec.exit, code=code, pid=popen.pid)
         self._exited.set()
 
+    def signal(self, signum: int, reason: str = "forwarded") -> None:
+        """Send ``signum`` to the server's process group now (a host's signal passed on,
+        ``replay/stop.py``; an escalation), recorded; nothing once it has exited."""
+        if self._popen is None or self._exited.is_set():
+            return
+        try:
+            os.killpg(self._popen.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return
+        self.off.call(self.rec.process, "signal", signal=int(signum), reason=reason)
+
     async def aclose(self) -> None:
         """Close the server's stdin, wait ``grace`` s, SIGTERM its group, then SIGKILL."""
         self._send_ch.close()

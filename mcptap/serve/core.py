@@ -77,6 +77,8 @@ class Out:
     more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
     raw: bytes | None = None            # a recorded line that is not a message (``value`` None): its bytes
     rejected: bool = False              # the error answering an invalid request (serve/wire.py)
+    seq: int | None = None              # the recorded server message's seq (None: the mock's own)
+    cause: int | None = None            # seq of the recorded client message it follows (None: before any)
 
 
 @dataclass
@@ -210,7 +212,7 @@ class ServeCore:
             answer = self.script.answer_to.get(seq) if seq is not None else None
             # what the server sent after the answer continues the request the server request
             # was sent for (a tool asking twice in a row): its stream, as a real server relates it
-            return self._expand(answer.emits, live, context, again) if answer is not None else []
+            return self._expand(answer.emits, live, context, again, answer.seq) if answer is not None else []
         return []
 
     def invalid(self, value: Any) -> list[Out] | None:
@@ -242,7 +244,7 @@ class ServeCore:
             live.tokens[item.seq] = meta["progressToken"]
         else:
             live.tokens.pop(item.seq, None)
-        out = self._expand(item.emits, live, lid, how == REUSED)
+        out = self._expand(item.emits, live, lid, how == REUSED, item.seq)
         for o in out:
             if o.answers == lid:
                 o.mode, o.status = item.mode, item.status
@@ -298,7 +300,7 @@ class ServeCore:
         item, how = self.notifications.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None or how == "reused" or item.cancels is not None:
             return []                                 # only the recorded ones trigger what followed them
-        return self._expand(item.emits, live, None)
+        return self._expand(item.emits, live, None, cause=item.seq)
 
     def _cancelled(self, live: LiveSession, lid: Any) -> list[Out] | None:
         """What followed the recorded cancel of the request live id ``lid`` stands for
@@ -312,15 +314,15 @@ class ServeCore:
         if cancel.seq in live.released:
             return []
         live.released.add(cancel.seq)
-        out = self._expand(cancel.emits, live, None)
+        out = self._expand(cancel.emits, live, None, cause=cancel.seq)
         for o in out:
             o.request = None                          # sent because of the cancel: not dropped by it
         return out
 
     # -- outgoing ---------------------------------------------------------------------
-    def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any, again: bool = False) -> list[Out]:
+    def _expand(self, emits: list[Emission], live: LiveSession, trigger: Any, again: bool = False, cause: int | None = None) -> list[Out]:
         """The live form of ``emits`` (sent because of the client message whose live id, if a
-        request, is ``trigger``). ``again``: the request's recorded answer was given before
+        request, is ``trigger``, and whose recorded seq is ``cause``). ``again``: the request's recorded answer was given before
         (the recorded ones are used up): its answer, its own progress and the server requests
         it needs answered, but not the logs and other notifications the client was told already."""
         out = []
@@ -362,7 +364,7 @@ class ServeCore:
             if isinstance(value, dict) and "method" in value and "id" in value:
                 live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
-            out.append(Out(value, delay, via, answers, request, raw=e.raw))
+            out.append(Out(value, delay, via, answers, request, raw=e.raw, seq=e.seq, cause=cause))
         return out
 
 

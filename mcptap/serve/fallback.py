@@ -4,6 +4,7 @@
     await fb.forward(nursery, value, handshake) # starts CMD on first use
     fb.owns(value)                             # a client answer to one of CMD's own requests?
     fb.concerns(value)                         # a client notification about what CMD has (a cancel)?
+    fb.signal(signum)                          # a host's signal to its process group
     await fb.aclose()
 
 The server is started when the capture first cannot answer a request. It is
@@ -217,6 +218,19 @@ class Fallback:
         with trio.move_on_after(EXITED_GRACE):
             await self._eof.wait()
         self._give_up()
+
+    def signal(self, signum: int, reason: str = "forwarded") -> bool:
+        """Send ``signum`` to the real server's process group (a host's signal passed on, or an
+        escalation), recorded as a ``signal`` process event; False when it is not running."""
+        if self._popen is None or self._exited.is_set():
+            return False
+        try:
+            os.killpg(self._popen.pid, signum)
+        except (ProcessLookupError, PermissionError):      # the group is gone already
+            return False
+        if self.on_process is not None:
+            self.on_process("signal", signal=signal.Signals(signum).name, reason=reason, pgid=self._popen.pid)
+        return True
 
     async def aclose(self, grace: float = 2.0, wait: bool = True) -> None:
         """Wait (up to ``timeout`` s; not when ``wait`` is False: mcptap is being stopped)

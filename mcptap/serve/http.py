@@ -183,6 +183,11 @@ class HttpMock:
         (a stdio server's banner): HTTP has no byte stream to put them in, so each is left out
         with a ``serve`` note in the mock's capture (said once on stderr)."""
         outs = self.core.receive(ms.live, value)
+        if not ms.opened and ms.live.group is not None:
+            # what the recorded server wrote before any client message: a Streamable HTTP server can
+            # send nothing before the session's first request, so it comes first then (docs/serve.md)
+            ms.opened = True
+            outs = self.core.opening(ms.live, ms.live.group) + outs
         for o in outs:
             if o.raw is not None:
                 line = f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: {o.raw[:60]!r}"
@@ -264,7 +269,10 @@ class HttpMock:
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
             if mode is None:
-                mode = "sse" if any(o.answers is None and o.via is not None and hkey(o.via) in st.ids for o in outs) else "json"
+                # (with no GET stream to wait for, what the server wrote at start goes on this stream too)
+                mode = "sse" if any(o.answers is None and (o.via is not None and hkey(o.via) in st.ids
+                                                           or o.cause is None and o.seq is not None and not ms.get_stream)
+                                    for o in outs) else "json"
             st.sse = not (mode == "json" or isinstance(value, list))
             ms.dispatch(outs, self.nursery)
             if not st.sse:

@@ -77,6 +77,7 @@ class MockSession:
     on_backlog: Callable[[MockSession, Out], None] | None = None
     order: InOrder = field(default_factory=InOrder)
     get_stream: bool = True             # the recorded server offered a GET stream (the client may open one)
+    opened: bool = False                # what the recorded server wrote before any client message is out
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
@@ -138,7 +139,7 @@ class MockSession:
         elif outs:
             nursery.start_soon(self._later, outs, self.order.plan(outs), trio.current_time())
 
-    async def _later(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+    async def _later(self, outs: list[Out], plan: list[tuple[list[trio.Event], trio.Event]], t0: float) -> None:
         try:
             for o, (before, done) in zip(outs, plan, strict=True):
                 await trio.sleep_until(t0 + o.delay_s)

@@ -44,6 +44,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.model import UNPARSED
 from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
+from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
 from mcptap.serve.wire import defect
 
 
@@ -136,50 +137,8 @@ class Script:
         return sum(len(r.emits) for s in self.sessions for r in s.items) + sum(len(s.opening) for s in self.sessions)
 
 
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _status(v: Any) -> int | None:
-    """An HTTP status the mock can send again (100-599), or None."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599 else None
-
-
-def _key(v: Any) -> Any:
-    """A hashable record field (exchange ids), or None."""
-    return v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
-
-
-def _dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-#: requests a server answers from what it has, not by running something that logs or asks back
-_CHORES = frozenset({"ping", "initialize", "server/discover", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-
-
-def _chore(method: str) -> bool:
-    return method in _CHORES or method.endswith("/list")
-
-
-#: message record kinds that are not a JSON-RPC message (docs/capture-format.md)
-_NOT_MESSAGES = ("non_json", "invalid")
-
-
-def _members(rec: dict[str, Any]) -> dict[int, int]:
-    """A batch record's member answers: recorded request seq by member index."""
-    ms = rec.get("members") if rec.get("kind") == "batch" else None
-    return {m["index"]: m["pair"] for m in ms if isinstance(m, dict) and _int(m.get("index")) is not None
-            and _int(m.get("pair")) is not None and m.get("kind") in ("response", "error")} if isinstance(ms, list) else {}
-
-
-def _idkey(v: Any) -> Any:
-    """A JSON-RPC id as a dict key that keeps 1 and "1" apart, or None."""
-    return ("s", v) if isinstance(v, str) else ("i", v) if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 class _Session:
-    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open")
+    __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open", "opening_t")
 
     def __init__(self, script: SessionScript) -> None:
         self.script = script
@@ -189,6 +148,7 @@ class _Session:
         self.last_c2s: Recorded | None = None
         self.last_answer: Recorded | None = None
         self.open: dict[int, Recorded] = {}          # requests not answered yet, in the order they came
+        self.opening_t = 0                           # t_us of the first server message before any client message
 
 
 class _Builder:
@@ -224,7 +184,7 @@ class _Builder:
     def message(self, rec: dict[str, Any]) -> None:
         value = message_value(rec)
         raw = None
-        if rec.get("dir") != "c2s" and (value is UNPARSED or rec.get("kind") in _NOT_MESSAGES):
+        if rec.get("dir") != "c2s" and (value is UNPARSED or rec.get("kind") in NOT_MESSAGES):
             # what the server wrote that is not a message is replayed byte for byte (a test
             # double reproduces the fault the capture caught); a cut last line gets its newline
             raw = message_bytes(rec)
@@ -241,10 +201,10 @@ class _Builder:
 
     def _c2s(self, s: _Session, rec: dict[str, Any], value: Any) -> None:
         kind = rec.get("kind")
-        tr = _dict(rec.get("transport"))
-        exchange = _key(tr.get("exchange"))
+        tr = dict_field(rec.get("transport"))
+        exchange = key_field(tr.get("exchange"))
         if kind in ("response", "error"):
-            r = Recorded(rec["seq"], "answer", None, value, s.script.index, rec.get("t_us", 0), answers=_int(rec.get("pair")), exchange=exchange)
+            r = Recorded(rec["seq"], "answer", None, value, s.script.index, rec.get("t_us", 0), answers=int_field(rec.get("pair")), exchange=exchange)
             if r.answers is not None:
                 self.script.answer_to[r.answers] = r
             s.last_answer = r
@@ -254,8 +214,8 @@ class _Builder:
             if kind == "request":
                 s.by_seq[r.seq] = r
                 s.open[r.seq] = r
-                if isinstance(value, dict) and _idkey(value.get("id")) is not None:
-                    s.by_id[_idkey(value.get("id"))] = r
+                if isinstance(value, dict) and id_key(value.get("id")) is not None:
+                    s.by_id[id_key(value.get("id"))] = r
                 if exchange is not None:
                     self.openers.setdefault(exchange, r.seq)
             elif method == "notifications/cancelled":
@@ -269,7 +229,7 @@ class _Builder:
 
     def _cancel(self, s: _Session, r: Recorded) -> None:
         params = r.params
-        key = _idkey(params.get("requestId")) if isinstance(params, dict) else None
+        key = id_key(params.get("requestId")) if isinstance(params, dict) else None
         target = s.by_id.get(key) if key is not None else None
         if target is not None and target.seq not in s.cancelled:
             r.cancels = target.seq
@@ -278,12 +238,12 @@ class _Builder:
 
     def _s2c(self, s: _Session, rec: dict[str, Any], value: Any, raw: bytes | None = None) -> None:
         kind = rec.get("kind", "")
-        tr = _dict(rec.get("transport"))
-        pair, link = _int(rec.get("pair")), _int(rec.get("link"))
-        members = _members(rec)
+        tr = dict_field(rec.get("transport"))
+        pair, link = int_field(rec.get("pair")), int_field(rec.get("link"))
+        members = batch_members(rec)
         ref = pair if kind in ("response", "error") else min(members.values()) if members else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
-        exchange = _key(tr.get("exchange"))
+        exchange = key_field(tr.get("exchange"))
         if kind in ("response", "error") or members:
             for p in (pair, *members.values()):
                 if isinstance(p, int):
@@ -307,7 +267,10 @@ class _Builder:
                      link if kind == "notification" else None, stream, self.openers.get(exchange), raw, members)
         t = rec.get("t_us", 0)
         if anchor is None:
-            e.delay_us = max(0, t - (s.script.opening[0].delay_us if s.script.opening else t))
+            # after the first of them (the mock's start is its): what the server wrote at start keeps its spacing
+            if not s.script.opening:
+                s.opening_t = t
+            e.delay_us = max(0, t - s.opening_t)
             s.script.opening.append(e)
         else:
             e.delay_us = max(0, t - anchor.t_us)
@@ -322,13 +285,13 @@ class _Builder:
         if s.last_c2s is None or s.last_c2s.kind != "request":
             return None                              # after an answer or a notification: that is its cause
         for r in reversed(s.open.values()):
-            if r.method is not None and not _chore(r.method):
+            if r.method is not None and not chore(r.method):
                 return r
         return None
 
     def http(self, rec: dict[str, Any]) -> None:
         ev = rec.get("event")
-        ex = _key(rec.get("exchange"))
+        ex = key_field(rec.get("exchange"))
         facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
         if ev == "request":
             facts["method"] = rec.get("method")
@@ -362,13 +325,13 @@ class _Builder:
                     sc.get_stream = True
                     if sc.legacy_sse:
                         sc.sse_path = path
-                sc.statuses.setdefault("get", _status(facts.get("status")) or 405)
+                sc.statuses.setdefault("get", status_field(facts.get("status")) or 405)
             elif method == "DELETE":
-                sc.statuses.setdefault("delete", _status(facts.get("status")) or 200)
+                sc.statuses.setdefault("delete", status_field(facts.get("status")) or 200)
             elif method == "POST" and path and post_path is None:
                 post_path = path
             for r in self.by_exchange.get(ex, ()):
-                r.status = _status(facts.get("status"))
+                r.status = status_field(facts.get("status"))
                 r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
         if post_path and not sc.legacy_sse:
             sc.post_path = post_path

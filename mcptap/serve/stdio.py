@@ -19,10 +19,14 @@ which an SDK client in auto mode falls back to the capture's. The real server's
 stderr and process start and exit go into the Recorder as a tap records them.
 
 SIGTERM (a host stopping its server; the SDK's stdio client sends it 2 s after
-closing stdin) and SIGINT (Ctrl-C) end the session as stdin EOF does, without
-waiting for answers still due: ``ServeResult.signal`` says which, and the caller
-finishes the capture (``--extend``: merges the session). The receiver is in place
-before stdin is read, so no forwarded exchange precedes it.
+closing stdin), SIGINT (Ctrl-C), SIGHUP and SIGQUIT end the session as stdin EOF
+does, without waiting for answers still due: ``ServeResult.signal`` says which, and
+the caller finishes the capture (``--extend``: merges the session). A real server
+running is shut down as at stdin EOF, only sooner; a second stop signal sends it
+SIGTERM, a third SIGKILL. SIGUSR1, SIGUSR2 and SIGALRM go on to its process group
+and change nothing else (without one the caller ignores those). The receiver is in place
+before stdin is read, so no forwarded exchange precedes it; what came before it
+(``early``, the caller's SignalLatch) is handled as if it came then.
 
 JSON-RPC 2.0 as the HTTP mock answers it: the answers to a batch's requests go
 out as one array (when the last of them is due), an invalid request (a member
@@ -57,7 +61,7 @@ from mcptap.serve.core import LiveSession, Out, ServeCore, asked, line_of
 from mcptap.serve.fallback import Fallback
 from mcptap.serve.order import InOrder
 from mcptap.serve.wire import hkey
-from mcptap.transport.signal_latch import open_receiver
+from mcptap.transport.signal_latch import FORWARDED_SIGNALS, PASSED_ON_SIGNALS, STOP_SIGNALS, SignalLatch, open_receiver
 from mcptap.transport.stdio_os import host_stream, quiet_close
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -89,8 +93,9 @@ class StdioServer:
     Recorder or None; ``stdin_fd``/``stdout_fd``: the host's pipes."""
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, stdin_fd: int = 0, stdout_fd: int = 1,
-                 fallback: Sequence[str] | None = None) -> None:
+                 fallback: Sequence[str] | None = None, early: SignalLatch | None = None) -> None:
         self.core = core
+        self.early = early                      # the caller's latch: signals that came before ours
         self.rec = rec
         self.stdin_fd, self.stdout_fd = stdin_fd, stdout_fd
         self.live: LiveSession = core.open()
@@ -106,6 +111,7 @@ class StdioServer:
         self._reading = trio.CancelScope()     # reading stdin: ended by SIGTERM
         self._waiting = trio.CancelScope()     # waiting for the real server's last answers: likewise
         self._handshake: list[dict[str, Any]] = []
+        self._stops = 0                         # stop signals from the host so far
 
     def _values(self, chunk: bytes) -> list[Any]:
         if self.rec is not None:
@@ -122,7 +128,7 @@ class StdioServer:
         self._delayed += 1
         nursery.start_soon(self._later, outs, self._order.plan(outs), trio.current_time())
 
-    async def _later(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+    async def _later(self, outs: list[Out], plan: list[tuple[list[trio.Event], trio.Event]], t0: float) -> None:
         try:
             await self._at_their_time(outs, plan, t0)
         finally:
@@ -130,7 +136,7 @@ class StdioServer:
             for o, (_, done) in zip(outs, plan, strict=True):
                 self._order.release(o, done)
 
-    async def _at_their_time(self, outs: list[Out], plan: list[tuple[trio.Event | None, trio.Event]], t0: float) -> None:
+    async def _at_their_time(self, outs: list[Out], plan: list[tuple[list[trio.Event], trio.Event]], t0: float) -> None:
         for o, (before, done) in zip(outs, plan, strict=True):
             await trio.sleep_until(t0 + o.delay_s)
             await InOrder.turn(before)                 # the request's earlier messages first (serve/order.py)
@@ -157,12 +163,33 @@ class StdioServer:
         if threading.current_thread() is not threading.main_thread():
             task_status.started()
             return          # embedded: the host's signals are its own business
-        with open_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        # SIGUSR1/SIGUSR2/SIGALRM only with a real server to pass them on to (else the caller's
+        # SignalLatch ignores them: their default action would end the mock mid-session)
+        with open_receiver(*(FORWARDED_SIGNALS if self.fallback is not None else STOP_SIGNALS)) as signals:
             task_status.started()
-            async for signum in signals:      # kept open to the end: a second signal changes nothing
-                self.result.signal = self.result.signal or int(signum)
-                self._reading.cancel()
-                self._waiting.cancel()
+            for signum in self.early.take() if self.early is not None else ():     # before this receiver existed
+                self._on_host_signal(signum)
+            async for signum in signals:      # kept open to the end
+                self._on_host_signal(int(signum))
+
+    def _on_host_signal(self, signum: int) -> None:
+        """A stop signal ends the session (the first one decides ``result.signal``). The mock
+        is the host's server, not ``--extend``'s real one: that one is shut down as the spec
+        says (stdin closed, then SIGTERM, SIGKILL: ``run``), so what it was answering still
+        gets its answer or error; a repeated stop signal escalates there as under ``record``
+        (transport/stdio_signals.py): SIGTERM, then SIGKILL. SIGUSR1/SIGUSR2/SIGALRM are the
+        real server's own: passed on, never counted."""
+        fb = self.fallback
+        if signum in PASSED_ON_SIGNALS:
+            if fb is not None:
+                fb.signal(signum)
+            return
+        self._stops += 1
+        self.result.signal = self.result.signal or signum
+        self._reading.cancel()
+        self._waiting.cancel()
+        if fb is not None and self._stops > 1:
+            fb.signal(signal.SIGTERM if self._stops == 2 else signal.SIGKILL, "escalation")
 
     def _raw_to_client(self, line: bytes) -> None:
         try:

@@ -59,3 +59,27 @@ def test_a_sigterm_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.returncode == 0, (p.returncode, p.stderr)
+
+
+def _capture(path: Path) -> Path:
+    from scripted import handshake, record
+
+    return record(path, handshake())
+
+
+def test_serve_stops_cleanly_on_a_sigterm_before_its_capture_exists(tmp_path: Path) -> None:
+    """``serve`` over stdio ends on SIGTERM with 143 after its ``-o`` capture is finished (a
+    host stopping its server); one while mcptap started used to end it by the signal, no capture."""
+    own = tmp_path / "own.jsonl"
+    p = _run("serve", str(_capture(tmp_path / "c.jsonl")), "-o", str(own))
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, p.stderr)
+    end = read_capture(str(own)).end
+    assert end is not None and end["exit_code"] == 128 + signal.SIGTERM
+
+
+def test_replay_stops_cleanly_on_a_sigterm_before_its_capture_exists(tmp_path: Path) -> None:
+    new = tmp_path / "new.jsonl"
+    p = _run("replay", str(_capture(tmp_path / "c.jsonl")), "-o", str(new), "--", sys.executable, "-c", "import time; time.sleep(60)")
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, p.stderr)
+    end = read_capture(str(new)).end
+    assert end is not None and end.get("replay_error") == "interrupted (SIGTERM)"

@@ -112,7 +112,7 @@ async def test_http_leaves_such_lines_out_with_a_note_and_answers_the_rest(tmp_p
         nursery.cancel_scope.cancel()
     rec.close()
     notes = [r for r in read_capture(str(own)).records if r.get("type") == "note" and r.get("source") == "serve"]
-    assert len(notes) == len(ODD) + 1                               # each line left out (the banner: HTTP has no opening)
+    assert len(notes) == len(ODD) + 2                               # each line left out, the banner before the first answer too
     assert len(said) == 1 and "not a JSON-RPC message" in said[0]
 
 
