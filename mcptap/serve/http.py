@@ -49,7 +49,7 @@ from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
-from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.http_streams import MockSession, ResponseStream, unsent_line
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
@@ -359,15 +359,7 @@ class HttpMock:
         if ms.closed or not any(o is out for o in ms.backlog):
             return
         v = out.value if isinstance(out.value, dict) else {}
-        what = (f"server request {v['method']} (id {v.get('id')})" if "id" in v else f"notification {v['method']}") \
-            if isinstance(v.get("method"), str) else f"answer to id {v.get('id')}"
-        where = f"session {ms.sid}: " if ms.sid else ""
-        if self.script.get_stream:
-            why = f"no open client request it belongs to, and no GET stream after {UNSENT_AFTER_S:g} s: it waits for one"
-        else:
-            why = (f"no open client request it belongs to, and no GET stream (the recorded server offered none, so the mock "
-                   f"answers GET {self.script.statuses.get('get', 405)}): the client never gets it")
-        line = f"{where}{what} has {why}"
+        line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.statuses.get("get", 405))
         self.say(line)
         if self.rec is not None:
             self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))

@@ -150,3 +150,18 @@ class MockSession:
         finally:
             for o, (_, done) in zip(outs, plan, strict=True):
                 self.order.release(o, done)
+
+
+def unsent_line(v: dict[str, Any], sid: str | None, waits: float | None, get_status: int) -> str:
+    """The line saying why server message ``v`` (its JSON object, or {}) has
+    not reached the client: ``waits`` s it waited for a GET stream the recorded
+    server offered, or None when it offered none (the mock answers GET ``get_status``)."""
+    what = (f"server request {v['method']} (id {v.get('id')})" if "id" in v else f"notification {v['method']}") \
+        if isinstance(v.get("method"), str) else f"answer to id {v.get('id')}"
+    where = f"session {sid}: " if sid else ""
+    if waits is not None:
+        why = f"no open client request it belongs to, and no GET stream after {waits:g} s: it waits for one"
+    else:
+        why = (f"no open client request it belongs to, and no GET stream (the recorded server offered none, so the mock "
+               f"answers GET {get_status}): the client never gets it")
+    return f"{where}{what} has {why}"
