@@ -23,11 +23,11 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.content_coding import undecoded_code
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.http_fields import accepts, header
+from mcptap.protocol.http_memory import HttpRules
 from mcptap.protocol.http_rules import (
     DECODABLE,
     INVALID_FROM_CLIENT,
     Exchange,
-    HttpRules,
     ack_findings,
     end_findings,
     request_cut_findings,
