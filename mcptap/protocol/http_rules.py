@@ -48,7 +48,9 @@ class Exchange:
     request/notification methods in it; ``meta_version``: the 2026-07-28
     ``_meta`` protocol version of its request; ``revision``: the session's
     negotiated revision when the request was sent; ``legacy``: part of the
-    2024-11-05 HTTP+SSE transport (POST to an advertised endpoint).
+    2024-11-05 HTTP+SSE transport (POST to an advertised endpoint); ``refused``:
+    the ``how`` of the tap's own refusal (``records.events.TAP_REFUSALS``), "" for a
+    request it forwarded: a refused one never reached the server, nothing judges it.
     """
 
     method: str
@@ -62,6 +64,7 @@ class Exchange:
     revision: str | None = None
     status: int | None = None
     resp_headers: Headers | None = None
+    refused: str = ""
 
     @property
     def has_request(self) -> bool:
