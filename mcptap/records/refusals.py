@@ -13,6 +13,7 @@ the refused ones the marker, so every reader treats an old capture's refused
 requests as it does today's.
 
 * ``refused_how(rec)``: the marker of a record (``http`` request, or message), or None.
+* ``tap_answer(how)``: what the client got for it, ``{"how", "status", "reason"}``.
 * ``mark_refusals(records, window)``: the records, in order, refused ones marked.
 * ``unmarked_refusals(src)``: whether a capture file's bytes hold a refusal without the marker.
 """
@@ -24,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from mcptap.records.events import TAP_REFUSED
+from mcptap.records.events import TAP_REFUSALS, TAP_REFUSED
 
 #: records of other exchanges a request record is held back for, after its exchange's last
 #: record, waiting for that exchange's end. The tap writes a refused exchange's ``end`` in the
@@ -48,6 +49,14 @@ def refused_how(rec: dict[str, Any]) -> str | None:
     else:
         return None
     return how if isinstance(how, str) and how else None
+
+
+def tap_answer(how: str) -> dict[str, Any]:
+    """What the client got for a request the tap refused with ``how``: ``{"how",
+    "status", "reason"}`` (``TAP_REFUSALS``; status and reason None for a ``how``
+    this mcptap does not know, a newer one's)."""
+    status, reason = TAP_REFUSALS.get(how, (None, None))
+    return {"how": how, "status": status, "reason": reason}
 
 
 def needs_marking(header: dict[str, Any]) -> bool:

@@ -12,7 +12,8 @@ escaped so no payload can close the tag) and the viewer (``assets/report.js``,
   ``server/discover`` and the per-request ``_meta`` of 2026-07-28; requests the
   tap refused count for no session), whether the capture was scrubbed;
 * timeline: one line per record as ``mcptap show`` prints it (pairing and
-  latency included), rendered lazily (only the rows on screen exist in the
+  latency included; a request the tap refused itself marked ``⊘ tap 403``, as
+  show marks it, and its arrow in the diagram stopping short of the server), rendered lazily (only the rows on screen exist in the
   DOM), so 100,000 messages stay usable; a row opens its payload, pretty-printed;
 * filter box: the ``show --filter`` language, evaluated in the browser by a
   port of ``mcptap/filters`` driven by the same operator table
@@ -41,7 +42,7 @@ from mcptap.capture.fields import message_text, record_findings, tool_of
 from mcptap.escape import shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
-from mcptap.show.render import COLUMNS, timeline_line
+from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
 from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Tracker
 
@@ -108,7 +109,7 @@ class _Report:
             _js_id(rec.get("id")) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
             rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_of(rec),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
-            1 if typ == "message" and ("json" in rec or "raw" in rec) else 0,
+            1 if typ == "message" and ("json" in rec or "raw" in rec) else 0, refusal_mark(rec),
         ], message_text(rec)     # the payload text: what ~t searches, as in show
 
     def tail(self) -> dict[str, Any]:

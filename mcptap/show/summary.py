@@ -19,6 +19,7 @@ from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
 from mcptap.records.message import exact_id
+from mcptap.records.refusals import refused_how
 
 Style = Callable[[str, str], str]
 
@@ -85,7 +86,8 @@ class Tracker:
         kind = rec.get("kind")
         if kind == "request":
             info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id")}
-            self._open[rec["seq"]] = info
+            if refused_how(rec) is None:      # one the tap refused is answered by no one: not held open
+                self._open[rec["seq"]] = info
             return info
         if kind in ("response", "error"):
             pair = rec.get("pair")
@@ -168,7 +170,8 @@ class Summary:
 
     Fed only the records a filter shows, every shown message with a method
     (or a paired request) is counted in exactly one of c2s/s2c/resp, so a
-    filtered summary reads like the unfiltered one over those records."""
+    filtered summary reads like the unfiltered one over those records; one
+    the tap refused itself (never forwarded) in ``refused`` by its ``how`` instead."""
 
     def __init__(self, transport: Any = "stdio") -> None:
         #: the header's transport: on HTTP the bytes are the messages' (not heads and framing), said in the text
@@ -184,6 +187,7 @@ class Summary:
         self.stderr_bytes = 0
         self.shown = 0
         self.hidden = 0
+        self.refused: dict[str, int] = {}     # how -> messages the tap refused itself (records.refusals)
 
     def skip(self, rec: dict[str, Any]) -> None:
         """A record the filter hid: only capture-wide byte counts use it."""
@@ -217,7 +221,10 @@ class Summary:
         kind = rec.get("kind", "?")
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         method = rec.get("method")
-        if method is not None and kind in ("request", "notification"):
+        how = refused_how(rec)
+        if how is not None:         # sent, never forwarded: no call of the server's methods or tools
+            self.refused[how] = self.refused.get(how, 0) + 1
+        elif method is not None and kind in ("request", "notification"):
             st = self.methods.get(method)
             if st is None:
                 st = self.methods[method] = _Stat()
@@ -264,6 +271,8 @@ class Summary:
             out["bytes"]["stderr"] = max(self.stderr_bytes, (end.get("stderr") or {}).get("bytes") or 0)
         if "exit_code" in end:
             out["exit_code"] = end["exit_code"]
+        if self.refused:
+            out["refused"] = dict(sorted(self.refused.items()))
         if self.hidden:
             out["filtered"] = {"shown": self.shown, "hidden": self.hidden}
         return out
@@ -280,6 +289,10 @@ class Summary:
         lines = f"; {text} not JSON: blank or text line{'' if text == 1 else 's'}" if text else ""
         yield (f"  {total} message{'' if total == 1 else 's'} (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}{lines}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
+        if "refused" in j:
+            n = sum(j["refused"].values())
+            yield st(shown(f"  refused by the tap itself, never forwarded: {n} message{'' if n == 1 else 's'} ("
+                           + ", ".join(f"{k} {v}" for k, v in j["refused"].items()) + "), not counted below"), "warn")
         b = j["bytes"]
         label = "  bytes: " if self.transport == "stdio" else "  message bytes: "
         if any(v is not None for v in b.values()):
