@@ -38,13 +38,13 @@ from importlib import resources
 from typing import Any, BinaryIO
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_text, record_findings, tool_of
+from mcptap.capture.fields import message_text, record_findings
 from mcptap.escape import shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
 from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Tracker
+from mcptap.show.summary import Tracker, method_of, record_id, tool_name
 
 #: First places kept per finding code.
 PLACES = 50
@@ -105,9 +105,9 @@ class _Report:
         self.n += 1
         # one row: the fields the filter language reads, plus the show line
         return [
-            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), rec.get("method"),
-            _js_id(rec.get("id")) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
-            rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_of(rec),
+            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), method_of(rec) if typ == "message" else rec.get("method"),
+            _js_id(record_id(rec)) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
+            rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_name(rec),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
             1 if typ == "message" and ("json" in rec or "raw" in rec) else 0, refusal_mark(rec),
         ], message_text(rec)     # the payload text: what ~t searches, as in show

@@ -20,14 +20,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
+from mcptap.capture.fields import message_json, message_text, record_findings
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
 from mcptap.filters.operators import Filter
 from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
 from mcptap.records.refusals import refused_how, tap_answer
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, record_id, shorten
+from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
@@ -52,9 +52,9 @@ def _what(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
 
 def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
     kind = rec.get("kind")
-    method = rec.get("method")
+    method = method_of(rec)
     if kind == "request":
-        tool = tool_of(rec)
+        tool = tool_name(rec)
         return f"{method}{' ' + tool if tool else ''} id={id_text(record_id(rec))}"
     if kind == "notification":
         v = message_json(rec)
@@ -251,10 +251,14 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
             continue
         summ.feed(rec, req)
         if req is not None and rec.get("kind") != "request":
-            rec = dict(rec, request={"seq": req["seq"], "method": req.get("method"), "tool": req.get("tool")})
+            # as the request's record has them (a lone surrogate U+FFFD, its id_text exact): every line reads as strict JSON
+            rec = dict(rec, request={"seq": req["seq"], "method": lossy(req.get("method")), "tool": lossy(req.get("tool"))})
         how = refused_how(rec)
         if how is not None:
             rec = dict(rec, tap_answer=tap_answer(how))
+        rid = rec.get("id")
+        if type(rid) is str and "\ufffd" in rid and "id_text" not in rec and record_id(rec) != rid:
+            rec = dict(rec, id_text=id_text(record_id(rec)))     # written before id_text: as a record of today has it
         yield dumps(rec).decode()
     yield dumps(dict(summ.to_json(), sessions=sessions.result())).decode()
 
