@@ -154,3 +154,17 @@ async def test_no_http_rule_judges_a_request_the_tap_refused(captures: tuple[Pat
             assert not [c for c in _codes(r) if c in HEADER_CODES], r
         ends = [r for r in shown if r.get("event") == "end" and r.get("how") == "host_rejected"]
         assert len(ends) == 3 and all(_codes(e) == ["http.host_rejected"] for e in ends)
+
+
+async def test_the_har_gives_a_refused_request_as_the_client_sent_it(captures: tuple[Path, Path]) -> None:
+    """It reached no server: no upstream URL, Host or header change applies to it."""
+    from mcptap.export.har import har_of
+
+    for cap in captures:
+        c = read_capture(str(cap))
+        entries = [e for e in har_of(c.header, c.records)["log"]["entries"] if e["_mcp"].get("how") == "host_rejected"]
+        assert len(entries) == 3
+        for e in entries:
+            assert e["request"]["url"].startswith("http://evil.example/mcp") and "never forwarded" in e["request"]["comment"]
+            assert ("Host", "evil.example") in [(h["name"], h["value"]) for h in e["request"]["headers"]]
+            assert e["response"]["status"] == 403 and "clientHeaders" not in e["_mcp"]
