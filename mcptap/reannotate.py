@@ -37,13 +37,14 @@ from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.recording import RecordingState
 from mcptap.records.end import kept as kept_end_fields
 from mcptap.records.end import says_ended
+from mcptap.records.refusals import mark_refusals, needs_marking
 from mcptap.reuse_annotations import reuse_annotations
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 
 
 def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes: bool = True,
-               light: bool = False, reuse: bool = True) -> Iterator[dict[str, Any]]:
+               light: bool = False, reuse: bool = True, marked: bool = False) -> Iterator[dict[str, Any]]:
     """Re-annotate a capture's records (after its header) with the current rules, streaming:
     yields each re-annotated record, then a fresh ``end`` record (the original end's exit code
     and extra fields are kept). ``shapes``: include schema shape checks (protocol/shapes.py).
@@ -54,13 +55,17 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     re-annotates everything (a hand-edited capture). A capture with ``chunk`` records always
     takes the full path when ``records`` is a CaptureStream (of a file, or of standard input,
     which cannot be searched first); from any other source the reuse path raises
-    CaptureReadError at the first chunk record rather than leave its bytes out."""
+    CaptureReadError at the first chunk record rather than leave its bytes out. An HTTP
+    capture of other rules gets the ``refused`` marker where the tap refused a request
+    (``records.refusals``; ``marked``: the caller's ``records`` went through that already)."""
     fp = header.get("rules")
     path = getattr(records, "path", None)       # a CaptureStream's: chunk records need the full path
     if reuse and fp and fp == rules_fingerprint() and path != "-" and not (isinstance(path, str) and has_chunks(path)):
         yield from reuse_annotations(header, records, shapes, light)
         return
     rec = reannotator_for(header, shapes, light)
+    if not marked and needs_marking(header):
+        records = mark_refusals(records)
     old_end: dict[str, Any] | None = None
     for r in records:
         if isinstance(r.get("t_us"), int):

@@ -111,6 +111,8 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
             except Unsupported as exc:
                 if str(exc) != "chunk record" or not has_chunks(path):
                     return None
+        if header.get("transport") == "http" and _unmarked_refusals(path):
+            return None         # refusals of a capture older than their marker: found by the reference way's look-ahead
         two = not gz and workers > 1 and header.get("transport") == "stdio"
 
         def ahead(at: int | None) -> Iterator[list[bytes]]:     # the shape checks' process reads the same lists of lines
@@ -126,6 +128,19 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
 
             return _full(path, feed, header, keep, shapes, ahead, split)
         return _full(path, feed, header, keep, shapes, ahead if shapes and two and size - start >= SPLIT_BYTES else None)
+
+
+def _unmarked_refusals(path: str) -> bool:
+    from mcptap.records.refusals import unmarked_refusals
+
+    with open(path, "rb") as fp:
+        src: Any = fp
+        if fp.peek(2)[:2] == b"\x1f\x8b":
+            import gzip
+
+            src = gzip.GzipFile(fileobj=fp, mode="rb")
+        with src:
+            return unmarked_refusals(src)
 
 
 def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:

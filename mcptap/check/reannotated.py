@@ -56,8 +56,11 @@ class Reannotated:
         return cls(stream.header, stream, path, lambda: stream.truncated, shapes, light, reuse)
 
     def _source(self) -> Iterator[dict[str, Any]]:
+        from mcptap.records.refusals import mark_refusals, needs_marking
+
         records = self._records
-        for n, r in enumerate(records, 2):
+        # an old HTTP capture's refusals marked here, its records then counted as lines in their order
+        for n, r in enumerate(mark_refusals(records) if needs_marking(self.header) else records, 2):
             # a line cut by a failed write (skipped by the reader, a gap record after it) is a line too
             self._src_line = n + getattr(records, "cut_records", 0)
             self._integrity.feed(r)
@@ -70,7 +73,7 @@ class Reannotated:
         # here: the recorder and every rule, which check's fast scan does not need
         from mcptap.reannotate import reannotate
 
-        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse):
+        for rec in reannotate(self.header, self._source(), shapes=self.shapes, light=self.light, reuse=self.reuse, marked=True):
             typ = rec.get("type")
             if typ == "end":
                 self.line = self._src_line if self._had_end else None

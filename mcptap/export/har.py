@@ -5,11 +5,14 @@ mitmproxy and Charles).
 One entry per HTTP exchange the tap relayed (every POST, GET stream and
 DELETE), in request order:
 
-* request: method, URL (the one the tap requested: upstream origin + request
-  target, an OAuth exchange fronted under ``/.mcptap/o/<n>`` at the origin it
+* request: as the server received it, as a proxy's HAR shows it (export/har_sent.py;
+  a request the tap refused itself as the client sent it): method, URL (the one the tap
+  requested: upstream origin + request target with the upstream URL's query merged in,
+  an OAuth exchange fronted under ``/.mcptap/o/<n>`` at the origin it
   fronted there, export/har_urls.py; a target with no path, ``PRI *``, gives the
   origin with an empty path), HTTP version,
-  headers as recorded (credentials stay keyed ``«redacted:hmac:…»`` placeholders,
+  headers as sent upstream (hop-by-hop fields dropped, the upstream's Host, the
+  tap's Authorization from the URL's user info as a placeholder; credentials stay keyed ``«redacted:hmac:…»`` placeholders,
   ``«redacted:sha256:…»`` in captures of older mcptaps, unless recorded with
   ``--record-secrets``), ``cookies`` parsed from the recorded ``Cookie`` headers
   (so redacted exactly as they are: ``sid=«redacted:hmac:…»`` gives name ``sid``
@@ -31,7 +34,8 @@ DELETE), in request order:
   --listen`` writes no end records); ``blocked``, ``dns``, ``connect``, ``ssl``
   are -1 (not measured by a reverse proxy);
 * ``_mcp`` (custom field, HAR allows ``_``-prefixed ones): exchange and
-  connection numbers, ``clientUrl`` (as the client asked the tap), ``target``
+  connection numbers, ``clientUrl`` (as the client asked the tap), ``clientHeaders``
+  (as the client sent them, where they differ), ``target``
   (one with no path), ``auth`` kind and ``rewrites`` of an OAuth exchange, session, how the exchange ended, the JSON-RPC messages it
   carried (seq, direction, kind, id, method, pair, latency, findings) and the
   HTTP findings. An exchange a recording gap cut (its ``end`` record's
@@ -55,6 +59,7 @@ from mcptap.capture.format import decode_bytes
 from mcptap.errors import ExportError
 from mcptap.export.har_cookies import _cookies, _set_cookies
 from mcptap.export.har_exchanges import Exchange, _t, exchanges_of
+from mcptap.export.har_sent import merged_target, sent_headers, upstream_parts
 from mcptap.export.har_urls import Fronts
 from mcptap.export.spans import epoch_us, iso_us
 from mcptap.records.events import TAP_REFUSALS
@@ -91,16 +96,18 @@ def har_of(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> dict[st
     origin = ""
     try:
         u = urlsplit(url)
-        origin = f"{u.scheme}://{u.netloc}" if u.scheme and u.netloc else ""
+        # no user info: the tap sends it as an Authorization field (a request URL has none)
+        origin = f"{u.scheme}://{u.netloc.rpartition('@')[2]}" if u.scheme and u.netloc else ""
     except ValueError:
         pass
+    upstream = upstream_parts(url)
     order = exchanges_of(records)
     fronts = Fronts(origin)
     for ex in order:
         for rw in ex.rewrites:
             fronts.learn(rw)
     return {"log": {"version": "1.2", "creator": {"name": "mcptap", "version": __version__},
-                    "entries": [_entry(ex, epoch, fronts) for ex in order]}}
+                    "entries": [_entry(ex, epoch, fronts, upstream) for ex in order]}}
 
 
 def _content(ex: Exchange, headers: list[list[str]]) -> dict[str, Any]:
@@ -168,14 +175,26 @@ def _rewrite(ex: Exchange, what: str) -> str | None:
     return None
 
 
-def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
+def _entry(ex: Exchange, epoch: int, fronts: Fronts, upstream: tuple[str, bool] = ("", False)) -> dict[str, Any]:
+    """One HAR entry; ``upstream``: (query, has user info) of the capture's upstream URL."""
     req = ex.request
     target = str(req.get("target") or "/")
     t0 = int(req.get("t_us") or 0)
-    req_headers = req.get("headers") or []
-    host = _header(req_headers, "host")
+    client_headers = req.get("headers") or []
+    host = _header(client_headers, "host")
     tap = f"http://{host}" if host else ""       # the tap as the client named it
-    url, known = fronts.url(target, _rewrite(ex, "target"), tap or fronts.upstream)
+    end = ex.end or {}
+    refused = str(end.get("how")) in TAP_REFUSALS
+    sent = _rewrite(ex, "target")
+    mcp_upstream = not req.get("auth") and sent is None
+    if refused:
+        # never forwarded: no server received it, the entry is the client's request to the tap
+        url, known = (tap + target if tap and target.startswith("/") else fronts.url(target, None, tap or fronts.upstream)[0]), True
+        req_headers = [list(h) for h in client_headers if isinstance(h, (list, tuple))]
+    else:
+        url, known = fronts.url(merged_target(target, upstream[0]) if mcp_upstream else target, sent, tap or fronts.upstream)
+        basic = upstream[1] and mcp_upstream and not target.startswith("/.well-known/")
+        req_headers = sent_headers(client_headers, url, bool(req.get("host_rewritten")) or not host, basic)
     query = urlsplit(url).query if "?" in url else ""
     request: dict[str, Any] = {
         "method": str(req.get("method") or ""), "url": url, "httpVersion": f"HTTP/{req.get('version') or '1.1'}",
@@ -183,7 +202,8 @@ def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
         "queryString": [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)],
         "headersSize": -1, "bodySize": -1,
     }
-    end = ex.end or {}
+    if refused:
+        request["comment"] = "never forwarded: the tap refused it itself; as the client sent it to the tap"
     if isinstance(end.get("request_bytes"), int):
         request["bodySize"] = end["request_bytes"]
     elif ex.body is not None:
@@ -239,6 +259,8 @@ def _entry(ex: Exchange, epoch: int, fronts: Fronts) -> dict[str, Any]:
     mcp: dict[str, Any] = {"exchange": req.get("exchange"), "conn": req.get("conn")}
     if tap and url != tap + target:
         mcp["clientUrl"] = tap + target if target.startswith("/") else tap     # as the client asked the tap for it
+    if req_headers != [list(h) for h in client_headers if isinstance(h, (list, tuple))]:
+        mcp["clientHeaders"] = _pairs(client_headers)       # as the client sent them to the tap
     if not target.startswith("/") and "://" not in target:
         mcp["target"] = target          # asterisk- or authority-form: the URL has no path (RFC 9110 §7.1)
     if req.get("auth"):

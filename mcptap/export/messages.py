@@ -4,7 +4,9 @@ Each line is the capture's ``message`` record (docs/capture-format.md) with
 ``time`` (UTC wall clock, ISO 8601; left out when the capture has no start
 time or the record's ``t_us`` is beyond the years 1-9999) added and the payload always as ``json``
 when it parses (a large message stored as raw bytes only is parsed again);
-``raw``/``raw_b64`` stay only for payloads that are not JSON. Exact bytes
+``raw``/``raw_b64`` stay only for payloads that are not JSON. A lone UTF-16
+surrogate (``"\\ud800"``), U+FFFD in the record, is the peer's exact text in
+``id``, ``method`` and ``json`` (written as its escape). Exact bytes
 remain the capture's business: use ``mcptap show --format json`` or the
 capture itself for those.
 """
@@ -19,6 +21,7 @@ from mcptap.capture.format import decode_bytes
 from mcptap.export.spans import epoch_us, iso_us
 from mcptap.model import UNPARSED
 from mcptap.protocol.jsonparse import exact_json
+from mcptap.records.message import exact_payload
 
 
 def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
@@ -35,7 +38,16 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
             time = iso_us(epoch + rec["t_us"])
             if time is not None:        # (a hand-edited t_us beyond the year 9999: no time)
                 out["time"] = time
-        if "json" not in rec:
+        exact = exact_payload(rec)
+        if exact is not None:
+            # a lone surrogate (an id, a method, a URI): the record's U+FFFD is the peer's exact
+            # text here, written escaped ("\ud800"), as id_text shows it (which the line keeps)
+            if isinstance(exact, dict):
+                for k in ("id", "method"):
+                    if k in out and type(exact.get(k)) is str:
+                        out[k] = exact[k]
+            out["json"] = exact
+        elif "json" not in rec:
             raw = decode_bytes(rec, "raw") or b""
             value = exact_json(raw)         # a peer's integer beyond 64 bits exactly, as the record keeps it
             if value is not UNPARSED:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 #: Modules whose code decides annotations (besides the data table).
 _RULE_MODULES = ("annotate", "annotator_state", "capabilities", "codes", "conventions", "contracts", "framing", "framing_facts", "jsonrpc", "lifecycle",
-                 "pairing", "process_rules", "rules", "http_rules", "http_answers", "http_judge", "http_replay", "session_book", "sse",
+                 "pairing", "process_rules", "rules", "http_rules", "http_memory", "http_answers", "http_judge", "http_replay", "session_book", "sse",
                  "sse_block", "http_fields", "urls", "jsonparse", "skeleton", "utf8", "sse_rules", "excerpt", "gap_pending",
                  "content_coding", "pending", "idless_answers")
 

@@ -23,11 +23,11 @@ from mcptap.protocol.codes import finding
 from mcptap.protocol.content_coding import undecoded_code
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.http_fields import accepts, header
+from mcptap.protocol.http_memory import HttpRules
 from mcptap.protocol.http_rules import (
     DECODABLE,
     INVALID_FROM_CLIENT,
     Exchange,
-    HttpRules,
     ack_findings,
     end_findings,
     request_cut_findings,
@@ -122,6 +122,12 @@ class HttpJudge:
         return facts.method != "GET" or self.book.is_mcp_path(facts.target, self.endpoint)
 
     def request(self, ex_id: int, facts: Exchange) -> list[Finding]:
+        """Findings on a request (head, and for a POST the kinds its body carries),
+        and its place in the session's memory. None for one the tap refused itself
+        (``facts.refused``): the server never saw its Accept, Content-Type, version
+        or session header, nor does it count among the session's exchanges."""
+        if facts.refused:
+            return []
         self._open.add(ex_id, True)
         fs = request_findings(facts) + self.rules.on_request(ex_id, facts) + self.book.on_request(facts)
         if not self._get_rules_apply(facts):
@@ -134,6 +140,8 @@ class HttpJudge:
         mcptap decodes; an answer in its exchange that matches no request is
         then not blamed on the server (``Annotator.unread``)."""
         facts.body_kinds = facts.methods = ()
+        if facts.refused:
+            return []       # never reached the server: neither judged nor an unread answer's source
         self.annotator.unread.add(ex_id)
         fs = self.request(ex_id, facts)
         enc = (header(facts.req_headers, "content-encoding") or "").strip().lower()

@@ -99,7 +99,9 @@ class HttpReplay:
             method, target = str(rec.get("method", "")), str(rec.get("target", ""))
             session = rec.get("session")
             legacy = method == "POST" and session is not None and session in self._legacy
-            facts = Exchange(method, target, _headers(rec.get("headers")), session=session, legacy=legacy)
+            refused = rec.get("refused")
+            facts = Exchange(method, target, _headers(rec.get("headers")), session=session, legacy=legacy,
+                             refused=refused if isinstance(refused, str) else "")
             self._ex.add(exid, _Ex(facts, session, reused=bool(rec.get("reused_connection"))))
             fs = []
             if method != "POST":

@@ -3,10 +3,14 @@ here for the live recorder and the offline re-annotator."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.protocol.jsonrpc import show_id
 from mcptap.records.base import get_int, get_opt_int, malformed, rest
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _OPTIONAL = ("cancelled_unanswered", "stderr", "chunks", "unanswered", "exit_code")
 _KNOWN = frozenset({"type", "seq", "t_us", "c2s", "s2c", "severities", "codes", "pending", *_OPTIONAL, "capture_error", "dropped_records"})
@@ -65,11 +69,11 @@ class End:
             d["s2c"] = self.s2c
         d["severities"] = self.severities
         d["codes"] = dict(sorted(self.codes.items()))
-        d["pending"] = self.pending
+        d["pending"] = _writable(self.pending)
         for key in _OPTIONAL:
             v = getattr(self, key)
             if v is not None:
-                d[key] = v
+                d[key] = _writable(v) if key in ("unanswered", "cancelled_unanswered") else v
         d.update(self.extra)
         if self.capture_error is not None:
             d["capture_error"] = self.capture_error
@@ -91,3 +95,28 @@ class End:
                    d.get("cancelled_unanswered"), d.get("stderr"), d.get("chunks"), d.get("unanswered"),
                    get_opt_int(d, "exit_code"), rest(d, _KNOWN), None if error is None else str(error),
                    get_opt_int(d, "dropped_records"))
+
+
+def _writable(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pending entries (``{seq, dir, id, method…}``), or findings whose ``data`` is
+    one, as a record holds them: an id with a lone surrogate (kept exact in
+    analysis) as U+FFFD, which orjson reads, and exact in ``id_text`` (every view
+    shows that), as a message record's ``id``; other entries as they are."""
+    out = entries
+    for n, e in enumerate(entries):
+        fixed = _entry(e) if isinstance(e, dict) else e
+        if isinstance(e, dict) and isinstance(e.get("data"), dict):
+            data = _entry(e["data"])
+            fixed = e if data is e["data"] else dict(e, data=data)
+        if fixed is not e:
+            if out is entries:
+                out = list(entries)
+            out[n] = fixed
+    return out
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    rid = e.get("id")
+    if type(rid) is not str or _SURROGATE.search(rid) is None:
+        return e
+    return dict(e, id=_SURROGATE.sub("\ufffd", rid), id_text=e.get("id_text") or show_id(rid))

@@ -15,6 +15,7 @@ from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Member, Message, Phase
 from mcptap.protocol.jsonparse import LONG_DIGITS, exact_json
+from mcptap.protocol.jsonrpc import show_id
 from mcptap.records.base import decode_bytes, encode_bytes, get_findings, malformed
 
 #: Messages larger than this are stored as raw bytes only (no ``json``): the
@@ -37,7 +38,10 @@ def annotation_json(msg: Message, findings: bool = False) -> dict[str, Any]:
     if msg.has_id:
         rec["id"] = msg.id
         if msg.findings and type(msg.id) is str and _SURROGATE.search(msg.id):
-            rec["id"] = _SURROGATE.sub("\ufffd", msg.id)        # exact in the raw bytes (``exact_id``)
+            # orjson (every reader's) reads no lone surrogate: U+FFFD here, exact in the raw
+            # bytes (``exact_id``), and as every view shows it in ``id_text``, as a pending entry has it
+            rec["id"] = _SURROGATE.sub("\ufffd", msg.id)
+            rec["id_text"] = show_id(msg.id)
     if msg.method is not None:
         rec["method"] = msg.method
     if msg.pair is not None:
@@ -69,7 +73,7 @@ def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
 #: the fields a message record's Message gives it (``MessageRecord.to_json``): what
 #: re-annotation recomputes; any other field of a record read (a scrubbed record's
 #: ``original``, a newer mcptap's) is the record's own and is kept (``MessageRecord.kept``)
-MESSAGE_FIELDS = frozenset({"type", "seq", "t_us", "dir", "kind", "session", "id", "method", "pair", "latency_us", "phase",
+MESSAGE_FIELDS = frozenset({"type", "seq", "t_us", "dir", "kind", "session", "id", "id_text", "method", "pair", "latency_us", "phase",
                             "rev", "json", "raw", "raw_b64", "eol", "findings", "link", "members", "transport", "offset"})
 
 
@@ -192,6 +196,44 @@ class MessageRecord:
         return cls(msg, eol)
 
 
+#: a lone UTF-16 surrogate escape in JSON text (``\\ud800``; an escaped backslash before it is rare enough to be read again)
+_LONE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def exact_payload(rec: dict[str, Any]) -> Any:
+    """The payload of a message record as the peer wrote it, lone surrogates
+    kept (``"\\ud800"`` as ``"\ud800"``: in a method name, a URI, a tool name),
+    when its raw bytes hold a lone surrogate escape; None otherwise (the record's
+    ``json``/``id``/``method`` are exact then). Read by the stdlib parser,
+    which keeps them (orjson, the tap's, reads them as U+FFFD). For views and
+    exports: analysis reads ids exactly already (``exact_id``)."""
+    raw = rec.get("raw")
+    if not isinstance(raw, str) or "\\u" not in raw or _LONE_ESCAPE.search(raw.encode("utf-8")) is None:
+        return None
+    import json
+
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if _has_lone(value) else None
+
+
+def _has_lone(v: Any) -> bool:
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if type(x) is str:
+            if _SURROGATE.search(x):
+                return True
+        elif type(x) is dict:
+            stack += x.keys()
+            stack += x.values()
+        elif type(x) is list:
+            stack += x
+    return False
+
+
 def exact_id(rid: Any, value: Any) -> Any:
     """A record's ``id`` as the peer sent it: a string id with a lone
     surrogate (``"\\ud800"``) is stored as U+FFFD in the record's ``id``
@@ -207,7 +249,10 @@ def exact_id(rid: Any, value: Any) -> Any:
 def _member_json(m: Member) -> dict[str, Any]:
     d: dict[str, Any] = {"index": m.index, "kind": m.kind.value}
     if m.id is not None:
-        d["id"] = m.id if type(m.id) is not str or _SURROGATE.search(m.id) is None else _SURROGATE.sub("\ufffd", m.id)
+        if type(m.id) is str and _SURROGATE.search(m.id) is not None:
+            d["id"], d["id_text"] = _SURROGATE.sub("\ufffd", m.id), show_id(m.id)
+        else:
+            d["id"] = m.id
     if m.method is not None:
         d["method"] = m.method
     if m.pair is not None:

@@ -32,7 +32,7 @@ def encode_exact(value: Any) -> bytes:
     try:
         return _dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return encode_deep(value, nonfinite=b"null")
+        return encode_deep(value, nonfinite=b"null", lone=True)     # a lone surrogate (an exact id) as its escape, as the peer sent it
 
 
 class _Repeated(Exception):

@@ -12,7 +12,8 @@ escaped so no payload can close the tag) and the viewer (``assets/report.js``,
   ``server/discover`` and the per-request ``_meta`` of 2026-07-28; requests the
   tap refused count for no session), whether the capture was scrubbed;
 * timeline: one line per record as ``mcptap show`` prints it (pairing and
-  latency included), rendered lazily (only the rows on screen exist in the
+  latency included; a request the tap refused itself marked ``⊘ tap 403``, as
+  show marks it, and its arrow in the diagram stopping short of the server), rendered lazily (only the rows on screen exist in the
   DOM), so 100,000 messages stay usable; a row opens its payload, pretty-printed;
 * filter box: the ``show --filter`` language, evaluated in the browser by a
   port of ``mcptap/filters`` driven by the same operator table
@@ -37,13 +38,13 @@ from importlib import resources
 from typing import Any, BinaryIO
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_text, record_findings, tool_of
+from mcptap.capture.fields import message_text, record_findings
 from mcptap.escape import shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
-from mcptap.show.render import COLUMNS, timeline_line
+from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Tracker
+from mcptap.show.summary import Tracker, method_of, record_id, tool_name
 
 #: First places kept per finding code.
 PLACES = 50
@@ -104,11 +105,11 @@ class _Report:
         self.n += 1
         # one row: the fields the filter language reads, plus the show line
         return [
-            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), rec.get("method"),
-            _js_id(rec.get("id")) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
-            rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_of(rec),
+            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), method_of(rec) if typ == "message" else rec.get("method"),
+            _js_id(record_id(rec)) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
+            rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_name(rec),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
-            1 if typ == "message" and ("json" in rec or "raw" in rec) else 0,
+            1 if typ == "message" and ("json" in rec or "raw" in rec) else 0, refusal_mark(rec),
         ], message_text(rec)     # the payload text: what ~t searches, as in show
 
     def tail(self) -> dict[str, Any]:

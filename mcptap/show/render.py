@@ -20,16 +20,28 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
+from mcptap.capture.fields import message_json, message_text, record_findings
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
 from mcptap.filters.operators import Filter
 from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
+from mcptap.records.refusals import refused_how, tap_answer
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, plain, record_id, shorten
+from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
+
+
+def refusal_mark(rec: dict[str, Any]) -> str | None:
+    """``"⊘ tap 403"`` for a record of a request the tap refused itself (it never
+    reached the server: ``records.refusals``), the refusal's ``how`` escaped when
+    this mcptap has no status for it; None for any other record."""
+    how = refused_how(rec)
+    if how is None:
+        return None
+    status = tap_answer(how)["status"]
+    return f"⊘ tap {status}" if status is not None else "⊘ tap " + shorten(how, 16)
 
 
 # -- timeline ------------------------------------------------------------------------------
@@ -40,9 +52,9 @@ def _what(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
 
 def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
     kind = rec.get("kind")
-    method = rec.get("method")
+    method = method_of(rec)
     if kind == "request":
-        tool = tool_of(rec)
+        tool = tool_name(rec)
         return f"{method}{' ' + tool if tool else ''} id={id_text(record_id(rec))}"
     if kind == "notification":
         v = message_json(rec)
@@ -111,8 +123,11 @@ def _other_raw(rec: dict[str, Any]) -> str:
         return f"gap      {rec.get('reason', '')}"
     if typ == "http" and rec.get("auth"):
         return _auth_raw(rec)
-    skip = {"type", "seq", "t_us", "findings"}
+    skip = {"type", "seq", "t_us", "findings", "refused"}
     bits = [f"{k}={v}" for k, v in rec.items() if k not in skip and isinstance(v, (str, int, float))][:6]
+    mark = refusal_mark(rec)
+    if mark is not None:        # the tap answered it itself: said first, the fields may not all fit
+        bits.insert(0, f"{mark}: refused, never forwarded;")
     return f"{typ:<8} {' '.join(bits)}"
 
 
@@ -164,6 +179,9 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
     what = shorten(_what(rec, req), 44)
     kind = shown(str(KIND_SHOWN.get(rec.get("kind", ""), rec.get("kind", ""))))
     phase = shown(str(rec.get("phase") or ""))
+    mark = refusal_mark(rec)
+    if mark is not None:        # never reached the server: the tap's answer where a reply would be, no phase
+        pair, phase = mark, "refused"
     line = f"{head}  {st(_ARROW.get(d) or shown(str(d)), d)}  {kind:<5}  {what:<44} {pair:<15} {PHASE_SHOWN.get(phase, phase):<12}"
     return (line + " " + _codes(fs, st)) if fs else line.rstrip()
 
@@ -214,7 +232,9 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
 def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None) -> Iterator[str]:
     """JSON Lines: the header, every re-annotated record that passes ``flt``
     (responses, progress and cancellations gain ``request``: ``{seq, method,
-    tool}`` of the request they belong to), the end record, then a
+    tool}`` of the request they belong to; a record of a request the tap refused itself
+    gains ``tap_answer``: ``{how, status, reason}``, what the client got, as the timeline's
+    ``⊘ tap 403``), the end record, then a
     ``{"type": "summary", …}`` object whose ``sessions`` is the capture's
     session identities, as the report's session headers give them
     (``show/sessions.py``: ``[{session, label, client, server, revision, via}]``,
@@ -231,7 +251,14 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
             continue
         summ.feed(rec, req)
         if req is not None and rec.get("kind") != "request":
-            rec = dict(rec, request={"seq": req["seq"], "method": req.get("method"), "tool": req.get("tool")})
+            # as the request's record has them (a lone surrogate U+FFFD, its id_text exact): every line reads as strict JSON
+            rec = dict(rec, request={"seq": req["seq"], "method": lossy(req.get("method")), "tool": lossy(req.get("tool"))})
+        how = refused_how(rec)
+        if how is not None:
+            rec = dict(rec, tap_answer=tap_answer(how))
+        rid = rec.get("id")
+        if type(rid) is str and "\ufffd" in rid and "id_text" not in rec and record_id(rec) != rid:
+            rec = dict(rec, id_text=id_text(record_id(rec)))     # written before id_text: as a record of today has it
         yield dumps(rec).decode()
     yield dumps(dict(summ.to_json(), sessions=sessions.result())).decode()
 
@@ -273,6 +300,9 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
             kind = rec.get("kind")
             arrow = {"request": "->>", "notification": "-)", "response": "-->>", "error": "--x", "batch": "->>"}.get(kind or "", "--)")
             label = _what(rec, req)
+            mark = refusal_mark(rec)
+            if mark is not None:
+                label += f" ({mark}: refused)"
             if kind in ("response", "error") and rec.get("latency_us") is not None:
                 label += f" ({fmt_us(rec['latency_us'])})"
             yield f"    {a}{arrow}{b}: {_mm(f'{seq} {label}')}"

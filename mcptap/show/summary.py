@@ -10,6 +10,7 @@ never by the length of the capture.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,9 +19,11 @@ from mcptap.escape import escape_controls, shown
 from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
-from mcptap.records.message import exact_id
+from mcptap.records.message import exact_id, exact_payload
+from mcptap.records.refusals import refused_how
 
 Style = Callable[[str, str], str]
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def plain(text: str, role: str) -> str:
@@ -62,6 +65,39 @@ def record_id(rec: dict[str, Any]) -> Any:
     return v
 
 
+def method_of(rec: dict[str, Any]) -> Any:
+    """A message record's method as the peer wrote it: one with a lone surrogate
+    (``tools/x\\ud800``) is U+FFFD in the record, exact in its raw bytes
+    (``records.message.exact_payload``); views escape it (``\\ud800``)."""
+    m = rec.get("method")
+    if type(m) is str and "\ufffd" in m:
+        v = exact_payload(rec)
+        if isinstance(v, dict) and type(v.get("method")) is str:
+            return v["method"]
+    return m
+
+
+def lossy(v: Any) -> Any:
+    """``v`` with each lone surrogate as U+FFFD (a record's form of a string, which strict JSON readers take)."""
+    return _SURROGATE.sub("\ufffd", v) if type(v) is str and not v.isprintable() else v
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def tool_name(rec: dict[str, Any]) -> str | None:
+    """``tool_of(rec)``, a lone surrogate in it exact (as ``method_of``)."""
+    t = tool_of(rec)
+    if t is not None and "\ufffd" in t:
+        v = exact_payload(rec)
+        params = v.get("params") if isinstance(v, dict) else None
+        name = params.get("name") if isinstance(params, dict) else None
+        if type(name) is str:
+            return name
+    return t
+
+
 # -- request context -----------------------------------------------------------------
 
 class Tracker:
@@ -84,8 +120,9 @@ class Tracker:
             return None
         kind = rec.get("kind")
         if kind == "request":
-            info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id")}
-            self._open[rec["seq"]] = info
+            info = {"seq": rec["seq"], "method": method_of(rec), "tool": tool_name(rec), "id": rec.get("id")}
+            if refused_how(rec) is None:      # one the tap refused is answered by no one: not held open
+                self._open[rec["seq"]] = info
             return info
         if kind in ("response", "error"):
             pair = rec.get("pair")
@@ -168,7 +205,8 @@ class Summary:
 
     Fed only the records a filter shows, every shown message with a method
     (or a paired request) is counted in exactly one of c2s/s2c/resp, so a
-    filtered summary reads like the unfiltered one over those records."""
+    filtered summary reads like the unfiltered one over those records; one
+    the tap refused itself (never forwarded) in ``refused`` by its ``how`` instead."""
 
     def __init__(self, transport: Any = "stdio") -> None:
         #: the header's transport: on HTTP the bytes are the messages' (not heads and framing), said in the text
@@ -184,6 +222,8 @@ class Summary:
         self.stderr_bytes = 0
         self.shown = 0
         self.hidden = 0
+        self.refused: dict[str, int] = {}     # how -> messages the tap refused itself (records.refusals)
+        self.exact_methods: dict[Any, str] = {}     # request seq -> its method, where a lone surrogate made the record's lossy
 
     def skip(self, rec: dict[str, Any]) -> None:
         """A record the filter hid: only capture-wide byte counts use it."""
@@ -216,8 +256,13 @@ class Summary:
         self.messages[d] = self.messages.get(d, 0) + 1
         kind = rec.get("kind", "?")
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
-        method = rec.get("method")
-        if method is not None and kind in ("request", "notification"):
+        method = method_of(rec)
+        if method is not rec.get("method") and kind == "request":
+            self.exact_methods[rec.get("seq")] = method       # the end record's pending entry has it lossy
+        how = refused_how(rec)
+        if how is not None:         # sent, never forwarded: no call of the server's methods or tools
+            self.refused[how] = self.refused.get(how, 0) + 1
+        elif method is not None and kind in ("request", "notification"):
             st = self.methods.get(method)
             if st is None:
                 st = self.methods[method] = _Stat()
@@ -225,7 +270,7 @@ class Summary:
                 st.c2s += 1
             else:
                 st.s2c += 1
-            tool = tool_of(rec)
+            tool = tool_name(rec)
             if tool is not None:
                 ts = self.tools.get(tool)
                 if ts is None:
@@ -246,15 +291,19 @@ class Summary:
                 if kind == "error" or is_tool_error(rec, table is self.tools):
                     st.errors += 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, exact: bool = False) -> dict[str, Any]:
+        """The summary object (``show --format json``'s last line). Method and tool names with
+        a lone surrogate as U+FFFD, as the records have them (every line reads as strict JSON);
+        ``exact``: as the peer wrote them (the text summary escapes them, ``\\ud800``)."""
+        name: Callable[[Any], Any] = _same if exact else lossy
         end = self.end or {}
         out: dict[str, Any] = {
             "type": "summary",
             "messages": dict(self.messages), "kinds": dict(sorted(self.kinds.items())),
             "duration_us": max(self.last_us, end.get("t_us") or 0),
-            "methods": {m: {"c2s": s.c2s, "s2c": s.s2c, "responses": s.responses, "errors": s.errors, "latency": s.lat.to_json()}
+            "methods": {name(m): {"c2s": s.c2s, "s2c": s.s2c, "responses": s.responses, "errors": s.errors, "latency": s.lat.to_json()}
                         for m, s in sorted(self.methods.items())},
-            "tools": {m: {"calls": s.c2s, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.tools.items())},
+            "tools": {name(m): {"calls": s.c2s, "errors": s.errors, "latency": s.lat.to_json()} for m, s in sorted(self.tools.items())},
             "findings": dict(self.severities), "codes": dict(sorted(self.codes.items())),
             "bytes": {d: (end.get(d) or {}).get("bytes") for d in ("c2s", "s2c")},
             "pending": end.get("pending", []),
@@ -264,12 +313,14 @@ class Summary:
             out["bytes"]["stderr"] = max(self.stderr_bytes, (end.get("stderr") or {}).get("bytes") or 0)
         if "exit_code" in end:
             out["exit_code"] = end["exit_code"]
+        if self.refused:
+            out["refused"] = dict(sorted(self.refused.items()))
         if self.hidden:
             out["filtered"] = {"shown": self.shown, "hidden": self.hidden}
         return out
 
     def lines(self, style: Style = plain) -> Iterator[str]:
-        j = self.to_json()
+        j = self.to_json(exact=True)
         st = style
         m = j["messages"]
         yield st("Summary", "bold") + (f" of the {self.shown} records the filter shows ({self.hidden} hidden)" if self.hidden else "")
@@ -280,6 +331,10 @@ class Summary:
         lines = f"; {text} not JSON: blank or text line{'' if text == 1 else 's'}" if text else ""
         yield (f"  {total} message{'' if total == 1 else 's'} (c2s {m.get('c2s', 0)}, s2c {m.get('s2c', 0)}{lines}) over {fmt_us(j['duration_us'])}"
                + (f"; exit status {j['exit_code']}" if "exit_code" in j else ""))
+        if "refused" in j:
+            n = sum(j["refused"].values())
+            yield st(shown(f"  refused by the tap itself, never forwarded: {n} message{'' if n == 1 else 's'} ("
+                           + ", ".join(f"{k} {v}" for k, v in j["refused"].items()) + "), not counted below"), "warn")
         b = j["bytes"]
         label = "  bytes: " if self.transport == "stdio" else "  message bytes: "
         if any(v is not None for v in b.values()):
@@ -302,7 +357,8 @@ class Summary:
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
-                yield shown(f"    #{p.get('seq')} {p.get('method')} id={p['id_text'] if isinstance(p.get('id_text'), str) else id_text(p.get('id'))} from the "
+                method = self.exact_methods.get(p.get("seq"), p.get("method"))
+                yield shown(f"    #{p.get('seq')} {method} id={p['id_text'] if isinstance(p.get('id_text'), str) else id_text(p.get('id'))} from the "
                                       f"{'client' if p.get('dir') == 'c2s' else 'server'}")
         f = j["findings"]
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))

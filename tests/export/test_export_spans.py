@@ -182,7 +182,9 @@ def test_har_entry_of_a_non_post_body_and_a_502() -> None:
     req = entry["request"]
     assert req["url"] == "http://up.example:8080/mcp?x=1&y" and req["postData"] == {"mimeType": "text/plain", "text": "bye"}
     assert req["queryString"] == [{"name": "x", "value": "1"}, {"name": "y", "value": ""}]
-    assert req["headers"][0]["value"] == "Bearer «redacted:sha256:abcd»"
+    # as the server received it (export/har_sent.py): the client sent no Host, the tap sent the upstream's
+    assert [(h["name"], h["value"]) for h in req["headers"]] == [
+        ("Host", "up.example:8080"), ("Authorization", "Bearer «redacted:sha256:abcd»"), ("Content-Type", "text/plain")]
     assert entry["startedDateTime"] == "2026-01-02T03:04:05.000100Z"
     assert entry["response"]["status"] == 502 and "answered by mcptap itself (upstream_failed" in entry["response"]["comment"]
     assert entry["timings"]["send"] == 0.05 and entry["time"] == 1.2

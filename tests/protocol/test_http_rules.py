@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mcptap.protocol.http_rules import Exchange, HttpRules, ack_findings, media_type, request_findings, response_findings
+from mcptap.protocol.http_memory import HttpRules
+from mcptap.protocol.http_rules import Exchange, ack_findings, media_type, request_findings, response_findings
 from mcptap.protocol.sse import parse_all
 from mcptap.protocol.sse_rules import endpoint_findings, sse_findings
 from mcptap.redact import placeholder

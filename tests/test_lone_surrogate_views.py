@@ -1,0 +1,103 @@
+"""A lone UTF-16 surrogate (``"\\ud800"``, a JavaScript peer's text cut inside an emoji) in an
+id, a method name, a tool name or a URI: analysis keeps ids exact (the raw bytes are the
+truth), and every view a person or a tool reads shows the exact value, escaped, as ``id_text``
+says it: the capture's records (``id`` U+FFFD for orjson's readers, ``id_text`` exact), the end
+record's pending entries (U+FFFD, not ``?``), ``show``'s timeline and summary, ``export -f
+messages`` and the HTML report. Captures written before ``id_text`` read the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from click.testing import CliRunner
+
+from mcptap.check.reannotated import Reannotated
+from mcptap.cli.main import mcptap
+from mcptap.show.html import report_data
+from scripted import c2s, handshake, record, s2c
+
+
+def _line(o: dict[str, Any]) -> bytes:
+    return json.dumps(o, separators=(",", ":")).encode() + b"\n"     # lone surrogates as escapes, as a JavaScript peer writes them
+
+
+def _cap(tmp_path: Path) -> Path:
+    return record(tmp_path / "lone.jsonl", handshake(server_caps={"resources": {}, "tools": {}}) + [
+        c2s(_line({"jsonrpc": "2.0", "id": "a\ud800", "method": "ping"})),
+        c2s(_line({"jsonrpc": "2.0", "id": "p\udfff", "method": "tools/x\ud800"})),
+        c2s(_line({"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "file:///a\ud800"}})),
+        c2s(_line({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "t\udc00", "arguments": {}}})),
+        s2c(_line({"jsonrpc": "2.0", "id": "a\ud800", "result": {}})),
+        s2c(_line({"jsonrpc": "2.0", "id": 9, "result": {"contents": []}})),
+        s2c(_line({"jsonrpc": "2.0", "id": 10, "result": {"content": []}})),
+        ("exit", 0)])
+
+
+def run(*args: str) -> str:
+    res = CliRunner().invoke(mcptap, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()]
+
+
+def test_the_capture_says_the_exact_id_and_stays_readable(tmp_path: Path) -> None:
+    recs = _records(_cap(tmp_path))       # orjson, as every reader: no lone surrogate in any record
+    by_seq = {r.get("seq"): r for r in recs}
+    assert by_seq[4]["id"] == "a\ufffd" and by_seq[4]["id_text"] == '"a\\ud800"'
+    assert by_seq[5]["id"] == "p\ufffd" and by_seq[5]["id_text"] == '"p\\udfff"'
+    pending = recs[-1]["pending"]
+    assert [(p["id"], p["id_text"]) for p in pending] == [("p\ufffd", '"p\\udfff"')]
+    assert [(u["data"]["id"], u["data"]["id_text"]) for u in recs[-1]["unanswered"]] == [("p\ufffd", '"p\\udfff"')]
+
+
+def _old(tmp_path: Path) -> Path:
+    """The capture as an mcptap before ``id_text`` wrote it (pending ids as ``?``)."""
+    out = []
+    for r in _records(_cap(tmp_path)):
+        r.pop("id_text", None)
+        for p in r.get("pending", ()):
+            p["id"] = p["id"].replace("\ufffd", "?")
+        out.append(r)
+    path = tmp_path / "old.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in out))
+    return path
+
+
+def test_show_gives_ids_methods_and_tools_exactly(tmp_path: Path) -> None:
+    for cap in (_cap(tmp_path), _old(tmp_path)):
+        text = run("show", str(cap), "--no-color")
+        # (finding messages are analysis's text, which reads a method lossily: not what this checks)
+        assert not [x for x in text.splitlines() if "\ufffd" in x and ": " not in x], text
+        assert 'ping id="a\\ud800"' in text and 'tools/x\\ud800 id="p\\udfff"' in text and "tools/call t\\udc00 id=10" in text
+        assert "  tools/x\\ud800 " in text and "  t\\udc00 " in text      # the summary's method and tool tables
+        assert '#5 tools/x\\ud800 id="p\\udfff" from the client' in text
+        shown = [orjson.loads(x) for x in run("show", str(cap), "--format", "json").splitlines()]
+        assert {r["seq"]: r["id_text"] for r in shown if "id_text" in r} == {4: '"a\\ud800"', 5: '"p\\udfff"', 8: '"a\\ud800"'}
+
+
+def test_export_messages_gives_the_exact_values(tmp_path: Path) -> None:
+    for cap in (_cap(tmp_path), _old(tmp_path)):
+        lines = {m["seq"]: m for m in map(json.loads, run("export", "-f", "messages", str(cap)).splitlines())}   # stdlib: keeps them
+        assert lines[4]["id"] == "a\ud800" and lines[4]["json"]["id"] == "a\ud800"
+        assert lines[5]["id"] == "p\udfff" and lines[5]["method"] == "tools/x\ud800" and lines[5]["json"]["method"] == "tools/x\ud800"
+        assert lines[6]["json"]["params"]["uri"] == "file:///a\ud800"
+        assert lines[7]["json"]["params"]["name"] == "t\udc00"
+        assert lines[8]["id"] == "a\ud800"
+
+
+def test_the_report_gives_the_exact_values(tmp_path: Path) -> None:
+    for cap in (_cap(tmp_path), _old(tmp_path)):
+        ra = Reannotated.open(str(cap))
+        data = report_data(ra.header, ra)
+        rows = {r[0]: r for r in data["rows"]}
+        assert rows[4][6] == "a\ud800" and rows[5][6] == "p\udfff" and rows[5][5] == "tools/x\ud800" and rows[7][13] == "t\udc00"
+        assert 'id="a\\ud800"' in rows[4][15]
+        page = tmp_path / "r.html"
+        run("report", str(cap), "-o", str(page))
+        assert "\ufffd" not in page.read_text().split('"payloads"')[0].replace("U+FFFD", "")
