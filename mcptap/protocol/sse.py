@@ -93,7 +93,10 @@ class SSEParser:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of an emitted event (int)."""
-        return len(self._buf) - self._bs + (self._spill.tell() if self._spill is not None else len(self._b.big))
+        b = self._b
+        # a long line's value copied out of the buffer (``Block.line``: cut[0] < cut[1]) is counted there
+        out = b"" if b.cut is not None and b.cut[0] < b.cut[1] else b.big
+        return len(self._buf) - self._bs + (self._spill.tell() if self._spill is not None else len(out)) + b.taken
 
     def receive_data(self, data: bytes) -> list[SSEEvent]:
         """Feed one chunk; ``b""`` means EOF. Returns the completed events."""
@@ -117,7 +120,7 @@ class SSEParser:
                 self._spill_line(b"")
             if self._held:
                 self._emit(len(buf), True, out, self._chunk_no)
-            elif self._bs < len(buf):
+            elif self._bs < len(buf) or self._b.taken:
                 if self._line_start < len(buf) and not self._spilled:
                     self._b.line(buf, self._line_start, len(buf), self._bom_check(self._line_start), self._bs)
                 self._emit(len(buf), False, out)
@@ -130,7 +133,7 @@ class SSEParser:
                 if self.buffered > self._max:
                     self._start_drop(False)
                 return out
-        if self._bs == len(buf):
+        if self._bs == len(buf) and not self._b.taken:
             self._first_chunk = self._chunk_no
         old = len(buf)
         buf += data
@@ -166,6 +169,8 @@ class SSEParser:
             eol = cr_at if lf < 0 else lf if cr_at < 0 else min(lf, cr_at)
             if eol < 0:
                 self._scan = n
+                if self._b.bulk:
+                    self._take(self._line_start)      # once a chunk: the lines complete so far
                 if self._lazy is not None and n - self._line_start > self._lazy and not self._spilled:
                     self._start_spill()
                 if self.buffered > self._max and not self._held:
@@ -203,7 +208,7 @@ class SSEParser:
         when it is the block's first data line, its value moves to a BytesIO."""
         buf, ls, b = self._buf, self._line_start, self._b
         v = ls + 6 if buf.startswith(b"data: ", ls) else ls + 5
-        if b.data or not buf.startswith(b"data:", ls) or len(buf) - v <= (self._lazy or 0):
+        if b.data or b.bulk or not buf.startswith(b"data:", ls) or len(buf) - v <= (self._lazy or 0):
             return
         self._bom_check(ls)
         self._spill = io.BytesIO()
@@ -232,14 +237,18 @@ class SSEParser:
     def _start_drop(self, line_empty: bool) -> None:
         """The current block grew past ``max_block``: keep its first bytes,
         count the rest, hold none of it (``_dropping``) until its end."""
+        b = self._b
+        if b.bulk:
+            self._take(self._line_start)
         buf, bs = self._buf, self._bs
         self._drop = self.buffered
-        self._drop_prefix = bytes(buf[bs:bs + DROPPED_PREFIX])
+        self._drop_prefix = b.head(buf[bs:bs + DROPPED_PREFIX], DROPPED_PREFIX) if b.bulk else bytes(buf[bs:bs + DROPPED_PREFIX])
         self._drop_empty = line_empty
-        self._drop_lines = len(self._b.data)
-        self._b.data = []
-        self._b.comments = []
-        self._b.big = b""
+        self._drop_lines = b.data_lines
+        self._base -= b.taken             # the dropped block's offsets are counted from its start
+        fresh = Block(self._lazy)         # the fields not kept (the block's data is not held)
+        b.data, b.comments, b.big, b.spans, b.bulk, b.bio, b.skel, b.cuts, b.taken, b.ndata = (
+            fresh.data, fresh.comments, fresh.big, fresh.spans, False, None, fresh.skel, fresh.cuts, 0, 0)
         self._spill = None
         self._spilled = False
         del buf[bs:]
@@ -275,6 +284,32 @@ class SSEParser:
         self._first_chunk = self._chunk_no
         self._b = Block(self._lazy)
 
+    def _take(self, upto: int) -> None:
+        """A ``bulk`` block: its bytes up to ``upto`` leave the buffer (``Block.take``)."""
+        b = self._b
+        was = b.taken
+        b.take(self._buf, self._bs, upto)
+        self._base += b.taken - was
+        self._bs = upto
+
+    def _emit_bulk(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None) -> None:
+        """Emit a ``bulk`` block ending at ``_buf[end]``: its data values joined, once, as ``data_bytes``."""
+        self._take(end)
+        b = self._b
+        assert b.bio is not None
+        big = b.bio.getvalue()       # the BytesIO's own buffer: no copy
+        b.bio = None
+        if b.id is not None and terminated:
+            self._last_id = b.id
+        chunks = (self._chunk_no if last_chunk is None else last_chunk) - self._first_chunk + 1
+        out.append(SSEEvent(
+            type=b.event or "message", data="", data_lines=b.data_lines, id=b.id, last_event_id=self._last_id, retry=b.retry,
+            comments=tuple(b.comments), unknown_fields=tuple(b.unknown), raw=bytes(b.skel), start=self._base - b.taken,
+            end=self._base, chunks=max(chunks, 1), cr=b.cr, terminated=terminated, bom=b.bom, invalid_utf8=b.invalid_utf8,
+            id_ignored=b.id_ignored, retry_invalid=b.retry_invalid, data_bytes=big, data_at=b.cuts[0], data_cuts=tuple(b.cuts)))
+        self._first_chunk = self._chunk_no
+        self._b = Block(self._lazy)
+
     def _trim(self) -> None:
         """Drop the bytes of emitted blocks (once per chunk: linear cost)."""
         bs = self._bs
@@ -297,6 +332,9 @@ class SSEParser:
         b = self._b
         raw: bytes | bytearray
         big = None
+        if b.bulk:
+            self._emit_bulk(end, terminated, out, last_chunk)
+            return
         if b.cut is not None:
             # the long data line's value is not in raw (when it is the only data line)
             c0, c1 = self._bs + b.cut[0], self._bs + b.cut[1]

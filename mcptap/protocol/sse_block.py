@@ -3,6 +3,7 @@ emits) and the fields gathered while it is parsed (``Block``; pure)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 #: bytes of a dropped block kept as its ``raw`` (``SSEEvent.dropped``)
@@ -32,6 +33,11 @@ class SSEEvent:
     decoded and cut out of ``raw`` at offset ``data_at`` (the block's bytes are
     ``raw[:data_at] + data_bytes + raw[data_at:]``; ``data`` is then "" and
     ``invalid_utf8`` says nothing about it; see protocol/sse_canonical.py);
+    ``data_cuts``: set instead of ``data_at`` (which is then its first
+    offset) for a block of several data lines the parser made with
+    ``lazy_above`` left undecoded because together they are longer than that:
+    ``data_bytes`` is their values joined with LF (the payload), each cut
+    out of ``raw``: the k-th value goes at ``raw`` offset ``data_cuts[k]``;
     ``dropped``: a block longer than the parser's ``max_block``: its bytes
     were not held: ``raw`` is its first ``DROPPED_PREFIX`` bytes, ``dropped``
     how many more it had (``end - start`` is its whole size), ``data`` is ""
@@ -60,6 +66,7 @@ class SSEEvent:
     data_bytes: bytes | None = None
     data_at: int = 0
     dropped: int = 0
+    data_cuts: tuple[int, ...] = ()
 
     @property
     def dispatched(self) -> bool:
@@ -86,7 +93,8 @@ class Block:
     """Fields gathered for the block being parsed."""
 
     __slots__ = ("event", "data", "id", "retry", "comments", "unknown", "cr", "bom", "invalid_utf8",
-                 "id_ignored", "retry_invalid", "lazy", "cut", "big")
+                 "id_ignored", "retry_invalid", "lazy", "cut", "big", "spans", "dsize", "bulk", "bio", "skel", "cuts",
+                 "taken", "ndata")
 
     def __init__(self, lazy: int | None = None) -> None:
         self.lazy = lazy
@@ -94,6 +102,20 @@ class Block:
         #: first byte; equal when it never stayed in the buffer) and its bytes
         self.cut: tuple[int, int] | None = None
         self.big: bytes = b""
+        #: data values not yet taken (offsets from the block's first byte in the buffer) and
+        #: the bytes of all its values so far (lazy parsers only)
+        self.spans: list[tuple[int, int]] = []
+        self.dsize = 0
+        #: the block's data lines are together longer than ``lazy``: the values go to ``bio``
+        #: (joined with LF, never decoded), the rest of the block's bytes to ``skel``, the
+        #: values' places there to ``cuts`` (``take``); ``taken``: bytes of the block taken,
+        #: ``ndata``: its data lines
+        self.bulk = False
+        self.bio: io.BytesIO | None = None
+        self.skel = bytearray()
+        self.cuts: list[int] = []
+        self.taken = 0
+        self.ndata = 0
         self.event = ""
         self.data: list[str] = []
         self.id: str | None = None
@@ -127,22 +149,28 @@ class Block:
             self.comments.append(self._text(buf, c, e))
             return True
         if colon < 0:
-            name, value = self._text(buf, start, e), ""
+            name, v = self._text(buf, start, e), e
         else:
             v = colon + 1
             if v < e and buf[v] == 0x20:
                 v += 1
             name = self._text(buf, start, colon)
-            if name == "data" and self.lazy is not None and e - v > self.lazy and not self.data:
+        if name == "data" and self.lazy is not None:
+            n = e - v
+            if not self.bulk and self.cut is None and not self.data and n > self.lazy:
                 with memoryview(buf) as view:
                     self.big = view[v:e].tobytes()
                 self.long_line(v - base, e - base)
                 return True
-            value = self._text(buf, v, e)
+            self.spans.append((v - base, e - base))
+            self.dsize += n
+            if self.bulk or self.cut is not None or self.dsize > self.lazy:
+                # the values are together too long to decode: they are taken as bytes (``take``)
+                self.bulk = True
+                self.ndata += 1
+                return True
+        value = self._text(buf, v, e) if v < e else ""
         if name == "data":
-            if self.cut is not None and len(self.data) == 1:
-                # a second data line: the long one is decoded after all (the data is their join)
-                self.data[0] = self._decode(self.big)
             self.data.append(value)
         elif name == "event":
             self.event = value
@@ -160,18 +188,62 @@ class Block:
             self.unknown.append(name)
         return True
 
+    @property
+    def data_lines(self) -> int:
+        return self.ndata + len(self.data)
+
+    def take(self, buf: bytearray, bs: int, upto: int) -> None:
+        """A ``bulk`` block: move its bytes ``buf[bs:upto]`` (``bs``: where the
+        block's bytes not taken yet begin, the base of ``spans``) into ``skel``
+        and its data values into ``bio`` (each value once, never decoded)."""
+        bio = self.bio
+        pos = bs
+        if bio is None:
+            bio = self.bio = io.BytesIO()
+            self.ndata += len(self.data)
+            self.data = []            # the decoded values of the lines before: their bytes are taken again
+            if self.cut is not None:
+                c0, c1 = self.cut
+                self.skel += buf[bs:bs + c0]
+                self.cuts.append(len(self.skel))
+                bio.write(self.big)
+                self.big, self.cut, pos = b"", None, bs + c1
+        skel, cuts = self.skel, self.cuts
+        with memoryview(buf) as view:
+            for s, e in self.spans:
+                skel += view[pos:bs + s]
+                if cuts:
+                    bio.write(b"\n")
+                cuts.append(len(skel))
+                bio.write(view[bs + s:bs + e])
+                pos = bs + e
+            skel += view[pos:upto]
+        self.spans.clear()
+        # the block's bytes taken (a spilled value's never were in ``buf``; the LFs joining the values are not the block's)
+        self.taken = len(skel) + bio.tell() - max(len(cuts) - 1, 0)
+
+    def head(self, rest: bytes | bytearray, n: int) -> bytes:
+        """The first ``n`` bytes of a ``bulk`` block whose bytes not taken are ``rest``."""
+        out = bytearray()
+        data = self.bio.getvalue() if self.bio is not None else b""
+        pos = vpos = 0
+        for c in self.cuts:
+            out += self.skel[pos:c]
+            end = data.find(b"\n", vpos)
+            end = len(data) if end < 0 else end
+            out += data[vpos:min(end, vpos + n)]
+            vpos, pos = end + 1, c
+            if len(out) >= n:
+                return bytes(out[:n])
+        out += self.skel[pos:pos + n]
+        out += rest[:n]
+        return bytes(out[:n])
+
     def long_line(self, start: int, end: int) -> None:
         """The block's first data line is long: its value (``self.big``, set
         by the caller) is kept as bytes, cut out of the block at ``start``..``end``."""
         self.cut = (start, end)
         self.data.append("")
-
-    def _decode(self, data: bytes) -> str:
-        try:
-            return str(data, "utf-8")
-        except UnicodeDecodeError:
-            self.invalid_utf8 = True
-            return str(data, "utf-8", "replace")
 
     def _text(self, buf: bytearray, a: int, b: int) -> str:
         # the view is released at once: the buffer must stay resizable

@@ -40,7 +40,7 @@ class LazyText:
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts: tuple[bytes | bytearray, ...]) -> None:
+    def __init__(self, parts: tuple[bytes | bytearray | memoryview, ...]) -> None:
         self.parts = parts
 
     def __str__(self) -> str:

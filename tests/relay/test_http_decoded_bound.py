@@ -107,3 +107,42 @@ def test_an_event_stream_chunk_decoding_past_the_bound_stops_decoding_there(tmp_
     kept = [r for r in recs if r.get("event") == "response_body"]
     assert len(kept) == 1 and decode_bytes(kept[0], "body") == bomb and kept[0]["offset"] == len(first), kept
     assert {"http.content_too_large_to_decode", "http.answer_undecoded"} <= _codes(recs)
+
+
+def _run_plain(tmp_path: Path, body: bytes) -> list[dict]:
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    tap.client(post(b"/mcp", LIST))
+    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+    for i in range(0, len(body), 16384):
+        tap.upstream(body[i:i + 16384])
+    return tap.records()
+
+
+@pytest.mark.parametrize("keep", [1 << 30, 4096])
+def test_a_plain_body_past_the_bound_is_kept_raw_and_flagged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int) -> None:
+    """An uncompressed JSON body was held whole without bound (a 1 GiB answer held
+    1 GiB in the recorder); past ``MAX_DECODED`` it is kept as relayed (up to
+    ``RAW_KEEP``, the rest counted), flagged and its request not unanswered."""
+    monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
+    monkeypatch.setattr(observe_state, "RAW_KEEP", keep)
+    body = _answer(b"a" * (3 << 20))
+    recs = _run_plain(tmp_path, body)
+    codes = _codes(recs)
+    assert "http.content_too_large_to_decode" in codes and "http.answer_undecoded" in codes, codes
+    assert "http.content_decoding_failed" not in codes
+    (kept,) = [r for r in recs if r.get("event") == "response_body"]
+    assert decode_bytes(kept, "body") == body[:keep] and kept.get("dropped", 0) == max(len(body) - keep, 0) and "offset" not in kept
+    assert not [r for r in recs if r["type"] == "message" and r["dir"] == "s2c"]
+    end = next(r for r in recs if r.get("event") == "end" and r.get("exchange") == kept["exchange"])
+    assert end["response_bytes"] == len(body)
+    for reuse in (True, False):
+        groups = set(check_capture(str(tmp_path / "c.jsonl"), reuse=reuse).groups)
+        assert "http.content_too_large_to_decode" in groups and "jsonrpc.unanswered_request" not in groups, (reuse, sorted(groups))
+
+
+def test_near_miss_a_plain_body_within_the_bound_is_framed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
+    answer = _answer(b"a" * ((1 << 20) - 200))
+    recs = _run_plain(tmp_path, answer)
+    assert [r["json"]["id"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [1]
+    assert not {"http.content_too_large_to_decode", "http.content_decoding_failed"} & _codes(recs)

@@ -23,6 +23,18 @@ from collections.abc import Callable
 HOLD_LIMIT = 64 * 1024
 _BOM = b"\xef\xbb\xbf"
 _HEAD = 64                    # bytes of a line kept to recognise ``event: endpoint``
+#: a whole ``event: endpoint`` line, its end in the same chunk (``_is_endpoint_line`` of a line
+#: not the stream's first): the lines before the first match are none, so they are passed over
+#: in one search (a flood of lines that mention "endpoint" cost a loop pass each)
+#: (the look-behind after the literal: a pattern that begins with one is tried at every byte)
+_ENDPOINT_LINE = re.compile(rb"event(?<![^\r\n]event): ?endpoint(?=[\r\n])")
+#: a blank line starts after the first byte of each (a CR LF's LF then a line end has one of them)
+_BLANK_PAIRS = (b"\n\n", b"\n\r", b"\r\r")
+#: lines of a held block the loop takes itself before it searches for the block's end (an
+#: endpoint event has two or three; a search costs more than a few passes of the loop)
+_LOOP_LINES = 4
+#: False: no searches (the line loop alone; tests compare both)
+JUMP = True
 
 
 class EndpointRewriter:
@@ -40,8 +52,11 @@ class EndpointRewriter:
         self._holding = False
         self._held = bytearray()
         self._line_has_bytes = False
+        self._held_lines = 0          # lines of the held block so far
         self.rewrites: list[tuple[str, str]] = []
         self.gave_up = 0
+        #: the last endpoint block and what it became (a flood repeats one block: parsed once)
+        self._last: tuple[bytes, bytes | None, tuple[str, str] | None] | None = None
 
     def feed(self, data: bytes) -> bytes:
         # line ends are found by memchr (bytes.find) and only a line's first 64 bytes are
@@ -63,6 +78,20 @@ class EndpointRewriter:
         line = self._line
         lf = cr_at = -2                # next LF / CR at or after i (-1: none in data), see protocol/sse.py
         while True:
+            if JUMP and not (self._holding or self._line_has_bytes or self._first) and i < n:
+                # at a line start: on to the next endpoint line, or past the end when there is none
+                m = _ENDPOINT_LINE.search(data, i)
+                if m is None:
+                    self._skip(data, i)
+                    break
+                i = m.start()
+            elif JUMP and self._holding and self._held_lines >= _LOOP_LINES and not self._line_has_bytes and i < n:
+                # holding, at a line start: on to the line that ends the block, or past the end
+                k = self._held_end(data, i, start)
+                if k < 0:
+                    self._skip(data, i)
+                    break
+                i = k
             if -1 != lf < i:
                 lf = data.find(b"\n", i)
             if -1 != cr_at < i:
@@ -79,6 +108,7 @@ class EndpointRewriter:
             cr = data[e] == 0x0D
             i = e + 1
             if self._holding:
+                self._held_lines += 1
                 if not self._line_has_bytes:
                     # blank line: the endpoint block is complete
                     self._held += data[start:i]
@@ -94,6 +124,7 @@ class EndpointRewriter:
                 out.append(data[start:i])
                 start = i
                 self._holding = True
+                self._held_lines = 0
                 self._held.clear()
             self._first = False
             line.clear()
@@ -114,14 +145,54 @@ class EndpointRewriter:
             out.append(data[start:])
         return b"".join(out)
 
-    def _skip(self, data: bytes) -> None:
-        """The line state after ``data`` (starting at a line start, holding nothing)."""
-        j = max(data.rfind(b"\n"), data.rfind(b"\r"))
-        tail = data[j + 1:j + 1 + _HEAD]
+    def _held_end(self, data: bytes, i: int, start: int) -> int:
+        """Holding at the line start ``data[i]`` (``data[start:i]`` not held yet):
+        where the line starts whose end the loop releases the block at (the
+        blank line, or the first line end past ``HOLD_LIMIT``), -1 when none
+        in ``data``. The lines in between only go to the held bytes."""
+        n = len(data)
+        if data[i] in (0x0A, 0x0D):
+            return i
+        k = max(i, start + HOLD_LIMIT - len(self._held))     # a line end at or past it gives up
+        e = n
+        while k < n:
+            lf, cr = data.find(b"\n", k), data.find(b"\r", k)
+            x = cr if lf < 0 else lf if cr < 0 else min(lf, cr)
+            if x < 0:
+                break
+            if data[x] == 0x0A and data[x - 1] == 0x0D:
+                k = x + 1                 # the LF of a CR LF: that line ended before the limit
+                continue
+            e = x
+            break
+        # a blank line up to there comes first (the loop checks for it first); looked for in
+        # growing windows, so a block's search costs about its own length, not the chunk's
+        w, stop = 4096, min(e + 1, n)
+        while True:
+            end = min(stop, i + w)
+            p = -1
+            for pair in _BLANK_PAIRS:
+                q = data.find(pair, i, end)
+                if q >= 0:
+                    p, end = q + 1, q + 1       # the next pairs are looked for before it only
+            if p > 0:
+                return p
+            if end == stop:
+                break
+            w <<= 3
+        if e < n:
+            return max(data.rfind(b"\n", i, e), data.rfind(b"\r", i, e)) + 1 or i
+        return -1
+
+    def _skip(self, data: bytes, i: int = 0) -> None:
+        """The line state after ``data[i:]`` (starting at a line start, holding nothing)."""
+        j = max(data.rfind(b"\n", i), data.rfind(b"\r", i))
+        k = j + 1 if j >= 0 else i
+        tail = data[k:k + _HEAD]
         if tail:
             self._line += tail
             self._line_has_bytes = True
-        elif j == len(data) - 1 and j >= 0 and data[j] == 0x0D:
+        elif j == len(data) - 1 and j >= i and data[j] == 0x0D:
             self._after_cr = True          # an LF first in the next chunk ends this line
 
     def flush(self) -> bytes:
@@ -141,7 +212,15 @@ class EndpointRewriter:
         self._held.clear()
         self._holding = False
         if rewrite:
-            new = self._rewrite_block(held)
+            last = self._last
+            if last is not None and last[0] == held:
+                new, pair = last[1], last[2]
+                if pair is not None:
+                    self.rewrites.append(pair)
+            else:
+                was = len(self.rewrites)
+                new = self._rewrite_block(held)
+                self._last = (held, new, self.rewrites[-1] if len(self.rewrites) > was else None)
             if new is not None:
                 return new
         return held

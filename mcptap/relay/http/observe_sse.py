@@ -69,7 +69,8 @@ class SseObserver:
         if ev.dropped:
             info["dropped"] = ev.dropped       # bytes not held (``SSEParser``'s ``max_block``)
         if ev.type == "endpoint" and ev.data_lines:
-            self._endpoint(e, ev, fs, info)
+            # several long data lines are left undecoded by the parser: the endpoint is their text
+            self._endpoint(e, decoded(ev) if ev.data_cuts else ev, fs, info)
             return
         if ev.data_bytes is not None:
             big = big_data(ev) if ev.type != "endpoint" else None    # the long data line's bytes are the payload

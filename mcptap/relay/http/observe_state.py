@@ -35,7 +35,7 @@ from typing import Any
 
 from mcptap.capture.format import encode_bytes
 from mcptap.model import Finding
-from mcptap.protocol.content_coding import MAX_DECODED, UNFINISHED, BodyDecoder, DecodeError, content_decoder, decode_whole
+from mcptap.protocol.content_coding import MAX_DECODED, TOO_LARGE, UNFINISHED, BodyDecoder, DecodeError, content_decoder, decode_whole
 from mcptap.protocol.http_fields import Headers, header, media_type
 from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.sse import SSEParser
@@ -180,6 +180,14 @@ class ObservedExchange:
             self.keep_raw(data)
             return None
         if self.decoder is None:
+            if len(self.resp_body) + len(data) > MAX_DECODED and self._holds_body():
+                # a plain JSON body is held whole too: past the bound it is kept as relayed, as a compressed one
+                self.undecodable, self.undecoded, self.raw_offset = True, f"the body {TOO_LARGE} {MAX_DECODED} bytes, what mcptap holds of a body", 0
+                held, self.resp_body = self.resp_body.take(), BodyBuffer()
+                self.keep_raw(held)
+                del held
+                self.keep_raw(data)
+                return None
             return data
         if self._holds_body():
             self.keep_raw(data)
