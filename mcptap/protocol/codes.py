@@ -236,6 +236,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
      "or bytes after the end of its compressed data): those bytes stored raw, not analysed", "RFC 9110 §8.4, RFC 1952"),
     ("http.content_too_large_to_decode", WARN, "compressed body that decodes to more than mcptap holds of a body (128 MiB): "
      "stored raw, not analysed", "RFC 9110 §8.4"),
+    ("http.content_decompression_bomb", WARN, "compressed body that inflates to more than 100 times its compressed size "
+     "(beyond 16 MiB): a decompression bomb, stored as relayed (compressed), not analysed", "RFC 9110 §8.4"),
     ("http.unread_request_answered", INFO, "a response matching no request in the capture, in an exchange whose request body mcptap "
      "could not decode (not judged unmatched)", "RFC 9110 §8.4"),
     ("http.answer_undecoded", INFO, "requests answered in a body mcptap could not decode: not analysed, not judged unanswered",

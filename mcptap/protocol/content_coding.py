@@ -8,7 +8,9 @@ returns the decoded bytes; ``flush()`` those still held at the body's end;
 pending). ``limit``: decoded bytes at most (None: no bound), checked without ever
 holding more than ``limit + 1`` decoded bytes of one call; ``call_limit``: the
 same for the output of one ``decompress`` call (an event stream, unbounded in
-length, whose one chunk must not inflate a thousandfold into memory).
+length, whose one chunk must not inflate a thousandfold into memory). Always:
+no more than ``BOMB_RATIO`` times the coded bytes given so far, beyond
+``BOMB_FLOOR`` decoded bytes (a decompression bomb).
 
 Both raise ``DecodeError`` (``why``: one line; ``at``: the body offset, as
 relayed, of the first byte not decoded; ``rest``: the bytes from ``at`` the call
@@ -18,7 +20,8 @@ call's part of it in ``decoded``). Nothing
 else escapes on peer input.
 
 ``undecoded_code(why, enc)``: the finding code for a body kept undecoded for
-reason ``why`` (``http.content_too_large_to_decode``, ``http.content_decoding_failed``
+reason ``why`` (``http.content_too_large_to_decode``, ``http.content_decompression_bomb``: more
+than ``BOMB_FLOOR`` bytes at more than ``BOMB_RATIO`` times the coded bytes, ``http.content_decoding_failed``
 or None: a coding mcptap does not decode, which the head's finding already named),
 and the words on what was analysed; the reason strings are the only record of
 the kind, so live and ``check --full`` classify them alike.
@@ -33,8 +36,15 @@ from typing import Any
 #: (protocol/sse.py MAX_BLOCK), so a 64 MiB message still decodes and a gzip bomb is stopped there
 MAX_DECODED = 128 << 20
 UNFINISHED = "(the compressed stream is unfinished)"
+#: a body decoding to more than ``BOMB_FLOOR`` bytes and ``BOMB_RATIO`` times the coded bytes given so
+#: far is a decompression bomb: not decoded further (its coded bytes are kept as relayed), so a 436 KB
+#: gzip body never becomes a 100 MB capture nor 100 MB of the tap's memory. JSON text compresses 5 to
+#: 20 times; gzip's most is about 1030 times (runs of one byte)
+BOMB_FLOOR = 16 << 20
+BOMB_RATIO = 100
 #: the words of the reasons that classify them (``undecoded_code``)
 TOO_LARGE = "decodes to more than"
+BOMB = "times its compressed size"
 TRAILING = "after the end of its compressed data"
 _GZIP_MAGIC = b"\x1f\x8b\x08"       # ID1 ID2 CM=deflate: how every gzip member starts (RFC 1952 §2.3)
 
@@ -91,14 +101,18 @@ class BodyDecoder:
                     break
                 self._d = _new(self.enc)
                 self.members += 1
+            bomb = max(BOMB_FLOOR, BOMB_RATIO * self.fed) - self.out
             rooms = [n for n in (None if self.limit is None else self.limit - self.out,
-                                 None if self.call_limit is None else self.call_limit - got) if n is not None]
+                                 None if self.call_limit is None else self.call_limit - got, bomb) if n is not None]
             try:
-                piece = self._d.decompress(data, min(rooms) + 1) if rooms else self._d.decompress(data)
+                piece = self._d.decompress(data, min(rooms) + 1)
             except zlib.error as exc:
                 raise DecodeError(f"the {self.enc} body does not decode ({exc})", start, orig) from None
             self.out += len(piece)
             got += len(piece)
+            if len(piece) > bomb:
+                raise DecodeError(f"the {self.enc} body inflates to more than {BOMB_RATIO} {BOMB} ({self.out} bytes from the "
+                                  f"{self.fed} compressed bytes so far): a decompression bomb, not decoded further", start, orig)
             if self.limit is not None and self.out > self.limit:
                 raise DecodeError(f"the {self.enc} body {TOO_LARGE} {self.limit} bytes, what mcptap holds of a body", start, orig)
             if self.call_limit is not None and got > self.call_limit:
@@ -149,6 +163,9 @@ def decode_whole(enc: str, data: bytes, limit: int | None = MAX_DECODED) -> tupl
 def undecoded_code(why: str, enc: str, decodable: bool) -> tuple[str | None, str]:
     """(finding code, what became of the body) for a body kept undecoded for
     reason ``why`` under coding ``enc`` (``decodable``: one mcptap decodes)."""
+    if BOMB in why:
+        return "http.content_decompression_bomb", ("it is stored as relayed (compressed) from there, not analysed "
+                                                   "(a client that decodes it holds all of it)")
     if TOO_LARGE in why:
         return "http.content_too_large_to_decode", ("it is stored as relayed from there, not analysed "
                                                     "(a client may decode it: the limit is mcptap's)")

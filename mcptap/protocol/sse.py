@@ -22,8 +22,14 @@ Usage::
     for ev in p.receive_data(chunk): ...     # events completed by this chunk
     for ev in p.receive_data(b""): ...       # EOF: flush
 
-A block ended by a lone CR at the very end of a chunk is held until the next
-chunk (or EOF) tells whether an LF follows, so that ``raw`` is exact.
+A block is emitted as soon as its blank line has arrived: a lone CR at the very
+end of a chunk already ends that line (WHATWG), so the event is not held until
+the next byte tells whether an LF follows (a CR-only stream would have each
+event recorded one event late). Such an LF, arriving with the next chunk, is
+still the end of the same line (never a blank line of its own): it is the first
+byte of the next block's ``raw``, so only where ``raw`` splits, never an event's
+fields, depends on where a CR LF was cut; a block that is that LF alone at EOF
+counts as terminated.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ class SSEParser:
 
     __slots__ = (
         "_buf", "_base", "_line_start", "_scan", "_skip_lf", "_eof", "_chunk_no", "_first_chunk",
-        "_first_line", "_held", "_last_id", "_b", "_bs", "_lazy", "_spill", "_spilled",
+        "_first_line", "_last_id", "_b", "_bs", "_lazy", "_spill", "_spilled",
         "_max", "_drop", "_drop_empty", "_drop_prefix", "_drop_lines",
     )
 
@@ -81,7 +87,6 @@ class SSEParser:
         self._chunk_no = 0
         self._first_chunk = 0     # chunk that brought the current block's first byte
         self._first_line = True   # BOM handling applies to the stream's first line only
-        self._held = False        # block complete but ended by a CR at the buffer end
         self._last_id = ""
         self._b = Block(lazy_above)
 
@@ -118,12 +123,11 @@ class SSEParser:
             self._eof = True
             if self._spill is not None:
                 self._spill_line(b"")
-            if self._held:
-                self._emit(len(buf), True, out, self._chunk_no)
-            elif self._bs < len(buf) or self._b.taken:
+            if self._bs < len(buf) or self._b.taken:
                 if self._line_start < len(buf) and not self._spilled:
                     self._b.line(buf, self._line_start, len(buf), self._bom_check(self._line_start), self._bs)
-                self._emit(len(buf), False, out)
+                # the LF of a CR LF whose CR ended the last block (see the module doc) ends no event
+                self._emit(len(buf), len(buf) - self._bs == 1 and buf[self._bs] == 0x0A, out)
             self._trim()
             return out
         self._chunk_no += 1
@@ -135,15 +139,7 @@ class SSEParser:
                 return out
         if self._bs == len(buf) and not self._b.taken:
             self._first_chunk = self._chunk_no
-        old = len(buf)
         buf += data
-        if self._held:
-            if buf[old] == 0x0A:
-                # the LF of the CR LF that ended the held block
-                self._emit(old + 1, True, out)
-            else:
-                self._emit(old, True, out, self._chunk_no - 1)
-            self._line_start = self._scan = self._bs
         self._scan_lines(out)
         self._trim()
         return out
@@ -173,7 +169,7 @@ class SSEParser:
                     self._take(self._line_start)      # once a chunk: the lines complete so far
                 if self._lazy is not None and n - self._line_start > self._lazy and not self._spilled:
                     self._start_spill()
-                if self.buffered > self._max and not self._held:
+                if self.buffered > self._max:
                     self._start_drop(self._line_start == n)
                 return
             nl = eol + 1
@@ -193,12 +189,8 @@ class SSEParser:
                 content = b.line(buf, self._line_start, eol, self._bom_check(self._line_start), self._bs)
             self._line_start = pos = nl
             if not content:
-                if cr and nl == n and self._skip_lf:
-                    # blank line ended by a CR at the buffer end: wait for a possible LF
-                    self._held = True
-                    self._skip_lf = False
-                    self._scan = nl
-                    return
+                # a blank line ended by a CR at the buffer end ends the block now; _skip_lf
+                # stays set, so an LF that follows is that line end's, never a blank line
                 self._emit(nl, True, out)
                 if self._buf is not buf:
                     return          # the buffer was handed over whole: nothing after it
@@ -292,7 +284,7 @@ class SSEParser:
         self._base += b.taken - was
         self._bs = upto
 
-    def _emit_bulk(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None) -> None:
+    def _emit_bulk(self, end: int, terminated: bool, out: list[SSEEvent]) -> None:
         """Emit a ``bulk`` block ending at ``_buf[end]``: its data values joined, once, as ``data_bytes``."""
         self._take(end)
         b = self._b
@@ -301,7 +293,7 @@ class SSEParser:
         b.bio = None
         if b.id is not None and terminated:
             self._last_id = b.id
-        chunks = (self._chunk_no if last_chunk is None else last_chunk) - self._first_chunk + 1
+        chunks = self._chunk_no - self._first_chunk + 1
         out.append(SSEEvent(
             type=b.event or "message", data="", data_lines=b.data_lines, id=b.id, last_event_id=self._last_id, retry=b.retry,
             comments=tuple(b.comments), unknown_fields=tuple(b.unknown), raw=bytes(b.skel), start=self._base - b.taken,
@@ -325,15 +317,14 @@ class SSEParser:
             return self._buf.startswith(BOM, start)
         return False
 
-    def _emit(self, end: int, terminated: bool, out: list[SSEEvent], last_chunk: int | None = None) -> None:
+    def _emit(self, end: int, terminated: bool, out: list[SSEEvent]) -> None:
         """Emit the block ``_buf[_bs:end]`` and start the next one at ``end``."""
-        self._held = False
         buf = self._buf
         b = self._b
         raw: bytes | bytearray
         big = None
         if b.bulk:
-            self._emit_bulk(end, terminated, out, last_chunk)
+            self._emit_bulk(end, terminated, out)
             return
         if b.cut is not None:
             # the long data line's value is not in raw (when it is the only data line)
@@ -358,7 +349,7 @@ class SSEParser:
         if b.id is not None and terminated:
             # an unfinished block is discarded, its id never reaches the client
             self._last_id = b.id
-        chunks = (self._chunk_no if last_chunk is None else last_chunk) - self._first_chunk + 1
+        chunks = self._chunk_no - self._first_chunk + 1
         out.append(SSEEvent(
             type=b.event or "message",
             data="\n".join(b.data),

@@ -55,8 +55,9 @@ from mcptap.protocol.jsonparse import exact_value, parse_json_full
 from mcptap.protocol.skeleton import SKELETON_ABOVE
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
-from mcptap.redact import is_secret_name, scrub_url
-from mcptap.relay.http.credentials import SECRET_HEADERS, redact_header
+from mcptap.redact import scrub_url
+from mcptap.redact.headers import is_secret_header, redact_header
+from mcptap.relay.http.header_scan import scan_value
 from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, came, close, has_request, id_key, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume
@@ -174,7 +175,7 @@ class HttpLink:
     # -- one exchange ---------------------------------------------------------------------
     def _record_heads(self, event: str, ex: int, c: Conn, **fields: Any) -> None:
         if "headers" in fields:
-            fields["headers"] = [[n, redact_header(n.lower(), v) if n.lower() in SECRET_HEADERS or is_secret_name(n) else v]
+            fields["headers"] = [[n, redact_header(n.lower(), v) if is_secret_header(n) else scan_value(v)]
                                  for n, v in fields["headers"]]
         self.off.call(self.rec.http, event=event, exchange=ex, conn=c.id, **fields)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcptap.protocol.sse import parse_all
 from mcptap.relay.http.endpoint import HOLD_LIMIT, EndpointRewriter
 
 UP = "http://10.0.0.7:9000"
@@ -177,3 +178,19 @@ def test_chunks_without_endpoint_skip_the_line_loop(monkeypatch):
     out = r.feed(b"event: endp") + r.feed(b"oint\r") + r.feed(b"\ndata: http://10.0.0.7:9000/m\r\n\r\n")
     assert out == b"event: endpoint\r\ndata: http://127.0.0.1:5555/m\r\n\r\n"
     assert r.rewrites == [(UP + "/m", "http://127.0.0.1:5555/m")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=_parts, cuts=st.lists(st.integers(0, 400), max_size=10))
+def test_every_block_is_forwarded_once_its_blank_line_has_arrived(stream, cuts):
+    """The rewriter holds an endpoint block only until its blank line: a CR
+    ends it at once, the LF of a CR LF is not waited for (as the recorder's
+    parser, protocol/sse.py, reads it)."""
+    dues = [e.end - 1 if e.raw.endswith(b"\r\n") else e.end for e in parse_all(stream) if e.terminated]
+    cuts = sorted({c for c in cuts if 0 < c < len(stream)})
+    r, fed, out = EndpointRewriter(rw), 0, b""
+    for c in [stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)], strict=False)]:
+        out += r.feed(c)
+        fed += len(c)
+        sent = len(out.replace(b"http://127.0.0.1:5555", UP.encode()))
+        assert all(d <= sent for d in dues if d <= fed)

@@ -267,3 +267,23 @@ def test_the_lost_frame_carries_where_each_lost_response_body_ended() -> None:
     assert fc.read_lost(meta)[5] == [1, 2] and fc.read_tails(meta) == merged
     old = fc.LOST_META.pack(1, 10, 0, 5, 1) + marshal.dumps([1, 2])      # a frame without tails
     assert fc.read_lost(old)[5] == [1, 2] and fc.read_tails(old) is None
+
+
+@pytest.mark.parametrize("eol", [b"\r", b"\r\n"])
+def test_a_cr_ended_stream_cut_by_a_gap_on_event_boundaries_loses_only_the_hole(tmp_path: Path, eol: bytes) -> None:
+    """Lines ending in CR (valid SSE): the event completed right before the hole
+    is a message (it was held for the next byte and so cut by the gap), and a
+    hole whose last bytes are a CR-ended blank line ends on an event boundary
+    (the event right after it was taken off as cut)."""
+    evs = [e.replace(b"\n", eol) for e in EVENTS]
+    if eol == b"\r\n":
+        evs = [e[:-1] for e in evs[:3]] + [b"\n" + e[:-1] for e in evs[3:5]] + [b"\n" + e for e in evs[5:6]] + evs[6:]
+    t = SansIoTap(tmp_path / "c.jsonl")
+    t.client(post(b"/mcp", CALL))
+    t.upstream(SSE_HEAD + _chunk(b"".join(evs[:3])))
+    _drop(t, t.relay.upstream_data(t.cid, t.gen, _chunk(b"".join(evs[3:5]))), {1})
+    t.upstream(_chunk(b"".join(evs[5:])) + b"0\r\n\r\n")
+    recs = t.records()
+    got = [x["json"] for x in recs if x["type"] == "message" and x["dir"] == "s2c"]
+    assert got == [orjson.loads(EVENTS[i][6:]) for i in (0, 1, 2, 5, 6, 7, 8, 9)]
+    assert _codes(recs) <= {"capture.gap", "sse.crlf"}, _codes(recs)

@@ -86,3 +86,26 @@ def test_the_client_gets_the_tap_urls_and_the_capture_records_each_change(tmp_pa
     # credentials in those URLs are placeholders, in the rewrite records and in the response record alike
     assert "SECRET" not in (tmp_path / "c.jsonl").read_text()
     assert any(x["type"] == "message" and x["dir"] == "s2c" for x in recs)
+
+
+@pytest.mark.parametrize("status", [103, 100, 102])
+def test_an_informational_responses_urls_are_pointed_at_the_tap_too(tmp_path: Path, status: int) -> None:
+    """A 103 Early Hints' ``Link`` (preload, preconnect) named the upstream's
+    origin to the client while the final response's did not (docs/http-tap.md:
+    "in any response")."""
+    tap = SansIoTap(tmp_path / "c.jsonl")
+    tap.client(post(b"/mcp", INIT))
+    tap.upstream(b"HTTP/1.1 %d Hint\r\nLink: <http://127.0.0.1:9000/x?code=SECRETCODE4>; rel=preload\r\n"
+                 b"Content-Location: http://127.0.0.1:9000/y\r\nLocation: http://127.0.0.1:9000/z\r\n\r\n" % status)
+    tap.upstream(response(200, [(b"Content-Type", b"application/json")], RESULT))
+    down = bytes(tap.to_client)
+    hint = down[:down.index(b"\r\n\r\n") + 4]
+    assert hint.startswith(b"HTTP/1.1 %d " % status)
+    assert b"\r\nLink: <http://127.0.0.1:7000/x?code=SECRETCODE4>; rel=preload\r\n" in hint
+    assert b"\r\nContent-Location: http://127.0.0.1:7000/y\r\n" in hint
+    assert b"\r\nLocation: http://127.0.0.1:9000/z\r\n" in hint         # a Location only of a 201 or 3xx (RFC 9110 §10.2.2)
+    recs = tap.records()
+    assert [(x["what"], x["rewritten"].split("?")[0]) for x in recs if x.get("event") == "auth_rewrite"] == [
+        ("link", "<http://127.0.0.1:7000/x"), ("content-location", "http://127.0.0.1:7000/y")]
+    assert "SECRETCODE4" not in (tmp_path / "c.jsonl").read_text()
+    assert any(x["type"] == "message" and x["dir"] == "s2c" for x in recs)

@@ -152,15 +152,16 @@ class ConnUpstream(ConnEnds):
         raw = ev.headers.raw_items()
         headers = strip_hop(raw)
         out.append(ResponseStarted(ex.id, self.id, ev.status_code, ev.reason.decode("latin-1"), raw, informational))
+        relay = self.relay
+        if relay.rewrite_endpoint and ev.status_code != 101:
+            # a 103 Early Hints' Link names URLs as the final response's does (preload, preconnect)
+            headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
+            out.extend(AuthRewritten(ex.id, self.id, what, o, n) for what, o, n in moved)
         if informational:
             if ev.status_code != 101:
                 self._send_client(heads.informational(ev.status_code, ev.reason, headers), out)
             return
         ex.resp_started = True
-        relay = self.relay
-        if relay.rewrite_endpoint:
-            headers, moved = location(ev.status_code, headers, relay.upstream, ex.host_in or relay.listen_authority)
-            out.extend(AuthRewritten(ex.id, self.id, what, o, n) for what, o, n in moved)
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
         if ex.oauth is not None:

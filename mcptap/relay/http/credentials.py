@@ -23,6 +23,7 @@ import re
 from mcptap.redact import is_secret_name, placeholder, scrub_url
 from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_header
 from mcptap.redact.urlview import form_decode
+from mcptap.relay.http.header_scan import scan_value
 
 __all__ = ["SECRET_HEADERS", "SECRET_PARAMS", "headers_json", "is_secret_param", "record_target", "redact_header",
            "scrub_location", "scrub_query", "scrub_url_params"]
@@ -53,7 +54,9 @@ _SECRET_MAX = 4096
 
 
 def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = False) -> list[list[str]]:
-    """Headers for a record: str pairs, credentials redacted unless ``record_secrets``."""
+    """Headers for a record: str pairs, credentials redacted unless ``record_secrets``:
+    a credential header's value, a URL field's credentials, and token shapes in any
+    other value (``header_scan``)."""
     out = []
     known = _SECRET
     for n, v in headers:
@@ -68,6 +71,8 @@ def headers_json(headers: list[tuple[bytes, bytes]], record_secrets: bool = Fals
                 value = redact_header(name.lower(), value)
             elif n.lower() in URL_HEADERS:
                 value = scrub_location(n, value)
+            else:
+                value = scan_value(value)
         out.append([name, value])
     return out
 

@@ -249,7 +249,6 @@ class HttpObserver(RequestObserver):
 
     def _finish(self, e: ObservedExchange, it: r.ResponseEnded) -> None:
         del self._ex[e.id]
-        self._pending_rewrites.pop(e.id, None)
         self._release_deferred(e, e.session)
         fs: list[Finding] = []
         response_cut = False        # the client went away inside the answer (an event or a JSON body) the server was sending
@@ -259,6 +258,8 @@ class HttpObserver(RequestObserver):
                 e.sse_fed += len(tail)
                 self._sse_events(e, e.parser.receive_data(tail))
             response_cut = self._sse_events(e, e.parser.receive_data(b""), client_closed=it.how == "client_closed")
+        # after the last events: an endpoint event the stream's end completes was forwarded rewritten
+        self._pending_rewrites.pop(e.id, None)
         facts = e.facts
         # the client went away inside the request body (RequestStarted came, RequestEnded never did)
         request_cut = (it.how == "client_closed" or e.held_end is not None) and not e.req_ended and e.req_bytes > 0

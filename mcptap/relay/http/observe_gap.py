@@ -118,10 +118,10 @@ class GapObserver(SseObserver):
 
 def _event_end(tail: bytes) -> bool:
     """Whether bytes ending in ``tail`` end with a blank line (an SSE event's
-    end: a line end then LF, CRLF's CR kept apart so a CR-LF pair split
-    there is not read as two line ends)."""
-    if not tail.endswith(b"\n"):
+    end: a line end then an LF, a CR LF or a lone CR, which ends a line by
+    itself, as protocol/sse.py reads it; a CR LF counts as one line end, so
+    its pair is not read as two)."""
+    if not tail.endswith((b"\n", b"\r")):
         return False
-    rest = tail[:-1]
-    rest = rest[:-1] if rest.endswith(b"\r") else rest
+    rest = tail[:-2] if tail.endswith(b"\r\n") else tail[:-1]
     return rest.endswith((b"\n", b"\r"))
