@@ -137,8 +137,6 @@ def _refused(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="the live observer (relay/http/observe.py, another helper's) does not yet give the judge "
-                                       "the refusal: Exchange(..., refused=it.refused) in _request_started")
 async def test_the_live_tap_judges_no_header_of_a_request_it_refused(captures: tuple[Path, Path]) -> None:
     new, _ = captures
     for r in _refused(read_capture(str(new)).records):

@@ -144,7 +144,7 @@ class HttpObserver(RequestObserver):
         h = it.headers
         session, legacy = self._sessions.of_request(it.method, it.target, h)
         host = header(h, "host")
-        facts = Exchange(it.method, it.target, h, session=session, legacy=legacy)
+        facts = Exchange(it.method, it.target, h, session=session, legacy=legacy, refused=it.refused)
         e = ObservedExchange(it.exchange, it.conn, it.method, it.target, host, facts, self.rec.clock())
         self._ex[it.exchange] = e
         fs: list[Finding] = []
