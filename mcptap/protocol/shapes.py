@@ -253,7 +253,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     task-augmented request is validated as that, not as the method's result.
     Unknown method/revision pairs are left to the capability rules (no finding
     here). Never raises. Payload-less messages (pings, list calls without
-    params) are cached."""
+    params) are cached per key and payload type ([] and {} differ)."""
     if revision is None:
         return []
     label = method
@@ -272,7 +272,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     quick, validate = entry
     small = not payload
     if small:
-        errs = _CACHE.get((lk, payload is None))
+        errs = _CACHE.get((lk, type(payload)))
         if errs is not None:
             return _findings(kind, label, revision, errs)
     if kind is Kind.REQUEST:
@@ -297,7 +297,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
         except Exception as exc:  # noqa: BLE001 - a validator bug must not lose the message
             errs = (f"validator error: {exc!r}",)
     if small:
-        _CACHE[(lk, payload is None)] = errs
+        _CACHE[(lk, type(payload))] = errs
     return _findings(kind, label, revision, errs) if errs else []
 
 
