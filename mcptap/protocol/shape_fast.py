@@ -46,7 +46,7 @@ from collections.abc import Callable
 from types import UnionType
 from typing import Any
 
-from mcptap.protocol.shape_gen import Gen, Refuse
+from mcptap.protocol.shape_gen import Gen, Refuse, helpers
 from mcptap.protocol.shape_graph import refs_of as refs_of  # re-exported: tests walk schemas with it
 
 #: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
@@ -58,6 +58,23 @@ def compile_model(model: Any, member: str | None = None, json_keys: bool = False
     part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
     the check of that member's present non-null value (the model's: it and the other members'; None: no such member).
     ``json_keys``: for values parsed from JSON text only, whose object keys are all ``str`` (not tested again)."""
+    made = model_source(model, member, json_keys)
+    return None if made is None else load(*made, label=str(getattr(model, "__name__", model)))
+
+
+def load(source: str, name: str, label: str) -> Quick:
+    """The check function ``name`` of a :func:`model_source` source (compiled here; ``label``
+    names the model in tracebacks)."""
+    ns = helpers()
+    exec(compile(source, f"<shape_fast {label}>", "exec"), ns)
+    quick: Quick = ns[name]
+    return quick
+
+
+def model_source(model: Any, member: str | None = None, json_keys: bool = False) -> tuple[str, str] | None:
+    """:func:`compile_model`'s check as Python source and the name of its function (for
+    :func:`load`; the same text in every process, protocol/shape_shipped.py ships it); None
+    as there."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
     if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
@@ -80,10 +97,7 @@ def compile_model(model: Any, member: str | None = None, json_keys: bool = False
     if member is None:
         body = " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names)
     gen.src.append(f"def _quick(v{', d=0' if gen.deep and member else ''}):\n    return {body}\n")
-    ns = gen.ns
-    # the source names only the schema's constants, each as a repr() or through the namespace
-    exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
+    # the source names only the schema's constants (assigned first) and the helpers (shape_gen.helpers)
     # one model or a member that is one function, not recursive: that function is the check (one call less per message)
     only = gen.forwards(body)
-    quick: Quick = ns[only] if only is not None else ns["_quick"]
-    return quick
+    return "".join(gen.consts) + "\n".join(gen.src), only if only is not None else "_quick"

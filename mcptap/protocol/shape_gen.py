@@ -22,6 +22,23 @@ MAX_REF_DEPTH = 200
 _CALL = re.compile(r"(_f\d+)\(v\)")       # a call of a generated function with the value alone
 
 
+def helpers() -> dict[str, Any]:
+    """A fresh namespace for a generated source: the names it uses besides its own."""
+    return {"_M": _MISSING, "_str_keys": _str_keys, "_extra_keys": _extra_keys, "_inf": math.inf, "_ninf": -math.inf}
+
+
+def literal(value: Any) -> str:
+    """The source text of a generated source's constant (the same in every process: a
+    frozenset's members sorted, as its repr orders them by hash)."""
+    if type(value) is frozenset and all(type(v) is str for v in value):
+        return "frozenset((" + "".join(f"{v!r}, " for v in sorted(value)) + "))"
+    if (type(value) is int or type(value) is float) and math.isfinite(value):
+        return repr(value)
+    if value == {} and type(value) is dict:
+        return "{}"
+    raise Refuse(f"constant {value!r}")
+
+
 class Refuse(Exception):
     """The schema has a node or setting outside the subset: no quick check."""
 
@@ -62,8 +79,7 @@ class Gen:
         self.refs = refs                        # every schema with a "ref" in the tree
         self.src: list[str] = []
         self.post: list[str] = []               # run after every function is defined (dispatch tables)
-        self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_extra_keys": _extra_keys, "_inf": math.inf,
-                                   "_ninf": -math.inf}
+        self.consts: list[str] = []             # the constants' assignments (before the functions)
         self.fns: dict[str, str] = {}           # ref -> function name
         self.ref_fns: set[str] = set()
         self.loops: dict[str, str] = {}         # item function -> the function looping over it (each)
@@ -107,7 +123,7 @@ class Gen:
 
     def const(self, value: Any) -> str:
         n = self.name("_k")
-        self.ns[n] = value
+        self.consts.append(f"{n} = {literal(value)}\n")
         return n
 
     def function(self, s: dict[str, Any]) -> str:
