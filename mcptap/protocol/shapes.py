@@ -185,11 +185,7 @@ def _validator(model: Any) -> Any:
 
 def _messages(exc: Any) -> tuple[str, ...]:
     """The first five errors of a pydantic ValidationError, as ``loc: msg``."""
-    out = []
-    for e in exc.errors()[:5]:
-        loc = ".".join(str(x) for x in e.get("loc", ()))
-        out.append(f"{loc or '(root)'}: {e.get('msg')}")
-    return tuple(out)
+    return tuple(f"{'.'.join(str(x) for x in e.get('loc', ())) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:5])
 
 
 #: (direction, kind, method, revision) -> (quick check or None, validator), or None (no model)
@@ -328,11 +324,27 @@ _MISSING = object()
 def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
     """``check(direction, kind, method, payload, revision)`` for one key, as a
     callable of ``payload`` alone (a response's: without request params, so not
-    for an answer to a task-augmented request), a value parsed from JSON text
-    (every object key a ``str``). Built once per key by a caller
-    that checks many messages (check/scan.py): a payload the quick check is sure
-    of costs that check only (no key lookup, no enum work); any other goes
-    through :func:`check`, so the findings are the same."""
+    for an answer to a task-augmented request), parsed from JSON text (keys ``str``): :func:`checks` in one."""
+    pair = checks(direction, kind, method, revision)
+
+    def one(payload: Any) -> list[Finding]:
+        if payload and type(payload) is dict:
+            try:
+                if pair[0](payload):
+                    return []
+            except Exception:  # noqa: BLE001 - "not sure": check decides
+                pass
+        found: list[Finding] = pair[1](payload)
+        return found
+    return one
+
+
+def checks(direction: Direction, kind: Kind, method: str, revision: str) -> list[Any]:
+    """``[sure, slow]`` for one key (payloads as :func:`checker` takes them), built
+    once per key by a caller that checks many messages (check/scan.py):
+    ``sure(payload)`` (a non-empty dict only; it may raise: "not sure") is True only
+    when ``slow(payload)``, :func:`check`, finds nothing; it costs the quick check only
+    (no key lookup, no enums). It may be replaced by a cheaper one: call ``pair[0]``."""
     check(direction, kind, method, {}, revision)        # the key's entry (model, quick check) built
     entry = _LOOKUP.get((direction._value_, kind._value_, method, revision))
     quick = entry[0] if entry is not None else None
@@ -342,39 +354,27 @@ def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any
     def slow(payload: Any) -> list[Finding]:
         return check(direction, kind, method, payload, revision)
 
-    if quick is None:
-        return slow
-    if kind is Kind.RESPONSE:
-        def one(payload: Any) -> list[Finding]:
-            if payload and type(payload) is dict:
-                try:
-                    if quick(payload):
-                        return []
-                except Exception:  # noqa: BLE001 - "not sure": check decides
-                    pass
-            return check(direction, kind, method, payload, revision)
-    else:
+    pair: list[Any] = [quick if quick is not None else _never, slow]
+    if quick is not None and kind is not Kind.RESPONSE:
         # the model's quick check of a body is its other members' checks (the same for every body
         # built here: constants) and the params' check; once a body passed, the params' check alone
         # decides (shape_fast.compile_model with a member)
         params = _variant(direction, kind, method, revision, "params")
-        known = [False]                 # some body passed the whole quick check
         head = {"jsonrpc": "2.0", "id": 0, "method": method} if kind is Kind.REQUEST else {"jsonrpc": "2.0", "method": method}
 
-        def one(payload: Any) -> list[Finding]:
-            if payload and type(payload) is dict:
-                try:
-                    if known[0]:
-                        if params(payload):
-                            return []
-                    elif quick({**head, "params": payload}):
-                        known[0] = params is not None
-                        return []
-                except Exception:  # noqa: BLE001 - "not sure": check decides
-                    pass
-            return check(direction, kind, method, payload, revision)
-    return one
+        def body(payload: Any) -> bool:
+            if quick({**head, "params": payload}):
+                if params is not None:
+                    pair[0] = params
+                return True
+            return False
 
+        pair[0] = body
+    return pair
+
+
+def _never(payload: Any) -> bool:
+    return False
 
 def _variant(direction: Direction, kind: Kind, method: str, revision: str, variant: str) -> Any:
     """A key's quick check in a shape_shipped.VARIANTS variant: shipped, else generated."""
