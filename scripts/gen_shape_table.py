@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerate mcptap/protocol/data/shape-surfaces.json from the installed mcp-types.
+"""Regenerate mcptap/protocol/data/shape-surfaces.json from the installed mcp-types,
+then mcptap/protocol/data/shape-quick.json (protocol/shape_shipped.py: the quick
+checks' source and the payload-less verdicts; run this after changing the code
+that makes them, or pydantic or mcp-types).
 
     .venv/bin/python scripts/gen_shape_table.py
 
@@ -14,12 +17,14 @@ release disagree."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 from mcp_types import methods
 
-from mcptap.protocol import shapes
+from mcptap.protocol import shape_shipped, shapes
 
 OUT = Path(__file__).resolve().parents[1] / "mcptap" / "protocol" / shapes.TABLE_FILE
 
@@ -36,7 +41,21 @@ def main() -> None:
     lines.append(b"}}")
     OUT.write_bytes(b"\n".join(lines) + b"\n")
     print(f"wrote {OUT} ({sum(len(v) for v in doc['surfaces'].values())} entries)")
+    # a fresh process: the table just written is the one shapes loads
+    subprocess.run([sys.executable, __file__, "--ship"], check=True)
+
+
+def ship() -> None:
+    """Write data/shape-quick.json (protocol/shape_ship_gen.document)."""
+    from mcptap.protocol.shape_ship_gen import document
+
+    doc = document()
+    if doc is None:
+        raise SystemExit("the surface table does not fit the installed mcp-types")
+    out = OUT.with_name(Path(shape_shipped.FILE).name)
+    out.write_bytes(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n")
+    print(f"wrote {out} ({len(doc['models'])} models)")
 
 
 if __name__ == "__main__":
-    main()
+    ship() if sys.argv[1:] == ["--ship"] else main()

@@ -100,8 +100,8 @@ class Scan:
         self.pending: bytes | None = None
         self.truncated = False
         self.failed: str | None = None
-        #: (dir, kind, method, rev) -> shapes.checker of that key (for the messages' shape checks)
-        self.checkers: dict[tuple[str, str, str, str], Callable[[Any], list[Any]]] = {}
+        #: (dir, kind, method, rev) -> shapes.checks of that key, [sure, slow] (for the messages' shape checks)
+        self.checkers: dict[tuple[str, str, str, str], list[Any]] = {}
 
     # -- the hot loop ------------------------------------------------------------------------
     def run(self, lines: Iterable[bytes]) -> None:
@@ -111,7 +111,11 @@ class Scan:
         shapes = self.shapes
         if shapes:
             from mcptap.protocol import shapes as shape_rules
-            check_shape, checker, checkers = shape_rules.check, shape_rules.checker, self.checkers
+            check_shape, checker, checkers = shape_rules.check, shape_rules.checks, self.checkers
+        m_key: tuple[Any, ...] = (None, None, None, None)    # the last request's or notification's checks key, and its checks
+        r_key: tuple[Any, ...] = (None, None, None, None)    # the last response's
+        m_pair: Any = None
+        r_pair: Any = None
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
         n, messages, buffered, duration = self.n, self.messages, self.buffered, self.duration
         any_seq, last_rec_seq, last_t = self.any_seq, self.last_rec_seq, self.last_t
@@ -244,18 +248,42 @@ class Scan:
                         if kind == "request" or kind == "notification":
                             if type(method) is str:     # a request's or notification's own method
                                 if type(rev) is str:
-                                    one = checkers.get((d, kind, method, rev))
-                                    if one is None:
-                                        one = checkers[d, kind, method, rev] = checker(DIRS[d], KINDS[kind], method, rev)
-                                    extra = one(value.get("params"))
+                                    # the key of the message before on this path, the usual one (its strings are new
+                                    # objects: comparing them is cheaper than hashing them for the lookup)
+                                    if method == m_key[2] and rev == m_key[3] and d == m_key[0] and kind == m_key[1]:
+                                        pair = m_pair
+                                    else:
+                                        m_key = (d, kind, method, rev)
+                                        pair = checkers.get(m_key)
+                                        if pair is None:
+                                            pair = checkers[m_key] = checker(DIRS[d], KINDS[kind], method, rev)
+                                        m_pair = pair
+                                    p = value.get("params")
+                                    try:
+                                        sure = type(p) is dict and p and pair[0](p)
+                                    except Exception:  # noqa: BLE001 - "not sure": its check decides
+                                        sure = False
+                                    if not sure:
+                                        extra = pair[1](p)
                                 else:
                                     extra = check_shape(DIRS[d], KINDS[kind], method, value.get("params"), rev)
                         elif answered is not None and kind == "response":
                             if task_params is None and type(rev) is str:
-                                one = checkers.get((d, kind, answered, rev))
-                                if one is None:
-                                    one = checkers[d, kind, answered, rev] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
-                                extra = one(value.get("result"))
+                                if answered == r_key[2] and rev == r_key[3] and d == r_key[0]:     # as above
+                                    pair = r_pair
+                                else:
+                                    r_key = (d, kind, answered, rev)
+                                    pair = checkers.get(r_key)
+                                    if pair is None:
+                                        pair = checkers[r_key] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
+                                    r_pair = pair
+                                p = value.get("result")
+                                try:
+                                    sure = type(p) is dict and p and pair[0](p)
+                                except Exception:  # noqa: BLE001 - "not sure": its check decides
+                                    sure = False
+                                if not sure:
+                                    extra = pair[1](p)
                             else:
                                 extra = check_shape(DIRS[d], Kind.RESPONSE, answered, value.get("result"), rev, task_params)
                         if extra:

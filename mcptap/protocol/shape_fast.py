@@ -42,326 +42,15 @@ pydantic's verdicts on every model the surfaces name.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from types import UnionType
 from typing import Any
 
-from mcptap.protocol.shape_graph import cyclic, refs_of
+from mcptap.protocol.shape_gen import Gen, Refuse, helpers
+from mcptap.protocol.shape_graph import refs_of as refs_of  # re-exported: tests walk schemas with it
 
 #: ``quick(instance) -> bool``: True only when the model's validator accepts the instance
 Quick = Callable[[Any], bool]
-
-_MISSING = object()
-_EXACT_INT = 2 ** 53
-_META = {"type", "metadata", "ref", "serialization"}
-_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-#: ref'd schemas entered at most in a recursive schema (pydantic-core refuses from 255 nested definition-refs on)
-MAX_REF_DEPTH = 200
-_CALL = re.compile(r"(_f\d+)\(v\)")       # a call of a generated function with the value alone
-
-
-class _Refuse(Exception):
-    """The schema has a node or setting outside the subset: no quick check."""
-
-
-def _str_keys(d: dict[Any, Any]) -> bool:
-    for k in d:
-        if type(k) is not str:
-            return False
-    return True
-
-
-def _extra_keys(d: dict[Any, Any]) -> bool:
-    """The keys of a model that keeps its extra members: pydantic-core makes
-    each one a Python string through UTF-8, which fails for a lone surrogate
-    (``json.loads`` lets ``"\\ud800"`` through; orjson does not)."""
-    for k in d:
-        if type(k) is not str:
-            return False
-        if not k.isascii():
-            try:
-                k.encode()
-            except UnicodeEncodeError:
-                return False
-    return True
-
-
-def _only(s: dict[str, Any], allowed: set[str]) -> None:
-    extra = set(s) - _META - allowed - {"type"}
-    if extra:
-        raise _Refuse(f"{s.get('type')}: {sorted(extra)}")
-
-
-class _Gen:
-    """Python source of the check functions of one core schema tree."""
-
-    def __init__(self, refs: dict[str, dict[str, Any]], json_keys: bool = False) -> None:
-        self.json_keys = json_keys              # values parsed from JSON text: every object key is a str
-        self.refs = refs                        # every schema with a "ref" in the tree
-        self.src: list[str] = []
-        self.post: list[str] = []               # run after every function is defined (dispatch tables)
-        self.ns: dict[str, Any] = {"_M": _MISSING, "_str_keys": _str_keys, "_extra_keys": _extra_keys, "_inf": math.inf,
-                                   "_ninf": -math.inf}
-        self.fns: dict[str, str] = {}           # ref -> function name
-        self.ref_fns: set[str] = set()
-        self.loops: dict[str, str] = {}         # item function -> the function looping over it (each)
-        self.alias: dict[str, str] = {}         # function -> the function it is (it only called that one)
-        self.dispatch: dict[str, str] = {}      # tagged union function -> its tag table (not recursive schemas)
-        self.n = 0
-        # a recursive schema: every function takes the number of ref'd schemas entered (d, at
-        # least pydantic-core's count of nested definition-refs: each compiles to a call that
-        # adds one) and says "not sure" beyond MAX_REF_DEPTH, below pydantic-core's recursion guard
-        self.deep = cyclic(refs)
-        self.args = "v, d" if self.deep else "v"
-
-    def call(self, fn: str, v: str) -> str:
-        """A call of generated function ``fn`` on ``v`` (a ref'd schema's: one level deeper)."""
-        if not self.deep:
-            return f"{fn}({v})"
-        return f"{fn}({v}, d + 1)" if fn in self.ref_fns else f"{fn}({v}, d)"
-
-    def each(self, fn: str, it: str) -> str:
-        """``fn`` holds for every item of iterable ``it`` (a generated loop:
-        cheaper than ``all(map(…))`` on the short lists messages carry)."""
-        while fn in self.alias:
-            fn = self.alias[fn]
-        loop = self.loops.get(fn)
-        if loop is None:
-            loop = self.loops[fn] = self.name("_each")
-            table = self.dispatch.get(fn)
-            if table is not None:       # a tagged union's dispatch, inline (one call less per item)
-                self.src.append(f"def {loop}(v):\n    for i in v:\n        if type(i) is not dict:\n            return False\n"
-                                f"        tag = i.get('type')\n        if type(tag) is not str:\n            return False\n"
-                                f"        f = {table}.get(tag)\n        if f is None or not f(i):\n            return False\n"
-                                f"    return True\n")
-            else:
-                call = self.call(fn, "i")
-                self.src.append(f"def {loop}({self.args}):\n    for i in v:\n        if not {call}:\n            return False\n    return True\n")
-        return f"{loop}({it}, d)" if self.deep else f"{loop}({it})"
-
-    def name(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}{self.n}"
-
-    def const(self, value: Any) -> str:
-        n = self.name("_k")
-        self.ns[n] = value
-        return n
-
-    def function(self, s: dict[str, Any]) -> str:
-        """The name of a function ``(v) -> bool`` for schema ``s`` (one per ref)."""
-        ref = s.get("ref")
-        if s.get("type") == "definition-ref":
-            ref = s.get("schema_ref")
-            if ref not in self.refs:
-                raise _Refuse(f"unresolved ref {ref}")
-            s = self.refs[ref]
-        if isinstance(ref, str) and ref in self.fns:
-            return self.fns[ref]
-        fn = self.name("_f")
-        guard = ""
-        if isinstance(ref, str):
-            self.fns[ref] = fn
-            self.ref_fns.add(fn)
-            if self.deep:
-                guard = f"    if d > {MAX_REF_DEPTH}:\n        return False\n"
-        if s.get("type") == "model":
-            self.model(fn, s, guard)
-        else:
-            body = self.expr(s, 'v', top=True)
-            target = self.forwards(body)
-            if target is not None and not guard:
-                self.alias[fn] = target         # it only calls another: that one, one call less per value
-                self.src.append(f"{fn} = {target}\n")
-            else:
-                self.src.append(f"def {fn}({self.args}):\n{guard}    return {body}\n")
-        return fn
-
-    def forwards(self, body: str) -> str | None:
-        """The generated function ``body`` only calls with the value (through aliases), else None (always in a recursive schema)."""
-        m = _CALL.fullmatch(body)
-        if m is None or self.deep:
-            return None
-        fn = m.group(1)
-        while fn in self.alias:
-            fn = self.alias[fn]
-        return fn
-
-    def expr(self, s: dict[str, Any], v: str, top: bool = False) -> str:
-        """A Python expression that is True only if ``v`` is valid for ``s``."""
-        if not isinstance(s, dict):
-            raise _Refuse(repr(s))
-        t = s.get("type")
-        if t == "model" or ((t == "definition-ref" or "ref" in s) and not top):
-            return self.call(self.function(s), v)
-        if t == "definitions":
-            _only(s, {"schema", "definitions"})
-            return self.expr(s["schema"], v, top)
-        if t == "any":
-            _only(s, set())
-            return "True"
-        if t == "none":
-            _only(s, set())
-            return f"{v} is None"
-        if t == "str":
-            _only(s, set())
-            return f"type({v}) is str"
-        if t == "bool":
-            _only(s, set())
-            return f"type({v}) is bool"
-        if t == "int" or t == "float":
-            _only(s, set(_BOUNDS))
-            base = f"type({v}) is int" if t == "int" else (f"((type({v}) is float and _ninf < {v} < _inf)"
-                                                            f" or (type({v}) is int and {-_EXACT_INT} <= {v} <= {_EXACT_INT}))")
-            bounds = [f"{v} {op} {self.const(s[k])}" for k, op in _BOUNDS.items() if k in s]
-            for k in _BOUNDS:
-                if k in s and not (type(s[k]) in (int, float) and math.isfinite(s[k])):
-                    raise _Refuse(f"bound {s[k]!r}")
-            return "(" + " and ".join([base, *bounds]) + ")"
-        if t == "literal":
-            _only(s, {"expected"})
-            expected = s["expected"]
-            if not expected or any(type(e) is not str for e in expected):
-                raise _Refuse("literal of non-strings")
-            if len(expected) == 1:
-                return f"(type({v}) is str and {v} == {expected[0]!r})"
-            return f"(type({v}) is str and {v} in {self.const(frozenset(expected))})"
-        if t == "nullable":
-            _only(s, {"schema"})
-            return f"({v} is None or {self.expr(s['schema'], v)})"
-        if t == "default":
-            _only(s, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
-            return self.expr(s["schema"], v)
-        if t == "list":
-            _only(s, {"items_schema", "min_length", "max_length", "fail_fast"})
-            parts = [f"type({v}) is list"]
-            if s.get("min_length") is not None:
-                parts.append(f"len({v}) >= {int(s['min_length'])}")
-            if s.get("max_length") is not None:
-                parts.append(f"len({v}) <= {int(s['max_length'])}")
-            items = s.get("items_schema", {"type": "any"})
-            if items.get("type") != "any" or set(items) - _META:
-                parts.append(self.each(self.function(items), v))
-            return "(" + " and ".join(parts) + ")"
-        if t == "dict":
-            _only(s, {"keys_schema", "values_schema", "min_length", "max_length", "fail_fast"})
-            keys = s.get("keys_schema", {"type": "any"})
-            if keys.get("type") not in ("str", "any") or set(keys) - _META:
-                raise _Refuse("dict keys")
-            parts = [f"type({v}) is dict"] + ([] if self.json_keys else [f"_str_keys({v})"])
-            if s.get("min_length") is not None:
-                parts.append(f"len({v}) >= {int(s['min_length'])}")
-            if s.get("max_length") is not None:
-                parts.append(f"len({v}) <= {int(s['max_length'])}")
-            values = s.get("values_schema", {"type": "any"})
-            if values.get("type") != "any" or set(values) - _META:
-                parts.append(self.each(self.function(values), f"{v}.values()"))
-            return "(" + " and ".join(parts) + ")"
-        if t == "union":
-            _only(s, {"choices", "mode", "auto_collapse", "custom_error_type", "custom_error_message", "custom_error_context"})
-            choices = [c[0] if isinstance(c, tuple) else c for c in s["choices"]]
-            dispatch = self.tagged(choices)
-            if dispatch is not None:
-                return self.call(dispatch, v)
-            return "(" + " or ".join(self.expr(c, v) for c in choices) + ")"
-        raise _Refuse(f"node {t!r}")
-
-    def resolve(self, s: dict[str, Any]) -> dict[str, Any]:
-        while s.get("type") == "definition-ref":
-            s = self.refs.get(s.get("schema_ref", ""), {})
-        return s
-
-    def tagged(self, choices: list[dict[str, Any]]) -> str | None:
-        """For a union of models that each require their own ``type`` literals:
-        the name of a function checking an instance against the member its
-        ``type`` names (tag -> member table filled once every function is
-        defined); else None."""
-        tags: dict[str, str] = {}
-        for c in choices:
-            m = self.resolve(c)
-            fields = m.get("schema", {}).get("fields", {}) if m.get("type") == "model" else {}
-            f = fields.get("type")
-            if f is None or f.get("validation_alias", "type") != "type" or f["schema"].get("type") != "literal":
-                return None
-            known = None
-            if not self.deep:           # the member's own check, its dict and its tag already known
-                known = self.name("_f")
-                self.model(known, m, tag_known=True)
-            for tag in f["schema"]["expected"]:
-                if type(tag) is not str or tag in tags:
-                    return None
-                tags[tag] = known or self.function(c)
-        table = self.const({})
-        self.post.append("".join(f"{table}[{tag!r}] = {fn}\n" for tag, fn in tags.items()))
-        fn = self.name("_f")
-        if not self.deep:
-            self.dispatch[fn] = table
-        member = "f(v, d + 1)" if self.deep else "f(v)"
-        self.src.append(f"def {fn}({self.args}):\n    if type(v) is not dict:\n        return False\n    tag = v.get('type')\n"
-                        f"    if type(tag) is not str:\n        return False\n    f = {table}.get(tag)\n"
-                        f"    return f is not None and {member}\n")
-        return fn
-
-    def model(self, fn: str, s: dict[str, Any], guard: str = "", tag_known: bool = False) -> None:
-        """The function ``fn`` checking model schema ``s``; ``tag_known``: for a
-        dict whose ``type`` member is one of the model's own ``type`` literals
-        (a tagged union's dispatch checked both)."""
-        _only(s, {"cls", "config", "custom_init", "root_model", "schema", "post_init"})
-        if s.get("custom_init") or s.get("root_model") or s.get("post_init"):
-            raise _Refuse("custom model")
-        config = s.get("config", {})
-        if set(config) - {"extra_fields_behavior", "title", "validate_by_alias", "validate_by_name"} or config.get("validate_by_alias") is False:
-            raise _Refuse(f"config {config}")
-        inner = s["schema"]
-        if inner.get("type") != "model-fields":
-            raise _Refuse("model schema")
-        _only(inner, {"fields", "computed_fields", "model_name", "extra_behavior", "extras_schema", "extras_keys_schema"})
-        extra = inner.get("extra_behavior") or config.get("extra_fields_behavior") or "ignore"
-        if extra not in ("ignore", "allow", "forbid"):
-            raise _Refuse(f"extra {extra}")
-        for k in ("extras_schema", "extras_keys_schema"):
-            if k in inner and (inner[k].get("type") != "any" or set(inner[k]) - _META):
-                raise _Refuse(k)
-        body = [f"def {fn}(x{self.args[1:]}):" + ("\n" + guard.rstrip("\n") if guard else "")]
-        if not tag_known:
-            body += ["    if type(x) is not dict:", "        return False"]
-        keys = []
-        optional: list[str] = []        # the optional fields' checks, after the required ones
-        required = 0
-        for name, field in inner["fields"].items():
-            _only(field, {"schema", "validation_alias", "serialization_alias", "serialization_exclude", "frozen", "serialization_exclude_if"})
-            alias = field.get("validation_alias", name)
-            if type(alias) is not str:
-                raise _Refuse("alias path")
-            keys.append(alias)
-            fs = field["schema"]
-            if fs.get("type") == "default":
-                inner_s = fs["schema"]
-                _only(fs, {"schema", "default", "default_factory", "default_factory_takes_data", "on_error", "validate_default", "copy_default"})
-                if inner_s.get("type") == "nullable" and "ref" not in inner_s:
-                    _only(inner_s, {"schema"})
-                    optional += [f"    v = x.get({alias!r})", f"    if v is not None and not {self.expr(inner_s['schema'], 'v')}:", "        return False"]
-                else:
-                    optional += [f"    v = x.get({alias!r}, _M)", f"    if v is not _M and not {self.expr(inner_s, 'v')}:", "        return False"]
-            else:
-                required += 1
-                if not (tag_known and alias == "type"):
-                    body += [f"    v = x.get({alias!r}, _M)", f"    if v is _M or not {self.expr(fs, 'v')}:", "        return False"]
-        if len(set(keys)) != len(keys) or not all(k.isascii() for k in keys):
-            raise _Refuse("field aliases")
-        if optional or extra != "ignore":
-            # every required member is there: with no other member, no optional one or extra is to be looked at
-            # (forbidden extras: none; kept extras: ASCII string keys, which pydantic-core converts)
-            body += [f"    if len(x) == {required}:", "        return True"]
-        body += optional
-        if extra == "forbid":
-            body += [f"    if not {self.const(frozenset(keys))}.issuperset(x):", "        return False"]
-        elif extra == "allow":
-            body += ["    if not _extra_keys(x):", "        return False"]      # kept extras need UTF-8 string keys (ignored ones do not)
-        body.append("    return True\n")
-        self.src.append("\n".join(body))
 
 
 def compile_model(model: Any, member: str | None = None, json_keys: bool = False) -> Quick | None:
@@ -369,11 +58,28 @@ def compile_model(model: Any, member: str | None = None, json_keys: bool = False
     part of its core schema is outside the subset. With ``member`` (one model, e.g. a request's ``params``):
     the check of that member's present non-null value (the model's: it and the other members'; None: no such member).
     ``json_keys``: for values parsed from JSON text only, whose object keys are all ``str`` (not tested again)."""
+    made = model_source(model, member, json_keys)
+    return None if made is None else load(*made, label=str(getattr(model, "__name__", model)))
+
+
+def load(source: str, name: str, label: str) -> Quick:
+    """The check function ``name`` of a :func:`model_source` source (compiled here; ``label``
+    names the model in tracebacks)."""
+    ns = helpers()
+    exec(compile(source, f"<shape_fast {label}>", "exec"), ns)
+    quick: Quick = ns[name]
+    return quick
+
+
+def model_source(model: Any, member: str | None = None, json_keys: bool = False) -> tuple[str, str] | None:
+    """:func:`compile_model`'s check as Python source and the name of its function (for
+    :func:`load`; the same text in every process, protocol/shape_shipped.py ships it); None
+    as there."""
     arms = model.__args__ if isinstance(model, UnionType) else (model,)
     schemas: list[dict[str, Any]] = [s for arm in arms if isinstance(s := getattr(arm, "__pydantic_core_schema__", None), dict)]
     if len(schemas) != len(arms) or (member is not None and len(arms) != 1):
         return None
-    gen = _Gen(refs_of(schemas, {}), json_keys)
+    gen = Gen(refs_of(schemas, {}), json_keys)
     try:
         names = [gen.function(s) for s in schemas]
         if member is not None:
@@ -385,16 +91,13 @@ def compile_model(model: Any, member: str | None = None, json_keys: bool = False
             if field is None:
                 return None
             body = gen.expr(field["schema"], "v")
-    except (_Refuse, KeyError, TypeError, AttributeError):
+    except (Refuse, KeyError, TypeError, AttributeError):
         return None
     gen.src += gen.post
     if member is None:
         body = " or ".join(f"{n}(v, 0)" if gen.deep else f"{n}(v)" for n in names)
     gen.src.append(f"def _quick(v{', d=0' if gen.deep and member else ''}):\n    return {body}\n")
-    ns = gen.ns
-    # the source names only the schema's constants, each as a repr() or through the namespace
-    exec(compile("\n".join(gen.src), f"<shape_fast {getattr(model, '__name__', model)}>", "exec"), ns)
+    # the source names only the schema's constants (assigned first) and the helpers (shape_gen.helpers)
     # one model or a member that is one function, not recursive: that function is the check (one call less per message)
     only = gen.forwards(body)
-    quick: Quick = ns[only] if only is not None else ns["_quick"]
-    return quick
+    return "".join(gen.consts) + "\n".join(gen.src), only if only is not None else "_quick"

@@ -20,57 +20,79 @@ of the 0.36 s it costs; shape checks use none of them), so its surface maps
 are shipped as a table of model names (``data/shape-surfaces.json``, written by
 ``scripts/gen_shape_table.py`` from ``build_table``), valid for the
 ``methods.py`` whose SHA-256 it records. Another mcp-types release (another
-``methods.py``) goes through ``mcp_types.methods`` as before.
+``methods.py``) goes through ``mcp_types.methods`` as before. The quick
+checks' source and the verdicts of absent and empty payloads ship too
+(protocol/shape_shipped.py, for the inputs they were made from): with them,
+pydantic and a key's era are imported only when a message needs pydantic.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import importlib.util
 import operator
 import pkgutil
-import sys
 from collections.abc import Mapping
-from types import ModuleType, UnionType
 from typing import Any
 
 import orjson
 
 from mcptap.model import Direction, Finding, Kind, Severity
-from mcptap.protocol import shape_fast, tagged
+from mcptap.protocol import shape_fast, shape_shipped, tagged
 from mcptap.protocol.codes import finding
+from mcptap.protocol.shape_table import ERAS as _ERAS  # noqa: F401 - tests look at the eras imported
+from mcptap.protocol.shape_table import PACKAGE as _PACKAGE
+from mcptap.protocol.shape_table import SURFACES as SURFACES
+from mcptap.protocol.shape_table import build_table as build_table
+from mcptap.protocol.shape_table import era as _era
 
 _LOADED = False
 _M: Any = None                          # mcp_types.methods, where the table does not fit the installed release
 _TABLE: dict[str, dict[str, list[str]]] | None = None
 _CACHE: dict[tuple[Any, ...], tuple[str, ...]] = {}
 EXACT_ERAS = frozenset({"2025-11-25", "2026-07-28"})
-SURFACES = ("CLIENT_REQUESTS", "SERVER_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_NOTIFICATIONS", "CLIENT_RESULTS", "SERVER_RESULTS")
 TABLE_FILE = "data/shape-surfaces.json"
-_PACKAGE = "mcp_types"
 
 
 def available() -> bool:
     """True when the official wire types can be imported (mcp-types and
     pydantic installed). Loads the surface table, or ``mcp_types.methods``
-    when the table was written for another mcp-types release."""
-    global _M, _LOADED, _TABLE, _ValidationError
+    when the table was written for another mcp-types release; with the
+    shipped quick checks of the installed release (protocol/shape_shipped.py),
+    pydantic is imported only when a message needs it."""
+    global _M, _LOADED, _TABLE, _SHIPPED
     if not _LOADED:
         _LOADED = True
         try:
-            from pydantic import ValidationError
-
-            _ValidationError = ValidationError
             _TABLE = _shipped_table()
-            if _TABLE is None:
-                from mcp_types import methods as m
+            _SHIPPED = shape_shipped.shipped() if _TABLE is not None else None
+            if _SHIPPED is None:
+                _pydantic()
+                if _TABLE is None:
+                    from mcp_types import methods as m
 
-                _M = m
+                    _M = m
         except Exception:  # noqa: BLE001 - optional dependency
-            _M = _TABLE = None
+            _M = _TABLE = _SHIPPED = None
     return _M is not None or _TABLE is not None
+
+
+class _NoPydantic(Exception):
+    """Stands for pydantic's ValidationError until pydantic is imported (never raised)."""
+
+
+_ValidationError: Any = _NoPydantic
+_SHIPPED: shape_shipped.Shipped | None = None
+
+
+def _pydantic() -> None:
+    """Import pydantic's ValidationError (once). Raises ImportError."""
+    global _ValidationError
+    if _ValidationError is _NoPydantic:
+        from pydantic import ValidationError
+
+        _ValidationError = ValidationError
 
 
 def _methods_source() -> bytes | None:
@@ -103,51 +125,6 @@ def _shipped_table() -> dict[str, dict[str, list[str]]] | None:
         return None
     surfaces: dict[str, dict[str, list[str]]] = doc["surfaces"]
     return surfaces
-
-
-def build_table(methods: Any) -> dict[str, Any]:
-    """The surface table of an imported ``mcp_types.methods``: for each of
-    ``SURFACES``, ``"METHOD REVISION"`` -> ``"module:class"`` of each arm of
-    its model (one for a model, several for a ``X | Y`` union)."""
-    out: dict[str, Any] = {}
-    for name in SURFACES:
-        rows: dict[str, list[str]] = {}
-        for (method, revision), model in sorted(getattr(methods, name).items()):
-            arms = model.__args__ if isinstance(model, UnionType) else (model,)
-            rows[f"{method} {revision}"] = [f"{arm.__module__}:{arm.__qualname__}" for arm in arms]
-        out[name] = rows
-    return out
-
-
-_ERAS: dict[str, ModuleType] = {}
-
-
-def _era(name: str) -> ModuleType:
-    """An era package of mcp-types (``mcp_types._v2025_11_25``). While the
-    ``mcp_types`` package itself is not imported, its ``__init__`` is not run
-    for this (it imports the version-free models, ~0.15 s): the era package is
-    imported under a stand-in for its parent (the real package's spec and
-    path, not executed), and it, the stand-in and whatever else came in under
-    it leave ``sys.modules`` again, so that a later ``import mcp_types`` (the
-    SDK's) imports the real package as if this had not happened (its own
-    copies of the era's models). Raises ImportError."""
-    mod = _ERAS.get(name) or sys.modules.get(name)
-    if mod is not None:
-        return mod
-    if _PACKAGE in sys.modules:
-        return importlib.import_module(name)
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None:
-        raise ImportError(f"{_PACKAGE} is not installed")
-    before = set(sys.modules)
-    sys.modules[_PACKAGE] = importlib.util.module_from_spec(spec)
-    try:
-        mod = _ERAS[name] = importlib.import_module(name)
-    finally:
-        for key in set(sys.modules) - before:
-            if key == _PACKAGE or key.startswith(_PACKAGE + "."):
-                del sys.modules[key]
-    return mod
 
 
 def surface(name: str) -> Mapping[tuple[str, str], Any]:
@@ -186,15 +163,15 @@ def _surface(direction: Direction, kind: Kind) -> str:
 
 
 _VALIDATE: dict[Any, Any] = {}
-_ValidationError: Any = None
 
 
 def _validator(model: Any) -> Any:
     """The validating callable of a wire model or a Union of them (built once):
     the model's core validator directly (``model_validate`` adds a Python-level
-    wrapper per call)."""
+    wrapper per call; pydantic's ValidationError imported for check). Raises ImportError."""
     v = _VALIDATE.get(model)
     if v is None:
+        _pydantic()
         from pydantic import TypeAdapter
 
         core = getattr(model, "__pydantic_validator__", None)
@@ -208,11 +185,7 @@ def _validator(model: Any) -> Any:
 
 def _messages(exc: Any) -> tuple[str, ...]:
     """The first five errors of a pydantic ValidationError, as ``loc: msg``."""
-    out = []
-    for e in exc.errors()[:5]:
-        loc = ".".join(str(x) for x in e.get("loc", ()))
-        out.append(f"{loc or '(root)'}: {e.get('msg')}")
-    return tuple(out)
+    return tuple(f"{'.'.join(str(x) for x in e.get('loc', ())) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:5])
 
 
 #: (direction, kind, method, revision) -> (quick check or None, validator), or None (no model)
@@ -253,7 +226,7 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     task-augmented request is validated as that, not as the method's result.
     Unknown method/revision pairs are left to the capability rules (no finding
     here). Never raises. Payload-less messages (pings, list calls without
-    params) are cached."""
+    params) are cached per key and payload type ([] and {} differ)."""
     if revision is None:
         return []
     label = method
@@ -265,16 +238,64 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
     if entry is _MISSING:
         if not available():
             return []
-        model = _model(direction, kind, method, revision)
-        entry = _LOOKUP[lk] = (shape_fast.compile_model(model), _validator(model)) if model is not None else None
+        entry = _LOOKUP[lk] = _entry(direction, kind, method, revision)
     if entry is None:
         return []
-    quick, validate = entry
     small = not payload
     if small:
-        errs = _CACHE.get((lk, payload is None))
+        errs = _CACHE.get((lk, type(payload)))
         if errs is not None:
             return _findings(kind, label, revision, errs)
+    errs = verdict(kind, method, entry[0], entry[1], payload)
+    if small:
+        _CACHE[(lk, type(payload))] = errs
+    return _findings(kind, label, revision, errs) if errs else []
+
+
+def _entry(direction: Direction, kind: Kind, method: str, revision: str) -> tuple[Any, Any] | None:
+    """(quick check or None, validator) of a key, None when it has no model:
+    shipped, with the shipped verdicts of its absent and empty payloads and a
+    validator built when first called; else generated (pydantic imported)."""
+    ship = _SHIPPED
+    if ship is not None and _TABLE is not None and method != _CREATE_TASK:
+        name, key = _surface(direction, kind), f"{method} {revision}"
+        arms = _TABLE[name].get(key)
+        if arms is None:
+            return None
+        quick, empty = ship.quick(arms, "body"), ship.empty(name, key)
+        if quick is not shape_shipped.MISSING and empty is not None:
+            lk = (direction._value_, kind._value_, method, revision)
+            _CACHE[(lk, type(None))], _CACHE[(lk, dict)] = empty
+            return quick, _later(direction, kind, method, revision)
+    try:
+        _pydantic()
+    except ImportError:
+        return None
+    model = _model(direction, kind, method, revision)
+    return (shape_fast.compile_model(model), _validator(model)) if model is not None else None
+
+
+def _later(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
+    """A key's validator, built when first called (pydantic and the model's era
+    imported then; when that fails, every payload passes, as when pydantic is
+    missing: no shape checks)."""
+    real: list[Any] = []
+
+    def validate(body: Any) -> Any:
+        if not real:
+            try:
+                _pydantic()
+                real.append(_validator(_model(direction, kind, method, revision)))
+            except ImportError:
+                real.append(lambda body: None)
+        return real[0](body)
+
+    return validate
+
+
+def verdict(kind: Kind, method: str, quick: Any, validate: Any, payload: Any) -> tuple[str, ...]:
+    """The error messages of ``payload`` (params of a ``kind`` message of ``method``, or a
+    result), () when valid: the quick check when it is sure, else pydantic's."""
     if kind is Kind.REQUEST:
         body: Any = {"jsonrpc": "2.0", "id": 0, "method": method, "params": payload} if payload is not None else {"jsonrpc": "2.0", "id": 0, "method": method}
     elif kind is Kind.NOTIFICATION:
@@ -285,20 +306,16 @@ def check(direction: Direction, kind: Kind, method: str, payload: Any, revision:
         sure = quick is not None and quick(body)
     except Exception:  # noqa: BLE001 - e.g. RecursionError on a deep payload: "not sure", pydantic decides
         sure = False
-    if sure:
-        errs = ()
-    else:
+    errs: tuple[str, ...] = ()
+    if not sure:
         try:
             try:
                 validate(body)
-                errs = ()
             except _ValidationError as exc:
                 errs = _messages(exc)
         except Exception as exc:  # noqa: BLE001 - a validator bug must not lose the message
             errs = (f"validator error: {exc!r}",)
-    if small:
-        _CACHE[(lk, payload is None)] = errs
-    return _findings(kind, label, revision, errs) if errs else []
+    return errs
 
 
 _MISSING = object()
@@ -307,52 +324,68 @@ _MISSING = object()
 def checker(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
     """``check(direction, kind, method, payload, revision)`` for one key, as a
     callable of ``payload`` alone (a response's: without request params, so not
-    for an answer to a task-augmented request), a value parsed from JSON text
-    (every object key a ``str``). Built once per key by a caller
-    that checks many messages (check/scan.py): a payload the quick check is sure
-    of costs that check only (no key lookup, no enum work); any other goes
-    through :func:`check`, so the findings are the same."""
+    for an answer to a task-augmented request), parsed from JSON text (keys ``str``): :func:`checks` in one."""
+    pair = checks(direction, kind, method, revision)
+
+    def one(payload: Any) -> list[Finding]:
+        if payload and type(payload) is dict:
+            try:
+                if pair[0](payload):
+                    return []
+            except Exception:  # noqa: BLE001 - "not sure": check decides
+                pass
+        found: list[Finding] = pair[1](payload)
+        return found
+    return one
+
+
+def checks(direction: Direction, kind: Kind, method: str, revision: str) -> list[Any]:
+    """``[sure, slow]`` for one key (payloads as :func:`checker` takes them), built
+    once per key by a caller that checks many messages (check/scan.py):
+    ``sure(payload)`` (a non-empty dict only; it may raise: "not sure") is True only
+    when ``slow(payload)``, :func:`check`, finds nothing; it costs the quick check only
+    (no key lookup, no enums). It may be replaced by a cheaper one: call ``pair[0]``."""
     check(direction, kind, method, {}, revision)        # the key's entry (model, quick check) built
     entry = _LOOKUP.get((direction._value_, kind._value_, method, revision))
     quick = entry[0] if entry is not None else None
     if quick is not None and kind is Kind.RESPONSE:     # its keys need no test (shape_fast.compile_model's json_keys)
-        quick = shape_fast.compile_model(_model(direction, kind, method, revision), json_keys=True) or quick
+        quick = _variant(direction, kind, method, revision, "json") or quick
 
     def slow(payload: Any) -> list[Finding]:
         return check(direction, kind, method, payload, revision)
 
-    if quick is None:
-        return slow
-    if kind is Kind.RESPONSE:
-        def one(payload: Any) -> list[Finding]:
-            if payload and type(payload) is dict:
-                try:
-                    if quick(payload):
-                        return []
-                except Exception:  # noqa: BLE001 - "not sure": check decides
-                    pass
-            return check(direction, kind, method, payload, revision)
-    else:
+    pair: list[Any] = [quick if quick is not None else _never, slow]
+    if quick is not None and kind is not Kind.RESPONSE:
         # the model's quick check of a body is its other members' checks (the same for every body
         # built here: constants) and the params' check; once a body passed, the params' check alone
         # decides (shape_fast.compile_model with a member)
-        params = shape_fast.compile_model(_model(direction, kind, method, revision), "params", json_keys=True)
-        known = [False]                 # some body passed the whole quick check
+        params = _variant(direction, kind, method, revision, "params")
         head = {"jsonrpc": "2.0", "id": 0, "method": method} if kind is Kind.REQUEST else {"jsonrpc": "2.0", "method": method}
 
-        def one(payload: Any) -> list[Finding]:
-            if payload and type(payload) is dict:
-                try:
-                    if known[0]:
-                        if params(payload):  # type: ignore[misc]
-                            return []
-                    elif quick({**head, "params": payload}):
-                        known[0] = params is not None
-                        return []
-                except Exception:  # noqa: BLE001 - "not sure": check decides
-                    pass
-            return check(direction, kind, method, payload, revision)
-    return one
+        def body(payload: Any) -> bool:
+            if quick({**head, "params": payload}):
+                if params is not None:
+                    pair[0] = params
+                return True
+            return False
+
+        pair[0] = body
+    return pair
+
+
+def _never(payload: Any) -> bool:
+    return False
+
+def _variant(direction: Direction, kind: Kind, method: str, revision: str, variant: str) -> Any:
+    """A key's quick check in a shape_shipped.VARIANTS variant: shipped, else generated."""
+    if _SHIPPED is not None and _TABLE is not None and method != _CREATE_TASK:
+        arms = _TABLE[_surface(direction, kind)].get(f"{method} {revision}")
+        quick = _SHIPPED.quick(arms, variant) if arms is not None else shape_shipped.MISSING
+        if quick is not shape_shipped.MISSING:
+            return quick
+    _pydantic()
+    member, json_keys = shape_shipped.VARIANTS[variant]
+    return shape_fast.compile_model(_model(direction, kind, method, revision), member, json_keys)
 
 
 def _findings(kind: Kind, method: str, revision: str, errs: tuple[str, ...]) -> list[Finding]:

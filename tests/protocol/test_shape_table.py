@@ -39,7 +39,8 @@ def _named(surface: Any) -> dict[tuple[str, str], list[tuple[str, str]]]:
 _PROBE = """
 import sys
 from mcptap.check.parallel import check_capture
-from mcptap.protocol import shapes
+from mcptap.protocol import shape_shipped, shapes
+shape_shipped._LOADED.append(None)      # no shipped quick checks: every key's model imported (test_shape_shipped.py has them)
 check_capture(sys.argv[1])
 print(" ".join(sorted(shapes._ERAS)), "|", " ".join(sorted(m for m in sys.modules if m.startswith("mcp_types"))), "|")
 from mcp import Client
@@ -69,7 +70,7 @@ def test_check_imports_only_the_eras_a_capture_uses(capture: str, era: str) -> N
 @pytest.fixture
 def fresh_shapes() -> Iterator[None]:
     """shapes' module state set back before and after the test."""
-    saved = {k: getattr(shapes, k) for k in ("_LOADED", "_M", "_TABLE")}
+    saved = {k: getattr(shapes, k) for k in ("_LOADED", "_M", "_TABLE", "_SHIPPED")}
 
     def reset() -> None:
         shapes._LOOKUP.clear()

@@ -30,6 +30,17 @@ def test_unknown_method_or_revision_is_left_to_other_rules() -> None:
     assert shapes.check(C2S, Kind.REQUEST, "tools/call", {}, None) == []
 
 
+def test_each_empty_payload_gets_its_own_verdict() -> None:
+    """Payload-less messages are validated once per key and cached: ``[]`` params
+    (a list, invalid) must not give ``{}`` params (valid) its finding, whichever comes first."""
+    for method in ("tools/list", "resources/list"):
+        bad = shapes.check(C2S, Kind.REQUEST, method, [], "2025-11-25")
+        assert [f.code for f in bad] == ["shape.invalid_params"]
+        assert shapes.check(C2S, Kind.REQUEST, method, {}, "2025-11-25") == []
+        assert shapes.check(C2S, Kind.REQUEST, method, "", "2025-11-25") != []
+        assert shapes.check(C2S, Kind.REQUEST, method, None, "2025-11-25") == []
+
+
 def _feed(ann: Annotator, d: Direction, raw: bytes, seq: int):
     v, bad = parse_json(raw)
     return ann.feed(Frame(raw, 0, True, v, bad), seq, seq, d)
