@@ -17,7 +17,7 @@ KEYS = {"CLIENT_REQUESTS": (Direction.C2S, Kind.REQUEST), "SERVER_REQUESTS": (Di
 
 def document() -> dict[str, Any] | None:
     """The shipped document for the installed inputs (shape_shipped.inputs):
-    ``{"inputs", "models": {arms: {variant: [source, function] | None}},
+    ``{"inputs", "generator", "models": {arms: {variant: [source, function] | None}},
     "empty": {surface: {"METHOD REVISION": [errors of None, errors of {}]}}}``;
     None when the surface table does not fit the installed mcp-types."""
     shapes.available()
@@ -41,5 +41,5 @@ def document() -> dict[str, Any] | None:
             validate = shapes._validator(model)
             absent_or_empty: tuple[Any, Any] = (None, {})
             empty[name][key] = [list(shapes.verdict(kind, method, quick, validate, payload)) for payload in absent_or_empty]
-    return {"inputs": shape_shipped.inputs(), "models": models, "empty": empty}
+    return {"inputs": shape_shipped.inputs(), "generator": shape_shipped.generator(), "models": models, "empty": empty}
 

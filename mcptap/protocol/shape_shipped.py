@@ -39,16 +39,14 @@ MISSING: Any = object()                 # not shipped: generate it
 
 def inputs() -> str | None:
     """SHA-256 (hex) of what the shipped text is made from: the generating
-    modules, every ``.py`` file of mcp-types, pydantic's ``version.py`` (it
-    names the pydantic-core it goes with) and the Python version; found
-    without importing them. None when one cannot be read."""
-    h = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode())
+    modules (:func:`generator`), every ``.py`` file of mcp-types, pydantic's
+    ``version.py`` (it names the pydantic-core it goes with) and the Python
+    version; found without importing them. None when one cannot be read."""
+    gen = generator()
+    if gen is None:
+        return None
+    h = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}\n{gen}\n".encode())
     try:
-        for name in GENERATOR:
-            data = pkgutil.get_data("mcptap.protocol", name)
-            if data is None:
-                return None
-            h.update(b"%s %d\n" % (name.encode(), len(data)) + data)
         for package, only in (("mcp_types", None), ("pydantic", "version.py")):
             spec = importlib.util.find_spec(package)
             if spec is None or not spec.submodule_search_locations:
@@ -61,6 +59,23 @@ def inputs() -> str | None:
                 data = loader.get_data(os.path.join(root, rel))       # the package's own reader, as shapes reads methods.py
                 h.update(b"%s/%s %d\n" % (package.encode(), rel.encode(), len(data)) + data)
     except (OSError, ImportError, ValueError):
+        return None
+    return h.hexdigest()
+
+
+def generator() -> str | None:
+    """SHA-256 (hex) of the generating modules' source (:data:`GENERATOR`): the
+    part of :func:`inputs` that is ours, so a test can tell our own drift (the
+    file must be rebuilt) from another pydantic, mcp-types or Python installed
+    (the file is then unused, and checks are generated as before)."""
+    h = hashlib.sha256()
+    try:
+        for name in GENERATOR:
+            data = pkgutil.get_data("mcptap.protocol", name)
+            if data is None:
+                return None
+            h.update(b"%s %d\n" % (name.encode(), len(data)) + data)
+    except OSError:
         return None
     return h.hexdigest()
 

@@ -33,7 +33,12 @@ def test_the_shipped_file_is_a_fresh_build() -> None:
     shipped = orjson.loads(raw)
     built = document()
     assert built is not None
-    assert shipped["inputs"] == built["inputs"], "inputs changed: run scripts/gen_shape_table.py"
+    assert shipped["generator"] == built["generator"], "the generating code changed: run scripts/gen_shape_table.py"
+    if shipped["inputs"] != built["inputs"]:
+        # another pydantic, mcp-types or Python than the file was built with (a fresh machine's
+        # install): the file is not used, checks are generated (test_a_stale_or_missing_file_*)
+        assert shape_shipped.shipped() is None
+        pytest.skip("installed pydantic / mcp-types / Python differ from the shipped file's: run scripts/gen_shape_table.py")
     assert shipped == orjson.loads(orjson.dumps(built)), "the shipped quick checks differ from a fresh build: run scripts/gen_shape_table.py"
     assert shape_shipped.shipped() is not None
 
@@ -48,6 +53,8 @@ print(report.messages, 'pydantic' in sys.modules, sorted(m for m in sys.modules 
 
 @pytest.mark.parametrize("capture", ["clean-2025-06-18.jsonl", "stateless-2026-07-28.jsonl"])
 def test_check_of_valid_traffic_imports_neither_pydantic_nor_the_models(capture: str) -> None:
+    if shape_shipped.shipped() is None:
+        pytest.skip("the shipped file was built for other pydantic / mcp-types / Python: checks are generated")
     out = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "captures" / capture)], capture_output=True, text=True, check=True).stdout
     messages, pydantic, eras = out.split(" ", 2)
     assert int(messages) > 0
