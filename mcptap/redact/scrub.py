@@ -43,7 +43,6 @@ from typing import Any
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.model import UNPARSED
-from mcptap.protocol.jsonparse import parse_json
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
@@ -53,8 +52,8 @@ from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
+from mcptap.redact.verbatim import exact_message, rebuild, record_json, surrogate_escape
 from mcptap.redact.verbatim import hides_values as _hidden_values
-from mcptap.redact.verbatim import rebuild
 
 
 class Scrubber(StreamAccount):
@@ -294,10 +293,13 @@ class Scrubber(StreamAccount):
         raw = decode_bytes(rec, "raw")
         value: Any = rec["json"] if "json" in rec else None
         parsed = "json" in rec
+        # a lone surrogate escape (a peer's "\ud800"): ``json`` holds U+FFFD in its place, an
+        # id (no ``json`` then) the surrogate itself; redacted and written back with the escape
+        lone = raw is not None and surrogate_escape(raw)
         if raw is None:
             raw = _encode(value) + eol
-        elif not parsed:
-            v, _ = parse_json(raw)
+        elif not parsed or lone:
+            v = exact_message(raw)
             if v is not UNPARSED:
                 value, parsed = v, True
         new_raw = raw
@@ -314,7 +316,9 @@ class Scrubber(StreamAccount):
             if new_text != text:
                 new_raw = new_text.encode("utf-8", "surrogateescape")
         if "json" in rec:
-            out["json"] = value
+            out["json"] = record_json(value) if lone else value
+            if out["json"] is UNPARSED:
+                del out["json"]
         if "json" not in out or new_raw != _encode(out["json"]) + eol:
             encode_bytes(new_raw, "raw", out)
         if "findings" in out:

@@ -1,0 +1,86 @@
+"""Scrubbing messages that hold a lone UTF-16 surrogate escape (``"\\ud83d"``:
+JSON grammar, not Unicode; a JavaScript peer's text cut inside an emoji).
+Such a string reaches the scrubber as a Python str with a surrogate, which
+orjson cannot encode: ``record --redact`` stopped recording at the first one
+(an id, a progress token, a cancel's requestId), ``scrub``/``report``/``diff``
+ended in an internal error, and a message re-encoded to hide a secret got
+U+FFFD in place of the escape (other bytes than the peer sent; ``check`` and
+``check --full`` disagreed). The escape must survive, secrets must not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from mcptap.capture.reader import read_capture
+from mcptap.cli.main import mcptap
+from scripted import c2s, handshake, record, res, s2c
+from test_redact_engine import SECRETS
+
+GH = SECRETS["github"]
+
+#: (line the client sends, what the scrubbed capture must hold for it)
+LINES = [
+    (b'{"jsonrpc":"2.0","id":"\\ud83d","method":"ping"}\n', None),
+    (b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":"\\udfff"}}}\n',
+     None),
+    (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\\udfff"}}\n', None),
+    # a secret beside a lone surrogate: the compact encoding, and bytes kept verbatim (spaces)
+    (b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"lone \\ud800 ' + GH.encode() + b'"}}\n',
+     b'"data":"lone \\ud800 \xc2\xabredacted:hmac:'),
+    (b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x\\udc00 ' + GH.encode() + b'"}}\n',
+     b'"data": "x\\udc00 \xc2\xabredacted:hmac:'),
+]
+
+
+def run(*args: str):
+    return CliRunner().invoke(mcptap, list(args), catch_exceptions=False)
+
+
+def payloads(path: Path) -> list[bytes]:
+    return [m.raw for m in read_capture(str(path)).messages()]
+
+
+def assert_scrubbed(path: Path) -> None:
+    """Every line recorded, each byte for byte but for its secret, the escape kept."""
+    got = payloads(path)
+    assert GH.encode() not in path.read_bytes()
+    for line, kept in LINES:
+        if kept is None:
+            assert line in got
+        else:
+            assert any(kept in g and GH.encode() not in g for g in got), kept
+    full = run("check", "--full", "--format", "json", "--fail-on", "never", str(path))
+    quick = run("check", "--format", "json", "--fail-on", "never", str(path))
+    assert full.exit_code == quick.exit_code == 0
+    counts = [{c["code"]: c["count"] for c in orjson.loads(r.output)["captures"][0]["codes"]} for r in (full, quick)]
+    assert counts[0] == counts[1]
+    assert "capture.gap" not in counts[0] and counts[0]["jsonrpc.lone_surrogate"] >= len(LINES)
+
+
+def test_record_redact_keeps_recording_lone_surrogates(tmp_path) -> None:
+    sent = b"".join(line for line, _ in LINES)
+    out = tmp_path / "r.jsonl"
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--redact", "-q", "-o", str(out), "--", "cat"],
+                       input=sent, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == sent, p.stderr
+    assert b"recording stopped" not in p.stderr and b"incomplete" not in p.stderr, p.stderr
+    assert read_capture(str(out)).end is not None
+    assert_scrubbed(out)
+
+
+def test_scrub_report_diff_read_lone_surrogates(tmp_path) -> None:
+    src = record(tmp_path / "plain.jsonl", handshake() + [c2s(line) for line, _ in LINES] + [s2c(res("\udfff"))])
+    out = tmp_path / "s.jsonl"
+    r = run("scrub", str(src), "-o", str(out))
+    assert r.exit_code == 0, r.output
+    got = payloads(out)
+    assert b'{"jsonrpc":"2.0","id":"\\udfff","result":{}}\n' in got
+    r = run("report", str(src), "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    r = run("diff", str(src), str(out))
+    assert r.exit_code in (0, 1) and "internal error" not in r.output, r.output
