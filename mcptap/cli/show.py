@@ -81,7 +81,7 @@ def _growable(path: str) -> bool:
               help="text timeline, JSON lines (records + summary), or a Mermaid sequence diagram.")
 @click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written, up to its end record (Ctrl-C stops, exit 130; "
               "waits for a file not yet there; -: read up to its end record; .gz: read as it is).")
-@click.option("--poll", type=click.FloatRange(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
+@click.option("--poll", type=options.Finite(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
 @options.color
