@@ -84,3 +84,24 @@ def test_scrub_report_diff_read_lone_surrogates(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     r = run("diff", str(src), str(out))
     assert r.exit_code in (0, 1) and "internal error" not in r.output, r.output
+
+
+def test_secrets_in_ids_and_methods_are_warned_and_report_path_scrubbed(tmp_path) -> None:
+    """A token used as a request id or in a method name stays (pairing, serve's matching):
+    scrub and its dry run say so. report's default title and meta.path came from the capture's
+    path unscrubbed (a directory named by a token), while the header's cwd was scrubbed."""
+    folder = tmp_path / GH
+    folder.mkdir()
+    src = record(folder / "cap.jsonl", handshake() + [c2s(b'{"jsonrpc":"2.0","id":"' + GH.encode() + b'","method":"ping"}\n'),
+                                                      c2s(b'{"jsonrpc":"2.0","method":"x/AKIAIOSFODNN7EXAMPLE"}\n')])
+    for args in (["--dry-run"], ["-o", str(tmp_path / "s.jsonl")]):
+        r = CliRunner().invoke(mcptap, ["scrub", str(src), *args])
+        assert r.exit_code == 0, r.output
+        warning = [line for line in r.stderr.splitlines() if "never redacted" in line]
+        assert len(warning) == 1 and "2 secret(s)" in warning[0] and "#4 id" in warning[0] and "#5 method" in warning[0], r.stderr
+    html = tmp_path / "r.html"
+    assert run("report", str(src), "-o", str(html)).exit_code == 0
+    text = html.read_text()
+    title = text.split("<title>")[1].split("</title>")[0]
+    assert GH not in title and "redacted:hmac:" in title
+    assert str(folder) not in text          # meta.path too

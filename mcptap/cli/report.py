@@ -64,6 +64,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
     shown_path = text_path(capture) if capture != "-" else "stdin"
+    if redactor is not None:
+        # the default title and meta.path: a directory named by a token is scrubbed as in the header's cwd
+        shown_path = Scrubber(redactor).header({"path": shown_path})["path"]
     target = replaced_path(out) if out != "-" else None       # None: written in place
     try:
         stream = CaptureStream(capture)

@@ -101,6 +101,12 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         finally:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
+    if scrubber.kept:
+        # a secret used as a JSON-RPC id or in a method name: kept as sent (pairing, kinds, serve's
+        # matching); finding texts that quote it are scrubbed all the same
+        where = ", ".join(f"#{seq} {hit.path} ({_safe(hit.rule)})" for seq, hit in scrubber.kept[:5])
+        say(f"warning: {len(scrubber.kept)} secret(s) in JSON-RPC ids or method names are never redacted and stay in the "
+            f"{'capture' if dry_run else 'output'}: {where}{' …' if len(scrubber.kept) > 5 else ''} (docs/redaction.md)")
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
         for seq, hit in scrubber.hits:

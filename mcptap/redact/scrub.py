@@ -64,6 +64,9 @@ class Scrubber(StreamAccount):
         self.redactor = redactor
         self.collect = collect
         self.hits: list[tuple[int | None, Hit]] = []
+        #: ``(seq, Hit)`` of each secret seen in a message's ``id`` or ``method``, which stay
+        #: as sent (kinds, pairing, serve's matching): the caller warns (docs/redaction.md)
+        self.kept: list[tuple[int | None, Hit]] = []
         self.count = 0
         self.transport = "stdio"
         self._digests = {"c2s": StreamTally(), "s2c": StreamTally(), "stderr": StreamTally()}
@@ -306,6 +309,7 @@ class Scrubber(StreamAccount):
         if parsed:
             red, hits = self.redactor.message(value)
             self._note(seq, hits)
+            self._envelope(value, seq)
             # no hit, nothing changed: the record's bytes stay as they are (scrubbing twice = once)
             if red is not value and (hits or _differs(red, value)) or (raw != _encode(value) + eol and _hidden_values(raw)):
                 new_raw = rebuild(raw, value, red, eol)
@@ -329,6 +333,14 @@ class Scrubber(StreamAccount):
             out["transport"] = self._transport(out["transport"], raw, new_raw, eol, seq)
         self._place(rec, out, len(raw), new_raw, True)
         return out
+
+    def _envelope(self, value: Any, seq: int | None) -> None:
+        """Secrets the patterns see in a message's ``id``/``method`` (never redacted) into ``kept``."""
+        for m in value if isinstance(value, list) else (value,):
+            if isinstance(m, dict):
+                for k in ("id", "method"):
+                    if isinstance(m.get(k), str) and len(m[k]) >= 6:
+                        self.kept.extend((seq, Hit(k, h.rule, h.placeholder)) for h in self.redactor.string(m[k])[1])
 
     def _transport(self, tr: dict[str, Any], raw: bytes, new_raw: bytes, eol: bytes, seq: int | None) -> dict[str, Any]:
         """A message's ``transport``: its SSE event's own text (``sse.raw``, the
