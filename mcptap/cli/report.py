@@ -81,7 +81,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         # streamed (memory stays flat): into a file beside the output, renamed over it once
         # whole (a failed read leaves no half report), or straight to the output
         where = os.path.dirname(target) if target is not None else None      # the spool on the output's disk
-        with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture]):
+        with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture], output=out):
             if out == "-":
                 write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
                 sys.stdout.buffer.flush()

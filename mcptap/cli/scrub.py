@@ -80,7 +80,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     with stopped_as_interrupted():     # TERM/HUP as Ctrl-C: the finally below removes the temporary file
         try:
             try:
-                _scrub(stream, scrubber, writer, capture)
+                _scrub(stream, scrubber, writer, capture, output)
             except CaptureReadError as exc:
                 raise Fail(str(exc)) from None
             finally:
@@ -117,12 +117,13 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         say(f"scrubbed {scrubber.count} value(s) into {output}")
 
 
-def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
+def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str, output: str | None) -> None:
     """Copy ``stream`` through ``scrubber`` into ``writer`` (None: dry run),
     with the progress line of long commands."""
     from mcptap.reannotate_views import framed
 
-    with progress("scrub", [capture]):
+    # a dry run lists its hits after the work; -o FILE: progress whatever standard output is
+    with progress("scrub", [capture], stdout_after=writer is None, output=output if writer is not None else None):
         if writer is not None:
             writer.write(scrubber.header(stream.header))
         else:
