@@ -80,6 +80,10 @@ def test_scrub_report_diff_read_lone_surrogates(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     got = payloads(out)
     assert b'{"jsonrpc":"2.0","id":"\\udfff","result":{}}\n' in got
+    assert_scrubbed(out)
+    again = tmp_path / "s2.jsonl"
+    assert run("scrub", str(out), "-o", str(again)).exit_code == 0
+    assert again.read_bytes() == out.read_bytes()           # scrubbing twice = once
     r = run("report", str(src), "-o", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.output
     r = run("diff", str(src), str(out))
