@@ -109,3 +109,11 @@ def test_secrets_in_ids_and_methods_are_warned_and_report_path_scrubbed(tmp_path
     title = text.split("<title>")[1].split("</title>")[0]
     assert GH not in title and "redacted:hmac:" in title
     assert str(folder) not in text          # meta.path too
+
+
+def test_record_redact_warns_of_a_secret_id(tmp_path) -> None:
+    line = b'{"jsonrpc":"2.0","id":"' + GH.encode() + b'","method":"ping"}\n'
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "record", "--redact", "-q", "-o", str(tmp_path / "r.jsonl"), "--", "cat"],
+                       input=line, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == line, p.stderr
+    assert b"2 secret(s) in JSON-RPC ids or method names are never redacted" in p.stderr, p.stderr

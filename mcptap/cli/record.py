@@ -180,10 +180,12 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         problem = str(exc)
     except OSError as exc:
         problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
+    scrubber = None
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
-        writer.transform = Scrubber(redactor).transform
+        scrubber = Scrubber(redactor)
+        writer.transform = scrubber.transform
     # the values scrub_argv took out of argv, replaced wherever they reappear (a server that echoes its argv on stderr)
     known = known_secrets(argv, shown, placeholder) if writer is not None else None
     if writer is not None and known is not None:
@@ -243,6 +245,10 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
     if problem is not None and writer is not None:
         say(problem)
+    if scrubber is not None and scrubber.kept:
+        from mcptap.cli.scrub import kept_warning
+
+        say(kept_warning(scrubber.kept, "capture"))
     if live is not None:
         live.join(0 if signalled or latch.take() else JOIN_S)
     sys.stderr.flush()

@@ -102,11 +102,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
     if scrubber.kept:
-        # a secret used as a JSON-RPC id or in a method name: kept as sent (pairing, kinds, serve's
-        # matching); finding texts that quote it are scrubbed all the same
-        where = ", ".join(f"#{seq} {hit.path} ({_safe(hit.rule)})" for seq, hit in scrubber.kept[:5])
-        say(f"warning: {len(scrubber.kept)} secret(s) in JSON-RPC ids or method names are never redacted and stay in the "
-            f"{'capture' if dry_run else 'output'}: {where}{' …' if len(scrubber.kept) > 5 else ''} (docs/redaction.md)")
+        say(kept_warning(scrubber.kept, "capture" if dry_run else "output"))
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
         for seq, hit in scrubber.hits:
@@ -145,3 +141,12 @@ def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str, output: str | 
 def _safe(text: str) -> str:
     """Paths and rule names come from peer JSON keys: no control characters raw."""
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def kept_warning(kept: list[Any], where: str) -> str:
+    """The warning for ``Scrubber.kept``: secrets a peer used as a JSON-RPC id or in a method
+    name, kept as sent (kinds, pairing, serve's matching; finding texts quoting them are
+    scrubbed all the same): how many, the first five ``#seq id|method (rule)``."""
+    shown = ", ".join(f"#{seq} {hit.path} ({_safe(hit.rule)})" for seq, hit in kept[:5])
+    return (f"warning: {len(kept)} secret(s) in JSON-RPC ids or method names are never redacted and stay in the "
+            f"{where}: {shown}{' …' if len(kept) > 5 else ''} (docs/redaction.md)")
