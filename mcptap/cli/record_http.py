@@ -160,10 +160,12 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
             apply_keep(path, name, [_default_argv(tap)], keep, say, quiet)
         if ready is not None:
             ready(url)
+    scrubber = None
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
-        writer.transform = Scrubber(redactor).transform
+        scrubber = Scrubber(redactor)
+        writer.transform = scrubber.transform
     if writer is not None and shown != upstream:
         from mcptap.known_secrets import known_secrets
         from mcptap.redact import placeholder
@@ -205,6 +207,10 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
         outcome = link.finish(0, extra)
     if not quiet:
         say(f"stopped: {tap.summary()}")
+    if scrubber is not None and scrubber.kept:
+        from mcptap.cli.scrub import kept_warning
+
+        say(kept_warning(scrubber.kept, "capture"))
     if outcome.ended is not None:
         say(f"capture incomplete ({outcome.ended}; no end record): {path}")
         if strict_capture:
