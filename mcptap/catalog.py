@@ -47,6 +47,10 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: Status words: the capture ended normally / has no end record and its mcptap
 #: is gone / has no end record and its mcptap still runs.
 COMPLETE, TRUNCATED, RECORDING = "complete", "truncated", "recording"
+#: ... / it has an end record, but recording stopped or failed before it (the end
+#: record's ``recorder_error``: the recorder raised, a ``gap`` record stands for the rest;
+#: ``capture_error``/``dropped_records``: writing failed): ``check`` reports ``capture.gap``
+INCOMPLETE = "incomplete"
 #: ... / its header line is cut (a gzip capture cut short within it, a tap killed
 #: writing it) / a file named as mcptap names captures, with no byte (``_FILE_NAME``)
 #: / a header of a capture format version this mcptap cannot read (a newer mcptap's)
@@ -61,8 +65,9 @@ class CaptureInfo:
     None when there is none. ``name``: the server name as a file name shows
     it (``paths.safe_name``); ``server``: the name retention groups by (the
     header's ``name`` as given, else ``name``). ``severities``: finding counts by severity from
-    the end record (empty without one). ``status``: COMPLETE, TRUNCATED or
-    RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
+    the end record (empty without one; an INCOMPLETE capture's ``error`` counts
+    the ``capture.gap`` that ``check`` reports for it). ``status``: COMPLETE,
+    INCOMPLETE, TRUNCATED or RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
     ``unframed``: it holds bytes stored unframed while live analysis was
     behind (``chunk`` records), so its end record's counts are not the
     capture's: ``messages`` is None and ``severities`` empty (``mcptap check``
@@ -199,6 +204,11 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         code = end.get("exit_code")
         exit_code = code if isinstance(code, int) else None
         status = COMPLETE
+        failed = bool(end.get("recorder_error")) + bool(end.get("capture_error") or end.get("dropped_records"))
+        if failed:
+            # the end record counts the findings of the records written; the gap is check's
+            status = INCOMPLETE
+            severities["error"] = severities.get("error", 0) + failed
         chunks = end.get("chunks")
         if isinstance(chunks, dict) and chunks.get("records"):
             # bytes stored unframed while live analysis was behind: the live counts miss their

@@ -118,3 +118,33 @@ def test_a_header_cut_anywhere_is_damaged_plain_or_gzip(tmp_path: Path) -> None:
     (tmp_path / "whole.jsonl").write_bytes(header)
     assert (info := read_info(tmp_path / "whole.jsonl")) is not None and info.status == TRUNCATED
     assert info.name == "srv"
+
+
+@pytest.mark.parametrize("failure", [{"recorder_error": "TypeError: boom"}, {"capture_error": "No space left on device", "dropped_records": 3}])
+def test_a_capture_whose_recording_stopped_is_incomplete_with_its_error(tmp_path: Path, failure: dict[str, Any]) -> None:
+    """An end record saying recording stopped (the recorder raised: a gap record and
+    ``recorder_error``) or failed (writing: ``capture_error``) is no complete, error-free
+    capture: ``ls`` said so while ``check`` reported the ``capture.gap`` error."""
+    from click.testing import CliRunner
+
+    from mcptap.capture.writer import CaptureWriter
+    from mcptap.cli.main import mcptap
+    from mcptap.model import Direction
+    from mcptap.recorder import Recorder
+    from scripted import handshake
+
+    path = tmp_path / "stopped.jsonl"
+    rec = Recorder(CaptureWriter.open(str(path)), "stdio", {"argv": ["srv"]}, clock=lambda: 1000, started="2026-01-01T00:00:00Z")
+    for kind, data in handshake():
+        rec.stdio_bytes(Direction(kind), data)
+    if "recorder_error" in failure:
+        rec.gap(f"recorder failed: {failure['recorder_error']}")
+        rec.close(exit_code=0, **failure)
+    else:       # as the writer's own end record says it (a full disk)
+        rec.close(exit_code=0)
+        lines = path.read_bytes().splitlines()
+        path.write_bytes(b"\n".join([*lines[:-1], orjson.dumps({**orjson.loads(lines[-1]), **failure})]) + b"\n")
+    info = read_info(path)
+    assert info is not None and info.status == catalog.INCOMPLETE and info.status != COMPLETE
+    checked = orjson.loads(CliRunner().invoke(mcptap, ["check", "--format", "json", "--fail-on", "never", str(path)]).output)
+    assert info.severities.get("error", 0) == checked["findings"]["error"] == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -24,16 +24,23 @@ TAIL = 4096
 class Follower:
     """Tail a capture that is being written: yields each complete record as
     it appears (a partial last line waits for its newline), stops after the
-    end record or, before the next record, once ``stop`` is set. Polls every
+    end record, once ``writer_gone()`` says no process writes it any more (its tap
+    was killed: ``abandoned``, ``truncated``) or, before the next record, once ``stop`` is set. Polls every
     ``poll`` s. Raises CaptureReadError when the file is cut shorter, replaced
     or overwritten while it is followed. ``show --follow`` leaves Ctrl-C to
     Python (KeyboardInterrupt: exit 130), as every command does."""
 
-    def __init__(self, path: str, poll: float = 0.2) -> None:
+    def __init__(self, path: str, poll: float = 0.2, writer_gone: Callable[[], bool] | None = None) -> None:
         self.path = path
         self.poll = poll
         self.stop = False
         self.truncated = False
+        #: asked (at most once a second) while no new byte comes: True once no process writes
+        #: the capture any more (its tap was killed: no end record will ever come)
+        self.writer_gone = writer_gone
+        #: the follow stopped because ``writer_gone`` said so (the capture is truncated)
+        self.abandoned = False
+        self._asked = 0.0
         #: records cut by a failed write, each followed by the gap record saying so (the reader's rule)
         self.cut_records = 0
         self.header = self._wait_header()
@@ -85,6 +92,12 @@ class Follower:
             raise CaptureReadError(f"{self.path}: the capture was overwritten while it was followed (the {pos} bytes "
                                    "already read are not the file's any more); follow it again from the start")
 
+    def _gone(self) -> bool:
+        if self.writer_gone is None or time.monotonic() - self._asked < 1.0:
+            return False
+        self._asked = time.monotonic()
+        return self.writer_gone()
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self.path, "rb") as fp:
             head = fp.readline()
@@ -98,6 +111,11 @@ class Follower:
                     self.truncated = bool(buf) or pending is not None     # stopped before a gap record came
                     return
                 chunk = fp.readline()
+                if not chunk and self._gone():
+                    chunk = fp.readline()       # what it wrote before it went (its end record, maybe)
+                    if not chunk:
+                        self.abandoned = self.truncated = True
+                        return
                 if not chunk:
                     self._still_the_same(fp)
                     self._not_rewritten(fp, head, pos, tail)

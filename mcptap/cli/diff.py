@@ -103,7 +103,7 @@ def _copy_stdin(out: BinaryIO) -> None:
 @options.ignore("Also ignore this JSON path (e.g. result.structuredContent.now, tools/call:result.content[*].text; "
                 "* = one segment, ** = any). Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--latency-threshold", type=click.FloatRange(min=0), default=None, metavar="PCT",
+@click.option("--latency-threshold", type=options.Finite(min=0), default=None, metavar="PCT",
               help="Report per-method latency percentiles (p50/p90/p99) that moved by more than PCT percent.")
 @options.color
 @click.pass_context

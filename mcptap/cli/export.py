@@ -76,7 +76,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
 def command(capture: str, fmt: str, output: str) -> None:
     """Export CAPTURE for HAR viewers, OpenTelemetry backends or jq."""
     refuse_input_as_output([capture], output)
-    with stopped_as_interrupted(), progress("export", [capture]):
+    with stopped_as_interrupted(), progress("export", [capture], output=output):
         _export(capture, fmt, output)
 
 

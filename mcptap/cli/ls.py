@@ -3,7 +3,9 @@ capture directory, newest first, one line each.
 
 Text columns: start time (UTC), server name, transport, protocol revision,
 messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
-(``complete``, ``truncated``: no end record and its mcptap is gone,
+(``complete``, ``incomplete``: it has its end record but recording stopped or failed
+before it (an internal error, a full disk), the error ``check`` reports for that counted
+(``capture.gap``), ``truncated``: no end record and its mcptap is gone,
 ``recording``: still being written; ``damaged``: its header line is cut (a
 ``.jsonl.gz`` cut short); ``format version N not supported``: a newer mcptap's;
 ``empty``: a file named as mcptap names captures, with no byte; ``no traffic`` when a complete capture

@@ -3,6 +3,7 @@ in the manner of pip-tools' ``scripts/options.py``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -34,6 +35,20 @@ class NonEmptyPath(click.Path):
         if isinstance(value, str | bytes) and not value:
             self.fail("the path is empty", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class Finite(click.FloatRange):
+    """``click.FloatRange`` that refuses ``nan`` and ``±inf`` (a usage error,
+    exit 2): FloatRange lets NaN through (it fails every comparison, its bounds
+    included), and a NaN threshold, timeout or speed silently disabled what it
+    sets (``diff --latency-threshold nan`` compared no latency; a NaN timeout
+    never expired). Every float option of the CLI has this type."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        got = super().convert(value, param, ctx)
+        if isinstance(got, float) and not math.isfinite(got):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return got
 
 
 def reannotation(f: F) -> F:

@@ -16,7 +16,10 @@ Nothing either while standard output is that same terminal, unless the
 command says it writes to standard output only after the work
 (``stdout_after``: check, diff, replay): a line rewritten in place between
 lines of output would be glued to them (``export`` or ``scrub -o -`` to the
-terminal), and the output shows how far the work has come anyway.
+terminal), and the output shows how far the work has come anyway. A command
+that writes to a file (``export``/``scrub``/``report -o FILE``: ``output``)
+shows it whatever standard output is, unless that file is the terminal
+(``-o /dev/tty``).
 
 ``MCPTAP_PROGRESS_DELAY`` (seconds) overrides ``DELAY``; at 0 the first line
 is written before the work starts, so a test on a pseudo-terminal sees it
@@ -83,6 +86,18 @@ def _delay(out: IO[str]) -> float:
     return DELAY
 
 
+def _path_is_terminal(out: IO[str], path: str) -> bool:
+    """Whether the file at ``path`` (an output named by the user: ``-o /dev/tty``,
+    ``-o /dev/stdout`` on a terminal) is the terminal ``out`` is."""
+    if os.path.realpath(path) == "/dev/tty":
+        return True                     # the controlling terminal: taken as this one
+    try:
+        a, b = os.fstat(out.fileno()), os.stat(path)
+    except (ValueError, OSError):       # not there yet: a file to be made, no terminal
+        return False
+    return (a.st_dev, a.st_ino, a.st_rdev) == (b.st_dev, b.st_ino, b.st_rdev)
+
+
 def _same_terminal(out: IO[str], stdout: IO[str] | None) -> bool:
     """Whether ``stdout`` is a terminal, the one ``out`` (a terminal) is."""
     try:
@@ -100,7 +115,8 @@ def _same_terminal(out: IO[str], stdout: IO[str] | None) -> bool:
 @contextmanager
 def progress(label: str, paths: Iterable[str] = (), stream: IO[str] | None = None,
              delay: float | None = None, clock: Callable[[], float] = time.monotonic,
-             status: Callable[[], str | None] | None = None, stdout_after: bool = False) -> Iterator[None]:
+             status: Callable[[], str | None] | None = None, stdout_after: bool = False,
+             output: str | None = None) -> Iterator[None]:
     """Show progress of the work inside the ``with`` block (module doc).
     ``paths``: the captures it reads (for a percentage); ``stream``: default
     stderr (nothing is shown unless it is a terminal); ``delay``: seconds
@@ -109,13 +125,19 @@ def progress(label: str, paths: Iterable[str] = (), stream: IO[str] | None = Non
     progress thread, its text (without the ``mcptap: LABEL:`` prefix or
     elapsed time) replaces the bytes-read line while it returns one;
     ``stdout_after``: the block writes nothing to standard output, so a line
-    is shown even while standard output is the same terminal."""
+    is shown even while standard output is the same terminal; ``output``: the
+    file the block writes its output to (``-o``; ``"-"``: standard output), so a
+    line is shown unless that is the same terminal (export, scrub, report)."""
     out = stream if stream is not None else sys.stderr
     try:
         tty = out.isatty()
     except (ValueError, OSError):
         tty = False
-    if not tty or (not stdout_after and _same_terminal(out, sys.stdout)):
+    if output is not None and output != "-":
+        same = _path_is_terminal(out, output)
+    else:
+        same = not stdout_after and _same_terminal(out, sys.stdout)
+    if not tty or same:
         yield
         return
     if delay is None:

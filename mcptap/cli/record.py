@@ -19,7 +19,6 @@ job; hosts keep the default so a full disk never looks like a server crash.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import sys
 from typing import Any
@@ -47,14 +46,6 @@ from mcptap.transport.signal_latch import SignalLatch
 from mcptap.transport.spill import spill_path
 
 EX_IOERR = 74
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    # FloatRange lets NaN through (it fails every comparison), and a NaN timeout
-    # blocked the shutdown sequence for good; inf never escalates
-    if not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a number of seconds", ctx=ctx, param=param)
-    return value
 
 
 def _is_capture_or_empty(path: str) -> bool:
@@ -91,7 +82,7 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
 )
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")
-@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True, callback=_finite,
+@click.option("--grace", type=options.Finite(min=0), default=5.0, show_default=True,
               help="Seconds between closing the server's stdin, SIGTERM and SIGKILL.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True,
@@ -189,10 +180,12 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         problem = str(exc)
     except OSError as exc:
         problem = f"cannot create the capture directory: {exc.strerror or exc} ({exc.filename})"
+    scrubber = None
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
-        writer.transform = Scrubber(redactor).transform
+        scrubber = Scrubber(redactor)
+        writer.transform = scrubber.transform
     # the values scrub_argv took out of argv, replaced wherever they reappear (a server that echoes its argv on stderr)
     known = known_secrets(argv, shown, placeholder) if writer is not None else None
     if writer is not None and known is not None:
@@ -252,6 +245,10 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
     if problem is not None and writer is not None:
         say(problem)
+    if scrubber is not None and scrubber.kept:
+        from mcptap.cli.scrub import kept_warning
+
+        say(kept_warning(scrubber.kept, "capture"))
     if live is not None:
         live.join(0 if signalled or latch.take() else JOIN_S)
     sys.stderr.flush()

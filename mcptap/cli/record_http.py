@@ -29,7 +29,7 @@ import trio
 
 from mcptap.capture.writer import CaptureWriter
 from mcptap.cli.errors import say, say_usage
-from mcptap.cli.options import NonEmptyPath
+from mcptap.cli.options import Finite, NonEmptyPath
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
 from mcptap.otel import JOIN_S, closing_phase, start_live_export
@@ -87,11 +87,11 @@ def http_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="PEM CA bundle for an https upstream (default: the system trust store)."),
         click.option("--record-secrets", is_flag=True,
                      help="Store credentials (Authorization, cookies, API keys) in clear in the capture."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+        click.option("--connect-timeout", type=Finite(min=0.1), default=10.0, show_default=True,
                      help="Seconds to wait for the upstream connection."),
-        click.option("--idle-timeout", type=click.FloatRange(min=0.01), default=300.0, show_default=True,
+        click.option("--idle-timeout", type=Finite(min=0.01), default=300.0, show_default=True,
                      help="Close a client connection after this many seconds without a request."),
-        click.option("--request-timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+        click.option("--request-timeout", type=Finite(min=0.01), default=30.0, show_default=True,
                      help="Answer 408 when a request is not received whole within this many seconds."),
         click.option("--max-connections", type=click.IntRange(min=1), default=None,
                      help="Client connections served at once; more get 503 [default: from the file descriptor limit]."),
@@ -160,10 +160,12 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
             apply_keep(path, name, [_default_argv(tap)], keep, say, quiet)
         if ready is not None:
             ready(url)
+    scrubber = None
     if writer is not None and redactor is not None:
         from mcptap.redact.scrub import Scrubber
 
-        writer.transform = Scrubber(redactor).transform
+        scrubber = Scrubber(redactor)
+        writer.transform = scrubber.transform
     if writer is not None and shown != upstream:
         from mcptap.known_secrets import known_secrets
         from mcptap.redact import placeholder
@@ -205,6 +207,10 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
         outcome = link.finish(0, extra)
     if not quiet:
         say(f"stopped: {tap.summary()}")
+    if scrubber is not None and scrubber.kept:
+        from mcptap.cli.scrub import kept_warning
+
+        say(kept_warning(scrubber.kept, "capture"))
     if outcome.ended is not None:
         say(f"capture incomplete ({outcome.ended}; no end record): {path}")
         if strict_capture:

@@ -89,9 +89,9 @@ def _status(replayer: Replayer) -> str:
 @click.option("--allow-side-effects", is_flag=True,
               help="Also call tools not declared readOnlyHint: true (or declared destructiveHint: true).")
 @options.ignore("Also ignore this JSON path when comparing (repeatable).")
-@click.option("--timeout", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+@click.option("--timeout", type=options.Finite(min=0.01), default=30.0, show_default=True,
               help="Seconds to wait for one answer.")
-@click.option("--grace", type=click.FloatRange(min=0), default=2.0, show_default=True,
+@click.option("--grace", type=options.Finite(min=0), default=2.0, show_default=True,
               help="stdio: seconds between closing stdin, SIGTERM and SIGKILL at the end.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="HTTP: extra request header (repeatable).")
 @click.option("--cacert", type=options.NonEmptyPath(dir_okay=False, exists=True), default=None,

@@ -64,6 +64,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
     shown_path = text_path(capture) if capture != "-" else "stdin"
+    if redactor is not None:
+        # the default title and meta.path: a directory named by a token is scrubbed as in the header's cwd
+        shown_path = Scrubber(redactor).header({"path": shown_path})["path"]
     target = replaced_path(out) if out != "-" else None       # None: written in place
     try:
         stream = CaptureStream(capture)
@@ -78,7 +81,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         # streamed (memory stays flat): into a file beside the output, renamed over it once
         # whole (a failed read leaves no half report), or straight to the output
         where = os.path.dirname(target) if target is not None else None      # the spool on the output's disk
-        with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture]):
+        with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture], output=out):
             if out == "-":
                 write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
                 sys.stdout.buffer.flush()

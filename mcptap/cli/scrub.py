@@ -80,7 +80,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     with stopped_as_interrupted():     # TERM/HUP as Ctrl-C: the finally below removes the temporary file
         try:
             try:
-                _scrub(stream, scrubber, writer, capture)
+                _scrub(stream, scrubber, writer, capture, output)
             except CaptureReadError as exc:
                 raise Fail(str(exc)) from None
             finally:
@@ -101,6 +101,8 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         finally:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
+    if scrubber.kept:
+        say(kept_warning(scrubber.kept, "capture" if dry_run else "output"))
     if dry_run:
         lines = [f"{'seq':>6}  {'path':<40}  {'rule':<28}  placeholder"]
         for seq, hit in scrubber.hits:
@@ -111,12 +113,13 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         say(f"scrubbed {scrubber.count} value(s) into {output}")
 
 
-def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
+def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str, output: str | None) -> None:
     """Copy ``stream`` through ``scrubber`` into ``writer`` (None: dry run),
     with the progress line of long commands."""
     from mcptap.reannotate_views import framed
 
-    with progress("scrub", [capture]):
+    # a dry run lists its hits after the work; -o FILE: progress whatever standard output is
+    with progress("scrub", [capture], stdout_after=writer is None, output=output if writer is not None else None):
         if writer is not None:
             writer.write(scrubber.header(stream.header))
         else:
@@ -138,3 +141,12 @@ def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str) -> None:
 def _safe(text: str) -> str:
     """Paths and rule names come from peer JSON keys: no control characters raw."""
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def kept_warning(kept: list[Any], where: str) -> str:
+    """The warning for ``Scrubber.kept``: secrets a peer used as a JSON-RPC id or in a method
+    name, kept as sent (kinds, pairing, serve's matching; finding texts quoting them are
+    scrubbed all the same): how many, the first five ``#seq id|method (rule)``."""
+    shown = ", ".join(f"#{seq} {hit.path} ({_safe(hit.rule)})" for seq, hit in kept[:5])
+    return (f"warning: {len(kept)} secret(s) in JSON-RPC ids or method names are never redacted and stay in the "
+            f"{where}: {shown}{' …' if len(kept) > 5 else ''} (docs/redaction.md)")

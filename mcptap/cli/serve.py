@@ -266,7 +266,7 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
               "no answer is repeated once the recorded ones are used.")
 @click.option("--latency", type=click.Choice(["none", "recorded"]), default="none", show_default=True,
               help="Answer at once, or after the recorded delays.")
-@click.option("--speed", type=click.FloatRange(min=0.001), default=None,
+@click.option("--speed", type=options.Finite(min=0.001), default=None,
               help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
 @options.ignore("Also ignore this params path when matching (repeatable).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,

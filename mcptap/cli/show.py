@@ -6,6 +6,10 @@ and latency, phase, findings), then a summary. Without CAPTURE: the newest
 capture in the capture directory (``MCPTAP_DIR`` or the user data directory,
 see mcptap/paths.py). ``--follow`` watches a capture that is being written.
 
+``--follow`` stops (exit 0, with a note on stderr) once no process writes the
+capture any more and it has no end record (its tap was killed: ``ls`` says
+truncated).
+
 Exit status: 0; 2 for a bad filter, a missing or unreadable capture (with
 ``--follow``: also one cut, replaced or overwritten while it is followed);
 130 on Ctrl-C (``--follow`` included).
@@ -13,6 +17,7 @@ Exit status: 0; 2 for a bad filter, a missing or unreadable capture (with
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -81,7 +86,7 @@ def _growable(path: str) -> bool:
               help="text timeline, JSON lines (records + summary), or a Mermaid sequence diagram.")
 @click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written, up to its end record (Ctrl-C stops, exit 130; "
               "waits for a file not yet there; -: read up to its end record; .gz: read as it is).")
-@click.option("--poll", type=click.FloatRange(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
+@click.option("--poll", type=options.Finite(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
 @options.color
@@ -113,7 +118,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         click.echo(escape_controls(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
     try:
         if follow:
-            fol = Follower(path, poll)
+            fol = Follower(path, poll, writer_gone=lambda: _writer_gone(path))
             # re-annotated in full: chunk records (analysis behind) may come later, and need the re-framer.
             # Ctrl-C is Python's KeyboardInterrupt here too (exit 130, cli/main.py), at once, whether the
             # follower catches up on a long capture or waits for more
@@ -144,3 +149,17 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     except CaptureReadError as exc:
         say(str(exc))
         ctx.exit(2)
+    if follow and fol.abandoned:
+        say(escape_controls(f"{path}: no process writes it any more and it has no end record (truncated, as `mcptap ls` says): "
+                            "stopped following"))
+
+
+def _writer_gone(path: str) -> bool:
+    """No process writes the capture at ``path`` any more (``ls``'s test: ``liveness.being_written``)."""
+    from mcptap.liveness import being_written
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False        # replaced or removed: the follower says so
+    return not being_written(path, (st.st_dev, st.st_ino))

@@ -5,11 +5,13 @@ very spans whole records give."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mcptap.capture.format import annotation_record
 from mcptap.model import Message
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PARAM_KEYS = ("name", "uri", "requestId", "progress", "total", "message", "reason")
 
 
@@ -26,7 +28,10 @@ def _slim(v: Any) -> Any:
         out["jsonrpc"] = jv
     p = v.get("params")
     if isinstance(p, dict):
-        out["params"] = {k: p[k] for k in _PARAM_KEYS if k in p and (p[k] is None or isinstance(p[k], (str, int, float, bool)))}
+        # a lone surrogate (a cancel's requestId "\udfff", kept exact by the parse) as U+FFFD, as the
+        # record's id holds it: the export process reads digests with orjson, which refused the line
+        out["params"] = {k: _SURROGATE.sub("\ufffd", p[k]) if isinstance(p[k], str) else p[k]
+                         for k in _PARAM_KEYS if k in p and (p[k] is None or isinstance(p[k], (str, int, float, bool)))}
     e = v.get("error")
     if isinstance(e, dict):
         out["error"] = {k: e[k] for k in ("code", "message") if k in e and isinstance(e[k], (str, int, float, bool))}
@@ -49,5 +54,6 @@ def digest(msg: Message) -> dict[str, Any]:
     if ex is not None:
         rec["transport"] = {"exchange": ex}
     if msg.members is not None:
-        rec["members"] = [{"index": m.index, "kind": m.kind._value_, "id": m.id, "method": m.method, "pair": m.pair} for m in msg.members]
+        rec["members"] = [{"index": m.index, "kind": m.kind._value_, "id": _SURROGATE.sub("\ufffd", m.id) if isinstance(m.id, str) else m.id,
+                           "method": m.method, "pair": m.pair} for m in msg.members]
     return rec

@@ -43,7 +43,6 @@ from typing import Any
 from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.model import UNPARSED
-from mcptap.protocol.jsonparse import parse_json
 from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
@@ -53,8 +52,8 @@ from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
 from mcptap.redact.stderr_stream import Carry, ChunkCarries, Grouper, record_text, split
 from mcptap.redact.verbatim import encode_exact as _encode
+from mcptap.redact.verbatim import exact_message, rebuild, record_json, surrogate_escape
 from mcptap.redact.verbatim import hides_values as _hidden_values
-from mcptap.redact.verbatim import rebuild
 
 
 class Scrubber(StreamAccount):
@@ -65,6 +64,9 @@ class Scrubber(StreamAccount):
         self.redactor = redactor
         self.collect = collect
         self.hits: list[tuple[int | None, Hit]] = []
+        #: ``(seq, Hit)`` of each secret seen in a message's ``id`` or ``method``, which stay
+        #: as sent (kinds, pairing, serve's matching): the caller warns (docs/redaction.md)
+        self.kept: list[tuple[int | None, Hit]] = []
         self.count = 0
         self.transport = "stdio"
         self._digests = {"c2s": StreamTally(), "s2c": StreamTally(), "stderr": StreamTally()}
@@ -294,16 +296,20 @@ class Scrubber(StreamAccount):
         raw = decode_bytes(rec, "raw")
         value: Any = rec["json"] if "json" in rec else None
         parsed = "json" in rec
+        # a lone surrogate escape (a peer's "\ud800"): ``json`` holds U+FFFD in its place, an
+        # id (no ``json`` then) the surrogate itself; redacted and written back with the escape
+        lone = raw is not None and surrogate_escape(raw)
         if raw is None:
             raw = _encode(value) + eol
-        elif not parsed:
-            v, _ = parse_json(raw)
+        elif not parsed or lone:
+            v = exact_message(raw)
             if v is not UNPARSED:
                 value, parsed = v, True
         new_raw = raw
         if parsed:
             red, hits = self.redactor.message(value)
             self._note(seq, hits)
+            self._envelope(value, seq)
             # no hit, nothing changed: the record's bytes stay as they are (scrubbing twice = once)
             if red is not value and (hits or _differs(red, value)) or (raw != _encode(value) + eol and _hidden_values(raw)):
                 new_raw = rebuild(raw, value, red, eol)
@@ -314,7 +320,9 @@ class Scrubber(StreamAccount):
             if new_text != text:
                 new_raw = new_text.encode("utf-8", "surrogateescape")
         if "json" in rec:
-            out["json"] = value
+            out["json"] = record_json(value) if lone else value
+            if out["json"] is UNPARSED:
+                del out["json"]
         if "json" not in out or new_raw != _encode(out["json"]) + eol:
             encode_bytes(new_raw, "raw", out)
         if "findings" in out:
@@ -325,6 +333,14 @@ class Scrubber(StreamAccount):
             out["transport"] = self._transport(out["transport"], raw, new_raw, eol, seq)
         self._place(rec, out, len(raw), new_raw, True)
         return out
+
+    def _envelope(self, value: Any, seq: int | None) -> None:
+        """Secrets the patterns see in a message's ``id``/``method`` (never redacted) into ``kept``."""
+        for m in value if isinstance(value, list) else (value,):
+            if isinstance(m, dict):
+                for k in ("id", "method"):
+                    if isinstance(m.get(k), str) and len(m[k]) >= 6:
+                        self.kept.extend((seq, Hit(k, h.rule, h.placeholder)) for h in self.redactor.string(m[k])[1])
 
     def _transport(self, tr: dict[str, Any], raw: bytes, new_raw: bytes, eol: bytes, seq: int | None) -> dict[str, Any]:
         """A message's ``transport``: its SSE event's own text (``sse.raw``, the

@@ -122,3 +122,24 @@ def test_a_progress_delay_that_is_no_number_of_seconds_is_named_and_ignored(valu
     tty = got.decode("utf-8", "replace")
     assert code in (0, 1) and "Traceback" not in tty, tty
     assert f"MCPTAP_PROGRESS_DELAY={value!r}: not a number of seconds" in tty
+
+
+@pytest.mark.parametrize("name", ["export", "scrub", "report"])
+def test_commands_writing_to_a_file_show_progress_on_the_same_terminal(name: str, cap: Path, tmp_path: Path) -> None:
+    """stdout and stderr on one terminal, the output going to ``-o FILE``: nothing can be glued
+    into output there, and these commands run longest (export, scrub, report of a large capture:
+    tens of seconds without a word)."""
+    code, got = run_on_pty([*MCPTAP, *_argv(name, cap, tmp_path)], {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}, stdout=True)
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1), tty
+    after = tty.partition(f"mcptap: {name}: ")[2]
+    assert after and "\r\x1b[K" in after            # shown, then cleared
+
+
+def test_no_progress_when_the_output_file_is_the_terminal(cap: Path, tmp_path: Path) -> None:
+    """``-o /dev/stdout`` with standard output on the terminal: the output is there after all."""
+    argv = [*MCPTAP, "export", str(cap), "-f", "messages", "-o", "/dev/stdout"]
+    code, got = run_on_pty(argv, {**os.environ, "MCPTAP_PROGRESS_DELAY": "0"}, stdout=True)
+    tty = got.decode("utf-8", "replace")
+    assert code in (0, 1), tty
+    assert '"method"' in tty and "mcptap: export: " not in tty

@@ -150,6 +150,7 @@ def test_show_follow_a_growing_capture(tmp_path: Path) -> None:
     live = tmp_path / "live.jsonl"
     lines = whole.splitlines(keepends=True)
     live.write_bytes(lines[0] + lines[1])
+    writer = open(live, "ab")           # held from the start, as a tap does (a capture nobody writes ends the follow)
     proc = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "show", "--follow", "--poll", "0.02", "--oneline", str(live)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, bufsize=0)
     try:
@@ -157,7 +158,7 @@ def test_show_follow_a_growing_capture(tmp_path: Path) -> None:
         # (a buffered reader would keep lines communicate() never sees)
         first = proc.stdout.readline()                     # header line appears before the capture is complete
         assert str(live).encode() in first
-        with open(live, "ab") as fp:
+        with writer as fp:
             for ln in lines[2:]:
                 half = len(ln) // 2
                 fp.write(ln[:half])
@@ -171,6 +172,7 @@ def test_show_follow_a_growing_capture(tmp_path: Path) -> None:
         proc.wait(timeout=60)
     finally:
         proc.kill()
+        writer.close()
     assert proc.returncode == 0, errout
     text = (first + out).decode()
     assert "jsonrpc.unmatched_response" in text and "Summary" in text

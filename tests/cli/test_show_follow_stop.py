@@ -64,6 +64,7 @@ def test_ctrl_c_while_waiting_for_more_is_interrupted(tmp_path: Path) -> None:
     cap = _pings(tmp_path, "whole.jsonl", 3)
     live = tmp_path / "live.jsonl"
     live.write_bytes(b"".join(cap.read_bytes().splitlines(keepends=True)[:-1]))      # no end record yet
+    writer = open(live, "ab")       # a tap still writing it (a capture nobody writes ends the follow)
     proc = subprocess.Popen([*CMD, "--follow", str(live)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
     try:
         assert proc.stdout is not None
@@ -76,8 +77,26 @@ def test_ctrl_c_while_waiting_for_more_is_interrupted(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
+        writer.close()
     assert proc.returncode == 130, err
     assert err.strip() == "mcptap: interrupted"
+
+
+def test_follow_stops_when_no_process_writes_the_capture(tmp_path: Path) -> None:
+    """A capture without its end record that no process writes any more (its tap was
+    killed: ``ls`` says truncated): ``show --follow`` used to wait for good; it stops,
+    says so, exit 0."""
+    cap = _pings(tmp_path, "whole.jsonl", 3)
+    dead = tmp_path / "dead.jsonl"
+    dead.write_bytes(b"".join(cap.read_bytes().splitlines(keepends=True)[:-1]))
+    proc = subprocess.Popen([*CMD, "--follow", str(dead)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "ping id=4" in out and "no end record" in out
+    assert "no process writes it any more" in err
 
 
 def test_ctrl_c_while_waiting_for_the_file_is_interrupted(tmp_path: Path) -> None:

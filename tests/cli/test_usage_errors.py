@@ -258,3 +258,43 @@ def test_no_command_words_a_usage_error_by_hand() -> None:
              for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
     # --keep's cleanup after a capture was written is a failure to report, not a usage error
     assert [f for f in found if not f.startswith("capture_dir.py:")] == []
+
+
+def _float_options() -> list[tuple[tuple[str, ...], str]]:
+    import click
+
+    from mcptap.cli.main import mcptap
+
+    out = []
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, (*path, name))
+        for p in cmd.params:
+            if isinstance(p, click.Option) and isinstance(p.type, click.FloatRange):
+                out.append((path, p.opts[-1]))
+
+    walk(mcptap, ())
+    return out
+
+
+FLOAT_OPTIONS = _float_options()
+
+
+def test_every_float_option_is_found() -> None:
+    assert (("diff",), "--latency-threshold") in FLOAT_OPTIONS and len(FLOAT_OPTIONS) >= 9
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize(("command", "option"), FLOAT_OPTIONS)
+def test_float_options_refuse_non_finite(command: tuple[str, ...], option: str, value: str, tmp_path: Path) -> None:
+    """click.FloatRange lets nan through (it fails every comparison, its bounds too):
+    ``diff --latency-threshold nan`` silently compared no latency, a nan timeout never expired."""
+    from click.testing import CliRunner
+
+    from mcptap.cli.main import mcptap
+
+    # converted first (given first); nothing else given: a command that got this far ends in its own usage error
+    r = CliRunner(env={"MCPTAP_DIR": str(tmp_path)}).invoke(mcptap, [*command, f"{option}={value}"])
+    assert r.exit_code == 2 and "is not a finite number" in r.output, r.output

@@ -322,3 +322,23 @@ def test_cli_otlp_export_refuses_a_time_otlp_cannot_carry(tmp_path: Path, edit: 
     err = r.stderr.splitlines()
     assert len(err) == 1 and err[0].startswith(f"mcptap: {cap}: span ") and "outside what OTLP can carry" in err[0], r.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == [cap]
+
+
+def test_live_digests_of_lone_surrogate_ids_reach_the_export_process(tmp_path) -> None:
+    """A cancel's requestId "\\udfff" (kept exact by the parse) went into the digest as a
+    surrogate; the export process reads digests with orjson, which refused the line: its
+    span was dropped without a word."""
+    import orjson
+
+    from mcptap.capture.dumps import dumps
+    from mcptap.capture.format import message_from_record
+    from mcptap.export.digest import digest
+    from scripted import c2s, handshake, record
+
+    cap = record(tmp_path / "lone.jsonl", handshake() + [
+        c2s(b'{"jsonrpc":"2.0","id":"\\ud83d","method":"ping"}\n'),
+        c2s(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\\udfff","reason":"x\\ud800"}}\n'),
+        c2s(b'[{"jsonrpc":"2.0","id":"\\udc00","method":"ping"}]\n')])
+    msgs = [r for r in read_capture(str(cap)).records if r["type"] == "message"]
+    for r in msgs:
+        orjson.loads(dumps(digest(message_from_record(r))))
