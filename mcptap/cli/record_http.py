@@ -5,7 +5,7 @@ The ``record`` command (cli/record.py) owns ``-o``, ``--quiet`` and
 ``--upstream`` is given (and no CMD), returns ``run_http_record(...)``'s exit
 status. mcptap then listens (127.0.0.1, a free port unless ``--listen`` says
 otherwise), prints ``mcptap: listening on URL`` on stderr (secrets in its path hidden) and relays until
-SIGINT/SIGTERM (one it was started with ignored, as ``cmd &`` in a script
+SIGINT, SIGTERM, SIGHUP or SIGQUIT (one it was started with ignored, as ``cmd &`` in a script
 ignores SIGINT, stays ignored: ``transport/signal_latch.py``); the capture is
 finished on the way out.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,7 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_command_url
 from mcptap.redact.engine import Redactor
-from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, SignalLatch, open_receiver
+from mcptap.transport.signal_latch import PASSED_ON_SIGNALS, STOP_SIGNALS, SignalLatch, open_receiver
 
 if TYPE_CHECKING:
     from mcptap.transport.http import HttpTap
@@ -108,7 +107,7 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
                     strict_capture: bool = False, ready: Callable[[str], None] | None = None,
                     capture_dir: str | None = None, name: str | None = None, keep: int | None = None, redactor: Redactor | None = None,
                     otlp: tuple[str, dict[str, str] | None] | None = None, **_ignored: Any) -> int:
-    """Run the HTTP tap until SIGINT/SIGTERM; returns the exit status.
+    """Run the HTTP tap until SIGINT, SIGTERM, SIGHUP or SIGQUIT; returns the exit status.
     ``ready(url)`` is called once listening (tests); ``redactor``: scrub
     records before they are written (``record --redact``); ``otlp``: live
     export (``mcptap.otel.prepare``'s result) or None."""
@@ -129,9 +128,10 @@ def run_http_record(*, upstream: str, listen: str = "127.0.0.1:0", allow_remote:
     except McptapError as exc:      # --upstream, --listen or --cacert that cannot be used: a usage error's form
         say_usage(click.UsageError(str(exc), click.get_current_context(silent=True)))
         return EX_USAGE
-    # a host's SIGINT/SIGTERM from the moment the capture exists stops the tap as a later one
-    # would (end record written); before, one in the first moments killed mcptap mid-start
-    latch = SignalLatch((signal.SIGINT, signal.SIGTERM), ignoring=PASSED_ON_SIGNALS).install()
+    # a host's stop signal (SIGINT, SIGTERM, SIGHUP: the terminal closed, SIGQUIT) from the moment
+    # the capture exists stops the tap as a later one would (end record written); before, one in
+    # the first moments killed mcptap mid-start
+    latch = SignalLatch(STOP_SIGNALS, ignoring=PASSED_ON_SIGNALS).install()
     try:
         return _run(tap, upstream, shown, latch, output=output, quiet=quiet, strict_capture=strict_capture, ready=ready,
                     capture_dir=capture_dir, name=name, keep=keep, redactor=redactor, otlp=otlp, record_secrets=record_secrets)
@@ -304,7 +304,7 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
             say(f"recording to {path}")
         if ready is not None:
             ready(url)
-        with open_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with open_receiver(*STOP_SIGNALS) as signals:
             if latch.take():            # asked to stop before the receiver existed
                 nursery.cancel_scope.cancel()
                 return

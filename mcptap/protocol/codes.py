@@ -234,8 +234,8 @@ _TABLE: list[tuple[str, Severity, str, str]] = [
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
     ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished, not encoded, "
      "or bytes after the end of its compressed data): those bytes stored raw, not analysed", "RFC 9110 §8.4, RFC 1952"),
-    ("http.content_too_large_to_decode", WARN, "compressed body that decodes to more than mcptap holds of a body (128 MiB): "
-     "stored raw, not analysed", "RFC 9110 §8.4"),
+    ("http.content_too_large_to_decode", WARN, "body that decodes to, or uncompressed is, more than mcptap holds of a body "
+     "(128 MiB): stored as relayed, not analysed", "RFC 9110 §8.4"),
     ("http.content_decompression_bomb", WARN, "compressed body that inflates to more than 100 times its compressed size "
      "(beyond 16 MiB): a decompression bomb, stored as relayed (compressed), not analysed", "RFC 9110 §8.4"),
     ("http.unread_request_answered", INFO, "a response matching no request in the capture, in an exchange whose request body mcptap "

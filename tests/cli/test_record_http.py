@@ -155,3 +155,23 @@ async def test_a_token_in_the_upstream_path_is_never_printed(tmp_path):
                  [sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--url", f"ftp://h/mcp/{token}"]):
         bad = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and "URL" in bad.stderr and token not in bad.stderr and placeholder(token) in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
+async def test_a_hangup_or_quit_stops_the_http_tap_with_its_capture_finished(tmp_path, sig):
+    """SIGHUP (the terminal closed) and SIGQUIT ended mcptap by their default action (SIGQUIT
+    with a core), its capture without an end record; they stop it as SIGINT/SIGTERM do, as
+    they stop the stdio tap and serve."""
+    cap = tmp_path / "c.jsonl"
+    async with upstream_server(fake_mcp) as port:
+        proc = subprocess.Popen(CMD + ["--upstream", f"http://127.0.0.1:{port}/mcp", "-o", str(cap)], stderr=subprocess.PIPE, text=True)
+        try:
+            url = (await trio.to_thread.run_sync(proc.stderr.readline)).split()[3]
+            st, _ = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert st == 200
+        finally:
+            proc.send_signal(sig)
+            rc = await trio.to_thread.run_sync(proc.wait, 10)
+    assert rc == 0
+    c = read_capture(str(cap))
+    assert c.end is not None and c.end.get("complete", True)
