@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mcptap.batch_shapes import BatchShapes
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import CaptureReadError
@@ -45,6 +46,16 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
     codes: dict[str, int] = {}
     end: dict[str, Any] | None = None
 
+    # batch members (check --full's annotator checks each like a message): their requests and shapes
+    batches = BatchShapes(shape_rules.check if shapes else lambda *a: [])
+
+    def take(seq: int) -> tuple[Any, Any] | None:
+        """A plain request answered by a batch member: (method, params), no longer open."""
+        if seq not in methods:
+            return None
+        opened.pop(seq, None)
+        return methods.pop(seq), augmented.pop(seq, None)
+
     def count(fs: Iterable[dict[str, Any]]) -> None:
         for f in fs:
             sev = f.get("severity", "info")
@@ -75,12 +86,17 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
             if kind in ("response", "error") and "pair" in r:
                 opened.pop(r["pair"], None)
                 task_params = augmented.pop(r["pair"], None)
-            if shapes:
+                if answered is None and (member := batches.answer(r["pair"], r.get("id"))) is not None:
+                    answered = member[0] if isinstance(member[0], str) else None     # a batch member's request
+                    task_params = member[1] if isinstance(member[1], dict) and "task" in member[1] else None
+            if shapes or kind == "batch":
                 extra: list[Finding] = []
                 value = r.get("json", UNPARSED)
                 if value is UNPARSED and ("raw" in r or "raw_b64" in r):
                     value = parse_json(decode_bytes(r, "raw") or b"")[0]
-                if isinstance(value, dict):
+                if kind == "batch":
+                    extra = batches.batch(r, value, take)
+                elif isinstance(value, dict):
                     d = _DIRS[r["dir"]]
                     if kind in ("request", "notification") and isinstance(r.get("method"), str):
                         extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), r.get("rev"))

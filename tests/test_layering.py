@@ -23,7 +23,7 @@ LEVELS = {
     "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3, "mcptap.check.fullsplit": 4,
     "mcptap.check.shape_oracle": 3, "mcptap.check.shape_child": 4, "mcptap.check.forked": 4, "mcptap.check.full_tally": 3, "mcptap.check.split_state": 3,
     "mcptap.recorder_stderr": 1, "mcptap.recorder_chunks": 1, "mcptap.known_secrets": 1,
-    "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.reuse_annotations": 1, "mcptap.protocol.pending": 1,
+    "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.reuse_annotations": 1, "mcptap.batch_shapes": 1, "mcptap.protocol.pending": 1,
     "mcptap.protocol.idless_answers": 1,
     "mcptap.protocol.skeleton": 1, "mcptap.redact.ds_table": 1, "mcptap.redact.argv_rules": 1, "mcptap.redact.shapes": 1,
     "mcptap.redact.deep": 1, "mcptap.redact.stderr_stream": 1, "mcptap.redact.urlview": 1, "mcptap.redact.sessions": 1,
