@@ -15,9 +15,10 @@ from typing import Any
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls, shown
+from mcptap.filters.members import member_views
 from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
-from mcptap.protocol.jsonrpc import show_id
+from mcptap.protocol.jsonrpc import id_key, show_id
 from mcptap.records.message import exact_id
 
 Style = Callable[[str, str], str]
@@ -74,30 +75,44 @@ class Tracker:
     held (answered ones are dropped), so memory follows concurrency, not length.
     """
 
-    __slots__ = ("_open",)
+    __slots__ = ("_open", "members")
 
     def __init__(self) -> None:
-        self._open: dict[int, dict[str, Any]] = {}
+        #: open requests: seq (a batch member's: (seq, id key)) -> info
+        self._open: dict[Any, dict[str, Any]] = {}
+        #: after ``feed`` of a batch record: its members as (``filters.members.member_views``
+        #: record, request info as ``feed`` gives it) pairs, for filters and the summary; else None
+        self.members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
 
     def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        self.members = None
         if rec.get("type") != "message":
             return None
         kind = rec.get("kind")
+        if kind == "batch":
+            self.members = [(v, self._member(v)) for v in member_views(rec)]
+            return None
+        return self._message(rec, kind)
+
+    def _message(self, rec: dict[str, Any], kind: Any, key: Any = None) -> dict[str, Any] | None:
         if kind == "request":
             info = {"seq": rec["seq"], "method": rec.get("method"), "tool": tool_of(rec), "id": rec.get("id")}
-            self._open[rec["seq"]] = info
+            self._open[rec["seq"] if key is None else key] = info
             return info
         if kind in ("response", "error"):
             pair = rec.get("pair")
-            return None if pair is None else self._open.pop(pair, None) or {"seq": pair, "method": None, "tool": None}
+            if pair is None:
+                return None
+            return (self._open.pop(pair, None) or self._open.pop((pair, id_key(rec.get("id"))), None)   # a batch member's
+                    or {"seq": pair, "method": None, "tool": None})
         link = rec.get("link")
         if link is not None:
             return self._open.get(link) or {"seq": link, "method": None, "tool": None}
-        if kind == "batch":
-            for m in rec.get("members", ()):
-                if m.get("pair") is not None:
-                    self._open.pop(m["pair"], None)
         return None
+
+    def _member(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        kind = view.get("kind")
+        return self._message(view, kind, (view.get("seq"), id_key(view.get("id"))) if kind == "request" else None)
 
 
 # -- latency histogram -----------------------------------------------------------------
@@ -191,7 +206,11 @@ class Summary:
         if rec.get("type") == "stderr":
             self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
 
-    def feed(self, rec: dict[str, Any], req: dict[str, Any] | None) -> None:
+    def feed(self, rec: dict[str, Any], req: dict[str, Any] | None,
+             members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None) -> None:
+        """Count one shown record (``req``: its request info, ``Tracker.feed``;
+        ``members``: a batch's, ``Tracker.members``: each member counts in the
+        method and tool tables as a message of its own)."""
         typ = rec.get("type")
         t = rec.get("t_us")
         if isinstance(t, int):
@@ -216,6 +235,12 @@ class Summary:
         self.messages[d] = self.messages.get(d, 0) + 1
         kind = rec.get("kind", "?")
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        for view, q in members or ():
+            self._tables(view, view.get("kind"), d, q)
+        self._tables(rec, kind, d, req)
+
+    def _tables(self, rec: dict[str, Any], kind: Any, d: Any, req: dict[str, Any] | None) -> None:
+        """The method and tool tables' counts of one message (or batch member)."""
         method = rec.get("method")
         if method is not None and kind in ("request", "notification"):
             st = self.methods.get(method)
