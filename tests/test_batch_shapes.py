@@ -86,3 +86,17 @@ def test_show_sees_batch_member_shapes(tmp_path: Path) -> None:
     recs = list(reannotate(stream.header, stream, shapes=True))
     answer = next(r for r in recs if r.get("type") == "message" and r.get("kind") == "batch" and r["dir"] == "s2c")
     assert [f["code"] for f in answer["findings"]].count("shape.invalid_result") == 2
+
+
+def test_a_capture_cut_short_reports_the_same_unanswered_members(tmp_path: Path) -> None:
+    """No end record: member requests still open are unanswered (each with its id), and a plain
+    request a batch member answered is not, on the reuse path as in re-annotation."""
+    path = record(tmp_path / "cut.jsonl", handshake("2025-03-26") + [
+        c2s(req(2, "ping")), s2c(batch(res(2))), c2s(batch(req(3, "ping"), req(4, "tools/list"))),
+        c2s(batch(req(5, "ping"))), s2c(res(5))], end=False)
+    full = check_capture(str(path), KEEP, reuse=False)
+    assert [p.message.split(" has")[0] for p in full.groups["jsonrpc.unanswered_request"].places] == [
+        "request #6 ping id=3", "request #6 tools/list id=4"]
+    want = _codes(full)
+    assert _codes(check_capture(str(path), KEEP)) == want
+    assert _codes(parallel.check_capture(str(path), KEEP)) == want
