@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from mcptap.batch_shapes import BatchShapes
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import decode_bytes
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
 from mcptap.protocol.jsonparse import parse_json
-from mcptap.protocol.jsonrpc import show_id
+from mcptap.protocol.jsonrpc import id_key, show_id
 from mcptap.recording import Stream
 from mcptap.records import End
 
@@ -38,12 +39,22 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
     stderr_stream = Stream()
 
     methods: dict[int, str | None] = {}        # open requests: seq -> method
-    opened: dict[int, dict[str, Any]] = {}     # open requests: seq -> {seq, dir, id, method}
+    opened: dict[Any, dict[str, Any]] = {}     # open requests: seq (a batch member's: (seq, id key)) -> {seq, dir, id, method}
     augmented: dict[int, Any] = {}             # open task-augmented requests: seq -> params
     last_seq, last_t = 0, 0
     severities = severity_counts()
     codes: dict[str, int] = {}
     end: dict[str, Any] | None = None
+
+    # batch members (check --full's annotator checks each like a message): their requests and shapes
+    batches = BatchShapes(shape_rules.check if shapes else lambda *a: [])
+
+    def take(seq: int) -> tuple[Any, Any] | None:
+        """A plain request answered by a batch member: (method, params), no longer open."""
+        if seq not in methods:
+            return None
+        opened.pop(seq, None)
+        return methods.pop(seq), augmented.pop(seq, None)
 
     def count(fs: Iterable[dict[str, Any]]) -> None:
         for f in fs:
@@ -75,12 +86,20 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
             if kind in ("response", "error") and "pair" in r:
                 opened.pop(r["pair"], None)
                 task_params = augmented.pop(r["pair"], None)
-            if shapes:
+                opened.pop((r["pair"], id_key(r.get("id"))), None)      # (a batch member's)
+                if answered is None and (member := batches.answer(r["pair"], r.get("id"))) is not None:
+                    answered = member[0] if isinstance(member[0], str) else None     # a batch member's request
+                    task_params = member[1] if isinstance(member[1], dict) and "task" in member[1] else None
+            if kind == "batch":
+                _open_members(r, opened)
+            if shapes or kind == "batch":
                 extra: list[Finding] = []
                 value = r.get("json", UNPARSED)
                 if value is UNPARSED and ("raw" in r or "raw_b64" in r):
                     value = parse_json(decode_bytes(r, "raw") or b"")[0]
-                if isinstance(value, dict):
+                if kind == "batch":
+                    extra = batches.batch(r, value, take)
+                elif isinstance(value, dict):
                     d = _DIRS[r["dir"]]
                     if kind in ("request", "notification") and isinstance(r.get("method"), str):
                         extra = shape_rules.check(d, Kind(kind), r["method"], value.get("params"), r.get("rev"))
@@ -101,8 +120,9 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
         yield r
     if end is None:
         # cut short: what is still open has no answer in the capture (info, as the full path says)
-        fs = [finding("jsonrpc.unanswered_request", f"request #{seq} {p['method']} id={show_id(p['id'])} has no answer in the capture, which was cut short",
-                      p, severity=Severity.INFO).to_json() for seq, p in opened.items()]
+        fs = [finding("jsonrpc.unanswered_request",
+                      f"request #{p['seq']} {p['method']} id={show_id(p['id'])} has no answer in the capture, which was cut short",
+                      p, severity=Severity.INFO).to_json() for p in opened.values()]
         count(fs)
         stdio = header.get("transport", "stdio") == "stdio"
         yield End(last_seq + 1, last_t, severities, codes, list(opened.values()),
@@ -121,6 +141,20 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
     out["severities"] = severities
     out["codes"] = dict(sorted(codes.items()))
     yield out
+
+
+def _open_members(r: dict[str, Any], opened: dict[Any, dict[str, Any]]) -> None:
+    """A batch record's member requests are open (key: seq and id), its member
+    answers close theirs: a capture cut short reports the rest unanswered, as
+    re-annotation does."""
+    for m in r.get("members") or ():
+        if not isinstance(m, dict):
+            continue
+        if m.get("kind") == "request" and isinstance(r.get("seq"), int):
+            opened[(r["seq"], id_key(m.get("id")))] = {"seq": r["seq"], "dir": r.get("dir"), "id": m.get("id"), "method": m.get("method"),
+                                                       **({"session": r["session"]} if "session" in r else {})}
+        elif m.get("kind") in ("response", "error") and isinstance(m.get("pair"), int):
+            opened.pop((m["pair"], id_key(m.get("id"))), None)
 
 
 def _tally(stream: Stream | None, r: dict[str, Any], light: bool, key: str = "raw") -> None:

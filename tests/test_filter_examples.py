@@ -86,6 +86,7 @@ EXPECTED: dict[str, list[int]] = {
     "~m tools/call & ~lat >100ms": [4],
     "~tool echo & ~lat >100ms": [4],
     "~sev warn & ~s2c": [4, 6],
+    "~m tools/list": [5, 6],
 }
 #: documented as errors
 REJECTED = {"~tol echo"}

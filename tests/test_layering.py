@@ -14,7 +14,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 #: 2 relay cores, 3 pure consumers of captures, 4 I/O runners (trio), 5 CLI).
 LEVELS = {
     "mcptap": 0, "mcptap.early_signals": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 1, "mcptap.clock": 4,
-    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1, "mcptap.filters.jsonpath": 1,
+    "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1, "mcptap.filters.jsonpath": 1, "mcptap.filters.members": 1,
     "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1,
     "mcptap.reannotate_views": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1, "mcptap.capture_ends": 1, "mcptap.liveness": 1,
     "mcptap.relay": 2,
@@ -25,7 +25,7 @@ LEVELS = {
     "mcptap.recorder_stderr": 1, "mcptap.recorder_chunks": 1, "mcptap.known_secrets": 1,
     "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.protocol.shape_gen": 1,
     "mcptap.protocol.shape_shipped": 1, "mcptap.protocol.shape_table": 1, "mcptap.protocol.shape_ship_gen": 1, "mcptap.reuse_annotations": 1,
-    "mcptap.protocol.pending": 1, "mcptap.protocol.idless_answers": 1,
+    "mcptap.batch_shapes": 1, "mcptap.protocol.pending": 1, "mcptap.protocol.idless_answers": 1,
     "mcptap.protocol.skeleton": 1, "mcptap.redact.ds_table": 1, "mcptap.redact.argv_rules": 1, "mcptap.redact.shapes": 1,
     "mcptap.redact.deep": 1, "mcptap.redact.stderr_stream": 1, "mcptap.redact.urlview": 1, "mcptap.redact.sessions": 1,
     "mcptap.redact.scrub_streams": 1, "mcptap.redact.record_places": 1,

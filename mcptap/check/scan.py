@@ -170,6 +170,8 @@ class Scan:
                     bad = _malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)
+                    if kind == "batch" and shapes:      # its members' shape checks: reuse_annotations' (batch_shapes.py)
+                        raise Unsupported("batch record")
                 messages += 1
                 if t > t_latest:            # the common case (a later time than any before): one comparison
                     if t > MAX_T_US:

@@ -34,6 +34,7 @@ from typing import Any
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
 from mcptap.filters.jsonpath import CMP, JOPS, json_path
+from mcptap.filters.members import member_views
 from mcptap.filters.parse import ArgError, Pred, Tok, parse
 from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
 
@@ -147,6 +148,8 @@ def _text(s: str) -> Pred:
 
 
 def _kind(kinds: tuple[str, ...]) -> Pred:
+    if "batch" in kinds:                # a batch's members (members.member_views) are in a batch too
+        return lambda r, q: r.get("type") == "message" and (r.get("kind") in kinds or "member" in r)
     return lambda r, q: r.get("type") == "message" and r.get("kind") in kinds
 
 
@@ -188,7 +191,8 @@ OPERATORS: tuple[Operator, ...] = (
              "JSON-RPC requests, notifications, responses (result **or** error), error responses",
              "requests, notifications, responses (result or error), errors"),
     Operator(("~batch", "~inval", "~text"),
-             "the other kinds the timeline prints: JSON-RPC batches (a JSON array, its members as one record), JSON that is not "
+             "the other kinds the timeline prints: JSON-RPC batches (a JSON array, its members as one record: any filter matches a batch "
+             "when it matches the batch or one of its members, `~m tools/list`, `~id 3`, `~req` alike), JSON that is not "
              "JSON-RPC (`invalid`), and what is not JSON at all (`non_json`: a blank or log line on stdout, a body that does not "
              "parse). `~text` takes no argument: text search is `~t TEXT`",
              "batches, JSON that is not JSON-RPC, what is not JSON"),
@@ -217,7 +221,7 @@ OPERATORS: tuple[Operator, ...] = (
 
 
 class Filter:
-    """A compiled filter expression. ``flt(record, request=None) -> bool``."""
+    """A compiled filter expression. ``flt(record, request=None, members=None) -> bool``."""
 
     __slots__ = ("expr", "_pred")
 
@@ -225,8 +229,16 @@ class Filter:
         self.expr = expr
         self._pred = pred
 
-    def __call__(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> bool:
-        return self._pred(record, request)
+    def __call__(self, record: dict[str, Any], request: dict[str, Any] | None = None,
+                 members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None) -> bool:
+        """``members``: a batch record's members as (``members.member_views``
+        record, its request context) pairs (``summary.Tracker.members``): the
+        batch matches when it or any member matches."""
+        if self._pred(record, request):
+            return True
+        if members is None and record.get("kind") == "batch":
+            members = [(v, None) for v in member_views(record)]
+        return any(self._pred(v, q) for v, q in members or ())
 
     def __repr__(self) -> str:
         return f"Filter({self.expr!r})"

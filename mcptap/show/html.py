@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings
-from mcptap.escape import shown
+from mcptap.escape import escape_controls, shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
 from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
@@ -105,11 +105,12 @@ class _Report:
         self.n += 1
         # one row: the fields the filter language reads, plus the show line
         return [
-            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), method_of(rec) if typ == "message" else rec.get("method"),
+            rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), (method := method_of(rec) if typ == "message" else rec.get("method")),
             _js_id(record_id(rec)) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
-            rec.get("session") if isinstance(rec.get("session"), str) else None, q, tool_name(rec),
+            rec.get("session") if isinstance(rec.get("session"), str) else None, q, (tool := tool_name(rec)),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
             1 if typ == "message" and ("json" in rec or "raw" in rec) else 0, refusal_mark(rec),
+            _label(method), _label(tool),       # as shown (diagram labels; escaped, a lone surrogate too); the filter reads the exact ones
         ], message_text(rec)     # the payload text: what ~t searches, as in show
 
     def tail(self) -> dict[str, Any]:
@@ -122,6 +123,7 @@ class _Report:
             "columns": COLUMNS, "revisions": sorted(self.revisions), "sessions": self.sessions.result(),
             "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities", "original")} if end else None,
         }
+        meta = _shown_deep(meta)        # peer text (session info, pending methods, revisions) as escape.py shows it
         return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table()}
 
 
@@ -194,6 +196,25 @@ def _js_id(v: Any) -> Any:
     decimal text, so the browser matches the id the peer sent, as show does."""
     if type(v) is int and not -(2**53 - 1) <= v <= 2**53 - 1:
         return str(v)
+    return v
+
+
+def _label(v: Any) -> Any:
+    """A method or tool name as the page shows it (``escape.shown``); other values as they are."""
+    return shown(v) if isinstance(v, str) else v
+
+
+def _shown_deep(v: Any) -> Any:
+    """``v`` (JSON-ready) with every string, keys included, escaped as
+    ``escape.escape_controls`` does: what the page shows as text (the header,
+    the sessions' info and capabilities) holds no control, bidi or
+    line-separator character of a peer's."""
+    if isinstance(v, str):
+        return escape_controls(v)
+    if isinstance(v, dict):
+        return {escape_controls(k) if isinstance(k, str) else k: _shown_deep(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_shown_deep(x) for x in v]
     return v
 
 

@@ -213,10 +213,10 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
             if details:
                 yield from _findings_lines(rec.get("unanswered") or [], st)
             continue
-        if flt is not None and not flt(rec, req):
+        if flt is not None and not flt(rec, req, tracker.members):
             summ.skip(rec)
             continue
-        summ.feed(rec, req)
+        summ.feed(rec, req, tracker.members)
         yield timeline_line(rec, req, st)
         if details:
             fs = record_findings(rec)
@@ -246,10 +246,10 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     for rec in records:
         req = tracker.feed(rec)
         sessions.feed(rec)
-        if rec.get("type") != "end" and flt is not None and not flt(rec, req):
+        if rec.get("type") != "end" and flt is not None and not flt(rec, req, tracker.members):
             summ.skip(rec)
             continue
-        summ.feed(rec, req)
+        summ.feed(rec, req, tracker.members)
         if req is not None and rec.get("kind") != "request":
             # as the request's record has them (a lone surrogate U+FFFD, its id_text exact): every line reads as strict JSON
             rec = dict(rec, request={"seq": req["seq"], "method": lossy(req.get("method")), "tool": lossy(req.get("tool"))})
@@ -289,7 +289,7 @@ def mermaid(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filt
         typ = rec.get("type")
         if typ == "end":
             fs = (rec.get("unanswered") or []) + (rec.get("capture") or [])
-        elif flt is not None and not flt(rec, req):
+        elif flt is not None and not flt(rec, req, tracker.members):
             continue
         else:
             fs = record_findings(rec)

@@ -16,9 +16,10 @@ from typing import Any
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls, shown
+from mcptap.filters.members import member_views
 from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
-from mcptap.protocol.jsonrpc import show_id
+from mcptap.protocol.jsonrpc import id_key, show_id
 from mcptap.records.message import exact_id, exact_payload
 from mcptap.records.refusals import refused_how
 
@@ -110,31 +111,45 @@ class Tracker:
     held (answered ones are dropped), so memory follows concurrency, not length.
     """
 
-    __slots__ = ("_open",)
+    __slots__ = ("_open", "members")
 
     def __init__(self) -> None:
-        self._open: dict[int, dict[str, Any]] = {}
+        #: open requests: seq (a batch member's: (seq, id key)) -> info
+        self._open: dict[Any, dict[str, Any]] = {}
+        #: after ``feed`` of a batch record: its members as (``filters.members.member_views``
+        #: record, request info as ``feed`` gives it) pairs, for filters and the summary; else None
+        self.members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
 
     def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        self.members = None
         if rec.get("type") != "message":
             return None
         kind = rec.get("kind")
+        if kind == "batch":
+            self.members = [(v, self._member(v)) for v in member_views(rec)]
+            return None
+        return self._message(rec, kind)
+
+    def _message(self, rec: dict[str, Any], kind: Any, key: Any = None) -> dict[str, Any] | None:
         if kind == "request":
             info = {"seq": rec["seq"], "method": method_of(rec), "tool": tool_name(rec), "id": rec.get("id")}
             if refused_how(rec) is None:      # one the tap refused is answered by no one: not held open
-                self._open[rec["seq"]] = info
+                self._open[rec["seq"] if key is None else key] = info
             return info
         if kind in ("response", "error"):
             pair = rec.get("pair")
-            return None if pair is None else self._open.pop(pair, None) or {"seq": pair, "method": None, "tool": None}
+            if pair is None:
+                return None
+            return (self._open.pop(pair, None) or self._open.pop((pair, id_key(rec.get("id"))), None)   # a batch member's
+                    or {"seq": pair, "method": None, "tool": None})
         link = rec.get("link")
         if link is not None:
             return self._open.get(link) or {"seq": link, "method": None, "tool": None}
-        if kind == "batch":
-            for m in rec.get("members", ()):
-                if m.get("pair") is not None:
-                    self._open.pop(m["pair"], None)
         return None
+
+    def _member(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        kind = view.get("kind")
+        return self._message(view, kind, (view.get("seq"), id_key(view.get("id"))) if kind == "request" else None)
 
 
 # -- latency histogram -----------------------------------------------------------------
@@ -231,7 +246,11 @@ class Summary:
         if rec.get("type") == "stderr":
             self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
 
-    def feed(self, rec: dict[str, Any], req: dict[str, Any] | None) -> None:
+    def feed(self, rec: dict[str, Any], req: dict[str, Any] | None,
+             members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None) -> None:
+        """Count one shown record (``req``: its request info, ``Tracker.feed``;
+        ``members``: a batch's, ``Tracker.members``: each member counts in the
+        method and tool tables as a message of its own)."""
         typ = rec.get("type")
         t = rec.get("t_us")
         if isinstance(t, int):
@@ -262,28 +281,30 @@ class Summary:
         how = refused_how(rec)
         if how is not None:         # sent, never forwarded: no call of the server's methods or tools
             self.refused[how] = self.refused.get(how, 0) + 1
-        elif method is not None and kind in ("request", "notification"):
-            st = self.methods.get(method)
-            if st is None:
-                st = self.methods[method] = _Stat()
+            return
+        for view, q in members or ():
+            self._tables(view, view.get("kind"), d, q)
+        self._tables(rec, kind, d, req)
+
+    def _tables(self, rec: dict[str, Any], kind: Any, d: Any, req: dict[str, Any] | None) -> None:
+        """The method and tool tables' counts of one message (or batch member)."""
+        method = method_of(rec)
+        if method is not None and kind in ("request", "notification"):
+            st = self.methods.get(method) or self.methods.setdefault(method, _Stat())
             if d == "c2s":
                 st.c2s += 1
             else:
                 st.s2c += 1
             tool = tool_name(rec)
             if tool is not None:
-                ts = self.tools.get(tool)
-                if ts is None:
-                    ts = self.tools[tool] = _Stat()
+                ts = self.tools.get(tool) or self.tools.setdefault(tool, _Stat())
                 ts.c2s += 1
         elif kind in ("response", "error") and req is not None:
             lat = rec.get("latency_us")
             for table, key in ((self.methods, req.get("method")), (self.tools, req.get("tool"))):
                 if key is None:
                     continue
-                st = table.get(key)
-                if st is None:
-                    st = table[key] = _Stat()
+                st = table.get(key) or table.setdefault(key, _Stat())
                 if table is self.methods:
                     st.responses += 1
                 if isinstance(lat, int):

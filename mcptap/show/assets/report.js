@@ -8,7 +8,8 @@
   const R = D.rows, P = D.payloads, OPS = D.ops;
   // row fields (mcptap/show/html.py report_data)
   const SEQ = 0, TUS = 1, TYPE = 2, DIR = 3, KIND = 4, METHOD = 5, ID = 6, HASID = 7, PAIR = 8, LAT = 9, PHASE = 10,
-    SESSION = 11, Q = 12, TOOL = 13, FINDINGS = 14, LINE = 15, HASJSON = 16, REFUSED = 17;
+    SESSION = 11, Q = 12, TOOL = 13, FINDINGS = 14, LINE = 15, HASJSON = 16, REFUSED = 17,
+    METHOD_SHOWN = 18, TOOL_SHOWN = 19;     // method and tool escaped as mcptap shows peer text (labels); the filter reads the exact ones
   const bySeq = new Map();
   for (let i = 0; i < R.length; i++) if (R[i][SEQ] != null) bySeq.set(R[i][SEQ], i);
   const $ = (id) => document.getElementById(id);
@@ -464,9 +465,9 @@
       // a request the tap refused itself stops halfway: it never reached the server
       const c = err ? "err" : r[DIR], x1 = c2s ? CX : SX, x2 = r[REFUSED] ? (CX + SX) / 2 : c2s ? SX - 2 : CX + 2;
       const line = sv("line", { x1, y1: y, x2, y2: y, class: "m-" + c + (r[KIND] === "response" || r[KIND] === "error" ? " resp" : ""), "marker-end": `url(#ah-${c})`, "data-seq": r[SEQ] });
-      const q = reqOf(i);
-      let label = `#${r[SEQ]} ${r[METHOD] || (q && q.method ? q.method + " ←" : r[KIND] || "")}`;
-      if (r[TOOL]) label += " " + r[TOOL];
+      const qj = r[Q] == null ? null : bySeq.get(r[Q]), qm = qj == null ? null : R[qj][METHOD_SHOWN];
+      let label = `#${r[SEQ]} ${r[METHOD_SHOWN] || (qm ? qm + " ←" : r[KIND] || "")}`;
+      if (r[TOOL_SHOWN]) label += " " + r[TOOL_SHOWN];
       if (r[LAT] != null) label += ` ${(r[LAT] / 1000).toFixed(1)}ms`;
       if (r[REFUSED]) label += ` ${r[REFUSED]}: refused`;
       const t = sv("text", { x: CX + 12, y: y - 5, class: "lbl m-" + c }, label.length > 70 ? label.slice(0, 69) + "…" : label);
