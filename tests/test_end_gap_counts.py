@@ -93,3 +93,14 @@ def test_a_mid_capture_gap_counts_in_ls_as_in_check(tmp_path: Path, cause: Any, 
         assert info["severities"].get("error", 0) == report["findings"]["error"], (info, report["findings"])
     if cause is _recorder_stopped:
         assert end["recorder_error"] == "RuntimeError('boom')"
+
+
+def test_ls_says_its_findings_are_the_live_counts_without_the_shape_checks() -> None:
+    """The end record's counts leave out the schema shape checks on purpose (the live tap
+    never runs them), so ``check`` may report more warnings (``shape.invalid_result``):
+    ``ls`` says whose counts it shows (docs/capture-format.md, end)."""
+    from mcptap.cli.ls import text_lines
+
+    assert "LIVE-FINDINGS" in text_lines([])[0].split()
+    helped = " ".join(CliRunner().invoke(mcptap, ["ls", "--help"]).output.split())
+    assert "live recorder's counts" in helped and "shape" in helped and "mcptap check" in helped, helped
