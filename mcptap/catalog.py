@@ -47,9 +47,11 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: Status words: the capture ended normally / has no end record and its mcptap
 #: is gone / has no end record and its mcptap still runs.
 COMPLETE, TRUNCATED, RECORDING = "complete", "truncated", "recording"
-#: ... / it has an end record, but recording stopped or failed before it (the end
-#: record's ``recorder_error``: the recorder raised, a ``gap`` record stands for the rest;
-#: ``capture_error``/``dropped_records``: writing failed): ``check`` reports ``capture.gap``
+#: ... / it has an end record, but part of the traffic is not in it: recording stopped or
+#: failed before it (the end record's ``recorder_error``: the recorder raised, a ``gap``
+#: record stands for the rest; ``capture_error``/``dropped_records``: writing failed) or
+#: ``gap`` records say what was not recorded (the end record's ``codes``: ``capture.gap``,
+#: e.g. the relay's spill file at its bound): ``check`` reports ``capture.gap``
 INCOMPLETE = "incomplete"
 #: ... / its header line is cut (a gzip capture cut short within it, a tap killed
 #: writing it) / a file named as mcptap names captures, with no byte (``_FILE_NAME``)
@@ -65,8 +67,10 @@ class CaptureInfo:
     None when there is none. ``name``: the server name as a file name shows
     it (``paths.safe_name``); ``server``: the name retention groups by (the
     header's ``name`` as given, else ``name``). ``severities``: finding counts by severity from
-    the end record (empty without one; an INCOMPLETE capture's ``error`` counts
-    the ``capture.gap`` that ``check`` reports for it). ``status``: COMPLETE,
+    the end record (empty without one; its ``error`` counts each ``capture.gap``
+    that ``check`` reports: the end record's, one per gap record, and the one for a
+    failed capture write). These are the live annotator's counts, which leave out
+    ``check``'s schema shape checks (``shape.*``). ``status``: COMPLETE,
     INCOMPLETE, TRUNCATED or RECORDING. ``size``: bytes; ``mtime``: seconds since the epoch.
     ``unframed``: it holds bytes stored unframed while live analysis was
     behind (``chunk`` records), so its end record's counts are not the
@@ -204,11 +208,17 @@ def read_info(path: str | os.PathLike[str], writers: Writers | None = None) -> C
         code = end.get("exit_code")
         exit_code = code if isinstance(code, int) else None
         status = COMPLETE
-        failed = bool(end.get("recorder_error")) + bool(end.get("capture_error") or end.get("dropped_records"))
-        if failed:
-            # the end record counts the findings of the records written; the gap is check's
+        codes = end.get("codes")
+        gaps = codes.get("capture.gap") if isinstance(codes, dict) else None
+        gaps = gaps if isinstance(gaps, int) and gaps > 0 else 0
+        # the end record counts a capture.gap for each gap record (recorder_gaps); check reports
+        # one more for a failed write (the end record's capture_error); a capture of an mcptap
+        # that did not count gap records has recorder_error for the gap record of its failure
+        failed = bool(end.get("capture_error") or end.get("dropped_records")) + bool(end.get("recorder_error") and not gaps)
+        if failed or gaps:
             status = INCOMPLETE
-            severities["error"] = severities.get("error", 0) + failed
+            if failed:
+                severities["error"] = severities.get("error", 0) + failed
         chunks = end.get("chunks")
         if isinstance(chunks, dict) and chunks.get("records"):
             # bytes stored unframed while live analysis was behind: the live counts miss their

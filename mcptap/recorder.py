@@ -24,19 +24,19 @@ from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer, Parses
 from mcptap.protocol.skeleton import parse_message
 from mcptap.recorder_chunks import ChunkRecording, WholeLines
+from mcptap.recorder_gaps import GapRecording
 from mcptap.recorder_stderr import StderrRecording
 from mcptap.recording import RecordingState
-from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Gap, Header, Http, Note, Process, Record
+from mcptap.records import RAW_ONLY_ABOVE, Context, Eof, Header, Http, Note, Process, Record
 
 C2S, S2C = Direction.C2S, Direction.S2C
-_DIRS = {"c2s": C2S, "s2c": S2C}
 
 #: ``Recorder.long_line`` of the live stdio tap: a longer line is stored
 #: unframed (``chunk`` records) as it streams instead of held for annotation
 LONG_LINE = 4 << 20
 
 
-class Recorder(StderrRecording, ChunkRecording, RecordingState):
+class Recorder(StderrRecording, ChunkRecording, GapRecording, RecordingState):
     """Record one tapped connection (stdio) or proxy (HTTP) into a capture.
 
     ``writer``: a CaptureWriter or None (analyse only). ``transport``: "stdio"
@@ -344,22 +344,6 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         """A ``note`` record (``source``: what mcptap did beside the relay, e.g. ``otlp``); returns its seq."""
         return self._put(lambda seq, t: Note(seq, t, source, fields))
 
-    def gap(self, reason: str, direction: Direction | None = None, nbytes: int | None = None) -> int:
-        """A ``gap`` record: something could not be recorded (``nbytes``
-        forwarded in ``direction``, where known); returns its seq. Requests
-        open now whose answers travel that way are not judged unanswered."""
-        self.annotator.gap(direction, nbytes)
-        return self._put(lambda seq, t: Gap(seq, t, reason, None if direction is None else direction._value_, nbytes))
-
-    def writer_gap(self, rec: dict[str, Any]) -> None:
-        """A ``gap`` record (its JSON) the writer made itself (an unencodable
-        record, a failed write; ``CaptureWriter.on_gap``): the annotator and
-        the record observers learn of it as of ``gap``'s, as re-annotation will."""
-        lost = rec.get("bytes")
-        self.annotator.gap(_DIRS.get(str(rec.get("dir"))), lost if type(lost) is int and lost >= 0 else None)
-        for observe in self.record_observers:
-            observe(rec)
-
     def assume(self, **state: Any) -> None:
         """Declare state that precedes the capture (it started mid-session):
         ``phase``, ``revision``, ``session``, ``client_caps``, ``server_caps``.
@@ -371,7 +355,10 @@ class Recorder(StderrRecording, ChunkRecording, RecordingState):
         """Write the ``end`` record (idempotent) and close the writer.
         ``incomplete``: the traffic was cut short (re-annotating a capture
         without end record), so open requests are not judged unanswered.
+        ``recorder_error`` (extra) defaults to why recording ``stopped``.
         Returns the end record (dict)."""
+        if self.recorder_error is not None:
+            extra.setdefault("recorder_error", self.recorder_error)
         if self.closed:
             return self.end or {}
         self._chunk_rest((C2S, S2C))

@@ -2,10 +2,13 @@
 capture directory, newest first, one line each.
 
 Text columns: start time (UTC), server name, transport, protocol revision,
-messages, findings by severity (``2E 1W 3I``; ``-`` for none), status
-(``complete``, ``incomplete``: it has its end record but recording stopped or failed
-before it (an internal error, a full disk), the error ``check`` reports for that counted
-(``capture.gap``), ``truncated``: no end record and its mcptap is gone,
+messages, findings by severity (``2E 1W 3I``; ``-`` for none; LIVE-FINDINGS: the counts
+the live recorder wrote in the end record, without the schema shape checks (``shape.*``)
+that ``mcptap check``, the full judgement, adds: docs/capture-format.md, end), status
+(``complete``, ``incomplete``: it has its end record but part of the traffic is not in it:
+recording stopped or failed before it (an internal error, a full disk) or ``gap`` records
+say what was not recorded (the relay's spill file at its bound), each ``capture.gap`` error
+``check`` reports for that counted, ``truncated``: no end record and its mcptap is gone,
 ``recording``: still being written; ``damaged``: its header line is cut (a
 ``.jsonl.gz`` cut short); ``format version N not supported``: a newer mcptap's;
 ``empty``: a file named as mcptap names captures, with no byte; ``no traffic`` when a complete capture
@@ -77,7 +80,7 @@ def _status(info: CaptureInfo) -> str:
 
 def text_lines(infos: list[CaptureInfo]) -> list[str]:
     """The table (header line first) for ``infos`` in the given order."""
-    rows = [("STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "FINDINGS", "STATUS", "SIZE", "PATH")]
+    rows = [("STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "LIVE-FINDINGS", "STATUS", "SIZE", "PATH")]
     for i in infos:
         rows.append((
             printable(_started(i.started)), printable(i.name), printable(i.transport), printable(i.revision or "-"),
@@ -101,7 +104,11 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
               help="Also list captures with no traffic (commands that failed before any message).")
 def command(directory: str | None, fmt: str, show_all: bool) -> None:
     """List captures newest first: start time, server name, transport,
-    protocol revision, messages, findings by severity, status, size, path."""
+    protocol revision, messages, findings by severity, status, size, path.
+
+    The findings are the live recorder's counts from each end record
+    (LIVE-FINDINGS), without the schema shape checks (shape.*) that `mcptap check`,
+    the full judgement, adds: check may report more warnings."""
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
         raise click.UsageError(f"{where}: not a directory")

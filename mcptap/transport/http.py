@@ -140,6 +140,8 @@ class HttpTap:
             obs.handle(items)
         except Exception as exc:  # noqa: BLE001 - an mcptap bug must not break the relay
             self.observer = None
+            if self.rec is not None and self.observer_for is None:      # our HttpObserver, this process's recorder
+                self.rec.stopped(repr(exc))     # as the recorder process's: a gap record, the end record's recorder_error
             self.say(f"recording stopped after an internal error: {exc!r} (the relay goes on)")
 
     # -- accepting -------------------------------------------------------------------

@@ -5,8 +5,8 @@ It reads frames (``fact_codec``) in relay order and records each batch with
 the Recorder's clock reading the relay's stamp of that batch, so records carry
 the times the relay produced the facts, not when they were recorded here. It
 reports on the status pipe, one JSON object a line: ``{"stopped": repr}``
-(the observer raised: an mcptap bug; the rest is read and dropped until the
-end, which is still written), ``{"spill_read": n}`` (the bytes of the frames
+(the observer raised: an mcptap bug; a gap record stands for the rest, read
+and dropped until the end, which is still written, with ``recorder_error``), ``{"spill_read": n}`` (the bytes of the frames
 the relay set aside in the spill file read back so far, said before it waits
 for the pipe when it grew: the relay rewinds the file once all were read),
 ``{"caught_up": 1}`` (the end arrived: all the
@@ -239,16 +239,20 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
 
     skipped = [_Skipped()]      # spilled frames not recorded (``HURRY``)
 
-    def cut(exchanges: set[int] | None, tails: dict[int, bytes] | None) -> None:
+    def fail(exc: Exception) -> None:
         nonlocal failed
+        failed = True
+        rec.stopped(repr(exc))      # a gap record for the rest; the end record's recorder_error (ls: incomplete)
+        write_out()
+        _report(status_fd, {"stopped": repr(exc)})
+
+    def cut(exchanges: set[int] | None, tails: dict[int, bytes] | None) -> None:
         if observer is None or failed:
             return
         try:
             observer.lost(exchanges, tails)
         except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
-            failed = True
-            write_out()
-            _report(status_fd, {"stopped": repr(exc)})
+            fail(exc)
 
     def note_skipped() -> None:
         sk = skipped[0]
@@ -291,9 +295,7 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
                 try:
                     observer.handle(items, flush=False)        # written out before the next wait (``_Frames``)
                 except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
-                    failed = True
-                    write_out()
-                    _report(status_fd, {"stopped": repr(exc)})
+                    fail(exc)
             del items
             if spilled:
                 # a backlog read back from the spill file never waits for the pipe (where
@@ -308,8 +310,7 @@ def record_stream(fact_fd: int, status_fd: int, spill: SpillFile, hooks: Hooks, 
                 try:
                     observer.close_out()        # exchanges whose end a gap held: closed before the end record
                 except Exception as exc:  # noqa: BLE001 - an mcptap bug stops recording, never the relay
-                    failed = True
-                    _report(status_fd, {"stopped": repr(exc)})
+                    fail(exc)
             write_out()
             _report(status_fd, {"caught_up": 1})
             code, extra = marshal.loads(meta)

@@ -46,7 +46,7 @@ def test_record_dir_name_and_ls(tmp_path: Path) -> None:
     assert rows[1]["name"] == "my-server" and rows[1]["messages"] == 2 and rows[1]["revision"] == "2025-06-18"
     assert rows[0]["no_traffic"] and rows[0]["messages"] == 0 and rows[0]["status"] == COMPLETE
     text = run("ls", "--all", "--dir", str(d)).stdout.decode().splitlines()
-    assert text[0].split() == ["STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "FINDINGS", "STATUS", "SIZE", "PATH"]
+    assert text[0].split() == ["STARTED", "NAME", "TRANSPORT", "REVISION", "MSGS", "LIVE-FINDINGS", "STATUS", "SIZE", "PATH"]
     assert "complete, no traffic" in text[1] and "2025-06-18" in text[2] and str(a) in text[2]
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
+from mcptap.catalog import INCOMPLETE, read_info
 from mcptap.transport import copy_queue, spill_bound
 from mcptap.transport.copy_queue import CopyQueue
 from mcptap.transport.copy_stream import LOST, SPILLED, read_items
@@ -243,6 +244,8 @@ def test_a_flood_past_the_bound_is_forwarded_whole_and_the_capture_counts_what_i
     report = orjson.loads(check.stdout)["captures"][0]
     codes = {c["code"] for c in report["codes"]}
     assert "capture.gap" in codes and "capture.digest_mismatch" not in codes, codes
+    info = read_info(cap)           # `ls`: not listed complete while check reports the gap
+    assert info is not None and info.status == INCOMPLETE, info
     text = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "check", str(cap)], capture_output=True, timeout=120, cwd=ROOT)
     assert b"capture.gap" in text.stdout and b"bound" in text.stdout
 
