@@ -219,6 +219,10 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
         say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
         if strict_capture:
             return EX_IOERR
+    elif link.stopped:          # after an internal error: a gap record and the end record's recorder_error say so
+        say(f"capture incomplete (recording stopped after an internal error): {path}")
+        if strict_capture:
+            return EX_IOERR
     elif link.lost_batches and strict_capture:      # said by ``finish``: gap records say what
         return EX_IOERR
     return 0

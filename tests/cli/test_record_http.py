@@ -175,3 +175,35 @@ async def test_a_hangup_or_quit_stops_the_http_tap_with_its_capture_finished(tmp
     assert rc == 0
     c = read_capture(str(cap))
     assert c.end is not None and c.end.get("complete", True)
+
+
+BOOM = """
+import sys
+from mcptap.relay.http.observe import HttpObserver
+def boom(self, items):
+    raise RuntimeError("boom")
+HttpObserver.handle = boom
+from mcptap.cli.record_http import standalone
+sys.argv[0] = "mcptap"
+standalone()
+"""
+
+
+async def test_recording_stopped_is_an_incomplete_capture_for_strict_capture(tmp_path):
+    """The HTTP tap's recorder stopping after an internal error (the relay goes on) said only
+    "recording stopped" and exited 0 under --strict-capture, where the stdio tap says the
+    capture is incomplete and exits 74."""
+    cap = tmp_path / "c.jsonl"
+    async with upstream_server(fake_mcp) as port:
+        proc = subprocess.Popen([sys.executable, "-c", BOOM, "--upstream", f"http://127.0.0.1:{port}/mcp", "-o", str(cap), "--strict-capture"],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            url = (await trio.to_thread.run_sync(proc.stderr.readline)).split()[3]
+            st, _ = await post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert st == 200                                  # the relay goes on
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = await trio.to_thread.run_sync(proc.wait, 20)
+    err = proc.stderr.read()
+    assert rc == 74, err
+    assert "capture incomplete (recording stopped" in err
