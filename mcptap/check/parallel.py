@@ -42,11 +42,11 @@ from mcptap.check.forked import STREAMS, Forked, Spill, write_all
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
-from mcptap.check.shape_child import ShapeChild
 from mcptap.protocol.fingerprint import rules_fingerprint
 
 if TYPE_CHECKING:
     from mcptap.check.fullscan import FullScan
+    from mcptap.check.shape_child import ShapeChild
 
 #: records (bytes) below which one process is faster than forking a second
 SPLIT_BYTES = 8 << 20
@@ -161,6 +161,7 @@ def _full(path: str, feed: Callable[[FullScan], None], header: dict[str, Any], k
     ``split``: the capture's second half in a second process instead (check/fullsplit.py),
     which starts the shape checks' process (``speculate(byte)``) when it does not take it."""
     from mcptap.check.fullscan import FullScan  # the re-annotator (~0.1 s of imports): only for this path
+    from mcptap.check.shape_child import ShapeChild  # (with shape_oracle: not on the reuse path)
 
     tallies, hashed = _tallies()
     scan = FullScan(header, keep, shapes, hashed)

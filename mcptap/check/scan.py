@@ -107,6 +107,7 @@ class Scan:
     def run(self, lines: Iterable[bytes]) -> None:
         """Consume capture lines (with their newlines), in file order."""
         loads, dumps, JSONDecodeError, DIRS, KINDS, NL = _loads, _dumps, _JSONDecodeError, _DIRS, _KINDS, b"\n"
+        plain_keys = PLAIN_KEYS.issuperset      # (a set's own method on the dict: cheaper than keys() <= PLAIN_KEYS)
         stdio = self.transport == "stdio"
         shapes = self.shapes
         if shapes:
@@ -156,7 +157,7 @@ class Scan:
                 rev: Any = rec.get("rev")
                 # the common record: only PLAIN_KEYS (no raw bytes, findings, eol…), each of the type the reader
                 # wants, no id orjson read as a float (so no big integer: exact_ids would leave it as it is)
-                plain = (type(rec.get("id")) is not float and rec.keys() <= PLAIN_KEYS and type(seq) is int and type(t) is int
+                plain = (type(rec.get("id")) is not float and plain_keys(rec) and type(seq) is int and type(t) is int
                          and (d == "c2s" or d == "s2c")
                          and type(kind) is str and "json" in rec and (method is None or type(method) is str)
                          and (type(rev) is str or (rev is None and "rev" not in rec)) and type(rec.get("link", 0)) is int
