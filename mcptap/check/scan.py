@@ -113,8 +113,15 @@ class Scan:
         if shapes:
             from mcptap.protocol import shapes as shape_rules
             check_shape, checker, checkers = shape_rules.check, shape_rules.checks, self.checkers
-        m_key: tuple[Any, ...] = (None, None, None, None)    # the last request's or notification's checks key, and its checks
-        r_key: tuple[Any, ...] = (None, None, None, None)    # the last response's
+        # the last request's or notification's checks key (dir, kind, method, rev) and its checks; the last response's
+        # (dir, method, rev): locals, not a tuple, so the usual test of the next message's key indexes nothing
+        m_d: Any = None
+        m_kind: Any = None
+        m_method: Any = None
+        m_rev: Any = None
+        r_d: Any = None
+        r_method: Any = None
+        r_rev: Any = None
         m_pair: Any = None
         r_pair: Any = None
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
@@ -251,13 +258,13 @@ class Scan:
                                 if type(rev) is str:
                                     # the key of the message before on this path, the usual one (its strings are new
                                     # objects: comparing them is cheaper than hashing them for the lookup)
-                                    if method == m_key[2] and rev == m_key[3] and d == m_key[0] and kind == m_key[1]:
+                                    if method == m_method and rev == m_rev and d == m_d and kind == m_kind:
                                         pair = m_pair
                                     else:
-                                        m_key = (d, kind, method, rev)
-                                        pair = checkers.get(m_key)
+                                        m_d, m_kind, m_method, m_rev = key = (d, kind, method, rev)
+                                        pair = checkers.get(key)
                                         if pair is None:
-                                            pair = checkers[m_key] = checker(DIRS[d], KINDS[kind], method, rev)
+                                            pair = checkers[key] = checker(DIRS[d], KINDS[kind], method, rev)
                                         m_pair = pair
                                     p = value.get("params")
                                     try:
@@ -270,13 +277,14 @@ class Scan:
                                     extra = check_shape(DIRS[d], KINDS[kind], method, value.get("params"), rev)
                         elif answered is not None and kind == "response":
                             if task_params is None and type(rev) is str:
-                                if answered == r_key[2] and rev == r_key[3] and d == r_key[0]:     # as above
+                                if answered == r_method and rev == r_rev and d == r_d:     # as above
                                     pair = r_pair
                                 else:
-                                    r_key = (d, kind, answered, rev)
-                                    pair = checkers.get(r_key)
+                                    r_d, r_method, r_rev = d, answered, rev
+                                    key = (d, kind, answered, rev)
+                                    pair = checkers.get(key)
                                     if pair is None:
-                                        pair = checkers[r_key] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
+                                        pair = checkers[key] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
                                     r_pair = pair
                                 p = value.get("result")
                                 try:
