@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from casefiles import CASES, as_stdio, wires
 from mcptap.capture.dumps import dumps
@@ -375,6 +377,17 @@ def test_a_common_message_record_edited_in_one_member(tmp_path: Path, which: str
     for k in (None, i - 1, i, i + 1):
         got = outcome(lambda k=k: _split(path, k, 3)[0])
         assert got is None or got == want, k
+
+
+_KEYS = sorted(PLAIN_KEYS | {"raw", "raw_b64", "eol", "findings", "session", "transport", "members", "", "Type"})
+
+
+@given(st.lists(st.sampled_from(_KEYS), unique=True))
+def test_the_common_record_key_test_is_the_key_set_test(keys: list[str]) -> None:
+    """Scan.run's key test (PLAIN_KEYS.issuperset of the parsed record)
+    answers as ``rec.keys() <= PLAIN_KEYS``, for orjson's parsed keys too."""
+    rec = orjson.loads(orjson.dumps(dict.fromkeys(keys, 0)))
+    assert PLAIN_KEYS.issuperset(rec) == (rec.keys() <= PLAIN_KEYS) == set(keys).issubset(PLAIN_KEYS)
 
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -107,13 +107,21 @@ class Scan:
     def run(self, lines: Iterable[bytes]) -> None:
         """Consume capture lines (with their newlines), in file order."""
         loads, dumps, JSONDecodeError, DIRS, KINDS, NL = _loads, _dumps, _JSONDecodeError, _DIRS, _KINDS, b"\n"
+        plain_keys = PLAIN_KEYS.issuperset      # (a set's own method on the dict: cheaper than keys() <= PLAIN_KEYS)
         stdio = self.transport == "stdio"
         shapes = self.shapes
         if shapes:
             from mcptap.protocol import shapes as shape_rules
             check_shape, checker, checkers = shape_rules.check, shape_rules.checks, self.checkers
-        m_key: tuple[Any, ...] = (None, None, None, None)    # the last request's or notification's checks key, and its checks
-        r_key: tuple[Any, ...] = (None, None, None, None)    # the last response's
+        # the last request's or notification's checks key (dir, kind, method, rev) and its checks; the last response's
+        # (dir, method, rev): locals, not a tuple, so the usual test of the next message's key indexes nothing
+        m_d: Any = None
+        m_kind: Any = None
+        m_method: Any = None
+        m_rev: Any = None
+        r_d: Any = None
+        r_method: Any = None
+        r_rev: Any = None
         m_pair: Any = None
         r_pair: Any = None
         reqs, first, counts, bufs, deferred = self.reqs, self.first, self.counts, self.bufs, self.deferred
@@ -156,7 +164,7 @@ class Scan:
                 rev: Any = rec.get("rev")
                 # the common record: only PLAIN_KEYS (no raw bytes, findings, eol…), each of the type the reader
                 # wants, no id orjson read as a float (so no big integer: exact_ids would leave it as it is)
-                plain = (type(rec.get("id")) is not float and rec.keys() <= PLAIN_KEYS and type(seq) is int and type(t) is int
+                plain = (type(rec.get("id")) is not float and plain_keys(rec) and type(seq) is int and type(t) is int
                          and (d == "c2s" or d == "s2c")
                          and type(kind) is str and "json" in rec and (method is None or type(method) is str)
                          and (type(rev) is str or (rev is None and "rev" not in rec)) and type(rec.get("link", 0)) is int
@@ -252,13 +260,13 @@ class Scan:
                                 if type(rev) is str:
                                     # the key of the message before on this path, the usual one (its strings are new
                                     # objects: comparing them is cheaper than hashing them for the lookup)
-                                    if method == m_key[2] and rev == m_key[3] and d == m_key[0] and kind == m_key[1]:
+                                    if method == m_method and rev == m_rev and d == m_d and kind == m_kind:
                                         pair = m_pair
                                     else:
-                                        m_key = (d, kind, method, rev)
-                                        pair = checkers.get(m_key)
+                                        m_d, m_kind, m_method, m_rev = key = (d, kind, method, rev)
+                                        pair = checkers.get(key)
                                         if pair is None:
-                                            pair = checkers[m_key] = checker(DIRS[d], KINDS[kind], method, rev)
+                                            pair = checkers[key] = checker(DIRS[d], KINDS[kind], method, rev)
                                         m_pair = pair
                                     p = value.get("params")
                                     try:
@@ -271,13 +279,14 @@ class Scan:
                                     extra = check_shape(DIRS[d], KINDS[kind], method, value.get("params"), rev)
                         elif answered is not None and kind == "response":
                             if task_params is None and type(rev) is str:
-                                if answered == r_key[2] and rev == r_key[3] and d == r_key[0]:     # as above
+                                if answered == r_method and rev == r_rev and d == r_d:     # as above
                                     pair = r_pair
                                 else:
-                                    r_key = (d, kind, answered, rev)
-                                    pair = checkers.get(r_key)
+                                    r_d, r_method, r_rev = d, answered, rev
+                                    key = (d, kind, answered, rev)
+                                    pair = checkers.get(key)
                                     if pair is None:
-                                        pair = checkers[r_key] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
+                                        pair = checkers[key] = checker(DIRS[d], Kind.RESPONSE, answered, rev)
                                     r_pair = pair
                                 p = value.get("result")
                                 try:
