@@ -72,6 +72,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         stream = CaptureStream(capture)
         header = stream.header
         records: Any = stream
+        scrubber = None
         if redactor is not None:
             scrubber = Scrubber(redactor)
             scrubber.reject_chunks = True    # re-framed first (a file), else refused: never scrubbed unframed
@@ -101,3 +102,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     else:
         note = f" ({unscrubbed[2:]})" if unscrubbed else ""
     say(f"wrote {out}{note}")
+    if scrubber is not None and scrubber.kept:
+        from mcptap.cli.scrub import kept_warning
+
+        say(kept_warning(scrubber.kept, "report"))
