@@ -44,6 +44,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.model import UNPARSED
 from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
+from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
 from mcptap.serve.wire import defect
 
@@ -339,9 +340,16 @@ class _Builder:
 
 
 def build_script(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Script:
-    """The server side of a capture (its header and the records after it)."""
+    """The server side of a capture (its header and the records after it). A request
+    the recording tap refused itself (403 rebinding, 401 not fronted: records.refusals)
+    never reached the server: it is no part of the script, so a live request is never
+    matched with it (and left unanswered as it was)."""
     b = _Builder(header)
+    if needs_marking(header):
+        records = mark_refusals(records)        # a capture from before the marker
     for r in records:
+        if refused_how(r) is not None:
+            continue
         typ = r.get("type")
         if typ == "message":
             b.message(r)

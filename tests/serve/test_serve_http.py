@@ -299,3 +299,25 @@ async def test_out_of_file_descriptors_is_one_line_and_a_retry_not_a_traceback()
                 await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
     assert limit.notices.counts() == {"accept": 3} and len(said) == 1 and "Too many open files" in said[0]
+
+
+def test_a_request_the_recording_tap_refused_is_no_part_of_the_script(tmp_path: Path) -> None:
+    # The tap answered it 403 itself (DNS rebinding) and never forwarded it: matched with a live
+    # request, the mock served its "no answer" and the client hung (a ping, a tools/list).
+    data = Path(__file__).parents[1] / "data" / "http-host-rejected.jsonl"
+    old = tmp_path / "old.jsonl"              # as an mcptap before the refused marker wrote it
+    lines = []
+    for line in data.read_bytes().splitlines():
+        r = orjson.loads(line)
+        r.pop("refused", None)
+        if isinstance(r.get("transport"), dict):
+            r["transport"].pop("refused", None)
+        if r.get("type") == "header":
+            r["rules"] = "an-older-mcptap"
+        lines.append(orjson.dumps(r))
+    old.write_bytes(b"\n".join(lines) + b"\n")
+    for cap in (data, old):
+        script = script_from_path(str(cap))
+        items = [r for s in script.sessions for r in s.items]
+        assert [(r.seq, r.method) for r in items] == [(5, "initialize")], cap
+        assert items[0].emits and items[0].emits[0].kind == "response"
