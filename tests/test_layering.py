@@ -37,7 +37,7 @@ LEVELS = {
     "mcptap.hosts.entries": 3, "mcptap.hosts.json_dialect": 3, "mcptap.hosts.toml_dialect": 3,
     "mcptap.export.har_exchanges": 3, "mcptap.export.har_cookies": 3, "mcptap.demo.rpc": 3,
     "mcptap.transport": 4, "mcptap.transport.hasher": 4, "mcptap.transport.fact_codec": 4, "mcptap.transport.http_recorder": 4,
-    "mcptap.transport.http_recorder_child": 4, "mcptap.replay": 4, "mcptap.otel": 4,
+    "mcptap.transport.http_recorder_child": 4, "mcptap.transport.http_trim": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
     "mcptap.cli": 5, "mcptap.cli.replay_link": 5, "mcptap.cli.replay_report": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,

@@ -34,7 +34,7 @@ from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.relay.http.observe import HttpObserver
 from mcptap.transport import fact_codec as fc
-from mcptap.transport import trickle
+from mcptap.transport import http_trim, trickle
 from mcptap.transport.http_recorder import HURRY
 from mcptap.transport.spill import SpillFile
 
@@ -100,6 +100,7 @@ class _Frames:
 
     def _read(self, n: int) -> bytes:
         self.before_wait()
+        http_trim.wait_then_trim(self.fd)        # a pause after traffic: free pages back to the system
         while True:
             try:
                 return os.read(self.fd, n)
@@ -114,7 +115,12 @@ class _Frames:
         if len(buf) - pos >= n:
             self.pos = pos + n
             return buf[pos:pos + n]
-        if len(buf) - pos + READ_BUFFER > n:
+        # the batch read last (up to ``trickle.HOLD_BYTES``) is let go before the wait for the
+        # next one: held through a pause, it was the recorder's largest idle allocation
+        rest = buf[pos:]
+        self.buf, self.pos = b"", 0
+        del buf
+        if len(rest) + READ_BUFFER > n:
             data = self._read(READ_BUFFER)
             if not data:
                 raise EOFError
@@ -123,11 +129,11 @@ class _Frames:
             elif self.spill is not None:
                 spill = self.spill
                 trickle.wait_while_flowing(lambda: trickle.pipe_fill(self.fd) + spill.appended())
-            self.buf, self.pos = buf[pos:] + data, 0
+            self.buf = rest + data if rest else data
             return self.exact(n)
-        parts = [buf[pos:]]                         # a large body: read its rest as it is
-        need = n - len(parts[0])
-        self.buf, self.pos = b"", 0
+        parts = [rest]                              # a large body: read its rest as it is
+        need = n - len(rest)
+        del rest
         while need:
             data = self._read(min(need, READ_BUFFER))
             if not data:

@@ -1,0 +1,64 @@
+"""The HTTP recorder process gives its heap's free pages back in a pause
+(``transport/http_trim.py``), never while traffic goes on."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import pytest
+
+from mcptap.transport import http_trim
+from mcptap.transport.http_recorder_child import _Frames
+
+
+def test_the_trim_is_found_where_glibc_is_the_c_library() -> None:
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("malloc_trim is glibc's")
+    assert http_trim._TRIM is not None
+
+
+def test_trim_in_a_pause_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    r, w = os.pipe()
+    calls: list[int] = []
+    monkeypatch.setattr(http_trim, "_TRIM", lambda pad: calls.append(pad) or 1)
+    try:
+        assert http_trim.wait_then_trim(r)          # nothing came for IDLE_S: trimmed
+        assert calls == [0]
+        os.write(w, b"x")
+        assert not http_trim.wait_then_trim(r)      # a batch is waiting: traffic goes on, no trim
+        assert calls == [0]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_recorder_looks_for_a_pause_before_every_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    r, w = os.pipe()
+    waits: list[int] = []
+    monkeypatch.setattr(http_trim, "wait_then_trim", lambda fd: waits.append(fd) or False)
+    try:
+        os.write(w, b"abc")
+        frames = _Frames(r, lambda: None)
+        assert frames.exact(3) == b"abc"
+        assert waits == [r]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_frames_let_the_batch_read_last_go_before_they_wait() -> None:
+    r, w = os.pipe()
+    try:
+        os.write(w, b"abcdef")
+        frames = _Frames(r, lambda: None)
+        assert frames.exact(3) == b"abc"
+        assert frames.exact(3) == b"def"
+        seen: list[bytes] = []
+        frames.before_wait = lambda: seen.append(frames.buf)
+        os.write(w, b"ghi")
+        assert frames.exact(3) == b"ghi"
+        assert seen == [b""]                 # the consumed batch was not held through the wait
+    finally:
+        os.close(r)
+        os.close(w)
