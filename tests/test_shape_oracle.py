@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.capture.integrity import MAX_T_US
-from mcptap.check import file_ranges, parallel
+from mcptap.check import file_ranges, parallel, shape_child
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.shape_oracle import PLAIN_KEYS, Batch, ShapeOracle, Speculation, plain_record, plain_record_reference
@@ -78,7 +78,7 @@ def _same_or_error(path: Path) -> None:
 
 def test_speculated_checks_are_taken_and_give_the_same_report(tmp_path: Path, oracles: list[ShapeOracle],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    monkeypatch.setattr(shape_child, "ShapeChild", InProcess)
     path = busy(tmp_path)
     _same(path)
     assert len(oracles) == 1 and oracles[0].used > 10
@@ -111,14 +111,14 @@ def _mislabel(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_mislabelled_records_are_checked_here(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    monkeypatch.setattr(shape_child, "ShapeChild", InProcess)
     path = _edited(busy(tmp_path), _mislabel)
     _same(path)
     assert oracles and all(o.used < 40 for o in oracles)
 
 
 def test_batches_of_other_lines_are_not_used(tmp_path: Path, oracles: list[ShapeOracle], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "ShapeChild", lambda lines: InProcess(lines, shift=1))
+    monkeypatch.setattr(shape_child, "ShapeChild", lambda lines: InProcess(lines, shift=1))
     path = busy(tmp_path)
     _same(path)
     assert oracles[-1].used == 0
@@ -147,7 +147,7 @@ def test_speculation_stops_at_the_first_chunk_record(tmp_path: Path, oracles: li
         def close(self) -> None:
             stopped.append(True)
 
-    monkeypatch.setattr(parallel, "ShapeChild", Stoppable)
+    monkeypatch.setattr(shape_child, "ShapeChild", Stoppable)
     rs = _records(busy(tmp_path))
     cut = next(i for i, r in enumerate(rs) if r.get("type") == "message" and r.get("kind") == "response")
     chunk = {"type": "chunk", "seq": rs[cut]["seq"], "t_us": rs[cut]["t_us"], "dir": rs[cut]["dir"],
@@ -197,7 +197,7 @@ def test_records_of_other_types_get_the_same_report_with_or_without_the_verdicts
                                                                                   monkeypatch: pytest.MonkeyPatch, shift: int) -> None:
     """plain_record's verdicts from the speculating process (shift 0: taken;
     1: batches of other lines, not taken) change nothing in the report."""
-    monkeypatch.setattr(parallel, "ShapeChild", lambda lines: InProcess(lines, shift=shift))
+    monkeypatch.setattr(shape_child, "ShapeChild", lambda lines: InProcess(lines, shift=shift))
     rs = _records(busy(tmp_path, gap=False))
     for k in range(0, 40, 3):          # from each record on: the first odd one is another kind of odd each time
         path = _write(tmp_path / f"odd{k}.jsonl", _odd_types(rs, k))
@@ -221,7 +221,7 @@ def test_the_re_annotating_process_takes_the_verdicts(tmp_path: Path, oracles: l
     """With the speculating process's batches, no record's type tests are made twice."""
     from mcptap.check import fullscan
 
-    monkeypatch.setattr(parallel, "ShapeChild", InProcess)
+    monkeypatch.setattr(shape_child, "ShapeChild", InProcess)
     path = busy(tmp_path)
     tested: list[Any] = []
     monkeypatch.setattr(fullscan, "plain_record", lambda r: tested.append(r) or plain_record(r))

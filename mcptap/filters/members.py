@@ -31,7 +31,8 @@ def member_views(rec: dict[str, Any]) -> list[dict[str, Any]]:
         i = m.get("index") if type(m) is dict else None
         if type(i) is not int:
             continue
-        view = {"type": "message", **shared, **{k: v for k, v in m.items() if k != "index"}, "member": i}
+        # a view for filters and the summary, never written: the batch record's own type (message)
+        view = {"type": rec.get("type"), **shared, **{k: v for k, v in m.items() if k != "index"}, "member": i}
         if type(value) is list and 0 <= i < len(value):
             view["json"] = value[i]
         out.append(view)
