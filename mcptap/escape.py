@@ -143,6 +143,13 @@ def __getattr__(name: str) -> re.Pattern[str]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def ranges() -> list[tuple[int, int]]:
+    """The code points escaped (module doc) as sorted inclusive ``(first,
+    last)`` ranges: for ports of these rules (the HTML report's viewer,
+    show/assets/report.js)."""
+    return list(_RANGES)
+
+
 def _astral(n: int) -> bool:
     """True when code point ``n`` (beyond U+FFFF) is one to escape."""
     i = bisect_right(_ASTRAL_STARTS, n) - 1

@@ -19,7 +19,7 @@ from mcptap.cli.main import mcptap
 from mcptap.escape import escape_controls, has_controls
 from mcptap.show.html import report_data
 from scripted import c2s, j, note, record, req, s2c
-from test_html_report import dom, needs_chromium
+from test_html_report import dom, dump, needs_chromium
 
 EVIL = "evil\x1b[31mserver\x07 1\n2\r3\u2028x\u202ey"
 TOOL = "\u202egnp.exe"
@@ -77,3 +77,47 @@ def test_report_page_shows_no_raw_peer_controls(tmp_path: Path) -> None:
         assert "evil\\x1b[31mserver\\x07 1\\n2\\r3\\u2028x\\u202ey" in text          # the session heading
         assert text.count("\\x1b]0;title\\x07tools/list") >= 2                  # pending, and the diagram label
         assert "tools/call \\u202egnp.exe" in text                             # the diagram label
+
+
+#: what a peer sends raw in a payload: bidi overrides and isolates, line and paragraph separators,
+#: zero-width and invisible characters, ESC and BEL (in text that is not JSON), a private-use character
+PAYLOAD_CHARS = "\u202e\u2028\u2029\u200f\u2066\u200b\u3164\ue000"
+
+
+def payload_capture(path: Path) -> Path:
+    text = "a" + PAYLOAD_CHARS + "z"
+    return record(path, [
+        c2s(req(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}})),
+        s2c(j({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                                      "serverInfo": {"name": "s", "version": "1"}}})),
+        c2s(note("notifications/initialized")),
+        c2s(j({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}).replace(
+            b"\\u202e", "\u202e".encode()).replace(b"\\u2028", "\u2028".encode())),       # seq 4: as UTF-8, not as JSON escapes
+        s2c(j({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": text}]}})),   # seq 5: JSON escapes (json.dumps)
+        s2c(("\x1b[2Klog " + text + "\x07\n").encode()),                     # seq 6: not JSON
+        ("err", ("boom\x1b]0;t\x07 " + text + "\n").encode()),                # seq 7: stderr
+        ("gap", "r\u202eeason"),                                              # seq 8: a record the pane shows whole
+        ("eof", "c2s"), ("exit", 0)])
+
+
+def _escaped_text(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+@needs_chromium
+def test_the_payload_pane_escapes_a_peers_controls(tmp_path: Path) -> None:
+    path = payload_capture(tmp_path / "p.jsonl")
+    out = tmp_path / "p.html"
+    r = CliRunner().invoke(mcptap, ["report", "--no-scrub", str(path), "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    want = "a" + _escaped_text(PAYLOAD_CHARS) + "z"
+    panes = {}
+    for seq in (4, 5, 6, 7, 8):
+        page = dom(out, f"seq={seq}&dump")
+        assert RAW.findall(page) == [], seq
+        panes[seq] = dump(page)["payload"]
+        assert not has_controls(panes[seq].replace("\n", "")), (seq, panes[seq])     # the pane's own layout aside
+    assert want in panes[4] and '"text": "a\\u202e\\u2028' in panes[5]           # JSON escapes stay as the peer wrote them
+    assert "\\x1b[2Klog " + want + "\\x07" in panes[6] and "\n" not in panes[6]
+    assert "boom\\x1b]0;t\\x07 " + want + "\\n" in panes[7]
+    assert "r\\u202eeason" in panes[8]

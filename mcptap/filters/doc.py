@@ -37,6 +37,12 @@ Records that are not messages (stderr, eof, process, gap, end) match only
 `~f`, `~sev`, `~t` and `!…`; the end record's summary (bytes, pending
 requests) is always used, whatever the filter.
 
+`~id`, `~m` and `~tool` compare the values as the peer sent them. A string
+with a lone UTF-16 surrogate escape (`"a\\ud800"`, JSON grammar but not
+Unicode) is U+FFFD in the capture's records, which JSON readers take; the
+filter reads the exact one from the raw bytes, so `~id 'a\ufffd'` does not
+match a peer's `"a\\ud800"` (views show that id as `"a\\ud800"`).
+
 The summary under a filtered timeline is the unfiltered summary over the
 shown records ("Summary of the N records the filter shows"): the method
 table counts requests and notifications by the direction they were sent in

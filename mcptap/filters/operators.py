@@ -33,6 +33,7 @@ from typing import Any
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings, tool_of
+from mcptap.filters.exact import exact_field, exact_tool
 from mcptap.filters.jsonpath import CMP, JOPS, json_path
 from mcptap.filters.members import member_views
 from mcptap.filters.parse import ArgError, Pred, Tok, parse
@@ -54,8 +55,8 @@ def _glob(pat: str) -> Callable[[str], bool]:
     return lambda s: s == pat
 
 
-def _method_of(r: dict[str, Any], q: dict[str, Any] | None) -> str | None:
-    m = r.get("method")
+def _method_of(r: dict[str, Any], q: dict[str, Any] | None) -> Any:
+    m = exact_field(r, "method")        # a lone surrogate exact, not U+FFFD (filters.exact)
     if m is None and q is not None and r.get("kind") in ("response", "error"):
         m = q.get("method")
     return m
@@ -81,7 +82,7 @@ def _tool(t: Tok) -> Pred:
     def p(r: dict[str, Any], q: dict[str, Any] | None) -> bool:
         if r.get("type") != "message":
             return False
-        name = tool_of(r)
+        name = exact_tool(r, tool_of(r))
         if name is None and q is not None and q.get("method") == "tools/call" and r.get("method") != "tools/call":
             name = q.get("tool")
         return name is not None and match(name)
@@ -94,7 +95,7 @@ def _id(t: Tok) -> Pred:
     def p(r: dict[str, Any], q: dict[str, Any] | None) -> bool:
         if "id" not in r:
             return False
-        v = r["id"]
+        v = exact_field(r, "id")
         return (v if isinstance(v, str) else dumps(v).decode()) == want
     return p
 
@@ -254,9 +255,11 @@ def operator_table() -> dict[str, Any]:
     """The operator table as data, for the HTML report's in-browser port of
     this language (mcptap/show/assets/report.js): operator names with their
     arity, the kinds and directions of the nullary ones, severity ranks,
-    latency units and JSON-path comparison operators."""
+    latency units, JSON-path comparison operators and the phases' short
+    names (``~phase before_init``)."""
     return {
         "nullary": sorted(_NULLARY), "unary": sorted(_BUILDERS),
         "kinds": {op: list(k) for op, k in _KINDS.items()}, "dirs": dict(_DIRS),
         "severity": dict(_SEV_RANK), "units": {k or "": v for k, v in _UNIT.items()}, "jops": list(JOPS),
+        "phases": {str(k): v for k, v in PHASE_SHOWN.items()},
     }

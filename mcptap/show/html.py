@@ -15,13 +15,17 @@ escaped so no payload can close the tag) and the viewer (``assets/report.js``,
   latency included; a request the tap refused itself marked ``⊘ tap 403``, as
   show marks it, and its arrow in the diagram stopping short of the server), rendered lazily (only the rows on screen exist in the
   DOM), so 100,000 messages stay usable; a row opens its payload, pretty-printed;
-* filter box: the ``show --filter`` language, evaluated in the browser by a
+* filter box: the ``show --filter`` language (batch members included: a batch
+  row carries its members as rows of their own), evaluated in the browser by a
   port of ``mcptap/filters`` driven by the same operator table
   (``filters.operators.operator_table()``, embedded); a test runs the same
   expressions through both and compares the matches;
 * sequence diagram (SVG) of the messages from the top of the timeline view;
 * findings grouped by severity, each code with its meaning and spec source
   from ``protocol/codes.py``, counts and first places (links to the rows).
+
+Every text the viewer shows goes through its port of ``escape.escape_controls``
+(the table: ``escape.ranges()``, embedded as ``escape``), the payload pane too.
 
 ``write_report(out, spool, header, records, path, title)`` streams the
 document to a binary file (the payload texts wait in ``spool`` until the
@@ -39,7 +43,7 @@ from typing import Any, BinaryIO
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_text, record_findings
-from mcptap.escape import escape_controls, shown
+from mcptap.escape import escape_controls, ranges, shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
 from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
@@ -104,15 +108,21 @@ class _Report:
             self.extra[self.n] = dumps(rec, indent=True).decode()
         self.n += 1
         # one row: the fields the filter language reads, plus the show line
-        return [
+        row = [
             rec.get("seq"), rec.get("t_us"), typ, rec.get("dir"), rec.get("kind"), (method := method_of(rec) if typ == "message" else rec.get("method")),
             _js_id(record_id(rec)) if "id" in rec else None, "id" in rec, rec.get("pair"), rec.get("latency_us"), rec.get("phase"),
             rec.get("session") if isinstance(rec.get("session"), str) else None, q, (tool := tool_name(rec)),
             [[f.get("code"), f.get("severity")] for f in fs], timeline_line(rec, req),
             1 if typ == "message" and ("json" in rec or "raw" in rec) else 0, refusal_mark(rec),
             _label(method), _label(tool),       # as shown (diagram labels; escaped, a lone surrogate too); the filter reads the exact ones
-        ], message_text(rec)     # the payload text: what ~t searches, as in show
-
+        ]
+        members = self.tracker.members
+        ctx = _context(req) if req is not None and req.get("member") else None
+        if members or ctx is not None:
+            # a batch's members, each a row of its own for the filter (show -f matches a batch by
+            # them: filters.members); a record answering a batch member: that request's method and tool
+            row += [[_member_row(v, mq) for v, mq in members] if members else None, ctx]
+        return row, message_text(rec)     # the payload text: what ~t searches, as in show
     def tail(self) -> dict[str, Any]:
         groups, header, end = self.groups, self.header, self.end
         findings = {sev: sorted((g for g in groups.values() if g["severity"] == sev), key=lambda g: (-g["count"], g["code"]))
@@ -124,7 +134,8 @@ class _Report:
             "end": {k: end.get(k) for k in ("c2s", "s2c", "stderr", "exit_code", "pending", "incomplete", "severities", "original")} if end else None,
         }
         meta = _shown_deep(meta)        # peer text (session info, pending methods, revisions) as escape.py shows it
-        return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table()}
+        return {"meta": meta, "extra": {str(k): v for k, v in self.extra.items()}, "findings": findings, "ops": operator_table(),
+                "escape": ranges()}      # the viewer escapes every text it shows by these (escape.py's table): the payload pane too
 
 
 def report_data(header: dict[str, Any], records: Iterable[dict[str, Any]], path: str | None = None) -> dict[str, Any]:
@@ -188,6 +199,25 @@ def report_html(header: dict[str, Any], records: Iterable[dict[str, Any]], path:
     out, spool = io.BytesIO(), io.BytesIO()
     write_report(out, spool, header, records, path, title)
     return out.getvalue().decode("utf-8")
+
+
+def _context(req: dict[str, Any]) -> list[Any]:
+    """The request context the filter reads (``~m`` of a response, ``~tool``): [method, tool]."""
+    return [req.get("method"), req.get("tool")]
+
+
+def _member_row(view: dict[str, Any], req: dict[str, Any] | None) -> list[Any]:
+    """A batch member (``filters.members.member_views``) as a timeline row's
+    filter fields (the batch's seq, time, direction, phase, session; the
+    member's kind, exact method, id and tool, latency; no findings), its
+    request context (``_context``), its text (what ``~t`` and ``~j`` read)
+    and its index."""
+    method, tool = method_of(view), tool_name(view)
+    return [view.get("seq"), view.get("t_us"), view.get("type"), view.get("dir"), view.get("kind"), method,
+            _js_id(record_id(view)) if "id" in view else None, "id" in view, view.get("pair"), view.get("latency_us"), view.get("phase"),
+            view.get("session") if isinstance(view.get("session"), str) else None, None, tool, [], None,
+            1 if "json" in view else 0, 0, None, None, None, _context(req) if req is not None else None,
+            message_text(view), view.get("member")]
 
 
 def _js_id(v: Any) -> Any:

@@ -16,11 +16,12 @@ from typing import Any
 
 from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.escape import escape_controls, shown
+from mcptap.filters.exact import exact_field, exact_tool
 from mcptap.filters.members import member_views
 from mcptap.model import severity_counts
 from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import id_key, show_id
-from mcptap.records.message import exact_id, exact_payload
+from mcptap.records.message import exact_id
 from mcptap.records.refusals import refused_how
 
 Style = Callable[[str, str], str]
@@ -59,6 +60,8 @@ def record_id(rec: dict[str, Any]) -> Any:
     text (``message_json``); a lone surrogate is U+FFFD there, exact in the
     raw text (``records.message.exact_id``)."""
     v = rec.get("id")
+    if type(rec.get("exact")) is dict:          # a batch member's view (filters.members)
+        return exact_field(rec, "id")
     if (v is None or type(v) is str and "\ufffd" in v) and "raw" in rec:
         m = message_json(rec)
         if isinstance(m, dict):
@@ -69,13 +72,9 @@ def record_id(rec: dict[str, Any]) -> Any:
 def method_of(rec: dict[str, Any]) -> Any:
     """A message record's method as the peer wrote it: one with a lone surrogate
     (``tools/x\\ud800``) is U+FFFD in the record, exact in its raw bytes
-    (``records.message.exact_payload``); views escape it (``\\ud800``)."""
-    m = rec.get("method")
-    if type(m) is str and "\ufffd" in m:
-        v = exact_payload(rec)
-        if isinstance(v, dict) and type(v.get("method")) is str:
-            return v["method"]
-    return m
+    (``records.message.exact_payload``) or a batch member view's ``exact``
+    (``filters.exact``); views escape it (``\\ud800``)."""
+    return exact_field(rec, "method")
 
 
 def lossy(v: Any) -> Any:
@@ -89,14 +88,7 @@ def _same(v: Any) -> Any:
 
 def tool_name(rec: dict[str, Any]) -> str | None:
     """``tool_of(rec)``, a lone surrogate in it exact (as ``method_of``)."""
-    t = tool_of(rec)
-    if t is not None and "\ufffd" in t:
-        v = exact_payload(rec)
-        params = v.get("params") if isinstance(v, dict) else None
-        name = params.get("name") if isinstance(params, dict) else None
-        if type(name) is str:
-            return name
-    return t
+    return exact_tool(rec, tool_of(rec))
 
 
 # -- request context -----------------------------------------------------------------
@@ -107,7 +99,8 @@ class Tracker:
     ``feed(record) -> request info or None``: for a response its request
     (via ``pair``); for ``notifications/progress`` and
     ``notifications/cancelled`` the request named by their ``link``. Request
-    info is a dict ``{"seq", "method", "tool", "id"}``. Only open requests are
+    info is a dict ``{"seq", "method", "tool", "id"}`` (and ``"member": True`` for a
+    batch member's request). Only open requests are
     held (answered ones are dropped), so memory follows concurrency, not length.
     """
 
@@ -133,6 +126,8 @@ class Tracker:
     def _message(self, rec: dict[str, Any], kind: Any, key: Any = None) -> dict[str, Any] | None:
         if kind == "request":
             info = {"seq": rec["seq"], "method": method_of(rec), "tool": tool_name(rec), "id": rec.get("id")}
+            if key is not None:
+                info["member"] = True       # a batch member's: no record of its own holds its method (show/html.py)
             if refused_how(rec) is None:      # one the tap refused is answered by no one: not held open
                 self._open[rec["seq"] if key is None else key] = info
             return info

@@ -9,16 +9,35 @@
   // row fields (mcptap/show/html.py report_data)
   const SEQ = 0, TUS = 1, TYPE = 2, DIR = 3, KIND = 4, METHOD = 5, ID = 6, HASID = 7, PAIR = 8, LAT = 9, PHASE = 10,
     SESSION = 11, Q = 12, TOOL = 13, FINDINGS = 14, LINE = 15, HASJSON = 16, REFUSED = 17,
-    METHOD_SHOWN = 18, TOOL_SHOWN = 19;     // method and tool escaped as mcptap shows peer text (labels); the filter reads the exact ones
+    METHOD_SHOWN = 18, TOOL_SHOWN = 19,     // method and tool escaped as mcptap shows peer text (labels); the filter reads the exact ones
+    MEMBERS = 20, QCTX = 21,                // a batch's members (rows of the same layout); a request context given whole (a member's)
+    MTEXT = 22, MEMBER = 23;                // a member row's text (what ~t and ~j read) and index
   const bySeq = new Map();
   for (let i = 0; i < R.length; i++) if (R[i][SEQ] != null) bySeq.set(R[i][SEQ], i);
   const $ = (id) => document.getElementById(id);
+  // peer text as mcptap shows it (mcptap/escape.py, whose table D.escape is): every control, format, bidi,
+  // line-separator, private-use and unassigned character (a lone surrogate too) as a visible escape
+  const cp = (n) => "\\u{" + n.toString(16) + "}";
+  const ESC_RX = new RegExp("[" + D.escape.map(([a, b]) => a === b ? cp(a) : cp(a) + "-" + cp(b)).join("") + "]", "gu");
+  const NAMED = { "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+  const hex = (n, w) => n.toString(16).padStart(w, "0");
+  function escOne(c) {
+    if (NAMED[c]) return NAMED[c];
+    const n = c.codePointAt(0);
+    if (n >= 0xDC80 && n <= 0xDCFF) return "\\x" + hex(n - 0xDC00, 2);     // as escape.py: a file name's byte that is not UTF-8
+    return n < 0x100 ? "\\x" + hex(n, 2) : n <= 0xFFFF ? "\\u" + hex(n, 4) : "\\U" + hex(n, 8);
+  }
+  const esc = (s) => String(s).replace(ESC_RX, escOne);
+  // JSON text laid out by this page (pretty, JSON.stringify, the extra records): its line breaks are the layout's,
+  // a peer's are escapes inside its strings already
+  const escLayout = (s) => String(s).split("\n").map(esc).join("\n");
   const el = (tag, attrs, text) => {
     const e = document.createElement(tag);
     if (attrs) for (const k in attrs) e.setAttribute(k, attrs[k]);
-    if (text != null) e.textContent = text;   // textContent only: peer text is never HTML
+    if (text != null) e.textContent = tag === "pre" ? escLayout(text) : esc(text);   // textContent only: peer text is never HTML
     return e;
   };
+  const textNode = (t) => document.createTextNode(esc(t));
 
   // ---- the filter language: a port of mcptap/filters (parse.py + operators.py) ----
   class FilterError extends Error { constructor(msg, col) { super(msg); this.col = col; } }
@@ -118,13 +137,17 @@
     try { return new RegExp(src.replace(/\(\?P</g, "(?<").replace(/\(\?P=(\w+)\)/g, "\\k<$1>")); }
     catch (e) { throw new ArgError("bad regular expression: " + e.message, off || 0); }
   }
-  const reqOf = (i) => { const q = R[i][Q]; if (q == null) return null; const j = bySeq.get(q); return j == null ? { method: null, tool: null } : { method: R[j][METHOD], tool: R[j][TOOL] }; };
+  // a predicate is p(r, i): r a row (R[i], or a batch member's row with i = -1), as filters/operators.py's pred(record, request)
+  const reqOf = (r) => {
+    const c = r[QCTX]; if (c) return { method: c[0], tool: c[1] };
+    const q = r[Q]; if (q == null) return null; const j = bySeq.get(q); return j == null ? { method: null, tool: null } : { method: R[j][METHOD], tool: R[j][TOOL] };
+  };
   const isMsg = (r) => r[TYPE] === "message";
-  function text(i) { return P[i]; }
+  function text(r, i) { return i < 0 ? r[MTEXT] : P[i]; }
   const jsonCache = new Map();
-  function json(i) {
-    const r = R[i];
+  function json(r, i) {
     if (!isMsg(r) || !r[HASJSON]) return undefined;
+    if (i < 0) { if (!("jv" in r)) { try { r.jv = JSON.parse(r[MTEXT]); } catch (e) { r.jv = undefined; } } return r.jv; }
     if (jsonCache.has(i)) return jsonCache.get(i);
     let v; try { v = JSON.parse(P[i]); } catch (e) { v = undefined; }
     if (jsonCache.size > 20000) jsonCache.clear();
@@ -188,21 +211,21 @@
   }
   const pyJson = (v) => JSON.stringify(v);
   const CMP = { ">": (a, b) => a > b, ">=": (a, b) => a >= b, "<": (a, b) => a < b, "<=": (a, b) => a <= b, "=": (a, b) => a === b, "==": (a, b) => a === b, "!=": (a, b) => a !== b };
-  const methodOf = (i) => { const r = R[i]; let m = r[METHOD]; if (m == null && (r[KIND] === "response" || r[KIND] === "error")) { const q = reqOf(i); if (q) m = q.method; } return m; };
-  const textPred = (s) => { const needle = s.toLowerCase(); return (i) => text(i).toLowerCase().includes(needle); };
+  const methodOf = (r) => { let m = r[METHOD]; if (m == null && (r[KIND] === "response" || r[KIND] === "error")) { const q = reqOf(r); if (q) m = q.method; } return m; };
+  const textPred = (s) => { const needle = s.toLowerCase(); return (r, i) => text(r, i).toLowerCase().includes(needle); };
   const BUILD = {
-    "~m": (t) => { const rx = pyRegex(t.text); return (i) => { const m = methodOf(i); return m != null && rx.test(m); }; },
-    "~tool": (t) => { const g = glob(t.text); return (i) => { const r = R[i]; if (!isMsg(r)) return false; let name = r[TOOL]; if (name == null) { const q = reqOf(i); if (q && q.method === "tools/call" && r[METHOD] !== "tools/call") name = q.tool; } return name != null && g(name); }; },
-    "~id": (t) => (i) => { const r = R[i]; if (!r[HASID]) return false; const v = r[ID]; return (typeof v === "string" ? v : pyJson(v)) === t.text; },
-    "~phase": (t) => { const g = glob(t.text); return (i) => typeof R[i][PHASE] === "string" && g(R[i][PHASE]); },
-    "~session": (t) => { const g = glob(t.text); return (i) => typeof R[i][SESSION] === "string" && g(R[i][SESSION]); },
-    "~f": (t) => { let pat = t.text; if (!/[*?[.]/.test(pat)) pat += ".*"; const g = glob(pat); return (i) => R[i][FINDINGS].some((f) => g(f[0] || "")); },
-    "~sev": (t) => { const rank = OPS.severity[t.text.toLowerCase()]; if (rank === undefined) throw new ArgError(`severity must be error, warn or info, not '${t.text}'`); return (i) => R[i][FINDINGS].some((f) => (OPS.severity[f[1] || ""] ?? -1) >= rank); },
+    "~m": (t) => { const rx = pyRegex(t.text); return (r) => { const m = methodOf(r); return m != null && rx.test(m); }; },
+    "~tool": (t) => { const g = glob(t.text); return (r) => { if (!isMsg(r)) return false; let name = r[TOOL]; if (name == null) { const q = reqOf(r); if (q && q.method === "tools/call" && r[METHOD] !== "tools/call") name = q.tool; } return name != null && g(name); }; },
+    "~id": (t) => (r) => { if (!r[HASID]) return false; const v = r[ID]; return (typeof v === "string" ? v : pyJson(v)) === t.text; },
+    "~phase": (t) => { const g = glob(t.text); return (r) => typeof r[PHASE] === "string" && (g(r[PHASE]) || (OPS.phases[r[PHASE]] != null && g(OPS.phases[r[PHASE]]))); },
+    "~session": (t) => { const g = glob(t.text); return (r) => typeof r[SESSION] === "string" && g(r[SESSION]); },
+    "~f": (t) => { let pat = t.text; if (!/[*?[.]/.test(pat)) pat += ".*"; const g = glob(pat); return (r) => r[FINDINGS].some((f) => g(f[0] || "")); },
+    "~sev": (t) => { const rank = OPS.severity[t.text.toLowerCase()]; if (rank === undefined) throw new ArgError(`severity must be error, warn or info, not '${t.text}'`); return (r) => r[FINDINGS].some((f) => (OPS.severity[f[1] || ""] ?? -1) >= rank); },
     "~lat": (t) => {
       const m = /^(>=|<=|>|<|=|==)?\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s)?$/u.exec(t.text.trim());
       if (!m) throw new ArgError(`latency must look like >100ms, <=2s, >500us (unit defaults to ms), not '${t.text}'`);
       const cmp = CMP[m[1] || ">="], bound = parseFloat(m[2]) * OPS.units[m[3] || ""];
-      return (i) => Number.isInteger(R[i][LAT]) && cmp(R[i][LAT], bound);
+      return (r) => Number.isInteger(r[LAT]) && cmp(r[LAT], bound);
     },
     "~t": (t) => textPred(t.text),
     "~j": (t) => {
@@ -220,7 +243,7 @@
         for (const o of OPS.jops) if (raw.startsWith(o, i)) { cut = i; op = o; break outer; }
       }
       const path = pathParse(unquote(op === null ? raw : raw.slice(0, cut)));
-      if (op === null) return (i) => isMsg(R[i]) && walk(json(i), path).length > 0;
+      if (op === null) return (r, i) => isMsg(r) && walk(json(r, i), path).length > 0;
       const lit = raw.slice(cut + op.length);
       let want; try { want = JSON.parse(lit); } catch (e) { want = unquote(lit); }
       let test;
@@ -230,27 +253,30 @@
         if (typeof want !== "number") throw new ArgError(`${op} needs a number, not '${lit}'`, shift + cut + op.length);
         const cmp = CMP[op]; test = (v) => typeof v === "number" && cmp(v, want);
       }
-      if (op === "!=") return (i) => { if (!isMsg(R[i])) return false; const vals = walk(json(i), path); return vals.length > 0 && !vals.some(test); };
-      return (i) => isMsg(R[i]) && walk(json(i), path).some(test);
+      if (op === "!=") return (r, i) => { if (!isMsg(r)) return false; const vals = walk(json(r, i), path); return vals.length > 0 && !vals.some(test); };
+      return (r, i) => isMsg(r) && walk(json(r, i), path).some(test);
     },
   };
   const NULLARY = {};
   for (const op of OPS.nullary) {
-    if (OPS.kinds[op]) { const ks = OPS.kinds[op]; NULLARY[op] = (i) => isMsg(R[i]) && ks.includes(R[i][KIND]); }
-    else if (OPS.dirs[op]) { const d = OPS.dirs[op]; NULLARY[op] = (i) => isMsg(R[i]) && R[i][DIR] === d; }
+    if (OPS.kinds[op]) {
+      const ks = OPS.kinds[op], batch = ks.includes("batch");    // a batch's members are in a batch too
+      NULLARY[op] = (r) => isMsg(r) && (ks.includes(r[KIND]) || (batch && r[MEMBER] != null));
+    }
+    else if (OPS.dirs[op]) { const d = OPS.dirs[op]; NULLARY[op] = (r) => isMsg(r) && r[DIR] === d; }
   }
   const UNARY = {};
   for (const op of OPS.unary) if (BUILD[op]) UNARY[op] = BUILD[op];
   function compile(expr) {
     const lx = lexer(expr);
     const endCol = expr.length + 1;
-    function orP() { const parts = [andP()]; while (lx.peek() && lx.peek().kind === "|") { lx.take(); parts.push(andP()); } return parts.length === 1 ? parts[0] : (i) => parts.some((p) => p(i)); }
+    function orP() { const parts = [andP()]; while (lx.peek() && lx.peek().kind === "|") { lx.take(); parts.push(andP()); } return parts.length === 1 ? parts[0] : (r, i) => parts.some((p) => p(r, i)); }
     function andP() {
       const parts = [notP()];
       for (let t = lx.peek(); t && t.kind !== "|" && t.kind !== ")"; t = lx.peek()) { if (t.kind === "&") lx.take(); parts.push(notP()); }
-      return parts.length === 1 ? parts[0] : (i) => parts.every((p) => p(i));
+      return parts.length === 1 ? parts[0] : (r, i) => parts.every((p) => p(r, i));
     }
-    function notP() { const t = lx.peek(); if (t && t.kind === "!") { lx.take(); const inner = notP(); return (i) => !inner(i); } return atom(); }
+    function notP() { const t = lx.peek(); if (t && t.kind === "!") { lx.take(); const inner = notP(); return (r, i) => !inner(r, i); } return atom(); }
     function atom() {
       const t = lx.peek();
       if (!t) throw new FilterError("expression expected at end of filter", endCol);
@@ -276,17 +302,18 @@
     const p = orP();
     const t = lx.peek();
     if (t) throw new FilterError(`unexpected '${t.raw}'` + (t.kind === ")" ? " (no matching '(')" : ""), t.col);
-    return p;
+    // row i matches when it or one of its batch members does (operators.Filter)
+    return (i) => { const r = R[i]; if (p(r, i)) return true; const ms = r[MEMBERS]; return !!ms && ms.some((m) => p(m, -1)); };
   }
   window.mcptapCompileFilter = compile;
 
   // ---- header, findings ----
   const meta = D.meta;
-  $("title").textContent = meta.name || meta.path || "";
+  $("title").textContent = esc(meta.name || meta.path || "");
   $("cols").textContent = meta.columns;
   function dl(pairs) {
     const d = el("dl");
-    for (const [k, v] of pairs) { if (v == null || v === "") continue; d.append(el("dt", null, k)); const dd = el("dd"); if (v instanceof Node) dd.append(v); else dd.textContent = v; d.append(dd); }
+    for (const [k, v] of pairs) { if (v == null || v === "") continue; d.append(el("dt", null, k)); const dd = el("dd"); if (v instanceof Node) dd.append(v); else dd.textContent = esc(v); d.append(dd); }
     return d;
   }
   function jsonDetails(label, v) { const d = el("details"); d.append(el("summary", null, label)); d.append(el("pre", null, JSON.stringify(v, null, 2))); return d; }
@@ -326,10 +353,10 @@
     det.append(el("summary", null, `${sev}: ${total} finding(s), ${groups.length} code(s)`));
     for (const g of groups) {
       const box = el("div", { class: "code", "data-code": g.code });
-      box.append(el("b", null, g.code), document.createTextNode(` ×${g.count} — ${g.meaning || ""} `), el("span", { class: "src" }, g.source || ""));
+      box.append(el("b", null, g.code), textNode(` ×${g.count} — ${g.meaning || ""} `), el("span", { class: "src" }, g.source || ""));
       const ul = el("ul");
       for (const [seq, t, msg] of g.places) {
-        const li = el("li"); const a = el("a", null, seq != null ? `#${seq}` : "end"); a.onclick = () => jumpTo(seq); li.append(a, document.createTextNode(` ${((t || 0) / 1e6).toFixed(3)}s ${msg}`)); ul.append(li);
+        const li = el("li"); const a = el("a", null, seq != null ? `#${seq}` : "end"); a.onclick = () => jumpTo(seq); li.append(a, textNode(` ${((t || 0) / 1e6).toFixed(3)}s ${msg}`)); ul.append(li);
       }
       if (g.count > g.places.length) ul.append(el("li", null, `… ${g.count - g.places.length} more (filter: ~f ${g.code})`));
       box.append(ul); det.append(box);
@@ -379,10 +406,12 @@
     const q = r[Q] != null && r[KIND] !== "response" && r[KIND] !== "error" ? r[Q] : null;
     if (q != null) { const a = el("a", null, "belongs to request #" + q); a.onclick = () => jumpTo(q); d.append(el("p"), a); }
     for (const f of r[FINDINGS]) d.append(el("p", { class: "f-" + f[1] }, `${f[1]} ${f[0]}`));
-    let body = P[i];
-    if (r[HASJSON]) { try { JSON.parse(body); body = pretty(body); } catch (e) { /* raw text stays */ } }
-    else if (!isMsg(r) && r[TYPE] !== "stderr" && D.extra && D.extra[i]) body = D.extra[i];
-    d.append(el("pre", { class: "payload" }, body));
+    let body = P[i], layout = false;
+    if (r[HASJSON]) { try { JSON.parse(body); body = pretty(body); layout = true; } catch (e) { /* raw text stays */ } }
+    else if (!isMsg(r) && r[TYPE] !== "stderr" && D.extra && D.extra[i]) { body = D.extra[i]; layout = true; }
+    const pane = el("pre", { class: "payload" });
+    pane.textContent = layout ? escLayout(body) : esc(body);      // text that is not JSON: its line breaks are a peer's too
+    d.append(pane);
   }
   // JSON.stringify(JSON.parse(t), null, 2) without the round trip through doubles: an id or a
   // number beyond 2^53 (or 1e400) shows as the peer sent it, as in the row; t is valid JSON
@@ -448,7 +477,7 @@
   const SVGNS = "http://www.w3.org/2000/svg", MAXARROWS = 40;
   let dtimer = 0, dfrom = -1;
   function scheduleDiagram(from) { if (from === dfrom) return; clearTimeout(dtimer); dtimer = setTimeout(() => diagram(from), 60); }
-  function sv(tag, attrs, text) { const e = document.createElementNS(SVGNS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); if (text != null) e.textContent = text; return e; }
+  function sv(tag, attrs, text) { const e = document.createElementNS(SVGNS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); if (text != null) e.textContent = esc(text); return e; }
   function diagram(from) {
     dfrom = from;
     const msgs = [];
@@ -465,7 +494,7 @@
       // a request the tap refused itself stops halfway: it never reached the server
       const c = err ? "err" : r[DIR], x1 = c2s ? CX : SX, x2 = r[REFUSED] ? (CX + SX) / 2 : c2s ? SX - 2 : CX + 2;
       const line = sv("line", { x1, y1: y, x2, y2: y, class: "m-" + c + (r[KIND] === "response" || r[KIND] === "error" ? " resp" : ""), "marker-end": `url(#ah-${c})`, "data-seq": r[SEQ] });
-      const qj = r[Q] == null ? null : bySeq.get(r[Q]), qm = qj == null ? null : R[qj][METHOD_SHOWN];
+      const qj = r[Q] == null ? null : bySeq.get(r[Q]), qm = r[QCTX] ? r[QCTX][0] : qj == null ? null : R[qj][METHOD_SHOWN];
       let label = `#${r[SEQ]} ${r[METHOD_SHOWN] || (qm ? qm + " ←" : r[KIND] || "")}`;
       if (r[TOOL_SHOWN]) label += " " + r[TOOL_SHOWN];
       if (r[LAT] != null) label += ` ${(r[LAT] / 1000).toFixed(1)}ms`;
