@@ -81,3 +81,9 @@ def test_browser_filter_selects_what_show_selects(tmp_path: Path) -> None:
             wrong[expr] = (got[expr], want)
     assert not wrong, wrong            # expression: (the page's rows, show's)
     assert got["~tool add"] == [6, 7] and got["~id a\ud800"] == [11, 12] and got["~id a\ufffd"] == []
+
+
+def test_show_gives_batch_members_names_exactly(tmp_path: Path) -> None:
+    out = CliRunner().invoke(mcptap, ["show", str(capture(tmp_path)), "--no-color"], catch_exceptions=False)
+    assert out.exit_code == 0 and "\ufffd" not in out.output, out.output      # the batch's line and its finding texts
+    assert "batch of 2: tools/x\\ud800, tools/call" in out.output and "unknown_method: tools/x\\ud800 is not" in out.output

@@ -18,6 +18,7 @@ from mcptap.check.reannotated import Reannotated
 from mcptap.cli.main import mcptap
 from mcptap.show.html import report_data
 from scripted import c2s, handshake, record, s2c
+from test_html_report import dom, needs_chromium
 
 
 def _line(o: dict[str, Any]) -> bytes:
@@ -72,8 +73,9 @@ def _old(tmp_path: Path) -> Path:
 def test_show_gives_ids_methods_and_tools_exactly(tmp_path: Path) -> None:
     for cap in (_cap(tmp_path), _old(tmp_path)):
         text = run("show", str(cap), "--no-color")
-        # (finding messages are analysis's text, which reads a method lossily: not what this checks)
-        assert not [x for x in text.splitlines() if "\ufffd" in x and ": " not in x], text
+        assert "\ufffd" not in text, text       # finding texts too (show/lone.py): analysis reads the method as U+FFFD
+        assert "capability.unknown_method: tools/x\\ud800 is not a method" in text
+        assert "request #5 tools/x\\ud800 id=\"p\\udfff\" from the client was never answered" in text and "(#5 tools/x\\ud800)" in text
         assert 'ping id="a\\ud800"' in text and 'tools/x\\ud800 id="p\\udfff"' in text and "tools/call t\\udc00 id=10" in text
         assert "  tools/x\\ud800 " in text and "  t\\udc00 " in text      # the summary's method and tool tables
         assert '#5 tools/x\\ud800 id="p\\udfff" from the client' in text
@@ -101,3 +103,20 @@ def test_the_report_gives_the_exact_values(tmp_path: Path) -> None:
         page = tmp_path / "r.html"
         run("report", str(cap), "-o", str(page))
         assert "\ufffd" not in page.read_text().split('"payloads"')[0].replace("U+FFFD", "")
+
+
+def test_the_reports_finding_texts_give_the_exact_method(tmp_path: Path) -> None:
+    cap = _cap(tmp_path)
+    ra = Reannotated.open(str(cap))
+    places = [p[2] for groups in report_data(ra.header, ra)["findings"].values() for g in groups for p in g["places"]]
+    assert not [p for p in places if "\ufffd" in p], places
+    assert "tools/x\\ud800 is not a method of any MCP revision (vendor or extension method?)" in places
+
+
+@needs_chromium
+def test_the_report_page_shows_finding_texts_with_the_exact_method(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    run("report", str(_cap(tmp_path)), "-o", str(page))
+    findings = dom(page).split('id="findings"', 1)[1].split('id="timeline"', 1)[0]
+    assert "\ufffd" not in findings
+    assert "tools/x\\ud800 is not a method" in findings and "request #5 tools/x\\ud800 id=" in findings

@@ -46,6 +46,7 @@ from mcptap.capture.fields import message_text, record_findings
 from mcptap.escape import escape_controls, ranges, shown
 from mcptap.filters.operators import operator_table
 from mcptap.protocol.codes import CODES
+from mcptap.show.lone import LoneNames
 from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
 from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Tracker, method_of, record_id, tool_name
@@ -69,6 +70,7 @@ class _Report:
     def __init__(self, header: dict[str, Any], path: str | None) -> None:
         self.header, self.path = header, path
         self.tracker = Tracker()
+        self.names = LoneNames()
         self.n = 0
         self.extra: dict[int, str] = {}          # row -> the whole record, for rows that are not messages
         self.sessions = Sessions(header.get("transport"))
@@ -88,11 +90,13 @@ class _Report:
                                     "count": 0, "places": []}
             g["count"] += 1
             if len(g["places"]) < PLACES:
-                g["places"].append([seq, t, shown(str(f.get("message", "")))])     # a 50 KB method name quoted whole: cut
+                # a 50 KB method name quoted whole: cut; a lone surrogate's name exact, escaped (show/lone.py)
+                g["places"].append([seq, t, shown(self.names.text(str(f.get("message", ""))))])
 
     def row(self, rec: dict[str, Any]) -> tuple[list[Any], str] | None:
         """(timeline row, payload text) of one record; None for the end record."""
         req = self.tracker.feed(rec)
+        self.names.feed(rec, self.tracker.members)
         typ = rec.get("type")
         if typ == "end":
             self.end = rec

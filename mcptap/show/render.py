@@ -23,9 +23,11 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings
 from mcptap.escape import escape_controls as esc
 from mcptap.escape import shown
+from mcptap.filters.members import member_views
 from mcptap.filters.operators import Filter
 from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
 from mcptap.records.refusals import refused_how, tap_answer
+from mcptap.show.lone import LoneNames
 from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
 
@@ -87,7 +89,10 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
         members = rec.get("members") or []
         if not members:
             return "empty batch []"
-        return f"batch of {len(members)}: " + ", ".join(m.get("method") or m.get("kind", "?") for m in members[:4]) + (" …" if len(members) > 4 else "")
+        # a member's method as the peer sent it (a lone surrogate exact, escaped by shorten), as a plain message's
+        exact = {v["member"]: method_of(v) for v in member_views(rec)} if any("\ufffd" in str(m.get("method")) for m in members[:4]) else {}
+        return f"batch of {len(members)}: " + ", ".join(exact.get(m.get("index")) or m.get("method") or m.get("kind", "?")
+                                                        for m in members[:4]) + (" …" if len(members) > 4 else "")
     return shorten(repr(message_text(rec).rstrip("\r\n")), 60)
 
 
@@ -152,10 +157,11 @@ def _auth_raw(rec: dict[str, Any]) -> str:
     return f"auth    {ev}"
 
 
-def _findings_lines(fs: list[dict[str, Any]], st: Style) -> Iterator[str]:
+def _findings_lines(fs: list[dict[str, Any]], st: Style, names: LoneNames | None = None) -> Iterator[str]:
     for f in fs:
         s = f.get("severity", "info")
-        yield st(shown(f"{'':>17}{_SEV_MARK.get(s, '?')} {s:<5} {f.get('code')}: {f.get('message', '')}"), s if s != "info" else "dim")
+        text = f"{'':>17}{_SEV_MARK.get(s, '?')} {s:<5} {f.get('code')}: {f.get('message', '')}"
+        yield st(shown(names.text(text) if names is not None else text), s if s != "info" else "dim")
 
 
 def _codes(fs: list[dict[str, Any]], st: Style) -> str:
@@ -200,18 +206,20 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
     record). Yields lines without newline."""
     st = style or plain
     tracker = Tracker()
+    names = LoneNames()         # finding texts quote a lone surrogate's name exactly, as the timeline does
     summ = Summary(header.get("transport", "stdio"))
     yield from _header_lines(header, path, st)
     yield st(COLUMNS, "dim")
     for rec in records:
         req = tracker.feed(rec)
+        names.feed(rec, tracker.members)
         if rec.get("type") == "end":
             summ.feed(rec, req)
             for f in rec.get("capture") or ():
-                yield st(shown(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}"),
+                yield st(shown(names.text(f"{'':>17}{_SEV_MARK.get(f.get('severity'), '?')} {f.get('severity'):<5} {f.get('code')}: {f.get('message')}")),
                          f.get("severity", "info"))
             if details:
-                yield from _findings_lines(rec.get("unanswered") or [], st)
+                yield from _findings_lines(rec.get("unanswered") or [], st, names)
             continue
         if flt is not None and not flt(rec, req, tracker.members):
             summ.skip(rec)
@@ -221,7 +229,7 @@ def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Fil
         if details:
             fs = record_findings(rec)
             if fs:
-                yield from _findings_lines(fs, st)
+                yield from _findings_lines(fs, st, names)
     if summary:
         yield ""
         yield from summ.lines(st)
