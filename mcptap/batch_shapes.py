@@ -52,16 +52,17 @@ class BatchShapes:
             if type(i) is not int or not 0 <= i < len(value) or type(value[i]) is not dict:
                 continue
             item, kind = value[i], m.get("kind")
+            mrev = m.get("rev", rev)        # the member's own when its batch changed revision midway (docs/capture-format.md)
             if kind == "request" or kind == "notification":
                 method, params = m.get("method"), item.get("params")
                 if kind == "request" and type(seq) is int and len(self.open) < MAX_OPEN:
                     self.open[seq, id_key(m.get("id"))] = (method, params)
                 if type(method) is str:
-                    out += self.check(d, Kind(kind), method, params, rev)
+                    out += self.check(d, Kind(kind), method, params, mrev)
             elif kind == "response" or kind == "error":
                 req = self.answer(m.get("pair"), m.get("id"), take)
                 if kind == "response" and req is not None and type(req[0]) is str:
-                    out += self.response(d, req, item, rev)
+                    out += self.response(d, req, item, mrev)
         return out
 
     def answer(self, pair: Any, rid: Any, take: Take | None = None) -> tuple[Any, Any] | None:

@@ -168,6 +168,9 @@ class Member:
     method: str | None = None
     pair: int | None = None
     latency_us: int | None = None
+    #: the protocol revision its checks used: members before a change in the same batch (2026-07-28's
+    #: per-request ``_meta``, an ``initialize`` answer inside a batch) had another than the record's
+    revision: str | None = None
 
 
 @dataclass(slots=True)

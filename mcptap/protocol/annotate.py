@@ -189,6 +189,8 @@ class Annotator(IdlessAnswers):
                 if cls.method == "initialize":
                     msg.findings.append(finding("framing.initialize_in_batch", "initialize MUST NOT be inside a JSON-RPC batch"))
                 m.pair, m.latency_us, _ = self._one(msg, st, cls, item, exchange, i)
+            # the revision this member was judged under (a member's _meta, or an answer, may change it for the next)
+            m.revision = msg.revision
             members.append(m)
         msg.members = members
         self._last_unparsed[(msg.session, msg.direction)] = msg

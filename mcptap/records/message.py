@@ -138,7 +138,7 @@ class MessageRecord:
         if msg.link is not None:
             rec["link"] = msg.link
         if msg.members is not None:
-            rec["members"] = [_member_json(m) for m in msg.members]
+            rec["members"] = [_member_json(m, msg.revision) for m in msg.members]
         if msg.transport:
             rec["transport"] = msg.transport
         rec["offset"] = msg.offset
@@ -178,7 +178,8 @@ class MessageRecord:
         try:
             members = None
             if "members" in rec:
-                members = [Member(m["index"], Kind(m["kind"]), m.get("id"), m.get("method"), m.get("pair"), m.get("latency_us")) for m in rec["members"]]
+                members = [Member(m["index"], Kind(m["kind"]), m.get("id"), m.get("method"), m.get("pair"), m.get("latency_us"),
+                                  m.get("rev", rec.get("rev"))) for m in rec["members"]]
                 if type(value) is list:
                     for m in members:
                         if 0 <= m.index < len(value):
@@ -246,7 +247,7 @@ def exact_id(rid: Any, value: Any) -> Any:
     return rid
 
 
-def _member_json(m: Member) -> dict[str, Any]:
+def _member_json(m: Member, rev: str | None) -> dict[str, Any]:
     d: dict[str, Any] = {"index": m.index, "kind": m.kind.value}
     if m.id is not None:
         if type(m.id) is str and _SURROGATE.search(m.id) is not None:
@@ -258,4 +259,6 @@ def _member_json(m: Member) -> dict[str, Any]:
     if m.pair is not None:
         d["pair"] = m.pair
         d["latency_us"] = m.latency_us
+    if m.revision is not None and m.revision != rev:
+        d["rev"] = m.revision         # judged under another revision than the batch record's (``rev``, its last member's)
     return d
