@@ -50,3 +50,18 @@ def test_the_quick_check_judges_each_member_under_its_own_revision(tmp_path: Pat
     full = findings(path, "--full")
     assert any(code == "shape.invalid_params" for code, *_ in full)
     assert findings(path) == full
+
+
+def test_a_member_before_the_initialize_answer_in_its_batch_has_no_revision(tmp_path: Path) -> None:
+    # the server answers initialize inside a batch, after a request of its own: that request was sent
+    # before any revision was negotiated (rev null in its annotation), the batch record has the negotiated one
+    path = record(tmp_path / "init.jsonl", [
+        c2s(j({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {"sampling": {}},
+                                                                             "clientInfo": {"name": "c", "version": "1"}}})),
+        s2c(j([{"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {"messages": 5}},
+               {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-03-26", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}])),
+        c2s(j({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+        ("eof", "c2s"), ("exit", 0)])
+    batch = [r for r in map(orjson.loads, path.read_bytes().splitlines()) if r.get("kind") == "batch"][0]
+    assert batch["rev"] == "2025-03-26" and batch["members"][0]["rev"] is None and "rev" not in batch["members"][1]
+    assert findings(path) == findings(path, "--full")

@@ -259,6 +259,6 @@ def _member_json(m: Member, rev: str | None) -> dict[str, Any]:
     if m.pair is not None:
         d["pair"] = m.pair
         d["latency_us"] = m.latency_us
-    if m.revision is not None and m.revision != rev:
-        d["rev"] = m.revision         # judged under another revision than the batch record's (``rev``, its last member's)
+    if m.revision != rev:
+        d["rev"] = m.revision         # judged under another revision than the batch record's (``rev``, its last member's); null: none yet
     return d
