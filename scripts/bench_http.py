@@ -15,8 +15,10 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
   (``FLOOR_PROXY``: trio and h11 forwarding, nothing else), the least a
   relay on mcptap's stack adds on this machine, and the ``threaded floor``
   (``THREADED_FLOOR``: blocking sockets and h11, a thread per connection),
-  the least CPython adds without trio; CPU per round trip of each, and the
-  relay process's CPU as a ratio of theirs;
+  the least CPython adds without trio, ``THREADED_CORE`` (mcptap's relay core
+  on threads, a sketch) and, with httptools installed, ``C_PARSER_FLOOR``
+  (threads, a C parser for framing, bytes forwarded as read); CPU per round
+  trip of each, and the relay process's CPU as a ratio of theirs;
 * ``sse``: delay from the upstream writing an SSE event (it stamps the
   monotonic clock into the event) to the client receiving it, direct and
   through the tap, alternating streams (target: added p50 <= 100 us);
@@ -46,6 +48,7 @@ The machine may be shared: numbers are printed (with the load), never asserted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import socket
@@ -60,6 +63,7 @@ from memstat import resident_union
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+HAVE_HTTPTOOLS = importlib.util.find_spec("httptools") is not None      # C_PARSER_FLOOR's parser (optional)
 MIB = 1 << 20
 
 UPSTREAM = r'''
@@ -299,6 +303,54 @@ while True:
 '''
 
 
+
+
+#: what a C parser would leave: as ``THREADED_FLOOR`` but framing found by ``httptools``
+#: (llhttp) and the bytes forwarded as read, never re-serialised (a fast path would
+#: forward unchanged heads this way). Optional: its rows are left out without httptools.
+#: argv: upstream port; prints its port
+C_PARSER_FLOOR = r"""
+import socket, sys, threading, httptools
+UP = int(sys.argv[1])
+
+class Done:
+    def __init__(self):
+        self.done = False
+    def on_message_complete(self):
+        self.done = True
+
+def forward(parser, state, src, dst):
+    # one message from src to dst, each read sent on as it came; False when src closed first
+    state.done = False
+    while not state.done:
+        data = src.recv(1 << 16)
+        if not data:
+            return False
+        parser.feed_data(data)
+        dst.sendall(data)
+    return True
+
+def handle(client):
+    up = socket.create_connection(("127.0.0.1", UP))
+    for s in (client, up):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    q, a = Done(), Done()
+    req, resp = httptools.HttpRequestParser(q), httptools.HttpResponseParser(a)
+    try:
+        while forward(req, q, client, up) and forward(resp, a, up, client):
+            pass
+    except (OSError, httptools.HttpParserError):
+        return
+    finally:
+        up.close()
+        client.close()
+
+srv = socket.create_server(("127.0.0.1", 0), backlog=1024)
+print(srv.getsockname()[1], flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""
 
 #: a sketch of a threaded transport for mcptap's own relay core, measured, not shipped: blocking
 #: sockets, a thread per client connection and one per upstream connection, driving the tap's
@@ -559,7 +611,8 @@ class PlainRelay:
     "threaded", or ``THREADED_CORE``, mode "core") in a process of its own, in front of the upstream."""
 
     def __init__(self, upstream_port: int, mode: str) -> None:
-        floors = {"floor": FLOOR_PROXY, "threaded": THREADED_FLOOR, "core": THREADED_CORE, "poll": THREADED_CORE}
+        floors = {"floor": FLOOR_PROXY, "threaded": THREADED_FLOOR, "core": THREADED_CORE, "poll": THREADED_CORE,
+                  "cparser": C_PARSER_FLOOR}
         argv = ["-c", floors[mode], str(upstream_port)] if mode in floors else ["-c", PLAIN_RELAY, str(upstream_port), mode]
         argv += ["poll"] if mode == "poll" else []
         # THREADED_CORE imports this checkout's mcptap
@@ -731,10 +784,12 @@ LABELS: dict[str, Path] = {"tap": ROOT}
 FLOORS = (("floor proxy", "floor", "(trio + h11, nothing else: FLOOR_PROXY)"),
           ("threaded floor", "threaded", "(blocking sockets + h11, a thread per conn: THREADED_FLOOR)"),
           ("threaded relay core", "core", "(mcptap's HttpRelay + fact encoding on threads: THREADED_CORE)"),
-          ("  one thread, poll()", "poll", "(THREADED_CORE, both directions in the client's thread)"))
+          ("  one thread, poll()", "poll", "(THREADED_CORE, both directions in the client's thread)"),
+          ("C parser floor", "cparser", "(threads, httptools framing, bytes forwarded as read: C_PARSER_FLOOR)"))
 
 
 def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors: dict[str, PlainRelay]) -> None:
+    running = [f for f in FLOORS if f[1] in floors]
     conns = {"direct": Conn(up.port), **{m: Conn(f.port) for m, f in floors.items()}, **{k: Conn(t.port) for k, t in taps.items()}}
     for c in conns.values():
         round_trips(c, 50, 0)
@@ -764,22 +819,23 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors:
     for p in (50, 99):
         ROWS.append((f"round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps}, "added",
                      "added p50 <= 200" if p == 50 else "", ""))
-        for label, m, note in FLOORS:
+        for label, m, note in running:
             ROWS.append((f"  {label} p{p} (us)", pct(lat["direct"], p) * 1e6, {"tap": pct(lat[m], p) * 1e6}, "added", "", note))
     ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
-    for label, m, _ in FLOORS:
+    for label, m, _ in running:
         ROWS.append((f"  {label} CPU per round trip (us)", None, {"tap": floor_cpu[m] / len(lat[m]) * 1e6}, "", "", ""))
     ROWS.append(("  relay process (us)", None, {k: split[k][0] / len(lat[k]) * 1e6 for k in taps}, "", "", ""))
     ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(read once the"
                  " recorder caught up)"))
     relay = {k: split[k][0] / len(lat[k]) for k in taps}
-    for label, m, _ in FLOORS:
+    for label, m, _ in running:
         f = floor_cpu[m] / len(lat[m])
         if f > 0:
             ROWS.append((f"  relay process CPU / {label} CPU", None, {k: v / f for k, v in relay.items()}, "", "", "(x)"))
 
 
 def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors: dict[str, PlainRelay]) -> None:
+    running = [f for f in FLOORS if f[1] in floors]
     delays: dict[str, list[float]] = {"direct": [], **{m: [] for m in floors}, **{k: [] for k in taps}}
     for _ in range(2):
         delays["direct"] += sse_delays(up.port, args.events // 2, 0.002)
@@ -790,7 +846,7 @@ def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors
     for p in (50, 99):
         ROWS.append((f"SSE event delay p{p} (us)", pct(delays["direct"], p) * 1e6, {k: pct(delays[k], p) * 1e6 for k in taps},
                      "added", "added p50 <= 100" if p == 50 else "", ""))
-        for label, m, note in FLOORS:
+        for label, m, note in running:
             ROWS.append((f"  {label} p{p} (us)", pct(delays["direct"], p) * 1e6, {"tap": pct(delays[m], p) * 1e6}, "added", "",
                          note))
 
@@ -946,7 +1002,7 @@ def main() -> None:
         taps = {k: Tap(up.port, root) for k, root in LABELS.items()}
         idle = {k: t.rss() for k, t in taps.items()}
         idle_split = {k: t.rss_split() for k, t in taps.items()}
-        floors = {m: PlainRelay(up.port, m) for _, m, _ in FLOORS}
+        floors = {m: PlainRelay(up.port, m) for _, m, _ in FLOORS if m != "cparser" or HAVE_HTTPTOOLS}
         try:
             if "rt" not in args.skip:
                 run_rt(up, taps, args, floors)
