@@ -706,7 +706,9 @@ class Tap:
             time.sleep(window)
 
     def stop(self) -> int:
-        self.p.send_signal(2)
+        # SIGTERM, not SIGINT: a bench started with & from a script runs with SIGINT ignored, which
+        # the tap inherits and keeps (signal_latch.handled), so a SIGINT would wait here for ever
+        self.p.send_signal(15)
         self.p.wait()
         size = os.path.getsize(self.cap)
         os.unlink(self.cap)
