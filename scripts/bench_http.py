@@ -13,7 +13,12 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
   on one persistent connection each; p50/p99 and the latency the tap adds
   (target: added p50 <= 200 us); beside it the ``floor proxy``
   (``FLOOR_PROXY``: trio and h11 forwarding, nothing else), the least a
-  relay on mcptap's stack adds on this machine;
+  relay on mcptap's stack adds on this machine, and the ``threaded floor``
+  (``THREADED_FLOOR``: blocking sockets and h11, a thread per connection),
+  the least CPython adds without trio, ``THREADED_CORE`` (mcptap's relay core
+  on threads, a sketch) and, with httptools installed, ``C_PARSER_FLOOR``
+  (threads, a C parser for framing, bytes forwarded as read); CPU per round
+  trip of each, and the relay process's CPU as a ratio of theirs;
 * ``sse``: delay from the upstream writing an SSE event (it stamps the
   monotonic clock into the event) to the client receiving it, direct and
   through the tap, alternating streams (target: added p50 <= 100 us);
@@ -43,6 +48,7 @@ The machine may be shared: numbers are printed (with the load), never asserted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import socket
@@ -57,6 +63,7 @@ from memstat import resident_union
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+HAVE_HTTPTOOLS = importlib.util.find_spec("httptools") is not None      # C_PARSER_FLOOR's parser (optional)
 MIB = 1 << 20
 
 UPSTREAM = r'''
@@ -242,6 +249,263 @@ trio.run(main)
 '''
 
 
+#: the floor of CPython with h11 but without trio: a thread per client connection, blocking
+#: recv/sendall, otherwise as ``FLOOR_PROXY`` (one upstream connection per client connection,
+#: one send per read's events). Tells whether the round-trip target is reachable in CPython
+#: on this machine at all, and what trio's scheduling costs beside it. argv: upstream port;
+#: prints its port
+THREADED_FLOOR = r'''
+import socket, sys, threading, h11
+UP = int(sys.argv[1])
+
+def batch(conn, sock):
+    out = []
+    while True:
+        e = conn.next_event()
+        if e is h11.NEED_DATA:
+            if out:
+                return out
+            conn.receive_data(sock.recv(1 << 16))
+            continue
+        out.append(e)
+        if type(e) in (h11.EndOfMessage, h11.ConnectionClosed):
+            return out
+
+def forward(src, ssock, dst, dsock):
+    while True:
+        evs = batch(src, ssock)
+        if type(evs[-1]) is h11.ConnectionClosed:
+            return False
+        dsock.sendall(b"".join(dst.send(e) for e in evs))
+        if type(evs[-1]) is h11.EndOfMessage:
+            return True
+
+def handle(client):
+    up = socket.create_connection(("127.0.0.1", UP))
+    for s in (client, up):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    srv, cli = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
+    try:
+        while forward(srv, client, cli, up) and forward(cli, up, srv, client):
+            srv.start_next_cycle()
+            cli.start_next_cycle()
+    except (OSError, h11.ProtocolError):
+        return
+    finally:
+        up.close()
+        client.close()
+
+srv = socket.create_server(("127.0.0.1", 0), backlog=1024)
+print(srv.getsockname()[1], flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+'''
+
+
+
+
+#: what a C parser would leave: as ``THREADED_FLOOR`` but framing found by ``httptools``
+#: (llhttp) and the bytes forwarded as read, never re-serialised (a fast path would
+#: forward unchanged heads this way). Optional: its rows are left out without httptools.
+#: argv: upstream port; prints its port
+C_PARSER_FLOOR = r"""
+import socket, sys, threading, httptools
+UP = int(sys.argv[1])
+
+class Done:
+    def __init__(self):
+        self.done = False
+    def on_message_complete(self):
+        self.done = True
+
+def forward(parser, state, src, dst):
+    # one message from src to dst, each read sent on as it came; False when src closed first
+    state.done = False
+    while not state.done:
+        data = src.recv(1 << 16)
+        if not data:
+            return False
+        parser.feed_data(data)
+        dst.sendall(data)
+    return True
+
+def handle(client):
+    up = socket.create_connection(("127.0.0.1", UP))
+    for s in (client, up):
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    q, a = Done(), Done()
+    req, resp = httptools.HttpRequestParser(q), httptools.HttpResponseParser(a)
+    try:
+        while forward(req, q, client, up) and forward(resp, a, up, client):
+            pass
+    except (OSError, httptools.HttpParserError):
+        return
+    finally:
+        up.close()
+        client.close()
+
+srv = socket.create_server(("127.0.0.1", 0), backlog=1024)
+print(srv.getsockname()[1], flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""
+
+#: a sketch of a threaded transport for mcptap's own relay core, measured, not shipped: blocking
+#: sockets, a thread per client connection and one per upstream connection, driving the tap's
+#: sans-IO ``HttpRelay`` (under one lock: it is not thread-safe) and executing its commands
+#: as ``transport/http.py`` does (consecutive writes joined: ``http_io.coalesce``); each batch
+#: encoded (``fact_codec``) and written to a pipe a ``cat`` process drains, in relay order, after
+#: its writes. No timeouts, eviction, TLS or recorder process: what the forward path alone
+#: would cost on threads. argv: upstream port; run with the checkout on PYTHONPATH; prints its port
+THREADED_CORE = r"""
+import collections, os, select, socket, subprocess, sys, threading
+from mcptap.relay.http import events as r
+from mcptap.relay.http.proxy import HttpRelay
+from mcptap.transport import fact_codec as fc
+from mcptap.transport.http_config import LOOPBACK_NAMES
+from mcptap.transport.http_io import coalesce
+
+UP = r.Upstream.parse("http://127.0.0.1:%s/mcp" % sys.argv[1])
+POLL = sys.argv[2:] == ["poll"]
+CMDS = (r.SendClient, r.SendUpstream, r.OpenUpstream, r.CloseUpstream, r.CloseClient)
+lock = threading.Lock()
+queue = collections.deque()
+sink = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+SINK = sink.stdin.fileno()
+
+class Conn:
+    def __init__(self, cid, client):
+        self.cid, self.client, self.up, self.gen, self.closed = cid, client, None, 0, False
+
+def call(fn, *args):
+    with lock:
+        items = fn(*args)
+        queue.append(items)
+    return items
+
+def record():
+    with lock:
+        while queue:
+            enc = fc.encode(queue.popleft())
+            if enc is not None:
+                os.writev(SINK, fc.frame(fc.BATCH, 0, enc[0], enc[1]))
+
+def run(c, items):
+    follow = []
+    i, n = 0, len(items)
+    while i < n:
+        it = items[i]
+        t = type(it)
+        i += 1
+        try:
+            if t is r.SendClient:
+                data, i = coalesce(items, i, it.data, r.SendClient, None, CMDS)
+                if not c.closed:
+                    c.client.sendmsg(data if type(data) is list else [data])
+            elif t is r.SendUpstream:
+                data, i = coalesce(items, i, it.data, r.SendUpstream, it.gen, CMDS)
+                if it.gen == c.gen and c.up is not None:
+                    c.up.sendmsg(data if type(data) is list else [data])
+            elif t is r.OpenUpstream:
+                if c.up is not None:
+                    c.up.shutdown(socket.SHUT_RDWR)
+                c.gen = it.gen
+                c.up = socket.create_connection((UP.host, UP.port))
+                c.up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if not POLL:
+                    threading.Thread(target=upstream_reader, args=(c, it.gen, c.up), daemon=True).start()
+            elif t is r.CloseUpstream and it.gen == c.gen and c.up is not None:
+                c.up.shutdown(socket.SHUT_RDWR)
+                c.up = None
+            elif t is r.CloseClient:
+                c.closed = True
+                c.client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            follow += call(relay.client_data, c.cid, b"")
+    record()
+    if follow:
+        run(c, follow)
+
+def polled(c):
+    # one thread per client connection for both directions: poll() on the client and the
+    # current upstream socket, so a round trip never hands the GIL to another thread
+    p = select.poll()
+    p.register(c.client, select.POLLIN)
+    up = None
+    while not c.closed:
+        if c.up is not up:
+            if up is not None:
+                try:
+                    p.unregister(up)
+                except (KeyError, ValueError):
+                    pass
+            up = c.up
+            if up is not None:
+                p.register(up, select.POLLIN)
+        for fd, _ in p.poll():
+            if fd == c.client.fileno():
+                try:
+                    data = c.client.recv(1 << 16)
+                except OSError:
+                    data = b""
+                run(c, call(relay.client_data, c.cid, data))
+                if not data:
+                    return
+            elif up is not None and fd == up.fileno():
+                gen = c.gen
+                try:
+                    data = up.recv(1 << 16)
+                except OSError:
+                    data = b""
+                run(c, call(relay.upstream_data, c.cid, gen, data))
+                if not data:
+                    p.unregister(up)
+                    up = c.up = None if c.up is up else c.up
+
+def upstream_reader(c, gen, sock):
+    while True:
+        try:
+            data = sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if gen != c.gen:
+            return
+        run(c, call(relay.upstream_data, c.cid, gen, data))
+        if not data:
+            return
+
+def handle(client):
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    cid, items = relay.client_opened("127.0.0.1:1")
+    c = Conn(cid, client)
+    try:
+        if POLL:
+            polled(c)
+            return
+        while not c.closed:
+            try:
+                data = client.recv(1 << 16)
+            except OSError:
+                data = b""
+            run(c, call(relay.client_data, cid, data))
+            if not data:
+                break
+    finally:
+        if c.up is not None:
+            c.up.close()
+        client.close()
+
+srv = socket.create_server(("127.0.0.1", 0), backlog=1024)
+port = srv.getsockname()[1]
+relay = HttpRelay(UP, listen_authority="127.0.0.1:%d" % port, allowed_hosts=LOOPBACK_NAMES)
+print(port, flush=True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""
+
 # -- a raw HTTP/1.1 client ------------------------------------------------------------
 class Conn:
     def __init__(self, port: int) -> None:
@@ -343,11 +607,17 @@ class Upstream:
 
 
 class PlainRelay:
-    """``PLAIN_RELAY`` (or ``FLOOR_PROXY``, mode "floor") in a process of its own, in front of the upstream."""
+    """``PLAIN_RELAY`` (or ``FLOOR_PROXY``, mode "floor", ``THREADED_FLOOR``, mode
+    "threaded", or ``THREADED_CORE``, mode "core") in a process of its own, in front of the upstream."""
 
     def __init__(self, upstream_port: int, mode: str) -> None:
-        argv = ["-c", FLOOR_PROXY, str(upstream_port)] if mode == "floor" else ["-c", PLAIN_RELAY, str(upstream_port), mode]
-        self.p = subprocess.Popen([PY, *argv], stdout=subprocess.PIPE, text=True)
+        floors = {"floor": FLOOR_PROXY, "threaded": THREADED_FLOOR, "core": THREADED_CORE, "poll": THREADED_CORE,
+                  "cparser": C_PARSER_FLOOR}
+        argv = ["-c", floors[mode], str(upstream_port)] if mode in floors else ["-c", PLAIN_RELAY, str(upstream_port), mode]
+        argv += ["poll"] if mode == "poll" else []
+        # THREADED_CORE imports this checkout's mcptap
+        self.p = subprocess.Popen([PY, *argv], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)} if mode in ("core", "poll") else None)
         assert self.p.stdout is not None
         self.port = int(self.p.stdout.readline())
 
@@ -436,7 +706,9 @@ class Tap:
             time.sleep(window)
 
     def stop(self) -> int:
-        self.p.send_signal(2)
+        # SIGTERM, not SIGINT: a bench started with & from a script runs with SIGINT ignored, which
+        # the tap inherits and keeps (signal_latch.handled), so a SIGINT would wait here for ever
+        self.p.send_signal(15)
         self.p.wait()
         size = os.path.getsize(self.cap)
         os.unlink(self.cap)
@@ -510,14 +782,23 @@ ROWS: list[tuple[str, float | None, dict[str, float], str, str, str]] = []
 LABELS: dict[str, Path] = {"tap": ROOT}
 
 
-def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: PlainRelay) -> None:
-    conns = {"direct": Conn(up.port), "floor": Conn(floor.port), **{k: Conn(t.port) for k, t in taps.items()}}
+#: the floors beside the taps: (label, bench_http mode, note)
+FLOORS = (("floor proxy", "floor", "(trio + h11, nothing else: FLOOR_PROXY)"),
+          ("threaded floor", "threaded", "(blocking sockets + h11, a thread per conn: THREADED_FLOOR)"),
+          ("threaded relay core", "core", "(mcptap's HttpRelay + fact encoding on threads: THREADED_CORE)"),
+          ("  one thread, poll()", "poll", "(THREADED_CORE, both directions in the client's thread)"),
+          ("C parser floor", "cparser", "(threads, httptools framing, bytes forwarded as read: C_PARSER_FLOOR)"))
+
+
+def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors: dict[str, PlainRelay]) -> None:
+    running = [f for f in FLOORS if f[1] in floors]
+    conns = {"direct": Conn(up.port), **{m: Conn(f.port) for m, f in floors.items()}, **{k: Conn(t.port) for k, t in taps.items()}}
     for c in conns.values():
         round_trips(c, 50, 0)
     lat: dict[str, list[float]] = {k: [] for k in conns}
     cpu = dict.fromkeys(taps, 0.0)
     split = {k: [0.0, 0.0] for k in taps}
-    floor_cpu = 0.0
+    floor_cpu = dict.fromkeys(floors, 0.0)
     block = 100
     for k in range(max(1, args.requests // block)):
         for name, c in conns.items():
@@ -525,10 +806,10 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: 
             # finish that first, or it runs during the next configuration's block
             for t in taps.values():
                 t.settle(0.02)
-            c0 = taps[name].cpu_split() if name in taps else (floor.cpu(), 0.0)
+            c0 = taps[name].cpu_split() if name in taps else (floors[name].cpu() if name in floors else 0.0, 0.0)
             lat[name] += round_trips(c, block, 1000 + k * block)
-            if name == "floor":
-                floor_cpu += floor.cpu() - c0[0]
+            if name in floors:
+                floor_cpu[name] += floors[name].cpu() - c0[0]
             if name in taps:
                 taps[name].settle(0.02)
                 c1 = taps[name].cpu_split()
@@ -540,27 +821,36 @@ def run_rt(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: 
     for p in (50, 99):
         ROWS.append((f"round trip p{p} (us)", pct(lat["direct"], p) * 1e6, {k: pct(lat[k], p) * 1e6 for k in taps}, "added",
                      "added p50 <= 200" if p == 50 else "", ""))
-        ROWS.append((f"  floor proxy p{p} (us)", pct(lat["direct"], p) * 1e6, {"tap": pct(lat["floor"], p) * 1e6}, "added", "",
-                     "(trio + h11, nothing else: FLOOR_PROXY)"))
+        for label, m, note in running:
+            ROWS.append((f"  {label} p{p} (us)", pct(lat["direct"], p) * 1e6, {"tap": pct(lat[m], p) * 1e6}, "added", "", note))
     ROWS.append(("tap CPU per round trip (us)", None, {k: cpu[k] / len(lat[k]) * 1e6 for k in taps}, "", "", "(user + system)"))
-    ROWS.append(("  floor proxy CPU per round trip (us)", None, {"tap": floor_cpu / len(lat["floor"]) * 1e6}, "", "", ""))
+    for label, m, _ in running:
+        ROWS.append((f"  {label} CPU per round trip (us)", None, {"tap": floor_cpu[m] / len(lat[m]) * 1e6}, "", "", ""))
     ROWS.append(("  relay process (us)", None, {k: split[k][0] / len(lat[k]) * 1e6 for k in taps}, "", "", ""))
     ROWS.append(("  recorder process (us)", None, {k: split[k][1] / len(lat[k]) * 1e6 for k in taps}, "", "", "(read once the"
                  " recorder caught up)"))
+    relay = {k: split[k][0] / len(lat[k]) for k in taps}
+    for label, m, _ in running:
+        f = floor_cpu[m] / len(lat[m])
+        if f > 0:
+            ROWS.append((f"  relay process CPU / {label} CPU", None, {k: v / f for k, v in relay.items()}, "", "", "(x)"))
 
 
-def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floor: PlainRelay) -> None:
-    delays: dict[str, list[float]] = {"direct": [], "floor": [], **{k: [] for k in taps}}
+def run_sse(up: Upstream, taps: dict[str, Tap], args: argparse.Namespace, floors: dict[str, PlainRelay]) -> None:
+    running = [f for f in FLOORS if f[1] in floors]
+    delays: dict[str, list[float]] = {"direct": [], **{m: [] for m in floors}, **{k: [] for k in taps}}
     for _ in range(2):
         delays["direct"] += sse_delays(up.port, args.events // 2, 0.002)
-        delays["floor"] += sse_delays(floor.port, args.events // 2, 0.002)
+        for m, f in floors.items():
+            delays[m] += sse_delays(f.port, args.events // 2, 0.002)
         for k, t in taps.items():
             delays[k] += sse_delays(t.port, args.events // 2, 0.002)
     for p in (50, 99):
         ROWS.append((f"SSE event delay p{p} (us)", pct(delays["direct"], p) * 1e6, {k: pct(delays[k], p) * 1e6 for k in taps},
                      "added", "added p50 <= 100" if p == 50 else "", ""))
-        ROWS.append((f"  floor proxy p{p} (us)", pct(delays["direct"], p) * 1e6, {"tap": pct(delays["floor"], p) * 1e6}, "added", "",
-                     "(trio + h11, nothing else)"))
+        for label, m, note in running:
+            ROWS.append((f"  {label} p{p} (us)", pct(delays["direct"], p) * 1e6, {"tap": pct(delays[m], p) * 1e6}, "added", "",
+                         note))
 
 
 def run_big(up: Upstream, args: argparse.Namespace) -> None:
@@ -714,14 +1004,15 @@ def main() -> None:
         taps = {k: Tap(up.port, root) for k, root in LABELS.items()}
         idle = {k: t.rss() for k, t in taps.items()}
         idle_split = {k: t.rss_split() for k, t in taps.items()}
-        floor = PlainRelay(up.port, "floor")
+        floors = {m: PlainRelay(up.port, m) for _, m, _ in FLOORS if m != "cparser" or HAVE_HTTPTOOLS}
         try:
             if "rt" not in args.skip:
-                run_rt(up, taps, args, floor)
+                run_rt(up, taps, args, floors)
             if "sse" not in args.skip:
-                run_sse(up, taps, args, floor)
+                run_sse(up, taps, args, floors)
         finally:
-            floor.stop()
+            for f in floors.values():
+                f.stop()
         after = {k: t.rss() for k, t in taps.items()}
         after_split = {k: t.rss_split() for k, t in taps.items()}
         sizes = {k: t.stop() / 1024 for k, t in taps.items()}

@@ -76,3 +76,32 @@ def test_end_without_trailers_is_the_plain_end() -> None:
 @pytest.mark.parametrize("value, ok", [(b"127.0.0.1:8080", True), (b"[::1]:9", True), (b"bad\r\nX-Evil: 1", False), (b"a\x00b", False)])
 def test_a_value_the_relay_writes_itself_is_checked_once(value: bytes, ok: bool) -> None:
     assert heads.valid_value(value) is ok
+
+
+def _outcome(build: object) -> tuple[object, ...]:
+    try:
+        ev = build()        # type: ignore[operator]
+    except h11.LocalProtocolError as exc:
+        return ("error", type(exc), str(exc), exc.error_status_hint)
+    assert type(ev) is h11.Request
+    return ("ok", ev.method, ev.target, ev.http_version, ev.headers._full_items, ev)
+
+
+NAMES = st.sampled_from([b"Host", b"host", b"HOST", b"Content-Length", b"content-length", b"Transfer-Encoding", b"Accept",
+                         b"X-A", b"Connection"])
+RAW_VALUES = st.sampled_from([b"", b"a", b"127.0.0.1:9", b"2", b"02", b"2, 2", b"1, 2", b"-1", b"chunked", b"Chunked", b"gzip",
+                              b"1" * 21, b"x y"])
+
+
+@given(st.sampled_from([b"POST", b"GET", b"DELETE", b"PO ST", b"", b"G\x00T"]),
+       st.sampled_from([b"/mcp", b"/mcp?x=1", b"*", b"http://a/b", b"/a b", b"", b"/\x7f"]),
+       st.lists(st.tuples(NAMES, RAW_VALUES), max_size=6))
+def test_the_request_head_is_the_event_h11s_constructor_builds(method: bytes, target: bytes,
+                                                              fields: list[tuple[bytes, bytes]]) -> None:
+    # heads.request skips h11.Request's constructor: same fields, same checks in the same order, same errors
+    fast = _outcome(lambda: heads.request(method, target, fields))
+    slow = _outcome(lambda: h11.Request(method=method, target=target, headers=fields, _parsed=True))
+    assert fast[:-1] == slow[:-1] if fast[0] == "ok" else fast == slow
+    if fast[0] == "ok":
+        assert fast[-1] == slow[-1]                 # the frozen dataclass's own equality, every field
+        assert _bytes(h11.CLIENT, fast[-1]) == _bytes(h11.CLIENT, slow[-1])   # type: ignore[arg-type]

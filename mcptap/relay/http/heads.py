@@ -23,16 +23,42 @@ from __future__ import annotations
 from functools import lru_cache
 
 import h11
+from h11._events import method_re, request_target_re  # h11 is pinned to 0.16 (pyproject.toml)
+from h11._headers import normalize_and_validate
+from h11._util import validate
 
 Headers = list[tuple[bytes, bytes]]
+
+_set = object.__setattr__       # h11's events are frozen dataclasses: set as their constructors do
 
 #: EndOfMessage without trailers (immutable: h11 events are frozen)
 END = h11.EndOfMessage()
 
 
 def request(method: bytes, target: bytes, headers: Headers) -> h11.Request:
-    """A request head whose fields came from h11's parser (see module doc)."""
-    return h11.Request(method=method, target=target, headers=headers, _parsed=True)
+    """A request head whose fields came from h11's parser (see module doc):
+    the event ``h11.Request(method=…, target=…, headers=…, _parsed=True)``
+    builds, with the same checks in the same order and the same errors, without
+    its constructor's generic work (an ABC ``isinstance``, the Host count read
+    through ``Sequence.__iter__``, four frozen-dataclass sets through a keyword
+    call): 4-5 µs instead of ~11 on the round trip's one request head."""
+    fields = normalize_and_validate(headers, _parsed=True)      # framing fields checked as always
+    hosts = 0
+    for _, name, _ in fields._full_items:
+        if name == b"host":
+            hosts += 1
+    if hosts == 0:
+        raise h11.LocalProtocolError("Missing mandatory Host: header")
+    if hosts > 1:
+        raise h11.LocalProtocolError("Found multiple Host: headers")
+    validate(method_re, method, "Illegal method characters")
+    validate(request_target_re, target, "Illegal target characters")
+    ev = object.__new__(h11.Request)
+    _set(ev, "headers", fields)
+    _set(ev, "method", method)
+    _set(ev, "target", target)
+    _set(ev, "http_version", b"1.1")
+    return ev
 
 
 def response(status: int, reason: bytes, headers: Headers) -> h11.Response:
