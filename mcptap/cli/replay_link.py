@@ -93,7 +93,7 @@ def _live_redaction(plan: Plan, unscrubbed: bool) -> tuple[Callable[[Any], Any] 
         return None, None, None
     from mcptap.redact.keyfile import existing_keyer
     from mcptap.redact.live import live_redactors, message_redaction, params_redaction
-    from mcptap.redact.scrub import Scrubber
+    from mcptap.redact.scrub import record_scrub
 
     keyer = existing_keyer()
     redactors, why = live_redactors(plan.header, keyer)
@@ -104,14 +104,7 @@ def _live_redaction(plan: Plan, unscrubbed: bool) -> tuple[Callable[[Any], Any] 
                               "(--unscrubbed-output: write it unscrubbed all the same)")
         _say(why)
         return None, None, None
-    passes = [Scrubber(r) for r in redactors]
-
-    def scrub(rec: dict[str, Any]) -> dict[str, Any]:
-        for p in passes:                # each pass in order: the new header lists them as the capture's does
-            rec = p.transform(rec)
-        return rec
-
-    return params_redaction(redactors), message_redaction(redactors), scrub
+    return params_redaction(redactors), message_redaction(redactors), record_scrub(redactors)
 
 
 def _url_name(url: str) -> str:

@@ -11,7 +11,8 @@ server; SIGINT 130: Ctrl-C; SIGHUP, SIGQUIT), after ``-o`` got its end record an
 SIGALRM end nothing: passed on to ``--extend``'s real server, else ignored); 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
 CAPTURE is left as it was); 2 when the capture cannot be served (not a capture, no
 recorded server messages, port busy, unwritable ``-o``, a scrubbed capture to
-extend whose redaction this user cannot redo).
+extend, or to record with ``-o``, whose redaction this user cannot redo: ``-o`` of a
+scrubbed capture is scrubbed as it was, ``--unscrubbed-output`` writes it in clear).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.cli import options
 from mcptap.cli.errors import interrupted, say_usage, usage
 from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.serve_scrub import extend_scrubbers, live_redaction, output_scrub
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import CaptureWriteError, McptapError
@@ -68,7 +70,10 @@ def _hide_argv_secrets(rec: Recorder, argv: list[str]) -> None:
         rec.known = known
 
 
-def _recorder(output: str | None, transport: str, capture: str, target: dict[str, Any]) -> Recorder | None:
+def _recorder(output: str | None, transport: str, capture: str, target: dict[str, Any],
+              scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Recorder | None:
+    """The mock's own capture at ``output`` (None: none), its records through ``scrub``
+    (serve_scrub.output_scrub). Raises McptapError, CaptureWriteError."""
     if output is None:
         return None
     if os.path.exists(output) and not os.path.isfile(output):
@@ -77,6 +82,7 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
         writer = CaptureWriter.open(output)
     except OSError as exc:
         raise McptapError(f"cannot create {output}: {exc.strerror or exc}") from None
+    writer.transform = scrub
     try:
         return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"served_from": capture})
     except CaptureWriteError:
@@ -100,9 +106,11 @@ def unanswered_line(unanswered: list[str], show: int = 5) -> str:
 
 
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
-             ready: Callable[[str], None] | None = None, quiet: bool = False) -> int:
+             ready: Callable[[str], None] | None = None, quiet: bool = False,
+             scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
     """Serve over HTTP until SIGINT, SIGTERM, SIGHUP or SIGQUIT; returns the exit status (0, or 2
-    when the mock cannot listen or record). ``ready(url)``: called once listening.
+    when the mock cannot listen or record). ``ready(url)``: called once listening; ``scrub``:
+    the ``-o`` capture's record transform (serve_scrub.output_scrub).
     At the end, unless ``quiet``, the requests it had no recorded answer for (stderr)."""
     from mcptap.cli.record_http import parse_listen
     from mcptap.serve.http import HttpMock
@@ -124,7 +132,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
             return 2
         try:
             mock = HttpMock(core, None, host=host, port=port, allow_remote=allow_remote, say=_say)
-            mock.rec = _recorder(output, "http", capture, {"served_from": capture})
+            mock.rec = _recorder(output, "http", capture, {"served_from": capture}, scrub)
         except McptapError as exc:
             _say(str(exc))
             return 2
@@ -156,39 +164,6 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
     if not quiet and core.unanswered:
         _say(unanswered_line(core.unanswered))
     return 0
-
-
-def _live_redaction(script: Script) -> Callable[[Any], Any] | None:
-    """A scrubbed capture: live params redacted as its were, when this user's key made it
-    (else said once on stderr; redact/live.py). Raises RedactionError when the user's key is
-    there but unusable (keyfile.existing_keyer)."""
-    from mcptap.redact.keyfile import existing_keyer
-    from mcptap.redact.live import live_redaction
-
-    if not script.header.get("scrubbed"):
-        return None
-    prepare, why = live_redaction(script.header, existing_keyer())
-    if why is not None:
-        _say(why)
-    return prepare
-
-
-def _scrubbers(script: Script, capture: str) -> list[Any]:
-    """``--extend`` of a scrubbed capture: a Scrubber per scrub pass its header names, made
-    with those rules and this user's key, so the new session is redacted as the capture was
-    ([] for a capture that is not scrubbed). Raises McptapError when they cannot be made:
-    appending a session in clear to a capture that says it holds no secrets would be a lie."""
-    if not script.header.get("scrubbed"):
-        return []
-    from mcptap.redact.keyfile import existing_keyer
-    from mcptap.redact.live import live_redactors
-    from mcptap.redact.scrub import Scrubber
-
-    redactors, why = live_redactors(script.header, existing_keyer())
-    if redactors is None:
-        raise McptapError(f"cannot extend {capture}: it is scrubbed, and the new session cannot be redacted as its records "
-                          f"were: {why or 'its scrub passes are unreadable'}")
-    return [Scrubber(r) for r in redactors]
 
 
 def _episode_file(capture: str) -> tuple[str, int | None]:
@@ -271,13 +246,16 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
 @options.ignore("Also ignore this params path when matching (repeatable).")
 @click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
               help="Record the mock's own session (findings for requests it could not answer).")
+@click.option("--unscrubbed-output", is_flag=True,
+              help="A scrubbed CAPTURE whose redaction key you do not have: write -o all the same, with the live "
+                   "client's secrets in clear (default: refuse; with the key it is scrubbed as CAPTURE was).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr at the end.")
 @click.option("--extend", is_flag=True, help="stdio: ask the real server (-- CMD ARGS...) what the capture cannot answer, "
               "and add those exchanges to CAPTURE as a new session.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="[-- CMD [ARGS]...]")
 @click.pass_context
 def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: bool, strict: bool, latency: str,
-            speed: float | None, ignore: tuple[str, ...], output: str | None, quiet: bool, extend: bool,
+            speed: float | None, ignore: tuple[str, ...], output: str | None, unscrubbed_output: bool, quiet: bool, extend: bool,
             cmd: tuple[str, ...]) -> None:
     """Serve CAPTURE's recorded server answers over stdio (or HTTP with --listen)."""
     refuse_input_as_output([capture], output)
@@ -291,25 +269,27 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
     try:
         script = load_script(capture)
         core = ServeCore(script, strict=strict, latency=latency == "recorded" or speed is not None,
-                         speed=speed or 1.0, masker=Masker(ignore), prepare=_live_redaction(script), say=_say)
+                         speed=speed or 1.0, masker=Masker(ignore), prepare=live_redaction(script, _say), say=_say)
+        scrub = output_scrub(script, unscrubbed_output, _say) if output is not None else None
     except (McptapError, ValueError) as exc:
         _say(str(exc))
         ctx.exit(2)
     if listen is not None:
-        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet))
+        ctx.exit(run_http(core, capture, listen, allow_remote=allow_remote, output=output, quiet=quiet, scrub=scrub))
     scrubbers: list[Any] = []
     kept: int | None = None
     hold_fd = -1
     episode = output
     try:
         if extend:
-            scrubbers = _scrubbers(script, capture)
+            scrubbers = extend_scrubbers(script, capture)
             if script.header.get("transport", "stdio") != "stdio":
                 raise McptapError(f"cannot extend {capture}: only stdio captures can be extended")
             hold_fd = _hold(capture)
             if output is None:
                 episode, kept = _episode_file(capture)
-        rec = _recorder(episode, "stdio", capture, {"served_from": capture})
+        # an -o file is scrubbed as written; the merge scrubs the episode again, which changes nothing
+        rec = _recorder(episode, "stdio", capture, {"served_from": capture}, scrub if episode == output else None)
         if rec is not None and rec.writer is not None and cmd:
             _hide_argv_secrets(rec, list(cmd))
     except (McptapError, OSError) as exc:

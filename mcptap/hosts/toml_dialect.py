@@ -32,7 +32,8 @@ class CodexToml(Dialect):
     @staticmethod
     def _doc(text: str) -> Any:
         try:
-            return tomlkit.parse(text)
+            # a BOM (Windows editors write one) is no key: tomlkit would read it as an empty one
+            return tomlkit.parse(text.removeprefix(_BOM))
         except tomlkit.exceptions.ParseError as exc:
             raise ConfigSyntaxError(str(exc)) from None
 
@@ -74,13 +75,13 @@ class CodexToml(Dialect):
         value = tomlkit.item(list(args))
         if fresh and "\r\n" in text and not isinstance(tbl, tomlkit.items.InlineTable):
             value.trivia.trail = "\r\n"       # a line tomlkit adds ends as the file's lines do
-        tbl["args"] = value
-        return str(doc.as_string())
+        _set(tbl, "args", value)
+        return _bom(text) + str(doc.as_string())
 
     def set_url(self, text: str, name: str, url: str) -> str:
         doc = self._doc(text)
-        self._table(doc, name)["url"] = url
-        return str(doc.as_string())
+        _set(self._table(doc, name), "url", url)
+        return _bom(text) + str(doc.as_string())
 
     def entry_texts(self, text: str) -> dict[str, str]:
         return {name: _table_text(tbl) for name, tbl in self._tables(self._doc(text)).items()}
@@ -99,11 +100,33 @@ class CodexToml(Dialect):
         return bool(old_doc == new_doc)
 
 
+_BOM = "\ufeff"
+
+
+def _bom(text: str) -> str:
+    """The BOM ``text`` starts with, kept in front of an edited file ("" when none)."""
+    return _BOM if text.startswith(_BOM) else ""
+
+
+def _set(tbl: Any, key: str, value: Any) -> None:
+    """``tbl[key] = value`` keeping the layout: a key tomlkit adds before a sub-table
+    (``[mcp_servers.NAME.env]`` right after the table's keys) also gets a blank line put in
+    front of that sub-table, in LF whatever the file's line ends; the sub-tables' leading
+    whitespace is restored as it was."""
+    body = getattr(getattr(tbl, "value", None), "body", None) or []
+    heads = [t for _, v in body for t in (v.body[:1] if isinstance(v, tomlkit.items.AoT) else [v])
+             if isinstance(t, tomlkit.items.Table)]
+    indents = [t.trivia.indent for t in heads]
+    tbl[key] = value
+    for t, indent in zip(heads, indents, strict=True):
+        t.trivia.indent = indent
+
+
 def _plain_servers(text: str) -> dict[str, Any]:
     """``mcp_servers`` of ``text`` read by tomllib (names to tables); empty
     when tomllib does not read the file (tomlkit's values are used then)."""
     try:
-        servers = tomllib.loads(text).get("mcp_servers")
+        servers = tomllib.loads(text.removeprefix(_BOM)).get("mcp_servers")
     except (tomllib.TOMLDecodeError, RecursionError):
         return {}
     return {k: v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}

@@ -37,7 +37,7 @@ Scrubbing twice gives the same capture as scrubbing once. ``hits`` collects
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.format import decode_bytes, encode_bytes
@@ -363,3 +363,18 @@ def _differs(a: Any, b: Any) -> bool:
         return bool(a != b)
     except RecursionError:      # too deep to compare: taken as changed
         return True
+
+
+def record_scrub(redactors: list[Redactor]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ``CaptureWriter.transform`` that scrubs every record written, header included, with
+    one pass per redactor in order (the new header lists them as a scrubbed capture's does):
+    ``replay``'s new capture and ``serve -o`` of a scrubbed capture, so neither holds a live
+    secret (and ``diff`` against the capture compares placeholders)."""
+    passes = [Scrubber(r) for r in redactors]
+
+    def scrub(rec: dict[str, Any]) -> dict[str, Any]:
+        for p in passes:
+            rec = p.transform(rec)
+        return rec
+
+    return scrub

@@ -23,3 +23,19 @@ def test_wrapped_args_are_the_values_codex_reads(quote: str) -> None:
     assert after["args"][after["args"].index("--") + 1:] == [before["command"], *before["args"]]
     assert after["args"][-2:] == ['{\n  "a": 1\n}', "t\r\n"]
     assert unwrap(CODEX, out.text, out.memo).text == text
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("sub", ["[mcp_servers.b.env]", "[[mcp_servers.b.hooks]]"])
+@pytest.mark.parametrize("bom", ["", "\ufeff"], ids=["plain", "bom"])
+def test_wrap_changes_only_command_and_args_lines(eol: str, sub: str, bom: str) -> None:
+    # a sub-table right after the table's keys once got a blank line (LF, whatever the file's line
+    # ends) in front of it from tomlkit; a leading BOM (Windows editors) was read as an empty key
+    # and the file refused
+    text = f'{bom}# mine{eol}[mcp_servers.b]{eol}command = "b"{eol}{sub}{eol}Y = "2"{eol}'
+    out = wrap(CODEX, text, None, WrapSpec(("/bin/mcptap",), "/caps"))
+    lines = out.text.split(eol)
+    assert out.text.startswith(bom + "# mine" + eol) and out.text.count("\n") == out.text.count(eol) == text.count(eol) + 1
+    assert lines[2].startswith("command = ") and lines[3].startswith("args = [") and lines[4] == sub
+    assert tomllib.loads(out.text.removeprefix(bom))["mcp_servers"]["b"]["args"][-2:] == ["--", "b"]
+    assert unwrap(CODEX, out.text, out.memo).text == text
