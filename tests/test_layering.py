@@ -26,7 +26,7 @@ LEVELS = {
     "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.protocol.shape_gen": 1,
     "mcptap.protocol.shape_shipped": 1, "mcptap.protocol.shape_table": 1, "mcptap.protocol.shape_ship_gen": 1, "mcptap.reuse_annotations": 1,
     "mcptap.batch_shapes": 1, "mcptap.protocol.pending": 1, "mcptap.protocol.idless_answers": 1,
-    "mcptap.protocol.skeleton": 1, "mcptap.redact.ds_table": 1, "mcptap.redact.argv_rules": 1, "mcptap.redact.shapes": 1,
+    "mcptap.protocol.skeleton": 1, "mcptap.protocol.shape_verdict": 1, "mcptap.redact.ds_table": 1, "mcptap.redact.argv_rules": 1, "mcptap.redact.shapes": 1,
     "mcptap.redact.deep": 1, "mcptap.redact.stderr_stream": 1, "mcptap.redact.urlview": 1, "mcptap.redact.sessions": 1,
     "mcptap.redact.scrub_streams": 1, "mcptap.redact.record_places": 1,
     "mcptap.protocol.code_table": 1, "mcptap.protocol.code_table_transport": 1,
