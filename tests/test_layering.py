@@ -19,6 +19,7 @@ LEVELS = {
     "mcptap.reannotate_views": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1, "mcptap.capture_ends": 1, "mcptap.liveness": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
+    "mcptap.show.values": 3, "mcptap.show.tracker": 3, "mcptap.show.latency": 3,
     "mcptap.check.scan": 3, "mcptap.check.scan_records": 3, "mcptap.check.scan_report": 3, "mcptap.check.merge": 3,
     "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3, "mcptap.check.fullsplit": 4,
     "mcptap.check.shape_oracle": 3, "mcptap.check.shape_child": 4, "mcptap.check.forked": 4, "mcptap.check.full_tally": 3, "mcptap.check.split_state": 3,
