@@ -86,17 +86,6 @@ def ensure_std_fds() -> None:
                 os.close(null)
 
 
-def detach_fd(fd: int) -> None:
-    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
-    our process keeps a valid fd 0/1 (Python may still touch them)."""
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, fd)
-        os.close(null)
-    except OSError:
-        pass
-
-
 def _child_setup(parent: int) -> Callable[[], None] | None:
     if not sys.platform.startswith("linux"):
         return None
