@@ -189,17 +189,13 @@ class Summary:
         else:
             yield label + "unknown (no end record)"
         if j["methods"]:
-            yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'resp':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(_row("method", "c2s", "s2c", "resp", "err", ("p50", "p90", "p99", "max")), "dim")
             for name, s in j["methods"].items():
-                lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['c2s']:>6} {s['s2c']:>6} {s['responses']:>5} {s['errors']:>5} "
-                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+                yield _row(shorten(name, 34), s["c2s"], s["s2c"], s["responses"], s["errors"], _times(s["latency"]))
         if j["tools"]:
-            yield st(f"  {'tool':<34} {'calls':>6} {'':>6} {'':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(_row("tool", "calls", "", "", "err", ("p50", "p90", "p99", "max")), "dim")
             for name, s in j["tools"].items():
-                lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['calls']:>6} {'':>6} {'':>5} {s['errors']:>5} "
-                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+                yield _row(shorten(name, 34), s["calls"], "", "", s["errors"], _times(s["latency"]))
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
@@ -210,3 +206,13 @@ class Summary:
         yield ("  findings: " + ", ".join(st(f"{f[s]} {s}", s) if f[s] else f"0 {s}" for s in ("error", "warn", "info")))
         if not j["complete"]:
             yield st("  capture incomplete: no end record (mcptap killed, or still recording)", "warn")
+
+
+def _row(name: str, first: Any, second: Any, resp: Any, err: Any, times: tuple[str, ...]) -> str:
+    """One line of the method or tool table (its header too), in its columns."""
+    return f"  {name:<34} {first:>6} {second:>6} {resp:>5} {err:>5} " + " ".join(f"{t:>8}" for t in times)
+
+
+def _times(lat: dict[str, Any]) -> tuple[str, ...]:
+    """A latency's p50, p90, p99 and max as the table shows them ('-': none)."""
+    return tuple(fmt_us(lat[k]) if lat[k] is not None else "-" for k in ("p50_us", "p90_us", "p99_us", "max_us"))
