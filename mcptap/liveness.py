@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from mcptap.capture.spill_format import SUFFIX, in_use, is_spill_file, spill_path
 from mcptap.capture.writer import locked_by_a_writer
@@ -75,14 +75,21 @@ def writes(pid: int, file: FileId) -> bool | None:
         return False if os.path.isdir(f"{_PROC}/self/fd") else None
     except OSError:
         return None
+    for fd, held in _fd_files(where, fds):
+        if held == file and _writable(pid, fd):
+            return True
+    return False
+
+
+def _fd_files(where: str, fds: Iterable[str]) -> Iterator[tuple[str, FileId]]:
+    """Each of a ``/proc/PID/fd`` directory's ``fds`` with the file it names
+    (one closed meanwhile, or not ours to look at, left out)."""
     for fd in fds:
         try:
             st = os.stat(f"{where}/{fd}")
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) == file and _writable(pid, fd):
-            return True
-    return False
+        yield fd, (st.st_dev, st.st_ino)
 
 
 class Writers:
@@ -112,13 +119,9 @@ def _open_for_writing() -> set[FileId] | None:
             fds = os.listdir(where)
         except OSError:
             continue
-        for fd in fds:
-            try:
-                st = os.stat(f"{where}/{fd}")
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in out and _writable(pid, fd):
-                out.add((st.st_dev, st.st_ino))
+        for fd, held in _fd_files(where, fds):
+            if held not in out and _writable(pid, fd):
+                out.add(held)
     return out
 
 

@@ -70,3 +70,34 @@ def post(target: bytes, body: bytes, ctype: bytes = b"application/json", extra: 
 def response(status: int, headers: list[tuple[bytes, bytes]], body: bytes = b"") -> bytes:
     head = b"".join(b"%s: %s\r\n" % (n, v) for n, v in headers)
     return b"HTTP/1.1 %d X\r\n%sContent-Length: %d\r\n\r\n%s" % (status, head, len(body), body)
+
+
+#: a tools/list request, the one the answers below answer
+LIST = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+
+
+def chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def list_answer(filler: bytes) -> bytes:
+    """A tools/list answer (id 1) whose ``result.x`` is ``filler``."""
+    return b'{"jsonrpc":"2.0","id":1,"result":{"tools":[],"x":"' + filler + b'"}}'
+
+
+def gzip_answered(path: Path, body: bytes, ctype: bytes = b"application/json") -> list[dict[str, Any]]:
+    """The records of a tap (capture at ``path``) that relayed LIST and its answer:
+    ``body`` (gzip bytes) as a chunked ``ctype`` body in 16 KiB chunks."""
+    tap = SansIoTap(path)
+    tap.client(post(b"/mcp", LIST))
+    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" % ctype)
+    for i in range(0, len(body), 16384):
+        tap.upstream(chunk(body[i:i + 16384]))
+    tap.upstream(b"0\r\n\r\n")
+    return tap.records()
+
+
+def finding_codes(recs: list[dict[str, Any]]) -> set[str]:
+    """The codes of every finding the records carry."""
+    return {f["code"] for r in recs for f in r.get("findings") or ()}

@@ -11,8 +11,11 @@ import pytest
 from mcptap.capture.reader import read_capture
 from mcptap.check.reannotated import Reannotated
 from mcptap.filters.operators import compile_filter
+from mcptap.show.latency import Latencies
 from mcptap.show.render import json_lines, mermaid, render_timeline, timeline, timeline_line
-from mcptap.show.summary import Latencies, Summary, Tracker, fmt_us
+from mcptap.show.summary import Summary
+from mcptap.show.tracker import Tracker
+from mcptap.show.values import fmt_us
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 
 H = handshake()

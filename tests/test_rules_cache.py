@@ -82,7 +82,7 @@ def test_cut_short_capture_counts_bytes_like_the_full_path(tmp_path: Path, light
 #: checks are computed afresh by every reader (never reused), the fingerprint is the key itself
 _NOT_RULES = {"mcptap.protocol.shapes", "mcptap.protocol.shape_fast", "mcptap.protocol.shape_gen", "mcptap.protocol.shape_graph",
               "mcptap.protocol.shape_shipped", "mcptap.protocol.shape_table", "mcptap.protocol.shape_ship_gen", "mcptap.protocol.schema_fast",
-              "mcptap.protocol.tagged", "mcptap.protocol.fingerprint"}
+              "mcptap.protocol.tagged", "mcptap.protocol.fingerprint", "mcptap.protocol.shape_verdict"}
 
 
 def _protocol_imports(roots: list[str]) -> set[str]:

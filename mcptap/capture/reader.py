@@ -18,7 +18,7 @@ import orjson
 
 from mcptap.capture.chunk_search import find_chunk_record
 from mcptap.capture.format import FORMAT, VERSION, message_from_record, migrate
-from mcptap.capture.source import lines, open_input, read_line
+from mcptap.capture.source import lines, open_input, opened, read_line
 from mcptap.capture_ends import cut_header
 from mcptap.errors import CaptureReadError
 from mcptap.model import Message, Phase
@@ -357,16 +357,10 @@ def has_chunks(path: str) -> bool:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False        # a FIFO or <(…) is read once, by the reader (and opening one may wait for a writer)
-        with open(path, "rb") as fp:
-            src: Any = fp
-            if fp.peek(2)[:2] == b"\x1f\x8b":
-                import gzip
-
-                src = gzip.GzipFile(fileobj=fp, mode="rb")
-            # read in blocks, not mapped: a mapping's pages count in the reader's RSS, so
-            # searching a 276 MB capture took show's peak RSS from ~45 MB to ~300 MB
-            with src:
-                return find_chunk_record(src)
+        # read in blocks, not mapped: a mapping's pages count in the reader's RSS, so
+        # searching a 276 MB capture took show's peak RSS from ~45 MB to ~300 MB
+        with opened(path) as src:
+            return find_chunk_record(src)
     except (OSError, ValueError, EOFError):
         return False
 

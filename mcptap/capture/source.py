@@ -1,8 +1,8 @@
 """Where a capture is read from: a file, ``-`` (standard input), and gzip
 (``.jsonl.gz``, recognised by its magic bytes, from a file or stdin).
 
-``open_input(path)`` returns a binary file object; ``lines(fp, path)`` its
-lines, where a gzip stream that ends early reads as far as it goes and then
+``open_input(path)`` returns a binary file object (``opened(path)``: a
+regular file, as a context); ``lines(fp, path)`` its lines, where a gzip stream that ends early reads as far as it goes and then
 counts as a cut last line, and a damaged one is a CaptureReadError."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import io
 import sys
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any, cast
 
 from mcptap.errors import CaptureReadError
@@ -36,6 +37,19 @@ def open_input(path: str) -> IO[bytes]:
     if magic == b"\x1f\x8b":
         return cast(IO[bytes], gzip.GzipFile(fileobj=fp, mode="rb"))
     return cast(IO[bytes], fp)
+
+
+@contextmanager
+def opened(path: str) -> Iterator[IO[bytes]]:
+    """The file ``path`` for reading, gzip decompressed as it is read, closed
+    on leaving (for a byte search of the whole file, not stdin). Raises
+    OSError (and, as it is read, gzip's errors)."""
+    with open(path, "rb") as fp:
+        src: Any = fp
+        if fp.peek(2)[:2] == b"\x1f\x8b":
+            src = gzip.GzipFile(fileobj=fp, mode="rb")
+        with src:
+            yield cast(IO[bytes], src)
 
 
 #: a header line is a few hundred bytes (its argv may be long); beyond this the file is no capture

@@ -9,12 +9,10 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
-from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import sequence_finding
 from mcptap.check.scan import FLUSH_BYTES, Unsupported
 from mcptap.protocol.codes import finding
+from mcptap.records import message_bytes
 
 _DIRS = ("c2s", "s2c")
 
@@ -54,16 +52,7 @@ class FullTally:
             stream = r["dir"]
             self.counts[stream][1] += 1
             if self.stdio:
-                raw = r.get("raw")
-                if raw is not None:
-                    data = raw.encode("utf-8")
-                elif "raw_b64" in r:
-                    data = base64.b64decode(r["raw_b64"])
-                else:
-                    try:
-                        data = orjson.dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
-                    except (TypeError, orjson.JSONEncodeError):
-                        data = exact_dumps(r.get("json")) + str(r.get("eol", "\n")).encode("utf-8")
+                data = message_bytes(r) or b""
         elif typ == "chunk":
             d = r.get("dir")
             if d in _DIRS and self.stdio:

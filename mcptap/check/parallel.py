@@ -36,7 +36,7 @@ from typing import IO, TYPE_CHECKING, Any
 from mcptap.capture.format import VERSION
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.reader import CaptureStream, has_chunks
-from mcptap.capture.source import add_bytes_read, lines, open_input, read_line
+from mcptap.capture.source import add_bytes_read, lines, open_input, opened, read_line
 from mcptap.check.file_ranges import BATCH, balanced, batches, line_start, middle
 from mcptap.check.forked import STREAMS, Forked, Spill, write_all
 from mcptap.check.report import CaptureReport
@@ -136,14 +136,8 @@ def _fast(path: str, keep: int, shapes: bool, workers: int, reuse: bool = True) 
 def _unmarked_refusals(path: str) -> bool:
     from mcptap.records.refusals import unmarked_refusals
 
-    with open(path, "rb") as fp:
-        src: Any = fp
-        if fp.peek(2)[:2] == b"\x1f\x8b":
-            import gzip
-
-            src = gzip.GzipFile(fileobj=fp, mode="rb")
-        with src:
-            return unmarked_refusals(src)
+    with opened(path) as src:
+        return unmarked_refusals(src)
 
 
 def _tallies() -> tuple[dict[str, StreamTally], Callable[[str, bytes], None]]:

@@ -21,7 +21,6 @@ tests/test_check_scan.py proves both paths give the same report.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -36,6 +35,7 @@ from mcptap.check.scan_records import Unsupported as Unsupported  # re-exported:
 from mcptap.check.scan_records import after_end, check_seq, other_record, payload
 from mcptap.check.scan_report import scan_report
 from mcptap.model import UNPARSED, Direction, Kind, severity_counts
+from mcptap.records import message_bytes
 
 _DIRS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _KINDS = {"request": Kind.REQUEST, "notification": Kind.NOTIFICATION}
@@ -204,22 +204,14 @@ class Scan:
                 c = counts[d]
                 c[1] += 1
                 if stdio:
-                    raw = rec.get("raw") if not plain else None
-                    if plain:
+                    if plain:           # message_bytes inlined for the common record
                         value = rec["json"]
                         try:
                             data = dumps(value) + NL
                         except (TypeError, orjson.JSONEncodeError):   # a hand-edited json orjson refuses (deep, big integer)
                             data = exact_dumps(value) + NL
-                    elif raw is not None:
-                        data = raw.encode("utf-8")
-                    elif "raw_b64" in rec:
-                        data = base64.b64decode(rec["raw_b64"])
                     else:
-                        try:
-                            data = dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
-                        except (TypeError, orjson.JSONEncodeError):   # a hand-edited json orjson refuses (deep, big integer)
-                            data = exact_dumps(rec["json"]) + (NL if "eol" not in rec else str(rec["eol"]).encode("utf-8"))
+                        data = message_bytes(rec) or b""
                     size = len(data)
                     c[0] += size
                     bufs[d].append(data)

@@ -109,11 +109,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     The findings are the live recorder's counts from each end record
     (LIVE-FINDINGS), without the schema shape checks (shape.*) that `mcptap check`,
     the full judgement, adds: check may report more warnings."""
-    where = directory if directory is not None else str(capture_dir())
-    if os.path.exists(where) and not os.path.isdir(where):
-        raise click.UsageError(f"{where}: not a directory")
-    if directory is not None and not os.path.lexists(where):
-        raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
+    where = captures_dir(directory)
     remove_leftovers(where)        # left by a killed mcptap (kill -9): never listed, never kept
     infos = scan_dir(where)
     for path in orphan_spills(where, [i.named_spill for i in infos if i.named_spill]):
@@ -139,6 +135,18 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     if unframed:
         click.echo(f"mcptap: ? for {unframed} capture(s) stored partly unframed while analysis was behind: "
                    "`mcptap check` counts their messages and findings", err=True)
+
+
+def captures_dir(directory: str | None) -> str:
+    """The captures directory ``--dir`` names (None: the default one, which may
+    not exist yet). Raises click.UsageError for a path that is no directory, or
+    a ``--dir`` that does not exist (a mistyped --dir is not an empty one)."""
+    where = directory if directory is not None else str(capture_dir())
+    if os.path.exists(where) and not os.path.isdir(where):
+        raise click.UsageError(f"{where}: not a directory")
+    if directory is not None and not os.path.lexists(where):
+        raise click.UsageError(f"{where}: no such directory")
+    return where
 
 
 def scan_dir(where: str) -> list[CaptureInfo]:

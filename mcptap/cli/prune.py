@@ -18,7 +18,6 @@ Exit status: 0; 2 for a usage error or when a file could not be removed.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 
@@ -26,10 +25,9 @@ import click
 
 from mcptap.catalog import CaptureInfo, parse_age, remove, select_prune
 from mcptap.cli import options
-from mcptap.cli.ls import human_size, printable, scan_dir
+from mcptap.cli.ls import captures_dir, human_size, printable, scan_dir
 from mcptap.escape import text_path
 from mcptap.liveness import orphan_spills, remove_leftovers, remove_orphan_spills
-from mcptap.paths import capture_dir
 
 #: why prune removes a spill file of its own
 ORPHAN = "a spill file whose capture is gone"
@@ -63,11 +61,7 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
     """Delete captures older than AGE, keeping the N newest of each server."""
     if older_than is None and keep is None:
         raise click.UsageError("give --older-than AGE, --keep N or both")
-    where = directory if directory is not None else str(capture_dir())
-    if os.path.exists(where) and not os.path.isdir(where):
-        raise click.UsageError(f"{where}: not a directory")
-    if directory is not None and not os.path.lexists(where):
-        raise click.UsageError(f"{where}: no such directory")     # a mistyped --dir is not an empty one
+    where = captures_dir(directory)
     infos = scan_dir(where)
     doomed = select_prune(infos, now=time.time(), older_than=older_than, keep=keep)
     if dry_run:

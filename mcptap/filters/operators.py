@@ -233,7 +233,7 @@ class Filter:
     def __call__(self, record: dict[str, Any], request: dict[str, Any] | None = None,
                  members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None) -> bool:
         """``members``: a batch record's members as (``members.member_views``
-        record, its request context) pairs (``summary.Tracker.members``): the
+        record, its request context) pairs (``show.tracker.Tracker.members``): the
         batch matches when it or any member matches."""
         if self._pred(record, request):
             return True

@@ -18,7 +18,7 @@ from functools import lru_cache
 _RULE_MODULES = ("annotate", "annotator_state", "capabilities", "codes", "conventions", "contracts", "framing", "framing_facts", "jsonrpc", "lifecycle",
                  "pairing", "process_rules", "rules", "http_rules", "http_memory", "http_answers", "http_judge", "http_replay", "session_book", "sse",
                  "sse_block", "http_fields", "urls", "jsonparse", "skeleton", "utf8", "sse_rules", "excerpt", "gap_pending",
-                 "content_coding", "pending", "idless_answers")
+                 "content_coding", "pending", "idless_answers", "code_table", "code_table_transport")
 
 
 @lru_cache(maxsize=1)

@@ -31,7 +31,7 @@ from mcptap.protocol import shape_fast
 
 FILE = "data/shape-quick.json"
 #: the modules whose code decides the shipped text
-GENERATOR = ("shape_fast.py", "shape_gen.py", "shape_graph.py", "shapes.py", "tagged.py", "shape_shipped.py", "shape_ship_gen.py")
+GENERATOR = ("shape_fast.py", "shape_gen.py", "shape_graph.py", "shapes.py", "shape_verdict.py", "tagged.py", "shape_shipped.py", "shape_ship_gen.py")
 #: variant -> compile_model's (member, json_keys): the check shapes.check uses, a result's (checker), a body's params (checker)
 VARIANTS: dict[str, tuple[str | None, bool]] = {"body": (None, False), "json": (None, True), "params": ("params", True)}
 MISSING: Any = object()                 # not shipped: generate it

@@ -24,6 +24,10 @@ are shipped as a table of model names (``data/shape-surfaces.json``, written by
 checks' source and the verdicts of absent and empty payloads ship too
 (protocol/shape_shipped.py, for the inputs they were made from): with them,
 pydantic and a key's era are imported only when a message needs pydantic.
+
+What a verdict says (its findings, their severity per era, the task-augmented
+answer) is protocol/shape_verdict.py's; here: which model and quick check a
+key has, and the checks built from them.
 """
 
 from __future__ import annotations
@@ -38,20 +42,23 @@ from typing import Any
 
 import orjson
 
-from mcptap.model import Direction, Finding, Kind, Severity
+from mcptap.model import Direction, Finding, Kind
 from mcptap.protocol import shape_fast, shape_shipped, tagged
-from mcptap.protocol.codes import finding
 from mcptap.protocol.shape_table import ERAS as _ERAS  # noqa: F401 - tests look at the eras imported
 from mcptap.protocol.shape_table import PACKAGE as _PACKAGE
 from mcptap.protocol.shape_table import SURFACES as SURFACES
 from mcptap.protocol.shape_table import build_table as build_table
 from mcptap.protocol.shape_table import era as _era
+from mcptap.protocol.shape_verdict import CREATE_TASK as _CREATE_TASK
+from mcptap.protocol.shape_verdict import findings as _findings
+from mcptap.protocol.shape_verdict import pydantic as _pydantic
+from mcptap.protocol.shape_verdict import task_created as task_created
+from mcptap.protocol.shape_verdict import verdict as verdict
 
 _LOADED = False
 _M: Any = None                          # mcp_types.methods, where the table does not fit the installed release
 _TABLE: dict[str, dict[str, list[str]]] | None = None
 _CACHE: dict[tuple[Any, ...], tuple[str, ...]] = {}
-EXACT_ERAS = frozenset({"2025-11-25", "2026-07-28"})
 TABLE_FILE = "data/shape-surfaces.json"
 
 
@@ -78,22 +85,7 @@ def available() -> bool:
     return _M is not None or _TABLE is not None
 
 
-class _NoPydantic(Exception):
-    """Stands for pydantic's ValidationError until pydantic is imported (never raised)."""
-
-
-_ValidationError: Any = _NoPydantic
 _SHIPPED: shape_shipped.Shipped | None = None
-
-
-def _pydantic() -> None:
-    """Import pydantic's ValidationError (once). Raises ImportError."""
-    global _ValidationError
-    if _ValidationError is _NoPydantic:
-        from pydantic import ValidationError
-
-        _ValidationError = ValidationError
-
 
 def _methods_source() -> bytes | None:
     """The installed ``mcp_types/methods.py``, read by its package's loader
@@ -183,30 +175,8 @@ def _validator(model: Any) -> Any:
     return v
 
 
-def _messages(exc: Any) -> tuple[str, ...]:
-    """The first five errors of a pydantic ValidationError, as ``loc: msg``."""
-    return tuple(f"{'.'.join(str(x) for x in e.get('loc', ())) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:5])
-
-
 #: (direction, kind, method, revision) -> (quick check or None, validator), or None (no model)
 _LOOKUP: dict[tuple[Any, ...], Any] = {}
-
-
-#: revisions whose core schema has task-augmented requests (2026-07-28 moved tasks to an extension)
-TASK_ERAS = frozenset({"2025-11-25"})
-_CREATE_TASK = "(CreateTaskResult)"
-
-
-def task_created(request_params: Any, result: Any, revision: str | None) -> bool:
-    """True when ``result`` answers a task-augmented request with a
-    ``CreateTaskResult``: the request's params carry ``task`` and the result a
-    ``task`` member, under a revision with tasks in its core schema. The real
-    result comes later from ``tasks/result`` (spec/2025-11-25/basic/utilities/
-    tasks.mdx: "the receiver returns a CreateTaskResult"). A receiver that does
-    not support tasks answers normally, so a result without ``task`` is still
-    judged as the method's own result."""
-    return (revision in TASK_ERAS and isinstance(request_params, dict) and "task" in request_params
-            and isinstance(result, dict) and "task" in result)
 
 
 def _model(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
@@ -293,31 +263,6 @@ def _later(direction: Direction, kind: Kind, method: str, revision: str) -> Any:
     return validate
 
 
-def verdict(kind: Kind, method: str, quick: Any, validate: Any, payload: Any) -> tuple[str, ...]:
-    """The error messages of ``payload`` (params of a ``kind`` message of ``method``, or a
-    result), () when valid: the quick check when it is sure, else pydantic's."""
-    if kind is Kind.REQUEST:
-        body: Any = {"jsonrpc": "2.0", "id": 0, "method": method, "params": payload} if payload is not None else {"jsonrpc": "2.0", "id": 0, "method": method}
-    elif kind is Kind.NOTIFICATION:
-        body = {"jsonrpc": "2.0", "method": method, "params": payload} if payload is not None else {"jsonrpc": "2.0", "method": method}
-    else:
-        body = payload
-    try:
-        sure = quick is not None and quick(body)
-    except Exception:  # noqa: BLE001 - e.g. RecursionError on a deep payload: "not sure", pydantic decides
-        sure = False
-    errs: tuple[str, ...] = ()
-    if not sure:
-        try:
-            try:
-                validate(body)
-            except _ValidationError as exc:
-                errs = _messages(exc)
-        except Exception as exc:  # noqa: BLE001 - a validator bug must not lose the message
-            errs = (f"validator error: {exc!r}",)
-    return errs
-
-
 _MISSING = object()
 
 
@@ -386,13 +331,3 @@ def _variant(direction: Direction, kind: Kind, method: str, revision: str, varia
     _pydantic()
     member, json_keys = shape_shipped.VARIANTS[variant]
     return shape_fast.compile_model(_model(direction, kind, method, revision), member, json_keys)
-
-
-def _findings(kind: Kind, method: str, revision: str, errs: tuple[str, ...]) -> list[Finding]:
-    if not errs:
-        return []
-    sev = Severity.ERROR if revision in EXACT_ERAS else Severity.WARN
-    what = "result" if kind is Kind.RESPONSE else "params"
-    code = "shape.invalid_result" if kind is Kind.RESPONSE else "shape.invalid_params"
-    era = "" if revision in EXACT_ERAS else " (checked against the 2025-11-25 schema era)"
-    return [finding(code, f"{method} {what} do not match the {revision} schema{era}: " + "; ".join(errs), {"errors": list(errs)}, severity=sev)]

@@ -5,6 +5,7 @@ exact bytes (docs/capture-format.md). Its typed form is the annotated
 from __future__ import annotations
 
 import re
+from base64 import b64decode as _b64decode
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,16 +59,24 @@ def message_bytes(rec: dict[str, Any], eol: str = "\n") -> bytes | None:
     ``eol`` when absent); None when it holds neither. A ``json`` orjson
     refuses (an integer beyond 64 bits read by the stdlib, nesting deeper than
     254 levels: a hand-edited record) is encoded exactly all the same. No
-    Message is built: cheap enough for streaming readers."""
-    raw = decode_bytes(rec, "raw")
+    Message is built: cheap enough for streaming readers, and the one way
+    check's fast scans (check/scan.py, check/full_tally.py) and the reference
+    integrity check (capture/integrity.py) rebuild a stream's bytes."""
+    # decode_bytes inlined, and the usual eol a constant: check's scans call this per message
+    raw: str | None = rec.get("raw")
     if raw is not None:
-        return raw
+        return raw.encode("utf-8")
+    b64 = rec.get("raw_b64")
+    if b64 is not None:
+        return _b64decode(b64)
     if "json" not in rec:
         return None
+    end = rec.get("eol", eol)
+    tail = b"\n" if end == "\n" else str(end).encode("utf-8")
     try:
-        return _dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
+        return _dumps(rec["json"]) + tail
     except (TypeError, orjson.JSONEncodeError):
-        return _exact_dumps(rec["json"]) + str(rec.get("eol", eol)).encode("utf-8")
+        return _exact_dumps(rec["json"]) + tail
 
 
 #: the fields a message record's Message gives it (``MessageRecord.to_json``): what

@@ -40,15 +40,20 @@ _BODY_EVENTS = frozenset({"request_body", "auth_rewrite"})
 def refused_how(rec: dict[str, Any]) -> str | None:
     """The ``how`` of the tap's refusal a record carries (an ``http`` request
     record's ``refused``, a message record's ``transport.refused``), or None."""
+    how = _fact(rec, "refused")
+    return how if isinstance(how, str) and how else None
+
+
+def _fact(rec: dict[str, Any], key: str) -> Any:
+    """An HTTP transport fact of a record, as read: an ``http`` record's ``key``,
+    a message record's ``transport[key]``; None for other records or when absent."""
     typ = rec.get("type")
     if typ == "http":
-        how = rec.get("refused")
-    elif typ == "message":
+        return rec.get(key)
+    if typ == "message":
         tr = rec.get("transport")
-        how = tr.get("refused") if isinstance(tr, dict) else None
-    else:
-        return None
-    return how if isinstance(how, str) and how else None
+        return tr.get(key) if isinstance(tr, dict) else None
+    return None
 
 
 def tap_answer(how: str) -> dict[str, Any]:
@@ -67,18 +72,6 @@ def needs_marking(header: dict[str, Any]) -> bool:
     from mcptap.protocol.fingerprint import rules_fingerprint
 
     return header.get("transport") == "http" and header.get("rules") != rules_fingerprint()
-
-
-def _exchange(rec: dict[str, Any]) -> int | None:
-    typ = rec.get("type")
-    if typ == "http":
-        ex = rec.get("exchange")
-    elif typ == "message":
-        tr = rec.get("transport")
-        ex = tr.get("exchange") if isinstance(tr, dict) else None
-    else:
-        return None
-    return ex if type(ex) is int else None
 
 
 def _marked(rec: dict[str, Any], how: str) -> dict[str, Any]:
@@ -118,7 +111,8 @@ def mark_refusals(records: Iterable[dict[str, Any]], window: int = WINDOW) -> It
     watching: dict[int, _Watch] = {}
     n = 0
     for rec in records:
-        ex = _exchange(rec)
+        got = _fact(rec, "exchange")
+        ex = got if type(got) is int else None
         w = watching.get(ex) if ex is not None else None
         if w is not None:
             if rec.get("type") == "http" and rec.get("event") == "end":

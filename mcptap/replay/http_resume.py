@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import h11
 import trio
 
 from mcptap.replay.http_conn import IO_ERRORS, StreamState, close
+from mcptap.replay.http_session import get_headers, send_get
 from mcptap.replay.peer_text import failure
 
 #: ms before resuming an event stream whose server gave no ``retry`` (the Python SDK client's default)
@@ -36,21 +36,10 @@ async def resume(link: Any, session: Any, sid: str, owed: set[Any], stream: Stre
         link._exchanges += 1
         ex = link._exchanges
         last, stream.answered, stream.cut = stream.last_id, set(), False
-        headers = [("Host", link.authority), ("Accept", "text/event-stream"), ("Mcp-Session-Id", sid), ("Last-Event-ID", last), *link.extra]
-        version = link.versions.get(session)
-        if version is not None and version >= "2025-06-18":
-            headers.append(("MCP-Protocol-Version", version))
+        headers = get_headers(link, session, sid, last)
         try:
             c = await link._conn()
-            await c.stream.send_all(c.h11.send(h11.Request(method="GET", target=link.target, headers=headers)) + c.h11.send(h11.EndOfMessage()))
-            link._record_heads("request", ex, c, method="GET", target=link.rec_target, headers=headers, session=sid)
-            resp = await c.next_event()
-            while isinstance(resp, h11.InformationalResponse):
-                resp = await c.next_event()
-            rh = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in resp.headers]
-            link._record_heads("response", ex, c, status=resp.status_code, reason=resp.reason.decode("latin-1"), headers=rh, session=sid)
-            ctype = next((v for n, v in rh if n.lower() == "content-type"), "").split(";")[0].strip().lower()
-            transport = {"exchange": ex, "conn": c.id, "method": "GET", "path": link.rec_target, "stream": "get", "status": resp.status_code}
+            resp, ctype, transport = await send_get(link, c, ex, headers, sid)
             await link._body(c, resp.status_code, ctype, None, session, sid, transport, stream, owed)
             if stream.cut:
                 link.off.call(link.rec.http, event="end", exchange=ex, conn=c.id, how="client_closed",

@@ -68,7 +68,7 @@ class StdioLink:
         self.off = OffPath(rec)
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
-        from mcptap.transport.stdio_os import spawn, spawn_exit_code, spawn_problem
+        from mcptap.transport.stdio_os import drain, spawn, spawn_exit_code, spawn_problem
 
         try:
             popen, in_w, out_r, err_r = spawn(self.argv)
@@ -81,7 +81,7 @@ class StdioLink:
         nursery.start_soon(self.off.run)
         nursery.start_soon(self._writer, trio.lowlevel.FdStream(in_w))
         nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r), deliver, closed)
-        nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
+        nursery.start_soon(drain, trio.lowlevel.FdStream(err_r), self._stderr)
         nursery.start_soon(self._wait_exit, popen)
 
     async def send(self, value: Any, session: Any = None) -> None:
@@ -152,16 +152,8 @@ class StdioLink:
         self._out_done.set()
         closed()
 
-    async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
-        async with stream:
-            while True:
-                try:
-                    chunk = await stream.receive_some(CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    return
-                if not chunk:
-                    return
-                self.off.call(self.rec.stderr, chunk, size=len(chunk))
+    def _stderr(self, chunk: bytes | bytearray) -> None:
+        self.off.call(self.rec.stderr, chunk, size=len(chunk))
 
     async def _wait_exit(self, popen: subprocess.Popen[bytes]) -> None:
         try:

@@ -44,7 +44,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.errors import SpawnError
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.serve.wire import hkey
-from mcptap.transport.stdio_os import quiet_close, spawn, wait_exit
+from mcptap.transport.stdio_os import drain, quiet_close, spawn, wait_exit
 
 INIT_ID = "mcptap-extend-initialize"
 CHUNK = 64 * 1024
@@ -130,7 +130,7 @@ class Fallback:
             self.on_process("spawn", pid=popen.pid, argv=self.argv)
         self._stdin = trio.lowlevel.FdStream(in_w)
         nursery.start_soon(self._reader, trio.lowlevel.FdStream(out_r))
-        nursery.start_soon(self._stderr, trio.lowlevel.FdStream(err_r))
+        nursery.start_soon(drain, trio.lowlevel.FdStream(err_r), self._stderr)
         nursery.start_soon(self._wait, popen)
         init = next((m for m in handshake if m.get("method") == "initialize"), None)
         if init is None:
@@ -192,21 +192,13 @@ class Fallback:
         self._answered.set()
         self._ready.set()                           # a handshake waiting for its answer: none comes
 
-    async def _stderr(self, stream: trio.lowlevel.FdStream) -> None:
-        async with stream:
-            while True:
-                try:
-                    chunk = await stream.receive_some(CHUNK)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    return
-                if not chunk:
-                    return
-                if self.on_stderr is not None:
-                    self.on_stderr(bytes(chunk))
-                try:
-                    os.write(2, chunk)
-                except OSError:
-                    pass
+    def _stderr(self, chunk: bytes | bytearray) -> None:
+        if self.on_stderr is not None:
+            self.on_stderr(bytes(chunk))
+        try:
+            os.write(2, chunk)
+        except OSError:
+            pass
 
     async def _wait(self, popen: subprocess.Popen[bytes]) -> None:
         status = await wait_exit(popen)

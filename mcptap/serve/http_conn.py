@@ -4,7 +4,7 @@
     got = await c.next_request()     # (h11.Request, body bytes), TOO_LARGE, TOO_SLOW, or None (closed)
     await c.send(h11.Response(...), h11.Data(...), h11.EndOfMessage())
 
-    await accept_loop(listener, handle, nursery, limit)   # connection cap: 503 beyond it
+    await accept_loop(listener, handle, nursery, limit)   # connection cap: 503 beyond it (transport/limits.py)
 
 The same client protections as the tap's (transport/limits.py, relay/http/timeouts.py),
 so a mock left listening on a developer's machine cannot be held by a few
@@ -20,14 +20,14 @@ The transport errors a client that goes away can raise are ``IO_ERRORS``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import h11
 import trio
 
-from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections
+from mcptap.transport.limits import Limit as Limit  # re-exported: the mock's names for the shared accept loop
+from mcptap.transport.limits import Notices
+from mcptap.transport.limits import accept_loop as accept_loop
 
 CHUNK = 64 * 1024
 #: bytes: a request body beyond this is refused (413)
@@ -100,51 +100,3 @@ class Conn:
     async def send(self, *events: Any) -> None:
         data = b"".join(self.h11.send(e) or b"" for e in events)
         await self.stream.send_all(data)
-
-
-@dataclass(slots=True)
-class Limit:
-    """Open connections (``open``) against ``max_connections``; ``notices``
-    prints the rate-limited lines and counts them."""
-
-    notices: Notices
-    max_connections: int = field(default_factory=default_max_connections)
-    open: int = 0
-    refuser: Refuser = field(default_factory=Refuser)
-
-    @classmethod
-    def saying(cls, say: Callable[[str], None], max_connections: int | None = None) -> Limit:
-        """A limit whose notices go to ``say(line)``; ``max_connections`` None: from the file descriptor limit."""
-        limit = cls(Notices(say))
-        if max_connections is not None:
-            limit.max_connections = max_connections
-        return limit
-
-
-async def accept_loop(listener: trio.SocketListener, handle: Callable[[trio.SocketStream], Awaitable[None]],
-                      nursery: trio.Nursery, limit: Limit) -> None:
-    """Accept forever, starting ``handle(stream)`` in ``nursery`` for each
-    connection while fewer than ``limit.max_connections`` are open (503 beyond).
-    Out of file descriptors: one rate-limited line and a 0.1 s pause."""
-    while True:
-        try:
-            stream = await listener.accept()
-        except OSError as exc:
-            if exc.errno not in ACCEPT_CAPACITY:
-                raise
-            limit.notices.note("accept", f"cannot accept a connection: {exc.strerror or exc} (raise the file descriptor limit); retrying")
-            await trio.sleep(0.1)
-            continue
-        if limit.open >= limit.max_connections:
-            limit.notices.note("full", f"{limit.open} client connections open (at most {limit.max_connections}): answering 503 to new ones")
-            nursery.start_soon(limit.refuser.refuse, stream)
-            continue
-        limit.open += 1
-        nursery.start_soon(_counted, handle, stream, limit)
-
-
-async def _counted(handle: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, limit: Limit) -> None:
-    try:
-        await handle(stream)
-    finally:
-        limit.open -= 1

@@ -49,7 +49,8 @@ from mcptap.protocol.codes import CODES
 from mcptap.show.lone import LoneNames
 from mcptap.show.render import COLUMNS, refusal_mark, timeline_line
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Tracker, method_of, record_id, tool_name
+from mcptap.show.tracker import Tracker
+from mcptap.show.values import method_of, record_id, tool_name
 
 #: First places kept per finding code.
 PLACES = 50

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcptap.capture.fields import tool_of
-from mcptap.show.summary import method_of, tool_name
+from mcptap.show.values import method_of, tool_name
 
 #: names kept at most (a capture of endless distinct broken names stops growing it)
 MAX_NAMES = 1024

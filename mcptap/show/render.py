@@ -29,7 +29,9 @@ from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
 from mcptap.records.refusals import refused_how, tap_answer
 from mcptap.show.lone import LoneNames
 from mcptap.show.sessions import Sessions
-from mcptap.show.summary import Style, Summary, Tracker, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
+from mcptap.show.summary import Summary
+from mcptap.show.tracker import Tracker
+from mcptap.show.values import Style, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}

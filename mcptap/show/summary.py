@@ -1,199 +1,29 @@
-"""Request context and summary statistics over capture records (level 3).
+"""Summary statistics over capture records (level 3).
 
-Used by ``mcptap show`` (mcptap/show/render.py): :class:`Tracker` links each
-response, progress and cancellation to its request; :class:`Summary` counts
+Used by ``mcptap show`` (mcptap/show/render.py): :class:`Summary` counts
 messages per direction, method and tool with latency percentiles
-(:class:`Latencies`, a bounded histogram), findings, bytes and pending
-requests. Memory is bounded by open requests and distinct methods/tools,
-never by the length of the capture.
+(show/latency.py's :class:`Latencies`, a bounded histogram), findings, bytes
+and pending requests, with each response's request from show/tracker.py's
+:class:`Tracker`. Memory is bounded by distinct methods/tools, never by the
+length of the capture.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
-from mcptap.escape import escape_controls, shown
-from mcptap.filters.exact import exact_field, exact_tool
-from mcptap.filters.members import member_views
+from mcptap.capture.fields import message_text, record_findings
+from mcptap.escape import shown
 from mcptap.model import severity_counts
-from mcptap.protocol.excerpt import clip
-from mcptap.protocol.jsonrpc import id_key, show_id
-from mcptap.records.message import exact_id
 from mcptap.records.refusals import refused_how
-
-Style = Callable[[str, str], str]
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def plain(text: str, role: str) -> str:
-    return text
-
-
-def fmt_us(us: int | float | None) -> str:
-    """A duration in µs as ``850µs``, ``35.0ms`` or ``2.40s``."""
-    if us is None:
-        return "?"
-    if us < 1000:
-        return f"{int(us)}µs"
-    if us < 1_000_000:
-        return f"{us / 1000:.1f}ms"
-    return f"{us / 1e6:.2f}s"
-
-
-def shorten(s: str, n: int) -> str:
-    """``s`` with its control characters escaped (mcptap.escape), cut to ``n`` characters."""
-    s = escape_controls(s)
-    return s if len(s) <= n else clip(s, n - 1) + "…"
-
-
-def id_text(v: Any) -> str:
-    """An id as JSON text, as finding messages show it (``jsonrpc.show_id``)."""
-    return show_id(v)
-
-
-def record_id(rec: dict[str, Any]) -> Any:
-    """The id of a message record as the peer wrote it: a number beyond any
-    double (``1e400``) is null in the record's ``id``, ±infinity in its raw
-    text (``message_json``); a lone surrogate is U+FFFD there, exact in the
-    raw text (``records.message.exact_id``)."""
-    v = rec.get("id")
-    if type(rec.get("exact")) is dict:          # a batch member's view (filters.members)
-        return exact_field(rec, "id")
-    if (v is None or type(v) is str and "\ufffd" in v) and "raw" in rec:
-        m = message_json(rec)
-        if isinstance(m, dict):
-            return m.get("id") if v is None else exact_id(v, m)
-    return v
-
-
-def method_of(rec: dict[str, Any]) -> Any:
-    """A message record's method as the peer wrote it: one with a lone surrogate
-    (``tools/x\\ud800``) is U+FFFD in the record, exact in its raw bytes
-    (``records.message.exact_payload``) or a batch member view's ``exact``
-    (``filters.exact``); views escape it (``\\ud800``)."""
-    return exact_field(rec, "method")
-
-
-def lossy(v: Any) -> Any:
-    """``v`` with each lone surrogate as U+FFFD (a record's form of a string, which strict JSON readers take)."""
-    return _SURROGATE.sub("\ufffd", v) if type(v) is str and not v.isprintable() else v
+from mcptap.show.latency import Latencies
+from mcptap.show.values import Style, fmt_us, id_text, is_tool_error, lossy, method_of, plain, shorten, tool_name
 
 
 def _same(v: Any) -> Any:
     return v
 
-
-def tool_name(rec: dict[str, Any]) -> str | None:
-    """``tool_of(rec)``, a lone surrogate in it exact (as ``method_of``)."""
-    return exact_tool(rec, tool_of(rec))
-
-
-# -- request context -----------------------------------------------------------------
-
-class Tracker:
-    """Links records to the request they belong to, for display and filters.
-
-    ``feed(record) -> request info or None``: for a response its request
-    (via ``pair``); for ``notifications/progress`` and
-    ``notifications/cancelled`` the request named by their ``link``. Request
-    info is a dict ``{"seq", "method", "tool", "id"}`` (and ``"member": True`` for a
-    batch member's request). Only open requests are
-    held (answered ones are dropped), so memory follows concurrency, not length.
-    """
-
-    __slots__ = ("_open", "members")
-
-    def __init__(self) -> None:
-        #: open requests: seq (a batch member's: (seq, id key)) -> info
-        self._open: dict[Any, dict[str, Any]] = {}
-        #: after ``feed`` of a batch record: its members as (``filters.members.member_views``
-        #: record, request info as ``feed`` gives it) pairs, for filters and the summary; else None
-        self.members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
-
-    def feed(self, rec: dict[str, Any]) -> dict[str, Any] | None:
-        self.members = None
-        if rec.get("type") != "message":
-            return None
-        kind = rec.get("kind")
-        if kind == "batch":
-            self.members = [(v, self._member(v)) for v in member_views(rec)]
-            return None
-        return self._message(rec, kind)
-
-    def _message(self, rec: dict[str, Any], kind: Any, key: Any = None) -> dict[str, Any] | None:
-        if kind == "request":
-            info = {"seq": rec["seq"], "method": method_of(rec), "tool": tool_name(rec), "id": rec.get("id")}
-            if key is not None:
-                info["member"] = True       # a batch member's: no record of its own holds its method (show/html.py)
-            if refused_how(rec) is None:      # one the tap refused is answered by no one: not held open
-                self._open[rec["seq"] if key is None else key] = info
-            return info
-        if kind in ("response", "error"):
-            pair = rec.get("pair")
-            if pair is None:
-                return None
-            return (self._open.pop(pair, None) or self._open.pop((pair, id_key(rec.get("id"))), None)   # a batch member's
-                    or {"seq": pair, "method": None, "tool": None})
-        link = rec.get("link")
-        if link is not None:
-            return self._open.get(link) or {"seq": link, "method": None, "tool": None}
-        return None
-
-    def _member(self, view: dict[str, Any]) -> dict[str, Any] | None:
-        kind = view.get("kind")
-        return self._message(view, kind, (view.get("seq"), id_key(view.get("id"))) if kind == "request" else None)
-
-
-# -- latency histogram -----------------------------------------------------------------
-
-def _bucket(us: int) -> int:
-    # exact below 1 ms, 3 significant digits above: bounded size, <1 % error
-    if us < 1000:
-        return us
-    e: int = 10 ** (len(str(us)) - 3)
-    return us // e * e
-
-
-class Latencies:
-    """Latency distribution in bounded memory (exact below 1 ms, else to 3
-    significant digits). ``add(us)``; ``percentile(p)`` (0-100) in µs."""
-
-    __slots__ = ("counts", "n", "max")
-
-    def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.n = 0
-        self.max = 0
-
-    def add(self, us: int) -> None:
-        b = _bucket(us)
-        self.counts[b] = self.counts.get(b, 0) + 1
-        self.n += 1
-        if us > self.max:
-            self.max = us
-
-    def percentile(self, p: float) -> int | None:
-        if not self.n:
-            return None
-        rank = max(1, -(-self.n * p // 100))   # nearest-rank method
-        if rank >= self.n:
-            return self.max                     # the top rank is the maximum, known exactly
-        seen = 0
-        for b in sorted(self.counts):
-            seen += self.counts[b]
-            if seen >= rank:
-                return min(b, self.max)
-        return self.max
-
-    def to_json(self) -> dict[str, Any]:
-        return {"count": self.n, "p50_us": self.percentile(50), "p90_us": self.percentile(90),
-                "p99_us": self.percentile(99), "max_us": self.max if self.n else None}
-
-
-# -- summary ------------------------------------------------------------------------------
 
 class _Stat:
     __slots__ = ("c2s", "s2c", "responses", "errors", "lat")
@@ -359,17 +189,13 @@ class Summary:
         else:
             yield label + "unknown (no end record)"
         if j["methods"]:
-            yield st(f"  {'method':<34} {'c2s':>6} {'s2c':>6} {'resp':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(_row("method", "c2s", "s2c", "resp", "err", ("p50", "p90", "p99", "max")), "dim")
             for name, s in j["methods"].items():
-                lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['c2s']:>6} {s['s2c']:>6} {s['responses']:>5} {s['errors']:>5} "
-                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+                yield _row(shorten(name, 34), s["c2s"], s["s2c"], s["responses"], s["errors"], _times(s["latency"]))
         if j["tools"]:
-            yield st(f"  {'tool':<34} {'calls':>6} {'':>6} {'':>5} {'err':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}", "dim")
+            yield st(_row("tool", "calls", "", "", "err", ("p50", "p90", "p99", "max")), "dim")
             for name, s in j["tools"].items():
-                lat = s["latency"]
-                yield (f"  {shorten(name, 34):<34} {s['calls']:>6} {'':>6} {'':>5} {s['errors']:>5} "
-                       + " ".join(f"{fmt_us(lat[k]) if lat[k] is not None else '-':>8}" for k in ("p50_us", "p90_us", "p99_us", "max_us")))
+                yield _row(shorten(name, 34), s["calls"], "", "", s["errors"], _times(s["latency"]))
         if j["pending"]:
             yield st(f"  pending at end: {len(j['pending'])}", "warn")
             for p in j["pending"][:20]:
@@ -382,9 +208,11 @@ class Summary:
             yield st("  capture incomplete: no end record (mcptap killed, or still recording)", "warn")
 
 
-def is_tool_error(rec: dict[str, Any], is_tool: bool) -> bool:
-    if not is_tool or rec.get("kind") != "response":
-        return False
-    v = message_json(rec)
-    res = v.get("result") if isinstance(v, dict) else None
-    return isinstance(res, dict) and res.get("isError") is True
+def _row(name: str, first: Any, second: Any, resp: Any, err: Any, times: tuple[str, ...]) -> str:
+    """One line of the method or tool table (its header too), in its columns."""
+    return f"  {name:<34} {first:>6} {second:>6} {resp:>5} {err:>5} " + " ".join(f"{t:>8}" for t in times)
+
+
+def _times(lat: dict[str, Any]) -> tuple[str, ...]:
+    """A latency's p50, p90, p99 and max as the table shows them ('-': none)."""
+    return tuple(fmt_us(lat[k]) if lat[k] is not None else "-" for k in ("p50_us", "p90_us", "p99_us", "max_us"))

@@ -139,3 +139,14 @@ def grow_pipe(fd: int, size: int) -> None:
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
     except OSError:
         pass
+
+
+def detach_fd(fd: int) -> None:
+    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
+    our process keeps a valid fd 0/1 (Python may still touch them). Never raises."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass

@@ -35,7 +35,7 @@ from mcptap.relay.http.proxy import HttpRelay
 from mcptap.transport.hasher import BackgroundSha
 from mcptap.transport.http_config import LOOPBACK_NAMES, HttpTapConfig, bracket, check_config, listen_failed
 from mcptap.transport.http_io import CHUNK, ReadAhead, coalesce, next_size, send
-from mcptap.transport.limits import ACCEPT_CAPACITY, Notices, Refuser, default_max_connections, note_timeout, summary_line
+from mcptap.transport.limits import Limit, Notices, accept_loop, default_max_connections, note_timeout, summary_line
 
 __all__ = ["CHUNK", "HttpTap", "HttpTapConfig", "check_config"]   # HttpTapConfig lives in http_config.py
 
@@ -89,12 +89,11 @@ class HttpTap:
         self.observer: FactObserver | None = None
         self.observer_for: Callable[[str], FactObserver] | None = None
         self.url: str | None = None
-        self.connections = 0
-        self.max_connections = cfg.max_connections or default_max_connections()
-        self._refuser = Refuser()
         self._conns: dict[int, _ConnIO] = {}
         #: rate-limited stderr lines per condition, counted for the exit summary
         self.notices = Notices(lambda line: self.say(line))
+        #: open client connections against --max-connections (transport/limits.accept_loop)
+        self.limit = Limit(self.notices, cfg.max_connections or default_max_connections(), option="--max-connections")
         #: facts waiting to be recorded, in relay order (see _run)
         self._obs_queue: collections.deque[list[Any]] = collections.deque()
         self._ssl: ssl.SSLContext | None = None
@@ -125,7 +124,7 @@ class HttpTap:
         try:
             async with trio.open_nursery() as nursery:
                 for listener in listeners:
-                    nursery.start_soon(self._accept, listener, nursery)
+                    nursery.start_soon(accept_loop, listener, self._handle, nursery, self.limit, self._evict_idle)
                 task_status.started(self.url)
         finally:
             # record how the exchanges still open ended (the connections close with the nursery)
@@ -144,34 +143,11 @@ class HttpTap:
                 self.rec.stopped(repr(exc))     # as the recorder process's: a gap record, the end record's recorder_error
             self.say(f"recording stopped after an internal error: {exc!r} (the relay goes on)")
 
-    # -- accepting -------------------------------------------------------------------
-    async def _accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
-        """Accept forever. Out of file descriptors: one rate-limited line and a
-        short pause (never a traceback); over ``max_connections``: 503."""
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError as exc:
-                if exc.errno not in ACCEPT_CAPACITY:
-                    raise
-                self.notices.note("accept", f"cannot accept a connection: {exc.strerror or exc} (raise the file descriptor limit, "
-                                            "or lower --max-connections); retrying")
-                await trio.sleep(0.1)
-                continue
-            if self.connections >= self.max_connections and self._evict_idle():
-                self.notices.note("evict", f"{self.connections} client connections open (--max-connections {self.max_connections}): "
-                                           "closing the longest idle one for a new client")
-            elif self.connections >= self.max_connections:
-                self.notices.note("full", f"{self.connections} client connections open (--max-connections {self.max_connections}): "
-                                          "answering 503 to new ones")
-                nursery.start_soon(self._refuser.refuse, stream)
-                continue
-            self.connections += 1
-            nursery.start_soon(self._handle, stream)
-
+    # -- accepting (transport/limits.accept_loop: its file-descriptor pause, 503, counting) --
     def _evict_idle(self) -> bool:
-        """Close the connection idle longest (no request in progress), so an
-        idle flood cannot keep new clients out; False when none is idle."""
+        """The accept loop's eviction hook at the connection limit: close the
+        connection idle longest (no request in progress), so an idle flood
+        cannot keep new clients out; False when none is idle."""
         idle = [c for c in self._conns.values() if c.idle_since is not None and c.wait is not None and not c.evicted]
         if not idle:
             return False
@@ -228,7 +204,6 @@ class HttpTap:
                     size = next_size(size, len(data))
                 await self._close_upstream(c)
         finally:
-            self.connections -= 1
             self._conns.pop(cid, None)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stream)

@@ -1,5 +1,9 @@
-"""The HTTP tap's resource guards (trio): connection limit, 503 answers, and
+"""The HTTP tap's and the HTTP mock's resource guards (trio): the accept loop with
+its connection limit (503 answers beyond it, or the tap's eviction hook), and
 rate-limited one-line notices on stderr with counts for an exit summary.
+
+    limit = Limit(notices, max_connections=256, option="--max-connections")
+    await accept_loop(listener, handle, nursery, limit, evict=None)
 
 A tap under a flood (thousands of idle connections, an upstream that is down
 while a client retries in a loop) must not fill the terminal: each condition
@@ -12,7 +16,8 @@ from __future__ import annotations
 
 import errno
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import trio
 
@@ -99,6 +104,67 @@ class Refuser:
         finally:
             self.busy -= 1
             await trio.aclose_forcefully(stream)
+
+
+@dataclass(slots=True)
+class Limit:
+    """Open connections (``open``) against ``max_connections``; ``notices``
+    prints the rate-limited lines and counts them; ``option``: the command-line
+    option that sets the limit, named in those lines (None: ``at most N``)."""
+
+    notices: Notices
+    max_connections: int = field(default_factory=default_max_connections)
+    open: int = 0
+    refuser: Refuser = field(default_factory=Refuser)
+    option: str | None = None
+
+    @classmethod
+    def saying(cls, say: Callable[[str], None], max_connections: int | None = None) -> Limit:
+        """A limit whose notices go to ``say(line)``; ``max_connections`` None: from the file descriptor limit."""
+        limit = cls(Notices(say))
+        if max_connections is not None:
+            limit.max_connections = max_connections
+        return limit
+
+    def _open_line(self) -> str:
+        cap = f"{self.option} {self.max_connections}" if self.option else f"at most {self.max_connections}"
+        return f"{self.open} client connections open ({cap})"
+
+
+async def accept_loop(listener: trio.SocketListener, handle: Callable[[trio.SocketStream], Awaitable[None]],
+                      nursery: trio.Nursery, limit: Limit, evict: Callable[[], bool] | None = None) -> None:
+    """Accept forever, starting ``handle(stream)`` in ``nursery`` for each
+    connection while fewer than ``limit.max_connections`` are open (counted in
+    ``limit.open`` until ``handle`` returns). At the limit, ``evict()`` (when
+    given) may close an open connection to make room (True) or not (False);
+    without room the new connection is answered 503. Out of file descriptors:
+    one rate-limited line and a 0.1 s pause (never a traceback)."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in ACCEPT_CAPACITY:
+                raise
+            lower = f", or lower {limit.option}" if limit.option else ""
+            limit.notices.note("accept", f"cannot accept a connection: {exc.strerror or exc} (raise the file descriptor limit{lower}); retrying")
+            await trio.sleep(0.1)
+            continue
+        if limit.open >= limit.max_connections:
+            if evict is not None and evict():
+                limit.notices.note("evict", f"{limit._open_line()}: closing the longest idle one for a new client")
+            else:
+                limit.notices.note("full", f"{limit._open_line()}: answering 503 to new ones")
+                nursery.start_soon(limit.refuser.refuse, stream)
+                continue
+        limit.open += 1
+        nursery.start_soon(_counted, handle, stream, limit)
+
+
+async def _counted(handle: Callable[[trio.SocketStream], Awaitable[None]], stream: trio.SocketStream, limit: Limit) -> None:
+    try:
+        await handle(stream)
+    finally:
+        limit.open -= 1
 
 
 def note_timeout(notices: Notices, state: str, seconds: float) -> None:

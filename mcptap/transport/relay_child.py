@@ -53,7 +53,7 @@ from collections.abc import Callable
 from mcptap.transport import copy_fast, tee_pump
 from mcptap.transport.copy_queue import CopyQueue
 from mcptap.transport.copy_stream import C2S, COPY_PIPE_SIZE, END, FAILED, S2C, THROUGH
-from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, grow_pipe, pump
+from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, detach_fd, grow_pipe, pump
 from mcptap.transport.spill import SpillFile
 
 __all__ = ["CopyQueue", "child_main", "start_relay"]
@@ -72,15 +72,6 @@ def _die_with_parent() -> None:
 def _signal(fd: int, what: bytes) -> None:
     try:
         os.write(fd, what)
-    except OSError:
-        pass
-
-
-def _detach(fd: int) -> None:
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, fd)
-        os.close(null)
     except OSError:
         pass
 
@@ -144,7 +135,7 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
                     # the server closed its stdin: stop reading, so the host gets
                     # EPIPE on its next write, as it would talking to the server directly
                     q.event(FAILED, C2S, int(whole), undelivered)
-                    _detach(host_in)
+                    detach_fd(host_in)
                 elif how == EOF:
                     q.event(END, C2S)
                     _signal(status_w, b"i")      # said before the server can see it (and exit on it)
@@ -166,7 +157,7 @@ def child_main(host_in: int, host_out: int, child_in: int, child_out: int, copy_
             else:
                 q.event(END, S2C)
             os.close(child_out)
-            _detach(host_out)                # the host sees EOF on its stdin now
+            detach_fd(host_out)                # the host sees EOF on its stdin now
             _signal(status_w, b"o")
 
         feeder = threading.Thread(target=q.feed, name="mcptap-copy")

@@ -56,11 +56,12 @@ import trio
 from mcptap.protocol.codes import finding
 from mcptap.transport import stdio_os
 from mcptap.transport.copy_reader import read_copies
+from mcptap.transport.forward import detach_fd
 from mcptap.transport.handoff import Handoff
 from mcptap.transport.relay_child import start_relay
 from mcptap.transport.signal_latch import FORWARDED_SIGNALS, SignalLatch, open_receiver
 from mcptap.transport.spill import Recorded, SpillFile, spill_path
-from mcptap.transport.stdio_os import close_fd, detach_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, spawn_problem, wait_exit
+from mcptap.transport.stdio_os import close_fd, ensure_std_fds, host_stream, quiet_close, signame, spawn, spawn_exit_code, spawn_problem, wait_exit
 from mcptap.transport.stdio_signals import ProcessSignals
 from mcptap.transport.stdio_stderr import StderrRelay
 from mcptap.transport.tap_recorder import TapRecorder

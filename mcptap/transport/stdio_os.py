@@ -6,6 +6,7 @@
 * ``server_env``: the environment the host gave mcptap, for the server (Python's
   C-locale coercion undone);
 * ``wait_exit``: reap the child through a pidfd (Linux ≥ 5.3), else a thread;
+* ``drain``: a server's stderr (any stream) read to its end, chunk by chunk;
 * ``host_stream``: a trio stream on a dup of fd 0/1/2. ``trio.lowlevel.FdStream``
   sets O_NONBLOCK on the *open file description*, which is shared with every
   process holding the same pipe end (restored when the stream closes). On a
@@ -84,17 +85,6 @@ def ensure_std_fds() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-
-
-def detach_fd(fd: int) -> None:
-    """Point ``fd`` at /dev/null: the host sees EOF / EPIPE on its end while
-    our process keeps a valid fd 0/1 (Python may still touch them)."""
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, fd)
-        os.close(null)
-    except OSError:
-        pass
 
 
 def _child_setup(parent: int) -> Callable[[], None] | None:
@@ -254,6 +244,20 @@ async def wait_exit(popen: subprocess.Popen[bytes]) -> int:
     code = os.waitstatus_to_exitcode(status)
     popen.returncode = code                 # keep Popen from reaping a reused pid
     return code
+
+
+async def drain(stream: trio.abc.ReceiveStream, each: Callable[[bytes | bytearray], None]) -> None:
+    """Read ``stream`` to its end, or until it breaks, calling ``each(chunk)``
+    per read (at most ``CHUNK`` bytes); closes it. Never raises an I/O error."""
+    async with stream:
+        while True:
+            try:
+                chunk = await stream.receive_some(CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            if not chunk:
+                return
+            each(chunk)
 
 
 async def quiet_close(stream: Any) -> None:

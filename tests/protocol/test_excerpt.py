@@ -11,7 +11,7 @@ from mcptap.compare.paths import short
 from mcptap.protocol.excerpt import CLOSE, OPEN, clip
 from mcptap.protocol.sse import parse_all
 from mcptap.protocol.sse_rules import sse_findings
-from mcptap.show.summary import shorten
+from mcptap.show.values import shorten
 
 PH = "«redacted:hmac:0123456789ab»"
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcptap.model import Direction, Kind
-from mcptap.protocol import shapes, tagged
+from mcptap.protocol import shape_verdict, shapes, tagged
 
 pytestmark = pytest.mark.skipif(not shapes.available(), reason="mcp-types not installed")
 
@@ -80,7 +80,7 @@ def test_shape_findings_are_the_models_own() -> None:
     """An invalid block: the finding is worded by the model's own validator (smart union errors)."""
     bad = {"content": [{"type": "text", "text": "ok"}, {"type": "image", "data": 3}]}
     fs = shapes.check(Direction.S2C, Kind.RESPONSE, "tools/call", bad, "2025-11-25")
-    own = shapes._messages(_error(MODELS[("tools/call", "2025-11-25")], bad))
+    own = shape_verdict.messages(_error(MODELS[("tools/call", "2025-11-25")], bad))
     assert fs and fs[0].data == {"errors": list(own)}
     assert shapes.check(Direction.S2C, Kind.RESPONSE, "tools/call", {"content": [{"type": "text", "text": "ok"}]}, "2025-11-25") == []
 

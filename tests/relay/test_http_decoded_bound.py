@@ -23,28 +23,7 @@ import pytest
 from mcptap.capture.format import decode_bytes
 from mcptap.check.report import check_capture
 from mcptap.relay.http import observe_state
-from sansio_tap import SansIoTap, post
-
-LIST = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-
-
-def _answer(filler: bytes) -> bytes:
-    return b'{"jsonrpc":"2.0","id":1,"result":{"tools":[],"x":"' + filler + b'"}}'
-
-
-def _run(tmp_path: Path, body: bytes) -> list[dict]:
-    tap = SansIoTap(tmp_path / "c.jsonl")
-    tap.client(post(b"/mcp", LIST))
-    tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
-    for i in range(0, len(body), 16384):
-        piece = body[i:i + 16384]
-        tap.upstream(b"%x\r\n%s\r\n" % (len(piece), piece))
-    tap.upstream(b"0\r\n\r\n")
-    return tap.records()
-
-
-def _codes(recs: list[dict]) -> set[str]:
-    return {f["code"] for r in recs for f in r.get("findings") or ()}
+from sansio_tap import LIST, SansIoTap, chunk, finding_codes, gzip_answered, list_answer, post
 
 
 def test_the_real_bound_is_that_of_an_sse_event() -> None:
@@ -55,9 +34,9 @@ def test_the_real_bound_is_that_of_an_sse_event() -> None:
 
 def test_a_body_decoding_past_the_bound_is_kept_raw_and_flagged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
-    body = gzip.compress(_answer(b"a" * (3 << 20)))         # 3 MiB decoded from ~3 KiB
-    recs = _run(tmp_path, body)
-    codes = _codes(recs)
+    body = gzip.compress(list_answer(b"a" * (3 << 20)))         # 3 MiB decoded from ~3 KiB
+    recs = gzip_answered(tmp_path / "c.jsonl", body)
+    codes = finding_codes(recs)
     assert "http.content_too_large_to_decode" in codes and "http.answer_undecoded" in codes, codes
     assert "http.content_decoding_failed" not in codes       # nothing says the body is broken
     kept = [r for r in recs if r.get("event") == "response_body"]
@@ -70,19 +49,19 @@ def test_a_body_decoding_past_the_bound_is_kept_raw_and_flagged(tmp_path: Path, 
 
 def test_near_miss_a_body_within_the_bound_is_framed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
-    answer = _answer(b"a" * ((1 << 20) - 200))
-    recs = _run(tmp_path, gzip.compress(answer))
+    answer = list_answer(b"a" * ((1 << 20) - 200))
+    recs = gzip_answered(tmp_path / "c.jsonl", gzip.compress(answer))
     assert [r["json"]["id"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [1]
-    assert not {"http.content_too_large_to_decode", "http.content_decoding_failed"} & _codes(recs)
+    assert not {"http.content_too_large_to_decode", "http.content_decoding_failed"} & finding_codes(recs)
 
 
 def test_a_body_larger_compressed_than_the_raw_keep_still_decodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(observe_state, "RAW_KEEP", 4096)
-    answer = _answer(os.urandom(32 << 10).hex().encode())   # incompressible: ~32 KiB of gzip
-    recs = _run(tmp_path, gzip.compress(answer))
+    answer = list_answer(os.urandom(32 << 10).hex().encode())   # incompressible: ~32 KiB of gzip
+    recs = gzip_answered(tmp_path / "c.jsonl", gzip.compress(answer))
     assert [len(r["json"]["result"]["x"]) for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [64 << 10]
     assert not [r for r in recs if r.get("event") == "response_body" or "undecoded" in r]
-    assert not {"http.content_decoding_failed", "http.answer_undecoded"} & _codes(recs)
+    assert not {"http.content_decoding_failed", "http.answer_undecoded"} & finding_codes(recs)
 
 
 def test_an_event_stream_chunk_decoding_past_the_bound_stops_decoding_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,13 +79,13 @@ def test_an_event_stream_chunk_decoding_past_the_bound_stops_decoding_there(tmp_
     tap.client(post(b"/mcp", LIST))
     tap.upstream(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
     for piece in (first, bomb):
-        tap.upstream(b"%x\r\n%s\r\n" % (len(piece), piece))
+        tap.upstream(chunk(piece))
     tap.upstream(b"0\r\n\r\n")
     recs = tap.records()
     assert [r["json"]["method"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == ["notifications/message"]
     kept = [r for r in recs if r.get("event") == "response_body"]
     assert len(kept) == 1 and decode_bytes(kept[0], "body") == bomb and kept[0]["offset"] == len(first), kept
-    assert {"http.content_too_large_to_decode", "http.answer_undecoded"} <= _codes(recs)
+    assert {"http.content_too_large_to_decode", "http.answer_undecoded"} <= finding_codes(recs)
 
 
 def _run_plain(tmp_path: Path, body: bytes) -> list[dict]:
@@ -125,9 +104,9 @@ def test_a_plain_body_past_the_bound_is_kept_raw_and_flagged(tmp_path: Path, mon
     ``RAW_KEEP``, the rest counted), flagged and its request not unanswered."""
     monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
     monkeypatch.setattr(observe_state, "RAW_KEEP", keep)
-    body = _answer(b"a" * (3 << 20))
+    body = list_answer(b"a" * (3 << 20))
     recs = _run_plain(tmp_path, body)
-    codes = _codes(recs)
+    codes = finding_codes(recs)
     assert "http.content_too_large_to_decode" in codes and "http.answer_undecoded" in codes, codes
     assert "http.content_decoding_failed" not in codes
     (kept,) = [r for r in recs if r.get("event") == "response_body"]
@@ -142,7 +121,7 @@ def test_a_plain_body_past_the_bound_is_kept_raw_and_flagged(tmp_path: Path, mon
 
 def test_near_miss_a_plain_body_within_the_bound_is_framed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(observe_state, "MAX_DECODED", 1 << 20, raising=False)
-    answer = _answer(b"a" * ((1 << 20) - 200))
+    answer = list_answer(b"a" * ((1 << 20) - 200))
     recs = _run_plain(tmp_path, answer)
     assert [r["json"]["id"] for r in recs if r["type"] == "message" and r["dir"] == "s2c"] == [1]
-    assert not {"http.content_too_large_to_decode", "http.content_decoding_failed"} & _codes(recs)
+    assert not {"http.content_too_large_to_decode", "http.content_decoding_failed"} & finding_codes(recs)

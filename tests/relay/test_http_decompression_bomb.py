@@ -20,35 +20,13 @@ from mcptap.capture.format import decode_bytes
 from mcptap.check.report import check_capture
 from mcptap.protocol import content_coding
 from mcptap.protocol.content_coding import BodyDecoder, DecodeError, decode_whole
-from sansio_tap import SansIoTap, post
-
-LIST = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-def _answer(filler: bytes) -> bytes:
-    return b'{"jsonrpc":"2.0","id":1,"result":{"tools":[],"x":"' + filler + b'"}}'
-
-
-def _run(path: Path, body: bytes, ctype: bytes = b"application/json") -> list[dict]:
-    tap = SansIoTap(path)
-    tap.client(post(b"/mcp", LIST))
-    tap.upstream(HEAD % ctype)
-    for i in range(0, len(body), 16384):
-        piece = body[i:i + 16384]
-        tap.upstream(b"%x\r\n%s\r\n" % (len(piece), piece))
-    tap.upstream(b"0\r\n\r\n")
-    return tap.records()
-
-
-def _codes(recs: list[dict]) -> set[str]:
-    return {f["code"] for r in recs for f in r.get("findings") or ()}
+from sansio_tap import finding_codes, gzip_answered, list_answer
 
 
 def test_a_json_bomb_is_kept_as_relayed_not_decoded(tmp_path: Path) -> None:
-    body = gzip.compress(_answer(b" " * (40 << 20)), 9)          # 40 MiB from ~40 KiB
-    recs = _run(tmp_path / "c.jsonl", body)
-    codes = _codes(recs)
+    body = gzip.compress(list_answer(b" " * (40 << 20)), 9)          # 40 MiB from ~40 KiB
+    recs = gzip_answered(tmp_path / "c.jsonl", body)
+    codes = finding_codes(recs)
     assert {"http.content_decompression_bomb", "http.answer_undecoded"} <= codes, codes
     assert "jsonrpc.unanswered_request" not in codes and "http.content_too_large_to_decode" not in codes
     (raw,) = [r for r in recs if r.get("event") == "response_body"]
@@ -63,8 +41,8 @@ def test_a_json_bomb_is_kept_as_relayed_not_decoded(tmp_path: Path) -> None:
 def test_an_event_stream_stops_decoding_at_the_bomb_and_keeps_the_events_before(tmp_path: Path) -> None:
     ev = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}\n\n'
     z = gzip.compress(ev * 3 + b": " + b" " * (40 << 20) + b"\n\n" + ev, 9)
-    recs = _run(tmp_path / "c.jsonl", z, b"text/event-stream")
-    assert "http.content_decompression_bomb" in _codes(recs)
+    recs = gzip_answered(tmp_path / "c.jsonl", z, b"text/event-stream")
+    assert "http.content_decompression_bomb" in finding_codes(recs)
     assert len([r for r in recs if r["type"] == "message" and r["dir"] == "s2c"]) == 3
     assert os.path.getsize(tmp_path / "c.jsonl") < 4 * len(z)
 
