@@ -60,6 +60,9 @@ def _sizes(paths: Iterable[str]) -> int | None:
 
 def line(label: str, done: int, total: int | None, elapsed: float) -> str:
     """The progress text (no escape codes): ``mcptap: check: 12.3 MB read (45%), 3 s``."""
+    if total:
+        # check's two processes both read where the halves meet (the split's look past the middle)
+        done = min(done, total)
     text = f"mcptap: {label}: {done / 1e6:,.1f} MB read"
     if total:
         text += f" ({min(99, int(100 * done / total))}%)"

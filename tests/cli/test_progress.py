@@ -71,3 +71,10 @@ def test_has_chunks_finds_chunk_records_in_plain_and_gzip_files(tmp_path: Path) 
         _capture(without, 20000)
         assert has_chunks(str(with_chunk)) and not has_chunks(str(without))
     assert not has_chunks(str(tmp_path / "missing.jsonl"))
+
+
+def test_progress_never_says_more_read_than_the_file_holds() -> None:
+    # check's parent and its forked child both read where the halves meet: 46.8 MB were
+    # counted on a 46.4 MB capture (user breaker)
+    assert line("check", 46_800_000, 46_400_000, 3.0) == "mcptap: check: 46.4 MB read (99%), 3 s"
+    assert line("check", 46_800_000, None, 3.0) == "mcptap: check: 46.8 MB read, 3 s"
