@@ -20,12 +20,14 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcptap.capture.reader import CaptureStream
 from mcptap.check import file_ranges, fullsplit, parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.split_skip import skip
 from mcptap.cli.main import mcptap
 from mcptap.protocol.pairing import BoundedMap
+from mcptap.reannotate import Reannotator, reannotate
 from scripted import handshake, note, record, req, res
 from test_check_scan import _shape
 
@@ -239,3 +241,26 @@ def test_skipped_lines_leave_the_framing_state_exact(tmp_path_factory: pytest.Te
     assert skipped.rec.reframing
     skip(skipped, [lines[i:j]])
     assert _framing_state(skipped) == _framing_state(whole)
+
+
+@settings(max_examples=30, deadline=None)
+@given(msgs=st.lists(st.tuples(MESSAGE, st.sampled_from(["s2c", "c2s"])), min_size=5, max_size=60),
+       cuts=st.lists(st.tuples(st.integers(1, 900), st.booleans(), st.integers(0, 3)), min_size=1, max_size=30),
+       chunked_hello=st.booleans())
+def test_re_framed_lines_annotated_by_feed_line_as_by_feed(tmp_path_factory: pytest.TempPathFactory, msgs: list[tuple[str, str]],
+                                                            cuts: list[tuple[int, bool, int]], chunked_hello: bool) -> None:
+    """The re-annotator's re-framed lines of default facts go through
+    ``Annotator.feed_line`` (``RecordingState.LINES``): every record, finding
+    and the end record as through ``feed``, light or not."""
+    path = record(tmp_path_factory.mktemp("l") / "l.jsonl", chunked(msgs, cuts, chunked_hello))
+    for light in (False, True):
+        got = []
+        for lines in (True, False):
+            stream = CaptureStream(str(path))
+            try:
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setattr(Reannotator, "LINES", lines)
+                    got.append(list(reannotate(stream.header, stream, light=light, reuse=False)))
+            finally:
+                stream.close()
+        assert got[0] == got[1]
