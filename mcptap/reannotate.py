@@ -117,6 +117,8 @@ class Reannotator(RecordingState):
     (``t_us``: the latest one seen, set by the caller). ``light``: message records
     come back annotation-only (no bytes, no json), for consumers that need no payload."""
 
+    LINES = True
+
     def __init__(self, transport: str, annotator: Annotator, light: bool = False) -> None:
         super().__init__(transport, annotator)
         self.t_us = 0
