@@ -351,7 +351,8 @@ _DROP = object()
 MEMBER_EDITS = [("rev", None), ("rev", 5), ("rev", _DROP), ("rev", ""), ("dir", "x"), ("dir", None), ("kind", None), ("kind", 7),
                 ("kind", "other"), ("method", 3), ("method", None), ("method", _DROP), ("link", 2), ("link", "a"), ("offset", "zz"),
                 ("transport", {}), ("transport", 1), ("extra", 1), ("members", []), ("seq", "9"), ("t_us", 1.5), ("json", _DROP),
-                ("json", [1]), ("json", None), ("eol", "\r\n"), ("session", "s"), ("raw", "{}\n"), ("findings", []), ("pair", None)]
+                ("json", [1]), ("json", None), ("eol", "\r\n"), ("session", "s"), ("raw", "{}\n"), ("findings", []), ("pair", None),
+                ("raw", None), ("raw_b64", None), ("raw_b64", 5)]
 
 
 @pytest.mark.parametrize("which", ["request", "response"])

@@ -223,6 +223,10 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
                 return f"{key} is {_kind(v)}, not a string"
+        for key in ("raw", "raw_b64"):
+            # the bytes, when present, are what every reader takes over json: null is none of them
+            if key in rec and rec[key] is None:
+                return f"{key} is null, not a string"
         if "eol" in rec and not (isinstance(rec["eol"], str) and rec["eol"].isascii()):
             return f"eol {rec['eol']!r} is not an ASCII string"
         for key in ("pair", "latency_us", "link"):
