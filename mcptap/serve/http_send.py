@@ -1,0 +1,98 @@
+"""How the HTTP mock answers (trio + h11, level 4; a mixin of ``serve.http.HttpMock``):
+plain responses, a JSON-mode POST's answers, SSE streams, and the mock's own capture of
+what it sent (``http`` response records, a ``message`` record per JSON-RPC payload).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import h11
+import trio
+
+from mcptap.model import Direction
+from mcptap.serve.core import Out
+from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
+from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.wire import encode, hkey
+
+if TYPE_CHECKING:
+    from mcptap.recorder import Recorder
+
+S2C = Direction.S2C
+
+
+class Answering:
+    """The mock's ways of answering (see module docstring); ``rec``: its Recorder or None."""
+
+    if TYPE_CHECKING:
+        rec: Recorder | None
+
+    # -- responses ----------------------------------------------------------------------
+    async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
+                     ctype: str = "text/plain") -> None:
+        hs = [("Content-Length", str(len(body))), *(headers or [])]
+        if body:
+            hs.append(("Content-Type", ctype))
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+
+    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
+        if self.rec is not None and ex is not None:
+            self.rec.http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+
+    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None) -> None:
+        if self.rec is not None:
+            self.rec.frame(direction, raw, session=ms.sid, transport={"exchange": ex, "stream": stream},
+                           extra=(out.finding,) if out is not None and out.finding is not None else ())
+
+    async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
+                           extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
+        answers = list(rejected or ())
+        while st.ids:
+            out = await st.receive()
+            if out.answers is not None and hkey(out.answers) in st.ids:
+                st.ids.discard(hkey(out.answers))
+                answers.append(out)
+            else:
+                ms.aside(out)             # a JSON-mode POST has no stream for anything else: the GET stream's
+        for out in answers:
+            self._record_msg(S2C, encode(out.value), ms, ex, "post", out)
+        body = encode([o.value for o in answers] if batch else answers[0].value)
+        await self._plain(c, status, body, ex, extra, ctype="application/json")
+
+    async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
+                   stream: str, first: bytes = b"") -> None:
+        hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs))
+        if first:
+            await c.send(h11.Data(data=first))
+        closed = False
+
+        async def watch(n: trio.Nursery) -> None:
+            # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
+            nonlocal closed
+            try:
+                data = await c.stream.receive_some(CHUNK)
+            except IO_ERRORS:
+                data = b""
+            if data:
+                c.h11.receive_data(bytes(data))
+                return
+            closed = True
+            n.cancel_scope.cancel()
+
+        async with trio.open_nursery() as n:
+            n.start_soon(watch, n)
+            while stream == "get" or st.ids:
+                out = await st.receive()
+                if out.answers is not None:
+                    st.ids.discard(hkey(out.answers))
+                data = encode(out.value)
+                self._record_msg(S2C, data, ms, ex, stream, out)
+                await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
+            n.cancel_scope.cancel()
+        if closed:
+            raise trio.ClosedResourceError("the client closed the stream")
+        await c.send(h11.EndOfMessage())
