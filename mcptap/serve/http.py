@@ -52,6 +52,7 @@ from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, 
 from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_legacy import LegacyServing
 from mcptap.serve.http_streams import MockSession, unsent_line
+from mcptap.serve.script_http import HttpEnding
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
@@ -200,6 +201,11 @@ class HttpMock(LegacyServing):
                     self.rec.note("serve", message=line, session=ms.sid)
         return [o for o in outs if o.raw is None]
 
+    @staticmethod
+    def _ending(ms: MockSession) -> HttpEnding | None:
+        """How the recorded POST of what the core just matched ended without an answer, if it did."""
+        return next((r.ending for r in ms.live.matched if r.ending is not None), None)
+
     def _session_for(self, req: h11.Request, value: Any) -> tuple[MockSession | None, int, bytes]:
         if not self.script.stateful:
             return self.stateless, 0, b""
@@ -242,6 +248,9 @@ class HttpMock(LegacyServing):
             rejected = [o.value for o in outs if o.rejected]      # a batch's invalid members: their errors
             if rejected:
                 self._record_msg(S2C, encode(rejected), ms, ex, "post")
+            elif (ending := self._ending(ms)) is not None:           # the recorded server did not answer 202
+                await self._ended(c, ex, ms, ending, extra)
+                return
             await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
         st = ms.open_post(ids)
@@ -250,6 +259,14 @@ class HttpMock(LegacyServing):
             rejected = [o for o in outs if o.rejected and (o.answers is None or hkey(o.answers) not in st.ids)]
             outs = [o for o in outs if not any(o is r for r in rejected)]
             mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
+            # (an answer the recording shows on another stream, the GET one, goes there: not the mock's own error)
+            ending = self._ending(ms) if not rejected and not any(o.seq is None for o in mine) else None
+            if ending is not None:
+                # the recorded POST carried no answer (refused, 202, connection closed): it ends so again, and
+                # what the server sent because of it goes where it went (the GET stream)
+                ms.dispatch(outs, self.nursery)
+                await self._ended(c, ex, ms, ending, extra)
+                return
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
             if mode is None:

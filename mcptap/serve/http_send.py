@@ -14,6 +14,7 @@ from mcptap.model import Direction
 from mcptap.serve.core import Out
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.script_http import HttpEnding
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -36,6 +37,21 @@ class Answering:
             hs.append(("Content-Type", ctype))
         self._record_response(ex, status, hs)
         await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+
+    async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]]) -> None:
+        """End a live POST as its recorded one ended without a JSON-RPC answer (serve/script_http.py):
+        the recorded status, headers and body, or the connection closed with no response."""
+        if ending.status is None:
+            if self.rec is not None:
+                self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
+                              session=ms.sid, exchange=ex)
+            return                                   # nothing sent: the connection is closed (HttpMock._handle)
+        body = ending.body
+        hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *ending.headers, *extra]
+        self._record_response(ex, ending.status, hs)
+        if ending.json_body:
+            self._record_msg(S2C, body, ms, ex, "post")     # as the tap frames a JSON body
+        await c.send(h11.Response(status_code=ending.status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
     def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
         if self.rec is not None and ex is not None:
