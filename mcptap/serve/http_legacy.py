@@ -42,7 +42,7 @@ class LegacyServing(Answering):
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
         if self.rec is not None:
-            self.rec.http(event="sse", exchange=ex, endpoint={"data": endpoint})
+            self._record_http(event="sse", exchange=ex, endpoint={"data": endpoint})
         st = ms.open_standalone()
         try:
             await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())

@@ -5,12 +5,14 @@ what it sent (``http`` response records, a ``message`` record per JSON-RPC paylo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import h11
 import trio
 
-from mcptap.model import Direction
+from mcptap.model import Direction, Finding
+from mcptap.protocol.http_replay import HttpReplay
+from mcptap.protocol.jsonparse import exact_json
 from mcptap.serve.core import Out
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
@@ -28,6 +30,7 @@ class Answering:
 
     if TYPE_CHECKING:
         rec: Recorder | None
+    _judged: tuple[Recorder, HttpReplay] | None = None
 
     # -- responses ----------------------------------------------------------------------
     async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
@@ -50,17 +53,40 @@ class Answering:
         hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *ending.headers, *extra]
         self._record_response(ex, ending.status, hs)
         if ending.json_body:
-            self._record_msg(S2C, body, ms, ex, "post")     # as the tap frames a JSON body
+            self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
         await c.send(h11.Response(status_code=ending.status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
-    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
-        if self.rec is not None and ex is not None:
-            self.rec.http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+    def _judge(self) -> HttpReplay:
+        """The judge of the mock's own HTTP records: the one ``check --full`` re-annotates them with
+        (``protocol/http_replay.py``, on the recorder's annotator), so the ``-o`` capture's findings
+        are those ``check --full`` gives (the client's POST ``Accept``, media types, version header…);
+        they used to be left out live. A new one for each Recorder (the CLI sets ``rec`` late)."""
+        assert self.rec is not None
+        if self._judged is None or self._judged[0] is not self.rec:
+            self._judged = (self.rec, HttpReplay(self.rec.annotator))
+        return self._judged[1]
 
-    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None) -> None:
+    def _record_http(self, **fields: Any) -> None:
+        """An ``http`` record of the mock's own traffic, with the findings re-annotation gives it."""
         if self.rec is not None:
-            self.rec.frame(direction, raw, session=ms.sid, transport={"exchange": ex, "stream": stream},
-                           extra=(out.finding,) if out is not None and out.finding is not None else ())
+            judged = self._judge().record({"type": "http", **fields})
+            self.rec.http(findings=[Finding.from_json(d) for d in judged.get("findings", ())], **fields)
+
+    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
+        if ex is not None:
+            self._record_http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+
+    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None,
+                    status: int | None = None) -> None:
+        """A ``message`` record of the mock's traffic; ``status``: the HTTP status its body travelled
+        with, in its transport facts as the tap records it (a body on an error status is judged by it)."""
+        if self.rec is not None:
+            transport: dict[str, Any] = {"exchange": ex, "stream": stream, **({"status": status} if status is not None else {})}
+            extra = [out.finding] if out is not None and out.finding is not None else []
+            if direction is Direction.C2S:
+                # the POST's request findings, as re-annotation judges them at its body (HttpReplay.message)
+                extra += self._judge().message({"transport": transport}, direction, exact_json(raw), raw) or []
+            self.rec.frame(direction, raw, session=ms.sid, transport=transport, extra=extra)
 
     async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
                            extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
