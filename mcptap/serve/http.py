@@ -179,7 +179,10 @@ class HttpMock(LegacyServing):
             ms = self.sessions.pop(self._header(req, b"mcp-session-id") or "", None)
             if ms is not None:
                 ms.closed = True
-            await self._plain(c, self.script.statuses.get("delete", 200) if ms is not None else 404, b"", ex)
+            if ms is None:
+                await self._plain(c, 404, b"", ex)
+            else:
+                await self._plain(c, self.script.statuses.get("delete", 200), b"", ex, list(self.script.status_headers.get("delete", ())))
         else:
             await self._plain(c, 405, b"", ex)
 
@@ -291,7 +294,7 @@ class HttpMock(LegacyServing):
             await self._plain(c, status, why, ex)
             return
         if not self.script.get_stream:
-            await self._plain(c, self.script.statuses.get("get", 405), b"", ex)
+            await self._plain(c, self.script.statuses.get("get", 405), b"", ex, list(self.script.status_headers.get("get", ())))
             return
         st = ms.open_standalone()
         try:

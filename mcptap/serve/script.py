@@ -47,7 +47,7 @@ from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
 from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
-from mcptap.serve.script_http import HttpEnding, ending_of
+from mcptap.serve.script_http import HttpEnding, ending_of, replayed_headers
 from mcptap.serve.wire import defect
 
 
@@ -133,6 +133,8 @@ class Script:
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
+    #: HTTP: "get" / "delete" -> the recorded response headers the mock sends again with that status
+    status_headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
     answered_defects: set[str] = field(default_factory=set)
 
@@ -342,9 +344,12 @@ class _Builder:
                     sc.get_stream = True
                     if sc.legacy_sse:
                         sc.sse_path = path
-                sc.statuses.setdefault("get", status_field(facts.get("status")) or 405)
-            elif method == "DELETE":
-                sc.statuses.setdefault("delete", status_field(facts.get("status")) or 200)
+                if "get" not in sc.statuses:
+                    sc.statuses["get"] = status_field(facts.get("status")) or 405
+                    sc.status_headers["get"] = replayed_headers(facts.get("headers"))      # a 405's Allow
+            elif method == "DELETE" and "delete" not in sc.statuses:
+                sc.statuses["delete"] = status_field(facts.get("status")) or 200
+                sc.status_headers["delete"] = replayed_headers(facts.get("headers"))
             elif method == "POST" and path and post_path is None:
                 post_path = path
             ending = ending_of(facts, b"".join(b for b, _, _ in self.bodies.get(ex, ())))

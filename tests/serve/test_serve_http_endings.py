@@ -34,7 +34,8 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 CHALLENGE = 'Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://upstream/.well-known/oauth-protected-resource"'
 
 
-def _capture(path: Path) -> Path:
+def _capture(path: Path, get_refused: bool = False) -> Path:
+    """The refusals below; ``get_refused``: the server offered no GET stream (405 with ``Allow``)."""
     t = {"now": 0}
 
     def clock() -> int:
@@ -69,7 +70,10 @@ def _capture(path: Path) -> Path:
     json_ct = [["Content-Type", "application/json"]]
     exchange(init, 200, json_ct, (orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result}),))
     exchange({"jsonrpc": "2.0", "method": "notifications/initialized"}, 202, [["Content-Length", "0"]])
-    get = exchange(None, 200, [["Content-Type", "text/event-stream"]], method="GET", stream="get", how="tap_stopped")
+    if get_refused:
+        get = exchange(None, 405, [["Allow", "POST, DELETE"], ["Content-Length", "0"]], method="GET", stream="get")
+    else:
+        get = exchange(None, 200, [["Content-Type", "text/event-stream"]], method="GET", stream="get", how="tap_stopped")
     # refused at HTTP level: the 401's text body is not framed (not in the capture), the 403's JSON one is
     exchange(call(10, "auth"), 401, [["WWW-Authenticate", CHALLENGE], ["Content-Type", "text/plain"], ["Content-Length", "12"]])
     exchange(call(11, "forbid"), 403, [*json_ct, ["Content-Length", "22"]], (b'{"error": "forbidden"}',))
@@ -80,8 +84,9 @@ def _capture(path: Path) -> Path:
     exchange(call(15, "broke"), None, [], how="upstream_failed", sent_502=True)
     # 202 to a request: its answer came on the GET stream
     exchange(call(16, "later"), 202, [["Content-Length", "0"]])
-    rec.frame(S2C, orjson.dumps({"jsonrpc": "2.0", "id": 16, "result": {"content": []}}), session=SID,
-              transport={"exchange": get, "stream": "get"})
+    if not get_refused:
+        rec.frame(S2C, orjson.dumps({"jsonrpc": "2.0", "id": 16, "result": {"content": []}}), session=SID,
+                  transport={"exchange": get, "stream": "get"})
     # a notification the server refused (its session expired)
     exchange({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, 404, [["Content-Length", "0"]])
     # cut by the recording, not by the server: stays unanswered, as recorded
@@ -91,6 +96,7 @@ def _capture(path: Path) -> Path:
 
 
 async def _serve(cap: Path, own: Path, body: Any) -> None:
+    """Serve ``cap`` (recording to ``own``) to ``body(http, url, headers)``, after an initialize."""
     rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
     server = HttpMock(ServeCore(script_from_path(str(cap))), rec)
     async with trio.open_nursery() as nursery:
@@ -194,3 +200,12 @@ async def test_near_miss_an_exchange_the_recording_cut_stays_unanswered(tmp_path
         assert scope.cancelled_caught
 
     await _serve(_capture(tmp_path / "cap.jsonl"), tmp_path / "own.jsonl", body)
+
+
+async def test_a_get_refused_with_its_allow_header_is_refused_so_again(tmp_path: Path) -> None:
+    """GET (and DELETE) already got their recorded status: now with its recorded headers too."""
+    async def body(http: httpx.AsyncClient, url: str, hs: dict[str, str]) -> None:
+        r = await http.get(url, headers={**hs, "Accept": "text/event-stream"})
+        assert r.status_code == 405 and r.headers["allow"] == "POST, DELETE"
+
+    await _serve(_capture(tmp_path / "cap.jsonl", get_refused=True), tmp_path / "own.jsonl", body)
