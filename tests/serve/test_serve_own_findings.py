@@ -18,6 +18,7 @@ import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of
 import orjson
 import trio
 from click.testing import CliRunner
+from test_serve_http_endings import _call, _capture
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
@@ -27,7 +28,6 @@ from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http import HttpMock
 from mcptap.serve.script import script_from_path
-from test_serve_http_endings import _call, _capture
 
 BOTH = "application/json, text/event-stream"
 
