@@ -253,8 +253,11 @@ class _Builder:
         ref = pair if kind in ("response", "error") else min(members.values()) if members else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
         exchange = key_field(tr.get("exchange"))
-        if exchange is not None and (kind in ("response", "error") or members):
-            self.exchanges.setdefault(exchange, {})["answered"] = True
+        if exchange is not None:
+            facts = self.exchanges.setdefault(exchange, {})
+            facts["messages"] = facts.get("messages", 0) + 1
+            if kind in ("response", "error") or members:
+                facts["answered"] = True
         if kind in ("response", "error") or members:
             for p in (pair, *members.values()):
                 if isinstance(p, int):

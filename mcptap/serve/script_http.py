@@ -6,13 +6,15 @@ what it carried — an HTTP refusal (401 with its ``WWW-Authenticate``, 403, 404
 expired session, 405, 5xx), a ``202`` (a notification's, or a request's whose answer came
 on the GET stream or never), a ``200`` with a body that is not JSON-RPC, or the
 connection closed with no response (``upstream_closed``, ``upstream_failed``,
-``bad_response``; the tap's ``502`` when it sent one) — is replayed as it ended: the
+``bad_response``; the tap's ``502`` when it sent one), or an event stream the server
+ended with no message on it (a priming event at most) — is replayed as it ended: the
 recorded status, headers (less the framing, ``Date``/``Server`` and the session id, which
 the mock sets itself) and body (what the capture holds of it: a JSON body that is not
 JSON-RPC; a body the tap did not frame is not in the capture, so it is sent empty), or the
 connection closed. An exchange the recording cut (the tap stopped, the client went away, a
 gap in the recording, a body mcptap could not decode) ended by no act of the server's: its
-requests stay unanswered, as a recorded request with no answer does.
+requests stay unanswered, as a recorded request with no answer does; so do those of an event
+stream that carried messages but not their answer (a known limit: the mock does not end it).
 """
 
 from __future__ import annotations
@@ -59,15 +61,15 @@ def replayed_headers(headers: Any) -> tuple[tuple[str, str], ...]:
 
 def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
     """How the recorded exchange whose ``http`` facts are ``facts`` (``method``, ``status``,
-    ``headers``, ``ctype``, and from its end ``how``, ``sent_502``, ``cut``; ``answered``: a
-    JSON-RPC answer travelled on it) ended, when the mock must end a live POST so (module
+    ``headers``, ``ctype``, and from its end ``how``, ``sent_502``, ``cut``; ``messages``: how many
+    server messages travelled on it, ``answered``: a JSON-RPC answer among them) ended, when the mock must end a live POST so (module
     docstring); ``body``: the bytes the capture holds of its response body. None: it is answered
     as the core says (an answer, or none while the recorded request had none)."""
     if facts.get("method") != "POST" or facts.get("answered") or facts.get("cut") or facts.get("how") not in SERVER_ENDED:
         return None
     status = status_field(facts.get("status"))
-    if facts.get("ctype") == "text/event-stream":
-        return None                 # an event stream that carried no answer: the request stays open, as recorded
+    if facts.get("ctype") == "text/event-stream" and facts.get("messages"):
+        return None                 # an event stream that carried messages but no answer: the request stays open
     if facts.get("how") != "complete":
         # the server closed (or broke) the connection: what the client got was the tap's 502, or nothing
         return HttpEnding(502) if facts.get("sent_502") else HttpEnding(None)

@@ -61,9 +61,7 @@ def _capture(path: Path, get_refused: bool = False) -> Path:
         rec.http(event="end", exchange=ex, conn=1, how=how, **end)
         return ex
 
-    def call(i: int, name: str) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": {}}}
-
+    call = _call_of
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
     result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
@@ -89,10 +87,17 @@ def _capture(path: Path, get_refused: bool = False) -> Path:
                   transport={"exchange": get, "stream": "get"})
     # a notification the server refused (its session expired)
     exchange({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, 404, [["Content-Length", "0"]])
+    # an event stream the server ended with only its priming event: ended so again
+    primed = exchange(_call_of(18, "primed"), 200, [["Content-Type", "text/event-stream"]])
+    rec.http(event="sse", exchange=primed, sse={"id": "e1", "offset": 0, "bytes": 12, "terminated": True})
     # cut by the recording, not by the server: stays unanswered, as recorded
     exchange(call(17, "cut"), None, [], how="tap_stopped")
     rec.close()
     return path
+
+
+def _call_of(i: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": {}}}
 
 
 async def _serve(cap: Path, own: Path, body: Any) -> None:
@@ -209,3 +214,11 @@ async def test_a_get_refused_with_its_allow_header_is_refused_so_again(tmp_path:
         assert r.status_code == 405 and r.headers["allow"] == "POST, DELETE"
 
     await _serve(_capture(tmp_path / "cap.jsonl", get_refused=True), tmp_path / "own.jsonl", body)
+
+
+async def test_an_event_stream_the_server_ended_without_a_message_is_ended_so_again(tmp_path: Path) -> None:
+    async def body(http: httpx.AsyncClient, url: str, hs: dict[str, str]) -> None:
+        r = await http.post(url, json=_call(6, "primed"), headers=hs)
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream" and r.content == b""
+
+    await _serve(_capture(tmp_path / "cap.jsonl"), tmp_path / "own.jsonl", body)
