@@ -32,6 +32,7 @@ from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.codes import finding, transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer
+from mcptap.protocol.gap_pending import counted_findings
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import parse_json_full
 from mcptap.recording import RecordingState
@@ -350,8 +351,8 @@ class Reannotator(RecordingState):
             if len(kept) != len(rec.get("findings") or ()):
                 # an older mcptap flagged every read without a newline, a line written in two pieces too
                 rec = {k: v for k, v in rec.items() if k != "findings"} | ({"findings": kept} if kept else {})
-        if rec.get("findings"):
-            self._count(Finding.from_json(f) for f in rec["findings"])
+        # (a gap record: the capture.gap it stands for, as the live recorder counts it)
+        self._count(Finding.from_json(f) for f in counted_findings(rec))
         return rec
 
     def _replay_message(self, rec: dict[str, Any]) -> dict[str, Any]:

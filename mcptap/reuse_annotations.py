@@ -16,6 +16,7 @@ from mcptap.capture.format import decode_bytes
 from mcptap.errors import CaptureReadError
 from mcptap.model import UNPARSED, Direction, Finding, Kind, Severity, severity_counts
 from mcptap.protocol.codes import finding
+from mcptap.protocol.gap_pending import counted_findings
 from mcptap.protocol.jsonparse import parse_json
 from mcptap.protocol.jsonrpc import id_key, show_id
 from mcptap.recording import Stream
@@ -112,9 +113,7 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
                 r = {k: v for k, v in r.items() if k in _LIGHT_KEYS}
         elif typ == "stderr":
             _tally(stderr_stream, r, light, key="data")
-        fs = r.get("findings")
-        if fs:
-            count(fs)
+        count(counted_findings(r))             # (a gap record: its capture.gap, as the recorder counts it)
         if isinstance(r.get("seq"), int):
             last_seq, last_t = r["seq"], r.get("t_us", last_t)
         yield r

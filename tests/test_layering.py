@@ -43,7 +43,7 @@ LEVELS = {
     "mcptap.transport.http_recorder_child": 4, "mcptap.transport.http_trim": 4, "mcptap.replay": 4, "mcptap.otel": 4,
     "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
     "mcptap.cli": 5, "mcptap.cli.replay_link": 5, "mcptap.cli.replay_report": 5, "mcptap.__main__": 5,
-    "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,
+    "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.script_http": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,
     "mcptap.serve.extend": 3, "mcptap.serve.http_guard": 3, "mcptap.pytest_plugin": 4,
 }
 

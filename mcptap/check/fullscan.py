@@ -30,7 +30,7 @@ from mcptap.check.scan import FLUSH_BYTES, INT_OR_NONE, STR_OR_NONE, Unsupported
 from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_record
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
-from mcptap.protocol.gap_pending import gap_finding
+from mcptap.protocol.gap_pending import counted_findings
 from mcptap.reannotate import end_record, reannotator_for
 from mcptap.records import annotation_json
 from mcptap.records.end import says_ended
@@ -293,10 +293,8 @@ class FullScan(FullTally):
                 self.methods[out["seq"]] = method
             elif "pair" in out:
                 method = self.methods.pop(out["pair"], None)
-        fs = out.get("findings")
-        if typ == "gap" and not fs:       # Reannotated's
-            fs = [gap_finding(out).to_json()]
-        if not isinstance(fs, list) or not fs:
+        fs = counted_findings(out)        # (a gap record: Reannotated's capture.gap)
+        if not fs:
             return
         tt = t if isinstance(t, int) else None
         for f in fs:

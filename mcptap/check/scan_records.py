@@ -25,7 +25,7 @@ from typing import Any
 from mcptap.capture.integrity import MAX_T_US, sequence_finding
 from mcptap.model import UNPARSED
 from mcptap.protocol.codes import finding
-from mcptap.protocol.gap_pending import gap_finding
+from mcptap.protocol.gap_pending import counted_findings
 from mcptap.protocol.jsonparse import parse_json
 
 
@@ -85,8 +85,6 @@ def other_record(scan: Any, rec: dict[str, Any], typ: str, seq: Any, t: Any, lin
         scan.end = rec
         scan.n_end += 1
         return
-    fs = rec.get("findings")
-    if typ == "gap" and not fs:
-        fs = [gap_finding(rec).to_json()]
-    if isinstance(fs, list) and fs:
+    fs = counted_findings(rec)
+    if fs:
         scan._group(fs, seq, t, line, rec.get("dir"), rec.get("method"))

@@ -11,10 +11,10 @@ ignored to the end, in every command, as does any signal started ignored
 (``nohup``'s SIGHUP): ``transport/signal_latch.handled``. Before that there is only the interpreter's start-up
 (``site``, ``runpy``; short, unless .pth files import much: an editable
 install's finder takes ~30 ms) and the load of this file, which imports nothing
-of mcptap's for that reason. A SIGTERM from the first line of ``run`` is held
-until the command takes it (``mcptap/early_signals.py``): ``record``, ``serve`` and
-``replay`` stop as for a later one, the other commands end as by default once click has
-chosen them.
+of mcptap's for that reason. A SIGTERM, SIGHUP or SIGQUIT (and SIGUSR1, SIGUSR2,
+SIGALRM) from the first line of ``run`` is held until the command takes it
+(``mcptap/early_signals.py``): ``record``, ``serve`` and ``replay`` handle it as a later
+one, the other commands end as by default once click has chosen them.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def run() -> None:
     if handling:
         _signal.signal(_signal.SIGINT, _at_once)
     from mcptap import early_signals  # (only _signal and os: SIGINT is covered already)
-    early_signals.hold()                 # a SIGTERM before the command can take it: held for it
+    early_signals.hold()                 # a stop signal before the command can take it: held for it
     try:
         try:
             from mcptap.cli import interrupt

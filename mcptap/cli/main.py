@@ -78,7 +78,7 @@ class _LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name, cmd, rest = super().resolve_command(ctx, args)
         if name not in ("record", "serve", "replay"):
-            early_signals.release()     # their SignalLatch takes a SIGTERM held since start; other commands end by it
+            early_signals.release()     # their SignalLatch takes the signals held since start; other commands end by them
         return name, cmd, rest
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:

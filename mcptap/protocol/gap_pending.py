@@ -119,3 +119,14 @@ def gap_finding(rec: dict[str, Any]) -> Finding:
     """The ``capture.gap`` finding a ``gap`` record (dict) stands for (check, exports)."""
     lost = f" ({rec['dropped_records']} records lost)" if rec.get("dropped_records") else ""
     return finding("capture.gap", f"part of the traffic was not recorded: {rec.get('reason', 'no reason given')}{lost}")
+
+
+def counted_findings(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings (JSON) a record counts for in an end record's ``severities`` and
+    ``codes``, as ``check`` reports them: its own ``findings``, or for a ``gap`` record
+    without any the ``capture.gap`` it stands for (the recorder counts one per gap record
+    it writes, ``recorder_gaps``; no gap record carries it). [] for anything else."""
+    fs = rec.get("findings")
+    if rec.get("type") == "gap" and not fs:
+        return [gap_finding(rec).to_json()]
+    return [f for f in fs if isinstance(f, dict)] if isinstance(fs, list) else []

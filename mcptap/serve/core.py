@@ -97,6 +97,8 @@ class LiveSession:
     cancelled: set[Any] = field(default_factory=set)
     released: set[int] = field(default_factory=set)     # recorded seqs of cancels already played
     unanswered: list[str] = field(default_factory=list)
+    #: the recorded client messages the latest ``receive`` matched (HTTP: how their POSTs ended)
+    matched: list[Recorded] = field(default_factory=list)
 
 
 def line_of(out: Out) -> bytes:
@@ -167,7 +169,7 @@ class ServeCore:
                 for item in r.value:
                     if isinstance(item, dict) and isinstance(item.get("method"), str) and "id" in item:
                         ans = answers.get(hkey(item["id"]))
-                        sub = Recorded(r.seq, "request", item["method"], item, s.index, r.t_us, status=r.status, mode=r.mode)
+                        sub = Recorded(r.seq, "request", item["method"], item, s.index, r.t_us, status=r.status, mode=r.mode, ending=r.ending)
                         if ans is not None:
                             sub.emits.append(Emission(r.seq, ans, "response", 0, pair=r.seq))
                         self.requests.add(item["method"], item.get("params"), sub, s.index)
@@ -193,11 +195,16 @@ class ServeCore:
 
     # -- incoming ---------------------------------------------------------------------
     def receive(self, live: LiveSession, value: Any) -> list[Out]:
-        """One parsed client message (or a batch: its members one by one)."""
+        """One parsed client message (or a batch: its members one by one); ``live.matched``
+        then holds the recorded client messages it was matched with."""
+        live.matched = []
+        return self._receive(live, value)
+
+    def _receive(self, live: LiveSession, value: Any) -> list[Out]:
         if isinstance(value, list):
             out: list[Out] = []
             for v in value:
-                out.extend(self.receive(live, v))
+                out.extend(self._receive(live, v))
             return out
         bad = self.invalid(value)
         if bad is not None or not isinstance(value, dict):
@@ -210,6 +217,8 @@ class ServeCore:
         if "id" in value and ("result" in value or "error" in value):
             seq, context, again = live.waiting.pop(hkey(value["id"]), (None, None, False))
             answer = self.script.answer_to.get(seq) if seq is not None else None
+            if answer is not None:
+                live.matched.append(answer)
             # what the server sent after the answer continues the request the server request
             # was sent for (a tool asking twice in a row): its stream, as a real server relates it
             return self._expand(answer.emits, live, context, again, answer.seq) if answer is not None else []
@@ -234,6 +243,7 @@ class ServeCore:
         item, how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
             return [self._no_answer(live, method, lid, params)]
+        live.matched.append(item)
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
         live.live_ids[item.seq] = lid
@@ -298,6 +308,8 @@ class ServeCore:
             if released is not None:
                 return released
         item, how = self.notifications.take(method, self.prepare(params) if self.prepare else params, live.group)
+        if item is not None:
+            live.matched.append(item)
         if item is None or how == "reused" or item.cancels is not None:
             return []                                 # only the recorded ones trigger what followed them
         return self._expand(item.emits, live, None, cause=item.seq)

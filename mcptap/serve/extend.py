@@ -58,6 +58,7 @@ from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.errors import CaptureWriteError
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
+from mcptap.protocol.gap_pending import counted_findings
 from mcptap.recorder import Recorder
 from mcptap.records import Eof, MessageRecord, Process, Stderr, message_bytes
 from mcptap.records.end import says_ended
@@ -100,7 +101,7 @@ class _Tally:
             self.streams[d].bytes += rec["bytes"]
         elif typ == "stderr":
             self.streams["stderr"].add(decode_bytes(rec, "data") or b"")
-        self.findings(rec.get("findings"))
+        self.findings(counted_findings(rec))     # (a gap record: its capture.gap, as the recorder counts it)
 
 
 class _Out:

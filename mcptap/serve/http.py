@@ -29,6 +29,7 @@ A loopback mock answers only loopback ``Host`` and ``Origin`` names (DNS
 rebinding), and any mock only JSON POSTs (serve/http_guard.py). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
+How it answers is serve/http_send.py; the legacy transport serve/http_legacy.py.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import h11
 import orjson
@@ -47,9 +48,11 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import Out, ServeCore
-from mcptap.serve.http_conn import CHUNK, IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
+from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
-from mcptap.serve.http_streams import MockSession, ResponseStream, unsent_line
+from mcptap.serve.http_legacy import LegacyServing
+from mcptap.serve.http_streams import MockSession, unsent_line
+from mcptap.serve.script_http import HttpEnding
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
@@ -58,7 +61,7 @@ C2S, S2C = Direction.C2S, Direction.S2C
 UNSENT_AFTER_S = 5.0
 
 
-class HttpMock:
+class HttpMock(LegacyServing):
     """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
@@ -147,8 +150,10 @@ class HttpMock:
         host = (self._header(req, b"host") or "").lower()
         if self.rec is not None:
             # credentials as keyed placeholders, as the tap records them (the client under test may send real ones)
-            self.rec.http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
-                          headers=headers_json(list(req.headers)))
+            # and the session id it carries, as the tap records it (what the session rules judge)
+            sid = self._header(req, b"mcp-session-id")
+            self._record_http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
+                              headers=headers_json(list(req.headers)), **({"session": sid} if sid is not None else {}))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
             return
@@ -174,7 +179,10 @@ class HttpMock:
             ms = self.sessions.pop(self._header(req, b"mcp-session-id") or "", None)
             if ms is not None:
                 ms.closed = True
-            await self._plain(c, self.script.statuses.get("delete", 200) if ms is not None else 404, b"", ex)
+            if ms is None:
+                await self._plain(c, 404, b"", ex)
+            else:
+                await self._plain(c, self.script.statuses.get("delete", 200), b"", ex, list(self.script.status_headers.get("delete", ())))
         else:
             await self._plain(c, 405, b"", ex)
 
@@ -198,23 +206,10 @@ class HttpMock:
                     self.rec.note("serve", message=line, session=ms.sid)
         return [o for o in outs if o.raw is None]
 
-    # -- responses ----------------------------------------------------------------------
-    async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
-                     ctype: str = "text/plain") -> None:
-        hs = [("Content-Length", str(len(body))), *(headers or [])]
-        if body:
-            hs.append(("Content-Type", ctype))
-        self._record_response(ex, status, hs)
-        await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
-
-    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
-        if self.rec is not None and ex is not None:
-            self.rec.http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
-
-    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None) -> None:
-        if self.rec is not None:
-            self.rec.frame(direction, raw, session=ms.sid, transport={"exchange": ex, "stream": stream},
-                           extra=(out.finding,) if out is not None and out.finding is not None else ())
+    @staticmethod
+    def _ending(ms: MockSession) -> HttpEnding | None:
+        """How the recorded POST of what the core just matched ended without an answer, if it did."""
+        return next((r.ending for r in ms.live.matched if r.ending is not None), None)
 
     def _session_for(self, req: h11.Request, value: Any) -> tuple[MockSession | None, int, bytes]:
         if not self.script.stateful:
@@ -258,6 +253,9 @@ class HttpMock:
             rejected = [o.value for o in outs if o.rejected]      # a batch's invalid members: their errors
             if rejected:
                 self._record_msg(S2C, encode(rejected), ms, ex, "post")
+            elif (ending := self._ending(ms)) is not None:           # the recorded server did not answer 202
+                await self._ended(c, ex, ms, ending, extra)
+                return
             await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
         st = ms.open_post(ids)
@@ -266,6 +264,14 @@ class HttpMock:
             rejected = [o for o in outs if o.rejected and (o.answers is None or hkey(o.answers) not in st.ids)]
             outs = [o for o in outs if not any(o is r for r in rejected)]
             mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
+            # (an answer the recording shows on another stream, the GET one, goes there: not the mock's own error)
+            ending = self._ending(ms) if not rejected and not any(o.seq is None for o in mine) else None
+            if ending is not None:
+                # the recorded POST carried no answer (refused, 202, connection closed): it ends so again, and
+                # what the server sent because of it goes where it went (the GET stream)
+                ms.dispatch(outs, self.nursery)
+                await self._ended(c, ex, ms, ending, extra)
+                return
             mode = next((o.mode for o in mine if o.mode), None)
             status = next((o.status for o in mine if o.status), None) or 200
             if mode is None:
@@ -282,64 +288,13 @@ class HttpMock:
         finally:
             ms.close_post(st)
 
-    async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
-                           extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
-        answers = list(rejected or ())
-        while st.ids:
-            out = await st.receive()
-            if out.answers is not None and hkey(out.answers) in st.ids:
-                st.ids.discard(hkey(out.answers))
-                answers.append(out)
-            else:
-                ms.aside(out)             # a JSON-mode POST has no stream for anything else: the GET stream's
-        for out in answers:
-            self._record_msg(S2C, encode(out.value), ms, ex, "post", out)
-        body = encode([o.value for o in answers] if batch else answers[0].value)
-        await self._plain(c, status, body, ex, extra, ctype="application/json")
-
-    async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
-                   stream: str, first: bytes = b"") -> None:
-        hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
-        self._record_response(ex, status, hs)
-        await c.send(h11.Response(status_code=status, headers=hs))
-        if first:
-            await c.send(h11.Data(data=first))
-        closed = False
-
-        async def watch(n: trio.Nursery) -> None:
-            # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
-            nonlocal closed
-            try:
-                data = await c.stream.receive_some(CHUNK)
-            except IO_ERRORS:
-                data = b""
-            if data:
-                c.h11.receive_data(bytes(data))
-                return
-            closed = True
-            n.cancel_scope.cancel()
-
-        async with trio.open_nursery() as n:
-            n.start_soon(watch, n)
-            while stream == "get" or st.ids:
-                out = await st.receive()
-                if out.answers is not None:
-                    st.ids.discard(hkey(out.answers))
-                data = encode(out.value)
-                self._record_msg(S2C, data, ms, ex, stream, out)
-                await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
-            n.cancel_scope.cancel()
-        if closed:
-            raise trio.ClosedResourceError("the client closed the stream")
-        await c.send(h11.EndOfMessage())
-
     async def _get(self, c: Conn, ex: int, req: h11.Request) -> None:
         ms, status, why = self._session_for(req, None)
         if ms is None:
             await self._plain(c, status, why, ex)
             return
         if not self.script.get_stream:
-            await self._plain(c, self.script.statuses.get("get", 405), b"", ex)
+            await self._plain(c, self.script.statuses.get("get", 405), b"", ex, list(self.script.status_headers.get("get", ())))
             return
         st = ms.open_standalone()
         try:
@@ -363,34 +318,4 @@ class HttpMock:
         self.say(line)
         if self.rec is not None:
             self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
-
-    # -- legacy HTTP+SSE ------------------------------------------------------------------
-    async def _legacy_stream(self, c: Conn, ex: int) -> None:
-        sid = secrets.token_hex(16)
-        ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
-        endpoint = f"{self.script.endpoint_path}?session_id={sid}"
-        if self.rec is not None:
-            self.rec.http(event="sse", exchange=ex, endpoint={"data": endpoint})
-        st = ms.open_standalone()
-        try:
-            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
-        finally:
-            ms.close_standalone(st)
-            if ms.sid is not None:
-                self.sessions.pop(ms.sid, None)
-
-    async def _legacy_post(self, c: Conn, ex: int, target: str, body: bytes) -> None:
-        q = parse_qs(urlsplit(target).query)
-        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
-        ms = self.sessions.get(sid)
-        if ms is None:
-            await self._plain(c, 404, b"Could not find session", ex)
-            return
-        value = exact_json(body)
-        if value is UNPARSED:
-            await self._plain(c, 400, b"Could not parse message", ex)
-            return
-        self._record_msg(C2S, body, ms, ex, "post")
-        await self._plain(c, 202, b"Accepted", ex)
-        ms.dispatch(self._receive(ms, value), self.nursery)
 

@@ -25,8 +25,9 @@ the recorded delay after it. The anchor of a server message is:
   server request, a notification);
 * nothing (``SessionScript.opening``): server messages before the client's first.
 
-HTTP facts kept per client message: the recorded status of its POST and
-whether the answer came as JSON or as an SSE stream; per server message the
+HTTP facts kept per client message: the recorded status of its POST,
+whether the answer came as JSON or as an SSE stream, and how the POST ended when it
+carried no JSON-RPC answer (``Recorded.ending``: serve/script_http.py); per server message the
 stream it travelled on (the POST of which recorded request, or the GET
 stream). ``Script`` also says whether sessions had ids, whether GET streams
 were served, and whether the capture is the legacy HTTP+SSE transport.
@@ -46,6 +47,7 @@ from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
 from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
+from mcptap.serve.script_http import HttpEnding, ending_of, replayed_headers
 from mcptap.serve.wire import defect
 
 
@@ -90,6 +92,8 @@ class Recorded:
     exchange: Any = None
     status: int | None = None
     mode: str | None = None            # HTTP: "json" or "sse" (how its POST was answered)
+    #: HTTP: how its POST ended when that carried no JSON-RPC answer (serve/script_http.py)
+    ending: HttpEnding | None = None
 
     @property
     def params(self) -> Any:
@@ -129,6 +133,8 @@ class Script:
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
+    #: HTTP: "get" / "delete" -> the recorded response headers the mock sends again with that status
+    status_headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
     answered_defects: set[str] = field(default_factory=set)
 
@@ -161,6 +167,8 @@ class _Builder:
         self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
         self.exchanges: dict[Any, dict[str, Any]] = {}
         self.by_exchange: dict[Any, list[Recorded]] = {}
+        #: HTTP exchange -> its response body's lines that are not messages: (their bytes, the emission, its list)
+        self.bodies: dict[Any, list[tuple[bytes, Emission, list[Emission]]]] = {}
 
     def _new(self, key: Any) -> _Session:
         s = _Session(SessionScript(len(self.script.sessions), key))
@@ -245,6 +253,11 @@ class _Builder:
         ref = pair if kind in ("response", "error") else min(members.values()) if members else link
         own = s.by_seq.get(ref) if isinstance(ref, int) else None
         exchange = key_field(tr.get("exchange"))
+        if exchange is not None:
+            facts = self.exchanges.setdefault(exchange, {})
+            facts["messages"] = facts.get("messages", 0) + 1
+            if kind in ("response", "error") or members:
+                facts["answered"] = True
         if kind in ("response", "error") or members:
             for p in (pair, *members.values()):
                 if isinstance(p, int):
@@ -272,10 +285,13 @@ class _Builder:
             if not s.script.opening:
                 s.opening_t = t
             e.delay_us = max(0, t - s.opening_t)
-            s.script.opening.append(e)
+            where = s.script.opening
         else:
             e.delay_us = max(0, t - anchor.t_us)
-            anchor.emits.append(e)
+            where = anchor.emits
+        where.append(e)
+        if raw is not None and exchange is not None and self.script.transport != "stdio":
+            self.bodies.setdefault(exchange, []).append((message_bytes(rec) or b"", e, where))
 
     @staticmethod
     def _owner(s: _Session, opener: int | None) -> Recorded | None:
@@ -309,6 +325,11 @@ class _Builder:
                     facts["ctype"] = str(val).split(";")[0].strip().lower()
                 elif low == "mcp-session-id":
                     self.script.stateful = True
+            facts["headers"] = headers
+        elif ev == "end":
+            facts["how"] = rec.get("how")
+            facts["sent_502"] = rec.get("sent_502") is True
+            facts["cut"] = any(rec.get(k) for k in ("gap", "undecoded", "response_cut", "request_cut"))
         elif ev == "sse" and isinstance(rec.get("endpoint"), dict):
             self.script.legacy_sse = True
             data = rec["endpoint"].get("data")
@@ -326,12 +347,20 @@ class _Builder:
                     sc.get_stream = True
                     if sc.legacy_sse:
                         sc.sse_path = path
-                sc.statuses.setdefault("get", status_field(facts.get("status")) or 405)
-            elif method == "DELETE":
-                sc.statuses.setdefault("delete", status_field(facts.get("status")) or 200)
+                if "get" not in sc.statuses:
+                    sc.statuses["get"] = status_field(facts.get("status")) or 405
+                    sc.status_headers["get"] = replayed_headers(facts.get("headers"))      # a 405's Allow
+            elif method == "DELETE" and "delete" not in sc.statuses:
+                sc.statuses["delete"] = status_field(facts.get("status")) or 200
+                sc.status_headers["delete"] = replayed_headers(facts.get("headers"))
             elif method == "POST" and path and post_path is None:
                 post_path = path
+            ending = ending_of(facts, b"".join(b for b, _, _ in self.bodies.get(ex, ())))
+            if ending is not None:
+                for _, e, where in self.bodies.get(ex, ()):
+                    where[:] = [x for x in where if x is not e]     # the response body it was: sent as that, not as a line
             for r in self.by_exchange.get(ex, ()):
+                r.ending = ending
                 r.status = status_field(facts.get("status"))
                 r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
         if post_path and not sc.legacy_sse:

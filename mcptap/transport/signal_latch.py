@@ -93,17 +93,18 @@ class SignalLatch:
 
     def install(self) -> SignalLatch:
         """Catch the ``handled`` ones of ``signals`` (``self.signals`` then names those);
-        a SIGTERM held since mcptap started (``mcptap/early_signals.py``) is taken over
-        as if it came now, and the default action is what ``restore`` puts back."""
+        the signals held since mcptap started (``mcptap/early_signals.py``) are taken over
+        as if they came now, in their order (those of ``ignoring`` dropped, as they are
+        later), and the default action is what ``restore`` puts back."""
         self.signals = handled(self.signals)
         for s in self.signals:
             old = signal.signal(s, self._on_signal)
-            if early_signals.holding(old):
-                old = signal.SIG_DFL
-                self.got.extend(early_signals.adopt(s))
-            self._old[s] = old
+            self._old[s] = signal.SIG_DFL if early_signals.holding(old) else old
         for s in handled(self.ignoring):
-            self._old.setdefault(s, signal.signal(s, signal.SIG_IGN))
+            old = signal.signal(s, signal.SIG_IGN)
+            self._old.setdefault(s, signal.SIG_DFL if early_signals.holding(old) else old)
+        early_signals.adopt(self.ignoring)
+        self.got.extend(early_signals.adopt(self.signals))
         return self
 
     def restore(self) -> None:

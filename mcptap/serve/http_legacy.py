@@ -1,0 +1,67 @@
+"""The legacy HTTP+SSE transport of the HTTP mock (trio + h11, level 4; a mixin of
+``serve.http.HttpMock``): ``GET`` on the recorded SSE path opens a session whose
+``endpoint`` event names the recorded POST path with a fresh ``session_id``; POSTs there
+get ``202`` and every answer travels on the SSE stream.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import trio
+
+from mcptap.model import UNPARSED, Direction
+from mcptap.protocol.jsonparse import exact_json
+from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.http_conn import Conn
+from mcptap.serve.http_send import Answering
+from mcptap.serve.http_streams import MockSession
+
+if TYPE_CHECKING:
+    from mcptap.serve.script import Script
+
+C2S = Direction.C2S
+
+
+class LegacyServing(Answering):
+    """Legacy HTTP+SSE sessions (see module docstring)."""
+
+    if TYPE_CHECKING:
+        core: ServeCore
+        script: Script
+        sessions: dict[str, MockSession]
+        nursery: trio.Nursery
+        _receive: Callable[[MockSession, Any], list[Out]]
+
+    # -- legacy HTTP+SSE ------------------------------------------------------------------
+    async def _legacy_stream(self, c: Conn, ex: int) -> None:
+        sid = secrets.token_hex(16)
+        ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+        endpoint = f"{self.script.endpoint_path}?session_id={sid}"
+        if self.rec is not None:
+            self._record_http(event="sse", exchange=ex, endpoint={"data": endpoint})
+        st = ms.open_standalone()
+        try:
+            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
+        finally:
+            ms.close_standalone(st)
+            if ms.sid is not None:
+                self.sessions.pop(ms.sid, None)
+
+    async def _legacy_post(self, c: Conn, ex: int, target: str, body: bytes) -> None:
+        q = parse_qs(urlsplit(target).query)
+        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
+        ms = self.sessions.get(sid)
+        if ms is None:
+            await self._plain(c, 404, b"Could not find session", ex)
+            return
+        value = exact_json(body)
+        if value is UNPARSED:
+            await self._plain(c, 400, b"Could not parse message", ex)
+            return
+        self._record_msg(C2S, body, ms, ex, "post")
+        await self._plain(c, 202, b"Accepted", ex)
+        ms.dispatch(self._receive(ms, value), self.nursery)

@@ -1,0 +1,140 @@
+"""How the HTTP mock answers (trio + h11, level 4; a mixin of ``serve.http.HttpMock``):
+plain responses, a JSON-mode POST's answers, SSE streams, and the mock's own capture of
+what it sent (``http`` response records, a ``message`` record per JSON-RPC payload).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import h11
+import trio
+
+from mcptap.model import Direction, Finding
+from mcptap.protocol.http_replay import HttpReplay
+from mcptap.protocol.jsonparse import exact_json
+from mcptap.serve.core import Out
+from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
+from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.script_http import HttpEnding
+from mcptap.serve.wire import encode, hkey
+
+if TYPE_CHECKING:
+    from mcptap.recorder import Recorder
+
+S2C = Direction.S2C
+
+
+class Answering:
+    """The mock's ways of answering (see module docstring); ``rec``: its Recorder or None."""
+
+    if TYPE_CHECKING:
+        rec: Recorder | None
+    _judged: tuple[Recorder, HttpReplay] | None = None
+
+    # -- responses ----------------------------------------------------------------------
+    async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
+                     ctype: str = "text/plain") -> None:
+        hs = [("Content-Length", str(len(body))), *(headers or [])]
+        if body:
+            hs.append(("Content-Type", ctype))
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+
+    async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]]) -> None:
+        """End a live POST as its recorded one ended without a JSON-RPC answer (serve/script_http.py):
+        the recorded status, headers and body, or the connection closed with no response."""
+        if ending.status is None:
+            if self.rec is not None:
+                self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
+                              session=ms.sid, exchange=ex)
+            return                                   # nothing sent: the connection is closed (HttpMock._handle)
+        body = ending.body
+        hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *ending.headers, *extra]
+        self._record_response(ex, ending.status, hs)
+        if ending.json_body:
+            self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
+        await c.send(h11.Response(status_code=ending.status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+
+    def _judge(self) -> HttpReplay:
+        """The judge of the mock's own HTTP records: the one ``check --full`` re-annotates them with
+        (``protocol/http_replay.py``, on the recorder's annotator), so the ``-o`` capture's findings
+        are those ``check --full`` gives (the client's POST ``Accept``, media types, version header…);
+        they used to be left out live. A new one for each Recorder (the CLI sets ``rec`` late)."""
+        assert self.rec is not None
+        if self._judged is None or self._judged[0] is not self.rec:
+            self._judged = (self.rec, HttpReplay(self.rec.annotator))
+        return self._judged[1]
+
+    def _record_http(self, **fields: Any) -> None:
+        """An ``http`` record of the mock's own traffic, with the findings re-annotation gives it."""
+        if self.rec is not None:
+            judged = self._judge().record({"type": "http", **fields})
+            self.rec.http(findings=[Finding.from_json(d) for d in judged.get("findings", ())], **fields)
+
+    def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
+        if ex is not None:
+            self._record_http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+
+    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None,
+                    status: int | None = None) -> None:
+        """A ``message`` record of the mock's traffic; ``status``: the HTTP status its body travelled
+        with, in its transport facts as the tap records it (a body on an error status is judged by it)."""
+        if self.rec is not None:
+            transport: dict[str, Any] = {"exchange": ex, "stream": stream, **({"status": status} if status is not None else {})}
+            extra = [out.finding] if out is not None and out.finding is not None else []
+            if direction is Direction.C2S:
+                # the POST's request findings, as re-annotation judges them at its body (HttpReplay.message)
+                extra += self._judge().message({"transport": transport}, direction, exact_json(raw), raw) or []
+            self.rec.frame(direction, raw, session=ms.sid, transport=transport, extra=extra)
+
+    async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
+                           extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
+        answers = list(rejected or ())
+        while st.ids:
+            out = await st.receive()
+            if out.answers is not None and hkey(out.answers) in st.ids:
+                st.ids.discard(hkey(out.answers))
+                answers.append(out)
+            else:
+                ms.aside(out)             # a JSON-mode POST has no stream for anything else: the GET stream's
+        for out in answers:
+            self._record_msg(S2C, encode(out.value), ms, ex, "post", out)
+        body = encode([o.value for o in answers] if batch else answers[0].value)
+        await self._plain(c, status, body, ex, extra, ctype="application/json")
+
+    async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
+                   stream: str, first: bytes = b"") -> None:
+        hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
+        self._record_response(ex, status, hs)
+        await c.send(h11.Response(status_code=status, headers=hs))
+        if first:
+            await c.send(h11.Data(data=first))
+        closed = False
+
+        async def watch(n: trio.Nursery) -> None:
+            # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
+            nonlocal closed
+            try:
+                data = await c.stream.receive_some(CHUNK)
+            except IO_ERRORS:
+                data = b""
+            if data:
+                c.h11.receive_data(bytes(data))
+                return
+            closed = True
+            n.cancel_scope.cancel()
+
+        async with trio.open_nursery() as n:
+            n.start_soon(watch, n)
+            while stream == "get" or st.ids:
+                out = await st.receive()
+                if out.answers is not None:
+                    st.ids.discard(hkey(out.answers))
+                data = encode(out.value)
+                self._record_msg(S2C, data, ms, ex, stream, out)
+                await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
+            n.cancel_scope.cancel()
+        if closed:
+            raise trio.ClosedResourceError("the client closed the stream")
+        await c.send(h11.EndOfMessage())

@@ -1,0 +1,78 @@
+"""How a recorded HTTP exchange ended when it carried no JSON-RPC answer (pure, level 3;
+serve/script.py's helper): what the mock sends instead of an answer.
+
+A POST's exchange that the recorded server ended without a JSON-RPC message answering
+what it carried — an HTTP refusal (401 with its ``WWW-Authenticate``, 403, 404 for an
+expired session, 405, 5xx), a ``202`` (a notification's, or a request's whose answer came
+on the GET stream or never), a ``200`` with a body that is not JSON-RPC, or the
+connection closed with no response (``upstream_closed``, ``upstream_failed``,
+``bad_response``; the tap's ``502`` when it sent one), or an event stream the server
+ended with no message on it (a priming event at most) — is replayed as it ended: the
+recorded status, headers (less the framing, ``Date``/``Server`` and the session id, which
+the mock sets itself) and body (what the capture holds of it: a JSON body that is not
+JSON-RPC; a body the tap did not frame is not in the capture, so it is sent empty), or the
+connection closed. An exchange the recording cut (the tap stopped, the client went away, a
+gap in the recording, a body mcptap could not decode) ended by no act of the server's: its
+requests stay unanswered, as a recorded request with no answer does; so do those of an event
+stream that carried messages but not their answer (a known limit: the mock does not end it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcptap.serve.script_fields import status_field
+
+#: ``end`` hows in which the recorded server ended the exchange itself (docs/http-tap.md)
+SERVER_ENDED = ("complete", "upstream_closed", "upstream_failed", "bad_response")
+#: response headers the mock does not copy: message framing and connection management (h11
+#: sets its own), the body's coding (the capture holds the body decoded), fields about the
+#: recorded server's moment, and the session id (the mock's own one is sent)
+NOT_REPLAYED = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
+                          "proxy-connection", "content-encoding", "date", "server", "mcp-session-id"})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpEnding:
+    """How to end a live POST instead of answering it: ``status`` None closes the connection
+    with no response; else that status, ``headers`` (name, value) and ``body`` (bytes)."""
+
+    status: int | None
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+    @property
+    def json_body(self) -> bool:
+        """The body is ``application/json`` (the tap frames such a body as a message record)."""
+        return bool(self.body) and any(n.lower() == "content-type" and v.split(";")[0].strip().lower() == "application/json"
+                                       for n, v in self.headers)
+
+
+def replayed_headers(headers: Any) -> tuple[tuple[str, str], ...]:
+    """The recorded response ``headers`` (``[[name, value]…]``) the mock sends again."""
+    out = []
+    for pair in headers if isinstance(headers, list) else ():
+        if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str):
+            if pair[0].lower() not in NOT_REPLAYED:
+                out.append((pair[0], pair[1]))
+    return tuple(out)
+
+
+def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
+    """How the recorded exchange whose ``http`` facts are ``facts`` (``method``, ``status``,
+    ``headers``, ``ctype``, and from its end ``how``, ``sent_502``, ``cut``; ``messages``: how many
+    server messages travelled on it, ``answered``: a JSON-RPC answer among them) ended, when the mock must end a live POST so (module
+    docstring); ``body``: the bytes the capture holds of its response body. None: it is answered
+    as the core says (an answer, or none while the recorded request had none)."""
+    if facts.get("method") != "POST" or facts.get("answered") or facts.get("cut") or facts.get("how") not in SERVER_ENDED:
+        return None
+    status = status_field(facts.get("status"))
+    if facts.get("ctype") == "text/event-stream" and facts.get("messages"):
+        return None                 # an event stream that carried messages but no answer: the request stays open
+    if facts.get("how") != "complete":
+        # the server closed (or broke) the connection: what the client got was the tap's 502, or nothing
+        return HttpEnding(502) if facts.get("sent_502") else HttpEnding(None)
+    if status is None or status < 200:
+        return None
+    return HttpEnding(status, replayed_headers(facts.get("headers")), b"" if status in (204, 304) else body)

@@ -1,0 +1,120 @@
+"""End to end through the real HTTP tap: what an upstream refused at HTTP level (or cut
+off) is recorded by ``HttpTap`` and served by the mock as the live client first saw it.
+
+The upstream (h11 on trio) answers ``tools/call`` by tool name: ``auth`` 401 with a
+``WWW-Authenticate`` challenge, ``forbid`` 403 with a JSON error object, ``close`` by
+closing the connection with no response; everything else as a server would. The mock
+used to leave all three unanswered (the client waited for ever).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h11
+import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of mcp)
+import orjson
+import trio
+
+from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
+from mcptap.recorder import Recorder
+from mcptap.serve.core import ServeCore
+from mcptap.serve.http import HttpMock
+from mcptap.serve.script import script_from_path
+from mcptap.transport.http import HttpTap, HttpTapConfig
+
+CHALLENGE = 'Bearer error="insufficient_scope", scope="files:write"'
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+
+
+def _answer(msg: Any) -> tuple[int, list[tuple[str, str]], bytes] | None:
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
+        return 200, [("Content-Type", "application/json")], orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    if "id" not in msg:
+        return 202, [], b""
+    name = msg.get("params", {}).get("name")
+    if name == "auth":
+        return 401, [("WWW-Authenticate", CHALLENGE), ("Content-Type", "text/plain")], b"unauthorized"
+    if name == "forbid":
+        return 403, [("Content-Type", "application/json")], b'{"error": "forbidden"}'
+    if name == "close":
+        return None
+    return 200, [("Content-Type", "application/json")], orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": []}})
+
+
+async def _upstream(stream: trio.SocketStream) -> None:
+    conn = h11.Connection(h11.SERVER)
+    body = b""
+    try:
+        while True:
+            ev = conn.next_event()
+            if ev is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+            elif isinstance(ev, h11.Data):
+                body += ev.data
+            elif isinstance(ev, h11.EndOfMessage):
+                got = _answer(orjson.loads(body))
+                body = b""
+                if got is None:
+                    return                              # closed with no response (finally)
+                status, headers, out = got
+                await stream.send_all(conn.send(h11.Response(status_code=status, headers=[("Content-Length", str(len(out))), *headers])))
+                await stream.send_all(conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
+                conn.start_next_cycle()
+            elif isinstance(ev, h11.ConnectionClosed):
+                return
+    finally:
+        await stream.aclose()
+
+
+def _call(i: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+async def _client(url: str) -> list[Any]:
+    """What a client sees: (status, WWW-Authenticate, body) per request, or "closed"."""
+    seen: list[Any] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.post(url, json=INIT, headers=ACCEPT)
+        seen.append((r.status_code, r.json()["result"]["serverInfo"]))
+        r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=ACCEPT)
+        seen.append(r.status_code)
+        for i, name in enumerate(["auth", "forbid", "close", "ok"]):
+            try:
+                r = await http.post(url, json=_call(10 + i, name), headers=ACCEPT)
+            except httpx.RemoteProtocolError:
+                seen.append("closed")
+                continue
+            seen.append((r.status_code, r.headers.get("www-authenticate"), r.content if name != "auth" else None))
+    return seen
+
+
+async def test_refusals_recorded_through_the_tap_are_served_as_the_client_saw_them(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await nursery.start(trio.serve_listeners, _upstream, listeners)
+        tap = HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec)
+        url = await nursery.start(tap.serve)
+        live = await _client(url)
+        nursery.cancel_scope.cancel()
+    rec.close()
+    assert live[2][:2] == (401, CHALLENGE) and live[3][0] == 403 and live[4] == "closed", live
+
+    mock = HttpMock(ServeCore(script_from_path(str(cap))))
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(mock.serve)
+        served = await _client(url)
+        nursery.cancel_scope.cancel()
+    assert served == live
