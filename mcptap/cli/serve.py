@@ -161,6 +161,10 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
             mock.rec.close(exit_code=0)
     finally:
         latch.restore()
+    if mock.unsent_more:        # said whatever -q: their first lines were
+        from mcptap.serve.http_streams import unsent_more_line
+
+        _say(unsent_more_line(mock.unsent_more))
     if not quiet and core.unanswered:
         _say(unanswered_line(core.unanswered))
     return 0

@@ -82,6 +82,10 @@ class HttpMock(LegacyServing):
         self._conns = 0
         self._exchanges = 0
         self._told_raw = False
+        #: notifications not sent after the first of their method in their session, by method:
+        #: said once at the end (``unsent_summary``), not a line each (a flood of logs is thousands)
+        self._unsent_seen: set[tuple[str | None, str]] = set()
+        self.unsent_more: dict[str, int] = {}
         self.nursery: trio.Nursery
 
     async def bind(self) -> str:
@@ -315,7 +319,14 @@ class HttpMock(LegacyServing):
             return
         v = out.value if isinstance(out.value, dict) else {}
         line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.statuses.get("get", 405))
-        self.say(line)
+        method = v.get("method")
+        if "id" in v or not isinstance(method, str):
+            self.say(line)                  # a server request or an answer: each is one a client may wait for
+        elif (ms.sid, method) not in self._unsent_seen:
+            self._unsent_seen.add((ms.sid, method))
+            self.say(line)
+        else:
+            self.unsent_more[method] = self.unsent_more.get(method, 0) + 1
         if self.rec is not None:
             self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
 

@@ -165,3 +165,14 @@ def unsent_line(v: dict[str, Any], sid: str | None, waits: float | None, get_sta
         why = (f"no open client request it belongs to, and no GET stream (the recorded server offered none, so the mock "
                f"answers GET {get_status}): the client never gets it")
     return f"{where}{what} has {why}"
+
+
+def unsent_more_line(more: dict[str, int], show: int = 5) -> str:
+    """The end-of-session line for the notifications not sent after the first of their
+    method in their session was said (``more``: method to count, in first-seen order):
+    the count, then the first ``show`` methods (the caller escapes the line)."""
+    parts = [f"{m} ×{n}" for m, n in list(more.items())[:show]]
+    if len(more) > show:
+        parts.append(f"… and {len(more) - show} more method(s)")
+    return (f"{sum(more.values())} more notification(s) did not reach the client, as said above for the first of "
+            f"their method ({', '.join(parts)}; the -o capture's serve notes list each)")
