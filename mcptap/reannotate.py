@@ -194,21 +194,21 @@ class Reannotator(RecordingState):
         """True from the first stdio ``chunk`` record on (streams re-framed from bytes)."""
         return self._reframe
 
-    def replay_json(self, rec: dict[str, Any], raw: bytes) -> Message:
+    def replay_json(self, rec: dict[str, Any], raw: bytes, seq: int, t_us: int, d: str) -> Message:
         """``replay`` of the common stdio message record while not re-framing:
         its payload as ``json`` (no ``raw``/``raw_b64``/``eol``), no findings,
-        session or transport facts to keep; ``raw``: ``dumps(json) + b"\n"``
-        (the caller encoded it already). Returns the annotated Message (the
-        caller builds the record it needs)."""
-        seq = rec["seq"]
-        self.seq = seq - 1
-        direction = _DIRS[rec["dir"]]
+        session or transport facts to keep; ``raw``: ``dumps(json) + b"\n"``,
+        ``seq``, ``t_us`` and ``d`` its ``seq``, ``t_us`` and ``dir`` (the caller
+        read them already). Returns the annotated Message (the caller builds the
+        record it needs)."""
+        direction = _DIRS[d]
         s = self.streams[direction]
         s.bytes += len(raw)
         if not self.light:
             s.sha.update(raw)
         s.messages += 1
-        msg = self.annotator.feed_line(rec["json"], raw, rec.get("offset", 0), seq, rec["t_us"], direction)
+        # (self.seq, the record numbering re-framing goes on from, is read by no annotator: set once, after)
+        msg = self.annotator.feed_line(rec["json"], raw, rec.get("offset", 0), seq, t_us, direction)
         self.seq = seq
         self._saw(direction, msg)
         if msg.findings:

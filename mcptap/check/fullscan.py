@@ -156,7 +156,7 @@ class FullScan(FullTally):
                         continue
                     if oracle is not None:
                         oracle.line = i
-                    msg = replay_json(r, data)
+                    msg = replay_json(r, data, seq, t, d)
                     if msg.findings:
                         self._group(annotation_json(msg, True), n + self.cut + 1)
                         continue

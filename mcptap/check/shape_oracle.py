@@ -71,30 +71,47 @@ def plain_record(r: Any) -> bool:
     one, ``t_us`` does not go back too far (``FullScan.run``)."""
     if type(r) is not dict:
         return False
-    # the type tests depend on the keys and their values' types alone: answered once per such
-    # signature (a recorder writes a handful), the values' own tests every time
-    sig = (*r, *map(type, r.values()))
-    ok = _SIGNATURES.get(sig)
-    if ok is None:
-        ok = _plain_types(r)
-        if len(_SIGNATURES) < MAX_SIGNATURES:
-            _SIGNATURES[sig] = ok
-    return ok and r["type"] == "message" and r["t_us"] <= MAX_T_US and ((d := r["dir"]) == "c2s" or d == "s2c")
+    # the tests depend on which keys come in which order (a recorder writes a handful of layouts):
+    # one generated test per layout takes the values by position, no key looked up
+    keys = tuple(r)
+    test = _LAYOUTS.get(keys)
+    if test is None:
+        test = _layout_test(keys)
+        if len(_LAYOUTS) < MAX_SIGNATURES:
+            _LAYOUTS[keys] = test
+    return test(r)
 
 
-#: plain_record's type verdicts by signature (the keys in order, then their values' types), at most MAX_SIGNATURES
-_SIGNATURES: dict[tuple[Any, ...], bool] = {}
+#: plain_record's generated test per key layout (the keys in order), at most MAX_SIGNATURES
+_LAYOUTS: dict[tuple[Any, ...], Callable[[dict[str, Any]], bool]] = {}
 MAX_SIGNATURES = 1024
 
+#: plain_record's test of each field's value (``{v}``), "": none; a field absent passes
+#: unless it is required (type, seq, t_us, dir, kind, json)
+_FIELD_TESTS = {
+    "type": 'type({v}) is str and {v} == "message"', "seq": "type({v}) is int", "t_us": "type({v}) is int and {v} <= MAX_T_US",
+    "dir": 'type({v}) is str and ({v} == "c2s" or {v} == "s2c")', "kind": "type({v}) is str", "id": "type({v}) is not float",
+    "method": "({v} is None or type({v}) is str)", "rev": "type({v}) is str", "link": "type({v}) is int",
+    "pair": "({v} is None or type({v}) is int)", "latency_us": "({v} is None or type({v}) is int)",
+    "phase": "({v} is None or type({v}) is str)", "json": "", "offset": ""}
+_REQUIRED = ("type", "seq", "t_us", "dir", "kind", "json")
 
-def _plain_types(r: dict[str, Any]) -> bool:
-    """``plain_record``'s tests of keys and types (``type``, ``t_us`` and ``dir``
-    of theirs: a string, an integer, a string), none of values."""
-    return (r.keys() <= PLAIN_KEYS and type(r.get("type")) is str and type(r.get("seq")) is int and type(r.get("t_us")) is int
-            and type(r.get("dir")) is str and type(r.get("kind")) is str and "json" in r and type(r.get("id")) is not float
-            and type(r.get("method")) in _STR_OR_NONE and type(r.get("rev", "")) is str
-            and type(r.get("link", 0)) is int and type(r.get("pair")) in _INT_OR_NONE
-            and type(r.get("latency_us")) in _INT_OR_NONE and type(r.get("phase")) in _STR_OR_NONE)
+
+def _never(r: dict[str, Any]) -> bool:
+    return False
+
+
+def _layout_test(keys: tuple[Any, ...]) -> Callable[[dict[str, Any]], bool]:
+    """``plain_record`` of a dict whose keys are ``keys``, in that order."""
+    if not set(keys) <= PLAIN_KEYS or not all(k in keys for k in _REQUIRED):
+        return _never
+    names = [f"v{i}" for i in range(len(keys))]
+    tests = [_FIELD_TESTS[k].format(v=n) for k, n in zip(keys, names, strict=True) if _FIELD_TESTS[k]]
+    src = f"def test(r):\n    {', '.join(names)}, = r.values()\n    return {' and '.join(tests)}\n"
+    scope: dict[str, Any] = {"MAX_T_US": MAX_T_US}
+    exec(src, scope)            # (source built here from _FIELD_TESTS alone)
+    test: Callable[[dict[str, Any]], bool] = scope["test"]
+    return test
 
 
 def plain_record_reference(r: Any) -> bool:

@@ -23,7 +23,7 @@ from mcptap.protocol.gap_pending import request_in_gap
 from mcptap.protocol.http_answers import method_not_found, status_of
 from mcptap.protocol.idless_answers import IdlessAnswers
 from mcptap.protocol.jsonparse import BOM
-from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, id_key, oddity_findings, show_id
+from mcptap.protocol.jsonrpc import Classified, classify, classify_exact, classify_plain, id_key, oddity_findings, show_id
 from mcptap.protocol.lifecycle import (
     SessionState,
     discover_response,
@@ -120,12 +120,12 @@ class Annotator(IdlessAnswers):
         if kind is REQUEST or kind is NOTIFICATION:
             if cls.findings:
                 out.extend(cls.findings)
-            self._call(msg, st, cls, value, exchange, None)
+            self._call(msg, st, kind, cls.method, cls.id, value, exchange, None)
             return msg
         if kind is RESPONSE or kind is ERROR:
             if cls.findings:
                 out.extend(cls.findings)
-            msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, exchange)
+            msg.pair, msg.latency_us, _ = self._answer(msg, st, kind, cls.has_id, cls.id, value, exchange)
             return msg
         if kind is NON_JSON:
             non_json_findings(frame, msg, self.transport)
@@ -145,26 +145,32 @@ class Annotator(IdlessAnswers):
         (``raw``, parsed as ``value``; no session, transport facts or findings of the
         transport), for re-annotation (check --full) of message records. The same
         Message, with less work for the common JSON-RPC message; the rest goes to ``feed``."""
-        cls = classify(value)
-        kind = cls.kind
-        if (not self._stdio or type(cls.id) is float or not (kind is REQUEST or kind is NOTIFICATION or kind is RESPONSE or kind is ERROR)
-                or len(raw) > self.large_message or raw[-2] == 13 or raw[0] == 0xEF):   # what feed has more to say about (CRLF, a BOM…)
+        plain = classify_plain(value)       # (no Classified built for the message classify has nothing to say about)
+        found: list[Finding] | None = None
+        if plain is not None:
+            kind, mid, has_id, method = plain
+        else:
+            cls = classify(value)
+            kind, mid, has_id, method, found = cls.kind, cls.id, cls.has_id, cls.method, cls.findings
+            if type(mid) is float or not (kind is REQUEST or kind is NOTIFICATION or kind is RESPONSE or kind is ERROR):
+                return self.feed(Frame(raw, offset, True, value), seq, t_us, direction)
+        if not self._stdio or len(raw) > self.large_message or raw[-2] == 13 or raw[0] == 0xEF:   # what feed has more to say about (CRLF, a BOM…)
             return self.feed(Frame(raw, offset, True, value), seq, t_us, direction)
         self._scope = None
         st = self._sessions.get(None)
         if st is None:
             st = self.session(None)
         phase: Phase | None = st.phase
-        if st.standalone and phase is BEFORE_INITIALIZE and cls.method != "initialize":
+        if st.standalone and phase is BEFORE_INITIALIZE and method != "initialize":
             phase = None
-        msg = Message(seq, t_us, direction, raw, value, kind, None, cls.id, cls.has_id, cls.method, None, None, phase, st.revision,
+        msg = Message(seq, t_us, direction, raw, value, kind, None, mid, has_id, method, None, None, phase, st.revision,
                       [], None, None, offset, True, None)
-        if cls.findings:
-            msg.findings.extend(cls.findings)
+        if found:
+            msg.findings.extend(found)
         if kind is REQUEST or kind is NOTIFICATION:
-            self._call(msg, st, cls, value, None, None)
+            self._call(msg, st, kind, method, mid, value, None, None)
         else:
-            msg.pair, msg.latency_us, _ = self._answer(msg, st, cls, value, None)
+            msg.pair, msg.latency_us, _ = self._answer(msg, st, kind, has_id, mid, value, None)
         return msg
 
     # -- batches --------------------------------------------------------------------
@@ -199,18 +205,18 @@ class Annotator(IdlessAnswers):
     def _one(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any,
              member: int | None) -> tuple[int | None, int | None, Pending | None]:
         if cls.kind is REQUEST or cls.kind is NOTIFICATION:
-            self._call(msg, st, cls, value, exchange, member)
+            self._call(msg, st, cls.kind, cls.method, cls.id, value, exchange, member)
             return None, None, None
-        return self._answer(msg, st, cls, value, exchange)
+        return self._answer(msg, st, cls.kind, cls.has_id, cls.id, value, exchange)
 
-    def _call(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any], exchange: Any, member: int | None) -> None:
-        """A request or notification (``member``: its index in a batch)."""
-        kind, method = cls.kind, cls.method
+    def _call(self, msg: Message, st: SessionState, kind: Kind, method: str | None, mid: Any, value: dict[str, Any], exchange: Any,
+              member: int | None) -> None:
+        """A request or notification (``member``: its index in a batch), as ``classify`` found it (``kind``, ``method``, ``mid``: its id)."""
         params = value.get("params")
         if st.phase is not OPERATING or st.era != "legacy" or method == "initialize":   # else nothing applies
             era_and_phase(msg, st, kind, method, params, self.transport)
         if kind is REQUEST:
-            self._request(msg, st, cls, params, exchange, member)
+            self._request(msg, st, method, mid, params, exchange, member)
         else:
             self._notification(msg, st, method, params)
         if method is not None:
@@ -222,23 +228,24 @@ class Annotator(IdlessAnswers):
                 if found:
                     msg.findings.extend(found)
 
-    def _answer(self, msg: Message, st: SessionState, cls: Classified, value: dict[str, Any],
+    def _answer(self, msg: Message, st: SessionState, kind: Kind, has_id: bool, mid: Any, value: dict[str, Any],
                 exchange: Any) -> tuple[int | None, int | None, Pending | None]:
-        """A response or error: its request's (seq, latency, Pending), or Nones."""
-        kind, sender = cls.kind, msg.direction
+        """A response or error (``kind``, ``has_id`` and ``mid``, its id, as ``classify``
+        found them): its request's (seq, latency, Pending), or Nones."""
+        sender = msg.direction
         out = msg.findings
-        if not cls.has_id or cls.id is None:
-            return self._null_id_error(msg, st, value, cls)
+        if not has_id or mid is None:
+            return self._null_id_error(msg, st, value, Classified(kind, mid, has_id))
         scope = self._scope
         if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
             scope = self._scope_of(sender.peer, st)
-        p, fs = self.pairing.response(scope, sender, cls.id, exchange)
+        p, fs = self.pairing.response(scope, sender, mid, exchange)
         if p is None:
             if exchange is not None and exchange in self.unread:
-                fs = [finding("http.unread_request_answered", f"response id {show_id(cls.id)} matches no request in the capture: "
+                fs = [finding("http.unread_request_answered", f"response id {show_id(mid)} matches no request in the capture: "
                               "it may answer the request body of its exchange mcptap could not decode") if f.code == "jsonrpc.unmatched_response"
                       else f for f in fs]
-            out.extend(request_in_gap(fs, sender.peer, self.gapped, (scope, id_key(cls.id))) if self.gapped else fs)
+            out.extend(request_in_gap(fs, sender.peer, self.gapped, (scope, id_key(mid))) if self.gapped else fs)
             return None, None, None
         if fs:
             out.extend(fs)
@@ -294,8 +301,8 @@ class Annotator(IdlessAnswers):
         return p.seq, msg.t_us - p.t_us, p
 
     # -- eras and lifecycle ----------------------------------------------------------------
-    def _request(self, msg: Message, st: SessionState, cls: Classified, params: Any, exchange: Any, member: int | None) -> None:
-        method, sender = cls.method, msg.direction
+    def _request(self, msg: Message, st: SessionState, method: str | None, mid: Any, params: Any, exchange: Any, member: int | None) -> None:
+        sender = msg.direction
         token = None
         if isinstance(params, dict) and "_meta" in params:
             meta = params["_meta"]
@@ -314,13 +321,13 @@ class Annotator(IdlessAnswers):
             if method == "initialize":
                 initialize_request(msg, st, params)
             if method in CONTRACT_METHODS:
-                found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, cls.id)
+                found = self._contracts.request(msg.session, method, params, msg.session not in self._assumed, mid)
                 if found:
                     msg.findings.extend(found)
         scope = self._scope
         if type(scope) is tuple:            # sessionless HTTP (else the session: no call, per message)
             scope = self._scope_of(sender, st)
-        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, cls.id, method, scope, token, False, exchange, member, False,
+        found = self.pairing.request(Pending(msg.seq, msg.t_us, sender, mid, method, scope, token, False, exchange, member, False,
                                              msg.revision, params), not modern and scope is not SESSIONLESS)
         if found:
             msg.findings.extend(found)

@@ -186,6 +186,30 @@ def classify(value: Any) -> Classified:
     return Classified(kind, mid, has_id, None, out)
 
 
+_NO_PARAMS: dict[str, Any] = {}
+
+
+def classify_plain(value: Any) -> tuple[Kind, Any, bool, str | None] | None:
+    """``classify(value)``'s (kind, id, has_id, method) for the well-formed
+    message it finds nothing to say about (version "2.0", a string or safe
+    integer id, object params or result: a request, notification or
+    response), without building a Classified; None: ask ``classify``."""
+    if type(value) is dict and value.get("jsonrpc") == "2.0":
+        method = value.get("method")
+        if type(method) is str:
+            if "result" not in value and "error" not in value and type(value.get("params", _NO_PARAMS)) is dict:
+                if "id" not in value:
+                    return _NOTIFICATION, None, False, method
+                mid = value["id"]
+                if (type(mid) is str or type(mid) is int and -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER) and not method.startswith("notifications/"):
+                    return _REQUEST, mid, True, method
+        elif method is None and "result" in value and "error" not in value and "id" in value and type(value["result"]) is dict:
+            mid = value["id"]
+            if type(mid) is str or type(mid) is int and -MAX_SAFE_INTEGER <= mid <= MAX_SAFE_INTEGER:
+                return _RESPONSE, mid, True, None
+    return None
+
+
 def _unsafe(mid: int) -> Finding:
     return finding("jsonrpc.id_unsafe_integer", f"id {mid} is outside ±(2^53−1): peers that read JSON numbers as doubles "
                    "(JavaScript, many JSON libraries) change it and never match the response")
