@@ -250,11 +250,16 @@ def _malformed(rec: dict[str, Any]) -> str | None:
             return f"session is {_kind(rec['session'])}, not a string"
     elif rec["type"] == "context":
         return _malformed_context(rec)
-    elif rec["type"] == "stderr":
+    elif rec["type"] in ("stderr", "chunk"):
+        # the bytes every reader decodes (check's tallies, show, report): a wrong type or bad
+        # base64 is this record's fault, not an internal error of theirs
         for key in ("data", "data_b64"):
             v = rec.get(key)
             if v is not None and not isinstance(v, str):
                 return f"{key} is {_kind(v)}, not a string"
+        b64 = rec.get("data_b64")
+        if b64 is not None and (len(b64) % 4 or not _B64.fullmatch(b64)):
+            return "data_b64 is not base64"
     return None
 
 
