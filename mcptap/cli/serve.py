@@ -5,7 +5,8 @@ server command a host runs) or, with ``--listen``, over Streamable HTTP (or the
 legacy HTTP+SSE transport when the capture is one). See mcptap/serve/.
 
 Exit status: 0 when the client's session ended (stdin EOF; for HTTP SIGINT,
-SIGTERM, SIGHUP or SIGQUIT); over stdio 128+N when signal N ended it (SIGTERM 143: a host stopping its
+SIGTERM, SIGHUP or SIGQUIT; 1 when the HTTP mock failed to answer a request by a fault of its
+own, said on stderr, the other connections served on); over stdio 128+N when signal N ended it (SIGTERM 143: a host stopping its
 server; SIGINT 130: Ctrl-C; SIGHUP, SIGQUIT), after ``-o`` got its end record and
 ``--extend`` merged the exchanges made, as at stdin EOF (SIGUSR1, SIGUSR2 and
 SIGALRM end nothing: passed on to ``--extend``'s real server, else ignored); 1 when ``--extend`` could not add the session to CAPTURE (said on stderr;
@@ -52,7 +53,7 @@ def load_script(capture: str) -> Script:
     """The capture's server side. Raises McptapError (unreadable, not a
     capture, nothing recorded from the server)."""
     script = script_from_path(capture)
-    if not script.answers:
+    if not script.answers and not script.endings:       # (a server that refused every request is served so)
         raise McptapError(f"{capture}: no recorded server messages to serve (empty capture?)")
     return script
 
@@ -108,7 +109,7 @@ def unanswered_line(unanswered: list[str], show: int = 5) -> str:
 def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = False, output: str | None = None,
              ready: Callable[[str], None] | None = None, quiet: bool = False,
              scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
-    """Serve over HTTP until SIGINT, SIGTERM, SIGHUP or SIGQUIT; returns the exit status (0, or 2
+    """Serve over HTTP until SIGINT, SIGTERM, SIGHUP or SIGQUIT; returns the exit status (0; 1 after a fault of its own answering a request; 2
     when the mock cannot listen or record). ``ready(url)``: called once listening; ``scrub``:
     the ``-o`` capture's record transform (serve_scrub.output_scrub).
     At the end, unless ``quiet``, the requests it had no recorded answer for (stderr)."""
@@ -167,7 +168,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
         _say(unsent_more_line(mock.unsent_more))
     if not quiet and core.unanswered:
         _say(unanswered_line(core.unanswered))
-    return 0
+    return 1 if mock.internal_errors else 0
 
 
 def _episode_file(capture: str) -> tuple[str, int | None]:

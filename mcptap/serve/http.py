@@ -82,6 +82,8 @@ class HttpMock(LegacyServing):
         self._conns = 0
         self._exchanges = 0
         self._told_raw = False
+        #: requests whose answering failed by a fault of the mock's own (said; the exit status is 1)
+        self.internal_errors = 0
         #: notifications not sent after the first of their method in their session, by method:
         #: said once at the end (``unsent_summary``), not a line each (a flood of logs is thousands)
         self._unsent_seen: set[tuple[str | None, str]] = set()
@@ -134,6 +136,13 @@ class HttpMock(LegacyServing):
                     break
         except IO_ERRORS:
             pass
+        except Exception as exc:    # noqa: BLE001 - one request's failure must not take every other client's server down
+            # (a bug of ours answering one request once ended the whole mock: every later request was refused)
+            self.internal_errors += 1
+            line = f"internal error answering a request on connection {c.id}: {type(exc).__name__}: {exc} (that connection is closed)"
+            self.say(line)
+            if self.rec is not None:
+                self.rec.note("serve", message=line)
         finally:
             try:
                 await stream.aclose()

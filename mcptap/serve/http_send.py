@@ -16,7 +16,7 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.serve.core import Out
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
-from mcptap.serve.script_http import HttpEnding
+from mcptap.serve.script_http import HttpEnding, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class Answering:
         if body:
             hs.append(("Content-Type", ctype))
         self._record_response(ex, status, hs)
-        await c.send(h11.Response(status_code=status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+        await c.send(h11.Response(status_code=status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
     async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]]) -> None:
         """End a live POST as its recorded one ended without a JSON-RPC answer (serve/script_http.py):
@@ -54,7 +54,7 @@ class Answering:
         self._record_response(ex, ending.status, hs)
         if ending.json_body:
             self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
-        await c.send(h11.Response(status_code=ending.status, headers=hs), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+        await c.send(h11.Response(status_code=ending.status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
     def _judge(self) -> HttpReplay:
         """The judge of the mock's own HTTP records: the one ``check --full`` re-annotates them with
@@ -107,7 +107,7 @@ class Answering:
                    stream: str, first: bytes = b"") -> None:
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
         self._record_response(ex, status, hs)
-        await c.send(h11.Response(status_code=status, headers=hs))
+        await c.send(h11.Response(status_code=status, headers=wire_headers(hs)))
         if first:
             await c.send(h11.Data(data=first))
         closed = False

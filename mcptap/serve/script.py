@@ -143,6 +143,12 @@ class Script:
         """Recorded server messages (responses and others) in all sessions."""
         return sum(len(r.emits) for s in self.sessions for r in s.items) + sum(len(s.opening) for s in self.sessions)
 
+    @property
+    def endings(self) -> int:
+        """Recorded client requests the server ended without a JSON-RPC answer (an HTTP 401, 403…,
+        a closed connection: ``Recorded.ending``), which the mock serves as recorded too."""
+        return sum(1 for s in self.sessions for r in s.items if r.ending is not None)
+
 
 class _Session:
     __slots__ = ("script", "by_seq", "by_id", "cancelled", "last_c2s", "last_answer", "open", "opening_t")

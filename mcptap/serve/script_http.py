@@ -50,13 +50,31 @@ class HttpEnding:
 
 
 def replayed_headers(headers: Any) -> tuple[tuple[str, str], ...]:
-    """The recorded response ``headers`` (``[[name, value]…]``) the mock sends again."""
+    """The recorded response ``headers`` (``[[name, value]…]``) the mock sends again. A value
+    the tap (or a scrub) stored as a keyed placeholder (``Set-Cookie: auth=«redacted:hmac:…»``)
+    is left out: it was never the server's, and a client would store and send it back as one;
+    so is one that is not a latin-1 string (the tap records header bytes as latin-1:
+    ``relay/http/credentials.headers_json``; anything else was edited in)."""
     out = []
     for pair in headers if isinstance(headers, list) else ():
         if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str):
-            if pair[0].lower() not in NOT_REPLAYED:
+            if pair[0].lower() not in NOT_REPLAYED and PLACEHOLDER not in pair[1] and _latin1(pair[0]) and _latin1(pair[1]):
                 out.append((pair[0], pair[1]))
     return tuple(out)
+
+
+#: what every keyed placeholder starts with (redact/keyed.py)
+PLACEHOLDER = "«redacted:"
+
+
+def _latin1(s: str) -> bool:
+    return s.isascii() or max(map(ord, s)) < 0x100
+
+
+def wire_headers(headers: Any) -> list[tuple[bytes, bytes]]:
+    """``(name, value)`` str pairs as the bytes they were recorded from (latin-1: h11 would
+    encode str as ASCII and raise on a server's obs-text value, ``X-Note: café``)."""
+    return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
 
 
 def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
