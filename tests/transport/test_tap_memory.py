@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.transport import relay_child
+from mcptap.transport import http_trim, relay_child
 from mcptap.transport.spill import SpillFile
 
 
@@ -31,6 +31,10 @@ def test_the_relay_process_starts_with_the_pre_fork_objects_frozen_and_mcptaps_c
         return real_fork()
 
     monkeypatch.setattr(os, "fork", fork)
+    # and the heap's free pages go back first: a free page resident at the fork is copied by
+    # whichever process reuses it, and the other keeps the original, unused
+    trims: list[tuple[int, int]] = []
+    monkeypatch.setattr(http_trim, "_TRIM", lambda pad: trims.append((os.getpid(), gc.get_freeze_count())) or 1)
     host_in_r, host_in_w = os.pipe()
     host_out_r, host_out_w = os.pipe()
     child_in_r, child_in_w = os.pipe()
@@ -42,6 +46,7 @@ def test_the_relay_process_starts_with_the_pre_fork_objects_frozen_and_mcptaps_c
     try:
         assert at_fork and at_fork[0] > 0
         assert gc.get_freeze_count() == before == 0
+        assert trims == [(os.getpid(), 0)]
     finally:
         # the relay inherited this process's ends of the pipes too: they never end, it is killed
         os.kill(pid, signal.SIGKILL)
