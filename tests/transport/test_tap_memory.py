@@ -89,6 +89,11 @@ def test_the_http_tap_imports_none_of_what_it_never_runs(tmp_path: Path) -> None
     finally:
         tap.send_signal(signal.SIGINT)
         lines += tap.communicate(timeout=120)[1].splitlines(keepends=True)
-    imported = {line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")}
+    order = [line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")]
+    imported = set(order)
     assert "mcptap.transport.http" in imported
     assert imported.isdisjoint(NOT_IN_THE_TAPS + ("mcptap.transport.stdio", "mcptap.transport.relay_child"))
+    # what the relay imports to listen (the host name codec of getaddrinfo) is imported before
+    # the recorder process forks (its module the last imported before): imported after, it was
+    # written into the pages both processes still shared, copying them
+    assert order.index("encodings.idna") < order.index("mcptap.transport.http_recorder_child")
