@@ -55,6 +55,7 @@ import orjson
 import trio
 
 from mcptap.transport import fact_codec as fc
+from mcptap.transport import http_trim
 from mcptap.transport.copy_stream import COPY_PIPE_SIZE
 from mcptap.transport.forward import grow_pipe
 from mcptap.transport.spill import FULL, SpillFile
@@ -362,6 +363,7 @@ def start_recorder(run_child: Callable[[int, int, SpillFile], None], clock: Call
     status_r, status_w = os.pipe()
     grow_pipe(fact_w, COPY_PIPE_SIZE)
     spill = SpillFile(None, spill_dir)
+    http_trim.before_fork()       # free heap pages back first: else a copy of each, by copy on write, in whichever reuses it
     # the objects made so far go where the cyclic collector never looks: the
     # recorder's collections would write to their headers and so copy every
     # page it shares with the relay (copy on write)

@@ -10,6 +10,13 @@ whole pages inside it), once a pause of ``IDLE_S`` follows traffic: never
 while a burst goes on, so the cost (a walk of the free lists, tens of µs)
 is paid per pause, not per round trip. Where glibc is not the C library the
 trim is a no-op.
+
+``before_fork()``: the same trim right before a tap forks (the HTTP
+recorder process, the stdio relay process). The free pages the heap held
+then were resident in both processes; the first process to reuse one got a
+copy while the other kept the original, unused, for good: 0.6 MiB of the
+HTTP tap's memory (its two processes' distinct resident pages, idle and
+after traffic). Trimmed, a reused page is a fresh one, in that process only.
 """
 
 from __future__ import annotations
@@ -41,6 +48,14 @@ def wait_then_trim(fd: int) -> bool:
     if _TRIM is None:
         return False
     if select.select([fd], [], [], IDLE_S)[0]:
+        return False
+    _TRIM(0)
+    return True
+
+
+def before_fork() -> bool:
+    """Trim the heap right before a fork (module docstring). Returns whether it trimmed."""
+    if _TRIM is None:
         return False
     _TRIM(0)
     return True

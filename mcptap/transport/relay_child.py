@@ -50,7 +50,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from mcptap.transport import copy_fast, tee_pump
+from mcptap.transport import copy_fast, http_trim, tee_pump
 from mcptap.transport.copy_queue import CopyQueue
 from mcptap.transport.copy_stream import C2S, COPY_PIPE_SIZE, END, FAILED, S2C, THROUGH
 from mcptap.transport.forward import BROKEN, EOF, MAX_CHUNK, detach_fd, grow_pipe, pump
@@ -199,6 +199,7 @@ def start_relay(host_in: int, host_out: int, child_in: int, child_out: int, cloc
     # one copy (a 64 KiB pipe: four of each, and four times the wake-ups)
     grow_pipe(child_out, MAX_CHUNK)
     parent = os.getpid()
+    http_trim.before_fork()       # free heap pages back first: else a copy of each, by copy on write, in whichever reuses it
     # the objects made so far go where the relay's cyclic collector never looks: its
     # collections would write to their headers and so copy, by copy on write, every page
     # it shares with mcptap (as transport/http_recorder.py does for its recorder process)

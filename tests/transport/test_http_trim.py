@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
+from pathlib import Path
 
 import pytest
 
 from mcptap.transport import http_trim
+from mcptap.transport.http_recorder import start_recorder
 from mcptap.transport.http_recorder_child import _Frames
+from mcptap.transport.spill import SpillFile
 
 
 def test_the_trim_is_found_where_glibc_is_the_c_library() -> None:
@@ -62,3 +66,21 @@ def test_frames_let_the_batch_read_last_go_before_they_wait() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_the_heap_is_trimmed_right_before_the_recorder_process_forks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # a free page left in the heap at the fork was resident in both processes, and the first to reuse it got a copy
+    seen: list[tuple[int, int]] = []
+    monkeypatch.setattr(http_trim, "_TRIM", lambda pad: seen.append((os.getpid(), gc.get_freeze_count())) or 1)
+
+    def child(fact_fd: int, status_fd: int, spill: SpillFile) -> None:
+        os._exit(0)
+
+    link = start_recorder(child, lambda: 0, lambda line: None, str(tmp_path))
+    try:
+        assert os.waitpid(link.pid, 0)[1] == 0
+        assert seen == [(os.getpid(), 0)]          # in the process that forks, before anything was frozen for the fork
+    finally:
+        os.close(link._fd)
+        os.close(link._status)
+        link._spill.close()

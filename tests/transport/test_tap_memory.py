@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.transport import relay_child
+from mcptap.transport import http_trim, relay_child
 from mcptap.transport.spill import SpillFile
 
 
@@ -31,6 +31,10 @@ def test_the_relay_process_starts_with_the_pre_fork_objects_frozen_and_mcptaps_c
         return real_fork()
 
     monkeypatch.setattr(os, "fork", fork)
+    # and the heap's free pages go back first: a free page resident at the fork is copied by
+    # whichever process reuses it, and the other keeps the original, unused
+    trims: list[tuple[int, int]] = []
+    monkeypatch.setattr(http_trim, "_TRIM", lambda pad: trims.append((os.getpid(), gc.get_freeze_count())) or 1)
     host_in_r, host_in_w = os.pipe()
     host_out_r, host_out_w = os.pipe()
     child_in_r, child_in_w = os.pipe()
@@ -42,6 +46,7 @@ def test_the_relay_process_starts_with_the_pre_fork_objects_frozen_and_mcptaps_c
     try:
         assert at_fork and at_fork[0] > 0
         assert gc.get_freeze_count() == before == 0
+        assert trims == [(os.getpid(), 0)]
     finally:
         # the relay inherited this process's ends of the pipes too: they never end, it is killed
         os.kill(pid, signal.SIGKILL)
@@ -84,6 +89,11 @@ def test_the_http_tap_imports_none_of_what_it_never_runs(tmp_path: Path) -> None
     finally:
         tap.send_signal(signal.SIGINT)
         lines += tap.communicate(timeout=120)[1].splitlines(keepends=True)
-    imported = {line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")}
+    order = [line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")]
+    imported = set(order)
     assert "mcptap.transport.http" in imported
     assert imported.isdisjoint(NOT_IN_THE_TAPS + ("mcptap.transport.stdio", "mcptap.transport.relay_child"))
+    # what the relay imports to listen (the host name codec of getaddrinfo) is imported before
+    # the recorder process forks (its module the last imported before): imported after, it was
+    # written into the pages both processes still shared, copying them
+    assert order.index("encodings.idna") < order.index("mcptap.transport.http_recorder_child")
