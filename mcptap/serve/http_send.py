@@ -13,6 +13,7 @@ import trio
 from mcptap.model import Direction, Finding
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import exact_json
+from mcptap.records.events import Http
 from mcptap.serve.core import Out
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
@@ -69,7 +70,7 @@ class Answering:
     def _record_http(self, **fields: Any) -> None:
         """An ``http`` record of the mock's own traffic, with the findings re-annotation gives it."""
         if self.rec is not None:
-            judged = self._judge().record({"type": "http", **fields})
+            judged = self._judge().record(Http(0, 0, fields).to_json())     # as re-annotation reads it back
             self.rec.http(findings=[Finding.from_json(d) for d in judged.get("findings", ())], **fields)
 
     def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
