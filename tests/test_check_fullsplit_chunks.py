@@ -115,28 +115,37 @@ def warm_ups(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     return seen
 
 
+def mid_w0_short(w0_mid: tuple[int, int]) -> bool:
+    return w0_mid[1] - w0_mid[0] < 1000
+
+
 def test_a_flood_is_warmed_up_by_what_it_names(tmp_path: Path, split: list[int], warm_ups: list[tuple[int, int]]) -> None:
     """A notification flood names no id or token: the warm-up is the least
     (it was all of WARM_BYTES, ~20% of a real flood's second half), the half taken."""
     path = record(tmp_path / "flood.jsonl", flood(600))
     _same(path, keeps=(3,))
     assert split and warm_ups
-    assert all(mid - w0 < 1000 for w0, mid in warm_ups), warm_ups
+    assert mid_w0_short(warm_ups[-1]), warm_ups         # (the one taken: a first forked inside the handshake names its ids)
 
 
 def test_a_short_warm_up_that_misses_a_request_is_not_taken(tmp_path: Path, split: list[int], warm_ups: list[tuple[int, int]],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Requests answered across the middle: the warm-up sized by the names,
-    or (too few taken for enough: EVENTS 1) tried short, found different at the
-    middle and forked again with all of WARM_BYTES; the report is the one
-    process's either way."""
+    """Requests answered across the middle: the warm-up sized by the names;
+    too few taken for enough (EVENTS 1): the second process finds names in what
+    it skips and warms up on all of WARM_BYTES; that not looked at either, the
+    short warm-up's state is found different at the middle and another process
+    forked with all of it. The report is the one process's each time."""
     path = record(tmp_path / "calls.jsonl", flood(600, 300, 3, 0, calls=5))
     _same(path, keeps=(3,))
     assert split
     monkeypatch.setattr(split_warm, "EVENTS", 1)
+    split.clear()
+    _same(path, keeps=(3,))
+    assert split
+    monkeypatch.setattr(split_warm, "named", lambda fp, at, end: False)
     warm_ups.clear()
     _same(path, keeps=(3,))
-    assert warm_ups[0][1] - warm_ups[0][0] < 1000 and any(mid - w0 > 19000 for w0, mid in warm_ups[1:]), warm_ups
+    assert mid_w0_short(warm_ups[0]) and any(mid - w0 > 19000 for w0, mid in warm_ups[1:]), warm_ups
 
 
 @pytest.mark.parametrize(("piece", "every", "crlf"), [(40, 3, 0), (90, 2, 5), (3000, 3, 2), (64, 4, 7)])

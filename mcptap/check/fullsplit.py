@@ -98,9 +98,11 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
             warm = WARM_BYTES
             if sized:                   # by the names the state remembers (check/split_warm.py); found short: all of it
                 guess = _middle(fp, at, size, skipped, min(split_warm.WARM_MIN, WARM_BYTES))
-                warm = guess - split_warm.warm_start(fp, at, guess, WARM_BYTES)
+                warm = guess - split_warm.warm_start(fp, guess, max(at, guess - WARM_BYTES))
             mid = _middle(fp, at, size, skipped, warm)
             w0 = min(size, line_start(fp, max(at, mid - warm)))
+            if w0 >= mid:               # (a sized warm-up shorter than the line it starts in: all of it)
+                w0 = min(size, line_start(fp, max(at, mid - WARM_BYTES)))
         if not (at < w0 < mid < size) or scan.pending is not None:
             break
         try:
@@ -259,6 +261,9 @@ class _Split:
         scan.on_bytes = lambda name, data: None
         rep, rec = scan.rep, scan.rec
         with open(path, "rb") as fp:
+            longest = line_start(fp, max(at, mid - WARM_BYTES))
+            if longest < w0 and split_warm.named(fp, at, longest):    # (sized by the bytes after: check/split_warm.py)
+                w0 = longest
             if self.reframing:                   # framed, not annotated, up to the warm-up (check/split_skip.py)
                 skip(scan, batches(fp, at, w0))
                 scan.only_types = TYPES | {"chunk"}

@@ -6,15 +6,19 @@ must hold is what that state remembers of the lines the second process skips:
 the last ``DONE_WINDOW`` answered ids, cancelled and task ids, and progress
 tokens. A notification flood names none (any warm-up rebuilds its state), a
 tools/call capture thousands a MiB. So the warm-up is sized by the bytes
-themselves: counted (``bytes.count``, no line parsed) in blocks from the fork
-to the middle, it starts at the latest block from which, for each kind of
-name, either the skipped bytes hold none or the warm-up holds ``EVENTS``
-(a request and its answer each name an id: more than the window needs). A
+themselves: counted (``bytes.count``, no line parsed) in blocks back from the
+middle, at most the longest warm-up's, it starts at the latest block from
+which, for each kind of name, either the skipped bytes hold none or the
+warm-up holds ``EVENTS`` (a request and its answer each name an id: more than
+the window needs); a kind too sparse to fill its window in the longest: the
+longest. The second process looks for names in the bytes before those
+(``named``, as it skips them) and takes the longest warm-up when it finds one. A
 guess, never a risk: check/fullsplit.py compares the two processes' states at
 the middle (check/split_state.py) and, when they differ, forks again with the
 whole ``WARM_BYTES``.
 
-    warm_start(fp, at, mid, cap) -> int     # a byte in [max(at, mid - cap), mid]
+    warm_start(fp, mid, floor) -> int       # a byte in [floor, mid]
+    named(fp, at, end) -> bool              # a name in those bytes
 """
 
 from __future__ import annotations
@@ -34,29 +38,46 @@ EVENTS = 4 * DONE_WINDOW
 WARM_MIN = 1 << 20
 
 
-def warm_start(fp: IO[bytes], at: int, mid: int, cap: int) -> int:
-    """The byte from which the second process, forked with the state at ``at``
-    and skipping to it, warms up for its half from ``mid`` (module doc): a
-    block start in [``at``, ``mid``), ``mid - cap`` at the earliest (``at`` when
-    that is before it). Not a line start (the caller finds the next)."""
-    floor = max(at, mid - cap)
+def warm_start(fp: IO[bytes], mid: int, floor: int) -> int:
+    """The byte from which the second process warms up for its half from
+    ``mid`` (module doc): a block start in (``floor``, ``mid``), else ``floor``
+    (the longest warm-up). Reads [``floor``, ``mid``) at most, once: the names
+    before ``floor`` are the second process's to look for (``named``). Not a
+    line start (the caller finds the next)."""
     blocks: list[tuple[int, list[int]]] = []
-    total = [0] * len(KINDS)
-    fp.seek(at)
-    pos = at
-    while pos < mid:
-        data = fp.read(min(BLOCK, mid - pos))
-        if not data:
-            break
+    pos = mid
+    while pos > floor:              # from the middle back: dense names are told from the first blocks
+        start = max(floor, pos - BLOCK)
+        fp.seek(start)
+        data = fp.read(pos - start)
         counts = [sum(data.count(name) for name in kind) for kind in KINDS]
-        blocks.append((pos, counts))
-        total = [t + c for t, c in zip(total, counts, strict=True)]
-        pos += len(data)
+        blocks.append((start, counts))
+        got = [sum(c[k] for _, c in blocks) for k in range(len(KINDS))]
+        if any(0 < g and g * (mid - floor) < EVENTS * (mid - start) for g in got):
+            return floor            # a kind too sparse for its window in all of the warm-up: the longest
+        pos = start
+    total = [sum(c[k] for _, c in blocks) for k in range(len(KINDS))]
     warm = [0] * len(KINDS)
-    for start, counts in reversed(blocks):
+    for start, counts in blocks:
         if start <= floor:
             break
         warm = [w + c for w, c in zip(warm, counts, strict=True)]
         if mid - start >= WARM_MIN and all(t == w or w >= EVENTS for t, w in zip(total, warm, strict=True)):
             return start
     return floor
+
+
+def named(fp: IO[bytes], at: int, end: int) -> bool:
+    """Whether the bytes [``at``, ``end``) hold a name of ``KINDS`` (read in blocks, up to the first)."""
+    longest = max(len(name) for kind in KINDS for name in kind)
+    fp.seek(at)
+    tail = b""
+    while at < end:
+        data = tail + fp.read(min(BLOCK, end - at))
+        if len(data) == len(tail):
+            return False
+        at += len(data) - len(tail)
+        if any(name in data for kind in KINDS for name in kind):
+            return True
+        tail = data[-(longest - 1):]
+    return False
