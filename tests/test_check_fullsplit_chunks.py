@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcptap.capture.reader import CaptureStream
-from mcptap.check import file_ranges, fullsplit, parallel
+from mcptap.check import file_ranges, fullsplit, parallel, split_warm
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.split_skip import skip
@@ -94,6 +94,58 @@ def test_a_chunk_flood_is_split_and_gives_the_same_report(tmp_path: Path, split:
     path = record(tmp_path / "flood.jsonl", flood(600))
     _same(path)
     assert len(split) == 4 and all(at > 0 for at in split)       # (keep 1 and 3, reused or not: taken each time)
+
+
+@pytest.fixture
+def warm_ups(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Warm-ups sized by what the lines name (check/split_warm.py) at this test's
+    scale: blocks of 256 bytes, 600 at least, 16 names of a kind; the list of
+    each second process's (warm-up start, middle)."""
+    monkeypatch.setattr(split_warm, "BLOCK", 256)
+    monkeypatch.setattr(split_warm, "WARM_MIN", 600)
+    monkeypatch.setattr(split_warm, "EVENTS", 16)
+    seen: list[tuple[int, int]] = []
+    orig = fullsplit._Split.__init__
+
+    def spy(self: Any, scan: Any, path: str, at: int, w0: int, mid: int, *rest: Any) -> None:
+        seen.append((w0, mid))
+        orig(self, scan, path, at, w0, mid, *rest)
+
+    monkeypatch.setattr(fullsplit._Split, "__init__", spy)
+    return seen
+
+
+def mid_w0_short(w0_mid: tuple[int, int]) -> bool:
+    return w0_mid[1] - w0_mid[0] < 1000
+
+
+def test_a_flood_is_warmed_up_by_what_it_names(tmp_path: Path, split: list[int], warm_ups: list[tuple[int, int]]) -> None:
+    """A notification flood names no id or token: the warm-up is the least
+    (it was all of WARM_BYTES, ~20% of a real flood's second half), the half taken."""
+    path = record(tmp_path / "flood.jsonl", flood(600))
+    _same(path, keeps=(3,))
+    assert split and warm_ups
+    assert mid_w0_short(warm_ups[-1]), warm_ups         # (the one taken: a first forked inside the handshake names its ids)
+
+
+def test_a_short_warm_up_that_misses_a_request_is_not_taken(tmp_path: Path, split: list[int], warm_ups: list[tuple[int, int]],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests answered across the middle: the warm-up sized by the names;
+    too few taken for enough (EVENTS 1): the second process finds names in what
+    it skips and warms up on all of WARM_BYTES; that not looked at either, the
+    short warm-up's state is found different at the middle and another process
+    forked with all of it. The report is the one process's each time."""
+    path = record(tmp_path / "calls.jsonl", flood(600, 300, 3, 0, calls=5))
+    _same(path, keeps=(3,))
+    assert split
+    monkeypatch.setattr(split_warm, "EVENTS", 1)
+    split.clear()
+    _same(path, keeps=(3,))
+    assert split
+    monkeypatch.setattr(split_warm, "named", lambda fp, at, end: False)
+    warm_ups.clear()
+    _same(path, keeps=(3,))
+    assert mid_w0_short(warm_ups[0]) and any(mid - w0 > 19000 for w0, mid in warm_ups[1:]), warm_ups
 
 
 @pytest.mark.parametrize(("piece", "every", "crlf"), [(40, 3, 0), (90, 2, 5), (3000, 3, 2), (64, 4, 7)])
@@ -196,16 +248,21 @@ def chunked(msgs: list[tuple[str, str]], cuts: list[tuple[int, bool, int]], chun
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(msgs=st.lists(st.tuples(MESSAGE, st.sampled_from(["s2c", "c2s"])), min_size=40, max_size=120),
        cuts=st.lists(st.tuples(st.integers(1, 900), st.booleans(), st.integers(0, 3)), min_size=1, max_size=50),
-       warm=st.integers(1500, 8000), head=st.integers(50, 2000), chunked_hello=st.booleans())
+       warm=st.integers(1500, 8000), head=st.integers(50, 2000), chunked_hello=st.booleans(),
+       sized=st.tuples(st.integers(50, 3000), st.integers(50, 3000), st.integers(0, 30)))
 def test_random_chunk_captures(tmp_path_factory: pytest.TempPathFactory, split: list[int], monkeypatch: pytest.MonkeyPatch,
                                msgs: list[tuple[str, str]], cuts: list[tuple[int, bool, int]], warm: int, head: int,
-                               chunked_hello: bool) -> None:
+                               chunked_hello: bool, sized: tuple[int, int, int]) -> None:
     """Messages of each direction cut into reads at arbitrary points (``cuts``,
     used in turn: bytes read, framed live or stored as a chunk, reads of the
     other direction in between), so a line spans 1, 2 or many records; the
     handshake stored as chunks too (the fork then inside it, ``head`` small)."""
     monkeypatch.setattr(fullsplit, "HEAD_BYTES", head)
     monkeypatch.setattr(fullsplit, "WARM_BYTES", warm)
+    # warm-ups sized by the names counted (check/split_warm.py), short or too short
+    monkeypatch.setattr(split_warm, "BLOCK", sized[0])
+    monkeypatch.setattr(split_warm, "WARM_MIN", sized[1])
+    monkeypatch.setattr(split_warm, "EVENTS", sized[2])
     steps = chunked(msgs, cuts, chunked_hello)
     path = record(tmp_path_factory.mktemp("r") / "r.jsonl", steps)
     _same(path, keeps=(2,))

@@ -48,6 +48,7 @@ import orjson
 
 from mcptap.capture.integrity import StreamTally
 from mcptap.capture.source import add_bytes_read
+from mcptap.check import split_warm
 from mcptap.check.file_ranges import line_start
 from mcptap.check.forked import STREAMS, Forked, Spill, send_frame
 from mcptap.check.fullscan import FullScan, Uncommon
@@ -57,8 +58,9 @@ from mcptap.check.split_state import SCAN_STATE, snapshot
 from mcptap.model import severity_counts
 
 Batches = Callable[[IO[bytes], int, int], Iterator[list[bytes]]]
-#: bytes of lines the second process re-annotates before its half (the state's memory: 4096 answered
-#: ids and progress tokens; at one token in ten requests, ~90,000 lines of a tools/call capture)
+#: bytes of lines the second process re-annotates before its half, at most (the state's memory: 4096 answered
+#: ids and progress tokens; at one token in ten requests, ~90,000 lines of a tools/call capture); the first
+#: second process's are sized by what the lines name (check/split_warm.py), later ones' are all of these
 WARM_BYTES = 32 << 20
 #: bytes re-annotated before the fork (the shape checks' models are built then, once for both)
 HEAD_BYTES = 1 << 18
@@ -71,8 +73,9 @@ QUIET_LINES = 256
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on);
 #: ``chunk`` too when the streams are re-framed since before it was forked (then it frames the lines it skips)
 TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
-#: CPU of a byte re-framed without annotation (check/split_skip.py), as a fraction of one re-annotated (measured: 0.39)
-SKIP_COST = 0.4
+#: CPU of a byte re-framed without annotation (check/split_skip.py), as a fraction of one re-annotated (measured on a
+#: flood of which a third was framed live: 0.29 in instructions; it was 0.5 while each chunk's lines were parsed)
+SKIP_COST = 0.3
 def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[FullScan, int, int], None], batches: Batches,
               tallies: dict[str, StreamTally], speculate: Callable[[int], None] | None = None) -> None:
     """Feed ``scan`` the lines in bytes [start, size) of the capture ``path``
@@ -87,12 +90,19 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
         first = min(size, line_start(fp, min(size, start + HEAD_BYTES)))
     feed(scan, start, first)
     at, taken = _quiet(scan, path, first, feed), False
+    sized = True
     for _ in range(TRIES):
         # the second process's CPU: its warm-up and half, and re-framed (check/split_skip.py) the lines before framed
         skipped = SKIP_COST if scan.rec.reframing else 0.0
         with open(path, "rb") as fp:
-            mid = min(size, line_start(fp, at + int((size - at + (1 - skipped) * WARM_BYTES) / (2 - skipped))))
-            w0 = min(size, line_start(fp, max(at, mid - WARM_BYTES)))
+            warm = WARM_BYTES
+            if sized:                   # by the names the state remembers (check/split_warm.py); found short: all of it
+                guess = _middle(fp, at, size, skipped, min(split_warm.WARM_MIN, WARM_BYTES))
+                warm = guess - split_warm.warm_start(fp, guess, max(at, guess - WARM_BYTES))
+            mid = _middle(fp, at, size, skipped, warm)
+            w0 = min(size, line_start(fp, max(at, mid - warm)))
+            if w0 >= mid:               # (a sized warm-up shorter than the line it starts in: all of it)
+                w0 = min(size, line_start(fp, max(at, mid - WARM_BYTES)))
         if not (at < w0 < mid < size) or scan.pending is not None:
             break
         try:
@@ -105,13 +115,21 @@ def run_split(scan: FullScan, path: str, start: int, size: int, feed: Callable[[
             at, outcome = _go_on(scan, child, path, mid, size, batches, tallies)
         finally:
             child.close()
-        if outcome != _RETRY:
+        if outcome not in (_RETRY, _DIFFERENT):
             taken = outcome == _TAKEN
             break
+        sized = sized and outcome == _RETRY
         at = _quiet(scan, path, at, feed)
     if not taken and speculate is not None and at < size:
         speculate(at)
     feed(scan, at, size)
+
+
+def _middle(fp: IO[bytes], at: int, size: int, skipped: float, warm: int) -> int:
+    """The line where the second half starts so both processes end together: this
+    one re-annotates [at, mid), the other skips (``skipped``: its CPU a byte, as a
+    fraction of one re-annotated) to ``warm`` bytes before ``mid`` and re-annotates from there."""
+    return min(size, line_start(fp, at + int((size - at + (1 - skipped) * warm) / (2 - skipped))))
 
 
 def _quiet(scan: FullScan, path: str, at: int, feed: Callable[[FullScan, int, int], None]) -> int:
@@ -135,7 +153,7 @@ def _quiet(scan: FullScan, path: str, at: int, feed: Callable[[FullScan, int, in
     return at
 
 
-_TAKEN, _KEPT, _RETRY = "taken", "kept", "retry"
+_TAKEN, _KEPT, _RETRY, _DIFFERENT = "taken", "kept", "retry", "different"
 
 
 def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
@@ -146,8 +164,9 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
     further, ``scan`` is put back as it was at the middle (``_Mark``) and takes
     its half, this process's lines past the middle dropped. Returns (the byte
     from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
-    ``_RETRY``: the second process's state at the middle, sent first, was another,
-    so a second process forked from here may do better)."""
+    ``_RETRY``: it stopped at a chunk record, forked before the first, so a second
+    process forked from here may do better; ``_DIFFERENT``: its state at the middle,
+    sent first, was another: so may one forked from here, with a longer warm-up)."""
     mark = _Mark(scan, tallies)
     pos, compared = mid, False
     with open(path, "rb") as fp:
@@ -160,8 +179,8 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
                     compared = True
                     same = mark.snap is not None and child.snapshot(got) == mark.snap
                     mark.snap = None            # (compared: not kept beside the state, peak memory)
-                    if not same:
-                        return pos, _RETRY
+                    if not same:            # (forked before the re-framing began: not its warm-up's fault)
+                        return pos, _DIFFERENT if child.reframing or not scan.rec.reframing else _RETRY
                     continue
                 return child.merge_into(scan, mark, pos, got)
             scan.run(batch)
@@ -242,6 +261,9 @@ class _Split:
         scan.on_bytes = lambda name, data: None
         rep, rec = scan.rep, scan.rec
         with open(path, "rb") as fp:
+            longest = line_start(fp, max(at, mid - WARM_BYTES))
+            if longest < w0 and split_warm.named(fp, at, longest):    # (sized by the bytes after: check/split_warm.py)
+                w0 = longest
             if self.reframing:                   # framed, not annotated, up to the warm-up (check/split_skip.py)
                 skip(scan, batches(fp, at, w0))
                 scan.only_types = TYPES | {"chunk"}

@@ -123,6 +123,30 @@ class NewlineFramer:
         self._base = offset + len(raw)
         return Frame(raw, offset, True, value)
 
+    def skip_data(self, data: bytes) -> int | None:
+        """How many frames ``receive_data(data)`` returns, the framer left as it
+        leaves it, without parsing a line or building a frame: or None (nothing
+        done) when that cannot be told so. A line is held (joined to the next:
+        not a frame of its own) only when its bracket depth rises
+        (``_depth_delta``); here no line of ``data`` may (each line's depth read
+        from its skeleton, ``_skeletons``: all lines alike cost one; a backslash:
+        None), nothing is held before and ``data`` ends a line, so each line is one frame.
+        Check/split_skip.py's count of the lines it skips."""
+        if self._held or self._eof or self.parses is not None or self.reuse is not None:
+            return None
+        buf: bytes | bytearray = self._buf + data if self._buf else data
+        end = buf.rfind(b"\n") + 1
+        if not end:
+            return None
+        skels = _skeletons(memoryview(buf)[:end])
+        if skels is None or any(_depth_delta(s) > 0 for s in skels):
+            return None
+        n = buf.count(b"\n", 0, end)
+        self._buf = bytearray(memoryview(buf)[end:])
+        self._scan = len(self._buf)
+        self._base += end
+        return n
+
     def receive_parsed(self, data: bytes, parsed: Parses) -> list[Frame]:
         """``receive_data(data)`` with the lines another framer of the same bytes
         parsed already (its ``parses`` for ``data``) taken from ``parsed``."""
@@ -265,6 +289,21 @@ def _depth_delta(line: bytes) -> int:
     if b'"' in line:
         line = _STRINGS.sub(b"", line)
     return line.count(b"{") + line.count(b"[") - line.count(b"}") - line.count(b"]")
+
+
+#: every byte but those ``_STRINGS`` and ``_depth_delta`` tell apart (quote, newline, brackets; backslash: see ``_skeletons``)
+_NOT_SKELETON = bytes(c for c in range(256) if c not in b'"\\\n{}[]')
+
+
+def _skeletons(lines: bytes | memoryview) -> set[bytes] | None:
+    """The distinct skeletons of ``lines`` (newline-separated): each line with
+    every byte but quotes and brackets left out, whose ``_depth_delta`` is the
+    line's (with no backslash, a string is a quote, other bytes, a quote: it
+    still is one, its brackets left out the same). None when ``lines`` hold a
+    backslash (an escape's second byte would be read as the one after it). A
+    flood's lines share one."""
+    skel = bytes(lines).translate(None, _NOT_SKELETON)
+    return None if b"\\" in skel else set(skel.split(b"\n"))
 
 
 def _is_jsonrpc(value: Any) -> bool:
