@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import click
 
 from mcptap.cli.errors import say as _say
-from mcptap.errors import McptapError
 from mcptap.known_secrets import KnownSecrets, known_secrets
 from mcptap.recorder import Recorder
 from mcptap.redact import placeholder, scrub_argv, scrub_command_url
@@ -92,17 +91,12 @@ def _live_redaction(plan: Plan, unscrubbed: bool) -> tuple[Callable[[Any], Any] 
     if not plan.header.get("scrubbed"):
         return None, None, None
     from mcptap.redact.keyfile import existing_keyer
-    from mcptap.redact.live import live_redactors, message_redaction, params_redaction
+    from mcptap.redact.live import message_redaction, output_redactors, params_redaction
     from mcptap.redact.scrub import record_scrub
 
-    keyer = existing_keyer()
-    redactors, why = live_redactors(plan.header, keyer)
+    redactors = output_redactors(plan.header, existing_keyer(), unscrubbed,
+                                 "the new capture would hold the live server's secrets in clear, so replay stops", _say)
     if redactors is None:
-        why = why or "the capture's scrub passes cannot be redone"
-        if not unscrubbed:
-            raise McptapError(f"{why}; the new capture would hold the live server's secrets in clear, so replay stops "
-                              "(--unscrubbed-output: write it unscrubbed all the same)")
-        _say(why)
         return None, None, None
     return params_redaction(redactors), message_redaction(redactors), record_scrub(redactors)
 

@@ -58,17 +58,11 @@ def output_scrub(script: Script, unscrubbed: bool, say: Callable[[str], None]) -
     passes cannot be redone, unless ``unscrubbed`` (then ``say``s why and returns None), and
     RedactionError when the user's key is unusable."""
     if not script.header.get("scrubbed"):
-        return None
+        return None             # (before the key is looked up: an unusable one concerns a scrubbed capture only)
     from mcptap.redact.keyfile import existing_keyer
-    from mcptap.redact.live import live_redactors
+    from mcptap.redact.live import output_redactors
     from mcptap.redact.scrub import record_scrub
 
-    redactors, why = live_redactors(script.header, existing_keyer())
-    if redactors is None:
-        why = why or "the capture's scrub passes cannot be redone"
-        if not unscrubbed:
-            raise McptapError(f"{why}; the mock's own capture (-o) would hold the live client's secrets in clear, so serve "
-                              "stops (--unscrubbed-output: write it unscrubbed all the same)")
-        say(why)
-        return None
-    return record_scrub(redactors)
+    redactors = output_redactors(script.header, existing_keyer(), unscrubbed,
+                                 "the mock's own capture (-o) would hold the live client's secrets in clear, so serve stops", say)
+    return None if redactors is None else record_scrub(redactors)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcptap.errors import McptapError
 from mcptap.redact.engine import Redactor
 from mcptap.redact.keyed import Keyer
 from mcptap.redact.keyfile import ENV_KEY
@@ -44,6 +45,23 @@ def live_redactors(header: dict[str, Any], keyer: Keyer | None) -> tuple[list[Re
             return None, "the capture's scrub rules cannot be rebuilt: values that carry secrets will not match"
         redactors.append(Redactor(rules, keyer))
     return redactors, None
+
+
+def output_redactors(header: dict[str, Any], keyer: Keyer | None, unscrubbed: bool, refusal: str,
+                     say: Callable[[str], None]) -> list[Redactor] | None:
+    """For a new capture made from the one with ``header`` (``replay``'s, ``serve -o``): its scrub
+    passes redone with ``keyer``, so the new one holds no live secret either; None for a capture in
+    clear. When they cannot be redone: raises McptapError ``"WHY; {refusal} (--unscrubbed-output:
+    …)"``, unless ``unscrubbed`` (``--unscrubbed-output``): then ``say``s why once and returns None."""
+    if not header.get("scrubbed"):
+        return None
+    redactors, why = live_redactors(header, keyer)
+    if redactors is None:
+        why = why or "the capture's scrub passes cannot be redone"
+        if not unscrubbed:
+            raise McptapError(f"{why}; {refusal} (--unscrubbed-output: write it unscrubbed all the same)")
+        say(why)
+    return redactors
 
 
 def live_redaction(header: dict[str, Any], keyer: Keyer | None) -> tuple[Callable[[Any], Any] | None, str | None]:

@@ -37,6 +37,17 @@ def _serve(capture: Path, *extra: str, env: dict[str, str] | None = None) -> sub
                           capture_output=True, timeout=60, env={**os.environ, **(env or {})})
 
 
+def listening_mock(args: list[str], err: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``mcptap serve ARGS --listen 127.0.0.1:0`` started, and the URL it says it serves on;
+    its stderr goes to ``err``, a file, not a pipe: the mock says things no one reads meanwhile."""
+    with err.open("wb") as fd:
+        p = subprocess.Popen([*MCPTAP, "serve", *args, "--listen", "127.0.0.1:0"], stderr=fd, env=os.environ.copy())
+    while " on http" not in (line := err.read_text().partition("\n")[0]):
+        assert p.poll() is None, err.read_text()
+        time.sleep(0.05)
+    return p, line.rsplit(" on ", 1)[1].strip()
+
+
 def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_bytes().splitlines()]
 
@@ -87,15 +98,8 @@ def test_extend_o_twin_is_scrubbed_and_equals_the_merged_session(scrubbed: Path,
 
 def test_http_o_is_scrubbed_as_the_capture_was(scrubbed: Path, tmp_path: Path) -> None:
     out = tmp_path / "mock.jsonl"
-    err = tmp_path / "err.txt"
-    with err.open("wb") as fd:      # a file, not a pipe: the mock says things on stderr that no one reads meanwhile
-        p = subprocess.Popen([*MCPTAP, "serve", str(scrubbed), "--listen", "127.0.0.1:0", "-q", "-o", str(out)],
-                             stderr=fd, env=os.environ.copy())
+    p, url = listening_mock([str(scrubbed), "-q", "-o", str(out)], tmp_path / "err.txt")
     try:
-        while " on http" not in (line := err.read_text().partition("\n")[0]):
-            assert p.poll() is None, err.read_text()
-            time.sleep(0.05)
-        url = line.rsplit(" on ", 1)[1].strip()
         for m in (INIT, INITIALIZED, ECHO_NEW):
             req = urllib.request.Request(url, data=_line(m), method="POST", headers={
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",

@@ -7,18 +7,16 @@ a session is said, and the rest once at the end, counted; the -o capture keeps a
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_serve_extend import INIT, MCPTAP, _line, synthesized
+from tests.e2e.test_serve_extend import INIT, _line, synthesized
+from tests.e2e.test_serve_scrubbed_output import listening_mock
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +33,8 @@ def _post(url: str, message: dict) -> None:
 def test_a_flood_of_unsent_notifications_is_said_once_and_counted(tmp_path: Path) -> None:
     cap, out, err = tmp_path / "cap.jsonl", tmp_path / "mock.jsonl", tmp_path / "err.txt"
     synthesized(cap)                # its server wrote 1,000 notifications/message after initialized
-    with err.open("wb") as fd:
-        p = subprocess.Popen([*MCPTAP, "serve", str(cap), "--listen", "127.0.0.1:0", "-q", "-o", str(out)],
-                             stderr=fd, env=os.environ.copy())
+    p, url = listening_mock([str(cap), "-q", "-o", str(out)], err)
     try:
-        while " on http" not in (first := err.read_text().partition("\n")[0]):
-            assert p.poll() is None, err.read_text()
-            time.sleep(0.05)
-        url = first.rsplit(" on ", 1)[1].strip()
         _post(url, INIT)
         _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
