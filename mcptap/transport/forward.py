@@ -15,6 +15,15 @@ The buffer starts at ``CHUNK`` (64 KiB) and grows once to ``MAX_CHUNK``
 copies, and no new buffer per read (a large ``os.read`` maps and faults in
 fresh pages every time). 1 MiB measured no less relay CPU and raised mcptap's
 peak memory in floods (1 MiB chunk records, framed 10,000 messages at a time).
+That read also grows the pipes on both sides to ``MAX_CHUNK`` (``grow_pipe``:
+never shrinks one): the host's are 64 KiB as a rule, so a 256 KiB chunk went
+out in four waits for the host to drain it (and the server's stdin, filled by
+256 KiB writes, woke the pump for each 8 KiB its reader took). Only a flood
+grows them: every pipe page counts against the user's pipe quota
+(/proc/sys/fs/pipe-user-pages-soft). 1M-notification floods, same runs, CPU
+medians: host (client) 167 -> 132 ms and relay 50 -> 44 ms s2c, relay 247 ->
+179 ms both directions; context switches of the host 1,546 -> 412 per flood
+(docs/internals.md, stop 40).
 
 Blocking fds are never switched to O_NONBLOCK (a terminal's or a shared pipe's
 open file description stays as the host left it); if the host hands us a
@@ -106,6 +115,8 @@ def pump(src: int, dst: int, seen: Callable[[memoryview], Any], stop: int | None
             after(token, size)
         del data
         if size == full:                     # a full read: more is coming, take it in bigger bites
+            grow_pipe(src, MAX_CHUNK)
+            grow_pipe(dst, MAX_CHUNK)
             if until_full:
                 return FULL, None, 0
             buf = bytearray(MAX_CHUNK)
@@ -129,16 +140,23 @@ def _reader(fd: int) -> Callable[[memoryview], int | None]:
         return readv
 
 
-def grow_pipe(fd: int, size: int) -> None:
-    """Ask for a pipe buffer of ``size`` bytes (Linux; refused beyond
+def grow_pipe(fd: int, size: int) -> int:
+    """Ask for a pipe buffer of at least ``size`` bytes (Linux; refused beyond
     /proc/sys/fs/pipe-max-size or a user's pipe page quota, or for an fd that
-    is not a pipe: then as it is)."""
+    is not a pipe: then as it is). Never shrinks it: a host's pipe may be
+    larger already. Returns the buffer's size after (0: not a pipe, or unknown)."""
     try:
         import fcntl
 
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
-    except OSError:
-        pass
+        have = int(fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032)))
+    except (OSError, ValueError):
+        return 0
+    if have >= size:
+        return have
+    try:
+        return int(fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size))
+    except (OSError, ValueError):
+        return have
 
 
 def detach_fd(fd: int) -> None:

@@ -186,13 +186,7 @@ class Aux:
             self.fds = os.pipe()
         except OSError:
             return
-        grow_pipe(self.fds[1], MAX_CHUNK)
-        try:
-            import fcntl
-
-            self.room = min(MAX_CHUNK, fcntl.fcntl(self.fds[1], getattr(fcntl, "F_GETPIPE_SZ", 1032)))
-        except OSError:
-            pass
+        self.room = min(MAX_CHUNK, grow_pipe(self.fds[1], MAX_CHUNK)) or self.room
 
     @property
     def ok(self) -> bool:
