@@ -21,8 +21,8 @@ out in four waits for the host to drain it (and the server's stdin, filled by
 256 KiB writes, woke the pump for each 8 KiB its reader took). Only a flood
 grows them: every pipe page counts against the user's pipe quota
 (/proc/sys/fs/pipe-user-pages-soft). 1M-notification floods, same runs, CPU
-medians: host (client) 167 -> 132 ms and relay 50 -> 44 ms s2c, relay 247 ->
-179 ms both directions; context switches of the host 1,546 -> 412 per flood
+medians: host 235 -> 172 ms and relay 74 -> 63 ms s2c, relay 320 -> 227 ms
+both directions; the host's context switches 1,589 -> 484 per flood
 (docs/internals.md, stop 40).
 
 Blocking fds are never switched to O_NONBLOCK (a terminal's or a shared pipe's
