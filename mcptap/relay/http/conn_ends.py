@@ -16,6 +16,7 @@ import h11
 from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
 from mcptap.records.events import TAP_REFUSALS
 from mcptap.relay.http import auth as oauth
+from mcptap.relay.http import h11_data
 from mcptap.relay.http.events import (
     CloseClient,
     CloseUpstream,
@@ -55,6 +56,17 @@ class ConnEnds:
             return False
         if data:
             out.append(SendClient(self.id, data))
+        return True
+
+    def _send_client_data(self, data: bytes, out: list[Any]) -> bool:
+        """``_send_client(h11.Data(data=data), out)`` by ``h11_data.send_data``."""
+        try:
+            sent = h11_data.send_data(self.client, data)
+        except h11.LocalProtocolError:
+            self._abort_client(out)
+            return False
+        if sent:
+            out.append(SendClient(self.id, sent))
         return True
 
     def _client_error(self, detail: str, out: list[Any]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import h11
 
-from mcptap.relay.http import heads, passbody
+from mcptap.relay.http import h11_data, heads, passbody
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import AuthRewritten, CloseUpstream, ConnClosed, ResponseBody, ResponseEnded, ResponseStarted, SendClient
@@ -81,8 +81,10 @@ class ConnUpstream(ConnEnds):
     def _pump_upstream(self, out: list[Any]) -> None:
         while self.up is not None and not self.closed:
             up = self.up
+            ev: Any = h11_data.next_data(up)        # a body's Data without h11's no-op state pass
             try:
-                ev: Any = up.next_event()          # narrowed by the exact-type dispatch below
+                if ev is None:
+                    ev = up.next_event()            # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
                 self._upstream_error(peer_error(exc), out)
                 return
@@ -146,7 +148,7 @@ class ConnUpstream(ConnEnds):
             cid = self.id
             out.extend([SendClient(cid, p) for p in pieces])
         elif data:
-            self._send_client(h11.Data(data=data), out)
+            self._send_client_data(data, out)
 
     def _on_response(self, ex: ExchangeState, ev: Any, informational: bool, out: list[Any]) -> None:
         raw = ev.headers.raw_items()

@@ -1,0 +1,113 @@
+"""``h11_data``'s Data events without h11's state pass give what h11's own
+``send``/``next_event`` give: the same bytes, events, errors and connection
+state, on twin connections fed the same (random, often invalid) input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h11
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcptap.relay.http import h11_data
+
+
+def _state(c: h11.Connection) -> tuple[Any, ...]:
+    return (c.our_state, c.their_state, c.client_is_waiting_for_100_continue, c.trailing_data, type(c._writer),
+            type(c._reader), vars(c._writer) if c._writer is not None and hasattr(c._writer, "__dict__") else None,
+            vars(c._reader) if c._reader is not None and hasattr(c._reader, "__dict__") else None)
+
+
+def _ev(ev: Any) -> Any:
+    if isinstance(ev, h11.Data):
+        return ("Data", bytes(ev.data), ev.chunk_start, ev.chunk_end)
+    return ev
+
+
+def _drain(c: h11.Connection, fast: bool) -> list[Any]:
+    got: list[Any] = []
+    for _ in range(50):
+        try:
+            ev = h11_data.next_data(c) if fast else None
+            if ev is None:
+                ev = c.next_event()
+        except h11.RemoteProtocolError as exc:
+            got.append(("error", str(exc), exc.error_status_hint))
+            break
+        got.append((_ev(ev), _state(c)))
+        if ev is h11.NEED_DATA or ev is h11.PAUSED or type(ev) is h11.ConnectionClosed:
+            break
+    return got
+
+
+HEAD = st.sampled_from([b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"])
+CHUNKS = st.lists(st.binary(min_size=0, max_size=12), max_size=4)
+
+
+def _body(head: bytes, chunks: list[bytes], mangle: int) -> bytes:
+    if b"%d" in head:
+        body = b"".join(chunks)
+        return head % (len(body) + (mangle % 3) - 1 if mangle else len(body)) + body
+    wire = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks if c)
+    wire += b"0\r\nx-trailer: 1\r\n\r\n" if mangle % 2 else b"0\r\n\r\n"
+    if mangle % 5 == 4 and len(wire) > 3:
+        wire = wire[:3] + b"Z" + wire[4:]           # a broken chunk size or footer
+    return head + wire
+
+
+@settings(max_examples=400, deadline=None)
+@given(HEAD, CHUNKS, st.integers(0, 9), st.lists(st.integers(1, 40), max_size=8), st.booleans(),
+       st.sampled_from([b"", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"garbage\r\n\r\n"]))
+def test_next_data_is_next_event(head: bytes, chunks: list[bytes], mangle: int, cuts: list[int], eof: bool, after: bytes) -> None:
+    wire = _body(head, chunks, mangle) + after
+    plain, fast = h11.Connection(h11.SERVER), h11.Connection(h11.SERVER)
+    pieces, at = [], 0
+    for n in cuts:
+        pieces.append(wire[at:at + n])
+        at += n
+    pieces.append(wire[at:])
+    for p in [*pieces, *([b""] if eof else [])]:
+        if not p and not eof:
+            continue
+        for c in (plain, fast):
+            c.receive_data(p)
+        assert _drain(fast, True) == _drain(plain, False)
+        assert _state(fast) == _state(plain)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["client", "server"]), st.sampled_from(["length", "chunked"]), st.booleans(),
+       st.integers(0, 30), st.lists(st.binary(max_size=12), max_size=6), st.booleans())
+def test_send_data_is_send(role: str, framing: str, expect: bool, length: int, datas: list[bytes], eom: bool) -> None:
+    fields = [(b"Host", b"x")] + ([(b"Content-Length", b"%d" % length)] if framing == "length"
+                                  else [(b"Transfer-Encoding", b"chunked")])
+    pair = []
+    for _ in range(2):
+        if role == "client":
+            c = h11.Connection(h11.CLIENT)
+            c.send(h11.Request(method=b"POST", target=b"/", headers=fields + ([(b"Expect", b"100-continue")] if expect else [])))
+        else:
+            c = h11.Connection(h11.SERVER)
+            c.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.next_event()
+            c.send(h11.Response(status_code=200, headers=fields[1:]))
+        pair.append(c)
+    plain, fast = pair
+    events: list[Any] = [*datas, *(["eom"] if eom else []), b"after"]
+    for d in events:
+        got = []
+        for c, f in ((plain, False), (fast, True)):
+            try:
+                if d == "eom":
+                    got.append(c.send(h11.EndOfMessage()))
+                else:
+                    assert isinstance(d, bytes)
+                    got.append(h11_data.send_data(c, d) if f else c.send(h11.Data(data=d)))
+            except h11.LocalProtocolError as exc:
+                got.append(("error", str(exc)))
+        assert got[0] == got[1]
+        assert _state(fast) == _state(plain)
