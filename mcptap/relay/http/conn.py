@@ -24,7 +24,7 @@ from typing import Any
 import h11
 
 from mcptap.relay.http import auth as oauth
-from mcptap.relay.http import h11_data, heads, passbody
+from mcptap.relay.http import h11_fast, heads, passbody
 from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.conn_upstream import PASS_FROM, ConnUpstream
 from mcptap.relay.http.events import (
@@ -81,7 +81,7 @@ class ConnRelay(ConnUpstream):
         # dispatch on the exact event type (h11's event classes are final): cheaper than isinstance chains
         client = self.client
         while not self.closed:
-            ev: Any = h11_data.next_data(client)    # a body's Data without h11's no-op state pass
+            ev: Any = h11_fast.next_data(client)    # a body's Data without h11's no-op state pass
             try:
                 if ev is None:
                     ev = client.next_event()        # narrowed by the exact-type dispatch below
@@ -235,14 +235,14 @@ class ConnRelay(ConnUpstream):
             out.append(SendUpstream(self.id, self.gen, data))
 
     def _send_up_data(self, data: bytes, out: list[Any]) -> None:
-        """``_send_up(h11.Data(data=data), out)`` by ``h11_data.send_data``."""
+        """``_send_up(h11.Data(data=data), out)`` by ``h11_fast.send_data``."""
         ex = self.ex
         if self.up is None:
             if ex is not None:
                 ex.forward = False
             return
         try:
-            sent = h11_data.send_data(self.up, data)
+            sent = h11_fast.send_data(self.up, data)
         except h11.LocalProtocolError:
             if ex is not None:
                 ex.forward = False

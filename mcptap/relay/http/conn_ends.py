@@ -9,6 +9,7 @@ in execution order and never raise on peer input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -16,7 +17,6 @@ import h11
 from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
 from mcptap.records.events import TAP_REFUSALS
 from mcptap.relay.http import auth as oauth
-from mcptap.relay.http import h11_data
 from mcptap.relay.http.events import (
     CloseClient,
     CloseUpstream,
@@ -58,10 +58,11 @@ class ConnEnds:
             out.append(SendClient(self.id, data))
         return True
 
-    def _send_client_data(self, data: bytes, out: list[Any]) -> bool:
-        """``_send_client(h11.Data(data=data), out)`` by ``h11_data.send_data``."""
+    def _send_client_fast(self, send: Callable[[h11.Connection, Any], bytes], arg: Any, out: list[Any]) -> bool:
+        """``_send_client`` of ``h11.Data(data=arg)`` or of the parsed response head ``arg`` by
+        ``h11_fast.send_data`` / ``send_response`` (the same bytes and errors as ``self.client.send``)."""
         try:
-            sent = h11_data.send_data(self.client, data)
+            sent = send(self.client, arg)
         except h11.LocalProtocolError:
             self._abort_client(out)
             return False
