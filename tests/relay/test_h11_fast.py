@@ -29,7 +29,7 @@ def _drain(c: h11.Connection, fast: bool) -> list[Any]:
     got: list[Any] = []
     for _ in range(50):
         try:
-            ev = h11_fast.next_data(c) if fast else None
+            ev: Any = h11_fast.next_data(c) if fast else None
             if ev is None:
                 ev = c.next_event()
         except h11.RemoteProtocolError as exc:
@@ -99,7 +99,7 @@ def test_send_data_is_send(role: str, framing: str, expect: bool, length: int, d
     plain, fast = pair
     events: list[Any] = [*datas, *(["eom"] if eom else []), b"after"]
     for d in events:
-        got = []
+        got: list[Any] = []
         for c, f in ((plain, False), (fast, True)):
             try:
                 if d == "eom":
@@ -135,7 +135,7 @@ def test_send_response_is_send(request: bytes, status: int, fields: list[tuple[b
     for c in (plain, fast):
         c.receive_data(request)
         c.next_event()
-    got = []
+    got: list[Any] = []
     for c, send in ((plain, h11.Connection.send), (fast, h11_fast.send_response)):
         try:
             got.append(send(c, ev))
@@ -143,8 +143,9 @@ def test_send_response_is_send(request: bytes, status: int, fields: list[tuple[b
             got.append(("error", str(exc)))
     assert got[0] == got[1]
     assert _state(fast) == _state(plain) and fast._cstate.keep_alive == plain._cstate.keep_alive
-    for d in [*datas, *(["eom"] if eom else [])]:        # the writer and state the head left behave alike
-        after = []
+    steps: list[Any] = [*datas, *(["eom"] if eom else [])]
+    for d in steps:        # the writer and state the head left behave alike
+        after: list[Any] = []
         for c in (plain, fast):
             try:
                 after.append(c.send(h11.EndOfMessage() if d == "eom" else h11.Data(data=d)))
@@ -152,3 +153,49 @@ def test_send_response_is_send(request: bytes, status: int, fields: list[tuple[b
                 after.append(("error", str(exc)))
         assert after[0] == after[1]
         assert _state(fast) == _state(plain)
+
+
+REQ = st.sampled_from([b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 5\r\n\r\nhello",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                       b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nConnection: close\r\n\r\n",
+                       b"HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n\r\n", b"GET /mcp HTTP/1.0\r\n\r\n",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 9\r\n\r\nshort"])
+RESP = st.sampled_from([b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4\r\n\r\n{\"a\"",
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{}",
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}extra",
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                        b"HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=5\r\n\r\n",
+                        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-close",
+                        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+                        b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/mcp/x\r\nContent-Length: 0\r\n\r\n",
+                        b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx"])
+
+
+def _relay_run(exchanges: list[tuple[bytes, bytes, int, bool]], fast: bool) -> list[str]:
+    from mcptap.relay.http.events import Upstream
+    from mcptap.relay.http.proxy import HttpRelay
+
+    saved = h11_fast.SUPPORTED
+    h11_fast.SUPPORTED = fast
+    try:
+        relay = HttpRelay(Upstream.parse("http://127.0.0.1:9/mcp"), listen_authority="127.0.0.1:8000")
+        cid, first = relay.client_opened("127.0.0.1:5555")
+        seen = [repr(first)]
+        for q, a, cut, eof in exchanges:
+            for part in (q[:cut], q[cut:]):
+                seen.append(repr(relay.client_data(cid, part)))
+            c = relay._conns.get(cid)
+            gen = c.gen if c is not None else 0
+            for part in (a[:cut], a[cut:], *([b""] if eof else [])):
+                seen.append(repr(relay.upstream_data(cid, gen, part)))
+        return seen
+    finally:
+        h11_fast.SUPPORTED = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(REQ, RESP, st.integers(1, 80), st.booleans()), min_size=1, max_size=4))
+def test_the_relay_gives_the_same_commands_and_facts_with_and_without_the_fast_paths(
+        exchanges: list[tuple[bytes, bytes, int, bool]]) -> None:
+    assert _relay_run(exchanges, True) == _relay_run(exchanges, False)
