@@ -9,7 +9,11 @@ encoding (``fact_codec.encode``), i.e. the relay process's work without trio
 and the sockets; ``recorder``: what the recorder process does with those
 batches (``fact_codec.decode``, ``HttpObserver``, ``Recorder``, the capture
 write, flushed every 100 batches); ``h11 floor``: h11 alone forwarding the
-same bytes (``bench_http.py``'s FLOOR_PROXY without trio). Process CPU time,
+same bytes (``bench_http.py``'s FLOOR_PROXY without trio); ``h11 floor, no
+writer``: the same with each event passed to the other connection's state
+machine only (``_process_event``: no ``send``, so no response clean-up and no
+writer), the most that forwarding unchanged bytes as read can save while h11
+keeps both connections' state. Process CPU time,
 the best of ``--repeat`` runs (the machine may be shared: printed, never
 asserted). ``--baseline DIR`` measures another checkout's ``mcptap`` package
 (a clone of main) the same way, in a subprocess, interleaved: before/after
@@ -42,8 +46,8 @@ def resp(i: int) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out)
 
 
-def measure(n: int, repeat: int) -> tuple[float, float, float]:
-    """(relay, recorder, h11 floor) CPU seconds per round trip, best of ``repeat``."""
+def measure(n: int, repeat: int) -> tuple[float, float, float, float]:
+    """(relay, recorder, h11 floor, h11 floor without serialising) CPU seconds per round trip, best of ``repeat``."""
     import h11
 
     from mcptap.capture.writer import CaptureWriter
@@ -56,7 +60,7 @@ def measure(n: int, repeat: int) -> tuple[float, float, float]:
     from mcptap.transport.http_config import LOOPBACK_NAMES
 
     up = Upstream.parse("http://127.0.0.1:9/mcp")
-    best = [1e9, 1e9, 1e9]
+    best = [1e9, 1e9, 1e9, 1e9]
     for rep in range(repeat):
         gc.collect()
         reqs, resps = [req(i) for i in range(rep * n, rep * n + n)], [resp(i) for i in range(rep * n, rep * n + n)]
@@ -99,7 +103,19 @@ def measure(n: int, repeat: int) -> tuple[float, float, float]:
             srv.start_next_cycle()
             cli.start_next_cycle()
         best[2] = min(best[2], (time.process_time() - t0) / n)
-    return best[0], best[1], best[2]
+        srv, cli = h11.Connection(h11.SERVER), h11.Connection(h11.CLIENT)
+        t0 = time.process_time()
+        for q, a in zip(reqs, resps, strict=True):
+            for src, dst, data in ((srv, cli, q), (cli, srv, a)):
+                src.receive_data(data)
+                while (ev := src.next_event()) is not h11.NEED_DATA:
+                    dst._process_event(dst.our_role, ev)        # the send side's state pass, no clean-up or writer
+                    if type(ev) is h11.EndOfMessage:
+                        break
+            srv.start_next_cycle()
+            cli.start_next_cycle()
+        best[3] = min(best[3], (time.process_time() - t0) / n)
+    return best[0], best[1], best[2], best[3]
 
 
 def main() -> None:
@@ -126,7 +142,7 @@ def main() -> None:
                                  env=env, cwd=root, capture_output=True, text=True, check=True).stdout
             got[k].append(tuple(float(x) for x in out.split()))
     print(f"{'us CPU per round trip (best)':<32}" + "".join(f"{k:>10}" for k in roots) + ("   tap/base" if args.baseline else ""))
-    for i, what in enumerate(("relay core + hand-off", "recorder", "h11 floor (same bytes)")):
+    for i, what in enumerate(("relay core + hand-off", "recorder", "h11 floor (same bytes)", "h11 floor, no writer")):
         vals = [min(r[i] for r in got[k]) * 1e6 for k in roots]
         ratio = f"{vals[0] / vals[1]:10.2f}x" if len(vals) > 1 else ""
         print(f"{what:<32}" + "".join(f"{v:>10.1f}" for v in vals) + ratio)

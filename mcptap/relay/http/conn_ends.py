@@ -9,6 +9,7 @@ in execution order and never raise on peer input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -55,6 +56,18 @@ class ConnEnds:
             return False
         if data:
             out.append(SendClient(self.id, data))
+        return True
+
+    def _send_client_fast(self, send: Callable[[h11.Connection, Any], bytes], arg: Any, out: list[Any]) -> bool:
+        """``_send_client`` of ``h11.Data(data=arg)`` or of the parsed response head ``arg`` by
+        ``h11_fast.send_data`` / ``send_response`` (the same bytes and errors as ``self.client.send``)."""
+        try:
+            sent = send(self.client, arg)
+        except h11.LocalProtocolError:
+            self._abort_client(out)
+            return False
+        if sent:
+            out.append(SendClient(self.id, sent))
         return True
 
     def _client_error(self, detail: str, out: list[Any]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import h11
 
-from mcptap.relay.http import heads, passbody
+from mcptap.relay.http import h11_fast, heads, passbody
 from mcptap.relay.http.conn_ends import ConnEnds
 from mcptap.relay.http.endpoint import EndpointRewriter
 from mcptap.relay.http.events import AuthRewritten, CloseUpstream, ConnClosed, ResponseBody, ResponseEnded, ResponseStarted, SendClient
@@ -81,8 +81,10 @@ class ConnUpstream(ConnEnds):
     def _pump_upstream(self, out: list[Any]) -> None:
         while self.up is not None and not self.closed:
             up = self.up
+            ev: Any = h11_fast.next_data(up)        # a body's Data without h11's no-op state pass
             try:
-                ev: Any = up.next_event()          # narrowed by the exact-type dispatch below
+                if ev is None:
+                    ev = up.next_event()            # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
                 self._upstream_error(peer_error(exc), out)
                 return
@@ -146,7 +148,7 @@ class ConnUpstream(ConnEnds):
             cid = self.id
             out.extend([SendClient(cid, p) for p in pieces])
         elif data:
-            self._send_client(h11.Data(data=data), out)
+            self._send_client_fast(h11_fast.send_data, data, out)
 
     def _on_response(self, ex: ExchangeState, ev: Any, informational: bool, out: list[Any]) -> None:
         raw = ev.headers.raw_items()
@@ -164,8 +166,8 @@ class ConnUpstream(ConnEnds):
         ex.resp_started = True
         if relay.rewrite_endpoint and wants_endpoint_rewrite(ex.method, ev.status_code, raw):
             ex.rewriter = EndpointRewriter(endpoint_rewrite_fn(relay.upstream, ex.host_in or relay.listen_authority))
-        if ex.oauth is not None:
-            for e in ex.oauth.response_head(ev, headers, out):
-                self._send_client(e, out)
-            return
-        self._send_client(heads.passed(ev, headers), out)
+        for head in ex.oauth.response_head(ev, headers, out) if ex.oauth is not None else [heads.passed(ev, headers)]:
+            if head is ev:      # the head as h11 parsed it: not rebuilt and re-validated by h11's send (h11_fast)
+                self._send_client_fast(h11_fast.send_response, ev, out)
+            else:
+                self._send_client(head, out)

@@ -1,0 +1,201 @@
+"""``h11_fast``'s Data events without h11's state pass give what h11's own
+``send``/``next_event`` give: the same bytes, events, errors and connection
+state, on twin connections fed the same (random, often invalid) input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h11
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcptap.relay.http import h11_fast
+
+
+def _state(c: h11.Connection) -> tuple[Any, ...]:
+    return (c.our_state, c.their_state, c.client_is_waiting_for_100_continue, c.trailing_data, type(c._writer),
+            type(c._reader), vars(c._writer) if c._writer is not None and hasattr(c._writer, "__dict__") else None,
+            vars(c._reader) if c._reader is not None and hasattr(c._reader, "__dict__") else None)
+
+
+def _ev(ev: Any) -> Any:
+    if isinstance(ev, h11.Data):
+        return ("Data", bytes(ev.data), ev.chunk_start, ev.chunk_end)
+    return ev
+
+
+def _drain(c: h11.Connection, fast: bool) -> list[Any]:
+    got: list[Any] = []
+    for _ in range(50):
+        try:
+            ev: Any = h11_fast.next_data(c) if fast else None
+            if ev is None:
+                ev = c.next_event()
+        except h11.RemoteProtocolError as exc:
+            got.append(("error", str(exc), exc.error_status_hint))
+            break
+        got.append((_ev(ev), _state(c)))
+        if ev is h11.NEED_DATA or ev is h11.PAUSED or type(ev) is h11.ConnectionClosed:
+            break
+    return got
+
+
+HEAD = st.sampled_from([b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"])
+CHUNKS = st.lists(st.binary(min_size=0, max_size=12), max_size=4)
+
+
+def _body(head: bytes, chunks: list[bytes], mangle: int) -> bytes:
+    if b"%d" in head:
+        body = b"".join(chunks)
+        return head % (len(body) + (mangle % 3) - 1 if mangle else len(body)) + body
+    wire = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks if c)
+    wire += b"0\r\nx-trailer: 1\r\n\r\n" if mangle % 2 else b"0\r\n\r\n"
+    if mangle % 5 == 4 and len(wire) > 3:
+        wire = wire[:3] + b"Z" + wire[4:]           # a broken chunk size or footer
+    return head + wire
+
+
+@settings(max_examples=400, deadline=None)
+@given(HEAD, CHUNKS, st.integers(0, 9), st.lists(st.integers(1, 40), max_size=8), st.booleans(),
+       st.sampled_from([b"", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"garbage\r\n\r\n"]))
+def test_next_data_is_next_event(head: bytes, chunks: list[bytes], mangle: int, cuts: list[int], eof: bool, after: bytes) -> None:
+    wire = _body(head, chunks, mangle) + after
+    plain, fast = h11.Connection(h11.SERVER), h11.Connection(h11.SERVER)
+    pieces, at = [], 0
+    for n in cuts:
+        pieces.append(wire[at:at + n])
+        at += n
+    pieces.append(wire[at:])
+    for p in [*pieces, *([b""] if eof else [])]:
+        if not p and not eof:
+            continue
+        for c in (plain, fast):
+            c.receive_data(p)
+        assert _drain(fast, True) == _drain(plain, False)
+        assert _state(fast) == _state(plain)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["client", "server"]), st.sampled_from(["length", "chunked"]), st.booleans(),
+       st.integers(0, 30), st.lists(st.binary(max_size=12), max_size=6), st.booleans())
+def test_send_data_is_send(role: str, framing: str, expect: bool, length: int, datas: list[bytes], eom: bool) -> None:
+    fields = [(b"Host", b"x")] + ([(b"Content-Length", b"%d" % length)] if framing == "length"
+                                  else [(b"Transfer-Encoding", b"chunked")])
+    pair = []
+    for _ in range(2):
+        if role == "client":
+            c = h11.Connection(h11.CLIENT)
+            c.send(h11.Request(method=b"POST", target=b"/", headers=fields + ([(b"Expect", b"100-continue")] if expect else [])))
+        else:
+            c = h11.Connection(h11.SERVER)
+            c.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            c.next_event()
+            c.send(h11.Response(status_code=200, headers=fields[1:]))
+        pair.append(c)
+    plain, fast = pair
+    events: list[Any] = [*datas, *(["eom"] if eom else []), b"after"]
+    for d in events:
+        got: list[Any] = []
+        for c, f in ((plain, False), (fast, True)):
+            try:
+                if d == "eom":
+                    got.append(c.send(h11.EndOfMessage()))
+                else:
+                    assert isinstance(d, bytes)
+                    got.append(h11_fast.send_data(c, d) if f else c.send(h11.Data(data=d)))
+            except h11.LocalProtocolError as exc:
+                got.append(("error", str(exc)))
+        assert got[0] == got[1]
+        assert _state(fast) == _state(plain)
+
+
+REQUESTS = st.sampled_from([b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n",
+                            b"GET / HTTP/1.0\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                            b"CONNECT x:1 HTTP/1.1\r\nHost: x\r\n\r\n", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n",
+                            b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: y\r\nConnection: upgrade\r\n\r\n", b""])
+FIELDS = st.lists(st.sampled_from([(b"Content-Length", b"3"), (b"content-length", b"0"), (b"Transfer-Encoding", b"chunked"),
+                                   (b"Connection", b"close"), (b"Connection", b"keep-alive"), (b"X-A", b"b"),
+                                   (b"Content-Type", b"application/json")]), max_size=4, unique=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(REQUESTS, st.sampled_from([200, 204, 304, 404, 101]), FIELDS, st.sampled_from([b"1.1", b"1.0"]),
+       st.lists(st.sampled_from([b"abc", b"", b"x"]), max_size=2), st.booleans())
+def test_send_response_is_send(request: bytes, status: int, fields: list[tuple[bytes, bytes]], version: bytes,
+                               datas: list[bytes], eom: bool) -> None:
+    try:
+        ev = h11.Response(status_code=status, headers=fields, reason=b"OK", http_version=version, _parsed=True)
+    except h11.LocalProtocolError:
+        return          # no such parsed head (Content-Length and chunked together are h11's parser's refusal too)
+    plain, fast = h11.Connection(h11.SERVER), h11.Connection(h11.SERVER)
+    for c in (plain, fast):
+        c.receive_data(request)
+        c.next_event()
+    got: list[Any] = []
+    for c, send in ((plain, h11.Connection.send), (fast, h11_fast.send_response)):
+        try:
+            got.append(send(c, ev))
+        except h11.LocalProtocolError as exc:
+            got.append(("error", str(exc)))
+    assert got[0] == got[1]
+    assert _state(fast) == _state(plain) and fast._cstate.keep_alive == plain._cstate.keep_alive
+    steps: list[Any] = [*datas, *(["eom"] if eom else [])]
+    for d in steps:        # the writer and state the head left behave alike
+        after: list[Any] = []
+        for c in (plain, fast):
+            try:
+                after.append(c.send(h11.EndOfMessage() if d == "eom" else h11.Data(data=d)))
+            except h11.LocalProtocolError as exc:
+                after.append(("error", str(exc)))
+        assert after[0] == after[1]
+        assert _state(fast) == _state(plain)
+
+
+REQ = st.sampled_from([b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 5\r\n\r\nhello",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                       b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nConnection: close\r\n\r\n",
+                       b"HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n\r\n", b"GET /mcp HTTP/1.0\r\n\r\n",
+                       b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Length: 9\r\n\r\nshort"])
+RESP = st.sampled_from([b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4\r\n\r\n{\"a\"",
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{}",
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}extra",
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                        b"HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=5\r\n\r\n",
+                        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil-close",
+                        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+                        b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/mcp/x\r\nContent-Length: 0\r\n\r\n",
+                        b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx"])
+
+
+def _relay_run(exchanges: list[tuple[bytes, bytes, int, bool]], fast: bool) -> list[str]:
+    from mcptap.relay.http.events import Upstream
+    from mcptap.relay.http.proxy import HttpRelay
+
+    saved = h11_fast.SUPPORTED
+    h11_fast.SUPPORTED = fast
+    try:
+        relay = HttpRelay(Upstream.parse("http://127.0.0.1:9/mcp"), listen_authority="127.0.0.1:8000")
+        cid, first = relay.client_opened("127.0.0.1:5555")
+        seen = [repr(first)]
+        for q, a, cut, eof in exchanges:
+            for part in (q[:cut], q[cut:]):
+                seen.append(repr(relay.client_data(cid, part)))
+            c = relay._conns.get(cid)
+            gen = c.gen if c is not None else 0
+            for part in (a[:cut], a[cut:], *([b""] if eof else [])):
+                seen.append(repr(relay.upstream_data(cid, gen, part)))
+        return seen
+    finally:
+        h11_fast.SUPPORTED = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(REQ, RESP, st.integers(1, 80), st.booleans()), min_size=1, max_size=4))
+def test_the_relay_gives_the_same_commands_and_facts_with_and_without_the_fast_paths(
+        exchanges: list[tuple[bytes, bytes, int, bool]]) -> None:
+    assert _relay_run(exchanges, True) == _relay_run(exchanges, False)
