@@ -47,11 +47,12 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_legacy import LegacyServing
 from mcptap.serve.http_streams import MockSession, unsent_line
+from mcptap.serve.live import Out
 from mcptap.serve.script_http import HttpEnding
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed

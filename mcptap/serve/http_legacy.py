@@ -15,13 +15,14 @@ import trio
 
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
-from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
 from mcptap.serve.http_streams import MockSession
+from mcptap.serve.live import Out
 
 if TYPE_CHECKING:
-    from mcptap.serve.script import Script
+    from mcptap.serve.script_model import Script
 
 C2S = Direction.C2S
 

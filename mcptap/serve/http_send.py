@@ -14,9 +14,9 @@ from mcptap.model import Direction, Finding
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records.events import Http
-from mcptap.serve.core import Out
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
+from mcptap.serve.live import Out
 from mcptap.serve.script_http import HttpEnding, wire_headers
 from mcptap.serve.wire import encode, hkey
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from mcptap.serve.core import LiveSession, Out
+from mcptap.serve.live import LiveSession, Out
 from mcptap.serve.order import InOrder
 from mcptap.serve.wire import hkey
 
