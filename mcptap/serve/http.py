@@ -120,7 +120,7 @@ class HttpMock(LegacyServing):
     # -- connections --------------------------------------------------------------------
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
-        c = Conn(stream, self._conns, *self.timeouts)
+        c = Conn(stream, self._conns, *self.timeouts, seen=self._seen)
         try:
             while True:
                 got = await c.next_request()
@@ -149,6 +149,11 @@ class HttpMock(LegacyServing):
                 await stream.aclose()
             except IO_ERRORS:
                 pass
+
+    def _seen(self, direction: Direction, data: bytes) -> None:
+        # every byte read and written, as the tap's end record counts what it forwarded (the CLI sets ``rec`` late)
+        if self.rec is not None:
+            self.rec.forwarded(direction, data)
 
     def _header(self, req: h11.Request, name: bytes) -> str | None:
         for n, v in req.headers:

@@ -121,7 +121,7 @@ class Answering:
             except IO_ERRORS:
                 data = b""
             if data:
-                c.h11.receive_data(bytes(data))
+                c.received(bytes(data))
                 return
             closed = True
             n.cancel_scope.cancel()
