@@ -49,6 +49,7 @@ from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
 from mcptap.escape import escape_controls
 from mcptap.protocol.lifecycle import META_VERSION
 from mcptap.serve.live import LiveSession, Out
+from mcptap.serve.script_http import STREAM_END
 from mcptap.serve.script_model import Emission, Recorded, Script
 from mcptap.serve.unanswered import no_answer
 from mcptap.serve.wire import ID_BEYOND, defect, hkey, rejection
@@ -73,6 +74,9 @@ class ServeCore:
         #: ``redact.live``), for matching only
         self.prepare = prepare
         self.latency = latency
+        #: end a request's event stream where the recorded server ended it without the answer
+        #: (``Out.ends``): set by the HTTP mock, the one transport with such streams
+        self.stream_ends = False
         self.speed = speed if speed > 0 else 1.0
         self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
         self.notifications: Matcher[Recorded] = Matcher(masker, strict=strict)
@@ -248,6 +252,12 @@ class ServeCore:
         for e in emits:
             if again and e.kind == "notification" and e.link is None:
                 continue
+            if e.kind == STREAM_END:
+                via = live.live_ids.get(e.opener) if e.opener is not None and self.stream_ends else None
+                if via is not None:              # only the stream of a request the live client sent ends
+                    delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
+                    out.append(Out(None, delay, via, seq=e.seq, cause=cause, ends=e.how))
+                continue
             value = e.value
             answers = request = None
             if e.members and isinstance(value, list):
@@ -282,7 +292,7 @@ class ServeCore:
             if isinstance(value, dict) and "method" in value and "id" in value:
                 live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
-            out.append(Out(value, delay, via, answers, request, raw=e.raw, seq=e.seq, cause=cause))
+            out.append(Out(value, delay, via, answers, request, raw=e.raw, seq=e.seq, cause=cause, event_id=e.event_id))
         return out
 
 

@@ -54,6 +54,7 @@ class Conn:
                  seen: Callable[[Direction, bytes], None] | None = None) -> None:
         self.stream = stream
         self.seen = seen or (lambda direction, data: None)
+        self.origin = ""            # ``http://host:port`` the client reached the mock at (set per request)
         self.h11 = h11.Connection(h11.SERVER)
         self.id = cid
         self.idle_timeout = idle_timeout

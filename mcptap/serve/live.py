@@ -34,6 +34,10 @@ class Out:
     rejected: bool = False              # the error answering an invalid request (serve/wire.py)
     seq: int | None = None              # the recorded server message's seq (None: the mock's own)
     cause: int | None = None            # seq of the recorded client message it follows (None: before any)
+    #: not a message (``value`` None): the end of the event stream of the request ``via`` names, as the
+    #: recorded server ended it without the answer: "complete" or "closed" (serve/script_http.py)
+    ends: str | None = None
+    event_id: str | None = None         # the SSE event id the recorded message was sent with
 
 
 @dataclass

@@ -32,6 +32,11 @@ class Emission:
     raw: bytes | None = None
     #: a batch: recorded seq of the request each member answers, by member index
     members: dict[int, int] = field(default_factory=dict)
+    #: kind ``stream_end`` (serve/script_http.py ``STREAM_END``): how the server ended the POST's event
+    #: stream that carried messages but not the answer ("complete", or "closed" mid-stream)
+    how: str | None = None
+    #: the SSE event id it was sent with (what lets a client resume a stream after it)
+    event_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -54,6 +59,9 @@ class Recorded:
     mode: str | None = None            # HTTP: "json" or "sse" (how its POST was answered)
     #: HTTP: how its POST ended when that carried no JSON-RPC answer (serve/script_http.py)
     ending: HttpEnding | None = None
+    #: HTTP: the events its POST's event stream began with before any message (priming: ``id``, ``retry``,
+    #: ``event``), sent again first
+    priming: tuple[dict[str, Any], ...] = ()
 
     @property
     def params(self) -> Any:
@@ -95,6 +103,12 @@ class Script:
     statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
     #: HTTP: "get" / "delete" -> the recorded response headers the mock sends again with that status
     status_headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    #: HTTP: "get" / "delete" -> the recorded body of that refusal (a body that is no message: docs/http-tap.md)
+    status_bodies: dict[str, bytes] = field(default_factory=dict)
+    #: HTTP: the OAuth discovery documents the mock serves, by path: status, headers, body (serve/script_auth.py)
+    auth_docs: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = field(default_factory=dict)
+    auth_paths: set[str] = field(default_factory=set)    # the authorization-server paths it does not replay (501)
+    auth_notes: list[str] = field(default_factory=list)  # what the mock cannot do of the capture's OAuth, a line each
     #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
     answered_defects: set[str] = field(default_factory=set)
 

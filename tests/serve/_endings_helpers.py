@@ -39,7 +39,7 @@ def capture(path: Path, get_refused: bool = False) -> Path:
     n = {"ex": 0}
 
     def exchange(c2s: Any, status: int | None, headers: list[list[str]], s2c: tuple[bytes, ...] = (), how: str = "complete",
-                 method: str = "POST", stream: str = "post", **end: Any) -> int:
+                 method: str = "POST", stream: str = "post", text: bytes = b"", **end: Any) -> int:
         n["ex"] += 1
         ex = n["ex"]
         rec.http(event="request", exchange=ex, conn=1, method=method, target="/mcp", headers=[["Mcp-Session-Id", SID]])
@@ -51,6 +51,8 @@ def capture(path: Path, get_refused: bool = False) -> Path:
         for body in s2c:     # as the tap frames a response body: its status in the transport facts
             rec.frame(S2C, body, session=SID, transport={"exchange": ex, "conn": 1, "method": method, "path": "/mcp", "stream": stream,
                                                           "status": status})
+        if text:             # a body that is no message, as the tap keeps it (observe_state.py)
+            rec.http(event="response_body", exchange=ex, conn=1, body=text.decode())
         rec.http(event="end", exchange=ex, conn=1, how=how, **end)
         return ex
 
@@ -61,11 +63,13 @@ def capture(path: Path, get_refused: bool = False) -> Path:
     exchange(init, 200, json_ct, (orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": result}),))
     exchange({"jsonrpc": "2.0", "method": "notifications/initialized"}, 202, [["Content-Length", "0"]])
     if get_refused:
-        get = exchange(None, 405, [["Allow", "POST, DELETE"], ["Content-Length", "0"]], method="GET", stream="get")
+        get = exchange(None, 405, [["Allow", "POST, DELETE"], ["Content-Length", "18"]], method="GET", stream="get",
+                       text=b"Method Not Allowed")
     else:
         get = exchange(None, 200, [["Content-Type", "text/event-stream"]], method="GET", stream="get", how="tap_stopped")
-    # refused at HTTP level: the 401's text body is not framed (not in the capture), the 403's JSON one is
-    exchange(call(10, "auth"), 401, [["WWW-Authenticate", CHALLENGE], ["Content-Type", "text/plain"], ["Content-Length", "12"]])
+    # refused at HTTP level: the 401's text body is kept as a response_body record, the 403's JSON one is framed
+    exchange(call(10, "auth"), 401, [["WWW-Authenticate", CHALLENGE], ["Content-Type", "text/plain"], ["Content-Length", "12"]],
+             text=b"unauthorized")
     exchange(call(11, "forbid"), 403, [*json_ct, ["Content-Length", "22"]], (b'{"error": "forbidden"}',))
     exchange(call(12, "gone"), 404, [["Content-Length", "0"]])
     exchange(call(13, "verb"), 405, [["Allow", "GET"], ["Content-Length", "0"]])

@@ -70,14 +70,18 @@ async def _with_mock(cap: Path, own: Path, body: Any) -> HttpMock:
 async def test_a_server_that_refused_everything_is_served_with_its_refusals(tmp_path: Path) -> None:
     cap = _refusing(tmp_path / "cap.jsonl", [["WWW-Authenticate", CHALLENGE]])
     got: list[httpx.Response] = []
+    mock: list[str] = []
 
     async def body(http: httpx.AsyncClient, url: str) -> None:
+        mock.append(url.removesuffix("/mcp"))
         got.append(await http.post(url, json=INIT, headers=ACCEPT))
         got.append(await http.post(url, json=call(10, "x"), headers=ACCEPT))
 
-    await _with_mock(cap, tmp_path / "own.jsonl", body)
+    server = await _with_mock(cap, tmp_path / "own.jsonl", body)
     assert [r.status_code for r in got] == [401, 401]
-    assert all(r.headers["www-authenticate"] == CHALLENGE for r in got)
+    # resource_metadata on the mock's origin (the recorded upstream's was http://upstream), and what it cannot do said
+    assert all(r.headers["www-authenticate"] == CHALLENGE.replace("http://upstream", mock[0]) for r in got)
+    assert any("does not hold" in line for line in server.said), server.said  # type: ignore[attr-defined]
 
 
 async def test_non_ascii_and_placeholder_header_values(tmp_path: Path) -> None:
