@@ -189,7 +189,9 @@ class HttpMock(LegacyServing):
             return
         path = urlsplit(target).path
         if self.script.legacy_sse:
-            if method == "GET" and path == self.script.sse_path:
+            if method == "GET" and path == self.script.sse_path and not self.script.get_stream:
+                await self._refused_as_recorded(c, ex, "get", 405)     # the recorded server refused its SSE stream (a 401)
+            elif method == "GET" and path == self.script.sse_path:
                 await self._legacy_stream(c, ex)
             elif method == "POST":
                 await self._legacy_post(c, ex, target, body)
