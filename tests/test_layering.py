@@ -44,6 +44,7 @@ LEVELS = {
     "mcptap.transport.tee_pump": 4, "mcptap.transport.stdio_signals": 4,
     "mcptap.cli": 5, "mcptap.cli.replay_link": 5, "mcptap.cli.replay_report": 5, "mcptap.__main__": 5,
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.script_http": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,
+    "mcptap.serve.live": 3, "mcptap.serve.unanswered": 3, "mcptap.serve.script_model": 3, "mcptap.serve.script_auth": 3,
     "mcptap.serve.extend": 3, "mcptap.serve.http_guard": 3, "mcptap.pytest_plugin": 4,
 }
 

@@ -41,7 +41,8 @@ from mcptap.liveness import remove_leftovers
 from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
-from mcptap.serve.script import Script, script_from_path
+from mcptap.serve.script import script_from_path
+from mcptap.serve.script_model import Script
 from mcptap.transport.signal_latch import FORWARDED_SIGNALS, PASSED_ON_SIGNALS, STOP_SIGNALS, SignalLatch, open_receiver
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.errors import McptapError
-from mcptap.serve.script import Script
+from mcptap.serve.script_model import Script
 
 
 def live_redaction(script: Script, say: Callable[[str], None]) -> Callable[[Any], Any] | None:

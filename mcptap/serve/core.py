@@ -42,90 +42,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.compare.mask import Masker
 from mcptap.compare.match import HANDSHAKE_METHODS, REUSED, Matcher
-from mcptap.compare.paths import short
 from mcptap.escape import escape_controls
-from mcptap.model import Finding
-from mcptap.protocol.codes import finding
 from mcptap.protocol.lifecycle import META_VERSION
-from mcptap.redact.keys import is_secret_key
-from mcptap.serve.script import Emission, Recorded, Script
-from mcptap.serve.wire import ID_BEYOND, defect, encode, hkey, rejection
-
-
-@dataclass(slots=True)
-class Out:
-    """One message to send. ``via``: (HTTP) the live id of the request whose
-    response stream carries it, or None for the session's standalone stream;
-    ``answers``: the live id this message is the response to (None otherwise);
-    ``request``: the live id of the request it belongs to (response, progress),
-    whose cancel drops it while it waits for its delay; None for what the
-    server sent in reply to that cancel."""
-
-    value: Any
-    delay_s: float = 0.0
-    via: Any = None
-    answers: Any = None
-    request: Any = None
-    finding: Finding | None = None
-    mode: str | None = None             # HTTP: recorded response mode of the request it answers
-    status: int | None = None
-    more: tuple[Finding, ...] = ()      # stdio: the other findings one line carries (a batch's answers)
-    raw: bytes | None = None            # a recorded line that is not a message (``value`` None): its bytes
-    rejected: bool = False              # the error answering an invalid request (serve/wire.py)
-    seq: int | None = None              # the recorded server message's seq (None: the mock's own)
-    cause: int | None = None            # seq of the recorded client message it follows (None: before any)
-
-
-@dataclass
-class LiveSession:
-    """One live client session: the recorded session it plays (``group``),
-    live ids and progress tokens by recorded request seq, server requests
-    waiting for the client's answer (by id: their recorded seq, the live id
-    of the client request they were sent for, or None, and whether that request got
-    an answer given before: what follows the client's answer is then not told again),
-    cancelled live request ids."""
-
-    group: int | None = None
-    live_ids: dict[int, Any] = field(default_factory=dict)
-    tokens: dict[int, Any] = field(default_factory=dict)
-    waiting: dict[Any, tuple[int, Any, bool]] = field(default_factory=dict)
-    cancelled: set[Any] = field(default_factory=set)
-    released: set[int] = field(default_factory=set)     # recorded seqs of cancels already played
-    unanswered: list[str] = field(default_factory=list)
-    #: the recorded client messages the latest ``receive`` matched (HTTP: how their POSTs ended)
-    matched: list[Recorded] = field(default_factory=list)
-
-
-def line_of(out: Out) -> bytes:
-    """The stdio line of ``out``: its recorded bytes when it is not a message, else its JSON and a newline."""
-    return out.raw if out.raw is not None else encode(out.value) + b"\n"
-
-
-def asked(method: str, params: Any) -> str:
-    """A live request as a few words of text: the method; a tool's or prompt's name and its
-    arguments, a resource's URI, else the params (``_meta`` left out, values under secret-like
-    keys as ``…``, JSON cut to 60 characters); controls escaped (it is the peer's text)."""
-    what, rest = method, params
-    if isinstance(params, dict):
-        rest = {k: v for k, v in params.items() if k != "_meta"}
-        key = "uri" if method == "resources/read" else "name" if method in ("tools/call", "prompts/get") else None
-        if key is not None and isinstance(rest.get(key), str):
-            name = rest[key]
-            what += " " + (name if len(name) <= 60 else name[:59] + "…")
-            rest = rest.get("arguments")
-        if isinstance(rest, dict):
-            rest = {k: "…" if is_secret_key(k) else v for k, v in rest.items()}
-    if rest is not None and rest != {}:
-        try:
-            what += " " + short(rest)
-        except (TypeError, ValueError):
-            what += " …"
-    return escape_controls(what)
+from mcptap.serve.live import LiveSession, Out
+from mcptap.serve.script_http import STREAM_END
+from mcptap.serve.script_model import Emission, Recorded, Script
+from mcptap.serve.unanswered import no_answer
+from mcptap.serve.wire import ID_BEYOND, defect, hkey, rejection
 
 
 def _meta_version(params: Any) -> Any:
@@ -147,6 +74,9 @@ class ServeCore:
         #: ``redact.live``), for matching only
         self.prepare = prepare
         self.latency = latency
+        #: end a request's event stream where the recorded server ended it without the answer
+        #: (``Out.ends``): set by the HTTP mock, the one transport with such streams
+        self.stream_ends = False
         self.speed = speed if speed > 0 else 1.0
         self.requests: Matcher[Recorded] = Matcher(masker, strict=strict)
         self.notifications: Matcher[Recorded] = Matcher(masker, strict=strict)
@@ -242,7 +172,7 @@ class ServeCore:
         params = msg.get("params")
         item, how = self.requests.take(method, self.prepare(params) if self.prepare else params, live.group)
         if item is None:
-            return [self._no_answer(live, method, lid, params)]
+            return [no_answer(self.requests, live, method, lid, self.prepare(params) if self.prepare else params)]
         live.matched.append(item)
         if live.group is None or method in HANDSHAKE_METHODS:
             live.group = item.group
@@ -279,26 +209,6 @@ class ServeCore:
         if mine != theirs and self.say is not None:
             self.say(f"the capture's protocol revision is {escape_controls(theirs)}, the client's is {escape_controls(mine)}: "
                      f"it gets the answers recorded in {escape_controls(theirs)}")
-
-    def _no_answer(self, live: LiveSession, method: str, lid: Any, params: Any = None) -> Out:
-        if method == "ping":
-            return Out({"jsonrpc": "2.0", "id": lid, "result": {}}, answers=lid, request=lid)
-        prepared = self.prepare(params) if self.prepare else params
-        what = asked(method, prepared)
-        n = self.requests.used_up(method, prepared)
-        if n:
-            err = {"code": -32602, "message": f"mcptap serve --strict: the capture's {n} recorded answer(s) to {method} with these params "
-                                              "are used up (each is given once)"}
-            why = f"{what}: its {n} recorded answer(s) are used up (--strict)"
-        elif self.requests.knows(method):
-            err = {"code": -32602, "message": f"mcptap serve: the capture has no answer to {method} with these params"}
-            why = f"{what}: the capture has no answer for these params"
-        else:
-            err = {"code": -32601, "message": f"Method not found: {method} (mcptap serve: not in the capture)"}
-            why = f"{what}: the capture has no request of this method"
-        live.unanswered.append(why)
-        f = finding("serve.no_recorded_answer", f"mock answered with an error: {why}", {"method": method, "code": err["code"]})
-        return Out({"jsonrpc": "2.0", "id": lid, "error": err}, answers=lid, request=lid, finding=f)
 
     def _notification(self, live: LiveSession, method: str, msg: dict[str, Any]) -> list[Out]:
         params = msg.get("params")
@@ -342,6 +252,12 @@ class ServeCore:
         for e in emits:
             if again and e.kind == "notification" and e.link is None:
                 continue
+            if e.kind == STREAM_END:
+                via = live.live_ids.get(e.opener) if e.opener is not None and self.stream_ends else None
+                if via is not None:              # only the stream of a request the live client sent ends
+                    delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
+                    out.append(Out(None, delay, via, seq=e.seq, cause=cause, ends=e.how))
+                continue
             value = e.value
             answers = request = None
             if e.members and isinstance(value, list):
@@ -376,7 +292,7 @@ class ServeCore:
             if isinstance(value, dict) and "method" in value and "id" in value:
                 live.waiting[hkey(value["id"])] = (e.seq, via, again)
             delay = e.delay_us / 1e6 / self.speed if self.latency else 0.0
-            out.append(Out(value, delay, via, answers, request, raw=e.raw, seq=e.seq, cause=cause))
+            out.append(Out(value, delay, via, answers, request, raw=e.raw, seq=e.seq, cause=cause, event_id=e.event_id))
         return out
 
 

@@ -47,11 +47,12 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
-from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_legacy import LegacyServing
 from mcptap.serve.http_streams import MockSession, unsent_line
+from mcptap.serve.live import Out
 from mcptap.serve.script_http import HttpEnding
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
@@ -69,6 +70,7 @@ class HttpMock(LegacyServing):
                  max_connections: int | None = None) -> None:
         check_listen(host, port, allow_remote)
         self.core = core
+        core.stream_ends = True                 # a POST's event stream ends where the recorded one did
         self.script = core.script
         self.rec = rec
         self.host, self.port = host, port
@@ -114,12 +116,14 @@ class HttpMock(LegacyServing):
             self.nursery = nursery
             for listener in self._listeners:
                 nursery.start_soon(accept_loop, listener, self._handle, nursery, self.limit)
+            for line in self.script.auth_notes:
+                self.say(line)
             task_status.started(self.url)
 
     # -- connections --------------------------------------------------------------------
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
-        c = Conn(stream, self._conns, *self.timeouts)
+        c = Conn(stream, self._conns, *self.timeouts, seen=self._seen)
         try:
             while True:
                 got = await c.next_request()
@@ -149,6 +153,11 @@ class HttpMock(LegacyServing):
             except IO_ERRORS:
                 pass
 
+    def _seen(self, direction: Direction, data: bytes) -> None:
+        # every byte read and written, as the tap's end record counts what it forwarded (the CLI sets ``rec`` late)
+        if self.rec is not None:
+            self.rec.forwarded(direction, data)
+
     def _header(self, req: h11.Request, name: bytes) -> str | None:
         for n, v in req.headers:
             if n == name:
@@ -170,6 +179,9 @@ class HttpMock(LegacyServing):
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
             return
+        c.origin = f"http://{host or self.authority}"      # the mock's own origin, as this client reached it
+        if await self._oauth(c, ex, method, urlsplit(target).path):
+            return                                   # (a token request is a form POST: answered before the JSON rule)
         refused = refusal(method, self._header(req, b"origin"), self._header(req, b"content-type"), self._hosts,
                           check_origin=not self.allow_remote)
         if refused is not None:
@@ -177,7 +189,9 @@ class HttpMock(LegacyServing):
             return
         path = urlsplit(target).path
         if self.script.legacy_sse:
-            if method == "GET" and path == self.script.sse_path:
+            if method == "GET" and path == self.script.sse_path and not self.script.get_stream:
+                await self._refused_as_recorded(c, ex, "get", 405)     # the recorded server refused its SSE stream (a 401)
+            elif method == "GET" and path == self.script.sse_path:
                 await self._legacy_stream(c, ex)
             elif method == "POST":
                 await self._legacy_post(c, ex, target, body)
@@ -195,7 +209,7 @@ class HttpMock(LegacyServing):
             if ms is None:
                 await self._plain(c, 404, b"", ex)
             else:
-                await self._plain(c, self.script.statuses.get("delete", 200), b"", ex, list(self.script.status_headers.get("delete", ())))
+                await self._refused_as_recorded(c, ex, "delete", 200)
         else:
             await self._plain(c, 405, b"", ex)
 
@@ -292,12 +306,15 @@ class HttpMock(LegacyServing):
                 mode = "sse" if any(o.answers is None and (o.via is not None and hkey(o.via) in st.ids
                                                            or o.cause is None and o.seq is not None and not ms.get_stream)
                                     for o in outs) else "json"
-            st.sse = not (mode == "json" or isinstance(value, list))
+            # (a stream the recorded server ended without the answer is one, a batch's too)
+            st.sse = not (mode == "json" or isinstance(value, list)) or any(o.ends is not None and hkey(o.via) in st.ids for o in outs)
             ms.dispatch(outs, self.nursery)
             if not st.sse:
                 await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list), rejected)
             else:
-                await self._sse(c, ex, ms, st, status, extra, "post")
+                # the events the recorded stream began with (a priming event: its id lets the client resume)
+                primes = next((r.priming for r in ms.live.matched if r.priming), ())
+                await self._sse(c, ex, ms, st, status, extra, "post", priming=primes)
         finally:
             ms.close_post(st)
 
@@ -307,7 +324,7 @@ class HttpMock(LegacyServing):
             await self._plain(c, status, why, ex)
             return
         if not self.script.get_stream:
-            await self._plain(c, self.script.statuses.get("get", 405), b"", ex, list(self.script.status_headers.get("get", ())))
+            await self._refused_as_recorded(c, ex, "get", 405)
             return
         st = ms.open_standalone()
         try:

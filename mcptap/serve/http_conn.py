@@ -1,6 +1,6 @@
 """One client connection of the HTTP mock (trio + h11, level 4): requests in, events out.
 
-    c = Conn(stream, cid, idle_timeout=300.0, request_timeout=30.0)
+    c = Conn(stream, cid, idle_timeout=300.0, request_timeout=30.0, seen=None)
     got = await c.next_request()     # (h11.Request, body bytes), TOO_LARGE, TOO_SLOW, or None (closed)
     await c.send(h11.Response(...), h11.Data(...), h11.EndOfMessage())
 
@@ -16,15 +16,21 @@ ones get 503; out of file descriptors, one rate-limited line and a short pause
 (never a traceback).
 
 The transport errors a client that goes away can raise are ``IO_ERRORS``.
+
+``seen(direction, data)`` is told every byte the connection reads (C2S) and writes (S2C), heads,
+bodies and SSE framing included, as the tap's recorder is told what it forwards: the mock's own
+capture counts and digests them in its end record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import h11
 import trio
 
+from mcptap.model import Direction
 from mcptap.transport.limits import Limit as Limit  # re-exported: the mock's names for the shared accept loop
 from mcptap.transport.limits import Notices
 from mcptap.transport.limits import accept_loop as accept_loop
@@ -44,8 +50,11 @@ SLOW_ANSWER = (b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nCon
 class Conn:
     """An h11 server connection on ``stream``; ``id``: its number in the mock's capture."""
 
-    def __init__(self, stream: trio.abc.Stream, cid: int, idle_timeout: float = 300.0, request_timeout: float = 30.0) -> None:
+    def __init__(self, stream: trio.abc.Stream, cid: int, idle_timeout: float = 300.0, request_timeout: float = 30.0,
+                 seen: Callable[[Direction, bytes], None] | None = None) -> None:
         self.stream = stream
+        self.seen = seen or (lambda direction, data: None)
+        self.origin = ""            # ``http://host:port`` the client reached the mock at (set per request)
         self.h11 = h11.Connection(h11.SERVER)
         self.id = cid
         self.idle_timeout = idle_timeout
@@ -55,7 +64,7 @@ class Conn:
         while True:
             ev = self.h11.next_event()
             if ev is h11.NEED_DATA:
-                self.h11.receive_data(bytes(await self.stream.receive_some(CHUNK)))
+                self.received(bytes(await self.stream.receive_some(CHUNK)))
                 continue
             return ev
 
@@ -68,7 +77,7 @@ class Conn:
             data = b""
             with trio.move_on_after(self.idle_timeout):
                 data = bytes(await self.stream.receive_some(CHUNK))
-                self.h11.receive_data(data)
+                self.received(data)
             if not data:
                 return None
         got: tuple[h11.Request, bytes] | str | None = TOO_SLOW
@@ -95,8 +104,16 @@ class Conn:
     async def answer_slow(self, notices: Notices) -> None:
         """408 for a request that did not arrive whole in time (the connection is then closed)."""
         notices.note("request", f"a client did not send its request whole within {self.request_timeout:g} s: answered 408")
+        self.seen(Direction.S2C, SLOW_ANSWER)
         await self.stream.send_all(SLOW_ANSWER)
 
     async def send(self, *events: Any) -> None:
         data = b"".join(self.h11.send(e) or b"" for e in events)
+        self.seen(Direction.S2C, data)
         await self.stream.send_all(data)
+
+    def received(self, data: bytes) -> None:
+        """Bytes read from the client (b"": it closed), counted and handed to h11."""
+        if data:
+            self.seen(Direction.C2S, data)
+        self.h11.receive_data(data)

@@ -1,7 +1,8 @@
 """The legacy HTTP+SSE transport of the HTTP mock (trio + h11, level 4; a mixin of
 ``serve.http.HttpMock``): ``GET`` on the recorded SSE path opens a session whose
 ``endpoint`` event names the recorded POST path with a fresh ``session_id``; POSTs there
-get ``202`` and every answer travels on the SSE stream.
+get ``202`` and every answer travels on the SSE stream; a POST the recorded server refused (a 401
+with its text) is refused so again, and an SSE stream it refused (none recorded open) likewise.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import trio
 
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
-from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
 from mcptap.serve.http_streams import MockSession
+from mcptap.serve.live import Out
 
 if TYPE_CHECKING:
-    from mcptap.serve.script import Script
+    from mcptap.serve.script_model import Script
 
 C2S = Direction.C2S
 
@@ -63,5 +65,12 @@ class LegacyServing(Answering):
             await self._plain(c, 400, b"Could not parse message", ex)
             return
         self._record_msg(C2S, body, ms, ex, "post")
+        outs = self._receive(ms, value)
+        ending = next((r.ending for r in ms.live.matched if r.ending is not None), None)
+        if ending is not None and not (ending.status is not None and 200 <= ending.status < 300):
+            # the recorded server refused this POST (a 401, a 403…) or closed its connection: so does the mock
+            ms.dispatch(outs, self.nursery)
+            await self._ended(c, ex, ms, ending, [])
+            return
         await self._plain(c, 202, b"Accepted", ex)
-        ms.dispatch(self._receive(ms, value), self.nursery)
+        ms.dispatch(outs, self.nursery)

@@ -14,14 +14,17 @@ from mcptap.model import Direction, Finding
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records.events import Http
-from mcptap.serve.core import Out
+from mcptap.relay.http.auth import PREFIX as FRONTED
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
-from mcptap.serve.script_http import HttpEnding, wire_headers
+from mcptap.serve.live import Out
+from mcptap.serve.script_auth import MOCK_ORIGIN, NOT_REPLAYED
+from mcptap.serve.script_http import HttpEnding, sse_bytes, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
     from mcptap.recorder import Recorder
+    from mcptap.serve.script_model import Script
 
 S2C = Direction.S2C
 
@@ -31,6 +34,7 @@ class Answering:
 
     if TYPE_CHECKING:
         rec: Recorder | None
+        script: Script
     _judged: tuple[Recorder, HttpReplay] | None = None
 
     # -- responses ----------------------------------------------------------------------
@@ -50,10 +54,40 @@ class Answering:
                 self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
                               session=ms.sid, exchange=ex)
             return                                   # nothing sent: the connection is closed (HttpMock._handle)
-        body = ending.body
-        hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *ending.headers, *extra]
+        await self._send_ending(c, ex, ending, extra, ms)
+
+    async def _oauth(self, c: Conn, ex: int, method: str, path: str) -> bool:
+        """Answer a request off the MCP endpoint that belongs to OAuth (serve/script_auth.py): a
+        discovery document the capture holds, ``501`` for the authorization server's exchanges, ``404``
+        for any other well-known document. False: not OAuth's (served as before)."""
+        sc = self.script
+        doc = sc.auth_docs.get(path) if method == "GET" else None
+        if doc is not None:
+            status, headers, body = doc
+            await self._send_ending(c, ex, HttpEnding(status, headers, body.replace(MOCK_ORIGIN.encode(), c.origin.encode())), [])
+        elif path in sc.auth_paths or path.startswith(FRONTED):
+            await self._plain(c, 501, NOT_REPLAYED, ex)
+        elif path.startswith("/.well-known/"):
+            await self._plain(c, 404, b"mcptap serve: the capture holds no such document\n", ex)
+        else:
+            return False
+        return True
+
+    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int) -> None:
+        """A GET or DELETE answered as the recorded one was (``what``: "get" / "delete"; ``default``:
+        the status when the capture has none): its status, headers and body (a 405's ``Allow``)."""
+        sc = self.script
+        status = sc.statuses.get(what, default)
+        await self._send_ending(c, ex, HttpEnding(status, sc.status_headers.get(what, ()), sc.status_bodies.get(what, b"")), [])
+
+    async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None) -> None:
+        assert ending.status is not None
+        body = b"" if ending.status in (204, 304) else ending.body
+        # a URL the recording pointed at the tap (or named on the upstream) names the mock (serve/script_auth.py)
+        headers = [(n, v.replace(MOCK_ORIGIN, c.origin)) for n, v in ending.headers]
+        hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *headers, *extra]
         self._record_response(ex, ending.status, hs)
-        if ending.json_body:
+        if ending.json_body and ms is not None:
             self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
         await c.send(h11.Response(status_code=ending.status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
@@ -105,13 +139,18 @@ class Answering:
         await self._plain(c, status, body, ex, extra, ctype="application/json")
 
     async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
-                   stream: str, first: bytes = b"") -> None:
+                   stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = ()) -> None:
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
         self._record_response(ex, status, hs)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)))
+        for prime in priming:
+            data = sse_bytes(prime)
+            self._record_http(event="sse", exchange=ex, sse={**prime, "bytes": len(data), "terminated": True})
+            first += data
         if first:
             await c.send(h11.Data(data=first))
         closed = False
+        ended = "complete"
 
         async def watch(n: trio.Nursery) -> None:
             # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
@@ -121,7 +160,7 @@ class Answering:
             except IO_ERRORS:
                 data = b""
             if data:
-                c.h11.receive_data(bytes(data))
+                c.received(bytes(data))
                 return
             closed = True
             n.cancel_scope.cancel()
@@ -130,12 +169,23 @@ class Answering:
             n.start_soon(watch, n)
             while stream == "get" or st.ids:
                 out = await st.receive()
+                if out.ends is not None:
+                    # the recorded server ended this stream without the answer: so does the mock (its request
+                    # stays open; an answer the recording has goes where it went, the GET stream)
+                    ended = out.ends
+                    break
                 if out.answers is not None:
                     st.ids.discard(hkey(out.answers))
                 data = encode(out.value)
                 self._record_msg(S2C, data, ms, ex, stream, out)
-                await c.send(h11.Data(data=b"event: message\ndata: " + data + b"\n\n"))
+                eid = b"id: " + out.event_id.encode("utf-8") + b"\n" if out.event_id else b""      # as the recorded event had it
+                await c.send(h11.Data(data=b"event: message\n" + eid + b"data: " + data + b"\n\n"))
             n.cancel_scope.cancel()
         if closed:
             raise trio.ClosedResourceError("the client closed the stream")
+        if ended != "complete":
+            if self.rec is not None:
+                self.rec.note("serve", message="the event stream is closed mid-stream, as the recorded server closed it", session=ms.sid,
+                              exchange=ex)
+            raise trio.ClosedResourceError("the recorded server closed the stream mid-way")
         await c.send(h11.EndOfMessage())

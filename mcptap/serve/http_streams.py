@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from mcptap.serve.core import LiveSession, Out
+from mcptap.serve.live import LiveSession, Out
 from mcptap.serve.order import InOrder
 from mcptap.serve.wire import hkey
 
@@ -53,13 +53,15 @@ class ResponseStream:
         return await self._recv.receive()
 
     def close(self) -> list[Out]:
-        """Stop taking outputs; returns those not received yet, in order."""
+        """Stop taking outputs; returns those not received yet, in order (a stream's end left out)."""
         self.taking = False
         self._send.close()
         left = []
         while True:
             try:
-                left.append(self._recv.receive_nowait())
+                out = self._recv.receive_nowait()
+                if out.ends is None:
+                    left.append(out)
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 return left
 
@@ -107,6 +109,10 @@ class MockSession:
     def route(self, out: Out) -> None:
         """Send ``out`` where it belongs (see module docstring)."""
         target = self.streams.get(hkey(out.via)) if out.via is not None else None
+        if out.ends is not None:
+            if target is not None:
+                target.put(out)          # the end of that request's stream; a stream already over has nothing to end
+            return
         if target is None and out.answers is not None:
             target = self.streams.get(hkey(out.answers))
         if target is None:
@@ -116,6 +122,8 @@ class MockSession:
 
     def aside(self, out: Out) -> None:
         """Send ``out`` on the standalone stream, or keep it for the next one."""
+        if out.ends is not None:
+            return                              # the end of a request's stream is no message for another
         if self.standalone is not None:
             self.standalone.put(out)
             return

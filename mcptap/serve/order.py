@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from mcptap.serve.core import Out
+from mcptap.serve.live import Out
 from mcptap.serve.wire import hkey
 
 

@@ -36,118 +36,22 @@ were served, and whether the capture is the legacy HTTP+SSE transport.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcptap.capture.fields import message_value
+from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import CaptureStream
 from mcptap.model import UNPARSED
 from mcptap.reannotate_views import annotated
 from mcptap.records.message import message_bytes
 from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
+from mcptap.serve.script_auth import AuthFacts
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
-from mcptap.serve.script_http import HttpEnding, ending_of, replayed_headers
+from mcptap.serve.script_http import STREAM_END, ending_of, priming, replayed_headers, sse_bytes, stream_ended
+from mcptap.serve.script_model import Emission, Recorded, Script, SessionScript
 from mcptap.serve.wire import defect
-
-
-@dataclass(slots=True)
-class Emission:
-    """One recorded server message. ``delay_us``: after its anchor (recorded);
-    ``pair``/``link``: recorded seq of the request it answers / reports on;
-    ``stream``: ``"post"``, ``"get"`` or None (stdio); ``opener``: recorded seq
-    of the client request whose POST stream carried it; ``raw``: not a message (``value``
-    is then None): the bytes to replay; ``members``: a batch's answers by member index."""
-
-    seq: int
-    value: Any
-    kind: str
-    delay_us: int
-    pair: int | None = None
-    link: int | None = None
-    stream: str | None = None
-    opener: int | None = None
-    #: a line that is not a JSON-RPC message (a banner, a blank line, JSON with trailing text,
-    #: JSON that is not JSON-RPC): its recorded bytes, newline-terminated, replayed as they are
-    raw: bytes | None = None
-    #: a batch: recorded seq of the request each member answers, by member index
-    members: dict[int, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class Recorded:
-    """One recorded client message (request, notification, batch, or an answer
-    to a server request: kind ``answer`` with ``answers`` the server request's
-    seq) and the server messages anchored to it, in recorded order."""
-
-    seq: int
-    kind: str
-    method: str | None
-    value: Any
-    group: int
-    t_us: int
-    emits: list[Emission] = field(default_factory=list)
-    answers: int | None = None
-    cancels: int | None = None          # notifications/cancelled: recorded seq of the request it cancels
-    exchange: Any = None
-    status: int | None = None
-    mode: str | None = None            # HTTP: "json" or "sse" (how its POST was answered)
-    #: HTTP: how its POST ended when that carried no JSON-RPC answer (serve/script_http.py)
-    ending: HttpEnding | None = None
-
-    @property
-    def params(self) -> Any:
-        return self.value.get("params") if isinstance(self.value, dict) else None
-
-
-@dataclass(slots=True)
-class SessionScript:
-    """One recorded session: ``key`` (its recorded id; stdio: None), client
-    messages in order, server messages before the first client message."""
-
-    index: int
-    key: Any
-    items: list[Recorded] = field(default_factory=list)
-    opening: list[Emission] = field(default_factory=list)
-
-    @property
-    def requests(self) -> int:
-        return sum(1 for r in self.items if r.kind == "request")
-
-
-@dataclass
-class Script:
-    """A capture's server side (see module docstring). ``answer_to``: the
-    client's recorded answer by the seq of the server request it answers;
-    ``cancel_of``: the client's recorded cancel by the seq of the request it cancelled."""
-
-    header: dict[str, Any]
-    transport: str = "stdio"
-    sessions: list[SessionScript] = field(default_factory=list)
-    answer_to: dict[int, Recorded] = field(default_factory=dict)
-    cancel_of: dict[int, Recorded] = field(default_factory=dict)
-    stateful: bool = False              # HTTP: the server assigned Mcp-Session-Id
-    get_stream: bool = False            # HTTP: a GET stream was answered 200 text/event-stream
-    legacy_sse: bool = False            # the 2024-11-05 HTTP+SSE transport
-    post_path: str = "/mcp"
-    sse_path: str = "/sse"
-    endpoint_path: str = "/messages/"
-    statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
-    #: HTTP: "get" / "delete" -> the recorded response headers the mock sends again with that status
-    status_headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
-    #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
-    answered_defects: set[str] = field(default_factory=set)
-
-    @property
-    def answers(self) -> int:
-        """Recorded server messages (responses and others) in all sessions."""
-        return sum(len(r.emits) for s in self.sessions for r in s.items) + sum(len(s.opening) for s in self.sessions)
-
-    @property
-    def endings(self) -> int:
-        """Recorded client requests the server ended without a JSON-RPC answer (an HTTP 401, 403…,
-        a closed connection: ``Recorded.ending``), which the mock serves as recorded too."""
-        return sum(1 for s in self.sessions for r in s.items if r.ending is not None)
 
 
 class _Session:
@@ -167,12 +71,17 @@ class _Session:
 class _Builder:
     def __init__(self, header: dict[str, Any]) -> None:
         self.script = Script(header, transport=header.get("transport", "stdio"))
+        target = header.get("target")
+        #: the OAuth side: URLs the tap pointed at itself, discovery documents (serve/script_auth.py)
+        self.auth = AuthFacts(target.get("url") if isinstance(target, dict) else None)
         self.sessions: dict[Any, _Session] = {}
         self.stdio_current: _Session | None = None
         self.stdio_initialized = False
         self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
         self.exchanges: dict[Any, dict[str, Any]] = {}
         self.by_exchange: dict[Any, list[Recorded]] = {}
+        #: HTTP exchange -> the latest server message on its POST stream: (its emission, the list it is in, its t_us)
+        self.last_on: dict[Any, tuple[Emission, list[Emission], int]] = {}
         #: HTTP exchange -> its response body's lines that are not messages: (their bytes, the emission, its list)
         self.bodies: dict[Any, list[tuple[bytes, Emission, list[Emission]]]] = {}
 
@@ -285,6 +194,8 @@ class _Builder:
         stream = stream or ("post" if exchange is not None and self.script.transport != "stdio" else None)
         e = Emission(rec["seq"], value, kind, 0, pair if kind in ("response", "error") else None,
                      link if kind == "notification" else None, stream, self.openers.get(exchange), raw, members)
+        event_id = dict_field(tr.get("sse")).get("id")
+        e.event_id = event_id if isinstance(event_id, str) and "\n" not in event_id and "\r" not in event_id else None
         t = rec.get("t_us", 0)
         if anchor is None:
             # after the first of them (the mock's start is its): what the server wrote at start keeps its spacing
@@ -296,6 +207,8 @@ class _Builder:
             e.delay_us = max(0, t - anchor.t_us)
             where = anchor.emits
         where.append(e)
+        if exchange is not None and tr.get("stream") != "get":
+            self.last_on[exchange] = (e, where, t)
         if raw is not None and exchange is not None and self.script.transport != "stdio":
             self.bodies.setdefault(exchange, []).append((message_bytes(rec) or b"", e, where))
 
@@ -313,6 +226,8 @@ class _Builder:
         return None
 
     def http(self, rec: dict[str, Any]) -> None:
+        if self.auth.record(rec):
+            return                                   # an OAuth exchange's: no MCP exchange's fact
         ev = rec.get("event")
         ex = key_field(rec.get("exchange"))
         facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
@@ -332,7 +247,14 @@ class _Builder:
                 elif low == "mcp-session-id":
                     self.script.stateful = True
             facts["headers"] = headers
+        elif ev == "response_body" and rec.get("undecoded") is None and rec.get("auth") is None:
+            # a body that is no message (a 401's text, an HTML 403): the tap keeps it decoded (docs/http-tap.md)
+            try:
+                facts["body"] = facts.get("body", b"") + (decode_bytes(rec, "body") or b"")
+            except ValueError:
+                pass                                 # not base64: a hand-edited record holds nothing to send
         elif ev == "end":
+            facts["end"] = (int_field(rec.get("seq")) or 0, int_field(rec.get("t_us")) or 0)
             facts["how"] = rec.get("how")
             facts["sent_502"] = rec.get("sent_502") is True
             facts["cut"] = any(rec.get(k) for k in ("gap", "undecoded", "response_cut", "request_cut"))
@@ -341,6 +263,9 @@ class _Builder:
             data = rec["endpoint"].get("data")
             if isinstance(data, str):
                 self.script.endpoint_path = urlsplit(data).path or "/messages/"
+        elif ev == "sse" and not facts.get("messages") and (prime := priming(rec.get("sse"))) is not None:
+            # an event before any message on the stream (a priming event: its id lets the client resume)
+            facts.setdefault("priming", []).append(prime)
 
     def finish(self) -> Script:
         sc = self.script
@@ -355,13 +280,19 @@ class _Builder:
                         sc.sse_path = path
                 if "get" not in sc.statuses:
                     sc.statuses["get"] = status_field(facts.get("status")) or 405
-                    sc.status_headers["get"] = replayed_headers(facts.get("headers"))      # a 405's Allow
+                    sc.status_headers["get"] = self.auth.headers(ex, replayed_headers(facts.get("headers")))      # a 405's Allow
+                    sc.status_bodies["get"] = facts.get("body", b"")
             elif method == "DELETE" and "delete" not in sc.statuses:
                 sc.statuses["delete"] = status_field(facts.get("status")) or 200
-                sc.status_headers["delete"] = replayed_headers(facts.get("headers"))
+                sc.status_headers["delete"] = self.auth.headers(ex, replayed_headers(facts.get("headers")))
+                sc.status_bodies["delete"] = facts.get("body", b"")
             elif method == "POST" and path and post_path is None:
                 post_path = path
-            ending = ending_of(facts, b"".join(b for b, _, _ in self.bodies.get(ex, ())))
+            ending = ending_of(facts, b"".join(b for b, _, _ in self.bodies.get(ex, ())) or facts.get("body", b"")
+                               or b"".join(sse_bytes(p) for p in facts.get("priming", ())))
+            if ending is not None and ending.status is not None:
+                ending = replace(ending, headers=self.auth.headers(ex, ending.headers))     # URLs on the mock's origin
+            self._stream_end(ex, facts)
             if ending is not None:
                 for _, e, where in self.bodies.get(ex, ()):
                     where[:] = [x for x in where if x is not e]     # the response body it was: sent as that, not as a line
@@ -369,9 +300,24 @@ class _Builder:
                 r.ending = ending
                 r.status = status_field(facts.get("status"))
                 r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
+                r.priming = tuple(facts.get("priming", ())) if r.mode == "sse" else ()
         if post_path and not sc.legacy_sse:
             sc.post_path = post_path
+        sc.auth_docs, sc.auth_paths, sc.auth_notes = self.auth.finish()
         return sc
+
+
+    def _stream_end(self, ex: Any, facts: dict[str, Any]) -> None:
+        """An event stream that carried messages but not the answer, ended by the server: a ``stream_end``
+        emission right after its last message (anchored as that one is), so the live stream ends there too."""
+        how = stream_ended(facts)
+        last = self.last_on.get(ex)
+        if how is None or last is None:
+            return
+        e, where, t = last
+        seq, t_end = facts.get("end", (0, t))
+        mark = Emission(seq or e.seq, None, STREAM_END, e.delay_us + max(0, t_end - t), stream="post", opener=e.opener, how=how)
+        where.insert(next(i for i, x in enumerate(where) if x is e) + 1, mark)
 
 
 def build_script(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Script:

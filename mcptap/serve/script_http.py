@@ -10,11 +10,16 @@ connection closed with no response (``upstream_closed``, ``upstream_failed``,
 ended with no message on it (a priming event at most) — is replayed as it ended: the
 recorded status, headers (less the framing, ``Date``/``Server`` and the session id, which
 the mock sets itself) and body (what the capture holds of it: a JSON body that is not
-JSON-RPC; a body the tap did not frame is not in the capture, so it is sent empty), or the
+JSON-RPC, framed as a message; a body that is no message, a 401's text, from its ``response_body``
+record, the first 64 KiB; a capture from before the tap kept those has none: sent empty), or the
 connection closed. An exchange the recording cut (the tap stopped, the client went away, a
 gap in the recording, a body mcptap could not decode) ended by no act of the server's: its
-requests stay unanswered, as a recorded request with no answer does; so do those of an event
-stream that carried messages but not their answer (a known limit: the mock does not end it).
+requests stay unanswered, as a recorded request with no answer does.
+
+An event stream that carried messages but not the answer (a server that ended it to be polled
+again, or broke off) is ended where the server ended it (``stream_ended``): after its last
+message, ``"complete"`` (the stream's end) or ``"closed"`` (the connection closed mid-stream); its
+request stays open, its answer, if the recording has one, going where it went (the GET stream).
 """
 
 from __future__ import annotations
@@ -77,11 +82,46 @@ def wire_headers(headers: Any) -> list[tuple[bytes, bytes]]:
     return [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers]
 
 
+def priming(sse: Any) -> dict[str, Any] | None:
+    """The ``event``, ``id`` and ``retry`` of a recorded ``sse`` event that carried no message, when it
+    has an id or a retry (a priming event: what lets the client resume the stream); else None."""
+    if not isinstance(sse, dict) or sse.get("cut"):
+        return None
+    out = {k: sse[k] for k in ("event", "id") if isinstance(sse.get(k), str) and "\n" not in sse[k] and "\r" not in sse[k]}
+    if isinstance(sse.get("retry"), int) and not isinstance(sse.get("retry"), bool) and sse["retry"] >= 0:
+        out["retry"] = sse["retry"]
+    return out if "id" in out or "retry" in out else None
+
+
+def sse_bytes(event: dict[str, Any]) -> bytes:
+    """A priming event (``priming``) as the bytes of an SSE event with empty data."""
+    lines = [f"event: {event['event']}"] if "event" in event else []
+    lines += [f"id: {event['id']}"] if "id" in event else []
+    lines += [f"retry: {event['retry']}"] if "retry" in event else []
+    return ("\n".join([*lines, "data: "]) + "\n\n").encode("utf-8")
+
+
+#: the kind of the ``Emission`` that ends a POST's event stream there (``stream_ended``)
+STREAM_END = "stream_end"
+
+
+def stream_ended(facts: dict[str, Any]) -> str | None:
+    """How the server ended the recorded POST event stream whose ``http`` facts are ``facts`` (as
+    ``ending_of``'s) when it carried messages but no answer: ``"complete"``, ``"closed"`` (the
+    connection closed, or broke, mid-stream), or None (answered, not such a stream, or cut by the
+    recording: the tap stopped, the client left, a gap)."""
+    if (facts.get("method") != "POST" or facts.get("ctype") != "text/event-stream" or not facts.get("messages")
+            or facts.get("answered") or facts.get("cut") or facts.get("how") not in SERVER_ENDED):
+        return None
+    return "complete" if facts.get("how") == "complete" else "closed"
+
+
 def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
     """How the recorded exchange whose ``http`` facts are ``facts`` (``method``, ``status``,
     ``headers``, ``ctype``, and from its end ``how``, ``sent_502``, ``cut``; ``messages``: how many
     server messages travelled on it, ``answered``: a JSON-RPC answer among them) ended, when the mock must end a live POST so (module
-    docstring); ``body``: the bytes the capture holds of its response body. None: it is answered
+    docstring); ``body``: the bytes the capture holds of its response body (its framed lines, else its
+    ``response_body`` record's). None: it is answered
     as the core says (an answer, or none while the recorded request had none)."""
     if facts.get("method") != "POST" or facts.get("answered") or facts.get("cut") or facts.get("how") not in SERVER_ENDED:
         return None

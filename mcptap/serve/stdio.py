@@ -57,9 +57,11 @@ from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.jsonparse import exact_value
 from mcptap.recorder import Recorder
-from mcptap.serve.core import LiveSession, Out, ServeCore, asked, line_of
+from mcptap.serve.core import ServeCore
 from mcptap.serve.fallback import Fallback
+from mcptap.serve.live import LiveSession, Out, line_of
 from mcptap.serve.order import InOrder
+from mcptap.serve.unanswered import asked
 from mcptap.serve.wire import hkey
 from mcptap.transport.signal_latch import FORWARDED_SIGNALS, PASSED_ON_SIGNALS, STOP_SIGNALS, SignalLatch, open_receiver
 from mcptap.transport.stdio_os import host_stream, quiet_close

@@ -6,7 +6,8 @@
 
 Tools: echo, add, slow (progress notifications), boom (isError result), and
 with ``--poll`` poll (ends its response stream before answering: 2025-11-25
-polling, with an in-memory event store and a 100 ms retry); a resource and a
+polling, with an in-memory event store and a 100 ms retry) and poll_logged (logs on the
+stream before it ends it); a resource and a
 prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
 HTTP end-to-end tests through `mcptap record`.
 """
@@ -57,6 +58,15 @@ async def poll(ctx: Context) -> str:
     return "polled"
 
 
+async def poll_logged(ctx: Context) -> str:
+    """Log on the response stream, end it (the client resumes with Last-Event-ID), then answer."""
+    await ctx.info("working on it")
+    await anyio.sleep(0.2)              # (the log goes out on the response stream before it ends)
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.3)
+    return "polled after a log"
+
+
 class MemoryEvents(EventStore):
     """Events kept in memory, so a client can resume a stream the server ended."""
 
@@ -102,6 +112,7 @@ if __name__ == "__main__":
         polling: dict[str, Any] = {}
         if "--poll" in flags:           # the tool only here: the other sessions' tool list stays EXPECTED's
             app.tool()(poll)
+            app.tool()(poll_logged)
             polling = {"event_store": MemoryEvents(), "retry_interval": 100}
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
                 stateless_http="--stateless" in flags, **polling)

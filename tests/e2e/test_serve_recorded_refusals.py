@@ -2,9 +2,11 @@
 off) is recorded by ``HttpTap`` and served by the mock as the live client first saw it.
 
 The upstream (h11 on trio) answers ``tools/call`` by tool name: ``auth`` 401 with a
-``WWW-Authenticate`` challenge, ``forbid`` 403 with a JSON error object, ``close`` by
-closing the connection with no response; everything else as a server would. The mock
-used to leave all three unanswered (the client waited for ever).
+``WWW-Authenticate`` challenge and a text body, ``forbid`` 403 with a JSON error object, ``html``
+403 with an HTML page, ``close`` by closing the connection with no response; a notification it
+refuses 400 with a JSON body holding a token; GET 405 with a text body; everything else as a
+server would. The mock used to leave the refusals unanswered (the client waited for ever), then
+sent them with an empty body where it was not JSON-RPC (the tap did not keep it).
 """
 
 from __future__ import annotations
@@ -37,12 +39,16 @@ def _answer(msg: Any) -> tuple[int, list[tuple[str, str]], bytes] | None:
         result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
         return 200, [("Content-Type", "application/json")], orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
     if "id" not in msg:
+        if msg.get("method") == "notifications/roots/list_changed":
+            return 400, [("Content-Type", "application/json")], b'{"error": "no roots", "access_token": "tok-SECRET-123"}'
         return 202, [], b""
     name = msg.get("params", {}).get("name")
     if name == "auth":
         return 401, [("WWW-Authenticate", CHALLENGE), ("Content-Type", "text/plain")], b"unauthorized"
     if name == "forbid":
         return 403, [("Content-Type", "application/json")], b'{"error": "forbidden"}'
+    if name == "html":
+        return 403, [("Content-Type", "text/html; charset=utf-8")], "<html><body><h1>Forbidden ☕</h1></body></html>".encode()
     if name == "close":
         return None
     return 200, [("Content-Type", "application/json")], orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": []}})
@@ -51,6 +57,7 @@ def _answer(msg: Any) -> tuple[int, list[tuple[str, str]], bytes] | None:
 async def _upstream(stream: trio.SocketStream) -> None:
     conn = h11.Connection(h11.SERVER)
     body = b""
+    verb = b""
     try:
         while True:
             ev = conn.next_event()
@@ -59,10 +66,13 @@ async def _upstream(stream: trio.SocketStream) -> None:
                 if not data:
                     return
                 conn.receive_data(data)
+            elif isinstance(ev, h11.Request):
+                verb = ev.method
             elif isinstance(ev, h11.Data):
                 body += ev.data
             elif isinstance(ev, h11.EndOfMessage):
-                got = _answer(orjson.loads(body))
+                got = _answer(orjson.loads(body)) if verb == b"POST" else (
+                    405, [("Allow", "POST"), ("Content-Type", "text/plain")], b"Method Not Allowed")
                 body = b""
                 if got is None:
                     return                              # closed with no response (finally)
@@ -88,13 +98,17 @@ async def _client(url: str) -> list[Any]:
         seen.append((r.status_code, r.json()["result"]["serverInfo"]))
         r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=ACCEPT)
         seen.append(r.status_code)
-        for i, name in enumerate(["auth", "forbid", "close", "ok"]):
+        for i, name in enumerate(["auth", "forbid", "html", "close", "ok"]):
             try:
                 r = await http.post(url, json=_call(10 + i, name), headers=ACCEPT)
             except httpx.RemoteProtocolError:
                 seen.append("closed")
                 continue
-            seen.append((r.status_code, r.headers.get("www-authenticate"), r.content if name != "auth" else None))
+            seen.append((r.status_code, r.headers.get("www-authenticate"), r.headers.get("content-type"), r.content))
+        r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, headers=ACCEPT)
+        seen.append((r.status_code, r.content))
+        r = await http.get(url, headers={"Accept": "text/event-stream"})
+        seen.append((r.status_code, r.headers.get("allow"), r.content))
     return seen
 
 
@@ -110,11 +124,19 @@ async def test_refusals_recorded_through_the_tap_are_served_as_the_client_saw_th
         live = await _client(url)
         nursery.cancel_scope.cancel()
     rec.close()
-    assert live[2][:2] == (401, CHALLENGE) and live[3][0] == 403 and live[4] == "closed", live
+    assert live[2] == (401, CHALLENGE, "text/plain", b"unauthorized") and live[3][0] == 403 and live[5] == "closed", live
+    assert live[4][3].startswith(b"<html>") and live[-1] == (405, "POST", b"Method Not Allowed"), live
+    text = cap.read_text()
+    assert "unauthorized" in text and "Forbidden ☕" in text and "Method Not Allowed" in text     # the bodies are kept
+    assert "tok-SECRET-123" not in text and "«redacted:hmac:" in text                          # with their credentials redacted
 
     mock = HttpMock(ServeCore(script_from_path(str(cap))))
     async with trio.open_nursery() as nursery:
         url = await nursery.start(mock.serve)
         served = await _client(url)
         nursery.cancel_scope.cancel()
-    assert served == live
+    assert served[:-2] == live[:-2] and served[-1] == live[-1]
+    # the notification's refusal: its JSON body as the capture holds it, the token a placeholder
+    status, body = served[-2]
+    doc = orjson.loads(body)
+    assert status == 400 and doc["error"] == "no roots" and doc["access_token"].startswith("«redacted:hmac:"), served[-2]

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcptap.serve.core import LiveSession, Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http_streams import MockSession
+from mcptap.serve.live import LiveSession, Out
 from mcptap.serve.script import script_from_path
 from scripted import c2s, handshake, note, record, req, res, s2c
 

@@ -19,9 +19,10 @@ from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.model import Direction
 from mcptap.recorder import Recorder
-from mcptap.serve.core import Out, ServeCore
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http import HttpMock
 from mcptap.serve.http_streams import MockSession
+from mcptap.serve.live import Out
 from mcptap.serve.script import script_from_path
 from scripted import c2s, handshake, note, record, req, res, s2c
 
@@ -194,7 +195,7 @@ async def test_a_server_message_waiting_for_the_get_stream_is_said_then_delivere
 def test_what_a_response_stream_still_holds_when_it_ends_goes_to_the_standalone_stream() -> None:
     """Sent for a request after its response, or not an answer on a JSON-mode POST: such an
     output is routed again when the POST's stream ends (to the GET stream, else kept for it), never dropped."""
-    from mcptap.serve.core import LiveSession
+    from mcptap.serve.live import LiveSession
 
     held: list[Out] = []
     ms = MockSession(LiveSession(), on_backlog=lambda m, o: held.append(o))

@@ -28,7 +28,7 @@ from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http import HttpMock
-from tests.serve.test_serve_http_endings import ACCEPT, CHALLENGE, _call, _capture
+from tests.serve._endings_helpers import ACCEPT, CHALLENGE, call, capture
 
 C2S = Direction.C2S
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -44,7 +44,7 @@ def _refusing(path: Path, headers: list[list[str]], calls: int = 1) -> Path:
         return t["now"]
 
     rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "http://upstream/mcp"}, clock=clock, started="2026-01-01T00:00:00.000000Z")
-    for ex, msg in enumerate([INIT, *(_call(10 + i, "x") for i in range(calls))], start=1):
+    for ex, msg in enumerate([INIT, *(call(10 + i, "x") for i in range(calls))], start=1):
         rec.http(event="request", exchange=ex, conn=1, method="POST", target="/mcp", headers=[["Accept", ACCEPT["Accept"]]])
         rec.frame(C2S, orjson.dumps(msg), transport={"exchange": ex, "stream": "post"})
         rec.http(event="response", exchange=ex, conn=1, status=401, headers=[["Content-Length", "0"], *headers])
@@ -70,14 +70,18 @@ async def _with_mock(cap: Path, own: Path, body: Any) -> HttpMock:
 async def test_a_server_that_refused_everything_is_served_with_its_refusals(tmp_path: Path) -> None:
     cap = _refusing(tmp_path / "cap.jsonl", [["WWW-Authenticate", CHALLENGE]])
     got: list[httpx.Response] = []
+    mock: list[str] = []
 
     async def body(http: httpx.AsyncClient, url: str) -> None:
+        mock.append(url.removesuffix("/mcp"))
         got.append(await http.post(url, json=INIT, headers=ACCEPT))
-        got.append(await http.post(url, json=_call(10, "x"), headers=ACCEPT))
+        got.append(await http.post(url, json=call(10, "x"), headers=ACCEPT))
 
-    await _with_mock(cap, tmp_path / "own.jsonl", body)
+    server = await _with_mock(cap, tmp_path / "own.jsonl", body)
     assert [r.status_code for r in got] == [401, 401]
-    assert all(r.headers["www-authenticate"] == CHALLENGE for r in got)
+    # resource_metadata on the mock's origin (the recorded upstream's was http://upstream), and what it cannot do said
+    assert all(r.headers["www-authenticate"] == CHALLENGE.replace("http://upstream", mock[0]) for r in got)
+    assert any("does not hold" in line for line in server.said), server.said  # type: ignore[attr-defined]
 
 
 async def test_non_ascii_and_placeholder_header_values(tmp_path: Path) -> None:
@@ -86,7 +90,7 @@ async def test_non_ascii_and_placeholder_header_values(tmp_path: Path) -> None:
     got: list[httpx.Response] = []
 
     async def body(http: httpx.AsyncClient, url: str) -> None:
-        for m in (INIT, _call(10, "x"), _call(11, "x")):
+        for m in (INIT, call(10, "x"), call(11, "x")):
             got.append(await http.post(url, json=m, headers=ACCEPT))
 
     mock = await _with_mock(cap, tmp_path / "own.jsonl", body)
@@ -99,7 +103,7 @@ async def test_non_ascii_and_placeholder_header_values(tmp_path: Path) -> None:
 
 async def test_a_fault_answering_one_request_closes_only_its_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # no real peer makes the mock fail on demand: one answer raises, as the non-ASCII header once did
-    cap = _capture(tmp_path / "cap.jsonl")
+    cap = capture(tmp_path / "cap.jsonl")
     real = HttpMock._ended
     calls = {"n": 0}
 
@@ -116,10 +120,10 @@ async def test_a_fault_answering_one_request_closes_only_its_connection(tmp_path
         r = await http.post(url, json=INIT, headers=ACCEPT)
         hs = {**ACCEPT, "Mcp-Session-Id": r.headers["mcp-session-id"]}
         try:
-            await http.post(url, json=_call(100, "auth"), headers=hs)
+            await http.post(url, json=call(100, "auth"), headers=hs)
         except httpx.RemoteProtocolError as exc:
             got.append(exc)
-        got.append((await http.post(url, json=_call(101, "forbid"), headers=hs)).status_code)     # still serving
+        got.append((await http.post(url, json=call(101, "forbid"), headers=hs)).status_code)     # still serving
 
     mock = await _with_mock(cap, tmp_path / "own.jsonl", body)
     assert isinstance(got[0], httpx.RemoteProtocolError) and got[1] == 403

@@ -18,7 +18,6 @@ import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of
 import orjson
 import trio
 from click.testing import CliRunner
-from test_serve_http_endings import _call, _capture
 
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
@@ -28,6 +27,7 @@ from mcptap.recorder import Recorder
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http import HttpMock
 from mcptap.serve.script import script_from_path
+from tests.serve._endings_helpers import call, capture
 
 BOTH = "application/json, text/event-stream"
 
@@ -50,9 +50,9 @@ async def _session(cap: Path, own: Path) -> None:
             hs = {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
             # a client that names only JSON: a notification's POST and a request's
             await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**hs, "Accept": "application/json"})
-            await http.post(url, json=_call(3, "forbid"), headers={**hs, "Accept": "application/json"})
-            await http.post(url, json=_call(4, "gone"), headers={**hs, "Accept": BOTH})
-            body = orjson.dumps(_call(5, "auth"))
+            await http.post(url, json=call(3, "forbid"), headers={**hs, "Accept": "application/json"})
+            await http.post(url, json=call(4, "gone"), headers={**hs, "Accept": BOTH})
+            body = orjson.dumps(call(5, "auth"))
             await http.post(url, content=body, headers={**hs, "Accept": BOTH, "Content-Type": "Application/JSON; charset=utf-8"})
             async with http.stream("GET", url, headers={**hs, "Accept": "*/*"}) as resp:
                 assert resp.status_code == 200
@@ -62,7 +62,7 @@ async def _session(cap: Path, own: Path) -> None:
 
 async def test_the_mocks_capture_has_the_http_findings_check_full_gives(tmp_path: Path) -> None:
     own = tmp_path / "own.jsonl"
-    await _session(_capture(tmp_path / "cap.jsonl"), own)
+    await _session(capture(tmp_path / "cap.jsonl"), own)
     recorded, full = _codes(own), _codes(own, "--full")
     assert recorded.get("http.post_accept_incomplete") == 2, recorded
     assert recorded.get("http.get_accept_missing_event_stream") == 1 and recorded.get("http.content_type_params") == 1, recorded

@@ -24,8 +24,9 @@ from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
-from mcptap.serve.core import ServeCore, line_of
+from mcptap.serve.core import ServeCore
 from mcptap.serve.http import HttpMock
+from mcptap.serve.live import line_of
 from mcptap.serve.script import script_from_path
 from scripted import c2s, handshake, j, note, record, req, res, s2c
 

@@ -40,7 +40,7 @@ from mcptap.protocol.jsonparse import parse_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json
-from mcptap.relay.http.observe_auth import AuthObserver
+from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
 from mcptap.relay.http.observe_request import RequestObserver
 from mcptap.relay.http.observe_state import ObservedExchange
@@ -233,8 +233,10 @@ class HttpObserver(RequestObserver):
             self._sse_events(e, e.parser.receive_data(data))
         elif e.mode == "json" and not e.facts.is_ack:
             e.resp_body += data
-        elif len(e.resp_body) < ACK_BODY_KEEP:
-            e.resp_body += data[:ACK_BODY_KEEP]
+        else:
+            if len(e.resp_body) < ACK_BODY_KEEP:
+                e.resp_body += data[:ACK_BODY_KEEP]
+            e.keep(data)
 
     def _response_ended(self, it: r.ResponseEnded) -> None:
         e = self._ex.get(it.exchange)
@@ -279,6 +281,9 @@ class HttpObserver(RequestObserver):
         elif framed and it.how == "client_closed" and e.decoder is not None and not e.undecodable:
             response_cut = True     # the client went away inside a compressed body: not the server's message, nor a fault
         undecoded = e.undecoded if e.resp_bytes else None      # an empty body is no unread answer
+        whole = e.kept.value()
+        if e.kept and not e.resp_gap and not e.undecodable:
+            self._kept_body(e)
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
             self.rec.http(**e.raw_record())     # what the client got, still encoded: the capture keeps it
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
@@ -302,10 +307,24 @@ class HttpObserver(RequestObserver):
         if undecoded is not None:
             fields["undecoded"] = undecoded
         if facts.is_ack and e.resp_body:
-            fields["ack_body"] = e.resp_body.head(ACK_BODY_KEEP).decode("utf-8", "replace")
+            # its credentials as placeholders, as the body's response_body record has them (scrubbed whole when kept whole)
+            head = whole or e.resp_body.value()
+            head = head if self.record_secrets else scrub_body(head, facts.resp_headers or [])
+            fields["ack_body"] = head[:ACK_BODY_KEEP].decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
         self.rec.http(findings=fs, **fields)
+
+    def _kept_body(self, e: ObservedExchange) -> None:
+        """A ``response_body`` record of a body that is no message (a refusal's text: observe_state.py),
+        decoded, its credentials as placeholders (JSON members, form parameters) unless asked."""
+        body = e.kept.take()
+        kept = body if self.record_secrets else scrub_body(body, e.facts.resp_headers or [])
+        fields: dict[str, Any] = {"event": "response_body", "exchange": e.id, "conn": e.conn}
+        encode_bytes(kept, "body", fields)
+        if e.kept_past:
+            fields["truncated_from"] = len(body) + e.kept_past
+        self.rec.http(**fields)
 
     def _conn_closed(self, it: r.ConnClosed) -> None:
         for e in [e for e in self._ex.values() if e.conn == it.conn and e.held_end is not None]:

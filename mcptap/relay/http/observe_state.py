@@ -19,6 +19,12 @@ body state chosen by ``start_body``:
   ``RAW_KEEP`` bytes, the rest counted in ``raw_dropped``) for a
   ``response_body`` record, so the capture holds what the client got.
 
+A body that is neither framed as a message nor an event stream (a 401's ``unauthorized`` text, an HTML
+403, a JSON error body on a notification's POST) is kept in ``kept`` (decoded, at most ``KEPT_BODY``
+bytes, the rest counted in ``kept_past``) for a ``response_body`` record, so a mock can send it again;
+not a ``2xx`` acknowledgement's (``202 Accepted``: its first bytes are the end record's ``ack_body``),
+nor the body of a request the tap refused itself or of a plain (non-MCP) POST.
+
 ``feed(chunk)`` returns a response body chunk's decoded bytes (None: not
 analysable); ``json_body()`` the JSON body, decoded as it came (None: it did not
 decode, ``raw`` holds it; bytes after its compressed data: the body before them,
@@ -45,6 +51,8 @@ from mcptap.relay.http.body_buffer import BodyBuffer
 #: encoded body bytes kept for a body that cannot be decoded (an endless br event stream must not grow
 #: the capture without bound; a JSON body that size is already far past what a client accepts)
 RAW_KEEP = 64 << 20
+#: decoded bytes kept of a response body that is no message (``kept``): an error page, not a stream
+KEPT_BODY = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -74,6 +82,8 @@ class ObservedExchange:
     partial: bool = False            # a JSON body decoded whole but for bytes after its compressed data (kept raw)
     parser: SSEParser | None = None
     resp_body: BodyBuffer = field(default_factory=BodyBuffer)
+    kept: BodyBuffer = field(default_factory=BodyBuffer)     # a body that is no message: see module doc
+    kept_past: int = 0               # its decoded bytes past KEPT_BODY, counted only
     resp_bytes: int = 0
     req_bytes: int = 0
     chunks: int = 0
@@ -96,6 +106,15 @@ class ObservedExchange:
     resync: bool = False             # SSE: the first block after the hole is taken off
     sse_base: int = 0                # SSE: stream offset of the current parser's first byte (bytes recorded)
     sse_fed: int = 0                 # SSE: bytes the current parser was given
+
+    def keep(self, data: bytes) -> None:
+        """Keep decoded body bytes that are no message (module doc), up to ``KEPT_BODY``."""
+        st = self.facts.status or 0
+        if self.plain or self.refused or (self.facts.is_ack and 200 <= st < 300):
+            return
+        room = KEPT_BODY - len(self.kept)
+        self.kept += data[:max(room, 0)]
+        self.kept_past += max(len(data) - max(room, 0), 0)
 
     @property
     def session(self) -> Any:

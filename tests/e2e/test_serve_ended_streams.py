@@ -1,0 +1,80 @@
+"""A POST's event stream the recorded server ended without the answer is ended so by the mock.
+
+2025-11-25 polling with the official SDK server (``sdk_server.py --poll``): the tool ends its
+response stream (after a priming event with an id and a retry, and for ``poll_logged`` a log
+message), the official SDK client resumes with ``Last-Event-ID`` on a GET stream and gets the
+answer there. Recorded through the real HTTP tap, served by the mock to the same client:
+
+* ``poll_logged`` (messages but not the answer): the mock used to keep the stream open waiting
+  for an answer that travelled elsewhere; the client waited for ever;
+* ``poll`` (the priming event only): the mock ended the stream but without the priming event,
+  so the client, with no event id to resume from, failed ("SSE stream ended without a response").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from mcp import Client
+
+from mcptap.capture.reader import read_capture
+from mcptap.capture.writer import CaptureWriter
+from mcptap.clock import monotonic_us_clock, utc_timestamp
+from mcptap.recorder import Recorder
+from mcptap.serve.core import ServeCore
+from mcptap.serve.http import HttpMock
+from mcptap.serve.script import script_from_path
+from mcptap.transport.http import HttpTap, HttpTapConfig
+from peers import free_port, listening
+
+pytestmark = pytest.mark.e2e
+SERVER = Path(__file__).parent / "sdk_server.py"
+#: bounds a hang only (the failure this guards against): a passing run takes well under a second
+HANG = 60
+
+
+async def _session(url: str, tool: str) -> dict[str, Any]:
+    logs: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    async with Client(url, mode="legacy", logging_callback=on_log) as client:
+        result = await client.call_tool(tool, {})
+    return {"text": result.content[0].text, "logs": logs}      # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("tool", ["poll_logged", "poll"])
+async def test_a_stream_the_server_ended_without_the_answer_ends_so_and_the_client_resumes(tmp_path: Path, tool: str) -> None:
+    cap, own = tmp_path / "cap.jsonl", tmp_path / "own.jsonl"
+    port = free_port()
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http", "--poll"], port):
+        upstream = f"http://127.0.0.1:{port}/mcp"
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
+            live = await _session(url, tool)
+            nursery.cancel_scope.cancel()
+        rec.close()
+    records = read_capture(str(cap)).records
+    call = next(r for r in records if r.get("method") == "tools/call")
+    on_post = [r for r in records if r.get("type") == "message" and r.get("dir") == "s2c"
+               and r.get("transport", {}).get("exchange") == call["transport"]["exchange"]]
+    # the scenario: the POST stream carried a log (poll_logged) or nothing (poll), and not the answer
+    assert [r.get("method") for r in on_post] == (["notifications/message"] if tool == "poll_logged" else []), on_post
+
+    rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    mock = HttpMock(ServeCore(script_from_path(str(cap))), rec)
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(mock.serve)
+        with trio.fail_after(HANG):
+            served = await _session(url, tool)
+        nursery.cancel_scope.cancel()
+    rec.close()
+    assert served == live
+    sse = [r for r in read_capture(str(own)).records if r.get("type") == "http" and r.get("event") == "sse"]
+    assert sse and all(r["sse"].get("id") and r["sse"].get("retry") == 100 for r in sse)     # the priming events, sent again
