@@ -198,6 +198,18 @@ def has_controls(text: str) -> bool:
     return any(ord(c) <= 0xFFFF or _astral(ord(c)) for c in _FAST.findall(text))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as :func:`escape_controls`
+    writes it (``"x\\ud800"`` → ``"x\\\\ud800"``), every other character
+    kept: a peer's name quoted in a finding's message of a JSON output, which
+    then stays strict JSON (orjson, serde_json read it) and exact. Pure,
+    total; the same object when ``text`` holds none."""
+    return text if _SURROGATE.search(text) is None else _SURROGATE.sub(_one, text)
+
+
 #: Characters XML 1.0 forbids (lone surrogates, a str decoded with
 #: ``surrogateescape``, and the noncharacters U+FFFE/U+FFFF): all escaped by
 #: ``escape_controls`` already, kept for what reads a text that was not.

@@ -250,12 +250,14 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     (``show/sessions.py``: ``[{session, label, client, server, revision, via}]``,
     always there, from every record whatever the filter). One JSON object per string."""
     tracker = Tracker()
+    names = LoneNames()         # finding texts quote a lone surrogate's name exactly (a JSON escape), as the timeline does
     summ = Summary(header.get("transport", "stdio"))
     sessions = Sessions(header.get("transport"))
     yield dumps(header).decode()
     for rec in records:
         req = tracker.feed(rec)
         sessions.feed(rec)
+        names.feed(rec, tracker.members)
         if rec.get("type") != "end" and flt is not None and not flt(rec, req, tracker.members):
             summ.skip(rec)
             continue
@@ -269,7 +271,7 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
         rid = rec.get("id")
         if type(rid) is str and "\ufffd" in rid and "id_text" not in rec and record_id(rec) != rid:
             rec = dict(rec, id_text=id_text(record_id(rec)))     # written before id_text: as a record of today has it
-        yield dumps(rec).decode()
+        yield dumps(names.findings(rec)).decode()
     yield dumps(dict(summ.to_json(), sessions=sessions.result())).decode()
 
 
