@@ -7,6 +7,7 @@ peer's value). A peer's real U+FFFD stays U+FFFD."""
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -77,3 +78,16 @@ def test_a_peers_own_replacement_character_stays(tmp_path: Path) -> None:
     assert "tools/x\ufffd is not a method" in check(cap)
     places = [p for c in json.loads(check(cap, "--format", "json"))["captures"] for g in c["codes"] for p in g["first"]]
     assert "tools/x\ufffd is not a method of any MCP revision (vendor or extension method?)" in {p["message"] for p in places}
+
+
+def test_a_file_names_byte_and_a_peers_lone_surrogate_look_different(tmp_path: Path) -> None:
+    """U+DC80 is a file name's byte 0x80 (surrogateescape) or a peer's JSON ``"\\udc80"``:
+    the name shows the byte (``\\x80``), the peer's text the code point, as ``id_text``."""
+    cap = record(tmp_path / "c.jsonl", handshake() + [c2s(_line({"jsonrpc": "2.0", "id": 5, "method": "x\udc80"})), ("exit", 0)])
+    odd = tmp_path / os.fsdecode(b"n\x80.jsonl")
+    cap.rename(odd)
+    out = check(odd)
+    assert "n\\x80.jsonl: " in out and "x\\udc80 is not a method" in out
+    assert "\\udc80.jsonl" not in out and "x\\x80 " not in out
+    text = CliRunner().invoke(mcptap, ["show", str(odd), "--no-color"], catch_exceptions=False).output
+    assert "n\\x80.jsonl" in text.splitlines()[0] and "x\\udc80" in text and "x\\x80" not in text
