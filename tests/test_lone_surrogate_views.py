@@ -126,3 +126,18 @@ def test_the_report_page_shows_finding_texts_with_the_exact_method(tmp_path: Pat
     findings = dom(page).split('id="findings"', 1)[1].split('id="timeline"', 1)[0]
     assert "\ufffd" not in findings
     assert "tools/x\\ud800 is not a method" in findings and "request #5 tools/x\\ud800 id=" in findings
+
+
+def test_otlp_export_gives_the_exact_values_escaped(tmp_path: Path) -> None:
+    """OTLP JSON takes UTF-8 strings only: the exact names in escape form, never U+FFFD."""
+    out = run("export", "-f", "otlp-json", str(_cap(tmp_path)))
+    assert "\ufffd" not in out
+    spans = [s for rs in orjson.loads(out)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    names = {s["name"] for s in spans}
+    assert {"tools/x\\ud800", "tools/call t\\udc00", "ping"} <= names
+    attrs = {(a["key"], a["value"].get("stringValue")) for s in spans for a in s["attributes"]}
+    assert {("jsonrpc.request.id", "a\\ud800"), ("jsonrpc.request.id", "p\\udfff"), ("mcp.resource.uri", "file:///a\\ud800"),
+            ("gen_ai.tool.name", "t\\udc00")} <= attrs
+    messages = {a["value"]["stringValue"] for s in spans for e in s.get("events", ()) for a in e["attributes"]
+                if a["key"] == "mcptap.finding.message"}
+    assert "tools/x\\ud800 is not a method of any MCP revision (vendor or extension method?)" in messages
