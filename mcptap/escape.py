@@ -13,11 +13,15 @@ and LF too), Cf (format characters: the bidirectional controls U+061C,
 U+200E/F, U+202A–U+202E, U+2066–U+2069 of "Trojan Source", zero-width
 characters, the BOM, soft hyphen, tag characters), Zl/Zp (the line and
 paragraph separators), Co (private use), Cn (unassigned code points and the
-noncharacters such as U+FFFE/U+FFFF) and Cs: lone surrogates, which is how
-Python holds a file name's bytes that are not UTF-8 (U+DC80–U+DCFF, PEP 383)
-and which no terminal encoding can write. They become Python-style escapes:
-``\\x1b``, ``\\r``, ``\\n``, ``\\t``, ``\\u202e``, ``\\U000e0001``, and the
-undecodable byte itself for a file name's ``\\xff``. So are the characters
+noncharacters such as U+FFFE/U+FFFF) and Cs: lone surrogates (a peer's JSON
+escape ``"\\ud800"``; how Python holds a file name's bytes that are not UTF-8,
+U+DC80–U+DCFF, PEP 383), which no terminal encoding can write. They become
+Python-style escapes: ``\\x1b``, ``\\x9b``, ``\\r``, ``\\n``, ``\\t``,
+``\\u202e``, ``\\U000e0001``, a lone surrogate ``\\ud800`` / ``\\udcff``, as
+JSON and ``id_text`` write it. Text from the operating system (file names)
+goes through :func:`escape_os` instead, where ``\\x`` is always one byte (a
+file name's ``\\xff``) and ``\\u`` a character (``\\u009b``): a file name's
+undecodable byte and a peer's lone surrogate never look alike. So are the characters
 that draw nothing but are letters or marks (``INVISIBLE``: the Hangul
 fillers U+115F, U+1160, U+3164, U+FFA0 and the braille blank U+2800, which
 pass for an empty or a space-padded name; the combining grapheme joiner and
@@ -161,19 +165,37 @@ def _one(m: re.Match[str]) -> str:
 
 
 def _escaped(c: str) -> str:
-    """The escape of character ``c`` (one :func:`escape_controls` escapes)."""
+    """The escape of character ``c`` (one :func:`escape_controls` escapes):
+    ``\\xNN`` below U+0100, else ``\\uXXXX`` (a lone surrogate too, as JSON
+    and ``id_text`` write it) or ``\\UXXXXXXXX``."""
     named = _NAMED.get(c)
     if named is not None:
         return named
     n = ord(c)
-    if 0xDC80 <= n <= 0xDCFF:
-        return f"\\x{n - 0xDC00:02x}"       # a file name's byte that is not UTF-8 (surrogateescape)
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+
+
+def _os_escaped(c: str) -> str:
+    """The escape of character ``c`` in OS text (:func:`escape_os`): a byte
+    ``\\xNN`` (an ASCII control, or one that is not UTF-8, U+DC80–U+DCFF),
+    any other character ``\\uXXXX`` / ``\\UXXXXXXXX`` (U+009B: ``\\u009b``)."""
+    named = _NAMED.get(c)
+    if named is not None:
+        return named
+    n = ord(c)
+    if n < 0x80 or 0xDC80 <= n <= 0xDCFF:
+        return f"\\x{n & 0xFF:02x}"
+    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
 
 
 def _fast_one(m: re.Match[str]) -> str:
     c = m.group()
     return c if ord(c) > 0xFFFF and not _astral(ord(c)) else _escaped(c)
+
+
+def _fast_os(m: re.Match[str]) -> str:
+    c = m.group()
+    return c if ord(c) > 0xFFFF and not _astral(ord(c)) else _os_escaped(c)
 
 
 def is_control(c: str) -> bool:
@@ -193,25 +215,44 @@ def escape_controls(text: str) -> str:
     return text if out == text else out         # (only characters beyond U+FFFF that are kept)
 
 
+def escape_os(text: str) -> str:
+    """:func:`escape_controls` for text from the operating system (file
+    names, argv, mcptap's own messages about them: ``cli/errors.say``),
+    which Python decodes with ``surrogateescape`` (PEP 383): a byte that is not
+    UTF-8 is ``\\xff`` there, and so every ``\\x`` means one byte of the
+    name (``\\x1b``, ``\\xff``) and every ``\\u`` one character
+    (U+009B ``\\u009b``). In peer text (:func:`escape_controls`) a lone
+    surrogate is ``\\udcff``, as the peer's JSON escape: the two never look
+    alike. Pure, total, idempotent; the same object when nothing is escaped."""
+    if _FAST.search(text) is None:
+        return text
+    out = _FAST.sub(_fast_os, text)
+    return text if out == text else out
+
+
 def has_controls(text: str) -> bool:
     """True when ``text`` holds a character :func:`escape_controls` escapes."""
     return any(ord(c) <= 0xFFFF or _astral(ord(c)) for c in _FAST.findall(text))
 
 
-#: Characters XML 1.0 forbids (lone surrogates, a str decoded with
-#: ``surrogateescape``, and the noncharacters U+FFFE/U+FFFF): all escaped by
-#: ``escape_controls`` already, kept for what reads a text that was not.
-XML_INVALID = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def escape_xml(text: str) -> str:
-    """``escape_controls(text)`` that is also valid XML 1.0 character data
-    (JUnit reports): the characters XML cannot hold become ``\\uXXXX`` too.
-    The XML serializer still escapes ``<``, ``&`` and quotes."""
-    text = escape_controls(text)
-    if XML_INVALID.search(text) is None:
-        return text
-    return XML_INVALID.sub(_one, text)
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as :func:`escape_controls`
+    writes it (``"x\\ud800"`` → ``"x\\\\ud800"``), every other character
+    kept: a peer's name quoted in a finding's message of a JSON output, which
+    then stays strict JSON (orjson, serde_json read it) and exact. Pure,
+    total; the same object when ``text`` holds none."""
+    return text if _SURROGATE.search(text) is None else _SURROGATE.sub(_one, text)
+
+
+def escape_xml(text: str, os_text: bool = False) -> str:
+    """``escape_controls(text)`` (``os_text``: :func:`escape_os`, for file
+    names) that is also valid XML 1.0 character data (JUnit reports): the
+    characters XML cannot hold are escaped already. The XML serializer
+    still escapes ``<``, ``&`` and quotes."""
+    return escape_os(text) if os_text else escape_controls(text)
 
 
 def text_path(path: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -16,6 +17,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def connect_when_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 10) -> socket.socket:
+    """A connection to 127.0.0.1:``port`` once it accepts one (blocking; a
+    tap started as ``proc``, which fails the test if it dies first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            assert proc.poll() is None, "the process died before it listened"
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.05)
 
 
 @asynccontextmanager

@@ -65,3 +65,17 @@ def test_a_member_before_the_initialize_answer_in_its_batch_has_no_revision(tmp_
     batch = [r for r in map(orjson.loads, path.read_bytes().splitlines()) if r.get("kind") == "batch"][0]
     assert batch["rev"] == "2025-03-26" and batch["members"][0]["rev"] is None and "rev" not in batch["members"][1]
     assert findings(path) == findings(path, "--full")
+
+
+def test_the_batch_finding_says_where_the_revision_came_from(tmp_path: Path) -> None:
+    # 2026-07-28 negotiates nothing: the revision the batch is judged under is the one requests name in _meta
+    modern = [msg for _, _, fs in findings(capture(tmp_path / "m.jsonl", "2026-07-28")) for msg in fs if "batching" in msg[1]]
+    assert modern and all("negotiated" not in m and "requests name 2026-07-28 in _meta" in m for _, m in modern), modern
+    legacy = record(tmp_path / "l.jsonl", [
+        c2s(j({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                             "clientInfo": {"name": "c", "version": "1"}}})),
+        s2c(j({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}})),
+        c2s(j({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+        c2s(j([{"jsonrpc": "2.0", "id": 2, "method": "ping"}])), ("eof", "c2s"), ("exit", 0)])
+    said = [m for _, _, fs in findings(legacy) for _, m in fs if "batching" in m]
+    assert said == ["top-level JSON array of 1 messages; negotiated 2025-06-18: batching exists only in 2025-03-26"]

@@ -18,44 +18,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fullsplit_helpers import same, split_fixture
 from mcptap.capture.source import bytes_read
-from mcptap.check import file_ranges, fullsplit, parallel
+from mcptap.check import fullsplit, parallel
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.shape_oracle import Batch, ShapeOracle
-from mcptap.protocol.pairing import BoundedMap
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 from test_cases_stdio import record_wire
 from test_check_scan import STDIO, _shape
 
+__all__ = ["split_fixture"]        # the fixture `split` (fullsplit_helpers)
 
-@pytest.fixture
-def split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every capture is 'big': split after a few lines, with a short warm-up;
-    returns the list of the second process's stops taken (one per split taken)."""
-    monkeypatch.setattr(parallel, "SPLIT_FULL_BYTES", 0)
-    monkeypatch.setattr(parallel, "BATCH", 700)
-    monkeypatch.setattr(file_ranges, "BATCH", 700)
-    monkeypatch.setattr(fullsplit, "HEAD_BYTES", 600)
-    monkeypatch.setattr(fullsplit, "WARM_BYTES", 20000)
-    monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))    # answered ids remembered: the last 4 (a warm-up holds them)
-    taken: list[int] = []
-    orig = fullsplit._adopt
-
-    def spy(scan: Any, got: dict[str, Any]) -> None:
-        taken.append(got["at"])
-        orig(scan, got)
-
-    monkeypatch.setattr(fullsplit, "_adopt", spy)
-    # this process waits at the middle for the second one's half (else which is taken depends on the load)
-    monkeypatch.setattr(fullsplit._Split, "ready", lambda self: self.child.ready(wait=True))
-    return taken
-
-
-def _same(path: Path, keeps: tuple[int, ...] = (1, 3)) -> None:
-    for keep in keeps:
-        want = _shape(check_capture(str(path), keep, reuse=False))
-        assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=2)) == want
 
 
 def traffic(n: int, odd: int = 7, open_early: bool = False) -> list[tuple[str, Any]]:
@@ -93,7 +67,7 @@ def traffic(n: int, odd: int = 7, open_early: bool = False) -> list[tuple[str, A
 
 def test_the_second_half_is_taken_and_gives_the_same_report(tmp_path: Path, split: list[int]) -> None:
     path = record(tmp_path / "calls.jsonl", traffic(300))
-    _same(path)
+    same(path)
     assert len(split) == 2 and all(at > 0 for at in split)
     before = bytes_read()
     parallel.check_capture(str(path), 3, reuse=False, workers=2)
@@ -142,7 +116,7 @@ def test_the_second_process_is_not_held_up_by_this_one(tmp_path: Path, split: li
 
     monkeypatch.setattr(fullsplit._Split, "ready", ready)
     path = record(tmp_path / "calls.jsonl", traffic(300))
-    _same(path, keeps=(3,))
+    same(path, keeps=(3,))
     assert len(split) == 1
 
 
@@ -150,7 +124,7 @@ def test_an_id_reused_across_the_middle(tmp_path: Path, split: list[int]) -> Non
     steps = traffic(150)[:-3]
     steps += [c2s(req(10, "tools/call", {"name": "echo", "arguments": {}})), s2c(res(10, {"content": []}))]
     path = record(tmp_path / "reuse.jsonl", steps + traffic(150)[3:])
-    _same(path)
+    same(path)
 
 
 @pytest.mark.parametrize("tries", [1, 3])
@@ -170,7 +144,7 @@ def test_a_request_open_across_the_warm_up(tmp_path: Path, split: list[int], mon
 
     monkeypatch.setattr(FullScan, "speculated", spy)
     path = record(tmp_path / "open.jsonl", traffic(300, open_early=True))
-    _same(path)
+    same(path)
     assert len(split) == (0 if tries == 1 else 2)
     assert len(made) == (2 if tries == 1 else 0)
 
@@ -184,7 +158,7 @@ def test_a_lasting_line_before_the_warm_up(tmp_path: Path, split: list[int], ear
     steps = traffic(300, odd=3)
     steps.insert(20, s2c(b"not json\n") if early == "garbage" else ("gap", "test"))
     path = record(tmp_path / "early.jsonl", steps)
-    _same(path)
+    same(path)
     assert len(split) == 2
 
 
@@ -194,7 +168,7 @@ def test_a_failing_second_process(tmp_path: Path, split: list[int], monkeypatch:
 
     monkeypatch.setattr(fullsplit._Split, "_run", fail)
     path = record(tmp_path / "calls.jsonl", traffic(300))
-    _same(path, keeps=(3,))
+    same(path, keeps=(3,))
     assert split == []
 
 
@@ -211,7 +185,7 @@ def test_a_state_that_differs_at_the_middle_is_not_taken(tmp_path: Path, split: 
         return orig(scan)
 
     monkeypatch.setattr(fullsplit, "snapshot", edited)
-    _same(path, keeps=(3,))
+    same(path, keeps=(3,))
     assert split == []
 
 
@@ -222,7 +196,7 @@ def test_fault_cases(tmp_path: Path, split: list[int], monkeypatch: pytest.Monke
     for i, w in enumerate(STDIO):
         path = tmp_path / f"{i}-{w.case}.jsonl"
         record_wire(w, path)
-        _same(path, keeps=(3,))
+        same(path, keeps=(3,))
 
 
 #: (a garbage line or a gap stays in the annotator's state for good: before the warm-up, no split is taken)
@@ -251,4 +225,4 @@ def test_random_traffic(tmp_path_factory: pytest.TempPathFactory, split: list[in
         out += {"ok": [s2c(res(n, {"content": []}))], "twice": [s2c(res(n, {"content": []}))] * 2, "bad": [s2c(res(n, {"content": 3}))],
                 "error": [s2c(err(n))]}[answer]
     path = record(tmp_path_factory.mktemp("r") / "r.jsonl", out + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
-    _same(path, keeps=(2,))
+    same(path, keeps=(2,))

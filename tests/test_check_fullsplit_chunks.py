@@ -20,46 +20,17 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fullsplit_helpers import same, split_fixture
 from mcptap.capture.reader import CaptureStream
-from mcptap.check import file_ranges, fullsplit, parallel, split_warm
+from mcptap.check import fullsplit, parallel, split_warm
 from mcptap.check.fullscan import FullScan
-from mcptap.check.report import check_capture
 from mcptap.check.split_skip import skip
 from mcptap.cli.main import mcptap
-from mcptap.protocol.pairing import BoundedMap
 from mcptap.reannotate import Reannotator, reannotate
 from scripted import handshake, note, record, req, res
-from test_check_scan import _shape
 
+__all__ = ["split_fixture"]        # the fixture `split` (fullsplit_helpers)
 
-@pytest.fixture
-def split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every capture is 'big' (split after a few lines, a short warm-up); the
-    list of the second process's stops taken (one per split taken)."""
-    monkeypatch.setattr(parallel, "SPLIT_FULL_BYTES", 0)
-    monkeypatch.setattr(parallel, "BATCH", 700)
-    monkeypatch.setattr(file_ranges, "BATCH", 700)
-    monkeypatch.setattr(fullsplit, "HEAD_BYTES", 600)
-    monkeypatch.setattr(fullsplit, "WARM_BYTES", 20000)
-    monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))    # answered ids remembered: the last 4 (a warm-up holds them)
-    taken: list[int] = []
-    orig = fullsplit._adopt
-
-    def spy(scan: Any, got: dict[str, Any]) -> None:
-        taken.append(got["at"])
-        orig(scan, got)
-
-    monkeypatch.setattr(fullsplit, "_adopt", spy)
-    # this process waits at the middle for the second one's half (else which is taken depends on the load)
-    monkeypatch.setattr(fullsplit._Split, "ready", lambda self: self.child.ready(wait=True))
-    return taken
-
-
-def _same(path: Path, keeps: tuple[int, ...] = (1, 3)) -> None:
-    for keep in keeps:
-        want = _shape(check_capture(str(path), keep, reuse=False))
-        assert _shape(parallel.check_capture(str(path), keep, reuse=False, workers=2)) == want
-        assert _shape(parallel.check_capture(str(path), keep, reuse=True, workers=2)) == _shape(check_capture(str(path), keep))
 
 
 def flood(n: int, piece: int = 500, every: int = 3, crlf: int = 0, calls: int = 0) -> list[tuple[str, Any]]:
@@ -92,7 +63,7 @@ def flood(n: int, piece: int = 500, every: int = 3, crlf: int = 0, calls: int = 
 
 def test_a_chunk_flood_is_split_and_gives_the_same_report(tmp_path: Path, split: list[int]) -> None:
     path = record(tmp_path / "flood.jsonl", flood(600))
-    _same(path)
+    same(path, reused=True)
     assert len(split) == 4 and all(at > 0 for at in split)       # (keep 1 and 3, reused or not: taken each time)
 
 
@@ -123,7 +94,7 @@ def test_a_flood_is_warmed_up_by_what_it_names(tmp_path: Path, split: list[int],
     """A notification flood names no id or token: the warm-up is the least
     (it was all of WARM_BYTES, ~20% of a real flood's second half), the half taken."""
     path = record(tmp_path / "flood.jsonl", flood(600))
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert split and warm_ups
     assert mid_w0_short(warm_ups[-1]), warm_ups         # (the one taken: a first forked inside the handshake names its ids)
 
@@ -136,15 +107,15 @@ def test_a_short_warm_up_that_misses_a_request_is_not_taken(tmp_path: Path, spli
     short warm-up's state is found different at the middle and another process
     forked with all of it. The report is the one process's each time."""
     path = record(tmp_path / "calls.jsonl", flood(600, 300, 3, 0, calls=5))
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert split
     monkeypatch.setattr(split_warm, "EVENTS", 1)
     split.clear()
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert split
     monkeypatch.setattr(split_warm, "named", lambda fp, at, end: False)
     warm_ups.clear()
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert mid_w0_short(warm_ups[0]) and any(mid - w0 > 19000 for w0, mid in warm_ups[1:]), warm_ups
 
 
@@ -152,13 +123,13 @@ def test_a_short_warm_up_that_misses_a_request_is_not_taken(tmp_path: Path, spli
 def test_lines_across_chunk_records_and_crlf(tmp_path: Path, split: list[int], piece: int, every: int, crlf: int) -> None:
     """Lines in one record, across two, across many (40-byte reads); CR LF line ends."""
     path = record(tmp_path / "flood.jsonl", flood(500, piece, every, crlf))
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert split
 
 
 def test_requests_answered_across_the_middle(tmp_path: Path, split: list[int]) -> None:
     path = record(tmp_path / "calls.jsonl", flood(600, 300, 3, 0, calls=5))
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert split
 
 
@@ -170,7 +141,7 @@ def test_the_first_fork_before_the_first_chunk_record(tmp_path: Path, split: lis
     head = steps[:3]
     body = [("s2c", note("notifications/message", {"level": "info", "data": f"framed {i}"})) for i in range(60)]
     path = record(tmp_path / "late.jsonl", head + body + steps[3:])
-    _same(path, keeps=(3,))
+    same(path, reused=True, keeps=(3,))
     assert len(split) == 2      # (reused or not: the second try taken each time)
 
 
@@ -265,7 +236,7 @@ def test_random_chunk_captures(tmp_path_factory: pytest.TempPathFactory, split: 
     monkeypatch.setattr(split_warm, "EVENTS", sized[2])
     steps = chunked(msgs, cuts, chunked_hello)
     path = record(tmp_path_factory.mktemp("r") / "r.jsonl", steps)
-    _same(path, keeps=(2,))
+    same(path, reused=True, keeps=(2,))
 
 
 def _framing_state(scan: FullScan) -> Any:

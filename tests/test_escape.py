@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcptap.escape import CONTROLS, escape_controls
+from mcptap.escape import CONTROLS, escape_controls, escape_os
+from mcptap.protocol.jsonrpc import show_id
 from tests.scripted import c2s, err, handshake, note, record, req, res, s2c
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
@@ -39,14 +40,43 @@ def test_escapes_named_and_numbered() -> None:
 
 
 def test_lone_surrogates_are_escaped() -> None:
-    """A file name's bytes that are not UTF-8 (surrogateescape: U+DC80-U+DCFF)
-    are shown as the byte, any other lone surrogate by its code point: no
-    terminal encoding can write them (UTF-8 refuses them, Python's stderr
-    printed ``\\udcff``)."""
+    """A lone surrogate in peer text is shown by its code point, as JSON and
+    ``id_text`` write it; in a file name (``escape_os``) U+DC80-U+DCFF is the
+    byte that is not UTF-8 (surrogateescape): no terminal encoding can write
+    either (UTF-8 refuses them, Python's stderr printed ``\\udcff``)."""
     name = os.fsdecode(b"n\xff\xfe\x1b[31m.jsonl")
-    assert escape_controls(name) == "n\\xff\\xfe\\x1b[31m.jsonl"
-    assert escape_controls("a\ud800b\udfff") == "a\\ud800b\\udfff"
-    assert escape_controls(name).encode("utf-8") == b"n\\xff\\xfe\\x1b[31m.jsonl"
+    assert escape_os(name) == "n\\xff\\xfe\\x1b[31m.jsonl"
+    assert escape_os(name).encode("utf-8") == b"n\\xff\\xfe\\x1b[31m.jsonl"
+    assert escape_controls("a\ud800b\udfff\udc80") == "a\\ud800b\\udfff\\udc80"
+    assert escape_os("a\ud800b\udfff") == "a\\ud800b\\udfff"
+
+
+def test_a_raw_byte_and_a_lone_surrogate_never_look_alike() -> None:
+    """One rule: in peer text ``\\x`` is a character below U+0100 and ``\\u`` any
+    other, a lone surrogate too (as ``id_text``); in OS text ``\\x`` is one byte of
+    the name and ``\\u`` a character. So a peer's JSON ``"\\udc80"``, a file name's
+    byte 0x80, a file name's U+0080 and a peer's U+0080 are four texts."""
+    peer_lone = escape_controls("\udc80")
+    assert peer_lone == show_id("\udc80").strip('"') == "\\udc80"
+    raw_byte = escape_os(os.fsdecode(b"\x80"))
+    name_c1 = escape_os(os.fsdecode("\x80".encode()))
+    peer_c1 = escape_controls("\x80")
+    assert (raw_byte, name_c1, peer_c1) == ("\\x80", "\\u0080", "\\x80")
+    assert len({peer_lone, raw_byte, name_c1}) == 3 and peer_lone != peer_c1
+
+
+@given(st.binary(max_size=12), st.binary(max_size=12))
+def test_escape_os_tells_file_names_apart(a: bytes, b: bytes) -> None:
+    """Two file names (bytes) that differ are shown differently (a backslash is
+    shown as itself: a name that spells an escape out is the known exception)."""
+    if a != b and b"\\" not in a + b:
+        assert escape_os(os.fsdecode(a)) != escape_os(os.fsdecode(b))
+
+
+@given(st.text())
+def test_escape_os_is_safe_and_stable(text: str) -> None:
+    out = escape_os(text)
+    assert CONTROLS.search(out) is None and escape_os(out) == out
 
 
 @given(st.text())

@@ -17,6 +17,7 @@ from pathlib import Path
 from mcptap.known_secrets import redacted_values
 from mcptap.redact import scrub_command_url
 from mcptap.redact.argv import placeholder
+from peers import connect_when_listening, free_port
 from scripted import c2s, handshake, record, req, res, s2c
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,14 +70,6 @@ def test_replay_stdio_capture_holds_no_argv_secret(tmp_path: Path) -> None:
     assert check.returncode == 0 and "digest_mismatch" not in check.stdout, check.stdout
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def _accept_request(srv: socket.socket) -> tuple[socket.socket, bytes]:
     """The next connection and its request (head and a JSON body)."""
     c, _ = srv.accept()
@@ -114,7 +107,7 @@ BODY = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arg
 
 def test_http_tap_capture_holds_no_secret_of_the_upstream_url(tmp_path: Path) -> None:
     srv, up_port = _listen()
-    tap_port = _free_port()
+    tap_port = free_port()
     got: list[bytes] = []
     threading.Thread(target=_upstream, args=(srv, got), daemon=True).start()
     out = tmp_path / "http.jsonl"
@@ -122,12 +115,7 @@ def test_http_tap_capture_holds_no_secret_of_the_upstream_url(tmp_path: Path) ->
     tap = subprocess.Popen([*MCPTAP, "record", "-q", "--upstream", upstream, "--listen", f"127.0.0.1:{tap_port}", "-o", str(out)],
                            stderr=subprocess.PIPE)
     try:
-        for _ in range(200):
-            try:
-                c = socket.create_connection(("127.0.0.1", tap_port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        c = connect_when_listening(tap_port, tap)
         c.sendall(f"POST /mcp/{PATH_TOKEN}/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   "Accept: application/json, text/event-stream\r\n".encode() + b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
         c.settimeout(10)

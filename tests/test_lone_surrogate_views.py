@@ -79,8 +79,14 @@ def test_show_gives_ids_methods_and_tools_exactly(tmp_path: Path) -> None:
         assert 'ping id="a\\ud800"' in text and 'tools/x\\ud800 id="p\\udfff"' in text and "tools/call t\\udc00 id=10" in text
         assert "  tools/x\\ud800 " in text and "  t\\udc00 " in text      # the summary's method and tool tables
         assert '#5 tools/x\\ud800 id="p\\udfff" from the client' in text
-        shown = [orjson.loads(x) for x in run("show", str(cap), "--format", "json").splitlines()]
+        lines = run("show", str(cap), "--format", "json").splitlines()
+        shown = [orjson.loads(x) for x in lines]        # strict JSON: a finding's message quotes the exact name escaped
         assert {r["seq"]: r["id_text"] for r in shown if "id_text" in r} == {4: '"a\\ud800"', 5: '"p\\udfff"', 8: '"a\\ud800"'}
+        assert [r["seq"] for r in shown if r.get("method") == "tools/x\ufffd"] == [5]      # the record's fields as recorded
+        messages = [f["message"] for r in shown for k in ("findings", "unanswered", "capture") if isinstance(r.get(k), list) for f in r[k]]
+        assert not [m for m in messages if "\ufffd" in m], messages
+        assert "tools/x\\ud800 is not a method of any MCP revision (vendor or extension method?)" in messages
+        assert 'request #5 tools/x\\ud800 id="p\\udfff" from the client was never answered' in messages
 
 
 def test_export_messages_gives_the_exact_values(tmp_path: Path) -> None:
@@ -120,3 +126,18 @@ def test_the_report_page_shows_finding_texts_with_the_exact_method(tmp_path: Pat
     findings = dom(page).split('id="findings"', 1)[1].split('id="timeline"', 1)[0]
     assert "\ufffd" not in findings
     assert "tools/x\\ud800 is not a method" in findings and "request #5 tools/x\\ud800 id=" in findings
+
+
+def test_otlp_export_gives_the_exact_values_escaped(tmp_path: Path) -> None:
+    """OTLP JSON takes UTF-8 strings only: the exact names in escape form, never U+FFFD."""
+    out = run("export", "-f", "otlp-json", str(_cap(tmp_path)))
+    assert "\ufffd" not in out
+    spans = [s for rs in orjson.loads(out)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    names = {s["name"] for s in spans}
+    assert {"tools/x\\ud800", "tools/call t\\udc00", "ping"} <= names
+    attrs = {(a["key"], a["value"].get("stringValue")) for s in spans for a in s["attributes"]}
+    assert {("jsonrpc.request.id", "a\\ud800"), ("jsonrpc.request.id", "p\\udfff"), ("mcp.resource.uri", "file:///a\\ud800"),
+            ("gen_ai.tool.name", "t\\udc00")} <= attrs
+    messages = {a["value"]["stringValue"] for s in spans for e in s.get("events", ()) for a in e["attributes"]
+                if a["key"] == "mcptap.finding.message"}
+    assert "tools/x\\ud800 is not a method of any MCP revision (vendor or extension method?)" in messages

@@ -39,7 +39,7 @@ def classnames(paths: list[str]) -> list[str]:
             if norm.endswith(ext) and len(norm) > len(ext):
                 norm = norm[: -len(ext)]
                 break
-        base = "mcptap." + _x(norm.replace(".", "_"))
+        base = "mcptap." + _x(norm.replace(".", "_"), os_text=True)
         name, n = base, 1
         while name in taken:
             n += 1
@@ -50,7 +50,7 @@ def classnames(paths: list[str]) -> list[str]:
 
 
 def _suite(cap: CaptureReport, report: CheckReport, classname: str) -> ET.Element:
-    suite = ET.Element("testsuite", name=_x(cap.path))
+    suite = ET.Element("testsuite", name=_x(cap.path, os_text=True))
     props = ET.SubElement(suite, "properties")
     for k, v in (("transport", cap.transport), ("started", cap.started), ("fail_on", report.fail_on),
                  ("messages", cap.messages), ("complete", cap.complete)):
@@ -60,8 +60,8 @@ def _suite(cap: CaptureReport, report: CheckReport, classname: str) -> ET.Elemen
     readable = ET.SubElement(suite, "testcase", classname=classname, name="capture readable", time="0")
     tests += 1
     if cap.error is not None:
-        err = ET.SubElement(readable, "error", type="CaptureReadError", message=_x(cap.error))
-        err.text = _x(cap.error)
+        err = ET.SubElement(readable, "error", type="CaptureReadError", message=_x(cap.error, os_text=True))
+        err.text = _x(cap.error, os_text=True)
         errors += 1
     threshold = None if report.fail_on == "never" else _RANK[report.fail_on]
     for g in cap.sorted_groups():

@@ -25,6 +25,7 @@ from mcptap import __version__
 from mcptap.capture.dumps import dumps
 from mcptap.check.report import CheckReport, CodeGroup
 from mcptap.escape import escape_controls as _esc
+from mcptap.escape import escape_os
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warn": "warning", "info": "note"}
@@ -81,7 +82,7 @@ def sarif(report: CheckReport) -> dict[str, Any]:
             artifacts.append({"location": {"uri": uri}, "mimeType": "application/jsonl",
                               "properties": {"transport": cap.transport, "messages": cap.messages, "complete": cap.complete}})
         if cap.error is not None:
-            notes.append({"level": "error", "message": {"text": _esc(cap.error)},
+            notes.append({"level": "error", "message": {"text": escape_os(cap.error)},
                           "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri, "index": ai}}}]})
             continue
         for g in cap.sorted_groups():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from mcptap.check.report import CheckReport
-from mcptap.escape import escape_controls as esc
+from mcptap.escape import escape_os as esc
 from mcptap.escape import shown
 
 
@@ -20,7 +20,8 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
     (roles: error, warn, info, ok, bold, dim); None for plain text.
     ``errors_shown``: read errors were already printed (stderr, same
     terminal), so an unreadable capture's line does not repeat the reason.
-    Peer text (methods, finding messages) is escaped (mcptap.escape)."""
+    Peer text (methods, finding messages) is escaped (mcptap.escape), file
+    names and read errors as OS text (``escape.escape_os``)."""
     st = style or (lambda text, role: text)
     for cap in report.captures:
         if cap.error is not None:

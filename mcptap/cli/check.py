@@ -15,6 +15,7 @@ import sys
 import click
 
 from mcptap.capture.dumps import dumps
+from mcptap.check.exact_places import exact_places
 from mcptap.check.parallel import check_capture
 from mcptap.check.report import FAIL_ON, run_check
 from mcptap.cli import options
@@ -47,6 +48,7 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
     keep = places or (20 if fmt in ("sarif", "junit") else 3)
     with progress("check", captures, stdout_after=True):
         report = run_check(captures, fail_on, keep, shapes=not no_shapes, reuse=not full, check=check_capture)
+        exact_places(report)        # a lone surrogate's name as the peer sent it, in every format
     for cap in report.captures:
         if cap.error is not None:
             say(str(cap.error))

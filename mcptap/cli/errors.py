@@ -6,7 +6,7 @@ from typing import IO, Any, NoReturn
 
 import click
 
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_os
 
 
 class Fail(click.ClickException):
@@ -21,10 +21,10 @@ class Fail(click.ClickException):
 
 def say(message: str) -> None:
     """One ``mcptap: MESSAGE`` line on stderr, MESSAGE made safe for the
-    terminal (escape.escape_controls): a file name's control characters
-    (``e\\x1b[31m.jsonl``) and bytes that are not UTF-8 (``n\\xff.jsonl``)
-    are shown as escapes, never acted on and never a UnicodeEncodeError."""
-    click.echo(f"mcptap: {escape_controls(message)}", err=True)
+    terminal (escape.escape_os: MESSAGE is mcptap's, about files; peer text in it
+    comes escaped already): a file name's control characters (``e\\x1b[31m.jsonl``)
+    and bytes that are not UTF-8 (``n\\xff.jsonl``) are shown as escapes, never acted on and never a UnicodeEncodeError."""
+    click.echo(f"mcptap: {escape_os(message)}", err=True)
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -34,7 +34,7 @@ def usage_line(exc: click.UsageError) -> str:
     ctx = exc.ctx if exc.ctx is not None else click.get_current_context(silent=True)
     path = ctx.command_path if ctx is not None else "mcptap"
     command = path.split(" ", 1)[1] + ": " if " " in path else ""
-    message = escape_controls(" ".join(exc.format_message().split()))    # click's "Choose from:\n\t…" as one line
+    message = escape_os(" ".join(exc.format_message().split()))    # click's "Choose from:\n\t…" as one line
     return f"mcptap: {command}{message} (see '{path} --help')"
 
 

@@ -34,7 +34,7 @@ import click
 from mcptap import __version__, early_signals
 from mcptap.cli.errors import say, usage_line
 from mcptap.cli.interrupt import EXIT_INTERRUPTED, ending_at_once, interrupted_line
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_os
 
 #: Command modules, in help order.
 COMMAND_MODULES = ("record", "show", "check", "scrub", "report", "replay", "serve", "diff", "export", "demo", "ls", "prune", "wrap", "unwrap",
@@ -126,7 +126,7 @@ def _broken(name: str, error: str) -> click.Command:
     @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
                    help=f"(unavailable: {error})", add_help_option=False)
     def stub() -> None:
-        click.echo(f"mcptap: the {name} command failed to load: {escape_controls(error)}", err=True)
+        click.echo(f"mcptap: the {name} command failed to load: {escape_os(error)}", err=True)
         sys.exit(2)
 
     return stub
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
-        click.echo(f"mcptap: cannot write output: {escape_controls(str(exc.strerror or exc))}", err=True)
+        click.echo(f"mcptap: cannot write output: {escape_os(str(exc.strerror or exc))}", err=True)
         sys.exit(2)
     except Exception as exc:            # the last line of defence: one line, never a traceback
         # a bug of ours, most often met with a hand-edited capture whose field types the
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
         args = sys.argv[1:] if argv is None else argv
         # wrap and unwrap read a host's configuration, never a capture
         what = "configuration" if any(a in ("wrap", "unwrap") for a in args[:1]) else "capture"
-        click.echo(escape_controls(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited {what}? "
+        click.echo(escape_os(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited {what}? "
                                    "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
         sys.exit(2)
 

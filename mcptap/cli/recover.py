@@ -52,7 +52,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
 from mcptap.errors import CaptureReadError
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_os
 from mcptap.records import Chunk, Gap
 from mcptap.records.end import says_ended
 from mcptap.redact.keyed import PLACEHOLDER
@@ -92,9 +92,9 @@ def _spill_beside(capture: str, named: Any) -> tuple[str, str] | None:
             return path, name
         refused = refused or (name, why)
     if refused is not None and os.path.lexists(os.path.join(where, refused[0])):
-        raise Fail(f"{capture}: its header names {escape_controls(refused[0])}, which is not mcptap's spill file "
+        raise Fail(f"{capture}: its header names {escape_os(refused[0])}, which is not mcptap's spill file "
                    f"({refused[1]}): left alone, nothing recovered")
-    say(f"no {escape_controls(names[0])} beside the capture: nothing to recover")
+    say(f"no {escape_os(names[0])} beside the capture: nothing to recover")
     return None
 
 
@@ -258,10 +258,10 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     if complete is None:
         # a scrubbed copy names its source's spill file: neither remove it nor add its bytes after this end record
         raise Fail(f"{capture} is a copy of an incomplete capture (its end record says incomplete, as scrub writes it): "
-                   f"recover the capture it was made from, then make the copy again; {escape_controls(name)} was left as it is")
+                   f"recover the capture it was made from, then make the copy again; {escape_os(name)} was left as it is")
     if complete:
         os.unlink(spill)
-        say(f"{capture} is complete (it has its end record); removed the stale {escape_controls(name)}")
+        say(f"{capture} is complete (it has its end record); removed the stale {escape_os(name)}")
         return
     scrubbers = _scrubbers(capture, header)
     known = _argv_secrets(capture, header, list(server))
@@ -295,5 +295,5 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     os.unlink(spill)
     more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
     scrubbed = " (redacted with the rules and key of its header)" if app.scrubbers else ""
-    say(f"added {app.added} bytes from {escape_controls(name)} to {capture} as chunk records{scrubbed}{more}; "
+    say(f"added {app.added} bytes from {escape_os(name)} to {capture} as chunk records{scrubbed}{more}; "
         "the capture stays incomplete (no end record)")

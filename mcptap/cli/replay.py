@@ -40,7 +40,7 @@ from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import MATCH, SKIPPED
 from mcptap.diff.surface import compare_surface
 from mcptap.errors import McptapError
-from mcptap.escape import escape_controls as esc
+from mcptap.escape import escape_os as esc
 from mcptap.escape import shown
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder

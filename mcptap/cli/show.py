@@ -30,7 +30,7 @@ from mcptap.cli.errors import say, usage_line
 from mcptap.cli.output import output_lines, styler
 from mcptap.cli.progress import progress
 from mcptap.errors import CaptureReadError, FilterSyntaxError
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_os
 from mcptap.filters.doc import help_text
 
 
@@ -58,7 +58,7 @@ def newest_capture() -> Path:
             skipped.append(p)
             continue
         if skipped:
-            click.echo(escape_controls(f"mcptap: skipped {len(skipped)} newer capture(s) with no traffic (the newest: {skipped[0]}); "
+            click.echo(escape_os(f"mcptap: skipped {len(skipped)} newer capture(s) with no traffic (the newest: {skipped[0]}); "
                                        f"showing {p}"), err=True)
         return p
     raise click.UsageError(f"no capture with traffic in {directory}: {len(skipped)} capture(s) with no traffic "
@@ -108,14 +108,14 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             # the message is three lines (error, expression, caret): the first worded as every usage
             # error is, the other two escaped but kept as they are, so the caret stays under the column
             first, *rest = str(exc).split("\n")
-            click.echo("\n".join([usage_line(click.UsageError(first, ctx)), *(escape_controls(line) for line in rest)]), err=True)
+            click.echo("\n".join([usage_line(click.UsageError(first, ctx)), *(escape_os(line) for line in rest)]), err=True)
             ctx.exit(2)
     path = capture or str(newest_capture())
     streamed = follow and not _growable(path)
     if streamed:
         follow = False      # stdin streams to its EOF by itself; a gzip capture does not grow: read it as it is
     elif follow and not Path(path).exists():
-        click.echo(escape_controls(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
+        click.echo(escape_os(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
     try:
         if follow:
             fol = Follower(path, poll, writer_gone=lambda: _writer_gone(path))
@@ -150,7 +150,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         say(str(exc))
         ctx.exit(2)
     if follow and fol.abandoned:
-        say(escape_controls(f"{path}: no process writes it any more and it has no end record (truncated, as `mcptap ls` says): "
+        say(escape_os(f"{path}: no process writes it any more and it has no end record (truncated, as `mcptap ls` says): "
                             "stopped following"))
 
 

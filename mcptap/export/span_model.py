@@ -12,7 +12,9 @@ from typing import Any
 
 import orjson
 
+from mcptap.escape import escape_surrogates
 from mcptap.protocol.gap_pending import gap_finding
+from mcptap.records.message import exact_payload
 
 #: OTLP ``Span.SpanKind`` values (opentelemetry/proto/trace/v1/trace.proto).
 INTERNAL, SERVER, CLIENT = 1, 2, 3
@@ -117,3 +119,32 @@ def finding_events(rec: dict[str, Any]) -> list[Event]:
     return out
 
 
+def exact_shown(rec: dict[str, Any]) -> dict[str, Any]:
+    """A message record whose raw bytes hold a lone surrogate escape (a method
+    ``"tools/x\\ud800"``, read as U+FFFD into ``json``, ``method`` and ``id``)
+    with those three as the peer sent them, each lone surrogate in escape form
+    (``tools/x\\ud800``, ``escape.escape_surrogates``: OTLP JSON and protobuf
+    take UTF-8 only); any other record as it is."""
+    exact = exact_payload(rec) if rec.get("type") == "message" else None
+    if exact is None:
+        return rec
+    try:
+        value = _escaped(exact)
+    except RecursionError:      # (nested deeper than Python recurses: the record's own values)
+        return rec
+    out = dict(rec, json=value)
+    if isinstance(value, dict):
+        for k in ("method", "id"):
+            if isinstance(value.get(k), str):
+                out[k] = value[k]
+    return out
+
+
+def _escaped(v: Any) -> Any:
+    if isinstance(v, str):
+        return escape_surrogates(v)
+    if isinstance(v, dict):
+        return {escape_surrogates(k): _escaped(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_escaped(x) for x in v]
+    return v

@@ -50,11 +50,13 @@ from mcptap.export.span_model import (
     Span,
     epoch_us,
     event_attributes,
+    exact_shown,
     finding_events,
     id_text,
     iso_us,
     params_of,
 )
+from mcptap.show.lone import LoneNames
 
 __all__ = ["CLIENT", "INTERNAL", "SERVER", "STATUS_ERROR", "STATUS_UNSET", "Attr", "Event", "Span", "SpanBuilder", "epoch_us", "id_text",
            "iso_us", "iter_spans", "spans_of"]
@@ -109,6 +111,7 @@ class SpanBuilder:
         else:
             self.common["network.transport"] = "pipe"
         self._open: dict[tuple[int, str | None], _Open] = {}
+        self._names = LoneNames()       # the exact names of finding messages (show/lone.py)
         self._traces: dict[Any, bytes] = {}
         self.last_t = 0
 
@@ -126,7 +129,11 @@ class SpanBuilder:
 
     # -- feeding ---------------------------------------------------------------------------------
     def feed(self, rec: dict[str, Any]) -> list[Span]:
-        """One capture record in; the spans it finished out."""
+        """One capture record in; the spans it finished out. A name with a lone
+        surrogate (``tools/x\\ud800``: U+FFFD in the record) is given as the peer
+        sent it, in escape form, in names, attributes and finding messages."""
+        self._names.feed(rec)
+        rec = exact_shown(self._names.findings(rec))
         t = rec.get("t_us")
         if isinstance(t, int):
             self.last_t = max(self.last_t, t)

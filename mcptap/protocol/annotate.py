@@ -183,7 +183,7 @@ class Annotator(IdlessAnswers):
         elif rules.batching_allowed(rev):
             msg.findings.append(finding("framing.batch", f"JSON-RPC batch of {n} (legal in 2025-03-26)", {"size": n}, severity=Severity.INFO))
         else:
-            why = f"negotiated {rev}: batching exists only in 2025-03-26" if rev else "batching exists only in 2025-03-26"
+            why = f"{_revision_source(st, rev)}: batching exists only in 2025-03-26" if rev else "batching exists only in 2025-03-26"
             msg.findings.append(finding("framing.batch", f"top-level JSON array of {n} messages; {why}", {"size": n}))
         members: list[Member] = []
         for i, item in enumerate(value):
@@ -360,3 +360,10 @@ class Annotator(IdlessAnswers):
                 msg.findings.extend(fs)
                 if p is not None:
                     msg.link = p.seq
+
+
+def _revision_source(st: SessionState, rev: str) -> str:
+    """``rev`` (the session's revision) with where it came from: initialize
+    negotiated a legacy one; a 2026-07-28 session negotiates nothing, each
+    request names its revision in ``_meta`` (the last one is the session's)."""
+    return f"requests name {rev} in _meta" if st.era == "modern" else f"negotiated {rev}"

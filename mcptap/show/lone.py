@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcptap.capture.fields import tool_of
+from mcptap.escape import escape_surrogates
 from mcptap.show.values import method_of, tool_name
 
 #: names kept at most (a capture of endless distinct broken names stops growing it)
@@ -48,6 +49,25 @@ class LoneNames:
     def _learn(self, lossy: str, exact: Any) -> None:
         if type(exact) is str and exact != lossy and (lossy in self.names or len(self.names) < MAX_NAMES):
             self.names[lossy] = exact
+
+    def findings(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """``rec`` with its findings' messages (``findings``; an end record's
+        ``unanswered`` and ``capture`` too) given the exact names
+        (:meth:`text`), their lone surrogates in escape form
+        (``escape.escape_surrogates``: ``tools/x\\ud800``, so the JSON line
+        stays strict): a shallow copy where one changed, else ``rec`` itself."""
+        if not self.names:
+            return rec
+        out = rec
+        for key in ("findings", "unanswered", "capture"):
+            fs = rec.get(key)
+            if not isinstance(fs, list):
+                continue
+            new = [dict(f, message=escape_surrogates(self.text(f["message"]))) if isinstance(f, dict) and type(f.get("message")) is str
+                   and "\ufffd" in f["message"] else f for f in fs]
+            if any(a is not b for a, b in zip(new, fs, strict=True)):
+                out = dict(out, **{key: new}) if out is rec else out | {key: new}
+        return out
 
     def text(self, message: str) -> str:
         """``message`` with each U+FFFD name learnt replaced by the exact one

@@ -21,8 +21,7 @@ from typing import Any
 
 from mcptap.capture.dumps import dumps
 from mcptap.capture.fields import message_json, message_text, record_findings
-from mcptap.escape import escape_controls as esc
-from mcptap.escape import shown
+from mcptap.escape import escape_os, shown
 from mcptap.filters.members import member_views
 from mcptap.filters.operators import Filter
 from mcptap.model import KIND_SHOWN, PHASE_SHOWN, SEVERITY_RANK
@@ -197,7 +196,8 @@ def timeline_line(rec: dict[str, Any], req: dict[str, Any] | None, style: Style 
 def _header_lines(header: dict[str, Any], path: str | None, st: Style) -> Iterator[str]:
     target = header.get("target") or {}
     where = " ".join(target["argv"]) if isinstance(target.get("argv"), list) else target.get("url", "")
-    yield st(esc(f"{path or 'capture'}"), "bold") + esc(f"  {header.get('transport', '?')}  started {header.get('started', '?')}  {where}".rstrip())
+    # a file name and the target's argv: OS text (escape_os: a byte that is not UTF-8 as \\xff)
+    yield st(escape_os(f"{path or 'capture'}"), "bold") + escape_os(f"  {header.get('transport', '?')}  started {header.get('started', '?')}  {where}".rstrip())
 
 
 def timeline(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: Filter | None = None, style: Style | None = None,
@@ -250,12 +250,14 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
     (``show/sessions.py``: ``[{session, label, client, server, revision, via}]``,
     always there, from every record whatever the filter). One JSON object per string."""
     tracker = Tracker()
+    names = LoneNames()         # finding texts quote a lone surrogate's name exactly (a JSON escape), as the timeline does
     summ = Summary(header.get("transport", "stdio"))
     sessions = Sessions(header.get("transport"))
     yield dumps(header).decode()
     for rec in records:
         req = tracker.feed(rec)
         sessions.feed(rec)
+        names.feed(rec, tracker.members)
         if rec.get("type") != "end" and flt is not None and not flt(rec, req, tracker.members):
             summ.skip(rec)
             continue
@@ -269,7 +271,7 @@ def json_lines(records: Iterable[dict[str, Any]], header: dict[str, Any], flt: F
         rid = rec.get("id")
         if type(rid) is str and "\ufffd" in rid and "id_text" not in rec and record_id(rec) != rid:
             rec = dict(rec, id_text=id_text(record_id(rec)))     # written before id_text: as a record of today has it
-        yield dumps(rec).decode()
+        yield dumps(names.findings(rec)).decode()
     yield dumps(dict(summ.to_json(), sessions=sessions.result())).decode()
 
 

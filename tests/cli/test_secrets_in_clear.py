@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+from peers import connect_when_listening, free_port
+
 SECRETS = ("SMITHERY_KEY", "DSN_PASS", "ADO_PASS", "SHORT_PASS", "ENDPOINT_TOKEN", "HDR_TOKEN", "AUTHN_VALUE",
            "XTOKEN_VALUE", "XKEY_VALUE", "XCREDS_VALUE")
 
@@ -33,16 +35,8 @@ def test_argv_secrets_are_redacted(tmp_path: Path) -> None:
     assert argv[11].startswith("«redacted:hmac:") and argv[12:] == ["--port", "8080", "-p", "5432"]
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_sse_endpoint_query_and_credential_headers_are_redacted(tmp_path: Path) -> None:
-    up_port, tap_port = _free_port(), _free_port()
+    up_port, tap_port = free_port(), free_port()
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", up_port))
@@ -61,12 +55,7 @@ def test_sse_endpoint_query_and_credential_headers_are_redacted(tmp_path: Path) 
     tap = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "--upstream", f"http://127.0.0.1:{up_port}/sse",
                             "--listen", f"127.0.0.1:{tap_port}", "-o", str(out)], stderr=subprocess.PIPE)
     try:
-        for _ in range(200):
-            try:
-                c = socket.create_connection(("127.0.0.1", tap_port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        c = connect_when_listening(tap_port, tap)
         c.sendall(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer HDR_TOKEN\r\nAuthentication: AUTHN_VALUE\r\n"
                   b"X-Foo-Token: XTOKEN_VALUE\r\nX-Foo-Key: XKEY_VALUE\r\nX-Foo-Creds: XCREDS_VALUE\r\n\r\n")
         got = b""
@@ -94,7 +83,7 @@ def test_sse_endpoint_query_and_credential_headers_are_redacted(tmp_path: Path) 
 
 
 def test_http_record_redact_scrubs_bodies_but_forwards_them(tmp_path: Path) -> None:
-    up_port, tap_port = _free_port(), _free_port()
+    up_port, tap_port = free_port(), free_port()
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", up_port))
@@ -120,12 +109,7 @@ def test_http_record_redact_scrubs_bodies_but_forwards_them(tmp_path: Path) -> N
     tap = subprocess.Popen([sys.executable, "-m", "mcptap.cli.main", "record", "-q", "--redact", "--upstream", f"http://127.0.0.1:{up_port}/mcp",
                             "--listen", f"127.0.0.1:{tap_port}", "-o", str(out)], stderr=subprocess.PIPE)
     try:
-        for _ in range(200):
-            try:
-                c = socket.create_connection(("127.0.0.1", tap_port))
-                break
-            except OSError:
-                time.sleep(0.05)
+        c = connect_when_listening(tap_port, tap)
         body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"DSN_PASS"}}}'
         c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body) + body)

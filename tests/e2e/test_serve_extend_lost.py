@@ -17,38 +17,17 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcptap.capture.reader import read_capture
+from test_serve_extend import SERVER, _copy, legacy_capture
 
 pytestmark = pytest.mark.e2e
-HERE = Path(__file__).parent
-SERVER = [sys.executable, str(HERE / "extend_server.py")]
 MCPTAP = ["-m", "mcptap.cli.main"]
+__all__ = ["legacy_capture"]            # the fixture, shared with test_serve_extend
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
 
-@pytest.fixture(scope="module")
-def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The SDK client and extend_server recorded: tools/list, echo 'a'."""
-    cap = tmp_path_factory.mktemp("lost") / "cap.jsonl"
-
-    async def record() -> None:
-        params = StdioServerParameters(command=sys.executable, args=[*MCPTAP, "record", "--quiet", "-o", str(cap), "--", *SERVER])
-        async with Client(params, mode="legacy") as client:
-            await client.list_tools()
-            await client.call_tool("echo", {"text": "a"})
-
-    trio.run(record)
-    return cap
-
-
-def _copy(src: Path, d: Path) -> Path:
-    cap = d / "cap.jsonl"
-    cap.write_bytes(src.read_bytes())
-    return cap
-
-
-async def test_sdk_client_gets_an_error_when_the_real_server_dies_and_goes_on(capture: Path, tmp_path: Path) -> None:
-    cap, own = _copy(capture, tmp_path), tmp_path / "own.jsonl"
+async def test_sdk_client_gets_an_error_when_the_real_server_dies_and_goes_on(legacy_capture: Path, tmp_path: Path) -> None:
+    cap, own = _copy(legacy_capture, tmp_path), tmp_path / "own.jsonl"
     params = StdioServerParameters(command=sys.executable, args=[*MCPTAP, "serve", str(cap), "-o", str(own), "--extend", "--", *SERVER])
     async with Client(params, mode="legacy") as client:
         with trio.fail_after(60), pytest.raises(MCPError) as exc:       # a hang guard: without the fix, forever
@@ -62,8 +41,8 @@ async def test_sdk_client_gets_an_error_when_the_real_server_dies_and_goes_on(ca
     assert len(flagged) == 2 and "the real server exited before answering" in flagged[0]
 
 
-def test_every_pending_forwarded_request_is_answered_and_counted(capture: Path, tmp_path: Path) -> None:
-    cap = _copy(capture, tmp_path)
+def test_every_pending_forwarded_request_is_answered_and_counted(legacy_capture: Path, tmp_path: Path) -> None:
+    cap = _copy(legacy_capture, tmp_path)
     msgs = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sleepy", "arguments": {"seconds": 600}}},
             {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "die", "arguments": {}}}]

@@ -19,6 +19,7 @@ import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of
 import orjson
 import trio
 
+from h11_upstream import answer, requests
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
@@ -56,32 +57,14 @@ def _answer(msg: Any) -> tuple[int, list[tuple[str, str]], bytes] | None:
 
 async def _upstream(stream: trio.SocketStream) -> None:
     conn = h11.Connection(h11.SERVER)
-    body = b""
-    verb = b""
     try:
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif isinstance(ev, h11.Request):
-                verb = ev.method
-            elif isinstance(ev, h11.Data):
-                body += ev.data
-            elif isinstance(ev, h11.EndOfMessage):
-                got = _answer(orjson.loads(body)) if verb == b"POST" else (
-                    405, [("Allow", "POST"), ("Content-Type", "text/plain")], b"Method Not Allowed")
-                body = b""
-                if got is None:
-                    return                              # closed with no response (finally)
-                status, headers, out = got
-                await stream.send_all(conn.send(h11.Response(status_code=status, headers=[("Content-Length", str(len(out))), *headers])))
-                await stream.send_all(conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
-            elif isinstance(ev, h11.ConnectionClosed):
-                return
+        async for req, body in requests(stream, conn):
+            got = _answer(orjson.loads(body)) if req.method == b"POST" else (
+                405, [("Allow", "POST"), ("Content-Type", "text/plain")], b"Method Not Allowed")
+            if got is None:
+                return                              # closed with no response (finally)
+            status, headers, out = got
+            await stream.send_all(answer(conn, status, [("Content-Length", str(len(out))), *headers], out))
     finally:
         await stream.aclose()
 

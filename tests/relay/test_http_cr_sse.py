@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sansio_tap import HOST, SansIoTap
 
@@ -61,3 +63,46 @@ def test_endpoint_event_of_a_stream_the_client_leaves_is_recorded_as_forwarded(t
     assert "rewritten" in ep["endpoint"]
     codes = {f["code"] for x in records for f in x.get("findings", ())}
     assert "sse.endpoint_rewritten" in codes and "sse.endpoint_foreign_origin" not in codes
+
+
+_EVENTS = st.lists(st.sampled_from([
+    b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}\r\n\r\n',
+    b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":2}}\r\r',
+    b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":3}}\n\n',
+    b": keep-alive\r\n\r\n", b"id: 7\r\n\r\n", b"\r\n"]), min_size=1, max_size=6).map(b"".join)
+
+
+def _events(data: bytes, cuts: list[int], path: Path) -> list[tuple[int, int, Any]]:
+    """(offset, bytes, raw) of each event the tap recorded of ``data`` as an event stream read in pieces cut at ``cuts``."""
+    tap = SansIoTap(path)
+    tap.client(b"GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n" % HOST)
+    tap.upstream(HEAD)
+    cuts = sorted({c for c in cuts if 0 < c < len(data)})
+    for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
+        tap.upstream(_chunk(data[a:b]))
+    tap.upstream(b"0\r\n\r\n")
+    out = []
+    for x in tap.records():
+        info = (x.get("transport") or {}).get("sse") if x.get("type") == "message" else x.get("sse")
+        if isinstance(info, dict):
+            out.append((info["offset"], info["bytes"], info.get("raw")))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_EVENTS, cuts=st.lists(st.integers(0, 400), max_size=6), at_crlf=st.booleans())
+def test_each_events_record_holds_its_own_bytes_however_the_stream_was_read(tmp_path: Path, data: bytes, cuts: list[int],
+                                                                             at_crlf: bool) -> None:
+    """A CR LF cut after its CR: the LF is the end of the event before (the parser emits that
+    one at the CR, as forwarded), never the first byte of the next event's record. So every
+    event's record is as in one read, but the one ended at a cut CR, which lacks that LF."""
+    if at_crlf:         # (each CR LF cut between its CR and LF: the case)
+        cuts = cuts + [i + 1 for i in range(len(data)) if data[i:i + 2] == b"\r\n"]
+    whole = {off: (n, raw) for off, n, raw in _events(data, [], tmp_path / "whole.jsonl")}
+    split = _events(data, cuts, tmp_path / "split.jsonl")
+    assert [off for off, _, _ in split] == sorted(whole)
+    for off, n, raw in split:
+        if (n, raw) != whole[off]:          # the event before a cut CR LF: its record was written at the CR
+            assert data[off + n - 1:off + n + 1] == b"\r\n" and whole[off][0] == n + 1
+            assert raw is None or whole[off][1] == raw + "\n"
+        assert raw is None or not raw.startswith("\n") or (whole[off][1] or "").startswith("\n")

@@ -9,37 +9,14 @@ timeout is far beyond the hang guard, so waiting it out fails the test."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
-from mcptap.capture.writer import CaptureWriter
-from mcptap.clock import monotonic_us_clock, utc_timestamp
-from mcptap.recorder import Recorder
-from mcptap.replay.http_client import HttpLink
-from mcptap.replay.plan import plan_from_path
-from mcptap.replay.runner import Replayer
 from replay.capgen import Tape
+from replay.raw_http import replay_raw, response
 from replay.test_plan import handshake
-
-NEVER = 3600.0          # the replay's --timeout: never reached by a passing test
-HANG = 60
-
-
-async def _answer_every_post(stream: trio.SocketStream, head: bytes) -> None:
-    buf = b""
-    try:
-        while b"\r\n\r\n" not in buf:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                return
-            buf += chunk
-        await stream.send_all(head)
-    finally:
-        await stream.aclose()
 
 
 async def _replay(tmp_path: Path, status: int, ctype: str, body: bytes) -> Any:
@@ -47,19 +24,7 @@ async def _replay(tmp_path: Path, status: int, ctype: str, body: bytes) -> Any:
     t = Tape(path)
     handshake(t)
     t.close()
-    head = (b"HTTP/1.1 %d Refused\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (status, ctype.encode(), len(body))
-            + body)
-    with trio.fail_after(HANG):
-        async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(functools.partial(trio.serve_tcp, lambda s: _answer_every_post(s, head), 0, host="127.0.0.1"))
-            port = listeners[0].socket.getsockname()[1]
-            url = f"http://127.0.0.1:{port}/mcp"
-            rec = Recorder(CaptureWriter.open(str(tmp_path / "new.jsonl")), "http", target={"url": url}, clock=monotonic_us_clock(),
-                           started=utc_timestamp())
-            plan = plan_from_path(path)
-            result = await Replayer(plan, HttpLink(url, rec), timeout=NEVER).run()
-            rec.close()
-            nursery.cancel_scope.cancel()
+    plan, result = await replay_raw(tmp_path, path, lambda _method, _body: response(status, ctype, body, "Refused"))
     init = next(s for s in plan.steps if s.method == "initialize")
     return result.live[init.index].response
 

@@ -15,6 +15,7 @@ import h11
 import pytest
 import trio
 
+from h11_upstream import answer, requests
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
@@ -52,36 +53,20 @@ class LegacyServer:
 
     async def __call__(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
-        req, body = None, b""
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
+        async for head, body in requests(stream, conn):
+            if head.method == b"GET":
+                self.host = dict(head.headers).get(b"host", b"").decode()
+                self.gets += 1
+                if self.mode == "ends_gone" and self.gets > 1:
+                    await stream.send_all(answer(conn, 404, [("Content-Length", "0")]))
                     return
-                conn.receive_data(data)
-                continue
-            if isinstance(ev, h11.Request):
-                req, body = ev, b""
-            elif isinstance(ev, h11.Data):
-                body += ev.data
-            elif isinstance(ev, h11.EndOfMessage):
-                assert req is not None
-                if req.method == b"GET":
-                    self.host = dict(req.headers).get(b"host", b"").decode()
-                    self.gets += 1
-                    if self.mode == "ends_gone" and self.gets > 1:
-                        await stream.send_all(conn.send(h11.Response(status_code=404, headers=[("Content-Length", "0")]))
-                                              + conn.send(h11.EndOfMessage()))
-                        return
-                    await self._stream(conn, stream)
-                    return
-                msg = json.loads(body)
-                if self.mode == "drop" and msg.get("method") == "tools/list" and not self.dropped:
-                    self.dropped += 1
-                    return                      # (the connection is closed as the handler returns)
-                await self._post(conn, stream, msg)
-                conn.start_next_cycle()
+                await self._stream(conn, stream)
+                return
+            msg = json.loads(body)
+            if self.mode == "drop" and msg.get("method") == "tools/list" and not self.dropped:
+                self.dropped += 1
+                return                      # (the connection is closed as the handler returns)
+            await self._post(conn, stream, msg)
 
     async def _stream(self, conn: h11.Connection, stream: trio.abc.Stream) -> None:
         head = h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])
@@ -101,8 +86,7 @@ class LegacyServer:
     async def _post(self, conn: h11.Connection, stream: trio.abc.Stream, msg: dict[str, Any]) -> None:
         status = 404 if self.mode == "post404" else 202
         text = b"Not Found" if status == 404 else b"Accepted"
-        await stream.send_all(conn.send(h11.Response(status_code=status, headers=[("Content-Length", str(len(text)))]))
-                              + conn.send(h11.Data(data=text)) + conn.send(h11.EndOfMessage()))
+        await stream.send_all(answer(conn, status, [("Content-Length", str(len(text)))], text))
         if status != 202 or "id" not in msg:
             return
         if msg["method"] == "initialize":

@@ -14,6 +14,7 @@ import orjson
 import pytest
 import trio
 
+from h11_upstream import requests
 from mcptap.capture import pieces
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
@@ -44,15 +45,9 @@ def sse_upstream(eol: bytes, piece: int):
 
 async def read_request(conn: h11.Connection, stream: trio.abc.Stream) -> bytes:
     """The body of the request ``conn`` (server side) reads from ``stream``."""
-    body = bytearray()
-    while True:
-        ev = conn.next_event()
-        if ev is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
-        elif isinstance(ev, h11.Data):
-            body += ev.data
-        elif isinstance(ev, h11.EndOfMessage):
-            return bytes(body)
+    async for _, body in requests(stream, conn):
+        return body
+    raise AssertionError("the client closed before a whole request")
 
 
 async def get_stream(url: str) -> bytes:

@@ -13,6 +13,7 @@ import h11
 import pytest
 import trio
 
+from h11_upstream import answer, requests
 from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
@@ -25,37 +26,20 @@ from mcptap.transport.http import HttpTap, HttpTapConfig
 async def fake_mcp(stream: trio.abc.Stream) -> None:
     """Answers each JSON-RPC request POST with application/json, notifications with 202."""
     conn = h11.Connection(h11.SERVER)
-    body = b""
     try:
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                conn.receive_data(data)
-                if not data:
-                    return
-                continue
-            if isinstance(ev, h11.Request):
-                req, body = ev, b""
-            elif isinstance(ev, h11.Data):
-                body += ev.data
-            elif isinstance(ev, h11.EndOfMessage):
-                if req.method == b"GET":
-                    head = h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])
-                    ev_bytes = b"event: endpoint\ndata: " + stream_origin.encode() + b"/messages?session_id=s1\n\n"
-                    await stream.send_all(conn.send(head) + conn.send(h11.Data(data=ev_bytes)))
-                    await trio.sleep_forever()
-                msg = json.loads(body)
-                if "id" in msg and "method" in msg:
-                    out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params"),
-                                                                                    "auth": dict(req.headers).get(b"authorization", b"").decode()}}).encode()
-                    resp = h11.Response(status_code=200, headers=[("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
-                    await stream.send_all(conn.send(resp) + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
-                else:
-                    await stream.send_all(conn.send(h11.Response(status_code=202, headers=[("Content-Length", "0")])) + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
-            elif isinstance(ev, h11.ConnectionClosed):
-                return
+        async for req, body in requests(stream, conn):
+            if req.method == b"GET":
+                head = h11.Response(status_code=200, headers=[("Content-Type", "text/event-stream")])
+                ev_bytes = b"event: endpoint\ndata: " + stream_origin.encode() + b"/messages?session_id=s1\n\n"
+                await stream.send_all(conn.send(head) + conn.send(h11.Data(data=ev_bytes)))
+                await trio.sleep_forever()
+            msg = json.loads(body)
+            if "id" in msg and "method" in msg:
+                out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params"),
+                                                                                "auth": dict(req.headers).get(b"authorization", b"").decode()}}).encode()
+                await stream.send_all(answer(conn, 200, [("Content-Type", "application/json"), ("Content-Length", str(len(out)))], out))
+            else:
+                await stream.send_all(answer(conn, 202, [("Content-Length", "0")]))
     except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
         return
 
@@ -66,20 +50,10 @@ def canned(headers: list[tuple[str, str]], body: bytes, seen: list[list[tuple[by
     request's headers as the upstream received them."""
     async def handler(stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-                continue
-            if type(ev) is h11.Request and seen is not None:
-                seen.append(list(ev.headers))
-            elif type(ev) is h11.EndOfMessage:
-                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)) + conn.send(h11.Data(data=body))
-                                      + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
+        async for req, _ in requests(stream, conn):
+            if seen is not None:
+                seen.append(list(req.headers))
+            await stream.send_all(answer(conn, 200, headers, body))
     return handler
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import h11
 import trio
 
+from h11_upstream import answer, requests
 from mcptap.capture.reader import read_capture
 from transport.test_http_tap import post, tap, upstream_server
 
@@ -31,22 +32,10 @@ def _seen_by_upstream(seen: list[tuple[str, str]]):
     """An upstream answering each POST with a JSON-RPC result; ``seen`` gets (target, authorization)."""
     async def handler(stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER)
-        while True:
-            ev = conn.next_event()
-            if ev is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-                continue
-            if type(ev) is h11.Request:
-                seen.append((ev.target.decode(), dict(ev.headers).get(b"authorization", b"").decode()))
-            elif type(ev) is h11.EndOfMessage:
-                out = b'{"jsonrpc":"2.0","id":1,"result":{}}'
-                await stream.send_all(conn.send(h11.Response(status_code=200, headers=[("Content-Type", "application/json"),
-                                                                                          ("Content-Length", str(len(out)))]))
-                                      + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
-                conn.start_next_cycle()
+        async for req, _ in requests(stream, conn):
+            seen.append((req.target.decode(), dict(req.headers).get(b"authorization", b"").decode()))
+            out = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+            await stream.send_all(answer(conn, 200, [("Content-Type", "application/json"), ("Content-Length", str(len(out)))], out))
     return handler
 
 

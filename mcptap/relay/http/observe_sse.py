@@ -107,6 +107,12 @@ class SseObserver:
         cut = False
         while evs:
             ev = evs.pop()
+            if e.sse_cr and ev.raw[:1] == b"\n":
+                ev = own_bytes(ev)
+                if not ev.raw:
+                    e.sse_cr = False
+                    continue        # (that LF alone, at the end of the stream)
+            e.sse_cr = not ev.dropped and ev.raw[-1:] == b"\r"
             if client_closed and not ev.terminated and not ev.blank:
                 self._sse_cut(e, ev)
                 cut = True
@@ -121,6 +127,7 @@ class SseObserver:
         the next event boundary."""
         first = evs.pop(0)
         e.resync = False
+        e.sse_cr = False
         self._gap_cut(e, e.sse_base + first.start, first.end - first.start, first.terminated)
 
     def _gap_cut(self, e: ObservedExchange, offset: int, n: int, terminated: bool, dropped: int = 0) -> None:
@@ -198,3 +205,16 @@ class SseObserver:
         if rewritten is not None:
             endpoint["rewritten"] = self._target(rewritten)
         self._sse_record(e, info, fs + efs, endpoint=endpoint)
+
+
+def own_bytes(ev: SSEEvent) -> SSEEvent:
+    """``ev`` without its first byte, the LF of a CR LF whose CR ended the
+    event before it: the parser emits an event at its blank line's CR, so when
+    a read ends between CR and LF the LF arrives as the first byte of the next
+    block (protocol/sse.py). The record of each event then holds its own bytes
+    whatever the reads were (``offset``, ``bytes`` and ``raw`` as in one read);
+    the event before ends at its CR (its record was written when the CR came),
+    and that LF lies between the two records' ranges."""
+    drop = 1 if ev.data_bytes is not None else 0        # the offsets into raw move with it
+    return dataclasses.replace(ev, raw=ev.raw[1:], start=ev.start + 1, data_at=max(ev.data_at - drop, 0),
+                               data_cuts=tuple(c - 1 for c in ev.data_cuts))

@@ -106,6 +106,7 @@ class ObservedExchange:
     resync: bool = False             # SSE: the first block after the hole is taken off
     sse_base: int = 0                # SSE: stream offset of the current parser's first byte (bytes recorded)
     sse_fed: int = 0                 # SSE: bytes the current parser was given
+    sse_cr: bool = False             # SSE: the last event ended with a CR (an LF next is that line end's)
 
     def keep(self, data: bytes) -> None:
         """Keep decoded body bytes that are no message (module doc), up to ``KEPT_BODY``."""

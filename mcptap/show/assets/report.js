@@ -21,10 +21,9 @@
   const ESC_RX = new RegExp("[" + D.escape.map(([a, b]) => a === b ? cp(a) : cp(a) + "-" + cp(b)).join("") + "]", "gu");
   const NAMED = { "\t": "\\t", "\n": "\\n", "\r": "\\r" };
   const hex = (n, w) => n.toString(16).padStart(w, "0");
-  function escOne(c) {
+  function escOne(c) {     // as escape.py's escape_controls: a lone surrogate "\\udc80", as JSON and id_text write it
     if (NAMED[c]) return NAMED[c];
     const n = c.codePointAt(0);
-    if (n >= 0xDC80 && n <= 0xDCFF) return "\\x" + hex(n - 0xDC00, 2);     // as escape.py: a file name's byte that is not UTF-8
     return n < 0x100 ? "\\x" + hex(n, 2) : n <= 0xFFFF ? "\\u" + hex(n, 4) : "\\U" + hex(n, 8);
   }
   const esc = (s) => String(s).replace(ESC_RX, escOne);
