@@ -1,8 +1,8 @@
 """``check`` quotes a method with a lone surrogate (``"tools/x\\ud800"`` as a JSON escape) as the peer
 sent it in every format, never as the U+FFFD analysis reads it as: text and JUnit escaped
 (``tools/x\\ud800``, escape.py) and so in every format's finding messages (JSON stays strict JSON);
-a place's method, data, exact in JSON and SARIF's properties (a JSON escape that reads back as the
-peer's value). A peer's real U+FFFD stays U+FFFD."""
+a place's method in the same escape form in JSON and SARIF's properties (strict JSON: no lone
+surrogate escape). A peer's real U+FFFD stays U+FFFD."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import orjson
 from click.testing import CliRunner
 
 from mcptap.cli.main import mcptap
@@ -40,23 +41,24 @@ def test_text_quotes_the_exact_method_escaped(tmp_path: Path) -> None:
         assert _escaped(m) in out
 
 
-def test_json_gives_messages_escaped_and_the_method_exact(tmp_path: Path) -> None:
+def test_json_gives_messages_and_the_method_escaped_strict(tmp_path: Path) -> None:
     out = check(_cap(tmp_path), "--format", "json")
     assert "\ufffd" not in out
+    orjson.loads(out)       # strict JSON: no lone surrogate escape
     places = [p for c in json.loads(out)["captures"] for g in c["codes"] for p in g["first"]]
     assert {p["message"] for p in places} >= {_escaped(m) for m in (UNKNOWN, UNANSWERED, PENDING)}
-    assert {p.get("method") for p in places if "tools/x" in p["message"]} - {None} == {"tools/x\ud800"}     # read back: the peer's value
-    assert '"method": "tools/x\\ud800"' in out        # as its JSON escape
+    assert {p.get("method") for p in places if "tools/x" in p["message"]} - {None} == {"tools/x\\ud800"}     # escape form
 
 
-def test_sarif_escapes_rendered_texts_and_keeps_properties_exact(tmp_path: Path) -> None:
+def test_sarif_escapes_rendered_texts_and_properties_strict(tmp_path: Path) -> None:
     out = check(_cap(tmp_path), "--format", "sarif")
     assert "\ufffd" not in out
+    orjson.loads(out)       # strict JSON: SARIF uploads refuse a lone surrogate
     results = json.loads(out)["runs"][0]["results"]
     texts = {r["message"]["text"] for r in results}
     assert {_escaped(m) for m in (UNKNOWN, UNANSWERED, PENDING)} <= texts
     unknown = next(r for r in results if r["ruleId"] == "capability.unknown_method")
-    assert unknown["properties"]["method"] == "tools/x\ud800"
+    assert unknown["properties"]["method"] == "tools/x\\ud800"
     assert unknown["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "tools/x\\ud800#5"
 
 

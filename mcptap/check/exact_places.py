@@ -6,9 +6,10 @@ and a place's method is ``tools/x\ufffd``. :func:`exact_places` puts the names
 the peer sent back into the kept places (``show/lone.py``'s
 :class:`~mcptap.show.lone.LoneNames`, learnt from the records up to the last
 such place), after the scan: a message, text in every format, quotes them in
-escape form (``tools/x\\ud800``, ``escape.escape_surrogates``: JSON outputs stay
-strict JSON); a place's ``method``, data, holds the exact value, which JSON
-outputs write as a JSON escape that reads back as the peer's value. Only a
+escape form (``tools/x\\ud800``, ``escape.escape_surrogates``), and so does a
+place's ``method``: JSON, SARIF and JUnit outputs stay strict (a lone surrogate
+escape is refused by strict readers such as orjson, serde, and SARIF uploads),
+at the cost of a peer's literal backslash looking alike. Only a
 capture with a kept place holding U+FFFD is read again (rare: the scan's own
 path is unchanged); standard input cannot be read twice and keeps U+FFFD.
 """
@@ -50,4 +51,4 @@ def _fix(cap: CaptureReport, places: list[Place]) -> None:
     for p in places:
         p.message = escape_surrogates(names.text(p.message))        # text (every format's own rules apply after)
         if p.method is not None:
-            p.method = names.names.get(p.method, p.method)
+            p.method = escape_surrogates(names.names.get(p.method, p.method))
