@@ -32,8 +32,11 @@ a broken connection).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import sys
+import termios
 from typing import Any
 
 import trio
@@ -43,6 +46,7 @@ CHUNK = 64 * 1024
 #: relay CPU 150-160 ms reading 256 KiB, 130-210 reading 1 MiB (whose peak RSS was 2-3 MiB higher
 #: in the relay and in the recorder process), 250-330 before (64 KiB reads through h11's copies)
 BIG_CHUNK = 256 << 10
+_INT = bytes(4)      # ioctl's int argument (FIONREAD)
 #: longest wait (s) for ``ReadAhead``'s low-water mark before reading what is there
 LOWAT_WAIT = 0.002
 #: writes of one batch that together reach this many bytes are sent with writev, not joined
@@ -84,6 +88,14 @@ async def receive(stream: trio.abc.Stream, size: int = CHUNK, wait: bool = False
             await trio.lowlevel.wait_readable(fd)
 
 
+def _queued(fd: int) -> int:
+    """Bytes waiting in socket ``fd``'s receive queue (``FIONREAD``; 0 where unknown)."""
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, _INT), sys.byteorder)
+    except OSError:
+        return 0
+
+
 def next_size(size: int, got: int) -> int:
     """The size of the next read after one of ``size`` bytes brought ``got``:
     ``BIG_CHUNK`` after a full read (a large body streaming: fewer reads,
@@ -119,11 +131,15 @@ class ReadAhead:
         if self.lowat > 1:
             fd = _fd(self.stream)
             assert fd is not None
-            with trio.move_on_after(LOWAT_WAIT) as scope:
-                await trio.lowlevel.wait_readable(fd)
-            if scope.cancelled_caught:
-                self.slow = True                    # a slow body: its bytes go on as they come
-                self._set(1)
+            if _queued(fd) < self.lowat:
+                # (when the mark's bytes are there already, as while the relay is behind the
+                # upstream, the wait would return at once: its cancel scope and scheduler pass,
+                # ~28 us a read here, are skipped)
+                with trio.move_on_after(LOWAT_WAIT) as scope:
+                    await trio.lowlevel.wait_readable(fd)
+                if scope.cancelled_caught:
+                    self.slow = True                    # a slow body: its bytes go on as they come
+                    self._set(1)
             return await receive(self.stream, max(size, BIG_CHUNK), False)
         return await receive(self.stream, size, wait)
 

@@ -154,6 +154,13 @@ async def test_receive_after_a_short_read_waits_before_reading(monkeypatch, wait
     await b.aclose()
 
 
+def _inq(stream: trio.SocketStream) -> int:
+    import fcntl
+    import termios
+
+    return int.from_bytes(fcntl.ioctl(stream.socket.fileno(), termios.FIONREAD, bytes(4)), "little")
+
+
 def _lowat(stream: trio.SocketStream) -> int:
     import socket
 
@@ -276,3 +283,36 @@ def test_a_write_the_socket_takes_in_part_arrives_whole_without_trio_send_all(si
     # the second write found the lock held (the first still draining) or the socket free:
     # only a write that waits for another task's goes through send_all
     assert sum(calls) <= len(b"tail!")
+
+
+async def test_read_ahead_reads_at_once_when_the_marks_bytes_are_there(monkeypatch):
+    """With the low-water mark up and at least that many bytes queued (the relay is
+    behind the upstream), a read takes them without a wait (no cancel scope, no pass
+    through the scheduler): the same pieces as after the wait, which would return at once."""
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    b.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    body = bytes(range(256)) * (3 * hio.BIG_CHUNK // 256) + b"end"
+    waits: list[int] = []
+    real_wait = trio.lowlevel.wait_readable
+
+    async def counting_wait(fd: Any) -> None:
+        waits.append(1)
+        await real_wait(fd)
+
+    monkeypatch.setattr(hio.trio.lowlevel, "wait_readable", counting_wait)
+    ra = hio.ReadAhead(b)
+    got: list[bytes] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as n:
+            n.start_soon(send, a, trio.Lock(), body)
+            while _inq(b) < 2 * hio.BIG_CHUNK:
+                await trio.sleep(0.001)
+            for _ in range(2):
+                ra.expect(len(body) - sum(map(len, got)))
+                got.append(await ra.receive(hio.CHUNK, False))
+    assert waits == [] and all(len(g) >= hio.BIG_CHUNK for g in got)
+    assert b"".join(got) == body[:sum(map(len, got))]
+    await a.aclose()
+    await b.aclose()
