@@ -20,6 +20,14 @@ HEADS: dict[str, tuple[bytes, list[tuple[str, str]]]] = {
 }
 
 
+def _client(kind: str) -> h11.Connection:
+    """A client connection sending a request body (``conn.py``'s upstream side)."""
+    conn = h11.Connection(h11.CLIENT)
+    headers = [("Host", "x")] + ([("Transfer-Encoding", "chunked")] if kind == "chunked" else [("Content-Length", "70000")])
+    conn.send(h11.Request(method="POST", target="/mcp", headers=headers))
+    return conn
+
+
 def _server(kind: str, respond: bool) -> h11.Connection:
     version, headers = HEADS[kind]
     conn = h11.Connection(h11.SERVER)
@@ -36,6 +44,19 @@ def _send(conn: h11.Connection, data: bytes, fast: bool) -> tuple[str, Any]:
     except h11.LocalProtocolError as exc:
         return "error", str(exc)
     return "ok", b"".join(out)
+
+
+@given(kind=st.sampled_from(["chunked", "length"]), end_first=st.booleans(), sizes=st.lists(st.integers(0, 40_000), max_size=5))
+@settings(max_examples=100, deadline=None)
+def test_framed_is_what_h11_sends_for_a_request_body(kind, end_first, sizes):
+    fast, slow = _client(kind), _client(kind)
+    if end_first and kind == "chunked":
+        for c in (fast, slow):
+            c.send(h11.EndOfMessage())
+    for i, n in enumerate(sizes):
+        data = bytes([i % 251]) * n
+        assert _send(fast, data, True) == _send(slow, data, False)
+        assert (fast.our_state, fast.their_state) == (slow.our_state, slow.their_state)
 
 
 @given(kind=st.sampled_from(sorted(HEADS)), respond=st.booleans(), end_first=st.booleans(),
