@@ -47,6 +47,10 @@ CHUNK = 64 * 1024
 #: in the relay and in the recorder process), 250-330 before (64 KiB reads through h11's copies)
 BIG_CHUNK = 256 << 10
 _INT = bytes(4)      # ioctl's int argument (FIONREAD)
+#: reads in a row ``ReadAhead`` takes at once (the mark's bytes queued) before one goes through the
+#: wait anyway: a pass through trio's scheduler, so a body that streams on (the upstream and the
+#: client both fast) does not keep the other tasks (connections, the recorder link) waiting
+UNWAITED = 8
 #: longest wait (s) for ``ReadAhead``'s low-water mark before reading what is there
 LOWAT_WAIT = 0.002
 #: writes of one batch that together reach this many bytes are sent with writev, not joined
@@ -118,12 +122,13 @@ class ReadAhead:
     before, only later by at most ``LOWAT_WAIT``, and only inside a body the
     peer announced as large; TLS streams are read as before."""
 
-    __slots__ = ("stream", "lowat", "slow", "_sock")
+    __slots__ = ("stream", "lowat", "slow", "_sock", "_unwaited")
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self.lowat = 1
         self.slow = False
+        self._unwaited = 0          # reads in a row taken without the wait (``UNWAITED``)
         self._sock = stream.socket if type(stream) is trio.SocketStream and hasattr(socket, "SO_RCVLOWAT") else None
 
     async def receive(self, size: int, wait: bool) -> bytes:
@@ -131,10 +136,12 @@ class ReadAhead:
         if self.lowat > 1:
             fd = _fd(self.stream)
             assert fd is not None
-            if _queued(fd) < self.lowat:
+            self._unwaited += 1
+            if self._unwaited > UNWAITED or _queued(fd) < self.lowat:
                 # (when the mark's bytes are there already, as while the relay is behind the
                 # upstream, the wait would return at once: its cancel scope and scheduler pass,
-                # ~28 us a read here, are skipped)
+                # ~28 us a read here, are skipped, though not more than UNWAITED times in a row)
+                self._unwaited = 0
                 with trio.move_on_after(LOWAT_WAIT) as scope:
                     await trio.lowlevel.wait_readable(fd)
                 if scope.cancelled_caught:

@@ -316,3 +316,31 @@ async def test_read_ahead_reads_at_once_when_the_marks_bytes_are_there(monkeypat
     assert b"".join(got) == body[:sum(map(len, got))]
     await a.aclose()
     await b.aclose()
+
+
+async def test_read_ahead_still_passes_through_the_scheduler_now_and_then(monkeypatch):
+    """However long the mark's bytes keep being there, every ``UNWAITED + 1``-th read
+    goes through the wait (a scheduler pass): other tasks are not starved."""
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    b.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    waits: list[int] = []
+    real_wait = trio.lowlevel.wait_readable
+
+    async def counting_wait(fd: Any) -> None:
+        waits.append(1)
+        await real_wait(fd)
+
+    monkeypatch.setattr(hio.trio.lowlevel, "wait_readable", counting_wait)
+    monkeypatch.setattr(hio, "_queued", lambda fd: 1 << 30)       # always "there" (the reads take what is)
+    ra = hio.ReadAhead(b)
+    ra.expect(1 << 30)
+    await send(a, trio.Lock(), b"x" * (1 << 20))
+    with trio.fail_after(10):
+        for _ in range(2 * (hio.UNWAITED + 1)):
+            got = await ra.receive(hio.CHUNK, False)
+            await send(a, trio.Lock(), b"y" * len(got))         # as much there again: the mark's bytes stay queued
+    assert len(waits) == 2 and ra.lowat == hio.BIG_CHUNK
+    await a.aclose()
+    await b.aclose()
