@@ -12,9 +12,13 @@ work. For a plain TCP ``SocketStream`` these helpers therefore
   read was short: see ``receive``; cancellable, and
   ``ClosedResourceError`` when another task closes the stream meanwhile, like
   ``receive_some``);
-* ``send``: write with one ``os.write`` when no other task holds the stream's
-  lock (so bytes never interleave with a write in progress); what does not fit
-  is sent under the lock with ``send_all``.
+* ``send``: write with one ``os.write`` (``writev`` for pieces) when no other
+  task holds the stream's lock (so bytes never interleave with a write in
+  progress); what does not fit is written under the lock as the socket drains,
+  a ``wait_writable`` and a ``writev`` at a time (trio's ``Lock`` and
+  ``send_all`` each passed through the scheduler once more for each piece: a
+  64 MiB SSE event to a client reading slower than the upstream writes took
+  ~550 scheduler passes in the relay, now ~280).
 
 Other streams (TLS) go through the trio methods unchanged. The file descriptor
 is read from the socket at each call, never kept: a stream closed by another
@@ -28,8 +32,11 @@ a broken connection).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import sys
+import termios
 from typing import Any
 
 import trio
@@ -39,6 +46,11 @@ CHUNK = 64 * 1024
 #: relay CPU 150-160 ms reading 256 KiB, 130-210 reading 1 MiB (whose peak RSS was 2-3 MiB higher
 #: in the relay and in the recorder process), 250-330 before (64 KiB reads through h11's copies)
 BIG_CHUNK = 256 << 10
+_INT = bytes(4)      # ioctl's int argument (FIONREAD)
+#: reads in a row ``ReadAhead`` takes at once (the mark's bytes queued) before one goes through the
+#: wait anyway: a pass through trio's scheduler, so a body that streams on (the upstream and the
+#: client both fast) does not keep the other tasks (connections, the recorder link) waiting
+UNWAITED = 8
 #: longest wait (s) for ``ReadAhead``'s low-water mark before reading what is there
 LOWAT_WAIT = 0.002
 #: writes of one batch that together reach this many bytes are sent with writev, not joined
@@ -80,6 +92,14 @@ async def receive(stream: trio.abc.Stream, size: int = CHUNK, wait: bool = False
             await trio.lowlevel.wait_readable(fd)
 
 
+def _queued(fd: int) -> int:
+    """Bytes waiting in socket ``fd``'s receive queue (``FIONREAD``; 0 where unknown)."""
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, _INT), sys.byteorder)
+    except OSError:
+        return 0
+
+
 def next_size(size: int, got: int) -> int:
     """The size of the next read after one of ``size`` bytes brought ``got``:
     ``BIG_CHUNK`` after a full read (a large body streaming: fewer reads,
@@ -102,12 +122,13 @@ class ReadAhead:
     before, only later by at most ``LOWAT_WAIT``, and only inside a body the
     peer announced as large; TLS streams are read as before."""
 
-    __slots__ = ("stream", "lowat", "slow", "_sock")
+    __slots__ = ("stream", "lowat", "slow", "_sock", "_unwaited")
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self.lowat = 1
         self.slow = False
+        self._unwaited = 0          # reads in a row taken without the wait (``UNWAITED``)
         self._sock = stream.socket if type(stream) is trio.SocketStream and hasattr(socket, "SO_RCVLOWAT") else None
 
     async def receive(self, size: int, wait: bool) -> bytes:
@@ -115,11 +136,17 @@ class ReadAhead:
         if self.lowat > 1:
             fd = _fd(self.stream)
             assert fd is not None
-            with trio.move_on_after(LOWAT_WAIT) as scope:
-                await trio.lowlevel.wait_readable(fd)
-            if scope.cancelled_caught:
-                self.slow = True                    # a slow body: its bytes go on as they come
-                self._set(1)
+            self._unwaited += 1
+            if self._unwaited > UNWAITED or _queued(fd) < self.lowat:
+                # (when the mark's bytes are there already, as while the relay is behind the
+                # upstream, the wait would return at once: its cancel scope and scheduler pass,
+                # ~28 us a read here, are skipped, though not more than UNWAITED times in a row)
+                self._unwaited = 0
+                with trio.move_on_after(LOWAT_WAIT) as scope:
+                    await trio.lowlevel.wait_readable(fd)
+                if scope.cancelled_caught:
+                    self.slow = True                    # a slow body: its bytes go on as they come
+                    self._set(1)
             return await receive(self.stream, max(size, BIG_CHUNK), False)
         return await receive(self.stream, size, wait)
 
@@ -144,45 +171,58 @@ async def send(stream: trio.abc.Stream, lock: trio.Lock, data: bytes | list[byte
     """Write all of ``data`` to ``stream``; ``lock`` orders writes of several
     tasks. A list (``coalesce``: a large body and its framing) is written with
     ``writev``, its pieces never joined."""
-    if type(data) is list:
-        await _send_pieces(stream, lock, data)
+    fd = _fd(stream)
+    if fd is None or lock.locked():
+        # TLS, or another task's write in progress: after it, through trio
+        async with lock:
+            for piece in data if isinstance(data, list) else [data]:
+                await stream.send_all(piece)
         return
-    assert isinstance(data, bytes)
-    if not lock.locked():
-        fd = _fd(stream)
-        if fd is not None:
-            try:
-                n = os.write(fd, data)
-            except BlockingIOError:
-                n = 0
-            if n == len(data):
-                return
-            data = data[n:]
-    async with lock:
-        await stream.send_all(data)
+    if isinstance(data, list):
+        n = _write(fd, data)
+        if n == sum(map(len, data)):
+            return
+        rest = _written(data, n)
+    else:
+        try:
+            n = os.write(fd, data)
+        except BlockingIOError:
+            n = 0
+        if n == len(data):
+            return
+        rest = [memoryview(data)[n:]]
+    # what the socket did not take (the peer reads slower than the bytes come): written
+    # here as the socket drains, under the lock, one wait and one write a time (trio's
+    # ``Lock`` and ``send_all`` each passed through the scheduler again for every piece)
+    lock.acquire_nowait()
+    try:
+        while rest:
+            await trio.lowlevel.wait_writable(fd)
+            fd = _fd(stream)
+            assert fd is not None
+            rest = _written(rest, _write(fd, rest))
+    finally:
+        lock.release()
 
 
-async def _send_pieces(stream: trio.abc.Stream, lock: trio.Lock, pieces: list[bytes]) -> None:
-    rest: list[bytes | memoryview] = list(pieces)
-    if not lock.locked():
-        fd = _fd(stream)
-        if fd is not None:
-            try:
-                n = os.writev(fd, pieces)
-            except BlockingIOError:
-                n = 0
-            rest = []
-            for p in pieces:
-                if n >= len(p):
-                    n -= len(p)
-                    continue
-                rest.append(memoryview(p)[n:] if n else p)      # what the socket did not take: no copy
-                n = 0
-            if not rest:
-                return
-    async with lock:
-        for piece in rest:
-            await stream.send_all(piece)
+def _write(fd: int, pieces: list[Any]) -> int:
+    """Bytes of ``pieces`` one ``writev`` took (0: the socket is full)."""
+    try:
+        return os.writev(fd, pieces)
+    except BlockingIOError:
+        return 0
+
+
+def _written(pieces: list[Any], n: int) -> list[Any]:
+    """What is left of ``pieces`` after their first ``n`` bytes (no copy)."""
+    rest: list[Any] = []
+    for p in pieces:
+        if n >= len(p):
+            n -= len(p)
+            continue
+        rest.append(memoryview(p)[n:] if n else p)
+        n = 0
+    return rest
 
 
 def coalesce(items: list[Any], i: int, data: bytes, kind: type, gen: int | None,

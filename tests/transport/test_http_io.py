@@ -4,8 +4,14 @@ closed (never as another descriptor)."""
 
 from __future__ import annotations
 
+import socket
+from typing import Any
+from unittest import mock
+
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcptap.relay.http import events as r
 from mcptap.transport.http import _COMMANDS
@@ -148,6 +154,13 @@ async def test_receive_after_a_short_read_waits_before_reading(monkeypatch, wait
     await b.aclose()
 
 
+def _inq(stream: trio.SocketStream) -> int:
+    import fcntl
+    import termios
+
+    return int.from_bytes(fcntl.ioctl(stream.socket.fileno(), termios.FIONREAD, bytes(4)), "little")
+
+
 def _lowat(stream: trio.SocketStream) -> int:
     import socket
 
@@ -214,4 +227,120 @@ async def test_read_ahead_never_holds_back_a_slow_body_or_the_end_of_the_stream(
     with trio.fail_after(5):
         assert await ra.receive(hio.CHUNK, False) == b"last"
         assert await ra.receive(hio.CHUNK, False) == b""
+    await b.aclose()
+
+
+@given(sizes=st.lists(st.integers(0, 300_000), min_size=1, max_size=4), reads=st.lists(st.integers(2048, 200_000), min_size=1,
+       max_size=8), as_bytes=st.booleans())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_write_the_socket_takes_in_part_arrives_whole_without_trio_send_all(sizes, reads, as_bytes):
+    """What the socket does not take at once is written as it drains (``wait_writable``
+    and ``writev``, no pass through trio's ``send_all``): any pieces, any pace of the
+    reader give the bytes ``send_all`` would have sent, and a second task's write
+    waits for the first to end (never interleaved)."""
+    calls: list[int] = []
+    real = trio.SocketStream.send_all
+
+    async def counting(self: trio.SocketStream, data: Any) -> None:
+        calls.append(len(data))
+        await real(self, data)
+
+    pieces = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    want = b"".join(pieces) + b"tail!"
+
+    async def main() -> bytes:
+        a, b = await _pair()
+        a.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)       # partial writes
+        lock = trio.Lock()
+        got = bytearray()
+
+        async def reader() -> None:
+            k = 0
+            while len(got) < len(want):
+                await trio.sleep(0.0005 * (k % 3))
+                got.extend(await receive(b, reads[k % len(reads)]))
+                k += 1
+
+        done = trio.Event()
+
+        async def first() -> None:
+            await send(a, lock, pieces[0] if as_bytes and len(pieces) == 1 else pieces)
+            done.set()
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as n:
+                n.start_soon(reader)
+                n.start_soon(first)
+                while not (lock.locked() or done.is_set()):      # the first write began (and waits) or ended
+                    await trio.sleep(0)
+                await send(a, lock, b"tail!")
+        await a.aclose()
+        await b.aclose()
+        return bytes(got)
+
+    with mock.patch.object(trio.SocketStream, "send_all", counting):
+        assert trio.run(main) == want
+    # the second write found the lock held (the first still draining) or the socket free:
+    # only a write that waits for another task's goes through send_all
+    assert sum(calls) <= len(b"tail!")
+
+
+async def test_read_ahead_reads_at_once_when_the_marks_bytes_are_there(monkeypatch):
+    """With the low-water mark up and at least that many bytes queued (the relay is
+    behind the upstream), a read takes them without a wait (no cancel scope, no pass
+    through the scheduler): the same pieces as after the wait, which would return at once."""
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    b.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    body = bytes(range(256)) * (3 * hio.BIG_CHUNK // 256) + b"end"
+    waits: list[int] = []
+    real_wait = trio.lowlevel.wait_readable
+
+    async def counting_wait(fd: Any) -> None:
+        waits.append(1)
+        await real_wait(fd)
+
+    monkeypatch.setattr(hio.trio.lowlevel, "wait_readable", counting_wait)
+    ra = hio.ReadAhead(b)
+    got: list[bytes] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as n:
+            n.start_soon(send, a, trio.Lock(), body)
+            while _inq(b) < 2 * hio.BIG_CHUNK:
+                await trio.sleep(0.001)
+            for _ in range(2):
+                ra.expect(len(body) - sum(map(len, got)))
+                got.append(await ra.receive(hio.CHUNK, False))
+    assert waits == [] and all(len(g) >= hio.BIG_CHUNK for g in got)
+    assert b"".join(got) == body[:sum(map(len, got))]
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_read_ahead_still_passes_through_the_scheduler_now_and_then(monkeypatch):
+    """However long the mark's bytes keep being there, every ``UNWAITED + 1``-th read
+    goes through the wait (a scheduler pass): other tasks are not starved."""
+    import mcptap.transport.http_io as hio
+
+    a, b = await _pair()
+    b.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    waits: list[int] = []
+    real_wait = trio.lowlevel.wait_readable
+
+    async def counting_wait(fd: Any) -> None:
+        waits.append(1)
+        await real_wait(fd)
+
+    monkeypatch.setattr(hio.trio.lowlevel, "wait_readable", counting_wait)
+    monkeypatch.setattr(hio, "_queued", lambda fd: 1 << 30)       # always "there" (the reads take what is)
+    ra = hio.ReadAhead(b)
+    ra.expect(1 << 30)
+    await send(a, trio.Lock(), b"x" * (1 << 20))
+    with trio.fail_after(10):
+        for _ in range(2 * (hio.UNWAITED + 1)):
+            got = await ra.receive(hio.CHUNK, False)
+            await send(a, trio.Lock(), b"y" * len(got))         # as much there again: the mark's bytes stay queued
+    assert len(waits) == 2 and ra.lowat == hio.BIG_CHUNK
+    await a.aclose()
     await b.aclose()

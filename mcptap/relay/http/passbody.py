@@ -21,7 +21,8 @@ body's bytes in the object the socket read produced:
 Relies on ``h11.Connection._receive_buffer``/``_receive_buffer_closed``/``_reader``
 and the readers' ``_bytes_in_chunk``/``_bytes_to_discard``/``_reading_trailer``
 /``_remaining`` (h11 0.16: its chunk reader checks the CRLF after a chunk, pinned in pyproject.toml);
-``SUPPORTED`` is False where they are missing or of another type, and then ``ahead`` is always 0.
+``SUPPORTED`` is False where they are missing or of another type, and then ``ahead`` is always 0;
+``framed`` reads ``_writer`` (``WRITER``: else h11 frames every piece).
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ from typing import Any
 
 import h11
 from h11._readers import ChunkedReader, ContentLengthReader
+from h11._writers import ChunkedWriter
 
 SUPPORTED = all(hasattr(h11.Connection(h11.CLIENT), a) for a in ("_receive_buffer", "_receive_buffer_closed", "_reader")) and all(
     hasattr(ChunkedReader(), a) for a in ("_bytes_in_chunk", "_bytes_to_discard", "_reading_trailer")) and hasattr(
     ContentLengthReader(1), "_remaining") and type(getattr(ChunkedReader(), "_bytes_to_discard", None)) is bytes
+#: ``framed`` may frame a chunk itself (h11 keeps its body writer in ``_writer``)
+WRITER = hasattr(h11.Connection(h11.SERVER), "_writer")
 # h11 < 0.16 kept ``_bytes_to_discard`` as a count (int); ``consume`` sets the bytes 0.16 expects
 # (it checks that a chunk's CRLF is really there), so older readers are not touched
 
@@ -68,7 +72,14 @@ def consume(conn: h11.Connection, n: int) -> None:
 
 def framed(conn: h11.Connection, data: bytes) -> list[bytes]:
     """The bytes h11 sends for ``Data(data)`` on ``conn``, as pieces (one of
-    them ``data`` itself). Raises ``h11.LocalProtocolError`` as ``send``."""
+    them ``data`` itself). Raises ``h11.LocalProtocolError`` as ``send``.
+
+    Inside a chunked body (our side in SEND_BODY, h11's ``ChunkedWriter``) a
+    ``Data`` changes no state and cannot fail: its chunk is framed here, as that
+    writer frames it, without h11's event machinery (~8 us of each 256 KiB read
+    of a large SSE event)."""
+    if data and WRITER and conn.our_state is h11.SEND_BODY and type(conn._writer) is ChunkedWriter:
+        return [b"%x\r\n" % len(data), data, b"\r\n"]
     return conn.send_with_data_passthrough(h11.Data(data=data)) or []
 
 
