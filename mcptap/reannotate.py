@@ -176,13 +176,13 @@ class Reannotator(Reframing):
             self.seq = seq
         return [] if out is None else [out]
 
-    def replay_json(self, rec: dict[str, Any], raw: bytes, seq: int, t_us: int, d: str) -> Message:
+    def replay_json(self, value: Any, offset: Any, raw: bytes, seq: int, t_us: int, d: str) -> Message:
         """``replay`` of the common stdio message record while not re-framing:
         its payload as ``json`` (no ``raw``/``raw_b64``/``eol``), no findings,
-        session or transport facts to keep; ``raw``: ``dumps(json) + b"\n"``,
-        ``seq``, ``t_us`` and ``d`` its ``seq``, ``t_us`` and ``dir`` (the caller
-        read them already). Returns the annotated Message (the caller builds the
-        record it needs)."""
+        session or transport facts to keep; ``value``, ``offset``, ``seq``, ``t_us``
+        and ``d``: its ``json``, ``offset`` (0 when absent), ``seq``, ``t_us`` and ``dir``
+        (the caller read them already); ``raw``: ``dumps(json) + b"\n"``. Returns the
+        annotated Message (the caller builds the record it needs)."""
         direction = _DIRS[d]
         s = self.streams[direction]
         s.bytes += len(raw)
@@ -190,7 +190,7 @@ class Reannotator(Reframing):
             s.sha.update(raw)
         s.messages += 1
         # (self.seq, the record numbering re-framing goes on from, is read by no annotator: set once, after)
-        msg = self.annotator.feed_line(rec["json"], raw, rec.get("offset", 0), seq, t_us, direction)
+        msg = self.annotator.feed_line(value, raw, offset, seq, t_us, direction)
         self.seq = seq
         self._saw(direction, msg)
         if msg.findings:
