@@ -29,13 +29,13 @@ from mcptap.capture.reader import has_chunks
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
-from mcptap.protocol.codes import finding, transport_made
+from mcptap.protocol.codes import transport_made
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.protocol.framing import NewlineFramer
 from mcptap.protocol.gap_pending import counted_findings
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import parse_json_full
-from mcptap.recording import RecordingState
+from mcptap.reannotate_reframe import Reframing
 from mcptap.records.end import kept as kept_end_fields
 from mcptap.records.end import says_ended
 from mcptap.records.refusals import mark_refusals, needs_marking
@@ -111,7 +111,7 @@ def end_record(rec: Reannotator, old_end: dict[str, Any] | None) -> dict[str, An
 _REJUDGED_AT_EXIT = ("process.exit", "process.stderr_unterminated")
 
 
-class Reannotator(RecordingState):
+class Reannotator(Reframing):
     """The offline re-annotator: the live recorder's bookkeeping without a
     writer and without a clock, fed the records of an existing capture
     (``replay(rec)``) instead of live bytes; times are the records' own
@@ -140,19 +140,6 @@ class Reannotator(RecordingState):
         self._count(cut)
         self.end = self._end_record(self.t_us, fs, exit_code, **extra).to_json()
         return self.end
-
-    def _cut_lines(self) -> list[Finding]:
-        """A capture without end record whose bytes stop mid-line (mcptap killed while a peer's line streamed in as
-        ``chunk`` records): the line is not judged (the peer may have finished it), it is reported (``capture.cut_line``)."""
-        out = []
-        for d, framer in self._framers.items():
-            n = len(framer.take_buffered()) if framer.buffered else 0
-            if n:
-                at = self.streams[d].bytes - n
-                out.append(finding("capture.cut_line", f"the capture ends in the middle of a {d.value} line: {n:,} bytes of it (from byte "
-                                   f"{at:,} of the stream) and no newline; recording stopped there (mcptap killed, or still recording), so it is no "
-                                   "message", {"dir": d.value, "bytes": n, "offset": at}))
-        return out
 
     def replay(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         """Re-annotate one record of an existing capture with today's rules.
@@ -189,18 +176,13 @@ class Reannotator(RecordingState):
             self.seq = seq
         return [] if out is None else [out]
 
-    @property
-    def reframing(self) -> bool:
-        """True from the first stdio ``chunk`` record on (streams re-framed from bytes)."""
-        return self._reframe
-
-    def replay_json(self, rec: dict[str, Any], raw: bytes, seq: int, t_us: int, d: str) -> Message:
+    def replay_json(self, value: Any, offset: Any, raw: bytes, seq: int, t_us: int, d: str) -> Message:
         """``replay`` of the common stdio message record while not re-framing:
         its payload as ``json`` (no ``raw``/``raw_b64``/``eol``), no findings,
-        session or transport facts to keep; ``raw``: ``dumps(json) + b"\n"``,
-        ``seq``, ``t_us`` and ``d`` its ``seq``, ``t_us`` and ``dir`` (the caller
-        read them already). Returns the annotated Message (the caller builds the
-        record it needs)."""
+        session or transport facts to keep; ``value``, ``offset``, ``seq``, ``t_us``
+        and ``d``: its ``json``, ``offset`` (0 when absent), ``seq``, ``t_us`` and ``dir``
+        (the caller read them already); ``raw``: ``dumps(json) + b"\n"``. Returns the
+        annotated Message (the caller builds the record it needs)."""
         direction = _DIRS[d]
         s = self.streams[direction]
         s.bytes += len(raw)
@@ -208,35 +190,12 @@ class Reannotator(RecordingState):
             s.sha.update(raw)
         s.messages += 1
         # (self.seq, the record numbering re-framing goes on from, is read by no annotator: set once, after)
-        msg = self.annotator.feed_line(rec["json"], raw, rec.get("offset", 0), seq, t_us, direction)
+        msg = self.annotator.feed_line(value, raw, offset, seq, t_us, direction)
         self.seq = seq
         self._saw(direction, msg)
         if msg.findings:
             self._count(msg.findings)
         return msg
-
-    def replay_json_reframed(self, rec: dict[str, Any], raw: bytes, whole: bool) -> None:
-        """``replay`` of the common stdio message record (as ``replay_json``)
-        while re-framing, for a consumer with ``on_message`` set (the messages
-        go there). ``raw``: its bytes, ``dumps(json) + b"\\n"`` (the caller
-        encoded them); ``whole``: orjson wrote them (one line of valid UTF-8 JSON
-        that parses to ``json``). Then, when its direction's framer holds
-        nothing, that line is its frame as it stands: not scanned or parsed
-        again (``NewlineFramer.whole_line``)."""
-        direction = _DIRS[rec["dir"]]
-        self._segment(rec.get("session"))
-        s = self.streams[direction]
-        s.bytes += len(raw)
-        if not self.light:
-            s.sha.update(raw)
-        t = rec["t_us"]
-        frame = self._framers[direction].whole_line(raw, rec["json"]) if whole and direction not in self._resync else None
-        if frame is None:
-            self._replay_frames(direction, raw, t)
-            return
-        msg = self._emit(frame, direction, t, self._seg)
-        if self.on_message is not None:
-            self.on_message(msg)
 
     def _replay_reframed(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
         typ = rec.get("type")
@@ -272,44 +231,6 @@ class Reannotator(RecordingState):
         renumbered = dict(rec, seq=self._next()) if isinstance(rec.get("seq"), int) else rec
         res = self._replay_one(renumbered)
         return [] if res is None else [res]
-
-    def _segment(self, key: Any) -> None:
-        """A stdio record of another keyed session (``serve --extend``, ``replay``): framed afresh, as ``Recorder.segment`` did."""
-        if key != self._seg:
-            self._seg = key
-            self._framers = {d: NewlineFramer(self.streams[d].bytes) for d in (Direction.C2S, Direction.S2C)}
-
-    def _gap_in(self, rec: dict[str, Any]) -> None:
-        """A stdio ``gap`` record in one direction: the recorder stored the
-        partial line before it as a chunk (not a line) and framed again from
-        the next line start (``Recorder.lost``, ``Recorder.cut``); so here."""
-        d = _DIRS.get(str(rec.get("dir")))
-        if d is not None:
-            self._framers[d].take_buffered()
-            self._resync.add(d)
-            n = rec.get("bytes")
-            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                self.streams[d].bytes += n        # forwarded, not recorded: later offsets count them
-
-    def _replay_frames(self, direction: Direction, data: bytes, t: int) -> list[dict[str, Any]]:
-        if direction in self._resync and data:
-            i = data.find(b"\n") + 1
-            if not i:
-                return []                               # still the rest of the line cut by the gap
-            self._resync.discard(direction)
-            data = data[i:]
-            self._framers[direction] = NewlineFramer(self.streams[direction].bytes - len(data))
-            if not data:
-                return []
-        out = []
-        sink = self.on_message
-        for f in self._framers[direction].receive_data(data):
-            msg = self._emit(f, direction, t, self._seg)
-            if sink is not None:
-                sink(msg)
-            else:
-                out.append(annotation_record(msg, findings=True) if self.light else message_record(msg, self._eol))
-        return out
 
     def _replay_one(self, rec: dict[str, Any]) -> dict[str, Any] | None:
         typ = rec.get("type")

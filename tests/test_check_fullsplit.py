@@ -155,7 +155,7 @@ def test_a_lasting_line_before_the_warm_up(tmp_path: Path, split: list[int], ear
     state for good: the first second process, forked before it, cannot have it;
     the next one, forked from where this process is, does, and its half is taken.
     (No answers to nothing here: after a gap, each is excused, and remembered, for good.)"""
-    steps = traffic(300, odd=3)
+    steps = traffic(400, odd=3)
     steps.insert(20, s2c(b"not json\n") if early == "garbage" else ("gap", "test"))
     path = record(tmp_path / "early.jsonl", steps)
     same(path)

@@ -20,7 +20,7 @@ from mcptap.capture.integrity import MAX_T_US
 from mcptap.check import file_ranges, parallel, shape_child
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
-from mcptap.check.shape_oracle import PLAIN_KEYS, Batch, ShapeOracle, Speculation, plain_record, plain_record_reference
+from mcptap.check.shape_oracle import PLAIN_KEYS, Batch, ShapeOracle, Speculation, plain_fields, plain_record, plain_record_reference
 from mcptap.errors import CaptureReadError
 from test_check_scan import _records, _shape, _write, busy
 
@@ -224,7 +224,7 @@ def test_the_re_annotating_process_takes_the_verdicts(tmp_path: Path, oracles: l
     monkeypatch.setattr(shape_child, "ShapeChild", InProcess)
     path = busy(tmp_path)
     tested: list[Any] = []
-    monkeypatch.setattr(fullscan, "plain_record", lambda r: tested.append(r) or plain_record(r))
+    monkeypatch.setattr(fullscan, "plain_fields", lambda r: tested.append(r) or plain_fields(r))
     parallel.check_capture(str(path), 3, reuse=False, workers=2)
     assert oracles[-1].plain is not None and tested == []
     parallel.check_capture(str(path), 3, reuse=False, workers=1)      # one process: it tests each record itself
@@ -247,3 +247,7 @@ def test_plain_record_is_its_reference(fields: list[tuple[str, Any]], keep: bool
     r = base | dict(fields[:2] if few else fields)
     assert plain_record(r) == plain_record_reference(r)
     assert plain_record(r) == plain_record_reference(r)
+    # the values FullScan.run reads next, given with the verdict (check --full's common line, one call)
+    want = (r["seq"], r["t_us"], r["dir"], r["json"], r.get("offset", 0)) if plain_record_reference(r) else None
+    got = plain_fields(r)
+    assert got == want and (got is None or all(a is b for a, b in zip(got, want or (), strict=True)))

@@ -27,7 +27,7 @@ from mcptap.check.full_tally import FullTally
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
 from mcptap.check.scan import FLUSH_BYTES, INT_OR_NONE, STR_OR_NONE, Unsupported
-from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_record
+from mcptap.check.shape_oracle import Batch, ShapeOracle, plain_fields
 from mcptap.model import Kind, Message
 from mcptap.protocol import shapes
 from mcptap.protocol.gap_pending import counted_findings
@@ -123,18 +123,19 @@ class FullScan(FullTally):
                 common = (plains[i] and fast and self.pending is None and last is not None and (seq := r["seq"]) == last + 1
                           and t_floor <= (t := r["t_us"]))
                 if common:
-                    d = r["dir"]
-            else:
-                common = fast and plain_record(r) and self.pending is None
+                    d, value, offset = r["dir"], r["json"], r.get("offset", 0)
+            else:           # the type tests and the values read next, in one call
+                fields = plain_fields(r) if fast else None
+                common = fields is not None and self.pending is None
                 if common:
-                    seq, t, d = r["seq"], r["t_us"], r["dir"]
+                    seq, t, d, value, offset = fields     # type: ignore[misc]
                     common = last is not None and seq == last + 1 and t_floor <= t
             if common:
                 whole = True
                 try:
-                    data = dumps(r["json"]) + NL      # not OPT_APPEND_NEWLINE: its bytes keep a ~4 KiB buffer
+                    data = dumps(value) + NL      # not OPT_APPEND_NEWLINE: its bytes keep a ~4 KiB buffer
                 except (TypeError, orjson.JSONEncodeError):
-                    data = exact_dumps(r["json"]) + NL   # a hand-edited json orjson refuses (deep, big integer)
+                    data = exact_dumps(value) + NL   # a hand-edited json orjson refuses (deep, big integer)
                     whole = False
                 if data:
                     n += 1
@@ -156,7 +157,7 @@ class FullScan(FullTally):
                         continue
                     if oracle is not None:
                         oracle.line = i
-                    msg = replay_json(r, data, seq, t, d)
+                    msg = replay_json(value, offset, data, seq, t, d)
                     if msg.findings:
                         self._group(annotation_json(msg, True), n + self.cut + 1)
                         continue

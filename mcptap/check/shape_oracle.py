@@ -69,8 +69,15 @@ def plain_record(r: Any) -> bool:
     an ``id`` that is no float, every other annotation of its type. What it
     leaves to the reader of the records in order: ``seq`` follows the last
     one, ``t_us`` does not go back too far (``FullScan.run``)."""
+    return plain_fields(r) is not None
+
+
+def plain_fields(r: Any) -> tuple[int, int, str, Any, Any] | None:
+    """``(seq, t_us, dir, json, offset)`` of ``r`` when ``plain_record(r)`` (``offset``:
+    0 when absent, as ``r.get("offset", 0)``), else None: the common line's type
+    tests and the values ``FullScan.run`` reads next, in one call."""
     if type(r) is not dict:
-        return False
+        return None
     # the tests depend on which keys come in which order (a recorder writes a handful of layouts):
     # one generated test per layout takes the values by position, no key looked up
     keys = tuple(r)
@@ -82,8 +89,8 @@ def plain_record(r: Any) -> bool:
     return test(r)
 
 
-#: plain_record's generated test per key layout (the keys in order), at most MAX_SIGNATURES
-_LAYOUTS: dict[tuple[Any, ...], Callable[[dict[str, Any]], bool]] = {}
+#: plain_fields' generated test per key layout (the keys in order), at most MAX_SIGNATURES
+_LAYOUTS: dict[tuple[Any, ...], Callable[[dict[str, Any]], tuple[int, int, str, Any, Any] | None]] = {}
 MAX_SIGNATURES = 1024
 
 #: plain_record's test of each field's value (``{v}``), "": none; a field absent passes
@@ -95,22 +102,26 @@ _FIELD_TESTS = {
     "pair": "({v} is None or type({v}) is int)", "latency_us": "({v} is None or type({v}) is int)",
     "phase": "({v} is None or type({v}) is str)", "json": "", "offset": ""}
 _REQUIRED = ("type", "seq", "t_us", "dir", "kind", "json")
+#: the fields plain_fields gives, in order (offset: 0 when absent)
+_GIVEN = ("seq", "t_us", "dir", "json", "offset")
 
 
-def _never(r: dict[str, Any]) -> bool:
-    return False
+def _never(r: dict[str, Any]) -> None:
+    return None
 
 
-def _layout_test(keys: tuple[Any, ...]) -> Callable[[dict[str, Any]], bool]:
-    """``plain_record`` of a dict whose keys are ``keys``, in that order."""
+def _layout_test(keys: tuple[Any, ...]) -> Callable[[dict[str, Any]], tuple[int, int, str, Any, Any] | None]:
+    """``plain_fields`` of a dict whose keys are ``keys``, in that order."""
     if not set(keys) <= PLAIN_KEYS or not all(k in keys for k in _REQUIRED):
         return _never
     names = [f"v{i}" for i in range(len(keys))]
     tests = [_FIELD_TESTS[k].format(v=n) for k, n in zip(keys, names, strict=True) if _FIELD_TESTS[k]]
-    src = f"def test(r):\n    {', '.join(names)}, = r.values()\n    return {' and '.join(tests)}\n"
+    given = [names[keys.index(k)] if k in keys else "0" for k in _GIVEN]
+    src = (f"def test(r):\n    {', '.join(names)}, = r.values()\n"
+           f"    if {' and '.join(tests)}:\n        return ({', '.join(given)})\n    return None\n")
     scope: dict[str, Any] = {"MAX_T_US": MAX_T_US}
-    exec(src, scope)            # (source built here from _FIELD_TESTS alone)
-    test: Callable[[dict[str, Any]], bool] = scope["test"]
+    exec(src, scope)            # (source built here from _FIELD_TESTS and _GIVEN alone)
+    test: Callable[[dict[str, Any]], tuple[int, int, str, Any, Any] | None] = scope["test"]
     return test
 
 
