@@ -99,3 +99,17 @@ def test_a_damaged_gzip_capture_keeps_the_chunk_records_before_the_damage(tmp_pa
         assert from_file.output.replace(str(damaged), "-") == on_stdin.output, cmd
     # a cut capture is checked (reported truncated); a corrupt one is the reader's error, the same either way
     assert runner.invoke(mcptap, ["check", str(damaged)]).exit_code == (0 if damage == "cut" else 2)
+
+
+def test_a_cut_gzip_http_capture_is_checked_as_on_stdin(tmp_path: Path) -> None:
+    """The other probe of the fast check (``parallel._unmarked_refusals``, an HTTP capture
+    re-annotated) let the cut stream's EOFError out: ``check --full FILE.gz`` said
+    "interrupted" (exit 130)."""
+    src = Path(__file__).parent / "data" / "false-finding-http400-probe.jsonl"
+    cut = tmp_path / "h.jsonl.gz"
+    cut.write_bytes(gzip.compress(src.read_bytes())[:-1])
+    runner = CliRunner()
+    from_file = runner.invoke(mcptap, ["check", "--full", str(cut)])
+    on_stdin = runner.invoke(mcptap, ["check", "--full", "-"], input=cut.read_bytes())
+    assert from_file.exit_code == on_stdin.exit_code == 0, from_file.output
+    assert from_file.output.replace(str(cut), "-") == on_stdin.output
