@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from mcptap.capture.dumps import dumps as _exact_dumps
 from mcptap.capture.format import annotation_record, decode_bytes, message_record
-from mcptap.capture.reader import has_chunks
+from mcptap.capture.reader import reusable
 from mcptap.errors import CaptureReadError
 from mcptap.model import Direction, Finding, Frame, Message
 from mcptap.protocol.annotate import Annotator
@@ -61,7 +61,7 @@ def reannotate(header: dict[str, Any], records: Iterable[dict[str, Any]], shapes
     (``records.refusals``; ``marked``: the caller's ``records`` went through that already)."""
     fp = header.get("rules")
     path = getattr(records, "path", None)       # a CaptureStream's: chunk records need the full path
-    if reuse and fp and fp == rules_fingerprint() and path != "-" and not (isinstance(path, str) and has_chunks(path)):
+    if reuse and fp and fp == rules_fingerprint() and (not isinstance(path, str) or reusable(path)):
         yield from reuse_annotations(header, records, shapes, light)
         return
     rec = reannotator_for(header, shapes, light)

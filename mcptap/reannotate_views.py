@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mcptap.capture.reader import CaptureStream, has_chunks
+from mcptap.capture.reader import CaptureStream, has_chunks, reusable
 from mcptap.protocol.fingerprint import rules_fingerprint
 from mcptap.reannotate import reannotate
 
@@ -35,6 +35,6 @@ def annotated(stream: CaptureStream) -> Iterator[dict[str, Any]]:
     bytes (chunks re-framed; a hand-written or older capture's pairing derived
     again, not trusted)."""
     fp = stream.header.get("rules")
-    if fp and fp == rules_fingerprint() and stream.path != "-" and not has_chunks(stream.path):
+    if fp and fp == rules_fingerprint() and reusable(stream.path):
         return iter(stream)
     return reannotate(stream.header, stream, shapes=False, reuse=False)

@@ -71,7 +71,8 @@ def reuse_annotations(header: dict[str, Any], records: Iterable[dict[str, Any]],
         if typ == "chunk" and header.get("transport", "stdio") == "stdio":
             # bytes stored unframed (live analysis behind): only re-framing from the start reads them
             raise CaptureReadError(f"chunk record seq {r.get('seq')}: the capture holds bytes stored unframed while live "
-                                   "analysis was behind, which are re-framed from a file: give the capture as a file, not on stdin")
+                                   "analysis was behind, which its recorded annotations lack: only re-annotating it from its start "
+                                   "(mcptap check --full) reads them")
         if typ == "message":
             _tally(streams.get(str(r.get("dir"))), r, light)
             kind = r.get("kind")

@@ -60,3 +60,56 @@ def test_scrub_re_frames_a_capture_written_with_spaces(tmp_path: Path) -> None:
     res = CliRunner().invoke(mcptap, ["scrub", str(cap), "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "PW12345678" not in out.read_text() and '"type":"chunk"' not in out.read_text()
+
+
+def _chunk_capture(path: Path) -> Path:
+    """A stdio capture (written under today's rules) whose every tenth answer is stored as two chunk records."""
+    from scripted import res, s2c
+
+    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
+    for i in range(10, 60):
+        steps.append(c2s(req(i, "tools/call", {"name": "echo", "arguments": {}})))
+        r = res(i, {"content": [{"type": "text", "text": "x" * 50}]})
+        steps += [("chunk", ("s2c", r[:20])), ("chunk", ("s2c", r[20:]))] if i % 10 == 0 else [s2c(r)]
+    return record(path, steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
+
+
+@pytest.mark.parametrize("damage", ["cut", "corrupt"])
+def test_a_damaged_gzip_capture_keeps_the_chunk_records_before_the_damage(tmp_path: Path, damage: str) -> None:
+    """Breaker's F1: a gzip capture cut short (its last byte gone; docs/capture-format.md) with
+    chunk records: ``has_chunks`` met the EOFError of the cut stream and said False, though it
+    had read past chunk records (``GzipFile.read(n)`` drops what it gathered when it raises),
+    so ``check FILE.gz``, ``show``, ``report`` reused the recorded annotations and refused the
+    first chunk record (exit 2, "give the capture as a file, not on stdin": it was a file)."""
+    plain = _chunk_capture(tmp_path / "c.jsonl").read_bytes()
+    gz = gzip.compress(plain)
+    damaged = tmp_path / "d.jsonl.gz"
+    if damage == "cut":
+        damaged.write_bytes(gz[:-1])
+    else:           # the deflate data damaged near its end: the bytes before still decompress
+        at = len(gz) - 40
+        damaged.write_bytes(gz[:at] + bytes(b ^ 0xFF for b in gz[at:at + 8]) + gz[at + 8:])
+    assert has_chunks(str(damaged))
+    runner = CliRunner()
+    for cmd in (["check"], ["show"], ["export", "--format", "messages"]):
+        from_file = runner.invoke(mcptap, [*cmd, str(damaged)])
+        on_stdin = runner.invoke(mcptap, [*cmd, "-"], input=damaged.read_bytes())
+        assert "not on stdin" not in from_file.output
+        assert from_file.exit_code == on_stdin.exit_code, (cmd, from_file.output)
+        assert from_file.output.replace(str(damaged), "-") == on_stdin.output, cmd
+    # a cut capture is checked (reported truncated); a corrupt one is the reader's error, the same either way
+    assert runner.invoke(mcptap, ["check", str(damaged)]).exit_code == (0 if damage == "cut" else 2)
+
+
+def test_a_cut_gzip_http_capture_is_checked_as_on_stdin(tmp_path: Path) -> None:
+    """The other probe of the fast check (``parallel._unmarked_refusals``, an HTTP capture
+    re-annotated) let the cut stream's EOFError out: ``check --full FILE.gz`` said
+    "interrupted" (exit 130)."""
+    src = Path(__file__).parent / "data" / "false-finding-http400-probe.jsonl"
+    cut = tmp_path / "h.jsonl.gz"
+    cut.write_bytes(gzip.compress(src.read_bytes())[:-1])
+    runner = CliRunner()
+    from_file = runner.invoke(mcptap, ["check", "--full", str(cut)])
+    on_stdin = runner.invoke(mcptap, ["check", "--full", "-"], input=cut.read_bytes())
+    assert from_file.exit_code == on_stdin.exit_code == 0, from_file.output
+    assert from_file.output.replace(str(cut), "-") == on_stdin.output

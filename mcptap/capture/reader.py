@@ -374,6 +374,23 @@ def has_chunks(path: str) -> bool:
         return False
 
 
+def reusable(path: str) -> bool:
+    """Whether a capture read from ``path`` may keep its recorded annotations
+    as far as chunk records go: a regular file (searched for them first,
+    :func:`has_chunks`) that holds none. Standard input (``-``), a FIFO or
+    ``<(…)`` path, or anything else that cannot be read twice may hold some,
+    which only re-annotation from the start reads: False, as for a missing
+    path (the reader says what is wrong with it)."""
+    if path == "-":
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    return not has_chunks(path)
+
+
 def read_capture(path: str) -> Capture:
     """Read a whole capture. Raises CaptureReadError."""
     stream = CaptureStream(path)

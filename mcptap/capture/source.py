@@ -42,14 +42,47 @@ def open_input(path: str) -> IO[bytes]:
 @contextmanager
 def opened(path: str) -> Iterator[IO[bytes]]:
     """The file ``path`` for reading, gzip decompressed as it is read, closed
-    on leaving (for a byte search of the whole file, not stdin). Raises
-    OSError (and, as it is read, gzip's errors)."""
+    on leaving (for a byte search of the whole file, not stdin). A gzip
+    stream cut short or damaged reads, as :func:`lines` reads it, as far as it
+    goes and then ends (``read`` gives b""): a search over it sees every byte
+    before the damage, and the reader reports the damage. Raises OSError."""
     with open(path, "rb") as fp:
         src: Any = fp
         if fp.peek(2)[:2] == b"\x1f\x8b":
-            src = gzip.GzipFile(fileobj=fp, mode="rb")
+            src = _AsFarAsItGoes(gzip.GzipFile(fileobj=fp, mode="rb"))
         with src:
             yield cast(IO[bytes], src)
+
+
+class _AsFarAsItGoes:
+    """A gzip file's ``read(n)`` that ends where the stream is cut or damaged,
+    keeping the bytes decompressed before: ``GzipFile.read(n)`` raises there
+    and drops every byte it had gathered for that call (a whole small file)."""
+
+    def __init__(self, gz: gzip.GzipFile) -> None:
+        self._gz = gz
+        self._done = False
+
+    def read(self, n: int = -1) -> bytes:
+        parts: list[bytes] = []
+        got = 0
+        while not self._done and (n < 0 or got < n):
+            try:
+                part = self._gz.read1(n - got if n >= 0 else 1 << 20)     # one step: nothing decompressed is lost
+            except (EOFError, gzip.BadGzipFile, zlib.error):
+                part = b""
+            if not part:
+                self._done = True
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+
+    def __enter__(self) -> _AsFarAsItGoes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._gz.close()
 
 
 #: a header line is a few hundred bytes (its argv may be long); beyond this the file is no capture

@@ -11,7 +11,7 @@ from typing import Any
 
 from mcptap.capture.fields import record_findings
 from mcptap.capture.integrity import Integrity
-from mcptap.capture.reader import CaptureStream, has_chunks
+from mcptap.capture.reader import CaptureStream, reusable
 from mcptap.protocol.codes import finding
 from mcptap.protocol.gap_pending import gap_finding
 from mcptap.records.end import says_ended
@@ -35,8 +35,8 @@ class Reannotated:
         self.shapes = shapes
         self.light = light
         # a capture with chunk records is re-framed from its bytes (its recorded annotations miss those
-        # messages); standard input cannot be searched for them first, so it takes the full path too
-        self.reuse = reuse and path != "-" and not (path is not None and has_chunks(path))
+        # messages); standard input, a FIFO cannot be searched for them first, so they take the full path too
+        self.reuse = reuse and (path is None or reusable(path))
         self.path = path
         self.line: int | None = 1
         self._records = records

@@ -5,8 +5,8 @@ capabilities, serverInfo, tools/resources/prompts (breaking changes marked),
 exchange results and error codes with JSON paths, findings new in B or
 resolved, latency percentile shifts beyond PCT percent.
 
-A or B may be ``-`` (standard input, plain or gzip): it is copied to a
-temporary file first, because the exchanges that differ are read twice; the
+A or B may be ``-`` (standard input, plain or gzip) or a FIFO (``<(…)``): it is
+copied to a temporary file first, because the exchanges that differ are read twice; the
 copy never outlives the command, even stopped by a signal (see _spooled).
 
 One capture scrubbed (``mcptap scrub``, ``record --redact``, a replay of a
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import BinaryIO
 
 import click
@@ -47,53 +48,75 @@ from mcptap.redact.keyfile import existing_keyer
 @contextmanager
 def _spooled(a: str, b: str) -> Iterator[tuple[str | None, str | None]]:
     """The files to read A and B from (``diff_captures``'s ``sources``): a
-    temporary copy of standard input for ``-``, None for a path. The raw
-    bytes are copied, so gzip on stdin stays gzip.
+    temporary copy of standard input for ``-`` and of a path that cannot be
+    read twice (a FIFO, ``<(…)``), None for a regular file. The raw bytes are
+    copied, so gzip stays gzip.
 
-    The copy must not outlive the command, whatever stops it: where
+    A copy must not outlive the command, whatever stops it: where
     ``/proc/self/fd`` exists the copy is a file with no name at all (an
     unnamed temporary file, read again through its descriptor's link), so
     even SIGKILL leaves nothing behind; elsewhere it is a named file removed
     in ``finally``, which SIGTERM and SIGHUP reach as they do Ctrl-C
     (``stopped_as_interrupted``). Raises CaptureReadError."""
-    if "-" not in (a, b):
+    if not (_once(a) or _once(b)):
         yield None, None
         return
-    with stopped_as_interrupted():
-        if os.path.isdir(_FD_LINKS):
-            try:
-                spool_fp = tempfile.TemporaryFile(prefix="mcptap-diff-stdin-")
-            except OSError as exc:
-                raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
-            with spool_fp:
-                _copy_stdin(spool_fp)
-                spool = f"{_FD_LINKS}/{spool_fp.fileno()}"
-                yield (spool if a == "-" else None), (spool if b == "-" else None)
-            return
-        named: str | None = None
+    with stopped_as_interrupted(), ExitStack() as stack:
+        sa = stack.enter_context(_spool(a)) if _once(a) else None
+        sb = stack.enter_context(_spool(b)) if _once(b) else None
+        yield sa, sb
+
+
+def _once(path: str) -> bool:
+    """Whether ``path`` can be read only once: ``-`` or a file that is not a regular one."""
+    if path == "-":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False        # the reader says what is wrong with it
+
+
+@contextmanager
+def _spool(path: str) -> Iterator[str]:
+    if os.path.isdir(_FD_LINKS):
         try:
-            try:
-                fd, named = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
-            except OSError as exc:
-                raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
-            with os.fdopen(fd, "wb") as out:
-                _copy_stdin(out)
-            yield (named if a == "-" else None), (named if b == "-" else None)
-        finally:
-            if named is not None:
-                os.unlink(named)
+            spool_fp = tempfile.TemporaryFile(prefix="mcptap-diff-stdin-")
+        except OSError as exc:
+            raise CaptureReadError(f"{path}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
+        with spool_fp:
+            _copy_in(path, spool_fp)
+            yield f"{_FD_LINKS}/{spool_fp.fileno()}"
+        return
+    named: str | None = None
+    try:
+        try:
+            fd, named = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
+        except OSError as exc:
+            raise CaptureReadError(f"{path}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "wb") as out:
+            _copy_in(path, out)
+        yield named
+    finally:
+        if named is not None:
+            os.unlink(named)
 
 
 #: Where a process's open descriptors can be opened again by name (Linux).
 _FD_LINKS = "/proc/self/fd"
 
 
-def _copy_stdin(out: BinaryIO) -> None:
+def _copy_in(path: str, out: BinaryIO) -> None:
     try:
-        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        if path == "-":
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        else:
+            with open(path, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
         out.flush()
     except OSError as exc:
-        raise CaptureReadError(f"-: cannot spool standard input: {exc.strerror or exc}") from None
+        what = "standard input" if path == "-" else "it"
+        raise CaptureReadError(f"{path}: cannot spool {what}: {exc.strerror or exc}") from None
 
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),

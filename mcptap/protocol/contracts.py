@@ -75,6 +75,12 @@ class _Schemas:
     def __init__(self) -> None:
         self._cache: OrderedDict[bytes, Compiled | None] = OrderedDict()
 
+    def __reduce__(self) -> tuple[type[_Schemas], tuple[()]]:
+        # a cache, not state (each validator is a function of its schema, which Contracts keeps): pickled
+        # empty and rebuilt as needed. Its compiled validators hold local functions pickle refuses, so
+        # check --full's second process could neither compare nor send an annotator that had seen a schema
+        return _Schemas, ()
+
     def validator(self, schema: Any) -> Compiled | None:
         """The compiled schema, or None when the schema is not usable (not an
         object, unknown dialect, invalid schema): then nothing is judged."""

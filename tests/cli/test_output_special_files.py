@@ -118,3 +118,48 @@ def test_a_failed_write_leaves_the_old_output_and_no_temporary_file(tmp_path: Pa
     assert proc.returncode == 2 and b"corrupt record" in proc.stderr, proc.stderr
     assert out.read_text() == "old"
     assert [p.name for p in where.iterdir()] == [out.name]
+
+
+def _chunk_capture(path: Path) -> Path:
+    """A stdio capture (written under today's rules) whose every tenth answer is stored as two chunk records."""
+    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
+    for i in range(10, 60):
+        steps.append(c2s(req(i, "tools/call", {"name": "echo", "arguments": {}})))
+        r = res(i, {"content": [{"type": "text", "text": "x" * 50}]})
+        steps += [("chunk", ("s2c", r[:20])), ("chunk", ("s2c", r[20:]))] if i % 10 == 0 else [s2c(r)]
+    return record(path, steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
+
+
+@pytest.mark.parametrize("cmd", [["check", "@"], ["check", "--full", "@"], ["show", "@"], ["show", "--format", "json", "@"],
+                                 ["export", "--format", "messages", "@"], ["diff", "CAP", "@"], ["diff", "@", "CAP"],
+                                 ["scrub", "@", "-o", "-"], ["report", "-o", "-", "@"]])
+def test_a_fifo_capture_with_chunk_records_reads_as_stdin_does(tmp_path: Path, cmd: list[str]) -> None:
+    """Breaker's F2: a FIFO path (``<(…)``, a named pipe) to a capture with chunk records took the
+    way of a regular file (its recorded annotations reused: only a regular file is searched for
+    chunk records first) and failed at the first one (exit 2, "... not on stdin") where ``-``
+    re-annotates; ``diff`` read a FIFO twice ("not an mcptap capture"). Now a path that cannot
+    be read twice goes as ``-`` does (scrub and report refuse both alike)."""
+    cap = _chunk_capture(tmp_path / "cap.jsonl")
+
+    def run(src: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        args = [src if a == "@" else str(cap) if a == "CAP" else a for a in cmd]
+        return subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=60)
+
+    on_stdin = run("-", cap.read_bytes())
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fp:
+            fp.write(cap.read_bytes())
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    proc = run(str(fifo))
+    writer.join(10)
+    assert proc.returncode == on_stdin.returncode, proc.stderr
+    if cmd[0] != "report":          # (whose page names standard input "stdin")
+        assert proc.stdout.replace(str(fifo).encode(), b"-") == on_stdin.stdout
+    assert proc.stderr.replace(str(fifo).encode(), b"-") == on_stdin.stderr
+    if cmd[0] not in ("scrub", "report"):           # (they need a regular file to re-frame chunk records, and say so)
+        assert proc.returncode in (0, 1), proc.stderr
