@@ -117,3 +117,41 @@ def test_a_referer_is_a_url_field_like_location() -> None:
         ((_, value),) = headers_json([(b"Referer", url.encode())])
         assert secret not in value and placeholder(secret) in value, value
         assert headers_json([(b"Referer", url.encode())], record_secrets=True) == [["Referer", url]]
+
+
+def _leaks(tap: SansIoTap, *secrets: str) -> list[str]:
+    text = "\n".join(json.dumps(r, ensure_ascii=False) for r in tap.records())
+    return [s for s in secrets if s in text]
+
+
+@pytest.mark.parametrize("body", [f'{{"password":"hunter2-{SK[:6]}x"}}', f'{{"token":"{SK}"}}', f"debug {GHP} done",
+                                  '{"password":"p4ss-w0rd-9x","pad":"' + "é" * 300 + '"}'])     # cut short at the 256 bytes kept
+def test_a_finding_quoting_an_acknowledgement_body_shows_the_scrubbed_ack_body(tmp_path: Path, body: str) -> None:
+    tap = SansIoTap(tmp_path / "cap.jsonl")
+    tap.client(post(b"/mcp", b'{"jsonrpc":"2.0","method":"notifications/initialized"}'))
+    tap.upstream(response(202, [(b"Content-Type", b"application/json")], body.encode()))
+    secret = body.split('"')[3] if body.startswith("{") else GHP
+    assert _leaks(tap, secret) == []
+    end = next(r for r in tap.records() if r.get("event") == "end")
+    f = next(f for f in end["findings"] if f["code"] == "http.ack_body_not_empty")
+    assert repr(end["ack_body"][:40])[1:-1][:30] in f["message"]      # it quotes the field, placeholder whole
+    assert "«redacted:" in f["message"]
+
+
+def test_findings_quoting_header_values_show_them_as_the_header_records_do(tmp_path: Path) -> None:
+    tap = SansIoTap(tmp_path / "cap.jsonl")
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    tap.client(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nAccept: " + SK.encode() + b"\r\nContent-Type: application/json; x="
+               + GHP.encode() + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    tap.upstream(response(200, [(b"Content-Type", b"application/json; t=" + SK.encode())], b'{"jsonrpc":"2.0","id":1,"result":{}}'))
+    codes = {f["code"] for r in tap.records() for f in r.get("findings", ())}
+    assert {"http.post_accept_incomplete", "http.content_type_params"} <= codes
+    assert _leaks(tap, SK, GHP) == []
+
+
+def test_a_refused_request_target_is_quoted_with_its_credentials_as_placeholders(tmp_path: Path) -> None:
+    tap = SansIoTap(tmp_path / "cap.jsonl")
+    tap.client(f"GET http://u:{SK}@127.0.0.1:7000/mcp?code=abc123secret HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n".encode())
+    end = next(r for r in tap.records() if r.get("event") == "end")
+    assert end["how"] == "request_rejected" and "userinfo" in end["detail"]
+    assert _leaks(tap, SK, "abc123secret") == []

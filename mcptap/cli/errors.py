@@ -1,4 +1,10 @@
-"""CLI error reporting: one line on stderr, exit status 2 (mcptap's own error)."""
+"""CLI error reporting: one line on stderr, exit status 2 (mcptap's own error).
+
+Only a real interrupt (Ctrl-C: KeyboardInterrupt, alone or all a trio exception
+group holds) is ``mcptap: interrupted`` and exit status 130 (cli/interrupt.py); any
+other exception a command did not expect is ``mcptap: internal error: TYPE: …``
+and exit status 2 (cli/main.py), an ``EOFError`` too, which click would otherwise
+turn into its Abort and so into "interrupted" (``Unexpected``)."""
 
 from __future__ import annotations
 
@@ -60,3 +66,35 @@ def interrupted(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(interrupted(e) for e in exc.exceptions)
     return False
+
+
+class Unexpected(Exception):
+    """An exception a command did not expect, carried past click to the CLI's
+    last handler (cli/main.py: "internal error", exit status 2): click's
+    ``main`` turns an ``EOFError`` into ``click.Abort`` (reported as an
+    interrupt), and a ``BaseExceptionGroup`` is no ``Exception`` (a traceback).
+    ``original``: what was raised."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The exception an internal-error line names: ``exc``, or for an exception
+    group (trio's nurseries) its first member that is no KeyboardInterrupt, nested."""
+    if isinstance(exc, Unexpected):
+        return first_error(exc.original)
+    if isinstance(exc, BaseExceptionGroup):
+        for e in exc.exceptions:
+            if not isinstance(e, KeyboardInterrupt):
+                return first_error(e)
+    return exc
+
+
+def unexpected(exc: BaseException) -> bool:
+    """True for what click would misreport (``Unexpected``): an ``EOFError``, or a
+    ``BaseExceptionGroup`` that is not all interrupts (``interrupted``) nor an ``Exception``."""
+    if isinstance(exc, EOFError):
+        return True
+    return isinstance(exc, BaseExceptionGroup) and not isinstance(exc, Exception) and not interrupted(exc)

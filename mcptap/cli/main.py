@@ -27,12 +27,12 @@ if __name__ == "__main__":
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from mcptap import __version__, early_signals
-from mcptap.cli.errors import say, usage_line
+from mcptap.cli.errors import Unexpected, first_error, interrupted, say, unexpected, usage_line
 from mcptap.cli.interrupt import EXIT_INTERRUPTED, ending_at_once, interrupted_line
 from mcptap.escape import escape_os
 
@@ -46,6 +46,18 @@ def _interrupted() -> click.exceptions.Exit:
     KeyboardInterrupt and write a blank line (for a terminal's ``^C``) first."""
     sys.stderr.write(interrupted_line())
     return click.exceptions.Exit(EXIT_INTERRUPTED)
+
+
+def _reraise(exc: BaseException) -> NoReturn:
+    """Raise a command's exception as it should leave click: a real interrupt
+    (Ctrl-C, also inside trio's exception groups) as the ``interrupted`` exit 130;
+    an EOFError or an exception group of other errors as ``Unexpected`` (an
+    internal error, never "interrupted"); anything else as it is."""
+    if interrupted(exc):
+        raise _interrupted() from None
+    if unexpected(exc):
+        raise Unexpected(exc) from exc
+    raise exc
 
 
 class _LazyGroup(click.Group):
@@ -88,16 +100,14 @@ class _LazyGroup(click.Group):
                      **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
-        except KeyboardInterrupt:
-            raise _interrupted() from None
+        except (KeyboardInterrupt, EOFError, BaseExceptionGroup) as exc:
+            _reraise(exc)
 
     def invoke(self, ctx: click.Context) -> object:
         # `mcptap export … | head`: click would turn the BrokenPipeError into a silent
         # exit status 1; the reader leaving is not an error of ours (as for show)
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            raise _interrupted() from None
         except BrokenPipeError:
             _silence_stdout()
             raise click.exceptions.Exit(0) from None
@@ -110,6 +120,8 @@ class _LazyGroup(click.Group):
                 if cmd is not None:
                     exc.ctx = click.Context(cmd, info_name=ctx.invoked_subcommand, parent=ctx)
             raise
+        except (KeyboardInterrupt, EOFError, BaseExceptionGroup) as exc:
+            _reraise(exc)
 
 
 _EXAMPLES = ("\b\nExamples:\n  mcptap demo\n  mcptap record -o cap.jsonl -- python server.py\n"
@@ -210,7 +222,10 @@ def main(argv: list[str] | None = None) -> None:
         # a bug of ours, most often met with a hand-edited capture whose field types the
         # reader does not check; MCPTAP_DEBUG=1 gives the traceback for a bug report
         if os.environ.get("MCPTAP_DEBUG"):
+            if isinstance(exc, Unexpected):
+                raise exc.original from None
             raise
+        shown = first_error(exc)
         if sys.stdout is None and isinstance(exc, AttributeError):
             # started with standard output closed (>&-): Python has no sys.stdout to write to
             click.echo("mcptap: cannot write output: standard output is closed", err=True)
@@ -218,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         args = sys.argv[1:] if argv is None else argv
         # wrap and unwrap read a host's configuration, never a capture
         what = "configuration" if any(a in ("wrap", "unwrap") for a in args[:1]) else "capture"
-        click.echo(escape_os(f"mcptap: internal error: {type(exc).__name__}: {exc} (a damaged or hand-edited {what}? "
+        click.echo(escape_os(f"mcptap: internal error: {type(shown).__name__}: {shown} (a damaged or hand-edited {what}? "
                                    "MCPTAP_DEBUG=1 shows the traceback for a bug report)"), err=True)
         sys.exit(2)
 

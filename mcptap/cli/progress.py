@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 import threading
 import time
@@ -49,6 +50,8 @@ def _sizes(paths: Iterable[str]) -> int | None:
     total = 0
     for p in paths:
         try:
+            if not stat.S_ISREG(os.stat(p).st_mode):
+                return None     # a FIFO or <(…): no size, and never opened here (its bytes are the reader's)
             with open(p, "rb") as fp:
                 if fp.read(2) == b"\x1f\x8b":
                     return None                     # gzip: the decompressed size is unknown

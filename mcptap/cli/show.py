@@ -18,6 +18,7 @@ Exit status: 0; 2 for a bad filter, a missing or unreadable capture (with
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -65,9 +66,20 @@ def newest_capture() -> Path:
                            f"(the newest: {skipped[0]}; pass it to see why)")
 
 
-def _growable(path: str) -> bool:
-    """False for what ``--follow`` cannot tail: standard input and a gzip file."""
+def _once(path: str) -> bool:
+    """``path`` can be read only once, as it comes: standard input, a FIFO, ``<(…)``."""
     if path == "-":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False    # not there yet (or unreadable: the reader says why)
+
+
+def _growable(path: str) -> bool:
+    """False for what ``--follow`` cannot tail: what is read once (``_once``; never
+    opened here, so none of its bytes is taken from the reader) and a gzip file."""
+    if _once(path):
         return False
     try:
         with open(path, "rb") as fp:
@@ -85,7 +97,7 @@ def _growable(path: str) -> bool:
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "mermaid")), default="text", show_default=True,
               help="text timeline, JSON lines (records + summary), or a Mermaid sequence diagram.")
 @click.option("-F", "--follow", is_flag=True, help="Keep watching the capture while it is written, up to its end record (Ctrl-C stops, exit 130; "
-              "waits for a file not yet there; -: read up to its end record; .gz: read as it is).")
+              "waits for a file not yet there; - or a FIFO: read up to its end record; .gz: read as it is).")
 @click.option("--poll", type=options.Finite(min=0.01), default=0.2, show_default=True, help="Seconds between polls with --follow.")
 @click.option("--oneline", is_flag=True, help="Text: one line per record, no finding detail lines.")
 @click.option("--no-summary", is_flag=True, help="Text: leave out the summary.")
@@ -123,9 +135,9 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             # Ctrl-C is Python's KeyboardInterrupt here too (exit 130, cli/main.py), at once, whether the
             # follower catches up on a long capture or waits for more
             ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=False)
-        elif streamed and path == "-":
-            # a capture piped in as it grows (`tail -f cap | mcptap show --follow -`): done at its end
-            # record, as when following the file, not at an EOF that may never come
+        elif streamed and _once(path):
+            # a capture piped in as it grows (`tail -f cap | mcptap show --follow -`, a FIFO): done at its
+            # end record, as when following the file, not at an EOF that may never come
             stream = CaptureStream(path)
             stream.until_end = True
             ra = Reannotated(stream.header, stream, path, lambda: stream.truncated, shapes=not no_shapes, reuse=False)

@@ -1,12 +1,14 @@
 """HTTP header fields as the HTTP rules read them (pure, level 1): a field's
 value, a media type, an Accept list, and the end-to-end fields a Connection
-header would have a proxy remove.
+header would have a proxy remove, and a value as a finding may quote it.
 
 Shapes: ``headers`` are ``[(name, value), …]`` of ``bytes`` as h11 gives
 them (names in any case); values are returned as ``str`` (latin-1).
 """
 
 from __future__ import annotations
+
+from mcptap.redact.header_scan import scan_value
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -24,6 +26,13 @@ def header(headers: Headers | None, name: str) -> str | None:
         if n.lower() == key:
             return v.decode("latin-1")
     return None
+
+
+def shown(value: str | None) -> str | None:
+    """A header value as a finding quotes it: with the token shapes the capture's
+    header fields have as placeholders (``redact.header_scan``), so a message never
+    shows a secret the field it quotes hides; None stays None."""
+    return scan_value(value) if value else value
 
 
 def media_type(value: str | None) -> tuple[str, bool]:

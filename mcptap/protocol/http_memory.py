@@ -12,7 +12,7 @@ from typing import Any
 
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
-from mcptap.protocol.http_fields import header
+from mcptap.protocol.http_fields import header, shown
 from mcptap.protocol.http_rules import Exchange
 from mcptap.protocol.jsonrpc import show_id
 
@@ -49,9 +49,9 @@ class HttpRules:
             last = header(ex.req_headers, "last-event-id")
             if last is not None:
                 src = next((e for e, b in m.broken.items() if last in b["ids"]), None)
-                out.append(finding("http.stream_resumed", f"GET with Last-Event-ID {last!r}"
+                out.append(finding("http.stream_resumed", f"GET with Last-Event-ID {shown(last)!r}"
                                    + (f" continues exchange {src}'s stream" if src is not None else ""),
-                                   {"last_event_id": last, **({"resumes_exchange": src} if src is not None else {})}))
+                                   {"last_event_id": shown(last), **({"resumes_exchange": src} if src is not None else {})}))
                 if src is not None:
                     m.broken.pop(src, None)
             elif m.broken:

@@ -19,7 +19,8 @@ from typing import Any
 from mcptap.model import Finding, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
-from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type
+from mcptap.protocol.excerpt import clip
+from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type, shown
 from mcptap.protocol.jsonrpc import show_id
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
@@ -90,20 +91,20 @@ def request_findings(ex: Exchange) -> list[Finding]:
     accept = header(h, "accept")
     if ex.method == "POST" and not ex.legacy and ex.body_kinds:
         if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
-            out.append(finding("http.post_accept_incomplete", f"POST Accept is {accept!r}: it MUST name application/json and text/event-stream"))
+            out.append(finding("http.post_accept_incomplete", f"POST Accept is {shown(accept)!r}: it MUST name application/json and text/event-stream"))
     if ex.method == "GET" and not accepts(accept, "text/event-stream"):
-        out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {accept!r}: it MUST name text/event-stream"))
+        out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {shown(accept)!r}: it MUST name text/event-stream"))
     ctype = header(h, "content-type")
     not_json = content_type_findings(ex, ctype)
     out.extend(not_json)
     if ctype is not None and media_type(ctype)[1] and not not_json:
-        out.append(finding("http.content_type_params", f"request Content-Type {ctype!r} has parameters or unusual case (valid; some servers reject it)"))
+        out.append(finding("http.content_type_params", f"request Content-Type {shown(ctype)!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
     enc = (header(h, "content-encoding") or "").strip().lower()
     if ex.method == "POST" and enc and enc != "identity":
-        out.append(finding("http.content_encoding", f"request body {enc}-encoded (forwarded as is; decoded for analysis unless "
+        out.append(finding("http.content_encoding", f"request body {shown(enc)}-encoded (forwarded as is; decoded for analysis unless "
                            "http.content_decoding_failed says it does not decode)") if enc in DECODABLE else
-                   finding("http.undecodable_encoding", f"request Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
+                   finding("http.undecodable_encoding", f"request Content-Encoding {shown(enc)} cannot be decoded by mcptap: body stored raw, not analysed"))
     out.extend(dropped_findings(h, "client", "server"))
     return out
 
@@ -124,13 +125,14 @@ def content_type_findings(ex: Exchange, ctype: str | None) -> list[Finding]:
     if mt == "application/json":
         return []
     origin = header(ex.req_headers, "origin")
-    sent = f"sent as {ctype!r}" if ctype is not None else "sent without Content-Type"
+    sent = f"sent as {shown(ctype)!r}" if ctype is not None else "sent without Content-Type"
     why = ""
     if mt in FORM_TYPES:
-        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {origin!r}: the server MUST validate it)"
+        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {shown(origin)!r}: the server MUST validate it)"
                if origin is not None else "; a form type a web page could POST cross-site without a CORS preflight")
     return [finding("http.post_content_type_not_json", f"JSON-RPC POST {sent}: the body MUST be sent as application/json "
-                    f"(SDK servers refuse it with 400 or 415){why}", {"content_type": ctype, **({"origin": origin} if origin is not None else {})})]
+                    f"(SDK servers refuse it with 400 or 415){why}",
+                    {"content_type": shown(ctype), **({"origin": shown(origin)} if origin is not None else {})})]
 
 
 def dropped_findings(h: Headers | None, sender: str, receiver: str) -> list[Finding]:
@@ -152,7 +154,8 @@ def version_header_findings(ex: Exchange) -> list[Finding]:
         if got is None:
             return [finding("http.protocol_version_header_missing", f"2026-07-28 POST without MCP-Protocol-Version (_meta says {ex.meta_version})")]
         if got != ex.meta_version:
-            return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {ex.meta_version!r}")]
+            return [finding("http.protocol_version_header_mismatch",
+                            f"MCP-Protocol-Version {shown(got)!r} differs from _meta protocolVersion {ex.meta_version!r}")]
         return []
     rev = ex.revision
     if rev is None or rules.is_modern(rev) or not _at_least(rev, VERSION_HEADER_SINCE):
@@ -160,7 +163,7 @@ def version_header_findings(ex: Exchange) -> list[Finding]:
     if got is None:
         return [finding("http.protocol_version_header_missing", f"{ex.method} without MCP-Protocol-Version on a {rev} session (MUST after initialize)")]
     if got != rev:
-        return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {got!r} but the session negotiated {rev}")]
+        return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {shown(got)!r} but the session negotiated {rev}")]
     return []
 
 
@@ -178,13 +181,14 @@ def response_findings(ex: Exchange) -> list[Finding]:
         out.append(finding("http.ack_status_not_202", f"{st} for a POST of {'/'.join(sorted(set(ex.body_kinds)))}s only: the server MUST answer 202 Accepted"))
     if ex.method == "POST" and not ex.legacy and ex.has_request and 200 <= st < 300 and st != 202 \
             and mt not in ("application/json", "text/event-stream"):
-        out.append(finding("http.unexpected_content_type", f"request answered {st} with Content-Type {ctype!r}: MUST be application/json or text/event-stream"))
+        out.append(finding("http.unexpected_content_type",
+                           f"request answered {st} with Content-Type {shown(ctype)!r}: MUST be application/json or text/event-stream"))
     if ctype is not None and unusual and mt in ("application/json", "text/event-stream"):
-        out.append(finding("http.content_type_params", f"response Content-Type {ctype!r} has parameters or unusual case"))
+        out.append(finding("http.content_type_params", f"response Content-Type {shown(ctype)!r} has parameters or unusual case"))
     if ex.legacy and ex.method == "POST" and st >= 400:
         out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}"))
     if st == 403 and header(ex.req_headers, "origin") is not None:
-        out.append(finding("http.origin_rejected", f"403 for Origin {header(ex.req_headers, 'origin')!r}"))
+        out.append(finding("http.origin_rejected", f"403 for Origin {shown(header(ex.req_headers, 'origin'))!r}"))
     if st in (406, 415):
         req_ctype, req_accept = header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")
         # a request Content-Type counts only as application/json with parameters: a 415 for a form type is right
@@ -193,22 +197,23 @@ def response_findings(ex: Exchange) -> list[Finding]:
         if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
                    and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
             out.append(finding("http.media_type_rejected",
-                               f"{st} although the request's media types are valid ({', '.join(repr(b) for b in bad) or 'Accept names both types'})"))
+                               f"{st} although the request's media types are valid ({', '.join(repr(shown(b)) for b in bad) or 'Accept names both types'})"))
     if ex.is_initialize and st == 400 and header(ex.req_headers, "mcp-protocol-version") is not None:
         out.append(finding("http.protocol_version_rejected_at_initialize",
-                           f"initialize refused with 400 while it carried MCP-Protocol-Version {header(ex.req_headers, 'mcp-protocol-version')!r}"))
+                           f"initialize refused with 400 while it carried MCP-Protocol-Version {shown(header(ex.req_headers, 'mcp-protocol-version'))!r}"))
     if ex.method == "GET" and accepts(header(ex.req_headers, "accept"), "text/event-stream") and st != 405 \
             and (st in (406, 501) or (st == 404 and sid is None)):
         out.append(finding("http.get_stream_refused_not_405", f"GET stream refused with {st}: a server without a GET stream answers 405"))
     enc = (header(rh, "content-encoding") or "").strip().lower()
     if enc and enc != "identity":
         if mt == "text/event-stream":
-            out.append(finding("sse.compressed_stream", f"Content-Encoding {enc} on an event stream: intermediaries and clients may buffer or fail to decode"))
+            out.append(finding("sse.compressed_stream",
+                               f"Content-Encoding {shown(enc)} on an event stream: intermediaries and clients may buffer or fail to decode"))
         if enc in DECODABLE:
-            out.append(finding("http.content_encoding", f"{enc}-encoded body (forwarded as is; decoded for analysis "
+            out.append(finding("http.content_encoding", f"{shown(enc)}-encoded body (forwarded as is; decoded for analysis "
                                "unless http.content_decoding_failed says it does not decode)"))
         else:
-            out.append(finding("http.undecodable_encoding", f"Content-Encoding {enc} cannot be decoded by mcptap: body stored raw, not analysed"))
+            out.append(finding("http.undecodable_encoding", f"Content-Encoding {shown(enc)} cannot be decoded by mcptap: body stored raw, not analysed"))
     out.extend(framing_findings(rh))
     out.extend(dropped_findings(rh, "server", "client"))
     return out
@@ -222,24 +227,26 @@ def framing_findings(rh: Headers) -> list[Finding]:
     if cl is None or te is None:
         return []
     return [finding("http.content_length_with_transfer_encoding",
-                    f"the server sent Content-Length {cl.strip()!r} with Transfer-Encoding {te.strip()!r}: the body was read by "
+                    f"the server sent Content-Length {shown(cl.strip())!r} with Transfer-Encoding {shown(te.strip())!r}: the body was read by "
                     "Transfer-Encoding (response_bytes), and the tap forwarded the head without Content-Length (the capture "
                     "keeps both, as received); a peer that trusts Content-Length instead reads another body")]
 
 
 def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
-    """Findings on a finished notification/response acknowledgement."""
+    """Findings on a finished notification/response acknowledgement; ``body``: its first
+    bytes as the capture keeps them (credentials as placeholders unless recorded in clear)."""
     st = ex.status or 0
     if not ex.is_ack or not (200 <= st < 300):
         return []
     ctype = header(ex.resp_headers, "content-type")
     if body_len:
-        preview = body[:40].decode("utf-8", "replace")
+        # never cut inside a placeholder: the body is the scrubbed one the end record's ack_body holds
+        preview = clip(body[:400].decode("utf-8", "replace"), 40)
         return [finding("http.ack_body_not_empty",
                         f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
                         severity=WARN)]
     if ctype is not None and st == 202:
-        return [finding("http.ack_content_type_unexpected", f"Content-Type {ctype!r} on a body-less 202")]
+        return [finding("http.ack_content_type_unexpected", f"Content-Type {shown(ctype)!r} on a body-less 202")]
     return []
 
 

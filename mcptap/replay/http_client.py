@@ -56,8 +56,8 @@ from mcptap.protocol.skeleton import SKELETON_ABOVE
 from mcptap.protocol.sse import SSEParser
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_url
+from mcptap.redact.header_scan import scan_value
 from mcptap.redact.headers import is_secret_header, redact_header
-from mcptap.relay.http.header_scan import scan_value
 from mcptap.replay.http_conn import IO_ERRORS, Conn, StreamState, came, close, has_request, id_key, refused_text, request_ids, response_ids, stale, unanswered
 from mcptap.replay.http_heads import post_headers
 from mcptap.replay.http_resume import resume

@@ -23,6 +23,7 @@ from typing import Any
 
 import h11
 
+from mcptap.redact.header_scan import scan_value
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http import h11_fast, heads, passbody
 from mcptap.relay.http.conn_auth import AuthExchange
@@ -142,7 +143,7 @@ class ConnRelay(ConnUpstream):
             # upstream through the tap (the tap rewrites Host, hiding the page's name from it)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                       ev.http_version.decode("latin-1"), raw, False, False))
-            named = f"Host {ex.host_in!r} is not a loopback name" if ex.host_in is not None else "no Host field (HTTP/1.0)"
+            named = f"Host {scan_value(ex.host_in)!r} is not a loopback name" if ex.host_in is not None else "no Host field (HTTP/1.0)"
             self._tap_refuses(ex, "host_rejected", f"{named}; refused (DNS rebinding protection; --allow-remote lifts it)", out)
             return
         upstream, origin, kind = self.relay.upstream, 0, ""

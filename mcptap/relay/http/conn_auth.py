@@ -17,6 +17,7 @@ from typing import Any
 
 import h11
 
+from mcptap.redact import scrub_url
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http import heads
 from mcptap.relay.http.events import AuthRewritten, Upstream
@@ -65,7 +66,7 @@ class AuthExchange:
         page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
         if page:
             x.kind = oauth.UNKNOWN_FRONT
-            x.refusal = (f"{target.decode('latin-1')[:200]!r} requested by a page of the authorization server fronted at "
+            x.refusal = (f"{scrub_url(target.decode('latin-1')[:200])!r} requested by a page of the authorization server fronted at "
                          f"{oauth.PREFIX}{page}/ (a root-relative URL): not sent to the MCP upstream")
             x.notes = (("auth.root_relative_refused", x.refusal + "; the tap can only front that server's URLs under its prefix"),)
         return x

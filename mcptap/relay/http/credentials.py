@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 
 from mcptap.redact import is_secret_name, placeholder, scrub_url
+from mcptap.redact.header_scan import scan_value
 from mcptap.redact.headers import SECRET_HEADERS, is_secret_header, redact_header
 from mcptap.redact.urlview import form_decode
-from mcptap.relay.http.header_scan import scan_value
 
 __all__ = ["SECRET_HEADERS", "SECRET_PARAMS", "headers_json", "is_secret_param", "record_target", "redact_header",
            "scrub_location", "scrub_query", "scrub_url_params"]

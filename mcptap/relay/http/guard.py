@@ -37,6 +37,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from mcptap.redact import scrub_url
+from mcptap.redact.header_scan import scan_value
+
 #: RFC 3986 host [":" port]: IP-literal, or reg-name / IPv4 (unreserved, pct-encoded, sub-delims)
 _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\]|"
                    rb"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(:[0-9]*)?")
@@ -50,12 +53,18 @@ _VALID_HOSTS_MAX = 256
 _ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 
 
+def _shown_target(target: bytes) -> str:
+    """A refused request target as its reason quotes it: credentials (user info,
+    secret query values, token shapes) as the request record's placeholders."""
+    return scrub_url(target.decode("latin-1"))
+
+
 def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1", target: bytes = b"/",
                     method: bytes = b"GET") -> str | None:
     """Why a request with these header fields, request target and method must
     not be forwarded, or None."""
     if method == b"CONNECT":
-        return (f"CONNECT {target.decode('latin-1')!r}: the tap is a reverse proxy for one MCP server, "
+        return (f"CONNECT {_shown_target(target)!r}: the tap is a reverse proxy for one MCP server, "
                 "not a tunnelling proxy (RFC 9110 §9.3.6); not forwarded")
     hosts: list[bytes] = []
     lengths: list[bytes] = []
@@ -80,25 +89,25 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
         return None if http_version == b"1.0" else "request has no Host field (RFC 9112 §3.2); not forwarded"
     host = hosts[0]
     if b"@" in host:
-        return f"Host {host.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+        return f"Host {scan_value(host.decode('latin-1'))!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
     if host not in _VALID_HOSTS:
         if _HOST.fullmatch(host) is None:
-            return f"Host {host.decode('latin-1')!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
+            return f"Host {scan_value(host.decode('latin-1'))!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
         if len(_VALID_HOSTS) >= _VALID_HOSTS_MAX:
             _VALID_HOSTS.clear()
         _VALID_HOSTS.add(host)
     m = None if target[:1] == b"/" else _ABSOLUTE.match(target)     # origin-form (the common case) is never absolute
     if m is None and not target.startswith(b"/") and target != b"*":
-        return (f"request target {target.decode('latin-1')!r} is not origin-form, absolute-form or '*' "
+        return (f"request target {_shown_target(target)!r} is not origin-form, absolute-form or '*' "
                 "(RFC 9112 §3.2); not forwarded")
     if m is not None:
         if target.split(b":", 1)[0].lower() not in (b"http", b"https"):
-            return f"request target {target.decode('latin-1')!r} is not an http(s) URL (RFC 9112 §3.2.2); not forwarded"
+            return f"request target {_shown_target(target)!r} is not an http(s) URL (RFC 9112 §3.2.2); not forwarded"
         authority = m.group(1)
         if b"@" in authority:
-            return f"request target {target.decode('latin-1')!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+            return f"request target {_shown_target(target)!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
         if authority.lower() != host.lower():
-            return (f"request target authority {authority.decode('latin-1')!r} is not the Host {host.decode('latin-1')!r} "
+            return (f"request target authority {scrub_url(authority.decode('latin-1'))!r} is not the Host {scan_value(host.decode('latin-1'))!r} "
                     "(RFC 9112 §3.2.2); not forwarded")
     return None
 

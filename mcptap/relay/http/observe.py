@@ -286,8 +286,14 @@ class HttpObserver(RequestObserver):
             self._kept_body(e)
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
             self.rec.http(**e.raw_record())     # what the client got, still encoded: the capture keeps it
+        ack = b""
+        if facts.is_ack and e.resp_body:
+            # its credentials as placeholders, as the body's response_body record has them (scrubbed whole when kept
+            # whole): the end record's ack_body and the finding quoting it (http.ack_body_not_empty) show the same bytes
+            ack = whole or e.resp_body.value()
+            ack = ack if self.record_secrets else scrub_body(ack, facts.resp_headers or [])
         fs += self.judge.end(e.id, facts, End(it.how, it.detail, it.response_started, it.reused, it.sent_502, e.mode == "sse",
-                                             e.ids, e.resp_bytes, e.resp_body.value() if facts.is_ack else b"", e.req_bytes, request_cut,
+                                             e.ids, e.resp_bytes, ack, e.req_bytes, request_cut,
                                              e.location_sent, response_cut, e.gap, undecoded))
         fields: dict[str, Any] = {"event": "end", "exchange": e.id, "conn": e.conn, "how": it.how,
                                   "request_bytes": e.req_bytes, "response_bytes": e.resp_bytes, "chunks": e.chunks,
@@ -306,11 +312,8 @@ class HttpObserver(RequestObserver):
             fields["gap"] = True
         if undecoded is not None:
             fields["undecoded"] = undecoded
-        if facts.is_ack and e.resp_body:
-            # its credentials as placeholders, as the body's response_body record has them (scrubbed whole when kept whole)
-            head = whole or e.resp_body.value()
-            head = head if self.record_secrets else scrub_body(head, facts.resp_headers or [])
-            fields["ack_body"] = head[:ACK_BODY_KEEP].decode("utf-8", "replace")
+        if ack:
+            fields["ack_body"] = ack[:ACK_BODY_KEEP].decode("utf-8", "replace")
         if e.session is not None:
             fields["session"] = e.session
         self.rec.http(findings=fs, **fields)

@@ -28,6 +28,7 @@ from mcptap.protocol import urls
 from mcptap.protocol.codes import finding
 from mcptap.recorder import Recorder
 from mcptap.redact import placeholder
+from mcptap.redact.default import default_redactor
 from mcptap.redact.headers import redact_header
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import SECRET_PARAMS, URL_HEADERS, is_secret_param, scrub_location, scrub_query, scrub_url_params
@@ -56,7 +57,10 @@ def scrub_json(value: Any) -> Any:
 
 def scrub_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     """A request/response body with its credentials as placeholders: form
-    bodies by parameter, JSON bodies by member; anything else unchanged."""
+    bodies by parameter, JSON bodies by member; any other UTF-8 text (a text
+    refusal, an acknowledgement's first bytes cutting JSON short) by the text
+    rules ``mcptap scrub`` applies to strings (token shapes, ``"password": "…"``);
+    bytes that are no UTF-8 unchanged."""
     ctype = next((v for n, v in headers if n.lower() == b"content-type"), b"").split(b";")[0].strip().lower()
     if ctype == b"application/x-www-form-urlencoded":
         try:
@@ -66,8 +70,21 @@ def scrub_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return body
+        return _scrub_text(body)
     return orjson.dumps(scrub_json(value)) if isinstance(value, (dict, list)) else body
+
+
+def _scrub_text(body: bytes) -> bytes:
+    tail = b""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":
+            return body
+        # a kept head cut inside a character: the text before it, the cut bytes after
+        text, tail = body[:exc.start].decode("utf-8"), body[exc.start:]
+    out, hits = default_redactor().string(text)
+    return out.encode("utf-8") + tail if hits else body
 
 
 def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
@@ -87,9 +104,10 @@ def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[F
     return fs
 
 
-def redirect_findings(target: str, status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
+def redirect_findings(target: str, status: int, headers: list[tuple[bytes, bytes]], shown: str | None = None) -> list[Finding]:
     """A redirect of an OAuth request to itself (``auth.redirect_loop``): the
-    client would follow it forever; the tap never follows redirects itself."""
+    client would follow it forever; the tap never follows redirects itself.
+    ``shown``: the target as the request record holds it (credentials as placeholders)."""
     if status not in (301, 302, 303, 307, 308):
         return []
     loc = next((v.decode("latin-1") for n, v in headers if n.lower() == b"location"), None)
@@ -101,7 +119,7 @@ def redirect_findings(target: str, status: int, headers: list[tuple[bytes, bytes
         return []
     # an absolute Location names the server's own origin (the tap does not know it here): path and query decide
     if (u.path, u.query) == (here.path, here.query):
-        return [finding("auth.redirect_loop", f"{status} redirects {target!r} to itself: a client following redirects loops")]
+        return [finding("auth.redirect_loop", f"{status} redirects {shown if shown is not None else target!r} to itself: a client following redirects loops")]
     return []
 
 
@@ -141,7 +159,7 @@ class AuthObserver:
              "target": it.target,
              "req": bytearray(), "resp_headers": [], "resp": bytearray(), "req_bytes": 0, "resp_bytes": 0}
         self._ex[it.exchange] = e
-        target = it.target if self.record_secrets else scrub_url_params(it.target)
+        target = e["shown"] = it.target if self.record_secrets else scrub_url_params(it.target)
         self.rec.http(event="request", exchange=it.exchange, conn=it.conn, auth=it.auth, method=it.method,
                         target=target, version=it.http_version, headers=self._heads(it.headers))
 
@@ -160,7 +178,7 @@ class AuthObserver:
             if "held" in e:
                 self._end(e, e["held"])
         elif t is r.ResponseStarted:
-            fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers)
+            fs = response_findings(it.status, it.headers) + redirect_findings(e["target"], it.status, it.headers, e["shown"])
             if not it.informational:
                 e["resp_headers"] = it.headers
             self.rec.http(findings=fs, event="response", exchange=it.exchange, conn=it.conn, auth=e["kind"],
