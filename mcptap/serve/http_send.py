@@ -168,7 +168,12 @@ class Answering:
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
             while stream == "get" or st.ids:
-                out = await st.receive()
+                try:
+                    out = await st.receive()
+                except trio.EndOfChannel:
+                    # the client opened another GET stream (a resumption with Last-Event-ID): it took
+                    # over what this one still held (MockSession.open_standalone), so this one ends cleanly
+                    break
                 if out.ends is not None:
                     # the recorded server ended this stream without the answer: so does the mock (its request
                     # stays open; an answer the recording has goes where it went, the GET stream)
