@@ -281,7 +281,7 @@ class HttpMock(LegacyServing):
             if rejected:
                 self._record_msg(S2C, encode(rejected), ms, ex, "post")
             elif (ending := self._ending(ms)) is not None:           # the recorded server did not answer 202
-                await self._ended(c, ex, ms, ending, extra)
+                await self._ended(c, ex, ms, ending, extra, requests=False)
                 return
             await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
