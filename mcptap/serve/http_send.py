@@ -21,7 +21,7 @@ from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.live import Out
 from mcptap.serve.script_auth import MOCK_ORIGIN, NOT_REPLAYED
-from mcptap.serve.script_http import HttpEnding, sse_bytes, wire_headers
+from mcptap.serve.script_http import HttpEnding, refusal_key, sse_bytes, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -77,10 +77,13 @@ class Answering:
             return False
         return True
 
-    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int) -> None:
+    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int, target: str = "") -> None:
         """A GET or DELETE answered as the recorded one was (``what``: "get" / "delete"; ``default``:
-        the status when the capture has none): its status, headers and body (a 405's ``Allow``)."""
+        the status when the capture has none): its status, headers and body (a 405's ``Allow``); those
+        of the recorded request of the same kind (method, path, session named: ``refusal_key``) if any."""
         sc = self.script
+        key = refusal_key(what, target)
+        what = key if key in sc.statuses else what
         status = sc.statuses.get(what, default)
         await self._send_ending(c, ex, HttpEnding(status, sc.status_headers.get(what, ()), sc.status_bodies.get(what, b"")), [])
 
