@@ -70,6 +70,17 @@ def scrub_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     return orjson.dumps(scrub_json(value)) if isinstance(value, (dict, list)) else body
 
 
+def scrub_error_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """``scrub_body`` for an error status's body the capture frames as a message (an OAuth error
+    object on a request's POST): the same credential scrubbing as the ``response_body`` record of
+    the same body on a notification's POST gets; the bytes unchanged when it holds no credential."""
+    scrubbed = scrub_body(body, headers)
+    try:
+        return body if orjson.loads(scrubbed) == orjson.loads(body) else scrubbed
+    except orjson.JSONDecodeError:
+        return scrubbed
+
+
 def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
     """Challenge findings for any response (MCP authorization spec, RFC 6750 §3)."""
     if status not in (401, 403):
