@@ -53,7 +53,7 @@ from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_legacy import LegacyServing
 from mcptap.serve.http_streams import MockSession, unsent_line
 from mcptap.serve.live import Out
-from mcptap.serve.script_http import HttpEnding
+from mcptap.serve.script_http import HttpEnding, refusal_key
 from mcptap.serve.wire import encode, hkey, valid_id
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
@@ -190,7 +190,7 @@ class HttpMock(LegacyServing):
         path = urlsplit(target).path
         if self.script.legacy_sse:
             if method == "GET" and path == self.script.sse_path and not self.script.get_stream:
-                await self._refused_as_recorded(c, ex, "get", 405)     # the recorded server refused its SSE stream (a 401)
+                await self._refused_as_recorded(c, ex, "get", 405, target)     # the recorded server refused its SSE stream (a 401)
             elif method == "GET" and path == self.script.sse_path:
                 await self._legacy_stream(c, ex)
             elif method == "POST":
@@ -209,7 +209,7 @@ class HttpMock(LegacyServing):
             if ms is None:
                 await self._plain(c, 404, b"", ex)
             else:
-                await self._refused_as_recorded(c, ex, "delete", 200)
+                await self._refused_as_recorded(c, ex, "delete", 200, target)
         else:
             await self._plain(c, 405, b"", ex)
 
@@ -281,7 +281,7 @@ class HttpMock(LegacyServing):
             if rejected:
                 self._record_msg(S2C, encode(rejected), ms, ex, "post")
             elif (ending := self._ending(ms)) is not None:           # the recorded server did not answer 202
-                await self._ended(c, ex, ms, ending, extra)
+                await self._ended(c, ex, ms, ending, extra, requests=False)
                 return
             await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
             return
@@ -323,8 +323,11 @@ class HttpMock(LegacyServing):
         if ms is None:
             await self._plain(c, status, why, ex)
             return
-        if not self.script.get_stream:
-            await self._refused_as_recorded(c, ex, "get", 405)
+        # (a GET of this kind the recorded server refused, a GET /mcp/x beside the stream: refused again)
+        target = req.target.decode("latin-1")
+        if not self.script.get_stream or urlsplit(target).path != self.script.post_path \
+                and self.script.statuses.get(refusal_key("get", target), 200) != 200:
+            await self._refused_as_recorded(c, ex, "get", 405, target)
             return
         st = ms.open_standalone()
         try:

@@ -21,6 +21,7 @@ from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
 from mcptap.serve.http_streams import MockSession
 from mcptap.serve.live import Out
+from mcptap.serve.script_http import HttpEnding, refusal_key
 
 if TYPE_CHECKING:
     from mcptap.serve.script_model import Script
@@ -58,7 +59,12 @@ class LegacyServing(Answering):
         sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
         ms = self.sessions.get(sid)
         if ms is None:
-            await self._plain(c, 404, b"Could not find session", ex)
+            key = refusal_key("post", target)
+            if key in self.script.statuses:       # as the recorded server refused this kind (400 with no session_id)
+                sc = self.script
+                await self._send_ending(c, ex, HttpEnding(sc.statuses[key], sc.status_headers[key], sc.status_bodies[key]), [])
+            else:
+                await self._plain(c, 404, b"Could not find session", ex)
             return
         value = exact_json(body)
         if value is UNPARSED:

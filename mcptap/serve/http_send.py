@@ -13,13 +13,15 @@ import trio
 from mcptap.model import Direction, Finding
 from mcptap.protocol.http_replay import HttpReplay
 from mcptap.protocol.jsonparse import exact_json
+from mcptap.records.base import encode_bytes
 from mcptap.records.events import Http
 from mcptap.relay.http.auth import PREFIX as FRONTED
+from mcptap.relay.http.observe import ACK_BODY_KEEP
 from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.live import Out
 from mcptap.serve.script_auth import MOCK_ORIGIN, NOT_REPLAYED
-from mcptap.serve.script_http import HttpEnding, sse_bytes, wire_headers
+from mcptap.serve.script_http import HttpEnding, refusal_key, sse_bytes, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -46,15 +48,17 @@ class Answering:
         self._record_response(ex, status, hs)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
 
-    async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]]) -> None:
+    async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]],
+                     requests: bool = True) -> None:
         """End a live POST as its recorded one ended without a JSON-RPC answer (serve/script_http.py):
-        the recorded status, headers and body, or the connection closed with no response."""
+        the recorded status, headers and body, or the connection closed with no response.
+        ``requests`` False: the POST carried none (an acknowledgement's body is no message)."""
         if ending.status is None:
             if self.rec is not None:
                 self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
                               session=ms.sid, exchange=ex)
             return                                   # nothing sent: the connection is closed (HttpMock._handle)
-        await self._send_ending(c, ex, ending, extra, ms)
+        await self._send_ending(c, ex, ending, extra, ms if requests else None)
 
     async def _oauth(self, c: Conn, ex: int, method: str, path: str) -> bool:
         """Answer a request off the MCP endpoint that belongs to OAuth (serve/script_auth.py): a
@@ -73,10 +77,13 @@ class Answering:
             return False
         return True
 
-    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int) -> None:
+    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int, target: str = "") -> None:
         """A GET or DELETE answered as the recorded one was (``what``: "get" / "delete"; ``default``:
-        the status when the capture has none): its status, headers and body (a 405's ``Allow``)."""
+        the status when the capture has none): its status, headers and body (a 405's ``Allow``); those
+        of the recorded request of the same kind (method, path, session named: ``refusal_key``) if any."""
         sc = self.script
+        key = refusal_key(what, target)
+        what = key if key in sc.statuses else what
         status = sc.statuses.get(what, default)
         await self._send_ending(c, ex, HttpEnding(status, sc.status_headers.get(what, ()), sc.status_bodies.get(what, b"")), [])
 
@@ -89,7 +96,14 @@ class Answering:
         self._record_response(ex, ending.status, hs)
         if ending.json_body and ms is not None:
             self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
+        elif body and self.rec is not None:
+            # a body that is no message (a refusal's text, a notification's JSON error): kept as the tap keeps
+            # it (relay/http/observe.py), never judged as JSON-RPC; it is the capture's, already scrubbed
+            fields: dict[str, Any] = {"event": "response_body", "exchange": ex}
+            encode_bytes(body, "body", fields)
+            self._record_http(**fields)
         await c.send(h11.Response(status_code=ending.status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+        self._record_end(ex, body)
 
     def _judge(self) -> HttpReplay:
         """The judge of the mock's own HTTP records: the one ``check --full`` re-annotates them with
@@ -110,6 +124,18 @@ class Answering:
     def _record_response(self, ex: int | None, status: int, headers: list[tuple[str, str]]) -> None:
         if ex is not None:
             self._record_http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
+
+    def _record_end(self, ex: int | None, body: bytes) -> None:
+        """The ``end`` record of an exchange answered as recorded (``body``: all its response), as
+        the tap writes it: the judge ends the exchange there, so a POST's requests refused as recorded
+        (an error status, no JSON-RPC answer) are ``http.request_refused`` as in the tap's capture,
+        not pending until the capture's end (``jsonrpc.unanswered_request``). The mock's own answers
+        write none: a message answers their requests, or they carried none."""
+        if ex is not None:
+            fields: dict[str, Any] = {"how": "complete", "response_bytes": len(body)}
+            if body:
+                fields["ack_body"] = body[:ACK_BODY_KEEP].decode("utf-8", "replace")     # judged only on an acknowledgement
+            self._record_http(event="end", exchange=ex, **fields)
 
     def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None,
                     status: int | None = None) -> None:
@@ -168,7 +194,12 @@ class Answering:
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
             while stream == "get" or st.ids:
-                out = await st.receive()
+                try:
+                    out = await st.receive()
+                except trio.EndOfChannel:
+                    # the client opened another GET stream (a resumption with Last-Event-ID): it took
+                    # over what this one still held (MockSession.open_standalone), so this one ends cleanly
+                    break
                 if out.ends is not None:
                     # the recorded server ended this stream without the answer: so does the mock (its request
                     # stays open; an answer the recording has goes where it went, the GET stream)

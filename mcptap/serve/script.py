@@ -49,7 +49,7 @@ from mcptap.records.message import message_bytes
 from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
 from mcptap.serve.script_auth import AuthFacts
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
-from mcptap.serve.script_http import STREAM_END, ending_of, priming, replayed_headers, sse_bytes, stream_ended
+from mcptap.serve.script_http import STREAM_END, ending_of, priming, refusal_key, replayed_headers, sse_bytes, stream_ended
 from mcptap.serve.script_model import Emission, Recorded, Script, SessionScript
 from mcptap.serve.wire import defect
 
@@ -267,12 +267,23 @@ class _Builder:
             # an event before any message on the stream (a priming event: its id lets the client resume)
             facts.setdefault("priming", []).append(prime)
 
+    def _keep_answer(self, key: str, ex: Any, facts: dict[str, Any]) -> None:
+        """The first recorded answer of its ``key`` (serve/script_http.refusal_key): status, headers, body."""
+        sc = self.script
+        status = status_field(facts.get("status"))
+        if key not in sc.statuses and status is not None:
+            sc.statuses[key] = status
+            sc.status_headers[key] = self.auth.headers(ex, replayed_headers(facts.get("headers")))
+            sc.status_bodies[key] = facts.get("body", b"")
+
     def finish(self) -> Script:
         sc = self.script
         post_path = None
         for ex, facts in self.exchanges.items():
             method, target = facts.get("method"), facts.get("target")
             path = urlsplit(target).path if isinstance(target, str) else None
+            if method in ("GET", "DELETE") or method == "POST" and sc.legacy_sse and (status_field(facts.get("status")) or 0) >= 400:
+                self._keep_answer(refusal_key(method, str(target or "")), ex, facts)     # each request kind's own
             if method == "GET" and path:
                 if facts.get("status") == 200 and facts.get("ctype") == "text/event-stream":
                     sc.get_stream = True

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from mcptap.serve.script_fields import status_field
 
@@ -134,3 +135,12 @@ def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
     if status is None or status < 200:
         return None
     return HttpEnding(status, replayed_headers(facts.get("headers")), b"" if status in (204, 304) else body)
+
+
+def refusal_key(method: str, target: str) -> str:
+    """The key a recorded answer to a GET, DELETE or legacy POST is replayed under (``Script.statuses``):
+    the method, the path, and whether the target names a session (legacy ``session_id``), so each
+    request gets the answer its own kind got (``GET /mcp/304`` its 304, ``GET /mcp`` its 405)."""
+    u = urlsplit(target)
+    q = parse_qs(u.query)
+    return f"{method.upper()} {u.path} {'session' if q.get('session_id') or q.get('sessionId') else '-'}"

@@ -13,6 +13,7 @@ answer there. Recorded through the real HTTP tap, served by the mock to the same
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,49 @@ async def test_a_stream_the_server_ended_without_the_answer_ends_so_and_the_clie
     assert served == live
     sse = [r for r in read_capture(str(own)).records if r.get("type") == "http" and r.get("event") == "sse"]
     assert sse and all(r["sse"].get("id") and r["sse"].get("retry") == 100 for r in sse)     # the priming events, sent again
+
+
+_CLIENT = """
+import json, sys, anyio
+from mcp import Client
+async def main(url, tools):
+    async with Client(url, mode="legacy") as client:
+        print(json.dumps([(await client.call_tool(t, {})).content[0].text for t in tools]))
+anyio.run(main, sys.argv[1], sys.argv[2:])
+"""
+
+
+async def _calls(url: str, tools: list[str]) -> list[str]:
+    async with Client(url, mode="legacy") as client:
+        return [(await client.call_tool(t, {})).content[0].text for t in tools]     # type: ignore[union-attr]
+
+
+async def test_a_get_stream_replaced_by_a_resumption_ends_cleanly_and_the_client_resumes(tmp_path: Path) -> None:
+    """Several resumptions in one session: each new GET with ``Last-Event-ID`` replaces the
+    previous GET stream, which used to fail on its closed channel (an internal error, the
+    client's call "SSE stream ended and reconnection attempts were exhausted"), with ``-o``."""
+    cap = tmp_path / "cap.jsonl"
+    tools = ["poll_logged", "poll", "poll_logged"]
+    port = free_port()
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http", "--poll"], port):
+        upstream = f"http://127.0.0.1:{port}/mcp"
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
+            live = await _calls(url, tools)
+            nursery.cancel_scope.cancel()
+        rec.close()
+    for run in range(3):
+        own = tmp_path / f"own{run}.jsonl"
+        rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
+        said: list[str] = []
+        mock = HttpMock(ServeCore(script_from_path(str(cap))), rec, say=said.append)
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(mock.serve)
+            with trio.fail_after(HANG):
+                # the client in its own process, as a real one is (in this one, it never raced the mock)
+                done = await trio.run_process([sys.executable, "-c", _CLIENT, url, *tools], capture_stdout=True, check=False)
+            nursery.cancel_scope.cancel()
+        rec.close()
+        assert done.returncode == 0 and json.loads(done.stdout) == live, done
+        assert not [s for s in said if "internal error" in s], said

@@ -20,6 +20,7 @@ import orjson
 import trio
 
 from h11_upstream import answer, requests
+from mcptap.capture.reader import read_capture
 from mcptap.capture.writer import CaptureWriter
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.recorder import Recorder
@@ -46,6 +47,8 @@ def _answer(msg: Any) -> tuple[int, list[tuple[str, str]], bytes] | None:
     name = msg.get("params", {}).get("name")
     if name == "auth":
         return 401, [("WWW-Authenticate", CHALLENGE), ("Content-Type", "text/plain")], b"unauthorized"
+    if name == "expired":
+        return 401, [("Content-Type", "application/json")], b'{"error": "invalid_token", "refresh_token": "rt-SECRET-456"}'
     if name == "forbid":
         return 403, [("Content-Type", "application/json")], b'{"error": "forbidden"}'
     if name == "html":
@@ -123,3 +126,69 @@ async def test_refusals_recorded_through_the_tap_are_served_as_the_client_saw_th
     status, body = served[-2]
     doc = orjson.loads(body)
     assert status == 400 and doc["error"] == "no roots" and doc["access_token"].startswith("«redacted:hmac:"), served[-2]
+
+
+def _codes(path: Path) -> list[tuple[str, str]]:
+    """(code, message) of every finding in the capture at ``path``."""
+    return [(f["code"], f.get("message", "")) for r in read_capture(str(path)).records for f in r.get("findings", ())]
+
+
+async def test_the_mocks_own_capture_judges_its_replayed_refusals_as_the_tap_did(tmp_path: Path) -> None:
+    """The mock's -o capture used to leave the requests it refused as recorded pending:
+    ``jsonrpc.unanswered_request`` errors (``check`` exit 1) where the tap's capture of the
+    same exchanges says ``http.request_refused`` (info)."""
+    cap, own = tmp_path / "cap.jsonl", tmp_path / "own.jsonl"
+    rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await nursery.start(trio.serve_listeners, _upstream, listeners)
+        url = await nursery.start(HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec).serve)
+        await _client(url)
+        nursery.cancel_scope.cancel()
+    rec.close()
+    rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    mock = HttpMock(ServeCore(script_from_path(str(cap))), rec)
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(mock.serve)
+        await _client(url)
+        nursery.cancel_scope.cancel()
+    rec.close()
+
+    def refused(path: Path) -> list[str]:
+        return sorted(m.split(": request(s) ")[1] for c, m in _codes(path) if c == "http.request_refused")
+
+    def unanswered(path: Path) -> list[str]:
+        return [m for c, m in _codes(path) if c == "jsonrpc.unanswered_request"]
+
+    assert refused(cap) == ["tools/call id=10 refused at HTTP level", "tools/call id=11 refused at HTTP level",
+                            "tools/call id=12 refused at HTTP level"], _codes(cap)
+    assert refused(own) == refused(cap), _codes(own)
+    assert unanswered(own) == unanswered(cap), _codes(own)
+    # and all else as the tap judged it (a notification's JSON refusal is no JSON-RPC message), but the
+    # upstream's closed connection, the tap's own observation
+    assert sorted(_codes(own)) == sorted(f for f in _codes(cap) if f[0] != "http.request_lost_on_closed_connection")
+
+
+async def test_an_error_body_on_a_requests_post_is_scrubbed_as_on_a_notifications(tmp_path: Path) -> None:
+    """A 401 JSON error body holding a ``refresh_token``: redacted in the ``response_body`` record of a
+    notification's POST, it used to be kept in clear in the ``message`` record (``http.error_body``)
+    of a request's POST, so the mock sent it raw and its own capture stored it again."""
+    cap = tmp_path / "cap.jsonl"
+    rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        await nursery.start(trio.serve_listeners, _upstream, listeners)
+        url = await nursery.start(HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec).serve)
+        async with httpx.AsyncClient(timeout=30) as http:
+            assert (await http.post(url, json=INIT, headers=ACCEPT)).status_code == 200
+            live = await http.post(url, json=_call(20, "expired"), headers=ACCEPT)
+        nursery.cancel_scope.cancel()
+    rec.close()
+    assert live.status_code == 401 and b"rt-SECRET-456" in live.content        # the client gets what the server sent
+    text = cap.read_text()
+    assert "rt-SECRET-456" not in text and "invalid_token" in text, text
+    body = next(r for r in read_capture(str(cap)).records if r.get("type") == "message" and r.get("dir") == "s2c"
+                and r.get("transport", {}).get("status") == 401)
+    assert body["json"]["refresh_token"].startswith("«redacted:hmac:"), body

@@ -40,7 +40,7 @@ from mcptap.protocol.jsonparse import parse_json
 from mcptap.recorder import Recorder
 from mcptap.relay.http import events as r
 from mcptap.relay.http.credentials import headers_json
-from mcptap.relay.http.observe_auth import AuthObserver, scrub_body
+from mcptap.relay.http.observe_auth import AuthObserver, scrub_body, scrub_error_body
 from mcptap.relay.http.observe_auth import response_findings as auth_findings
 from mcptap.relay.http.observe_request import RequestObserver
 from mcptap.relay.http.observe_state import ObservedExchange
@@ -277,6 +277,9 @@ class HttpObserver(RequestObserver):
                 cl = header(facts.resp_headers or [], "content-length")
                 response_cut = e.resp_bytes < int(cl) if cl is not None and cl.isdigit() else parse_json(body)[0] is UNPARSED
             if not response_cut:
+                if (facts.status or 0) >= 400 and not self.record_secrets:
+                    # an error body's credentials (an OAuth error's refresh_token) are scrubbed whichever record holds it
+                    body = scrub_error_body(body, facts.resp_headers or [])
                 self.rec.frame(S2C, body, session=e.session, transport=self._transport(e))
         elif framed and it.how == "client_closed" and e.decoder is not None and not e.undecodable:
             response_cut = True     # the client went away inside a compressed body: not the server's message, nor a fault

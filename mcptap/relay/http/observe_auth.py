@@ -87,6 +87,17 @@ def _scrub_text(body: bytes) -> bytes:
     return out.encode("utf-8") + tail if hits else body
 
 
+def scrub_error_body(body: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """``scrub_body`` for an error status's body the capture frames as a message (an OAuth error
+    object on a request's POST): the same credential scrubbing as the ``response_body`` record of
+    the same body on a notification's POST gets; the bytes unchanged when it holds no credential."""
+    scrubbed = scrub_body(body, headers)
+    try:
+        return body if orjson.loads(scrubbed) == orjson.loads(body) else scrubbed
+    except orjson.JSONDecodeError:
+        return scrubbed
+
+
 def response_findings(status: int, headers: list[tuple[bytes, bytes]]) -> list[Finding]:
     """Challenge findings for any response (MCP authorization spec, RFC 6750 §3)."""
     if status not in (401, 403):
