@@ -20,11 +20,17 @@ def split_fixture(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every capture is 'big': split after a few lines, with a short warm-up;
     returns the list of the second process's stops taken (one per split taken).
     A test module imports it (``split_fixture``, its name ``split``)."""
+    return every_capture_big(monkeypatch)
+
+
+def every_capture_big(monkeypatch: pytest.MonkeyPatch, warm: int = 20000) -> list[int]:
+    """The ``split`` fixture's set-up with a warm-up of ``warm`` bytes; the
+    list of the second process's stops taken (one per split taken)."""
     monkeypatch.setattr(parallel, "SPLIT_FULL_BYTES", 0)
     monkeypatch.setattr(parallel, "BATCH", 700)
     monkeypatch.setattr(file_ranges, "BATCH", 700)
     monkeypatch.setattr(fullsplit, "HEAD_BYTES", 600)
-    monkeypatch.setattr(fullsplit, "WARM_BYTES", 20000)
+    monkeypatch.setattr(fullsplit, "WARM_BYTES", warm)
     monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))    # answered ids remembered: the last 4 (a warm-up holds them)
     taken: list[int] = []
     orig = fullsplit._adopt

@@ -16,10 +16,10 @@ from typing import Any
 import orjson
 import pytest
 
-from mcptap.check import file_ranges, fullsplit, parallel
+from fullsplit_helpers import every_capture_big
+from mcptap.check import parallel
 from mcptap.check.report import check_capture
 from mcptap.protocol.contracts import Contracts
-from mcptap.protocol.pairing import BoundedMap
 from scripted import c2s, handshake, record, req, res, s2c
 from test_check_fullsplit import traffic
 from test_check_scan import _shape
@@ -35,23 +35,7 @@ def split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every capture is 'big' (as tests/test_check_fullsplit.py's fixture), with a warm-up long enough
     for the answered progress tokens the window holds (lines with findings are longer); the list of
     the second process's stops taken (one per split taken)."""
-    monkeypatch.setattr(parallel, "SPLIT_FULL_BYTES", 0)
-    monkeypatch.setattr(parallel, "BATCH", 700)
-    monkeypatch.setattr(file_ranges, "BATCH", 700)
-    monkeypatch.setattr(fullsplit, "HEAD_BYTES", 600)
-    monkeypatch.setattr(fullsplit, "WARM_BYTES", 40000)
-    monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))
-    taken: list[int] = []
-    orig = fullsplit._adopt
-
-    def spy(scan: Any, got: dict[str, Any]) -> None:
-        taken.append(got["at"])
-        orig(scan, got)
-
-    monkeypatch.setattr(fullsplit, "_adopt", spy)
-    # this process waits at the middle for the second one's half (else which is taken depends on the load)
-    monkeypatch.setattr(fullsplit._Split, "ready", lambda self: self.child.ready(wait=True))
-    return taken
+    return every_capture_big(monkeypatch, warm=40000)
 
 
 def _with_schemas(n: int) -> list[tuple[str, Any]]:

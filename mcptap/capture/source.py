@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -20,6 +22,18 @@ from mcptap.errors import CaptureReadError
 #: Yielded after the last complete line of a gzip stream that ended early:
 #: not JSON and without a newline, so the reader reports a truncated capture.
 CUT = b"\x00cut"
+
+
+def read_once(path: str) -> bool:
+    """Whether ``path`` can be read only once, as it comes: ``-`` (standard
+    input), a FIFO, ``<(…)``, anything not a regular file. False for a path
+    that is not there (yet) or cannot be stat'ed: the reader says why."""
+    if path == "-":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def open_input(path: str) -> IO[bytes]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from typing import BinaryIO
 import click
 
 from mcptap.capture.dumps import dumps
+from mcptap.capture.source import read_once
 from mcptap.cli import options
 from mcptap.cli.errors import say
 from mcptap.cli.output import stopped_as_interrupted, styler
@@ -58,23 +58,13 @@ def _spooled(a: str, b: str) -> Iterator[tuple[str | None, str | None]]:
     even SIGKILL leaves nothing behind; elsewhere it is a named file removed
     in ``finally``, which SIGTERM and SIGHUP reach as they do Ctrl-C
     (``stopped_as_interrupted``). Raises CaptureReadError."""
-    if not (_once(a) or _once(b)):
+    if not (read_once(a) or read_once(b)):
         yield None, None
         return
     with stopped_as_interrupted(), ExitStack() as stack:
-        sa = stack.enter_context(_spool(a)) if _once(a) else None
-        sb = stack.enter_context(_spool(b)) if _once(b) else None
+        sa = stack.enter_context(_spool(a)) if read_once(a) else None
+        sb = stack.enter_context(_spool(b)) if read_once(b) else None
         yield sa, sb
-
-
-def _once(path: str) -> bool:
-    """Whether ``path`` can be read only once: ``-`` or a file that is not a regular one."""
-    if path == "-":
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False        # the reader says what is wrong with it
 
 
 @contextmanager

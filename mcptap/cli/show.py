@@ -18,7 +18,6 @@ Exit status: 0; 2 for a bad filter, a missing or unreadable capture (with
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import click
 
 from mcptap.capture.follow import Follower
 from mcptap.capture.reader import CaptureStream
+from mcptap.capture.source import read_once
 from mcptap.cli import options
 from mcptap.cli.errors import say, usage_line
 from mcptap.cli.output import output_lines, styler
@@ -66,20 +66,10 @@ def newest_capture() -> Path:
                            f"(the newest: {skipped[0]}; pass it to see why)")
 
 
-def _once(path: str) -> bool:
-    """``path`` can be read only once, as it comes: standard input, a FIFO, ``<(…)``."""
-    if path == "-":
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False    # not there yet (or unreadable: the reader says why)
-
-
 def _growable(path: str) -> bool:
-    """False for what ``--follow`` cannot tail: what is read once (``_once``; never
+    """False for what ``--follow`` cannot tail: what is read once (``read_once``; never
     opened here, so none of its bytes is taken from the reader) and a gzip file."""
-    if _once(path):
+    if read_once(path):
         return False
     try:
         with open(path, "rb") as fp:
@@ -135,7 +125,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
             # Ctrl-C is Python's KeyboardInterrupt here too (exit 130, cli/main.py), at once, whether the
             # follower catches up on a long capture or waits for more
             ra = Reannotated(fol.header, fol, path, lambda: fol.truncated, shapes=not no_shapes, reuse=False)
-        elif streamed and _once(path):
+        elif streamed and read_once(path):
             # a capture piped in as it grows (`tail -f cap | mcptap show --follow -`, a FIFO): done at its
             # end record, as when following the file, not at an EOF that may never come
             stream = CaptureStream(path)
