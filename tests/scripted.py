@@ -95,3 +95,13 @@ def record(path: Path, steps: list[tuple[str, Any]], end: bool = True, transport
         rec.writer.flush()
         rec.writer.close()
     return path
+
+
+def chunk_capture(path: Path) -> Path:
+    """A stdio capture (written under today's rules) whose every tenth answer is stored as two chunk records."""
+    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
+    for i in range(10, 60):
+        steps.append(c2s(req(i, "tools/call", {"name": "echo", "arguments": {}})))
+        r = res(i, {"content": [{"type": "text", "text": "x" * 50}]})
+        steps += [("chunk", ("s2c", r[:20])), ("chunk", ("s2c", r[20:]))] if i % 10 == 0 else [s2c(r)]
+    return record(path, steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mcptap.capture.reader import has_chunks
 from mcptap.cli.main import mcptap
-from scripted import c2s, handshake, record, req
+from scripted import c2s, chunk_capture, handshake, record, req
 
 
 def _write(path: Path, recs: list[dict], dumps=json.dumps) -> Path:
@@ -62,18 +62,6 @@ def test_scrub_re_frames_a_capture_written_with_spaces(tmp_path: Path) -> None:
     assert "PW12345678" not in out.read_text() and '"type":"chunk"' not in out.read_text()
 
 
-def _chunk_capture(path: Path) -> Path:
-    """A stdio capture (written under today's rules) whose every tenth answer is stored as two chunk records."""
-    from scripted import res, s2c
-
-    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
-    for i in range(10, 60):
-        steps.append(c2s(req(i, "tools/call", {"name": "echo", "arguments": {}})))
-        r = res(i, {"content": [{"type": "text", "text": "x" * 50}]})
-        steps += [("chunk", ("s2c", r[:20])), ("chunk", ("s2c", r[20:]))] if i % 10 == 0 else [s2c(r)]
-    return record(path, steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
-
-
 @pytest.mark.parametrize("damage", ["cut", "corrupt"])
 def test_a_damaged_gzip_capture_keeps_the_chunk_records_before_the_damage(tmp_path: Path, damage: str) -> None:
     """Breaker's F1: a gzip capture cut short (its last byte gone; docs/capture-format.md) with
@@ -81,7 +69,7 @@ def test_a_damaged_gzip_capture_keeps_the_chunk_records_before_the_damage(tmp_pa
     had read past chunk records (``GzipFile.read(n)`` drops what it gathered when it raises),
     so ``check FILE.gz``, ``show``, ``report`` reused the recorded annotations and refused the
     first chunk record (exit 2, "give the capture as a file, not on stdin": it was a file)."""
-    plain = _chunk_capture(tmp_path / "c.jsonl").read_bytes()
+    plain = chunk_capture(tmp_path / "c.jsonl").read_bytes()
     gz = gzip.compress(plain)
     damaged = tmp_path / "d.jsonl.gz"
     if damage == "cut":

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scripted import c2s, handshake, record, req, res, s2c
+from scripted import c2s, chunk_capture, handshake, record, req, res, s2c
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,16 +120,6 @@ def test_a_failed_write_leaves_the_old_output_and_no_temporary_file(tmp_path: Pa
     assert [p.name for p in where.iterdir()] == [out.name]
 
 
-def _chunk_capture(path: Path) -> Path:
-    """A stdio capture (written under today's rules) whose every tenth answer is stored as two chunk records."""
-    steps = list(handshake("2025-06-18", server_caps={"tools": {}}))
-    for i in range(10, 60):
-        steps.append(c2s(req(i, "tools/call", {"name": "echo", "arguments": {}})))
-        r = res(i, {"content": [{"type": "text", "text": "x" * 50}]})
-        steps += [("chunk", ("s2c", r[:20])), ("chunk", ("s2c", r[20:]))] if i % 10 == 0 else [s2c(r)]
-    return record(path, steps + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
-
-
 @pytest.mark.parametrize("cmd", [["check", "@"], ["check", "--full", "@"], ["show", "@"], ["show", "--format", "json", "@"],
                                  ["export", "--format", "messages", "@"], ["diff", "CAP", "@"], ["diff", "@", "CAP"],
                                  ["scrub", "@", "-o", "-"], ["report", "-o", "-", "@"]])
@@ -139,7 +129,7 @@ def test_a_fifo_capture_with_chunk_records_reads_as_stdin_does(tmp_path: Path, c
     chunk records first) and failed at the first one (exit 2, "... not on stdin") where ``-``
     re-annotates; ``diff`` read a FIFO twice ("not an mcptap capture"). Now a path that cannot
     be read twice goes as ``-`` does (scrub and report refuse both alike)."""
-    cap = _chunk_capture(tmp_path / "cap.jsonl")
+    cap = chunk_capture(tmp_path / "cap.jsonl")
 
     def run(src: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         args = [src if a == "@" else str(cap) if a == "CAP" else a for a in cmd]

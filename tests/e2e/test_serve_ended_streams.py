@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,21 @@ SERVER = Path(__file__).parent / "sdk_server.py"
 HANG = 60
 
 
+async def _recorded(cap: Path, client: Callable[[str], Awaitable[Any]]) -> Any:
+    """What ``client`` (given the tap's URL) returns, run against the SDK polling server through the
+    real tap recording into ``cap``."""
+    port = free_port()
+    async with listening([sys.executable, str(SERVER), str(port), "streamable-http", "--poll"], port):
+        upstream = f"http://127.0.0.1:{port}/mcp"
+        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
+            got = await client(url)
+            nursery.cancel_scope.cancel()
+        rec.close()
+    return got
+
+
 async def _session(url: str, tool: str) -> dict[str, Any]:
     logs: list[Any] = []
 
@@ -52,15 +68,7 @@ async def _session(url: str, tool: str) -> dict[str, Any]:
 @pytest.mark.parametrize("tool", ["poll_logged", "poll"])
 async def test_a_stream_the_server_ended_without_the_answer_ends_so_and_the_client_resumes(tmp_path: Path, tool: str) -> None:
     cap, own = tmp_path / "cap.jsonl", tmp_path / "own.jsonl"
-    port = free_port()
-    async with listening([sys.executable, str(SERVER), str(port), "streamable-http", "--poll"], port):
-        upstream = f"http://127.0.0.1:{port}/mcp"
-        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
-            live = await _session(url, tool)
-            nursery.cancel_scope.cancel()
-        rec.close()
+    live = await _recorded(cap, lambda url: _session(url, tool))
     records = read_capture(str(cap)).records
     call = next(r for r in records if r.get("method") == "tools/call")
     on_post = [r for r in records if r.get("type") == "message" and r.get("dir") == "s2c"
@@ -102,15 +110,7 @@ async def test_a_get_stream_replaced_by_a_resumption_ends_cleanly_and_the_client
     client's call "SSE stream ended and reconnection attempts were exhausted"), with ``-o``."""
     cap = tmp_path / "cap.jsonl"
     tools = ["poll_logged", "poll", "poll_logged"]
-    port = free_port()
-    async with listening([sys.executable, str(SERVER), str(port), "streamable-http", "--poll"], port):
-        upstream = f"http://127.0.0.1:{port}/mcp"
-        rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": upstream}, clock=monotonic_us_clock(), started=utc_timestamp())
-        async with trio.open_nursery() as nursery:
-            url = await nursery.start(HttpTap(HttpTapConfig(upstream=upstream), rec).serve)
-            live = await _calls(url, tools)
-            nursery.cancel_scope.cancel()
-        rec.close()
+    live = await _recorded(cap, lambda url: _calls(url, tools))
     for run in range(3):
         own = tmp_path / f"own{run}.jsonl"
         rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
