@@ -11,6 +11,7 @@ sent them with an empty body where it was not JSON-RPC (the tap did not keep it)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,18 +99,24 @@ async def _client(url: str) -> list[Any]:
     return seen
 
 
-async def test_refusals_recorded_through_the_tap_are_served_as_the_client_saw_them(tmp_path: Path) -> None:
-    cap = tmp_path / "cap.jsonl"
+async def _tapped(cap: Path, client: Callable[[str], Awaitable[Any]]) -> Any:
+    """What ``client`` (given the tap's URL) returns, run against ``_upstream`` through the real
+    tap recording into ``cap``."""
     rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
     async with trio.open_nursery() as nursery:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
         await nursery.start(trio.serve_listeners, _upstream, listeners)
-        tap = HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec)
-        url = await nursery.start(tap.serve)
-        live = await _client(url)
+        url = await nursery.start(HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec).serve)
+        got = await client(url)
         nursery.cancel_scope.cancel()
     rec.close()
+    return got
+
+
+async def test_refusals_recorded_through_the_tap_are_served_as_the_client_saw_them(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    live = await _tapped(cap, _client)
     assert live[2] == (401, CHALLENGE, "text/plain", b"unauthorized") and live[3][0] == 403 and live[5] == "closed", live
     assert live[4][3].startswith(b"<html>") and live[-1] == (405, "POST", b"Method Not Allowed"), live
     text = cap.read_text()
@@ -138,15 +145,7 @@ async def test_the_mocks_own_capture_judges_its_replayed_refusals_as_the_tap_did
     ``jsonrpc.unanswered_request`` errors (``check`` exit 1) where the tap's capture of the
     same exchanges says ``http.request_refused`` (info)."""
     cap, own = tmp_path / "cap.jsonl", tmp_path / "own.jsonl"
-    rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
-    async with trio.open_nursery() as nursery:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        port = listeners[0].socket.getsockname()[1]
-        await nursery.start(trio.serve_listeners, _upstream, listeners)
-        url = await nursery.start(HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec).serve)
-        await _client(url)
-        nursery.cancel_scope.cancel()
-    rec.close()
+    await _tapped(cap, _client)
     rec = Recorder(CaptureWriter.open(str(own)), "http", {"url": "mock"}, clock=monotonic_us_clock(), started=utc_timestamp())
     mock = HttpMock(ServeCore(script_from_path(str(cap))), rec)
     async with trio.open_nursery() as nursery:
@@ -175,17 +174,13 @@ async def test_an_error_body_on_a_requests_post_is_scrubbed_as_on_a_notification
     notification's POST, it used to be kept in clear in the ``message`` record (``http.error_body``)
     of a request's POST, so the mock sent it raw and its own capture stored it again."""
     cap = tmp_path / "cap.jsonl"
-    rec = Recorder(CaptureWriter.open(str(cap)), "http", {"url": "http://upstream/mcp"}, clock=monotonic_us_clock(), started=utc_timestamp())
-    async with trio.open_nursery() as nursery:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        port = listeners[0].socket.getsockname()[1]
-        await nursery.start(trio.serve_listeners, _upstream, listeners)
-        url = await nursery.start(HttpTap(HttpTapConfig(upstream=f"http://127.0.0.1:{port}/mcp", keep_host=True), rec).serve)
+
+    async def expired(url: str) -> Any:
         async with httpx.AsyncClient(timeout=30) as http:
             assert (await http.post(url, json=INIT, headers=ACCEPT)).status_code == 200
-            live = await http.post(url, json=_call(20, "expired"), headers=ACCEPT)
-        nursery.cancel_scope.cancel()
-    rec.close()
+            return await http.post(url, json=_call(20, "expired"), headers=ACCEPT)
+
+    live = await _tapped(cap, expired)
     assert live.status_code == 401 and b"rt-SECRET-456" in live.content        # the client gets what the server sent
     text = cap.read_text()
     assert "rt-SECRET-456" not in text and "invalid_token" in text, text
