@@ -82,8 +82,8 @@ class ConnRelay(ConnUpstream):
         # dispatch on the exact event type (h11's event classes are final): cheaper than isinstance chains
         client = self.client
         while not self.closed:
-            ev: Any = h11_fast.next_data(client)    # a body's Data without h11's no-op state pass
             try:
+                ev: Any = h11_fast.next_body(client)    # a body's Data or end without h11's full state pass
                 if ev is None:
                     ev = client.next_event()        # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
@@ -226,7 +226,7 @@ class ConnRelay(ConnUpstream):
                 ex.forward = False
             return
         try:
-            data = self.up.send(ev)
+            data = h11_fast.send(self.up, ev)
         except h11.LocalProtocolError:
             # the upstream already answered and closed (early response): stop forwarding the body
             if ex is not None:

@@ -17,6 +17,7 @@ import h11
 from mcptap.protocol.http_rules import INVALID_FROM_CLIENT, INVALID_MID_EXCHANGE
 from mcptap.records.events import TAP_REFUSALS
 from mcptap.relay.http import auth as oauth
+from mcptap.relay.http import h11_fast
 from mcptap.relay.http.events import (
     CloseClient,
     CloseUpstream,
@@ -50,7 +51,7 @@ class ConnEnds:
 
     def _send_client(self, ev: Any, out: list[Any]) -> bool:
         try:
-            data = self.client.send(ev)
+            data = h11_fast.send(self.client, ev)
         except h11.LocalProtocolError:
             self._abort_client(out)
             return False

@@ -81,8 +81,8 @@ class ConnUpstream(ConnEnds):
     def _pump_upstream(self, out: list[Any]) -> None:
         while self.up is not None and not self.closed:
             up = self.up
-            ev: Any = h11_fast.next_data(up)        # a body's Data without h11's no-op state pass
             try:
+                ev: Any = h11_fast.next_body(up)    # a body's Data or end without h11's full state pass
                 if ev is None:
                     ev = up.next_event()            # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:

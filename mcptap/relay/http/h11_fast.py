@@ -14,11 +14,14 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   returns, by the connection's own writer (Content-Length or chunked: the
   length checks and the framing are h11's), with the same errors and the same
   ``ERROR`` state after one;
-* ``next_data(conn)``: the ``Data`` event ``conn.next_event()`` would return
-  now when it is certain to be one (the reader is inside a Content-Length body
-  or inside a chunk, bytes are buffered), extracted by the connection's own
-  reader; None otherwise (then call ``next_event``: chunk headers, trailers,
-  the end of a message and every error stay with h11's parser);
+* ``next_body(conn)``: the ``Data`` or ``EndOfMessage`` event
+  ``conn.next_event()`` would return now while the peer's body is read
+  (Content-Length or chunked), extracted by the connection's own reader
+  (chunk headers, trailers and their errors are h11's parser's, raised as
+  ``next_event`` raises them); None when it could be anything else (then call
+  ``next_event``: heads, NEED_DATA, the peer's close);
+* ``send(conn, ev)``: ``conn.send(ev)``, an ``EndOfMessage`` in our body by the
+  connection's own writer without the full state pass (below);
 * ``send_response(conn, ev)``: ``conn.send(ev)`` for a final response head
   that came out of an h11 parser unchanged (``heads.passed`` returned it).
   ``send`` first rebuilds every response through the validating
@@ -28,8 +31,17 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   alive, the body is framed by Content-Length or has none) the head is the
   one h11 parsed and is sent as it is, through the same state pass and writer.
 
+An ``EndOfMessage`` (sent or received) in ``SEND_BODY`` moves that role to
+``DONE``; h11's pass then finds nothing more to do unless keep-alive is off, a
+protocol switch is pending or the other role is closed, closing or in error
+(the state-triggered transitions from ``DONE``): only then does it take the
+full pass. Otherwise it sets ``DONE``, clears the 100-continue flag for the
+client's end as h11 does, and refreshes that role's reader or writer from
+h11's own tables, as ``_respond_to_state_changes`` would. On a keep-alive
+round trip these were 4 of the 8 remaining passes.
+
 Relies on ``h11.Connection._writer``/``_reader``/``_receive_buffer``/``_process_error``
-and the readers' fields (h11 0.16, pinned in pyproject.toml; ``passbody.py`` reads
+and ``_cstate``, the readers' fields and the ``READERS``/``WRITERS`` tables (h11 0.16, pinned in pyproject.toml; ``passbody.py`` reads
 the same ones); ``SUPPORTED`` is False where they are missing, and then both fall
 back to h11's public calls.
 """
@@ -40,18 +52,62 @@ from typing import Any
 
 import h11
 from h11._connection import _body_framing
-from h11._readers import ChunkedReader, ContentLengthReader
-from h11._writers import ChunkedWriter, ContentLengthWriter
+from h11._readers import READERS, ChunkedReader, ContentLengthReader
+from h11._writers import WRITERS, ChunkedWriter, ContentLengthWriter
 
 _probe = h11.Connection(h11.CLIENT)
 SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buffer", "_process_error", "_process_event",
                                              "_request_method", "_cstate")) and all(
     hasattr(ChunkedReader(), a) for a in ("_bytes_in_chunk", "_bytes_to_discard", "_reading_trailer")) and hasattr(
-    ContentLengthReader(1), "_remaining") and all(hasattr(w, "send_data") for w in (ChunkedWriter, ContentLengthWriter))
+    ContentLengthReader(1), "_remaining") and all(hasattr(w, "send_data") for w in (ChunkedWriter, ContentLengthWriter)) and all(
+    hasattr(_probe._cstate, a) for a in ("states", "keep_alive", "pending_switch_proposals")) and hasattr(
+    h11.LocalProtocolError, "_reraise_as_remote_protocol_error")
 del _probe
 
 _SEND_BODY = h11.SEND_BODY
+_DONE = h11.DONE
 _CLIENT = h11.CLIENT
+_SERVER = h11.SERVER
+_EOM = h11.EndOfMessage
+#: the other role's states in which one role's move to DONE triggers no further transition
+_CALM = frozenset({h11.IDLE, h11.SEND_RESPONSE, h11.SEND_BODY, h11.DONE})
+#: the reader/writer h11 installs for a role entering DONE (``_get_io_object``: not a body state)
+_DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CLIENT, _SERVER) for m, io in (("r", READERS), ("w", WRITERS))}
+
+
+def _ended(conn: h11.Connection, role: Any, ev: h11.EndOfMessage) -> None:
+    """``conn._process_event(role, ev)`` for ``role``'s ``EndOfMessage`` in ``SEND_BODY``."""
+    cs: Any = conn._cstate
+    states = cs.states
+    if not cs.keep_alive or cs.pending_switch_proposals or states[_SERVER if role is _CLIENT else _CLIENT] not in _CALM:
+        conn._process_event(role, ev)       # DONE leads on (MUST_CLOSE, MIGHT_SWITCH_PROTOCOL): h11's whole pass
+        return
+    states[role] = _DONE
+    if role is _CLIENT:
+        conn.client_is_waiting_for_100_continue = False
+    if role is conn.our_role:
+        conn._writer = _DONE_IO[role, "w"]
+    else:
+        conn._reader = _DONE_IO[role, "r"]
+
+
+def send(conn: h11.Connection, ev: Any) -> bytes | None:
+    """``conn.send(ev)``: the same bytes, errors and state (see module doc)."""
+    if type(ev) is not _EOM or not SUPPORTED or conn.our_state is not _SEND_BODY:
+        sent: bytes | None = conn.send(ev)
+        return sent
+    w: Any = conn._writer
+    t = type(w)
+    if t is not ContentLengthWriter and t is not ChunkedWriter:
+        return conn.send(ev)
+    parts: list[bytes] = []
+    try:
+        _ended(conn, conn.our_role, ev)     # as send: the state pass first, then the writer (its errors)
+        w.send_eom(ev.headers, parts.append)
+    except BaseException:
+        conn._process_error(conn.our_role)
+        raise
+    return b"".join(parts)
 
 
 def send_data(conn: h11.Connection, data: bytes) -> bytes:
@@ -73,22 +129,35 @@ def send_data(conn: h11.Connection, data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def next_data(conn: h11.Connection) -> h11.Data | None:
-    """The ``Data`` event ``conn.next_event()`` would return now, taken by the
-    connection's own reader; None when the next event may be anything else."""
-    if not SUPPORTED or conn.their_state is not _SEND_BODY or not conn._receive_buffer:
+def next_body(conn: h11.Connection) -> h11.Data | h11.EndOfMessage | None:
+    """The ``Data`` or ``EndOfMessage`` event ``conn.next_event()`` would
+    return now, taken by the connection's own reader; None when the next event
+    may be anything else. Raises ``h11.RemoteProtocolError`` as ``next_event``
+    (a broken chunk header or footer, bad trailers), leaving ``conn`` the same."""
+    if not SUPPORTED or conn.their_state is not _SEND_BODY:
         return None
     rd: Any = conn._reader
     t = type(rd)
     if t is ContentLengthReader:
-        if not rd._remaining:
-            return None
-    elif t is not ChunkedReader or rd._reading_trailer or rd._bytes_to_discard or not rd._bytes_in_chunk:
+        if rd._remaining and not conn._receive_buffer:
+            return None         # NEED_DATA, or the peer's close: next_event's checks
+    elif t is not ChunkedReader or not conn._receive_buffer:
         return None
-    ev: h11.Data = rd(conn._receive_buffer)     # a Data: bytes are buffered and the body has bytes left
+    try:
+        ev: Any = rd(conn._receive_buffer)
+        if ev is None:
+            return None         # a chunk or trailer not complete yet: next_event says NEED_DATA (or raises)
+        if type(ev) is _EOM:
+            _ended(conn, conn.their_role, ev)
+            return ev
+    except BaseException as exc:       # as next_event
+        conn._process_error(conn.their_role)
+        if isinstance(exc, h11.LocalProtocolError):
+            exc._reraise_as_remote_protocol_error()
+        raise
     if conn.their_role is _CLIENT:
         conn.client_is_waiting_for_100_continue = False
-    return ev
+    return ev       # type: ignore[no-any-return]
 
 
 def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
