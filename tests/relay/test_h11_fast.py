@@ -5,6 +5,7 @@ bytes, events, errors and connection state, on twin connections fed the same
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import h11
@@ -14,9 +15,14 @@ from hypothesis import strategies as st
 from mcptap.relay.http import h11_fast
 
 
+def _io(f: Any) -> Any:
+    """A reader or writer as compared: h11's function itself, else its class."""
+    return f if f is None or isinstance(f, types.FunctionType) else type(f)
+
+
 def _state(c: h11.Connection) -> tuple[Any, ...]:
     return (c.our_state, c.their_state, c.client_is_waiting_for_100_continue, c.trailing_data, c._cstate.keep_alive,
-            set(c._cstate.pending_switch_proposals), c._writer if c._writer is None else type(c._writer),
+            set(c._cstate.pending_switch_proposals), c._request_method, _io(c._writer), _io(c._reader),
             type(c._reader), vars(c._writer) if c._writer is not None and hasattr(c._writer, "__dict__") else None,
             vars(c._reader) if c._reader is not None and hasattr(c._reader, "__dict__") else None)
 
@@ -155,6 +161,14 @@ def test_send_data_and_end_are_send(role: str, framing: str, expect: bool, lengt
                 got.append(("error", str(exc)))
         assert got[0] == got[1]
         assert _state(fast) == _state(plain)
+    cycled: list[Any] = []
+    for c, cycle in ((plain, h11.Connection.start_next_cycle), (fast, h11_fast.start_next_cycle)):
+        try:
+            cycle(c)
+            cycled.append(_state(c))
+        except h11.LocalProtocolError as exc:
+            cycled.append(("error", str(exc), _state(c)))
+    assert cycled[0] == cycled[1]
 
 
 REQUESTS = st.sampled_from([b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n",

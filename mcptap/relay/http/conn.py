@@ -259,14 +259,14 @@ class ConnRelay(ConnUpstream):
         up = self.up
         if up is not None:
             if up.our_state is h11.DONE and up.their_state is h11.DONE:
-                up.start_next_cycle()
+                h11_fast.start_next_cycle(up)
                 self.up_cycles += 1
             else:
                 out.append(CloseUpstream(self.id, self.gen))
                 self.up = None
         cl = self.client
         if cl.our_state is h11.DONE and cl.their_state is h11.DONE:
-            cl.start_next_cycle()
+            h11_fast.start_next_cycle(cl)
             self.ex = None
             if cl.trailing_data != _NOTHING:       # a pipelined request or a close (else NEED_DATA)
                 self._pump_client(out)

@@ -40,6 +40,12 @@ client's end as h11 does, and refreshes that role's reader or writer from
 h11's own tables, as ``_respond_to_state_changes`` would. On a keep-alive
 round trip these were 4 of the 8 remaining passes.
 
+``start_next_cycle(conn)``: ``conn.start_next_cycle()`` from ``DONE``/``DONE``
+(keep-alive on, no switch pending, nobody waiting for a 100 Continue: what
+h11 asserts) sets both roles ``IDLE``, forgets the request method and installs
+h11's ``IDLE`` reader and writer, without the state copies and comparisons of
+h11's general path; from any other state h11's own call (and its error).
+
 Relies on ``h11.Connection._writer``/``_reader``/``_receive_buffer``/``_process_error``
 and ``_cstate``, the readers' fields and the ``READERS``/``WRITERS`` tables (h11 0.16, pinned in pyproject.toml; ``passbody.py`` reads
 the same ones); ``SUPPORTED`` is False where they are missing, and then both fall
@@ -73,6 +79,10 @@ _EOM = h11.EndOfMessage
 _CALM = frozenset({h11.IDLE, h11.SEND_RESPONSE, h11.SEND_BODY, h11.DONE})
 #: the reader/writer h11 installs for a role entering DONE (``_get_io_object``: not a body state)
 _DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CLIENT, _SERVER) for m, io in (("r", READERS), ("w", WRITERS))}
+#: the same for a role back in IDLE (``start_next_cycle``)
+_IDLE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, h11.IDLE)) for r in (_CLIENT, _SERVER)
+                                        for m, io in (("r", READERS), ("w", WRITERS))}
+_IDLE = h11.IDLE
 
 
 def _ended(conn: h11.Connection, role: Any, ev: h11.EndOfMessage) -> None:
@@ -89,6 +99,20 @@ def _ended(conn: h11.Connection, role: Any, ev: h11.EndOfMessage) -> None:
         conn._writer = _DONE_IO[role, "w"]
     else:
         conn._reader = _DONE_IO[role, "r"]
+
+
+def start_next_cycle(conn: h11.Connection) -> None:
+    """``conn.start_next_cycle()`` (see module doc); raises ``h11.LocalProtocolError`` as it does."""
+    cs: Any = conn._cstate
+    states = cs.states
+    if not SUPPORTED or states[_CLIENT] is not _DONE or states[_SERVER] is not _DONE or not cs.keep_alive \
+            or cs.pending_switch_proposals or conn.client_is_waiting_for_100_continue:
+        conn.start_next_cycle()
+        return
+    cs.states = {_CLIENT: _IDLE, _SERVER: _IDLE}
+    conn._request_method = None
+    conn._writer = _IDLE_IO[conn.our_role, "w"]
+    conn._reader = _IDLE_IO[conn.their_role, "r"]
 
 
 def send(conn: h11.Connection, ev: Any) -> bytes | None:
