@@ -35,6 +35,14 @@ class Upstream:
     path: str = "/"
     query: str = ""
     basic: bytes = field(default=b"", repr=False, compare=False)
+    #: ``host[:port]`` as a Host field names it (the port left out when it is the scheme's default; an
+    #: IPv6 literal in brackets): fixed by the fields above, so made once (it is read on every request)
+    authority: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        object.__setattr__(self, "authority", host if self.port == default else f"{host}:{self.port}")
 
     def authorize(self, headers: Headers, target: bytes) -> None:
         """Append ``basic`` to request ``headers`` unless they carry an
@@ -85,12 +93,6 @@ class Upstream:
             pair = f"{unquote(u.username or '')}:{unquote(u.password or '')}".encode()
             basic = b"Basic " + base64.b64encode(pair)
         return cls(u.scheme, host, port or (443 if u.scheme == "https" else 80), u.path or "/", u.query, basic)
-
-    @property
-    def authority(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
 
     @property
     def origin(self) -> str:
