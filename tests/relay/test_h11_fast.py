@@ -260,3 +260,10 @@ def _relay_run(exchanges: list[tuple[bytes, bytes, int, bool]], fast: bool) -> l
 def test_the_relay_gives_the_same_commands_and_facts_with_and_without_the_fast_paths(
         exchanges: list[tuple[bytes, bytes, int, bool]]) -> None:
     assert _relay_run(exchanges, True) == _relay_run(exchanges, False)
+
+
+def test_the_fast_paths_are_in_use_with_the_pinned_h11() -> None:
+    """With h11 as pinned in pyproject.toml the fast paths are on (a change of the
+    internals they read would switch them off silently, and the tests above would
+    compare h11 with itself)."""
+    assert h11_fast.SUPPORTED
