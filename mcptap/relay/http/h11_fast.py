@@ -57,7 +57,8 @@ from __future__ import annotations
 from typing import Any
 
 import h11
-from h11._connection import _body_framing
+from h11._connection import _body_framing, _keep_alive
+from h11._headers import get_comma_header, has_expect_100_continue
 from h11._readers import READERS, ChunkedReader, ContentLengthReader
 from h11._writers import WRITERS, ChunkedWriter, ContentLengthWriter
 
@@ -83,6 +84,9 @@ _DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CL
 _IDLE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, h11.IDLE)) for r in (_CLIENT, _SERVER)
                                         for m, io in (("r", READERS), ("w", WRITERS))}
 _IDLE = h11.IDLE
+_SEND_RESPONSE = h11.SEND_RESPONSE
+_REQUEST = h11.Request
+_RESPONSE = h11.Response
 
 
 def _ended(conn: h11.Connection, role: Any, ev: h11.EndOfMessage) -> None:
@@ -101,6 +105,39 @@ def _ended(conn: h11.Connection, role: Any, ev: h11.EndOfMessage) -> None:
         conn._reader = _DONE_IO[role, "r"]
 
 
+def _headed(conn: h11.Connection, ev: Any) -> None:
+    """``conn._process_event(conn.our_role, ev)`` for a head we send: a ``Request``
+    (client side) or a final ``Response`` (server side). h11's full pass unless
+    keep-alive stays on, no protocol switch is (or becomes) pending and the states
+    are those the head leaves from; then the head moves the sender on (a request
+    also the server, to ``SEND_RESPONSE``) and nothing else follows."""
+    cs: Any = conn._cstate
+    states = cs.states
+    role = conn.our_role
+    if cs.pending_switch_proposals or not cs.keep_alive or not _keep_alive(ev):
+        conn._process_event(role, ev)
+        return
+    if type(ev) is _REQUEST:
+        if role is not _CLIENT or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE or ev.method == b"CONNECT" \
+                or get_comma_header(ev.headers, b"upgrade"):
+            conn._process_event(role, ev)
+            return
+        states[_CLIENT] = _SEND_BODY
+        states[_SERVER] = _SEND_RESPONSE
+        conn._request_method = ev.method
+        if has_expect_100_continue(ev):
+            conn.client_is_waiting_for_100_continue = True
+        conn._writer = conn._get_io_object(_CLIENT, ev, WRITERS)
+        conn._reader = conn._get_io_object(_SERVER, ev, READERS)
+        return
+    if type(ev) is not _RESPONSE or role is not _SERVER or states[_SERVER] is not _SEND_RESPONSE:
+        conn._process_event(role, ev)
+        return
+    states[_SERVER] = _SEND_BODY
+    conn.client_is_waiting_for_100_continue = False
+    conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
+
+
 def start_next_cycle(conn: h11.Connection) -> None:
     """``conn.start_next_cycle()`` (see module doc); raises ``h11.LocalProtocolError`` as it does."""
     cs: Any = conn._cstate
@@ -117,21 +154,28 @@ def start_next_cycle(conn: h11.Connection) -> None:
 
 def send(conn: h11.Connection, ev: Any) -> bytes | None:
     """``conn.send(ev)``: the same bytes, errors and state (see module doc)."""
-    if type(ev) is not _EOM or not SUPPORTED or conn.our_state is not _SEND_BODY:
-        sent: bytes | None = conn.send(ev)
-        return sent
+    t = type(ev)
     w: Any = conn._writer
-    t = type(w)
-    if t is not ContentLengthWriter and t is not ChunkedWriter:
-        return conn.send(ev)
-    parts: list[bytes] = []
-    try:
-        _ended(conn, conn.our_role, ev)     # as send: the state pass first, then the writer (its errors)
-        w.send_eom(ev.headers, parts.append)
-    except BaseException:
-        conn._process_error(conn.our_role)
-        raise
-    return b"".join(parts)
+    if SUPPORTED and t is _EOM and conn.our_state is _SEND_BODY and (type(w) is ContentLengthWriter or type(w) is ChunkedWriter):
+        parts: list[bytes] = []
+        try:
+            _ended(conn, conn.our_role, ev)     # as send: the state pass first, then the writer (its errors)
+            w.send_eom(ev.headers, parts.append)
+        except BaseException:
+            conn._process_error(conn.our_role)
+            raise
+        return b"".join(parts)
+    if SUPPORTED and t is _REQUEST and w is not None and conn.our_state is _IDLE:
+        parts = []
+        try:
+            _headed(conn, ev)
+            w(ev, parts.append)
+        except BaseException:
+            conn._process_error(conn.our_role)
+            raise
+        return b"".join(parts)
+    sent: bytes | None = conn.send(ev)
+    return sent
 
 
 def send_data(conn: h11.Connection, data: bytes) -> bytes:
@@ -196,7 +240,7 @@ def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
     writer: Any = conn._writer
     parts: list[bytes] = []
     try:
-        conn._process_event(conn.our_role, ev)
+        _headed(conn, ev)
         writer(ev, parts.append)
     except BaseException:
         conn._process_error(conn.our_role)
