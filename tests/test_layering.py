@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 LEVELS = {
     "mcptap": 0, "mcptap.early_signals": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 1, "mcptap.clock": 4,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1, "mcptap.filters.jsonpath": 1, "mcptap.filters.members": 1,
-    "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.reannotate_reframe": 1,
+    "mcptap.capture.record_checks": 1, "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.reannotate_reframe": 1,
     "mcptap.reannotate_views": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1, "mcptap.capture_ends": 1, "mcptap.liveness": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
