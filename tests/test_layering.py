@@ -23,7 +23,7 @@ LEVELS = {
     "mcptap.check.scan": 3, "mcptap.check.scan_records": 3, "mcptap.check.scan_report": 3, "mcptap.check.merge": 3,
     "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3, "mcptap.check.fullsplit": 4,
     "mcptap.check.shape_oracle": 3, "mcptap.check.shape_child": 4, "mcptap.check.forked": 4, "mcptap.check.full_tally": 3, "mcptap.check.split_state": 3,
-    "mcptap.check.split_skip": 3, "mcptap.check.split_warm": 3, "mcptap.check.exact_places": 3,
+    "mcptap.check.split_skip": 3, "mcptap.check.split_adopt": 3, "mcptap.check.split_warm": 3, "mcptap.check.exact_places": 3,
     "mcptap.recorder_stderr": 1, "mcptap.recorder_chunks": 1, "mcptap.recorder_gaps": 1, "mcptap.known_secrets": 1,
     "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.protocol.shape_gen": 1,
     "mcptap.protocol.shape_shipped": 1, "mcptap.protocol.shape_table": 1, "mcptap.protocol.shape_ship_gen": 1, "mcptap.reuse_annotations": 1,
