@@ -26,7 +26,7 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
     for cap in report.captures:
         if cap.error is not None:
             why = "unreadable (the reason is above)" if errors_shown else cap.error
-            yield st(esc(f"{cap.path}: cannot check: {why}"), "error")
+            yield st(escape_name(cap.path) + esc(f": cannot check: {why}"), "error")
             continue
         state = "complete" if cap.complete else "INCOMPLETE"
         if cap.truncated:
