@@ -24,10 +24,12 @@ size of each such block freed (up to 32 MiB). After the stdio tap's first
 1 MiB read of the copy pipe was freed, every later MiB-sized buffer (copy
 reads, chunk records, record lines) came from a thread's malloc arena, between
 small blocks still in use, and a 1M-notification flood left the mcptap
-process 4-10 MiB larger for the rest of the session (the trim does not give
-back a thread arena's pages, and those of its free chunks were soon reused
-anyway). Fixed at glibc's default, a large buffer's pages go back when it is
-freed.
+process 4-10 MiB larger for the rest of the session (the trim gives back
+free chunks' pages and the main heap's top, not a thread arena's top; tried,
+no change). Fixed at glibc's default, a large buffer's pages go back when it
+is freed. Its cost: those pages are faulted in afresh each time (a 1M-
+notification flood, ~100 MB: 12-35k minor faults in mcptap's idle-priority
+analysis threads instead of 2-3k; the relay's pumps reuse their buffers).
 """
 
 from __future__ import annotations
