@@ -35,7 +35,7 @@ import orjson
 from mcptap.capture.format import VERSION
 from mcptap.capture.writer import locked_by_a_writer
 from mcptap.capture_ends import HEAD_SCAN, cut_header, gzip_ends, is_header, last_line
-from mcptap.escape import text_path
+from mcptap.escape import escape_name
 from mcptap.liveness import Writers, being_written
 from mcptap.paths import safe_name, server_name
 from mcptap.records.end import says_ended
@@ -112,7 +112,7 @@ class CaptureInfo:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "path": text_path(self.path), "started": self.started, "name": self.name, "transport": self.transport,
+            "path": escape_name(self.path), "started": self.started, "name": self.name, "transport": self.transport,
             "revision": self.revision, "messages": self.messages, "severities": self.severities,
             "status": self.status, "no_traffic": self.no_traffic, "size": self.size, "exit_code": self.exit_code,
             "unframed": self.unframed, "version": self.version, "extending": self.extending,

@@ -255,6 +255,25 @@ def escape_xml(text: str, os_text: bool = False) -> str:
     return escape_os(text) if os_text else escape_controls(text)
 
 
+#: a backslash that starts what :func:`escape_os` writes (``\\x``, ``\\u``, ``\\U``, ``\\t``, ``\\n``,
+#: ``\\r``) or another backslash: in a file name, doubled by :func:`escape_name`
+_NAME_BACKSLASH = re.compile(r"\\(?=[\\xuUtnr])")
+
+
+def escape_name(path: str) -> str:
+    """A file name or path as every output shows it, text and JSON alike: in
+    :func:`escape_os`'s form (a byte that is not UTF-8 ``\\xff``, a control
+    ``\\x1b``, ``\\t``, U+009B ``\\u009b``: the bytes stay readable, where
+    U+FFFD lost them), with a backslash that would read as the start of such an
+    escape doubled (a name written ``a\\xff.jsonl`` literally is shown
+    ``a\\\\xff.jsonl``): the name can be told from another and read back
+    exactly. Valid UTF-8 (strict JSON, HTML) and safe on a terminal. Pure,
+    total; the same object for a plain name."""
+    if "\\" in path:
+        path = _NAME_BACKSLASH.sub(r"\\\\", path)
+    return escape_os(path)
+
+
 def text_path(path: str) -> str:
     """``path`` as text that UTF-8 JSON, HTML and terminals accept: the bytes
     of a file name that are not UTF-8 (held as lone surrogates by Python, PEP

@@ -55,6 +55,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -630,6 +631,33 @@ class PlainRelay:
         self.p.wait()
 
 
+class PeakSampler:
+    """The peak RSS summed of a tap's processes while traffic goes on, sampled
+    every ``every`` s on a thread (``/proc/PID/status``) until ``stop()``
+    (MiB). Less the pages the processes still share at the end, an upper
+    bound of their peak distinct resident pages (copy-on-write only unshares)."""
+
+    def __init__(self, tap: Tap, every: float = 0.02) -> None:
+        self.tap, self.every, self.peak = tap, every, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.peak = max(self.peak, self.tap.rss())
+            except OSError:
+                pass
+            if self._done.wait(self.every):
+                return
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
 class Tap:
     """``python -m mcptap.cli.record_http`` run from checkout ``root`` (its ``mcptap`` package is imported)."""
 
@@ -1011,6 +1039,7 @@ def main() -> None:
         idle = {k: t.rss() for k, t in taps.items()}
         idle_split = {k: t.rss_split() for k, t in taps.items()}
         floors = {m: PlainRelay(up.port, m) for _, m, _ in FLOORS if m != "cparser" or HAVE_HTTPTOOLS}
+        samplers = {k: PeakSampler(t) for k, t in taps.items()}
         try:
             if "rt" not in args.skip:
                 run_rt(up, taps, args, floors)
@@ -1019,11 +1048,16 @@ def main() -> None:
         finally:
             for f in floors.values():
                 f.stop()
+        peak_rss = {k: s.stop() for k, s in samplers.items()}
         after = {k: t.rss() for k, t in taps.items()}
         after_split = {k: t.rss_split() for k, t in taps.items()}
         sizes = {k: t.stop() / 1024 for k, t in taps.items()}
         _memory_rows("idle", "<= 40", idle, idle_split)
         _memory_rows("after the above", "<= 40", after, after_split)
+        peak_union = {k: peak_rss[k] - (after[k] - v[3]) for k, v in after_split.items() if v[3] is not None}
+        if peak_union:
+            ROWS.append(("during the above: peak tap memory (MiB)", None, peak_union, "", "<= 40",
+                         "(upper bound: peak RSS summed, every 20 ms, less the pages shared at the end)"))
         ROWS.append(("capture size (KiB)", None, sizes, "", "", ""))
         if "big" not in args.skip:
             run_big(up, args)

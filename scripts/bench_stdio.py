@@ -308,6 +308,7 @@ class MemorySampler:
     def __init__(self, pid: int, every: float) -> None:
         self.pids = [pid] + [k for k in [relay_pid(pid)] if k is not None]
         self.every, self.peak = every, 0.0
+        self.after: float | None = None      # distinct resident pages (MiB) when stopped
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -327,7 +328,7 @@ class MemorySampler:
     def stop(self) -> float | None:
         self._done.set()
         self._thread.join()
-        union = resident_union(self.pids)
+        union = self.after = resident_union(self.pids)
         if union is None:
             return None
         shared = self._rss_sum() - union
@@ -456,7 +457,8 @@ def main() -> None:
                     "as the configuration 'before'")
     ap.add_argument("--mem-every", type=float, default=0.0, metavar="S",
                     help="floods: sample the RSS of the tap's two processes every S seconds and print the peak of their "
-                         "distinct resident pages (an upper bound: MemorySampler; default off)")
+                         "distinct resident pages (an upper bound: MemorySampler) and those pages once the flood's "
+                         "analysis is done (default off)")
     ap.add_argument("--cpu", action="store_true", help="floods: CPU time per process role (Linux schedstat), medians")
     args = ap.parse_args()
 
@@ -543,6 +545,7 @@ def main() -> None:
         rss: dict[str, list[float]] = {n: [] for n in flood_names}
         relay_rss: list[float] = []
         together: dict[str, list[float]] = {n: [] for n in flood_names}
+        after_flood: dict[str, list[float]] = {n: [] for n in flood_names}
         cpu: dict[str, list[dict[str, float]]] = {n: [] for n in flood_names}
         checks = []
         for rep in range(args.repeat):
@@ -557,9 +560,11 @@ def main() -> None:
                 sampler = MemorySampler(peer.proc.pid, args.mem_every) if args.mem_every and name != "threaded" else None
                 dt = peer.flood(args.flood) if test == "flood" else peer.flood_both(args.flood)
                 if sampler is not None:
+                    settle([peer])                  # the analysis of the flood done: memory after traffic
                     peak = sampler.stop()
-                    if peak is not None:
+                    if peak is not None and sampler.after is not None:
                         together[name].append(peak)
+                        after_flood[name].append(sampler.after)
                 if args.cpu:
                     cpu[name].append(cpu_used(snap, cpu_snapshot(peer.proc.pid)))
                 times[name].append(dt)
@@ -592,7 +597,8 @@ def main() -> None:
         for name, peaks in together.items():
             if peaks:
                 print(f"  {name} memory, both processes, RSS sampled every {args.mem_every * 1e3:.0f} ms: peak <= {max(peaks):.1f} MiB "
-                      f"(target <= 40; distinct resident pages: the RSS sum less the pages shared at the end)")
+                      f"(target <= 40; distinct resident pages: the RSS sum less the pages shared at the end); "
+                      f"after the flood's analysis {', '.join(f'{m:.1f}' for m in after_flood[name])} MiB")
         for name in ("mcptap", "before"):
             if "threaded" in times and name in times:
                 ratio = statistics.median(times[name]) / statistics.median(times["threaded"])

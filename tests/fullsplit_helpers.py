@@ -33,13 +33,13 @@ def every_capture_big(monkeypatch: pytest.MonkeyPatch, warm: int = 20000) -> lis
     monkeypatch.setattr(fullsplit, "WARM_BYTES", warm)
     monkeypatch.setattr(BoundedMap.__init__, "__defaults__", (4,))    # answered ids remembered: the last 4 (a warm-up holds them)
     taken: list[int] = []
-    orig = fullsplit._adopt
+    orig = fullsplit.adopt
 
     def spy(scan: Any, got: dict[str, Any]) -> None:
         taken.append(got["at"])
         orig(scan, got)
 
-    monkeypatch.setattr(fullsplit, "_adopt", spy)
+    monkeypatch.setattr(fullsplit, "adopt", spy)
     # this process waits at the middle for the second one's half (else which is taken depends on the load)
     monkeypatch.setattr(fullsplit._Split, "ready", lambda self: self.child.ready(wait=True))
     return taken

@@ -22,12 +22,12 @@ class SansIoTap:
     """``client(bytes)`` / ``upstream(bytes)`` feed one client connection and its
     upstream; what each side received is in ``to_client`` / ``to_upstream``."""
 
-    def __init__(self, path: Path, **relay: Any) -> None:
+    def __init__(self, path: Path, record_secrets: bool = False, **relay: Any) -> None:
         self.path = path
         ticks = itertools.count(1000, 1000)
         self.rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: next(ticks), started="t")
-        self.relay = HttpRelay(UP, listen_authority="127.0.0.1:7000", **relay)
-        self.obs = HttpObserver(self.rec, UP, "127.0.0.1:7000")
+        self.relay = HttpRelay(UP, listen_authority="127.0.0.1:7000", record_secrets=record_secrets, **relay)
+        self.obs = HttpObserver(self.rec, UP, "127.0.0.1:7000", record_secrets=record_secrets)
         self.cid: int | None = None
         self.gen = 0
         self.to_client = bytearray()

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fullsplit_helpers import same, split_fixture
 from mcptap.capture.source import bytes_read
-from mcptap.check import fullsplit, parallel
+from mcptap.check import fullsplit, parallel, split_adopt
 from mcptap.check.fullscan import FullScan
 from mcptap.check.report import check_capture
 from mcptap.check.shape_oracle import Batch, ShapeOracle
@@ -103,7 +103,8 @@ def test_the_second_process_is_not_held_up_by_this_one(tmp_path: Path, split: li
     is) goes through a file: it re-annotates its whole half before this process
     looks at anything it sent (it used to wait on the pipe until then)."""
     orig = fullsplit.snapshot
-    monkeypatch.setattr(fullsplit, "snapshot", lambda scan: orig(scan) + b"-" * (1 << 20))
+    for mod in (fullsplit, split_adopt):             # (the second process's, and this one's at the middle)
+        monkeypatch.setattr(mod, "snapshot", lambda scan: orig(scan) + b"-" * (1 << 20))
 
     def ready(self: Any) -> bool:
         if not self.child.eof:

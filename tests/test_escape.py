@@ -192,3 +192,14 @@ def test_letters_that_draw_nothing_are_escaped() -> None:
     assert shown.startswith("read_file\\U000e0169") and shown.endswith("\\ufe01") and has_controls(hidden)
     for kept in ("\u2764\ufe0f", "\u263a\ufe0e", "\ud55c\uad6d\uc5b4", "\u3131", "caf\u00e9"):
         assert escape_controls(kept) == kept and not has_controls(kept)
+
+
+def test_escape_name_keeps_a_names_bytes_and_backslashes_apart() -> None:
+    from mcptap.escape import escape_name
+
+    byte, literal, both = "n\udcff.jsonl", "n\\xff.jsonl", "a\\\\xff\udcfe\x1b"
+    assert escape_name("plain/c.jsonl") == "plain/c.jsonl" and escape_name("C:\\a\\b") == "C:\\a\\b"
+    assert escape_name(byte) == "n\\xff.jsonl" and escape_name(literal) == "n\\\\xff.jsonl"
+    assert escape_name(both) == "a\\\\\\\\xff\\xfe\\x1b"
+    for name in (byte, literal, both):
+        escape_name(name).encode("utf-8")       # strict: no lone surrogate left

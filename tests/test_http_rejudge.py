@@ -183,3 +183,16 @@ def test_a_long_lived_stream_is_judged_at_its_end_however_many_exchanges_came_me
     a, b = check_capture(str(few), reuse=False), check_capture(str(many), reuse=False)
     assert "sse.connection_closed_mid_stream" in a.groups
     assert sorted(b.groups) == sorted(a.groups)
+
+
+def test_an_error_body_finding_quotes_the_peers_error_string_scrubbed(tmp_path) -> None:
+    """The ``error`` string of an HTTP error body is the peer's: quoted as other
+    findings quote peer values (http_fields.shown), a token in it as its
+    placeholder (found before the quote is cut at 40 characters: cut first, the
+    token was no longer one and was quoted raw), controls escaped."""
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    rep = check_capture(str(_edited(tmp_path, "false-finding-http401-oauth-body.jsonl", 401, f"invalid_token {token}\x1b[2K")),
+                        reuse=False)
+    (place,) = rep.groups["http.error_body"].places
+    assert "«redacted:" in place.message and token[:12] not in place.message, place.message
+    assert "\x1b" not in place.message

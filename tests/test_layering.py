@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "mcptap"
 LEVELS = {
     "mcptap": 0, "mcptap.early_signals": 0, "mcptap.errors": 0, "mcptap.model": 0, "mcptap.escape": 0, "mcptap.records": 1, "mcptap.clock": 4,
     "mcptap.protocol": 1, "mcptap.capture": 1, "mcptap.capture.pieces": 1, "mcptap.filters": 1, "mcptap.filters.jsonpath": 1, "mcptap.filters.members": 1,
-    "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.reannotate_reframe": 1,
+    "mcptap.capture.record_checks": 1, "mcptap.recorder": 1, "mcptap.recording": 1, "mcptap.reannotate": 1, "mcptap.reannotate_reframe": 1,
     "mcptap.reannotate_views": 1, "mcptap.redact": 1, "mcptap.paths": 1, "mcptap.catalog": 1, "mcptap.capture_ends": 1, "mcptap.liveness": 1,
     "mcptap.relay": 2,
     "mcptap.compare": 3, "mcptap.diff": 3, "mcptap.show": 3, "mcptap.check": 3,
@@ -23,7 +23,7 @@ LEVELS = {
     "mcptap.check.scan": 3, "mcptap.check.scan_records": 3, "mcptap.check.scan_report": 3, "mcptap.check.merge": 3,
     "mcptap.check.parallel": 4, "mcptap.check.fullscan": 3, "mcptap.check.fullsplit": 4,
     "mcptap.check.shape_oracle": 3, "mcptap.check.shape_child": 4, "mcptap.check.forked": 4, "mcptap.check.full_tally": 3, "mcptap.check.split_state": 3,
-    "mcptap.check.split_skip": 3, "mcptap.check.split_warm": 3, "mcptap.check.exact_places": 3,
+    "mcptap.check.split_skip": 3, "mcptap.check.split_adopt": 3, "mcptap.check.split_warm": 3, "mcptap.check.exact_places": 3,
     "mcptap.recorder_stderr": 1, "mcptap.recorder_chunks": 1, "mcptap.recorder_gaps": 1, "mcptap.known_secrets": 1,
     "mcptap.protocol.tagged": 1, "mcptap.protocol.shape_graph": 1, "mcptap.protocol.shape_gen": 1,
     "mcptap.protocol.shape_shipped": 1, "mcptap.protocol.shape_table": 1, "mcptap.protocol.shape_ship_gen": 1, "mcptap.reuse_annotations": 1,

@@ -155,3 +155,26 @@ def test_a_refused_request_target_is_quoted_with_its_credentials_as_placeholders
     end = next(r for r in tap.records() if r.get("event") == "end")
     assert end["how"] == "request_rejected" and "userinfo" in end["detail"]
     assert _leaks(tap, SK, "abc123secret") == []
+
+
+@pytest.mark.parametrize("record_secrets", [False, True])
+@pytest.mark.parametrize(("head", "how"), [
+    (f"GET http://u:{SK}@127.0.0.1:7000/mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\n\r\n", "request_rejected"),     # guard: target
+    (f"GET /mcp HTTP/1.1\r\nHost: a@{GHP}\r\n\r\n", "request_rejected"),                                      # guard: Host
+    (f"GET /mcp HTTP/1.1\r\nHost: {GHP}.example\r\n\r\n", "host_rejected"),                                  # not a loopback name
+])
+def test_a_refusal_quotes_the_peers_host_and_target_as_the_request_record_holds_them(tmp_path: Path, head: str, how: str,
+                                                                                      record_secrets: bool) -> None:
+    """Scrubbed by default, in clear under ``--record-secrets`` as the request record's
+    target and Host are: the refusal's quote used to be scrubbed whatever the setting."""
+    tap = SansIoTap(tmp_path / "cap.jsonl", record_secrets, allowed_hosts=frozenset({"127.0.0.1"}))
+    tap.client(head.encode())
+    recs = tap.records()
+    req = next(r for r in recs if r.get("event") == "request")
+    end = next(r for r in recs if r.get("event") == "end")
+    assert end["how"] == how
+    secret = SK if SK in head.split("\r\n")[0] else GHP
+    quoted = req["target"] if secret == SK else dict(req["headers"])["Host"]
+    assert (secret in quoted) is record_secrets
+    assert repr(quoted) in end["detail"], (quoted, end["detail"])
+    assert (secret in end["detail"]) is record_secrets

@@ -22,7 +22,8 @@ import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, Integrity, StreamTally
-from mcptap.capture.reader import _malformed, exact_ids
+from mcptap.capture.reader import exact_ids
+from mcptap.capture.record_checks import malformed
 from mcptap.check.full_tally import FullTally
 from mcptap.check.reannotated import capture_findings, spill_name
 from mcptap.check.report import CaptureReport, add_finding
@@ -211,7 +212,7 @@ class FullScan(FullTally):
                 or type(r.get("rev", "")) is not str or type(r.get("transport", _NO_TRANSPORT)) is not dict
                 or type(r.get("link", 0)) is not int or type(r.get("pair")) not in INT_OR_NONE
                 or type(r.get("latency_us")) not in INT_OR_NONE or type(r.get("phase")) not in STR_OR_NONE):
-            bad = _malformed(r)             # the rarer shapes get the reader's full check
+            bad = malformed(r)             # the rarer shapes get the reader's full check
             if bad is not None:
                 raise Unsupported(bad)
         if type(t) is int:

@@ -13,7 +13,7 @@ has, and then the second half, grouping its findings (``report.add_finding``
 with first places, merged as check/merge.py merges the plain scan's halves).
 Meanwhile this process re-annotates the first half, and goes on past the
 middle, never waiting: when the second half arrives, it is taken (this
-process's work past the middle dropped: :class:`_Mark`) if it got further.
+process's work past the middle dropped: :class:`split_adopt.Mark`) if it got further.
 
 Exactness: at the middle both processes take a :func:`snapshot` of the whole
 re-annotation state (the Reannotator, its Annotator, the scan's open
@@ -39,7 +39,6 @@ the latest) this process goes on, from the second's final state.
 
 from __future__ import annotations
 
-import copy
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -52,7 +51,7 @@ from mcptap.check import split_warm
 from mcptap.check.file_ranges import line_start
 from mcptap.check.forked import STREAMS, Forked, Spill, send_frame
 from mcptap.check.fullscan import FullScan, Uncommon
-from mcptap.check.merge import merge_groups
+from mcptap.check.split_adopt import Mark, adopt
 from mcptap.check.split_skip import skip
 from mcptap.check.split_state import SCAN_STATE, snapshot
 from mcptap.model import severity_counts
@@ -166,13 +165,13 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
     """From the middle, this process goes on alone until the second process's
     half arrives (never waiting for it: a starved second process costs no wall
     time); then, when its state at the middle was this one's and it got
-    further, ``scan`` is put back as it was at the middle (``_Mark``) and takes
+    further, ``scan`` is put back as it was at the middle (``Mark``) and takes
     its half, this process's lines past the middle dropped. Returns (the byte
     from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
     ``_RETRY``: it stopped at a chunk record, forked before the first, so a second
     process forked from here may do better; ``_DIFFERENT``: its state at the middle,
     sent first, was another: so may one forked from here, with a longer warm-up)."""
-    mark = _Mark(scan, tallies)
+    mark = Mark(scan, tallies)
     pos, compared = mid, False
     with open(path, "rb") as fp:
         for batch in batches(fp, mid, size):
@@ -193,45 +192,6 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
             pos += n
             add_bytes_read(n)
     return pos, _KEPT                           # all of it here first: the second process's half is not needed
-
-
-def _copied(sha: Any) -> Any:
-    """A copy of a stream's digest (re-annotation's are hashlib's, which copy)."""
-    return sha.copy()
-
-
-class _Mark:
-    """What ``scan`` adds up past the middle (counters, groups, digests), as
-    it was there: put back (``restore``) before the second process's half is
-    added. Its re-annotation state is the second process's then (``_adopt``)."""
-
-    def __init__(self, scan: FullScan, tallies: dict[str, StreamTally]) -> None:
-        rec, rep = scan.rec, scan.rep
-        self.snap = snapshot(scan)
-        self.digests = {name: t.sha.copy() for name, t in tallies.items()}
-        self.tallies = tallies
-        self.streams = [(s, s.bytes, s.messages, _copied(s.sha)) for s in (*rec.streams.values(), rec.stderr_stream)]
-        self.rec = dict(rec.severities), dict(rec.codes)
-        self.rep = copy.deepcopy(rep.groups), dict(rep.severities), rep.records, rep.messages, rep.duration_us
-        self.scan = scan.n, scan.cut, scan.gaps, {name: list(c) for name, c in scan.counts.items()}
-
-    def restore(self, scan: FullScan) -> None:
-        rec, rep = scan.rec, scan.rep
-        for name, sha in self.digests.items():
-            self.tallies[name].sha = sha
-        for s, nbytes, nmsg, sha in self.streams:
-            s.bytes, s.messages, s.sha = nbytes, nmsg, sha
-        rec.severities.clear()
-        rec.severities.update(self.rec[0])
-        rec.codes.clear()
-        rec.codes.update(self.rec[1])
-        rep.groups, rep.severities, rep.records, rep.messages, rep.duration_us = self.rep
-        scan.n, scan.cut, scan.gaps, counts = self.scan
-        for name, c in counts.items():
-            scan.counts[name][:] = c
-        for buf in scan.bufs.values():
-            buf.clear()
-        scan.buffered = 0
 
 
 def _no_shape_check(*args: Any) -> list[Any]:
@@ -336,14 +296,14 @@ class _Split:
         then its work), waited for once it has begun; None: it failed or ended."""
         return self.child.frame(wait=True)
 
-    def merge_into(self, scan: FullScan, mark: _Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
+    def merge_into(self, scan: FullScan, mark: Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
         """Take the second process's work ``got`` into ``scan`` (gone on to byte
         ``pos``, from ``mark`` at the middle, where the states were equal) when it
         got further; returns (the byte from which ``scan`` goes on, ``_TAKEN`` or ``_KEPT``)."""
         if got["at"] <= pos:
             return pos, _KEPT
         mark.restore(scan)
-        _adopt(scan, got)
+        adopt(scan, got)
 
         def hashed(name: str, block: bytes) -> None:       # the second half's stream bytes, after the first half's
             scan.on_bytes(name, block)
@@ -365,34 +325,3 @@ class _Split:
         self.child.close()
         self.spill.close()
         self.snapped.close()
-
-
-def _adopt(scan: FullScan, got: dict[str, Any]) -> None:
-    """``scan`` (at the middle) as if it had re-annotated the second process's lines."""
-    rec, rep = scan.rec, scan.rep
-    mine = rec.annotator.shape_check
-    state = got["rec"]
-    severities, codes = rec.severities, rec.codes
-    for s, k in state.pop("severities").items():
-        severities[s] += k
-    for c, k in state.pop("codes").items():
-        codes[c] = codes.get(c, 0) + k
-    vars(rec).update(state)
-    rec.severities, rec.codes = severities, codes
-    rec.annotator.shape_check = mine
-    streams = {d.value: s for d, s in rec.streams.items()} | {"stderr": rec.stderr_stream}
-    for d, (nbytes, nmsg) in got["streams"].items():
-        streams[d].bytes += nbytes
-        streams[d].messages += nmsg
-    for k, v in zip(SCAN_STATE, got["scan"], strict=True):
-        if k != "oracle":
-            setattr(scan, k, v)
-    merge_groups(rep.groups, rep.severities, [(got["groups"], got["sev"], got["firsts"])], scan.keep, scan.n + scan.cut)
-    scan.n += got["n"]
-    scan.gaps += got["gaps"]
-    for name, (nbytes, nmsg) in got["counts"].items():
-        scan.counts[name][0] += nbytes
-        scan.counts[name][1] += nmsg
-    rep.records += got["records"]
-    rep.messages += got["messages"]
-    rep.duration_us = max(rep.duration_us, got["duration"])

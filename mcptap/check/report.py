@@ -25,7 +25,7 @@ from typing import Any
 from mcptap.capture.integrity import MAX_T_US
 from mcptap.check.reannotated import Reannotated, all_findings
 from mcptap.errors import CaptureReadError
-from mcptap.escape import text_path
+from mcptap.escape import escape_name, escape_os
 from mcptap.model import SEVERITY_RANK, severity_counts
 from mcptap.protocol.codes import CODES
 
@@ -119,12 +119,12 @@ class CaptureReport:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"path": text_path(self.path), "transport": self.transport, "started": self.started,
+        d: dict[str, Any] = {"path": escape_name(self.path), "transport": self.transport, "started": self.started,
                              "messages": self.messages, "records": self.records, "duration_us": self.duration_us,
                              "complete": self.complete, "truncated": self.truncated, "findings": dict(self.severities),
                              "codes": [g.to_json() for g in self.sorted_groups()]}
         if self.error is not None:
-            d["error"] = text_path(self.error)     # it names the file: a name that is not UTF-8 as U+FFFD, as "path"
+            d["error"] = escape_os(self.error)     # it names the file: a byte that is not UTF-8 as \xff, as "path" shows it
         return d
 
 

@@ -28,7 +28,8 @@ import orjson
 
 from mcptap.capture.dumps import dumps as exact_dumps
 from mcptap.capture.integrity import BACKWARDS_US, MAX_T_US, StreamTally
-from mcptap.capture.reader import _malformed, exact_ids, may_hold_big_ids
+from mcptap.capture.reader import exact_ids, may_hold_big_ids
+from mcptap.capture.record_checks import malformed
 from mcptap.check.merge import UNSET, absorb
 from mcptap.check.report import CaptureReport, CodeGroup, add_finding
 from mcptap.check.scan_records import Unsupported as Unsupported  # re-exported: callers catch scan.Unsupported
@@ -175,7 +176,7 @@ class Scan:
                         rec = exact_ids(rec, line)          # big integers (the reader's rule)
                         seq, t, kind, d, method, rev = (rec.get("seq"), rec.get("t_us"), rec.get("kind"), rec.get("dir"),
                                                         rec.get("method"), rec.get("rev"))
-                    bad = _malformed(rec)          # the rarer shapes get the reader's full check
+                    bad = malformed(rec)          # the rarer shapes get the reader's full check
                     if bad is not None:
                         raise Unsupported(bad)
                     if kind == "batch" and shapes:      # its members' shape checks: reuse_annotations' (batch_shapes.py)
@@ -302,7 +303,7 @@ class Scan:
                 t = rec.get("t_us")
                 if type(typ) is not str:
                     raise Unsupported("record without a type")
-                bad = _malformed(rec)
+                bad = malformed(rec)
                 if bad is not None:
                     raise Unsupported(bad)
                 if typ == "chunk":

@@ -15,7 +15,7 @@ from mcptap.check.fullscan import FullScan
 from mcptap.protocol.annotate import Annotator
 from mcptap.protocol.lifecycle import SessionState
 
-#: Reannotator fields the halves add up (or that are not state): not compared, merged by fullsplit._adopt
+#: Reannotator fields the halves add up (or that are not state): not compared, merged by split_adopt.adopt
 _REC_OWN = frozenset({"annotator", "streams", "stderr_stream", "severities", "codes", "t_us", "on_message"})
 #: FullScan fields compared at the middle (the rest are counters, merged, or this process's own)
 SCAN_STATE = ("methods", "last_seq", "t_floor", "gap_since_last", "end_seen", "pending", "old_end", "had_end", "order", "truncated",

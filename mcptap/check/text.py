@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from mcptap.check.report import CheckReport
+from mcptap.escape import escape_name, shown
 from mcptap.escape import escape_os as esc
-from mcptap.escape import shown
 
 
 def _secs(t_us: int | None) -> str:
@@ -26,14 +26,14 @@ def format_text(report: CheckReport, style: Callable[[str, str], str] | None = N
     for cap in report.captures:
         if cap.error is not None:
             why = "unreadable (the reason is above)" if errors_shown else cap.error
-            yield st(esc(f"{cap.path}: cannot check: {why}"), "error")
+            yield st(escape_name(cap.path) + esc(f": cannot check: {why}"), "error")
             continue
         state = "complete" if cap.complete else "INCOMPLETE"
         if cap.truncated:
             state += ", truncated"
         counts = ", ".join(f"{cap.severities[s]} {s}" for s in ("error", "warn", "info"))
         said = f"{cap.messages} message{_s(cap.messages)}"
-        yield st(esc(cap.path), "bold") + esc(f": {said}, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
+        yield st(escape_name(cap.path), "bold") + esc(f": {said}, {_secs(cap.duration_us)}, {cap.transport or '?'} ({state}); findings: {counts}")
         for g in cap.sorted_groups():
             where = ", ".join(p.where() for p in g.places)
             more = "" if g.count <= len(g.places) else ", …"

@@ -18,7 +18,6 @@ that does not fit the capture, unwritable output), one ``mcptap: …`` line.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -28,7 +27,7 @@ from mcptap.capture.dumps import dumps
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.cli.output import refuse_input_as_output, stopped_as_interrupted, write_private
+from mcptap.cli.output import refuse_input_as_output, stopped_as_interrupted, whole_then_copied, write_private
 from mcptap.cli.progress import progress
 from mcptap.errors import ExportError, McptapError
 from mcptap.reannotate import reannotate
@@ -95,8 +94,8 @@ def _export(capture: str, fmt: str, output: str) -> None:
 
     try:
         if output == "-":
-            write_all(sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+            with whole_then_copied(output) as fp:       # a refusal part-way leaves nothing on standard output
+                write_all(fp)
             return
         try:
             write_private(output, write_all, "export")      # owner-only: tool arguments, results, tokens

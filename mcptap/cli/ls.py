@@ -34,7 +34,7 @@ import orjson
 from mcptap.catalog import EMPTY, UNSUPPORTED, CaptureInfo, scan
 from mcptap.cli import options
 from mcptap.cli.errors import Fail
-from mcptap.escape import escape_controls, text_path
+from mcptap.escape import escape_controls, escape_name
 from mcptap.liveness import orphan_spills, remove_leftovers
 from mcptap.paths import capture_dir
 
@@ -84,7 +84,7 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
     for i in infos:
         rows.append((
             printable(_started(i.started)), printable(i.name), printable(i.transport), printable(i.revision or "-"),
-            "?" if i.messages is None else str(i.messages), _findings(i), _status(i), human_size(i.size), printable(text_path(i.path)),
+            "?" if i.messages is None else str(i.messages), _findings(i), _status(i), human_size(i.size), escape_name(i.path),
         ))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     right = {4, 7}
@@ -114,7 +114,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
     infos = scan_dir(where)
     for path in orphan_spills(where, [i.named_spill for i in infos if i.named_spill]):
         # what a killed tap set aside for a capture deleted since: `recover` has nothing to add it to
-        click.echo(f"mcptap: {printable(text_path(path))}: a spill file whose capture is gone (`mcptap prune` removes it)", err=True)
+        click.echo(f"mcptap: {escape_name(path)}: a spill file whose capture is gone (`mcptap prune` removes it)", err=True)
     hidden = 0
     if not show_all:
         shown = [i for i in infos if not i.no_traffic]
@@ -127,7 +127,7 @@ def command(directory: str | None, fmt: str, show_all: bool) -> None:
         return
     if not infos:
         if not hidden:
-            click.echo(f"mcptap: no captures in {printable(where)}", err=True)
+            click.echo(f"mcptap: no captures in {escape_name(where)}", err=True)
         return
     for line in text_lines(infos):
         click.echo(line)

@@ -13,9 +13,11 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import signal
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, BinaryIO
 
@@ -133,7 +135,7 @@ def write_private(output: str, write: Callable[[BinaryIO], None], tag: str) -> N
     Raises OSError (and Fail: a live capture named as OUTPUT)."""
     target = replaced_path(output)
     if target is None:
-        with open(output, "wb") as fp:
+        with whole_then_copied(output) as fp:
             write(fp)
         return
     fd, tmp = temp_beside(target, tag)
@@ -145,6 +147,45 @@ def write_private(output: str, write: Callable[[BinaryIO], None], tag: str) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def whole_then_copied(output: str) -> Iterator[BinaryIO]:
+    """A temporary file (owner-only, unlinked) to write an output into that
+    cannot be replaced by a rename: ``-`` (standard output) or a path
+    ``replaced_path`` writes in place (a device, FIFO or open descriptor).
+    Copied to the output only when the block ends without an exception, so a
+    command that refuses part-way (a corrupt record, a chunk record it cannot
+    re-frame, Ctrl-C) leaves nothing on it: a consumer never sees a partial
+    file (a reader waiting on a FIFO sees it end empty). The price: no output until the whole is written, and a temporary
+    copy of it in ``$TMPDIR``. Raises OSError (the copy; ``BrokenPipeError``
+    when standard output's reader left) and Fail (no temporary file)."""
+    try:
+        spool = tempfile.TemporaryFile(prefix="mcptap-output-")
+    except OSError as exc:
+        raise Fail(f"cannot write {output}: no temporary file to write it into first: {exc.strerror or exc}") from None
+    with spool:
+        try:
+            yield spool
+        except BaseException:
+            if output != "-":
+                _ended_empty(output)
+            raise
+        spool.flush()
+        spool.seek(0)
+        if output == "-":
+            shutil.copyfileobj(spool, sys.stdout.buffer, 1 << 20)
+            sys.stdout.buffer.flush()
+        else:
+            with open(output, "wb") as dest:
+                shutil.copyfileobj(spool, dest, 1 << 20)
+
+
+def _ended_empty(output: str) -> None:
+    """A reader already waiting on the FIFO ``output`` sees it end (empty) rather than
+    wait for good; one not there yet is not waited for (O_NONBLOCK: ENXIO)."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(output, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
 
 
 def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:

@@ -25,8 +25,8 @@ import click
 
 from mcptap.catalog import CaptureInfo, parse_age, remove, select_prune
 from mcptap.cli import options
-from mcptap.cli.ls import captures_dir, human_size, printable, scan_dir
-from mcptap.escape import text_path
+from mcptap.cli.ls import captures_dir, human_size, scan_dir
+from mcptap.escape import escape_name
 from mcptap.liveness import orphan_spills, remove_leftovers, remove_orphan_spills
 
 #: why prune removes a spill file of its own
@@ -66,28 +66,28 @@ def command(ctx: click.Context, directory: str | None, older_than: float | None,
     doomed = select_prune(infos, now=time.time(), older_than=older_than, keep=keep)
     if dry_run:
         for info in doomed:
-            click.echo(f"would remove {printable(info.path)} ({human_size(info.size)})")
+            click.echo(f"would remove {escape_name(info.path)} ({human_size(info.size)})")
         for path in orphan_spills(where, _named(infos)):
-            click.echo(f"would remove {printable(text_path(path))} ({ORPHAN})")
+            click.echo(f"would remove {escape_name(path)} ({ORPHAN})")
         return
     failed = 0
     freed = 0
     for info, err in remove(doomed):
         if err:
             failed += 1
-            click.echo(f"mcptap: cannot remove {printable(info.path)}: {err}", err=True)
+            click.echo(f"mcptap: cannot remove {escape_name(info.path)}: {err}", err=True)
         else:
             freed += info.size
-            click.echo(f"removed {printable(info.path)}")
+            click.echo(f"removed {escape_name(info.path)}")
     gone = {i.path for i in doomed}
     kept = [i for i in infos if i.path not in gone]
     stuck = 0
     for path, err in remove_orphan_spills(orphan_spills(where, _named(kept))):
         if err:
             stuck += 1
-            click.echo(f"mcptap: cannot remove {printable(text_path(path))}: {err}", err=True)
+            click.echo(f"mcptap: cannot remove {escape_name(path)}: {err}", err=True)
         else:
-            click.echo(f"removed {printable(text_path(path))} ({ORPHAN})")
+            click.echo(f"removed {escape_name(path)} ({ORPHAN})")
     remove_leftovers(where)        # reserves a killed mcptap left, and those of removed captures
     click.echo(f"mcptap: removed {len(doomed) - failed} capture(s), {human_size(freed)}", err=True)
     if failed or stuck:

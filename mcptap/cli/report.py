@@ -15,7 +15,6 @@ Exit status: 0; 2 for an unreadable capture, a bad rule or an unwritable output.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from typing import Any
 
@@ -23,11 +22,11 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, write_private
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, whole_then_copied, write_private
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
-from mcptap.escape import text_path
+from mcptap.escape import escape_name, escape_os
 
 
 def _default_output(capture: str) -> str:
@@ -63,7 +62,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
     refuse_input_as_output([capture], out)
-    shown_path = text_path(capture) if capture != "-" else "stdin"
+    shown_path = escape_name(capture) if capture != "-" else "stdin"
     if redactor is not None:
         # the default title and meta.path: a directory named by a token is scrubbed as in the header's cwd
         shown_path = Scrubber(redactor).header({"path": shown_path})["path"]
@@ -84,10 +83,10 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         where = os.path.dirname(target) if target is not None else None      # the spool on the output's disk
         with stopped_as_interrupted(), tempfile.TemporaryFile(dir=where) as spool, progress("report", [capture], output=out):
             if out == "-":
-                write_report(sys.stdout.buffer, spool, ra.header, ra, shown_path, title and text_path(title))
-                sys.stdout.buffer.flush()
+                with whole_then_copied(out) as fp:      # a refusal part-way leaves nothing on standard output
+                    write_report(fp, spool, ra.header, ra, shown_path, title and escape_os(title))
                 return
-            write_private(out, lambda fp: write_report(fp, spool, ra.header, ra, shown_path, title and text_path(title)), "report")
+            write_private(out, lambda fp: write_report(fp, spool, ra.header, ra, shown_path, title and escape_os(title)), "report")
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
     except BrokenPipeError:

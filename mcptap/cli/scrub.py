@@ -14,16 +14,14 @@ Exit status: 0; 2 for a bad rule, an unreadable IN or an unwritable OUT.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import sys
 from typing import Any
 
 import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside
+from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside, whole_then_copied
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -55,42 +53,39 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
     scrubber.reject_chunks = True     # _scrub re-frames them first (a file), else refuses
     writer = None
     # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
-    # half-way (corrupt record, Ctrl-C, full disk) leaves no half capture behind
-    # (a device or FIFO such as /dev/null is written in place: a rename would replace the node)
+    # half-way (corrupt record, chunk records from a pipe, Ctrl-C, full disk) leaves no half
+    # capture behind; standard output, a device or a FIFO (such as /dev/null: a rename would
+    # replace the node) get the whole written into a temporary file first (whole_then_copied)
     target = None if dry_run or output == "-" else replaced_path(str(output))
     tmp = None
-    if not dry_run:
-        assert output is not None
-        try:
-            if output == "-":
-                writer = CaptureWriter.to_file(sys.stdout.buffer)
-            elif target is None:
-                writer = CaptureWriter.open(str(output))
-            else:
-                fd, tmp = temp_beside(target, "scrub")
-                os.close(fd)
-                writer = CaptureWriter.open(tmp)
-        except OSError as exc:
-            raise Fail(f"cannot create capture {output}: {exc.strerror or exc}") from None
-        except CaptureWriteError as exc:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            raise Fail(str(exc).replace(str(tmp), str(output))) from None
-    with stopped_as_interrupted():     # TERM/HUP as Ctrl-C: the finally below removes the temporary file
+    with contextlib.ExitStack() as stack, stopped_as_interrupted():  # TERM/HUP as Ctrl-C: the temporary file goes
+        if not dry_run:
+            assert output is not None
+            try:
+                if target is None:
+                    writer = CaptureWriter.to_file(stack.enter_context(whole_then_copied(output)))
+                else:
+                    fd, tmp = temp_beside(target, "scrub")
+                    os.close(fd)
+                    writer = CaptureWriter.open(tmp)
+            except OSError as exc:
+                raise Fail(f"cannot create capture {output}: {exc.strerror or exc}") from None
+            except CaptureWriteError as exc:
+                if tmp is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                raise Fail(str(exc).replace(str(tmp), str(output))) from None
         try:
             try:
                 _scrub(stream, scrubber, writer, capture, output)
             except CaptureReadError as exc:
                 raise Fail(str(exc)) from None
             finally:
-                if writer is not None and output != "-":
+                if writer is not None and tmp is not None:
                     writer.close()
                 elif writer is not None:
                     writer.flush()
             if writer is not None and writer.failed:
-                if output == "-" and writer.failed_errno == errno.EPIPE:
-                    raise BrokenPipeError      # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
                 raise Fail(f"cannot write {output}: {writer.failed}")
             if tmp is not None:
                 assert target is not None
@@ -101,6 +96,14 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         finally:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
+        try:
+            stack.close()       # the whole, copied to standard output (or the device) now
+        except BrokenPipeError:
+            if output == "-":
+                raise           # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
+            raise Fail(f"cannot write {output}: the reader of the pipe left") from None
+        except OSError as exc:
+            raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
     if scrubber.kept:
         say(kept_warning(scrubber.kept, "capture" if dry_run else "output"))
     if dry_run:

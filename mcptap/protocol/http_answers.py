@@ -36,6 +36,7 @@ from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
 from mcptap.protocol.excerpt import clip
+from mcptap.protocol.http_fields import shown
 from mcptap.protocol.jsonrpc import show_id
 from mcptap.protocol.lifecycle import SessionState, request_meta
 from mcptap.protocol.pairing import BoundedMap, Pairing, Pending
@@ -199,8 +200,11 @@ def method_not_found(p: Pending, st: SessionState, revision: str | None) -> list
 
 
 def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
+    """``http.error_body`` quoting the body's ``error`` string (the peer's) as other findings quote
+    peer values (``http_fields.shown``): token shapes as placeholders, found in the whole string
+    before the quote is cut to 40 characters (a cut token is no longer one), controls escaped."""
     err = value.get("error")
-    what = f" ({clip(str(err), 40)!r})" if isinstance(err, str) else ""
+    what = f" ({clip(shown(err) or '', 40)!r})" if isinstance(err, str) else ""
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 

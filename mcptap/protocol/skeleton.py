@@ -329,7 +329,13 @@ def _backslashes_before(raw: bytes, e: int, floor: int) -> int:
 
 
 def _literal_ok(raw: bytes, s: int, e: int) -> bool:
-    """orjson accepts the string literal ``raw[s:e]`` (checked in pieces)."""
+    """orjson accepts the string literal ``raw[s:e]`` (checked in pieces).
+
+    An ASCII piece that JSON encodes as it is (no quote, backslash or control
+    character: ``orjson.dumps`` of its text is two bytes longer) is accepted at
+    once; any other piece is parsed by orjson. (orjson's parse makes a str
+    ~1.1 ns a byte: ~75 ms of the HTTP recorder process's CPU for a 64 MiB SSE
+    event's data; an ASCII decode and ``dumps`` take ~12.)"""
     body_end = e - 1
     pos = s + 1
     with memoryview(raw) as view:
@@ -337,10 +343,16 @@ def _literal_ok(raw: bytes, s: int, e: int) -> bool:
             cut = _safe_cut(raw, pos + PIECE, body_end)
             if cut is None:
                 return False
+            piece = view[pos:cut]
             try:
-                orjson.loads(b'"' + view[pos:cut] + b'"')
-            except orjson.JSONDecodeError:
-                return False
+                plain = len(orjson.dumps(str(piece, "ascii"))) == cut - pos + 2
+            except UnicodeDecodeError:
+                plain = False
+            if not plain:
+                try:
+                    orjson.loads(b'"' + piece + b'"')
+                except orjson.JSONDecodeError:
+                    return False
             pos = cut
     return True
 

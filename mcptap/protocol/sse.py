@@ -271,7 +271,8 @@ class SSEParser:
             type=b.event or "message", data="", data_lines=self._drop_lines, id=b.id, last_event_id=self._last_id,
             retry=b.retry, comments=(), unknown_fields=tuple(b.unknown), raw=raw, start=self._base, end=self._base + size,
             chunks=max(self._chunk_no - self._first_chunk + 1, 1), cr=b.cr, terminated=terminated, bom=b.bom,
-            invalid_utf8=b.invalid_utf8, id_ignored=b.id_ignored, retry_invalid=b.retry_invalid, dropped=size - len(raw)))
+            invalid_utf8=b.invalid_utf8, id_ignored=b.id_ignored, retry_invalid=b.retry_invalid, dropped=size - len(raw),
+            last_cr=terminated and self._skip_lf))
         self._base += size
         self._first_chunk = self._chunk_no
         self._b = Block(self._lazy)

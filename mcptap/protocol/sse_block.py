@@ -42,7 +42,10 @@ class SSEEvent:
     were not held: ``raw`` is its first ``DROPPED_PREFIX`` bytes, ``dropped``
     how many more it had (``end - start`` is its whole size), ``data`` is ""
     and ``data_lines`` counts the data lines seen before it grew too long
-    (the concatenation of ``raw`` then lacks those bytes).
+    (the concatenation of ``raw`` then lacks those bytes); ``last_cr``: such a
+    block's last byte (not in ``raw``) is a CR, read last: an LF that follows,
+    in the next read, is that line's end, though it starts the next block's ``raw``
+    (as after a kept block whose ``raw`` ends with a CR).
     """
 
     type: str
@@ -67,6 +70,7 @@ class SSEEvent:
     data_at: int = 0
     dropped: int = 0
     data_cuts: tuple[int, ...] = ()
+    last_cr: bool = False
 
     @property
     def dispatched(self) -> bool:

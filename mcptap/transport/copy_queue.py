@@ -315,7 +315,12 @@ class CopyQueue:
         thread): waits for the pipe to drain, never for a pump."""
         poller = select.poll()
         poller.register(self._fd, select.POLLOUT)
+        item: list[Any] | None = None
+        data: Any = None
+        body: Any = None
         while True:
+            # the last item's bytes are let go before the wait: else held through every pause
+            item = data = body = None
             self._bell.get()
             while True:
                 with self._lock:

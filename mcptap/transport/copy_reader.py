@@ -10,7 +10,6 @@ must not wait for the CPU.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +36,8 @@ def read_copies(copy_r: int, h: Handoff, rec: TapRecorder, stdout_done: Callable
     paced: list[Any] = [None, None]          # the idle reader thread's ident and its Pacer
 
     def on_chunk(d: int, t: int, data: bytes) -> None:
-        while h.queued_bytes > READER_PAUSE_BYTES:
-            time.sleep(0.001)
+        if h.queued_bytes > READER_PAUSE_BYTES:
+            h.wait_below(READER_PAUSE_BYTES)       # woken by the recorder thread as it takes the queue
         h.chunk(dirs[d], data, t)
         if paced[0] == threading.get_ident():
             paced[1]()

@@ -129,3 +129,7 @@ def read_items(copy_r: int, on_chunk: Callable[[int, int, bytes], None], on_even
                     on_event(kind, d, flag, t, n)
                     pos += hsize
             cur.buf = buf[pos:]
+            # let this read's bytes go before the next read blocks: else they were held
+            # through every pause (up to 2 MiB after a flood: the read and a chunk joined)
+            data = buf = b""
+            chunk = None

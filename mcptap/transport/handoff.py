@@ -94,6 +94,11 @@ class Handoff(OrderedCalls):
         self.lost_bytes = 0
         self._on_error = on_error
         self._lock = threading.Lock()
+        #: the copy reader waits here while too much is queued (``wait_below``); -1: no waiter, else its bound
+        self._room = threading.Condition(self._lock)
+        self._room_at = -1
+        #: times the copy reader waited for room (back-pressure to the relay's spill file)
+        self.reader_waits = 0
         self._q: collections.deque[list[Any]] = collections.deque()
         self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._idle = False
@@ -191,6 +196,21 @@ class Handoff(OrderedCalls):
     def queued_bytes(self) -> int:
         return self._queued
 
+    def wait_below(self, limit: int) -> None:
+        """Block until at most ``limit`` chunk bytes (+ ``ITEM_COST`` each) are
+        queued: the copy reader's back-pressure. Woken by the recorder thread
+        when it takes enough (no polling: a paused reader costs no CPU and
+        resumes at once); the recorder pays one comparison per item only while
+        a reader waits."""
+        with self._lock:
+            if self._queued <= limit:
+                return
+            self.reader_waits += 1
+            self._room_at = limit
+            while self._queued > limit:
+                self._room.wait()
+            self._room_at = -1
+
     def spilled(self, direction: Direction, offset: int, nbytes: int, t: int) -> None:
         """A chunk the relay wrote to the spill file (``spill``) at file offset
         ``offset``: analysis is behind until it has taken it."""
@@ -227,6 +247,8 @@ class Handoff(OrderedCalls):
                 return False
             token[0] = WITHDRAWN
             self._queued -= token[5]
+            if 0 <= self._room_at and self._queued <= self._room_at:
+                self._room.notify()
             return True
 
     def stop(self) -> None:
@@ -302,6 +324,8 @@ class Handoff(OrderedCalls):
                     self.progress += 1
                     if state == QUEUED:
                         self._queued -= item[5]
+                        if 0 <= self._room_at and self._queued <= self._room_at:
+                            self._room.notify()      # the copy reader waits for room (wait_below)
                     if item[1] is _SPILLED:
                         self._set_aside -= 1
                     last = not q

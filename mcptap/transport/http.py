@@ -118,7 +118,7 @@ class HttpTap:
         host = cfg.listen_host if ":" not in cfg.listen_host else f"[{cfg.listen_host}]"
         authority = f"{host}:{port}"
         self.relay = HttpRelay(self.upstream, keep_host=cfg.keep_host, rewrite_endpoint=cfg.rewrite_endpoint,
-                                 auth_rewrite=cfg.auth_rewrite,
+                                 auth_rewrite=cfg.auth_rewrite, record_secrets=cfg.record_secrets,
                                  listen_authority=authority,
                                  allowed_hosts=None if cfg.allow_remote else LOOPBACK_NAMES | {bracket(cfg.listen_host)})
         if self.observer_for is not None:

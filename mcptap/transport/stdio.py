@@ -54,7 +54,7 @@ from typing import Any
 import trio
 
 from mcptap.protocol.codes import finding
-from mcptap.transport import stdio_os
+from mcptap.transport import http_trim, stdio_os
 from mcptap.transport.copy_reader import read_copies
 from mcptap.transport.forward import detach_fd
 from mcptap.transport.handoff import Handoff
@@ -216,6 +216,9 @@ class StdioTap(StderrRelay, ProcessSignals):
         # shared with the relay (made before the fork): it rewinds its spill file up to what the capture holds
         self._handoff.recorded = recorded = Recorded()
         self._spill = self._handoff.spill = SpillFile(spill_path(capture_path) if isinstance(capture_path, str) else None, recorded=recorded)
+        # a flood's MiB-sized copies (the relay's queued ones, this process's reads) and records
+        # are given back when freed, not kept in the heap; before the fork: the relay inherits it
+        http_trim.map_large_blocks()
         relay_pid, copy_r, ctl_w, status_r, through_w = start_relay(0, 1, in_w, out_r, self._handoff.clock, self._spill)
         self._relay_pid = relay_pid
         # from now on our events wait for the copies read before them (the relay says when)

@@ -1,7 +1,9 @@
 """A capture whose file name is not UTF-8 (bytes from an old archive, another
-locale): every command that puts the path into JSON, SARIF or HTML writes it
-with U+FFFD for the undecodable bytes (SARIF: the bytes percent-encoded), never
-a UnicodeEncodeError traceback."""
+locale): every command that puts the path into text, JSON or HTML writes the
+undecodable bytes as ``\\xff`` (``escape.escape_name``, escape_os's form: it
+was U+FFFD, which lost them and made two names alike), strict UTF-8 JSON (SARIF:
+the bytes percent-encoded), never a UnicodeEncodeError traceback; a name that
+holds ``\\xff`` literally is shown ``\\\\xff``, told apart."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from pty_run import run_on_pty
@@ -37,7 +40,7 @@ def cli(*args: bytes | str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
 def test_check_json(odd: bytes, tmp_path: Path) -> None:
     proc = cli("check", "--format", "json", odd, cwd=tmp_path)
     assert b"Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["captures"][0]["path"].endswith("n\ufffd\ufffd.jsonl")
+    assert json.loads(proc.stdout)["captures"][0]["path"].endswith("n\\xff\\xfe.jsonl")
 
 
 def test_check_sarif(odd: bytes, tmp_path: Path) -> None:
@@ -51,21 +54,41 @@ def test_report_html(odd: bytes, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     proc = cli("report", odd, "-o", str(out), cwd=tmp_path)
     assert b"Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr
-    assert "n\ufffd\ufffd.jsonl" in out.read_text(encoding="utf-8")
+    assert "n\\xff\\xfe.jsonl" in out.read_text(encoding="utf-8")
 
 
 def test_ls_json(odd: bytes, tmp_path: Path) -> None:
     proc = cli("ls", "--dir", str(tmp_path), "--format", "json", cwd=tmp_path)
     assert b"Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr
-    paths = [json.loads(line)["path"] for line in proc.stdout.splitlines()]
-    assert any(p.endswith("n\ufffd\ufffd.jsonl") for p in paths)
+    paths = [orjson.loads(line)["path"] for line in proc.stdout.splitlines()]       # (strict JSON)
+    assert any(p.endswith("n\\xff\\xfe.jsonl") for p in paths)
 
 
 def test_ls_text_has_no_raw_undecodable_bytes(odd: bytes, tmp_path: Path) -> None:
     proc = cli("ls", "--dir", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     proc.stdout.decode("utf-8")          # valid UTF-8 on the terminal
-    assert "n\ufffd\ufffd.jsonl" in proc.stdout.decode()
+    assert "n\\xff\\xfe.jsonl" in proc.stdout.decode()
+
+
+def test_a_literal_backslash_escape_is_told_from_a_byte(tmp_path: Path) -> None:
+    """Two captures, one named with the byte 0xff, one with the four characters
+    ``\\xff``: ls (text and JSON), prune and check show two different names."""
+    cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
+    byte, literal = os.fsencode(tmp_path) + b"/n\xff.jsonl", os.fsencode(tmp_path) + b"/n\\xff.jsonl"
+    with open(byte, "wb") as fp:
+        fp.write(cap.read_bytes())
+    os.rename(cap, literal)
+    text = cli("ls", "--dir", str(tmp_path), cwd=tmp_path).stdout.decode("utf-8")
+    assert "n\\xff.jsonl" in text and "n\\\\xff.jsonl" in text, text
+    paths = {orjson.loads(line)["path"].rsplit("/", 1)[1] for line in cli("ls", "--dir", str(tmp_path), "--format", "json",
+                                                                          cwd=tmp_path).stdout.splitlines()}
+    assert paths == {"n\\xff.jsonl", "n\\\\xff.jsonl"}
+    checked = orjson.loads(cli("check", "--format", "json", byte, literal, cwd=tmp_path).stdout)
+    assert [c["path"].rsplit("/", 1)[1] for c in checked["captures"]] == ["n\\xff.jsonl", "n\\\\xff.jsonl"]
+    pruned = cli("prune", "--dir", str(tmp_path), "--keep", "0", "--dry-run", cwd=tmp_path)
+    lines = pruned.stdout.decode("utf-8").splitlines()
+    assert len(lines) == 2 and any("n\\xff.jsonl (" in x for x in lines) and any("n\\\\xff.jsonl (" in x for x in lines), lines
 
 
 def on_terminal(*args: bytes | str, cwd: Path) -> tuple[int, bytes]:

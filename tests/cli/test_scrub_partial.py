@@ -40,3 +40,48 @@ def test_corrupt_record_half_way_leaves_no_output(tmp_path: Path) -> None:
     assert out.read_bytes().startswith(b'{"type":"header"')
     assert (out.stat().st_mode & 0o777) == 0o600
     assert sorted(os.listdir(tmp_path)) == ["bad.jsonl", "cap.jsonl", "out.jsonl"]
+
+
+def _mcptap(*args: str, stdin: bytes = b"", cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "mcptap.cli.main", *args], input=stdin, capture_output=True, cwd=cwd, timeout=120)
+
+
+def _corrupt_late(tmp_path: Path) -> Path:
+    """A capture with a few hundred KB of good records, then one no reader takes."""
+    steps = handshake()
+    for i in range(2, 400):
+        steps += [c2s(req(i, "tools/call", {"name": "echo", "arguments": {"text": "x" * 400}})), s2c(res(i, {"content": []}))]
+    cap = record(tmp_path / "big.jsonl", [*steps, ("exit", 0)])
+    lines = cap.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "late.jsonl"
+    bad.write_bytes(b"".join(lines[:-3]) + b'{"type":"message","dir":"sideways"}\n' + b"".join(lines[-3:]))
+    return bad
+
+
+def test_a_refusal_part_way_leaves_nothing_on_standard_output(tmp_path: Path) -> None:
+    """Standard output (a pipe here), or a path written in place (/dev/stdout, a
+    device or FIFO), gets the whole output or nothing: a consumer reading it (`|
+    gzip > f`) never sees a partial file. They used to get everything written
+    before the refusal: scrub of a capture with chunk records on standard input
+    wrote ~72 KB, then refused (exit 2)."""
+    from scripted import chunk_capture
+
+    chunked = chunk_capture(tmp_path / "chunked.jsonl")
+    bad = _corrupt_late(tmp_path)
+    refused = [
+        (["scrub", "-o", "-", "-"], chunked.read_bytes()),             # chunk records it cannot re-frame from a pipe
+        (["scrub", "-o", "/dev/stdout", "-"], chunked.read_bytes()),
+        (["scrub", "-o", "-", str(bad)], b""),                          # a corrupt record late in the file
+        (["report", str(bad), "-o", "-"], b""),
+        (["report", str(bad), "-o", "/dev/stdout"], b""),
+        (["export", str(bad), "-f", "messages"], b""),
+        (["export", str(bad), "-f", "messages", "-o", "/dev/stdout"], b""),
+    ]
+    for args, stdin in refused:
+        proc = _mcptap(*args, stdin=stdin, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stdout == b"", (args, len(proc.stdout))
+    # the whole, when it goes through
+    proc = _mcptap("scrub", "-o", "-", str(chunked), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith(b'{"type":"header"') and proc.stdout.endswith(b"}\n")
+    assert b'"type":"end"' in proc.stdout.splitlines()[-1]

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcptap.protocol.sse import SSEParser
 from sansio_tap import HOST, SansIoTap
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -101,6 +102,41 @@ def test_each_events_record_holds_its_own_bytes_however_the_stream_was_read(tmp_
     whole = {off: (n, raw) for off, n, raw in _events(data, [], tmp_path / "whole.jsonl")}
     split = _events(data, cuts, tmp_path / "split.jsonl")
     assert [off for off, _, _ in split] == sorted(whole)
+    for off, n, raw in split:
+        if (n, raw) != whole[off]:          # the event before a cut CR LF: its record was written at the CR
+            assert data[off + n - 1:off + n + 1] == b"\r\n" and whole[off][0] == n + 1
+            assert raw is None or whole[off][1] == raw + "\n"
+        assert raw is None or not raw.startswith("\n") or (whole[off][1] or "").startswith("\n")
+
+
+
+_BIG = st.lists(st.sampled_from([
+    b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}\r\n\r\n',
+    b"data: " + b"x" * 400 + b"\r\n\r\n", b"data: " + b"y" * 400 + b"\r\r", b"data: " + b"z" * 400 + b"\n\n",
+    b": keep-alive\r\n\r\n", b"id: 7\r\n\r\n", b"\r\n"]), min_size=1, max_size=6).map(b"".join)
+
+
+def _reads(data: bytes) -> list[int]:
+    """Cuts every 100 bytes (never between a CR and its LF): a 400-byte event then grows past
+    the 200 bytes kept before its end arrives, however else the stream is cut (dropped in every run)."""
+    return [c + (data[c - 1:c + 1] == b"\r\n") for c in range(100, len(data), 100)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_BIG, cuts=st.lists(st.integers(0, 2500), max_size=6), at_crlf=st.booleans())
+def test_an_event_too_large_to_keep_ending_at_a_cut_cr_lf_leaves_the_next_its_own_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, cuts: list[int], at_crlf: bool) -> None:
+    """The same with events too large to keep (``dropped``: here over 200 bytes): any
+    chunking gives the same records, but the event ended at a cut CR, which lacks that
+    LF. The LF after a dropped event's cut CR was the next event's first byte (its
+    offset one early), as it was after a kept event's before the views3 fix."""
+    monkeypatch.setattr(SSEParser.__init__, "__defaults__", (None, 200))
+    cuts = cuts + _reads(data)
+    if at_crlf:
+        cuts = cuts + [i + 1 for i in range(len(data)) if data[i:i + 2] == b"\r\n"]
+    whole = {off: (n, raw) for off, n, raw in _events(data, _reads(data), tmp_path / "whole.jsonl")}
+    split = _events(data, cuts, tmp_path / "split.jsonl")
+    assert [off for off, _, _ in split] == sorted(whole), (split, whole)
     for off, n, raw in split:
         if (n, raw) != whole[off]:          # the event before a cut CR LF: its record was written at the CR
             assert data[off + n - 1:off + n + 1] == b"\r\n" and whole[off][0] == n + 1

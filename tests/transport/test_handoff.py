@@ -600,3 +600,59 @@ def test_without_a_copy_reader_calls_are_queued_at_once() -> None:
     _wait_for(lambda: log.calls)
     assert log.calls == [("process", "spawn")]
     h.stop()
+
+
+def test_a_paused_copy_reader_waits_to_be_woken_not_polling(monkeypatch: Any) -> None:
+    """Past ``READER_PAUSE_BYTES`` queued the copy reader waits for the recorder
+    thread to take the queue (``Handoff.wait_below``): woken when there is room,
+    never a 1 ms sleep loop (it polled, waking a thousand times a second for as
+    long as analysis was behind). The chunks still arrive whole and in order."""
+    import os
+    import time
+
+    from mcptap.transport import copy_reader, copy_stream
+
+    monkeypatch.setattr(copy_reader, "READER_PAUSE_BYTES", 10)
+    polls: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(s: float) -> None:
+        if s == 0.001:
+            polls.append(s)
+        real_sleep(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    gate = threading.Event()
+
+    class Held(_Log):
+        def stdio_bytes(self, d: Direction, data: bytes, behind: Any = None) -> None:
+            gate.wait(60)               # analysis behind: the recorder thread holds the first chunk
+            super().stdio_bytes(d, data, behind)
+
+        def stdio_eof(self, d: Direction) -> None:
+            self.calls.append(("eof", d))
+
+    log = Held()
+    h = Handoff(log, lambda reason: None)
+    h.start()
+    chunks = [bytes([65 + i]) * 100 for i in range(3)]
+    r, w = os.pipe()
+    os.write(w, b"".join(copy_stream.HEADER.pack(copy_stream.CHUNK, 0, 0, i, len(c)) + c for i, c in enumerate(chunks))
+             + copy_stream.HEADER.pack(copy_stream.END, 0, 0, 9, 0) + copy_stream.HEADER.pack(copy_stream.END, 1, 0, 9, 0))
+    os.close(w)
+    done = threading.Event()
+    reader = threading.Thread(target=lambda: (copy_reader.read_copies(r, h, log, lambda: None), done.set()), daemon=True)
+    reader.start()
+    for _ in range(6000):               # hang guard, not a timing assertion: until the reader is paused
+        if getattr(h, "reader_waits", 0) or polls:
+            break
+        threading.Event().wait(0.01)
+    assert not done.is_set()            # paused: the third chunk waits for room
+    gate.set()
+    assert done.wait(60)
+    reader.join()
+    os.close(r)
+    h.stop()
+    assert polls == []
+    assert h.reader_waits == 1
+    assert [c for k, c in log.calls if k == "bytes"] == [(C2S, c) for c in chunks]

@@ -97,3 +97,24 @@ def test_the_http_tap_imports_none_of_what_it_never_runs(tmp_path: Path) -> None
     # the recorder process forks (its module the last imported before): imported after, it was
     # written into the pages both processes still shared, copying them
     assert order.index("encodings.idna") < order.index("mcptap.transport.http_recorder_child")
+
+
+# records each mallopt call (process id, parameter, value) on stderr, then makes it
+_SEEN_MALLOPT = ("import os, sys, mcptap.transport.http_trim as t; real = t._MALLOPT; "
+                 "t._MALLOPT = real and (lambda p, v: (os.write(2, b'mallopt %d %d %d\\n' % (os.getpid(), p, v)), real(p, v))[1]); "
+                 "from mcptap.cli.main import main; sys.argv[0] = 'mcptap'; main()")
+
+
+def test_the_stdio_tap_maps_its_large_blocks_before_the_relay_forks(tmp_path: Path) -> None:
+    # after a flood the copies and records its processes freed stayed in their heaps
+    # (http_trim.map_large_blocks): set once in mcptap, before the fork, the relay inherits it
+    if http_trim._MALLOPT is None:
+        pytest.skip("mallopt is glibc's")
+    tap = subprocess.Popen([sys.executable, "-c", _SEEN_MALLOPT, "record", "-q", "-o", str(tmp_path / "c.jsonl"), "--",
+                            sys.executable, "-c", "import os; os.write(1, b'{}\\n' * 100000)"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = tap.communicate(timeout=120)
+    assert tap.returncode == 0, err
+    assert out == b"{}\n" * 100000
+    calls = [line.split()[1:] for line in err.decode().splitlines() if line.startswith("mallopt ")]
+    assert [list(map(int, c)) for c in calls] == [[tap.pid, -3, http_trim.MMAP_THRESHOLD]]

@@ -23,7 +23,6 @@ from typing import Any
 
 import h11
 
-from mcptap.redact.header_scan import scan_value
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http import h11_fast, heads, passbody
 from mcptap.relay.http.conn_auth import AuthExchange
@@ -39,7 +38,7 @@ from mcptap.relay.http.events import (
     SendUpstream,
 )
 from mcptap.relay.http.exchange import MAX_HEAD, ExchangeState, peer_error
-from mcptap.relay.http.guard import host_name, origin_form, request_problem
+from mcptap.relay.http.guard import host_name, origin_form, request_problem, shown_host
 from mcptap.relay.http.rewrite import request_host, strip_hop, upstream_headers
 
 #: ``h11.Connection.trailing_data`` with nothing buffered and no close seen
@@ -130,7 +129,7 @@ class ConnRelay(ConnUpstream):
         raw = ev.headers.raw_items()
         ex = ExchangeState(self.relay.next_exchange_id(), bytes(ev.method), request_host(raw))
         self.ex = ex
-        problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target), bytes(ev.method))
+        problem = request_problem(raw, bytes(ev.http_version), bytes(ev.target), bytes(ev.method), self.relay.record_secrets)
         if problem is not None:
             # never forwarded: the upstream could frame it differently from the tap (smuggling)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
@@ -143,7 +142,8 @@ class ConnRelay(ConnUpstream):
             # upstream through the tap (the tap rewrites Host, hiding the page's name from it)
             out.append(RequestStarted(ex.id, self.id, ev.method.decode("latin-1"), ev.target.decode("latin-1"),
                                       ev.http_version.decode("latin-1"), raw, False, False))
-            named = f"Host {scan_value(ex.host_in)!r} is not a loopback name" if ex.host_in is not None else "no Host field (HTTP/1.0)"
+            host = ex.host_in
+            named = f"Host {shown_host(host, self.relay.record_secrets)!r} is not a loopback name" if host is not None else "no Host field (HTTP/1.0)"
             self._tap_refuses(ex, "host_rejected", f"{named}; refused (DNS rebinding protection; --allow-remote lifts it)", out)
             return
         upstream, origin, kind = self.relay.upstream, 0, ""
@@ -154,7 +154,7 @@ class ConnRelay(ConnUpstream):
             if view is None or view[0] is not front or view[1] != ex.host_in:
                 # one view per client Host (views share the front's state): not rebuilt per request
                 view = self._view = (front, ex.host_in, front.at(ex.host_in))
-            ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, target, raw, upstream.path)
+            ex.oauth = x = AuthExchange.plan(view[2], ex.id, self.id, target, raw, upstream.path, self.relay.record_secrets)
             upstream, origin, kind = x.upstream, x.origin, x.recorded_kind
             refused = x.refused
             if refused is not None:

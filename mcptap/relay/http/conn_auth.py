@@ -17,10 +17,11 @@ from typing import Any
 
 import h11
 
-from mcptap.redact import scrub_url
+from mcptap.protocol.excerpt import clip
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http import heads
 from mcptap.relay.http.events import AuthRewritten, Upstream
+from mcptap.relay.http.guard import shown_target
 
 Headers = list[tuple[bytes, bytes]]
 #: response fields ``AuthExchange.response_head`` may front (lower case)
@@ -50,8 +51,9 @@ class AuthExchange:
 
     @classmethod
     def plan(cls, front: oauth.AuthFront, exchange: int, conn: int, target: bytes, raw: Headers,
-             mcp_path: str) -> AuthExchange:
-        """Route one request (``front`` is the view for the client's Host)."""
+             mcp_path: str, clear: bool = False) -> AuthExchange:
+        """Route one request (``front`` is the view for the client's Host); a refusal quotes
+        its target as the request record holds it (``clear``: ``--record-secrets``)."""
         route = front.route(target)
         kind = route.kind
         path = target.partition(b"?")[0].decode("latin-1")
@@ -66,7 +68,7 @@ class AuthExchange:
         page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
         if page:
             x.kind = oauth.UNKNOWN_FRONT
-            x.refusal = (f"{scrub_url(target.decode('latin-1')[:200])!r} requested by a page of the authorization server fronted at "
+            x.refusal = (f"{clip(shown_target(target, clear), 200)!r} requested by a page of the authorization server fronted at "
                          f"{oauth.PREFIX}{page}/ (a root-relative URL): not sent to the MCP upstream")
             x.notes = (("auth.root_relative_refused", x.refusal + "; the tap can only front that server's URLs under its prefix"),)
         return x

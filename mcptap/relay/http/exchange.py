@@ -26,6 +26,8 @@ class RelaySettings(Protocol):
     rewrite_endpoint: bool
     listen_authority: str
     auth: oauth.AuthFront | None
+    #: ``record --record-secrets``: refusals quote the peer's Host and target in clear, as the capture keeps them
+    record_secrets: bool
 
     def next_exchange_id(self) -> int: ...
 

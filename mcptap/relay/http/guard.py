@@ -53,18 +53,28 @@ _VALID_HOSTS_MAX = 256
 _ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 
 
-def _shown_target(target: bytes) -> str:
-    """A refused request target as its reason quotes it: credentials (user info,
-    secret query values, token shapes) as the request record's placeholders."""
-    return scrub_url(target.decode("latin-1"))
+def shown_target(target: bytes, clear: bool = False) -> str:
+    """A refused request target as its reason quotes it: as the request record
+    holds it, credentials (user info, secret query values, token shapes) as
+    placeholders, or in clear (``clear``: ``record --record-secrets``, where the
+    record's target is kept clear too)."""
+    return target.decode("latin-1") if clear else scrub_url(target.decode("latin-1"))
+
+
+def shown_host(host: str, clear: bool = False) -> str:
+    """A Host value as a refusal quotes it: as the request record's Host field
+    holds it, token shapes as placeholders unless ``clear`` (``--record-secrets``)."""
+    return host if clear else scan_value(host)
 
 
 def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"1.1", target: bytes = b"/",
-                    method: bytes = b"GET") -> str | None:
+                    method: bytes = b"GET", clear: bool = False) -> str | None:
     """Why a request with these header fields, request target and method must
-    not be forwarded, or None."""
+    not be forwarded, or None. The reason quotes the peer's target and Host as
+    the request record holds them: scrubbed, or in clear with ``clear``
+    (``--record-secrets``)."""
     if method == b"CONNECT":
-        return (f"CONNECT {_shown_target(target)!r}: the tap is a reverse proxy for one MCP server, "
+        return (f"CONNECT {shown_target(target, clear)!r}: the tap is a reverse proxy for one MCP server, "
                 "not a tunnelling proxy (RFC 9110 §9.3.6); not forwarded")
     hosts: list[bytes] = []
     lengths: list[bytes] = []
@@ -89,25 +99,25 @@ def request_problem(raw: Iterable[tuple[bytes, bytes]], http_version: bytes = b"
         return None if http_version == b"1.0" else "request has no Host field (RFC 9112 §3.2); not forwarded"
     host = hosts[0]
     if b"@" in host:
-        return f"Host {scan_value(host.decode('latin-1'))!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+        return f"Host {shown_host(host.decode('latin-1'), clear)!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
     if host not in _VALID_HOSTS:
         if _HOST.fullmatch(host) is None:
-            return f"Host {scan_value(host.decode('latin-1'))!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
+            return f"Host {shown_host(host.decode('latin-1'), clear)!r} is not a valid host[:port] (RFC 9112 §3.2); not forwarded"
         if len(_VALID_HOSTS) >= _VALID_HOSTS_MAX:
             _VALID_HOSTS.clear()
         _VALID_HOSTS.add(host)
     m = None if target[:1] == b"/" else _ABSOLUTE.match(target)     # origin-form (the common case) is never absolute
     if m is None and not target.startswith(b"/") and target != b"*":
-        return (f"request target {_shown_target(target)!r} is not origin-form, absolute-form or '*' "
+        return (f"request target {shown_target(target, clear)!r} is not origin-form, absolute-form or '*' "
                 "(RFC 9112 §3.2); not forwarded")
     if m is not None:
         if target.split(b":", 1)[0].lower() not in (b"http", b"https"):
-            return f"request target {_shown_target(target)!r} is not an http(s) URL (RFC 9112 §3.2.2); not forwarded"
+            return f"request target {shown_target(target, clear)!r} is not an http(s) URL (RFC 9112 §3.2.2); not forwarded"
         authority = m.group(1)
         if b"@" in authority:
-            return f"request target {_shown_target(target)!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
+            return f"request target {shown_target(target, clear)!r} carries userinfo (RFC 9110 §4.2.4); not forwarded"
         if authority.lower() != host.lower():
-            return (f"request target authority {scrub_url(authority.decode('latin-1'))!r} is not the Host {scan_value(host.decode('latin-1'))!r} "
+            return (f"request target authority {shown_target(authority, clear)!r} is not the Host {shown_host(host.decode('latin-1'), clear)!r} "
                     "(RFC 9112 §3.2.2); not forwarded")
     return None
 

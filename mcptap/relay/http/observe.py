@@ -229,8 +229,7 @@ class HttpObserver(RequestObserver):
         if data is None:
             return
         if e.mode == "sse" and e.parser is not None:
-            e.sse_fed += len(data)
-            self._sse_events(e, e.parser.receive_data(data))
+            self._sse_read(e, data)
         elif e.mode == "json" and not e.facts.is_ack:
             e.resp_body += data
         else:
@@ -257,8 +256,7 @@ class HttpObserver(RequestObserver):
         if e.parser is not None and not e.undecodable:
             tail = e.decode_tail(it.how == "complete")
             if tail:
-                e.sse_fed += len(tail)
-                self._sse_events(e, e.parser.receive_data(tail))
+                self._sse_read(e, tail)
             response_cut = self._sse_events(e, e.parser.receive_data(b""), client_closed=it.how == "client_closed")
         # after the last events: an endpoint event the stream's end completes was forwarded rewritten
         self._pending_rewrites.pop(e.id, None)

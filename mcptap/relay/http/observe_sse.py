@@ -96,6 +96,14 @@ class SseObserver:
             info["comments"] = list(ev.comments)
         self._sse_record(e, info, fs)
 
+    def _sse_read(self, e: ObservedExchange, data: bytes) -> None:
+        """One read of an event stream's body (decoded), fed to the parser; its events recorded."""
+        assert e.parser is not None
+        e.sse_fed += len(data)
+        if e.sse_cr and data == b"\n":
+            e.sse_lone_lf = True
+        self._sse_events(e, e.parser.receive_data(data))
+
     def _sse_events(self, e: ObservedExchange, evs: list[SSEEvent], client_closed: bool = False) -> bool:
         """Record events taken one by one off the list, so each is freed once
         recorded. ``client_closed``: the stream ends because the client went
@@ -108,11 +116,12 @@ class SseObserver:
         while evs:
             ev = evs.pop()
             if e.sse_cr and ev.raw[:1] == b"\n":
-                ev = own_bytes(ev)
+                ev = own_bytes(ev, e.sse_lone_lf)
                 if not ev.raw:
-                    e.sse_cr = False
+                    e.sse_cr = e.sse_lone_lf = False
                     continue        # (that LF alone, at the end of the stream)
-            e.sse_cr = not ev.dropped and ev.raw[-1:] == b"\r"
+            e.sse_lone_lf = False
+            e.sse_cr = ev.last_cr if ev.dropped else ev.raw[-1:] == b"\r"
             if client_closed and not ev.terminated and not ev.blank:
                 self._sse_cut(e, ev)
                 cut = True
@@ -207,14 +216,15 @@ class SseObserver:
         self._sse_record(e, info, fs + efs, endpoint=endpoint)
 
 
-def own_bytes(ev: SSEEvent) -> SSEEvent:
+def own_bytes(ev: SSEEvent, lone: bool = False) -> SSEEvent:
     """``ev`` without its first byte, the LF of a CR LF whose CR ended the
     event before it: the parser emits an event at its blank line's CR, so when
     a read ends between CR and LF the LF arrives as the first byte of the next
     block (protocol/sse.py). The record of each event then holds its own bytes
     whatever the reads were (``offset``, ``bytes`` and ``raw`` as in one read);
     the event before ends at its CR (its record was written when the CR came),
-    and that LF lies between the two records' ranges."""
+    and that LF lies between the two records' ranges. ``lone``: that LF came in a read
+    of its own, which then brought none of the event's own bytes (``chunks``)."""
     drop = 1 if ev.data_bytes is not None else 0        # the offsets into raw move with it
     return dataclasses.replace(ev, raw=ev.raw[1:], start=ev.start + 1, data_at=max(ev.data_at - drop, 0),
-                               data_cuts=tuple(c - 1 for c in ev.data_cuts))
+                               data_cuts=tuple(c - 1 for c in ev.data_cuts), chunks=max(ev.chunks - lone, 1))

@@ -107,6 +107,7 @@ class ObservedExchange:
     sse_base: int = 0                # SSE: stream offset of the current parser's first byte (bytes recorded)
     sse_fed: int = 0                 # SSE: bytes the current parser was given
     sse_cr: bool = False             # SSE: the last event ended with a CR (an LF next is that line end's)
+    sse_lone_lf: bool = False        # SSE: and that LF came in a read of its own (``observe_sse.own_bytes``)
 
     def keep(self, data: bytes) -> None:
         """Keep decoded body bytes that are no message (module doc), up to ``KEPT_BODY``."""

@@ -50,8 +50,10 @@ class HttpRelay:
 
     def __init__(self, upstream: Upstream, keep_host: bool = False, rewrite_endpoint: bool = True,
                  listen_authority: str = "127.0.0.1", allowed_hosts: frozenset[str] | None = None,
-                 auth_rewrite: bool = True) -> None:
+                 auth_rewrite: bool = True, record_secrets: bool = False) -> None:
         self.upstream = upstream
+        #: ``--record-secrets``: the tap's refusals quote the Host and target in clear, as the request record keeps them
+        self.record_secrets = record_secrets
         #: Host names (lower-case, IPv6 in brackets) the tap serves; None: any.
         #: A loopback tap refuses others with 403 (DNS rebinding protection).
         self.allowed_hosts = allowed_hosts
