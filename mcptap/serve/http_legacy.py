@@ -21,7 +21,7 @@ from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
 from mcptap.serve.http_streams import MockSession
 from mcptap.serve.live import Out
-from mcptap.serve.script_http import HttpEnding, refusal_key
+from mcptap.serve.script_http import KindAnswer, refusal_key
 
 if TYPE_CHECKING:
     from mcptap.serve.script_model import Script
@@ -40,7 +40,8 @@ class LegacyServing(Answering):
         _receive: Callable[[MockSession, Any], list[Out]]
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
-    async def _legacy_stream(self, c: Conn, ex: int) -> None:
+    async def _legacy_stream(self, c: Conn, ex: int, answer: KindAnswer | None) -> None:
+        """A legacy session's SSE stream; ``answer``: the recorded stream it plays (ended where that was)."""
         sid = secrets.token_hex(16)
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
@@ -48,7 +49,8 @@ class LegacyServing(Answering):
             self._record_http(event="sse", exchange=ex, endpoint={"data": endpoint})
         st = ms.open_standalone()
         try:
-            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
+            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode(),
+                            ends=answer)
         finally:
             ms.close_standalone(st)
             if ms.sid is not None:
@@ -59,10 +61,9 @@ class LegacyServing(Answering):
         sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
         ms = self.sessions.get(sid)
         if ms is None:
-            key = refusal_key("post", target)
-            if key in self.script.statuses:       # as the recorded server refused this kind (400 with no session_id)
-                sc = self.script
-                await self._send_ending(c, ex, HttpEnding(sc.statuses[key], sc.status_headers[key], sc.status_bodies[key]), [])
+            answer = self._turn(refusal_key("post", target))
+            if answer is not None:       # as the recorded server refused this kind (400 with no session_id)
+                await self._send_ending(c, ex, answer.ending, [])
             else:
                 await self._plain(c, 404, b"Could not find session", ex)
             return

@@ -21,7 +21,7 @@ from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.live import Out
 from mcptap.serve.script_auth import MOCK_ORIGIN, NOT_REPLAYED
-from mcptap.serve.script_http import HttpEnding, refusal_key, sse_bytes, wire_headers
+from mcptap.serve.script_http import HttpEnding, KindAnswer, sse_bytes, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class Answering:
     if TYPE_CHECKING:
         rec: Recorder | None
         script: Script
+        _turns: dict[str, int]
     _judged: tuple[Recorder, HttpReplay] | None = None
 
     # -- responses ----------------------------------------------------------------------
@@ -77,15 +78,23 @@ class Answering:
             return False
         return True
 
-    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int, target: str = "") -> None:
-        """A GET or DELETE answered as the recorded one was (``what``: "get" / "delete"; ``default``:
-        the status when the capture has none): its status, headers and body (a 405's ``Allow``); those
-        of the recorded request of the same kind (method, path, session named: ``refusal_key``) if any."""
-        sc = self.script
-        key = refusal_key(what, target)
-        what = key if key in sc.statuses else what
-        status = sc.statuses.get(what, default)
-        await self._send_ending(c, ex, HttpEnding(status, sc.status_headers.get(what, ()), sc.status_bodies.get(what, b"")), [])
+    def _turn(self, key: str) -> KindAnswer | None:
+        """The next recorded answer of request kind ``key`` (serve/script_http.refusal_key): the recorded ones
+        in recorded order, then the last again, as equal POSTed requests get their recorded answers
+        (docs/serve.md); None: the capture has none of that kind."""
+        got = self.script.kind_answers.get(key)
+        if not got:
+            return None
+        n = self._turns.get(key, 0)
+        self._turns[key] = n + 1
+        return got[min(n, len(got) - 1)]
+
+    async def _refused_as_recorded(self, c: Conn, ex: int, answer: KindAnswer | None, what: str, default: int) -> None:
+        """A GET or DELETE answered as the recorded one was: ``answer`` (its kind's turn: ``_turn``), else the
+        first recorded answer of ``what`` ("get" / "delete"), else ``default`` (the status): its status,
+        headers (a 405's ``Allow``) and body."""
+        answer = answer or next(iter(self.script.kind_answers.get(what, ())), None)
+        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [])
 
     async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None) -> None:
         assert ending.status is not None
@@ -165,7 +174,13 @@ class Answering:
         await self._plain(c, status, body, ex, extra, ctype="application/json")
 
     async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
-                   stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = ()) -> None:
+                   stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = (), ends: KindAnswer | None = None) -> None:
+        """An event stream: ``stream`` "post" (it ends once ``st`` has its answers) or "get"; ``first``: bytes
+        sent first (the legacy endpoint event); ``priming``: events sent before any message; ``ends``: the
+        recorded GET stream this one plays, which the server ended (``ends.how``) after its last message
+        (``ends.last``; None: at once, after its priming events): so does this one."""
+        how = ends.how if ends is not None else None
+        until = ends.last if ends is not None and how is not None else -1
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
         self._record_response(ex, status, hs)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)))
@@ -176,7 +191,8 @@ class Answering:
         if first:
             await c.send(h11.Data(data=first))
         closed = False
-        ended = "complete"
+        over = how is not None and until is None      # the recorded server ended it with no message on it: so does this one
+        ended = how if over and how is not None else "complete"
 
         async def watch(n: trio.Nursery) -> None:
             # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
@@ -193,7 +209,7 @@ class Answering:
 
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
-            while stream == "get" or st.ids:
+            while not over and (stream == "get" or st.ids):
                 try:
                     out = await st.receive()
                 except trio.EndOfChannel:
@@ -211,6 +227,9 @@ class Answering:
                 self._record_msg(S2C, data, ms, ex, stream, out)
                 eid = b"id: " + out.event_id.encode("utf-8") + b"\n" if out.event_id else b""      # as the recorded event had it
                 await c.send(h11.Data(data=b"event: message\n" + eid + b"data: " + data + b"\n\n"))
+                if how is not None and out.seq is not None and out.seq == until:
+                    ended = how                 # the last message the recorded stream carried: it ended there
+                    break
             n.cancel_scope.cancel()
         if closed:
             raise trio.ClosedResourceError("the client closed the stream")

@@ -106,6 +106,12 @@ class MockSession:
             self.standalone = None
         self.backlog[:0] = st.close()             # for the client's next GET stream
 
+    def end(self) -> None:
+        """The session is over (a DELETE): its GET stream ends, as a server ends it with the session."""
+        self.closed = True
+        if self.standalone is not None:
+            self.backlog[:0] = self.standalone.close()
+
     def route(self, out: Out) -> None:
         """Send ``out`` where it belongs (see module docstring)."""
         target = self.streams.get(hkey(out.via)) if out.via is not None else None
