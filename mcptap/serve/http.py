@@ -174,7 +174,7 @@ class HttpMock(LegacyServing):
         if self.rec is not None:
             # credentials as keyed placeholders, as the tap records them (the client under test may send real ones)
             # and the session id it carries, as the tap records it (what the session rules judge)
-            sid = self._header(req, b"mcp-session-id")
+            sid = self._header(req, b"mcp-session-id") or self._legacy_session(method, target)
             self._record_http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
                               headers=headers_json(list(req.headers)), **({"session": sid} if sid is not None else {}))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:

@@ -40,16 +40,23 @@ class LegacyServing(Answering):
         _receive: Callable[[MockSession, Any], list[Out]]
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
+    def _legacy_session(self, method: str, target: str) -> str | None:
+        """The live legacy session a request's target names (a POST's ``session_id``), or None."""
+        if method != "POST" or not self.script.legacy_sse:
+            return None
+        q = parse_qs(urlsplit(target).query)
+        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
+        return sid if sid in self.sessions else None
+
     async def _legacy_stream(self, c: Conn, ex: int, answer: KindAnswer | None) -> None:
         """A legacy session's SSE stream; ``answer``: the recorded stream it plays (ended where that was)."""
         sid = secrets.token_hex(16)
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
-        if self.rec is not None:
-            self._record_http(event="sse", exchange=ex, endpoint={"data": endpoint})
         st = ms.open_standalone()
         try:
             await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode(),
+                            first_record={"endpoint": {"data": endpoint}, "session": sid},
                             ends=answer)
         finally:
             ms.close_standalone(st)
