@@ -84,7 +84,7 @@ class LegacyServing(Answering):
         if ending is not None and not (ending.status is not None and 200 <= ending.status < 300):
             # the recorded server refused this POST (a 401, a 403…) or closed its connection: so does the mock
             ms.dispatch(outs, self.nursery)
-            await self._ended(c, ex, ms, ending, [])
+            await self._ended(c, ex, ms, ending, [], requests=False)      # (its body is no message: only the SSE stream carries them)
             return
         await self._plain(c, 202, b"Accepted", ex)
         ms.dispatch(outs, self.nursery)
