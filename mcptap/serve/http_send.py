@@ -233,8 +233,7 @@ class Answering:
                 try:
                     out = await st.receive()
                 except trio.EndOfChannel:
-                    # the client opened another GET stream (a resumption with Last-Event-ID): it took
-                    # over what this one still held (MockSession.open_standalone), so this one ends cleanly
+                    # the session ended (a DELETE: MockSession.end), so this one ends cleanly
                     break
                 if out.ends is not None:
                     # the recorded server ended this stream without the answer: so does the mock (its request
