@@ -80,6 +80,9 @@ TRANSPORT_ROWS: list[tuple[str, Severity, str, str]] = [
      "2025-06-18 " + T + " Protocol Version Header"),
     ("http.protocol_version_header_missing", ERROR, "header missing where required", "2025-06-18 " + T + " Protocol Version Header"),
     ("http.legacy_post_not_found", WARN, "POST to the legacy endpoint failed", "2024-11-05 " + T + " HTTP with SSE"),
+    ("http.legacy_post_body_message", WARN, "JSON-RPC message in the body of a legacy endpoint POST's response: the transport "
+     "carries server messages on the SSE stream only, so a client never reads it (kept as a response_body, not judged as one)",
+     "2024-11-05 " + T + " HTTP with SSE"),
     ("http.content_encoding", INFO, "compressed body (decoded for analysis when it decodes)", "RFC 9110 §8.4"),
     ("http.undecodable_encoding", WARN, "encoding the tap cannot decode (stored raw)", "RFC 9110 §8.4"),
     ("http.content_decoding_failed", WARN, "body does not decode as its Content-Encoding says (corrupt, unfinished, not encoded, "

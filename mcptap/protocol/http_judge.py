@@ -30,6 +30,7 @@ from mcptap.protocol.http_rules import (
     Exchange,
     ack_findings,
     end_findings,
+    legacy_body_findings,
     request_cut_findings,
     request_findings,
     response_findings,
@@ -169,6 +170,8 @@ class HttpJudge:
         fs: list[Finding] = []
         if e.how == "complete" and facts.is_ack and not e.gap:
             fs += ack_findings(facts, e.ack_body, e.response_bytes)
+        if e.how == "complete" and facts.legacy and not e.gap:
+            fs += legacy_body_findings(facts, e.ack_body)
         # legacy HTTP+SSE answers on the GET stream: its POST status answers nothing
         if e.how == "complete" and facts.method == "POST" and not facts.legacy:
             fs += ann.answers.rejected(ex_id, facts.status or 0, ann.session, header(facts.resp_headers or [], "location"),

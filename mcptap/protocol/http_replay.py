@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcptap.model import Direction, Finding
 from mcptap.protocol.codes import transport_made
@@ -76,6 +77,7 @@ class HttpReplay:
         #: thousands of POSTs come and go, so its end is judged as live
         self._ex = BoundedMap(1 << 16)
         self._legacy: set[Any] = set()
+        self._legacy_paths: set[str] = set()     # the paths of the legacy endpoints (relay/http/sessions.py)
 
     def _revision(self, session: Any) -> str | None:
         st = self.annotator.sessions().get(session)
@@ -98,7 +100,8 @@ class HttpReplay:
         if ev == "request" and isinstance(raw_id, int):
             method, target = str(rec.get("method", "")), str(rec.get("target", ""))
             session = rec.get("session")
-            legacy = method == "POST" and session is not None and session in self._legacy
+            legacy = method == "POST" and (session is not None and session in self._legacy
+                                           or target.partition("?")[0] in self._legacy_paths)
             refused = rec.get("refused")
             facts = Exchange(method, target, _headers(rec.get("headers")), session=session, legacy=legacy,
                              refused=refused if isinstance(refused, str) else "")
@@ -127,6 +130,10 @@ class HttpReplay:
             x = self._ex.get(exid)
             if "endpoint" in rec and rec.get("session") is not None:
                 self._legacy.add(rec["session"])
+                ep = rec["endpoint"] if isinstance(rec["endpoint"], dict) else {}
+                where = ep.get("resolved") or ep.get("data")
+                if isinstance(where, str):
+                    self._legacy_paths.add(urlsplit(where).path)
                 if x is not None:       # the stream is the legacy session's, as the live observer binds it
                     x.facts.session, x.facts.legacy = rec["session"], True
             if x is not None and isinstance(info.get("id"), str):

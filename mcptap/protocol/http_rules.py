@@ -250,6 +250,17 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     return []
 
 
+def legacy_body_findings(ex: Exchange, body: bytes) -> list[Finding]:
+    """A legacy HTTP+SSE POST answered with a JSON-RPC message in its body (``body``: its first bytes, as
+    the end record's ``ack_body`` keeps them): a Streamable HTTP habit no 2024-11-05 client reads."""
+    head = body.lstrip()[:1]
+    if not (ex.legacy and ex.method == "POST" and head in (b"{", b"[") and b'"jsonrpc"' in body):
+        return []
+    preview = clip(body[:400].decode("utf-8", "replace"), 60)
+    return [finding("http.legacy_post_body_message", f"the POST's {ex.status} response carries a JSON-RPC message {preview!r}: "
+                                                     "2024-11-05 servers send messages on the SSE stream only, so the client never reads it")]
+
+
 def request_cut_findings(ex: Exchange, how: str, request_bytes: int | None, cut: bool = False) -> list[Finding]:
     """A client that went away (``how`` client_closed) after fewer request
     body bytes than its Content-Length declared, or (``cut``) inside a chunked

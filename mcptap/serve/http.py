@@ -84,6 +84,7 @@ class HttpMock(LegacyServing):
         self._conns = 0
         self._exchanges = 0
         self._told_raw = False
+        self._turns: dict[str, int] = {}         # request kind -> its recorded answers given (Answering._turn)
         #: requests whose answering failed by a fault of the mock's own (said; the exit status is 1)
         self.internal_errors = 0
         #: notifications not sent after the first of their method in their session, by method:
@@ -173,7 +174,7 @@ class HttpMock(LegacyServing):
         if self.rec is not None:
             # credentials as keyed placeholders, as the tap records them (the client under test may send real ones)
             # and the session id it carries, as the tap records it (what the session rules judge)
-            sid = self._header(req, b"mcp-session-id")
+            sid = self._header(req, b"mcp-session-id") or self._legacy_session(method, target)
             self._record_http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
                               headers=headers_json(list(req.headers)), **({"session": sid} if sid is not None else {}))
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
@@ -189,10 +190,12 @@ class HttpMock(LegacyServing):
             return
         path = urlsplit(target).path
         if self.script.legacy_sse:
-            if method == "GET" and path == self.script.sse_path and not self.script.get_stream:
-                await self._refused_as_recorded(c, ex, "get", 405, target)     # the recorded server refused its SSE stream (a 401)
-            elif method == "GET" and path == self.script.sse_path:
-                await self._legacy_stream(c, ex)
+            if method == "GET" and path == self.script.sse_path:
+                answer = self._turn(refusal_key("get", target))
+                if answer is not None and not answer.stream or answer is None and not self.script.get_stream:
+                    await self._refused_as_recorded(c, ex, answer, "get", 405)     # the recorded server refused its SSE stream (a 401)
+                else:
+                    await self._legacy_stream(c, ex, answer)
             elif method == "POST":
                 await self._legacy_post(c, ex, target, body)
             else:
@@ -203,13 +206,7 @@ class HttpMock(LegacyServing):
         elif method == "GET":
             await self._get(c, ex, req)
         elif method == "DELETE":
-            ms = self.sessions.pop(self._header(req, b"mcp-session-id") or "", None)
-            if ms is not None:
-                ms.closed = True
-            if ms is None:
-                await self._plain(c, 404, b"", ex)
-            else:
-                await self._refused_as_recorded(c, ex, "delete", 200, target)
+            await self._delete(c, ex, req, target)
         else:
             await self._plain(c, 405, b"", ex)
 
@@ -318,22 +315,47 @@ class HttpMock(LegacyServing):
         finally:
             ms.close_post(st)
 
+    async def _no_session(self, c: Conn, ex: int, key: str, sent: bool, status: int, why: bytes) -> None:
+        """A GET or DELETE with no live session (``status``: the mock's 400 or 404): without the session
+        header (``sent`` False), the refusal recorded for that kind if any (a server's own 400)."""
+        answer = self._turn(key) if not sent else None
+        if answer is not None and not answer.stream:
+            await self._send_ending(c, ex, answer.ending, [])
+        else:
+            await self._plain(c, status, why, ex)
+
     async def _get(self, c: Conn, ex: int, req: h11.Request) -> None:
+        target = req.target.decode("latin-1")
+        sent = self._header(req, b"mcp-session-id") is not None
+        key = refusal_key("get", target, sent)
         ms, status, why = self._session_for(req, None)
         if ms is None:
-            await self._plain(c, status, why, ex)
+            await self._no_session(c, ex, key, sent, status, why)
             return
-        # (a GET of this kind the recorded server refused, a GET /mcp/x beside the stream: refused again)
-        target = req.target.decode("latin-1")
-        if not self.script.get_stream or urlsplit(target).path != self.script.post_path \
-                and self.script.statuses.get(refusal_key("get", target), 200) != 200:
-            await self._refused_as_recorded(c, ex, "get", 405, target)
+        # the recorded answers of this kind in turn (a 401, then the stream; a GET /mcp/x beside the stream its 405)
+        answer = self._turn(key)
+        if answer is not None and not answer.stream or answer is None and not self.script.get_stream:
+            await self._refused_as_recorded(c, ex, answer, "get", 405)
             return
         st = ms.open_standalone()
         try:
-            await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get")
+            await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get",
+                            priming=answer.priming if answer is not None else (), ends=answer)
         finally:
             ms.close_standalone(st)
+
+    async def _delete(self, c: Conn, ex: int, req: h11.Request, target: str) -> None:
+        sid = self._header(req, b"mcp-session-id")
+        key = refusal_key("delete", target, sid is not None)
+        ms = self.sessions.get(sid or "")
+        if ms is None:
+            await self._no_session(c, ex, key, sid is not None, 404, b"")
+            return
+        answer = self._turn(key) or next(iter(self.script.kind_answers.get("delete", ())), None)
+        if answer is None or 200 <= (answer.ending.status or 0) < 300:
+            self.sessions.pop(ms.sid or "", None)            # (a recorded 405: the server kept the session)
+            ms.end()
+        await self._refused_as_recorded(c, ex, answer, "delete", 200)
 
     def _backlogged(self, ms: MockSession, out: Out) -> None:
         self.nursery.start_soon(self._unsent, ms, out)
@@ -347,7 +369,7 @@ class HttpMock(LegacyServing):
         if ms.closed or not any(o is out for o in ms.backlog):
             return
         v = out.value if isinstance(out.value, dict) else {}
-        line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.statuses.get("get", 405))
+        line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.first_status("get", 405))
         method = v.get("method")
         if "id" in v or not isinstance(method, str):
             self.say(line)                  # a server request or an answer: each is one a client may wait for

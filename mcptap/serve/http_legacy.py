@@ -21,7 +21,7 @@ from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
 from mcptap.serve.http_streams import MockSession
 from mcptap.serve.live import Out
-from mcptap.serve.script_http import HttpEnding, refusal_key
+from mcptap.serve.script_http import KindAnswer, refusal_key
 
 if TYPE_CHECKING:
     from mcptap.serve.script_model import Script
@@ -40,15 +40,24 @@ class LegacyServing(Answering):
         _receive: Callable[[MockSession, Any], list[Out]]
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
-    async def _legacy_stream(self, c: Conn, ex: int) -> None:
+    def _legacy_session(self, method: str, target: str) -> str | None:
+        """The live legacy session a request's target names (a POST's ``session_id``), or None."""
+        if method != "POST" or not self.script.legacy_sse:
+            return None
+        q = parse_qs(urlsplit(target).query)
+        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
+        return sid if sid in self.sessions else None
+
+    async def _legacy_stream(self, c: Conn, ex: int, answer: KindAnswer | None) -> None:
+        """A legacy session's SSE stream; ``answer``: the recorded stream it plays (ended where that was)."""
         sid = secrets.token_hex(16)
         ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
-        if self.rec is not None:
-            self._record_http(event="sse", exchange=ex, endpoint={"data": endpoint})
         st = ms.open_standalone()
         try:
-            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode())
+            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode(),
+                            first_record={"endpoint": {"data": endpoint}, "session": sid},
+                            ends=answer)
         finally:
             ms.close_standalone(st)
             if ms.sid is not None:
@@ -59,10 +68,9 @@ class LegacyServing(Answering):
         sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
         ms = self.sessions.get(sid)
         if ms is None:
-            key = refusal_key("post", target)
-            if key in self.script.statuses:       # as the recorded server refused this kind (400 with no session_id)
-                sc = self.script
-                await self._send_ending(c, ex, HttpEnding(sc.statuses[key], sc.status_headers[key], sc.status_bodies[key]), [])
+            answer = self._turn(refusal_key("post", target))
+            if answer is not None:       # as the recorded server refused this kind (400 with no session_id)
+                await self._send_ending(c, ex, answer.ending, [])
             else:
                 await self._plain(c, 404, b"Could not find session", ex)
             return
@@ -76,7 +84,7 @@ class LegacyServing(Answering):
         if ending is not None and not (ending.status is not None and 200 <= ending.status < 300):
             # the recorded server refused this POST (a 401, a 403…) or closed its connection: so does the mock
             ms.dispatch(outs, self.nursery)
-            await self._ended(c, ex, ms, ending, [])
+            await self._ended(c, ex, ms, ending, [], requests=False)      # (its body is no message: only the SSE stream carries them)
             return
         await self._plain(c, 202, b"Accepted", ex)
         ms.dispatch(outs, self.nursery)

@@ -21,7 +21,7 @@ from mcptap.serve.http_conn import CHUNK, IO_ERRORS, Conn
 from mcptap.serve.http_streams import MockSession, ResponseStream
 from mcptap.serve.live import Out
 from mcptap.serve.script_auth import MOCK_ORIGIN, NOT_REPLAYED
-from mcptap.serve.script_http import HttpEnding, refusal_key, sse_bytes, wire_headers
+from mcptap.serve.script_http import HttpEnding, KindAnswer, sse_bytes, wire_headers
 from mcptap.serve.wire import encode, hkey
 
 if TYPE_CHECKING:
@@ -37,16 +37,23 @@ class Answering:
     if TYPE_CHECKING:
         rec: Recorder | None
         script: Script
+        _turns: dict[str, int]
     _judged: tuple[Recorder, HttpReplay] | None = None
 
     # -- responses ----------------------------------------------------------------------
     async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
                      ctype: str = "text/plain") -> None:
+        """A whole response of the mock's own (a JSON answer its caller recorded as messages, a 202, a refusal
+        of its own), recorded as the tap records one: response, a body that is no JSON (``ctype`` not JSON:
+        a refusal's text, the legacy ``Accepted``) as a ``response_body``, and the exchange's ``end``."""
         hs = [("Content-Length", str(len(body))), *(headers or [])]
         if body:
             hs.append(("Content-Type", ctype))
         self._record_response(ex, status, hs)
+        if body and ctype != "application/json" and ex is not None:
+            self._record_body(ex, body)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
+        self._record_end(ex, body, ack=False)
 
     async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]],
                      requests: bool = True) -> None:
@@ -57,6 +64,7 @@ class Answering:
             if self.rec is not None:
                 self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
                               session=ms.sid, exchange=ex)
+            self._record_end(ex, b"", "upstream_closed")
             return                                   # nothing sent: the connection is closed (HttpMock._handle)
         await self._send_ending(c, ex, ending, extra, ms if requests else None)
 
@@ -77,15 +85,23 @@ class Answering:
             return False
         return True
 
-    async def _refused_as_recorded(self, c: Conn, ex: int, what: str, default: int, target: str = "") -> None:
-        """A GET or DELETE answered as the recorded one was (``what``: "get" / "delete"; ``default``:
-        the status when the capture has none): its status, headers and body (a 405's ``Allow``); those
-        of the recorded request of the same kind (method, path, session named: ``refusal_key``) if any."""
-        sc = self.script
-        key = refusal_key(what, target)
-        what = key if key in sc.statuses else what
-        status = sc.statuses.get(what, default)
-        await self._send_ending(c, ex, HttpEnding(status, sc.status_headers.get(what, ()), sc.status_bodies.get(what, b"")), [])
+    def _turn(self, key: str) -> KindAnswer | None:
+        """The next recorded answer of request kind ``key`` (serve/script_http.refusal_key): the recorded ones
+        in recorded order, then the last again, as equal POSTed requests get their recorded answers
+        (docs/serve.md); None: the capture has none of that kind."""
+        got = self.script.kind_answers.get(key)
+        if not got:
+            return None
+        n = self._turns.get(key, 0)
+        self._turns[key] = n + 1
+        return got[min(n, len(got) - 1)]
+
+    async def _refused_as_recorded(self, c: Conn, ex: int, answer: KindAnswer | None, what: str, default: int) -> None:
+        """A GET or DELETE answered as the recorded one was: ``answer`` (its kind's turn: ``_turn``), else the
+        first recorded answer of ``what`` ("get" / "delete"), else ``default`` (the status): its status,
+        headers (a 405's ``Allow``) and body."""
+        answer = answer or next(iter(self.script.kind_answers.get(what, ())), None)
+        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [])
 
     async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None) -> None:
         assert ending.status is not None
@@ -96,12 +112,10 @@ class Answering:
         self._record_response(ex, ending.status, hs)
         if ending.json_body and ms is not None:
             self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
-        elif body and self.rec is not None:
+        elif body:
             # a body that is no message (a refusal's text, a notification's JSON error): kept as the tap keeps
             # it (relay/http/observe.py), never judged as JSON-RPC; it is the capture's, already scrubbed
-            fields: dict[str, Any] = {"event": "response_body", "exchange": ex}
-            encode_bytes(body, "body", fields)
-            self._record_http(**fields)
+            self._record_body(ex, body)
         await c.send(h11.Response(status_code=ending.status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
         self._record_end(ex, body)
 
@@ -125,16 +139,26 @@ class Answering:
         if ex is not None:
             self._record_http(event="response", exchange=ex, status=status, headers=[list(h) for h in headers])
 
-    def _record_end(self, ex: int | None, body: bytes) -> None:
-        """The ``end`` record of an exchange answered as recorded (``body``: all its response), as
-        the tap writes it: the judge ends the exchange there, so a POST's requests refused as recorded
-        (an error status, no JSON-RPC answer) are ``http.request_refused`` as in the tap's capture,
-        not pending until the capture's end (``jsonrpc.unanswered_request``). The mock's own answers
-        write none: a message answers their requests, or they carried none."""
+    def _record_body(self, ex: int, body: bytes) -> None:
+        """A ``response_body`` record of a body that is no message, as the tap keeps one."""
+        if self.rec is not None:
+            fields: dict[str, Any] = {"event": "response_body", "exchange": ex}
+            encode_bytes(body, "body", fields)
+            self._record_http(**fields)
+
+    def _record_end(self, ex: int | None, body: bytes | int, how: str = "complete", ack: bool = True, events: int = 0) -> None:
+        """The ``end`` record of an exchange (``body``: all its response, or its length; ``how``: as the tap's,
+        "complete", "client_closed", "upstream_closed" where the recorded server closed it; ``ack``: keep
+        the body's first bytes, judged only on an acknowledgement; ``events``: SSE events sent), as the tap
+        writes one for every exchange: the judge ends the exchange there, so a POST's requests refused as
+        recorded (an error status, no JSON-RPC answer) are ``http.request_refused`` as in the tap's capture,
+        not pending until the capture's end (``jsonrpc.unanswered_request``), and ``check``/``show`` read
+        the mock's capture as the tap's."""
         if ex is not None:
-            fields: dict[str, Any] = {"how": "complete", "response_bytes": len(body)}
-            if body:
-                fields["ack_body"] = body[:ACK_BODY_KEEP].decode("utf-8", "replace")     # judged only on an acknowledgement
+            size = body if isinstance(body, int) else len(body)
+            fields: dict[str, Any] = {"how": how, "response_bytes": size, **({"sse_events": events} if events else {})}
+            if ack and isinstance(body, bytes) and body:
+                fields["ack_body"] = body[:ACK_BODY_KEEP].decode("utf-8", "replace")
             self._record_http(event="end", exchange=ex, **fields)
 
     def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None,
@@ -165,18 +189,30 @@ class Answering:
         await self._plain(c, status, body, ex, extra, ctype="application/json")
 
     async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
-                   stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = ()) -> None:
+                   stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = (), ends: KindAnswer | None = None,
+                   first_record: dict[str, Any] | None = None) -> None:
+        """An event stream: ``stream`` "post" (it ends once ``st`` has its answers) or "get"; ``first``: bytes
+        sent first (the legacy endpoint event, whose ``sse`` record's fields are ``first_record``: under its
+        session, as the tap records it, so the judge takes the session's POSTs for legacy ones); ``priming``: events sent before any message; ``ends``: the
+        recorded GET stream this one plays, which the server ended (``ends.how``) after its last message
+        (``ends.last``; None: at once, after its priming events): so does this one."""
+        how = ends.how if ends is not None else None
+        until = ends.last if ends is not None and how is not None else -1
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
         self._record_response(ex, status, hs)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)))
+        if first_record is not None:
+            self._record_http(event="sse", exchange=ex, **first_record)
         for prime in priming:
             data = sse_bytes(prime)
             self._record_http(event="sse", exchange=ex, sse={**prime, "bytes": len(data), "terminated": True})
             first += data
         if first:
             await c.send(h11.Data(data=first))
+        sent, events = len(first), first.count(b"\n\n")
         closed = False
-        ended = "complete"
+        over = how is not None and until is None      # the recorded server ended it with no message on it: so does this one
+        ended = how if over and how is not None else "complete"
 
         async def watch(n: trio.Nursery) -> None:
             # a client that leaves mid-stream: stop; a pipelined next request: keep it for later
@@ -193,12 +229,11 @@ class Answering:
 
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
-            while stream == "get" or st.ids:
+            while not over and (stream == "get" or st.ids):
                 try:
                     out = await st.receive()
                 except trio.EndOfChannel:
-                    # the client opened another GET stream (a resumption with Last-Event-ID): it took
-                    # over what this one still held (MockSession.open_standalone), so this one ends cleanly
+                    # the session ended (a DELETE: MockSession.end), so this one ends cleanly
                     break
                 if out.ends is not None:
                     # the recorded server ended this stream without the answer: so does the mock (its request
@@ -210,13 +245,21 @@ class Answering:
                 data = encode(out.value)
                 self._record_msg(S2C, data, ms, ex, stream, out)
                 eid = b"id: " + out.event_id.encode("utf-8") + b"\n" if out.event_id else b""      # as the recorded event had it
-                await c.send(h11.Data(data=b"event: message\n" + eid + b"data: " + data + b"\n\n"))
+                event = b"event: message\n" + eid + b"data: " + data + b"\n\n"
+                await c.send(h11.Data(data=event))
+                sent, events = sent + len(event), events + 1
+                if how is not None and out.seq is not None and out.seq == until:
+                    ended = how                 # the last message the recorded stream carried: it ended there
+                    break
             n.cancel_scope.cancel()
         if closed:
+            self._record_end(ex, sent, "client_closed", events=events)
             raise trio.ClosedResourceError("the client closed the stream")
         if ended != "complete":
             if self.rec is not None:
                 self.rec.note("serve", message="the event stream is closed mid-stream, as the recorded server closed it", session=ms.sid,
                               exchange=ex)
+            self._record_end(ex, sent, "upstream_closed", events=events)
             raise trio.ClosedResourceError("the recorded server closed the stream mid-way")
         await c.send(h11.EndOfMessage())
+        self._record_end(ex, sent, events=events)

@@ -73,7 +73,8 @@ class MockSession:
     live: LiveSession
     sid: str | None = None
     streams: dict[Any, ResponseStream] = field(default_factory=dict)
-    standalone: ResponseStream | None = None
+    #: the open GET streams, the latest last: it takes what is not a request's (see ``open_standalone``)
+    gets: list[ResponseStream] = field(default_factory=list)
     backlog: list[Out] = field(default_factory=list)
     closed: bool = False
     on_backlog: Callable[[MockSession, Out], None] | None = None
@@ -93,18 +94,37 @@ class MockSession:
         for out in st.close():
             self.route(out)
 
+    @property
+    def standalone(self) -> ResponseStream | None:
+        """The GET stream what belongs to no request goes on: the latest one open, or None."""
+        return self.gets[-1] if self.gets else None
+
     def open_standalone(self) -> ResponseStream:
-        left = self.standalone.close() if self.standalone is not None else []
-        st = self.standalone = ResponseStream(set())
-        for out in [*left, *self.backlog]:
+        """A new GET stream, which takes what waited for one. The earlier ones stay open (a client's
+        resumptions with Last-Event-ID beside its GET stream: ending one as the next opens made the
+        client resume it again, which ended the other, for ever) and take over again when it ends."""
+        st = ResponseStream(set())
+        self.gets.append(st)
+        for out in self.backlog:
             st.put(out)
         self.backlog.clear()
         return st
 
     def close_standalone(self, st: ResponseStream) -> None:
-        if self.standalone is st:
-            self.standalone = None
-        self.backlog[:0] = st.close()             # for the client's next GET stream
+        if st in self.gets:
+            self.gets.remove(st)
+        left = st.close()
+        if self.gets:
+            for out in left:
+                self.gets[-1].put(out)            # the GET stream still open
+        else:
+            self.backlog[:0] = left               # for the client's next GET stream
+
+    def end(self) -> None:
+        """The session is over (a DELETE): its GET streams end, as a server ends them with the session."""
+        self.closed = True
+        for st in self.gets:
+            self.backlog[:0] = st.close()
 
     def route(self, out: Out) -> None:
         """Send ``out`` where it belongs (see module docstring)."""

@@ -49,7 +49,7 @@ from mcptap.records.message import message_bytes
 from mcptap.records.refusals import mark_refusals, needs_marking, refused_how
 from mcptap.serve.script_auth import AuthFacts
 from mcptap.serve.script_fields import NOT_MESSAGES, batch_members, chore, dict_field, id_key, int_field, key_field, status_field
-from mcptap.serve.script_http import STREAM_END, ending_of, priming, refusal_key, replayed_headers, sse_bytes, stream_ended
+from mcptap.serve.script_http import STREAM_END, ending_of, kind_answer, priming, refusal_key, replayed_headers, sse_bytes, stream_ended
 from mcptap.serve.script_model import Emission, Recorded, Script, SessionScript
 from mcptap.serve.wire import defect
 
@@ -80,6 +80,7 @@ class _Builder:
         self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
         self.exchanges: dict[Any, dict[str, Any]] = {}
         self.by_exchange: dict[Any, list[Recorded]] = {}
+        self.last_request: dict[Any, int] = {}       # HTTP session -> seq of its latest request record
         #: HTTP exchange -> the latest server message on its POST stream: (its emission, the list it is in, its t_us)
         self.last_on: dict[Any, tuple[Emission, list[Emission], int]] = {}
         #: HTTP exchange -> its response body's lines that are not messages: (their bytes, the emission, its list)
@@ -116,6 +117,12 @@ class _Builder:
                 return
             raw, value = raw if raw.endswith(b"\n") else raw + b"\n", None
         elif value is None:
+            return
+        facts = self.exchanges.get(key_field(dict_field(rec.get("transport")).get("exchange")), {})
+        if rec.get("dir") != "c2s" and facts.get("method") in ("GET", "DELETE") and facts.get("ctype") != "text/event-stream":
+            # a GET's or DELETE's JSON body (an SDK server's 400 error object): its answer's body, sent with it
+            # (Script.kind_answers), no message of the session
+            facts["body"] = facts.get("body", b"") + (message_bytes(rec) or b"")
             return
         s = self._session(rec, value)
         if rec.get("dir") == "c2s":
@@ -171,6 +178,7 @@ class _Builder:
         if exchange is not None:
             facts = self.exchanges.setdefault(exchange, {})
             facts["messages"] = facts.get("messages", 0) + 1
+            facts["last"] = rec["seq"]
             if kind in ("response", "error") or members:
                 facts["answered"] = True
         if kind in ("response", "error") or members:
@@ -233,9 +241,14 @@ class _Builder:
         facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
         if ev == "request":
             facts["method"] = rec.get("method")
+            self.last_request[key_field(rec.get("session"))] = int_field(rec.get("seq")) or 0
             facts["target"] = rec.get("target")
+            headers = rec.get("headers")
+            facts["sid_sent"] = any(isinstance(h, list) and h and str(h[0]).lower() == "mcp-session-id"
+                                    for h in (headers if isinstance(headers, list) else ()))
         elif ev == "response" and not rec.get("informational"):
             facts["status"] = rec.get("status")
+            facts["started"] = int_field(rec.get("seq")) or 0
             headers = rec.get("headers")
             for pair in headers if isinstance(headers, list) else ():
                 if not (isinstance(pair, list) and len(pair) == 2):
@@ -256,6 +269,10 @@ class _Builder:
         elif ev == "end":
             facts["end"] = (int_field(rec.get("seq")) or 0, int_field(rec.get("t_us")) or 0)
             facts["how"] = rec.get("how")
+            # the server ended it by itself: no request of its session came since its last message (or its start);
+            # an end a later request caused (a DELETE ends the session's GET stream) is the mock's to make then
+            since = max(int_field(facts.get("last")) or 0, int_field(facts.get("started")) or 0)
+            facts["by_itself"] = self.last_request.get(key_field(rec.get("session")), 0) < since
             facts["sent_502"] = rec.get("sent_502") is True
             facts["cut"] = any(rec.get(k) for k in ("gap", "undecoded", "response_cut", "request_cut"))
         elif ev == "sse" and isinstance(rec.get("endpoint"), dict):
@@ -267,14 +284,16 @@ class _Builder:
             # an event before any message on the stream (a priming event: its id lets the client resume)
             facts.setdefault("priming", []).append(prime)
 
-    def _keep_answer(self, key: str, ex: Any, facts: dict[str, Any]) -> None:
-        """The first recorded answer of its ``key`` (serve/script_http.refusal_key): status, headers, body."""
+    def _keep_answer(self, key: str, ex: Any, facts: dict[str, Any], generic: str | None) -> None:
+        """The recorded answer of ``ex`` after the earlier ones of its ``key`` (serve/script_http.refusal_key),
+        and the first of its method under ``generic`` ("get", "delete"; their default status when it has none)."""
         sc = self.script
-        status = status_field(facts.get("status"))
-        if key not in sc.statuses and status is not None:
-            sc.statuses[key] = status
-            sc.status_headers[key] = self.auth.headers(ex, replayed_headers(facts.get("headers")))
-            sc.status_bodies[key] = facts.get("body", b"")
+        default = 200 if generic == "delete" else 405
+        answer = kind_answer(facts, self.auth.headers(ex, replayed_headers(facts.get("headers"))), default)
+        if status_field(facts.get("status")) is not None:
+            sc.kind_answers.setdefault(key, []).append(answer)
+        if generic is not None:
+            sc.kind_answers.setdefault(generic, [answer])
 
     def finish(self) -> Script:
         sc = self.script
@@ -283,20 +302,14 @@ class _Builder:
             method, target = facts.get("method"), facts.get("target")
             path = urlsplit(target).path if isinstance(target, str) else None
             if method in ("GET", "DELETE") or method == "POST" and sc.legacy_sse and (status_field(facts.get("status")) or 0) >= 400:
-                self._keep_answer(refusal_key(method, str(target or "")), ex, facts)     # each request kind's own
+                # each request kind's own, in recorded order (a 401, then the stream)
+                self._keep_answer(refusal_key(method, str(target or ""), facts.get("sid_sent") is True), ex, facts,
+                                  method.lower() if method != "POST" and path else None)
             if method == "GET" and path:
                 if facts.get("status") == 200 and facts.get("ctype") == "text/event-stream":
                     sc.get_stream = True
                     if sc.legacy_sse:
                         sc.sse_path = path
-                if "get" not in sc.statuses:
-                    sc.statuses["get"] = status_field(facts.get("status")) or 405
-                    sc.status_headers["get"] = self.auth.headers(ex, replayed_headers(facts.get("headers")))      # a 405's Allow
-                    sc.status_bodies["get"] = facts.get("body", b"")
-            elif method == "DELETE" and "delete" not in sc.statuses:
-                sc.statuses["delete"] = status_field(facts.get("status")) or 200
-                sc.status_headers["delete"] = self.auth.headers(ex, replayed_headers(facts.get("headers")))
-                sc.status_bodies["delete"] = facts.get("body", b"")
             elif method == "POST" and path and post_path is None:
                 post_path = path
             ending = ending_of(facts, b"".join(b for b, _, _ in self.bodies.get(ex, ())) or facts.get("body", b"")

@@ -137,10 +137,44 @@ def ending_of(facts: dict[str, Any], body: bytes) -> HttpEnding | None:
     return HttpEnding(status, replayed_headers(facts.get("headers")), b"" if status in (204, 304) else body)
 
 
-def refusal_key(method: str, target: str) -> str:
-    """The key a recorded answer to a GET, DELETE or legacy POST is replayed under (``Script.statuses``):
-    the method, the path, and whether the target names a session (legacy ``session_id``), so each
-    request gets the answer its own kind got (``GET /mcp/304`` its 304, ``GET /mcp`` its 405)."""
+def refusal_key(method: str, target: str, session_header: bool = False) -> str:
+    """The key a recorded answer to a GET, DELETE or legacy POST is replayed under (``Script.kind_answers``):
+    the method, the path, whether the target names a session (legacy ``session_id``) and whether the request
+    carried an ``Mcp-Session-Id`` header (``session_header``: its presence, not its value), so each request
+    gets the answers its own kind got (``GET /mcp/304`` its 304, ``GET /mcp`` its 405, a GET without the
+    session header the recorded ``400`` and one with it its event stream)."""
     u = urlsplit(target)
     q = parse_qs(u.query)
-    return f"{method.upper()} {u.path} {'session' if q.get('session_id') or q.get('sessionId') else '-'}"
+    named = "session" if q.get("session_id") or q.get("sessionId") else "-"
+    return f"{method.upper()} {u.path} {named} {'sid' if session_header else '-'}"
+
+
+@dataclass(frozen=True, slots=True)
+class KindAnswer:
+    """One recorded answer to a GET, DELETE or legacy POST (``Script.kind_answers``, in recorded order).
+    ``ending``: its status, headers (``replayed_headers``) and body (a refusal's text); ``stream``: a GET
+    answered ``200 text/event-stream`` (the mock opens an event stream instead of sending ``ending``);
+    ``priming``: the events that stream began with before any message; ``last``: the recorded seq of the
+    last server message it carried (None: none); ``how``: how the server ended it, ``"complete"`` or
+    ``"closed"`` (mid-stream), or None (open when the recording ended, cut by the recording: the client
+    left, the tap stopped, a gap; or ended after a later request of its session, as a server ends the
+    session's GET stream at its DELETE: the mock ends it at that request, or not)."""
+
+    ending: HttpEnding
+    stream: bool = False
+    priming: tuple[dict[str, Any], ...] = ()
+    last: int | None = None
+    how: str | None = None
+
+
+def kind_answer(facts: dict[str, Any], headers: tuple[tuple[str, str], ...], default: int) -> KindAnswer:
+    """The ``KindAnswer`` of the recorded exchange whose ``http`` facts are ``facts`` (as ``ending_of``'s, with
+    ``last``: the seq of the last server message on it); ``headers``: its replayed headers; ``default``: the
+    status when none was recorded (the connection closed before a response)."""
+    status = status_field(facts.get("status")) or default
+    stream = status == 200 and facts.get("ctype") == "text/event-stream"
+    how = None
+    if stream and not facts.get("cut") and facts.get("how") in SERVER_ENDED and facts.get("by_itself"):
+        how = "complete" if facts.get("how") == "complete" else "closed"
+    return KindAnswer(HttpEnding(status, headers, facts.get("body", b"")), stream, tuple(facts.get("priming", ())) if stream else (),
+                      facts.get("last") if stream and facts.get("messages") else None, how)

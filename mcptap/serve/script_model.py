@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.serve.script_http import HttpEnding
+from mcptap.serve.script_http import HttpEnding, KindAnswer
 
 
 @dataclass(slots=True)
@@ -100,17 +100,21 @@ class Script:
     post_path: str = "/mcp"
     sse_path: str = "/sse"
     endpoint_path: str = "/messages/"
-    statuses: dict[str, int] = field(default_factory=dict)   # HTTP: "get" / "delete" -> recorded status
-    #: HTTP: "get" / "delete" -> the recorded response headers the mock sends again with that status
-    status_headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
-    #: HTTP: "get" / "delete" -> the recorded body of that refusal (a body that is no message: docs/http-tap.md)
-    status_bodies: dict[str, bytes] = field(default_factory=dict)
+    #: HTTP: the recorded answers to GET, DELETE and legacy POST requests the mock sends again, in recorded
+    #: order, by ``script_http.refusal_key`` (each kind's own), and under "get" / "delete" the first of every
+    #: GET / DELETE (for a kind the capture has none of): the mock gives them in turn, then the last again
+    kind_answers: dict[str, list[KindAnswer]] = field(default_factory=dict)
     #: HTTP: the OAuth discovery documents the mock serves, by path: status, headers, body (serve/script_auth.py)
     auth_docs: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = field(default_factory=dict)
     auth_paths: set[str] = field(default_factory=set)    # the authorization-server paths it does not replay (501)
     auth_notes: list[str] = field(default_factory=list)  # what the mock cannot do of the capture's OAuth, a line each
     #: what made client requests invalid (``wire.defect``) that the recorded server answered all the same
     answered_defects: set[str] = field(default_factory=set)
+
+    def first_status(self, what: str, default: int) -> int:
+        """The status of the first recorded answer of ``what`` ("get", "delete"), or ``default``."""
+        got = self.kind_answers.get(what)
+        return got[0].ending.status or default if got else default
 
     @property
     def answers(self) -> int:

@@ -6,8 +6,9 @@
 
 Tools: echo, add, slow (progress notifications), boom (isError result), and
 with ``--poll`` poll (ends its response stream before answering: 2025-11-25
-polling, with an in-memory event store and a 100 ms retry) and poll_logged (logs on the
-stream before it ends it); a resource and a
+polling, with an in-memory event store and a 100 ms retry), poll_logged (logs on the
+stream before it ends it) and close_get (a resources list_changed on the GET stream, then
+ends that stream); a resource and a
 prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
 HTTP end-to-end tests through `mcptap record`.
 """
@@ -67,6 +68,14 @@ async def poll_logged(ctx: Context) -> str:
     return "polled after a log"
 
 
+async def close_get(ctx: Context) -> str:
+    """Tell the client the resources changed (on the GET stream), then end that stream (2025-11-25 polling)."""
+    await ctx.session.send_resource_list_changed()
+    await anyio.sleep(0.2)              # (the notification goes out on the GET stream before it ends)
+    await ctx.close_standalone_sse_stream()
+    return "closed"
+
+
 class MemoryEvents(EventStore):
     """Events kept in memory, so a client can resume a stream the server ended."""
 
@@ -113,6 +122,7 @@ if __name__ == "__main__":
         if "--poll" in flags:           # the tool only here: the other sessions' tool list stays EXPECTED's
             app.tool()(poll)
             app.tool()(poll_logged)
+            app.tool()(close_get)
             polling = {"event_store": MemoryEvents(), "retry_interval": 100}
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
                 stateless_http="--stateless" in flags, **polling)

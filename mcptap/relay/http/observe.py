@@ -230,7 +230,7 @@ class HttpObserver(RequestObserver):
             return
         if e.mode == "sse" and e.parser is not None:
             self._sse_read(e, data)
-        elif e.mode == "json" and not e.facts.is_ack:
+        elif e.mode == "json" and not e.facts.is_ack and not e.facts.legacy:
             e.resp_body += data
         else:
             if len(e.resp_body) < ACK_BODY_KEEP:
@@ -288,7 +288,7 @@ class HttpObserver(RequestObserver):
         if e.undecodable and not e.resp_gap and (e.raw or e.raw_dropped):
             self.rec.http(**e.raw_record())     # what the client got, still encoded: the capture keeps it
         ack = b""
-        if facts.is_ack and e.resp_body:
+        if (facts.is_ack or facts.legacy and facts.method == "POST") and e.resp_body:
             # its credentials as placeholders, as the body's response_body record has them (scrubbed whole when kept
             # whole): the end record's ack_body and the finding quoting it (http.ack_body_not_empty) show the same bytes
             ack = whole or e.resp_body.value()

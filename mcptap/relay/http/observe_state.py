@@ -23,6 +23,8 @@ A body that is neither framed as a message nor an event stream (a 401's ``unauth
 403, a JSON error body on a notification's POST) is kept in ``kept`` (decoded, at most ``KEPT_BODY``
 bytes, the rest counted in ``kept_past``) for a ``response_body`` record, so a mock can send it again;
 not a ``2xx`` acknowledgement's (``202 Accepted``: its first bytes are the end record's ``ack_body``),
+a legacy HTTP+SSE POST's whatever it is (JSON too: the 2024-11-05 transport carries messages on the SSE
+stream only, so it is no message of the session; its first bytes are the end record's ``ack_body`` too),
 nor the body of a request the tap refused itself or of a plain (non-MCP) POST.
 
 ``feed(chunk)`` returns a response body chunk's decoded bytes (None: not
@@ -148,7 +150,7 @@ class ObservedExchange:
                 self.undecoded = f"Content-Encoding {enc} is not one mcptap decodes"
 
     def _holds_body(self) -> bool:
-        return self.mode == "json" and not self.facts.is_ack
+        return self.mode == "json" and not self.facts.is_ack and not self.facts.legacy
 
     def raw_record(self) -> dict[str, Any]:
         """The fields of the ``response_body`` record of a body mcptap could not

@@ -41,12 +41,27 @@ class SessionKeys:
     def __init__(self, record_secrets: bool = False) -> None:
         self.record_secrets = record_secrets
         self._legacy: dict[str, str] = {}      # endpoint "path?query" -> session key
+        self._paths: set[str] = set()           # the paths of those endpoints
 
     def of_request(self, method: str, target: str, headers: Headers) -> tuple[Any, bool]:
         """(session key or None, is a POST to a legacy HTTP+SSE endpoint)."""
         sid = header(headers, "mcp-session-id")
         legacy_key = self._legacy.get(target) if method == "POST" else None
+        if legacy_key is None and method == "POST" and target.partition("?")[0] in self._paths:
+            # the endpoint's path with a session the server never announced (a stale or made-up session_id,
+            # none): a legacy POST all the same, whose answer is the server's refusal, never a message
+            legacy_key = self._key(target)
         return (legacy_key if legacy_key is not None else sid), legacy_key is not None
+
+    def _key(self, key_target: str) -> str:
+        """The session key of legacy endpoint ``key_target`` (``path?query``): see module doc."""
+        q = parse_qs(key_target.partition("?")[2])
+        ids = next((q[n] for n in LEGACY_SESSION_PARAMS if q.get(n)), None)
+        sid = ids[0] if ids else None
+        if self.record_secrets:
+            return sid or key_target
+        # without a session id the target is the key: recorded as the session, so no token in clear
+        return placeholder(sid) if sid else scrub_url(key_target)
 
     @staticmethod
     def assigned(resp_headers: Headers, current: Any) -> Any:
@@ -65,13 +80,7 @@ class SessionKeys:
         if u is None or urls.origin(resolved) is None or urls.origin(resolved) != urls.origin(tap_origin):
             return None
         key_target = u.path + (f"?{u.query}" if u.query else "")
-        q = parse_qs(u.query)
-        ids = next((q[n] for n in LEGACY_SESSION_PARAMS if q.get(n)), None)
-        sid = ids[0] if ids else None
-        if self.record_secrets:
-            key = sid or key_target
-        else:
-            # without a session id the target is the key: recorded as the session, so no token in clear
-            key = placeholder(sid) if sid else scrub_url(key_target)
+        key = self._key(key_target)
         self._legacy[key_target] = key
+        self._paths.add(u.path)
         return key
