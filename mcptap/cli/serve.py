@@ -250,7 +250,8 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
 @click.option("--speed", type=options.Finite(min=0.001), default=None,
               help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
 @options.ignore("Also ignore this params path when matching (repeatable).")
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
+@click.option("-o", "--output", default=None,
+              type=options.NonEmptyPath(dir_okay=False, no_dash="standard output carries the served messages"),
               help="Record the mock's own session (findings for requests it could not answer).")
 @click.option("--unscrubbed-output", is_flag=True,
               help="A scrubbed CAPTURE whose redaction key you do not have: write -o all the same, with the live "
