@@ -23,6 +23,8 @@ captures"):
   what is structure or mcptap's own words is kept by its place in the record,
   not by its name (``record_places``: a message's ``id`` stays, an SSE event's
   ``id`` gets the patterns; an ``http`` record's ``auth`` tag stays);
+* a value judged secret anywhere (under a key, at a user path, by a pattern) is replaced
+  in every later string of any record, with the same placeholder (``repeats.py``);
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream, with a directed ``gap``'s bytes in ``bytes`` as the recorder
@@ -58,10 +60,13 @@ from mcptap.redact.verbatim import hides_values as _hidden_values
 
 class Scrubber(StreamAccount):
     """Scrub one capture's records in order (see module doc). ``redactor``:
-    the rules and key; ``collect``: keep every hit in ``hits`` (dry run)."""
+    the rules and key; ``collect``: keep every hit in ``hits`` (dry run). Each
+    secret redacted is replaced wherever a later record repeats it
+    (``Redactor.remembering``: a password argument in the server's stderr, a
+    tool result, ``structuredContent``)."""
 
     def __init__(self, redactor: Redactor, collect: bool = False) -> None:
-        self.redactor = redactor
+        self.redactor = redactor.remembering()
         self.collect = collect
         self.hits: list[tuple[int | None, Hit]] = []
         #: ``(seq, Hit)`` of each secret seen in a message's ``id`` or ``method``, which stay
@@ -77,7 +82,7 @@ class Scrubber(StreamAccount):
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()
-        self._legacy = LegacySessionIds(redactor.placeholder)
+        self._legacy = LegacySessionIds(self.redactor.placeholder)
         self._chunk_carries = ChunkCarries()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
