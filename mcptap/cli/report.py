@@ -23,7 +23,7 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, write_private
+from mcptap.cli.output import nameless, refuse_input_as_output, replaced_path, stopped_as_interrupted, write_private
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -57,8 +57,9 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import write_report
 
-    if capture == "-" and output is None:
-        raise click.UsageError("the capture comes from standard input, which has no name to derive the report's from: "
+    if output is None and nameless(capture):
+        where = "standard input" if capture == "-" else f"{text_path(capture)} (a pipe or descriptor)"
+        raise click.UsageError(f"the capture comes from {where}, which has no name to derive the report's from: "
                                "give -o FILE.html (or -o - for standard output)")
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)

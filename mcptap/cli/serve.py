@@ -31,7 +31,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.cli import options
 from mcptap.cli.errors import interrupted, say_usage, usage
-from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.output import nameless, refuse_input_as_output
 from mcptap.cli.serve_scrub import extend_scrubbers, live_redaction, output_scrub
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
@@ -270,6 +270,10 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         usage("serve over stdio reads the client's messages on standard input: give the capture as a file (or serve with --listen)")
     if bool(cmd) != extend or (extend and listen is not None):
         usage("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
+    if extend and nameless(capture):
+        # its episode is written beside CAPTURE and merged into it: a pipe has no such place
+        # (and opening it again to hold it waited for a writer forever)
+        usage(f"--extend adds a session to CAPTURE: give it as a file, not {'standard input' if capture == '-' else 'a pipe or descriptor'}")
     if capture != "-":
         # what a killed serve --extend left beside it (a merge file, a session file): the pid is gone
         remove_leftovers(*os.path.split(os.path.abspath(capture)))
