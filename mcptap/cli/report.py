@@ -58,8 +58,8 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     from mcptap.show.html import write_report
 
     if output is None and nameless(capture):
-        where = "standard input" if capture == "-" else f"{text_path(capture)} (a pipe or descriptor)"
-        raise click.UsageError(f"the capture comes from {where}, which has no name to derive the report's from: "
+        source = "standard input" if capture == "-" else f"{text_path(capture)} (a pipe or descriptor)"
+        raise click.UsageError(f"the capture comes from {source}, which has no name to derive the report's from: "
                                "give -o FILE.html (or -o - for standard output)")
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
