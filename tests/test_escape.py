@@ -192,3 +192,15 @@ def test_letters_that_draw_nothing_are_escaped() -> None:
     assert shown.startswith("read_file\\U000e0169") and shown.endswith("\\ufe01") and has_controls(hidden)
     for kept in ("\u2764\ufe0f", "\u263a\ufe0e", "\ud55c\uad6d\uc5b4", "\u3131", "caf\u00e9"):
         assert escape_controls(kept) == kept and not has_controls(kept)
+
+
+def test_unrepr_bytes_gives_the_escaped_bytes_without_the_repr() -> None:
+    from mcptap.escape import unrepr_bytes
+
+    assert unrepr_bytes("illegal request line: bytearray(b'POST /mcp\\x1b]0;T\\x07 HTTP/1.1')") == \
+        "illegal request line: POST /mcp\\x1b]0;T\\x07 HTTP/1.1"
+    assert unrepr_bytes("illegal status line: b'HTTP/1.1 2\\xff\\xc3\\xa9'") == "illegal status line: HTTP/1.1 2\\xffé"
+    assert unrepr_bytes("x: bytearray(b\"it's\")") == "x: it's"
+    text = "bad Content-Length"
+    assert unrepr_bytes(text) is text
+    assert unrepr_bytes("a b'unclosed") == "a b'unclosed"
