@@ -53,6 +53,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     """Write an HTML report of CAPTURE ('-': stdin; .jsonl.gz read too)."""
     from mcptap.capture.reader import CaptureStream
     from mcptap.check.reannotated import Reannotated
+    from mcptap.cli.scrub import first_pass
     from mcptap.reannotate_views import framed
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import write_report
@@ -75,7 +76,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         records: Any = stream
         scrubber = None
         if redactor is not None:
-            scrubber = Scrubber(redactor)
+            scrubber = Scrubber(redactor, known=first_pass(capture, redactor))
             scrubber.reject_chunks = True    # re-framed first (a file), else refused: never scrubbed unframed
             header = scrubber.header(header)
             records = scrubber.records(framed(stream))

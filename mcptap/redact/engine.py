@@ -86,13 +86,16 @@ class Redactor:
             self.repeats.learn(secret)
         return ph
 
-    def remembering(self) -> Redactor:
+    def remembering(self, known: Repeats | None = None) -> Redactor:
         """A Redactor of the same rules, key and compiled patterns that remembers each
         secret it redacts and replaces it wherever a later string repeats it
-        (``repeats.py``): what a ``Scrubber`` uses for one capture. ``self`` is unchanged
-        (the process-wide one of record time redacts unrelated strings)."""
+        (``repeats.py``): what a ``Scrubber`` uses for one capture; ``known``: secrets
+        to replace from the start (a first pass over the whole capture). ``self`` is
+        unchanged (the process-wide one of record time redacts unrelated strings)."""
         other = copy.copy(self)
         other.repeats = Repeats(on=True)
+        for value in known.values() if known is not None else ():
+            other.repeats.learn(value)
         return other
 
     def _secret_key(self, key: str) -> str | None:

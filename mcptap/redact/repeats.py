@@ -42,6 +42,10 @@ class Repeats:
     def __contains__(self, value: str) -> bool:
         return value in self._values
 
+    def values(self) -> list[str]:
+        """The values remembered, longest first."""
+        return list(self._order)
+
     def learn(self, secret: str) -> None:
         if (not self.on or len(secret) < MIN_REPEATED or secret in self._values or len(self._values) >= MOST
                 or not secret.strip() or PLACEHOLDER.search(secret)):

@@ -21,6 +21,10 @@ def login(user: str, password: str) -> str:
     print(f"login attempt {user} with {password}", file=sys.stderr, flush=True)
     return f"failed: wrong password {password} for {user}"
 @app.tool()
+def reset(user: str) -> str:
+    """Reset"""
+    return f"reset done for {user}; use Kj8sQ2pLm7 next time"
+@app.tool()
 def enroll(name: str, ssn: str, pin: str) -> str:
     """Enroll"""
     print(f"enrolled {name}: SSN={ssn}", file=sys.stderr, flush=True)
@@ -39,6 +43,8 @@ async def main():
     argv = sys.argv[1:]
     async with Client(StdioServerParameters(command=argv[0], args=argv[1:])) as c:
         await c.call_tool("login", {"user": "bob", "password": "Tr0ub4dor&3"})
+        await c.call_tool("reset", {"user": "bob"})
+        await c.call_tool("login", {"user": "bob", "password": "Kj8sQ2pLm7"})
         await c.call_tool("enroll", {"name": "bob", "ssn": "078-05-1120", "pin": "abc"})
 anyio.run(main)
 '''
@@ -72,3 +78,11 @@ def test_scrub_report_and_record_redact_replace_every_repeat(tmp_path: Path) -> 
         assert "(abc)" in text              # a 3-character secret is too short to be searched elsewhere
     dry = _run([*MCPTAP, "scrub", "-n", "cap.jsonl"], tmp_path).stdout
     assert "repeated-secret" in dry and "stderr" in dry
+    # a value shown secret only by a later request (the reset's result, then a login with it): a
+    # scrub or report of the whole file replaces it before too; record --redact cannot look ahead
+    assert clear.count("Kj8sQ2pLm7") >= 2
+    for text in ((tmp_path / "s.jsonl").read_text(), (tmp_path / "r.html").read_text()):
+        assert "Kj8sQ2pLm7" not in text
+    piped = subprocess.run([*MCPTAP, "scrub", "-", "-o", "-"], cwd=tmp_path, input=clear, capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "MCPTAP_REDACT_KEY": "a" * 64})
+    assert piped.returncode == 0 and "Tr0ub4dor" not in piped.stdout     # read once: later repeats only
