@@ -54,3 +54,21 @@ def test_a_user_key_is_caught_assigned_in_text() -> None:
         assert secret not in out and hits and hits[0].rule == "user-key-assignment", (text, out)
     for prose in ("the ssn field is required", "employeeid: string", "grassn=1234567"):
         assert red.string(prose) == (prose, [])
+
+
+def test_live_redaction_remembers_as_the_scrub_did() -> None:
+    """serve matches a live client's params against the scrubbed capture's: a secret the
+    client repeats outside its key in a later request is a placeholder in the capture (the
+    scrub remembered it), so the live params must get it too."""
+    from mcptap.redact.live import live_redaction
+
+    header = {"scrubbed": [{"rules": Rules().describe(), "key": KEY.fingerprint()}]}
+    redact, why = live_redaction(header, KEY)
+    assert redact is not None and why is None
+    first = redact({"name": "login", "arguments": {"password": "Tr0ub4dor&3"}})
+    again = redact({"name": "note", "arguments": {"text": "I used Tr0ub4dor&3"}})
+    s = Scrubber(Redactor(Rules(), KEY))
+    s.record(_msg(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "login", "arguments": {"password": "Tr0ub4dor&3"}}}))
+    rec = s.record(_msg(2, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "I used Tr0ub4dor&3"}}}))
+    assert first["arguments"]["password"] == KEY.placeholder("Tr0ub4dor&3")
+    assert again == rec["json"]["params"]
