@@ -340,3 +340,30 @@ def shown(text: str, word: int = WORD, line: int = LINE) -> str:
         out.append(piece)
         n += len(piece)
     return "".join(out)
+
+
+#: a Python repr of bytes inside a library's message: ``bytearray(b'…')`` or ``b'…'`` (``"…"`` when
+#: the bytes hold a ``'``), as h11 quotes the request or status line it could not read
+_BYTES_REPR = re.compile(r"""bytearray\((b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*")\)|(?<![\w'"])(b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*")""")
+
+
+def _bytes_shown(m: re.Match[str]) -> str:
+    import ast
+
+    try:
+        data = ast.literal_eval(m.group(1) or m.group(2))
+    except (ValueError, SyntaxError):
+        return m.group(0)
+    return escape_os(bytes(data).decode("utf-8", "surrogateescape")) if isinstance(data, bytes) else m.group(0)
+
+
+def unrepr_bytes(text: str) -> str:
+    """``text`` (a library's message about a peer's bytes, h11's ``illegal request line:
+    bytearray(b'POST /mcp\\x1b]0;T\\x07 HTTP/1.1')``) with each Python bytes repr in it
+    replaced by the bytes themselves as :func:`escape_os` writes them: ``illegal request
+    line: POST /mcp\\x1b]0;T\\x07 HTTP/1.1`` (UTF-8 as text, every control and each byte
+    that is not UTF-8 a ``\\xNN`` escape), no ``bytearray(b'…')`` wrapper. Pure, total;
+    the same object when it holds no such repr."""
+    if "b'" not in text and 'b"' not in text:
+        return text
+    return _BYTES_REPR.sub(_bytes_shown, text)

@@ -33,12 +33,12 @@ from mcptap.capture.format import decode_bytes, encode_bytes
 from mcptap.capture.integrity import StreamTally
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
-from mcptap.redact.keyed import PLACEHOLDER
+from mcptap.redact.keyed import MIN_REPEATED, PLACEHOLDER
 from mcptap.redact.original import place_original
 from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
-MIN_LEN = 4
+MIN_LEN = MIN_REPEATED
 _STREAMS = ("c2s", "s2c", "stderr")
 
 

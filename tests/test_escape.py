@@ -203,3 +203,15 @@ def test_escape_name_keeps_a_names_bytes_and_backslashes_apart() -> None:
     assert escape_name(both) == "a\\\\\\\\xff\\xfe\\x1b"
     for name in (byte, literal, both):
         escape_name(name).encode("utf-8")       # strict: no lone surrogate left
+
+
+def test_unrepr_bytes_gives_the_escaped_bytes_without_the_repr() -> None:
+    from mcptap.escape import unrepr_bytes
+
+    assert unrepr_bytes("illegal request line: bytearray(b'POST /mcp\\x1b]0;T\\x07 HTTP/1.1')") == \
+        "illegal request line: POST /mcp\\x1b]0;T\\x07 HTTP/1.1"
+    assert unrepr_bytes("illegal status line: b'HTTP/1.1 2\\xff\\xc3\\xa9'") == "illegal status line: HTTP/1.1 2\\xffé"
+    assert unrepr_bytes("x: bytearray(b\"it's\")") == "x: it's"
+    text = "bad Content-Length"
+    assert unrepr_bytes(text) is text
+    assert unrepr_bytes("a b'unclosed") == "a b'unclosed"

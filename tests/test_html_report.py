@@ -296,3 +296,30 @@ def test_a_report_of_standard_input_needs_an_output_name(tmp_path, monkeypatch) 
     assert (work / "r.html").read_text().startswith("<!DOCTYPE html>")
     piped = CliRunner().invoke(mcptap, ["report", "-", "-o", "-"], input=src.read_bytes())
     assert piped.exit_code == 0 and piped.output.startswith("<!DOCTYPE html>")
+
+
+def test_a_report_of_a_pipe_or_descriptor_needs_an_output_name(tmp_path) -> None:
+    """``report <(cat cap.jsonl)`` wrote ``63.html`` (the name of /dev/fd/63): a pipe, FIFO or
+    descriptor has no name to derive the report's from either, so -o is required as for ``-``."""
+    import os
+
+    src = record(tmp_path / "c.jsonl", SCENARIO)
+    work = tmp_path / "work"
+    work.mkdir()
+    fifo = work / "cap.fifo"
+    os.mkfifo(fifo)
+    r, w = os.pipe()
+    try:
+        for path, fds in ((f"/dev/fd/{r}", (r,)), (str(fifo), ())):
+            proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "report", path], cwd=work, capture_output=True,
+                                  timeout=60, pass_fds=fds, stdin=subprocess.DEVNULL)
+            err = proc.stderr.decode()
+            assert proc.returncode == 2 and proc.stdout == b"", err
+            assert err.count("\n") == 1 and "(a pipe or descriptor)" in err and "give -o FILE.html" in err, err
+    finally:
+        os.close(r)
+        os.close(w)
+    assert sorted(p.name for p in work.iterdir()) == ["cap.fifo"]
+    assert subprocess.run([sys.executable, "-m", "mcptap.cli.main", "report", str(src)], cwd=work, capture_output=True,
+                          timeout=60).returncode == 0
+    assert (work / "c.html").exists()          # a regular file still names its report

@@ -34,6 +34,22 @@ def message_text(r: dict[str, Any]) -> str:
     return ""
 
 
+def data_size(r: dict[str, Any]) -> int:
+    """How many bytes a stderr record holds, as its end record counts them: ``data`` in
+    UTF-8 or ``data_b64`` decoded (not the text ``message_text`` gives, where each
+    undecodable byte became a 3-byte U+FFFD); 0 when it has neither or they are unreadable."""
+    data = r.get("data")
+    if isinstance(data, str):
+        return len(data.encode("utf-8", "surrogatepass"))
+    b64 = r.get("data_b64")
+    if isinstance(b64, str):
+        try:
+            return len(base64.b64decode(b64))
+        except ValueError:
+            return 0
+    return 0
+
+
 #: an integer literal a recorded ``json`` may hold as a float (beyond 64 bits), or
 #: an exponent a double cannot hold (``1e400``: null in a recorded ``json``)
 _LONG_DIGITS = re.compile(r"[0-9]{19}|[0-9][eE][+-]?[0-9]{3}")

@@ -33,8 +33,8 @@ from mcptap.cli.progress import progress
               help="Report format (sarif: SARIF 2.1.0; junit: JUnit XML).")
 @click.option("--places", type=click.IntRange(min=1), default=None,
               help="First places kept per finding code [default: 3; 20 for sarif/junit].")
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, writable=True), default=None,
-              help="Write the report to this file instead of stdout.")
+@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False, writable=True, allow_dash=True), default=None,
+              help="Write the report to this file instead of stdout (-: stdout).")
 @options.color
 @options.reannotation
 @click.pass_context
@@ -42,6 +42,8 @@ def command(ctx: click.Context, captures: tuple[str, ...], fail_on: str, fmt: st
             output: str | None, color: bool | None, no_shapes: bool, full: bool) -> None:
     """Check CAPTURE files: findings by code, counts, first places, exit status."""
     options.refuse_text_only(ctx, fmt, "color")
+    if output == "-":
+        output = None       # as export, scrub and report take it: standard output, not a file named -
     if captures.count("-") > 1:
         raise click.UsageError("- (standard input) can be given once")
     refuse_input_as_output(captures, output)

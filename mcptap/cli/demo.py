@@ -56,7 +56,8 @@ def _findings(cap: Capture) -> dict[str, int]:
 
 @click.command("demo", epilog=options.example('mcptap demo', 'NO_COLOR=1 mcptap demo -o demo.jsonl'),
                short_help="Record a real session between built-in demo peers and show it.")
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
+@click.option("-o", "--output", default=None,
+              type=options.NonEmptyPath(dir_okay=False, no_dash="standard output carries the timeline; the capture is read back"),
               help="Capture file (default: a new file in the capture directory, see MCPTAP_DIR).")
 @options.color
 @click.pass_context

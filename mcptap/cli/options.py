@@ -29,11 +29,24 @@ class NonEmptyPath(click.Path):
     replay, record and demo wrote their default file without a word, ``show ''``
     showed the newest capture, ``record --dir ''`` wrote into the working
     directory) or a "cannot write : No such file or directory". Every path
-    option and argument of the CLI has this type."""
+    option and argument of the CLI has this type.
+
+    ``no_dash``: why ``-`` cannot mean standard output for this output path
+    (e.g. stdout carries the server's messages): ``-`` is then a usage error
+    giving that reason, instead of a file named ``-`` written without a word
+    (``replay -o -`` wrote one, then failed reading it back as stdin). An
+    output path without it takes ``-`` as stdout (``allow_dash``); an input
+    path reads ``-`` as stdin."""
+
+    def __init__(self, *args: Any, no_dash: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.no_dash = no_dash
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str | bytes) and not value:
             self.fail("the path is empty", param, ctx)
+        if self.no_dash is not None and value in ("-", b"-"):
+            self.fail(f"- (standard output) cannot be used here: {self.no_dash}; give a file", param, ctx)
         return super().convert(value, param, ctx)
 
 

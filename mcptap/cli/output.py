@@ -106,6 +106,20 @@ def replaced_path(output: str) -> str | None:
         return real          # missing (the usual case) or unreadable: the open says why
 
 
+def nameless(path: str) -> bool:
+    """True when input ``path`` has no name an output's default name may be derived from:
+    ``-`` (standard input), or a pipe, device or open descriptor (``<(…)`` is ``/dev/fd/63``,
+    a FIFO, ``/dev/stdin``): its base name (``63``) says nothing of the capture, and a
+    default derived from it would silently replace the output of another such run. A path
+    that cannot be looked at is not nameless (its open says why)."""
+    if path == "-" or os.path.realpath(path).startswith(("/proc/", "/dev/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def temp_beside(target: str, tag: str, mode: int = 0o600) -> tuple[int, str]:
     """Create a new temporary file in TARGET's directory, to be renamed over
     TARGET once complete (same file system: the rename is atomic) or removed

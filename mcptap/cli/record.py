@@ -80,7 +80,8 @@ def _redactor(ctx: click.Context, redact: bool, kwargs: dict[str, Any]) -> Redac
     epilog=options.example('mcptap record -- python server.py', 'mcptap record -o cap.jsonl -- npx -y @modelcontextprotocol/server-everything stdio',
                            'mcptap record --upstream http://127.0.0.1:8000/mcp --listen 127.0.0.1:9000'),
 )
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
+@click.option("-o", "--output", default=None,
+              type=options.NonEmptyPath(dir_okay=False, no_dash="a capture is a file (over stdio, standard output carries the server's messages)"),
               help="Capture file (default: the capture directory, see MCPTAP_DIR).")
 @click.option("--grace", type=options.Finite(min=0), default=5.0, show_default=True,
               help="Seconds between closing the server's stdin, SIGTERM and SIGKILL.")

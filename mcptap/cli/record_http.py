@@ -319,7 +319,8 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
 
 @click.command("record-http")
 @http_options
-@click.option("-o", "--output", type=NonEmptyPath(dir_okay=False), default=None, help="Capture file.")
+@click.option("-o", "--output", type=NonEmptyPath(dir_okay=False, no_dash="the capture is a file"), default=None,
+              help="Capture file.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the capture path.")
 @click.option("--strict-capture", is_flag=True, help=f"Exit {EX_IOERR} if the capture is incomplete.")
 def standalone(**opts: Any) -> None:

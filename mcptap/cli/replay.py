@@ -84,7 +84,8 @@ def _status(replayer: Replayer) -> str:
 @click.argument("capture", type=options.NonEmptyPath(dir_okay=False))
 @click.option("--url", default=None, help="HTTP endpoint of the server (instead of -- CMD): Streamable HTTP, or for a capture "
               "of the legacy HTTP+SSE transport its event stream URL (the SDK's /sse).")
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
+@click.option("-o", "--output", default=None,
+              type=options.NonEmptyPath(dir_okay=False, no_dash="standard output carries the verdict"),
               help="Capture file for the new session (default: the capture directory).")
 @click.option("--allow-side-effects", is_flag=True,
               help="Also call tools not declared readOnlyHint: true (or declared destructiveHint: true).")

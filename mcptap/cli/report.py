@@ -22,7 +22,14 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, whole_then_copied, write_private
+from mcptap.cli.output import (
+    nameless,
+    refuse_input_as_output,
+    replaced_path,
+    stopped_as_interrupted,
+    whole_then_copied,
+    write_private,
+)
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError
@@ -52,12 +59,14 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     """Write an HTML report of CAPTURE ('-': stdin; .jsonl.gz read too)."""
     from mcptap.capture.reader import CaptureStream
     from mcptap.check.reannotated import Reannotated
+    from mcptap.cli.scrub import first_pass
     from mcptap.reannotate_views import framed
     from mcptap.redact.scrub import Scrubber
     from mcptap.show.html import write_report
 
-    if capture == "-" and output is None:
-        raise click.UsageError("the capture comes from standard input, which has no name to derive the report's from: "
+    if output is None and nameless(capture):
+        source = "standard input" if capture == "-" else f"{text_path(capture)} (a pipe or descriptor)"
+        raise click.UsageError(f"the capture comes from {source}, which has no name to derive the report's from: "
                                "give -o FILE.html (or -o - for standard output)")
     redactor = None if no_scrub else redactor_from(kwargs)
     out = output or _default_output(capture)
@@ -73,7 +82,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
         records: Any = stream
         scrubber = None
         if redactor is not None:
-            scrubber = Scrubber(redactor)
+            scrubber = Scrubber(redactor, known=first_pass(capture, redactor))
             scrubber.reject_chunks = True    # re-framed first (a file), else refused: never scrubbed unframed
             header = scrubber.header(header)
             records = scrubber.records(framed(stream))

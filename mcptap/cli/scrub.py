@@ -21,7 +21,14 @@ import click
 
 from mcptap.cli import options
 from mcptap.cli.errors import Fail, say
-from mcptap.cli.output import refuse_input_as_output, replaced_path, stopped_as_interrupted, temp_beside, whole_then_copied
+from mcptap.cli.output import (
+    nameless,
+    refuse_input_as_output,
+    replaced_path,
+    stopped_as_interrupted,
+    temp_beside,
+    whole_then_copied,
+)
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
@@ -49,7 +56,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         stream = CaptureStream(capture)
     except CaptureReadError as exc:
         raise Fail(str(exc)) from None
-    scrubber = Scrubber(redactor, collect=dry_run)
+    scrubber = Scrubber(redactor, collect=dry_run, known=first_pass(capture, redactor))
     scrubber.reject_chunks = True     # _scrub re-frames them first (a file), else refuses
     writer = None
     # a file OUTPUT is written beside itself and renamed when complete: a scrub that stops
@@ -139,6 +146,24 @@ def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str, output: str | 
         tail = scrubber.finish(stream.truncated)
         if tail is not None and writer is not None:
             writer.write(tail)
+
+
+def first_pass(capture: str, redactor: Any) -> Any:
+    """The secrets a scrub of the whole CAPTURE finds (``redact.scrub.learned``), so that the
+    scrub proper also replaces them before the record that showed them secret; None for what
+    can be read only once (``-``, a pipe: only later repeats are replaced there) or cannot be
+    read (the scrub proper says why)."""
+    from mcptap.capture.reader import CaptureStream
+    from mcptap.reannotate_views import framed
+    from mcptap.redact.scrub import learned
+
+    if nameless(capture):
+        return None
+    try:
+        stream = CaptureStream(capture)
+        return learned(redactor, stream.header, framed(stream))
+    except (CaptureReadError, OSError, ValueError):
+        return None
 
 
 def _safe(text: str) -> str:

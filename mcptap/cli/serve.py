@@ -31,7 +31,7 @@ import trio
 from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.cli import options
 from mcptap.cli.errors import interrupted, say_usage, usage
-from mcptap.cli.output import refuse_input_as_output
+from mcptap.cli.output import nameless, refuse_input_as_output
 from mcptap.cli.serve_scrub import extend_scrubbers, live_redaction, output_scrub
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
@@ -250,7 +250,8 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
 @click.option("--speed", type=options.Finite(min=0.001), default=None,
               help="Scale recorded delays: 2 plays twice as fast (implies --latency recorded).")
 @options.ignore("Also ignore this params path when matching (repeatable).")
-@click.option("-o", "--output", type=options.NonEmptyPath(dir_okay=False), default=None,
+@click.option("-o", "--output", default=None,
+              type=options.NonEmptyPath(dir_okay=False, no_dash="standard output carries the served messages"),
               help="Record the mock's own session (findings for requests it could not answer).")
 @click.option("--unscrubbed-output", is_flag=True,
               help="A scrubbed CAPTURE whose redaction key you do not have: write -o all the same, with the live "
@@ -269,6 +270,10 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         usage("serve over stdio reads the client's messages on standard input: give the capture as a file (or serve with --listen)")
     if bool(cmd) != extend or (extend and listen is not None):
         usage("--extend needs the real server as -- CMD ARGS... (stdio only), and CMD needs --extend")
+    if extend and nameless(capture):
+        # its episode is written beside CAPTURE and merged into it: a pipe has no such place
+        # (and opening it again to hold it waited for a writer forever)
+        usage(f"--extend adds a session to CAPTURE: give it as a file, not {'standard input' if capture == '-' else 'a pipe or descriptor'}")
     if capture != "-":
         # what a killed serve --extend left beside it (a merge file, a session file): the pid is gone
         remove_leftovers(*os.path.split(os.path.abspath(capture)))

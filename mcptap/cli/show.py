@@ -78,8 +78,8 @@ def _growable(path: str) -> bool:
         return True     # not there yet (or unreadable: the reader says why)
 
 
-@click.command("show", epilog=options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",
-                                              'mcptap show cap.jsonl --format mermaid > session.mmd', 'mcptap show --follow cap.jsonl') + "\n\n" + help_text(),
+@click.command("show", epilog=help_text() + "\n\n" + options.example('mcptap show', "mcptap show cap.jsonl -f '~tool echo & ~lat >100ms'",
+                                                                     'mcptap show cap.jsonl --format mermaid > session.mmd', 'mcptap show --follow cap.jsonl'),
                short_help="Timeline of a capture: pairing, latency, phase, findings.")
 @click.argument("capture", required=False, type=options.NonEmptyPath(dir_okay=False))
 @click.option("-f", "--filter", "expr", default=None, metavar="EXPR",

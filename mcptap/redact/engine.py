@@ -23,6 +23,7 @@ nothing (``redact(redact(x)) == redact(x)``).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +34,9 @@ from mcptap.redact.deep import CONTAINER as _CONTAINER
 from mcptap.redact.deep import KEY_SCAN_FROM, MAX_DEPTH
 from mcptap.redact.keyed import Keyer, is_placeholder
 from mcptap.redact.keys import SCHEMA_INSTANCES, VALUE_KEYS, context_secrets, is_schema_property, is_secret_key, normalise
+from mcptap.redact.repeats import RULE, Repeats
 from mcptap.redact.rules import PathSeg, Rules, format_path
-from mcptap.redact.scanner import Scanner
+from mcptap.redact.scanner import Scanner, replaced
 from mcptap.redact.shapes import shaped_list
 
 #: Top-level message members that are never redacted.
@@ -70,14 +72,31 @@ class Redactor:
         self._paths = rules.paths
         self._memo: dict[str, str] = {}
         self._keys: dict[str, str | None] = {}
+        #: every secret given a placeholder so far, searched in every later string (repeats.py)
+        self.repeats = Repeats()
 
     def placeholder(self, secret: str) -> str:
+        """``secret``'s placeholder; ``secret`` is then found wherever it is repeated."""
         ph = self._memo.get(secret)
         if ph is None:
             ph = self.keyer.placeholder(secret)
             if len(self._memo) < 100_000:
                 self._memo[secret] = ph
+        if self.repeats.on:
+            self.repeats.learn(secret)
         return ph
+
+    def remembering(self, known: Repeats | None = None) -> Redactor:
+        """A Redactor of the same rules, key and compiled patterns that remembers each
+        secret it redacts and replaces it wherever a later string repeats it
+        (``repeats.py``): what a ``Scrubber`` uses for one capture; ``known``: secrets
+        to replace from the start (a first pass over the whole capture). ``self`` is
+        unchanged (the process-wide one of record time redacts unrelated strings)."""
+        other = copy.copy(self)
+        other.repeats = Repeats(on=True)
+        for value in known.values() if known is not None else ():
+            other.repeats.learn(value)
+        return other
 
     def _secret_key(self, key: str) -> str | None:
         try:
@@ -304,6 +323,10 @@ class Redactor:
 
     def _string(self, s: str, path: tuple[PathSeg, ...], hits: list[Hit], depth: int) -> str:
         if len(s) < 6 or is_placeholder(s):
+            if s in self.repeats:           # too short for the patterns, but a secret seen before
+                ph = self.placeholder(s)
+                hits.append(Hit(format_path(path), RULE, ph))
+                return ph
             return s
         head = s.lstrip()[:1]
         if head in ("{", "[") and len(s) <= (16 << 20):
@@ -333,5 +356,10 @@ class Redactor:
 
     def _spans(self, s: str, where: str) -> tuple[str, list[tuple[int, int, Hit]]]:
         out, spans = self.scanner.redact(s, lambda secret, rule: self.placeholder(secret))
+        if self.repeats:
+            more = self.repeats.spans(s, spans)
+            if more:
+                spans = sorted(spans + more, key=lambda sp: sp.start)
+                out = replaced(s, spans, [self.placeholder(s[sp.start:sp.end] if sp.secret is None else sp.secret) for sp in spans])
         return out, [(sp.start, sp.end, Hit(where, sp.rule, self.placeholder(s[sp.start:sp.end] if sp.secret is None else sp.secret)))
                      for sp in spans]

@@ -20,6 +20,9 @@ import re
 PLACEHOLDER = re.compile(r"«redacted:[A-Za-z0-9_.:-]{1,64}»")
 #: Length of the HMAC prefix in a placeholder (hex digits): 48 bits.
 DIGITS = 12
+#: Shortest secret replaced wherever it is repeated (argv secrets, values judged secret under a
+#: key): a shorter one would replace unrelated text all over a capture.
+MIN_REPEATED = 4
 
 
 class Keyer:

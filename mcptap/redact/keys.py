@@ -61,7 +61,11 @@ SECRET_IDS = frozenset({"sessionid", "jsessionid", "phpsessid"})
 SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
                   "accesskey", "credentials", "creds", "cookie", "connectionstring", "signingkey", "encryptionkey",
                   "masterkey", "sessionkey", "sessionsecret", "authkey", "sshkey", "hmackey", "appkey", "licensekey",
-                  "accountkey", "clientkey", "servicekey", "privkey", "dsn", "authtoken")
+                  "accountkey", "clientkey", "servicekey", "privkey", "dsn", "authtoken",
+                  # as a header name's last word (headers.py: ``X-Upstream-Credential``), and the compound
+                  # forms of SECRET_KEYS names (``serviceCredential``, ``MY_SERVICE_CREDENTIAL``, ``pkceCodeVerifier``)
+                  "credential", "authorization", "jwt", "bearer", "codeverifier", "clientassertion", "authcode", "authorizationcode",
+                  "dbkey", "sshpass", "pgpass", "mysqlpwd")
 #: ``<WORD>_KEY`` environment names that are not secrets (database, map and crypto-public keys).
 NOT_SECRET_KEY_WORDS = frozenset({"public", "pub", "sort", "primary", "foreign", "partition", "range", "hash", "cache",
                                   "group", "lookup", "index", "routing", "idempotency", "dedup", "unique", "composite",

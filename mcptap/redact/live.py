@@ -43,7 +43,9 @@ def live_redactors(header: dict[str, Any], keyer: Keyer | None) -> tuple[list[Re
         rules = rules_from_description(p.get("rules"))
         if rules is None:
             return None, "the capture's scrub rules cannot be rebuilt: values that carry secrets will not match"
-        redactors.append(Redactor(rules, keyer))
+        # remembering, as the scrub was: a secret a live message repeats outside its key is
+        # replaced there as the capture's scrub replaced it (serve's matching, replay's comparison)
+        redactors.append(Redactor(rules, keyer).remembering())
     return redactors, None
 
 

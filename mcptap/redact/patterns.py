@@ -33,7 +33,7 @@ existing placeholder is left alone (scrubbing is idempotent).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from mcptap.redact.keys import SECRET_NEEDLES, plain_value, secret_name
 from mcptap.redact.values import assigned_secret, cookie_value, credential_like, scheme_credential
@@ -89,6 +89,20 @@ SQL_PASSWORD = (r"(?i:\b(?:(?:with|login|nologin|encrypted|unencrypted|superuser
                 + r"|(?i:\bset[ \t]+password\b[^=;\r\n'\"]{0,200}=[ \t]*(?:password[ \t]*\([ \t]*)?)" + _sql_quoted(6, 7))
 #: the part of ``secret-assignment`` before its value (HEADS)
 ASSIGNED = r"(?<![A-Za-z0-9_.-])" + _NAME + r"(?:\\{0,7}[\"']|" + ESCAPED_QUOTE + r")?[ \t]*(?:=|:)"
+
+#: the rule of a user key's assignment in text (``key_assignment``)
+USER_KEY_RULE = "user-key-assignment"
+
+
+def key_assignment(keys: Iterable[str]) -> str:
+    """The regex of ``NAME=VALUE`` / ``NAME: VALUE`` / ``"NAME": "VALUE"`` in text for the user's
+    secret keys (``--redact-key``, normalised: ``keys.normalise``), as ``secret-assignment`` finds
+    the built-in names: a key matches in any case, with ``-``, ``_`` or ``.`` between its
+    letters (``ssn``: ``SSN=…``; ``employeeid``: ``employee_id: …``, ``"employeeId": "…"``)."""
+    names = "|".join("[-_.]?".join(re.escape(c) for c in k) for k in sorted(keys, key=len, reverse=True))
+    return (r"(?<![A-Za-z0-9_.-])(?P<name>(?i:" + names + r"))(?![A-Za-z0-9_])(?:\\{0,7}[\"']|" + ESCAPED_QUOTE
+            + r")?[ \t]*(?:=|:)[ \t]*" + _VALUE)
+
 
 #: the part of ``connection-string`` before its value (HEADS): a ``Name=`` pair
 CONNECTION_PAIR = r"(?<![\w.-])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,40})[ \t]*="
@@ -200,6 +214,7 @@ LIBRARY_PLUGINS: tuple[tuple[str, str], ...] = (
 #: without a password is a user name unless it is long (a token as the user).
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
     "secret-assignment": lambda m: secret_name(m.group("name")) and _assigned(m),
+    USER_KEY_RULE: lambda m: _assigned(m),
     "xml-element": lambda m: secret_name(m.group("name")) and not plain_value(m.group("secret"), False),
     "bearer": lambda m: scheme_credential(m.group("secret")),
     "auth-header": lambda m: not plain_value(m.group("secret"), False) and scheme_credential(m.group("secret")),

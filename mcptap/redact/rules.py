@@ -81,9 +81,11 @@ class Rules:
     def all_patterns(self) -> list[tuple[str, str]]:
         """User patterns first (they win at the same position), then built-in
         and detect-secrets patterns."""
-        from mcptap.redact.patterns import library_patterns
+        from mcptap.redact.patterns import USER_KEY_RULE, key_assignment, library_patterns
 
         out = list(self.patterns)
+        if self.keys:                   # a user key assigned in text, as the built-in names are
+            out.append((USER_KEY_RULE, key_assignment(self.keys)))
         if self.builtin:
             out += list(BUILTIN) + library_patterns()
         return out

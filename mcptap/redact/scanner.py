@@ -117,7 +117,7 @@ class Scanner:
         if not done:
             return text, done
         reps = [replace(text[sp.start:sp.end] if sp.secret is None else sp.secret, sp.rule) for sp in done]
-        out = _replaced(text, done, reps)
+        out = replaced(text, done, reps)
         for _ in range(AGAIN):
             more = self.spans(out)
             if not more:
@@ -135,7 +135,7 @@ class Scanner:
                 reps.append(replace(text[m.start - d:m.end - d] if m.secret is None else m.secret, m.rule))
             order = sorted(range(len(done)), key=lambda k: done[k].start)
             done, reps = [done[k] for k in order], [reps[k] for k in order]
-            out = _replaced(text, done, reps)
+            out = replaced(text, done, reps)
         return out, done
 
 
@@ -160,7 +160,8 @@ def _form_secret(text: str, m: re.Match[str], rule: str, piece: str) -> str | No
     return decoded if decoded != piece else None
 
 
-def _replaced(text: str, spans: list[Span], reps: list[str]) -> str:
+def replaced(text: str, spans: list[Span], reps: list[str]) -> str:
+    """``text`` with each of ``spans`` (in order, none overlapping) replaced by its ``reps``."""
     pieces: list[str] = []
     pos = 0
     for sp, rep in zip(spans, reps, strict=True):

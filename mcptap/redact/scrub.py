@@ -23,6 +23,8 @@ captures"):
   what is structure or mcptap's own words is kept by its place in the record,
   not by its name (``record_places``: a message's ``id`` stays, an SSE event's
   ``id`` gets the patterns; an ``http`` record's ``auth`` tag stays);
+* a value judged secret anywhere (under a key, at a user path, by a pattern) is replaced
+  in every later string of any record, with the same placeholder (``repeats.py``);
 * ``end``: ``c2s``/``s2c``/``stderr`` ``{bytes, sha256, messages}`` are
   recomputed over the bytes the scrubbed capture holds (for stdio, exactly the
   scrubbed stream, with a directed ``gap``'s bytes in ``bytes`` as the recorder
@@ -47,6 +49,7 @@ from mcptap.redact.argv import scrub_argv, scrub_url
 from mcptap.redact.engine import Hit, Redactor
 from mcptap.redact.headers import is_secret_header, redact_header
 from mcptap.redact.record_places import kept, listed, opaque
+from mcptap.redact.repeats import Repeats
 from mcptap.redact.scrub_streams import StreamAccount
 from mcptap.redact.sessions import LegacySessionIds
 from mcptap.redact.sse_raw import rewrite as rewrite_sse
@@ -58,10 +61,14 @@ from mcptap.redact.verbatim import hides_values as _hidden_values
 
 class Scrubber(StreamAccount):
     """Scrub one capture's records in order (see module doc). ``redactor``:
-    the rules and key; ``collect``: keep every hit in ``hits`` (dry run)."""
+    the rules and key; ``collect``: keep every hit in ``hits`` (dry run). Each
+    secret redacted is replaced wherever a later record repeats it
+    (``Redactor.remembering``: a password argument in the server's stderr, a
+    tool result, ``structuredContent``); ``known``: secrets replaced from the
+    first record on (``learned``: those of a first pass over the whole capture)."""
 
-    def __init__(self, redactor: Redactor, collect: bool = False) -> None:
-        self.redactor = redactor
+    def __init__(self, redactor: Redactor, collect: bool = False, known: Repeats | None = None) -> None:
+        self.redactor = redactor.remembering(known)
         self.collect = collect
         self.hits: list[tuple[int | None, Hit]] = []
         #: ``(seq, Hit)`` of each secret seen in a message's ``id`` or ``method``, which stay
@@ -77,7 +84,7 @@ class Scrubber(StreamAccount):
         #: get the string patterns (keys and structure cannot be seen in unframed bytes)
         self.reject_chunks = False
         self._carry = Carry()
-        self._legacy = LegacySessionIds(redactor.placeholder)
+        self._legacy = LegacySessionIds(self.redactor.placeholder)
         self._chunk_carries = ChunkCarries()
 
     def _note(self, seq: int | None, hits: Iterable[Hit]) -> None:
@@ -363,6 +370,18 @@ def _differs(a: Any, b: Any) -> bool:
         return bool(a != b)
     except RecursionError:      # too deep to compare: taken as changed
         return True
+
+
+def learned(redactor: Redactor, header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Repeats:
+    """The secrets a scrub of ``header`` and ``records`` (a whole capture) would find, for a
+    second pass (``Scrubber(known=…)``) that replaces them also where they occur before the
+    record that showed them secret (a tool result repeating a password that a later request
+    carries under its key)."""
+    first = Scrubber(redactor)
+    first.header(header)
+    for _ in first.records(records):
+        pass
+    return first.redactor.repeats
 
 
 def record_scrub(redactors: list[Redactor]) -> Callable[[dict[str, Any]], dict[str, Any]]:

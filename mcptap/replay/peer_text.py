@@ -16,7 +16,7 @@ secrets of the command line or URL, a scrubbed capture's own rules).
 
 from __future__ import annotations
 
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_controls, unrepr_bytes
 from mcptap.redact import scrub_text
 
 #: bytes of a body redacted for its quote: a JSON error object whole (its secret keys are found by
@@ -28,7 +28,7 @@ def said(text: str, limit: int | None = None) -> str:
     """``text`` as replay may print and store it: redacted whole first (a secret cut at
     ``limit`` would match no rule), whitespace runs as one space, at most ``limit``
     characters (``…`` when cut), controls escaped. One line; never raises."""
-    text = " ".join(scrub_text(text).split())
+    text = " ".join(scrub_text(unrepr_bytes(text)).split())
     if limit is not None and len(text) > limit:
         text = text[:limit] + "…"
     return escape_controls(text)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_json, message_text, record_findings
+from mcptap.capture.fields import data_size, message_json, message_text, record_findings
 from mcptap.escape import escape_os, shown
 from mcptap.filters.members import member_views
 from mcptap.filters.operators import Filter
@@ -113,7 +113,7 @@ def _other_raw(rec: dict[str, Any]) -> str:
     typ = rec.get("type")
     if typ == "stderr":
         text = message_text(rec)
-        return f"stderr   {shorten(repr(text.rstrip(chr(10))), 70)} ({len(text.encode('utf-8', 'replace'))} B)"
+        return f"stderr   {shorten(repr(text.rstrip(chr(10))), 70)} ({data_size(rec)} B)"
     if typ == "eof":
         if rec.get("dir") not in ("c2s", "s2c"):
             return f"eof {rec.get('dir')}"

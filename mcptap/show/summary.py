@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcptap.capture.fields import message_text, record_findings
+from mcptap.capture.fields import data_size, record_findings
 from mcptap.escape import shown
 from mcptap.model import severity_counts
 from mcptap.records.refusals import refused_how
@@ -69,7 +69,7 @@ class Summary:
         """A record the filter hid: only capture-wide byte counts use it."""
         self.hidden += 1
         if rec.get("type") == "stderr":
-            self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
+            self.stderr_bytes += data_size(rec)
 
     def feed(self, rec: dict[str, Any], req: dict[str, Any] | None,
              members: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None) -> None:
@@ -92,7 +92,7 @@ class Summary:
             return
         self.shown += 1
         if typ == "stderr":
-            self.stderr_bytes += len(message_text(rec).encode("utf-8", "replace"))
+            self.stderr_bytes += data_size(rec)
             return
         if typ != "message":
             return

@@ -207,3 +207,17 @@ def test_the_mocks_own_method_not_found_does_not_blame_the_recorded_server(tmp_p
                                          s2c(b'{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}\n')])
     check = subprocess.run([*MCPTAP, "check", str(real), "--format", "json"], capture_output=True, timeout=60)
     assert b"capability.declared_but_unsupported" in check.stdout
+
+
+def test_extend_of_a_pipe_is_a_usage_error(tmp_path: Path) -> None:
+    """``serve <(…) --extend``: the episode goes beside CAPTURE and is merged into it, which a
+    pipe cannot take (it once opened the FIFO again to hold it, waiting for a writer forever)."""
+    import os
+
+    fifo = tmp_path / "cap.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "serve", str(fifo), "--extend", "--", sys.executable, "-c", "pass"],
+                          cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--extend adds a session to CAPTURE: give it as a file, not a pipe or descriptor" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap.fifo"]

@@ -298,3 +298,35 @@ def test_float_options_refuse_non_finite(command: tuple[str, ...], option: str, 
     # converted first (given first); nothing else given: a command that got this far ends in its own usage error
     r = CliRunner(env={"MCPTAP_DIR": str(tmp_path)}).invoke(mcptap, [*command, f"{option}={value}"])
     assert r.exit_code == 2 and "is not a finite number" in r.output, r.output
+
+
+def _all_commands() -> list[tuple[str, ...]]:
+    import click
+
+    from mcptap.cli.main import mcptap
+
+    out: list[tuple[str, ...]] = []
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, (*path, name))
+        else:
+            out.append(path)
+    walk(mcptap, ())
+    return out
+
+
+@pytest.mark.parametrize("command", _all_commands(), ids=" ".join)
+def test_every_command_help_ends_with_examples(command: tuple[str, ...]) -> None:
+    """README: "Every command's --help ends with examples" (show's ended with the filter table)."""
+    from click.testing import CliRunner
+
+    from mcptap.cli.main import mcptap
+
+    r = CliRunner().invoke(mcptap, [*command, "--help"], terminal_width=100)
+    assert r.exit_code == 0, r.output
+    head, sep, tail = r.output.rstrip("\n").rpartition("Examples:\n")
+    assert sep, r.output
+    lines = tail.split("\n")
+    assert lines and all(line.startswith("    ") and "mcptap" in line for line in lines), tail

@@ -196,6 +196,20 @@ def test_a_long_parse_error_from_the_client_is_quoted_briefly_in_the_400(relay):
     assert len(closed.detail) < 400 and "more characters)" in closed.detail
 
 
+def test_an_illegal_request_line_is_quoted_as_escaped_bytes_not_a_python_repr(relay):
+    # h11 says "illegal request line: bytearray(b'POST /mcp\\x1b]0;T\\x07 HTTP/1.1')": the 400 body and the
+    # conn_close detail gave that repr; they give the bytes, escaped (escape.unrepr_bytes)
+    cid, _ = relay.client_opened()
+    items = relay.client_data(cid, b"POST /mcp\x1b]0;T\x07 HTTP/1.1\r\nHost: x\r\n\r\n")
+    body = sent_client(items).split(b"\r\n\r\n", 1)[1].decode()
+    want = "illegal request line: POST /mcp\\x1b]0;T\\x07 HTTP/1.1"
+    assert body == f"mcptap: invalid HTTP request: {want}\n"
+    closed = of(items, r.ConnClosed)[0]
+    assert closed.detail.endswith(want) and "bytearray" not in closed.detail
+    items = relay.client_data(relay.client_opened()[0], b"POST /mcp HTTP/1.1\r\nHo\xffst: x\r\n\r\n")
+    assert of(items, r.ConnClosed)[0].detail.endswith("illegal header line: Ho\\xffst: x")
+
+
 def test_an_http10_request_without_host_is_refused_by_name_not_as_host_none():
     """A loopback tap refuses a request it cannot tell is for a loopback name:
     an HTTP/1.0 request may lack Host. The 403 said "Host None is not a

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import h11
 
+from mcptap.escape import unrepr_bytes
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.endpoint import EndpointRewriter
@@ -60,11 +61,12 @@ PEER_ERROR_CHARS = 240
 
 def peer_error(exc: Exception) -> str:
     """One line for a peer's unparseable HTTP (``h11.RemoteProtocolError``):
-    h11 quotes the refused bytes (``repr``, so no raw control characters),
-    e.g. a whole illegal header line of up to its 64 KiB head limit; the
-    answer and the capture keep ``PEER_ERROR_CHARS`` of it and say how much
-    was left out."""
-    text = " ".join(str(exc).split())
+    h11 quotes the refused bytes as a Python repr (``bytearray(b'…')``), given
+    here as the escaped bytes alone (``escape.unrepr_bytes``: no raw control
+    characters), e.g. a whole illegal header line of up to its 64 KiB head
+    limit; the answer and the capture keep ``PEER_ERROR_CHARS`` of it and say
+    how much was left out."""
+    text = " ".join(unrepr_bytes(str(exc)).split())
     if len(text) <= PEER_ERROR_CHARS:
         return text
     return f"{text[:PEER_ERROR_CHARS]}... ({len(text) - PEER_ERROR_CHARS} more characters)"

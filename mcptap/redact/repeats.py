@@ -1,0 +1,75 @@
+"""Values already judged secret, found again wherever a peer repeats them (pure, level 1).
+
+A value redacted under a key (``params.arguments.password``, a user's ``--redact-key ssn``),
+at a user path, or found by a pattern, is often repeated where nothing marks it as a secret:
+the server's stderr ("login attempt bob with Tr0ub4dor&3"), a tool result's text, its
+``structuredContent``. ``Repeats`` remembers each such value with its placeholder and finds it
+in any later string, as ``known_secrets`` does for a server's argv secrets ("wherever a
+server repeats it"), with the same minimum length: a shorter value replaced everywhere
+would wreck a capture. Text inside a placeholder is never matched (a 4-digit secret in a
+placeholder's hex digits).
+"""
+
+from __future__ import annotations
+
+from mcptap.redact.keyed import MIN_REPEATED, PLACEHOLDER
+from mcptap.redact.scanner import Span
+
+#: values remembered at most: each string is searched for each of them (a C substring search
+#: apiece); a capture has few distinct secrets, and past this many the later ones are only
+#: redacted where their key or pattern marks them
+MOST = 256
+#: the rule of a repeated value's span (``scrub --dry-run``)
+RULE = "repeated-secret"
+
+
+class Repeats:
+    """``learn(secret)`` remembers a secret (at least ``MIN_REPEATED`` characters, not blank,
+    no placeholder in it) when ``on`` (``Redactor.remembering``, for one capture: a Redactor
+    that redacts unrelated strings, the process-wide one of record time, must not carry one
+    string's secret into the next); ``spans(text, taken)`` finds the remembered ones in ``text``."""
+
+    __slots__ = ("_order", "_values", "on")
+
+    def __init__(self, on: bool = False) -> None:
+        self.on = on
+        self._values: set[str] = set()
+        self._order: list[str] = []          # longest first: a secret before one inside it
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __contains__(self, value: str) -> bool:
+        return value in self._values
+
+    def values(self) -> list[str]:
+        """The values remembered, longest first."""
+        return list(self._order)
+
+    def learn(self, secret: str) -> None:
+        if (not self.on or len(secret) < MIN_REPEATED or secret in self._values or len(self._values) >= MOST
+                or not secret.strip() or PLACEHOLDER.search(secret)):
+            return
+        self._values.add(secret)
+        self._order.append(secret)
+        self._order.sort(key=len, reverse=True)
+
+    def spans(self, text: str, taken: list[Span]) -> list[Span]:
+        """Where remembered values occur in ``text``, outside the spans ``taken`` and
+        outside placeholders: non-overlapping ``Span``s (``secret`` None: the text there),
+        in no particular order."""
+        blocked = [(sp.start, sp.end) for sp in taken]
+        if "«" in text:
+            blocked += [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
+        out: list[Span] = []
+        for value in self._order:
+            at = text.find(value)
+            while at >= 0:
+                end = at + len(value)
+                if any(a < end and at < b for a, b in blocked):
+                    at = text.find(value, at + 1)
+                    continue
+                out.append(Span(at, end, RULE))
+                blocked.append((at, end))
+                at = text.find(value, end)
+        return out
