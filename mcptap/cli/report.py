@@ -65,7 +65,7 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     from mcptap.show.html import write_report
 
     if output is None and nameless(capture):
-        source = "standard input" if capture == "-" else f"{text_path(capture)} (a pipe or descriptor)"
+        source = "standard input" if capture == "-" else f"{escape_name(capture)} (a pipe or descriptor)"
         raise click.UsageError(f"the capture comes from {source}, which has no name to derive the report's from: "
                                "give -o FILE.html (or -o - for standard output)")
     redactor = None if no_scrub else redactor_from(kwargs)
