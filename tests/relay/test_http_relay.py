@@ -245,3 +245,18 @@ def test_a_location_on_the_upstream_origin_points_at_the_tap(relay, location, se
     relay.client_data(cid, POST)
     items = relay.upstream_data(cid, 1, b"HTTP/1.1 307 Temporary Redirect\r\nlocation: " + location + b"\r\ncontent-length: 0\r\n\r\n")
     assert b"\r\nlocation: " + location + b"\r\n" in sent_client(items)
+
+
+@pytest.mark.parametrize("clear", [False, True])
+def test_a_credential_in_refused_bytes_is_quoted_as_the_records_fields_have_it(clear: bool) -> None:
+    # h11 quotes a whole illegal header line or request line: "Authorization: Bearer …" or a target's
+    # api_key went into the 400 body and the capture's conn_close detail in clear, where the request
+    # record's own fields hold placeholders; under --record-secrets the quote stays in clear as they do
+    relay = HttpRelay(r.Upstream.parse("http://10.0.0.7:9000/mcp"), record_secrets=clear)
+    for raw, secret in ((b"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization Bearer s3cr3tT0kenValue\r\n\r\n", "s3cr3tT0kenValue"),
+                        (b"POST /mcp?api_key=k3yK3yK3yValue\x1b HTTP/1.1\r\nHost: x\r\n\r\n", "k3yK3yK3yValue")):
+        items = relay.client_data(relay.client_opened()[0], raw)
+        detail = of(items, r.ConnClosed)[0].detail
+        assert "illegal" in detail, detail
+        assert (secret in detail) is clear
+        assert clear or "«redacted:hmac:" in detail

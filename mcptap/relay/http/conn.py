@@ -88,9 +88,9 @@ class ConnRelay(ConnUpstream):
             except h11.RemoteProtocolError as exc:
                 if self._client_eof and self.ex is not None and not self.ex.req_done:
                     # the client went away inside its request body: a cut, not invalid bytes (nothing to answer)
-                    self._client_gone(peer_error(exc), out)
+                    self._client_gone(peer_error(exc, self.relay.record_secrets), out)
                 else:
-                    self._client_error(peer_error(exc), out)
+                    self._client_error(peer_error(exc, self.relay.record_secrets), out)
                 return
             t = type(ev)
             if t is h11.Data:

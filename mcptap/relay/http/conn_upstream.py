@@ -86,7 +86,7 @@ class ConnUpstream(ConnEnds):
                 if ev is None:
                     ev = up.next_event()            # narrowed by the exact-type dispatch below
             except h11.RemoteProtocolError as exc:
-                self._upstream_error(peer_error(exc), out)
+                self._upstream_error(peer_error(exc, self.relay.record_secrets), out)
                 return
             t = type(ev)
             ex = self.ex

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import h11
 
 from mcptap.escape import unrepr_bytes
+from mcptap.redact.argv import scrub_text
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http.conn_auth import AuthExchange
 from mcptap.relay.http.endpoint import EndpointRewriter
@@ -59,14 +60,20 @@ class ExchangeState:
 PEER_ERROR_CHARS = 240
 
 
-def peer_error(exc: Exception) -> str:
+def peer_error(exc: Exception, clear: bool = False) -> str:
     """One line for a peer's unparseable HTTP (``h11.RemoteProtocolError``):
     h11 quotes the refused bytes as a Python repr (``bytearray(b'…')``), given
     here as the escaped bytes alone (``escape.unrepr_bytes``: no raw control
     characters), e.g. a whole illegal header line of up to its 64 KiB head
     limit; the answer and the capture keep ``PEER_ERROR_CHARS`` of it and say
-    how much was left out."""
+    how much was left out. Such a line may be ``Authorization: Bearer …`` or a
+    request line with a secret query value: unless ``clear`` (``record
+    --record-secrets``) its secrets are placeholders (``redact.argv.scrub_text``,
+    as the record's own header and target fields have them), before the cut,
+    so a cut never leaves part of a secret in clear."""
     text = " ".join(unrepr_bytes(str(exc)).split())
+    if not clear:
+        text = scrub_text(text)
     if len(text) <= PEER_ERROR_CHARS:
         return text
     return f"{text[:PEER_ERROR_CHARS]}... ({len(text) - PEER_ERROR_CHARS} more characters)"
