@@ -255,22 +255,29 @@ def escape_xml(text: str, os_text: bool = False) -> str:
     return escape_os(text) if os_text else escape_controls(text)
 
 
-#: a backslash that starts what :func:`escape_os` writes (``\\x``, ``\\u``, ``\\U``, ``\\t``, ``\\n``,
-#: ``\\r``) or another backslash: in a file name, doubled by :func:`escape_name`
-_NAME_BACKSLASH = re.compile(r"\\(?=[\\xuUtnr])")
+#: a backslash and the character after it: :func:`escape_name` doubles the backslash when that
+#: character would read as the start of an escape (``\\x``, ``\\u``, ``\\U``, ``\\t``, ``\\n``, ``\\r``,
+#: another backslash) or is itself escaped by :func:`escape_os` (a control, a byte that is not UTF-8:
+#: ``\\`` + LF would otherwise show as the literal name ``\\n``)
+_NAME_BACKSLASH = re.compile(r"\\(?=(.))", re.S)
+
+
+def _name_backslash(m: re.Match[str]) -> str:
+    nxt = m.group(1)
+    return "\\\\" if nxt in "\\xuUtnr" or escape_os(nxt) != nxt else "\\"
 
 
 def escape_name(path: str) -> str:
     """A file name or path as every output shows it, text and JSON alike: in
     :func:`escape_os`'s form (a byte that is not UTF-8 ``\\xff``, a control
     ``\\x1b``, ``\\t``, U+009B ``\\u009b``: the bytes stay readable, where
-    U+FFFD lost them), with a backslash that would read as the start of such an
-    escape doubled (a name written ``a\\xff.jsonl`` literally is shown
-    ``a\\\\xff.jsonl``): the name can be told from another and read back
-    exactly. Valid UTF-8 (strict JSON, HTML) and safe on a terminal. Pure,
+    U+FFFD lost them), with a backslash doubled when what follows it would
+    read as such an escape or is escaped itself (a name written ``a\\xff.jsonl``
+    literally is shown ``a\\\\xff.jsonl``; ``a\\`` + LF ``a\\\\\\n``): the name can be
+    told from another and read back exactly. Valid UTF-8 (strict JSON, HTML) and safe on a terminal. Pure,
     total; the same object for a plain name."""
     if "\\" in path:
-        path = _NAME_BACKSLASH.sub(r"\\\\", path)
+        path = _NAME_BACKSLASH.sub(_name_backslash, path)
     return escape_os(path)
 
 

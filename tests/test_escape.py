@@ -215,3 +215,20 @@ def test_unrepr_bytes_gives_the_escaped_bytes_without_the_repr() -> None:
     text = "bad Content-Length"
     assert unrepr_bytes(text) is text
     assert unrepr_bytes("a b'unclosed") == "a b'unclosed"
+
+
+def test_escape_name_tells_every_name_from_every_other() -> None:
+    # a backslash before a character escape_os escapes was not doubled: "\\" + LF and the literal
+    # name "\\n", "\\" + byte 0xff and the literal "\\xff" showed alike (found by a breaker helper)
+    from itertools import product
+
+    from mcptap.escape import escape_name
+
+    alphabet = ["\\", "x", "f", "n", "u", "0", "\n", "\t", "\x1b", "\udcff", "\u009b", "a"]
+    seen: dict[str, str] = {}
+    for size in range(1, 5):
+        for chars in product(alphabet, repeat=size):
+            name = "".join(chars)
+            shown = escape_name(name)
+            assert seen.setdefault(shown, name) == name, (name, seen[shown], shown)
+            shown.encode("utf-8")

@@ -163,6 +163,10 @@ def write_private(output: str, write: Callable[[BinaryIO], None], tag: str) -> N
         raise
 
 
+#: errors of a disk that is full (or a quota or file size limit reached)
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 @contextlib.contextmanager
 def whole_then_copied(output: str) -> Iterator[BinaryIO]:
     """A temporary file (owner-only, unlinked) to write an output into that
@@ -173,7 +177,8 @@ def whole_then_copied(output: str) -> Iterator[BinaryIO]:
     re-frame, Ctrl-C) leaves nothing on it: a consumer never sees a partial
     file (a reader waiting on a FIFO sees it end empty). The price: no output until the whole is written, and a temporary
     copy of it in ``$TMPDIR``. Raises OSError (the copy; ``BrokenPipeError``
-    when standard output's reader left) and Fail (no temporary file)."""
+    when standard output's reader left) and Fail (no temporary file, or the
+    temporary copy's disk full: the message names ``$TMPDIR``)."""
     try:
         spool = tempfile.TemporaryFile(prefix="mcptap-output-")
     except OSError as exc:
@@ -181,9 +186,14 @@ def whole_then_copied(output: str) -> Iterator[BinaryIO]:
     with spool:
         try:
             yield spool
-        except BaseException:
+        except BaseException as exc:
             if output != "-":
                 _ended_empty(output)
+            if isinstance(exc, OSError) and exc.errno in _FULL:
+                # the only file written in the block is the temporary copy: naming the output
+                # would send the user looking at the wrong disk
+                raise Fail(f"cannot write {output}: its temporary copy in {tempfile.gettempdir()} ran out of "
+                           f"space ({exc.strerror or exc}); set TMPDIR to a directory with room") from None
             raise
         spool.flush()
         spool.seek(0)

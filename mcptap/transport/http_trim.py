@@ -49,8 +49,8 @@ def _load(name: str) -> Callable[..., int] | None:
         import ctypes
 
         fn: Callable[..., int] = getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError):
-        return None         # not glibc
+    except (ImportError, OSError, AttributeError):
+        return None         # not glibc, or a Python built without ctypes
     return fn
 
 

@@ -85,3 +85,23 @@ def test_a_refusal_part_way_leaves_nothing_on_standard_output(tmp_path: Path) ->
     proc = _mcptap("scrub", "-o", "-", str(chunked), cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith(b'{"type":"header"') and proc.stdout.endswith(b"}\n")
     assert b'"type":"end"' in proc.stdout.splitlines()[-1]
+
+
+def test_a_full_temporary_disk_is_named_not_the_output(tmp_path, monkeypatch, capsysbinary) -> None:
+    # the temporary copy's disk filling up said "cannot write -: No space left on device":
+    # the user went looking at the output (found by a breaker helper)
+    import errno
+
+    import pytest
+
+    from mcptap.cli.errors import Fail
+    from mcptap.cli.output import whole_then_copied
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with pytest.raises(Fail) as got, whole_then_copied("-") as spool:
+        spool.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert str(tmp_path) in str(got.value) and "TMPDIR" in str(got.value) and "ran out of space" in str(got.value)
+    assert capsysbinary.readouterr().out == b""          # and still nothing on standard output

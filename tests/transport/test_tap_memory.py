@@ -118,3 +118,21 @@ def test_the_stdio_tap_maps_its_large_blocks_before_the_relay_forks(tmp_path: Pa
     assert out == b"{}\n" * 100000
     calls = [line.split()[1:] for line in err.decode().splitlines() if line.startswith("mallopt ")]
     assert [list(map(int, c)) for c in calls] == [[tap.pid, -3, http_trim.MMAP_THRESHOLD]]
+
+
+def test_a_python_without_ctypes_still_records(monkeypatch) -> None:
+    # http_trim looked glibc up through ctypes and caught only OSError/AttributeError: on a Python
+    # built without _ctypes, `record` failed to load (ImportError, exit 2) (found by a breaker helper)
+    import builtins
+
+    from mcptap.transport import http_trim
+
+    real = builtins.__import__
+
+    def no_ctypes(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "ctypes":
+            raise ImportError("No module named '_ctypes'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ctypes)
+    assert http_trim._load("mallopt") is None
