@@ -72,3 +72,15 @@ def test_live_redaction_remembers_as_the_scrub_did() -> None:
     rec = s.record(_msg(2, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "I used Tr0ub4dor&3"}}}))
     assert first["arguments"]["password"] == KEY.placeholder("Tr0ub4dor&3")
     assert again == rec["json"]["params"]
+
+
+def test_common_words_and_pieces_of_longer_words_are_not_repeats() -> None:
+    # "password": "none" and "apiKey": "true" made every later "none" and "true" of the scrubbed
+    # capture a placeholder, and a secret "0123" was replaced inside "01234567"
+    s = Scrubber(Redactor(Rules(), KEY))
+    s.record(_msg(1, {"jsonrpc": "2.0", "id": 1, "method": "x",
+                      "params": {"password": "none", "apiKey": "true", "token": "0123", "secret": "s3cr3t"}}))
+    later = s.record(_msg(2, {"jsonrpc": "2.0", "id": 2, "method": "x",
+                              "params": {"note": "none of them are true: 01234567, xs3cr3t, 0123 and (s3cr3t)"}}))
+    assert later["json"]["params"]["note"] == (f"none of them are true: 01234567, xs3cr3t, {KEY.placeholder('0123')} "
+                                               f"and ({KEY.placeholder('s3cr3t')})")

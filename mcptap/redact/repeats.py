@@ -7,7 +7,8 @@ the server's stderr ("login attempt bob with Tr0ub4dor&3"), a tool result's text
 in any later string, as ``known_secrets`` does for a server's argv secrets ("wherever a
 server repeats it"), with the same minimum length: a shorter value replaced everywhere
 would wreck a capture. Text inside a placeholder is never matched (a 4-digit secret in a
-placeholder's hex digits).
+placeholder's hex digits), nor a piece of a longer word or number, nor a value of ``COMMON``
+(``"password": "none"``: redacted there, but "none" elsewhere is no secret).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from mcptap.redact.scanner import Span
 MOST = 256
 #: the rule of a repeated value's span (``scrub --dry-run``)
 RULE = "repeated-secret"
+#: values a secret-named field often holds that are no secret but words any text holds
+#: (``"password": "none"``, ``"apiKey": "true"``): redacted where they stand, never searched for
+#: elsewhere, or every later "none" and "true" of the capture would become a placeholder
+COMMON = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "unset", "default",
+                    "enabled", "disabled", "required", "optional", "string", "bearer", "basic", "token",
+                    "secret", "password", "redacted", "hidden", "masked"})
 
 
 class Repeats:
@@ -48,7 +55,7 @@ class Repeats:
 
     def learn(self, secret: str) -> None:
         if (not self.on or len(secret) < MIN_REPEATED or secret in self._values or len(self._values) >= MOST
-                or not secret.strip() or PLACEHOLDER.search(secret)):
+                or not secret.strip() or secret.casefold() in COMMON or PLACEHOLDER.search(secret)):
             return
         self._values.add(secret)
         self._order.append(secret)
@@ -56,8 +63,10 @@ class Repeats:
 
     def spans(self, text: str, taken: list[Span]) -> list[Span]:
         """Where remembered values occur in ``text``, outside the spans ``taken`` and
-        outside placeholders: non-overlapping ``Span``s (``secret`` None: the text there),
-        in no particular order."""
+        outside placeholders, and not as a piece of a longer word or number (``0123`` in
+        ``01234567``, ``abcd`` in ``abcdef``: a short secret found inside other text would
+        wreck it, and is no repeat of the value): non-overlapping ``Span``s (``secret`` None:
+        the text there), in no particular order."""
         blocked = [(sp.start, sp.end) for sp in taken]
         if "«" in text:
             blocked += [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
@@ -66,7 +75,9 @@ class Repeats:
             at = text.find(value)
             while at >= 0:
                 end = at + len(value)
-                if any(a < end and at < b for a, b in blocked):
+                if (any(a < end and at < b for a, b in blocked)
+                        or (at > 0 and value[0].isalnum() and text[at - 1].isalnum())
+                        or (end < len(text) and value[-1].isalnum() and text[end].isalnum())):
                     at = text.find(value, at + 1)
                     continue
                 out.append(Span(at, end, RULE))
