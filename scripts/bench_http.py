@@ -34,6 +34,15 @@ subprocess recording to a temporary capture. Measured (issue 13 targets):
   official SDK's Streamable HTTP server (tests/e2e/sdk_server.py), direct and
   through the tap: the realistic figure.
 
+``--steady-client`` fixes glibc's heap trim and mmap thresholds in this
+process (the raw-socket client; the tap, upstream and relays are other
+processes, untouched). The client's ``bytes``/``bytearray`` pieces otherwise
+move glibc's dynamic thresholds so that, depending on the rhythm the bytes
+arrive in, the heap top is trimmed and refilled: a 64 MiB event through the
+tap cost the client 14-24k minor faults and 47-68 ms of CPU against 0.4-3k
+faults and 20-27 ms direct or through the plain relay (same run); with the
+thresholds fixed, 0-65 faults and 17-22 ms in every column (perfbig6).
+
 ``--baseline DIR`` adds the tap of another checkout (e.g. ``git archive REV
 mcptap | tar -x -C DIR``) as column ``base``, measured in the same run,
 interleaved with the others: before/after figures under the same load.
@@ -775,7 +784,12 @@ def sse_delays(port: int, n: int, gap: float) -> list[float]:
     return out[5:]                   # the first events include the connection set-up
 
 
+#: the measuring client's own cost per ``big_event``: (CPU s, minor page faults), appended in order
+CLIENT_COST: list[tuple[float, int]] = []
+
+
 def big_event(port: int, size: int) -> float:
+    r0 = resource.getrusage(resource.RUSAGE_THREAD)
     c = Conn(port)
     t0 = time.perf_counter()
     c.request("GET", f"/big?bytes={size}")
@@ -783,6 +797,8 @@ def big_event(port: int, size: int) -> float:
     got = sum(len(p) for p in c.body_parts(h))
     dt = time.perf_counter() - t0
     c.close()
+    r1 = resource.getrusage(resource.RUSAGE_THREAD)
+    CLIENT_COST.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, r1.ru_minflt - r0.ru_minflt))
     assert got == size, (got, size)
     return dt
 
@@ -893,8 +909,10 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
     plain = {m: PlainRelay(up.port, m) for m in modes}
     floor: dict[str, list[float]] = {m: [] for m in modes}
     floor_cpu: dict[str, list[float]] = {m: [] for m in modes}
+    client: dict[str, list[tuple[float, int]]] = {k: [] for k in ["direct", *LABELS]}
     for _ in range(2):
         direct.append(big_event(up.port, size))
+        client["direct"].append(CLIENT_COST[-1])
         for m, relay in plain.items():
             c0 = relay.cpu()
             floor[m].append(big_event(relay.port, size))
@@ -904,6 +922,7 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
             tap = Tap(up.port, root)
             c0 = tap.cpu_split()
             took[k].append(big_event(tap.port, size))
+            client[k].append(CLIENT_COST[-1])
             settled[k].append(tap.settle())
             c1 = tap.cpu_split()
             cpus[k].append((c1[0] - c0[0], c1[1] - c0[1]))
@@ -926,6 +945,11 @@ def run_big(up: Upstream, args: argparse.Namespace) -> None:
     ROWS.append(("  relay process CPU (ms)", copy_cpu, {k: min(x[0] for x in v) * 1e3 for k, v in cpus.items()}, "ratio", "",
                  "(min of runs; direct column: the plain threaded byte relay's)"))
     ROWS.append(("  recorder process CPU (ms)", None, {k: min(x[1] for x in v) * 1e3 for k, v in cpus.items()}, "", "", ""))
+    ROWS.append(("  measuring client CPU (ms)", min(x[0] for x in client["direct"]) * 1e3,
+                 {k: min(x[0] for x in client[k]) * 1e3 for k in LABELS}, "ratio", "",
+                 "(min of runs; its pieces' fresh pages: --steady-client)"))
+    ROWS.append(("  measuring client minor faults", float(max(x[1] for x in client["direct"])),
+                 {k: float(max(x[1] for x in client[k])) for k in LABELS}, "", "", "(max of runs)"))
     ROWS.append(("  analysis done after the last byte (ms)", None, {k: max(v) * 1e3 for k, v in settled.items()}, "", "", ""))
 
 
@@ -1017,6 +1041,20 @@ def report() -> None:
         print(f"{line}  {target} {note}".rstrip())
 
 
+def steady_client() -> None:
+    """Fixed glibc heap thresholds for this process (module docstring: ``--steady-client``)."""
+    import ctypes
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        print("--steady-client: no glibc here, thresholds left as they are", file=sys.stderr)
+        return
+    # mallopt's M_TRIM_THRESHOLD (-1) and M_MMAP_THRESHOLD (-3); setting either ends glibc's
+    # dynamic adjustment of both: the client's pieces never go back to the system mid-event
+    if not (libc.mallopt(-1, 1 << 30) and libc.mallopt(-3, 32 << 20)):
+        print("--steady-client: mallopt refused", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=2000)
@@ -1027,7 +1065,11 @@ def main() -> None:
     ap.add_argument("--skip", action="append", default=[], choices=["rt", "sse", "big", "mem", "sdk"])
     ap.add_argument("--baseline", metavar="DIR", type=Path, default=None,
                     help="also measure the tap of another checkout (its mcptap/ package), in the same run, as column 'base'")
+    ap.add_argument("--steady-client", action="store_true",
+                    help="fix glibc's trim and mmap thresholds in the measuring client (module docstring)")
     args = ap.parse_args()
+    if args.steady_client:
+        steady_client()
     if args.baseline is not None:
         LABELS["base"] = args.baseline.resolve()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
