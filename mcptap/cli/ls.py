@@ -143,9 +143,9 @@ def captures_dir(directory: str | None) -> str:
     a ``--dir`` that does not exist (a mistyped --dir is not an empty one)."""
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
-        raise click.UsageError(f"{where}: not a directory")
+        raise click.UsageError(f"{escape_name(where)}: not a directory")
     if directory is not None and not os.path.lexists(where):
-        raise click.UsageError(f"{where}: no such directory")
+        raise click.UsageError(f"{escape_name(where)}: no such directory")
     return where
 
 
@@ -155,4 +155,4 @@ def scan_dir(where: str) -> list[CaptureInfo]:
     try:
         return scan(where)
     except OSError as exc:
-        raise Fail(f"cannot read {where}: {exc.strerror or exc}") from None
+        raise Fail(f"cannot read {escape_name(where)}: {exc.strerror or exc}") from None
