@@ -96,7 +96,7 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
 
 
 @click.command("ls", epilog=options.example('mcptap ls', 'mcptap ls --format json'), short_help="List the captures in the capture directory, newest first.")
-@click.option("--dir", "directory", type=options.NonEmptyPath(), default=None,
+@click.option("--dir", "directory", type=options.NonEmptyPath(directory=True), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: an aligned table; json: one JSON object per capture and line.")
