@@ -50,7 +50,8 @@ import orjson
 from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
-from mcptap.cli.errors import Fail, say
+from mcptap.cli.errors import Fail, say, usage
+from mcptap.cli.output import nameless
 from mcptap.errors import CaptureReadError
 from mcptap.escape import escape_name
 from mcptap.records import Chunk, Gap
@@ -244,6 +245,11 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     arguments held secrets (placeholders in the capture's header), give its
     command again after --: the recovered bytes get the placeholders the tap
     gave them (without it nothing is recovered)."""
+    if nameless(capture):
+        # the bytes are appended to CAPTURE and its spill file is beside it: a pipe has neither
+        # (and opening a FIFO waited for a writer forever)
+        usage("CAPTURE gets the recovered bytes and has its spill file beside it: give it as a file, not "
+              + ("standard input" if capture == "-" else "a pipe, device or descriptor"))
     try:
         header, complete, seq, t, ends, held = _recorded(capture)
     except (CaptureReadError, OSError) as exc:
