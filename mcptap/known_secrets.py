@@ -49,6 +49,8 @@ from mcptap.redact.urlview import form_decode
 #: shorter values are not searched elsewhere: they would replace unrelated text
 MIN_LEN = MIN_REPEATED
 _STREAMS = ("c2s", "s2c", "stderr")
+#: stderr bytes held back at most (``KnownSecrets.hold``)
+HOLD_MOST = 1 << 20
 
 
 def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Callable[[str], str] | None = None) -> dict[str, str]:
@@ -140,6 +142,7 @@ class KnownSecrets:
             self._held.setdefault(once, ph)
         self._line_order = sorted(self._line, key=len, reverse=True)
         self._held_order = sorted(self._held, key=len, reverse=True)
+        self._held_quick = [n.encode("utf-8", "surrogateescape") for n in self._held_order]
         self._quick = [n.encode() for n in self._line_order]
         self.replaced = 0
         self.tallies = {k: StreamTally() for k in _STREAMS}
@@ -151,7 +154,7 @@ class KnownSecrets:
     def replace_in(self, data: bytes, encoded: bool = False) -> bytes:
         """``data`` (bytes a record holds: UTF-8 or not) with every secret replaced;
         ``encoded``: JSON text (a message's bytes), see ``repeat_match.find``."""
-        if not any(n.encode("utf-8", "surrogateescape") in data for n in self._held_order):
+        if not any(n in data for n in self._held_quick):
             return data
         text = data.decode("utf-8", "surrogateescape")
         new = replace(text, self._held_order, self._held, encoded)
@@ -182,7 +185,10 @@ class KnownSecrets:
         text = dec.decode(data, False)
         pending = len(dec.getstate()[0])
         cut = safe_cut(text, self._held_order)
-        return pending + (len(text[cut:].encode("utf-8", "surrogateescape")) if cut < len(text) else 0)
+        keep = pending + (len(text[cut:].encode("utf-8", "surrogateescape")) if cut < len(text) else 0)
+        # a stream with no safe cut for this long (a secret repeated overlapping itself, over and
+        # over) is recorded as it comes rather than held without end
+        return keep if keep <= HOLD_MOST else 0
 
     def take(self, data: bytes, final: bool = False) -> bytes:
         """The stderr bytes to record now: what was held back, then ``data``,
