@@ -48,3 +48,12 @@ def test_a_report_written_and_a_capture_without_spill(tmp_path: Path) -> None:
     proc = cli("scrub", ODD, "-o", "no-such-dir/" + ODD, cwd=tmp_path)
     assert proc.returncode != 0
     _shown(proc, "no-such-dir/" + ODD)
+
+
+def test_a_capture_that_cannot_be_read_and_a_rules_file(tmp_path: Path) -> None:
+    (tmp_path / ODD).write_text("not json\n")
+    _shown(cli("show", ODD, cwd=tmp_path), ODD)
+    rules = ODD + ".toml"
+    (tmp_path / rules).write_text("keys = 3\n")
+    cap = record(tmp_path / "cap.jsonl", handshake() + [("exit", 0)])
+    _shown(cli("scrub", str(cap), "-o", "-", "--redact-rules", rules, cwd=tmp_path), rules)
