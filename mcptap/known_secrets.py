@@ -10,17 +10,25 @@ searched in each encoded record line (``bytes.__contains__``: a C substring
 search per secret, nothing else for a line without one) and each hit becomes
 the same placeholder the argv got.
 
+A value is found by the rule ``Repeats`` uses for a scrub's secrets (``redact.repeat_match``):
+at least MIN_LEN characters, not a common word (``--token none`` leaves every later "none"
+alone), never as a piece of a longer word or number (``--api-key 1234`` leaves
+``12345678`` alone), never inside a placeholder.
+
 Only the recorder's copy changes, never the relayed bytes: so the ``end``
 record's digests stay provable, they are then recomputed over the bytes the
 capture holds, with the relayed streams' digests kept in ``original`` (as
 ``scrub`` does, docs/capture-format.md). A value split across two stderr reads
-is caught by ``hold``: the recorder keeps back the end of a read that is the
-beginning of a secret (at most the longest secret's length - 1 bytes) until
-the next read, a process event or the end.
+is caught by ``take``: the recorder keeps back the end of a read where a secret may
+begin or go on (``repeat_match.safe_cut``: the beginning of a secret, a secret or a
+word at the very end, since the next read may make it a piece of a longer word; at
+most twice the longest secret and a placeholder's length) until the next read, a
+process event or the end, so any split of the stream into reads stores what one read would.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -35,11 +43,14 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
 from mcptap.redact.keyed import MIN_REPEATED, PLACEHOLDER
 from mcptap.redact.original import place_original
+from mcptap.redact.repeat_match import repeatable, replace, safe_cut
 from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
 MIN_LEN = MIN_REPEATED
 _STREAMS = ("c2s", "s2c", "stderr")
+#: stderr bytes held back at most (``KnownSecrets.hold``)
+HOLD_MOST = 1 << 20
 
 
 def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Callable[[str], str] | None = None) -> dict[str, str]:
@@ -48,7 +59,8 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
     An argument with one placeholder gives the text around which it differs; with
     several, each piece is kept only when ``placeholder(piece)`` gives its
     placeholder back (the keyed HMAC proves the alignment). Values shorter
-    than MIN_LEN are left out. The password of URL user info (``://user:PASS@``) is also
+    than MIN_LEN, common words and blanks are left out (``repeat_match.repeatable``).
+    The password of URL user info (``://user:PASS@``) is also
     searched alone, with ``placeholder(PASS)`` (a server says "bad password PASS", not
     "user:PASS"; given ``placeholder`` only), and so is a percent-encoded query value's decoded
     text when its placeholder is the one shown (``scrub_url`` redacts the decoded value). Never raises."""
@@ -59,13 +71,13 @@ def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Call
         for value, ph in _pieces(orig, new):
             many = len(PLACEHOLDER.findall(new)) > 1
             decoded = form_decode(value)       # a URL's encoded query value: its placeholder is the decoded text's
-            if len(value) >= MIN_LEN and not PLACEHOLDER.search(value) and (
+            if repeatable(value) and (
                     not many or placeholder is None or ph in (placeholder(value), placeholder(decoded))):
                 out.setdefault(value, ph)
-                if decoded != value and len(decoded) >= MIN_LEN and placeholder is not None and placeholder(decoded) == ph:
+                if decoded != value and repeatable(decoded) and placeholder is not None and placeholder(decoded) == ph:
                     out.setdefault(decoded, ph)     # as a server repeats it, decoded
                 password = _userinfo_password(orig, value)
-                if password is not None and placeholder is not None:
+                if password is not None and placeholder is not None and repeatable(password):
                     out.setdefault(password, placeholder(password))
     return out
 
@@ -112,19 +124,26 @@ class KnownSecrets:
 
     def __init__(self, secrets: dict[str, str], stdio: bool = True) -> None:
         self.stdio = stdio
+        secrets = {k: v for k, v in secrets.items() if repeatable(k)}
         order = sorted(secrets, key=len, reverse=True)     # a longer secret before one inside it
-        #: (needle, placeholder) in an encoded line: a secret in a string once
-        #: (stderr text, a raw line's bytes) and twice JSON-escaped (inside a message's raw JSON string)
-        self._line: list[tuple[bytes, bytes]] = []
-        #: the same one level down: in the bytes a stderr or message record holds
-        self._held: list[tuple[bytes, bytes]] = []
+        #: a secret in an encoded line: in a string once (stderr text, a raw line's bytes) and
+        #: twice JSON-escaped (inside a message's raw JSON string); ``_quick``: the same as bytes,
+        #: a C substring search apiece before anything else
+        self._line: dict[str, str] = {}
+        #: the same one level down: in the text a stderr or message record holds
+        self._held: dict[str, str] = {}
         for s in order:
-            ph = secrets[s].encode()
-            once = _inner(s)
-            twice = _inner(once.decode())
-            self._line += [(once, ph)] + ([(twice, ph)] if twice != once else [])
-            self._held += [(s.encode(), ph)] + ([(once, ph)] if once != s.encode() else [])
-        self._longest = max((len(s.encode()) for s in order), default=0)
+            ph = secrets[s]
+            once = _inner(s).decode()
+            twice = _inner(once).decode()
+            self._line.setdefault(once, ph)
+            self._line.setdefault(twice, ph)
+            self._held.setdefault(s, ph)
+            self._held.setdefault(once, ph)
+        self._line_order = sorted(self._line, key=len, reverse=True)
+        self._held_order = sorted(self._held, key=len, reverse=True)
+        self._held_quick = [n.encode("utf-8", "surrogateescape") for n in self._held_order]
+        self._quick = [n.encode() for n in self._line_order]
         self.replaced = 0
         self.tallies = {k: StreamTally() for k in _STREAMS}
         self._carry = b""
@@ -132,41 +151,48 @@ class KnownSecrets:
     def __bool__(self) -> bool:
         return bool(self._line)
 
-    def replace_in(self, data: bytes) -> bytes:
-        """``data`` (bytes a record holds) with every secret replaced."""
-        for needle, ph in self._held:
-            if needle in data:
-                data = data.replace(needle, ph)
-        return data
+    def replace_in(self, data: bytes, encoded: bool = False) -> bytes:
+        """``data`` (bytes a record holds: UTF-8 or not) with every secret replaced;
+        ``encoded``: JSON text (a message's bytes), see ``repeat_match.find``."""
+        if not any(n in data for n in self._held_quick):
+            return data
+        text = data.decode("utf-8", "surrogateescape")
+        new = replace(text, self._held_order, self._held, encoded)
+        return data if new == text else new.encode("utf-8", "surrogateescape")
+
+    def _replace_line(self, data: bytes) -> bytes | None:
+        """An encoded line (or JSON text) with every secret replaced; None when none is there."""
+        if not any(n in data for n in self._quick):
+            return None
+        text = data.decode("utf-8", "surrogateescape")
+        new = replace(text, self._line_order, self._line, encoded=True)
+        return None if new == text else new.encode("utf-8", "surrogateescape")
 
     def value(self, value: Any) -> Any:
         """A JSON value (a live answer, as ``replay`` reports it) with every secret in its
         strings and keys replaced; ``value`` itself when it holds none."""
-        data = dumps(value)
-        hit = False
-        for needle, ph in self._line:
-            if needle in data:
-                data = data.replace(needle, ph)
-                hit = True
-        return exact_json(data) if hit else value
+        new = self._replace_line(dumps(value))
+        return value if new is None else exact_json(new)
 
     def hold(self, data: bytes) -> int:
-        """How many bytes at the end of ``data`` are the beginning of a secret
-        (to keep back until the next piece of the stream). 0 for most reads."""
-        if not data or self._longest < 2:
+        """How many bytes at the end of ``data`` (a stream's text from a safe cut on) to keep
+        back until the next piece of the stream: an unfinished UTF-8 character and what
+        ``repeat_match.safe_cut`` leaves after its cut. 0 for a read that ends in a newline
+        or a space and no secret's beginning."""
+        if not data or not self._held:
             return 0
-        tail = data[-(self._longest - 1):]
-        best = 0
-        for needle, _ in self._held:
-            for k in range(min(len(needle) - 1, len(tail)), best, -1):
-                if needle.startswith(tail[-k:]):
-                    best = k
-                    break
-        return best
+        dec = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        text = dec.decode(data, False)
+        pending = len(dec.getstate()[0])
+        cut = safe_cut(text, self._held_order)
+        keep = pending + (len(text[cut:].encode("utf-8", "surrogateescape")) if cut < len(text) else 0)
+        # a stream with no safe cut for this long (a secret repeated overlapping itself, over and
+        # over) is recorded as it comes rather than held without end
+        return keep if keep <= HOLD_MOST else 0
 
     def take(self, data: bytes, final: bool = False) -> bytes:
         """The stderr bytes to record now: what was held back, then ``data``,
-        less an end that may be the beginning of a secret (held for the next
+        less an end where a secret may begin or go on (held for the next
         call). ``final``: the stream ended, nothing is held."""
         data = self._carry + data if self._carry else data
         keep = 0 if final else self.hold(data)
@@ -176,11 +202,10 @@ class KnownSecrets:
     def line(self, rec: dict[str, Any], line: bytes) -> bytes:
         """One encoded record line (newline included), secrets replaced; tallies
         the bytes it holds (message, chunk, stderr) and fixes the end record."""
-        hit = False
-        for needle, ph in self._line:
-            if needle in line:
-                line = line.replace(needle, ph)
-                hit = True
+        replaced = self._replace_line(line)
+        hit = replaced is not None
+        if replaced is not None:
+            line = replaced
         if b'_b64":' in line:
             # bytes stored as base64 (a non-UTF-8 body, message or stderr read) hold the secret
             # encoded: searched in the bytes themselves
@@ -225,7 +250,7 @@ class KnownSecrets:
                 except ValueError:          # not base64: the reader reports it
                     out[k] = v
                     continue
-                new = self.replace_in(data)
+                new = self.replace_in(data, encoded=rec.get("type") != "stderr")
                 if new != data:
                     encode_bytes(new, k[:-4], out)
                     changed = True

@@ -30,7 +30,7 @@ LEVELS = {
     "mcptap.batch_shapes": 1, "mcptap.protocol.pending": 1, "mcptap.protocol.idless_answers": 1,
     "mcptap.protocol.skeleton": 1, "mcptap.protocol.shape_verdict": 1, "mcptap.redact.ds_table": 1, "mcptap.redact.argv_rules": 1, "mcptap.redact.shapes": 1,
     "mcptap.redact.deep": 1, "mcptap.redact.stderr_stream": 1, "mcptap.redact.urlview": 1, "mcptap.redact.sessions": 1,
-    "mcptap.redact.scrub_streams": 1, "mcptap.redact.repeats": 1, "mcptap.redact.record_places": 1,
+    "mcptap.redact.scrub_streams": 1, "mcptap.redact.repeats": 1, "mcptap.redact.repeat_match": 1, "mcptap.redact.record_places": 1,
     "mcptap.protocol.code_table": 1, "mcptap.protocol.code_table_transport": 1,
     "mcptap.protocol.utf8": 1, "mcptap.protocol.sse_canonical": 1, "mcptap.protocol.sse_block": 1, "mcptap.relay.http.body_buffer": 2,
     "mcptap.redact.header_scan": 1, "mcptap.relay.http.h11_fast": 2,

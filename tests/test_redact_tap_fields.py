@@ -138,15 +138,30 @@ def test_a_finding_quoting_an_acknowledgement_body_shows_the_scrubbed_ack_body(t
     assert "«redacted:" in f["message"]
 
 
-def test_findings_quoting_header_values_show_them_as_the_header_records_do(tmp_path: Path) -> None:
-    tap = SansIoTap(tmp_path / "cap.jsonl")
+@pytest.mark.parametrize("record_secrets", [False, True])
+def test_findings_quoting_header_values_show_them_as_the_header_records_do(tmp_path: Path, record_secrets: bool) -> None:
+    """Scrubbed by default; in clear under ``--record-secrets``, as the header fields they quote."""
+    tap = SansIoTap(tmp_path / "cap.jsonl", record_secrets)
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     tap.client(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nAccept: " + SK.encode() + b"\r\nContent-Type: application/json; x="
                + GHP.encode() + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
     tap.upstream(response(200, [(b"Content-Type", b"application/json; t=" + SK.encode())], b'{"jsonrpc":"2.0","id":1,"result":{}}'))
-    codes = {f["code"] for r in tap.records() for f in r.get("findings", ())}
-    assert {"http.post_accept_incomplete", "http.content_type_params"} <= codes
-    assert _leaks(tap, SK, GHP) == []
+    fs = [f for r in tap.records() for f in r.get("findings", ())]
+    assert {"http.post_accept_incomplete", "http.content_type_params"} <= {f["code"] for f in fs}
+    assert _leaks(tap, SK, GHP) == ([SK, GHP] if record_secrets else [])
+    quotes = [f["message"] for f in fs if f["code"] in ("http.post_accept_incomplete", "http.content_type_params")]
+    assert len(quotes) == 3 and all((SK in q or GHP in q) is record_secrets for q in quotes), quotes
+
+
+@pytest.mark.parametrize("record_secrets", [False, True])
+def test_an_http_error_bodys_quote_follows_record_secrets(tmp_path: Path, record_secrets: bool) -> None:
+    tap = SansIoTap(tmp_path / "cap.jsonl", record_secrets)
+    tap.client(post(b"/mcp", b'{"jsonrpc":"2.0","id":1,"method":"ping"}'))
+    err = json.dumps({"error": f"bad {GHP}"}).encode()
+    tap.upstream(response(403, [(b"Content-Type", b"application/json")], err))
+    f = next(f for r in tap.records() for f in r.get("findings", ()) if f["code"] == "http.error_body")
+    assert (GHP[:20] in f["message"]) is record_secrets, f["message"]
+    assert ("«redacted:" in f["message"]) is not record_secrets
 
 
 def test_a_refused_request_target_is_quoted_with_its_credentials_as_placeholders(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import orjson
 from mcptap.capture.format import VERSION, migrate
 from mcptap.capture.reader import CaptureStream, exact_ids
 from mcptap.errors import CaptureReadError
+from mcptap.escape import escape_name
 
 #: bytes at the end of what was read that are compared with the file's again (``_not_rewritten``)
 TAIL = 4096
@@ -55,7 +56,7 @@ class Follower:
             if first.endswith(b"\n"):
                 break
             if self.stop:
-                raise CaptureReadError(f"{self.path}: no header was written")
+                raise CaptureReadError(f"{escape_name(self.path)}: no header was written")
             time.sleep(self.poll)
         stream = CaptureStream(self.path)   # validates format and version
         stream.close()
@@ -71,10 +72,10 @@ class Follower:
         except OSError:
             return                  # removed: the descriptor still reads the file followed so far
         if st.st_size < fp.tell():
-            raise CaptureReadError(f"{self.path}: the capture was cut shorter while it was followed "
+            raise CaptureReadError(f"{escape_name(self.path)}: the capture was cut shorter while it was followed "
                                    f"({st.st_size} bytes, {fp.tell()} already read); follow it again from the start")
         if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
-            raise CaptureReadError(f"{self.path}: another file took the capture's name while it was followed; "
+            raise CaptureReadError(f"{escape_name(self.path)}: another file took the capture's name while it was followed; "
                                    "follow it again from the start")
 
     def _not_rewritten(self, fp: Any, head: bytes, pos: int, tail: bytes) -> None:
@@ -89,7 +90,7 @@ class Follower:
         except OSError:
             return
         if not same:
-            raise CaptureReadError(f"{self.path}: the capture was overwritten while it was followed (the {pos} bytes "
+            raise CaptureReadError(f"{escape_name(self.path)}: the capture was overwritten while it was followed (the {pos} bytes "
                                    "already read are not the file's any more); follow it again from the start")
 
     def _gone(self) -> bool:
@@ -138,16 +139,16 @@ class Follower:
                     self._still_the_same(fp)
                     self._not_rewritten(fp, head, pos, tail)
                     if pending is not None:
-                        raise CaptureReadError(f"{self.path}:{pending}: corrupt record (not JSON)") from None
+                        raise CaptureReadError(f"{escape_name(self.path)}:{pending}: corrupt record (not JSON)") from None
                     pending = lineno        # a record cut by a failed write, if the writer's gap record follows
                     continue
                 if pending is not None:
                     if not (isinstance(rec, dict) and rec.get("type") == "gap"):
-                        raise CaptureReadError(f"{self.path}:{pending}: corrupt record (not JSON)")
+                        raise CaptureReadError(f"{escape_name(self.path)}:{pending}: corrupt record (not JSON)")
                     pending = None
                     self.cut_records += 1
                 if not isinstance(rec, dict) or "type" not in rec:
-                    raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
+                    raise CaptureReadError(f"{escape_name(self.path)}:{lineno}: record is not an object with a type")
                 rec = exact_ids(rec, line)
                 if self.version != VERSION:
                     rec = migrate(rec, self.version)

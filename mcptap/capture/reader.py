@@ -22,6 +22,7 @@ from mcptap.capture.record_checks import malformed_header
 from mcptap.capture.source import lines, open_input, opened, read_line
 from mcptap.capture_ends import cut_header
 from mcptap.errors import CaptureReadError
+from mcptap.escape import escape_name
 from mcptap.model import Message
 from mcptap.protocol.jsonparse import LONG_DIGITS, parse_exact
 
@@ -86,23 +87,23 @@ class CaptureStream:
                     rec = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     if pending is not None:
-                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})") from None
+                        raise CaptureReadError(f"{escape_name(self.path)}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})") from None
                     pending = line
                     continue
                 if pending is not None:
                     # a record cut by a failed write (disk full) that could not be
                     # truncated away: the writer's gap record follows it and says so
                     if not (isinstance(rec, dict) and rec.get("type") == "gap"):
-                        raise CaptureReadError(f"{self.path}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})")
+                        raise CaptureReadError(f"{escape_name(self.path)}:{lineno - 1}: corrupt record (not JSON{_edited(pending)})")
                     pending = None
                     self.cut_records += 1
                 if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
-                    raise CaptureReadError(f"{self.path}:{lineno}: record is not an object with a type")
+                    raise CaptureReadError(f"{escape_name(self.path)}:{lineno}: record is not an object with a type")
                 if type(rec.get("id")) is float or "members" in rec or "findings" in rec or rec["type"] == "end":
                     rec = exact_ids(rec, line)
                 bad = _malformed(rec)
                 if bad is not None:
-                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt {rec['type']} record: {bad}")
+                    raise CaptureReadError(f"{escape_name(self.path)}:{lineno}: corrupt {rec['type']} record: {bad}")
                 if self.version != VERSION:
                     rec = migrate(rec, self.version)
                 if rec["type"] == "end":
@@ -112,7 +113,7 @@ class CaptureStream:
                     return
             if pending is not None:
                 if pending.endswith(b"\n"):
-                    raise CaptureReadError(f"{self.path}:{lineno}: corrupt record (not JSON{_edited(pending)})")
+                    raise CaptureReadError(f"{escape_name(self.path)}:{lineno}: corrupt record (not JSON{_edited(pending)})")
                 self.truncated = True
         finally:
             fp.close()
@@ -130,22 +131,22 @@ def parse_header(first: bytes, path: str) -> dict[str, Any]:
     not an mcptap header; a format version this mcptap cannot read; a header
     without the fields every command reads."""
     if not first:
-        raise CaptureReadError(f"{path}: empty file, not an mcptap capture")
+        raise CaptureReadError(f"{escape_name(path)}: empty file, not an mcptap capture")
     try:
         header = orjson.loads(first)
     except orjson.JSONDecodeError:
         if not first.endswith(b"\n") and cut_header(first):
-            raise CaptureReadError(f"{path}:1: damaged capture: its header line is cut short ({len(first)} bytes, "
+            raise CaptureReadError(f"{escape_name(path)}:1: damaged capture: its header line is cut short ({len(first)} bytes, "
                                    "the file ends inside it)") from None
-        raise CaptureReadError(f"{path}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
+        raise CaptureReadError(f"{escape_name(path)}:1: not an mcptap capture (first line is not JSON{_edited(first)})") from None
     if not isinstance(header, dict) or header.get("type") != "header" or header.get("format") != FORMAT:
-        raise CaptureReadError(f"{path}:1: not an mcptap capture (no {FORMAT} header)")
+        raise CaptureReadError(f"{escape_name(path)}:1: not an mcptap capture (no {FORMAT} header)")
     version = header.get("version")
     if not isinstance(version, int) or version < 1 or version > VERSION:
-        raise CaptureReadError(f"{path}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
+        raise CaptureReadError(f"{escape_name(path)}: capture format version {version!r} is not supported (this mcptap reads 1..{VERSION}; upgrade mcptap)")
     bad = malformed_header(header)
     if bad is not None:
-        raise CaptureReadError(f"{path}:1: corrupt header: {bad}")
+        raise CaptureReadError(f"{escape_name(path)}:1: corrupt header: {bad}")
     return header
 
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import IO, Any, cast
 
 from mcptap.errors import CaptureReadError
+from mcptap.escape import escape_name
 
 #: Yielded after the last complete line of a gzip stream that ended early:
 #: not JSON and without a newline, so the reader reports a truncated capture.
@@ -47,7 +48,7 @@ def open_input(path: str) -> IO[bytes]:
             fp = io.BytesIO(fp.read())
             magic = fp.getvalue()[:2]
     except OSError as exc:
-        raise CaptureReadError(f"cannot open capture {path}: {exc.strerror or exc}") from None
+        raise CaptureReadError(f"cannot open capture {escape_name(path)}: {exc.strerror or exc}") from None
     if magic == b"\x1f\x8b":
         return cast(IO[bytes], gzip.GzipFile(fileobj=fp, mode="rb"))
     return cast(IO[bytes], fp)
@@ -110,11 +111,11 @@ def read_line(fp: IO[bytes], path: str) -> bytes:
     try:
         line = fp.readline(HEADER_LIMIT + 1)
     except EOFError as exc:         # a gzip stream that ends before its end marker
-        raise CaptureReadError(f"{path}:1: damaged capture: its gzip stream is cut short ({exc})") from None
+        raise CaptureReadError(f"{escape_name(path)}:1: damaged capture: its gzip stream is cut short ({exc})") from None
     except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-        raise CaptureReadError(f"cannot read capture {path}: {exc}") from None
+        raise CaptureReadError(f"cannot read capture {escape_name(path)}: {exc}") from None
     if len(line) > HEADER_LIMIT:
-        raise CaptureReadError(f"{path}:1: not an mcptap capture (no line break in its first {HEADER_LIMIT >> 20} MiB)")
+        raise CaptureReadError(f"{escape_name(path)}:1: not an mcptap capture (no line break in its first {HEADER_LIMIT >> 20} MiB)")
     return line
 
 
@@ -148,5 +149,5 @@ def lines(fp: IO[bytes], path: str) -> Iterator[bytes]:
             yield CUT
             return
         except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-            raise CaptureReadError(f"{path}: cannot decompress: {exc}") from None
+            raise CaptureReadError(f"{escape_name(path)}: cannot decompress: {exc}") from None
         yield line

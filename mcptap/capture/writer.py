@@ -12,7 +12,7 @@ import orjson
 
 from mcptap.capture.dumps import encode_deep
 from mcptap.errors import CaptureWriteError
-from mcptap.escape import text_path
+from mcptap.escape import escape_name, text_path
 from mcptap.records import Gap
 
 _dumps = orjson.dumps
@@ -96,17 +96,17 @@ class CaptureWriter:
             os.makedirs(parent, mode=0o700, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         except OSError as exc:
-            raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
+            raise CaptureWriteError(f"cannot create capture {escape_name(path)}: {exc.strerror or exc}") from None
         try:
             if not lock(fd):
-                raise CaptureWriteError(f"cannot create capture {path}: another mcptap is recording into it")
+                raise CaptureWriteError(f"cannot create capture {escape_name(path)}: another mcptap is recording into it")
             if stat.S_ISREG(os.fstat(fd).st_mode):
                 os.ftruncate(fd, 0)     # only now: the lock says nobody else writes it (a FIFO is written in place)
                 # a device or FIFO (scrub -o /dev/null) is not ours: as root, 0600 would lock every other user out of it
                 os.fchmod(fd, 0o600)
         except OSError as exc:
             os.close(fd)
-            raise CaptureWriteError(f"cannot create capture {path}: {exc.strerror or exc}") from None
+            raise CaptureWriteError(f"cannot create capture {escape_name(path)}: {exc.strerror or exc}") from None
         except CaptureWriteError:
             os.close(fd)
             raise
@@ -123,7 +123,7 @@ class CaptureWriter:
         self.write(header)
         self.flush()
         if self.failed is not None:
-            raise CaptureWriteError(f"cannot write the capture header to {self.path}: {self.failed}")
+            raise CaptureWriteError(f"cannot write the capture header to {escape_name(str(self.path))}: {self.failed}")
 
     def discard(self) -> None:
         """Close and delete a capture whose header could not be written (it

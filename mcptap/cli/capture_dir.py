@@ -22,6 +22,7 @@ import click
 
 from mcptap.catalog import keep_newest
 from mcptap.cli.options import NonEmptyPath
+from mcptap.escape import escape_name
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Finding, Message
 from mcptap.paths import safe_name, server_name
@@ -59,11 +60,11 @@ def apply_keep(path: str, name: str | None, argv: Sequence[str], keep: int | Non
     try:
         done = keep_newest(os.path.dirname(path), name or server_name(argv), keep, path)
     except OSError as exc:
-        say(f"--keep: cannot list {os.path.dirname(path)}: {exc.strerror or exc}")
+        say(f"--keep: cannot list {escape_name(os.path.dirname(path))}: {exc.strerror or exc}")
         return
     failed = [(i, err) for i, err in done if err]
     for info, err in failed:
-        say(f"--keep: cannot remove {info.path}: {err}")
+        say(f"--keep: cannot remove {escape_name(info.path)}: {err}")
     removed = len(done) - len(failed)
     if removed and not quiet:
         say(f"removed {removed} older capture{'s' if removed != 1 else ''} of {word} (--keep {keep})")

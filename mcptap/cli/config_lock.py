@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mcptap.cli.errors import Fail, say
+from mcptap.escape import escape_name
 
 LOCK_SUFFIX = ".mcptap-lock"
 #: how long a run waits for another mcptap run on the same file (seconds)
@@ -54,7 +55,7 @@ def config_lock(real: str, shown: str) -> Iterator[None]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise Fail(f"{shown}: cannot create the lock file {path}: {exc.strerror or exc}") from None
+            raise Fail(f"{escape_name(shown)}: cannot create the lock file {escape_name(path)}: {exc.strerror or exc}") from None
         try:
             while True:                 # the file stays open while waiting (tests watch for it)
                 try:
@@ -63,10 +64,10 @@ def config_lock(real: str, shown: str) -> Iterator[None]:
                 except BlockingIOError:
                     if not told and time.monotonic() - start > SAY_AFTER:
                         told = True
-                        say(f"{shown}: waiting for another mcptap wrap/unwrap to finish with this file (up to {WAIT:.0f} s)")
+                        say(f"{escape_name(shown)}: waiting for another mcptap wrap/unwrap to finish with this file (up to {WAIT:.0f} s)")
                     if time.monotonic() > deadline:
                         os.close(fd)
-                        raise Fail(f"{shown}: another mcptap wrap/unwrap is changing this file (lock {path}); "
+                        raise Fail(f"{escape_name(shown)}: another mcptap wrap/unwrap is changing this file (lock {escape_name(path)}); "
                                    "nothing written, try again") from None
                     time.sleep(_POLL)
         except OSError:

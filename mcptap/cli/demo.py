@@ -25,7 +25,7 @@ from mcptap.cli.errors import say
 from mcptap.cli.output import styler
 from mcptap.demo.client import main as run_client
 from mcptap.errors import CaptureReadError
-from mcptap.escape import escape_os
+from mcptap.escape import escape_name
 from mcptap.model import severity_counts
 from mcptap.paths import default_capture_path
 from mcptap.show.render import timeline
@@ -66,7 +66,7 @@ def command(ctx: click.Context, output: str | None, color: bool | None) -> None:
     `mcptap record`, then show the capture. Needs nothing but mcptap."""
     path = _capture_path(output)
     tap = [sys.executable, "-m", "mcptap.cli.main", "record", "--quiet", "-o", path, "--", *SERVER]
-    shown_path = escape_os(path)
+    shown_path = escape_name(path)
     click.echo(f"mcptap demo: demo client → mcptap record → demo server; capture: {shown_path}", err=True)
     status = run_client(["--", *tap])
     sys.stderr.flush()

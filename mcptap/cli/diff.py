@@ -42,6 +42,7 @@ from mcptap.cli.progress import progress
 from mcptap.diff.captures import diff_captures
 from mcptap.diff.render import render_text
 from mcptap.errors import CaptureReadError, McptapError
+from mcptap.escape import escape_name
 from mcptap.redact.keyfile import existing_keyer
 
 
@@ -73,7 +74,7 @@ def _spool(path: str) -> Iterator[str]:
         try:
             spool_fp = tempfile.TemporaryFile(prefix="mcptap-diff-stdin-")
         except OSError as exc:
-            raise CaptureReadError(f"{path}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
+            raise CaptureReadError(f"{escape_name(path)}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
         with spool_fp:
             _copy_in(path, spool_fp)
             yield f"{_FD_LINKS}/{spool_fp.fileno()}"
@@ -83,7 +84,7 @@ def _spool(path: str) -> Iterator[str]:
         try:
             fd, named = tempfile.mkstemp(prefix="mcptap-diff-stdin-")
         except OSError as exc:
-            raise CaptureReadError(f"{path}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
+            raise CaptureReadError(f"{escape_name(path)}: cannot spool {'standard input' if path == '-' else 'it'}: {exc.strerror or exc}") from None
         with os.fdopen(fd, "wb") as out:
             _copy_in(path, out)
         yield named
@@ -106,7 +107,7 @@ def _copy_in(path: str, out: BinaryIO) -> None:
         out.flush()
     except OSError as exc:
         what = "standard input" if path == "-" else "it"
-        raise CaptureReadError(f"{path}: cannot spool {what}: {exc.strerror or exc}") from None
+        raise CaptureReadError(f"{escape_name(path)}: cannot spool {what}: {exc.strerror or exc}") from None
 
 
 @click.command("diff", epilog=options.example('mcptap diff before.jsonl after.jsonl', 'mcptap diff a.jsonl b.jsonl --format json --latency-threshold 50'),

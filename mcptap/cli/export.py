@@ -30,6 +30,7 @@ from mcptap.cli.errors import Fail
 from mcptap.cli.output import refuse_input_as_output, stopped_as_interrupted, whole_then_copied, write_private
 from mcptap.cli.progress import progress
 from mcptap.errors import ExportError, McptapError
+from mcptap.escape import escape_name
 from mcptap.reannotate import reannotate
 
 FORMATS = ("har", "otlp-json", "messages")
@@ -47,7 +48,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
 
         if header.get("transport") != "http":
             stream.close()
-            raise ExportError(f"{path}: HAR needs an HTTP capture; this one is {header.get('transport', 'stdio')} "
+            raise ExportError(f"{escape_name(path)}: HAR needs an HTTP capture; this one is {header.get('transport', 'stdio')} "
                               "(formats that fit: otlp-json, messages)")
         yield dumps(har_of(header, records), indent=True, newline=True)
     elif fmt == "otlp-json":
@@ -56,7 +57,7 @@ def export_bytes(path: str, fmt: str) -> Iterator[bytes]:
         try:
             yield from otlp_json_lines(header, records)
         except ExportError as exc:
-            raise ExportError(f"{path}: {exc}") from None
+            raise ExportError(f"{escape_name(path)}: {exc}") from None
     else:
         from mcptap.export.messages import message_lines
 
@@ -100,6 +101,6 @@ def _export(capture: str, fmt: str, output: str) -> None:
         try:
             write_private(output, write_all, "export")      # owner-only: tool arguments, results, tokens
         except OSError as exc:
-            raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise Fail(f"cannot write {escape_name(output)}: {exc.strerror or exc}") from None
     except McptapError as exc:
         raise Fail(str(exc)) from None

@@ -39,7 +39,7 @@ from mcptap.cli.config_lock import config_lock
 from mcptap.cli.errors import Fail
 from mcptap.cli.options import NonEmptyPath
 from mcptap.cli.output import temp_beside
-from mcptap.escape import escape_controls
+from mcptap.escape import escape_controls, escape_name
 from mcptap.hosts.dialects import DIALECTS, Dialect, claude_code_local, detect
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.jsonc import escape_surrogates
@@ -124,7 +124,7 @@ def opened(host: str | None, config: str | None, dialect_name: str | None, need_
         return
     if not _dir_writable(real):
         # checked before the lock file is made: nothing at all is written into such a directory
-        raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
+        raise Fail(f"{escape_name(path)}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
     with config_lock(real, path):
         yield load(host, config, dialect_name, need_write, project, damaged_ok)
 
@@ -174,15 +174,15 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
         with open(real, "rb") as fp:
             raw = fp.read()
     except FileNotFoundError:
-        raise Fail(f"{path}: no such file") from None
+        raise Fail(f"{escape_name(path)}: no such file") from None
     except IsADirectoryError:
-        raise Fail(f"{path}: is a directory") from None
+        raise Fail(f"{escape_name(path)}: is a directory") from None
     except OSError as exc:
-        raise Fail(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise Fail(f"{escape_name(path)}: cannot read: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Fail(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise Fail(f"{escape_name(path)}: not UTF-8 text (byte {exc.start})") from None
     try:
         if dialect_name is not None:
             dialect = DIALECTS[dialect_name]
@@ -196,14 +196,14 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
             dialect = detect(text, os.path.basename(real))
         dialect.servers(text)                      # parses: a syntax error stops here
     except ConfigError as exc:
-        raise Fail(f"{path}: {exc}") from None
+        raise Fail(f"{escape_name(path)}: {exc}") from None
     except RecursionError:
-        raise Fail(f"{path}: nested too deeply to read") from None
+        raise Fail(f"{escape_name(path)}: nested too deeply to read") from None
     if need_write:
         if not _may_write(real):
-            raise Fail(f"{path}: the file is read-only")
+            raise Fail(f"{escape_name(path)}: the file is read-only")
         if not _dir_writable(real):
-            raise Fail(f"{path}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
+            raise Fail(f"{escape_name(path)}: its directory is not writable (needed for the atomic rewrite, backup and sidecar)")
     memo = None
     memo_raw = None
     damaged = None
@@ -215,10 +215,10 @@ def load(host: str | None, config: str | None, dialect_name: str | None, need_wr
             memo = check_memo(json.loads(memo_raw.decode("utf-8")))
         except (ValueError, ConfigError, RecursionError) as exc:
             if not damaged_ok:
-                raise Fail(f"{sidecar}: damaged wrap record ({exc}); `mcptap unwrap` restores without it") from None
+                raise Fail(f"{escape_name(sidecar)}: damaged wrap record ({exc}); `mcptap unwrap` restores without it") from None
             damaged = str(exc)
         except OSError as exc:
-            raise Fail(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+            raise Fail(f"{escape_name(sidecar)}: cannot read: {exc.strerror or exc}") from None
     return ConfigFile(path, real, raw, text, dialect, memo, damaged, memo_raw)
 
 
@@ -239,7 +239,7 @@ def set_damaged_aside(cf: ConfigFile) -> str:
     try:
         os.replace(cf.sidecar, aside)
     except OSError as exc:
-        raise Fail(f"{cf.sidecar}: cannot move aside: {exc.strerror or exc}") from None
+        raise Fail(f"{escape_name(cf.sidecar)}: cannot move aside: {exc.strerror or exc}") from None
     return aside
 
 
@@ -309,7 +309,7 @@ def check_writable(cf: ConfigFile, outcome: Outcome) -> None:
         outcome.text.encode("utf-8")
         _memo_bytes(outcome)
     except UnicodeEncodeError as exc:
-        raise Fail(f"{cf.path}: the result cannot be written as UTF-8 (character {exc.object[exc.start]!r}); nothing written") from None
+        raise Fail(f"{escape_name(cf.path)}: the result cannot be written as UTF-8 (character {exc.object[exc.start]!r}); nothing written") from None
 
 
 def _owner(cf: ConfigFile) -> tuple[int, int] | None:
@@ -370,7 +370,7 @@ def save(cf: ConfigFile, outcome: Outcome, memo_first: bool) -> str | None:
         if not memo_first:
             _write_memo(cf, outcome)
     except _Changed:
-        raise Fail(f"{cf.path}: {CHANGED}") from None
+        raise Fail(f"{escape_name(cf.path)}: {CHANGED}") from None
     except OSError as exc:
-        raise Fail(f"{cf.path}: cannot write: {exc.strerror or exc} ({exc.filename or cf.path})") from None
+        raise Fail(f"{escape_name(cf.path)}: cannot write: {exc.strerror or exc} ({exc.filename or cf.path})") from None
     return made_backup

@@ -96,7 +96,7 @@ def text_lines(infos: list[CaptureInfo]) -> list[str]:
 
 
 @click.command("ls", epilog=options.example('mcptap ls', 'mcptap ls --format json'), short_help="List the captures in the capture directory, newest first.")
-@click.option("--dir", "directory", type=options.NonEmptyPath(), default=None,
+@click.option("--dir", "directory", type=options.NonEmptyPath(directory=True), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: an aligned table; json: one JSON object per capture and line.")
@@ -143,9 +143,9 @@ def captures_dir(directory: str | None) -> str:
     a ``--dir`` that does not exist (a mistyped --dir is not an empty one)."""
     where = directory if directory is not None else str(capture_dir())
     if os.path.exists(where) and not os.path.isdir(where):
-        raise click.UsageError(f"{where}: not a directory")
+        raise click.UsageError(f"{escape_name(where)}: not a directory")
     if directory is not None and not os.path.lexists(where):
-        raise click.UsageError(f"{where}: no such directory")
+        raise click.UsageError(f"{escape_name(where)}: no such directory")
     return where
 
 
@@ -155,4 +155,4 @@ def scan_dir(where: str) -> list[CaptureInfo]:
     try:
         return scan(where)
     except OSError as exc:
-        raise Fail(f"cannot read {where}: {exc.strerror or exc}") from None
+        raise Fail(f"cannot read {escape_name(where)}: {exc.strerror or exc}") from None

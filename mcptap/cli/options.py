@@ -36,15 +36,22 @@ class NonEmptyPath(click.Path):
     giving that reason, instead of a file named ``-`` written without a word
     (``replay -o -`` wrote one, then failed reading it back as stdin). An
     output path without it takes ``-`` as stdout (``allow_dash``); an input
-    path reads ``-`` as stdin."""
+    path reads ``-`` as stdin.
 
-    def __init__(self, *args: Any, no_dash: str | None = None, **kwargs: Any) -> None:
+    A directory (``file_okay=False``, or ``directory``: ``ls``/``prune --dir``, which say
+    themselves that a file is no directory) never takes ``-``: a usage error, instead of a
+    directory named ``-`` created (``record --dir -``) or looked for; ``./-`` names one."""
+
+    def __init__(self, *args: Any, no_dash: str | None = None, directory: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.no_dash = no_dash
+        self.directory = directory or not self.file_okay
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str | bytes) and not value:
             self.fail("the path is empty", param, ctx)
+        if self.directory and value in ("-", b"-"):
+            self.fail("- (standard input or output) is no directory; give a directory (./- for one named so)", param, ctx)
         if self.no_dash is not None and value in ("-", b"-"):
             self.fail(f"- (standard output) cannot be used here: {self.no_dash}; give a file", param, ctx)
         return super().convert(value, param, ctx)

@@ -25,6 +25,7 @@ import click
 
 from mcptap.capture.writer import locked_by_a_writer
 from mcptap.cli.errors import Fail, usage
+from mcptap.escape import escape_name
 from mcptap.transport.signal_latch import handled
 
 Style = Callable[[str, str], str]
@@ -99,7 +100,7 @@ def replaced_path(output: str) -> str | None:
         return None          # a descriptor's link (/dev/fd/N, /dev/stdout): what it names is open already
     if locked_by_a_writer(real):
         # renamed over, a live capture's tap would go on writing into the replaced file: all lost
-        raise Fail(f"{output}: another mcptap is recording into it; give another output file")
+        raise Fail(f"{escape_name(output)}: another mcptap is recording into it; give another output file")
     try:
         return real if stat.S_ISREG(os.stat(real).st_mode) else None
     except OSError:
@@ -182,7 +183,7 @@ def whole_then_copied(output: str) -> Iterator[BinaryIO]:
     try:
         spool = tempfile.TemporaryFile(prefix="mcptap-output-")
     except OSError as exc:
-        raise Fail(f"cannot write {output}: no temporary file to write it into first: {exc.strerror or exc}") from None
+        raise Fail(f"cannot write {escape_name(output)}: no temporary file to write it into first: {exc.strerror or exc}") from None
     with spool:
         try:
             yield spool
@@ -192,7 +193,7 @@ def whole_then_copied(output: str) -> Iterator[BinaryIO]:
             if isinstance(exc, OSError) and exc.errno in _FULL:
                 # the only file written in the block is the temporary copy: naming the output
                 # would send the user looking at the wrong disk
-                raise Fail(f"cannot write {output}: its temporary copy in {tempfile.gettempdir()} ran out of "
+                raise Fail(f"cannot write {escape_name(output)}: its temporary copy in {tempfile.gettempdir()} ran out of "
                            f"space ({exc.strerror or exc}); set TMPDIR to a directory with room") from None
             raise
         spool.flush()
@@ -226,7 +227,7 @@ def refuse_input_as_output(inputs: Iterable[str], output: str | None) -> None:
         except OSError:
             continue
         if same:
-            usage(f"-o {output}: the output is the input {path}; write to another file")
+            usage(f"-o {escape_name(output)}: the output is the input {escape_name(path)}; write to another file")
 
 
 def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool = False) -> None:
@@ -241,7 +242,7 @@ def output_lines(lines: Iterable[str], path: str | None = None, flush_each: bool
         try:
             write_private(path, write, "output")
         except OSError as exc:
-            raise Fail(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise Fail(f"cannot write {escape_name(path)}: {exc.strerror or exc}") from None
         return
     out = sys.stdout.buffer      # bytes: UTF-8 whatever the locale says
     batch: list[str] = []

@@ -49,7 +49,7 @@ def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> float
 
 @click.command("prune", epilog=options.example('mcptap prune --older-than 7d --dry-run', 'mcptap prune --keep 5'),
                short_help="Delete old captures (by age, keeping the newest N per server).")
-@click.option("--dir", "directory", type=options.NonEmptyPath(), default=None,
+@click.option("--dir", "directory", type=options.NonEmptyPath(directory=True), default=None,
               help="Capture directory (default: MCPTAP_DIR or the user data directory).")
 @click.option("--older-than", "older_than", callback=_age, default=None, metavar="AGE",
               help="Remove captures last written more than AGE ago: a number with a unit s, m, h, d or w (e.g. 7d, 12h, 30m).")

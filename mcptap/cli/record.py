@@ -34,6 +34,7 @@ from mcptap.cli.record_http import http_options, run_http_record
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.escape import escape_name
 from mcptap.known_secrets import known_secrets
 from mcptap.otel import JOIN_S, OtelUnavailable, closing_phase, prepare, start_live_export
 from mcptap.paths import default_capture_path
@@ -144,7 +145,7 @@ def command(ctx: click.Context, /, output: str | None, grace: float, quiet: bool
     if given:
         raise click.UsageError(f"--{given[0].replace('_', '-')} applies to the HTTP tap (--upstream URL), not to a stdio command")
     if output and os.path.isfile(output) and not _is_capture_or_empty(output):
-        raise click.UsageError(f"-o {output}: the file exists and is not an mcptap capture; refusing to overwrite it")
+        raise click.UsageError(f"-o {escape_name(output)}: the file exists and is not an mcptap capture; refusing to overwrite it")
     # from before the capture exists to the end: a host's signal is held, then forwarded by the
     # tap (never a 0-byte or end-less capture from a SIGTERM in mcptap's first moments)
     latch = SignalLatch().install()
@@ -175,7 +176,7 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         path = str(output or default_capture_path(argv, directory=capture_dir, name=name))
         if os.path.exists(path) and not os.path.isfile(path):
             # never open (and chmod 0600) a device or fifo, e.g. -o /dev/null as root
-            raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
+            raise CaptureWriteError(f"cannot create capture {escape_name(path)}: not a regular file")
         writer = CaptureWriter.open(path)
     except CaptureWriteError as exc:
         problem = str(exc)
@@ -217,7 +218,7 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         say(f"{problem}; relaying WITHOUT recording")
     else:
         if not quiet:
-            say(f"recording to {path}")
+            say(f"recording to {escape_name(str(path))}")
         assert path is not None         # set whenever no problem was reported
         sweep_reserves(path)
 
@@ -241,9 +242,9 @@ def _record_stdio(ctx: click.Context, argv: list[str], output: str | None, grace
         except Exception as exc:  # noqa: BLE001 - the session is over; report, don't trace
             problem = problem or f"cannot finish the capture: {type(exc).__name__}: {exc}"
     if writer is not None and writer.failed is not None:
-        problem = f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}"
+        problem = f"capture incomplete ({writer.failed}; {writer.dropped} records lost): {escape_name(str(path))}"
     elif result.recorder_error and problem is None:
-        problem = f"capture incomplete (recording stopped: {result.recorder_error}): {path}"
+        problem = f"capture incomplete (recording stopped: {result.recorder_error}): {escape_name(str(path))}"
     if problem is not None and writer is not None:
         say(problem)
     if scrubber is not None and scrubber.kept:

@@ -31,6 +31,7 @@ from mcptap.cli.errors import say, say_usage
 from mcptap.cli.options import Finite, NonEmptyPath
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.errors import CaptureWriteError, McptapError
+from mcptap.escape import escape_name
 from mcptap.otel import JOIN_S, closing_phase, start_live_export
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
@@ -212,15 +213,15 @@ def _run(tap: HttpTap, upstream: str, shown: str, latch: SignalLatch, *, output:
 
         say(kept_warning(scrubber.kept, "capture"))
     if outcome.ended is not None:
-        say(f"capture incomplete ({outcome.ended}; no end record): {path}")
+        say(f"capture incomplete ({outcome.ended}; no end record): {escape_name(str(path))}")
         if strict_capture:
             return EX_IOERR
     elif outcome.failed is not None:
-        say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {path}")
+        say(f"capture incomplete ({outcome.failed}; {outcome.dropped} records lost): {escape_name(str(path))}")
         if strict_capture:
             return EX_IOERR
     elif link.stopped:          # after an internal error: a gap record and the end record's recorder_error say so
-        say(f"capture incomplete (recording stopped after an internal error): {path}")
+        say(f"capture incomplete (recording stopped after an internal error): {escape_name(str(path))}")
         if strict_capture:
             return EX_IOERR
     elif link.lost_batches and strict_capture:      # said by ``finish``: gap records say what
@@ -282,7 +283,7 @@ def _open_capture(output: str | None, tap: HttpTap, capture_dir: str | None = No
     try:
         path = str(output or default_capture_path([_default_argv(tap)], directory=capture_dir, name=name))
         if os.path.exists(path) and not os.path.isfile(path):
-            raise CaptureWriteError(f"cannot create capture {path}: not a regular file")
+            raise CaptureWriteError(f"cannot create capture {escape_name(path)}: not a regular file")
         writer = CaptureWriter.open(path)
         from mcptap.cli.capture_dir import sweep_reserves
 
@@ -305,7 +306,7 @@ async def _serve(tap: HttpTap, shown: str, quiet: bool, path: str | None, ready:
         hint = " (the upstream's path with its secrets hidden: clients use the path given in --upstream)" if listen != url else ""
         say(f"listening on {listen} -> {shown}{hint}")
         if not quiet and path:
-            say(f"recording to {path}")
+            say(f"recording to {escape_name(path)}")
         if ready is not None:
             ready(url)
         with open_receiver(*STOP_SIGNALS) as signals:

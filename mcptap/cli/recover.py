@@ -50,9 +50,10 @@ import orjson
 from mcptap.capture.format import decode_bytes, message_from_record
 from mcptap.capture.reader import CaptureStream
 from mcptap.cli import options
-from mcptap.cli.errors import Fail, say
+from mcptap.cli.errors import Fail, say, usage
+from mcptap.cli.output import nameless
 from mcptap.errors import CaptureReadError
-from mcptap.escape import escape_os
+from mcptap.escape import escape_name
 from mcptap.records import Chunk, Gap
 from mcptap.records.end import says_ended
 from mcptap.redact.keyed import PLACEHOLDER
@@ -92,9 +93,9 @@ def _spill_beside(capture: str, named: Any) -> tuple[str, str] | None:
             return path, name
         refused = refused or (name, why)
     if refused is not None and os.path.lexists(os.path.join(where, refused[0])):
-        raise Fail(f"{capture}: its header names {escape_os(refused[0])}, which is not mcptap's spill file "
+        raise Fail(f"{escape_name(capture)}: its header names {escape_name(refused[0])}, which is not mcptap's spill file "
                    f"({refused[1]}): left alone, nothing recovered")
-    say(f"no {escape_os(names[0])} beside the capture: nothing to recover")
+    say(f"no {escape_name(names[0])} beside the capture: nothing to recover")
     return None
 
 
@@ -146,7 +147,7 @@ def _scrubbers(capture: str, header: dict[str, Any]) -> list[Any]:
 
     redactors, why = live_redactors(header, existing_keyer())
     if redactors is None:
-        raise Fail(f"{capture} was recorded with --redact, and the bytes in its spill file cannot be redacted as its "
+        raise Fail(f"{escape_name(capture)} was recorded with --redact, and the bytes in its spill file cannot be redacted as its "
                    f"records were: {why or 'its scrub passes are unreadable'}; nothing recovered, the spill file is "
                    "left in place")
     return [Scrubber(r) for r in redactors]
@@ -167,7 +168,7 @@ def _argv_secrets(capture: str, header: dict[str, Any], server: list[str]) -> An
 
     if server and scrub_argv(server) == shown:
         return known_secrets(server, shown, placeholder)
-    raise Fail(f"{capture}: its server's arguments held secrets, which the tap replaced wherever they reappeared; their "
+    raise Fail(f"{escape_name(capture)}: its server's arguments held secrets, which the tap replaced wherever they reappeared; their "
                "values are not in the capture, so the bytes in its spill file cannot be searched for them "
                + ("(the command given does not scrub to the one in its header: other values, or another redaction key)"
                   if server else "(give the server's command: mcptap recover CAPTURE -- CMD ARGS...)")
@@ -244,12 +245,17 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     arguments held secrets (placeholders in the capture's header), give its
     command again after --: the recovered bytes get the placeholders the tap
     gave them (without it nothing is recovered)."""
+    if nameless(capture):
+        # the bytes are appended to CAPTURE and its spill file is beside it: a pipe has neither
+        # (and opening a FIFO waited for a writer forever)
+        usage("CAPTURE gets the recovered bytes and has its spill file beside it: give it as a file, not "
+              + ("standard input" if capture == "-" else "a pipe, device or descriptor"))
     try:
         header, complete, seq, t, ends, held = _recorded(capture)
     except (CaptureReadError, OSError) as exc:
-        raise Fail(f"cannot read {capture}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise Fail(f"cannot read {escape_name(capture)}: {getattr(exc, 'strerror', None) or exc}") from None
     if header.get("transport", "stdio") != "stdio" or "spill" not in header:
-        say(f"{capture}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover")
+        say(f"{escape_name(capture)}: no spill file named in its header (not a stdio capture of this mcptap): nothing to recover")
         return
     found = _spill_beside(capture, header.get("spill"))
     if found is None:
@@ -257,11 +263,11 @@ def command(capture: str, server: tuple[str, ...]) -> None:
     spill, name = found
     if complete is None:
         # a scrubbed copy names its source's spill file: neither remove it nor add its bytes after this end record
-        raise Fail(f"{capture} is a copy of an incomplete capture (its end record says incomplete, as scrub writes it): "
-                   f"recover the capture it was made from, then make the copy again; {escape_os(name)} was left as it is")
+        raise Fail(f"{escape_name(capture)} is a copy of an incomplete capture (its end record says incomplete, as scrub writes it): "
+                   f"recover the capture it was made from, then make the copy again; {escape_name(name)} was left as it is")
     if complete:
         os.unlink(spill)
-        say(f"{capture} is complete (it has its end record); removed the stale {escape_os(name)}")
+        say(f"{escape_name(capture)} is complete (it has its end record); removed the stale {escape_name(name)}")
         return
     scrubbers = _scrubbers(capture, header)
     known = _argv_secrets(capture, header, list(server))
@@ -291,9 +297,9 @@ def command(capture: str, server: tuple[str, ...]) -> None:
         with open(capture, "ab") as out_fp:
             out_fp.write(b"".join(app.out))
     except OSError as exc:
-        raise Fail(f"cannot recover into {capture}: {exc.strerror or exc}") from None
+        raise Fail(f"cannot recover into {escape_name(capture)}: {exc.strerror or exc}") from None
     os.unlink(spill)
     more = f"; {lost} bytes held only in memory are lost (gap records)" if lost else ""
     scrubbed = " (redacted with the rules and key of its header)" if app.scrubbers else ""
-    say(f"added {app.added} bytes from {escape_os(name)} to {capture} as chunk records{scrubbed}{more}; "
+    say(f"added {app.added} bytes from {escape_name(name)} to {escape_name(capture)} as chunk records{scrubbed}{more}; "
         "the capture stays incomplete (no end record)")

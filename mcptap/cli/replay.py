@@ -40,8 +40,8 @@ from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import MATCH, SKIPPED
 from mcptap.diff.surface import compare_surface
 from mcptap.errors import McptapError
+from mcptap.escape import escape_name, shown
 from mcptap.escape import escape_os as esc
-from mcptap.escape import shown
 from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_command_url
@@ -121,7 +121,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         try:
             ssl.create_default_context(cafile=cacert)
         except (OSError, ssl.SSLError) as exc:
-            usage(f"cannot load --cacert {cacert}: {exc}")
+            usage(f"cannot load --cacert {escape_name(cacert)}: {exc}")
     try:
         masker = Masker(ignore)
         with progress("replay", [capture], stdout_after=True):
@@ -130,7 +130,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         _say(str(exc))
         ctx.exit(2)
     if not plan.steps:
-        _say(f"{capture}: no client messages to replay")
+        _say(f"{escape_name(capture)}: no client messages to replay")
         ctx.exit(2)
     try:
         prepare, redact_message, scrub = _live_redaction(plan, unscrubbed_output)
@@ -144,7 +144,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     try:
         path = str(output or default_capture_path(list(cmd) or [_url_name(url or "")]))
         if os.path.exists(path) and not os.path.isfile(path):
-            raise McptapError(f"{path}: not a regular file")
+            raise McptapError(f"{escape_name(path)}: not a regular file")
         writer = CaptureWriter.open(path)
     except (McptapError, OSError) as exc:
         _say(f"cannot create the new capture: {exc}")
@@ -177,13 +177,13 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             raise
         # Ctrl-C outside the latch (not expected): trio has stopped the server; the new capture still gets its end record
         rec.close(exit_code=None, replay_error="interrupted (SIGINT)")
-        _say(f"interrupted; the new capture so far: {path}")
+        _say(f"interrupted; the new capture so far: {escape_name(path)}")
         ctx.exit(130)
     stopped = replayer.stopped or late_stop(latch)
     if stopped:
         # a host's stop signal: the server was closed as at the end; the capture gets its end record
         rec.close(exit_code=result.exit_code, replay_error=f"interrupted ({signame(stopped)})")
-        _say(f"interrupted ({signame(stopped)}); the new capture so far: {path}")
+        _say(f"interrupted ({signame(stopped)}); the new capture so far: {escape_name(path)}")
         ctx.exit(128 + stopped)
     # replay's own words quoting the live server (notes, an error) get the redaction its answers get below
     result.notes = {i: _redacted(n, known, redact_message) for i, n in result.notes.items()}
@@ -220,7 +220,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         style = styler(color)
         target = scrub_command_url(url) if url else " ".join(scrub_argv(list(cmd)))
         era = {"legacy": "initialize handshake", "modern": "stateless"}.get(plan.era or "", "no handshake seen")   # not the transport's era
-        click.echo(esc(f"replay of {capture} against {target} ({era}, {plan.revision or '?'})"))
+        click.echo(esc(f"replay of {escape_name(capture)} against {target} ({era}, {plan.revision or '?'})"))
         shown_part: Any = -1
         for r in rows:
             part = _part(plan, r)
@@ -246,10 +246,10 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         if result.exit_code:
             # a server that died says why on stderr: that is in the new capture
             click.echo(f"server exited with status {result.exit_code} (its stderr is in the new capture: mcptap show {esc(path)})")
-        click.echo(esc(f"new capture: {path}"))
+        click.echo(esc(f"new capture: {escape_name(path)}"))
     if writer.failed is not None:
         # the comparison stands, but the new capture is not whole: say so, and fail
-        _say(f"new capture incomplete ({writer.failed}; {writer.dropped} records lost): {path}")
+        _say(f"new capture incomplete ({writer.failed}; {writer.dropped} records lost): {escape_name(path)}")
         ctx.exit(2)
     late = late_stop(latch)         # asked to stop while the report was written: it is whole, the status says so
     ctx.exit(128 + late if late else 1 if changed else 0)

@@ -101,15 +101,15 @@ def command(capture: str, output: str | None, no_scrub: bool, title: str | None,
     except BrokenPipeError:
         if out == "-":
             raise                   # the reader of standard output left: not an error of ours (main)
-        raise Fail(f"cannot write {out}: the reader of the pipe left") from None
+        raise Fail(f"cannot write {escape_name(out)}: the reader of the pipe left") from None
     except OSError as exc:
-        raise Fail(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise Fail(f"cannot write {escape_name(out)}: {exc.strerror or exc}") from None
     unscrubbed = "" if redactor else ", already scrubbed" if header.get("scrubbed") else ", NOT scrubbed"
     if target is not None:
         note = f" ({os.path.getsize(target) // 1024} KiB{unscrubbed})"
     else:
         note = f" ({unscrubbed[2:]})" if unscrubbed else ""
-    say(f"wrote {out}{note}")
+    say(f"wrote {escape_name(out)}{note}")
     if scrubber is not None and scrubber.kept:
         from mcptap.cli.scrub import kept_warning
 

@@ -32,6 +32,7 @@ from mcptap.cli.output import (
 from mcptap.cli.progress import progress
 from mcptap.cli.redact_options import redact_options, redactor_from
 from mcptap.errors import CaptureReadError, CaptureWriteError
+from mcptap.escape import escape_name
 
 
 @click.command("scrub", epilog=options.example("mcptap scrub cap.jsonl -o cap.scrubbed.jsonl", "mcptap scrub cap.jsonl --dry-run",
@@ -76,7 +77,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
                     os.close(fd)
                     writer = CaptureWriter.open(tmp)
             except OSError as exc:
-                raise Fail(f"cannot create capture {output}: {exc.strerror or exc}") from None
+                raise Fail(f"cannot create capture {escape_name(output)}: {exc.strerror or exc}") from None
             except CaptureWriteError as exc:
                 if tmp is not None:
                     with contextlib.suppress(OSError):
@@ -93,13 +94,13 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
                 elif writer is not None:
                     writer.flush()
             if writer is not None and writer.failed:
-                raise Fail(f"cannot write {output}: {writer.failed}")
+                raise Fail(f"cannot write {escape_name(str(output))}: {writer.failed}")
             if tmp is not None:
                 assert target is not None
                 try:
                     os.replace(tmp, target)
                 except OSError as exc:
-                    raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
+                    raise Fail(f"cannot write {escape_name(str(output))}: {exc.strerror or exc}") from None
         finally:
             if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
@@ -108,9 +109,9 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         except BrokenPipeError:
             if output == "-":
                 raise           # `scrub -o - | head`: the reader left (cli/main.py: a quiet stop)
-            raise Fail(f"cannot write {output}: the reader of the pipe left") from None
+            raise Fail(f"cannot write {escape_name(str(output))}: the reader of the pipe left") from None
         except OSError as exc:
-            raise Fail(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise Fail(f"cannot write {escape_name(str(output))}: {exc.strerror or exc}") from None
     if scrubber.kept:
         say(kept_warning(scrubber.kept, "capture" if dry_run else "output"))
     if dry_run:
@@ -120,7 +121,7 @@ def command(capture: str, output: str | None, dry_run: bool, **kwargs: Any) -> N
         lines.append(f"{scrubber.count} value(s) would be redacted")
         click.echo("\n".join(lines))
     else:
-        say(f"scrubbed {scrubber.count} value(s) into {output}")
+        say(f"scrubbed {scrubber.count} value(s) into {escape_name(str(output))}")
 
 
 def _scrub(stream: Any, scrubber: Any, writer: Any, capture: str, output: str | None) -> None:

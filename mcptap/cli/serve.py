@@ -36,7 +36,7 @@ from mcptap.cli.serve_scrub import extend_scrubbers, live_redaction, output_scru
 from mcptap.clock import monotonic_us_clock, utc_timestamp
 from mcptap.compare.mask import Masker
 from mcptap.errors import CaptureWriteError, McptapError
-from mcptap.escape import escape_controls, shown
+from mcptap.escape import escape_controls, escape_name, shown
 from mcptap.liveness import remove_leftovers
 from mcptap.otel import closing_phase
 from mcptap.recorder import Recorder
@@ -55,7 +55,7 @@ def load_script(capture: str) -> Script:
     capture, nothing recorded from the server)."""
     script = script_from_path(capture)
     if not script.answers and not script.endings:       # (a server that refused every request is served so)
-        raise McptapError(f"{capture}: no recorded server messages to serve (empty capture?)")
+        raise McptapError(f"{escape_name(capture)}: no recorded server messages to serve (empty capture?)")
     return script
 
 
@@ -79,11 +79,11 @@ def _recorder(output: str | None, transport: str, capture: str, target: dict[str
     if output is None:
         return None
     if os.path.exists(output) and not os.path.isfile(output):
-        raise McptapError(f"{output}: not a regular file")
+        raise McptapError(f"{escape_name(output)}: not a regular file")
     try:
         writer = CaptureWriter.open(output)
     except OSError as exc:
-        raise McptapError(f"cannot create {output}: {exc.strerror or exc}") from None
+        raise McptapError(f"cannot create {escape_name(output)}: {exc.strerror or exc}") from None
     writer.transform = scrub
     try:
         return Recorder(writer, transport, target=target, clock=monotonic_us_clock(), started=utc_timestamp(), header_extra={"served_from": capture})
@@ -144,7 +144,7 @@ def run_http(core: ServeCore, capture: str, listen: str, allow_remote: bool = Fa
             async with trio.open_nursery() as nursery:
                 with open_receiver(*STOP_SIGNALS) as signals:
                     url = await nursery.start(mock.serve)
-                    _say(f"serving {capture} on {url}")
+                    _say(f"serving {escape_name(capture)} on {url}")
                     if ready is not None:
                         ready(url)
                     if not latch.take():
@@ -194,10 +194,10 @@ def _hold(capture: str) -> int:
     try:
         fd = os.open(capture, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
-        raise McptapError(f"cannot extend {capture}: {exc.strerror or exc}") from None
+        raise McptapError(f"cannot extend {escape_name(capture)}: {exc.strerror or exc}") from None
     if not lock(fd):
         os.close(fd)
-        raise McptapError(f"cannot extend {capture}: another mcptap is recording into it or extending it")
+        raise McptapError(f"cannot extend {escape_name(capture)}: another mcptap is recording into it or extending it")
     return fd
 
 
@@ -225,14 +225,14 @@ def _extend(capture: str, episode: str, result: Any, quiet: bool, scrubbers: lis
     try:
         extend_capture(capture, episode, scrubbers, source=_source(capture, held), replayed=result.replayed)
     except (McptapError, ValueError, OSError) as exc:
-        _say(f"cannot extend {capture}: {exc}")
+        _say(f"cannot extend {escape_name(capture)}: {exc}")
         return False
     if not quiet:
         # forwarded is not answered: a request the session ended on (Ctrl-C, a cancel) has no answer
         errors = f" ({result.errors} with an error)" if result.errors else ""
         lost = f", {result.lost} never (it exited first: the client got an error)" if result.lost else ""
         _say(f"{result.forwarded} request(s) forwarded to the real server, {result.answered} answered{errors}{lost}; "
-             f"{capture} extended with this session")
+             f"{escape_name(capture)} extended with this session")
     return True
 
 
@@ -295,7 +295,7 @@ def command(ctx: click.Context, capture: str, listen: str | None, allow_remote: 
         if extend:
             scrubbers = extend_scrubbers(script, capture)
             if script.header.get("transport", "stdio") != "stdio":
-                raise McptapError(f"cannot extend {capture}: only stdio captures can be extended")
+                raise McptapError(f"cannot extend {escape_name(capture)}: only stdio captures can be extended")
             hold_fd = _hold(capture)
             if output is None:
                 episode, kept = _episode_file(capture)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptap.errors import McptapError
+from mcptap.escape import escape_name
 from mcptap.serve.script_model import Script
 
 
@@ -45,7 +46,7 @@ def extend_scrubbers(script: Script, capture: str) -> list[Any]:
 
     redactors, why = live_redactors(script.header, existing_keyer())
     if redactors is None:
-        raise McptapError(f"cannot extend {capture}: it is scrubbed, and the new session cannot be redacted as its records "
+        raise McptapError(f"cannot extend {escape_name(capture)}: it is scrubbed, and the new session cannot be redacted as its records "
                           f"were: {why or 'its scrub passes are unreadable'}")
     return [Scrubber(r) for r in redactors]
 

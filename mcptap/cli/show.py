@@ -31,7 +31,7 @@ from mcptap.cli.errors import say, usage_line
 from mcptap.cli.output import output_lines, styler
 from mcptap.cli.progress import progress
 from mcptap.errors import CaptureReadError, FilterSyntaxError
-from mcptap.escape import escape_os
+from mcptap.escape import escape_name, escape_os
 from mcptap.filters.doc import help_text
 
 
@@ -59,11 +59,11 @@ def newest_capture() -> Path:
             skipped.append(p)
             continue
         if skipped:
-            click.echo(escape_os(f"mcptap: skipped {len(skipped)} newer capture(s) with no traffic (the newest: {skipped[0]}); "
+            click.echo(escape_os(f"mcptap: skipped {len(skipped)} newer capture(s) with no traffic (the newest: {escape_name(str(skipped[0]))}); "
                                        f"showing {p}"), err=True)
         return p
     raise click.UsageError(f"no capture with traffic in {directory}: {len(skipped)} capture(s) with no traffic "
-                           f"(the newest: {skipped[0]}; pass it to see why)")
+                           f"(the newest: {escape_name(str(skipped[0]))}; pass it to see why)")
 
 
 def _growable(path: str) -> bool:
@@ -117,7 +117,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
     if streamed:
         follow = False      # stdin streams to its EOF by itself; a gzip capture does not grow: read it as it is
     elif follow and not Path(path).exists():
-        click.echo(escape_os(f"mcptap: waiting for {path} to be written (Ctrl-C stops)"), err=True)
+        click.echo(escape_os(f"mcptap: waiting for {escape_name(path)} to be written (Ctrl-C stops)"), err=True)
     try:
         if follow:
             fol = Follower(path, poll, writer_gone=lambda: _writer_gone(path))
@@ -152,7 +152,7 @@ def command(ctx: click.Context, capture: str | None, expr: str | None, fmt: str,
         say(str(exc))
         ctx.exit(2)
     if follow and fol.abandoned:
-        say(escape_os(f"{path}: no process writes it any more and it has no end record (truncated, as `mcptap ls` says): "
+        say(escape_os(f"{escape_name(path)}: no process writes it any more and it has no end record (truncated, as `mcptap ls` says): "
                             "stopped following"))
 
 

@@ -29,7 +29,7 @@ import click
 from mcptap.cli import options
 from mcptap.cli.hostfiles import config_options, diff, opened, read_backup, save, set_damaged_aside
 from mcptap.cli.wrap import edited
-from mcptap.escape import escape_os
+from mcptap.escape import escape_name, escape_os
 from mcptap.hosts.wrap import unwrap
 
 
@@ -41,7 +41,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
     """Restore the original entries of wrapped servers (all, or each SERVER)."""
     with opened(host, config, dialect, need_write=not dry_run, project=project, damaged_ok=True) as cf:
         if cf.damaged is not None:
-            click.echo(f"mcptap: {escape_os(cf.sidecar)}: damaged wrap record ({escape_os(cf.damaged)}): "
+            click.echo(f"mcptap: {escape_name(cf.sidecar)}: damaged wrap record ({escape_os(cf.damaged)}): "
                        "unwrapping without it (command and args from the wrapped arguments)", err=True)
         outcome = edited(cf, lambda: unwrap(cf.dialect, cf.text, cf.memo, servers, backup=read_backup(cf)), dry_run)
         failed = any(n.action in ("failed", "refused") for n in outcome.notes)
@@ -49,7 +49,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
             click.echo(diff(cf, outcome.text), nl=False)
             sys.exit(1 if failed else 0)
         save(cf, outcome, memo_first=False)
-        click.echo(escape_os(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {cf.path}"), err=True)
+        click.echo(escape_os(f"mcptap: {'wrote' if outcome.text != cf.text else 'unchanged:'} {escape_name(cf.path)}"), err=True)
         if cf.damaged is not None:
-            click.echo(escape_os(f"mcptap: the damaged wrap record is kept as {set_damaged_aside(cf)}"), err=True)
+            click.echo(escape_os(f"mcptap: the damaged wrap record is kept as {escape_name(set_damaged_aside(cf))}"), err=True)
         sys.exit(1 if failed else 0)

@@ -31,6 +31,7 @@ from mcptap.cli import options
 from mcptap.cli.errors import Fail, say, usage
 from mcptap.cli.hostfiles import ConfigFile, check_writable, config_options, diff, opened, save
 from mcptap.cli.ls import printable
+from mcptap.escape import escape_name
 from mcptap.hosts.errors import ConfigError
 from mcptap.hosts.wrap import Outcome, WrapSpec, wrap
 from mcptap.paths import capture_dir
@@ -46,9 +47,9 @@ def launcher(override: str | None = None) -> tuple[str, ...]:
     if override is not None:
         path = os.path.abspath(os.path.expanduser(override))
         if not os.path.exists(path):
-            usage(f"--mcptap {path}: no such file")
+            usage(f"--mcptap {escape_name(path)}: no such file")
         if not os.path.isfile(path) or not os.access(path, os.X_OK):
-            usage(f"--mcptap {path}: not an executable file (the host runs it to start each server)")
+            usage(f"--mcptap {escape_name(path)}: not an executable file (the host runs it to start each server)")
         return (path,)
     exe = os.path.abspath(sys.executable)
     script = Path(exe).parent / ("mcptap.exe" if sys.platform.startswith("win") else "mcptap")
@@ -63,13 +64,13 @@ def edited(cf: ConfigFile, change: Callable[[], Outcome], dry_run: bool) -> Outc
     try:
         outcome = change()
     except ConfigError as exc:
-        raise Fail(f"{cf.path}: {exc}") from None
+        raise Fail(f"{escape_name(cf.path)}: {exc}") from None
     except RecursionError:
-        raise Fail(f"{cf.path}: nested too deeply to read") from None
+        raise Fail(f"{escape_name(cf.path)}: nested too deeply to read") from None
     check_writable(cf, outcome)
     report(outcome, dry_run)
     if not outcome.notes:
-        say(f"{cf.path}: no MCP servers in {cf.dialect.label}")
+        say(f"{escape_name(cf.path)}: no MCP servers in {cf.dialect.label}")
     return outcome
 
 
@@ -112,7 +113,7 @@ def command(host: str | None, config: str | None, dialect: str | None, project: 
             sys.exit(1 if refused else 0)
         backup = save(cf, outcome, memo_first=True)
         if outcome.text != cf.text:
-            say(f"wrote {cf.path}" + (f" (original saved as {backup})" if backup else "") + "; restart the host to apply")
+            say(f"wrote {escape_name(cf.path)}" + (f" (original saved as {escape_name(backup)})" if backup else "") + "; restart the host to apply")
         else:
-            say(f"{cf.path} unchanged")
+            say(f"{escape_name(cf.path)} unchanged")
         sys.exit(1 if refused else 0)

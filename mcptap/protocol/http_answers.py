@@ -76,10 +76,12 @@ def is_http_error_body(value: Any, status: int) -> bool:
 class HttpAnswers:
     """HTTP error answers of one capture: which exchanges carried a
     JSON-RPC(-ish) payload back (bounded), and the requests they answer or
-    leave refused. ``pairing``: the annotator's ``Pairing``."""
+    leave refused. ``pairing``: the annotator's ``Pairing``; ``clear``: quotes of the
+    peer's words in clear (``record --record-secrets``, set by ``HttpJudge``)."""
 
     def __init__(self, pairing: Pairing) -> None:
         self.pairing = pairing
+        self.clear = False
         self._bodies = BoundedMap(4096)      # exchange -> True: a JSON-RPC(-ish) s2c payload was judged
         self._session_errors = BoundedMap(1024)   # exchange -> error message naming the session
         self._hops = BoundedMap(1024)     # (session, id, method) of a redirected request -> targets it was redirected from
@@ -114,7 +116,7 @@ class HttpAnswers:
         status = status_of(msg.transport)
         if is_http_error_body(value, status):
             msg.kind, msg.id, msg.has_id = Kind.INVALID, None, False
-            msg.findings.append(error_body_finding(status, value))
+            msg.findings.append(error_body_finding(status, value, self.clear))
             return True
         if exchange is not None:
             self._bodies.add(exchange, True)
@@ -199,12 +201,13 @@ def method_not_found(p: Pending, st: SessionState, revision: str | None) -> list
     return declared_but_unsupported(p.method, p.direction, revision, client_caps, st.server_caps, "-32601 (method not found)")
 
 
-def error_body_finding(status: int, value: dict[str, Any]) -> Finding:
+def error_body_finding(status: int, value: dict[str, Any], clear: bool = False) -> Finding:
     """``http.error_body`` quoting the body's ``error`` string (the peer's) as other findings quote
-    peer values (``http_fields.shown``): token shapes as placeholders, found in the whole string
-    before the quote is cut to 40 characters (a cut token is no longer one), controls escaped."""
+    peer values (``http_fields.shown``): token shapes as placeholders (in clear when ``clear``,
+    ``record --record-secrets``), found in the whole string before the quote is cut to 40
+    characters (a cut token is no longer one), controls escaped."""
     err = value.get("error")
-    what = f" ({clip(shown(err) or '', 40)!r})" if isinstance(err, str) else ""
+    what = f" ({clip(shown(err, clear) or '', 40)!r})" if isinstance(err, str) else ""
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 

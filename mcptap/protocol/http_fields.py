@@ -28,11 +28,12 @@ def header(headers: Headers | None, name: str) -> str | None:
     return None
 
 
-def shown(value: str | None) -> str | None:
+def shown(value: str | None, clear: bool = False) -> str | None:
     """A header value as a finding quotes it: with the token shapes the capture's
     header fields have as placeholders (``redact.header_scan``), so a message never
-    shows a secret the field it quotes hides; None stays None."""
-    return scan_value(value) if value else value
+    shows a secret the field it quotes hides; as it is when ``clear`` (``record
+    --record-secrets``: the fields hold it in clear too); None stays None."""
+    return scan_value(value) if value and not clear else value
 
 
 def media_type(value: str | None) -> tuple[str, bool]:

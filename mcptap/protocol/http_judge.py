@@ -110,8 +110,11 @@ BODY_SIZE_CODES = frozenset({"http.body_shorter_than_content_length"})
 class HttpJudge:
     """Cross-exchange HTTP rules of one capture (see module doc)."""
 
-    def __init__(self, annotator: Any, endpoint: str | None = None) -> None:
+    def __init__(self, annotator: Any, endpoint: str | None = None, clear: bool = False) -> None:
         self.annotator = annotator
+        # ``record --record-secrets``: the annotator's quotes of peer words (an HTTP error
+        # body's) in clear, as the request facts' (``Exchange.clear``) and the fields they quote
+        annotator.answers.clear = clear
         self.endpoint = endpoint or None
         self.rules = HttpRules()
         self.book = SessionBook()

@@ -49,9 +49,9 @@ class HttpRules:
             last = header(ex.req_headers, "last-event-id")
             if last is not None:
                 src = next((e for e, b in m.broken.items() if last in b["ids"]), None)
-                out.append(finding("http.stream_resumed", f"GET with Last-Event-ID {shown(last)!r}"
+                out.append(finding("http.stream_resumed", f"GET with Last-Event-ID {shown(last, ex.clear)!r}"
                                    + (f" continues exchange {src}'s stream" if src is not None else ""),
-                                   {"last_event_id": shown(last), **({"resumes_exchange": src} if src is not None else {})}))
+                                   {"last_event_id": shown(last, ex.clear), **({"resumes_exchange": src} if src is not None else {})}))
                 if src is not None:
                     m.broken.pop(src, None)
             elif m.broken:

@@ -52,6 +52,9 @@ class Exchange:
     2024-11-05 HTTP+SSE transport (POST to an advertised endpoint); ``refused``:
     the ``how`` of the tap's own refusal (``records.events.TAP_REFUSALS``), "" for a
     request it forwarded: a refused one never reached the server, nothing judges it.
+    ``clear``: ``record --record-secrets``: findings quote its header values in clear, as
+    the capture's header fields hold them (else with token shapes as placeholders,
+    ``http_fields.shown``); a capture judged again offline does not say, and quotes them scrubbed.
     """
 
     method: str
@@ -66,6 +69,7 @@ class Exchange:
     status: int | None = None
     resp_headers: Headers | None = None
     refused: str = ""
+    clear: bool = False
 
     @property
     def has_request(self) -> bool:
@@ -91,20 +95,23 @@ def request_findings(ex: Exchange) -> list[Finding]:
     accept = header(h, "accept")
     if ex.method == "POST" and not ex.legacy and ex.body_kinds:
         if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
-            out.append(finding("http.post_accept_incomplete", f"POST Accept is {shown(accept)!r}: it MUST name application/json and text/event-stream"))
+            out.append(finding("http.post_accept_incomplete",
+                               f"POST Accept is {shown(accept, ex.clear)!r}: it MUST name application/json and text/event-stream"))
     if ex.method == "GET" and not accepts(accept, "text/event-stream"):
-        out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {shown(accept)!r}: it MUST name text/event-stream"))
+        out.append(finding("http.get_accept_missing_event_stream", f"GET Accept is {shown(accept, ex.clear)!r}: it MUST name text/event-stream"))
     ctype = header(h, "content-type")
     not_json = content_type_findings(ex, ctype)
     out.extend(not_json)
     if ctype is not None and media_type(ctype)[1] and not not_json:
-        out.append(finding("http.content_type_params", f"request Content-Type {shown(ctype)!r} has parameters or unusual case (valid; some servers reject it)"))
+        out.append(finding("http.content_type_params",
+                           f"request Content-Type {shown(ctype, ex.clear)!r} has parameters or unusual case (valid; some servers reject it)"))
     out.extend(version_header_findings(ex))
     enc = (header(h, "content-encoding") or "").strip().lower()
     if ex.method == "POST" and enc and enc != "identity":
-        out.append(finding("http.content_encoding", f"request body {shown(enc)}-encoded (forwarded as is; decoded for analysis unless "
+        out.append(finding("http.content_encoding", f"request body {shown(enc, ex.clear)}-encoded (forwarded as is; decoded for analysis unless "
                            "http.content_decoding_failed says it does not decode)") if enc in DECODABLE else
-                   finding("http.undecodable_encoding", f"request Content-Encoding {shown(enc)} cannot be decoded by mcptap: body stored raw, not analysed"))
+                   finding("http.undecodable_encoding",
+                           f"request Content-Encoding {shown(enc, ex.clear)} cannot be decoded by mcptap: body stored raw, not analysed"))
     out.extend(dropped_findings(h, "client", "server"))
     return out
 
@@ -125,14 +132,14 @@ def content_type_findings(ex: Exchange, ctype: str | None) -> list[Finding]:
     if mt == "application/json":
         return []
     origin = header(ex.req_headers, "origin")
-    sent = f"sent as {shown(ctype)!r}" if ctype is not None else "sent without Content-Type"
+    sent = f"sent as {shown(ctype, ex.clear)!r}" if ctype is not None else "sent without Content-Type"
     why = ""
     if mt in FORM_TYPES:
-        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {shown(origin)!r}: the server MUST validate it)"
+        why = (f"; a form type a web page can POST cross-site without a CORS preflight (Origin {shown(origin, ex.clear)!r}: the server MUST validate it)"
                if origin is not None else "; a form type a web page could POST cross-site without a CORS preflight")
     return [finding("http.post_content_type_not_json", f"JSON-RPC POST {sent}: the body MUST be sent as application/json "
                     f"(SDK servers refuse it with 400 or 415){why}",
-                    {"content_type": shown(ctype), **({"origin": shown(origin)} if origin is not None else {})})]
+                    {"content_type": shown(ctype, ex.clear), **({"origin": shown(origin, ex.clear)} if origin is not None else {})})]
 
 
 def dropped_findings(h: Headers | None, sender: str, receiver: str) -> list[Finding]:
@@ -155,7 +162,7 @@ def version_header_findings(ex: Exchange) -> list[Finding]:
             return [finding("http.protocol_version_header_missing", f"2026-07-28 POST without MCP-Protocol-Version (_meta says {ex.meta_version})")]
         if got != ex.meta_version:
             return [finding("http.protocol_version_header_mismatch",
-                            f"MCP-Protocol-Version {shown(got)!r} differs from _meta protocolVersion {ex.meta_version!r}")]
+                            f"MCP-Protocol-Version {shown(got, ex.clear)!r} differs from _meta protocolVersion {ex.meta_version!r}")]
         return []
     rev = ex.revision
     if rev is None or rules.is_modern(rev) or not _at_least(rev, VERSION_HEADER_SINCE):
@@ -163,7 +170,7 @@ def version_header_findings(ex: Exchange) -> list[Finding]:
     if got is None:
         return [finding("http.protocol_version_header_missing", f"{ex.method} without MCP-Protocol-Version on a {rev} session (MUST after initialize)")]
     if got != rev:
-        return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {shown(got)!r} but the session negotiated {rev}")]
+        return [finding("http.protocol_version_header_mismatch", f"MCP-Protocol-Version {shown(got, ex.clear)!r} but the session negotiated {rev}")]
     return []
 
 
@@ -182,13 +189,13 @@ def response_findings(ex: Exchange) -> list[Finding]:
     if ex.method == "POST" and not ex.legacy and ex.has_request and 200 <= st < 300 and st != 202 \
             and mt not in ("application/json", "text/event-stream"):
         out.append(finding("http.unexpected_content_type",
-                           f"request answered {st} with Content-Type {shown(ctype)!r}: MUST be application/json or text/event-stream"))
+                           f"request answered {st} with Content-Type {shown(ctype, ex.clear)!r}: MUST be application/json or text/event-stream"))
     if ctype is not None and unusual and mt in ("application/json", "text/event-stream"):
-        out.append(finding("http.content_type_params", f"response Content-Type {shown(ctype)!r} has parameters or unusual case"))
+        out.append(finding("http.content_type_params", f"response Content-Type {shown(ctype, ex.clear)!r} has parameters or unusual case"))
     if ex.legacy and ex.method == "POST" and st >= 400:
         out.append(finding("http.legacy_post_not_found", f"POST to the legacy endpoint {ex.target} answered {st}"))
     if st == 403 and header(ex.req_headers, "origin") is not None:
-        out.append(finding("http.origin_rejected", f"403 for Origin {shown(header(ex.req_headers, 'origin'))!r}"))
+        out.append(finding("http.origin_rejected", f"403 for Origin {shown(header(ex.req_headers, 'origin'), ex.clear)!r}"))
     if st in (406, 415):
         req_ctype, req_accept = header(ex.req_headers, "content-type"), header(ex.req_headers, "accept")
         # a request Content-Type counts only as application/json with parameters: a 415 for a form type is right
@@ -196,11 +203,12 @@ def response_findings(ex: Exchange) -> list[Finding]:
                if v and media_type(v.split(",")[0])[1]]
         if bad or (st == 406 and accepts(header(ex.req_headers, "accept"), "application/json")
                    and accepts(header(ex.req_headers, "accept"), "text/event-stream")):
-            out.append(finding("http.media_type_rejected",
-                               f"{st} although the request's media types are valid ({', '.join(repr(shown(b)) for b in bad) or 'Accept names both types'})"))
+            named = ", ".join(repr(shown(b, ex.clear)) for b in bad) or "Accept names both types"
+            out.append(finding("http.media_type_rejected", f"{st} although the request's media types are valid ({named})"))
     if ex.is_initialize and st == 400 and header(ex.req_headers, "mcp-protocol-version") is not None:
         out.append(finding("http.protocol_version_rejected_at_initialize",
-                           f"initialize refused with 400 while it carried MCP-Protocol-Version {shown(header(ex.req_headers, 'mcp-protocol-version'))!r}"))
+                           "initialize refused with 400 while it carried MCP-Protocol-Version "
+                           f"{shown(header(ex.req_headers, 'mcp-protocol-version'), ex.clear)!r}"))
     if ex.method == "GET" and accepts(header(ex.req_headers, "accept"), "text/event-stream") and st != 405 \
             and (st in (406, 501) or (st == 404 and sid is None)):
         out.append(finding("http.get_stream_refused_not_405", f"GET stream refused with {st}: a server without a GET stream answers 405"))
@@ -208,26 +216,27 @@ def response_findings(ex: Exchange) -> list[Finding]:
     if enc and enc != "identity":
         if mt == "text/event-stream":
             out.append(finding("sse.compressed_stream",
-                               f"Content-Encoding {shown(enc)} on an event stream: intermediaries and clients may buffer or fail to decode"))
+                               f"Content-Encoding {shown(enc, ex.clear)} on an event stream: intermediaries and clients may buffer or fail to decode"))
         if enc in DECODABLE:
-            out.append(finding("http.content_encoding", f"{shown(enc)}-encoded body (forwarded as is; decoded for analysis "
+            out.append(finding("http.content_encoding", f"{shown(enc, ex.clear)}-encoded body (forwarded as is; decoded for analysis "
                                "unless http.content_decoding_failed says it does not decode)"))
         else:
-            out.append(finding("http.undecodable_encoding", f"Content-Encoding {shown(enc)} cannot be decoded by mcptap: body stored raw, not analysed"))
-    out.extend(framing_findings(rh))
+            out.append(finding("http.undecodable_encoding",
+                               f"Content-Encoding {shown(enc, ex.clear)} cannot be decoded by mcptap: body stored raw, not analysed"))
+    out.extend(framing_findings(rh, ex.clear))
     out.extend(dropped_findings(rh, "server", "client"))
     return out
 
 
-def framing_findings(rh: Headers) -> list[Finding]:
+def framing_findings(rh: Headers, clear: bool = False) -> list[Finding]:
     """A response head with both Content-Length and Transfer-Encoding (RFC 9112
     §6.1: a sender MUST NOT; the recipient reads the body by Transfer-Encoding,
-    as h11 and so the tap did, and a proxy removes Content-Length)."""
+    as h11 and so the tap did, and a proxy removes Content-Length); ``clear``: as ``Exchange.clear``."""
     cl, te = header(rh, "content-length"), header(rh, "transfer-encoding")
     if cl is None or te is None:
         return []
     return [finding("http.content_length_with_transfer_encoding",
-                    f"the server sent Content-Length {shown(cl.strip())!r} with Transfer-Encoding {shown(te.strip())!r}: the body was read by "
+                    f"the server sent Content-Length {shown(cl.strip(), clear)!r} with Transfer-Encoding {shown(te.strip(), clear)!r}: the body was read by "
                     "Transfer-Encoding (response_bytes), and the tap forwarded the head without Content-Length (the capture "
                     "keeps both, as received); a peer that trusts Content-Length instead reads another body")]
 
@@ -246,7 +255,7 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
                         f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
                         severity=WARN)]
     if ctype is not None and st == 202:
-        return [finding("http.ack_content_type_unexpected", f"Content-Type {shown(ctype)!r} on a body-less 202")]
+        return [finding("http.ack_content_type_unexpected", f"Content-Type {shown(ctype, ex.clear)!r} on a body-less 202")]
     return []
 
 

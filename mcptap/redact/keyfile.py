@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mcptap.errors import RedactionError
+from mcptap.escape import escape_name
 from mcptap.redact.keyed import Keyer
 
 ENV_KEY = "MCPTAP_REDACT_KEY"
@@ -138,7 +139,7 @@ def _read_or_create(path: Path) -> bytes:
     except FileNotFoundError:
         pass
     except (OSError, UnicodeDecodeError) as exc:
-        raise RedactionError(f"cannot read the redaction key {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise RedactionError(f"cannot read the redaction key {escape_name(str(path))}: {getattr(exc, 'strerror', None) or exc}") from None
     # write a complete key file under a temporary name, then link it into place:
     # two mcptaps starting at once never see a half-written key, and both use the winner's
     key = secrets.token_bytes(32)
@@ -154,5 +155,5 @@ def _read_or_create(path: Path) -> bytes:
     except FileExistsError:
         return _parse(path.read_text("ascii"), str(path))
     except OSError as exc:
-        raise RedactionError(f"cannot create the redaction key {path}: {exc.strerror or exc}") from None
+        raise RedactionError(f"cannot create the redaction key {escape_name(str(path))}: {exc.strerror or exc}") from None
     return key

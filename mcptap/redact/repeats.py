@@ -4,16 +4,14 @@ A value redacted under a key (``params.arguments.password``, a user's ``--redact
 at a user path, or found by a pattern, is often repeated where nothing marks it as a secret:
 the server's stderr ("login attempt bob with Tr0ub4dor&3"), a tool result's text, its
 ``structuredContent``. ``Repeats`` remembers each such value with its placeholder and finds it
-in any later string, as ``known_secrets`` does for a server's argv secrets ("wherever a
-server repeats it"), with the same minimum length: a shorter value replaced everywhere
-would wreck a capture. Text inside a placeholder is never matched (a 4-digit secret in a
-placeholder's hex digits), nor a piece of a longer word or number, nor a value of ``COMMON``
-(``"password": "none"``: redacted there, but "none" elsewhere is no secret).
+in any later string, by the rule ``known_secrets`` uses for a server's argv secrets
+(``repeat_match``: the same minimum length, the same common words left alone, never inside a
+placeholder nor as a piece of a longer word or number).
 """
 
 from __future__ import annotations
 
-from mcptap.redact.keyed import MIN_REPEATED, PLACEHOLDER
+from mcptap.redact.repeat_match import find, repeatable
 from mcptap.redact.scanner import Span
 
 #: values remembered at most: each string is searched for each of them (a C substring search
@@ -22,18 +20,12 @@ from mcptap.redact.scanner import Span
 MOST = 256
 #: the rule of a repeated value's span (``scrub --dry-run``)
 RULE = "repeated-secret"
-#: values a secret-named field often holds that are no secret but words any text holds
-#: (``"password": "none"``, ``"apiKey": "true"``): redacted where they stand, never searched for
-#: elsewhere, or every later "none" and "true" of the capture would become a placeholder
-COMMON = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty", "unset", "default",
-                    "enabled", "disabled", "required", "optional", "string", "bearer", "basic", "token",
-                    "secret", "password", "redacted", "hidden", "masked"})
 
 
 class Repeats:
-    """``learn(secret)`` remembers a secret (at least ``MIN_REPEATED`` characters, not blank,
-    no placeholder in it) when ``on`` (``Redactor.remembering``, for one capture: a Redactor
-    that redacts unrelated strings, the process-wide one of record time, must not carry one
+    """``learn(secret)`` remembers a secret (``repeat_match.repeatable``: at least
+    ``MIN_REPEATED`` characters, not blank, not a ``COMMON`` word, no placeholder in it) when
+    ``on`` (``Redactor.remembering``, for one capture: a Redactor that redacts unrelated strings, the process-wide one of record time, must not carry one
     string's secret into the next); ``spans(text, taken)`` finds the remembered ones in ``text``."""
 
     __slots__ = ("_order", "_values", "on")
@@ -54,8 +46,7 @@ class Repeats:
         return list(self._order)
 
     def learn(self, secret: str) -> None:
-        if (not self.on or len(secret) < MIN_REPEATED or secret in self._values or len(self._values) >= MOST
-                or not secret.strip() or secret.casefold() in COMMON or PLACEHOLDER.search(secret)):
+        if not self.on or secret in self._values or len(self._values) >= MOST or not repeatable(secret):
             return
         self._values.add(secret)
         self._order.append(secret)
@@ -67,20 +58,4 @@ class Repeats:
         ``01234567``, ``abcd`` in ``abcdef``: a short secret found inside other text would
         wreck it, and is no repeat of the value): non-overlapping ``Span``s (``secret`` None:
         the text there), in no particular order."""
-        blocked = [(sp.start, sp.end) for sp in taken]
-        if "«" in text:
-            blocked += [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
-        out: list[Span] = []
-        for value in self._order:
-            at = text.find(value)
-            while at >= 0:
-                end = at + len(value)
-                if (any(a < end and at < b for a, b in blocked)
-                        or (at > 0 and value[0].isalnum() and text[at - 1].isalnum())
-                        or (end < len(text) and value[-1].isalnum() and text[end].isalnum())):
-                    at = text.find(value, at + 1)
-                    continue
-                out.append(Span(at, end, RULE))
-                blocked.append((at, end))
-                at = text.find(value, end)
-        return out
+        return [Span(a, b, RULE) for a, b, _ in find(text, self._order, [(sp.start, sp.end) for sp in taken])]

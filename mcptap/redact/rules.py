@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.errors import RedactionError
+from mcptap.escape import escape_name
 from mcptap.redact.keys import normalise
 from mcptap.redact.patterns import BUILTIN
 
@@ -168,25 +169,25 @@ def _read_file(path: str) -> tuple[set[str], list[tuple[PathSeg, ...]], list[tup
         with open(path, "rb") as fp:
             data = tomllib.load(fp)
     except OSError as exc:
-        raise RedactionError(f"cannot read rules file {path}: {exc.strerror or exc}") from None
+        raise RedactionError(f"cannot read rules file {escape_name(path)}: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RedactionError(f"rules file {path}: not valid TOML: {exc}") from None
+        raise RedactionError(f"rules file {escape_name(path)}: not valid TOML: {exc}") from None
     unknown = set(data) - {"keys", "paths", "patterns", "builtin"}
     if unknown:
-        raise RedactionError(f"rules file {path}: unknown field {sorted(unknown)[0]!r} (expected keys, paths, patterns, builtin)")
+        raise RedactionError(f"rules file {escape_name(path)}: unknown field {sorted(unknown)[0]!r} (expected keys, paths, patterns, builtin)")
     keys = data.get("keys", [])
     paths = data.get("paths", [])
     if not isinstance(keys, list) or not all(isinstance(x, str) for x in keys):
-        raise RedactionError(f"rules file {path}: keys must be a list of strings")
+        raise RedactionError(f"rules file {escape_name(path)}: keys must be a list of strings")
     if not isinstance(paths, list) or not all(isinstance(x, str) for x in paths):
-        raise RedactionError(f"rules file {path}: paths must be a list of strings")
+        raise RedactionError(f"rules file {escape_name(path)}: paths must be a list of strings")
     builtin = data.get("builtin", True)
     if not isinstance(builtin, bool):
-        raise RedactionError(f"rules file {path}: builtin must be true or false")
+        raise RedactionError(f"rules file {escape_name(path)}: builtin must be true or false")
     raw = data.get("patterns", {})
     if isinstance(raw, list):
         raw = {f"{path}:{i + 1}": rx for i, rx in enumerate(raw)}
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
-        raise RedactionError(f"rules file {path}: patterns must be a table of name = regex (or a list of regexes)")
-    pats = [(str(name), _compile(str(name), rx, f"rules file {path}: pattern {name}")) for name, rx in raw.items()]
-    return ({normalise(x) for x in keys if normalise(x)}, [parse_path(x, f"rules file {path}") for x in paths], pats, builtin)
+        raise RedactionError(f"rules file {escape_name(path)}: patterns must be a table of name = regex (or a list of regexes)")
+    pats = [(str(name), _compile(str(name), rx, f"rules file {escape_name(path)}: pattern {name}")) for name, rx in raw.items()]
+    return ({normalise(x) for x in keys if normalise(x)}, [parse_path(x, f"rules file {escape_name(path)}") for x in paths], pats, builtin)

@@ -56,6 +56,7 @@ from mcptap.capture.reader import CaptureStream, parse_header
 from mcptap.capture.source import CUT, lines, open_input, read_line
 from mcptap.capture.writer import CaptureWriter, lock
 from mcptap.errors import CaptureWriteError
+from mcptap.escape import escape_name
 from mcptap.liveness import remove_leftovers
 from mcptap.model import Direction, Severity
 from mcptap.protocol.gap_pending import counted_findings
@@ -270,11 +271,11 @@ def extend_capture(path: str, episode: str, scrubbers: Sequence[Any] = (), sourc
         gz = isinstance(src, gzip.GzipFile)
         header = parse_header(read_line(src, path), path)
         if header.get("transport", "stdio") != "stdio":
-            raise ValueError(f"{path}: only stdio captures can be extended")
+            raise ValueError(f"{escape_name(path)}: only stdio captures can be extended")
         if header.get("version") != VERSION:
-            raise ValueError(f"{path}: capture format version {header.get('version')!r}: only version {VERSION} captures can be extended")
+            raise ValueError(f"{escape_name(path)}: capture format version {header.get('version')!r}: only version {VERSION} captures can be extended")
         if header.get("scrubbed") and not scrubbers:
-            raise ValueError(f"{path} is scrubbed, and the new session cannot be scrubbed as it was")
+            raise ValueError(f"{escape_name(path)} is scrubbed, and the new session cannot be scrubbed as it was")
         ep = CaptureStream(episode)
         out = _Out(path, gz)
         try:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -288,3 +290,15 @@ def test_recover_after_a_recorded_message_that_held_an_argv_secret_adds_every_by
     said = [r for r in c.records if r["type"] == "message" and r.get("original")]
     assert [r["original"] for r in said] == [{"offset": len(A), "bytes": len(echo)}]   # the resized message says so
     assert chunks[0]["offset"] == len(A) + len(echo) and "original" not in chunks[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_recover_refuses_a_fifo_or_device_at_once(tmp_path: Path) -> None:
+    """A FIFO waited for a writer forever (its open blocks); it has no place to append to nor a
+    spill file beside it: a usage error, as ``report``/``serve --extend`` refuse a pipe."""
+    fifo = tmp_path / "cap.jsonl"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/null"):
+        proc = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "recover", path], capture_output=True, timeout=30)
+        assert proc.returncode == 2, proc.stderr
+        assert b"give it as a file, not a pipe, device or descriptor" in proc.stderr

@@ -72,7 +72,7 @@ class HttpObserver(RequestObserver):
         self.listen_authority = listen_authority
         self.listen_scheme = listen_scheme
         self.record_secrets = record_secrets
-        self.judge = HttpJudge(rec.annotator, upstream.path if upstream.path not in ("", "/") else None)
+        self.judge = HttpJudge(rec.annotator, upstream.path if upstream.path not in ("", "/") else None, record_secrets)
         self._ex: dict[int, ObservedExchange] = {}
         self._sessions = SessionKeys(record_secrets)
         self._pending_rewrites: dict[int, list[tuple[str, str]]] = {}
@@ -144,7 +144,7 @@ class HttpObserver(RequestObserver):
         h = it.headers
         session, legacy = self._sessions.of_request(it.method, it.target, h)
         host = header(h, "host")
-        facts = Exchange(it.method, it.target, h, session=session, legacy=legacy, refused=it.refused)
+        facts = Exchange(it.method, it.target, h, session=session, legacy=legacy, refused=it.refused, clear=self.record_secrets)
         e = ObservedExchange(it.exchange, it.conn, it.method, it.target, host, facts, self.rec.clock())
         self._ex[it.exchange] = e
         fs: list[Finding] = []
