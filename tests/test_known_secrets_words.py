@@ -71,8 +71,9 @@ def test_an_escape_in_an_encoded_line_is_no_letter_before_a_secret() -> None:
     assert out["raw"] == raw.replace("\\n1234", "\\n" + _ph("1234"))
 
 
-_SECRETS = ["abcd", "12 34", "ab«c", "éab1", "-x-y"]
-_ALPHABET = st.sampled_from(["a", "b", "c", "d", "1", "2", "3", "4", " ", "-", "x", "y", "é", "«", "»", "\n", "ab", "abcd", "12 34", "éab1"])
+_SECRETS = ["abcd", "12 34", "ab«c", "éab1", "-x-y", "k3yk3yk3yk3y"]
+_ALPHABET = st.sampled_from(["a", "b", "c", "d", "1", "2", "3", "4", " ", "-", "x", "y", "é", "«", "»", "\n", "ab", "abcd", "12 34", "éab1",
+                             "k3y", "k3yk3yk3yk3y"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -86,6 +87,19 @@ def test_any_split_of_a_stderr_stream_stores_what_one_read_would(text: str, cuts
     pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
     out = b"".join(ks.replace_in(ks.take(p)) for p in pieces) + ks.replace_in(ks.take(b"", final=True))
     assert out == one == whole.replace_in(data)
+
+
+def test_a_long_secret_glued_to_a_word_is_still_replaced() -> None:
+    """A token or key (12 characters or more) is no piece of another word by chance: glued
+    to text (``0x`` before a hex key, ``Bearer`` without its space) it is replaced too."""
+    key = "deadbeef12345678"
+    ks = KnownSecrets({key: _ph(key), "0123": _ph("0123")})
+    text = f"0x{key} Bearer{key}x 01234567 {key}"
+    assert ks.replace_in(text.encode()).decode() == f"0x{_ph(key)} Bearer{_ph(key)}x 01234567 {_ph(key)}"
+    reps = Repeats(on=True)
+    reps.learn(key)
+    assert [(sp.start, sp.end) for sp in sorted(reps.spans(text, []), key=lambda sp: sp.start)] == [
+        (2, 18), (25, 41), (52, 68)]
 
 
 def test_a_read_ending_in_a_word_waits_for_the_next() -> None:

@@ -9,9 +9,11 @@ search the same values the same way:
 * ``repeatable(value)``: only values of at least ``MIN_REPEATED`` characters, not blank, not a
   word of ``COMMON`` (``--token none``, ``"password": "none"``: redacted where they stand,
   but "none" elsewhere is no secret) and holding no placeholder are searched for;
-* ``find``: an occurrence counts unless it is a piece of a longer word or number (``0123``
-  in ``01234567``, ``abcd`` in ``abcdef``: an alphanumeric end of the value next to an
-  alphanumeric character, ``str.isalnum``) or inside a placeholder; longer values first, no
+* ``find``: an occurrence counts unless it is inside a placeholder or, for a value shorter than
+  ``WORDLESS`` characters, a piece of a longer word or number (``0123`` in ``01234567``,
+  ``abcd`` in ``abcdef``: an alphanumeric end of the value next to an alphanumeric character,
+  ``str.isalnum``). A longer value (a token, a key) is found anywhere: by chance it is no piece
+  of another word, while a secret glued to text (``0x`` before a hex key) must not stay in clear; longer values first, no
   two occurrences overlap. ``encoded``: ``text`` is JSON-encoded (a record line, a message's
   raw JSON text), where the letter ending an escape (``\\n``, ``\\u00e9``) is no letter of
   the decoded text: it does not make a value a piece of a word (a doubtful case is replaced);
@@ -34,6 +36,8 @@ COMMON = frozenset({"none", "null", "nil", "true", "false", "undefined", "empty"
                     "secret", "password", "redacted", "hidden", "masked"})
 #: the longest placeholder (``keyed.PLACEHOLDER``): a stream is not cut inside one
 _PLACEHOLDER_MAX = 76
+#: from this length on a value is found inside longer words too (see module doc)
+WORDLESS = 12
 _ESCAPE_TAIL = re.compile(r"\\u[0-9A-Fa-f]{4}\Z")
 
 
@@ -56,7 +60,8 @@ def find(text: str, values: Iterable[str], blocked: Iterable[tuple[int, int]] = 
          encoded: bool = False) -> list[tuple[int, int, str]]:
     """``(start, end, value)`` of each occurrence in ``text`` of ``values`` (longest first)
     outside the ``blocked`` ranges and outside placeholders, not a piece of a longer word or
-    number; non-overlapping, in no particular order."""
+    number unless the value has ``WORDLESS`` characters or more; non-overlapping, in no
+    particular order."""
     taken = list(blocked)
     if "«" in text:
         taken += [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
@@ -67,8 +72,9 @@ def find(text: str, values: Iterable[str], blocked: Iterable[tuple[int, int]] = 
         while at >= 0:
             end = at + len(value)
             if (any(a < end and at < b for a, b in taken)
-                    or (at > 0 and value[0].isalnum() and _word_before(text, at, encoded))
-                    or (end < n and value[-1].isalnum() and text[end].isalnum())):
+                    or (len(value) < WORDLESS
+                        and ((at > 0 and value[0].isalnum() and _word_before(text, at, encoded))
+                             or (end < n and value[-1].isalnum() and text[end].isalnum())))):
                 at = text.find(value, at + 1)
                 continue
             out.append((at, end, value))
