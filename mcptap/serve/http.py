@@ -49,6 +49,7 @@ from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
 from mcptap.serve.http_requests import Requests
+from mcptap.serve.http_send import OpenExchange
 from mcptap.serve.http_streams import MockSession, unsent_line
 from mcptap.serve.live import Out
 from mcptap.serve.script_http import refusal_key
@@ -82,6 +83,7 @@ class HttpMock(Requests):
         self._exchanges = 0
         self._told_raw = False
         self._turns: dict[str, int] = {}         # request kind -> its recorded answers given (Answering._turn)
+        self.open_exchanges: dict[int, OpenExchange] = {}
         #: requests whose answering failed by a fault of the mock's own (said; the exit status is 1)
         self.internal_errors = 0
         #: notifications not sent after the first of their method in their session, by method:
@@ -122,34 +124,53 @@ class HttpMock(Requests):
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
         c = Conn(stream, self._conns, *self.timeouts, seen=self._seen)
+        side, detail = "client", ""          # who closed it, as the tap's conn_close record says
         try:
             while True:
                 got = await c.next_request()
                 if not isinstance(got, tuple):
                     if got == TOO_LARGE:
+                        side, detail = "tap", "request body too large: answered 413"
                         await self._plain(c, 413, b"request body too large")
                     elif got == TOO_SLOW:
+                        side, detail = "tap", "request not received whole in time: answered 408"
                         await c.answer_slow(self.limit.notices)
+                    elif c.idled:
+                        side = "tap"                 # the mock's idle timeout
                     return
+                c.busy = True
                 await self._request(c, *got)
+                c.busy = False
                 if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
                     c.h11.start_next_cycle()
                 else:
                     break
         except IO_ERRORS:
             pass
+        except trio.Cancelled:
+            side = "tap"                             # the mock stops
+            raise
         except Exception as exc:    # noqa: BLE001 - one request's failure must not take every other client's server down
             # (a bug of ours answering one request once ended the whole mock: every later request was refused)
             self.internal_errors += 1
             line = f"internal error answering a request on connection {c.id}: {type(exc).__name__}: {exc} (that connection is closed)"
+            side, detail = "tap", line
             self.say(line)
             if self.rec is not None:
                 self.rec.note("serve", message=line)
         finally:
+            if not c.closed_as_recorded:
+                self._conn_closed(c, side, detail)
             try:
                 await stream.aclose()
             except IO_ERRORS:
                 pass
+
+    def _conn_closed(self, c: Conn, side: str, detail: str) -> None:
+        """The ``conn_close`` record the tap writes for a client connection (relay/http/observe.py):
+        ``side`` "client" or "tap" (the mock closed it), ``idle``: no request was being answered."""
+        fields: dict[str, Any] = {"event": "conn_close", "conn": c.id, "side": side, "idle": not c.busy}
+        self._record_http(**fields, **({"detail": detail} if detail else {}))
 
     def _seen(self, direction: Direction, data: bytes) -> None:
         # every byte read and written, as the tap's end record counts what it forwarded (the CLI sets ``rec`` late)
@@ -174,6 +195,7 @@ class HttpMock(Requests):
             sid = self._header(req, b"mcp-session-id") or self._legacy_session(method, target)
             self._record_http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
                               headers=headers_json(list(req.headers)), **({"session": sid} if sid is not None else {}))
+            self._exchange_opened(ex, c.id, len(body), sid)
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
             return
@@ -219,7 +241,7 @@ class HttpMock(Requests):
         if ms.closed or not any(o is out for o in ms.backlog):
             return
         v = out.value if isinstance(out.value, dict) else {}
-        line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.first_status("get", 405))
+        line = unsent_line(v, ms.key, UNSENT_AFTER_S if self.script.get_stream else None, self.script.first_status("get", 405))
         method = v.get("method")
         if "id" in v or not isinstance(method, str):
             self.say(line)                  # a server request or an answer: each is one a client may wait for
@@ -229,5 +251,5 @@ class HttpMock(Requests):
         else:
             self.unsent_more[method] = self.unsent_more.get(method, 0) + 1
         if self.rec is not None:
-            self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
+            self.rec.note("serve", message=line, session=ms.key, unsent=v.get("method"))
 

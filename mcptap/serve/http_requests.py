@@ -65,7 +65,7 @@ class Requests(LegacyServing):
                     self._told_raw = True
                     self.say(line + " (and any more: see the -o capture's serve notes)")
                 if self.rec is not None:
-                    self.rec.note("serve", message=line, session=ms.sid)
+                    self.rec.note("serve", message=line, session=ms.key)
         return [o for o in outs if o.raw is None]
 
     @staticmethod
@@ -100,6 +100,7 @@ class Requests(LegacyServing):
         if ms is None:
             await self._plain(c, status, why, ex)
             return
+        self._exchange_session(ex, ms.key)
         self._record_msg(C2S, body, ms, ex, "post")
         extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
         bad = self.core.invalid(value) if not isinstance(value, list) else None
@@ -158,7 +159,7 @@ class Requests(LegacyServing):
         header (``sent`` False), the refusal recorded for that kind if any (a server's own 400)."""
         answer = self._turn(key) if not sent else None
         if answer is not None and not answer.stream:
-            await self._send_ending(c, ex, answer.ending, [])
+            await self._send_ending(c, ex, answer.ending, [], frame=True)       # a JSON body: a message, as the tap frames it
         else:
             await self._plain(c, status, why, ex)
 

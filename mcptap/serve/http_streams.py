@@ -72,6 +72,9 @@ class MockSession:
 
     live: LiveSession
     sid: str | None = None
+    #: the session as the mock's capture names it: ``sid``, but a legacy session id (a credential, the
+    #: one thing authorising its POSTs) as its keyed placeholder, as the tap records it (relay/http/sessions.py)
+    key: str | None = None
     streams: dict[Any, ResponseStream] = field(default_factory=dict)
     #: the open GET streams, the latest last: it takes what is not a request's (see ``open_standalone``)
     gets: list[ResponseStream] = field(default_factory=list)
@@ -81,6 +84,10 @@ class MockSession:
     order: InOrder = field(default_factory=InOrder)
     get_stream: bool = True             # the recorded server offered a GET stream (the client may open one)
     opened: bool = False                # what the recorded server wrote before any client message is out
+
+    def __post_init__(self) -> None:
+        if self.key is None:
+            self.key = self.sid
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
