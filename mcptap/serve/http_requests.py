@@ -172,7 +172,7 @@ class Requests(LegacyServing):
             await self._no_session(c, ex, key, sent, status, why)
             return
         # the recorded answers of this kind in turn (a 401, then the stream; a GET /mcp/x beside the stream its 405)
-        answer = self._turn(key)
+        answer = self._turn(key, ms)
         if answer is not None and not answer.stream or answer is None and not self.script.get_stream:
             await self._refused_as_recorded(c, ex, answer, "get", 405)
             return
@@ -190,7 +190,7 @@ class Requests(LegacyServing):
         if ms is None:
             await self._no_session(c, ex, key, sid is not None, 404, b"")
             return
-        answer = self._turn(key) or next(iter(self.script.kind_answers.get("delete", ())), None)
+        answer = self._turn(key, ms) or next(iter(self.script.kind_answers.get("delete", ())), None)
         if answer is None or 200 <= (answer.ending.status or 0) < 300:
             self.sessions.pop(ms.sid or "", None)            # (a recorded 405: the server kept the session)
             ms.end()

@@ -103,15 +103,20 @@ class Answering:
             return False
         return True
 
-    def _turn(self, key: str) -> KindAnswer | None:
+    def _turn(self, key: str, ms: MockSession | None = None) -> KindAnswer | None:
         """The next recorded answer of request kind ``key`` (serve/script_http.refusal_key): the recorded ones
         in recorded order, then the last again, as equal POSTed requests get their recorded answers
-        (docs/serve.md); None: the capture has none of that kind."""
-        got = self.script.kind_answers.get(key)
+        (docs/serve.md); None: the capture has none of that kind. Of live session ``ms``: those of the recorded
+        session it plays (``live.group``, bound at its ``initialize``), in its own turn, when that session has
+        any (two clients served at once used to take turns in one list: each got the other's); else the
+        capture's, in the mock's turn."""
+        group = ms.live.group if ms is not None else None
+        own = self.script.session_answers.get(group, {}).get(key) if group is not None else None
+        got, turns = (own, ms.turns) if own and ms is not None else (self.script.kind_answers.get(key), self._turns)
         if not got:
             return None
-        n = self._turns.get(key, 0)
-        self._turns[key] = n + 1
+        n = turns.get(key, 0)
+        turns[key] = n + 1
         return got[min(n, len(got) - 1)]
 
     async def _refused_as_recorded(self, c: Conn, ex: int, answer: KindAnswer | None, what: str, default: int) -> None:

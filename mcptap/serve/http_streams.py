@@ -84,6 +84,8 @@ class MockSession:
     order: InOrder = field(default_factory=InOrder)
     get_stream: bool = True             # the recorded server offered a GET stream (the client may open one)
     opened: bool = False                # what the recorded server wrote before any client message is out
+    #: request kind -> its recorded session's answers given (``Answering._turn``)
+    turns: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.key is None:

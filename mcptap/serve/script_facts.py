@@ -36,6 +36,7 @@ class ExchangeFacts:
         self.last_on: dict[Any, tuple[Emission, list[Emission], int]] = {}
         #: HTTP exchange -> its response body's lines that are not messages: (their bytes, the emission, its list)
         self.bodies: dict[Any, list[tuple[bytes, Emission, list[Emission]]]] = {}
+        self.groups: dict[Any, int] = {}
 
     def http(self, rec: dict[str, Any]) -> None:
         if self.auth.record(rec):
@@ -45,6 +46,7 @@ class ExchangeFacts:
         facts = self.exchanges.setdefault(ex, {}) if ex is not None else {}
         if ev == "request":
             facts["method"] = rec.get("method")
+            facts["session"] = key_field(rec.get("session"))
             self.last_request[key_field(rec.get("session"))] = int_field(rec.get("seq")) or 0
             facts["target"] = rec.get("target")
             headers = rec.get("headers")
@@ -96,11 +98,15 @@ class ExchangeFacts:
         answer = kind_answer(facts, self.auth.headers(ex, replayed_headers(facts.get("headers"))), default)
         if status_field(facts.get("status")) is not None:
             sc.kind_answers.setdefault(key, []).append(answer)
+            group = self.groups.get(facts.get("session")) if facts.get("session") is not None else None
+            if group is not None:
+                sc.session_answers.setdefault(group, {}).setdefault(key, []).append(answer)
         if generic is not None:
             sc.kind_answers.setdefault(generic, [answer])
 
     def finish(self) -> Script:
         sc = self.script
+        self.groups = {s.key: s.index for s in sc.sessions if s.key is not None}     # recorded session -> its index
         post_path = None
         for ex, facts in self.exchanges.items():
             method, target = facts.get("method"), facts.get("target")
