@@ -141,6 +141,8 @@ class MockSession:
         if out.ends is not None:
             if target is not None:
                 target.put(out)          # the end of that request's stream; a stream already over has nothing to end
+            elif out.via is None and self.standalone is not None:
+                self.standalone.put(out)     # the end of the GET stream (none open: nothing to end)
             return
         if target is None and out.answers is not None:
             target = self.streams.get(hkey(out.answers))

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from mcptap.capture.format import decode_bytes
 from mcptap.serve.script_auth import AuthFacts
 from mcptap.serve.script_fields import int_field, key_field, status_field
-from mcptap.serve.script_http import STREAM_END, ending_of, kind_answer, priming, refusal_key, replayed_headers, sse_bytes, stream_ended
+from mcptap.serve.script_http import SERVER_ENDED, STREAM_END, ending_of, kind_answer, priming, refusal_key, replayed_headers, sse_bytes, stream_ended
 from mcptap.serve.script_model import Emission, Recorded, Script
 
 
@@ -37,6 +37,7 @@ class ExchangeFacts:
         #: HTTP exchange -> its response body's lines that are not messages: (their bytes, the emission, its list)
         self.bodies: dict[Any, list[tuple[bytes, Emission, list[Emission]]]] = {}
         self.groups: dict[Any, int] = {}
+        self.last_method: dict[Any, Any] = {}         # HTTP session -> the method of its latest request record
 
     def http(self, rec: dict[str, Any]) -> None:
         if self.auth.record(rec):
@@ -47,6 +48,7 @@ class ExchangeFacts:
         if ev == "request":
             facts["method"] = rec.get("method")
             facts["session"] = key_field(rec.get("session"))
+            self.last_method[facts["session"]] = rec.get("method")
             self.last_request[key_field(rec.get("session"))] = int_field(rec.get("seq")) or 0
             facts["target"] = rec.get("target")
             headers = rec.get("headers")
@@ -79,6 +81,7 @@ class ExchangeFacts:
             # an end a later request caused (a DELETE ends the session's GET stream) is the mock's to make then
             since = max(int_field(facts.get("last")) or 0, int_field(facts.get("started")) or 0)
             facts["by_itself"] = self.last_request.get(key_field(rec.get("session")), 0) < since
+            facts["after"] = self.last_method.get(key_field(rec.get("session")))      # the method of that later request
             facts["sent_502"] = rec.get("sent_502") is True
             facts["cut"] = any(rec.get(k) for k in ("gap", "undecoded", "response_cut", "request_cut"))
         elif ev == "sse" and isinstance(rec.get("endpoint"), dict):
@@ -127,6 +130,7 @@ class ExchangeFacts:
             if ending is not None and ending.status is not None:
                 ending = replace(ending, headers=self.auth.headers(ex, ending.headers))     # URLs on the mock's origin
             self._stream_end(ex, facts)
+            self._get_end(facts)
             if ending is not None:
                 for _, e, where in self.bodies.get(ex, ()):
                     where[:] = [x for x in where if x is not e]     # the response body it was: sent as that, not as a line
@@ -140,6 +144,26 @@ class ExchangeFacts:
         sc.auth_docs, sc.auth_paths, sc.auth_notes = self.auth.finish()
         return sc
 
+
+    def _get_end(self, facts: dict[str, Any]) -> None:
+        """A GET event stream the server ended because of a later request of its session (not by itself:
+        ``script_http.kind_answer`` ends those; not a DELETE, whose end of the session the mock makes): a
+        ``stream_end`` emission on the GET stream after the latest client message of that session before
+        the end, at the recorded delay, so the live session's GET stream ends when the live one comes."""
+        if (facts.get("method") != "GET" or facts.get("status") != 200 or facts.get("ctype") != "text/event-stream"
+                or facts.get("cut") or facts.get("how") not in SERVER_ENDED or facts.get("by_itself") is not False
+                or facts.get("after") == "DELETE"):
+            return
+        group = self.groups.get(facts.get("session"))
+        if group is None:
+            return
+        seq, t_end = facts.get("end", (0, 0))
+        cause = next((r for r in reversed(self.script.sessions[group].items) if r.seq < seq), None)
+        if cause is None:
+            return
+        mark = Emission(seq, None, STREAM_END, max(0, t_end - cause.t_us), stream="get",
+                        how="complete" if facts.get("how") == "complete" else "closed")
+        cause.emits.insert(next((i for i, e in enumerate(cause.emits) if e.seq > seq), len(cause.emits)), mark)
 
     def _stream_end(self, ex: Any, facts: dict[str, Any]) -> None:
         """An event stream that carried messages but not the answer, ended by the server: a ``stream_end``
