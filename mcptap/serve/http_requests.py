@@ -159,7 +159,8 @@ class Requests(LegacyServing):
         header (``sent`` False), the refusal recorded for that kind if any (a server's own 400)."""
         answer = self._turn(key) if not sent else None
         if answer is not None and not answer.stream:
-            await self._send_ending(c, ex, answer.ending, [], frame=True)       # a JSON body: a message, as the tap frames it
+            # a JSON body: a message, as the tap frames it
+            await self._send_ending(c, ex, answer.ending, [], frame=True, stream="get" if key.startswith("GET ") else "post")
         else:
             await self._plain(c, status, why, ex)
 

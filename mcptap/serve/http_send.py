@@ -124,15 +124,16 @@ class Answering:
         first recorded answer of ``what`` ("get" / "delete"), else ``default`` (the status): its status,
         headers (a 405's ``Allow``) and body."""
         answer = answer or next(iter(self.script.kind_answers.get(what, ())), None)
-        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [], frame=True)
+        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [], frame=True,
+                                stream="get" if what == "get" else "post")
 
     async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None,
-                           frame: bool | None = None, ack: bool | None = None) -> None:
+                           frame: bool | None = None, ack: bool | None = None, stream: str = "post") -> None:
         """Send ``ending`` (its status is not None) as the answer of exchange ``ex``. A JSON body is recorded as the
-        tap frames one (a ``message`` record, in ``ms``'s session or the exchange's) when ``frame`` (default: ``ms``
-        given): a POST with requests, a GET or DELETE; else, as on an acknowledgement's or a legacy POST's, and
-        any other body, as a ``response_body``; ``ack`` (default: not ``frame``): the end record keeps the body's
-        first bytes, as the tap's does for an acknowledgement's or a legacy POST's answer."""
+        tap frames one (a ``message`` record on ``stream``, "get" for a GET's, in ``ms``'s session or the exchange's)
+        when ``frame`` (default: ``ms`` given): a POST with requests, a GET or DELETE; else, as on an acknowledgement's
+        or a legacy POST's, and any other body, as a ``response_body``. ``ack`` (default: not ``frame``): the end
+        record keeps the body's first bytes, as the tap's does for an acknowledgement's or a legacy POST's answer."""
         assert ending.status is not None
         frame = ms is not None if frame is None else frame
         ack = not frame if ack is None else ack
@@ -142,7 +143,7 @@ class Answering:
         hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *headers, *extra]
         self._record_response(ex, ending.status, hs)
         if ending.json_body and frame:
-            self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
+            self._record_msg(S2C, body, ms, ex, stream, status=ending.status)     # as the tap frames a JSON body
         elif body:
             # a body that is no message (a refusal's text, a notification's JSON error): kept as the tap keeps
             # it (relay/http/observe.py), never judged as JSON-RPC; it is the capture's, already scrubbed

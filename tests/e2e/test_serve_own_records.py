@@ -82,7 +82,7 @@ def _kinds(path: Path) -> Counter[tuple[str, tuple[str, ...]]]:
 
 
 def _records(path: Path) -> Counter[tuple[Any, ...]]:
-    """Each record's type, event or message kind, and its field names (but for those only the tap
+    """Each record's type, event or message kind, stream (a message's), and its field names (but for those only the tap
     writes: its upstream's HTTP version and reason phrase, the latency of the upstream's head, the
     body chunks it forwarded, the Host it rewrote, a reused upstream connection, the findings' SSE
     framing and a message's place in the upstream's byte stream), counted over the capture."""
@@ -90,7 +90,8 @@ def _records(path: Path) -> Counter[tuple[Any, ...]]:
     out: Counter[tuple[Any, ...]] = Counter()
     for r in read_capture(str(path)).records:
         if r.get("type") in ("http", "message"):
-            out[(r["type"], r.get("event") or r.get("kind"), tuple(sorted(set(r) - tap_only - {"seq", "t_us"})))] += 1
+            stream = r["transport"].get("stream") if isinstance(r.get("transport"), dict) else None      # a message's
+            out[(r["type"], r.get("event") or r.get("kind"), stream, tuple(sorted(set(r) - tap_only - {"seq", "t_us"})))] += 1
     return out
 
 
