@@ -177,10 +177,20 @@ class Requests(LegacyServing):
         if answer is not None and not answer.stream or answer is None and not self.script.get_stream:
             await self._refused_as_recorded(c, ex, answer, "get", 405)
             return
+        extra = [("Mcp-Session-Id", ms.sid)] if ms.sid else []
+        resumed = self.script.resume_of.get(self._header(req, b"last-event-id") or "")
+        lid = ms.live.live_ids.get(resumed) if resumed is not None else None
+        if lid is not None:
+            # the resumption of a request's event stream: its messages and answer only (MockSession.open_resumption)
+            st = ms.open_resumption(lid)
+            try:
+                await self._sse(c, ex, ms, st, 200, extra, "get", priming=answer.priming if answer is not None else (), resumed=True)
+            finally:
+                ms.close_post(st)
+            return
         st = ms.open_standalone()
         try:
-            await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get",
-                            priming=answer.priming if answer is not None else (), ends=answer)
+            await self._sse(c, ex, ms, st, 200, extra, "get", priming=answer.priming if answer is not None else (), ends=answer)
         finally:
             ms.close_standalone(st)
 

@@ -248,12 +248,13 @@ class Answering:
 
     async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
                    stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = (), ends: KindAnswer | None = None,
-                   first_record: dict[str, Any] | None = None) -> None:
+                   first_record: dict[str, Any] | None = None, resumed: bool = False) -> None:
         """An event stream: ``stream`` "post" (it ends once ``st`` has its answers) or "get"; ``first``: bytes
         sent first (the legacy endpoint event, whose ``sse`` record's fields are ``first_record``: under its
         session, as the tap records it, so the judge takes the session's POSTs for legacy ones); ``priming``: events sent before any message; ``ends``: the
         recorded GET stream this one plays, which the server ended (``ends.how``) after its last message
-        (``ends.last``; None: at once, after its priming events): so does this one."""
+        (``ends.last``; None: at once, after its priming events): so does this one. ``resumed``: a GET resuming
+        a request's stream (``MockSession.open_resumption``): it ends once ``st`` has its answer."""
         how = ends.how if ends is not None else None
         until = ends.last if ends is not None and how is not None else -1
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
@@ -288,7 +289,7 @@ class Answering:
 
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
-            while not over and (stream == "get" or st.ids):
+            while not over and (stream == "get" and not resumed or st.ids):
                 try:
                     out = await st.receive()
                 except trio.EndOfChannel:

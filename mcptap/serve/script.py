@@ -71,7 +71,6 @@ class _Builder(ExchangeFacts):
         self.sessions: dict[Any, _Session] = {}
         self.stdio_current: _Session | None = None
         self.stdio_initialized = False
-        self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
 
     def _new(self, key: Any) -> _Session:
         s = _Session(SessionScript(len(self.script.sessions), key))

@@ -30,6 +30,7 @@ class ExchangeFacts:
         #: the OAuth side: URLs the tap pointed at itself, discovery documents (serve/script_auth.py)
         self.auth = AuthFacts(target.get("url") if isinstance(target, dict) else None)
         self.exchanges: dict[Any, dict[str, Any]] = {}
+        self.openers: dict[Any, int] = {}            # HTTP exchange -> seq of the first client request on it
         self.by_exchange: dict[Any, list[Recorded]] = {}
         self.last_request: dict[Any, int] = {}       # HTTP session -> seq of its latest request record
         #: HTTP exchange -> the latest server message on its POST stream: (its emission, the list it is in, its t_us)
@@ -52,6 +53,8 @@ class ExchangeFacts:
             self.last_request[key_field(rec.get("session"))] = int_field(rec.get("seq")) or 0
             facts["target"] = rec.get("target")
             headers = rec.get("headers")
+            facts["resumes"] = next((str(h[1]) for h in (headers if isinstance(headers, list) else ())
+                                     if isinstance(h, list) and len(h) == 2 and str(h[0]).lower() == "last-event-id"), None)
             facts["sid_sent"] = any(isinstance(h, list) and h and str(h[0]).lower() == "mcp-session-id"
                                     for h in (headers if isinstance(headers, list) else ()))
         elif ev == "response" and not rec.get("informational"):
@@ -139,11 +142,29 @@ class ExchangeFacts:
                 r.status = status_field(facts.get("status"))
                 r.mode = "sse" if facts.get("ctype") == "text/event-stream" else "json" if facts.get("ctype") == "application/json" else None
                 r.priming = tuple(facts.get("priming", ())) if r.mode == "sse" else ()
+        self._resumptions()
         if post_path and not sc.legacy_sse:
             sc.post_path = post_path
         sc.auth_docs, sc.auth_paths, sc.auth_notes = self.auth.finish()
         return sc
 
+
+    def _resumptions(self) -> None:
+        """``Script.resume_of``: the recorded request whose POST event stream each event id was sent on (its
+        messages' and priming events'), and a resumption GET's (``Last-Event-ID``) priming events' ids that
+        request's too, so a live GET resuming after one resumes that request's stream."""
+        sc = self.script
+        for s in sc.sessions:
+            for e in (x for r in s.items for x in r.emits):
+                if e.event_id is not None and e.opener is not None and e.stream == "post":
+                    sc.resume_of.setdefault(e.event_id, e.opener)
+        for ex, facts in self.exchanges.items():
+            opener = self.openers.get(ex) if facts.get("method") == "POST" else sc.resume_of.get(facts.get("resumes") or "")
+            if opener is None:
+                continue
+            for p in facts.get("priming", ()):
+                if isinstance(p.get("id"), str):
+                    sc.resume_of.setdefault(p["id"], opener)
 
     def _get_end(self, facts: dict[str, Any]) -> None:
         """A GET event stream the server ended because of a later request of its session (not by itself:
