@@ -46,6 +46,7 @@ LEVELS = {
     "mcptap.serve": 4, "mcptap.serve.script": 3, "mcptap.serve.script_fields": 3, "mcptap.serve.script_http": 3, "mcptap.serve.core": 3, "mcptap.serve.wire": 3,
     "mcptap.serve.live": 3, "mcptap.serve.unanswered": 3, "mcptap.serve.script_model": 3, "mcptap.serve.script_auth": 3,
     "mcptap.serve.extend": 3, "mcptap.serve.http_guard": 3, "mcptap.pytest_plugin": 4,
+    "mcptap.serve.http_requests": 4, "mcptap.serve.script_facts": 3,
 }
 
 

@@ -252,6 +252,10 @@ class ServeCore:
         for e in emits:
             if again and e.kind == "notification" and e.link is None:
                 continue
+            if e.kind == STREAM_END and e.stream == "get":
+                if self.stream_ends:             # the GET stream this message made the recorded server end (via None)
+                    out.append(Out(None, e.delay_us / 1e6 / self.speed if self.latency else 0.0, None, seq=e.seq, cause=cause, ends=e.how))
+                continue
             if e.kind == STREAM_END:
                 via = live.live_ids.get(e.opener) if e.opener is not None and self.stream_ends else None
                 if via is not None:              # only the stream of a request the live client sent ends

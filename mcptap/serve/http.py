@@ -29,32 +29,30 @@ A loopback mock answers only loopback ``Host`` and ``Origin`` names (DNS
 rebinding), and any mock only JSON POSTs (serve/http_guard.py). With a
 Recorder, the mock's own traffic is recorded as an HTTP capture (``http``
 request/response records and a ``message`` record per JSON-RPC payload).
-How it answers is serve/http_send.py; the legacy transport serve/http_legacy.py.
+How it answers each request is serve/http_requests.py, its ways of answering serve/http_send.py;
+the legacy transport serve/http_legacy.py.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import h11
-import orjson
 import trio
 
-from mcptap.model import UNPARSED, Direction
-from mcptap.protocol.jsonparse import exact_json
+from mcptap.model import Direction
 from mcptap.recorder import Recorder
 from mcptap.relay.http.credentials import headers_json, record_target
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import IO_ERRORS, TOO_LARGE, TOO_SLOW, Conn, Limit, accept_loop
 from mcptap.serve.http_guard import refusal
-from mcptap.serve.http_legacy import LegacyServing
+from mcptap.serve.http_requests import Requests
+from mcptap.serve.http_send import OpenExchange
 from mcptap.serve.http_streams import MockSession, unsent_line
 from mcptap.serve.live import Out
-from mcptap.serve.script_http import HttpEnding, refusal_key
-from mcptap.serve.wire import encode, hkey, valid_id
+from mcptap.serve.script_http import refusal_key
 from mcptap.transport.http_config import LOOPBACK_NAMES, check_listen, listen_failed
 
 C2S, S2C = Direction.C2S, Direction.S2C
@@ -62,7 +60,7 @@ C2S, S2C = Direction.C2S, Direction.S2C
 UNSENT_AFTER_S = 5.0
 
 
-class HttpMock(LegacyServing):
+class HttpMock(Requests):
     """The HTTP mock (see module docstring). ``rec``: Recorder or None."""
 
     def __init__(self, core: ServeCore, rec: Recorder | None = None, host: str = "127.0.0.1", port: int = 0, allow_remote: bool = False,
@@ -85,6 +83,7 @@ class HttpMock(LegacyServing):
         self._exchanges = 0
         self._told_raw = False
         self._turns: dict[str, int] = {}         # request kind -> its recorded answers given (Answering._turn)
+        self.open_exchanges: dict[int, OpenExchange] = {}
         #: requests whose answering failed by a fault of the mock's own (said; the exit status is 1)
         self.internal_errors = 0
         #: notifications not sent after the first of their method in their session, by method:
@@ -125,34 +124,53 @@ class HttpMock(LegacyServing):
     async def _handle(self, stream: trio.abc.Stream) -> None:
         self._conns += 1
         c = Conn(stream, self._conns, *self.timeouts, seen=self._seen)
+        side, detail = "client", ""          # who closed it, as the tap's conn_close record says
         try:
             while True:
                 got = await c.next_request()
                 if not isinstance(got, tuple):
                     if got == TOO_LARGE:
+                        side, detail = "tap", "request body too large: answered 413"
                         await self._plain(c, 413, b"request body too large")
                     elif got == TOO_SLOW:
+                        side, detail = "tap", "request not received whole in time: answered 408"
                         await c.answer_slow(self.limit.notices)
+                    elif c.idled:
+                        side = "tap"                 # the mock's idle timeout
                     return
+                c.busy = True
                 await self._request(c, *got)
+                c.busy = False
                 if c.h11.our_state is h11.DONE and c.h11.their_state is h11.DONE:
                     c.h11.start_next_cycle()
                 else:
                     break
         except IO_ERRORS:
             pass
+        except trio.Cancelled:
+            side = "tap"                             # the mock stops
+            raise
         except Exception as exc:    # noqa: BLE001 - one request's failure must not take every other client's server down
             # (a bug of ours answering one request once ended the whole mock: every later request was refused)
             self.internal_errors += 1
             line = f"internal error answering a request on connection {c.id}: {type(exc).__name__}: {exc} (that connection is closed)"
+            side, detail = "tap", line
             self.say(line)
             if self.rec is not None:
                 self.rec.note("serve", message=line)
         finally:
+            if not c.closed_as_recorded:
+                self._conn_closed(c, side, detail)
             try:
                 await stream.aclose()
             except IO_ERRORS:
                 pass
+
+    def _conn_closed(self, c: Conn, side: str, detail: str) -> None:
+        """The ``conn_close`` record the tap writes for a client connection (relay/http/observe.py):
+        ``side`` "client" or "tap" (the mock closed it), ``idle``: no request was being answered."""
+        fields: dict[str, Any] = {"event": "conn_close", "conn": c.id, "side": side, "idle": not c.busy}
+        self._record_http(**fields, **({"detail": detail} if detail else {}))
 
     def _seen(self, direction: Direction, data: bytes) -> None:
         # every byte read and written, as the tap's end record counts what it forwarded (the CLI sets ``rec`` late)
@@ -177,6 +195,7 @@ class HttpMock(LegacyServing):
             sid = self._header(req, b"mcp-session-id") or self._legacy_session(method, target)
             self._record_http(event="request", exchange=ex, conn=c.id, method=method, target=record_target(target),
                               headers=headers_json(list(req.headers)), **({"session": sid} if sid is not None else {}))
+            self._exchange_opened(ex, c.id, len(body), sid)
         if not self.allow_remote and host.rpartition(":")[0] not in self._hosts and host not in self._hosts:
             await self._plain(c, 403, b"mcptap serve: Host not allowed", ex)
             return
@@ -210,153 +229,6 @@ class HttpMock(LegacyServing):
         else:
             await self._plain(c, 405, b"", ex)
 
-    def _receive(self, ms: MockSession, value: Any) -> list[Out]:
-        """The core's outputs for ``value``, without the recorded lines that are not messages
-        (a stdio server's banner): HTTP has no byte stream to put them in, so each is left out
-        with a ``serve`` note in the mock's capture (said once on stderr)."""
-        outs = self.core.receive(ms.live, value)
-        if not ms.opened and ms.live.group is not None:
-            # what the recorded server wrote before any client message: a Streamable HTTP server can
-            # send nothing before the session's first request, so it comes first then (docs/serve.md)
-            ms.opened = True
-            outs = self.core.opening(ms.live, ms.live.group) + outs
-        for o in outs:
-            if o.raw is not None:
-                line = f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: {o.raw[:60]!r}"
-                if not self._told_raw:
-                    self._told_raw = True
-                    self.say(line + " (and any more: see the -o capture's serve notes)")
-                if self.rec is not None:
-                    self.rec.note("serve", message=line, session=ms.sid)
-        return [o for o in outs if o.raw is None]
-
-    @staticmethod
-    def _ending(ms: MockSession) -> HttpEnding | None:
-        """How the recorded POST of what the core just matched ended without an answer, if it did."""
-        return next((r.ending for r in ms.live.matched if r.ending is not None), None)
-
-    def _session_for(self, req: h11.Request, value: Any) -> tuple[MockSession | None, int, bytes]:
-        if not self.script.stateful:
-            return self.stateless, 0, b""
-        sid = self._header(req, b"mcp-session-id")
-        first = value[0] if isinstance(value, list) and value else value
-        if isinstance(first, dict) and first.get("method") == "initialize" and sid is None:
-            sid = secrets.token_hex(16)
-            new = self.sessions[sid] = MockSession(self.core.open(), sid=sid, on_backlog=self._backlogged,
-                                                   get_stream=self.script.get_stream)
-            return new, 0, b""
-        if sid is None:
-            return None, 400, b"Bad Request: Mcp-Session-Id header is required"
-        ms = self.sessions.get(sid)
-        if ms is None:
-            return None, 404, b"Not Found: unknown session"
-        return ms, 0, b""
-
-    async def _post(self, c: Conn, ex: int, req: h11.Request, body: bytes) -> None:
-        value = exact_json(body)
-        if value is UNPARSED:
-            err = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
-            await self._plain(c, 400, orjson.dumps(err), ex, ctype="application/json")
-            return
-        ms, status, why = self._session_for(req, value)
-        if ms is None:
-            await self._plain(c, status, why, ex)
-            return
-        self._record_msg(C2S, body, ms, ex, "post")
-        extra = [("Mcp-Session-Id", ms.sid)] if ms.sid is not None else []
-        bad = self.core.invalid(value) if not isinstance(value, list) else None
-        if bad:                                       # an invalid request: 400 and its JSON-RPC error, as an SDK server answers
-            self._record_msg(S2C, encode(bad[0].value), ms, ex, "post")
-            await self._plain(c, 400, encode(bad[0].value), ex, extra, ctype="application/json")
-            return
-        items = value if isinstance(value, list) else [value]
-        ids = [v["id"] for v in items if isinstance(v, dict) and isinstance(v.get("method"), str) and valid_id(v.get("id"))]
-        if not ids:
-            outs = self._receive(ms, value) if bad is None else []
-            ms.dispatch([o for o in outs if not o.rejected], self.nursery)
-            rejected = [o.value for o in outs if o.rejected]      # a batch's invalid members: their errors
-            if rejected:
-                self._record_msg(S2C, encode(rejected), ms, ex, "post")
-            elif (ending := self._ending(ms)) is not None:           # the recorded server did not answer 202
-                await self._ended(c, ex, ms, ending, extra, requests=False)
-                return
-            await self._plain(c, 200 if rejected else 202, encode(rejected) if rejected else b"", ex, extra, ctype="application/json")
-            return
-        st = ms.open_post(ids)
-        try:
-            outs = self._receive(ms, value)
-            rejected = [o for o in outs if o.rejected and (o.answers is None or hkey(o.answers) not in st.ids)]
-            outs = [o for o in outs if not any(o is r for r in rejected)]
-            mine = [o for o in outs if o.answers is not None and hkey(o.answers) in st.ids]
-            # (an answer the recording shows on another stream, the GET one, goes there: not the mock's own error)
-            ending = self._ending(ms) if not rejected and not any(o.seq is None for o in mine) else None
-            if ending is not None:
-                # the recorded POST carried no answer (refused, 202, connection closed): it ends so again, and
-                # what the server sent because of it goes where it went (the GET stream)
-                ms.dispatch(outs, self.nursery)
-                await self._ended(c, ex, ms, ending, extra)
-                return
-            mode = next((o.mode for o in mine if o.mode), None)
-            status = next((o.status for o in mine if o.status), None) or 200
-            if mode is None:
-                # (with no GET stream to wait for, what the server wrote at start goes on this stream too)
-                mode = "sse" if any(o.answers is None and (o.via is not None and hkey(o.via) in st.ids
-                                                           or o.cause is None and o.seq is not None and not ms.get_stream)
-                                    for o in outs) else "json"
-            # (a stream the recorded server ended without the answer is one, a batch's too)
-            st.sse = not (mode == "json" or isinstance(value, list)) or any(o.ends is not None and hkey(o.via) in st.ids for o in outs)
-            ms.dispatch(outs, self.nursery)
-            if not st.sse:
-                await self._json_answer(c, ex, ms, st, status, extra, isinstance(value, list), rejected)
-            else:
-                # the events the recorded stream began with (a priming event: its id lets the client resume)
-                primes = next((r.priming for r in ms.live.matched if r.priming), ())
-                await self._sse(c, ex, ms, st, status, extra, "post", priming=primes)
-        finally:
-            ms.close_post(st)
-
-    async def _no_session(self, c: Conn, ex: int, key: str, sent: bool, status: int, why: bytes) -> None:
-        """A GET or DELETE with no live session (``status``: the mock's 400 or 404): without the session
-        header (``sent`` False), the refusal recorded for that kind if any (a server's own 400)."""
-        answer = self._turn(key) if not sent else None
-        if answer is not None and not answer.stream:
-            await self._send_ending(c, ex, answer.ending, [])
-        else:
-            await self._plain(c, status, why, ex)
-
-    async def _get(self, c: Conn, ex: int, req: h11.Request) -> None:
-        target = req.target.decode("latin-1")
-        sent = self._header(req, b"mcp-session-id") is not None
-        key = refusal_key("get", target, sent)
-        ms, status, why = self._session_for(req, None)
-        if ms is None:
-            await self._no_session(c, ex, key, sent, status, why)
-            return
-        # the recorded answers of this kind in turn (a 401, then the stream; a GET /mcp/x beside the stream its 405)
-        answer = self._turn(key)
-        if answer is not None and not answer.stream or answer is None and not self.script.get_stream:
-            await self._refused_as_recorded(c, ex, answer, "get", 405)
-            return
-        st = ms.open_standalone()
-        try:
-            await self._sse(c, ex, ms, st, 200, [("Mcp-Session-Id", ms.sid)] if ms.sid else [], "get",
-                            priming=answer.priming if answer is not None else (), ends=answer)
-        finally:
-            ms.close_standalone(st)
-
-    async def _delete(self, c: Conn, ex: int, req: h11.Request, target: str) -> None:
-        sid = self._header(req, b"mcp-session-id")
-        key = refusal_key("delete", target, sid is not None)
-        ms = self.sessions.get(sid or "")
-        if ms is None:
-            await self._no_session(c, ex, key, sid is not None, 404, b"")
-            return
-        answer = self._turn(key) or next(iter(self.script.kind_answers.get("delete", ())), None)
-        if answer is None or 200 <= (answer.ending.status or 0) < 300:
-            self.sessions.pop(ms.sid or "", None)            # (a recorded 405: the server kept the session)
-            ms.end()
-        await self._refused_as_recorded(c, ex, answer, "delete", 200)
-
     def _backlogged(self, ms: MockSession, out: Out) -> None:
         self.nursery.start_soon(self._unsent, ms, out)
 
@@ -369,7 +241,7 @@ class HttpMock(LegacyServing):
         if ms.closed or not any(o is out for o in ms.backlog):
             return
         v = out.value if isinstance(out.value, dict) else {}
-        line = unsent_line(v, ms.sid, UNSENT_AFTER_S if self.script.get_stream else None, self.script.first_status("get", 405))
+        line = unsent_line(v, ms.key, UNSENT_AFTER_S if self.script.get_stream else None, self.script.first_status("get", 405))
         method = v.get("method")
         if "id" in v or not isinstance(method, str):
             self.say(line)                  # a server request or an answer: each is one a client may wait for
@@ -379,5 +251,5 @@ class HttpMock(LegacyServing):
         else:
             self.unsent_more[method] = self.unsent_more.get(method, 0) + 1
         if self.rec is not None:
-            self.rec.note("serve", message=line, session=ms.sid, unsent=v.get("method"))
+            self.rec.note("serve", message=line, session=ms.key, unsent=v.get("method"))
 

@@ -59,6 +59,12 @@ class Conn:
         self.id = cid
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
+        #: how it ends, for the ``conn_close`` record: a request is being answered; ``next_request`` gave None
+        #: after ``idle_timeout``; the mock closed it as the recorded server closed its exchange (no record then,
+        #: as the tap writes none for a connection whose upstream closed it mid-exchange)
+        self.busy = False
+        self.idled = False
+        self.closed_as_recorded = False
 
     async def next_event(self) -> Any:
         while True:
@@ -75,10 +81,11 @@ class Conn:
         s. Raises IO_ERRORS."""
         if not self.h11.trailing_data[0] and not self.h11.trailing_data[1]:
             data = b""
-            with trio.move_on_after(self.idle_timeout):
+            with trio.move_on_after(self.idle_timeout) as idle:
                 data = bytes(await self.stream.receive_some(CHUNK))
                 self.received(data)
             if not data:
+                self.idled = idle.cancelled_caught
                 return None
         got: tuple[h11.Request, bytes] | str | None = TOO_SLOW
         with trio.move_on_after(self.request_timeout):

@@ -16,6 +16,8 @@ import trio
 
 from mcptap.model import UNPARSED, Direction
 from mcptap.protocol.jsonparse import exact_json
+from mcptap.redact import placeholder
+from mcptap.relay.http.credentials import record_target
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import Conn
 from mcptap.serve.http_send import Answering
@@ -41,22 +43,26 @@ class LegacyServing(Answering):
 
     # -- legacy HTTP+SSE ------------------------------------------------------------------
     def _legacy_session(self, method: str, target: str) -> str | None:
-        """The live legacy session a request's target names (a POST's ``session_id``), or None."""
+        """The live legacy session a request's target names (a POST's ``session_id``) as the capture
+        names it (``MockSession.key``: its keyed placeholder), or None."""
         if method != "POST" or not self.script.legacy_sse:
             return None
         q = parse_qs(urlsplit(target).query)
-        sid = (q.get("session_id") or q.get("sessionId") or [""])[0]
-        return sid if sid in self.sessions else None
+        ms = self.sessions.get((q.get("session_id") or q.get("sessionId") or [""])[0])
+        return ms.key if ms is not None else None
 
     async def _legacy_stream(self, c: Conn, ex: int, answer: KindAnswer | None) -> None:
         """A legacy session's SSE stream; ``answer``: the recorded stream it plays (ended where that was)."""
         sid = secrets.token_hex(16)
-        ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid)
+        # recorded as its keyed placeholder, as the tap records it (the POST targets are scrubbed alike)
+        ms = self.sessions[sid] = MockSession(self.core.open(), sid=sid, key=placeholder(sid))
         endpoint = f"{self.script.endpoint_path}?session_id={sid}"
         st = ms.open_standalone()
+        first = f"event: endpoint\ndata: {endpoint}\n\n".encode()
         try:
-            await self._sse(c, ex, ms, st, 200, [], "get", first=f"event: endpoint\ndata: {endpoint}\n\n".encode(),
-                            first_record={"endpoint": {"data": endpoint}, "session": sid},
+            await self._sse(c, ex, ms, st, 200, [], "get", first=first,
+                            first_record={"sse": {"event": "endpoint", "offset": 0, "bytes": len(first)}, "session": ms.key,
+                                          "endpoint": {"data": record_target(endpoint), "resolved": record_target(c.origin + endpoint)}},
                             ends=answer)
         finally:
             ms.close_standalone(st)
@@ -86,5 +92,5 @@ class LegacyServing(Answering):
             ms.dispatch(outs, self.nursery)
             await self._ended(c, ex, ms, ending, [], requests=False)      # (its body is no message: only the SSE stream carries them)
             return
-        await self._plain(c, 202, b"Accepted", ex)
+        await self._plain(c, 202, b"Accepted", ex, ack=True)
         ms.dispatch(outs, self.nursery)

@@ -5,6 +5,7 @@ what it sent (``http`` response records, a ``message`` record per JSON-RPC paylo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -31,6 +32,19 @@ if TYPE_CHECKING:
 S2C = Direction.S2C
 
 
+@dataclass(slots=True)
+class OpenExchange:
+    """What the records of an exchange of the mock's own capture carry after its ``request`` record, as
+    the tap's do: its connection's number, its request body's size (bytes), the recorder's clock at the
+    request (µs: the ``end`` record's ``duration_us`` runs from it), and its session (a minted one from
+    its ``initialize`` on, as the tap takes it from the response head)."""
+
+    conn: int
+    request_bytes: int
+    t0: int
+    session: str | None = None
+
+
 class Answering:
     """The mock's ways of answering (see module docstring); ``rec``: its Recorder or None."""
 
@@ -38,14 +52,17 @@ class Answering:
         rec: Recorder | None
         script: Script
         _turns: dict[str, int]
+        #: exchange -> its facts, from its request record to its end record (``_record_http``)
+        open_exchanges: dict[int, OpenExchange]
     _judged: tuple[Recorder, HttpReplay] | None = None
 
     # -- responses ----------------------------------------------------------------------
     async def _plain(self, c: Conn, status: int, body: bytes, ex: int | None = None, headers: list[tuple[str, str]] | None = None,
-                     ctype: str = "text/plain") -> None:
+                     ctype: str = "text/plain", ack: bool = False) -> None:
         """A whole response of the mock's own (a JSON answer its caller recorded as messages, a 202, a refusal
         of its own), recorded as the tap records one: response, a body that is no JSON (``ctype`` not JSON:
-        a refusal's text, the legacy ``Accepted``) as a ``response_body``, and the exchange's ``end``."""
+        a refusal's text, the legacy ``Accepted``) as a ``response_body``, and the exchange's ``end`` (``ack``: with
+        the body's first bytes, as the tap's end of a legacy POST's answer)."""
         hs = [("Content-Length", str(len(body))), *(headers or [])]
         if body:
             hs.append(("Content-Type", ctype))
@@ -53,7 +70,7 @@ class Answering:
         if body and ctype != "application/json" and ex is not None:
             self._record_body(ex, body)
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
-        self._record_end(ex, body, ack=False)
+        self._record_end(ex, body, ack=ack)
 
     async def _ended(self, c: Conn, ex: int, ms: MockSession, ending: HttpEnding, extra: list[tuple[str, str]],
                      requests: bool = True) -> None:
@@ -61,9 +78,10 @@ class Answering:
         the recorded status, headers and body, or the connection closed with no response.
         ``requests`` False: the POST carried none (an acknowledgement's body is no message)."""
         if ending.status is None:
+            c.closed_as_recorded = True
             if self.rec is not None:
                 self.rec.note("serve", message="the connection is closed with no response, as the recorded server closed it",
-                              session=ms.sid, exchange=ex)
+                              session=ms.key, exchange=ex)
             self._record_end(ex, b"", "upstream_closed")
             return                                   # nothing sent: the connection is closed (HttpMock._handle)
         await self._send_ending(c, ex, ending, extra, ms if requests else None)
@@ -76,7 +94,7 @@ class Answering:
         doc = sc.auth_docs.get(path) if method == "GET" else None
         if doc is not None:
             status, headers, body = doc
-            await self._send_ending(c, ex, HttpEnding(status, headers, body.replace(MOCK_ORIGIN.encode(), c.origin.encode())), [])
+            await self._send_ending(c, ex, HttpEnding(status, headers, body.replace(MOCK_ORIGIN.encode(), c.origin.encode())), [], ack=False)
         elif path in sc.auth_paths or path.startswith(FRONTED):
             await self._plain(c, 501, NOT_REPLAYED, ex)
         elif path.startswith("/.well-known/"):
@@ -85,15 +103,20 @@ class Answering:
             return False
         return True
 
-    def _turn(self, key: str) -> KindAnswer | None:
+    def _turn(self, key: str, ms: MockSession | None = None) -> KindAnswer | None:
         """The next recorded answer of request kind ``key`` (serve/script_http.refusal_key): the recorded ones
         in recorded order, then the last again, as equal POSTed requests get their recorded answers
-        (docs/serve.md); None: the capture has none of that kind."""
-        got = self.script.kind_answers.get(key)
+        (docs/serve.md); None: the capture has none of that kind. Of live session ``ms``: those of the recorded
+        session it plays (``live.group``, bound at its ``initialize``), in its own turn, when that session has
+        any (two clients served at once used to take turns in one list: each got the other's); else the
+        capture's, in the mock's turn."""
+        group = ms.live.group if ms is not None else None
+        own = self.script.session_answers.get(group, {}).get(key) if group is not None else None
+        got, turns = (own, ms.turns) if own and ms is not None else (self.script.kind_answers.get(key), self._turns)
         if not got:
             return None
-        n = self._turns.get(key, 0)
-        self._turns[key] = n + 1
+        n = turns.get(key, 0)
+        turns[key] = n + 1
         return got[min(n, len(got) - 1)]
 
     async def _refused_as_recorded(self, c: Conn, ex: int, answer: KindAnswer | None, what: str, default: int) -> None:
@@ -101,23 +124,32 @@ class Answering:
         first recorded answer of ``what`` ("get" / "delete"), else ``default`` (the status): its status,
         headers (a 405's ``Allow``) and body."""
         answer = answer or next(iter(self.script.kind_answers.get(what, ())), None)
-        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [])
+        await self._send_ending(c, ex, answer.ending if answer is not None else HttpEnding(default), [], frame=True,
+                                stream="get" if what == "get" else "post")
 
-    async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None) -> None:
+    async def _send_ending(self, c: Conn, ex: int, ending: HttpEnding, extra: list[tuple[str, str]], ms: MockSession | None = None,
+                           frame: bool | None = None, ack: bool | None = None, stream: str = "post") -> None:
+        """Send ``ending`` (its status is not None) as the answer of exchange ``ex``. A JSON body is recorded as the
+        tap frames one (a ``message`` record on ``stream``, "get" for a GET's, in ``ms``'s session or the exchange's)
+        when ``frame`` (default: ``ms`` given): a POST with requests, a GET or DELETE; else, as on an acknowledgement's
+        or a legacy POST's, and any other body, as a ``response_body``. ``ack`` (default: not ``frame``): the end
+        record keeps the body's first bytes, as the tap's does for an acknowledgement's or a legacy POST's answer."""
         assert ending.status is not None
+        frame = ms is not None if frame is None else frame
+        ack = not frame if ack is None else ack
         body = b"" if ending.status in (204, 304) else ending.body
         # a URL the recording pointed at the tap (or named on the upstream) names the mock (serve/script_auth.py)
         headers = [(n, v.replace(MOCK_ORIGIN, c.origin)) for n, v in ending.headers]
         hs = [*(() if ending.status in (204, 304) else [("Content-Length", str(len(body)))]), *headers, *extra]
         self._record_response(ex, ending.status, hs)
-        if ending.json_body and ms is not None:
-            self._record_msg(S2C, body, ms, ex, "post", status=ending.status)     # as the tap frames a JSON body
+        if ending.json_body and frame:
+            self._record_msg(S2C, body, ms, ex, stream, status=ending.status)     # as the tap frames a JSON body
         elif body:
             # a body that is no message (a refusal's text, a notification's JSON error): kept as the tap keeps
             # it (relay/http/observe.py), never judged as JSON-RPC; it is the capture's, already scrubbed
             self._record_body(ex, body)
         await c.send(h11.Response(status_code=ending.status, headers=wire_headers(hs)), *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
-        self._record_end(ex, body)
+        self._record_end(ex, body, ack=ack)
 
     def _judge(self) -> HttpReplay:
         """The judge of the mock's own HTTP records: the one ``check --full`` re-annotates them with
@@ -129,9 +161,31 @@ class Answering:
             self._judged = (self.rec, HttpReplay(self.rec.annotator))
         return self._judged[1]
 
-    def _record_http(self, **fields: Any) -> None:
-        """An ``http`` record of the mock's own traffic, with the findings re-annotation gives it."""
+    def _exchange_opened(self, ex: int, conn: int, request_bytes: int, session: str | None) -> None:
         if self.rec is not None:
+            self.open_exchanges[ex] = OpenExchange(conn, request_bytes, self.rec.clock(), session)
+
+    def _exchange_session(self, ex: int, session: str | None) -> None:
+        """The session exchange ``ex`` belongs to once the mock knows it (a minted one, a legacy stream's)."""
+        x = self.open_exchanges.get(ex)
+        if x is not None and session is not None:
+            x.session = session
+
+    def _record_http(self, **fields: Any) -> None:
+        """An ``http`` record of the mock's own traffic, with the findings re-annotation gives it: an
+        exchange's records after its request with the fields the tap's carry (relay/http/observe.py):
+        ``conn``; on its response and end its ``session``; on its end ``request_bytes`` and ``duration_us``."""
+        if self.rec is not None:
+            ex, event = fields.get("exchange"), fields.get("event")
+            x = None
+            if isinstance(ex, int) and event != "request":
+                x = self.open_exchanges.pop(ex, None) if event == "end" else self.open_exchanges.get(ex)
+            if x is not None:
+                fields.setdefault("conn", x.conn)
+                if event in ("response", "end") and x.session is not None:
+                    fields.setdefault("session", x.session)
+                if event == "end":
+                    fields.update(request_bytes=x.request_bytes, duration_us=max(0, self.rec.clock() - x.t0))
             judged = self._judge().record(Http(0, 0, fields).to_json())     # as re-annotation reads it back
             self.rec.http(findings=[Finding.from_json(d) for d in judged.get("findings", ())], **fields)
 
@@ -161,17 +215,21 @@ class Answering:
                 fields["ack_body"] = body[:ACK_BODY_KEEP].decode("utf-8", "replace")
             self._record_http(event="end", exchange=ex, **fields)
 
-    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession, ex: int, stream: str, out: Out | None = None,
+    def _record_msg(self, direction: Direction, raw: bytes, ms: MockSession | None, ex: int, stream: str, out: Out | None = None,
                     status: int | None = None) -> None:
-        """A ``message`` record of the mock's traffic; ``status``: the HTTP status its body travelled
-        with, in its transport facts as the tap records it (a body on an error status is judged by it)."""
+        """A ``message`` record of the mock's traffic, in ``ms``'s session (None: the exchange's, if any); ``status``: the
+        HTTP status its body travelled with, in its transport facts as the tap records it (a body on an error status
+        is judged by it)."""
         if self.rec is not None:
-            transport: dict[str, Any] = {"exchange": ex, "stream": stream, **({"status": status} if status is not None else {})}
+            x = self.open_exchanges.get(ex)
+            transport: dict[str, Any] = {"exchange": ex, **({"conn": x.conn} if x is not None else {}), "stream": stream,
+                                         **({"status": status} if status is not None else {})}
             extra = [out.finding] if out is not None and out.finding is not None else []
             if direction is Direction.C2S:
                 # the POST's request findings, as re-annotation judges them at its body (HttpReplay.message)
                 extra += self._judge().message({"transport": transport}, direction, exact_json(raw), raw) or []
-            self.rec.frame(direction, raw, session=ms.sid, transport=transport, extra=extra)
+            session = ms.key if ms is not None else x.session if x is not None else None
+            self.rec.frame(direction, raw, session=session, transport=transport, extra=extra)
 
     async def _json_answer(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int,
                            extra: list[tuple[str, str]], batch: bool, rejected: list[Out] | None = None) -> None:
@@ -190,12 +248,13 @@ class Answering:
 
     async def _sse(self, c: Conn, ex: int, ms: MockSession, st: ResponseStream, status: int, extra: list[tuple[str, str]],
                    stream: str, first: bytes = b"", priming: tuple[dict[str, Any], ...] = (), ends: KindAnswer | None = None,
-                   first_record: dict[str, Any] | None = None) -> None:
+                   first_record: dict[str, Any] | None = None, resumed: bool = False) -> None:
         """An event stream: ``stream`` "post" (it ends once ``st`` has its answers) or "get"; ``first``: bytes
         sent first (the legacy endpoint event, whose ``sse`` record's fields are ``first_record``: under its
         session, as the tap records it, so the judge takes the session's POSTs for legacy ones); ``priming``: events sent before any message; ``ends``: the
         recorded GET stream this one plays, which the server ended (``ends.how``) after its last message
-        (``ends.last``; None: at once, after its priming events): so does this one."""
+        (``ends.last``; None: at once, after its priming events): so does this one. ``resumed``: a GET resuming
+        a request's stream (``MockSession.open_resumption``): it ends once ``st`` has its answer."""
         how = ends.how if ends is not None else None
         until = ends.last if ends is not None and how is not None else -1
         hs = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), *extra]
@@ -203,6 +262,7 @@ class Answering:
         await c.send(h11.Response(status_code=status, headers=wire_headers(hs)))
         if first_record is not None:
             self._record_http(event="sse", exchange=ex, **first_record)
+            self._exchange_session(ex, first_record.get("session"))      # the stream's end is the session's, as the tap's
         for prime in priming:
             data = sse_bytes(prime)
             self._record_http(event="sse", exchange=ex, sse={**prime, "bytes": len(data), "terminated": True})
@@ -229,7 +289,7 @@ class Answering:
 
         async with trio.open_nursery() as n:
             n.start_soon(watch, n)
-            while not over and (stream == "get" or st.ids):
+            while not over and (stream == "get" and not resumed or st.ids):
                 try:
                     out = await st.receive()
                 except trio.EndOfChannel:
@@ -256,8 +316,9 @@ class Answering:
             self._record_end(ex, sent, "client_closed", events=events)
             raise trio.ClosedResourceError("the client closed the stream")
         if ended != "complete":
+            c.closed_as_recorded = True
             if self.rec is not None:
-                self.rec.note("serve", message="the event stream is closed mid-stream, as the recorded server closed it", session=ms.sid,
+                self.rec.note("serve", message="the event stream is closed mid-stream, as the recorded server closed it", session=ms.key,
                               exchange=ex)
             self._record_end(ex, sent, "upstream_closed", events=events)
             raise trio.ClosedResourceError("the recorded server closed the stream mid-way")

@@ -7,7 +7,8 @@ requests opens a :class:`ResponseStream` registered under the live ids of its
 requests; the core's outputs (:class:`~mcptap.serve.core.Out`) are routed by
 ``out.via`` to that stream, else to the session's standalone stream (the GET
 stream, or the legacy SSE connection), and wait in a backlog while none is
-open (``on_backlog`` is told of each, so the mock can say so). When the
+open (``on_backlog`` is told of each, so the mock can say so). A GET resuming a request's
+stream (``open_resumption``) is that request's response stream, never a standalone one. When the
 recorded server offered no GET stream (``get_stream`` False: a capture made
 over stdio), no GET stream will ever open: such an output goes on the latest
 SSE response stream still open instead (a log the tool wrote after the
@@ -72,6 +73,9 @@ class MockSession:
 
     live: LiveSession
     sid: str | None = None
+    #: the session as the mock's capture names it: ``sid``, but a legacy session id (a credential, the
+    #: one thing authorising its POSTs) as its keyed placeholder, as the tap records it (relay/http/sessions.py)
+    key: str | None = None
     streams: dict[Any, ResponseStream] = field(default_factory=dict)
     #: the open GET streams, the latest last: it takes what is not a request's (see ``open_standalone``)
     gets: list[ResponseStream] = field(default_factory=list)
@@ -81,6 +85,14 @@ class MockSession:
     order: InOrder = field(default_factory=InOrder)
     get_stream: bool = True             # the recorded server offered a GET stream (the client may open one)
     opened: bool = False                # what the recorded server wrote before any client message is out
+    #: request kind -> its recorded session's answers given (``Answering._turn``)
+    turns: dict[str, int] = field(default_factory=dict)
+    #: live id (hkey) -> the answer routed for it (a resumption of its stream gets it again: ``open_resumption``)
+    answered: dict[Any, Out] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.key is None:
+            self.key = self.sid
 
     def open_post(self, ids: list[Any]) -> ResponseStream:
         st = ResponseStream({hkey(i) for i in ids})
@@ -93,6 +105,20 @@ class MockSession:
             del self.streams[k]
         for out in st.close():
             self.route(out)
+
+    def open_resumption(self, lid: Any) -> ResponseStream:
+        """A GET with ``Last-Event-ID`` resuming the event stream of live request ``lid``: it carries that
+        request's messages and answer (never another's: a client takes a resumed stream's answer for its
+        request's, whatever its id), then ends; the answer again when it was sent already (the client
+        resumed as it came on another stream; a server replays a stream's stored events). ``close_post`` it."""
+        st = ResponseStream({hkey(lid)})
+        st.sse = True
+        prev = self.answered.get(hkey(lid))
+        if prev is not None:
+            st.put(prev)
+        else:
+            self.streams[hkey(lid)] = st
+        return st
 
     @property
     def standalone(self) -> ResponseStream | None:
@@ -132,7 +158,11 @@ class MockSession:
         if out.ends is not None:
             if target is not None:
                 target.put(out)          # the end of that request's stream; a stream already over has nothing to end
+            elif out.via is None and self.standalone is not None:
+                self.standalone.put(out)     # the end of the GET stream (none open: nothing to end)
             return
+        if out.answers is not None:
+            self.answered[hkey(out.answers)] = out
         if target is None and out.answers is not None:
             target = self.streams.get(hkey(out.answers))
         if target is None:

@@ -35,7 +35,9 @@ class Out:
     seq: int | None = None              # the recorded server message's seq (None: the mock's own)
     cause: int | None = None            # seq of the recorded client message it follows (None: before any)
     #: not a message (``value`` None): the end of the event stream of the request ``via`` names, as the
-    #: recorded server ended it without the answer: "complete" or "closed" (serve/script_http.py)
+    #: recorded server ended it without the answer, or (``via`` None) of the session's GET stream, as the
+    #: recorded server ended it because of the client message this follows: "complete" or "closed"
+    #: (serve/script_http.py)
     ends: str | None = None
     event_id: str | None = None         # the SSE event id the recorded message was sent with
 

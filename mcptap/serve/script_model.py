@@ -104,6 +104,12 @@ class Script:
     #: order, by ``script_http.refusal_key`` (each kind's own), and under "get" / "delete" the first of every
     #: GET / DELETE (for a kind the capture has none of): the mock gives them in turn, then the last again
     kind_answers: dict[str, list[KindAnswer]] = field(default_factory=dict)
+    #: HTTP: the same by recorded session (its index), of the requests that named one: a live session
+    #: matched to that recorded session gets its answers, in its own turn (serve/http_send.Answering._turn)
+    session_answers: dict[int, dict[str, list[KindAnswer]]] = field(default_factory=dict)
+    #: HTTP: SSE event id -> seq of the recorded request whose event stream it was sent on (a GET with
+    #: ``Last-Event-ID`` resumes that request's stream: serve/script_facts.py ``_resumptions``)
+    resume_of: dict[str, int] = field(default_factory=dict)
     #: HTTP: the OAuth discovery documents the mock serves, by path: status, headers, body (serve/script_auth.py)
     auth_docs: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = field(default_factory=dict)
     auth_paths: set[str] = field(default_factory=set)    # the authorization-server paths it does not replay (501)

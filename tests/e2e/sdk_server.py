@@ -7,8 +7,8 @@
 Tools: echo, add, slow (progress notifications), boom (isError result), and
 with ``--poll`` poll (ends its response stream before answering: 2025-11-25
 polling, with an in-memory event store and a 100 ms retry), poll_logged (logs on the
-stream before it ends it) and close_get (a resources list_changed on the GET stream, then
-ends that stream); a resource and a
+stream before it ends it), close_get (a resources list_changed on the GET stream, then
+ends that stream) and close_get_quiet (ends the GET stream, nothing sent on it); a resource and a
 prompt. HTTP listens on 127.0.0.1 only. Used by the stdio and
 HTTP end-to-end tests through `mcptap record`.
 """
@@ -76,6 +76,12 @@ async def close_get(ctx: Context) -> str:
     return "closed"
 
 
+async def close_get_quiet(ctx: Context) -> str:
+    """End the GET stream with nothing sent on it since it opened, then answer."""
+    await ctx.close_standalone_sse_stream()
+    return "closed quietly"
+
+
 class MemoryEvents(EventStore):
     """Events kept in memory, so a client can resume a stream the server ended."""
 
@@ -123,6 +129,7 @@ if __name__ == "__main__":
             app.tool()(poll)
             app.tool()(poll_logged)
             app.tool()(close_get)
+            app.tool()(close_get_quiet)
             polling = {"event_store": MemoryEvents(), "retry_interval": 100}
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), json_response="--json" in flags,
                 stateless_http="--stateless" in flags, **polling)

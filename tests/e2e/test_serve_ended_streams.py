@@ -8,7 +8,12 @@ answer there. Recorded through the real HTTP tap, served by the mock to the same
 * ``poll_logged`` (messages but not the answer): the mock used to keep the stream open waiting
   for an answer that travelled elsewhere; the client waited for ever;
 * ``poll`` (the priming event only): the mock ended the stream but without the priming event,
-  so the client, with no event id to resume from, failed ("SSE stream ended without a response").
+  so the client, with no event id to resume from, failed ("SSE stream ended without a response");
+* a GET with ``Last-Event-ID`` resuming a request's stream: the mock took it for one more standalone
+  GET stream, so the answer of a later request went on it, which the SDK client takes for the answer
+  of the request it resumes (the later request then waited for ever: about one run in two of the
+  resumption test below hung), and a resumption of a request answered meanwhile on the GET stream
+  never ended.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx  # the HTTP client the official SDK uses (a dependency of mcp)
+import orjson
 import pytest
 import trio
 from mcp import Client
@@ -125,3 +132,65 @@ async def test_a_get_stream_replaced_by_a_resumption_ends_cleanly_and_the_client
         rec.close()
         assert done.returncode == 0 and json.loads(done.stdout) == live, done
         assert not [s for s in said if "internal error" in s], said
+
+
+def _events(body: bytes) -> list[tuple[str | None, Any]]:
+    """(id, message id or method) of each event carrying a message, and the last event id as (id, None)."""
+    out: list[tuple[str | None, Any]] = []
+    eid = None
+    for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        lines = block.split(b"\n")
+        eid = next((ln[3:].strip().decode() for ln in lines if ln.startswith(b"id:")), eid)
+        data = b"".join(ln[5:].strip() for ln in lines if ln.startswith(b"data:"))
+        if data:
+            msg = orjson.loads(data)
+            out.append((eid, msg.get("id", msg.get("method"))))
+    return [*out, (eid, None)]
+
+
+async def test_a_resumption_carries_its_own_requests_answer_only(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    await _recorded(cap, lambda url: _calls(url, ["poll_logged", "poll", "poll_logged"]))
+    accept = {"Accept": "application/json, text/event-stream"}
+    seen: dict[str, Any] = {}
+
+    async def read(http: httpx.AsyncClient, url: str, headers: dict[str, str], key: str, opened: trio.Event) -> None:
+        with trio.move_on_after(5):                  # a stream that never ends: what it carried by then
+            async with http.stream("GET", url, headers={"Accept": "text/event-stream", **headers}) as r:
+                opened.set()
+                seen[key] = b""
+                async for chunk in r.aiter_bytes():
+                    seen[key] += chunk
+            seen[key + " ended"] = True
+
+    def call(i: int, name: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+    mock = HttpMock(ServeCore(script_from_path(str(cap))))
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(mock.serve)
+        async with httpx.AsyncClient(timeout=HANG) as http:
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+            r = await http.post(url, json=init, headers=accept)
+            sid = {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**accept, **sid})
+            async with trio.open_nursery() as n:
+                opened = trio.Event()
+                n.start_soon(read, http, url, sid, "get", opened)
+                await opened.wait()
+                # its stream ends after a log, without the answer: that goes on the GET stream (none else is open)
+                first = _events((await http.post(url, json=call(2, "poll_logged"), headers={**accept, **sid})).content)
+                await trio.sleep(0.5)
+                opened = trio.Event()
+                n.start_soon(read, http, url, {**sid, "Last-Event-ID": first[-1][0]}, "resumed", opened)
+                await opened.wait()
+                # ended without the answer, which goes on the GET stream, not on the resumption of request 2's stream
+                await http.post(url, json=call(3, "poll"), headers={**accept, **sid})
+                await trio.sleep(0.5)
+                n.cancel_scope.cancel()
+        nursery.cancel_scope.cancel()
+    assert [m for _, m in first] == ["notifications/message", None], first
+    assert [m for _, m in _events(seen["get"]) if m is not None] == [2, 3], seen
+    # the resumption of request 2's stream: its answer again (as a server replays the stream's events), then its end
+    assert [m for _, m in _events(seen["resumed"]) if m is not None] == [2] and seen.get("resumed ended"), seen

@@ -10,7 +10,9 @@ Recorded through the real HTTP tap, served by the mock to the same client:
   (its ``400 Missing session ID``) and then with it: the key a refusal was replayed under did not
   say whether the header was sent, so a client that sent it got the header-less request's 400;
 * the official SDK server ending its GET stream (``close_standalone_sse_stream``) after a
-  resources list_changed, and again at the session's ``DELETE``: the mock kept both open.
+  resources list_changed, and again at the session's ``DELETE``: the mock kept both open;
+* the official SDK server ending its GET stream, nothing sent on it, because of a later request
+  (a ``tools/call``): the mock kept it open (it ended only a stream the server ended by itself).
 """
 
 from __future__ import annotations
@@ -199,3 +201,38 @@ async def test_a_get_stream_the_server_ended_is_ended_so(tmp_path: Path) -> None
     live = await _sdk(cap, _get_ended, "--poll")
     assert live == {"first": ["notifications/resources/list_changed"], "call": True, "second": [], "delete": 200}, live
     assert await _served(cap, _get_ended) == live
+
+
+async def _get_ended_by_a_call(url: str) -> dict[str, Any]:
+    """A GET stream that a later tools/call (close_get_quiet) ends with nothing sent on it: its end
+    (its messages' methods) and the call's answer, then a second call of it with no GET stream open."""
+    seen: dict[str, Any] = {}
+
+    async def read(http: httpx.AsyncClient, sid: dict[str, str], opened: trio.Event) -> None:
+        async with http.stream("GET", url, headers={"Accept": "text/event-stream", **sid}) as r:
+            opened.set()
+            body = b"".join([chunk async for chunk in r.aiter_bytes()])
+        seen["get"] = [line for line in body.splitlines() if line.startswith(b"data:") and line[5:].strip()]
+
+    def text(r: httpx.Response) -> Any:
+        data = next(line[5:] for line in r.content.splitlines() if line.startswith(b"data:") and line[5:].strip()) \
+            if r.headers.get("content-type", "").startswith("text/event-stream") else r.content
+        return orjson.loads(data)["result"]["content"][0]["text"]
+
+    async with httpx.AsyncClient(timeout=HANG) as http:
+        sid = await _handshake(http, url, "2025-11-25")
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "close_get_quiet", "arguments": {}}}
+        async with trio.open_nursery() as n:
+            opened = trio.Event()
+            n.start_soon(read, http, sid, opened)
+            await opened.wait()
+            seen["call"] = text(await http.post(url, json=call, headers={**ACCEPT, **sid}))
+        seen["again"] = text(await http.post(url, json={**call, "id": 3}, headers={**ACCEPT, **sid}))
+    return seen
+
+
+async def test_a_get_stream_a_later_request_ended_is_ended_by_that_request(tmp_path: Path) -> None:
+    cap = tmp_path / "cap.jsonl"
+    live = await _sdk(cap, _get_ended_by_a_call, "--poll")
+    assert live == {"get": [], "call": "closed quietly", "again": "closed quietly"}, live
+    assert await _served(cap, _get_ended_by_a_call) == live
