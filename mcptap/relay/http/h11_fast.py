@@ -20,6 +20,12 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   (chunk headers, trailers and their errors are h11's parser's, raised as
   ``next_event`` raises them); None when it could be anything else (then call
   ``next_event``: heads, NEED_DATA, the peer's close);
+* ``whole_chunk(conn, data, pos)``: where the body of the whole chunk that
+  ``data[pos:]`` starts with lies (its size line, body and CRLF all there, the
+  reader at a chunk boundary with nothing buffered): the ``Data`` h11 would
+  return for it after ``receive_data``, and after the chunk's CRLF h11's
+  reader is back where it was, so the bytes need not go through h11's receive
+  buffer at all (a small SSE event: one read, one chunk; below);
 * ``send(conn, ev)``: ``conn.send(ev)``, an ``EndOfMessage`` in our body by the
   connection's own writer without the full state pass (below);
 * ``send_response(conn, ev)``: ``conn.send(ev)`` for a final response head
@@ -59,7 +65,7 @@ from typing import Any
 import h11
 from h11._connection import _body_framing, _keep_alive
 from h11._headers import get_comma_header, has_expect_100_continue
-from h11._readers import READERS, ChunkedReader, ContentLengthReader
+from h11._readers import READERS, ChunkedReader, ContentLengthReader, chunk_header_re
 from h11._writers import WRITERS, ChunkedWriter, ContentLengthWriter
 
 _probe = h11.Connection(h11.CLIENT)
@@ -68,7 +74,8 @@ SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buf
     hasattr(ChunkedReader(), a) for a in ("_bytes_in_chunk", "_bytes_to_discard", "_reading_trailer")) and hasattr(
     ContentLengthReader(1), "_remaining") and all(hasattr(w, "send_data") for w in (ChunkedWriter, ContentLengthWriter)) and all(
     hasattr(_probe._cstate, a) for a in ("states", "keep_alive", "pending_switch_proposals")) and hasattr(
-    h11.LocalProtocolError, "_reraise_as_remote_protocol_error")
+    h11.LocalProtocolError, "_reraise_as_remote_protocol_error") and hasattr(_probe, "_receive_buffer_closed") and hasattr(
+    _probe._receive_buffer, "maybe_extract_at_most") and "chunk_size" in chunk_header_re.groupindex
 del _probe
 
 _SEND_BODY = h11.SEND_BODY
@@ -246,3 +253,42 @@ def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
         conn._process_error(conn.our_role)
         raise
     return b"".join(parts)
+
+
+def whole_chunk(conn: h11.Connection, data: bytes, pos: int) -> tuple[int, int] | None:
+    """``(start, end)``: ``data[start:end]`` is the body of the whole chunk
+    ``data[pos:]`` starts with (size line, body and CRLF; not the last chunk)
+    while ``conn`` reads a chunked body at a chunk boundary with nothing
+    buffered. It is the ``Data`` (``chunk_start`` and ``chunk_end``)
+    ``next_event`` would return after ``conn.receive_data(data[pos:])``, and
+    past the chunk's CRLF h11's reader is where it was: the caller goes on at
+    ``end + 2`` without giving these bytes to h11 (its buffer copy, two
+    extractions, the CRLF discard). None when the bytes there are anything
+    else (a partial chunk, the last chunk, an invalid size line): then h11
+    parses ``data[pos:]``. The chunk's CRLF that an earlier ``next_body`` left
+    in h11's buffer is discarded first, as h11's reader would (state only).
+    The size line is matched by h11's own regex, as its reader does."""
+    if not SUPPORTED or conn.their_state is not _SEND_BODY:
+        return None
+    rd: Any = conn._reader
+    if type(rd) is not ChunkedReader or rd._bytes_in_chunk or rd._reading_trailer or conn._receive_buffer_closed:
+        return None
+    buf: Any = conn._receive_buffer
+    if rd._bytes_to_discard or buf:
+        if rd._bytes_to_discard != b"\r\n" or len(buf) != 2 or bytes(buf) != b"\r\n":
+            return None
+        buf.maybe_extract_at_most(2)       # as the reader's next call: the CRLF matches, nothing more is buffered
+        rd._bytes_to_discard = b""
+    e = data.find(b"\r\n", pos)
+    if e < 0:
+        return None
+    m = chunk_header_re.fullmatch(data, pos, e + 2)
+    if m is None:
+        return None
+    start = e + 2
+    end = start + int(m["chunk_size"], 16)
+    if end == start or len(data) < end + 2 or data[end] != 13 or data[end + 1] != 10:
+        return None
+    if conn.their_role is _CLIENT:
+        conn.client_is_waiting_for_100_continue = False     # as _process_event for the client's Data
+    return start, end
