@@ -110,7 +110,7 @@ class ConnUpstream(ConnEnds):
             try:
                 ev: Any = h11_fast.next_body(up)    # a body's Data or end without h11's full state pass
                 if ev is None:
-                    ev = up.next_event()            # narrowed by the exact-type dispatch below
+                    ev = h11_fast.next_head(up)     # next_event; a response head without h11's full state pass
             except h11.RemoteProtocolError as exc:
                 self._upstream_error(peer_error(exc, self.relay.record_secrets), out)
                 return

@@ -37,6 +37,16 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   alive, the body is framed by Content-Length or has none) the head is the
   one h11 parsed and is sent as it is, through the same state pass and writer.
 
+``next_head(conn)``: ``conn.next_event()``; a ``Request`` received from
+``IDLE``/``IDLE`` or a final ``Response`` received in ``SEND_RESPONSE`` (our
+client side in ``SEND_BODY`` or ``DONE``), with keep-alive on, nothing pending
+or proposed (no CONNECT, no Upgrade) and the head keeping the connection
+alive, moves the states as h11's pass would (a request also the server to
+``SEND_RESPONSE``) and sets the method, the peer's HTTP version, the
+100-continue flag and the reader/writer by h11's own helpers; any other head
+or state takes h11's full pass (``_process_event``), with ``next_event``'s
+own checks and error handling around it.
+
 An ``EndOfMessage`` (sent or received) in ``SEND_BODY`` moves that role to
 ``DONE``; h11's pass then finds nothing more to do unless keep-alive is off, a
 protocol switch is pending or the other role is closed, closing or in error
@@ -75,7 +85,8 @@ SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buf
     ContentLengthReader(1), "_remaining") and all(hasattr(w, "send_data") for w in (ChunkedWriter, ContentLengthWriter)) and all(
     hasattr(_probe._cstate, a) for a in ("states", "keep_alive", "pending_switch_proposals")) and hasattr(
     h11.LocalProtocolError, "_reraise_as_remote_protocol_error") and hasattr(_probe, "_receive_buffer_closed") and hasattr(
-    _probe._receive_buffer, "maybe_extract_at_most") and "chunk_size" in chunk_header_re.groupindex
+    _probe._receive_buffer, "maybe_extract_at_most") and "chunk_size" in chunk_header_re.groupindex and all(
+    hasattr(_probe, a) for a in ("_extract_next_receive_event", "_max_incomplete_event_size", "their_http_version"))
 del _probe
 
 _SEND_BODY = h11.SEND_BODY
@@ -91,6 +102,8 @@ _DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CL
 _IDLE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, h11.IDLE)) for r in (_CLIENT, _SERVER)
                                         for m, io in (("r", READERS), ("w", WRITERS))}
 _IDLE = h11.IDLE
+#: our client side's states in which a final response received triggers nothing beyond the server's move
+_CLIENT_CALM = frozenset({h11.SEND_BODY, h11.DONE})
 _SEND_RESPONSE = h11.SEND_RESPONSE
 _REQUEST = h11.Request
 _RESPONSE = h11.Response
@@ -143,6 +156,59 @@ def _headed(conn: h11.Connection, ev: Any) -> None:
     states[_SERVER] = _SEND_BODY
     conn.client_is_waiting_for_100_continue = False
     conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
+
+
+def _got_head(conn: h11.Connection, ev: Any) -> None:
+    """``conn._process_event(conn.their_role, ev)`` for a head received (see module doc)."""
+    cs: Any = conn._cstate
+    states = cs.states
+    t = type(ev)
+    if cs.pending_switch_proposals or not cs.keep_alive or (t is not _REQUEST and t is not _RESPONSE) or not _keep_alive(ev):
+        conn._process_event(conn.their_role, ev)
+        return
+    if t is _REQUEST:
+        if conn.our_role is not _SERVER or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE \
+                or ev.method == b"CONNECT" or get_comma_header(ev.headers, b"upgrade"):
+            conn._process_event(_CLIENT, ev)
+            return
+        states[_CLIENT] = _SEND_BODY
+        states[_SERVER] = _SEND_RESPONSE
+        conn._request_method = ev.method
+        conn.their_http_version = ev.http_version
+        if has_expect_100_continue(ev):
+            conn.client_is_waiting_for_100_continue = True
+        conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
+        conn._reader = conn._get_io_object(_CLIENT, ev, READERS)
+        return
+    if conn.our_role is not _CLIENT or states[_SERVER] is not _SEND_RESPONSE or states[_CLIENT] not in _CLIENT_CALM:
+        conn._process_event(_SERVER, ev)
+        return
+    states[_SERVER] = _SEND_BODY
+    conn.their_http_version = ev.http_version
+    conn.client_is_waiting_for_100_continue = False
+    conn._reader = conn._get_io_object(_SERVER, ev, READERS)
+
+
+def next_head(conn: h11.Connection) -> Any:
+    """``conn.next_event()`` (see module doc): the same event, errors and state."""
+    st = conn.their_state
+    if not SUPPORTED or (st is not _IDLE and st is not _SEND_RESPONSE):
+        return conn.next_event()
+    try:        # next_event's body (its ERROR check cannot apply in these states)
+        ev: Any = conn._extract_next_receive_event()
+        if ev is h11.NEED_DATA:
+            if len(conn._receive_buffer) > conn._max_incomplete_event_size:
+                raise h11.RemoteProtocolError("Receive buffer too long", error_status_hint=431)
+            if conn._receive_buffer_closed:
+                raise h11.RemoteProtocolError("peer unexpectedly closed connection")
+        elif ev is not h11.PAUSED:
+            _got_head(conn, ev)
+        return ev
+    except BaseException as exc:
+        conn._process_error(conn.their_role)
+        if isinstance(exc, h11.LocalProtocolError):
+            exc._reraise_as_remote_protocol_error()
+        raise
 
 
 def start_next_cycle(conn: h11.Connection) -> None:
