@@ -73,10 +73,11 @@ from __future__ import annotations
 from typing import Any
 
 import h11
-from h11._connection import _body_framing, _keep_alive
-from h11._headers import get_comma_header, has_expect_100_continue
+from h11._connection import _body_framing
 from h11._readers import READERS, ChunkedReader, ContentLengthReader, chunk_header_re
 from h11._writers import WRITERS, ChunkedWriter, ContentLengthWriter
+
+from mcptap.relay.http import h11_fields as hf
 
 _probe = h11.Connection(h11.CLIENT)
 SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buffer", "_process_error", "_process_event",
@@ -102,6 +103,9 @@ _DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CL
 _IDLE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, h11.IDLE)) for r in (_CLIENT, _SERVER)
                                         for m, io in (("r", READERS), ("w", WRITERS))}
 _IDLE = h11.IDLE
+#: the server's reader/writer in SEND_RESPONSE (``_get_io_object`` outside a body: h11's table)
+_RESPONSE_READER: Any = READERS.get((_SERVER, h11.SEND_RESPONSE))
+_RESPONSE_WRITER: Any = WRITERS.get((_SERVER, h11.SEND_RESPONSE))
 #: our client side's states in which a final response received triggers nothing beyond the server's move
 _CLIENT_CALM = frozenset({h11.SEND_BODY, h11.DONE})
 _SEND_RESPONSE = h11.SEND_RESPONSE
@@ -134,28 +138,29 @@ def _headed(conn: h11.Connection, ev: Any) -> None:
     cs: Any = conn._cstate
     states = cs.states
     role = conn.our_role
-    if cs.pending_switch_proposals or not cs.keep_alive or not _keep_alive(ev):
+    f = hf.fields(ev.headers)
+    if cs.pending_switch_proposals or not cs.keep_alive or not hf.keep_alive(ev, f):
         conn._process_event(role, ev)
         return
     if type(ev) is _REQUEST:
         if role is not _CLIENT or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE or ev.method == b"CONNECT" \
-                or get_comma_header(ev.headers, b"upgrade"):
+                or b"upgrade" in f:
             conn._process_event(role, ev)
             return
         states[_CLIENT] = _SEND_BODY
         states[_SERVER] = _SEND_RESPONSE
         conn._request_method = ev.method
-        if has_expect_100_continue(ev):
+        if hf.expects_continue(ev, f):
             conn.client_is_waiting_for_100_continue = True
-        conn._writer = conn._get_io_object(_CLIENT, ev, WRITERS)
-        conn._reader = conn._get_io_object(_SERVER, ev, READERS)
+        conn._writer = hf.body_io(ev.method, ev, f, WRITERS) or conn._get_io_object(_CLIENT, ev, WRITERS)
+        conn._reader = _RESPONSE_READER
         return
     if type(ev) is not _RESPONSE or role is not _SERVER or states[_SERVER] is not _SEND_RESPONSE:
         conn._process_event(role, ev)
         return
     states[_SERVER] = _SEND_BODY
     conn.client_is_waiting_for_100_continue = False
-    conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
+    conn._writer = hf.body_io(conn._request_method, ev, f, WRITERS) or conn._get_io_object(_SERVER, ev, WRITERS)
 
 
 def _got_head(conn: h11.Connection, ev: Any) -> None:
@@ -163,22 +168,26 @@ def _got_head(conn: h11.Connection, ev: Any) -> None:
     cs: Any = conn._cstate
     states = cs.states
     t = type(ev)
-    if cs.pending_switch_proposals or not cs.keep_alive or (t is not _REQUEST and t is not _RESPONSE) or not _keep_alive(ev):
+    if cs.pending_switch_proposals or not cs.keep_alive or (t is not _REQUEST and t is not _RESPONSE):
+        conn._process_event(conn.their_role, ev)
+        return
+    f = hf.fields(ev.headers)
+    if not hf.keep_alive(ev, f):
         conn._process_event(conn.their_role, ev)
         return
     if t is _REQUEST:
         if conn.our_role is not _SERVER or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE \
-                or ev.method == b"CONNECT" or get_comma_header(ev.headers, b"upgrade"):
+                or ev.method == b"CONNECT" or b"upgrade" in f:
             conn._process_event(_CLIENT, ev)
             return
         states[_CLIENT] = _SEND_BODY
         states[_SERVER] = _SEND_RESPONSE
         conn._request_method = ev.method
         conn.their_http_version = ev.http_version
-        if has_expect_100_continue(ev):
+        if hf.expects_continue(ev, f):
             conn.client_is_waiting_for_100_continue = True
-        conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
-        conn._reader = conn._get_io_object(_CLIENT, ev, READERS)
+        conn._writer = _RESPONSE_WRITER
+        conn._reader = hf.body_io(ev.method, ev, f, READERS) or conn._get_io_object(_CLIENT, ev, READERS)
         return
     if conn.our_role is not _CLIENT or states[_SERVER] is not _SEND_RESPONSE or states[_CLIENT] not in _CLIENT_CALM:
         conn._process_event(_SERVER, ev)
@@ -186,7 +195,7 @@ def _got_head(conn: h11.Connection, ev: Any) -> None:
     states[_SERVER] = _SEND_BODY
     conn.their_http_version = ev.http_version
     conn.client_is_waiting_for_100_continue = False
-    conn._reader = conn._get_io_object(_SERVER, ev, READERS)
+    conn._reader = hf.body_io(conn._request_method, ev, f, READERS) or conn._get_io_object(_SERVER, ev, READERS)
 
 
 def next_head(conn: h11.Connection) -> Any:
@@ -308,7 +317,8 @@ def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
     if not SUPPORTED or conn.our_state is not h11.SEND_RESPONSE or not cs.keep_alive or ev.http_version != b"1.1":
         return conn.send(ev)
     method: Any = conn._request_method      # None before a request: h11's send passes it on the same way
-    if _body_framing(b"GET" if method == b"HEAD" else method, ev)[0] != "content-length":
+    m = b"GET" if method == b"HEAD" else method
+    if (hf.framing(m, ev, hf.fields(ev.headers)) or _body_framing(m, ev)[0]) != "content-length":
         return conn.send(ev)        # h11 sets the framing (chunked, or a close for an HTTP/1.0 client)
     writer: Any = conn._writer
     parts: list[bytes] = []
