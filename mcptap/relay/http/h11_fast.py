@@ -270,6 +270,9 @@ def send_data(conn: h11.Connection, data: bytes) -> bytes:
         return conn.send(h11.Data(data=data))
     if conn.our_role is _CLIENT:
         conn.client_is_waiting_for_100_continue = False        # as _process_event, before the writer runs
+    if t is ChunkedWriter:
+        # its three writes (size line, data, CRLF; nothing for no data), formatted at once: it cannot fail
+        return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
     parts: list[bytes] = []
     try:
         w.send_data(data, parts.append)
