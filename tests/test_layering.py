@@ -34,6 +34,7 @@ LEVELS = {
     "mcptap.protocol.code_table": 1, "mcptap.protocol.code_table_transport": 1,
     "mcptap.protocol.utf8": 1, "mcptap.protocol.sse_canonical": 1, "mcptap.protocol.sse_block": 1, "mcptap.relay.http.body_buffer": 2,
     "mcptap.redact.header_scan": 1, "mcptap.relay.http.h11_fast": 2,
+    "mcptap.relay.http.h11_fields": 2,
     "mcptap.relay.http.cookies": 2, "mcptap.protocol.urls": 1, "mcptap.relay.http.auth_docs": 2, "mcptap.relay.http.observe_sse": 2,
     "mcptap.replay.plan": 3, "mcptap.replay.compare": 3, "mcptap.replay.http_heads": 3, "mcptap.replay.builder": 3, "mcptap.replay.in_flight": 3,
     "mcptap.replay.steps": 3, "mcptap.replay.findings": 3, "mcptap.replay.peer_text": 3, "mcptap.demo": 3, "mcptap.hosts": 3, "mcptap.export": 3,

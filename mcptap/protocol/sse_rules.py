@@ -17,7 +17,7 @@ from mcptap.model import Finding, Kind
 from mcptap.protocol import urls
 from mcptap.protocol.codes import finding
 from mcptap.protocol.excerpt import clip
-from mcptap.protocol.jsonrpc import classify
+from mcptap.protocol.jsonrpc import classify, classify_plain
 from mcptap.protocol.sse import SSEEvent
 
 
@@ -59,7 +59,8 @@ def data_findings(value: Any, quote: str) -> list[Finding]:
     """Findings about a data event's payload, parsed (``value``; ``quote``:
     its first 40 characters), for the live observer and ``check --full``
     alike: JSON that is not a JSON-RPC message."""
-    if value is not None and classify(value).kind is Kind.INVALID:
+    # a well-formed message (the common case) is never INVALID: classify_plain says so without a Classified
+    if value is not None and classify_plain(value) is None and classify(value).kind is Kind.INVALID:
         return [finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it")]
     return []
 

@@ -84,7 +84,7 @@ class ConnRelay(ConnUpstream):
             try:
                 ev: Any = h11_fast.next_body(client)    # a body's Data or end without h11's full state pass
                 if ev is None:
-                    ev = client.next_event()        # narrowed by the exact-type dispatch below
+                    ev = h11_fast.next_head(client)     # next_event; a request head without h11's full state pass
             except h11.RemoteProtocolError as exc:
                 if self._client_eof and self.ex is not None and not self.ex.req_done:
                     # the client went away inside its request body: a cut, not invalid bytes (nothing to answer)

@@ -46,17 +46,43 @@ class ConnUpstream(ConnEnds):
             self.up_eof = True
         else:
             ex = self.ex
-            if ex is not None and len(data) >= PASS_FROM:
-                rest = passbody.pass_body(up, data, lambda b, o: self._response_data(ex, b, o),
-                                          lambda: not self.closed and self.up is up, self._pump_upstream, out)
-                if rest is None:
-                    return
-                data = rest
+            if ex is not None:
+                if len(data) >= PASS_FROM:
+                    rest = passbody.pass_body(up, data, lambda b, o: self._response_data(ex, b, o),
+                                              lambda: not self.closed and self.up is up, self._pump_upstream, out)
+                    if rest is None:
+                        return
+                    data = rest
+                span = h11_fast.whole_chunk(up, data, 0)
+                if span is not None:
+                    rest = self._whole_chunks(ex, up, data, span, out)
+                    if rest is None:
+                        return
+                    data = rest
         try:
             up.receive_data(data)
         except RuntimeError:
             return
         self._pump_upstream(out)
+
+    def _whole_chunks(self, ex: ExchangeState, up: h11.Connection, data: bytes, span: tuple[int, int],
+                      out: list[Any]) -> bytes | None:
+        """The whole chunks ``data`` starts with (``span``: the first one's body,
+        ``h11_fast.whole_chunk``) passed on past h11's receive buffer, as
+        ``_pump_upstream`` passes each chunk's ``Data``; returns what h11 must
+        still parse, or None when nothing is left (or the connection ended)."""
+        n = len(data)
+        while True:
+            self._response_data(ex, data[span[0]:span[1]], out)
+            if self.closed or self.up is not up:
+                return None
+            pos = span[1] + 2
+            if pos == n:
+                return None         # as _pump_upstream after a chunk's end with nothing more buffered
+            nxt = h11_fast.whole_chunk(up, data, pos)
+            if nxt is None:
+                return data[pos:]
+            span = nxt
 
     def upstream_failed(self, gen: int, detail: str, out: list[Any]) -> None:
         """Upstream connection ``gen`` failed; ``detail``: one line for the 502
@@ -84,7 +110,7 @@ class ConnUpstream(ConnEnds):
             try:
                 ev: Any = h11_fast.next_body(up)    # a body's Data or end without h11's full state pass
                 if ev is None:
-                    ev = up.next_event()            # narrowed by the exact-type dispatch below
+                    ev = h11_fast.next_head(up)     # next_event; a response head without h11's full state pass
             except h11.RemoteProtocolError as exc:
                 self._upstream_error(peer_error(exc, self.relay.record_secrets), out)
                 return

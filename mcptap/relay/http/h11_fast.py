@@ -20,6 +20,12 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   (chunk headers, trailers and their errors are h11's parser's, raised as
   ``next_event`` raises them); None when it could be anything else (then call
   ``next_event``: heads, NEED_DATA, the peer's close);
+* ``whole_chunk(conn, data, pos)``: where the body of the whole chunk that
+  ``data[pos:]`` starts with lies (its size line, body and CRLF all there, the
+  reader at a chunk boundary with nothing buffered): the ``Data`` h11 would
+  return for it after ``receive_data``, and after the chunk's CRLF h11's
+  reader is back where it was, so the bytes need not go through h11's receive
+  buffer at all (a small SSE event: one read, one chunk; below);
 * ``send(conn, ev)``: ``conn.send(ev)``, an ``EndOfMessage`` in our body by the
   connection's own writer without the full state pass (below);
 * ``send_response(conn, ev)``: ``conn.send(ev)`` for a final response head
@@ -30,6 +36,16 @@ trip the two bodies' four ``Data`` events were ~4 of its ~14 such passes.
   change the framing; where it would do neither (the connection stays
   alive, the body is framed by Content-Length or has none) the head is the
   one h11 parsed and is sent as it is, through the same state pass and writer.
+
+``next_head(conn)``: ``conn.next_event()``; a ``Request`` received from
+``IDLE``/``IDLE`` or a final ``Response`` received in ``SEND_RESPONSE`` (our
+client side in ``SEND_BODY`` or ``DONE``), with keep-alive on, nothing pending
+or proposed (no CONNECT, no Upgrade) and the head keeping the connection
+alive, moves the states as h11's pass would (a request also the server to
+``SEND_RESPONSE``) and sets the method, the peer's HTTP version, the
+100-continue flag and the reader/writer by h11's own helpers; any other head
+or state takes h11's full pass (``_process_event``), with ``next_event``'s
+own checks and error handling around it.
 
 An ``EndOfMessage`` (sent or received) in ``SEND_BODY`` moves that role to
 ``DONE``; h11's pass then finds nothing more to do unless keep-alive is off, a
@@ -57,10 +73,11 @@ from __future__ import annotations
 from typing import Any
 
 import h11
-from h11._connection import _body_framing, _keep_alive
-from h11._headers import get_comma_header, has_expect_100_continue
-from h11._readers import READERS, ChunkedReader, ContentLengthReader
+from h11._connection import _body_framing
+from h11._readers import READERS, ChunkedReader, ContentLengthReader, chunk_header_re
 from h11._writers import WRITERS, ChunkedWriter, ContentLengthWriter
+
+from mcptap.relay.http import h11_fields as hf
 
 _probe = h11.Connection(h11.CLIENT)
 SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buffer", "_process_error", "_process_event",
@@ -68,7 +85,9 @@ SUPPORTED = all(hasattr(_probe, a) for a in ("_writer", "_reader", "_receive_buf
     hasattr(ChunkedReader(), a) for a in ("_bytes_in_chunk", "_bytes_to_discard", "_reading_trailer")) and hasattr(
     ContentLengthReader(1), "_remaining") and all(hasattr(w, "send_data") for w in (ChunkedWriter, ContentLengthWriter)) and all(
     hasattr(_probe._cstate, a) for a in ("states", "keep_alive", "pending_switch_proposals")) and hasattr(
-    h11.LocalProtocolError, "_reraise_as_remote_protocol_error")
+    h11.LocalProtocolError, "_reraise_as_remote_protocol_error") and hasattr(_probe, "_receive_buffer_closed") and hasattr(
+    _probe._receive_buffer, "maybe_extract_at_most") and "chunk_size" in chunk_header_re.groupindex and all(
+    hasattr(_probe, a) for a in ("_extract_next_receive_event", "_max_incomplete_event_size", "their_http_version"))
 del _probe
 
 _SEND_BODY = h11.SEND_BODY
@@ -84,6 +103,11 @@ _DONE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, _DONE)) for r in (_CL
 _IDLE_IO: dict[tuple[Any, str], Any] = {(r, m): io.get((r, h11.IDLE)) for r in (_CLIENT, _SERVER)
                                         for m, io in (("r", READERS), ("w", WRITERS))}
 _IDLE = h11.IDLE
+#: the server's reader/writer in SEND_RESPONSE (``_get_io_object`` outside a body: h11's table)
+_RESPONSE_READER: Any = READERS.get((_SERVER, h11.SEND_RESPONSE))
+_RESPONSE_WRITER: Any = WRITERS.get((_SERVER, h11.SEND_RESPONSE))
+#: our client side's states in which a final response received triggers nothing beyond the server's move
+_CLIENT_CALM = frozenset({h11.SEND_BODY, h11.DONE})
 _SEND_RESPONSE = h11.SEND_RESPONSE
 _REQUEST = h11.Request
 _RESPONSE = h11.Response
@@ -114,28 +138,86 @@ def _headed(conn: h11.Connection, ev: Any) -> None:
     cs: Any = conn._cstate
     states = cs.states
     role = conn.our_role
-    if cs.pending_switch_proposals or not cs.keep_alive or not _keep_alive(ev):
+    f = hf.fields(ev.headers)
+    if cs.pending_switch_proposals or not cs.keep_alive or not hf.keep_alive(ev, f):
         conn._process_event(role, ev)
         return
     if type(ev) is _REQUEST:
         if role is not _CLIENT or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE or ev.method == b"CONNECT" \
-                or get_comma_header(ev.headers, b"upgrade"):
+                or b"upgrade" in f:
             conn._process_event(role, ev)
             return
         states[_CLIENT] = _SEND_BODY
         states[_SERVER] = _SEND_RESPONSE
         conn._request_method = ev.method
-        if has_expect_100_continue(ev):
+        if hf.expects_continue(ev, f):
             conn.client_is_waiting_for_100_continue = True
-        conn._writer = conn._get_io_object(_CLIENT, ev, WRITERS)
-        conn._reader = conn._get_io_object(_SERVER, ev, READERS)
+        conn._writer = hf.body_io(ev.method, ev, f, WRITERS) or conn._get_io_object(_CLIENT, ev, WRITERS)
+        conn._reader = _RESPONSE_READER
         return
     if type(ev) is not _RESPONSE or role is not _SERVER or states[_SERVER] is not _SEND_RESPONSE:
         conn._process_event(role, ev)
         return
     states[_SERVER] = _SEND_BODY
     conn.client_is_waiting_for_100_continue = False
-    conn._writer = conn._get_io_object(_SERVER, ev, WRITERS)
+    conn._writer = hf.body_io(conn._request_method, ev, f, WRITERS) or conn._get_io_object(_SERVER, ev, WRITERS)
+
+
+def _got_head(conn: h11.Connection, ev: Any) -> None:
+    """``conn._process_event(conn.their_role, ev)`` for a head received (see module doc)."""
+    cs: Any = conn._cstate
+    states = cs.states
+    t = type(ev)
+    if cs.pending_switch_proposals or not cs.keep_alive or (t is not _REQUEST and t is not _RESPONSE):
+        conn._process_event(conn.their_role, ev)
+        return
+    f = hf.fields(ev.headers)
+    if not hf.keep_alive(ev, f):
+        conn._process_event(conn.their_role, ev)
+        return
+    if t is _REQUEST:
+        if conn.our_role is not _SERVER or states[_CLIENT] is not _IDLE or states[_SERVER] is not _IDLE \
+                or ev.method == b"CONNECT" or b"upgrade" in f:
+            conn._process_event(_CLIENT, ev)
+            return
+        states[_CLIENT] = _SEND_BODY
+        states[_SERVER] = _SEND_RESPONSE
+        conn._request_method = ev.method
+        conn.their_http_version = ev.http_version
+        if hf.expects_continue(ev, f):
+            conn.client_is_waiting_for_100_continue = True
+        conn._writer = _RESPONSE_WRITER
+        conn._reader = hf.body_io(ev.method, ev, f, READERS) or conn._get_io_object(_CLIENT, ev, READERS)
+        return
+    if conn.our_role is not _CLIENT or states[_SERVER] is not _SEND_RESPONSE or states[_CLIENT] not in _CLIENT_CALM:
+        conn._process_event(_SERVER, ev)
+        return
+    states[_SERVER] = _SEND_BODY
+    conn.their_http_version = ev.http_version
+    conn.client_is_waiting_for_100_continue = False
+    conn._reader = hf.body_io(conn._request_method, ev, f, READERS) or conn._get_io_object(_SERVER, ev, READERS)
+
+
+def next_head(conn: h11.Connection) -> Any:
+    """``conn.next_event()`` (see module doc): the same event, errors and state."""
+    st = conn.their_state
+    if not SUPPORTED or (st is not _IDLE and st is not _SEND_RESPONSE):
+        return conn.next_event()
+    try:        # next_event's body (its ERROR check cannot apply in these states)
+        ev: Any = conn._extract_next_receive_event()
+        if ev is h11.NEED_DATA:
+            if len(conn._receive_buffer) > conn._max_incomplete_event_size:
+                raise h11.RemoteProtocolError("Receive buffer too long", error_status_hint=431)
+            if conn._receive_buffer_closed:
+                raise h11.RemoteProtocolError("peer unexpectedly closed connection")
+        elif ev is not h11.PAUSED:
+            _got_head(conn, ev)
+        return ev
+    except BaseException as exc:
+        conn._process_error(conn.their_role)
+        if isinstance(exc, h11.LocalProtocolError):
+            exc._reraise_as_remote_protocol_error()
+        raise
 
 
 def start_next_cycle(conn: h11.Connection) -> None:
@@ -188,6 +270,9 @@ def send_data(conn: h11.Connection, data: bytes) -> bytes:
         return conn.send(h11.Data(data=data))
     if conn.our_role is _CLIENT:
         conn.client_is_waiting_for_100_continue = False        # as _process_event, before the writer runs
+    if t is ChunkedWriter:
+        # its three writes (size line, data, CRLF; nothing for no data), formatted at once: it cannot fail
+        return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
     parts: list[bytes] = []
     try:
         w.send_data(data, parts.append)
@@ -235,7 +320,8 @@ def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
     if not SUPPORTED or conn.our_state is not h11.SEND_RESPONSE or not cs.keep_alive or ev.http_version != b"1.1":
         return conn.send(ev)
     method: Any = conn._request_method      # None before a request: h11's send passes it on the same way
-    if _body_framing(b"GET" if method == b"HEAD" else method, ev)[0] != "content-length":
+    m = b"GET" if method == b"HEAD" else method
+    if (hf.framing(m, ev, hf.fields(ev.headers)) or _body_framing(m, ev)[0]) != "content-length":
         return conn.send(ev)        # h11 sets the framing (chunked, or a close for an HTTP/1.0 client)
     writer: Any = conn._writer
     parts: list[bytes] = []
@@ -246,3 +332,42 @@ def send_response(conn: h11.Connection, ev: h11.Response) -> bytes:
         conn._process_error(conn.our_role)
         raise
     return b"".join(parts)
+
+
+def whole_chunk(conn: h11.Connection, data: bytes, pos: int) -> tuple[int, int] | None:
+    """``(start, end)``: ``data[start:end]`` is the body of the whole chunk
+    ``data[pos:]`` starts with (size line, body and CRLF; not the last chunk)
+    while ``conn`` reads a chunked body at a chunk boundary with nothing
+    buffered. It is the ``Data`` (``chunk_start`` and ``chunk_end``)
+    ``next_event`` would return after ``conn.receive_data(data[pos:])``, and
+    past the chunk's CRLF h11's reader is where it was: the caller goes on at
+    ``end + 2`` without giving these bytes to h11 (its buffer copy, two
+    extractions, the CRLF discard). None when the bytes there are anything
+    else (a partial chunk, the last chunk, an invalid size line): then h11
+    parses ``data[pos:]``. The chunk's CRLF that an earlier ``next_body`` left
+    in h11's buffer is discarded first, as h11's reader would (state only).
+    The size line is matched by h11's own regex, as its reader does."""
+    if not SUPPORTED or conn.their_state is not _SEND_BODY:
+        return None
+    rd: Any = conn._reader
+    if type(rd) is not ChunkedReader or rd._bytes_in_chunk or rd._reading_trailer or conn._receive_buffer_closed:
+        return None
+    buf: Any = conn._receive_buffer
+    if rd._bytes_to_discard or buf:
+        if rd._bytes_to_discard != b"\r\n" or len(buf) != 2 or bytes(buf) != b"\r\n":
+            return None
+        buf.maybe_extract_at_most(2)       # as the reader's next call: the CRLF matches, nothing more is buffered
+        rd._bytes_to_discard = b""
+    e = data.find(b"\r\n", pos)
+    if e < 0:
+        return None
+    m = chunk_header_re.fullmatch(data, pos, e + 2)
+    if m is None:
+        return None
+    start = e + 2
+    end = start + int(m["chunk_size"], 16)
+    if end == start or len(data) < end + 2 or data[end] != 13 or data[end + 1] != 10:
+        return None
+    if conn.their_role is _CLIENT:
+        conn.client_is_waiting_for_100_continue = False     # as _process_event for the client's Data
+    return start, end
