@@ -39,6 +39,8 @@ the latest) this process goes on, from the second's final state.
 
 from __future__ import annotations
 
+import mmap
+import select
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -68,6 +70,11 @@ HEAD_BYTES = 1 << 18
 TRIES = 3
 #: lines read, at most, to a line where no request opened since is open (then the second process is forked anyway)
 QUIET_LINES = 256
+
+#: seconds without progress of the second process's half after which this process, past the middle, works on
+#: itself (while it progresses, this process waits: on a busy machine its work there, mostly dropped, took CPU
+#: from the second process, whose half is what it waits for)
+STALL = 0.2
 
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on);
 #: ``chunk`` too when the streams are re-framed since before it was forked (then it frames the lines it skips)
@@ -175,18 +182,23 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
     pos, compared = mid, False
     with open(path, "rb") as fp:
         for batch in batches(fp, mid, size):
-            while child.ready():
-                got = child.next()
-                if got is None:                 # it failed or ended (at a chunk record, forked before the first: another may do better)
-                    return pos, _RETRY if not compared and scan.rec.reframing and not child.reframing else _KEPT
-                if not compared:                # its state at the middle (its length: the bytes are in a file)
-                    compared = True
-                    same = mark.snap is not None and child.snapshot(got) == mark.snap
-                    mark.snap = None            # (compared: not kept beside the state, peak memory)
-                    if not same:            # (forked before the re-framing began: not its warm-up's fault)
-                        return pos, _DIFFERENT if child.reframing or not scan.rec.reframing else _RETRY
-                    continue
-                return child.merge_into(scan, mark, pos, got)
+            while True:
+                while child.ready():
+                    got = child.next()
+                    if got is None:             # it failed or ended (at a chunk record, forked before the first: another may do better)
+                        return pos, _RETRY if not compared and scan.rec.reframing and not child.reframing else _KEPT
+                    if not compared:            # its state at the middle (its length: the bytes are in a file)
+                        compared = True
+                        same = mark.snap is not None and child.snapshot(got) == mark.snap
+                        mark.snap = None        # (compared: not kept beside the state, peak memory)
+                        if not same:        # (forked before the re-framing began: not its warm-up's fault)
+                            return pos, _DIFFERENT if child.reframing or not scan.rec.reframing else _RETRY
+                        continue
+                    return child.merge_into(scan, mark, pos, got)
+                # its half will be taken: while it progresses, its core is left to it (STALL)
+                if not (compared and child.progressing()):
+                    break
+                child.wait(STALL)
             scan.run(batch)
             n = sum(map(len, batch))
             pos += n
@@ -203,19 +215,27 @@ class _Split:
 
     def __init__(self, scan: FullScan, path: str, at: int, w0: int, mid: int, size: int, batches: Batches) -> None:
         self.reframing = scan.rec.reframing
-        self.spill = Spill()
+        self.shared = mmap.mmap(-1, 8)          # the bytes of its half done so far (``progressing``)
+        self.seen = -1
+        try:
+            self.spill = Spill()
+        except OSError:
+            self.shared.close()
+            raise
         try:
             # its state at the middle goes through a file, the pipe only says it is there: a
             # snapshot bigger than the pipe holds would stop it until this process reads it
             self.snapped = tempfile.TemporaryFile()
         except OSError:
             self.spill.close()
+            self.shared.close()
             raise
         try:
             self.child = Forked(lambda w: self._run(scan, path, at, w0, mid, size, batches, w))
         except OSError:
             self.spill.close()
             self.snapped.close()
+            self.shared.close()
             raise
 
     def _run(self, scan: FullScan, path: str, at: int, w0: int, mid: int, size: int, batches: Batches, w: int) -> None:
@@ -270,10 +290,12 @@ class _Split:
             for s in before:
                 s.messages = 0
             at = mid
+            shared = self.shared
             try:
                 for batch in batches(fp, mid, size):
                     scan.run(batch)
                     at += sum(map(len, batch))
+                    shared[:8] = (at - mid + 1).to_bytes(8, "little")
             except Uncommon as stop:
                 at += sum(len(line) for line in batch[:stop.args[0]])
             scan.flush()
@@ -295,6 +317,17 @@ class _Split:
         """The next of what the second process sends (its state at the middle,
         then its work), waited for once it has begun; None: it failed or ended."""
         return self.child.frame(wait=True)
+
+    def progressing(self) -> bool:
+        """Whether the second process's half got further since the last time this was asked (or it is the first)."""
+        done = int.from_bytes(self.shared[:8], "little")
+        moved = done != self.seen
+        self.seen = done
+        return moved
+
+    def wait(self, seconds: float) -> None:
+        """Wait until the second process sends something or ends, ``seconds`` at most."""
+        select.select([self.child.fd], [], [], seconds)
 
     def merge_into(self, scan: FullScan, mark: Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
         """Take the second process's work ``got`` into ``scan`` (gone on to byte
@@ -325,3 +358,4 @@ class _Split:
         self.child.close()
         self.spill.close()
         self.snapped.close()
+        self.shared.close()
