@@ -12,7 +12,8 @@ that run (its findings thrown away), which rebuilds the state the middle
 has, and then the second half, grouping its findings (``report.add_finding``
 with first places, merged as check/merge.py merges the plain scan's halves).
 Meanwhile this process re-annotates the first half, and goes on past the
-middle, never waiting: when the second half arrives, it is taken (this
+middle, waiting only while the second process's half, its state at the middle
+found equal, progresses (``STALL``): when the second half arrives, it is taken (this
 process's work past the middle dropped: :class:`split_adopt.Mark`) if it got further.
 
 Exactness: at the middle both processes take a :func:`snapshot` of the whole
@@ -170,8 +171,8 @@ _TAKEN, _KEPT, _RETRY, _DIFFERENT = "taken", "kept", "retry", "different"
 def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
            tallies: dict[str, StreamTally]) -> tuple[int, str]:
     """From the middle, this process goes on alone until the second process's
-    half arrives (never waiting for it: a starved second process costs no wall
-    time); then, when its state at the middle was this one's and it got
+    half arrives (once its state at the middle is found equal, it waits while that
+    half progresses: a stalled second process costs ``STALL`` of wall time); then, when its state at the middle was this one's and it got
     further, ``scan`` is put back as it was at the middle (``Mark``) and takes
     its half, this process's lines past the middle dropped. Returns (the byte
     from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
