@@ -81,8 +81,9 @@ STALL = 0.2
 #: ``chunk`` too when the streams are re-framed since before it was forked (then it frames the lines it skips)
 TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
 #: CPU of a byte re-framed without annotation (check/split_skip.py), as a fraction of one re-annotated (measured on a
-#: flood of which a third was framed live: 0.29 in instructions; it was 0.5 while each chunk's lines were parsed)
-SKIP_COST = 0.3
+#: flood of which a third was framed live: 0.29 in instructions, 0.26 since its message records are counted by split_skip;
+#: 0.24: at 0.3 the second process ended 0.2-0.4 s CPU before this one reached the middle, 6 runs of 1M messages)
+SKIP_COST = 0.24
 #: CPU of a byte of the second process's half and of its warm-up (no shape checks), as fractions of one re-annotated
 #: here before the middle (1M-message recorded captures, 5 runs: 1.08-1.10, 0.82-0.86; at 1 and 1 the second ended last)
 HALF_COST, WARM_COST = 1.09, 0.84
