@@ -9,6 +9,7 @@ generator pipeline), every count, first place and line."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ from mcptap.check.shape_oracle import Batch, ShapeOracle
 from scripted import c2s, err, handshake, note, record, req, res, s2c
 from test_cases_stdio import record_wire
 from test_check_scan import STDIO, _shape
+
+_READY = fullsplit._Split.ready       # (the split fixture makes this process wait for the second one: these tests do not)
 
 __all__ = ["split_fixture"]        # the fixture `split` (fullsplit_helpers)
 
@@ -227,3 +230,53 @@ def test_random_traffic(tmp_path_factory: pytest.TempPathFactory, split: list[in
                 "error": [s2c(err(n))]}[answer]
     path = record(tmp_path_factory.mktemp("r") / "r.jsonl", out + [("eof", "c2s"), ("eof", "s2c"), ("exit", 0)])
     same(path, keeps=(2,))
+
+
+def test_this_process_waits_past_the_middle_while_the_half_progresses(tmp_path: Path, split: list[int],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the second process's state at the middle is this one's, this process
+    re-annotates nothing past the middle while the half progresses (its core is the
+    half's: on a busy machine that work took CPU from the half waited for)."""
+    monkeypatch.setattr(fullsplit._Split, "ready", _READY)
+    monkeypatch.setattr(fullsplit, "STALL", 60.0)       # (a moving half is waited for, however slow the machine)
+    compared, past, looked = [False], [0], [0]
+    snap, run, merge = fullsplit._Split.snapshot, FullScan.run, fullsplit._Split.merge_into
+
+    def compare(self: Any, n: int) -> bytes:
+        compared[0] = True
+        looked[0] += 1
+        return snap(self, n)
+
+    def merged(self: Any, *args: Any) -> Any:
+        compared[0] = False             # (the lines after its half's stop, the end record: this process's)
+        return merge(self, *args)
+
+    def counted(self: FullScan, lines: list[bytes]) -> None:
+        past[0] += compared[0]
+        run(self, lines)
+
+    monkeypatch.setattr(fullsplit._Split, "snapshot", compare)
+    monkeypatch.setattr(fullsplit._Split, "merge_into", merged)
+    monkeypatch.setattr(FullScan, "run", counted)
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    same(path, keeps=(3,))
+    assert len(split) == 1 and looked[0] == 1 and past[0] == 0
+
+
+def test_a_stalled_half_is_not_waited_for(tmp_path: Path, split: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second process stopped (SIGSTOP) once its state at the middle is
+    sent: after ``STALL`` without progress, this process goes on alone, to the
+    end; the same report (the stopped process is ended with the check)."""
+    monkeypatch.setattr(fullsplit._Split, "ready", _READY)
+    monkeypatch.setattr(fullsplit, "STALL", 0.05)
+    sent = fullsplit.send_frame
+
+    def stop(fd: int, obj: Any) -> None:          # (in the second process: stopped once its state at the middle is sent)
+        sent(fd, obj)
+        if isinstance(obj, int):
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    monkeypatch.setattr(fullsplit, "send_frame", stop)
+    path = record(tmp_path / "calls.jsonl", traffic(300))
+    same(path, keeps=(3,))
+    assert split == []

@@ -242,6 +242,7 @@ def test_random_chunk_captures(tmp_path_factory: pytest.TempPathFactory, split: 
 def _framing_state(scan: FullScan) -> Any:
     rec = scan.rec
     return (rec.seq, rec.chunks, rec.chunk_bytes, sorted(rec._resync), rec._seg, scan.last_seq,
+            scan.t_floor, rec.t_us, scan.n, scan.cut, scan.counts, scan.bufs, scan.pending, scan.gap_since_last,
             [(d, s.bytes, s.messages) for d, s in rec.streams.items()],
             [(d, pickle.dumps(f)) for d, f in rec._framers.items()])
 
@@ -292,3 +293,32 @@ def test_re_framed_lines_annotated_by_feed_line_as_by_feed(tmp_path_factory: pyt
             finally:
                 stream.close()
         assert got[0] == got[1]
+
+
+@pytest.mark.parametrize(("piece", "every", "crlf", "calls"), [(300, 3, 0, 0), (97, 2, 0, 7), (500, 3, 5, 4), (64, 4, 3, 0)])
+def test_skipped_message_records_counted_as_re_annotation_frames_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     piece: int, every: int, crlf: int, calls: int) -> None:
+    """split_skip counts most message records framed live itself (no ``FullScan.run``):
+    from any line on, the state it leaves is re-annotation's (held bytes between
+    records, CR LF lines, requests in chunk records of the other direction)."""
+    path = record(tmp_path / "f.jsonl", flood(300, piece, every, crlf, calls))
+    data = path.read_bytes().splitlines(keepends=True)
+    header, lines = orjson.loads(data[0]), data[1:]
+    first = next(i for i, line in enumerate(lines) if b'"type":"chunk"' in line)
+    run = FullScan.run
+    ran = [0]
+
+    def counted(self: FullScan, batch: list[bytes]) -> None:
+        ran[0] += len(batch)
+        run(self, batch)
+
+    for i in range(first + 1, len(lines), 7):
+        whole, skipped = FullScan(header, 3, True, lambda n, d: None), FullScan(header, 3, True, lambda n, d: None)
+        whole.run(lines)
+        skipped.run(lines[:i])
+        ran[0] = 0
+        with monkeypatch.context() as mp:
+            mp.setattr(FullScan, "run", counted)
+            skip(skipped, [lines[i:]])
+        assert _framing_state(skipped) == _framing_state(whole)
+    assert ran[0] < len(lines) - i or len(lines) - i < 10       # (the message records went the fast way)

@@ -12,7 +12,8 @@ that run (its findings thrown away), which rebuilds the state the middle
 has, and then the second half, grouping its findings (``report.add_finding``
 with first places, merged as check/merge.py merges the plain scan's halves).
 Meanwhile this process re-annotates the first half, and goes on past the
-middle, never waiting: when the second half arrives, it is taken (this
+middle, waiting only while the second process's half, its state at the middle
+found equal, progresses (``STALL``): when the second half arrives, it is taken (this
 process's work past the middle dropped: :class:`split_adopt.Mark`) if it got further.
 
 Exactness: at the middle both processes take a :func:`snapshot` of the whole
@@ -39,6 +40,8 @@ the latest) this process goes on, from the second's final state.
 
 from __future__ import annotations
 
+import mmap
+import select
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -69,12 +72,18 @@ TRIES = 3
 #: lines read, at most, to a line where no request opened since is open (then the second process is forked anyway)
 QUIET_LINES = 256
 
+#: seconds without progress of the second process's half after which this process, past the middle, works on
+#: itself (while it progresses, this process waits: on a busy machine its work there, mostly dropped, took CPU
+#: from the second process, whose half is what it waits for)
+STALL = 0.2
+
 #: the record types the second process reads (the first of another type, or a damaged line: this process goes on);
 #: ``chunk`` too when the streams are re-framed since before it was forked (then it frames the lines it skips)
 TYPES = frozenset({"message", "stderr", "eof", "gap", "process", "context"})
 #: CPU of a byte re-framed without annotation (check/split_skip.py), as a fraction of one re-annotated (measured on a
-#: flood of which a third was framed live: 0.29 in instructions; it was 0.5 while each chunk's lines were parsed)
-SKIP_COST = 0.3
+#: flood of which a third was framed live: 0.29 in instructions, 0.26 since its message records are counted by split_skip;
+#: 0.24: at 0.3 the second process ended 0.2-0.4 s CPU before this one reached the middle, 6 runs of 1M messages)
+SKIP_COST = 0.24
 #: CPU of a byte of the second process's half and of its warm-up (no shape checks), as fractions of one re-annotated
 #: here before the middle (1M-message recorded captures, 5 runs: 1.08-1.10, 0.82-0.86; at 1 and 1 the second ended last)
 HALF_COST, WARM_COST = 1.09, 0.84
@@ -163,8 +172,8 @@ _TAKEN, _KEPT, _RETRY, _DIFFERENT = "taken", "kept", "retry", "different"
 def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batches: Batches,
            tallies: dict[str, StreamTally]) -> tuple[int, str]:
     """From the middle, this process goes on alone until the second process's
-    half arrives (never waiting for it: a starved second process costs no wall
-    time); then, when its state at the middle was this one's and it got
+    half arrives (once its state at the middle is found equal, it waits while that
+    half progresses: a stalled second process costs ``STALL`` of wall time); then, when its state at the middle was this one's and it got
     further, ``scan`` is put back as it was at the middle (``Mark``) and takes
     its half, this process's lines past the middle dropped. Returns (the byte
     from which ``scan`` goes on, ``_TAKEN``; ``_KEPT``: this process's own work;
@@ -175,18 +184,23 @@ def _go_on(scan: FullScan, child: _Split, path: str, mid: int, size: int, batche
     pos, compared = mid, False
     with open(path, "rb") as fp:
         for batch in batches(fp, mid, size):
-            while child.ready():
-                got = child.next()
-                if got is None:                 # it failed or ended (at a chunk record, forked before the first: another may do better)
-                    return pos, _RETRY if not compared and scan.rec.reframing and not child.reframing else _KEPT
-                if not compared:                # its state at the middle (its length: the bytes are in a file)
-                    compared = True
-                    same = mark.snap is not None and child.snapshot(got) == mark.snap
-                    mark.snap = None            # (compared: not kept beside the state, peak memory)
-                    if not same:            # (forked before the re-framing began: not its warm-up's fault)
-                        return pos, _DIFFERENT if child.reframing or not scan.rec.reframing else _RETRY
-                    continue
-                return child.merge_into(scan, mark, pos, got)
+            while True:
+                while child.ready():
+                    got = child.next()
+                    if got is None:             # it failed or ended (at a chunk record, forked before the first: another may do better)
+                        return pos, _RETRY if not compared and scan.rec.reframing and not child.reframing else _KEPT
+                    if not compared:            # its state at the middle (its length: the bytes are in a file)
+                        compared = True
+                        same = mark.snap is not None and child.snapshot(got) == mark.snap
+                        mark.snap = None        # (compared: not kept beside the state, peak memory)
+                        if not same:        # (forked before the re-framing began: not its warm-up's fault)
+                            return pos, _DIFFERENT if child.reframing or not scan.rec.reframing else _RETRY
+                        continue
+                    return child.merge_into(scan, mark, pos, got)
+                # its half will be taken: while it progresses, its core is left to it (STALL)
+                if not (compared and child.progressing()):
+                    break
+                child.wait(STALL)
             scan.run(batch)
             n = sum(map(len, batch))
             pos += n
@@ -203,19 +217,27 @@ class _Split:
 
     def __init__(self, scan: FullScan, path: str, at: int, w0: int, mid: int, size: int, batches: Batches) -> None:
         self.reframing = scan.rec.reframing
-        self.spill = Spill()
+        self.shared = mmap.mmap(-1, 8)          # the bytes of its half done so far (``progressing``)
+        self.seen = -1
+        try:
+            self.spill = Spill()
+        except OSError:
+            self.shared.close()
+            raise
         try:
             # its state at the middle goes through a file, the pipe only says it is there: a
             # snapshot bigger than the pipe holds would stop it until this process reads it
             self.snapped = tempfile.TemporaryFile()
         except OSError:
             self.spill.close()
+            self.shared.close()
             raise
         try:
             self.child = Forked(lambda w: self._run(scan, path, at, w0, mid, size, batches, w))
         except OSError:
             self.spill.close()
             self.snapped.close()
+            self.shared.close()
             raise
 
     def _run(self, scan: FullScan, path: str, at: int, w0: int, mid: int, size: int, batches: Batches, w: int) -> None:
@@ -270,10 +292,12 @@ class _Split:
             for s in before:
                 s.messages = 0
             at = mid
+            shared = self.shared
             try:
                 for batch in batches(fp, mid, size):
                     scan.run(batch)
                     at += sum(map(len, batch))
+                    shared[:8] = (at - mid + 1).to_bytes(8, "little")
             except Uncommon as stop:
                 at += sum(len(line) for line in batch[:stop.args[0]])
             scan.flush()
@@ -295,6 +319,17 @@ class _Split:
         """The next of what the second process sends (its state at the middle,
         then its work), waited for once it has begun; None: it failed or ended."""
         return self.child.frame(wait=True)
+
+    def progressing(self) -> bool:
+        """Whether the second process's half got further since the last time this was asked (or it is the first)."""
+        done = int.from_bytes(self.shared[:8], "little")
+        moved = done != self.seen
+        self.seen = done
+        return moved
+
+    def wait(self, seconds: float) -> None:
+        """Wait until the second process sends something or ends, ``seconds`` at most."""
+        select.select([self.child.fd], [], [], seconds)
 
     def merge_into(self, scan: FullScan, mark: Mark, pos: int, got: dict[str, Any]) -> tuple[int, str]:
         """Take the second process's work ``got`` into ``scan`` (gone on to byte
@@ -325,3 +360,4 @@ class _Split:
         self.child.close()
         self.spill.close()
         self.snapped.close()
+        self.shared.close()
