@@ -19,10 +19,12 @@ notification or batch, with:
   ``input_required`` result this request answers. The runner rebuilds
   ``inputResponses`` from the live ``inputRequests`` (answered from the
   capture's answers, by method and params).
-* ``skip`` — why the step is not sent: a ``tools/call`` of a tool that the
-  recorded ``tools/list`` does not mark ``readOnlyHint: true``, or marks
-  ``destructiveHint: true`` (unknown tools count as side-effecting), unless
-  ``allow_side_effects``; a request the tap refused itself (it never reached
+* ``skip`` — why the step is not sent: a ``tools/call`` (with an id or
+  without) of a tool that the recorded ``tools/list`` does not mark
+  ``readOnlyHint: true``, or marks ``destructiveHint: true`` (unknown tools
+  count as side-effecting), unless ``allow_side_effects`` (a batch's such
+  members are its ``dropped`` ones, not sent; the batch is skipped when no
+  member is left); a request the tap refused itself (it never reached
   the server); a request the HTTP layer answered without a JSON-RPC response
   (refused 401/403/407…, redirected) that the client then sent again with the
   same id ("refused 403 in the recording; re-sent as #76": the re-send is the

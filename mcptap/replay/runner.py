@@ -91,6 +91,9 @@ class Replayer:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
             return None
+        if step.dropped and isinstance(msg, list):
+            # a batch without its tool calls that may have side effects (builder.PlanBuilder._policy)
+            msg = [item for i, item in enumerate(msg) if i not in step.dropped]
         for c in step.carry:
             src = self.result.live.get(c.source)
             live_val = get_path(src.response, c.source_path) if src is not None and src.response is not None else MISSING

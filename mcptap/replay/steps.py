@@ -161,8 +161,11 @@ class Step:
     latency_us: int | None = None
     label: str = ""
     part: int = 0                   # index of its session in Plan.sessions (recorded order)
-    #: a tools/call: its tool's name and listing when it was sent (``UNSEEN``: none yet), judged at the end
-    tool: tuple[Any, Any] | None = None
+    #: its tools/call(s): (batch member index or None, tool name, its listing when sent: ``UNSEEN`` if none yet),
+    #: judged at the end
+    tool: list[tuple[int | None, Any, Any]] | None = None
+    #: a batch: the members not sent (tool calls that may have side effects), by index, with why
+    dropped: dict[int, str] | None = None
     exchange: int | None = None     # HTTP: the exchange that carried it (the tap may have refused it)
 
     @property
