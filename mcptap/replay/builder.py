@@ -19,8 +19,9 @@ from typing import Any
 from mcptap.capture.format import decode_bytes
 from mcptap.compare.mask import Masker
 from mcptap.compare.resent import Resends, answered_at_http
+from mcptap.diff.notified import notified
 from mcptap.replay.in_flight import InFlightLog
-from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, literal, pack, unpack
+from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Notified, Plan, ServerRequest, Step, literal, pack, unpack
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -92,6 +93,7 @@ class PlanBuilder:
         self.resends = Resends()                    # requests answered at HTTP level, until sent again
         self.moved = False                          # a skipped first send took its re-send's session
         self.rev_agreed = False                     # plan.revision is the negotiated one, not a probe's
+        self.notes: dict[tuple[Any, Any], int] = {}  # (session, method) -> index in plan.notified
 
     def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
         """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``).
@@ -223,7 +225,7 @@ class PlanBuilder:
             elif step.cancel_of is not None and steps[step.cancel_of].skip:
                 step.skip = "cancels a request that is not replayed"
         self.plan.tools = {**self.defined, **self.listed}
-        self.in_flight.resolve(steps, self.plan.server_requests, by_session=self.plan.transport != "stdio")
+        self.in_flight.resolve(steps, self.plan.server_requests, by_session=self.plan.transport != "stdio", notes=self.plan.notified)
 
     def _policy(self, step: Step, calls: list[tuple[int | None, Any, Any]]) -> None:
         """Skip ``step`` when it calls a tool that may have side effects; a batch
@@ -261,6 +263,14 @@ class PlanBuilder:
         """An s2c message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
         kind = rec.get("kind")
         plan = self.plan
+        if kind in ("notification", "batch"):
+            for _, method in notified(rec):             # counted as diff counts them
+                key = (rec.get("session"), method)
+                k = self.notes.get(key)
+                if k is None:
+                    k = self.notes[key] = len(plan.notified)
+                    plan.notified.append(Notified(method, key[0]))
+                self.in_flight.notified(k)
         if isinstance(value, dict) and isinstance(value.get("result"), dict):
             for t in value["result"].get("tools") or []:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
