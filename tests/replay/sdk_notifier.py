@@ -4,8 +4,11 @@ progress twice and logs a message when loud, nothing when quiet; ``wipe``
 (destructive: replay skips it) reports progress in both builds."""
 
 import sys
+
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+
+
 LOUD = sys.argv[1] == "loud"
 app = MCPServer("notes")
 
