@@ -8,7 +8,6 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
-
 LOUD = sys.argv[1] == "loud"
 app = MCPServer("notes")
 
