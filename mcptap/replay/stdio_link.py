@@ -58,8 +58,9 @@ class StdioLink:
         self.exit_code: int | None = None
         self.error: str | None = None
         self._send_ch, self._recv_ch = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
-        #: the runner's: called with each message once written whole (its answer's latency counts from then)
-        self.written: Callable[[Any], None] | None = None
+        #: the runner's: ``written(value, at)`` once a message is written whole; its answer's latency
+        #: counts from ``at`` (trio clock, s: when it was stamped, right before its one write) or from now (None)
+        self.written: Callable[[Any, float | None], None] | None = None
         #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
         self.lost: Callable[[list[Any], str], None] | None = None
         self._exited = trio.Event()
@@ -103,12 +104,20 @@ class StdioLink:
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:
             async for line, value in self._recv_ch:
-                # its place and time taken before the write (the answer, read meanwhile,
-                # is queued after it), its analysis made after (off this path)
+                # its place and time taken right before it is written (the answer, read meanwhile,
+                # is queued after it), its analysis made after (off this path); the runner times
+                # the answer from that same instant (``at``), not from when this task gets the
+                # thread back after the write (late under load: the answer may be in by then)
+                at: float | None = trio.current_time()
                 self.off.call(self.rec.stdio_bytes, C2S, line, size=len(line))
                 try:
                     with self.off.writing():
-                        await stdin.send_all(line)
+                        done = _write_now(stdin, line)
+                        if done < len(line):
+                            # the pipe is full (a big request, a server slow to read): timed from its
+                            # last byte, so the time the server takes to read it does not count
+                            await stdin.send_all(memoryview(line)[done:])
+                            at = None
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     self.off.call(self.rec.process, "stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
                     # this message and those queued behind it never reach the server, nor do later ones (send)
@@ -121,7 +130,7 @@ class StdioLink:
                     self._recv_ch.close()
                     break
                 if self.written is not None:
-                    self.written(value)
+                    self.written(value, at)
         self.off.call(self.rec.stdio_eof, C2S)
 
     async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
@@ -207,6 +216,16 @@ class StdioLink:
         with trio.move_on_after(1.0):
             await self._out_done.wait()
         await self.off.drain()
+
+
+def _write_now(stdin: trio.lowlevel.FdStream, line: bytes) -> int:
+    """Write what the (non-blocking) pipe takes of ``line`` now, without yielding
+    to another task between the stamp and the write; bytes written (0: the pipe is
+    full). Raises OSError (EPIPE: the server closed its stdin)."""
+    try:
+        return os.write(stdin.fileno(), line)
+    except BlockingIOError:
+        return 0
 
 
 async def _deliver(frames: list[Frame], deliver: Deliver) -> None:
