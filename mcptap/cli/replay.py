@@ -251,7 +251,11 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
         counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
-        if result.exit_code:
+        if result.ended_by:
+            # its status (128+N) is the signal replay sent it, not a failure of its own
+            click.echo(f"server did not exit within {grace:g} s of its stdin closing: ended by replay "
+                       f"(signal {result.ended_by}, {signame(result.ended_by)})")
+        elif result.exit_code:
             # a server that died says why on stderr: that is in the new capture
             click.echo(f"server exited with status {result.exit_code} (its stderr is in the new capture: mcptap show {esc(path)})")
         click.echo(esc(f"new capture: {escape_name(path)}"))

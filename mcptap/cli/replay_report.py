@@ -7,7 +7,8 @@
   styled by status), ``_counts`` — rows per status, ``_part`` — the recorded
   session (index into ``plan.sessions``) of a row, None for a server request;
 * :func:`report_json` — the ``--format json`` report (a dict: capture, era,
-  revision, counts, durations in seconds, server exit, exchanges, surface,
+  revision, counts, durations in seconds, server exit (and the signal replay
+  ended it with, when it did), exchanges, surface,
   new error findings, server notification changes, and per session counts
   when there are several).
 
@@ -92,7 +93,7 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
         exchanges.append(d)
     out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
            "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
-           "server_exit": result.exit_code, "error": result.error,
+           "server_exit": result.exit_code, "server_ended_by_replay": result.ended_by, "error": result.error,
            "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],
            "new_errors": [{"code": code, "count": n} for code, n in fresh],
            "notifications": [it.to_json() for it in notifications]}

@@ -340,7 +340,8 @@ class Replayer:
             nursery.cancel_scope.cancel()
         code = getattr(self.link, "exit_code", None)
         if code or self.result.exit_code is None:
-            self.result.exit_code = self.result.exit_code or code
+            if not self.result.exit_code:
+                self.result.exit_code, self.result.ended_by = code, getattr(self.link, "ended_by", None)
         self.result.error = self.result.error or getattr(self.link, "error", None)
         return True
 

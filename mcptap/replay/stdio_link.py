@@ -9,8 +9,9 @@ interface (see runner.py)::
     await link.aclose()                         # stdin EOF, then SIGTERM / SIGKILL after ``grace`` s
 
 The process is spawned like ``mcptap record`` does it (``transport.stdio.spawn``:
-new session, PDEATHSIG); ``exit_code`` (128+N for signal N) and ``error`` are
-set for the runner once the session ends. Recording is off the write and read
+new session, PDEATHSIG); ``exit_code`` (128+N for signal N), ``ended_by`` (N
+when that signal was replay's own, ``aclose``: the server outlived its stdin)
+and ``error`` are set for the runner once the session ends. Recording is off the write and read
 paths (``replay/offpath.py``): a request is written as soon as it is sent, an
 answer handed to the runner as soon as it is read (framed and parsed here, once:
 the Recorder is given that parse),
@@ -56,6 +57,8 @@ class StdioLink:
         self.rec = rec
         self.grace = grace
         self.exit_code: int | None = None
+        #: the signal replay itself sent to end a server that outlived its stdin (``aclose``), when that ended it
+        self.ended_by: int | None = None
         self.error: str | None = None
         self._send_ch, self._recv_ch = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
         #: the runner's: ``written(value, at)`` once a message is written whole; its answer's latency
@@ -66,6 +69,7 @@ class StdioLink:
         self._exited = trio.Event()
         self._out_done = trio.Event()
         self._popen: subprocess.Popen[bytes] | None = None
+        self._signal: int | None = None     # the signal that ended the server, if one did
         self.off = OffPath(rec)
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
@@ -182,6 +186,7 @@ class StdioLink:
         popen.returncode = code
         self.exit_code = code if code >= 0 else 128 - code
         if code < 0:
+            self._signal = -code
             self.off.call(self.rec.exit, signal=-code, pid=popen.pid)
         else:
             self.off.call(self.rec.exit, code=code, pid=popen.pid)
@@ -201,6 +206,7 @@ class StdioLink:
     async def aclose(self) -> None:
         """Close the server's stdin, wait ``grace`` s, SIGTERM its group, then SIGKILL."""
         self._send_ch.close()
+        sent: set[int] = set()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with trio.move_on_after(self.grace):
                 await self._exited.wait()
@@ -211,8 +217,11 @@ class StdioLink:
             except (ProcessLookupError, PermissionError):
                 pass
             self.off.call(self.rec.process, "signal", signal=int(sig), reason="replay finished")
+            sent.add(int(sig))
         with trio.move_on_after(self.grace):
             await self._exited.wait()
+        if self._signal in sent:
+            self.ended_by = self._signal    # its status (128+N) is replay's doing, not the server's
         with trio.move_on_after(1.0):
             await self._out_done.wait()
         await self.off.drain()
