@@ -41,6 +41,11 @@ records have ended. A 200,000-message capture of small calls
 records and parsed steps took 414 MB. The steps themselves are still one per
 c2s message: memory grows with the capture, only ~3 times more slowly.
 
+``Plan.notified`` counts the server's notifications by method (and HTTP
+session), with how many of them a live server is expected to send too (not
+those sent while only skipped requests were in flight): ``replay/findings.py``
+compares them as ``diff`` does.
+
 The :class:`AnswerBook` holds the client's answers to server requests
 (``sampling/createMessage``, ``elicitation/create``, ``roots/list``, ``ping``),
 legacy JSON-RPC responses and 2026-07-28 ``inputResponses`` alike, to answer
