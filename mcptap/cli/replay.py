@@ -250,6 +250,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
                 click.echo(style(text, "error") if style is not None else text, color=True)
         counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
+                   + (f", {len(notes)} notification difference(s)" if notes else "")
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
         if result.ended_by:
             # its status (128+N) is the signal replay sent it, not a failure of its own

@@ -65,6 +65,7 @@ def test_notifications_the_live_server_no_longer_sends_fail_the_replay_as_in_dif
         ["notifications/message", "notifications/progress"]
     text = _mcptap(tmp_path, "replay", str(cap), "-o", str(tmp_path / "t.jsonl"), "--", *SERVER, "quiet")
     assert text.returncode == 1 and "notifications:\n  - s2c notifications/message: sent in the recording (1)" in text.stdout, text.stdout
+    assert "3 match, 2 notification difference(s) (" in text.stdout, text.stdout
     code, report, _ = _replay(tmp_path, cap, "loud")                 # the same server: nothing to report
     assert code == 0 and report["notifications"] == [], report
 
