@@ -9,7 +9,7 @@ refuses (exit 2) unless ``--unscrubbed-output``.
 Exit status: 0 every replayed exchange matches (skipped ones aside), 1
 something changed (a result, an error, a missing or new exchange, an
 error-severity protocol finding in the live session that the recorded one did
-not have), 2 mcptap could not replay (unreadable capture, server cannot be
+not have, a server notification method one session sent and the other never did), 2 mcptap could not replay (unreadable capture, server cannot be
 started or reached), 128+N when signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
 stopped it: the new capture is finished, a stdio server got the signal first
 (replay/stop.py). SIGUSR1, SIGUSR2 and SIGALRM change nothing: passed on to a
@@ -22,6 +22,7 @@ import functools
 import os
 import ssl
 import sys
+from collections import Counter
 from typing import Any
 
 import click
@@ -46,7 +47,7 @@ from mcptap.paths import default_capture_path
 from mcptap.recorder import Recorder
 from mcptap.redact import scrub_argv, scrub_command_url
 from mcptap.replay.compare import compare_replay
-from mcptap.replay.findings import errors_of, new_errors, plan_and_errors
+from mcptap.replay.findings import errors_of, new_errors, notification_changes, plan_and_errors
 from mcptap.replay.runner import Replayer
 from mcptap.replay.stop import latch_for, late_stop, watch
 from mcptap.transport.stdio_os import signame
@@ -205,17 +206,20 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
     try:
         # protocol errors the live server made that the recorded one did not (a doubled answer…): a regression too
-        live_errors = errors_of(path)
+        live_notes: Counter[tuple[Any, Any]] = Counter()
+        live_errors = errors_of(path, live_notes)
         # a request lost on a kept-alive connection the server closed, sent again by the link: recovered, not a regression
         lost = "http.request_lost_on_closed_connection"
         live_errors[lost] = max(0, live_errors[lost] - getattr(link, "retried", 0))
         fresh = new_errors(recorded_errors, live_errors)
+        # server notifications the live session never sent, or sent new: a difference, as in diff
+        notes = notification_changes(plan, live_notes)
     except McptapError as exc:
         _say(f"cannot read the new capture back for its findings: {exc}")
         ctx.exit(2)
-    changed = any(r.status not in (MATCH, SKIPPED) for r in rows) or bool(fresh)
+    changed = any(r.status not in (MATCH, SKIPPED) for r in rows) or bool(fresh) or bool(notes)
     if fmt == "json":
-        sys.stdout.buffer.write(dumps(report_json(result, rows, items, path, fresh), indent=True, newline=True))
+        sys.stdout.buffer.write(dumps(report_json(result, rows, items, path, fresh, notes), indent=True, newline=True))
     else:
         style = styler(color)
         target = scrub_command_url(url) if url else " ".join(scrub_argv(list(cmd)))
@@ -235,6 +239,10 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             for it in items:
                 mark = "!" if it.breaking else "~"
                 click.echo(f"  {mark} {shown(it.detail)}" + ("  [breaking]" if it.breaking else ""))
+        if notes:
+            click.echo("notifications:")
+            for it in notes:
+                click.echo(f"  {'-' if it.kind == 'removed' else '+'} {shown(it.detail)}")
         if fresh:
             click.echo("findings new in the live session:")
             for code, n in fresh:
@@ -242,8 +250,13 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
                 click.echo(style(text, "error") if style is not None else text, color=True)
         counts = _counts(rows)
         click.echo(", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n or k == MATCH)
+                   + (f", {len(notes)} notification difference(s)" if notes else "")
                    + f" ({result.duration_s:.2f} s; original {plan.duration_us / 1e6:.2f} s)")
-        if result.exit_code:
+        if result.ended_by:
+            # its status (128+N) is the signal replay sent it, not a failure of its own
+            click.echo(f"server did not exit within {grace:g} s of its stdin closing: ended by replay "
+                       f"(signal {result.ended_by}, {signame(result.ended_by)})")
+        elif result.exit_code:
             # a server that died says why on stderr: that is in the new capture
             click.echo(f"server exited with status {result.exit_code} (its stderr is in the new capture: mcptap show {esc(path)})")
         click.echo(esc(f"new capture: {escape_name(path)}"))

@@ -7,8 +7,10 @@
   styled by status), ``_counts`` — rows per status, ``_part`` — the recorded
   session (index into ``plan.sessions``) of a row, None for a server request;
 * :func:`report_json` — the ``--format json`` report (a dict: capture, era,
-  revision, counts, durations in seconds, server exit, exchanges, surface,
-  new error findings, and per session counts when there are several).
+  revision, counts, durations in seconds, server exit (and the signal replay
+  ended it with, when it did), exchanges, surface,
+  new error findings, server notification changes, and per session counts
+  when there are several).
 
 Pure: nothing here prints or raises.
 """
@@ -81,7 +83,7 @@ def _counts(rows: list[ExchangeResult]) -> dict[str, int]:
 
 
 def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items: list[Any], capture: str | None,
-                fresh: Sequence[tuple[str, int]] = ()) -> dict[str, Any]:
+                fresh: Sequence[tuple[str, int]] = (), notifications: Sequence[Any] = ()) -> dict[str, Any]:
     plan = result.plan
     exchanges = []
     for r in rows:
@@ -91,9 +93,10 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
         exchanges.append(d)
     out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
            "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
-           "server_exit": result.exit_code, "error": result.error,
+           "server_exit": result.exit_code, "server_ended_by_replay": result.ended_by, "error": result.error,
            "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],
-           "new_errors": [{"code": code, "count": n} for code, n in fresh]}
+           "new_errors": [{"code": code, "count": n} for code, n in fresh],
+           "notifications": [it.to_json() for it in notifications]}
     if len(plan.sessions) > 1:
         out["sessions"] = [{"index": i, "recorded": key, "counts": _counts([r for r in rows if _part(plan, r) == i])}
                            for i, key in enumerate(plan.sessions)]

@@ -35,6 +35,7 @@ from mcptap.compare.paths import PathChange, describe, json_diff, short
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, compare_responses, describe_verdict
 from mcptap.diff import align as diff_align
 from mcptap.diff.align import DIFFLIB_LIMIT, WINDOW
+from mcptap.diff.notified import notification_items
 from mcptap.diff.report import DiffReport
 from mcptap.diff.scrubbed import KEYS_NOTE, by_kind, key_ids, keys_differ, needs_key, scrub_plan
 from mcptap.diff.side import ERROR, NAMED, Side, fetch, request_and_response, summarize
@@ -88,7 +89,7 @@ def diff_captures(a_path: str, b_path: str, ignore: Iterable[str] = (), latency_
     report.items.extend(compare_surface(a.surface, b.surface))
     _exchanges(a, b, masker, report)
     _findings(a, b, report)
-    _notifications(a, b, report)
+    report.items.extend(notification_items(a.notifications, b.notifications))
     if latency_threshold is not None:
         _latency(a, b, latency_threshold, report)
     return report
@@ -239,15 +240,6 @@ def _findings(a: Side, b: Side, report: DiffReport) -> None:
             report.items.append(Item("findings", "resolved", code, f"{code} ({where}): {na} in A, none in B", False, {"a": na, "b": 0, "where": where}))
         elif nb and not na:
             report.items.append(Item("findings", "new", code, f"{code} ({where}): {nb} new in B", False, {"a": 0, "b": nb, "where": where}))
-
-
-def _notifications(a: Side, b: Side, report: DiffReport) -> None:
-    for key in sorted(set(a.notifications) | set(b.notifications), key=str):
-        d, method = key
-        if key not in b.notifications:
-            report.items.append(Item("notifications", "removed", str(method), f"{d} {method}: sent in A ({a.notifications[key]}), never in B"))
-        elif key not in a.notifications:
-            report.items.append(Item("notifications", "added", str(method), f"{d} {method}: new in B ({b.notifications[key]})"))
 
 
 def _latency(a: Side, b: Side, threshold: float, report: DiffReport) -> None:

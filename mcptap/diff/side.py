@@ -35,6 +35,7 @@ from mcptap.capture.reader import CaptureStream
 from mcptap.compare.depth import bounded
 from mcptap.compare.mask import Masker
 from mcptap.compare.resent import Resends, answered_at_http
+from mcptap.diff.notified import notified
 from mcptap.diff.scrubbed import Records
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.reannotate_views import annotated
@@ -247,7 +248,7 @@ def summarize(path: str, masker: Masker, source: str | None = None, scrub: Recor
                 if lid is not None:
                     subject = side.label_methods[lid]
         elif kind == "notification":
-            notes[(d, subject)] += 1
+            notes.update(notified(rec))
         elif kind == "batch":
             value = _json(rec)
             members = rec.get("members") or []
@@ -261,8 +262,7 @@ def summarize(path: str, masker: Masker, source: str | None = None, scrub: Recor
                     add_request(seq, d, item, i)
                 elif mk in ("response", "error") and m.get("pair") is not None:
                     add_response(seq, m["pair"], item, m.get("latency_us"))
-                elif mk == "notification":
-                    notes[(d, m.get("method"))] += 1
+            notes.update(notified(rec))
         else:
             side.stray += 1
         if fs:

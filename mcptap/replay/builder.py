@@ -19,8 +19,9 @@ from typing import Any
 from mcptap.capture.format import decode_bytes
 from mcptap.compare.mask import Masker
 from mcptap.compare.resent import Resends, answered_at_http
+from mcptap.diff.notified import notified
 from mcptap.replay.in_flight import InFlightLog
-from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Plan, ServerRequest, Step, literal, pack, unpack
+from mcptap.replay.steps import UNSEEN, AnswerBook, Carry, Notified, Plan, ServerRequest, Step, literal, pack, unpack
 
 #: Keys of values a server mints that a client echoes back later.
 CARRY_KEYS = frozenset({"nextCursor", "requestState", "taskId"})
@@ -92,6 +93,7 @@ class PlanBuilder:
         self.resends = Resends()                    # requests answered at HTTP level, until sent again
         self.moved = False                          # a skipped first send took its re-send's session
         self.rev_agreed = False                     # plan.revision is the negotiated one, not a probe's
+        self.notes: dict[tuple[Any, Any], int] = {}  # (session, method) -> index in plan.notified
 
     def c2s(self, rec: dict[str, Any], value: Any, exact: bool) -> None:
         """A c2s message record and its JSON value (``exact``: orjson read it, see ``pack``).
@@ -121,6 +123,11 @@ class PlanBuilder:
         step = Step(len(plan.steps), rec["seq"], kind, method, pack(value, exact) if held is None else held, session,
                     value.get("id") if kind == "request" and isinstance(value, dict) else None,
                     rec.get("t_us", 0), label=self._shared(_label(method, params) if kind != "batch" else "batch"))
+        # every message that would call a tool is judged by the policy: a request, one without an id
+        # (a server may run it all the same), each member of a batch
+        calls = _tool_calls(value, kind)
+        if calls:
+            step.tool = [(i, name, self.listed.get(name, UNSEEN) if isinstance(name, str) else None) for i, name in calls]
         if self.answered:
             step.waits = self.answered
             self.answered = []
@@ -141,9 +148,6 @@ class PlanBuilder:
                     first.session = step.session    # (an initialize refused before it had one): shown with its re-send
                     self.moved = True
             self._retry(step, params, sent.get("params") if isinstance(sent, dict) else None)
-            if method == "tools/call":
-                name = params.get("name") if isinstance(params, dict) else None
-                step.tool = (name, self.listed.get(name, UNSEEN) if isinstance(name, str) else None)
         elif kind == "batch" and isinstance(value, list):
             for m in rec.get("members") or []:
                 item = value[m["index"]] if m.get("index", 0) < len(value) else None
@@ -217,18 +221,39 @@ class PlanBuilder:
             if step.retry_of is not None and steps[step.retry_of].skip:
                 step.skip = "answers a request that is not replayed"
             elif tool is not None and not self.allow:
-                self._policy(step, *tool)
+                self._policy(step, tool)
             elif step.cancel_of is not None and steps[step.cancel_of].skip:
                 step.skip = "cancels a request that is not replayed"
         self.plan.tools = {**self.defined, **self.listed}
-        self.in_flight.resolve(steps, self.plan.server_requests, by_session=self.plan.transport != "stdio")
+        self.in_flight.resolve(steps, self.plan.server_requests, by_session=self.plan.transport != "stdio", notes=self.plan.notified)
 
-    def _policy(self, step: Step, name: Any, seen: Any) -> None:
+    def _policy(self, step: Step, calls: list[tuple[int | None, Any, Any]]) -> None:
+        """Skip ``step`` when it calls a tool that may have side effects; a batch
+        is sent without such members (``Step.dropped``), or not at all when none is left."""
+        dropped: dict[int, str] = {}
+        for member, name, seen in calls:
+            why = self._unsafe(name, seen)
+            if why is None:
+                continue
+            if member is None:
+                step.skip = why
+                return
+            dropped[member] = why
+        if not dropped:
+            return
+        step.dropped = dropped
+        message = step.message
+        if len(dropped) >= (len(message) if isinstance(message, list) else 0):
+            step.skip = self._shared("not sent: every member of the batch is a tool call that may have side effects (--allow-side-effects)")
+
+    def _unsafe(self, name: Any, seen: Any) -> str | None:
+        """Why a call of tool ``name`` (its listing when called: ``seen``) is not replayed; None when it may be."""
         tool = None if not isinstance(name, str) else self.defined.get(name) if seen is UNSEEN else seen
         if tool is None:
-            step.skip = self._shared(f"tool {name!r} has no recorded annotations (may have side effects; --allow-side-effects)")
-        elif not tool_is_safe(tool.get("annotations")):
-            step.skip = self._shared(f"tool {name!r} is not declared read-only or is destructive (--allow-side-effects)")
+            return self._shared(f"tool {name!r} has no recorded annotations (may have side effects; --allow-side-effects)")
+        if not tool_is_safe(tool.get("annotations")):
+            return self._shared(f"tool {name!r} is not declared read-only or is destructive (--allow-side-effects)")
+        return None
 
     def _shared(self, text: str) -> str:
         """One str object for every equal label or reason (100,000 calls of a few tools: a few strings)."""
@@ -238,6 +263,14 @@ class PlanBuilder:
         """An s2c message record and its JSON value (``exact``: orjson read it, see ``pack``)."""
         kind = rec.get("kind")
         plan = self.plan
+        if kind in ("notification", "batch"):
+            for _, method in notified(rec):             # counted as diff counts them
+                key = (rec.get("session"), method)
+                k = self.notes.get(key)
+                if k is None:
+                    k = self.notes[key] = len(plan.notified)
+                    plan.notified.append(Notified(method, key[0]))
+                self.in_flight.notified(k)
         if isinstance(value, dict) and isinstance(value.get("result"), dict):
             for t in value["result"].get("tools") or []:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict):
@@ -289,6 +322,25 @@ class PlanBuilder:
                 self.minted[v] = (idx, path)
             if result.get("resultType") == "input_required":
                 self.input_required[(step.session, step.label)] = idx
+
+
+def _tool_calls(value: Any, kind: Any) -> list[tuple[int | None, Any]]:
+    """(batch member index, or None for the message itself; tool name) of each
+    ``tools/call`` in a c2s message, with an id or without (a notification-shaped
+    call is still a call), judged by the message itself, not by its record's kind."""
+    items: Iterable[tuple[int | None, Any]]
+    if kind == "batch" and isinstance(value, list):
+        items = enumerate(value)
+    elif isinstance(value, dict):
+        items = ((None, value),)
+    else:
+        return []
+    out: list[tuple[int | None, Any]] = []
+    for i, item in items:
+        if isinstance(item, dict) and item.get("method") == "tools/call":
+            params = item.get("params")
+            out.append((i, params.get("name") if isinstance(params, dict) else None))
+    return out
 
 
 def _hid(v: Any) -> Any:

@@ -63,10 +63,13 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
     masker = masker or Masker()
     out: list[ExchangeResult] = []
     for step in plan.steps:
-        if step.kind == "notification":
-            continue
+        if step.kind == "notification" and not (step.skip and step.method == "tools/call"):
+            continue                        # (a tool call without an id the policy skipped is reported: SKIPPED)
         lv = live.get(step.index)
         note = notes.get(step.index)
+        if step.skip and step.dropped:
+            out.extend(_dropped(step, step.message))
+            continue
         if step.skip:
             out.append(ExchangeResult(step.label, SKIPPED, step.index, step.seq, note=step.skip))
             continue
@@ -77,7 +80,11 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
         if step.kind == "batch":
             orig, new = _by_id(response), _by_id(lv.response)
             message = step.message
-            for item in message if isinstance(message, list) else ():
+            dropped = step.dropped or {}
+            for i, item in enumerate(message if isinstance(message, list) else ()):
+                if i in dropped:
+                    out.extend(_dropped(step, [item], i))
+                    continue
                 if not isinstance(item, dict) or "method" not in item or "id" not in item:
                     continue
                 k = repr(read_id(item["id"]))          # (a recorded literal: steps.literal)
@@ -92,6 +99,14 @@ def compare_replay(plan: Any, live: dict[int, Any], live_server_requests: Sequen
                                   note if v.status in (MISSING, NEW) or lv.response is None else None, lv.live_id))
     out.extend(_server_requests(plan, live_server_requests, masker))
     return out
+
+
+def _dropped(step: Any, items: list[Any], first: int = 0) -> list[ExchangeResult]:
+    """SKIPPED rows for the members of batch ``step`` not sent (``Step.dropped``)
+    among ``items`` (its members from index ``first``), with or without an id."""
+    return [ExchangeResult(f"batch {item.get('method') if isinstance(item, dict) else '?'}", SKIPPED, step.index, step.seq,
+                           note=step.dropped[i])
+            for i, item in enumerate(items, first) if i in step.dropped]
 
 
 def _skipped_cause(plan: Any, srv: Any) -> str | None:

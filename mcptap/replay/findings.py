@@ -8,8 +8,11 @@ not: ``replay`` reports those as it reports a changed answer, and they fail it.
 ``plan_and_errors(path, …) -> (Plan, Counter[code])``: the replay plan and the
 original capture's error-severity findings by code, in one pass (the capture
 may be standard input, read once); ``errors_of(path) -> Counter[code]``: the
-same count for the new capture; ``new_errors(original, live) -> [(code, n)]``:
-codes the live session has and the original does not, by code.
+same count for the new capture (and, given ``notes``, its server notifications
+by method, as diff counts them); ``new_errors(original, live) -> [(code, n)]``:
+codes the live session has and the original does not, by code;
+``notification_changes(plan, live) -> [Item]``: the server notification methods
+the live session never sent or sent new, as diff reports them.
 """
 
 from __future__ import annotations
@@ -20,14 +23,20 @@ from typing import Any
 
 from mcptap.capture.reader import CaptureStream
 from mcptap.compare.mask import Masker
+from mcptap.diff.notified import notification_items, notified
+from mcptap.diff.surface import Item
 from mcptap.reannotate_views import annotated
 from mcptap.replay.plan import Plan, build_plan
 
 
-def _counted(records: Iterable[dict[str, Any]], into: Counter[str]) -> Iterator[dict[str, Any]]:
+def _counted(records: Iterable[dict[str, Any]], into: Counter[str],
+             notes: Counter[tuple[Any, Any]] | None = None) -> Iterator[dict[str, Any]]:
     """``records`` unchanged, counting their error-severity findings (an end
-    record's in ``unanswered``) into ``into``."""
+    record's in ``unanswered``) into ``into``, and their server notifications
+    by (direction, method) into ``notes`` when given."""
     for rec in records:
+        if notes is not None and rec.get("dir") == "s2c" and rec.get("type") == "message":
+            notes.update(notified(rec))
         fs = rec.get("unanswered") if rec.get("type") == "end" else rec.get("findings")
         for f in fs or ():
             if isinstance(f, dict) and f.get("severity") == "error":
@@ -43,12 +52,26 @@ def plan_and_errors(path: str, allow_side_effects: bool = False, masker: Masker 
     return plan, errors
 
 
-def errors_of(path: str) -> Counter[str]:
-    """The error findings by code of the capture at ``path``. Raises CaptureReadError."""
+def errors_of(path: str, notes: Counter[tuple[Any, Any]] | None = None) -> Counter[str]:
+    """The error findings by code of the capture at ``path`` (its server
+    notifications counted into ``notes`` when given). Raises CaptureReadError."""
     errors: Counter[str] = Counter()
-    for _ in _counted(annotated(CaptureStream(path)), errors):
+    for _ in _counted(annotated(CaptureStream(path)), errors, notes):
         pass
     return errors
+
+
+def notification_changes(plan: Plan, live: Counter[tuple[Any, Any]]) -> list[Item]:
+    """The server notification methods the recording has and the live session
+    (``live``: counts by ``("s2c", method)``, ``errors_of``) never sent, and
+    those only the live session sent: ``diff``'s items. A method the recording
+    sent only while skipped requests alone were in flight (their progress) is
+    not expected live, nor new when it comes."""
+    recorded: Counter[tuple[Any, Any]] = Counter()
+    for n in plan.notified:
+        key = ("s2c", n.method)
+        recorded[key] += n.expected if n.expected or not live.get(key) else n.total
+    return notification_items(recorded, live, ("the recording", "the live session"))
 
 
 def new_errors(original: Counter[str], live: Counter[str]) -> list[tuple[str, int]]:

@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-_SENT, _ANSWERED, _ASKED = 0, 1, 2
+_SENT, _ANSWERED, _ASKED, _NOTIFIED = 0, 1, 2, 3
 #: in-flight steps kept per server request for the report (it names three, then "…")
 SHOWN = 4
 
@@ -87,21 +87,38 @@ class InFlightLog:
     def asked(self, r: int) -> None:
         self._events.append(r << 2 | _ASKED)
 
-    def resolve(self, steps: Sequence[Any], server_requests: Sequence[Any], by_session: bool) -> None:
+    def notified(self, k: int) -> None:
+        """A server notification counted by ``notes[k]`` (``resolve``)."""
+        self._events.append(k << 2 | _NOTIFIED)
+
+    def resolve(self, steps: Sequence[Any], server_requests: Sequence[Any], by_session: bool, notes: Sequence[Any] = ()) -> None:
         """Set ``in_flight`` (how many client requests were in flight),
         ``only_skipped`` (each of them skipped) and ``during`` (the first
         ``SHOWN`` of them, plan step indices in send order) on each server
         request. ``by_session``: (HTTP) a server request of a session was
-        caused by that session's requests or sessionless ones; else by any."""
+        caused by that session's requests or sessionless ones; else by any.
+        ``notes``: per kind of server notification (``steps.Notified``), its
+        ``total`` and ``expected`` count (those not sent while only skipped
+        requests were in flight) are added up."""
         everywhere = _Order()
         sessions: dict[Any, _Order] = {}
         count: dict[int, int] = {}              # step -> its requests in flight (a batch: several)
+
+        def in_flight(session: Any) -> list[_Order]:
+            session = session if by_session else None
+            return [everywhere] if session is None else [o for o in (sessions.get(session), sessions.get(None)) if o is not None]
+
         for ev in self._events:
             n, kind = ev >> 2, ev & 3
+            if kind == _NOTIFIED:
+                note = notes[n]
+                orders = in_flight(note.session)
+                note.total += 1
+                note.expected += not (any(o.links for o in orders) and not any(o.sent for o in orders))
+                continue
             if kind == _ASKED:
                 srv = server_requests[n]
-                session = srv.session if by_session else None
-                orders = [everywhere] if session is None else [o for o in (sessions.get(session), sessions.get(None)) if o is not None]
+                orders = in_flight(srv.session)
                 size = sum(len(o.links) for o in orders)
                 srv.in_flight = size
                 srv.only_skipped = size > 0 and not any(o.sent for o in orders)

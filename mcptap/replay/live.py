@@ -52,6 +52,7 @@ class ReplayResult:
     notes: dict[int, str] = field(default_factory=dict)
     error: str | None = None
     exit_code: int | None = None
+    ended_by: int | None = None     # exit_code is 128+N for signal N that replay sent itself (the server outlived its stdin)
     duration_s: float = 0.0
 
     def responses(self) -> dict[int, Any]:

@@ -19,10 +19,12 @@ notification or batch, with:
   ``input_required`` result this request answers. The runner rebuilds
   ``inputResponses`` from the live ``inputRequests`` (answered from the
   capture's answers, by method and params).
-* ``skip`` — why the step is not sent: a ``tools/call`` of a tool that the
-  recorded ``tools/list`` does not mark ``readOnlyHint: true``, or marks
-  ``destructiveHint: true`` (unknown tools count as side-effecting), unless
-  ``allow_side_effects``; a request the tap refused itself (it never reached
+* ``skip`` — why the step is not sent: a ``tools/call`` (with an id or
+  without) of a tool that the recorded ``tools/list`` does not mark
+  ``readOnlyHint: true``, or marks ``destructiveHint: true`` (unknown tools
+  count as side-effecting), unless ``allow_side_effects`` (a batch's such
+  members are its ``dropped`` ones, not sent; the batch is skipped when no
+  member is left); a request the tap refused itself (it never reached
   the server); a request the HTTP layer answered without a JSON-RPC response
   (refused 401/403/407…, redirected) that the client then sent again with the
   same id ("refused 403 in the recording; re-sent as #76": the re-send is the
@@ -38,6 +40,11 @@ records have ended. A 200,000-message capture of small calls
 (scripts/bench_replay.py's) plans at 137 MB peak RSS, where holding its
 records and parsed steps took 414 MB. The steps themselves are still one per
 c2s message: memory grows with the capture, only ~3 times more slowly.
+
+``Plan.notified`` counts the server's notifications by method (and HTTP
+session), with how many of them a live server is expected to send too (not
+those sent while only skipped requests were in flight): ``replay/findings.py``
+compares them as ``diff`` does.
 
 The :class:`AnswerBook` holds the client's answers to server requests
 (``sampling/createMessage``, ``elicitation/create``, ``roots/list``, ``ping``),

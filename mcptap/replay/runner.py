@@ -17,7 +17,7 @@ re-exported here) or ``http_client.HttpLink`` (Streamable HTTP). Link interface:
     await link.start(nursery, deliver, closed)  # deliver(value, session) async; closed() sync
     await link.send(value, session)             # one c2s message (never waits for its answer)
     await link.aclose()                         # end the session (stdin EOF / DELETE)
-    link.written(value)                         # set by the runner: call once a message is written whole
+    link.written(value, at)                     # set by the runner: call once a message is written whole (at: when, or None)
     link.lost(ids, note)                        # set by the runner: these requests' answers cannot come any more
 """
 
@@ -91,6 +91,9 @@ class Replayer:
             # orjson encodes at most 254 levels of nesting; the recorded bytes stay in the capture
             notes[step.index] = "not sent: the request nests deeper than the JSON encoder handles (254 levels)"
             return None
+        if step.dropped and isinstance(msg, list):
+            # a batch without its tool calls that may have side effects (builder.PlanBuilder._policy)
+            msg = [item for i, item in enumerate(msg) if i not in step.dropped]
         for c in step.carry:
             src = self.result.live.get(c.source)
             live_val = get_path(src.response, c.source_path) if src is not None and src.response is not None else MISSING
@@ -192,12 +195,15 @@ class Replayer:
             ans = {"error": {"code": -32601, "message": f"mcptap replay: the capture has no answer to {method}"}}
         await self.link.send({"jsonrpc": "2.0", "id": v.get("id"), **ans}, session)
 
-    def written(self, value: Any) -> None:
-        """The link wrote ``value`` out whole: its requests' answer times count from now (record's, from the last byte)."""
+    def written(self, value: Any, at: float | None = None) -> None:
+        """The link wrote ``value`` out whole: its requests' answer times count from
+        ``at`` (trio clock, s: the instant the new capture's record of it was stamped,
+        right before its last byte was written) or, None, from now."""
+        sent_at = trio.current_time() if at is None else at
         for v in value if isinstance(value, list) else (value,):
             live = self._by_live_id.get(id_key(read_id(v.get("id"))), (None,))[0] if isinstance(v, dict) and "method" in v else None
             if live is not None and not live.done.is_set():
-                live.sent_at = trio.current_time()
+                live.sent_at = sent_at
 
     def lost(self, ids: list[Any], note: str) -> None:
         """The link can no longer get the answers to the requests it sent with
@@ -334,7 +340,8 @@ class Replayer:
             nursery.cancel_scope.cancel()
         code = getattr(self.link, "exit_code", None)
         if code or self.result.exit_code is None:
-            self.result.exit_code = self.result.exit_code or code
+            if not self.result.exit_code:
+                self.result.exit_code, self.result.ended_by = code, getattr(self.link, "ended_by", None)
         self.result.error = self.result.error or getattr(self.link, "error", None)
         return True
 

@@ -9,8 +9,9 @@ interface (see runner.py)::
     await link.aclose()                         # stdin EOF, then SIGTERM / SIGKILL after ``grace`` s
 
 The process is spawned like ``mcptap record`` does it (``transport.stdio.spawn``:
-new session, PDEATHSIG); ``exit_code`` (128+N for signal N) and ``error`` are
-set for the runner once the session ends. Recording is off the write and read
+new session, PDEATHSIG); ``exit_code`` (128+N for signal N), ``ended_by`` (N
+when that signal was replay's own, ``aclose``: the server outlived its stdin)
+and ``error`` are set for the runner once the session ends. Recording is off the write and read
 paths (``replay/offpath.py``): a request is written as soon as it is sent, an
 answer handed to the runner as soon as it is read (framed and parsed here, once:
 the Recorder is given that parse),
@@ -56,15 +57,19 @@ class StdioLink:
         self.rec = rec
         self.grace = grace
         self.exit_code: int | None = None
+        #: the signal replay itself sent to end a server that outlived its stdin (``aclose``), when that ended it
+        self.ended_by: int | None = None
         self.error: str | None = None
         self._send_ch, self._recv_ch = trio.open_memory_channel[tuple[bytes, Any]](float("inf"))
-        #: the runner's: called with each message once written whole (its answer's latency counts from then)
-        self.written: Callable[[Any], None] | None = None
+        #: the runner's: ``written(value, at)`` once a message is written whole; its answer's latency
+        #: counts from ``at`` (trio clock, s: when it was stamped, right before its one write) or from now (None)
+        self.written: Callable[[Any, float | None], None] | None = None
         #: the runner's: ``lost(ids, note)`` settles the requests with these ids as unanswered
         self.lost: Callable[[list[Any], str], None] | None = None
         self._exited = trio.Event()
         self._out_done = trio.Event()
         self._popen: subprocess.Popen[bytes] | None = None
+        self._signal: int | None = None     # the signal that ended the server, if one did
         self.off = OffPath(rec)
 
     async def start(self, nursery: trio.Nursery, deliver: Deliver, closed: Callable[[], None]) -> None:
@@ -103,12 +108,20 @@ class StdioLink:
     async def _writer(self, stdin: trio.lowlevel.FdStream) -> None:
         async with stdin:
             async for line, value in self._recv_ch:
-                # its place and time taken before the write (the answer, read meanwhile,
-                # is queued after it), its analysis made after (off this path)
+                # its place and time taken right before it is written (the answer, read meanwhile,
+                # is queued after it), its analysis made after (off this path); the runner times
+                # the answer from that same instant (``at``), not from when this task gets the
+                # thread back after the write (late under load: the answer may be in by then)
+                at: float | None = trio.current_time()
                 self.off.call(self.rec.stdio_bytes, C2S, line, size=len(line))
                 try:
                     with self.off.writing():
-                        await stdin.send_all(line)
+                        done = _write_now(stdin, line)
+                        if done < len(line):
+                            # the pipe is full (a big request, a server slow to read): timed from its
+                            # last byte, so the time the server takes to read it does not count
+                            await stdin.send_all(memoryview(line)[done:])
+                            at = None
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     self.off.call(self.rec.process, "stdin_closed_by_server", undelivered_bytes=len(line), recorded_anyway=True)
                     # this message and those queued behind it never reach the server, nor do later ones (send)
@@ -121,7 +134,7 @@ class StdioLink:
                     self._recv_ch.close()
                     break
                 if self.written is not None:
-                    self.written(value)
+                    self.written(value, at)
         self.off.call(self.rec.stdio_eof, C2S)
 
     async def _reader(self, stdout: trio.lowlevel.FdStream, deliver: Deliver, closed: Callable[[], None]) -> None:
@@ -173,6 +186,7 @@ class StdioLink:
         popen.returncode = code
         self.exit_code = code if code >= 0 else 128 - code
         if code < 0:
+            self._signal = -code
             self.off.call(self.rec.exit, signal=-code, pid=popen.pid)
         else:
             self.off.call(self.rec.exit, code=code, pid=popen.pid)
@@ -192,6 +206,7 @@ class StdioLink:
     async def aclose(self) -> None:
         """Close the server's stdin, wait ``grace`` s, SIGTERM its group, then SIGKILL."""
         self._send_ch.close()
+        sent: set[int] = set()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with trio.move_on_after(self.grace):
                 await self._exited.wait()
@@ -202,11 +217,24 @@ class StdioLink:
             except (ProcessLookupError, PermissionError):
                 pass
             self.off.call(self.rec.process, "signal", signal=int(sig), reason="replay finished")
+            sent.add(int(sig))
         with trio.move_on_after(self.grace):
             await self._exited.wait()
+        if self._signal in sent:
+            self.ended_by = self._signal    # its status (128+N) is replay's doing, not the server's
         with trio.move_on_after(1.0):
             await self._out_done.wait()
         await self.off.drain()
+
+
+def _write_now(stdin: trio.lowlevel.FdStream, line: bytes) -> int:
+    """Write what the (non-blocking) pipe takes of ``line`` now, without yielding
+    to another task between the stamp and the write; bytes written (0: the pipe is
+    full). Raises OSError (EPIPE: the server closed its stdin)."""
+    try:
+        return os.write(stdin.fileno(), line)
+    except BlockingIOError:
+        return 0
 
 
 async def _deliver(frames: list[Frame], deliver: Deliver) -> None:

@@ -51,6 +51,19 @@ class ServerRequest:
     during: tuple[int, ...] = ()
 
 
+@dataclass(slots=True)
+class Notified:
+    """The server notifications of one method (in one recorded ``session``,
+    HTTP) in the original session: ``total``, and ``expected`` of them, those
+    sent while a request replay sends was in flight or none was (not
+    only while skipped ones were: nothing sent live could cause them)."""
+
+    method: Any
+    session: Any = None
+    total: int = 0
+    expected: int = 0
+
+
 def pack(value: Any, exact: bool) -> Any:
     """``value`` held compactly: the bytes orjson writes for it when ``exact``
     (it was read by orjson, so it reads back the same) and orjson can write it
@@ -161,8 +174,11 @@ class Step:
     latency_us: int | None = None
     label: str = ""
     part: int = 0                   # index of its session in Plan.sessions (recorded order)
-    #: a tools/call: its tool's name and listing when it was sent (``UNSEEN``: none yet), judged at the end
-    tool: tuple[Any, Any] | None = None
+    #: its tools/call(s): (batch member index or None, tool name, its listing when sent: ``UNSEEN`` if none yet),
+    #: judged at the end
+    tool: list[tuple[int | None, Any, Any]] | None = None
+    #: a batch: the members not sent (tool calls that may have side effects), by index, with why
+    dropped: dict[int, str] | None = None
     exchange: int | None = None     # HTTP: the exchange that carried it (the tap may have refused it)
 
     @property
@@ -231,6 +247,7 @@ class Plan:
     sessions: list[Any] = field(default_factory=list)   # recorded sessions in order (stdio: None, "stdio-session-2", …)
     http_get: bool = False              # the original HTTP client opened a GET stream for server messages
     legacy_sse: bool = False            # recorded on the legacy HTTP+SSE transport (2024-11-05: an endpoint event)
+    notified: list[Notified] = field(default_factory=list)     # the server's notifications, by method (and session)
 
     @property
     def skipped(self) -> list[Step]:

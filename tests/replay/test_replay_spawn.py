@@ -1,6 +1,8 @@
 """`mcptap replay CAPTURE -- CMD` starts the server as `record` does: its
 capture says where (header target.cwd), and a command exec refuses is
-explained as `record` explains it (a script without its '#!' line)."""
+explained as `record` explains it (a script without its '#!' line). A server
+replay had to end itself (SIGTERM after --grace) is said so, not "exited with
+status 143"."""
 
 from __future__ import annotations
 
@@ -23,10 +25,11 @@ for line in sys.stdin:
 """
 
 
-def _replay(tmp_path: Path, *cmd: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _replay(tmp_path: Path, *cmd: str, grace: float = 2.0) -> tuple[subprocess.CompletedProcess[str], Path]:
     cap = record(tmp_path / "cap.jsonl", handshake() + [c2s(req(2, "ping")), s2c(res(2)), ("exit", 0)])
     new = tmp_path / "new.jsonl"
-    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--timeout", "20", "-o", str(new), "--", *cmd],
+    p = subprocess.run([sys.executable, "-m", "mcptap.cli.main", "replay", str(cap), "--timeout", "20", "--grace", str(grace),
+                        "-o", str(new), "--", *cmd],
                        capture_output=True, text=True, cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     return p, new
 
@@ -48,3 +51,19 @@ def test_a_script_without_its_shebang_is_explained(tmp_path: Path) -> None:
     p, _ = _replay(tmp_path, str(script))
     assert p.returncode == 2, p.stderr
     assert "no '#!' line" in p.stderr and "Exec format error" in p.stderr, p.stderr
+
+
+STUBBORN = ECHO + """
+import os, time
+if os.environ.get("EXIT"):
+    sys.exit(int(os.environ["EXIT"]))
+time.sleep(60)                      # outlives its stdin: replay ends it with SIGTERM
+"""
+
+
+def test_a_server_replay_ended_itself_is_said_so_not_a_failing_status(tmp_path: Path) -> None:
+    (tmp_path / "stubborn.py").write_text(STUBBORN)
+    p, _ = _replay(tmp_path, sys.executable, "stubborn.py", grace=0.5)
+    assert "ended by replay (signal 15, SIGTERM)" in p.stdout and "status 143" not in p.stdout, p.stdout
+    p, _ = _replay(tmp_path, "/usr/bin/env", "EXIT=3", sys.executable, "stubborn.py")
+    assert "server exited with status 3 " in p.stdout and "ended by replay" not in p.stdout, p.stdout
