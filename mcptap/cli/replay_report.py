@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcptap.cli.output import Style
+from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, describe_verdict
 from mcptap.diff.surface import SURFACE_METHODS, Surface
 from mcptap.escape import shown
@@ -27,16 +28,17 @@ from mcptap.replay.plan import Plan
 from mcptap.replay.runner import ReplayResult
 
 
-def surface_of(plan: Plan, responses: dict[int, Any] | None) -> Surface:
+def surface_of(plan: Plan, responses: dict[int, Any] | None, masker: Masker | None = None) -> Surface:
     """The server surface seen in the original session (``responses`` None)
-    or in the live one (step index -> live response)."""
+    or in the live one (step index -> live response); ``masker``: the ``--ignore``
+    paths, taken out as diff takes them out (``Surface.feed``)."""
     s = Surface()
     for step in plan.steps:
         if step.method not in SURFACE_METHODS:
             continue
         resp = step.response if responses is None else responses.get(step.index)
         if isinstance(resp, dict) and isinstance(resp.get("result"), dict):
-            s.feed(step.method, step.params, resp["result"])
+            s.feed(step.method, step.params, resp["result"], masker)
     s.note_revision(plan.revision)
     return s
 
