@@ -22,7 +22,7 @@ from mcptap.cli.output import Style
 from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, describe_verdict
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.escape import shown
+from mcptap.escape import escape_name, shown
 from mcptap.replay.compare import ExchangeResult
 from mcptap.replay.plan import Plan
 from mcptap.replay.runner import ReplayResult
@@ -91,7 +91,7 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
         if len(plan.sessions) > 1 and _part(plan, r) is not None:
             d["session"] = _part(plan, r)
         exchanges.append(d)
-    out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
+    out = {"capture": escape_name(capture) if capture is not None else None, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
            "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
            "server_exit": result.exit_code, "error": result.error,
            "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],
