@@ -25,7 +25,7 @@ class SansIoTap:
     def __init__(self, path: Path, record_secrets: bool = False, **relay: Any) -> None:
         self.path = path
         ticks = itertools.count(1000, 1000)
-        self.rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: next(ticks), started="t")
+        self.rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: next(ticks), started="2026-01-01T00:00:00.000000Z")
         self.relay = HttpRelay(UP, listen_authority="127.0.0.1:7000", record_secrets=record_secrets, **relay)
         self.obs = HttpObserver(self.rec, UP, "127.0.0.1:7000", record_secrets=record_secrets)
         self.cid: int | None = None

@@ -55,7 +55,7 @@ def test_message_record_round_trips_exact_bytes(raw: bytes) -> None:
 
 def _write(path: Path, n: int = 3) -> None:
     w = CaptureWriter.open(str(path))
-    w.write({"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "t", "started": "x", "transport": "stdio", "target": {}})
+    w.write({"type": "header", "format": "mcptap-capture", "version": 1, "mcptap": "t", "started": "2026-01-01T00:00:00Z", "transport": "stdio", "target": {}})
     for i in range(n):
         w.write(message_record(_msg(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % i, {"jsonrpc": "2.0", "id": i, "result": {}})))
     w.close()

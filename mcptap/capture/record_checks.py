@@ -10,8 +10,10 @@ judged here. Each returns what is wrong, as error text, or None.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
+from mcptap.escape import escape_controls
 from mcptap.model import Phase
 from mcptap.records import RECORD_TYPES
 
@@ -172,8 +174,23 @@ def malformed_header(header: dict[str, Any]) -> str | None:
         v = header.get(key)
         if v is not None and not isinstance(v, str):
             return f"{key} is {_kind(v)}, not a string"
+    started = header.get("started")
+    if isinstance(started, str) and not _iso_time(started):
+        # every time of the capture counts from it (show, export's spans and message times, HTML):
+        # one that does not parse put them at 1970 or left them out, silently
+        return f"started {escape_controls(repr(started[:80]))} is not an ISO 8601 time (2026-01-15T09:30:00.000000Z)"
     if header.get("transport", "stdio") not in ("stdio", "http"):
         return f"transport {header['transport']!r} is not stdio or http"
     if not isinstance(header.get("target", {}), dict):
         return "target is not an object"
     return None
+
+
+def _iso_time(text: str) -> bool:
+    """Whether a header's ``started`` reads as ISO 8601 (``Z`` or an offset; none: UTC), as
+    ``export.span_model.epoch_us`` reads it."""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True

@@ -203,7 +203,7 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
             lv.response = redact_message(lv.response)
     responses = result.responses()
     rows = by_session(plan, compare_replay(plan, result.live, result.server_requests, result.notes, masker))
-    items = compare_surface(surface_of(plan, None), surface_of(plan, responses))
+    items = compare_surface(surface_of(plan, None, masker), surface_of(plan, responses, masker))
     try:
         # protocol errors the live server made that the recorded one did not (a doubled answer…): a regression too
         live_notes: Counter[tuple[Any, Any]] = Counter()
@@ -217,7 +217,8 @@ def command(ctx: click.Context, capture: str, url: str | None, output: str | Non
     except McptapError as exc:
         _say(f"cannot read the new capture back for its findings: {exc}")
         ctx.exit(2)
-    changed = any(r.status not in (MATCH, SKIPPED) for r in rows) or bool(fresh) or bool(notes)
+    # a surface difference fails the replay as it fails a diff (both after --ignore)
+    changed = any(r.status not in (MATCH, SKIPPED) for r in rows) or bool(fresh) or bool(notes) or bool(items)
     if fmt == "json":
         sys.stdout.buffer.write(dumps(report_json(result, rows, items, path, fresh, notes), indent=True, newline=True))
     else:

@@ -21,24 +21,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcptap.cli.output import Style
+from mcptap.compare.mask import Masker
 from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW, SKIPPED, describe_verdict
 from mcptap.diff.surface import SURFACE_METHODS, Surface
-from mcptap.escape import shown
+from mcptap.escape import escape_name, shown
 from mcptap.replay.compare import ExchangeResult
 from mcptap.replay.plan import Plan
 from mcptap.replay.runner import ReplayResult
 
 
-def surface_of(plan: Plan, responses: dict[int, Any] | None) -> Surface:
+def surface_of(plan: Plan, responses: dict[int, Any] | None, masker: Masker | None = None) -> Surface:
     """The server surface seen in the original session (``responses`` None)
-    or in the live one (step index -> live response)."""
+    or in the live one (step index -> live response); ``masker``: the ``--ignore``
+    paths, taken out as diff takes them out (``Surface.feed``)."""
     s = Surface()
     for step in plan.steps:
         if step.method not in SURFACE_METHODS:
             continue
         resp = step.response if responses is None else responses.get(step.index)
         if isinstance(resp, dict) and isinstance(resp.get("result"), dict):
-            s.feed(step.method, step.params, resp["result"])
+            s.feed(step.method, step.params, resp["result"], masker)
     s.note_revision(plan.revision)
     return s
 
@@ -91,7 +93,7 @@ def report_json(result: ReplayResult, rows: list[ExchangeResult], surface_items:
         if len(plan.sessions) > 1 and _part(plan, r) is not None:
             d["session"] = _part(plan, r)
         exchanges.append(d)
-    out = {"capture": capture, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
+    out = {"capture": escape_name(capture) if capture is not None else None, "era": plan.era, "revision": plan.revision, "counts": _counts(rows),
            "duration_s": round(result.duration_s, 6), "original_duration_s": plan.duration_us / 1e6,
            "server_exit": result.exit_code, "server_ended_by_replay": result.ended_by, "error": result.error,
            "exchanges": exchanges, "surface": [it.to_json() for it in surface_items],

@@ -15,7 +15,7 @@ from mcptap.compare.verdict import CHANGED, ERROR_CHANGED, MATCH, MISSING, NEW
 from mcptap.diff.report import DiffReport
 from mcptap.diff.surface import Item
 from mcptap.escape import escape_controls as esc
-from mcptap.escape import shown
+from mcptap.escape import escape_name, shown
 
 _SECTIONS = ("protocol", "capabilities", "serverInfo", "tools", "resources", "resourceTemplates", "prompts",
              "exchanges", "findings", "notifications", "latency")
@@ -30,7 +30,7 @@ def render_text(report: DiffReport, style: Callable[[str, str], str] | None = No
     def paint(role: str, text: str) -> str:
         return style(text, role) if style is not None else text
 
-    lines = [esc(f"A: {report.a}"), esc(f"B: {report.b}")]
+    lines = [f"A: {escape_name(report.a)}", f"B: {escape_name(report.b)}"]   # as show, check and replay name files
     by: dict[str, list[Item]] = {}
     for it in report.items:
         by.setdefault(it.section, []).append(it)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.diff.surface import Item
+from mcptap.escape import escape_name
 
 
 @dataclass
@@ -31,7 +32,8 @@ class DiffReport:
         return sum(1 for it in self.items if it.breaking)
 
     def to_json(self) -> dict[str, Any]:
-        d = {"a": self.a, "b": self.b, "different": self.different, "breaking": self.breaking,
+        # the names as every output shows them (escape_name: a byte that is not UTF-8 reads \\xff, strict JSON)
+        d = {"a": escape_name(self.a), "b": escape_name(self.b), "different": self.different, "breaking": self.breaking,
              "exchanges": self.counts, "stats": self.stats, "items": [it.to_json() for it in self.items]}
         if self.notes:
             d["notes"] = list(self.notes)

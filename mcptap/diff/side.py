@@ -197,7 +197,7 @@ def summarize(path: str, masker: Masker, source: str | None = None, scrub: Recor
             result = value.get("result")
             a_out[idx] = fp(result, method, "result")
             if method in SURFACE_METHODS:
-                side.surface.feed(method, surface_params.pop(idx, None), result)
+                side.surface.feed(method, surface_params.pop(idx, None), result, masker)
         if isinstance(t_lat, int):
             lat = side.latency.get(lid)
             if lat is None:

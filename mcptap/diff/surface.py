@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcptap.compare.mask import Masker
 from mcptap.compare.paths import short
 
 #: list methods -> (surface attribute, result key, identifying member key)
@@ -71,8 +72,14 @@ class Surface:
     prompts: dict[str, Any] | None = None
     _pages: dict[str, set[Any]] = field(default_factory=dict)
 
-    def feed(self, method: str, params: Any, result: Any) -> None:
-        """Take one successful result of a SURFACE_METHODS request."""
+    def feed(self, method: str, params: Any, result: Any, masker: Masker | None = None) -> None:
+        """Take one successful result of a SURFACE_METHODS request. ``masker``: the user's
+        ``--ignore`` paths (only those, ``Masker.ignored``) are taken out of ``result`` and
+        ``params`` first, so an ignored field (``result.serverInfo.version``) is no surface
+        difference either, as it is no exchange difference."""
+        if masker is not None:
+            result = masker.ignored(result, method, "result")
+            params = masker.ignored(params, method, "params")
         if not isinstance(result, dict):
             return
         if method == "initialize":

@@ -4,7 +4,9 @@ Each line is the capture's ``message`` record (docs/capture-format.md) with
 ``time`` (UTC wall clock, ISO 8601; left out when the capture has no start
 time or the record's ``t_us`` is beyond the years 1-9999) added and the payload always as ``json``
 when it parses (a large message stored as raw bytes only is parsed again);
-``raw``/``raw_b64`` stay only for payloads that are not JSON. A lone UTF-16
+``raw``/``raw_b64`` stay only for payloads that are not JSON, or whose ``json`` has null
+for a number beyond any double (``1e400``; a null ``id`` then comes with ``id_text``,
+``1e400``, as views show it). A lone UTF-16
 surrogate (``"\\ud800"``), U+FFFD in the record, is the peer's exact text in
 ``id``, ``method`` and ``json`` (written as its escape). Exact bytes
 remain the capture's business: use ``mcptap show --format json`` or the
@@ -17,11 +19,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.dumps import dumps
+from mcptap.capture.fields import message_json, record_findings
 from mcptap.capture.format import decode_bytes
 from mcptap.export.spans import epoch_us, iso_us
 from mcptap.model import UNPARSED
 from mcptap.protocol.jsonparse import exact_json
+from mcptap.protocol.jsonrpc import show_id
 from mcptap.records.message import exact_payload
+
+NON_FINITE = "jsonrpc.non_finite_number"
+
+
+def _non_finite(rec: dict[str, Any]) -> bool:
+    """Whether a message record's payload holds a number beyond any double (its finding)."""
+    return any(f.get("code") == NON_FINITE for f in record_findings(rec) if isinstance(f, dict))
 
 
 def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
@@ -47,7 +58,17 @@ def message_lines(header: dict[str, Any], records: Iterable[dict[str, Any]]) -> 
                     if k in out and type(exact.get(k)) is str:
                         out[k] = exact[k]
             out["json"] = exact
-        elif "json" not in rec:
+        elif _non_finite(rec):
+            # a number beyond any double (1e400): ``json`` has null in its place, so the exact
+            # bytes go along (``raw`` is authoritative, docs/capture-format.md) and a null id
+            # in ``id`` is told from a peer's null by ``id_text``, as views write it
+            value = message_json(rec)
+            if "id" in out and out["id"] is None and isinstance(value, dict) and type(value.get("id")) is float:
+                out["id_text"] = show_id(value["id"])
+            for k in ("raw", "raw_b64"):
+                if k in rec:
+                    out[k] = rec[k]
+        if exact is None and "json" not in rec:
             raw = decode_bytes(rec, "raw") or b""
             value = exact_json(raw)         # a peer's integer beyond 64 bits exactly, as the record keeps it
             if value is not UNPARSED:

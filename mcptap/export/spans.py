@@ -113,6 +113,7 @@ class SpanBuilder:
         self._open: dict[tuple[int, str | None], _Open] = {}
         self._names = LoneNames()       # the exact names of finding messages (show/lone.py)
         self._traces: dict[Any, bytes] = {}
+        self._stdio_session: Any = None
         self.last_t = 0
 
     # -- ids -------------------------------------------------------------------------------
@@ -134,6 +135,14 @@ class SpanBuilder:
         sent it, in escape form, in names, attributes and finding messages."""
         self._names.feed(rec)
         rec = exact_shown(self._names.findings(rec))
+        if self.transport == "stdio":
+            # a stdio capture's later sessions (replay's replay-session-N, serve --extend's episode-N)
+            # key their messages and eofs; the server's process records carry no key: they belong to
+            # the session running when they were written
+            if rec.get("session") is not None:
+                self._stdio_session = rec["session"]
+            elif rec.get("type") != "message" and self._stdio_session is not None:
+                rec = dict(rec, session=self._stdio_session)
         t = rec.get("t_us")
         if isinstance(t, int):
             self.last_t = max(self.last_t, t)
@@ -265,7 +274,7 @@ class SpanBuilder:
         attrs: dict[str, Attr] = {"mcp.method.name": method, **self.common}
         if client:
             attrs.update(self.client_side)
-        if rec.get("session") is not None:
+        if rec.get("session") is not None and self.transport != "stdio":    # stdio: mcptap's own session key, no MCP one
             attrs["mcp.session.id"] = str(rec["session"])
         if isinstance(rec.get("rev"), str):
             attrs["mcp.protocol.version"] = rec["rev"]
@@ -290,7 +299,7 @@ class SpanBuilder:
         what = rec.get("kind") if typ == "message" else rec.get("event") or rec.get("dir")
         t = rec.get("t_us", 0)
         attrs: dict[str, Attr] = {"mcptap.seq": rec["seq"], "mcptap.record": typ}
-        if rec.get("session") is not None:
+        if rec.get("session") is not None and self.transport != "stdio":    # stdio: mcptap's own session key, no MCP one
             attrs["mcp.session.id"] = str(rec["session"])
         name = f"mcptap {typ} {what}" if isinstance(what, str) else f"mcptap {typ}"
         return [Span(self.trace_id(rec.get("session")), self.span_id(rec["seq"], "record"), name, INTERNAL, t, t, attrs, events)]

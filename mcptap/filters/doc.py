@@ -41,7 +41,9 @@ requests) is always used, whatever the filter.
 with a lone UTF-16 surrogate escape (`"a\\ud800"`, JSON grammar but not
 Unicode) is U+FFFD in the capture's records, which JSON readers take; the
 filter reads the exact one from the raw bytes, so `~id 'a\ufffd'` does not
-match a peer's `"a\\ud800"` (views show that id as `"a\\ud800"`).
+match a peer's `"a\\ud800"` (views show that id as `"a\\ud800"`); the id's JSON text as views show
+it, quotes and escape typed (`'"a\\ud800"'`), does. An id beyond any double (`1e400`, null
+in the record) matches by that text (`1e400`, `-1e400`), never as `null`, a peer's null id.
 
 The summary under a filtered timeline is the unfiltered summary over the
 shown records ("Summary of the N records the filter shows"): the method

@@ -26,18 +26,20 @@ shares with show and check are :mod:`mcptap.capture.fields`, the grammar
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import message_text, record_findings, tool_of
+from mcptap.capture.fields import message_json, message_text, record_findings, tool_of
 from mcptap.filters.exact import exact_field, exact_tool
 from mcptap.filters.jsonpath import CMP, JOPS, json_path
 from mcptap.filters.members import member_views
 from mcptap.filters.parse import ArgError, Pred, Tok, parse
 from mcptap.model import PHASE_SHOWN, SEVERITY_RANK
+from mcptap.protocol.jsonrpc import show_id
 
 _SEV_RANK = {**SEVERITY_RANK, "warning": SEVERITY_RANK["warn"]}   # the filter language also reads "warning"
 #: one operator per name the timeline's kind column prints (``model.KIND_SHOWN``); ``~resp`` takes errors too
@@ -90,13 +92,23 @@ def _tool(t: Tok) -> Pred:
 
 
 def _id(t: Tok) -> Pred:
-    want = t.text
+    want, written = t.text, t.raw
 
     def p(r: dict[str, Any], q: dict[str, Any] | None) -> bool:
         if "id" not in r:
             return False
         v = exact_field(r, "id")
-        return (v if isinstance(v, str) else dumps(v).decode()) == want
+        if v is None and "raw" in r:
+            # a number beyond any double (1e400) is null in the record, ±infinity in its raw bytes
+            m = message_json(r)
+            v = m.get("id") if isinstance(m, dict) else None
+        if isinstance(v, str):
+            # the text, or the JSON text as views show it, quotes and escapes as typed
+            # ('"\ud800"' for a lone surrogate, which no argument can hold)
+            return want == v or written == show_id(v)
+        if type(v) is float and math.isinf(v):
+            return want == show_id(v)       # 1e400 / -1e400, as views show it
+        return dumps(v).decode() == want
     return p
 
 

@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from mcptap.escape import escape_controls, has_controls
 from mcptap.hosts.errors import ConfigError
 
 _MODULES = ("mcptap", "mcptap.cli.main")
@@ -231,12 +232,15 @@ def untappable(url: str, substitutes: bool = True) -> str | None:
     if substitutes and (m := _PLACEHOLDER.search(url)):
         return (f"the URL has a placeholder the host fills in ({url[m.start():m.start() + 2]}…): the tap would need the URL "
                 "the host makes of it; left as it is (start a tap by hand with that URL as --upstream)")
+    if has_controls(url):
+        # urlsplit takes one in the host (``h\x1b``) and reads one in the port as a bad port
+        return f"the URL holds a control character ({escape_controls(url)}); left as it is"
     try:
         parts = urlsplit(url)
         if parts.port == 0:
             raise ValueError("port 0")
-    except ValueError:
-        return "the URL does not parse (bad port?); left as it is"
+    except ValueError as exc:
+        return f"the URL does not parse ({escape_controls(str(exc))}); left as it is"
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return "not an http:// or https:// URL with a host (a tap forwards HTTP only); left as it is"
     return None

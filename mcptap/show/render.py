@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mcptap.capture.dumps import dumps
-from mcptap.capture.fields import data_size, message_json, message_text, record_findings
+from mcptap.capture.fields import data_size, message_json, record_findings
 from mcptap.escape import escape_os, shown
 from mcptap.filters.members import member_views
 from mcptap.filters.operators import Filter
@@ -30,7 +30,7 @@ from mcptap.show.lone import LoneNames
 from mcptap.show.sessions import Sessions
 from mcptap.show.summary import Summary
 from mcptap.show.tracker import Tracker
-from mcptap.show.values import Style, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
+from mcptap.show.values import Style, bytes_repr, fmt_us, id_text, is_tool_error, lossy, method_of, plain, record_id, shorten, tool_name
 
 _ARROW = {"c2s": "C → S", "s2c": "C ← S"}
 _SEV_MARK = {"error": "✖", "warn": "!", "info": "i"}
@@ -94,7 +94,7 @@ def _what_raw(rec: dict[str, Any], req: dict[str, Any] | None) -> str:
         exact = {v["member"]: method_of(v) for v in member_views(rec)} if any("\ufffd" in str(m.get("method")) for m in members[:4]) else {}
         return f"batch of {len(members)}: " + ", ".join(exact.get(m.get("index")) or m.get("method") or m.get("kind", "?")
                                                         for m in members[:4]) + (" …" if len(members) > 4 else "")
-    return shorten(repr(message_text(rec).rstrip("\r\n")), 60)
+    return shorten(bytes_repr(rec), 60)       # a byte that is not UTF-8 as \xff, not U+FFFD
 
 
 def _text_of(v: Any) -> str:
@@ -112,8 +112,7 @@ def _other(rec: dict[str, Any]) -> str:
 def _other_raw(rec: dict[str, Any]) -> str:
     typ = rec.get("type")
     if typ == "stderr":
-        text = message_text(rec)
-        return f"stderr   {shorten(repr(text.rstrip(chr(10))), 70)} ({data_size(rec)} B)"
+        return f"stderr   {shorten(bytes_repr(rec, chr(10)), 70)} ({data_size(rec)} B)"
     if typ == "eof":
         if rec.get("dir") not in ("c2s", "s2c"):
             return f"eof {rec.get('dir')}"

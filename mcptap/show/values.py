@@ -7,11 +7,12 @@ HTML report (show/render.py, show/summary.py, show/html.py).
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable
 from typing import Any
 
-from mcptap.capture.fields import message_json, tool_of
+from mcptap.capture.fields import message_json, message_text, tool_of
 from mcptap.escape import escape_controls
 from mcptap.filters.exact import exact_field, exact_tool
 from mcptap.protocol.excerpt import clip
@@ -89,3 +90,22 @@ def is_tool_error(rec: dict[str, Any], is_tool: bool) -> bool:
     v = message_json(rec)
     res = v.get("result") if isinstance(v, dict) else None
     return isinstance(res, dict) and res.get("isError") is True
+
+
+#: a byte that is not UTF-8 in repr() of text decoded with ``surrogateescape`` (``\\udcff``),
+#: not preceded by an escaped backslash (a peer's literal ``\\udcff`` text reads ``\\\\udcff``)
+_BYTE_IN_REPR = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+
+
+def bytes_repr(rec: dict[str, Any], strip: str = "\r\n") -> str:
+    """repr() of a record's payload text (a non-JSON line, stderr) with each byte that is
+    not UTF-8 written ``\\xff``, as every other byte the view escapes (``\\x1b``), where
+    ``message_text``'s U+FFFD lost it; ``strip``: the line end taken off first. Pure."""
+    for k in ("raw_b64", "data_b64"):
+        if k in rec and "raw" not in rec and "data" not in rec:
+            try:
+                text = base64.b64decode(rec[k]).decode("utf-8", "surrogateescape")
+            except ValueError:
+                break
+            return _BYTE_IN_REPR.sub(r"\1\\x\2", repr(text.rstrip(strip)))
+    return repr(message_text(rec).rstrip(strip))

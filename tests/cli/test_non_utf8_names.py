@@ -156,3 +156,32 @@ def test_record_to_a_name_and_with_an_argument_that_are_not_utf8_keeps_the_heade
     assert not any(r["type"] == "gap" for r in recs) and recs[-1]["type"] == "end"
     shown = cli("show", name, cwd=tmp_path)
     assert shown.returncode == 0 and b"initialize" in shown.stdout, shown.stderr
+
+
+def test_diff_names_the_files_as_show_does(odd: bytes, tmp_path: Path) -> None:
+    # diff --format json wrote "a": "…n\udcff\udcfe.jsonl" (a lone surrogate, not strict JSON) and its
+    # text header showed \udcff where show, check and replay show \xff
+    other = tmp_path / "cap2.jsonl"
+    other.write_bytes(open(odd, "rb").read())
+    proc = cli("diff", odd, str(other), "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert orjson.loads(proc.stdout)["a"].endswith("n\\xff\\xfe.jsonl")
+    text = cli("diff", odd, str(other), cwd=tmp_path)
+    assert text.returncode == 0 and text.stdout.decode().splitlines()[0].endswith("n\\xff\\xfe.jsonl"), text.stdout
+    shown = cli("show", odd, cwd=tmp_path)
+    assert "n\\xff\\xfe.jsonl" in shown.stdout.decode().splitlines()[0]
+
+
+def test_replay_json_names_the_new_capture_strictly(odd: bytes, tmp_path: Path) -> None:
+    server = tmp_path / "server.py"
+    server.write_text("import json, sys\n"
+                      "for line in sys.stdin:\n"
+                      "    m = json.loads(line)\n"
+                      "    if 'id' in m and 'method' in m:\n"
+                      "        r = {'protocolVersion': m['params']['protocolVersion'], 'capabilities': {}, 'serverInfo': {'name': 's', 'version': '1'}}"
+                      " if m['method'] == 'initialize' else {}\n"
+                      "        print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n")
+    new = os.fsencode(tmp_path) + b"/new\xfe.jsonl"
+    proc = cli("replay", odd, "--format", "json", "-o", new, "--", sys.executable, str(server), cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert orjson.loads(proc.stdout)["capture"].endswith("new\\xfe.jsonl")

@@ -47,3 +47,18 @@ def test_codex_uses_a_url_as_written(tmp_path: Path) -> None:
     p = run("wrap", "--http", "--config", str(cfg), "--dir", str(tmp_path / "caps"))
     assert p.returncode == 0, p.stderr
     assert "/odata/$metadata" in cfg.read_text() and "127.0.0.1" in cfg.read_text()
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    # an ESC in the port read "does not parse (bad port?)"; one in the host was tapped as it was
+    ("https://api.example.com:443\x1b/mcp", "the URL holds a control character (https://api.example.com:443\\x1b/mcp)"),
+    ("https://api\x1b.example.com/mcp", "the URL holds a control character (https://api\\x1b.example.com/mcp)"),
+    ("https://api.example.com:4x3/mcp", "the URL does not parse (Port could not be cast to integer value as '4x3')"),
+])
+def test_a_url_that_cannot_be_tapped_says_why(tmp_path: Path, url: str, why: str) -> None:
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"bad": {"type": "http", "url": url}}}, indent=2))
+    p = run("wrap", "--http", "--config", str(cfg), "--dir", str(tmp_path / "caps"))
+    assert p.returncode == 1, p.stderr
+    assert f"mcptap: bad: refused: {why}; left as it is" in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr and json.loads(cfg.read_text())["mcpServers"]["bad"]["url"] == url

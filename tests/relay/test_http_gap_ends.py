@@ -48,7 +48,7 @@ def _record(tmp_path: Path, batches: list[tuple[list[Any], bool]]) -> Path:
     os.write(fact_w, b"".join(bytes(b) for f in frames for b in f))
     os.close(fact_w)
     path = tmp_path / "c.jsonl"
-    rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: 0, started="t")
+    rec = Recorder(CaptureWriter.open(str(path)), "http", {"url": "sansio"}, clock=lambda: 0, started="2026-01-01T00:00:00.000000Z")
     hooks = Hooks(rec, lambda authority: HttpObserver(rec, UP, authority), lambda: None,
                   lambda code, extra: rec.close(exit_code=code, **extra))
     record_stream(fact_r, status_w, SpillFile(None, str(tmp_path)), hooks)

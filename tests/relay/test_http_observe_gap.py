@@ -178,7 +178,7 @@ def test_batches_skipped_at_the_end_are_gaps_with_their_bytes_each_way_and_cut_t
     status_r, status_w = os.pipe()
     os.write(fact_w, b"".join(bytes(b) for f in frames for b in f))
     os.close(fact_w)
-    rec = Recorder(CaptureWriter.open(str(tmp_path / "c.jsonl")), "http", {"url": "sansio"}, clock=lambda: 0, started="t")
+    rec = Recorder(CaptureWriter.open(str(tmp_path / "c.jsonl")), "http", {"url": "sansio"}, clock=lambda: 0, started="2026-01-01T00:00:00.000000Z")
     hooks = Hooks(rec, lambda authority: HttpObserver(rec, UP, authority), lambda: None,
                   lambda code, extra: rec.close(exit_code=code, **extra))
     record_stream(fact_r, status_w, spill, hooks, hurry=[True])
