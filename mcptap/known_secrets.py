@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -114,6 +115,21 @@ def _inner(value: str) -> bytes:
     return orjson.dumps(value)[1:-1]          # as the text of a JSON string
 
 
+def _forms(value: str) -> list[str]:
+    """``value`` as the text of a JSON string, in each way a peer's encoder may write it:
+    fewest escapes (orjson, JavaScript), non-ASCII as ``\\u00e4`` (Python's ``json.dumps``),
+    as ``\\u00E4`` (upper-case hex), and each with ``/`` as ``\\/`` (PHP, some Java)."""
+    least = _inner(value).decode()
+    ascii_ = json.dumps(value)[1:-1]
+    upper = re.sub(r"\\u[0-9a-f]{4}", lambda m: "\\u" + m.group(0)[2:].upper(), ascii_)
+    out: list[str] = []
+    for f in (least, ascii_, upper):
+        for g in (f, f.replace("/", "\\/")):
+            if g not in out:
+                out.append(g)
+    return out
+
+
 class KnownSecrets:
     """Replace ``secrets`` (``{secret: placeholder}``) in record lines: the
     CaptureWriter's ``line_filter`` (``line(rec, line) -> line``). ``replaced``:
@@ -134,12 +150,12 @@ class KnownSecrets:
         self._held: dict[str, str] = {}
         for s in order:
             ph = secrets[s]
-            once = _inner(s).decode()
-            twice = _inner(once).decode()
-            self._line.setdefault(once, ph)
-            self._line.setdefault(twice, ph)
+            forms = _forms(s)
+            self._line.setdefault(forms[0], ph)
             self._held.setdefault(s, ph)
-            self._held.setdefault(once, ph)
+            for once in forms:          # escaped by the peer, then once more as a record's string
+                self._line.setdefault(_inner(once).decode(), ph)
+                self._held.setdefault(once, ph)
         self._line_order = sorted(self._line, key=len, reverse=True)
         self._held_order = sorted(self._held, key=len, reverse=True)
         self._held_quick = [n.encode("utf-8", "surrogateescape") for n in self._held_order]

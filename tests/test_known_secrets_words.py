@@ -120,3 +120,34 @@ def test_argv_common_words_are_left_alone_in_a_recorded_capture(tmp_path: Path) 
     assert r.returncode == 0, r.stderr
     data = "".join(rec.get("data", "") for rec in read_capture(str(cap)).records if rec["type"] == "stderr")
     assert data == f"none of 12345678; key {_ph('1234')} auth none\n"
+
+
+def test_a_secret_the_peer_wrote_json_escaped_is_replaced_too() -> None:
+    """Python's ``json.dumps`` writes ``ä`` as ``\\u00e4``, PHP writes ``/`` as ``\\/``: the
+    raw bytes of a message, and stderr text that logs JSON, hold the secret in that form."""
+    secret = "pässwörd-geheim/1"
+    ks = KnownSecrets({secret: _ph(secret)})
+    for form in ('p\\u00e4ssw\\u00f6rd-geheim/1', 'p\\u00E4ssw\\u00F6rd-geheim\\/1', 'pässwörd-geheim\\/1'):
+        raw = '{"jsonrpc":"2.0","id":1,"result":{"t":"k ' + form + '"}}\n'
+        msg = {"type": "message", "seq": 3, "t_us": 1, "dir": "s2c", "raw": raw}
+        out = orjson.loads(ks.line(msg, orjson.dumps(msg) + b"\n"))
+        assert out["raw"] == raw.replace(form, _ph(secret)), form
+        rec = {"type": "stderr", "seq": 2, "t_us": 1, "data": f'argv: ["--password", "{form}"]\n'}
+        out = orjson.loads(ks.line(rec, orjson.dumps(rec) + b"\n"))
+        assert form not in out["data"] and _ph(secret) in out["data"], form
+        got = ks.take(rec["data"].encode()) + ks.take(b"", final=True)
+        assert ks.replace_in(got).decode() == rec["data"].replace(form, _ph(secret))
+
+
+def test_many_repeats_of_a_secret_take_linear_time() -> None:
+    """A server echoing its token 40,000 times kept ``record`` busy 100 s after the session
+    (every hit was compared with every earlier one). A complexity guard, 100x above need:
+    200,000 hits take ~0.4 s; quadratically they took hours."""
+    import threading
+
+    from mcptap.redact.repeat_match import find
+    done: list[int] = []
+    t = threading.Thread(target=lambda: done.append(len(find("key abcd1234 " * 200_000, ["abcd1234"]))), daemon=True)
+    t.start()
+    t.join(60)
+    assert done == [200_000]
