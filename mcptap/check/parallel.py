@@ -42,6 +42,7 @@ from mcptap.check.forked import STREAMS, Forked, Spill, write_all
 from mcptap.check.report import CaptureReport
 from mcptap.check.report import check_capture as reference_check
 from mcptap.check.scan import Scan, Unsupported
+from mcptap.errors import CaptureReadError
 from mcptap.protocol.fingerprint import rules_fingerprint
 
 if TYPE_CHECKING:
@@ -261,11 +262,17 @@ def _feed_gzip(scan: Scan | FullScan, path: str) -> None:
     try:
         read_line(fp, path)
         batch: list[bytes] = []
-        for line in lines(fp, path):
-            batch.append(line)
-            if len(batch) == 4096:
-                scan.run(batch)
-                batch = []
+        try:
+            for line in lines(fp, path):
+                batch.append(line)
+                if len(batch) == 4096:
+                    scan.run(batch)
+                    batch = []
+        except CaptureReadError:
+            # damage further on (a CRC that fails): the lines before it are judged first, as a
+            # reader taking one line at a time does, so a damaged line among them is the error
+            scan.run(batch)
+            raise
         scan.run(batch)
     finally:
         fp.close()
