@@ -65,3 +65,23 @@ def test_whole_lines_holds_back_where_a_secret_may_begin_past_the_bound() -> Non
     out, offset = lines.add(Direction.S2C, TOKEN[20:].encode() + b" done\n", 100 + len(line), ks.hold)
     assert out == TOKEN.encode() + b" done\n" and offset == 100 + len(line) - 20   # … for the rest of it
     assert lines.held(Direction.S2C) == 0
+
+
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+#: answers with a 6 MB line of a token the patterns of ``record --redact`` find
+PATTERNED = ("import sys, json; m = json.loads(sys.stdin.readline()); "
+             f"body = ('key {GHP} ') * {REPEAT}; "
+             "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {'text': body}}) + '\\n'); sys.stdout.flush()")
+
+
+def test_record_redact_leaves_no_head_of_a_token_cut_between_chunk_records(tmp_path: Path) -> None:
+    cap = tmp_path / "r.jsonl"
+    r = subprocess.run([*MCPTAP, "record", "-q", "--redact", "-o", str(cap), "--", sys.executable, "-c", PATTERNED],
+                       input=b'{"jsonrpc":"2.0","id":1,"method":"x"}\n', capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    records = read_capture(str(cap)).records
+    assert sum(rec["type"] == "chunk" for rec in records) > 2
+    assert b"ghp_" not in cap.read_bytes()          # the scrubber's look-behind replaced the rest; no head stayed
+    assert _streams(cap)["s2c"].count("key «redacted:".encode()) == REPEAT       # nor a piece of one
+    check = subprocess.run([*MCPTAP, "check", str(cap)], capture_output=True, timeout=120)
+    assert b"(complete)" in check.stdout and b"digest" not in check.stdout, check.stdout
