@@ -110,12 +110,15 @@ class ChunkRecording:
         comma …) within the scrubber's look-behind (``Carry``, which replaces the rest of
         a secret begun in the record before): a token is not cut in two, its head left in
         clear. 0: nothing to hold."""
-        keep = self.known.hold(line) if self.known is not None else 0
+        known = self.known
+        keep = known.hold(line) if known is not None else 0
         w = self.writer
         if w is not None and w.transform is not None:
-            end = len(line)
-            at = max((line.rfind(s, max(0, end - SEPARATED)) for s in _SEPARATORS), default=-1)
-            keep = max(keep, end - at - 1 if at >= 0 else 0)
+            end = len(line) - keep
+            at = max(line.rfind(s, max(0, end - SEPARATED), end) for s in _SEPARATORS)
+            # cut there only where no argv secret runs across it (one holding a space or a quote)
+            if at >= 0 and (known is None or known.hold(line[:at + 1]) == 0):
+                keep = len(line) - at - 1
         return keep
 
     def _chunk(self, direction: Direction, data: Buffers, offset: int, t: int) -> None:

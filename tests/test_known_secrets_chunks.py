@@ -9,16 +9,25 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
+
+import pytest
 
 from mcptap.capture.format import decode_bytes
 from mcptap.capture.reader import read_capture
 from mcptap.known_secrets import KnownSecrets
 from mcptap.model import Direction
-from mcptap.recorder_chunks import HOLD, WholeLines
+from mcptap.recorder_chunks import HOLD, ChunkRecording, WholeLines
 from mcptap.redact.argv import placeholder
+
+if TYPE_CHECKING:
+    from mcptap.capture.writer import CaptureWriter
 
 MCPTAP = [sys.executable, "-m", "mcptap.cli.main"]
 TOKEN = "QWERTYUIOPasdfghjkl1234567890zxcvbnm"
+#: an argv secret holding a space, where ``record --redact`` would cut a long line
+SPACED = "QWERTYUIOP asdfghjkl1234567890 zxcvbnm"
 REPEAT = 150_000        # "key TOKEN " × this: a 6 MB line each way
 #: reads the request line (itself 6 MB), answers with a 6 MB line holding its argv token
 SERVER = ("import sys, json; tok = sys.argv[-1]; m = json.loads(sys.stdin.readline()); "
@@ -35,25 +44,28 @@ def _streams(cap: Path) -> dict[str, bytes]:
     return out
 
 
-def test_an_argv_secret_in_a_line_stored_in_chunk_records_is_never_cut_in_clear(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("token", "redact"), [(TOKEN, []), (SPACED, ["--redact"])])
+def test_an_argv_secret_in_a_line_stored_in_chunk_records_is_never_cut_in_clear(
+        tmp_path: Path, token: str, redact: list[str]) -> None:
+    """Both ways; with ``--redact`` too, whose cut after a separator must not split an argv secret holding one."""
     cap = tmp_path / "c.jsonl"
-    request = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"t":"' + ("key " + TOKEN + " ").encode() * REPEAT + b'"}}\n'
-    r = subprocess.run([*MCPTAP, "record", "-q", "-o", str(cap), "--", sys.executable, "-c", SERVER, "--token", TOKEN],
+    request = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"t":"' + ("key " + token + " ").encode() * REPEAT + b'"}}\n'
+    r = subprocess.run([*MCPTAP, "record", "-q", *redact, "-o", str(cap), "--", sys.executable, "-c", SERVER, "--token", token],
                        input=request, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count(TOKEN.encode()) == REPEAT             # relayed as it was
+    assert r.stdout.count(token.encode()) == REPEAT             # relayed as it was
     records = read_capture(str(cap)).records
     assert sum(rec["type"] == "chunk" for rec in records) > 2   # stored in pieces, both ways
     text = cap.read_bytes()
-    for piece in (TOKEN, TOKEN[:12], TOKEN[-12:]):              # no whole secret, no half of one
+    for piece in (token, token[:12], token[-12:]):              # no whole secret, no half of one
         assert piece.encode() not in text
-    ph = placeholder(TOKEN).encode()
+    ph = placeholder(token).encode()
     streams = _streams(cap)
     assert streams["s2c"].count(ph) == REPEAT and streams["c2s"].count(ph) == REPEAT
     check = subprocess.run([*MCPTAP, "check", str(cap)], capture_output=True, timeout=120)
     assert b"(complete)" in check.stdout and b"digest" not in check.stdout, check.stdout     # offsets and digests hold
     exported = subprocess.run([*MCPTAP, "export", str(cap), "-f", "messages"], capture_output=True, timeout=120)
-    assert exported.returncode == 0 and TOKEN.encode() not in exported.stdout
+    assert exported.returncode == 0 and token.encode() not in exported.stdout
 
 
 def test_whole_lines_holds_back_where_a_secret_may_begin_past_the_bound() -> None:
@@ -85,3 +97,15 @@ def test_record_redact_leaves_no_head_of_a_token_cut_between_chunk_records(tmp_p
     assert _streams(cap)["s2c"].count("key «redacted:".encode()) == REPEAT       # nor a piece of one
     check = subprocess.run([*MCPTAP, "check", str(cap)], capture_output=True, timeout=120)
     assert b"(complete)" in check.stdout and b"digest" not in check.stdout, check.stdout
+
+
+def test_the_redact_cut_after_a_separator_never_splits_an_argv_secret_holding_one() -> None:
+    secret = "ab,cdefgh12"
+    ks = KnownSecrets({secret: placeholder(secret)})
+    chunks = ChunkRecording()
+    chunks.known = ks
+    chunks.writer = cast("CaptureWriter", SimpleNamespace(transform=lambda rec: rec, line_filter=ks.line))
+    line = b"y " * 1000 + b"k=" + secret.encode() + b"."
+    assert chunks._tail(line) == 0                          # the comma inside the secret is no place to cut
+    assert chunks._tail(line + b"," + b"z" * 20) == 20      # the comma after it is
+    assert chunks._tail(line + b" k=ab,cd") == len(b"k=ab,cd")   # a secret's beginning waits
