@@ -11,9 +11,12 @@ every secret whole. The stream stays the same bytes in the same order; only wher
 chunk record ends and the next begins moves. The held bytes go out with the next chunk of
 their direction, or alone before anything that cuts or ends the stream (a directed gap,
 the direction's eof, a new segment, the end record): ``Recorder`` calls ``_chunk_rest``
-there. Bounded: an unfinished line longer than ``HOLD`` bytes is stored as it comes (the
-scrubber's look-behind, ``redact/scrub.py``, still catches the rest of a secret begun at
-the end of the record before).
+there. Bounded: an unfinished line longer than ``HOLD`` bytes is stored as it comes, less
+an end held for the next chunk (``_tail``): where a secret of the server's argv may begin
+or go on (``KnownSecrets.hold``, as for stderr reads: a known secret is never cut between
+two records) and, with ``--redact``, after the last separator, so a token is not cut in two
+(the scrubber's look-behind, ``redact/stderr_stream.Carry``, still replaces the rest of a
+secret begun at the end of the record before, one holding a separator).
 """
 
 from __future__ import annotations
