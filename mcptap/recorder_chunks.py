@@ -11,9 +11,12 @@ every secret whole. The stream stays the same bytes in the same order; only wher
 chunk record ends and the next begins moves. The held bytes go out with the next chunk of
 their direction, or alone before anything that cuts or ends the stream (a directed gap,
 the direction's eof, a new segment, the end record): ``Recorder`` calls ``_chunk_rest``
-there. Bounded: an unfinished line longer than ``HOLD`` bytes is stored as it comes (the
-scrubber's look-behind, ``redact/scrub.py``, still catches the rest of a secret begun at
-the end of the record before).
+there. Bounded: an unfinished line longer than ``HOLD`` bytes is stored as it comes, less
+an end held for the next chunk (``_tail``): where a secret of the server's argv may begin
+or go on (``KnownSecrets.hold``, as for stderr reads: a known secret is never cut between
+two records) and, with ``--redact``, after the last separator, so a token is not cut in two
+(the scrubber's look-behind, ``redact/stderr_stream.Carry``, still replaces the rest of a
+secret begun at the end of the record before, one holding a separator).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mcptap.records import Chunk
 
 if TYPE_CHECKING:
     from mcptap.capture.writer import CaptureWriter
+    from mcptap.known_secrets import KnownSecrets
 
 #: bytes of an unfinished line held per direction, waiting for its end
 HOLD = 1 << 20
@@ -35,6 +39,12 @@ HOLD = 1 << 20
 #: never joined, nor held again as one text and one encoded line: 16 MiB lines each way
 #: peaked at 37-52 MiB in the tap, by timing)
 PIECES_ABOVE = 1 << 20
+
+
+#: ``record --redact``: an unfinished line over ``HOLD`` is cut after its last separator
+#: within this many bytes of its end (``ChunkRecording._tail``)
+SEPARATED = 256
+_SEPARATORS = (b" ", b"\t", b'"', b"'", b",", b";", b"<", b">", b"&", b"\r")
 
 
 class WholeLines:
@@ -46,17 +56,24 @@ class WholeLines:
     def __init__(self) -> None:
         self._held: dict[Direction, tuple[int, bytes]] = {}       # direction -> (stream offset, bytes)
 
-    def add(self, direction: Direction, data: bytes, offset: int) -> tuple[bytes, int]:
+    def add(self, direction: Direction, data: bytes, offset: int,
+            tail: Callable[[bytes], int] | None = None) -> tuple[bytes, int]:
         """``data`` (at stream ``offset``) comes next in ``direction``: the whole lines to
         store now (the held bytes first) and their offset; the unfinished line after them
-        is held, unless it is longer than ``HOLD`` (then everything is given)."""
+        is held, unless it is longer than ``HOLD``: then it is given less its last
+        ``tail(line)`` bytes (where a secret may begin or go on: ``KnownSecrets.hold``),
+        held for the next chunk, so no argv secret is cut between two records."""
         held = self._held.pop(direction, None)
         if held is not None:
             offset, data = held[0], held[1] + data
         cut = data.rfind(b"\n") + 1
-        if cut < len(data) and len(data) - cut <= HOLD:
-            self._held[direction] = (offset + cut, data[cut:])
-            data = data[:cut]
+        if cut < len(data):
+            if len(data) - cut > HOLD:
+                keep = tail(data[cut:]) if tail is not None else 0
+                cut = len(data) - keep if 0 < keep < len(data) - cut else len(data)
+            if cut < len(data):
+                self._held[direction] = (offset + cut, data[cut:])
+                data = data[:cut]
         return data, offset
 
     def rest(self, direction: Direction) -> tuple[bytes, int] | None:
@@ -74,6 +91,7 @@ class ChunkRecording:
     """Mixed into ``recorder.Recorder`` (which provides the clock, the sequence and the writer)."""
 
     writer: CaptureWriter | None
+    known: KnownSecrets | None
     clock: Callable[[], int]
     chunks: int
     chunk_bytes: int
@@ -87,13 +105,33 @@ class ChunkRecording:
         w = self.writer
         return w is not None and (w.transform is not None or w.line_filter is not None)
 
+    def _tail(self, line: bytes) -> int:
+        """How many bytes at the end of ``line`` (an unfinished line over ``HOLD``) wait
+        for the next chunk: where an argv secret may begin or go on (``KnownSecrets.hold``:
+        the stream is cut only where searching each piece finds what the whole would);
+        for the patterns of ``record --redact``, from the last separator (space, quote,
+        comma …) within the scrubber's look-behind (``Carry``, which replaces the rest of
+        a secret begun in the record before): a token is not cut in two, its head left in
+        clear. 0: nothing to hold."""
+        known = self.known
+        keep = known.hold(line) if known is not None else 0
+        w = self.writer
+        if w is not None and w.transform is not None:
+            end = len(line) - keep
+            at = max(line.rfind(s, max(0, end - SEPARATED), end) for s in _SEPARATORS)
+            # cut there only where no argv secret runs across it (one holding a space or a quote)
+            if at >= 0 and (known is None or known.hold(line[:at + 1]) == 0):
+                keep = len(line) - at - 1
+        return keep
+
     def _chunk(self, direction: Direction, data: Buffers, offset: int, t: int) -> None:
         """Store ``data`` (forwarded in ``direction`` at stream ``offset``, read at ``t``;
         one buffer or consecutive ones) unframed: one ``chunk`` record, of whole lines
         when the capture is rewritten (module doc). A bytearray (a framer's buffer,
         handed over) must not change afterwards."""
         if self._whole_lines():
-            data, offset = self._lines.add(direction, b"".join(data) if isinstance(data, list) else bytes(data), offset)
+            data, offset = self._lines.add(direction, b"".join(data) if isinstance(data, list) else bytes(data), offset,
+                                           self._tail)
             if not data:
                 return
         n = buffers_len(data)
