@@ -119,14 +119,13 @@ def test_record_redact_password_in_a_stdout_line_preview(tmp_path: Path, passwor
 
 
 def test_a_cut_never_ends_inside_a_word() -> None:
-    from mcptap.protocol.excerpt import clip, cut
-    assert clip("bad tok QWERTYUIOP", 12) == "bad tok "
+    from mcptap.protocol.excerpt import cut
     assert cut("bad tok QWERTYUIOP", 12) == "bad tok …"
     assert cut("{'message': 'x'}", 60) == "{'message': 'x'}"
-    assert clip("a b", 2) == "a "                       # a cut at a break stays where it is
-    assert clip("abcdef", 3) == ""                      # one word: nothing of it
+    assert cut("a b c", 3) == "a …"                     # a cut at a break stays where it is
+    assert cut("abcdef", 4) == "…"                      # one word: nothing of it
     ph = "«redacted:hmac:0123456789ab»"
-    assert clip("k=" + ph + " more", 10) == "k=" + ph   # never inside a placeholder
+    assert cut("k=" + ph + " more", 10) == "k=" + ph + "…"    # never inside a placeholder
 
 
 def test_a_known_secrets_beginning_at_a_cut_marker() -> None:
@@ -142,3 +141,11 @@ def test_a_known_secrets_beginning_at_a_cut_marker() -> None:
 def test_a_percent_escape_before_a_short_secret_is_no_letter(text: str, value: str) -> None:
     assert [v for _, _, v in find(text, [value])] == [value]
     assert find("x" + text.replace("%", ""), [value]) == []     # a real letter before it still is
+
+
+def test_an_sse_events_quote_drops_a_word_it_cuts() -> None:
+    from mcptap.protocol.sse_rules import data_findings
+    data = '{"note": "x", "k": "' + TOKEN + '"}'
+    (f,) = data_findings(json.loads(data), data[:40])
+    assert f.code == "sse.data_not_jsonrpc" and '"k": …' in f.message
+    _no_piece(f.message, TOKEN)

@@ -25,7 +25,7 @@ import orjson
 
 from mcptap.capture.dumps import dumps
 from mcptap.compare.depth import bounded
-from mcptap.protocol.excerpt import cut
+from mcptap.protocol.excerpt import clip
 
 MAX_PATHS = 25
 #: strings longer than this are not parsed as JSON-in-text (characters)
@@ -98,7 +98,7 @@ def short(v: Any, n: int = 60) -> str:
     ``absent`` for None, cut to ``n`` characters with an ellipsis."""
     text = v if isinstance(v, str) else dumps(v).decode() if v is not None else "absent"
     text = repr(text) if isinstance(v, str) else text
-    return cut(text, n)
+    return text if len(text) <= n else clip(text, n - 1) + "…"
 
 
 def describe_change(c: PathChange) -> str:

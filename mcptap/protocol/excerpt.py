@@ -3,8 +3,9 @@ never inside a keyed placeholder of a scrubbed capture (``«redacted:hmac:…»`
 mcptap/redact/keyed.py). Findings are made again from scrubbed text
 (``check --full``, ``report``), and a cut placeholder reads as another value.
 
-Nor inside a word: a cut that falls between two characters of one run without
-whitespace, quotes, brackets or separators (``,;|<>``) drops that run whole. A secret cut
+``cut`` (a finding's quote) never cuts inside a word either: a cut that falls
+between two characters of one run without whitespace, quotes, brackets or
+separators (``,;|<>``) drops that run whole. A secret cut
 short (a token in a server's error object, a password in a stdout line) is a
 piece no redaction rule knows: a token shape needs its whole length, a value
 known secret is searched whole. So no piece of such a token stays; a secret
@@ -30,8 +31,7 @@ MARK = "…"
 
 def clip(text: str, n: int) -> str:
     """``text[:n]``, or up to the end of a placeholder that the cut at ``n``
-    (characters, >= 0) falls in, or shorter when the cut falls inside a word
-    (see module doc): up to the last break before it (possibly ``""``)."""
+    (characters, >= 0) falls in."""
     if len(text) <= n:
         return text
     start = text.rfind(OPEN, max(0, n - LONGEST), n + len(OPEN) - 1)
@@ -39,15 +39,18 @@ def clip(text: str, n: int) -> str:
         end = text.find(CLOSE, start + len(OPEN), start + LONGEST)
         if end >= n:
             return text[:end + 1]
-    if n == 0 or text[n - 1] in _BREAKS or text[n] in _BREAKS:
-        return text[:n]
-    at = n - 1
-    while at > 0 and text[at - 1] not in _BREAKS:
-        at -= 1
-    return text[:at]
+    return text[:n]
 
 
 def cut(text: str, n: int) -> str:
-    """``text`` when it has at most ``n`` characters, else ``clip(text, n - 1)``
-    and ``MARK`` (``n`` >= 1)."""
-    return text if len(text) <= n else clip(text, n - 1) + MARK
+    """``text`` when it has at most ``n`` characters (>= 1), else ``clip(text, n - 1)``,
+    shorter when that cut falls inside a word (see module doc: up to the last break
+    before it, possibly ``""``), and ``MARK``. For finding texts, which captures keep."""
+    if len(text) <= n:
+        return text
+    piece = clip(text, n - 1)
+    at = len(piece)
+    if at == n - 1 and at and text[at - 1] not in _BREAKS and text[at] not in _BREAKS:
+        while at > 0 and text[at - 1] not in _BREAKS:
+            at -= 1
+    return piece[:at] + MARK

@@ -236,7 +236,7 @@ def _event_findings(info: dict[str, Any], payload: bytes, x: _Ex | None) -> list
             fs = [f for f in fs if f.code != "sse.crlf"]
         if x is not None:
             x.cr_seen = True
-    return fs + data_findings(parse_json(payload)[0], ev.data[:41])
+    return fs + data_findings(parse_json(payload)[0], ev.data[:40])
 
 
 #: facts of an ``sse`` record (an event without a payload) only its bytes could tell

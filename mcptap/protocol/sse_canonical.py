@@ -18,8 +18,8 @@ from mcptap.protocol.utf8 import LazyText, is_utf8
 
 #: a data line longer than this (bytes) is left undecoded by the tap's parser (``SSEParser(lazy_above=…)``)
 LAZY_DATA_ABOVE = 1 << 20
-#: bytes decoded for an event's quote (41 characters need at most 164 bytes, plus an unfinished sequence)
-_QUOTE_BYTES = 168
+#: bytes decoded for an event's quote (40 characters need at most 160 bytes, plus an unfinished sequence)
+_QUOTE_BYTES = 164
 
 
 def canonical_event(ev: SSEEvent) -> bytes:
@@ -85,7 +85,7 @@ def _head_tail(ev: SSEEvent, first: bytes | bytearray) -> tuple[bytes, bytes]:
 def big_data(ev: SSEEvent) -> tuple[bytes, str, LazyText | None] | None:
     """For an event with ``data_bytes``: (payload, quote, raw text or None).
     ``payload``: ``data_bytes`` itself (equal to ``ev.data.encode()`` of a
-    fully decoding parser); ``quote``: its first 41 characters (``sse_rules.data_findings`` cuts it to 40); raw text: the
+    fully decoding parser); ``quote``: its first 40 characters; raw text: the
     event's bytes decoded (U+FFFD for bad bytes) when they are not canonical,
     for the record's ``sse.raw``, else None: a ``LazyText`` (``str()`` makes
     it; the recorder writes it in pieces, so a 64 MiB CR LF event, as
@@ -96,7 +96,7 @@ def big_data(ev: SSEEvent) -> tuple[bytes, str, LazyText | None] | None:
     if not data.isascii() and not is_utf8(data):
         return None
     with memoryview(data) as view, view[:_QUOTE_BYTES] as q:
-        quote = codecs.getincrementaldecoder("utf-8")("replace").decode(q, len(data) <= _QUOTE_BYTES)[:41]
+        quote = codecs.getincrementaldecoder("utf-8")("replace").decode(q, len(data) <= _QUOTE_BYTES)[:40]
     if ev.data_cuts:
         return _bulk_data(ev, data, quote)
     head, tail = _head_tail(ev, (raw[:at] + data[:64] + raw[at:at + 64])[:64])

@@ -15,7 +15,7 @@ from typing import Any
 from mcptap.capture.fields import message_json, message_text, tool_of
 from mcptap.escape import escape_controls
 from mcptap.filters.exact import exact_field, exact_tool
-from mcptap.protocol.excerpt import cut
+from mcptap.protocol.excerpt import clip
 from mcptap.protocol.jsonrpc import show_id
 from mcptap.records.message import exact_id
 
@@ -42,7 +42,7 @@ def fmt_us(us: int | float | None) -> str:
 def shorten(s: str, n: int) -> str:
     """``s`` with its control characters escaped (mcptap.escape), cut to ``n`` characters."""
     s = escape_controls(s)
-    return cut(s, n)
+    return s if len(s) <= n else clip(s, n - 1) + "…"
 
 
 def id_text(v: Any) -> str:

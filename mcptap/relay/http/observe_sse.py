@@ -84,7 +84,7 @@ class SseObserver:
         if ev.data_lines and ev.data != "":
             if not is_canonical(ev):
                 info["raw"] = ev.raw.decode("utf-8", "replace")
-            quote, text = ev.data[:41], ev.data
+            quote, text = ev.data[:40], ev.data
             del ev        # the caller holds no reference: a large event's bytes go before the text is encoded
             raw = text.encode("utf-8")
             del text      # and its text before its JSON is parsed
