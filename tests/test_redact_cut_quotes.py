@@ -147,5 +147,5 @@ def test_an_sse_events_quote_drops_a_word_it_cuts() -> None:
     from mcptap.protocol.sse_rules import data_findings
     data = '{"note": "x", "k": "' + TOKEN + '"}'
     (f,) = data_findings(json.loads(data), data[:40])
-    assert f.code == "sse.data_not_jsonrpc" and '"k": …' in f.message
+    assert f.code == "sse.data_not_jsonrpc" and '"k": "…' in f.message
     _no_piece(f.message, TOKEN)
