@@ -44,7 +44,7 @@ from mcptap.protocol.jsonparse import exact_json
 from mcptap.records import message_bytes
 from mcptap.redact.keyed import MIN_REPEATED, PLACEHOLDER
 from mcptap.redact.original import place_original
-from mcptap.redact.repeat_match import repeatable, replace, safe_cut
+from mcptap.redact.repeat_match import MARK, repeatable, replace, safe_cut
 from mcptap.redact.urlview import form_decode
 
 #: shorter values are not searched elsewhere: they would replace unrelated text
@@ -52,6 +52,8 @@ MIN_LEN = MIN_REPEATED
 _STREAMS = ("c2s", "s2c", "stderr")
 #: stderr bytes held back at most (``KnownSecrets.hold``)
 HOLD_MOST = 1 << 20
+#: a quote cut short in a finding (``repeat_match.MARK``): a line with one is searched for a secret's beginning
+_MARK = MARK.encode()
 
 
 def redacted_values(argv: Sequence[str], shown: Sequence[str], placeholder: Callable[[str], str] | None = None) -> dict[str, str]:
@@ -178,7 +180,7 @@ class KnownSecrets:
 
     def _replace_line(self, data: bytes) -> bytes | None:
         """An encoded line (or JSON text) with every secret replaced; None when none is there."""
-        if not any(n in data for n in self._quick):
+        if not any(n in data for n in self._quick) and _MARK not in data:     # a finding's quote cut short: its piece
             return None
         text = data.decode("utf-8", "surrogateescape")
         new = replace(text, self._line_order, self._line, encoded=True)

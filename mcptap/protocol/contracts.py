@@ -32,7 +32,7 @@ import orjson
 
 from mcptap.model import Finding
 from mcptap.protocol.codes import finding
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.rules import REVISIONS, normalize_revision
 from mcptap.protocol.schema_fast import Quick, compile_quick
 from mcptap.protocol.skeleton import real_text
@@ -128,7 +128,7 @@ def _errors(compiled: Compiled, instance: Any) -> list[str]:
     out = []
     for e in errs:
         path = "/".join(str(p) for p in e.absolute_path)
-        msg = e.message if len(e.message) <= 160 else e.message[:159] + "…"
+        msg = cut(e.message, 160)
         out.append(f"{path or '(root)'}: {msg}")
     return out
 
@@ -187,7 +187,7 @@ class Contracts:
             return []
         if cur not in self._cursors.get((session, method), ()):
             return [finding("pagination.unknown_cursor",
-                            f"{method} with cursor {clip(str(cur), 40)!r} that the server never returned as nextCursor in this session (cursors are opaque and "
+                            f"{method} with cursor {cut(str(cur), 40)!r} that the server never returned as nextCursor in this session (cursors are opaque and "
                             "session-scoped)")]
         return []
 
@@ -247,7 +247,7 @@ class Contracts:
             n = self._loops.get(lk, 1) + 1
             _bounded_set(self._loops, lk, n)
             out.append(finding("pagination.cursor_not_advancing",
-                               f"{method} cursor {clip(nxt, 40)!r} answered with the same page and nextCursor {clip(nxt, 40)!r} again "
+                               f"{method} cursor {cut(nxt, 40)!r} answered with the same page and nextCursor {cut(nxt, 40)!r} again "
                                f"({n} identical pages): a client that follows nextCursor never terminates",
                                {"method": method, "cursor": nxt, "pages": n}))
         _bounded_set(seen, nxt, digest)
@@ -301,7 +301,7 @@ class Contracts:
         if subs is not None and uri in subs:
             return []
         return [finding("capability.not_subscribed",
-                        f"notifications/resources/updated for {clip(uri, 80)!r}, which the client has not subscribed to (or unsubscribed from)",
+                        f"notifications/resources/updated for {cut(uri, 80)!r}, which the client has not subscribed to (or unsubscribed from)",
                         {"uri": uri})]
 
     # -- 2026-07-28 subscriptions ----------------------------------------------------------
@@ -323,21 +323,21 @@ class Contracts:
         if wanted is None:
             if not from_start:          # a listen opened before the capture began may be open
                 return []
-            why = (f"its subscriptionId {clip(str(sid), 40)!r} names no open subscriptions/listen" if sid is not None
+            why = (f"its subscriptionId {cut(str(sid), 40)!r} names no open subscriptions/listen" if sid is not None
                    else "it carries no _meta io.modelcontextprotocol/subscriptionId")
             return [finding("capability.not_subscribed", f"{method}: {why}; 2026-07-28 servers send it only on a listen stream that asked for it",
                             {"method": method, "subscriptionId": sid})]
         if field != "resourceSubscriptions":
             if wanted.get(field) is True:
                 return []
-            return [finding("capability.not_subscribed", f"{method} on subscription {clip(str(sid), 40)!r}, whose filter did not ask for {field}",
+            return [finding("capability.not_subscribed", f"{method} on subscription {cut(str(sid), 40)!r}, whose filter did not ask for {field}",
                             {"method": method, "subscriptionId": sid})]
         uri = params.get("uri")
         uris = wanted.get(field)
         if not isinstance(uri, str) or (isinstance(uris, list) and any(isinstance(u, str) and _within(uri, u) for u in uris)):
             return []
         return [finding("capability.not_subscribed",
-                        f"notifications/resources/updated for {clip(uri, 80)!r} on subscription {clip(str(sid), 40)!r}, "
+                        f"notifications/resources/updated for {cut(uri, 80)!r} on subscription {cut(str(sid), 40)!r}, "
                         "whose resourceSubscriptions do not list it",
                         {"uri": uri, "subscriptionId": sid})]
 

@@ -8,8 +8,12 @@ import orjson
 
 from mcptap.model import UNPARSED, Direction, Frame, Message
 from mcptap.protocol.codes import finding
+from mcptap.protocol.excerpt import cut
 
 S2C = Direction.S2C
+
+#: bytes decoded for a line's preview: its first 80 characters and one more (``excerpt.cut``)
+_PREVIEW_BYTES = 81 * 4
 
 
 def framing_findings(frame: Frame, msg: Message, large_message: int) -> None:
@@ -70,7 +74,7 @@ def non_json_findings(frame: Frame, msg: Message, transport: str) -> None:
     n = frame.raw.count(b"\n") + (0 if frame.terminated else 1)
     what = f"{n} {d} lines are" if n > 1 else f"{d} line is"
     msg.findings.append(finding("framing.non_jsonrpc_line", f"{what} not JSON ({where}): {who}",
-                                {"preview": frame.raw[:80].decode("utf-8", "replace"), "lines": n}))
+                                {"preview": cut(frame.raw[:_PREVIEW_BYTES].decode("utf-8", "replace"), 80), "lines": n}))
 
 
 def _too_deep(text: bytes) -> bool:

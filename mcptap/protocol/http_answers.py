@@ -35,7 +35,7 @@ from mcptap.model import Direction, Finding, Kind, Message
 from mcptap.protocol import urls
 from mcptap.protocol.capabilities import declared_but_unsupported
 from mcptap.protocol.codes import finding
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.http_fields import shown
 from mcptap.protocol.jsonrpc import show_id
 from mcptap.protocol.lifecycle import SessionState, request_meta
@@ -207,7 +207,7 @@ def error_body_finding(status: int, value: dict[str, Any], clear: bool = False) 
     ``record --record-secrets``), found in the whole string before the quote is cut to 40
     characters (a cut token is no longer one), controls escaped."""
     err = value.get("error")
-    what = f" ({clip(shown(err, clear) or '', 40)!r})" if isinstance(err, str) else ""
+    what = f" ({cut(shown(err, clear) or '', 40)!r})" if isinstance(err, str) else ""
     return finding("http.error_body", f"{status} body is an HTTP/OAuth error object{what}, not a JSON-RPC message")
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from mcptap.model import Direction, Finding, Kind, Severity
 from mcptap.protocol.codes import finding
 from mcptap.protocol.content_coding import undecoded_code
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.http_fields import accepts, header
 from mcptap.protocol.http_memory import HttpRules
 from mcptap.protocol.http_rules import (
@@ -283,7 +283,7 @@ class HttpJudge:
         why = self.annotator.answers.session_error(ex_id)
         if status == 410 or (why is not None and (status in (400, 401, 403) or 200 <= status < 300)):
             self.book.end(sid)
-            return [finding("http.session_rejected_not_404", f"{status} for session {sid}" + (f" ({clip(why, 80)!r})" if why else "")
+            return [finding("http.session_rejected_not_404", f"{status} for session {sid}" + (f" ({cut(why, 80)!r})" if why else "")
                             + ": a server that ended a session MUST answer its id with 404 (clients then start a new session)",
                             {"session": sid, "status": status})]
         return []

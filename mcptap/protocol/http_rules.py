@@ -19,7 +19,7 @@ from typing import Any
 from mcptap.model import Finding, Severity
 from mcptap.protocol import rules
 from mcptap.protocol.codes import finding
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.http_fields import Headers, accepts, dropped_by_connection, header, media_type, shown
 from mcptap.protocol.jsonrpc import show_id
 
@@ -250,7 +250,7 @@ def ack_findings(ex: Exchange, body: bytes, body_len: int) -> list[Finding]:
     ctype = header(ex.resp_headers, "content-type")
     if body_len:
         # never cut inside a placeholder: the body is the scrubbed one the end record's ack_body holds
-        preview = clip(body[:400].decode("utf-8", "replace"), 40)
+        preview = cut(body[:400].decode("utf-8", "replace"), 40)
         return [finding("http.ack_body_not_empty",
                         f"{body_len}-byte body {preview!r} on the acknowledgement of a POST without requests (strict clients parse it and fail)",
                         severity=WARN)]
@@ -265,7 +265,7 @@ def legacy_body_findings(ex: Exchange, body: bytes) -> list[Finding]:
     head = body.lstrip()[:1]
     if not (ex.legacy and ex.method == "POST" and head in (b"{", b"[") and b'"jsonrpc"' in body):
         return []
-    preview = clip(body[:400].decode("utf-8", "replace"), 60)
+    preview = cut(body[:400].decode("utf-8", "replace"), 60)
     return [finding("http.legacy_post_body_message", f"the POST's {ex.status} response carries a JSON-RPC message {preview!r}: "
                                                      "2024-11-05 servers send messages on the SSE stream only, so the client never reads it")]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from mcptap.model import UNPARSED, Finding, Kind
 from mcptap.protocol.codes import finding
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.jsonparse import LONE_SURROGATE, NON_FINITE, parse_exact
 
 #: JSON-RPC predefined codes plus the ranges MCP uses (basic/index error codes).
@@ -242,4 +242,4 @@ def oddity_findings(oddities: int, direction: str) -> list[Finding]:
 
 def _short(v: Any, n: int = 60) -> str:
     s = repr(v)
-    return s if len(s) <= n else clip(s, n - 1) + "…"
+    return cut(s, n)

@@ -16,9 +16,12 @@ from typing import Any
 from mcptap.model import Finding, Kind
 from mcptap.protocol import urls
 from mcptap.protocol.codes import finding
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.jsonrpc import classify, classify_plain
 from mcptap.protocol.sse import SSEEvent
+
+#: characters of an event's data a finding quotes (``sse_canonical``, ``observe_sse``, ``http_replay`` take them)
+QUOTE = 40
 
 
 def sse_findings(ev: SSEEvent) -> list[Finding]:
@@ -29,7 +32,7 @@ def sse_findings(ev: SSEEvent) -> list[Finding]:
     if ev.retry is not None:
         out.append(finding("sse.retry", f"retry {ev.retry} ms", {"retry_ms": ev.retry}))
     if ev.comments:
-        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({clip(ev.comments[0], 30)!r}): keep-alive, ignored by clients"))
+        out.append(finding("sse.comment", f"{len(ev.comments)} comment line(s) ({cut(ev.comments[0], 30)!r}): keep-alive, ignored by clients"))
     if ev.multiline:
         out.append(finding("sse.multiline_data", f"{ev.data_lines} data lines joined with LF"))
     if ev.cr:
@@ -61,7 +64,7 @@ def data_findings(value: Any, quote: str) -> list[Finding]:
     alike: JSON that is not a JSON-RPC message."""
     # a well-formed message (the common case) is never INVALID: classify_plain says so without a Classified
     if value is not None and classify_plain(value) is None and classify(value).kind is Kind.INVALID:
-        return [finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({quote!r}): strict clients fail on it")]
+        return [finding("sse.data_not_jsonrpc", f"event data is JSON but not a JSON-RPC message ({_quoted(quote)!r}): strict clients fail on it")]
     return []
 
 
@@ -94,3 +97,9 @@ def endpoint_findings(data: str, stream_url: str, tap_origin: str, upstream_orig
         where = "the upstream's own origin" if here is not None and here == urls.origin(upstream_origin) else f"origin {origin}"
         out.append(finding("sse.endpoint_foreign_origin", f"endpoint on {where}: the host POSTs around the tap and the capture misses its messages"))
     return out, resolved
+
+
+def _quoted(quote: str) -> str:
+    """An event's quote (its data's first ``QUOTE`` characters) as a finding shows it: one of
+    that length may have been cut inside a word, whose piece ``excerpt.cut`` drops."""
+    return cut(quote, QUOTE - 1) if len(quote) >= QUOTE else quote

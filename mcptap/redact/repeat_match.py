@@ -16,7 +16,13 @@ search the same values the same way:
   of another word, while a secret glued to text (``0x`` before a hex key) must not stay in clear; longer values first, no
   two occurrences overlap. ``encoded``: ``text`` is JSON-encoded (a record line, a message's
   raw JSON text), where the letter ending an escape (``\\n``, ``\\u00e9``) is no letter of
-  the decoded text: it does not make a value a piece of a word (a doubtful case is replaced);
+  the decoded text: it does not make a value a piece of a word (a doubtful case is replaced), nor
+  do the hex digits of a percent-escape in any text (``?q=%3Dsk_abcdefgh%20``);
+* a quote cut short: a finding quotes peer text cut at a length and marked ``…``
+  (``protocol.excerpt.cut``, which never ends inside a word): the beginning of a value of at
+  least ``MIN_REPEATED`` characters that ends exactly at such a marker (``correct horse …``) is
+  replaced too, under the same rule of words, so no piece of a known secret stays in clear (the
+  last ``MARKS_SEARCHED`` markers of a text are looked at: findings come last in a record line);
 * ``safe_cut``: where a stream of text may be cut so that searching each piece alone finds
   exactly what searching the whole would (``KnownSecrets.take``).
 """
@@ -40,6 +46,11 @@ _PLACEHOLDER_MAX = 76
 #: from this length on a value is found inside longer words too (see module doc)
 WORDLESS = 12
 _ESCAPE_TAIL = re.compile(r"\\u[0-9A-Fa-f]{4}\Z")
+_HEX = frozenset("0123456789ABCDEFabcdef")
+#: the marker of a quote cut short (``protocol.excerpt.MARK``)
+MARK = "\u2026"
+#: markers looked at per text, the last ones (a peer's own text may hold many)
+MARKS_SEARCHED = 64
 
 
 def repeatable(value: str) -> bool:
@@ -54,6 +65,8 @@ def _word_before(text: str, at: int, encoded: bool) -> bool:
         return False
     if encoded and ((at >= 2 and text[at - 2] == "\\") or _ESCAPE_TAIL.search(text, max(0, at - 6), at)):
         return False        # the end of an escape: a control character or one given by its code
+    if at >= 3 and text[at - 3] == "%" and text[at - 2] in _HEX and c in _HEX:
+        return False        # a percent-escape's hex digits (``%3Dsk_abcdefgh``): no letter of the decoded text
     return True
 
 
@@ -86,8 +99,38 @@ def find(text: str, values: Iterable[str], blocked: Iterable[tuple[int, int]] = 
             out.append((at, end, value))
             mine.append((at, end))
             at = text.find(value, end)
+        if len(value) > MIN_REPEATED and MARK in text:
+            for a, b in _cut_prefixes(text, value, starts, ends, mine, encoded):
+                out.append((a, b, value))
+                mine.append((a, b))
         if mine:
             taken = sorted(taken + mine)
+    return out
+
+
+def _cut_prefixes(text: str, value: str, starts: list[int], ends: list[int], mine: list[tuple[int, int]],
+                  encoded: bool) -> list[tuple[int, int]]:
+    """Ranges of ``text`` holding the longest beginning (``MIN_REPEATED`` characters or more,
+    shorter than ``value``) of ``value`` that ends right at a cut marker, outside ``taken``
+    (``starts``/``ends``) and ``mine``, not a piece of a longer word when shorter than ``WORDLESS``."""
+    marks: list[int] = []
+    at = text.rfind(MARK)
+    while at >= 0 and len(marks) < MARKS_SEARCHED:
+        marks.append(at)
+        at = text.rfind(MARK, 0, at)
+    head = value[:MIN_REPEATED]
+    out = []
+    for p in marks:
+        lo = max(0, p - len(value) + 1)
+        a = text.find(head, lo, p)
+        while a >= 0:
+            if text.startswith(value[:p - a], a):
+                i = bisect_left(starts, p) - 1
+                if not ((i >= 0 and ends[i] > a) or any(x < p and a < y for x, y in mine)
+                        or (p - a < WORDLESS and a > 0 and value[0].isalnum() and _word_before(text, a, encoded))):
+                    out.append((a, p))
+                break
+            a = text.find(head, a + 1, p)
     return out
 
 

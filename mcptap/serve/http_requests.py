@@ -20,6 +20,7 @@ import orjson
 import trio
 
 from mcptap.model import UNPARSED, Direction
+from mcptap.protocol.excerpt import cut
 from mcptap.protocol.jsonparse import exact_json
 from mcptap.serve.core import ServeCore
 from mcptap.serve.http_conn import Conn
@@ -60,7 +61,8 @@ class Requests(LegacyServing):
             outs = self.core.opening(ms.live, ms.live.group) + outs
         for o in outs:
             if o.raw is not None:
-                line = f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: {o.raw[:60]!r}"
+                line = (f"a recorded server line that is not a JSON-RPC message is not sent over HTTP: "
+                        f"{cut(o.raw.decode('utf-8', 'backslashreplace'), 60)!r}")     # a note the -o capture keeps: never a secret's piece
                 if not self._told_raw:
                     self._told_raw = True
                     self.say(line + " (and any more: see the -o capture's serve notes)")

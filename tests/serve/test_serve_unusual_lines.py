@@ -114,6 +114,8 @@ async def test_http_leaves_such_lines_out_with_a_note_and_answers_the_rest(tmp_p
     rec.close()
     notes = [r for r in read_capture(str(own)).records if r.get("type") == "note" and r.get("source") == "serve"]
     assert len(notes) == len(ODD) + 2                               # each line left out, the banner before the first answer too
+    # a note quotes a line cut short without a piece of the word the cut fell in (a token there: no rule knows a piece)
+    assert any(n["message"].endswith("'…'") for n in notes) and not any("xxxx" in n["message"] for n in notes)
     assert len(said) == 1 and "not a JSON-RPC message" in said[0]
 
 

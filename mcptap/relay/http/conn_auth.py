@@ -17,7 +17,7 @@ from typing import Any
 
 import h11
 
-from mcptap.protocol.excerpt import clip
+from mcptap.protocol.excerpt import cut
 from mcptap.relay.http import auth as oauth
 from mcptap.relay.http import heads
 from mcptap.relay.http.events import AuthRewritten, Upstream
@@ -68,7 +68,7 @@ class AuthExchange:
         page = front.referred_from(next((v for n, v in raw if n.lower() == b"referer"), None)) if route.origin == 0 else 0
         if page:
             x.kind = oauth.UNKNOWN_FRONT
-            x.refusal = (f"{clip(shown_target(target, clear), 200)!r} requested by a page of the authorization server fronted at "
+            x.refusal = (f"{cut(shown_target(target, clear), 200)!r} requested by a page of the authorization server fronted at "
                          f"{oauth.PREFIX}{page}/ (a root-relative URL): not sent to the MCP upstream")
             x.notes = (("auth.root_relative_refused", x.refusal + "; the tap can only front that server's URLs under its prefix"),)
         return x
