@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.relay.http import h11_fast
+from tests.relay._wire_pieces import fed_pieces
 
 
 def _io(f: Any) -> Any:
@@ -97,14 +98,7 @@ def test_next_body_is_next_event(head: bytes, chunks: list[bytes], mangle: int, 
             except h11.LocalProtocolError:
                 break
     wire = wire[cut:]
-    pieces, at = [], 0
-    for n in cuts:
-        pieces.append(wire[at:at + n])
-        at += n
-    pieces.append(wire[at:])
-    for p in [*pieces, *([b""] if eof else [])]:
-        if not p and not eof:
-            continue
+    for p in fed_pieces(wire, cuts, eof):
         for c in (plain, fast):
             c.receive_data(p)
         assert _drain(fast, True) == _drain(plain, False)

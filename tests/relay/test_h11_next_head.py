@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.relay.http import h11_fast
+from tests.relay._wire_pieces import fed_pieces
 from tests.relay.test_h11_fast import _ev, _state
 
 LINES = st.sampled_from([b"Content-Length: 3", b"Content-Length: 0", b"Transfer-Encoding: chunked", b"Connection: close",
@@ -36,14 +37,7 @@ def _events(c: h11.Connection, fast: bool) -> list[Any]:
 
 
 def _feed(pair: tuple[h11.Connection, h11.Connection], wire: bytes, cuts: list[int], eof: bool) -> None:
-    pieces, at = [], 0
-    for n in cuts:
-        pieces.append(wire[at:at + n])
-        at += n
-    pieces.append(wire[at:])
-    for p in [*pieces, *([b""] if eof else [])]:
-        if not p and not eof:
-            continue
+    for p in fed_pieces(wire, cuts, eof):
         got = []
         for c, fast in zip(pair, (False, True), strict=True):
             try:

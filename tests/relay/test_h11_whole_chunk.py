@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcptap.relay.http import h11_fast
+from tests.relay._wire_pieces import fed_pieces
 from tests.relay.test_h11_fast import _drain, _state
 
 #: a chunk's size line as a peer may write it: hex in either case, leading zeros, an extension, spaces
@@ -71,14 +72,7 @@ def test_whole_chunks_are_next_event(chunks: list[tuple[bytes, bytes, bytes]], e
             if ev is h11.NEED_DATA or (type(ev) is h11.Data and ev.chunk_end):
                 break
     wire = _wire(chunks, end)
-    pieces, at = [], 0
-    for n in cuts:
-        pieces.append(wire[at:at + n])
-        at += n
-    pieces.append(wire[at:])
-    for p in pieces:
-        if not p:
-            continue
+    for p in fed_pieces(wire, cuts):
         plain.receive_data(p)
         _same(_fast_receive(fast, p), _drain(plain, False))
         assert _state(fast) == _state(plain)
@@ -108,14 +102,8 @@ def _relay_run(resp: bytes, cuts: list[int], eof: bool, fast: bool) -> list[str]
         cid, first = relay.client_opened("127.0.0.1:5555")
         seen = [repr(first), repr(relay.client_data(cid, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
                                                          b"Accept: text/event-stream\r\n\r\n"))]
-        pieces, at = [], 0
-        for n in cuts:
-            pieces.append(resp[at:at + n])
-            at += n
-        pieces.append(resp[at:])
-        for p in [*pieces, *([b""] if eof else [])]:
-            if p or eof:
-                seen.append(repr(relay.upstream_data(cid, 1, p)))
+        for p in fed_pieces(resp, cuts, eof):
+            seen.append(repr(relay.upstream_data(cid, 1, p)))
         seen.append(repr(relay.client_data(cid, b"")))
         return seen
     finally:
